@@ -1,0 +1,124 @@
+//! Command-line interface: parses arguments with clap and hands typed values to the
+//! subsystems. Errors are one line on stderr; exit code 2 means the input was wrong
+//! (bad arguments, malformed files), 1 means the command ran and reports a failure
+//! (for example an economics dial that does not hold).
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+pub mod econ;
+pub mod quorum;
+pub mod simulate;
+
+/// The TRUST node: audit LLM reasoning traces on a decentralized network.
+///
+/// One binary serves auditors (run a node, judge segments), providers (submit traces),
+/// users (query outcomes) and operators (start networks). Today it offers the paper's
+/// analysis tools: economics dials, quorum probabilities and the contract simulator.
+#[derive(Debug, Parser)]
+#[command(name = "trust-node", version, propagate_version = true)]
+pub struct Cli {
+    /// Log output format on stderr (`RUST_LOG` sets the level, default `info`).
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Top-level commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check reward, penalty and slashing parameters against the paper's Theorem 1.
+    Econ(econ::EconArgs),
+    /// Segment and trace quorum probabilities (Lemma 1, Proposition 1, exact DP).
+    Quorum(quorum::QuorumArgs),
+    /// Run the audit contract on a seeded simulated network of auditors.
+    Simulate(simulate::SimulateArgs),
+}
+
+/// A command failure with its exit code.
+#[derive(Debug)]
+pub struct CliError {
+    /// Process exit code.
+    pub code: u8,
+    /// One-line message for stderr.
+    pub message: String,
+}
+
+impl CliError {
+    /// The user's input is wrong (exit code 2).
+    pub fn usage(message: impl Into<String>) -> Self {
+        Self {
+            code: 2,
+            message: message.into(),
+        }
+    }
+
+    /// The command ran and failed, or reports a failed check (exit code 1).
+    pub fn failed(message: impl Into<String>) -> Self {
+        Self {
+            code: 1,
+            message: message.into(),
+        }
+    }
+}
+
+/// What a command returns.
+pub type CliResult = Result<(), CliError>;
+
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    // A second initialisation (tests calling `run` twice) is harmless; ignore it.
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().try_init(),
+    };
+}
+
+/// Parses the process arguments, runs the command and returns the exit code.
+pub fn run() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.log_format);
+    let result = match cli.command {
+        Command::Econ(args) => econ::run(args),
+        Command::Quorum(args) => quorum::run(args),
+        Command::Simulate(args) => simulate::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {}", e.message);
+            ExitCode::from(e.code)
+        }
+    }
+}
+
+/// Reads a UTF-8 file given on the command line, with a bounded size.
+pub(crate) fn read_input_file(path: &std::path::Path, max_bytes: u64) -> Result<String, CliError> {
+    let meta = std::fs::metadata(path)
+        .map_err(|e| CliError::usage(format!("cannot read {}: {e}", path.display())))?;
+    if meta.len() > max_bytes {
+        return Err(CliError::usage(format!(
+            "{} is {} bytes, more than the {max_bytes}-byte limit",
+            path.display(),
+            meta.len()
+        )));
+    }
+    std::fs::read_to_string(path)
+        .map_err(|e| CliError::usage(format!("cannot read {}: {e}", path.display())))
+}

@@ -1,0 +1,9 @@
+//! The TRUST node: daemon, CLI and everything that does I/O.
+//!
+//! Subsystems live in one module each, with a `//!` note saying what they own. Pure
+//! protocol logic lives in `trust-protocol` and `trust-contracts`; this crate wires it to
+//! files, terminals, and (in later milestones) the network.
+#![forbid(unsafe_code)]
+
+pub mod cli;
+pub mod report;

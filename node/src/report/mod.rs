@@ -1,0 +1,3 @@
+//! Reports written for people: tables on the terminal and SVG charts on disk.
+
+pub mod svg;

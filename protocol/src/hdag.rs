@@ -1,0 +1,1 @@
+//! HDAG types.

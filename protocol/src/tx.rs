@@ -1,0 +1,1 @@
+//! The transaction set applied by the audit contract.

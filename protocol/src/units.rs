@@ -1,0 +1,1 @@
+//! Fixed-point and integer units used in consensus state.
