@@ -121,7 +121,7 @@ pub(crate) use byte_array_newtype;
 
 /// A hex string that does not decode to a value of the expected length.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid {what}: expected {expected_len} bytes as {} hex characters", 2 * expected_len)]
+#[error("invalid {what}: expected {expected_len} bytes in hex")]
 pub struct HexError {
     /// The type that failed to parse.
     pub what: &'static str,

@@ -355,20 +355,20 @@ impl Hdag {
                     id: e.from.clone(),
                 });
             }
-            if let Some(c) = e.confidence {
-                if !(0.0..=1.0).contains(&c) {
-                    return Err(HdagError::BadConfidence {
-                        index: i,
-                        from: e.from.clone(),
-                        to: e.to.clone(),
-                        confidence: c,
-                    });
-                }
+            if let Some(c) = e.confidence
+                && !(0.0..=1.0).contains(&c)
+            {
+                return Err(HdagError::BadConfidence {
+                    index: i,
+                    from: e.from.clone(),
+                    to: e.to.clone(),
+                    confidence: c,
+                });
             }
-            if e.relationship.is_ordering() {
-                if let Some(s) = succ.get_mut(from) {
-                    s.push(to);
-                }
+            if e.relationship.is_ordering()
+                && let Some(s) = succ.get_mut(from)
+            {
+                s.push(to);
             }
         }
         if let Some(cycle) = find_cycle(&succ) {

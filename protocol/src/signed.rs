@@ -46,7 +46,7 @@ pub struct Signed<T> {
 pub fn signing_bytes<T: SignedMessage>(body: &T) -> Vec<u8> {
     let tag = T::DOMAIN.0.as_bytes();
     let enc = encoding::encode(body);
-    let mut out = Vec::with_capacity(SIG_PREFIX.len() + 8 + tag.len() + enc.len());
+    let mut out = Vec::new();
     out.extend_from_slice(SIG_PREFIX);
     out.extend_from_slice(&(tag.len() as u64).to_le_bytes());
     out.extend_from_slice(tag);

@@ -7,6 +7,14 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// `println!` for command output: a closed pipe (`trust-node ... | head`) ends the
+/// process quietly with success instead of panicking.
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::cli::write_stdout_line(format_args!($($arg)*))
+    };
+}
+
 pub mod econ;
 pub mod quorum;
 pub mod simulate;
@@ -121,4 +129,17 @@ pub(crate) fn read_input_file(path: &std::path::Path, max_bytes: u64) -> Result<
     }
     std::fs::read_to_string(path)
         .map_err(|e| CliError::usage(format!("cannot read {}: {e}", path.display())))
+}
+
+/// Writes one line to stdout; see [`outln!`].
+pub(crate) fn write_stdout_line(args: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_fmt(args).and_then(|()| out.write_all(b"\n")) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("error: cannot write to stdout: {e}");
+        std::process::exit(1);
+    }
 }

@@ -26,6 +26,43 @@ pub struct Chart {
     pub log_y: bool,
     /// Smallest y drawn on a log axis.
     pub y_floor: f64,
+    /// Where the legend box goes (pick a corner the curves leave free).
+    pub legend: LegendCorner,
+}
+
+/// Corner of the plot that holds the legend.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum LegendCorner {
+    /// Upper right (the default).
+    #[default]
+    UpperRight,
+    /// Upper left.
+    UpperLeft,
+    /// Lower right.
+    LowerRight,
+    /// Lower left.
+    LowerLeft,
+}
+
+impl LegendCorner {
+    fn position(self) -> SeriesLabelPosition {
+        match self {
+            LegendCorner::UpperRight => SeriesLabelPosition::UpperRight,
+            LegendCorner::UpperLeft => SeriesLabelPosition::UpperLeft,
+            LegendCorner::LowerRight => SeriesLabelPosition::LowerRight,
+            LegendCorner::LowerLeft => SeriesLabelPosition::LowerLeft,
+        }
+    }
+}
+
+/// Tick label for a log axis: powers of ten in scientific notation, without the
+/// floating-point noise plotters' default formatter prints (`0.0009999999999999998`).
+fn log_tick(y: &f64) -> String {
+    if *y >= 0.01 && *y <= 1000.0 {
+        format!("{}", (*y * 1e6).round() / 1e6)
+    } else {
+        format!("{y:.0e}")
+    }
 }
 
 /// Why a chart could not be written.
@@ -84,11 +121,12 @@ pub fn write_line_chart(path: &Path, chart: &Chart, series: &[Series]) -> Result
         .y_label_area_size(80);
 
     macro_rules! draw {
-        ($ctx:expr) => {{
+        ($ctx:expr, $fmt:expr) => {{
             let mut ctx = $ctx.map_err(|e| err(e.to_string()))?;
             ctx.configure_mesh()
                 .x_desc(chart.x_label.as_str())
                 .y_desc(chart.y_label.as_str())
+                .y_label_formatter($fmt)
                 .draw()
                 .map_err(|e| err(e.to_string()))?;
             for (i, s) in series.iter().enumerate() {
@@ -104,18 +142,29 @@ pub fn write_line_chart(path: &Path, chart: &Chart, series: &[Series]) -> Result
             ctx.configure_series_labels()
                 .background_style(WHITE.mix(0.85))
                 .border_style(BLACK)
-                .position(SeriesLabelPosition::UpperRight)
+                .position(chart.legend.position())
                 .draw()
                 .map_err(|e| err(e.to_string()))?;
         }};
     }
 
     if chart.log_y {
-        let hi = if y1 > y0 { y1 * 2.0 } else { y0 * 10.0 };
-        draw!(builder.build_cartesian_2d(x0..x1, (y0..hi).log_scale()));
+        // Half a decade of room below the smallest and above the largest value.
+        let (lo, hi) = if y1 > y0 {
+            (y0 / 3.0, y1 * 3.0)
+        } else {
+            (y0 / 10.0, y0 * 10.0)
+        };
+        draw!(
+            builder.build_cartesian_2d(x0..x1, (lo..hi).log_scale()),
+            &log_tick
+        );
     } else {
         let pad = ((y1 - y0) * 0.05).max(1e-9);
-        draw!(builder.build_cartesian_2d(x0..x1, (y0 - pad)..(y1 + pad)));
+        draw!(
+            builder.build_cartesian_2d(x0..x1, (y0 - pad)..(y1 + pad)),
+            &|y: &f64| format!("{y}")
+        );
     }
     root.present().map_err(|e| err(e.to_string()))?;
     Ok(())
@@ -135,6 +184,7 @@ mod tests {
             y_label: "y".into(),
             log_y: true,
             y_floor: 1e-30,
+            legend: LegendCorner::LowerLeft,
         };
         let series = vec![
             Series {
@@ -162,6 +212,7 @@ mod tests {
             y_label: "y".into(),
             log_y: false,
             y_floor: 0.0,
+            legend: LegendCorner::default(),
         };
         assert!(write_line_chart(&dir.path().join("e.svg"), &chart, &[]).is_err());
     }
