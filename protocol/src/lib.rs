@@ -20,6 +20,7 @@
     )
 )]
 
+pub mod block;
 mod bytes;
 pub mod commit;
 pub mod encoding;

@@ -1,0 +1,213 @@
+//! Blocks of the ledger.
+//!
+//! A block carries its transactions as the canonical bytes of each signed transaction,
+//! as submitted. Consensus orders bytes; the contract decodes and checks each one when it
+//! applies the block, and a transaction that fails is recorded as failed without stopping
+//! the block. That keeps ordering independent of the transaction set and lets every node
+//! hash exactly what was agreed on.
+//!
+//! The header commits to the transactions (`txs_root`), to the previous block
+//! (`prev_hash`, forming the hash chain) and to the contract state after this block
+//! (`state_root`), so a node replaying the ledger can check every step.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Hash, PublicKey, encoding};
+
+/// Most transactions in one block.
+pub const MAX_BLOCK_TXS: usize = 10_000;
+/// Largest encoded transaction accepted anywhere (gossip, mempool, block).
+pub const MAX_TX_BYTES: usize = 128 * 1024;
+/// Largest encoded block; below [`encoding::MAX_MESSAGE_BYTES`] so a block with its
+/// certificate always fits one message.
+pub const MAX_BLOCK_BYTES: usize = 2 * 1024 * 1024;
+
+/// The header of a block: everything the hash chain commits to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BlockHeader {
+    /// Hash of the genesis document: blocks of one network never verify on another.
+    pub chain: Hash,
+    /// Height, starting at 1.
+    pub height: u64,
+    /// Hash of the block at `height - 1` ([`Hash::ZERO`] at height 1).
+    pub prev_hash: Hash,
+    /// [`txs_root`] of the transactions.
+    pub txs_root: Hash,
+    /// Contract state root after applying this block and its end-of-block step.
+    pub state_root: Hash,
+    /// The validator that proposed the block.
+    pub proposer: PublicKey,
+}
+
+/// A block: header plus the canonical bytes of each signed transaction.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Block {
+    /// The header.
+    pub header: BlockHeader,
+    /// Transactions in execution order.
+    pub txs: Vec<Vec<u8>>,
+}
+
+/// Why a block is malformed on its own (before any contract execution).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BlockError {
+    /// More than [`MAX_BLOCK_TXS`] transactions.
+    #[error("block has {0} transactions, more than the limit of {MAX_BLOCK_TXS}")]
+    TooManyTxs(usize),
+    /// A transaction is larger than [`MAX_TX_BYTES`].
+    #[error("transaction {index} has {len} bytes, more than the limit of {MAX_TX_BYTES}")]
+    TxTooLarge {
+        /// Position in the block.
+        index: usize,
+        /// Its length.
+        len: usize,
+    },
+    /// The encoded block is larger than [`MAX_BLOCK_BYTES`].
+    #[error("block of {0} bytes exceeds the limit of {MAX_BLOCK_BYTES} bytes")]
+    TooLarge(usize),
+    /// `txs_root` does not match the transactions.
+    #[error("block {height}: txs_root does not match its transactions")]
+    TxsRootMismatch {
+        /// Height of the block.
+        height: u64,
+    },
+    /// Height 0 is not a block.
+    #[error("block height must start at 1")]
+    ZeroHeight,
+}
+
+/// `H("trust/v1/txs-root", tx_1, ..., tx_n)`: commits to the order and bytes of every
+/// transaction (each part is length-prefixed by [`Hash::of_parts`]).
+pub fn txs_root(txs: &[Vec<u8>]) -> Hash {
+    let parts: Vec<&[u8]> = txs.iter().map(Vec::as_slice).collect();
+    Hash::of_parts("trust/v1/txs-root", &parts)
+}
+
+impl BlockHeader {
+    /// The block hash: a hash of the canonical encoding of the header.
+    pub fn hash(&self) -> Hash {
+        Hash::of_parts("trust/v1/block-header", &[&encoding::encode(self)])
+    }
+}
+
+impl Block {
+    /// Builds a block over `txs`, filling in `txs_root`.
+    pub fn new(
+        chain: Hash,
+        height: u64,
+        prev_hash: Hash,
+        state_root: Hash,
+        proposer: PublicKey,
+        txs: Vec<Vec<u8>>,
+    ) -> Block {
+        Block {
+            header: BlockHeader {
+                chain,
+                height,
+                prev_hash,
+                txs_root: txs_root(&txs),
+                state_root,
+                proposer,
+            },
+            txs,
+        }
+    }
+
+    /// The block hash (the header's hash).
+    pub fn hash(&self) -> Hash {
+        self.header.hash()
+    }
+
+    /// Checks limits and that `txs_root` matches. Hash-chain links are checked by the
+    /// ledger, which knows the previous block.
+    pub fn check(&self) -> Result<(), BlockError> {
+        if self.header.height == 0 {
+            return Err(BlockError::ZeroHeight);
+        }
+        if self.txs.len() > MAX_BLOCK_TXS {
+            return Err(BlockError::TooManyTxs(self.txs.len()));
+        }
+        if let Some((index, tx)) = self
+            .txs
+            .iter()
+            .enumerate()
+            .find(|(_, tx)| tx.len() > MAX_TX_BYTES)
+        {
+            return Err(BlockError::TxTooLarge {
+                index,
+                len: tx.len(),
+            });
+        }
+        let size = encoding::encode(self).len();
+        if size > MAX_BLOCK_BYTES {
+            return Err(BlockError::TooLarge(size));
+        }
+        if txs_root(&self.txs) != self.header.txs_root {
+            return Err(BlockError::TxsRootMismatch {
+                height: self.header.height,
+            });
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Keypair;
+
+    fn sample() -> Block {
+        Block::new(
+            Hash::sha256(b"genesis"),
+            1,
+            Hash::ZERO,
+            Hash::sha256(b"state"),
+            Keypair::from_label("v0").public(),
+            vec![b"tx-a".to_vec(), b"tx-b".to_vec()],
+        )
+    }
+
+    #[test]
+    fn round_trip_and_check() {
+        let b = sample();
+        assert_eq!(b.check(), Ok(()));
+        let back: Block = encoding::decode(&encoding::encode(&b)).expect("decodes");
+        assert_eq!(back, b);
+        assert_eq!(back.hash(), b.hash());
+    }
+
+    #[test]
+    fn hash_commits_to_every_field() {
+        let b = sample();
+        let mut c = b.clone();
+        c.header.state_root = Hash::sha256(b"other");
+        assert_ne!(b.hash(), c.hash());
+        let mut d = b.clone();
+        d.header.prev_hash = Hash::sha256(b"p");
+        assert_ne!(b.hash(), d.hash());
+    }
+
+    #[test]
+    fn tampered_txs_detected() {
+        let mut b = sample();
+        b.txs.swap(0, 1);
+        assert_eq!(b.check(), Err(BlockError::TxsRootMismatch { height: 1 }));
+        let mut z = sample();
+        z.header.height = 0;
+        assert_eq!(z.check(), Err(BlockError::ZeroHeight));
+    }
+
+    #[test]
+    fn oversized_tx_rejected() {
+        let b = Block::new(
+            Hash::ZERO,
+            1,
+            Hash::ZERO,
+            Hash::ZERO,
+            Keypair::from_label("v").public(),
+            vec![vec![0u8; MAX_TX_BYTES + 1]],
+        );
+        assert!(matches!(b.check(), Err(BlockError::TxTooLarge { index: 0, .. })));
+    }
+}
