@@ -89,7 +89,10 @@ pub enum Relationship {
 }
 
 impl Relationship {
-    /// Edges that order the audit and therefore must not form a cycle.
+    /// Edges that order the audit and therefore must not form a cycle. `decomposes_to`
+    /// points from parent to part and `depends_on` from user to dependency, so the two are
+    /// checked in opposite orientation: the paper's HDAGs have a child that both
+    /// `depends_on` its parent and is the target of the parent's `decomposes_to`.
     pub fn is_ordering(self) -> bool {
         matches!(self, Relationship::DependsOn | Relationship::DecomposesTo)
     }
@@ -264,7 +267,8 @@ pub enum HdagError {
         /// The value given.
         confidence: f64,
     },
-    /// `depends_on` / `decomposes_to` edges form a cycle through these nodes.
+    /// `depends_on` / `decomposes_to` edges admit no order: the nodes listed each have to
+    /// come before the next (a parent before its parts, a dependency before its user).
     #[error("cycle among depends_on/decomposes_to edges: {}", .0.join(" -> "))]
     Cycle(Vec<String>),
     /// A node's content is not an exact span of the trace.
@@ -365,10 +369,15 @@ impl Hdag {
                     confidence: c,
                 });
             }
-            if e.relationship.is_ordering()
-                && let Some(s) = succ.get_mut(from)
-            {
-                s.push(to);
+            // Orient both ordering kinds as "must come before": a parent before the parts
+            // it decomposes into, a dependency before what depends on it.
+            let (before, after) = match e.relationship {
+                Relationship::DecomposesTo => (from, to),
+                Relationship::DependsOn => (to, from),
+                _ => continue,
+            };
+            if let Some(s) = succ.get_mut(before) {
+                s.push(after);
             }
         }
         if let Some(cycle) = find_cycle(&succ) {
@@ -554,7 +563,7 @@ mod tests {
         let nodes = vec![node("A", "a"), node("B", "b"), node("C", "c")];
         let cyc = serde_json::json!([
             {"from": "A", "to": "B", "relationship": "depends_on"},
-            {"from": "B", "to": "C", "relationship": "decomposes_to"},
+            {"from": "B", "to": "C", "relationship": "depends_on"},
             {"from": "C", "to": "A", "relationship": "depends_on"}
         ]);
         match Hdag::from_json(&doc(nodes.clone(), cyc)) {
@@ -566,6 +575,23 @@ mod tests {
             }
             other => panic!("expected cycle, got {other:?}"),
         }
+        // A parent that depends on its own part admits no order.
+        let mixed = serde_json::json!([
+            {"from": "A", "to": "B", "relationship": "decomposes_to"},
+            {"from": "A", "to": "B", "relationship": "depends_on"}
+        ]);
+        assert!(matches!(
+            Hdag::from_json(&doc(nodes.clone(), mixed)),
+            Err(HdagError::Cycle(_))
+        ));
+        // The paper's shape: a part that depends on its parent is fine.
+        let paper = serde_json::json!([
+            {"from": "A", "to": "B", "relationship": "decomposes_to"},
+            {"from": "B", "to": "A", "relationship": "depends_on"},
+            {"from": "B", "to": "C", "relationship": "decomposes_to"},
+            {"from": "C", "to": "A", "relationship": "depends_on"}
+        ]);
+        assert!(Hdag::from_json(&doc(nodes.clone(), paper)).is_ok());
         // The same loop through `validates` is not an ordering cycle.
         let ok = serde_json::json!([
             {"from": "A", "to": "B", "relationship": "depends_on"},

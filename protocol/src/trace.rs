@@ -90,7 +90,8 @@ impl Trace {
         for line in input.split_inclusive('\n') {
             let start = offset;
             offset = offset.saturating_add(line.len());
-            let trimmed = line.trim();
+            // The paper's own example writes the headings with a trailing colon.
+            let trimmed = line.trim().trim_end_matches(':').trim_end();
             for (i, (heading, _)) in HEADINGS.iter().enumerate() {
                 if trimmed.eq_ignore_ascii_case(heading) {
                     let misplaced =
@@ -146,6 +147,9 @@ mod tests {
         assert_eq!(t.problem, "What is 2+2?");
         assert_eq!(t.thinking, "2 + 2 = 4");
         assert_eq!(t.output, "4");
+        let colon = Trace::parse("## Problem Statement:\np\n## Thinking Process:\nt\n## Final Output:\no")
+            .expect("headings with a colon parse");
+        assert_eq!((colon.problem.as_str(), colon.output.as_str()), ("p", "o"));
     }
 
     #[test]

@@ -1,0 +1,367 @@
+//! Trace → HDAG decomposition (pure: no I/O, no async).
+//!
+//! The default is the heuristic, template-based builder the paper's latency discussion
+//! proposes (0.0.5.1): no model call, linear in the trace length.
+//!
+//! - **GOAL**: the problem statement.
+//! - **STRATEGY**: an opening paragraph of the thinking that plans without calculating.
+//! - **TACTIC**: a paragraph with several step units (its steps hang below it).
+//! - **STEP**: one unit — a numbered item, a line, or a sentence of a long line.
+//! - **OPERATION**: a unit that is pure mathematics (an equation or calculation).
+//! - The final output is a STEP of type `conclusion`.
+//!
+//! Every segment's content is an exact span of the trace, so auditors judge the model's
+//! own words. `depends_on` edges come from the symbols and values each unit uses: a unit
+//! depends on the latest earlier unit that mentions one of its symbols (or, failing that,
+//! one of its non-trivial numbers), and on the GOAL when it uses a number stated in the
+//! problem. Routing: mathematics → Computer (`T_Auto`), prose → LLM, and anything the
+//! heuristics are unsure of (very long units) or that carries the final answer of a
+//! high-stakes trace → Human.
+//!
+//! A provider may instead supply its own HDAG ([`from_provider`]), which is validated
+//! and checked span by span against the trace.
+
+mod text;
+
+use std::collections::BTreeSet;
+
+use trust_protocol::{
+    hdag::{
+        AbstractionLevel, AuditorType, Complexity, Hdag, HdagEdge, HdagError, HdagNode, MAX_NODES,
+        MAX_SEGMENT_BYTES, Relationship, Strength,
+    },
+    trace::Trace,
+};
+
+use self::text::{Unit, numbers_in, paragraphs, symbols_in, units_of};
+
+/// Units longer than this are routed to a person: the heuristics could not cut them.
+const LONG_UNIT_BYTES: usize = 600;
+
+/// How the builder routes segments to tiers.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Options {
+    /// The trace's conclusion matters enough that a person should check it.
+    pub high_stakes: bool,
+}
+
+/// Why a trace could not be decomposed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DecomposeError {
+    /// The thinking has no content to audit.
+    #[error("the thinking process has no reasoning steps to audit")]
+    NoSteps,
+    /// The trace yields more segments than an HDAG may have.
+    #[error("the trace splits into more than {MAX_NODES} segments; submit a shorter trace")]
+    TooManySegments,
+    /// One unit is larger than a segment may be.
+    #[error(
+        "a reasoning step of {len} bytes starting with {start:?} exceeds the {MAX_SEGMENT_BYTES}-byte segment limit"
+    )]
+    UnitTooLong {
+        /// Its length.
+        len: usize,
+        /// Its first characters.
+        start: String,
+    },
+    /// The resulting or supplied HDAG is invalid.
+    #[error(transparent)]
+    Hdag(#[from] HdagError),
+}
+
+/// Builds the HDAG of a trace with the heuristic templates.
+pub fn decompose(trace: &Trace, options: &Options) -> Result<Hdag, DecomposeError> {
+    let mut b = Builder::new(trace);
+
+    let goal = b.push(Seg {
+        prefix: "G",
+        content: trace.problem.trim(),
+        level: AbstractionLevel::Goal,
+        kind: "objective_statement",
+        auditor: AuditorType::Human,
+        secondary: vec![AuditorType::Llm],
+        complexity: Complexity::High,
+    })?;
+
+    let paras = paragraphs(&trace.thinking);
+    let mut parent = goal;
+    let mut step_count = 0usize;
+    for (pi, para) in paras.iter().enumerate() {
+        let units = units_of(para);
+        let is_plan =
+            pi == 0 && paras.len() > 1 && units.iter().all(|u| !u.is_math) && text::plans(para);
+        if is_plan {
+            let s = b.push(Seg {
+                prefix: "S",
+                content: para,
+                level: AbstractionLevel::Strategy,
+                kind: "approach_description",
+                auditor: AuditorType::Llm,
+                secondary: vec![AuditorType::Human],
+                complexity: Complexity::Medium,
+            })?;
+            b.edge(goal, s, Relationship::DecomposesTo, 1.0);
+            parent = s;
+            continue;
+        }
+        let under = if units.len() > 1 {
+            let t = b.push(Seg {
+                prefix: "T",
+                content: para,
+                level: AbstractionLevel::Tactic,
+                kind: "method_definition",
+                auditor: AuditorType::Llm,
+                secondary: vec![AuditorType::Human],
+                complexity: Complexity::Medium,
+            })?;
+            b.edge(parent, t, Relationship::DecomposesTo, 1.0);
+            t
+        } else {
+            parent
+        };
+        for u in &units {
+            let id = b.push_unit(u)?;
+            b.edge(under, id, Relationship::DecomposesTo, 1.0);
+            b.link_dependencies(id, u.text, goal);
+            step_count = step_count.saturating_add(1);
+        }
+    }
+    if step_count == 0 {
+        return Err(DecomposeError::NoSteps);
+    }
+
+    let output = trace.output.trim();
+    let conclusion = b.push(Seg {
+        prefix: "F",
+        content: output,
+        level: AbstractionLevel::Step,
+        kind: "conclusion",
+        auditor: if options.high_stakes {
+            AuditorType::Human
+        } else if text::is_math(output) || text::is_short_answer(output) {
+            AuditorType::Auto
+        } else {
+            AuditorType::Llm
+        },
+        secondary: vec![AuditorType::Llm],
+        complexity: Complexity::Low,
+    })?;
+    b.edge(goal, conclusion, Relationship::DecomposesTo, 1.0);
+    if !b.link_dependencies(conclusion, output, goal) {
+        // An answer that shares no symbol with the steps still rests on the last one.
+        if let Some(last) = b.last_step {
+            b.edge(conclusion, last, Relationship::DependsOn, 0.6);
+        }
+    }
+
+    let hdag = b.finish();
+    hdag.validate()?;
+    hdag.validate_spans(trace)?;
+    Ok(hdag)
+}
+
+/// Validates a provider-supplied HDAG: structure, bounds, and that every segment is an
+/// exact span of the trace.
+pub fn from_provider(trace: &Trace, json: &str) -> Result<Hdag, DecomposeError> {
+    let hdag = Hdag::from_json(json)?;
+    hdag.validate_spans(trace)?;
+    Ok(hdag)
+}
+
+struct Seg<'a> {
+    prefix: &'static str,
+    content: &'a str,
+    level: AbstractionLevel,
+    kind: &'static str,
+    auditor: AuditorType,
+    secondary: Vec<AuditorType>,
+    complexity: Complexity,
+}
+
+/// What a unit mentions, for dependency edges.
+struct Mentions {
+    symbols: BTreeSet<String>,
+    numbers: BTreeSet<String>,
+}
+
+struct Builder<'t> {
+    problem_numbers: BTreeSet<String>,
+    nodes: Vec<HdagNode>,
+    edges: Vec<HdagEdge>,
+    counters: Vec<(&'static str, usize)>,
+    /// Step-level units so far, in order, with what they mention.
+    steps: Vec<(usize, Mentions)>,
+    last_step: Option<usize>,
+    _trace: &'t Trace,
+}
+
+impl<'t> Builder<'t> {
+    fn new(trace: &'t Trace) -> Self {
+        Self {
+            problem_numbers: numbers_in(&trace.problem).into_iter().collect(),
+            nodes: Vec::new(),
+            edges: Vec::new(),
+            counters: Vec::new(),
+            steps: Vec::new(),
+            last_step: None,
+            _trace: trace,
+        }
+    }
+
+    fn next_id(&mut self, prefix: &'static str) -> String {
+        let n = match self.counters.iter_mut().find(|(p, _)| *p == prefix) {
+            Some((_, n)) => {
+                *n = n.saturating_add(1);
+                *n
+            }
+            None => {
+                self.counters.push((prefix, 1));
+                1
+            }
+        };
+        format!("{prefix}{n}")
+    }
+
+    fn push(&mut self, seg: Seg<'_>) -> Result<usize, DecomposeError> {
+        if self.nodes.len() >= MAX_NODES {
+            return Err(DecomposeError::TooManySegments);
+        }
+        if seg.content.len() > MAX_SEGMENT_BYTES {
+            return Err(DecomposeError::UnitTooLong {
+                len: seg.content.len(),
+                start: seg.content.chars().take(40).collect(),
+            });
+        }
+        let id = self.next_id(seg.prefix);
+        self.nodes.push(HdagNode {
+            summary: text::summary(seg.content),
+            id,
+            content: seg.content.to_string(),
+            abstraction_level: seg.level,
+            kind: seg.kind.to_string(),
+            primary_auditor: seg.auditor,
+            secondary_auditors: seg.secondary,
+            complexity: seg.complexity,
+        });
+        Ok(self.nodes.len().saturating_sub(1))
+    }
+
+    fn push_unit(&mut self, u: &Unit<'_>) -> Result<usize, DecomposeError> {
+        let (prefix, level, kind, auditor, complexity) = if u.text.len() > LONG_UNIT_BYTES {
+            (
+                "ST",
+                AbstractionLevel::Step,
+                "inference",
+                AuditorType::Human,
+                Complexity::High,
+            )
+        } else if u.is_math && u.is_pure_math {
+            (
+                "O",
+                AbstractionLevel::Operation,
+                "calculation",
+                AuditorType::Auto,
+                Complexity::Low,
+            )
+        } else if u.is_math || u.is_definition {
+            (
+                "ST",
+                AbstractionLevel::Step,
+                if u.is_definition {
+                    "definition"
+                } else {
+                    "inference"
+                },
+                AuditorType::Auto,
+                Complexity::Low,
+            )
+        } else {
+            (
+                "ST",
+                AbstractionLevel::Step,
+                "inference",
+                AuditorType::Llm,
+                Complexity::Medium,
+            )
+        };
+        let secondary = if auditor == AuditorType::Auto {
+            vec![AuditorType::Llm]
+        } else {
+            vec![AuditorType::Human]
+        };
+        let id = self.push(Seg {
+            prefix,
+            content: u.text,
+            level,
+            kind,
+            auditor,
+            secondary,
+            complexity,
+        })?;
+        self.last_step = Some(id);
+        Ok(id)
+    }
+
+    /// Adds `depends_on` edges from `id` to the latest earlier step sharing a symbol (or
+    /// else a number), and to the GOAL when it uses a number the problem states. Returns
+    /// whether any step dependency was found.
+    fn link_dependencies(&mut self, id: usize, text: &str, goal: usize) -> bool {
+        let m = Mentions {
+            symbols: symbols_in(text).into_iter().collect(),
+            numbers: numbers_in(text)
+                .into_iter()
+                .filter(|n| n != "0" && n != "1")
+                .collect(),
+        };
+        let by_symbol = self
+            .steps
+            .iter()
+            .rev()
+            .find(|(_, prev)| !prev.symbols.is_disjoint(&m.symbols))
+            .map(|(i, _)| (*i, 0.9));
+        let dep = by_symbol.or_else(|| {
+            self.steps
+                .iter()
+                .rev()
+                .find(|(_, prev)| !prev.numbers.is_disjoint(&m.numbers))
+                .map(|(i, _)| (*i, 0.7))
+        });
+        if let Some((to, confidence)) = dep {
+            self.edge(id, to, Relationship::DependsOn, confidence);
+        }
+        if !m.numbers.is_disjoint(&self.problem_numbers) {
+            self.edge(id, goal, Relationship::DependsOn, 0.8);
+        }
+        self.steps.push((id, m));
+        dep.is_some()
+    }
+
+    fn edge(&mut self, from: usize, to: usize, relationship: Relationship, confidence: f64) {
+        let (Some(f), Some(t)) = (self.nodes.get(from), self.nodes.get(to)) else {
+            return;
+        };
+        self.edges.push(HdagEdge {
+            from: f.id.clone(),
+            to: t.id.clone(),
+            relationship,
+            strength: Some(if confidence >= 0.85 {
+                Strength::Strong
+            } else {
+                Strength::Medium
+            }),
+            confidence: Some(confidence),
+        });
+    }
+
+    fn finish(self) -> Hdag {
+        Hdag {
+            nodes: self.nodes,
+            edges: self.edges,
+            metadata: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

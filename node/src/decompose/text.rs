@@ -1,0 +1,302 @@
+//! Text templates for the heuristic decomposer: paragraphs, step units, symbols and
+//! numbers. Every returned `&str` is a slice of the input, so segment contents stay exact
+//! spans of the trace.
+
+/// One step unit of a paragraph.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Unit<'a> {
+    /// The unit's text (a slice of the trace, list marker removed).
+    pub(super) text: &'a str,
+    /// Contains an equation or a calculation.
+    pub(super) is_math: bool,
+    /// Nothing but mathematics after a leading connective ("Therefore, 5x = 6x - 14").
+    pub(super) is_pure_math: bool,
+    /// Introduces a name ("Let the numerator be x").
+    pub(super) is_definition: bool,
+}
+
+/// Paragraphs (runs of non-blank lines), each trimmed, as slices of `text`.
+pub(super) fn paragraphs(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start: Option<usize> = None;
+    let mut end = 0usize;
+    let mut offset = 0usize;
+    for line in text.split_inclusive('\n') {
+        let line_start = offset;
+        offset = offset.saturating_add(line.len());
+        if line.trim().is_empty() {
+            if let Some(s) = start.take() {
+                push_trimmed(&mut out, text, s, end);
+            }
+        } else {
+            if start.is_none() {
+                start = Some(line_start);
+            }
+            end = offset;
+        }
+    }
+    if let Some(s) = start {
+        push_trimmed(&mut out, text, s, end);
+    }
+    out
+}
+
+fn push_trimmed<'a>(out: &mut Vec<&'a str>, text: &'a str, start: usize, end: usize) {
+    if let Some(s) = text.get(start..end) {
+        let t = s.trim();
+        if !t.is_empty() {
+            out.push(t);
+        }
+    }
+}
+
+/// Strips a list marker (`1.`, `2)`, `-`, `*`, `Step 3:`) from the start of a line.
+fn strip_marker(line: &str) -> &str {
+    let t = line.trim_start();
+    let digits = t.bytes().take_while(u8::is_ascii_digit).count();
+    if digits > 0 && digits <= 3 {
+        let rest = t.get(digits..).unwrap_or("");
+        if let Some(r) = rest.strip_prefix(". ").or_else(|| rest.strip_prefix(") ")) {
+            return r.trim_start();
+        }
+    }
+    if let Some(r) = t.strip_prefix("- ").or_else(|| t.strip_prefix("* ")) {
+        return r.trim_start();
+    }
+    let lower = t.get(..5).map(str::to_ascii_lowercase);
+    if lower.as_deref() == Some("step ") {
+        let rest = t.get(5..).unwrap_or("");
+        let d = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if d > 0
+            && let Some(r) = rest
+                .get(d..)
+                .and_then(|r| r.strip_prefix(':').or_else(|| r.strip_prefix('.')))
+        {
+            return r.trim_start();
+        }
+    }
+    t
+}
+
+/// Splits a line into sentences at `.`, `?` or `!` followed by whitespace and an
+/// upper-case letter (so `0.96 D` and `e.g. x` stay whole).
+fn sentences(line: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0usize;
+    let chars: Vec<(usize, char)> = line.char_indices().collect();
+    for w in chars.windows(3) {
+        let [(i, c), (_, sp), (_, next)] = [w[0], w[1], w[2]];
+        if matches!(c, '.' | '?' | '!') && sp.is_whitespace() && next.is_uppercase() {
+            let end = i.saturating_add(c.len_utf8());
+            if let Some(s) = line.get(start..end) {
+                let s = s.trim();
+                if !s.is_empty() {
+                    out.push(s);
+                }
+            }
+            start = end;
+        }
+    }
+    if let Some(s) = line.get(start..) {
+        let s = s.trim();
+        if !s.is_empty() {
+            out.push(s);
+        }
+    }
+    out
+}
+
+/// The step units of a paragraph: each line (list marker removed), split into sentences.
+pub(super) fn units_of(paragraph: &str) -> Vec<Unit<'_>> {
+    paragraph
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .flat_map(|l| sentences(strip_marker(l)))
+        .map(|text| Unit {
+            text,
+            is_math: is_math(text),
+            is_pure_math: is_pure_math(text),
+            is_definition: is_definition(text),
+        })
+        .collect()
+}
+
+const OPERATORS: [char; 12] = ['=', '+', '*', '/', '^', '×', '÷', '−', '≤', '≥', '<', '>'];
+
+/// Contains an equation, or an operator between operands.
+pub(super) fn is_math(text: &str) -> bool {
+    if text.contains('=') || text.contains('⇒') {
+        return true;
+    }
+    let cs: Vec<char> = text.chars().filter(|c| !c.is_whitespace()).collect();
+    cs.windows(3).any(|w| {
+        let (left, op, right) = (w[0], w[1], w[2]);
+        // An ASCII hyphen between letters is a hyphenated word, not a minus.
+        let left_ok = left.is_ascii_digit() || left == ')' || (left.is_alphabetic() && op != '-');
+        let right_ok = right.is_alphanumeric() || right == '(';
+        left_ok && (OPERATORS.contains(&op) || op == '-') && right_ok
+    })
+}
+
+const CONNECTIVES: [&str; 18] = [
+    "so",
+    "therefore",
+    "thus",
+    "hence",
+    "then",
+    "finally",
+    "we",
+    "get",
+    "have",
+    "obtain",
+    "gives",
+    "which",
+    "means",
+    "and",
+    "now",
+    "i.e.",
+    "solving",
+    "simplifying",
+];
+
+/// Mathematics only, after leading connective words.
+pub(super) fn is_pure_math(text: &str) -> bool {
+    if !is_math(text) {
+        return false;
+    }
+    let mut rest = text.trim();
+    loop {
+        let word_end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+        let word = rest.get(..word_end).unwrap_or("");
+        let bare = word.trim_end_matches([',', ':', ';']).to_ascii_lowercase();
+        if !bare.is_empty() && CONNECTIVES.contains(&bare.as_str()) {
+            rest = rest.get(word_end..).unwrap_or("").trim_start();
+        } else {
+            break;
+        }
+    }
+    !words(rest).any(|w| {
+        let lower = w.to_ascii_lowercase();
+        w.chars().filter(|c| c.is_alphabetic()).count() >= 3
+            && !MATH_WORDS.contains(&lower.as_str())
+            && !CONNECTIVES.contains(&lower.as_str())
+    })
+}
+
+const MATH_WORDS: [&str; 8] = ["sqrt", "log", "ln", "sin", "cos", "tan", "exp", "mod"];
+
+fn words(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+}
+
+/// Introduces a name: "Let ...", "Denote ...", "Define ...".
+pub(super) fn is_definition(text: &str) -> bool {
+    let lower: String = text.chars().take(8).collect::<String>().to_lowercase();
+    lower.starts_with("let ") || lower.starts_with("denote ") || lower.starts_with("define ")
+}
+
+/// Planning language in an opening paragraph.
+pub(super) fn plans(paragraph: &str) -> bool {
+    let lower = paragraph.to_lowercase();
+    [
+        "let's",
+        "let us",
+        "we need",
+        "we will",
+        "we'll",
+        "plan",
+        "approach",
+        "strategy",
+        "first,",
+        "i need",
+        "we should",
+        "we want",
+        "goal",
+    ]
+    .iter()
+    .any(|k| lower.contains(k))
+}
+
+/// A short answer with a number in it ("14", "x = 14", "180 days").
+pub(super) fn is_short_answer(text: &str) -> bool {
+    text.len() <= 40 && text.chars().any(|c| c.is_ascii_digit())
+}
+
+/// Symbols a unit uses: single letters (except the words `a`, `A`, `I`) and short
+/// letter-digit names (`t1`, `x_2`); a coefficient is split off (`3x` → `x`, `0.96D` → `D`).
+pub(super) fn symbols_in(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for w in words(text) {
+        let name = w.trim_start_matches(|c: char| c.is_ascii_digit());
+        let mut cs = name.chars();
+        let Some(first) = cs.next() else { continue };
+        if !first.is_alphabetic() {
+            continue;
+        }
+        let len = name.chars().count();
+        let single = len == 1 && !matches!(first, 'a' | 'A' | 'I');
+        let indexed = (2..=4).contains(&len)
+            && name.chars().skip(1).all(|c| c.is_ascii_digit() || c == '_')
+            && name.chars().any(|c| c.is_ascii_digit());
+        if single || indexed {
+            out.push(name.to_string());
+        }
+    }
+    out
+}
+
+/// Numbers a text states: integers, decimals, and fractions `a/b` (as written, and also
+/// each side).
+pub(super) fn numbers_in(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let cs: Vec<char> = text.chars().collect();
+    let mut i = 0usize;
+    let mut prev: Option<String> = None;
+    let mut slash_after_prev = false;
+    while let Some(&c) = cs.get(i) {
+        if c.is_ascii_digit() {
+            let mut s = String::new();
+            while let Some(&d) = cs.get(i) {
+                let decimal_point = d == '.'
+                    && cs
+                        .get(i.saturating_add(1))
+                        .is_some_and(char::is_ascii_digit);
+                if d.is_ascii_digit() || decimal_point {
+                    s.push(d);
+                    i = i.saturating_add(1);
+                } else {
+                    break;
+                }
+            }
+            if slash_after_prev && let Some(p) = &prev {
+                out.push(format!("{p}/{s}"));
+            }
+            out.push(s.clone());
+            prev = Some(s);
+            slash_after_prev = false;
+        } else {
+            slash_after_prev = c == '/' && prev.is_some();
+            if !(c == '/' || c.is_whitespace()) {
+                prev = None;
+            }
+            i = i.saturating_add(1);
+        }
+    }
+    out
+}
+
+/// A short summary: the first words of the content.
+pub(super) fn summary(content: &str) -> String {
+    let mut s = String::new();
+    for w in content.split_whitespace().take(8) {
+        if s.len().saturating_add(w.len()) > 60 {
+            break;
+        }
+        if !s.is_empty() {
+            s.push(' ');
+        }
+        s.push_str(w);
+    }
+    s
+}
