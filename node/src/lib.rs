@@ -5,6 +5,7 @@
 //! files, terminals, and (in later milestones) the network.
 #![forbid(unsafe_code)]
 
+pub mod audit;
 pub mod cli;
 pub mod decompose;
 pub mod report;

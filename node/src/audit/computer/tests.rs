@@ -1,0 +1,130 @@
+use super::*;
+
+const PROBLEM: &str = "The denominator of a fraction is 7 less than 3 times the numerator. If the fraction is equivalent to 2/5, what is the numerator?";
+
+fn judge(claim: &str, premises: &[&str]) -> Judgement {
+    check(
+        &StepInput {
+            claim,
+            premises,
+            context: PROBLEM,
+        },
+        &Hash::sha256(b"seed"),
+    )
+}
+
+fn vote(claim: &str, premises: &[&str]) -> Option<Vote> {
+    judge(claim, premises).as_vote()
+}
+
+#[test]
+fn fraction_chain_correct() {
+    assert_eq!(vote("Let the numerator be x", &[]), Some(Vote::Valid));
+    assert_eq!(
+        vote("Therefore, 5x = 6x − 14", &["So x / (3x − 7) = 2/5"]),
+        Some(Vote::Valid)
+    );
+    assert_eq!(
+        vote("Finally, we get x = 14", &["Therefore, 5x = 6x − 14"]),
+        Some(Vote::Valid)
+    );
+}
+
+#[test]
+fn fraction_chain_incorrect() {
+    // The invalid derivation of the ARES example.
+    let j = judge("Therefore, 5x = 9x − 20", &["So x / (3x − 7) = 2/5"]);
+    assert_eq!(j.as_vote(), Some(Vote::Invalid), "{j:?}");
+    // The step after it is valid on its own; the contract marks it Propagated.
+    assert_eq!(
+        vote("Finally, we get x = 5", &["Therefore, 5x = 9x − 20"]),
+        Some(Vote::Valid)
+    );
+    // 3/5 appears nowhere in the problem: ungrounded.
+    assert_eq!(
+        vote("So x / (3x − 7) = 3/5", &["The denominator is 3x − 7"]),
+        Some(Vote::Ungrounded)
+    );
+    // The correct setup step cannot be derived mechanically: abstain, never guess.
+    assert_eq!(
+        vote("So x / (3x − 7) = 2/5", &["The denominator is 3x − 7"]),
+        None
+    );
+}
+
+#[test]
+fn arithmetic_chains_with_exact_rationals_and_stated_decimals() {
+    assert_eq!(
+        vote("t2 = 2/(3*0.96) = 0.694444...", &[]),
+        Some(Vote::Valid)
+    );
+    assert_eq!(vote("2/(3*0.96) = 0.6944", &[]), Some(Vote::Valid));
+    assert_eq!(vote("2/(3*0.96) = 0.6945", &[]), Some(Vote::Invalid));
+    // 0.694 is the value truncated to three decimals; 0.693 is neither truncated nor rounded.
+    assert_eq!(vote("2/(3*0.96) = 0.694", &[]), Some(Vote::Valid));
+    assert_eq!(vote("2/(3*0.96) = 0.693", &[]), Some(Vote::Invalid));
+    // A value that is exact with the decimals shown must be stated exactly.
+    assert_eq!(vote("1.2 × 0.8 = 0.97", &[]), Some(Vote::Invalid));
+    assert_eq!(vote("So 1.2 × 0.8 = 0.96", &[]), Some(Vote::Valid));
+    assert_eq!(vote("So 1.2 × 0.8 = 0.98", &[]), Some(Vote::Invalid));
+    assert_eq!(vote("12 + 7 = 19 = 20 − 1", &[]), Some(Vote::Valid));
+    assert_eq!(vote("12 + 7 = 19 = 20 + 1", &[]), Some(Vote::Invalid));
+}
+
+#[test]
+fn symbolic_identities_by_random_points() {
+    assert_eq!(
+        vote(
+            "Time for the rest: t2 = (2/3)/(0.96 D) = 2/(2.88 D)",
+            &["Let D be the daily output"]
+        ),
+        Some(Vote::Valid)
+    );
+    assert_eq!(
+        vote(
+            "t2 = (2/3)/(0.96 D) = 2/(2.86 D)",
+            &["Let D be the daily output"]
+        ),
+        Some(Vote::Invalid)
+    );
+    assert_eq!(vote("(x + 1)^2 = x^2 + 2x + 1", &["x"]), Some(Vote::Valid));
+    assert_eq!(
+        vote("y = (x + 1)^2 = x^2 + x + 1", &["x"]),
+        Some(Vote::Invalid)
+    );
+    // A lone equation in a name may be a condition rather than a rewrite: with no premise
+    // equation to derive it from, and all its numbers grounded, it is not judged.
+    assert_eq!(vote("(x + 1)^2 = x^2 + x + 1", &["x"]), None);
+    // Rounded decimals inside symbolic expressions use the stated precision.
+    assert_eq!(
+        vote(
+            "(2/3)/(0.96 D) = 0.694444/D",
+            &["Let D be the daily output"]
+        ),
+        Some(Vote::Valid)
+    );
+}
+
+#[test]
+fn prose_and_garbage_abstain() {
+    assert_eq!(vote("We should think about the tunnel.", &[]), None);
+    assert_eq!(vote("x = = 3", &[]), None);
+    assert_eq!(vote(&"1+".repeat(300), &[]), None);
+    assert_eq!(vote("1/(2-2) = 3", &[]), None);
+}
+
+#[test]
+fn definitions_must_be_fresh() {
+    assert_eq!(vote("Let t = 3", &[]), Some(Vote::Valid));
+    assert_eq!(
+        vote("Let x be the width", &["Let the numerator be x"]),
+        None
+    );
+}
+
+#[test]
+fn seeded_and_deterministic() {
+    let a = judge("(x + 1)^2 = x^2 + 2x + 1", &["x"]);
+    let b = judge("(x + 1)^2 = x^2 + 2x + 1", &["x"]);
+    assert_eq!(a, b);
+}
