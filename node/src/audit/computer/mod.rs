@@ -17,10 +17,13 @@
 //!   latest premise equation in the same single name has one solution, the claim must hold
 //!   there; when both are proportional it holds everywhere the premise does.
 //! - **Definitions** (`Let the numerator be x`, `Let t = 3`) introduce a fresh name and are valid.
+//! - **Logic** ([`logic`]): ClaimTrees rule applications and propositional
+//!   `p FROM p1, ..., pn` steps by truth table.
 //! - **Grounding**: a claim with no premise equation to derive it from, that uses a number
 //!   found neither in the context nor in its premises, is `Ungrounded` (ARES).
 
 pub(crate) mod expr;
+mod logic;
 mod poly;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -96,6 +99,9 @@ pub fn check(input: &StepInput<'_>, seed: &Hash) -> Judgement {
         premise_names.extend(names_in(p));
     }
 
+    if let Some(j) = logic::rule_step(input).or_else(|| logic::from_step(input)) {
+        return j;
+    }
     if let Some(j) = definition(claim, &premise_names) {
         return j;
     }

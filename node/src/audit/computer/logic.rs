@@ -1,0 +1,390 @@
+//! Logic steps: ClaimTrees rule applications and propositional `p FROM p1, ..., pn`.
+//!
+//! - `I use rule (A → B) to derive B`: the rule must be stated in the context, `A` must be
+//!   a fact of the context or derived by a premise, and the derived claim must be `B`.
+//!   A rule or antecedent that was never established is `Ungrounded`; deriving anything
+//!   but the rule's consequent is `Invalid`.
+//! - `p FROM p1, ..., pn` (n ≤ 5, as ProofGrid's NDL_f): `p1 ∧ ... ∧ pn → p` must be a
+//!   tautology, checked by truth table over at most 16 atoms; every `pi` must appear in the
+//!   context or a premise.
+
+use std::collections::BTreeMap;
+
+use trust_protocol::Vote;
+
+use super::{Judgement, StepInput};
+
+/// Most premises of one `FROM` step.
+const MAX_FROM: usize = 5;
+/// Most atoms in a truth table.
+const MAX_ATOMS: usize = 16;
+
+fn arrow_split(s: &str) -> Option<(&str, &str)> {
+    ["→", "->", "=>"].iter().find_map(|a| s.split_once(a))
+}
+
+fn norm(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// `I use rule (A → B) to derive B`.
+pub(super) fn rule_step(input: &StepInput<'_>) -> Option<Judgement> {
+    let claim = input.claim;
+    let lower = claim.to_lowercase();
+    let at = lower.find("rule (")?;
+    let rest = claim.get(at + "rule (".len()..)?;
+    let close = rest.find(')')?;
+    let rule = rest.get(..close)?;
+    let (a, b) = arrow_split(rule)?;
+    let (a, b) = (a.trim(), b.trim());
+    let after = rest.get(close + 1..)?;
+    let derived = after
+        .to_lowercase()
+        .find("derive")
+        .and_then(|i| after.get(i + "derive".len()..))
+        .map(|d| d.trim().trim_end_matches('.').trim().to_string())?;
+
+    let rule_norm = norm(&format!("{a} → {b}"));
+    let stated = input.context.split([';', '.', '\n']).any(|part| {
+        let part = part.trim().trim_start_matches("Rules:").trim();
+        arrow_split(part)
+            .is_some_and(|(x, y)| norm(&format!("{} → {}", x.trim(), y.trim())) == rule_norm)
+    });
+    if !stated {
+        return Some(Judgement::Vote {
+            vote: Vote::Ungrounded,
+            reason: format!("the rule ({a} → {b}) is not among the stated rules"),
+        });
+    }
+    let have = |text: &str| {
+        let t = text.to_lowercase();
+        let a = a.to_lowercase();
+        t.contains(&format!("i have {a}"))
+            || t.contains(&format!("derive {a}"))
+            || t.contains(&format!("fact: {a}"))
+    };
+    if !(have(input.context) || input.premises.iter().any(|p| have(p))) {
+        return Some(Judgement::Vote {
+            vote: Vote::Ungrounded,
+            reason: format!("{a} has not been established before this step"),
+        });
+    }
+    if !derived.eq_ignore_ascii_case(b) {
+        return Some(Judgement::Vote {
+            vote: Vote::Invalid,
+            reason: format!("the rule ({a} → {b}) yields {b}, not {derived}"),
+        });
+    }
+    Some(Judgement::Vote {
+        vote: Vote::Valid,
+        reason: format!("applies the stated rule ({a} → {b}) to the established {a}"),
+    })
+}
+
+/// A propositional formula.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum F {
+    Atom(String),
+    Not(Box<F>),
+    And(Box<F>, Box<F>),
+    Or(Box<F>, Box<F>),
+    Imp(Box<F>, Box<F>),
+    Iff(Box<F>, Box<F>),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum T {
+    Atom(String),
+    Not,
+    And,
+    Or,
+    Imp,
+    Iff,
+    L,
+    R,
+}
+
+fn lex(s: &str) -> Option<Vec<T>> {
+    let mut out = Vec::new();
+    let cs: Vec<char> = s.chars().collect();
+    let mut i = 0;
+    while let Some(&c) = cs.get(i) {
+        let two: String = cs.iter().skip(i).take(3).collect();
+        if c.is_whitespace() {
+            i += 1;
+        } else if two.starts_with("<->") {
+            out.push(T::Iff);
+            i += 3;
+        } else if two.starts_with("->") {
+            out.push(T::Imp);
+            i += 2;
+        } else {
+            let t = match c {
+                '¬' | '~' | '!' => T::Not,
+                '∧' | '&' => T::And,
+                '∨' | '|' => T::Or,
+                '→' | '⇒' => T::Imp,
+                '↔' | '⇔' => T::Iff,
+                '(' => T::L,
+                ')' => T::R,
+                c if c.is_alphanumeric() || c == '_' => {
+                    let mut name = String::new();
+                    while let Some(&d) = cs.get(i) {
+                        if d.is_alphanumeric() || d == '_' {
+                            name.push(d);
+                            i += 1;
+                        } else {
+                            break;
+                        }
+                    }
+                    out.push(T::Atom(name));
+                    continue;
+                }
+                _ => return None,
+            };
+            out.push(t);
+            i += 1;
+        }
+    }
+    Some(out)
+}
+
+struct Parser<'a> {
+    t: &'a [T],
+    i: usize,
+    depth: usize,
+}
+
+impl Parser<'_> {
+    /// iff < imp (right assoc) < or < and < not.
+    fn iff(&mut self) -> Option<F> {
+        self.depth += 1;
+        if self.depth > 64 {
+            return None;
+        }
+        let mut l = self.imp()?;
+        while self.t.get(self.i) == Some(&T::Iff) {
+            self.i += 1;
+            l = F::Iff(Box::new(l), Box::new(self.imp()?));
+        }
+        self.depth -= 1;
+        Some(l)
+    }
+
+    fn imp(&mut self) -> Option<F> {
+        let l = self.or()?;
+        if self.t.get(self.i) == Some(&T::Imp) {
+            self.i += 1;
+            return Some(F::Imp(Box::new(l), Box::new(self.imp()?)));
+        }
+        Some(l)
+    }
+
+    fn or(&mut self) -> Option<F> {
+        let mut l = self.and()?;
+        while self.t.get(self.i) == Some(&T::Or) {
+            self.i += 1;
+            l = F::Or(Box::new(l), Box::new(self.and()?));
+        }
+        Some(l)
+    }
+
+    fn and(&mut self) -> Option<F> {
+        let mut l = self.not()?;
+        while self.t.get(self.i) == Some(&T::And) {
+            self.i += 1;
+            l = F::And(Box::new(l), Box::new(self.not()?));
+        }
+        Some(l)
+    }
+
+    fn not(&mut self) -> Option<F> {
+        match self.t.get(self.i)? {
+            T::Not => {
+                self.i += 1;
+                Some(F::Not(Box::new(self.not()?)))
+            }
+            T::L => {
+                self.i += 1;
+                let f = self.iff()?;
+                (self.t.get(self.i) == Some(&T::R)).then_some(())?;
+                self.i += 1;
+                Some(f)
+            }
+            T::Atom(a) => {
+                self.i += 1;
+                Some(F::Atom(a.clone()))
+            }
+            _ => None,
+        }
+    }
+}
+
+fn parse(s: &str) -> Option<F> {
+    let t = lex(s)?;
+    let mut p = Parser {
+        t: &t,
+        i: 0,
+        depth: 0,
+    };
+    let f = p.iff()?;
+    (p.i == t.len()).then_some(f)
+}
+
+fn atoms(f: &F, out: &mut BTreeMap<String, usize>) {
+    match f {
+        F::Atom(a) => {
+            let n = out.len();
+            out.entry(a.clone()).or_insert(n);
+        }
+        F::Not(a) => atoms(a, out),
+        F::And(a, b) | F::Or(a, b) | F::Imp(a, b) | F::Iff(a, b) => {
+            atoms(a, out);
+            atoms(b, out);
+        }
+    }
+}
+
+fn eval(f: &F, idx: &BTreeMap<String, usize>, row: u32) -> bool {
+    match f {
+        F::Atom(a) => idx.get(a).is_some_and(|i| row >> i & 1 == 1),
+        F::Not(a) => !eval(a, idx, row),
+        F::And(a, b) => eval(a, idx, row) && eval(b, idx, row),
+        F::Or(a, b) => eval(a, idx, row) || eval(b, idx, row),
+        F::Imp(a, b) => !eval(a, idx, row) || eval(b, idx, row),
+        F::Iff(a, b) => eval(a, idx, row) == eval(b, idx, row),
+    }
+}
+
+/// `p FROM p1, ..., pn`.
+pub(super) fn from_step(input: &StepInput<'_>) -> Option<Judgement> {
+    let (goal, from) = input.claim.split_once(" FROM ")?;
+    let goal = parse(goal.trim())?;
+    let parts: Vec<&str> = from
+        .split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .collect();
+    if parts.is_empty() || parts.len() > MAX_FROM {
+        return Some(Judgement::Vote {
+            vote: Vote::Invalid,
+            reason: format!("FROM takes 1 to {MAX_FROM} premises, got {}", parts.len()),
+        });
+    }
+    let premises: Vec<F> = parts.iter().map(|p| parse(p)).collect::<Option<_>>()?;
+    let known = |p: &str| {
+        let n = norm(p);
+        norm(input.context).contains(&n) || input.premises.iter().any(|q| norm(q).contains(&n))
+    };
+    if let Some(p) = parts.iter().find(|p| !known(p)) {
+        return Some(Judgement::Vote {
+            vote: Vote::Ungrounded,
+            reason: format!("premise {p} is neither given nor derived earlier"),
+        });
+    }
+    let mut idx = BTreeMap::new();
+    atoms(&goal, &mut idx);
+    for p in &premises {
+        atoms(p, &mut idx);
+    }
+    if idx.len() > MAX_ATOMS {
+        return Some(Judgement::Abstain(format!("more than {MAX_ATOMS} atoms")));
+    }
+    let rows = 1u32 << idx.len();
+    let counterexample = (0..rows)
+        .find(|&row| premises.iter().all(|p| eval(p, &idx, row)) && !eval(&goal, &idx, row));
+    Some(match counterexample {
+        None => Judgement::Vote {
+            vote: Vote::Valid,
+            reason: "the conclusion holds in every row where the premises hold".into(),
+        },
+        Some(row) => {
+            let assignment: Vec<String> = idx
+                .iter()
+                .map(|(a, i)| format!("{a}={}", if row >> i & 1 == 1 { "T" } else { "F" }))
+                .collect();
+            Judgement::Vote {
+                vote: Vote::Invalid,
+                reason: format!("does not follow: counterexample {}", assignment.join(", ")),
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RULES: &str = "Rules: H3 → AZ; SG → C6; C6 → GM; VD → H3; G8 → VD; D8 → U8; U8 → DG; DG → G8. Fact: I have D8.";
+
+    fn rule(claim: &str, premises: &[&str]) -> Option<Vote> {
+        rule_step(&StepInput {
+            claim,
+            premises,
+            context: RULES,
+        })
+        .and_then(|j| j.as_vote())
+    }
+
+    #[test]
+    fn claimtrees_example() {
+        assert_eq!(
+            rule("I use rule (D8 → U8) to derive U8", &[]),
+            Some(Vote::Valid)
+        );
+        assert_eq!(
+            rule(
+                "I use rule (VD → H3) to derive H3",
+                &["I use rule (G8 → VD) to derive VD"]
+            ),
+            Some(Vote::Valid)
+        );
+        assert_eq!(
+            rule(
+                "I use rule (H3 → AZ) to derive AZ",
+                &["I use rule (VD → H3) to derive H3"]
+            ),
+            Some(Vote::Valid)
+        );
+        // Claim 7 of the ARES example: the rule AZ → SG was never stated.
+        assert_eq!(
+            rule(
+                "I use rule (AZ → SG) to derive SG",
+                &["I use rule (H3 → AZ) to derive AZ"]
+            ),
+            Some(Vote::Ungrounded)
+        );
+        // Antecedent never derived.
+        assert_eq!(
+            rule("I use rule (SG → C6) to derive C6", &[]),
+            Some(Vote::Ungrounded)
+        );
+        // Wrong consequent.
+        assert_eq!(
+            rule("I use rule (D8 → U8) to derive DG", &[]),
+            Some(Vote::Invalid)
+        );
+    }
+
+    fn from(claim: &str, context: &str) -> Option<Vote> {
+        from_step(&StepInput {
+            claim,
+            premises: &[],
+            context,
+        })
+        .and_then(|j| j.as_vote())
+    }
+
+    #[test]
+    fn propositional_from() {
+        let ctx = "Premises: p → q, p, q ∨ r, ¬r, (a ∧ b)";
+        assert_eq!(from("q FROM p → q, p", ctx), Some(Vote::Valid));
+        assert_eq!(from("q FROM q ∨ r, ¬r", ctx), Some(Vote::Valid));
+        assert_eq!(from("a FROM (a ∧ b)", ctx), Some(Vote::Valid));
+        assert_eq!(from("p FROM p → q", ctx), Some(Vote::Invalid));
+        assert_eq!(from("r FROM q ∨ r", ctx), Some(Vote::Invalid));
+        assert_eq!(from("q FROM s → q, s", ctx), Some(Vote::Ungrounded));
+        assert_eq!(from("q FROM p, p, p, p, p, p", ctx), Some(Vote::Invalid));
+        assert_eq!(from("q FROM p →", ctx), None);
+    }
+}
