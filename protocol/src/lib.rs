@@ -28,6 +28,7 @@ pub mod hash;
 pub mod hdag;
 pub mod keys;
 pub mod math;
+pub mod seal;
 pub mod signed;
 pub mod trace;
 pub mod tx;

@@ -1,0 +1,286 @@
+//! Segment privacy: per-segment encryption and sealing segment keys to auditor seats.
+//!
+//! Each segment is encrypted with its own 32-byte key (XChaCha20-Poly1305, a 24-byte
+//! nonce, the blinded segment id as associated data, so a ciphertext cannot be passed off
+//! as another segment's). The provider seals each segment key to the X25519 key of each
+//! seat drawn for that segment only: an ephemeral X25519 key agreement with the seat's
+//! sealing key, a key derived by hashing both public keys, the shared secret and a context
+//! (session, segment, seat), and XChaCha20-Poly1305 over the segment key. A key sealed to
+//! one seat does not open for another, nor for the same seat under another context.
+//!
+//! Pure: the caller supplies the randomness (segment keys, nonces, ephemeral secrets), so
+//! this crate never touches the OS.
+
+use chacha20poly1305::{
+    KeyInit, XChaCha20Poly1305, XNonce,
+    aead::{Aead, Payload},
+};
+use serde::{Deserialize, Serialize};
+use x25519_dalek::{PublicKey as XPublic, StaticSecret};
+
+use crate::{Hash, SealingPublicKey};
+
+/// Length of a segment key.
+pub const KEY_LEN: usize = 32;
+/// Length of an XChaCha20 nonce.
+pub const NONCE_LEN: usize = 24;
+/// Largest plaintext segment accepted for encryption (1 MiB blocks hold ciphertexts).
+pub const MAX_SEGMENT_PLAINTEXT: usize = 1024 * 1024 - NONCE_LEN - 16;
+
+/// Why encryption or decryption failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SealError {
+    /// The ciphertext is not authentic under this key, nonce and associated data.
+    #[error("decryption failed: wrong key, wrong segment, or tampered ciphertext")]
+    Decrypt,
+    /// The input is too short to hold a nonce and a tag.
+    #[error("ciphertext of {0} bytes is too short")]
+    TooShort(usize),
+    /// The plaintext is larger than [`MAX_SEGMENT_PLAINTEXT`].
+    #[error("segment of {0} bytes is larger than the {MAX_SEGMENT_PLAINTEXT}-byte limit")]
+    TooLarge(usize),
+    /// The key agreement produced the all-zero secret (a low-order public key).
+    #[error("sealing key {0} is a low-order point")]
+    WeakKey(SealingPublicKey),
+    /// Encryption failed (only for inputs the cipher cannot take).
+    #[error("encryption failed")]
+    Encrypt,
+}
+
+/// An X25519 secret held by an auditor to open keys sealed to its seats.
+#[derive(Clone)]
+pub struct SealingSecret(StaticSecret);
+
+impl core::fmt::Debug for SealingSecret {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("SealingSecret")
+            .field("public", &self.public())
+            .finish_non_exhaustive()
+    }
+}
+
+impl SealingSecret {
+    /// The secret with these 32 bytes.
+    pub fn from_bytes(bytes: [u8; 32]) -> Self {
+        Self(StaticSecret::from(bytes))
+    }
+
+    /// Its public half, registered on the ledger.
+    pub fn public(&self) -> SealingPublicKey {
+        SealingPublicKey(XPublic::from(&self.0).to_bytes())
+    }
+
+    /// The secret bytes (store with care).
+    pub fn to_bytes(&self) -> [u8; 32] {
+        self.0.to_bytes()
+    }
+}
+
+/// A segment key sealed to one seat.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SealedKey {
+    /// The sender's ephemeral X25519 public key.
+    pub ephemeral: SealingPublicKey,
+    /// The encrypted segment key with its tag.
+    pub ciphertext: Vec<u8>,
+}
+
+fn cipher(key: &[u8; KEY_LEN]) -> XChaCha20Poly1305 {
+    XChaCha20Poly1305::new(key.into())
+}
+
+/// Encrypts a segment: returns `nonce || ciphertext || tag`, the bytes stored as a blob.
+pub fn encrypt_segment(
+    key: &[u8; KEY_LEN],
+    nonce: &[u8; NONCE_LEN],
+    segment_id: &Hash,
+    plaintext: &[u8],
+) -> Result<Vec<u8>, SealError> {
+    if plaintext.len() > MAX_SEGMENT_PLAINTEXT {
+        return Err(SealError::TooLarge(plaintext.len()));
+    }
+    let ct = cipher(key)
+        .encrypt(
+            XNonce::from_slice(nonce),
+            Payload {
+                msg: plaintext,
+                aad: segment_id.as_ref(),
+            },
+        )
+        .map_err(|_| SealError::Encrypt)?;
+    let mut out = Vec::with_capacity(NONCE_LEN.saturating_add(ct.len()));
+    out.extend_from_slice(nonce);
+    out.extend_from_slice(&ct);
+    Ok(out)
+}
+
+/// Decrypts a blob made by [`encrypt_segment`].
+pub fn decrypt_segment(
+    key: &[u8; KEY_LEN],
+    segment_id: &Hash,
+    blob: &[u8],
+) -> Result<Vec<u8>, SealError> {
+    if blob.len() < NONCE_LEN.saturating_add(16) {
+        return Err(SealError::TooShort(blob.len()));
+    }
+    let (nonce, ct) = blob.split_at(NONCE_LEN);
+    cipher(key)
+        .decrypt(
+            XNonce::from_slice(nonce),
+            Payload {
+                msg: ct,
+                aad: segment_id.as_ref(),
+            },
+        )
+        .map_err(|_| SealError::Decrypt)
+}
+
+fn seal_cipher_key(
+    ephemeral: &SealingPublicKey,
+    recipient: &SealingPublicKey,
+    shared: &[u8; 32],
+    context: &[u8],
+) -> [u8; 32] {
+    Hash::of_parts(
+        "trust/v1/seal-key",
+        &[ephemeral.as_ref(), recipient.as_ref(), shared, context],
+    )
+    .0
+}
+
+/// Seals `segment_key` to `recipient` under `context` (bind it to session, segment and
+/// seat). `ephemeral_secret` must be fresh randomness for every call.
+pub fn seal_key(
+    recipient: &SealingPublicKey,
+    segment_key: &[u8; KEY_LEN],
+    ephemeral_secret: [u8; 32],
+    context: &[u8],
+) -> Result<SealedKey, SealError> {
+    let e = StaticSecret::from(ephemeral_secret);
+    let ephemeral = SealingPublicKey(XPublic::from(&e).to_bytes());
+    let shared = e.diffie_hellman(&XPublic::from(recipient.0));
+    if !shared.was_contributory() {
+        return Err(SealError::WeakKey(*recipient));
+    }
+    let k = seal_cipher_key(&ephemeral, recipient, shared.as_bytes(), context);
+    // The cipher key is used once, so a fixed nonce is safe.
+    let ciphertext = cipher(&k)
+        .encrypt(
+            XNonce::from_slice(&[0u8; NONCE_LEN]),
+            Payload {
+                msg: segment_key,
+                aad: context,
+            },
+        )
+        .map_err(|_| SealError::Encrypt)?;
+    Ok(SealedKey {
+        ephemeral,
+        ciphertext,
+    })
+}
+
+/// Opens a key sealed to `secret` under `context`.
+pub fn open_key(
+    secret: &SealingSecret,
+    sealed: &SealedKey,
+    context: &[u8],
+) -> Result<[u8; KEY_LEN], SealError> {
+    let shared = secret.0.diffie_hellman(&XPublic::from(sealed.ephemeral.0));
+    if !shared.was_contributory() {
+        return Err(SealError::WeakKey(sealed.ephemeral));
+    }
+    let k = seal_cipher_key(
+        &sealed.ephemeral,
+        &secret.public(),
+        shared.as_bytes(),
+        context,
+    );
+    let pt = cipher(&k)
+        .decrypt(
+            XNonce::from_slice(&[0u8; NONCE_LEN]),
+            Payload {
+                msg: &sealed.ciphertext,
+                aad: context,
+            },
+        )
+        .map_err(|_| SealError::Decrypt)?;
+    <[u8; KEY_LEN]>::try_from(pt.as_slice()).map_err(|_| SealError::Decrypt)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn secret(label: &str) -> SealingSecret {
+        SealingSecret::from_bytes(Hash::of_parts("test-seal", &[label.as_bytes()]).0)
+    }
+
+    #[test]
+    fn only_the_seat_opens_its_key_and_only_its_segment_decrypts() {
+        let seg = Hash::sha256(b"segment-1");
+        let key = [7u8; 32];
+        let blob = encrypt_segment(&key, &[9u8; 24], &seg, b"5x = 6x - 14").expect("encrypt");
+        assert!(!blob.windows(5).any(|w| w == b"6x - "), "plaintext leaked");
+
+        let seat = secret("seat");
+        let ctx = b"session|segment-1|seat";
+        let sealed = seal_key(&seat.public(), &key, [1u8; 32], ctx).expect("seal");
+        let opened = open_key(&seat, &sealed, ctx).expect("open");
+        assert_eq!(opened, key);
+        assert_eq!(
+            decrypt_segment(&opened, &seg, &blob).expect("decrypt"),
+            b"5x = 6x - 14"
+        );
+
+        // Another auditor, or the same seat under another context, cannot open it.
+        assert_eq!(
+            open_key(&secret("other"), &sealed, ctx),
+            Err(SealError::Decrypt)
+        );
+        assert_eq!(
+            open_key(&seat, &sealed, b"session|segment-2|seat"),
+            Err(SealError::Decrypt)
+        );
+        // The right key with another segment id, a wrong key, or a flipped bit fail.
+        assert_eq!(
+            decrypt_segment(&key, &Hash::sha256(b"segment-2"), &blob),
+            Err(SealError::Decrypt)
+        );
+        assert_eq!(
+            decrypt_segment(&[8u8; 32], &seg, &blob),
+            Err(SealError::Decrypt)
+        );
+        let mut tampered = blob.clone();
+        if let Some(b) = tampered.last_mut() {
+            *b ^= 1;
+        }
+        assert_eq!(
+            decrypt_segment(&key, &seg, &tampered),
+            Err(SealError::Decrypt)
+        );
+        assert_eq!(
+            decrypt_segment(&key, &seg, &blob[..10]),
+            Err(SealError::TooShort(10))
+        );
+    }
+
+    #[test]
+    fn low_order_keys_are_refused() {
+        // The all-zero point gives an all-zero shared secret.
+        let zero = SealingPublicKey([0u8; 32]);
+        assert_eq!(
+            seal_key(&zero, &[1u8; 32], [2u8; 32], b"c"),
+            Err(SealError::WeakKey(zero))
+        );
+    }
+
+    #[test]
+    fn oversized_segment_refused() {
+        let big = vec![0u8; MAX_SEGMENT_PLAINTEXT + 1];
+        assert!(matches!(
+            encrypt_segment(&[0u8; 32], &[0u8; 24], &Hash::ZERO, &big),
+            Err(SealError::TooLarge(_))
+        ));
+    }
+}
