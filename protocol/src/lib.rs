@@ -22,6 +22,7 @@
 
 pub mod block;
 mod bytes;
+pub mod cid;
 pub mod commit;
 pub mod encoding;
 pub mod hash;
