@@ -208,6 +208,9 @@ mod tests {
             Keypair::from_label("v").public(),
             vec![vec![0u8; MAX_TX_BYTES + 1]],
         );
-        assert!(matches!(b.check(), Err(BlockError::TxTooLarge { index: 0, .. })));
+        assert!(matches!(
+            b.check(),
+            Err(BlockError::TxTooLarge { index: 0, .. })
+        ));
     }
 }

@@ -92,7 +92,14 @@ mod tests {
         let c = commitment(&s, &g, &seat, Vote::Valid, &salt);
         assert!(verify_commitment(&c, &s, &g, &seat, Vote::Valid, &salt));
         assert!(!verify_commitment(&c, &s, &g, &seat, Vote::Invalid, &salt));
-        assert!(!verify_commitment(&c, &s, &g, &seat, Vote::Valid, &Salt([8; 32])));
+        assert!(!verify_commitment(
+            &c,
+            &s,
+            &g,
+            &seat,
+            Vote::Valid,
+            &Salt([8; 32])
+        ));
         let other = Keypair::from_label("copycat").public();
         assert!(!verify_commitment(&c, &s, &g, &other, Vote::Valid, &salt));
         assert!(!verify_commitment(&c, &g, &s, &seat, Vote::Valid, &salt));

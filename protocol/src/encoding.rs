@@ -5,7 +5,7 @@
 //! bytes and any input that does not re-encode to itself, so every value has exactly one
 //! accepted byte string: hashes and signatures over encodings are well defined.
 
-use bincode::config::{Configuration, Fixint, LittleEndian, Limit};
+use bincode::config::{Configuration, Fixint, Limit, LittleEndian};
 use serde::{Serialize, de::DeserializeOwned};
 
 /// The largest encoded message any node accepts (4 MiB). Segment payloads are far smaller;

@@ -87,7 +87,8 @@ impl PublicKey {
     /// Verifies `sig` over raw `msg` with strict ed25519 rules (no malleable signatures,
     /// no small-order keys).
     pub fn verify_raw(&self, msg: &[u8], sig: &Signature) -> Result<(), SignatureError> {
-        let vk = VerifyingKey::from_bytes(&self.0).map_err(|_| SignatureError::MalformedKey(*self))?;
+        let vk =
+            VerifyingKey::from_bytes(&self.0).map_err(|_| SignatureError::MalformedKey(*self))?;
         if vk.is_weak() {
             return Err(SignatureError::MalformedKey(*self));
         }

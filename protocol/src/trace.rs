@@ -147,8 +147,9 @@ mod tests {
         assert_eq!(t.problem, "What is 2+2?");
         assert_eq!(t.thinking, "2 + 2 = 4");
         assert_eq!(t.output, "4");
-        let colon = Trace::parse("## Problem Statement:\np\n## Thinking Process:\nt\n## Final Output:\no")
-            .expect("headings with a colon parse");
+        let colon =
+            Trace::parse("## Problem Statement:\np\n## Thinking Process:\nt\n## Final Output:\no")
+                .expect("headings with a colon parse");
         assert_eq!((colon.problem.as_str(), colon.output.as_str()), ("p", "o"));
     }
 

@@ -141,7 +141,10 @@ fn segment(a: &SegmentArgs) -> CliResult {
     } else {
         outln!(
             "segment with k = {} seats, eps = {}, rho = {}, tau = {}",
-            a.k, a.eps, a.rho, a.tau
+            a.k,
+            a.eps,
+            a.rho,
+            a.tau
         );
         outln!(
             "quorum q = ceil(tau k) = {q} correct votes; Pr[segment passes] = {} (Lemma 1)",
@@ -206,7 +209,14 @@ pub(crate) fn print_tiers(spec: &ResolvedSpec, indent: &str) {
     outln!("{indent}trace spec: tau = {}", spec.tau);
     outln!(
         "{indent}{:<8} {:>5} {:>5} {:>8} {:>8} {:>6} {:>14} {:>9}",
-        "tier", "k", "q", "eps", "rho", "w", "p_pass", "segments"
+        "tier",
+        "k",
+        "q",
+        "eps",
+        "rho",
+        "w",
+        "p_pass",
+        "segments"
     );
     for t in &spec.tiers {
         outln!(
@@ -346,7 +356,11 @@ fn sweep(a: &SweepArgs) -> CliResult {
         );
         outln!(
             "{:>6} {:>10} {:>12} {:>12} {:>12}",
-            "beta", "W_beta", "exact", "Hoeffding", "Chernoff"
+            "beta",
+            "W_beta",
+            "exact",
+            "Hoeffding",
+            "Chernoff"
         );
         // Enough decimals to tell neighbouring betas apart.
         let decimals = (-a.step.log10()).ceil().clamp(2.0, 6.0) as usize;

@@ -103,11 +103,7 @@ pub fn write_line_chart(path: &Path, chart: &Chart, series: &[Series]) -> Result
     let (x0, x1) = bounds(pts().map(|p| p.0)).ok_or_else(|| err("no points".into()))?;
     let x1 = if x1 > x0 { x1 } else { x0 + 1.0 };
     let clamp = |y: f64| {
-        if chart.log_y {
-            y.max(chart.y_floor)
-        } else {
-            y
-        }
+        if chart.log_y { y.max(chart.y_floor) } else { y }
     };
     let (y0, y1) = bounds(pts().map(|p| clamp(p.1))).ok_or_else(|| err("no points".into()))?;
 
@@ -137,7 +133,9 @@ pub fn write_line_chart(path: &Path, chart: &Chart, series: &[Series]) -> Result
                 ))
                 .map_err(|e| err(e.to_string()))?
                 .label(s.label.as_str())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
+                });
             }
             ctx.configure_series_labels()
                 .background_style(WHITE.mix(0.85))
