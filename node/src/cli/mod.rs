@@ -16,6 +16,7 @@ macro_rules! outln {
 }
 
 pub mod econ;
+pub mod local;
 pub mod quorum;
 pub mod simulate;
 
@@ -47,6 +48,14 @@ pub enum LogFormat {
 /// Top-level commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Split a trace into an HDAG of segments (the heuristic decomposer) and print it.
+    Decompose(local::TraceArgs),
+    /// Preview a trace's audit locally: decompose it and run the Computer-tier checkers.
+    ///
+    /// Each Computer segment is judged with only its depends_on premises and the problem
+    /// statement, as a Computer seat would; a step that depends on a failed one is marked
+    /// Propagated. LLM and Human segments are listed, not judged.
+    Check(local::TraceArgs),
     /// Check reward, penalty and slashing parameters against the paper's Theorem 1.
     Econ(econ::EconArgs),
     /// Segment and trace quorum probabilities (Lemma 1, Proposition 1, exact DP).
@@ -103,6 +112,8 @@ pub fn run() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.log_format);
     let result = match cli.command {
+        Command::Decompose(args) => local::run_decompose(args),
+        Command::Check(args) => local::run_check(args),
         Command::Econ(args) => econ::run(args),
         Command::Quorum(args) => quorum::run(args),
         Command::Simulate(args) => simulate::run(args),

@@ -11,10 +11,10 @@
 //! - The final output is a STEP of type `conclusion`.
 //!
 //! Every segment's content is an exact span of the trace, so auditors judge the model's
-//! own words. `depends_on` edges come from the symbols and values each unit uses: a unit
-//! depends on the latest earlier unit that mentions one of its symbols (or, failing that,
-//! one of its non-trivial numbers), and on the GOAL when it uses a number stated in the
-//! problem. Routing: mathematics → Computer (`T_Auto`), prose → LLM, and anything the
+//! own words. `depends_on` edges come from the symbols and values each unit uses: for each
+//! of its symbols, a unit depends on the latest earlier unit that mentions it (failing
+//! any, on the latest one sharing a non-trivial number), and on the GOAL when it uses a
+//! number stated in the problem. Routing: mathematics → Computer (`T_Auto`), prose → LLM, and anything the
 //! heuristics are unsure of (very long units) or that carries the final answer of a
 //! high-stakes trace → Human.
 //!
@@ -314,27 +314,38 @@ impl<'t> Builder<'t> {
                 .filter(|n| n != "0" && n != "1")
                 .collect(),
         };
-        let by_symbol = self
-            .steps
-            .iter()
-            .rev()
-            .find(|(_, prev)| !prev.symbols.is_disjoint(&m.symbols))
-            .map(|(i, _)| (*i, 0.9));
-        let dep = by_symbol.or_else(|| {
-            self.steps
+        // For each symbol, the latest earlier step that mentions it; failing any, the
+        // latest step sharing a number.
+        let mut targets: Vec<(usize, f64)> = Vec::new();
+        for sym in &m.symbols {
+            if let Some((i, _)) = self
+                .steps
+                .iter()
+                .rev()
+                .find(|(_, prev)| prev.symbols.contains(sym))
+                && !targets.iter().any(|(t, _)| t == i)
+            {
+                targets.push((*i, 0.9));
+            }
+        }
+        if targets.is_empty()
+            && let Some((i, _)) = self
+                .steps
                 .iter()
                 .rev()
                 .find(|(_, prev)| !prev.numbers.is_disjoint(&m.numbers))
-                .map(|(i, _)| (*i, 0.7))
-        });
-        if let Some((to, confidence)) = dep {
+        {
+            targets.push((*i, 0.7));
+        }
+        let found = !targets.is_empty();
+        for (to, confidence) in targets {
             self.edge(id, to, Relationship::DependsOn, confidence);
         }
         if !m.numbers.is_disjoint(&self.problem_numbers) {
             self.edge(id, goal, Relationship::DependsOn, 0.8);
         }
         self.steps.push((id, m));
-        dep.is_some()
+        found
     }
 
     fn edge(&mut self, from: usize, to: usize, relationship: Relationship, confidence: f64) {

@@ -34,8 +34,10 @@ pub(crate) enum Expr {
 }
 
 /// How a number literal was written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Written {
+    /// The literal as it appears (without a trailing ellipsis).
+    pub(crate) text: String,
     /// Digits after the decimal point.
     pub(crate) decimals: u32,
     /// Marked as an approximation: a trailing `...`, or five or more decimals.
@@ -114,6 +116,11 @@ impl Rational {
 
     pub(crate) fn is_zero(self) -> bool {
         self.num == 0
+    }
+
+    /// The value as a float.
+    pub(crate) fn to_f64(self) -> f64 {
+        self.num as f64 / self.den as f64
     }
 
     /// This value truncated and rounded (half away from zero) to `d` decimals.
@@ -212,6 +219,43 @@ impl Expr {
         }
     }
 
+    /// Number literals as written; a quotient of two literals also as `a/b`.
+    pub(crate) fn numbers(&self, out: &mut std::collections::BTreeSet<String>) {
+        match self {
+            Expr::Num(_, w) => {
+                out.insert(w.text.clone());
+            }
+            Expr::Var(_) => {}
+            Expr::Div(a, b) => {
+                if let (Expr::Num(_, x), Expr::Num(_, y)) = (a.as_ref(), b.as_ref()) {
+                    out.insert(format!("{}/{}", x.text, y.text));
+                }
+                a.numbers(out);
+                b.numbers(out);
+            }
+            Expr::Neg(a) | Expr::Pow(a, _) => a.numbers(out),
+            Expr::Add(a, b) | Expr::Sub(a, b) | Expr::Mul(a, b) => {
+                a.numbers(out);
+                b.numbers(out);
+            }
+        }
+    }
+
+    /// This expression with every name in `defs` replaced by its definition.
+    pub(crate) fn substitute(&self, defs: &BTreeMap<String, Expr>) -> Expr {
+        let sub = |e: &Expr| Box::new(e.substitute(defs));
+        match self {
+            Expr::Num(..) => self.clone(),
+            Expr::Var(v) => defs.get(v).cloned().unwrap_or_else(|| self.clone()),
+            Expr::Neg(a) => Expr::Neg(sub(a)),
+            Expr::Add(a, b) => Expr::Add(sub(a), sub(b)),
+            Expr::Sub(a, b) => Expr::Sub(sub(a), sub(b)),
+            Expr::Mul(a, b) => Expr::Mul(sub(a), sub(b)),
+            Expr::Div(a, b) => Expr::Div(sub(a), sub(b)),
+            Expr::Pow(a, n) => Expr::Pow(sub(a), *n),
+        }
+    }
+
     /// Decimals of a bare number literal.
     pub(crate) fn decimals(&self) -> Option<u32> {
         match self {
@@ -267,7 +311,7 @@ impl Expr {
     /// Value as a float (for comparing against rounded decimals).
     pub(crate) fn eval_f64(&self, env: &BTreeMap<String, f64>) -> Option<f64> {
         let v = match self {
-            Expr::Num(r, _) => r.num as f64 / r.den as f64,
+            Expr::Num(r, _) => r.to_f64(),
             Expr::Var(v) => *env.get(v)?,
             Expr::Neg(a) => -a.eval_f64(env)?,
             Expr::Add(a, b) => a.eval_f64(env)? + b.eval_f64(env)?,
@@ -349,9 +393,14 @@ fn lex(src: &str) -> Result<Vec<Tok>, ParseError> {
                         .ok_or_else(|| ParseError("bad number".into()))?;
                     i += 1;
                 }
+                let text: String = cs
+                    .get(start..i)
+                    .map(|t| t.iter().collect())
+                    .unwrap_or_default();
                 out.push(Tok::Num(
                     r,
                     Written {
+                        text: text.trim_end_matches(['.', '…', '%']).to_string(),
                         decimals: digits,
                         approx,
                     },
@@ -496,7 +545,7 @@ impl Parser<'_> {
         let tok = self.peek().cloned();
         self.i += 1;
         match tok {
-            Some(Tok::Num(r, d)) => Ok(Expr::Num(r, d)),
+            Some(Tok::Num(r, w)) => Ok(Expr::Num(r, w)),
             Some(Tok::Ident(n)) => Ok(Expr::Var(n)),
             Some(Tok::LParen) => {
                 let e = self.expr()?;

@@ -105,44 +105,128 @@ pub fn check(input: &StepInput<'_>, seed: &Hash) -> Judgement {
     if let Some(j) = definition(claim, &premise_names) {
         return j;
     }
-    let Some(chain) = extract_chain(claim) else {
-        return Judgement::Abstain("no equation or calculation found".into());
-    };
-
-    let mut pairs: Vec<(usize, &Expr, &Expr)> = chain
-        .windows(2)
-        .enumerate()
-        .filter_map(|(i, w)| Some((i, w.first()?, w.get(1)?)))
+    // Every clause that states an equality must be checked: a step is Valid only when all
+    // of them hold (`So D = 1.027777/185 = 0.0055555 and 1/D = 180`).
+    let clauses: Vec<&str> = claim
+        .split(';')
+        .flat_map(|c| c.split(" and "))
+        .filter(|c| c.contains('='))
         .collect();
-    // `t1 = (1/3)/D = ...` names a fresh quantity: the first equality is a definition.
-    if let Some(Expr::Var(name)) = chain.first()
-        && chain.len() > 2
-        && !premise_names.contains(name)
-    {
-        pairs.remove(0);
+    if clauses.is_empty() {
+        return Judgement::Abstain("no equation or calculation found".into());
     }
+    let definitions = premise_definitions(&premise_chains);
+    let mut reasons = Vec::new();
+    for clause in clauses {
+        let Some(chain) = extract_chain(clause) else {
+            return Judgement::Abstain(format!(
+                "cannot read the calculation in {:?}",
+                clause.trim()
+            ));
+        };
+        match check_chain(
+            &chain,
+            &definitions,
+            &premise_names,
+            &premise_chains,
+            input,
+            seed,
+        ) {
+            Judgement::Vote {
+                vote: Vote::Valid,
+                reason,
+            } => reasons.push(reason),
+            other => return other,
+        }
+    }
+    reasons.dedup();
+    Judgement::vote(Vote::Valid, reasons.join("; "))
+}
+
+/// Names a premise defines (`t1 = (1/3)/D = 1/(3D)`, `D = 1.027777/185`): the name and
+/// the last expression of its chain, unless that expression uses the name itself.
+fn premise_definitions(premise_chains: &[Vec<Expr>]) -> BTreeMap<String, Expr> {
+    let mut defs = BTreeMap::new();
+    for chain in premise_chains {
+        if let (Some(Expr::Var(name)), Some(last)) = (chain.first(), chain.last())
+            && chain.len() >= 2
+        {
+            let mut used = BTreeSet::new();
+            last.vars(&mut used);
+            if !used.contains(name) {
+                defs.insert(name.clone(), last.clone());
+            }
+        }
+    }
+    defs
+}
+
+fn check_chain(
+    chain: &[Expr],
+    definitions: &BTreeMap<String, Expr>,
+    premise_names: &BTreeSet<String>,
+    premise_chains: &[Vec<Expr>],
+    input: &StepInput<'_>,
+    seed: &Hash,
+) -> Judgement {
+    // `t1 = (1/3)/D = ...` names a fresh quantity: the first equality is a definition.
+    let fresh_definition = matches!(chain.first(), Some(Expr::Var(name)) if !premise_names.contains(name))
+        && chain.len() > 2;
     let last = chain.len().saturating_sub(2);
-    for (i, a, b) in pairs {
-        match identity(a, b, seed) {
+    let mut derived = false;
+    for (i, w) in chain.windows(2).enumerate() {
+        let (Some(a0), Some(b0)) = (w.first(), w.get(1)) else {
+            continue;
+        };
+        if i == 0 && fresh_definition {
+            continue;
+        }
+        let (a, b) = (a0.substitute(definitions), b0.substitute(definitions));
+        match identity(&a, &b, seed) {
             Identity::Holds => {}
             Identity::Unknown(why) => return Judgement::Abstain(why),
             Identity::Fails(why) => {
                 let mut names = BTreeSet::new();
-                a.vars(&mut names);
-                b.vars(&mut names);
-                // A final `= 185` (a condition), or a lone equation, is derived from the
-                // premises; a failing rewrite inside a longer chain is a wrong step.
+                a0.vars(&mut names);
+                b0.vars(&mut names);
                 let mut rhs_names = BTreeSet::new();
-                b.vars(&mut rhs_names);
-                let condition = chain.len() == 2 || rhs_names.is_empty();
-                if i == last && !names.is_empty() && condition {
-                    return derived_equation(a, b, &names, &premise_chains, input, seed);
+                b0.vars(&mut rhs_names);
+                // An equation rather than a rewrite: a lone equation, one that solves for a
+                // name (`D = ...` first), or a final condition (`... = 185`). It must follow
+                // from the premises; a failing rewrite inside a longer chain is a wrong step.
+                let equation = chain.len() == 2
+                    || (i == 0 && matches!(a0, Expr::Var(_)))
+                    || (i == last && rhs_names.is_empty());
+                if names.is_empty() || !equation {
+                    // Names on one side only, never defined in a premise: the rewrite
+                    // relies on definitions this seat was not shown.
+                    let (mut left, mut right) = (BTreeSet::new(), BTreeSet::new());
+                    a.vars(&mut left);
+                    b.vars(&mut right);
+                    if let Some(n) = left.symmetric_difference(&right).next() {
+                        return Judgement::Abstain(format!(
+                            "{n} appears on one side only and no premise defines it"
+                        ));
+                    }
+                    return Judgement::vote(Vote::Invalid, why);
                 }
-                return Judgement::vote(Vote::Invalid, why);
+                match derived_equation(a0, b0, &names, premise_chains, chain, input, seed) {
+                    Judgement::Vote {
+                        vote: Vote::Valid, ..
+                    } => derived = true,
+                    other => return other,
+                }
             }
         }
     }
-    Judgement::vote(Vote::Valid, "every equality in the step holds")
+    Judgement::vote(
+        Vote::Valid,
+        if derived {
+            "follows from the premises, and every equality in the step holds"
+        } else {
+            "every equality in the step holds"
+        },
+    )
 }
 
 enum Identity {
@@ -239,6 +323,7 @@ fn derived_equation(
     rhs: &Expr,
     names: &BTreeSet<String>,
     premise_chains: &[Vec<Expr>],
+    chain: &[Expr],
     input: &StepInput<'_>,
     seed: &Hash,
 ) -> Judgement {
@@ -250,20 +335,46 @@ fn derived_equation(
         return Judgement::Abstain("the equation is not a rational function of one unknown".into());
     };
     // The latest premise equation (not an identity) in the same unknown.
-    let premise = premise_chains.iter().rev().find_map(|chain| {
-        let (a, b) = (chain.get(chain.len().checked_sub(2)?)?, chain.last()?);
+    let premise = premise_chains.iter().rev().find_map(|pchain| {
+        let (a, b) = (pchain.get(pchain.len().checked_sub(2)?)?, pchain.last()?);
         let mut ns = BTreeSet::new();
         a.vars(&mut ns);
         b.vars(&mut ns);
         if ns.len() != 1 || !ns.contains(&var) || matches!(identity(a, b, seed), Identity::Holds) {
             return None;
         }
-        RatFn::equation(a, b, &var)
+        let approx = a.approx_digits().or(b.approx_digits());
+        Some((RatFn::equation(a, b, &var)?, approx))
     });
-    let Some(premise) = premise else {
-        return grounding(input);
+    let Some((premise, premise_approx)) = premise else {
+        return grounding(input, chain);
     };
+    let approx = [premise_approx, lhs.approx_digits(), rhs.approx_digits()]
+        .into_iter()
+        .flatten()
+        .min();
     if let Some(root) = premise.linear_root() {
+        if let Some(d) = approx {
+            // Rounded numbers: compare at the root to the precision they were written with.
+            let env = BTreeMap::from([(var.clone(), root.to_f64())]);
+            let tol = 10f64.powi(1 - i32::try_from(d).unwrap_or(1));
+            return match (lhs.eval_f64(&env), rhs.eval_f64(&env)) {
+                (Some(x), Some(y)) if (x - y).abs() <= tol * x.abs().max(y.abs()).max(1.0) => {
+                    Judgement::vote(
+                        Vote::Valid,
+                        format!("follows from the premise ({var} ≈ {:.6})", root.to_f64()),
+                    )
+                }
+                (Some(x), Some(y)) => Judgement::vote(
+                    Vote::Invalid,
+                    format!(
+                        "does not follow: at the premise's solution {var} ≈ {:.6} the sides are {x:.6} and {y:.6}",
+                        root.to_f64()
+                    ),
+                ),
+                _ => Judgement::Abstain("cannot evaluate at the premise's solution".into()),
+            };
+        }
         return match claim.holds_at(root) {
             Some(true) => Judgement::vote(
                 Vote::Valid,
@@ -306,13 +417,25 @@ fn proportional(a: &[Rational], b: &[Rational]) -> Option<bool> {
     Some(true)
 }
 
-/// Nothing to derive the claim from: every number it states must come from somewhere.
-fn grounding(input: &StepInput<'_>) -> Judgement {
+/// Nothing to derive the equation from: every number it states must come from somewhere
+/// (the problem, a premise, or a part of the same chain that was verified before it).
+fn grounding(input: &StepInput<'_>, chain: &[Expr]) -> Judgement {
     let mut known = numbers(input.context);
     for p in input.premises {
         known.extend(numbers(p));
     }
-    let unknown: Vec<String> = numbers(input.claim)
+    // In a longer chain every part before the last was reached by verified rewrites, so
+    // only the last part states something new; a lone equation states both sides.
+    let mut stated = BTreeSet::new();
+    let split = if chain.len() > 2 { chain.len() - 1 } else { 0 };
+    for (i, e) in chain.iter().enumerate() {
+        if i < split {
+            e.numbers(&mut known);
+        } else {
+            e.numbers(&mut stated);
+        }
+    }
+    let unknown: Vec<String> = stated
         .into_iter()
         .filter(|n| n != "0" && n != "1" && !known.contains(n))
         .collect();

@@ -128,3 +128,68 @@ fn seeded_and_deterministic() {
     let b = judge("(x + 1)^2 = x^2 + 2x + 1", &["x"]);
     assert_eq!(a, b);
 }
+
+const TUNNEL: &str = "it took a total of 185 days to complete the tunnel";
+
+fn vote_in(context: &str, claim: &str, premises: &[&str]) -> Option<Vote> {
+    check(
+        &StepInput {
+            claim,
+            premises,
+            context,
+        },
+        &Hash::sha256(b"seed"),
+    )
+    .as_vote()
+}
+
+#[test]
+fn definitions_from_premises_are_substituted() {
+    let vote = |c: &str, p: &[&str]| vote_in(TUNNEL, c, p);
+    let premises = [
+        "Time for the first third: t1 = (1/3)/D = 1/(3D).",
+        "Time for the rest: t2 = (2/3)/(0.96 D) = 2/(2.88 D) = 0.694444/D.",
+    ];
+    // The final `= 185` is a condition taken from the problem: not derivable, so abstain.
+    assert_eq!(
+        vote(
+            "Total: t1 + t2 = 1/(3D) + 0.694444/D = 1.027777/D = 185.",
+            &premises
+        ),
+        None
+    );
+    // A wrong rewrite after substitution is caught.
+    assert_eq!(
+        vote(
+            "Total: t1 + t2 = 1/(3D) + 0.694444/D = 1.127777/D = 185.",
+            &premises
+        ),
+        Some(Vote::Invalid)
+    );
+    // Without the definition of t1, the seat cannot tell: abstain, not Invalid.
+    assert_eq!(
+        vote(
+            "Total: t1 + t2 = 1/(3D) + 0.694444/D = 1.027777/D",
+            &premises[1..]
+        ),
+        None
+    );
+}
+
+#[test]
+fn every_clause_is_checked_and_rounded_premises_are_tolerated() {
+    let vote = |c: &str, p: &[&str]| vote_in(TUNNEL, c, p);
+    let premise = ["Total: t1 + t2 = 1.027777/D = 185."];
+    assert_eq!(
+        vote("So D = 1.027777/185 = 0.0055555 and 1/D = 180.", &premise),
+        Some(Vote::Valid)
+    );
+    assert_eq!(
+        vote("So D = 1.027777/185 = 0.0055555 and 1/D = 190.", &premise),
+        Some(Vote::Invalid)
+    );
+    assert_eq!(
+        vote("So D = 1.027777/185 = 0.0065555 and 1/D = 180.", &premise),
+        Some(Vote::Invalid)
+    );
+}

@@ -1,0 +1,130 @@
+//! `trust-node decompose` and `trust-node check` on the bundled sample traces.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+fn trust_node(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_trust-node"))
+        .args(args)
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+        .output()
+        .expect("run trust-node");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn verdicts(trace: &str) -> Vec<(String, String)> {
+    let (code, out, err) = trust_node(&["check", trace, "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).expect("json");
+    v["segments"]
+        .as_array()
+        .expect("segments")
+        .iter()
+        .map(|s| {
+            (
+                s["content"].as_str().unwrap_or("").to_string(),
+                s["verdict"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}
+
+fn verdict_of<'a>(v: &'a [(String, String)], content: &str) -> &'a str {
+    &v.iter()
+        .find(|(c, _)| c == content)
+        .unwrap_or_else(|| panic!("no segment {content:?} in {v:?}"))
+        .1
+}
+
+#[test]
+fn correct_fraction_chain_has_no_failure() {
+    let v = verdicts("examples/traces/fraction-correct.txt");
+    assert_eq!(verdict_of(&v, "Therefore, 5x = 6x − 14"), "Valid");
+    assert_eq!(verdict_of(&v, "Finally, we get x = 14"), "Valid");
+    assert!(
+        !v.iter()
+            .any(|(_, x)| matches!(x.as_str(), "Invalid" | "Ungrounded" | "Propagated")),
+        "{v:?}"
+    );
+}
+
+#[test]
+fn incorrect_fraction_chain_fails_at_the_wrong_step_and_propagates() {
+    let v = verdicts("examples/traces/fraction-incorrect.txt");
+    assert_eq!(verdict_of(&v, "Therefore, 5x = 9x − 20"), "Invalid");
+    assert_eq!(verdict_of(&v, "Finally, we get x = 5"), "Propagated");
+    assert_eq!(verdict_of(&v, "x = 5"), "Propagated");
+    let u = verdicts("examples/traces/fraction-ungrounded.txt");
+    assert_eq!(verdict_of(&u, "So x / (3x − 7) = 3/5"), "Ungrounded");
+}
+
+#[test]
+fn paper_tunnel_trace_has_no_false_alarm() {
+    let v = verdicts("examples/traces/tunnel.json");
+    assert!(
+        !v.iter()
+            .any(|(_, x)| matches!(x.as_str(), "Invalid" | "Ungrounded" | "Propagated")),
+        "{v:?}"
+    );
+    assert_eq!(
+        verdict_of(&v, "So D = 1.027777/185 = 0.0055555 and 1/D = 180."),
+        "Valid"
+    );
+}
+
+#[test]
+fn decompose_prints_the_hdag_json_in_the_papers_shape() {
+    let (code, out, err) = trust_node(&[
+        "decompose",
+        "examples/traces/fraction-correct.txt",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(v["nodes"][0]["abstraction_level"], "GOAL");
+    assert!(
+        v["edges"]
+            .as_array()
+            .is_some_and(|e| e.iter().any(|e| e["relationship"] == "depends_on"))
+    );
+}
+
+#[test]
+fn bad_inputs_exit_2_with_a_clear_message() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let broken = dir.path().join("broken.txt");
+    std::fs::write(&broken, "## Problem Statement\nx\n## Final Output\ny").expect("write");
+    let (code, _, err) = trust_node(&["check", broken.to_str().expect("path")]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("missing heading \"## Thinking Process\""),
+        "{err}"
+    );
+
+    let cyclic = dir.path().join("cyclic.json");
+    std::fs::write(
+        &cyclic,
+        r#"{"nodes":[
+          {"id":"A","content":"x = 14","abstraction_level":"STEP","primary_auditor":"T_Auto"},
+          {"id":"B","content":"5x = 6x − 14","abstraction_level":"STEP","primary_auditor":"T_Auto"}],
+          "edges":[{"from":"A","to":"B","relationship":"depends_on"},{"from":"B","to":"A","relationship":"depends_on"}]}"#,
+    )
+    .expect("write");
+    let (code, _, err) = trust_node(&[
+        "check",
+        "examples/traces/fraction-correct.txt",
+        "--hdag",
+        cyclic.to_str().expect("path"),
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("cycle"), "{err}");
+
+    let (code, _, err) = trust_node(&["decompose", "no/such/file.txt"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("cannot read no/such/file.txt"), "{err}");
+}
