@@ -32,7 +32,7 @@ echo
 echo "== 3. trace failure probability vs beta (Figure 4, left)"
 "$bin" quorum sweep --spec examples/quorum/figure4.json --svg "$out/figure4.svg"
 
-if "$bin" simulate --help >/dev/null 2>&1 && [ "${TRUST_DEMO_SKIP_SIM:-0}" != 1 ]; then
+if "$bin" simulate --help 2>/dev/null | grep -q -- --seed && [ "${TRUST_DEMO_SKIP_SIM:-0}" != 1 ]; then
   echo
   echo "== 4. seeded contract simulation (Figure 6) and corruption sweep (Table 1)"
   "$bin" simulate --seed 7 --out "$out/sim"
