@@ -388,19 +388,8 @@ pub(crate) fn print_json(v: &Value) {
     }
 }
 
-/// Up to four decimals, trailing zeros trimmed (`3`, `0.3333`, `25.8`).
-pub(crate) fn fmt_num(x: f64) -> String {
-    if !x.is_finite() {
-        return x.to_string();
-    }
-    let s = format!("{x:.4}");
-    let s = if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_owned()
-    } else {
-        s
-    };
-    if s == "-0" { "0".to_owned() } else { s }
-}
+/// Up to four decimals, trailing zeros trimmed (shared with the dial details).
+pub(crate) use trust_protocol::math::econ::fmt_num;
 
 /// Scientific notation with three significant digits; exact 0 and 1 stay `0` and `1`.
 fn fmt_sci(x: f64) -> String {

@@ -409,8 +409,9 @@ pub fn econ_report(params: &EconParams) -> Result<EconReport, MathError> {
     })
 }
 
-/// Up to four decimals, trailing zeros trimmed (`3`, `0.3333`, `25.8`).
-fn fmt_num(x: f64) -> String {
+/// Up to four decimals, trailing zeros trimmed (`3`, `0.3333`, `25.8`): how dial details
+/// and reports write parameters.
+pub fn fmt_num(x: f64) -> String {
     if !x.is_finite() {
         return x.to_string();
     }
