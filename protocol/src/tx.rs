@@ -1,1 +1,684 @@
 //! The transaction set applied by the audit contract.
+//!
+//! Every transaction is a [`Tx`] (account nonce + [`Call`]) travelling as
+//! `Signed<Tx>` under the [`Domain::TX`] tag. [`Tx::validate`] enforces the size bounds
+//! that need no state, so a node can drop an oversized or malformed transaction before
+//! it reaches the mempool; everything that needs state (balances, seats, windows) is the
+//! contract's to check.
+//!
+//! Segments inside a session are referred to by their index in the manifest (`u16`); the
+//! manifest itself carries only blinded segment ids, so the ledger never reveals which
+//! part of which trace a segment is until the provider opens the mapping at tally time.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    AccountId, Hash, SealingPublicKey, Signed, SignedMessage,
+    cid::Cid,
+    commit::{Commitment, Salt, Vote},
+    hdag::AbstractionLevel,
+    seal::SealedKey,
+    signed::Domain,
+    units::{Amount, Ppm},
+};
+
+/// Most segments in one session.
+pub const MAX_SEGMENTS: usize = 1024;
+/// Most `depends_on` edges of one segment.
+pub const MAX_DEPENDENCIES: usize = 16;
+/// Largest segment weight.
+pub const MAX_WEIGHT: u32 = 1000;
+/// Most expertise domains an auditor declares, and their longest name in bytes.
+pub const MAX_EXPERTISE: usize = 8;
+/// Longest expertise domain name, in bytes.
+pub const MAX_DOMAIN_BYTES: usize = 32;
+/// Most sealed keys in one `DeliverKeys`.
+pub const MAX_SEALED_KEYS: usize = 4096;
+/// Largest sealed key ciphertext (a 32-byte key plus its 16-byte tag).
+pub const MAX_SEALED_KEY_BYTES: usize = 48;
+/// Most seats per segment for any tier (k_t + Delta).
+pub const MAX_SEATS: u8 = 64;
+
+/// An auditor tier.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Tier {
+    /// Deterministic checkers.
+    Computer,
+    /// Language models.
+    Llm,
+    /// People.
+    Human,
+}
+
+impl Tier {
+    /// All tiers in order.
+    pub const ALL: [Tier; 3] = [Tier::Computer, Tier::Llm, Tier::Human];
+}
+
+impl From<crate::hdag::AuditorType> for Tier {
+    fn from(a: crate::hdag::AuditorType) -> Tier {
+        match a {
+            crate::hdag::AuditorType::Auto => Tier::Computer,
+            crate::hdag::AuditorType::Llm => Tier::Llm,
+            crate::hdag::AuditorType::Human => Tier::Human,
+        }
+    }
+}
+
+/// Quorum parameters of a session (paper §0.0.3.2).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuorumParams {
+    /// Seats whose votes count per segment, per tier (Computer, LLM, Human): `k_t`.
+    pub k: [u8; 3],
+    /// Extra seats drawn per segment beyond `k_t` (auditor racing): `Delta`.
+    pub extra_seats: u8,
+    /// Seat quorum `tau`: a segment is decided by `q_t = ceil(tau k_t)` agreeing votes.
+    pub tau: Ppm,
+    /// Trace quorum `beta`: the trace passes when the weight of passing segments reaches
+    /// `beta` of the total weight.
+    pub beta: Ppm,
+}
+
+impl QuorumParams {
+    /// `k_t` for a tier.
+    pub fn k(&self, tier: Tier) -> u8 {
+        let [c, l, h] = self.k;
+        match tier {
+            Tier::Computer => c,
+            Tier::Llm => l,
+            Tier::Human => h,
+        }
+    }
+}
+
+/// One segment of a session's manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SegmentEntry {
+    /// Blinded segment id: `H(provider salt, segment content)`, revealing nothing.
+    pub id: Hash,
+    /// Abstraction level.
+    pub level: AbstractionLevel,
+    /// The tier that audits it.
+    pub tier: Tier,
+    /// Weight in the trace quorum (1..=[`MAX_WEIGHT`]).
+    pub weight: u32,
+    /// Indices of earlier segments this one depends on (errors propagate along them).
+    pub depends_on: Vec<u16>,
+    /// Where its ciphertext lives.
+    pub cid: Cid,
+    /// For a honeypot: a commitment `H(verdict, salt)` to its known verdict.
+    pub honeypot: Option<Commitment>,
+}
+
+/// What a provider submits to open an audit session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionManifest {
+    /// The segments, in an order where dependencies come first.
+    pub segments: Vec<SegmentEntry>,
+    /// Commitment to the segment → trace mapping, opened at tally time.
+    pub mapping_commitment: Hash,
+    /// Quorum parameters (within the network's genesis limits).
+    pub quorum: QuorumParams,
+    /// The fee escrowed for rewards.
+    pub fee: Amount,
+    /// Expertise domain the seats should have (empty: any).
+    pub domain: String,
+}
+
+/// A segment key sealed to one seat.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeatKey {
+    /// Segment index.
+    pub segment: u16,
+    /// The seat's account.
+    pub seat: AccountId,
+    /// The sealed segment key.
+    pub sealed: SealedKey,
+}
+
+/// What a transaction does.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Call {
+    /// Send tokens to another account.
+    Transfer {
+        /// Recipient.
+        to: AccountId,
+        /// Amount.
+        amount: Amount,
+    },
+    /// Become an auditor of a tier.
+    RegisterAuditor {
+        /// The tier.
+        tier: Tier,
+        /// Expertise domains.
+        expertise: Vec<String>,
+        /// X25519 key that segment keys are sealed to.
+        sealing_key: SealingPublicKey,
+    },
+    /// Lock stake.
+    Bond {
+        /// Amount.
+        amount: Amount,
+    },
+    /// Start unlocking stake (available after the unbonding delay).
+    Unbond {
+        /// Amount.
+        amount: Amount,
+    },
+    /// Move stake whose unbonding delay has passed back to the balance.
+    Withdraw,
+    /// Open an audit session.
+    OpenSession(SessionManifest),
+    /// Deliver sealed segment keys to the drawn seats (provider only).
+    DeliverKeys {
+        /// Session id.
+        session: Hash,
+        /// One entry per (segment, seat).
+        keys: Vec<SeatKey>,
+    },
+    /// Commit to a vote.
+    Commit {
+        /// Session id.
+        session: Hash,
+        /// Segment index.
+        segment: u16,
+        /// `commitment(session, segment id, seat, vote, salt)`.
+        commitment: Commitment,
+    },
+    /// Reveal a committed vote.
+    Reveal {
+        /// Session id.
+        session: Hash,
+        /// Segment index.
+        segment: u16,
+        /// The vote.
+        vote: Vote,
+        /// The salt used in the commitment.
+        salt: Salt,
+    },
+    /// Open the segment → trace mapping commitment (provider, at tally time).
+    RevealMapping {
+        /// Session id.
+        session: Hash,
+        /// The committed mapping document's hash.
+        mapping: Hash,
+        /// The salt of the commitment.
+        salt: Salt,
+    },
+    /// Reveal a honeypot's known verdict after voting.
+    RevealHoneypot {
+        /// Session id.
+        session: Hash,
+        /// Segment index.
+        segment: u16,
+        /// The known verdict.
+        verdict: Vote,
+        /// The salt of the commitment.
+        salt: Salt,
+    },
+}
+
+/// A transaction: the sender's next nonce and the call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tx {
+    /// Per-account sequence number, starting at 0: replays and reordering are rejected.
+    pub nonce: u64,
+    /// What to do.
+    pub call: Call,
+}
+
+impl SignedMessage for Tx {
+    const DOMAIN: Domain = Domain::TX;
+}
+
+/// A signed transaction.
+pub type SignedTx = Signed<Tx>;
+
+/// Why a transaction is malformed on its own.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TxFormatError {
+    /// A list or string is longer than allowed.
+    #[error("{what}: {got} exceeds the limit of {max}")]
+    TooLong {
+        /// What was too long.
+        what: &'static str,
+        /// Its length.
+        got: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// A session has no segments.
+    #[error("a session needs at least one segment")]
+    NoSegments,
+    /// A segment weight is zero or too large.
+    #[error("segment {index}: weight {weight} is outside 1..={MAX_WEIGHT}")]
+    BadWeight {
+        /// Segment index.
+        index: usize,
+        /// The weight.
+        weight: u32,
+    },
+    /// A dependency points at itself, a later segment, or twice at one segment.
+    #[error("segment {index}: depends_on {target} must name a distinct earlier segment")]
+    BadDependency {
+        /// Segment index.
+        index: usize,
+        /// The offending target.
+        target: u16,
+    },
+    /// A fraction is above one.
+    #[error("{0} must be at most 1 (1_000_000 ppm)")]
+    NotAFraction(&'static str),
+    /// A tier's seat count is zero or too large.
+    #[error("k for {tier:?} must be 1..={MAX_SEATS} with the extra seats, got {k} + {extra}")]
+    BadSeats {
+        /// The tier.
+        tier: Tier,
+        /// Its k.
+        k: u8,
+        /// Extra seats.
+        extra: u8,
+    },
+    /// A zero amount where a positive one is needed.
+    #[error("{0} must be positive")]
+    ZeroAmount(&'static str),
+}
+
+fn check_len(what: &'static str, got: usize, max: usize) -> Result<(), TxFormatError> {
+    if got > max {
+        Err(TxFormatError::TooLong { what, got, max })
+    } else {
+        Ok(())
+    }
+}
+
+impl SessionManifest {
+    /// Bounds and structure that need no state.
+    pub fn validate(&self) -> Result<(), TxFormatError> {
+        if self.segments.is_empty() {
+            return Err(TxFormatError::NoSegments);
+        }
+        check_len("segments", self.segments.len(), MAX_SEGMENTS)?;
+        check_len("domain", self.domain.len(), MAX_DOMAIN_BYTES)?;
+        for (index, s) in self.segments.iter().enumerate() {
+            if s.weight == 0 || s.weight > MAX_WEIGHT {
+                return Err(TxFormatError::BadWeight {
+                    index,
+                    weight: s.weight,
+                });
+            }
+            check_len("depends_on", s.depends_on.len(), MAX_DEPENDENCIES)?;
+            let mut seen = Vec::with_capacity(s.depends_on.len());
+            for &t in &s.depends_on {
+                if usize::from(t) >= index || seen.contains(&t) {
+                    return Err(TxFormatError::BadDependency { index, target: t });
+                }
+                seen.push(t);
+            }
+        }
+        let q = &self.quorum;
+        if !q.tau.is_fraction() || q.tau == Ppm::ZERO {
+            return Err(TxFormatError::NotAFraction("tau"));
+        }
+        if !q.beta.is_fraction() || q.beta == Ppm::ZERO {
+            return Err(TxFormatError::NotAFraction("beta"));
+        }
+        for tier in Tier::ALL {
+            let k = q.k(tier);
+            if k == 0 || k.saturating_add(q.extra_seats) > MAX_SEATS {
+                return Err(TxFormatError::BadSeats {
+                    tier,
+                    k,
+                    extra: q.extra_seats,
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Tx {
+    /// Bounds and structure that need no state.
+    pub fn validate(&self) -> Result<(), TxFormatError> {
+        match &self.call {
+            Call::Transfer { amount, .. } if *amount == 0 => {
+                Err(TxFormatError::ZeroAmount("amount"))
+            }
+            Call::Bond { amount } | Call::Unbond { amount } if *amount == 0 => {
+                Err(TxFormatError::ZeroAmount("amount"))
+            }
+            Call::RegisterAuditor { expertise, .. } => {
+                check_len("expertise", expertise.len(), MAX_EXPERTISE)?;
+                for d in expertise {
+                    check_len("expertise domain", d.len(), MAX_DOMAIN_BYTES)?;
+                }
+                Ok(())
+            }
+            Call::OpenSession(m) => m.validate(),
+            Call::DeliverKeys { keys, .. } => {
+                check_len("keys", keys.len(), MAX_SEALED_KEYS)?;
+                for k in keys {
+                    check_len(
+                        "sealed key",
+                        k.sealed.ciphertext.len(),
+                        MAX_SEALED_KEY_BYTES,
+                    )?;
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The id of a session opened by `provider` with this transaction's nonce:
+    /// `H("trust/v1/session", provider, nonce)`, unique per account and nonce.
+    pub fn session_id(provider: &AccountId, nonce: u64) -> Hash {
+        Hash::of_parts(
+            "trust/v1/session",
+            &[provider.as_ref(), &nonce.to_le_bytes()],
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::{Keypair, encoding};
+
+    fn hash() -> impl Strategy<Value = Hash> {
+        any::<[u8; 32]>().prop_map(Hash)
+    }
+
+    fn vote() -> impl Strategy<Value = Vote> {
+        prop_oneof![
+            Just(Vote::Valid),
+            Just(Vote::Invalid),
+            Just(Vote::Ungrounded)
+        ]
+    }
+
+    fn tier() -> impl Strategy<Value = Tier> {
+        prop_oneof![Just(Tier::Computer), Just(Tier::Llm), Just(Tier::Human)]
+    }
+
+    fn level() -> impl Strategy<Value = AbstractionLevel> {
+        prop_oneof![
+            Just(AbstractionLevel::Goal),
+            Just(AbstractionLevel::Strategy),
+            Just(AbstractionLevel::Tactic),
+            Just(AbstractionLevel::Step),
+            Just(AbstractionLevel::Operation),
+        ]
+    }
+
+    fn manifest() -> impl Strategy<Value = SessionManifest> {
+        let seg = (
+            hash(),
+            level(),
+            tier(),
+            1u32..=MAX_WEIGHT,
+            prop::collection::vec(any::<u16>(), 0..3),
+            hash(),
+            prop::option::of(hash()),
+        )
+            .prop_map(|(id, level, tier, weight, depends_on, cid, honeypot)| {
+                SegmentEntry {
+                    id,
+                    level,
+                    tier,
+                    weight,
+                    depends_on,
+                    cid: Cid(cid),
+                    honeypot,
+                }
+            });
+        (
+            prop::collection::vec(seg, 1..5),
+            hash(),
+            any::<[u8; 3]>(),
+            any::<u8>(),
+            any::<u32>(),
+            any::<u32>(),
+            any::<u64>(),
+            "[a-z]{0,8}",
+        )
+            .prop_map(
+                |(segments, mapping_commitment, k, extra_seats, tau, beta, fee, domain)| {
+                    SessionManifest {
+                        segments,
+                        mapping_commitment,
+                        quorum: QuorumParams {
+                            k,
+                            extra_seats,
+                            tau: Ppm(tau),
+                            beta: Ppm(beta),
+                        },
+                        fee,
+                        domain,
+                    }
+                },
+            )
+    }
+
+    fn call() -> impl Strategy<Value = Call> {
+        let account = any::<[u8; 32]>().prop_map(crate::PublicKey);
+        prop_oneof![
+            (account.clone(), any::<u64>()).prop_map(|(to, amount)| Call::Transfer { to, amount }),
+            (
+                tier(),
+                prop::collection::vec("[a-z]{1,10}", 0..4),
+                any::<[u8; 32]>()
+            )
+                .prop_map(|(tier, expertise, k)| Call::RegisterAuditor {
+                    tier,
+                    expertise,
+                    sealing_key: SealingPublicKey(k),
+                }),
+            any::<u64>().prop_map(|amount| Call::Bond { amount }),
+            any::<u64>().prop_map(|amount| Call::Unbond { amount }),
+            Just(Call::Withdraw),
+            manifest().prop_map(Call::OpenSession),
+            (
+                hash(),
+                prop::collection::vec(
+                    (
+                        any::<u16>(),
+                        account.clone(),
+                        any::<[u8; 32]>(),
+                        prop::collection::vec(any::<u8>(), 48)
+                    ),
+                    0..4
+                )
+            )
+                .prop_map(|(session, keys)| Call::DeliverKeys {
+                    session,
+                    keys: keys
+                        .into_iter()
+                        .map(|(segment, seat, e, c)| SeatKey {
+                            segment,
+                            seat,
+                            sealed: SealedKey {
+                                ephemeral: SealingPublicKey(e),
+                                ciphertext: c,
+                            },
+                        })
+                        .collect(),
+                }),
+            (hash(), any::<u16>(), hash()).prop_map(|(session, segment, commitment)| {
+                Call::Commit {
+                    session,
+                    segment,
+                    commitment,
+                }
+            }),
+            (hash(), any::<u16>(), vote(), any::<[u8; 32]>()).prop_map(
+                |(session, segment, vote, s)| {
+                    Call::Reveal {
+                        session,
+                        segment,
+                        vote,
+                        salt: Salt(s),
+                    }
+                }
+            ),
+            (hash(), hash(), any::<[u8; 32]>()).prop_map(|(session, mapping, s)| {
+                Call::RevealMapping {
+                    session,
+                    mapping,
+                    salt: Salt(s),
+                }
+            }),
+            (hash(), any::<u16>(), vote(), any::<[u8; 32]>()).prop_map(
+                |(session, segment, verdict, s)| {
+                    Call::RevealHoneypot {
+                        session,
+                        segment,
+                        verdict,
+                        salt: Salt(s),
+                    }
+                }
+            ),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+        /// Every transaction kind round-trips through the canonical encoding, signed.
+        #[test]
+        fn every_call_round_trips(nonce in any::<u64>(), call in call(), seed in any::<[u8; 32]>()) {
+            let tx = Signed::sign(&Keypair::from_seed(seed), Tx { nonce, call });
+            let bytes = encoding::encode(&tx);
+            let back: SignedTx = encoding::decode(&bytes).expect("decodes");
+            prop_assert_eq!(&back, &tx);
+            prop_assert!(back.verify().is_ok());
+        }
+
+        /// Arbitrary bytes never panic the decoder.
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..600)) {
+            let _ = encoding::decode::<SignedTx>(&bytes);
+        }
+    }
+
+    fn sample_manifest() -> SessionManifest {
+        SessionManifest {
+            segments: vec![
+                SegmentEntry {
+                    id: Hash([1; 32]),
+                    level: AbstractionLevel::Step,
+                    tier: Tier::Computer,
+                    weight: 1,
+                    depends_on: vec![],
+                    cid: Cid::of(b"segment-0"),
+                    honeypot: None,
+                },
+                SegmentEntry {
+                    id: Hash([2; 32]),
+                    level: AbstractionLevel::Operation,
+                    tier: Tier::Llm,
+                    weight: 2,
+                    depends_on: vec![0],
+                    cid: Cid::of(b"segment-1"),
+                    honeypot: Some(Hash([3; 32])),
+                },
+            ],
+            mapping_commitment: Hash([4; 32]),
+            quorum: QuorumParams {
+                k: [1, 3, 5],
+                extra_seats: 1,
+                tau: Ppm(500_000),
+                beta: Ppm(800_000),
+            },
+            fee: 100,
+            domain: "math".into(),
+        }
+    }
+
+    #[test]
+    fn manifest_validation_names_the_problem() {
+        assert_eq!(sample_manifest().validate(), Ok(()));
+        let mut m = sample_manifest();
+        m.segments[1].depends_on = vec![1];
+        assert_eq!(
+            m.validate(),
+            Err(TxFormatError::BadDependency {
+                index: 1,
+                target: 1
+            })
+        );
+        let mut m = sample_manifest();
+        m.segments[0].weight = 0;
+        assert!(matches!(
+            m.validate(),
+            Err(TxFormatError::BadWeight { index: 0, .. })
+        ));
+        let mut m = sample_manifest();
+        m.quorum.tau = Ppm(1_000_001);
+        assert_eq!(m.validate(), Err(TxFormatError::NotAFraction("tau")));
+        let mut m = sample_manifest();
+        m.quorum.k = [0, 3, 5];
+        assert!(matches!(
+            m.validate(),
+            Err(TxFormatError::BadSeats {
+                tier: Tier::Computer,
+                ..
+            })
+        ));
+        let mut m = sample_manifest();
+        m.segments.clear();
+        assert_eq!(m.validate(), Err(TxFormatError::NoSegments));
+        let tx = Tx {
+            nonce: 0,
+            call: Call::Bond { amount: 0 },
+        };
+        assert_eq!(tx.validate(), Err(TxFormatError::ZeroAmount("amount")));
+    }
+
+    /// Pins the wire format of signed transactions: a changed encoding fails on purpose.
+    #[test]
+    fn golden_signed_transactions() {
+        let key = Keypair::from_seed([9; 32]);
+        let reveal = Signed::sign(
+            &key,
+            Tx {
+                nonce: 3,
+                call: Call::Reveal {
+                    session: Hash([5; 32]),
+                    segment: 1,
+                    vote: Vote::Invalid,
+                    salt: Salt([6; 32]),
+                },
+            },
+        );
+        let bytes = encoding::encode(&reveal);
+        // signer(32) | nonce(8) | variant(4) | session(32) | segment(2) | vote(4) | salt(32) | signature(64)
+        assert_eq!(bytes.len(), 32 + 8 + 4 + 32 + 2 + 4 + 32 + 64);
+        assert_eq!(hex::encode(&bytes[32..44]), "030000000000000008000000");
+        assert_eq!(
+            Hash::sha256(&bytes).to_hex(),
+            GOLDEN_REVEAL_SHA256,
+            "the encoding of a signed Reveal changed"
+        );
+        let open = Signed::sign(
+            &key,
+            Tx {
+                nonce: 0,
+                call: Call::OpenSession(sample_manifest()),
+            },
+        );
+        assert_eq!(
+            Hash::sha256(&encoding::encode(&open)).to_hex(),
+            GOLDEN_OPEN_SHA256,
+            "the encoding of a signed OpenSession changed"
+        );
+    }
+
+    const GOLDEN_REVEAL_SHA256: &str =
+        "96c4beb9d29fbb23b55b3c0e8ce97d600afd6f9c5d5b0604ae77f428501558f0";
+    const GOLDEN_OPEN_SHA256: &str =
+        "6e4403703fcae46bddcc1f4654b0cc53881672ef92c14d324dde17717b27e239";
+}
