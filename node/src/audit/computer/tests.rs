@@ -193,3 +193,35 @@ fn every_clause_is_checked_and_rounded_premises_are_tolerated() {
         Some(Vote::Invalid)
     );
 }
+
+mod never_panics {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+        /// Segments come from providers: whatever they say, the checker answers.
+        #[test]
+        fn arbitrary_claims(claim in "[ -~−×÷→¬∧∨⇒…]{0,200}", premise in "[ -~−]{0,80}") {
+            let _ = judge(&claim, &[&premise]);
+        }
+
+        /// Mathematics-shaped noise exercises the parser and evaluators harder.
+        #[test]
+        fn mathematical_noise(claim in "[0-9xyD()+*/^=. −-]{1,120}", premise in "[0-9x()+*/=. -]{0,60}") {
+            let _ = judge(&claim, &[&premise]);
+        }
+    }
+
+    #[test]
+    fn deep_nesting_is_fine() {
+        let deep = format!("{}1{} = 1", "(".repeat(190), ")".repeat(190));
+        assert_eq!(judge(&deep, &[]).as_vote(), Some(Vote::Valid));
+        let negs = format!("{}1 = 1", "-".repeat(300));
+        let _ = judge(&negs, &[]);
+        let nots = format!("{}p FROM p", "¬".repeat(300));
+        let _ = judge(&nots, &[]);
+    }
+}
