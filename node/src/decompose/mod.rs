@@ -21,7 +21,7 @@
 //! A provider may instead supply its own HDAG ([`from_provider`]), which is validated
 //! and checked span by span against the trace.
 
-mod text;
+pub(crate) mod text;
 
 use std::collections::BTreeSet;
 

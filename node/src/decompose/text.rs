@@ -225,7 +225,7 @@ pub(super) fn is_short_answer(text: &str) -> bool {
 
 /// Symbols a unit uses: single letters (except the words `a`, `A`, `I`) and short
 /// letter-digit names (`t1`, `x_2`); a coefficient is split off (`3x` → `x`, `0.96D` → `D`).
-pub(super) fn symbols_in(text: &str) -> Vec<String> {
+pub(crate) fn symbols_in(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     for w in words(text) {
         let name = w.trim_start_matches(|c: char| c.is_ascii_digit());
@@ -248,7 +248,7 @@ pub(super) fn symbols_in(text: &str) -> Vec<String> {
 
 /// Numbers a text states: integers, decimals, and fractions `a/b` (as written, and also
 /// each side).
-pub(super) fn numbers_in(text: &str) -> Vec<String> {
+pub(crate) fn numbers_in(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let cs: Vec<char> = text.chars().collect();
     let mut i = 0usize;

@@ -485,64 +485,18 @@ fn definition(claim: &str, premise_names: &BTreeSet<String>) -> Option<Judgement
     ))
 }
 
-/// Short names a text uses (as the decomposer counts them).
+/// Short names a text uses, counted as the decomposer counts them.
 fn names_in(text: &str) -> BTreeSet<String> {
-    text.split(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .filter_map(|w| {
-            let n = w.trim_start_matches(|c: char| c.is_ascii_digit());
-            let mut cs = n.chars();
-            let first = cs.next()?;
-            let len = n.chars().count();
-            (first.is_alphabetic()
-                && ((len == 1 && !matches!(first, 'a' | 'A' | 'I'))
-                    || ((2..=3).contains(&len)
-                        && n.chars().skip(1).all(|c| c.is_ascii_digit() || c == '_'))))
-            .then(|| n.to_string())
-        })
+    crate::decompose::text::symbols_in(text)
+        .into_iter()
         .collect()
 }
 
-/// Numbers as written, and fractions `a/b`.
+/// Numbers as written, and fractions `a/b`, counted as the decomposer counts them.
 fn numbers(text: &str) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    let cleaned: String = text
-        .chars()
-        .map(|c| if c == '−' { '-' } else { c })
-        .collect();
-    let mut prev: Option<String> = None;
-    let mut slash = false;
-    let mut cur = String::new();
-    let flush = |cur: &mut String,
-                 prev: &mut Option<String>,
-                 slash: &mut bool,
-                 out: &mut BTreeSet<String>| {
-        if cur.is_empty() {
-            return;
-        }
-        let n = cur.trim_end_matches('.').to_string();
-        if *slash && let Some(p) = prev.as_ref() {
-            out.insert(format!("{p}/{n}"));
-        }
-        out.insert(n.clone());
-        *prev = Some(n);
-        *slash = false;
-        cur.clear();
-    };
-    for c in cleaned.chars() {
-        if c.is_ascii_digit() || (c == '.' && !cur.is_empty()) {
-            cur.push(c);
-        } else {
-            flush(&mut cur, &mut prev, &mut slash, &mut out);
-            if c == '/' {
-                slash = prev.is_some();
-            } else if !c.is_whitespace() {
-                prev = None;
-                slash = false;
-            }
-        }
-    }
-    flush(&mut cur, &mut prev, &mut slash, &mut out);
-    out
+    crate::decompose::text::numbers_in(text)
+        .into_iter()
+        .collect()
 }
 
 fn show(r: Rational) -> String {
