@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 
 pub mod audit;
+pub mod blobs;
 pub mod cli;
 pub mod decompose;
 pub mod report;
