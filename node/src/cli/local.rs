@@ -248,7 +248,9 @@ pub fn run_check(args: TraceArgs) -> CliResult {
     Ok(())
 }
 
-/// Node indices with every `depends_on` target before its user.
+/// Node indices with every `depends_on` target before its user (Kahn's algorithm, linear
+/// in nodes and edges; validation has ruled out cycles, and any node left over by a cycle
+/// is simply not judged).
 fn dependency_order(hdag: &Hdag) -> Vec<usize> {
     let index: BTreeMap<&str, usize> = hdag
         .nodes
@@ -256,26 +258,27 @@ fn dependency_order(hdag: &Hdag) -> Vec<usize> {
         .enumerate()
         .map(|(i, n)| (n.id.as_str(), i))
         .collect();
-    let mut placed = vec![false; hdag.nodes.len()];
-    let mut order = Vec::with_capacity(hdag.nodes.len());
-    // At most one pass per node: validation has ruled out cycles.
-    for _ in 0..hdag.nodes.len() {
-        for (i, n) in hdag.nodes.iter().enumerate() {
-            if placed[i] {
-                continue;
-            }
-            let ready = hdag
-                .edges
-                .iter()
-                .filter(|e| e.relationship == Relationship::DependsOn && e.from == n.id)
-                .all(|e| index.get(e.to.as_str()).is_none_or(|&j| placed[j]));
-            if ready {
-                placed[i] = true;
-                order.push(i);
-            }
+    let mut waiting = vec![0usize; hdag.nodes.len()];
+    let mut users: Vec<Vec<usize>> = vec![Vec::new(); hdag.nodes.len()];
+    for e in &hdag.edges {
+        if e.relationship != Relationship::DependsOn {
+            continue;
         }
-        if order.len() == hdag.nodes.len() {
-            break;
+        if let (Some(&user), Some(&dep)) = (index.get(e.from.as_str()), index.get(e.to.as_str())) {
+            waiting[user] += 1;
+            users[dep].push(user);
+        }
+    }
+    let mut ready: std::collections::VecDeque<usize> =
+        (0..hdag.nodes.len()).filter(|&i| waiting[i] == 0).collect();
+    let mut order = Vec::with_capacity(hdag.nodes.len());
+    while let Some(i) = ready.pop_front() {
+        order.push(i);
+        for &u in &users[i] {
+            waiting[u] -= 1;
+            if waiting[u] == 0 {
+                ready.push_back(u);
+            }
         }
     }
     order
