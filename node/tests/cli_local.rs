@@ -128,3 +128,37 @@ fn bad_inputs_exit_2_with_a_clear_message() {
     assert_eq!(code, 2);
     assert!(err.contains("cannot read no/such/file.txt"), "{err}");
 }
+
+#[test]
+fn provider_hdag_listed_out_of_order_still_propagates() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let hdag = dir.path().join("hdag.json");
+    // The dependent step is listed first.
+    std::fs::write(
+        &hdag,
+        r#"{"nodes":[
+          {"id":"B","content":"Finally, we get x = 5","abstraction_level":"STEP","primary_auditor":"T_Auto"},
+          {"id":"A","content":"Therefore, 5x = 9x − 20","abstraction_level":"STEP","primary_auditor":"T_Auto"},
+          {"id":"P","content":"So x / (3x − 7) = 2/5","abstraction_level":"STEP","primary_auditor":"T_Auto"}],
+          "edges":[{"from":"B","to":"A","relationship":"depends_on"},{"from":"A","to":"P","relationship":"depends_on"}]}"#,
+    )
+    .expect("write");
+    let (code, out, err) = trust_node(&[
+        "check",
+        "examples/traces/fraction-incorrect.txt",
+        "--hdag",
+        hdag.to_str().expect("path"),
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).expect("json");
+    let verdict = |id: &str| {
+        v["segments"]
+            .as_array()
+            .and_then(|s| s.iter().find(|s| s["id"] == id))
+            .map(|s| s["verdict"].as_str().unwrap_or("").to_string())
+            .unwrap_or_default()
+    };
+    assert_eq!(verdict("A"), "Invalid");
+    assert_eq!(verdict("B"), "Propagated");
+}
