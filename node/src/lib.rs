@@ -9,4 +9,5 @@ pub mod audit;
 pub mod blobs;
 pub mod cli;
 pub mod decompose;
+pub mod keys;
 pub mod report;

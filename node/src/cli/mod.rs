@@ -16,6 +16,7 @@ macro_rules! outln {
 }
 
 pub mod econ;
+pub mod keys;
 pub mod local;
 pub mod quorum;
 pub mod simulate;
@@ -58,6 +59,8 @@ pub enum Command {
     Check(local::TraceArgs),
     /// Check reward, penalty and slashing parameters against the paper's Theorem 1.
     Econ(econ::EconArgs),
+    /// Create or show this node's account and sealing keys.
+    Keys(keys::KeysArgs),
     /// Segment and trace quorum probabilities (Lemma 1, Proposition 1, exact DP).
     Quorum(quorum::QuorumArgs),
     /// Run the audit contract on a seeded simulated network of auditors.
@@ -115,6 +118,7 @@ pub fn run() -> ExitCode {
         Command::Decompose(args) => local::run_decompose(args),
         Command::Check(args) => local::run_check(args),
         Command::Econ(args) => econ::run(args),
+        Command::Keys(args) => keys::run(args),
         Command::Quorum(args) => quorum::run(args),
         Command::Simulate(args) => simulate::run(args),
     };
