@@ -11,3 +11,4 @@ pub mod cli;
 pub mod decompose;
 pub mod keys;
 pub mod report;
+pub mod submit;

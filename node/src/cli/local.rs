@@ -12,7 +12,7 @@ use std::{collections::BTreeMap, path::PathBuf};
 use serde_json::json;
 use trust_protocol::{
     Hash, Vote,
-    hdag::{AuditorType, Hdag, Relationship},
+    hdag::{AuditorType, Hdag},
     trace::{MAX_TRACE_BYTES, Trace},
 };
 
@@ -134,7 +134,7 @@ pub fn run_check(args: TraceArgs) -> CliResult {
     let trace_id = Hash::of_parts("trust/v1/local-check", &[trace.thinking.as_bytes()]);
     // Nodes are judged in an order where dependencies come first (validation guarantees
     // there is one); decomposition already emits that order, a provider HDAG may not.
-    let order = dependency_order(&hdag);
+    let order = decompose::dependency_order(&hdag);
     let mut verdicts: BTreeMap<String, Local> = BTreeMap::new();
     for i in order {
         let Some(n) = hdag.nodes.get(i) else { continue };
@@ -246,40 +246,4 @@ pub fn run_check(args: TraceArgs) -> CliResult {
         );
     }
     Ok(())
-}
-
-/// Node indices with every `depends_on` target before its user (Kahn's algorithm, linear
-/// in nodes and edges; validation has ruled out cycles, and any node left over by a cycle
-/// is simply not judged).
-fn dependency_order(hdag: &Hdag) -> Vec<usize> {
-    let index: BTreeMap<&str, usize> = hdag
-        .nodes
-        .iter()
-        .enumerate()
-        .map(|(i, n)| (n.id.as_str(), i))
-        .collect();
-    let mut waiting = vec![0usize; hdag.nodes.len()];
-    let mut users: Vec<Vec<usize>> = vec![Vec::new(); hdag.nodes.len()];
-    for e in &hdag.edges {
-        if e.relationship != Relationship::DependsOn {
-            continue;
-        }
-        if let (Some(&user), Some(&dep)) = (index.get(e.from.as_str()), index.get(e.to.as_str())) {
-            waiting[user] += 1;
-            users[dep].push(user);
-        }
-    }
-    let mut ready: std::collections::VecDeque<usize> =
-        (0..hdag.nodes.len()).filter(|&i| waiting[i] == 0).collect();
-    let mut order = Vec::with_capacity(hdag.nodes.len());
-    while let Some(i) = ready.pop_front() {
-        order.push(i);
-        for &u in &users[i] {
-            waiting[u] -= 1;
-            if waiting[u] == 0 {
-                ready.push_back(u);
-            }
-        }
-    }
-    order
 }

@@ -23,7 +23,7 @@
 
 pub(crate) mod text;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use trust_protocol::{
     hdag::{
@@ -167,6 +167,42 @@ pub fn from_provider(trace: &Trace, json: &str) -> Result<Hdag, DecomposeError> 
     let hdag = Hdag::from_json(json)?;
     hdag.validate_spans(trace)?;
     Ok(hdag)
+}
+
+/// Node indices with every `depends_on` target before its user (Kahn's algorithm, linear
+/// in nodes and edges; validation has ruled out cycles, and any node left over by a cycle
+/// is simply not judged).
+pub fn dependency_order(hdag: &Hdag) -> Vec<usize> {
+    let index: BTreeMap<&str, usize> = hdag
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.id.as_str(), i))
+        .collect();
+    let mut waiting = vec![0usize; hdag.nodes.len()];
+    let mut users: Vec<Vec<usize>> = vec![Vec::new(); hdag.nodes.len()];
+    for e in &hdag.edges {
+        if e.relationship != Relationship::DependsOn {
+            continue;
+        }
+        if let (Some(&user), Some(&dep)) = (index.get(e.from.as_str()), index.get(e.to.as_str())) {
+            waiting[user] += 1;
+            users[dep].push(user);
+        }
+    }
+    let mut ready: std::collections::VecDeque<usize> =
+        (0..hdag.nodes.len()).filter(|&i| waiting[i] == 0).collect();
+    let mut order = Vec::with_capacity(hdag.nodes.len());
+    while let Some(i) = ready.pop_front() {
+        order.push(i);
+        for &u in &users[i] {
+            waiting[u] -= 1;
+            if waiting[u] == 0 {
+                ready.push_back(u);
+            }
+        }
+    }
+    order
 }
 
 struct Seg<'a> {

@@ -1,0 +1,284 @@
+//! Provider side of a session: turn a trace's HDAG into what goes on the ledger and into
+//! the blob store, without revealing the trace.
+//!
+//! [`prepare`] orders the segments so dependencies come first, gives each a blinded id
+//! `H(salt_i, content)` (fresh salt per segment, so equal steps in two traces do not
+//! match), encrypts each with its own key (id as associated data), and builds the
+//! [`SessionManifest`]: ids, levels, tiers, weights, `depends_on` indices and ciphertext
+//! CIDs, plus a commitment to the segment → trace mapping that the provider opens at tally
+//! time. The segment keys stay with the provider until seats are drawn, when each is
+//! sealed to that segment's seats only.
+
+use rand::RngCore;
+use serde::{Deserialize, Serialize};
+use trust_protocol::{
+    Hash, Salt,
+    cid::Cid,
+    encoding,
+    hdag::Hdag,
+    seal::{KEY_LEN, NONCE_LEN, SealError, encrypt_segment},
+    tx::{QuorumParams, SegmentEntry, SessionManifest, Tier, TxFormatError},
+    units::Amount,
+};
+
+use crate::decompose::dependency_order;
+
+/// Weight of a segment in the trace quorum, per tier.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TierWeights {
+    /// Computer-tier segments.
+    pub computer: u32,
+    /// LLM-tier segments.
+    pub llm: u32,
+    /// Human-tier segments.
+    pub human: u32,
+}
+
+impl TierWeights {
+    fn of(&self, tier: Tier) -> u32 {
+        match tier {
+            Tier::Computer => self.computer,
+            Tier::Llm => self.llm,
+            Tier::Human => self.human,
+        }
+    }
+}
+
+/// One entry of the segment → trace mapping (kept by the provider, opened at tally).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MappingEntry {
+    /// The HDAG node id.
+    pub node: String,
+    /// The salt of the blinded id.
+    pub salt: Salt,
+}
+
+/// What the provider keeps and publishes for one session.
+#[derive(Debug, Clone)]
+pub struct PreparedSession {
+    /// Goes on the ledger in `OpenSession`.
+    pub manifest: SessionManifest,
+    /// Ciphertext blocks to store and serve, with their CIDs, in manifest order.
+    pub blocks: Vec<(Cid, Vec<u8>)>,
+    /// Segment keys in manifest order (sealed to seats once they are drawn).
+    pub keys: Vec<[u8; KEY_LEN]>,
+    /// The mapping, in manifest order.
+    pub mapping: Vec<MappingEntry>,
+    /// Salt of the mapping commitment.
+    pub mapping_salt: Salt,
+}
+
+/// Why a session could not be prepared.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PrepareError {
+    /// The HDAG's dependencies admit no order (a cycle).
+    #[error("the HDAG's depends_on edges form a cycle")]
+    Cycle,
+    /// Encryption failed (a segment too large).
+    #[error(transparent)]
+    Seal(#[from] SealError),
+    /// The manifest breaks a protocol bound.
+    #[error("the session manifest is not acceptable: {0}")]
+    Manifest(#[from] TxFormatError),
+}
+
+/// `H("trust/v1/segment-id", salt, content)`.
+pub fn blinded_id(salt: &Salt, content: &str) -> Hash {
+    Hash::of_parts("trust/v1/segment-id", &[salt.as_ref(), content.as_bytes()])
+}
+
+/// `H("trust/v1/mapping", encode(mapping), salt)`.
+pub fn mapping_commitment(mapping: &[MappingEntry], salt: &Salt) -> Hash {
+    Hash::of_parts(
+        "trust/v1/mapping",
+        &[&encoding::encode(mapping), salt.as_ref()],
+    )
+}
+
+/// Prepares a session for `hdag`; `rng` supplies every key, nonce and salt.
+pub fn prepare(
+    hdag: &Hdag,
+    quorum: QuorumParams,
+    weights: TierWeights,
+    fee: Amount,
+    domain: &str,
+    rng: &mut impl RngCore,
+) -> Result<PreparedSession, PrepareError> {
+    let order = dependency_order(hdag);
+    if order.len() != hdag.nodes.len() {
+        return Err(PrepareError::Cycle);
+    }
+    // Position of each HDAG node in the manifest.
+    let mut position = vec![0u16; hdag.nodes.len()];
+    for (pos, &node) in order.iter().enumerate() {
+        position[node] = u16::try_from(pos).map_err(|_| TxFormatError::TooLong {
+            what: "segments",
+            got: hdag.nodes.len(),
+            max: trust_protocol::tx::MAX_SEGMENTS,
+        })?;
+    }
+    let index_of = |id: &str| hdag.index_of(id);
+
+    let mut segments = Vec::with_capacity(order.len());
+    let mut blocks = Vec::with_capacity(order.len());
+    let mut keys = Vec::with_capacity(order.len());
+    let mut mapping = Vec::with_capacity(order.len());
+    for &i in &order {
+        let node = &hdag.nodes[i];
+        let mut salt = [0u8; 32];
+        let mut key = [0u8; KEY_LEN];
+        let mut nonce = [0u8; NONCE_LEN];
+        rng.fill_bytes(&mut salt);
+        rng.fill_bytes(&mut key);
+        rng.fill_bytes(&mut nonce);
+        let salt = Salt(salt);
+        let id = blinded_id(&salt, &node.content);
+        let ciphertext = encrypt_segment(&key, &nonce, &id, node.content.as_bytes())?;
+        let cid = Cid::of(&ciphertext);
+        let mut depends_on: Vec<u16> = hdag
+            .dependencies_of(&node.id)
+            .filter_map(index_of)
+            .map(|j| position[j])
+            .collect();
+        depends_on.sort_unstable();
+        depends_on.dedup();
+        let tier = Tier::from(node.primary_auditor);
+        segments.push(SegmentEntry {
+            id,
+            level: node.abstraction_level,
+            tier,
+            weight: weights.of(tier),
+            depends_on,
+            cid,
+            honeypot: None,
+        });
+        blocks.push((cid, ciphertext));
+        keys.push(key);
+        mapping.push(MappingEntry {
+            node: node.id.clone(),
+            salt,
+        });
+    }
+    let mut mapping_salt = [0u8; 32];
+    rng.fill_bytes(&mut mapping_salt);
+    let mapping_salt = Salt(mapping_salt);
+    let manifest = SessionManifest {
+        segments,
+        mapping_commitment: mapping_commitment(&mapping, &mapping_salt),
+        quorum,
+        fee,
+        domain: domain.to_string(),
+    };
+    manifest.validate()?;
+    Ok(PreparedSession {
+        manifest,
+        blocks,
+        keys,
+        mapping,
+        mapping_salt,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::{SeedableRng, rngs::StdRng};
+    use trust_protocol::{seal::decrypt_segment, trace::Trace, units::Ppm};
+
+    use super::*;
+    use crate::decompose::{Options, decompose};
+
+    fn hdag() -> (Trace, Hdag) {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../examples/traces/fraction-incorrect.txt"
+        ))
+        .expect("trace");
+        let t = Trace::parse(&text).expect("parse");
+        let h = decompose(&t, &Options::default()).expect("decompose");
+        (t, h)
+    }
+
+    fn quorum() -> QuorumParams {
+        QuorumParams {
+            k: [1, 3, 5],
+            extra_seats: 1,
+            tau: Ppm(500_000),
+            beta: Ppm(800_000),
+        }
+    }
+
+    const W: TierWeights = TierWeights {
+        computer: 1,
+        llm: 2,
+        human: 3,
+    };
+
+    #[test]
+    fn manifest_is_valid_and_reveals_nothing() {
+        let (trace, h) = hdag();
+        let p =
+            prepare(&h, quorum(), W, 100, "math", &mut StdRng::seed_from_u64(1)).expect("prepare");
+        assert_eq!(p.manifest.segments.len(), h.nodes.len());
+        // Dependencies point to earlier segments (validate checks it too).
+        for (i, s) in p.manifest.segments.iter().enumerate() {
+            assert!(s.depends_on.iter().all(|&d| usize::from(d) < i));
+        }
+        // Nothing of the trace is in the manifest or the ciphertexts.
+        let public = encoding::encode(&p.manifest);
+        for (_, block) in &p.blocks {
+            for needle in ["5x = 9x", "numerator", "3x − 7"] {
+                assert!(!block.windows(needle.len()).any(|w| w == needle.as_bytes()));
+                assert!(!public.windows(needle.len()).any(|w| w == needle.as_bytes()));
+            }
+        }
+        // Each block is stored under its CID and opens with its own key and id only.
+        for (i, ((cid, block), key)) in p.blocks.iter().zip(&p.keys).enumerate() {
+            assert!(cid.matches(block));
+            let seg = &p.manifest.segments[i];
+            let node = h
+                .nodes
+                .iter()
+                .find(|n| n.id == p.mapping[i].node)
+                .expect("node");
+            assert_eq!(
+                decrypt_segment(key, &seg.id, block).expect("decrypts"),
+                node.content.as_bytes()
+            );
+            assert!(
+                trace.thinking.contains(&node.content)
+                    || trace.problem.contains(&node.content)
+                    || trace.output.contains(&node.content)
+            );
+            let other = &p.keys[(i + 1) % p.keys.len()];
+            assert!(decrypt_segment(other, &seg.id, block).is_err());
+        }
+        // The mapping commitment opens with the kept mapping and salt.
+        assert_eq!(
+            mapping_commitment(&p.mapping, &p.mapping_salt),
+            p.manifest.mapping_commitment
+        );
+    }
+
+    #[test]
+    fn blinded_ids_differ_between_sessions_of_the_same_trace() {
+        let (_, h) = hdag();
+        let a = prepare(&h, quorum(), W, 1, "", &mut StdRng::seed_from_u64(1)).expect("a");
+        let b = prepare(&h, quorum(), W, 1, "", &mut StdRng::seed_from_u64(2)).expect("b");
+        for (x, y) in a.manifest.segments.iter().zip(&b.manifest.segments) {
+            assert_ne!(x.id, y.id);
+            assert_ne!(x.cid, y.cid);
+        }
+    }
+
+    #[test]
+    fn bad_quorum_is_refused() {
+        let (_, h) = hdag();
+        let mut q = quorum();
+        q.k = [0, 3, 5];
+        assert!(matches!(
+            prepare(&h, q, W, 1, "", &mut StdRng::seed_from_u64(1)),
+            Err(PrepareError::Manifest(_))
+        ));
+    }
+}
