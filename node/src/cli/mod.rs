@@ -19,13 +19,13 @@ pub mod econ;
 pub mod keys;
 pub mod local;
 pub mod quorum;
-pub mod simulate;
 
 /// The TRUST node: audit LLM reasoning traces on a decentralized network.
 ///
 /// One binary serves auditors (run a node, judge segments), providers (submit traces),
-/// users (query outcomes) and operators (start networks). Today it offers the paper's
-/// analysis tools: economics dials, quorum probabilities and the contract simulator.
+/// users (query outcomes) and operators (start networks). Today it offers node keys, a
+/// local preview of a trace's decomposition and Computer-tier audit, and the paper's
+/// analysis tools (economics dials, quorum probabilities).
 #[derive(Debug, Parser)]
 #[command(name = "trust-node", version, propagate_version = true)]
 pub struct Cli {
@@ -63,8 +63,6 @@ pub enum Command {
     Keys(keys::KeysArgs),
     /// Segment and trace quorum probabilities (Lemma 1, Proposition 1, exact DP).
     Quorum(quorum::QuorumArgs),
-    /// Run the audit contract on a seeded simulated network of auditors.
-    Simulate(simulate::SimulateArgs),
 }
 
 /// A command failure with its exit code.
@@ -120,7 +118,6 @@ pub fn run() -> ExitCode {
         Command::Econ(args) => econ::run(args),
         Command::Keys(args) => keys::run(args),
         Command::Quorum(args) => quorum::run(args),
-        Command::Simulate(args) => simulate::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
