@@ -1,1 +1,3 @@
-//! Cross-crate integration tests live in `tests/it/`.
+//! Cross-crate integration scenarios (multi-node networks, end-to-end audits) go in this
+//! crate's `it/` test binary once the network node exists; per-crate tests live with
+//! each crate.
