@@ -1,7 +1,51 @@
-//! The TRUST audit contract as a deterministic state machine (not built yet).
+//! The TRUST audit contract as a deterministic state machine.
 //!
-//! This crate will hold `Contract::apply` / `end_block` / `state_root` over the
-//! transaction set in `trust_protocol::tx`, and the seeded simulator behind the `sim`
-//! feature. Like `trust-protocol` it stays pure: no async runtime, no clock, no OS
-//! randomness, no floats in state.
+//! Every node runs the same [`Contract`] on the same ordered blocks and compares
+//! [`Contract::state_root`]. The contract holds the registry of auditors and their stake,
+//! opens audit sessions from a provider's manifest, draws seats by seeded sortition
+//! ([`assign`]), runs commit-reveal voting in windows counted in blocks, tallies seat,
+//! segment and trace quorums with ARES-style error propagation ([`tally`]), and applies
+//! the paper's economics ([`econ`]): EMA reputation, rewards from the session fee,
+//! reputation-weighted slashing with deterministic draws, and honeypot-based detection of
+//! rubber-stampers.
+//!
+//! Pure: no async runtime, no clock (time is the block height), no OS randomness (the
+//! only randomness is the block hash in [`BlockCtx`]), no floats in state, and no panic
+//! reachable from any transaction. The seeded network simulator lives in [`sim`] behind
+//! the `sim` feature and drives this same contract with real signed transactions.
 #![forbid(unsafe_code)]
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing,
+        clippy::arithmetic_side_effects
+    )
+)]
+
+pub(crate) mod assign;
+mod contract;
+pub mod econ;
+mod error;
+mod events;
+mod params;
+mod registry;
+mod sessions;
+mod state;
+pub mod tally;
+
+#[cfg(feature = "sim")]
+pub mod sim;
+
+pub use contract::{BlockCtx, Contract, SnapshotError};
+pub use error::TxError;
+pub use events::{Event, SlashReason};
+pub use params::{Genesis, GenesisAccount, GenesisError, Params, RubberStampRule};
+pub use sessions::minimum_fee;
+pub use state::{
+    Account, Auditor, FailureBound, HoneypotStats, LocalVerdict, MAX_UNBONDINGS, Outcome, Phase,
+    Seat, SegmentOutcome, SegmentState, SegmentVerdict, Session, State, TraceVerdict, Unbonding,
+    VoteCounts,
+};

@@ -78,6 +78,31 @@ pub fn verify_commitment(
     commitment(session, segment, seat, vote, salt) == *c
 }
 
+/// Commitment to a session's segment → trace mapping document:
+/// `H("trust/v1/mapping", H(document), salt)`. The provider publishes it at opening and
+/// opens it with `RevealMapping { mapping: H(document), salt }` at tally time.
+pub fn mapping_commitment(document_hash: &Hash, salt: &Salt) -> Commitment {
+    Hash::of_parts("trust/v1/mapping", &[document_hash.as_ref(), salt.as_ref()])
+}
+
+/// Commitment to a honeypot's known verdict and difficulty, bound to its blinded segment
+/// id: `H("trust/v1/honeypot", segment, verdict, difficulty, salt)`.
+pub fn honeypot_commitment(
+    segment: &Hash,
+    verdict: Vote,
+    difficulty: crate::tx::Difficulty,
+    salt: &Salt,
+) -> Commitment {
+    Hash::of_parts(
+        "trust/v1/honeypot",
+        &[
+            segment.as_ref(),
+            &[verdict.code(), difficulty.code()],
+            salt.as_ref(),
+        ],
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -35,7 +35,9 @@ pub mod trace;
 pub mod tx;
 pub mod units;
 
-pub use commit::{Commitment, Salt, Vote, commitment, verify_commitment};
+pub use commit::{
+    Commitment, Salt, Vote, commitment, honeypot_commitment, mapping_commitment, verify_commitment,
+};
 pub use encoding::{DecodeError, MAX_MESSAGE_BYTES, decode, encode};
 pub use hash::Hash;
 pub use keys::{AccountId, Keypair, PublicKey, SealingPublicKey, Signature, SignatureError};

@@ -65,6 +65,41 @@ impl From<crate::hdag::AuditorType> for Tier {
     }
 }
 
+/// Difficulty tier of a honeypot (paper §0.0.5.2): honest auditors approve known errors
+/// less often as they get subtler to spot; rubber-stampers approve at every tier.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Difficulty {
+    /// Obvious errors (arithmetic contradictions).
+    Obvious,
+    /// Subtle errors (sign flips, off-by-one, unit confusions).
+    Subtle,
+    /// Domain-specific errors (e.g. a misapplied statute or contraindication).
+    Domain,
+}
+
+impl Difficulty {
+    /// All difficulty tiers in order.
+    pub const ALL: [Difficulty; 3] = [Difficulty::Obvious, Difficulty::Subtle, Difficulty::Domain];
+
+    /// Position in [`Difficulty::ALL`].
+    pub fn index(self) -> usize {
+        match self {
+            Difficulty::Obvious => 0,
+            Difficulty::Subtle => 1,
+            Difficulty::Domain => 2,
+        }
+    }
+
+    /// A stable one-byte code used in commitments.
+    pub fn code(self) -> u8 {
+        match self {
+            Difficulty::Obvious => 1,
+            Difficulty::Subtle => 2,
+            Difficulty::Domain => 3,
+        }
+    }
+}
+
 /// Quorum parameters of a session (paper §0.0.3.2).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QuorumParams {
@@ -213,6 +248,8 @@ pub enum Call {
         segment: u16,
         /// The known verdict.
         verdict: Vote,
+        /// How hard the planted error is to see (the paper's three difficulty tiers).
+        difficulty: Difficulty,
         /// The salt of the commitment.
         salt: Salt,
     },
@@ -537,6 +574,7 @@ mod tests {
                         session,
                         segment,
                         verdict,
+                        difficulty: Difficulty::Subtle,
                         salt: Salt(s),
                     }
                 }

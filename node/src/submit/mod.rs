@@ -88,12 +88,15 @@ pub fn blinded_id(salt: &Salt, content: &str) -> Hash {
     Hash::of_parts("trust/v1/segment-id", &[salt.as_ref(), content.as_bytes()])
 }
 
-/// `H("trust/v1/mapping", encode(mapping), salt)`.
+/// The hash a provider reveals on chain for its mapping: `sha256(encode(mapping))`.
+pub fn mapping_document_hash(mapping: &[MappingEntry]) -> Hash {
+    Hash::sha256(&encoding::encode(mapping))
+}
+
+/// The on-chain commitment to the mapping,
+/// [`trust_protocol::mapping_commitment`] of [`mapping_document_hash`].
 pub fn mapping_commitment(mapping: &[MappingEntry], salt: &Salt) -> Hash {
-    Hash::of_parts(
-        "trust/v1/mapping",
-        &[&encoding::encode(mapping), salt.as_ref()],
-    )
+    trust_protocol::mapping_commitment(&mapping_document_hash(mapping), salt)
 }
 
 /// Prepares a session for `hdag`; `rng` supplies every key, nonce and salt.

@@ -1,0 +1,675 @@
+//! The contract: `apply` one signed transaction, `end_block` to move sessions through
+//! their phases, `state_root` to compare states across nodes.
+//!
+//! Phases of a session, all counted in blocks:
+//!
+//! 1. `Assigning`: opened at height `h`; at the end of block `h + 1` seats are drawn with
+//!    that block's hash as seed ([`crate::assign`]).
+//! 2. `Commit { round, until }`: seats commit; closes at `until` or as soon as every seat of
+//!    the round has committed.
+//! 3. `Reveal { round, until }`: committed seats reveal; the first `k` valid reveals per
+//!    segment count (auditor racing); closes at `until` or when every committed seat has
+//!    revealed. Then each segment of the round gets its own verdict; undecided segments of
+//!    round 0 escalate once (next tier up when it has enough auditors, else the same tier
+//!    with [`crate::params::Params::escalation_extra_seats`] more seats) and the session
+//!    goes back to `Commit` for round 1.
+//! 4. `Disclose { until }`: the provider opens the mapping and its honeypots; closes at
+//!    `until` or when all are open.
+//! 5. Tally ([`Contract::end_block`]): verdicts, propagation, trace quorum, failure bound,
+//!    rewards, reputation, slashing, honeypot statistics, refund; the session becomes an
+//!    [`Outcome`] and never changes again.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use trust_protocol::{
+    AccountId, Hash,
+    tx::{Call, SignedTx, Tier, Tx},
+};
+
+use crate::{
+    assign::{self, Draw},
+    econ::{self, Score},
+    error::TxError,
+    events::{Event, SlashReason},
+    params::{Genesis, GenesisError},
+    registry, sessions,
+    state::{
+        Account, Failure, LocalVerdict, Outcome, Phase, Seat, SegmentOutcome, Session, State,
+        TraceVerdict,
+    },
+    tally,
+};
+
+/// What the contract knows about the block being applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BlockCtx {
+    /// Height of the block.
+    pub height: u64,
+    /// The block's hash over everything except the state root it produces (the node's
+    /// "block seed"): the only randomness the contract uses.
+    pub block_hash: Hash,
+}
+
+/// The audit contract.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Contract {
+    state: State,
+}
+
+/// One canonical encoding config for the state: the protocol's, without the message limit
+/// (a state grows with the network; it is hashed and snapshotted, never read from peers).
+const STATE_CONFIG: bincode::config::Configuration<
+    bincode::config::LittleEndian,
+    bincode::config::Fixint,
+> = bincode::config::standard()
+    .with_little_endian()
+    .with_fixed_int_encoding();
+
+struct HashWriter(sha2::Sha256);
+
+impl bincode::enc::write::Writer for HashWriter {
+    fn write(&mut self, bytes: &[u8]) -> Result<(), bincode::error::EncodeError> {
+        sha2::Digest::update(&mut self.0, bytes);
+        Ok(())
+    }
+}
+
+/// Why a state snapshot could not be loaded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("state snapshot does not decode: {0}")]
+pub struct SnapshotError(String);
+
+impl Contract {
+    /// The state at genesis.
+    pub fn new(genesis: &Genesis) -> Result<Self, GenesisError> {
+        genesis.params.validate()?;
+        let mut accounts = BTreeMap::new();
+        let mut supply = 0u64;
+        for a in &genesis.accounts {
+            let total = a
+                .balance
+                .checked_add(a.stake)
+                .ok_or(GenesisError::SupplyOverflow)?;
+            supply = supply
+                .checked_add(total)
+                .ok_or(GenesisError::SupplyOverflow)?;
+            let prev = accounts.insert(
+                a.id,
+                Account {
+                    nonce: 0,
+                    balance: a.balance,
+                    stake: a.stake,
+                    unbonding: Vec::new(),
+                },
+            );
+            if prev.is_some() {
+                return Err(GenesisError::DuplicateAccount(a.id));
+            }
+        }
+        Ok(Self {
+            state: State {
+                params: genesis.params.clone(),
+                height: 0,
+                accounts,
+                auditors: BTreeMap::new(),
+                sessions: BTreeMap::new(),
+                outcomes: BTreeMap::new(),
+                failed: BTreeMap::new(),
+                burned: 0,
+                supply,
+            },
+        })
+    }
+
+    /// The whole state (read only).
+    pub fn state(&self) -> &State {
+        &self.state
+    }
+
+    /// `sha256` of the canonical encoding of the whole state.
+    pub fn state_root(&self) -> Hash {
+        let mut w = HashWriter(<sha2::Sha256 as sha2::Digest>::new());
+        // Encoding our own plain data types into a hasher cannot fail.
+        let _ = bincode::serde::encode_into_writer(&self.state, &mut w, STATE_CONFIG);
+        Hash(sha2::Digest::finalize(w.0).into())
+    }
+
+    /// The state as snapshot bytes.
+    pub fn snapshot(&self) -> Vec<u8> {
+        bincode::serde::encode_to_vec(&self.state, STATE_CONFIG).unwrap_or_default()
+    }
+
+    /// Restores a snapshot taken by [`Contract::snapshot`].
+    pub fn from_snapshot(bytes: &[u8]) -> Result<Self, SnapshotError> {
+        let (state, used): (State, usize) = bincode::serde::decode_from_slice(bytes, STATE_CONFIG)
+            .map_err(|e| SnapshotError(e.to_string()))?;
+        if used != bytes.len() {
+            return Err(SnapshotError("trailing bytes".into()));
+        }
+        Ok(Self { state })
+    }
+
+    /// The next nonce of an account.
+    pub fn nonce(&self, who: &AccountId) -> u64 {
+        self.state.accounts.get(who).map_or(0, |a| a.nonce)
+    }
+
+    /// Applies one transaction. On error nothing changes, the nonce included.
+    pub fn apply(&mut self, ctx: &BlockCtx, tx: &SignedTx) -> Result<Vec<Event>, TxError> {
+        tx.verify().map_err(|_| TxError::BadSignature)?;
+        self.apply_verified(ctx, tx.signer, &tx.body)
+    }
+
+    /// Applies a transaction whose signature the caller has already checked (a node
+    /// verifies once at the mempool and again when executing a proposal on a copy).
+    pub fn apply_verified(
+        &mut self,
+        ctx: &BlockCtx,
+        sender: AccountId,
+        tx: &Tx,
+    ) -> Result<Vec<Event>, TxError> {
+        tx.validate()?;
+        let expected = self.nonce(&sender);
+        if tx.nonce != expected {
+            return Err(TxError::BadNonce {
+                expected,
+                got: tx.nonce,
+            });
+        }
+        let next = expected.checked_add(1).ok_or(TxError::Overflow)?;
+        let st = &mut self.state;
+        let h = ctx.height;
+        let mut ev = Vec::new();
+        match &tx.call {
+            Call::Transfer { to, amount } => registry::transfer(st, sender, *to, *amount, &mut ev),
+            Call::RegisterAuditor {
+                tier,
+                expertise,
+                sealing_key,
+            } => registry::register(st, sender, *tier, expertise, *sealing_key, &mut ev),
+            Call::Bond { amount } => registry::bond(st, sender, *amount, &mut ev),
+            Call::Unbond { amount } => registry::unbond(st, sender, *amount, h, &mut ev),
+            Call::Withdraw => registry::withdraw(st, sender, h, &mut ev),
+            Call::OpenSession(m) => {
+                let id = Tx::session_id(&sender, tx.nonce);
+                sessions::open(st, sender, id, m, h, &mut ev)
+            }
+            Call::DeliverKeys { session, keys } => {
+                sessions::deliver_keys(st, sender, *session, keys, &mut ev)
+            }
+            Call::Commit {
+                session,
+                segment,
+                commitment,
+            } => sessions::commit(st, sender, *session, *segment, *commitment, &mut ev),
+            Call::Reveal {
+                session,
+                segment,
+                vote,
+                salt,
+            } => sessions::reveal(st, sender, *session, *segment, *vote, salt, &mut ev),
+            Call::RevealMapping {
+                session,
+                mapping,
+                salt,
+            } => sessions::reveal_mapping(st, sender, *session, *mapping, salt, &mut ev),
+            Call::RevealHoneypot {
+                session,
+                segment,
+                verdict,
+                difficulty,
+                salt,
+            } => sessions::reveal_honeypot(
+                st,
+                sender,
+                *session,
+                *segment,
+                *verdict,
+                *difficulty,
+                salt,
+                &mut ev,
+            ),
+        }?;
+        self.state.accounts.entry(sender).or_default().nonce = next;
+        Ok(ev)
+    }
+
+    /// Ends a block: moves every live session whose window closed to its next phase.
+    pub fn end_block(&mut self, ctx: &BlockCtx) -> Vec<Event> {
+        let mut ev = Vec::new();
+        let ids: Vec<Hash> = self.state.sessions.keys().copied().collect();
+        for id in ids {
+            let Some(mut s) = self.state.sessions.remove(&id) else {
+                continue;
+            };
+            match self.advance(ctx, &id, &mut s, &mut ev) {
+                Next::Keep => {
+                    self.state.sessions.insert(id, s);
+                }
+                Next::Fail(reason) => {
+                    registry::credit(&mut self.state, &s.provider, s.escrow);
+                    ev.push(Event::Refunded {
+                        session: id,
+                        provider: s.provider,
+                        amount: s.escrow,
+                    });
+                    ev.push(Event::SessionFailed {
+                        session: id,
+                        reason: reason.clone(),
+                    });
+                    self.state.failed.insert(
+                        id,
+                        Failure {
+                            at: ctx.height,
+                            reason,
+                        },
+                    );
+                }
+                Next::Tally => {
+                    let outcome = self.tally(ctx, &id, s, &mut ev);
+                    self.state.outcomes.insert(id, outcome);
+                }
+            }
+        }
+        self.state.height = ctx.height;
+        ev
+    }
+
+    fn advance(&self, ctx: &BlockCtx, id: &Hash, s: &mut Session, ev: &mut Vec<Event>) -> Next {
+        let h = ctx.height;
+        let p = &self.state.params;
+        match s.phase {
+            Phase::Assigning if s.opened_at < h => match self.assign_round0(ctx, id, s, ev) {
+                Ok(()) => {
+                    s.phase = Phase::Commit {
+                        round: 0,
+                        until: h.saturating_add(p.commit_window),
+                    };
+                    Next::Keep
+                }
+                Err(reason) => Next::Fail(reason),
+            },
+            Phase::Commit { round, until } if h >= until || all_committed(s, round) => {
+                let reveal_until = h.saturating_add(p.reveal_window);
+                s.phase = Phase::Reveal {
+                    round,
+                    until: reveal_until,
+                };
+                ev.push(Event::CommitWindowClosed {
+                    session: *id,
+                    round,
+                    reveal_until,
+                });
+                Next::Keep
+            }
+            Phase::Reveal { round, until } if h >= until || all_revealed(s, round) => {
+                ev.push(Event::RevealWindowClosed {
+                    session: *id,
+                    round,
+                });
+                let mut undecided = Vec::new();
+                for (i, seg) in s.segments.iter_mut().enumerate() {
+                    if !seg.seats.iter().any(|x| x.round == round) {
+                        continue;
+                    }
+                    let counts = tally::round_counts(seg, round);
+                    let v =
+                        tally::local_verdict(&counts, tally::quorum(s.manifest.quorum.tau, seg.k));
+                    seg.rounds.push(v);
+                    if v == LocalVerdict::Undecided {
+                        undecided.push(i);
+                    }
+                }
+                if round == 0 && self.escalate(ctx, id, s, &undecided, ev) {
+                    s.phase = Phase::Commit {
+                        round: 1,
+                        until: h.saturating_add(p.commit_window),
+                    };
+                } else {
+                    s.phase = Phase::Disclose {
+                        until: h.saturating_add(p.disclose_window),
+                    };
+                }
+                Next::Keep
+            }
+            Phase::Disclose { until } if h >= until || all_disclosed(s) => Next::Tally,
+            _ => Next::Keep,
+        }
+    }
+
+    fn assign_round0(
+        &self,
+        ctx: &BlockCtx,
+        id: &Hash,
+        s: &mut Session,
+        ev: &mut Vec<Event>,
+    ) -> Result<(), String> {
+        let n = s.segments.len();
+        let cap = (n >= 2).then(|| n.saturating_sub(1));
+        let mut held: BTreeMap<AccountId, usize> = BTreeMap::new();
+        let mut drawn: Vec<Vec<AccountId>> = Vec::with_capacity(n);
+        for (i, seg) in s.segments.iter().enumerate() {
+            let idx = u16::try_from(i).map_err(|_| "too many segments".to_string())?;
+            let seats = seg.k.saturating_add(s.manifest.quorum.extra_seats);
+            let d = Draw {
+                seed: &ctx.block_hash,
+                session: id,
+                provider: &s.provider,
+                segment: idx,
+                round: 0,
+                tier: seg.tier,
+                domain: &s.manifest.domain,
+                seats,
+                exclude: &[],
+                held: &held,
+                cap,
+            };
+            let Some(picked) = assign::draw(&self.state, &d) else {
+                return Err(format!(
+                    "segment {i}: {} {:?} auditors eligible, {seats} seats needed",
+                    assign::eligible_count(&self.state, &d),
+                    seg.tier
+                ));
+            };
+            for a in &picked {
+                let c = held.entry(*a).or_insert(0);
+                *c = c.saturating_add(1);
+            }
+            drawn.push(picked);
+        }
+        for (i, (seg, picked)) in s.segments.iter_mut().zip(drawn).enumerate() {
+            let segment = u16::try_from(i).unwrap_or(u16::MAX);
+            for account in picked {
+                ev.push(Event::SeatAssigned {
+                    session: *id,
+                    segment,
+                    seat: account,
+                    round: 0,
+                    tier: seg.tier,
+                });
+                seg.seats.push(new_seat(account, 0));
+            }
+        }
+        Ok(())
+    }
+
+    /// Draws round-1 seats for undecided segments; true when any segment escalated.
+    fn escalate(
+        &self,
+        ctx: &BlockCtx,
+        id: &Hash,
+        s: &mut Session,
+        undecided: &[usize],
+        ev: &mut Vec<Event>,
+    ) -> bool {
+        let p = &self.state.params;
+        let held = BTreeMap::new();
+        let mut any = false;
+        for &i in undecided {
+            let Some(seg) = s.segments.get(i) else {
+                continue;
+            };
+            let segment = u16::try_from(i).unwrap_or(u16::MAX);
+            let exclude: Vec<AccountId> = seg.seats.iter().map(|x| x.account).collect();
+            let up = match seg.tier {
+                Tier::Computer => Some(Tier::Llm),
+                Tier::Llm => Some(Tier::Human),
+                Tier::Human => None,
+            };
+            let same_k = seg
+                .k
+                .saturating_add(p.escalation_extra_seats)
+                .min(trust_protocol::tx::MAX_SEATS.saturating_sub(s.manifest.quorum.extra_seats));
+            let mut options = Vec::new();
+            if let Some(t) = up {
+                options.push((t, s.manifest.quorum.k(t)));
+            }
+            options.push((seg.tier, same_k));
+            let mut chosen = None;
+            for (tier, k) in options {
+                let d = Draw {
+                    seed: &ctx.block_hash,
+                    session: id,
+                    provider: &s.provider,
+                    segment,
+                    round: 1,
+                    tier,
+                    domain: &s.manifest.domain,
+                    seats: k.saturating_add(s.manifest.quorum.extra_seats),
+                    exclude: &exclude,
+                    held: &held,
+                    cap: None,
+                };
+                if let Some(picked) = assign::draw(&self.state, &d) {
+                    chosen = Some((tier, k, picked));
+                    break;
+                }
+            }
+            let Some((tier, k, picked)) = chosen else {
+                continue;
+            };
+            let Some(seg) = s.segments.get_mut(i) else {
+                continue;
+            };
+            seg.tier = tier;
+            seg.k = k;
+            ev.push(Event::SegmentEscalated {
+                session: *id,
+                segment,
+                tier,
+            });
+            for account in picked {
+                ev.push(Event::SeatAssigned {
+                    session: *id,
+                    segment,
+                    seat: account,
+                    round: 1,
+                    tier,
+                });
+                seg.seats.push(new_seat(account, 1));
+            }
+            any = true;
+        }
+        any
+    }
+
+    fn tally(&mut self, ctx: &BlockCtx, id: &Hash, s: Session, ev: &mut Vec<Event>) -> Outcome {
+        let tau = s.manifest.quorum.tau;
+        let beta = s.manifest.quorum.beta;
+        let local: Vec<LocalVerdict> = s
+            .segments
+            .iter()
+            .map(|g| g.rounds.last().copied().unwrap_or(LocalVerdict::Undecided))
+            .collect();
+        let deps: Vec<&[u16]> = s
+            .segments
+            .iter()
+            .map(|g| g.entry.depends_on.as_slice())
+            .collect();
+        let finals = tally::propagate(&local, &deps);
+
+        let mut outcomes = Vec::with_capacity(s.segments.len());
+        for (g, verdict) in s.segments.iter().zip(&finals) {
+            let last_round = u8::try_from(g.rounds.len().saturating_sub(1)).unwrap_or(0);
+            let mut votes = tally::round_counts(g, last_round);
+            votes.missing = g
+                .seats
+                .iter()
+                .filter(|x| x.vote.is_none())
+                .count()
+                .try_into()
+                .unwrap_or(u16::MAX);
+            outcomes.push(SegmentOutcome {
+                verdict: *verdict,
+                tier: g.tier,
+                escalated: g.rounds.len() > 1,
+                k: g.k,
+                q: tally::quorum(tau, g.k),
+                votes,
+                honeypot: g.honeypot.map(|(v, _)| v),
+            });
+        }
+        let weights: Vec<u32> = s.segments.iter().map(|g| g.entry.weight).collect();
+        let (trace, passing_weight, total_weight) = tally::trace_verdict(&outcomes, &weights, beta);
+        let bound_inputs: Vec<(Tier, u8, u8, u32)> = outcomes
+            .iter()
+            .zip(&weights)
+            .filter(|(o, _)| o.honeypot.is_none())
+            .map(|(o, w)| (o.tier, o.k, o.q, *w))
+            .collect();
+        let bound = tally::failure_bound(&self.state.params, &bound_inputs, beta);
+
+        // Economics: every seat of every round is scored against the segment's deciding
+        // verdict, or against the truth for a revealed honeypot.
+        let mut escrow = s.escrow;
+        let mut rewards_paid = 0u64;
+        let mut honeypot_voters = Vec::new();
+        for (i, g) in s.segments.iter().enumerate() {
+            let segment = u16::try_from(i).unwrap_or(u16::MAX);
+            let target = match g.honeypot {
+                Some((truth, _)) => Some(truth),
+                None => local.get(i).and_then(|l| l.as_vote()),
+            };
+            for seat in &g.seats {
+                let score = match (seat.commitment, seat.vote) {
+                    (None, _) | (Some(_), None) => Some(Score::Wrong(SlashReason::NoShow)),
+                    (Some(_), Some(vote)) if seat.counted => target.map(|t| {
+                        if vote.is_valid() == t.is_valid() {
+                            Score::Agree
+                        } else {
+                            Score::Wrong(SlashReason::WrongVote)
+                        }
+                    }),
+                    _ => None,
+                };
+                if let Some(score) = score {
+                    rewards_paid = rewards_paid.saturating_add(econ::score_seat(
+                        &mut self.state,
+                        &mut escrow,
+                        &ctx.block_hash,
+                        id,
+                        segment,
+                        seat.round,
+                        &seat.account,
+                        score,
+                        ev,
+                    ));
+                }
+                if let (Some((truth, d)), Some(vote)) = (g.honeypot, seat.vote) {
+                    econ::record_honeypot(&mut self.state, &seat.account, vote, truth, d);
+                    honeypot_voters.push(seat.account);
+                }
+            }
+        }
+        honeypot_voters.sort();
+        honeypot_voters.dedup();
+        for seat in &honeypot_voters {
+            econ::check_rubber_stamp(&mut self.state, id, seat, ev);
+        }
+
+        for (i, o) in outcomes.iter().enumerate() {
+            ev.push(Event::SegmentDecided {
+                session: *id,
+                segment: u16::try_from(i).unwrap_or(u16::MAX),
+                verdict: o.verdict,
+            });
+        }
+        ev.push(Event::TraceDecided {
+            session: *id,
+            verdict: trace,
+            passing_weight,
+            total_weight,
+        });
+        if escrow > 0 {
+            registry::credit(&mut self.state, &s.provider, escrow);
+            ev.push(Event::Refunded {
+                session: *id,
+                provider: s.provider,
+                amount: escrow,
+            });
+        }
+        Outcome {
+            provider: s.provider,
+            opened_at: s.opened_at,
+            decided_at: ctx.height,
+            segments: outcomes,
+            trace,
+            passing_weight,
+            total_weight,
+            beta,
+            bound,
+            mapping: s.mapping,
+            rewards_paid,
+            refunded: escrow,
+        }
+    }
+
+    /// Sum of every balance, stake, unbonding, escrow and burned amount; always equals the
+    /// genesis supply (rewards come out of escrow, slashes are burned).
+    pub fn accounted_supply(&self) -> u128 {
+        let st = &self.state;
+        let mut total = u128::from(st.burned);
+        for a in st.accounts.values() {
+            total = total
+                .saturating_add(u128::from(a.balance))
+                .saturating_add(u128::from(a.stake));
+            for u in &a.unbonding {
+                total = total.saturating_add(u128::from(u.amount));
+            }
+        }
+        for s in st.sessions.values() {
+            total = total.saturating_add(u128::from(s.escrow));
+        }
+        total
+    }
+
+    /// The trace verdict of a decided session.
+    pub fn outcome(&self, session: &Hash) -> Option<&Outcome> {
+        self.state.outcomes.get(session)
+    }
+
+    /// Whether a session is decided with a passing trace.
+    pub fn passed(&self, session: &Hash) -> Option<bool> {
+        self.outcome(session).map(|o| o.trace == TraceVerdict::Pass)
+    }
+}
+
+enum Next {
+    Keep,
+    Fail(String),
+    Tally,
+}
+
+fn new_seat(account: AccountId, round: u8) -> Seat {
+    Seat {
+        account,
+        round,
+        commitment: None,
+        vote: None,
+        counted: false,
+    }
+}
+
+fn all_committed(s: &Session, round: u8) -> bool {
+    s.segments
+        .iter()
+        .flat_map(|g| g.seats.iter())
+        .filter(|x| x.round == round)
+        .all(|x| x.commitment.is_some())
+}
+
+fn all_revealed(s: &Session, round: u8) -> bool {
+    s.segments
+        .iter()
+        .flat_map(|g| g.seats.iter())
+        .filter(|x| x.round == round && x.commitment.is_some())
+        .all(|x| x.vote.is_some())
+}
+
+fn all_disclosed(s: &Session) -> bool {
+    s.mapping.is_some()
+        && s.segments
+            .iter()
+            .all(|g| g.entry.honeypot.is_none() || g.honeypot.is_some())
+}

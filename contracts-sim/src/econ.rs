@@ -1,0 +1,254 @@
+//! Economics (paper Theorem 1) in fixed point: EMA reputation, the reward `R` per agreeing
+//! counted vote, reputation-weighted slashing with deterministic draws, deactivation below
+//! the stake minimum, and the rubber-stamp rule fed by honeypots.
+
+use trust_protocol::{AccountId, Hash, Vote, tx::Difficulty, units::Ppm};
+
+use crate::{
+    events::{Event, SlashReason},
+    params::Params,
+    registry,
+    state::State,
+};
+
+/// Eq. (3): `r' = (1 - gamma) r + gamma 1[agree]`, in ppm, rounded down.
+pub fn update_reputation(gamma: Ppm, r: Ppm, agree: bool) -> Ppm {
+    let g = u64::from(gamma.0.min(1_000_000));
+    let r = u64::from(r.0.min(1_000_000));
+    let kept = (1_000_000u64.saturating_sub(g)).saturating_mul(r) / 1_000_000;
+    let gained = if agree { g } else { 0 };
+    Ppm(u32::try_from(kept.saturating_add(gained).min(1_000_000)).unwrap_or(1_000_000))
+}
+
+/// Eq. (4): `p_slash(r) = p_min + (p_max - p_min)(1 - r)`, in ppm.
+pub fn p_slash(params: &Params, r: Ppm) -> Ppm {
+    let span = u64::from(params.p_max.0.saturating_sub(params.p_min.0));
+    let miss = 1_000_000u64.saturating_sub(u64::from(r.0.min(1_000_000)));
+    let extra = span.saturating_mul(miss) / 1_000_000;
+    Ppm(params
+        .p_min
+        .0
+        .saturating_add(u32::try_from(extra).unwrap_or(u32::MAX)))
+}
+
+/// The slash draw: `H(block hash, seat, session, segment, round) mod 10^6 < p_slash`.
+pub fn slash_draw(
+    block_hash: &Hash,
+    seat: &AccountId,
+    session: &Hash,
+    segment: u16,
+    round: u8,
+) -> u32 {
+    let h = Hash::of_parts(
+        "trust/v1/slash-draw",
+        &[
+            block_hash.as_ref(),
+            seat.as_ref(),
+            session.as_ref(),
+            &segment.to_le_bytes(),
+            &[round],
+        ],
+    );
+    u32::try_from(h.to_u64() % 1_000_000).unwrap_or(0)
+}
+
+/// Where a scored seat stands.
+pub(crate) enum Score {
+    Agree,
+    Wrong(SlashReason),
+}
+
+/// Applies one scored seat: reward from the escrow or reputation loss plus the slash draw.
+/// Returns the reward paid.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn score_seat(
+    st: &mut State,
+    escrow: &mut u64,
+    block_hash: &Hash,
+    session: &Hash,
+    segment: u16,
+    round: u8,
+    seat: &AccountId,
+    score: Score,
+    events: &mut Vec<Event>,
+) -> u64 {
+    let params = st.params.clone();
+    let Some(au) = st.auditors.get_mut(seat) else {
+        return 0;
+    };
+    let r = au.reputation;
+    match score {
+        Score::Agree => {
+            au.reputation = update_reputation(params.gamma, r, true);
+            au.agreed = au.agreed.saturating_add(1);
+            // A seat flagged as a rubber-stamper earns nothing more, even for votes cast
+            // in sessions that were already running when it was flagged.
+            let pay = if au.flagged {
+                0
+            } else {
+                params.reward.min(*escrow)
+            };
+            *escrow = escrow.saturating_sub(pay);
+            au.earned = au.earned.saturating_add(pay);
+            if pay > 0 {
+                registry::credit(st, seat, pay);
+                events.push(Event::Rewarded {
+                    session: *session,
+                    segment,
+                    seat: *seat,
+                    amount: pay,
+                });
+            }
+            pay
+        }
+        Score::Wrong(reason) => {
+            au.reputation = update_reputation(params.gamma, r, false);
+            au.disagreed = au.disagreed.saturating_add(1);
+            let tier = au.tier;
+            if slash_draw(block_hash, seat, session, segment, round) < p_slash(&params, r).0 {
+                let amount = registry::slash(st, seat, params.penalty);
+                if amount > 0 {
+                    events.push(Event::Slashed {
+                        session: *session,
+                        seat: *seat,
+                        amount,
+                        reason,
+                    });
+                }
+                deactivate_if_under(st, seat, params.min_stake(tier), events);
+            }
+            0
+        }
+    }
+}
+
+fn deactivate_if_under(st: &mut State, seat: &AccountId, min: u64, events: &mut Vec<Event>) {
+    let stake = st.accounts.get(seat).map_or(0, |a| a.stake);
+    if let Some(au) = st.auditors.get_mut(seat)
+        && au.active
+        && stake < min
+    {
+        au.active = false;
+        events.push(Event::AuditorDeactivated {
+            account: *seat,
+            reason: format!("stake {stake} fell below the tier minimum {min}"),
+        });
+    }
+}
+
+/// Records a vote on a revealed honeypot.
+pub(crate) fn record_honeypot(
+    st: &mut State,
+    seat: &AccountId,
+    vote: Vote,
+    truth: Vote,
+    d: Difficulty,
+) {
+    let Some(au) = st.auditors.get_mut(seat) else {
+        return;
+    };
+    let h = &mut au.honeypots;
+    let i = d.index();
+    if truth.is_valid() {
+        h.correct_seen = h.correct_seen.saturating_add(1);
+        if vote.is_valid() {
+            h.correct_approved = h.correct_approved.saturating_add(1);
+        }
+    } else {
+        if let Some(x) = h.errors_seen.get_mut(i) {
+            *x = x.saturating_add(1);
+        }
+        if vote.is_valid()
+            && let Some(x) = h.errors_approved.get_mut(i)
+        {
+            *x = x.saturating_add(1);
+        }
+    }
+}
+
+/// Whether a seat's honeypot record matches the rubber-stamp rule ([`crate::params::RubberStampRule`]).
+pub fn is_rubber_stamper(params: &Params, stats: &crate::state::HoneypotStats) -> bool {
+    let rule = &params.rubber_stamp;
+    let seen = stats
+        .errors_seen
+        .iter()
+        .fold(0u32, |a, b| a.saturating_add(*b));
+    if seen < rule.min_samples {
+        return false;
+    }
+    let total_ok = stats
+        .total_error_approval()
+        .is_some_and(|p| p >= rule.approval);
+    let obvious_ok = stats
+        .error_approval(Difficulty::Obvious)
+        .is_some_and(|p| p >= rule.approval);
+    total_ok && obvious_ok
+}
+
+/// Applies the rubber-stamp rule to a seat: a flagged seat forfeits everything it earned
+/// plus one penalty `P` from its stake, and is deactivated for good.
+pub(crate) fn check_rubber_stamp(
+    st: &mut State,
+    session: &Hash,
+    seat: &AccountId,
+    events: &mut Vec<Event>,
+) {
+    let params = st.params.clone();
+    let Some(au) = st.auditors.get(seat) else {
+        return;
+    };
+    if au.flagged || !is_rubber_stamper(&params, &au.honeypots) {
+        return;
+    }
+    let forfeit = au.earned.saturating_add(params.penalty);
+    let amount = registry::slash(st, seat, forfeit);
+    if let Some(au) = st.auditors.get_mut(seat) {
+        au.flagged = true;
+        au.active = false;
+    }
+    events.push(Event::Slashed {
+        session: *session,
+        seat: *seat,
+        amount,
+        reason: SlashReason::RubberStamp,
+    });
+    events.push(Event::AuditorDeactivated {
+        account: *seat,
+        reason: "flagged as a rubber-stamper by its honeypot record".into(),
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reputation_ema_matches_eq_3() {
+        let g = Ppm(100_000);
+        assert_eq!(update_reputation(g, Ppm(500_000), true), Ppm(550_000));
+        assert_eq!(update_reputation(g, Ppm(500_000), false), Ppm(450_000));
+        assert_eq!(update_reputation(g, Ppm(1_000_000), true), Ppm(1_000_000));
+        assert_eq!(update_reputation(g, Ppm(0), false), Ppm(0));
+    }
+
+    #[test]
+    fn slash_probability_matches_eq_4() {
+        let p = Params::default();
+        assert_eq!(p_slash(&p, Ppm(1_000_000)), Ppm(200_000));
+        assert_eq!(p_slash(&p, Ppm(0)), Ppm(500_000));
+        assert_eq!(p_slash(&p, Ppm(500_000)), Ppm(350_000));
+    }
+
+    #[test]
+    fn slash_draws_are_roughly_uniform() {
+        let mut hits = 0;
+        let seat = trust_protocol::Keypair::from_label("s").public();
+        for i in 0..10_000u32 {
+            let b = Hash::sha256(&i.to_le_bytes());
+            if slash_draw(&b, &seat, &Hash::ZERO, 0, 0) < 350_000 {
+                hits += 1;
+            }
+        }
+        assert!((3_200..3_800).contains(&hits), "{hits}");
+    }
+}

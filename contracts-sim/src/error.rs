@@ -1,0 +1,104 @@
+//! Why a transaction was rejected. A rejected transaction changes nothing.
+
+use trust_protocol::{AccountId, Hash, tx::TxFormatError, units::Amount};
+
+/// Why the contract rejected a transaction.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TxError {
+    /// The signature does not verify.
+    #[error("bad signature")]
+    BadSignature,
+    /// The transaction is malformed on its own.
+    #[error("malformed transaction: {0}")]
+    Format(#[from] TxFormatError),
+    /// Wrong nonce: a replay (lower) or out of order (higher).
+    #[error("nonce {got} but account expects {expected}")]
+    BadNonce {
+        /// The account's next nonce.
+        expected: u64,
+        /// The transaction's nonce.
+        got: u64,
+    },
+    /// Not enough liquid balance.
+    #[error("balance {have} is less than {need}")]
+    InsufficientBalance {
+        /// Balance.
+        have: Amount,
+        /// Needed.
+        need: Amount,
+    },
+    /// Not enough bonded stake.
+    #[error("stake {have} is less than {need}")]
+    InsufficientStake {
+        /// Stake.
+        have: Amount,
+        /// Needed.
+        need: Amount,
+    },
+    /// The account is already an auditor.
+    #[error("account is already a registered auditor")]
+    AlreadyRegistered,
+    /// The account is not an auditor.
+    #[error("account is not a registered auditor")]
+    NotAnAuditor,
+    /// Too many pending unbondings.
+    #[error("too many pending unbondings")]
+    TooManyUnbondings,
+    /// Nothing can be withdrawn yet.
+    #[error("nothing to withdraw yet")]
+    NothingToWithdraw,
+    /// A session with this id exists already.
+    #[error("session {0} exists already")]
+    SessionExists(Hash),
+    /// Quorum parameters outside the genesis limits.
+    #[error("quorum parameters outside the network limits: {0}")]
+    QuorumOutOfLimits(&'static str),
+    /// The fee cannot pay one reward per counted seat.
+    #[error("fee {fee} is below the minimum {min} (reward x counted seats)")]
+    FeeTooLow {
+        /// Offered.
+        fee: Amount,
+        /// Needed.
+        min: Amount,
+    },
+    /// No live session with this id (unknown, decided or failed).
+    #[error("no live session {0}")]
+    UnknownSession(Hash),
+    /// The segment index is out of range.
+    #[error("session has no segment {0}")]
+    UnknownSegment(u16),
+    /// The action is not allowed in the session's current phase.
+    #[error("not allowed now: {0}")]
+    WrongPhase(&'static str),
+    /// Only the provider may do this.
+    #[error("only the session's provider may do this")]
+    NotProvider,
+    /// The sender holds no seat of the current round on this segment.
+    #[error("{0} holds no seat on this segment in this round")]
+    NotASeat(AccountId),
+    /// The seat committed already.
+    #[error("seat committed already")]
+    AlreadyCommitted,
+    /// Another seat committed the same commitment (a copy-cat).
+    #[error("commitment duplicates another seat's commitment")]
+    DuplicateCommitment,
+    /// The seat has no commitment to reveal.
+    #[error("seat has not committed")]
+    NotCommitted,
+    /// The seat revealed already.
+    #[error("seat revealed already")]
+    AlreadyRevealed,
+    /// The reveal does not open the commitment.
+    #[error("reveal does not match the commitment")]
+    CommitmentMismatch,
+    /// The segment is not a honeypot.
+    #[error("segment {0} is not a honeypot")]
+    NotAHoneypot(u16),
+    /// It was opened already.
+    #[error("already revealed")]
+    AlreadyDisclosed,
+    /// An arithmetic limit was hit (amounts near `u64::MAX`).
+    #[error("amount overflow")]
+    Overflow,
+}

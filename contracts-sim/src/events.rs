@@ -1,0 +1,223 @@
+//! What the contract tells the world: every state change a user, provider or auditor may
+//! need to react to is an [`Event`].
+
+use serde::{Deserialize, Serialize};
+use trust_protocol::{AccountId, Hash, Vote, seal::SealedKey, tx::Tier, units::Amount};
+
+use crate::state::{SegmentVerdict, TraceVerdict};
+
+/// Why stake was slashed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SlashReason {
+    /// A counted vote disagreed with the verdict and the slash draw hit.
+    WrongVote,
+    /// The seat never committed, or committed and never revealed, and the draw hit.
+    NoShow,
+    /// Flagged as a rubber-stamper by its honeypot record.
+    RubberStamp,
+}
+
+/// A contract event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Event {
+    /// Tokens moved.
+    Transferred {
+        /// Sender.
+        from: AccountId,
+        /// Recipient.
+        to: AccountId,
+        /// Amount.
+        amount: Amount,
+    },
+    /// An auditor registered.
+    AuditorRegistered {
+        /// Account.
+        account: AccountId,
+        /// Tier.
+        tier: Tier,
+    },
+    /// Stake bonded.
+    Bonded {
+        /// Account.
+        account: AccountId,
+        /// Amount.
+        amount: Amount,
+    },
+    /// Unbonding started.
+    UnbondStarted {
+        /// Account.
+        account: AccountId,
+        /// Amount.
+        amount: Amount,
+        /// Withdrawable from this height.
+        release_at: u64,
+    },
+    /// Unbonded stake returned to the balance.
+    Withdrawn {
+        /// Account.
+        account: AccountId,
+        /// Amount.
+        amount: Amount,
+    },
+    /// A session was opened and its fee escrowed.
+    SessionOpened {
+        /// Session.
+        session: Hash,
+        /// Provider.
+        provider: AccountId,
+        /// Number of segments.
+        segments: u16,
+    },
+    /// A session could not run; its fee was refunded.
+    SessionFailed {
+        /// Session.
+        session: Hash,
+        /// Why.
+        reason: String,
+    },
+    /// A seat was drawn.
+    SeatAssigned {
+        /// Session.
+        session: Hash,
+        /// Segment index.
+        segment: u16,
+        /// The auditor.
+        seat: AccountId,
+        /// Round (1 after an escalation).
+        round: u8,
+        /// Tier.
+        tier: Tier,
+    },
+    /// The provider delivered a sealed segment key to a seat.
+    KeyDelivered {
+        /// Session.
+        session: Hash,
+        /// Segment index.
+        segment: u16,
+        /// The seat.
+        seat: AccountId,
+        /// The sealed key.
+        sealed: SealedKey,
+    },
+    /// A seat committed.
+    Committed {
+        /// Session.
+        session: Hash,
+        /// Segment index.
+        segment: u16,
+        /// The seat.
+        seat: AccountId,
+    },
+    /// The commit window of a round closed; reveals are open until `reveal_until`.
+    CommitWindowClosed {
+        /// Session.
+        session: Hash,
+        /// Round.
+        round: u8,
+        /// Last height accepting reveals.
+        reveal_until: u64,
+    },
+    /// A seat revealed.
+    Revealed {
+        /// Session.
+        session: Hash,
+        /// Segment index.
+        segment: u16,
+        /// The seat.
+        seat: AccountId,
+        /// Its vote.
+        vote: Vote,
+        /// Whether it was among the first `k` (counted).
+        counted: bool,
+    },
+    /// The reveal window of a round closed.
+    RevealWindowClosed {
+        /// Session.
+        session: Hash,
+        /// Round.
+        round: u8,
+    },
+    /// An undecided segment went to a second round.
+    SegmentEscalated {
+        /// Session.
+        session: Hash,
+        /// Segment index.
+        segment: u16,
+        /// The tier of the new round.
+        tier: Tier,
+    },
+    /// The provider opened the segment → trace mapping.
+    MappingRevealed {
+        /// Session.
+        session: Hash,
+        /// The mapping document hash.
+        mapping: Hash,
+    },
+    /// The provider opened a honeypot.
+    HoneypotRevealed {
+        /// Session.
+        session: Hash,
+        /// Segment index.
+        segment: u16,
+        /// Its known verdict.
+        verdict: Vote,
+    },
+    /// A segment's final verdict.
+    SegmentDecided {
+        /// Session.
+        session: Hash,
+        /// Segment index.
+        segment: u16,
+        /// Verdict.
+        verdict: SegmentVerdict,
+    },
+    /// The trace verdict.
+    TraceDecided {
+        /// Session.
+        session: Hash,
+        /// Verdict.
+        verdict: TraceVerdict,
+        /// Passing weight.
+        passing_weight: u64,
+        /// Total weight.
+        total_weight: u64,
+    },
+    /// A seat was paid for an agreeing vote.
+    Rewarded {
+        /// Session.
+        session: Hash,
+        /// Segment index.
+        segment: u16,
+        /// The seat.
+        seat: AccountId,
+        /// Amount.
+        amount: Amount,
+    },
+    /// Stake was slashed (and burned).
+    Slashed {
+        /// Session.
+        session: Hash,
+        /// The auditor.
+        seat: AccountId,
+        /// Amount.
+        amount: Amount,
+        /// Why.
+        reason: SlashReason,
+    },
+    /// An auditor can no longer be drawn.
+    AuditorDeactivated {
+        /// The auditor.
+        account: AccountId,
+        /// Why.
+        reason: String,
+    },
+    /// Unused fee returned to the provider.
+    Refunded {
+        /// Session.
+        session: Hash,
+        /// Provider.
+        provider: AccountId,
+        /// Amount.
+        amount: Amount,
+    },
+}

@@ -1,0 +1,211 @@
+//! Network parameters fixed at genesis: stake minimums, windows, quorum limits and the
+//! economic constants of Theorem 1 in fixed point.
+
+use serde::{Deserialize, Serialize};
+use trust_protocol::{
+    AccountId,
+    tx::Tier,
+    units::{Amount, Ppm},
+};
+
+/// When a seat is flagged as a rubber-stamper from its honeypot record (paper §0.0.5.2).
+///
+/// Honest auditors approve known errors less often as the errors get subtler, and rarely
+/// approve obvious ones; a rubber-stamper approves at every difficulty. A seat is flagged
+/// when it has voted on at least `min_samples` known-error honeypots, approved at least
+/// `approval` of them, and approved at least `approval` of the *obvious* ones (at least one
+/// seen). A flagged seat forfeits, from its stake, everything it has earned plus one
+/// penalty `P`, and is deactivated.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RubberStampRule {
+    /// Known-error honeypots a seat must have judged before it can be flagged.
+    pub min_samples: u32,
+    /// Approval rate of known errors at or above which a seat is flagged.
+    pub approval: Ppm,
+}
+
+/// Parameters every node must agree on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Params {
+    /// Minimum bonded stake to hold a seat, per tier (Computer, LLM, Human).
+    pub min_stake: [Amount; 3],
+    /// Blocks between `Unbond` and the stake becoming withdrawable.
+    pub unbond_delay: u64,
+    /// Blocks the commit window stays open after seats are drawn.
+    pub commit_window: u64,
+    /// Blocks the reveal window stays open after the commit window closes.
+    pub reveal_window: u64,
+    /// Blocks the provider has, after voting, to open the mapping and honeypots.
+    pub disclose_window: u64,
+    /// Largest `k_t` a session may ask for, per tier.
+    pub max_k: [u8; 3],
+    /// Largest `Delta` a session may ask for.
+    pub max_extra_seats: u8,
+    /// Smallest seat quorum `tau` a session may use (below 1/2 a segment could be both
+    /// accepted and rejected).
+    pub min_tau: Ppm,
+    /// Seats added on an escalation that stays in the same tier.
+    pub escalation_extra_seats: u8,
+    /// Reward `R` per agreeing counted vote, paid from the session fee.
+    pub reward: Amount,
+    /// Penalty `P` taken from stake when a wrong vote is slashed.
+    pub penalty: Amount,
+    /// Slash probability at full reputation.
+    pub p_min: Ppm,
+    /// Slash probability at zero reputation.
+    pub p_max: Ppm,
+    /// Reputation adaptation speed `gamma` (eq. 3).
+    pub gamma: Ppm,
+    /// Reputation of a newly registered auditor.
+    pub initial_reputation: Ppm,
+    /// Per-seat error rate assumed for the failure bound, per tier (eps_C, eps_L, eps_H).
+    pub assumed_error: [Ppm; 3],
+    /// Malicious seat share `rho` assumed for the failure bound.
+    pub assumed_malicious: Ppm,
+    /// The rubber-stamp detection rule.
+    pub rubber_stamp: RubberStampRule,
+}
+
+impl Params {
+    /// Tier index into the per-tier arrays.
+    pub fn tier_index(tier: Tier) -> usize {
+        match tier {
+            Tier::Computer => 0,
+            Tier::Llm => 1,
+            Tier::Human => 2,
+        }
+    }
+
+    /// Minimum stake for a tier.
+    pub fn min_stake(&self, tier: Tier) -> Amount {
+        let [c, l, h] = self.min_stake;
+        match tier {
+            Tier::Computer => c,
+            Tier::Llm => l,
+            Tier::Human => h,
+        }
+    }
+
+    /// Largest `k` for a tier.
+    pub fn max_k(&self, tier: Tier) -> u8 {
+        let [c, l, h] = self.max_k;
+        match tier {
+            Tier::Computer => c,
+            Tier::Llm => l,
+            Tier::Human => h,
+        }
+    }
+
+    /// Assumed error rate for a tier.
+    pub fn assumed_error(&self, tier: Tier) -> Ppm {
+        let [c, l, h] = self.assumed_error;
+        match tier {
+            Tier::Computer => c,
+            Tier::Llm => l,
+            Tier::Human => h,
+        }
+    }
+}
+
+impl Default for Params {
+    /// The paper's worked example (`R = 6`, `P = 8`, `p_min = 0.2`, `p_max = 0.5`,
+    /// `gamma = 0.1`, `eps_L = 0.05`, `eps_H = 0.30`, `rho = 0.1`) with windows sized for a
+    /// network producing a block every second or so.
+    fn default() -> Self {
+        Self {
+            min_stake: [100, 100, 100],
+            unbond_delay: 20,
+            commit_window: 10,
+            reveal_window: 10,
+            disclose_window: 5,
+            max_k: [15, 15, 15],
+            max_extra_seats: 8,
+            min_tau: Ppm(500_000),
+            escalation_extra_seats: 2,
+            reward: 6,
+            penalty: 8,
+            p_min: Ppm(200_000),
+            p_max: Ppm(500_000),
+            gamma: Ppm(100_000),
+            initial_reputation: Ppm(500_000),
+            assumed_error: [Ppm(10_000), Ppm(50_000), Ppm(300_000)],
+            assumed_malicious: Ppm(100_000),
+            rubber_stamp: RubberStampRule {
+                min_samples: 6,
+                approval: Ppm(800_000),
+            },
+        }
+    }
+}
+
+/// An account funded at genesis.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GenesisAccount {
+    /// The account.
+    pub id: AccountId,
+    /// Liquid balance.
+    pub balance: Amount,
+    /// Bonded stake.
+    pub stake: Amount,
+}
+
+/// The initial state of a network.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Genesis {
+    /// Parameters.
+    pub params: Params,
+    /// Funded accounts.
+    pub accounts: Vec<GenesisAccount>,
+}
+
+/// Why a genesis is unusable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum GenesisError {
+    /// Two entries for one account.
+    #[error("account {0} appears twice in genesis")]
+    DuplicateAccount(AccountId),
+    /// The total supply does not fit in an amount.
+    #[error("total supply overflows")]
+    SupplyOverflow,
+    /// A parameter is out of its range.
+    #[error("parameter {0} is out of range")]
+    BadParam(&'static str),
+}
+
+impl Params {
+    /// Checks the ranges the contract relies on.
+    pub fn validate(&self) -> Result<(), GenesisError> {
+        let frac = |p: Ppm| p.is_fraction();
+        if !(frac(self.p_min) && frac(self.p_max) && self.p_min <= self.p_max) {
+            return Err(GenesisError::BadParam("p_min/p_max"));
+        }
+        if !frac(self.gamma) || self.gamma == Ppm::ZERO {
+            return Err(GenesisError::BadParam("gamma"));
+        }
+        if !frac(self.initial_reputation) {
+            return Err(GenesisError::BadParam("initial_reputation"));
+        }
+        if !frac(self.min_tau) || self.min_tau < Ppm(500_000) {
+            return Err(GenesisError::BadParam("min_tau"));
+        }
+        if self.commit_window == 0 || self.reveal_window == 0 || self.disclose_window == 0 {
+            return Err(GenesisError::BadParam("windows"));
+        }
+        if self.assumed_error.iter().any(|p| !frac(*p)) || !frac(self.assumed_malicious) {
+            return Err(GenesisError::BadParam("assumed_error/assumed_malicious"));
+        }
+        if !frac(self.rubber_stamp.approval) {
+            return Err(GenesisError::BadParam("rubber_stamp.approval"));
+        }
+        if self.max_k.contains(&0)
+            || self
+                .max_k
+                .iter()
+                .any(|k| k.saturating_add(self.max_extra_seats) > trust_protocol::tx::MAX_SEATS)
+        {
+            return Err(GenesisError::BadParam("max_k/max_extra_seats"));
+        }
+        Ok(())
+    }
+}

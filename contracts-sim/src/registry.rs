@@ -1,0 +1,200 @@
+//! Accounts, auditors and stake: transfers, registration, bonding, unbonding, withdrawal.
+//!
+//! Each handler checks everything before it changes anything, so a rejected transaction
+//! leaves the state untouched.
+
+use trust_protocol::{AccountId, SealingPublicKey, tx::Tier, units::Amount};
+
+use crate::{
+    error::TxError,
+    events::Event,
+    state::{Account, Auditor, HoneypotStats, MAX_UNBONDINGS, State, Unbonding},
+};
+
+pub(crate) fn transfer(
+    st: &mut State,
+    from: AccountId,
+    to: AccountId,
+    amount: Amount,
+    events: &mut Vec<Event>,
+) -> Result<(), TxError> {
+    let have = st.accounts.get(&from).map_or(0, |a| a.balance);
+    let left = have
+        .checked_sub(amount)
+        .ok_or(TxError::InsufficientBalance { have, need: amount })?;
+    if from != to {
+        let to_balance = st.accounts.get(&to).map_or(0, |a| a.balance);
+        let new_to = to_balance.checked_add(amount).ok_or(TxError::Overflow)?;
+        st.accounts.entry(from).or_default().balance = left;
+        st.accounts.entry(to).or_default().balance = new_to;
+    }
+    events.push(Event::Transferred { from, to, amount });
+    Ok(())
+}
+
+pub(crate) fn register(
+    st: &mut State,
+    who: AccountId,
+    tier: Tier,
+    expertise: &[String],
+    sealing_key: SealingPublicKey,
+    events: &mut Vec<Event>,
+) -> Result<(), TxError> {
+    if st.auditors.contains_key(&who) {
+        return Err(TxError::AlreadyRegistered);
+    }
+    let mut expertise = expertise.to_vec();
+    expertise.sort();
+    expertise.dedup();
+    st.auditors.insert(
+        who,
+        Auditor {
+            tier,
+            expertise,
+            sealing_key,
+            reputation: st.params.initial_reputation,
+            active: true,
+            earned: 0,
+            slashed: 0,
+            agreed: 0,
+            disagreed: 0,
+            votes: 0,
+            approvals: 0,
+            honeypots: HoneypotStats::default(),
+            flagged: false,
+        },
+    );
+    events.push(Event::AuditorRegistered { account: who, tier });
+    Ok(())
+}
+
+pub(crate) fn bond(
+    st: &mut State,
+    who: AccountId,
+    amount: Amount,
+    events: &mut Vec<Event>,
+) -> Result<(), TxError> {
+    let acct = st.accounts.get(&who).cloned().unwrap_or_default();
+    let balance = acct
+        .balance
+        .checked_sub(amount)
+        .ok_or(TxError::InsufficientBalance {
+            have: acct.balance,
+            need: amount,
+        })?;
+    let stake = acct.stake.checked_add(amount).ok_or(TxError::Overflow)?;
+    let a = st.accounts.entry(who).or_default();
+    a.balance = balance;
+    a.stake = stake;
+    // Topping up stake re-admits an auditor that fell below the minimum, unless it was
+    // flagged as a rubber-stamper.
+    let min = st.auditors.get(&who).map(|au| st.params.min_stake(au.tier));
+    if let (Some(au), Some(min)) = (st.auditors.get_mut(&who), min)
+        && !au.active
+        && !au.flagged
+        && stake >= min
+    {
+        au.active = true;
+    }
+    events.push(Event::Bonded {
+        account: who,
+        amount,
+    });
+    Ok(())
+}
+
+pub(crate) fn unbond(
+    st: &mut State,
+    who: AccountId,
+    amount: Amount,
+    height: u64,
+    events: &mut Vec<Event>,
+) -> Result<(), TxError> {
+    let delay = st.params.unbond_delay;
+    let acct: &Account = st.accounts.get(&who).ok_or(TxError::InsufficientStake {
+        have: 0,
+        need: amount,
+    })?;
+    let stake = acct
+        .stake
+        .checked_sub(amount)
+        .ok_or(TxError::InsufficientStake {
+            have: acct.stake,
+            need: amount,
+        })?;
+    if acct.unbonding.len() >= MAX_UNBONDINGS {
+        return Err(TxError::TooManyUnbondings);
+    }
+    let release_at = height.saturating_add(delay);
+    let a = st.accounts.entry(who).or_default();
+    a.stake = stake;
+    a.unbonding.push(Unbonding { release_at, amount });
+    events.push(Event::UnbondStarted {
+        account: who,
+        amount,
+        release_at,
+    });
+    Ok(())
+}
+
+pub(crate) fn withdraw(
+    st: &mut State,
+    who: AccountId,
+    height: u64,
+    events: &mut Vec<Event>,
+) -> Result<(), TxError> {
+    let acct = st.accounts.get(&who).ok_or(TxError::NothingToWithdraw)?;
+    let (ready, pending): (Vec<_>, Vec<_>) = acct
+        .unbonding
+        .iter()
+        .cloned()
+        .partition(|u| u.release_at <= height);
+    if ready.is_empty() {
+        return Err(TxError::NothingToWithdraw);
+    }
+    let amount = ready
+        .iter()
+        .try_fold(0u64, |s, u| s.checked_add(u.amount))
+        .ok_or(TxError::Overflow)?;
+    let balance = acct.balance.checked_add(amount).ok_or(TxError::Overflow)?;
+    let a = st.accounts.entry(who).or_default();
+    a.balance = balance;
+    a.unbonding = pending;
+    events.push(Event::Withdrawn {
+        account: who,
+        amount,
+    });
+    Ok(())
+}
+
+/// Takes up to `amount` from an account's stake, then from its pending unbondings (newest
+/// first, so unbonding cannot dodge a slash), burns it and returns what was taken.
+pub(crate) fn slash(st: &mut State, who: &AccountId, amount: Amount) -> Amount {
+    let Some(a) = st.accounts.get_mut(who) else {
+        return 0;
+    };
+    let from_stake = amount.min(a.stake);
+    a.stake = a.stake.saturating_sub(from_stake);
+    let mut taken = from_stake;
+    for u in a.unbonding.iter_mut().rev() {
+        let want = amount.saturating_sub(taken);
+        if want == 0 {
+            break;
+        }
+        let t = want.min(u.amount);
+        u.amount = u.amount.saturating_sub(t);
+        taken = taken.saturating_add(t);
+    }
+    a.unbonding.retain(|u| u.amount > 0);
+    st.burned = st.burned.saturating_add(taken);
+    if let Some(au) = st.auditors.get_mut(who) {
+        au.slashed = au.slashed.saturating_add(taken);
+    }
+    taken
+}
+
+/// Pays `amount` to an account's balance.
+pub(crate) fn credit(st: &mut State, who: &AccountId, amount: Amount) {
+    let a = st.accounts.entry(*who).or_default();
+    a.balance = a.balance.saturating_add(amount);
+}

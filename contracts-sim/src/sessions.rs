@@ -1,0 +1,304 @@
+//! Session transactions: opening, key delivery, commit, reveal, and the provider's
+//! disclosures (mapping and honeypots) after voting.
+
+use trust_protocol::{
+    AccountId, Commitment, Hash, Salt, Vote, honeypot_commitment, mapping_commitment,
+    tx::{Difficulty, SeatKey, SessionManifest, Tier},
+    verify_commitment,
+};
+
+use crate::{
+    error::TxError,
+    events::Event,
+    params::Params,
+    state::{Phase, SegmentState, Session, State},
+};
+
+/// The smallest fee for a manifest: one reward per counted seat of the first round.
+pub fn minimum_fee(params: &Params, manifest: &SessionManifest) -> Option<u64> {
+    manifest.segments.iter().try_fold(0u64, |sum, s| {
+        let per = params
+            .reward
+            .checked_mul(u64::from(manifest.quorum.k(s.tier)))?;
+        sum.checked_add(per)
+    })
+}
+
+pub(crate) fn open(
+    st: &mut State,
+    provider: AccountId,
+    session: Hash,
+    manifest: &SessionManifest,
+    height: u64,
+    events: &mut Vec<Event>,
+) -> Result<(), TxError> {
+    if st.sessions.contains_key(&session)
+        || st.outcomes.contains_key(&session)
+        || st.failed.contains_key(&session)
+    {
+        return Err(TxError::SessionExists(session));
+    }
+    let p = &st.params;
+    let q = &manifest.quorum;
+    if q.tau < p.min_tau {
+        return Err(TxError::QuorumOutOfLimits(
+            "tau is below the network minimum",
+        ));
+    }
+    if q.extra_seats > p.max_extra_seats {
+        return Err(TxError::QuorumOutOfLimits("too many extra seats"));
+    }
+    for tier in Tier::ALL {
+        if q.k(tier) > p.max_k(tier) {
+            return Err(TxError::QuorumOutOfLimits("k above the network maximum"));
+        }
+    }
+    let min = minimum_fee(p, manifest).ok_or(TxError::Overflow)?;
+    if manifest.fee < min {
+        return Err(TxError::FeeTooLow {
+            fee: manifest.fee,
+            min,
+        });
+    }
+    let have = st.accounts.get(&provider).map_or(0, |a| a.balance);
+    let left = have
+        .checked_sub(manifest.fee)
+        .ok_or(TxError::InsufficientBalance {
+            have,
+            need: manifest.fee,
+        })?;
+    let segments_len = u16::try_from(manifest.segments.len()).map_err(|_| TxError::Overflow)?;
+
+    st.accounts.entry(provider).or_default().balance = left;
+    let segments = manifest
+        .segments
+        .iter()
+        .map(|e| SegmentState {
+            entry: e.clone(),
+            tier: e.tier,
+            k: q.k(e.tier),
+            seats: Vec::new(),
+            rounds: Vec::new(),
+            honeypot: None,
+        })
+        .collect();
+    let mut header = manifest.clone();
+    header.segments = Vec::new();
+    st.sessions.insert(
+        session,
+        Session {
+            provider,
+            opened_at: height,
+            phase: Phase::Assigning,
+            escrow: manifest.fee,
+            manifest: header,
+            segments,
+            mapping: None,
+        },
+    );
+    events.push(Event::SessionOpened {
+        session,
+        provider,
+        segments: segments_len,
+    });
+    Ok(())
+}
+
+fn live<'a>(st: &'a mut State, session: &Hash) -> Result<&'a mut Session, TxError> {
+    st.sessions
+        .get_mut(session)
+        .ok_or(TxError::UnknownSession(*session))
+}
+
+pub(crate) fn deliver_keys(
+    st: &mut State,
+    sender: AccountId,
+    session: Hash,
+    keys: &[SeatKey],
+    events: &mut Vec<Event>,
+) -> Result<(), TxError> {
+    let s = live(st, &session)?;
+    if s.provider != sender {
+        return Err(TxError::NotProvider);
+    }
+    if !matches!(s.phase, Phase::Commit { .. } | Phase::Reveal { .. }) {
+        return Err(TxError::WrongPhase("keys are delivered while seats vote"));
+    }
+    for k in keys {
+        let seg = s
+            .segments
+            .get(usize::from(k.segment))
+            .ok_or(TxError::UnknownSegment(k.segment))?;
+        if !seg.seats.iter().any(|x| x.account == k.seat) {
+            return Err(TxError::NotASeat(k.seat));
+        }
+    }
+    for k in keys {
+        events.push(Event::KeyDelivered {
+            session,
+            segment: k.segment,
+            seat: k.seat,
+            sealed: k.sealed.clone(),
+        });
+    }
+    Ok(())
+}
+
+pub(crate) fn commit(
+    st: &mut State,
+    sender: AccountId,
+    session: Hash,
+    segment: u16,
+    commitment: Commitment,
+    events: &mut Vec<Event>,
+) -> Result<(), TxError> {
+    let s = live(st, &session)?;
+    let Phase::Commit { round, .. } = s.phase else {
+        return Err(TxError::WrongPhase("the commit window is not open"));
+    };
+    let seg = s
+        .segments
+        .get_mut(usize::from(segment))
+        .ok_or(TxError::UnknownSegment(segment))?;
+    if seg
+        .seats
+        .iter()
+        .any(|x| x.account != sender && x.commitment == Some(commitment))
+    {
+        return Err(TxError::DuplicateCommitment);
+    }
+    let seat = seg
+        .seats
+        .iter_mut()
+        .find(|x| x.account == sender && x.round == round)
+        .ok_or(TxError::NotASeat(sender))?;
+    if seat.commitment.is_some() {
+        return Err(TxError::AlreadyCommitted);
+    }
+    seat.commitment = Some(commitment);
+    events.push(Event::Committed {
+        session,
+        segment,
+        seat: sender,
+    });
+    Ok(())
+}
+
+pub(crate) fn reveal(
+    st: &mut State,
+    sender: AccountId,
+    session: Hash,
+    segment: u16,
+    vote: Vote,
+    salt: &Salt,
+    events: &mut Vec<Event>,
+) -> Result<(), TxError> {
+    let s = live(st, &session)?;
+    let Phase::Reveal { round, .. } = s.phase else {
+        return Err(TxError::WrongPhase("the reveal window is not open"));
+    };
+    let seg = s
+        .segments
+        .get_mut(usize::from(segment))
+        .ok_or(TxError::UnknownSegment(segment))?;
+    let counted_so_far = seg
+        .seats
+        .iter()
+        .filter(|x| x.round == round && x.counted)
+        .count();
+    let k = usize::from(seg.k);
+    let seg_id = seg.entry.id;
+    let seat = seg
+        .seats
+        .iter_mut()
+        .find(|x| x.account == sender && x.round == round)
+        .ok_or(TxError::NotASeat(sender))?;
+    let c = seat.commitment.ok_or(TxError::NotCommitted)?;
+    if seat.vote.is_some() {
+        return Err(TxError::AlreadyRevealed);
+    }
+    if !verify_commitment(&c, &session, &seg_id, &sender, vote, salt) {
+        return Err(TxError::CommitmentMismatch);
+    }
+    let counted = counted_so_far < k;
+    seat.vote = Some(vote);
+    seat.counted = counted;
+    if let Some(au) = st.auditors.get_mut(&sender) {
+        au.votes = au.votes.saturating_add(1);
+        if vote.is_valid() {
+            au.approvals = au.approvals.saturating_add(1);
+        }
+    }
+    events.push(Event::Revealed {
+        session,
+        segment,
+        seat: sender,
+        vote,
+        counted,
+    });
+    Ok(())
+}
+
+pub(crate) fn reveal_mapping(
+    st: &mut State,
+    sender: AccountId,
+    session: Hash,
+    mapping: Hash,
+    salt: &Salt,
+    events: &mut Vec<Event>,
+) -> Result<(), TxError> {
+    let s = live(st, &session)?;
+    if s.provider != sender {
+        return Err(TxError::NotProvider);
+    }
+    if !matches!(s.phase, Phase::Disclose { .. }) {
+        return Err(TxError::WrongPhase("the mapping is opened after voting"));
+    }
+    if s.mapping.is_some() {
+        return Err(TxError::AlreadyDisclosed);
+    }
+    if mapping_commitment(&mapping, salt) != s.manifest.mapping_commitment {
+        return Err(TxError::CommitmentMismatch);
+    }
+    s.mapping = Some(mapping);
+    events.push(Event::MappingRevealed { session, mapping });
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn reveal_honeypot(
+    st: &mut State,
+    sender: AccountId,
+    session: Hash,
+    segment: u16,
+    verdict: Vote,
+    difficulty: Difficulty,
+    salt: &Salt,
+    events: &mut Vec<Event>,
+) -> Result<(), TxError> {
+    let s = live(st, &session)?;
+    if s.provider != sender {
+        return Err(TxError::NotProvider);
+    }
+    if !matches!(s.phase, Phase::Disclose { .. }) {
+        return Err(TxError::WrongPhase("honeypots are opened after voting"));
+    }
+    let seg = s
+        .segments
+        .get_mut(usize::from(segment))
+        .ok_or(TxError::UnknownSegment(segment))?;
+    let c = seg.entry.honeypot.ok_or(TxError::NotAHoneypot(segment))?;
+    if seg.honeypot.is_some() {
+        return Err(TxError::AlreadyDisclosed);
+    }
+    if honeypot_commitment(&seg.entry.id, verdict, difficulty, salt) != c {
+        return Err(TxError::CommitmentMismatch);
+    }
+    seg.honeypot = Some((verdict, difficulty));
+    events.push(Event::HoneypotRevealed {
+        session,
+        segment,
+        verdict,
+    });
+    Ok(())
+}

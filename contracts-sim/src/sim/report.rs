@@ -1,0 +1,285 @@
+//! What a simulation reports: reputation and cumulative profit per strategy over time
+//! (the paper's Figure 6), final means, and accuracy against ground truth next to a
+//! single-auditor and a plain-majority baseline computed on the same revealed votes.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use trust_protocol::units::Ppm;
+
+use super::{SessionTruth, Sim, SimConfig, Strategy};
+use crate::{Outcome, SegmentVerdict};
+
+/// Means per strategy at one point in time.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SeriesPoint {
+    /// Sessions decided so far.
+    pub decided: u64,
+    /// Block height.
+    pub height: u64,
+    /// Mean reputation (0..1) per strategy name.
+    pub reputation: BTreeMap<String, f64>,
+    /// Mean cumulative profit (rewards minus slashes) per strategy name.
+    pub profit: BTreeMap<String, f64>,
+}
+
+/// Final numbers of one strategy.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StrategySummary {
+    /// Strategy name.
+    pub strategy: String,
+    /// Auditors following it.
+    pub auditors: u32,
+    /// Mean final reputation.
+    pub final_reputation_mean: f64,
+    /// Mean final profit.
+    pub final_profit_mean: f64,
+    /// Auditors still eligible for seats.
+    pub active: u32,
+    /// Auditors flagged as rubber-stampers.
+    pub flagged: u32,
+}
+
+/// Accuracy against ground truth (honeypots excluded).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Accuracy {
+    /// Segments judged.
+    pub segments: u64,
+    /// Traces judged.
+    pub traces: u64,
+    /// The network's segment accuracy.
+    pub network_segment: f64,
+    /// The network's trace accuracy.
+    pub network_trace: f64,
+    /// First revealed vote per segment.
+    pub single_segment: f64,
+    /// Trace accuracy from the single-auditor segment verdicts.
+    pub single_trace: f64,
+    /// Majority of all revealed votes per segment.
+    pub majority_segment: f64,
+    /// Trace accuracy from the majority segment verdicts.
+    pub majority_trace: f64,
+}
+
+/// Running counts behind [`Accuracy`].
+#[derive(Debug, Clone, Default)]
+pub(crate) struct AccuracyCounts {
+    segments: u64,
+    traces: u64,
+    hits: [u64; 3],
+    trace_hits: [u64; 3],
+}
+
+/// ARES propagation over per-segment "holds" flags.
+fn propagate(local: &[bool], deps: &[Vec<u16>]) -> Vec<bool> {
+    let mut out: Vec<bool> = Vec::with_capacity(local.len());
+    for (i, ok) in local.iter().enumerate() {
+        let inherited = deps
+            .get(i)
+            .is_some_and(|ds| ds.iter().any(|d| out.get(usize::from(*d)) == Some(&false)));
+        out.push(*ok && !inherited);
+    }
+    out
+}
+
+fn trace_passes(holds: &[bool], weights: &[u32], skip: Option<usize>, beta: Ppm) -> bool {
+    let (mut pass, mut total) = (0u64, 0u64);
+    for (i, (h, w)) in holds.iter().zip(weights).enumerate() {
+        if Some(i) == skip {
+            continue;
+        }
+        total += u64::from(*w);
+        if *h {
+            pass += u64::from(*w);
+        }
+    }
+    total > 0 && u128::from(pass) * 1_000_000 >= u128::from(beta.0) * u128::from(total)
+}
+
+impl AccuracyCounts {
+    pub(crate) fn add(&mut self, t: &SessionTruth, o: &Outcome, beta: Ppm) {
+        let skip = t.honeypot.map(|(i, ..)| usize::from(i));
+        let truth = propagate(&t.correct, &t.deps);
+        let network: Vec<bool> = o
+            .segments
+            .iter()
+            .map(|s| s.verdict == SegmentVerdict::Valid)
+            .collect();
+        let single_local: Vec<bool> = t
+            .reveals
+            .iter()
+            .map(|r| r.first().is_some_and(|v| v.is_valid()))
+            .collect();
+        let majority_local: Vec<bool> = t
+            .reveals
+            .iter()
+            .map(|r| {
+                let yes = r.iter().filter(|v| v.is_valid()).count();
+                yes * 2 > r.len()
+            })
+            .collect();
+        let preds = [
+            network,
+            propagate(&single_local, &t.deps),
+            propagate(&majority_local, &t.deps),
+        ];
+        let truth_trace = trace_passes(&truth, &t.weights, skip, beta);
+        for (m, p) in preds.iter().enumerate() {
+            for (i, (a, b)) in p.iter().zip(&truth).enumerate() {
+                if Some(i) != skip && a == b {
+                    self.hits[m] += 1;
+                }
+            }
+            if trace_passes(p, &t.weights, skip, beta) == truth_trace {
+                self.trace_hits[m] += 1;
+            }
+        }
+        self.segments += truth.len() as u64 - u64::from(skip.is_some());
+        self.traces += 1;
+    }
+
+    fn finish(&self) -> Accuracy {
+        let r = |h: u64, n: u64| if n == 0 { 0.0 } else { h as f64 / n as f64 };
+        Accuracy {
+            segments: self.segments,
+            traces: self.traces,
+            network_segment: r(self.hits[0], self.segments),
+            network_trace: r(self.trace_hits[0], self.traces),
+            single_segment: r(self.hits[1], self.segments),
+            single_trace: r(self.trace_hits[1], self.traces),
+            majority_segment: r(self.hits[2], self.segments),
+            majority_trace: r(self.trace_hits[2], self.traces),
+        }
+    }
+}
+
+/// Everything a run produces.
+#[derive(Debug, Clone, Serialize)]
+pub struct SimReport {
+    /// The configuration used.
+    pub config: SimConfig,
+    /// Blocks produced.
+    pub blocks: u64,
+    /// Sessions decided.
+    pub sessions_decided: u64,
+    /// Sessions that failed (too few eligible auditors).
+    pub sessions_failed: u32,
+    /// Transactions applied.
+    pub txs_applied: u64,
+    /// Transactions rejected, by error kind.
+    pub txs_rejected: BTreeMap<String, u64>,
+    /// The final state root (hex).
+    pub state_root: String,
+    /// Final numbers per strategy present.
+    pub strategies: Vec<StrategySummary>,
+    /// Time series (Figure 6).
+    pub series: Vec<SeriesPoint>,
+    /// Accuracy against ground truth.
+    pub accuracy: Accuracy,
+}
+
+impl SimReport {
+    /// The summary of one strategy, if present.
+    pub fn strategy(&self, s: Strategy) -> Option<&StrategySummary> {
+        self.strategies.iter().find(|x| x.strategy == s.name())
+    }
+}
+
+fn per_strategy(sim: &Sim) -> BTreeMap<Strategy, Vec<(f64, f64, bool, bool)>> {
+    let state = sim.contract.state();
+    let mut m: BTreeMap<Strategy, Vec<(f64, f64, bool, bool)>> = BTreeMap::new();
+    for a in &sim.agents {
+        let (rep, profit, active, flagged) = match state.auditors.get(&a.id) {
+            Some(au) => (
+                au.reputation.to_f64(),
+                au.earned as f64 - au.slashed as f64,
+                au.active,
+                au.flagged,
+            ),
+            None => (0.0, 0.0, false, false),
+        };
+        m.entry(a.strategy)
+            .or_default()
+            .push((rep, profit, active, flagged));
+    }
+    m
+}
+
+fn mean(xs: impl Iterator<Item = f64>) -> f64 {
+    let (s, n) = xs.fold((0.0, 0u32), |(s, n), x| (s + x, n + 1));
+    if n == 0 { 0.0 } else { s / f64::from(n) }
+}
+
+pub(crate) fn sample(sim: &Sim) -> SeriesPoint {
+    let m = per_strategy(sim);
+    SeriesPoint {
+        decided: sim.decided.len() as u64,
+        height: sim.height,
+        reputation: m
+            .iter()
+            .map(|(s, v)| (s.name().to_string(), mean(v.iter().map(|x| x.0))))
+            .collect(),
+        profit: m
+            .iter()
+            .map(|(s, v)| (s.name().to_string(), mean(v.iter().map(|x| x.1))))
+            .collect(),
+    }
+}
+
+pub(crate) fn build(sim: Sim) -> SimReport {
+    let strategies = per_strategy(&sim)
+        .into_iter()
+        .map(|(s, v)| StrategySummary {
+            strategy: s.name().to_string(),
+            auditors: v.len() as u32,
+            final_reputation_mean: mean(v.iter().map(|x| x.0)),
+            final_profit_mean: mean(v.iter().map(|x| x.1)),
+            active: v.iter().filter(|x| x.2).count() as u32,
+            flagged: v.iter().filter(|x| x.3).count() as u32,
+        })
+        .collect();
+    let mut series = sim.series.clone();
+    if series.last().map(|p| p.decided) != Some(sim.decided.len() as u64) {
+        series.push(sample(&sim));
+    }
+    SimReport {
+        blocks: sim.height,
+        sessions_decided: sim.decided.len() as u64,
+        sessions_failed: sim.failed,
+        txs_applied: sim.applied,
+        txs_rejected: sim.rejected.clone(),
+        state_root: sim.contract.state_root().to_hex(),
+        strategies,
+        series,
+        accuracy: sim.accuracy.finish(),
+        config: sim.cfg,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn propagation_of_truth() {
+        assert_eq!(
+            propagate(
+                &[true, false, true, true],
+                &[vec![], vec![0], vec![1], vec![0]]
+            ),
+            vec![true, false, false, true]
+        );
+    }
+
+    #[test]
+    fn trace_rule_skips_the_honeypot() {
+        let beta = Ppm(800_000);
+        assert!(trace_passes(
+            &[true, true, false],
+            &[2, 2, 5],
+            Some(2),
+            beta
+        ));
+        assert!(!trace_passes(&[true, true, false], &[2, 2, 5], None, beta));
+    }
+}

@@ -1,0 +1,365 @@
+//! The contract's state: accounts, auditors, live sessions and decided outcomes.
+//!
+//! Everything is in `BTreeMap`s and integers so that the canonical encoding, and so the
+//! state root, is the same on every node.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use trust_protocol::{
+    AccountId, Commitment, Hash, SealingPublicKey, Vote,
+    tx::{Difficulty, SegmentEntry, SessionManifest, Tier},
+    units::{Amount, Ppm},
+};
+
+use crate::params::Params;
+
+/// A pending unbonding.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Unbonding {
+    /// Height from which it can be withdrawn.
+    pub release_at: u64,
+    /// Amount.
+    pub amount: Amount,
+}
+
+/// Most unbondings pending at once per account.
+pub const MAX_UNBONDINGS: usize = 16;
+
+/// An account.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Account {
+    /// The next nonce this account must use.
+    pub nonce: u64,
+    /// Liquid balance.
+    pub balance: Amount,
+    /// Bonded stake (seat eligibility, voting power, slashable).
+    pub stake: Amount,
+    /// Stake on its way out.
+    pub unbonding: Vec<Unbonding>,
+}
+
+/// Honeypot statistics of one auditor, by difficulty tier (paper §0.0.5.2).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HoneypotStats {
+    /// Known-error honeypots judged, per difficulty.
+    pub errors_seen: [u32; 3],
+    /// Of those, how many it approved (voted Valid), per difficulty.
+    pub errors_approved: [u32; 3],
+    /// Known-correct honeypots judged.
+    pub correct_seen: u32,
+    /// Of those, how many it approved.
+    pub correct_approved: u32,
+}
+
+impl HoneypotStats {
+    /// Approval rate of known errors at a difficulty, in ppm (`None` before any sample).
+    pub fn error_approval(&self, d: Difficulty) -> Option<Ppm> {
+        let i = d.index();
+        let seen = *self.errors_seen.get(i)?;
+        let approved = *self.errors_approved.get(i)?;
+        ratio_ppm(approved, seen)
+    }
+
+    /// Approval rate of known errors over all difficulties.
+    pub fn total_error_approval(&self) -> Option<Ppm> {
+        let seen = self
+            .errors_seen
+            .iter()
+            .fold(0u32, |a, b| a.saturating_add(*b));
+        let approved = self
+            .errors_approved
+            .iter()
+            .fold(0u32, |a, b| a.saturating_add(*b));
+        ratio_ppm(approved, seen)
+    }
+}
+
+fn ratio_ppm(num: u32, den: u32) -> Option<Ppm> {
+    if den == 0 {
+        return None;
+    }
+    let r = u64::from(num)
+        .saturating_mul(1_000_000)
+        .checked_div(u64::from(den))?;
+    Some(Ppm(u32::try_from(r).unwrap_or(u32::MAX)))
+}
+
+/// A registered auditor.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Auditor {
+    /// Tier it serves.
+    pub tier: Tier,
+    /// Expertise domains.
+    pub expertise: Vec<String>,
+    /// Key that segment keys are sealed to.
+    pub sealing_key: SealingPublicKey,
+    /// EMA reputation in ppm.
+    pub reputation: Ppm,
+    /// Eligible for seats (false after its stake fell below the minimum or it was flagged).
+    pub active: bool,
+    /// Total rewards received.
+    pub earned: Amount,
+    /// Total stake slashed.
+    pub slashed: Amount,
+    /// Counted votes that agreed with the verdict.
+    pub agreed: u64,
+    /// Scored votes that disagreed, or seats that never committed or revealed.
+    pub disagreed: u64,
+    /// Votes cast (revealed) in total, and how many of them were Valid.
+    pub votes: u64,
+    /// Revealed Valid votes.
+    pub approvals: u64,
+    /// Honeypot record.
+    pub honeypots: HoneypotStats,
+    /// Flagged as a rubber-stamper.
+    pub flagged: bool,
+}
+
+/// One seat on one segment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Seat {
+    /// The auditor.
+    pub account: AccountId,
+    /// Voting round: 0, or 1 after an escalation.
+    pub round: u8,
+    /// Its commitment, once committed.
+    pub commitment: Option<Commitment>,
+    /// Its vote, once revealed.
+    pub vote: Option<Vote>,
+    /// Whether the reveal was among the first `k` of its round (auditor racing).
+    pub counted: bool,
+}
+
+/// A segment's own verdict from its seats' votes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum LocalVerdict {
+    /// At least `q` counted votes Valid.
+    Valid,
+    /// At least `q` counted votes not Valid, more Invalid than Ungrounded.
+    Invalid,
+    /// At least `q` counted votes not Valid, Ungrounded at least as many as Invalid.
+    Ungrounded,
+    /// Neither side reached `q`.
+    Undecided,
+}
+
+impl LocalVerdict {
+    /// The vote this verdict scores seats against; `None` when undecided.
+    pub fn as_vote(self) -> Option<Vote> {
+        match self {
+            LocalVerdict::Valid => Some(Vote::Valid),
+            LocalVerdict::Invalid => Some(Vote::Invalid),
+            LocalVerdict::Ungrounded => Some(Vote::Ungrounded),
+            LocalVerdict::Undecided => None,
+        }
+    }
+}
+
+/// A segment of a live session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SegmentState {
+    /// The manifest entry.
+    pub entry: SegmentEntry,
+    /// The tier auditing it now (differs from the entry's after a tier escalation).
+    pub tier: Tier,
+    /// Seats whose first `k` reveals count in the current round.
+    pub k: u8,
+    /// Seats of both rounds.
+    pub seats: Vec<Seat>,
+    /// Verdict of round 0, and of round 1 if it was escalated.
+    pub rounds: Vec<LocalVerdict>,
+    /// The honeypot truth, once revealed.
+    pub honeypot: Option<(Vote, Difficulty)>,
+}
+
+/// Where a session is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Phase {
+    /// Opened; seats are drawn at the end of the next block, seeded by its hash.
+    Assigning,
+    /// Seats of `round` may commit up to and including height `until`.
+    Commit {
+        /// Round.
+        round: u8,
+        /// Last height accepting commits.
+        until: u64,
+    },
+    /// Committed seats of `round` may reveal up to and including height `until`.
+    Reveal {
+        /// Round.
+        round: u8,
+        /// Last height accepting reveals.
+        until: u64,
+    },
+    /// The provider may open the mapping and honeypots up to and including `until`.
+    Disclose {
+        /// Last height accepting disclosures.
+        until: u64,
+    },
+}
+
+/// A session being audited.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Session {
+    /// Who opened it.
+    pub provider: AccountId,
+    /// Height of the block that opened it.
+    pub opened_at: u64,
+    /// Phase.
+    pub phase: Phase,
+    /// Fee left in escrow.
+    pub escrow: Amount,
+    /// The manifest without its segments (those live in `segments`).
+    pub manifest: SessionManifest,
+    /// Segments.
+    pub segments: Vec<SegmentState>,
+    /// Mapping document hash, once opened.
+    pub mapping: Option<Hash>,
+}
+
+/// Final verdict of a segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SegmentVerdict {
+    /// Holds.
+    Valid,
+    /// Wrong.
+    Invalid,
+    /// Not supported by its premises.
+    Ungrounded,
+    /// Locally fine, but depends on a segment that failed (ARES propagation).
+    Propagated,
+    /// The seats did not reach a quorum, even after escalation.
+    Undecided,
+}
+
+impl SegmentVerdict {
+    /// Whether it counts as passing in the trace quorum.
+    pub fn passes(self) -> bool {
+        matches!(self, SegmentVerdict::Valid)
+    }
+
+    /// Whether a segment depending on this one inherits an error.
+    pub fn is_error(self) -> bool {
+        matches!(
+            self,
+            SegmentVerdict::Invalid | SegmentVerdict::Ungrounded | SegmentVerdict::Propagated
+        )
+    }
+}
+
+/// Vote counts of one segment (all rounds).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VoteCounts {
+    /// Counted Valid votes (deciding round).
+    pub valid: u16,
+    /// Counted Invalid votes (deciding round).
+    pub invalid: u16,
+    /// Counted Ungrounded votes (deciding round).
+    pub ungrounded: u16,
+    /// Reveals after the first `k` (recorded, not counted).
+    pub late: u16,
+    /// Seats that never committed or never revealed (all rounds).
+    pub missing: u16,
+}
+
+/// The outcome of one segment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SegmentOutcome {
+    /// Final verdict.
+    pub verdict: SegmentVerdict,
+    /// The tier that decided it.
+    pub tier: Tier,
+    /// Whether it went to a second round.
+    pub escalated: bool,
+    /// `k` and `q` of the deciding round.
+    pub k: u8,
+    /// Quorum of the deciding round.
+    pub q: u8,
+    /// Vote counts.
+    pub votes: VoteCounts,
+    /// The honeypot truth if this was a revealed honeypot (excluded from the trace).
+    pub honeypot: Option<Vote>,
+}
+
+/// Trace verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TraceVerdict {
+    /// Passing weight reached `beta` of the total.
+    Pass,
+    /// It did not.
+    Fail,
+}
+
+/// The failure bound for the parameters used, from the genesis assumptions
+/// (`eps_t`, `rho`): Hoeffding's bound on the probability that a trace whose segments are
+/// all correct fails the trace quorum, as `exp(-ln_bound_milli / 1000)`, computed in
+/// fixed point so every node stores the same number.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FailureBound {
+    /// Expected passing weight under the assumptions, in millionths of a weight unit.
+    pub expected_pass_weight_micro: u64,
+    /// `-ln(bound) * 1000`, 0 when the expectation is below the threshold (no bound).
+    pub hoeffding_neg_ln_milli: u64,
+}
+
+/// What a decided session stores.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Outcome {
+    /// The provider.
+    pub provider: AccountId,
+    /// Height at which it was opened.
+    pub opened_at: u64,
+    /// Height at which it was decided.
+    pub decided_at: u64,
+    /// Per-segment outcomes, in manifest order.
+    pub segments: Vec<SegmentOutcome>,
+    /// Trace verdict (honeypots excluded).
+    pub trace: TraceVerdict,
+    /// Weight of passing segments.
+    pub passing_weight: u64,
+    /// Total weight counted.
+    pub total_weight: u64,
+    /// Trace quorum used.
+    pub beta: Ppm,
+    /// Failure bound.
+    pub bound: FailureBound,
+    /// The opened mapping document hash, if the provider opened it.
+    pub mapping: Option<Hash>,
+    /// Fee paid out as rewards.
+    pub rewards_paid: Amount,
+    /// Fee returned to the provider.
+    pub refunded: Amount,
+}
+
+/// A session that could not run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Failure {
+    /// Height.
+    pub at: u64,
+    /// Why.
+    pub reason: String,
+}
+
+/// The whole state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct State {
+    /// Parameters.
+    pub params: Params,
+    /// Last height applied (0 before the first block).
+    pub height: u64,
+    /// Accounts.
+    pub accounts: BTreeMap<AccountId, Account>,
+    /// Auditors.
+    pub auditors: BTreeMap<AccountId, Auditor>,
+    /// Live sessions.
+    pub sessions: BTreeMap<Hash, Session>,
+    /// Decided sessions.
+    pub outcomes: BTreeMap<Hash, Outcome>,
+    /// Sessions that failed to run, with the fee refunded.
+    pub failed: BTreeMap<Hash, Failure>,
+    /// Tokens removed by slashing.
+    pub burned: Amount,
+    /// Total supply at genesis (constant).
+    pub supply: Amount,
+}

@@ -1,0 +1,258 @@
+//! Quorums and the failure bound: segment verdicts from counted votes (`q = ceil(tau k)`),
+//! ARES-style error propagation along `depends_on`, the weighted trace quorum `beta`, and
+//! Hoeffding's bound in fixed point.
+
+use trust_protocol::{tx::Tier, units::Ppm};
+
+use crate::{
+    params::Params,
+    state::{
+        FailureBound, LocalVerdict, SegmentOutcome, SegmentState, SegmentVerdict, TraceVerdict,
+        VoteCounts,
+    },
+};
+
+/// The seat quorum `q = ceil(tau k)`, at least 1.
+pub fn quorum(tau: Ppm, k: u8) -> u8 {
+    u8::try_from(tau.ceil_mul(u64::from(k)))
+        .unwrap_or(u8::MAX)
+        .max(1)
+}
+
+/// Counted votes of one round.
+pub(crate) fn round_counts(seg: &SegmentState, round: u8) -> VoteCounts {
+    let mut c = VoteCounts::default();
+    for s in seg.seats.iter().filter(|s| s.round == round) {
+        match (s.vote, s.counted) {
+            (Some(trust_protocol::Vote::Valid), true) => c.valid = c.valid.saturating_add(1),
+            (Some(trust_protocol::Vote::Invalid), true) => c.invalid = c.invalid.saturating_add(1),
+            (Some(trust_protocol::Vote::Ungrounded), true) => {
+                c.ungrounded = c.ungrounded.saturating_add(1)
+            }
+            (Some(_), false) => c.late = c.late.saturating_add(1),
+            (None, _) => c.missing = c.missing.saturating_add(1),
+        }
+    }
+    c
+}
+
+/// A segment's own verdict in one round: a side wins with `q` counted votes, unless both
+/// sides reach `q` (possible only when `tau = 1/2` and `k` is even), which is undecided.
+pub(crate) fn local_verdict(c: &VoteCounts, q: u8) -> LocalVerdict {
+    let q = u16::from(q);
+    let against = c.invalid.saturating_add(c.ungrounded);
+    let pass = c.valid >= q;
+    let fail = against >= q;
+    match (pass, fail) {
+        (true, false) => LocalVerdict::Valid,
+        (false, true) if c.invalid > c.ungrounded => LocalVerdict::Invalid,
+        (false, true) => LocalVerdict::Ungrounded,
+        _ => LocalVerdict::Undecided,
+    }
+}
+
+/// Final verdicts: a locally valid segment that depends on a failed one is Propagated.
+/// `depends_on` only names earlier segments (checked by the manifest validation), so one
+/// pass in manifest order suffices.
+pub(crate) fn propagate(local: &[LocalVerdict], deps: &[&[u16]]) -> Vec<SegmentVerdict> {
+    let mut out: Vec<SegmentVerdict> = Vec::with_capacity(local.len());
+    for (i, l) in local.iter().enumerate() {
+        let inherited = deps.get(i).is_some_and(|ds| {
+            ds.iter().any(|d| {
+                out.get(usize::from(*d))
+                    .is_some_and(|v: &SegmentVerdict| v.is_error())
+            })
+        });
+        let v = match l {
+            LocalVerdict::Valid if inherited => SegmentVerdict::Propagated,
+            LocalVerdict::Valid => SegmentVerdict::Valid,
+            LocalVerdict::Invalid => SegmentVerdict::Invalid,
+            LocalVerdict::Ungrounded => SegmentVerdict::Ungrounded,
+            LocalVerdict::Undecided => SegmentVerdict::Undecided,
+        };
+        out.push(v);
+    }
+    out
+}
+
+/// The trace verdict: passing weight `W >= beta * total` (exact integer comparison).
+pub(crate) fn trace_verdict(
+    outcomes: &[SegmentOutcome],
+    weights: &[u32],
+    beta: Ppm,
+) -> (TraceVerdict, u64, u64) {
+    let mut pass = 0u64;
+    let mut total = 0u64;
+    for (o, w) in outcomes.iter().zip(weights) {
+        if o.honeypot.is_some() {
+            continue;
+        }
+        total = total.saturating_add(u64::from(*w));
+        if o.verdict.passes() {
+            pass = pass.saturating_add(u64::from(*w));
+        }
+    }
+    let lhs = u128::from(pass).saturating_mul(1_000_000);
+    let rhs = u128::from(beta.0).saturating_mul(u128::from(total));
+    let v = if total > 0 && lhs >= rhs {
+        TraceVerdict::Pass
+    } else {
+        TraceVerdict::Fail
+    };
+    (v, pass, total)
+}
+
+/// Fixed-point scale of probabilities in the bound: 1e18.
+const SCALE: u128 = 1_000_000_000_000_000_000;
+
+/// `Pr[Binomial(k, a) >= q]` with `a` scaled by [`SCALE`], by Pascal's recurrence (every
+/// intermediate value is at most [`SCALE`], so the products fit in `u128`).
+pub(crate) fn binomial_tail(k: u8, a: u128, q: u8) -> u128 {
+    let a = a.min(SCALE);
+    let b = SCALE.saturating_sub(a);
+    let mut row: Vec<u128> = vec![SCALE];
+    for _ in 0..k {
+        let mut next = vec![0u128; row.len().saturating_add(1)];
+        for (c, p) in row.iter().enumerate() {
+            if let Some(x) = next.get_mut(c) {
+                *x = x.saturating_add(p.saturating_mul(b) / SCALE);
+            }
+            if let Some(x) = next.get_mut(c.saturating_add(1)) {
+                *x = x.saturating_add(p.saturating_mul(a) / SCALE);
+            }
+        }
+        row = next;
+    }
+    row.iter()
+        .skip(usize::from(q))
+        .fold(0u128, |s, p| s.saturating_add(*p))
+        .min(SCALE)
+}
+
+/// Hoeffding's bound (paper Proposition 1) on the probability that a trace whose segments
+/// are all correct fails the trace quorum, under the genesis assumptions: each seat of tier
+/// `t` votes correctly with probability `(1 - eps_t)(1 - rho)`, so a segment passes with
+/// the binomial tail above `q - 1`; with `t = E[W] - beta * sum w`, the bound is
+/// `exp(-2 t^2 / sum w^2)`. Stored as `-ln(bound) * 1000`, rounded down (a weaker bound).
+pub(crate) fn failure_bound(
+    params: &Params,
+    segments: &[(Tier, u8, u8, u32)],
+    beta: Ppm,
+) -> FailureBound {
+    let ppm = 1_000_000u128;
+    let rho = u128::from(params.assumed_malicious.0.min(1_000_000));
+    let mut expected = 0u128; // scaled by SCALE
+    let mut total = 0u128;
+    let mut sum_sq = 0u128;
+    for (tier, k, q, w) in segments {
+        let eps = u128::from(params.assumed_error(*tier).0.min(1_000_000));
+        // (1 - eps)(1 - rho), from ppm x ppm (1e12) up to 1e18.
+        let a = ppm
+            .saturating_sub(eps)
+            .saturating_mul(ppm.saturating_sub(rho))
+            .saturating_mul(ppm);
+        let p = binomial_tail(*k, a, *q);
+        let w = u128::from(*w);
+        expected = expected.saturating_add(p.saturating_mul(w));
+        total = total.saturating_add(w);
+        sum_sq = sum_sq.saturating_add(w.saturating_mul(w));
+    }
+    let threshold = u128::from(beta.0)
+        .saturating_mul(total)
+        .saturating_mul(SCALE / ppm);
+    let gap = expected.saturating_sub(threshold) / 1_000_000_000; // now scaled by 1e9
+    let exponent_milli = if sum_sq == 0 {
+        0
+    } else {
+        gap.saturating_mul(gap)
+            .saturating_mul(2_000)
+            .checked_div(sum_sq.saturating_mul(SCALE))
+            .unwrap_or(0)
+    };
+    FailureBound {
+        expected_pass_weight_micro: u64::try_from(expected / 1_000_000_000_000).unwrap_or(u64::MAX),
+        hoeffding_neg_ln_milli: u64::try_from(exponent_milli).unwrap_or(u64::MAX),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use trust_protocol::math::{segment::segment_pass_probability, trace};
+
+    use super::*;
+
+    #[test]
+    fn quorum_matches_ceiling() {
+        assert_eq!(quorum(Ppm(500_000), 5), 3);
+        assert_eq!(quorum(Ppm(600_000), 5), 3);
+        assert_eq!(quorum(Ppm(500_000), 4), 2);
+        assert_eq!(quorum(Ppm(1), 1), 1);
+    }
+
+    #[test]
+    fn local_verdicts() {
+        let c = |valid, invalid, ungrounded| VoteCounts {
+            valid,
+            invalid,
+            ungrounded,
+            ..VoteCounts::default()
+        };
+        assert_eq!(local_verdict(&c(3, 1, 0), 3), LocalVerdict::Valid);
+        assert_eq!(local_verdict(&c(1, 1, 2), 3), LocalVerdict::Ungrounded);
+        assert_eq!(local_verdict(&c(1, 2, 1), 3), LocalVerdict::Invalid);
+        assert_eq!(local_verdict(&c(0, 2, 1), 3), LocalVerdict::Invalid);
+        assert_eq!(local_verdict(&c(2, 1, 0), 3), LocalVerdict::Undecided);
+        assert_eq!(local_verdict(&c(2, 2, 0), 2), LocalVerdict::Undecided);
+    }
+
+    #[test]
+    fn propagation_follows_dependencies_transitively() {
+        use LocalVerdict as L;
+        use SegmentVerdict as S;
+        let local = [L::Valid, L::Invalid, L::Valid, L::Valid, L::Valid];
+        let deps: Vec<&[u16]> = vec![&[], &[0], &[1], &[2], &[0]];
+        assert_eq!(
+            propagate(&local, &deps),
+            vec![S::Valid, S::Invalid, S::Propagated, S::Propagated, S::Valid]
+        );
+    }
+
+    #[test]
+    fn binomial_tail_matches_lemma_one() {
+        for (k, eps, rho, tau) in [
+            (5u8, 0.05, 0.1, 0.6),
+            (3, 0.3, 0.1, 0.5),
+            (9, 0.01, 0.2, 0.7),
+        ] {
+            let q = quorum(Ppm((tau * 1e6) as u32), k);
+            let a = ((1.0 - eps) * (1.0 - rho) * 1e18) as u128;
+            let fixed = binomial_tail(k, a, q) as f64 / 1e18;
+            let float = segment_pass_probability(u32::from(k), eps, rho, tau).unwrap();
+            assert!(
+                (fixed - float).abs() < 1e-12,
+                "{k} {eps} {rho}: {fixed} vs {float}"
+            );
+        }
+    }
+
+    #[test]
+    fn hoeffding_bound_matches_the_float_analysis() {
+        let params = Params::default();
+        let segs: Vec<(Tier, u8, u8, u32)> =
+            (0..20).map(|i| (Tier::Llm, 5, 3, 1 + (i % 3))).collect();
+        let beta = Ppm(700_000);
+        let b = failure_bound(&params, &segs, beta);
+        let p = segment_pass_probability(5, 0.05, 0.1, 0.6).unwrap();
+        let ws: Vec<trace::WeightedSegment> = segs
+            .iter()
+            .map(|s| trace::WeightedSegment {
+                weight: f64::from(s.3),
+                p_pass: p,
+            })
+            .collect();
+        let h = trace::hoeffding_bound(&ws, 0.7).unwrap();
+        let fixed = -(b.hoeffding_neg_ln_milli as f64) / 1000.0;
+        assert!((fixed - h.ln).abs() < 2e-3, "{fixed} vs {}", h.ln);
+        assert!(b.hoeffding_neg_ln_milli > 0);
+    }
+}

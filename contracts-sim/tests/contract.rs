@@ -1,0 +1,823 @@
+//! Scenario tests of the contract through its public API, with real signed transactions.
+
+use trust_contracts::{
+    BlockCtx, Contract, Event, Genesis, GenesisAccount, Params, Phase, SegmentVerdict, SlashReason,
+    TraceVerdict, TxError,
+};
+use trust_protocol::{
+    AccountId, Hash, Keypair, Salt, SealingPublicKey, Signed, Vote, commitment,
+    hdag::AbstractionLevel,
+    honeypot_commitment, mapping_commitment,
+    tx::{Call, Difficulty, QuorumParams, SegmentEntry, SessionManifest, Tier, Tx},
+    units::Ppm,
+};
+
+/// A little chain: a contract, keys, and a block counter.
+struct Chain {
+    c: Contract,
+    height: u64,
+    pending: Vec<Signed<Tx>>,
+}
+
+fn key(label: &str) -> Keypair {
+    Keypair::from_label(label)
+}
+
+fn ctx(height: u64) -> BlockCtx {
+    BlockCtx {
+        height,
+        block_hash: Hash::of_parts("test-block", &[&height.to_le_bytes()]),
+    }
+}
+
+impl Chain {
+    /// `auditors` per tier, each with 1000 staked; a provider with a large balance.
+    fn new(params: Params, auditors: &[(Tier, usize)]) -> (Self, Vec<Keypair>) {
+        let mut keys = Vec::new();
+        let mut accounts = Vec::new();
+        for (tier, n) in auditors {
+            for i in 0..*n {
+                let k = key(&format!("{tier:?}-{i}"));
+                accounts.push(GenesisAccount {
+                    id: k.public(),
+                    balance: 10,
+                    stake: 1_000,
+                });
+                keys.push(k);
+            }
+        }
+        accounts.push(GenesisAccount {
+            id: key("provider").public(),
+            balance: 1_000_000,
+            stake: 0,
+        });
+        let c = Contract::new(&Genesis { params, accounts }).unwrap();
+        let mut chain = Chain {
+            c,
+            height: 0,
+            pending: Vec::new(),
+        };
+        let mut i = 0;
+        for (tier, n) in auditors {
+            for _ in 0..*n {
+                let k = &keys[i];
+                chain.submit(
+                    k,
+                    Call::RegisterAuditor {
+                        tier: *tier,
+                        expertise: vec!["math".into()],
+                        sealing_key: SealingPublicKey([1; 32]),
+                    },
+                );
+                i += 1;
+            }
+        }
+        chain.block();
+        (chain, keys)
+    }
+
+    /// Signs `call` with the sender's next nonce (counting transactions already pending).
+    fn submit(&mut self, k: &Keypair, call: Call) {
+        let pending = self
+            .pending
+            .iter()
+            .filter(|t| t.signer == k.public())
+            .count() as u64;
+        let nonce = self.c.nonce(&k.public()) + pending;
+        self.pending.push(Signed::sign(k, Tx { nonce, call }));
+    }
+
+    /// Applies the pending transactions (all must succeed) and ends the block.
+    fn block(&mut self) -> Vec<Event> {
+        self.height += 1;
+        let ctx = ctx(self.height);
+        let mut ev = Vec::new();
+        for tx in std::mem::take(&mut self.pending) {
+            ev.extend(
+                self.c
+                    .apply(&ctx, &tx)
+                    .unwrap_or_else(|e| panic!("{e}: {tx:?}")),
+            );
+        }
+        ev.extend(self.c.end_block(&ctx));
+        ev
+    }
+
+    /// Applies one transaction now, returning the result.
+    fn try_apply(&mut self, k: &Keypair, call: Call) -> Result<Vec<Event>, TxError> {
+        let tx = Signed::sign(
+            k,
+            Tx {
+                nonce: self.c.nonce(&k.public()),
+                call,
+            },
+        );
+        self.c.apply(&ctx(self.height + 1), &tx)
+    }
+}
+
+fn segment(i: u8, tier: Tier, depends_on: Vec<u16>) -> SegmentEntry {
+    let id = Hash::of_parts("seg", &[&[i]]);
+    SegmentEntry {
+        id,
+        level: AbstractionLevel::Step,
+        tier,
+        weight: 1,
+        depends_on,
+        cid: trust_protocol::cid::Cid::of(&[i]),
+        honeypot: None,
+    }
+}
+
+fn manifest(segments: Vec<SegmentEntry>, k: u8, extra: u8) -> SessionManifest {
+    let mut m = SessionManifest {
+        segments,
+        mapping_commitment: mapping_commitment(&Hash::sha256(b"map"), &Salt([9; 32])),
+        quorum: QuorumParams {
+            k: [k, k, k],
+            extra_seats: extra,
+            tau: Ppm(600_000),
+            beta: Ppm(600_000),
+        },
+        fee: 0,
+        domain: "math".into(),
+    };
+    m.fee = trust_contracts::minimum_fee(&Params::default(), &m).unwrap();
+    m
+}
+
+/// Seats of a segment in a round, from the events.
+fn seats_of(ev: &[Event], seg: u16, rnd: u8) -> Vec<AccountId> {
+    ev.iter()
+        .filter_map(|e| match e {
+            Event::SeatAssigned {
+                segment,
+                seat,
+                round,
+                ..
+            } if *segment == seg && *round == rnd => Some(*seat),
+            _ => None,
+        })
+        .collect()
+}
+
+fn find<'a>(keys: &'a [Keypair], id: &AccountId) -> &'a Keypair {
+    keys.iter().find(|k| k.public() == *id).unwrap()
+}
+
+/// Opens a session and runs it with `votes(segment, seat_index) -> Option<Vote>` (None:
+/// never commits). Returns the session id and all events.
+fn run_session(
+    chain: &mut Chain,
+    keys: &[Keypair],
+    m: SessionManifest,
+    votes: impl Fn(u16, usize) -> Option<Vote>,
+) -> (Hash, Vec<Event>) {
+    let provider = key("provider");
+    let sid = Tx::session_id(&provider.public(), chain.c.nonce(&provider.public()));
+    let ids: Vec<Hash> = m.segments.iter().map(|s| s.id).collect();
+    chain.submit(&provider, Call::OpenSession(m));
+    let mut all = chain.block();
+    all.extend(chain.block()); // seats drawn at the end of the block after opening
+    let salt = Salt([3; 32]);
+    let mut plan = Vec::new();
+    for (s, id) in ids.iter().enumerate() {
+        for (j, seat) in seats_of(&all, s as u16, 0).into_iter().enumerate() {
+            if let Some(v) = votes(s as u16, j) {
+                let k = find(keys, &seat);
+                let c = commitment(&sid, id, &seat, v, &salt);
+                chain.submit(
+                    k,
+                    Call::Commit {
+                        session: sid,
+                        segment: s as u16,
+                        commitment: c,
+                    },
+                );
+                plan.push((k.clone(), s as u16, v));
+            }
+        }
+    }
+    all.extend(chain.block());
+    while matches!(
+        chain.c.state().sessions.get(&sid).map(|s| s.phase),
+        Some(Phase::Commit { .. })
+    ) {
+        all.extend(chain.block());
+    }
+    for (k, s, v) in &plan {
+        chain.submit(
+            k,
+            Call::Reveal {
+                session: sid,
+                segment: *s,
+                vote: *v,
+                salt,
+            },
+        );
+    }
+    all.extend(chain.block());
+    while chain.c.state().sessions.contains_key(&sid) {
+        if matches!(
+            chain.c.state().sessions.get(&sid).map(|s| s.phase),
+            Some(Phase::Disclose { .. })
+        ) && chain.c.state().sessions[&sid].mapping.is_none()
+        {
+            chain.submit(
+                &provider,
+                Call::RevealMapping {
+                    session: sid,
+                    mapping: Hash::sha256(b"map"),
+                    salt: Salt([9; 32]),
+                },
+            );
+        }
+        all.extend(chain.block());
+        assert!(chain.height < 200, "session never finished");
+    }
+    (sid, all)
+}
+
+#[test]
+fn correct_chain_passes_and_pays_the_seats() {
+    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 6)]);
+    let segs = (0..3)
+        .map(|i| {
+            segment(
+                i,
+                Tier::Computer,
+                if i > 0 {
+                    vec![u16::from(i) - 1]
+                } else {
+                    vec![]
+                },
+            )
+        })
+        .collect();
+    let before: u64 = keys
+        .iter()
+        .map(|k| chain.c.state().accounts[&k.public()].balance)
+        .sum();
+    let (sid, ev) = run_session(&mut chain, &keys, manifest(segs, 3, 0), |_, _| {
+        Some(Vote::Valid)
+    });
+    let o = chain.c.outcome(&sid).unwrap();
+    assert_eq!(o.trace, TraceVerdict::Pass);
+    assert!(
+        o.segments
+            .iter()
+            .all(|s| s.verdict == SegmentVerdict::Valid)
+    );
+    assert_eq!(o.segments[0].votes.valid, 3);
+    assert_eq!(o.rewards_paid, 3 * 3 * 6);
+    assert!(o.bound.hoeffding_neg_ln_milli > 0);
+    let after: u64 = keys
+        .iter()
+        .map(|k| chain.c.state().accounts[&k.public()].balance)
+        .sum();
+    assert_eq!(after - before, 54);
+    assert!(ev.iter().any(|e| matches!(e, Event::TraceDecided { .. })));
+    assert_eq!(
+        chain.c.accounted_supply(),
+        u128::from(chain.c.state().supply)
+    );
+}
+
+#[test]
+fn a_wrong_step_is_invalid_and_later_steps_are_propagated() {
+    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 6)]);
+    let segs = vec![
+        segment(0, Tier::Computer, vec![]),
+        segment(1, Tier::Computer, vec![0]),
+        segment(2, Tier::Computer, vec![1]),
+        segment(3, Tier::Computer, vec![0]),
+    ];
+    let (sid, _) = run_session(&mut chain, &keys, manifest(segs, 3, 0), |s, _| {
+        Some(if s == 1 { Vote::Invalid } else { Vote::Valid })
+    });
+    let o = chain.c.outcome(&sid).unwrap();
+    let v: Vec<_> = o.segments.iter().map(|s| s.verdict).collect();
+    assert_eq!(
+        v,
+        [
+            SegmentVerdict::Valid,
+            SegmentVerdict::Invalid,
+            SegmentVerdict::Propagated,
+            SegmentVerdict::Valid
+        ]
+    );
+    assert_eq!(o.trace, TraceVerdict::Fail);
+}
+
+#[test]
+fn too_few_auditors_fails_the_session_and_refunds_the_fee() {
+    let (mut chain, _keys) = Chain::new(Params::default(), &[(Tier::Computer, 2)]);
+    let provider = key("provider");
+    let before = chain.c.state().accounts[&provider.public()].balance;
+    let m = manifest(vec![segment(0, Tier::Computer, vec![])], 3, 0);
+    chain.submit(&provider, Call::OpenSession(m));
+    chain.block();
+    assert!(chain.c.state().accounts[&provider.public()].balance < before);
+    let ev = chain.block();
+    assert!(
+        ev.iter()
+            .any(|e| matches!(e, Event::SessionFailed { reason, .. } if reason.contains("2 Computer auditors eligible")))
+    );
+    assert_eq!(chain.c.state().accounts[&provider.public()].balance, before);
+    assert!(chain.c.state().sessions.is_empty());
+}
+
+#[test]
+fn the_provider_never_sits_on_its_own_session() {
+    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 3)]);
+    // Make the provider an auditor too: with 3 others and k = 3 it must not be drawn.
+    let provider = key("provider");
+    chain.submit(&provider, Call::Bond { amount: 1_000 });
+    chain.submit(
+        &provider,
+        Call::RegisterAuditor {
+            tier: Tier::Computer,
+            expertise: vec![],
+            sealing_key: SealingPublicKey([2; 32]),
+        },
+    );
+    chain.block();
+    for round in 0..10u8 {
+        let m = manifest(vec![segment(round, Tier::Computer, vec![])], 3, 0);
+        chain.submit(&provider, Call::OpenSession(m));
+        chain.block();
+        let ev = chain.block();
+        let seats = seats_of(&ev, 0, 0);
+        assert_eq!(seats.len(), 3);
+        assert!(!seats.contains(&provider.public()));
+        let _ = &keys;
+    }
+}
+
+#[test]
+fn replays_reordering_and_bad_signatures_change_nothing() {
+    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 2)]);
+    let a = &keys[0];
+    let b = keys[1].public();
+    let tx0 = Signed::sign(
+        a,
+        Tx {
+            nonce: 1,
+            call: Call::Transfer { to: b, amount: 5 },
+        },
+    );
+    chain.c.apply(&ctx(2), &tx0).unwrap();
+    let root = chain.c.state_root();
+    assert_eq!(
+        chain.c.apply(&ctx(2), &tx0),
+        Err(TxError::BadNonce {
+            expected: 2,
+            got: 1
+        })
+    );
+    let ahead = Signed::sign(
+        a,
+        Tx {
+            nonce: 5,
+            call: Call::Transfer { to: b, amount: 1 },
+        },
+    );
+    assert!(matches!(
+        chain.c.apply(&ctx(2), &ahead),
+        Err(TxError::BadNonce { .. })
+    ));
+    let mut forged = Signed::sign(
+        a,
+        Tx {
+            nonce: 2,
+            call: Call::Transfer { to: b, amount: 1 },
+        },
+    );
+    forged.body.call = Call::Transfer { to: b, amount: 9 };
+    assert_eq!(chain.c.apply(&ctx(2), &forged), Err(TxError::BadSignature));
+    let broke = Signed::sign(
+        a,
+        Tx {
+            nonce: 2,
+            call: Call::Transfer {
+                to: b,
+                amount: 1_000_000,
+            },
+        },
+    );
+    assert!(matches!(
+        chain.c.apply(&ctx(2), &broke),
+        Err(TxError::InsufficientBalance { .. })
+    ));
+    assert_eq!(
+        chain.c.state_root(),
+        root,
+        "a rejected transaction changed the state"
+    );
+}
+
+#[test]
+fn commit_and_reveal_rules() {
+    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 5)]);
+    let provider = key("provider");
+    let sid = Tx::session_id(&provider.public(), 0);
+    let m = manifest(vec![segment(0, Tier::Computer, vec![])], 3, 1);
+    let seg_id = m.segments[0].id;
+    chain.submit(&provider, Call::OpenSession(m));
+    chain.block();
+    // Before seats are drawn, nobody can commit.
+    assert!(matches!(
+        chain.try_apply(
+            &keys[0],
+            Call::Commit {
+                session: sid,
+                segment: 0,
+                commitment: Hash::ZERO
+            }
+        ),
+        Err(TxError::WrongPhase(_))
+    ));
+    let ev = chain.block();
+    let seats = seats_of(&ev, 0, 0);
+    assert_eq!(seats.len(), 4);
+    let outsider = keys.iter().find(|k| !seats.contains(&k.public())).unwrap();
+    let salt = Salt([5; 32]);
+    let c = |k: &Keypair, v| commitment(&sid, &seg_id, &k.public(), v, &salt);
+    assert_eq!(
+        chain.try_apply(
+            outsider,
+            Call::Commit {
+                session: sid,
+                segment: 0,
+                commitment: c(outsider, Vote::Valid)
+            }
+        ),
+        Err(TxError::NotASeat(outsider.public()))
+    );
+    let s: Vec<&Keypair> = seats.iter().map(|id| find(&keys, id)).collect();
+    let commit = |k: &Keypair, v| Call::Commit {
+        session: sid,
+        segment: 0,
+        commitment: c(k, v),
+    };
+    chain.try_apply(s[0], commit(s[0], Vote::Valid)).unwrap();
+    chain
+        .c
+        .apply(
+            &ctx(3),
+            &Signed::sign(
+                s[0],
+                Tx {
+                    nonce: 1,
+                    call: commit(s[0], Vote::Valid),
+                },
+            ),
+        )
+        .unwrap_err();
+    assert_eq!(
+        chain.try_apply(s[0], commit(s[0], Vote::Invalid)),
+        Err(TxError::AlreadyCommitted)
+    );
+    // A copy-cat reusing another seat's commitment is refused.
+    assert_eq!(
+        chain.try_apply(
+            s[1],
+            Call::Commit {
+                session: sid,
+                segment: 0,
+                commitment: c(s[0], Vote::Valid)
+            }
+        ),
+        Err(TxError::DuplicateCommitment)
+    );
+    for (i, k) in s.iter().enumerate().skip(1) {
+        let v = if i == 3 { Vote::Invalid } else { Vote::Valid };
+        chain.try_apply(k, commit(k, v)).unwrap();
+    }
+    // Every seat is in: the commit window closes early at the end of this block.
+    chain.height += 1;
+    let ev = chain.c.end_block(&ctx(chain.height));
+    assert!(
+        ev.iter()
+            .any(|e| matches!(e, Event::CommitWindowClosed { .. }))
+    );
+    // Reveal with the wrong vote fails; right ones pass; the fourth is late (k = 3).
+    assert_eq!(
+        chain.try_apply(
+            s[0],
+            Call::Reveal {
+                session: sid,
+                segment: 0,
+                vote: Vote::Invalid,
+                salt
+            }
+        ),
+        Err(TxError::CommitmentMismatch)
+    );
+    let mut counted = Vec::new();
+    for (i, k) in [s[3], s[0], s[1], s[2]].into_iter().enumerate() {
+        let v = if i == 0 { Vote::Invalid } else { Vote::Valid };
+        let ev = chain
+            .try_apply(
+                k,
+                Call::Reveal {
+                    session: sid,
+                    segment: 0,
+                    vote: v,
+                    salt,
+                },
+            )
+            .unwrap();
+        if let Some(Event::Revealed { counted: c, .. }) = ev.first() {
+            counted.push(*c);
+        }
+    }
+    assert_eq!(counted, [true, true, true, false]);
+    assert_eq!(
+        chain.try_apply(
+            s[0],
+            Call::Reveal {
+                session: sid,
+                segment: 0,
+                vote: Vote::Valid,
+                salt
+            }
+        ),
+        Err(TxError::AlreadyRevealed)
+    );
+}
+
+#[test]
+fn an_undecided_segment_escalates_to_the_next_tier() {
+    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 4), (Tier::Llm, 4)]);
+    let mut m = manifest(vec![segment(0, Tier::Computer, vec![])], 2, 0);
+    m.quorum.tau = Ppm(500_000);
+    m.fee *= 4;
+    // k = 2, tau = 1/2: one Valid and one Invalid reach q = 1 on both sides: undecided.
+    let provider = key("provider");
+    let sid = Tx::session_id(&provider.public(), chain.c.nonce(&provider.public()));
+    chain.submit(&provider, Call::OpenSession(m));
+    chain.block();
+    let ev = chain.block();
+    let salt = Salt([1; 32]);
+    let seg_id = segment(0, Tier::Computer, vec![]).id;
+    let vote_round = |chain: &mut Chain, seats: Vec<AccountId>, votes: &[Vote]| {
+        for (id, v) in seats.iter().zip(votes) {
+            let k = find(&keys, id);
+            chain.submit(
+                k,
+                Call::Commit {
+                    session: sid,
+                    segment: 0,
+                    commitment: commitment(&sid, &seg_id, id, *v, &salt),
+                },
+            );
+        }
+        chain.block();
+        for (id, v) in seats.iter().zip(votes) {
+            chain.submit(
+                find(&keys, id),
+                Call::Reveal {
+                    session: sid,
+                    segment: 0,
+                    vote: *v,
+                    salt,
+                },
+            );
+        }
+        chain.block()
+    };
+    let ev = vote_round(
+        &mut chain,
+        seats_of(&ev, 0, 0),
+        &[Vote::Valid, Vote::Invalid],
+    );
+    assert!(ev.iter().any(|e| matches!(
+        e,
+        Event::SegmentEscalated {
+            tier: Tier::Llm,
+            ..
+        }
+    )));
+    let round1 = seats_of(&ev, 0, 1);
+    assert_eq!(round1.len(), 2);
+    for id in &round1 {
+        assert_eq!(chain.c.state().auditors[id].tier, Tier::Llm);
+    }
+    vote_round(&mut chain, round1, &[Vote::Invalid, Vote::Invalid]);
+    chain.submit(
+        &provider,
+        Call::RevealMapping {
+            session: sid,
+            mapping: Hash::sha256(b"map"),
+            salt: Salt([9; 32]),
+        },
+    );
+    chain.block();
+    let o = chain.c.outcome(&sid).expect("decided");
+    assert_eq!(o.segments[0].verdict, SegmentVerdict::Invalid);
+    assert!(o.segments[0].escalated);
+    assert_eq!(o.segments[0].tier, Tier::Llm);
+}
+
+#[test]
+fn no_shows_are_treated_as_wrong_and_slashing_deactivates() {
+    let params = Params {
+        p_min: Ppm(1_000_000),
+        p_max: Ppm(1_000_000),
+        penalty: 950,
+        ..Params::default()
+    };
+    let (mut chain, keys) = Chain::new(params, &[(Tier::Computer, 4)]);
+    let (sid, ev) = run_session(
+        &mut chain,
+        &keys,
+        manifest(vec![segment(0, Tier::Computer, vec![])], 3, 1),
+        |_, j| (j != 0).then_some(Vote::Valid),
+    );
+    let no_show = seats_of(&ev, 0, 0)[0];
+    assert!(
+        ev.iter().any(|e| matches!(e,
+        Event::Slashed { seat, reason: SlashReason::NoShow, amount: 950, .. } if *seat == no_show))
+    );
+    let au = &chain.c.state().auditors[&no_show];
+    assert!(!au.active, "stake 50 is below the minimum 100");
+    assert!(au.reputation < Params::default().initial_reputation);
+    assert_eq!(chain.c.outcome(&sid).unwrap().trace, TraceVerdict::Pass);
+    assert_eq!(
+        chain.c.accounted_supply(),
+        u128::from(chain.c.state().supply)
+    );
+}
+
+#[test]
+fn rubber_stampers_are_caught_by_honeypots() {
+    let mut params = Params::default();
+    params.rubber_stamp.min_samples = 3;
+    let (mut chain, keys) = Chain::new(params, &[(Tier::Human, 3)]);
+    let provider = key("provider");
+    for n in 0..3u8 {
+        let salt = Salt([n; 32]);
+        let mut seg = segment(100 + n, Tier::Human, vec![]);
+        seg.honeypot = Some(honeypot_commitment(
+            &seg.id,
+            Vote::Invalid,
+            Difficulty::Obvious,
+            &salt,
+        ));
+        let sid = Tx::session_id(&provider.public(), chain.c.nonce(&provider.public()));
+        let seg_id = seg.id;
+        chain.submit(&provider, Call::OpenSession(manifest(vec![seg], 3, 0)));
+        chain.block();
+        let seats = seats_of(&chain.block(), 0, 0);
+        let vsalt = Salt([7; 32]);
+        for id in &seats {
+            chain.submit(
+                find(&keys, id),
+                Call::Commit {
+                    session: sid,
+                    segment: 0,
+                    commitment: commitment(&sid, &seg_id, id, Vote::Valid, &vsalt),
+                },
+            );
+        }
+        chain.block();
+        for id in &seats {
+            chain.submit(
+                find(&keys, id),
+                Call::Reveal {
+                    session: sid,
+                    segment: 0,
+                    vote: Vote::Valid,
+                    salt: vsalt,
+                },
+            );
+        }
+        chain.block();
+        // A wrong opening is refused; the right one lands.
+        assert_eq!(
+            chain.try_apply(
+                &provider,
+                Call::RevealHoneypot {
+                    session: sid,
+                    segment: 0,
+                    verdict: Vote::Valid,
+                    difficulty: Difficulty::Obvious,
+                    salt
+                }
+            ),
+            Err(TxError::CommitmentMismatch)
+        );
+        chain.submit(
+            &provider,
+            Call::RevealHoneypot {
+                session: sid,
+                segment: 0,
+                verdict: Vote::Invalid,
+                difficulty: Difficulty::Obvious,
+                salt,
+            },
+        );
+        chain.submit(
+            &provider,
+            Call::RevealMapping {
+                session: sid,
+                mapping: Hash::sha256(b"map"),
+                salt: Salt([9; 32]),
+            },
+        );
+        let ev = chain.block();
+        let o = chain.c.outcome(&sid).expect("decided");
+        assert_eq!(o.segments[0].honeypot, Some(Vote::Invalid));
+        if n < 2 {
+            assert!(!ev.iter().any(|e| matches!(
+                e,
+                Event::Slashed {
+                    reason: SlashReason::RubberStamp,
+                    ..
+                }
+            )));
+        } else {
+            let flagged = ev
+                .iter()
+                .filter(|e| {
+                    matches!(
+                        e,
+                        Event::Slashed {
+                            reason: SlashReason::RubberStamp,
+                            ..
+                        }
+                    )
+                })
+                .count();
+            assert_eq!(flagged, 3);
+        }
+    }
+    for k in &keys {
+        let au = &chain.c.state().auditors[&k.public()];
+        assert!(au.flagged && !au.active);
+        assert!(au.earned < au.slashed, "a flagged seat keeps no profit");
+    }
+}
+
+#[test]
+fn unbonding_waits_and_cannot_dodge_a_slash() {
+    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 1)]);
+    let k = &keys[0];
+    chain.submit(k, Call::Unbond { amount: 400 });
+    chain.block();
+    assert_eq!(chain.c.state().accounts[&k.public()].stake, 600);
+    assert_eq!(
+        chain.try_apply(k, Call::Withdraw),
+        Err(TxError::NothingToWithdraw)
+    );
+    for _ in 0..Params::default().unbond_delay {
+        chain.block();
+    }
+    let ev = chain.try_apply(k, Call::Withdraw).unwrap();
+    assert!(matches!(ev[0], Event::Withdrawn { amount: 400, .. }));
+}
+
+#[test]
+fn snapshots_restore_the_same_state_root() {
+    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 4)]);
+    let segs = vec![segment(0, Tier::Computer, vec![])];
+    run_session(&mut chain, &keys, manifest(segs, 3, 0), |_, _| {
+        Some(Vote::Valid)
+    });
+    let bytes = chain.c.snapshot();
+    let back = Contract::from_snapshot(&bytes).unwrap();
+    assert_eq!(back.state_root(), chain.c.state_root());
+    assert!(Contract::from_snapshot(&bytes[..bytes.len() - 1]).is_err());
+}
+
+#[test]
+fn commit_order_inside_a_block_does_not_change_the_state() {
+    let build = |reverse: bool| {
+        let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 5)]);
+        let provider = key("provider");
+        let sid = Tx::session_id(&provider.public(), 0);
+        let m = manifest(vec![segment(0, Tier::Computer, vec![])], 3, 0);
+        let seg_id = m.segments[0].id;
+        chain.submit(&provider, Call::OpenSession(m));
+        chain.block();
+        let mut seats = seats_of(&chain.block(), 0, 0);
+        if reverse {
+            seats.reverse();
+        }
+        for id in &seats {
+            chain.submit(
+                find(&keys, id),
+                Call::Commit {
+                    session: sid,
+                    segment: 0,
+                    commitment: commitment(&sid, &seg_id, id, Vote::Valid, &Salt([1; 32])),
+                },
+            );
+        }
+        chain.block();
+        chain.c.state_root()
+    };
+    assert_eq!(build(false), build(false));
+    assert_eq!(build(false), build(true));
+}
