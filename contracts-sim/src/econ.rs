@@ -79,10 +79,12 @@ pub(crate) fn score_seat(
     let r = au.reputation;
     match score {
         Score::Agree => {
-            au.reputation = update_reputation(params.gamma, r, true);
+            // A flagged seat keeps zero reputation and earns nothing more, even for votes
+            // cast in sessions that were already running when it was flagged.
+            if !au.flagged {
+                au.reputation = update_reputation(params.gamma, r, true);
+            }
             au.agreed = au.agreed.saturating_add(1);
-            // A seat flagged as a rubber-stamper earns nothing more, even for votes cast
-            // in sessions that were already running when it was flagged.
             let pay = if au.flagged {
                 0
             } else {
@@ -186,7 +188,8 @@ pub fn is_rubber_stamper(params: &Params, stats: &crate::state::HoneypotStats) -
 }
 
 /// Applies the rubber-stamp rule to a seat: a flagged seat forfeits everything it earned
-/// plus one penalty `P` from its stake, and is deactivated for good.
+/// plus one penalty `P` from its stake, loses its reputation (set to zero: the network now
+/// knows it does not judge), and is deactivated for good.
 pub(crate) fn check_rubber_stamp(
     st: &mut State,
     session: &Hash,
@@ -205,6 +208,7 @@ pub(crate) fn check_rubber_stamp(
     if let Some(au) = st.auditors.get_mut(seat) {
         au.flagged = true;
         au.active = false;
+        au.reputation = Ppm::ZERO;
     }
     events.push(Event::Slashed {
         session: *session,

@@ -15,7 +15,8 @@ use trust_protocol::{
 /// when it has voted on at least `min_samples` known-error honeypots, approved at least
 /// `approval` of them, and approved at least `approval` of the *obvious* ones (at least one
 /// seen). A flagged seat forfeits, from its stake, everything it has earned plus one
-/// penalty `P`, and is deactivated.
+/// penalty `P`, its reputation is set to zero, and it is deactivated for good (bonding
+/// more stake does not re-admit it).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RubberStampRule {
     /// Known-error honeypots a seat must have judged before it can be flagged.

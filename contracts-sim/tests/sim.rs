@@ -1,9 +1,9 @@
 //! The seeded simulator: determinism and the paper's orderings of strategies.
 #![cfg(feature = "sim")]
 
-use trust_contracts::sim::{Sim, SimConfig};
+use trust_contracts::sim::{Sim, SimConfig, SimReport, Strategy};
 
-fn run(seed: u64, sessions: u32) -> trust_contracts::sim::SimReport {
+fn run(seed: u64, sessions: u32) -> SimReport {
     let cfg = SimConfig {
         seed,
         sessions,
@@ -13,11 +13,67 @@ fn run(seed: u64, sessions: u32) -> trust_contracts::sim::SimReport {
 }
 
 #[test]
-fn smoke() {
-    let r = run(1, 300);
-    println!("{}", serde_json::to_string_pretty(&r.strategies).unwrap());
-    println!(
-        "{:?} {:?} decided {} failed {} blocks {}",
-        r.accuracy, r.txs_rejected, r.sessions_decided, r.sessions_failed, r.blocks
+fn same_seed_same_everything() {
+    let a = run(11, 80);
+    let b = run(11, 80);
+    assert_eq!(a.state_root, b.state_root);
+    assert_eq!(
+        serde_json::to_string(&a).unwrap(),
+        serde_json::to_string(&b).unwrap()
     );
+    let c = run(12, 80);
+    assert_ne!(a.state_root, c.state_root);
+    assert_eq!(a.sessions_decided, 80);
+}
+
+/// Paper setting (eps_L = 0.05, eps_H = 0.30, rho_H = 0.1): honest seats out-earn and
+/// out-rank every cheating strategy; the cheaters that never do the work lose money.
+#[test]
+fn strategies_rank_as_the_paper_predicts() {
+    for seed in [1, 2, 3] {
+        let r = run(seed, 400);
+        let s = |x: Strategy| r.strategy(x).unwrap().clone();
+        let honest = s(Strategy::Honest);
+        eprintln!("seed {seed}: {:#?}", r.strategies);
+        for other in [Strategy::Malicious, Strategy::Random, Strategy::RubberStamp] {
+            assert!(
+                honest.final_reputation_mean > s(other).final_reputation_mean,
+                "seed {seed}: honest reputation not above {}",
+                other.name()
+            );
+        }
+        assert!(honest.final_profit_mean > 0.0, "seed {seed}");
+        for loser in [
+            Strategy::Malicious,
+            Strategy::RubberStamp,
+            Strategy::Withholder,
+            Strategy::CopyCat,
+        ] {
+            assert!(
+                s(loser).final_profit_mean < 0.0,
+                "seed {seed}: {} profits",
+                loser.name()
+            );
+        }
+        assert_eq!(s(Strategy::RubberStamp).flagged, 2, "seed {seed}");
+        assert_eq!(s(Strategy::Honest).flagged, 0, "seed {seed}");
+        // Every copy-cat commitment was refused.
+        assert!(
+            r.txs_rejected
+                .get("DuplicateCommitment")
+                .copied()
+                .unwrap_or(0)
+                > 0
+        );
+        assert_eq!(r.sessions_failed, 0);
+    }
+}
+
+#[test]
+fn the_network_beats_a_single_auditor() {
+    let r = run(5, 300);
+    let a = &r.accuracy;
+    assert_eq!(a.traces, 300);
+    assert!(a.network_segment > a.single_segment, "{a:?}");
+    assert!(a.network_trace > a.single_trace, "{a:?}");
 }

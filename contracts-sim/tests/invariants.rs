@@ -1,0 +1,367 @@
+//! Property test: arbitrary sequences of (often invalid) transactions never panic and never
+//! break the contract's invariants.
+
+use std::collections::BTreeMap;
+
+use proptest::prelude::*;
+use trust_contracts::{BlockCtx, Contract, Genesis, GenesisAccount, Outcome, Params};
+use trust_protocol::{
+    Hash, Keypair, Salt, SealingPublicKey, Signed, Vote, commitment,
+    hdag::AbstractionLevel,
+    mapping_commitment,
+    tx::{Call, QuorumParams, SegmentEntry, SessionManifest, Tier, Tx},
+    units::Ppm,
+};
+
+const ACTORS: usize = 7;
+
+#[derive(Debug, Clone)]
+enum Action {
+    Transfer(usize, usize, u64),
+    Register(usize, u8),
+    Bond(usize, u64),
+    Unbond(usize, u64),
+    Withdraw(usize),
+    Open {
+        who: usize,
+        segments: u8,
+        k: u8,
+        extra: u8,
+        fee_factor: u8,
+    },
+    Commit {
+        who: usize,
+        session: usize,
+        segment: u16,
+        vote: u8,
+        copy: bool,
+    },
+    Reveal {
+        who: usize,
+        session: usize,
+        segment: u16,
+        vote: u8,
+    },
+    RevealMapping {
+        who: usize,
+        session: usize,
+    },
+    WrongNonce(usize),
+    Forged(usize),
+    EndBlock,
+}
+
+fn action() -> impl Strategy<Value = Action> {
+    let who = 0..ACTORS;
+    prop_oneof![
+        (who.clone(), who.clone(), 0u64..2_000).prop_map(|(a, b, x)| Action::Transfer(a, b, x)),
+        (who.clone(), 0u8..3).prop_map(|(a, t)| Action::Register(a, t)),
+        (who.clone(), 0u64..3_000).prop_map(|(a, x)| Action::Bond(a, x)),
+        (who.clone(), 0u64..3_000).prop_map(|(a, x)| Action::Unbond(a, x)),
+        who.clone().prop_map(Action::Withdraw),
+        (who.clone(), 1u8..4, 1u8..4, 0u8..2, 0u8..3).prop_map(
+            |(who, segments, k, extra, fee_factor)| {
+                Action::Open {
+                    who,
+                    segments,
+                    k,
+                    extra,
+                    fee_factor,
+                }
+            }
+        ),
+        (who.clone(), 0usize..4, 0u16..4, 0u8..3, any::<bool>()).prop_map(
+            |(who, session, segment, vote, copy)| Action::Commit {
+                who,
+                session,
+                segment,
+                vote,
+                copy
+            }
+        ),
+        (who.clone(), 0usize..4, 0u16..4, 0u8..3).prop_map(|(who, session, segment, vote)| {
+            Action::Reveal {
+                who,
+                session,
+                segment,
+                vote,
+            }
+        }),
+        (who.clone(), 0usize..4).prop_map(|(who, session)| Action::RevealMapping { who, session }),
+        who.clone().prop_map(Action::WrongNonce),
+        who.prop_map(Action::Forged),
+        Just(Action::EndBlock),
+        Just(Action::EndBlock),
+    ]
+}
+
+fn vote(v: u8) -> Vote {
+    match v {
+        0 => Vote::Valid,
+        1 => Vote::Invalid,
+        _ => Vote::Ungrounded,
+    }
+}
+
+fn seg_id(n: u8) -> Hash {
+    Hash::of_parts("prop-seg", &[&[n]])
+}
+
+struct World {
+    c: Contract,
+    keys: Vec<Keypair>,
+    sessions: Vec<Hash>,
+    height: u64,
+    decided: BTreeMap<Hash, Outcome>,
+}
+
+impl World {
+    fn new() -> Self {
+        let keys: Vec<Keypair> = (0..ACTORS)
+            .map(|i| Keypair::from_label(&format!("p{i}")))
+            .collect();
+        let accounts = keys
+            .iter()
+            .enumerate()
+            .map(|(i, k)| GenesisAccount {
+                id: k.public(),
+                balance: 5_000,
+                stake: if i < 5 { 500 } else { 0 },
+            })
+            .collect();
+        let params = Params {
+            commit_window: 3,
+            reveal_window: 3,
+            disclose_window: 2,
+            unbond_delay: 3,
+            ..Params::default()
+        };
+        Self {
+            c: Contract::new(&Genesis { params, accounts }).unwrap(),
+            keys,
+            sessions: Vec::new(),
+            height: 1,
+            decided: BTreeMap::new(),
+        }
+    }
+
+    fn ctx(&self) -> BlockCtx {
+        BlockCtx {
+            height: self.height,
+            block_hash: Hash::of_parts("prop-block", &[&self.height.to_le_bytes()]),
+        }
+    }
+
+    fn send(&mut self, who: usize, call: Call, nonce_skew: u64, forge: bool) {
+        let k = &self.keys[who];
+        let nonce = self.c.nonce(&k.public()) + nonce_skew;
+        let opens =
+            matches!(call, Call::OpenSession(_)).then(|| Tx::session_id(&k.public(), nonce));
+        let mut tx = Signed::sign(k, Tx { nonce, call });
+        if forge {
+            tx.body.nonce ^= 1 << 40;
+        }
+        let before = self.c.state_root();
+        match self.c.apply(&self.ctx(), &tx) {
+            Ok(_) => {
+                if let Some(id) = opens {
+                    self.sessions.push(id);
+                }
+            }
+            Err(_) => assert_eq!(self.c.state_root(), before, "a rejected tx changed state"),
+        }
+    }
+
+    fn step(&mut self, a: Action) {
+        let pick =
+            |s: &Vec<Hash>, i: usize| s.get(i % s.len().max(1)).copied().unwrap_or(Hash::ZERO);
+        match a {
+            Action::Transfer(a, b, x) => {
+                let to = self.keys[b].public();
+                self.send(a, Call::Transfer { to, amount: x }, 0, false)
+            }
+            Action::Register(a, t) => self.send(
+                a,
+                Call::RegisterAuditor {
+                    tier: Tier::ALL[usize::from(t)],
+                    expertise: vec!["math".into()],
+                    sealing_key: SealingPublicKey([7; 32]),
+                },
+                0,
+                false,
+            ),
+            Action::Bond(a, x) => self.send(a, Call::Bond { amount: x }, 0, false),
+            Action::Unbond(a, x) => self.send(a, Call::Unbond { amount: x }, 0, false),
+            Action::Withdraw(a) => self.send(a, Call::Withdraw, 0, false),
+            Action::Open {
+                who,
+                segments,
+                k,
+                extra,
+                fee_factor,
+            } => {
+                let segs = (0..segments)
+                    .map(|i| SegmentEntry {
+                        id: seg_id(i),
+                        level: AbstractionLevel::Step,
+                        tier: Tier::ALL[usize::from(i % 3)],
+                        weight: 1 + u32::from(i),
+                        depends_on: if i > 0 {
+                            vec![u16::from(i) - 1]
+                        } else {
+                            vec![]
+                        },
+                        cid: trust_protocol::cid::Cid::of(&[i]),
+                        honeypot: None,
+                    })
+                    .collect();
+                let mut m = SessionManifest {
+                    segments: segs,
+                    mapping_commitment: mapping_commitment(&Hash::ZERO, &Salt([1; 32])),
+                    quorum: QuorumParams {
+                        k: [k, k, k],
+                        extra_seats: extra,
+                        tau: Ppm(500_000),
+                        beta: Ppm(700_000),
+                    },
+                    fee: 0,
+                    domain: String::new(),
+                };
+                m.fee = trust_contracts::minimum_fee(&self.c.state().params, &m).unwrap_or(0)
+                    * u64::from(fee_factor);
+                self.send(who, Call::OpenSession(m), 0, false)
+            }
+            Action::Commit {
+                who,
+                session,
+                segment,
+                vote: v,
+                copy,
+            } => {
+                let sid = pick(&self.sessions, session);
+                let seat = self.keys[who].public();
+                let c = if copy {
+                    self.c
+                        .state()
+                        .sessions
+                        .get(&sid)
+                        .and_then(|s| s.segments.get(usize::from(segment)))
+                        .and_then(|g| g.seats.iter().find_map(|x| x.commitment))
+                        .unwrap_or(Hash::ZERO)
+                } else {
+                    commitment(
+                        &sid,
+                        &seg_id(segment as u8),
+                        &seat,
+                        vote(v),
+                        &Salt([who as u8; 32]),
+                    )
+                };
+                self.send(
+                    who,
+                    Call::Commit {
+                        session: sid,
+                        segment,
+                        commitment: c,
+                    },
+                    0,
+                    false,
+                )
+            }
+            Action::Reveal {
+                who,
+                session,
+                segment,
+                vote: v,
+            } => {
+                let sid = pick(&self.sessions, session);
+                self.send(
+                    who,
+                    Call::Reveal {
+                        session: sid,
+                        segment,
+                        vote: vote(v),
+                        salt: Salt([who as u8; 32]),
+                    },
+                    0,
+                    false,
+                )
+            }
+            Action::RevealMapping { who, session } => {
+                let sid = pick(&self.sessions, session);
+                self.send(
+                    who,
+                    Call::RevealMapping {
+                        session: sid,
+                        mapping: Hash::ZERO,
+                        salt: Salt([1; 32]),
+                    },
+                    0,
+                    false,
+                )
+            }
+            Action::WrongNonce(a) => self.send(a, Call::Withdraw, 1, false),
+            Action::Forged(a) => self.send(a, Call::Bond { amount: 1 }, 0, true),
+            Action::EndBlock => {
+                let ctx = self.ctx();
+                self.c.end_block(&ctx);
+                self.height += 1;
+            }
+        }
+        self.check();
+    }
+
+    fn check(&mut self) {
+        let st = self.c.state();
+        assert_eq!(
+            self.c.accounted_supply(),
+            u128::from(st.supply),
+            "supply not conserved"
+        );
+        for s in st.sessions.values() {
+            for g in &s.segments {
+                let mut seats: Vec<_> = g.seats.iter().map(|x| x.account).collect();
+                let n = seats.len();
+                seats.sort();
+                seats.dedup();
+                assert_eq!(seats.len(), n, "a seat sits twice on one segment");
+                assert!(!seats.contains(&s.provider), "the provider holds a seat");
+                let counted = g.seats.iter().filter(|x| x.counted && x.round == 0).count();
+                assert!(
+                    counted <= usize::from(s.manifest.quorum.k(g.entry.tier)).max(usize::from(g.k))
+                );
+            }
+        }
+        for (id, o) in &self.decided {
+            assert_eq!(st.outcomes.get(id), Some(o), "a decided session changed");
+            assert!(!st.sessions.contains_key(id));
+        }
+        for (id, o) in &st.outcomes {
+            self.decided.entry(*id).or_insert_with(|| o.clone());
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    #[test]
+    fn arbitrary_transactions_keep_the_invariants(actions in prop::collection::vec(action(), 1..160)) {
+        let mut w = World::new();
+        // Register most actors up front so that sessions can actually run.
+        for i in 0..5 {
+            w.step(Action::Register(i, 0));
+        }
+        w.step(Action::EndBlock);
+        for a in actions {
+            w.step(a);
+        }
+        for _ in 0..30 {
+            w.step(Action::EndBlock);
+        }
+        if std::env::var_os("PROP_STATS").is_some() {
+            let st = w.c.state();
+            eprintln!("opened {} decided {} failed {} burned {}", w.sessions.len(), st.outcomes.len(), st.failed.len(), st.burned);
+        }
+    }
+}
