@@ -47,7 +47,9 @@ pub struct BlockCtx {
     /// Height of the block.
     pub height: u64,
     /// The block's hash over everything except the state root it produces (the node's
-    /// "block seed"): the only randomness the contract uses.
+    /// "block seed"): the only randomness the contract uses. Only [`Contract::end_block`]
+    /// reads it; [`Contract::apply`] depends on the height alone, so a proposer can screen
+    /// transactions before the seed of its block is known.
     pub block_hash: Hash,
 }
 

@@ -7,6 +7,7 @@
 
 pub mod audit;
 pub mod blobs;
+pub mod chain;
 pub mod cli;
 pub mod decompose;
 pub mod keys;

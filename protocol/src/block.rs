@@ -89,6 +89,22 @@ impl BlockHeader {
     pub fn hash(&self) -> Hash {
         Hash::of_parts("trust/v1/block-header", &[&encoding::encode(self)])
     }
+
+    /// The randomness the contract draws seats and slashes with while executing this
+    /// block: a hash of every header field except `state_root`, which is the result of the
+    /// execution and so cannot feed it.
+    pub fn seed(&self) -> Hash {
+        Hash::of_parts(
+            "trust/v1/block-seed",
+            &[
+                self.chain.as_ref(),
+                &self.height.to_le_bytes(),
+                self.prev_hash.as_ref(),
+                self.txs_root.as_ref(),
+                self.proposer.as_ref(),
+            ],
+        )
+    }
 }
 
 impl Block {
@@ -186,6 +202,18 @@ mod tests {
         let mut d = b.clone();
         d.header.prev_hash = Hash::sha256(b"p");
         assert_ne!(b.hash(), d.hash());
+    }
+
+    #[test]
+    fn seed_ignores_only_the_state_root() {
+        let b = sample();
+        let mut c = b.clone();
+        c.header.state_root = Hash::sha256(b"other");
+        assert_eq!(b.header.seed(), c.header.seed());
+        let mut d = b.clone();
+        d.header.txs_root = Hash::sha256(b"t");
+        assert_ne!(b.header.seed(), d.header.seed());
+        assert_ne!(b.header.seed(), b.hash());
     }
 
     #[test]

@@ -1,0 +1,254 @@
+//! Block execution: the bridge between ordered blocks and the contract.
+//!
+//! The consensus driver calls [`build_block`] when this node proposes (drain candidate
+//! transactions into a block, executing each on a copy of the state and dropping the ones
+//! the contract rejects) and [`execute_block`] when it validates a proposal or applies a
+//! decided block. Both run the contract with the header's [`BlockHeader::seed`] as the
+//! block randomness, so the state root a header carries is the root after its own
+//! transactions and end-of-block step.
+//!
+//! A block is valid only if every transaction in it decodes canonically, verifies and
+//! applies: the ledger never holds a transaction that did nothing.
+//!
+//! [`BlockHeader::seed`]: trust_protocol::block::BlockHeader::seed
+
+use trust_contracts::{BlockCtx, Contract, Event, TxError};
+use trust_protocol::{
+    Hash, PublicKey,
+    block::{Block, BlockError, BlockHeader, MAX_BLOCK_BYTES, MAX_BLOCK_TXS, MAX_TX_BYTES},
+    encoding,
+    tx::SignedTx,
+};
+
+/// Why a block cannot be executed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExecError {
+    /// Malformed on its own.
+    #[error(transparent)]
+    Block(#[from] BlockError),
+    /// It belongs to another network.
+    #[error("block is for chain {got}, this node runs {expected}")]
+    WrongChain {
+        /// Our chain id.
+        expected: Hash,
+        /// The block's.
+        got: Hash,
+    },
+    /// Not the next height or not linked to our tip.
+    #[error("block {height} does not extend the tip (expected height {expected_height})")]
+    NotNext {
+        /// The block's height.
+        height: u64,
+        /// The height we expect.
+        expected_height: u64,
+    },
+    /// Wrong parent hash.
+    #[error("block {height}: prev_hash {got} is not the tip {expected}")]
+    WrongParent {
+        /// The block's height.
+        height: u64,
+        /// Our tip hash.
+        expected: Hash,
+        /// The block's prev_hash.
+        got: Hash,
+    },
+    /// A transaction does not decode.
+    #[error("block {height}, transaction {index}: {reason}")]
+    BadTx {
+        /// Height.
+        height: u64,
+        /// Position.
+        index: usize,
+        /// Decoder message.
+        reason: String,
+    },
+    /// The contract rejected a transaction.
+    #[error("block {height}, transaction {index} rejected: {error}")]
+    Rejected {
+        /// Height.
+        height: u64,
+        /// Position.
+        index: usize,
+        /// Why.
+        error: TxError,
+    },
+    /// Executing gives another state root than the header claims.
+    #[error("block {height}: state root {got} after execution, header says {claimed}")]
+    StateRootMismatch {
+        /// Height.
+        height: u64,
+        /// Claimed.
+        claimed: Hash,
+        /// Computed.
+        got: Hash,
+    },
+}
+
+/// Where the chain stands: what the next block must extend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tip {
+    /// Network id (hash of the genesis document).
+    pub chain: Hash,
+    /// Height of the last block (0 before the first).
+    pub height: u64,
+    /// Hash of the last block ([`Hash::ZERO`] before the first).
+    pub hash: Hash,
+}
+
+impl Tip {
+    /// The tip after `block`.
+    pub fn after(&self, block: &Block) -> Tip {
+        Tip {
+            chain: self.chain,
+            height: block.header.height,
+            hash: block.hash(),
+        }
+    }
+}
+
+/// A block executed on a copy of the state.
+#[derive(Debug, Clone)]
+pub struct Executed {
+    /// The state after the block.
+    pub contract: Contract,
+    /// Every event, in order: per transaction, then the end-of-block step.
+    pub events: Vec<Event>,
+}
+
+fn ctx(header: &BlockHeader) -> BlockCtx {
+    BlockCtx {
+        height: header.height,
+        block_hash: header.seed(),
+    }
+}
+
+fn check_link(tip: &Tip, block: &Block) -> Result<(), ExecError> {
+    block.check()?;
+    let h = &block.header;
+    if h.chain != tip.chain {
+        return Err(ExecError::WrongChain {
+            expected: tip.chain,
+            got: h.chain,
+        });
+    }
+    let expected_height = tip.height.saturating_add(1);
+    if h.height != expected_height {
+        return Err(ExecError::NotNext {
+            height: h.height,
+            expected_height,
+        });
+    }
+    if h.prev_hash != tip.hash {
+        return Err(ExecError::WrongParent {
+            height: h.height,
+            expected: tip.hash,
+            got: h.prev_hash,
+        });
+    }
+    Ok(())
+}
+
+/// Validates and executes `block` on a copy of `state`; `state` is untouched.
+pub fn execute_block(state: &Contract, tip: &Tip, block: &Block) -> Result<Executed, ExecError> {
+    check_link(tip, block)?;
+    let height = block.header.height;
+    let ctx = ctx(&block.header);
+    let mut contract = state.clone();
+    let mut events = Vec::new();
+    for (index, bytes) in block.txs.iter().enumerate() {
+        let tx: SignedTx = encoding::decode(bytes).map_err(|e| ExecError::BadTx {
+            height,
+            index,
+            reason: e.to_string(),
+        })?;
+        let ev = contract
+            .apply(&ctx, &tx)
+            .map_err(|error| ExecError::Rejected {
+                height,
+                index,
+                error,
+            })?;
+        events.extend(ev);
+    }
+    events.extend(contract.end_block(&ctx));
+    let got = contract.state_root();
+    if got != block.header.state_root {
+        return Err(ExecError::StateRootMismatch {
+            height,
+            claimed: block.header.state_root,
+            got,
+        });
+    }
+    Ok(Executed { contract, events })
+}
+
+/// A candidate the contract refused while building a block, with the reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dropped {
+    /// Signed transaction id.
+    pub id: Hash,
+    /// Why.
+    pub error: TxError,
+}
+
+/// Builds the next block from `candidates` in order: each is applied to a copy of the
+/// state and kept only if it applies; the block stops growing at the transaction and
+/// byte limits. Returns the block, its execution, and the refused candidates.
+pub fn build_block(
+    state: &Contract,
+    tip: &Tip,
+    proposer: PublicKey,
+    candidates: &[SignedTx],
+) -> (Block, Executed, Vec<Dropped>) {
+    let height = tip.height.saturating_add(1);
+    let mut contract = state.clone();
+    let mut txs: Vec<Vec<u8>> = Vec::new();
+    let mut dropped = Vec::new();
+    // Header overhead plus per-transaction length prefixes stay far below this margin.
+    let budget = MAX_BLOCK_BYTES.saturating_sub(4096);
+    let mut size = 0usize;
+    // Transactions must be known before the seed is, so candidates are first screened in
+    // order against a copy (seats are drawn only in `end_block`, which does not depend on
+    // which transactions were screened out), and the block is then executed for real.
+    let screen_ctx = BlockCtx {
+        height,
+        block_hash: Hash::ZERO,
+    };
+    for tx in candidates {
+        if txs.len() >= MAX_BLOCK_TXS {
+            break;
+        }
+        let bytes = encoding::encode(tx);
+        if bytes.is_empty() || bytes.len() > MAX_TX_BYTES {
+            continue;
+        }
+        if size.saturating_add(bytes.len()).saturating_add(8) > budget {
+            break;
+        }
+        match contract.apply(&screen_ctx, tx) {
+            Ok(_) => {
+                size = size.saturating_add(bytes.len()).saturating_add(8);
+                txs.push(bytes);
+            }
+            Err(error) => dropped.push(Dropped { id: tx.id(), error }),
+        }
+    }
+    let mut block = Block::new(tip.chain, height, tip.hash, Hash::ZERO, proposer, txs);
+    let ctx = ctx(&block.header);
+    let mut contract = state.clone();
+    let mut events = Vec::new();
+    for bytes in &block.txs {
+        if let Ok(tx) = encoding::decode::<SignedTx>(bytes)
+            && let Ok(ev) = contract.apply(&ctx, &tx)
+        {
+            events.extend(ev);
+        }
+    }
+    events.extend(contract.end_block(&ctx));
+    block.header.state_root = contract.state_root();
+    (block, Executed { contract, events }, dropped)
+}
+
+#[cfg(test)]
+mod tests;
