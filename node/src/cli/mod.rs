@@ -19,6 +19,7 @@ pub mod econ;
 pub mod keys;
 pub mod local;
 pub mod quorum;
+pub mod simulate;
 
 /// The TRUST node: audit LLM reasoning traces on a decentralized network.
 ///
@@ -63,6 +64,8 @@ pub enum Command {
     Keys(keys::KeysArgs),
     /// Segment and trace quorum probabilities (Lemma 1, Proposition 1, exact DP).
     Quorum(quorum::QuorumArgs),
+    /// Simulate auditors with different strategies on the real audit contract.
+    Simulate(simulate::SimulateArgs),
 }
 
 /// A command failure with its exit code.
@@ -118,6 +121,7 @@ pub fn run() -> ExitCode {
         Command::Econ(args) => econ::run(args),
         Command::Keys(args) => keys::run(args),
         Command::Quorum(args) => quorum::run(args),
+        Command::Simulate(args) => simulate::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
