@@ -163,3 +163,10 @@ fn a_config_file_sets_the_population() {
     assert_eq!(s["sessions_decided"], 30);
     assert_eq!(s["strategies"].as_array().unwrap().len(), 1);
 }
+
+#[test]
+fn the_example_config_is_the_default_written_out() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/sim/paper.toml");
+    let cfg: trust_contracts::sim::SimConfig = toml::from_str(&read(&path)).unwrap();
+    assert_eq!(cfg, trust_contracts::sim::SimConfig::default());
+}
