@@ -11,5 +11,6 @@ pub mod chain;
 pub mod cli;
 pub mod decompose;
 pub mod keys;
+pub mod ledger;
 pub mod report;
 pub mod submit;

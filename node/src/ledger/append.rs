@@ -1,0 +1,168 @@
+//! Appending a decided block: every check that needs no stored data runs first, then one
+//! sled transaction re-reads the tip, checks the links and writes the block, its indices,
+//! its session outcomes and the new tip together.
+
+use std::collections::BTreeSet;
+
+use sled::{
+    Transactional,
+    transaction::{ConflictableTransactionError, TransactionError, TransactionalTree},
+};
+use trust_protocol::{Hash, encoding, tx::SignedTx};
+
+use super::{
+    BLOCKS_TREE, CHAIN_KEY, Ledger, LedgerError, MAX_CERTIFICATE_BYTES, StoredBlock, TIP_KEY,
+    decode_chain, decode_outcome, decode_tip, height_key,
+};
+
+type TxResult<T> = Result<T, ConflictableTransactionError<LedgerError>>;
+
+fn abort<T>(error: LedgerError) -> TxResult<T> {
+    Err(ConflictableTransactionError::Abort(error))
+}
+
+impl Ledger {
+    /// Appends a decided block with the sessions it decides, then flushes.
+    ///
+    /// The block must pass [`Block::check`], belong to the ledger's chain (a ledger
+    /// without a chain id takes the first block's), sit at the height after the tip
+    /// (1 for the first block) and link to the tip's hash ([`Hash::ZERO`] for the first).
+    /// Every transaction must decode as a [`SignedTx`] that is not in the ledger yet, and
+    /// no session may have been decided by an earlier block. On any error nothing is
+    /// written.
+    ///
+    /// A block the ledger already holds at its height is accepted without writing (replay
+    /// after a crash); the certificate stored first is kept. A different block at a height
+    /// already taken is [`LedgerError::Conflict`].
+    ///
+    /// [`Block::check`]: trust_protocol::block::Block::check
+    pub fn append(
+        &self,
+        stored: &StoredBlock,
+        session_outcomes: &[Hash],
+    ) -> Result<(), LedgerError> {
+        let block = &stored.block;
+        let height = block.header.height;
+        block.check()?;
+        if stored.certificate.len() > MAX_CERTIFICATE_BYTES {
+            return Err(LedgerError::CertificateTooLarge {
+                len: stored.certificate.len(),
+            });
+        }
+        let bytes = encoding::try_encode(stored).map_err(LedgerError::Encode)?;
+        let hash = block.hash();
+        let chain_bytes = encoding::encode(&block.header.chain);
+        let tip_bytes = encoding::encode(&(height, hash));
+        let height_bytes = encoding::encode(&height);
+
+        let mut seen = BTreeSet::new();
+        let mut tx_entries = Vec::with_capacity(block.txs.len());
+        for (index, tx) in block.txs.iter().enumerate() {
+            let signed: SignedTx = encoding::decode(tx).map_err(|source| LedgerError::BadTx {
+                height,
+                index,
+                source,
+            })?;
+            let id = signed.id();
+            if !seen.insert(id) {
+                return Err(LedgerError::DuplicateTx { height, index, id });
+            }
+            // `Block::check` bounds the count far below `u32::MAX`.
+            let position = u32::try_from(index).unwrap_or(u32::MAX);
+            tx_entries.push((index, id, encoding::encode(&(height, position))));
+        }
+        let sessions: BTreeSet<&Hash> = session_outcomes.iter().collect();
+
+        let result = (&self.blocks, &self.tx_index, &self.outcomes, &self.meta).transaction(
+            |(blocks, tx_index, outcomes, meta)| {
+                let chain = decode_chain(meta.get(CHAIN_KEY)?.as_deref())
+                    .map_err(ConflictableTransactionError::Abort)?;
+                if let Some(expected) = chain
+                    && expected != block.header.chain
+                {
+                    return abort(LedgerError::WrongChain {
+                        expected,
+                        got: block.header.chain,
+                    });
+                }
+                let tip = decode_tip(meta.get(TIP_KEY)?.as_deref())
+                    .map_err(ConflictableTransactionError::Abort)?;
+                let (tip_height, tip_hash) = tip.unwrap_or((0, Hash::ZERO));
+                if height <= tip_height {
+                    return already_held(blocks, height, hash);
+                }
+                let expected = tip_height.checked_add(1);
+                if expected != Some(height) {
+                    return abort(LedgerError::NotNext {
+                        height,
+                        expected: expected.unwrap_or(u64::MAX),
+                    });
+                }
+                if block.header.prev_hash != tip_hash {
+                    return abort(LedgerError::WrongParent {
+                        height,
+                        expected: tip_hash,
+                        got: block.header.prev_hash,
+                    });
+                }
+                for (index, id, location) in &tx_entries {
+                    if tx_index.get(id.as_bytes())?.is_some() {
+                        return abort(LedgerError::DuplicateTx {
+                            height,
+                            index: *index,
+                            id: *id,
+                        });
+                    }
+                    tx_index.insert(id.as_bytes(), location.as_slice())?;
+                }
+                for session in &sessions {
+                    if let Some(old) = outcomes.get(session.as_bytes())? {
+                        let decided = decode_outcome(session, &old)
+                            .map_err(ConflictableTransactionError::Abort)?;
+                        return abort(LedgerError::DuplicateOutcome {
+                            height,
+                            session: **session,
+                            decided,
+                        });
+                    }
+                    outcomes.insert(session.as_bytes(), height_bytes.as_slice())?;
+                }
+                blocks.insert(&height_key(height), bytes.as_slice())?;
+                if chain.is_none() {
+                    meta.insert(CHAIN_KEY, chain_bytes.as_slice())?;
+                }
+                meta.insert(TIP_KEY, tip_bytes.as_slice())?;
+                Ok(())
+            },
+        );
+        match result {
+            Ok(()) => {}
+            Err(TransactionError::Abort(e)) => return Err(e),
+            Err(TransactionError::Storage(e)) => return Err(LedgerError::Db(e)),
+        }
+        self.db.flush()?;
+        Ok(())
+    }
+}
+
+/// A block at a height the ledger has passed: fine if it is the block held there.
+fn already_held(blocks: &TransactionalTree, height: u64, offered: Hash) -> TxResult<()> {
+    let Some(bytes) = blocks.get(height_key(height))? else {
+        return abort(LedgerError::Corrupt {
+            tree: BLOCKS_TREE,
+            key: height.to_string(),
+            reason: "no block below the tip".into(),
+        });
+    };
+    let held = super::decode_block(height, &bytes).map_err(ConflictableTransactionError::Abort)?;
+    let stored = held.block.hash();
+    if stored == offered {
+        Ok(())
+    } else {
+        abort(LedgerError::Conflict {
+            height,
+            stored,
+            offered,
+        })
+    }
+}

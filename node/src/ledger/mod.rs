@@ -1,0 +1,432 @@
+//! The node's append-only ledger: decided blocks, their commit certificates, and the
+//! indices users query, kept in sled.
+//!
+//! # What a block's `state_root` means
+//!
+//! `header.state_root` is the contract state root **after** applying the block: after
+//! every one of its transactions and the contract's end-of-block step, in that order. It
+//! is never the root the block started from. [`Ledger::verify`] holds the caller's replay
+//! to exactly that: the replay applies the block to the state left by the previous block
+//! and returns the root it ends with, which must equal the header's.
+//!
+//! # Layout
+//!
+//! One sled database (its own, or shared with other subsystems; the trees are prefixed
+//! `ledger/`) with five trees:
+//!
+//! | tree | key | value |
+//! |---|---|---|
+//! | `ledger/blocks` | height, big-endian `u64` | canonical encoding of a [`StoredBlock`] |
+//! | `ledger/tx_index` | signed transaction id ([`Signed::id`]) | encoded `(height: u64, index: u32)` |
+//! | `ledger/outcomes` | session id | encoded height of the block that decided it |
+//! | `ledger/snapshots` | height, big-endian `u64` | opaque contract state bytes |
+//! | `ledger/meta` | `chain`, `tip` | chain id; encoded `(height, block hash)` of the tip |
+//!
+//! Heights are big-endian so that sled's key order is height order.
+//!
+//! # Guarantees
+//!
+//! [`Ledger::append`] checks the block and its links, then writes the block, its
+//! transaction index entries, the session outcomes it decides and the new tip in one
+//! sled transaction across the four trees, and flushes before returning: when it returns
+//! `Ok` the block is on disk, and when it fails nothing was written. Appending a block the
+//! ledger already holds is `Ok` (replay after a crash); a different block at a height
+//! already taken is [`LedgerError::Conflict`].
+//!
+//! Every byte read back is decoded with the protocol's size-limited canonical decoder, so a
+//! corrupted disk gives [`LedgerError::Corrupt`] (or, from [`Ledger::verify`],
+//! [`LedgerError::Broken`] naming the height), never a panic.
+//!
+//! [`Signed::id`]: trust_protocol::Signed::id
+
+mod append;
+mod verify;
+
+#[cfg(test)]
+mod tests;
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use trust_protocol::{
+    DecodeError, Hash, MAX_MESSAGE_BYTES,
+    block::{Block, BlockError, MAX_BLOCK_BYTES},
+    encoding,
+};
+
+/// Largest commit certificate stored with a block. Together with [`MAX_BLOCK_BYTES`] it
+/// keeps every encoded [`StoredBlock`] below the decoder's limit, so whatever was appended
+/// can always be read back.
+pub const MAX_CERTIFICATE_BYTES: usize = 1024 * 1024;
+
+/// How many contract snapshots [`Ledger::put_snapshot`] keeps (the newest ones).
+pub const SNAPSHOTS_KEPT: usize = 3;
+
+// Block, certificate and their two length prefixes fit in one decodable message.
+const _: () = assert!(MAX_BLOCK_BYTES + MAX_CERTIFICATE_BYTES + 64 <= MAX_MESSAGE_BYTES);
+
+const BLOCKS_TREE: &str = "ledger/blocks";
+const TX_INDEX_TREE: &str = "ledger/tx_index";
+const OUTCOMES_TREE: &str = "ledger/outcomes";
+const SNAPSHOTS_TREE: &str = "ledger/snapshots";
+const META_TREE: &str = "ledger/meta";
+
+const CHAIN_KEY: &[u8] = b"chain";
+const TIP_KEY: &[u8] = b"tip";
+
+/// Why a ledger operation failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LedgerError {
+    /// The block is malformed on its own (limits, `txs_root`, height 0).
+    #[error(transparent)]
+    Block(#[from] BlockError),
+    /// The block belongs to another network than this ledger.
+    #[error("block is for chain {got}, this ledger holds chain {expected}")]
+    WrongChain {
+        /// The ledger's chain id.
+        expected: Hash,
+        /// The block's.
+        got: Hash,
+    },
+    /// The block is not at the height after the tip.
+    #[error("block at height {height} does not extend the tip (expected height {expected})")]
+    NotNext {
+        /// The block's height.
+        height: u64,
+        /// The height the ledger expects next.
+        expected: u64,
+    },
+    /// The block's `prev_hash` is not the tip's hash.
+    #[error("block {height}: prev_hash {got} is not the tip hash {expected}")]
+    WrongParent {
+        /// The block's height.
+        height: u64,
+        /// The tip's hash ([`Hash::ZERO`] before the first block).
+        expected: Hash,
+        /// The block's `prev_hash`.
+        got: Hash,
+    },
+    /// A different block is already stored at this height.
+    #[error("block {height}: ledger holds {stored}, refusing the different block {offered}")]
+    Conflict {
+        /// The contested height.
+        height: u64,
+        /// Hash of the block the ledger holds.
+        stored: Hash,
+        /// Hash of the block offered.
+        offered: Hash,
+    },
+    /// A transaction of the block does not decode as a signed transaction.
+    #[error("block {height}, transaction {index} does not decode: {source}")]
+    BadTx {
+        /// The block's height.
+        height: u64,
+        /// Position of the transaction in the block.
+        index: usize,
+        /// The decoder's reason.
+        #[source]
+        source: DecodeError,
+    },
+    /// The same signed transaction is already in the ledger (or twice in the block).
+    #[error("block {height}, transaction {index}: transaction {id} is already in the ledger")]
+    DuplicateTx {
+        /// The block's height.
+        height: u64,
+        /// Position of the transaction in the block.
+        index: usize,
+        /// Its id.
+        id: Hash,
+    },
+    /// A session outcome was already decided by an earlier block.
+    #[error("block {height}: session {session} was already decided at height {decided}")]
+    DuplicateOutcome {
+        /// The block's height.
+        height: u64,
+        /// The session.
+        session: Hash,
+        /// Height of the block that decided it first.
+        decided: u64,
+    },
+    /// The commit certificate is larger than [`MAX_CERTIFICATE_BYTES`].
+    #[error("commit certificate of {len} bytes exceeds the limit of {MAX_CERTIFICATE_BYTES}")]
+    CertificateTooLarge {
+        /// Its length.
+        len: usize,
+    },
+    /// The block could not be encoded for storage.
+    #[error("block does not encode: {0}")]
+    Encode(#[source] DecodeError),
+    /// A snapshot for a height the ledger has not reached.
+    #[error("snapshot at height {height} is beyond the tip at height {tip}")]
+    SnapshotAhead {
+        /// The snapshot's height.
+        height: u64,
+        /// The tip height (0 before the first block).
+        tip: u64,
+    },
+    /// Stored bytes do not decode (disk corruption or a foreign database).
+    #[error("ledger tree {tree}, key {key}: corrupt entry: {reason}")]
+    Corrupt {
+        /// The tree holding the entry.
+        tree: &'static str,
+        /// The entry's key, readable (a height or a hash in hex).
+        key: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// [`Ledger::verify`] found the chain broken at a height.
+    #[error("ledger broken at height {height}: {reason}")]
+    Broken {
+        /// The first height that fails.
+        height: u64,
+        /// What is wrong there.
+        reason: String,
+    },
+    /// The database failed.
+    #[error("ledger store: {0}")]
+    Db(#[from] sled::Error),
+}
+
+/// A decided block as the ledger keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredBlock {
+    /// The block.
+    pub block: Block,
+    /// The BFT commit certificate that decided it, opaque to the ledger (filled in by the
+    /// consensus driver).
+    pub certificate: Vec<u8>,
+}
+
+/// What [`Ledger::verify`] checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifyReport {
+    /// Blocks walked (the tip height).
+    pub blocks: u64,
+    /// Transactions in them.
+    pub txs: u64,
+    /// Hash of the last block ([`Hash::ZERO`] for an empty ledger).
+    pub tip_hash: Hash,
+}
+
+/// The append-only ledger. Cloning gives another handle to the same trees.
+#[derive(Debug, Clone)]
+pub struct Ledger {
+    db: sled::Db,
+    blocks: sled::Tree,
+    tx_index: sled::Tree,
+    outcomes: sled::Tree,
+    snapshots: sled::Tree,
+    meta: sled::Tree,
+}
+
+impl Ledger {
+    /// Opens (or creates) a ledger in its own sled database at `path`. The chain id is
+    /// taken from the first block appended, unless it was set already.
+    pub fn open(path: &Path) -> Result<Ledger, LedgerError> {
+        Ledger::from_db(&sled::open(path)?)
+    }
+
+    /// Opens (or creates) a ledger at `path` for `chain`: a new ledger records the chain
+    /// id at once; an existing one must hold the same chain.
+    pub fn open_with_chain(path: &Path, chain: Hash) -> Result<Ledger, LedgerError> {
+        let ledger = Ledger::open(path)?;
+        ledger.set_chain(chain)?;
+        Ok(ledger)
+    }
+
+    /// Opens (or creates) the ledger's trees in a database shared with other subsystems.
+    pub fn from_db(db: &sled::Db) -> Result<Ledger, LedgerError> {
+        Ok(Ledger {
+            db: db.clone(),
+            blocks: db.open_tree(BLOCKS_TREE)?,
+            tx_index: db.open_tree(TX_INDEX_TREE)?,
+            outcomes: db.open_tree(OUTCOMES_TREE)?,
+            snapshots: db.open_tree(SNAPSHOTS_TREE)?,
+            meta: db.open_tree(META_TREE)?,
+        })
+    }
+
+    /// Records the chain id of an empty ledger, or checks it against the recorded one.
+    pub fn set_chain(&self, chain: Hash) -> Result<(), LedgerError> {
+        let swapped =
+            self.meta
+                .compare_and_swap(CHAIN_KEY, None::<&[u8]>, Some(encoding::encode(&chain)))?;
+        match swapped {
+            Ok(()) => {
+                self.db.flush()?;
+                Ok(())
+            }
+            Err(current) => {
+                let expected = decode_chain(current.current.as_deref())?;
+                match expected {
+                    Some(expected) if expected != chain => Err(LedgerError::WrongChain {
+                        expected,
+                        got: chain,
+                    }),
+                    _ => Ok(()),
+                }
+            }
+        }
+    }
+
+    /// The chain id, once set.
+    pub fn chain(&self) -> Result<Option<Hash>, LedgerError> {
+        decode_chain(self.meta.get(CHAIN_KEY)?.as_deref())
+    }
+
+    /// Height and hash of the last block, or `None` before the first.
+    pub fn tip(&self) -> Result<Option<(u64, Hash)>, LedgerError> {
+        decode_tip(self.meta.get(TIP_KEY)?.as_deref())
+    }
+
+    /// The stored block at `height`.
+    pub fn block(&self, height: u64) -> Result<Option<StoredBlock>, LedgerError> {
+        self.blocks
+            .get(height_key(height))?
+            .map(|bytes| decode_block(height, &bytes))
+            .transpose()
+    }
+
+    /// Where a signed transaction sits: the height of its block and its position there.
+    pub fn tx_location(&self, id: &Hash) -> Result<Option<(u64, u32)>, LedgerError> {
+        self.tx_index
+            .get(id.as_bytes())?
+            .map(|bytes| decode_tx_location(id, &bytes))
+            .transpose()
+    }
+
+    /// Height of the block that decided a session, once decided.
+    pub fn outcome_height(&self, session: &Hash) -> Result<Option<u64>, LedgerError> {
+        self.outcomes
+            .get(session.as_bytes())?
+            .map(|bytes| decode_outcome(session, &bytes))
+            .transpose()
+    }
+
+    /// Stores the contract state after the block at `height` (0: the genesis state) and
+    /// flushes. Only the newest [`SNAPSHOTS_KEPT`] snapshots are kept; a snapshot older
+    /// than all of those is dropped at once. A snapshot at a height already held replaces it.
+    pub fn put_snapshot(&self, height: u64, state: &[u8]) -> Result<(), LedgerError> {
+        let tip = self.tip()?.map_or(0, |(h, _)| h);
+        if height > tip {
+            return Err(LedgerError::SnapshotAhead { height, tip });
+        }
+        let mut heights = vec![height];
+        for key in self.snapshots.iter().keys() {
+            heights.push(parse_height_key(SNAPSHOTS_TREE, &key?)?);
+        }
+        heights.sort_unstable_by(|a, b| b.cmp(a));
+        heights.dedup();
+        let mut batch = sled::Batch::default();
+        let dropped = heights.get(SNAPSHOTS_KEPT..).unwrap_or_default();
+        if !dropped.contains(&height) {
+            batch.insert(&height_key(height), state);
+        }
+        for old in dropped.iter().filter(|&&h| h != height) {
+            batch.remove(&height_key(*old));
+        }
+        self.snapshots.apply_batch(batch)?;
+        self.db.flush()?;
+        Ok(())
+    }
+
+    /// The newest snapshot and its height.
+    pub fn latest_snapshot(&self) -> Result<Option<(u64, Vec<u8>)>, LedgerError> {
+        match self.snapshots.last()? {
+            None => Ok(None),
+            Some((key, state)) => Ok(Some((
+                parse_height_key(SNAPSHOTS_TREE, &key)?,
+                state.to_vec(),
+            ))),
+        }
+    }
+
+    /// The stored blocks from height `from` on, in height order.
+    pub fn iter_blocks(
+        &self,
+        from: u64,
+    ) -> impl Iterator<Item = Result<StoredBlock, LedgerError>> + use<> {
+        self.blocks.range(height_key(from)..).map(|kv| {
+            let (key, bytes) = kv?;
+            decode_block(parse_height_key(BLOCKS_TREE, &key)?, &bytes)
+        })
+    }
+
+    /// Writes everything to disk (appends and snapshots already flush).
+    pub fn flush(&self) -> Result<(), LedgerError> {
+        self.db.flush()?;
+        Ok(())
+    }
+}
+
+fn height_key(height: u64) -> [u8; 8] {
+    height.to_be_bytes()
+}
+
+fn parse_height_key(tree: &'static str, key: &[u8]) -> Result<u64, LedgerError> {
+    <[u8; 8]>::try_from(key)
+        .map(u64::from_be_bytes)
+        .map_err(|_| LedgerError::Corrupt {
+            tree,
+            key: hex::encode(key),
+            reason: format!("key of {} bytes is not a big-endian height", key.len()),
+        })
+}
+
+/// Decodes the block stored at `height`, checking it claims that height.
+fn decode_block(height: u64, bytes: &[u8]) -> Result<StoredBlock, LedgerError> {
+    let corrupt = |reason: String| LedgerError::Corrupt {
+        tree: BLOCKS_TREE,
+        key: height.to_string(),
+        reason,
+    };
+    let stored: StoredBlock = encoding::decode(bytes).map_err(|e| corrupt(e.to_string()))?;
+    if stored.block.header.height != height {
+        return Err(corrupt(format!(
+            "holds a block with height {}",
+            stored.block.header.height
+        )));
+    }
+    Ok(stored)
+}
+
+fn decode_tx_location(id: &Hash, bytes: &[u8]) -> Result<(u64, u32), LedgerError> {
+    encoding::decode(bytes).map_err(|e| LedgerError::Corrupt {
+        tree: TX_INDEX_TREE,
+        key: id.to_hex(),
+        reason: e.to_string(),
+    })
+}
+
+fn decode_outcome(session: &Hash, bytes: &[u8]) -> Result<u64, LedgerError> {
+    encoding::decode(bytes).map_err(|e| LedgerError::Corrupt {
+        tree: OUTCOMES_TREE,
+        key: session.to_hex(),
+        reason: e.to_string(),
+    })
+}
+
+fn decode_chain(bytes: Option<&[u8]>) -> Result<Option<Hash>, LedgerError> {
+    bytes
+        .map(|b| {
+            encoding::decode::<Hash>(b).map_err(|e| LedgerError::Corrupt {
+                tree: META_TREE,
+                key: "chain".into(),
+                reason: e.to_string(),
+            })
+        })
+        .transpose()
+}
+
+fn decode_tip(bytes: Option<&[u8]>) -> Result<Option<(u64, Hash)>, LedgerError> {
+    bytes
+        .map(|b| {
+            encoding::decode::<(u64, Hash)>(b).map_err(|e| LedgerError::Corrupt {
+                tree: META_TREE,
+                key: "tip".into(),
+                reason: e.to_string(),
+            })
+        })
+        .transpose()
+}
