@@ -27,6 +27,26 @@ fn read(p: &Path) -> String {
     std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
+/// An SVG document, as the file starts.
+fn assert_svg(p: &Path) {
+    let text = read(p);
+    assert!(
+        text.starts_with("<svg") || text.starts_with("<?xml"),
+        "{} is not an SVG: {:?}",
+        p.display(),
+        text.get(..60)
+    );
+}
+
+/// Exit code 2 and one `error: ...` line on stderr containing `needle`.
+fn assert_usage_error(o: &Output, needle: &str) {
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "stderr: {err}");
+    let line = err.trim_end();
+    assert!(line.starts_with("error: ") && !line.contains('\n'), "{err}");
+    assert!(line.contains(needle), "{needle:?} not in {err:?}");
+}
+
 fn summary(dir: &Path) -> Value {
     serde_json::from_str(&read(&dir.join("summary.json"))).unwrap()
 }
@@ -68,7 +88,8 @@ fn a_run_is_reproducible_from_its_seed() {
         header,
         "decided,height,honest,malicious,random,rubber-stamp,withholder,copy-cat"
     );
-    assert!(read(&a.join("profit.svg")).contains("<svg"));
+    assert_svg(&a.join("reputation.svg"));
+    assert_svg(&a.join("profit.svg"));
     let strategies = sa["strategies"].as_array().unwrap();
     let honest = strategies
         .iter()
@@ -100,7 +121,20 @@ fn a_sweep_reports_every_rate() {
         let net: f64 = cols[1].parse().unwrap();
         assert!((0.0..=1.0).contains(&net), "{row}");
     }
-    assert!(read(&t.path().join("sweep.svg")).contains("<svg"));
+    assert_svg(&t.path().join("sweep.svg"));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("L2 H4"));
+
+    // Rate 0 leaves the population alone: the same run as plain `simulate`.
+    let plain = t.path().join("plain");
+    ok(&run(&[
+        "simulate",
+        "--sessions",
+        "40",
+        "--out",
+        plain.to_str().unwrap(),
+    ]));
+    let root = summary(&plain)["state_root"].as_str().unwrap().to_owned();
+    assert!(csv.lines().nth(1).unwrap().ends_with(&root), "{csv}");
 }
 
 #[test]
@@ -115,8 +149,7 @@ fn bad_input_is_refused_clearly() {
         "--out",
         out.to_str().unwrap(),
     ]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("[0, 1]"));
+    assert_usage_error(&o, "[0, 1]");
 
     let cfg = t.path().join("bad.toml");
     std::fs::write(&cfg, "sesions = 5\n").unwrap();
@@ -127,8 +160,22 @@ fn bad_input_is_refused_clearly() {
         "--out",
         out.to_str().unwrap(),
     ]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("sesions"));
+    assert_usage_error(&o, "sesions");
+
+    // Nested tables and population entries do not deny unknown fields themselves.
+    std::fs::write(
+        &cfg,
+        "[quorum]\nk = [3, 5, 5]\nextra_seats = 1\ntau = 600000\nbeta = 800000\ntauu = 1\n",
+    )
+    .unwrap();
+    let o = run(&[
+        "simulate",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_usage_error(&o, "quorum.tauu");
 
     let o = run(&[
         "simulate",
@@ -137,7 +184,7 @@ fn bad_input_is_refused_clearly() {
         "--out",
         out.to_str().unwrap(),
     ]);
-    assert_eq!(o.status.code(), Some(2));
+    assert_usage_error(&o, "sessions");
     assert!(!out.exists(), "nothing is written for a refused run");
 }
 

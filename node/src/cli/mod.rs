@@ -65,6 +65,24 @@ pub enum Command {
     /// Segment and trace quorum probabilities (Lemma 1, Proposition 1, exact DP).
     Quorum(quorum::QuorumArgs),
     /// Simulate auditors with different strategies on the real audit contract.
+    ///
+    /// A seeded network of auditors drives the real audit contract with real signed
+    /// transactions, block by block: honest seats (error rate per tier), malicious seats
+    /// (always wrong), random guessers, rubber-stampers (approve everything), withholders
+    /// (commit, never reveal) and copy-cats (reuse another seat's commitment). Ground truth
+    /// comes from the generator: 70-85% of segments are correct and some sessions carry
+    /// honeypots. Without --config the population and parameters are the paper's setting
+    /// (examples/sim/paper.toml writes them out). The same seed and config give the same
+    /// state root and byte-identical files.
+    ///
+    /// Writes to --out DIR: reputation.csv and profit.csv (columns decided, height, then
+    /// the mean reputation or mean cumulative profit of each strategy present; one row per
+    /// sample), reputation.svg and profit.svg (the paper's Figure 6), and summary.json
+    /// (counts, final means per strategy, accuracy against ground truth, the final
+    /// state_root and the config used). Prints the final means, the accuracy and the state
+    /// root.
+    ///
+    /// `simulate sweep` reruns it with a rising share of corrupted auditors.
     Simulate(simulate::SimulateArgs),
 }
 

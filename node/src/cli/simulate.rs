@@ -4,12 +4,15 @@
 //! plain-majority baselines (the shape of the paper's Table 1).
 
 use std::{
+    collections::BTreeMap,
     fmt::Write as _,
     path::{Path, PathBuf},
 };
 
 use clap::{Args, Subcommand};
+use serde_json::Value;
 use trust_contracts::sim::{Population, Sim, SimConfig, SimReport, Strategy};
+use trust_protocol::{tx::Tier, units::Ppm};
 
 use super::{CliError, CliResult, read_input_file};
 use crate::report::svg::{Chart, LegendCorner, Series, write_line_chart};
@@ -18,6 +21,8 @@ use crate::report::svg::{Chart, LegendCorner, Series, write_line_chart};
 const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
 /// Most sessions one run may ask for.
 const MAX_SESSIONS: u32 = 1_000_000;
+/// Most auditors one run may ask for.
+const MAX_AUDITORS: u64 = 10_000;
 
 /// Flags shared by a run and a sweep.
 #[derive(Debug, Clone, Args)]
@@ -39,18 +44,9 @@ pub struct SimFlags {
 
 /// `simulate`: run the contract with simulated auditors.
 #[derive(Debug, Args)]
-#[command(
-    args_conflicts_with_subcommands = true,
-    about = "Simulate auditors with different strategies on the real audit contract",
-    long_about = "Simulate a network of auditors on the real audit contract, with real signed \
-transactions: honest seats (error rate per tier), malicious seats (always wrong), random \
-guessers, rubber-stampers (approve everything), withholders (commit, never reveal) and \
-copy-cats (reuse another seat's commitment). Ground truth comes from the generator: 70-85% \
-of segments are correct and some sessions carry honeypots.\n\nWrites to --out: \
-reputation.csv and profit.csv (mean per strategy over time), reputation.svg and profit.svg \
-(the paper's Figure 6), and summary.json (final means per strategy, accuracy against ground \
-truth, the final state_root and the config used)."
-)]
+// The help text is the doc comment of `Command::Simulate` in `cli/mod.rs`: clap takes a
+// subcommand's about from the variant, not from this struct.
+#[command(args_conflicts_with_subcommands = true)]
 pub struct SimulateArgs {
     /// Run flags (when no subcommand is given).
     #[command(flatten)]
@@ -79,7 +75,9 @@ sweep.svg to --out."
 /// `simulate sweep`.
 #[derive(Debug, Args)]
 pub struct SweepArgs {
-    /// Corruption rates in [0, 1], comma separated.
+    /// Corruption rates in [0, 1], comma separated: in each tier, round(c * honest
+    /// auditors) of the honest auditors (to the nearest whole auditor, halves up) are
+    /// turned malicious for the run at rate c.
     #[arg(
         long,
         value_delimiter = ',',
@@ -105,11 +103,7 @@ pub fn run(args: SimulateArgs) -> CliResult {
 
 fn load_config(flags: &SimFlags) -> Result<SimConfig, CliError> {
     let mut cfg = match &flags.config {
-        Some(path) => {
-            let text = read_input_file(path, MAX_CONFIG_BYTES)?;
-            toml::from_str::<SimConfig>(&text)
-                .map_err(|e| CliError::usage(format!("{}: {e}", path.display())))?
-        }
+        Some(path) => parse_config(path)?,
         None => SimConfig::default(),
     };
     if let Some(seed) = flags.seed {
@@ -120,11 +114,79 @@ fn load_config(flags: &SimFlags) -> Result<SimConfig, CliError> {
     }
     if cfg.sessions == 0 || cfg.sessions > MAX_SESSIONS {
         return Err(CliError::usage(format!(
-            "--sessions must be in 1..={MAX_SESSIONS}, got {}",
+            "sessions (--sessions or the config) must be in 1..={MAX_SESSIONS}, got {}",
             cfg.sessions
         )));
     }
+    let auditors: u64 = cfg.population.iter().map(|p| u64::from(p.count)).sum();
+    if auditors > MAX_AUDITORS {
+        return Err(CliError::usage(format!(
+            "the population has {auditors} auditors, more than the limit of {MAX_AUDITORS}"
+        )));
+    }
     Ok(cfg)
+}
+
+/// Parses a TOML config. Errors are one-line usage errors naming the file and the line
+/// or the unknown key.
+fn parse_config(path: &Path) -> Result<SimConfig, CliError> {
+    let text = read_input_file(path, MAX_CONFIG_BYTES)?;
+    let cfg: SimConfig = toml::from_str(&text).map_err(|e| {
+        let msg = e.message().replace('\n', " ");
+        match e.span() {
+            Some(s) => {
+                let upto = text.get(..s.start).unwrap_or("");
+                let line = upto.matches('\n').count().saturating_add(1);
+                CliError::usage(format!("config {}: line {line}: {msg}", path.display()))
+            }
+            None => CliError::usage(format!("config {}: {msg}", path.display())),
+        }
+    })?;
+    // Only the top level of the simulator config denies unknown fields; a misspelt key in
+    // [quorum], [params] or a [[population]] entry would be dropped silently. A key the
+    // parsed config does not write back was not used.
+    let input = toml::from_str::<toml::Table>(&text)
+        .ok()
+        .and_then(|t| serde_json::to_value(t).ok())
+        .unwrap_or(Value::Null);
+    let known = serde_json::to_value(&cfg).unwrap_or(Value::Null);
+    let mut unknown = Vec::new();
+    unknown_keys(&input, &known, "", &mut unknown);
+    if !unknown.is_empty() {
+        let list: Vec<String> = unknown.iter().map(|k| format!("`{k}`")).collect();
+        return Err(CliError::usage(format!(
+            "config {}: unknown key{} {}",
+            path.display(),
+            if unknown.len() == 1 { "" } else { "s" },
+            list.join(", ")
+        )));
+    }
+    Ok(cfg)
+}
+
+/// Appends to `out` the dotted path of every table key of `input` that `known` lacks.
+fn unknown_keys(input: &Value, known: &Value, path: &str, out: &mut Vec<String>) {
+    match (input, known) {
+        (Value::Object(i), Value::Object(k)) => {
+            for (key, v) in i {
+                let p = if path.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{path}.{key}")
+                };
+                match k.get(key) {
+                    Some(kv) => unknown_keys(v, kv, &p, out),
+                    None => out.push(p),
+                }
+            }
+        }
+        (Value::Array(i), Value::Array(k)) => {
+            for (n, (iv, kv)) in i.iter().zip(k).enumerate() {
+                unknown_keys(iv, kv, &format!("{path}[{n}]"), out);
+            }
+        }
+        _ => {}
+    }
 }
 
 fn simulate(cfg: SimConfig) -> Result<SimReport, CliError> {
@@ -302,28 +364,76 @@ fn run_single(flags: SimFlags) -> CliResult {
     Ok(())
 }
 
-/// Replaces a share `rate` of the honest auditors of each tier by malicious ones.
-fn corrupt(population: &[Population], rate: f64) -> Vec<Population> {
-    let mut out = Vec::new();
-    for p in population {
-        if p.strategy != Strategy::Honest {
-            out.push(p.clone());
+/// The population with a share `rate` of each tier's honest auditors turned malicious:
+/// `round(rate * honest)` per tier, halves up, in integer parts per million so that no
+/// float noise decides a half. The converted auditors join the tier's malicious group (a
+/// new one is appended if the tier has none); emptied honest groups stay with count 0, so
+/// every other group keeps its place (and its seeded keys). Returns the population and
+/// the count converted per tier (tiers with none left out).
+fn corrupt(population: &[Population], rate: Ppm) -> (Vec<Population>, Vec<(Tier, u32)>) {
+    let mut pop = population.to_vec();
+    let mut converted = Vec::new();
+    for tier in Tier::ALL {
+        let is_honest = |p: &Population| p.tier == tier && p.strategy == Strategy::Honest;
+        let honest: u64 = pop
+            .iter()
+            .filter(|p| is_honest(p))
+            .map(|p| u64::from(p.count))
+            .sum();
+        let share = honest
+            .saturating_mul(u64::from(rate.0.min(Ppm::ONE.0)))
+            .saturating_add(500_000)
+            / 1_000_000;
+        let Ok(share) = u32::try_from(share) else {
+            continue;
+        };
+        if share == 0 {
             continue;
         }
-        let bad = ((f64::from(p.count) * rate).round() as u32).min(p.count);
-        out.push(Population {
-            count: p.count - bad,
-            ..p.clone()
-        });
-        if bad > 0 {
-            out.push(Population {
-                tier: p.tier,
-                strategy: Strategy::Malicious,
-                count: bad,
-            });
+        let mut left = share;
+        for p in pop.iter_mut().filter(|p| is_honest(p)) {
+            let take = p.count.min(left);
+            p.count = p.count.saturating_sub(take);
+            left = left.saturating_sub(take);
         }
+        match pop
+            .iter_mut()
+            .find(|p| p.tier == tier && p.strategy == Strategy::Malicious)
+        {
+            Some(p) => p.count = p.count.saturating_add(share),
+            None => pop.push(Population {
+                tier,
+                strategy: Strategy::Malicious,
+                count: share,
+            }),
+        }
+        converted.push((tier, share));
     }
-    out
+    (pop, converted)
+}
+
+/// A rate in [0, 1] in parts per million, rounded.
+fn rate_ppm(rate: f64) -> Ppm {
+    Ppm((rate.clamp(0.0, 1.0) * 1e6).round() as u32)
+}
+
+/// `C3 H4`: auditors converted per tier, with the paper's tier letters.
+fn fmt_converted(converted: &[(Tier, u32)]) -> String {
+    if converted.is_empty() {
+        return "-".into();
+    }
+    let parts: Vec<String> = converted
+        .iter()
+        .map(|(t, n)| {
+            let letter = match t {
+                Tier::Computer => 'C',
+                Tier::Llm => 'L',
+                Tier::Human => 'H',
+            };
+            format!("{letter}{n}")
+        })
+        .collect();
+    parts.join(" ")
 }
 
 fn run_sweep(args: SweepArgs) -> CliResult {
@@ -342,12 +452,14 @@ fn run_sweep(args: SweepArgs) -> CliResult {
     let base = load_config(&args.flags)?;
     let mut rows = Vec::new();
     for &c in &args.corruption {
+        let (population, converted) = corrupt(&base.population, rate_ppm(c));
+        tracing::info!(corruption = c, converted = %fmt_converted(&converted), "corrupting");
         let cfg = SimConfig {
-            population: corrupt(&base.population, c),
+            population,
             ..base.clone()
         };
         let report = simulate(cfg)?;
-        rows.push((c, report));
+        rows.push((c, converted, report));
     }
     let dir = &args.flags.out;
     create_dir(dir)?;
@@ -355,8 +467,12 @@ fn run_sweep(args: SweepArgs) -> CliResult {
         "corruption,network_trace,single_trace,majority_trace,network_segment,single_segment,majority_segment,state_root\n",
     );
     let mut json = Vec::new();
-    for (c, r) in &rows {
+    for (c, converted, r) in &rows {
         let a = &r.accuracy;
+        let converted: BTreeMap<String, u32> = converted
+            .iter()
+            .map(|(t, n)| (format!("{t:?}"), *n))
+            .collect();
         let _ = writeln!(
             csv,
             "{c},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{}",
@@ -370,9 +486,12 @@ fn run_sweep(args: SweepArgs) -> CliResult {
         );
         json.push(serde_json::json!({
             "corruption": c,
+            "converted": converted,
+            "population": r.config.population,
             "accuracy": a,
             "state_root": r.state_root,
             "sessions_decided": r.sessions_decided,
+            "sessions_failed": r.sessions_failed,
         }));
     }
     let csv_path = dir.join("sweep.csv");
@@ -382,7 +501,9 @@ fn run_sweep(args: SweepArgs) -> CliResult {
     let text = serde_json::to_string_pretty(&serde_json::json!({
         "seed": base.seed,
         "sessions": base.sessions,
+        "conversion": "per tier, round(corruption * honest auditors) turned malicious, halves up",
         "rows": json,
+        "config": base,
     }))
     .map_err(|e| CliError::failed(format!("cannot encode sweep: {e}")))?;
     write_file(&json_path, &text)?;
@@ -399,7 +520,7 @@ fn run_sweep(args: SweepArgs) -> CliResult {
         .iter()
         .map(|(label, f)| Series {
             label: (*label).into(),
-            points: rows.iter().map(|(c, r)| (*c, f(&r.accuracy))).collect(),
+            points: rows.iter().map(|(c, _, r)| (*c, f(&r.accuracy))).collect(),
         })
         .collect();
     plot(
@@ -415,8 +536,9 @@ fn run_sweep(args: SweepArgs) -> CliResult {
         &series,
     )?;
     outln!(
-        "{:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "{:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
         "corruption",
+        "converted",
         "net-tr",
         "single-tr",
         "major-tr",
@@ -424,11 +546,12 @@ fn run_sweep(args: SweepArgs) -> CliResult {
         "single-sg",
         "major-sg"
     );
-    for (c, r) in &rows {
+    for (c, converted, r) in &rows {
         let a = &r.accuracy;
         outln!(
-            "{:>10.2} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3}",
-            c,
+            "{:>10} {:>9} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3}",
+            c.to_string(),
+            fmt_converted(converted),
             a.network_trace,
             a.single_trace,
             a.majority_trace,
@@ -445,29 +568,58 @@ fn run_sweep(args: SweepArgs) -> CliResult {
 
 #[cfg(test)]
 mod tests {
-    use trust_protocol::tx::Tier;
-
     use super::*;
 
     #[test]
     fn corruption_turns_honest_into_malicious_per_tier() {
-        let pop = vec![
-            Population {
-                tier: Tier::Llm,
-                strategy: Strategy::Honest,
-                count: 10,
-            },
-            Population {
-                tier: Tier::Human,
-                strategy: Strategy::RubberStamp,
-                count: 2,
-            },
-        ];
-        let c = corrupt(&pop, 0.2);
-        assert_eq!(c[0].count, 8);
-        assert_eq!(c[1].strategy, Strategy::RubberStamp);
-        assert_eq!(c[2].strategy, Strategy::Malicious);
-        assert_eq!(c[2].count, 2);
-        assert_eq!(corrupt(&pop, 0.0).len(), 2);
+        let pop = SimConfig::default().population;
+        let (same, none) = corrupt(&pop, Ppm(0));
+        assert_eq!(same, pop);
+        assert!(none.is_empty());
+
+        // 12 honest LLM auditors: 0.2 * 12 = 2.4 -> 2; 18 honest humans: 3.6 -> 4.
+        let (p, converted) = corrupt(&pop, rate_ppm(0.2));
+        assert_eq!(converted, vec![(Tier::Llm, 2), (Tier::Human, 4)]);
+        assert_eq!(fmt_converted(&converted), "L2 H4");
+        let count = |t, s| -> u32 {
+            p.iter()
+                .filter(|x| x.tier == t && x.strategy == s)
+                .map(|x| x.count)
+                .sum()
+        };
+        assert_eq!(count(Tier::Llm, Strategy::Honest), 10);
+        assert_eq!(count(Tier::Llm, Strategy::Malicious), 3);
+        assert_eq!(count(Tier::Human, Strategy::Honest), 14);
+        assert_eq!(count(Tier::Human, Strategy::Malicious), 6);
+        assert_eq!(count(Tier::Human, Strategy::RubberStamp), 2);
+        assert_eq!(p.len(), pop.len(), "existing groups keep their place");
+
+        // The share is taken per tier, not per group; halves round up; a tier without a
+        // malicious group gets one.
+        let honest = |count| Population {
+            tier: Tier::Llm,
+            strategy: Strategy::Honest,
+            count,
+        };
+        let (p, converted) = corrupt(&[honest(3), honest(3)], rate_ppm(0.25));
+        assert_eq!(converted, vec![(Tier::Llm, 2)]);
+        assert_eq!((p[0].count, p[1].count), (1, 3));
+        assert_eq!(p[2].strategy, Strategy::Malicious);
+        assert_eq!(p[2].count, 2);
+        let (p, _) = corrupt(&[honest(2)], rate_ppm(1.0));
+        assert_eq!((p[0].count, p[1].count), (0, 2));
+    }
+
+    #[test]
+    fn unknown_nested_keys_are_found() {
+        let known = serde_json::to_value(SimConfig::default()).unwrap();
+        let input = serde_json::json!({
+            "seed": 3,
+            "quorum": {"k": [1, 2, 3], "tauu": 1},
+            "population": [{"tier": "Llm", "count": 1, "colour": "red"}],
+        });
+        let mut out = Vec::new();
+        unknown_keys(&input, &known, "", &mut out);
+        assert_eq!(out, vec!["population[0].colour", "quorum.tauu"]);
     }
 }
