@@ -358,6 +358,7 @@ impl Sim {
     /// Produces one block.
     pub fn step(&mut self) {
         self.height = self.height.saturating_add(1);
+        self.top_up_stakes();
         if self.height > 1 {
             for _ in 0..self.cfg.sessions_per_block {
                 if self.opened < self.cfg.sessions {
@@ -407,6 +408,30 @@ impl Sim {
         }
         events.extend(self.contract.end_block(&ctx));
         self.react(&events);
+    }
+
+    /// Auditors of every strategy behave like operators who keep their bond: whenever an
+    /// unflagged auditor's stake has fallen below twice its tier minimum, it bonds from its
+    /// balance (its earnings) back up to the configured stake. Slashes come out of stake
+    /// while rewards are paid to the balance, so without this even honest auditors would
+    /// drift out of the seat pool over thousands of sessions.
+    fn top_up_stakes(&mut self) {
+        let state = self.contract.state();
+        let params = &state.params;
+        for (i, a) in self.agents.iter().enumerate() {
+            let (Some(acct), Some(au)) = (state.accounts.get(&a.id), state.auditors.get(&a.id))
+            else {
+                continue;
+            };
+            let floor = params.min_stake(a.tier).saturating_mul(2);
+            if au.flagged || acct.stake >= floor || acct.balance == 0 {
+                continue;
+            }
+            let amount = self.cfg.stake.saturating_sub(acct.stake).min(acct.balance);
+            if amount > 0 {
+                self.queue.push((i, Call::Bond { amount }));
+            }
+        }
     }
 
     fn open_session(&mut self) {
