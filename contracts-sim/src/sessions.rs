@@ -239,6 +239,23 @@ pub(crate) fn reveal(
     Ok(())
 }
 
+/// The live session, if `sender` is its provider and it is in the disclosure window.
+fn disclosing<'a>(
+    st: &'a mut State,
+    sender: AccountId,
+    session: &Hash,
+    when: &'static str,
+) -> Result<&'a mut Session, TxError> {
+    let s = live(st, session)?;
+    if s.provider != sender {
+        return Err(TxError::NotProvider);
+    }
+    if !matches!(s.phase, Phase::Disclose { .. }) {
+        return Err(TxError::WrongPhase(when));
+    }
+    Ok(s)
+}
+
 pub(crate) fn reveal_mapping(
     st: &mut State,
     sender: AccountId,
@@ -247,13 +264,7 @@ pub(crate) fn reveal_mapping(
     salt: &Salt,
     events: &mut Vec<Event>,
 ) -> Result<(), TxError> {
-    let s = live(st, &session)?;
-    if s.provider != sender {
-        return Err(TxError::NotProvider);
-    }
-    if !matches!(s.phase, Phase::Disclose { .. }) {
-        return Err(TxError::WrongPhase("the mapping is opened after voting"));
-    }
+    let s = disclosing(st, sender, &session, "the mapping is opened after voting")?;
     if s.mapping.is_some() {
         return Err(TxError::AlreadyDisclosed);
     }
@@ -276,13 +287,7 @@ pub(crate) fn reveal_honeypot(
     salt: &Salt,
     events: &mut Vec<Event>,
 ) -> Result<(), TxError> {
-    let s = live(st, &session)?;
-    if s.provider != sender {
-        return Err(TxError::NotProvider);
-    }
-    if !matches!(s.phase, Phase::Disclose { .. }) {
-        return Err(TxError::WrongPhase("honeypots are opened after voting"));
-    }
+    let s = disclosing(st, sender, &session, "honeypots are opened after voting")?;
     let seg = s
         .segments
         .get_mut(usize::from(segment))
