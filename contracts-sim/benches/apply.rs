@@ -50,6 +50,7 @@ fn setup() -> (Contract, Vec<Signed<Tx>>, Vec<Signed<Tx>>) {
     let mut c = Contract::new(&Genesis {
         params: Params::default(),
         accounts,
+        auditors: vec![],
     })
     .unwrap();
     for k in &keys {

@@ -109,12 +109,25 @@ impl Contract {
                 return Err(GenesisError::DuplicateAccount(a.id));
             }
         }
+        let mut auditors = BTreeMap::new();
+        for a in &genesis.auditors {
+            if !accounts.contains_key(&a.id) || auditors.contains_key(&a.id) {
+                return Err(GenesisError::BadAuditor(a.id));
+            }
+            let mut expertise = a.expertise.clone();
+            expertise.sort();
+            expertise.dedup();
+            auditors.insert(
+                a.id,
+                registry::new_auditor(&genesis.params, a.tier, expertise, a.sealing_key),
+            );
+        }
         Ok(Self {
             state: State {
                 params: genesis.params.clone(),
                 height: 0,
                 accounts,
-                auditors: BTreeMap::new(),
+                auditors,
                 sessions: BTreeMap::new(),
                 outcomes: BTreeMap::new(),
                 failed: BTreeMap::new(),

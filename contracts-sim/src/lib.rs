@@ -42,7 +42,7 @@ pub mod sim;
 pub use contract::{BlockCtx, Contract, SnapshotError};
 pub use error::TxError;
 pub use events::{Event, SlashReason};
-pub use params::{Genesis, GenesisAccount, GenesisError, Params, RubberStampRule};
+pub use params::{Genesis, GenesisAccount, GenesisAuditor, GenesisError, Params, RubberStampRule};
 pub use sessions::minimum_fee;
 pub use state::{
     Account, Auditor, FailureBound, HoneypotStats, LocalVerdict, MAX_UNBONDINGS, Outcome, Phase,

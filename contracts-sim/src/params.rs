@@ -150,6 +150,20 @@ pub struct GenesisAccount {
     pub stake: Amount,
 }
 
+/// An auditor registered at genesis (its account must be funded in `accounts`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GenesisAuditor {
+    /// The account.
+    pub id: AccountId,
+    /// Tier.
+    pub tier: trust_protocol::tx::Tier,
+    /// Expertise domains.
+    #[serde(default)]
+    pub expertise: Vec<String>,
+    /// X25519 key segment keys are sealed to.
+    pub sealing_key: trust_protocol::SealingPublicKey,
+}
+
 /// The initial state of a network.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Genesis {
@@ -157,6 +171,9 @@ pub struct Genesis {
     pub params: Params,
     /// Funded accounts.
     pub accounts: Vec<GenesisAccount>,
+    /// Auditors registered from the start (a testnet's nodes serve as seats at once).
+    #[serde(default)]
+    pub auditors: Vec<GenesisAuditor>,
 }
 
 /// Why a genesis is unusable.
@@ -169,6 +186,9 @@ pub enum GenesisError {
     /// The total supply does not fit in an amount.
     #[error("total supply overflows")]
     SupplyOverflow,
+    /// A genesis auditor has no genesis account, or appears twice.
+    #[error("genesis auditor {0} is not a genesis account or is listed twice")]
+    BadAuditor(AccountId),
     /// A parameter is out of its range.
     #[error("parameter {0} is out of range")]
     BadParam(&'static str),

@@ -46,26 +46,34 @@ pub(crate) fn register(
     let mut expertise = expertise.to_vec();
     expertise.sort();
     expertise.dedup();
-    st.auditors.insert(
-        who,
-        Auditor {
-            tier,
-            expertise,
-            sealing_key,
-            reputation: st.params.initial_reputation,
-            active: true,
-            earned: 0,
-            slashed: 0,
-            agreed: 0,
-            disagreed: 0,
-            votes: 0,
-            approvals: 0,
-            honeypots: HoneypotStats::default(),
-            flagged: false,
-        },
-    );
+    let auditor = new_auditor(&st.params, tier, expertise, sealing_key);
+    st.auditors.insert(who, auditor);
     events.push(Event::AuditorRegistered { account: who, tier });
     Ok(())
+}
+
+/// A freshly registered auditor: initial reputation, active, no history.
+pub(crate) fn new_auditor(
+    params: &crate::params::Params,
+    tier: Tier,
+    expertise: Vec<String>,
+    sealing_key: SealingPublicKey,
+) -> Auditor {
+    Auditor {
+        tier,
+        expertise,
+        sealing_key,
+        reputation: params.initial_reputation,
+        active: true,
+        earned: 0,
+        slashed: 0,
+        agreed: 0,
+        disagreed: 0,
+        votes: 0,
+        approvals: 0,
+        honeypots: HoneypotStats::default(),
+        flagged: false,
+    }
 }
 
 pub(crate) fn bond(

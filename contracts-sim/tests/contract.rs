@@ -51,7 +51,12 @@ impl Chain {
             balance: 1_000_000,
             stake: 0,
         });
-        let c = Contract::new(&Genesis { params, accounts }).unwrap();
+        let c = Contract::new(&Genesis {
+            params,
+            accounts,
+            auditors: vec![],
+        })
+        .unwrap();
         let mut chain = Chain {
             c,
             height: 0,
@@ -820,4 +825,65 @@ fn commit_order_inside_a_block_does_not_change_the_state() {
     };
     assert_eq!(build(false), build(false));
     assert_eq!(build(false), build(true));
+}
+
+#[test]
+fn genesis_auditors_hold_seats_from_the_start() {
+    let keys: Vec<Keypair> = (0..3).map(|i| key(&format!("g{i}"))).collect();
+    let provider = key("provider");
+    let mut accounts: Vec<GenesisAccount> = keys
+        .iter()
+        .map(|k| GenesisAccount {
+            id: k.public(),
+            balance: 0,
+            stake: 500,
+        })
+        .collect();
+    accounts.push(GenesisAccount {
+        id: provider.public(),
+        balance: 1_000,
+        stake: 0,
+    });
+    let auditors: Vec<trust_contracts::GenesisAuditor> = keys
+        .iter()
+        .map(|k| trust_contracts::GenesisAuditor {
+            id: k.public(),
+            tier: Tier::Computer,
+            expertise: vec![],
+            sealing_key: SealingPublicKey([3; 32]),
+        })
+        .collect();
+    let mut c = Contract::new(&Genesis {
+        params: Params::default(),
+        accounts: accounts.clone(),
+        auditors: auditors.clone(),
+    })
+    .unwrap();
+    let m = manifest(vec![segment(0, Tier::Computer, vec![])], 3, 0);
+    c.apply(
+        &ctx(1),
+        &Signed::sign(
+            &provider,
+            Tx {
+                nonce: 0,
+                call: Call::OpenSession(m),
+            },
+        ),
+    )
+    .unwrap();
+    c.end_block(&ctx(1));
+    let ev = c.end_block(&ctx(2));
+    assert_eq!(seats_of(&ev, 0, 0).len(), 3);
+
+    let stranger = key("stranger").public();
+    let mut bad = auditors;
+    bad[0].id = stranger;
+    assert_eq!(
+        Contract::new(&Genesis {
+            params: Params::default(),
+            accounts,
+            auditors: bad,
+        }),
+        Err(trust_contracts::GenesisError::BadAuditor(stranger))
+    );
 }

@@ -137,7 +137,12 @@ impl World {
             ..Params::default()
         };
         Self {
-            c: Contract::new(&Genesis { params, accounts }).unwrap(),
+            c: Contract::new(&Genesis {
+                params,
+                accounts,
+                auditors: vec![],
+            })
+            .unwrap(),
             keys,
             sessions: Vec::new(),
             height: 1,

@@ -294,6 +294,7 @@ impl Sim {
         let contract = Contract::new(&Genesis {
             params: cfg.params.clone(),
             accounts,
+            auditors: vec![],
         })?;
         let by_id = agents.iter().enumerate().map(|(i, a)| (a.id, i)).collect();
         let mut queue = Vec::new();

@@ -23,6 +23,7 @@ fn genesis() -> (Contract, Tip, Keypair, Keypair) {
                 stake: 0,
             },
         ],
+        auditors: vec![],
     };
     let tip = Tip {
         chain: Hash::sha256(b"test-chain"),
