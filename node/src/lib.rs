@@ -9,6 +9,7 @@ pub mod audit;
 pub mod blobs;
 pub mod chain;
 pub mod cli;
+pub mod config;
 pub mod decompose;
 pub mod keys;
 pub mod ledger;

@@ -16,6 +16,7 @@ macro_rules! outln {
 }
 
 pub mod econ;
+pub mod home;
 pub mod keys;
 pub mod local;
 pub mod quorum;
@@ -84,6 +85,12 @@ pub enum Command {
     ///
     /// `simulate sweep` reruns it with a rising share of corrupted auditors.
     Simulate(simulate::SimulateArgs),
+    /// Create a node home: fresh keys and a default config.toml (never overwrites).
+    Init(home::InitArgs),
+    /// Local multi-node networks: `testnet init --nodes N --home DIR`.
+    Testnet(home::TestnetArgs),
+    /// Inspect this node's ledger: `ledger verify --home DIR`.
+    Ledger(home::LedgerArgs),
 }
 
 /// A command failure with its exit code.
@@ -140,6 +147,9 @@ pub fn run() -> ExitCode {
         Command::Keys(args) => keys::run(args),
         Command::Quorum(args) => quorum::run(args),
         Command::Simulate(args) => simulate::run(args),
+        Command::Init(args) => home::run_init(args),
+        Command::Testnet(args) => home::run_testnet(args),
+        Command::Ledger(args) => home::run_ledger(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

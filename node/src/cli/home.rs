@@ -1,0 +1,252 @@
+//! `init`, `testnet init` and `ledger verify`: setting up node homes and checking a
+//! ledger on disk.
+
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Subcommand};
+use trust_contracts::{Contract, Genesis, GenesisAccount, GenesisAuditor, Params};
+use trust_protocol::{Hash, block::Block, tx::Tier};
+
+use super::{CliError, CliResult, keys::expand_home};
+use crate::{
+    chain::{Tip, execute_block},
+    config::{self, GenesisDoc, NodeConfig},
+    keys,
+    ledger::Ledger,
+};
+
+/// Most nodes `testnet init` creates.
+const MAX_TESTNET_NODES: u16 = 64;
+
+fn failed(e: impl std::fmt::Display) -> CliError {
+    CliError::failed(e.to_string())
+}
+
+/// `init`: create a node home.
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// The node's home directory (keys, config.toml, data).
+    #[arg(long, env = "TRUST_HOME", default_value = "~/.trust-node")]
+    pub home: String,
+    /// A name for logs and status.
+    #[arg(long, default_value = "trust-node")]
+    pub moniker: String,
+}
+
+/// Runs `init`: fresh keys and a default `config.toml`; never overwrites either.
+pub fn run_init(args: InitArgs) -> CliResult {
+    let home = expand_home(&args.home);
+    let cfg = NodeConfig {
+        moniker: args.moniker,
+        ..NodeConfig::default()
+    };
+    if home.join(config::CONFIG_FILE).exists() {
+        return Err(CliError::failed(format!(
+            "{} already exists: refusing to overwrite it",
+            home.join(config::CONFIG_FILE).display()
+        )));
+    }
+    let k = keys::generate(&home).map_err(failed)?;
+    let path = config::write_config(&home, &cfg).map_err(failed)?;
+    tracing::info!(home = %home.display(), "initialised node home");
+    outln!("account   {}", k.account_id());
+    outln!("sealing   {}", k.sealing_public());
+    outln!("config    {}", path.display());
+    outln!("next: put the network's genesis.json in {}", home.display());
+    Ok(())
+}
+
+/// `testnet`: local multi-node networks.
+#[derive(Debug, Args)]
+pub struct TestnetArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: TestnetCommand,
+}
+
+/// Subcommands of `testnet`.
+#[derive(Debug, Subcommand)]
+pub enum TestnetCommand {
+    /// Create homes `node0..nodeN-1` under --home: keys, configs on 127.0.0.1 ports that
+    /// do not collide, and one genesis.json in which every node is a funded validator and
+    /// a registered Computer-tier auditor.
+    Init(TestnetInitArgs),
+}
+
+/// `testnet init`.
+#[derive(Debug, Args)]
+pub struct TestnetInitArgs {
+    /// Number of validator nodes.
+    #[arg(long, default_value_t = 4)]
+    pub nodes: u16,
+    /// Directory that receives one home per node.
+    #[arg(long)]
+    pub home: PathBuf,
+    /// First port; node i uses base + 10 i (p2p), + 1 (consensus), + 2 (HTTP API).
+    #[arg(long, default_value_t = 26_600)]
+    pub base_port: u16,
+    /// Network name, part of the chain id.
+    #[arg(long, default_value = "trust-local")]
+    pub chain_name: String,
+}
+
+/// Runs `testnet`.
+pub fn run_testnet(args: TestnetArgs) -> CliResult {
+    match args.command {
+        TestnetCommand::Init(a) => testnet_init(a),
+    }
+}
+
+fn testnet_init(a: TestnetInitArgs) -> CliResult {
+    if a.nodes == 0 || a.nodes > MAX_TESTNET_NODES {
+        return Err(CliError::usage(format!(
+            "--nodes must be in 1..={MAX_TESTNET_NODES}, got {}",
+            a.nodes
+        )));
+    }
+    let last = u32::from(a.base_port) + 10 * u32::from(a.nodes - 1) + 2;
+    if last > u32::from(u16::MAX) {
+        return Err(CliError::usage(format!(
+            "--base-port {} leaves no room for {} nodes",
+            a.base_port, a.nodes
+        )));
+    }
+    let homes: Vec<PathBuf> = (0..a.nodes)
+        .map(|i| a.home.join(format!("node{i}")))
+        .collect();
+    if let Some(h) = homes.iter().find(|h| h.exists()) {
+        return Err(CliError::failed(format!(
+            "{} already exists: refusing to overwrite a node home",
+            h.display()
+        )));
+    }
+    let mut node_keys = Vec::new();
+    for h in &homes {
+        node_keys.push(keys::generate(h).map_err(failed)?);
+    }
+    let port = |i: u16, off: u16| a.base_port + 10 * i + off;
+    let addr = |i: u16, off: u16, k: &keys::NodeKeys| {
+        let pid = config::peer_id(&k.account)
+            .map(|p| format!("/p2p/{p}"))
+            .unwrap_or_default();
+        format!("/ip4/127.0.0.1/tcp/{}{pid}", port(i, off))
+    };
+    let doc = GenesisDoc {
+        chain_name: a.chain_name.clone(),
+        validators: node_keys.iter().map(keys::NodeKeys::account_id).collect(),
+        genesis: Genesis {
+            params: Params::default(),
+            accounts: node_keys
+                .iter()
+                .map(|k| GenesisAccount {
+                    id: k.account_id(),
+                    balance: 1_000_000,
+                    stake: 10_000,
+                })
+                .collect(),
+            auditors: node_keys
+                .iter()
+                .map(|k| GenesisAuditor {
+                    id: k.account_id(),
+                    tier: Tier::Computer,
+                    expertise: vec!["math".into()],
+                    sealing_key: k.sealing_public(),
+                })
+                .collect(),
+        },
+    };
+    Contract::new(&doc.genesis).map_err(failed)?;
+    for (i, (h, k)) in (0u16..).zip(homes.iter().zip(&node_keys)) {
+        let others = |off: u16| -> Vec<String> {
+            (0u16..)
+                .zip(&node_keys)
+                .filter(|(j, _)| *j != i)
+                .map(|(j, kj)| addr(j, off, kj))
+                .collect()
+        };
+        let cfg = NodeConfig {
+            moniker: format!("node{i}"),
+            p2p_listen: format!("/ip4/127.0.0.1/tcp/{}", port(i, 0)),
+            consensus_listen: format!("/ip4/127.0.0.1/tcp/{}", port(i, 1)),
+            api_listen: format!("127.0.0.1:{}", port(i, 2)),
+            bootstrap: others(0),
+            consensus_bootstrap: others(1),
+            ..NodeConfig::default()
+        };
+        config::write_config(h, &cfg).map_err(failed)?;
+        config::write_genesis(h, &doc).map_err(failed)?;
+        outln!(
+            "node{i}  account {}  api http://{}  home {}",
+            k.account_id(),
+            cfg.api_listen,
+            h.display()
+        );
+    }
+    outln!("chain id {}", doc.chain_id());
+    Ok(())
+}
+
+/// `ledger`: inspect the ledger on disk.
+#[derive(Debug, Args)]
+pub struct LedgerArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: LedgerCommand,
+}
+
+/// Subcommands of `ledger`.
+#[derive(Debug, Subcommand)]
+pub enum LedgerCommand {
+    /// Re-check the whole hash chain and replay every block on the contract from genesis:
+    /// every block must link to its parent, index its transactions, and lead to the state
+    /// root its header claims. Exits 1 naming the first broken height.
+    Verify(VerifyArgs),
+}
+
+/// `ledger verify`.
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// The node's home directory.
+    #[arg(long, env = "TRUST_HOME", default_value = "~/.trust-node")]
+    pub home: String,
+}
+
+/// Runs `ledger`.
+pub fn run_ledger(args: LedgerArgs) -> CliResult {
+    match args.command {
+        LedgerCommand::Verify(v) => verify(&expand_home(&v.home)),
+    }
+}
+
+fn verify(home: &Path) -> CliResult {
+    let doc = config::load_genesis(home).map_err(|e| CliError::usage(e.to_string()))?;
+    let dir = config::ledger_dir(home);
+    if !dir.exists() {
+        return Err(CliError::usage(format!(
+            "no ledger at {} (has this node run?)",
+            dir.display()
+        )));
+    }
+    let ledger = Ledger::open(&dir).map_err(failed)?;
+    let mut contract = Contract::new(&doc.genesis).map_err(failed)?;
+    let mut tip = Tip {
+        chain: doc.chain_id(),
+        height: 0,
+        hash: Hash::ZERO,
+    };
+    let mut replay = |block: &Block| -> Result<Hash, String> {
+        let done = execute_block(&contract, &tip, block).map_err(|e| e.to_string())?;
+        contract = done.contract;
+        tip = tip.after(block);
+        Ok(contract.state_root())
+    };
+    let report = ledger.verify(&mut replay).map_err(failed)?;
+    outln!(
+        "ledger ok: {} blocks, {} transactions, tip {}, state root {}",
+        report.blocks,
+        report.txs,
+        report.tip_hash,
+        contract.state_root()
+    );
+    Ok(())
+}

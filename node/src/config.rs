@@ -1,0 +1,229 @@
+//! The node's home directory: `config.toml` (how this node runs), `genesis.json` (what
+//! network it joins), `keys/` and `data/`.
+//!
+//! ```text
+//! <home>/config.toml     NodeConfig, every field optional with the defaults below
+//! <home>/genesis.json    GenesisDoc, identical on every node of a network
+//! <home>/keys/           account.key, sealing.key (see crate::keys)
+//! <home>/data/ledger/    the sled ledger (see crate::ledger)
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use trust_contracts::Genesis;
+use trust_protocol::{AccountId, Hash, encoding};
+
+/// Config file name under the home directory.
+pub const CONFIG_FILE: &str = "config.toml";
+/// Genesis file name under the home directory.
+pub const GENESIS_FILE: &str = "genesis.json";
+/// Largest config or genesis file read.
+pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
+
+/// How this node runs. Flags override these values.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct NodeConfig {
+    /// A name for logs and status.
+    pub moniker: String,
+    /// libp2p listen address of the node's swarm (gossip, sync, queries, Bitswap).
+    pub p2p_listen: String,
+    /// libp2p listen address of the consensus engine's own swarm.
+    pub consensus_listen: String,
+    /// HTTP API address (loopback by default: expose it deliberately).
+    pub api_listen: String,
+    /// Peers dialled at start (`/ip4/.../tcp/.../p2p/<peer id>`).
+    pub bootstrap: Vec<String>,
+    /// Consensus peers dialled at start.
+    pub consensus_bootstrap: Vec<String>,
+    /// Contract state snapshot every this many blocks.
+    pub snapshot_every: u64,
+    /// Most transactions the mempool holds.
+    pub mempool_max: usize,
+}
+
+impl Default for NodeConfig {
+    fn default() -> Self {
+        Self {
+            moniker: "trust-node".into(),
+            p2p_listen: "/ip4/127.0.0.1/tcp/26656".into(),
+            consensus_listen: "/ip4/127.0.0.1/tcp/26657".into(),
+            api_listen: "127.0.0.1:8480".into(),
+            bootstrap: Vec::new(),
+            consensus_bootstrap: Vec::new(),
+            snapshot_every: 100,
+            mempool_max: 10_000,
+        }
+    }
+}
+
+/// What a network is: the contract's genesis and the validators that order blocks.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GenesisDoc {
+    /// Human-readable network name (part of the chain id).
+    pub chain_name: String,
+    /// Validator accounts; their voting power is their bonded stake in contract state.
+    pub validators: Vec<AccountId>,
+    /// The contract's initial state.
+    pub genesis: Genesis,
+}
+
+impl GenesisDoc {
+    /// The chain id every block carries: `H("trust/v1/chain", encode(self))`.
+    pub fn chain_id(&self) -> Hash {
+        Hash::of_parts("trust/v1/chain", &[&encoding::encode(self)])
+    }
+}
+
+/// Why the home directory could not be read or written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HomeError {
+    /// I/O.
+    #[error("{path}: {source}")]
+    Io {
+        /// File.
+        path: PathBuf,
+        /// Cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file exists and would be overwritten.
+    #[error("{0} already exists: refusing to overwrite it")]
+    Exists(PathBuf),
+    /// The file does not parse.
+    #[error("{path}: {reason}")]
+    Parse {
+        /// File.
+        path: PathBuf,
+        /// Parser message.
+        reason: String,
+    },
+    /// The file is too large.
+    #[error("{0} is larger than {MAX_FILE_BYTES} bytes")]
+    TooLarge(PathBuf),
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> HomeError + '_ {
+    move |source| HomeError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+fn read(path: &Path) -> Result<String, HomeError> {
+    let meta = std::fs::metadata(path).map_err(io(path))?;
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(HomeError::TooLarge(path.to_path_buf()));
+    }
+    std::fs::read_to_string(path).map_err(io(path))
+}
+
+fn write_new(path: &Path, text: &str) -> Result<(), HomeError> {
+    use std::io::Write;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(io(dir))?;
+    }
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(|e| {
+            if e.kind() == std::io::ErrorKind::AlreadyExists {
+                HomeError::Exists(path.to_path_buf())
+            } else {
+                io(path)(e)
+            }
+        })?;
+    f.write_all(text.as_bytes())
+        .and_then(|()| f.sync_all())
+        .map_err(io(path))
+}
+
+/// Reads `<home>/config.toml`; a missing file means the defaults.
+pub fn load_config(home: &Path) -> Result<NodeConfig, HomeError> {
+    let path = home.join(CONFIG_FILE);
+    if !path.exists() {
+        return Ok(NodeConfig::default());
+    }
+    toml::from_str(&read(&path)?).map_err(|e| HomeError::Parse {
+        path,
+        reason: e.message().replace('\n', " "),
+    })
+}
+
+/// Writes `<home>/config.toml`, refusing to overwrite.
+pub fn write_config(home: &Path, cfg: &NodeConfig) -> Result<PathBuf, HomeError> {
+    let path = home.join(CONFIG_FILE);
+    let text = toml::to_string_pretty(cfg).map_err(|e| HomeError::Parse {
+        path: path.clone(),
+        reason: e.to_string(),
+    })?;
+    write_new(&path, &text)?;
+    Ok(path)
+}
+
+/// Reads `<home>/genesis.json`.
+pub fn load_genesis(home: &Path) -> Result<GenesisDoc, HomeError> {
+    let path = home.join(GENESIS_FILE);
+    serde_json::from_str(&read(&path)?).map_err(|e| HomeError::Parse {
+        path,
+        reason: e.to_string(),
+    })
+}
+
+/// Writes `<home>/genesis.json`, refusing to overwrite.
+pub fn write_genesis(home: &Path, doc: &GenesisDoc) -> Result<PathBuf, HomeError> {
+    let path = home.join(GENESIS_FILE);
+    let text = serde_json::to_string_pretty(doc).map_err(|e| HomeError::Parse {
+        path: path.clone(),
+        reason: e.to_string(),
+    })?;
+    write_new(&path, &text)?;
+    Ok(path)
+}
+
+/// `<home>/data/ledger`.
+pub fn ledger_dir(home: &Path) -> PathBuf {
+    home.join("data").join("ledger")
+}
+
+/// The libp2p peer id of an account key (both are the same ed25519 key).
+pub fn peer_id(account: &trust_protocol::Keypair) -> Option<libp2p::PeerId> {
+    libp2p::identity::Keypair::ed25519_from_bytes(account.seed())
+        .ok()
+        .map(|k| k.public().to_peer_id())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_round_trips_and_refuses_unknown_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = NodeConfig {
+            moniker: "n0".into(),
+            ..NodeConfig::default()
+        };
+        write_config(dir.path(), &cfg).unwrap();
+        assert_eq!(load_config(dir.path()).unwrap(), cfg);
+        assert!(matches!(
+            write_config(dir.path(), &cfg),
+            Err(HomeError::Exists(_))
+        ));
+        std::fs::write(dir.path().join(CONFIG_FILE), "monikr = \"x\"\n").unwrap();
+        let err = load_config(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("monikr"), "{err}");
+    }
+
+    #[test]
+    fn peer_id_is_stable_and_per_key() {
+        let a = trust_protocol::Keypair::from_label("a");
+        let b = trust_protocol::Keypair::from_label("b");
+        assert_eq!(peer_id(&a), peer_id(&a));
+        assert_ne!(peer_id(&a), peer_id(&b));
+    }
+}
