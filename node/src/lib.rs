@@ -13,5 +13,6 @@ pub mod config;
 pub mod decompose;
 pub mod keys;
 pub mod ledger;
+pub mod mempool;
 pub mod report;
 pub mod submit;

@@ -1,0 +1,339 @@
+//! The mempool: signed transactions waiting for a block.
+//!
+//! Malachite has no mempool; ours is fed by gossip and the HTTP API and drained when this
+//! node proposes. Admission checks what needs no execution: size, signature, format, and a
+//! nonce at or above the sender's next nonce and at most [`MAX_NONCE_AHEAD`] beyond it.
+//! Entries are deduplicated by transaction id and by (sender, nonce): the first one wins.
+//! The pool is bounded; when full, the oldest entry is evicted (transactions carry no
+//! gas fee to rank by, so age is the order). Included and stale entries are pruned after
+//! every block.
+
+use std::collections::{BTreeMap, HashMap};
+
+use trust_contracts::Contract;
+use trust_protocol::{AccountId, Hash, block::MAX_TX_BYTES, encoding, tx::SignedTx};
+
+/// How far beyond an account's next nonce a transaction may be queued.
+pub const MAX_NONCE_AHEAD: u64 = 64;
+
+/// Why a transaction was not admitted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum MempoolError {
+    /// Encoded size above the limit.
+    #[error("transaction of {0} bytes exceeds the limit of {MAX_TX_BYTES}")]
+    TooLarge(usize),
+    /// Signature does not verify.
+    #[error("bad signature")]
+    BadSignature,
+    /// Malformed on its own.
+    #[error("malformed transaction: {0}")]
+    Format(String),
+    /// Already included (nonce below the account's next).
+    #[error("stale nonce {got}: the account's next nonce is {next}")]
+    Stale {
+        /// Transaction nonce.
+        got: u64,
+        /// Account's next nonce.
+        next: u64,
+    },
+    /// Too far ahead of the account's next nonce.
+    #[error("nonce {got} is more than {MAX_NONCE_AHEAD} ahead of the account's next nonce {next}")]
+    TooFarAhead {
+        /// Transaction nonce.
+        got: u64,
+        /// Account's next nonce.
+        next: u64,
+    },
+    /// This exact transaction is already pooled.
+    #[error("already in the mempool")]
+    Duplicate,
+    /// Another transaction with this sender and nonce is pooled.
+    #[error("another transaction with nonce {0} from this sender is pooled")]
+    NonceTaken(u64),
+}
+
+#[derive(Debug, Clone)]
+struct Entry {
+    tx: SignedTx,
+    seq: u64,
+}
+
+/// A bounded, deduplicated pool of pending transactions.
+#[derive(Debug, Clone)]
+pub struct Mempool {
+    max: usize,
+    seq: u64,
+    /// Per sender, by nonce.
+    by_sender: BTreeMap<AccountId, BTreeMap<u64, Entry>>,
+    /// Transaction id -> (sender, nonce).
+    ids: HashMap<Hash, (AccountId, u64)>,
+    /// Arrival order -> (sender, nonce), for eviction and fair draining.
+    order: BTreeMap<u64, (AccountId, u64)>,
+}
+
+impl Mempool {
+    /// An empty pool holding at most `max` transactions (at least 1).
+    pub fn new(max: usize) -> Self {
+        Self {
+            max: max.max(1),
+            seq: 0,
+            by_sender: BTreeMap::new(),
+            ids: HashMap::new(),
+            order: BTreeMap::new(),
+        }
+    }
+
+    /// Pooled transactions.
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Whether the pool is empty.
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// Whether a transaction id is pooled.
+    pub fn contains(&self, id: &Hash) -> bool {
+        self.ids.contains_key(id)
+    }
+
+    /// Admits a transaction; returns the id of an entry evicted to make room, if any.
+    pub fn insert(&mut self, tx: SignedTx, state: &Contract) -> Result<Option<Hash>, MempoolError> {
+        let len = encoding::encode(&tx).len();
+        if len == 0 || len > MAX_TX_BYTES {
+            return Err(MempoolError::TooLarge(len));
+        }
+        tx.verify().map_err(|_| MempoolError::BadSignature)?;
+        tx.body
+            .validate()
+            .map_err(|e| MempoolError::Format(e.to_string()))?;
+        let sender = tx.signer;
+        let nonce = tx.body.nonce;
+        let next = state.nonce(&sender);
+        if nonce < next {
+            return Err(MempoolError::Stale { got: nonce, next });
+        }
+        if nonce - next > MAX_NONCE_AHEAD {
+            return Err(MempoolError::TooFarAhead { got: nonce, next });
+        }
+        let id = tx.id();
+        if self.ids.contains_key(&id) {
+            return Err(MempoolError::Duplicate);
+        }
+        if self
+            .by_sender
+            .get(&sender)
+            .is_some_and(|m| m.contains_key(&nonce))
+        {
+            return Err(MempoolError::NonceTaken(nonce));
+        }
+        let evicted = if self.ids.len() >= self.max {
+            self.evict_oldest()
+        } else {
+            None
+        };
+        self.seq += 1;
+        let seq = self.seq;
+        self.by_sender
+            .entry(sender)
+            .or_default()
+            .insert(nonce, Entry { tx, seq });
+        self.ids.insert(id, (sender, nonce));
+        self.order.insert(seq, (sender, nonce));
+        Ok(evicted)
+    }
+
+    fn remove(&mut self, sender: &AccountId, nonce: u64) -> Option<Hash> {
+        let m = self.by_sender.get_mut(sender)?;
+        let e = m.remove(&nonce)?;
+        if m.is_empty() {
+            self.by_sender.remove(sender);
+        }
+        let id = e.tx.id();
+        self.ids.remove(&id);
+        self.order.remove(&e.seq);
+        Some(id)
+    }
+
+    fn evict_oldest(&mut self) -> Option<Hash> {
+        let (&_, &(sender, nonce)) = self.order.iter().next()?;
+        self.remove(&sender, nonce)
+    }
+
+    /// Up to `max` transactions that can execute in order on `state`: per sender, the run
+    /// of consecutive nonces starting at its next nonce; senders in the order their oldest
+    /// transaction arrived.
+    pub fn candidates(&self, state: &Contract, max: usize) -> Vec<SignedTx> {
+        let mut senders: Vec<(u64, &AccountId)> = self
+            .by_sender
+            .iter()
+            .filter_map(|(s, m)| m.values().map(|e| e.seq).min().map(|seq| (seq, s)))
+            .collect();
+        senders.sort();
+        let mut out = Vec::new();
+        for (_, sender) in senders {
+            let Some(m) = self.by_sender.get(sender) else {
+                continue;
+            };
+            let mut want = state.nonce(sender);
+            for (n, e) in m.range(want..) {
+                if *n != want || out.len() >= max {
+                    break;
+                }
+                out.push(e.tx.clone());
+                want += 1;
+            }
+            if out.len() >= max {
+                break;
+            }
+        }
+        out
+    }
+
+    /// Drops every entry whose nonce is below its sender's next nonce in `state` (included
+    /// in a block, or replaced by one that was). Returns how many were dropped.
+    pub fn prune(&mut self, state: &Contract) -> usize {
+        let stale: Vec<(AccountId, u64)> = self
+            .by_sender
+            .iter()
+            .flat_map(|(s, m)| {
+                let next = state.nonce(s);
+                m.range(..next).map(move |(n, _)| (*s, *n))
+            })
+            .collect();
+        for (s, n) in &stale {
+            self.remove(s, *n);
+        }
+        stale.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use trust_contracts::{Genesis, GenesisAccount, Params};
+    use trust_protocol::{
+        Keypair, Signed,
+        tx::{Call, Tx},
+    };
+
+    use super::*;
+    use crate::chain::{Tip, build_block};
+
+    fn setup() -> (Contract, Keypair, Keypair) {
+        let a = Keypair::from_label("a");
+        let b = Keypair::from_label("b");
+        let accounts = [&a, &b]
+            .iter()
+            .map(|k| GenesisAccount {
+                id: k.public(),
+                balance: 1_000,
+                stake: 0,
+            })
+            .collect();
+        let c = Contract::new(&Genesis {
+            params: Params::default(),
+            accounts,
+            auditors: vec![],
+        })
+        .unwrap();
+        (c, a, b)
+    }
+
+    fn pay(k: &Keypair, to: &Keypair, nonce: u64) -> SignedTx {
+        Signed::sign(
+            k,
+            Tx {
+                nonce,
+                call: Call::Transfer {
+                    to: to.public(),
+                    amount: 1,
+                },
+            },
+        )
+    }
+
+    #[test]
+    fn admission_rules() {
+        let (c, a, b) = setup();
+        let mut m = Mempool::new(100);
+        m.insert(pay(&a, &b, 0), &c).unwrap();
+        assert_eq!(m.insert(pay(&a, &b, 0), &c), Err(MempoolError::Duplicate));
+        let mut other = pay(&a, &b, 0);
+        other.body.call = Call::Transfer {
+            to: a.public(),
+            amount: 2,
+        };
+        let other = Signed::sign(&a, other.body);
+        assert_eq!(m.insert(other, &c), Err(MempoolError::NonceTaken(0)));
+        assert!(matches!(
+            m.insert(pay(&a, &b, MAX_NONCE_AHEAD + 1), &c),
+            Err(MempoolError::TooFarAhead { .. })
+        ));
+        let mut forged = pay(&b, &a, 0);
+        forged.body.nonce = 1;
+        assert_eq!(m.insert(forged, &c), Err(MempoolError::BadSignature));
+        let zero = Signed::sign(
+            &b,
+            Tx {
+                nonce: 0,
+                call: Call::Transfer {
+                    to: a.public(),
+                    amount: 0,
+                },
+            },
+        );
+        assert!(matches!(m.insert(zero, &c), Err(MempoolError::Format(_))));
+        assert_eq!(m.len(), 1);
+    }
+
+    #[test]
+    fn candidates_follow_nonces_and_pruning_drops_included() {
+        let (c, a, b) = setup();
+        let mut m = Mempool::new(100);
+        for n in [2, 0, 1, 5] {
+            m.insert(pay(&a, &b, n), &c).unwrap();
+        }
+        m.insert(pay(&b, &a, 0), &c).unwrap();
+        let cand = m.candidates(&c, 100);
+        let nonces: Vec<(AccountId, u64)> = cand.iter().map(|t| (t.signer, t.body.nonce)).collect();
+        assert_eq!(
+            nonces,
+            vec![
+                (a.public(), 0),
+                (a.public(), 1),
+                (a.public(), 2),
+                (b.public(), 0)
+            ]
+        );
+        let tip = Tip {
+            chain: Hash::ZERO,
+            height: 0,
+            hash: Hash::ZERO,
+        };
+        let (_, done, dropped) = build_block(&c, &tip, a.public(), &cand);
+        assert!(dropped.is_empty());
+        assert_eq!(m.prune(&done.contract), 4);
+        assert_eq!(m.len(), 1, "nonce 5 waits for 3 and 4");
+        assert!(m.candidates(&done.contract, 100).is_empty());
+        assert!(matches!(
+            m.insert(pay(&a, &b, 1), &done.contract),
+            Err(MempoolError::Stale { got: 1, next: 3 })
+        ));
+    }
+
+    #[test]
+    fn a_full_pool_evicts_the_oldest() {
+        let (c, a, b) = setup();
+        let mut m = Mempool::new(3);
+        let first = pay(&a, &b, 0);
+        m.insert(first.clone(), &c).unwrap();
+        m.insert(pay(&a, &b, 1), &c).unwrap();
+        m.insert(pay(&b, &a, 0), &c).unwrap();
+        let evicted = m.insert(pay(&b, &a, 1), &c).unwrap();
+        assert_eq!(evicted, Some(first.id()));
+        assert_eq!(m.len(), 3);
+        assert!(!m.contains(&first.id()));
+    }
+}
