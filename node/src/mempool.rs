@@ -177,13 +177,12 @@ impl Mempool {
             let Some(m) = self.by_sender.get(sender) else {
                 continue;
             };
-            let mut want = state.nonce(sender);
-            for (n, e) in m.range(want..) {
+            let next = state.nonce(sender);
+            for (want, (n, e)) in (next..).zip(m.range(next..)) {
                 if *n != want || out.len() >= max {
                     break;
                 }
                 out.push(e.tx.clone());
-                want += 1;
             }
             if out.len() >= max {
                 break;
