@@ -5,6 +5,7 @@
 //! files, terminals, and (in later milestones) the network.
 #![forbid(unsafe_code)]
 
+pub mod api;
 pub mod audit;
 pub mod blobs;
 pub mod chain;

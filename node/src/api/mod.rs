@@ -1,0 +1,427 @@
+//! The HTTP JSON API (axum): what providers, users and operators ask a node.
+//!
+//! | route | answer |
+//! |---|---|
+//! | `GET /v1/status` | node id, height, tip hash, state root, peers, validator?, mempool size |
+//! | `POST /v1/tx` | a signed transaction, canonical bytes (`application/octet-stream`) or `{"tx": "<hex>"}`; admitted to the mempool |
+//! | `GET /v1/blocks/{height}` | the block, its hash and certificate size |
+//! | `GET /v1/sessions/{id}` | a session's outcome with per-segment verdicts and the height of the block that decided it, or its live phase |
+//! | `GET /v1/auditors/{id}` | stake, reputation, earnings, slashes, honeypot record |
+//! | `GET /metrics` | Prometheus text |
+//! | `GET /v1/openapi.json` | an OpenAPI 3 document of these routes |
+//!
+//! Errors are JSON `{"code": "...", "message": "..."}` with a matching status. Request
+//! bodies are capped at [`MAX_BODY_BYTES`]. The API binds to loopback by default
+//! (`api_listen` in `config.toml`).
+
+use std::{
+    str::FromStr,
+    sync::{
+        Arc, RwLock,
+        atomic::{AtomicU64, Ordering},
+    },
+};
+
+use axum::{
+    Json, Router,
+    body::Bytes,
+    extract::{DefaultBodyLimit, Path, State},
+    http::{HeaderMap, StatusCode, header},
+    response::{IntoResponse, Response},
+    routing::{get, post},
+};
+use serde::Serialize;
+use serde_json::json;
+use trust_contracts::Contract;
+use trust_protocol::{AccountId, Hash, block::MAX_TX_BYTES, encoding, tx::SignedTx};
+
+use crate::{ledger::Ledger, mempool::Mempool};
+
+/// Largest request body accepted.
+pub const MAX_BODY_BYTES: usize = 2 * MAX_TX_BYTES + 1024;
+
+/// Counters exported at `/metrics`.
+#[derive(Debug, Default)]
+pub struct ApiMetrics {
+    /// Transactions admitted through the API.
+    pub txs_accepted: AtomicU64,
+    /// Transactions refused by the API.
+    pub txs_rejected: AtomicU64,
+    /// Request bodies that did not parse.
+    pub bad_requests: AtomicU64,
+}
+
+/// What the API reads and writes: the node's view of the chain.
+#[derive(Debug)]
+pub struct NodeState {
+    /// This node's account.
+    pub node_id: AccountId,
+    /// Whether it is a validator.
+    pub validator: bool,
+    /// Contract state at the tip.
+    pub contract: Contract,
+    /// Tip height and hash.
+    pub tip: (u64, Hash),
+    /// Connected peers.
+    pub peers: usize,
+    /// The mempool.
+    pub mempool: Mempool,
+}
+
+/// Shared handles for the handlers.
+#[derive(Debug, Clone)]
+pub struct Api {
+    /// Node state (held only briefly, never across an await).
+    pub state: Arc<RwLock<NodeState>>,
+    /// The ledger.
+    pub ledger: Ledger,
+    /// Counters.
+    pub metrics: Arc<ApiMetrics>,
+}
+
+/// An API error: status, stable code, message.
+#[derive(Debug)]
+pub struct ApiError {
+    status: StatusCode,
+    code: &'static str,
+    message: String,
+}
+
+impl ApiError {
+    fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            code,
+            message: message.into(),
+        }
+    }
+
+    fn bad(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, code, message)
+    }
+
+    fn not_found(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, "not_found", message)
+    }
+
+    fn internal(message: impl std::fmt::Display) -> Self {
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            message.to_string(),
+        )
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (
+            self.status,
+            Json(json!({"code": self.code, "message": self.message})),
+        )
+            .into_response()
+    }
+}
+
+type ApiResult<T> = Result<T, ApiError>;
+
+fn read_state(api: &Api) -> ApiResult<std::sync::RwLockReadGuard<'_, NodeState>> {
+    api.state
+        .read()
+        .map_err(|_| ApiError::internal("node state lock poisoned"))
+}
+
+/// The router.
+pub fn router(api: Api) -> Router {
+    Router::new()
+        .route("/v1/status", get(status))
+        .route("/v1/tx", post(submit_tx))
+        .route("/v1/blocks/{height}", get(block))
+        .route("/v1/sessions/{id}", get(session))
+        .route("/v1/auditors/{id}", get(auditor))
+        .route("/metrics", get(metrics))
+        .route("/v1/openapi.json", get(openapi))
+        .fallback(|| async { ApiError::not_found("no such route (see /v1/openapi.json)") })
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(api)
+}
+
+#[derive(Serialize)]
+struct StatusView {
+    node_id: AccountId,
+    height: u64,
+    tip_hash: Hash,
+    state_root: Hash,
+    peers: usize,
+    validator: bool,
+    mempool: usize,
+}
+
+async fn status(State(api): State<Api>) -> ApiResult<Json<StatusView>> {
+    let s = read_state(&api)?;
+    Ok(Json(StatusView {
+        node_id: s.node_id,
+        height: s.tip.0,
+        tip_hash: s.tip.1,
+        state_root: s.contract.state_root(),
+        peers: s.peers,
+        validator: s.validator,
+        mempool: s.mempool.len(),
+    }))
+}
+
+fn parse_tx(headers: &HeaderMap, body: &[u8]) -> ApiResult<SignedTx> {
+    let is_json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    let bytes = if is_json {
+        #[derive(serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Body {
+            tx: String,
+        }
+        let b: Body = serde_json::from_slice(body).map_err(|e| {
+            ApiError::bad("bad_json", format!("expected {{\"tx\": \"<hex>\"}}: {e}"))
+        })?;
+        hex::decode(b.tx.trim()).map_err(|e| ApiError::bad("bad_hex", e.to_string()))?
+    } else {
+        body.to_vec()
+    };
+    if bytes.len() > MAX_TX_BYTES {
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "too_large",
+            format!(
+                "transaction of {} bytes exceeds {MAX_TX_BYTES}",
+                bytes.len()
+            ),
+        ));
+    }
+    encoding::decode(&bytes).map_err(|e| ApiError::bad("bad_tx", e.to_string()))
+}
+
+async fn submit_tx(
+    State(api): State<Api>,
+    headers: HeaderMap,
+    body: Result<Bytes, axum::extract::rejection::BytesRejection>,
+) -> Response {
+    let body = body.map_err(|e| {
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "too_large",
+            format!("request body refused ({e}); the limit is {MAX_BODY_BYTES} bytes"),
+        )
+    });
+    let result = body
+        .and_then(|body| parse_tx(&headers, &body))
+        .and_then(|tx| {
+            let id = tx.id();
+            let mut s = api
+                .state
+                .write()
+                .map_err(|_| ApiError::internal("node state lock poisoned"))?;
+            let NodeState {
+                mempool, contract, ..
+            } = &mut *s;
+            mempool.insert(tx, contract).map_err(|e| {
+                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "rejected", e.to_string())
+            })?;
+            Ok(id)
+        });
+    match result {
+        Ok(id) => {
+            api.metrics.txs_accepted.fetch_add(1, Ordering::Relaxed);
+            tracing::info!(tx = %id, "transaction admitted via API");
+            (StatusCode::ACCEPTED, Json(json!({"id": id}))).into_response()
+        }
+        Err(e) => {
+            let counter = if e.status == StatusCode::UNPROCESSABLE_ENTITY {
+                &api.metrics.txs_rejected
+            } else {
+                &api.metrics.bad_requests
+            };
+            counter.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(code = e.code, reason = %e.message, "transaction refused via API");
+            e.into_response()
+        }
+    }
+}
+
+async fn block(
+    State(api): State<Api>,
+    Path(height): Path<String>,
+) -> ApiResult<Json<serde_json::Value>> {
+    let height: u64 = height
+        .parse()
+        .map_err(|_| ApiError::bad("bad_height", format!("not a height: {height:?}")))?;
+    let stored = api
+        .ledger
+        .block(height)
+        .map_err(ApiError::internal)?
+        .ok_or_else(|| ApiError::not_found(format!("no block at height {height}")))?;
+    let txs: Vec<serde_json::Value> = stored
+        .block
+        .txs
+        .iter()
+        .map(|b| match encoding::decode::<SignedTx>(b) {
+            Ok(t) => json!({"id": t.id(), "signer": t.signer, "nonce": t.body.nonce, "call": t.body.call}),
+            Err(e) => json!({"error": e.to_string()}),
+        })
+        .collect();
+    Ok(Json(json!({
+        "hash": stored.block.hash(),
+        "header": stored.block.header,
+        "txs": txs,
+        "certificate_bytes": stored.certificate.len(),
+    })))
+}
+
+fn parse_hash(what: &str, s: &str) -> ApiResult<Hash> {
+    Hash::from_str(s)
+        .map_err(|_| ApiError::bad("bad_id", format!("{what} must be 64 hex characters")))
+}
+
+async fn session(
+    State(api): State<Api>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<serde_json::Value>> {
+    let sid = parse_hash("session id", &id)?;
+    let (outcome, live, failed) = {
+        let s = read_state(&api)?;
+        let st = s.contract.state();
+        (
+            st.outcomes.get(&sid).cloned(),
+            st.sessions.get(&sid).map(|x| x.phase),
+            st.failed.get(&sid).cloned(),
+        )
+    };
+    if let Some(o) = outcome {
+        let height = api
+            .ledger
+            .outcome_height(&sid)
+            .map_err(ApiError::internal)?;
+        let block_hash = match height {
+            Some(h) => api
+                .ledger
+                .block(h)
+                .map_err(ApiError::internal)?
+                .map(|b| b.block.hash()),
+            None => None,
+        };
+        return Ok(Json(json!({
+            "session": sid,
+            "status": "decided",
+            "outcome": o,
+            "block_height": height,
+            "block_hash": block_hash,
+        })));
+    }
+    if let Some(p) = live {
+        return Ok(Json(json!({"session": sid, "status": "live", "phase": p})));
+    }
+    if let Some(f) = failed {
+        return Ok(Json(
+            json!({"session": sid, "status": "failed", "failure": f}),
+        ));
+    }
+    Err(ApiError::not_found(format!("no session {sid}")))
+}
+
+async fn auditor(
+    State(api): State<Api>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<serde_json::Value>> {
+    let who = AccountId::from_str(&id)
+        .map_err(|_| ApiError::bad("bad_id", "auditor id must be 64 hex characters"))?;
+    let s = read_state(&api)?;
+    let st = s.contract.state();
+    let a = st
+        .auditors
+        .get(&who)
+        .ok_or_else(|| ApiError::not_found(format!("no auditor {who}")))?;
+    let acct = st.accounts.get(&who).cloned().unwrap_or_default();
+    Ok(Json(json!({
+        "id": who,
+        "tier": a.tier,
+        "active": a.active,
+        "flagged": a.flagged,
+        "stake": acct.stake,
+        "balance": acct.balance,
+        "reputation": f64::from(a.reputation.0) / 1e6,
+        "earned": a.earned,
+        "slashed": a.slashed,
+        "votes": a.votes,
+        "approvals": a.approvals,
+        "agreed": a.agreed,
+        "disagreed": a.disagreed,
+        "honeypots": a.honeypots,
+    })))
+}
+
+async fn metrics(State(api): State<Api>) -> ApiResult<Response> {
+    let (height, peers, mempool) = {
+        let s = read_state(&api)?;
+        (s.tip.0, s.peers, s.mempool.len())
+    };
+    let m = &api.metrics;
+    let text = format!(
+        "# HELP trust_height Height of the last decided block.\n# TYPE trust_height gauge\ntrust_height {height}\n\
+# HELP trust_peers Connected peers.\n# TYPE trust_peers gauge\ntrust_peers {peers}\n\
+# HELP trust_mempool_txs Transactions in the mempool.\n# TYPE trust_mempool_txs gauge\ntrust_mempool_txs {mempool}\n\
+# HELP trust_api_txs_accepted_total Transactions admitted via the API.\n# TYPE trust_api_txs_accepted_total counter\ntrust_api_txs_accepted_total {}\n\
+# HELP trust_api_txs_rejected_total Transactions refused by the mempool via the API.\n# TYPE trust_api_txs_rejected_total counter\ntrust_api_txs_rejected_total {}\n\
+# HELP trust_api_bad_requests_total Request bodies that did not parse.\n# TYPE trust_api_bad_requests_total counter\ntrust_api_bad_requests_total {}\n",
+        m.txs_accepted.load(Ordering::Relaxed),
+        m.txs_rejected.load(Ordering::Relaxed),
+        m.bad_requests.load(Ordering::Relaxed),
+    );
+    Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response())
+}
+
+async fn openapi() -> Json<serde_json::Value> {
+    let err = json!({"$ref": "#/components/schemas/Error"});
+    let get_op = |summary: &str, param: Option<(&str, &str)>| {
+        let mut op = json!({
+            "summary": summary,
+            "responses": {
+                "200": {"description": "OK", "content": {"application/json": {}}},
+                "400": {"description": "bad input", "content": {"application/json": {"schema": err}}},
+                "404": {"description": "not found", "content": {"application/json": {"schema": err}}}
+            }
+        });
+        if let Some((name, desc)) = param {
+            op["parameters"] = json!([{"name": name, "in": "path", "required": true,
+                "description": desc, "schema": {"type": "string"}}]);
+        }
+        json!({"get": op})
+    };
+    Json(json!({
+        "openapi": "3.0.3",
+        "info": {"title": "TRUST node API", "version": env!("CARGO_PKG_VERSION")},
+        "paths": {
+            "/v1/status": get_op("Node id, height, tip hash, state root, peers, validator flag, mempool size", None),
+            "/v1/tx": {"post": {
+                "summary": "Submit a signed transaction (canonical bytes, or JSON {\"tx\": hex})",
+                "requestBody": {"required": true, "content": {
+                    "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
+                    "application/json": {"schema": {"type": "object", "required": ["tx"],
+                        "properties": {"tx": {"type": "string"}}}}}},
+                "responses": {
+                    "202": {"description": "admitted to the mempool"},
+                    "400": {"description": "malformed", "content": {"application/json": {"schema": err}}},
+                    "413": {"description": "too large", "content": {"application/json": {"schema": err}}},
+                    "422": {"description": "refused by the mempool", "content": {"application/json": {"schema": err}}}
+                }}},
+            "/v1/blocks/{height}": get_op("A decided block", Some(("height", "block height, from 1"))),
+            "/v1/sessions/{id}": get_op("A session's outcome or phase", Some(("id", "session id, hex"))),
+            "/v1/auditors/{id}": get_op("An auditor's stake, reputation and record", Some(("id", "account id, hex"))),
+            "/metrics": {"get": {"summary": "Prometheus metrics", "responses": {"200": {"description": "text"}}}}
+        },
+        "components": {"schemas": {"Error": {"type": "object", "required": ["code", "message"],
+            "properties": {"code": {"type": "string"}, "message": {"type": "string"}}}}}
+    }))
+}
+
+#[cfg(test)]
+mod tests;

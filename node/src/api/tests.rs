@@ -1,0 +1,324 @@
+//! The API over a real sled ledger and a chain driven through real blocks.
+
+use axum::{body::Body, http::Request};
+use tower::ServiceExt;
+use trust_contracts::{Event, Genesis, GenesisAccount, GenesisAuditor, Params};
+use trust_protocol::{
+    Keypair, Salt, SealingPublicKey, Signed, Vote, commitment,
+    hdag::AbstractionLevel,
+    mapping_commitment,
+    tx::{Call, QuorumParams, SegmentEntry, SessionManifest, Tier, Tx},
+    units::Ppm,
+};
+
+use super::*;
+use crate::{
+    chain::{Tip, build_block},
+    ledger::StoredBlock,
+};
+
+struct Net {
+    api: Api,
+    tip: Tip,
+    keys: Vec<Keypair>,
+    _dir: tempfile::TempDir,
+}
+
+impl Net {
+    fn new() -> Self {
+        let keys: Vec<Keypair> = (0..4)
+            .map(|i| Keypair::from_label(&format!("n{i}")))
+            .collect();
+        let genesis = Genesis {
+            params: Params::default(),
+            accounts: keys
+                .iter()
+                .map(|k| GenesisAccount {
+                    id: k.public(),
+                    balance: 100_000,
+                    stake: 1_000,
+                })
+                .collect(),
+            auditors: keys[1..]
+                .iter()
+                .map(|k| GenesisAuditor {
+                    id: k.public(),
+                    tier: Tier::Computer,
+                    expertise: vec![],
+                    sealing_key: SealingPublicKey([1; 32]),
+                })
+                .collect(),
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = Ledger::open(dir.path()).unwrap();
+        let state = NodeState {
+            node_id: keys[0].public(),
+            validator: true,
+            contract: Contract::new(&genesis).unwrap(),
+            tip: (0, Hash::ZERO),
+            peers: 3,
+            mempool: Mempool::new(100),
+        };
+        Net {
+            api: Api {
+                state: Arc::new(RwLock::new(state)),
+                ledger,
+                metrics: Arc::new(ApiMetrics::default()),
+            },
+            tip: Tip {
+                chain: Hash::sha256(b"api-test"),
+                height: 0,
+                hash: Hash::ZERO,
+            },
+            keys,
+            _dir: dir,
+        }
+    }
+
+    /// Decides a block from the given transactions plus the mempool; returns its events.
+    fn block(&mut self, txs: Vec<SignedTx>) -> Vec<Event> {
+        let mut s = self.api.state.write().unwrap();
+        let mut cands = s.mempool.candidates(&s.contract, 1000);
+        cands.extend(txs);
+        let (block, done, dropped) = build_block(&s.contract, &self.tip, s.node_id, &cands);
+        assert!(dropped.is_empty(), "{dropped:?}");
+        let decided: Vec<Hash> = done
+            .events
+            .iter()
+            .filter_map(|e| match e {
+                Event::TraceDecided { session, .. } => Some(*session),
+                _ => None,
+            })
+            .collect();
+        self.api
+            .ledger
+            .append(
+                &StoredBlock {
+                    block: block.clone(),
+                    certificate: vec![],
+                },
+                &decided,
+            )
+            .unwrap();
+        self.tip = self.tip.after(&block);
+        s.contract = done.contract;
+        s.tip = (self.tip.height, self.tip.hash);
+        let c = s.contract.clone();
+        s.mempool.prune(&c);
+        done.events
+    }
+
+    fn sign(&self, i: usize, call: Call) -> SignedTx {
+        let k = &self.keys[i];
+        let nonce = self.api.state.read().unwrap().contract.nonce(&k.public());
+        Signed::sign(k, Tx { nonce, call })
+    }
+
+    async fn get(&self, uri: &str) -> (StatusCode, String) {
+        let r = router(self.api.clone())
+            .oneshot(Request::get(uri).body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        let status = r.status();
+        let body = axum::body::to_bytes(r.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        (status, String::from_utf8_lossy(&body).into_owned())
+    }
+
+    async fn post(&self, content_type: &str, body: Vec<u8>) -> (StatusCode, String) {
+        let r = router(self.api.clone())
+            .oneshot(
+                Request::post("/v1/tx")
+                    .header(header::CONTENT_TYPE, content_type)
+                    .body(Body::from(body))
+                    .unwrap(),
+            )
+            .await
+            .unwrap();
+        let status = r.status();
+        let body = axum::body::to_bytes(r.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        (status, String::from_utf8_lossy(&body).into_owned())
+    }
+}
+
+fn json(s: &str) -> serde_json::Value {
+    serde_json::from_str(s).unwrap_or_else(|e| panic!("{e}: {s}"))
+}
+
+#[tokio::test]
+async fn transactions_in_and_blocks_out() {
+    let mut net = Net::new();
+    let to = net.keys[1].public();
+    let tx = net.sign(0, Call::Transfer { to, amount: 7 });
+    let (st, body) = net
+        .post("application/octet-stream", encoding::encode(&tx))
+        .await;
+    assert_eq!(st, StatusCode::ACCEPTED, "{body}");
+    assert_eq!(json(&body)["id"], tx.id().to_hex());
+    // The same again is a duplicate; garbage and oversized bodies are refused clearly.
+    let (st, body) = net
+        .post(
+            "application/json",
+            json!({"tx": hex::encode(encoding::encode(&tx))})
+                .to_string()
+                .into_bytes(),
+        )
+        .await;
+    assert_eq!(st, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_eq!(json(&body)["code"], "rejected");
+    let (st, body) = net.post("application/octet-stream", vec![1, 2, 3]).await;
+    assert_eq!(st, StatusCode::BAD_REQUEST);
+    assert_eq!(json(&body)["code"], "bad_tx");
+    let (st, _) = net.post("application/json", b"{\"tx\": 5}".to_vec()).await;
+    assert_eq!(st, StatusCode::BAD_REQUEST);
+    let (st, _) = net
+        .post("application/octet-stream", vec![0; MAX_BODY_BYTES + 1])
+        .await;
+    assert_eq!(st, StatusCode::PAYLOAD_TOO_LARGE);
+    let root = net.api.state.read().unwrap().contract.state_root();
+
+    let (_, status) = net.get("/v1/status").await;
+    let status = json(&status);
+    assert_eq!(status["mempool"], 1);
+    assert_eq!(status["height"], 0);
+    assert_eq!(
+        status["state_root"],
+        root.to_hex(),
+        "bad input changed the state"
+    );
+
+    net.block(vec![]);
+    let (st, body) = net.get("/v1/blocks/1").await;
+    assert_eq!(st, StatusCode::OK, "{body}");
+    let b = json(&body);
+    assert_eq!(b["txs"][0]["id"], tx.id().to_hex());
+    assert_eq!(b["hash"], net.tip.hash.to_hex());
+    let (st, body) = net.get("/v1/blocks/9").await;
+    assert_eq!(st, StatusCode::NOT_FOUND);
+    assert_eq!(json(&body)["code"], "not_found");
+    let (st, _) = net.get("/v1/blocks/x").await;
+    assert_eq!(st, StatusCode::BAD_REQUEST);
+
+    let (_, m) = net.get("/metrics").await;
+    assert!(m.contains("trust_height 1"), "{m}");
+    assert!(m.contains("trust_mempool_txs 0"), "{m}");
+    assert!(m.contains("trust_api_txs_accepted_total 1"), "{m}");
+    assert!(m.contains("trust_api_txs_rejected_total 1"), "{m}");
+    assert!(m.contains("trust_api_bad_requests_total 3"), "{m}");
+
+    let (st, doc) = net.get("/v1/openapi.json").await;
+    assert_eq!(st, StatusCode::OK);
+    assert!(json(&doc)["paths"]["/v1/sessions/{id}"].is_object());
+}
+
+#[tokio::test]
+async fn a_session_is_queryable_with_the_block_that_decided_it() {
+    let mut net = Net::new();
+    let seg = SegmentEntry {
+        id: Hash::sha256(b"segment"),
+        level: AbstractionLevel::Step,
+        tier: Tier::Computer,
+        weight: 1,
+        depends_on: vec![],
+        cid: trust_protocol::cid::Cid::of(b"c"),
+        honeypot: None,
+    };
+    let mut m = SessionManifest {
+        segments: vec![seg.clone()],
+        mapping_commitment: mapping_commitment(&Hash::ZERO, &Salt([2; 32])),
+        quorum: QuorumParams {
+            k: [3, 3, 3],
+            extra_seats: 0,
+            tau: Ppm(600_000),
+            beta: Ppm(600_000),
+        },
+        fee: 0,
+        domain: String::new(),
+    };
+    m.fee = trust_contracts::minimum_fee(&Params::default(), &m).unwrap();
+    let open = net.sign(0, Call::OpenSession(m));
+    let sid = Tx::session_id(&net.keys[0].public(), open.body.nonce);
+    net.block(vec![open]);
+    let (_, live) = net.get(&format!("/v1/sessions/{sid}")).await;
+    assert_eq!(json(&live)["status"], "live");
+    let ev = net.block(vec![]);
+    let seats: Vec<usize> = ev
+        .iter()
+        .filter_map(|e| match e {
+            Event::SeatAssigned { seat, .. } => net.keys.iter().position(|k| k.public() == *seat),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(seats.len(), 3);
+    let salt = Salt([5; 32]);
+    let commits = seats
+        .iter()
+        .map(|&i| {
+            let c = commitment(&sid, &seg.id, &net.keys[i].public(), Vote::Invalid, &salt);
+            net.sign(
+                i,
+                Call::Commit {
+                    session: sid,
+                    segment: 0,
+                    commitment: c,
+                },
+            )
+        })
+        .collect();
+    net.block(commits);
+    let reveals = seats
+        .iter()
+        .map(|&i| {
+            net.sign(
+                i,
+                Call::Reveal {
+                    session: sid,
+                    segment: 0,
+                    vote: Vote::Invalid,
+                    salt,
+                },
+            )
+        })
+        .collect();
+    net.block(reveals);
+    let disclose = net.sign(
+        0,
+        Call::RevealMapping {
+            session: sid,
+            mapping: Hash::ZERO,
+            salt: Salt([2; 32]),
+        },
+    );
+    net.block(vec![disclose]);
+
+    let (st, body) = net.get(&format!("/v1/sessions/{sid}")).await;
+    assert_eq!(st, StatusCode::OK, "{body}");
+    let v = json(&body);
+    assert_eq!(v["status"], "decided", "{v}");
+    assert_eq!(v["outcome"]["trace"], "Fail");
+    assert_eq!(v["outcome"]["segments"][0]["verdict"], "Invalid");
+    assert_eq!(v["block_height"], 5);
+    assert_eq!(v["block_hash"], net.tip.hash.to_hex());
+
+    let seat = net.keys[seats[0]].public();
+    let (st, body) = net.get(&format!("/v1/auditors/{seat}")).await;
+    assert_eq!(st, StatusCode::OK);
+    let a = json(&body);
+    assert_eq!(a["agreed"], 1);
+    assert_eq!(a["earned"], 6);
+
+    let (st, _) = net
+        .get(&format!("/v1/sessions/{}", Hash::sha256(b"nope")))
+        .await;
+    assert_eq!(st, StatusCode::NOT_FOUND);
+    let (st, body) = net.get("/v1/sessions/zz").await;
+    assert_eq!(st, StatusCode::BAD_REQUEST);
+    assert_eq!(json(&body)["code"], "bad_id");
+    let (st, _) = net
+        .get(&format!("/v1/auditors/{}", net.keys[0].public()))
+        .await;
+    assert_eq!(st, StatusCode::NOT_FOUND, "node 0 is not an auditor");
+}
