@@ -1,0 +1,243 @@
+//! The seat's vote book: every vote and salt this node commits to, kept in sled and
+//! flushed **before** the commitment leaves the node, so a node that crashes between
+//! commit and reveal still reveals after restart (a commitment whose salt is lost can
+//! never be opened, and the seat would be slashed as a no-show).
+//!
+//! Keys are `(session, segment, round)`; the value records the vote, the salt, the seat
+//! and whether the reveal was sent. Entries of decided sessions are dropped with
+//! [`VoteBook::forget_session`].
+
+use serde::{Deserialize, Serialize};
+use trust_protocol::{AccountId, Commitment, Hash, Salt, Vote, commitment, encoding};
+
+const TREE: &str = "audit/votes";
+
+/// Why the vote book failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum VoteBookError {
+    /// sled failed.
+    #[error("vote book storage: {0}")]
+    Db(#[from] sled::Error),
+    /// Stored bytes do not decode.
+    #[error("vote book entry is corrupt: {0}")]
+    Corrupt(String),
+    /// A different vote is already recorded for this seat: committing again would
+    /// equivocate.
+    #[error("a different vote is already recorded for session {session} segment {segment}")]
+    Conflict {
+        /// Session.
+        session: Hash,
+        /// Segment index.
+        segment: u16,
+    },
+}
+
+/// One recorded vote.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VoteRecord {
+    /// Session.
+    pub session: Hash,
+    /// Segment index in the manifest.
+    pub segment: u16,
+    /// Round (1 after an escalation).
+    pub round: u8,
+    /// The segment's blinded id (part of the commitment).
+    pub segment_id: Hash,
+    /// This node's seat account.
+    pub seat: AccountId,
+    /// The vote.
+    pub vote: Vote,
+    /// The salt.
+    pub salt: Salt,
+    /// Whether the reveal has been sent.
+    pub revealed: bool,
+}
+
+impl VoteRecord {
+    /// The commitment this record opens.
+    pub fn commitment(&self) -> Commitment {
+        commitment(
+            &self.session,
+            &self.segment_id,
+            &self.seat,
+            self.vote,
+            &self.salt,
+        )
+    }
+}
+
+fn key(session: &Hash, segment: u16, round: u8) -> Vec<u8> {
+    let mut k = session.as_ref().to_vec();
+    k.extend_from_slice(&segment.to_be_bytes());
+    k.push(round);
+    k
+}
+
+/// The vote book.
+#[derive(Debug, Clone)]
+pub struct VoteBook {
+    db: sled::Db,
+    tree: sled::Tree,
+}
+
+impl VoteBook {
+    /// Opens the book in a node's database.
+    pub fn open(db: &sled::Db) -> Result<Self, VoteBookError> {
+        Ok(Self {
+            db: db.clone(),
+            tree: db.open_tree(TREE)?,
+        })
+    }
+
+    fn decode(bytes: &[u8]) -> Result<VoteRecord, VoteBookError> {
+        encoding::decode(bytes).map_err(|e| VoteBookError::Corrupt(e.to_string()))
+    }
+
+    /// Records a vote and flushes it to disk; only then may its commitment be sent.
+    /// Recording the identical vote again is a no-op (a retry after a crash); a different
+    /// vote for the same seat is refused.
+    pub fn record(&self, r: &VoteRecord) -> Result<Commitment, VoteBookError> {
+        let k = key(&r.session, r.segment, r.round);
+        if let Some(old) = self.tree.get(&k)? {
+            let old = Self::decode(&old)?;
+            if (old.vote, old.salt, old.seat, old.segment_id)
+                != (r.vote, r.salt, r.seat, r.segment_id)
+            {
+                return Err(VoteBookError::Conflict {
+                    session: r.session,
+                    segment: r.segment,
+                });
+            }
+            return Ok(old.commitment());
+        }
+        self.tree.insert(k, encoding::encode(r))?;
+        self.db.flush()?;
+        Ok(r.commitment())
+    }
+
+    /// The recorded vote of a seat, if any.
+    pub fn get(
+        &self,
+        session: &Hash,
+        segment: u16,
+        round: u8,
+    ) -> Result<Option<VoteRecord>, VoteBookError> {
+        self.tree
+            .get(key(session, segment, round))?
+            .map(|b| Self::decode(&b))
+            .transpose()
+    }
+
+    /// Votes of a session still waiting for their reveal (what to send once the commit
+    /// window has closed, including after a restart).
+    pub fn unrevealed(&self, session: &Hash) -> Result<Vec<VoteRecord>, VoteBookError> {
+        let mut out = Vec::new();
+        for item in self.tree.scan_prefix(session.as_ref()) {
+            let (_, v) = item?;
+            let r = Self::decode(&v)?;
+            if !r.revealed {
+                out.push(r);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Marks a vote as revealed.
+    pub fn mark_revealed(
+        &self,
+        session: &Hash,
+        segment: u16,
+        round: u8,
+    ) -> Result<(), VoteBookError> {
+        let k = key(session, segment, round);
+        if let Some(b) = self.tree.get(&k)? {
+            let mut r = Self::decode(&b)?;
+            r.revealed = true;
+            self.tree.insert(k, encoding::encode(&r))?;
+            self.db.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Drops every entry of a decided session; returns how many.
+    pub fn forget_session(&self, session: &Hash) -> Result<usize, VoteBookError> {
+        let keys: Vec<sled::IVec> = self
+            .tree
+            .scan_prefix(session.as_ref())
+            .keys()
+            .collect::<Result<_, _>>()?;
+        for k in &keys {
+            self.tree.remove(k)?;
+        }
+        self.db.flush()?;
+        Ok(keys.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use trust_protocol::{Keypair, verify_commitment};
+
+    use super::*;
+
+    fn record(session: &str, segment: u16, vote: Vote) -> VoteRecord {
+        VoteRecord {
+            session: Hash::sha256(session.as_bytes()),
+            segment,
+            round: 0,
+            segment_id: Hash::sha256(&segment.to_le_bytes()),
+            seat: Keypair::from_label("seat").public(),
+            vote,
+            salt: Salt([segment as u8; 32]),
+            revealed: false,
+        }
+    }
+
+    #[test]
+    fn a_vote_survives_a_restart_and_opens_its_commitment() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = record("s", 3, Vote::Invalid);
+        let c = {
+            let db = sled::open(dir.path()).unwrap();
+            let book = VoteBook::open(&db).unwrap();
+            book.record(&r).unwrap()
+            // dropped without any further flush: `record` flushed already
+        };
+        let db = sled::open(dir.path()).unwrap();
+        let book = VoteBook::open(&db).unwrap();
+        let back = book.unrevealed(&r.session).unwrap();
+        assert_eq!(back, vec![r.clone()]);
+        assert!(verify_commitment(
+            &c,
+            &r.session,
+            &r.segment_id,
+            &r.seat,
+            back[0].vote,
+            &back[0].salt
+        ));
+        book.mark_revealed(&r.session, 3, 0).unwrap();
+        assert!(book.unrevealed(&r.session).unwrap().is_empty());
+        assert!(book.get(&r.session, 3, 0).unwrap().unwrap().revealed);
+    }
+
+    #[test]
+    fn no_equivocation_and_idempotent_retries() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = sled::open(dir.path()).unwrap();
+        let book = VoteBook::open(&db).unwrap();
+        let r = record("s", 1, Vote::Valid);
+        let c = book.record(&r).unwrap();
+        assert_eq!(book.record(&r).unwrap(), c);
+        assert!(matches!(
+            book.record(&record("s", 1, Vote::Invalid)),
+            Err(VoteBookError::Conflict { segment: 1, .. })
+        ));
+        book.record(&record("s", 2, Vote::Valid)).unwrap();
+        book.record(&record("other", 1, Vote::Valid)).unwrap();
+        assert_eq!(book.unrevealed(&r.session).unwrap().len(), 2);
+        assert_eq!(book.forget_session(&r.session).unwrap(), 2);
+        assert!(book.get(&r.session, 1, 0).unwrap().is_none());
+        assert_eq!(book.unrevealed(&Hash::sha256(b"other")).unwrap().len(), 1);
+    }
+}
