@@ -114,11 +114,8 @@ impl Net {
         Signed::sign(k, Tx { nonce, call })
     }
 
-    async fn get(&self, uri: &str) -> (StatusCode, String) {
-        let r = router(self.api.clone())
-            .oneshot(Request::get(uri).body(Body::empty()).unwrap())
-            .await
-            .unwrap();
+    async fn send(&self, request: Request<Body>) -> (StatusCode, String) {
+        let r = router(self.api.clone()).oneshot(request).await.unwrap();
         let status = r.status();
         let body = axum::body::to_bytes(r.into_body(), usize::MAX)
             .await
@@ -126,21 +123,17 @@ impl Net {
         (status, String::from_utf8_lossy(&body).into_owned())
     }
 
+    async fn get(&self, uri: &str) -> (StatusCode, String) {
+        self.send(Request::get(uri).body(Body::empty()).unwrap())
+            .await
+    }
+
     async fn post(&self, content_type: &str, body: Vec<u8>) -> (StatusCode, String) {
-        let r = router(self.api.clone())
-            .oneshot(
-                Request::post("/v1/tx")
-                    .header(header::CONTENT_TYPE, content_type)
-                    .body(Body::from(body))
-                    .unwrap(),
-            )
-            .await
+        let request = Request::post("/v1/tx")
+            .header(header::CONTENT_TYPE, content_type)
+            .body(Body::from(body))
             .unwrap();
-        let status = r.status();
-        let body = axum::body::to_bytes(r.into_body(), usize::MAX)
-            .await
-            .unwrap();
-        (status, String::from_utf8_lossy(&body).into_owned())
+        self.send(request).await
     }
 }
 
