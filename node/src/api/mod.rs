@@ -62,6 +62,8 @@ pub struct NodeState {
     pub contract: Contract,
     /// Tip height and hash.
     pub tip: (u64, Hash),
+    /// State root at the tip (the header's, computed once per block, not per request).
+    pub state_root: Hash,
     /// Connected peers.
     pub peers: usize,
     /// The mempool.
@@ -163,7 +165,7 @@ async fn status(State(api): State<Api>) -> ApiResult<Json<StatusView>> {
         node_id: s.node_id,
         height: s.tip.0,
         tip_hash: s.tip.1,
-        state_root: s.contract.state_root(),
+        state_root: s.state_root,
         peers: s.peers,
         validator: s.validator,
         mempool: s.mempool.len(),

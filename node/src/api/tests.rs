@@ -51,10 +51,12 @@ impl Net {
         };
         let dir = tempfile::tempdir().unwrap();
         let ledger = Ledger::open(dir.path()).unwrap();
+        let contract = Contract::new(&genesis).unwrap();
         let state = NodeState {
             node_id: keys[0].public(),
             validator: true,
-            contract: Contract::new(&genesis).unwrap(),
+            state_root: contract.state_root(),
+            contract,
             tip: (0, Hash::ZERO),
             peers: 3,
             mempool: Mempool::new(100),
@@ -103,6 +105,7 @@ impl Net {
         self.tip = self.tip.after(&block);
         s.contract = done.contract;
         s.tip = (self.tip.height, self.tip.hash);
+        s.state_root = block.header.state_root;
         let c = s.contract.clone();
         s.mempool.prune(&c);
         done.events
@@ -151,6 +154,7 @@ async fn transactions_in_and_blocks_out() {
         .await;
     assert_eq!(st, StatusCode::ACCEPTED, "{body}");
     assert_eq!(json(&body)["id"], tx.id().to_hex());
+    let root = net.api.state.read().unwrap().contract.state_root();
     // The same again is a duplicate; garbage and oversized bodies are refused clearly.
     let (st, body) = net
         .post(
@@ -171,7 +175,11 @@ async fn transactions_in_and_blocks_out() {
         .post("application/octet-stream", vec![0; MAX_BODY_BYTES + 1])
         .await;
     assert_eq!(st, StatusCode::PAYLOAD_TOO_LARGE);
-    let root = net.api.state.read().unwrap().contract.state_root();
+    assert_eq!(
+        net.api.state.read().unwrap().contract.state_root(),
+        root,
+        "bad input changed the state"
+    );
 
     let (_, status) = net.get("/v1/status").await;
     let status = json(&status);
