@@ -1,0 +1,473 @@
+//! The task that owns the swarm: it runs commands from [`NetHandle`]s and reacts to
+//! swarm events, including the validation of every gossiped transaction.
+//!
+//! [`NetHandle`]: super::NetHandle
+
+use std::{collections::HashMap, io, sync::Arc, time::Duration};
+
+use futures::StreamExt;
+use libp2p::{
+    Multiaddr, PeerId, Swarm, SwarmBuilder,
+    gossipsub::{self, IdentTopic, MessageAcceptance, MessageId, PublishError},
+    identify, kad,
+    multiaddr::Protocol,
+    noise, ping,
+    request_response::{self, OutboundFailure, OutboundRequestId},
+    swarm::SwarmEvent,
+    tcp, yamux,
+};
+use tokio::{
+    sync::{mpsc, oneshot},
+    task::JoinHandle,
+};
+use tracing::{Instrument, debug, info, trace, warn};
+
+use super::{
+    BAN_AFTER_REJECTIONS, ID_PROTOCOL, KAD_PROTOCOL, MAX_BANNED_PEERS, NetConfig, NetError,
+    NetHandler, NetMetrics, TxVerdict,
+    behaviour::{Behaviour, BehaviourEvent},
+    gossip::{self, TxRejection},
+    handle::Command,
+    peers::{BanOutcome, PeerBook},
+    sync::{MAX_BLOCKS_PER_REQUEST, Request, Response},
+};
+
+/// Idle connections are closed after this long.
+const IDLE_CONNECTION_TIMEOUT: Duration = Duration::from_secs(60);
+/// Outstanding outbound sync requests.
+const MAX_PENDING_REQUESTS: usize = 256;
+/// Callers waiting for the first listen address.
+const MAX_LISTEN_WAITERS: usize = 64;
+
+type RequestReply = oneshot::Sender<Result<Response, NetError>>;
+type ListenReply = oneshot::Sender<Result<Vec<Multiaddr>, NetError>>;
+
+/// The swarm task's state.
+pub(crate) struct Actor {
+    swarm: Swarm<Behaviour>,
+    topic: IdentTopic,
+    handler: Arc<dyn NetHandler>,
+    metrics: Arc<NetMetrics>,
+    peers: PeerBook,
+    pending: HashMap<OutboundRequestId, RequestReply>,
+    listen_waiters: Vec<ListenReply>,
+}
+
+impl Actor {
+    /// Builds the swarm, binds the listen address, subscribes to the transaction topic
+    /// and dials the bootstrap peers.
+    pub(crate) fn new(
+        cfg: NetConfig,
+        handler: Arc<dyn NetHandler>,
+        metrics: Arc<NetMetrics>,
+    ) -> Result<Self, NetError> {
+        let topic = IdentTopic::new(gossip::tx_topic(&cfg.chain_id));
+        let behaviour = Behaviour::new(&cfg.keypair, &topic, cfg.max_peers)?;
+        let mut swarm = SwarmBuilder::with_existing_identity(cfg.keypair)
+            .with_tokio()
+            .with_tcp(
+                tcp::Config::default(),
+                noise::Config::new,
+                yamux::Config::default,
+            )
+            .map_err(|e| NetError::Setup(format!("transport: {e}")))?
+            .with_behaviour(|_| behaviour)
+            .map_err(|e| NetError::Setup(format!("behaviour: {e}")))?
+            .with_swarm_config(|c| c.with_idle_connection_timeout(IDLE_CONNECTION_TIMEOUT))
+            .build();
+
+        swarm
+            .listen_on(cfg.listen.clone())
+            .map_err(|source| NetError::Listen {
+                addr: cfg.listen,
+                source,
+            })?;
+        swarm
+            .behaviour_mut()
+            .gossipsub
+            .subscribe(&topic)
+            .map_err(|e| NetError::Setup(format!("subscribe: {e}")))?;
+
+        let mut actor = Self {
+            swarm,
+            topic,
+            handler,
+            metrics,
+            peers: PeerBook::new(MAX_BANNED_PEERS),
+            pending: HashMap::new(),
+            listen_waiters: Vec::new(),
+        };
+        for addr in cfg.bootstrap {
+            if let Err(e) = actor.dial(addr.clone()) {
+                warn!(%addr, err = %e, "cannot dial bootstrap peer");
+            }
+        }
+        if let Err(e) = actor.swarm.behaviour_mut().kad.bootstrap() {
+            debug!(err = %e, "no Kademlia bootstrap");
+        }
+        Ok(actor)
+    }
+
+    /// Runs the task until shutdown or until every handle is gone.
+    pub(crate) fn spawn(self, rx: mpsc::Receiver<Command>) -> JoinHandle<()> {
+        let span = tracing::info_span!("net", local = %self.swarm.local_peer_id());
+        tokio::spawn(self.run(rx).instrument(span))
+    }
+
+    async fn run(mut self, mut rx: mpsc::Receiver<Command>) {
+        info!("network task started");
+        loop {
+            tokio::select! {
+                biased;
+                cmd = rx.recv() => match cmd {
+                    Some(Command::Shutdown { reply }) => {
+                        let _ = reply.send(());
+                        break;
+                    }
+                    Some(cmd) => self.on_command(cmd),
+                    None => break,
+                },
+                event = self.swarm.select_next_some() => self.on_swarm_event(event),
+            }
+        }
+        for (_, reply) in self.pending.drain() {
+            let _ = reply.send(Err(NetError::Stopped));
+        }
+        info!("network task stopped");
+    }
+
+    fn on_command(&mut self, cmd: Command) {
+        match cmd {
+            Command::Publish { data, reply } => {
+                let _ = reply.send(self.publish(data));
+            }
+            Command::Peers { reply } => {
+                let peers = self
+                    .swarm
+                    .connected_peers()
+                    .filter(|p| !self.peers.is_banned(p))
+                    .copied()
+                    .collect();
+                let _ = reply.send(peers);
+            }
+            Command::ListenAddrs { reply } => {
+                let addrs: Vec<Multiaddr> = self.swarm.listeners().cloned().collect();
+                if !addrs.is_empty() {
+                    let _ = reply.send(Ok(addrs));
+                } else if self.listen_waiters.len() >= MAX_LISTEN_WAITERS {
+                    let _ = reply.send(Err(NetError::Busy));
+                } else {
+                    self.listen_waiters.push(reply);
+                }
+            }
+            Command::Dial { addr, reply } => {
+                let _ = reply.send(self.dial(addr));
+            }
+            Command::Request {
+                peer,
+                request,
+                reply,
+            } => {
+                if self.pending.len() >= MAX_PENDING_REQUESTS {
+                    let _ = reply.send(Err(NetError::Busy));
+                    return;
+                }
+                let id = self.swarm.behaviour_mut().sync.send_request(&peer, request);
+                self.pending.insert(id, reply);
+            }
+            Command::Shutdown { reply } => {
+                // Handled by the loop; answering here keeps the match total.
+                let _ = reply.send(());
+            }
+        }
+    }
+
+    fn publish(&mut self, data: Vec<u8>) -> Result<(), NetError> {
+        let len = data.len();
+        match self
+            .swarm
+            .behaviour_mut()
+            .gossipsub
+            .publish(self.topic.clone(), data)
+        {
+            Ok(id) => {
+                debug!(%id, len, "published");
+                Ok(())
+            }
+            Err(PublishError::NoPeersSubscribedToTopic) => {
+                debug!(len, "no peer subscribed to the transaction topic yet");
+                Ok(())
+            }
+            Err(PublishError::Duplicate) => {
+                debug!(len, "already published");
+                Ok(())
+            }
+            Err(PublishError::MessageTooLarge) => Err(NetError::TooLarge {
+                len,
+                limit: trust_protocol::block::MAX_TX_BYTES,
+            }),
+            Err(e) => Err(NetError::Publish(e)),
+        }
+    }
+
+    fn dial(&mut self, addr: Multiaddr) -> Result<(), NetError> {
+        if let Some(Protocol::P2p(peer)) = addr.iter().last() {
+            self.swarm
+                .behaviour_mut()
+                .kad
+                .add_address(&peer, addr.clone());
+        }
+        self.swarm.dial(addr).map_err(NetError::Dial)
+    }
+
+    fn on_swarm_event(&mut self, event: SwarmEvent<BehaviourEvent>) {
+        match event {
+            SwarmEvent::Behaviour(BehaviourEvent::Gossipsub(ev)) => self.on_gossip(ev),
+            SwarmEvent::Behaviour(BehaviourEvent::Sync(ev)) => self.on_sync(ev),
+            SwarmEvent::Behaviour(BehaviourEvent::Identify(ev)) => self.on_identify(ev),
+            SwarmEvent::Behaviour(BehaviourEvent::Kad(ev)) => on_kad(ev),
+            SwarmEvent::Behaviour(BehaviourEvent::Ping(ev)) => on_ping(ev),
+            SwarmEvent::Behaviour(BehaviourEvent::Blocked(never))
+            | SwarmEvent::Behaviour(BehaviourEvent::Limits(never)) => match never {},
+            SwarmEvent::NewListenAddr { address, .. } => {
+                info!(%address, "listening");
+                let addrs: Vec<Multiaddr> = self.swarm.listeners().cloned().collect();
+                for waiter in self.listen_waiters.drain(..) {
+                    let _ = waiter.send(Ok(addrs.clone()));
+                }
+            }
+            SwarmEvent::ListenerClosed {
+                addresses, reason, ..
+            } => {
+                warn!(?addresses, ?reason, "listener closed");
+                self.fail_listen_waiters_if_deaf();
+            }
+            SwarmEvent::ListenerError { error, .. } => {
+                warn!(err = %error, "listener error");
+            }
+            SwarmEvent::ConnectionEstablished {
+                peer_id,
+                endpoint,
+                num_established,
+                ..
+            } => {
+                if self.peers.is_banned(&peer_id) {
+                    warn!(peer = %peer_id, "banned peer connected again; disconnecting");
+                    let _ = self.swarm.disconnect_peer_id(peer_id);
+                } else {
+                    debug!(peer = %peer_id, addr = %endpoint.get_remote_address(), num_established, "connected");
+                }
+            }
+            SwarmEvent::ConnectionClosed {
+                peer_id,
+                num_established,
+                cause,
+                ..
+            } => {
+                debug!(peer = %peer_id, num_established, cause = ?cause, "connection closed");
+            }
+            SwarmEvent::OutgoingConnectionError { peer_id, error, .. } => {
+                debug!(peer = ?peer_id, err = %error, "outgoing connection failed");
+            }
+            SwarmEvent::IncomingConnectionError {
+                send_back_addr,
+                error,
+                ..
+            } => {
+                debug!(addr = %send_back_addr, err = %error, "incoming connection failed");
+            }
+            other => trace!(event = ?other, "swarm event"),
+        }
+    }
+
+    fn fail_listen_waiters_if_deaf(&mut self) {
+        if self.swarm.listeners().next().is_none() {
+            for waiter in self.listen_waiters.drain(..) {
+                let _ = waiter.send(Err(NetError::NotListening));
+            }
+        }
+    }
+
+    fn on_gossip(&mut self, event: gossipsub::Event) {
+        match event {
+            gossipsub::Event::Message {
+                propagation_source,
+                message_id,
+                message,
+            } => self.on_gossip_message(propagation_source, &message_id, &message.data),
+            gossipsub::Event::Subscribed { peer_id, topic } => {
+                debug!(peer = %peer_id, %topic, "peer subscribed");
+            }
+            gossipsub::Event::Unsubscribed { peer_id, topic } => {
+                debug!(peer = %peer_id, %topic, "peer unsubscribed");
+            }
+            gossipsub::Event::GossipsubNotSupported { peer_id } => {
+                debug!(peer = %peer_id, "peer does not speak gossipsub");
+            }
+            gossipsub::Event::SlowPeer {
+                peer_id,
+                failed_messages,
+            } => {
+                warn!(peer = %peer_id, ?failed_messages, "peer too slow to take our gossip");
+            }
+        }
+    }
+
+    /// Validates one gossiped message and tells gossipsub whether to forward it.
+    fn on_gossip_message(&mut self, peer: PeerId, id: &MessageId, data: &[u8]) {
+        let verdict = match gossip::check_tx(data) {
+            Ok(tx) => match self.handler.on_tx(peer, tx) {
+                Ok(()) => {
+                    NetMetrics::bump(&self.metrics.gossip_txs_accepted);
+                    MessageAcceptance::Accept
+                }
+                Err(TxVerdict::Ignore) => {
+                    NetMetrics::bump(&self.metrics.gossip_txs_ignored);
+                    MessageAcceptance::Ignore
+                }
+                Err(TxVerdict::Reject(reason)) => {
+                    NetMetrics::bump(&self.metrics.gossip_txs_rejected_invalid);
+                    warn!(%peer, %reason, "gossiped transaction rejected by the node");
+                    MessageAcceptance::Reject
+                }
+            },
+            Err(rejection) => {
+                let counter = match rejection {
+                    TxRejection::Oversized(_) => &self.metrics.gossip_txs_rejected_oversized,
+                    TxRejection::Malformed(_) => &self.metrics.gossip_txs_rejected_malformed,
+                    TxRejection::Signature(_) => &self.metrics.gossip_txs_rejected_signature,
+                    TxRejection::Format(_) => &self.metrics.gossip_txs_rejected_invalid,
+                };
+                NetMetrics::bump(counter);
+                warn!(%peer, reason = %rejection, "gossiped message rejected");
+                MessageAcceptance::Reject
+            }
+        };
+        let rejected = matches!(verdict, MessageAcceptance::Reject);
+        self.swarm
+            .behaviour_mut()
+            .gossipsub
+            .report_message_validation_result(id, &peer, verdict);
+        if rejected && self.peers.strike(peer) >= BAN_AFTER_REJECTIONS {
+            self.ban(peer, "too many rejected gossip messages");
+        }
+    }
+
+    /// Disconnects `peer` and refuses it from now on (until its ban is evicted).
+    fn ban(&mut self, peer: PeerId, reason: &str) {
+        let evicted = match self.peers.ban(peer) {
+            BanOutcome::AlreadyBanned => return,
+            BanOutcome::Banned { evicted } => evicted,
+        };
+        let behaviour = self.swarm.behaviour_mut();
+        if let Some(old) = evicted {
+            behaviour.blocked.unblock_peer(old);
+            behaviour.gossipsub.remove_blacklisted_peer(&old);
+        }
+        // Blocking also closes the peer's open connections.
+        behaviour.blocked.block_peer(peer);
+        behaviour.gossipsub.blacklist_peer(&peer);
+        behaviour.kad.remove_peer(&peer);
+        NetMetrics::bump(&self.metrics.peers_banned);
+        warn!(%peer, reason, "peer banned");
+    }
+
+    fn on_sync(&mut self, event: request_response::Event<Request, Response>) {
+        match event {
+            request_response::Event::Message { peer, message, .. } => match message {
+                request_response::Message::Request {
+                    request, channel, ..
+                } => {
+                    let response = self.serve(&request);
+                    NetMetrics::bump(&self.metrics.sync_requests_served);
+                    if self
+                        .swarm
+                        .behaviour_mut()
+                        .sync
+                        .send_response(channel, response)
+                        .is_err()
+                    {
+                        debug!(%peer, "sync response not sent: the stream is gone");
+                    }
+                }
+                request_response::Message::Response {
+                    request_id,
+                    response,
+                } => {
+                    if let Some(reply) = self.pending.remove(&request_id) {
+                        let _ = reply.send(Ok(response));
+                    }
+                }
+            },
+            request_response::Event::OutboundFailure {
+                peer,
+                request_id,
+                error,
+                ..
+            } => {
+                if matches!(&error, OutboundFailure::Io(e) if e.kind() == io::ErrorKind::InvalidData)
+                {
+                    NetMetrics::bump(&self.metrics.sync_responses_malformed);
+                    warn!(%peer, err = %error, "malformed sync response");
+                } else {
+                    debug!(%peer, err = %error, "sync request failed");
+                }
+                if let Some(reply) = self.pending.remove(&request_id) {
+                    let _ = reply.send(Err(NetError::Request(error.to_string())));
+                }
+            }
+            request_response::Event::InboundFailure { peer, error, .. } => {
+                debug!(%peer, err = %error, "inbound sync request failed");
+            }
+            request_response::Event::ResponseSent { peer, .. } => {
+                trace!(%peer, "sync response sent");
+            }
+        }
+    }
+
+    /// Answers a sync request from the node's handler.
+    fn serve(&self, request: &Request) -> Response {
+        match *request {
+            Request::Status => Response::Status(self.handler.sync_status()),
+            Request::Blocks { from, max } => {
+                let max = max.min(MAX_BLOCKS_PER_REQUEST);
+                Response::blocks_within_limit(self.handler.sync_blocks(from, max), max)
+            }
+        }
+    }
+
+    fn on_identify(&mut self, event: identify::Event) {
+        let identify::Event::Received { peer_id, info, .. } = event else {
+            return;
+        };
+        if info.protocol_version != ID_PROTOCOL {
+            warn!(
+                peer = %peer_id,
+                version = %info.protocol_version,
+                "peer speaks another protocol version; disconnecting"
+            );
+            let _ = self.swarm.disconnect_peer_id(peer_id);
+            return;
+        }
+        if !info.protocols.iter().any(|p| p.as_ref() == KAD_PROTOCOL) {
+            return;
+        }
+        let kad = &mut self.swarm.behaviour_mut().kad;
+        for addr in info.listen_addrs {
+            kad.add_address(&peer_id, addr);
+        }
+    }
+}
+
+fn on_kad(event: kad::Event) {
+    match event {
+        kad::Event::RoutingUpdated { peer, .. } => debug!(%peer, "routing table updated"),
+        other => trace!(event = ?other, "kademlia event"),
+    }
+}
+
+fn on_ping(event: ping::Event) {
+    if let Err(e) = event.result {
+        debug!(peer = %event.peer, err = %e, "ping failed");
+    }
+}

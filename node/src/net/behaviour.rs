@@ -1,0 +1,96 @@
+//! The composed network behaviour and its construction.
+
+use std::time::Duration;
+
+use libp2p::{
+    StreamProtocol, allow_block_list, connection_limits, gossipsub, identify, identity::Keypair,
+    kad, ping, request_response, swarm::NetworkBehaviour,
+};
+
+use super::{
+    ID_PROTOCOL, KAD_PROTOCOL, NetError, gossip,
+    sync::{self, SyncCodec},
+};
+
+/// How long a sync request may take before it fails.
+const SYNC_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// Concurrent sync streams per connection.
+const SYNC_MAX_STREAMS: usize = 16;
+/// Connections to one peer (two allow a simultaneous dial to settle).
+const MAX_CONNECTIONS_PER_PEER: u32 = 2;
+
+/// Every protocol the node speaks, polled in field order.
+#[derive(NetworkBehaviour)]
+pub(crate) struct Behaviour {
+    /// Refuses connections from banned peers and closes theirs when they are banned.
+    pub(crate) blocked: allow_block_list::Behaviour<allow_block_list::BlockedPeers>,
+    /// Bounds pending and established connections.
+    pub(crate) limits: connection_limits::Behaviour,
+    /// Transaction gossip on the chain's topic, validated by the application.
+    pub(crate) gossipsub: gossipsub::Behaviour,
+    /// Block sync: status and block-range requests.
+    pub(crate) sync: request_response::Behaviour<SyncCodec>,
+    /// Exchanges listen addresses and protocol versions with each peer.
+    pub(crate) identify: identify::Behaviour,
+    /// Peer discovery.
+    pub(crate) kad: kad::Behaviour<kad::store::MemoryStore>,
+    /// Keeps idle connections alive and measures round trips.
+    pub(crate) ping: ping::Behaviour,
+}
+
+impl Behaviour {
+    /// Builds the behaviour for `keypair`, subscribed to nothing yet.
+    pub(crate) fn new(
+        keypair: &Keypair,
+        topic: &gossipsub::IdentTopic,
+        max_peers: usize,
+    ) -> Result<Self, NetError> {
+        let local = keypair.public().to_peer_id();
+        let max_peers = u32::try_from(max_peers).unwrap_or(u32::MAX);
+
+        let mut gossipsub = gossipsub::Behaviour::new(
+            gossipsub::MessageAuthenticity::Signed(keypair.clone()),
+            gossip::config(topic).map_err(NetError::Setup)?,
+        )
+        .map_err(|e| NetError::Setup(format!("gossipsub: {e}")))?;
+        let (params, thresholds) = gossip::score_params(topic);
+        gossipsub
+            .with_peer_score(params, thresholds)
+            .map_err(|e| NetError::Setup(format!("gossipsub scoring: {e}")))?;
+
+        let sync = request_response::Behaviour::with_codec(
+            SyncCodec,
+            [(sync::PROTOCOL, request_response::ProtocolSupport::Full)],
+            request_response::Config::default()
+                .with_request_timeout(SYNC_REQUEST_TIMEOUT)
+                .with_max_concurrent_streams(SYNC_MAX_STREAMS),
+        );
+
+        let identify = identify::Behaviour::new(
+            identify::Config::new(ID_PROTOCOL.to_owned(), keypair.public())
+                .with_agent_version(format!("trust-node/{}", env!("CARGO_PKG_VERSION"))),
+        );
+
+        let mut kad = kad::Behaviour::with_config(
+            local,
+            kad::store::MemoryStore::new(local),
+            kad::Config::new(StreamProtocol::new(KAD_PROTOCOL)),
+        );
+        kad.set_mode(Some(kad::Mode::Server));
+
+        let limits = connection_limits::ConnectionLimits::default()
+            .with_max_established(Some(max_peers))
+            .with_max_pending_incoming(Some(max_peers))
+            .with_max_established_per_peer(Some(MAX_CONNECTIONS_PER_PEER));
+
+        Ok(Self {
+            blocked: allow_block_list::Behaviour::default(),
+            limits: connection_limits::Behaviour::new(limits),
+            gossipsub,
+            sync,
+            identify,
+            kad,
+            ping: ping::Behaviour::new(ping::Config::new()),
+        })
+    }
+}

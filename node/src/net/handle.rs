@@ -1,0 +1,147 @@
+//! The cloneable handle the rest of the node uses to drive the swarm task.
+
+use libp2p::{Multiaddr, PeerId};
+use tokio::sync::{mpsc, oneshot};
+use trust_protocol::{block::MAX_TX_BYTES, encoding, tx::SignedTx};
+
+use super::{
+    NetError, SyncStatus,
+    sync::{Request, Response},
+};
+
+/// A command for the swarm task; each carries the sender of its reply.
+#[derive(Debug)]
+pub(crate) enum Command {
+    /// Publish bytes on the transaction topic.
+    Publish {
+        data: Vec<u8>,
+        reply: oneshot::Sender<Result<(), NetError>>,
+    },
+    /// Connected peers, banned ones excluded.
+    Peers { reply: oneshot::Sender<Vec<PeerId>> },
+    /// Listen addresses, once at least one is bound.
+    ListenAddrs {
+        reply: oneshot::Sender<Result<Vec<Multiaddr>, NetError>>,
+    },
+    /// Dial an address.
+    Dial {
+        addr: Multiaddr,
+        reply: oneshot::Sender<Result<(), NetError>>,
+    },
+    /// Send a sync request.
+    Request {
+        peer: PeerId,
+        request: Request,
+        reply: oneshot::Sender<Result<Response, NetError>>,
+    },
+    /// Stop the task.
+    Shutdown { reply: oneshot::Sender<()> },
+}
+
+/// Talks to the swarm task. Cheap to clone; the task stops when it is told to or when
+/// the last handle is dropped.
+#[derive(Debug, Clone)]
+pub struct NetHandle {
+    tx: mpsc::Sender<Command>,
+}
+
+impl NetHandle {
+    pub(crate) fn new(tx: mpsc::Sender<Command>) -> Self {
+        Self { tx }
+    }
+
+    /// Sends a command and waits for its reply.
+    async fn ask<T>(
+        &self,
+        make: impl FnOnce(oneshot::Sender<T>) -> Command,
+    ) -> Result<T, NetError> {
+        let (reply, rx) = oneshot::channel();
+        self.tx
+            .send(make(reply))
+            .await
+            .map_err(|_| NetError::Stopped)?;
+        rx.await.map_err(|_| NetError::Stopped)
+    }
+
+    /// Gossips a signed transaction. Having no subscribed peer yet is not an error: the
+    /// transaction stays in the mempool for a later rebroadcast.
+    pub async fn publish_tx(&self, tx: &SignedTx) -> Result<(), NetError> {
+        self.publish_raw(encoding::encode(tx)).await
+    }
+
+    /// Gossips arbitrary bytes on the transaction topic (for exercising peers' checks).
+    /// Bytes over the transaction limit are refused here with [`NetError::TooLarge`].
+    pub async fn publish_raw(&self, bytes: Vec<u8>) -> Result<(), NetError> {
+        if bytes.len() > MAX_TX_BYTES {
+            return Err(NetError::TooLarge {
+                len: bytes.len(),
+                limit: MAX_TX_BYTES,
+            });
+        }
+        self.ask(|reply| Command::Publish { data: bytes, reply })
+            .await?
+    }
+
+    /// Connected peers (banned peers excluded).
+    pub async fn peers(&self) -> Result<Vec<PeerId>, NetError> {
+        self.ask(|reply| Command::Peers { reply }).await
+    }
+
+    /// The addresses the node listens on, waiting until at least one is bound.
+    pub async fn listen_addrs(&self) -> Result<Vec<Multiaddr>, NetError> {
+        self.ask(|reply| Command::ListenAddrs { reply }).await?
+    }
+
+    /// Starts dialling `addr` (its `/p2p/<peer id>` suffix, if any, also seeds Kademlia).
+    /// Returns once the dial is under way; watch [`NetHandle::peers`] for the connection.
+    pub async fn dial(&self, addr: Multiaddr) -> Result<(), NetError> {
+        self.ask(|reply| Command::Dial { addr, reply }).await?
+    }
+
+    async fn request(&self, peer: PeerId, request: Request) -> Result<Response, NetError> {
+        self.ask(|reply| Command::Request {
+            peer,
+            request,
+            reply,
+        })
+        .await?
+    }
+
+    /// Asks `peer` for its sync status.
+    pub async fn status_of(&self, peer: PeerId) -> Result<SyncStatus, NetError> {
+        match self.request(peer, Request::Status).await? {
+            Response::Status(status) => Ok(status),
+            Response::Blocks(_) => Err(NetError::Request(
+                "blocks received in answer to a status request".into(),
+            )),
+        }
+    }
+
+    /// Asks `peer` for up to `max` encoded blocks from height `from`. The peer may send
+    /// fewer (its tip, its per-request cap, the response size limit), never more.
+    pub async fn blocks_from(
+        &self,
+        peer: PeerId,
+        from: u64,
+        max: u32,
+    ) -> Result<Vec<Vec<u8>>, NetError> {
+        match self.request(peer, Request::Blocks { from, max }).await? {
+            Response::Blocks(blocks) if u32::try_from(blocks.len()).is_ok_and(|n| n <= max) => {
+                Ok(blocks)
+            }
+            Response::Blocks(blocks) => Err(NetError::Request(format!(
+                "{} blocks received, {max} asked for",
+                blocks.len()
+            ))),
+            Response::Status(_) => Err(NetError::Request(
+                "a status received in answer to a blocks request".into(),
+            )),
+        }
+    }
+
+    /// Stops the swarm task and waits until it has acknowledged; a task that already
+    /// stopped is fine.
+    pub async fn shutdown(&self) {
+        let _ = self.ask(|reply| Command::Shutdown { reply }).await;
+    }
+}
