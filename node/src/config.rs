@@ -41,6 +41,13 @@ pub struct NodeConfig {
     pub snapshot_every: u64,
     /// Most transactions the mempool holds.
     pub mempool_max: usize,
+    /// Least time between blocks, in milliseconds (consensus waits this long after a
+    /// decision before starting the next height).
+    pub block_time_ms: u64,
+    /// How long round 0 waits for a proposal, in milliseconds (later rounds wait longer).
+    pub propose_timeout_ms: u64,
+    /// How often peers exchange their heights for catch-up sync, in milliseconds.
+    pub sync_interval_ms: u64,
 }
 
 impl Default for NodeConfig {
@@ -54,6 +61,9 @@ impl Default for NodeConfig {
             consensus_bootstrap: Vec::new(),
             snapshot_every: 100,
             mempool_max: 10_000,
+            block_time_ms: 1_000,
+            propose_timeout_ms: 3_000,
+            sync_interval_ms: 2_000,
         }
     }
 }

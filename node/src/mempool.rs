@@ -94,6 +94,13 @@ impl Mempool {
         self.ids.is_empty()
     }
 
+    /// How many pooled transactions `sender` has (the nonces after its account's next).
+    pub fn pending_from(&self, sender: &AccountId) -> u64 {
+        self.by_sender
+            .get(sender)
+            .map_or(0, |m| u64::try_from(m.len()).unwrap_or(u64::MAX))
+    }
+
     /// Whether a transaction id is pooled.
     pub fn contains(&self, id: &Hash) -> bool {
         self.ids.contains_key(id)
@@ -143,6 +150,16 @@ impl Mempool {
         self.ids.insert(id, (sender, nonce));
         self.order.insert(seq, (sender, nonce));
         Ok(evicted)
+    }
+
+    /// Drops a transaction the contract refused (when a block was built); later nonces of
+    /// its sender stay pooled until the gap is filled or they age out. Returns whether it
+    /// was pooled.
+    pub fn evict(&mut self, id: &Hash) -> bool {
+        match self.ids.get(id).copied() {
+            Some((sender, nonce)) => self.remove(&sender, nonce).is_some(),
+            None => false,
+        }
     }
 
     fn remove(&mut self, sender: &AccountId, nonce: u64) -> Option<Hash> {

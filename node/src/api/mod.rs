@@ -4,6 +4,8 @@
 //! |---|---|
 //! | `GET /v1/status` | node id, height, tip hash, state root, peers, validator?, mempool size |
 //! | `POST /v1/tx` | a signed transaction, canonical bytes (`application/octet-stream`) or `{"tx": "<hex>"}`; admitted to the mempool |
+//! | `GET /v1/tx/{id}` | the height and index of the block that includes a transaction, or `pending` |
+//! | `GET /v1/accounts/{id}` | balance, stake, nonce and the next nonce to use (pooled ones counted) |
 //! | `GET /v1/blocks/{height}` | the block, its hash and certificate size |
 //! | `GET /v1/sessions/{id}` | a session's outcome with per-segment verdicts and the height of the block that decided it, or its live phase |
 //! | `GET /v1/auditors/{id}` | stake, reputation, earnings, slashes, honeypot record |
@@ -70,6 +72,18 @@ pub struct NodeState {
     pub mempool: Mempool,
 }
 
+/// A subsystem's counters, appended to `/metrics` as Prometheus text.
+pub trait MetricsSource: Send + Sync + std::fmt::Debug {
+    /// Writes `# HELP`/`# TYPE` lines and samples.
+    fn render(&self, out: &mut String);
+}
+
+impl MetricsSource for crate::consensus::ConsensusMetrics {
+    fn render(&self, out: &mut String) {
+        crate::consensus::ConsensusMetrics::render(self, out);
+    }
+}
+
 /// Shared handles for the handlers.
 #[derive(Debug, Clone)]
 pub struct Api {
@@ -79,6 +93,11 @@ pub struct Api {
     pub ledger: Ledger,
     /// Counters.
     pub metrics: Arc<ApiMetrics>,
+    /// Where admitted transactions go to be gossiped to peers (none in a node without a
+    /// network, as in unit tests).
+    pub gossip: Option<tokio::sync::mpsc::Sender<trust_protocol::tx::SignedTx>>,
+    /// Other subsystems' counters.
+    pub sources: Vec<Arc<dyn MetricsSource>>,
 }
 
 /// An API error: status, stable code, message.
@@ -138,9 +157,11 @@ pub fn router(api: Api) -> Router {
     Router::new()
         .route("/v1/status", get(status))
         .route("/v1/tx", post(submit_tx))
+        .route("/v1/tx/{id}", get(tx_location))
         .route("/v1/blocks/{height}", get(block))
         .route("/v1/sessions/{id}", get(session))
         .route("/v1/auditors/{id}", get(auditor))
+        .route("/v1/accounts/{id}", get(account))
         .route("/metrics", get(metrics))
         .route("/v1/openapi.json", get(openapi))
         .fallback(|| async { ApiError::not_found("no such route (see /v1/openapi.json)") })
@@ -226,13 +247,19 @@ async fn submit_tx(
             let NodeState {
                 mempool, contract, ..
             } = &mut *s;
-            mempool.insert(tx, contract).map_err(|e| {
+            mempool.insert(tx.clone(), contract).map_err(|e| {
                 ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "rejected", e.to_string())
             })?;
-            Ok(id)
+            Ok((id, tx))
         });
     match result {
-        Ok(id) => {
+        Ok((id, tx)) => {
+            if let Some(gossip) = &api.gossip
+                && gossip.try_send(tx).is_err()
+            {
+                // The pool holds it; the next block this node proposes includes it.
+                tracing::warn!(tx = %id, "gossip queue full; transaction kept for local proposal only");
+            }
             api.metrics.txs_accepted.fetch_add(1, Ordering::Relaxed);
             tracing::info!(tx = %id, "transaction admitted via API");
             (StatusCode::ACCEPTED, Json(json!({"id": id}))).into_response()
@@ -330,6 +357,50 @@ async fn session(
     Err(ApiError::not_found(format!("no session {sid}")))
 }
 
+async fn tx_location(
+    State(api): State<Api>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<serde_json::Value>> {
+    let tid = parse_hash("transaction id", &id)?;
+    match api.ledger.tx_location(&tid).map_err(ApiError::internal)? {
+        Some((height, index)) => Ok(Json(
+            json!({"id": tid, "status": "included", "height": height, "index": index}),
+        )),
+        None => {
+            let pooled = read_state(&api)?.mempool.contains(&tid);
+            if pooled {
+                Ok(Json(json!({"id": tid, "status": "pending"})))
+            } else {
+                Err(ApiError::not_found(format!("no transaction {tid}")))
+            }
+        }
+    }
+}
+
+async fn account(
+    State(api): State<Api>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<serde_json::Value>> {
+    let who = AccountId::from_str(&id)
+        .map_err(|_| ApiError::bad("bad_id", "account id must be 64 hex characters"))?;
+    let s = read_state(&api)?;
+    let acct = s
+        .contract
+        .state()
+        .accounts
+        .get(&who)
+        .cloned()
+        .ok_or_else(|| ApiError::not_found(format!("no account {who}")))?;
+    let pending = s.mempool.pending_from(&who);
+    Ok(Json(json!({
+        "id": who,
+        "balance": acct.balance,
+        "stake": acct.stake,
+        "nonce": acct.nonce,
+        "next_nonce": acct.nonce.saturating_add(pending),
+    })))
+}
+
 async fn auditor(
     State(api): State<Api>,
     Path(id): Path<String>,
@@ -367,7 +438,7 @@ async fn metrics(State(api): State<Api>) -> ApiResult<Response> {
         (s.tip.0, s.peers, s.mempool.len())
     };
     let m = &api.metrics;
-    let text = format!(
+    let mut text = format!(
         "# HELP trust_height Height of the last decided block.\n# TYPE trust_height gauge\ntrust_height {height}\n\
 # HELP trust_peers Connected peers.\n# TYPE trust_peers gauge\ntrust_peers {peers}\n\
 # HELP trust_mempool_txs Transactions in the mempool.\n# TYPE trust_mempool_txs gauge\ntrust_mempool_txs {mempool}\n\
@@ -378,6 +449,9 @@ async fn metrics(State(api): State<Api>) -> ApiResult<Response> {
         m.txs_rejected.load(Ordering::Relaxed),
         m.bad_requests.load(Ordering::Relaxed),
     );
+    for source in &api.sources {
+        source.render(&mut text);
+    }
     Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response())
 }
 
@@ -417,6 +491,8 @@ async fn openapi() -> Json<serde_json::Value> {
                 }}},
             "/v1/blocks/{height}": get_op("A decided block", Some(("height", "block height, from 1"))),
             "/v1/sessions/{id}": get_op("A session's outcome or phase", Some(("id", "session id, hex"))),
+            "/v1/tx/{id}": get_op("Where a transaction is: the block height and index that include it, or pending", Some(("id", "signed transaction id, hex"))),
+            "/v1/accounts/{id}": get_op("An account's balance, stake and next nonce", Some(("id", "account id, hex"))),
             "/v1/auditors/{id}": get_op("An auditor's stake, reputation and record", Some(("id", "account id, hex"))),
             "/metrics": {"get": {"summary": "Prometheus metrics", "responses": {"200": {"description": "text"}}}}
         },

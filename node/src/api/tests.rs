@@ -66,6 +66,8 @@ impl Net {
                 state: Arc::new(RwLock::new(state)),
                 ledger,
                 metrics: Arc::new(ApiMetrics::default()),
+                gossip: None,
+                sources: Vec::new(),
             },
             tip: Tip {
                 chain: Hash::sha256(b"api-test"),

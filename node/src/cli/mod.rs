@@ -19,6 +19,7 @@ pub mod econ;
 pub mod home;
 pub mod keys;
 pub mod local;
+pub mod node;
 pub mod quorum;
 pub mod simulate;
 
@@ -91,6 +92,15 @@ pub enum Command {
     Testnet(home::TestnetArgs),
     /// Inspect this node's ledger: `ledger verify --home DIR`.
     Ledger(home::LedgerArgs),
+    /// Run the node daemon: restore the ledger, join the network, order blocks with
+    /// Malachite BFT, serve the HTTP API (stop with Ctrl-C or SIGTERM).
+    Run(node::RunArgs),
+    /// Show a running node's height, state root and peers.
+    Status(node::StatusArgs),
+    /// Show a session's outcome: verdict per segment, trace verdict, deciding block.
+    Query(node::QueryArgs),
+    /// Auditor actions (register and bond).
+    Auditor(node::AuditorArgs),
 }
 
 /// A command failure with its exit code.
@@ -123,9 +133,16 @@ impl CliError {
 /// What a command returns.
 pub type CliResult = Result<(), CliError>;
 
+/// Logs when `RUST_LOG` is unset: our own at info, the consensus engine's at warn. The
+/// engine's network layer reports every publish with no subscribed peer as an error, which
+/// on a one-validator network is every message, so it is silenced by default; set
+/// `RUST_LOG=info,arc_malachitebft=debug` to see the engine's own view.
+pub const DEFAULT_LOG_FILTER: &str =
+    "info,arc_malachitebft=warn,arc_malachitebft_network=off,libp2p_gossipsub=warn";
+
 fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_LOG_FILTER));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
@@ -150,6 +167,10 @@ pub fn run() -> ExitCode {
         Command::Init(args) => home::run_init(args),
         Command::Testnet(args) => home::run_testnet(args),
         Command::Ledger(args) => home::run_ledger(args),
+        Command::Run(args) => node::run_node(args),
+        Command::Status(args) => node::run_status(args),
+        Command::Query(args) => node::run_query(args),
+        Command::Auditor(args) => node::run_auditor(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

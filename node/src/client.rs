@@ -1,0 +1,175 @@
+//! A small HTTP/1.1 client for the node's own API (`status`, `query`, `auditor register`
+//! talk to a node through it). Loopback, JSON, bounded responses; no TLS.
+
+use std::time::Duration;
+
+use tokio::{
+    io::{AsyncReadExt, AsyncWriteExt},
+    net::TcpStream,
+};
+
+/// Largest response body read.
+pub const MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
+
+/// Why a request failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClientError {
+    /// No connection.
+    #[error("cannot reach the node API at {addr}: {source} (is `trust-node run` up?)")]
+    Connect {
+        /// Address.
+        addr: String,
+        /// Cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The exchange failed or timed out.
+    #[error("API request failed: {0}")]
+    Io(String),
+    /// The node answered with an error.
+    #[error("{code}: {message} (HTTP {status})")]
+    Api {
+        /// HTTP status.
+        status: u16,
+        /// Stable error code.
+        code: String,
+        /// Message.
+        message: String,
+    },
+    /// The answer is not what the API sends.
+    #[error("unexpected API response: {0}")]
+    Protocol(String),
+}
+
+/// A JSON answer.
+pub type Json = serde_json::Value;
+
+/// `GET path` against `addr` (host:port).
+pub async fn get(addr: &str, path: &str) -> Result<Json, ClientError> {
+    request(addr, "GET", path, None).await
+}
+
+/// `POST path` with a JSON body.
+pub async fn post(addr: &str, path: &str, body: &Json) -> Result<Json, ClientError> {
+    request(addr, "POST", path, Some(body.to_string())).await
+}
+
+async fn request(
+    addr: &str,
+    method: &str,
+    path: &str,
+    body: Option<String>,
+) -> Result<Json, ClientError> {
+    let fut = async {
+        let mut stream = TcpStream::connect(addr)
+            .await
+            .map_err(|source| ClientError::Connect {
+                addr: addr.to_string(),
+                source,
+            })?;
+        let body = body.unwrap_or_default();
+        let head = format!(
+            "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nAccept: application/json\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        );
+        stream
+            .write_all(head.as_bytes())
+            .await
+            .map_err(|e| ClientError::Io(e.to_string()))?;
+        stream
+            .write_all(body.as_bytes())
+            .await
+            .map_err(|e| ClientError::Io(e.to_string()))?;
+        let mut buf = Vec::new();
+        let limit = u64::try_from(MAX_RESPONSE_BYTES).unwrap_or(u64::MAX);
+        (&mut stream)
+            .take(limit)
+            .read_to_end(&mut buf)
+            .await
+            .map_err(|e| ClientError::Io(e.to_string()))?;
+        parse_response(&buf)
+    };
+    tokio::time::timeout(Duration::from_secs(30), fut)
+        .await
+        .map_err(|_| ClientError::Io(format!("no answer from {addr} within 30 s")))?
+}
+
+fn parse_response(buf: &[u8]) -> Result<Json, ClientError> {
+    let split = buf
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .ok_or_else(|| ClientError::Protocol("no header terminator".into()))?;
+    let head = String::from_utf8_lossy(buf.get(..split).unwrap_or_default());
+    let body = buf.get(split.saturating_add(4)..).unwrap_or_default();
+    let status: u16 = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| ClientError::Protocol("no status line".into()))?;
+    let chunked = head.lines().any(|l| {
+        l.to_ascii_lowercase()
+            .starts_with("transfer-encoding: chunked")
+    });
+    let body = if chunked {
+        dechunk(body)?
+    } else {
+        body.to_vec()
+    };
+    let json: Json = serde_json::from_slice(&body)
+        .map_err(|e| ClientError::Protocol(format!("body is not JSON: {e}")))?;
+    if (200..300).contains(&status) {
+        Ok(json)
+    } else {
+        Err(ClientError::Api {
+            status,
+            code: json["code"].as_str().unwrap_or("error").to_string(),
+            message: json["message"].as_str().unwrap_or("").to_string(),
+        })
+    }
+}
+
+fn dechunk(mut body: &[u8]) -> Result<Vec<u8>, ClientError> {
+    let mut out = Vec::new();
+    loop {
+        let line_end = body
+            .windows(2)
+            .position(|w| w == b"\r\n")
+            .ok_or_else(|| ClientError::Protocol("bad chunk".into()))?;
+        let size_str = String::from_utf8_lossy(body.get(..line_end).unwrap_or_default());
+        let size = usize::from_str_radix(size_str.trim(), 16)
+            .map_err(|_| ClientError::Protocol("bad chunk size".into()))?;
+        let start = line_end.saturating_add(2);
+        if size == 0 {
+            return Ok(out);
+        }
+        let end = start.saturating_add(size);
+        out.extend_from_slice(
+            body.get(start..end)
+                .ok_or_else(|| ClientError::Protocol("truncated chunk".into()))?,
+        );
+        body = body.get(end.saturating_add(2)..).unwrap_or_default();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_plain_chunked_and_error_answers() {
+        let ok = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\r\n{\"a\":1}";
+        assert_eq!(parse_response(ok).unwrap()["a"], 1);
+        let chunked = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n4\r\n{\"a\"\r\n3\r\n:2}\r\n0\r\n\r\n";
+        assert_eq!(parse_response(chunked).unwrap()["a"], 2);
+        let err = b"HTTP/1.1 404 Not Found\r\n\r\n{\"code\":\"not_found\",\"message\":\"no such\"}";
+        match parse_response(err) {
+            Err(ClientError::Api { status, code, .. }) => {
+                assert_eq!(status, 404);
+                assert_eq!(code, "not_found");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(parse_response(b"garbage").is_err());
+    }
+}

@@ -1,0 +1,622 @@
+//! The application side of Malachite: answers the engine's messages with our blocks, our
+//! contract and our ledger.
+//!
+//! One task runs [`Driver::run`]; it alone applies decided blocks, so the contract state,
+//! the tip and the ledger advance together. The API reads the same [`NodeState`] under a
+//! lock held only briefly.
+
+use std::{
+    sync::{Arc, RwLock, atomic::Ordering},
+    time::{Duration, Instant},
+};
+
+use bytes::Bytes;
+use malachitebft_app::{
+    consensus::ProposedValue,
+    engine::host::{HeightParams, Next, SyncedValueOutcome},
+    streaming::{StreamId, StreamMessage},
+    types::{LocallyProposedValue, sync::RawDecidedValue},
+};
+use malachitebft_app_channel::{AppMsg, Channels, NetworkMsg};
+use malachitebft_core_types::{CommitCertificate, LinearTimeouts, Round, Validity};
+use malachitebft_engine::util::streaming::StreamContent;
+use tokio::sync::broadcast;
+use tracing::{debug, error, info, warn};
+use trust_contracts::{Contract, Event};
+use trust_protocol::{AccountId, Hash, block::Block, encoding};
+
+use super::{
+    ConsensusMetrics,
+    codec::{WireCertificate, decode_borsh, encode_borsh},
+    context::{Address, BlockId, Height, PartInit, TrustContext, Validator, ValidatorSet},
+    proposals::{Streams, Undecided, UndecidedEntry, stream_parts},
+    signing::AccountSigner,
+};
+use crate::{
+    api::NodeState,
+    chain::{Tip, build_block, execute_block},
+    ledger::{Ledger, StoredBlock},
+};
+
+/// Most transactions drawn from the mempool into one block.
+pub const MAX_CANDIDATES: usize = 2_000;
+/// Most heights served in one sync answer.
+pub const MAX_SYNC_BATCH: u64 = 20;
+
+/// A block that was decided and applied.
+#[derive(Debug, Clone)]
+pub struct Decided {
+    /// The block.
+    pub block: Arc<Block>,
+    /// Contract events, in order.
+    pub events: Arc<Vec<Event>>,
+    /// State root after it.
+    pub state_root: Hash,
+}
+
+/// Everything the driver owns or shares.
+#[derive(Debug)]
+pub struct Driver {
+    /// Chain id.
+    pub chain: Hash,
+    /// This node's consensus address.
+    pub me: Address,
+    /// Its signer (validators only).
+    pub signer: Option<AccountSigner>,
+    /// Genesis validator accounts; their power is their bonded stake.
+    pub validators: Vec<AccountId>,
+    /// Shared node state.
+    pub node: Arc<RwLock<NodeState>>,
+    /// The ledger.
+    pub ledger: Ledger,
+    /// Undecided blocks.
+    pub undecided: Undecided,
+    /// Timeouts per round.
+    pub timeouts: LinearTimeouts,
+    /// Least time between blocks.
+    pub block_time: Duration,
+    /// Contract snapshot interval in blocks.
+    pub snapshot_every: u64,
+    /// Counters.
+    pub metrics: Arc<ConsensusMetrics>,
+    /// Decided blocks, for subscribers (audit pipeline, tests).
+    pub decided_tx: broadcast::Sender<Decided>,
+    streams: Streams,
+    height: Height,
+    round: Round,
+    pending_finalize: Option<Height>,
+    last_decided_at: Option<Instant>,
+}
+
+/// The validator set that votes at the height after `contract`'s: every genesis validator
+/// with positive bonded stake, weighted by it; if none has stake, all of them with power 1
+/// (a network must never stop because its validators unbonded).
+pub fn validator_set(validators: &[AccountId], contract: &Contract) -> ValidatorSet {
+    let accounts = &contract.state().accounts;
+    let staked: Vec<Validator> = validators
+        .iter()
+        .map(|v| Validator {
+            address: Address::of(v),
+            voting_power: accounts.get(v).map(|a| a.stake).unwrap_or(0),
+        })
+        .collect();
+    let set = ValidatorSet::new(staked);
+    if set.validators().is_empty() {
+        return ValidatorSet::new(
+            validators
+                .iter()
+                .map(|v| Validator {
+                    address: Address::of(v),
+                    voting_power: 1,
+                })
+                .collect(),
+        );
+    }
+    set
+}
+
+impl Driver {
+    /// A driver over restored state.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        chain: Hash,
+        me: Address,
+        signer: Option<AccountSigner>,
+        validators: Vec<AccountId>,
+        node: Arc<RwLock<NodeState>>,
+        ledger: Ledger,
+        undecided: Undecided,
+        timeouts: LinearTimeouts,
+        block_time: Duration,
+        snapshot_every: u64,
+        metrics: Arc<ConsensusMetrics>,
+        decided_tx: broadcast::Sender<Decided>,
+    ) -> Self {
+        Self {
+            chain,
+            me,
+            signer,
+            validators,
+            node,
+            ledger,
+            undecided,
+            timeouts,
+            block_time,
+            snapshot_every,
+            metrics,
+            decided_tx,
+            streams: Streams::default(),
+            height: Height(0),
+            round: Round::Nil,
+            pending_finalize: None,
+            last_decided_at: None,
+        }
+    }
+
+    fn snapshot(&self) -> (Contract, Tip) {
+        // A poisoned lock means a panic elsewhere; the state it guards is still whole
+        // (every write replaces it in one assignment), so keep going with it.
+        let node = self.node.read().unwrap_or_else(|e| e.into_inner());
+        let tip = Tip {
+            chain: self.chain,
+            height: node.tip.0,
+            hash: node.tip.1,
+        };
+        (node.contract.clone(), tip)
+    }
+
+    fn tip(&self) -> Tip {
+        let node = self.node.read().unwrap_or_else(|e| e.into_inner());
+        Tip {
+            chain: self.chain,
+            height: node.tip.0,
+            hash: node.tip.1,
+        }
+    }
+
+    fn params(&self) -> HeightParams<TrustContext> {
+        let node = self.node.read().unwrap_or_else(|e| e.into_inner());
+        HeightParams::new(
+            validator_set(&self.validators, &node.contract),
+            self.timeouts,
+            Some(self.block_time),
+        )
+    }
+
+    /// Runs until the engine closes its channel.
+    pub async fn run(mut self, mut channels: Channels<TrustContext>) {
+        while let Some(msg) = channels.consensus.recv().await {
+            if let Err(e) = self.handle(msg, &channels).await {
+                error!(error = %e, "consensus driver step failed");
+            }
+        }
+        info!("consensus engine stopped; driver exits");
+    }
+
+    async fn handle(
+        &mut self,
+        msg: AppMsg<TrustContext>,
+        channels: &Channels<TrustContext>,
+    ) -> Result<(), String> {
+        match msg {
+            AppMsg::ConsensusReady { reply } => {
+                let start = Height(self.tip().height.saturating_add(1));
+                info!(height = %start, "consensus ready");
+                self.height = start;
+                let _ = reply.send((start, self.params()));
+            }
+            AppMsg::StartedRound {
+                height,
+                round,
+                proposer,
+                role,
+                reply_value,
+            } => {
+                debug!(%height, %round, %proposer, ?role, "started round");
+                self.height = height;
+                self.round = round;
+                let values = self
+                    .undecided
+                    .at_height(height)
+                    .into_iter()
+                    .filter(|(_, e)| e.round == round)
+                    .map(|(id, e)| ProposedValue {
+                        height,
+                        round,
+                        valid_round: e.pol_round,
+                        proposer: e.proposer,
+                        value: id,
+                        validity: Validity::from_bool(e.valid),
+                    })
+                    .collect();
+                let _ = reply_value.send(values);
+            }
+            AppMsg::GetValue {
+                height,
+                round,
+                timeout: _,
+                reply,
+            } => {
+                let value = self.propose(height, round, channels).await?;
+                let _ = reply.send(value);
+            }
+            AppMsg::ExtendVote { reply, .. } => {
+                let _ = reply.send(None);
+            }
+            AppMsg::VerifyVoteExtensions {
+                extensions, reply, ..
+            } => {
+                let _ = reply.send(extensions.into_iter().map(|(a, _)| (a, Ok(()))).collect());
+            }
+            AppMsg::RestreamProposal {
+                height,
+                round,
+                valid_round,
+                address,
+                value_id,
+            } => {
+                if address != self.me {
+                    debug!(%height, %round, "restream asked for another proposer's block; skipped");
+                    return Ok(());
+                }
+                let Some(entry) = self.undecided.find(height, &value_id) else {
+                    debug!(%height, %round, %value_id, "no block to restream");
+                    return Ok(());
+                };
+                let block: Block = encoding::decode(&entry.block).map_err(|e| e.to_string())?;
+                self.publish(height, round, valid_round, &block, channels)
+                    .await?;
+            }
+            AppMsg::GetHistoryMinHeight { reply } => {
+                let _ = reply.send(Height(1));
+            }
+            AppMsg::ReceivedProposalPart {
+                from,
+                published_by,
+                part,
+                reply,
+            } => {
+                let peer = published_by.unwrap_or(from);
+                let value = self.received_part(peer, part);
+                let _ = reply.send(value);
+            }
+            AppMsg::Decided {
+                certificate, reply, ..
+            } => {
+                match self.commit(&certificate) {
+                    Ok(()) => self.pending_finalize = Some(certificate.height),
+                    Err(e) => {
+                        error!(height = %certificate.height, error = %e, "could not commit decided block");
+                        self.pending_finalize = None;
+                    }
+                }
+                let _ = reply.send(());
+            }
+            AppMsg::Finalized {
+                certificate, reply, ..
+            } => {
+                let committed = self.tip().height >= certificate.height.0;
+                let next = if committed {
+                    Next::Start(
+                        Height(certificate.height.0.saturating_add(1)),
+                        self.params(),
+                    )
+                } else {
+                    warn!(height = %certificate.height, "decided block not committed; restarting the height");
+                    Next::Restart(certificate.height, self.params())
+                };
+                self.pending_finalize = None;
+                let _ = reply.send(next);
+            }
+            AppMsg::GetDecidedValues { range, reply } => {
+                let _ = reply.send(self.decided_values(*range.start(), *range.end()));
+            }
+            AppMsg::ProcessSyncedValue {
+                height,
+                round,
+                proposer,
+                value_bytes,
+                reply,
+            } => {
+                let _ = reply.send(self.synced_value(height, round, proposer, &value_bytes));
+            }
+        }
+        Ok(())
+    }
+
+    async fn propose(
+        &mut self,
+        height: Height,
+        round: Round,
+        channels: &Channels<TrustContext>,
+    ) -> Result<LocallyProposedValue<TrustContext>, String> {
+        let (contract, tip) = self.snapshot();
+        if tip.height.saturating_add(1) != height.0 {
+            return Err(format!(
+                "asked to propose height {height} while the tip is {}",
+                tip.height
+            ));
+        }
+        let candidates = {
+            let node = self.node.read().unwrap_or_else(|e| e.into_inner());
+            node.mempool.candidates(&contract, MAX_CANDIDATES)
+        };
+        let proposer = self.me.account();
+        let (block, _, dropped) = build_block(&contract, &tip, proposer, &candidates);
+        if !dropped.is_empty() {
+            // Refused on their merits (not a nonce gap): they would be refused again, so
+            // they leave the pool instead of blocking their sender's later nonces.
+            let mut node = self.node.write().unwrap_or_else(|e| e.into_inner());
+            for d in &dropped {
+                if !matches!(d.error, trust_contracts::TxError::BadNonce { .. })
+                    && node.mempool.evict(&d.id)
+                {
+                    info!(tx = %d.id, error = %d.error, "transaction refused by the contract; removed from the mempool");
+                }
+            }
+        }
+        let id = BlockId::of(block.hash());
+        info!(%height, %round, txs = block.txs.len(), block = %id, "proposing");
+        self.undecided.put(
+            height,
+            &id,
+            &UndecidedEntry {
+                round,
+                pol_round: Round::Nil,
+                proposer: self.me,
+                valid: true,
+                block: encoding::encode(&block),
+            },
+        )?;
+        self.publish(height, round, Round::Nil, &block, channels)
+            .await?;
+        Ok(LocallyProposedValue::new(height, round, id))
+    }
+
+    async fn publish(
+        &self,
+        height: Height,
+        round: Round,
+        pol_round: Round,
+        block: &Block,
+        channels: &Channels<TrustContext>,
+    ) -> Result<(), String> {
+        let Some(signer) = &self.signer else {
+            return Err("a full node cannot propose".into());
+        };
+        let init = PartInit {
+            height,
+            round,
+            pol_round,
+            proposer: self.me,
+        };
+        let parts = stream_parts(&self.chain, init, block, |d| signer.sign(d));
+        let mut id = height.0.to_be_bytes().to_vec();
+        id.extend_from_slice(&round.as_i64().to_be_bytes());
+        let stream_id = StreamId::new(Bytes::from(id));
+        let mut seq = 0u64;
+        for part in parts {
+            let msg = StreamMessage::new(stream_id.clone(), seq, StreamContent::Data(part));
+            channels
+                .network
+                .send(NetworkMsg::PublishProposalPart(msg))
+                .await
+                .map_err(|e| e.to_string())?;
+            seq = seq.saturating_add(1);
+        }
+        let fin = StreamMessage::new(stream_id, seq, StreamContent::Fin);
+        channels
+            .network
+            .send(NetworkMsg::PublishProposalPart(fin))
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    fn received_part(
+        &mut self,
+        peer: malachitebft_app::types::PeerId,
+        part: StreamMessage<super::context::ProposalPart>,
+    ) -> Option<ProposedValue<TrustContext>> {
+        let outcome = self.streams.insert(&self.chain, peer, part)?;
+        let assembled = match outcome {
+            Ok(a) => a,
+            Err(e) => {
+                self.metrics
+                    .proposals_rejected
+                    .fetch_add(1, Ordering::Relaxed);
+                warn!(%peer, error = %e, "proposal stream refused");
+                return None;
+            }
+        };
+        let init = assembled.init;
+        let block = assembled.block;
+        let id = BlockId::of(block.hash());
+        let (contract, tip) = self.snapshot();
+        if init.height.0 <= tip.height {
+            debug!(height = %init.height, "proposal for a decided height dropped");
+            return None;
+        }
+        // A proposal for a later height is kept unvalidated-as-invalid until this node
+        // reaches that height; the engine asks again through `StartedRound`.
+        let valid = if init.height.0 == tip.height.saturating_add(1) {
+            match execute_block(&contract, &tip, &block) {
+                Ok(_) => true,
+                Err(e) => {
+                    self.metrics
+                        .proposals_rejected
+                        .fetch_add(1, Ordering::Relaxed);
+                    warn!(height = %init.height, round = %init.round, proposer = %init.proposer, error = %e, "proposed block does not execute");
+                    false
+                }
+            }
+        } else {
+            return None;
+        };
+        let entry = UndecidedEntry {
+            round: init.round,
+            pol_round: init.pol_round,
+            proposer: init.proposer,
+            valid,
+            block: encoding::encode(&block),
+        };
+        if let Err(e) = self.undecided.put(init.height, &id, &entry) {
+            error!(error = %e, "could not store proposal");
+            return None;
+        }
+        Some(ProposedValue {
+            height: init.height,
+            round: init.round,
+            valid_round: init.pol_round,
+            proposer: init.proposer,
+            value: id,
+            validity: Validity::from_bool(valid),
+        })
+    }
+
+    /// Applies the decided block: ledger first (flushed), then the shared state.
+    fn commit(&mut self, cert: &CommitCertificate<TrustContext>) -> Result<(), String> {
+        let (contract, tip) = self.snapshot();
+        if cert.height.0 <= tip.height {
+            return Ok(()); // already applied (replay after restart)
+        }
+        let entry = self
+            .undecided
+            .find(cert.height, &cert.value_id)
+            .ok_or_else(|| format!("decided block {} is not known here", cert.value_id))?;
+        let block: Block = encoding::decode(&entry.block).map_err(|e| e.to_string())?;
+        let done = execute_block(&contract, &tip, &block).map_err(|e| e.to_string())?;
+        let sessions: Vec<Hash> = done
+            .events
+            .iter()
+            .filter_map(|e| match e {
+                Event::TraceDecided { session, .. } => Some(*session),
+                _ => None,
+            })
+            .collect();
+        let certificate = encode_borsh(&WireCertificate::from(cert))
+            .map_err(|e| e.to_string())?
+            .to_vec();
+        let stored = StoredBlock {
+            block: block.clone(),
+            certificate,
+        };
+        self.ledger
+            .append(&stored, &sessions)
+            .map_err(|e| e.to_string())?;
+        let height = block.header.height;
+        if self.snapshot_every > 0
+            && height.is_multiple_of(self.snapshot_every)
+            && let Err(e) = self.ledger.put_snapshot(height, &done.contract.snapshot())
+        {
+            warn!(error = %e, "contract snapshot not written");
+        }
+        let state_root = block.header.state_root;
+        let hash = block.hash();
+        let txs = block.txs.len();
+        {
+            let mut node = self.node.write().unwrap_or_else(|e| e.into_inner());
+            node.contract = done.contract;
+            node.tip = (height, hash);
+            node.state_root = state_root;
+            let NodeState {
+                mempool, contract, ..
+            } = &mut *node;
+            mempool.prune(contract);
+        }
+        self.undecided.prune_through(cert.height);
+        let now = Instant::now();
+        if let Some(prev) = self.last_decided_at.replace(now) {
+            let ms = u64::try_from(now.duration_since(prev).as_millis()).unwrap_or(u64::MAX);
+            self.metrics.last_block_ms.store(ms, Ordering::Relaxed);
+        }
+        self.metrics.height.store(height, Ordering::Relaxed);
+        self.metrics.blocks.fetch_add(1, Ordering::Relaxed);
+        self.metrics
+            .txs
+            .fetch_add(u64::try_from(txs).unwrap_or(0), Ordering::Relaxed);
+        info!(height, txs, block = %hash, state_root = %state_root, round = %cert.round, signatures = cert.commit_signatures.len(), "block committed");
+        let _ = self.decided_tx.send(Decided {
+            block: Arc::new(block),
+            events: Arc::new(done.events),
+            state_root,
+        });
+        Ok(())
+    }
+
+    fn decided_values(&self, from: Height, to: Height) -> Vec<RawDecidedValue<TrustContext>> {
+        let to =
+            to.0.min(from.0.saturating_add(MAX_SYNC_BATCH.saturating_sub(1)));
+        let mut out = Vec::new();
+        for h in from.0..=to {
+            let Ok(Some(stored)) = self.ledger.block(h) else {
+                break;
+            };
+            let Ok(cert) = decode_borsh::<WireCertificate>(&stored.certificate) else {
+                error!(height = h, "stored certificate does not decode");
+                break;
+            };
+            out.push(RawDecidedValue::new(
+                Bytes::from(encoding::encode(&stored.block)),
+                cert.to_extended(),
+            ));
+        }
+        self.metrics
+            .sync_served
+            .fetch_add(u64::try_from(out.len()).unwrap_or(0), Ordering::Relaxed);
+        out
+    }
+
+    pub(crate) fn synced_value(
+        &mut self,
+        height: Height,
+        round: Round,
+        proposer: Address,
+        bytes: &[u8],
+    ) -> SyncedValueOutcome<TrustContext> {
+        let block: Block = match encoding::decode(bytes) {
+            Ok(b) => b,
+            Err(e) => {
+                self.metrics.sync_rejected.fetch_add(1, Ordering::Relaxed);
+                warn!(%height, error = %e, "synced block does not decode; peer penalised");
+                return SyncedValueOutcome::PeerFault;
+            }
+        };
+        if block.header.height != height.0 {
+            self.metrics.sync_rejected.fetch_add(1, Ordering::Relaxed);
+            warn!(%height, got = block.header.height, "synced block is for another height; peer penalised");
+            return SyncedValueOutcome::PeerFault;
+        }
+        let (contract, tip) = self.snapshot();
+        let valid = match execute_block(&contract, &tip, &block) {
+            Ok(_) => true,
+            Err(e) => {
+                self.metrics.sync_rejected.fetch_add(1, Ordering::Relaxed);
+                warn!(%height, error = %e, "synced block does not execute");
+                false
+            }
+        };
+        let id = BlockId::of(block.hash());
+        if valid {
+            let entry = UndecidedEntry {
+                round,
+                pol_round: Round::Nil,
+                proposer,
+                valid,
+                block: encoding::encode(&block),
+            };
+            if let Err(e) = self.undecided.put(height, &id, &entry) {
+                error!(error = %e, "could not store synced block");
+                return SyncedValueOutcome::LocalTransientError;
+            }
+        }
+        debug!(%height, block = %id, valid, "synced block processed");
+        SyncedValueOutcome::Verdict(ProposedValue {
+            height,
+            round,
+            valid_round: Round::Nil,
+            proposer,
+            value: id,
+            validity: Validity::from_bool(valid),
+        })
+    }
+}

@@ -1,0 +1,293 @@
+//! Ordering with Malachite BFT (the `arc-malachitebft-app-channel` 0.8 engine).
+//!
+//! The engine runs its own libp2p swarm on `consensus_listen`, its write-ahead log under
+//! `<home>/data/consensus/`, and value sync for nodes that fell behind. This module gives
+//! it a [`TrustContext`](context::TrustContext) (block ids as values, account keys as
+//! validator keys, stake-weighted validator sets), a [`TrustCodec`](codec::TrustCodec),
+//! signing, and the [`Driver`](driver::Driver) that turns decisions into ledger blocks and
+//! contract state. A one-validator network is the dev mode; there is no other ordering
+//! path.
+
+pub mod codec;
+pub mod context;
+pub mod driver;
+pub mod proposals;
+pub mod signing;
+
+use std::{
+    path::PathBuf,
+    sync::{
+        Arc, RwLock,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::Duration,
+};
+
+use malachitebft_app::config::{
+    ConsensusConfig, DiscoveryConfig, NodeConfig, P2pConfig, PubSubProtocol, ValuePayload,
+    ValueSyncConfig,
+};
+use malachitebft_app_channel::{
+    ConsensusContext, EngineBuilder, EngineHandle, NetworkContext, NetworkIdentity, RequestContext,
+    SyncContext, WalContext,
+};
+use malachitebft_core_types::LinearTimeouts;
+use tokio::sync::broadcast;
+use tracing::Instrument;
+use trust_protocol::{AccountId, Hash, Keypair};
+
+use self::{
+    codec::TrustCodec,
+    context::{Address, TrustContext},
+    driver::{Decided, Driver},
+    proposals::Undecided,
+    signing::{AccountSigner, AccountVerifier},
+};
+use crate::{api::NodeState, ledger::Ledger};
+
+/// Consensus counters exported at `/metrics`.
+#[derive(Debug, Default)]
+pub struct ConsensusMetrics {
+    /// Height of the last committed block.
+    pub height: AtomicU64,
+    /// Blocks committed since start.
+    pub blocks: AtomicU64,
+    /// Transactions committed since start.
+    pub txs: AtomicU64,
+    /// Milliseconds between the last two commits.
+    pub last_block_ms: AtomicU64,
+    /// Proposal streams or blocks refused.
+    pub proposals_rejected: AtomicU64,
+    /// Synced blocks refused (malformed, wrong height, not executing).
+    pub sync_rejected: AtomicU64,
+    /// Decided blocks served to syncing peers.
+    pub sync_served: AtomicU64,
+}
+
+impl ConsensusMetrics {
+    /// Prometheus text.
+    pub fn render(&self, out: &mut String) {
+        let rows: [(&str, &str, &str, &AtomicU64); 6] = [
+            (
+                "trust_blocks_committed_total",
+                "counter",
+                "Blocks committed since start.",
+                &self.blocks,
+            ),
+            (
+                "trust_txs_committed_total",
+                "counter",
+                "Transactions committed since start.",
+                &self.txs,
+            ),
+            (
+                "trust_block_interval_ms",
+                "gauge",
+                "Milliseconds between the last two committed blocks.",
+                &self.last_block_ms,
+            ),
+            (
+                "trust_proposals_rejected_total",
+                "counter",
+                "Proposal streams or blocks refused.",
+                &self.proposals_rejected,
+            ),
+            (
+                "trust_sync_rejected_total",
+                "counter",
+                "Synced blocks refused.",
+                &self.sync_rejected,
+            ),
+            (
+                "trust_sync_served_total",
+                "counter",
+                "Decided blocks served to syncing peers.",
+                &self.sync_served,
+            ),
+        ];
+        for (name, kind, help, v) in rows {
+            out.push_str(&format!(
+                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {}\n",
+                v.load(Ordering::Relaxed)
+            ));
+        }
+    }
+}
+
+/// The engine's configuration (Malachite's `NodeConfig`).
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    moniker: String,
+    consensus: ConsensusConfig,
+    value_sync: ValueSyncConfig,
+}
+
+impl NodeConfig for EngineConfig {
+    fn moniker(&self) -> &str {
+        &self.moniker
+    }
+
+    fn consensus(&self) -> &ConsensusConfig {
+        &self.consensus
+    }
+
+    fn consensus_mut(&mut self) -> &mut ConsensusConfig {
+        &mut self.consensus
+    }
+
+    fn value_sync(&self) -> &ValueSyncConfig {
+        &self.value_sync
+    }
+
+    fn value_sync_mut(&mut self) -> &mut ValueSyncConfig {
+        &mut self.value_sync
+    }
+}
+
+/// What [`start`] needs.
+#[derive(Debug)]
+pub struct ConsensusSetup {
+    /// Log name.
+    pub moniker: String,
+    /// Chain id.
+    pub chain: Hash,
+    /// The account key (validator key and consensus network identity).
+    pub key: Keypair,
+    /// Genesis validators.
+    pub validators: Vec<AccountId>,
+    /// Engine swarm listen address.
+    pub listen: libp2p::Multiaddr,
+    /// Engine peers to keep connected.
+    pub peers: Vec<libp2p::Multiaddr>,
+    /// WAL directory.
+    pub wal_dir: PathBuf,
+    /// Least time between blocks.
+    pub block_time: Duration,
+    /// Propose timeout of round 0.
+    pub propose_timeout: Duration,
+    /// Contract snapshot interval.
+    pub snapshot_every: u64,
+    /// How often peers exchange sync status.
+    pub sync_interval: Duration,
+}
+
+/// A running engine and its driver.
+pub struct Running {
+    /// Engine handle.
+    pub engine: EngineHandle,
+    /// The driver task.
+    pub driver: tokio::task::JoinHandle<()>,
+    /// Decided blocks.
+    pub decided: broadcast::Sender<Decided>,
+}
+
+impl std::fmt::Debug for Running {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Running").finish_non_exhaustive()
+    }
+}
+
+/// Why the engine did not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConsensusError {
+    /// Key conversion.
+    #[error("consensus key: {0}")]
+    Key(String),
+    /// The engine failed to start.
+    #[error("consensus engine: {0}")]
+    Engine(String),
+    /// Local storage.
+    #[error("consensus store: {0}")]
+    Store(String),
+}
+
+/// Starts the engine and the driver.
+pub async fn start(
+    setup: ConsensusSetup,
+    db: &sled::Db,
+    node: Arc<RwLock<NodeState>>,
+    ledger: Ledger,
+    metrics: Arc<ConsensusMetrics>,
+) -> Result<Running, ConsensusError> {
+    let me = Address::of(&setup.key.public());
+    let is_validator = setup.validators.contains(&setup.key.public());
+    let keypair = libp2p::identity::Keypair::ed25519_from_bytes(setup.key.seed())
+        .map_err(|e| ConsensusError::Key(e.to_string()))?;
+    let identity = NetworkIdentity::new(
+        setup.moniker.clone(),
+        keypair,
+        is_validator.then(|| hex::encode(me.0)),
+    );
+    let p2p = P2pConfig {
+        listen_addr: setup.listen.clone(),
+        persistent_peers: setup.peers.clone(),
+        discovery: DiscoveryConfig::default(),
+        protocol: PubSubProtocol::default(),
+        ..P2pConfig::default()
+    };
+    let config = EngineConfig {
+        moniker: setup.moniker.clone(),
+        consensus: ConsensusConfig {
+            p2p,
+            value_payload: ValuePayload::ProposalAndParts,
+            ..ConsensusConfig::default()
+        },
+        value_sync: ValueSyncConfig {
+            status_update_interval: setup.sync_interval,
+            request_timeout: Duration::from_secs(5),
+            ..ValueSyncConfig::default()
+        },
+    };
+    std::fs::create_dir_all(&setup.wal_dir).map_err(|e| ConsensusError::Store(e.to_string()))?;
+    let verifier = Box::new(AccountVerifier::new(setup.chain));
+    let signer = AccountSigner::new(setup.key.clone(), setup.chain);
+    let consensus_ctx = if is_validator {
+        ConsensusContext::new_validator(me, verifier, Box::new(signer.clone()))
+    } else {
+        ConsensusContext::new_full_node(me, verifier)
+    };
+    let span = tracing::info_span!("consensus", node = %setup.moniker);
+    let (channels, engine) = EngineBuilder::new(TrustContext, config)
+        .with_default_wal(WalContext::new(
+            setup.wal_dir.join("consensus.wal"),
+            TrustCodec,
+        ))
+        .with_default_network(NetworkContext::new(identity, TrustCodec))
+        .with_default_consensus(consensus_ctx)
+        .with_default_sync(SyncContext::new(TrustCodec))
+        .with_default_request(RequestContext::new(64))
+        .build()
+        .instrument(span.clone())
+        .await
+        .map_err(|e| ConsensusError::Engine(format!("{e:#}")))?;
+    let undecided = Undecided::open(db).map_err(|e| ConsensusError::Store(e.to_string()))?;
+    let (decided, _) = broadcast::channel(256);
+    let timeouts = LinearTimeouts {
+        propose: setup.propose_timeout,
+        ..LinearTimeouts::default()
+    };
+    let driver = Driver::new(
+        setup.chain,
+        me,
+        is_validator.then_some(signer),
+        setup.validators,
+        node,
+        ledger,
+        undecided,
+        timeouts,
+        setup.block_time,
+        setup.snapshot_every,
+        metrics,
+        decided.clone(),
+    );
+    let driver = tokio::spawn(driver.run(channels).instrument(span));
+    Ok(Running {
+        engine,
+        driver,
+        decided,
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,362 @@
+//! `trust-node run`: one process that restores the chain from its ledger, joins the
+//! network (our swarm for transactions and queries, Malachite's for ordering), and serves
+//! the HTTP API until it is told to stop.
+//!
+//! Start-up order matters for crash safety: the ledger is opened and the contract state is
+//! rebuilt (latest snapshot, then every later block replayed and checked against its
+//! header's state root) before anything listens, so a node never serves or votes on a
+//! state it has not verified.
+
+use std::{
+    net::SocketAddr,
+    path::{Path, PathBuf},
+    sync::{Arc, RwLock},
+    time::Duration,
+};
+
+use libp2p::{Multiaddr, PeerId};
+use tokio::sync::mpsc;
+use tracing::{info, warn};
+use trust_contracts::Contract;
+use trust_protocol::{Hash, encoding, tx::SignedTx};
+
+use crate::{
+    api::{self, Api, ApiMetrics, MetricsSource, NodeState},
+    chain::{Tip, execute_block},
+    config::{self, GenesisDoc, NodeConfig},
+    consensus::{self, ConsensusMetrics, ConsensusSetup},
+    keys,
+    ledger::Ledger,
+    mempool::{Mempool, MempoolError},
+    net::{self, NetConfig, NetHandler, NetMetrics, SyncStatus, TxVerdict},
+};
+
+/// Why the node stopped or did not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DaemonError {
+    /// Home directory, config, genesis or keys.
+    #[error("{0}")]
+    Home(String),
+    /// The ledger.
+    #[error("ledger: {0}")]
+    Ledger(String),
+    /// The stored chain does not replay to its own state roots.
+    #[error("ledger does not replay: {0}")]
+    Replay(String),
+    /// A listener or the network.
+    #[error("network: {0}")]
+    Net(String),
+    /// The consensus engine.
+    #[error(transparent)]
+    Consensus(#[from] consensus::ConsensusError),
+}
+
+/// Flags that override `config.toml`.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    /// `api_listen`.
+    pub api_listen: Option<String>,
+    /// `p2p_listen`.
+    pub p2p_listen: Option<String>,
+    /// `consensus_listen`.
+    pub consensus_listen: Option<String>,
+    /// Least time between blocks.
+    pub block_time: Option<Duration>,
+}
+
+/// Restores the contract state and tip from the ledger: the newest snapshot (if it is
+/// not past the tip), then each later block replayed.
+pub fn restore(ledger: &Ledger, doc: &GenesisDoc) -> Result<(Contract, Tip), DaemonError> {
+    let chain = doc.chain_id();
+    let tip_now = ledger
+        .tip()
+        .map_err(|e| DaemonError::Ledger(e.to_string()))?
+        .unwrap_or((0, Hash::ZERO));
+    let mut contract = Contract::new(&doc.genesis).map_err(|e| DaemonError::Home(e.to_string()))?;
+    let mut tip = Tip {
+        chain,
+        height: 0,
+        hash: Hash::ZERO,
+    };
+    if let Some((h, bytes)) = ledger
+        .latest_snapshot()
+        .map_err(|e| DaemonError::Ledger(e.to_string()))?
+        && h <= tip_now.0
+        && h > 0
+    {
+        let block = ledger
+            .block(h)
+            .map_err(|e| DaemonError::Ledger(e.to_string()))?
+            .ok_or_else(|| DaemonError::Ledger(format!("snapshot at {h} has no block")))?;
+        match Contract::from_snapshot(&bytes) {
+            Ok(c) if c.state_root() == block.block.header.state_root => {
+                contract = c;
+                tip = Tip {
+                    chain,
+                    height: h,
+                    hash: block.block.hash(),
+                };
+            }
+            _ => warn!(height = h, "snapshot unusable; replaying from genesis"),
+        }
+    }
+    let from = tip.height.saturating_add(1);
+    for h in from..=tip_now.0 {
+        let stored = ledger
+            .block(h)
+            .map_err(|e| DaemonError::Ledger(e.to_string()))?
+            .ok_or_else(|| DaemonError::Replay(format!("block {h} missing below the tip")))?;
+        let done = execute_block(&contract, &tip, &stored.block)
+            .map_err(|e| DaemonError::Replay(e.to_string()))?;
+        contract = done.contract;
+        tip = tip.after(&stored.block);
+    }
+    Ok((contract, tip))
+}
+
+/// Admits gossiped transactions into the mempool and serves blocks to peers.
+#[derive(Debug)]
+struct Handler {
+    state: Arc<RwLock<NodeState>>,
+    ledger: Ledger,
+}
+
+impl NetHandler for Handler {
+    fn on_tx(&self, _from: PeerId, tx: SignedTx) -> Result<(), TxVerdict> {
+        let mut s = self.state.write().unwrap_or_else(|e| e.into_inner());
+        let NodeState {
+            mempool, contract, ..
+        } = &mut *s;
+        match mempool.insert(tx, contract) {
+            Ok(_) => Ok(()),
+            // Harmless: a copy we have, or one already in a block, or one ahead of a gap.
+            Err(
+                MempoolError::Duplicate
+                | MempoolError::Stale { .. }
+                | MempoolError::NonceTaken(_)
+                | MempoolError::TooFarAhead { .. },
+            ) => Err(TxVerdict::Ignore),
+            Err(e) => Err(TxVerdict::Reject(e.to_string())),
+        }
+    }
+
+    fn sync_status(&self) -> SyncStatus {
+        let s = self.state.read().unwrap_or_else(|e| e.into_inner());
+        SyncStatus {
+            height: s.tip.0,
+            tip: s.tip.1,
+        }
+    }
+
+    fn sync_blocks(&self, from: u64, max: u32) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        for h in from..from.saturating_add(u64::from(max.min(64))) {
+            match self.ledger.block(h) {
+                Ok(Some(b)) => out.push(encoding::encode(&b)),
+                _ => break,
+            }
+        }
+        out
+    }
+}
+
+#[derive(Debug)]
+struct NetSource(Arc<NetMetrics>);
+
+impl MetricsSource for NetSource {
+    fn render(&self, out: &mut String) {
+        self.0.render(out);
+    }
+}
+
+fn parse_addrs(list: &[String], what: &str) -> Result<Vec<Multiaddr>, DaemonError> {
+    list.iter()
+        .map(|s| {
+            s.parse::<Multiaddr>()
+                .map_err(|e| DaemonError::Home(format!("{what} address {s:?}: {e}")))
+        })
+        .collect()
+}
+
+/// The consensus WAL directory.
+pub fn wal_dir(home: &Path) -> PathBuf {
+    home.join("data").join("consensus")
+}
+
+/// Runs the node until SIGINT/SIGTERM.
+pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
+    let mut cfg: NodeConfig =
+        config::load_config(home).map_err(|e| DaemonError::Home(e.to_string()))?;
+    if let Some(a) = overrides.api_listen {
+        cfg.api_listen = a;
+    }
+    if let Some(a) = overrides.p2p_listen {
+        cfg.p2p_listen = a;
+    }
+    if let Some(a) = overrides.consensus_listen {
+        cfg.consensus_listen = a;
+    }
+    let block_time = overrides
+        .block_time
+        .unwrap_or(Duration::from_millis(cfg.block_time_ms));
+    let doc = config::load_genesis(home).map_err(|e| DaemonError::Home(e.to_string()))?;
+    let keys = keys::load(home).map_err(|e| DaemonError::Home(e.to_string()))?;
+    let chain = doc.chain_id();
+
+    let db =
+        sled::open(config::ledger_dir(home)).map_err(|e| DaemonError::Ledger(e.to_string()))?;
+    let ledger = Ledger::from_db(&db).map_err(|e| DaemonError::Ledger(e.to_string()))?;
+    ledger
+        .set_chain(chain)
+        .map_err(|e| DaemonError::Ledger(e.to_string()))?;
+    let (contract, tip) = restore(&ledger, &doc)?;
+    let state_root = contract.state_root();
+    info!(height = tip.height, state_root = %state_root, chain = %chain, "state restored from the ledger");
+
+    let is_validator = doc.validators.contains(&keys.account_id());
+    let state = Arc::new(RwLock::new(NodeState {
+        node_id: keys.account_id(),
+        validator: is_validator,
+        contract,
+        tip: (tip.height, tip.hash),
+        state_root,
+        peers: 0,
+        mempool: Mempool::new(cfg.mempool_max),
+    }));
+
+    // Our swarm: transactions and block queries.
+    let identity = libp2p::identity::Keypair::ed25519_from_bytes(keys.account.seed())
+        .map_err(|e| DaemonError::Home(e.to_string()))?;
+    let net_metrics = Arc::new(NetMetrics::default());
+    let (net, _net_task) = net::spawn(
+        NetConfig {
+            keypair: identity,
+            listen: cfg
+                .p2p_listen
+                .parse()
+                .map_err(|e| DaemonError::Home(format!("p2p_listen {:?}: {e}", cfg.p2p_listen)))?,
+            bootstrap: parse_addrs(&cfg.bootstrap, "bootstrap")?,
+            chain_id: chain,
+            max_peers: 50,
+        },
+        Arc::new(Handler {
+            state: state.clone(),
+            ledger: ledger.clone(),
+        }),
+        net_metrics.clone(),
+    )
+    .map_err(|e| DaemonError::Net(e.to_string()))?;
+
+    // Ordering.
+    let consensus_metrics = Arc::new(ConsensusMetrics::default());
+    let running = consensus::start(
+        ConsensusSetup {
+            moniker: cfg.moniker.clone(),
+            chain,
+            key: keys.account.clone(),
+            validators: doc.validators.clone(),
+            listen: cfg.consensus_listen.parse().map_err(|e| {
+                DaemonError::Home(format!("consensus_listen {:?}: {e}", cfg.consensus_listen))
+            })?,
+            peers: parse_addrs(&cfg.consensus_bootstrap, "consensus_bootstrap")?,
+            wal_dir: wal_dir(home),
+            block_time,
+            propose_timeout: Duration::from_millis(cfg.propose_timeout_ms),
+            snapshot_every: cfg.snapshot_every,
+            sync_interval: Duration::from_millis(cfg.sync_interval_ms),
+        },
+        &db,
+        state.clone(),
+        ledger.clone(),
+        consensus_metrics.clone(),
+    )
+    .await?;
+
+    // Transactions admitted through the API are gossiped.
+    let (gossip_tx, mut gossip_rx) = mpsc::channel::<SignedTx>(1024);
+    let gossip_net = net.clone();
+    tokio::spawn(async move {
+        while let Some(tx) = gossip_rx.recv().await {
+            if let Err(e) = gossip_net.publish_tx(&tx).await {
+                warn!(tx = %tx.id(), error = %e, "could not gossip transaction");
+            }
+        }
+    });
+
+    // Peer count for status and metrics.
+    let peers_state = state.clone();
+    let peers_net = net.clone();
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            tick.tick().await;
+            let Ok(peers) = peers_net.peers().await else {
+                break;
+            };
+            peers_state.write().unwrap_or_else(|e| e.into_inner()).peers = peers.len();
+        }
+    });
+
+    let api = Api {
+        state: state.clone(),
+        ledger: ledger.clone(),
+        metrics: Arc::new(ApiMetrics::default()),
+        gossip: Some(gossip_tx),
+        sources: vec![consensus_metrics, Arc::new(NetSource(net_metrics))],
+    };
+    let addr: SocketAddr = cfg
+        .api_listen
+        .parse()
+        .map_err(|e| DaemonError::Home(format!("api_listen {:?}: {e}", cfg.api_listen)))?;
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| DaemonError::Net(format!("cannot listen on {addr}: {e}")))?;
+    let p2p = net.listen_addrs().await.unwrap_or_default();
+    info!(
+        node = %keys.account_id(),
+        validator = is_validator,
+        api = %addr,
+        p2p = ?p2p,
+        consensus = %cfg.consensus_listen,
+        "node running"
+    );
+    let server = axum::serve(listener, api::router(api));
+    tokio::select! {
+        r = server.into_future() => {
+            r.map_err(|e| DaemonError::Net(format!("api server: {e}")))?;
+        }
+        () = shutdown_signal() => {
+            info!("stopping");
+        }
+    }
+    net.shutdown().await;
+    let _ = running.engine.actor.kill_and_wait(None).await;
+    running.driver.abort();
+    ledger
+        .flush()
+        .map_err(|e| DaemonError::Ledger(e.to_string()))?;
+    info!("stopped");
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+}

@@ -1,0 +1,184 @@
+//! Multi-node scenarios on loopback: real `trust-node run` processes, real libp2p swarms
+//! (ours and Malachite's), real sled ledgers in temp dirs. Nextest runs this binary's tests
+//! one at a time (see `.config/nextest.toml`) so the networks do not starve each other of
+//! the machine's two cores.
+
+mod harness;
+
+use harness::Network;
+
+/// Every node holds the same block (hash and state root) at each height up to `upto`.
+fn assert_same_chain(net: &Network, nodes: &[usize], upto: u64) {
+    for h in 1..=upto {
+        let first = net.block(nodes[0], h);
+        for &i in &nodes[1..] {
+            assert_eq!(
+                net.block(i, h),
+                first,
+                "node{i} differs from node{} at height {h}",
+                nodes[0]
+            );
+        }
+    }
+}
+
+#[test]
+fn four_validators_order_one_chain_and_include_a_tx_sent_to_any_node() {
+    let mut net = Network::new(4);
+    net.start_all();
+    for i in 0..4 {
+        net.wait_height(i, 2);
+    }
+
+    // A transfer sent to node 2 is gossiped, proposed by whoever's turn it is, included.
+    let to = net.keys(1);
+    let tx = net.transfer(0, 2, &to, 1234);
+    let id = tx.id().to_string();
+    let before = net
+        .get(3, &format!("/v1/accounts/{}", to.account_id()))
+        .unwrap()["balance"]
+        .as_u64()
+        .unwrap();
+    net.send_tx(2, &tx).expect("node 2 admits the transfer");
+    net.wait_for("the transfer to be included on every node", |n| {
+        (0..4).all(|i| {
+            n.get(i, &format!("/v1/tx/{id}"))
+                .is_ok_and(|v| v["status"] == "included")
+        })
+    });
+    let at = net.get(0, &format!("/v1/tx/{id}")).unwrap()["height"]
+        .as_u64()
+        .unwrap();
+    for i in 0..4 {
+        net.wait_height(i, at);
+    }
+    let after = net
+        .get(3, &format!("/v1/accounts/{}", to.account_id()))
+        .unwrap()["balance"]
+        .as_u64()
+        .unwrap();
+    assert_eq!(after, before + 1234);
+    assert_same_chain(&net, &[0, 1, 2, 3], at);
+
+    // A replay of the included transaction is refused and changes nothing.
+    let nonce_before = net
+        .get(0, &format!("/v1/accounts/{}", net.keys(0).account_id()))
+        .unwrap()["nonce"]
+        .clone();
+    match net.send_tx(1, &tx) {
+        Err(trust_node::client::ClientError::Api {
+            status,
+            code,
+            message,
+        }) => {
+            assert_eq!(status, 422);
+            assert_eq!(code, "rejected");
+            assert!(message.contains("stale nonce"), "{message}");
+        }
+        other => panic!("replay was not refused: {other:?}"),
+    }
+    // A garbage body and a forged signature are refused with a JSON error and counted.
+    let garbage = net.rt_post_raw(0, b"\x00\x01not a transaction");
+    assert!(garbage.contains("400"), "{garbage}");
+    let mut forged = net.transfer(0, 0, &to, 5);
+    forged.signature.0[0] ^= 1;
+    assert!(matches!(
+        net.send_tx(0, &forged),
+        Err(trust_node::client::ClientError::Api { .. })
+    ));
+    let metrics = net.metrics(0);
+    assert!(
+        metric(&metrics, "trust_api_bad_requests_total") >= 1.0,
+        "{metrics}"
+    );
+    assert!(
+        metric(&metrics, "trust_api_txs_rejected_total") >= 1.0,
+        "{metrics}"
+    );
+    assert!(
+        metric(&metrics, "trust_blocks_committed_total") >= 2.0,
+        "{metrics}"
+    );
+    let nonce_after = net
+        .get(0, &format!("/v1/accounts/{}", net.keys(0).account_id()))
+        .unwrap()["nonce"]
+        .clone();
+    assert_eq!(
+        nonce_before, nonce_after,
+        "refused transactions moved the nonce"
+    );
+}
+
+#[test]
+fn a_killed_validator_is_not_needed_and_catches_up_after_restart() {
+    let mut net = Network::new(4);
+    net.start_all();
+    for i in 0..4 {
+        net.wait_height(i, 2);
+    }
+    net.kill(3);
+    let h0 = net.height(0).unwrap();
+    // Three of four equal-stake validators hold more than 2/3 of the power.
+    net.wait_height(0, h0 + 3);
+    net.wait_height(1, h0 + 3);
+    net.start(3);
+    let target = net.height(0).unwrap();
+    net.wait_height(3, target);
+    assert_same_chain(&net, &[0, 1, 3], target);
+    let s0 = net.block(0, target).1;
+    let s3 = net.block(3, target).1;
+    assert_eq!(s0, s3, "state roots differ after catch-up");
+}
+
+#[test]
+fn a_node_that_starts_late_syncs_from_height_one() {
+    let mut net = Network::new(4);
+    for i in 0..3 {
+        net.start(i);
+    }
+    net.wait_height(0, 4);
+    assert_eq!(net.height(3), None, "node3 is not running yet");
+    net.start(3);
+    net.wait_height(3, 4);
+    assert_same_chain(&net, &[0, 3], 4);
+}
+
+#[test]
+fn killing_a_node_during_block_production_never_loses_an_announced_block() {
+    let mut net = Network::new(4);
+    net.start_all();
+    net.wait_height(1, 1);
+    let mut announced_max = 0;
+    for round in 0..4 {
+        // Up again (restored from its own ledger) and committing new blocks: the kill lands
+        // while blocks are being produced, not while the process is still starting.
+        net.wait_for("node1 to answer", |n| n.height(1).is_some());
+        let seen = net.height(1).unwrap();
+        net.wait_height(1, seen + 1 + (round % 2));
+        let announced = net.height(1).unwrap();
+        announced_max = announced_max.max(announced);
+        net.kill(1);
+        let (ok, out) = net.verify_ledger(1);
+        assert!(ok, "ledger verify failed after kill {round}: {out}");
+        let blocks: u64 = out
+            .split_whitespace()
+            .nth(2)
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("unexpected verify output: {out}"));
+        assert!(
+            blocks >= announced,
+            "node1 announced height {announced} but its ledger holds {blocks} blocks"
+        );
+        net.start(1);
+    }
+    for i in 0..4 {
+        net.wait_height(i, announced_max);
+    }
+    assert_same_chain(&net, &[0, 1, 2, 3], announced_max);
+}
+
+fn metric(text: &str, name: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name).and_then(|v| v.trim().parse().ok()))
+        .unwrap_or(-1.0)
+}
