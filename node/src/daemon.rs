@@ -360,3 +360,101 @@ async fn shutdown_signal() {
         () = term => {},
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use trust_contracts::{Genesis, GenesisAccount, Params};
+    use trust_protocol::{
+        Keypair, Signed,
+        tx::{Call, Tx},
+    };
+
+    use super::*;
+    use crate::{chain::build_block, ledger::StoredBlock};
+
+    fn doc() -> (GenesisDoc, Keypair) {
+        let a = Keypair::from_label("restore-a");
+        let doc = GenesisDoc {
+            chain_name: "restore-test".into(),
+            validators: vec![a.public()],
+            genesis: Genesis {
+                params: Params::default(),
+                accounts: vec![GenesisAccount {
+                    id: a.public(),
+                    balance: 10_000,
+                    stake: 100,
+                }],
+                auditors: vec![],
+            },
+        };
+        (doc, a)
+    }
+
+    /// Ten real blocks, each with one transfer, appended to a fresh ledger.
+    fn chain(ledger: &Ledger, doc: &GenesisDoc, key: &Keypair) -> (Hash, Vec<Contract>) {
+        let mut contract = Contract::new(&doc.genesis).unwrap();
+        let mut tip = Tip {
+            chain: doc.chain_id(),
+            height: 0,
+            hash: Hash::ZERO,
+        };
+        let mut states = Vec::new();
+        for n in 0..10u64 {
+            let tx = Signed::sign(
+                key,
+                Tx {
+                    nonce: n,
+                    call: Call::Transfer {
+                        to: Keypair::from_label("bob").public(),
+                        amount: 1,
+                    },
+                },
+            );
+            let (block, done, dropped) = build_block(&contract, &tip, key.public(), &[tx]);
+            assert!(dropped.is_empty());
+            ledger
+                .append(
+                    &StoredBlock {
+                        block: block.clone(),
+                        certificate: vec![1],
+                    },
+                    &[],
+                )
+                .unwrap();
+            contract = done.contract;
+            tip = tip.after(&block);
+            states.push(contract.clone());
+        }
+        (contract.state_root(), states)
+    }
+
+    #[test]
+    fn restore_uses_a_snapshot_and_replays_the_blocks_after_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = Ledger::open(dir.path()).unwrap();
+        let (doc, key) = doc();
+        let (root, states) = chain(&ledger, &doc, &key);
+        // A snapshot at height 6; blocks 7..=10 are replayed on top of it.
+        ledger.put_snapshot(6, &states[5].snapshot()).unwrap();
+        let (c, tip) = restore(&ledger, &doc).unwrap();
+        assert_eq!(tip.height, 10);
+        assert_eq!(c.state_root(), root);
+        assert_eq!(c.nonce(&key.public()), 10);
+    }
+
+    #[test]
+    fn an_unusable_snapshot_falls_back_to_a_full_replay() {
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = Ledger::open(dir.path()).unwrap();
+        let (doc, key) = doc();
+        let (root, states) = chain(&ledger, &doc, &key);
+        // Height 6's block, but the state of height 3: its root does not match the header.
+        ledger.put_snapshot(6, &states[2].snapshot()).unwrap();
+        let (c, tip) = restore(&ledger, &doc).unwrap();
+        assert_eq!((tip.height, c.state_root()), (10, root));
+        // Garbage bytes: the same.
+        ledger.put_snapshot(8, b"not a snapshot").unwrap();
+        let (c, _) = restore(&ledger, &doc).unwrap();
+        assert_eq!(c.state_root(), root);
+    }
+}
