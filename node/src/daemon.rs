@@ -222,6 +222,7 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
         tip: (tip.height, tip.hash),
         state_root,
         peers: 0,
+        peer_heights: Vec::new(),
         mempool: Mempool::new(cfg.mempool_max),
     }));
 
@@ -288,13 +289,23 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
     let peers_state = state.clone();
     let peers_net = net.clone();
     tokio::spawn(async move {
-        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        let mut tick = tokio::time::interval(Duration::from_secs(2));
         loop {
             tick.tick().await;
             let Ok(peers) = peers_net.peers().await else {
                 break;
             };
-            peers_state.write().unwrap_or_else(|e| e.into_inner()).peers = peers.len();
+            // Ask each peer where it stands over our request-response protocol: status
+            // shows it, and an operator sees at once whether this node is behind.
+            let mut heights = Vec::with_capacity(peers.len());
+            for p in &peers {
+                if let Ok(st) = peers_net.status_of(*p).await {
+                    heights.push((p.to_string(), st.height));
+                }
+            }
+            let mut s = peers_state.write().unwrap_or_else(|e| e.into_inner());
+            s.peers = peers.len();
+            s.peer_heights = heights;
         }
     });
 

@@ -68,6 +68,8 @@ pub struct NodeState {
     pub state_root: Hash,
     /// Connected peers.
     pub peers: usize,
+    /// Each peer's height as it last answered our sync status query (`/trust/sync/1`).
+    pub peer_heights: Vec<(String, u64)>,
     /// The mempool.
     pub mempool: Mempool,
 }
@@ -176,8 +178,15 @@ struct StatusView {
     tip_hash: Hash,
     state_root: Hash,
     peers: usize,
+    peer_heights: Vec<PeerHeight>,
     validator: bool,
     mempool: usize,
+}
+
+#[derive(Serialize)]
+struct PeerHeight {
+    peer: String,
+    height: u64,
 }
 
 async fn status(State(api): State<Api>) -> ApiResult<Json<StatusView>> {
@@ -188,6 +197,14 @@ async fn status(State(api): State<Api>) -> ApiResult<Json<StatusView>> {
         tip_hash: s.tip.1,
         state_root: s.state_root,
         peers: s.peers,
+        peer_heights: s
+            .peer_heights
+            .iter()
+            .map(|(peer, height)| PeerHeight {
+                peer: peer.clone(),
+                height: *height,
+            })
+            .collect(),
         validator: s.validator,
         mempool: s.mempool.len(),
     }))

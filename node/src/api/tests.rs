@@ -59,6 +59,7 @@ impl Net {
             contract,
             tip: (0, Hash::ZERO),
             peers: 3,
+            peer_heights: vec![("12D3KooWpeer".into(), 7)],
             mempool: Mempool::new(100),
         };
         Net {
@@ -185,6 +186,7 @@ async fn transactions_in_and_blocks_out() {
 
     let (_, status) = net.get("/v1/status").await;
     let status = json(&status);
+    assert_eq!(status["peer_heights"][0]["height"], 7);
     assert_eq!(status["mempool"], 1);
     assert_eq!(status["height"], 0);
     assert_eq!(

@@ -132,6 +132,15 @@ pub fn run_status(args: StatusArgs) -> CliResult {
     outln!("tip         {}", s["tip_hash"].as_str().unwrap_or("?"));
     outln!("state root  {}", s["state_root"].as_str().unwrap_or("?"));
     outln!("peers       {}", s["peers"]);
+    if let Some(ph) = s["peer_heights"].as_array() {
+        for p in ph {
+            outln!(
+                "  {}  height {}",
+                p["peer"].as_str().unwrap_or("?"),
+                p["height"]
+            );
+        }
+    }
     outln!("mempool     {}", s["mempool"]);
     Ok(())
 }

@@ -57,6 +57,7 @@ fn fixture() -> Fixture {
         tip: (0, Hash::ZERO),
         state_root: contract.state_root(),
         peers: 0,
+        peer_heights: Vec::new(),
         mempool: Mempool::new(10),
     }));
     let (tx, _) = broadcast::channel(4);

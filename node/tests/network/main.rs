@@ -86,6 +86,14 @@ fn four_validators_order_one_chain_and_include_a_tx_sent_to_any_node() {
         net.send_tx(0, &forged),
         Err(trust_node::client::ClientError::Api { .. })
     ));
+    // Node 0 learns its three peers' heights over the request-response sync protocol.
+    net.wait_for("node0 to know its peers' heights", |n| {
+        n.get(0, "/v1/status").is_ok_and(|s| {
+            s["peer_heights"]
+                .as_array()
+                .is_some_and(|a| a.len() == 3 && a.iter().all(|p| p["height"].as_u64() >= Some(at)))
+        })
+    });
     let metrics = net.metrics(0);
     assert!(
         metric(&metrics, "trust_api_bad_requests_total") >= 1.0,
