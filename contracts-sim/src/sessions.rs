@@ -124,12 +124,19 @@ pub(crate) fn deliver_keys(
     if !matches!(s.phase, Phase::Commit { .. } | Phase::Reveal { .. }) {
         return Err(TxError::WrongPhase("keys are delivered while seats vote"));
     }
+    // A segment's key goes to its own seats and to the seats of the segments that depend on
+    // it directly: a seat judges its step against the premises it cites, and sees nothing
+    // further up the trace.
     for k in keys {
         let seg = s
             .segments
             .get(usize::from(k.segment))
             .ok_or(TxError::UnknownSegment(k.segment))?;
-        if !seg.seats.iter().any(|x| x.account == k.seat) {
+        let own = seg.seats.iter().any(|x| x.account == k.seat);
+        let premise_of_theirs = s.segments.iter().any(|d| {
+            d.entry.depends_on.contains(&k.segment) && d.seats.iter().any(|x| x.account == k.seat)
+        });
+        if !own && !premise_of_theirs {
             return Err(TxError::NotASeat(k.seat));
         }
     }

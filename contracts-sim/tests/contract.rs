@@ -887,3 +887,68 @@ fn genesis_auditors_hold_seats_from_the_start() {
         Err(trust_contracts::GenesisError::BadAuditor(stranger))
     );
 }
+
+#[test]
+fn keys_go_to_a_segments_seats_and_to_the_seats_that_cite_it() {
+    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 6)]);
+    let provider = key("provider");
+    let sid = Tx::session_id(&provider.public(), 0);
+    // Segment 1 depends on segment 0; segment 2 on nothing.
+    let m = manifest(
+        vec![
+            segment(0, Tier::Computer, vec![]),
+            segment(1, Tier::Computer, vec![0]),
+            segment(2, Tier::Computer, vec![]),
+        ],
+        2,
+        0,
+    );
+    chain.submit(&provider, Call::OpenSession(m));
+    chain.block();
+    let ev = chain.block();
+    let (s0, s1, s2) = (
+        seats_of(&ev, 0, 0),
+        seats_of(&ev, 1, 0),
+        seats_of(&ev, 2, 0),
+    );
+    let sealed = trust_protocol::seal::SealedKey {
+        ephemeral: SealingPublicKey([2; 32]),
+        ciphertext: vec![0; 48],
+    };
+    let deliver = |segment: u16, seat: AccountId| Call::DeliverKeys {
+        session: sid,
+        keys: vec![trust_protocol::tx::SeatKey {
+            segment,
+            seat,
+            sealed: sealed.clone(),
+        }],
+    };
+    // Own seat, and the premise's key to a seat of the segment that cites it.
+    chain.try_apply(&provider, deliver(0, s0[0])).unwrap();
+    let ev = chain.try_apply(&provider, deliver(0, s1[0])).unwrap();
+    assert!(matches!(ev[0], Event::KeyDelivered { segment: 0, .. }));
+    // Segment 1's key to a seat that only holds segment 2 (which cites nothing): refused.
+    let only_2 = s2
+        .iter()
+        .find(|a| !s1.contains(a) && !s0.contains(a))
+        .copied()
+        .expect("the seeded draw seats someone on segment 2 only");
+    assert_eq!(
+        chain.try_apply(&provider, deliver(1, only_2)),
+        Err(TxError::NotASeat(only_2))
+    );
+    // An auditor with no seat at all, and a sender who is not the provider: refused.
+    let outsider = keys
+        .iter()
+        .map(Keypair::public)
+        .find(|a| !s0.contains(a) && !s1.contains(a) && !s2.contains(a))
+        .expect("six auditors, at most six seats: the seeded draw leaves one out");
+    assert_eq!(
+        chain.try_apply(&provider, deliver(0, outsider)),
+        Err(TxError::NotASeat(outsider))
+    );
+    assert_eq!(
+        chain.try_apply(&keys[0], deliver(0, s0[0])),
+        Err(TxError::NotProvider)
+    );
+}
