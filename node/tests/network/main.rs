@@ -118,6 +118,82 @@ fn four_validators_order_one_chain_and_include_a_tx_sent_to_any_node() {
 }
 
 #[test]
+fn the_cli_talks_to_a_running_network() {
+    let mut net = Network::new(4);
+    net.start_all();
+    for i in 0..4 {
+        net.wait_height(i, 1);
+    }
+    let cli = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_trust-node"))
+            .args(args)
+            .output()
+            .expect("run trust-node")
+    };
+    // status --json is the API's answer.
+    let out = cli(&["status", "--api", &net.nodes[0].api, "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).expect("status JSON");
+    assert_eq!(s["validator"], true);
+    assert!(s["height"].as_u64().unwrap() >= 1);
+
+    // auditor register on node1's home, sent to node2: node1 is a genesis auditor, so only
+    // the bond is sent; every node then sees the larger stake.
+    let home1 = net.nodes[1].home.to_str().unwrap().to_string();
+    let out = cli(&[
+        "auditor",
+        "register",
+        "--tier",
+        "computer",
+        "--stake",
+        "500",
+        "--home",
+        &home1,
+        "--api",
+        &net.nodes[2].api,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let who = net.keys(1).account_id();
+    net.wait_for("the bond to land on node3", |n| {
+        n.get(3, &format!("/v1/auditors/{who}"))
+            .is_ok_and(|a| a["stake"].as_u64() == Some(10_500))
+    });
+    // Another tier than the registered one is refused before anything is sent.
+    let out = cli(&[
+        "auditor",
+        "register",
+        "--tier",
+        "llm",
+        "--stake",
+        "5",
+        "--home",
+        &home1,
+        "--api",
+        &net.nodes[2].api,
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+
+    // query: an unknown session is a clear error with exit code 2; a malformed id too.
+    let out = cli(&["query", &"ab".repeat(32), "--api", &net.nodes[0].api]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no session"));
+    let out = cli(&["query", "xyz", "--api", &net.nodes[0].api]);
+    assert_eq!(out.status.code(), Some(2));
+    // A node that is not running: exit 1 with a hint.
+    let out = cli(&["status", "--api", "127.0.0.1:9"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is `trust-node run` up?"));
+}
+
+#[test]
 fn a_killed_validator_is_not_needed_and_catches_up_after_restart() {
     let mut net = Network::new(4);
     net.start_all();
