@@ -87,14 +87,7 @@ impl Net {
         cands.extend(txs);
         let (block, done, dropped) = build_block(&s.contract, &self.tip, s.node_id, &cands);
         assert!(dropped.is_empty(), "{dropped:?}");
-        let decided: Vec<Hash> = done
-            .events
-            .iter()
-            .filter_map(|e| match e {
-                Event::TraceDecided { session, .. } => Some(*session),
-                _ => None,
-            })
-            .collect();
+        let decided = crate::chain::decided_sessions(&done.events);
         self.api
             .ledger
             .append(

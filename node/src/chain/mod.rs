@@ -183,6 +183,17 @@ pub fn execute_block(state: &Contract, tip: &Tip, block: &Block) -> Result<Execu
     Ok(Executed { contract, events })
 }
 
+/// The sessions whose outcome `events` decide (what the ledger's outcome index records).
+pub fn decided_sessions(events: &[Event]) -> Vec<Hash> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::TraceDecided { session, .. } => Some(*session),
+            _ => None,
+        })
+        .collect()
+}
+
 /// A candidate the contract refused while building a block, with the reason.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Dropped {

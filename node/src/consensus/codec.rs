@@ -83,43 +83,49 @@ pub struct WireCertificate {
 
 impl From<&ExtendedCommitCertificate<TrustContext>> for WireCertificate {
     fn from(c: &ExtendedCommitCertificate<TrustContext>) -> Self {
-        WireCertificate {
-            height: c.height,
-            round: c.round,
-            value_id: c.value_id,
-            signatures: c
-                .commit_signatures
-                .iter()
-                .map(|s| WireCommitSignature {
-                    address: s.address,
-                    signature: s.signature,
-                    extension: s.extension.as_ref().map(|e| e.signature),
-                })
-                .collect(),
-        }
+        WireCertificate::new(
+            c.height,
+            c.round,
+            c.value_id,
+            c.commit_signatures.iter().map(|s| WireCommitSignature {
+                address: s.address,
+                signature: s.signature,
+                extension: s.extension.as_ref().map(|e| e.signature),
+            }),
+        )
     }
 }
 
 impl From<&CommitCertificate<TrustContext>> for WireCertificate {
     fn from(c: &CommitCertificate<TrustContext>) -> Self {
-        WireCertificate {
-            height: c.height,
-            round: c.round,
-            value_id: c.value_id,
-            signatures: c
-                .commit_signatures
-                .iter()
-                .map(|s| WireCommitSignature {
-                    address: s.address,
-                    signature: s.signature,
-                    extension: None,
-                })
-                .collect(),
-        }
+        WireCertificate::new(
+            c.height,
+            c.round,
+            c.value_id,
+            c.commit_signatures.iter().map(|s| WireCommitSignature {
+                address: s.address,
+                signature: s.signature,
+                extension: None,
+            }),
+        )
     }
 }
 
 impl WireCertificate {
+    fn new(
+        height: Height,
+        round: Round,
+        value_id: BlockId,
+        signatures: impl Iterator<Item = WireCommitSignature>,
+    ) -> Self {
+        WireCertificate {
+            height,
+            round,
+            value_id,
+            signatures: signatures.collect(),
+        }
+    }
+
     /// As Malachite's extended certificate.
     pub fn to_extended(&self) -> ExtendedCommitCertificate<TrustContext> {
         ExtendedCommitCertificate {

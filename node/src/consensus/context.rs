@@ -69,10 +69,15 @@ impl Address {
     }
 }
 
+/// The first 12 hex digits, as logs show ids.
+fn short_hex(bytes: &[u8; 32], f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    let h = hex::encode(bytes);
+    f.write_str(h.get(..12).unwrap_or(&h))
+}
+
 impl fmt::Display for Address {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let h = hex::encode(self.0);
-        f.write_str(h.get(..12).unwrap_or(&h))
+        short_hex(&self.0, f)
     }
 }
 
@@ -102,8 +107,7 @@ impl BlockId {
 
 impl fmt::Display for BlockId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let h = hex::encode(self.0);
-        f.write_str(h.get(..12).unwrap_or(&h))
+        short_hex(&self.0, f)
     }
 }
 

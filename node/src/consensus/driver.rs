@@ -34,7 +34,7 @@ use super::{
 };
 use crate::{
     api::NodeState,
-    chain::{Tip, build_block, execute_block},
+    chain::{Tip, build_block, decided_sessions, execute_block},
     ledger::{Ledger, StoredBlock},
 };
 
@@ -485,14 +485,7 @@ impl Driver {
             .ok_or_else(|| format!("decided block {} is not known here", cert.value_id))?;
         let block: Block = encoding::decode(&entry.block).map_err(|e| e.to_string())?;
         let done = execute_block(&contract, &tip, &block).map_err(|e| e.to_string())?;
-        let sessions: Vec<Hash> = done
-            .events
-            .iter()
-            .filter_map(|e| match e {
-                Event::TraceDecided { session, .. } => Some(*session),
-                _ => None,
-            })
-            .collect();
+        let sessions = decided_sessions(&done.events);
         let certificate = encode_borsh(&WireCertificate::from(cert))
             .map_err(|e| e.to_string())?
             .to_vec();
