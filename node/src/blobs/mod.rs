@@ -6,7 +6,10 @@
 //! Every block read back, or received from elsewhere, is checked against its CID, so a
 //! corrupted disk or a lying peer is detected instead of passed on.
 //!
-//! Exchange with peers (Bitswap) and an external IPFS node come with the network node.
+//! Peers exchange blocks over Bitswap ([`bitswap`]: this store is what the node's Bitswap
+//! serves from and stores into).
+
+pub mod bitswap;
 
 use trust_protocol::{
     Hash,
@@ -81,6 +84,12 @@ impl BlobStore {
             Some(v) if cid.matches(&v) => Ok(Some(v.to_vec())),
             Some(_) => Err(BlobError::Corrupted(*cid)),
         }
+    }
+
+    /// Drops a block (pins are not consulted: see [`BlobStore::gc`] for that).
+    pub fn remove(&self, cid: &Cid) -> Result<(), BlobError> {
+        self.blocks.remove(cid.0.as_bytes())?;
+        Ok(())
     }
 
     /// Whether the block is held.
