@@ -16,6 +16,7 @@ use libp2p::{
     request_response::Codec as _, swarm::SwarmEvent, tcp, yamux,
 };
 use tokio::{sync::Notify, task::JoinHandle, time::Instant};
+use trust_node::blobs::BlobStore;
 use trust_node::net::{
     self, NetConfig, NetError, NetHandle, NetHandler, NetMetrics, SyncStatus, TxVerdict,
     sync::{MAX_BLOCKS_PER_REQUEST, MAX_RESPONSE_BYTES, PROTOCOL, SyncCodec},
@@ -23,6 +24,7 @@ use trust_node::net::{
 use trust_protocol::{
     Hash, Keypair, Signed,
     block::MAX_TX_BYTES,
+    cid::Cid,
     encoding,
     tx::{Call, SignedTx, Tx},
 };
@@ -143,6 +145,26 @@ impl Node {
     }
 
     async fn start_with(bootstrap: &[&Node], handler: TestHandler, max_peers: usize) -> Node {
+        Self::start_cfg(bootstrap, handler, max_peers, None).await
+    }
+
+    /// A node whose Bitswap serves from and fetches into `blobs`.
+    async fn start_with_blobs(bootstrap: &[&Node], blobs: BlobStore) -> Node {
+        Self::start_cfg(
+            bootstrap,
+            TestHandler::default(),
+            net::DEFAULT_MAX_PEERS,
+            Some(blobs),
+        )
+        .await
+    }
+
+    async fn start_cfg(
+        bootstrap: &[&Node],
+        handler: TestHandler,
+        max_peers: usize,
+        blobs: Option<BlobStore>,
+    ) -> Node {
         let keypair = identity::Keypair::generate_ed25519();
         let peer = keypair.public().to_peer_id();
         let mut cfg = NetConfig::new(
@@ -152,6 +174,8 @@ impl Node {
         );
         cfg.bootstrap = bootstrap.iter().map(|n| n.addr.clone()).collect();
         cfg.max_peers = max_peers;
+        cfg.blobs = blobs;
+        cfg.blob_fetch_timeout = Duration::from_secs(3);
         let handler = Arc::new(handler);
         let metrics = Arc::new(NetMetrics::default());
         let (handle, task) =
@@ -490,4 +514,52 @@ async fn spawn_refuses_an_unsupported_listen_address() {
         Arc::new(NetMetrics::default()),
     );
     assert!(matches!(result, Err(NetError::Listen { .. })));
+}
+
+fn blob_store() -> (tempfile::TempDir, BlobStore) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = sled::open(dir.path()).expect("sled");
+    let store = BlobStore::open(&db).expect("blob store");
+    (dir, store)
+}
+
+/// A seat's node fetches a segment ciphertext from the provider's node over Bitswap; the
+/// block lands in its own store, checked against its CID. A CID nobody holds fails with
+/// a timeout instead of hanging, and a node without a blob store says so.
+#[tokio::test]
+async fn bitswap_fetches_a_block_from_the_peer_that_holds_it() {
+    let (_da, held) = blob_store();
+    let (_db, empty) = blob_store();
+    let ciphertext: Vec<u8> = (0..40_000u32).map(|i| (i % 251) as u8).collect();
+    let cid = held.put(&ciphertext).expect("put");
+    let a = Node::start_with_blobs(&[], held).await;
+    let b = Node::start_with_blobs(&[&a], empty.clone()).await;
+    connected(&a, &b).await;
+
+    assert!(!empty.has(&cid).expect("has"));
+    let got = b
+        .handle
+        .fetch_blob(cid)
+        .await
+        .expect("fetched over bitswap");
+    assert_eq!(got, ciphertext);
+    assert_eq!(
+        empty.get(&cid).expect("get"),
+        Some(ciphertext),
+        "kept locally"
+    );
+    assert_eq!(b.count(|m| &m.blobs_fetched), 1);
+
+    let missing = Cid::of(b"nobody holds this");
+    match b.handle.fetch_blob(missing).await {
+        Err(NetError::FetchTimeout(c)) => assert_eq!(c, missing),
+        other => panic!("expected a timeout, got {other:?}"),
+    }
+    assert_eq!(b.count(|m| &m.blob_fetches_failed), 1);
+
+    let c = Node::start(&[&a], TestHandler::default()).await;
+    assert!(matches!(
+        c.handle.fetch_blob(cid).await,
+        Err(NetError::Bitswap(_))
+    ));
 }

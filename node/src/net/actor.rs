@@ -3,7 +3,12 @@
 //!
 //! [`NetHandle`]: super::NetHandle
 
-use std::{collections::HashMap, io, sync::Arc, time::Duration};
+use std::{
+    collections::HashMap,
+    io,
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
 use futures::StreamExt;
 use libp2p::{
@@ -22,9 +27,11 @@ use tokio::{
 };
 use tracing::{Instrument, debug, info, trace, warn};
 
+use trust_protocol::cid::Cid;
+
 use super::{
-    BAN_AFTER_REJECTIONS, ID_PROTOCOL, KAD_PROTOCOL, MAX_BANNED_PEERS, NetConfig, NetError,
-    NetHandler, NetMetrics, TxVerdict,
+    BAN_AFTER_REJECTIONS, ID_PROTOCOL, KAD_PROTOCOL, MAX_BANNED_PEERS, MAX_PENDING_FETCHES,
+    NetConfig, NetError, NetHandler, NetMetrics, TxVerdict,
     behaviour::{Behaviour, BehaviourEvent},
     gossip::{self, TxRejection},
     handle::Command,
@@ -41,6 +48,17 @@ const MAX_LISTEN_WAITERS: usize = 64;
 
 type RequestReply = oneshot::Sender<Result<Response, NetError>>;
 type ListenReply = oneshot::Sender<Result<Vec<Multiaddr>, NetError>>;
+type BlobReply = oneshot::Sender<Result<Vec<u8>, NetError>>;
+
+/// The Bitswap protocol a peer must speak to be kept as a blob-only peer (an IPFS node).
+const BITSWAP_PROTOCOL: &str = "/ipfs/bitswap/1.2.0";
+
+/// A Bitswap fetch under way.
+struct Fetch {
+    cid: Cid,
+    deadline: Instant,
+    reply: BlobReply,
+}
 
 /// The swarm task's state.
 pub(crate) struct Actor {
@@ -51,6 +69,8 @@ pub(crate) struct Actor {
     peers: PeerBook,
     pending: HashMap<OutboundRequestId, RequestReply>,
     listen_waiters: Vec<ListenReply>,
+    fetches: HashMap<beetswap::QueryId, Fetch>,
+    fetch_timeout: Duration,
 }
 
 impl Actor {
@@ -62,7 +82,7 @@ impl Actor {
         metrics: Arc<NetMetrics>,
     ) -> Result<Self, NetError> {
         let topic = IdentTopic::new(gossip::tx_topic(&cfg.chain_id));
-        let behaviour = Behaviour::new(&cfg.keypair, &topic, cfg.max_peers)?;
+        let behaviour = Behaviour::new(&cfg.keypair, &topic, cfg.max_peers, cfg.blobs.clone())?;
         let mut swarm = SwarmBuilder::with_existing_identity(cfg.keypair)
             .with_tokio()
             .with_tcp(
@@ -96,6 +116,8 @@ impl Actor {
             peers: PeerBook::new(MAX_BANNED_PEERS),
             pending: HashMap::new(),
             listen_waiters: Vec::new(),
+            fetches: HashMap::new(),
+            fetch_timeout: cfg.blob_fetch_timeout,
         };
         for addr in cfg.bootstrap {
             if let Err(e) = actor.dial(addr.clone()) {
@@ -116,6 +138,8 @@ impl Actor {
 
     async fn run(mut self, mut rx: mpsc::Receiver<Command>) {
         info!("network task started");
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 biased;
@@ -128,10 +152,14 @@ impl Actor {
                     None => break,
                 },
                 event = self.swarm.select_next_some() => self.on_swarm_event(event),
+                _ = tick.tick() => self.expire_fetches(),
             }
         }
         for (_, reply) in self.pending.drain() {
             let _ = reply.send(Err(NetError::Stopped));
+        }
+        for (_, f) in self.fetches.drain() {
+            let _ = f.reply.send(Err(NetError::Stopped));
         }
         info!("network task stopped");
     }
@@ -175,9 +203,86 @@ impl Actor {
                 let id = self.swarm.behaviour_mut().sync.send_request(&peer, request);
                 self.pending.insert(id, reply);
             }
+            Command::FetchBlob { cid, reply } => self.fetch(cid, reply),
             Command::Shutdown { reply } => {
                 // Handled by the loop; answering here keeps the match total.
                 let _ = reply.send(());
+            }
+        }
+    }
+
+    /// Starts a Bitswap query for `cid`; the reply goes out when a peer sends the block,
+    /// or with [`NetError::FetchTimeout`] at the deadline.
+    fn fetch(&mut self, cid: Cid, reply: BlobReply) {
+        if self.fetches.len() >= MAX_PENDING_FETCHES {
+            let _ = reply.send(Err(NetError::Busy));
+            return;
+        }
+        let Some(bitswap) = self.swarm.behaviour_mut().bitswap.as_mut() else {
+            let _ = reply.send(Err(NetError::Bitswap(
+                "this node runs without a blob store".into(),
+            )));
+            return;
+        };
+        let query = bitswap.get(&crate::blobs::bitswap::to_generic(&cid));
+        debug!(%cid, "bitswap fetch started");
+        self.fetches.insert(
+            query,
+            Fetch {
+                cid,
+                deadline: Instant::now() + self.fetch_timeout,
+                reply,
+            },
+        );
+    }
+
+    fn expire_fetches(&mut self) {
+        let now = Instant::now();
+        let expired: Vec<beetswap::QueryId> = self
+            .fetches
+            .iter()
+            .filter(|(_, f)| f.deadline <= now)
+            .map(|(q, _)| *q)
+            .collect();
+        for q in expired {
+            if let Some(f) = self.fetches.remove(&q) {
+                if let Some(b) = self.swarm.behaviour_mut().bitswap.as_mut() {
+                    b.cancel(q);
+                }
+                NetMetrics::bump(&self.metrics.blob_fetches_failed);
+                warn!(cid = %f.cid, "no peer sent the block in time");
+                let _ = f.reply.send(Err(NetError::FetchTimeout(f.cid)));
+            }
+        }
+    }
+
+    fn on_bitswap(&mut self, event: beetswap::Event) {
+        match event {
+            beetswap::Event::GetQueryResponse { query_id, data } => {
+                let Some(f) = self.fetches.remove(&query_id) else {
+                    return;
+                };
+                // Bitswap hashed the block against the CID already; checked again here
+                // because a seat decrypts whatever this returns.
+                if f.cid.matches(&data) {
+                    NetMetrics::bump(&self.metrics.blobs_fetched);
+                    debug!(cid = %f.cid, len = data.len(), "bitswap block received");
+                    let _ = f.reply.send(Ok(data));
+                } else {
+                    NetMetrics::bump(&self.metrics.blob_fetches_failed);
+                    warn!(cid = %f.cid, "bitswap block does not match its CID");
+                    let _ = f.reply.send(Err(NetError::Bitswap(format!(
+                        "block does not match {}",
+                        f.cid
+                    ))));
+                }
+            }
+            beetswap::Event::GetQueryError { query_id, error } => {
+                if let Some(f) = self.fetches.remove(&query_id) {
+                    NetMetrics::bump(&self.metrics.blob_fetches_failed);
+                    warn!(cid = %f.cid, err = %error, "bitswap fetch failed");
+                    let _ = f.reply.send(Err(NetError::Bitswap(error.to_string())));
+                }
             }
         }
     }
@@ -227,6 +332,7 @@ impl Actor {
             SwarmEvent::Behaviour(BehaviourEvent::Identify(ev)) => self.on_identify(ev),
             SwarmEvent::Behaviour(BehaviourEvent::Kad(ev)) => on_kad(ev),
             SwarmEvent::Behaviour(BehaviourEvent::Ping(ev)) => on_ping(ev),
+            SwarmEvent::Behaviour(BehaviourEvent::Bitswap(ev)) => self.on_bitswap(ev),
             SwarmEvent::Behaviour(BehaviourEvent::Blocked(never))
             | SwarmEvent::Behaviour(BehaviourEvent::Limits(never)) => match never {},
             SwarmEvent::NewListenAddr { address, .. } => {
@@ -441,6 +547,22 @@ impl Actor {
             return;
         };
         if info.protocol_version != ID_PROTOCOL {
+            // An IPFS node (e.g. Kubo) may fetch segment ciphertexts from us over Bitswap;
+            // it is kept for that alone and never enters our routing table.
+            let bitswap_on = self.swarm.behaviour().bitswap.is_enabled();
+            if bitswap_on
+                && info
+                    .protocols
+                    .iter()
+                    .any(|p| p.as_ref() == BITSWAP_PROTOCOL)
+            {
+                info!(
+                    peer = %peer_id,
+                    agent = %info.agent_version,
+                    "IPFS peer connected; serving it blocks over Bitswap only"
+                );
+                return;
+            }
             warn!(
                 peer = %peer_id,
                 version = %info.protocol_version,

@@ -2,9 +2,18 @@
 
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use libp2p::{
-    StreamProtocol, allow_block_list, connection_limits, gossipsub, identify, identity::Keypair,
-    kad, ping, request_response, swarm::NetworkBehaviour,
+    StreamProtocol, allow_block_list, connection_limits, gossipsub, identify,
+    identity::Keypair,
+    kad, ping, request_response,
+    swarm::{NetworkBehaviour, behaviour::toggle::Toggle},
+};
+
+use crate::blobs::{
+    BlobStore,
+    bitswap::{MAX_MULTIHASH, Sha256Hasher},
 };
 
 use super::{
@@ -36,6 +45,10 @@ pub(crate) struct Behaviour {
     pub(crate) kad: kad::Behaviour<kad::store::MemoryStore>,
     /// Keeps idle connections alive and measures round trips.
     pub(crate) ping: ping::Behaviour,
+    /// Bitswap 1.2.0 over the node's blob store: serves segment ciphertexts to peers (our
+    /// nodes and IPFS nodes alike) and fetches the ones this node's seats need. Off when
+    /// the node has no blob store.
+    pub(crate) bitswap: Toggle<beetswap::Behaviour<MAX_MULTIHASH, BlobStore>>,
 }
 
 impl Behaviour {
@@ -44,6 +57,7 @@ impl Behaviour {
         keypair: &Keypair,
         topic: &gossipsub::IdentTopic,
         max_peers: usize,
+        blobs: Option<BlobStore>,
     ) -> Result<Self, NetError> {
         let local = keypair.public().to_peer_id();
         let max_peers = u32::try_from(max_peers).unwrap_or(u32::MAX);
@@ -91,6 +105,11 @@ impl Behaviour {
             identify,
             kad,
             ping: ping::Behaviour::new(ping::Config::new()),
+            bitswap: Toggle::from(blobs.map(|b| {
+                beetswap::Behaviour::builder(Arc::new(b))
+                    .register_multihasher(Sha256Hasher)
+                    .build()
+            })),
         })
     }
 }

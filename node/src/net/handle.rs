@@ -2,7 +2,7 @@
 
 use libp2p::{Multiaddr, PeerId};
 use tokio::sync::{mpsc, oneshot};
-use trust_protocol::{block::MAX_TX_BYTES, encoding, tx::SignedTx};
+use trust_protocol::{block::MAX_TX_BYTES, cid::Cid, encoding, tx::SignedTx};
 
 use super::{
     NetError, SyncStatus,
@@ -33,6 +33,11 @@ pub(crate) enum Command {
         peer: PeerId,
         request: Request,
         reply: oneshot::Sender<Result<Response, NetError>>,
+    },
+    /// Fetch a block over Bitswap.
+    FetchBlob {
+        cid: Cid,
+        reply: oneshot::Sender<Result<Vec<u8>, NetError>>,
     },
     /// Stop the task.
     Shutdown { reply: oneshot::Sender<()> },
@@ -137,6 +142,14 @@ impl NetHandle {
                 "a status received in answer to a blocks request".into(),
             )),
         }
+    }
+
+    /// Fetches the block `cid` from whichever connected peer has it (Bitswap). The block
+    /// is checked against its CID and kept in the node's blob store. Fails with
+    /// [`NetError::FetchTimeout`] when no peer sends it within
+    /// [`BLOB_FETCH_TIMEOUT`](super::BLOB_FETCH_TIMEOUT).
+    pub async fn fetch_blob(&self, cid: Cid) -> Result<Vec<u8>, NetError> {
+        self.ask(|reply| Command::FetchBlob { cid, reply }).await?
     }
 
     /// Stops the swarm task and waits until it has acknowledged; a task that already

@@ -26,6 +26,10 @@ pub struct NetMetrics {
     pub sync_requests_served: AtomicU64,
     /// Sync responses that were too large or did not decode.
     pub sync_responses_malformed: AtomicU64,
+    /// Blocks fetched from peers over Bitswap.
+    pub blobs_fetched: AtomicU64,
+    /// Bitswap fetches that failed or timed out.
+    pub blob_fetches_failed: AtomicU64,
 }
 
 impl NetMetrics {
@@ -37,7 +41,7 @@ impl NetMetrics {
     /// Appends the counters as Prometheus text: `# HELP`, `# TYPE` and one sample each,
     /// named `trust_net_<field>`.
     pub fn render(&self, out: &mut String) {
-        let rows: [(&str, &str, &AtomicU64); 9] = [
+        let rows: [(&str, &str, &AtomicU64); 11] = [
             (
                 "gossip_txs_accepted",
                 "Gossiped transactions accepted and forwarded.",
@@ -77,6 +81,16 @@ impl NetMetrics {
                 "sync_requests_served",
                 "Sync requests answered.",
                 &self.sync_requests_served,
+            ),
+            (
+                "blobs_fetched",
+                "Blocks fetched from peers over Bitswap.",
+                &self.blobs_fetched,
+            ),
+            (
+                "blob_fetches_failed",
+                "Bitswap fetches that failed or timed out.",
+                &self.blob_fetches_failed,
             ),
             (
                 "sync_responses_malformed",

@@ -4,7 +4,8 @@
 //! a cloneable [`NetHandle`] that sends commands over a bounded channel, each carrying a
 //! `oneshot` for its reply. The swarm's behaviour (`behaviour.rs`) composes gossipsub
 //! for transactions, a request-response protocol for block sync ([`sync`]), identify,
-//! Kademlia and ping, plus connection limits and a block list for banned peers.
+//! Kademlia, ping and Bitswap (blobs), plus connection limits and a block list for banned
+//! peers.
 //!
 //! Every gossiped transaction is checked inside the actor before gossipsub may forward
 //! it: size, canonical decoding, signature, stateless format rules, and finally the
@@ -37,6 +38,10 @@ pub use self::{
 pub const DEFAULT_MAX_PEERS: usize = 50;
 /// Capacity of the command channel from [`NetHandle`]s to the swarm task.
 pub const COMMAND_CAPACITY: usize = 256;
+/// How long a Bitswap fetch may wait for some peer to send the block.
+pub const BLOB_FETCH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
+/// Outstanding Bitswap fetches.
+pub const MAX_PENDING_FETCHES: usize = 256;
 /// Rejected gossip messages after which the forwarding peer is banned.
 pub const BAN_AFTER_REJECTIONS: u32 = 3;
 /// Most banned peers remembered; the oldest ban is lifted when a new one does not fit.
@@ -60,6 +65,11 @@ pub struct NetConfig {
     pub chain_id: Hash,
     /// Bound on established connections, and so on peers ([`DEFAULT_MAX_PEERS`]).
     pub max_peers: usize,
+    /// The blob store Bitswap serves from and fetches into; `None` turns Bitswap off.
+    pub blobs: Option<crate::blobs::BlobStore>,
+    /// How long a Bitswap fetch waits for a peer to send the block
+    /// ([`BLOB_FETCH_TIMEOUT`]).
+    pub blob_fetch_timeout: std::time::Duration,
 }
 
 impl NetConfig {
@@ -71,6 +81,8 @@ impl NetConfig {
             bootstrap: Vec::new(),
             chain_id,
             max_peers: DEFAULT_MAX_PEERS,
+            blobs: None,
+            blob_fetch_timeout: BLOB_FETCH_TIMEOUT,
         }
     }
 }
@@ -143,6 +155,12 @@ pub enum NetError {
     /// A sync request failed or got an answer that does not fit the question.
     #[error("request failed: {0}")]
     Request(String),
+    /// No peer sent the block in time.
+    #[error("no peer sent {0} within the fetch timeout")]
+    FetchTimeout(trust_protocol::cid::Cid),
+    /// Bitswap is off on this node, or failed.
+    #[error("bitswap: {0}")]
+    Bitswap(String),
     /// Too many requests or waiters are pending; try again later.
     #[error("too many pending requests")]
     Busy,
