@@ -22,6 +22,12 @@ use trust_protocol::{Hash, encoding, tx::SignedTx};
 
 use crate::{
     api::{self, Api, ApiMetrics, MetricsSource, NodeState},
+    audit::{
+        outbox::Outbox,
+        provider::Provider,
+        seat::{FetchBlob, Seat, SeatMetrics},
+    },
+    blobs::BlobStore,
     chain::{Tip, execute_block},
     config::{self, GenesisDoc, NodeConfig},
     consensus::{self, ConsensusMetrics, ConsensusSetup},
@@ -210,6 +216,7 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
     ledger
         .set_chain(chain)
         .map_err(|e| DaemonError::Ledger(e.to_string()))?;
+    let blobs = BlobStore::open(&db).map_err(|e| DaemonError::Ledger(e.to_string()))?;
     let (contract, tip) = restore(&ledger, &doc)?;
     let state_root = contract.state_root();
     info!(height = tip.height, state_root = %state_root, chain = %chain, "state restored from the ledger");
@@ -239,7 +246,9 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
                 .map_err(|e| DaemonError::Home(format!("p2p_listen {:?}: {e}", cfg.p2p_listen)))?,
             bootstrap: parse_addrs(&cfg.bootstrap, "bootstrap")?,
             chain_id: chain,
-            max_peers: 50,
+            max_peers: net::DEFAULT_MAX_PEERS,
+            blobs: Some(blobs.clone()),
+            blob_fetch_timeout: net::BLOB_FETCH_TIMEOUT,
         },
         Arc::new(Handler {
             state: state.clone(),
@@ -309,12 +318,73 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
         }
     });
 
+    // Provider and seat duties, driven by decided blocks.
+    let outbox = Outbox::new(keys.account.clone(), state.clone(), Some(gossip_tx.clone()));
+    let provider = Arc::new(
+        Provider::open(outbox.clone(), blobs.clone(), &db)
+            .map_err(|e| DaemonError::Ledger(e.to_string()))?,
+    );
+    let seat_metrics = Arc::new(SeatMetrics::default());
+    // Ciphertexts this node does not hold come from peers over Bitswap.
+    let fetch_net = net.clone();
+    let fetch: Option<FetchBlob> = Some(Arc::new(move |cid| {
+        let n = fetch_net.clone();
+        Box::pin(async move { n.fetch_blob(cid).await.map_err(|e| e.to_string()) })
+    }));
+    let seat = Seat::open(
+        outbox,
+        keys.sealing.clone(),
+        blobs.clone(),
+        &db,
+        fetch,
+        seat_metrics.clone(),
+    )
+    .map_err(DaemonError::Ledger)?;
+    {
+        let contract = state
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .contract
+            .clone();
+        seat.resume(&contract);
+    }
+    let mut decided = running.decided.subscribe();
+    let audit_state = state.clone();
+    let audit_provider = provider.clone();
+    tokio::spawn(async move {
+        loop {
+            let d = match decided.recv().await {
+                Ok(d) => d,
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                    warn!(
+                        skipped = n,
+                        "audit duties fell behind the chain; some blocks' events were skipped"
+                    );
+                    continue;
+                }
+                Err(_) => break,
+            };
+            let contract = audit_state
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .contract
+                .clone();
+            audit_provider.on_block(&d.events, &contract);
+            seat.on_block(&d.events, &contract).await;
+        }
+    });
+
     let api = Api {
         state: state.clone(),
         ledger: ledger.clone(),
         metrics: Arc::new(ApiMetrics::default()),
         gossip: Some(gossip_tx),
-        sources: vec![consensus_metrics, Arc::new(NetSource(net_metrics))],
+        sources: vec![
+            consensus_metrics,
+            Arc::new(NetSource(net_metrics)),
+            seat_metrics,
+        ],
+        provider: Some(provider),
     };
     let addr: SocketAddr = cfg
         .api_listen

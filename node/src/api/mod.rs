@@ -7,7 +7,8 @@
 //! | `GET /v1/tx/{id}` | the height and index of the block that includes a transaction, or `pending` |
 //! | `GET /v1/accounts/{id}` | balance, stake, nonce and the next nonce to use (pooled ones counted) |
 //! | `GET /v1/blocks/{height}` | the block, its hash and certificate size |
-//! | `GET /v1/sessions/{id}` | a session's outcome with per-segment verdicts and the height of the block that decided it, or its live phase |
+//! | `POST /v1/sessions` | `{"trace": "...", "hdag"?: "..."}`: this node, as provider, decomposes, encrypts and stores the segments and opens a session; answers the session id, its segments and those left out |
+//! | `GET /v1/sessions/{id}` | a session's outcome with per-segment verdicts and the height and hash of the block that decided it, or its live phase with seats assigned, committed and revealed |
 //! | `GET /v1/auditors/{id}` | stake, reputation, earnings, slashes, honeypot record |
 //! | `GET /metrics` | Prometheus text |
 //! | `GET /v1/openapi.json` | an OpenAPI 3 document of these routes |
@@ -100,6 +101,8 @@ pub struct Api {
     pub gossip: Option<tokio::sync::mpsc::Sender<trust_protocol::tx::SignedTx>>,
     /// Other subsystems' counters.
     pub sources: Vec<Arc<dyn MetricsSource>>,
+    /// This node's provider role (`POST /v1/sessions`), if it runs one.
+    pub provider: Option<Arc<crate::audit::provider::Provider>>,
 }
 
 /// An API error: status, stable code, message.
@@ -161,6 +164,7 @@ pub fn router(api: Api) -> Router {
         .route("/v1/tx", post(submit_tx))
         .route("/v1/tx/{id}", get(tx_location))
         .route("/v1/blocks/{height}", get(block))
+        .route("/v1/sessions", post(open_session))
         .route("/v1/sessions/{id}", get(session))
         .route("/v1/auditors/{id}", get(auditor))
         .route("/v1/accounts/{id}", get(account))
@@ -338,7 +342,16 @@ async fn session(
         let st = s.contract.state();
         (
             st.outcomes.get(&sid).cloned(),
-            st.sessions.get(&sid).map(|x| x.phase),
+            st.sessions.get(&sid).map(|x| {
+                let seats = x.segments.iter().flat_map(|g| &g.seats);
+                let (mut assigned, mut committed, mut revealed) = (0usize, 0usize, 0usize);
+                for seat in seats {
+                    assigned += 1;
+                    committed += usize::from(seat.commitment.is_some());
+                    revealed += usize::from(seat.vote.is_some());
+                }
+                (x.phase, x.segments.len(), assigned, committed, revealed)
+            }),
             st.failed.get(&sid).cloned(),
         )
     };
@@ -363,8 +376,14 @@ async fn session(
             "block_hash": block_hash,
         })));
     }
-    if let Some(p) = live {
-        return Ok(Json(json!({"session": sid, "status": "live", "phase": p})));
+    if let Some((phase, segments, assigned, committed, revealed)) = live {
+        return Ok(Json(json!({
+            "session": sid,
+            "status": "live",
+            "phase": phase,
+            "segments": segments,
+            "seats": {"assigned": assigned, "committed": committed, "revealed": revealed},
+        })));
     }
     if let Some(f) = failed {
         return Ok(Json(
@@ -372,6 +391,47 @@ async fn session(
         ));
     }
     Err(ApiError::not_found(format!("no session {sid}")))
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OpenSessionBody {
+    /// The trace: JSON `{problem, thinking, output}` or the paper's headings.
+    trace: String,
+    /// The provider's HDAG JSON (optional).
+    #[serde(default)]
+    hdag: Option<String>,
+}
+
+async fn open_session(
+    State(api): State<Api>,
+    body: Result<Json<OpenSessionBody>, axum::extract::rejection::JsonRejection>,
+) -> ApiResult<(StatusCode, Json<serde_json::Value>)> {
+    let Json(body) = body.map_err(|e| {
+        api.metrics.bad_requests.fetch_add(1, Ordering::Relaxed);
+        ApiError::bad(
+            "bad_json",
+            format!("expected {{\"trace\": \"...\", \"hdag\"?: \"...\"}}: {e}"),
+        )
+    })?;
+    let provider = api.provider.clone().ok_or_else(|| {
+        ApiError::new(
+            StatusCode::NOT_IMPLEMENTED,
+            "no_provider",
+            "this node does not open sessions",
+        )
+    })?;
+    let contract = read_state(&api)?.contract.clone();
+    let submitted = provider
+        .submit(&body.trace, body.hdag.as_deref(), &contract)
+        .map_err(|e| {
+            api.metrics.bad_requests.fetch_add(1, Ordering::Relaxed);
+            ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "rejected", e)
+        })?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(serde_json::to_value(&submitted).map_err(ApiError::internal)?),
+    ))
 }
 
 async fn tx_location(

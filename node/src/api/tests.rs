@@ -69,6 +69,7 @@ impl Net {
                 metrics: Arc::new(ApiMetrics::default()),
                 gossip: None,
                 sources: Vec::new(),
+                provider: None,
             },
             tip: Tip {
                 chain: Hash::sha256(b"api-test"),

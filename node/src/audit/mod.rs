@@ -1,6 +1,13 @@
-//! Auditing segments: the Computer tier's deterministic checkers and the seat's vote book
-//! (votes and salts persisted before committing). The seat pipeline (watch events, fetch,
-//! decrypt, judge, commit, reveal) and the LLM and Human tiers come with the network node.
+//! Auditing segments: the Computer tier's deterministic checkers, the seat's vote book
+//! (votes and salts persisted before committing), the seat pipeline on a running node
+//! (watch events, fetch, decrypt, judge, commit, reveal), the provider's duties (submit,
+//! deliver keys, open the mapping), and the outbox both sign their transactions through.
+//! The LLM and Human tiers are not built yet.
 
 pub mod computer;
+pub mod outbox;
+pub mod provider;
+pub mod seat;
+#[cfg(test)]
+mod testkit;
 pub mod votes;

@@ -97,6 +97,9 @@ pub enum Command {
     Run(node::RunArgs),
     /// Show a running node's height, state root and peers.
     Status(node::StatusArgs),
+    /// Submit a trace for audit through this node (as provider); --wait shows progress
+    /// and the outcome.
+    Submit(node::SubmitArgs),
     /// Show a session's outcome: verdict per segment, trace verdict, deciding block.
     Query(node::QueryArgs),
     /// Auditor actions (register and bond).
@@ -170,6 +173,7 @@ pub fn run() -> ExitCode {
         Command::Run(args) => node::run_node(args),
         Command::Status(args) => node::run_status(args),
         Command::Query(args) => node::run_query(args),
+        Command::Submit(args) => node::run_submit(args),
         Command::Auditor(args) => node::run_auditor(args),
     };
     match result {

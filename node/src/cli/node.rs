@@ -176,33 +176,211 @@ pub fn run_query(args: QueryArgs) -> CliResult {
         outln!("{s}");
         return Ok(());
     }
-    outln!("session     {}", args.session);
-    outln!("status      {}", s["status"].as_str().unwrap_or("?"));
+    print_session(&args.session, &s, &[]);
+    Ok(())
+}
+
+/// A session phase as one line: `Commit { round: 0, until: 12 }` reads
+/// `commit (round 0, open until block 12)`.
+fn phase_text(p: &client::Json) -> String {
+    match p {
+        client::Json::String(s) => s.to_lowercase(),
+        client::Json::Object(m) => match m.iter().next() {
+            Some((name, v)) => {
+                let mut parts = Vec::new();
+                if let Some(r) = v["round"].as_u64() {
+                    parts.push(format!("round {r}"));
+                }
+                if let Some(u) = v["until"].as_u64() {
+                    parts.push(format!("open until block {u}"));
+                }
+                format!("{} ({})", name.to_lowercase(), parts.join(", "))
+            }
+            None => "?".into(),
+        },
+        other => other.to_string(),
+    }
+}
+
+/// Why a segment verdict is an error, in the ARES terms the paper uses.
+fn error_kind(verdict: &str) -> &'static str {
+    match verdict {
+        "Invalid" => "invalid: the step does not follow from its premises",
+        "Ungrounded" => "ungrounded: rests on a claim nothing established",
+        "Propagated" => "propagated: depends on a step that failed",
+        "Undecided" => "undecided: the seats reached no quorum",
+        _ => "",
+    }
+}
+
+/// Prints a session as `query` and `submit --wait` show it; `names` are the provider's
+/// labels for the segments (HDAG node id and tier), known only to the provider's node.
+fn print_session(id: &str, s: &client::Json, names: &[String]) {
+    outln!("session     {id}");
     match s["status"].as_str() {
         Some("decided") => {
             let o = &s["outcome"];
-            outln!("trace       {}", o["trace"]);
             outln!(
-                "weight      {} passing of {}",
-                o["passing_weight"],
-                o["total_weight"]
-            );
-            if let Some(segs) = o["segments"].as_array() {
-                for (i, seg) in segs.iter().enumerate() {
-                    outln!("segment {i:<3} {}", seg["verdict"]);
-                }
-            }
-            outln!(
-                "block       {} {}",
+                "status      decided at block {} ({})",
                 s["block_height"],
                 s["block_hash"].as_str().unwrap_or("?")
             );
+            let beta = o["beta"].as_u64().unwrap_or(0) as f64 / 10_000.0;
+            outln!(
+                "trace       {} ({} of {} weight passing; the trace passes at {beta:.0}%)",
+                o["trace"].as_str().unwrap_or("?").to_uppercase(),
+                o["passing_weight"],
+                o["total_weight"]
+            );
+            match o["bound"]["hoeffding_neg_ln_milli"].as_u64() {
+                Some(m) if m > 0 => outln!(
+                    "bound       Pr[wrong trace verdict] <= e^-{:.3} (Hoeffding, from the seats' error rates)",
+                    m as f64 / 1000.0
+                ),
+                _ => outln!("bound       none (expected passing weight below the threshold)"),
+            }
+            if let Some(segs) = o["segments"].as_array() {
+                outln!(
+                    "segments    #   {:<10} {:<9} {:<11} votes v/i/u (missing)",
+                    "node",
+                    "tier",
+                    "verdict"
+                );
+                for (i, seg) in segs.iter().enumerate() {
+                    let verdict = seg["verdict"].as_str().unwrap_or("?");
+                    let v = &seg["votes"];
+                    let name = names.get(i).map_or("-", String::as_str);
+                    let kind = error_kind(verdict);
+                    outln!(
+                        "            {i:<3} {name:<10} {:<9} {verdict:<11} {}/{}/{} ({}){}{}",
+                        seg["tier"].as_str().unwrap_or("?"),
+                        v["valid"],
+                        v["invalid"],
+                        v["ungrounded"],
+                        v["missing"],
+                        if kind.is_empty() { "" } else { "  " },
+                        kind
+                    );
+                }
+            }
         }
-        Some("live") => outln!("phase       {}", s["phase"]),
-        Some("failed") => outln!("failure     {}", s["failure"]),
-        _ => {}
+        Some("live") => {
+            outln!("status      live, {}", phase_text(&s["phase"]));
+            outln!(
+                "seats       {} drawn, {} committed, {} revealed",
+                s["seats"]["assigned"],
+                s["seats"]["committed"],
+                s["seats"]["revealed"]
+            );
+        }
+        Some("failed") => {
+            outln!("status      failed");
+            outln!(
+                "failure     {}",
+                s["failure"]["reason"].as_str().unwrap_or("?")
+            );
+        }
+        other => outln!("status      {}", other.unwrap_or("?")),
     }
-    Ok(())
+}
+
+/// `submit`: open an audit session for a trace on this node (as provider).
+#[derive(Debug, Args)]
+pub struct SubmitArgs {
+    /// The trace: JSON `{problem, thinking, output}` or text with the paper's headings.
+    pub trace: std::path::PathBuf,
+    /// The provider's own HDAG (the paper's JSON) instead of the built-in decomposition.
+    #[arg(long)]
+    pub hdag: Option<std::path::PathBuf>,
+    /// Wait for the outcome, showing the session's phase as it moves.
+    #[arg(long)]
+    pub wait: bool,
+    /// Give up waiting after this many seconds.
+    #[arg(long, default_value_t = 600)]
+    pub timeout_secs: u64,
+    #[command(flatten)]
+    addr: NodeAddr,
+}
+
+/// Runs `submit`.
+pub fn run_submit(args: SubmitArgs) -> CliResult {
+    let trace = super::read_input_file(&args.trace, 1024 * 1024)?;
+    let hdag = match &args.hdag {
+        Some(p) => Some(super::read_input_file(p, 4 * 1024 * 1024)?),
+        None => None,
+    };
+    let addr = args.addr.resolve()?;
+    let rt = runtime()?;
+    let r = rt
+        .block_on(client::post(
+            &addr,
+            "/v1/sessions",
+            &json!({"trace": trace, "hdag": hdag}),
+        ))
+        .map_err(api_error)?;
+    let session = r["session"].as_str().unwrap_or("?").to_string();
+    outln!("session     {session}");
+    outln!("fee         {}", r["fee"]);
+    // Segment i of the outcome is the i-th of these: (HDAG node id, tier).
+    let names: Vec<String> = r["segments"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|x| x[0].as_str().unwrap_or("?").to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    outln!("segments    {} audited: {}", names.len(), names.join(" "));
+    if let Some(left) = r["left_out"].as_array() {
+        for l in left {
+            outln!(
+                "left out    {} ({})",
+                l[0].as_str().unwrap_or("?"),
+                l[2].as_str().unwrap_or("")
+            );
+        }
+    }
+    if !args.wait {
+        outln!("next: trust-node query {session}");
+        return Ok(());
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(args.timeout_secs);
+    let mut last = String::new();
+    loop {
+        let s = match rt.block_on(client::get(&addr, &format!("/v1/sessions/{session}"))) {
+            Ok(s) => s,
+            // Not on the ledger yet.
+            Err(client::ClientError::Api { status: 404, .. }) => json!({"status": "pending"}),
+            Err(e) => return Err(api_error(e)),
+        };
+        let now = match s["status"].as_str() {
+            Some("live") => format!(
+                "{}: {} seats drawn, {} committed, {} revealed",
+                phase_text(&s["phase"]),
+                s["seats"]["assigned"],
+                s["seats"]["committed"],
+                s["seats"]["revealed"]
+            ),
+            Some("pending") => "waiting for the session to be ordered into a block".into(),
+            Some(other) => other.to_string(),
+            None => "?".into(),
+        };
+        if now != last {
+            outln!("...         {now}");
+            last = now;
+        }
+        if matches!(s["status"].as_str(), Some("decided" | "failed")) {
+            print_session(&session, &s, &names);
+            return Ok(());
+        }
+        if std::time::Instant::now() > deadline {
+            return Err(CliError::failed(format!(
+                "no outcome within {} s; `trust-node query {session}` shows it later",
+                args.timeout_secs
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
 }
 
 /// `auditor`: auditor account actions.
@@ -299,8 +477,13 @@ pub fn run_auditor(args: AuditorArgs) -> CliResult {
             .map_err(api_error)?;
         outln!("submitted {}", r["id"].as_str().unwrap_or("?"));
     }
+    let what = if registered.is_some() {
+        "bond"
+    } else {
+        "registration and bond"
+    };
     outln!(
-        "auditor {me}: registration and bond of {} sent; `trust-node status` shows the height they land at",
+        "auditor {me}: {what} of {} sent; `trust-node status` shows the height they land at",
         a.stake
     );
     Ok(())

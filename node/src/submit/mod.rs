@@ -9,6 +9,8 @@
 //! time. The segment keys stay with the provider until seats are drawn, when each is
 //! sealed to that segment's seats only.
 
+use std::collections::BTreeMap;
+
 use rand::RngCore;
 use serde::{Deserialize, Serialize};
 use trust_protocol::{
@@ -51,6 +53,32 @@ pub struct MappingEntry {
     pub node: String,
     /// The salt of the blinded id.
     pub salt: Salt,
+}
+
+/// What a segment's ciphertext holds: the claim, and the text of the premises it cites
+/// that are not audited in this session (typically the problem statement, when no
+/// auditor of its tier is on the network), so that a seat judges the claim with what it
+/// rests on and nothing more of the trace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SegmentDoc {
+    /// The segment's text, an exact span of the trace.
+    pub claim: String,
+    /// Unaudited premises it cites, verbatim.
+    #[serde(default)]
+    pub given: Vec<String>,
+}
+
+impl SegmentDoc {
+    /// The plaintext that is encrypted (JSON).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        serde_json::to_vec(self).unwrap_or_default()
+    }
+
+    /// Parses a decrypted segment; a clear error for anything else.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, String> {
+        serde_json::from_slice(bytes).map_err(|e| format!("not a segment document: {e}"))
+    }
 }
 
 /// What the provider keeps and publishes for one session.
@@ -99,9 +127,11 @@ pub fn mapping_commitment(mapping: &[MappingEntry], salt: &Salt) -> Hash {
     trust_protocol::mapping_commitment(&mapping_document_hash(mapping), salt)
 }
 
-/// Prepares a session for `hdag`; `rng` supplies every key, nonce and salt.
+/// Prepares a session for `hdag`; `givens` maps a node id to the unaudited premises its
+/// ciphertext carries along (see [`SegmentDoc`]); `rng` supplies every key, nonce and salt.
 pub fn prepare(
     hdag: &Hdag,
+    givens: &BTreeMap<String, Vec<String>>,
     quorum: QuorumParams,
     weights: TierWeights,
     fee: Amount,
@@ -137,7 +167,11 @@ pub fn prepare(
         rng.fill_bytes(&mut nonce);
         let salt = Salt(salt);
         let id = blinded_id(&salt, &node.content);
-        let ciphertext = encrypt_segment(&key, &nonce, &id, node.content.as_bytes())?;
+        let doc = SegmentDoc {
+            claim: node.content.clone(),
+            given: givens.get(&node.id).cloned().unwrap_or_default(),
+        };
+        let ciphertext = encrypt_segment(&key, &nonce, &id, &doc.to_bytes())?;
         let cid = Cid::of(&ciphertext);
         let mut depends_on: Vec<u16> = hdag
             .dependencies_of(&node.id)
@@ -220,8 +254,16 @@ mod tests {
     #[test]
     fn manifest_is_valid_and_reveals_nothing() {
         let (trace, h) = hdag();
-        let p =
-            prepare(&h, quorum(), W, 100, "math", &mut StdRng::seed_from_u64(1)).expect("prepare");
+        let p = prepare(
+            &h,
+            &BTreeMap::new(),
+            quorum(),
+            W,
+            100,
+            "math",
+            &mut StdRng::seed_from_u64(1),
+        )
+        .expect("prepare");
         assert_eq!(p.manifest.segments.len(), h.nodes.len());
         // Dependencies point to earlier segments (validate checks it too).
         for (i, s) in p.manifest.segments.iter().enumerate() {
@@ -244,10 +286,11 @@ mod tests {
                 .iter()
                 .find(|n| n.id == p.mapping[i].node)
                 .expect("node");
-            assert_eq!(
-                decrypt_segment(key, &seg.id, block).expect("decrypts"),
-                node.content.as_bytes()
-            );
+            let doc =
+                SegmentDoc::from_bytes(&decrypt_segment(key, &seg.id, block).expect("decrypts"))
+                    .expect("a segment document");
+            assert_eq!(doc.claim, node.content);
+            assert!(doc.given.is_empty(), "no givens were asked for");
             assert!(
                 trace.thinking.contains(&node.content)
                     || trace.problem.contains(&node.content)
@@ -266,8 +309,26 @@ mod tests {
     #[test]
     fn blinded_ids_differ_between_sessions_of_the_same_trace() {
         let (_, h) = hdag();
-        let a = prepare(&h, quorum(), W, 1, "", &mut StdRng::seed_from_u64(1)).expect("a");
-        let b = prepare(&h, quorum(), W, 1, "", &mut StdRng::seed_from_u64(2)).expect("b");
+        let a = prepare(
+            &h,
+            &BTreeMap::new(),
+            quorum(),
+            W,
+            1,
+            "",
+            &mut StdRng::seed_from_u64(1),
+        )
+        .expect("a");
+        let b = prepare(
+            &h,
+            &BTreeMap::new(),
+            quorum(),
+            W,
+            1,
+            "",
+            &mut StdRng::seed_from_u64(2),
+        )
+        .expect("b");
         for (x, y) in a.manifest.segments.iter().zip(&b.manifest.segments) {
             assert_ne!(x.id, y.id);
             assert_ne!(x.cid, y.cid);
@@ -280,7 +341,15 @@ mod tests {
         let mut q = quorum();
         q.k = [0, 3, 5];
         assert!(matches!(
-            prepare(&h, q, W, 1, "", &mut StdRng::seed_from_u64(1)),
+            prepare(
+                &h,
+                &BTreeMap::new(),
+                q,
+                W,
+                1,
+                "",
+                &mut StdRng::seed_from_u64(1)
+            ),
             Err(PrepareError::Manifest(_))
         ));
     }

@@ -129,6 +129,17 @@ impl Network {
         self.rt.block_on(client::get(&self.nodes[i].api, path))
     }
 
+    /// POST JSON to node `i`'s API.
+    pub(crate) fn post_json(
+        &self,
+        i: usize,
+        path: &str,
+        body: &Value,
+    ) -> Result<Value, client::ClientError> {
+        self.rt
+            .block_on(client::post(&self.nodes[i].api, path, body))
+    }
+
     /// POST a signed transaction to node `i`.
     pub(crate) fn send_tx(&self, i: usize, tx: &SignedTx) -> Result<Value, client::ClientError> {
         let body = serde_json::json!({"tx": hex::encode(encoding::encode(tx))});

@@ -3,6 +3,7 @@
 //! one at a time (see `.config/nextest.toml`) so the networks do not starve each other of
 //! the machine's two cores.
 
+mod audit;
 mod harness;
 
 use harness::Network;

@@ -1,0 +1,585 @@
+//! The provider's side of a session on a running node.
+//!
+//! [`Provider::submit`] turns a trace into a session: decomposition (or the provider's
+//! HDAG), encryption of every segment under its own key, ciphertexts into the blob store
+//! (pinned), the session record (keys, mapping, salts) flushed to sled, and an
+//! `OpenSession` transaction. Segments routed to a tier that has too few auditors on this
+//! network are left out of the session (and reported), their `depends_on` edges bridged,
+//! because the contract fails a session whose seats cannot all be drawn.
+//!
+//! [`Provider::on_block`] follows the session through decided blocks: when seats are
+//! drawn it seals each segment key to that segment's seats and to the seats of the
+//! segments that cite it (`DeliverKeys`); when voting is over it opens the mapping
+//! commitment (`RevealMapping`); once decided it unpins the ciphertexts.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use rand::RngCore;
+use serde::{Deserialize, Serialize};
+use trust_contracts::{Contract, Event, Phase};
+use trust_protocol::{
+    AccountId, Hash, Salt,
+    hdag::{Hdag, HdagEdge, Relationship},
+    seal::{KEY_LEN, seal_key},
+    trace::Trace,
+    tx::{Call, QuorumParams, SeatKey, Tier, Tx},
+    units::Ppm,
+};
+
+use super::outbox::Outbox;
+use crate::{
+    blobs::BlobStore,
+    decompose,
+    submit::{self, MappingEntry, TierWeights},
+};
+
+/// The context a segment key is sealed under: binds it to one session, segment and seat.
+pub fn key_context(session: &Hash, segment_id: &Hash, seat: &AccountId) -> Vec<u8> {
+    let mut c = b"trust/v1/segment-key".to_vec();
+    c.extend_from_slice(session.as_ref());
+    c.extend_from_slice(segment_id.as_ref());
+    c.extend_from_slice(seat.as_ref());
+    c
+}
+
+/// Seats per segment and quorums used for sessions this node opens.
+pub const DEFAULT_QUORUM: QuorumParams = QuorumParams {
+    k: [3, 3, 3],
+    extra_seats: 0,
+    tau: Ppm(600_000),
+    beta: Ppm(600_000),
+};
+
+/// What the provider keeps about an open session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionRecord {
+    /// Segment keys, manifest order.
+    pub keys: Vec<[u8; KEY_LEN]>,
+    /// Blinded segment ids, manifest order.
+    pub ids: Vec<Hash>,
+    /// `depends_on` per segment.
+    pub depends_on: Vec<Vec<u16>>,
+    /// The mapping (HDAG node id and salt per segment).
+    pub mapping: Vec<MappingEntry>,
+    /// Salt of the mapping commitment.
+    pub mapping_salt: Salt,
+    /// Ciphertext CIDs (pinned while the session runs).
+    pub cids: Vec<trust_protocol::cid::Cid>,
+    /// (segment, seat) pairs already sent a key.
+    pub delivered: BTreeSet<(u16, AccountId)>,
+    /// Whether the mapping was opened.
+    pub mapping_revealed: bool,
+}
+
+/// What `submit` reports.
+#[derive(Debug, Clone, Serialize)]
+pub struct Submitted {
+    /// The session id.
+    pub session: Hash,
+    /// The `OpenSession` transaction id.
+    pub tx: Hash,
+    /// Segments in the session in manifest order (segment `i` of the outcome is entry
+    /// `i`): (HDAG node id, tier).
+    pub segments: Vec<(String, Tier)>,
+    /// Segments left out: (HDAG node id, tier, why).
+    pub left_out: Vec<(String, Tier, String)>,
+    /// Fee escrowed.
+    pub fee: u64,
+}
+
+/// The provider role of this node.
+#[derive(Debug, Clone)]
+pub struct Provider {
+    outbox: Outbox,
+    blobs: BlobStore,
+    book: sled::Tree,
+}
+
+fn tier_of(a: trust_protocol::hdag::AuditorType) -> Tier {
+    Tier::from(a)
+}
+
+fn tier_index(t: Tier) -> usize {
+    match t {
+        Tier::Computer => 0,
+        Tier::Llm => 1,
+        Tier::Human => 2,
+    }
+}
+
+/// What [`restrict`] leaves.
+struct Restricted {
+    /// The HDAG of the kept nodes.
+    hdag: Hdag,
+    /// Dropped nodes: (id, tier).
+    dropped: Vec<(String, Tier)>,
+    /// For each kept node, the text of the dropped nodes its dependencies pass through:
+    /// they travel with its ciphertext as givens.
+    givens: BTreeMap<String, Vec<String>>,
+}
+
+/// Drops the nodes whose tier fails `keep`, bridging `depends_on` edges across them and
+/// keeping the dropped premises' text as givens of the nodes that rest on them.
+fn restrict(hdag: &Hdag, keep: impl Fn(Tier) -> bool) -> Restricted {
+    let kept: BTreeSet<&str> = hdag
+        .nodes
+        .iter()
+        .filter(|n| keep(tier_of(n.primary_auditor)))
+        .map(|n| n.id.as_str())
+        .collect();
+    let dropped: Vec<(String, Tier)> = hdag
+        .nodes
+        .iter()
+        .filter(|n| !kept.contains(n.id.as_str()))
+        .map(|n| (n.id.clone(), tier_of(n.primary_auditor)))
+        .collect();
+    let mut edges: Vec<HdagEdge> = hdag
+        .edges
+        .iter()
+        .filter(|e| {
+            e.relationship != Relationship::DependsOn
+                && kept.contains(e.from.as_str())
+                && kept.contains(e.to.as_str())
+        })
+        .cloned()
+        .collect();
+    let mut givens: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for from in &kept {
+        // Walk dependencies through dropped nodes to the nearest kept ones.
+        let mut seen = BTreeSet::new();
+        let mut stack: Vec<&str> = hdag.dependencies_of(from).collect();
+        let mut targets = BTreeSet::new();
+        while let Some(d) = stack.pop() {
+            if !seen.insert(d) {
+                continue;
+            }
+            if kept.contains(d) {
+                targets.insert(d);
+            } else {
+                if let Some(n) = hdag.nodes.iter().find(|n| n.id == d) {
+                    givens
+                        .entry((*from).to_string())
+                        .or_default()
+                        .push(n.content.clone());
+                }
+                stack.extend(hdag.dependencies_of(d));
+            }
+        }
+        for to in targets {
+            edges.push(HdagEdge {
+                from: (*from).to_string(),
+                to: to.to_string(),
+                relationship: Relationship::DependsOn,
+                strength: None,
+                confidence: None,
+            });
+        }
+    }
+    let out = Hdag {
+        nodes: hdag
+            .nodes
+            .iter()
+            .filter(|n| kept.contains(n.id.as_str()))
+            .cloned()
+            .collect(),
+        edges,
+        metadata: None,
+    };
+    Restricted {
+        hdag: out,
+        dropped,
+        givens,
+    }
+}
+
+impl Provider {
+    /// The provider role over `db`.
+    pub fn open(outbox: Outbox, blobs: BlobStore, db: &sled::Db) -> Result<Self, sled::Error> {
+        Ok(Self {
+            outbox,
+            blobs,
+            book: db.open_tree("provider/sessions")?,
+        })
+    }
+
+    fn load(&self, session: &Hash) -> Option<SessionRecord> {
+        let v = self.book.get(session.as_ref()).ok()??;
+        serde_json::from_slice(&v).ok()
+    }
+
+    fn store(&self, session: &Hash, r: &SessionRecord) -> Result<(), String> {
+        let bytes = serde_json::to_vec(r).map_err(|e| e.to_string())?;
+        self.book
+            .insert(session.as_ref(), bytes)
+            .map_err(|e| e.to_string())?;
+        self.book.flush().map_err(|e| e.to_string())?;
+        Ok(())
+    }
+
+    /// Opens a session for `trace_text` (JSON or the paper's headings), with the
+    /// provider's HDAG JSON if given.
+    pub fn submit(
+        &self,
+        trace_text: &str,
+        hdag_json: Option<&str>,
+        contract: &Contract,
+    ) -> Result<Submitted, String> {
+        let trace = Trace::parse(trace_text).map_err(|e| format!("trace: {e}"))?;
+        let hdag = match hdag_json {
+            Some(j) => decompose::from_provider(&trace, j).map_err(|e| format!("hdag: {e}"))?,
+            None => decompose::decompose(&trace, &decompose::Options::default())
+                .map_err(|e| format!("decomposition: {e}"))?,
+        };
+        let me = self.outbox.key().public();
+        let st = contract.state();
+        let mut staffed = [0usize; 3];
+        for (id, a) in &st.auditors {
+            if a.active && *id != me {
+                staffed[tier_index(a.tier)] = staffed[tier_index(a.tier)].saturating_add(1);
+            }
+        }
+        let q = DEFAULT_QUORUM;
+        let need =
+            |t: Tier| usize::from(q.k[tier_index(t)]).saturating_add(usize::from(q.extra_seats));
+        let Restricted {
+            hdag,
+            dropped,
+            givens,
+        } = restrict(&hdag, |t| staffed[tier_index(t)] >= need(t));
+        if hdag.nodes.is_empty() {
+            return Err(format!(
+                "no segment can be audited here: auditors per tier (computer, llm, human) = {staffed:?}, {} needed per segment",
+                need(Tier::Computer)
+            ));
+        }
+        let weights = TierWeights {
+            computer: 1,
+            llm: 1,
+            human: 1,
+        };
+        let mut rng = rand::rngs::OsRng;
+        let mut probe = submit::prepare(&hdag, &givens, q.clone(), weights, 0, "math", &mut rng)
+            .map_err(|e| e.to_string())?;
+        let fee =
+            trust_contracts::minimum_fee(&st.params, &probe.manifest).ok_or("fee overflows")?;
+        probe.manifest.fee = fee;
+        let prepared = probe;
+        let nonce = self.outbox.next_nonce();
+        let session = Tx::session_id(&me, nonce);
+        let mut cids = Vec::new();
+        for (cid, bytes) in &prepared.blocks {
+            let got = self.blobs.put(bytes).map_err(|e| e.to_string())?;
+            if got != *cid {
+                return Err("blob store computed another CID".into());
+            }
+            cids.push(*cid);
+        }
+        self.blobs.pin(&session, &cids).map_err(|e| e.to_string())?;
+        let record = SessionRecord {
+            keys: prepared.keys.clone(),
+            ids: prepared.manifest.segments.iter().map(|s| s.id).collect(),
+            depends_on: prepared
+                .manifest
+                .segments
+                .iter()
+                .map(|s| s.depends_on.clone())
+                .collect(),
+            mapping: prepared.mapping.clone(),
+            mapping_salt: prepared.mapping_salt,
+            cids,
+            delivered: BTreeSet::new(),
+            mapping_revealed: false,
+        };
+        // In manifest order: segment i of the outcome is `segments[i]`.
+        let segments = prepared
+            .mapping
+            .iter()
+            .zip(&prepared.manifest.segments)
+            .map(|(m, e)| (m.node.clone(), e.tier))
+            .collect();
+        self.store(&session, &record)?;
+        let tx = self
+            .outbox
+            .send_at(nonce, Call::OpenSession(prepared.manifest))?;
+        tracing::info!(%session, segments = record.ids.len(), left_out = dropped.len(), fee, "session opened");
+        Ok(Submitted {
+            session,
+            tx,
+            segments,
+            left_out: dropped
+                .into_iter()
+                .map(|(id, t)| {
+                    (
+                        id,
+                        t,
+                        format!("fewer than {} {t:?} auditors on this network", need(t)),
+                    )
+                })
+                .collect(),
+            fee,
+        })
+    }
+
+    /// Follows this node's sessions through one decided block.
+    pub fn on_block(&self, events: &[Event], contract: &Contract) {
+        let mut seated: BTreeMap<Hash, Vec<(u16, AccountId)>> = BTreeMap::new();
+        for e in events {
+            match e {
+                Event::SeatAssigned {
+                    session,
+                    segment,
+                    seat,
+                    ..
+                } => seated.entry(*session).or_default().push((*segment, *seat)),
+                Event::RevealWindowClosed { session, .. } => self.reveal_mapping(session, contract),
+                Event::TraceDecided { session, .. } | Event::SessionFailed { session, .. }
+                    if self.load(session).is_some() =>
+                {
+                    let _ = self.blobs.unpin(session);
+                    let _ = self.book.remove(session.as_ref());
+                    tracing::info!(%session, "session over; ciphertexts unpinned");
+                }
+                _ => {}
+            }
+        }
+        for (session, seats) in seated {
+            self.deliver(&session, &seats, contract);
+        }
+    }
+
+    fn deliver(&self, session: &Hash, seats: &[(u16, AccountId)], contract: &Contract) {
+        let Some(mut r) = self.load(session) else {
+            return;
+        };
+        let mut wanted: BTreeSet<(u16, AccountId)> = BTreeSet::new();
+        for (seg, seat) in seats {
+            wanted.insert((*seg, *seat));
+            if let Some(deps) = r.depends_on.get(usize::from(*seg)) {
+                for d in deps {
+                    wanted.insert((*d, *seat));
+                }
+            }
+        }
+        let mut keys = Vec::new();
+        for (seg, seat) in wanted {
+            if r.delivered.contains(&(seg, seat)) {
+                continue;
+            }
+            let (Some(key), Some(id)) = (r.keys.get(usize::from(seg)), r.ids.get(usize::from(seg)))
+            else {
+                continue;
+            };
+            let Some(aud) = contract.state().auditors.get(&seat) else {
+                continue;
+            };
+            let mut eph = [0u8; 32];
+            rand::rngs::OsRng.fill_bytes(&mut eph);
+            match seal_key(&aud.sealing_key, key, eph, &key_context(session, id, &seat)) {
+                Ok(sealed) => keys.push(SeatKey {
+                    segment: seg,
+                    seat,
+                    sealed,
+                }),
+                Err(e) => {
+                    tracing::warn!(%session, segment = seg, %seat, error = %e, "cannot seal a key to this seat")
+                }
+            }
+        }
+        if keys.is_empty() {
+            return;
+        }
+        let pairs: Vec<(u16, AccountId)> = keys.iter().map(|k| (k.segment, k.seat)).collect();
+        match self.outbox.send(Call::DeliverKeys {
+            session: *session,
+            keys,
+        }) {
+            Ok(tx) => {
+                r.delivered.extend(pairs.iter().copied());
+                if let Err(e) = self.store(session, &r) {
+                    tracing::error!(%session, error = %e, "provider record not saved");
+                }
+                tracing::info!(%session, %tx, keys = pairs.len(), "segment keys sealed to seats");
+            }
+            Err(e) => tracing::warn!(%session, error = %e, "DeliverKeys not sent"),
+        }
+    }
+
+    fn reveal_mapping(&self, session: &Hash, contract: &Contract) {
+        let Some(mut r) = self.load(session) else {
+            return;
+        };
+        let disclosing = contract
+            .state()
+            .sessions
+            .get(session)
+            .is_some_and(|s| matches!(s.phase, Phase::Disclose { .. }));
+        if r.mapping_revealed || !disclosing {
+            return;
+        }
+        let call = Call::RevealMapping {
+            session: *session,
+            mapping: submit::mapping_document_hash(&r.mapping),
+            salt: r.mapping_salt,
+        };
+        match self.outbox.send(call) {
+            Ok(tx) => {
+                r.mapping_revealed = true;
+                let _ = self.store(session, &r);
+                tracing::info!(%session, %tx, "mapping opened");
+            }
+            Err(e) => tracing::warn!(%session, error = %e, "RevealMapping not sent"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use trust_protocol::{
+        Keypair,
+        hdag::Hdag,
+        seal::{decrypt_segment, open_key},
+    };
+
+    use super::*;
+    use crate::audit::testkit::{Chain, auditor, provider_key, sealing};
+
+    /// A provider on a chain with `auditors` Computer auditors besides itself.
+    fn provider(auditors: usize) -> (Provider, Chain, tempfile::TempDir) {
+        let chain = Chain::new(auditors);
+        let dir = tempfile::tempdir().unwrap();
+        let db = sled::open(dir.path()).unwrap();
+        let p = Provider::open(
+            chain.outbox(provider_key()),
+            BlobStore::open(&db).unwrap(),
+            &db,
+        )
+        .unwrap();
+        (p, chain, dir)
+    }
+
+    const TRACE: &str = "## Problem Statement\nThe denominator of a fraction is 7 less than 3 times the numerator. If the fraction is equivalent to 2/5, what is the numerator?\n## Thinking Process\n1. Let the numerator be x\n2. So x / (3x - 7) = 2/5\n3. Therefore, 5x = 6x - 14\n## Final Output\nx = 14\n";
+
+    #[test]
+    fn submit_opens_a_session_with_only_staffed_tiers_and_keeps_the_keys() {
+        let (p, chain, _dir) = provider(3);
+        let s = p.submit(TRACE, None, &chain.contract).expect("submitted");
+        assert!(!s.segments.is_empty());
+        assert!(s.segments.iter().all(|(_, t)| *t == Tier::Computer));
+        assert!(!s.left_out.is_empty(), "the GOAL goes to another tier");
+        let r = p.load(&s.session).expect("record kept");
+        assert_eq!(r.keys.len(), s.segments.len());
+        assert!(r.cids.iter().all(|c| p.blobs.has(c).unwrap()));
+        assert!(s.fee > 0);
+    }
+
+    #[test]
+    fn bad_input_is_refused_and_nothing_is_stored() {
+        let (p, chain, _dir) = provider(3);
+        let contract = &chain.contract;
+        let e = p.submit("{not json", None, contract).unwrap_err();
+        assert!(e.starts_with("trace:"), "{e}");
+        let cyclic = r#"{"nodes": [
+            {"id": "A", "content": "Let the numerator be x", "abstraction_level": "STEP", "primary_auditor": "T_Auto"},
+            {"id": "B", "content": "x = 14", "abstraction_level": "STEP", "primary_auditor": "T_Auto"}
+        ], "edges": [
+            {"from": "A", "to": "B", "relationship": "depends_on"},
+            {"from": "B", "to": "A", "relationship": "depends_on"}
+        ]}"#;
+        let e = p.submit(TRACE, Some(cyclic), contract).unwrap_err();
+        assert!(e.starts_with("hdag:"), "{e}");
+        let dangling = r#"{"nodes": [
+            {"id": "A", "content": "x = 14", "abstraction_level": "STEP", "primary_auditor": "T_Auto"}
+        ], "edges": [{"from": "A", "to": "Z", "relationship": "depends_on"}]}"#;
+        let e = p.submit(TRACE, Some(dangling), contract).unwrap_err();
+        assert!(e.starts_with("hdag:"), "{e}");
+        // Too few auditors for any tier.
+        let (p2, c2, _d2) = provider(2);
+        let e = p2.submit(TRACE, None, &c2.contract).unwrap_err();
+        assert!(e.contains("no segment can be audited"), "{e}");
+        assert!(p.book.is_empty() && p2.book.is_empty());
+        assert!(p.blobs.is_empty() && p2.blobs.is_empty());
+    }
+
+    #[test]
+    fn dropping_a_tier_bridges_dependencies() {
+        let json = r#"{"nodes": [
+            {"id": "A", "content": "a", "abstraction_level": "STEP", "primary_auditor": "T_Auto"},
+            {"id": "B", "content": "b", "abstraction_level": "STEP", "primary_auditor": "T_LLM"},
+            {"id": "C", "content": "c", "abstraction_level": "STEP", "primary_auditor": "T_Auto"}
+        ], "edges": [
+            {"from": "C", "to": "B", "relationship": "depends_on"},
+            {"from": "B", "to": "A", "relationship": "depends_on"}
+        ]}"#;
+        let h: Hdag = serde_json::from_str(json).unwrap();
+        let r = restrict(&h, |t| t == Tier::Computer);
+        assert_eq!(r.dropped, vec![("B".to_string(), Tier::Llm)]);
+        assert_eq!(r.hdag.nodes.len(), 2);
+        let deps: Vec<&str> = r.hdag.dependencies_of("C").collect();
+        assert_eq!(deps, vec!["A"]);
+        // B's text travels with C, the node that rested on it; A cites nothing dropped.
+        assert_eq!(r.givens.get("C"), Some(&vec!["b".to_string()]));
+        assert!(!r.givens.contains_key("A"));
+    }
+
+    #[test]
+    fn only_seats_read_segments_and_each_only_its_own_and_their_premises() {
+        let (p, mut chain, _dir) = provider(4);
+        let s = p.submit(TRACE, None, &chain.contract).unwrap();
+        let mut ev = chain.block();
+        ev.extend(chain.block()); // seats drawn
+        p.on_block(&ev, &chain.contract);
+        let ev = chain.block(); // DeliverKeys included
+        let sess = &chain.contract.state().sessions[&s.session];
+        let ids: Vec<Hash> = sess.segments.iter().map(|x| x.entry.id).collect();
+        let cids: Vec<_> = sess.segments.iter().map(|x| x.entry.cid).collect();
+        let blob = |j: usize| p.blobs.get(&cids[j]).unwrap().unwrap();
+        let auditors: Vec<Keypair> = (0..4).map(auditor).collect();
+        let outsider = sealing(200);
+        let mut delivered = 0;
+        for e in &ev {
+            let Event::KeyDelivered {
+                segment,
+                seat,
+                sealed,
+                ..
+            } = e
+            else {
+                continue;
+            };
+            delivered += 1;
+            let j = usize::from(*segment);
+            let i = auditors.iter().position(|k| k.public() == *seat).unwrap();
+            let ctx = key_context(&s.session, &ids[j], seat);
+            // The addressed seat opens it and reads the segment.
+            let key = open_key(&sealing(i), sealed, &ctx).unwrap();
+            let doc = crate::submit::SegmentDoc::from_bytes(
+                &decrypt_segment(&key, &ids[j], &blob(j)).unwrap(),
+            )
+            .unwrap();
+            assert!(TRACE.contains(&doc.claim));
+            // Nobody else does: not the outsider, not another seat.
+            assert!(open_key(&outsider, sealed, &ctx).is_err());
+            let other = (i + 1) % 4;
+            let other_ctx = key_context(&s.session, &ids[j], &auditors[other].public());
+            assert!(open_key(&sealing(other), sealed, &other_ctx).is_err());
+            // The key opens only its own segment's ciphertext.
+            for k in (0..ids.len()).filter(|k| *k != j) {
+                assert!(decrypt_segment(&key, &ids[k], &blob(k)).is_err());
+            }
+            // It was sent because the seat sits on this segment or on one that cites it.
+            let seg_seats = |x: usize| sess.segments[x].seats.iter().any(|st| st.account == *seat);
+            assert!(
+                seg_seats(j)
+                    || sess.segments.iter().enumerate().any(|(x, d)| d
+                        .entry
+                        .depends_on
+                        .contains(segment)
+                        && seg_seats(x))
+            );
+        }
+        assert!(
+            delivered >= ids.len() * 3,
+            "every segment's three seats got its key"
+        );
+    }
+}

@@ -1,0 +1,538 @@
+//! The seat pipeline: what this node does for the seats it holds.
+//!
+//! For each decided block: a `KeyDelivered` to this node is opened with the sealing key and
+//! kept in sled; once a seat has the keys of its segment and of the premises it cites, the
+//! ciphertexts are fetched (local blob store, else from peers), decrypted, judged by the
+//! tier's auditor, and the vote and salt are **flushed to sled before** the `Commit` is
+//! sent, so a node restarted between commit and reveal still reveals. When the commit
+//! window closes, every unrevealed vote of that round is revealed.
+//!
+//! A seat whose tier has no backend here, or whose checker abstains, does not commit (the
+//! contract counts that as a no-show); a key that does not open, a blob that cannot be
+//! fetched or does not decrypt is logged and counted, and changes nothing.
+
+use std::{
+    collections::BTreeSet,
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
+};
+
+use futures::future::BoxFuture;
+use rand::RngCore;
+use trust_contracts::{Contract, Event};
+use trust_protocol::{
+    Hash, Salt,
+    cid::Cid,
+    seal::{KEY_LEN, SealingSecret, decrypt_segment, open_key},
+    tx::{Call, Tier},
+};
+
+use super::{
+    computer::{self, Judgement, StepInput},
+    outbox::Outbox,
+    provider::key_context,
+    votes::{VoteBook, VoteRecord},
+};
+use crate::{blobs::BlobStore, submit::SegmentDoc};
+
+/// Fetches a blob from peers.
+pub type FetchBlob = Arc<dyn Fn(Cid) -> BoxFuture<'static, Result<Vec<u8>, String>> + Send + Sync>;
+
+/// Seat counters exported at `/metrics`.
+#[derive(Debug, Default)]
+pub struct SeatMetrics {
+    /// Votes committed.
+    pub committed: AtomicU64,
+    /// Votes revealed.
+    pub revealed: AtomicU64,
+    /// Segments the auditor abstained on.
+    pub abstained: AtomicU64,
+    /// Keys, blobs or ciphertexts that failed.
+    pub failures: AtomicU64,
+}
+
+impl crate::api::MetricsSource for SeatMetrics {
+    fn render(&self, out: &mut String) {
+        for (name, v) in [
+            ("trust_seat_votes_committed_total", &self.committed),
+            ("trust_seat_votes_revealed_total", &self.revealed),
+            ("trust_seat_abstained_total", &self.abstained),
+            ("trust_seat_failures_total", &self.failures),
+        ] {
+            out.push_str(&format!(
+                "# TYPE {name} counter\n{name} {}\n",
+                v.load(Ordering::Relaxed)
+            ));
+        }
+    }
+}
+
+/// The seat role of this node.
+pub struct Seat {
+    outbox: Outbox,
+    sealing: SealingSecret,
+    blobs: BlobStore,
+    votes: VoteBook,
+    keys: sled::Tree,
+    fetch: Option<FetchBlob>,
+    /// Counters.
+    pub metrics: Arc<SeatMetrics>,
+}
+
+impl std::fmt::Debug for Seat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Seat").finish_non_exhaustive()
+    }
+}
+
+fn key_of(session: &Hash, segment: u16) -> Vec<u8> {
+    let mut k = session.as_ref().to_vec();
+    k.extend_from_slice(&segment.to_be_bytes());
+    k
+}
+
+impl Seat {
+    /// The seat role over `db`.
+    pub fn open(
+        outbox: Outbox,
+        sealing: SealingSecret,
+        blobs: BlobStore,
+        db: &sled::Db,
+        fetch: Option<FetchBlob>,
+        metrics: Arc<SeatMetrics>,
+    ) -> Result<Self, String> {
+        Ok(Self {
+            outbox,
+            sealing,
+            blobs,
+            votes: VoteBook::open(db).map_err(|e| e.to_string())?,
+            keys: db.open_tree("seat/keys").map_err(|e| e.to_string())?,
+            fetch,
+            metrics,
+        })
+    }
+
+    fn fail(&self, what: &str, session: &Hash, segment: u16, err: impl std::fmt::Display) {
+        self.metrics.failures.fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(%session, segment, error = %err, "{what}");
+    }
+
+    /// Reveals what a restart left unrevealed in sessions now in their reveal window.
+    pub fn resume(&self, contract: &Contract) {
+        for (session, s) in &contract.state().sessions {
+            if let trust_contracts::Phase::Reveal { round, .. } = s.phase {
+                self.reveal(session, round);
+            }
+        }
+    }
+
+    /// Acts on one decided block.
+    pub async fn on_block(&self, events: &[Event], contract: &Contract) {
+        let me = self.outbox.key().public();
+        let mut touched = BTreeSet::new();
+        for e in events {
+            match e {
+                Event::KeyDelivered {
+                    session,
+                    segment,
+                    seat,
+                    sealed,
+                } if *seat == me => {
+                    let Some(id) = contract
+                        .state()
+                        .sessions
+                        .get(session)
+                        .and_then(|s| s.segments.get(usize::from(*segment)))
+                        .map(|s| s.entry.id)
+                    else {
+                        continue;
+                    };
+                    match open_key(&self.sealing, sealed, &key_context(session, &id, &me)) {
+                        Ok(k) => {
+                            let _ = self.keys.insert(key_of(session, *segment), k.to_vec());
+                            touched.insert(*session);
+                        }
+                        Err(e) => self.fail(
+                            "a key sealed to this seat does not open",
+                            session,
+                            *segment,
+                            e,
+                        ),
+                    }
+                }
+                Event::CommitWindowClosed { session, round, .. } => self.reveal(session, *round),
+                Event::TraceDecided { session, .. } | Event::SessionFailed { session, .. } => {
+                    self.forget(session);
+                }
+                _ => {}
+            }
+        }
+        for session in touched {
+            self.vote(&session, contract).await;
+        }
+    }
+
+    /// Drops what this seat kept of a session that is over: its votes and keys.
+    fn forget(&self, session: &Hash) {
+        if let Err(e) = self.votes.forget_session(session) {
+            tracing::warn!(%session, error = %e, "votes of a finished session not dropped");
+        }
+        for k in self.keys.scan_prefix(session.as_ref()).keys().flatten() {
+            let _ = self.keys.remove(k);
+        }
+    }
+
+    fn key(&self, session: &Hash, segment: u16) -> Option<[u8; KEY_LEN]> {
+        let v = self.keys.get(key_of(session, segment)).ok()??;
+        <[u8; KEY_LEN]>::try_from(v.as_ref()).ok()
+    }
+
+    async fn plaintext(
+        &self,
+        session: &Hash,
+        segment: u16,
+        contract: &Contract,
+    ) -> Result<SegmentDoc, String> {
+        let entry = contract
+            .state()
+            .sessions
+            .get(session)
+            .and_then(|s| s.segments.get(usize::from(segment)))
+            .map(|s| s.entry.clone())
+            .ok_or("unknown segment")?;
+        let key = self.key(session, segment).ok_or("no key yet")?;
+        let blob = match self.blobs.get(&entry.cid).map_err(|e| e.to_string())? {
+            Some(b) => b,
+            None => match &self.fetch {
+                Some(f) => f(entry.cid).await?,
+                None => return Err(format!("ciphertext {} is not here", entry.cid)),
+            },
+        };
+        if !self.blobs.has(&entry.cid).unwrap_or(true) {
+            // Fetched from a peer: keep it, so the premises' seats need not ask again.
+            let _ = self.blobs.put_verified(&entry.cid, &blob);
+        }
+        let plain = decrypt_segment(&key, &entry.id, &blob).map_err(|e| e.to_string())?;
+        SegmentDoc::from_bytes(&plain)
+    }
+
+    async fn vote(&self, session: &Hash, contract: &Contract) {
+        let me = self.outbox.key().public();
+        let Some(s) = contract.state().sessions.get(session) else {
+            return;
+        };
+        for (i, seg) in s.segments.iter().enumerate() {
+            let Ok(segment) = u16::try_from(i) else { break };
+            let Some(seat) = seg
+                .seats
+                .iter()
+                .filter(|x| x.account == me && x.commitment.is_none())
+                .max_by_key(|x| x.round)
+            else {
+                continue;
+            };
+            let round = seat.round;
+            if matches!(self.votes.get(session, segment, round), Ok(Some(_))) {
+                continue;
+            }
+            let needed: Vec<u16> = std::iter::once(segment)
+                .chain(seg.entry.depends_on.iter().copied())
+                .collect();
+            if needed.iter().any(|n| self.key(session, *n).is_none()) {
+                continue; // the rest of the keys come in a later block
+            }
+            if seg.tier != Tier::Computer {
+                self.metrics.abstained.fetch_add(1, Ordering::Relaxed);
+                tracing::info!(%session, segment, tier = ?seg.tier, "no auditor backend for this tier here; abstaining");
+                continue;
+            }
+            let doc = match self.plaintext(session, segment, contract).await {
+                Ok(c) => c,
+                Err(e) => {
+                    self.fail("segment unavailable", session, segment, e);
+                    continue;
+                }
+            };
+            // Premises: the unaudited ones carried along, then the cited segments' claims.
+            // Judging without a premise could call a sound step ungrounded: no vote then.
+            let mut premises = doc.given.clone();
+            let mut missing = false;
+            for d in &seg.entry.depends_on {
+                match self.plaintext(session, *d, contract).await {
+                    Ok(p) => premises.push(p.claim),
+                    Err(e) => {
+                        self.fail("premise unavailable; not voting", session, *d, e);
+                        missing = true;
+                        break;
+                    }
+                }
+            }
+            if missing {
+                continue;
+            }
+            let premise_refs: Vec<&str> = premises.iter().map(String::as_str).collect();
+            let context = doc.given.join("\n");
+            let seed = Hash::of_parts(
+                "trust/v1/seat-seed",
+                &[session.as_ref(), seg.entry.id.as_ref()],
+            );
+            let judgement = computer::check(
+                &StepInput {
+                    claim: &doc.claim,
+                    premises: &premise_refs,
+                    context: &context,
+                },
+                &seed,
+            );
+            let (vote, reason) = match judgement {
+                Judgement::Vote { vote, reason } => (vote, reason),
+                Judgement::Abstain(why) => {
+                    self.metrics.abstained.fetch_add(1, Ordering::Relaxed);
+                    tracing::info!(%session, segment, %why, "checker abstains");
+                    continue;
+                }
+            };
+            let mut salt = [0u8; 32];
+            rand::rngs::OsRng.fill_bytes(&mut salt);
+            let record = VoteRecord {
+                session: *session,
+                segment,
+                round,
+                segment_id: seg.entry.id,
+                seat: me,
+                vote,
+                salt: Salt(salt),
+                revealed: false,
+            };
+            let commitment = match self.votes.record(&record) {
+                Ok(c) => c,
+                Err(e) => {
+                    self.fail("vote not persisted; not committing", session, segment, e);
+                    continue;
+                }
+            };
+            match self.outbox.send(Call::Commit {
+                session: *session,
+                segment,
+                commitment,
+            }) {
+                Ok(tx) => {
+                    self.metrics.committed.fetch_add(1, Ordering::Relaxed);
+                    tracing::info!(%session, segment, ?vote, %reason, %tx, "committed");
+                }
+                Err(e) => self.fail("commit not sent", session, segment, e),
+            }
+        }
+    }
+
+    fn reveal(&self, session: &Hash, round: u8) {
+        let Ok(records) = self.votes.unrevealed(session) else {
+            return;
+        };
+        for r in records.into_iter().filter(|r| r.round == round) {
+            match self.outbox.send(Call::Reveal {
+                session: r.session,
+                segment: r.segment,
+                vote: r.vote,
+                salt: r.salt,
+            }) {
+                Ok(tx) => {
+                    let _ = self.votes.mark_revealed(session, r.segment, r.round);
+                    self.metrics.revealed.fetch_add(1, Ordering::Relaxed);
+                    tracing::info!(%session, segment = r.segment, %tx, "revealed");
+                }
+                Err(e) => self.fail("reveal not sent", session, r.segment, e),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use trust_contracts::SegmentVerdict;
+    use trust_protocol::seal::seal_key;
+
+    use super::*;
+    use crate::audit::{
+        provider::Provider,
+        testkit::{Chain, auditor, provider_key, sealing},
+    };
+
+    const INCORRECT: &str = include_str!("../../../examples/traces/fraction-incorrect.txt");
+
+    struct Node {
+        seat: Seat,
+        _dir: tempfile::TempDir,
+    }
+
+    /// Seat `i`, with its own sled and blob store; `fetch` plays the part of Bitswap.
+    fn seat(chain: &Chain, i: usize, fetch: Option<FetchBlob>) -> Node {
+        let dir = tempfile::tempdir().unwrap();
+        let db = sled::open(dir.path()).unwrap();
+        let seat = Seat::open(
+            chain.outbox(auditor(i)),
+            sealing(i),
+            BlobStore::open(&db).unwrap(),
+            &db,
+            fetch,
+            Arc::new(SeatMetrics::default()),
+        )
+        .unwrap();
+        Node { seat, _dir: dir }
+    }
+
+    /// A stand-in for Bitswap: reads the provider's blob store directly.
+    fn from_store(store: BlobStore) -> FetchBlob {
+        Arc::new(move |cid| {
+            let s = store.clone();
+            Box::pin(async move {
+                s.get(&cid)
+                    .map_err(|e| e.to_string())?
+                    .ok_or_else(|| "not held".to_string())
+            })
+        })
+    }
+
+    fn provider(chain: &Chain) -> (Provider, BlobStore, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let db = sled::open(dir.path()).unwrap();
+        let blobs = BlobStore::open(&db).unwrap();
+        let p = Provider::open(chain.outbox(provider_key()), blobs.clone(), &db).unwrap();
+        (p, blobs, dir)
+    }
+
+    /// Runs blocks until the session is no longer live (at most `max`).
+    async fn run(chain: &mut Chain, p: &Provider, seats: &[Node], session: &Hash, max: usize) {
+        for _ in 0..max {
+            let ev = chain.block();
+            p.on_block(&ev, &chain.contract);
+            for n in seats {
+                n.seat.on_block(&ev, &chain.contract).await;
+            }
+            if !chain.contract.state().sessions.contains_key(session) {
+                return;
+            }
+        }
+        panic!("session still live after {max} blocks");
+    }
+
+    fn count(n: &Node, f: impl Fn(&SeatMetrics) -> &AtomicU64) -> u64 {
+        f(&n.seat.metrics).load(Ordering::Relaxed)
+    }
+
+    #[tokio::test]
+    async fn seats_judge_commit_and_reveal_and_the_wrong_step_fails_with_those_after_it() {
+        let mut chain = Chain::new(4);
+        let (p, blobs, _pd) = provider(&chain);
+        let seats: Vec<Node> = (0..4)
+            .map(|i| seat(&chain, i, Some(from_store(blobs.clone()))))
+            .collect();
+        let s = p.submit(INCORRECT, None, &chain.contract).unwrap();
+        run(&mut chain, &p, &seats, &s.session, 40).await;
+        let o = chain
+            .contract
+            .state()
+            .outcomes
+            .get(&s.session)
+            .expect("decided");
+        let verdict = |name: &str| {
+            let i = s.segments.iter().position(|(n, _)| n == name).unwrap();
+            o.segments[i].verdict
+        };
+        assert_eq!(verdict("O2"), SegmentVerdict::Invalid);
+        assert_eq!(verdict("O3"), SegmentVerdict::Propagated);
+        assert_eq!(verdict("F1"), SegmentVerdict::Propagated);
+        assert_eq!(o.trace, trust_contracts::TraceVerdict::Fail);
+        let committed: u64 = seats.iter().map(|n| count(n, |m| &m.committed)).sum();
+        let revealed: u64 = seats.iter().map(|n| count(n, |m| &m.revealed)).sum();
+        assert!(committed > 0);
+        assert_eq!(committed, revealed, "every commitment was opened");
+        assert!(seats.iter().all(|n| count(n, |m| &m.failures) == 0));
+        // The decided session's votes and keys are gone from every seat.
+        for n in &seats {
+            assert!(n.seat.votes.unrevealed(&s.session).unwrap().is_empty());
+            assert_eq!(n.seat.keys.scan_prefix(s.session.as_ref()).count(), 0);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_key_sealed_to_another_seat_or_a_ciphertext_that_does_not_decrypt_is_refused() {
+        let mut chain = Chain::new(4);
+        let (p, blobs, _pd) = provider(&chain);
+        let s = p.submit(INCORRECT, None, &chain.contract).unwrap();
+        chain.block();
+        chain.block(); // seats drawn
+        let me = auditor(0).public();
+        let sess = chain.contract.state().sessions[&s.session].clone();
+        let (j, seg) = sess
+            .segments
+            .iter()
+            .enumerate()
+            .find(|(_, g)| g.seats.iter().any(|x| x.account == me))
+            .expect("seat 0 sits somewhere");
+        let j = u16::try_from(j).unwrap();
+        let ctx = key_context(&s.session, &seg.entry.id, &me);
+        let n = seat(&chain, 0, None);
+
+        // Sealed to seat 1's key but addressed to seat 0: it does not open.
+        let wrong = seal_key(&sealing(1).public(), &[7; KEY_LEN], [3; 32], &ctx).unwrap();
+        let ev = Event::KeyDelivered {
+            session: s.session,
+            segment: j,
+            seat: me,
+            sealed: wrong,
+        };
+        n.seat.on_block(&[ev], &chain.contract).await;
+        assert_eq!(count(&n, |m| &m.failures), 1);
+        assert!(n.seat.key(&s.session, j).is_none(), "nothing kept");
+
+        // Sealed to seat 0, but not the segment's key: the ciphertext does not decrypt,
+        // so the seat does not vote.
+        let n = seat(&chain, 0, Some(from_store(blobs.clone())));
+        let mut events = Vec::new();
+        for k in std::iter::once(j).chain(seg.entry.depends_on.iter().copied()) {
+            let id = sess.segments[usize::from(k)].entry.id;
+            let sealed = seal_key(
+                &sealing(0).public(),
+                &[9; KEY_LEN],
+                [4; 32],
+                &key_context(&s.session, &id, &me),
+            )
+            .unwrap();
+            events.push(Event::KeyDelivered {
+                session: s.session,
+                segment: k,
+                seat: me,
+                sealed,
+            });
+        }
+        n.seat.on_block(&events, &chain.contract).await;
+        assert!(count(&n, |m| &m.failures) >= 1);
+        assert_eq!(count(&n, |m| &m.committed), 0);
+        assert!(n.seat.votes.get(&s.session, j, 0).unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn seats_that_cannot_fetch_their_segment_do_not_vote_and_the_session_still_ends() {
+        let mut chain = Chain::new(4);
+        let (p, _blobs, _pd) = provider(&chain);
+        let dead: FetchBlob = Arc::new(|_| {
+            Box::pin(async { Err("no peer has it (stand-in for a dead peer)".into()) })
+        });
+        let seats: Vec<Node> = (0..4)
+            .map(|i| seat(&chain, i, Some(dead.clone())))
+            .collect();
+        let s = p.submit(INCORRECT, None, &chain.contract).unwrap();
+        run(&mut chain, &p, &seats, &s.session, 80).await;
+        assert!(seats.iter().all(|n| count(n, |m| &m.committed) == 0));
+        assert!(seats.iter().any(|n| count(n, |m| &m.failures) > 0));
+        let st = chain.contract.state();
+        // Decided with no passing segment, or failed for want of seats: not stuck.
+        match st.outcomes.get(&s.session) {
+            Some(o) => assert!(o.segments.iter().all(|g| !g.verdict.passes())),
+            None => assert!(st.failed.contains_key(&s.session)),
+        }
+    }
+}
