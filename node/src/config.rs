@@ -48,6 +48,11 @@ pub struct NodeConfig {
     pub propose_timeout_ms: u64,
     /// How often peers exchange their heights for catch-up sync, in milliseconds.
     pub sync_interval_ms: u64,
+    /// An external IPFS node's RPC API (e.g. `http://127.0.0.1:5001`): ciphertexts this
+    /// node provides are stored there too, and seats read from it before asking peers.
+    /// Unset: the embedded blob store and Bitswap only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ipfs_api: Option<String>,
 }
 
 impl Default for NodeConfig {
@@ -64,6 +69,7 @@ impl Default for NodeConfig {
             block_time_ms: 1_000,
             propose_timeout_ms: 3_000,
             sync_interval_ms: 2_000,
+            ipfs_api: None,
         }
     }
 }

@@ -27,7 +27,7 @@ use crate::{
         provider::Provider,
         seat::{FetchBlob, Seat, SeatMetrics},
     },
-    blobs::BlobStore,
+    blobs::{BlobStore, kubo::Kubo},
     chain::{Tip, execute_block},
     config::{self, GenesisDoc, NodeConfig},
     consensus::{self, ConsensusMetrics, ConsensusSetup},
@@ -69,6 +69,8 @@ pub struct Overrides {
     pub consensus_listen: Option<String>,
     /// Least time between blocks.
     pub block_time: Option<Duration>,
+    /// `ipfs_api`.
+    pub ipfs_api: Option<String>,
 }
 
 /// Restores the contract state and tip from the ledger: the newest snapshot (if it is
@@ -203,6 +205,15 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
     if let Some(a) = overrides.consensus_listen {
         cfg.consensus_listen = a;
     }
+    if let Some(a) = overrides.ipfs_api {
+        cfg.ipfs_api = Some(a);
+    }
+    let kubo = match &cfg.ipfs_api {
+        Some(url) => Some(Arc::new(
+            Kubo::new(url).map_err(|e| DaemonError::Home(e.to_string()))?,
+        )),
+        None => None,
+    };
     let block_time = overrides
         .block_time
         .unwrap_or(Duration::from_millis(cfg.block_time_ms));
@@ -320,16 +331,31 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
 
     // Provider and seat duties, driven by decided blocks.
     let outbox = Outbox::new(keys.account.clone(), state.clone(), Some(gossip_tx.clone()));
-    let provider = Arc::new(
-        Provider::open(outbox.clone(), blobs.clone(), &db)
-            .map_err(|e| DaemonError::Ledger(e.to_string()))?,
-    );
+    let mut provider = Provider::open(outbox.clone(), blobs.clone(), &db)
+        .map_err(|e| DaemonError::Ledger(e.to_string()))?;
+    if let Some(k) = &kubo {
+        info!(ipfs_api = k.url(), "ciphertexts also go to this IPFS node");
+        provider = provider.with_kubo(k.clone());
+    }
+    let provider = Arc::new(provider);
     let seat_metrics = Arc::new(SeatMetrics::default());
-    // Ciphertexts this node does not hold come from peers over Bitswap.
+    // Ciphertexts this node does not hold come from the configured IPFS node, else from
+    // peers over Bitswap.
     let fetch_net = net.clone();
     let fetch: Option<FetchBlob> = Some(Arc::new(move |cid| {
         let n = fetch_net.clone();
-        Box::pin(async move { n.fetch_blob(cid).await.map_err(|e| e.to_string()) })
+        let k = kubo.clone();
+        Box::pin(async move {
+            if let Some(k) = k {
+                match k.get(&cid).await {
+                    Ok(b) => return Ok(b),
+                    Err(e) => {
+                        warn!(%cid, error = %e, "IPFS node could not serve the block; asking peers")
+                    }
+                }
+            }
+            n.fetch_blob(cid).await.map_err(|e| e.to_string())
+        })
     }));
     let seat = Seat::open(
         outbox,

@@ -424,6 +424,7 @@ async fn open_session(
     let contract = read_state(&api)?.contract.clone();
     let submitted = provider
         .submit(&body.trace, body.hdag.as_deref(), &contract)
+        .await
         .map_err(|e| {
             api.metrics.bad_requests.fetch_add(1, Ordering::Relaxed);
             ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "rejected", e)

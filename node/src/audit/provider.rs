@@ -12,7 +12,10 @@
 //! segments that cite it (`DeliverKeys`); when voting is over it opens the mapping
 //! commitment (`RevealMapping`); once decided it unpins the ciphertexts.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    sync::Arc,
+};
 
 use rand::RngCore;
 use serde::{Deserialize, Serialize};
@@ -28,7 +31,7 @@ use trust_protocol::{
 
 use super::outbox::Outbox;
 use crate::{
-    blobs::BlobStore,
+    blobs::{BlobStore, kubo::Kubo},
     decompose,
     submit::{self, MappingEntry, TierWeights},
 };
@@ -92,6 +95,7 @@ pub struct Submitted {
 pub struct Provider {
     outbox: Outbox,
     blobs: BlobStore,
+    kubo: Option<Arc<Kubo>>,
     book: sled::Tree,
 }
 
@@ -198,8 +202,15 @@ impl Provider {
         Ok(Self {
             outbox,
             blobs,
+            kubo: None,
             book: db.open_tree("provider/sessions")?,
         })
+    }
+
+    /// Also stores ciphertexts in this external IPFS node.
+    pub fn with_kubo(mut self, kubo: Arc<Kubo>) -> Self {
+        self.kubo = Some(kubo);
+        self
     }
 
     fn load(&self, session: &Hash) -> Option<SessionRecord> {
@@ -217,8 +228,9 @@ impl Provider {
     }
 
     /// Opens a session for `trace_text` (JSON or the paper's headings), with the
-    /// provider's HDAG JSON if given.
-    pub fn submit(
+    /// provider's HDAG JSON if given. With an external IPFS node configured, the
+    /// ciphertexts go there first; if it fails, nothing is stored and no session opens.
+    pub async fn submit(
         &self,
         trace_text: &str,
         hdag_json: Option<&str>,
@@ -266,6 +278,14 @@ impl Provider {
         let prepared = probe;
         let nonce = self.outbox.next_nonce();
         let session = Tx::session_id(&me, nonce);
+        if let Some(kubo) = &self.kubo {
+            for (cid, bytes) in &prepared.blocks {
+                let got = kubo.put(bytes).await.map_err(|e| e.to_string())?;
+                if got != *cid {
+                    return Err(format!("{} stored {cid} as {got}", kubo.url()));
+                }
+            }
+        }
         let mut cids = Vec::new();
         for (cid, bytes) in &prepared.blocks {
             let got = self.blobs.put(bytes).map_err(|e| e.to_string())?;
@@ -459,10 +479,13 @@ mod tests {
 
     const TRACE: &str = "## Problem Statement\nThe denominator of a fraction is 7 less than 3 times the numerator. If the fraction is equivalent to 2/5, what is the numerator?\n## Thinking Process\n1. Let the numerator be x\n2. So x / (3x - 7) = 2/5\n3. Therefore, 5x = 6x - 14\n## Final Output\nx = 14\n";
 
-    #[test]
-    fn submit_opens_a_session_with_only_staffed_tiers_and_keeps_the_keys() {
+    #[tokio::test]
+    async fn submit_opens_a_session_with_only_staffed_tiers_and_keeps_the_keys() {
         let (p, chain, _dir) = provider(3);
-        let s = p.submit(TRACE, None, &chain.contract).expect("submitted");
+        let s = p
+            .submit(TRACE, None, &chain.contract)
+            .await
+            .expect("submitted");
         assert!(!s.segments.is_empty());
         assert!(s.segments.iter().all(|(_, t)| *t == Tier::Computer));
         assert!(!s.left_out.is_empty(), "the GOAL goes to another tier");
@@ -472,11 +495,11 @@ mod tests {
         assert!(s.fee > 0);
     }
 
-    #[test]
-    fn bad_input_is_refused_and_nothing_is_stored() {
+    #[tokio::test]
+    async fn bad_input_is_refused_and_nothing_is_stored() {
         let (p, chain, _dir) = provider(3);
         let contract = &chain.contract;
-        let e = p.submit("{not json", None, contract).unwrap_err();
+        let e = p.submit("{not json", None, contract).await.unwrap_err();
         assert!(e.starts_with("trace:"), "{e}");
         let cyclic = r#"{"nodes": [
             {"id": "A", "content": "Let the numerator be x", "abstraction_level": "STEP", "primary_auditor": "T_Auto"},
@@ -485,19 +508,36 @@ mod tests {
             {"from": "A", "to": "B", "relationship": "depends_on"},
             {"from": "B", "to": "A", "relationship": "depends_on"}
         ]}"#;
-        let e = p.submit(TRACE, Some(cyclic), contract).unwrap_err();
+        let e = p.submit(TRACE, Some(cyclic), contract).await.unwrap_err();
         assert!(e.starts_with("hdag:"), "{e}");
         let dangling = r#"{"nodes": [
             {"id": "A", "content": "x = 14", "abstraction_level": "STEP", "primary_auditor": "T_Auto"}
         ], "edges": [{"from": "A", "to": "Z", "relationship": "depends_on"}]}"#;
-        let e = p.submit(TRACE, Some(dangling), contract).unwrap_err();
+        let e = p.submit(TRACE, Some(dangling), contract).await.unwrap_err();
         assert!(e.starts_with("hdag:"), "{e}");
         // Too few auditors for any tier.
         let (p2, c2, _d2) = provider(2);
-        let e = p2.submit(TRACE, None, &c2.contract).unwrap_err();
+        let e = p2.submit(TRACE, None, &c2.contract).await.unwrap_err();
         assert!(e.contains("no segment can be audited"), "{e}");
         assert!(p.book.is_empty() && p2.book.is_empty());
         assert!(p.blobs.is_empty() && p2.blobs.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_dead_ipfs_node_fails_the_submit_and_stores_nothing() {
+        let (p, chain, _dir) = provider(3);
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let dead = format!("http://{}", l.local_addr().unwrap());
+        drop(l);
+        let p = p.with_kubo(Arc::new(Kubo::new(&dead).unwrap()));
+        let e = p.submit(TRACE, None, &chain.contract).await.unwrap_err();
+        assert!(e.contains(&dead), "{e}");
+        assert!(p.book.is_empty() && p.blobs.is_empty());
+        assert_eq!(
+            chain.state.read().unwrap().mempool.len(),
+            0,
+            "no OpenSession"
+        );
     }
 
     #[test]
@@ -521,10 +561,10 @@ mod tests {
         assert!(!r.givens.contains_key("A"));
     }
 
-    #[test]
-    fn only_seats_read_segments_and_each_only_its_own_and_their_premises() {
+    #[tokio::test]
+    async fn only_seats_read_segments_and_each_only_its_own_and_their_premises() {
         let (p, mut chain, _dir) = provider(4);
-        let s = p.submit(TRACE, None, &chain.contract).unwrap();
+        let s = p.submit(TRACE, None, &chain.contract).await.unwrap();
         let mut ev = chain.block();
         ev.extend(chain.block()); // seats drawn
         p.on_block(&ev, &chain.contract);

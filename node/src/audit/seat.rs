@@ -429,7 +429,7 @@ mod tests {
         let seats: Vec<Node> = (0..4)
             .map(|i| seat(&chain, i, Some(from_store(blobs.clone()))))
             .collect();
-        let s = p.submit(INCORRECT, None, &chain.contract).unwrap();
+        let s = p.submit(INCORRECT, None, &chain.contract).await.unwrap();
         run(&mut chain, &p, &seats, &s.session, 40).await;
         let o = chain
             .contract
@@ -461,7 +461,7 @@ mod tests {
     async fn a_key_sealed_to_another_seat_or_a_ciphertext_that_does_not_decrypt_is_refused() {
         let mut chain = Chain::new(4);
         let (p, blobs, _pd) = provider(&chain);
-        let s = p.submit(INCORRECT, None, &chain.contract).unwrap();
+        let s = p.submit(INCORRECT, None, &chain.contract).await.unwrap();
         chain.block();
         chain.block(); // seats drawn
         let me = auditor(0).public();
@@ -524,7 +524,7 @@ mod tests {
         let seats: Vec<Node> = (0..4)
             .map(|i| seat(&chain, i, Some(dead.clone())))
             .collect();
-        let s = p.submit(INCORRECT, None, &chain.contract).unwrap();
+        let s = p.submit(INCORRECT, None, &chain.contract).await.unwrap();
         run(&mut chain, &p, &seats, &s.session, 80).await;
         assert!(seats.iter().all(|n| count(n, |m| &m.committed) == 0));
         assert!(seats.iter().any(|n| count(n, |m| &m.failures) > 0));

@@ -55,6 +55,7 @@ fn store_error(e: BlobError) -> blockstore::Error {
         }
         BlobError::Corrupted(c) => blockstore::Error::StoredDataError(format!("{c} is corrupted")),
         BlobError::Db(e) => blockstore::Error::FatalDatabaseError(e.to_string()),
+        other => blockstore::Error::StoredDataError(other.to_string()),
     }
 }
 

@@ -7,9 +7,11 @@
 //! corrupted disk or a lying peer is detected instead of passed on.
 //!
 //! Peers exchange blocks over Bitswap ([`bitswap`]: this store is what the node's Bitswap
-//! serves from and stores into).
+//! serves from and stores into); an operator's own IPFS node can be used as well
+//! ([`kubo`], `ipfs_api` in `config.toml`).
 
 pub mod bitswap;
+pub mod kubo;
 
 use trust_protocol::{
     Hash,
@@ -34,6 +36,14 @@ pub enum BlobError {
     /// A stored block no longer matches its CID (disk corruption).
     #[error("stored block {0} is corrupted")]
     Corrupted(Cid),
+    /// An external IPFS node (Kubo RPC) failed or answered wrongly.
+    #[error("IPFS RPC at {url}: {message}")]
+    Kubo {
+        /// The endpoint.
+        url: String,
+        /// What went wrong.
+        message: String,
+    },
     /// The database failed.
     #[error("blob store: {0}")]
     Db(#[from] sled::Error),

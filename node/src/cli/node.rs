@@ -35,6 +35,10 @@ pub struct RunArgs {
     /// Least time between blocks in milliseconds, overriding `block_time_ms`.
     #[arg(long)]
     pub block_time_ms: Option<u64>,
+    /// An external IPFS node's RPC API (e.g. http://127.0.0.1:5001), overriding
+    /// `ipfs_api`: provided ciphertexts are stored there too and seats read from it first.
+    #[arg(long)]
+    pub ipfs_api: Option<String>,
 }
 
 /// Runs the daemon on a multi-threaded runtime until SIGINT/SIGTERM.
@@ -52,6 +56,7 @@ pub fn run_node(args: RunArgs) -> CliResult {
         p2p_listen: args.p2p_listen,
         consensus_listen: args.consensus_listen,
         block_time: args.block_time_ms.map(Duration::from_millis),
+        ipfs_api: args.ipfs_api,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
