@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# The README's main job. Builds trust-node and runs what works today, on embedded
-# defaults, writing reports to ./out (or the directory given as the first argument):
-#   1. the sample traces split into HDAGs and checked by the Computer tier locally
-#      (the ARES fraction chains: correct, invalid derivation, ungrounded premise),
+# The README's main job, on embedded defaults, writing reports to ./out (or the directory
+# given as the first argument):
+#   0. a local 4-node network (consensus, embedded blob store with Bitswap, Computer seats
+#      on every node) audits the bundled sample traces: the ARES fraction chains, correct
+#      and incorrect; node0 is the provider, the other three nodes' seats vote;
+#   1. the same traces checked locally by the Computer tier (a preview, no network),
 #   2. the economics check of the paper's worked example (Theorem 1 dials),
 #   3. the trace-failure sweep of Figure 4 (exact DP vs Hoeffding vs Chernoff),
-#   4. the seeded contract simulation of Figure 6 and Table 1, once it lands.
-# Until the network node lands, this is the local job; see README "Status".
+#   4. the seeded contract simulation of Figure 6 and Table 1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-out}"
@@ -15,6 +16,33 @@ mkdir -p "$out"
 echo "== building trust-node (release; the first build takes a few minutes)"
 cargo build --release --locked -p trust-node
 bin=target/release/trust-node
+
+echo
+echo "== 0. a local 4-node network audits the sample traces"
+net="$out/testnet"
+base="${TRUST_BASE_PORT:-26600}"
+rm -rf "$net"
+"$bin" testnet init --nodes 4 --home "$net" --base-port "$base" > /dev/null
+pids=()
+stop() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+trap stop EXIT
+for i in 0 1 2 3; do
+  "$bin" run --home "$net/node$i" --block-time-ms 300 2> "$net/node$i.log" &
+  pids+=($!)
+done
+api0="127.0.0.1:$((base + 2))"
+for _ in $(seq 1 120); do "$bin" status --api "$api0" > /dev/null 2>&1 && break; sleep 0.5; done
+"$bin" status --api "$api0" > /dev/null || { echo "node0 did not start; see $net/node0.log"; exit 1; }
+for t in fraction-incorrect.txt fraction-correct.txt; do
+  echo
+  echo "-- trust-node submit examples/traces/$t --wait"
+  "$bin" submit "examples/traces/$t" --api "$api0" --wait
+done
+stop; trap - EXIT
+echo
+for i in 0 1 2 3; do
+  echo "-- node$i: $("$bin" ledger verify --home "$net/node$i" | tail -1)"
+done
 
 for t in fraction-correct.txt fraction-incorrect.txt fraction-ungrounded.txt; do
   echo
