@@ -121,6 +121,6 @@ mod tests {
         m.render(&mut out);
         assert!(out.contains("# TYPE trust_net_peers_banned counter\ntrust_net_peers_banned 1\n"));
         assert!(out.contains("trust_net_gossip_txs_accepted 0\n"));
-        assert_eq!(out.lines().filter(|l| l.starts_with("# TYPE")).count(), 9);
+        assert_eq!(out.lines().filter(|l| l.starts_with("# TYPE")).count(), 11);
     }
 }

@@ -47,6 +47,16 @@ fn verdict(s: &Value, names: &[String], node: &str) -> String {
         .to_string()
 }
 
+/// Runs `trust-node submit` against node 0.
+fn cli_submit(net: &Network, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_trust-node"))
+        .arg("submit")
+        .args(args)
+        .args(["--api", &net.nodes[0].api])
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn the_incorrect_fraction_chain_fails_at_the_wrong_step_and_propagates() {
     let mut net = Network::new(4);
@@ -54,6 +64,44 @@ fn the_incorrect_fraction_chain_fails_at_the_wrong_step_and_propagates() {
     for i in 0..4 {
         net.wait_height(i, 1);
     }
+
+    // Broken input first: each is a clear error (exit 2), and no session is opened.
+    let dir = tempfile::tempdir().unwrap();
+    let broken = dir.path().join("broken.json");
+    std::fs::write(&broken, "{\"problem\": \"p\", \"thinking\": ").unwrap();
+    let cyclic = dir.path().join("cyclic.json");
+    std::fs::write(
+        &cyclic,
+        r#"{"nodes": [
+            {"id": "A", "content": "Let the numerator be x", "abstraction_level": "STEP", "primary_auditor": "T_Auto"},
+            {"id": "B", "content": "So x / (3x − 7) = 2/5", "abstraction_level": "STEP", "primary_auditor": "T_Auto"}
+        ], "edges": [
+            {"from": "A", "to": "B", "relationship": "depends_on"},
+            {"from": "B", "to": "A", "relationship": "depends_on"}
+        ]}"#,
+    )
+    .unwrap();
+    let trace = format!(
+        "{}/../examples/traces/fraction-incorrect.txt",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let provider = net.keys(0).account_id();
+    let nonce = |net: &Network| {
+        net.get(0, &format!("/v1/accounts/{provider}")).unwrap()["next_nonce"].clone()
+    };
+    let before = nonce(&net);
+    for (args, says) in [
+        (vec![broken.to_str().unwrap()], "trace:"),
+        (vec![&trace, "--hdag", cyclic.to_str().unwrap()], "cycle"),
+        (vec!["/no/such/trace.txt"], "/no/such/trace.txt"),
+    ] {
+        let out = cli_submit(&net, &args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    assert_eq!(nonce(&net), before, "a refused submit sent a transaction");
+
     let (r, names) = submit(&net, "fraction-incorrect.txt");
     let session = r["session"].as_str().unwrap().to_string();
     let s = outcome(&net, &session);
@@ -73,6 +121,7 @@ fn the_incorrect_fraction_chain_fails_at_the_wrong_step_and_propagates() {
     );
 }
 
+/// The README's main job as a user runs it: `trust-node submit TRACE --wait`.
 #[test]
 fn the_correct_fraction_chain_passes() {
     let mut net = Network::new(4);
@@ -80,14 +129,37 @@ fn the_correct_fraction_chain_passes() {
     for i in 0..4 {
         net.wait_height(i, 1);
     }
-    let (r, _names) = submit(&net, "fraction-correct.txt");
-    let session = r["session"].as_str().unwrap().to_string();
+    let trace = format!(
+        "{}/../examples/traces/fraction-correct.txt",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let out = cli_submit(&net, &[&trace, "--wait", "--timeout-secs", "120"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        net.logs_tail()
+    );
+    // Progress, then the outcome with the provider's own names for the segments.
+    assert!(text.contains("seats drawn"), "{text}");
+    assert!(text.contains("trace       PASS"), "{text}");
+    assert!(text.contains(" O2 ") && text.contains(" F1 "), "{text}");
+    let session = text
+        .lines()
+        .find_map(|l| l.strip_prefix("session     "))
+        .unwrap()
+        .to_string();
     let s = outcome(&net, &session);
     assert_eq!(s["outcome"]["trace"], "Pass", "{s}");
     let segs = s["outcome"]["segments"].as_array().unwrap();
     assert!(
         segs.iter()
             .all(|v| v["verdict"] != "Invalid" && v["verdict"] != "Propagated"),
+        "{s}"
+    );
+    assert!(
+        segs.iter().filter(|v| v["verdict"] == "Valid").count() >= 4,
         "{s}"
     );
 }
