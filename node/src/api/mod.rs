@@ -75,6 +75,29 @@ pub struct NodeState {
     pub mempool: Mempool,
 }
 
+impl NodeState {
+    /// A node's state at tip `(height, hash)` of `contract`, with no peers known yet and
+    /// an empty mempool of `mempool_max` transactions.
+    pub fn new(
+        node_id: AccountId,
+        validator: bool,
+        contract: Contract,
+        tip: (u64, Hash),
+        mempool_max: usize,
+    ) -> Self {
+        Self {
+            node_id,
+            validator,
+            state_root: contract.state_root(),
+            contract,
+            tip,
+            peers: 0,
+            peer_heights: Vec::new(),
+            mempool: Mempool::new(mempool_max),
+        }
+    }
+}
+
 /// A subsystem's counters, appended to `/metrics` as Prometheus text.
 pub trait MetricsSource: Send + Sync + std::fmt::Debug {
     /// Writes `# HELP`/`# TYPE` lines and samples.

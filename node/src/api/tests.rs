@@ -52,16 +52,9 @@ impl Net {
         let dir = tempfile::tempdir().unwrap();
         let ledger = Ledger::open(dir.path()).unwrap();
         let contract = Contract::new(&genesis).unwrap();
-        let state = NodeState {
-            node_id: keys[0].public(),
-            validator: true,
-            state_root: contract.state_root(),
-            contract,
-            tip: (0, Hash::ZERO),
-            peers: 3,
-            peer_heights: vec![("12D3KooWpeer".into(), 7)],
-            mempool: Mempool::new(100),
-        };
+        let mut state = NodeState::new(keys[0].public(), true, contract, (0, Hash::ZERO), 100);
+        state.peers = 3;
+        state.peer_heights = vec![("12D3KooWpeer".into(), 7)];
         Net {
             api: Api {
                 state: Arc::new(RwLock::new(state)),

@@ -59,16 +59,13 @@ impl Chain {
                 .collect(),
         })
         .expect("genesis");
-        let state = Arc::new(RwLock::new(NodeState {
-            node_id: me.public(),
-            validator: true,
-            contract: contract.clone(),
-            tip: (0, Hash::ZERO),
-            state_root: contract.state_root(),
-            peers: 0,
-            peer_heights: Vec::new(),
-            mempool: Mempool::new(1000),
-        }));
+        let state = Arc::new(RwLock::new(NodeState::new(
+            me.public(),
+            true,
+            contract.clone(),
+            (0, Hash::ZERO),
+            1000,
+        )));
         Self {
             contract,
             state,

@@ -23,7 +23,6 @@ use crate::{
     api::NodeState,
     chain::{Tip, build_block},
     ledger::Ledger,
-    mempool::Mempool,
 };
 
 struct Fixture {
@@ -50,16 +49,13 @@ fn fixture() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let db = sled::open(dir.path()).unwrap();
     let ledger = Ledger::from_db(&db).unwrap();
-    let node = Arc::new(RwLock::new(NodeState {
-        node_id: key.public(),
-        validator: true,
-        contract: contract.clone(),
-        tip: (0, Hash::ZERO),
-        state_root: contract.state_root(),
-        peers: 0,
-        peer_heights: Vec::new(),
-        mempool: Mempool::new(10),
-    }));
+    let node = Arc::new(RwLock::new(NodeState::new(
+        key.public(),
+        true,
+        contract.clone(),
+        (0, Hash::ZERO),
+        10,
+    )));
     let (tx, _) = broadcast::channel(4);
     let driver = Driver::new(
         chain,
