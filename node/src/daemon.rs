@@ -33,9 +33,12 @@ use crate::{
     consensus::{self, ConsensusMetrics, ConsensusSetup},
     keys,
     ledger::Ledger,
-    mempool::{Mempool, MempoolError},
+    mempool::MempoolError,
     net::{self, NetConfig, NetHandler, NetMetrics, SyncStatus, TxVerdict},
 };
+
+/// Sessions judged at once by this node's seats (each may wait on a blob fetch).
+const MAX_CONCURRENT_JUDGING: usize = 8;
 
 /// Why the node stopped or did not start.
 #[derive(Debug, thiserror::Error)]
@@ -229,20 +232,16 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
         .map_err(|e| DaemonError::Ledger(e.to_string()))?;
     let blobs = BlobStore::open(&db).map_err(|e| DaemonError::Ledger(e.to_string()))?;
     let (contract, tip) = restore(&ledger, &doc)?;
-    let state_root = contract.state_root();
-    info!(height = tip.height, state_root = %state_root, chain = %chain, "state restored from the ledger");
-
     let is_validator = doc.validators.contains(&keys.account_id());
-    let state = Arc::new(RwLock::new(NodeState {
-        node_id: keys.account_id(),
-        validator: is_validator,
+    let restored = NodeState::new(
+        keys.account_id(),
+        is_validator,
         contract,
-        tip: (tip.height, tip.hash),
-        state_root,
-        peers: 0,
-        peer_heights: Vec::new(),
-        mempool: Mempool::new(cfg.mempool_max),
-    }));
+        (tip.height, tip.hash),
+        cfg.mempool_max,
+    );
+    info!(height = tip.height, state_root = %restored.state_root, chain = %chain, "state restored from the ledger");
+    let state = Arc::new(RwLock::new(restored));
 
     // Our swarm: transactions and block queries.
     let identity = libp2p::identity::Keypair::ed25519_from_bytes(keys.account.seed())
@@ -366,13 +365,21 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
         seat_metrics.clone(),
     )
     .map_err(DaemonError::Ledger)?;
+    let seat = Arc::new(seat);
+    let judging = Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_JUDGING));
     {
-        let contract = state
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .contract
-            .clone();
-        seat.resume(&contract);
+        // What a restart interrupted: reveals now, votes in sessions still committing.
+        let contract = Arc::new(
+            state
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .contract
+                .clone(),
+        );
+        for session in seat.resume(&contract) {
+            let (seat, contract) = (seat.clone(), contract.clone());
+            tokio::spawn(async move { seat.vote(&session, &contract).await });
+        }
     }
     let mut decided = running.decided.subscribe();
     let audit_state = state.clone();
@@ -390,13 +397,25 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
                 }
                 Err(_) => break,
             };
-            let contract = audit_state
-                .read()
-                .unwrap_or_else(|e| e.into_inner())
-                .contract
-                .clone();
+            let contract = Arc::new(
+                audit_state
+                    .read()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .contract
+                    .clone(),
+            );
             audit_provider.on_block(&d.events, &contract);
-            seat.on_block(&d.events, &contract).await;
+            for session in seat.on_events(&d.events, &contract) {
+                // Judging may wait on a fetch; it runs beside the block loop, bounded.
+                let Ok(permit) = judging.clone().acquire_owned().await else {
+                    break;
+                };
+                let (seat, contract) = (seat.clone(), contract.clone());
+                tokio::spawn(async move {
+                    seat.vote(&session, &contract).await;
+                    drop(permit);
+                });
+            }
         }
     });
 

@@ -119,17 +119,33 @@ impl Seat {
         tracing::warn!(%session, segment, error = %err, "{what}");
     }
 
-    /// Reveals what a restart left unrevealed in sessions now in their reveal window.
-    pub fn resume(&self, contract: &Contract) {
+    /// After a restart: reveals what was left unrevealed in sessions now in their reveal
+    /// window, and returns the sessions still taking commitments, to vote in.
+    pub fn resume(&self, contract: &Contract) -> Vec<Hash> {
+        let mut committing = Vec::new();
         for (session, s) in &contract.state().sessions {
-            if let trust_contracts::Phase::Reveal { round, .. } = s.phase {
-                self.reveal(session, round);
+            match s.phase {
+                trust_contracts::Phase::Reveal { round, .. } => self.reveal(session, round),
+                trust_contracts::Phase::Commit { .. } => committing.push(*session),
+                _ => {}
             }
+        }
+        committing
+    }
+
+    /// Acts on one decided block: [`Seat::on_events`], then [`Seat::vote`] in each session
+    /// it names, one after the other (the daemon runs the votes as tasks instead, so that
+    /// a slow fetch never holds up the next block's reveals).
+    pub async fn on_block(&self, events: &[Event], contract: &Contract) {
+        for session in self.on_events(events, contract) {
+            self.vote(&session, contract).await;
         }
     }
 
-    /// Acts on one decided block.
-    pub async fn on_block(&self, events: &[Event], contract: &Contract) {
+    /// The quick part of a block: keys sealed to this node are opened and kept, closed
+    /// commit windows are answered with reveals, finished sessions are forgotten. Returns
+    /// the sessions in which this node may now be able to vote.
+    pub fn on_events(&self, events: &[Event], contract: &Contract) -> BTreeSet<Hash> {
         let me = self.outbox.key().public();
         let mut touched = BTreeSet::new();
         for e in events {
@@ -169,9 +185,7 @@ impl Seat {
                 _ => {}
             }
         }
-        for session in touched {
-            self.vote(&session, contract).await;
-        }
+        touched
     }
 
     /// Drops what this seat kept of a session that is over: its votes and keys.
@@ -218,7 +232,9 @@ impl Seat {
         SegmentDoc::from_bytes(&plain)
     }
 
-    async fn vote(&self, session: &Hash, contract: &Contract) {
+    /// Judges and commits every segment of `session` on which this node holds a seat,
+    /// has every key it needs and has not voted yet.
+    pub async fn vote(&self, session: &Hash, contract: &Contract) {
         let me = self.outbox.key().public();
         let Some(s) = contract.state().sessions.get(session) else {
             return;
@@ -455,6 +471,71 @@ mod tests {
             assert!(n.seat.votes.unrevealed(&s.session).unwrap().is_empty());
             assert_eq!(n.seat.keys.scan_prefix(s.session.as_ref()).count(), 0);
         }
+    }
+
+    /// The crash the vote book exists for: a seat commits, its node dies before the
+    /// commit window closes, and the restarted node still reveals from what it flushed.
+    #[tokio::test]
+    async fn a_seat_restarted_between_commit_and_reveal_still_reveals() {
+        let mut chain = Chain::new(4);
+        let (p, blobs, _pd) = provider(&chain);
+        let mut seats: Vec<Node> = (0..4)
+            .map(|i| seat(&chain, i, Some(from_store(blobs.clone()))))
+            .collect();
+        let s = p.submit(INCORRECT, None, &chain.contract).await.unwrap();
+        let mut committed_before_crash = 0;
+        for _ in 0..20 {
+            let ev = chain.block();
+            p.on_block(&ev, &chain.contract);
+            for n in &seats {
+                n.seat.on_block(&ev, &chain.contract).await;
+            }
+            committed_before_crash = count(&seats[0], |m| &m.committed);
+            if committed_before_crash > 0 {
+                break;
+            }
+        }
+        assert!(committed_before_crash > 0, "seat 0 never committed");
+        assert_eq!(count(&seats[0], |m| &m.revealed), 0);
+
+        // Kill seat 0's node: drop everything it held in memory, reopen its sled.
+        let Node {
+            seat: old,
+            _dir: dir,
+        } = seats.remove(0);
+        drop(old);
+        let db = sled::open(dir.path()).unwrap();
+        let restarted = Seat::open(
+            chain.outbox(auditor(0)),
+            sealing(0),
+            BlobStore::open(&db).unwrap(),
+            &db,
+            Some(from_store(blobs.clone())),
+            Arc::new(SeatMetrics::default()),
+        )
+        .unwrap();
+        for session in restarted.resume(&chain.contract) {
+            restarted.vote(&session, &chain.contract).await;
+        }
+        assert_eq!(
+            restarted.metrics.committed.load(Ordering::Relaxed),
+            0,
+            "nothing is judged or committed twice"
+        );
+        seats.insert(
+            0,
+            Node {
+                seat: restarted,
+                _dir: dir,
+            },
+        );
+        run(&mut chain, &p, &seats, &s.session, 40).await;
+        assert_eq!(
+            count(&seats[0], |m| &m.revealed),
+            committed_before_crash,
+            "every commitment made before the crash was opened after it"
+        );
+        assert!(chain.contract.state().outcomes.contains_key(&s.session));
     }
 
     #[tokio::test]

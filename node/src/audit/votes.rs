@@ -99,21 +99,31 @@ impl VoteBook {
     /// vote for the same seat is refused.
     pub fn record(&self, r: &VoteRecord) -> Result<Commitment, VoteBookError> {
         let k = key(&r.session, r.segment, r.round);
-        if let Some(old) = self.tree.get(&k)? {
-            let old = Self::decode(&old)?;
-            if (old.vote, old.salt, old.seat, old.segment_id)
-                != (r.vote, r.salt, r.seat, r.segment_id)
-            {
-                return Err(VoteBookError::Conflict {
-                    session: r.session,
-                    segment: r.segment,
-                });
+        // Insert only if absent, atomically: two judgements racing for one seat cannot
+        // both believe their salt is the one kept.
+        match self
+            .tree
+            .compare_and_swap(&k, None::<&[u8]>, Some(encoding::encode(r)))?
+        {
+            Ok(()) => {
+                self.db.flush()?;
+                Ok(r.commitment())
             }
-            return Ok(old.commitment());
+            Err(sled::CompareAndSwapError { current, .. }) => {
+                let old = Self::decode(&current.unwrap_or_default())?;
+                if (old.vote, old.salt, old.seat, old.segment_id)
+                    != (r.vote, r.salt, r.seat, r.segment_id)
+                {
+                    return Err(VoteBookError::Conflict {
+                        session: r.session,
+                        segment: r.segment,
+                    });
+                }
+                // A retry after a crash: make sure what is there is on disk.
+                self.db.flush()?;
+                Ok(old.commitment())
+            }
         }
-        self.tree.insert(k, encoding::encode(r))?;
-        self.db.flush()?;
-        Ok(r.commitment())
     }
 
     /// The recorded vote of a seat, if any.
