@@ -356,6 +356,7 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
             n.fetch_blob(cid).await.map_err(|e| e.to_string())
         })
     }));
+    let outbox_handle = outbox.clone();
     let seat = Seat::open(
         outbox,
         keys.sealing.clone(),
@@ -384,6 +385,7 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
     let mut decided = running.decided.subscribe();
     let audit_state = state.clone();
     let audit_provider = provider.clone();
+    let audit_outbox = outbox_handle;
     tokio::spawn(async move {
         loop {
             let d = match decided.recv().await {
@@ -404,6 +406,15 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
                     .contract
                     .clone(),
             );
+            // Own transactions that waited for the nonce window go first.
+            let released = audit_outbox.flush();
+            if released > 0 {
+                tracing::debug!(
+                    released,
+                    left = audit_outbox.backlog_len(),
+                    "queued own transactions pooled"
+                );
+            }
             audit_provider.on_block(&d.events, &contract);
             for session in seat.on_events(&d.events, &contract) {
                 // Judging may wait on a fetch; it runs beside the block loop, bounded.

@@ -1,8 +1,17 @@
 //! Transactions this node signs for itself (provider and seat duties): each takes the
 //! account's next free nonce (ledger nonce plus what the pool already holds from it), goes
 //! into the local mempool, and is gossiped to peers.
+//!
+//! Peers' mempools (and ours) take an account's transactions only up to
+//! [`MAX_NONCE_AHEAD`] past its ledger nonce. A seat in many sessions can have more than
+//! that to send in one block (a commitment per segment), so calls beyond the window wait
+//! here, unsigned, in a bounded backlog, and are signed with the next free nonce as
+//! blocks include the earlier ones ([`Outbox::flush`], after every decided block).
 
-use std::sync::{Arc, RwLock};
+use std::{
+    collections::VecDeque,
+    sync::{Arc, Mutex, RwLock},
+};
 
 use tokio::sync::mpsc;
 use trust_protocol::{
@@ -10,7 +19,31 @@ use trust_protocol::{
     tx::{Call, SignedTx, Tx},
 };
 
-use crate::api::NodeState;
+use crate::{
+    api::NodeState,
+    mempool::{MAX_NONCE_AHEAD, MempoolError},
+};
+
+/// Calls that may wait for the nonce window at once.
+pub const MAX_BACKLOG: usize = 4096;
+
+/// What became of a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sent {
+    /// Signed, pooled and gossiped as this transaction.
+    Pooled(Hash),
+    /// Waiting for the account's nonce window; signed once earlier ones are included.
+    Queued,
+}
+
+impl std::fmt::Display for Sent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Sent::Pooled(id) => write!(f, "{id}"),
+            Sent::Queued => f.write_str("queued behind this node's earlier transactions"),
+        }
+    }
+}
 
 /// Signs and queues this node's own transactions.
 #[derive(Debug, Clone)]
@@ -18,6 +51,7 @@ pub struct Outbox {
     key: Keypair,
     state: Arc<RwLock<NodeState>>,
     gossip: Option<mpsc::Sender<SignedTx>>,
+    backlog: Arc<Mutex<VecDeque<Call>>>,
 }
 
 impl Outbox {
@@ -27,7 +61,12 @@ impl Outbox {
         state: Arc<RwLock<NodeState>>,
         gossip: Option<mpsc::Sender<SignedTx>>,
     ) -> Self {
-        Self { key, state, gossip }
+        Self {
+            key,
+            state,
+            gossip,
+            backlog: Arc::default(),
+        }
     }
 
     /// The account key.
@@ -44,18 +83,88 @@ impl Outbox {
             .saturating_add(s.mempool.pending_from(&me))
     }
 
-    /// Signs `call` with the next free nonce, pools and gossips it; returns its id.
-    pub fn send(&self, call: Call) -> Result<Hash, String> {
-        self.send_inner(None, call)
+    /// Calls waiting for the nonce window.
+    pub fn backlog_len(&self) -> usize {
+        self.backlog.lock().unwrap_or_else(|e| e.into_inner()).len()
     }
 
-    /// Like [`Outbox::send`], but only if `nonce` is still the next free one (a session id
-    /// is derived from it before the transaction is built).
+    /// Signs `call` with the next free nonce, pools and gossips it; or, when the account's
+    /// nonce window is full or earlier calls are still waiting, queues it behind them.
+    pub fn send(&self, call: Call) -> Result<Sent, String> {
+        {
+            let mut backlog = self.backlog.lock().unwrap_or_else(|e| e.into_inner());
+            if !backlog.is_empty() {
+                if backlog.len() >= MAX_BACKLOG {
+                    return Err(format!(
+                        "{MAX_BACKLOG} of this node's transactions already wait for inclusion"
+                    ));
+                }
+                backlog.push_back(call);
+                drop(backlog);
+                self.flush();
+                return Ok(Sent::Queued);
+            }
+        }
+        match self.sign_and_pool(None, call.clone()) {
+            Ok(id) => Ok(Sent::Pooled(id)),
+            Err(Refused::Window) => {
+                self.backlog
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push_back(call);
+                Ok(Sent::Queued)
+            }
+            Err(Refused::Other(e)) => Err(e),
+        }
+    }
+
+    /// Like [`Outbox::send`], but only if `nonce` is the next free one and nothing waits
+    /// (a session id is derived from the nonce before the transaction is built).
     pub fn send_at(&self, nonce: u64, call: Call) -> Result<Hash, String> {
-        self.send_inner(Some(nonce), call)
+        if self.backlog_len() > 0 {
+            return Err(
+                "this node's earlier transactions are still waiting for inclusion; retry in a few blocks"
+                    .into(),
+            );
+        }
+        self.sign_and_pool(Some(nonce), call).map_err(|e| match e {
+            Refused::Window => format!(
+                "this node already has {MAX_NONCE_AHEAD} transactions waiting for inclusion; retry in a few blocks"
+            ),
+            Refused::Other(e) => e,
+        })
     }
 
-    fn send_inner(&self, want: Option<u64>, call: Call) -> Result<Hash, String> {
+    /// Signs and pools what waits, as far as the nonce window allows. Returns how many
+    /// went out.
+    pub fn flush(&self) -> usize {
+        let mut sent = 0;
+        loop {
+            let Some(call) = self
+                .backlog
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .pop_front()
+            else {
+                return sent;
+            };
+            match self.sign_and_pool(None, call.clone()) {
+                Ok(_) => sent += 1,
+                Err(Refused::Window) => {
+                    self.backlog
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push_front(call);
+                    return sent;
+                }
+                Err(Refused::Other(e)) => {
+                    tracing::warn!(error = %e, "a queued transaction of this node was refused; dropped");
+                }
+            }
+        }
+    }
+
+    fn sign_and_pool(&self, want: Option<u64>, call: Call) -> Result<Hash, Refused> {
         let me = self.key.public();
         let tx = {
             let mut s = self.state.write().unwrap_or_else(|e| e.into_inner());
@@ -64,16 +173,19 @@ impl Outbox {
                 .nonce(&me)
                 .saturating_add(s.mempool.pending_from(&me));
             if want.is_some_and(|w| w != nonce) {
-                return Err("another transaction of this account took the nonce; retry".into());
+                return Err(Refused::Other(
+                    "another transaction of this account took the nonce; retry".into(),
+                ));
             }
             let tx = Signed::sign(&self.key, Tx { nonce, call });
             let NodeState {
                 mempool, contract, ..
             } = &mut *s;
-            mempool
-                .insert(tx.clone(), contract)
-                .map_err(|e| e.to_string())?;
-            tx
+            match mempool.insert(tx.clone(), contract) {
+                Ok(_) => tx,
+                Err(MempoolError::TooFarAhead { .. }) => return Err(Refused::Window),
+                Err(e) => return Err(Refused::Other(e.to_string())),
+            }
         };
         let id = tx.id();
         if let Some(g) = &self.gossip
@@ -82,5 +194,53 @@ impl Outbox {
             tracing::warn!(tx = %id, "gossip queue full; own transaction kept for local proposal");
         }
         Ok(id)
+    }
+}
+
+/// Why a transaction did not go into the pool.
+enum Refused {
+    /// Past the account's nonce window: wait for inclusion of earlier ones.
+    Window,
+    /// Anything else.
+    Other(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use trust_protocol::tx::Call;
+
+    use super::*;
+    use crate::audit::testkit::{Chain, auditor, provider_key};
+
+    fn transfer() -> Call {
+        Call::Transfer {
+            to: auditor(1).public(),
+            amount: 1,
+        }
+    }
+
+    /// More calls than the window holds: the rest wait, unsigned, and go out in order as
+    /// blocks include the earlier ones; nothing is lost and no nonce is skipped.
+    #[test]
+    fn calls_past_the_nonce_window_wait_and_go_out_as_blocks_include_earlier_ones() {
+        let mut chain = Chain::new(2);
+        let out = chain.outbox(provider_key());
+        let n = usize::try_from(MAX_NONCE_AHEAD).unwrap() + 40;
+        let sent: Vec<Sent> = (0..n).map(|_| out.send(transfer()).unwrap()).collect();
+        let pooled = sent.iter().filter(|s| matches!(s, Sent::Pooled(_))).count();
+        assert_eq!(pooled, usize::try_from(MAX_NONCE_AHEAD).unwrap() + 1);
+        assert_eq!(out.backlog_len(), n - pooled);
+        // send_at refuses while calls wait: the nonce it was promised is not next.
+        assert!(out.send_at(out.next_nonce(), transfer()).is_err());
+        let me = provider_key().public();
+        for _ in 0..5 {
+            chain.block();
+            out.flush();
+            if out.backlog_len() == 0 && chain.state.read().unwrap().mempool.is_empty() {
+                break;
+            }
+        }
+        assert_eq!(out.backlog_len(), 0);
+        assert_eq!(chain.contract.nonce(&me), u64::try_from(n).unwrap());
     }
 }
