@@ -103,6 +103,14 @@ fn tier_of(a: trust_protocol::hdag::AuditorType) -> Tier {
     Tier::from(a)
 }
 
+fn tier_name(t: Tier) -> &'static str {
+    match t {
+        Tier::Computer => "Computer",
+        Tier::Llm => "LLM",
+        Tier::Human => "Human",
+    }
+}
+
 fn tier_index(t: Tier) -> usize {
     match t {
         Tier::Computer => 0,
@@ -332,7 +340,11 @@ impl Provider {
                     (
                         id,
                         t,
-                        format!("fewer than {} {t:?} auditors on this network", need(t)),
+                        format!(
+                            "fewer than {} {} auditors on this network",
+                            need(t),
+                            tier_name(t)
+                        ),
                     )
                 })
                 .collect(),
