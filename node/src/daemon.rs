@@ -190,6 +190,37 @@ fn parse_addrs(list: &[String], what: &str) -> Result<Vec<Multiaddr>, DaemonErro
         .collect()
 }
 
+/// The contract at the tip, shared by the judging tasks of one block.
+fn tip_contract(state: &RwLock<NodeState>) -> Arc<Contract> {
+    Arc::new(
+        state
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .contract
+            .clone(),
+    )
+}
+
+/// Judges `sessions` beside the block loop (a vote may wait on a blob fetch), at most
+/// [`MAX_CONCURRENT_JUDGING`] at once.
+async fn spawn_votes(
+    seat: &Arc<Seat>,
+    judging: &Arc<tokio::sync::Semaphore>,
+    contract: &Arc<Contract>,
+    sessions: impl IntoIterator<Item = Hash>,
+) {
+    for session in sessions {
+        let Ok(permit) = judging.clone().acquire_owned().await else {
+            return;
+        };
+        let (seat, contract) = (seat.clone(), contract.clone());
+        tokio::spawn(async move {
+            seat.vote(&session, &contract).await;
+            drop(permit);
+        });
+    }
+}
+
 /// The consensus WAL directory.
 pub fn wal_dir(home: &Path) -> PathBuf {
     home.join("data").join("consensus")
@@ -370,17 +401,8 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
     let judging = Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_JUDGING));
     {
         // What a restart interrupted: reveals now, votes in sessions still committing.
-        let contract = Arc::new(
-            state
-                .read()
-                .unwrap_or_else(|e| e.into_inner())
-                .contract
-                .clone(),
-        );
-        for session in seat.resume(&contract) {
-            let (seat, contract) = (seat.clone(), contract.clone());
-            tokio::spawn(async move { seat.vote(&session, &contract).await });
-        }
+        let contract = tip_contract(&state);
+        spawn_votes(&seat, &judging, &contract, seat.resume(&contract)).await;
     }
     let mut decided = running.decided.subscribe();
     let audit_state = state.clone();
@@ -399,13 +421,7 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
                 }
                 Err(_) => break,
             };
-            let contract = Arc::new(
-                audit_state
-                    .read()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .contract
-                    .clone(),
-            );
+            let contract = tip_contract(&audit_state);
             // Own transactions that waited for the nonce window go first.
             let released = audit_outbox.flush();
             if released > 0 {
@@ -416,17 +432,8 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
                 );
             }
             audit_provider.on_block(&d.events, &contract);
-            for session in seat.on_events(&d.events, &contract) {
-                // Judging may wait on a fetch; it runs beside the block loop, bounded.
-                let Ok(permit) = judging.clone().acquire_owned().await else {
-                    break;
-                };
-                let (seat, contract) = (seat.clone(), contract.clone());
-                tokio::spawn(async move {
-                    seat.vote(&session, &contract).await;
-                    drop(permit);
-                });
-            }
+            let sessions = seat.on_events(&d.events, &contract);
+            spawn_votes(&seat, &judging, &contract, sessions).await;
         }
     });
 
