@@ -101,6 +101,32 @@ impl Mempool {
             .map_or(0, |m| u64::try_from(m.len()).unwrap_or(u64::MAX))
     }
 
+    /// Whether `sender`'s pooled nonces run from `next` without a gap (true when it has
+    /// none). A gap appears when a proposer evicts a transaction the contract refused:
+    /// the sender's later ones can then never execute.
+    pub fn runs_from(&self, sender: &AccountId, next: u64) -> bool {
+        self.by_sender
+            .get(sender)
+            .is_none_or(|m| m.keys().zip(next..).all(|(n, want)| *n == want))
+    }
+
+    /// Removes and returns every pooled transaction of `sender`, in nonce order.
+    pub fn take_from(&mut self, sender: &AccountId) -> Vec<SignedTx> {
+        let nonces: Vec<u64> = self
+            .by_sender
+            .get(sender)
+            .map(|m| m.keys().copied().collect())
+            .unwrap_or_default();
+        let mut out = Vec::with_capacity(nonces.len());
+        for n in nonces {
+            if let Some(e) = self.by_sender.get(sender).and_then(|m| m.get(&n)) {
+                out.push(e.tx.clone());
+            }
+            self.remove(sender, n);
+        }
+        out
+    }
+
     /// Whether a transaction id is pooled.
     pub fn contains(&self, id: &Hash) -> bool {
         self.ids.contains_key(id)

@@ -137,7 +137,13 @@ impl Outbox {
 
     /// Signs and pools what waits, as far as the nonce window allows. Returns how many
     /// went out.
+    ///
+    /// First it heals a gap: when a proposer evicted one of this node's transactions
+    /// because the contract refused it (a commitment after its window closed, say), the
+    /// later ones can never execute; they are taken back and their calls signed again
+    /// from the ledger nonce, ahead of anything that waits.
     pub fn flush(&self) -> usize {
+        self.heal();
         let mut sent = 0;
         loop {
             let Some(call) = self
@@ -164,10 +170,34 @@ impl Outbox {
         }
     }
 
+    fn heal(&self) {
+        let me = self.key.public();
+        let taken = {
+            let mut s = self.state.write().unwrap_or_else(|e| e.into_inner());
+            let next = s.contract.nonce(&me);
+            if s.mempool.runs_from(&me, next) {
+                return;
+            }
+            s.mempool.take_from(&me)
+        };
+        tracing::warn!(
+            count = taken.len(),
+            "own pooled transactions stood behind a refused one; signing them again"
+        );
+        let mut backlog = self.backlog.lock().unwrap_or_else(|e| e.into_inner());
+        for tx in taken.into_iter().rev() {
+            backlog.push_front(tx.body.call);
+        }
+    }
+
     fn sign_and_pool(&self, want: Option<u64>, call: Call) -> Result<Hash, Refused> {
         let me = self.key.public();
         let tx = {
             let mut s = self.state.write().unwrap_or_else(|e| e.into_inner());
+            if !s.mempool.runs_from(&me, s.contract.nonce(&me)) {
+                // Behind a gap nothing executes: wait for `flush` to heal it.
+                return Err(Refused::Window);
+            }
             let nonce = s
                 .contract
                 .nonce(&me)
@@ -242,5 +272,38 @@ mod tests {
         }
         assert_eq!(out.backlog_len(), 0);
         assert_eq!(chain.contract.nonce(&me), u64::try_from(n).unwrap());
+    }
+
+    /// A proposer evicts one of our transactions that the contract refused; the ones
+    /// after it would wait forever behind the gap. The next flush takes them back and
+    /// signs them again from the ledger nonce, so every call still lands.
+    #[test]
+    fn a_gap_left_by_an_evicted_transaction_is_healed() {
+        let mut chain = Chain::new(2);
+        let out = chain.outbox(provider_key());
+        let me = provider_key().public();
+        let ids: Vec<Hash> = (0..5)
+            .map(|_| match out.send(transfer()).unwrap() {
+                Sent::Pooled(id) => id,
+                Sent::Queued => panic!("the window has room"),
+            })
+            .collect();
+        assert!(chain.state.write().unwrap().mempool.evict(&ids[0]));
+        // Behind the gap a new call waits instead of taking a nonce that cannot execute.
+        assert_eq!(out.send(transfer()).unwrap(), Sent::Queued);
+        chain.block();
+        assert_eq!(
+            chain.contract.nonce(&me),
+            0,
+            "nothing of ours could execute"
+        );
+        out.flush();
+        chain.block();
+        assert_eq!(
+            chain.contract.nonce(&me),
+            5,
+            "four re-signed and the queued one"
+        );
+        assert_eq!(out.backlog_len(), 0);
     }
 }

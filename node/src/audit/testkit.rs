@@ -9,7 +9,7 @@ use trust_contracts::{BlockCtx, Contract, Event, Genesis, GenesisAccount, Genesi
 use trust_protocol::{Hash, Keypair, seal::SealingSecret, tx::Tier};
 
 use super::outbox::Outbox;
-use crate::{api::NodeState, mempool::Mempool};
+use crate::api::NodeState;
 
 /// Auditor `i`'s sealing key.
 pub(crate) fn sealing(i: usize) -> SealingSecret {
@@ -86,18 +86,20 @@ impl Chain {
             height: h,
             block_hash: Hash::of_parts("audit-testkit", &[&h.to_le_bytes()]),
         };
-        let txs = {
-            let mut s = self.state.write().expect("state");
-            let txs = s.mempool.candidates(&self.contract, 1000);
-            s.mempool = Mempool::new(1000);
-            txs
-        };
+        let txs = self
+            .state
+            .read()
+            .expect("state")
+            .mempool
+            .candidates(&self.contract, 1000);
         let mut ev = Vec::new();
         for tx in txs {
             ev.extend(self.contract.apply(&ctx, &tx).expect("pooled tx applies"));
         }
         ev.extend(self.contract.end_block(&ctx));
-        self.state.write().expect("state").contract = self.contract.clone();
+        let mut s = self.state.write().expect("state");
+        s.contract = self.contract.clone();
+        s.mempool.prune(&self.contract);
         ev
     }
 }
