@@ -31,7 +31,7 @@ use trust_protocol::{
 
 use super::{
     computer::{self, Judgement, StepInput},
-    outbox::Outbox,
+    outbox::{Outbox, Sent},
     provider::key_context,
     votes::{VoteBook, VoteRecord},
 };
@@ -355,7 +355,11 @@ impl Seat {
                 salt: r.salt,
             }) {
                 Ok(tx) => {
-                    let _ = self.votes.mark_revealed(session, r.segment, r.round);
+                    // Marked only once pooled: a reveal still queued in the outbox is in
+                    // memory only, and a restart must send it again.
+                    if matches!(tx, Sent::Pooled(_)) {
+                        let _ = self.votes.mark_revealed(session, r.segment, r.round);
+                    }
                     self.metrics.revealed.fetch_add(1, Ordering::Relaxed);
                     tracing::info!(%session, segment = r.segment, %tx, "revealed");
                 }
