@@ -400,8 +400,10 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
     let seat = Arc::new(seat);
     let judging = Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_JUDGING));
     {
-        // What a restart interrupted: reveals now, votes in sessions still committing.
+        // What a restart interrupted: key deliveries and mapping openings the provider
+        // owes, reveals now, votes in sessions still committing.
         let contract = tip_contract(&state);
+        provider.resume(&contract);
         spawn_votes(&seat, &judging, &contract, seat.resume(&contract)).await;
     }
     let mut decided = running.decided.subscribe();

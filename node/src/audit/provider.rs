@@ -29,7 +29,7 @@ use trust_protocol::{
     units::Ppm,
 };
 
-use super::outbox::Outbox;
+use super::outbox::{Outbox, Sent};
 use crate::{
     blobs::{BlobStore, kubo::Kubo},
     decompose,
@@ -352,6 +352,32 @@ impl Provider {
         })
     }
 
+    /// After a restart: delivers the keys of every drawn seat not yet served, and opens
+    /// the mapping of sessions now disclosing, for each session this node still runs.
+    pub fn resume(&self, contract: &Contract) {
+        let open: Vec<Hash> = self
+            .book
+            .iter()
+            .keys()
+            .flatten()
+            .filter_map(|k| <[u8; 32]>::try_from(k.as_ref()).ok().map(Hash))
+            .collect();
+        for session in open {
+            let Some(s) = contract.state().sessions.get(&session) else {
+                continue;
+            };
+            let seats: Vec<(u16, AccountId)> = s
+                .segments
+                .iter()
+                .enumerate()
+                .filter_map(|(i, g)| u16::try_from(i).ok().map(|i| (i, g)))
+                .flat_map(|(i, g)| g.seats.iter().map(move |x| (i, x.account)))
+                .collect();
+            self.deliver(&session, &seats, contract);
+            self.reveal_mapping(&session, contract);
+        }
+    }
+
     /// Follows this node's sessions through one decided block.
     pub fn on_block(&self, events: &[Event], contract: &Contract) {
         let mut seated: BTreeMap<Hash, Vec<(u16, AccountId)>> = BTreeMap::new();
@@ -426,9 +452,13 @@ impl Provider {
             keys,
         }) {
             Ok(tx) => {
-                r.delivered.extend(pairs.iter().copied());
-                if let Err(e) = self.store(session, &r) {
-                    tracing::error!(%session, error = %e, "provider record not saved");
+                // Recorded only once pooled: a delivery still queued in the outbox is in
+                // memory only, and `resume` must send it again after a restart.
+                if matches!(tx, Sent::Pooled(_)) {
+                    r.delivered.extend(pairs.iter().copied());
+                    if let Err(e) = self.store(session, &r) {
+                        tracing::error!(%session, error = %e, "provider record not saved");
+                    }
                 }
                 tracing::info!(%session, %tx, keys = pairs.len(), "segment keys sealed to seats");
             }
@@ -455,8 +485,10 @@ impl Provider {
         };
         match self.outbox.send(call) {
             Ok(tx) => {
-                r.mapping_revealed = true;
-                let _ = self.store(session, &r);
+                if matches!(tx, Sent::Pooled(_)) {
+                    r.mapping_revealed = true;
+                    let _ = self.store(session, &r);
+                }
                 tracing::info!(%session, %tx, "mapping opened");
             }
             Err(e) => tracing::warn!(%session, error = %e, "RevealMapping not sent"),
@@ -533,6 +565,32 @@ mod tests {
         assert!(e.contains("no segment can be audited"), "{e}");
         assert!(p.book.is_empty() && p2.book.is_empty());
         assert!(p.blobs.is_empty() && p2.blobs.is_empty());
+    }
+
+    /// A provider restarted after seats were drawn, before its `DeliverKeys` went out,
+    /// delivers them from its record and the contract state.
+    #[tokio::test]
+    async fn a_restarted_provider_delivers_the_keys_it_still_owes() {
+        let (p, mut chain, _dir) = provider(3);
+        let s = p.submit(TRACE, None, &chain.contract).await.unwrap();
+        chain.block();
+        let seated = chain.block(); // seats drawn; the provider "crashed" before on_block
+        assert!(
+            seated
+                .iter()
+                .any(|e| matches!(e, Event::SeatAssigned { .. }))
+        );
+        p.resume(&chain.contract);
+        let ev = chain.block();
+        let delivered = ev
+            .iter()
+            .filter(|e| matches!(e, Event::KeyDelivered { .. }))
+            .count();
+        let sess = &chain.contract.state().sessions[&s.session];
+        assert!(delivered >= sess.segments.len() * 3, "{delivered}");
+        // Once delivered, a second resume sends nothing more.
+        p.resume(&chain.contract);
+        assert_eq!(chain.state.read().unwrap().mempool.len(), 0);
     }
 
     #[tokio::test]
