@@ -59,11 +59,7 @@ fn cli_submit(net: &Network, args: &[&str]) -> std::process::Output {
 
 #[test]
 fn the_incorrect_fraction_chain_fails_at_the_wrong_step_and_propagates() {
-    let mut net = Network::new(4);
-    net.start_all();
-    for i in 0..4 {
-        net.wait_height(i, 1);
-    }
+    let net = Network::running(4);
 
     // Broken input first: each is a clear error (exit 2), and no session is opened.
     let dir = tempfile::tempdir().unwrap();
@@ -124,11 +120,7 @@ fn the_incorrect_fraction_chain_fails_at_the_wrong_step_and_propagates() {
 /// The README's main job as a user runs it: `trust-node submit TRACE --wait`.
 #[test]
 fn the_correct_fraction_chain_passes() {
-    let mut net = Network::new(4);
-    net.start_all();
-    for i in 0..4 {
-        net.wait_height(i, 1);
-    }
+    let net = Network::running(4);
     let trace = format!(
         "{}/../examples/traces/fraction-correct.txt",
         env!("CARGO_MANIFEST_DIR")

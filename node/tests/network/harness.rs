@@ -109,6 +109,16 @@ impl Network {
         node.child = Some(child);
     }
 
+    /// `n` nodes started, each past its first block.
+    pub(crate) fn running(n: u16) -> Self {
+        let mut net = Self::new(n);
+        net.start_all();
+        for i in 0..usize::from(n) {
+            net.wait_height(i, 1);
+        }
+        net
+    }
+
     /// Starts every node.
     pub(crate) fn start_all(&mut self) {
         for i in 0..self.nodes.len() {

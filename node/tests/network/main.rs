@@ -120,11 +120,7 @@ fn four_validators_order_one_chain_and_include_a_tx_sent_to_any_node() {
 
 #[test]
 fn the_cli_talks_to_a_running_network() {
-    let mut net = Network::new(4);
-    net.start_all();
-    for i in 0..4 {
-        net.wait_height(i, 1);
-    }
+    let net = Network::running(4);
     let cli = |args: &[&str]| {
         std::process::Command::new(env!("CARGO_BIN_EXE_trust-node"))
             .args(args)
