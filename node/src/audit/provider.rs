@@ -10,7 +10,7 @@
 //! [`Provider::on_block`] follows the session through decided blocks: when seats are
 //! drawn it seals each segment key to that segment's seats and to the seats of the
 //! segments that cite it (`DeliverKeys`); when voting is over it opens the mapping
-//! commitment (`RevealMapping`); once decided it unpins the ciphertexts.
+//! commitment (`RevealMapping`); once decided it removes the ciphertexts.
 
 use std::{
     collections::{BTreeMap, BTreeSet},
@@ -393,9 +393,11 @@ impl Provider {
                 Event::TraceDecided { session, .. } | Event::SessionFailed { session, .. }
                     if self.load(session).is_some() =>
                 {
-                    let _ = self.blobs.unpin(session);
+                    if let Err(e) = self.blobs.release(session) {
+                        tracing::warn!(%session, error = %e, "ciphertexts of a finished session not removed");
+                    }
                     let _ = self.book.remove(session.as_ref());
-                    tracing::info!(%session, "session over; ciphertexts unpinned");
+                    tracing::info!(%session, "session over; its ciphertexts removed");
                 }
                 _ => {}
             }

@@ -188,10 +188,14 @@ impl Seat {
         touched
     }
 
-    /// Drops what this seat kept of a session that is over: its votes and keys.
+    /// Drops what this seat kept of a session that is over: its votes, keys and the
+    /// ciphertexts it fetched.
     fn forget(&self, session: &Hash) {
         if let Err(e) = self.votes.forget_session(session) {
             tracing::warn!(%session, error = %e, "votes of a finished session not dropped");
+        }
+        if let Err(e) = self.blobs.release(session) {
+            tracing::warn!(%session, error = %e, "ciphertexts of a finished session not removed");
         }
         for k in self.keys.scan_prefix(session.as_ref()).keys().flatten() {
             let _ = self.keys.remove(k);
@@ -219,15 +223,21 @@ impl Seat {
         let key = self.key(session, segment).ok_or("no key yet")?;
         let blob = match self.blobs.get(&entry.cid).map_err(|e| e.to_string())? {
             Some(b) => b,
-            None => match &self.fetch {
-                Some(f) => f(entry.cid).await?,
-                None => return Err(format!("ciphertext {} is not here", entry.cid)),
-            },
+            None => {
+                let f = self
+                    .fetch
+                    .as_ref()
+                    .ok_or_else(|| format!("ciphertext {} is not here", entry.cid))?;
+                let b = f(entry.cid).await?;
+                // Kept (checked against its CID) while the session runs, so judging the
+                // segments that cite it needs no second fetch; released in `forget`.
+                self.blobs
+                    .put_verified(&entry.cid, &b)
+                    .and_then(|()| self.blobs.pin(session, &[entry.cid]))
+                    .map_err(|e| e.to_string())?;
+                b
+            }
         };
-        if !self.blobs.has(&entry.cid).unwrap_or(true) {
-            // Fetched from a peer: keep it, so the premises' seats need not ask again.
-            let _ = self.blobs.put_verified(&entry.cid, &blob);
-        }
         let plain = decrypt_segment(&key, &entry.id, &blob).map_err(|e| e.to_string())?;
         SegmentDoc::from_bytes(&plain)
     }
@@ -474,7 +484,9 @@ mod tests {
         for n in &seats {
             assert!(n.seat.votes.unrevealed(&s.session).unwrap().is_empty());
             assert_eq!(n.seat.keys.scan_prefix(s.session.as_ref()).count(), 0);
+            assert!(n.seat.blobs.is_empty(), "fetched ciphertexts removed");
         }
+        assert!(blobs.is_empty(), "the provider's ciphertexts removed too");
     }
 
     /// The crash the vote book exists for: a seat commits, its node dies before the

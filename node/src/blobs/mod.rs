@@ -129,6 +129,34 @@ impl BlobStore {
         Ok(())
     }
 
+    /// Ends a session's hold on its blocks: unpins them and removes those that no other
+    /// session pins. Returns how many blocks were removed.
+    pub fn release(&self, session: &Hash) -> Result<usize, BlobError> {
+        let mine: Vec<Vec<u8>> = self
+            .pins
+            .scan_prefix(session.as_bytes())
+            .keys()
+            .map(|k| k.map(|k| k.get(32..64).map(<[u8]>::to_vec).unwrap_or_default()))
+            .collect::<Result<_, _>>()?;
+        self.unpin(session)?;
+        if mine.is_empty() {
+            return Ok(0);
+        }
+        let still_pinned: std::collections::BTreeSet<Vec<u8>> = self
+            .pins
+            .iter()
+            .keys()
+            .map(|k| k.map(|k| k.get(32..64).map(<[u8]>::to_vec).unwrap_or_default()))
+            .collect::<Result<_, _>>()?;
+        let mut removed = 0usize;
+        for cid in mine.iter().filter(|c| !still_pinned.contains(*c)) {
+            if self.blocks.remove(cid)?.is_some() {
+                removed += 1;
+            }
+        }
+        Ok(removed)
+    }
+
     /// Removes every block no session pins; returns how many were removed.
     pub fn gc(&self) -> Result<usize, BlobError> {
         let mut pinned = std::collections::BTreeSet::new();
@@ -235,6 +263,20 @@ mod tests {
             .insert(cid.0.as_bytes(), b"tampered".as_slice())
             .expect("raw write");
         assert!(matches!(s.get(&cid), Err(BlobError::Corrupted(_))));
+    }
+
+    #[test]
+    fn release_removes_a_sessions_blocks_unless_another_pins_them() {
+        let (_d, _db, s) = store();
+        let (a, b) = (s.put(b"a").expect("put"), s.put(b"b").expect("put"));
+        let (s1, s2) = (Hash::sha256(b"s1"), Hash::sha256(b"s2"));
+        s.pin(&s1, &[a, b]).expect("pin");
+        s.pin(&s2, &[b]).expect("pin");
+        assert_eq!(s.release(&s1).expect("release"), 1);
+        assert!(!s.has(&a).expect("has") && s.has(&b).expect("has"));
+        assert_eq!(s.release(&s2).expect("release"), 1);
+        assert!(s.is_empty());
+        assert_eq!(s.release(&s1).expect("again"), 0);
     }
 
     #[test]
