@@ -278,14 +278,11 @@ impl Provider {
             human: 1,
         };
         let mut rng = rand::rngs::OsRng;
-        let mut probe = submit::prepare(&hdag, &givens, q.clone(), weights, 0, "math", &mut rng)
+        let mut prepared = submit::prepare(&hdag, &givens, q.clone(), weights, 0, "math", &mut rng)
             .map_err(|e| e.to_string())?;
         let fee =
-            trust_contracts::minimum_fee(&st.params, &probe.manifest).ok_or("fee overflows")?;
-        probe.manifest.fee = fee;
-        let prepared = probe;
-        let nonce = self.outbox.next_nonce();
-        let session = Tx::session_id(&me, nonce);
+            trust_contracts::minimum_fee(&st.params, &prepared.manifest).ok_or("fee overflows")?;
+        prepared.manifest.fee = fee;
         if let Some(kubo) = &self.kubo {
             for (cid, bytes) in &prepared.blocks {
                 let got = kubo.put(bytes).await.map_err(|e| e.to_string())?;
@@ -294,46 +291,29 @@ impl Provider {
                 }
             }
         }
-        let mut cids = Vec::new();
-        for (cid, bytes) in &prepared.blocks {
-            let got = self.blobs.put(bytes).map_err(|e| e.to_string())?;
-            if got != *cid {
-                return Err("blob store computed another CID".into());
-            }
-            cids.push(*cid);
+        // The session id is derived from the nonce the `OpenSession` will carry.
+        let nonce = self.outbox.next_nonce();
+        let session = Tx::session_id(&me, nonce);
+        let cids: Vec<_> = prepared.blocks.iter().map(|(cid, _)| *cid).collect();
+        let opened = self.keep_and_open(&session, nonce, &prepared);
+        if let Err(e) = &opened {
+            // Nothing of a refused session stays behind: blocks, pins, record.
+            let _ = self.blobs.release(&session);
+            let _ = self.book.remove(session.as_ref());
+            tracing::warn!(%session, error = %e, "session not opened");
         }
-        self.blobs.pin(&session, &cids).map_err(|e| e.to_string())?;
-        let record = SessionRecord {
-            keys: prepared.keys.clone(),
-            ids: prepared.manifest.segments.iter().map(|s| s.id).collect(),
-            depends_on: prepared
-                .manifest
-                .segments
-                .iter()
-                .map(|s| s.depends_on.clone())
-                .collect(),
-            mapping: prepared.mapping.clone(),
-            mapping_salt: prepared.mapping_salt,
-            cids,
-            delivered: BTreeSet::new(),
-            mapping_revealed: false,
-        };
-        // In manifest order: segment i of the outcome is `segments[i]`.
-        let segments = prepared
-            .mapping
-            .iter()
-            .zip(&prepared.manifest.segments)
-            .map(|(m, e)| (m.node.clone(), e.tier))
-            .collect();
-        self.store(&session, &record)?;
-        let tx = self
-            .outbox
-            .send_at(nonce, Call::OpenSession(prepared.manifest))?;
-        tracing::info!(%session, segments = record.ids.len(), left_out = dropped.len(), fee, "session opened");
+        let tx = opened?;
+        tracing::info!(%session, segments = cids.len(), left_out = dropped.len(), fee, "session opened");
         Ok(Submitted {
             session,
             tx,
-            segments,
+            // In manifest order: segment i of the outcome is `segments[i]`.
+            segments: prepared
+                .mapping
+                .iter()
+                .zip(&prepared.manifest.segments)
+                .map(|(m, e)| (m.node.clone(), e.tier))
+                .collect(),
             left_out: dropped
                 .into_iter()
                 .map(|(id, t)| {
@@ -350,6 +330,43 @@ impl Provider {
                 .collect(),
             fee,
         })
+    }
+
+    /// Stores and pins the ciphertexts, keeps the session record, and sends the
+    /// `OpenSession` at `nonce`.
+    fn keep_and_open(
+        &self,
+        session: &Hash,
+        nonce: u64,
+        prepared: &submit::PreparedSession,
+    ) -> Result<Hash, String> {
+        let mut cids = Vec::new();
+        for (cid, bytes) in &prepared.blocks {
+            let got = self.blobs.put(bytes).map_err(|e| e.to_string())?;
+            if got != *cid {
+                return Err("blob store computed another CID".into());
+            }
+            cids.push(*cid);
+        }
+        self.blobs.pin(session, &cids).map_err(|e| e.to_string())?;
+        let record = SessionRecord {
+            keys: prepared.keys.clone(),
+            ids: prepared.manifest.segments.iter().map(|s| s.id).collect(),
+            depends_on: prepared
+                .manifest
+                .segments
+                .iter()
+                .map(|s| s.depends_on.clone())
+                .collect(),
+            mapping: prepared.mapping.clone(),
+            mapping_salt: prepared.mapping_salt,
+            cids,
+            delivered: BTreeSet::new(),
+            mapping_revealed: false,
+        };
+        self.store(session, &record)?;
+        self.outbox
+            .send_at(nonce, Call::OpenSession(prepared.manifest.clone()))
     }
 
     /// After a restart: delivers the keys of every drawn seat not yet served, and opens
@@ -593,6 +610,21 @@ mod tests {
         // Once delivered, a second resume sends nothing more.
         p.resume(&chain.contract);
         assert_eq!(chain.state.read().unwrap().mempool.len(), 0);
+    }
+
+    /// A session that cannot be opened (this node's transactions already wait for the
+    /// nonce window) leaves no ciphertext, pin or record behind.
+    #[tokio::test]
+    async fn a_submit_refused_at_the_last_step_leaves_nothing_behind() {
+        let (p, chain, _dir) = provider(3);
+        let to = auditor(0).public();
+        for _ in 0..=crate::mempool::MAX_NONCE_AHEAD + 1 {
+            p.outbox.send(Call::Transfer { to, amount: 1 }).unwrap();
+        }
+        assert!(p.outbox.backlog_len() > 0);
+        let e = p.submit(TRACE, None, &chain.contract).await.unwrap_err();
+        assert!(e.contains("retry"), "{e}");
+        assert!(p.book.is_empty() && p.blobs.is_empty());
     }
 
     #[tokio::test]
