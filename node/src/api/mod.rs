@@ -38,10 +38,15 @@ use serde_json::json;
 use trust_contracts::Contract;
 use trust_protocol::{AccountId, Hash, block::MAX_TX_BYTES, encoding, tx::SignedTx};
 
+use trust_protocol::{hdag::MAX_HDAG_JSON_BYTES, trace::MAX_TRACE_BYTES};
+
 use crate::{ledger::Ledger, mempool::Mempool};
 
 /// Largest request body accepted.
 pub const MAX_BODY_BYTES: usize = 2 * MAX_TX_BYTES + 1024;
+/// Largest `POST /v1/sessions` body: the largest trace and provider HDAG the protocol
+/// accepts, with room for JSON string escaping.
+pub const MAX_SESSION_BODY_BYTES: usize = 2 * (MAX_TRACE_BYTES + MAX_HDAG_JSON_BYTES);
 
 /// Counters exported at `/metrics`.
 #[derive(Debug, Default)]
@@ -187,7 +192,10 @@ pub fn router(api: Api) -> Router {
         .route("/v1/tx", post(submit_tx))
         .route("/v1/tx/{id}", get(tx_location))
         .route("/v1/blocks/{height}", get(block))
-        .route("/v1/sessions", post(open_session))
+        .route(
+            "/v1/sessions",
+            post(open_session).layer(DefaultBodyLimit::max(MAX_SESSION_BODY_BYTES)),
+        )
         .route("/v1/sessions/{id}", get(session))
         .route("/v1/auditors/{id}", get(auditor))
         .route("/v1/accounts/{id}", get(account))

@@ -314,3 +314,25 @@ async fn a_session_is_queryable_with_the_block_that_decided_it() {
         .await;
     assert_eq!(st, StatusCode::NOT_FOUND, "node 0 is not an auditor");
 }
+
+#[tokio::test]
+async fn session_bodies_may_carry_the_largest_trace_and_no_more() {
+    let net = Net::new();
+    // A session body may be as large as the protocol's trace limit (this node runs no
+    // provider, so it is read and then declined), but not larger than its own cap.
+    let trace = "x".repeat(trust_protocol::trace::MAX_TRACE_BYTES);
+    let session = |body: Vec<u8>| {
+        Request::post("/v1/sessions")
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(body))
+            .unwrap()
+    };
+    let (st, body) = net
+        .send(session(json!({"trace": trace}).to_string().into_bytes()))
+        .await;
+    assert_eq!(st, StatusCode::NOT_IMPLEMENTED, "{body}");
+    let (st, _) = net
+        .send(session(vec![b' '; super::MAX_SESSION_BODY_BYTES + 1]))
+        .await;
+    assert_eq!(st, StatusCode::BAD_REQUEST);
+}

@@ -7,6 +7,8 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 use trust_protocol::{
     Signed, encoding,
+    hdag::MAX_HDAG_JSON_BYTES,
+    trace::MAX_TRACE_BYTES,
     tx::{Call, Tier, Tx},
 };
 
@@ -309,9 +311,10 @@ pub struct SubmitArgs {
 
 /// Runs `submit`.
 pub fn run_submit(args: SubmitArgs) -> CliResult {
-    let trace = super::read_input_file(&args.trace, 1024 * 1024)?;
+    // The protocol's own limits, which the node's `POST /v1/sessions` accepts.
+    let trace = super::read_input_file(&args.trace, MAX_TRACE_BYTES as u64)?;
     let hdag = match &args.hdag {
-        Some(p) => Some(super::read_input_file(p, 4 * 1024 * 1024)?),
+        Some(p) => Some(super::read_input_file(p, MAX_HDAG_JSON_BYTES as u64)?),
         None => None,
     };
     let addr = args.addr.resolve()?;
