@@ -38,6 +38,16 @@ for t in fraction-incorrect.txt fraction-correct.txt; do
   echo "-- trust-node submit examples/traces/$t --wait"
   "$bin" submit "examples/traces/$t" --api "$api0" --wait
 done
+# Let every node reach node0's height before stopping, so the four ledgers below end at
+# the same block (a node stopped mid-block is fine too, just one block shorter).
+h=$("$bin" status --api "$api0" --json | sed -n 's/.*"height":\([0-9]*\).*/\1/p')
+for i in 1 2 3; do
+  for _ in $(seq 1 40); do
+    hi=$("$bin" status --api "127.0.0.1:$((base + 10 * i + 2))" --json 2>/dev/null | sed -n 's/.*"height":\([0-9]*\).*/\1/p')
+    [ "${hi:-0}" -ge "$h" ] && break
+    sleep 0.25
+  done
+done
 stop; trap - EXIT
 echo
 for i in 0 1 2 3; do
