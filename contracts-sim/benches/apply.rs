@@ -71,6 +71,7 @@ fn setup() -> (Contract, Vec<Signed<Tx>>, Vec<Signed<Tx>>) {
             depends_on: vec![],
             cid: trust_protocol::cid::Cid::of(&i.to_le_bytes()),
             honeypot: None,
+            conclusion: false,
         })
         .collect();
     let mut m = SessionManifest {
@@ -84,6 +85,7 @@ fn setup() -> (Contract, Vec<Signed<Tx>>, Vec<Signed<Tx>>) {
         },
         fee: 0,
         domain: String::new(),
+        left_out: Vec::new(),
     };
     m.fee = trust_contracts::minimum_fee(&Params::default(), &m).unwrap();
     let sid = Tx::session_id(&provider.public(), 0);

@@ -35,8 +35,8 @@ use crate::{
     params::{Genesis, GenesisError},
     registry, sessions,
     state::{
-        Account, Failure, LocalVerdict, Outcome, Phase, Seat, SegmentOutcome, Session, State,
-        TraceVerdict,
+        Account, Coverage, Failure, LeftOutOutcome, LocalVerdict, Outcome, Phase, Seat,
+        SegmentOutcome, Session, State, TraceVerdict,
     },
     tally,
 };
@@ -329,11 +329,11 @@ impl Contract {
                         continue;
                     }
                     let counts = tally::round_counts(seg, round);
-                    let v =
-                        tally::local_verdict(&counts, tally::quorum(s.manifest.quorum.tau, seg.k));
+                    let q = tally::quorum(s.manifest.quorum.tau, seg.k);
+                    let v = tally::local_verdict(&counts, q);
                     seg.rounds.push(v);
                     if v == LocalVerdict::Undecided {
-                        undecided.push(i);
+                        undecided.push((i, tally::abstained(&counts, q)));
                     }
                 }
                 if round == 0 && self.escalate(ctx, id, s, &undecided, ev) {
@@ -410,37 +410,42 @@ impl Contract {
     }
 
     /// Draws round-1 seats for undecided segments; true when any segment escalated.
+    ///
+    /// A segment goes to the next tier up that has enough auditors. One whose seats split
+    /// may instead get more seats of its own tier; one whose seats abstained may not (the
+    /// same kind of judge would abstain again), so with no higher tier staffed it stays
+    /// Undecided.
     fn escalate(
         &self,
         ctx: &BlockCtx,
         id: &Hash,
         s: &mut Session,
-        undecided: &[usize],
+        undecided: &[(usize, bool)],
         ev: &mut Vec<Event>,
     ) -> bool {
         let p = &self.state.params;
         let held = BTreeMap::new();
         let mut any = false;
-        for &i in undecided {
+        for &(i, abstained) in undecided {
             let Some(seg) = s.segments.get(i) else {
                 continue;
             };
             let segment = u16::try_from(i).unwrap_or(u16::MAX);
             let exclude: Vec<AccountId> = seg.seats.iter().map(|x| x.account).collect();
-            let up = match seg.tier {
-                Tier::Computer => Some(Tier::Llm),
-                Tier::Llm => Some(Tier::Human),
-                Tier::Human => None,
+            let up: &[Tier] = match seg.tier {
+                Tier::Computer => &[Tier::Llm, Tier::Human],
+                Tier::Llm => &[Tier::Human],
+                Tier::Human => &[],
             };
             let same_k = seg
                 .k
                 .saturating_add(p.escalation_extra_seats)
                 .min(trust_protocol::tx::MAX_SEATS.saturating_sub(s.manifest.quorum.extra_seats));
-            let mut options = Vec::new();
-            if let Some(t) = up {
-                options.push((t, s.manifest.quorum.k(t)));
+            let mut options: Vec<(Tier, u8)> =
+                up.iter().map(|t| (*t, s.manifest.quorum.k(*t))).collect();
+            if !abstained {
+                options.push((seg.tier, same_k));
             }
-            options.push((seg.tier, same_k));
             let mut chosen = None;
             for (tier, k) in options {
                 let d = Draw {
@@ -502,10 +507,18 @@ impl Contract {
             .iter()
             .map(|g| g.entry.depends_on.as_slice())
             .collect();
-        let finals = tally::propagate(&local, &deps);
+        // Left-out segments join the propagation after the session's own: their
+        // `depends_on` name session segments only.
+        let left_out = &s.manifest.left_out;
+        let mut all_local = local.clone();
+        all_local.extend(left_out.iter().map(|_| LocalVerdict::Undecided));
+        let mut all_deps = deps.clone();
+        all_deps.extend(left_out.iter().map(|l| l.depends_on.as_slice()));
+        let all_finals = tally::propagate(&all_local, &all_deps);
+        let (finals, left_finals) = all_finals.split_at(s.segments.len().min(all_finals.len()));
 
         let mut outcomes = Vec::with_capacity(s.segments.len());
-        for (g, verdict) in s.segments.iter().zip(&finals) {
+        for (g, verdict) in s.segments.iter().zip(finals) {
             let last_round = u8::try_from(g.rounds.len().saturating_sub(1)).unwrap_or(0);
             let mut votes = tally::round_counts(g, last_round);
             votes.missing = g
@@ -525,13 +538,78 @@ impl Contract {
                 honeypot: g.honeypot.map(|(v, _)| v),
             });
         }
+        let left_outcomes: Vec<LeftOutOutcome> = left_out
+            .iter()
+            .zip(left_finals)
+            .map(|(l, v)| LeftOutOutcome {
+                tier: l.tier,
+                verdict: *v,
+            })
+            .collect();
+
+        // The trace verdict weighs the session's segments (honeypots excluded) and the
+        // left-out ones; the conclusion is the flagged segments, else the sinks.
+        let flags: Vec<bool> = s
+            .segments
+            .iter()
+            .map(|g| g.entry.conclusion)
+            .chain(left_out.iter().map(|l| l.conclusion))
+            .collect();
+        let is_conclusion = tally::conclusions(&flags, &all_deps);
+        let mut weighed = Vec::with_capacity(all_finals.len());
+        for (i, v) in all_finals.iter().enumerate() {
+            let (weight, honeypot) = match s.segments.get(i) {
+                Some(g) => (g.entry.weight, g.honeypot.is_some()),
+                None => (
+                    left_out
+                        .get(i.saturating_sub(s.segments.len()))
+                        .map_or(0, |l| l.weight),
+                    false,
+                ),
+            };
+            if honeypot {
+                continue;
+            }
+            weighed.push(tally::Weighed {
+                verdict: *v,
+                weight,
+                conclusion: is_conclusion.get(i).copied().unwrap_or(false),
+            });
+        }
+        let t = tally::trace_verdict(&weighed, beta);
+        let trace = t.verdict;
+        let (passing_weight, total_weight) = (t.passing, t.total);
+
+        let mut coverage = Coverage {
+            judged: 0,
+            segments: u16::try_from(weighed.len()).unwrap_or(u16::MAX),
+            left_out: [0; 3],
+        };
+        for (o, l) in outcomes.iter().zip(&local) {
+            if o.honeypot.is_none() && *l != LocalVerdict::Undecided {
+                coverage.judged = coverage.judged.saturating_add(1);
+            }
+        }
+        for l in left_out {
+            let slot = match l.tier {
+                Tier::Computer => 0,
+                Tier::Llm => 1,
+                Tier::Human => 2,
+            };
+            if let Some(c) = coverage.left_out.get_mut(slot) {
+                *c = c.saturating_add(1);
+            }
+        }
+
+        // The bound speaks only for the votes counted: segments that reached a verdict of
+        // their own. A trace with none gets no bound.
         let weights: Vec<u32> = s.segments.iter().map(|g| g.entry.weight).collect();
-        let (trace, passing_weight, total_weight) = tally::trace_verdict(&outcomes, &weights, beta);
         let bound_inputs: Vec<(Tier, u8, u8, u32)> = outcomes
             .iter()
+            .zip(&local)
             .zip(&weights)
-            .filter(|(o, _)| o.honeypot.is_none())
-            .map(|(o, w)| (o.tier, o.k, o.q, *w))
+            .filter(|((o, l), _)| o.honeypot.is_none() && **l != LocalVerdict::Undecided)
+            .map(|((o, _), w)| (o.tier, o.k, o.q, *w))
             .collect();
         let bound = tally::failure_bound(&self.state.params, &bound_inputs, beta);
 
@@ -549,6 +627,8 @@ impl Contract {
             for seat in &g.seats {
                 let score = match (seat.commitment, seat.vote) {
                     (None, _) | (Some(_), None) => Some(Score::Wrong(SlashReason::NoShow)),
+                    // Present but unable to judge: neither rewarded nor punished.
+                    (Some(_), Some(trust_protocol::Vote::Abstain)) => None,
                     (Some(_), Some(vote)) if seat.counted => target.map(|t| {
                         if vote.is_valid() == t.is_valid() {
                             Score::Agree
@@ -609,9 +689,13 @@ impl Contract {
             opened_at: s.opened_at,
             decided_at: ctx.height,
             segments: outcomes,
+            left_out: left_outcomes,
             trace,
             passing_weight,
+            undecided_weight: t.undecided,
             total_weight,
+            error_at_conclusion: t.error_at_conclusion,
+            coverage,
             beta,
             bound,
             mapping: s.mapping,

@@ -146,6 +146,10 @@ pub(crate) fn record_honeypot(
     truth: Vote,
     d: Difficulty,
 ) {
+    // An abstention neither approves nor rejects: it says nothing about rubber-stamping.
+    if vote.is_abstain() {
+        return;
+    }
     let Some(au) = st.auditors.get_mut(seat) else {
         return;
     };

@@ -71,6 +71,7 @@ pub(crate) fn new_auditor(
         disagreed: 0,
         votes: 0,
         approvals: 0,
+        abstentions: 0,
         honeypots: HoneypotStats::default(),
         flagged: false,
     }

@@ -227,13 +227,18 @@ pub(crate) fn reveal(
     if !verify_commitment(&c, &session, &seg_id, &sender, vote, salt) {
         return Err(TxError::CommitmentMismatch);
     }
-    let counted = counted_so_far < k;
+    // An abstention is present but takes no counted place: the first `k` judgements
+    // count, so a seat that cannot judge never crowds out one that can.
+    let counted = !vote.is_abstain() && counted_so_far < k;
     seat.vote = Some(vote);
     seat.counted = counted;
     if let Some(au) = st.auditors.get_mut(&sender) {
         au.votes = au.votes.saturating_add(1);
         if vote.is_valid() {
             au.approvals = au.approvals.saturating_add(1);
+        }
+        if vote.is_abstain() {
+            au.abstentions = au.abstentions.saturating_add(1);
         }
     }
     events.push(Event::Revealed {

@@ -110,6 +110,9 @@ pub struct Auditor {
     pub votes: u64,
     /// Revealed Valid votes.
     pub approvals: u64,
+    /// Revealed abstentions (counted in `votes`): the seat was present but could not
+    /// judge. Public, so a provider can see how often an auditor abstains.
+    pub abstentions: u64,
     /// Honeypot record.
     pub honeypots: HoneypotStats,
     /// Flagged as a rubber-stamper.
@@ -229,7 +232,7 @@ pub enum SegmentVerdict {
     Ungrounded,
     /// Locally fine, but depends on a segment that failed (ARES propagation).
     Propagated,
-    /// The seats did not reach a quorum, even after escalation.
+    /// The seats did not reach a quorum, even after escalation (or it was not audited).
     Undecided,
 }
 
@@ -257,6 +260,8 @@ pub struct VoteCounts {
     pub invalid: u16,
     /// Counted Ungrounded votes (deciding round).
     pub ungrounded: u16,
+    /// Revealed abstentions (deciding round): present, not counted towards a quorum.
+    pub abstained: u16,
     /// Reveals after the first `k` (recorded, not counted).
     pub late: u16,
     /// Seats that never committed or never revealed (all rounds).
@@ -282,13 +287,38 @@ pub struct SegmentOutcome {
     pub honeypot: Option<Vote>,
 }
 
-/// Trace verdict.
+/// Trace verdict: three-valued, so that segments nobody could judge never count as
+/// failures, and a trace never passes on the strength of the few that were judged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum TraceVerdict {
-    /// Passing weight reached `beta` of the total.
+    /// Passing weight `W >= beta * sum w` and no error reaches the conclusion.
     Pass,
-    /// It did not.
+    /// An error reaches the conclusion, or `W` plus the undecided weight is still below
+    /// `beta * sum w`.
     Fail,
+    /// Neither: too much was left undecided to say.
+    Inconclusive,
+}
+
+/// How much of the trace was judged.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Coverage {
+    /// Segments whose seats reached a verdict of their own (Valid, Invalid, Ungrounded).
+    pub judged: u16,
+    /// All segments of the trace: those in the session (honeypots excluded) and those
+    /// left out of it.
+    pub segments: u16,
+    /// Segments left out of the session, per tier (Computer, LLM, Human).
+    pub left_out: [u16; 3],
+}
+
+/// What became of a segment left out of the session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeftOutOutcome {
+    /// The tier it was routed to.
+    pub tier: Tier,
+    /// `Propagated` when a segment it rests on failed, else `Undecided`.
+    pub verdict: SegmentVerdict,
 }
 
 /// The failure bound for the parameters used, from the genesis assumptions
@@ -314,12 +344,20 @@ pub struct Outcome {
     pub decided_at: u64,
     /// Per-segment outcomes, in manifest order.
     pub segments: Vec<SegmentOutcome>,
+    /// Segments left out of the session, in manifest order.
+    pub left_out: Vec<LeftOutOutcome>,
     /// Trace verdict (honeypots excluded).
     pub trace: TraceVerdict,
     /// Weight of passing segments.
     pub passing_weight: u64,
-    /// Total weight counted.
+    /// Weight of undecided segments, left-out ones included.
+    pub undecided_weight: u64,
+    /// Total weight counted (left-out segments included).
     pub total_weight: u64,
+    /// Whether an error (Invalid, Ungrounded, Propagated) reached the conclusion.
+    pub error_at_conclusion: bool,
+    /// How much of the trace was judged.
+    pub coverage: Coverage,
     /// Trace quorum used.
     pub beta: Ppm,
     /// Failure bound.

@@ -1,15 +1,16 @@
 //! Quorums and the failure bound: segment verdicts from counted votes (`q = ceil(tau k)`),
-//! ARES-style error propagation along `depends_on`, the weighted trace quorum `beta`, and
-//! Hoeffding's bound in fixed point.
+//! ARES-style error propagation along `depends_on`, the three-valued trace verdict over
+//! the weighted trace quorum `beta`, and Hoeffding's bound in fixed point.
+//!
+//! The functions that turn segment verdicts into a trace verdict are public so that a
+//! node's local preview (`trust-node check`) and quality benchmark decide exactly as the
+//! contract does.
 
 use trust_protocol::{tx::Tier, units::Ppm};
 
 use crate::{
     params::Params,
-    state::{
-        FailureBound, LocalVerdict, SegmentOutcome, SegmentState, SegmentVerdict, TraceVerdict,
-        VoteCounts,
-    },
+    state::{FailureBound, LocalVerdict, SegmentState, SegmentVerdict, TraceVerdict, VoteCounts},
 };
 
 /// The seat quorum `q = ceil(tau k)`, at least 1.
@@ -29,6 +30,7 @@ pub(crate) fn round_counts(seg: &SegmentState, round: u8) -> VoteCounts {
             (Some(trust_protocol::Vote::Ungrounded), true) => {
                 c.ungrounded = c.ungrounded.saturating_add(1)
             }
+            (Some(trust_protocol::Vote::Abstain), _) => c.abstained = c.abstained.saturating_add(1),
             (Some(_), false) => c.late = c.late.saturating_add(1),
             (None, _) => c.missing = c.missing.saturating_add(1),
         }
@@ -38,7 +40,7 @@ pub(crate) fn round_counts(seg: &SegmentState, round: u8) -> VoteCounts {
 
 /// A segment's own verdict in one round: a side wins with `q` counted votes, unless both
 /// sides reach `q` (possible only when `tau = 1/2` and `k` is even), which is undecided.
-pub(crate) fn local_verdict(c: &VoteCounts, q: u8) -> LocalVerdict {
+pub fn local_verdict(c: &VoteCounts, q: u8) -> LocalVerdict {
     let q = u16::from(q);
     let against = c.invalid.saturating_add(c.ungrounded);
     let pass = c.valid >= q;
@@ -51,10 +53,16 @@ pub(crate) fn local_verdict(c: &VoteCounts, q: u8) -> LocalVerdict {
     }
 }
 
-/// Final verdicts: a locally valid segment that depends on a failed one is Propagated.
-/// `depends_on` only names earlier segments (checked by the manifest validation), so one
-/// pass in manifest order suffices.
-pub(crate) fn propagate(local: &[LocalVerdict], deps: &[&[u16]]) -> Vec<SegmentVerdict> {
+/// Whether a round was left undecided because its seats abstained (rather than split):
+/// such a segment escalates only to a higher tier, never to more seats of the same one.
+pub(crate) fn abstained(c: &VoteCounts, q: u8) -> bool {
+    c.abstained >= u16::from(q)
+}
+
+/// Final verdicts: a segment that is locally valid or undecided and depends on a failed
+/// one is Propagated (its premises are known to be unsound). `depends_on` only names
+/// earlier segments (checked by the manifest validation), so one pass in order suffices.
+pub fn propagate(local: &[LocalVerdict], deps: &[&[u16]]) -> Vec<SegmentVerdict> {
     let mut out: Vec<SegmentVerdict> = Vec::with_capacity(local.len());
     for (i, l) in local.iter().enumerate() {
         let inherited = deps.get(i).is_some_and(|ds| {
@@ -64,7 +72,9 @@ pub(crate) fn propagate(local: &[LocalVerdict], deps: &[&[u16]]) -> Vec<SegmentV
             })
         });
         let v = match l {
-            LocalVerdict::Valid if inherited => SegmentVerdict::Propagated,
+            LocalVerdict::Valid | LocalVerdict::Undecided if inherited => {
+                SegmentVerdict::Propagated
+            }
             LocalVerdict::Valid => SegmentVerdict::Valid,
             LocalVerdict::Invalid => SegmentVerdict::Invalid,
             LocalVerdict::Ungrounded => SegmentVerdict::Ungrounded,
@@ -75,31 +85,90 @@ pub(crate) fn propagate(local: &[LocalVerdict], deps: &[&[u16]]) -> Vec<SegmentV
     out
 }
 
-/// The trace verdict: passing weight `W >= beta * total` (exact integer comparison).
-pub(crate) fn trace_verdict(
-    outcomes: &[SegmentOutcome],
-    weights: &[u32],
-    beta: Ppm,
-) -> (TraceVerdict, u64, u64) {
-    let mut pass = 0u64;
-    let mut total = 0u64;
-    for (o, w) in outcomes.iter().zip(weights) {
-        if o.honeypot.is_some() {
-            continue;
-        }
-        total = total.saturating_add(u64::from(*w));
-        if o.verdict.passes() {
-            pass = pass.saturating_add(u64::from(*w));
+/// One segment as the trace verdict sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Weighed {
+    /// Its final verdict (after propagation); `Undecided` for a segment left out.
+    pub verdict: SegmentVerdict,
+    /// Its weight.
+    pub weight: u32,
+    /// Whether it is (part of) the final output.
+    pub conclusion: bool,
+}
+
+/// What the trace verdict is made of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TraceTally {
+    /// The verdict.
+    pub verdict: TraceVerdict,
+    /// `W`: weight of Valid segments.
+    pub passing: u64,
+    /// Weight of Undecided segments.
+    pub undecided: u64,
+    /// `sum w`.
+    pub total: u64,
+    /// Whether an error reached the conclusion.
+    pub error_at_conclusion: bool,
+}
+
+/// The conclusion segments: those flagged; when none is, the sinks of `depends_on` (the
+/// segments no other segment rests on).
+pub fn conclusions(flags: &[bool], deps: &[&[u16]]) -> Vec<bool> {
+    if flags.iter().any(|f| *f) {
+        return flags.to_vec();
+    }
+    let mut sink = vec![true; flags.len()];
+    for ds in deps {
+        for d in *ds {
+            if let Some(x) = sink.get_mut(usize::from(*d)) {
+                *x = false;
+            }
         }
     }
-    let lhs = u128::from(pass).saturating_mul(1_000_000);
-    let rhs = u128::from(beta.0).saturating_mul(u128::from(total));
-    let v = if total > 0 && lhs >= rhs {
+    sink
+}
+
+/// The three-valued trace verdict, in exact integers:
+/// - `Fail` when an error (Invalid, Ungrounded, Propagated) reaches a conclusion segment,
+///   or when `W + undecided < beta * sum w` (even if every undecided segment held, the
+///   trace could not pass);
+/// - `Pass` when `W >= beta * sum w` and no error reaches the conclusion;
+/// - `Inconclusive` otherwise.
+pub fn trace_verdict(segments: &[Weighed], beta: Ppm) -> TraceTally {
+    let (mut pass, mut undecided, mut total) = (0u64, 0u64, 0u64);
+    let mut error_at_conclusion = false;
+    for s in segments {
+        let w = u64::from(s.weight);
+        total = total.saturating_add(w);
+        match s.verdict {
+            SegmentVerdict::Valid => pass = pass.saturating_add(w),
+            SegmentVerdict::Undecided => undecided = undecided.saturating_add(w),
+            _ => {}
+        }
+        if s.conclusion && s.verdict.is_error() {
+            error_at_conclusion = true;
+        }
+    }
+    let reaches = |w: u64| {
+        u128::from(w).saturating_mul(1_000_000)
+            >= u128::from(beta.0).saturating_mul(u128::from(total))
+    };
+    let verdict = if total == 0 {
+        TraceVerdict::Inconclusive
+    } else if error_at_conclusion || !reaches(pass.saturating_add(undecided)) {
+        TraceVerdict::Fail
+    } else if reaches(pass) {
         TraceVerdict::Pass
     } else {
-        TraceVerdict::Fail
+        TraceVerdict::Inconclusive
     };
-    (v, pass, total)
+    TraceTally {
+        verdict,
+        passing: pass,
+        undecided,
+        total,
+        error_at_conclusion,
+    }
 }
 
 /// Fixed-point scale of probabilities in the bound: 1e18.
@@ -215,6 +284,89 @@ mod tests {
             propagate(&local, &deps),
             vec![S::Valid, S::Invalid, S::Propagated, S::Propagated, S::Valid]
         );
+    }
+
+    #[test]
+    fn undecided_segments_resting_on_a_failed_one_are_propagated() {
+        use LocalVerdict as L;
+        use SegmentVerdict as S;
+        // A bare final answer nobody could judge, resting on an Invalid step.
+        let local = [L::Valid, L::Invalid, L::Undecided, L::Undecided];
+        let deps: Vec<&[u16]> = vec![&[], &[0], &[1], &[0]];
+        assert_eq!(
+            propagate(&local, &deps),
+            vec![S::Valid, S::Invalid, S::Propagated, S::Undecided]
+        );
+    }
+
+    #[test]
+    fn conclusions_are_the_flagged_segments_else_the_sinks() {
+        let deps: Vec<&[u16]> = vec![&[], &[0], &[1], &[0]];
+        assert_eq!(
+            conclusions(&[false, false, true, false], &deps),
+            vec![false, false, true, false]
+        );
+        assert_eq!(
+            conclusions(&[false; 4], &deps),
+            vec![false, false, true, true]
+        );
+    }
+
+    #[test]
+    fn three_valued_trace_verdicts() {
+        use SegmentVerdict as S;
+        let w = |verdict, weight, conclusion| Weighed {
+            verdict,
+            weight,
+            conclusion,
+        };
+        let beta = Ppm(600_000);
+        // Every step judged Valid: Pass.
+        let all = [
+            w(S::Valid, 1, false),
+            w(S::Valid, 1, false),
+            w(S::Valid, 1, true),
+        ];
+        assert_eq!(trace_verdict(&all, beta).verdict, TraceVerdict::Pass);
+        // 2 of 5 judged Valid, the rest undecided: neither side can be claimed.
+        let few = [
+            w(S::Valid, 1, false),
+            w(S::Valid, 1, false),
+            w(S::Undecided, 1, false),
+            w(S::Undecided, 1, false),
+            w(S::Undecided, 1, true),
+        ];
+        let t = trace_verdict(&few, beta);
+        assert_eq!(t.verdict, TraceVerdict::Inconclusive);
+        assert_eq!((t.passing, t.undecided, t.total), (2, 3, 5));
+        // W = 3 of 5 = beta exactly: Pass (the comparison is >=).
+        let mut three = few;
+        three[2] = w(S::Valid, 1, false);
+        assert_eq!(trace_verdict(&three, beta).verdict, TraceVerdict::Pass);
+        // An error at the conclusion fails the trace whatever W is.
+        let mut wrong_end = all;
+        wrong_end[2] = w(S::Propagated, 1, true);
+        let t = trace_verdict(&wrong_end, beta);
+        assert_eq!(t.verdict, TraceVerdict::Fail);
+        assert!(t.error_at_conclusion);
+        // An error elsewhere only costs its weight: 4 of 5 still pass.
+        let mid = [
+            w(S::Valid, 1, false),
+            w(S::Invalid, 1, false),
+            w(S::Valid, 1, false),
+            w(S::Valid, 1, false),
+            w(S::Valid, 1, true),
+        ];
+        assert_eq!(trace_verdict(&mid, beta).verdict, TraceVerdict::Pass);
+        // Even if every undecided segment held, W could not reach beta: Fail.
+        let hopeless = [
+            w(S::Invalid, 3, false),
+            w(S::Valid, 1, false),
+            w(S::Undecided, 1, true),
+        ];
+        assert_eq!(trace_verdict(&hopeless, beta).verdict, TraceVerdict::Fail);
+        // Nothing to weigh.
+        assert_eq!(trace_verdict(&[], beta).verdict, TraceVerdict::Inconclusive);
     }
 
     #[test]

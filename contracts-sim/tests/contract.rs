@@ -131,6 +131,7 @@ fn segment(i: u8, tier: Tier, depends_on: Vec<u16>) -> SegmentEntry {
         depends_on,
         cid: trust_protocol::cid::Cid::of(&[i]),
         honeypot: None,
+        conclusion: false,
     }
 }
 
@@ -146,6 +147,7 @@ fn manifest(segments: Vec<SegmentEntry>, k: u8, extra: u8) -> SessionManifest {
         },
         fee: 0,
         domain: "math".into(),
+        left_out: Vec::new(),
     };
     m.fee = trust_contracts::minimum_fee(&Params::default(), &m).unwrap();
     m
@@ -950,5 +952,215 @@ fn keys_go_to_a_segments_seats_and_to_the_seats_that_cite_it() {
     assert_eq!(
         chain.try_apply(&keys[0], deliver(0, s0[0])),
         Err(TxError::NotProvider)
+    );
+}
+
+/// Commitments made between the seat draw and the close of the commit window.
+fn commits_before_close(ev: &[Event]) -> usize {
+    let drawn = ev
+        .iter()
+        .position(|e| matches!(e, Event::SeatAssigned { .. }))
+        .unwrap();
+    let closed = ev
+        .iter()
+        .position(|e| matches!(e, Event::CommitWindowClosed { .. }))
+        .unwrap();
+    ev[drawn..closed]
+        .iter()
+        .filter(|e| matches!(e, Event::Committed { .. }))
+        .count()
+}
+
+#[test]
+fn abstaining_seats_are_present_unpaid_and_unpunished_and_close_the_window_early() {
+    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 6)]);
+    let segs = vec![
+        segment(0, Tier::Computer, vec![]),
+        segment(1, Tier::Computer, vec![0]),
+    ];
+    let before: Vec<_> = keys
+        .iter()
+        .map(|k| chain.c.state().auditors[&k.public()].clone())
+        .collect();
+    let start = chain.height;
+    // Segment 0 is judged; every seat of segment 1 abstains (its checker cannot read it).
+    let (sid, ev) = run_session(&mut chain, &keys, manifest(segs, 3, 0), |s, _| {
+        Some(if s == 0 { Vote::Valid } else { Vote::Abstain })
+    });
+    assert_eq!(
+        commits_before_close(&ev),
+        6,
+        "every seat committed, abstentions included"
+    );
+    // The commit window closed as soon as all had committed: in the block after the
+    // commits, long before its deadline.
+    let closed_at = ev
+        .iter()
+        .filter(|e| matches!(e, Event::CommitWindowClosed { .. }))
+        .count();
+    assert_eq!(closed_at, 1, "one round: nothing to escalate to");
+    let o = chain.c.outcome(&sid).unwrap();
+    assert!(
+        o.decided_at - start <= 6,
+        "decided in {} blocks",
+        o.decided_at - start
+    );
+    assert_eq!(o.segments[0].verdict, SegmentVerdict::Valid);
+    assert_eq!(o.segments[1].verdict, SegmentVerdict::Undecided);
+    assert!(!o.segments[1].escalated, "no higher tier has auditors");
+    assert_eq!(o.segments[1].votes.abstained, 3);
+    assert_eq!(
+        o.segments[1].votes.missing, 0,
+        "an abstention is not a no-show"
+    );
+    // Half the weight is undecided: neither Pass nor Fail.
+    assert_eq!(o.trace, TraceVerdict::Inconclusive);
+    assert_eq!((o.coverage.judged, o.coverage.segments), (1, 2));
+    assert!(
+        !ev.iter().any(|e| matches!(e, Event::Slashed { .. })),
+        "nobody is slashed"
+    );
+    for (k, b) in keys.iter().zip(&before) {
+        let a = &chain.c.state().auditors[&k.public()];
+        let abstained = a.abstentions - b.abstentions;
+        if abstained > 0 {
+            assert_eq!(
+                a.reputation, b.reputation,
+                "an abstention leaves reputation alone"
+            );
+            assert_eq!(a.slashed, b.slashed);
+            assert_eq!(a.disagreed, b.disagreed);
+            if a.agreed == b.agreed {
+                assert_eq!(a.earned, b.earned, "an abstention earns nothing");
+            }
+        }
+    }
+    let abstentions: u64 = keys
+        .iter()
+        .map(|k| chain.c.state().auditors[&k.public()].abstentions)
+        .sum();
+    assert_eq!(abstentions, 3, "the abstention rate is on record");
+}
+
+#[test]
+fn an_abstained_segment_escalates_to_the_next_tier_that_has_auditors() {
+    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 4), (Tier::Llm, 4)]);
+    let segs = vec![segment(0, Tier::Computer, vec![])];
+    let (sid, ev) = run_session(&mut chain, &keys, manifest(segs, 3, 0), |_, _| {
+        Some(Vote::Abstain)
+    });
+    assert!(ev.iter().any(|e| matches!(
+        e,
+        Event::SegmentEscalated {
+            tier: Tier::Llm,
+            ..
+        }
+    )));
+    // Nobody votes in round 1 here: the round-1 seats are no-shows, the round-0 seats
+    // that abstained are not.
+    let o = chain.c.outcome(&sid).unwrap();
+    assert!(o.segments[0].escalated);
+    assert_eq!(o.segments[0].tier, Tier::Llm);
+    let round0: Vec<AccountId> = seats_of(&ev, 0, 0);
+    for e in &ev {
+        if let Event::Slashed { seat, reason, .. } = e {
+            assert!(!round0.contains(seat), "an abstaining seat was slashed");
+            assert_eq!(*reason, SlashReason::NoShow);
+        }
+    }
+}
+
+#[test]
+fn a_split_segment_may_get_more_seats_of_its_tier_but_an_abstained_one_may_not() {
+    // Computer auditors only: a split (1 Valid, 1 Invalid, 1 abstaining) round escalates
+    // to more Computer seats; a fully abstained one stays undecided.
+    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 12)]);
+    let segs = vec![
+        segment(0, Tier::Computer, vec![]),
+        segment(1, Tier::Computer, vec![]),
+    ];
+    let (_, ev) = run_session(&mut chain, &keys, manifest(segs, 3, 0), |s, j| {
+        Some(match (s, j) {
+            (0, 0) => Vote::Valid,
+            (0, 1) => Vote::Invalid,
+            _ => Vote::Abstain,
+        })
+    });
+    let escalated: Vec<u16> = ev
+        .iter()
+        .filter_map(|e| match e {
+            Event::SegmentEscalated { segment, .. } => Some(*segment),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(escalated, vec![0]);
+}
+
+#[test]
+fn left_out_segments_weigh_as_undecided_and_inherit_errors() {
+    use trust_protocol::tx::LeftOut;
+    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 6)]);
+    let left = |deps: Vec<u16>, conclusion| LeftOut {
+        tier: Tier::Llm,
+        weight: 1,
+        depends_on: deps,
+        conclusion,
+    };
+    // Two judged steps hold, but five prose steps and the answer were left out: the
+    // trace cannot pass on the strength of the two.
+    let mut m = manifest(
+        vec![
+            segment(0, Tier::Computer, vec![]),
+            segment(1, Tier::Computer, vec![0]),
+        ],
+        3,
+        0,
+    );
+    m.left_out = (0..5).map(|_| left(vec![1], false)).collect();
+    m.left_out.push(left(vec![1], true));
+    let (sid, _) = run_session(&mut chain, &keys, m.clone(), |_, _| Some(Vote::Valid));
+    let o = chain.c.outcome(&sid).unwrap();
+    assert_eq!(o.trace, TraceVerdict::Inconclusive);
+    assert_eq!(
+        (o.passing_weight, o.undecided_weight, o.total_weight),
+        (2, 6, 8)
+    );
+    assert_eq!(o.coverage.left_out, [0, 6, 0]);
+    assert_eq!((o.coverage.judged, o.coverage.segments), (2, 8));
+    assert!(
+        o.left_out
+            .iter()
+            .all(|l| l.verdict == SegmentVerdict::Undecided)
+    );
+    assert_eq!(o.bound.hoeffding_neg_ln_milli > 0, o.coverage.judged > 0);
+
+    // The same trace with its last judged step wrong: the left-out answer rests on it,
+    // so the error reaches the conclusion and the trace fails.
+    let (sid, _) = run_session(&mut chain, &keys, m, |s, _| {
+        Some(if s == 1 { Vote::Invalid } else { Vote::Valid })
+    });
+    let o = chain.c.outcome(&sid).unwrap();
+    assert_eq!(o.trace, TraceVerdict::Fail);
+    assert!(o.error_at_conclusion);
+    assert!(
+        o.left_out
+            .iter()
+            .all(|l| l.verdict == SegmentVerdict::Propagated)
+    );
+}
+
+#[test]
+fn a_trace_whose_seats_all_abstained_gets_no_failure_bound() {
+    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 6)]);
+    let segs = (0..3).map(|i| segment(i, Tier::Computer, vec![])).collect();
+    let (sid, _) = run_session(&mut chain, &keys, manifest(segs, 3, 0), |_, _| {
+        Some(Vote::Abstain)
+    });
+    let o = chain.c.outcome(&sid).unwrap();
+    assert_eq!(o.trace, TraceVerdict::Inconclusive);
+    assert_eq!(o.coverage.judged, 0);
+    assert_eq!(
+        o.bound.hoeffding_neg_ln_milli, 0,
+        "no counted vote, no bound"
     );
 }

@@ -218,6 +218,7 @@ impl World {
                         },
                         cid: trust_protocol::cid::Cid::of(&[i]),
                         honeypot: None,
+                        conclusion: false,
                     })
                     .collect();
                 let mut m = SessionManifest {
@@ -231,6 +232,7 @@ impl World {
                     },
                     fee: 0,
                     domain: String::new(),
+                    left_out: Vec::new(),
                 };
                 m.fee = trust_contracts::minimum_fee(&self.c.state().params, &m).unwrap_or(0)
                     * u64::from(fee_factor);

@@ -26,6 +26,10 @@ pub enum Vote {
     Invalid,
     /// The step relies on a premise that was never established (ARES "ungrounded").
     Ungrounded,
+    /// The seat cannot judge the step (its checker cannot read it, its model is unsure or
+    /// down, its person answered "Unsure"). Committed and revealed like any vote: the seat
+    /// is present (never a no-show), unrewarded, and the segment escalates.
+    Abstain,
 }
 
 impl Vote {
@@ -34,12 +38,23 @@ impl Vote {
         matches!(self, Vote::Valid)
     }
 
+    /// Whether the vote says the segment fails (Invalid or Ungrounded).
+    pub fn is_error(self) -> bool {
+        matches!(self, Vote::Invalid | Vote::Ungrounded)
+    }
+
+    /// Whether the seat abstained.
+    pub fn is_abstain(self) -> bool {
+        matches!(self, Vote::Abstain)
+    }
+
     /// The byte that stands for this vote inside a commitment.
     pub fn code(self) -> u8 {
         match self {
             Vote::Valid => 1,
             Vote::Invalid => 2,
             Vote::Ungrounded => 3,
+            Vote::Abstain => 4,
         }
     }
 }

@@ -143,6 +143,26 @@ pub struct SegmentEntry {
     pub cid: Cid,
     /// For a honeypot: a commitment `H(verdict, salt)` to its known verdict.
     pub honeypot: Option<Commitment>,
+    /// Whether this segment is (part of) the trace's final output: an error that reaches
+    /// it fails the trace.
+    pub conclusion: bool,
+}
+
+/// A segment of the trace that is not audited in this session: its tier has too few
+/// auditors on the network. It has no ciphertext and draws no seats, but it keeps its
+/// place in the trace verdict: its weight counts as undecided (so a trace cannot pass on
+/// the few steps that were judged), an error in a segment it rests on reaches it, and the
+/// outcome's coverage names it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeftOut {
+    /// The tier it was routed to.
+    pub tier: Tier,
+    /// Weight in the trace quorum (1..=[`MAX_WEIGHT`]).
+    pub weight: u32,
+    /// Indices of the session's segments it rests on (through other left-out segments).
+    pub depends_on: Vec<u16>,
+    /// Whether it is (part of) the trace's final output.
+    pub conclusion: bool,
 }
 
 /// What a provider submits to open an audit session.
@@ -158,6 +178,8 @@ pub struct SessionManifest {
     pub fee: Amount,
     /// Expertise domain the seats should have (empty: any).
     pub domain: String,
+    /// Segments of the trace left out of this session (no seats drawn for them).
+    pub left_out: Vec<LeftOut>,
 }
 
 /// A segment key sealed to one seat.
@@ -354,6 +376,24 @@ impl SessionManifest {
                 seen.push(t);
             }
         }
+        check_len("left_out", self.left_out.len(), MAX_SEGMENTS)?;
+        for (i, l) in self.left_out.iter().enumerate() {
+            let index = self.segments.len().saturating_add(i);
+            if l.weight == 0 || l.weight > MAX_WEIGHT {
+                return Err(TxFormatError::BadWeight {
+                    index,
+                    weight: l.weight,
+                });
+            }
+            check_len("depends_on", l.depends_on.len(), MAX_DEPENDENCIES)?;
+            let mut seen = Vec::with_capacity(l.depends_on.len());
+            for &t in &l.depends_on {
+                if usize::from(t) >= self.segments.len() || seen.contains(&t) {
+                    return Err(TxFormatError::BadDependency { index, target: t });
+                }
+                seen.push(t);
+            }
+        }
         let q = &self.quorum;
         if !q.tau.is_fraction() || q.tau == Ppm::ZERO {
             return Err(TxFormatError::NotAFraction("tau"));
@@ -433,7 +473,8 @@ mod tests {
         prop_oneof![
             Just(Vote::Valid),
             Just(Vote::Invalid),
-            Just(Vote::Ungrounded)
+            Just(Vote::Ungrounded),
+            Just(Vote::Abstain)
         ]
     }
 
@@ -460,9 +501,10 @@ mod tests {
             prop::collection::vec(any::<u16>(), 0..3),
             hash(),
             prop::option::of(hash()),
+            any::<bool>(),
         )
-            .prop_map(|(id, level, tier, weight, depends_on, cid, honeypot)| {
-                SegmentEntry {
+            .prop_map(
+                |(id, level, tier, weight, depends_on, cid, honeypot, conclusion)| SegmentEntry {
                     id,
                     level,
                     tier,
@@ -470,7 +512,20 @@ mod tests {
                     depends_on,
                     cid: Cid(cid),
                     honeypot,
-                }
+                    conclusion,
+                },
+            );
+        let left = (
+            tier(),
+            1u32..=MAX_WEIGHT,
+            prop::collection::vec(any::<u16>(), 0..3),
+            any::<bool>(),
+        )
+            .prop_map(|(tier, weight, depends_on, conclusion)| LeftOut {
+                tier,
+                weight,
+                depends_on,
+                conclusion,
             });
         (
             prop::collection::vec(seg, 1..5),
@@ -481,9 +536,20 @@ mod tests {
             any::<u32>(),
             any::<u64>(),
             "[a-z]{0,8}",
+            prop::collection::vec(left, 0..3),
         )
             .prop_map(
-                |(segments, mapping_commitment, k, extra_seats, tau, beta, fee, domain)| {
+                |(
+                    segments,
+                    mapping_commitment,
+                    k,
+                    extra_seats,
+                    tau,
+                    beta,
+                    fee,
+                    domain,
+                    left_out,
+                )| {
                     SessionManifest {
                         segments,
                         mapping_commitment,
@@ -495,6 +561,7 @@ mod tests {
                         },
                         fee,
                         domain,
+                        left_out,
                     }
                 },
             )
@@ -613,6 +680,7 @@ mod tests {
                     depends_on: vec![],
                     cid: Cid::of(b"segment-0"),
                     honeypot: None,
+                    conclusion: false,
                 },
                 SegmentEntry {
                     id: Hash([2; 32]),
@@ -622,6 +690,7 @@ mod tests {
                     depends_on: vec![0],
                     cid: Cid::of(b"segment-1"),
                     honeypot: Some(Hash([3; 32])),
+                    conclusion: false,
                 },
             ],
             mapping_commitment: Hash([4; 32]),
@@ -633,6 +702,7 @@ mod tests {
             },
             fee: 100,
             domain: "math".into(),
+            left_out: Vec::new(),
         }
     }
 
@@ -717,6 +787,8 @@ mod tests {
 
     const GOLDEN_REVEAL_SHA256: &str =
         "96c4beb9d29fbb23b55b3c0e8ce97d600afd6f9c5d5b0604ae77f428501558f0";
+    // Changed on purpose: segments carry a `conclusion` flag and the manifest lists the
+    // segments left out of the session (three-valued trace verdict).
     const GOLDEN_OPEN_SHA256: &str =
-        "6e4403703fcae46bddcc1f4654b0cc53881672ef92c14d324dde17717b27e239";
+        "22a57b31dd03cc25a4570cd8a30325610606f46f1188dc7bbfe9a335d9ae6dd2";
 }

@@ -59,7 +59,7 @@ proptest! {
     }
 
     #[test]
-    fn votes_round_trip(v in prop_oneof![Just(Vote::Valid), Just(Vote::Invalid), Just(Vote::Ungrounded)]) {
+    fn votes_round_trip(v in prop_oneof![Just(Vote::Valid), Just(Vote::Invalid), Just(Vote::Ungrounded), Just(Vote::Abstain)]) {
         prop_assert_eq!(decode::<Vote>(&encode(&v)), Ok(v));
     }
 }
@@ -104,9 +104,32 @@ fn golden_commitment() {
     assert_eq!(c.to_hex(), GOLDEN_COMMITMENT, "commitment preimage changed");
 }
 
+/// Abstention joined the vote enum on purpose (a committed, revealed "cannot judge"): it is
+/// the fourth variant, encoded as 3, with commitment code 4. The earlier votes keep their
+/// bytes and commitments.
+#[test]
+fn golden_abstain_vote() {
+    assert_eq!(hex(&encode(&Vote::Valid)), GOLDEN_VALID_VOTE);
+    assert_eq!(hex(&encode(&Vote::Abstain)), GOLDEN_ABSTAIN_VOTE);
+    assert_eq!(Vote::Abstain.code(), 4);
+    let c = commitment(
+        &Hash([1; 32]),
+        &Hash([2; 32]),
+        &Keypair::from_seed([3; 32]).public(),
+        Vote::Abstain,
+        &Salt([4; 32]),
+    );
+    assert_eq!(c.to_hex(), GOLDEN_ABSTAIN_COMMITMENT);
+    assert_ne!(c.to_hex(), GOLDEN_COMMITMENT);
+}
+
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 const GOLDEN_BLOCK_HASH: &str = "c192578af02eb0426b703718879ed15f48347d6d9682d99da96bba127f7e92bd";
 const GOLDEN_COMMITMENT: &str = "79b4bbff28c93e7348f0e5d09e6beac2759631abe96db710d01a109ec8c89d19";
+const GOLDEN_VALID_VOTE: &str = "00000000";
+const GOLDEN_ABSTAIN_VOTE: &str = "03000000";
+const GOLDEN_ABSTAIN_COMMITMENT: &str =
+    "45f799bfc44d5a0d9784bb5f3b3754f43459c08d7b6e568f6e55d54c89829147";

@@ -481,6 +481,7 @@ impl Sim {
                 depends_on: d.clone(),
                 cid: trust_protocol::cid::Cid::of(id.as_ref()),
                 honeypot: None,
+                conclusion: false,
             });
             deps.push(d);
             ids.push(id);
@@ -508,6 +509,7 @@ impl Sim {
                 depends_on: vec![],
                 cid: trust_protocol::cid::Cid::of(id.as_ref()),
                 honeypot: Some(honeypot_commitment(&id, verdict, difficulty, &salt)),
+                conclusion: false,
             });
             correct.push(verdict.is_valid());
             truth.push(verdict);
@@ -523,6 +525,7 @@ impl Sim {
             quorum: cfg.quorum.clone(),
             fee: 0,
             domain: "math".into(),
+            left_out: Vec::new(),
         };
         manifest.fee = minimum_fee(&cfg.params, &manifest)
             .unwrap_or(0)

@@ -8,7 +8,7 @@ use serde::Serialize;
 use trust_protocol::units::Ppm;
 
 use super::{SessionTruth, Sim, SimConfig, Strategy};
-use crate::{Outcome, SegmentVerdict};
+use crate::{Outcome, SegmentVerdict, TraceVerdict};
 
 /// Means per strategy at one point in time.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -49,8 +49,15 @@ pub struct Accuracy {
     pub traces: u64,
     /// The network's segment accuracy.
     pub network_segment: f64,
-    /// The network's trace accuracy.
+    /// The network's trace accuracy: traces whose verdict was Pass when every segment
+    /// holds and Fail otherwise, over all traces (an Inconclusive verdict is not a hit).
     pub network_trace: f64,
+    /// Share of traces the network left Inconclusive (its own outcome: neither right
+    /// nor wrong).
+    pub network_inconclusive: f64,
+    /// Share of traces the network decided wrongly (Pass on a flawed trace, or Fail on a
+    /// sound one).
+    pub network_trace_wrong: f64,
     /// First revealed vote per segment.
     pub single_segment: f64,
     /// Trace accuracy from the single-auditor segment verdicts.
@@ -68,6 +75,8 @@ pub(crate) struct AccuracyCounts {
     traces: u64,
     hits: [u64; 3],
     trace_hits: [u64; 3],
+    inconclusive: u64,
+    trace_wrong: u64,
 }
 
 /// ARES propagation over per-segment "holds" flags.
@@ -130,8 +139,23 @@ impl AccuracyCounts {
                     self.hits[m] += 1;
                 }
             }
-            if trace_passes(p, &t.weights, skip, beta) == truth_trace {
+            // The network's own three-valued verdict; the baselines have no third value.
+            let hit = if m == 0 {
+                match o.trace {
+                    TraceVerdict::Pass => truth_trace,
+                    TraceVerdict::Fail => !truth_trace,
+                    TraceVerdict::Inconclusive => {
+                        self.inconclusive += 1;
+                        false
+                    }
+                }
+            } else {
+                trace_passes(p, &t.weights, skip, beta) == truth_trace
+            };
+            if hit {
                 self.trace_hits[m] += 1;
+            } else if m == 0 && o.trace != TraceVerdict::Inconclusive {
+                self.trace_wrong += 1;
             }
         }
         self.segments += truth.len() as u64 - u64::from(skip.is_some());
@@ -145,6 +169,8 @@ impl AccuracyCounts {
             traces: self.traces,
             network_segment: r(self.hits[0], self.segments),
             network_trace: r(self.trace_hits[0], self.traces),
+            network_inconclusive: r(self.inconclusive, self.traces),
+            network_trace_wrong: r(self.trace_wrong, self.traces),
             single_segment: r(self.hits[1], self.segments),
             single_trace: r(self.trace_hits[1], self.traces),
             majority_segment: r(self.hits[2], self.segments),

@@ -9,7 +9,7 @@
 //! | `GET /v1/blocks/{height}` | the block, its hash and certificate size |
 //! | `POST /v1/sessions` | `{"trace": "...", "hdag"?: "..."}`: this node, as provider, decomposes, encrypts and stores the segments and opens a session; answers the session id, its segments and those left out |
 //! | `GET /v1/sessions/{id}` | a session's outcome with per-segment verdicts and the height and hash of the block that decided it, or its live phase with seats assigned, committed and revealed |
-//! | `GET /v1/auditors/{id}` | stake, reputation, earnings, slashes, honeypot record |
+//! | `GET /v1/auditors/{id}` | stake, reputation, earnings, slashes, abstention rate, honeypot record |
 //! | `GET /metrics` | Prometheus text |
 //! | `GET /v1/openapi.json` | an OpenAPI 3 document of these routes |
 //!
@@ -535,6 +535,10 @@ async fn auditor(
         "slashed": a.slashed,
         "votes": a.votes,
         "approvals": a.approvals,
+        "abstentions": a.abstentions,
+        // Share of revealed votes that were abstentions (public: a provider can see how
+        // often an auditor declines to judge).
+        "abstention_rate": if a.votes == 0 { 0.0 } else { a.abstentions as f64 / a.votes as f64 },
         "agreed": a.agreed,
         "disagreed": a.disagreed,
         "honeypots": a.honeypots,

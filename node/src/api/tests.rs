@@ -217,6 +217,7 @@ async fn a_session_is_queryable_with_the_block_that_decided_it() {
         depends_on: vec![],
         cid: trust_protocol::cid::Cid::of(b"c"),
         honeypot: None,
+        conclusion: false,
     };
     let mut m = SessionManifest {
         segments: vec![seg.clone()],
@@ -229,6 +230,7 @@ async fn a_session_is_queryable_with_the_block_that_decided_it() {
         },
         fee: 0,
         domain: String::new(),
+        left_out: Vec::new(),
     };
     m.fee = trust_contracts::minimum_fee(&Params::default(), &m).unwrap();
     let open = net.sign(0, Call::OpenSession(m));

@@ -1,12 +1,16 @@
-//! Auditing segments: the Computer tier's deterministic checkers, the seat's vote book
+//! Auditing segments: one judging interface for every tier ([`judge`]), the Computer
+//! tier's deterministic checkers, a local preview of a network audit ([`preview`]), the seat's vote book
 //! (votes and salts persisted before committing), the seat pipeline on a running node
 //! (watch events, fetch, decrypt, judge, commit, reveal), the provider's duties (submit,
 //! deliver keys, open the mapping), and the outbox both sign their transactions through.
 //! The LLM and Human tiers are not built yet.
 
 pub mod computer;
+pub mod judge;
 pub mod outbox;
+pub mod preview;
 pub mod provider;
+pub mod quality;
 pub mod seat;
 #[cfg(test)]
 mod testkit;

@@ -22,7 +22,6 @@ use serde::{Deserialize, Serialize};
 use trust_contracts::{Contract, Event, Phase};
 use trust_protocol::{
     AccountId, Hash, Salt,
-    hdag::{Hdag, HdagEdge, Relationship},
     seal::{KEY_LEN, seal_key},
     trace::Trace,
     tx::{Call, QuorumParams, SeatKey, Tier, Tx},
@@ -99,10 +98,6 @@ pub struct Provider {
     book: sled::Tree,
 }
 
-fn tier_of(a: trust_protocol::hdag::AuditorType) -> Tier {
-    Tier::from(a)
-}
-
 fn tier_name(t: Tier) -> &'static str {
     match t {
         Tier::Computer => "Computer",
@@ -116,91 +111,6 @@ fn tier_index(t: Tier) -> usize {
         Tier::Computer => 0,
         Tier::Llm => 1,
         Tier::Human => 2,
-    }
-}
-
-/// What [`restrict`] leaves.
-struct Restricted {
-    /// The HDAG of the kept nodes.
-    hdag: Hdag,
-    /// Dropped nodes: (id, tier).
-    dropped: Vec<(String, Tier)>,
-    /// For each kept node, the text of the dropped nodes its dependencies pass through:
-    /// they travel with its ciphertext as givens.
-    givens: BTreeMap<String, Vec<String>>,
-}
-
-/// Drops the nodes whose tier fails `keep`, bridging `depends_on` edges across them and
-/// keeping the dropped premises' text as givens of the nodes that rest on them.
-fn restrict(hdag: &Hdag, keep: impl Fn(Tier) -> bool) -> Restricted {
-    let kept: BTreeSet<&str> = hdag
-        .nodes
-        .iter()
-        .filter(|n| keep(tier_of(n.primary_auditor)))
-        .map(|n| n.id.as_str())
-        .collect();
-    let dropped: Vec<(String, Tier)> = hdag
-        .nodes
-        .iter()
-        .filter(|n| !kept.contains(n.id.as_str()))
-        .map(|n| (n.id.clone(), tier_of(n.primary_auditor)))
-        .collect();
-    let mut edges: Vec<HdagEdge> = hdag
-        .edges
-        .iter()
-        .filter(|e| {
-            e.relationship != Relationship::DependsOn
-                && kept.contains(e.from.as_str())
-                && kept.contains(e.to.as_str())
-        })
-        .cloned()
-        .collect();
-    let mut givens: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for from in &kept {
-        // Walk dependencies through dropped nodes to the nearest kept ones.
-        let mut seen = BTreeSet::new();
-        let mut stack: Vec<&str> = hdag.dependencies_of(from).collect();
-        let mut targets = BTreeSet::new();
-        while let Some(d) = stack.pop() {
-            if !seen.insert(d) {
-                continue;
-            }
-            if kept.contains(d) {
-                targets.insert(d);
-            } else {
-                if let Some(n) = hdag.nodes.iter().find(|n| n.id == d) {
-                    givens
-                        .entry((*from).to_string())
-                        .or_default()
-                        .push(n.content.clone());
-                }
-                stack.extend(hdag.dependencies_of(d));
-            }
-        }
-        for to in targets {
-            edges.push(HdagEdge {
-                from: (*from).to_string(),
-                to: to.to_string(),
-                relationship: Relationship::DependsOn,
-                strength: None,
-                confidence: None,
-            });
-        }
-    }
-    let out = Hdag {
-        nodes: hdag
-            .nodes
-            .iter()
-            .filter(|n| kept.contains(n.id.as_str()))
-            .cloned()
-            .collect(),
-        edges,
-        metadata: None,
-    };
-    Restricted {
-        hdag: out,
-        dropped,
-        givens,
     }
 }
 
@@ -261,25 +171,23 @@ impl Provider {
         let q = DEFAULT_QUORUM;
         let need =
             |t: Tier| usize::from(q.k[tier_index(t)]).saturating_add(usize::from(q.extra_seats));
-        let Restricted {
-            hdag,
-            dropped,
-            givens,
-        } = restrict(&hdag, |t| staffed[tier_index(t)] >= need(t));
-        if hdag.nodes.is_empty() {
+        let restricted = submit::restrict(&hdag, |t| staffed[tier_index(t)] >= need(t));
+        if restricted.hdag.nodes.is_empty() {
             return Err(format!(
                 "no segment can be audited here: auditors per tier (computer, llm, human) = {staffed:?}, {} needed per segment",
                 need(Tier::Computer)
             ));
         }
-        let weights = TierWeights {
-            computer: 1,
-            llm: 1,
-            human: 1,
-        };
         let mut rng = rand::rngs::OsRng;
-        let mut prepared = submit::prepare(&hdag, &givens, q.clone(), weights, 0, "math", &mut rng)
-            .map_err(|e| e.to_string())?;
+        let mut prepared = submit::prepare(
+            &restricted,
+            q.clone(),
+            TierWeights::EQUAL,
+            0,
+            "math",
+            &mut rng,
+        )
+        .map_err(|e| e.to_string())?;
         let fee =
             trust_contracts::minimum_fee(&st.params, &prepared.manifest).ok_or("fee overflows")?;
         prepared.manifest.fee = fee;
@@ -303,7 +211,7 @@ impl Provider {
             tracing::warn!(%session, error = %e, "session not opened");
         }
         let tx = opened?;
-        tracing::info!(%session, segments = cids.len(), left_out = dropped.len(), fee, "session opened");
+        tracing::info!(%session, segments = cids.len(), left_out = restricted.dropped.len(), fee, "session opened");
         Ok(Submitted {
             session,
             tx,
@@ -314,11 +222,13 @@ impl Provider {
                 .zip(&prepared.manifest.segments)
                 .map(|(m, e)| (m.node.clone(), e.tier))
                 .collect(),
-            left_out: dropped
+            left_out: restricted
+                .dropped
                 .into_iter()
-                .map(|(id, t)| {
+                .map(|d| {
+                    let t = d.tier;
                     (
-                        id,
+                        d.id,
                         t,
                         format!(
                             "fewer than {} {} auditors on this network",
@@ -655,8 +565,17 @@ mod tests {
             {"from": "B", "to": "A", "relationship": "depends_on"}
         ]}"#;
         let h: Hdag = serde_json::from_str(json).unwrap();
-        let r = restrict(&h, |t| t == Tier::Computer);
-        assert_eq!(r.dropped, vec![("B".to_string(), Tier::Llm)]);
+        let r = submit::restrict(&h, |t| t == Tier::Computer);
+        assert_eq!(
+            r.dropped,
+            vec![submit::Dropped {
+                id: "B".to_string(),
+                tier: Tier::Llm,
+                depends_on: vec!["A".to_string()],
+            }]
+        );
+        // C rests on nothing, so it is the conclusion.
+        assert_eq!(r.conclusions, BTreeSet::from(["C".to_string()]));
         assert_eq!(r.hdag.nodes.len(), 2);
         let deps: Vec<&str> = r.hdag.dependencies_of("C").collect();
         assert_eq!(deps, vec!["A"]);

@@ -7,9 +7,11 @@
 //! sent, so a node restarted between commit and reveal still reveals. When the commit
 //! window closes, every unrevealed vote of that round is revealed.
 //!
-//! A seat whose tier has no backend here, or whose checker abstains, does not commit (the
-//! contract counts that as a no-show); a key that does not open, a blob that cannot be
-//! fetched or does not decrypt is logged and counted, and changes nothing.
+//! Judging is the tier's [`Auditor`]'s business; this pipeline only feeds it the segment
+//! view. A seat that cannot judge (its judge abstains, or this node has no judge for the
+//! seat's tier) commits and reveals an abstention: it is present, unrewarded, and the
+//! segment escalates. A key that does not open, a blob that cannot be fetched or does not
+//! decrypt is logged and counted, and changes nothing.
 
 use std::{
     collections::BTreeSet,
@@ -30,7 +32,7 @@ use trust_protocol::{
 };
 
 use super::{
-    computer::{self, Judgement, StepInput},
+    judge::{Auditor, ComputerAuditor, Decision, SegmentView},
     outbox::{Outbox, Sent},
     provider::key_context,
     votes::{VoteBook, VoteRecord},
@@ -77,6 +79,7 @@ pub struct Seat {
     votes: VoteBook,
     keys: sled::Tree,
     fetch: Option<FetchBlob>,
+    judges: Vec<Arc<dyn Auditor>>,
     /// Counters.
     pub metrics: Arc<SeatMetrics>,
 }
@@ -110,8 +113,19 @@ impl Seat {
             votes: VoteBook::open(db).map_err(|e| e.to_string())?,
             keys: db.open_tree("seat/keys").map_err(|e| e.to_string())?,
             fetch,
+            judges: vec![Arc::new(ComputerAuditor)],
             metrics,
         })
+    }
+
+    /// Judges with these auditors (one per tier) instead of the Computer tier's alone.
+    pub fn with_judges(mut self, judges: Vec<Arc<dyn Auditor>>) -> Self {
+        self.judges = judges;
+        self
+    }
+
+    fn judge_for(&self, tier: Tier) -> Option<&Arc<dyn Auditor>> {
+        self.judges.iter().find(|j| j.tier() == tier)
     }
 
     fn fail(&self, what: &str, session: &Hash, segment: u16, err: impl std::fmt::Display) {
@@ -269,57 +283,23 @@ impl Seat {
             if needed.iter().any(|n| self.key(session, *n).is_none()) {
                 continue; // the rest of the keys come in a later block
             }
-            if seg.tier != Tier::Computer {
-                self.metrics.abstained.fetch_add(1, Ordering::Relaxed);
-                tracing::info!(%session, segment, tier = ?seg.tier, "no auditor backend for this tier here; abstaining");
-                continue;
-            }
-            let doc = match self.plaintext(session, segment, contract).await {
-                Ok(c) => c,
-                Err(e) => {
-                    self.fail("segment unavailable", session, segment, e);
-                    continue;
-                }
-            };
-            // Premises: the unaudited ones carried along, then the cited segments' claims.
-            // Judging without a premise could call a sound step ungrounded: no vote then.
-            let mut premises = doc.given.clone();
-            let mut missing = false;
-            for d in &seg.entry.depends_on {
-                match self.plaintext(session, *d, contract).await {
-                    Ok(p) => premises.push(p.claim),
-                    Err(e) => {
-                        self.fail("premise unavailable; not voting", session, *d, e);
-                        missing = true;
-                        break;
+            let decision = match self.judge_for(seg.tier) {
+                Some(judge) => match self.view(session, segment, contract).await {
+                    Some(view) => {
+                        let seed = Hash::of_parts(
+                            "trust/v1/seat-seed",
+                            &[session.as_ref(), seg.entry.id.as_ref()],
+                        );
+                        judge.judge(&view, &seed).await
                     }
-                }
-            }
-            if missing {
-                continue;
-            }
-            let premise_refs: Vec<&str> = premises.iter().map(String::as_str).collect();
-            let context = doc.given.join("\n");
-            let seed = Hash::of_parts(
-                "trust/v1/seat-seed",
-                &[session.as_ref(), seg.entry.id.as_ref()],
-            );
-            let judgement = computer::check(
-                &StepInput {
-                    claim: &doc.claim,
-                    premises: &premise_refs,
-                    context: &context,
+                    None => continue,
                 },
-                &seed,
-            );
-            let (vote, reason) = match judgement {
-                Judgement::Vote { vote, reason } => (vote, reason),
-                Judgement::Abstain(why) => {
-                    self.metrics.abstained.fetch_add(1, Ordering::Relaxed);
-                    tracing::info!(%session, segment, %why, "checker abstains");
-                    continue;
-                }
+                None => Decision::abstain(format!("this node has no {:?}-tier judge", seg.tier)),
             };
+            if decision.vote.is_abstain() {
+                self.metrics.abstained.fetch_add(1, Ordering::Relaxed);
+            }
+            let Decision { vote, reason } = decision;
             let mut salt = [0u8; 32];
             rand::rngs::OsRng.fill_bytes(&mut salt);
             let record = VoteRecord {
@@ -351,6 +331,36 @@ impl Seat {
                 Err(e) => self.fail("commit not sent", session, segment, e),
             }
         }
+    }
+
+    /// The segment as its judge sees it: the decrypted claim with its givens, and the
+    /// claims of the segments it cites. `None` (logged) when any of them is unavailable:
+    /// judging without a premise could call a sound step ungrounded.
+    async fn view(&self, session: &Hash, segment: u16, contract: &Contract) -> Option<SegmentView> {
+        let seg = contract
+            .state()
+            .sessions
+            .get(session)?
+            .segments
+            .get(usize::from(segment))?;
+        let doc = match self.plaintext(session, segment, contract).await {
+            Ok(c) => c,
+            Err(e) => {
+                self.fail("segment unavailable", session, segment, e);
+                return None;
+            }
+        };
+        let mut premises = Vec::with_capacity(seg.entry.depends_on.len());
+        for d in &seg.entry.depends_on {
+            match self.plaintext(session, *d, contract).await {
+                Ok(p) => premises.push(p.claim),
+                Err(e) => {
+                    self.fail("premise unavailable; not voting", session, *d, e);
+                    return None;
+                }
+            }
+        }
+        Some(SegmentView::new(doc, premises))
     }
 
     fn reveal(&self, session: &Hash, round: u8) {

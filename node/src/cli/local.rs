@@ -1,23 +1,23 @@
 //! `trust-node decompose` and `trust-node check`: a provider's local preview of how a
 //! trace will be split and what the Computer tier will say, without a network.
 //!
-//! `check` runs the same deterministic checkers an auditor's Computer seat runs, one
-//! segment at a time with only its `depends_on` premises and the problem statement, and
-//! marks a segment Propagated when a step it depends on failed (ARES). Segments routed to
-//! the LLM or Human tier are listed as such: they are judged by those seats on the
-//! network, not here.
+//! `check` prints [`crate::audit::preview`]: what a network of Computer-tier seats would
+//! decide, judged by the same auditor on the same inputs a seat receives, with ARES
+//! propagation and the contract's three-valued trace verdict. Segments routed to the LLM
+//! or Human tier are left out, as on such a network.
 
-use std::{collections::BTreeMap, path::PathBuf};
+use std::path::PathBuf;
 
 use serde_json::json;
+use trust_contracts::SegmentVerdict;
 use trust_protocol::{
-    Hash, Vote,
     hdag::{AuditorType, Hdag},
     trace::{MAX_TRACE_BYTES, Trace},
+    tx::Tier,
 };
 
 use crate::{
-    audit::computer::{Judgement, StepInput, check},
+    audit::preview::{PreviewSegment, preview},
     cli::{CliError, CliResult, read_input_file},
     decompose::{self, Options},
 };
@@ -62,10 +62,15 @@ fn load(args: &TraceArgs) -> Result<(Trace, Hdag), CliError> {
 }
 
 fn tier(a: AuditorType) -> &'static str {
-    match a {
-        AuditorType::Auto => "Computer",
-        AuditorType::Llm => "LLM",
-        AuditorType::Human => "Human",
+    tier_name(Tier::from(a))
+}
+
+/// A tier as users write it.
+pub(crate) fn tier_name(t: Tier) -> &'static str {
+    match t {
+        Tier::Computer => "Computer",
+        Tier::Llm => "LLM",
+        Tier::Human => "Human",
     }
 }
 
@@ -115,111 +120,58 @@ pub fn run_decompose(args: TraceArgs) -> CliResult {
     Ok(())
 }
 
-/// A local verdict.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Local {
-    Checked(Judgement),
-    Propagated(String),
-    OtherTier(AuditorType),
-}
-
 /// `trust-node check`.
 pub fn run_check(args: TraceArgs) -> CliResult {
     let (trace, hdag) = load(&args)?;
-    let content: BTreeMap<&str, &str> = hdag
-        .nodes
-        .iter()
-        .map(|n| (n.id.as_str(), n.content.as_str()))
-        .collect();
-    let trace_id = Hash::of_parts("trust/v1/local-check", &[trace.thinking.as_bytes()]);
-    // Nodes are judged in an order where dependencies come first (validation guarantees
-    // there is one); decomposition already emits that order, a provider HDAG may not.
-    let order = decompose::dependency_order(&hdag);
-    let mut verdicts: BTreeMap<String, Local> = BTreeMap::new();
-    for i in order {
-        let Some(n) = hdag.nodes.get(i) else { continue };
-        let deps: Vec<&str> = hdag.dependencies_of(&n.id).collect();
-        let failed_dep = deps.iter().find(|d| {
-            matches!(
-                verdicts.get(**d),
-                Some(Local::Propagated(_))
-                    | Some(Local::Checked(Judgement::Vote {
-                        vote: Vote::Invalid | Vote::Ungrounded,
-                        ..
-                    }))
-            )
-        });
-        let premises: Vec<&str> = deps
-            .iter()
-            .filter_map(|d| content.get(d).copied())
-            .collect();
-        let local = if n.primary_auditor != AuditorType::Auto {
-            Local::OtherTier(n.primary_auditor)
-        } else {
-            let j = check(
-                &StepInput {
-                    claim: &n.content,
-                    premises: &premises,
-                    context: &trace.problem,
-                },
-                &Hash::of_parts(
-                    "trust/v1/local-check",
-                    &[trace_id.as_ref(), n.id.as_bytes()],
-                ),
-            );
-            match (failed_dep, &j) {
-                (
-                    Some(d),
-                    Judgement::Vote {
-                        vote: Vote::Valid, ..
-                    }
-                    | Judgement::Abstain(_),
-                ) => Local::Propagated(format!("depends on {d}, which failed")),
-                _ => Local::Checked(j),
-            }
-        };
-        verdicts.insert(n.id.clone(), local);
-    }
-
-    let row = |id: &str| -> (String, String) {
-        match verdicts.get(id) {
-            Some(Local::Checked(Judgement::Vote { vote, reason })) => {
-                (format!("{vote:?}"), reason.clone())
-            }
-            Some(Local::Checked(Judgement::Abstain(why))) => ("Abstain".into(), why.clone()),
-            Some(Local::Propagated(why)) => ("Propagated".into(), why.clone()),
-            Some(Local::OtherTier(t)) => (
-                "-".into(),
-                format!("routed to the {} tier (judged on the network)", tier(*t)),
+    let p = preview(&trace, &hdag);
+    let row = |seg: &PreviewSegment| -> (String, String) {
+        let verdict = format!("{:?}", seg.verdict);
+        match (&seg.decision, seg.verdict) {
+            (None, SegmentVerdict::Propagated) => (
+                verdict,
+                "left out (another tier); rests on a step that failed".into(),
             ),
-            None => ("-".into(), String::new()),
+            (None, _) => (
+                "-".into(),
+                format!(
+                    "routed to the {} tier (judged on the network)",
+                    tier_name(seg.tier)
+                ),
+            ),
+            (Some(d), SegmentVerdict::Propagated) => (
+                verdict,
+                format!(
+                    "rests on a step that failed (its own check: {:?}, {})",
+                    d.vote, d.reason
+                ),
+            ),
+            (Some(d), _) if d.vote.is_abstain() => ("Abstain".into(), d.reason.clone()),
+            (Some(d), _) => (verdict, d.reason.clone()),
         }
     };
-    let failed = verdicts
-        .values()
-        .filter(|v| {
-            matches!(
-                v,
-                Local::Propagated(_)
-                    | Local::Checked(Judgement::Vote {
-                        vote: Vote::Invalid | Vote::Ungrounded,
-                        ..
-                    })
-            )
-        })
-        .count();
     if args.json {
-        let segments: Vec<_> = hdag
-            .nodes
+        let segments: Vec<_> = p
+            .segments
             .iter()
-            .map(|n| {
-                let (verdict, reason) = row(&n.id);
-                json!({"id": n.id, "tier": tier(n.primary_auditor), "content": n.content,
-                       "verdict": verdict, "reason": reason})
+            .map(|seg| {
+                let (verdict, reason) = row(seg);
+                json!({"id": seg.id, "tier": tier_name(seg.tier), "content": seg.content,
+                       "verdict": verdict, "final": format!("{:?}", seg.verdict),
+                       "conclusion": seg.conclusion, "reason": reason})
             })
             .collect();
-        let s = serde_json::to_string_pretty(&json!({"segments": segments, "failed": failed}))
-            .map_err(|e| CliError::failed(format!("cannot encode JSON: {e}")))?;
+        let s = serde_json::to_string_pretty(&json!({
+            "segments": segments,
+            "trace": format!("{:?}", p.trace.verdict),
+            "summary": p.summary(),
+            "judged": p.judged,
+            "total": p.segments.len(),
+            "passing_weight": p.trace.passing,
+            "undecided_weight": p.trace.undecided,
+            "total_weight": p.trace.total,
+            "error_at_conclusion": p.trace.error_at_conclusion,
+        }))
+        .map_err(|e| CliError::failed(format!("cannot encode JSON: {e}")))?;
         outln!("{s}");
     } else {
         outln!(
@@ -229,20 +181,22 @@ pub fn run_check(args: TraceArgs) -> CliResult {
             "verdict",
             "content"
         );
-        for n in &hdag.nodes {
-            let (verdict, reason) = row(&n.id);
+        for seg in &p.segments {
+            let (verdict, reason) = row(seg);
             outln!(
                 "{:<5} {:<9} {:<11} {:<40} {}",
-                n.id,
-                tier(n.primary_auditor),
+                seg.id,
+                tier_name(seg.tier),
                 verdict,
-                clip(&n.content, 40),
+                clip(&seg.content, 40),
                 reason
             );
         }
+        outln!("{}", p.summary());
         outln!(
-            "{failed} segment(s) failed the local Computer-tier check (a local preview: \
-             on the network, seats vote and quorums decide)."
+            "(a local preview of a network with Computer-tier auditors only: other tiers' \
+             segments are left out and count as undecided; on the network, seats vote and \
+             quorums decide)"
         );
     }
     Ok(())

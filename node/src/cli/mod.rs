@@ -15,6 +15,7 @@ macro_rules! outln {
     };
 }
 
+pub mod bench;
 pub mod econ;
 pub mod home;
 pub mod keys;
@@ -54,11 +55,14 @@ pub enum LogFormat {
 pub enum Command {
     /// Split a trace into an HDAG of segments (the heuristic decomposer) and print it.
     Decompose(local::TraceArgs),
-    /// Preview a trace's audit locally: decompose it and run the Computer-tier checkers.
+    /// Preview a trace's audit locally: what a network of Computer-tier seats would decide.
     ///
-    /// Each Computer segment is judged with only its depends_on premises and the problem
-    /// statement, as a Computer seat would; a step that depends on a failed one is marked
-    /// Propagated. LLM and Human segments are listed, not judged.
+    /// Each Computer segment is judged by the same auditor, on the same inputs, as a
+    /// Computer seat (its claim, the claims it depends on, the unaudited premises sealed
+    /// with it); a checker that cannot read a step abstains and the step stays Undecided.
+    /// LLM and Human segments are left out (they count as undecided weight). Errors
+    /// propagate along depends_on; the trace verdict is Pass, Fail or Inconclusive, as the
+    /// contract decides it.
     Check(local::TraceArgs),
     /// Check reward, penalty and slashing parameters against the paper's Theorem 1.
     Econ(econ::EconArgs),
@@ -104,6 +108,9 @@ pub enum Command {
     Query(node::QueryArgs),
     /// Auditor actions (register and bond).
     Auditor(node::AuditorArgs),
+    /// Benchmarks: `bench quality` scores the Computer tier against a labelled corpus.
+    #[command(subcommand)]
+    Bench(bench::BenchCommand),
 }
 
 /// A command failure with its exit code.
@@ -175,6 +182,7 @@ pub fn run() -> ExitCode {
         Command::Query(args) => node::run_query(args),
         Command::Submit(args) => node::run_submit(args),
         Command::Auditor(args) => node::run_auditor(args),
+        Command::Bench(cmd) => bench::run(cmd),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand};
 use serde_json::json;
+use trust_contracts::{SegmentVerdict, TraceVerdict};
 use trust_protocol::{
     Signed, encoding,
     hdag::MAX_HDAG_JSON_BYTES,
@@ -13,7 +14,7 @@ use trust_protocol::{
 };
 
 use super::{CliError, CliResult, keys::expand_home};
-use crate::{client, config, daemon, keys};
+use crate::{audit::preview::summary_line, client, config, daemon, keys};
 
 fn failed(e: impl std::fmt::Display) -> CliError {
     CliError::failed(e.to_string())
@@ -215,7 +216,7 @@ fn error_kind(verdict: &str) -> &'static str {
         "Invalid" => "invalid: the step does not follow from its premises",
         "Ungrounded" => "ungrounded: rests on a claim nothing established",
         "Propagated" => "propagated: depends on a step that failed",
-        "Undecided" => "undecided: the seats reached no quorum",
+        "Undecided" => "undecided: no quorum (its seats abstained or split)",
         _ => "",
     }
 }
@@ -233,22 +234,69 @@ fn print_session(id: &str, s: &client::Json, names: &[String]) {
                 s["block_hash"].as_str().unwrap_or("?")
             );
             let beta = o["beta"].as_u64().unwrap_or(0) as f64 / 10_000.0;
+            let segs = o["segments"].as_array().cloned().unwrap_or_default();
+            let left = o["left_out"].as_array().cloned().unwrap_or_default();
+            let name = |i: usize| names.get(i).cloned().unwrap_or_else(|| format!("#{i}"));
+            let failed: Vec<(String, SegmentVerdict)> = segs
+                .iter()
+                .enumerate()
+                .filter_map(|(i, seg)| match seg["verdict"].as_str() {
+                    Some("Invalid") => Some((name(i), SegmentVerdict::Invalid)),
+                    Some("Ungrounded") => Some((name(i), SegmentVerdict::Ungrounded)),
+                    _ => None,
+                })
+                .collect();
+            let verdict = match o["trace"].as_str() {
+                Some("Pass") => TraceVerdict::Pass,
+                Some("Fail") => TraceVerdict::Fail,
+                _ => TraceVerdict::Inconclusive,
+            };
+            let cov = &o["coverage"];
             outln!(
-                "trace       {} ({} of {} weight passing; the trace passes at {beta:.0}%)",
-                o["trace"].as_str().unwrap_or("?").to_uppercase(),
-                o["passing_weight"],
-                o["total_weight"]
+                "verdict     {}",
+                summary_line(
+                    verdict,
+                    cov["judged"].as_u64().unwrap_or(0) as usize,
+                    cov["segments"].as_u64().unwrap_or(0) as usize,
+                    &failed
+                )
             );
+            outln!(
+                "weights     {} passing, {} undecided, of {} (the trace passes at {beta:.0}%){}",
+                o["passing_weight"],
+                o["undecided_weight"],
+                o["total_weight"],
+                if o["error_at_conclusion"].as_bool() == Some(true) {
+                    "; an error reaches the conclusion"
+                } else {
+                    ""
+                }
+            );
+            if let Some(per_tier) = cov["left_out"].as_array() {
+                let parts: Vec<String> = ["Computer", "LLM", "Human"]
+                    .iter()
+                    .zip(per_tier)
+                    .filter(|(_, n)| n.as_u64().unwrap_or(0) > 0)
+                    .map(|(t, n)| format!("{n} {t}"))
+                    .collect();
+                if !parts.is_empty() {
+                    outln!(
+                        "left out    {} (no such auditors on the network; counted as undecided)",
+                        parts.join(", ")
+                    );
+                }
+            }
             match o["bound"]["hoeffding_neg_ln_milli"].as_u64() {
                 Some(m) if m > 0 => outln!(
-                    "bound       Pr[wrong trace verdict] <= e^-{:.3} (Hoeffding, from the seats' error rates)",
-                    m as f64 / 1000.0
+                    "bound       Pr[wrong trace verdict] <= e^-{:.3} (Hoeffding, over the {} judged segments, from the seats' error rates)",
+                    m as f64 / 1000.0,
+                    cov["judged"]
                 ),
-                _ => outln!("bound       none (expected passing weight below the threshold)"),
+                _ => outln!("bound       none (too few counted votes to bound the verdict)"),
             }
-            if let Some(segs) = o["segments"].as_array() {
+            if !segs.is_empty() {
                 outln!(
-                    "segments    #   {:<10} {:<9} {:<11} votes v/i/u (missing)",
+                    "segments    #   {:<10} {:<9} {:<11} votes v/i/u/abstain (missing)",
                     "node",
                     "tier",
                     "verdict"
@@ -256,19 +304,29 @@ fn print_session(id: &str, s: &client::Json, names: &[String]) {
                 for (i, seg) in segs.iter().enumerate() {
                     let verdict = seg["verdict"].as_str().unwrap_or("?");
                     let v = &seg["votes"];
-                    let name = names.get(i).map_or("-", String::as_str);
                     let kind = error_kind(verdict);
                     outln!(
-                        "            {i:<3} {name:<10} {:<9} {verdict:<11} {}/{}/{} ({}){}{}",
+                        "            {i:<3} {:<10} {:<9} {verdict:<11} {}/{}/{}/{} ({}){}{}",
+                        name(i),
                         seg["tier"].as_str().unwrap_or("?"),
                         v["valid"],
                         v["invalid"],
                         v["ungrounded"],
+                        v["abstained"],
                         v["missing"],
                         if kind.is_empty() { "" } else { "  " },
                         kind
                     );
                 }
+            }
+            let propagated = left
+                .iter()
+                .filter(|l| l["verdict"].as_str() == Some("Propagated"))
+                .count();
+            if propagated > 0 {
+                outln!(
+                    "            {propagated} left-out segment(s) rest on a step that failed (Propagated)"
+                );
             }
         }
         Some("live") => {

@@ -349,6 +349,12 @@ fn run_single(flags: SimFlags) -> CliResult {
     }
     let a = &report.accuracy;
     outln!(
+        "network trace verdicts: {:.3} right, {:.3} wrong, {:.3} inconclusive",
+        a.network_trace,
+        a.network_trace_wrong,
+        a.network_inconclusive
+    );
+    outln!(
         "accuracy (segment / trace): network {:.3} / {:.3}, single auditor {:.3} / {:.3}, majority {:.3} / {:.3}",
         a.network_segment,
         a.network_trace,
@@ -464,7 +470,7 @@ fn run_sweep(args: SweepArgs) -> CliResult {
     let dir = &args.flags.out;
     create_dir(dir)?;
     let mut csv = String::from(
-        "corruption,network_trace,single_trace,majority_trace,network_segment,single_segment,majority_segment,state_root\n",
+        "corruption,network_trace,network_inconclusive,network_trace_wrong,single_trace,majority_trace,network_segment,single_segment,majority_segment,state_root\n",
     );
     let mut json = Vec::new();
     for (c, converted, r) in &rows {
@@ -475,8 +481,10 @@ fn run_sweep(args: SweepArgs) -> CliResult {
             .collect();
         let _ = writeln!(
             csv,
-            "{c},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{}",
+            "{c},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{}",
             a.network_trace,
+            a.network_inconclusive,
+            a.network_trace_wrong,
             a.single_trace,
             a.majority_trace,
             a.network_segment,
@@ -508,8 +516,9 @@ fn run_sweep(args: SweepArgs) -> CliResult {
     .map_err(|e| CliError::failed(format!("cannot encode sweep: {e}")))?;
     write_file(&json_path, &text)?;
     type Pick = fn(&trust_contracts::sim::Accuracy) -> f64;
-    let lines: [(&str, Pick); 6] = [
+    let lines: [(&str, Pick); 7] = [
         ("network, trace", |a| a.network_trace),
+        ("network, trace inconclusive", |a| a.network_inconclusive),
         ("single auditor, trace", |a| a.single_trace),
         ("plain majority, trace", |a| a.majority_trace),
         ("network, segment", |a| a.network_segment),
@@ -536,10 +545,11 @@ fn run_sweep(args: SweepArgs) -> CliResult {
         &series,
     )?;
     outln!(
-        "{:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "{:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
         "corruption",
         "converted",
         "net-tr",
+        "net-incon",
         "single-tr",
         "major-tr",
         "net-seg",
@@ -549,10 +559,11 @@ fn run_sweep(args: SweepArgs) -> CliResult {
     for (c, converted, r) in &rows {
         let a = &r.accuracy;
         outln!(
-            "{:>10} {:>9} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3}",
+            "{:>10} {:>9} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3}",
             c.to_string(),
             fmt_converted(converted),
             a.network_trace,
+            a.network_inconclusive,
             a.single_trace,
             a.majority_trace,
             a.network_segment,

@@ -9,7 +9,7 @@
 //! time. The segment keys stay with the provider until seats are drawn, when each is
 //! sealed to that segment's seats only.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use rand::RngCore;
 use serde::{Deserialize, Serialize};
@@ -17,9 +17,11 @@ use trust_protocol::{
     Hash, Salt,
     cid::Cid,
     encoding,
-    hdag::Hdag,
+    hdag::{AbstractionLevel, Hdag, HdagEdge, Relationship},
     seal::{KEY_LEN, NONCE_LEN, SealError, encrypt_segment},
-    tx::{QuorumParams, SegmentEntry, SessionManifest, Tier, TxFormatError},
+    tx::{
+        LeftOut, MAX_DEPENDENCIES, QuorumParams, SegmentEntry, SessionManifest, Tier, TxFormatError,
+    },
     units::Amount,
 };
 
@@ -37,6 +39,13 @@ pub struct TierWeights {
 }
 
 impl TierWeights {
+    /// Every tier weighs 1.
+    pub const EQUAL: TierWeights = TierWeights {
+        computer: 1,
+        llm: 1,
+        human: 1,
+    };
+
     fn of(&self, tier: Tier) -> u32 {
         match tier {
             Tier::Computer => self.computer,
@@ -111,6 +120,142 @@ pub enum PrepareError {
     Manifest(#[from] TxFormatError),
 }
 
+/// A node of the HDAG left out of the session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dropped {
+    /// Its HDAG id.
+    pub id: String,
+    /// The tier it was routed to.
+    pub tier: Tier,
+    /// The kept nodes it rests on, through other dropped ones.
+    pub depends_on: Vec<String>,
+}
+
+/// An HDAG cut down to the nodes a network can audit.
+#[derive(Debug, Clone)]
+pub struct Restricted {
+    /// The HDAG of the kept nodes, `depends_on` edges bridged across dropped ones.
+    pub hdag: Hdag,
+    /// Dropped nodes, in HDAG order.
+    pub dropped: Vec<Dropped>,
+    /// For each kept node, the text of the dropped nodes its dependencies pass through:
+    /// they travel with its ciphertext as givens.
+    pub givens: BTreeMap<String, Vec<String>>,
+    /// The trace's conclusion nodes (kept or dropped): see [`conclusion_ids`].
+    pub conclusions: BTreeSet<String>,
+}
+
+/// The nodes that hold the trace's final output: those of type `conclusion`; in an HDAG
+/// without one (a provider's own), the sinks of `depends_on` below the GOAL level (the
+/// steps nothing else rests on).
+pub fn conclusion_ids(hdag: &Hdag) -> BTreeSet<String> {
+    let flagged: BTreeSet<String> = hdag
+        .nodes
+        .iter()
+        .filter(|n| n.kind == "conclusion")
+        .map(|n| n.id.clone())
+        .collect();
+    if !flagged.is_empty() {
+        return flagged;
+    }
+    let used: BTreeSet<&str> = hdag
+        .edges
+        .iter()
+        .filter(|e| e.relationship == Relationship::DependsOn)
+        .map(|e| e.to.as_str())
+        .collect();
+    hdag.nodes
+        .iter()
+        .filter(|n| n.abstraction_level != AbstractionLevel::Goal && !used.contains(n.id.as_str()))
+        .map(|n| n.id.clone())
+        .collect()
+}
+
+/// Keeps the nodes whose tier passes `keep`; bridges `depends_on` edges across the others
+/// and keeps their text as givens of the kept nodes that rest on them. A provider calls it
+/// with the tiers the network has auditors for; `trust-node check` with the Computer tier
+/// alone, so that its preview judges exactly what Computer seats would receive.
+pub fn restrict(hdag: &Hdag, keep: impl Fn(Tier) -> bool) -> Restricted {
+    let kept: BTreeSet<&str> = hdag
+        .nodes
+        .iter()
+        .filter(|n| keep(Tier::from(n.primary_auditor)))
+        .map(|n| n.id.as_str())
+        .collect();
+    // The kept nodes a node rests on, walking through dropped ones, and the dropped
+    // nodes' text met on the way.
+    let walk = |from: &str| {
+        let mut seen = BTreeSet::new();
+        let mut stack: Vec<&str> = hdag.dependencies_of(from).collect();
+        let mut targets = BTreeSet::new();
+        let mut passed = Vec::new();
+        while let Some(d) = stack.pop() {
+            if !seen.insert(d) {
+                continue;
+            }
+            if kept.contains(d) {
+                targets.insert(d.to_string());
+            } else {
+                if let Some(n) = hdag.nodes.iter().find(|n| n.id == d) {
+                    passed.push(n.content.clone());
+                }
+                stack.extend(hdag.dependencies_of(d));
+            }
+        }
+        (targets, passed)
+    };
+    let mut edges: Vec<HdagEdge> = hdag
+        .edges
+        .iter()
+        .filter(|e| {
+            e.relationship != Relationship::DependsOn
+                && kept.contains(e.from.as_str())
+                && kept.contains(e.to.as_str())
+        })
+        .cloned()
+        .collect();
+    let mut givens: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut dropped = Vec::new();
+    for n in &hdag.nodes {
+        let (targets, passed) = walk(&n.id);
+        if !kept.contains(n.id.as_str()) {
+            dropped.push(Dropped {
+                id: n.id.clone(),
+                tier: Tier::from(n.primary_auditor),
+                depends_on: targets.into_iter().collect(),
+            });
+            continue;
+        }
+        if !passed.is_empty() {
+            givens.insert(n.id.clone(), passed);
+        }
+        for to in targets {
+            edges.push(HdagEdge {
+                from: n.id.clone(),
+                to,
+                relationship: Relationship::DependsOn,
+                strength: None,
+                confidence: None,
+            });
+        }
+    }
+    Restricted {
+        hdag: Hdag {
+            nodes: hdag
+                .nodes
+                .iter()
+                .filter(|n| kept.contains(n.id.as_str()))
+                .cloned()
+                .collect(),
+            edges,
+            metadata: None,
+        },
+        dropped,
+        givens,
+        conclusions: conclusion_ids(hdag),
+    }
+}
+
 /// `H("trust/v1/segment-id", salt, content)`.
 pub fn blinded_id(salt: &Salt, content: &str) -> Hash {
     Hash::of_parts("trust/v1/segment-id", &[salt.as_ref(), content.as_bytes()])
@@ -127,17 +272,19 @@ pub fn mapping_commitment(mapping: &[MappingEntry], salt: &Salt) -> Hash {
     trust_protocol::mapping_commitment(&mapping_document_hash(mapping), salt)
 }
 
-/// Prepares a session for `hdag`; `givens` maps a node id to the unaudited premises its
-/// ciphertext carries along (see [`SegmentDoc`]); `rng` supplies every key, nonce and salt.
+/// Prepares a session for the kept nodes of `r` (see [`restrict`]): each carries its
+/// givens (see [`SegmentDoc`]); the dropped ones go into the manifest as left out, with
+/// their weight and the kept segments they rest on; `rng` supplies every key, nonce and
+/// salt.
 pub fn prepare(
-    hdag: &Hdag,
-    givens: &BTreeMap<String, Vec<String>>,
+    r: &Restricted,
     quorum: QuorumParams,
     weights: TierWeights,
     fee: Amount,
     domain: &str,
     rng: &mut impl RngCore,
 ) -> Result<PreparedSession, PrepareError> {
+    let (hdag, givens) = (&r.hdag, &r.givens);
     let order = dependency_order(hdag);
     if order.len() != hdag.nodes.len() {
         return Err(PrepareError::Cycle);
@@ -189,6 +336,7 @@ pub fn prepare(
             depends_on,
             cid,
             honeypot: None,
+            conclusion: r.conclusions.contains(&node.id),
         });
         blocks.push((cid, ciphertext));
         keys.push(key);
@@ -197,6 +345,29 @@ pub fn prepare(
             salt,
         });
     }
+    let left_out = r
+        .dropped
+        .iter()
+        .map(|d| {
+            let mut depends_on: Vec<u16> = d
+                .depends_on
+                .iter()
+                .filter_map(|id| index_of(id))
+                .map(|j| position[j])
+                .collect();
+            depends_on.sort_unstable();
+            depends_on.dedup();
+            // The nearest premises matter most; a step resting on more keeps the latest.
+            let extra = depends_on.len().saturating_sub(MAX_DEPENDENCIES);
+            depends_on.drain(..extra);
+            LeftOut {
+                tier: d.tier,
+                weight: weights.of(d.tier),
+                depends_on,
+                conclusion: r.conclusions.contains(&d.id),
+            }
+        })
+        .collect();
     let mut mapping_salt = [0u8; 32];
     rng.fill_bytes(&mut mapping_salt);
     let mapping_salt = Salt(mapping_salt);
@@ -206,6 +377,7 @@ pub fn prepare(
         quorum,
         fee,
         domain: domain.to_string(),
+        left_out,
     };
     manifest.validate()?;
     Ok(PreparedSession {
@@ -255,8 +427,7 @@ mod tests {
     fn manifest_is_valid_and_reveals_nothing() {
         let (trace, h) = hdag();
         let p = prepare(
-            &h,
-            &BTreeMap::new(),
+            &restrict(&h, |_| true),
             quorum(),
             W,
             100,
@@ -310,8 +481,7 @@ mod tests {
     fn blinded_ids_differ_between_sessions_of_the_same_trace() {
         let (_, h) = hdag();
         let a = prepare(
-            &h,
-            &BTreeMap::new(),
+            &restrict(&h, |_| true),
             quorum(),
             W,
             1,
@@ -320,8 +490,7 @@ mod tests {
         )
         .expect("a");
         let b = prepare(
-            &h,
-            &BTreeMap::new(),
+            &restrict(&h, |_| true),
             quorum(),
             W,
             1,
@@ -342,8 +511,7 @@ mod tests {
         q.k = [0, 3, 5];
         assert!(matches!(
             prepare(
-                &h,
-                &BTreeMap::new(),
+                &restrict(&h, |_| true),
                 q,
                 W,
                 1,

@@ -1,0 +1,164 @@
+//! One judging interface for every tier.
+//!
+//! A judge sees one segment as a seat receives it ([`SegmentView`]: the claim, the
+//! claims of the segments it cites, and the unaudited premises sealed with it) and
+//! answers with a [`Decision`]: a vote, or an abstention, always with a reason. The seat
+//! pipeline (fetch, decrypt, persist, commit, reveal) and the local preview
+//! (`trust-node check`, `trust-node bench quality`) call the same judges with the same
+//! inputs, so the preview cannot drift from what seats do.
+//!
+//! Tiers: [`ComputerAuditor`] (deterministic checkers, here); the LLM and Human tiers
+//! implement the same trait.
+
+use async_trait::async_trait;
+use trust_protocol::{Hash, Vote, tx::Tier};
+
+use super::computer::{self, Judgement, StepInput};
+use crate::submit::SegmentDoc;
+
+/// What a seat knows of the segment it judges.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SegmentView {
+    /// The segment's own text.
+    pub claim: String,
+    /// The claims of the segments it depends on that are audited in the same session, in
+    /// manifest order (dependencies first).
+    pub premises: Vec<String>,
+    /// Premises it rests on that are not audited in the session (typically the problem
+    /// statement), verbatim, as the provider sealed them with it.
+    pub givens: Vec<String>,
+}
+
+impl SegmentView {
+    /// The view of a decrypted segment and the claims of its cited segments.
+    pub fn new(doc: SegmentDoc, premises: Vec<String>) -> Self {
+        Self {
+            claim: doc.claim,
+            premises,
+            givens: doc.given,
+        }
+    }
+}
+
+/// A judge's answer: a vote (`Abstain` included) and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    /// The vote committed for the seat.
+    pub vote: Vote,
+    /// A reason a person can read.
+    pub reason: String,
+}
+
+impl Decision {
+    /// An abstention.
+    pub fn abstain(reason: impl Into<String>) -> Self {
+        Self {
+            vote: Vote::Abstain,
+            reason: reason.into(),
+        }
+    }
+}
+
+/// A judge of one tier.
+#[async_trait]
+pub trait Auditor: Send + Sync + std::fmt::Debug {
+    /// The tier it judges for.
+    fn tier(&self) -> Tier;
+
+    /// Judges one segment. `seed` is data every seat of the segment agrees on (the
+    /// session and segment ids), for judges that draw random points or samples. Never
+    /// fails: anything that goes wrong is an abstention with the reason.
+    async fn judge(&self, segment: &SegmentView, seed: &Hash) -> Decision;
+}
+
+/// The Computer tier: deterministic checkers ([`computer::check`]), which abstain on
+/// anything they cannot read.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ComputerAuditor;
+
+impl ComputerAuditor {
+    /// The same judgement, without a runtime (for the local preview and benchmarks).
+    pub fn judge_now(&self, segment: &SegmentView, seed: &Hash) -> Decision {
+        // The givens come first among the premises (they are the earliest facts: the
+        // problem statement, unaudited setup steps), then the cited claims in order; the
+        // givens alone are the context whose numbers ground a claim.
+        let premises: Vec<&str> = segment
+            .givens
+            .iter()
+            .chain(&segment.premises)
+            .map(String::as_str)
+            .collect();
+        let context = segment.givens.join("\n");
+        match computer::check(
+            &StepInput {
+                claim: &segment.claim,
+                premises: &premises,
+                context: &context,
+            },
+            seed,
+        ) {
+            Judgement::Vote { vote, reason } => Decision { vote, reason },
+            Judgement::Abstain(why) => Decision::abstain(why),
+        }
+    }
+}
+
+#[async_trait]
+impl Auditor for ComputerAuditor {
+    fn tier(&self) -> Tier {
+        Tier::Computer
+    }
+
+    async fn judge(&self, segment: &SegmentView, seed: &Hash) -> Decision {
+        self.judge_now(segment, seed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view(claim: &str, premises: &[&str], givens: &[&str]) -> SegmentView {
+        SegmentView {
+            claim: claim.into(),
+            premises: premises.iter().map(|s| s.to_string()).collect(),
+            givens: givens.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[tokio::test]
+    async fn the_computer_auditor_votes_and_abstains_through_one_interface() {
+        let a: &dyn Auditor = &ComputerAuditor;
+        assert_eq!(a.tier(), Tier::Computer);
+        let seed = Hash::ZERO;
+        let ok = a.judge(&view("So 12 + 30 = 42", &[], &[]), &seed).await;
+        assert_eq!(ok.vote, Vote::Valid, "{}", ok.reason);
+        let bad = a.judge(&view("So 12 + 30 = 52", &[], &[]), &seed).await;
+        assert_eq!(bad.vote, Vote::Invalid, "{}", bad.reason);
+        let prose = a
+            .judge(
+                &view("We should look at the problem again.", &[], &[]),
+                &seed,
+            )
+            .await;
+        assert_eq!(prose.vote, Vote::Abstain);
+        assert!(!prose.reason.is_empty());
+        // The same inputs give the same decision without a runtime.
+        assert_eq!(
+            ComputerAuditor.judge_now(&view("So 12 + 30 = 52", &[], &[]), &seed),
+            bad
+        );
+    }
+
+    #[test]
+    fn givens_ground_a_claim_as_premises_do() {
+        // 7 comes from the problem statement, sealed with the step as a given.
+        let v = view(
+            "Therefore, 5x = 6x − 14",
+            &["x / (3x − 7) = 2/5"],
+            &["The denominator is 7 less than 3 times the numerator."],
+        );
+        let d = ComputerAuditor.judge_now(&v, &Hash::ZERO);
+        assert_eq!(d.vote, Vote::Valid, "{}", d.reason);
+    }
+}

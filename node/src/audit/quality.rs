@@ -1,0 +1,303 @@
+//! The quality benchmark: how the Computer tier's verdicts compare with a labelled corpus.
+//!
+//! Each corpus record is a trace with a label per reasoning step (`correct`, `invalid`,
+//! `ungrounded`, `propagated`: ARES's error kinds; a propagated step is locally sound and
+//! carries an earlier error forward) and a label for the whole trace. Every record goes
+//! through the same decomposition and [`super::preview`] a provider's `trust-node check`
+//! runs, so the numbers are those of a Computer-only network. A step counts as flagged
+//! when a segment inside it was judged Invalid or Ungrounded on its own (not by
+//! propagation), and as judged when such a segment received any vote.
+//!
+//! The corpus format is documented in `scripts/corpus/README.md`.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use trust_contracts::TraceVerdict;
+use trust_protocol::{Vote, trace::Trace};
+
+use super::preview::preview;
+use crate::decompose::{Options, decompose};
+
+/// One step of a corpus trace.
+#[derive(Debug, Clone, Deserialize)]
+pub struct LabelledStep {
+    /// Its text: an exact span of the trace's thinking.
+    pub text: String,
+    /// `correct`, `invalid`, `ungrounded` or `propagated`.
+    pub label: String,
+}
+
+/// One corpus record.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Record {
+    /// Record id.
+    pub id: String,
+    /// Problem family (`gsm`, `arithmetic`, ...).
+    pub family: String,
+    /// The trace, with the paper's headings.
+    pub trace: String,
+    /// Its steps, in order.
+    pub steps: Vec<LabelledStep>,
+    /// `correct` or `incorrect`.
+    pub trace_label: String,
+}
+
+/// Counts for one family (or all).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Counts {
+    /// Traces.
+    pub traces: u64,
+    /// Steps.
+    pub steps: u64,
+    /// Steps that received a vote (not only abstentions).
+    pub judged: u64,
+    /// Steps labelled invalid or ungrounded.
+    pub errors: u64,
+    /// Of those, on a calculation line (one with `=` and a digit).
+    pub calc_errors: u64,
+    /// Error steps flagged Invalid or Ungrounded.
+    pub caught: u64,
+    /// Calculation error steps flagged.
+    pub calc_caught: u64,
+    /// Correct or propagated steps flagged: a correct step called wrong.
+    pub false_alarms: u64,
+    /// Error steps judged Valid.
+    pub passed_errors: u64,
+    /// Correct steps judged Valid.
+    pub valid_correct: u64,
+    /// Trace verdicts: `[label correct, label incorrect] x [Pass, Fail, Inconclusive]`.
+    pub confusion: [[u64; 3]; 2],
+    /// Segments judged / all segments, over the traces.
+    pub segments_judged: u64,
+    /// All segments.
+    pub segments: u64,
+}
+
+impl Counts {
+    fn add(&mut self, o: &Counts) {
+        self.traces += o.traces;
+        self.steps += o.steps;
+        self.judged += o.judged;
+        self.errors += o.errors;
+        self.calc_errors += o.calc_errors;
+        self.caught += o.caught;
+        self.calc_caught += o.calc_caught;
+        self.false_alarms += o.false_alarms;
+        self.passed_errors += o.passed_errors;
+        self.valid_correct += o.valid_correct;
+        for (a, b) in self.confusion.iter_mut().zip(&o.confusion) {
+            for (x, y) in a.iter_mut().zip(b) {
+                *x += y;
+            }
+        }
+        self.segments_judged += o.segments_judged;
+        self.segments += o.segments;
+    }
+
+    /// Precision of Invalid/Ungrounded: flagged errors over all flagged steps (1.0 when
+    /// nothing was flagged).
+    pub fn precision(&self) -> f64 {
+        ratio(self.caught, self.caught + self.false_alarms, 1.0)
+    }
+
+    /// Recall of Invalid/Ungrounded over error steps.
+    pub fn recall(&self) -> f64 {
+        ratio(self.caught, self.errors, 0.0)
+    }
+
+    /// Recall over error steps on calculation lines.
+    pub fn calc_recall(&self) -> f64 {
+        ratio(self.calc_caught, self.calc_errors, 0.0)
+    }
+
+    /// Steps judged over all steps.
+    pub fn coverage(&self) -> f64 {
+        ratio(self.judged, self.steps, 0.0)
+    }
+
+    /// Correct traces that ended Fail.
+    pub fn correct_failed(&self) -> u64 {
+        self.confusion[0][1]
+    }
+}
+
+fn ratio(a: u64, b: u64, empty: f64) -> f64 {
+    if b == 0 { empty } else { a as f64 / b as f64 }
+}
+
+/// The benchmark's result.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Report {
+    /// Per family.
+    pub families: BTreeMap<String, Counts>,
+    /// Over everything.
+    pub overall: Counts,
+    /// Ids of records whose correct or propagated steps were flagged (with the step), for
+    /// a person to look at; at most 50.
+    pub false_alarms: Vec<(String, String, String)>,
+    /// Records that could not be read or decomposed: (id, why).
+    pub skipped: Vec<(String, String)>,
+}
+
+fn is_calculation(text: &str) -> bool {
+    text.contains('=') && text.chars().any(|c| c.is_ascii_digit())
+}
+
+/// Scores one record.
+fn score(r: &Record, report: &mut Report) -> Result<Counts, String> {
+    let trace = Trace::parse(&r.trace).map_err(|e| e.to_string())?;
+    let hdag = decompose(&trace, &Options::default()).map_err(|e| e.to_string())?;
+    let p = preview(&trace, &hdag);
+    let mut c = Counts {
+        traces: 1,
+        segments: p.segments.len() as u64,
+        segments_judged: p.judged as u64,
+        ..Counts::default()
+    };
+    // Where each step sits in the thinking (steps are in order and do not overlap).
+    let mut spans = Vec::with_capacity(r.steps.len());
+    let mut from = 0usize;
+    for s in &r.steps {
+        let at = trace
+            .thinking
+            .get(from..)
+            .and_then(|t| t.find(&s.text))
+            .map(|i| i + from)
+            .ok_or_else(|| format!("step {:?} is not in the thinking", s.text))?;
+        spans.push((at, at + s.text.len()));
+        from = at + s.text.len();
+    }
+    for (s, (lo, hi)) in r.steps.iter().zip(&spans) {
+        // The Computer decisions on segments that lie inside this step.
+        let mut decisions = Vec::new();
+        for seg in &p.segments {
+            let Some(d) = &seg.decision else { continue };
+            let inside = s.text.contains(seg.content.as_str())
+                && trace
+                    .thinking
+                    .get(*lo..*hi)
+                    .is_some_and(|t| t.contains(seg.content.as_str()));
+            if inside {
+                decisions.push(d.vote);
+            }
+        }
+        let judged = decisions.iter().any(|v| !v.is_abstain());
+        let flagged = decisions.iter().any(|v| v.is_error());
+        let valid = !flagged && decisions.contains(&Vote::Valid);
+        let is_error = matches!(s.label.as_str(), "invalid" | "ungrounded");
+        c.steps += 1;
+        c.judged += u64::from(judged);
+        if is_error {
+            c.errors += 1;
+            c.caught += u64::from(flagged);
+            c.passed_errors += u64::from(valid);
+            if is_calculation(&s.text) {
+                c.calc_errors += 1;
+                c.calc_caught += u64::from(flagged);
+            }
+        } else {
+            c.valid_correct += u64::from(valid);
+            if flagged {
+                c.false_alarms += 1;
+                if report.false_alarms.len() < 50 {
+                    report
+                        .false_alarms
+                        .push((r.id.clone(), s.text.clone(), s.label.clone()));
+                }
+            }
+        }
+    }
+    let row = usize::from(r.trace_label != "correct");
+    let col = match p.trace.verdict {
+        TraceVerdict::Pass => 0,
+        TraceVerdict::Fail => 1,
+        TraceVerdict::Inconclusive => 2,
+    };
+    c.confusion[row][col] += 1;
+    Ok(c)
+}
+
+/// Runs the benchmark over JSONL text (one record per line; blank lines skipped).
+pub fn run(jsonl: &str) -> Result<Report, String> {
+    let mut report = Report::default();
+    for (n, line) in jsonl.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let r: Record = serde_json::from_str(line).map_err(|e| format!("line {}: {e}", n + 1))?;
+        match score(&r, &mut report) {
+            Ok(c) => {
+                report.overall.add(&c);
+                report.families.entry(r.family.clone()).or_default().add(&c);
+            }
+            Err(why) => report.skipped.push((r.id.clone(), why)),
+        }
+    }
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(id: &str, steps: &[(&str, &str)], label: &str) -> String {
+        let thinking: Vec<&str> = steps.iter().map(|(t, _)| *t).collect();
+        serde_json::json!({
+            "id": id, "family": "t", "variant": "x", "source": "test",
+            "trace": format!(
+                "## Problem Statement\nA box holds 12 apples and 30 pears.\n\n## Thinking Process\n{}\n\n## Final Output\n42",
+                thinking.join("\n")
+            ),
+            "steps": steps.iter().map(|(t, l)| serde_json::json!({"text": t, "label": l})).collect::<Vec<_>>(),
+            "output_label": "correct",
+            "trace_label": label,
+        })
+        .to_string()
+    }
+
+    #[test]
+    fn a_wrong_calculation_is_caught_and_counted_once() {
+        let text = [
+            record(
+                "ok",
+                &[
+                    ("So 12 + 30 = 42", "correct"),
+                    ("Thus 42 - 30 = 12", "correct"),
+                ],
+                "correct",
+            ),
+            record(
+                "bad",
+                &[
+                    ("So 12 + 30 = 52", "invalid"),
+                    ("Thus 52 - 30 = 22", "propagated"),
+                ],
+                "incorrect",
+            ),
+        ]
+        .join("\n");
+        let r = run(&text).expect("runs");
+        assert!(r.skipped.is_empty(), "{:?}", r.skipped);
+        let o = &r.overall;
+        assert_eq!((o.traces, o.steps, o.errors), (2, 4, 1));
+        assert_eq!(o.caught, 1, "{o:?}");
+        assert_eq!(o.false_alarms, 0, "{:?}", r.false_alarms);
+        assert_eq!(o.precision(), 1.0);
+        assert_eq!(o.recall(), 1.0);
+        assert_eq!(o.calc_recall(), 1.0);
+        assert_eq!(o.confusion[1][1], 1, "the wrong trace fails: {o:?}");
+        assert_eq!(o.correct_failed(), 0);
+    }
+
+    #[test]
+    fn unreadable_lines_are_reported_not_guessed() {
+        let r = run("{\"id\": 1}").unwrap_err();
+        assert!(r.contains("line 1"), "{r}");
+        let bad_span = record("x", &[("So 12 + 30 = 42", "correct")], "correct")
+            .replace("\"text\":\"So 12 + 30 = 42\"", "\"text\":\"nowhere\"");
+        let r = run(&bad_span).unwrap();
+        assert_eq!(r.skipped.len(), 1);
+        assert_eq!(r.overall.traces, 0);
+    }
+}

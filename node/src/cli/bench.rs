@@ -1,0 +1,114 @@
+//! `trust-node bench quality`: the Computer tier's verdicts against a labelled corpus
+//! ([`crate::audit::quality`]), per family and overall.
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+
+use crate::{
+    audit::quality::{self, Counts},
+    cli::{CliError, CliResult, read_input_file},
+};
+
+/// Largest corpus file read.
+const MAX_CORPUS_BYTES: u64 = 64 * 1024 * 1024;
+
+/// `bench` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// Judge every trace of a labelled corpus as a Computer-only network would, and compare
+    /// with the labels.
+    ///
+    /// Prints per family and overall: step-level precision and recall of Invalid /
+    /// Ungrounded (a correct or propagated step flagged is a false alarm), recall on
+    /// calculation lines, coverage (steps that got a vote / all steps), and the trace
+    /// verdicts (Pass / Fail / Inconclusive) against the trace labels. The corpus is
+    /// JSONL, one trace per line (see scripts/corpus/README.md); the bundled one is
+    /// examples/corpus/quality.jsonl.
+    Quality(QualityArgs),
+}
+
+/// Arguments of `bench quality`.
+#[derive(Debug, Args)]
+pub struct QualityArgs {
+    /// The labelled corpus (JSONL).
+    #[arg(long, default_value = "examples/corpus/quality.jsonl")]
+    pub corpus: PathBuf,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `bench`.
+pub fn run(cmd: BenchCommand) -> CliResult {
+    let BenchCommand::Quality(args) = cmd;
+    let text = read_input_file(&args.corpus, MAX_CORPUS_BYTES)?;
+    let report = quality::run(&text)
+        .map_err(|e| CliError::usage(format!("{}: {e}", args.corpus.display())))?;
+    if args.json {
+        let mut v = serde_json::to_value(&report)
+            .map_err(|e| CliError::failed(format!("cannot encode JSON: {e}")))?;
+        // The derived rates, next to the counts they come from.
+        let rates = |c: &Counts| {
+            serde_json::json!({"precision": c.precision(), "recall": c.recall(),
+                "calc_recall": c.calc_recall(), "coverage": c.coverage(),
+                "correct_traces_failed": c.correct_failed()})
+        };
+        v["overall_rates"] = rates(&report.overall);
+        v["family_rates"] = report
+            .families
+            .iter()
+            .map(|(f, c)| (f.clone(), rates(c)))
+            .collect::<serde_json::Map<_, _>>()
+            .into();
+        outln!(
+            "{}",
+            serde_json::to_string_pretty(&v)
+                .map_err(|e| CliError::failed(format!("cannot encode JSON: {e}")))?
+        );
+        return Ok(());
+    }
+    outln!(
+        "{:<14} {:>6} {:>6} {:>9} {:>7} {:>10} {:>8} {:>6}  traces correct: P/F/I   incorrect: P/F/I",
+        "family",
+        "traces",
+        "steps",
+        "precision",
+        "recall",
+        "calc-rec",
+        "coverage",
+        "false"
+    );
+    let line = |name: &str, c: &Counts| {
+        let [ok, bad] = c.confusion;
+        outln!(
+            "{:<14} {:>6} {:>6} {:>9.3} {:>7.3} {:>10.3} {:>8.3} {:>6}  {:>14}   {:>12}",
+            name,
+            c.traces,
+            c.steps,
+            c.precision(),
+            c.recall(),
+            c.calc_recall(),
+            c.coverage(),
+            c.false_alarms,
+            format!("{}/{}/{}", ok[0], ok[1], ok[2]),
+            format!("{}/{}/{}", bad[0], bad[1], bad[2]),
+        );
+    };
+    for (f, c) in &report.families {
+        line(f, c);
+    }
+    line("overall", &report.overall);
+    outln!(
+        "precision and recall: of Invalid/Ungrounded per step; calc-rec: recall on error steps \
+         that are calculations; coverage: steps that got a vote; false: correct or propagated \
+         steps called wrong; P/F/I: trace verdicts Pass/Fail/Inconclusive"
+    );
+    for (id, step, label) in &report.false_alarms {
+        outln!("false alarm  {id}: {step:?} (labelled {label})");
+    }
+    for (id, why) in &report.skipped {
+        outln!("skipped      {id}: {why}");
+    }
+    Ok(())
+}
