@@ -251,3 +251,25 @@ fn check_and_the_network_agree_on_every_sample_trace() {
         assert_eq!(o["coverage"]["segments"], preview["total"], "{t}");
     }
 }
+
+/// A ClaimTrees-style rule chain written in prose ("I use rule (A → B) to derive B.") is
+/// audited by Computer seats (once refused: nothing in it went to the Computer tier), and
+/// a wrong rule application in it is Invalid.
+#[test]
+fn rule_chains_in_prose_are_audited_by_computer_seats() {
+    let net = Network::running(4);
+    let (r, names) = submit(&net, "rules-correct.txt");
+    let (w, wrong_names) = submit(&net, "rules-wrong.txt");
+    let s = outcome(&net, r["session"].as_str().unwrap());
+    let rule_steps: Vec<&String> = names.iter().filter(|n| n.starts_with("ST")).collect();
+    assert!(rule_steps.len() >= 3, "{names:?}");
+    for n in &rule_steps {
+        assert_eq!(verdict(&s, &names, n), "Valid", "{n}: {s}");
+    }
+    assert_ne!(s["outcome"]["trace"], "Fail", "{s}");
+
+    let s = outcome(&net, w["session"].as_str().unwrap());
+    // Step 2 derives F from the rule (B → C).
+    assert_eq!(verdict(&s, &wrong_names, "ST2"), "Invalid", "{s}");
+    assert_eq!(s["outcome"]["trace"], "Fail", "{s}");
+}
