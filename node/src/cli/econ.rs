@@ -340,7 +340,10 @@ fn print_text(r: &EconReport, s: &Safety, dials: &[Dial], source: &str) {
     );
     let g = &r.guesser;
     outln!("Random guesser (votes Valid with q, never looks; k-1 honest seats beside it)");
-    row("best unflagged q (sup of q < theta)", fmt_num(g.valid_share));
+    row(
+        "best unflagged q (sup of q < theta)",
+        fmt_num(g.valid_share),
+    );
     row("agreement a* = settled reputation r*", fmt_num(g.agreement));
     row("p_slash(r*)", fmt_num(g.p_slash));
     row("E[X] = a* R - (1-a*) P p_slash(r*)", fmt_num(g.mean));
