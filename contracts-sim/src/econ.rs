@@ -241,10 +241,14 @@ mod tests {
 
     #[test]
     fn slash_probability_matches_eq_4() {
-        let p = Params::default();
+        let p = Params::paper_example();
         assert_eq!(p_slash(&p, Ppm(1_000_000)), Ppm(200_000));
         assert_eq!(p_slash(&p, Ppm(0)), Ppm(500_000));
         assert_eq!(p_slash(&p, Ppm(500_000)), Ppm(350_000));
+        let p = Params::default();
+        assert_eq!(p_slash(&p, Ppm(1_000_000)), Ppm(710_000));
+        assert_eq!(p_slash(&p, Ppm(0)), Ppm(730_000));
+        assert_eq!(p_slash(&p, Ppm(672_060)), Ppm(716_558));
     }
 
     #[test]

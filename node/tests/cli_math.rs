@@ -82,7 +82,9 @@ fn econ_check_default_text_reproduces_the_paper() {
         "PASS  mu_min",
         "PASS  reward",
         "PASS  statistical",
-        "3 of 4 dials pass.",
+        "FAIL  guesser",
+        "agreement a* = settled reputation r*           0.7516\n",
+        "3 of 5 dials pass.",
     ] {
         assert!(out.contains(needle), "{needle:?} not in:\n{out}");
     }
@@ -117,6 +119,13 @@ fn econ_check_default_json_reproduces_the_paper() {
     assert_eq!(dial("reward")["ok"], Value::Bool(true));
     assert_eq!(dial("mu_min")["ok"], Value::Bool(true));
     assert_eq!(dial("statistical")["ok"], Value::Bool(true));
+    // The paper's parameters price only the always-wrong seat: a seat voting Valid 80% of
+    // the time without looking agrees with its 5-seat panel 75% of the time and profits.
+    assert_eq!(dial("guesser")["ok"], Value::Bool(false));
+    let g = &v["guesser"];
+    assert!(close(num(g, "agreement"), 0.75158, 1e-9));
+    assert!(close(num(g, "e_x"), 3.963898, 1e-6));
+    assert!(close(num(g, "coin_agreement"), 0.6323, 1e-9));
 
     let safety = &v["safety"];
     assert_eq!(safety["segments"], 20);
@@ -143,7 +152,8 @@ fn econ_check_balanced_passes() {
     let balanced = examples().join("econ/balanced.toml");
     let o = run(&["econ", "check", "--config", balanced.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
-    assert!(stdout(&o).contains("4 of 4 dials pass."));
+    assert!(stdout(&o).contains("5 of 5 dials pass."));
+    assert!(stdout(&o).contains("PASS  guesser"));
     assert!(!stdout(&o).contains("FAIL"));
     let o = run(&[
         "econ",
@@ -153,7 +163,13 @@ fn econ_check_balanced_passes() {
         balanced.to_str().unwrap(),
     ]);
     assert_eq!(o.status.code(), Some(0));
-    assert_eq!(json(&o)["ok"], Value::Bool(true));
+    let v = json(&o);
+    assert_eq!(v["ok"], Value::Bool(true));
+    // The network's defaults: the best unflagged guesser (q = 0.6) agrees 67.2% of the
+    // time and loses 0.197 per vote.
+    assert!(close(num(&v["guesser"], "agreement"), 0.67206, 1e-9));
+    assert!(close(num(&v["guesser"], "e_x"), -0.197429, 1e-6));
+    assert!(num(&v, "mu_min") > 0.0);
 }
 
 #[test]

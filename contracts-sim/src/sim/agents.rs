@@ -15,8 +15,15 @@ fn wrong(truth: Vote) -> Vote {
 }
 
 /// The vote an agent with `strategy` casts on a segment whose truth is `truth`; honest
-/// agents err with probability `eps`.
-pub(crate) fn choose_vote<R: Rng>(strategy: Strategy, truth: Vote, eps: Ppm, rng: &mut R) -> Vote {
+/// agents err with probability `eps`, random guessers vote Valid with probability
+/// `guess_valid` and Invalid otherwise, never looking at the segment.
+pub(crate) fn choose_vote<R: Rng>(
+    strategy: Strategy,
+    truth: Vote,
+    eps: Ppm,
+    guess_valid: Ppm,
+    rng: &mut R,
+) -> Vote {
     match strategy {
         Strategy::Honest | Strategy::Withholder | Strategy::CopyCat => {
             if rng.gen_range(0..1_000_000) < eps.0 {
@@ -26,11 +33,13 @@ pub(crate) fn choose_vote<R: Rng>(strategy: Strategy, truth: Vote, eps: Ppm, rng
             }
         }
         Strategy::Malicious => wrong(truth),
-        Strategy::Random => match rng.gen_range(0..3) {
-            0 => Vote::Valid,
-            1 => Vote::Invalid,
-            _ => Vote::Ungrounded,
-        },
+        Strategy::Random => {
+            if rng.gen_range(0..1_000_000) < guess_valid.0 {
+                Vote::Valid
+            } else {
+                Vote::Invalid
+            }
+        }
         Strategy::RubberStamp => Vote::Valid,
     }
 }

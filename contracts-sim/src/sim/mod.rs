@@ -41,7 +41,8 @@ pub enum Strategy {
     Honest,
     /// Always votes the wrong way.
     Malicious,
-    /// Votes uniformly at random.
+    /// Guesses without looking: Valid with probability [`SimConfig::random_valid`],
+    /// Invalid otherwise.
     Random,
     /// Approves everything without looking.
     RubberStamp,
@@ -100,6 +101,9 @@ pub struct SimConfig {
     pub population: Vec<Population>,
     /// Error rate of honest auditors per tier (eps_C, eps_L, eps_H).
     pub honest_error: [Ppm; 3],
+    /// Probability that a random guesser votes Valid (a fair coin by default; just under
+    /// the rubber-stamp threshold is the strongest guess the honeypots let through).
+    pub random_valid: Ppm,
     /// Share of correct segments, drawn per session in this range (paper: 70-85%).
     pub correct_rate: (Ppm, Ppm),
     /// Segments per session (inclusive range).
@@ -119,8 +123,9 @@ pub struct SimConfig {
 }
 
 impl Default for SimConfig {
-    /// The paper's setting: eps_L = 0.05, eps_H = 0.30, malicious share rho_H = 0.1 among
-    /// human seats, plus a few of each free-riding strategy.
+    /// The paper's setting (eps_L = 0.05, eps_H = 0.30, malicious share rho_H = 0.1 among
+    /// human seats, plus a few of each free-riding strategy) under the network's default
+    /// economics ([`Params::default`]); random guessers flip a fair coin.
     fn default() -> Self {
         let p = |tier, strategy, count| Population {
             tier,
@@ -142,6 +147,7 @@ impl Default for SimConfig {
                 p(Tier::Human, Strategy::CopyCat, 2),
             ],
             honest_error: [Ppm(10_000), Ppm(50_000), Ppm(300_000)],
+            random_valid: Ppm(500_000),
             correct_rate: (Ppm(700_000), Ppm(850_000)),
             segments: (2, 6),
             human_share: Ppm(500_000),
@@ -252,6 +258,11 @@ impl Sim {
     pub fn new(cfg: SimConfig) -> Result<Self, SimError> {
         if cfg.segments.0 == 0 || cfg.segments.0 > cfg.segments.1 {
             return Err(SimError::Config("segments range must be 1..=max".into()));
+        }
+        if !cfg.random_valid.is_fraction() {
+            return Err(SimError::Config(
+                "random_valid must be within [0, 1]".into(),
+            ));
         }
         if cfg.correct_rate.0 > cfg.correct_rate.1 || !cfg.correct_rate.1.is_fraction() {
             return Err(SimError::Config(
@@ -631,7 +642,7 @@ impl Sim {
             .copied()
             .unwrap_or(Hash::ZERO);
         let eps = self.cfg.honest_error[crate::Params::tier_index(a.tier)];
-        let vote = agents::choose_vote(a.strategy, t, eps, &mut self.rng);
+        let vote = agents::choose_vote(a.strategy, t, eps, self.cfg.random_valid, &mut self.rng);
         let salt = Salt(self.rng.r#gen());
         let held = HeldSeat {
             agent,

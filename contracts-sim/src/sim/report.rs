@@ -38,6 +38,9 @@ pub struct StrategySummary {
     pub active: u32,
     /// Auditors flagged as rubber-stampers.
     pub flagged: u32,
+    /// Share of its scored seats on which the strategy agreed with the verdict, over all
+    /// its auditors (no-shows count as disagreements); 0 when none was scored.
+    pub agreement: f64,
 }
 
 /// Accuracy against ground truth (honeypots excluded).
@@ -252,10 +255,29 @@ pub(crate) fn sample(sim: &Sim) -> SeriesPoint {
     }
 }
 
+/// Agreed and scored seats per strategy.
+fn agreement(sim: &Sim) -> BTreeMap<Strategy, (u64, u64)> {
+    let state = sim.contract.state();
+    let mut m: BTreeMap<Strategy, (u64, u64)> = BTreeMap::new();
+    for a in &sim.agents {
+        if let Some(au) = state.auditors.get(&a.id) {
+            let e = m.entry(a.strategy).or_default();
+            e.0 += au.agreed;
+            e.1 += au.agreed + au.disagreed;
+        }
+    }
+    m
+}
+
 pub(crate) fn build(sim: Sim) -> SimReport {
+    let agreed = agreement(&sim);
     let strategies = per_strategy(&sim)
         .into_iter()
         .map(|(s, v)| StrategySummary {
+            agreement: match agreed.get(&s) {
+                Some(&(hit, all)) if all > 0 => hit as f64 / all as f64,
+                _ => 0.0,
+            },
             strategy: s.name().to_string(),
             auditors: v.len() as u32,
             final_reputation_mean: mean(v.iter().map(|x| x.0)),

@@ -1,6 +1,7 @@
 //! `trust-node econ`: checks reward, penalty and slashing parameters against the
 //! paper's Theorem 1 (safety-profitability guarantee) and prints the honest and
-//! malicious tail bounds behind it.
+//! malicious tail bounds behind it, plus the guesser dial: a seat that votes without
+//! looking must lose money.
 
 use std::path::{Path, PathBuf};
 
@@ -47,7 +48,9 @@ enum EconCommand {
     /// Computes the honest seat's minimum expected payoff mu_min, the payoff variance
     /// bound sigma_H^2 (eq. 7), the tail bounds Pr[U_hon(T) <= 0] and Pr[U_mal(T) >= 0],
     /// the malicious seat's expected loss, and checks the economic dial (eq. 9: R large
-    /// enough, p_min >= delta/(1-alpha)) and the statistical dial (eq. 8) on a trace.
+    /// enough, p_min >= delta/(1-alpha)), the guesser dial (the best seat voting without
+    /// looking that the honeypot rule lets through loses money at the reputation it
+    /// settles to) and the statistical dial (eq. 8) on a trace.
     /// Exit code 0 when every dial passes, 1 when one fails, 2 on a bad config.
     Check(CheckArgs),
 }
@@ -58,7 +61,8 @@ struct CheckArgs {
     /// TOML config. Every key is optional; missing ones take the paper's worked example:
     /// reward (R) = 6, penalty (P) = 8, p_min = 0.2, p_max = 0.5, delta = 0.2,
     /// lambda = 60 segments per hour, horizon (T) = 24 hours, eps_h (eps_H) = 0.3,
-    /// gamma = 0.1. An optional [safety] table sets epsilon_target, beta and an inline
+    /// gamma = 0.1; for the guesser dial base_rate (v) = 0.85, honeypot_approval (theta)
+    /// = 0.8, panel_k = 5, panel_tau = 0.6. An optional [safety] table sets epsilon_target, beta and an inline
     /// trace spec ([safety.spec] with tau, tiers, segments) for the statistical dial;
     /// by default epsilon_target = 0.01, beta = 0.25 and a 20-segment trace with the
     /// Figure 4 error rates (examples/quorum/figure4.json). Unknown keys are an error.
@@ -86,6 +90,12 @@ struct EconConfig {
     #[serde(alias = "eps_H")]
     eps_h: Option<f64>,
     gamma: Option<f64>,
+    #[serde(alias = "v")]
+    base_rate: Option<f64>,
+    #[serde(alias = "theta")]
+    honeypot_approval: Option<f64>,
+    panel_k: Option<u32>,
+    panel_tau: Option<f64>,
     safety: Option<SafetyConfig>,
 }
 
@@ -111,6 +121,10 @@ impl EconConfig {
             horizon: self.horizon.unwrap_or(d.horizon),
             eps_h: self.eps_h.unwrap_or(d.eps_h),
             gamma: self.gamma.unwrap_or(d.gamma),
+            base_rate: self.base_rate.unwrap_or(d.base_rate),
+            honeypot_approval: self.honeypot_approval.unwrap_or(d.honeypot_approval),
+            panel_k: self.panel_k.unwrap_or(d.panel_k),
+            panel_tau: self.panel_tau.unwrap_or(d.panel_tau),
         }
     }
 }
@@ -232,6 +246,10 @@ fn report_json(r: &EconReport, s: &Safety, dials: &[Dial]) -> serde_json::Value 
             "horizon": p.horizon,
             "eps_h": p.eps_h,
             "gamma": p.gamma,
+            "base_rate": p.base_rate,
+            "honeypot_approval": p.honeypot_approval,
+            "panel_k": p.panel_k,
+            "panel_tau": p.panel_tau,
         },
         "mu_min": r.mu_min,
         "sigma2_h": r.sigma2_h,
@@ -246,6 +264,16 @@ fn report_json(r: &EconReport, s: &Safety, dials: &[Dial]) -> serde_json::Value 
         "r_threshold": r.r_threshold,
         "alpha": r.alpha,
         "p_min_required": r.p_min_required,
+        "guesser": {
+            "valid_share": r.guesser.valid_share,
+            "agreement": r.guesser.agreement,
+            "reputation": r.guesser.agreement,
+            "p_slash": r.guesser.p_slash,
+            "e_x": r.guesser.mean,
+            "e_u_horizon": r.guesser.horizon_mean,
+            "coin_agreement": r.guesser.coin_agreement,
+            "coin_e_x": r.guesser.coin_mean,
+        },
         "safety": safety,
         "dials": dials,
         "ok": dials.iter().all(|d| d.ok),
@@ -277,6 +305,13 @@ fn print_text(r: &EconReport, s: &Safety, dials: &[Dial], source: &str) {
         fmt_num(p.eps_h),
         fmt_num(p.gamma)
     );
+    outln!(
+        "  v = {}, theta = {}, panel k = {}, tau = {}",
+        fmt_num(p.base_rate),
+        fmt_num(p.honeypot_approval),
+        p.panel_k,
+        fmt_num(p.panel_tau)
+    );
     outln!("");
     outln!("Honest seat");
     row("mu_min = (1-eps_H) R - eps_H P p_max", fmt_num(r.mu_min));
@@ -302,6 +337,20 @@ fn print_text(r: &EconReport, s: &Safety, dials: &[Dial], source: &str) {
     row(
         "Pr[U_mal(T) >= 0] <= (Theorem 1 c)",
         fmt_bound(r.ln_malicious_bound.exp(), r.ln_malicious_bound),
+    );
+    let g = &r.guesser;
+    outln!("Random guesser (votes Valid with q, never looks; k-1 honest seats beside it)");
+    row(
+        "best unflagged q (sup of q < theta)",
+        fmt_num(g.valid_share),
+    );
+    row("agreement a* = settled reputation r*", fmt_num(g.agreement));
+    row("p_slash(r*)", fmt_num(g.p_slash));
+    row("E[X] = a* R - (1-a*) P p_slash(r*)", fmt_num(g.mean));
+    row("E[U(T)] = lambda T E[X]", fmt_num(g.horizon_mean));
+    row(
+        "fair coin (q = 1/2): agreement, E[X]",
+        format!("{}, {}", fmt_num(g.coin_agreement), fmt_num(g.coin_mean)),
     );
     outln!("Economic dial (eq. 9)");
     row(
@@ -358,6 +407,16 @@ mod tests {
             (7.0, 9.5, 12.0, 0.1)
         );
         assert_eq!(p.p_min, 0.2);
+        assert_eq!(
+            (p.base_rate, p.honeypot_approval, p.panel_k),
+            (0.85, 0.8, 5)
+        );
+        let cfg: EconConfig = toml::from_str("v = 0.7\ntheta = 0.55\npanel_k = 7").unwrap();
+        let p = cfg.params();
+        assert_eq!(
+            (p.base_rate, p.honeypot_approval, p.panel_k),
+            (0.7, 0.55, 7)
+        );
         assert!(toml::from_str::<EconConfig>("rewrd = 7").is_err());
         assert!(toml::from_str::<EconConfig>("[safety]\nbta = 0.5").is_err());
         let cfg: EconConfig = toml::from_str(

@@ -3,6 +3,9 @@
 //!
 //! A human seat's payoff on one segment is `X in {-P, 0, R}`: `R` for a correct vote,
 //! `-P` for an incorrect vote that is slashed (probability `p_slash(r)`), 0 otherwise.
+//!
+//! Beyond the paper's dials, which price an always-wrong seat, the guesser dial prices a
+//! seat that never looks at its segment ([`guesser_agreement`], [`guesser_mean`]).
 
 use serde::Serialize;
 
@@ -36,6 +39,20 @@ pub struct EconParams {
     pub eps_h: f64,
     /// Reputation adaptation speed `gamma` in `(0, 1]` (eq. 3).
     pub gamma: f64,
+    /// Share `v` in `[0, 1]` of scored votes whose target verdict is Valid: the base rate
+    /// of correct segments the network sees. The guesser dial takes the worst case, the
+    /// top of the range (paper: 70-85%, so 0.85).
+    pub base_rate: f64,
+    /// Honeypot approval threshold `theta` in `(0, 1]`: a seat that approves at least this
+    /// share of known-error honeypots is flagged as a rubber-stamper and forfeits its
+    /// earnings (the contract's `rubber_stamp.approval`). 1 means a guesser is never
+    /// flagged short of approving every known error.
+    pub honeypot_approval: f64,
+    /// Counted seats `k` of the panel a guesser sits in (the human tier's `k_t`).
+    pub panel_k: u32,
+    /// Seat quorum `tau` of that panel: a round is Valid when at least `ceil(tau k)` votes
+    /// say Valid, against when as many say otherwise.
+    pub panel_tau: f64,
 }
 
 impl Default for EconParams {
@@ -47,10 +64,15 @@ impl Default for EconParams {
 impl EconParams {
     /// Default reputation adaptation speed `gamma`; the paper leaves it open.
     pub const DEFAULT_GAMMA: f64 = 0.1;
+    /// Default base rate `v` of Valid verdicts: the top of the paper's 70-85%.
+    pub const DEFAULT_BASE_RATE: f64 = 0.85;
 
     /// The paper's worked example (Section "Economics Analysis"): `R = 6`, `P = 8`,
     /// `p_min = 0.2`, `p_max = 0.5`, `delta = 0.2`, `lambda = 60`, `T = 24`,
-    /// `eps_H = 0.30`, and `gamma = 0.1`.
+    /// `eps_H = 0.30`, and `gamma = 0.1`; the guesser dial's inputs, which the paper does
+    /// not give, are the base rate `v = 0.85` (top of its 70-85%), the honeypot
+    /// threshold `theta = 0.8` the contract used before the guesser dial existed, and a
+    /// human panel of `k = 5` seats at `tau = 0.6` (the representative trace's).
     pub fn paper_example() -> Self {
         Self {
             reward: 6.0,
@@ -62,11 +84,40 @@ impl EconParams {
             horizon: 24.0,
             eps_h: 0.30,
             gamma: Self::DEFAULT_GAMMA,
+            base_rate: Self::DEFAULT_BASE_RATE,
+            honeypot_approval: 0.8,
+            panel_k: 5,
+            panel_tau: 0.6,
+        }
+    }
+
+    /// The network's default economics (the contract's genesis `Params`): `R = 6`,
+    /// `P = 18`, `p_min = 0.71`, `p_max = 0.73`, honeypot threshold `theta = 0.6`, and the
+    /// paper's `delta`, `lambda`, `T`, `eps_H`, `gamma`. Every dial holds: `mu_min = 0.258`,
+    /// `p_min >= delta/(1-alpha) = 0.638`, and the best guesser (agreement 0.672 in a
+    /// 5-seat panel at `v = 0.85`) loses 0.197 per vote.
+    ///
+    /// The dials leave a narrow window. `E[X]` rises with agreement; an honest human agrees
+    /// at least `1 - eps_H = 0.7` of the time (`mu_min`), the guesser 0.672, so `P p / R`
+    /// must sit between 2.05 and 2.33 for both slash probabilities `p`, and
+    /// `p_min >= delta (1 + P p_max / R)` then forces `p_min` above 0.6: the slash
+    /// probability barely depends on reputation. The honest tail bound is weak (`mu_min`
+    /// is small); the honest seat at the reputation it actually settles to earns far more.
+    pub fn network_default() -> Self {
+        Self {
+            reward: 6.0,
+            penalty: 18.0,
+            p_min: 0.71,
+            p_max: 0.73,
+            honeypot_approval: 0.6,
+            ..Self::paper_example()
         }
     }
 
     /// Checks the domains Theorem 1 assumes: `R, P, lambda, T > 0`,
-    /// `0 < p_min < p_max <= 1`, `0 <= eps_H < 1`, `delta` in `(0, 1)`, `gamma` in `(0, 1]`.
+    /// `0 < p_min < p_max <= 1`, `0 <= eps_H < 1`, `delta` in `(0, 1)`, `gamma` in `(0, 1]`,
+    /// and for the guesser dial `v` in `[0, 1]`, `theta` in `(0, 1]`, `k` in
+    /// `1..=MAX_SEATS`, `tau` in `(0, 1]`.
     pub fn validate(&self) -> Result<(), MathError> {
         check_positive("R", self.reward)?;
         check_positive("P", self.penalty)?;
@@ -89,6 +140,16 @@ impl EconParams {
             });
         }
         check_open_closed("gamma", self.gamma, 0.0, 1.0)?;
+        check_closed("base_rate", self.base_rate, 0.0, 1.0)?;
+        check_open_closed("honeypot_approval", self.honeypot_approval, 0.0, 1.0)?;
+        if self.panel_k == 0 || self.panel_k > super::MAX_SEATS {
+            return Err(MathError::OutOfRange {
+                name: "panel_k".into(),
+                expected: format!("in 1..={}", super::MAX_SEATS),
+                got: f64::from(self.panel_k),
+            });
+        }
+        check_open_closed("panel_tau", self.panel_tau, 0.0, 1.0)?;
         Ok(())
     }
 
@@ -221,10 +282,177 @@ pub fn p_min_required(params: &EconParams) -> Result<f64, MathError> {
     Ok(params.delta / (1.0 - a))
 }
 
+/// Agreement probability of a guesser that votes Valid with probability `q`, whatever the
+/// segment, with the verdict of the panel it sits in.
+///
+/// The contract scores a seat against its round's verdict, and that verdict counts the
+/// seat's own vote: `k` counted seats, Valid when at least `Q = ceil(tau k)` say Valid,
+/// against when at least `Q` say otherwise. The other `k - 1` seats are honest and wrong
+/// with probability `eps_H`; the segment is correct with probability `v`. A round neither
+/// side carries is counted as agreement (an upper bound; with odd `k` and `Q = (k+1)/2` it
+/// never happens). A guesser's vote tips close rounds its way, so even a fair coin agrees
+/// more than half the time: 0.632 in a 5-seat panel at `eps_H = 0.3`, whatever `v`.
+pub fn guesser_agreement(params: &EconParams, q: f64) -> Result<f64, MathError> {
+    params.validate()?;
+    let q = check_closed("q", q, 0.0, 1.0)?;
+    let v = params.base_rate;
+    let k = params.panel_k;
+    let quorum = (params.panel_tau * f64::from(k) - 1e-9).ceil().max(0.0);
+    let others = k.saturating_sub(1);
+    let mut total = 0.0;
+    for (truth_valid, p_truth) in [(true, v), (false, 1.0 - v)] {
+        // Probability that one honest seat votes Valid.
+        let p_valid = if truth_valid {
+            1.0 - params.eps_h
+        } else {
+            params.eps_h
+        };
+        for (guess_valid, p_guess) in [(true, q), (false, 1.0 - q)] {
+            let mut agree = 0.0;
+            for j in 0..=others {
+                // j of the others vote Valid.
+                let valid = f64::from(j) + if guess_valid { 1.0 } else { 0.0 };
+                let against = f64::from(k) - valid;
+                let pass = valid >= quorum;
+                let fail = against >= quorum;
+                let agrees = if pass == fail {
+                    true
+                } else {
+                    pass == guess_valid
+                };
+                if agrees {
+                    agree += binomial(others, j, p_valid);
+                }
+            }
+            total += p_truth * p_guess * agree;
+        }
+    }
+    Ok(total.clamp(0.0, 1.0))
+}
+
+/// `C(n, j) p^j (1 - p)^(n - j)`.
+fn binomial(n: u32, j: u32, p: f64) -> f64 {
+    let (n, j) = (f64::from(n), f64::from(j));
+    let mut c = 1.0;
+    let mut i = 0.0;
+    while i < j {
+        c = c * (n - i) / (i + 1.0);
+        i += 1.0;
+    }
+    c * p.powf(j) * (1.0 - p).powf(n - j)
+}
+
+/// The strongest guessing strategy the honeypot rule lets through: the share `q*` of
+/// Valid votes that maximises agreement, `q` in `[0, theta]`.
+///
+/// A guesser cannot tell a honeypot from a real segment, so it approves known errors at
+/// its own rate `q`; at `q >= theta` the rubber-stamp rule flags it and it forfeits all it
+/// earned. `a(q)` is linear in `q` (a mixture of "always Valid" and "always against"), so
+/// the best `q` is an end of `[0, theta]`. `theta` itself is the supremum of what passes
+/// unflagged, which errs on the guesser's side.
+pub fn best_guess(params: &EconParams) -> Result<f64, MathError> {
+    let at_theta = guesser_agreement(params, params.honeypot_approval)?;
+    let at_zero = guesser_agreement(params, 0.0)?;
+    Ok(if at_theta >= at_zero {
+        params.honeypot_approval
+    } else {
+        0.0
+    })
+}
+
+/// A guesser's expected payoff per scored vote once its reputation has settled:
+/// `E[X] = a R - (1 - a) p_slash(a) P`.
+///
+/// Its agreements are independent Bernoulli(`a`) draws, so the EMA of eq. (3) settles at
+/// `E[r] = a`, and since the slash draw uses the reputation before the vote and
+/// `p_slash` is linear in `r`, the mean slash probability of a wrong vote is
+/// `p_slash(a)`. `E[X]` increases with `a`.
+pub fn guesser_mean(params: &EconParams, agreement: f64) -> Result<f64, MathError> {
+    let a = check_closed("agreement", agreement, 0.0, 1.0)?;
+    let ps = p_slash(params, a)?;
+    Ok(a * params.reward - (1.0 - a) * ps * params.penalty)
+}
+
+/// What the guesser dial computes.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct GuesserReport {
+    /// `q*`, the best unflagged share of Valid votes ([`best_guess`]).
+    pub valid_share: f64,
+    /// `a* = a(q*)`, which is also the reputation `r*` it settles at.
+    pub agreement: f64,
+    /// `p_slash(a*)`.
+    pub p_slash: f64,
+    /// `E[X]` at `a*` ([`guesser_mean`]).
+    pub mean: f64,
+    /// `lambda T E[X]`.
+    pub horizon_mean: f64,
+    /// Agreement of a fair coin (`q = 1/2`), for reference.
+    pub coin_agreement: f64,
+    /// `E[X]` of a fair coin, for reference.
+    pub coin_mean: f64,
+}
+
+/// Computes the [`GuesserReport`].
+pub fn guesser_report(params: &EconParams) -> Result<GuesserReport, MathError> {
+    let q = best_guess(params)?;
+    let a = guesser_agreement(params, q)?;
+    let mean = guesser_mean(params, a)?;
+    let coin = guesser_agreement(params, 0.5)?;
+    Ok(GuesserReport {
+        valid_share: q,
+        agreement: a,
+        p_slash: p_slash(params, a)?,
+        mean,
+        horizon_mean: params.segments_in_horizon() * mean,
+        coin_agreement: coin,
+        coin_mean: guesser_mean(params, coin)?,
+    })
+}
+
+/// The guesser dial: the best guesser the honeypot rule lets through loses money per
+/// vote, `E[X](a*) < 0`, and the rule itself spares honest seats, `eps_H < theta` (an
+/// honest human approves a known error at its error rate; below that threshold it would
+/// be flagged, and a threshold that low would make the first condition meaningless).
+pub fn guesser_dial(params: &EconParams) -> Result<Dial, MathError> {
+    let g = guesser_report(params)?;
+    let loses = g.mean < 0.0;
+    let spares_honest = params.eps_h < params.honeypot_approval;
+    let mut detail = format!(
+        "best unflagged guesser votes Valid with q = {} (v = {}, theta = {}, panel k = {}, \
+         tau = {}): agreement = reputation = {}, E[X] = {} R - {} P p_slash({}) = {} {} 0",
+        fmt_num(g.valid_share),
+        fmt_num(params.base_rate),
+        fmt_num(params.honeypot_approval),
+        params.panel_k,
+        fmt_num(params.panel_tau),
+        fmt_num(g.agreement),
+        fmt_num(g.agreement),
+        fmt_num(1.0 - g.agreement),
+        fmt_num(g.agreement),
+        fmt_num(g.mean),
+        if loses { "<" } else { ">=" },
+    );
+    if !spares_honest {
+        detail.push_str(&format!(
+            "; but theta = {} <= eps_H = {}: honest seats would be flagged",
+            fmt_num(params.honeypot_approval),
+            fmt_num(params.eps_h)
+        ));
+    }
+    Ok(Dial {
+        name: "guesser".into(),
+        condition: "a* R - (1-a*) P p_slash(a*) < 0, a* = best agreement with its panel's \
+                    verdict of a seat voting Valid with q <= theta; eps_H < theta"
+            .into(),
+        ok: loses && spares_honest,
+        detail,
+    })
+}
+
 /// One condition of Theorem 1 and whether it holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Dial {
-    /// Short identifier: `mu_min`, `reward`, `p_min` or `statistical`.
+    /// Short identifier: `mu_min`, `reward`, `p_min`, `guesser` or `statistical`.
     pub name: String,
     /// The condition, as the paper writes it.
     pub condition: String,
@@ -234,8 +462,9 @@ pub struct Dial {
     pub detail: String,
 }
 
-/// Theorem 1's economic conditions: `mu_min > 0`, and eq. (9)'s reward dial
-/// `R > eps_H/(1-eps_H) P p_max` and slashing-floor dial `p_min >= delta/(1-alpha)`.
+/// The economic conditions: Theorem 1's `mu_min > 0`, eq. (9)'s reward dial
+/// `R > eps_H/(1-eps_H) P p_max` and slashing-floor dial `p_min >= delta/(1-alpha)`, and
+/// the [`guesser_dial`].
 pub fn economic_dials(params: &EconParams) -> Result<Vec<Dial>, MathError> {
     let mu = mu_min(params)?;
     let threshold = r_dial_threshold(params)?;
@@ -286,6 +515,7 @@ pub fn economic_dials(params: &EconParams) -> Result<Vec<Dial>, MathError> {
                 }
             ),
         },
+        guesser_dial(params)?,
     ])
 }
 
@@ -385,6 +615,8 @@ pub struct EconReport {
     pub alpha: f64,
     /// `delta / (1 - alpha)` (eq. 9).
     pub p_min_required: f64,
+    /// The best unflagged random guesser ([`guesser_report`]).
+    pub guesser: GuesserReport,
     /// The economic dials ([`economic_dials`]).
     pub dials: Vec<Dial>,
 }
@@ -405,6 +637,7 @@ pub fn econ_report(params: &EconParams) -> Result<EconReport, MathError> {
         r_threshold: r_dial_threshold(params)?,
         alpha: alpha(params)?,
         p_min_required: p_min_required(params)?,
+        guesser: guesser_report(params)?,
         dials: economic_dials(params)?,
     })
 }
@@ -467,12 +700,203 @@ mod tests {
         assert!(p.detail.contains("0.2 < delta/(1-alpha)"), "{}", p.detail);
         assert!(p.detail.contains("0.3333"), "{}", p.detail);
 
+        // The paper's three dials hold once p_min is raised; its guesser does not lose.
+        let theorem = |p: &EconParams| {
+            economic_dials(p)
+                .unwrap()
+                .into_iter()
+                .filter(|d| d.name != "guesser")
+                .all(|d| d.ok)
+        };
         let mut balanced = paper();
         balanced.p_min = 0.4;
-        assert!(economic_dials(&balanced).unwrap().iter().all(|d| d.ok));
+        assert!(theorem(&balanced));
         // Exactly on the boundary passes.
         balanced.p_min = 0.2 / 0.6;
-        assert!(economic_dials(&balanced).unwrap().iter().all(|d| d.ok));
+        assert!(theorem(&balanced));
+        assert!(!by("guesser").ok);
+    }
+
+    #[test]
+    fn guesser_agreement_in_a_panel() {
+        let p = paper();
+        // Alone on its segment, a guesser makes the verdict.
+        let alone = EconParams { panel_k: 1, ..p };
+        assert!(close(guesser_agreement(&alone, 0.3).unwrap(), 1.0, 1e-15));
+        // In a 5-seat panel (Q = 3) the 4 others are honest (right with 0.7): a Valid
+        // guess on a correct segment carries when >= 2 others say Valid,
+        // 1 - 0.3^4 - 4 0.7 0.3^3 = 0.9163; an against guess when >= 2 say against,
+        // 1 - 0.7^4 - 4 0.3 0.7^3 = 0.3483. A fair coin: (0.9163 + 0.3483) / 2.
+        for v in [0.0, 0.3, 0.85, 1.0] {
+            let p = EconParams { base_rate: v, ..p };
+            assert!(close(guesser_agreement(&p, 0.5).unwrap(), 0.6323, 1e-12));
+        }
+        let always_valid = 0.85 * 0.9163 + 0.15 * 0.3483;
+        assert!(close(
+            guesser_agreement(&p, 1.0).unwrap(),
+            always_valid,
+            1e-12
+        ));
+        // Paper example: q* = theta = 0.8,
+        // a* = 0.85 (0.8 0.9163 + 0.2 0.3483) + 0.15 (0.8 0.3483 + 0.2 0.9163) = 0.75158.
+        assert!(close(best_guess(&p).unwrap(), 0.8, 1e-15));
+        assert!(close(guesser_agreement(&p, 0.8).unwrap(), 0.75158, 1e-12));
+        // A 4-seat panel at tau = 0.6 (Q = 3) can split 2-2; a split counts as agreement.
+        let even = EconParams { panel_k: 4, ..p };
+        assert!(guesser_agreement(&even, 0.5).unwrap() > 0.8);
+        // Linear in q, so the best share in [0, theta] is an end; with Valid verdicts the
+        // majority it is theta, otherwise 0.
+        for (v, theta) in [(0.85, 0.8), (0.7, 0.6), (0.3, 0.6), (0.2, 1.0)] {
+            let p = EconParams {
+                base_rate: v,
+                honeypot_approval: theta,
+                ..p
+            };
+            let q = best_guess(&p).unwrap();
+            assert_eq!(q, if v >= 0.5 { theta } else { 0.0 });
+            let best = guesser_agreement(&p, q).unwrap();
+            for i in 0..=100 {
+                let other = theta * f64::from(i) / 100.0;
+                assert!(guesser_agreement(&p, other).unwrap() <= best + 1e-12);
+            }
+        }
+        assert!(guesser_agreement(&p, 1.1).is_err());
+    }
+
+    #[test]
+    fn guesser_mean_closed_form() {
+        let p = paper();
+        // a = 0.5: p_slash = 0.35, E[X] = 3 - 0.5 * 0.35 * 8 = 1.6.
+        assert!(close(guesser_mean(&p, 0.5).unwrap(), 1.6, 1e-12));
+        // a = 0: the malicious seat, E[X] = -P p_max.
+        assert!(close(
+            guesser_mean(&p, 0.0).unwrap(),
+            malicious_mean(&p).unwrap(),
+            1e-12
+        ));
+        // a = 1: always right, E[X] = R.
+        assert!(close(guesser_mean(&p, 1.0).unwrap(), 6.0, 1e-12));
+        // Increasing in the agreement.
+        let mut last = f64::NEG_INFINITY;
+        for i in 0..=100 {
+            let m = guesser_mean(&p, f64::from(i) / 100.0).unwrap();
+            assert!(m > last);
+            last = m;
+        }
+        assert!(guesser_mean(&p, -0.1).is_err());
+    }
+
+    /// Plays the EMA of eq. (3) and the slash rule for a guesser whose agreements are
+    /// independent draws, and checks that the average payoff converges to the closed form.
+    #[test]
+    fn guesser_mean_matches_a_played_ema() {
+        // xorshift64*: a fixed, dependency-free stream of uniforms.
+        let mut state = 0x9E37_79B9_7F4A_7C15_u64;
+        let mut uniform = move || {
+            state ^= state >> 12;
+            state ^= state << 25;
+            state ^= state >> 27;
+            (state.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64
+        };
+        for p in [paper(), EconParams::network_default()] {
+            for a in [0.3, 0.5, 0.57, 0.71] {
+                let (mut r, mut total) = (0.5, 0.0);
+                let (burn, n) = (2_000, 400_000);
+                for i in 0..burn + n {
+                    let agree = uniform() < a;
+                    let x = if agree {
+                        p.reward
+                    } else if uniform() < p_slash(&p, r).unwrap() {
+                        -p.penalty
+                    } else {
+                        0.0
+                    };
+                    if i >= burn {
+                        total += x;
+                    }
+                    r = reputation_update(&p, r, agree).unwrap();
+                }
+                let played = total / f64::from(n);
+                let formula = guesser_mean(&p, a).unwrap();
+                assert!(
+                    close(played, formula, 0.05),
+                    "a = {a}: {played} vs {formula}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn guesser_dial_verdicts() {
+        let dial = |p: &EconParams| guesser_dial(p).unwrap();
+        // Paper example: a* = 0.75158, p_slash = 0.2745, E[X] = 3.96 > 0.
+        let d = dial(&paper());
+        assert!(!d.ok);
+        assert!(
+            d.detail.contains("agreement = reputation = 0.7516"),
+            "{}",
+            d.detail
+        );
+        assert!(close(
+            guesser_report(&paper()).unwrap().mean,
+            3.963898,
+            1e-6
+        ));
+        // The network default: a* = 0.67206, p_slash = 0.71 + 0.02 (1 - a*),
+        // E[X] = 6 a* - 18 (1 - a*) p_slash = -0.19743.
+        let n = EconParams::network_default();
+        let g = guesser_report(&n).unwrap();
+        assert!(close(g.valid_share, 0.6, 1e-15));
+        assert!(close(g.agreement, 0.67206, 1e-12));
+        assert!(close(g.p_slash, 0.7165588, 1e-12));
+        assert!(close(g.mean, -0.197429, 1e-6));
+        assert!(close(g.horizon_mean, 1440.0 * g.mean, 1e-9));
+        assert!(close(g.coin_agreement, 0.6323, 1e-12));
+        assert!(close(g.coin_mean, -0.954079, 1e-6));
+        assert!(dial(&n).ok, "{}", dial(&n).detail);
+        // No honeypot screening: the best guesser rubber-stamps and profits.
+        let unscreened = EconParams {
+            honeypot_approval: 1.0,
+            ..n
+        };
+        assert!(!dial(&unscreened).ok);
+        // In a 3-seat panel a guesser's vote tips a third of the rounds: it profits.
+        let small = EconParams { panel_k: 3, ..n };
+        assert!(close(guesser_agreement(&small, 0.6).unwrap(), 0.738, 1e-12));
+        assert!(!dial(&small).ok);
+        // A threshold at or below eps_H would flag honest seats: the dial fails even
+        // though the guesser it leaves through loses.
+        let harsh = EconParams {
+            honeypot_approval: 0.3,
+            ..n
+        };
+        assert!(guesser_report(&harsh).unwrap().mean < 0.0);
+        let d = dial(&harsh);
+        assert!(!d.ok);
+        assert!(
+            d.detail.contains("honest seats would be flagged"),
+            "{}",
+            d.detail
+        );
+    }
+
+    #[test]
+    fn network_default_passes_every_economic_dial() {
+        let n = EconParams::network_default();
+        let dials = economic_dials(&n).unwrap();
+        assert_eq!(dials.len(), 4);
+        assert!(dials.iter().all(|d| d.ok), "{dials:?}");
+        assert!(close(mu_min(&n).unwrap(), 0.258, 1e-12));
+        assert!(close(p_min_required(&n).unwrap(), 0.638, 1e-12));
+        // An honest human at the reputation it settles to out-earns the best guesser:
+        // it agrees at least 0.7 of the time.
+        assert!(mu_h(&n, 0.7).unwrap() > 0.3);
+        // The price of a narrow window between honest and guesser: mu_min is small, so
+        // Pr[U_hon(T) <= 0] <= e^-0.496 only (the paper's parameters give e^-203.77),
+        // while the malicious bound tightens to e^-90.34.
+        assert!(close(sigma2_h(&n).unwrap(), 96.089436, 1e-9));
+        assert!(close(ln_honest_tail_bound(&n).unwrap(), -0.49610, 1e-5));
+        assert!(close(ln_malicious_tail_bound(&n).unwrap(), -90.3403, 1e-4));
     }
 
     #[test]
@@ -614,6 +1038,34 @@ mod tests {
             .starts_with("gamma must be")
         );
         assert!(
+            msg(EconParams {
+                base_rate: 1.5,
+                ..paper()
+            })
+            .starts_with("base_rate must be")
+        );
+        assert!(
+            msg(EconParams {
+                honeypot_approval: 0.0,
+                ..paper()
+            })
+            .starts_with("honeypot_approval must be")
+        );
+        assert!(
+            msg(EconParams {
+                panel_k: 0,
+                ..paper()
+            })
+            .starts_with("panel_k must be")
+        );
+        assert!(
+            msg(EconParams {
+                panel_tau: 1.5,
+                ..paper()
+            })
+            .starts_with("panel_tau must be")
+        );
+        assert!(
             econ_report(&EconParams {
                 penalty: 0.0,
                 ..paper()
@@ -654,7 +1106,8 @@ mod tests {
         let r = econ_report(&paper()).unwrap();
         assert!(close(r.mu_min, 3.0, 1e-12));
         assert!(close(r.malicious_horizon_mean, -5760.0, 1e-9));
-        assert_eq!(r.dials.len(), 3);
+        assert_eq!(r.dials.len(), 4);
+        assert!(close(r.guesser.agreement, 0.75158, 1e-12));
         assert_eq!(fmt_num(3.0), "3");
         assert_eq!(fmt_num(1.0 / 3.0), "0.3333");
         assert_eq!(fmt_num(25.8), "25.8");
