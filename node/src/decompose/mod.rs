@@ -34,6 +34,7 @@ use trust_protocol::{
 };
 
 use self::text::{Unit, numbers_in, paragraphs, symbols_in, units_of};
+use crate::audit::computer::{self, RuleUse};
 
 /// Units longer than this are routed to a person: the heuristics could not cut them.
 const LONG_UNIT_BYTES: usize = 600;
@@ -89,8 +90,12 @@ pub fn decompose(trace: &Trace, options: &Options) -> Result<Hdag, DecomposeErro
     let mut step_count = 0usize;
     for (pi, para) in paras.iter().enumerate() {
         let units = units_of(para);
-        let is_plan =
-            pi == 0 && paras.len() > 1 && units.iter().all(|u| !u.is_math) && text::plans(para);
+        let is_plan = pi == 0
+            && paras.len() > 1
+            && units
+                .iter()
+                .all(|u| !u.is_math && !computer::readable(u.text))
+            && text::plans(para);
         if is_plan {
             let s = b.push(Seg {
                 prefix: "S",
@@ -139,7 +144,7 @@ pub fn decompose(trace: &Trace, options: &Options) -> Result<Hdag, DecomposeErro
         kind: "conclusion",
         auditor: if options.high_stakes {
             AuditorType::Human
-        } else if text::is_math(output) || text::is_short_answer(output) {
+        } else if computer::readable(output) {
             AuditorType::Auto
         } else {
             AuditorType::Llm
@@ -219,10 +224,14 @@ struct Seg<'a> {
 struct Mentions {
     symbols: BTreeSet<String>,
     numbers: BTreeSet<String>,
+    /// The rule application the unit makes, if it is one.
+    rule: Option<RuleUse>,
 }
 
 struct Builder<'t> {
+    /// Numbers the problem states, in digits or in words (`twice` → 2, `a dozen` → 12).
     problem_numbers: BTreeSet<String>,
+    problem: String,
     nodes: Vec<HdagNode>,
     edges: Vec<HdagEdge>,
     counters: Vec<(&'static str, usize)>,
@@ -235,7 +244,11 @@ struct Builder<'t> {
 impl<'t> Builder<'t> {
     fn new(trace: &'t Trace) -> Self {
         Self {
-            problem_numbers: numbers_in(&trace.problem).into_iter().collect(),
+            problem_numbers: numbers_in(&trace.problem)
+                .into_iter()
+                .chain(computer::number_words(&trace.problem))
+                .collect(),
+            problem: trace.problem.clone(),
             nodes: Vec::new(),
             edges: Vec::new(),
             counters: Vec::new(),
@@ -293,14 +306,24 @@ impl<'t> Builder<'t> {
                 Complexity::High,
             )
         } else if u.is_math && u.is_pure_math {
+            // Pure mathematics is an OPERATION; only a checker that can read it takes it.
+            let readable = computer::readable(u.text);
             (
                 "O",
                 AbstractionLevel::Operation,
                 "calculation",
-                AuditorType::Auto,
-                Complexity::Low,
+                if readable {
+                    AuditorType::Auto
+                } else {
+                    AuditorType::Llm
+                },
+                if readable {
+                    Complexity::Low
+                } else {
+                    Complexity::Medium
+                },
             )
-        } else if u.is_math || u.is_definition {
+        } else if computer::readable(u.text) {
             (
                 "ST",
                 AbstractionLevel::Step,
@@ -349,7 +372,11 @@ impl<'t> Builder<'t> {
                 .into_iter()
                 .filter(|n| n != "0" && n != "1")
                 .collect(),
+            rule: computer::rule_use(text),
         };
+        if let Some(r) = &m.rule {
+            return self.link_rule(id, r.clone(), m, goal);
+        }
         // For each symbol, the latest earlier step that mentions it; failing any, the
         // latest step sharing a number.
         let mut targets: Vec<(usize, f64)> = Vec::new();
@@ -382,6 +409,34 @@ impl<'t> Builder<'t> {
         }
         self.steps.push((id, m));
         found
+    }
+
+    /// A rule application rests on the step that derived its antecedent and on the
+    /// problem, where the rules and facts are stated.
+    fn link_rule(&mut self, id: usize, r: RuleUse, m: Mentions, goal: usize) -> bool {
+        let source = self
+            .steps
+            .iter()
+            .rev()
+            .find(|(_, prev)| {
+                prev.rule
+                    .as_ref()
+                    .is_some_and(|p| p.derived.eq_ignore_ascii_case(&r.from))
+            })
+            .map(|(i, _)| *i);
+        if let Some(to) = source {
+            self.edge(id, to, Relationship::DependsOn, 0.9);
+        }
+        let in_problem = |atom: &str| {
+            self.problem
+                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .any(|w| w.eq_ignore_ascii_case(atom))
+        };
+        if in_problem(&r.from) || in_problem(&r.to) {
+            self.edge(id, goal, Relationship::DependsOn, 0.8);
+        }
+        self.steps.push((id, m));
+        source.is_some()
     }
 
     fn edge(&mut self, from: usize, to: usize, relationship: Relationship, confidence: f64) {

@@ -45,7 +45,7 @@ pub(crate) struct Written {
 }
 
 /// An exact rational `num / den` in lowest terms, `den > 0`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct Rational {
     num: i128,
     den: i128,
@@ -219,24 +219,24 @@ impl Expr {
         }
     }
 
-    /// Number literals as written; a quotient of two literals also as `a/b`.
-    pub(crate) fn numbers(&self, out: &mut std::collections::BTreeSet<String>) {
+    /// Values it states: each number literal, and a quotient of two literals (`3/5`) as
+    /// one value rather than two.
+    pub(crate) fn values(&self, out: &mut Vec<Rational>) {
         match self {
-            Expr::Num(_, w) => {
-                out.insert(w.text.clone());
-            }
+            Expr::Num(r, _) => out.push(*r),
             Expr::Var(_) => {}
             Expr::Div(a, b) => {
-                if let (Expr::Num(_, x), Expr::Num(_, y)) = (a.as_ref(), b.as_ref()) {
-                    out.insert(format!("{}/{}", x.text, y.text));
+                if let (Expr::Num(x, _), Expr::Num(y, _)) = (a.as_ref(), b.as_ref()) {
+                    out.extend(x.div(*y));
+                } else {
+                    a.values(out);
+                    b.values(out);
                 }
-                a.numbers(out);
-                b.numbers(out);
             }
-            Expr::Neg(a) | Expr::Pow(a, _) => a.numbers(out),
+            Expr::Neg(a) | Expr::Pow(a, _) => a.values(out),
             Expr::Add(a, b) | Expr::Sub(a, b) | Expr::Mul(a, b) => {
-                a.numbers(out);
-                b.numbers(out);
+                a.values(out);
+                b.values(out);
             }
         }
     }
@@ -387,10 +387,13 @@ fn lex(src: &str) -> Result<Vec<Tok>, ParseError> {
                     .map_err(|_| ParseError("number too long".into()))?;
                 let mut r =
                     Rational::new(whole, scale).ok_or_else(|| ParseError("bad number".into()))?;
+                // `33.3%` shows 0.333: a percentage carries two more decimals of its value.
+                let mut shown = digits;
                 if cs.get(i) == Some(&'%') {
                     r = r
                         .div(Rational::int(100))
                         .ok_or_else(|| ParseError("bad number".into()))?;
+                    shown = shown.saturating_add(2);
                     i += 1;
                 }
                 let text: String = cs
@@ -401,7 +404,7 @@ fn lex(src: &str) -> Result<Vec<Tok>, ParseError> {
                     r,
                     Written {
                         text: text.trim_end_matches(['.', '…', '%']).to_string(),
-                        decimals: digits,
+                        decimals: shown,
                         approx,
                     },
                 ));

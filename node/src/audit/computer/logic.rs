@@ -20,59 +20,200 @@ const MAX_FROM: usize = 5;
 const MAX_ATOMS: usize = 16;
 
 fn arrow_split(s: &str) -> Option<(&str, &str)> {
-    ["→", "->", "=>"].iter().find_map(|a| s.split_once(a))
+    ["→", "->", "=>", "⇒"].iter().find_map(|a| s.split_once(a))
 }
 
 fn norm(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// `I use rule (A → B) to derive B`.
-pub(super) fn rule_step(input: &StepInput<'_>) -> Option<Judgement> {
-    let claim = input.claim;
-    let lower = claim.to_lowercase();
-    let at = lower.find("rule (")?;
-    let rest = claim.get(at + "rule (".len()..)?;
-    let close = rest.find(')')?;
-    let rule = rest.get(..close)?;
-    let (a, b) = arrow_split(rule)?;
-    let (a, b) = (a.trim(), b.trim());
-    let after = rest.get(close + 1..)?;
-    let derived = after
-        .to_lowercase()
-        .find("derive")
-        .and_then(|i| after.get(i + "derive".len()..))
-        .map(|d| d.trim().trim_end_matches('.').trim().to_string())?;
+/// Words that introduce what a rule application derives.
+const DERIVE_WORDS: [&str; 11] = [
+    "derive",
+    "derives",
+    "get",
+    "gets",
+    "obtain",
+    "conclude",
+    "infer",
+    "deduce",
+    "establish",
+    "prove",
+    "yields",
+];
 
-    let rule_norm = norm(&format!("{a} → {b}"));
-    let stated = input.context.split([';', '.', '\n']).any(|part| {
-        let part = part.trim().trim_start_matches("Rules:").trim();
-        arrow_split(part)
-            .is_some_and(|(x, y)| norm(&format!("{} → {}", x.trim(), y.trim())) == rule_norm)
+/// A rule application read from a step: `I use rule (A → B) to derive B`, `Using rule
+/// A -> B, I derive B`, `Apply (A → B) to get B`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuleUse {
+    /// The rule's antecedent.
+    pub from: String,
+    /// The rule's consequent.
+    pub to: String,
+    /// What the step says it derives.
+    pub derived: String,
+}
+
+/// An atom of a rule chain: letters, digits and `_` (`A`, `H3`, `AZ`, `wet_grass`).
+fn atom(s: &str) -> Option<String> {
+    let t = s.trim().trim_matches(|c: char| {
+        matches!(
+            c,
+            '(' | ')' | '.' | ',' | ';' | ':' | '*' | '`' | '"' | '\''
+        )
     });
-    if !stated {
-        return Some(Judgement::Vote {
-            vote: Vote::Ungrounded,
-            reason: format!("the rule ({a} → {b}) is not among the stated rules"),
-        });
+    (!t.is_empty() && t.chars().count() <= 40 && t.chars().all(|c| c.is_alphanumeric() || c == '_'))
+        .then(|| t.to_string())
+}
+
+/// Reads a rule application; `None` when the text is not one.
+pub(crate) fn rule_use(text: &str) -> Option<RuleUse> {
+    let arrows = ["→", "->", "=>", "⇒"];
+    let count: usize = arrows.iter().map(|a| text.matches(a).count()).sum();
+    // `=>` is also found inside `==>`; one arrow, one rule.
+    if count != 1 {
+        return None;
     }
-    let have = |text: &str| {
-        let t = text.to_lowercase();
-        let a = a.to_lowercase();
-        t.contains(&format!("i have {a}"))
-            || t.contains(&format!("derive {a}"))
-            || t.contains(&format!("fact: {a}"))
+    let (before, after) = arrow_split(text)?;
+    // The rule: the parenthesised `(A → B)`, else the words on each side of the arrow.
+    let (from, to, rest) = match (before.rfind('('), after.find(')')) {
+        (Some(open), Some(close)) if before.get(open + 1..).is_some_and(|s| !s.contains(')')) => (
+            atom(before.get(open + 1..)?)?,
+            atom(after.get(..close)?)?,
+            after.get(close + 1..)?,
+        ),
+        _ => {
+            let from = atom(before.split_whitespace().last()?)?;
+            let mut words = after.split_whitespace();
+            let to = atom(words.next()?)?;
+            let used = after.find(words.clone().next().unwrap_or(""))?;
+            (from, to, after.get(used..).unwrap_or(""))
+        }
     };
-    if !(have(input.context) || input.premises.iter().any(|p| have(p))) {
-        return Some(Judgement::Vote {
-            vote: Vote::Ungrounded,
-            reason: format!("{a} has not been established before this step"),
-        });
+    let lower = rest.to_lowercase();
+    let mut words = lower.split_whitespace().peekable();
+    let mut derived = None;
+    while let Some(w) = words.next() {
+        let w = w.trim_matches(|c: char| !c.is_alphanumeric());
+        if DERIVE_WORDS.contains(&w) {
+            // `to derive B`, `I derive that B`, `we get: B`.
+            while words
+                .peek()
+                .is_some_and(|n| matches!(*n, "that" | "the" | "fact" | ":"))
+            {
+                words.next();
+            }
+            derived = words.next().and_then(atom);
+            break;
+        }
     }
-    if !derived.eq_ignore_ascii_case(b) {
+    let derived = derived?;
+    // Report the derived atom as the step writes it.
+    let derived = rest
+        .split_whitespace()
+        .filter_map(atom)
+        .find(|a| a.to_lowercase() == derived)
+        .unwrap_or(derived);
+    Some(RuleUse { from, to, derived })
+}
+
+/// Whether the text is a rule application the checker reads.
+pub(super) fn reads_rule(text: &str) -> bool {
+    rule_use(text).is_some()
+}
+
+/// Whether the text is a `p FROM p1, ..., pn` step the checker reads.
+pub(super) fn reads_from(text: &str) -> bool {
+    text.split_once(" FROM ").is_some_and(|(g, f)| {
+        parse(g.trim()).is_some() && f.split(',').all(|p| parse(p.trim()).is_some())
+    })
+}
+
+/// Rules a text states (`Rules: A → B; B → C.`), as (antecedent, consequent).
+pub(crate) fn stated_rules(text: &str) -> Vec<(String, String)> {
+    text.split([';', '.', '\n', ','])
+        .filter_map(|part| {
+            let (a, b) = arrow_split(part)?;
+            let a = atom(a.split_whitespace().last()?)?;
+            let b = atom(b.split_whitespace().next()?)?;
+            Some((a, b))
+        })
+        .take(512)
+        .collect()
+}
+
+/// Whether a text establishes `atom` as a fact: `Fact: I have A.`, `Facts: A, B.`, `I have
+/// A and B`, or a rule application that derives it.
+pub(crate) fn establishes(text: &str, a: &str) -> bool {
+    if rule_use(text).is_some_and(|r| r.derived.eq_ignore_ascii_case(a)) {
+        return true;
+    }
+    text.split(['.', ';', '\n']).any(|sentence| {
+        let lower = sentence.to_lowercase();
+        let factual = lower.trim_start().starts_with("fact")
+            || lower.contains("i have")
+            || lower.contains("we have")
+            || lower.contains("given")
+            || lower.contains("known");
+        factual
+            && arrow_split(sentence).is_none()
+            && sentence
+                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .any(|w| w.eq_ignore_ascii_case(a))
+    })
+}
+
+/// A rule application: the rule must be stated in the problem, its antecedent a fact or
+/// derived by a premise, and the derived claim its consequent.
+pub(super) fn rule_step(input: &StepInput<'_>) -> Option<Judgement> {
+    let r = rule_use(input.claim)?;
+    let (a, b) = (&r.from, &r.to);
+    // Deriving anything but the consequent is wrong whatever the problem says.
+    if !r.derived.eq_ignore_ascii_case(b) {
         return Some(Judgement::Vote {
             vote: Vote::Invalid,
-            reason: format!("the rule ({a} → {b}) yields {b}, not {derived}"),
+            reason: format!("the rule ({a} → {b}) yields {b}, not {}", r.derived),
+        });
+    }
+    let sources = || {
+        std::iter::once(input.context).chain(
+            input
+                .premises
+                .iter()
+                .copied()
+                .filter(|p| rule_use(p).is_none()),
+        )
+    };
+    let stated = sources().any(|t| {
+        stated_rules(t)
+            .iter()
+            .any(|(x, y)| x.eq_ignore_ascii_case(a) && y.eq_ignore_ascii_case(b))
+    });
+    // A judge that was not shown the problem cannot tell a missing rule from an unseen one.
+    let blind = input.context.trim().is_empty();
+    if !stated {
+        return Some(if blind {
+            Judgement::Abstain(format!(
+                "the rule ({a} → {b}) is not in the premises, and the problem was not given"
+            ))
+        } else {
+            Judgement::Vote {
+                vote: Vote::Ungrounded,
+                reason: format!("the rule ({a} → {b}) is not among the stated rules"),
+            }
+        });
+    }
+    let have = establishes(input.context, a) || input.premises.iter().any(|p| establishes(p, a));
+    if !have {
+        return Some(if blind {
+            Judgement::Abstain(format!(
+                "{a} is not established by the premises, and the problem was not given"
+            ))
+        } else {
+            Judgement::Vote {
+                vote: Vote::Ungrounded,
+                reason: format!("{a} has not been established before this step"),
+            }
         });
     }
     Some(Judgement::Vote {
@@ -277,6 +418,11 @@ pub(super) fn from_step(input: &StepInput<'_>) -> Option<Judgement> {
         norm(input.context).contains(&n) || input.premises.iter().any(|q| norm(q).contains(&n))
     };
     if let Some(p) = parts.iter().find(|p| !known(p)) {
+        if input.context.trim().is_empty() {
+            return Some(Judgement::Abstain(format!(
+                "premise {p} is not among the premises, and the problem was not given"
+            )));
+        }
         return Some(Judgement::Vote {
             vote: Vote::Ungrounded,
             reason: format!("premise {p} is neither given nor derived earlier"),

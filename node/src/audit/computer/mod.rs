@@ -25,6 +25,7 @@
 pub(crate) mod expr;
 mod logic;
 mod poly;
+pub(crate) mod read;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -33,21 +34,29 @@ use trust_protocol::{Hash, Vote};
 use self::{
     expr::{Expr, P, Rational},
     poly::RatFn,
+    read::Chain,
 };
 
 /// Longest claim the checker reads; longer ones are not calculations.
 const MAX_CLAIM_CHARS: usize = 400;
 /// Random points per identity test.
 const PIT_POINTS: u64 = 3;
+/// Relative difference within which a value written with `≈` is not called wrong.
+const APPROX_SLACK: f64 = 0.05;
+/// Numbers every reader knows without being told: conversions between units of time,
+/// length, mass and counting. A step may use them without a premise stating them.
+const UNIT_CONSTANTS: [i128; 17] = [
+    2, 3, 4, 7, 10, 12, 16, 24, 30, 31, 52, 60, 100, 365, 1000, 1440, 3600,
+];
 
 /// What a checker is given.
 #[derive(Debug, Clone, Copy)]
 pub struct StepInput<'a> {
     /// The segment to judge.
     pub claim: &'a str,
-    /// The segments it depends on, in trace order.
+    /// The segments it depends on, in trace order (the givens sealed with it first).
     pub premises: &'a [&'a str],
-    /// The problem statement.
+    /// The problem statement, when the step rests on it; empty otherwise.
     pub context: &'a str,
 }
 
@@ -80,6 +89,82 @@ impl Judgement {
             Judgement::Abstain(_) => None,
         }
     }
+
+    fn is_valid(&self) -> bool {
+        matches!(
+            self,
+            Judgement::Vote {
+                vote: Vote::Valid,
+                ..
+            }
+        )
+    }
+
+    fn is_failure(&self) -> bool {
+        matches!(
+            self,
+            Judgement::Vote {
+                vote: Vote::Invalid | Vote::Ungrounded,
+                ..
+            }
+        )
+    }
+}
+
+pub use self::logic::RuleUse;
+
+/// Reads a rule application (`I use rule (A → B) to derive B`), for linking it to the
+/// step that derived its antecedent.
+pub fn rule_use(text: &str) -> Option<RuleUse> {
+    logic::rule_use(text)
+}
+
+/// Numbers a text states in words (`twice` → `2`, `a dozen` → `12`, `half` → `1/2` and
+/// `2`), written as the decomposer writes numbers.
+pub fn number_words(text: &str) -> Vec<String> {
+    read::word_values(text).into_iter().map(show).collect()
+}
+
+/// Whether the checker can read `text`: a calculation or equation it parses under at
+/// least one reading, a rule application, a `p FROM p1, ..., pn` step, or a definition
+/// (`Let x be ...`, `The denominator is 3x − 7`). The decomposer routes a step to the
+/// Computer tier only then.
+pub fn readable(text: &str) -> bool {
+    let t = text.trim();
+    if t.is_empty() || t.chars().count() > MAX_CLAIM_CHARS {
+        return false;
+    }
+    if logic::reads_rule(t) || logic::reads_from(t) || is_definition(t) || names_expression(t) {
+        return true;
+    }
+    let (cleaned, notes) = read::clean(t);
+    let none = BTreeSet::new();
+    notes.iter().chain(read::clauses(&cleaned).iter()).any(|c| {
+        read::readings(c, &none)
+            .iter()
+            .any(|r| r.as_ref().is_some_and(|chains| !chains.is_empty()))
+    })
+}
+
+/// `Let ...`, `Denote ...`, `Define ...`.
+fn is_definition(text: &str) -> bool {
+    let lower: String = text.chars().take(8).collect::<String>().to_lowercase();
+    lower.starts_with("let ") || lower.starts_with("denote ") || lower.starts_with("define ")
+}
+
+/// `The denominator is 3x − 7`: a quantity named in words and given as an expression in
+/// a name.
+fn names_expression(text: &str) -> bool {
+    let Some((_, rhs)) = text.rsplit_once(" is ") else {
+        return false;
+    };
+    let rhs = rhs.trim().trim_end_matches(['.', ',', ';']);
+    let Ok(e) = Expr::parse(&read::clean(rhs).0) else {
+        return false;
+    };
+    let mut names = BTreeSet::new();
+    e.vars(&mut names);
+    !names.is_empty() && !matches!(e, Expr::Var(_) | Expr::Num(..))
 }
 
 /// Judges one step. `seed` makes the random points of identity tests reproducible (use
@@ -89,67 +174,132 @@ pub fn check(input: &StepInput<'_>, seed: &Hash) -> Judgement {
     if claim.chars().count() > MAX_CLAIM_CHARS {
         return Judgement::Abstain("too long to be a single calculation".into());
     }
-    let premise_chains: Vec<Vec<Expr>> = input
-        .premises
-        .iter()
-        .filter_map(|p| extract_chain(p))
-        .collect();
+    if let Some(j) = logic::rule_step(input).or_else(|| logic::from_step(input)) {
+        return j;
+    }
     let mut premise_names = BTreeSet::new();
     for p in input.premises {
         premise_names.extend(names_in(p));
     }
+    // Names the problem or a premise uses are unknowns: never units, never times signs.
+    let mut known_names = premise_names.clone();
+    known_names.extend(names_in(input.context));
+    let premise_chains: Vec<Chain> = input
+        .premises
+        .iter()
+        .flat_map(|p| read::stated_chains(p, &known_names))
+        .collect();
 
-    if let Some(j) = logic::rule_step(input).or_else(|| logic::from_step(input)) {
-        return j;
-    }
     if let Some(j) = definition(claim, &premise_names) {
         return j;
     }
-    // Every clause that states an equality must be checked: a step is Valid only when all
-    // of them hold (`So D = 1.027777/185 = 0.0055555 and 1/D = 180`).
-    let clauses: Vec<&str> = claim
-        .split(';')
-        .flat_map(|c| c.split(" and "))
-        .filter(|c| c.contains('='))
-        .collect();
-    if clauses.is_empty() {
-        return Judgement::Abstain("no equation or calculation found".into());
-    }
-    let definitions = premise_definitions(&premise_chains);
-    let mut reasons = Vec::new();
-    for clause in clauses {
-        let Some(chain) = extract_chain(clause) else {
-            return Judgement::Abstain(format!(
-                "cannot read the calculation in {:?}",
-                clause.trim()
-            ));
-        };
-        match check_chain(
-            &chain,
-            &definitions,
-            &premise_names,
-            &premise_chains,
-            input,
-            seed,
-        ) {
-            Judgement::Vote {
-                vote: Vote::Valid,
-                reason,
-            } => reasons.push(reason),
-            other => return other,
+    let ctx = Ctx {
+        definitions: premise_definitions(&premise_chains),
+        premise_names: &premise_names,
+        premise_chains: &premise_chains,
+        input,
+        seed,
+    };
+    let (cleaned, notes) = read::clean(claim);
+    let clauses: Vec<String> = notes.into_iter().chain(read::clauses(&cleaned)).collect();
+    // Each clause on its own; a step is Valid only when every clause that states an
+    // equality holds, and wrong when one clause is wrong under every reading of it.
+    let mut valid = Vec::new();
+    let mut undecided: Option<String> = None;
+    for clause in &clauses {
+        let readings = read::readings(clause, &known_names);
+        if readings.is_empty() {
+            continue;
+        }
+        match judge_clause(clause, &readings, &ctx) {
+            j @ Judgement::Vote { .. } if j.is_failure() => return j,
+            Judgement::Vote { reason, .. } => valid.push(reason),
+            Judgement::Abstain(why) => {
+                undecided.get_or_insert(why);
+            }
         }
     }
-    reasons.dedup();
-    Judgement::vote(Vote::Valid, reasons.join("; "))
+    if let Some(why) = undecided {
+        return Judgement::Abstain(why);
+    }
+    if valid.is_empty() {
+        if is_definition(claim) {
+            return Judgement::Abstain("a definition in words: nothing to calculate".into());
+        }
+        return Judgement::Abstain("no equation or calculation found".into());
+    }
+    valid.dedup();
+    Judgement::vote(Vote::Valid, valid.join("; "))
+}
+
+/// What every chain of a step is judged against.
+struct Ctx<'a> {
+    definitions: BTreeMap<String, Expr>,
+    premise_names: &'a BTreeSet<String>,
+    premise_chains: &'a [Chain],
+    input: &'a StepInput<'a>,
+    seed: &'a Hash,
+}
+
+/// One clause under all its readings: Valid when one reading holds; Invalid or
+/// Ungrounded only when every reading that can be read fails; otherwise abstain.
+fn judge_clause(clause: &str, readings: &[Option<Vec<Chain>>], ctx: &Ctx<'_>) -> Judgement {
+    let mut failures = Vec::new();
+    let mut undecided: Option<String> = None;
+    for reading in readings {
+        let Some(chains) = reading else { continue };
+        let mut verdict: Option<Judgement> = None;
+        let mut reasons = Vec::new();
+        for chain in chains {
+            let j = check_chain(chain, ctx);
+            if j.is_failure() {
+                verdict = Some(j);
+                break;
+            }
+            match j {
+                Judgement::Vote { reason, .. } => reasons.push(reason),
+                abstain => {
+                    verdict.get_or_insert(abstain);
+                }
+            }
+        }
+        match verdict {
+            None => {
+                reasons.dedup();
+                return Judgement::vote(Vote::Valid, reasons.join("; "));
+            }
+            Some(j) if j.is_failure() => failures.push(j),
+            Some(Judgement::Abstain(why)) => {
+                undecided.get_or_insert(why);
+            }
+            Some(_) => {}
+        }
+    }
+    if let Some(why) = undecided {
+        return Judgement::Abstain(why);
+    }
+    if failures.is_empty() {
+        return Judgement::Abstain(format!(
+            "cannot read the calculation in {:?}",
+            clause.trim()
+        ));
+    }
+    // Every reading fails: report an invalid calculation before a missing ground.
+    let pos = failures
+        .iter()
+        .position(|j| j.as_vote() == Some(Vote::Invalid))
+        .unwrap_or(0);
+    failures.swap_remove(pos)
 }
 
 /// Names a premise defines (`t1 = (1/3)/D = 1/(3D)`, `D = 1.027777/185`): the name and
 /// the last expression of its chain, unless that expression uses the name itself.
-fn premise_definitions(premise_chains: &[Vec<Expr>]) -> BTreeMap<String, Expr> {
+fn premise_definitions(premise_chains: &[Chain]) -> BTreeMap<String, Expr> {
     let mut defs = BTreeMap::new();
     for chain in premise_chains {
-        if let (Some(Expr::Var(name)), Some(last)) = (chain.first(), chain.last())
-            && chain.len() >= 2
+        let parts = &chain.parts;
+        if let (Some(Expr::Var(name)), Some(last)) = (parts.first(), parts.last())
+            && parts.len() >= 2
         {
             let mut used = BTreeSet::new();
             last.vars(&mut used);
@@ -161,30 +311,46 @@ fn premise_definitions(premise_chains: &[Vec<Expr>]) -> BTreeMap<String, Expr> {
     defs
 }
 
-fn check_chain(
-    chain: &[Expr],
-    definitions: &BTreeMap<String, Expr>,
-    premise_names: &BTreeSet<String>,
-    premise_chains: &[Vec<Expr>],
-    input: &StepInput<'_>,
-    seed: &Hash,
-) -> Judgement {
+/// A number as written, with nothing computed: `48`, `-3`.
+fn is_literal(e: &Expr) -> bool {
+    match e {
+        Expr::Num(..) => true,
+        Expr::Neg(a) => matches!(a.as_ref(), Expr::Num(..)),
+        _ => false,
+    }
+}
+
+fn check_chain(chain: &Chain, ctx: &Ctx<'_>) -> Judgement {
+    let parts = &chain.parts;
+    // `48 = 24` states two values and no calculation: what related them (`half of`,
+    // `a total of`) was lost around it, so it is not a step to judge.
+    let bare = parts.iter().all(is_literal);
     // `t1 = (1/3)/D = ...` names a fresh quantity: the first equality is a definition.
-    let fresh_definition = matches!(chain.first(), Some(Expr::Var(name)) if !premise_names.contains(name))
-        && chain.len() > 2;
-    let last = chain.len().saturating_sub(2);
+    let fresh_definition = matches!(parts.first(), Some(Expr::Var(name)) if !ctx.premise_names.contains(name))
+        && parts.len() > 2;
+    let last = parts.len().saturating_sub(2);
     let mut derived = false;
-    for (i, w) in chain.windows(2).enumerate() {
+    for (i, w) in parts.windows(2).enumerate() {
         let (Some(a0), Some(b0)) = (w.first(), w.get(1)) else {
             continue;
         };
         if i == 0 && fresh_definition {
             continue;
         }
-        let (a, b) = (a0.substitute(definitions), b0.substitute(definitions));
-        match identity(&a, &b, seed) {
+        let approx = chain.approx.get(i).copied().unwrap_or(false);
+        let (a, b) = (
+            a0.substitute(&ctx.definitions),
+            b0.substitute(&ctx.definitions),
+        );
+        match identity(&a, &b, approx, ctx.seed) {
             Identity::Holds => {}
             Identity::Unknown(why) => return Judgement::Abstain(why),
+            Identity::Fails(_) if bare => {
+                return Judgement::Abstain(format!(
+                    "{} states values without the calculation that relates them",
+                    chain.text
+                ));
+            }
             Identity::Fails(why) => {
                 let mut names = BTreeSet::new();
                 a0.vars(&mut names);
@@ -194,7 +360,7 @@ fn check_chain(
                 // An equation rather than a rewrite: a lone equation, one that solves for a
                 // name (`D = ...` first), or a final condition (`... = 185`). It must follow
                 // from the premises; a failing rewrite inside a longer chain is a wrong step.
-                let equation = chain.len() == 2
+                let equation = parts.len() == 2
                     || (i == 0 && matches!(a0, Expr::Var(_)))
                     || (i == last && rhs_names.is_empty());
                 if names.is_empty() || !equation {
@@ -208,12 +374,10 @@ fn check_chain(
                             "{n} appears on one side only and no premise defines it"
                         ));
                     }
-                    return Judgement::vote(Vote::Invalid, why);
+                    return Judgement::vote(Vote::Invalid, format!("{}: {why}", chain.text));
                 }
-                match derived_equation(a0, b0, &names, premise_chains, chain, input, seed) {
-                    Judgement::Vote {
-                        vote: Vote::Valid, ..
-                    } => derived = true,
+                match derived_equation(a0, b0, &names, parts, ctx) {
+                    j if j.is_valid() => derived = true,
                     other => return other,
                 }
             }
@@ -244,8 +408,9 @@ fn pit_point(seed: &Hash, name: &str, i: u64) -> u64 {
         % P
 }
 
-/// Whether `a = b` holds identically (for all values of any names).
-fn identity(a: &Expr, b: &Expr, seed: &Hash) -> Identity {
+/// Whether `a = b` holds identically (for all values of any names); `approx` when it was
+/// written `a ≈ b`.
+fn identity(a: &Expr, b: &Expr, approx_sign: bool, seed: &Hash) -> Identity {
     let mut names = BTreeSet::new();
     a.vars(&mut names);
     b.vars(&mut names);
@@ -264,16 +429,26 @@ fn identity(a: &Expr, b: &Expr, seed: &Hash) -> Identity {
             return Identity::Holds;
         }
         // A decimal written on its own stands for the exact value truncated or rounded
-        // to the decimals it shows.
+        // to the decimals it shows (to a whole number too after `≈`).
         for (literal, exact) in [(b, x), (a, y)] {
             if let Expr::Num(stated, _) = literal
                 && let Some(d) = literal.decimals()
-                && d > 0
+                && (d > 0 || approx_sign)
                 && exact
                     .to_decimals(d)
                     .is_some_and(|(t, r)| t == *stated || r == *stated)
             {
                 return Identity::Holds;
+            }
+        }
+        if approx_sign {
+            let (fx, fy) = (x.to_f64(), y.to_f64());
+            if (fx - fy).abs() <= APPROX_SLACK * fx.abs().max(fy.abs()) {
+                return Identity::Unknown(format!(
+                    "{} ≈ {} is a rounding this checker does not decide",
+                    show(x),
+                    show(y)
+                ));
             }
         }
         return Identity::Fails(format!("{} ≠ {}", show(x), show(y)));
@@ -314,6 +489,9 @@ fn identity(a: &Expr, b: &Expr, seed: &Hash) -> Identity {
             return Identity::Holds;
         }
     }
+    if approx_sign {
+        return Identity::Unknown("an approximation in names is not decided".into());
+    }
     Identity::Fails("the two sides differ as expressions".into())
 }
 
@@ -322,10 +500,8 @@ fn derived_equation(
     lhs: &Expr,
     rhs: &Expr,
     names: &BTreeSet<String>,
-    premise_chains: &[Vec<Expr>],
     chain: &[Expr],
-    input: &StepInput<'_>,
-    seed: &Hash,
+    ctx: &Ctx<'_>,
 ) -> Judgement {
     let var = match names.iter().next() {
         Some(v) if names.len() == 1 => v.clone(),
@@ -335,19 +511,26 @@ fn derived_equation(
         return Judgement::Abstain("the equation is not a rational function of one unknown".into());
     };
     // The latest premise equation (not an identity) in the same unknown.
-    let premise = premise_chains.iter().rev().find_map(|pchain| {
-        let (a, b) = (pchain.get(pchain.len().checked_sub(2)?)?, pchain.last()?);
+    let premise = ctx.premise_chains.iter().rev().find_map(|pchain| {
+        let parts = &pchain.parts;
+        let (a, b) = (parts.get(parts.len().checked_sub(2)?)?, parts.last()?);
+        if pchain.approx.last().copied().unwrap_or(false) {
+            return None;
+        }
         let mut ns = BTreeSet::new();
         a.vars(&mut ns);
         b.vars(&mut ns);
-        if ns.len() != 1 || !ns.contains(&var) || matches!(identity(a, b, seed), Identity::Holds) {
+        if ns.len() != 1
+            || !ns.contains(&var)
+            || matches!(identity(a, b, false, ctx.seed), Identity::Holds)
+        {
             return None;
         }
         let approx = a.approx_digits().or(b.approx_digits());
         Some((RatFn::equation(a, b, &var)?, approx))
     });
     let Some((premise, premise_approx)) = premise else {
-        return grounding(input, chain);
+        return grounding(ctx.input, chain);
     };
     let approx = [premise_approx, lhs.approx_digits(), rhs.approx_digits()]
         .into_iter()
@@ -417,33 +600,59 @@ fn proportional(a: &[Rational], b: &[Rational]) -> Option<bool> {
     Some(true)
 }
 
-/// Nothing to derive the equation from: every number it states must come from somewhere
-/// (the problem, a premise, or a part of the same chain that was verified before it).
-fn grounding(input: &StepInput<'_>, chain: &[Expr]) -> Judgement {
-    let mut known = numbers(input.context);
-    for p in input.premises {
-        known.extend(numbers(p));
+/// Values a text states: its numbers (each also as a percentage), its number words
+/// (`twice`, `a dozen`, `half`), and the constants of units every reader knows.
+fn known_values(texts: &[&str]) -> BTreeSet<Rational> {
+    let mut known: BTreeSet<Rational> = UNIT_CONSTANTS
+        .iter()
+        .map(|&n| Rational::int(n))
+        .chain([Rational::ZERO, Rational::int(1)])
+        .collect();
+    let empty = BTreeMap::new();
+    for t in texts {
+        for n in crate::decompose::text::numbers_in(t) {
+            if let Some(v) = Expr::parse(&n).ok().and_then(|e| e.eval_exact(&empty)) {
+                known.insert(v);
+                known.extend(v.div(Rational::int(100)));
+            }
+        }
+        known.extend(read::word_values(t));
     }
+    known
+}
+
+/// Nothing to derive the equation from: every number it states must come from somewhere
+/// (the problem, a premise, or a part of the same chain that was verified before it). A
+/// judge that was not shown the problem cannot tell: it abstains.
+fn grounding(input: &StepInput<'_>, chain: &[Expr]) -> Judgement {
+    if input.context.trim().is_empty() {
+        return Judgement::Abstain(
+            "no premise equation to derive it from, and the problem was not given to this judge"
+                .into(),
+        );
+    }
+    let mut texts = vec![input.context];
+    texts.extend(input.premises.iter().copied());
+    let mut known = known_values(&texts);
     // In a longer chain every part before the last was reached by verified rewrites, so
     // only the last part states something new; a lone equation states both sides.
-    let mut stated = BTreeSet::new();
+    let mut stated = Vec::new();
     let split = if chain.len() > 2 { chain.len() - 1 } else { 0 };
     for (i, e) in chain.iter().enumerate() {
         if i < split {
-            e.numbers(&mut known);
+            let mut v = Vec::new();
+            e.values(&mut v);
+            known.extend(v);
         } else {
-            e.numbers(&mut stated);
+            e.values(&mut stated);
         }
     }
-    let unknown: Vec<String> = stated
-        .into_iter()
-        .filter(|n| n != "0" && n != "1" && !known.contains(n))
-        .collect();
-    if let Some(n) = unknown.first() {
+    if let Some(n) = stated.into_iter().find(|v| !known.contains(v)) {
         return Judgement::vote(
             Vote::Ungrounded,
             format!(
-                "uses {n}, which appears neither in the problem nor in the steps it depends on"
+                "uses {}, which appears neither in the problem nor in the steps it depends on",
+                show(n)
             ),
         );
     }
@@ -452,16 +661,26 @@ fn grounding(input: &StepInput<'_>, chain: &[Expr]) -> Judgement {
     )
 }
 
-/// `Let the numerator be x`, `Let t = 3`: a definition of a fresh name.
+/// `Let the numerator be x`, `Let t = 3`: a definition of a fresh name. A definition that
+/// also calculates (`Let t = 3 + 4 = 8`) is checked as a calculation.
 fn definition(claim: &str, premise_names: &BTreeSet<String>) -> Option<Judgement> {
     let lower = claim.to_lowercase();
     let rest = lower
         .strip_prefix("let ")
         .or_else(|| lower.strip_prefix("denote "))
         .or_else(|| lower.strip_prefix("define "))?;
+    if rest.matches('=').count() > 1 {
+        return None;
+    }
     let name = if let Some((_, after)) = rest.rsplit_once(" be ") {
         after.trim().trim_end_matches('.').to_string()
-    } else if let Some((before, _)) = rest.split_once('=') {
+    } else if let Some((before, after)) = rest.split_once('=') {
+        // `Let t = 3 + 4`: a value with a calculation in it is not only a name.
+        if Expr::parse(&read::clean(after.trim().trim_end_matches('.')).0)
+            .is_ok_and(|e| !is_literal(&e) && !matches!(e, Expr::Var(_)))
+        {
+            return None;
+        }
         before.trim().rsplit(' ').next().unwrap_or("").to_string()
     } else {
         return None;
@@ -492,65 +711,12 @@ fn names_in(text: &str) -> BTreeSet<String> {
         .collect()
 }
 
-/// Numbers as written, and fractions `a/b`, counted as the decomposer counts them.
-fn numbers(text: &str) -> BTreeSet<String> {
-    crate::decompose::text::numbers_in(text)
-        .into_iter()
-        .collect()
-}
-
 fn show(r: Rational) -> String {
     format!("{r:?}")
         .replace("Rational { num: ", "")
         .replace(", den: 1 }", "")
         .replace(", den: ", "/")
         .replace(" }", "")
-}
-
-/// Finds the longest equality chain in a text: the leftmost start (after leading words)
-/// and the rightmost end (before trailing words) at which every `=`-separated part parses.
-fn extract_chain(text: &str) -> Option<Vec<Expr>> {
-    let t = text.trim();
-    if !t.contains('=') || t.chars().count() > MAX_CLAIM_CHARS {
-        return None;
-    }
-    let starts: Vec<usize> = std::iter::once(0)
-        .chain(
-            t.char_indices()
-                .filter(|(_, c)| c.is_whitespace() || *c == ':')
-                .map(|(i, c)| i + c.len_utf8()),
-        )
-        .collect();
-    let ends: Vec<usize> = std::iter::once(t.len())
-        .chain(
-            t.char_indices()
-                .rev()
-                .filter(|(_, c)| c.is_whitespace())
-                .map(|(i, _)| i),
-        )
-        .collect();
-    for &s in &starts {
-        for &e in &ends {
-            if e <= s {
-                break;
-            }
-            let Some(part) = t.get(s..e) else { continue };
-            let part = part.trim().trim_end_matches(['.', ',', ';']);
-            if !part.contains('=') {
-                continue;
-            }
-            let exprs: Option<Vec<Expr>> = part
-                .split(['=', '≈'])
-                .map(|p| Expr::parse(p).ok())
-                .collect();
-            if let Some(exprs) = exprs
-                && exprs.len() >= 2
-            {
-                return Some(exprs);
-            }
-        }
-    }
-    None
 }
 
 #[cfg(test)]
