@@ -237,7 +237,14 @@ fn latex(text: &str) -> String {
             }
             if name.is_empty() {
                 // `\,` `\;` `\!` `\:` `\ ` spacing; `\%` `\$` escapes; `\(` `\[` delimiters.
+                let digit_before = i
+                    .checked_sub(1)
+                    .and_then(|k| cs.get(k))
+                    .is_some_and(char::is_ascii_digit);
+                let digit_after = cs.get(j + 1).is_some_and(char::is_ascii_digit);
                 match cs.get(j) {
+                    // `1\,200`: a thin space between digit groups.
+                    Some(',') if digit_before && digit_after => {}
                     Some('%') => out.push('%'),
                     Some('$') => out.push('$'),
                     Some('{') => out.push('('),
@@ -498,7 +505,26 @@ fn tokens(clause: &str) -> Vec<Tk> {
             });
         }
     }
+    articles_as_words(&mut out);
     out
+}
+
+/// `a`, `A` and `I` are names only next to mathematics (`a + b`, `I = 3`); in prose
+/// they are words.
+fn articles_as_words(ts: &mut [Tk]) {
+    let mathy = |t: Option<&Tk>| matches!(t, Some(Tk::Op(_) | Tk::Eq(_) | Tk::L | Tk::R));
+    for i in 0..ts.len() {
+        let article =
+            matches!(ts.get(i), Some(Tk::Name(n)) if matches!(n.as_str(), "a" | "A" | "I"));
+        if article
+            && !mathy(i.checked_sub(1).and_then(|j| ts.get(j)))
+            && !mathy(ts.get(i + 1))
+            && let Some(t) = ts.get_mut(i)
+            && let Tk::Name(n) = t
+        {
+            *t = Tk::Word(n.to_lowercase());
+        }
+    }
 }
 
 fn is_operand_end(t: Option<&Tk>) -> bool {
@@ -834,11 +860,11 @@ fn apply(ts: &[Tk], mode: Mode, known_names: &BTreeSet<String>) -> Vec<Tk> {
     } else {
         ts.to_vec()
     };
-    if mode.units {
-        v = drop_units(&v, known_names);
-    }
     if mode.x_times {
         v = x_times(&v);
+    }
+    if mode.units {
+        v = drop_units(&v, known_names);
     }
     if mode.div_group {
         div_group(&v)

@@ -1,0 +1,398 @@
+//! The ways people and models write correct steps that a literal checker misreads, each
+//! pinned as a correct step that is not judged Invalid or Ungrounded, with the premises
+//! and context a seat would get; and wrong versions of readable steps, which are.
+//!
+//! A seat's inputs: `premises` are the givens sealed with the segment (the problem
+//! statement when the step rests on the GOAL) followed by the claims of the segments it
+//! depends on; `context` is the givens joined, so it is empty when the step does not rest
+//! on the problem.
+
+use trust_node::{
+    audit::computer::{Judgement, StepInput, check, readable},
+    decompose::{Options, decompose, dependency_order},
+};
+use trust_protocol::{
+    Hash, Vote,
+    hdag::{AuditorType, Hdag},
+    trace::Trace,
+};
+
+fn judge(claim: &str, premises: &[&str], context: &str) -> Judgement {
+    check(
+        &StepInput {
+            claim,
+            premises,
+            context,
+        },
+        &Hash::sha256(claim.as_bytes()),
+    )
+}
+
+/// A step resting on the problem: the problem is the first premise and the context.
+fn on_problem(claim: &str, problem: &str, steps: &[&str]) -> Judgement {
+    let mut premises = vec![problem];
+    premises.extend_from_slice(steps);
+    judge(claim, &premises, problem)
+}
+
+#[track_caller]
+fn not_failed(j: &Judgement, claim: &str) {
+    assert!(
+        !matches!(j.as_vote(), Some(Vote::Invalid | Vote::Ungrounded)),
+        "a correct step was called wrong: {claim:?} → {j:?}"
+    );
+}
+
+#[track_caller]
+fn valid(claim: &str, premises: &[&str], context: &str) {
+    let j = judge(claim, premises, context);
+    assert_eq!(j.as_vote(), Some(Vote::Valid), "{claim:?} → {j:?}");
+    assert!(
+        readable(claim),
+        "{claim:?} must be routed to the Computer tier"
+    );
+}
+
+#[track_caller]
+fn invalid(claim: &str, premises: &[&str], context: &str) {
+    let j = judge(claim, premises, context);
+    assert_eq!(j.as_vote(), Some(Vote::Invalid), "{claim:?} → {j:?}");
+    assert!(
+        readable(claim),
+        "{claim:?} must be routed to the Computer tier"
+    );
+}
+
+#[track_caller]
+fn undecided(claim: &str, premises: &[&str], context: &str) {
+    let j = judge(claim, premises, context);
+    not_failed(&j, claim);
+}
+
+#[test]
+fn units_and_words_between_numbers() {
+    // Was `0 ≠ 14`: the chain was cut after `*`.
+    valid("8 kg * 2 - 2 = 14 kg/donkey", &[], "");
+    invalid("8 kg * 2 - 2 = 15 kg/donkey", &[], "");
+    // Was `1/2 ≠ 35`.
+    valid("70 questions * 0.5 = 35 points", &[], "");
+    invalid("70 questions * 0.5 = 36 points", &[], "");
+    valid("She earns $12/hour * 8 hours = $96 per day.", &[], "");
+    invalid("She earns $12/hour * 8 hours = $86 per day.", &[], "");
+    valid("3 pizzas * 8 slices/pizza = 24 slices", &[], "");
+    // Single-letter units that no premise uses as an unknown.
+    valid("60 s * 2 = 120 s", &[], "It runs for 2 minutes.");
+    // Words joining two numbers are never a product.
+    undecided("3 apples and 4 pears = 7 fruits", &[], "");
+    undecided("1 hour = 60 minutes", &[], "");
+}
+
+#[test]
+fn x_and_other_times_signs() {
+    valid("3 x 4 = 12", &[], "");
+    valid("5x2=10", &[], "");
+    valid("The area is 6 × 7 = 42 square feet.", &[], "");
+    valid("2 · 3 = 6", &[], "");
+    invalid("3 x 4 = 13", &[], "");
+    invalid("5x2=12", &[], "");
+    // `3x` with x an unknown stays algebra.
+    valid("Therefore, 3x = 12", &["3x + 2 = 14"], "");
+    invalid("Therefore, 3x = 13", &["3x + 2 = 14"], "");
+    // An unknown named x between numbers: both readings are tried.
+    undecided("So 2 x 3 = 6x", &["Let x be the width"], "");
+}
+
+#[test]
+fn division_sign_before_a_fraction() {
+    valid("13÷1/2=26", &[], "");
+    valid("13 ÷ 1/2 = 6.5", &[], "");
+    invalid("13÷1/2=20", &[], "");
+}
+
+#[test]
+fn percentages_separators_currency_and_latex() {
+    valid("20% of 50 = 10", &[], "");
+    invalid("25% of 80 = 25", &[], "");
+    valid("1/3 = 33.3%", &[], "");
+    valid("1,200 + 300 = 1,500", &[], "");
+    invalid("1,200 + 300 = 1,400", &[], "");
+    // `$` as money (was unreadable).
+    valid("$50 − $42 = $8", &[], "");
+    invalid("$50 − $42 = $9", &[], "");
+    valid("He pays \\$5 + \\$3 = \\$8.", &[], "");
+    // `$…$` as LaTeX.
+    valid(r"$\frac{1}{2} \cdot 48 = 24$", &[], "");
+    invalid(r"$\frac{1}{2} \cdot 48 = 25$", &[], "");
+    valid(r"$3 \times 4 = 12$ eggs", &[], "");
+    valid(r"$\left(3 + 4\right) \times 2 = 14$", &[], "");
+    valid(r"$2^{3} = 8$", &[], "");
+    valid(r"$1\,200 - 200 = 1000$", &[], "");
+    invalid(r"$\left(3 + 4\right) \times 2 = 10$", &[], "");
+    valid(r"\[ \dfrac{3}{4} \times 8 = 6 \]", &[], "");
+    // `≈`: rounding is read, and a rough value is never called wrong.
+    valid("10/3 ≈ 3.33", &[], "");
+    valid("1234/7 ≈ 176", &[], "");
+    undecided("1234/7 ≈ 180", &[], "");
+    invalid("1234/7 ≈ 250", &[], "");
+}
+
+#[test]
+fn markdown_bullets_step_prefixes_and_annotations() {
+    valid("**48/2 = 24**", &[], "");
+    valid("- 48/2 = 24", &[], "");
+    valid("* 48/2 = 24", &[], "");
+    valid("Step 1: 48/2 = 24", &[], "");
+    valid("**Step 2:** 24 + 48 = 72", &[], "");
+    valid("2. 24 + 48 = 72", &[], "");
+    valid("*24 + 48 = 72*", &[], "");
+    // A bullet is not a minus sign.
+    invalid("- 48/2 = 25", &[], "");
+    valid("Natalia sold 48/2 = <<48/2=24>>24 clips in May.", &[], "");
+    invalid("Natalia sold 48/2 = <<48/2=25>>25 clips in May.", &[], "");
+}
+
+#[test]
+fn number_words() {
+    valid("half of 48 = 24", &[], "");
+    invalid("half of 48 = 25", &[], "");
+    valid("Twice 12 = 24", &[], "");
+    valid("3 dozen = 3 * 12 = 36", &[], "");
+    valid("A third of 27 = 9", &[], "");
+    // A bare value after `of` lost its calculation: never read as `48 = 24`.
+    undecided("She ate half of 48 = 24 cookies", &[], "");
+    undecided("a total of 48 = 48", &[], "");
+}
+
+#[test]
+fn grounding_reads_number_words_and_unit_constants() {
+    let problem = "Ann has fifteen apples and gives 4 away. Tom has twice as many as Ann.";
+    undecided("r = 15 - 4", &[problem], problem);
+    assert_eq!(
+        on_problem("r = 17 - 4", problem, &[]).as_vote(),
+        Some(Vote::Ungrounded)
+    );
+    let j = on_problem("t = 2 * 11", problem, &["She keeps 15 - 4 = 11 apples."]);
+    not_failed(&j, "t = 2 * 11");
+    // Unit constants are never ungrounded.
+    let work = "He works 3 hours a day.";
+    not_failed(&on_problem("m = 3 * 60", work, &[]), "m = 3 * 60");
+    not_failed(&on_problem("d = 52 * 7", work, &[]), "d = 52 * 7");
+    // A judge that never saw the problem cannot tell a number is missing from it.
+    undecided("r = 17 - 4", &[], "");
+}
+
+#[test]
+fn latex_equations_restated_or_expanded() {
+    let problem = "Solve for x: $3(x - 4) + 5 = 2x + 7$.";
+    let claim = "$3x - 12 + 5 = 2x + 7$, which simplifies to $3x - 7 = 2x + 7$";
+    let j = on_problem(claim, problem, &[]);
+    assert_eq!(j.as_vote(), Some(Vote::Valid), "{j:?}");
+    // Without the problem, only an expansion to go on: never Invalid.
+    undecided(claim, &["Expanding, $3(x - 4) = 3x - 12$."], "");
+    let restated = "We need to solve $3(x - 4) + 5 = 2x + 7$.";
+    not_failed(&on_problem(restated, problem, &[]), restated);
+    let wrong = "$3x - 12 + 5 = 2x + 7$, which simplifies to $3x - 17 = 2x + 7$";
+    assert_eq!(
+        on_problem(wrong, problem, &[]).as_vote(),
+        Some(Vote::Invalid)
+    );
+    let solved = "Subtracting $2x$ and adding $7$: $x = 14$";
+    assert_eq!(
+        on_problem(solved, problem, &[claim]).as_vote(),
+        Some(Vote::Valid)
+    );
+    let wrong_root = "Subtracting $2x$ and adding $7$: $x = 12$";
+    assert_eq!(
+        on_problem(wrong_root, problem, &[claim]).as_vote(),
+        Some(Vote::Invalid)
+    );
+}
+
+#[test]
+fn sentences_with_several_clauses() {
+    valid(
+        "She has 48 - 12 = 36 apples left, and gives half of them away: 36 / 2 = 18.",
+        &[],
+        "",
+    );
+    invalid(
+        "She has 48 - 12 = 36 apples left, and gives half of them away: 36 / 2 = 16.",
+        &[],
+        "",
+    );
+    valid("So 5 + 3 = 8; then 8 * 2 = 16 and 16 - 1 = 15", &[], "");
+    invalid("So 5 + 3 = 8; then 8 * 2 = 16 and 16 - 1 = 14", &[], "");
+    // A mixed number is not a product.
+    valid("2 1/2 + 1 = 3 1/2", &[], "");
+    // A clause it cannot read keeps the step from being Valid, never makes it Invalid.
+    undecided("The total of 3 and 4 = 7, which is less than 10", &[], "");
+    undecided("5 more than 3 = 8", &[], "");
+    undecided("20 less 5 = 15", &[], "");
+}
+
+#[test]
+fn clear_arithmetic_is_judged_and_corruptions_are_caught() {
+    valid("48/2 = 24", &[], "");
+    valid("She has 48 - 12 = 36 apples left.", &[], "");
+    valid("In total: 3 * 12 + 4 = 40 eggs", &[], "");
+    // A wrong result.
+    invalid("She has 48 - 12 = 34 apples left.", &[], "");
+    // A wrong operator, result kept.
+    invalid("She has 48 + 12 = 36 apples left.", &[], "");
+    // A dropped term.
+    invalid("In total: 3 * 12 = 40 eggs", &[], "");
+    invalid("In total: 3 * 12 + 4 - 2 = 40 eggs", &[], "");
+}
+
+const RULES: &str = "Rules: A → B; B → C; D → E. Fact: I have A.";
+
+#[test]
+fn rule_applications_in_prose() {
+    let given = |claim: &str, steps: &[&str]| on_problem(claim, RULES, steps).as_vote();
+    assert_eq!(
+        given("I use rule (A → B) to derive B.", &[]),
+        Some(Vote::Valid)
+    );
+    assert_eq!(
+        given("I use rule (A -> B) to derive B.", &[]),
+        Some(Vote::Valid)
+    );
+    assert_eq!(
+        given(
+            "Using rule B → C, I derive C.",
+            &["I use rule (A → B) to derive B."]
+        ),
+        Some(Vote::Valid)
+    );
+    // A wrong application.
+    assert_eq!(
+        given("I use rule (A → B) to derive C.", &[]),
+        Some(Vote::Invalid)
+    );
+    // An unstated rule, and an antecedent never established.
+    assert_eq!(
+        given(
+            "I use rule (B → D) to derive D.",
+            &["I use rule (A → B) to derive B."]
+        ),
+        Some(Vote::Ungrounded)
+    );
+    assert_eq!(
+        given("I use rule (D → E) to derive E.", &[]),
+        Some(Vote::Ungrounded)
+    );
+    // Not shown the problem: a missing rule cannot be told from an unseen one.
+    let blind = judge("I use rule (B → D) to derive D.", &[], "");
+    not_failed(&blind, "blind rule step");
+    for claim in [
+        "I use rule (A → B) to derive B.",
+        "Using rule B → C, I derive C.",
+    ] {
+        assert!(readable(claim), "{claim}");
+    }
+}
+
+/// Judges every Computer-routed segment as a seat would: the premises are the texts of
+/// the dropped (non-Computer) segments it rests on, then the claims it depends on; the
+/// context is the dropped texts joined. Returns (content, vote) for each.
+fn seat_run(trace: &Trace, hdag: &Hdag) -> Vec<(String, Option<Vote>)> {
+    let node = |id: &str| hdag.nodes.iter().find(|n| n.id == id);
+    let mut out = Vec::new();
+    for i in dependency_order(hdag) {
+        let Some(n) = hdag.nodes.get(i) else { continue };
+        if n.primary_auditor != AuditorType::Auto {
+            continue;
+        }
+        let mut givens = Vec::new();
+        let mut claims = Vec::new();
+        for d in hdag.dependencies_of(&n.id) {
+            if let Some(dn) = node(d) {
+                if dn.primary_auditor == AuditorType::Auto {
+                    claims.push(dn.content.clone());
+                } else {
+                    givens.push(dn.content.clone());
+                }
+            }
+        }
+        let context = givens.join("\n");
+        let premises: Vec<&str> = givens
+            .iter()
+            .chain(claims.iter())
+            .map(String::as_str)
+            .collect();
+        let j = check(
+            &StepInput {
+                claim: &n.content,
+                premises: &premises,
+                context: &context,
+            },
+            &Hash::sha256(n.id.as_bytes()),
+        );
+        let _ = trace;
+        out.push((n.content.clone(), j.as_vote()));
+    }
+    out
+}
+
+#[test]
+fn a_claimtrees_trace_goes_to_the_computer_tier_and_is_checked_there() {
+    let text = "## Problem Statement\nRules: A → B; B → C; C → D. Fact: I have A. Can I derive D?\n\n## Thinking Process\nI use rule (A → B) to derive B.\nI use rule (B -> C) to derive C.\nI use rule (C → D) to derive D.\n\n## Final Output\nYes, I can derive D.";
+    let t = Trace::parse(text).expect("trace");
+    let h = decompose(&t, &Options::default()).expect("decomposes");
+    let verdicts = seat_run(&t, &h);
+    assert_eq!(verdicts.len(), 3, "{verdicts:?}");
+    assert!(
+        verdicts.iter().all(|(_, v)| *v == Some(Vote::Valid)),
+        "{verdicts:?}"
+    );
+    let wrong = text.replace(
+        "I use rule (B -> C) to derive C.",
+        "I use rule (B -> C) to derive D.",
+    );
+    let t = Trace::parse(&wrong).expect("trace");
+    let h = decompose(&t, &Options::default()).expect("decomposes");
+    let verdicts = seat_run(&t, &h);
+    assert!(
+        verdicts.iter().any(|(c, v)| c.contains("derive D.")
+            && c.contains("(B -> C)")
+            && *v == Some(Vote::Invalid)),
+        "{verdicts:?}"
+    );
+    let missing = text.replace(
+        "I use rule (C → D) to derive D.",
+        "I use rule (C → E) to derive E.",
+    );
+    let t = Trace::parse(&missing).expect("trace");
+    let h = decompose(&t, &Options::default()).expect("decomposes");
+    let verdicts = seat_run(&t, &h);
+    assert!(
+        verdicts
+            .iter()
+            .any(|(c, v)| c.contains("(C → E)") && *v == Some(Vote::Ungrounded)),
+        "{verdicts:?}"
+    );
+}
+
+#[test]
+fn a_gsm8k_style_trace_is_checked_as_a_seat_would() {
+    let text = "## Problem Statement\nNatalia sold clips to 48 of her friends in April, and then she sold half as many clips in May. How many clips did Natalia sell altogether in April and May?\n\n## Thinking Process\nNatalia sold 48/2 = <<48/2=24>>24 clips in May.\nNatalia sold 48+24 = <<48+24=72>>72 clips altogether in April and May.\n\n## Final Output\n72";
+    let t = Trace::parse(text).expect("trace");
+    let h = decompose(&t, &Options::default()).expect("decomposes");
+    let verdicts = seat_run(&t, &h);
+    assert!(
+        verdicts
+            .iter()
+            .filter(|(_, v)| *v == Some(Vote::Valid))
+            .count()
+            >= 2,
+        "{verdicts:?}"
+    );
+    let wrong = text.replace("48+24 = <<48+24=72>>72", "48+24 = <<48+24=82>>82");
+    let t = Trace::parse(&wrong).expect("trace");
+    let h = decompose(&t, &Options::default()).expect("decomposes");
+    let verdicts = seat_run(&t, &h);
+    assert!(
+        verdicts.iter().any(|(_, v)| *v == Some(Vote::Invalid)),
+        "{verdicts:?}"
+    );
+}
