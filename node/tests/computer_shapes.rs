@@ -396,3 +396,78 @@ fn a_gsm8k_style_trace_is_checked_as_a_seat_would() {
         "{verdicts:?}"
     );
 }
+
+#[test]
+fn x_between_a_unit_and_a_number_is_a_times_sign() {
+    // Earlier steps wrote `x` as a times sign too: that does not make it an unknown.
+    let earlier = "She gets 80 questions x 0.5 = <<80*0.5=40>>40 points.";
+    valid(
+        "She is sure of her 20 questions x 25÷100 = <<20*25/100=5>>5 points.",
+        &[earlier],
+        "",
+    );
+    valid(
+        "The total is 35 patients/day x 7 days/week = 245 patients.",
+        &[earlier],
+        "",
+    );
+    invalid(
+        "The total is 35 patients/day x 7 days/week = 255 patients.",
+        &[earlier],
+        "",
+    );
+}
+
+#[test]
+fn carried_errors_are_propagated_not_invalid() {
+    // The premises computed 239 wrongly; restating their results is not a new error.
+    let premises = [r"$\frac{18486}{78} = 239$", r"$\frac{20280}{78} = 260$"];
+    undecided(
+        r"Therefore $\frac{18486}{20280} = \frac{239}{260}$.",
+        &premises,
+        "",
+    );
+    // A new result that is wrong is still caught.
+    invalid(
+        r"Therefore $\frac{18486}{20280} = \frac{241}{260}$.",
+        &premises,
+        "",
+    );
+    // An equation carried from a wrong premise step holds there: propagated, not Invalid.
+    let problem = "Find the value of h in the equation: 1615*h - 85 = 80665";
+    let wrong_step = "Add 85 to both sides: $1615h = 80665 + 85 = 83980$";
+    let j = on_problem(
+        r"Dividing both sides by 1615 gives $h = \frac{83980}{1615} = 52$.",
+        problem,
+        &[wrong_step],
+    );
+    assert_eq!(j.as_vote(), Some(Vote::Valid), "{j:?}");
+    // Against every premise equation it fails: Invalid.
+    let j = on_problem(
+        r"Dividing both sides by 1615 gives $h = \frac{83980}{1615} = 53$.",
+        problem,
+        &[wrong_step],
+    );
+    assert_eq!(j.as_vote(), Some(Vote::Invalid), "{j:?}");
+}
+
+#[test]
+fn a_step_rests_on_each_step_whose_numbers_it_uses() {
+    let text = "## Problem Statement\nSimplify 18486/20280.\n\n## Thinking Process\n1. $\\frac{18486}{78} = 237$\n2. $\\frac{20280}{78} = 260$\n3. Therefore $\\frac{18486}{20280} = \\frac{237}{260}$.\n\n## Final Output\n237/260";
+    let t = Trace::parse(text).expect("trace");
+    let h = decompose(&t, &Options::default()).expect("decomposes");
+    let last = h
+        .nodes
+        .iter()
+        .find(|n| n.content.starts_with("Therefore"))
+        .expect("step 3");
+    let deps: Vec<&str> = h.dependencies_of(&last.id).collect();
+    assert!(deps.len() >= 3, "{deps:?}");
+    assert!(
+        seat_run(&t, &h)
+            .iter()
+            .all(|(_, v)| *v == Some(Vote::Valid)),
+        "{:?}",
+        seat_run(&t, &h)
+    );
+}

@@ -36,6 +36,8 @@ use trust_protocol::{
 use self::text::{Unit, numbers_in, paragraphs, symbols_in, units_of};
 use crate::audit::computer::{self, RuleUse};
 
+/// Most steps one unit is linked to through the numbers it shares with them.
+const MAX_NUMBER_LINKS: usize = 4;
 /// Units longer than this are routed to a person: the heuristics could not cut them.
 const LONG_UNIT_BYTES: usize = 600;
 
@@ -366,8 +368,13 @@ impl<'t> Builder<'t> {
     /// else a number), and to the GOAL when it uses a number the problem states. Returns
     /// whether any step dependency was found.
     fn link_dependencies(&mut self, id: usize, text: &str, goal: usize) -> bool {
+        // An `x` written as a times sign (`20 questions x 0.5`) is not a symbol.
+        let unknowns = computer::unknowns(text);
         let m = Mentions {
-            symbols: symbols_in(text).into_iter().collect(),
+            symbols: symbols_in(text)
+                .into_iter()
+                .filter(|s| unknowns.contains(s))
+                .collect(),
             numbers: numbers_in(text)
                 .into_iter()
                 .filter(|n| n != "0" && n != "1")
@@ -377,8 +384,14 @@ impl<'t> Builder<'t> {
         if let Some(r) = &m.rule {
             return self.link_rule(id, r.clone(), m, goal);
         }
-        // For each symbol, the latest earlier step that mentions it; failing any, the
-        // latest step sharing a number.
+        // The problem first: a seat's premises put the givens before the steps, and the
+        // local check reads them in this order too.
+        if !m.numbers.is_disjoint(&self.problem_numbers) {
+            self.edge(id, goal, Relationship::DependsOn, 0.8);
+        }
+        // For each symbol, the latest earlier step that mentions it; failing any, for each
+        // number, the latest earlier step that mentions it (`239/260` rests on both the
+        // step that found 239 and the one that found 260).
         let mut targets: Vec<(usize, f64)> = Vec::new();
         for sym in &m.symbols {
             if let Some((i, _)) = self
@@ -391,21 +404,25 @@ impl<'t> Builder<'t> {
                 targets.push((*i, 0.9));
             }
         }
-        if targets.is_empty()
-            && let Some((i, _)) = self
-                .steps
-                .iter()
-                .rev()
-                .find(|(_, prev)| !prev.numbers.is_disjoint(&m.numbers))
-        {
-            targets.push((*i, 0.7));
+        if targets.is_empty() {
+            for n in &m.numbers {
+                if let Some((i, _)) = self
+                    .steps
+                    .iter()
+                    .rev()
+                    .find(|(_, prev)| prev.numbers.contains(n))
+                    && !targets.iter().any(|(t, _)| t == i)
+                    && targets.len() < MAX_NUMBER_LINKS
+                {
+                    targets.push((*i, 0.7));
+                }
+            }
+            // In trace order, as a seat reads its premises.
+            targets.sort_by_key(|(i, _)| *i);
         }
         let found = !targets.is_empty();
         for (to, confidence) in targets {
             self.edge(id, to, Relationship::DependsOn, confidence);
-        }
-        if !m.numbers.is_disjoint(&self.problem_numbers) {
-            self.edge(id, goal, Relationship::DependsOn, 0.8);
         }
         self.steps.push((id, m));
         found

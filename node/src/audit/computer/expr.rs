@@ -219,6 +219,19 @@ impl Expr {
         }
     }
 
+    /// Every number literal's value.
+    pub(crate) fn literals(&self, out: &mut Vec<Rational>) {
+        match self {
+            Expr::Num(r, _) => out.push(*r),
+            Expr::Var(_) => {}
+            Expr::Neg(a) | Expr::Pow(a, _) => a.literals(out),
+            Expr::Add(a, b) | Expr::Sub(a, b) | Expr::Mul(a, b) | Expr::Div(a, b) => {
+                a.literals(out);
+                b.literals(out);
+            }
+        }
+    }
+
     /// Values it states: each number literal, and a quotient of two literals (`3/5`) as
     /// one value rather than two.
     pub(crate) fn values(&self, out: &mut Vec<Rational>) {

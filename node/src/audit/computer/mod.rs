@@ -41,6 +41,8 @@ use self::{
 const MAX_CLAIM_CHARS: usize = 400;
 /// Random points per identity test.
 const PIT_POINTS: u64 = 3;
+/// Most premise equations a derived equation is tested against.
+const MAX_PREMISE_EQUATIONS: usize = 16;
 /// Relative difference within which a value written with `≈` is not called wrong.
 const APPROX_SLACK: f64 = 0.05;
 /// Numbers every reader knows without being told: conversions between units of time,
@@ -119,6 +121,11 @@ pub fn rule_use(text: &str) -> Option<RuleUse> {
     logic::rule_use(text)
 }
 
+/// Short names a text uses as unknowns (`x` in `3x + 2`, not in `3 x 4`).
+pub fn unknowns(text: &str) -> BTreeSet<String> {
+    read::unknowns(text)
+}
+
 /// Numbers a text states in words (`twice` → `2`, `a dozen` → `12`, `half` → `1/2` and
 /// `2`), written as the decomposer writes numbers.
 pub fn number_words(text: &str) -> Vec<String> {
@@ -179,11 +186,11 @@ pub fn check(input: &StepInput<'_>, seed: &Hash) -> Judgement {
     }
     let mut premise_names = BTreeSet::new();
     for p in input.premises {
-        premise_names.extend(names_in(p));
+        premise_names.extend(read::unknowns(p));
     }
     // Names the problem or a premise uses are unknowns: never units, never times signs.
     let mut known_names = premise_names.clone();
-    known_names.extend(names_in(input.context));
+    known_names.extend(read::unknowns(input.context));
     let premise_chains: Vec<Chain> = input
         .premises
         .iter()
@@ -195,6 +202,15 @@ pub fn check(input: &StepInput<'_>, seed: &Hash) -> Judgement {
     }
     let ctx = Ctx {
         definitions: premise_definitions(&premise_chains),
+        premise_results: premise_chains
+            .iter()
+            .flat_map(|c| c.parts.iter().skip(1))
+            .flat_map(|e| {
+                let mut v = Vec::new();
+                e.literals(&mut v);
+                v
+            })
+            .collect(),
         premise_names: &premise_names,
         premise_chains: &premise_chains,
         input,
@@ -235,6 +251,8 @@ pub fn check(input: &StepInput<'_>, seed: &Hash) -> Judgement {
 /// What every chain of a step is judged against.
 struct Ctx<'a> {
     definitions: BTreeMap<String, Expr>,
+    /// Values the premises computed (every side of a premise chain after the first).
+    premise_results: BTreeSet<Rational>,
     premise_names: &'a BTreeSet<String>,
     premise_chains: &'a [Chain],
     input: &'a StepInput<'a>,
@@ -311,6 +329,13 @@ fn premise_definitions(premise_chains: &[Chain]) -> BTreeMap<String, Expr> {
     defs
 }
 
+/// Whether every number of `e` (and there is one) is a value the premises computed.
+fn restates(e: &Expr, premise_results: &BTreeSet<Rational>) -> bool {
+    let mut v = Vec::new();
+    e.literals(&mut v);
+    !v.is_empty() && v.iter().all(|x| premise_results.contains(x))
+}
+
 /// A number as written, with nothing computed: `48`, `-3`.
 fn is_literal(e: &Expr) -> bool {
     match e {
@@ -363,6 +388,15 @@ fn check_chain(chain: &Chain, ctx: &Ctx<'_>) -> Judgement {
                 let equation = parts.len() == 2
                     || (i == 0 && matches!(a0, Expr::Var(_)))
                     || (i == last && rhs_names.is_empty());
+                if names.is_empty() && restates(b0, &ctx.premise_results) {
+                    // `Therefore 790/1290 = 158/129` after `790/5 = 158` and `1290/10 =
+                    // 129`: the result side only restates what the premises computed, so an
+                    // error there was made in a premise and is carried here (propagated).
+                    return Judgement::Abstain(format!(
+                        "{}: {why}, but its result restates values the premises computed",
+                        chain.text
+                    ));
+                }
                 if names.is_empty() || !equation {
                     // Names on one side only, never defined in a premise: the rewrite
                     // relies on definitions this seat was not shown.
@@ -510,28 +544,74 @@ fn derived_equation(
     let Some(claim) = RatFn::equation(lhs, rhs, &var) else {
         return Judgement::Abstain("the equation is not a rational function of one unknown".into());
     };
-    // The latest premise equation (not an identity) in the same unknown.
-    let premise = ctx.premise_chains.iter().rev().find_map(|pchain| {
-        let parts = &pchain.parts;
-        let (a, b) = (parts.get(parts.len().checked_sub(2)?)?, parts.last()?);
-        if pchain.approx.last().copied().unwrap_or(false) {
-            return None;
-        }
-        let mut ns = BTreeSet::new();
-        a.vars(&mut ns);
-        b.vars(&mut ns);
-        if ns.len() != 1
-            || !ns.contains(&var)
-            || matches!(identity(a, b, false, ctx.seed), Identity::Holds)
-        {
-            return None;
-        }
-        let approx = a.approx_digits().or(b.approx_digits());
-        Some((RatFn::equation(a, b, &var)?, approx))
-    });
-    let Some((premise, premise_approx)) = premise else {
+    // Premise equations (not identities) in the same unknown, latest first. The claim
+    // may rest on any of them (a step that carries an earlier wrong equation forward is
+    // propagated, not wrong): it is Valid when one of them gives it, and Invalid only when
+    // each of them decides against it.
+    let premises: Vec<(RatFn, Option<u32>)> = ctx
+        .premise_chains
+        .iter()
+        .rev()
+        .flat_map(|pchain| {
+            // `1615h = 80665 + 85 = 83980` states `1615h = 83980`: its first and last
+            // sides, as well as its last equality.
+            let parts = &pchain.parts;
+            let n = parts.len();
+            let approx = pchain.approx.iter().any(|a| *a);
+            [
+                (0, n.saturating_sub(1)),
+                (n.saturating_sub(2), n.saturating_sub(1)),
+            ]
+            .into_iter()
+            .filter(move |(i, j)| i < j && !approx)
+            .filter_map(move |(i, j)| Some((parts.get(i)?, parts.get(j)?)))
+        })
+        .filter_map(|(a, b)| {
+            let mut ns = BTreeSet::new();
+            a.vars(&mut ns);
+            b.vars(&mut ns);
+            if ns.len() != 1
+                || !ns.contains(&var)
+                || matches!(identity(a, b, false, ctx.seed), Identity::Holds)
+            {
+                return None;
+            }
+            let approx = a.approx_digits().or(b.approx_digits());
+            Some((RatFn::equation(a, b, &var)?, approx))
+        })
+        .take(MAX_PREMISE_EQUATIONS)
+        .collect();
+    if premises.is_empty() {
         return grounding(ctx.input, chain);
-    };
+    }
+    let mut against: Option<Judgement> = None;
+    let mut undecided: Option<Judgement> = None;
+    for (premise, premise_approx) in &premises {
+        let j = follows_from(&claim, lhs, rhs, &var, premise, *premise_approx);
+        if j.is_valid() {
+            return j;
+        }
+        if j.is_failure() {
+            against.get_or_insert(j);
+        } else {
+            undecided.get_or_insert(j);
+        }
+    }
+    undecided
+        .or(against)
+        .unwrap_or_else(|| Judgement::Abstain("no premise decides it".into()))
+}
+
+/// Whether the claimed equation `lhs = rhs` (as `claim`) follows from one premise
+/// equation.
+fn follows_from(
+    claim: &RatFn,
+    lhs: &Expr,
+    rhs: &Expr,
+    var: &str,
+    premise: &RatFn,
+    premise_approx: Option<u32>,
+) -> Judgement {
     let approx = [premise_approx, lhs.approx_digits(), rhs.approx_digits()]
         .into_iter()
         .flatten()
@@ -539,7 +619,7 @@ fn derived_equation(
     if let Some(root) = premise.linear_root() {
         if let Some(d) = approx {
             // Rounded numbers: compare at the root to the precision they were written with.
-            let env = BTreeMap::from([(var.clone(), root.to_f64())]);
+            let env = BTreeMap::from([(var.to_string(), root.to_f64())]);
             let tol = 10f64.powi(1 - i32::try_from(d).unwrap_or(1));
             return match (lhs.eval_f64(&env), rhs.eval_f64(&env)) {
                 (Some(x), Some(y)) if (x - y).abs() <= tol * x.abs().max(y.abs()).max(1.0) => {

@@ -775,51 +775,68 @@ fn drop_units(ts: &[Tk], known_names: &BTreeSet<String>) -> Vec<Tk> {
     out
 }
 
-/// `3 x 4`, `5x2`: `x` between numbers as a times sign.
+/// Whether the token at `i` is an `x` written as a times sign: between two numbers (`3 x
+/// 4`, `5x2`) or between a unit and a number (`20 questions x 0.5`, `35 patients/day x
+/// 7`). Returns the number glued to it (`2` of `5x2`), if any.
+fn x_times_at(ts: &[Tk], i: usize) -> Option<Option<String>> {
+    let Some(Tk::Name(n)) = ts.get(i) else {
+        return None;
+    };
+    let prev = i.checked_sub(1).and_then(|j| ts.get(j));
+    let next = ts.get(i + 1);
+    if n == "x" || n == "X" {
+        let times = match prev {
+            Some(Tk::Num { .. } | Tk::R) => matches!(next, Some(Tk::Num { .. } | Tk::L)),
+            Some(Tk::Word(_)) => matches!(next, Some(Tk::Num { .. })),
+            _ => false,
+        };
+        return times.then_some(None);
+    }
+    let digits = n.get(1..).unwrap_or("");
+    (n.starts_with(['x', 'X'])
+        && !digits.is_empty()
+        && digits.chars().all(|c| c.is_ascii_digit())
+        && matches!(prev, Some(Tk::Num { .. })))
+    .then(|| Some(digits.to_string()))
+}
+
+/// `3 x 4`, `5x2`: `x` as a times sign.
 fn x_times(ts: &[Tk]) -> Vec<Tk> {
     let mut out: Vec<Tk> = Vec::with_capacity(ts.len());
     for (i, t) in ts.iter().enumerate() {
-        let prev_num = matches!(out.last(), Some(Tk::Num { .. } | Tk::R));
-        match t {
-            Tk::Name(n)
-                if prev_num && (n == "x" || n == "X") && is_operand_start(ts.get(i + 1)) =>
-            {
+        match x_times_at(ts, i) {
+            Some(glued) => {
                 out.push(Tk::Op('*'));
+                if let Some(d) = glued {
+                    out.push(num(&d));
+                }
             }
-            Tk::Name(n)
-                if prev_num
-                    && n.starts_with(['x', 'X'])
-                    && n.chars().skip(1).all(|c| c.is_ascii_digit()) =>
-            {
-                out.push(Tk::Op('*'));
-                out.push(num(n.get(1..).unwrap_or("")));
-            }
-            t => out.push(t.clone()),
+            None => out.push(t.clone()),
         }
     }
     out
 }
 
-/// Whether `x` stands between two numbers (`3 x 4`, `5x2`).
+/// Whether some `x` is written as a times sign.
 fn has_x_times(ts: &[Tk]) -> bool {
-    ts.iter().enumerate().any(|(i, t)| match t {
-        Tk::Name(n) if n == "x" || n == "X" => {
-            matches!(
-                i.checked_sub(1).and_then(|j| ts.get(j)),
-                Some(Tk::Num { .. } | Tk::R)
-            ) && matches!(ts.get(i + 1), Some(Tk::Num { .. } | Tk::L))
+    (0..ts.len()).any(|i| x_times_at(ts, i).is_some())
+}
+
+/// Names a text uses as unknowns: every short name except an `x` written as a times sign.
+pub(crate) fn unknowns(text: &str) -> BTreeSet<String> {
+    let (cleaned, notes) = clean(text);
+    let mut out = BTreeSet::new();
+    for clause in notes.iter().chain(clauses(&cleaned).iter()) {
+        let ts = tokens(clause);
+        for (i, t) in ts.iter().enumerate() {
+            if let Tk::Name(n) = t
+                && x_times_at(&ts, i).is_none()
+            {
+                out.insert(n.clone());
+            }
         }
-        Tk::Name(n) => {
-            n.starts_with(['x', 'X'])
-                && n.chars().count() > 1
-                && n.chars().skip(1).all(|c| c.is_ascii_digit())
-                && matches!(
-                    i.checked_sub(1).and_then(|j| ts.get(j)),
-                    Some(Tk::Num { .. })
-                )
-        }
-        _ => false,
-    })
+    }
+    out
 }
 
 /// `13 ÷ 1/2` → `13 ÷ (1/2)`.
