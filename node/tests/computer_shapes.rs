@@ -471,3 +471,75 @@ fn a_step_rests_on_each_step_whose_numbers_it_uses() {
         seat_run(&t, &h)
     );
 }
+
+#[test]
+fn rule_applications_written_with_gives() {
+    let problem = "Rules:\n- if something is a whales, it is a adults (whales → adults)\n- if something is a insects, it is a whales (insects → whales)\nFact: Rex is a insects.";
+    let first = "Since insects holds, rule insects → whales gives whales.";
+    assert_eq!(on_problem(first, problem, &[]).as_vote(), Some(Vote::Valid));
+    assert_eq!(
+        on_problem(
+            "Since whales holds, rule whales → adults gives adults.",
+            problem,
+            &[first]
+        )
+        .as_vote(),
+        Some(Vote::Valid)
+    );
+    assert_eq!(
+        on_problem(
+            "Since whales holds, rule whales → adults gives lions.",
+            problem,
+            &[first]
+        )
+        .as_vote(),
+        Some(Vote::Invalid)
+    );
+    // A single-letter atom named F is an atom, not the truth value false.
+    let rules = "Rules: E -> F; F -> G. Fact: I have E.";
+    assert_eq!(
+        on_problem("Since E holds, rule E -> F gives F.", rules, &[]).as_vote(),
+        Some(Vote::Valid)
+    );
+    assert!(readable("Since E holds, rule E -> F gives F."));
+}
+
+#[test]
+fn truth_table_evaluations() {
+    let problem = "Premises:\n1. (P ↔ Q)\n2. ¬(P → S)\nAssignment: P = false, Q = true, S = false";
+    let v = |claim: &str, steps: &[&str]| on_problem(claim, problem, steps).as_vote();
+    assert_eq!(
+        v("Since P is false, Q is true, (P ↔ Q) is false.", &[]),
+        Some(Vote::Valid)
+    );
+    assert_eq!(
+        v("Since P is false, P is false, (P → P) is false.", &[]),
+        Some(Vote::Invalid)
+    );
+    assert_eq!(v("**(P ∨ Q)** = true", &[]), Some(Vote::Valid));
+    assert_eq!(v("**(P ∧ Q)** = true", &[]), Some(Vote::Invalid));
+    assert_eq!(
+        v("(P → S): the implication of F and F gives T.", &[]),
+        Some(Vote::Valid)
+    );
+    assert_eq!(
+        v(
+            "(Q ↔ Q): the biconditional of True and True gives False.",
+            &[]
+        ),
+        Some(Vote::Invalid)
+    );
+    // A value carried from a wrong step is propagated, not wrong here.
+    let carried = on_problem(
+        "Since (P → P) is false, (P ∧ P) is false, ((P → P) ∨ (P ∧ P)) is false.",
+        problem,
+        &["Since P is false, P is false, (P → P) is false."],
+    );
+    not_failed(&carried, "carried truth value");
+    // Blind (no assignment, no stated values): abstain.
+    undecided("**(P ∨ Q)** = true", &[], "");
+    assert!(readable("**(P ∨ Q)** = true"));
+    assert!(readable(
+        "(Q ↔ Q): the biconditional of True and True gives False."
+    ));
+}

@@ -228,6 +228,8 @@ struct Mentions {
     numbers: BTreeSet<String>,
     /// The rule application the unit makes, if it is one.
     rule: Option<RuleUse>,
+    /// The formula a truth-table step evaluates (written uniformly), and its atoms.
+    formula: Option<(String, Vec<String>)>,
 }
 
 struct Builder<'t> {
@@ -380,9 +382,13 @@ impl<'t> Builder<'t> {
                 .filter(|n| n != "0" && n != "1")
                 .collect(),
             rule: computer::rule_use(text),
+            formula: computer::truth_formula(text),
         };
         if let Some(r) = &m.rule {
             return self.link_rule(id, r.clone(), m, goal);
+        }
+        if let Some(f) = &m.formula {
+            return self.link_truth(id, f.clone(), m, goal);
         }
         // The problem first: a seat's premises put the givens before the steps, and the
         // local check reads them in this order too.
@@ -454,6 +460,47 @@ impl<'t> Builder<'t> {
         }
         self.steps.push((id, m));
         source.is_some()
+    }
+
+    /// A truth-table step rests on the problem (the assignment) and on the latest step
+    /// that evaluated each of its proper parts.
+    fn link_truth(
+        &mut self,
+        id: usize,
+        (formula, atoms): (String, Vec<String>),
+        m: Mentions,
+        goal: usize,
+    ) -> bool {
+        let in_problem = atoms.iter().any(|a| {
+            self.problem
+                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .any(|w| w == a)
+        });
+        if in_problem {
+            self.edge(id, goal, Relationship::DependsOn, 0.8);
+        }
+        let mut parts: Vec<usize> = Vec::new();
+        for (i, prev) in self.steps.iter().rev() {
+            if let Some((f, _)) = &prev.formula
+                && *f != formula
+                && formula.contains(f.as_str())
+                && !self
+                    .steps
+                    .iter()
+                    .any(|(j, p)| j > i && p.formula.as_ref().is_some_and(|(g, _)| g == f))
+            {
+                parts.push(*i);
+            }
+            if parts.len() >= MAX_NUMBER_LINKS * 2 {
+                break;
+            }
+        }
+        parts.sort_unstable();
+        for &to in &parts {
+            self.edge(id, to, Relationship::DependsOn, 0.9);
+        }
+        self.steps.push((id, m));
+        !parts.is_empty()
     }
 
     fn edge(&mut self, from: usize, to: usize, relationship: Relationship, confidence: f64) {

@@ -28,7 +28,7 @@ fn norm(s: &str) -> String {
 }
 
 /// Words that introduce what a rule application derives.
-const DERIVE_WORDS: [&str; 11] = [
+const DERIVE_WORDS: [&str; 16] = [
     "derive",
     "derives",
     "get",
@@ -40,6 +40,11 @@ const DERIVE_WORDS: [&str; 11] = [
     "establish",
     "prove",
     "yields",
+    "yield",
+    "gives",
+    "give",
+    "produces",
+    "implies",
 ];
 
 /// A rule application read from a step: `I use rule (A → B) to derive B`, `Using rule
@@ -108,6 +113,10 @@ pub(crate) fn rule_use(text: &str) -> Option<RuleUse> {
         }
     }
     let derived = derived?;
+    // `(Q → P): the implication of True and True gives True` evaluates a formula.
+    if matches!(derived.as_str(), "true" | "false") || truth_claim(text).is_some() {
+        return None;
+    }
     // Report the derived atom as the step writes it.
     let derived = rest
         .split_whitespace()
@@ -120,6 +129,193 @@ pub(crate) fn rule_use(text: &str) -> Option<RuleUse> {
 /// Whether the text is a rule application the checker reads.
 pub(super) fn reads_rule(text: &str) -> bool {
     rule_use(text).is_some()
+}
+
+fn truth_word(w: &str) -> Option<bool> {
+    match w
+        .trim_matches(|c: char| !c.is_alphanumeric())
+        .to_lowercase()
+        .as_str()
+    {
+        "true" | "t" => Some(true),
+        "false" | "f" => Some(false),
+        _ => None,
+    }
+}
+
+/// `(P ∨ Q) is true`, `**(P ∧ P)** = false`, `X = True`: a formula and a truth value.
+fn formula_value(part: &str) -> Option<(F, String, bool)> {
+    let t = part
+        .replace("**", " ")
+        .replace('`', " ")
+        .trim()
+        .trim_start_matches(['-', '*', '•'])
+        .trim()
+        .trim_end_matches(['.', ';', ','])
+        .trim()
+        .to_string();
+    let (f, v) = t
+        .rsplit_once(" is ")
+        .or_else(|| t.rsplit_once('='))
+        .or_else(|| t.rsplit_once(" gives "))?;
+    let v = truth_word(v.trim())?;
+    let f = f
+        .trim()
+        .trim_start_matches("since ")
+        .trim_start_matches("Since ")
+        .trim();
+    Some((parse(f)?, norm(f), v))
+}
+
+/// Truth values a text states for formulas and atoms (`P = false`, `(P ∨ Q) is true`).
+fn stated_values(text: &str) -> Vec<(F, bool)> {
+    text.split([',', '\n', ';'])
+        .flat_map(|p| p.split(". "))
+        .filter_map(|p| {
+            let p = p.trim().trim_start_matches("Assignment:").trim();
+            formula_value(p).map(|(f, _, v)| (f, v))
+        })
+        .take(256)
+        .collect()
+}
+
+/// Evaluates `f`, taking a stated value for any part that has one (not for `f` itself
+/// when `top`); `None` when an atom has no value.
+fn eval_with(f: &F, stated: &[(F, bool)], top: bool) -> Option<bool> {
+    if !top && let Some((_, v)) = stated.iter().find(|(g, _)| g == f) {
+        return Some(*v);
+    }
+    Some(match f {
+        F::Atom(_) => return None,
+        F::Not(a) => !eval_with(a, stated, false)?,
+        F::And(a, b) => eval_with(a, stated, false)? && eval_with(b, stated, false)?,
+        F::Or(a, b) => eval_with(a, stated, false)? || eval_with(b, stated, false)?,
+        F::Imp(a, b) => !eval_with(a, stated, false)? || eval_with(b, stated, false)?,
+        F::Iff(a, b) => eval_with(a, stated, false)? == eval_with(b, stated, false)?,
+    })
+}
+
+/// The truth value of `f` from its connective applied to operand values written in the
+/// step (`the disjunction of True and False gives True`).
+fn connective_of(f: &F, operands: &[bool]) -> Option<bool> {
+    Some(match (f, operands) {
+        (F::Not(_), [a]) => !a,
+        (F::And(..), [a, b]) => *a && *b,
+        (F::Or(..), [a, b]) => *a || *b,
+        (F::Imp(..), [a, b]) => !a || *b,
+        (F::Iff(..), [a, b]) => a == b,
+        _ => return None,
+    })
+}
+
+/// A truth-table evaluation step: `Since P is false, Q is true, (P ↔ Q) is false.`,
+/// `**(P ∧ P)** = false`, `(Q ↔ Q): the biconditional of True and True gives False.`
+/// Returns the formula, the claimed value, and the operand values the step writes.
+fn truth_claim(claim: &str) -> Option<(F, bool, Vec<bool>, Vec<(F, bool)>)> {
+    let t = claim.trim();
+    if let Some((f, rest)) = t.split_once(':')
+        && let Some(formula) = parse(
+            f.replace("**", " ")
+                .trim()
+                .trim_start_matches(['-', '*', '•'])
+                .trim(),
+        )
+        && let Some((of, value)) = rest.rsplit_once(" gives ")
+    {
+        let value = truth_word(value.trim().trim_end_matches('.'))?;
+        let operands: Vec<bool> = of
+            .rsplit_once(" of ")
+            .map(|(_, ops)| {
+                ops.split(" and ")
+                    .filter_map(|w| truth_word(w.trim()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        return Some((formula, value, operands, Vec::new()));
+    }
+    let parts: Vec<&str> = t.split(", ").collect();
+    let (last, earlier) = parts.split_last()?;
+    let (formula, _, value) = formula_value(last)?;
+    let given: Vec<(F, bool)> = earlier
+        .iter()
+        .filter_map(|p| formula_value(p).map(|(f, _, v)| (f, v)))
+        .collect();
+    // Every earlier clause must be a stated value, or this is not such a step.
+    (given.len() == earlier.len()).then_some((formula, value, Vec::new(), given))
+}
+
+/// The formula a truth-table evaluation step evaluates, and its atoms, for linking it
+/// to the steps that evaluated its parts.
+pub(crate) fn truth_formula(text: &str) -> Option<(String, Vec<String>)> {
+    let (f, ..) = truth_claim(text)?;
+    let mut idx = BTreeMap::new();
+    atoms(&f, &mut idx);
+    Some((show_formula(&f), idx.into_keys().collect()))
+}
+
+/// A formula written uniformly (fully parenthesised), so the same formula written by
+/// two steps compares equal.
+fn show_formula(f: &F) -> String {
+    match f {
+        F::Atom(a) => a.clone(),
+        F::Not(a) => format!("¬{}", show_formula(a)),
+        F::And(a, b) => format!("({} ∧ {})", show_formula(a), show_formula(b)),
+        F::Or(a, b) => format!("({} ∨ {})", show_formula(a), show_formula(b)),
+        F::Imp(a, b) => format!("({} → {})", show_formula(a), show_formula(b)),
+        F::Iff(a, b) => format!("({} ↔ {})", show_formula(a), show_formula(b)),
+    }
+}
+
+/// Whether the text is a truth-table evaluation step the checker reads.
+pub(super) fn reads_truth(text: &str) -> bool {
+    truth_claim(text).is_some()
+}
+
+/// A truth-table evaluation: the claimed value must be the formula's value under the
+/// assignment, or follow from the values the step and its premises state for the
+/// formula's parts (a value carried from a wrong premise is propagated, not wrong here).
+pub(super) fn truth_step(input: &StepInput<'_>) -> Option<Judgement> {
+    let (formula, claimed, operands, given) = truth_claim(input.claim)?;
+    let mut stated = given;
+    stated.extend(stated_values(input.context));
+    for p in input.premises {
+        stated.extend(stated_values(p));
+    }
+    let mut readings = Vec::new();
+    // The formula under the values stated for its atoms.
+    let atoms_only: Vec<(F, bool)> = stated
+        .iter()
+        .filter(|(f, _)| matches!(f, F::Atom(_)))
+        .cloned()
+        .collect();
+    readings.push(eval_with(&formula, &atoms_only, true));
+    // Under the values stated for its parts (what the step rests on).
+    readings.push(eval_with(&formula, &stated, true));
+    if !operands.is_empty() {
+        readings.push(connective_of(&formula, &operands));
+    }
+    let decided: Vec<bool> = readings.into_iter().flatten().collect();
+    if decided.is_empty() {
+        return Some(Judgement::Abstain(
+            "the formula's atoms have no stated values".into(),
+        ));
+    }
+    let show = |v: bool| if v { "true" } else { "false" };
+    Some(if decided.contains(&claimed) {
+        Judgement::Vote {
+            vote: Vote::Valid,
+            reason: format!("the formula is {} under the stated values", show(claimed)),
+        }
+    } else {
+        Judgement::Vote {
+            vote: Vote::Invalid,
+            reason: format!(
+                "the formula is {}, not {}, under the stated values",
+                show(!claimed),
+                show(claimed)
+            ),
+        }
+    })
 }
 
 /// Whether the text is a `p FROM p1, ..., pn` step the checker reads.

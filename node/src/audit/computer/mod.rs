@@ -121,6 +121,12 @@ pub fn rule_use(text: &str) -> Option<RuleUse> {
     logic::rule_use(text)
 }
 
+/// The formula a truth-table evaluation step evaluates (written uniformly) and its
+/// atoms: `(P ∨ Q)` and `[P, Q]` for `Since P is false, Q is true, (P ∨ Q) is true.`
+pub fn truth_formula(text: &str) -> Option<(String, Vec<String>)> {
+    logic::truth_formula(text)
+}
+
 /// Short names a text uses as unknowns (`x` in `3x + 2`, not in `3 x 4`).
 pub fn unknowns(text: &str) -> BTreeSet<String> {
     read::unknowns(text)
@@ -141,7 +147,12 @@ pub fn readable(text: &str) -> bool {
     if t.is_empty() || t.chars().count() > MAX_CLAIM_CHARS {
         return false;
     }
-    if logic::reads_rule(t) || logic::reads_from(t) || is_definition(t) || names_expression(t) {
+    if logic::reads_truth(t)
+        || logic::reads_rule(t)
+        || logic::reads_from(t)
+        || is_definition(t)
+        || names_expression(t)
+    {
         return true;
     }
     let (cleaned, notes) = read::clean(t);
@@ -181,7 +192,10 @@ pub fn check(input: &StepInput<'_>, seed: &Hash) -> Judgement {
     if claim.chars().count() > MAX_CLAIM_CHARS {
         return Judgement::Abstain("too long to be a single calculation".into());
     }
-    if let Some(j) = logic::rule_step(input).or_else(|| logic::from_step(input)) {
+    if let Some(j) = logic::truth_step(input)
+        .or_else(|| logic::rule_step(input))
+        .or_else(|| logic::from_step(input))
+    {
         return j;
     }
     let mut premise_names = BTreeSet::new();
