@@ -208,10 +208,21 @@ fn connective_of(f: &F, operands: &[bool]) -> Option<bool> {
     })
 }
 
+/// What a truth-table evaluation step claims.
+struct TruthClaim {
+    /// The formula evaluated.
+    formula: F,
+    /// The value claimed for it.
+    value: bool,
+    /// Operand values the step writes (`the disjunction of True and False`).
+    operands: Vec<bool>,
+    /// Values the step states for parts (`Since P is false, ...`).
+    given: Vec<(F, bool)>,
+}
+
 /// A truth-table evaluation step: `Since P is false, Q is true, (P ↔ Q) is false.`,
 /// `**(P ∧ P)** = false`, `(Q ↔ Q): the biconditional of True and True gives False.`
-/// Returns the formula, the claimed value, and the operand values the step writes.
-fn truth_claim(claim: &str) -> Option<(F, bool, Vec<bool>, Vec<(F, bool)>)> {
+fn truth_claim(claim: &str) -> Option<TruthClaim> {
     let t = claim.trim();
     if let Some((f, rest)) = t.split_once(':')
         && let Some(formula) = parse(
@@ -231,7 +242,12 @@ fn truth_claim(claim: &str) -> Option<(F, bool, Vec<bool>, Vec<(F, bool)>)> {
                     .collect()
             })
             .unwrap_or_default();
-        return Some((formula, value, operands, Vec::new()));
+        return Some(TruthClaim {
+            formula,
+            value,
+            operands,
+            given: Vec::new(),
+        });
     }
     let parts: Vec<&str> = t.split(", ").collect();
     let (last, earlier) = parts.split_last()?;
@@ -241,13 +257,18 @@ fn truth_claim(claim: &str) -> Option<(F, bool, Vec<bool>, Vec<(F, bool)>)> {
         .filter_map(|p| formula_value(p).map(|(f, _, v)| (f, v)))
         .collect();
     // Every earlier clause must be a stated value, or this is not such a step.
-    (given.len() == earlier.len()).then_some((formula, value, Vec::new(), given))
+    (given.len() == earlier.len()).then_some(TruthClaim {
+        formula,
+        value,
+        operands: Vec::new(),
+        given,
+    })
 }
 
 /// The formula a truth-table evaluation step evaluates, and its atoms, for linking it
 /// to the steps that evaluated its parts.
 pub(crate) fn truth_formula(text: &str) -> Option<(String, Vec<String>)> {
-    let (f, ..) = truth_claim(text)?;
+    let f = truth_claim(text)?.formula;
     let mut idx = BTreeMap::new();
     atoms(&f, &mut idx);
     Some((show_formula(&f), idx.into_keys().collect()))
@@ -275,7 +296,12 @@ pub(super) fn reads_truth(text: &str) -> bool {
 /// assignment, or follow from the values the step and its premises state for the
 /// formula's parts (a value carried from a wrong premise is propagated, not wrong here).
 pub(super) fn truth_step(input: &StepInput<'_>) -> Option<Judgement> {
-    let (formula, claimed, operands, given) = truth_claim(input.claim)?;
+    let TruthClaim {
+        formula,
+        value: claimed,
+        operands,
+        given,
+    } = truth_claim(input.claim)?;
     let mut stated = given;
     stated.extend(stated_values(input.context));
     for p in input.premises {
