@@ -543,3 +543,30 @@ fn truth_table_evaluations() {
         "(Q ↔ Q): the biconditional of True and True gives False."
     ));
 }
+
+#[test]
+fn arithmetic_inside_an_equation_is_checked_on_its_own() {
+    let problem = "Find the value of h in the equation: 1615*h - 85 = 80665";
+    let v = |claim: &str| on_problem(claim, problem, &[]).as_vote();
+    assert_eq!(
+        v("Add 85 to both sides: $1615h = 80665 + 85 = 80750$"),
+        Some(Vote::Valid)
+    );
+    // A wrong result, and a wrong operator with its result.
+    assert_eq!(
+        v("Add 85 to both sides: $1615h = 80665 + 85 = 83980$"),
+        Some(Vote::Invalid)
+    );
+    assert_eq!(
+        v("Add 85 to both sides: $1615h = 80665 - 85 = 80580$"),
+        Some(Vote::Invalid)
+    );
+    // Blind to the problem, the arithmetic is still decided.
+    invalid(
+        "Add 85 to both sides: $1615h = 80665 + 85 = 83980$",
+        &[],
+        "",
+    );
+    // A bare result restated from a premise is still computed here: `72 - 1 = 72` is wrong.
+    invalid("Divide by 1: 72 - 1 = 72", &["So 8 * 9 = 72"], "");
+}

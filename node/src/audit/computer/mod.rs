@@ -347,7 +347,8 @@ fn premise_definitions(premise_chains: &[Chain]) -> BTreeMap<String, Expr> {
 fn restates(e: &Expr, premise_results: &BTreeSet<Rational>) -> bool {
     let mut v = Vec::new();
     e.literals(&mut v);
-    !v.is_empty() && v.iter().all(|x| premise_results.contains(x))
+    // A bare result (`72 - 1 = 72`) is what the step computes, not a restatement.
+    !is_literal(e) && !v.is_empty() && v.iter().all(|x| premise_results.contains(x))
 }
 
 /// A number as written, with nothing computed: `48`, `-3`.
@@ -368,6 +369,31 @@ fn check_chain(chain: &Chain, ctx: &Ctx<'_>) -> Judgement {
     let fresh_definition = matches!(parts.first(), Some(Expr::Var(name)) if !ctx.premise_names.contains(name))
         && parts.len() > 2;
     let last = parts.len().saturating_sub(2);
+    let named = |e: &Expr| {
+        let mut n = BTreeSet::new();
+        e.vars(&mut n);
+        !n.is_empty()
+    };
+    // The arithmetic in a chain is decided on its own, whatever the names before it do:
+    // `1615h = 80665 − 85 = 80750` is wrong at `80665 − 85 = 80750`.
+    for (i, w) in parts.windows(2).enumerate() {
+        if let [a, b] = w
+            && !named(a)
+            && !named(b)
+            && let Identity::Fails(why) = identity(
+                a,
+                b,
+                chain.approx.get(i).copied().unwrap_or(false),
+                ctx.seed,
+            )
+            && !bare
+            && !restates(b, &ctx.premise_results)
+        {
+            return Judgement::vote(Vote::Invalid, format!("{}: {why}", chain.text));
+        }
+    }
+    // `1615h = 80665 + 85 = 83980`: a name only in the first side states an equation.
+    let first_is_equation = parts.iter().skip(1).all(|e| !named(e));
     let mut derived = false;
     for (i, w) in parts.windows(2).enumerate() {
         let (Some(a0), Some(b0)) = (w.first(), w.get(1)) else {
@@ -400,7 +426,7 @@ fn check_chain(chain: &Chain, ctx: &Ctx<'_>) -> Judgement {
                 // name (`D = ...` first), or a final condition (`... = 185`). It must follow
                 // from the premises; a failing rewrite inside a longer chain is a wrong step.
                 let equation = parts.len() == 2
-                    || (i == 0 && matches!(a0, Expr::Var(_)))
+                    || (i == 0 && (first_is_equation || matches!(a0, Expr::Var(_))))
                     || (i == last && rhs_names.is_empty());
                 if names.is_empty() && restates(b0, &ctx.premise_results) {
                     // `Therefore 790/1290 = 158/129` after `790/5 = 158` and `1290/10 =
