@@ -570,3 +570,33 @@ fn arithmetic_inside_an_equation_is_checked_on_its_own() {
     // A bare result restated from a premise is still computed here: `72 - 1 = 72` is wrong.
     invalid("Divide by 1: 72 - 1 = 72", &["So 8 * 9 = 72"], "");
 }
+
+#[test]
+fn claims_that_an_atom_is_derived() {
+    let problem = "Rules: A → B; B → C. Fact: I have A. Question: can I derive D?";
+    let step = "Since B holds, rule B → C gives C.";
+    assert_eq!(
+        on_problem("C is now derived.", problem, &[step]).as_vote(),
+        Some(Vote::Valid)
+    );
+    assert_eq!(
+        on_problem("D is now derived.", problem, &[step]).as_vote(),
+        Some(Vote::Ungrounded)
+    );
+    undecided("D is now derived.", &[step], "");
+    assert!(readable("humans is now derived."));
+}
+
+#[test]
+fn plans_are_not_definitions_and_glued_times_signs_are_read() {
+    assert!(!readable("Let me work through this step by step."));
+    assert!(!readable("Let's think about the quantities involved."));
+    assert!(readable("Let x be the width"));
+    valid(
+        "Joseph dropped his coins and was left with 66x0.5=<<66*0.5=33>>33 coins.",
+        &[],
+        "",
+    );
+    valid("blue tennis balls:16x0.25=<<16*0.25=4>>4 balls", &[], "");
+    invalid("blue tennis balls:16x0.25=<<16*0.25=5>>5 balls", &[], "");
+}

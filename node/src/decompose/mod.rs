@@ -387,6 +387,15 @@ impl<'t> Builder<'t> {
         if let Some(r) = &m.rule {
             return self.link_rule(id, r.clone(), m, goal);
         }
+        if let Some(a) = computer::fact_claim(text) {
+            // `F is now derived.` rests like a rule whose consequent is F.
+            let r = RuleUse {
+                from: a.clone(),
+                to: a.clone(),
+                derived: a,
+            };
+            return self.link_rule(id, r, m, goal);
+        }
         if let Some(f) = &m.formula {
             return self.link_truth(id, f.clone(), m, goal);
         }

@@ -344,6 +344,51 @@ pub(super) fn truth_step(input: &StepInput<'_>) -> Option<Judgement> {
     })
 }
 
+/// `F is now derived.`, `humans holds.`: a claim that an atom has been established.
+pub(crate) fn fact_claim(text: &str) -> Option<String> {
+    let t = text.trim().trim_end_matches(['.', '!']).trim();
+    let lower = t.to_lowercase();
+    let subject = [
+        " is now derived",
+        " is derived",
+        " has been derived",
+        " can be derived",
+        " is now established",
+        " is established",
+        " now holds",
+        " holds",
+    ]
+    .iter()
+    .find_map(|suffix| {
+        lower
+            .strip_suffix(suffix)
+            .and_then(|_| t.get(..t.len().checked_sub(suffix.len())?))
+    })?;
+    atom(subject)
+}
+
+/// A claim that an atom is established: it must be a fact of the problem or derived by a
+/// premise.
+pub(super) fn fact_step(input: &StepInput<'_>) -> Option<Judgement> {
+    let a = fact_claim(input.claim)?;
+    let have = establishes(input.context, &a) || input.premises.iter().any(|p| establishes(p, &a));
+    Some(if have {
+        Judgement::Vote {
+            vote: Vote::Valid,
+            reason: format!("{a} is established before this step"),
+        }
+    } else if input.context.trim().is_empty() {
+        Judgement::Abstain(format!(
+            "{a} is not established by the premises, and the problem was not given"
+        ))
+    } else {
+        Judgement::Vote {
+            vote: Vote::Ungrounded,
+            reason: format!("{a} is neither a fact of the problem nor derived by an earlier step"),
+        }
+    })
+}
+
 /// Whether the text is a `p FROM p1, ..., pn` step the checker reads.
 pub(super) fn reads_from(text: &str) -> bool {
     text.split_once(" FROM ").is_some_and(|(g, f)| {

@@ -127,6 +127,11 @@ pub fn truth_formula(text: &str) -> Option<(String, Vec<String>)> {
     logic::truth_formula(text)
 }
 
+/// The atom a step claims is established (`F is now derived.`).
+pub fn fact_claim(text: &str) -> Option<String> {
+    logic::fact_claim(text)
+}
+
 /// Short names a text uses as unknowns (`x` in `3x + 2`, not in `3 x 4`).
 pub fn unknowns(text: &str) -> BTreeSet<String> {
     read::unknowns(text)
@@ -149,6 +154,7 @@ pub fn readable(text: &str) -> bool {
     }
     if logic::reads_truth(t)
         || logic::reads_rule(t)
+        || logic::fact_claim(t).is_some()
         || logic::reads_from(t)
         || is_definition(t)
         || names_expression(t)
@@ -166,8 +172,15 @@ pub fn readable(text: &str) -> bool {
 
 /// `Let ...`, `Denote ...`, `Define ...`.
 fn is_definition(text: &str) -> bool {
-    let lower: String = text.chars().take(8).collect::<String>().to_lowercase();
-    lower.starts_with("let ") || lower.starts_with("denote ") || lower.starts_with("define ")
+    let lower: String = text.chars().take(12).collect::<String>().to_lowercase();
+    // `Let me think`, `Let's see`, `Let us compute` plan; they define nothing.
+    let plans = ["let me ", "let's ", "let’s ", "let us "]
+        .iter()
+        .any(|p| lower.starts_with(p));
+    !plans
+        && (lower.starts_with("let ")
+            || lower.starts_with("denote ")
+            || lower.starts_with("define "))
 }
 
 /// `The denominator is 3x − 7`: a quantity named in words and given as an expression in
@@ -194,6 +207,7 @@ pub fn check(input: &StepInput<'_>, seed: &Hash) -> Judgement {
     }
     if let Some(j) = logic::truth_step(input)
         .or_else(|| logic::rule_step(input))
+        .or_else(|| logic::fact_step(input))
         .or_else(|| logic::from_step(input))
     {
         return j;
@@ -784,6 +798,9 @@ fn grounding(input: &StepInput<'_>, chain: &[Expr]) -> Judgement {
 /// `Let the numerator be x`, `Let t = 3`: a definition of a fresh name. A definition that
 /// also calculates (`Let t = 3 + 4 = 8`) is checked as a calculation.
 fn definition(claim: &str, premise_names: &BTreeSet<String>) -> Option<Judgement> {
+    if !is_definition(claim) {
+        return None;
+    }
     let lower = claim.to_lowercase();
     let rest = lower
         .strip_prefix("let ")

@@ -462,6 +462,18 @@ fn tokens(clause: &str) -> Vec<Tk> {
                 i += 1;
             }
             out.push(Tk::Num { text, pct });
+        } else if matches!(c, 'x' | 'X')
+            && i.checked_sub(1)
+                .and_then(|j| cs.get(j))
+                .is_some_and(|p| p.is_ascii_digit() || *p == ')')
+            && cs
+                .get(i + 1)
+                .is_some_and(|n| n.is_ascii_digit() || *n == '.' || *n == '(')
+        {
+            // `66x0.5`, `5x2`: an `x` glued between numbers stands alone (a times sign or
+            // a name, as the readings decide), never the name `x0`.
+            out.push(Tk::Name(c.to_string()));
+            i += 1;
         } else if c.is_alphabetic() {
             let start = i;
             while let Some(&d) = cs.get(i) {
