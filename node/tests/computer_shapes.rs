@@ -600,3 +600,54 @@ fn plans_are_not_definitions_and_glued_times_signs_are_read() {
     valid("blue tennis balls:16x0.25=<<16*0.25=4>>4 balls", &[], "");
     invalid("blue tennis balls:16x0.25=<<16*0.25=5>>5 balls", &[], "");
 }
+
+/// Correct steps in everyday notations: none may be called wrong, with or without the
+/// problem (`Solve f(x) = 2x + 1 at x = 2; 100 items; 20% off; 60 km/h.`).
+#[test]
+fn everyday_notations_are_never_called_wrong() {
+    let problem =
+        "f(x) = 2x + 1. A shop sells 100 items at $80 with 20% off; a car drives at 60 km/h.";
+    let correct = [
+        "f(2) = 2*2 + 1 = 5",
+        "gcd(790, 1290) = 10",
+        "lcm(4, 6) = 12",
+        "sqrt(16) = 4",
+        "x² + 2x = 3",
+        "5 + 3 = 8 (apples)",
+        "100 - 20% = 80",
+        "$80 - 20% = $64",
+        "80 + 25% = 100",
+        "120 km / 60 km/h = 2 h",
+        "7 days × 24 hours = 168 hours",
+        "1 kg = 1000 g",
+        "3 feet = 36 inches",
+        "1:30 + 0:45 = 2:15",
+        "2,5 + 1,5 = 4",
+        "5 choose 2 = 10",
+        "C(5,2) = 10",
+        "2:3 = 4:6",
+        "5! = 120",
+        "x = 5 or x = -5",
+        "the change is -5 + 3 = -2",
+        "Area = length × width = 5 × 4 = 20",
+        "It costs $1.20 each, 5 × $1.20 = $6.00",
+        "3 × 10^8 = 300,000,000",
+        "15% of $80 = $12",
+        "3/7 of 28 = 12",
+        "1/4 + 1/4 = 1/2",
+        "10/3 ≈ 3.33",
+        "1/3 ≈ 0.333",
+        "The speed is 60 km/h, so in 2 h it goes 60 × 2 = 120 km",
+        "2023 - 2000 = 23 years",
+        "She pays 3 × $4 = $12",
+        "4.5 hours × 60 = 270 minutes",
+    ];
+    for claim in correct {
+        not_failed(&on_problem(claim, problem, &[]), claim);
+        not_failed(&judge(claim, &[], ""), claim);
+    }
+    // The same notations, wrong, are still caught where the reading is unambiguous.
+    invalid("5 + 3 = 9 (apples)", &[], "");
+    invalid("$80 - 20% = $60", &[], "");
+    invalid("f(2) = 2*2 + 1 = 6", &[], "");
+}

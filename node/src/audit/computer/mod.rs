@@ -765,6 +765,15 @@ fn grounding(input: &StepInput<'_>, chain: &[Expr]) -> Judgement {
                 .into(),
         );
     }
+    // `x = 5` states a value (a solution, a guess to try): a new number is its point.
+    if let [a, b] = chain
+        && ((matches!(a, Expr::Var(_)) && is_literal(b))
+            || (matches!(b, Expr::Var(_)) && is_literal(a)))
+    {
+        return Judgement::Abstain(
+            "states a value with nothing to derive it from; not a condition to ground".into(),
+        );
+    }
     let mut texts = vec![input.context];
     texts.extend(input.premises.iter().copied());
     let mut known = known_values(&texts);

@@ -25,13 +25,16 @@ use std::collections::BTreeSet;
 use super::expr::{Expr, Rational};
 
 /// Most readings of one clause.
-pub(crate) const MAX_READINGS: usize = 8;
+pub(crate) const MAX_READINGS: usize = 16;
 /// Most characters of a text the reader looks at (problem statements included).
 const MAX_TEXT_CHARS: usize = 6000;
 /// Most tokens in one clause; longer clauses are prose.
 const MAX_CLAUSE_TOKENS: usize = 420;
 /// Most tokens in one run of mathematics (the parser recurses on parentheses).
 const MAX_RUN_TOKENS: usize = 400;
+/// Single letters that name functions when written right before `(` (`f(2)`, `P(A)`);
+/// other letters before `(` multiply (`a(b + c)`).
+const FUNCTION_NAMES: [&str; 11] = ["f", "g", "h", "F", "G", "H", "P", "C", "E", "V", "T"];
 /// Most chains taken from one text.
 const MAX_CHAINS: usize = 64;
 
@@ -487,7 +490,27 @@ fn tokens(clause: &str) -> Vec<Tk> {
                 }
             }
             let w: String = cs.get(start..i).unwrap_or(&[]).iter().collect();
-            if is_name(&w) {
+            let function =
+                cs.get(i) == Some(&'(') && (!is_name(&w) || FUNCTION_NAMES.contains(&w.as_str()));
+            if function {
+                // `gcd(790, 1290)`, `f(2)`: a function applied to arguments is one opaque
+                // value, never a product with what is in the parentheses.
+                let mut depth = 0usize;
+                while let Some(&d) = cs.get(i) {
+                    i += 1;
+                    match d {
+                        '(' => depth += 1,
+                        ')' => {
+                            depth = depth.saturating_sub(1);
+                            if depth == 0 {
+                                break;
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                out.push(Tk::Word(format!("{}()", w.to_lowercase())));
+            } else if is_name(&w) {
                 out.push(Tk::Name(w));
             } else {
                 out.push(Tk::Word(w.to_lowercase()));
@@ -641,6 +664,8 @@ struct Mode {
     x_times: bool,
     /// `a ÷ b/c` is `a ÷ (b/c)`.
     div_group: bool,
+    /// `100 - 20% = 80`: a percentage added to or taken from a number is a share of it.
+    pct_of: bool,
 }
 
 fn num(text: &str) -> Tk {
@@ -895,6 +920,9 @@ fn apply(ts: &[Tk], mode: Mode, known_names: &BTreeSet<String>) -> Vec<Tk> {
     if mode.units {
         v = drop_units(&v, known_names);
     }
+    if mode.pct_of {
+        v = pct_of(&v);
+    }
     if mode.div_group {
         div_group(&v)
     } else {
@@ -902,6 +930,43 @@ fn apply(ts: &[Tk], mode: Mode, known_names: &BTreeSet<String>) -> Vec<Tk> {
             .map(|t| if t == Tk::Op('÷') { Tk::Op('/') } else { t })
             .collect()
     }
+}
+
+/// Where `a ± p%` stands alone (nothing multiplies `a` or follows `p%` but `+ - =` or the
+/// end): the index of `a`.
+fn pct_of_at(ts: &[Tk], i: usize) -> bool {
+    let prev = i.checked_sub(1).and_then(|j| ts.get(j));
+    matches!(ts.get(i), Some(Tk::Num { pct: false, .. }))
+        && matches!(ts.get(i + 1), Some(Tk::Op('+' | '-')))
+        && matches!(ts.get(i + 2), Some(Tk::Num { pct: true, .. }))
+        && !matches!(prev, Some(Tk::Op('*' | '/' | '^' | '÷')))
+        && !matches!(ts.get(i + 3), Some(Tk::Op('*' | '/' | '^' | '÷') | Tk::L))
+}
+
+/// `100 - 20%` → `(100 - 100 * 20%)`.
+fn pct_of(ts: &[Tk]) -> Vec<Tk> {
+    let mut out = Vec::with_capacity(ts.len());
+    let mut i = 0usize;
+    while let Some(t) = ts.get(i) {
+        if pct_of_at(ts, i)
+            && let (Some(op), Some(p)) = (ts.get(i + 1), ts.get(i + 2))
+        {
+            out.extend([
+                Tk::L,
+                t.clone(),
+                op.clone(),
+                t.clone(),
+                Tk::Op('*'),
+                p.clone(),
+                Tk::R,
+            ]);
+            i += 3;
+            continue;
+        }
+        out.push(t.clone());
+        i += 1;
+    }
+    out
 }
 
 /// The readings of one clause: for each, the chains it yields, or `None` when that
@@ -930,26 +995,34 @@ pub(crate) fn readings(clause: &str, known_names: &BTreeSet<String>) -> Vec<Opti
     } else {
         &[false]
     };
+    let pcts: &[bool] = if (0..ts.len()).any(|i| pct_of_at(&ts, i)) {
+        &[false, true]
+    } else {
+        &[false]
+    };
     let mut seen: Vec<Vec<Tk>> = Vec::new();
     let mut out = Vec::new();
     for &(words, units) in &[(false, false), (true, false), (true, true)] {
         for &x in xs {
             for &d in divs {
-                let mode = Mode {
-                    words,
-                    units,
-                    x_times: x,
-                    div_group: d,
-                };
-                let v = apply(&ts, mode, known_names);
-                if seen.contains(&v) || seen.len() >= MAX_READINGS {
-                    continue;
-                }
-                let read = chains_of(&v);
-                seen.push(v);
-                match read {
-                    Some(c) if c.is_empty() => {}
-                    r => out.push(r),
+                for &p in pcts {
+                    let mode = Mode {
+                        words,
+                        units,
+                        x_times: x,
+                        div_group: d,
+                        pct_of: p,
+                    };
+                    let v = apply(&ts, mode, known_names);
+                    if seen.contains(&v) || seen.len() >= MAX_READINGS {
+                        continue;
+                    }
+                    let read = chains_of(&v);
+                    seen.push(v);
+                    match read {
+                        Some(c) if c.is_empty() => {}
+                        r => out.push(r),
+                    }
                 }
             }
         }
@@ -1058,8 +1131,14 @@ fn chain_of(run: &[Tk], before: Option<&Tk>) -> Result<Option<Chain>, Cut> {
     {
         run = rest;
     }
+    // `(apples)` after a result, `x² + 2x`: a parenthesis cut from its partner at an
+    // edge is dropped, and a sign at the start is a negative number only at the start of
+    // the clause or after `(`: anywhere else something before it was not read.
+    while let Some((Tk::L, rest)) = run.split_last() {
+        run = rest;
+    }
     match run.first() {
-        Some(Tk::Op('-' | '+')) if !matches!(before, Some(Tk::Word(_) | Tk::Gap)) => {}
+        Some(Tk::Op('-' | '+')) if before.is_none() || before == Some(&Tk::L) => {}
         Some(Tk::Op(_)) => return Err(Cut),
         _ => {}
     }
@@ -1147,12 +1226,14 @@ pub(crate) fn stated_chains(text: &str, known_names: &BTreeSet<String>) -> Vec<C
                 units: false,
                 x_times: false,
                 div_group: false,
+                pct_of: false,
             },
             Mode {
                 words: true,
                 units: true,
                 x_times: false,
                 div_group: false,
+                pct_of: false,
             },
         ] {
             if let Some(c) = chains_of(&apply(&ts, mode, known_names))
