@@ -651,3 +651,17 @@ fn everyday_notations_are_never_called_wrong() {
     invalid("$80 - 20% = $60", &[], "");
     invalid("f(2) = 2*2 + 1 = 6", &[], "");
 }
+
+#[test]
+fn rounded_operands_and_values_after_words() {
+    // 3.33 is 10/3 rounded earlier: not called wrong.
+    undecided("3 × $3.33 = $10", &[], "");
+    undecided("Each gets 2/3 ≈ 0.67, and 3 × 0.67 = 2", &[], "");
+    // A decimal that rounds no small fraction is taken as written.
+    invalid("3 × 3.25 = 10", &[], "");
+    invalid("1200 × 0.99 = 1190", &[], "");
+    // A bare value right after words may belong to them.
+    undecided("an increase of 20% = 1.2 × 50 = 60", &[], "");
+    invalid("an increase of 20% = 1.2 × 50 = 65", &[], "");
+    valid("the change is -5 + 3 = -2", &[], "");
+}

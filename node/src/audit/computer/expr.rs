@@ -219,6 +219,24 @@ impl Expr {
         }
     }
 
+    /// This expression with each literal that `f` maps replaced by the value it gives.
+    pub(crate) fn map_literals(&self, f: &dyn Fn(Rational, &Written) -> Option<Rational>) -> Expr {
+        let m = |e: &Expr| Box::new(e.map_literals(f));
+        match self {
+            Expr::Num(r, w) => match f(*r, w) {
+                Some(v) => Expr::Num(v, w.clone()),
+                None => self.clone(),
+            },
+            Expr::Var(_) => self.clone(),
+            Expr::Neg(a) => Expr::Neg(m(a)),
+            Expr::Add(a, b) => Expr::Add(m(a), m(b)),
+            Expr::Sub(a, b) => Expr::Sub(m(a), m(b)),
+            Expr::Mul(a, b) => Expr::Mul(m(a), m(b)),
+            Expr::Div(a, b) => Expr::Div(m(a), m(b)),
+            Expr::Pow(a, n) => Expr::Pow(m(a), *n),
+        }
+    }
+
     /// Every number literal's value.
     pub(crate) fn literals(&self, out: &mut Vec<Rational>) {
         match self {

@@ -401,6 +401,7 @@ fn check_chain(chain: &Chain, ctx: &Ctx<'_>) -> Judgement {
                 ctx.seed,
             )
             && !bare
+            && !(i == 0 && chain.after_words && is_literal(a))
             && !restates(b, &ctx.premise_results)
         {
             return Judgement::vote(Vote::Invalid, format!("{}: {why}", chain.text));
@@ -424,6 +425,12 @@ fn check_chain(chain: &Chain, ctx: &Ctx<'_>) -> Judgement {
         match identity(&a, &b, approx, ctx.seed) {
             Identity::Holds => {}
             Identity::Unknown(why) => return Judgement::Abstain(why),
+            Identity::Fails(_) if i == 0 && chain.after_words && is_literal(a0) => {
+                return Judgement::Abstain(format!(
+                    "{}: the value before the first = may belong to the words before it",
+                    chain.text
+                ));
+            }
             Identity::Fails(_) if bare => {
                 return Judgement::Abstain(format!(
                     "{} states values without the calculation that relates them",
@@ -529,6 +536,9 @@ fn identity(a: &Expr, b: &Expr, approx_sign: bool, seed: &Hash) -> Identity {
                 return Identity::Holds;
             }
         }
+        if let Some(why) = rounded_operands(a, b, &empty) {
+            return Identity::Unknown(why);
+        }
         if approx_sign {
             let (fx, fy) = (x.to_f64(), y.to_f64());
             if (fx - fy).abs() <= APPROX_SLACK * fx.abs().max(fy.abs()) {
@@ -581,6 +591,43 @@ fn identity(a: &Expr, b: &Expr, approx_sign: bool, seed: &Hash) -> Identity {
         return Identity::Unknown("an approximation in names is not decided".into());
     }
     Identity::Fails("the two sides differ as expressions".into())
+}
+
+/// A decimal such as `3.33` or `0.67` is often a fraction rounded earlier (10/3, 2/3):
+/// the fraction with a small denominator it rounds or truncates, if there is one.
+fn rounded_fraction(value: Rational, written: &expr::Written) -> Option<Rational> {
+    if written.decimals < 2 {
+        return None;
+    }
+    (2..=12).find_map(|q| {
+        let scaled = value.mul(Rational::int(q))?;
+        // The nearest numerator; the fraction must differ from the literal.
+        let p = (scaled.to_f64()).round() as i128;
+        let f = Rational::new(p, q)?;
+        let (t, r) = f.to_decimals(written.decimals)?;
+        (f != value && (t == value || r == value)).then_some(f)
+    })
+}
+
+/// `3 × 3.33 = 10`: wrong as written, but right if 3.33 stands for 10/3 rounded. Such a
+/// step is not called wrong; returns why.
+fn rounded_operands(a: &Expr, b: &Expr, empty: &BTreeMap<String, Rational>) -> Option<String> {
+    let f = |v: Rational, w: &expr::Written| rounded_fraction(v, w);
+    let (a2, b2) = (a.map_literals(&f), b.map_literals(&f));
+    if (&a2, &b2) == (a, b) {
+        return None;
+    }
+    let (x, y) = (a2.eval_exact(empty)?, b2.eval_exact(empty)?);
+    let close = x == y
+        || [(b, x), (a, y)].iter().any(|(lit, exact)| {
+            matches!(lit, Expr::Num(..))
+                && lit.decimals().is_some_and(|d| {
+                    exact
+                        .to_decimals(d)
+                        .is_some_and(|(t, r)| matches!(lit, Expr::Num(s, _) if *s == t || *s == r))
+                })
+        });
+    close.then(|| "holds if its rounded decimals stand for the fractions they round".into())
 }
 
 /// A claimed equation in names: it must follow from the latest premise equation.

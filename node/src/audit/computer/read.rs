@@ -47,6 +47,9 @@ pub(crate) struct Chain {
     pub(crate) approx: Vec<bool>,
     /// The text the chain was rendered from (for reasons).
     pub(crate) text: String,
+    /// Words come right before it: a bare value first may belong to them (`an increase
+    /// of 20% = 1.2 × 50`).
+    pub(crate) after_words: bool,
 }
 
 /// A token of prose-with-mathematics.
@@ -802,6 +805,10 @@ fn drop_units(ts: &[Tk], known_names: &BTreeSet<String>) -> Vec<Tk> {
             let (before, after) = (out.last(), joined.get(j));
             if is_operand_end(before) && is_operand_start(after) {
                 out.push(Tk::Bar);
+            } else if before.is_none_or(|b| matches!(b, Tk::Bar | Tk::Gap)) {
+                // Words open the clause: kept as a mark, so a value right after them is
+                // known to follow prose.
+                out.push(Tk::Gap);
             }
             i = j;
             continue;
@@ -1138,7 +1145,7 @@ fn chain_of(run: &[Tk], before: Option<&Tk>) -> Result<Option<Chain>, Cut> {
         run = rest;
     }
     match run.first() {
-        Some(Tk::Op('-' | '+')) if before.is_none() || before == Some(&Tk::L) => {}
+        Some(Tk::Op('-' | '+')) if before.is_none_or(|b| *b == Tk::Gap) => {}
         Some(Tk::Op(_)) => return Err(Cut),
         _ => {}
     }
@@ -1164,6 +1171,7 @@ fn chain_of(run: &[Tk], before: Option<&Tk>) -> Result<Option<Chain>, Cut> {
         parts,
         approx,
         text: render(&run),
+        after_words: matches!(before, Some(Tk::Word(_) | Tk::Gap)),
     }))
 }
 
