@@ -665,3 +665,43 @@ fn rounded_operands_and_values_after_words() {
     invalid("an increase of 20% = 1.2 × 50 = 65", &[], "");
     valid("the change is -5 + 3 = -2", &[], "");
 }
+
+#[test]
+fn joining_words_and_earlier_clauses() {
+    // `less than` joins the numbers: dropping it as a unit would read `3 * 4 = 7`.
+    undecided("5 less than 3 times 4 = 7", &[], "");
+    undecided("Multiply 3 by 4 = 12", &[], "");
+    valid("Half of the 24 students = 12 students", &[], "");
+    valid("He earns $5 per hour * 8 hours = $40", &[], "");
+    // An earlier clause of the same step is a premise of the later ones.
+    let problem = "Twice a number plus 3 is 11; it is also 5 more than another.";
+    let j = on_problem("x = 4, so 2x + 3 = 11", problem, &[]);
+    not_failed(&j, "x = 4, so 2x + 3 = 11");
+    let j = on_problem("x = 2, so 3x + 1 = 7", problem, &[]);
+    not_failed(&j, "x = 2, so 3x + 1 = 7");
+    assert_eq!(
+        on_problem("x = 2, so 3x + 1 = 8", problem, &[]).as_vote(),
+        Some(Vote::Invalid)
+    );
+}
+
+#[test]
+fn comparisons_after_a_result_are_not_calculations() {
+    valid(
+        "The loaves cost £54 − £30 = £24 more than the bagels.",
+        &[],
+        "",
+    );
+    invalid(
+        "The loaves cost £54 − £30 = £25 more than the bagels.",
+        &[],
+        "",
+    );
+    invalid(
+        "The loaves cost £54 + £30 = £24 more than the bagels.",
+        &[],
+        "",
+    );
+    // `more than 3` continues the calculation: cut, not read.
+    undecided("2 + 3 = 5 more than 3", &[], "");
+}

@@ -228,33 +228,44 @@ pub fn check(input: &StepInput<'_>, seed: &Hash) -> Judgement {
     if let Some(j) = definition(claim, &premise_names) {
         return j;
     }
-    let ctx = Ctx {
-        definitions: premise_definitions(&premise_chains),
-        premise_results: premise_chains
-            .iter()
-            .flat_map(|c| c.parts.iter().skip(1))
-            .flat_map(|e| {
-                let mut v = Vec::new();
-                e.literals(&mut v);
-                v
-            })
-            .collect(),
-        premise_names: &premise_names,
-        premise_chains: &premise_chains,
-        input,
-        seed,
-    };
     let (cleaned, notes) = read::clean(claim);
     let clauses: Vec<String> = notes.into_iter().chain(read::clauses(&cleaned)).collect();
     // Each clause on its own; a step is Valid only when every clause that states an
-    // equality holds, and wrong when one clause is wrong under every reading of it.
+    // equality holds, and wrong when one clause is wrong under every reading of it. The
+    // clauses before one are premises of it (`x = 2, so 3x + 1 = 7`).
     let mut valid = Vec::new();
     let mut undecided: Option<String> = None;
-    for clause in &clauses {
+    let mut chains = premise_chains.clone();
+    let mut names = premise_names.clone();
+    for (k, clause) in clauses.iter().enumerate() {
         let readings = read::readings(clause, &known_names);
         if readings.is_empty() {
             continue;
         }
+        let earlier = clauses.get(..k).unwrap_or(&[]);
+        let mut premises: Vec<&str> = input.premises.to_vec();
+        premises.extend(earlier.iter().map(String::as_str));
+        let step = StepInput {
+            claim: input.claim,
+            premises: &premises,
+            context: input.context,
+        };
+        let ctx = Ctx {
+            definitions: premise_definitions(&chains),
+            premise_results: chains
+                .iter()
+                .flat_map(|c| c.parts.iter().skip(1))
+                .flat_map(|e| {
+                    let mut v = Vec::new();
+                    e.literals(&mut v);
+                    v
+                })
+                .collect(),
+            premise_names: &names,
+            premise_chains: &chains,
+            input: &step,
+            seed,
+        };
         match judge_clause(clause, &readings, &ctx) {
             j @ Judgement::Vote { .. } if j.is_failure() => return j,
             Judgement::Vote { reason, .. } => valid.push(reason),
@@ -262,6 +273,8 @@ pub fn check(input: &StepInput<'_>, seed: &Hash) -> Judgement {
                 undecided.get_or_insert(why);
             }
         }
+        chains.extend(read::stated_chains(clause, &known_names));
+        names.extend(read::unknowns(clause));
     }
     if let Some(why) = undecided {
         return Judgement::Abstain(why);

@@ -577,17 +577,25 @@ fn is_operand_start(t: Option<&Tk>) -> bool {
 // Readings
 
 /// Words that join a calculation to its neighbour (`half of 48`, `3 times 4`, `5 more
-/// than`): a chain right next to one was cut out of a longer calculation.
-fn joins(word: &str, before: Option<&Tk>) -> bool {
+/// than 3`): a chain right next to one was cut out of a longer calculation. `after` is
+/// what follows the word (`more than the bagels` compares, `more than 3` calculates).
+fn joins(word: &str, before: Option<&Tk>, after: &[Tk]) -> bool {
+    let numeric = |t: Option<&Tk>| {
+        matches!(t, Some(Tk::Num { .. } | Tk::L))
+            || matches!(t, Some(Tk::Word(w)) if number_word(w).is_some())
+    };
     match word {
         "of" | "times" | "dozen" | "dozens" | "hundred" | "thousand" | "million" | "percent" => {
             is_operand_end(before)
                 || matches!(before, Some(Tk::Word(w)) if number_word(w).is_some())
         }
-        "plus" | "minus" | "than" | "over" | "by" | "per" | "half" | "twice" | "double"
-        | "triple" | "thrice" | "quadruple" | "quarter" | "third" | "thirds" | "fourth"
-        | "fifth" | "tenth" | "squared" | "cubed" | "more" | "less" | "fewer" | "multiplied"
-        | "divided" => true,
+        "more" | "less" | "fewer" => {
+            matches!(after.first(), Some(Tk::Word(w)) if w == "than") && numeric(after.get(1))
+        }
+        "than" => numeric(after.first()),
+        "plus" | "minus" | "over" | "by" | "per" | "half" | "twice" | "double" | "triple"
+        | "thrice" | "quadruple" | "quarter" | "third" | "thirds" | "fourth" | "fifth"
+        | "tenth" | "squared" | "cubed" | "multiplied" | "divided" => true,
         w => number_word(w).is_some(),
     }
 }
@@ -779,7 +787,11 @@ fn drop_units(ts: &[Tk], known_names: &BTreeSet<String>) -> Vec<Tk> {
         let unit_name = matches!(t, Tk::Name(n) if !known_names.contains(n)
             && n.chars().count() == 1
             && matches!(prev, Some(Tk::Num { .. } | Tk::Op('/') | Tk::Gap | Tk::Word(_))));
-        if matches!(t, Tk::Word(_)) || unit_name {
+        // A word that joins numbers (`5 less than 3 times 4`) is not a unit: it stays, so
+        // the calculation around it reads as cut rather than as two numbers.
+        let joining = matches!(t, Tk::Word(w)
+            if w != "per" && joins(w, prev, ts.get(i + 1..).unwrap_or(&[])));
+        if (matches!(t, Tk::Word(_)) && !joining) || unit_name {
             marked.push(Tk::Gap);
         } else {
             marked.push(t.clone());
@@ -788,7 +800,7 @@ fn drop_units(ts: &[Tk], known_names: &BTreeSet<String>) -> Vec<Tk> {
     // An operator followed by a dropped word joined units (`14 kg/donkey`, `$5/hour`).
     let mut joined: Vec<Tk> = Vec::with_capacity(marked.len());
     for (i, t) in marked.iter().enumerate() {
-        if matches!(t, Tk::Op(_)) && matches!(marked.get(i + 1), Some(Tk::Gap)) {
+        if *t == Tk::Op('/') && matches!(marked.get(i + 1), Some(Tk::Gap)) {
             joined.push(Tk::Gap);
         } else {
             joined.push(t.clone());
@@ -1065,12 +1077,12 @@ fn chains_of(ts: &[Tk]) -> Option<Vec<Chain>> {
         let after = ts.get(i);
         let before_before = start.checked_sub(2).and_then(|j| ts.get(j));
         if let Some(Tk::Word(w)) = before
-            && joins(w, before_before)
+            && joins(w, before_before, run)
         {
             return None;
         }
         if let Some(Tk::Word(w)) = after
-            && joins(w, run.last())
+            && joins(w, run.last(), ts.get(i + 1..).unwrap_or(&[]))
         {
             return None;
         }
