@@ -13,10 +13,15 @@
 //! Every segment's content is an exact span of the trace, so auditors judge the model's
 //! own words. `depends_on` edges come from the symbols and values each unit uses: for each
 //! of its symbols, a unit depends on the latest earlier unit that mentions it (failing
-//! any, on the latest one sharing a non-trivial number), and on the GOAL when it uses a
-//! number stated in the problem. Routing: mathematics → Computer (`T_Auto`), prose → LLM, and anything the
-//! heuristics are unsure of (very long units) or that carries the final answer of a
-//! high-stakes trace → Human.
+//! any, for each non-trivial number, on the latest one that mentions it), and on the GOAL
+//! when it uses a number stated in the problem, in digits or in words (`twice`, `a
+//! dozen`). A rule application depends on the step that derived its antecedent and on
+//! the problem that states the rules; a truth-table step on the problem (the assignment)
+//! and on the steps that evaluated its parts.
+//!
+//! Routing: a unit the Computer tier can read ([`computer::readable`]) → Computer
+//! (`T_Auto`), other prose → LLM, and anything the heuristics are unsure of (very long
+//! units) or that carries the final answer of a high-stakes trace → Human.
 //!
 //! A provider may instead supply its own HDAG ([`from_provider`]), which is validated
 //! and checked span by span against the trace.

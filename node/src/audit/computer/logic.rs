@@ -1,9 +1,17 @@
-//! Logic steps: ClaimTrees rule applications and propositional `p FROM p1, ..., pn`.
+//! Logic steps: rule applications, derived atoms, truth-table evaluations and
+//! propositional `p FROM p1, ..., pn`.
 //!
-//! - `I use rule (A → B) to derive B`: the rule must be stated in the context, `A` must be
-//!   a fact of the context or derived by a premise, and the derived claim must be `B`.
-//!   A rule or antecedent that was never established is `Ungrounded`; deriving anything
-//!   but the rule's consequent is `Invalid`.
+//! - Rule applications in prose (`I use rule (A → B) to derive B`, `Since A holds, rule
+//!   A -> B gives B`, `From A and A → B, we get B`): deriving anything but the rule's
+//!   consequent is `Invalid`; the rule must be stated in the problem and `A` a fact of it
+//!   or derived by a premise, else `Ungrounded` — or an abstention when the judge was not
+//!   shown the problem (a missing rule cannot be told from an unseen one).
+//! - `F is now derived.`: `F` must be a fact or derived by a premise.
+//! - Truth-table evaluations (`Since P is false, Q is true, (P ∨ Q) is true.`, `**(P ∧
+//!   Q)** = false`, `(Q ↔ Q): the biconditional of True and True gives True.`): the claimed
+//!   value must be the formula's value under the assignment, or follow from the values
+//!   the step and its premises state for its parts (a value carried from a wrong premise
+//!   is propagated, not wrong here).
 //! - `p FROM p1, ..., pn` (n ≤ 5, as ProofGrid's NDL_f): `p1 ∧ ... ∧ pn → p` must be a
 //!   tautology, checked by truth table over at most 16 atoms; every `pi` must appear in the
 //!   context or a premise.

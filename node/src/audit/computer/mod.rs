@@ -1,26 +1,42 @@
-//! Computer-tier checkers: deterministic judges of calculation and algebra steps.
+//! Computer-tier checkers: deterministic judges of calculation, algebra and logic steps.
 //!
 //! Pure and synchronous. A checker sees only its segment (the claim), the segments it
-//! depends on (premises) and the problem statement (context), and answers with a vote or
-//! abstains: a claim it cannot parse or decide is never guessed.
+//! depends on (premises: the givens sealed with it, then the claims it cites) and the
+//! problem statement when the step rests on it (context; empty otherwise), and answers
+//! with a vote or abstains: a claim it cannot parse or decide is never guessed.
+//!
+//! **Precision before coverage.** Text written by people and models admits several
+//! readings (module `read`: units between numbers, `x` as a times sign, `÷` before a fraction,
+//! number words, percentages, LaTeX, money, markdown, GSM8K annotations). A clause is
+//! Valid when one reading holds, and Invalid or Ungrounded only when every reading that
+//! can be read fails; a step is Valid when all its clauses are, wrong when one clause is
+//! wrong under every reading, and undecided otherwise.
 //!
 //! What is decided:
 //! - **Equality chains** `a = b = c`: every adjacent pair must be equal. Without names the
 //!   sides are compared as exact rationals (`2/(3*0.96) = 0.694444...`). The tolerance
 //!   rule for stated decimals: a decimal written on its own with `d` decimals matches when
 //!   it is the exact value truncated or rounded to `d` decimals (so `0.6944` and `0.6945`
-//!   ... only `0.6944` for 25/36, and `0.97` never for 0.96). With names, the pair is tested
-//!   as a polynomial identity at seeded random points modulo 2^61 − 1; when a side holds an
-//!   approximate decimal (a trailing `...`, or five or more decimals) the sides are compared
-//!   numerically at a few points to that precision.
-//! - **Derived equations** (`Therefore, 5x = 6x − 14` from `x / (3x − 7) = 2/5`): when the
-//!   latest premise equation in the same single name has one solution, the claim must hold
-//!   there; when both are proportional it holds everywhere the premise does.
+//!   ... only `0.6944` for 25/36, and `0.97` never for 0.96); after `≈` a whole number
+//!   may be rounded too, and a value within a few percent is not called wrong. A rounded
+//!   operand (`3 × 3.33 = 10`) and a result that restates what the premises computed
+//!   (`Therefore 790/1290 = 158/129`: an error carried, not made) are not called wrong.
+//!   With names, the pair is tested as a polynomial identity at seeded random points
+//!   modulo 2^61 − 1; when a side holds an approximate decimal (a trailing `...`, or five
+//!   or more decimals) the sides are compared numerically at a few points to that
+//!   precision. The arithmetic inside a chain is decided on its own
+//!   (`1615h = 80665 − 85 = 80750` is wrong at `80665 − 85`).
+//! - **Derived equations** (`Therefore, 5x = 6x − 14` from `x / (3x − 7) = 2/5`): the
+//!   claim must follow from a premise equation in the same single name (at its solution,
+//!   or as a multiple of it); it is Valid when one premise equation gives it (a step that
+//!   carries an earlier wrong equation forward is propagated, not wrong) and Invalid only
+//!   when each of them decides against it.
 //! - **Definitions** (`Let the numerator be x`, `Let t = 3`) introduce a fresh name and are valid.
-//! - **Logic** ([`logic`]): ClaimTrees rule applications and propositional
-//!   `p FROM p1, ..., pn` steps by truth table.
+//! - **Logic** (module `logic`): rule applications in prose, claims that an atom is derived,
+//!   truth-table evaluations, and propositional `p FROM p1, ..., pn` steps.
 //! - **Grounding**: a claim with no premise equation to derive it from, that uses a number
-//!   found neither in the context nor in its premises, is `Ungrounded` (ARES).
+//!   found neither in the context nor in its premises (in digits or words, unit constants
+//!   aside), is `Ungrounded` (ARES) — only when the judge was shown the problem.
 
 pub(crate) mod expr;
 mod logic;
