@@ -705,3 +705,32 @@ fn comparisons_after_a_result_are_not_calculations() {
     // `more than 3` continues the calculation: cut, not read.
     undecided("2 + 3 = 5 more than 3", &[], "");
 }
+
+#[test]
+fn rules_and_facts_written_in_words() {
+    // The rule in words, the fact without a `Fact:` label.
+    let problem = "If something is a whale, it is a mammal. Rex is a whale. Is Rex a mammal?";
+    assert_eq!(
+        on_problem(
+            "Since whale holds, rule whale → mammal gives mammal.",
+            problem,
+            &[]
+        )
+        .as_vote(),
+        Some(Vote::Valid)
+    );
+    // A problem whose rules the checker cannot read: never Ungrounded.
+    let prose = "Whales are mammals and mammals breathe air. Rex is a whale.";
+    let j = on_problem(
+        "Since mammal holds, rule mammal → air gives air.",
+        prose,
+        &[],
+    );
+    not_failed(&j, "rule from prose rules");
+    // A question names an atom without establishing it.
+    let rules = "Rules: A → B; C → D. Fact: I have A. Question: can I derive D from C?";
+    assert_eq!(
+        on_problem("I use rule (C → D) to derive D.", rules, &[]).as_vote(),
+        Some(Vote::Ungrounded)
+    );
+}

@@ -423,18 +423,44 @@ pub(crate) fn establishes(text: &str, a: &str) -> bool {
     if rule_use(text).is_some_and(|r| r.derived.eq_ignore_ascii_case(a)) {
         return true;
     }
+    // Any statement that names the atom states it (`Fact: I have A.`, `Rex is a
+    // insects.`), except rules, conditions and questions, which only mention it.
     text.split(['.', ';', '\n']).any(|sentence| {
-        let lower = sentence.to_lowercase();
-        let factual = lower.trim_start().starts_with("fact")
-            || lower.contains("i have")
-            || lower.contains("we have")
-            || lower.contains("given")
-            || lower.contains("known");
-        factual
-            && arrow_split(sentence).is_none()
-            && sentence
-                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-                .any(|w| w.eq_ignore_ascii_case(a))
+        let lower = format!(" {} ", sentence.to_lowercase());
+        let mentions_only = arrow_split(sentence).is_some()
+            || sentence.contains('?')
+            || [
+                " if ",
+                " whether ",
+                " derive",
+                " prove",
+                "question",
+                " can ",
+                " rule",
+            ]
+            .iter()
+            .any(|w| lower.contains(w));
+        !mentions_only && words_of(sentence).any(|w| w.eq_ignore_ascii_case(a))
+    })
+}
+
+fn words_of(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+}
+
+/// Whether a text states the rule `a → b` in words (`if something is a whales, it is a
+/// adults`): an `if` sentence naming `a` and then `b`.
+fn states_in_words(text: &str, a: &str, b: &str) -> bool {
+    text.split(['.', ';', '\n']).any(|sentence| {
+        let lower = format!(" {} ", sentence.to_lowercase());
+        if !lower.contains(" if ") {
+            return false;
+        }
+        let ws: Vec<&str> = words_of(sentence).collect();
+        let pa = ws.iter().position(|w| w.eq_ignore_ascii_case(a));
+        let pb = ws.iter().rposition(|w| w.eq_ignore_ascii_case(b));
+        matches!((pa, pb), (Some(x), Some(y)) if x < y)
     })
 }
 
@@ -463,9 +489,11 @@ pub(super) fn rule_step(input: &StepInput<'_>) -> Option<Judgement> {
         stated_rules(t)
             .iter()
             .any(|(x, y)| x.eq_ignore_ascii_case(a) && y.eq_ignore_ascii_case(b))
+            || states_in_words(t, a, b)
     });
-    // A judge that was not shown the problem cannot tell a missing rule from an unseen one.
-    let blind = input.context.trim().is_empty();
+    // A judge that was not shown the problem cannot tell a missing rule from an unseen
+    // one, nor can one whose problem writes no rule it reads.
+    let blind = input.context.trim().is_empty() || stated_rules(input.context).is_empty();
     if !stated {
         return Some(if blind {
             Judgement::Abstain(format!(

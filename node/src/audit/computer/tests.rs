@@ -233,7 +233,8 @@ mod never_panics {
     fn large_inputs_are_bounded() {
         let claim = "x = 1 + 2 = 3, so 3 x 4 = 12 and half of 8 = 4; ".repeat(8);
         let claim: String = claim.chars().take(400).collect();
-        let premise = "Let x be 2. 2x + 3 = 7 and x(x + 1) = 6; $\\frac{1}{2}$ of 10 = 5. ".repeat(80);
+        let premise =
+            "Let x be 2. 2x + 3 = 7 and x(x + 1) = 6; $\\frac{1}{2}$ of 10 = 5. ".repeat(80);
         let premises: Vec<&str> = std::iter::repeat_n(premise.as_str(), 20).collect();
         let start = std::time::Instant::now();
         let _ = check(
