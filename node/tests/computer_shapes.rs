@@ -734,3 +734,16 @@ fn rules_and_facts_written_in_words() {
         Some(Vote::Ungrounded)
     );
 }
+
+#[test]
+fn systems_and_superscripts() {
+    let problem = "The sum of two numbers is 10 and their difference is 2.";
+    let steps = ["x + y = 10", "x - y = 2"];
+    let j = on_problem("Adding the equations, 2x = 12", problem, &steps);
+    not_failed(&j, "2x = 12 from a system");
+    valid("3.14 × 5² = 78.5", &[], "");
+    invalid("3.14 × 5² = 31.4", &[], "");
+    let quad = "Solve x² + 2x − 3 = 0.";
+    let j = on_problem("So x² + 2x = 3", quad, &[]);
+    assert_eq!(j.as_vote(), Some(Vote::Valid), "{j:?}");
+}

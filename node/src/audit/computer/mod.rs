@@ -712,6 +712,18 @@ fn derived_equation(
         .take(MAX_PREMISE_EQUATIONS)
         .collect();
     if premises.is_empty() {
+        // Equations that use the name with others (`x + y = 10`) may give it; only a
+        // claim whose name no premise equation uses can be ungrounded.
+        let used_elsewhere = ctx.premise_chains.iter().any(|c| {
+            let mut ns = BTreeSet::new();
+            c.parts.iter().for_each(|e| e.vars(&mut ns));
+            ns.contains(&var)
+        });
+        if used_elsewhere {
+            return Judgement::Abstain(format!(
+                "the premise equations that use {var} use other unknowns too"
+            ));
+        }
         return grounding(ctx.input, chain);
     }
     let mut against: Option<Judgement> = None;

@@ -103,6 +103,8 @@ pub(crate) fn clean(text: &str) -> (String, Vec<String>) {
             c => c,
         })
         .collect();
+    // `5²`, `x³`: superscript powers.
+    let out = out.replace('²', "^2").replace('³', "^3");
     (out, notes)
 }
 
