@@ -453,7 +453,7 @@ fn carried_errors_are_propagated_not_invalid() {
 
 #[test]
 fn a_step_rests_on_each_step_whose_numbers_it_uses() {
-    let text = "## Problem Statement\nSimplify 18486/20280.\n\n## Thinking Process\n1. $\\frac{18486}{78} = 237$\n2. $\\frac{20280}{78} = 260$\n3. Therefore $\\frac{18486}{20280} = \\frac{237}{260}$.\n\n## Final Output\n237/260";
+    let text = "## Problem Statement\nSimplify 18486/20280.\n\n## Thinking Process\n1. The GCD of 18486 and 20280 is 78.\n2. $\\frac{18486}{78} = 237$\n3. $\\frac{20280}{78} = 260$\n4. Therefore $\\frac{18486}{20280} = \\frac{237}{260}$.\n\n## Final Output\n237/260";
     let t = Trace::parse(text).expect("trace");
     let h = decompose(&t, &Options::default()).expect("decomposes");
     let last = h
@@ -746,4 +746,33 @@ fn systems_and_superscripts() {
     let quad = "Solve x² + 2x − 3 = 0.";
     let j = on_problem("So x² + 2x = 3", quad, &[]);
     assert_eq!(j.as_vote(), Some(Vote::Valid), "{j:?}");
+}
+
+#[test]
+fn a_calculation_on_a_number_from_nowhere_is_not_valid() {
+    let problem = "Simplify the fraction 790/1290. By Euclid, gcd(790, 1290) = 10.";
+    // 1290/43 holds, but 43 comes from nowhere: not Valid (nor called Ungrounded).
+    let j = on_problem("$\\frac{1290}{43} = 30$", problem, &[]);
+    assert_eq!(j.as_vote(), None, "{j:?}");
+    assert_eq!(
+        on_problem("$\\frac{790}{10} = 79$", problem, &[]).as_vote(),
+        Some(Vote::Valid)
+    );
+    // Small quotients found along the way and shares of a hundred need no source.
+    assert_eq!(
+        on_problem("$1290 - 1 \\times 790 = 500$", problem, &[]).as_vote(),
+        Some(Vote::Valid)
+    );
+    let pct = "Michael spent 1200 and had 1% of his money left.";
+    assert_eq!(
+        on_problem("1200 × 0.99 = 1188", pct, &[]).as_vote(),
+        Some(Vote::Valid)
+    );
+    // Not shown the problem, the judge cannot tell: the arithmetic decides.
+    valid("$\\frac{1290}{43} = 30$", &[], "");
+    // Numbers that have nothing to do with the problem are not asked about.
+    assert_eq!(
+        on_problem("So 1.2 × 0.8 = 0.96", problem, &[]).as_vote(),
+        Some(Vote::Valid)
+    );
 }

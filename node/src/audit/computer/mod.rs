@@ -57,6 +57,8 @@ use self::{
 const MAX_CLAIM_CHARS: usize = 400;
 /// Random points per identity test.
 const PIT_POINTS: u64 = 3;
+/// Whole numbers up to this may be introduced by a calculation without a source.
+const SMALL_WHOLE: i128 = 12;
 /// Most premise equations a derived equation is tested against.
 const MAX_PREMISE_EQUATIONS: usize = 16;
 /// Relative difference within which a value written with `≈` is not called wrong.
@@ -507,6 +509,13 @@ fn check_chain(chain: &Chain, ctx: &Ctx<'_>) -> Judgement {
             }
         }
     }
+    if !derived && let Some(n) = unexplained_operand(parts, ctx) {
+        return Judgement::Abstain(format!(
+            "{}: holds, but calculates with {}, which neither the problem nor the premises give",
+            chain.text,
+            show(n)
+        ));
+    }
     Judgement::vote(
         Vote::Valid,
         if derived {
@@ -841,6 +850,44 @@ fn known_values(texts: &[&str]) -> BTreeSet<Rational> {
         known.extend(read::word_values(t));
     }
     known
+}
+
+/// An operand of a calculation that nothing the judge was shown gives: not a number of
+/// the problem or the premises (in digits or words), not a unit constant, not a small
+/// whole number (a quotient found along the way, `18486 − 10 × 1794`), not a share of a
+/// hundred (`0.99` for 1 − 1%) — in a calculation that uses a number of the problem or
+/// the premises next to it (`790/5` where the problem gives 790). Such a calculation may hold and still rest on a number
+/// from nowhere (ARES "ungrounded"), so it is not called Valid; nor is it called
+/// Ungrounded, since people introduce numbers for good reasons the checker cannot see.
+/// Only a judge shown the problem asks.
+fn unexplained_operand(parts: &[Expr], ctx: &Ctx<'_>) -> Option<Rational> {
+    if ctx.input.context.trim().is_empty() {
+        return None;
+    }
+    let mut texts = vec![ctx.input.context];
+    texts.extend(ctx.input.premises.iter().copied());
+    let known = known_values(&texts);
+    let (_, operands) = parts.split_last()?;
+    let mut used = Vec::new();
+    for e in operands {
+        e.literals(&mut used);
+    }
+    // Only a calculation visibly on this problem (one of its operands is a number the
+    // judge was shown) is asked where its other operands come from.
+    if !used
+        .iter()
+        .any(|v| known.contains(v) && !UNIT_CONSTANTS.iter().any(|&c| *v == Rational::int(c)))
+    {
+        return None;
+    }
+    let hundred = Rational::int(100);
+    used.into_iter().find(|v| {
+        let small = (0..=SMALL_WHOLE).any(|k| *v == Rational::int(k));
+        let percent = v
+            .mul(hundred)
+            .is_some_and(|p| (0..=100).any(|k| p == Rational::int(k)));
+        !small && !percent && !known.contains(v)
+    })
 }
 
 /// Nothing to derive the equation from: every number it states must come from somewhere
