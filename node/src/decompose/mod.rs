@@ -13,10 +13,15 @@
 //! Every segment's content is an exact span of the trace, so auditors judge the model's
 //! own words. `depends_on` edges come from the symbols and values each unit uses: for each
 //! of its symbols, a unit depends on the latest earlier unit that mentions it (failing
-//! any, on the latest one sharing a non-trivial number), and on the GOAL when it uses a
-//! number stated in the problem. Routing: mathematics → Computer (`T_Auto`), prose → LLM, and anything the
-//! heuristics are unsure of (very long units) or that carries the final answer of a
-//! high-stakes trace → Human.
+//! any, for each non-trivial number, on the latest one that mentions it), and on the GOAL
+//! when it uses a number stated in the problem, in digits or in words (`twice`, `a
+//! dozen`). A rule application depends on the step that derived its antecedent and on
+//! the problem that states the rules; a truth-table step on the problem (the assignment)
+//! and on the steps that evaluated its parts.
+//!
+//! Routing: a unit the Computer tier can read ([`computer::readable`]) → Computer
+//! (`T_Auto`), other prose → LLM, and anything the heuristics are unsure of (very long
+//! units) or that carries the final answer of a high-stakes trace → Human.
 //!
 //! A provider may instead supply its own HDAG ([`from_provider`]), which is validated
 //! and checked span by span against the trace.
@@ -34,7 +39,10 @@ use trust_protocol::{
 };
 
 use self::text::{Unit, numbers_in, paragraphs, symbols_in, units_of};
+use crate::audit::computer::{self, RuleUse};
 
+/// Most steps one unit is linked to through the numbers it shares with them.
+const MAX_NUMBER_LINKS: usize = 4;
 /// Units longer than this are routed to a person: the heuristics could not cut them.
 const LONG_UNIT_BYTES: usize = 600;
 
@@ -89,8 +97,12 @@ pub fn decompose(trace: &Trace, options: &Options) -> Result<Hdag, DecomposeErro
     let mut step_count = 0usize;
     for (pi, para) in paras.iter().enumerate() {
         let units = units_of(para);
-        let is_plan =
-            pi == 0 && paras.len() > 1 && units.iter().all(|u| !u.is_math) && text::plans(para);
+        let is_plan = pi == 0
+            && paras.len() > 1
+            && units
+                .iter()
+                .all(|u| !u.is_math && !computer::readable(u.text))
+            && text::plans(para);
         if is_plan {
             let s = b.push(Seg {
                 prefix: "S",
@@ -139,7 +151,7 @@ pub fn decompose(trace: &Trace, options: &Options) -> Result<Hdag, DecomposeErro
         kind: "conclusion",
         auditor: if options.high_stakes {
             AuditorType::Human
-        } else if text::is_math(output) || text::is_short_answer(output) {
+        } else if computer::readable(output) {
             AuditorType::Auto
         } else {
             AuditorType::Llm
@@ -219,10 +231,16 @@ struct Seg<'a> {
 struct Mentions {
     symbols: BTreeSet<String>,
     numbers: BTreeSet<String>,
+    /// The rule application the unit makes, if it is one.
+    rule: Option<RuleUse>,
+    /// The formula a truth-table step evaluates (written uniformly), and its atoms.
+    formula: Option<(String, Vec<String>)>,
 }
 
 struct Builder<'t> {
+    /// Numbers the problem states, in digits or in words (`twice` → 2, `a dozen` → 12).
     problem_numbers: BTreeSet<String>,
+    problem: String,
     nodes: Vec<HdagNode>,
     edges: Vec<HdagEdge>,
     counters: Vec<(&'static str, usize)>,
@@ -235,7 +253,11 @@ struct Builder<'t> {
 impl<'t> Builder<'t> {
     fn new(trace: &'t Trace) -> Self {
         Self {
-            problem_numbers: numbers_in(&trace.problem).into_iter().collect(),
+            problem_numbers: numbers_in(&trace.problem)
+                .into_iter()
+                .chain(computer::number_words(&trace.problem))
+                .collect(),
+            problem: trace.problem.clone(),
             nodes: Vec::new(),
             edges: Vec::new(),
             counters: Vec::new(),
@@ -293,14 +315,24 @@ impl<'t> Builder<'t> {
                 Complexity::High,
             )
         } else if u.is_math && u.is_pure_math {
+            // Pure mathematics is an OPERATION; only a checker that can read it takes it.
+            let readable = computer::readable(u.text);
             (
                 "O",
                 AbstractionLevel::Operation,
                 "calculation",
-                AuditorType::Auto,
-                Complexity::Low,
+                if readable {
+                    AuditorType::Auto
+                } else {
+                    AuditorType::Llm
+                },
+                if readable {
+                    Complexity::Low
+                } else {
+                    Complexity::Medium
+                },
             )
-        } else if u.is_math || u.is_definition {
+        } else if computer::readable(u.text) {
             (
                 "ST",
                 AbstractionLevel::Step,
@@ -343,15 +375,43 @@ impl<'t> Builder<'t> {
     /// else a number), and to the GOAL when it uses a number the problem states. Returns
     /// whether any step dependency was found.
     fn link_dependencies(&mut self, id: usize, text: &str, goal: usize) -> bool {
+        // An `x` written as a times sign (`20 questions x 0.5`) is not a symbol.
+        let unknowns = computer::unknowns(text);
         let m = Mentions {
-            symbols: symbols_in(text).into_iter().collect(),
+            symbols: symbols_in(text)
+                .into_iter()
+                .filter(|s| unknowns.contains(s))
+                .collect(),
             numbers: numbers_in(text)
                 .into_iter()
                 .filter(|n| n != "0" && n != "1")
                 .collect(),
+            rule: computer::rule_use(text),
+            formula: computer::truth_formula(text),
         };
-        // For each symbol, the latest earlier step that mentions it; failing any, the
-        // latest step sharing a number.
+        if let Some(r) = &m.rule {
+            return self.link_rule(id, r.clone(), m, goal);
+        }
+        if let Some(a) = computer::fact_claim(text) {
+            // `F is now derived.` rests like a rule whose consequent is F.
+            let r = RuleUse {
+                from: a.clone(),
+                to: a.clone(),
+                derived: a,
+            };
+            return self.link_rule(id, r, m, goal);
+        }
+        if let Some(f) = &m.formula {
+            return self.link_truth(id, f.clone(), m, goal);
+        }
+        // The problem first: a seat's premises put the givens before the steps, and the
+        // local check reads them in this order too.
+        if !m.numbers.is_disjoint(&self.problem_numbers) {
+            self.edge(id, goal, Relationship::DependsOn, 0.8);
+        }
+        // For each symbol, the latest earlier step that mentions it; failing any, for each
+        // number, the latest earlier step that mentions it (`239/260` rests on both the
+        // step that found 239 and the one that found 260).
         let mut targets: Vec<(usize, f64)> = Vec::new();
         for sym in &m.symbols {
             if let Some((i, _)) = self
@@ -364,24 +424,97 @@ impl<'t> Builder<'t> {
                 targets.push((*i, 0.9));
             }
         }
-        if targets.is_empty()
-            && let Some((i, _)) = self
-                .steps
-                .iter()
-                .rev()
-                .find(|(_, prev)| !prev.numbers.is_disjoint(&m.numbers))
-        {
-            targets.push((*i, 0.7));
+        if targets.is_empty() {
+            for n in &m.numbers {
+                if let Some((i, _)) = self
+                    .steps
+                    .iter()
+                    .rev()
+                    .find(|(_, prev)| prev.numbers.contains(n))
+                    && !targets.iter().any(|(t, _)| t == i)
+                    && targets.len() < MAX_NUMBER_LINKS
+                {
+                    targets.push((*i, 0.7));
+                }
+            }
+            // In trace order, as a seat reads its premises.
+            targets.sort_by_key(|(i, _)| *i);
         }
         let found = !targets.is_empty();
         for (to, confidence) in targets {
             self.edge(id, to, Relationship::DependsOn, confidence);
         }
-        if !m.numbers.is_disjoint(&self.problem_numbers) {
+        self.steps.push((id, m));
+        found
+    }
+
+    /// A rule application rests on the step that derived its antecedent and on the
+    /// problem, where the rules and facts are stated.
+    fn link_rule(&mut self, id: usize, r: RuleUse, m: Mentions, goal: usize) -> bool {
+        let source = self
+            .steps
+            .iter()
+            .rev()
+            .find(|(_, prev)| {
+                prev.rule
+                    .as_ref()
+                    .is_some_and(|p| p.derived.eq_ignore_ascii_case(&r.from))
+            })
+            .map(|(i, _)| *i);
+        if let Some(to) = source {
+            self.edge(id, to, Relationship::DependsOn, 0.9);
+        }
+        let in_problem = |atom: &str| {
+            self.problem
+                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .any(|w| w.eq_ignore_ascii_case(atom))
+        };
+        if in_problem(&r.from) || in_problem(&r.to) {
             self.edge(id, goal, Relationship::DependsOn, 0.8);
         }
         self.steps.push((id, m));
-        found
+        source.is_some()
+    }
+
+    /// A truth-table step rests on the problem (the assignment) and on the latest step
+    /// that evaluated each of its proper parts.
+    fn link_truth(
+        &mut self,
+        id: usize,
+        (formula, atoms): (String, Vec<String>),
+        m: Mentions,
+        goal: usize,
+    ) -> bool {
+        let in_problem = atoms.iter().any(|a| {
+            self.problem
+                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .any(|w| w == a)
+        });
+        if in_problem {
+            self.edge(id, goal, Relationship::DependsOn, 0.8);
+        }
+        let mut parts: Vec<usize> = Vec::new();
+        for (i, prev) in self.steps.iter().rev() {
+            if let Some((f, _)) = &prev.formula
+                && *f != formula
+                && formula.contains(f.as_str())
+                && !self
+                    .steps
+                    .iter()
+                    .any(|(j, p)| j > i && p.formula.as_ref().is_some_and(|(g, _)| g == f))
+            {
+                parts.push(*i);
+            }
+            if parts.len() >= MAX_NUMBER_LINKS * 2 {
+                break;
+            }
+        }
+        parts.sort_unstable();
+        for &to in &parts {
+            self.edge(id, to, Relationship::DependsOn, 0.9);
+        }
+        self.steps.push((id, m));
+        !parts.is_empty()
     }
 
     fn edge(&mut self, from: usize, to: usize, relationship: Relationship, confidence: f64) {

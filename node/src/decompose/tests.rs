@@ -155,3 +155,44 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn routing_follows_what_the_checker_reads() {
+    let t = Trace {
+        problem: "Rules: A → B; B → C. Fact: I have A. Can I derive C?".into(),
+        thinking: "We should think about which rules apply.\n\nI use rule (A → B) to derive B.\nI use rule (B -> C) to derive C.".into(),
+        output: "Yes, C.".into(),
+    };
+    let h = decompose(&t, &Options::default()).expect("decomposes");
+    let s1 = node(&h, "I use rule (A → B) to derive B.");
+    let s2 = node(&h, "I use rule (B -> C) to derive C.");
+    assert_eq!(s1.primary_auditor, AuditorType::Auto);
+    assert_eq!(s2.primary_auditor, AuditorType::Auto);
+    // The second rests on the step that derived B, and both on the stated rules.
+    let goal = &h.nodes[0];
+    assert!(depends(&h, s2, s1) && depends(&h, s1, goal) && depends(&h, s2, goal));
+    // Prose goes to the LLM tier.
+    assert_eq!(
+        node(&h, "We should think about which rules apply.").primary_auditor,
+        AuditorType::Llm
+    );
+}
+
+#[test]
+fn numbers_the_problem_states_in_words_link_to_the_goal() {
+    let t = Trace {
+        problem: "Tom has twice as many apples as Ann, who has a dozen.".into(),
+        thinking: "Ann has 12 apples.\nTom has 2 * 12 = 24 apples.\nLet me think about it.".into(),
+        output: "24".into(),
+    };
+    let h = decompose(&t, &Options::default()).expect("decomposes");
+    let goal = &h.nodes[0];
+    let calc = node(&h, "Tom has 2 * 12 = 24 apples.");
+    assert!(depends(&h, calc, goal));
+    assert!(depends(&h, node(&h, "Ann has 12 apples."), goal));
+    assert_eq!(calc.primary_auditor, AuditorType::Auto);
+    assert_eq!(
+        node(&h, "Let me think about it.").primary_auditor,
+        AuditorType::Llm
+    );
+}

@@ -218,11 +218,6 @@ pub(super) fn plans(paragraph: &str) -> bool {
     .any(|k| lower.contains(k))
 }
 
-/// A short answer with a number in it ("14", "x = 14", "180 days").
-pub(super) fn is_short_answer(text: &str) -> bool {
-    text.len() <= 40 && text.chars().any(|c| c.is_ascii_digit())
-}
-
 /// Symbols a unit uses: single letters (except the words `a`, `A`, `I`) and short
 /// letter-digit names (`t1`, `x_2`); a coefficient is split off (`3x` → `x`, `0.96D` → `D`).
 pub(crate) fn symbols_in(text: &str) -> Vec<String> {

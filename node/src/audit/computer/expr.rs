@@ -45,7 +45,7 @@ pub(crate) struct Written {
 }
 
 /// An exact rational `num / den` in lowest terms, `den > 0`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct Rational {
     num: i128,
     den: i128,
@@ -219,24 +219,55 @@ impl Expr {
         }
     }
 
-    /// Number literals as written; a quotient of two literals also as `a/b`.
-    pub(crate) fn numbers(&self, out: &mut std::collections::BTreeSet<String>) {
+    /// This expression with each literal that `f` maps replaced by the value it gives.
+    pub(crate) fn map_literals(&self, f: &dyn Fn(Rational, &Written) -> Option<Rational>) -> Expr {
+        let m = |e: &Expr| Box::new(e.map_literals(f));
         match self {
-            Expr::Num(_, w) => {
-                out.insert(w.text.clone());
+            Expr::Num(r, w) => match f(*r, w) {
+                Some(v) => Expr::Num(v, w.clone()),
+                None => self.clone(),
+            },
+            Expr::Var(_) => self.clone(),
+            Expr::Neg(a) => Expr::Neg(m(a)),
+            Expr::Add(a, b) => Expr::Add(m(a), m(b)),
+            Expr::Sub(a, b) => Expr::Sub(m(a), m(b)),
+            Expr::Mul(a, b) => Expr::Mul(m(a), m(b)),
+            Expr::Div(a, b) => Expr::Div(m(a), m(b)),
+            Expr::Pow(a, n) => Expr::Pow(m(a), *n),
+        }
+    }
+
+    /// Every number literal's value.
+    pub(crate) fn literals(&self, out: &mut Vec<Rational>) {
+        match self {
+            Expr::Num(r, _) => out.push(*r),
+            Expr::Var(_) => {}
+            Expr::Neg(a) | Expr::Pow(a, _) => a.literals(out),
+            Expr::Add(a, b) | Expr::Sub(a, b) | Expr::Mul(a, b) | Expr::Div(a, b) => {
+                a.literals(out);
+                b.literals(out);
             }
+        }
+    }
+
+    /// Values it states: each number literal, and a quotient of two literals (`3/5`) as
+    /// one value rather than two.
+    pub(crate) fn values(&self, out: &mut Vec<Rational>) {
+        match self {
+            Expr::Num(r, _) => out.push(*r),
             Expr::Var(_) => {}
             Expr::Div(a, b) => {
-                if let (Expr::Num(_, x), Expr::Num(_, y)) = (a.as_ref(), b.as_ref()) {
-                    out.insert(format!("{}/{}", x.text, y.text));
+                if let (Expr::Num(x, _), Expr::Num(y, _)) = (a.as_ref(), b.as_ref()) {
+                    out.extend(x.div(*y));
+                } else {
+                    a.values(out);
+                    b.values(out);
                 }
-                a.numbers(out);
-                b.numbers(out);
             }
-            Expr::Neg(a) | Expr::Pow(a, _) => a.numbers(out),
+            Expr::Neg(a) | Expr::Pow(a, _) => a.values(out),
             Expr::Add(a, b) | Expr::Sub(a, b) | Expr::Mul(a, b) => {
-                a.numbers(out);
-                b.numbers(out);
+                a.values(out);
+                b.values(out);
             }
         }
     }
@@ -387,10 +418,13 @@ fn lex(src: &str) -> Result<Vec<Tok>, ParseError> {
                     .map_err(|_| ParseError("number too long".into()))?;
                 let mut r =
                     Rational::new(whole, scale).ok_or_else(|| ParseError("bad number".into()))?;
+                // `33.3%` shows 0.333: a percentage carries two more decimals of its value.
+                let mut shown = digits;
                 if cs.get(i) == Some(&'%') {
                     r = r
                         .div(Rational::int(100))
                         .ok_or_else(|| ParseError("bad number".into()))?;
+                    shown = shown.saturating_add(2);
                     i += 1;
                 }
                 let text: String = cs
@@ -401,7 +435,7 @@ fn lex(src: &str) -> Result<Vec<Tok>, ParseError> {
                     r,
                     Written {
                         text: text.trim_end_matches(['.', '…', '%']).to_string(),
-                        decimals: digits,
+                        decimals: shown,
                         approx,
                     },
                 ));

@@ -1,9 +1,17 @@
-//! Logic steps: ClaimTrees rule applications and propositional `p FROM p1, ..., pn`.
+//! Logic steps: rule applications, derived atoms, truth-table evaluations and
+//! propositional `p FROM p1, ..., pn`.
 //!
-//! - `I use rule (A → B) to derive B`: the rule must be stated in the context, `A` must be
-//!   a fact of the context or derived by a premise, and the derived claim must be `B`.
-//!   A rule or antecedent that was never established is `Ungrounded`; deriving anything
-//!   but the rule's consequent is `Invalid`.
+//! - Rule applications in prose (`I use rule (A → B) to derive B`, `Since A holds, rule
+//!   A -> B gives B`, `From A and A → B, we get B`): deriving anything but the rule's
+//!   consequent is `Invalid`; the rule must be stated in the problem and `A` a fact of it
+//!   or derived by a premise, else `Ungrounded` — or an abstention when the judge was not
+//!   shown the problem (a missing rule cannot be told from an unseen one).
+//! - `F is now derived.`: `F` must be a fact or derived by a premise.
+//! - Truth-table evaluations (`Since P is false, Q is true, (P ∨ Q) is true.`, `**(P ∧
+//!   Q)** = false`, `(Q ↔ Q): the biconditional of True and True gives True.`): the claimed
+//!   value must be the formula's value under the assignment, or follow from the values
+//!   the step and its premises state for its parts (a value carried from a wrong premise
+//!   is propagated, not wrong here).
 //! - `p FROM p1, ..., pn` (n ≤ 5, as ProofGrid's NDL_f): `p1 ∧ ... ∧ pn → p` must be a
 //!   tautology, checked by truth table over at most 16 atoms; every `pi` must appear in the
 //!   context or a premise.
@@ -20,59 +28,495 @@ const MAX_FROM: usize = 5;
 const MAX_ATOMS: usize = 16;
 
 fn arrow_split(s: &str) -> Option<(&str, &str)> {
-    ["→", "->", "=>"].iter().find_map(|a| s.split_once(a))
+    ["→", "->", "=>", "⇒"].iter().find_map(|a| s.split_once(a))
 }
 
 fn norm(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// `I use rule (A → B) to derive B`.
-pub(super) fn rule_step(input: &StepInput<'_>) -> Option<Judgement> {
-    let claim = input.claim;
-    let lower = claim.to_lowercase();
-    let at = lower.find("rule (")?;
-    let rest = claim.get(at + "rule (".len()..)?;
-    let close = rest.find(')')?;
-    let rule = rest.get(..close)?;
-    let (a, b) = arrow_split(rule)?;
-    let (a, b) = (a.trim(), b.trim());
-    let after = rest.get(close + 1..)?;
-    let derived = after
-        .to_lowercase()
-        .find("derive")
-        .and_then(|i| after.get(i + "derive".len()..))
-        .map(|d| d.trim().trim_end_matches('.').trim().to_string())?;
+/// Words that introduce what a rule application derives.
+const DERIVE_WORDS: [&str; 16] = [
+    "derive",
+    "derives",
+    "get",
+    "gets",
+    "obtain",
+    "conclude",
+    "infer",
+    "deduce",
+    "establish",
+    "prove",
+    "yields",
+    "yield",
+    "gives",
+    "give",
+    "produces",
+    "implies",
+];
 
-    let rule_norm = norm(&format!("{a} → {b}"));
-    let stated = input.context.split([';', '.', '\n']).any(|part| {
-        let part = part.trim().trim_start_matches("Rules:").trim();
-        arrow_split(part)
-            .is_some_and(|(x, y)| norm(&format!("{} → {}", x.trim(), y.trim())) == rule_norm)
+/// A rule application read from a step: `I use rule (A → B) to derive B`, `Using rule
+/// A -> B, I derive B`, `Apply (A → B) to get B`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuleUse {
+    /// The rule's antecedent.
+    pub from: String,
+    /// The rule's consequent.
+    pub to: String,
+    /// What the step says it derives.
+    pub derived: String,
+}
+
+/// An atom of a rule chain: letters, digits and `_` (`A`, `H3`, `AZ`, `wet_grass`).
+fn atom(s: &str) -> Option<String> {
+    let t = s.trim().trim_matches(|c: char| {
+        matches!(
+            c,
+            '(' | ')' | '.' | ',' | ';' | ':' | '*' | '`' | '"' | '\''
+        )
     });
-    if !stated {
-        return Some(Judgement::Vote {
-            vote: Vote::Ungrounded,
-            reason: format!("the rule ({a} → {b}) is not among the stated rules"),
-        });
+    (!t.is_empty() && t.chars().count() <= 40 && t.chars().all(|c| c.is_alphanumeric() || c == '_'))
+        .then(|| t.to_string())
+}
+
+/// Reads a rule application; `None` when the text is not one.
+pub(crate) fn rule_use(text: &str) -> Option<RuleUse> {
+    let arrows = ["→", "->", "=>", "⇒"];
+    let count: usize = arrows.iter().map(|a| text.matches(a).count()).sum();
+    // `=>` is also found inside `==>`; one arrow, one rule.
+    if count != 1 {
+        return None;
     }
-    let have = |text: &str| {
-        let t = text.to_lowercase();
-        let a = a.to_lowercase();
-        t.contains(&format!("i have {a}"))
-            || t.contains(&format!("derive {a}"))
-            || t.contains(&format!("fact: {a}"))
+    let (before, after) = arrow_split(text)?;
+    // The rule: the parenthesised `(A → B)`, else the words on each side of the arrow.
+    let (from, to, rest) = match (before.rfind('('), after.find(')')) {
+        (Some(open), Some(close)) if before.get(open + 1..).is_some_and(|s| !s.contains(')')) => (
+            atom(before.get(open + 1..)?)?,
+            atom(after.get(..close)?)?,
+            after.get(close + 1..)?,
+        ),
+        _ => {
+            let from = atom(before.split_whitespace().last()?)?;
+            let mut words = after.split_whitespace();
+            let to = atom(words.next()?)?;
+            let used = after.find(words.clone().next().unwrap_or(""))?;
+            (from, to, after.get(used..).unwrap_or(""))
+        }
     };
-    if !(have(input.context) || input.premises.iter().any(|p| have(p))) {
-        return Some(Judgement::Vote {
-            vote: Vote::Ungrounded,
-            reason: format!("{a} has not been established before this step"),
+    let lower = rest.to_lowercase();
+    let mut words = lower.split_whitespace().peekable();
+    let mut derived = None;
+    while let Some(w) = words.next() {
+        let w = w.trim_matches(|c: char| !c.is_alphanumeric());
+        if DERIVE_WORDS.contains(&w) {
+            // `to derive B`, `I derive that B`, `we get: B`.
+            while words
+                .peek()
+                .is_some_and(|n| matches!(*n, "that" | "the" | "fact" | ":"))
+            {
+                words.next();
+            }
+            derived = words.next().and_then(atom);
+            break;
+        }
+    }
+    let derived = derived?;
+    // `(Q → P): the implication of True and True gives True` evaluates a formula.
+    if matches!(derived.as_str(), "true" | "false") || truth_claim(text).is_some() {
+        return None;
+    }
+    // Report the derived atom as the step writes it.
+    let derived = rest
+        .split_whitespace()
+        .filter_map(atom)
+        .find(|a| a.to_lowercase() == derived)
+        .unwrap_or(derived);
+    Some(RuleUse { from, to, derived })
+}
+
+/// Whether the text is a rule application the checker reads.
+pub(super) fn reads_rule(text: &str) -> bool {
+    rule_use(text).is_some()
+}
+
+fn truth_word(w: &str) -> Option<bool> {
+    match w
+        .trim_matches(|c: char| !c.is_alphanumeric())
+        .to_lowercase()
+        .as_str()
+    {
+        "true" | "t" => Some(true),
+        "false" | "f" => Some(false),
+        _ => None,
+    }
+}
+
+/// `(P ∨ Q) is true`, `**(P ∧ P)** = false`, `X = True`: a formula and a truth value.
+fn formula_value(part: &str) -> Option<(F, String, bool)> {
+    let t = part
+        .replace("**", " ")
+        .replace('`', " ")
+        .trim()
+        .trim_start_matches(['-', '*', '•'])
+        .trim()
+        .trim_end_matches(['.', ';', ','])
+        .trim()
+        .to_string();
+    let (f, v) = t
+        .rsplit_once(" is ")
+        .or_else(|| t.rsplit_once('='))
+        .or_else(|| t.rsplit_once(" gives "))?;
+    let v = truth_word(v.trim())?;
+    let f = f
+        .trim()
+        .trim_start_matches("since ")
+        .trim_start_matches("Since ")
+        .trim();
+    Some((parse(f)?, norm(f), v))
+}
+
+/// Truth values a text states for formulas and atoms (`P = false`, `(P ∨ Q) is true`).
+fn stated_values(text: &str) -> Vec<(F, bool)> {
+    text.split([',', '\n', ';'])
+        .flat_map(|p| p.split(". "))
+        .filter_map(|p| {
+            let p = p.trim().trim_start_matches("Assignment:").trim();
+            formula_value(p).map(|(f, _, v)| (f, v))
+        })
+        .take(256)
+        .collect()
+}
+
+/// Evaluates `f`, taking a stated value for any part that has one (not for `f` itself
+/// when `top`); `None` when an atom has no value.
+fn eval_with(f: &F, stated: &[(F, bool)], top: bool) -> Option<bool> {
+    if !top && let Some((_, v)) = stated.iter().find(|(g, _)| g == f) {
+        return Some(*v);
+    }
+    Some(match f {
+        F::Atom(_) => return None,
+        F::Not(a) => !eval_with(a, stated, false)?,
+        F::And(a, b) => eval_with(a, stated, false)? && eval_with(b, stated, false)?,
+        F::Or(a, b) => eval_with(a, stated, false)? || eval_with(b, stated, false)?,
+        F::Imp(a, b) => !eval_with(a, stated, false)? || eval_with(b, stated, false)?,
+        F::Iff(a, b) => eval_with(a, stated, false)? == eval_with(b, stated, false)?,
+    })
+}
+
+/// The truth value of `f` from its connective applied to operand values written in the
+/// step (`the disjunction of True and False gives True`).
+fn connective_of(f: &F, operands: &[bool]) -> Option<bool> {
+    Some(match (f, operands) {
+        (F::Not(_), [a]) => !a,
+        (F::And(..), [a, b]) => *a && *b,
+        (F::Or(..), [a, b]) => *a || *b,
+        (F::Imp(..), [a, b]) => !a || *b,
+        (F::Iff(..), [a, b]) => a == b,
+        _ => return None,
+    })
+}
+
+/// What a truth-table evaluation step claims.
+struct TruthClaim {
+    /// The formula evaluated.
+    formula: F,
+    /// The value claimed for it.
+    value: bool,
+    /// Operand values the step writes (`the disjunction of True and False`).
+    operands: Vec<bool>,
+    /// Values the step states for parts (`Since P is false, ...`).
+    given: Vec<(F, bool)>,
+}
+
+/// A truth-table evaluation step: `Since P is false, Q is true, (P ↔ Q) is false.`,
+/// `**(P ∧ P)** = false`, `(Q ↔ Q): the biconditional of True and True gives False.`
+fn truth_claim(claim: &str) -> Option<TruthClaim> {
+    let t = claim.trim();
+    if let Some((f, rest)) = t.split_once(':')
+        && let Some(formula) = parse(
+            f.replace("**", " ")
+                .trim()
+                .trim_start_matches(['-', '*', '•'])
+                .trim(),
+        )
+        && let Some((of, value)) = rest.rsplit_once(" gives ")
+    {
+        let value = truth_word(value.trim().trim_end_matches('.'))?;
+        let operands: Vec<bool> = of
+            .rsplit_once(" of ")
+            .map(|(_, ops)| {
+                ops.split(" and ")
+                    .filter_map(|w| truth_word(w.trim()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        return Some(TruthClaim {
+            formula,
+            value,
+            operands,
+            given: Vec::new(),
         });
     }
-    if !derived.eq_ignore_ascii_case(b) {
+    let parts: Vec<&str> = t.split(", ").collect();
+    let (last, earlier) = parts.split_last()?;
+    let (formula, _, value) = formula_value(last)?;
+    let given: Vec<(F, bool)> = earlier
+        .iter()
+        .filter_map(|p| formula_value(p).map(|(f, _, v)| (f, v)))
+        .collect();
+    // Every earlier clause must be a stated value, or this is not such a step.
+    (given.len() == earlier.len()).then_some(TruthClaim {
+        formula,
+        value,
+        operands: Vec::new(),
+        given,
+    })
+}
+
+/// The formula a truth-table evaluation step evaluates, and its atoms, for linking it
+/// to the steps that evaluated its parts.
+pub(crate) fn truth_formula(text: &str) -> Option<(String, Vec<String>)> {
+    let f = truth_claim(text)?.formula;
+    let mut idx = BTreeMap::new();
+    atoms(&f, &mut idx);
+    Some((show_formula(&f), idx.into_keys().collect()))
+}
+
+/// A formula written uniformly (fully parenthesised), so the same formula written by
+/// two steps compares equal.
+fn show_formula(f: &F) -> String {
+    match f {
+        F::Atom(a) => a.clone(),
+        F::Not(a) => format!("¬{}", show_formula(a)),
+        F::And(a, b) => format!("({} ∧ {})", show_formula(a), show_formula(b)),
+        F::Or(a, b) => format!("({} ∨ {})", show_formula(a), show_formula(b)),
+        F::Imp(a, b) => format!("({} → {})", show_formula(a), show_formula(b)),
+        F::Iff(a, b) => format!("({} ↔ {})", show_formula(a), show_formula(b)),
+    }
+}
+
+/// Whether the text is a truth-table evaluation step the checker reads.
+pub(super) fn reads_truth(text: &str) -> bool {
+    truth_claim(text).is_some()
+}
+
+/// A truth-table evaluation: the claimed value must be the formula's value under the
+/// assignment, or follow from the values the step and its premises state for the
+/// formula's parts (a value carried from a wrong premise is propagated, not wrong here).
+pub(super) fn truth_step(input: &StepInput<'_>) -> Option<Judgement> {
+    let TruthClaim {
+        formula,
+        value: claimed,
+        operands,
+        given,
+    } = truth_claim(input.claim)?;
+    let mut stated = given;
+    stated.extend(stated_values(input.context));
+    for p in input.premises {
+        stated.extend(stated_values(p));
+    }
+    let mut readings = Vec::new();
+    // The formula under the values stated for its atoms.
+    let atoms_only: Vec<(F, bool)> = stated
+        .iter()
+        .filter(|(f, _)| matches!(f, F::Atom(_)))
+        .cloned()
+        .collect();
+    readings.push(eval_with(&formula, &atoms_only, true));
+    // Under the values stated for its parts (what the step rests on).
+    readings.push(eval_with(&formula, &stated, true));
+    if !operands.is_empty() {
+        readings.push(connective_of(&formula, &operands));
+    }
+    let decided: Vec<bool> = readings.into_iter().flatten().collect();
+    if decided.is_empty() {
+        return Some(Judgement::Abstain(
+            "the formula's atoms have no stated values".into(),
+        ));
+    }
+    let show = |v: bool| if v { "true" } else { "false" };
+    Some(if decided.contains(&claimed) {
+        Judgement::Vote {
+            vote: Vote::Valid,
+            reason: format!("the formula is {} under the stated values", show(claimed)),
+        }
+    } else {
+        Judgement::Vote {
+            vote: Vote::Invalid,
+            reason: format!(
+                "the formula is {}, not {}, under the stated values",
+                show(!claimed),
+                show(claimed)
+            ),
+        }
+    })
+}
+
+/// `F is now derived.`, `humans holds.`: a claim that an atom has been established.
+pub(crate) fn fact_claim(text: &str) -> Option<String> {
+    let t = text.trim().trim_end_matches(['.', '!']).trim();
+    let lower = t.to_lowercase();
+    let subject = [
+        " is now derived",
+        " is derived",
+        " has been derived",
+        " can be derived",
+        " is now established",
+        " is established",
+        " now holds",
+        " holds",
+    ]
+    .iter()
+    .find_map(|suffix| {
+        lower
+            .strip_suffix(suffix)
+            .and_then(|_| t.get(..t.len().checked_sub(suffix.len())?))
+    })?;
+    atom(subject)
+}
+
+/// A claim that an atom is established: it must be a fact of the problem or derived by a
+/// premise.
+pub(super) fn fact_step(input: &StepInput<'_>) -> Option<Judgement> {
+    let a = fact_claim(input.claim)?;
+    let have = establishes(input.context, &a) || input.premises.iter().any(|p| establishes(p, &a));
+    Some(if have {
+        Judgement::Vote {
+            vote: Vote::Valid,
+            reason: format!("{a} is established before this step"),
+        }
+    } else if input.context.trim().is_empty() {
+        Judgement::Abstain(format!(
+            "{a} is not established by the premises, and the problem was not given"
+        ))
+    } else {
+        Judgement::Vote {
+            vote: Vote::Ungrounded,
+            reason: format!("{a} is neither a fact of the problem nor derived by an earlier step"),
+        }
+    })
+}
+
+/// Whether the text is a `p FROM p1, ..., pn` step the checker reads.
+pub(super) fn reads_from(text: &str) -> bool {
+    text.split_once(" FROM ").is_some_and(|(g, f)| {
+        parse(g.trim()).is_some() && f.split(',').all(|p| parse(p.trim()).is_some())
+    })
+}
+
+/// Rules a text states (`Rules: A → B; B → C.`), as (antecedent, consequent).
+pub(crate) fn stated_rules(text: &str) -> Vec<(String, String)> {
+    text.split([';', '.', '\n', ','])
+        .filter_map(|part| {
+            let (a, b) = arrow_split(part)?;
+            let a = atom(a.split_whitespace().last()?)?;
+            let b = atom(b.split_whitespace().next()?)?;
+            Some((a, b))
+        })
+        .take(512)
+        .collect()
+}
+
+/// Whether a text establishes `atom` as a fact: `Fact: I have A.`, `Facts: A, B.`, `I have
+/// A and B`, or a rule application that derives it.
+pub(crate) fn establishes(text: &str, a: &str) -> bool {
+    if rule_use(text).is_some_and(|r| r.derived.eq_ignore_ascii_case(a)) {
+        return true;
+    }
+    // Any statement that names the atom states it (`Fact: I have A.`, `Rex is a
+    // insects.`), except rules, conditions and questions, which only mention it.
+    text.split(['.', ';', '\n']).any(|sentence| {
+        let lower = format!(" {} ", sentence.to_lowercase());
+        let mentions_only = arrow_split(sentence).is_some()
+            || sentence.contains('?')
+            || [
+                " if ",
+                " whether ",
+                " derive",
+                " prove",
+                "question",
+                " can ",
+                " rule",
+            ]
+            .iter()
+            .any(|w| lower.contains(w));
+        !mentions_only && words_of(sentence).any(|w| w.eq_ignore_ascii_case(a))
+    })
+}
+
+fn words_of(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+}
+
+/// Whether a text states the rule `a → b` in words (`if something is a whales, it is a
+/// adults`): an `if` sentence naming `a` and then `b`.
+fn states_in_words(text: &str, a: &str, b: &str) -> bool {
+    text.split(['.', ';', '\n']).any(|sentence| {
+        let lower = format!(" {} ", sentence.to_lowercase());
+        if !lower.contains(" if ") {
+            return false;
+        }
+        let ws: Vec<&str> = words_of(sentence).collect();
+        let pa = ws.iter().position(|w| w.eq_ignore_ascii_case(a));
+        let pb = ws.iter().rposition(|w| w.eq_ignore_ascii_case(b));
+        matches!((pa, pb), (Some(x), Some(y)) if x < y)
+    })
+}
+
+/// A rule application: the rule must be stated in the problem, its antecedent a fact or
+/// derived by a premise, and the derived claim its consequent.
+pub(super) fn rule_step(input: &StepInput<'_>) -> Option<Judgement> {
+    let r = rule_use(input.claim)?;
+    let (a, b) = (&r.from, &r.to);
+    // Deriving anything but the consequent is wrong whatever the problem says.
+    if !r.derived.eq_ignore_ascii_case(b) {
         return Some(Judgement::Vote {
             vote: Vote::Invalid,
-            reason: format!("the rule ({a} → {b}) yields {b}, not {derived}"),
+            reason: format!("the rule ({a} → {b}) yields {b}, not {}", r.derived),
+        });
+    }
+    let sources = || {
+        std::iter::once(input.context).chain(
+            input
+                .premises
+                .iter()
+                .copied()
+                .filter(|p| rule_use(p).is_none()),
+        )
+    };
+    let stated = sources().any(|t| {
+        stated_rules(t)
+            .iter()
+            .any(|(x, y)| x.eq_ignore_ascii_case(a) && y.eq_ignore_ascii_case(b))
+            || states_in_words(t, a, b)
+    });
+    // A judge that was not shown the problem cannot tell a missing rule from an unseen
+    // one, nor can one whose problem writes no rule it reads.
+    let blind = input.context.trim().is_empty() || stated_rules(input.context).is_empty();
+    if !stated {
+        return Some(if blind {
+            Judgement::Abstain(format!(
+                "the rule ({a} → {b}) is not in the premises, and the problem was not given"
+            ))
+        } else {
+            Judgement::Vote {
+                vote: Vote::Ungrounded,
+                reason: format!("the rule ({a} → {b}) is not among the stated rules"),
+            }
+        });
+    }
+    let have = establishes(input.context, a) || input.premises.iter().any(|p| establishes(p, a));
+    if !have {
+        return Some(if blind {
+            Judgement::Abstain(format!(
+                "{a} is not established by the premises, and the problem was not given"
+            ))
+        } else {
+            Judgement::Vote {
+                vote: Vote::Ungrounded,
+                reason: format!("{a} has not been established before this step"),
+            }
         });
     }
     Some(Judgement::Vote {
@@ -277,6 +721,11 @@ pub(super) fn from_step(input: &StepInput<'_>) -> Option<Judgement> {
         norm(input.context).contains(&n) || input.premises.iter().any(|q| norm(q).contains(&n))
     };
     if let Some(p) = parts.iter().find(|p| !known(p)) {
+        if input.context.trim().is_empty() {
+            return Some(Judgement::Abstain(format!(
+                "premise {p} is not among the premises, and the problem was not given"
+            )));
+        }
         return Some(Judgement::Vote {
             vote: Vote::Ungrounded,
             reason: format!("premise {p} is neither given nor derived earlier"),

@@ -1,30 +1,47 @@
-//! Computer-tier checkers: deterministic judges of calculation and algebra steps.
+//! Computer-tier checkers: deterministic judges of calculation, algebra and logic steps.
 //!
 //! Pure and synchronous. A checker sees only its segment (the claim), the segments it
-//! depends on (premises) and the problem statement (context), and answers with a vote or
-//! abstains: a claim it cannot parse or decide is never guessed.
+//! depends on (premises: the givens sealed with it, then the claims it cites) and the
+//! problem statement when the step rests on it (context; empty otherwise), and answers
+//! with a vote or abstains: a claim it cannot parse or decide is never guessed.
+//!
+//! **Precision before coverage.** Text written by people and models admits several
+//! readings (module `read`: units between numbers, `x` as a times sign, `÷` before a fraction,
+//! number words, percentages, LaTeX, money, markdown, GSM8K annotations). A clause is
+//! Valid when one reading holds, and Invalid or Ungrounded only when every reading that
+//! can be read fails; a step is Valid when all its clauses are, wrong when one clause is
+//! wrong under every reading, and undecided otherwise.
 //!
 //! What is decided:
 //! - **Equality chains** `a = b = c`: every adjacent pair must be equal. Without names the
 //!   sides are compared as exact rationals (`2/(3*0.96) = 0.694444...`). The tolerance
 //!   rule for stated decimals: a decimal written on its own with `d` decimals matches when
 //!   it is the exact value truncated or rounded to `d` decimals (so `0.6944` and `0.6945`
-//!   ... only `0.6944` for 25/36, and `0.97` never for 0.96). With names, the pair is tested
-//!   as a polynomial identity at seeded random points modulo 2^61 − 1; when a side holds an
-//!   approximate decimal (a trailing `...`, or five or more decimals) the sides are compared
-//!   numerically at a few points to that precision.
-//! - **Derived equations** (`Therefore, 5x = 6x − 14` from `x / (3x − 7) = 2/5`): when the
-//!   latest premise equation in the same single name has one solution, the claim must hold
-//!   there; when both are proportional it holds everywhere the premise does.
+//!   ... only `0.6944` for 25/36, and `0.97` never for 0.96); after `≈` a whole number
+//!   may be rounded too, and a value within a few percent is not called wrong. A rounded
+//!   operand (`3 × 3.33 = 10`) and a result that restates what the premises computed
+//!   (`Therefore 790/1290 = 158/129`: an error carried, not made) are not called wrong.
+//!   With names, the pair is tested as a polynomial identity at seeded random points
+//!   modulo 2^61 − 1; when a side holds an approximate decimal (a trailing `...`, or five
+//!   or more decimals) the sides are compared numerically at a few points to that
+//!   precision. The arithmetic inside a chain is decided on its own
+//!   (`1615h = 80665 − 85 = 80750` is wrong at `80665 − 85`).
+//! - **Derived equations** (`Therefore, 5x = 6x − 14` from `x / (3x − 7) = 2/5`): the
+//!   claim must follow from a premise equation in the same single name (at its solution,
+//!   or as a multiple of it); it is Valid when one premise equation gives it (a step that
+//!   carries an earlier wrong equation forward is propagated, not wrong) and Invalid only
+//!   when each of them decides against it.
 //! - **Definitions** (`Let the numerator be x`, `Let t = 3`) introduce a fresh name and are valid.
-//! - **Logic** ([`logic`]): ClaimTrees rule applications and propositional
-//!   `p FROM p1, ..., pn` steps by truth table.
+//! - **Logic** (module `logic`): rule applications in prose, claims that an atom is derived,
+//!   truth-table evaluations, and propositional `p FROM p1, ..., pn` steps.
 //! - **Grounding**: a claim with no premise equation to derive it from, that uses a number
-//!   found neither in the context nor in its premises, is `Ungrounded` (ARES).
+//!   found neither in the context nor in its premises (in digits or words, unit constants
+//!   aside), is `Ungrounded` (ARES) — only when the judge was shown the problem.
 
 pub(crate) mod expr;
 mod logic;
 mod poly;
+pub(crate) mod read;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -33,21 +50,33 @@ use trust_protocol::{Hash, Vote};
 use self::{
     expr::{Expr, P, Rational},
     poly::RatFn,
+    read::Chain,
 };
 
 /// Longest claim the checker reads; longer ones are not calculations.
 const MAX_CLAIM_CHARS: usize = 400;
 /// Random points per identity test.
 const PIT_POINTS: u64 = 3;
+/// Whole numbers up to this may be introduced by a calculation without a source.
+const SMALL_WHOLE: i128 = 12;
+/// Most premise equations a derived equation is tested against.
+const MAX_PREMISE_EQUATIONS: usize = 16;
+/// Relative difference within which a value written with `≈` is not called wrong.
+const APPROX_SLACK: f64 = 0.05;
+/// Numbers every reader knows without being told: conversions between units of time,
+/// length, mass and counting. A step may use them without a premise stating them.
+const UNIT_CONSTANTS: [i128; 17] = [
+    2, 3, 4, 7, 10, 12, 16, 24, 30, 31, 52, 60, 100, 365, 1000, 1440, 3600,
+];
 
 /// What a checker is given.
 #[derive(Debug, Clone, Copy)]
 pub struct StepInput<'a> {
     /// The segment to judge.
     pub claim: &'a str,
-    /// The segments it depends on, in trace order.
+    /// The segments it depends on, in trace order (the givens sealed with it first).
     pub premises: &'a [&'a str],
-    /// The problem statement.
+    /// The problem statement, when the step rests on it; empty otherwise.
     pub context: &'a str,
 }
 
@@ -80,6 +109,111 @@ impl Judgement {
             Judgement::Abstain(_) => None,
         }
     }
+
+    fn is_valid(&self) -> bool {
+        matches!(
+            self,
+            Judgement::Vote {
+                vote: Vote::Valid,
+                ..
+            }
+        )
+    }
+
+    fn is_failure(&self) -> bool {
+        matches!(
+            self,
+            Judgement::Vote {
+                vote: Vote::Invalid | Vote::Ungrounded,
+                ..
+            }
+        )
+    }
+}
+
+pub use self::logic::RuleUse;
+
+/// Reads a rule application (`I use rule (A → B) to derive B`), for linking it to the
+/// step that derived its antecedent.
+pub fn rule_use(text: &str) -> Option<RuleUse> {
+    logic::rule_use(text)
+}
+
+/// The formula a truth-table evaluation step evaluates (written uniformly) and its
+/// atoms: `(P ∨ Q)` and `[P, Q]` for `Since P is false, Q is true, (P ∨ Q) is true.`
+pub fn truth_formula(text: &str) -> Option<(String, Vec<String>)> {
+    logic::truth_formula(text)
+}
+
+/// The atom a step claims is established (`F is now derived.`).
+pub fn fact_claim(text: &str) -> Option<String> {
+    logic::fact_claim(text)
+}
+
+/// Short names a text uses as unknowns (`x` in `3x + 2`, not in `3 x 4`).
+pub fn unknowns(text: &str) -> BTreeSet<String> {
+    read::unknowns(text)
+}
+
+/// Numbers a text states in words (`twice` → `2`, `a dozen` → `12`, `half` → `1/2` and
+/// `2`), written as the decomposer writes numbers.
+pub fn number_words(text: &str) -> Vec<String> {
+    read::word_values(text).into_iter().map(show).collect()
+}
+
+/// Whether the checker can read `text`: a calculation or equation it parses under at
+/// least one reading, a rule application, a `p FROM p1, ..., pn` step, or a definition
+/// (`Let x be ...`, `The denominator is 3x − 7`). The decomposer routes a step to the
+/// Computer tier only then.
+pub fn readable(text: &str) -> bool {
+    let t = text.trim();
+    if t.is_empty() || t.chars().count() > MAX_CLAIM_CHARS {
+        return false;
+    }
+    if logic::reads_truth(t)
+        || logic::reads_rule(t)
+        || logic::fact_claim(t).is_some()
+        || logic::reads_from(t)
+        || is_definition(t)
+        || names_expression(t)
+    {
+        return true;
+    }
+    let (cleaned, notes) = read::clean(t);
+    let none = BTreeSet::new();
+    notes.iter().chain(read::clauses(&cleaned).iter()).any(|c| {
+        read::readings(c, &none)
+            .iter()
+            .any(|r| r.as_ref().is_some_and(|chains| !chains.is_empty()))
+    })
+}
+
+/// `Let ...`, `Denote ...`, `Define ...`.
+fn is_definition(text: &str) -> bool {
+    let lower: String = text.chars().take(12).collect::<String>().to_lowercase();
+    // `Let me think`, `Let's see`, `Let us compute` plan; they define nothing.
+    let plans = ["let me ", "let's ", "let’s ", "let us "]
+        .iter()
+        .any(|p| lower.starts_with(p));
+    !plans
+        && (lower.starts_with("let ")
+            || lower.starts_with("denote ")
+            || lower.starts_with("define "))
+}
+
+/// `The denominator is 3x − 7`: a quantity named in words and given as an expression in
+/// a name.
+fn names_expression(text: &str) -> bool {
+    let Some((_, rhs)) = text.rsplit_once(" is ") else {
+        return false;
+    };
+    let rhs = rhs.trim().trim_end_matches(['.', ',', ';']);
+    let Ok(e) = Expr::parse(&read::clean(rhs).0) else {
+        return false;
+    };
+    let mut names = BTreeSet::new();
+    e.vars(&mut names);
+    !names.is_empty() && !matches!(e, Expr::Var(_) | Expr::Num(..))
 }
 
 /// Judges one step. `seed` makes the random points of identity tests reproducible (use
@@ -89,67 +223,160 @@ pub fn check(input: &StepInput<'_>, seed: &Hash) -> Judgement {
     if claim.chars().count() > MAX_CLAIM_CHARS {
         return Judgement::Abstain("too long to be a single calculation".into());
     }
-    let premise_chains: Vec<Vec<Expr>> = input
-        .premises
-        .iter()
-        .filter_map(|p| extract_chain(p))
-        .collect();
-    let mut premise_names = BTreeSet::new();
-    for p in input.premises {
-        premise_names.extend(names_in(p));
-    }
-
-    if let Some(j) = logic::rule_step(input).or_else(|| logic::from_step(input)) {
+    if let Some(j) = logic::truth_step(input)
+        .or_else(|| logic::rule_step(input))
+        .or_else(|| logic::fact_step(input))
+        .or_else(|| logic::from_step(input))
+    {
         return j;
     }
+    let mut premise_names = BTreeSet::new();
+    for p in input.premises {
+        premise_names.extend(read::unknowns(p));
+    }
+    // Names the problem or a premise uses are unknowns: never units, never times signs.
+    let mut known_names = premise_names.clone();
+    known_names.extend(read::unknowns(input.context));
+    let premise_chains: Vec<Chain> = input
+        .premises
+        .iter()
+        .flat_map(|p| read::stated_chains(p, &known_names))
+        .collect();
+
     if let Some(j) = definition(claim, &premise_names) {
         return j;
     }
-    // Every clause that states an equality must be checked: a step is Valid only when all
-    // of them hold (`So D = 1.027777/185 = 0.0055555 and 1/D = 180`).
-    let clauses: Vec<&str> = claim
-        .split(';')
-        .flat_map(|c| c.split(" and "))
-        .filter(|c| c.contains('='))
-        .collect();
-    if clauses.is_empty() {
+    let (cleaned, notes) = read::clean(claim);
+    let clauses: Vec<String> = notes.into_iter().chain(read::clauses(&cleaned)).collect();
+    // Each clause on its own; a step is Valid only when every clause that states an
+    // equality holds, and wrong when one clause is wrong under every reading of it. The
+    // clauses before one are premises of it (`x = 2, so 3x + 1 = 7`).
+    let mut valid = Vec::new();
+    let mut undecided: Option<String> = None;
+    let mut chains = premise_chains.clone();
+    let mut names = premise_names.clone();
+    for (k, clause) in clauses.iter().enumerate() {
+        let readings = read::readings(clause, &known_names);
+        if readings.is_empty() {
+            continue;
+        }
+        let earlier = clauses.get(..k).unwrap_or(&[]);
+        let mut premises: Vec<&str> = input.premises.to_vec();
+        premises.extend(earlier.iter().map(String::as_str));
+        let step = StepInput {
+            claim: input.claim,
+            premises: &premises,
+            context: input.context,
+        };
+        let ctx = Ctx {
+            definitions: premise_definitions(&chains),
+            premise_results: chains
+                .iter()
+                .flat_map(|c| c.parts.iter().skip(1))
+                .flat_map(|e| {
+                    let mut v = Vec::new();
+                    e.literals(&mut v);
+                    v
+                })
+                .collect(),
+            premise_names: &names,
+            premise_chains: &chains,
+            input: &step,
+            seed,
+        };
+        match judge_clause(clause, &readings, &ctx) {
+            j @ Judgement::Vote { .. } if j.is_failure() => return j,
+            Judgement::Vote { reason, .. } => valid.push(reason),
+            Judgement::Abstain(why) => {
+                undecided.get_or_insert(why);
+            }
+        }
+        chains.extend(read::stated_chains(clause, &known_names));
+        names.extend(read::unknowns(clause));
+    }
+    if let Some(why) = undecided {
+        return Judgement::Abstain(why);
+    }
+    if valid.is_empty() {
+        if is_definition(claim) {
+            return Judgement::Abstain("a definition in words: nothing to calculate".into());
+        }
         return Judgement::Abstain("no equation or calculation found".into());
     }
-    let definitions = premise_definitions(&premise_chains);
-    let mut reasons = Vec::new();
-    for clause in clauses {
-        let Some(chain) = extract_chain(clause) else {
-            return Judgement::Abstain(format!(
-                "cannot read the calculation in {:?}",
-                clause.trim()
-            ));
-        };
-        match check_chain(
-            &chain,
-            &definitions,
-            &premise_names,
-            &premise_chains,
-            input,
-            seed,
-        ) {
-            Judgement::Vote {
-                vote: Vote::Valid,
-                reason,
-            } => reasons.push(reason),
-            other => return other,
+    valid.dedup();
+    Judgement::vote(Vote::Valid, valid.join("; "))
+}
+
+/// What every chain of a step is judged against.
+struct Ctx<'a> {
+    definitions: BTreeMap<String, Expr>,
+    /// Values the premises computed (every side of a premise chain after the first).
+    premise_results: BTreeSet<Rational>,
+    premise_names: &'a BTreeSet<String>,
+    premise_chains: &'a [Chain],
+    input: &'a StepInput<'a>,
+    seed: &'a Hash,
+}
+
+/// One clause under all its readings: Valid when one reading holds; Invalid or
+/// Ungrounded only when every reading that can be read fails; otherwise abstain.
+fn judge_clause(clause: &str, readings: &[Option<Vec<Chain>>], ctx: &Ctx<'_>) -> Judgement {
+    let mut failures = Vec::new();
+    let mut undecided: Option<String> = None;
+    for reading in readings {
+        let Some(chains) = reading else { continue };
+        let mut verdict: Option<Judgement> = None;
+        let mut reasons = Vec::new();
+        for chain in chains {
+            let j = check_chain(chain, ctx);
+            if j.is_failure() {
+                verdict = Some(j);
+                break;
+            }
+            match j {
+                Judgement::Vote { reason, .. } => reasons.push(reason),
+                abstain => {
+                    verdict.get_or_insert(abstain);
+                }
+            }
+        }
+        match verdict {
+            None => {
+                reasons.dedup();
+                return Judgement::vote(Vote::Valid, reasons.join("; "));
+            }
+            Some(j) if j.is_failure() => failures.push(j),
+            Some(Judgement::Abstain(why)) => {
+                undecided.get_or_insert(why);
+            }
+            Some(_) => {}
         }
     }
-    reasons.dedup();
-    Judgement::vote(Vote::Valid, reasons.join("; "))
+    if let Some(why) = undecided {
+        return Judgement::Abstain(why);
+    }
+    if failures.is_empty() {
+        return Judgement::Abstain(format!(
+            "cannot read the calculation in {:?}",
+            clause.trim()
+        ));
+    }
+    // Every reading fails: report an invalid calculation before a missing ground.
+    let pos = failures
+        .iter()
+        .position(|j| j.as_vote() == Some(Vote::Invalid))
+        .unwrap_or(0);
+    failures.swap_remove(pos)
 }
 
 /// Names a premise defines (`t1 = (1/3)/D = 1/(3D)`, `D = 1.027777/185`): the name and
 /// the last expression of its chain, unless that expression uses the name itself.
-fn premise_definitions(premise_chains: &[Vec<Expr>]) -> BTreeMap<String, Expr> {
+fn premise_definitions(premise_chains: &[Chain]) -> BTreeMap<String, Expr> {
     let mut defs = BTreeMap::new();
     for chain in premise_chains {
-        if let (Some(Expr::Var(name)), Some(last)) = (chain.first(), chain.last())
-            && chain.len() >= 2
+        let parts = &chain.parts;
+        if let (Some(Expr::Var(name)), Some(last)) = (parts.first(), parts.last())
+            && parts.len() >= 2
         {
             let mut used = BTreeSet::new();
             last.vars(&mut used);
@@ -161,30 +388,86 @@ fn premise_definitions(premise_chains: &[Vec<Expr>]) -> BTreeMap<String, Expr> {
     defs
 }
 
-fn check_chain(
-    chain: &[Expr],
-    definitions: &BTreeMap<String, Expr>,
-    premise_names: &BTreeSet<String>,
-    premise_chains: &[Vec<Expr>],
-    input: &StepInput<'_>,
-    seed: &Hash,
-) -> Judgement {
+/// Whether every number of `e` (and there is one) is a value the premises computed.
+fn restates(e: &Expr, premise_results: &BTreeSet<Rational>) -> bool {
+    let mut v = Vec::new();
+    e.literals(&mut v);
+    // A bare result (`72 - 1 = 72`) is what the step computes, not a restatement.
+    !is_literal(e) && !v.is_empty() && v.iter().all(|x| premise_results.contains(x))
+}
+
+/// A number as written, with nothing computed: `48`, `-3`.
+fn is_literal(e: &Expr) -> bool {
+    match e {
+        Expr::Num(..) => true,
+        Expr::Neg(a) => matches!(a.as_ref(), Expr::Num(..)),
+        _ => false,
+    }
+}
+
+fn check_chain(chain: &Chain, ctx: &Ctx<'_>) -> Judgement {
+    let parts = &chain.parts;
+    // `48 = 24` states two values and no calculation: what related them (`half of`,
+    // `a total of`) was lost around it, so it is not a step to judge.
+    let bare = parts.iter().all(is_literal);
     // `t1 = (1/3)/D = ...` names a fresh quantity: the first equality is a definition.
-    let fresh_definition = matches!(chain.first(), Some(Expr::Var(name)) if !premise_names.contains(name))
-        && chain.len() > 2;
-    let last = chain.len().saturating_sub(2);
+    let fresh_definition = matches!(parts.first(), Some(Expr::Var(name)) if !ctx.premise_names.contains(name))
+        && parts.len() > 2;
+    let last = parts.len().saturating_sub(2);
+    let named = |e: &Expr| {
+        let mut n = BTreeSet::new();
+        e.vars(&mut n);
+        !n.is_empty()
+    };
+    // The arithmetic in a chain is decided on its own, whatever the names before it do:
+    // `1615h = 80665 − 85 = 80750` is wrong at `80665 − 85 = 80750`.
+    for (i, w) in parts.windows(2).enumerate() {
+        if let [a, b] = w
+            && !named(a)
+            && !named(b)
+            && let Identity::Fails(why) = identity(
+                a,
+                b,
+                chain.approx.get(i).copied().unwrap_or(false),
+                ctx.seed,
+            )
+            && !bare
+            && !(i == 0 && chain.after_words && is_literal(a))
+            && !restates(b, &ctx.premise_results)
+        {
+            return Judgement::vote(Vote::Invalid, format!("{}: {why}", chain.text));
+        }
+    }
+    // `1615h = 80665 + 85 = 83980`: a name only in the first side states an equation.
+    let first_is_equation = parts.iter().skip(1).all(|e| !named(e));
     let mut derived = false;
-    for (i, w) in chain.windows(2).enumerate() {
+    for (i, w) in parts.windows(2).enumerate() {
         let (Some(a0), Some(b0)) = (w.first(), w.get(1)) else {
             continue;
         };
         if i == 0 && fresh_definition {
             continue;
         }
-        let (a, b) = (a0.substitute(definitions), b0.substitute(definitions));
-        match identity(&a, &b, seed) {
+        let approx = chain.approx.get(i).copied().unwrap_or(false);
+        let (a, b) = (
+            a0.substitute(&ctx.definitions),
+            b0.substitute(&ctx.definitions),
+        );
+        match identity(&a, &b, approx, ctx.seed) {
             Identity::Holds => {}
             Identity::Unknown(why) => return Judgement::Abstain(why),
+            Identity::Fails(_) if i == 0 && chain.after_words && is_literal(a0) => {
+                return Judgement::Abstain(format!(
+                    "{}: the value before the first = may belong to the words before it",
+                    chain.text
+                ));
+            }
+            Identity::Fails(_) if bare => {
+                return Judgement::Abstain(format!(
+                    "{} states values without the calculation that relates them",
+                    chain.text
+                ));
+            }
             Identity::Fails(why) => {
                 let mut names = BTreeSet::new();
                 a0.vars(&mut names);
@@ -194,9 +477,18 @@ fn check_chain(
                 // An equation rather than a rewrite: a lone equation, one that solves for a
                 // name (`D = ...` first), or a final condition (`... = 185`). It must follow
                 // from the premises; a failing rewrite inside a longer chain is a wrong step.
-                let equation = chain.len() == 2
-                    || (i == 0 && matches!(a0, Expr::Var(_)))
+                let equation = parts.len() == 2
+                    || (i == 0 && (first_is_equation || matches!(a0, Expr::Var(_))))
                     || (i == last && rhs_names.is_empty());
+                if names.is_empty() && restates(b0, &ctx.premise_results) {
+                    // `Therefore 790/1290 = 158/129` after `790/5 = 158` and `1290/10 =
+                    // 129`: the result side only restates what the premises computed, so an
+                    // error there was made in a premise and is carried here (propagated).
+                    return Judgement::Abstain(format!(
+                        "{}: {why}, but its result restates values the premises computed",
+                        chain.text
+                    ));
+                }
                 if names.is_empty() || !equation {
                     // Names on one side only, never defined in a premise: the rewrite
                     // relies on definitions this seat was not shown.
@@ -208,16 +500,21 @@ fn check_chain(
                             "{n} appears on one side only and no premise defines it"
                         ));
                     }
-                    return Judgement::vote(Vote::Invalid, why);
+                    return Judgement::vote(Vote::Invalid, format!("{}: {why}", chain.text));
                 }
-                match derived_equation(a0, b0, &names, premise_chains, chain, input, seed) {
-                    Judgement::Vote {
-                        vote: Vote::Valid, ..
-                    } => derived = true,
+                match derived_equation(a0, b0, &names, parts, ctx) {
+                    j if j.is_valid() => derived = true,
                     other => return other,
                 }
             }
         }
+    }
+    if !derived && let Some(n) = unexplained_operand(parts, ctx) {
+        return Judgement::Abstain(format!(
+            "{}: holds, but calculates with {}, which neither the problem nor the premises give",
+            chain.text,
+            show(n)
+        ));
     }
     Judgement::vote(
         Vote::Valid,
@@ -244,8 +541,9 @@ fn pit_point(seed: &Hash, name: &str, i: u64) -> u64 {
         % P
 }
 
-/// Whether `a = b` holds identically (for all values of any names).
-fn identity(a: &Expr, b: &Expr, seed: &Hash) -> Identity {
+/// Whether `a = b` holds identically (for all values of any names); `approx` when it was
+/// written `a ≈ b`.
+fn identity(a: &Expr, b: &Expr, approx_sign: bool, seed: &Hash) -> Identity {
     let mut names = BTreeSet::new();
     a.vars(&mut names);
     b.vars(&mut names);
@@ -264,16 +562,29 @@ fn identity(a: &Expr, b: &Expr, seed: &Hash) -> Identity {
             return Identity::Holds;
         }
         // A decimal written on its own stands for the exact value truncated or rounded
-        // to the decimals it shows.
+        // to the decimals it shows (to a whole number too after `≈`).
         for (literal, exact) in [(b, x), (a, y)] {
             if let Expr::Num(stated, _) = literal
                 && let Some(d) = literal.decimals()
-                && d > 0
+                && (d > 0 || approx_sign)
                 && exact
                     .to_decimals(d)
                     .is_some_and(|(t, r)| t == *stated || r == *stated)
             {
                 return Identity::Holds;
+            }
+        }
+        if let Some(why) = rounded_operands(a, b, &empty) {
+            return Identity::Unknown(why);
+        }
+        if approx_sign {
+            let (fx, fy) = (x.to_f64(), y.to_f64());
+            if (fx - fy).abs() <= APPROX_SLACK * fx.abs().max(fy.abs()) {
+                return Identity::Unknown(format!(
+                    "{} ≈ {} is a rounding this checker does not decide",
+                    show(x),
+                    show(y)
+                ));
             }
         }
         return Identity::Fails(format!("{} ≠ {}", show(x), show(y)));
@@ -314,7 +625,47 @@ fn identity(a: &Expr, b: &Expr, seed: &Hash) -> Identity {
             return Identity::Holds;
         }
     }
+    if approx_sign {
+        return Identity::Unknown("an approximation in names is not decided".into());
+    }
     Identity::Fails("the two sides differ as expressions".into())
+}
+
+/// A decimal such as `3.33` or `0.67` is often a fraction rounded earlier (10/3, 2/3):
+/// the fraction with a small denominator it rounds or truncates, if there is one.
+fn rounded_fraction(value: Rational, written: &expr::Written) -> Option<Rational> {
+    if written.decimals < 2 {
+        return None;
+    }
+    (2..=12).find_map(|q| {
+        let scaled = value.mul(Rational::int(q))?;
+        // The nearest numerator; the fraction must differ from the literal.
+        let p = (scaled.to_f64()).round() as i128;
+        let f = Rational::new(p, q)?;
+        let (t, r) = f.to_decimals(written.decimals)?;
+        (f != value && (t == value || r == value)).then_some(f)
+    })
+}
+
+/// `3 × 3.33 = 10`: wrong as written, but right if 3.33 stands for 10/3 rounded. Such a
+/// step is not called wrong; returns why.
+fn rounded_operands(a: &Expr, b: &Expr, empty: &BTreeMap<String, Rational>) -> Option<String> {
+    let f = |v: Rational, w: &expr::Written| rounded_fraction(v, w);
+    let (a2, b2) = (a.map_literals(&f), b.map_literals(&f));
+    if (&a2, &b2) == (a, b) {
+        return None;
+    }
+    let (x, y) = (a2.eval_exact(empty)?, b2.eval_exact(empty)?);
+    let close = x == y
+        || [(b, x), (a, y)].iter().any(|(lit, exact)| {
+            matches!(lit, Expr::Num(..))
+                && lit.decimals().is_some_and(|d| {
+                    exact
+                        .to_decimals(d)
+                        .is_some_and(|(t, r)| matches!(lit, Expr::Num(s, _) if *s == t || *s == r))
+                })
+        });
+    close.then(|| "holds if its rounded decimals stand for the fractions they round".into())
 }
 
 /// A claimed equation in names: it must follow from the latest premise equation.
@@ -322,10 +673,8 @@ fn derived_equation(
     lhs: &Expr,
     rhs: &Expr,
     names: &BTreeSet<String>,
-    premise_chains: &[Vec<Expr>],
     chain: &[Expr],
-    input: &StepInput<'_>,
-    seed: &Hash,
+    ctx: &Ctx<'_>,
 ) -> Judgement {
     let var = match names.iter().next() {
         Some(v) if names.len() == 1 => v.clone(),
@@ -334,21 +683,86 @@ fn derived_equation(
     let Some(claim) = RatFn::equation(lhs, rhs, &var) else {
         return Judgement::Abstain("the equation is not a rational function of one unknown".into());
     };
-    // The latest premise equation (not an identity) in the same unknown.
-    let premise = premise_chains.iter().rev().find_map(|pchain| {
-        let (a, b) = (pchain.get(pchain.len().checked_sub(2)?)?, pchain.last()?);
-        let mut ns = BTreeSet::new();
-        a.vars(&mut ns);
-        b.vars(&mut ns);
-        if ns.len() != 1 || !ns.contains(&var) || matches!(identity(a, b, seed), Identity::Holds) {
-            return None;
+    // Premise equations (not identities) in the same unknown, latest first. The claim
+    // may rest on any of them (a step that carries an earlier wrong equation forward is
+    // propagated, not wrong): it is Valid when one of them gives it, and Invalid only when
+    // each of them decides against it.
+    let premises: Vec<(RatFn, Option<u32>)> = ctx
+        .premise_chains
+        .iter()
+        .rev()
+        .flat_map(|pchain| {
+            // `1615h = 80665 + 85 = 83980` states `1615h = 83980`: its first and last
+            // sides, as well as its last equality.
+            let parts = &pchain.parts;
+            let n = parts.len();
+            let approx = pchain.approx.iter().any(|a| *a);
+            [
+                (0, n.saturating_sub(1)),
+                (n.saturating_sub(2), n.saturating_sub(1)),
+            ]
+            .into_iter()
+            .filter(move |(i, j)| i < j && !approx)
+            .filter_map(move |(i, j)| Some((parts.get(i)?, parts.get(j)?)))
+        })
+        .filter_map(|(a, b)| {
+            let mut ns = BTreeSet::new();
+            a.vars(&mut ns);
+            b.vars(&mut ns);
+            if ns.len() != 1
+                || !ns.contains(&var)
+                || matches!(identity(a, b, false, ctx.seed), Identity::Holds)
+            {
+                return None;
+            }
+            let approx = a.approx_digits().or(b.approx_digits());
+            Some((RatFn::equation(a, b, &var)?, approx))
+        })
+        .take(MAX_PREMISE_EQUATIONS)
+        .collect();
+    if premises.is_empty() {
+        // Equations that use the name with others (`x + y = 10`) may give it; only a
+        // claim whose name no premise equation uses can be ungrounded.
+        let used_elsewhere = ctx.premise_chains.iter().any(|c| {
+            let mut ns = BTreeSet::new();
+            c.parts.iter().for_each(|e| e.vars(&mut ns));
+            ns.contains(&var)
+        });
+        if used_elsewhere {
+            return Judgement::Abstain(format!(
+                "the premise equations that use {var} use other unknowns too"
+            ));
         }
-        let approx = a.approx_digits().or(b.approx_digits());
-        Some((RatFn::equation(a, b, &var)?, approx))
-    });
-    let Some((premise, premise_approx)) = premise else {
-        return grounding(input, chain);
-    };
+        return grounding(ctx.input, chain);
+    }
+    let mut against: Option<Judgement> = None;
+    let mut undecided: Option<Judgement> = None;
+    for (premise, premise_approx) in &premises {
+        let j = follows_from(&claim, lhs, rhs, &var, premise, *premise_approx);
+        if j.is_valid() {
+            return j;
+        }
+        if j.is_failure() {
+            against.get_or_insert(j);
+        } else {
+            undecided.get_or_insert(j);
+        }
+    }
+    undecided
+        .or(against)
+        .unwrap_or_else(|| Judgement::Abstain("no premise decides it".into()))
+}
+
+/// Whether the claimed equation `lhs = rhs` (as `claim`) follows from one premise
+/// equation.
+fn follows_from(
+    claim: &RatFn,
+    lhs: &Expr,
+    rhs: &Expr,
+    var: &str,
+    premise: &RatFn,
+    premise_approx: Option<u32>,
+) -> Judgement {
     let approx = [premise_approx, lhs.approx_digits(), rhs.approx_digits()]
         .into_iter()
         .flatten()
@@ -356,7 +770,7 @@ fn derived_equation(
     if let Some(root) = premise.linear_root() {
         if let Some(d) = approx {
             // Rounded numbers: compare at the root to the precision they were written with.
-            let env = BTreeMap::from([(var.clone(), root.to_f64())]);
+            let env = BTreeMap::from([(var.to_string(), root.to_f64())]);
             let tol = 10f64.powi(1 - i32::try_from(d).unwrap_or(1));
             return match (lhs.eval_f64(&env), rhs.eval_f64(&env)) {
                 (Some(x), Some(y)) if (x - y).abs() <= tol * x.abs().max(y.abs()).max(1.0) => {
@@ -417,33 +831,106 @@ fn proportional(a: &[Rational], b: &[Rational]) -> Option<bool> {
     Some(true)
 }
 
-/// Nothing to derive the equation from: every number it states must come from somewhere
-/// (the problem, a premise, or a part of the same chain that was verified before it).
-fn grounding(input: &StepInput<'_>, chain: &[Expr]) -> Judgement {
-    let mut known = numbers(input.context);
-    for p in input.premises {
-        known.extend(numbers(p));
+/// Values a text states: its numbers (each also as a percentage), its number words
+/// (`twice`, `a dozen`, `half`), and the constants of units every reader knows.
+fn known_values(texts: &[&str]) -> BTreeSet<Rational> {
+    let mut known: BTreeSet<Rational> = UNIT_CONSTANTS
+        .iter()
+        .map(|&n| Rational::int(n))
+        .chain([Rational::ZERO, Rational::int(1)])
+        .collect();
+    let empty = BTreeMap::new();
+    for t in texts {
+        for n in crate::decompose::text::numbers_in(t) {
+            if let Some(v) = Expr::parse(&n).ok().and_then(|e| e.eval_exact(&empty)) {
+                known.insert(v);
+                known.extend(v.div(Rational::int(100)));
+            }
+        }
+        known.extend(read::word_values(t));
     }
+    known
+}
+
+/// An operand of a calculation that nothing the judge was shown gives: not a number of
+/// the problem or the premises (in digits or words), not a unit constant, not a small
+/// whole number (a quotient found along the way, `18486 − 10 × 1794`), not a share of a
+/// hundred (`0.99` for 1 − 1%) — in a calculation that uses a number of the problem or
+/// the premises next to it (`790/5` where the problem gives 790). Such a calculation may hold and still rest on a number
+/// from nowhere (ARES "ungrounded"), so it is not called Valid; nor is it called
+/// Ungrounded, since people introduce numbers for good reasons the checker cannot see.
+/// Only a judge shown the problem asks.
+fn unexplained_operand(parts: &[Expr], ctx: &Ctx<'_>) -> Option<Rational> {
+    if ctx.input.context.trim().is_empty() {
+        return None;
+    }
+    let mut texts = vec![ctx.input.context];
+    texts.extend(ctx.input.premises.iter().copied());
+    let known = known_values(&texts);
+    let (_, operands) = parts.split_last()?;
+    let mut used = Vec::new();
+    for e in operands {
+        e.literals(&mut used);
+    }
+    // Only a calculation visibly on this problem (one of its operands is a number the
+    // judge was shown) is asked where its other operands come from.
+    if !used
+        .iter()
+        .any(|v| known.contains(v) && !UNIT_CONSTANTS.iter().any(|&c| *v == Rational::int(c)))
+    {
+        return None;
+    }
+    let hundred = Rational::int(100);
+    used.into_iter().find(|v| {
+        let small = (0..=SMALL_WHOLE).any(|k| *v == Rational::int(k));
+        let percent = v
+            .mul(hundred)
+            .is_some_and(|p| (0..=100).any(|k| p == Rational::int(k)));
+        !small && !percent && !known.contains(v)
+    })
+}
+
+/// Nothing to derive the equation from: every number it states must come from somewhere
+/// (the problem, a premise, or a part of the same chain that was verified before it). A
+/// judge that was not shown the problem cannot tell: it abstains.
+fn grounding(input: &StepInput<'_>, chain: &[Expr]) -> Judgement {
+    if input.context.trim().is_empty() {
+        return Judgement::Abstain(
+            "no premise equation to derive it from, and the problem was not given to this judge"
+                .into(),
+        );
+    }
+    // `x = 5` states a value (a solution, a guess to try): a new number is its point.
+    if let [a, b] = chain
+        && ((matches!(a, Expr::Var(_)) && is_literal(b))
+            || (matches!(b, Expr::Var(_)) && is_literal(a)))
+    {
+        return Judgement::Abstain(
+            "states a value with nothing to derive it from; not a condition to ground".into(),
+        );
+    }
+    let mut texts = vec![input.context];
+    texts.extend(input.premises.iter().copied());
+    let mut known = known_values(&texts);
     // In a longer chain every part before the last was reached by verified rewrites, so
     // only the last part states something new; a lone equation states both sides.
-    let mut stated = BTreeSet::new();
+    let mut stated = Vec::new();
     let split = if chain.len() > 2 { chain.len() - 1 } else { 0 };
     for (i, e) in chain.iter().enumerate() {
         if i < split {
-            e.numbers(&mut known);
+            let mut v = Vec::new();
+            e.values(&mut v);
+            known.extend(v);
         } else {
-            e.numbers(&mut stated);
+            e.values(&mut stated);
         }
     }
-    let unknown: Vec<String> = stated
-        .into_iter()
-        .filter(|n| n != "0" && n != "1" && !known.contains(n))
-        .collect();
-    if let Some(n) = unknown.first() {
+    if let Some(n) = stated.into_iter().find(|v| !known.contains(v)) {
         return Judgement::vote(
             Vote::Ungrounded,
             format!(
-                "uses {n}, which appears neither in the problem nor in the steps it depends on"
+                "uses {}, which appears neither in the problem nor in the steps it depends on",
+                show(n)
             ),
         );
     }
@@ -452,16 +939,29 @@ fn grounding(input: &StepInput<'_>, chain: &[Expr]) -> Judgement {
     )
 }
 
-/// `Let the numerator be x`, `Let t = 3`: a definition of a fresh name.
+/// `Let the numerator be x`, `Let t = 3`: a definition of a fresh name. A definition that
+/// also calculates (`Let t = 3 + 4 = 8`) is checked as a calculation.
 fn definition(claim: &str, premise_names: &BTreeSet<String>) -> Option<Judgement> {
+    if !is_definition(claim) {
+        return None;
+    }
     let lower = claim.to_lowercase();
     let rest = lower
         .strip_prefix("let ")
         .or_else(|| lower.strip_prefix("denote "))
         .or_else(|| lower.strip_prefix("define "))?;
+    if rest.matches('=').count() > 1 {
+        return None;
+    }
     let name = if let Some((_, after)) = rest.rsplit_once(" be ") {
         after.trim().trim_end_matches('.').to_string()
-    } else if let Some((before, _)) = rest.split_once('=') {
+    } else if let Some((before, after)) = rest.split_once('=') {
+        // `Let t = 3 + 4`: a value with a calculation in it is not only a name.
+        if Expr::parse(&read::clean(after.trim().trim_end_matches('.')).0)
+            .is_ok_and(|e| !is_literal(&e) && !matches!(e, Expr::Var(_)))
+        {
+            return None;
+        }
         before.trim().rsplit(' ').next().unwrap_or("").to_string()
     } else {
         return None;
@@ -492,65 +992,12 @@ fn names_in(text: &str) -> BTreeSet<String> {
         .collect()
 }
 
-/// Numbers as written, and fractions `a/b`, counted as the decomposer counts them.
-fn numbers(text: &str) -> BTreeSet<String> {
-    crate::decompose::text::numbers_in(text)
-        .into_iter()
-        .collect()
-}
-
 fn show(r: Rational) -> String {
     format!("{r:?}")
         .replace("Rational { num: ", "")
         .replace(", den: 1 }", "")
         .replace(", den: ", "/")
         .replace(" }", "")
-}
-
-/// Finds the longest equality chain in a text: the leftmost start (after leading words)
-/// and the rightmost end (before trailing words) at which every `=`-separated part parses.
-fn extract_chain(text: &str) -> Option<Vec<Expr>> {
-    let t = text.trim();
-    if !t.contains('=') || t.chars().count() > MAX_CLAIM_CHARS {
-        return None;
-    }
-    let starts: Vec<usize> = std::iter::once(0)
-        .chain(
-            t.char_indices()
-                .filter(|(_, c)| c.is_whitespace() || *c == ':')
-                .map(|(i, c)| i + c.len_utf8()),
-        )
-        .collect();
-    let ends: Vec<usize> = std::iter::once(t.len())
-        .chain(
-            t.char_indices()
-                .rev()
-                .filter(|(_, c)| c.is_whitespace())
-                .map(|(i, _)| i),
-        )
-        .collect();
-    for &s in &starts {
-        for &e in &ends {
-            if e <= s {
-                break;
-            }
-            let Some(part) = t.get(s..e) else { continue };
-            let part = part.trim().trim_end_matches(['.', ',', ';']);
-            if !part.contains('=') {
-                continue;
-            }
-            let exprs: Option<Vec<Expr>> = part
-                .split(['=', '≈'])
-                .map(|p| Expr::parse(p).ok())
-                .collect();
-            if let Some(exprs) = exprs
-                && exprs.len() >= 2
-            {
-                return Some(exprs);
-            }
-        }
-    }
-    None
 }
 
 #[cfg(test)]

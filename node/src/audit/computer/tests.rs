@@ -206,6 +206,18 @@ mod never_panics {
         #[test]
         fn arbitrary_claims(claim in "[ -~−×÷→¬∧∨⇒…]{0,200}", premise in "[ -~−]{0,80}") {
             let _ = judge(&claim, &[&premise]);
+            let _ = readable(&claim);
+        }
+
+        /// Markup, LaTeX and number words exercise the readings.
+        #[test]
+        fn markup_noise(
+            claim in r"(\\frac|\\left|\\right|\\cdot|[{}$*_<>%=x÷/().,:;-]| half| of| times| less| than| twice|[0-9]{1,4}| kg| is| gives| holds| rule| A| B| →| true| false){0,60}",
+            premise in r"([0-9=x+ ]|<<|>>|\\frac|[{}$]){0,40}",
+        ) {
+            let _ = judge(&claim, &[&premise]);
+            let _ = vote_in(&premise, &claim, &[&premise]);
+            let _ = readable(&claim);
         }
 
         /// Mathematics-shaped noise exercises the parser and evaluators harder.
@@ -213,6 +225,27 @@ mod never_panics {
         fn mathematical_noise(claim in "[0-9xyD()+*/^=. −-]{1,120}", premise in "[0-9x()+*/=. -]{0,60}") {
             let _ = judge(&claim, &[&premise]);
         }
+    }
+
+    /// The largest inputs a seat accepts stay cheap: every reading, clause and premise
+    /// equation tried is capped.
+    #[test]
+    fn large_inputs_are_bounded() {
+        let claim = "x = 1 + 2 = 3, so 3 x 4 = 12 and half of 8 = 4; ".repeat(8);
+        let claim: String = claim.chars().take(400).collect();
+        let premise =
+            "Let x be 2. 2x + 3 = 7 and x(x + 1) = 6; $\\frac{1}{2}$ of 10 = 5. ".repeat(80);
+        let premises: Vec<&str> = std::iter::repeat_n(premise.as_str(), 20).collect();
+        let start = std::time::Instant::now();
+        let _ = check(
+            &StepInput {
+                claim: &claim,
+                premises: &premises,
+                context: &premise,
+            },
+            &Hash::sha256(b"seed"),
+        );
+        assert!(start.elapsed().as_secs() < 5, "{:?}", start.elapsed());
     }
 
     #[test]
