@@ -120,6 +120,10 @@ pub enum PrepareError {
     Manifest(#[from] TxFormatError),
 }
 
+/// Longest problem statement repeated as context with every segment (a longer one reaches
+/// only the segments that cite it).
+pub const MAX_CONTEXT_BYTES: usize = 16 * 1024;
+
 /// A node of the HDAG left out of the session.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Dropped {
@@ -172,7 +176,9 @@ pub fn conclusion_ids(hdag: &Hdag) -> BTreeSet<String> {
 }
 
 /// Keeps the nodes whose tier passes `keep`; bridges `depends_on` edges across the others
-/// and keeps their text as givens of the kept nodes that rest on them. A provider calls it
+/// and keeps their text as givens of the kept nodes that rest on them. The problem
+/// statement (the GOAL) is a given of every other kept node that does not cite it (up to
+/// [`MAX_CONTEXT_BYTES`]). A provider calls it
 /// with the tiers the network has auditors for; `trust-node check` with the Computer tier
 /// alone, so that its preview judges exactly what Computer seats would receive.
 pub fn restrict(hdag: &Hdag, keep: impl Fn(Tier) -> bool) -> Restricted {
@@ -214,6 +220,11 @@ pub fn restrict(hdag: &Hdag, keep: impl Fn(Tier) -> bool) -> Restricted {
         })
         .cloned()
         .collect();
+    let goals: Vec<&trust_protocol::hdag::HdagNode> = hdag
+        .nodes
+        .iter()
+        .filter(|n| n.abstraction_level == AbstractionLevel::Goal)
+        .collect();
     let mut givens: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut dropped = Vec::new();
     for n in &hdag.nodes {
@@ -225,6 +236,17 @@ pub fn restrict(hdag: &Hdag, keep: impl Fn(Tier) -> bool) -> Restricted {
                 depends_on: targets.into_iter().collect(),
             });
             continue;
+        }
+        let mut passed = passed;
+        // The problem statement is every step's context (the paper's audit form shows the
+        // prompt context for every segment): without it a judge cannot tell a number the
+        // problem gives from one nobody gave. It travels with each segment that does not
+        // already cite it, when it is short enough to repeat.
+        for g in &goals {
+            let cites = targets.contains(&g.id) || passed.iter().any(|p| *p == g.content);
+            if n.id != g.id && !cites && g.content.len() <= MAX_CONTEXT_BYTES {
+                passed.insert(0, g.content.clone());
+            }
         }
         if !passed.is_empty() {
             givens.insert(n.id.clone(), passed);
