@@ -1,0 +1,256 @@
+//! An LLM seat against endpoints that misbehave: dead, slow (answers after the window),
+//! garbage-speaking, and one that replies 10 MB. Each is a **stand-in server** written
+//! here (no real server misbehaves on request); the seat must abstain before its deadline
+//! every time, count the failure by kind, and never panic. A scripted stand-in that
+//! answers well shows the same judge votes when the endpoint is sound.
+
+use std::{
+    sync::{Arc, atomic::Ordering},
+    time::{Duration, Instant},
+};
+
+use tokio::{
+    io::{AsyncReadExt, AsyncWriteExt},
+    net::TcpListener,
+};
+use trust_node::audit::{
+    judge::{Auditor, SegmentView},
+    llm::{
+        LlmAuditor,
+        ares::AresParams,
+        client::{ChatClient, Endpoint, Limits, LlmMetrics},
+    },
+};
+use trust_protocol::{Hash, Vote, tx::Tier};
+
+/// How a stand-in server answers every request.
+#[derive(Clone, Copy, Debug)]
+enum Behaviour {
+    /// Waits this long, then answers well.
+    Slow(Duration),
+    /// 200 with a body that is no chat completion.
+    Garbage,
+    /// 200 with a chat completion whose content is not the reply schema.
+    OffSchema,
+    /// 200 with 10 MB of body, no length announced.
+    Huge,
+    /// Answers `{"label": "entailed"}` (a scripted model).
+    Entailed,
+}
+
+fn completion(content: &str) -> String {
+    serde_json::json!({
+        "choices": [{"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": content}}]
+    })
+    .to_string()
+}
+
+/// Starts a stand-in server; returns its base URL.
+async fn stand_in(b: Behaviour) -> String {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut s, _)) = l.accept().await else {
+                return;
+            };
+            tokio::spawn(async move {
+                // Read the request head and body (bounded; the client sends little).
+                let mut buf = vec![0u8; 64 * 1024];
+                let mut n = 0;
+                loop {
+                    let Ok(k) = s.read(&mut buf[n..]).await else {
+                        return;
+                    };
+                    if k == 0 {
+                        return;
+                    }
+                    n += k;
+                    let text = String::from_utf8_lossy(&buf[..n]);
+                    if let Some(end) = text.find("\r\n\r\n") {
+                        let len = text[..end]
+                            .lines()
+                            .find_map(|l| {
+                                l.to_ascii_lowercase()
+                                    .strip_prefix("content-length:")
+                                    .map(|v| v.trim().parse::<usize>().unwrap_or(0))
+                            })
+                            .unwrap_or(0);
+                        if n >= end + 4 + len {
+                            break;
+                        }
+                    }
+                    if n == buf.len() {
+                        return;
+                    }
+                }
+                let head = |len: Option<usize>| {
+                    match len {
+                    Some(l) => format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {l}\r\nconnection: close\r\n\r\n"
+                    ),
+                    None => "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n".to_string(),
+                }
+                };
+                let body = match b {
+                    Behaviour::Slow(d) => {
+                        tokio::time::sleep(d).await;
+                        completion("{\"label\": \"entailed\"}")
+                    }
+                    Behaviour::Garbage => "<html>I am a teapot</html>".to_string(),
+                    Behaviour::OffSchema => completion("Yes, the step follows."),
+                    Behaviour::Entailed => completion("{\"label\": \"entailed\"}"),
+                    Behaviour::Huge => {
+                        let _ = s.write_all(head(None).as_bytes()).await;
+                        let chunk = vec![b'x'; 64 * 1024];
+                        for _ in 0..160 {
+                            if s.write_all(&chunk).await.is_err() {
+                                return;
+                            }
+                        }
+                        return;
+                    }
+                };
+                let _ = s.write_all(head(Some(body.len())).as_bytes()).await;
+                let _ = s.write_all(body.as_bytes()).await;
+            });
+        }
+    });
+    format!("http://{addr}/v1")
+}
+
+/// A URL where nothing listens.
+async fn dead() -> String {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    drop(l);
+    format!("http://{addr}/v1")
+}
+
+const DEADLINE: Duration = Duration::from_secs(3);
+
+fn judge(url: &str) -> (LlmAuditor, Arc<LlmMetrics>) {
+    let metrics = Arc::new(LlmMetrics::default());
+    let client = ChatClient::new(
+        Endpoint::new(url, "stand-in", None).unwrap(),
+        Limits {
+            request_timeout: Duration::from_secs(1),
+            retries: 2,
+            backoff: Duration::from_millis(50),
+            ..Limits::default()
+        },
+        metrics.clone(),
+    );
+    (
+        LlmAuditor::new(client, AresParams::default(), DEADLINE),
+        metrics,
+    )
+}
+
+fn segment() -> SegmentView {
+    SegmentView {
+        claim: "The denominator is 3x − 7".into(),
+        premises: vec!["Let the numerator be x".into()],
+        givens: vec!["The denominator of a fraction is 7 less than 3 times the numerator.".into()],
+    }
+}
+
+/// Judges through `url`; the decision and how long it took.
+async fn run(
+    url: &str,
+) -> (
+    trust_node::audit::judge::Decision,
+    Duration,
+    Arc<LlmMetrics>,
+) {
+    let (j, m) = judge(url);
+    assert_eq!(j.tier(), Tier::Llm);
+    let t = Instant::now();
+    let d = j.judge(&segment(), &Hash::ZERO).await;
+    (d, t.elapsed(), m)
+}
+
+fn errors(m: &LlmMetrics, kind: usize) -> u64 {
+    m.errors[kind].load(Ordering::Relaxed)
+}
+
+// Error kinds, in `LlmMetrics::errors` order.
+const TRANSPORT: usize = 0;
+const TIMEOUT: usize = 1;
+const TOO_LARGE: usize = 3;
+const MALFORMED: usize = 4;
+
+/// Slack past the deadline for the judge to return once the deadline fires (not a
+/// performance bound: a seat that missed its deadline would take the whole reply time).
+const SLACK: Duration = Duration::from_secs(2);
+
+#[tokio::test]
+async fn a_dead_endpoint_makes_the_seat_abstain_after_its_retries() {
+    let (d, took, m) = run(&dead().await).await;
+    assert_eq!(d.vote, Vote::Abstain, "{}", d.reason);
+    assert!(
+        d.reason.contains("LLM tier could not judge"),
+        "{}",
+        d.reason
+    );
+    assert!(took < DEADLINE + SLACK, "{took:?}");
+    assert_eq!(errors(&m, TRANSPORT), 3, "first attempt and two retries");
+    assert_eq!(m.abstained.load(Ordering::Relaxed), 1);
+}
+
+#[tokio::test]
+async fn an_endpoint_that_answers_after_the_window_makes_the_seat_abstain_in_time() {
+    let url = stand_in(Behaviour::Slow(Duration::from_secs(30))).await;
+    let (d, took, m) = run(&url).await;
+    assert_eq!(d.vote, Vote::Abstain, "{}", d.reason);
+    assert!(took < DEADLINE + SLACK, "the seat waited {took:?}");
+    assert!(errors(&m, TIMEOUT) >= 1, "attempts time out");
+}
+
+#[tokio::test]
+async fn a_garbage_speaking_endpoint_is_rejected_with_a_reason() {
+    for b in [Behaviour::Garbage, Behaviour::OffSchema] {
+        let url = stand_in(b).await;
+        let (d, took, m) = run(&url).await;
+        assert_eq!(d.vote, Vote::Abstain, "{b:?}: {}", d.reason);
+        assert!(
+            d.reason.contains("malformed") || d.reason.contains("reply"),
+            "{b:?}: {}",
+            d.reason
+        );
+        assert!(took < DEADLINE + SLACK);
+        assert_eq!(
+            errors(&m, MALFORMED),
+            1,
+            "{b:?}: rejected once, not retried"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_ten_megabyte_reply_is_dropped_at_the_cap() {
+    let url = stand_in(Behaviour::Huge).await;
+    let (d, took, m) = run(&url).await;
+    assert_eq!(d.vote, Vote::Abstain, "{}", d.reason);
+    assert!(d.reason.contains("larger than"), "{}", d.reason);
+    assert!(took < DEADLINE + SLACK);
+    assert_eq!(errors(&m, TOO_LARGE), 1);
+}
+
+#[tokio::test]
+async fn a_sound_endpoint_gets_a_vote_through_the_same_judge() {
+    let url = stand_in(Behaviour::Entailed).await;
+    let (d, _, m) = run(&url).await;
+    assert_eq!(d.vote, Vote::Valid, "{}", d.reason);
+    assert!(d.reason.contains("ARES stability 1.00"), "{}", d.reason);
+    // The premise, then the claim, each with the given always included: two subsets.
+    assert_eq!(m.calls.load(Ordering::Relaxed), 2);
+    assert_eq!(m.entailments.load(Ordering::Relaxed), 2);
+    assert_eq!(m.errors_total(), 0);
+    // The Prometheus text names the counters.
+    let mut text = String::new();
+    trust_node::api::MetricsSource::render(&*m, &mut text);
+    assert!(text.contains("trust_llm_calls_total 2"), "{text}");
+    assert!(text.contains("trust_llm_request_seconds_count 2"), "{text}");
+}
