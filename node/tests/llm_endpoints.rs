@@ -150,3 +150,19 @@ async fn a_sound_endpoint_gets_a_vote_through_the_same_judge() {
     assert!(text.contains("trust_llm_calls_total 2"), "{text}");
     assert!(text.contains("trust_llm_request_seconds_count 2"), "{text}");
 }
+
+#[tokio::test]
+async fn one_seat_judged_twice_at_once_costs_one_judgement() {
+    let url = stand_in(Behaviour::Slow(Duration::from_millis(200))).await;
+    let (j, m) = judge(&url);
+    let seg = segment();
+    let (a, b) = tokio::join!(j.judge(&seg, &Hash::ZERO), j.judge(&seg, &Hash::ZERO));
+    assert_eq!(a, b);
+    assert_eq!(a.vote, Vote::Valid, "{}", a.reason);
+    assert_eq!(m.segments.load(Ordering::Relaxed), 1);
+    assert_eq!(m.calls.load(Ordering::Relaxed), 2);
+    // Another seat (another seed) is judged afresh.
+    let c = j.judge(&seg, &Hash::sha256(b"other seat")).await;
+    assert_eq!(c.vote, Vote::Valid);
+    assert_eq!(m.segments.load(Ordering::Relaxed), 2);
+}

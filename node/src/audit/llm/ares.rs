@@ -309,8 +309,10 @@ mod tests {
 
     /// A deterministic entailment model: a rule per hypothesis text, and a log of every
     /// query asked.
+    type Rule = Box<dyn Fn(&Chain<'_>, &Query) -> Answer + Send + Sync>;
+
     struct Rules {
-        rule: Box<dyn Fn(&Chain<'_>, &Query) -> Answer + Send + Sync>,
+        rule: Rule,
         asked: Mutex<Vec<Query>>,
     }
 

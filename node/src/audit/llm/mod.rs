@@ -15,9 +15,17 @@ pub mod ares;
 pub mod client;
 pub mod prompt;
 
-use std::{sync::atomic::Ordering, time::Duration};
+use std::{
+    collections::VecDeque,
+    sync::{Arc, Mutex, atomic::Ordering},
+    time::Duration,
+};
 
 use async_trait::async_trait;
+use futures::{
+    FutureExt,
+    future::{BoxFuture, Shared},
+};
 use serde::Serialize;
 use trust_protocol::{Hash, tx::Tier};
 
@@ -41,12 +49,31 @@ pub struct LlmStatus {
     pub error: Option<String>,
 }
 
+/// Judgements kept for seats that ask again (the seat pipeline may judge one seat from
+/// two blocks' tasks while the first judgement is still running).
+const KEEP_JUDGEMENTS: usize = 64;
+
+type Judgement = Shared<BoxFuture<'static, Decision>>;
+
 /// The LLM tier's judge.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct LlmAuditor {
     client: ChatClient,
     ares: AresParams,
     deadline: Duration,
+    /// Running and recent judgements by seat seed and segment view: one seat asked twice
+    /// costs one judgement, and gets the same decision.
+    recent: Arc<Mutex<VecDeque<(Hash, Judgement)>>>,
+}
+
+impl std::fmt::Debug for LlmAuditor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LlmAuditor")
+            .field("client", &self.client)
+            .field("ares", &self.ares)
+            .field("deadline", &self.deadline)
+            .finish_non_exhaustive()
+    }
 }
 
 impl LlmAuditor {
@@ -57,6 +84,7 @@ impl LlmAuditor {
             client,
             ares,
             deadline,
+            recent: Arc::new(Mutex::new(VecDeque::with_capacity(KEEP_JUDGEMENTS))),
         }
     }
 
@@ -148,6 +176,34 @@ impl Auditor for LlmAuditor {
     }
 
     async fn judge(&self, segment: &SegmentView, seed: &Hash) -> Decision {
+        let mut parts: Vec<&[u8]> = vec![seed.as_ref(), segment.claim.as_bytes()];
+        parts.extend(segment.premises.iter().map(|p| p.as_bytes()));
+        parts.push(b"/givens");
+        parts.extend(segment.givens.iter().map(|g| g.as_bytes()));
+        let key = Hash::of_parts("trust/v1/llm-judgement", &parts);
+        let judgement = {
+            let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+            match recent.iter().find(|(k, _)| *k == key) {
+                Some((_, j)) => j.clone(),
+                None => {
+                    let (me, segment, seed) = (self.clone(), segment.clone(), *seed);
+                    let j = async move { me.judge_once(&segment, &seed).await }
+                        .boxed()
+                        .shared();
+                    if recent.len() >= KEEP_JUDGEMENTS {
+                        recent.pop_front();
+                    }
+                    recent.push_back((key, j.clone()));
+                    j
+                }
+            }
+        };
+        judgement.await
+    }
+}
+
+impl LlmAuditor {
+    async fn judge_once(&self, segment: &SegmentView, seed: &Hash) -> Decision {
         let m = self.client.metrics();
         m.segments.fetch_add(1, Ordering::Relaxed);
         let d = match tokio::time::timeout(self.deadline, self.run(segment, seed)).await {
