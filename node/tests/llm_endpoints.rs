@@ -166,3 +166,34 @@ async fn one_seat_judged_twice_at_once_costs_one_judgement() {
     assert_eq!(c.vote, Vote::Valid);
     assert_eq!(m.segments.load(Ordering::Relaxed), 2);
 }
+
+#[tokio::test]
+async fn bench_quality_for_the_llm_tier_counts_votes_calls_and_time() {
+    use trust_node::audit::llm::bench;
+    let url = stand_in(Behaviour::Entailed).await;
+    let (j, _) = judge(&url);
+    let corpus = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../examples/corpus/quality.jsonl"
+    ))
+    .unwrap();
+    let r = bench::run(&corpus, &j, 2, Duration::from_secs(60))
+        .await
+        .unwrap();
+    let o = &r.overall;
+    assert!(r.skipped.is_empty(), "{:?}", r.skipped);
+    assert_eq!(o.traces, 2);
+    assert!(o.segments > 0 && o.steps > 0);
+    // A model that finds everything entailed votes Valid on every segment: full
+    // coverage, nothing flagged, one call per claim and premise.
+    assert_eq!(o.abstained, 0);
+    assert_eq!(o.coverage(), 1.0);
+    assert_eq!((o.caught, o.false_alarms), (0, 0));
+    assert!(o.calls_per_segment() >= 1.0, "{o:?}");
+    assert!(o.seconds > 0.0);
+    // --limit bounds the work.
+    let one = bench::run(&corpus, &j, 1, Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert_eq!(one.overall.traces, 1);
+}

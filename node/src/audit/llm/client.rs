@@ -46,7 +46,7 @@ impl Default for Limits {
             backoff: Duration::from_millis(200),
             max_concurrent: 2,
             max_reply_bytes: 64 * 1024,
-            max_tokens: 32,
+            max_tokens: 48,
         }
     }
 }

@@ -12,6 +12,7 @@
 //! abstention (committed and revealed like any vote) with the reason, never in a panic.
 
 pub mod ares;
+pub mod bench;
 pub mod client;
 pub mod prompt;
 
