@@ -349,6 +349,17 @@ fn computer_and_llm_seats_decide_a_session_and_the_llm_seats_vote_on_what_the_co
             "validators have no LLM"
         );
     }
+    for (i, g) in s["outcome"]["segments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+    {
+        println!(
+            "segment {i}: tier {} escalated {} verdict {} votes {}",
+            g["tier"], g["escalated"], g["verdict"], g["votes"]
+        );
+    }
     println!(
         "session decided in {:.1} s: {} segments escalated to the LLM tier, {segments} LLM judgements, {calls} calls ({:.2} per judgement), {errors} errors; trace {}",
         took.as_secs_f64(),

@@ -167,8 +167,11 @@ async fn score(r: &Record, judge: &LlmAuditor) -> Result<LlmCounts, String> {
         decided.push((n.content.clone(), d.vote));
     }
     c.seconds = started.elapsed().as_secs_f64();
-    c.calls = m.entailments.load(Ordering::Relaxed) - calls_before;
-    c.errors_llm = m.errors_total() - errors_before;
+    c.calls = m
+        .entailments
+        .load(Ordering::Relaxed)
+        .saturating_sub(calls_before);
+    c.errors_llm = m.errors_total().saturating_sub(errors_before);
     let mut from = 0usize;
     for s in &r.steps {
         let at = trace
