@@ -164,6 +164,18 @@ pub fn run_status(args: StatusArgs) -> CliResult {
         }
     }
     outln!("mempool     {}", s["mempool"]);
+    if let Some(llm) = s.get("llm") {
+        outln!(
+            "llm         {} model {}: {}",
+            llm["url"].as_str().unwrap_or("?"),
+            llm["model"].as_str().unwrap_or("?"),
+            match llm["error"].as_str() {
+                _ if llm["answers"] == true => "answers".to_string(),
+                Some(e) => format!("does not answer ({e})"),
+                None => "does not answer".to_string(),
+            }
+        );
+    }
     Ok(())
 }
 

@@ -311,6 +311,17 @@ fn computer_and_llm_seats_decide_a_session_and_the_llm_seats_vote_on_what_the_co
     }
     let validator_status = net.get(0, "/v1/status").unwrap();
     assert!(validator_status.get("llm").is_none(), "{validator_status}");
+    let out = Command::new(bin())
+        .args(["status", "--api", &net.apis[4]])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!(
+            "llm         {url} model smollm2-135m-instruct: answers"
+        )),
+        "{text}"
+    );
 
     let started = Instant::now();
     let s = net.audit_fraction_correct();
@@ -441,6 +452,12 @@ fn llm_seats_on_dead_silent_garbage_and_huge_endpoints_abstain_in_time_and_the_s
         let st = net.get(i, "/v1/status").unwrap();
         if kind == "transport" {
             assert_eq!(st["llm"]["answers"], false, "{st}");
+            let out = Command::new(bin())
+                .args(["status", "--api", &net.apis[i]])
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(text.contains("does not answer"), "{text}");
         }
     }
     assert!(judged >= 3, "k = 3 LLM seats per escalated segment");
