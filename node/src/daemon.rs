@@ -278,7 +278,8 @@ fn llm_judge(
         deadline_ms = u64::try_from(deadline.as_millis()).unwrap_or(u64::MAX),
         "LLM seats judge through this endpoint"
     );
-    let client = ChatClient::new(endpoint, limits, Arc::new(LlmMetrics::default()));
+    let client = ChatClient::new(endpoint, limits, Arc::new(LlmMetrics::default()))
+        .map_err(DaemonError::Home)?;
     Ok(Some(LlmAuditor::new(client, ares, deadline)))
 }
 

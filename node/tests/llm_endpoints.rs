@@ -37,7 +37,8 @@ fn judge(url: &str) -> (LlmAuditor, Arc<LlmMetrics>) {
             ..Limits::default()
         },
         metrics.clone(),
-    );
+    )
+    .unwrap();
     (
         LlmAuditor::new(client, AresParams::default(), DEADLINE),
         metrics,

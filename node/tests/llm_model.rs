@@ -113,7 +113,8 @@ async fn an_llm_seat_judges_a_segment_through_a_real_llama_cpp_server() {
             ..Limits::default()
         },
         metrics.clone(),
-    );
+    )
+    .unwrap();
     client
         .probe()
         .await

@@ -81,7 +81,8 @@ fn run_llm(args: &QualityArgs, text: &str) -> CliResult {
             ..Limits::default()
         },
         Arc::new(LlmMetrics::default()),
-    );
+    )
+    .map_err(CliError::failed)?;
     let judge = LlmAuditor::new(client, AresParams::default(), Duration::from_secs(300));
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -275,20 +275,25 @@ struct Message {
 }
 
 impl ChatClient {
-    /// A client for `endpoint` within `limits`.
-    pub fn new(endpoint: Endpoint, limits: Limits, metrics: Arc<LlmMetrics>) -> Self {
+    /// A client for `endpoint` within `limits` (fails only when the HTTP stack cannot be
+    /// set up, e.g. no TLS backend).
+    pub fn new(
+        endpoint: Endpoint,
+        limits: Limits,
+        metrics: Arc<LlmMetrics>,
+    ) -> Result<Self, String> {
         let http = reqwest::Client::builder()
             .timeout(limits.request_timeout)
             .connect_timeout(limits.request_timeout.min(Duration::from_secs(5)))
             .build()
-            .unwrap_or_default();
-        Self {
+            .map_err(|e| format!("LLM client: {e}"))?;
+        Ok(Self {
             http,
             endpoint: Arc::new(endpoint),
             slots: Arc::new(Semaphore::new(limits.max_concurrent.max(1))),
             limits,
             metrics,
-        }
+        })
     }
 
     /// The endpoint.
