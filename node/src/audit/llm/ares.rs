@@ -14,8 +14,8 @@
 //! Identical premise subsets are asked once: a derived claim with `j` uncertain claims
 //! before it costs at most `min(N, 2^j)` calls, however large `N` is. The random draws are
 //! a hash of the seat seed, the sample and the claim, so every run on the same inputs asks
-//! the same questions. The sampler is synchronous; [`score`] drives it over an
-//! [`Entailment`] model, asking each claim's distinct subsets concurrently.
+//! the same questions. The [`Sampler`] is synchronous and does no I/O; [`score`] drives it
+//! over an [`Entailment`] model, asking each claim's distinct subsets concurrently.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -208,7 +208,121 @@ fn uniform(seed: &Hash, i: usize, j: usize) -> f64 {
     (h.to_u64() >> 11) as f64 / (1u64 << 53) as f64
 }
 
-/// Scores every derived claim of `chain`, asking `model` at most `parallel` queries at once.
+/// The sampler: ARES's bookkeeping without any I/O. It hands out the distinct queries of
+/// the next derived claim ([`Sampler::queries`]), takes their answers
+/// ([`Sampler::answer`]) and moves on to the next claim, until every derived claim is
+/// scored ([`Sampler::finish`]).
+#[derive(Debug, Clone)]
+pub struct Sampler {
+    seed: Hash,
+    base: usize,
+    derived: usize,
+    /// Per sample, the claims included so far.
+    included: Vec<u64>,
+    claims: Vec<ClaimScore>,
+}
+
+impl Sampler {
+    /// Step 1: `N` samples of the base claims, each included with its prior soundness.
+    pub fn new(chain: &Chain<'_>, params: &AresParams, seed: &Hash) -> Result<Self, String> {
+        if chain.derived.is_empty() {
+            return Err("nothing to judge".into());
+        }
+        if chain.len() > MAX_CLAIMS {
+            return Err(format!(
+                "{} claims with their premises; at most {MAX_CLAIMS} are scored",
+                chain.len()
+            ));
+        }
+        let included = (0..params.samples())
+            .map(|i| {
+                chain
+                    .base
+                    .iter()
+                    .enumerate()
+                    .filter(|(j, (_, p))| uniform(seed, i, *j) < *p)
+                    .fold(0u64, |m, (j, _)| m | (1u64 << j))
+            })
+            .collect();
+        Ok(Self {
+            seed: *seed,
+            base: chain.base.len(),
+            derived: chain.derived.len(),
+            included,
+            claims: Vec::with_capacity(chain.derived.len()),
+        })
+    }
+
+    /// The chain index of the derived claim being scored, if any is left.
+    fn hypothesis(&self) -> Option<usize> {
+        (self.claims.len() < self.derived).then(|| self.base.saturating_add(self.claims.len()))
+    }
+
+    /// The distinct queries of the next derived claim (none once all are scored).
+    pub fn queries(&self) -> Vec<Query> {
+        let Some(h) = self.hypothesis() else {
+            return Vec::new();
+        };
+        let distinct: BTreeSet<u64> = self.included.iter().copied().collect();
+        distinct
+            .into_iter()
+            .map(|included| Query {
+                hypothesis: h,
+                included,
+            })
+            .collect()
+    }
+
+    /// Step 2 for one derived claim: its stability is the mean answer over the samples,
+    /// and each sample includes it for the later claims with the probability its own
+    /// answer gave. `answers` maps each query's premise subset to its answer.
+    pub fn answer(&mut self, answers: &BTreeMap<u64, Answer>) -> Result<(), String> {
+        let h = self
+            .hypothesis()
+            .ok_or_else(|| "every claim is scored already".to_string())?;
+        if let Some(a) = answers
+            .values()
+            .find(|a| !(a.entails.is_finite() && (0.0..=1.0).contains(&a.entails)))
+        {
+            return Err(format!("entailment {} out of [0, 1]", a.entails));
+        }
+        let n = self.included.len();
+        let mut sum = 0.0;
+        let mut against = 0usize;
+        for (i, mask) in self.included.iter_mut().enumerate() {
+            let a = answers
+                .get(mask)
+                .ok_or_else(|| "a premise subset has no answer".to_string())?;
+            sum += a.entails;
+            if a.contradicts_context {
+                against = against.saturating_add(1);
+            }
+            if uniform(&self.seed, i, h) < a.entails {
+                *mask |= 1u64 << h;
+            }
+        }
+        self.claims.push(ClaimScore {
+            stability: sum / n as f64,
+            contradicts: against as f64 / n as f64,
+            calls: answers.len(),
+        });
+        Ok(())
+    }
+
+    /// The scores, once every derived claim has its answers.
+    pub fn finish(self) -> Result<Score, String> {
+        if self.claims.len() < self.derived {
+            return Err("not every claim is scored".into());
+        }
+        Ok(Score {
+            samples: self.included.len(),
+            claims: self.claims,
+        })
+    }
+}
+
+/// Scores every derived claim of `chain` with a [`Sampler`], asking `model` the distinct
+/// queries of each claim, at most `parallel` at once.
 pub async fn score<E: Entailment + ?Sized>(
     model: &E,
     chain: &Chain<'_>,
@@ -216,72 +330,20 @@ pub async fn score<E: Entailment + ?Sized>(
     seed: &Hash,
     parallel: usize,
 ) -> Result<Score, String> {
-    if chain.derived.is_empty() {
-        return Err("nothing to judge".into());
-    }
-    if chain.len() > MAX_CLAIMS {
-        return Err(format!(
-            "{} claims with their premises; at most {MAX_CLAIMS} are scored",
-            chain.len()
-        ));
-    }
-    let n = params.samples();
-    let nb = chain.base.len();
-    // Step 1: base claims, each included with its prior soundness.
-    let mut included: Vec<u64> = (0..n)
-        .map(|i| {
-            chain
-                .base
-                .iter()
-                .enumerate()
-                .filter(|(j, (_, p))| uniform(seed, i, *j) < *p)
-                .fold(0u64, |m, (j, _)| m | (1u64 << j))
-        })
-        .collect();
-    let mut claims = Vec::with_capacity(chain.derived.len());
-    // Step 2: derived claims in order.
-    for k in 0..chain.derived.len() {
-        let h = nb.saturating_add(k);
-        let distinct: BTreeSet<u64> = included.iter().copied().collect();
-        let asked: Vec<Result<(u64, Answer), String>> = stream::iter(distinct)
-            .map(|mask| async move {
-                let q = Query {
-                    hypothesis: h,
-                    included: mask,
-                };
-                let a = model.entail(chain, &q).await?;
-                if !(a.entails.is_finite() && (0.0..=1.0).contains(&a.entails)) {
-                    return Err(format!("entailment {} out of [0, 1]", a.entails));
-                }
-                Ok((mask, a))
-            })
+    let mut sampler = Sampler::new(chain, params, seed)?;
+    loop {
+        let queries = sampler.queries();
+        if queries.is_empty() {
+            return sampler.finish();
+        }
+        let asked: Vec<Result<(u64, Answer), String>> = stream::iter(queries)
+            .map(|q| async move { Ok((q.included, model.entail(chain, &q).await?)) })
             .buffer_unordered(parallel.max(1))
             .collect()
             .await;
         let answers: BTreeMap<u64, Answer> = asked.into_iter().collect::<Result<_, _>>()?;
-        let mut sum = 0.0;
-        let mut against = 0usize;
-        for (i, mask) in included.iter_mut().enumerate() {
-            let a = answers
-                .get(mask)
-                .ok_or_else(|| "an asked subset has no answer".to_string())?;
-            sum += a.entails;
-            if a.contradicts_context {
-                against = against.saturating_add(1);
-            }
-            // Step 2(c): the claim is a premise of this sample's later claims with the
-            // probability that it is entailed here.
-            if uniform(seed, i, h) < a.entails {
-                *mask |= 1u64 << h;
-            }
-        }
-        claims.push(ClaimScore {
-            stability: sum / n as f64,
-            contradicts: against as f64 / n as f64,
-            calls: answers.len(),
-        });
+        sampler.answer(&answers)?;
     }
-    Ok(Score { claims, samples: n })
 }
 
 /// The vote a score makes: `Valid` at or above `valid_at`; at or below `invalid_at`,
@@ -500,6 +562,59 @@ mod tests {
             (s, a)
         };
         assert_eq!(run().await, run().await);
+    }
+
+    #[test]
+    fn the_sampler_alone_walks_the_chain_claim_by_claim() {
+        let b = base(&[("ctx", 1.0)]);
+        let d = derived(&["p", "claim"]);
+        let chain = Chain {
+            base: &b,
+            derived: &d,
+        };
+        let mut s = Sampler::new(&chain, &AresParams::default(), &Hash::ZERO).unwrap();
+        // Claim 1 (the premise): the context is always included, one subset.
+        let q = s.queries();
+        assert_eq!(
+            q,
+            vec![Query {
+                hypothesis: 1,
+                included: 0b1
+            }]
+        );
+        assert!(s.answer(&BTreeMap::new()).is_err(), "an answer is missing");
+        s.answer(&BTreeMap::from([(0b1, yes(true))])).unwrap();
+        // Claim 2: the entailed premise is now always included.
+        assert_eq!(
+            s.queries(),
+            vec![Query {
+                hypothesis: 2,
+                included: 0b11
+            }]
+        );
+        let early = s.clone().finish();
+        assert!(early.is_err(), "finished before the last claim");
+        let bad = Answer {
+            entails: f64::NAN,
+            contradicts_context: false,
+        };
+        assert!(s.clone().answer(&BTreeMap::from([(0b11, bad)])).is_err());
+        s.answer(&BTreeMap::from([(0b11, yes(false))])).unwrap();
+        assert!(s.queries().is_empty());
+        let score = s.finish().unwrap();
+        assert_eq!(score.calls(), 2);
+        assert_eq!(score.last().unwrap().stability, 0.0);
+        assert!(
+            Sampler::new(
+                &Chain {
+                    base: &b,
+                    derived: &[]
+                },
+                &AresParams::default(),
+                &Hash::ZERO
+            )
+            .is_err()
+        );
     }
 
     #[test]
