@@ -472,6 +472,8 @@ mod tests {
         assert!(shown.contains("redacted"));
         assert!(Endpoint::new("ftp://x", "m", None).is_err());
         assert!(Endpoint::new("not a url", "m", None).is_err());
+        let e = Endpoint::new("http://me:sk-secret@x/v1", "m", None).unwrap_err();
+        assert!(!e.contains("sk-secret"), "{e}");
         assert!(Endpoint::new("http://x/v1", " ", None).is_err());
         assert_eq!(
             Endpoint::new("http://x/v1/", "m", None).unwrap().url,
