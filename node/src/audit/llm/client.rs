@@ -217,8 +217,15 @@ impl std::fmt::Debug for Endpoint {
 impl Endpoint {
     /// An endpoint; `api_key_env` names the environment variable holding the API key.
     pub fn new(url: &str, model: &str, api_key_env: Option<&str>) -> Result<Self, String> {
-        let parsed =
-            reqwest::Url::parse(url).map_err(|e| format!("llm_url {url:?} is not a URL: {e}"))?;
+        // The URL is logged and shown by `status`: no credentials in it, and errors do
+        // not echo a URL that did not parse.
+        let parsed = reqwest::Url::parse(url).map_err(|e| format!("llm_url is not a URL: {e}"))?;
+        if !parsed.username().is_empty() || parsed.password().is_some() {
+            return Err(
+                "llm_url holds credentials; name the variable holding the key in llm_api_key_env"
+                    .into(),
+            );
+        }
         if !matches!(parsed.scheme(), "http" | "https") {
             return Err(format!(
                 "llm_url {url:?}: only http and https are supported"
