@@ -153,6 +153,21 @@ async fn a_sound_endpoint_gets_a_vote_through_the_same_judge() {
 }
 
 #[tokio::test]
+async fn an_endpoint_that_refuses_json_schemas_is_asked_without_one_and_read_as_strictly() {
+    let url = stand_in(Behaviour::RefusesSchema).await;
+    let (j, m) = judge(&url);
+    let d = j.judge(&segment(), &Hash::ZERO).await;
+    assert_eq!(d.vote, Vote::Valid, "{}", d.reason);
+    // One refused attempt, then two unconstrained calls (premise and claim); the refusal
+    // is remembered, so it is not asked with a schema again.
+    assert_eq!(m.calls.load(Ordering::Relaxed), 3);
+    assert_eq!(m.errors[2].load(Ordering::Relaxed), 1);
+    let again = j.judge(&segment(), &Hash::sha256(b"another seat")).await;
+    assert_eq!(again.vote, Vote::Valid);
+    assert_eq!(m.calls.load(Ordering::Relaxed), 5);
+}
+
+#[tokio::test]
 async fn one_seat_judged_twice_at_once_costs_one_judgement() {
     let url = stand_in(Behaviour::Slow(Duration::from_millis(200))).await;
     let (j, m) = judge(&url);

@@ -23,6 +23,8 @@ pub(crate) enum Behaviour {
     Huge,
     /// Answers `{"label": "entailed"}` (a scripted model).
     Entailed,
+    /// Refuses requests with `response_format` (400), answers the others as `Entailed`.
+    RefusesSchema,
 }
 
 fn completion(content: &str) -> String {
@@ -80,7 +82,22 @@ pub(crate) async fn stand_in(b: Behaviour) -> String {
                     None => "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n".to_string(),
                 }
                 };
+                let asked = String::from_utf8_lossy(&buf[..n]).to_string();
                 let body = match b {
+                    Behaviour::RefusesSchema if asked.contains("response_format") => {
+                        let body = "{\"error\": \"response_format is not supported\"}";
+                        let _ = s
+                            .write_all(
+                                format!(
+                                    "HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                                    body.len()
+                                )
+                                .as_bytes(),
+                            )
+                            .await;
+                        return;
+                    }
+                    Behaviour::RefusesSchema => completion("{\"label\": \"entailed\"}"),
                     Behaviour::Slow(d) => {
                         tokio::time::sleep(d).await;
                         completion("{\"label\": \"entailed\"}")

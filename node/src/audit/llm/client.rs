@@ -6,7 +6,10 @@
 //! a reply that arrived but is unusable is not asked again), at most `max_concurrent`
 //! requests are in flight per node, and a reply is read chunk by chunk and dropped as soon
 //! as it passes `max_reply_bytes`. The API key is read once from the environment variable
-//! the config names and kept in a header marked sensitive; it is never printed.
+//! the config names and kept in a header marked sensitive; it is never printed. Replies
+//! are constrained with `response_format` (a JSON schema); an endpoint that refuses it
+//! (HTTP 400/422 naming `response_format`) is asked without it from then on, and its
+//! replies are parsed just as strictly.
 
 use std::{
     sync::{
@@ -262,6 +265,8 @@ pub struct ChatClient {
     limits: Limits,
     slots: Arc<Semaphore>,
     metrics: Arc<LlmMetrics>,
+    /// Set once the endpoint refused `response_format`.
+    unconstrained: Arc<std::sync::atomic::AtomicBool>,
 }
 
 #[derive(Deserialize)]
@@ -300,6 +305,7 @@ impl ChatClient {
             slots: Arc::new(Semaphore::new(limits.max_concurrent.max(1))),
             limits,
             metrics,
+            unconstrained: Arc::new(std::sync::atomic::AtomicBool::new(false)),
         })
     }
 
@@ -325,7 +331,7 @@ impl ChatClient {
         user: &str,
         schema: &Value,
     ) -> Result<String, LlmError> {
-        let body = json!({
+        let mut body = json!({
             "model": self.endpoint.model,
             "messages": [
                 {"role": "system", "content": system},
@@ -334,11 +340,14 @@ impl ChatClient {
             "temperature": 0,
             "max_tokens": self.limits.max_tokens,
             "stream": false,
-            "response_format": {
+        });
+        let constrained = !self.unconstrained.load(Ordering::Relaxed);
+        if constrained {
+            body["response_format"] = json!({
                 "type": "json_schema",
                 "json_schema": {"name": "reply", "strict": true, "schema": schema},
-            },
-        });
+            });
+        }
         let url = format!("{}/chat/completions", self.endpoint.url);
         let mut attempt = 0u32;
         loop {
@@ -362,6 +371,17 @@ impl ChatClient {
                 Ok(text) => {
                     self.metrics.ok.fetch_add(1, Ordering::Relaxed);
                     return Ok(text);
+                }
+                // A server that refuses JSON-schema constraints is asked without them from
+                // now on; the reply is still parsed as strictly.
+                Err(LlmError::Status(400 | 422, ref text))
+                    if constrained && text.contains("response_format") =>
+                {
+                    // The retry is unconstrained, so each request retries this way once.
+                    self.unconstrained.store(true, Ordering::Relaxed);
+                    self.metrics.error(&LlmError::Status(400, String::new()));
+                    tracing::warn!(target: "trust::llm", url = %self.endpoint.url, reply = %text, "the endpoint refuses response_format; asking without a schema");
+                    return Box::pin(self.complete_json(system, user, schema)).await;
                 }
                 Err(e) => {
                     self.metrics.error(&e);
