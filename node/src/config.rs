@@ -53,6 +53,37 @@ pub struct NodeConfig {
     /// Unset: the embedded blob store and Bitswap only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ipfs_api: Option<String>,
+    /// Base URL of an OpenAI-compatible chat endpoint for this node's LLM seats (e.g.
+    /// `http://127.0.0.1:8080/v1`: llama.cpp server, vLLM, Ollama, a hosted API). Unset:
+    /// this node has no LLM judge, and LLM seats it holds abstain.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub llm_url: Option<String>,
+    /// The model name sent to the endpoint (default `default`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub llm_model: Option<String>,
+    /// The name of the environment variable holding the endpoint's API key (the key
+    /// itself is never written here or logged).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub llm_api_key_env: Option<String>,
+    /// One LLM request's timeout, in milliseconds (default 20 000).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub llm_timeout_ms: Option<u64>,
+    /// Retries of a failed LLM request, with exponential backoff (default 2).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub llm_retries: Option<u32>,
+    /// LLM requests in flight at once from this node (default 2).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub llm_max_concurrent: Option<usize>,
+    /// Largest LLM reply read, in bytes (default 65 536).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub llm_max_reply_bytes: Option<usize>,
+    /// How long one segment's LLM judgement may take before the seat abstains, in
+    /// milliseconds (default: half the commit window at the block time).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub llm_deadline_ms: Option<u64>,
+    /// ARES settings (`[llm_ares]`: epsilon, delta, given_soundness, valid_at, invalid_at).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub llm_ares: Option<crate::audit::llm::ares::AresParams>,
 }
 
 impl Default for NodeConfig {
@@ -70,6 +101,15 @@ impl Default for NodeConfig {
             propose_timeout_ms: 3_000,
             sync_interval_ms: 2_000,
             ipfs_api: None,
+            llm_url: None,
+            llm_model: None,
+            llm_api_key_env: None,
+            llm_timeout_ms: None,
+            llm_retries: None,
+            llm_max_concurrent: None,
+            llm_max_reply_bytes: None,
+            llm_deadline_ms: None,
+            llm_ares: None,
         }
     }
 }
@@ -233,6 +273,34 @@ mod tests {
         std::fs::write(dir.path().join(CONFIG_FILE), "monikr = \"x\"\n").unwrap();
         let err = load_config(dir.path()).unwrap_err().to_string();
         assert!(err.contains("monikr"), "{err}");
+    }
+
+    #[test]
+    fn llm_keys_round_trip_and_hold_no_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = NodeConfig {
+            llm_url: Some("http://127.0.0.1:8080/v1".into()),
+            llm_model: Some("smollm2".into()),
+            llm_api_key_env: Some("MY_LLM_KEY".into()),
+            llm_ares: Some(crate::audit::llm::ares::AresParams {
+                epsilon: 0.05,
+                ..Default::default()
+            }),
+            ..NodeConfig::default()
+        };
+        write_config(dir.path(), &cfg).unwrap();
+        assert_eq!(load_config(dir.path()).unwrap(), cfg);
+        let text = std::fs::read_to_string(dir.path().join(CONFIG_FILE)).unwrap();
+        assert!(text.contains("llm_api_key_env = \"MY_LLM_KEY\""), "{text}");
+        assert!(
+            text.contains("[llm_ares]") && text.contains("epsilon = 0.05"),
+            "{text}"
+        );
+        // A config without them writes none of them.
+        let plain = tempfile::tempdir().unwrap();
+        write_config(plain.path(), &NodeConfig::default()).unwrap();
+        let text = std::fs::read_to_string(plain.path().join(CONFIG_FILE)).unwrap();
+        assert!(!text.contains("llm"), "{text}");
     }
 
     #[test]

@@ -16,13 +16,18 @@ use std::{
 
 use libp2p::{Multiaddr, PeerId};
 use tokio::sync::mpsc;
-use tracing::{info, warn};
+use tracing::{Instrument, info, warn};
 use trust_contracts::Contract;
 use trust_protocol::{Hash, encoding, tx::SignedTx};
 
 use crate::{
     api::{self, Api, ApiMetrics, MetricsSource, NodeState},
     audit::{
+        judge::ComputerAuditor,
+        llm::{
+            self, LlmAuditor, LlmStatus,
+            client::{ChatClient, Endpoint, Limits, LlmMetrics},
+        },
         outbox::Outbox,
         provider::Provider,
         seat::{FetchBlob, Seat, SeatMetrics},
@@ -74,6 +79,12 @@ pub struct Overrides {
     pub block_time: Option<Duration>,
     /// `ipfs_api`.
     pub ipfs_api: Option<String>,
+    /// `llm_url`.
+    pub llm_url: Option<String>,
+    /// `llm_model`.
+    pub llm_model: Option<String>,
+    /// `llm_api_key_env`.
+    pub llm_api_key_env: Option<String>,
 }
 
 /// Restores the contract state and tip from the ledger: the newest snapshot (if it is
@@ -221,6 +232,79 @@ async fn spawn_votes(
     }
 }
 
+/// The LLM judge `cfg` asks for, if any; a bad setting (URL, missing API key variable,
+/// ARES ranges) stops the node at start rather than leaving its LLM seats to fail later.
+fn llm_judge(
+    cfg: &NodeConfig,
+    commit_window: u64,
+    block_time: Duration,
+) -> Result<Option<LlmAuditor>, DaemonError> {
+    let Some(url) = &cfg.llm_url else {
+        return Ok(None);
+    };
+    let endpoint = Endpoint::new(
+        url,
+        cfg.llm_model.as_deref().unwrap_or("default"),
+        cfg.llm_api_key_env.as_deref(),
+    )
+    .map_err(DaemonError::Home)?;
+    let defaults = Limits::default();
+    let limits = Limits {
+        request_timeout: cfg
+            .llm_timeout_ms
+            .map_or(defaults.request_timeout, Duration::from_millis),
+        retries: cfg.llm_retries.unwrap_or(defaults.retries),
+        max_concurrent: cfg
+            .llm_max_concurrent
+            .unwrap_or(defaults.max_concurrent)
+            .clamp(1, 64),
+        max_reply_bytes: cfg
+            .llm_max_reply_bytes
+            .unwrap_or(defaults.max_reply_bytes)
+            .clamp(1024, 16 * 1024 * 1024),
+        ..defaults
+    };
+    let ares = cfg.llm_ares.unwrap_or_default();
+    ares.validate().map_err(DaemonError::Home)?;
+    let deadline = cfg.llm_deadline_ms.map_or_else(
+        || llm::default_deadline(commit_window, block_time),
+        Duration::from_millis,
+    );
+    info!(
+        url = %endpoint.url,
+        model = %endpoint.model,
+        key = endpoint.auth.is_some(),
+        samples = ares.samples(),
+        deadline_ms = u64::try_from(deadline.as_millis()).unwrap_or(u64::MAX),
+        "LLM seats judge through this endpoint"
+    );
+    let client = ChatClient::new(endpoint, limits, Arc::new(LlmMetrics::default()))
+        .map_err(DaemonError::Home)?;
+    Ok(Some(LlmAuditor::new(client, ares, deadline)))
+}
+
+/// How often the LLM endpoint's health is probed for `status`.
+const LLM_PROBE_EVERY: Duration = Duration::from_secs(10);
+
+/// Keeps `status`'s view of the LLM endpoint current.
+async fn probe_llm(client: ChatClient, state: Arc<RwLock<NodeState>>) {
+    let mut tick = tokio::time::interval(LLM_PROBE_EVERY);
+    loop {
+        tick.tick().await;
+        let r = client.probe().await;
+        if let Err(e) = &r {
+            warn!(target: "trust::llm", error = %e, "LLM endpoint does not answer");
+        }
+        let status = LlmStatus {
+            url: client.endpoint().url.clone(),
+            model: client.endpoint().model.clone(),
+            answers: r.is_ok(),
+            error: r.err().map(|e| e.to_string()),
+        };
+        state.write().unwrap_or_else(|e| e.into_inner()).llm = Some(status);
+    }
+}
+
 /// The consensus WAL directory.
 pub fn wal_dir(home: &Path) -> PathBuf {
     home.join("data").join("consensus")
@@ -242,6 +326,15 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
     if let Some(a) = overrides.ipfs_api {
         cfg.ipfs_api = Some(a);
     }
+    if let Some(a) = overrides.llm_url {
+        cfg.llm_url = Some(a);
+    }
+    if let Some(a) = overrides.llm_model {
+        cfg.llm_model = Some(a);
+    }
+    if let Some(a) = overrides.llm_api_key_env {
+        cfg.llm_api_key_env = Some(a);
+    }
     let kubo = match &cfg.ipfs_api {
         Some(url) => Some(Arc::new(
             Kubo::new(url).map_err(|e| DaemonError::Home(e.to_string()))?,
@@ -252,6 +345,7 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
         .block_time
         .unwrap_or(Duration::from_millis(cfg.block_time_ms));
     let doc = config::load_genesis(home).map_err(|e| DaemonError::Home(e.to_string()))?;
+    let llm = llm_judge(&cfg, doc.genesis.params.commit_window, block_time)?;
     let keys = keys::load(home).map_err(|e| DaemonError::Home(e.to_string()))?;
     let chain = doc.chain_id();
 
@@ -397,6 +491,10 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
         seat_metrics.clone(),
     )
     .map_err(DaemonError::Ledger)?;
+    let seat = match &llm {
+        Some(judge) => seat.with_judges(vec![Arc::new(ComputerAuditor), Arc::new(judge.clone())]),
+        None => seat,
+    };
     let seat = Arc::new(seat);
     let judging = Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_JUDGING));
     {
@@ -439,16 +537,24 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
         }
     });
 
+    let mut sources: Vec<Arc<dyn MetricsSource>> = vec![
+        consensus_metrics,
+        Arc::new(NetSource(net_metrics)),
+        seat_metrics,
+    ];
+    if let Some(judge) = &llm {
+        sources.push(judge.client().metrics().clone());
+        tokio::spawn(
+            probe_llm(judge.client().clone(), state.clone())
+                .instrument(tracing::info_span!("llm-probe")),
+        );
+    }
     let api = Api {
         state: state.clone(),
         ledger: ledger.clone(),
         metrics: Arc::new(ApiMetrics::default()),
         gossip: Some(gossip_tx),
-        sources: vec![
-            consensus_metrics,
-            Arc::new(NetSource(net_metrics)),
-            seat_metrics,
-        ],
+        sources,
         provider: Some(provider),
     };
     let addr: SocketAddr = cfg

@@ -78,6 +78,8 @@ pub struct NodeState {
     pub peer_heights: Vec<(String, u64)>,
     /// The mempool.
     pub mempool: Mempool,
+    /// This node's LLM endpoint and whether it answers (`None`: no LLM judge here).
+    pub llm: Option<crate::audit::llm::LlmStatus>,
 }
 
 impl NodeState {
@@ -99,6 +101,7 @@ impl NodeState {
             peers: 0,
             peer_heights: Vec::new(),
             mempool: Mempool::new(mempool_max),
+            llm: None,
         }
     }
 }
@@ -216,6 +219,8 @@ struct StatusView {
     peer_heights: Vec<PeerHeight>,
     validator: bool,
     mempool: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    llm: Option<crate::audit::llm::LlmStatus>,
 }
 
 #[derive(Serialize)]
@@ -242,6 +247,7 @@ async fn status(State(api): State<Api>) -> ApiResult<Json<StatusView>> {
             .collect(),
         validator: s.validator,
         mempool: s.mempool.len(),
+        llm: s.llm.clone(),
     }))
 }
 

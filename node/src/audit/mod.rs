@@ -3,10 +3,12 @@
 //! (votes and salts persisted before committing), the seat pipeline on a running node
 //! (watch events, fetch, decrypt, judge, commit, reveal), the provider's duties (submit,
 //! deliver keys, open the mapping), and the outbox both sign their transactions through.
-//! The LLM and Human tiers are not built yet.
+//! The LLM tier ([`llm`]) judges by ARES over an OpenAI-compatible endpoint; the Human
+//! tier is not built yet.
 
 pub mod computer;
 pub mod judge;
+pub mod llm;
 pub mod outbox;
 pub mod preview;
 pub mod provider;

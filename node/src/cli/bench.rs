@@ -1,5 +1,6 @@
 //! `trust-node bench quality`: the Computer tier's verdicts against a labelled corpus
-//! ([`crate::audit::quality`]), per family and overall.
+//! ([`crate::audit::quality`]), per family and overall; with `--tier llm`, the LLM
+//! tier's through an OpenAI-compatible endpoint ([`crate::audit::llm::bench`]).
 
 use std::path::PathBuf;
 
@@ -37,12 +38,124 @@ pub struct QualityArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+    /// The tier to measure: `computer` (the checkers, the whole corpus) or `llm` (ARES
+    /// through --llm-url, every segment judged; slow: see --limit).
+    #[arg(long, default_value = "computer", value_parser = ["computer", "llm"])]
+    pub tier: String,
+    /// With --tier llm: the OpenAI-compatible endpoint (e.g. http://127.0.0.1:8089/v1).
+    #[arg(long)]
+    pub llm_url: Option<String>,
+    /// With --tier llm: the model name.
+    #[arg(long, default_value = "default")]
+    pub llm_model: String,
+    /// With --tier llm: the environment variable holding the API key.
+    #[arg(long)]
+    pub llm_api_key_env: Option<String>,
+    /// With --tier llm: judge at most this many traces (from the top of the corpus).
+    #[arg(long, default_value_t = 10)]
+    pub limit: usize,
+    /// With --tier llm: stop starting new traces after this many seconds.
+    #[arg(long, default_value_t = 600)]
+    pub budget_secs: u64,
+}
+
+fn run_llm(args: &QualityArgs, text: &str) -> CliResult {
+    use std::{sync::Arc, time::Duration};
+
+    use crate::audit::llm::{
+        LlmAuditor,
+        ares::AresParams,
+        bench,
+        client::{ChatClient, Endpoint, Limits, LlmMetrics},
+    };
+    let url = args
+        .llm_url
+        .as_deref()
+        .ok_or_else(|| CliError::usage("--tier llm needs --llm-url"))?;
+    let endpoint = Endpoint::new(url, &args.llm_model, args.llm_api_key_env.as_deref())
+        .map_err(CliError::usage)?;
+    let client = ChatClient::new(
+        endpoint,
+        Limits {
+            request_timeout: Duration::from_secs(60),
+            ..Limits::default()
+        },
+        Arc::new(LlmMetrics::default()),
+    )
+    .map_err(CliError::failed)?;
+    let judge = LlmAuditor::new(client, AresParams::default(), Duration::from_secs(300));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::failed(e.to_string()))?;
+    let report = rt
+        .block_on(bench::run(
+            text,
+            &judge,
+            args.limit,
+            Duration::from_secs(args.budget_secs),
+        ))
+        .map_err(|e| CliError::usage(format!("{}: {e}", args.corpus.display())))?;
+    if args.json {
+        outln!(
+            "{}",
+            serde_json::to_string_pretty(&report)
+                .map_err(|e| CliError::failed(format!("cannot encode JSON: {e}")))?
+        );
+        return Ok(());
+    }
+    outln!(
+        "{:<14} {:>6} {:>6} {:>9} {:>7} {:>8} {:>6} {:>8} {:>9} {:>9} {:>7}",
+        "family",
+        "traces",
+        "steps",
+        "precision",
+        "recall",
+        "coverage",
+        "false",
+        "segments",
+        "abstained",
+        "calls/seg",
+        "s/seg"
+    );
+    let line = |name: &str, c: &bench::LlmCounts| {
+        outln!(
+            "{:<14} {:>6} {:>6} {:>9.3} {:>7.3} {:>8.3} {:>6} {:>8} {:>9} {:>9.2} {:>7.2}",
+            name,
+            c.traces,
+            c.steps,
+            c.precision(),
+            c.recall(),
+            c.coverage(),
+            c.false_alarms,
+            c.segments,
+            c.abstained,
+            c.calls_per_segment(),
+            c.seconds_per_segment()
+        );
+    };
+    for (f, c) in &report.families {
+        line(f, c);
+    }
+    line("overall", &report.overall);
+    outln!(
+        "every segment judged by the LLM tier (ARES, N = {}) through {url}; {} failed LLM attempts",
+        AresParams::default().samples(),
+        report.overall.errors_llm
+    );
+    for (id, why) in &report.skipped {
+        outln!("skipped      {id}: {why}");
+    }
+    Ok(())
 }
 
 /// Runs `bench`.
 pub fn run(cmd: BenchCommand) -> CliResult {
     let BenchCommand::Quality(args) = cmd;
     let text = read_input_file(&args.corpus, MAX_CORPUS_BYTES)?;
+    if args.tier == "llm" {
+        return run_llm(&args, &text);
+    }
     let report = quality::run(&text)
         .map_err(|e| CliError::usage(format!("{}: {e}", args.corpus.display())))?;
     if args.json {

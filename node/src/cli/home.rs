@@ -69,7 +69,9 @@ pub struct TestnetArgs {
 pub enum TestnetCommand {
     /// Create homes `node0..nodeN-1` under --home: keys, configs on 127.0.0.1 ports that
     /// do not collide, and one genesis.json in which every node is a funded validator and
-    /// a registered Computer-tier auditor.
+    /// a registered Computer-tier auditor. With `--llm-nodes M`, M more homes
+    /// (`nodeN..`) are funded LLM-tier auditors that follow the chain without voting in
+    /// consensus, judging through `--llm-url`.
     Init(TestnetInitArgs),
 }
 
@@ -88,7 +90,21 @@ pub struct TestnetInitArgs {
     /// Network name, part of the chain id.
     #[arg(long, default_value = "trust-local")]
     pub chain_name: String,
+    /// LLM-tier auditor nodes added after the validators (3 staff the default k = 3).
+    #[arg(long, default_value_t = 0)]
+    pub llm_nodes: u16,
+    /// The OpenAI-compatible endpoint the LLM nodes judge through (e.g.
+    /// http://127.0.0.1:8089/v1); required with --llm-nodes.
+    #[arg(long)]
+    pub llm_url: Option<String>,
+    /// The model name the LLM nodes ask for.
+    #[arg(long, default_value = "default")]
+    pub llm_model: String,
 }
+
+/// Commit window of a testnet with LLM seats, in blocks: a small model on a laptop takes
+/// seconds per entailment call, and the window closes early once every seat committed.
+pub const LLM_TESTNET_COMMIT_WINDOW: u64 = 120;
 
 /// Runs `testnet`.
 pub fn run_testnet(args: TestnetArgs) -> CliResult {
@@ -98,20 +114,29 @@ pub fn run_testnet(args: TestnetArgs) -> CliResult {
 }
 
 fn testnet_init(a: TestnetInitArgs) -> CliResult {
-    if a.nodes == 0 || a.nodes > MAX_TESTNET_NODES {
+    let total = a.nodes.saturating_add(a.llm_nodes);
+    if a.nodes == 0 || total > MAX_TESTNET_NODES {
         return Err(CliError::usage(format!(
-            "--nodes must be in 1..={MAX_TESTNET_NODES}, got {}",
-            a.nodes
+            "--nodes must be at least 1 and --nodes + --llm-nodes at most {MAX_TESTNET_NODES}, got {} + {}",
+            a.nodes, a.llm_nodes
         )));
     }
-    let last = u32::from(a.base_port) + 10 * u32::from(a.nodes - 1) + 2;
+    if a.llm_nodes > 0 && a.llm_url.is_none() {
+        return Err(CliError::usage(
+            "--llm-nodes needs --llm-url (an OpenAI-compatible endpoint, e.g. http://127.0.0.1:8089/v1)",
+        ));
+    }
+    if let Some(u) = &a.llm_url {
+        crate::audit::llm::client::Endpoint::new(u, &a.llm_model, None).map_err(CliError::usage)?;
+    }
+    let last = u32::from(a.base_port) + 10 * u32::from(total - 1) + 2;
     if last > u32::from(u16::MAX) {
         return Err(CliError::usage(format!(
             "--base-port {} leaves no room for {} nodes",
             a.base_port, a.nodes
         )));
     }
-    let homes: Vec<PathBuf> = (0..a.nodes)
+    let homes: Vec<PathBuf> = (0..total)
         .map(|i| a.home.join(format!("node{i}")))
         .collect();
     if let Some(h) = homes.iter().find(|h| h.exists()) {
@@ -131,11 +156,20 @@ fn testnet_init(a: TestnetInitArgs) -> CliResult {
             .unwrap_or_default();
         format!("/ip4/127.0.0.1/tcp/{}{pid}", port(i, off))
     };
+    let is_llm = |i: usize| i >= usize::from(a.nodes);
+    let mut params = Params::default();
+    if a.llm_nodes > 0 {
+        params.commit_window = params.commit_window.max(LLM_TESTNET_COMMIT_WINDOW);
+    }
     let doc = GenesisDoc {
         chain_name: a.chain_name.clone(),
-        validators: node_keys.iter().map(keys::NodeKeys::account_id).collect(),
+        validators: node_keys
+            .iter()
+            .take(usize::from(a.nodes))
+            .map(keys::NodeKeys::account_id)
+            .collect(),
         genesis: Genesis {
-            params: Params::default(),
+            params,
             accounts: node_keys
                 .iter()
                 .map(|k| GenesisAccount {
@@ -146,9 +180,10 @@ fn testnet_init(a: TestnetInitArgs) -> CliResult {
                 .collect(),
             auditors: node_keys
                 .iter()
-                .map(|k| GenesisAuditor {
+                .enumerate()
+                .map(|(i, k)| GenesisAuditor {
                     id: k.account_id(),
-                    tier: Tier::Computer,
+                    tier: if is_llm(i) { Tier::Llm } else { Tier::Computer },
                     expertise: vec!["math".into()],
                     sealing_key: k.sealing_public(),
                 })
@@ -171,15 +206,22 @@ fn testnet_init(a: TestnetInitArgs) -> CliResult {
             api_listen: format!("127.0.0.1:{}", port(i, 2)),
             bootstrap: others(0),
             consensus_bootstrap: others(1),
+            llm_url: a.llm_url.clone().filter(|_| is_llm(usize::from(i))),
+            llm_model: Some(a.llm_model.clone()).filter(|_| is_llm(usize::from(i))),
             ..NodeConfig::default()
         };
         config::write_config(h, &cfg).map_err(failed)?;
         config::write_genesis(h, &doc).map_err(failed)?;
         outln!(
-            "node{i}  account {}  api http://{}  home {}",
+            "node{i}  account {}  api http://{}  home {}{}",
             k.account_id(),
             cfg.api_listen,
-            h.display()
+            h.display(),
+            if is_llm(usize::from(i)) {
+                "  LLM auditor"
+            } else {
+                ""
+            }
         );
     }
     outln!("chain id {}", doc.chain_id());

@@ -42,6 +42,17 @@ pub struct RunArgs {
     /// `ipfs_api`: provided ciphertexts are stored there too and seats read from it first.
     #[arg(long)]
     pub ipfs_api: Option<String>,
+    /// Base URL of an OpenAI-compatible chat endpoint for this node's LLM seats (e.g.
+    /// http://127.0.0.1:8080/v1), overriding `llm_url`.
+    #[arg(long)]
+    pub llm_url: Option<String>,
+    /// The model name sent to the LLM endpoint, overriding `llm_model`.
+    #[arg(long)]
+    pub llm_model: Option<String>,
+    /// The name of the environment variable that holds the LLM endpoint's API key,
+    /// overriding `llm_api_key_env` (the key itself is never passed as a flag).
+    #[arg(long)]
+    pub llm_api_key_env: Option<String>,
 }
 
 /// Runs the daemon on a multi-threaded runtime until SIGINT/SIGTERM.
@@ -60,6 +71,9 @@ pub fn run_node(args: RunArgs) -> CliResult {
         consensus_listen: args.consensus_listen,
         block_time: args.block_time_ms.map(Duration::from_millis),
         ipfs_api: args.ipfs_api,
+        llm_url: args.llm_url,
+        llm_model: args.llm_model,
+        llm_api_key_env: args.llm_api_key_env,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -150,6 +164,18 @@ pub fn run_status(args: StatusArgs) -> CliResult {
         }
     }
     outln!("mempool     {}", s["mempool"]);
+    if let Some(llm) = s.get("llm") {
+        outln!(
+            "llm         {} model {}: {}",
+            llm["url"].as_str().unwrap_or("?"),
+            llm["model"].as_str().unwrap_or("?"),
+            match llm["error"].as_str() {
+                _ if llm["answers"] == true => "answers".to_string(),
+                Some(e) => format!("does not answer ({e})"),
+                None => "does not answer".to_string(),
+            }
+        );
+    }
     Ok(())
 }
 

@@ -5,6 +5,7 @@
 
 mod audit;
 mod harness;
+mod llm;
 
 use harness::Network;
 

@@ -1,0 +1,234 @@
+//! `trust-node bench quality --tier llm`: the LLM tier's decisions against the labelled
+//! corpus, with what they cost.
+//!
+//! Each record is decomposed as a provider would for a network with Computer and LLM
+//! auditors (Human-tier segments travel as givens), and **every** kept segment is judged
+//! by the LLM judge on the same view a seat receives (claim, cited claims in manifest
+//! order, givens): what the LLM tier would say if every segment escalated to it. A step
+//! is flagged when a segment inside it was voted Invalid or Ungrounded, judged when such a
+//! segment got any vote, as in [`crate::audit::quality`]. Besides precision, recall and
+//! coverage it counts entailment calls and wall time per segment.
+
+use std::{
+    collections::BTreeMap,
+    sync::atomic::Ordering,
+    time::{Duration, Instant},
+};
+
+use serde::Serialize;
+use trust_protocol::{Hash, Vote, trace::Trace, tx::Tier};
+
+use super::LlmAuditor;
+use crate::{
+    audit::{
+        judge::{Auditor, SegmentView},
+        quality::Record,
+    },
+    decompose::{Options, decompose, dependency_order},
+    submit,
+};
+
+/// Counts over the traces judged.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct LlmCounts {
+    /// Traces judged.
+    pub traces: u64,
+    /// Labelled steps.
+    pub steps: u64,
+    /// Steps that got a vote (not only abstentions).
+    pub judged: u64,
+    /// Steps labelled invalid or ungrounded.
+    pub errors: u64,
+    /// Error steps flagged Invalid or Ungrounded.
+    pub caught: u64,
+    /// Correct or propagated steps flagged.
+    pub false_alarms: u64,
+    /// Error steps voted Valid.
+    pub passed_errors: u64,
+    /// Correct steps voted Valid.
+    pub valid_correct: u64,
+    /// Segments judged by the LLM.
+    pub segments: u64,
+    /// Of those, abstentions.
+    pub abstained: u64,
+    /// Entailment calls (distinct premise subsets) over all segments.
+    pub calls: u64,
+    /// Failed LLM attempts.
+    pub errors_llm: u64,
+    /// Wall time of all judgements, in seconds.
+    pub seconds: f64,
+}
+
+impl LlmCounts {
+    /// Flagged errors over flagged steps (1.0 when nothing was flagged).
+    pub fn precision(&self) -> f64 {
+        ratio(self.caught, self.caught + self.false_alarms, 1.0)
+    }
+
+    /// Flagged errors over error steps.
+    pub fn recall(&self) -> f64 {
+        ratio(self.caught, self.errors, 0.0)
+    }
+
+    /// Steps judged over steps.
+    pub fn coverage(&self) -> f64 {
+        ratio(self.judged, self.steps, 0.0)
+    }
+
+    /// Entailment calls per segment.
+    pub fn calls_per_segment(&self) -> f64 {
+        ratio(self.calls, self.segments, 0.0)
+    }
+
+    /// Seconds per segment.
+    pub fn seconds_per_segment(&self) -> f64 {
+        if self.segments == 0 {
+            0.0
+        } else {
+            self.seconds / self.segments as f64
+        }
+    }
+}
+
+fn ratio(a: u64, b: u64, empty: f64) -> f64 {
+    if b == 0 { empty } else { a as f64 / b as f64 }
+}
+
+/// The benchmark's result.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct LlmReport {
+    /// Per family.
+    pub families: BTreeMap<String, LlmCounts>,
+    /// Over everything.
+    pub overall: LlmCounts,
+    /// Records that could not be read or decomposed: (id, why).
+    pub skipped: Vec<(String, String)>,
+}
+
+fn add(a: &mut LlmCounts, b: &LlmCounts) {
+    a.traces += b.traces;
+    a.steps += b.steps;
+    a.judged += b.judged;
+    a.errors += b.errors;
+    a.caught += b.caught;
+    a.false_alarms += b.false_alarms;
+    a.passed_errors += b.passed_errors;
+    a.valid_correct += b.valid_correct;
+    a.segments += b.segments;
+    a.abstained += b.abstained;
+    a.calls += b.calls;
+    a.errors_llm += b.errors_llm;
+    a.seconds += b.seconds;
+}
+
+async fn score(r: &Record, judge: &LlmAuditor) -> Result<LlmCounts, String> {
+    let trace = Trace::parse(&r.trace).map_err(|e| e.to_string())?;
+    let hdag = decompose(&trace, &Options::default()).map_err(|e| e.to_string())?;
+    let kept = submit::restrict(&hdag, |t| t != Tier::Human);
+    let order = dependency_order(&kept.hdag);
+    let position: BTreeMap<&str, usize> = order
+        .iter()
+        .enumerate()
+        .filter_map(|(pos, &i)| kept.hdag.nodes.get(i).map(|n| (n.id.as_str(), pos)))
+        .collect();
+    let m = judge.client().metrics();
+    let calls_before = m.entailments.load(Ordering::Relaxed);
+    let errors_before = m.errors_total();
+    let mut c = LlmCounts {
+        traces: 1,
+        ..LlmCounts::default()
+    };
+    let started = Instant::now();
+    let mut decided: Vec<(String, Vote)> = Vec::new();
+    for &i in &order {
+        let Some(n) = kept.hdag.nodes.get(i) else {
+            continue;
+        };
+        let mut cited: Vec<(usize, &str)> = kept
+            .hdag
+            .dependencies_of(&n.id)
+            .filter_map(|d| position.get(d).map(|p| (*p, d)))
+            .collect();
+        cited.sort_unstable();
+        cited.dedup();
+        let view = SegmentView {
+            claim: n.content.clone(),
+            premises: cited
+                .iter()
+                .filter_map(|(_, d)| kept.hdag.nodes.iter().find(|x| x.id == *d))
+                .map(|x| x.content.clone())
+                .collect(),
+            givens: kept.givens.get(&n.id).cloned().unwrap_or_default(),
+        };
+        let seed = Hash::of_parts("trust/v1/bench-llm", &[r.id.as_bytes(), n.id.as_bytes()]);
+        let d = judge.judge(&view, &seed).await;
+        c.segments += 1;
+        c.abstained += u64::from(d.vote.is_abstain());
+        decided.push((n.content.clone(), d.vote));
+    }
+    c.seconds = started.elapsed().as_secs_f64();
+    c.calls = m
+        .entailments
+        .load(Ordering::Relaxed)
+        .saturating_sub(calls_before);
+    c.errors_llm = m.errors_total().saturating_sub(errors_before);
+    let mut from = 0usize;
+    for s in &r.steps {
+        let at = trace
+            .thinking
+            .get(from..)
+            .and_then(|t| t.find(&s.text))
+            .map(|i| i + from)
+            .ok_or_else(|| format!("step {:?} is not in the thinking", s.text))?;
+        from = at + s.text.len();
+        let votes: Vec<Vote> = decided
+            .iter()
+            .filter(|(content, _)| s.text.contains(content.as_str()))
+            .map(|(_, v)| *v)
+            .collect();
+        let flagged = votes.iter().any(|v| v.is_error());
+        let valid = !flagged && votes.contains(&Vote::Valid);
+        c.steps += 1;
+        c.judged += u64::from(votes.iter().any(|v| !v.is_abstain()));
+        if matches!(s.label.as_str(), "invalid" | "ungrounded") {
+            c.errors += 1;
+            c.caught += u64::from(flagged);
+            c.passed_errors += u64::from(valid);
+        } else {
+            c.valid_correct += u64::from(valid);
+            c.false_alarms += u64::from(flagged);
+        }
+    }
+    Ok(c)
+}
+
+/// Runs the benchmark over the first `limit` records of JSONL text, at most `budget` of
+/// wall time (the records begun before it ran out are finished).
+pub async fn run(
+    jsonl: &str,
+    judge: &LlmAuditor,
+    limit: usize,
+    budget: Duration,
+) -> Result<LlmReport, String> {
+    let started = Instant::now();
+    let mut report = LlmReport::default();
+    let mut taken = 0usize;
+    for (n, line) in jsonl.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        if taken >= limit || started.elapsed() >= budget {
+            break;
+        }
+        taken += 1;
+        let r: Record = serde_json::from_str(line).map_err(|e| format!("line {}: {e}", n + 1))?;
+        match score(&r, judge).await {
+            Ok(c) => {
+                add(&mut report.overall, &c);
+                add(report.families.entry(r.family.clone()).or_default(), &c);
+            }
+            Err(why) => report.skipped.push((r.id.clone(), why)),
+        }
+    }
+    Ok(report)
+}

@@ -1,0 +1,257 @@
+//! The LLM tier: ARES-style judging ([`ares`], seed 001) of a segment by a model behind
+//! any OpenAI-compatible chat endpoint ([`client`]), asked in the shape of the paper's
+//! human audit form ([`prompt`]).
+//!
+//! A seat's chain is the segment's givens (base claims, sound by default), the claims of
+//! the segments it cites (derived claims whose soundness ARES estimates first), and the
+//! segment's own claim, judged last. Its stability score becomes a vote through the
+//! configured thresholds, or an abstention in between.
+//!
+//! A seat never stalls a session: the whole judgement runs under a deadline shorter than
+//! the commit window, and a dead, slow, garbage-speaking or oversized endpoint ends in an
+//! abstention (committed and revealed like any vote) with the reason, never in a panic.
+
+pub mod ares;
+pub mod bench;
+pub mod client;
+pub mod prompt;
+
+use std::{
+    collections::VecDeque,
+    sync::{Arc, Mutex, atomic::Ordering},
+    time::Duration,
+};
+
+use async_trait::async_trait;
+use futures::{
+    FutureExt,
+    future::{BoxFuture, Shared},
+};
+use serde::Serialize;
+use trust_protocol::{Hash, tx::Tier};
+
+use self::{
+    ares::{AresParams, Chain, Entailment, Query},
+    client::{ChatClient, LlmMetrics},
+};
+use super::judge::{Auditor, Decision, SegmentView};
+
+/// What `status` says about this node's LLM endpoint.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LlmStatus {
+    /// The endpoint's base URL.
+    pub url: String,
+    /// The model asked.
+    pub model: String,
+    /// Whether it answered the last health probe (`GET {url}/models`).
+    pub answers: bool,
+    /// Why not, when it did not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Judgements kept for seats that ask again (the seat pipeline may judge one seat from
+/// two blocks' tasks while the first judgement is still running).
+const KEEP_JUDGEMENTS: usize = 64;
+
+type Judgement = Shared<BoxFuture<'static, Decision>>;
+
+/// The LLM tier's judge.
+#[derive(Clone)]
+pub struct LlmAuditor {
+    client: ChatClient,
+    ares: AresParams,
+    deadline: Duration,
+    /// Running and recent judgements by seat seed and segment view: one seat asked twice
+    /// costs one judgement, and gets the same decision.
+    recent: Arc<Mutex<VecDeque<(Hash, Judgement)>>>,
+}
+
+impl std::fmt::Debug for LlmAuditor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LlmAuditor")
+            .field("client", &self.client)
+            .field("ares", &self.ares)
+            .field("deadline", &self.deadline)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LlmAuditor {
+    /// A judge asking through `client`, scoring with `ares`, and abstaining when a
+    /// judgement takes longer than `deadline`.
+    pub fn new(client: ChatClient, ares: AresParams, deadline: Duration) -> Self {
+        Self {
+            client,
+            ares,
+            deadline,
+            recent: Arc::new(Mutex::new(VecDeque::with_capacity(KEEP_JUDGEMENTS))),
+        }
+    }
+
+    /// The client (for health probes and metrics).
+    pub fn client(&self) -> &ChatClient {
+        &self.client
+    }
+
+    /// The deadline of one judgement.
+    pub fn deadline(&self) -> Duration {
+        self.deadline
+    }
+
+    async fn run(&self, segment: &SegmentView, seed: &Hash) -> Decision {
+        let base: Vec<(String, f64)> = segment
+            .givens
+            .iter()
+            .map(|g| (g.clone(), self.ares.given_soundness))
+            .collect();
+        let derived: Vec<String> = segment
+            .premises
+            .iter()
+            .chain(std::iter::once(&segment.claim))
+            .cloned()
+            .collect();
+        let chain = Chain {
+            base: &base,
+            derived: &derived,
+        };
+        let parallel = self.client.limits().max_concurrent;
+        match ares::score(self, &chain, &self.ares, seed, parallel).await {
+            Ok(s) => {
+                self.client
+                    .metrics()
+                    .entailments
+                    .fetch_add(s.calls() as u64, Ordering::Relaxed);
+                let Some(last) = s.last() else {
+                    return Decision::abstain("LLM tier: nothing was scored");
+                };
+                let vote = ares::vote(last, &self.ares);
+                let premises: Vec<String> = s
+                    .claims
+                    .iter()
+                    .take(s.claims.len().saturating_sub(1))
+                    .map(|c| format!("{:.2}", c.stability))
+                    .collect();
+                Decision {
+                    vote,
+                    reason: format!(
+                        "ARES stability {:.2} (valid at >= {}, invalid at <= {}; contradicts the context in {:.0}% of samples) over N = {} samples, {} entailment calls; premises' soundness [{}]",
+                        last.stability,
+                        self.ares.valid_at,
+                        self.ares.invalid_at,
+                        last.contradicts * 100.0,
+                        s.samples,
+                        s.calls(),
+                        premises.join(", ")
+                    ),
+                }
+            }
+            Err(e) => Decision::abstain(format!("LLM tier could not judge: {e}")),
+        }
+    }
+}
+
+#[async_trait]
+impl Entailment for LlmAuditor {
+    async fn entail(&self, chain: &Chain<'_>, query: &Query) -> Result<ares::Answer, String> {
+        let text = self
+            .client
+            .complete_json(
+                prompt::SYSTEM,
+                &prompt::question(chain, query),
+                &prompt::reply_schema(),
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+        prompt::parse_reply(&text).inspect_err(|why| {
+            self.client.metrics().malformed();
+            tracing::warn!(target: "trust::llm", reason = %why, "LLM reply rejected");
+        })
+    }
+}
+
+#[async_trait]
+impl Auditor for LlmAuditor {
+    fn tier(&self) -> Tier {
+        Tier::Llm
+    }
+
+    async fn judge(&self, segment: &SegmentView, seed: &Hash) -> Decision {
+        let mut parts: Vec<&[u8]> = vec![seed.as_ref(), segment.claim.as_bytes()];
+        parts.extend(segment.premises.iter().map(|p| p.as_bytes()));
+        parts.push(b"/givens");
+        parts.extend(segment.givens.iter().map(|g| g.as_bytes()));
+        let key = Hash::of_parts("trust/v1/llm-judgement", &parts);
+        let judgement = {
+            let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+            match recent.iter().find(|(k, _)| *k == key) {
+                Some((_, j)) => j.clone(),
+                None => {
+                    let (me, segment, seed) = (self.clone(), segment.clone(), *seed);
+                    let j = async move { me.judge_once(&segment, &seed).await }
+                        .boxed()
+                        .shared();
+                    if recent.len() >= KEEP_JUDGEMENTS {
+                        recent.pop_front();
+                    }
+                    recent.push_back((key, j.clone()));
+                    j
+                }
+            }
+        };
+        judgement.await
+    }
+}
+
+impl LlmAuditor {
+    async fn judge_once(&self, segment: &SegmentView, seed: &Hash) -> Decision {
+        let m = self.client.metrics();
+        m.segments.fetch_add(1, Ordering::Relaxed);
+        let d = match tokio::time::timeout(self.deadline, self.run(segment, seed)).await {
+            Ok(d) => d,
+            Err(_) => Decision::abstain(format!(
+                "LLM tier: no judgement within {:?}, before the commit window closes",
+                self.deadline
+            )),
+        };
+        if d.vote.is_abstain() {
+            m.abstained.fetch_add(1, Ordering::Relaxed);
+        }
+        tracing::info!(target: "trust::llm", vote = ?d.vote, reason = %d.reason, "LLM judgement");
+        d
+    }
+}
+
+/// Default deadline of one judgement: half the commit window at the configured block
+/// time (keys arrive a block or two into the window, and blocks may come slower than
+/// the minimum), at least one second.
+pub fn default_deadline(commit_window_blocks: u64, block_time: Duration) -> Duration {
+    let window = block_time.saturating_mul(u32::try_from(commit_window_blocks).unwrap_or(u32::MAX));
+    (window / 2).max(Duration::from_secs(1))
+}
+
+impl LlmMetrics {
+    /// Counts a reply that arrived but could not be used.
+    pub fn malformed(&self) {
+        if let Some(c) = self.errors.get(4) {
+            c.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_deadline_is_half_the_commit_window() {
+        assert_eq!(
+            default_deadline(10, Duration::from_secs(1)),
+            Duration::from_secs(5)
+        );
+        assert_eq!(
+            default_deadline(2, Duration::from_millis(300)),
+            Duration::from_secs(1)
+        );
+    }
+}
