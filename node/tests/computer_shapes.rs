@@ -776,3 +776,26 @@ fn a_calculation_on_a_number_from_nowhere_is_not_valid() {
         Some(Vote::Valid)
     );
 }
+
+#[test]
+fn a_truth_step_may_not_misstate_what_it_rests_on() {
+    let problem = "Premises:\n1. (P ∨ Q)\nAssignment: P = false, Q = false";
+    assert_eq!(
+        on_problem(
+            "Since P is true, Q is false, (P ∨ Q) is true.",
+            problem,
+            &[]
+        )
+        .as_vote(),
+        Some(Vote::Invalid)
+    );
+    assert_eq!(
+        on_problem(
+            "Since P is false, Q is false, (P ∨ Q) is false.",
+            problem,
+            &[]
+        )
+        .as_vote(),
+        Some(Vote::Valid)
+    );
+}
