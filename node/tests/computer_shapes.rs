@@ -292,11 +292,12 @@ fn rule_applications_in_prose() {
     }
 }
 
-/// Judges every Computer-routed segment as a seat would: the premises are the texts of
-/// the dropped (non-Computer) segments it rests on, then the claims it depends on; the
-/// context is the dropped texts joined. Returns (content, vote) for each.
-fn seat_run(trace: &Trace, hdag: &Hdag) -> Vec<(String, Option<Vote>)> {
-    let node = |id: &str| hdag.nodes.iter().find(|n| n.id == id);
+/// Judges every Computer-routed segment as a seat would: dependencies are followed
+/// through the segments of other tiers (left out, their text travels as givens) to the
+/// nearest Computer segments; the premises are the givens, then the claims of those
+/// segments in trace order; the context is the givens joined. Returns (content, vote).
+fn seat_run(hdag: &Hdag) -> Vec<(String, Option<Vote>)> {
+    let index = |id: &str| hdag.nodes.iter().position(|n| n.id == id);
     let mut out = Vec::new();
     for i in dependency_order(hdag) {
         let Some(n) = hdag.nodes.get(i) else { continue };
@@ -304,21 +305,36 @@ fn seat_run(trace: &Trace, hdag: &Hdag) -> Vec<(String, Option<Vote>)> {
             continue;
         }
         let mut givens = Vec::new();
-        let mut claims = Vec::new();
-        for d in hdag.dependencies_of(&n.id) {
-            if let Some(dn) = node(d) {
-                if dn.primary_auditor == AuditorType::Auto {
-                    claims.push(dn.content.clone());
-                } else {
-                    givens.push(dn.content.clone());
-                }
+        let mut cited = Vec::new();
+        let mut seen = Vec::new();
+        let mut stack: Vec<&str> = hdag.dependencies_of(&n.id).collect();
+        while let Some(d) = stack.pop() {
+            if seen.contains(&d) {
+                continue;
+            }
+            seen.push(d);
+            let Some(j) = index(d) else { continue };
+            let Some(dn) = hdag.nodes.get(j) else {
+                continue;
+            };
+            if dn.primary_auditor == AuditorType::Auto {
+                cited.push(j);
+            } else {
+                givens.push(dn.content.clone());
+                stack.extend(hdag.dependencies_of(d));
             }
         }
+        cited.sort_unstable();
         let context = givens.join("\n");
         let premises: Vec<&str> = givens
             .iter()
-            .chain(claims.iter())
             .map(String::as_str)
+            .chain(
+                cited
+                    .iter()
+                    .filter_map(|&j| hdag.nodes.get(j))
+                    .map(|m| m.content.as_str()),
+            )
             .collect();
         let j = check(
             &StepInput {
@@ -328,7 +344,6 @@ fn seat_run(trace: &Trace, hdag: &Hdag) -> Vec<(String, Option<Vote>)> {
             },
             &Hash::sha256(n.id.as_bytes()),
         );
-        let _ = trace;
         out.push((n.content.clone(), j.as_vote()));
     }
     out
@@ -339,7 +354,7 @@ fn a_claimtrees_trace_goes_to_the_computer_tier_and_is_checked_there() {
     let text = "## Problem Statement\nRules: A → B; B → C; C → D. Fact: I have A. Can I derive D?\n\n## Thinking Process\nI use rule (A → B) to derive B.\nI use rule (B -> C) to derive C.\nI use rule (C → D) to derive D.\n\n## Final Output\nYes, I can derive D.";
     let t = Trace::parse(text).expect("trace");
     let h = decompose(&t, &Options::default()).expect("decomposes");
-    let verdicts = seat_run(&t, &h);
+    let verdicts = seat_run(&h);
     assert_eq!(verdicts.len(), 3, "{verdicts:?}");
     assert!(
         verdicts.iter().all(|(_, v)| *v == Some(Vote::Valid)),
@@ -351,7 +366,7 @@ fn a_claimtrees_trace_goes_to_the_computer_tier_and_is_checked_there() {
     );
     let t = Trace::parse(&wrong).expect("trace");
     let h = decompose(&t, &Options::default()).expect("decomposes");
-    let verdicts = seat_run(&t, &h);
+    let verdicts = seat_run(&h);
     assert!(
         verdicts.iter().any(|(c, v)| c.contains("derive D.")
             && c.contains("(B -> C)")
@@ -364,7 +379,7 @@ fn a_claimtrees_trace_goes_to_the_computer_tier_and_is_checked_there() {
     );
     let t = Trace::parse(&missing).expect("trace");
     let h = decompose(&t, &Options::default()).expect("decomposes");
-    let verdicts = seat_run(&t, &h);
+    let verdicts = seat_run(&h);
     assert!(
         verdicts
             .iter()
@@ -378,7 +393,7 @@ fn a_gsm8k_style_trace_is_checked_as_a_seat_would() {
     let text = "## Problem Statement\nNatalia sold clips to 48 of her friends in April, and then she sold half as many clips in May. How many clips did Natalia sell altogether in April and May?\n\n## Thinking Process\nNatalia sold 48/2 = <<48/2=24>>24 clips in May.\nNatalia sold 48+24 = <<48+24=72>>72 clips altogether in April and May.\n\n## Final Output\n72";
     let t = Trace::parse(text).expect("trace");
     let h = decompose(&t, &Options::default()).expect("decomposes");
-    let verdicts = seat_run(&t, &h);
+    let verdicts = seat_run(&h);
     assert!(
         verdicts
             .iter()
@@ -390,7 +405,7 @@ fn a_gsm8k_style_trace_is_checked_as_a_seat_would() {
     let wrong = text.replace("48+24 = <<48+24=72>>72", "48+24 = <<48+24=82>>82");
     let t = Trace::parse(&wrong).expect("trace");
     let h = decompose(&t, &Options::default()).expect("decomposes");
-    let verdicts = seat_run(&t, &h);
+    let verdicts = seat_run(&h);
     assert!(
         verdicts.iter().any(|(_, v)| *v == Some(Vote::Invalid)),
         "{verdicts:?}"
@@ -464,11 +479,9 @@ fn a_step_rests_on_each_step_whose_numbers_it_uses() {
     let deps: Vec<&str> = h.dependencies_of(&last.id).collect();
     assert!(deps.len() >= 3, "{deps:?}");
     assert!(
-        seat_run(&t, &h)
-            .iter()
-            .all(|(_, v)| *v == Some(Vote::Valid)),
+        seat_run(&h).iter().all(|(_, v)| *v == Some(Vote::Valid)),
         "{:?}",
-        seat_run(&t, &h)
+        seat_run(&h)
     );
 }
 
