@@ -218,6 +218,19 @@ fn thousands(text: &str) -> String {
     out
 }
 
+/// What a LaTeX brace group becomes when it closes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Brace {
+    /// `\text{kg}`: the words, no parenthesis.
+    Text,
+    /// The numerator of `\frac`: `)/(` and the denominator opens.
+    Numerator,
+    /// The denominator of `\frac`: `))`.
+    Denominator,
+    /// Any other group: `)`.
+    Group,
+}
+
 /// LaTeX notation to plain notation: `\frac{a}{b}` → `((a)/(b))`, `\cdot` and `\times` →
 /// `*`, `\div` → `÷`, `\left(` → `(`, spacing commands removed, `\text{kg}` → `kg`,
 /// braces → parentheses (`^{2}` → `^2`).
@@ -228,9 +241,8 @@ fn latex(text: &str) -> String {
     let cs: Vec<char> = text.chars().collect();
     let mut out = String::with_capacity(text.len());
     let mut i = 0usize;
-    // Pending `\frac`: how many of its two groups are still to close, per open brace.
-    let mut frac_stack: Vec<u8> = Vec::new();
-    let mut brace_kinds: Vec<u8> = Vec::new();
+    // What each open brace closes into.
+    let mut brace_kinds: Vec<Brace> = Vec::new();
     while let Some(&c) = cs.get(i) {
         if c == '\\' {
             let mut j = i + 1;
@@ -266,10 +278,9 @@ fn latex(text: &str) -> String {
             match name.as_str() {
                 "frac" | "dfrac" | "tfrac" => {
                     out.push_str("((");
-                    frac_stack.push(2);
                     // The next `{` opens the numerator.
                     if cs.get(i) == Some(&'{') {
-                        brace_kinds.push(1);
+                        brace_kinds.push(Brace::Numerator);
                         i += 1;
                     }
                 }
@@ -280,7 +291,7 @@ fn latex(text: &str) -> String {
                 "quad" | "qquad" | "space" => out.push(' '),
                 "text" | "mathrm" | "textbf" | "mathbf" | "boxed" | "textit" | "operatorname" => {
                     if cs.get(i) == Some(&'{') {
-                        brace_kinds.push(0);
+                        brace_kinds.push(Brace::Text);
                         out.push(' ');
                         i += 1;
                     }
@@ -297,22 +308,21 @@ fn latex(text: &str) -> String {
         }
         match c {
             '{' => {
-                brace_kinds.push(2);
+                brace_kinds.push(Brace::Group);
                 out.push('(');
             }
             '}' => match brace_kinds.pop() {
-                Some(0) => out.push(' '),
-                Some(1) => {
+                Some(Brace::Text) => out.push(' '),
+                Some(Brace::Numerator) => {
                     // The numerator closed: the denominator group follows.
                     out.push_str(")/(");
                     if cs.get(i + 1) == Some(&'{') {
-                        brace_kinds.push(3);
+                        brace_kinds.push(Brace::Denominator);
                         i += 1;
                     }
                 }
-                Some(3) => {
+                Some(Brace::Denominator) => {
                     out.push_str("))");
-                    frac_stack.pop();
                 }
                 _ => out.push(')'),
             },
