@@ -812,3 +812,23 @@ fn a_truth_step_may_not_misstate_what_it_rests_on() {
         Some(Vote::Valid)
     );
 }
+
+#[test]
+fn item_labels_and_counts_in_units() {
+    let problem = "A baker makes 48 muffins and sells 3/4 of them for $90, spending $20.";
+    for claim in [
+        "(a) 90 − 20 = 70",
+        "b) 90 − 20 = 70",
+        "Step 3) 90 - 20 = 70",
+    ] {
+        assert_eq!(
+            on_problem(claim, problem, &[]).as_vote(),
+            Some(Vote::Valid),
+            "{claim}"
+        );
+    }
+    // `4 dozen` counts dozens; `3 dozen` may be 36: both readings are tried.
+    valid("48 muffins ÷ 12 = 4 dozen", &[], "");
+    valid("4 dozen = 48 muffins", &[], "");
+    invalid("48 muffins ÷ 12 = 5 dozen", &[], "");
+}

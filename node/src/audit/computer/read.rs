@@ -35,6 +35,9 @@ const MAX_RUN_TOKENS: usize = 400;
 /// Single letters that name functions when written right before `(` (`f(2)`, `P(A)`);
 /// other letters before `(` multiply (`a(b + c)`).
 const FUNCTION_NAMES: [&str; 11] = ["f", "g", "h", "F", "G", "H", "P", "C", "E", "V", "T"];
+/// Joining words that are also units when the units are dropped (`$5 per hour`, `4 dozen`,
+/// `3 hundred`).
+const UNIT_LIKE: [&str; 6] = ["per", "dozen", "dozens", "hundred", "thousand", "million"];
 /// Most chains taken from one text.
 const MAX_CHAINS: usize = 64;
 
@@ -159,10 +162,22 @@ fn strip_marker(line: &str) -> &str {
                 r.trim_start_matches("**")
                     .strip_prefix(':')
                     .or_else(|| r.strip_prefix('.'))
+                    .or_else(|| r.strip_prefix(')'))
             })
         {
             return r.trim_start();
         }
+    }
+    // `(a) `, `(ii) `, `(3) `, `b) `: an item label, not a factor.
+    let inner = t.strip_prefix('(').unwrap_or(t);
+    if let Some(close) = inner.find(") ")
+        && (1..=4).contains(&close)
+        && inner
+            .get(..close)
+            .is_some_and(|l| l.chars().all(|c| c.is_ascii_alphanumeric()))
+        && (t.starts_with('(') || close == 1)
+    {
+        return inner.get(close + 2..).unwrap_or("").trim_start();
     }
     t
 }
@@ -802,7 +817,7 @@ fn drop_units(ts: &[Tk], known_names: &BTreeSet<String>) -> Vec<Tk> {
         // A word that joins numbers (`5 less than 3 times 4`) is not a unit: it stays, so
         // the calculation around it reads as cut rather than as two numbers.
         let joining = matches!(t, Tk::Word(w)
-            if w != "per" && joins(w, prev, ts.get(i + 1..).unwrap_or(&[])));
+            if !UNIT_LIKE.contains(&w.as_str()) && joins(w, prev, ts.get(i + 1..).unwrap_or(&[])));
         if (matches!(t, Tk::Word(_)) && !joining) || unit_name {
             marked.push(Tk::Gap);
         } else {
@@ -1033,7 +1048,9 @@ pub(crate) fn readings(clause: &str, known_names: &BTreeSet<String>) -> Vec<Opti
     };
     let mut seen: Vec<Vec<Tk>> = Vec::new();
     let mut out = Vec::new();
-    for &(words, units) in &[(false, false), (true, false), (true, true)] {
+    // Literal; words as numbers and operators; then units dropped after either (`4
+    // dozen` is a count of dozens, `3 dozen` may be 36).
+    for &(words, units) in &[(false, false), (true, false), (true, true), (false, true)] {
         for &x in xs {
             for &d in divs {
                 for &p in pcts {
