@@ -909,20 +909,26 @@ fn grounding(input: &StepInput<'_>, chain: &[Expr]) -> Judgement {
             "states a value with nothing to derive it from; not a condition to ground".into(),
         );
     }
+    // A longer chain calculates; its numbers may come from arithmetic done in the head
+    // (`d² = 25 + 16 = 41` from sides 5 and 4). Only a lone equation states a condition.
+    let [a, b] = chain else {
+        return Judgement::Abstain(
+            "a calculation in names with no premise equation to derive it from".into(),
+        );
+    };
     let mut texts = vec![input.context];
     texts.extend(input.premises.iter().copied());
-    let mut known = known_values(&texts);
-    // In a longer chain every part before the last was reached by verified rewrites, so
-    // only the last part states something new; a lone equation states both sides.
+    let known = known_values(&texts);
+    // The numbers it states: those in a side with a name (`x / (3x − 7)`), and a side that
+    // is a value (`3/5`); a side that calculates (`17 − 4`) may rest on head arithmetic.
     let mut stated = Vec::new();
-    let split = if chain.len() > 2 { chain.len() - 1 } else { 0 };
-    for (i, e) in chain.iter().enumerate() {
-        if i < split {
-            let mut v = Vec::new();
-            e.values(&mut v);
-            known.extend(v);
-        } else {
-            e.values(&mut stated);
+    for side in [a, b] {
+        let mut names = BTreeSet::new();
+        side.vars(&mut names);
+        let value =
+            is_literal(side) || matches!(side, Expr::Div(x, y) if is_literal(x) && is_literal(y));
+        if !names.is_empty() || value {
+            side.values(&mut stated);
         }
     }
     if let Some(n) = stated.into_iter().find(|v| !known.contains(v)) {

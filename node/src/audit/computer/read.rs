@@ -811,9 +811,12 @@ fn drop_units(ts: &[Tk], known_names: &BTreeSet<String>) -> Vec<Tk> {
     let mut marked: Vec<Tk> = Vec::with_capacity(ts.len());
     for (i, t) in ts.iter().enumerate() {
         let prev = i.checked_sub(1).and_then(|j| ts.get(j));
+        // `5 m`, `km/h`: a letter right after a number or a `/` is a unit; one followed by
+        // `=` or `(` is a name (`for n = 5`).
         let unit_name = matches!(t, Tk::Name(n) if !known_names.contains(n)
             && n.chars().count() == 1
-            && matches!(prev, Some(Tk::Num { .. } | Tk::Op('/') | Tk::Gap | Tk::Word(_))));
+            && matches!(prev, Some(Tk::Num { .. } | Tk::Op('/')))
+            && !matches!(ts.get(i + 1), Some(Tk::Eq(_) | Tk::L)));
         // A word that joins numbers (`5 less than 3 times 4`) is not a unit: it stays, so
         // the calculation around it reads as cut rather than as two numbers.
         let joining = matches!(t, Tk::Word(w)
@@ -912,8 +915,18 @@ pub(crate) fn unknowns(text: &str) -> BTreeSet<String> {
     for clause in notes.iter().chain(clauses(&cleaned).iter()) {
         let ts = tokens(clause);
         for (i, t) in ts.iter().enumerate() {
+            let prev = i.checked_sub(1).and_then(|j| ts.get(j));
+            let next = ts.get(i + 1);
+            // `in 2.5 h.`, `5 m by 4 m`, `km/h`: a letter after a number and before prose,
+            // or after a unit's `/`, is a unit.
+            let unit = matches!(t, Tk::Name(n) if n.chars().count() == 1)
+                && ((matches!(prev, Some(Tk::Num { .. }))
+                    && matches!(next, None | Some(Tk::Word(_) | Tk::Bar)))
+                    || (matches!(prev, Some(Tk::Op('/')))
+                        && matches!(i.checked_sub(2).and_then(|j| ts.get(j)), Some(Tk::Word(_)))));
             if let Tk::Name(n) = t
                 && x_times_at(&ts, i).is_none()
+                && !unit
             {
                 out.insert(n.clone());
             }
