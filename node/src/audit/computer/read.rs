@@ -811,12 +811,11 @@ fn drop_units(ts: &[Tk], known_names: &BTreeSet<String>) -> Vec<Tk> {
     let mut marked: Vec<Tk> = Vec::with_capacity(ts.len());
     for (i, t) in ts.iter().enumerate() {
         let prev = i.checked_sub(1).and_then(|j| ts.get(j));
-        // `5 m`, `km/h`: a letter right after a number or a `/` is a unit; one followed by
-        // `=` or `(` is a name (`for n = 5`).
+        // `5 m`, `km/h`: a letter right after a number or a `/` is a unit; one after a
+        // word is a name (`for n = 5`).
         let unit_name = matches!(t, Tk::Name(n) if !known_names.contains(n)
             && n.chars().count() == 1
-            && matches!(prev, Some(Tk::Num { .. } | Tk::Op('/')))
-            && !matches!(ts.get(i + 1), Some(Tk::Eq(_) | Tk::L)));
+            && matches!(prev, Some(Tk::Num { .. } | Tk::Op('/'))));
         // A word that joins numbers (`5 less than 3 times 4`) is not a unit: it stays, so
         // the calculation around it reads as cut rather than as two numbers.
         let joining = matches!(t, Tk::Word(w)
