@@ -856,3 +856,17 @@ fn units_in_the_problem_and_names_after_words() {
         Some(Vote::Invalid)
     );
 }
+
+#[test]
+fn euclid_quotients_need_no_source() {
+    let problem = "Simplify the fraction 20474/21286.";
+    let steps = ["21286 − 1 × 20474 = 812"];
+    assert_eq!(
+        on_problem("20474 − 25 × 812 = 174", problem, &steps).as_vote(),
+        Some(Vote::Valid)
+    );
+    assert_eq!(
+        on_problem("20474 − 25 × 812 = 184", problem, &steps).as_vote(),
+        Some(Vote::Invalid)
+    );
+}

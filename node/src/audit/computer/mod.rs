@@ -854,8 +854,8 @@ fn known_values(texts: &[&str]) -> BTreeSet<Rational> {
 
 /// An operand of a calculation that nothing the judge was shown gives: not a number of
 /// the problem or the premises (in digits or words), not a unit constant, not a small
-/// whole number (a quotient found along the way, `18486 − 10 × 1794`), not a share of a
-/// hundred (`0.99` for 1 − 1%) — in a calculation that uses a number of the problem or
+/// whole number, not the whole quotient of two numbers it works on (`20474 − 25 × 812`),
+/// not a share of a hundred (`0.99` for 1 − 1%) — in a calculation that uses a number of the problem or
 /// the premises next to it (`790/5` where the problem gives 790). Such a calculation may hold and still rest on a number
 /// from nowhere (ARES "ungrounded"), so it is not called Valid; nor is it called
 /// Ungrounded, since people introduce numbers for good reasons the checker cannot see.
@@ -881,12 +881,28 @@ fn unexplained_operand(parts: &[Expr], ctx: &Ctx<'_>) -> Option<Rational> {
         return None;
     }
     let hundred = Rational::int(100);
+    let grounded: Vec<Rational> = used
+        .iter()
+        .copied()
+        .filter(|v| known.contains(v))
+        .take(16)
+        .collect();
+    // `20474 − 25 × 812`: 25 is the whole quotient of two numbers the step works on.
+    let quotient = |v: Rational| {
+        grounded.iter().any(|a| {
+            grounded.iter().any(|b| {
+                a.div(*b)
+                    .and_then(|q| q.to_decimals(0))
+                    .is_some_and(|(whole, _)| whole == v)
+            })
+        })
+    };
     used.into_iter().find(|v| {
         let small = (0..=SMALL_WHOLE).any(|k| *v == Rational::int(k));
         let percent = v
             .mul(hundred)
             .is_some_and(|p| (0..=100).any(|k| p == Rational::int(k)));
-        !small && !percent && !known.contains(v)
+        !small && !percent && !known.contains(v) && !quotient(*v)
     })
 }
 
