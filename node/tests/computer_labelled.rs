@@ -338,6 +338,7 @@ fn labelled_set_precision_and_recall() {
 
     let (mut tp, mut fp, mut fn_, mut valid_ok, mut abstain) = (0, 0, 0, 0, 0);
     let mut passed_wrong = Vec::new();
+    let mut per_family: Vec<(&str, [u32; 4])> = Vec::new();
     for (i, c) in cases.iter().enumerate() {
         let premises: Vec<&str> = c.premises.iter().map(String::as_str).collect();
         let j = check(
@@ -371,6 +372,26 @@ fn labelled_set_precision_and_recall() {
             (true, false) => fn_ += 1,
             _ => {}
         }
+        // Per family: [wrong caught, wrong, correct judged Valid, correct].
+        let slot = match per_family.iter_mut().find(|(f, _)| *f == c.family) {
+            Some((_, s)) => s,
+            None => {
+                per_family.push((c.family, [0; 4]));
+                &mut per_family.last_mut().expect("just pushed").1
+            }
+        };
+        if c.wrong {
+            slot[1] += 1;
+            slot[0] += u32::from(flagged);
+        } else {
+            slot[3] += 1;
+            slot[2] += u32::from(j.as_vote() == Some(Vote::Valid));
+        }
+    }
+    for (family, [caught, wrong, valid, correct]) in &per_family {
+        println!(
+            "  {family:14} wrong steps caught {caught}/{wrong}; correct steps judged Valid {valid}/{correct}"
+        );
     }
     let precision = f64::from(tp) / f64::from((tp + fp).max(1));
     let recall = f64::from(tp) / f64::from((tp + fn_).max(1));
