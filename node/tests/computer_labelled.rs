@@ -1,7 +1,9 @@
 //! A labelled test set for the Computer-tier checkers: arithmetic, decimals, linear
-//! algebra, ClaimTrees rule chains and propositional steps, half of them wrong in the ways
-//! the paper lists (sign flips, off-by-one, wrong constants, invalid derivations, missing
-//! rules). Generated from a fixed seed, so the set and the numbers are the same every run.
+//! algebra, ClaimTrees rule chains, propositional steps and calculations written in words
+//! and markup, half or more of them wrong in the ways the paper lists (sign flips,
+//! off-by-one, wrong constants, invalid derivations, missing rules) and the ways text
+//! gets them wrong (a wrong result, a wrong operator with its result, a dropped term).
+//! Generated from a fixed seed, so the set and the numbers are the same every run.
 //!
 //! Asserts that no wrong step is judged Valid, and prints precision and recall of error
 //! detection (run with `--nocapture` to see them).
@@ -224,6 +226,99 @@ fn propositional(out: &mut Vec<Case>) {
     }
 }
 
+/// Calculations as people and models write them: units and words between numbers,
+/// money, `x` as a times sign, LaTeX, markdown, GSM8K annotations, number words. Each
+/// correct step has wrong twins: a wrong result, a wrong operator with its result, a
+/// dropped term.
+fn worded(r: &mut Rng, out: &mut Vec<Case>) {
+    for i in 0..16 {
+        let (a, b, c) = (r.range(12, 90), r.range(2, 9), r.range(2, 30));
+        let good = a * b - c;
+        let (claim, wrong_result, wrong_op, dropped) = match i % 8 {
+            0 => (
+                format!("She packs {a} kg * {b} - {c} = {good} kg in all."),
+                format!("She packs {a} kg * {b} - {c} = {} kg in all.", good + 3),
+                format!("She packs {a} kg * {b} + {c} = {good} kg in all."),
+                format!("She packs {a} kg * {b} = {good} kg in all."),
+            ),
+            1 => (
+                format!("**Step {b}:** ${a} × {b} − ${c} = ${good}"),
+                format!("**Step {b}:** ${a} × {b} − ${c} = ${}", good - 2),
+                format!("**Step {b}:** ${a} × {b} + ${c} = ${good}"),
+                format!("**Step {b}:** ${a} × {b} = ${good}"),
+            ),
+            2 => (
+                format!(
+                    "He reads {a} pages x {b} days - {c} = <<{a}*{b}-{c}={good}>>{good} pages."
+                ),
+                format!(
+                    "He reads {a} pages x {b} days - {c} = <<{a}*{b}-{c}={}>>{} pages.",
+                    good + 10,
+                    good + 10
+                ),
+                format!(
+                    "He reads {a} pages x {b} days + {c} = <<{a}*{b}+{c}={good}>>{good} pages."
+                ),
+                format!("He reads {a} pages x {b} days = <<{a}*{b}={good}>>{good} pages."),
+            ),
+            3 => (
+                format!(r"$\left({a} \cdot {b}\right) - {c} = {good}$"),
+                format!(r"$\left({a} \cdot {b}\right) - {c} = {}$", good + 1),
+                format!(r"$\left({a} \cdot {b}\right) + {c} = {good}$"),
+                format!(r"$\left({a} \cdot {b}\right) = {good}$"),
+            ),
+            4 => (
+                format!("- So {a}x{b} - {c} = {good}"),
+                format!("- So {a}x{b} - {c} = {}", good - 1),
+                format!("- So {a}x{b} + {c} = {good}"),
+                format!("- So {a}x{b} = {good}"),
+            ),
+            5 => (
+                format!("Twice {a} minus {c} = {}", 2 * a - c),
+                format!("Twice {a} minus {c} = {}", 2 * a - c + 2),
+                format!("Twice {a} plus {c} = {}", 2 * a - c),
+                format!("Twice {a} = {}", 2 * a - c),
+            ),
+            6 => (
+                format!("That is {a},000 × {b} − {c},000 = {},000 dollars.", good),
+                format!(
+                    "That is {a},000 × {b} − {c},000 = {},000 dollars.",
+                    good + 1
+                ),
+                format!("That is {a},000 × {b} + {c},000 = {},000 dollars.", good),
+                format!("That is {a},000 × {b} = {},000 dollars.", good),
+            ),
+            _ => (
+                format!(
+                    "Half of {} is taken: {} / 2 = {a}, and {a} * {b} - {c} = {good}.",
+                    2 * a,
+                    2 * a
+                ),
+                format!(
+                    "Half of {} is taken: {} / 2 = {a}, and {a} * {b} - {c} = {}.",
+                    2 * a,
+                    2 * a,
+                    good + 4
+                ),
+                format!(
+                    "Half of {} is taken: {} / 2 = {a}, and {a} * {b} + {c} = {good}.",
+                    2 * a,
+                    2 * a
+                ),
+                format!(
+                    "Half of {} is taken: {} / 2 = {a}, and {a} * {b} = {good}.",
+                    2 * a,
+                    2 * a
+                ),
+            ),
+        };
+        out.push(case("worded", claim, vec![], "", false));
+        for w in [wrong_result, wrong_op, dropped] {
+            out.push(case("worded", w, vec![], "", true));
+        }
+    }
+}
+
 #[test]
 fn labelled_set_precision_and_recall() {
     let mut r = Rng(7);
@@ -233,15 +328,17 @@ fn labelled_set_precision_and_recall() {
     algebra(&mut r, &mut cases);
     rules(&mut r, &mut cases);
     propositional(&mut cases);
+    worded(&mut r, &mut cases);
     let wrong_total = cases.iter().filter(|c| c.wrong).count();
     assert!(cases.len() >= 200, "only {} cases", cases.len());
     assert!(
         wrong_total * 2 >= cases.len() - 2,
-        "about half must be wrong"
+        "at least about half must be wrong"
     );
 
     let (mut tp, mut fp, mut fn_, mut valid_ok, mut abstain) = (0, 0, 0, 0, 0);
     let mut passed_wrong = Vec::new();
+    let mut per_family: Vec<(&str, [u32; 4])> = Vec::new();
     for (i, c) in cases.iter().enumerate() {
         let premises: Vec<&str> = c.premises.iter().map(String::as_str).collect();
         let j = check(
@@ -275,6 +372,26 @@ fn labelled_set_precision_and_recall() {
             (true, false) => fn_ += 1,
             _ => {}
         }
+        // Per family: [wrong caught, wrong, correct judged Valid, correct].
+        let slot = match per_family.iter_mut().find(|(f, _)| *f == c.family) {
+            Some((_, s)) => s,
+            None => {
+                per_family.push((c.family, [0; 4]));
+                &mut per_family.last_mut().expect("just pushed").1
+            }
+        };
+        if c.wrong {
+            slot[1] += 1;
+            slot[0] += u32::from(flagged);
+        } else {
+            slot[3] += 1;
+            slot[2] += u32::from(j.as_vote() == Some(Vote::Valid));
+        }
+    }
+    for (family, [caught, wrong, valid, correct]) in &per_family {
+        println!(
+            "  {family:14} wrong steps caught {caught}/{wrong}; correct steps judged Valid {valid}/{correct}"
+        );
     }
     let precision = f64::from(tp) / f64::from((tp + fp).max(1));
     let recall = f64::from(tp) / f64::from((tp + fn_).max(1));

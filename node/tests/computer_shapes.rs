@@ -166,11 +166,13 @@ fn number_words() {
 #[test]
 fn grounding_reads_number_words_and_unit_constants() {
     let problem = "Ann has fifteen apples and gives 4 away. Tom has twice as many as Ann.";
-    undecided("r = 15 - 4", &[problem], problem);
+    undecided("r + 4 = 15", &[problem], problem);
     assert_eq!(
-        on_problem("r = 17 - 4", problem, &[]).as_vote(),
+        on_problem("r + 4 = 17", problem, &[]).as_vote(),
         Some(Vote::Ungrounded)
     );
+    // A side that calculates may rest on arithmetic done in the head.
+    undecided("r = 17 - 4", &[problem], problem);
     let j = on_problem("t = 2 * 11", problem, &["She keeps 15 - 4 = 11 apples."]);
     not_failed(&j, "t = 2 * 11");
     // Unit constants are never ungrounded.
@@ -178,7 +180,7 @@ fn grounding_reads_number_words_and_unit_constants() {
     not_failed(&on_problem("m = 3 * 60", work, &[]), "m = 3 * 60");
     not_failed(&on_problem("d = 52 * 7", work, &[]), "d = 52 * 7");
     // A judge that never saw the problem cannot tell a number is missing from it.
-    undecided("r = 17 - 4", &[], "");
+    undecided("r + 4 = 17", &[], "");
 }
 
 #[test]
@@ -292,11 +294,12 @@ fn rule_applications_in_prose() {
     }
 }
 
-/// Judges every Computer-routed segment as a seat would: the premises are the texts of
-/// the dropped (non-Computer) segments it rests on, then the claims it depends on; the
-/// context is the dropped texts joined. Returns (content, vote) for each.
-fn seat_run(trace: &Trace, hdag: &Hdag) -> Vec<(String, Option<Vote>)> {
-    let node = |id: &str| hdag.nodes.iter().find(|n| n.id == id);
+/// Judges every Computer-routed segment as a seat would: dependencies are followed
+/// through the segments of other tiers (left out, their text travels as givens) to the
+/// nearest Computer segments; the premises are the givens, then the claims of those
+/// segments in trace order; the context is the givens joined. Returns (content, vote).
+fn seat_run(hdag: &Hdag) -> Vec<(String, Option<Vote>)> {
+    let index = |id: &str| hdag.nodes.iter().position(|n| n.id == id);
     let mut out = Vec::new();
     for i in dependency_order(hdag) {
         let Some(n) = hdag.nodes.get(i) else { continue };
@@ -304,21 +307,36 @@ fn seat_run(trace: &Trace, hdag: &Hdag) -> Vec<(String, Option<Vote>)> {
             continue;
         }
         let mut givens = Vec::new();
-        let mut claims = Vec::new();
-        for d in hdag.dependencies_of(&n.id) {
-            if let Some(dn) = node(d) {
-                if dn.primary_auditor == AuditorType::Auto {
-                    claims.push(dn.content.clone());
-                } else {
-                    givens.push(dn.content.clone());
-                }
+        let mut cited = Vec::new();
+        let mut seen = Vec::new();
+        let mut stack: Vec<&str> = hdag.dependencies_of(&n.id).collect();
+        while let Some(d) = stack.pop() {
+            if seen.contains(&d) {
+                continue;
+            }
+            seen.push(d);
+            let Some(j) = index(d) else { continue };
+            let Some(dn) = hdag.nodes.get(j) else {
+                continue;
+            };
+            if dn.primary_auditor == AuditorType::Auto {
+                cited.push(j);
+            } else {
+                givens.push(dn.content.clone());
+                stack.extend(hdag.dependencies_of(d));
             }
         }
+        cited.sort_unstable();
         let context = givens.join("\n");
         let premises: Vec<&str> = givens
             .iter()
-            .chain(claims.iter())
             .map(String::as_str)
+            .chain(
+                cited
+                    .iter()
+                    .filter_map(|&j| hdag.nodes.get(j))
+                    .map(|m| m.content.as_str()),
+            )
             .collect();
         let j = check(
             &StepInput {
@@ -328,7 +346,6 @@ fn seat_run(trace: &Trace, hdag: &Hdag) -> Vec<(String, Option<Vote>)> {
             },
             &Hash::sha256(n.id.as_bytes()),
         );
-        let _ = trace;
         out.push((n.content.clone(), j.as_vote()));
     }
     out
@@ -339,7 +356,7 @@ fn a_claimtrees_trace_goes_to_the_computer_tier_and_is_checked_there() {
     let text = "## Problem Statement\nRules: A → B; B → C; C → D. Fact: I have A. Can I derive D?\n\n## Thinking Process\nI use rule (A → B) to derive B.\nI use rule (B -> C) to derive C.\nI use rule (C → D) to derive D.\n\n## Final Output\nYes, I can derive D.";
     let t = Trace::parse(text).expect("trace");
     let h = decompose(&t, &Options::default()).expect("decomposes");
-    let verdicts = seat_run(&t, &h);
+    let verdicts = seat_run(&h);
     assert_eq!(verdicts.len(), 3, "{verdicts:?}");
     assert!(
         verdicts.iter().all(|(_, v)| *v == Some(Vote::Valid)),
@@ -351,7 +368,7 @@ fn a_claimtrees_trace_goes_to_the_computer_tier_and_is_checked_there() {
     );
     let t = Trace::parse(&wrong).expect("trace");
     let h = decompose(&t, &Options::default()).expect("decomposes");
-    let verdicts = seat_run(&t, &h);
+    let verdicts = seat_run(&h);
     assert!(
         verdicts.iter().any(|(c, v)| c.contains("derive D.")
             && c.contains("(B -> C)")
@@ -364,7 +381,7 @@ fn a_claimtrees_trace_goes_to_the_computer_tier_and_is_checked_there() {
     );
     let t = Trace::parse(&missing).expect("trace");
     let h = decompose(&t, &Options::default()).expect("decomposes");
-    let verdicts = seat_run(&t, &h);
+    let verdicts = seat_run(&h);
     assert!(
         verdicts
             .iter()
@@ -378,7 +395,7 @@ fn a_gsm8k_style_trace_is_checked_as_a_seat_would() {
     let text = "## Problem Statement\nNatalia sold clips to 48 of her friends in April, and then she sold half as many clips in May. How many clips did Natalia sell altogether in April and May?\n\n## Thinking Process\nNatalia sold 48/2 = <<48/2=24>>24 clips in May.\nNatalia sold 48+24 = <<48+24=72>>72 clips altogether in April and May.\n\n## Final Output\n72";
     let t = Trace::parse(text).expect("trace");
     let h = decompose(&t, &Options::default()).expect("decomposes");
-    let verdicts = seat_run(&t, &h);
+    let verdicts = seat_run(&h);
     assert!(
         verdicts
             .iter()
@@ -390,7 +407,7 @@ fn a_gsm8k_style_trace_is_checked_as_a_seat_would() {
     let wrong = text.replace("48+24 = <<48+24=72>>72", "48+24 = <<48+24=82>>82");
     let t = Trace::parse(&wrong).expect("trace");
     let h = decompose(&t, &Options::default()).expect("decomposes");
-    let verdicts = seat_run(&t, &h);
+    let verdicts = seat_run(&h);
     assert!(
         verdicts.iter().any(|(_, v)| *v == Some(Vote::Invalid)),
         "{verdicts:?}"
@@ -464,11 +481,9 @@ fn a_step_rests_on_each_step_whose_numbers_it_uses() {
     let deps: Vec<&str> = h.dependencies_of(&last.id).collect();
     assert!(deps.len() >= 3, "{deps:?}");
     assert!(
-        seat_run(&t, &h)
-            .iter()
-            .all(|(_, v)| *v == Some(Vote::Valid)),
+        seat_run(&h).iter().all(|(_, v)| *v == Some(Vote::Valid)),
         "{:?}",
-        seat_run(&t, &h)
+        seat_run(&h)
     );
 }
 
@@ -774,5 +789,84 @@ fn a_calculation_on_a_number_from_nowhere_is_not_valid() {
     assert_eq!(
         on_problem("So 1.2 × 0.8 = 0.96", problem, &[]).as_vote(),
         Some(Vote::Valid)
+    );
+}
+
+#[test]
+fn a_truth_step_may_not_misstate_what_it_rests_on() {
+    let problem = "Premises:\n1. (P ∨ Q)\nAssignment: P = false, Q = false";
+    assert_eq!(
+        on_problem(
+            "Since P is true, Q is false, (P ∨ Q) is true.",
+            problem,
+            &[]
+        )
+        .as_vote(),
+        Some(Vote::Invalid)
+    );
+    assert_eq!(
+        on_problem(
+            "Since P is false, Q is false, (P ∨ Q) is false.",
+            problem,
+            &[]
+        )
+        .as_vote(),
+        Some(Vote::Valid)
+    );
+}
+
+#[test]
+fn item_labels_and_counts_in_units() {
+    let problem = "A baker makes 48 muffins and sells 3/4 of them for $90, spending $20.";
+    for claim in [
+        "(a) 90 − 20 = 70",
+        "b) 90 − 20 = 70",
+        "Step 3) 90 - 20 = 70",
+    ] {
+        assert_eq!(
+            on_problem(claim, problem, &[]).as_vote(),
+            Some(Vote::Valid),
+            "{claim}"
+        );
+    }
+    // `4 dozen` counts dozens; `3 dozen` may be 36: both readings are tried.
+    valid("48 muffins ÷ 12 = 4 dozen", &[], "");
+    valid("4 dozen = 48 muffins", &[], "");
+    invalid("48 muffins ÷ 12 = 5 dozen", &[], "");
+}
+
+#[test]
+fn units_in_the_problem_and_names_after_words() {
+    let problem = "A rectangle is 5 m by 4 m; a car covers 150 km in 2.5 h.";
+    for claim in [
+        "d² = 25 + 16 = 41",
+        "n(n+1)/2 = 5·6/2 = 15 for n = 5",
+        "v = 150 km ÷ 2.5 h = 60 km/h",
+        "Speed = distance/time = 150 km / 2.5 h = 60 km/h",
+    ] {
+        not_failed(&on_problem(claim, problem, &[]), claim);
+        not_failed(&judge(claim, &[], ""), claim);
+    }
+    assert_eq!(
+        on_problem("v = 150 km ÷ 2.5 h = 60 km/h", problem, &[]).as_vote(),
+        Some(Vote::Valid)
+    );
+    assert_eq!(
+        on_problem("v = 150 km ÷ 2.5 h = 50 km/h", problem, &[]).as_vote(),
+        Some(Vote::Invalid)
+    );
+}
+
+#[test]
+fn euclid_quotients_need_no_source() {
+    let problem = "Simplify the fraction 20474/21286.";
+    let steps = ["21286 − 1 × 20474 = 812"];
+    assert_eq!(
+        on_problem("20474 − 25 × 812 = 174", problem, &steps).as_vote(),
+        Some(Vote::Valid)
+    );
+    assert_eq!(
+        on_problem("20474 − 25 × 812 = 184", problem, &steps).as_vote(),
+        Some(Vote::Invalid)
     );
 }

@@ -196,3 +196,10 @@ fn numbers_the_problem_states_in_words_link_to_the_goal() {
         AuditorType::Llm
     );
 }
+
+#[test]
+fn thousands_separators_are_part_of_a_number() {
+    assert!(text::numbers_in("$30,800 + $4,400").contains(&"30800".to_string()));
+    assert!(text::numbers_in("f(1, 200)").contains(&"200".to_string()));
+    assert!(!text::numbers_in("1,2345").contains(&"12345".to_string()));
+}

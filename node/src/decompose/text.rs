@@ -241,8 +241,8 @@ pub(crate) fn symbols_in(text: &str) -> Vec<String> {
     out
 }
 
-/// Numbers a text states: integers, decimals, and fractions `a/b` (as written, and also
-/// each side).
+/// Numbers a text states: integers (`30,800` as `30800`), decimals, and fractions `a/b`
+/// (as written, and also each side).
 pub(crate) fn numbers_in(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let cs: Vec<char> = text.chars().collect();
@@ -257,8 +257,20 @@ pub(crate) fn numbers_in(text: &str) -> Vec<String> {
                     && cs
                         .get(i.saturating_add(1))
                         .is_some_and(char::is_ascii_digit);
+                // `30,800`: a comma between digit groups of three is part of the number.
+                let thousands = d == ','
+                    && !s.contains('.')
+                    && (1..=3).all(|k| {
+                        cs.get(i.saturating_add(k))
+                            .is_some_and(char::is_ascii_digit)
+                    })
+                    && !cs
+                        .get(i.saturating_add(4))
+                        .is_some_and(char::is_ascii_digit);
                 if d.is_ascii_digit() || decimal_point {
                     s.push(d);
+                    i = i.saturating_add(1);
+                } else if thousands {
                     i = i.saturating_add(1);
                 } else {
                     break;

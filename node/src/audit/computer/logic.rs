@@ -310,19 +310,35 @@ pub(super) fn truth_step(input: &StepInput<'_>) -> Option<Judgement> {
         operands,
         given,
     } = truth_claim(input.claim)?;
-    let mut stated = given;
-    stated.extend(stated_values(input.context));
+    // The assignment: atom values the problem and the premises state.
+    let mut outside = stated_values(input.context);
     for p in input.premises {
-        stated.extend(stated_values(p));
+        outside.extend(stated_values(p));
     }
-    let mut readings = Vec::new();
-    // The formula under the values stated for its atoms.
-    let atoms_only: Vec<(F, bool)> = stated
+    let assignment: Vec<(F, bool)> = outside
         .iter()
         .filter(|(f, _)| matches!(f, F::Atom(_)))
         .cloned()
         .collect();
-    readings.push(eval_with(&formula, &atoms_only, true));
+    // What the step says it rests on (`Since P is false, ...`) must be so: under the
+    // assignment, or as a premise states it (carried, perhaps wrongly, from there).
+    for (f, v) in &given {
+        let carried = outside.iter().any(|(g, w)| g == f && w == v);
+        if !carried && eval_with(f, &assignment, false).is_some_and(|x| x != *v) {
+            return Some(Judgement::Vote {
+                vote: Vote::Invalid,
+                reason: format!(
+                    "the step rests on {} being {v}, which it is not under the assignment",
+                    show_formula(f)
+                ),
+            });
+        }
+    }
+    let mut stated = given;
+    stated.extend(outside);
+    let mut readings = Vec::new();
+    // The formula under the assignment (atom values from the problem and premises).
+    readings.push(eval_with(&formula, &assignment, true));
     // Under the values stated for its parts (what the step rests on).
     readings.push(eval_with(&formula, &stated, true));
     if !operands.is_empty() {

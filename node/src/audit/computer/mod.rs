@@ -854,8 +854,8 @@ fn known_values(texts: &[&str]) -> BTreeSet<Rational> {
 
 /// An operand of a calculation that nothing the judge was shown gives: not a number of
 /// the problem or the premises (in digits or words), not a unit constant, not a small
-/// whole number (a quotient found along the way, `18486 − 10 × 1794`), not a share of a
-/// hundred (`0.99` for 1 − 1%) — in a calculation that uses a number of the problem or
+/// whole number, not the whole quotient of two numbers it works on (`20474 − 25 × 812`),
+/// not a share of a hundred (`0.99` for 1 − 1%) — in a calculation that uses a number of the problem or
 /// the premises next to it (`790/5` where the problem gives 790). Such a calculation may hold and still rest on a number
 /// from nowhere (ARES "ungrounded"), so it is not called Valid; nor is it called
 /// Ungrounded, since people introduce numbers for good reasons the checker cannot see.
@@ -881,12 +881,28 @@ fn unexplained_operand(parts: &[Expr], ctx: &Ctx<'_>) -> Option<Rational> {
         return None;
     }
     let hundred = Rational::int(100);
+    let grounded: Vec<Rational> = used
+        .iter()
+        .copied()
+        .filter(|v| known.contains(v))
+        .take(16)
+        .collect();
+    // `20474 − 25 × 812`: 25 is the whole quotient of two numbers the step works on.
+    let quotient = |v: Rational| {
+        grounded.iter().any(|a| {
+            grounded.iter().any(|b| {
+                a.div(*b)
+                    .and_then(|q| q.to_decimals(0))
+                    .is_some_and(|(whole, _)| whole == v)
+            })
+        })
+    };
     used.into_iter().find(|v| {
         let small = (0..=SMALL_WHOLE).any(|k| *v == Rational::int(k));
         let percent = v
             .mul(hundred)
             .is_some_and(|p| (0..=100).any(|k| p == Rational::int(k)));
-        !small && !percent && !known.contains(v)
+        !small && !percent && !known.contains(v) && !quotient(*v)
     })
 }
 
@@ -909,20 +925,26 @@ fn grounding(input: &StepInput<'_>, chain: &[Expr]) -> Judgement {
             "states a value with nothing to derive it from; not a condition to ground".into(),
         );
     }
+    // A longer chain calculates; its numbers may come from arithmetic done in the head
+    // (`d² = 25 + 16 = 41` from sides 5 and 4). Only a lone equation states a condition.
+    let [a, b] = chain else {
+        return Judgement::Abstain(
+            "a calculation in names with no premise equation to derive it from".into(),
+        );
+    };
     let mut texts = vec![input.context];
     texts.extend(input.premises.iter().copied());
-    let mut known = known_values(&texts);
-    // In a longer chain every part before the last was reached by verified rewrites, so
-    // only the last part states something new; a lone equation states both sides.
+    let known = known_values(&texts);
+    // The numbers it states: those in a side with a name (`x / (3x − 7)`), and a side that
+    // is a value (`3/5`); a side that calculates (`17 − 4`) may rest on head arithmetic.
     let mut stated = Vec::new();
-    let split = if chain.len() > 2 { chain.len() - 1 } else { 0 };
-    for (i, e) in chain.iter().enumerate() {
-        if i < split {
-            let mut v = Vec::new();
-            e.values(&mut v);
-            known.extend(v);
-        } else {
-            e.values(&mut stated);
+    for side in [a, b] {
+        let mut names = BTreeSet::new();
+        side.vars(&mut names);
+        let value =
+            is_literal(side) || matches!(side, Expr::Div(x, y) if is_literal(x) && is_literal(y));
+        if !names.is_empty() || value {
+            side.values(&mut stated);
         }
     }
     if let Some(n) = stated.into_iter().find(|v| !known.contains(v)) {

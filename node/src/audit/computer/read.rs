@@ -35,6 +35,9 @@ const MAX_RUN_TOKENS: usize = 400;
 /// Single letters that name functions when written right before `(` (`f(2)`, `P(A)`);
 /// other letters before `(` multiply (`a(b + c)`).
 const FUNCTION_NAMES: [&str; 11] = ["f", "g", "h", "F", "G", "H", "P", "C", "E", "V", "T"];
+/// Joining words that are also units when the units are dropped (`$5 per hour`, `4 dozen`,
+/// `3 hundred`).
+const UNIT_LIKE: [&str; 6] = ["per", "dozen", "dozens", "hundred", "thousand", "million"];
 /// Most chains taken from one text.
 const MAX_CHAINS: usize = 64;
 
@@ -159,10 +162,22 @@ fn strip_marker(line: &str) -> &str {
                 r.trim_start_matches("**")
                     .strip_prefix(':')
                     .or_else(|| r.strip_prefix('.'))
+                    .or_else(|| r.strip_prefix(')'))
             })
         {
             return r.trim_start();
         }
+    }
+    // `(a) `, `(ii) `, `(3) `, `b) `: an item label, not a factor.
+    let inner = t.strip_prefix('(').unwrap_or(t);
+    if let Some(close) = inner.find(") ")
+        && (1..=4).contains(&close)
+        && inner
+            .get(..close)
+            .is_some_and(|l| l.chars().all(|c| c.is_ascii_alphanumeric()))
+        && (t.starts_with('(') || close == 1)
+    {
+        return inner.get(close + 2..).unwrap_or("").trim_start();
     }
     t
 }
@@ -218,6 +233,19 @@ fn thousands(text: &str) -> String {
     out
 }
 
+/// What a LaTeX brace group becomes when it closes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Brace {
+    /// `\text{kg}`: the words, no parenthesis.
+    Text,
+    /// The numerator of `\frac`: `)/(` and the denominator opens.
+    Numerator,
+    /// The denominator of `\frac`: `))`.
+    Denominator,
+    /// Any other group: `)`.
+    Group,
+}
+
 /// LaTeX notation to plain notation: `\frac{a}{b}` → `((a)/(b))`, `\cdot` and `\times` →
 /// `*`, `\div` → `÷`, `\left(` → `(`, spacing commands removed, `\text{kg}` → `kg`,
 /// braces → parentheses (`^{2}` → `^2`).
@@ -228,9 +256,8 @@ fn latex(text: &str) -> String {
     let cs: Vec<char> = text.chars().collect();
     let mut out = String::with_capacity(text.len());
     let mut i = 0usize;
-    // Pending `\frac`: how many of its two groups are still to close, per open brace.
-    let mut frac_stack: Vec<u8> = Vec::new();
-    let mut brace_kinds: Vec<u8> = Vec::new();
+    // What each open brace closes into.
+    let mut brace_kinds: Vec<Brace> = Vec::new();
     while let Some(&c) = cs.get(i) {
         if c == '\\' {
             let mut j = i + 1;
@@ -266,10 +293,9 @@ fn latex(text: &str) -> String {
             match name.as_str() {
                 "frac" | "dfrac" | "tfrac" => {
                     out.push_str("((");
-                    frac_stack.push(2);
                     // The next `{` opens the numerator.
                     if cs.get(i) == Some(&'{') {
-                        brace_kinds.push(1);
+                        brace_kinds.push(Brace::Numerator);
                         i += 1;
                     }
                 }
@@ -280,7 +306,7 @@ fn latex(text: &str) -> String {
                 "quad" | "qquad" | "space" => out.push(' '),
                 "text" | "mathrm" | "textbf" | "mathbf" | "boxed" | "textit" | "operatorname" => {
                     if cs.get(i) == Some(&'{') {
-                        brace_kinds.push(0);
+                        brace_kinds.push(Brace::Text);
                         out.push(' ');
                         i += 1;
                     }
@@ -297,22 +323,21 @@ fn latex(text: &str) -> String {
         }
         match c {
             '{' => {
-                brace_kinds.push(2);
+                brace_kinds.push(Brace::Group);
                 out.push('(');
             }
             '}' => match brace_kinds.pop() {
-                Some(0) => out.push(' '),
-                Some(1) => {
+                Some(Brace::Text) => out.push(' '),
+                Some(Brace::Numerator) => {
                     // The numerator closed: the denominator group follows.
                     out.push_str(")/(");
                     if cs.get(i + 1) == Some(&'{') {
-                        brace_kinds.push(3);
+                        brace_kinds.push(Brace::Denominator);
                         i += 1;
                     }
                 }
-                Some(3) => {
+                Some(Brace::Denominator) => {
                     out.push_str("))");
-                    frac_stack.pop();
                 }
                 _ => out.push(')'),
             },
@@ -786,13 +811,15 @@ fn drop_units(ts: &[Tk], known_names: &BTreeSet<String>) -> Vec<Tk> {
     let mut marked: Vec<Tk> = Vec::with_capacity(ts.len());
     for (i, t) in ts.iter().enumerate() {
         let prev = i.checked_sub(1).and_then(|j| ts.get(j));
+        // `5 m`, `km/h`: a letter right after a number or a `/` is a unit; one after a
+        // word is a name (`for n = 5`).
         let unit_name = matches!(t, Tk::Name(n) if !known_names.contains(n)
             && n.chars().count() == 1
-            && matches!(prev, Some(Tk::Num { .. } | Tk::Op('/') | Tk::Gap | Tk::Word(_))));
+            && matches!(prev, Some(Tk::Num { .. } | Tk::Op('/'))));
         // A word that joins numbers (`5 less than 3 times 4`) is not a unit: it stays, so
         // the calculation around it reads as cut rather than as two numbers.
         let joining = matches!(t, Tk::Word(w)
-            if w != "per" && joins(w, prev, ts.get(i + 1..).unwrap_or(&[])));
+            if !UNIT_LIKE.contains(&w.as_str()) && joins(w, prev, ts.get(i + 1..).unwrap_or(&[])));
         if (matches!(t, Tk::Word(_)) && !joining) || unit_name {
             marked.push(Tk::Gap);
         } else {
@@ -887,8 +914,18 @@ pub(crate) fn unknowns(text: &str) -> BTreeSet<String> {
     for clause in notes.iter().chain(clauses(&cleaned).iter()) {
         let ts = tokens(clause);
         for (i, t) in ts.iter().enumerate() {
+            let prev = i.checked_sub(1).and_then(|j| ts.get(j));
+            let next = ts.get(i + 1);
+            // `in 2.5 h.`, `5 m by 4 m`, `km/h`: a letter after a number and before prose,
+            // or after a unit's `/`, is a unit.
+            let unit = matches!(t, Tk::Name(n) if n.chars().count() == 1)
+                && ((matches!(prev, Some(Tk::Num { .. }))
+                    && matches!(next, None | Some(Tk::Word(_) | Tk::Bar)))
+                    || (matches!(prev, Some(Tk::Op('/')))
+                        && matches!(i.checked_sub(2).and_then(|j| ts.get(j)), Some(Tk::Word(_)))));
             if let Tk::Name(n) = t
                 && x_times_at(&ts, i).is_none()
+                && !unit
             {
                 out.insert(n.clone());
             }
@@ -1023,7 +1060,9 @@ pub(crate) fn readings(clause: &str, known_names: &BTreeSet<String>) -> Vec<Opti
     };
     let mut seen: Vec<Vec<Tk>> = Vec::new();
     let mut out = Vec::new();
-    for &(words, units) in &[(false, false), (true, false), (true, true)] {
+    // Literal; words as numbers and operators; then units dropped after either (`4
+    // dozen` is a count of dozens, `3 dozen` may be 36).
+    for &(words, units) in &[(false, false), (true, false), (true, true), (false, true)] {
         for &x in xs {
             for &d in divs {
                 for &p in pcts {
