@@ -141,12 +141,13 @@ impl NetHandler for Handler {
         } = &mut *s;
         match mempool.insert(tx, contract) {
             Ok(_) => Ok(()),
-            // Harmless: a copy we have, or one already in a block, or one ahead of a gap.
+            // Harmless: a copy we have, one already in a block, one too far ahead, or one
+            // that expired on its way here.
             Err(
                 MempoolError::Duplicate
                 | MempoolError::Stale { .. }
-                | MempoolError::NonceTaken(_)
-                | MempoolError::TooFarAhead { .. },
+                | MempoolError::TooFarAhead { .. }
+                | MempoolError::Expired(_),
             ) => Err(TxVerdict::Ignore),
             Err(e) => Err(TxVerdict::Reject(e.to_string())),
         }
