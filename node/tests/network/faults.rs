@@ -110,41 +110,49 @@ fn a_seat_down_for_40_s_votes_again_within_blocks_of_its_restart_and_pays_only_f
             .is_some_and(|(h2, h0)| h2 + 1 >= h0)
     });
     let back_at = net.height(0).expect("node 0 answers");
-    // What the restart led node 2 to send in the operator's run, made certain here: one
+    // What the restart led node 2 to send in the operator's run, made certain here: a
     // transaction of its account that the contract refuses for good (keys for a live
     // session it does not provide). Proposers drop it; its later votes must not wait
-    // behind it.
-    let live = loop {
-        if let Some(s) = submit(&net, &trace) {
-            break s;
-        }
-        let h = net.height(0).unwrap_or(0);
-        net.wait_height(0, h + 1);
-    };
-    sessions.push(live.clone());
-    net.wait_for("the new session to be live", |n| {
-        n.get(2, &format!("/v1/sessions/{live}"))
-            .is_ok_and(|v| v["status"] == "live")
-    });
-    let k2 = net.keys(2);
-    let nonce = net
-        .get(2, &format!("/v1/accounts/{}", k2.account_id()))
-        .expect("account")["next_nonce"]
-        .as_u64()
-        .expect("nonce");
-    let poison = Signed::sign(
-        &k2.account,
-        Tx {
-            nonce,
-            call: Call::DeliverKeys {
-                session: live.parse().expect("session id"),
-                keys: Vec::new(),
+    // behind it. Once through a peer (which may hold it while node 2 signs a vote with the
+    // same nonce), once through node 2 itself.
+    let poison = |net: &Network, sessions: &mut Vec<String>, via: usize| {
+        let live = loop {
+            if let Some(s) = submit(net, &trace) {
+                break s;
+            }
+            let h = net.height(0).unwrap_or(0);
+            net.wait_height(0, h + 1);
+        };
+        sessions.push(live.clone());
+        net.wait_for("the new session to be live", |n| {
+            n.get(via, &format!("/v1/sessions/{live}"))
+                .is_ok_and(|v| v["status"] == "live")
+        });
+        let k2 = net.keys(2);
+        let nonce = net
+            .get(via, &format!("/v1/accounts/{}", k2.account_id()))
+            .expect("account")["next_nonce"]
+            .as_u64()
+            .expect("nonce");
+        let tx = Signed::sign(
+            &k2.account,
+            Tx {
+                nonce,
+                call: Call::DeliverKeys {
+                    session: live.parse().expect("session id"),
+                    keys: Vec::new(),
+                },
             },
-        },
-    );
-    net.send_tx(2, &poison)
-        .expect("node 2 pools the doomed transaction");
-    for _ in 0..8 {
+        );
+        net.send_tx(via, &tx)
+            .expect("the doomed transaction is pooled");
+    };
+    poison(&net, &mut sessions, 1);
+    for _ in 0..4 {
+        feed(&net, &mut sessions);
+    }
+    poison(&net, &mut sessions, 2);
+    for _ in 0..4 {
         feed(&net, &mut sessions);
     }
     net.wait_for("every session to end", |n| {
