@@ -200,6 +200,13 @@ fn a_seat_down_for_40_s_votes_again_within_blocks_of_its_restart_and_pays_only_f
             .map(|i| lines(i, "refused by the contract"))
             .sum::<usize>()
     );
+    if let Some(to) = std::env::var_os("TRUST_KEEP_LOGS") {
+        let to = std::path::PathBuf::from(to);
+        std::fs::create_dir_all(&to).expect("log dir");
+        for (i, n) in net.nodes.iter().enumerate() {
+            let _ = std::fs::copy(n.home.join("node.log"), to.join(format!("node{i}.log")));
+        }
+    }
     let seat2: AccountId = net.keys(2).account_id();
     let others: Vec<AccountId> = [1, 3].iter().map(|&i| net.keys(i).account_id()).collect();
     net.kill(0);
