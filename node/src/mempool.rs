@@ -481,6 +481,153 @@ mod tests {
         ));
     }
 
+    /// A seat's commitment pooled in its window expires when the window closes: every
+    /// node prunes it after that block, and a node refuses it from then on. A reveal
+    /// waits while the commit window is open and expires once it has closed without a
+    /// commitment; everything expires with the session.
+    #[test]
+    fn session_calls_expire_as_phases_pass_and_leave_the_pool() {
+        use trust_contracts::{BlockCtx, GenesisAuditor, Phase};
+        use trust_protocol::{
+            Salt, Vote,
+            cid::Cid,
+            hdag::AbstractionLevel,
+            seal::SealingSecret,
+            tx::{QuorumParams, SegmentEntry, SessionManifest, Tier},
+            units::Ppm,
+        };
+
+        let provider = Keypair::from_label("provider");
+        let seats: Vec<Keypair> = (0..4)
+            .map(|i| Keypair::from_label(&format!("seat{i}")))
+            .collect();
+        let mut accounts = vec![GenesisAccount {
+            id: provider.public(),
+            balance: 1_000_000,
+            stake: 0,
+        }];
+        accounts.extend(seats.iter().map(|k| GenesisAccount {
+            id: k.public(),
+            balance: 10,
+            stake: 1_000,
+        }));
+        let mut c = Contract::new(&Genesis {
+            params: Params::default(),
+            accounts,
+            auditors: seats
+                .iter()
+                .enumerate()
+                .map(|(i, k)| GenesisAuditor {
+                    id: k.public(),
+                    tier: Tier::Computer,
+                    expertise: vec!["math".into()],
+                    sealing_key: SealingSecret::from_bytes([u8::try_from(i).unwrap() + 1; 32])
+                        .public(),
+                })
+                .collect(),
+        })
+        .unwrap();
+        let id = Hash::of_parts("segment", &[]);
+        let mut manifest = SessionManifest {
+            segments: vec![SegmentEntry {
+                id,
+                level: AbstractionLevel::Step,
+                tier: Tier::Computer,
+                weight: 1,
+                depends_on: vec![],
+                cid: Cid::of(id.as_ref()),
+                honeypot: None,
+                conclusion: true,
+            }],
+            mapping_commitment: Hash::of_parts("mapping", &[]),
+            quorum: QuorumParams {
+                k: [3, 3, 3],
+                extra_seats: 0,
+                tau: Ppm(600_000),
+                beta: Ppm(800_000),
+            },
+            fee: 0,
+            domain: "math".into(),
+            left_out: vec![],
+        };
+        manifest.fee = trust_contracts::minimum_fee(&Params::default(), &manifest).unwrap() * 2;
+        let session = Tx::session_id(&provider.public(), 0);
+        let mut height = 0;
+        let mut block = |c: &mut Contract, txs: &[SignedTx]| {
+            height += 1;
+            let ctx = BlockCtx {
+                height,
+                block_hash: Hash::of_parts("block", &[&height.to_le_bytes()]),
+            };
+            for tx in txs {
+                c.apply(&ctx, tx).unwrap();
+            }
+            c.end_block(&ctx);
+        };
+        let open = Signed::sign(
+            &provider,
+            Tx {
+                nonce: 0,
+                call: Call::OpenSession(manifest),
+            },
+        );
+        block(&mut c, &[open]);
+        block(&mut c, &[]);
+        let s = &c.state().sessions[&session];
+        assert!(
+            matches!(s.phase, Phase::Commit { round: 0, .. }),
+            "{:?}",
+            s.phase
+        );
+        let seat = s.segments[0].seats[0].account;
+        let key = seats.iter().find(|k| k.public() == seat).unwrap();
+        let commit = Signed::sign(
+            key,
+            Tx {
+                nonce: 0,
+                call: Call::Commit {
+                    session,
+                    segment: 0,
+                    commitment: Hash::of_parts("c", &[]),
+                },
+            },
+        );
+        let reveal = Call::Reveal {
+            session,
+            segment: 0,
+            vote: Vote::Valid,
+            salt: Salt([0; 32]),
+        };
+        assert_eq!(expired(c.state(), &seat, &commit.body.call), None);
+        assert_eq!(expired(c.state(), &seat, &reveal), None, "a reveal waits");
+        let mut m = Mempool::new(10);
+        m.insert(commit.clone(), &c).unwrap();
+        while matches!(c.state().sessions[&session].phase, Phase::Commit { .. }) {
+            block(&mut c, &[]);
+        }
+        assert_eq!(
+            expired(c.state(), &seat, &commit.body.call),
+            Some("the commit window closed")
+        );
+        assert_eq!(
+            expired(c.state(), &seat, &reveal),
+            Some("the seat never committed")
+        );
+        assert_eq!(m.prune(&c), 1);
+        assert!(m.is_empty());
+        assert_eq!(
+            m.insert(commit.clone(), &c),
+            Err(MempoolError::Expired("the commit window closed"))
+        );
+        while c.state().sessions.contains_key(&session) {
+            block(&mut c, &[]);
+        }
+        assert_eq!(
+            expired(c.state(), &seat, &commit.body.call),
+            Some("the session is no longer live")
+        );
+    }
+
     #[test]
     fn a_full_pool_evicts_the_oldest() {
         let (c, a, b) = setup();
