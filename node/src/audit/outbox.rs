@@ -404,6 +404,32 @@ mod tests {
         assert!(ids[1..].iter().all(|id| !s.mempool.contains(id)));
     }
 
+    /// Our first pooled transaction is refused for good (here: registering an auditor that
+    /// is registered already) and no proposer of ours dropped it: once the ledger nonce has
+    /// stood still for [`STALL_BLOCKS`] flushes, it is replaced by a no-op, and what
+    /// follows it lands.
+    #[test]
+    fn a_first_transaction_refused_for_good_is_replaced_after_a_stall() {
+        let mut chain = Chain::new(2);
+        let key = auditor(0);
+        let me = key.public();
+        let out = chain.outbox(key);
+        let doomed = Call::RegisterAuditor {
+            tier: trust_protocol::tx::Tier::Computer,
+            expertise: vec!["math".into()],
+            sealing_key: crate::audit::testkit::sealing(0).public(),
+        };
+        assert!(matches!(out.send(doomed).unwrap(), Sent::Pooled(_)));
+        assert!(matches!(out.send(transfer()).unwrap(), Sent::Pooled(_)));
+        for _ in 1..STALL_BLOCKS {
+            assert_eq!(out.flush(), 0);
+        }
+        assert_eq!(out.flush(), 1, "the doomed one is replaced");
+        chain.block();
+        assert_eq!(chain.contract.nonce(&me), 2);
+        assert!(chain.state.read().unwrap().mempool.is_empty());
+    }
+
     /// A vote for a session that is not live (decided, or never opened) is refused before
     /// it is signed: no nonce is taken, nothing is pooled.
     #[test]
