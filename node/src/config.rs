@@ -45,7 +45,17 @@ pub struct NodeConfig {
     /// decision before starting the next height).
     pub block_time_ms: u64,
     /// How long round 0 waits for a proposal, in milliseconds (later rounds wait longer).
-    pub propose_timeout_ms: u64,
+    /// Unset: two block times, between 400 and 3000.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub propose_timeout_ms: Option<u64>,
+    /// How long a round waits once 2/3 of the prevotes (or precommits) are in but do not
+    /// agree, in milliseconds. Unset: one block time, between 200 and 1000.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vote_timeout_ms: Option<u64>,
+    /// How much each round timeout grows per further round of a height, in milliseconds.
+    /// Unset: half a block time, between 100 and 500.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout_delta_ms: Option<u64>,
     /// How often peers exchange their heights for catch-up sync, in milliseconds.
     pub sync_interval_ms: u64,
     /// An external IPFS node's RPC API (e.g. `http://127.0.0.1:5001`): ciphertexts this
@@ -98,7 +108,9 @@ impl Default for NodeConfig {
             snapshot_every: 100,
             mempool_max: 10_000,
             block_time_ms: 1_000,
-            propose_timeout_ms: 3_000,
+            propose_timeout_ms: None,
+            vote_timeout_ms: None,
+            timeout_delta_ms: None,
             sync_interval_ms: 2_000,
             ipfs_api: None,
             llm_url: None,

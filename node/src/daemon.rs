@@ -15,10 +15,13 @@ use std::{
 };
 
 use libp2p::{Multiaddr, PeerId};
-use tokio::sync::mpsc;
-use tracing::{Instrument, info, warn};
+use tokio::sync::{broadcast, mpsc};
+use tracing::{Instrument, debug, info, warn};
 use trust_contracts::Contract;
-use trust_protocol::{Hash, encoding, tx::SignedTx};
+use trust_protocol::{
+    AccountId, Hash, encoding,
+    tx::{Call, SignedTx},
+};
 
 use crate::{
     api::{self, Api, ApiMetrics, MetricsSource, NodeState},
@@ -35,10 +38,10 @@ use crate::{
     blobs::{BlobStore, kubo::Kubo},
     chain::{Tip, execute_block},
     config::{self, GenesisDoc, NodeConfig},
-    consensus::{self, ConsensusMetrics, ConsensusSetup},
+    consensus::{self, ConsensusMetrics, ConsensusSetup, TimeoutConfig, driver::Decided},
     keys,
     ledger::Ledger,
-    mempool::MempoolError,
+    mempool::{self, MempoolError},
     net::{self, NetConfig, NetHandler, NetMetrics, SyncStatus, TxVerdict},
 };
 
@@ -152,12 +155,13 @@ impl NetHandler for Handler {
         } = &mut *s;
         match mempool.insert(tx, contract) {
             Ok(_) => Ok(()),
-            // Harmless: a copy we have, or one already in a block, or one ahead of a gap.
+            // Harmless: a copy we have, one already in a block, one too far ahead, or one
+            // that expired on its way here.
             Err(
                 MempoolError::Duplicate
                 | MempoolError::Stale { .. }
-                | MempoolError::NonceTaken(_)
-                | MempoolError::TooFarAhead { .. },
+                | MempoolError::TooFarAhead { .. }
+                | MempoolError::Expired(_),
             ) => Err(TxVerdict::Ignore),
             Err(e) => Err(TxVerdict::Reject(e.to_string())),
         }
@@ -212,24 +216,100 @@ fn tip_contract(state: &RwLock<NodeState>) -> Arc<Contract> {
     )
 }
 
-/// Judges `sessions` beside the block loop (a vote may wait on a blob fetch), at most
-/// [`MAX_CONCURRENT_JUDGING`] at once.
-async fn spawn_votes(
-    seat: &Arc<Seat>,
-    judging: &Arc<tokio::sync::Semaphore>,
-    contract: &Arc<Contract>,
-    sessions: impl IntoIterator<Item = Hash>,
-) {
-    for session in sessions {
-        let Ok(permit) = judging.clone().acquire_owned().await else {
-            return;
-        };
-        let (seat, contract) = (seat.clone(), contract.clone());
-        tokio::spawn(async move {
-            seat.vote(&session, &contract).await;
-            drop(permit);
-        });
+/// What a vote needs beside the session: who judges, for whom, how many at once, and where
+/// to watch the chain.
+struct Judging {
+    seat: Arc<Seat>,
+    me: AccountId,
+    slots: Arc<tokio::sync::Semaphore>,
+    state: Arc<RwLock<NodeState>>,
+    decided: broadcast::Sender<Decided>,
+}
+
+impl Judging {
+    /// Whether our seats in `session` may still commit at the node's current tip.
+    fn open(&self, session: &Hash) -> bool {
+        let s = self.state.read().unwrap_or_else(|e| e.into_inner());
+        may_commit(&s.contract, &self.me, session)
     }
+
+    /// Judges `sessions` beside the block loop (a vote may wait on a blob fetch), at most
+    /// [`MAX_CONCURRENT_JUDGING`] at once. A session whose commit window for our seats has
+    /// passed is not judged, and a vote under way is abandoned as soon as a block closes
+    /// it: after a restart the node replays blocks whose sessions are long decided (their
+    /// ciphertexts gone), and a fetch that can only time out must not hold a judging slot
+    /// while live sessions wait.
+    async fn spawn(&self, contract: &Arc<Contract>, sessions: impl IntoIterator<Item = Hash>) {
+        for session in sessions {
+            if !may_commit(contract, &self.me, &session) || !self.open(&session) {
+                debug!(%session, "not judged: this node's seats can no longer commit in it");
+                continue;
+            }
+            let Ok(permit) = self.slots.clone().acquire_owned().await else {
+                return;
+            };
+            if !self.open(&session) {
+                continue;
+            }
+            let (seat, contract, state, me) = (
+                self.seat.clone(),
+                contract.clone(),
+                self.state.clone(),
+                self.me,
+            );
+            let mut blocks = self.decided.subscribe();
+            let closed = async move {
+                loop {
+                    match blocks.recv().await {
+                        Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {
+                            let s = state.read().unwrap_or_else(|e| e.into_inner());
+                            if !may_commit(&s.contract, &me, &session) {
+                                return;
+                            }
+                        }
+                        Err(broadcast::error::RecvError::Closed) => {
+                            std::future::pending::<()>().await;
+                        }
+                    }
+                }
+            };
+            tokio::spawn(
+                async move {
+                    tokio::select! {
+                        () = seat.vote(&session, &contract) => {}
+                        () = closed => debug!("abandoned: the commit window closed first"),
+                    }
+                    drop(permit);
+                }
+                .instrument(tracing::debug_span!("vote", %session)),
+            );
+        }
+    }
+}
+
+/// Whether `me` holds a seat in `session` that may still commit on `contract` (the tip).
+fn may_commit(contract: &Contract, me: &AccountId, session: &Hash) -> bool {
+    let Some(s) = contract.state().sessions.get(session) else {
+        return false;
+    };
+    s.segments.iter().enumerate().any(|(i, seg)| {
+        let Ok(segment) = u16::try_from(i) else {
+            return false;
+        };
+        seg.seats
+            .iter()
+            .any(|x| x.account == *me && x.commitment.is_none())
+            && mempool::expired(
+                contract.state(),
+                me,
+                &Call::Commit {
+                    session: *session,
+                    segment,
+                    commitment: Hash::ZERO,
+                },
+            )
+            .is_none()
+    })
 }
 
 /// The LLM judge `cfg` asks for, if any; a bad setting (URL, missing API key variable,
@@ -407,7 +487,14 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
             peers: parse_addrs(&cfg.consensus_bootstrap, "consensus_bootstrap")?,
             wal_dir: wal_dir(home),
             block_time,
-            propose_timeout: Duration::from_millis(cfg.propose_timeout_ms),
+            timeouts: consensus::timeouts(
+                block_time,
+                TimeoutConfig {
+                    propose: cfg.propose_timeout_ms.map(Duration::from_millis),
+                    vote: cfg.vote_timeout_ms.map(Duration::from_millis),
+                    delta: cfg.timeout_delta_ms.map(Duration::from_millis),
+                },
+            ),
             snapshot_every: cfg.snapshot_every,
             sync_interval: Duration::from_millis(cfg.sync_interval_ms),
         },
@@ -496,13 +583,19 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
         None => seat,
     };
     let seat = Arc::new(seat);
-    let judging = Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_JUDGING));
+    let judging = Judging {
+        seat: seat.clone(),
+        me: keys.account_id(),
+        slots: Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_JUDGING)),
+        state: state.clone(),
+        decided: running.decided.clone(),
+    };
     {
         // What a restart interrupted: key deliveries and mapping openings the provider
         // owes, reveals now, votes in sessions still committing.
         let contract = tip_contract(&state);
         provider.resume(&contract);
-        spawn_votes(&seat, &judging, &contract, seat.resume(&contract)).await;
+        judging.spawn(&contract, seat.resume(&contract)).await;
     }
     let mut decided = running.decided.subscribe();
     let audit_state = state.clone();
@@ -533,7 +626,7 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
             }
             audit_provider.on_block(&d.events, &contract);
             let sessions = seat.on_events(&d.events, &contract);
-            spawn_votes(&seat, &judging, &contract, sessions).await;
+            judging.spawn(&contract, sessions).await;
         }
     });
 

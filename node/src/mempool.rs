@@ -1,17 +1,24 @@
 //! The mempool: signed transactions waiting for a block.
 //!
 //! Malachite has no mempool; ours is fed by gossip and the HTTP API and drained when this
-//! node proposes. Admission checks what needs no execution: size, signature, format, and a
-//! nonce at or above the sender's next nonce and at most [`MAX_NONCE_AHEAD`] beyond it.
-//! Entries are deduplicated by transaction id and by (sender, nonce): the first one wins.
-//! The pool is bounded; when full, the oldest entry is evicted (transactions carry no
-//! gas fee to rank by, so age is the order). Included and stale entries are pruned after
-//! every block.
+//! node proposes. Admission checks what needs no execution: size, signature, format, a
+//! nonce at or above the sender's next nonce and at most [`MAX_NONCE_AHEAD`] beyond it,
+//! and that the call has not [`expired`] (a vote for a session already decided can never
+//! apply). Entries are deduplicated by transaction id; for one (sender, nonce) the sender's
+//! latest signature replaces the earlier one, so a sender can fill the nonce of a
+//! transaction that can no longer apply and free the ones after it on every node. The pool
+//! is bounded; when full, the oldest entry is evicted (transactions carry no gas fee to rank
+//! by, so age is the order). After every block, included and expired entries are pruned.
 
 use std::collections::{BTreeMap, HashMap};
 
-use trust_contracts::Contract;
-use trust_protocol::{AccountId, Hash, block::MAX_TX_BYTES, encoding, tx::SignedTx};
+use trust_contracts::{Contract, Phase, State, TxError};
+use trust_protocol::{
+    AccountId, Hash,
+    block::MAX_TX_BYTES,
+    encoding,
+    tx::{Call, SignedTx},
+};
 
 /// How far beyond an account's next nonce a transaction may be queued.
 pub const MAX_NONCE_AHEAD: u64 = 64;
@@ -48,9 +55,100 @@ pub enum MempoolError {
     /// This exact transaction is already pooled.
     #[error("already in the mempool")]
     Duplicate,
-    /// Another transaction with this sender and nonce is pooled.
-    #[error("another transaction with nonce {0} from this sender is pooled")]
-    NonceTaken(u64),
+    /// The call can never apply any more (see [`expired`]).
+    #[error("can no longer apply: {0}")]
+    Expired(&'static str),
+}
+
+/// Why `sender`'s `call` can never apply on `state` or any later state, if so.
+///
+/// Only what moves one way is judged here: a session leaves the live set once and for all,
+/// phases only move forward, a seat commits and reveals once. What may still change (a
+/// reveal sent while its commit window is open, a balance) is left to the contract.
+pub fn expired(state: &State, sender: &AccountId, call: &Call) -> Option<&'static str> {
+    let session = match call {
+        Call::Commit { session, .. }
+        | Call::Reveal { session, .. }
+        | Call::DeliverKeys { session, .. }
+        | Call::RevealMapping { session, .. }
+        | Call::RevealHoneypot { session, .. } => session,
+        _ => return None,
+    };
+    let Some(s) = state.sessions.get(session) else {
+        return Some("the session is no longer live");
+    };
+    let seat_of = |segment: u16, round: u8| {
+        let seg = s.segments.get(usize::from(segment))?;
+        seg.seats
+            .iter()
+            .find(|x| x.account == *sender && x.round == round)
+    };
+    let seated_before = |segment: u16, round: u8| {
+        s.segments.get(usize::from(segment)).is_some_and(|seg| {
+            seg.seats
+                .iter()
+                .any(|x| x.account == *sender && x.round < round)
+        })
+    };
+    if let Call::Commit { segment, .. } | Call::Reveal { segment, .. } = call
+        && usize::from(*segment) >= s.segments.len()
+    {
+        return Some("the session has no such segment");
+    }
+    match (call, s.phase) {
+        (Call::Commit { segment, .. }, Phase::Commit { round, .. }) => {
+            match seat_of(*segment, round) {
+                Some(seat) if seat.commitment.is_some() => Some("the seat committed already"),
+                None if seated_before(*segment, round) => Some("its round's commit window closed"),
+                _ => None,
+            }
+        }
+        (Call::Commit { .. }, Phase::Reveal { .. } | Phase::Disclose { .. }) => {
+            Some("the commit window closed")
+        }
+        (Call::Reveal { segment, .. }, Phase::Commit { round, .. }) => {
+            (seat_of(*segment, round).is_none() && seated_before(*segment, round))
+                .then_some("its round's reveal window closed")
+        }
+        (Call::Reveal { segment, .. }, Phase::Reveal { round, .. }) => {
+            match seat_of(*segment, round) {
+                Some(seat) if seat.vote.is_some() => Some("the seat revealed already"),
+                Some(seat) if seat.commitment.is_none() => Some("the seat never committed"),
+                None if seated_before(*segment, round) => Some("its round's reveal window closed"),
+                _ => None,
+            }
+        }
+        (Call::Reveal { .. } | Call::DeliverKeys { .. }, Phase::Disclose { .. }) => {
+            Some("voting ended")
+        }
+        _ => None,
+    }
+}
+
+/// Whether the contract refusing a transaction with `error` means it will refuse it on
+/// every later state too (so a proposer may drop it). A wrong nonce, a short balance or a
+/// phase not reached yet may change; [`expired`] judges phases that have passed.
+pub fn refused_for_good(error: &TxError) -> bool {
+    matches!(
+        error,
+        TxError::BadSignature
+            | TxError::Format(_)
+            | TxError::AlreadyRegistered
+            | TxError::SessionExists(_)
+            | TxError::QuorumOutOfLimits(_)
+            | TxError::FeeTooLow { .. }
+            | TxError::UnknownSession(_)
+            | TxError::UnknownSegment(_)
+            | TxError::NotProvider
+            | TxError::NotASeat(_)
+            | TxError::AlreadyCommitted
+            | TxError::DuplicateCommitment
+            | TxError::NotCommitted
+            | TxError::AlreadyRevealed
+            | TxError::CommitmentMismatch
+            | TxError::NotAHoneypot(_)
+            | TxError::AlreadyDisclosed
+    )
 }
 
 #[derive(Debug, Clone)]
@@ -101,30 +199,37 @@ impl Mempool {
             .map_or(0, |m| u64::try_from(m.len()).unwrap_or(u64::MAX))
     }
 
-    /// Whether `sender`'s pooled nonces run from `next` without a gap (true when it has
-    /// none). A gap appears when a proposer evicts a transaction the contract refused:
-    /// the sender's later ones can then never execute.
-    pub fn runs_from(&self, sender: &AccountId, next: u64) -> bool {
-        self.by_sender
-            .get(sender)
-            .is_none_or(|m| m.keys().zip(next..).all(|(n, want)| *n == want))
+    /// The lowest nonce at or above `next` that `sender` has not pooled: where its next
+    /// transaction goes (a hole left by a pruned or evicted entry is filled first).
+    pub fn first_free(&self, sender: &AccountId, next: u64) -> u64 {
+        let Some(m) = self.by_sender.get(sender) else {
+            return next;
+        };
+        let mut want = next;
+        for n in m.range(next..).map(|(n, _)| *n) {
+            if n != want {
+                break;
+            }
+            want = want.saturating_add(1);
+        }
+        want
     }
 
-    /// Removes and returns every pooled transaction of `sender`, in nonce order.
-    pub fn take_from(&mut self, sender: &AccountId) -> Vec<SignedTx> {
-        let nonces: Vec<u64> = self
-            .by_sender
-            .get(sender)
-            .map(|m| m.keys().copied().collect())
-            .unwrap_or_default();
-        let mut out = Vec::with_capacity(nonces.len());
-        for n in nonces {
-            if let Some(e) = self.by_sender.get(sender).and_then(|m| m.get(&n)) {
-                out.push(e.tx.clone());
-            }
-            self.remove(sender, n);
-        }
-        out
+    /// The nonces from `next` up to `sender`'s highest pooled one that it has not pooled:
+    /// holes that keep its later transactions from executing until they are filled.
+    pub fn holes(&self, sender: &AccountId, next: u64) -> Vec<u64> {
+        let Some(m) = self.by_sender.get(sender) else {
+            return Vec::new();
+        };
+        let Some(&top) = m.keys().next_back() else {
+            return Vec::new();
+        };
+        (next..top).filter(|n| !m.contains_key(n)).collect()
+    }
+
+    /// `sender`'s pooled transaction with `nonce`.
+    pub fn get(&self, sender: &AccountId, nonce: u64) -> Option<&SignedTx> {
+        self.by_sender.get(sender)?.get(&nonce).map(|e| &e.tx)
     }
 
     /// Whether a transaction id is pooled.
@@ -132,7 +237,8 @@ impl Mempool {
         self.ids.contains_key(id)
     }
 
-    /// Admits a transaction; returns the id of an entry evicted to make room, if any.
+    /// Admits a transaction; returns the id of the entry it replaced (the sender's earlier
+    /// transaction with this nonce) or evicted to make room, if any.
     pub fn insert(&mut self, tx: SignedTx, state: &Contract) -> Result<Option<Hash>, MempoolError> {
         let len = encoding::encode(&tx).len();
         if len == 0 || len > MAX_TX_BYTES {
@@ -155,14 +261,16 @@ impl Mempool {
         if self.ids.contains_key(&id) {
             return Err(MempoolError::Duplicate);
         }
-        if self
-            .by_sender
-            .get(&sender)
-            .is_some_and(|m| m.contains_key(&nonce))
-        {
-            return Err(MempoolError::NonceTaken(nonce));
+        if let Some(why) = expired(state.state(), &sender, &tx.body.call) {
+            return Err(MempoolError::Expired(why));
         }
-        let evicted = if self.ids.len() >= self.max {
+        // Only the sender signs for its nonces: a second signature for one means it
+        // replaced a transaction that can no longer apply (or it restarted and lost track
+        // of what it pooled before). Its latest word wins, so its later nonces can run.
+        let replaced = self.remove(&sender, nonce);
+        let evicted = if replaced.is_some() {
+            replaced
+        } else if self.ids.len() >= self.max {
             self.evict_oldest()
         } else {
             None
@@ -178,9 +286,9 @@ impl Mempool {
         Ok(evicted)
     }
 
-    /// Drops a transaction the contract refused (when a block was built); later nonces of
-    /// its sender stay pooled until the gap is filled or they age out. Returns whether it
-    /// was pooled.
+    /// Drops a transaction the contract refused for good (when a block was built); later
+    /// nonces of its sender stay pooled until the sender fills the hole (its outbox does).
+    /// Returns whether it was pooled.
     pub fn evict(&mut self, id: &Hash) -> bool {
         match self.ids.get(id).copied() {
             Some((sender, nonce)) => self.remove(&sender, nonce).is_some(),
@@ -235,14 +343,19 @@ impl Mempool {
     }
 
     /// Drops every entry whose nonce is below its sender's next nonce in `state` (included
-    /// in a block, or replaced by one that was). Returns how many were dropped.
+    /// in a block, or replaced by one that was) and every entry whose call has [`expired`]
+    /// on `state` (its sender fills the hole). Returns how many were dropped.
     pub fn prune(&mut self, state: &Contract) -> usize {
         let stale: Vec<(AccountId, u64)> = self
             .by_sender
             .iter()
             .flat_map(|(s, m)| {
                 let next = state.nonce(s);
-                m.range(..next).map(move |(n, _)| (*s, *n))
+                m.iter()
+                    .filter(move |(n, e)| {
+                        **n < next || expired(state.state(), s, &e.tx.body.call).is_some()
+                    })
+                    .map(move |(n, _)| (*s, *n))
             })
             .collect();
         for (s, n) in &stale {
@@ -302,13 +415,16 @@ mod tests {
         let mut m = Mempool::new(100);
         m.insert(pay(&a, &b, 0), &c).unwrap();
         assert_eq!(m.insert(pay(&a, &b, 0), &c), Err(MempoolError::Duplicate));
+        // The sender's second signature for a nonce replaces its first.
+        let first = pay(&a, &b, 0).id();
         let mut other = pay(&a, &b, 0);
         other.body.call = Call::Transfer {
             to: a.public(),
             amount: 2,
         };
         let other = Signed::sign(&a, other.body);
-        assert_eq!(m.insert(other, &c), Err(MempoolError::NonceTaken(0)));
+        assert_eq!(m.insert(other.clone(), &c), Ok(Some(first)));
+        assert!(m.contains(&other.id()) && !m.contains(&first));
         assert!(matches!(
             m.insert(pay(&a, &b, MAX_NONCE_AHEAD + 1), &c),
             Err(MempoolError::TooFarAhead { .. })
@@ -363,6 +479,153 @@ mod tests {
             m.insert(pay(&a, &b, 1), &done.contract),
             Err(MempoolError::Stale { got: 1, next: 3 })
         ));
+    }
+
+    /// A seat's commitment pooled in its window expires when the window closes: every
+    /// node prunes it after that block, and a node refuses it from then on. A reveal
+    /// waits while the commit window is open and expires once it has closed without a
+    /// commitment; everything expires with the session.
+    #[test]
+    fn session_calls_expire_as_phases_pass_and_leave_the_pool() {
+        use trust_contracts::{BlockCtx, GenesisAuditor, Phase};
+        use trust_protocol::{
+            Salt, Vote,
+            cid::Cid,
+            hdag::AbstractionLevel,
+            seal::SealingSecret,
+            tx::{QuorumParams, SegmentEntry, SessionManifest, Tier},
+            units::Ppm,
+        };
+
+        let provider = Keypair::from_label("provider");
+        let seats: Vec<Keypair> = (0..4)
+            .map(|i| Keypair::from_label(&format!("seat{i}")))
+            .collect();
+        let mut accounts = vec![GenesisAccount {
+            id: provider.public(),
+            balance: 1_000_000,
+            stake: 0,
+        }];
+        accounts.extend(seats.iter().map(|k| GenesisAccount {
+            id: k.public(),
+            balance: 10,
+            stake: 1_000,
+        }));
+        let mut c = Contract::new(&Genesis {
+            params: Params::default(),
+            accounts,
+            auditors: seats
+                .iter()
+                .enumerate()
+                .map(|(i, k)| GenesisAuditor {
+                    id: k.public(),
+                    tier: Tier::Computer,
+                    expertise: vec!["math".into()],
+                    sealing_key: SealingSecret::from_bytes([u8::try_from(i).unwrap() + 1; 32])
+                        .public(),
+                })
+                .collect(),
+        })
+        .unwrap();
+        let id = Hash::of_parts("segment", &[]);
+        let mut manifest = SessionManifest {
+            segments: vec![SegmentEntry {
+                id,
+                level: AbstractionLevel::Step,
+                tier: Tier::Computer,
+                weight: 1,
+                depends_on: vec![],
+                cid: Cid::of(id.as_ref()),
+                honeypot: None,
+                conclusion: true,
+            }],
+            mapping_commitment: Hash::of_parts("mapping", &[]),
+            quorum: QuorumParams {
+                k: [3, 3, 3],
+                extra_seats: 0,
+                tau: Ppm(600_000),
+                beta: Ppm(800_000),
+            },
+            fee: 0,
+            domain: "math".into(),
+            left_out: vec![],
+        };
+        manifest.fee = trust_contracts::minimum_fee(&Params::default(), &manifest).unwrap() * 2;
+        let session = Tx::session_id(&provider.public(), 0);
+        let mut height = 0;
+        let mut block = |c: &mut Contract, txs: &[SignedTx]| {
+            height += 1;
+            let ctx = BlockCtx {
+                height,
+                block_hash: Hash::of_parts("block", &[&height.to_le_bytes()]),
+            };
+            for tx in txs {
+                c.apply(&ctx, tx).unwrap();
+            }
+            c.end_block(&ctx);
+        };
+        let open = Signed::sign(
+            &provider,
+            Tx {
+                nonce: 0,
+                call: Call::OpenSession(manifest),
+            },
+        );
+        block(&mut c, &[open]);
+        block(&mut c, &[]);
+        let s = &c.state().sessions[&session];
+        assert!(
+            matches!(s.phase, Phase::Commit { round: 0, .. }),
+            "{:?}",
+            s.phase
+        );
+        let seat = s.segments[0].seats[0].account;
+        let key = seats.iter().find(|k| k.public() == seat).unwrap();
+        let commit = Signed::sign(
+            key,
+            Tx {
+                nonce: 0,
+                call: Call::Commit {
+                    session,
+                    segment: 0,
+                    commitment: Hash::of_parts("c", &[]),
+                },
+            },
+        );
+        let reveal = Call::Reveal {
+            session,
+            segment: 0,
+            vote: Vote::Valid,
+            salt: Salt([0; 32]),
+        };
+        assert_eq!(expired(c.state(), &seat, &commit.body.call), None);
+        assert_eq!(expired(c.state(), &seat, &reveal), None, "a reveal waits");
+        let mut m = Mempool::new(10);
+        m.insert(commit.clone(), &c).unwrap();
+        while matches!(c.state().sessions[&session].phase, Phase::Commit { .. }) {
+            block(&mut c, &[]);
+        }
+        assert_eq!(
+            expired(c.state(), &seat, &commit.body.call),
+            Some("the commit window closed")
+        );
+        assert_eq!(
+            expired(c.state(), &seat, &reveal),
+            Some("the seat never committed")
+        );
+        assert_eq!(m.prune(&c), 1);
+        assert!(m.is_empty());
+        assert_eq!(
+            m.insert(commit.clone(), &c),
+            Err(MempoolError::Expired("the commit window closed"))
+        );
+        while c.state().sessions.contains_key(&session) {
+            block(&mut c, &[]);
+        }
+        assert_eq!(
+            expired(c.state(), &seat, &commit.body.call),
+            Some("the session is no longer live")
+        );
     }
 
     #[test]

@@ -1,12 +1,19 @@
 //! Transactions this node signs for itself (provider and seat duties): each takes the
-//! account's next free nonce (ledger nonce plus what the pool already holds from it), goes
-//! into the local mempool, and is gossiped to peers.
+//! account's first free nonce (from the ledger nonce, past what the pool already holds from
+//! it), goes into the local mempool, and is gossiped to peers.
 //!
 //! Peers' mempools (and ours) take an account's transactions only up to
 //! [`MAX_NONCE_AHEAD`] past its ledger nonce. A seat in many sessions can have more than
 //! that to send in one block (a commitment per segment), so calls beyond the window wait
 //! here, unsigned, in a bounded backlog, and are signed with the next free nonce as
 //! blocks include the earlier ones ([`Outbox::flush`], after every decided block).
+//!
+//! A call that can no longer apply (a vote for a session already decided, a reveal after
+//! its window) is dropped before it is signed, here and when it leaves the backlog. One
+//! signed in time can still expire before a block takes it; every node then prunes it
+//! from its pool, and [`Outbox::flush`] fills the nonce it held with a no-op (a transfer of
+//! 1 to itself), so the account's later transactions run again everywhere without being
+//! signed anew. Nothing is ever signed twice under two nonces.
 
 use std::{
     collections::VecDeque,
@@ -14,6 +21,7 @@ use std::{
 };
 
 use tokio::sync::mpsc;
+use trust_contracts::BlockCtx;
 use trust_protocol::{
     Hash, Keypair, Signed,
     tx::{Call, SignedTx, Tx},
@@ -21,11 +29,14 @@ use trust_protocol::{
 
 use crate::{
     api::NodeState,
-    mempool::{MAX_NONCE_AHEAD, MempoolError},
+    mempool::{self, MAX_NONCE_AHEAD, MempoolError},
 };
 
 /// Calls that may wait for the nonce window at once.
 pub const MAX_BACKLOG: usize = 4096;
+/// Blocks the account's ledger nonce may stand still, with transactions of ours pooled,
+/// before the outbox checks whether the first of them is refused for good.
+pub const STALL_BLOCKS: u32 = 4;
 
 /// What became of a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,6 +56,13 @@ impl std::fmt::Display for Sent {
     }
 }
 
+/// How long the account's ledger nonce has stood still.
+#[derive(Debug, Default)]
+struct Stall {
+    nonce: u64,
+    blocks: u32,
+}
+
 /// Signs and queues this node's own transactions.
 #[derive(Debug, Clone)]
 pub struct Outbox {
@@ -52,6 +70,7 @@ pub struct Outbox {
     state: Arc<RwLock<NodeState>>,
     gossip: Option<mpsc::Sender<SignedTx>>,
     backlog: Arc<Mutex<VecDeque<Call>>>,
+    stall: Arc<Mutex<Stall>>,
 }
 
 impl Outbox {
@@ -66,6 +85,7 @@ impl Outbox {
             state,
             gossip,
             backlog: Arc::default(),
+            stall: Arc::default(),
         }
     }
 
@@ -74,13 +94,12 @@ impl Outbox {
         &self.key
     }
 
-    /// The next nonce this account may use (ledger nonce plus its pooled transactions).
+    /// The next nonce this account may use (the first its pool does not hold, from the
+    /// ledger nonce on).
     pub fn next_nonce(&self) -> u64 {
         let me = self.key.public();
         let s = self.state.read().unwrap_or_else(|e| e.into_inner());
-        s.contract
-            .nonce(&me)
-            .saturating_add(s.mempool.pending_from(&me))
+        s.mempool.first_free(&me, s.contract.nonce(&me))
     }
 
     /// Calls waiting for the nonce window.
@@ -89,8 +108,12 @@ impl Outbox {
     }
 
     /// Signs `call` with the next free nonce, pools and gossips it; or, when the account's
-    /// nonce window is full or earlier calls are still waiting, queues it behind them.
+    /// nonce window is full or earlier calls are still waiting, queues it behind them. A
+    /// call that can no longer apply is refused unsigned.
     pub fn send(&self, call: Call) -> Result<Sent, String> {
+        if let Some(why) = self.expired(&call) {
+            return Err(format!("not signed: it can no longer apply ({why})"));
+        }
         {
             let mut backlog = self.backlog.lock().unwrap_or_else(|e| e.into_inner());
             if !backlog.is_empty() {
@@ -101,7 +124,7 @@ impl Outbox {
                 }
                 backlog.push_back(call);
                 drop(backlog);
-                self.flush();
+                self.flush_backlog();
                 return Ok(Sent::Queued);
             }
         }
@@ -113,6 +136,9 @@ impl Outbox {
                     .unwrap_or_else(|e| e.into_inner())
                     .push_back(call);
                 Ok(Sent::Queued)
+            }
+            Err(Refused::Expired(why)) => {
+                Err(format!("not signed: it can no longer apply ({why})"))
             }
             Err(Refused::Other(e)) => Err(e),
         }
@@ -131,19 +157,19 @@ impl Outbox {
             Refused::Window => format!(
                 "this node already has {MAX_NONCE_AHEAD} transactions waiting for inclusion; retry in a few blocks"
             ),
+            Refused::Expired(why) => format!("not signed: it can no longer apply ({why})"),
             Refused::Other(e) => e,
         })
     }
 
-    /// Signs and pools what waits, as far as the nonce window allows. Returns how many
-    /// went out.
-    ///
-    /// First it heals a gap: when a proposer evicted one of this node's transactions
-    /// because the contract refused it (a commitment after its window closed, say), the
-    /// later ones can never execute; they are taken back and their calls signed again
-    /// from the ledger nonce, ahead of anything that waits.
+    /// Runs after every decided block: fills the holes the block left among this
+    /// account's pooled nonces, then signs and pools what waits, as far as the nonce window
+    /// allows. Returns how many transactions went out.
     pub fn flush(&self) -> usize {
-        self.heal();
+        self.repair().saturating_add(self.flush_backlog())
+    }
+
+    fn flush_backlog(&self) -> usize {
         let mut sent = 0;
         loop {
             let Some(call) = self
@@ -163,6 +189,12 @@ impl Outbox {
                         .push_front(call);
                     return sent;
                 }
+                Err(Refused::Expired(why)) => {
+                    tracing::debug!(
+                        reason = why,
+                        "a queued call of this node expired; dropped unsigned"
+                    );
+                }
                 Err(Refused::Other(e)) => {
                     tracing::warn!(error = %e, "a queued transaction of this node was refused; dropped");
                 }
@@ -170,38 +202,97 @@ impl Outbox {
         }
     }
 
-    fn heal(&self) {
+    /// Keeps this account's pooled nonces without holes. A hole is left by one of our
+    /// transactions that every node pruned as expired, or that a proposer dropped as
+    /// refused for good; each is filled with a no-op, so the ones after it run as signed.
+    /// When the ledger nonce stands still for [`STALL_BLOCKS`] blocks, the first pooled
+    /// transaction is tried on a copy of the state: refused for good (a proposer elsewhere
+    /// dropped it, ours still holds it), it is replaced by a no-op too.
+    fn repair(&self) -> usize {
         let me = self.key.public();
-        let taken = {
+        let mut filled = 0;
+        let mut out = Vec::new();
+        {
             let mut s = self.state.write().unwrap_or_else(|e| e.into_inner());
             let next = s.contract.nonce(&me);
-            if s.mempool.runs_from(&me, next) {
-                return;
+            let mut holes = s.mempool.holes(&me, next);
+            let stalled = {
+                let mut st = self.stall.lock().unwrap_or_else(|e| e.into_inner());
+                if st.nonce != next || s.mempool.pending_from(&me) == 0 {
+                    *st = Stall {
+                        nonce: next,
+                        blocks: 0,
+                    };
+                } else {
+                    st.blocks = st.blocks.saturating_add(1);
+                }
+                st.blocks >= STALL_BLOCKS
+            };
+            if stalled && let Some(head) = s.mempool.get(&me, next) {
+                let ctx = BlockCtx {
+                    height: s.contract.state().height.saturating_add(1),
+                    block_hash: Hash::ZERO,
+                };
+                let mut trial = s.contract.clone();
+                if let Err(e) = trial.apply(&ctx, head)
+                    && mempool::refused_for_good(&e)
+                {
+                    tracing::info!(nonce = next, error = %e, "our first pooled transaction is refused for good; replacing it with a no-op");
+                    holes.insert(0, next);
+                    *self.stall.lock().unwrap_or_else(|e| e.into_inner()) = Stall {
+                        nonce: next,
+                        blocks: 0,
+                    };
+                }
             }
-            s.mempool.take_from(&me)
-        };
-        tracing::warn!(
-            count = taken.len(),
-            "own pooled transactions stood behind a refused one; signing them again"
-        );
-        let mut backlog = self.backlog.lock().unwrap_or_else(|e| e.into_inner());
-        for tx in taken.into_iter().rev() {
-            backlog.push_front(tx.body.call);
+            for nonce in holes {
+                let tx = Signed::sign(
+                    &self.key,
+                    Tx {
+                        nonce,
+                        call: Call::Transfer { to: me, amount: 1 },
+                    },
+                );
+                let NodeState {
+                    mempool, contract, ..
+                } = &mut *s;
+                match mempool.insert(tx.clone(), contract) {
+                    Ok(_) => {
+                        filled += 1;
+                        out.push(tx);
+                    }
+                    Err(e) => {
+                        tracing::warn!(nonce, error = %e, "could not fill a hole among our pooled nonces");
+                        break;
+                    }
+                }
+            }
         }
+        if filled > 0 {
+            tracing::info!(
+                count = filled,
+                "filled nonces of our transactions that can no longer apply with no-ops"
+            );
+        }
+        for tx in out {
+            self.gossip(tx);
+        }
+        filled
+    }
+
+    fn expired(&self, call: &Call) -> Option<&'static str> {
+        let s = self.state.read().unwrap_or_else(|e| e.into_inner());
+        mempool::expired(s.contract.state(), &self.key.public(), call)
     }
 
     fn sign_and_pool(&self, want: Option<u64>, call: Call) -> Result<Hash, Refused> {
         let me = self.key.public();
         let tx = {
             let mut s = self.state.write().unwrap_or_else(|e| e.into_inner());
-            if !s.mempool.runs_from(&me, s.contract.nonce(&me)) {
-                // Behind a gap nothing executes: wait for `flush` to heal it.
-                return Err(Refused::Window);
+            if let Some(why) = mempool::expired(s.contract.state(), &me, &call) {
+                return Err(Refused::Expired(why));
             }
-            let nonce = s
-                .contract
-                .nonce(&me)
-                .saturating_add(s.mempool.pending_from(&me));
+            let nonce = s.mempool.first_free(&me, s.contract.nonce(&me));
             if want.is_some_and(|w| w != nonce) {
                 return Err(Refused::Other(
                     "another transaction of this account took the nonce; retry".into(),
@@ -214,16 +305,22 @@ impl Outbox {
             match mempool.insert(tx.clone(), contract) {
                 Ok(_) => tx,
                 Err(MempoolError::TooFarAhead { .. }) => return Err(Refused::Window),
+                Err(MempoolError::Expired(why)) => return Err(Refused::Expired(why)),
                 Err(e) => return Err(Refused::Other(e.to_string())),
             }
         };
+        let id = tx.id();
+        self.gossip(tx);
+        Ok(id)
+    }
+
+    fn gossip(&self, tx: SignedTx) {
         let id = tx.id();
         if let Some(g) = &self.gossip
             && g.try_send(tx).is_err()
         {
             tracing::warn!(tx = %id, "gossip queue full; own transaction kept for local proposal");
         }
-        Ok(id)
     }
 }
 
@@ -231,6 +328,8 @@ impl Outbox {
 enum Refused {
     /// Past the account's nonce window: wait for inclusion of earlier ones.
     Window,
+    /// It can no longer apply.
+    Expired(&'static str),
     /// Anything else.
     Other(String),
 }
@@ -274,11 +373,11 @@ mod tests {
         assert_eq!(chain.contract.nonce(&me), u64::try_from(n).unwrap());
     }
 
-    /// A proposer evicts one of our transactions that the contract refused; the ones
-    /// after it would wait forever behind the gap. The next flush takes them back and
-    /// signs them again from the ledger nonce, so every call still lands.
+    /// One of our transactions leaves every pool (expired, or dropped by a proposer as
+    /// refused for good); the ones after it would wait forever behind the hole. The next
+    /// flush fills the hole with a no-op, and the later ones land exactly as signed.
     #[test]
-    fn a_gap_left_by_an_evicted_transaction_is_healed() {
+    fn a_hole_left_by_a_dropped_transaction_is_filled_with_a_no_op() {
         let mut chain = Chain::new(2);
         let out = chain.outbox(provider_key());
         let me = provider_key().public();
@@ -289,21 +388,63 @@ mod tests {
             })
             .collect();
         assert!(chain.state.write().unwrap().mempool.evict(&ids[0]));
-        // Behind the gap a new call waits instead of taking a nonce that cannot execute.
-        assert_eq!(out.send(transfer()).unwrap(), Sent::Queued);
         chain.block();
         assert_eq!(
             chain.contract.nonce(&me),
             0,
             "nothing of ours could execute"
         );
-        out.flush();
+        assert_eq!(out.flush(), 1, "one no-op fills nonce 0");
+        // The next call takes the first free nonce after the pooled ones.
+        assert_eq!(out.next_nonce(), 5);
         chain.block();
-        assert_eq!(
-            chain.contract.nonce(&me),
-            5,
-            "four re-signed and the queued one"
-        );
-        assert_eq!(out.backlog_len(), 0);
+        assert_eq!(chain.contract.nonce(&me), 5);
+        let s = chain.state.read().unwrap();
+        assert!(s.mempool.is_empty());
+        assert!(ids[1..].iter().all(|id| !s.mempool.contains(id)));
+    }
+
+    /// Our first pooled transaction is refused for good (here: registering an auditor that
+    /// is registered already) and no proposer of ours dropped it: once the ledger nonce has
+    /// stood still for [`STALL_BLOCKS`] flushes, it is replaced by a no-op, and what
+    /// follows it lands.
+    #[test]
+    fn a_first_transaction_refused_for_good_is_replaced_after_a_stall() {
+        let mut chain = Chain::new(2);
+        let key = auditor(0);
+        let me = key.public();
+        let out = chain.outbox(key);
+        let doomed = Call::RegisterAuditor {
+            tier: trust_protocol::tx::Tier::Computer,
+            expertise: vec!["math".into()],
+            sealing_key: crate::audit::testkit::sealing(0).public(),
+        };
+        assert!(matches!(out.send(doomed).unwrap(), Sent::Pooled(_)));
+        assert!(matches!(out.send(transfer()).unwrap(), Sent::Pooled(_)));
+        for _ in 1..STALL_BLOCKS {
+            assert_eq!(out.flush(), 0);
+        }
+        assert_eq!(out.flush(), 1, "the doomed one is replaced");
+        chain.block();
+        assert_eq!(chain.contract.nonce(&me), 2);
+        assert!(chain.state.read().unwrap().mempool.is_empty());
+    }
+
+    /// A vote for a session that is not live (decided, or never opened) is refused before
+    /// it is signed: no nonce is taken, nothing is pooled.
+    #[test]
+    fn a_call_that_can_no_longer_apply_is_not_signed() {
+        let chain = Chain::new(2);
+        let out = chain.outbox(auditor(0));
+        let call = Call::Commit {
+            session: Hash::of_parts("decided", &[]),
+            segment: 0,
+            commitment: Hash::ZERO,
+        };
+        let err = out.send(call.clone()).unwrap_err();
+        assert!(err.contains("no longer apply"), "{err}");
+        assert!(out.send_at(0, call).is_err());
+        assert!(chain.state.read().unwrap().mempool.is_empty());
+        assert_eq!(out.next_nonce(), 0);
     }
 }

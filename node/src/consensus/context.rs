@@ -469,26 +469,50 @@ impl mtypes::Context for TrustContext {
     }
 }
 
-/// The proposer for `(height, round)`, or `None` for an empty set: the slot
-/// `H(height, round) mod total power` falls into one validator's share of the sorted set.
-/// Every node computes the same proposer; a validator with a quarter of the power proposes
-/// about a quarter of the rounds, and a round change moves to an independent draw.
+/// The proposer for `(height, round)`, or `None` for an empty set.
+///
+/// Rounds of a height go in cycles of as many rounds as there are validators; within a
+/// cycle each validator proposes once, drawn in turn from those that have not proposed in
+/// it yet: the slot `H(height, round) mod their power` falls into one of their shares. So
+/// round 0 is a draw by power over the whole set (a validator with a quarter of the power
+/// proposes about a quarter of the heights), and when a proposer is down the next round's
+/// is another validator, never the same one again: one validator down costs a height one
+/// propose timeout, not a run of them. Every node computes the same proposer.
 pub fn proposer_of(set: &ValidatorSet, height: Height, round: Round) -> Option<&Validator> {
-    if set.total == 0 {
+    let n = u64::try_from(set.validators.len()).ok()?;
+    if set.total == 0 || n == 0 {
         return None;
     }
-    let draw = Hash::of_parts(
-        "trust/v1/proposer",
-        &[&height.0.to_le_bytes(), &round.as_i64().to_le_bytes()],
-    );
-    let mut first = [0u8; 8];
-    first.copy_from_slice(&draw.0[..8]);
-    let mut slot = u64::from_le_bytes(first) % set.total;
-    for v in &set.validators {
-        if slot < v.voting_power {
-            return Some(v);
-        }
-        slot = slot.saturating_sub(v.voting_power);
+    let round = u64::try_from(round.as_i64()).unwrap_or(0);
+    let cycle_start = round - round % n;
+    let mut proposed: Vec<&Address> = Vec::new();
+    let mut chosen = None;
+    for r in cycle_start..=round {
+        let draw = Hash::of_parts(
+            "trust/v1/proposer",
+            &[&height.0.to_le_bytes(), &r.to_le_bytes()],
+        );
+        let mut first = [0u8; 8];
+        first.copy_from_slice(&draw.0[..8]);
+        let eligible = || {
+            set.validators
+                .iter()
+                .filter(|v| !proposed.contains(&&v.address))
+        };
+        let power: u64 = eligible().map(|v| v.voting_power).sum();
+        let v = if power == 0 {
+            // Only validators without power are left: take them in order.
+            eligible().next()
+        } else {
+            let mut slot = u64::from_le_bytes(first) % power;
+            eligible().find(|v| {
+                let hit = slot < v.voting_power;
+                slot = slot.saturating_sub(v.voting_power);
+                hit
+            })
+        }?;
+        proposed.push(&v.address);
+        chosen = Some(v);
     }
-    set.validators.last()
+    chosen
 }

@@ -344,13 +344,12 @@ impl Driver {
         let proposer = self.me.account();
         let (block, _, dropped) = build_block(&contract, &tip, proposer, &candidates);
         if !dropped.is_empty() {
-            // Refused on their merits (not a nonce gap): they would be refused again, so
-            // they leave the pool instead of blocking their sender's later nonces.
+            // Refused for good: they would be refused again, so they leave the pool, and
+            // their sender fills the nonce. One refused for now (a phase not reached yet, a
+            // short balance, a nonce behind a hole) stays for a later block.
             let mut node = self.node.write().unwrap_or_else(|e| e.into_inner());
             for d in &dropped {
-                if !matches!(d.error, trust_contracts::TxError::BadNonce { .. })
-                    && node.mempool.evict(&d.id)
-                {
+                if crate::mempool::refused_for_good(&d.error) && node.mempool.evict(&d.id) {
                     info!(tx = %d.id, error = %d.error, "transaction refused by the contract; removed from the mempool");
                 }
             }

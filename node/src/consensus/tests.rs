@@ -217,6 +217,69 @@ fn validator_power_is_bonded_stake_and_proposers_follow_power() {
     assert!((250..350).contains(&a_count), "a proposed {a_count} of 400");
 }
 
+/// Within a height, a later round never goes back to a validator that already proposed in
+/// the current cycle of rounds: with one validator down, round 1 always has a live one.
+#[test]
+fn each_round_of_a_cycle_has_a_new_proposer() {
+    let set = ValidatorSet::new(
+        (1..=4u8)
+            .map(|i| Validator {
+                address: Address([i; 32]),
+                voting_power: u64::from(i) * 10,
+            })
+            .collect(),
+    );
+    for h in 1..=200 {
+        let cycle = |from: u32| -> Vec<Address> {
+            (from..from + 4)
+                .map(|r| {
+                    super::context::proposer_of(&set, Height(h), Round::new(r))
+                        .unwrap()
+                        .address
+                })
+                .collect()
+        };
+        for from in [0, 4, 40] {
+            let mut c = cycle(from);
+            c.sort_by_key(|a| a.0);
+            c.dedup();
+            assert_eq!(c.len(), 4, "height {h}, rounds from {from}: {c:?}");
+        }
+    }
+}
+
+/// Timeouts follow the block time unless configured; at 1 s blocks the vote timeouts and
+/// deltas are Malachite's own defaults.
+#[test]
+fn timeouts_follow_the_block_time() {
+    use std::time::Duration;
+
+    use super::{TimeoutConfig, timeouts};
+    let ms = Duration::from_millis;
+    let t = timeouts(ms(300), TimeoutConfig::default());
+    assert_eq!(
+        (t.propose, t.prevote, t.precommit, t.propose_delta),
+        (ms(600), ms(300), ms(300), ms(150))
+    );
+    let t = timeouts(ms(1_000), TimeoutConfig::default());
+    assert_eq!(
+        (t.propose, t.prevote, t.precommit, t.propose_delta),
+        (ms(2_000), ms(1_000), ms(1_000), ms(500))
+    );
+    let t = timeouts(
+        ms(300),
+        TimeoutConfig {
+            propose: Some(ms(3_000)),
+            vote: None,
+            delta: Some(ms(10)),
+        },
+    );
+    assert_eq!(
+        (t.propose, t.prevote, t.prevote_delta),
+        (ms(3_000), ms(300), ms(10))
+    );
+}
+
 #[test]
 fn certificates_round_trip_through_the_codec() {
     use malachitebft_app::types::codec::Codec;
