@@ -785,9 +785,31 @@ fn a_calculation_on_a_number_from_nowhere_is_not_valid() {
     );
     // Not shown the problem, the judge cannot tell: the arithmetic decides.
     valid("$\\frac{1290}{43} = 30$", &[], "");
-    // Numbers that have nothing to do with the problem are not asked about.
+    // Numbers that have nothing to do with the problem: the step may hold, but nothing
+    // the judge was shown gives them (`20 × 30 = 600` where the family eats 5 + 3 + 7 a
+    // day), so it is not called Valid either.
     assert_eq!(
         on_problem("So 1.2 × 0.8 = 0.96", problem, &[]).as_vote(),
+        None
+    );
+    let family = "A father eats 5 hamburgers per day, his wife 3 and their grandchild 7. How many do they eat in one month?";
+    assert_eq!(
+        on_problem("They eat 20 × 30 = 600 hamburgers.", family, &[]).as_vote(),
+        None
+    );
+    assert_eq!(
+        on_problem(
+            "They eat 15 × 30 = 450 hamburgers.",
+            family,
+            &["5 + 3 + 7 = 15"]
+        )
+        .as_vote(),
+        Some(Vote::Valid)
+    );
+    // 1 ± a percentage the problem gives is a number it gives.
+    let tunnel = "The new equipment raised speed by 20% and cut working hours to 80%.";
+    assert_eq!(
+        on_problem("So 1.2 × 0.8 = 0.96", tunnel, &[]).as_vote(),
         Some(Vote::Valid)
     );
 }

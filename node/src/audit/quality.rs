@@ -54,8 +54,13 @@ pub struct Counts {
     pub judged: u64,
     /// Steps labelled invalid or ungrounded.
     pub errors: u64,
-    /// Of those, on a calculation line (one with `=` and a digit).
+    /// Steps labelled invalid on a calculation line (one with `=` and a digit): a wrong
+    /// result, operator or dropped term.
     pub calc_errors: u64,
+    /// Steps labelled ungrounded (a number from nowhere).
+    pub ungrounded_errors: u64,
+    /// Of those, flagged Invalid or Ungrounded.
+    pub ungrounded_caught: u64,
     /// Error steps flagged Invalid or Ungrounded.
     pub caught: u64,
     /// Calculation error steps flagged.
@@ -83,6 +88,8 @@ impl Counts {
         self.calc_errors += o.calc_errors;
         self.caught += o.caught;
         self.calc_caught += o.calc_caught;
+        self.ungrounded_errors += o.ungrounded_errors;
+        self.ungrounded_caught += o.ungrounded_caught;
         self.false_alarms += o.false_alarms;
         self.passed_errors += o.passed_errors;
         self.valid_correct += o.valid_correct;
@@ -106,9 +113,14 @@ impl Counts {
         ratio(self.caught, self.errors, 0.0)
     }
 
-    /// Recall over error steps on calculation lines.
+    /// Recall over invalid calculation steps.
     pub fn calc_recall(&self) -> f64 {
         ratio(self.calc_caught, self.calc_errors, 0.0)
+    }
+
+    /// Recall over ungrounded steps.
+    pub fn ungrounded_recall(&self) -> f64 {
+        ratio(self.ungrounded_caught, self.ungrounded_errors, 0.0)
     }
 
     /// Steps judged over all steps.
@@ -192,7 +204,10 @@ fn score(r: &Record, report: &mut Report) -> Result<Counts, String> {
             c.errors += 1;
             c.caught += u64::from(flagged);
             c.passed_errors += u64::from(valid);
-            if is_calculation(&s.text) {
+            if s.label == "ungrounded" {
+                c.ungrounded_errors += 1;
+                c.ungrounded_caught += u64::from(flagged);
+            } else if is_calculation(&s.text) {
                 c.calc_errors += 1;
                 c.calc_caught += u64::from(flagged);
             }

@@ -164,7 +164,8 @@ pub fn run(cmd: BenchCommand) -> CliResult {
         // The derived rates, next to the counts they come from.
         let rates = |c: &Counts| {
             serde_json::json!({"precision": c.precision(), "recall": c.recall(),
-                "calc_recall": c.calc_recall(), "coverage": c.coverage(),
+                "calc_recall": c.calc_recall(), "ungrounded_recall": c.ungrounded_recall(),
+                "errors_judged_valid": c.passed_errors, "coverage": c.coverage(),
                 "correct_traces_failed": c.correct_failed()})
         };
         v["overall_rates"] = rates(&report.overall);
@@ -182,28 +183,32 @@ pub fn run(cmd: BenchCommand) -> CliResult {
         return Ok(());
     }
     outln!(
-        "{:<14} {:>6} {:>6} {:>9} {:>7} {:>10} {:>8} {:>6}  traces correct: P/F/I   incorrect: P/F/I",
+        "{:<14} {:>6} {:>6} {:>9} {:>7} {:>8} {:>8} {:>8} {:>6} {:>6}  traces correct: P/F/I   incorrect: P/F/I",
         "family",
         "traces",
         "steps",
         "precision",
         "recall",
         "calc-rec",
+        "ungr-rec",
         "coverage",
-        "false"
+        "false",
+        "missed"
     );
     let line = |name: &str, c: &Counts| {
         let [ok, bad] = c.confusion;
         outln!(
-            "{:<14} {:>6} {:>6} {:>9.3} {:>7.3} {:>10.3} {:>8.3} {:>6}  {:>14}   {:>12}",
+            "{:<14} {:>6} {:>6} {:>9.3} {:>7.3} {:>8.3} {:>8.3} {:>8.3} {:>6} {:>6}  {:>14}   {:>12}",
             name,
             c.traces,
             c.steps,
             c.precision(),
             c.recall(),
             c.calc_recall(),
+            c.ungrounded_recall(),
             c.coverage(),
             c.false_alarms,
+            c.passed_errors,
             format!("{}/{}/{}", ok[0], ok[1], ok[2]),
             format!("{}/{}/{}", bad[0], bad[1], bad[2]),
         );
@@ -213,9 +218,11 @@ pub fn run(cmd: BenchCommand) -> CliResult {
     }
     line("overall", &report.overall);
     outln!(
-        "precision and recall: of Invalid/Ungrounded per step; calc-rec: recall on error steps \
-         that are calculations; coverage: steps that got a vote; false: correct or propagated \
-         steps called wrong; P/F/I: trace verdicts Pass/Fail/Inconclusive"
+        "precision and recall: of Invalid/Ungrounded per step; calc-rec: recall on invalid \
+         calculation steps (wrong result, operator, dropped term); ungr-rec: recall on steps \
+         using a number from nowhere; coverage: steps that got a vote; false: correct or \
+         propagated steps called wrong; missed: wrong steps judged Valid; P/F/I: trace \
+         verdicts Pass/Fail/Inconclusive"
     );
     for (id, step, label) in &report.false_alarms {
         outln!("false alarm  {id}: {step:?} (labelled {label})");

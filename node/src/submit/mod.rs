@@ -243,7 +243,7 @@ pub fn restrict(hdag: &Hdag, keep: impl Fn(Tier) -> bool) -> Restricted {
         // problem gives from one nobody gave. It travels with each segment that does not
         // already cite it, when it is short enough to repeat.
         for g in &goals {
-            let cites = targets.contains(&g.id) || passed.iter().any(|p| *p == g.content);
+            let cites = targets.contains(&g.id) || passed.contains(&g.content);
             if n.id != g.id && !cites && g.content.len() <= MAX_CONTEXT_BYTES {
                 passed.insert(0, g.content.clone());
             }

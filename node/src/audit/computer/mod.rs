@@ -57,8 +57,11 @@ use self::{
 const MAX_CLAIM_CHARS: usize = 400;
 /// Random points per identity test.
 const PIT_POINTS: u64 = 3;
-/// Whole numbers up to this may be introduced by a calculation without a source.
-const SMALL_WHOLE: i128 = 12;
+/// Whole numbers up to this may be an operand of a calculation called Valid without a
+/// source (doubling, halving); larger ones must come from the problem, a premise, a unit
+/// constant or a share of a hundred, or the step is not called Valid (a correct
+/// calculation on a number from nowhere is ARES's "ungrounded").
+const SMALL_OPERAND: i128 = 2;
 /// Most premise equations a derived equation is tested against.
 const MAX_PREMISE_EQUATIONS: usize = 16;
 /// Relative difference within which a value written with `≈` is not called wrong.
@@ -831,7 +834,8 @@ fn proportional(a: &[Rational], b: &[Rational]) -> Option<bool> {
     Some(true)
 }
 
-/// Values a text states: its numbers (each also as a percentage), its number words
+/// Values a text states: its numbers (each also as a percentage, and as 1 plus or minus
+/// that percentage), its number words
 /// (`twice`, `a dozen`, `half`), and the constants of units every reader knows.
 fn known_values(texts: &[&str]) -> BTreeSet<Rational> {
     let mut known: BTreeSet<Rational> = UNIT_CONSTANTS
@@ -844,7 +848,12 @@ fn known_values(texts: &[&str]) -> BTreeSet<Rational> {
         for n in crate::decompose::text::numbers_in(t) {
             if let Some(v) = Expr::parse(&n).ok().and_then(|e| e.eval_exact(&empty)) {
                 known.insert(v);
-                known.extend(v.div(Rational::int(100)));
+                if let Some(share) = v.div(Rational::int(100)) {
+                    // A percentage, and 1 plus or minus it (`20% faster` gives 1.2).
+                    known.insert(share);
+                    known.extend(Rational::int(1).add(share));
+                    known.extend(Rational::int(1).sub(share));
+                }
             }
         }
         known.extend(read::word_values(t));
@@ -853,13 +862,12 @@ fn known_values(texts: &[&str]) -> BTreeSet<Rational> {
 }
 
 /// An operand of a calculation that nothing the judge was shown gives: not a number of
-/// the problem or the premises (in digits or words), not a unit constant, not a small
-/// whole number, not the whole quotient of two numbers it works on (`20474 − 25 × 812`),
-/// not a share of a hundred (`0.99` for 1 − 1%) — in a calculation that uses a number of the problem or
-/// the premises next to it (`790/5` where the problem gives 790). Such a calculation may hold and still rest on a number
-/// from nowhere (ARES "ungrounded"), so it is not called Valid; nor is it called
-/// Ungrounded, since people introduce numbers for good reasons the checker cannot see.
-/// Only a judge shown the problem asks.
+/// the problem or the premises (in digits or words), not a unit constant, not 0, 1 or 2,
+/// not the whole quotient of two numbers it works on (`20474 − 25 × 812`), not a share of
+/// a hundred (`0.99` for 1 − 1%). Such a calculation may hold and still rest on a number
+/// from nowhere (ARES "ungrounded": `20 × 30 = 600` where the family eats 5 + 3 + 7 a
+/// day), so it is not called Valid; nor is it called Ungrounded, since people introduce
+/// numbers for good reasons the checker cannot see. Only a judge shown the problem asks.
 fn unexplained_operand(parts: &[Expr], ctx: &Ctx<'_>) -> Option<Rational> {
     if ctx.input.context.trim().is_empty() {
         return None;
@@ -871,14 +879,6 @@ fn unexplained_operand(parts: &[Expr], ctx: &Ctx<'_>) -> Option<Rational> {
     let mut used = Vec::new();
     for e in operands {
         e.literals(&mut used);
-    }
-    // Only a calculation visibly on this problem (one of its operands is a number the
-    // judge was shown) is asked where its other operands come from.
-    if !used
-        .iter()
-        .any(|v| known.contains(v) && !UNIT_CONSTANTS.iter().any(|&c| *v == Rational::int(c)))
-    {
-        return None;
     }
     let hundred = Rational::int(100);
     let grounded: Vec<Rational> = used
@@ -898,7 +898,7 @@ fn unexplained_operand(parts: &[Expr], ctx: &Ctx<'_>) -> Option<Rational> {
         })
     };
     used.into_iter().find(|v| {
-        let small = (0..=SMALL_WHOLE).any(|k| *v == Rational::int(k));
+        let small = (0..=SMALL_OPERAND).any(|k| *v == Rational::int(k));
         let percent = v
             .mul(hundred)
             .is_some_and(|p| (0..=100).any(|k| p == Rational::int(k)));
