@@ -483,7 +483,19 @@ mod tests {
                 SegmentDoc::from_bytes(&decrypt_segment(key, &seg.id, block).expect("decrypts"))
                     .expect("a segment document");
             assert_eq!(doc.claim, node.content);
-            assert!(doc.given.is_empty(), "no givens were asked for");
+            // Nothing is left out here, so the only given is the problem statement: the
+            // context of every segment that does not cite it already.
+            let cites_goal = h.dependencies_of(&node.id).any(|d| d == "G1");
+            if node.id == "G1" || cites_goal {
+                assert!(doc.given.is_empty(), "{}: {:?}", node.id, doc.given);
+            } else {
+                assert_eq!(
+                    doc.given,
+                    vec![trace.problem.trim().to_string()],
+                    "{}",
+                    node.id
+                );
+            }
             assert!(
                 trace.thinking.contains(&node.content)
                     || trace.problem.contains(&node.content)
