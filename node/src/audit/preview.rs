@@ -23,7 +23,10 @@ use super::{
     judge::{ComputerAuditor, Decision, SegmentView},
     provider::DEFAULT_QUORUM,
 };
-use crate::{decompose::dependency_order, submit};
+use crate::{
+    decompose::dependency_order,
+    submit::{self, Restricted},
+};
 
 /// One segment of the preview, in HDAG order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,21 +101,28 @@ pub fn summary_line(
     s
 }
 
-/// The preview of `hdag` (a decomposition of `trace`, or the provider's own).
-pub fn preview(trace: &Trace, hdag: &Hdag) -> Preview {
-    let r = submit::restrict(hdag, |t| t == Tier::Computer);
+/// A kept segment in manifest order, as its seats receive it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ManifestSegment {
+    /// HDAG node id.
+    pub id: String,
+    /// What its judge sees.
+    pub view: SegmentView,
+    /// Manifest positions of the segments it cites.
+    pub depends_on: Vec<u16>,
+}
+
+/// The kept segments of `r` in the order a provider puts them in the manifest
+/// (dependencies first), each with the view its seats get: its claim, the claims it cites
+/// in manifest order, and its givens.
+pub fn manifest_views(r: &Restricted) -> Vec<ManifestSegment> {
     let order = dependency_order(&r.hdag);
     let position: BTreeMap<&str, usize> = order
         .iter()
         .enumerate()
         .filter_map(|(pos, &i)| r.hdag.nodes.get(i).map(|n| (n.id.as_str(), pos)))
         .collect();
-    let trace_id = Hash::of_parts("trust/v1/local-check", &[trace.thinking.as_bytes()]);
-
-    // Kept segments in manifest order, judged as their seats would judge them.
-    let mut decisions: BTreeMap<String, Decision> = BTreeMap::new();
-    let mut local = Vec::with_capacity(order.len());
-    let mut deps: Vec<Vec<u16>> = Vec::with_capacity(order.len());
+    let mut out = Vec::with_capacity(order.len());
     for &i in &order {
         let Some(n) = r.hdag.nodes.get(i) else {
             continue;
@@ -124,34 +134,55 @@ pub fn preview(trace: &Trace, hdag: &Hdag) -> Preview {
             .collect();
         cited.sort_unstable();
         cited.dedup();
-        let premises = cited
-            .iter()
-            .filter_map(|(_, d)| r.hdag.nodes.iter().find(|m| m.id == *d))
-            .map(|m| m.content.clone())
-            .collect();
-        let view = SegmentView {
-            claim: n.content.clone(),
-            premises,
-            givens: r.givens.get(&n.id).cloned().unwrap_or_default(),
-        };
+        out.push(ManifestSegment {
+            id: n.id.clone(),
+            view: SegmentView {
+                claim: n.content.clone(),
+                premises: cited
+                    .iter()
+                    .filter_map(|(_, d)| r.hdag.nodes.iter().find(|m| m.id == *d))
+                    .map(|m| m.content.clone())
+                    .collect(),
+                givens: r.givens.get(&n.id).cloned().unwrap_or_default(),
+            },
+            depends_on: cited
+                .iter()
+                .filter_map(|(p, _)| u16::try_from(*p).ok())
+                .collect(),
+        });
+    }
+    out
+}
+
+/// The preview of `hdag` (a decomposition of `trace`, or the provider's own).
+pub fn preview(trace: &Trace, hdag: &Hdag) -> Preview {
+    let r = submit::restrict(hdag, |t| t == Tier::Computer);
+    let kept = manifest_views(&r);
+    let position: BTreeMap<&str, usize> = kept
+        .iter()
+        .enumerate()
+        .map(|(pos, k)| (k.id.as_str(), pos))
+        .collect();
+    let trace_id = Hash::of_parts("trust/v1/local-check", &[trace.thinking.as_bytes()]);
+
+    // Kept segments in manifest order, judged as their seats would judge them.
+    let mut decisions: BTreeMap<String, Decision> = BTreeMap::new();
+    let mut local = Vec::with_capacity(kept.len());
+    let mut deps: Vec<Vec<u16>> = Vec::with_capacity(kept.len());
+    for k in &kept {
         let seed = Hash::of_parts(
             "trust/v1/local-check",
-            &[trace_id.as_ref(), n.id.as_bytes()],
+            &[trace_id.as_ref(), k.id.as_bytes()],
         );
-        let d = ComputerAuditor.judge_now(&view, &seed);
+        let d = ComputerAuditor.judge_now(&k.view, &seed);
         local.push(match d.vote {
             Vote::Valid => LocalVerdict::Valid,
             Vote::Invalid => LocalVerdict::Invalid,
             Vote::Ungrounded => LocalVerdict::Ungrounded,
             Vote::Abstain => LocalVerdict::Undecided,
         });
-        deps.push(
-            cited
-                .iter()
-                .filter_map(|(p, _)| u16::try_from(*p).ok())
-                .collect(),
-        );
-        decisions.insert(n.id.clone(), d);
+        deps.push(k.depends_on.clone());
+        decisions.insert(k.id.clone(), d);
     }
     // Left-out segments follow, resting on the kept ones.
     for d in &r.dropped {
@@ -166,9 +197,9 @@ pub fn preview(trace: &Trace, hdag: &Hdag) -> Preview {
     }
     let dep_refs: Vec<&[u16]> = deps.iter().map(Vec::as_slice).collect();
     let finals = tally::propagate(&local, &dep_refs);
-    let ids: Vec<&str> = order
+    let ids: Vec<&str> = kept
         .iter()
-        .filter_map(|&i| r.hdag.nodes.get(i).map(|n| n.id.as_str()))
+        .map(|k| k.id.as_str())
         .chain(r.dropped.iter().map(|d| d.id.as_str()))
         .collect();
     let flags: Vec<bool> = ids.iter().map(|id| r.conclusions.contains(*id)).collect();

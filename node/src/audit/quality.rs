@@ -134,7 +134,8 @@ impl Counts {
     }
 }
 
-fn ratio(a: u64, b: u64, empty: f64) -> f64 {
+/// `a / b`, or `empty` when `b` is 0.
+pub(crate) fn ratio(a: u64, b: u64, empty: f64) -> f64 {
     if b == 0 { empty } else { a as f64 / b as f64 }
 }
 
@@ -156,6 +157,26 @@ fn is_calculation(text: &str) -> bool {
     text.contains('=') && text.chars().any(|c| c.is_ascii_digit())
 }
 
+/// Where each step sits in the thinking (steps are in order and do not overlap): byte
+/// ranges, or which step is not there.
+pub(crate) fn step_spans(
+    thinking: &str,
+    steps: &[LabelledStep],
+) -> Result<Vec<(usize, usize)>, String> {
+    let mut spans = Vec::with_capacity(steps.len());
+    let mut from = 0usize;
+    for s in steps {
+        let at = thinking
+            .get(from..)
+            .and_then(|t| t.find(&s.text))
+            .map(|i| i + from)
+            .ok_or_else(|| format!("step {:?} is not in the thinking", s.text))?;
+        spans.push((at, at + s.text.len()));
+        from = at + s.text.len();
+    }
+    Ok(spans)
+}
+
 /// Scores one record.
 fn score(r: &Record, report: &mut Report) -> Result<Counts, String> {
     let trace = Trace::parse(&r.trace).map_err(|e| e.to_string())?;
@@ -167,19 +188,7 @@ fn score(r: &Record, report: &mut Report) -> Result<Counts, String> {
         segments_judged: p.judged as u64,
         ..Counts::default()
     };
-    // Where each step sits in the thinking (steps are in order and do not overlap).
-    let mut spans = Vec::with_capacity(r.steps.len());
-    let mut from = 0usize;
-    for s in &r.steps {
-        let at = trace
-            .thinking
-            .get(from..)
-            .and_then(|t| t.find(&s.text))
-            .map(|i| i + from)
-            .ok_or_else(|| format!("step {:?} is not in the thinking", s.text))?;
-        spans.push((at, at + s.text.len()));
-        from = at + s.text.len();
-    }
+    let spans = step_spans(&trace.thinking, &r.steps)?;
     for (s, (lo, hi)) in r.steps.iter().zip(&spans) {
         // The Computer decisions on segments that lie inside this step.
         let mut decisions = Vec::new();

@@ -50,34 +50,6 @@ fn push_trimmed<'a>(out: &mut Vec<&'a str>, text: &'a str, start: usize, end: us
     }
 }
 
-/// Strips a list marker (`1.`, `2)`, `-`, `*`, `Step 3:`) from the start of a line.
-fn strip_marker(line: &str) -> &str {
-    let t = line.trim_start();
-    let digits = t.bytes().take_while(u8::is_ascii_digit).count();
-    if digits > 0 && digits <= 3 {
-        let rest = t.get(digits..).unwrap_or("");
-        if let Some(r) = rest.strip_prefix(". ").or_else(|| rest.strip_prefix(") ")) {
-            return r.trim_start();
-        }
-    }
-    if let Some(r) = t.strip_prefix("- ").or_else(|| t.strip_prefix("* ")) {
-        return r.trim_start();
-    }
-    let lower = t.get(..5).map(str::to_ascii_lowercase);
-    if lower.as_deref() == Some("step ") {
-        let rest = t.get(5..).unwrap_or("");
-        let d = rest.bytes().take_while(u8::is_ascii_digit).count();
-        if d > 0
-            && let Some(r) = rest
-                .get(d..)
-                .and_then(|r| r.strip_prefix(':').or_else(|| r.strip_prefix('.')))
-        {
-            return r.trim_start();
-        }
-    }
-    t
-}
-
 /// Splits a line into sentences at `.`, `?` or `!` followed by whitespace and an
 /// upper-case letter (so `0.96 D` and `e.g. x` stay whole).
 fn sentences(line: &str) -> Vec<&str> {
@@ -111,7 +83,7 @@ pub(super) fn units_of(paragraph: &str) -> Vec<Unit<'_>> {
     paragraph
         .lines()
         .filter(|l| !l.trim().is_empty())
-        .flat_map(|l| sentences(strip_marker(l)))
+        .flat_map(|l| sentences(crate::audit::computer::read::strip_marker(l)))
         .map(|text| Unit {
             text,
             is_math: is_math(text),

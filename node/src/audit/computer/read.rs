@@ -138,8 +138,9 @@ fn annotations(text: &str) -> (String, Vec<String>) {
     (out, notes)
 }
 
-/// Strips a list marker (`1.`, `2)`, `-`, `*`, `•`, `Step 3:`, `#`) from a line.
-fn strip_marker(line: &str) -> &str {
+/// Strips a list marker (`1.`, `2)`, `-`, `*`, `•`, `Step 3:`, `#`) from a line: the
+/// checker reads a step without it, and the decomposer cuts units after it.
+pub(crate) fn strip_marker(line: &str) -> &str {
     let t = line.trim_start().trim_start_matches('#').trim_start();
     for bullet in ["- ", "* ", "• ", "+ ", "> "] {
         if let Some(r) = t.strip_prefix(bullet) {

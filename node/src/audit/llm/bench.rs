@@ -21,10 +21,11 @@ use trust_protocol::{Hash, Vote, trace::Trace, tx::Tier};
 use super::LlmAuditor;
 use crate::{
     audit::{
-        judge::{Auditor, SegmentView},
-        quality::Record,
+        judge::Auditor,
+        preview::manifest_views,
+        quality::{Record, ratio, step_spans},
     },
-    decompose::{Options, decompose, dependency_order},
+    decompose::{Options, decompose},
     submit,
 };
 
@@ -90,10 +91,6 @@ impl LlmCounts {
     }
 }
 
-fn ratio(a: u64, b: u64, empty: f64) -> f64 {
-    if b == 0 { empty } else { a as f64 / b as f64 }
-}
-
 /// The benchmark's result.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct LlmReport {
@@ -125,12 +122,6 @@ async fn score(r: &Record, judge: &LlmAuditor) -> Result<LlmCounts, String> {
     let trace = Trace::parse(&r.trace).map_err(|e| e.to_string())?;
     let hdag = decompose(&trace, &Options::default()).map_err(|e| e.to_string())?;
     let kept = submit::restrict(&hdag, |t| t != Tier::Human);
-    let order = dependency_order(&kept.hdag);
-    let position: BTreeMap<&str, usize> = order
-        .iter()
-        .enumerate()
-        .filter_map(|(pos, &i)| kept.hdag.nodes.get(i).map(|n| (n.id.as_str(), pos)))
-        .collect();
     let m = judge.client().metrics();
     let calls_before = m.entailments.load(Ordering::Relaxed);
     let errors_before = m.errors_total();
@@ -140,31 +131,13 @@ async fn score(r: &Record, judge: &LlmAuditor) -> Result<LlmCounts, String> {
     };
     let started = Instant::now();
     let mut decided: Vec<(String, Vote)> = Vec::new();
-    for &i in &order {
-        let Some(n) = kept.hdag.nodes.get(i) else {
-            continue;
-        };
-        let mut cited: Vec<(usize, &str)> = kept
-            .hdag
-            .dependencies_of(&n.id)
-            .filter_map(|d| position.get(d).map(|p| (*p, d)))
-            .collect();
-        cited.sort_unstable();
-        cited.dedup();
-        let view = SegmentView {
-            claim: n.content.clone(),
-            premises: cited
-                .iter()
-                .filter_map(|(_, d)| kept.hdag.nodes.iter().find(|x| x.id == *d))
-                .map(|x| x.content.clone())
-                .collect(),
-            givens: kept.givens.get(&n.id).cloned().unwrap_or_default(),
-        };
-        let seed = Hash::of_parts("trust/v1/bench-llm", &[r.id.as_bytes(), n.id.as_bytes()]);
-        let d = judge.judge(&view, &seed).await;
+    for k in manifest_views(&kept) {
+        let (n, view) = (&k.id, &k.view);
+        let seed = Hash::of_parts("trust/v1/bench-llm", &[r.id.as_bytes(), n.as_bytes()]);
+        let d = judge.judge(view, &seed).await;
         c.segments += 1;
         c.abstained += u64::from(d.vote.is_abstain());
-        decided.push((n.content.clone(), d.vote));
+        decided.push((view.claim.clone(), d.vote));
     }
     c.seconds = started.elapsed().as_secs_f64();
     c.calls = m
@@ -172,15 +145,8 @@ async fn score(r: &Record, judge: &LlmAuditor) -> Result<LlmCounts, String> {
         .load(Ordering::Relaxed)
         .saturating_sub(calls_before);
     c.errors_llm = m.errors_total().saturating_sub(errors_before);
-    let mut from = 0usize;
+    step_spans(&trace.thinking, &r.steps)?;
     for s in &r.steps {
-        let at = trace
-            .thinking
-            .get(from..)
-            .and_then(|t| t.find(&s.text))
-            .map(|i| i + from)
-            .ok_or_else(|| format!("step {:?} is not in the thinking", s.text))?;
-        from = at + s.text.len();
         let votes: Vec<Vote> = decided
             .iter()
             .filter(|(content, _)| s.text.contains(content.as_str()))
