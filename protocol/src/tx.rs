@@ -342,6 +342,9 @@ pub enum TxFormatError {
     /// A zero amount where a positive one is needed.
     #[error("{0} must be positive")]
     ZeroAmount(&'static str),
+    /// A honeypot's known verdict must be a judgement, not an abstention.
+    #[error("a honeypot's known verdict must be Valid, Invalid or Ungrounded, not Abstain")]
+    AbstainingHoneypot,
 }
 
 fn check_len(what: &'static str, got: usize, max: usize) -> Result<(), TxFormatError> {
@@ -433,6 +436,9 @@ impl Tx {
                 Ok(())
             }
             Call::OpenSession(m) => m.validate(),
+            Call::RevealHoneypot { verdict, .. } if verdict.is_abstain() => {
+                Err(TxFormatError::AbstainingHoneypot)
+            }
             Call::DeliverKeys { keys, .. } => {
                 check_len("keys", keys.len(), MAX_SEALED_KEYS)?;
                 for k in keys {
@@ -744,6 +750,41 @@ mod tests {
             call: Call::Bond { amount: 0 },
         };
         assert_eq!(tx.validate(), Err(TxFormatError::ZeroAmount("amount")));
+        // Left-out segments: weights in range, dependencies on session segments only.
+        let mut m = sample_manifest();
+        m.left_out = vec![LeftOut {
+            tier: Tier::Llm,
+            weight: 1,
+            depends_on: vec![1],
+            conclusion: true,
+        }];
+        assert_eq!(m.validate(), Ok(()));
+        m.left_out[0].depends_on = vec![2];
+        assert_eq!(
+            m.validate(),
+            Err(TxFormatError::BadDependency {
+                index: 2,
+                target: 2
+            })
+        );
+        m.left_out[0].depends_on = vec![];
+        m.left_out[0].weight = 0;
+        assert!(matches!(
+            m.validate(),
+            Err(TxFormatError::BadWeight { index: 2, .. })
+        ));
+        // A honeypot's known verdict is a judgement.
+        let tx = Tx {
+            nonce: 0,
+            call: Call::RevealHoneypot {
+                session: Hash([1; 32]),
+                segment: 0,
+                verdict: Vote::Abstain,
+                difficulty: Difficulty::Obvious,
+                salt: Salt([2; 32]),
+            },
+        };
+        assert_eq!(tx.validate(), Err(TxFormatError::AbstainingHoneypot));
     }
 
     /// Pins the wire format of signed transactions: a changed encoding fails on purpose.
