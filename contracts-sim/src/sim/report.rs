@@ -8,7 +8,10 @@ use serde::Serialize;
 use trust_protocol::units::Ppm;
 
 use super::{SessionTruth, Sim, SimConfig, Strategy};
-use crate::{Outcome, SegmentVerdict, TraceVerdict};
+use crate::{
+    Outcome, SegmentVerdict, TraceVerdict,
+    tally::{self, Weighed},
+};
 
 /// Means per strategy at one point in time.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -94,18 +97,36 @@ fn propagate(local: &[bool], deps: &[Vec<u16>]) -> Vec<bool> {
     out
 }
 
-fn trace_passes(holds: &[bool], weights: &[u32], skip: Option<usize>, beta: Ppm) -> bool {
-    let (mut pass, mut total) = (0u64, 0u64);
-    for (i, (h, w)) in holds.iter().zip(weights).enumerate() {
-        if Some(i) == skip {
-            continue;
-        }
-        total += u64::from(*w);
-        if *h {
-            pass += u64::from(*w);
-        }
-    }
-    total > 0 && u128::from(pass) * 1_000_000 >= u128::from(beta.0) * u128::from(total)
+/// Whether a trace with these per-segment "holds" flags (after propagation) passes by the
+/// contract's own rule ([`crate::tally::trace_verdict`]): no error at a conclusion (the
+/// sinks of `depends_on`: the simulator flags none) and the passing weight at `beta`.
+/// Truth and every predictor are judged by the same rule.
+fn trace_passes(
+    holds: &[bool],
+    deps: &[Vec<u16>],
+    weights: &[u32],
+    skip: Option<usize>,
+    beta: Ppm,
+) -> bool {
+    let dep_refs: Vec<&[u16]> = deps.iter().map(Vec::as_slice).collect();
+    let sinks = tally::conclusions(&vec![false; holds.len()], &dep_refs);
+    let weighed: Vec<Weighed> = holds
+        .iter()
+        .zip(weights)
+        .zip(&sinks)
+        .enumerate()
+        .filter(|(i, _)| Some(*i) != skip)
+        .map(|(_, ((h, w), c))| Weighed {
+            verdict: if *h {
+                SegmentVerdict::Valid
+            } else {
+                SegmentVerdict::Invalid
+            },
+            weight: *w,
+            conclusion: *c,
+        })
+        .collect();
+    tally::trace_verdict(&weighed, beta).verdict == TraceVerdict::Pass
 }
 
 impl AccuracyCounts {
@@ -135,7 +156,7 @@ impl AccuracyCounts {
             propagate(&single_local, &t.deps),
             propagate(&majority_local, &t.deps),
         ];
-        let truth_trace = trace_passes(&truth, &t.weights, skip, beta);
+        let truth_trace = trace_passes(&truth, &t.deps, &t.weights, skip, beta);
         for (m, p) in preds.iter().enumerate() {
             for (i, (a, b)) in p.iter().zip(&truth).enumerate() {
                 if Some(i) != skip && a == b {
@@ -153,7 +174,7 @@ impl AccuracyCounts {
                     }
                 }
             } else {
-                trace_passes(p, &t.weights, skip, beta) == truth_trace
+                trace_passes(p, &t.deps, &t.weights, skip, beta) == truth_trace
             };
             if hit {
                 self.trace_hits[m] += 1;
@@ -322,12 +343,28 @@ mod tests {
     #[test]
     fn trace_rule_skips_the_honeypot() {
         let beta = Ppm(800_000);
+        let deps = vec![vec![], vec![0], vec![]];
         assert!(trace_passes(
             &[true, true, false],
+            &deps,
             &[2, 2, 5],
             Some(2),
             beta
         ));
-        assert!(!trace_passes(&[true, true, false], &[2, 2, 5], None, beta));
+        assert!(!trace_passes(
+            &[true, true, false],
+            &deps,
+            &[2, 2, 5],
+            None,
+            beta
+        ));
+        // An error at a conclusion fails the trace even when the weight would pass.
+        assert!(!trace_passes(
+            &[true, true, true, true, false],
+            &[vec![], vec![0], vec![1], vec![2], vec![3]],
+            &[1; 5],
+            None,
+            beta
+        ));
     }
 }
