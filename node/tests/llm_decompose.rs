@@ -69,6 +69,71 @@ fn completion(content: &str) -> String {
     .to_string()
 }
 
+/// Reads one HTTP request; returns its body.
+async fn read_request(s: &mut tokio::net::TcpStream) -> Option<Vec<u8>> {
+    let mut buf = Vec::new();
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        let k = s.read(&mut chunk).await.ok()?;
+        if k == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..k]);
+        let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
+            continue;
+        };
+        let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+        let len = head
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length:"))
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .unwrap_or(0);
+        if buf.len() >= end + 4 + len {
+            return Some(buf[end + 4..end + 4 + len].to_vec());
+        }
+    }
+}
+
+async fn respond(s: &mut tokio::net::TcpStream, body: &str) {
+    let _ = s
+        .write_all(
+            format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            )
+            .as_bytes(),
+        )
+        .await;
+}
+
+/// A stand-in for a node's HTTP API (named as such): records each `POST /v1/sessions`
+/// body and answers like a node that opened a session. Returns `host:port`.
+async fn node_stand_in() -> (String, Arc<Mutex<Vec<Value>>>) {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut s, _)) = l.accept().await else {
+                return;
+            };
+            let Some(body) = read_request(&mut s).await else {
+                continue;
+            };
+            log.lock()
+                .unwrap()
+                .push(serde_json::from_slice(&body).unwrap_or(Value::Null));
+            let reply = serde_json::json!({
+                "session": "ab".repeat(32), "fee": 1,
+                "segments": [["G1", "Human"]], "left_out": []
+            });
+            respond(&mut s, &reply.to_string()).await;
+        }
+    });
+    (addr.to_string(), seen)
+}
+
 /// Starts the scripted stand-in server; returns its base URL and the requests it got.
 async fn stand_in(script: Script) -> (String, Arc<Mutex<Vec<Value>>>) {
     let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -82,28 +147,8 @@ async fn stand_in(script: Script) -> (String, Arc<Mutex<Vec<Value>>>) {
             };
             let log = log.clone();
             tokio::spawn(async move {
-                let mut buf = Vec::new();
-                let mut chunk = vec![0u8; 64 * 1024];
-                let body = loop {
-                    let Ok(k) = s.read(&mut chunk).await else {
-                        return;
-                    };
-                    if k == 0 {
-                        return;
-                    }
-                    buf.extend_from_slice(&chunk[..k]);
-                    let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
-                        continue;
-                    };
-                    let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
-                    let len = head
-                        .lines()
-                        .find_map(|l| l.strip_prefix("content-length:"))
-                        .and_then(|v| v.trim().parse::<usize>().ok())
-                        .unwrap_or(0);
-                    if buf.len() >= end + 4 + len {
-                        break buf[end + 4..end + 4 + len].to_vec();
-                    }
+                let Some(body) = read_request(&mut s).await else {
+                    return;
                 };
                 let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
                 let step = step_of(&body).unwrap_or(0);
@@ -117,16 +162,7 @@ async fn stand_in(script: Script) -> (String, Arc<Mutex<Vec<Value>>>) {
                         .copied()
                         .unwrap_or(""),
                 };
-                let reply = completion(content);
-                let _ = s
-                    .write_all(
-                        format!(
-                            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{reply}",
-                            reply.len()
-                        )
-                        .as_bytes(),
-                    )
-                    .await;
+                respond(&mut s, &completion(content)).await;
             });
         }
     });
@@ -441,4 +477,57 @@ async fn cli_decompose_llm_prints_the_papers_hdag_and_falls_back_with_a_warning(
     let (code, _, err) = cli(&["decompose", path, "--llm"]).await;
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--llm-url"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_submit_decompose_llm_sends_the_llm_hdag_as_the_providers() {
+    let f = trace_file();
+    let path = f.path().to_str().unwrap();
+    let (url, _) = stand_in(Script::Paper).await;
+    let (api, posted) = node_stand_in().await;
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path().to_str().unwrap();
+    let submit = |url: String| {
+        let (api, path, home) = (api.clone(), path.to_string(), home.to_string());
+        async move {
+            cli(&[
+                "submit",
+                &path,
+                "--decompose",
+                "llm",
+                "--llm-url",
+                &url,
+                "--llm-model",
+                "m",
+                "--api",
+                &api,
+                "--home",
+                &home,
+            ])
+            .await
+        }
+    };
+    let (code, out, err) = submit(url).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("session"), "{out}");
+    let sent = posted.lock().unwrap().pop().expect("a session was posted");
+    assert_eq!(
+        sent["trace"].as_str(),
+        Some(TRACE),
+        "the trace goes as it is"
+    );
+    let h: Hdag = serde_json::from_str(sent["hdag"].as_str().expect("an HDAG is sent")).unwrap();
+    assert_eq!(edges(&h), paper_edges());
+    h.validate_spans(&trace()).unwrap();
+
+    // Garbage at step 5: no provider HDAG, so the node builds the heuristic one.
+    let (url, _) = stand_in(Script::GarbageAt(5)).await;
+    let (code, _, err) = submit(url).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("step 5 (refine and construct the HDAG)"),
+        "{err}"
+    );
+    let sent = posted.lock().unwrap().pop().expect("a session was posted");
+    assert!(sent["hdag"].is_null(), "{sent}");
 }
