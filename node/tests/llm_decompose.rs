@@ -320,9 +320,22 @@ async fn the_appendix_example_replayed_gives_the_papers_hdag() {
     for id in ["T1", "ST1", "ST4", "ST7", "O1", "O4"] {
         assert_eq!(primary(id), AuditorType::Auto, "{id}");
     }
-    // Every segment is the model's own words: an exact span of the trace.
+    // Every segment is the model's own words: an exact span of the trace. A node takes
+    // this HDAG from a provider and prepares a session of it.
     h.validate().unwrap();
     h.validate_spans(&t).unwrap();
+    decompose::from_provider(&t, &serde_json::to_string(h).unwrap()).unwrap();
+    let restricted = trust_node::submit::restrict(h, |_| true);
+    assert_eq!(restricted.hdag.nodes.len(), 14);
+    trust_node::submit::prepare(
+        &restricted,
+        trust_node::audit::provider::DEFAULT_QUORUM,
+        trust_node::submit::TierWeights::EQUAL,
+        0,
+        "math",
+        &mut rand::rngs::OsRng,
+    )
+    .expect("a session can be prepared from the LLM HDAG");
     // The paper's contents are reformatted (LaTeX rewritten, step 5 paraphrased), so they
     // were mapped to the closest exact spans, and the user is told.
     assert!(
