@@ -1373,36 +1373,39 @@ enum Placement {
     Mapped(String, f64),
 }
 
+/// A trace field, its tokens and their vocabulary ids.
+struct Field<'t> {
+    text: &'t str,
+    tokens: Vec<Token>,
+    ids: Vec<u32>,
+}
+
 struct Mapper<'t> {
-    fields: Vec<(&'t str, Vec<Token>)>,
+    fields: Vec<Field<'t>>,
     vocab: HashMap<String, u32>,
     budget: usize,
 }
 
 impl<'t> Mapper<'t> {
     fn new(trace: &'t Trace) -> Self {
+        let mut vocab = HashMap::new();
         let fields = [
             trace.problem.as_str(),
             trace.thinking.as_str(),
             trace.output.as_str(),
         ]
         .into_iter()
-        .map(|f| (f, tokens(f)))
+        .map(|text| {
+            let tokens = tokens(text);
+            let ids = intern(&mut vocab, &tokens);
+            Field { text, tokens, ids }
+        })
         .collect();
         Self {
             fields,
-            vocab: HashMap::new(),
+            vocab,
             budget: MAX_TOTAL_ALIGN_CELLS,
         }
-    }
-
-    fn ids(&mut self, toks: &[Token]) -> Vec<u32> {
-        toks.iter()
-            .map(|(t, _, _)| {
-                let next = u32::try_from(self.vocab.len()).unwrap_or(u32::MAX);
-                *self.vocab.entry(t.clone()).or_insert(next)
-            })
-            .collect()
     }
 
     /// The exact span for `content`, or the closest one, or `None`.
@@ -1411,27 +1414,23 @@ impl<'t> Mapper<'t> {
         if c.is_empty() {
             return None;
         }
-        if self.fields.iter().any(|(f, _)| f.contains(c)) {
+        if self.fields.iter().any(|f| f.text.contains(c)) {
             return Some(Placement::Exact(c.to_string()));
         }
         let q_toks = tokens(c);
-        let q = self.ids(&q_toks);
+        let q = intern(&mut self.vocab, &q_toks);
         if q.is_empty() {
             return None;
         }
         let mut best: Option<(f64, String, f64)> = None;
-        for k in 0..self.fields.len() {
-            let Some((field, toks)) = self.fields.get(k) else {
-                continue;
-            };
-            let (field, toks) = (*field, toks.clone());
+        for f in &self.fields {
+            let (field, toks) = (f.text, &f.tokens);
             let cells = q.len().saturating_mul(toks.len());
             if cells > MAX_ALIGN_CELLS || cells > self.budget {
                 continue;
             }
             self.budget = self.budget.saturating_sub(cells);
-            let t = self.ids(&toks);
-            let Some((s, e, matched)) = align(&q, &t) else {
+            let Some((s, e, matched)) = align(&q, &f.ids) else {
                 continue;
             };
             let precision = matched as f64 / (e.saturating_sub(s).saturating_add(1)) as f64;
@@ -1531,6 +1530,16 @@ fn widen(field: &str, from: usize, to: usize) -> (usize, usize) {
         }
     };
     (start, end.max(start))
+}
+
+/// Vocabulary ids of `toks`, adding new words to `vocab`.
+fn intern(vocab: &mut HashMap<String, u32>, toks: &[Token]) -> Vec<u32> {
+    toks.iter()
+        .map(|(t, _, _)| {
+            let next = u32::try_from(vocab.len()).unwrap_or(u32::MAX);
+            *vocab.entry(t.clone()).or_insert(next)
+        })
+        .collect()
 }
 
 // ---------------------------------------------------------------------------------------
@@ -2154,6 +2163,11 @@ mod tests {
         }
         assert_eq!(m.place("A poem about tunnels and the sea."), None);
         assert_eq!(m.place("$\\frac{}{}$"), None);
+        // Alignment work is bounded: once the budget is spent, paraphrases are dropped
+        // (exact spans are still found).
+        m.budget = 0;
+        assert_eq!(m.place("Tom buys four more, so $3+4=7$"), None);
+        assert!(matches!(m.place("3 + 4 = 7"), Some(Placement::Exact(_))));
     }
 
     #[test]
