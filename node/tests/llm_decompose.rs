@@ -349,6 +349,7 @@ async fn the_appendix_example_replayed_gives_the_papers_hdag() {
     assert!(content("G1").starts_with("A construction company was building a tunnel."));
     assert!(content("ST1").contains("0.96"), "{}", content("ST1"));
     assert!(content("O4").contains("180"), "{}", content("O4"));
+    eprintln!("warnings: {:#?}", d.warnings);
     for (id, _) in PAPER_LEVELS {
         eprintln!("{id:>4}: {}", content(id).replace('\n', " "));
     }

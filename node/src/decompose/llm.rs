@@ -1761,7 +1761,7 @@ impl<'t> Decomposer<'t> {
         }
         if !dropped.is_empty() {
             warnings.push(format!(
-                "{} segments match no span of the trace and were dropped: {}",
+                "{} segment(s) match no span of the trace and were dropped: {}",
                 dropped.len(),
                 dropped.join(", ")
             ));
