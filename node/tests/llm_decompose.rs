@@ -48,6 +48,8 @@ enum Script {
     Paper,
     /// The appendix's output, except garbage for this step.
     GarbageAt(u8),
+    /// The appendix's output, except a 10 MB reply for this step.
+    HugeAt(u8),
 }
 
 /// The step a request is for, read from the system prompt ("step N of 5").
@@ -156,6 +158,11 @@ async fn stand_in(script: Script) -> (String, Arc<Mutex<Vec<Value>>>) {
                 let content = match script {
                     Script::GarbageAt(n) if n == step => {
                         "I think the trace is fine. Here is a poem about tunnels instead."
+                    }
+                    Script::HugeAt(n) if n == step => {
+                        let huge = completion(&"# Abstraction Block Analysis\n".repeat(350_000));
+                        respond(&mut s, &huge).await;
+                        return;
                     }
                     _ => REPLIES
                         .get(usize::from(step).wrapping_sub(1))
@@ -376,6 +383,21 @@ async fn garbage_at_any_step_falls_back_to_the_heuristic_builder_naming_the_step
         );
         assert!(w.contains("heuristic"), "{w}");
     }
+}
+
+#[tokio::test]
+async fn a_10_mb_reply_is_dropped_and_falls_back_naming_the_step() {
+    let t = trace();
+    let (url, _) = stand_in(Script::HugeAt(2)).await;
+    let r = llm::ask_endpoint(&client(&url), &t).await;
+    let e = r.clone().unwrap_err();
+    assert_eq!(e.step(), Step::Segments, "{e}");
+    assert!(e.to_string().contains("larger than"), "{e}");
+    assert!(
+        llm::or_heuristic(&t, &Options::default(), r)
+            .unwrap()
+            .fell_back
+    );
 }
 
 #[tokio::test]
