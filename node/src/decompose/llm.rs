@@ -507,6 +507,38 @@ fn subsections(body: &str, depth: usize) -> Vec<(&str, &str)> {
     out
 }
 
+/// The `### {word} ID` blocks of `body` at `depth`: `(title, text)`. Other headings at
+/// that depth are part of a block's text: a segment copied from a markdown answer may
+/// hold headings of its own (`### 1. Work done before the change`).
+fn blocks<'a>(body: &'a str, depth: usize, word: &str) -> Vec<(&'a str, &'a str)> {
+    let mut out = Vec::new();
+    let mut current: Option<(&str, usize)> = None;
+    let mut offset = 0usize;
+    for line in body.split_inclusive('\n') {
+        let line_start = offset;
+        offset = offset.saturating_add(line.len());
+        let Some((d, t)) = heading(line) else {
+            continue;
+        };
+        let opens = d == depth
+            && t.split_whitespace()
+                .next()
+                .is_some_and(|w| w.eq_ignore_ascii_case(word));
+        if d < depth || opens {
+            if let Some((title, s)) = current.take() {
+                out.push((title, body.get(s..line_start).unwrap_or("")));
+            }
+            if opens {
+                current = Some((t, offset));
+            }
+        }
+    }
+    if let Some((title, s)) = current {
+        out.push((title, body.get(s..).unwrap_or("")));
+    }
+    out
+}
+
 /// Removes separator lines (`---`) and surrounding blank space.
 fn clean_block(text: &str) -> String {
     let kept: Vec<&str> = text
@@ -788,7 +820,7 @@ pub fn parse_segments(reply: &str) -> Result<Vec<Segment>, String> {
         let name = title.split_whitespace().next().unwrap_or("");
         let level = level_named(name)
             .ok_or_else(|| format!("heading \"## {}\" names no abstraction level", clip(title)))?;
-        for (seg_title, seg_body) in subsections(level_body, 3) {
+        for (seg_title, seg_body) in blocks(level_body, 3, "Segment") {
             let id = heading_id(seg_title, "Segment").ok_or_else(|| {
                 format!(
                     "heading \"### {}\" is not \"### Segment ID\"",
@@ -972,7 +1004,7 @@ pub fn parse_assignments(reply: &str, known: &BTreeSet<String>) -> Result<Vec<As
         Ok(())
     };
     for (_, group) in subsections(body, 2) {
-        for (title, text) in subsections(group, 3) {
+        for (title, text) in blocks(group, 3, "Segment") {
             let Some(id) = heading_id(title, "Segment") else {
                 return Err(format!(
                     "heading \"### {}\" is not \"### Segment ID\"",
@@ -1067,7 +1099,7 @@ fn edges_from_json(v: &Value) -> Result<Vec<HdagEdge>, String> {
 
 fn nodes_from_markdown(body: &str) -> Result<Vec<FinalNode>, String> {
     let mut out: Vec<FinalNode> = Vec::new();
-    for (title, text) in subsections(body, 3) {
+    for (title, text) in blocks(body, 3, "Node") {
         let id = heading_id(title, "Node")
             .ok_or_else(|| format!("heading \"### {}\" is not \"### Node ID\"", clip(title)))?;
         if !valid_id(&id) {
@@ -1972,6 +2004,14 @@ mod tests {
         assert_eq!(s[0].kind, "objective_statement");
         assert_eq!(s[0].complexity, Some(Complexity::Medium));
         assert_eq!(s[2].content, "3 + 4 = 7");
+        // A heading copied from the trace stays in the segment's content.
+        let s = parse_segments(&SEGMENTS.replace(
+            "**Content:** 3 + 4 = 7",
+            "**Content:**\n### 1. Adding\n3 + 4 = 7",
+        ))
+        .unwrap();
+        assert_eq!(s.len(), 3);
+        assert_eq!(s[2].content, "### 1. Adding\n3 + 4 = 7");
         for (bad, why) in [
             (
                 SEGMENTS.replace("**Content**: He buys", "**Text**: He buys"),
