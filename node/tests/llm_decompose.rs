@@ -327,7 +327,7 @@ async fn the_appendix_example_replayed_gives_the_papers_hdag() {
     for id in ["T1", "ST1", "ST4", "ST7", "O1", "O4"] {
         assert_eq!(primary(id), AuditorType::Auto, "{id}");
     }
-    // Every segment is the model's own words: an exact span of the trace. A node takes
+    // Every segment is the audited model's own words: an exact span of the trace. A node takes
     // this HDAG from a provider and prepares a session of it.
     h.validate().unwrap();
     h.validate_spans(&t).unwrap();

@@ -12,10 +12,11 @@
 //! the next [`Prompt`] and takes the model's reply, so any way of asking (the node's
 //! [`ChatClient`], a test script) drives it. [`ask_endpoint`] is the thin async driver.
 //!
-//! Model output is untrusted: replies are bounded, every id must be well formed and known
-//! from step 2, and the result must pass [`Hdag::validate`] and [`Hdag::validate_spans`].
-//! Auditors judge the model's own words, so a segment the decomposer paraphrased is
-//! mapped to the closest exact span of the trace (a token alignment), or dropped with a
+//! Model output is untrusted: replies are bounded, ids must be well formed (and, in steps
+//! 3 and 4, given by step 2), and the result must pass [`Hdag::validate`] and
+//! [`Hdag::validate_spans`]. Auditors judge the audited model's own words, so a segment
+//! the decomposer paraphrased is mapped to the closest exact span of the trace (a token
+//! alignment; step 2's text is tried too when step 5 rewrote it), or dropped with a
 //! warning when no span is close; `depends_on` / `decomposes_to` chains through a dropped
 //! segment are kept by linking its neighbours. When a step's reply cannot be used,
 //! [`or_heuristic`] falls back to the heuristic builder and says which step failed and why.
