@@ -6,7 +6,7 @@
 //! propagation and the contract's three-valued trace verdict. Segments routed to the LLM
 //! or Human tier are left out, as on such a network.
 
-use std::path::PathBuf;
+use std::{path::PathBuf, sync::Arc};
 
 use serde_json::json;
 use trust_contracts::SegmentVerdict;
@@ -17,7 +17,10 @@ use trust_protocol::{
 };
 
 use crate::{
-    audit::preview::{PreviewSegment, preview},
+    audit::{
+        llm::client::{ChatClient, Endpoint, LlmMetrics},
+        preview::{PreviewSegment, preview},
+    },
     cli::{CliError, CliResult, read_input_file},
     decompose::{self, Options},
 };
@@ -32,6 +35,14 @@ pub struct TraceArgs {
     /// decomposition; every segment must be an exact span of the trace.
     #[arg(long)]
     pub hdag: Option<PathBuf>,
+    /// Decompose with a language model instead: the paper's five steps (appendix
+    /// 0.0.9.1) asked of the OpenAI-compatible endpoint at --llm-url. Paraphrased
+    /// segments are mapped to the closest exact span of the trace; when a step's answer
+    /// cannot be used, the heuristic decomposition is used with a warning naming the step.
+    #[arg(long, conflicts_with = "hdag")]
+    pub llm: bool,
+    #[command(flatten)]
+    pub endpoint: LlmEndpointArgs,
     /// Route the final answer to a person (high-stakes trace).
     #[arg(long)]
     pub high_stakes: bool,
@@ -40,23 +51,78 @@ pub struct TraceArgs {
     pub json: bool,
 }
 
+/// The endpoint of `--llm` / `--decompose llm`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct LlmEndpointArgs {
+    /// Base URL of the OpenAI-compatible chat endpoint for the LLM decomposition (e.g.
+    /// http://127.0.0.1:8080/v1).
+    #[arg(long, env = "TRUST_LLM_URL")]
+    pub llm_url: Option<String>,
+    /// The model name sent to that endpoint.
+    #[arg(long, env = "TRUST_LLM_MODEL")]
+    pub llm_model: Option<String>,
+    /// The name of the environment variable holding the endpoint's API key (the key
+    /// itself is never passed as a flag).
+    #[arg(long)]
+    pub llm_api_key_env: Option<String>,
+}
+
+/// Decomposes `trace` through the endpoint with the paper's five steps, printing each
+/// warning on stderr. When the model's output cannot be used, returns the heuristic
+/// decomposition (`fell_back`), with a warning naming the step and the reason.
+pub(crate) fn llm_decompose(
+    trace: &Trace,
+    options: &Options,
+    endpoint: &LlmEndpointArgs,
+) -> Result<decompose::llm::Decomposition, CliError> {
+    let url = endpoint.llm_url.as_deref().ok_or_else(|| {
+        CliError::usage(
+            "the LLM decomposition needs an endpoint: pass --llm-url URL (or set TRUST_LLM_URL)",
+        )
+    })?;
+    let model = endpoint.llm_model.as_deref().ok_or_else(|| {
+        CliError::usage("the LLM decomposition needs a model name: pass --llm-model NAME (or set TRUST_LLM_MODEL)")
+    })?;
+    let ep =
+        Endpoint::new(url, model, endpoint.llm_api_key_env.as_deref()).map_err(CliError::usage)?;
+    let client = ChatClient::new(
+        ep,
+        decompose::llm::limits(),
+        Arc::new(LlmMetrics::default()),
+    )
+    .map_err(CliError::failed)?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::failed(e.to_string()))?;
+    let result = rt.block_on(decompose::llm::ask_endpoint(&client, trace));
+    let d = decompose::llm::or_heuristic(trace, options, result)
+        .map_err(|e| CliError::usage(e.to_string()))?;
+    for w in &d.warnings {
+        eprintln!("warning: {w}");
+    }
+    Ok(d)
+}
+
 fn load(args: &TraceArgs) -> Result<(Trace, Hdag), CliError> {
     let text = read_input_file(&args.trace, MAX_TRACE_BYTES as u64)?;
     let trace = Trace::parse(&text)
         .map_err(|e| CliError::usage(format!("{}: {e}", args.trace.display())))?;
+    let options = Options {
+        high_stakes: args.high_stakes,
+    };
+    if args.llm {
+        let d = llm_decompose(&trace, &options, &args.endpoint)?;
+        return Ok((trace, d.hdag));
+    }
     let hdag = match &args.hdag {
         Some(path) => {
             let json = read_input_file(path, trust_protocol::hdag::MAX_HDAG_JSON_BYTES as u64)?;
             decompose::from_provider(&trace, &json)
                 .map_err(|e| CliError::usage(format!("{}: {e}", path.display())))?
         }
-        None => decompose::decompose(
-            &trace,
-            &Options {
-                high_stakes: args.high_stakes,
-            },
-        )
-        .map_err(|e| CliError::usage(format!("{}: {e}", args.trace.display())))?,
+        None => decompose::decompose(&trace, &options)
+            .map_err(|e| CliError::usage(format!("{}: {e}", args.trace.display())))?,
     };
     Ok((trace, hdag))
 }

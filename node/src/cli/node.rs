@@ -9,7 +9,7 @@ use trust_contracts::{SegmentVerdict, TraceVerdict};
 use trust_protocol::{
     Signed, encoding,
     hdag::MAX_HDAG_JSON_BYTES,
-    trace::MAX_TRACE_BYTES,
+    trace::{MAX_TRACE_BYTES, Trace},
     tx::{Call, Tier, Tx},
 };
 
@@ -383,6 +383,14 @@ pub struct SubmitArgs {
     /// The provider's own HDAG (the paper's JSON) instead of the built-in decomposition.
     #[arg(long)]
     pub hdag: Option<std::path::PathBuf>,
+    /// Who decomposes the trace: `heuristic`, the node's built-in builder, or `llm`, the
+    /// paper's five steps asked here of the endpoint at --llm-url (default: the home's
+    /// `llm_url`), the result sent as the provider's HDAG. When the model's output cannot
+    /// be used, the node's heuristic builder is used, with a warning naming the step.
+    #[arg(long, value_enum, default_value_t = DecomposeMode::Heuristic, conflicts_with = "hdag")]
+    pub decompose: DecomposeMode,
+    #[command(flatten)]
+    pub endpoint: super::local::LlmEndpointArgs,
     /// Wait for the outcome, showing the session's phase as it moves.
     #[arg(long)]
     pub wait: bool,
@@ -393,13 +401,51 @@ pub struct SubmitArgs {
     addr: NodeAddr,
 }
 
+/// Who decomposes a submitted trace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DecomposeMode {
+    /// The node's heuristic builder.
+    Heuristic,
+    /// The paper's five-step LLM decomposition, run by this command.
+    Llm,
+}
+
+/// The `submit --decompose llm` endpoint: the flags (or their variables), else the
+/// home's `llm_url`, `llm_model` and `llm_api_key_env`.
+fn submit_endpoint(args: &SubmitArgs) -> super::local::LlmEndpointArgs {
+    let mut ep = args.endpoint.clone();
+    if ep.llm_url.is_none()
+        && let Ok(cfg) = config::load_config(&expand_home(&args.addr.home))
+    {
+        ep.llm_url = cfg.llm_url;
+        ep.llm_model = ep.llm_model.or(cfg.llm_model);
+        ep.llm_api_key_env = ep.llm_api_key_env.or(cfg.llm_api_key_env);
+    }
+    ep
+}
+
 /// Runs `submit`.
 pub fn run_submit(args: SubmitArgs) -> CliResult {
     // The protocol's own limits, which the node's `POST /v1/sessions` accepts.
     let trace = super::read_input_file(&args.trace, MAX_TRACE_BYTES as u64)?;
-    let hdag = match &args.hdag {
-        Some(p) => Some(super::read_input_file(p, MAX_HDAG_JSON_BYTES as u64)?),
-        None => None,
+    let hdag = match (&args.hdag, args.decompose) {
+        (Some(p), _) => Some(super::read_input_file(p, MAX_HDAG_JSON_BYTES as u64)?),
+        (None, DecomposeMode::Heuristic) => None,
+        (None, DecomposeMode::Llm) => {
+            let parsed = Trace::parse(&trace)
+                .map_err(|e| CliError::usage(format!("{}: {e}", args.trace.display())))?;
+            let d = super::local::llm_decompose(
+                &parsed,
+                &crate::decompose::Options::default(),
+                &submit_endpoint(&args),
+            )?;
+            // After a fallback the node builds the heuristic HDAG itself, as without
+            // --decompose.
+            match d.fell_back {
+                true => None,
+                false => Some(serde_json::to_string(&d.hdag).map_err(failed)?),
+            }
+        }
     };
     let addr = args.addr.resolve()?;
     let rt = runtime()?;

@@ -26,6 +26,7 @@
 //! A provider may instead supply its own HDAG ([`from_provider`]), which is validated
 //! and checked span by span against the trace.
 
+pub mod llm;
 pub(crate) mod text;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -331,6 +331,21 @@ impl ChatClient {
         user: &str,
         schema: &Value,
     ) -> Result<String, LlmError> {
+        self.complete(system, user, Some(schema)).await
+    }
+
+    /// Asks for one free-text reply (for answers in a markdown format, such as the
+    /// decomposition steps) within the same bounds, and returns its text.
+    pub async fn complete_text(&self, system: &str, user: &str) -> Result<String, LlmError> {
+        self.complete(system, user, None).await
+    }
+
+    async fn complete(
+        &self,
+        system: &str,
+        user: &str,
+        schema: Option<&Value>,
+    ) -> Result<String, LlmError> {
         let mut body = json!({
             "model": self.endpoint.model,
             "messages": [
@@ -341,8 +356,8 @@ impl ChatClient {
             "max_tokens": self.limits.max_tokens,
             "stream": false,
         });
-        let constrained = !self.unconstrained.load(Ordering::Relaxed);
-        if constrained {
+        let constrained = schema.is_some() && !self.unconstrained.load(Ordering::Relaxed);
+        if let (true, Some(schema)) = (constrained, schema) {
             body["response_format"] = json!({
                 "type": "json_schema",
                 "json_schema": {"name": "reply", "strict": true, "schema": schema},
@@ -381,7 +396,7 @@ impl ChatClient {
                     self.unconstrained.store(true, Ordering::Relaxed);
                     self.metrics.error(&LlmError::Status(400, String::new()));
                     tracing::warn!(target: "trust::llm", url = %self.endpoint.url, reply = %text, "the endpoint refuses response_format; asking without a schema");
-                    return Box::pin(self.complete_json(system, user, schema)).await;
+                    return Box::pin(self.complete(system, user, schema)).await;
                 }
                 Err(e) => {
                     self.metrics.error(&e);
