@@ -53,7 +53,8 @@ pub enum LogFormat {
 /// Top-level commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Split a trace into an HDAG of segments (the heuristic decomposer) and print it.
+    /// Split a trace into an HDAG of segments (the heuristic decomposer, or with --llm the
+    /// paper's 5-step LLM decomposition through an OpenAI-compatible endpoint) and print it.
     Decompose(local::TraceArgs),
     /// Preview a trace's audit locally: what a network of Computer-tier seats would decide.
     ///
