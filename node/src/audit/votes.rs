@@ -204,6 +204,23 @@ mod tests {
         }
     }
 
+    /// Opens a sled database that a dropped handle may still be closing: sled's flusher
+    /// thread releases the file lock shortly after the last handle goes, so a restart
+    /// waits for the lock (bounded) as a restarted process would.
+    fn reopen(path: &std::path::Path) -> sled::Db {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            match sled::open(path) {
+                Ok(db) => return db,
+                Err(e) if std::time::Instant::now() < deadline => {
+                    assert!(e.to_string().contains("lock"), "{e}");
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+    }
+
     #[test]
     fn a_vote_survives_a_restart_and_opens_its_commitment() {
         let dir = tempfile::tempdir().unwrap();
@@ -214,7 +231,7 @@ mod tests {
             book.record(&r).unwrap()
             // dropped without any further flush: `record` flushed already
         };
-        let db = sled::open(dir.path()).unwrap();
+        let db = reopen(dir.path());
         let book = VoteBook::open(&db).unwrap();
         let back = book.unrevealed(&r.session).unwrap();
         assert_eq!(back, vec![r.clone()]);
