@@ -2,16 +2,18 @@
 # Crash consistency at scale (issue 13, item 3). Starts a 4-validator loopback network of
 # real `trust-node run` processes, keeps submitting the sample traces through node0's API
 # (node0 is the provider), and kills one node with SIGKILL at random moments, restarting
-# it each time. The victim of each kill is, in turn at random: the provider (node0), the
-# proposer of the moment (the round-0 proposer of the next height, computed from the
-# ledger's validator stakes exactly as the consensus context draws it), or a seat between
-# commit and reveal (a node whose /metrics show more committed than revealed votes).
+# it after 0.2-4 s (or, for a fifth of the kills, 5-15 s: longer than a session's commit
+# and reveal windows) and waiting for it to catch up before the next kill. The victim of
+# each kill is, at random: the provider (node0), the proposer of the moment (the round-0
+# proposer of the next height, computed from the validators' stakes as the consensus
+# context draws it), or a seat between commit and reveal (a seat node whose /metrics show
+# more votes committed than revealed).
 # At the end it waits for every session to end by the contract's own rules, compares the
 # nodes' blocks at a common height, stops them, runs `ledger verify` on every home and
 # prints a summary. Exits 1 when a session is stuck, a ledger does not verify, or the nodes
 # disagree (2 on a usage or setup error).
 #
-#   scripts/crash.sh [--kills N] [--seed S] [--dir DIR] [--base-port P]
+#   scripts/crash.sh [--kills N] [--seed S] [--dir DIR] [--base-port P] [--long-down SHARE]
 #
 # Uses the debug binary ($CARGO_TARGET_DIR or ./target, built if missing); TRUST_BIN
 # overrides it. All traffic stays on 127.0.0.1; every wait has a deadline.
@@ -32,6 +34,8 @@ p.add_argument("--seed", type=int, default=1, help="seed of the victims and mome
 p.add_argument("--dir", default="out/crash", help="homes and logs (wiped first)")
 p.add_argument("--base-port", type=int, default=28600)
 p.add_argument("--submit-every", type=float, default=2.0, help="seconds between sessions")
+p.add_argument("--long-down", type=float, default=0.2,
+               help="share of kills whose node stays down 5-15 s instead of 0.2-4 s")
 p.add_argument("--end-timeout", type=float, default=240.0,
                help="seconds the sessions in flight get to end after the last kill")
 args = p.parse_args()
@@ -229,6 +233,7 @@ kinds = collections.Counter()
 kill_log = []
 catch_up = []
 seat_fallbacks = 0
+long_downs = 0
 for k in range(args.kills):
     time.sleep(rng.uniform(0.5, 5.0))
     kind = rng.choice(["provider", "proposer", "seat"])
@@ -269,7 +274,11 @@ for k in range(args.kills):
     kinds[kind] += 1
     hs = heights()
     kill9(victim)
-    down = rng.uniform(0.2, 4.0)
+    # Mostly short outages; one in five outlasts a session's commit and reveal windows
+    # (10 blocks each at 300 ms), so the contract's expiry paths run too.
+    long_down = rng.random() < args.long_down
+    down = rng.uniform(5.0, 15.0) if long_down else rng.uniform(0.2, 4.0)
+    long_downs += int(long_down)
     log(f"kill {k + 1}/{args.kills}: node{victim} ({kind}: {note}) at heights {hs}, down {down:.1f} s")
     kill_log.append((k + 1, kind, victim, note))
     time.sleep(down)
@@ -302,8 +311,10 @@ def all_ended():
     return True
 
 
+t_end = time.monotonic()
 wait("every session to end", all_ended, args.end_timeout, step=1.0)
 all_ended()
+ended_in = time.monotonic() - t_end
 stop_watch.set()
 watcher.join(timeout=10)
 
@@ -340,13 +351,19 @@ print()
 print("== crash consistency summary")
 print(f"seed {args.seed}; kills {len(kill_log)}/{args.kills}: " +
       ", ".join(f"{k} {kinds[k]}" for k in ("provider", "proposer", "seat")) +
-      f" (seat kills without a pending reveal seen: {seat_fallbacks})")
+      f" (seat kills without a pending reveal seen: {seat_fallbacks}); down 5-15 s: {long_downs}")
 print("victims: " + ", ".join(f"node{i} {sum(1 for x in kill_log if x[2] == i)}" for i in range(N)))
 if catch_up:
     print(f"restart to caught up (within 2 blocks): median {sorted(catch_up)[len(catch_up) // 2]:.1f} s, "
           f"max {max(catch_up):.1f} s")
 print(f"sessions submitted {len(sessions)}: decided {by_status['decided']}, failed {by_status['failed']}, "
       f"stuck (still live) {len(stuck)}, never opened on the ledger {len(never)}")
+print(f"  every session ended {ended_in:.1f} s after the last restart" if all(
+    final.get(x, {}).get("status") in ("decided", "failed") for x, _, _ in sessions) else
+    f"  not every session ended within {args.end_timeout:.0f} s")
+verdicts = collections.Counter((t, final[s]["outcome"].get("trace")) for s, t, _ in sessions
+                               if final.get(s, {}).get("status") == "decided")
+print("  trace outcomes: " + ", ".join(f"{t} {o} x{c}" for (t, o), c in sorted(verdicts.items())))
 for f, c in failures.most_common():
     print(f"  failed {c}: {f}")
 if refused:

@@ -14,7 +14,7 @@ use trust_protocol::Hash;
 use super::{assert_same_chain, harness::Network};
 
 /// Kills in the scenario.
-const KILLS: usize = 7;
+const KILLS: usize = 8;
 /// The default seed of victims and moments (`TRUST_CRASH_SEED` overrides it).
 const SEED: u64 = 13;
 
@@ -174,14 +174,23 @@ fn nodes_killed_at_random_moments_while_sessions_flow_end_every_session_and_agre
         if victim == 0 {
             sessions.values_mut().for_each(|after| *after = true);
         }
+        // One outage outlasts a session's commit and reveal windows (10 blocks each).
+        let down = rng.range(200, 2500);
+        let down = if k == KILLS / 2 { 8_000 } else { down };
         eprintln!(
-            "kill {}: node{victim} ({kind:?}) at heights {before:?}",
+            "kill {}: node{victim} ({kind:?}) at heights {before:?}, down {down} ms",
             k + 1
         );
-        std::thread::sleep(Duration::from_millis(rng.range(200, 2500)));
+        std::thread::sleep(Duration::from_millis(down));
         net.start(victim);
         wait_back(&net, victim);
     }
+
+    assert_eq!(
+        kills.len(),
+        3,
+        "seed {seed} did not draw every kind of victim: {kills:?}"
+    );
 
     // Every session the ledger opened ends by the contract's rules (decided, or failed by
     // its windows). One the ledger still does not know ten blocks after the last restart
