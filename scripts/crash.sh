@@ -3,20 +3,23 @@
 # real `trust-node run` processes, keeps submitting the sample traces through node0's API
 # (node0 is the provider), and kills one node with SIGKILL at random moments, restarting
 # it after 0.2-4 s (or, for a fifth of the kills, 5-15 s: longer than a session's commit
-# and reveal windows) and waiting for it to catch up before the next kill. The victim of
-# each kill is, at random: the provider (node0), the proposer of the moment (the round-0
-# proposer of the next height, computed from the validators' stakes as the consensus
-# context draws it), or a seat between commit and reveal (a seat node whose /metrics show
-# more votes committed than revealed).
+# and reveal windows) and waiting for it to catch up before the next kill; a fifth of the
+# restarted nodes are killed again within a second, while they replay and catch up. The
+# victim of each kill is, at random: the provider (node0), the proposer of the moment (the
+# round-0 proposer of the next height, computed from the validators' stakes as the
+# consensus context draws it), or a seat between commit and reveal (a seat node whose
+# /metrics show more votes committed than revealed).
 # At the end it waits for every session to end by the contract's own rules, compares the
 # nodes' blocks at a common height, stops them, runs `ledger verify` on every home and
 # prints a summary. Exits 1 when a session is stuck, a ledger does not verify, or the nodes
 # disagree (2 on a usage or setup error).
 #
-#   scripts/crash.sh [--kills N] [--seed S] [--dir DIR] [--base-port P] [--long-down SHARE]
+#   scripts/crash.sh [--kills N] [--seed S] [--dir DIR] [--base-port P]
+#                    [--submit-every SECONDS] [--long-down SHARE] [--rekill SHARE]
 #
-# Uses the debug binary ($CARGO_TARGET_DIR or ./target, built if missing); TRUST_BIN
-# overrides it. All traffic stays on 127.0.0.1; every wait has a deadline.
+# Builds and uses the debug binary (under $CARGO_TARGET_DIR or ./target); TRUST_BIN names
+# another binary and skips the build. All traffic stays on 127.0.0.1; every wait has a
+# deadline, so the script always stops by itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -z "${TRUST_BIN:-}" ]; then
@@ -36,6 +39,8 @@ p.add_argument("--base-port", type=int, default=28600)
 p.add_argument("--submit-every", type=float, default=2.0, help="seconds between sessions")
 p.add_argument("--long-down", type=float, default=0.2,
                help="share of kills whose node stays down 5-15 s instead of 0.2-4 s")
+p.add_argument("--rekill", type=float, default=0.2,
+               help="share of restarts killed again within a second, while recovering")
 p.add_argument("--end-timeout", type=float, default=240.0,
                help="seconds the sessions in flight get to end after the last kill")
 args = p.parse_args()
@@ -234,6 +239,7 @@ kill_log = []
 catch_up = []
 seat_fallbacks = 0
 long_downs = 0
+rekills = 0
 for k in range(args.kills):
     time.sleep(rng.uniform(0.5, 5.0))
     kind = rng.choice(["provider", "proposer", "seat"])
@@ -283,6 +289,15 @@ for k in range(args.kills):
     kill_log.append((k + 1, kind, victim, note))
     time.sleep(down)
     start(victim)
+    if rng.random() < args.rekill:
+        # Again while it replays its ledger and catches up: a crash during recovery.
+        time.sleep(rng.uniform(0.05, 1.0))
+        hv = height(victim)
+        kill9(victim)
+        rekills += 1
+        log(f"  node{victim} killed again while restarting (its API said height {hv})")
+        time.sleep(rng.uniform(0.2, 2.0))
+        start(victim)
     t = time.monotonic()
     ok = wait(f"node{victim} to catch up", lambda: (
         (lambda hs: hs[victim] is not None and hs[victim] + 2 >= max(h or 0 for h in hs))(heights())), 120)
@@ -351,7 +366,8 @@ print()
 print("== crash consistency summary")
 print(f"seed {args.seed}; kills {len(kill_log)}/{args.kills}: " +
       ", ".join(f"{k} {kinds[k]}" for k in ("provider", "proposer", "seat")) +
-      f" (seat kills without a pending reveal seen: {seat_fallbacks}); down 5-15 s: {long_downs}")
+      f" (seat kills without a pending reveal seen: {seat_fallbacks}); down 5-15 s: {long_downs}; "
+      f"killed again while restarting: {rekills}")
 print("victims: " + ", ".join(f"node{i} {sum(1 for x in kill_log if x[2] == i)}" for i in range(N)))
 if catch_up:
     print(f"restart to caught up (within 2 blocks): median {sorted(catch_up)[len(catch_up) // 2]:.1f} s, "
