@@ -1,7 +1,9 @@
 //! Crash consistency: nodes killed with SIGKILL at seeded random moments while sessions
 //! flow, each restarted from its own home. The victim is, by the seed, the provider
 //! (node 0), the proposer of the next height, or a seat node with a vote committed and not
-//! yet revealed. `scripts/crash.sh` runs the same scenario at scale (50 kills by default).
+//! yet revealed; one outage outlasts a session's windows, and one restarted node is killed
+//! again while it recovers. `scripts/crash.sh` runs the same scenario at scale (50 kills by
+//! default).
 //!
 //! The assertions are about outcomes only, never timing: every session the ledger opened
 //! ends decided or failed by the contract's rules, every node holds the same chain, and
@@ -183,6 +185,14 @@ fn nodes_killed_at_random_moments_while_sessions_flow_end_every_session_and_agre
         );
         std::thread::sleep(Duration::from_millis(down));
         net.start(victim);
+        if k == 1 {
+            // Once again while it replays its ledger and catches up.
+            std::thread::sleep(Duration::from_millis(rng.range(50, 800)));
+            eprintln!("kill {}b: node{victim} again while it restarts", k + 1);
+            net.kill(victim);
+            std::thread::sleep(Duration::from_millis(rng.range(200, 1500)));
+            net.start(victim);
+        }
         wait_back(&net, victim);
     }
 
