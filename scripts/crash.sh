@@ -28,7 +28,7 @@ if [ -z "${TRUST_BIN:-}" ]; then
 fi
 export TRUST_BIN
 exec python3 -u - "$@" <<'PY'
-import argparse, collections, hashlib, json, os, random, re, signal, subprocess, sys
+import argparse, atexit, collections, hashlib, json, os, random, re, signal, subprocess, sys
 import threading, time, urllib.request, urllib.error
 
 p = argparse.ArgumentParser(prog="scripts/crash.sh")
@@ -124,6 +124,11 @@ def stop_all():
                 procs[i].kill()
                 procs[i].wait()
             procs[i] = None
+
+
+# Whatever ends the script (an error, Ctrl-C, SIGTERM), no node outlives it.
+atexit.register(stop_all)
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(3))
 
 
 def height(i):
@@ -225,7 +230,7 @@ first = [get(0, f"/v1/blocks/{h}") for h in range(1, (height(0) or 1) + 1)]
 predicted_ok = sum(1 for h, b in enumerate(first, 1)
                    if b and b.get("header", {}).get("proposer") == accounts[proposer_at(h, genesis_stakes)])
 log(f"proposer formula matches {predicted_ok}/{len(first)} of the first blocks' proposers "
-    "(the others were decided in a later round)")
+    "(any other was likely decided after round 0)")
 
 watcher = threading.Thread(target=watch, daemon=True)
 watcher.start()
