@@ -223,19 +223,21 @@ fn nodes_killed_at_random_moments_while_sessions_flow_end_every_session_and_agre
     for (s, provider_killed_after) in &sessions {
         let status = match net.get(1, &format!("/v1/sessions/{s}")) {
             Ok(v) => v["status"].as_str().unwrap_or("?").to_string(),
-            Err(_) => {
+            Err(trust_node::client::ClientError::Api { status: 404, .. }) => {
                 assert!(
                     *provider_killed_after,
                     "session {s} was never opened though its provider kept running"
                 );
                 "never opened".to_string()
             }
+            Err(e) => panic!("node1 does not answer for session {s}: {e}"),
         };
         *ended.entry(status).or_default() += 1;
     }
+    // Not a vacuous run: sessions did reach the ledger.
     assert!(
-        ended.get("decided").copied().unwrap_or(0) > 0,
-        "no session was decided: {ended:?}"
+        ended.keys().any(|k| k != "never opened"),
+        "no session was opened: {ended:?}"
     );
 
     // One chain: every node holds the same blocks up to the lowest height among them.
