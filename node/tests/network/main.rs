@@ -4,6 +4,7 @@
 //! the machine's two cores.
 
 mod audit;
+mod crash;
 mod faults;
 mod harness;
 mod llm;
