@@ -604,24 +604,52 @@ fn clip(s: &str) -> String {
     }
 }
 
-fn level_named(name: &str) -> Option<AbstractionLevel> {
-    match bare(name).to_ascii_uppercase().as_str() {
-        "GOAL" => Some(AbstractionLevel::Goal),
-        "STRATEGY" => Some(AbstractionLevel::Strategy),
-        "TACTIC" => Some(AbstractionLevel::Tactic),
-        "STEP" => Some(AbstractionLevel::Step),
-        "OPERATION" => Some(AbstractionLevel::Operation),
-        _ => None,
+/// The protocol's own value named by `name` (its serde spelling, in any letter case: the
+/// model may write `step`, `Step` or `STEP`), so the names live in one place.
+fn named<T: serde::de::DeserializeOwned>(name: &str) -> Option<T> {
+    let b = bare(name);
+    let mut spellings = vec![b.clone(), b.to_ascii_uppercase(), b.to_ascii_lowercase()];
+    // `T_LLM` / `t_llm` for auditor types, `Low` for complexities.
+    let mut title = b.to_ascii_lowercase();
+    if let Some(first) = title.get(..1).map(str::to_ascii_uppercase) {
+        title.replace_range(..1, &first);
     }
+    spellings.push(title);
+    if let Some(rest) = b.to_ascii_lowercase().strip_prefix("t_") {
+        let kind = if rest == "llm" {
+            "LLM".to_string()
+        } else {
+            let mut r = rest.to_string();
+            if let Some(first) = r.get(..1).map(str::to_ascii_uppercase) {
+                r.replace_range(..1, &first);
+            }
+            r
+        };
+        spellings.push(format!("T_{kind}"));
+    }
+    spellings
+        .into_iter()
+        .find_map(|s| serde_json::from_value(serde_json::Value::String(s)).ok())
+}
+
+fn level_named(name: &str) -> Option<AbstractionLevel> {
+    named(name)
 }
 
 fn auditor_named(name: &str) -> Option<AuditorType> {
-    match bare(name).to_ascii_lowercase().as_str() {
-        "t_auto" => Some(AuditorType::Auto),
-        "t_llm" => Some(AuditorType::Llm),
-        "t_human" => Some(AuditorType::Human),
-        _ => None,
-    }
+    named(name)
+}
+
+fn relationship_named(v: &str) -> Option<Relationship> {
+    named(v)
+}
+
+fn strength_named(v: &str) -> Option<Strength> {
+    named(v)
+}
+
+fn complexity_named(v: &str) -> Result<Complexity, String> {
+    named(v).ok_or_else(|| format!("complexity {:?} is not Low, Medium or High", clip(&bare(v))))
 }
 
 fn auditors(v: &str) -> Result<Vec<AuditorType>, String> {
@@ -642,40 +670,6 @@ fn auditors(v: &str) -> Result<Vec<AuditorType>, String> {
         }
     }
     Ok(out)
-}
-
-fn complexity_named(v: &str) -> Result<Complexity, String> {
-    match bare(v).to_ascii_lowercase().as_str() {
-        "low" => Ok(Complexity::Low),
-        "medium" => Ok(Complexity::Medium),
-        "high" => Ok(Complexity::High),
-        _ => Err(format!(
-            "complexity {:?} is not Low, Medium or High",
-            clip(&bare(v))
-        )),
-    }
-}
-
-fn relationship_named(v: &str) -> Option<Relationship> {
-    match bare(v).to_ascii_lowercase().as_str() {
-        "decomposes_to" => Some(Relationship::DecomposesTo),
-        "depends_on" => Some(Relationship::DependsOn),
-        "enables" => Some(Relationship::Enables),
-        "validates" => Some(Relationship::Validates),
-        "exemplifies" => Some(Relationship::Exemplifies),
-        "refines" => Some(Relationship::Refines),
-        "contradicts" => Some(Relationship::Contradicts),
-        _ => None,
-    }
-}
-
-fn strength_named(v: &str) -> Option<Strength> {
-    match bare(v).to_ascii_lowercase().as_str() {
-        "strong" => Some(Strength::Strong),
-        "medium" => Some(Strength::Medium),
-        "weak" => Some(Strength::Weak),
-        _ => None,
-    }
 }
 
 fn valid_id(id: &str) -> bool {
@@ -1932,6 +1926,26 @@ pub async fn ask_endpoint(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_are_read_in_any_letter_case_through_the_protocol_spellings() {
+        for l in ["step", "Step", "STEP", "**STEP**"] {
+            assert_eq!(level_named(l), Some(AbstractionLevel::Step), "{l}");
+        }
+        for a in ["T_LLM", "t_llm", "T_Llm"] {
+            assert_eq!(auditor_named(a), Some(AuditorType::Llm), "{a}");
+        }
+        assert_eq!(auditor_named("T_Auto"), Some(AuditorType::Auto));
+        assert_eq!(auditor_named("t_human"), Some(AuditorType::Human));
+        assert_eq!(
+            relationship_named("Depends_On"),
+            Some(Relationship::DependsOn)
+        );
+        assert_eq!(strength_named("WEAK"), Some(Strength::Weak));
+        assert_eq!(complexity_named("low"), Ok(Complexity::Low));
+        assert!(complexity_named("trivial").is_err());
+        assert_eq!(level_named("PHASE"), None);
+    }
 
     fn known(ids: &[&str]) -> BTreeSet<String> {
         ids.iter().map(|s| s.to_string()).collect()
