@@ -360,7 +360,9 @@ fn llm_judge(
     );
     let client = ChatClient::new(endpoint, limits, Arc::new(LlmMetrics::default()))
         .map_err(DaemonError::Home)?;
-    Ok(Some(LlmAuditor::new(client, ares, deadline)))
+    let judge = LlmAuditor::new(client, ares, deadline);
+    judge.warm_up();
+    Ok(Some(judge))
 }
 
 /// How often the LLM endpoint's health is probed for `status`.

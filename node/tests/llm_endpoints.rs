@@ -26,7 +26,23 @@ use stand_in::{Behaviour, dead, stand_in};
 
 const DEADLINE: Duration = Duration::from_secs(3);
 
+/// The judge's settings for the transport tests: no calibration and no consistency
+/// probes, so that the stand-ins' scripted answers reach ARES unfiltered and every call
+/// counted here is a scoring call. `the_default_judge_abstains_when_its_model_fails_calibration`
+/// tests the default settings.
+fn plain() -> AresParams {
+    AresParams {
+        consistency_probes: false,
+        calibration_min: 0,
+        ..AresParams::default()
+    }
+}
+
 fn judge(url: &str) -> (LlmAuditor, Arc<LlmMetrics>) {
+    judge_with(url, plain())
+}
+
+fn judge_with(url: &str, ares: AresParams) -> (LlmAuditor, Arc<LlmMetrics>) {
     let metrics = Arc::new(LlmMetrics::default());
     let client = ChatClient::new(
         Endpoint::new(url, "stand-in", None).unwrap(),
@@ -39,10 +55,7 @@ fn judge(url: &str) -> (LlmAuditor, Arc<LlmMetrics>) {
         metrics.clone(),
     )
     .unwrap();
-    (
-        LlmAuditor::new(client, AresParams::default(), DEADLINE),
-        metrics,
-    )
+    (LlmAuditor::new(client, ares, DEADLINE), metrics)
 }
 
 fn segment() -> SegmentView {
@@ -212,4 +225,46 @@ async fn bench_quality_for_the_llm_tier_counts_votes_calls_and_time() {
         .await
         .unwrap();
     assert_eq!(one.overall.traces, 1);
+}
+
+#[tokio::test]
+async fn the_default_judge_abstains_when_its_model_fails_calibration() {
+    // A stand-in that says "entailed" to every question: ARES alone would score the step
+    // 1.00 and vote Valid (previous test). With the default settings the model must first
+    // answer the calibration questions, half of which are not entailed.
+    let url = stand_in(Behaviour::Entailed).await;
+    let (j, m) = judge_with(&url, AresParams::default());
+    let d = j.judge(&segment(), &Hash::ZERO).await;
+    assert_eq!(d.vote, Vote::Abstain, "{}", d.reason);
+    assert!(
+        d.reason
+            .contains("calibration failed (8 of 16 right, 14 needed)"),
+        "{}",
+        d.reason
+    );
+    assert_eq!(m.calls.load(Ordering::Relaxed), 16, "the calibration only");
+    assert_eq!(m.entailments.load(Ordering::Relaxed), 0, "no scoring call");
+    assert_eq!(m.calibrated.load(Ordering::Relaxed), 0);
+    assert_eq!(m.calibration_right.load(Ordering::Relaxed), 8);
+    // A second segment reuses the finished calibration: no new call.
+    let mut other = segment();
+    other.claim = "The numerator is 14".into();
+    let again = j.judge(&other, &Hash::ZERO).await;
+    assert_eq!(again.vote, Vote::Abstain);
+    assert_eq!(m.calls.load(Ordering::Relaxed), 16);
+    // With the calibration skipped, the consistency probes still refuse the vote: the
+    // stand-in finds the step's negation entailed too.
+    let (j, m) = judge_with(
+        &url,
+        AresParams {
+            calibration_min: 0,
+            ..AresParams::default()
+        },
+    );
+    let d = j.judge(&segment(), &Hash::ZERO).await;
+    assert_eq!(d.vote, Vote::Abstain, "{}", d.reason);
+    assert!(d.reason.contains("would vote Valid"), "{}", d.reason);
+    assert!(d.reason.contains("negation entailed too"), "{}", d.reason);
+    assert_eq!(m.probes.load(Ordering::Relaxed), 1);
+    assert_eq!(m.probes_failed.load(Ordering::Relaxed), 1);
 }

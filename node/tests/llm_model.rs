@@ -120,7 +120,14 @@ async fn an_llm_seat_judges_a_segment_through_a_real_llama_cpp_server() {
         .await
         .expect("the server answers GET /models");
     assert_eq!(metrics.up.load(Ordering::Relaxed), 1);
-    let judge = LlmAuditor::new(client, AresParams::default(), Duration::from_secs(300));
+    // ARES itself, without the calibration and the consistency probes (a 135M model fails
+    // the calibration, and its seats would only abstain; see below).
+    let plain = AresParams {
+        consistency_probes: false,
+        calibration_min: 0,
+        ..AresParams::default()
+    };
+    let judge = LlmAuditor::new(client.clone(), plain, Duration::from_secs(300));
     let segment = SegmentView {
         claim: "The denominator is 3x − 7".into(),
         premises: vec!["Let the numerator be x".into()],
@@ -147,4 +154,22 @@ async fn an_llm_seat_judges_a_segment_through_a_real_llama_cpp_server() {
         "premise (1 subset) + claim (1 or 2 subsets): {calls}"
     );
     assert_eq!(metrics.entailments.load(Ordering::Relaxed), calls);
+
+    // The default judge first calibrates the model on 16 questions through the same
+    // server: every reply parses, and the result (whatever this model scores) decides
+    // whether the seat votes.
+    let before = metrics.calls.load(Ordering::Relaxed);
+    let default = LlmAuditor::new(client, AresParams::default(), Duration::from_secs(300));
+    let c = default.calibration().await;
+    println!("SmolLM2-135M: {}", c.summary());
+    assert!(c.finished(), "{}", c.summary());
+    assert_eq!(metrics.calls.load(Ordering::Relaxed) - before, 16);
+    assert_eq!(metrics.errors_total(), 0);
+    let d = default.judge(&segment, &Hash::ZERO).await;
+    if c.passed() {
+        assert!(d.reason.starts_with("ARES stability"), "{}", d.reason);
+    } else {
+        assert_eq!(d.vote, trust_protocol::Vote::Abstain);
+        assert!(d.reason.contains("calibration failed"), "{}", d.reason);
+    }
 }

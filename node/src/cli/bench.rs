@@ -57,6 +57,14 @@ pub struct QualityArgs {
     /// With --tier llm: stop starting new traces after this many seconds.
     #[arg(long, default_value_t = 600)]
     pub budget_secs: u64,
+    /// With --tier llm: judge without the consistency probes (a vote stands on the ARES
+    /// score alone), to measure what the probes change.
+    #[arg(long)]
+    pub no_probes: bool,
+    /// With --tier llm: skip the model's calibration (16 easy questions it must answer
+    /// right, 14 of them by default, before its votes count), to measure ARES alone.
+    #[arg(long)]
+    pub no_calibration: bool,
 }
 
 fn run_llm(args: &QualityArgs, text: &str) -> CliResult {
@@ -83,11 +91,21 @@ fn run_llm(args: &QualityArgs, text: &str) -> CliResult {
         Arc::new(LlmMetrics::default()),
     )
     .map_err(CliError::failed)?;
-    let judge = LlmAuditor::new(client, AresParams::default(), Duration::from_secs(300));
+    let ares = AresParams {
+        consistency_probes: !args.no_probes,
+        calibration_min: if args.no_calibration {
+            0
+        } else {
+            AresParams::default().calibration_min
+        },
+        ..AresParams::default()
+    };
+    let judge = LlmAuditor::new(client, ares, Duration::from_secs(300));
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| CliError::failed(e.to_string()))?;
+    let calibration = rt.block_on(judge.calibration()).summary();
     let report = rt
         .block_on(bench::run(
             text,
@@ -97,13 +115,18 @@ fn run_llm(args: &QualityArgs, text: &str) -> CliResult {
         ))
         .map_err(|e| CliError::usage(format!("{}: {e}", args.corpus.display())))?;
     if args.json {
+        let mut v = serde_json::to_value(&report)
+            .map_err(|e| CliError::failed(format!("cannot encode JSON: {e}")))?;
+        v["calibration"] = serde_json::Value::String(calibration);
+        v["consistency_probes"] = serde_json::Value::Bool(ares.consistency_probes);
         outln!(
             "{}",
-            serde_json::to_string_pretty(&report)
+            serde_json::to_string_pretty(&v)
                 .map_err(|e| CliError::failed(format!("cannot encode JSON: {e}")))?
         );
         return Ok(());
     }
+    outln!("the model's {calibration}");
     outln!(
         "{:<14} {:>6} {:>6} {:>9} {:>7} {:>8} {:>6} {:>8} {:>9} {:>9} {:>7}",
         "family",
@@ -139,8 +162,9 @@ fn run_llm(args: &QualityArgs, text: &str) -> CliResult {
     }
     line("overall", &report.overall);
     outln!(
-        "every segment judged by the LLM tier (ARES, N = {}) through {url}; {} failed LLM attempts",
+        "every segment judged by the LLM tier (ARES, N = {}, consistency probes {}) through {url}; {} failed LLM attempts",
         AresParams::default().samples(),
+        if ares.consistency_probes { "on" } else { "off" },
         report.overall.errors_llm
     );
     for (id, why) in &report.skipped {

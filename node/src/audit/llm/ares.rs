@@ -44,6 +44,13 @@ pub struct AresParams {
     /// A stability score at or below this is an `Invalid` (or `Ungrounded`) vote; between
     /// the two thresholds the seat abstains.
     pub invalid_at: f64,
+    /// Ask the consistency probes ([`super::probe`]) before a vote stands: the step's
+    /// negation, and for a Valid vote the step with a different result. A probe answered
+    /// the wrong way makes the seat abstain.
+    pub consistency_probes: bool,
+    /// Right answers of the 16 calibration questions ([`super::calibrate`]) the model
+    /// needs before any of its votes count; 0 skips the calibration.
+    pub calibration_min: usize,
 }
 
 // The fields are finite numbers (checked by `validate`), for which equality is total.
@@ -57,6 +64,8 @@ impl Default for AresParams {
             given_soundness: 1.0,
             valid_at: 0.7,
             invalid_at: 0.3,
+            consistency_probes: true,
+            calibration_min: 14,
         }
     }
 }
@@ -75,6 +84,12 @@ impl AresParams {
         }
         if !unit(self.valid_at) || !unit(self.invalid_at) || self.invalid_at >= self.valid_at {
             return Err("llm_ares: need 0 <= invalid_at < valid_at <= 1".into());
+        }
+        if self.calibration_min > super::calibrate::ITEMS.len() {
+            return Err(format!(
+                "llm_ares: calibration_min is at most {} (the number of calibration questions)",
+                super::calibrate::ITEMS.len()
+            ));
         }
         Ok(())
     }

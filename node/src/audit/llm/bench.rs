@@ -52,7 +52,8 @@ pub struct LlmCounts {
     pub segments: u64,
     /// Of those, abstentions.
     pub abstained: u64,
-    /// Entailment calls (distinct premise subsets) over all segments.
+    /// Model calls over all segments: entailment questions (distinct premise subsets)
+    /// and consistency probes.
     pub calls: u64,
     /// Failed LLM attempts.
     pub errors_llm: u64,
@@ -123,7 +124,8 @@ async fn score(r: &Record, judge: &LlmAuditor) -> Result<LlmCounts, String> {
     let hdag = decompose(&trace, &Options::default()).map_err(|e| e.to_string())?;
     let kept = submit::restrict(&hdag, |t| t != Tier::Human);
     let m = judge.client().metrics();
-    let calls_before = m.entailments.load(Ordering::Relaxed);
+    let asked = || m.entailments.load(Ordering::Relaxed) + m.probes.load(Ordering::Relaxed);
+    let calls_before = asked();
     let errors_before = m.errors_total();
     let mut c = LlmCounts {
         traces: 1,
@@ -140,10 +142,7 @@ async fn score(r: &Record, judge: &LlmAuditor) -> Result<LlmCounts, String> {
         decided.push((view.claim.clone(), d.vote));
     }
     c.seconds = started.elapsed().as_secs_f64();
-    c.calls = m
-        .entailments
-        .load(Ordering::Relaxed)
-        .saturating_sub(calls_before);
+    c.calls = asked().saturating_sub(calls_before);
     c.errors_llm = m.errors_total().saturating_sub(errors_before);
     step_spans(&trace.thinking, &r.steps)?;
     for s in &r.steps {

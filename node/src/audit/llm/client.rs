@@ -115,6 +115,14 @@ pub struct LlmMetrics {
     pub abstained: AtomicU64,
     /// Entailment calls made for those segments (distinct premise subsets).
     pub entailments: AtomicU64,
+    /// Consistency probes asked before a vote stands ([`super::probe`]).
+    pub probes: AtomicU64,
+    /// Probes answered the wrong way (each turned a vote into an abstention).
+    pub probes_failed: AtomicU64,
+    /// Calibration questions answered right at the last finished calibration.
+    pub calibration_right: AtomicU64,
+    /// 1 when the last finished calibration passed (the model's votes count).
+    pub calibrated: AtomicU64,
     /// 1 when the endpoint answered its last health probe.
     pub up: AtomicU64,
 }
@@ -165,6 +173,16 @@ impl crate::api::MetricsSource for LlmMetrics {
                 "entailment questions asked (distinct premise subsets)",
                 &self.entailments,
             ),
+            (
+                "trust_llm_probes_total",
+                "consistency probes asked before a vote stands",
+                &self.probes,
+            ),
+            (
+                "trust_llm_probes_failed_total",
+                "consistency probes answered the wrong way (the seat abstained)",
+                &self.probes_failed,
+            ),
         ] {
             out.push_str(&format!(
                 "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}\n",
@@ -188,10 +206,18 @@ impl crate::api::MetricsSource for LlmMetrics {
              # TYPE trust_llm_request_seconds_max gauge\n\
              trust_llm_request_seconds_max {:.6}\n\
              # TYPE trust_llm_up gauge\n\
-             trust_llm_up {}\n",
+             trust_llm_up {}\n\
+             # HELP trust_llm_calibration_right calibration questions answered right (of 16)\n\
+             # TYPE trust_llm_calibration_right gauge\n\
+             trust_llm_calibration_right {}\n\
+             # HELP trust_llm_calibrated 1 when the model passed its calibration and its votes count\n\
+             # TYPE trust_llm_calibrated gauge\n\
+             trust_llm_calibrated {}\n",
             get(&self.latency_us_sum) as f64 / 1e6,
             get(&self.latency_us_max) as f64 / 1e6,
             get(&self.up),
+            get(&self.calibration_right),
+            get(&self.calibrated),
         ));
     }
 }

@@ -13,13 +13,15 @@
 
 pub mod ares;
 pub mod bench;
+pub mod calibrate;
 pub mod client;
+pub mod probe;
 pub mod prompt;
 
 use std::{
     collections::VecDeque,
     sync::{Arc, Mutex, atomic::Ordering},
-    time::Duration,
+    time::{Duration, Instant},
 };
 
 use async_trait::async_trait;
@@ -28,6 +30,7 @@ use futures::{
     future::{BoxFuture, Shared},
 };
 use serde::Serialize;
+use tracing::Instrument;
 use trust_protocol::{Hash, tx::Tier};
 
 use self::{
@@ -56,6 +59,8 @@ const KEEP_JUDGEMENTS: usize = 64;
 
 type Judgement = Shared<BoxFuture<'static, Decision>>;
 
+type Calibrating = Shared<BoxFuture<'static, calibrate::Calibration>>;
+
 /// The LLM tier's judge.
 #[derive(Clone)]
 pub struct LlmAuditor {
@@ -65,6 +70,8 @@ pub struct LlmAuditor {
     /// Running and recent judgements by seat seed and segment view: one seat asked twice
     /// costs one judgement, and gets the same decision.
     recent: Arc<Mutex<VecDeque<(Hash, Judgement)>>>,
+    /// The model's calibration: running or done, and when it was started.
+    calibration: Arc<Mutex<Option<(Calibrating, Instant)>>>,
 }
 
 impl std::fmt::Debug for LlmAuditor {
@@ -86,6 +93,81 @@ impl LlmAuditor {
             ares,
             deadline,
             recent: Arc::new(Mutex::new(VecDeque::with_capacity(KEEP_JUDGEMENTS))),
+            calibration: Arc::new(Mutex::new(None)),
+        }
+    }
+
+    /// The model's calibration ([`calibrate`]): the finished one, or the running one
+    /// awaited. An unfinished one (the endpoint did not answer) is started again once
+    /// [`calibrate::RETRY_AFTER`] has passed.
+    pub async fn calibration(&self) -> calibrate::Calibration {
+        let running = {
+            let mut slot = self.calibration.lock().unwrap_or_else(|e| e.into_inner());
+            let stale = match slot.as_ref() {
+                None => true,
+                Some((c, started)) => c
+                    .peek()
+                    .is_some_and(|r| !r.finished() && started.elapsed() >= calibrate::RETRY_AFTER),
+            };
+            if stale {
+                let me = self.clone();
+                let c = async move { me.calibrate_once().await }.boxed().shared();
+                *slot = Some((c, Instant::now()));
+            }
+            slot.as_ref().map(|(c, _)| c.clone())
+        };
+        match running {
+            Some(c) => c.await,
+            None => calibrate::Calibration {
+                answered: 0,
+                right: 0,
+                of: calibrate::ITEMS.len(),
+                needed: self.ares.calibration_min,
+                error: Some("not started".into()),
+            },
+        }
+    }
+
+    async fn calibrate_once(&self) -> calibrate::Calibration {
+        if self.ares.calibration_min == 0 {
+            return calibrate::Calibration {
+                answered: calibrate::ITEMS.len(),
+                right: 0,
+                of: calibrate::ITEMS.len(),
+                needed: 0,
+                error: None,
+            };
+        }
+        let c = calibrate::run(
+            self,
+            self.ares.calibration_min,
+            self.client.limits().max_concurrent,
+        )
+        .await;
+        let m = self.client.metrics();
+        if c.finished() {
+            m.calibration_right.store(c.right as u64, Ordering::Relaxed);
+            m.calibrated.store(u64::from(c.passed()), Ordering::Relaxed);
+        }
+        if c.passed() {
+            tracing::info!(target: "trust::llm", model = %self.client.endpoint().model, "{}", c.summary());
+        } else {
+            tracing::warn!(target: "trust::llm", model = %self.client.endpoint().model, "{}; this node's LLM seats abstain", c.summary());
+        }
+        c
+    }
+
+    /// Starts the calibration in the background (when called inside a Tokio runtime), so
+    /// the first seat does not wait for it.
+    pub fn warm_up(&self) {
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            let me = self.clone();
+            rt.spawn(
+                async move {
+                    me.calibration().await;
+                }
+                .instrument(tracing::info_span!("llm-calibration")),
+            );
         }
     }
 
@@ -132,18 +214,36 @@ impl LlmAuditor {
                     .take(s.claims.len().saturating_sub(1))
                     .map(|c| format!("{:.2}", c.stability))
                     .collect();
-                Decision {
-                    vote,
-                    reason: format!(
-                        "ARES stability {:.2} (valid at >= {}, invalid at <= {}; contradicts the context in {:.0}% of samples) over N = {} samples, {} entailment calls; premises' soundness [{}]",
-                        last.stability,
-                        self.ares.valid_at,
-                        self.ares.invalid_at,
-                        last.contradicts * 100.0,
-                        s.samples,
-                        s.calls(),
-                        premises.join(", ")
-                    ),
+                let scored = format!(
+                    "ARES stability {:.2} (valid at >= {}, invalid at <= {}; contradicts the context in {:.0}% of samples) over N = {} samples, {} entailment calls; premises' soundness [{}]",
+                    last.stability,
+                    self.ares.valid_at,
+                    self.ares.invalid_at,
+                    last.contradicts * 100.0,
+                    s.samples,
+                    s.calls(),
+                    premises.join(", ")
+                );
+                if !self.ares.consistency_probes || vote.is_abstain() {
+                    return Decision {
+                        vote,
+                        reason: scored,
+                    };
+                }
+                let checked = probe::check(self, &base, &derived, vote).await;
+                let m = self.client.metrics();
+                m.probes.fetch_add(checked.asked as u64, Ordering::Relaxed);
+                if checked.outcome.is_err() {
+                    m.probes_failed.fetch_add(1, Ordering::Relaxed);
+                }
+                match checked.outcome {
+                    Ok(()) => Decision {
+                        vote,
+                        reason: format!("{scored}; consistency probes agree"),
+                    },
+                    Err(why) => Decision::abstain(format!(
+                        "{scored}; would vote {vote:?}, but {why}: the model cannot be trusted on this step"
+                    )),
                 }
             }
             Err(e) => Decision::abstain(format!("LLM tier could not judge: {e}")),
@@ -207,7 +307,15 @@ impl LlmAuditor {
     async fn judge_once(&self, segment: &SegmentView, seed: &Hash) -> Decision {
         let m = self.client.metrics();
         m.segments.fetch_add(1, Ordering::Relaxed);
-        let d = match tokio::time::timeout(self.deadline, self.run(segment, seed)).await {
+        let judged = async {
+            let c = self.calibration().await;
+            if c.passed() {
+                self.run(segment, seed).await
+            } else {
+                Decision::abstain(format!("LLM tier: the model's {}", c.summary()))
+            }
+        };
+        let d = match tokio::time::timeout(self.deadline, judged).await {
             Ok(d) => d,
             Err(_) => Decision::abstain(format!(
                 "LLM tier: no judgement within {:?}, before the commit window closes",
