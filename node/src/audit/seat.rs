@@ -21,9 +21,9 @@ use std::{
     },
 };
 
-use futures::future::BoxFuture;
+use futures::{StreamExt, future::BoxFuture, stream::FuturesUnordered};
 use rand::RngCore;
-use trust_contracts::{Contract, Event};
+use trust_contracts::{Contract, Event, SegmentState};
 use trust_protocol::{
     Hash, Salt,
     cid::Cid,
@@ -38,6 +38,9 @@ use super::{
     votes::{VoteBook, VoteRecord},
 };
 use crate::{blobs::BlobStore, submit::SegmentDoc};
+
+/// Segments of one session a seat judges at once.
+pub const MAX_CONCURRENT_JUDGEMENTS: usize = 4;
 
 /// Fetches a blob from peers.
 pub type FetchBlob = Arc<dyn Fn(Cid) -> BoxFuture<'static, Result<Vec<u8>, String>> + Send + Sync>;
@@ -258,11 +261,18 @@ impl Seat {
 
     /// Judges and commits every segment of `session` on which this node holds a seat,
     /// has every key it needs and has not voted yet.
+    ///
+    /// The seats are collected first (cheap, in manifest order), then judged at most
+    /// [`MAX_CONCURRENT_JUDGEMENTS`] at once: an LLM judge may take half the commit window
+    /// per segment, and a node holding several seats of one session must not spend the
+    /// whole window judging them one after the other. Each decision is persisted and
+    /// committed as soon as it is made.
     pub async fn vote(&self, session: &Hash, contract: &Contract) {
         let me = self.outbox.key().public();
         let Some(s) = contract.state().sessions.get(session) else {
             return;
         };
+        let mut todo = Vec::new();
         for (i, seg) in s.segments.iter().enumerate() {
             let Ok(segment) = u16::try_from(i) else { break };
             let Some(seat) = seg
@@ -283,53 +293,93 @@ impl Seat {
             if needed.iter().any(|n| self.key(session, *n).is_none()) {
                 continue; // the rest of the keys come in a later block
             }
-            let decision = match self.judge_for(seg.tier) {
-                Some(judge) => match self.view(session, segment, contract).await {
-                    Some(view) => {
-                        let seed = Hash::of_parts(
-                            "trust/v1/seat-seed",
-                            &[session.as_ref(), seg.entry.id.as_ref()],
-                        );
-                        judge.judge(&view, &seed).await
-                    }
-                    None => continue,
-                },
-                None => Decision::abstain(format!("this node has no {:?}-tier judge", seg.tier)),
-            };
-            if decision.vote.is_abstain() {
-                self.metrics.abstained.fetch_add(1, Ordering::Relaxed);
+            todo.push((segment, round, seg));
+        }
+        // A bounded set of judgements in flight, refilled as each one ends.
+        let mut todo = todo.into_iter();
+        let mut running = FuturesUnordered::new();
+        loop {
+            while running.len() < MAX_CONCURRENT_JUDGEMENTS {
+                let Some((segment, round, seg)) = todo.next() else {
+                    break;
+                };
+                running.push(self.decide(session, segment, round, seg, contract));
             }
-            let Decision { vote, reason } = decision;
-            let mut salt = [0u8; 32];
-            rand::rngs::OsRng.fill_bytes(&mut salt);
-            let record = VoteRecord {
-                session: *session,
-                segment,
-                round,
-                segment_id: seg.entry.id,
-                seat: me,
-                vote,
-                salt: Salt(salt),
-                revealed: false,
+            let Some((segment, round, id, decision)) = running.next().await else {
+                break;
             };
-            let commitment = match self.votes.record(&record) {
-                Ok(c) => c,
-                Err(e) => {
-                    self.fail("vote not persisted; not committing", session, segment, e);
-                    continue;
-                }
-            };
-            match self.outbox.send(Call::Commit {
-                session: *session,
-                segment,
-                commitment,
-            }) {
-                Ok(tx) => {
-                    self.metrics.committed.fetch_add(1, Ordering::Relaxed);
-                    tracing::info!(%session, segment, ?vote, %reason, %tx, "committed");
-                }
-                Err(e) => self.fail("commit not sent", session, segment, e),
+            if let Some(decision) = decision {
+                self.commit(session, segment, round, id, decision);
             }
+        }
+    }
+
+    /// The judge's decision on one seat's segment, with the seat it is for; `None`
+    /// (logged) when the segment or a premise it cites cannot be read.
+    async fn decide(
+        &self,
+        session: &Hash,
+        segment: u16,
+        round: u8,
+        seg: &SegmentState,
+        contract: &Contract,
+    ) -> (u16, u8, Hash, Option<Decision>) {
+        let id = seg.entry.id;
+        let Some(judge) = self.judge_for(seg.tier) else {
+            let why = format!("this node has no {:?}-tier judge", seg.tier);
+            return (segment, round, id, Some(Decision::abstain(why)));
+        };
+        let Some(view) = self.view(session, segment, contract).await else {
+            return (segment, round, id, None);
+        };
+        let seed = Hash::of_parts("trust/v1/seat-seed", &[session.as_ref(), id.as_ref()]);
+        (segment, round, id, Some(judge.judge(&view, &seed).await))
+    }
+
+    /// Persists a decision (vote and a fresh salt, flushed) and only then sends its
+    /// commitment.
+    fn commit(
+        &self,
+        session: &Hash,
+        segment: u16,
+        round: u8,
+        segment_id: Hash,
+        decision: Decision,
+    ) {
+        let me = self.outbox.key().public();
+        if decision.vote.is_abstain() {
+            self.metrics.abstained.fetch_add(1, Ordering::Relaxed);
+        }
+        let Decision { vote, reason } = decision;
+        let mut salt = [0u8; 32];
+        rand::rngs::OsRng.fill_bytes(&mut salt);
+        let record = VoteRecord {
+            session: *session,
+            segment,
+            round,
+            segment_id,
+            seat: me,
+            vote,
+            salt: Salt(salt),
+            revealed: false,
+        };
+        let commitment = match self.votes.record(&record) {
+            Ok(c) => c,
+            Err(e) => {
+                self.fail("vote not persisted; not committing", session, segment, e);
+                return;
+            }
+        };
+        match self.outbox.send(Call::Commit {
+            session: *session,
+            segment,
+            commitment,
+        }) {
+            Ok(tx) => {
+                self.metrics.committed.fetch_add(1, Ordering::Relaxed);
+                tracing::info!(%session, segment, ?vote, %reason, %tx, "committed");
+            }
+            Err(e) => self.fail("commit not sent", session, segment, e),
         }
     }
 
@@ -619,6 +669,91 @@ mod tests {
         assert!(count(&n, |m| &m.failures) >= 1);
         assert_eq!(count(&n, |m| &m.committed), 0);
         assert!(n.seat.votes.get(&s.session, j, 0).unwrap().is_none());
+    }
+
+    /// A stand-in judge (no real judge blocks on purpose): each judgement waits until
+    /// `together` judgements have started, then votes Valid; one that waits past the
+    /// deadline abstains. Judged one after the other, the first would wait alone.
+    #[derive(Debug)]
+    struct WaitsForOthers {
+        started: tokio::sync::watch::Sender<usize>,
+        together: usize,
+    }
+
+    #[async_trait::async_trait]
+    impl Auditor for WaitsForOthers {
+        fn tier(&self) -> Tier {
+            Tier::Computer
+        }
+
+        async fn judge(&self, _: &SegmentView, _: &Hash) -> Decision {
+            let mut rx = self.started.subscribe();
+            self.started.send_modify(|n| *n += 1);
+            let deadline = std::time::Duration::from_secs(30);
+            match tokio::time::timeout(deadline, rx.wait_for(|n| *n >= self.together)).await {
+                Ok(Ok(_)) => Decision {
+                    vote: trust_protocol::Vote::Valid,
+                    reason: "judged while others were judged".into(),
+                },
+                _ => Decision::abstain("judged alone: no other judgement started"),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_seat_judges_its_segments_of_a_session_concurrently() {
+        let mut chain = Chain::new(4);
+        let (p, blobs, _pd) = provider(&chain);
+        let n = seat(&chain, 0, Some(from_store(blobs.clone())));
+        let s = p.submit(INCORRECT, None, &chain.contract).await.unwrap();
+        // Blocks until seat 0 holds the keys of every segment it sits on (keys only: no
+        // vote yet).
+        let me = auditor(0).public();
+        let ready = |chain: &Chain, n: &Node| {
+            let sess = &chain.contract.state().sessions[&s.session];
+            let mine: Vec<u16> = sess
+                .segments
+                .iter()
+                .enumerate()
+                .filter(|(_, g)| g.seats.iter().any(|x| x.account == me))
+                .map(|(i, _)| u16::try_from(i).unwrap())
+                .collect();
+            let all_keys = mine.iter().all(|i| {
+                std::iter::once(*i)
+                    .chain(sess.segments[usize::from(*i)].entry.depends_on.clone())
+                    .all(|k| n.seat.key(&s.session, k).is_some())
+            });
+            (!mine.is_empty() && all_keys).then_some(mine.len())
+        };
+        let mut held = None;
+        for _ in 0..10 {
+            let ev = chain.block();
+            p.on_block(&ev, &chain.contract);
+            n.seat.on_events(&ev, &chain.contract);
+            held = ready(&chain, &n);
+            if held.is_some() {
+                break;
+            }
+        }
+        let held = held.expect("seat 0 never got its keys");
+        let together = held.min(MAX_CONCURRENT_JUDGEMENTS);
+        assert!(
+            together >= 2,
+            "seat 0 holds {held} segments: nothing to overlap"
+        );
+        let seat = n.seat.with_judges(vec![Arc::new(WaitsForOthers {
+            started: tokio::sync::watch::channel(0).0,
+            together,
+        })]);
+        seat.vote(&s.session, &chain.contract).await;
+        let committed = seat.metrics.committed.load(Ordering::Relaxed);
+        let abstained = seat.metrics.abstained.load(Ordering::Relaxed);
+        assert_eq!(
+            committed,
+            u64::try_from(held).unwrap(),
+            "every seat committed"
+        );
+        assert_eq!(abstained, 0, "no judgement waited alone");
     }
 
     #[tokio::test]
