@@ -31,6 +31,8 @@ use trust_protocol::{
     tx::{Call, Tier},
 };
 
+#[cfg(feature = "misbehave")]
+use super::misbehave::Behaviour;
 use super::{
     judge::{Auditor, ComputerAuditor, Decision, SegmentView},
     outbox::{Outbox, Sent},
@@ -38,6 +40,10 @@ use super::{
     votes::{VoteBook, VoteRecord},
 };
 use crate::{blobs::BlobStore, submit::SegmentDoc};
+
+/// The environment variable that selects a test behaviour (see `audit::misbehave`, compiled
+/// only into test builds). A build without them refuses to start when it is set.
+pub const BEHAVIOUR_ENV: &str = "TRUST_TEST_BEHAVIOUR";
 
 /// Segments of one session a seat judges at once.
 pub const MAX_CONCURRENT_JUDGEMENTS: usize = 4;
@@ -85,6 +91,9 @@ pub struct Seat {
     judges: Vec<Arc<dyn Auditor>>,
     /// Counters.
     pub metrics: Arc<SeatMetrics>,
+    /// A test behaviour, and the seats a copy-cat already tried to copy for.
+    #[cfg(feature = "misbehave")]
+    misbehave: Option<(Behaviour, std::sync::Mutex<BTreeSet<(Hash, u16, u8)>>)>,
 }
 
 impl std::fmt::Debug for Seat {
@@ -118,7 +127,45 @@ impl Seat {
             fetch,
             judges: vec![Arc::new(ComputerAuditor)],
             metrics,
+            #[cfg(feature = "misbehave")]
+            misbehave: None,
         })
+    }
+
+    /// Misbehaves on purpose, as `b` says (test builds only).
+    #[cfg(feature = "misbehave")]
+    pub fn with_behaviour(mut self, b: Behaviour) -> Self {
+        self.misbehave = Some((b, std::sync::Mutex::default()));
+        self
+    }
+
+    /// The vote to commit for the judge's `decision` on the segment with seat seed `seed`:
+    /// the decision itself, unless a test behaviour twists it.
+    fn twisted(&self, decision: Decision, seed: &Hash) -> Decision {
+        #[cfg(feature = "misbehave")]
+        if let Some((b, _)) = &self.misbehave {
+            return b.twist(decision, seed, &self.outbox.key().public());
+        }
+        let _ = seed;
+        decision
+    }
+
+    /// Whether this seat judges and commits its own votes (a copy-cat does not).
+    fn judges_itself(&self) -> bool {
+        #[cfg(feature = "misbehave")]
+        if let Some((b, _)) = &self.misbehave {
+            return b.commits_own_vote();
+        }
+        true
+    }
+
+    /// Whether this seat opens its commitments (a withholder does not).
+    fn reveals(&self) -> bool {
+        #[cfg(feature = "misbehave")]
+        if let Some((b, _)) = &self.misbehave {
+            return b.reveals();
+        }
+        true
     }
 
     /// Judges with these auditors (one per tier) instead of the Computer tier's alone.
@@ -196,6 +243,14 @@ impl Seat {
                     }
                 }
                 Event::CommitWindowClosed { session, round, .. } => self.reveal(session, *round),
+                #[cfg(feature = "misbehave")]
+                Event::Committed {
+                    session,
+                    segment,
+                    seat,
+                } if *seat != me && !self.judges_itself() => {
+                    self.copy_commitment(session, *segment, contract);
+                }
                 Event::TraceDecided { session, .. } | Event::SessionFailed { session, .. } => {
                     self.forget(session);
                 }
@@ -295,6 +350,13 @@ impl Seat {
             }
             todo.push((segment, round, seg));
         }
+        #[cfg(feature = "misbehave")]
+        if !self.judges_itself() {
+            for (segment, _, _) in todo {
+                self.copy_commitment(session, segment, contract);
+            }
+            return;
+        }
         // A bounded set of judgements in flight, refilled as each one ends.
         let mut todo = todo.into_iter();
         let mut running = FuturesUnordered::new();
@@ -325,15 +387,17 @@ impl Seat {
         contract: &Contract,
     ) -> (u16, u8, Hash, Option<Decision>) {
         let id = seg.entry.id;
+        let seed = Hash::of_parts("trust/v1/seat-seed", &[session.as_ref(), id.as_ref()]);
         let Some(judge) = self.judge_for(seg.tier) else {
             let why = format!("this node has no {:?}-tier judge", seg.tier);
-            return (segment, round, id, Some(Decision::abstain(why)));
+            let decision = self.twisted(Decision::abstain(why), &seed);
+            return (segment, round, id, Some(decision));
         };
         let Some(view) = self.view(session, segment, contract).await else {
             return (segment, round, id, None);
         };
-        let seed = Hash::of_parts("trust/v1/seat-seed", &[session.as_ref(), id.as_ref()]);
-        (segment, round, id, Some(judge.judge(&view, &seed).await))
+        let decision = self.twisted(judge.judge(&view, &seed).await, &seed);
+        (segment, round, id, Some(decision))
     }
 
     /// Persists a decision (vote and a fresh salt, flushed) and only then sends its
@@ -413,10 +477,70 @@ impl Seat {
         Some(SegmentView::new(doc, premises))
     }
 
+    /// A copy-cat's commit: replays the commitment another seat of the same round
+    /// published on `segment`, once per seat (test builds only).
+    #[cfg(feature = "misbehave")]
+    fn copy_commitment(&self, session: &Hash, segment: u16, contract: &Contract) {
+        let me = self.outbox.key().public();
+        let Some(seg) = contract
+            .state()
+            .sessions
+            .get(session)
+            .and_then(|s| s.segments.get(usize::from(segment)))
+        else {
+            return;
+        };
+        let Some(round) = seg
+            .seats
+            .iter()
+            .filter(|x| x.account == me && x.commitment.is_none())
+            .map(|x| x.round)
+            .max()
+        else {
+            return;
+        };
+        let Some(theirs) = seg
+            .seats
+            .iter()
+            .find(|x| x.account != me && x.round == round)
+            .and_then(|x| x.commitment)
+        else {
+            return; // nothing published yet: wait for a `Committed` event
+        };
+        let Some((_, tried)) = &self.misbehave else {
+            return;
+        };
+        if !tried
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert((*session, segment, round))
+        {
+            return;
+        }
+        match self.outbox.send(Call::Commit {
+            session: *session,
+            segment,
+            commitment: theirs,
+        }) {
+            Ok(tx) => {
+                tracing::warn!(%session, segment, %tx, "test behaviour copy-cat: replayed another seat's commitment")
+            }
+            Err(e) => {
+                tracing::warn!(%session, segment, error = %e, "test behaviour copy-cat: replay not sent")
+            }
+        }
+    }
+
     fn reveal(&self, session: &Hash, round: u8) {
         let Ok(records) = self.votes.unrevealed(session) else {
             return;
         };
+        if !self.reveals() {
+            if !records.is_empty() {
+                tracing::warn!(%session, round, held = records.len(), "test behaviour: commitments left unopened on purpose");
+            }
+            return;
+        }
         for r in records.into_iter().filter(|r| r.round == round) {
             match self.outbox.send(Call::Reveal {
                 session: r.session,
