@@ -578,7 +578,8 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
     // Provider and seat duties, driven by decided blocks.
     let outbox = Outbox::new(keys.account.clone(), state.clone(), Some(gossip_tx.clone()));
     let mut provider = Provider::open(outbox.clone(), blobs.clone(), &db)
-        .map_err(|e| DaemonError::Ledger(e.to_string()))?;
+        .map_err(|e| DaemonError::Ledger(e.to_string()))?
+        .with_honeypots(cfg.honeypots_per_session);
     if let Some(k) = &kubo {
         info!(ipfs_api = k.url(), "ciphertexts also go to this IPFS node");
         provider = provider.with_kubo(k.clone());

@@ -659,6 +659,20 @@ mod tests {
         assert_eq!(verdict("O3"), SegmentVerdict::Propagated);
         assert_eq!(verdict("F1"), SegmentVerdict::Propagated);
         assert_eq!(o.trace, trust_contracts::TraceVerdict::Fail);
+        // The provider's honeypot was opened, and the honest seats rejected it.
+        assert!(s.honeypots >= 1, "a honeypot planted");
+        for (i, (name, _)) in s.segments.iter().enumerate() {
+            let g = &o.segments[i];
+            assert_eq!(
+                g.honeypot.is_some(),
+                name.starts_with("honeypot:"),
+                "{name}"
+            );
+            if g.honeypot.is_some() {
+                assert!(g.verdict.is_error(), "{name}: {:?}", g.verdict);
+                assert_eq!(g.votes.valid, 0, "{name}: an honest seat approved it");
+            }
+        }
         let committed: u64 = seats.iter().map(|n| count(n, |m| &m.committed)).sum();
         let revealed: u64 = seats.iter().map(|n| count(n, |m| &m.revealed)).sum();
         assert!(committed > 0);
