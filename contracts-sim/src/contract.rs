@@ -13,8 +13,8 @@
 //!    round 0 escalate once (next tier up when it has enough auditors, else the same tier
 //!    with [`crate::params::Params::escalation_extra_seats`] more seats) and the session
 //!    goes back to `Commit` for round 1.
-//! 4. `Disclose { until }`: the provider opens the mapping and its honeypots; closes at
-//!    `until` or when all are open.
+//! 4. `Disclose { until }`: the provider opens its honeypots, then the mapping; closes at
+//!    `until` or once the mapping is open.
 //! 5. Tally ([`Contract::end_block`]): verdicts, propagation, trace quorum, failure bound,
 //!    rewards, reputation, slashing, honeypot statistics, refund; the session becomes an
 //!    [`Outcome`] and never changes again.
@@ -549,13 +549,23 @@ impl Contract {
 
         // The trace verdict weighs the session's segments (honeypots excluded) and the
         // left-out ones; the conclusion is the flagged segments, else the sinks.
+        // A revealed honeypot is never a conclusion, and the steps it cites do not stop
+        // being sinks because of it.
         let flags: Vec<bool> = s
             .segments
             .iter()
-            .map(|g| g.entry.conclusion)
+            .map(|g| g.entry.conclusion && g.honeypot.is_none())
             .chain(left_out.iter().map(|l| l.conclusion))
             .collect();
-        let is_conclusion = tally::conclusions(&flags, &all_deps);
+        let trace_deps: Vec<&[u16]> = all_deps
+            .iter()
+            .enumerate()
+            .map(|(i, d)| match s.segments.get(i) {
+                Some(g) if g.honeypot.is_some() => &[][..],
+                _ => *d,
+            })
+            .collect();
+        let is_conclusion = tally::conclusions(&flags, &trace_deps);
         let mut weighed = Vec::with_capacity(all_finals.len());
         for (i, v) in all_finals.iter().enumerate() {
             let (weight, honeypot) = match s.segments.get(i) {
@@ -766,9 +776,8 @@ fn all_revealed(s: &Session, round: u8) -> bool {
         .all(|x| x.vote.is_some())
 }
 
+/// The mapping closes the disclosure: a provider opens its honeypots before it (see
+/// `sessions::reveal_honeypot`).
 fn all_disclosed(s: &Session) -> bool {
     s.mapping.is_some()
-        && s.segments
-            .iter()
-            .all(|g| g.entry.honeypot.is_none() || g.honeypot.is_some())
 }

@@ -95,6 +95,10 @@ pub enum TxError {
     /// The segment is not a honeypot.
     #[error("segment {0} is not a honeypot")]
     NotAHoneypot(u16),
+    /// Another segment rests on this one: a honeypot stands alone, so that a planted error
+    /// never reaches the trace.
+    #[error("segment {0} cannot be a honeypot: other segments depend on it")]
+    HoneypotHasDependents(u16),
     /// It was opened already.
     #[error("already revealed")]
     AlreadyDisclosed,

@@ -252,6 +252,12 @@ pub(crate) fn reveal(
 }
 
 /// The live session, if `sender` is its provider and it is in the disclosure window.
+///
+/// Every segment of a manifest may carry a honeypot commitment: a provider blinds its
+/// honeypots by giving the real segments commitments nobody can open. So the contract
+/// cannot know how many honeypots a session holds; the provider opens them first and the
+/// mapping last, and the disclosure closes with the mapping (or at the window's end).
+/// An unopened commitment is a real segment.
 fn disclosing<'a>(
     st: &'a mut State,
     sender: AccountId,
@@ -300,6 +306,12 @@ pub(crate) fn reveal_honeypot(
     events: &mut Vec<Event>,
 ) -> Result<(), TxError> {
     let s = disclosing(st, sender, &session, "honeypots are opened after voting")?;
+    if s.segments
+        .iter()
+        .any(|g| g.entry.depends_on.contains(&segment))
+    {
+        return Err(TxError::HoneypotHasDependents(segment));
+    }
     let seg = s
         .segments
         .get_mut(usize::from(segment))

@@ -767,6 +767,137 @@ fn rubber_stampers_are_caught_by_honeypots() {
     }
 }
 
+/// A provider blinds its honeypot: every segment carries a honeypot commitment, the real
+/// ones commitments nobody opens. The honeypot (a wrong step, nothing resting on it) is
+/// opened before the mapping; the session closes with the mapping, the honeypot stays out
+/// of the trace verdict, and the seat that approved it is scored against the truth.
+#[test]
+fn a_blinded_honeypot_is_judged_like_any_segment_and_stays_out_of_the_trace() {
+    let mut params = Params::default();
+    params.rubber_stamp.min_samples = 1;
+    let (mut chain, keys) = Chain::new(params, &[(Tier::Computer, 3)]);
+    let provider = key("provider");
+    // 0 <- 1 are the trace: a sound step of weight 9, then a wrong last step. 2 is the
+    // honeypot, citing the last step.
+    let mut segs = vec![
+        segment(0, Tier::Computer, vec![]),
+        segment(1, Tier::Computer, vec![0]),
+        segment(2, Tier::Computer, vec![1]),
+    ];
+    segs[0].weight = 9;
+    let (hp_salt, fake_salt) = (Salt([5; 32]), Salt([6; 32]));
+    for (i, g) in segs.iter_mut().enumerate() {
+        g.honeypot = Some(match i {
+            2 => honeypot_commitment(&g.id, Vote::Invalid, Difficulty::Obvious, &hp_salt),
+            // An opening the provider keeps for segment 0, which step 1 rests on.
+            0 => honeypot_commitment(&g.id, Vote::Invalid, Difficulty::Obvious, &fake_salt),
+            _ => Hash::sha256(b"a commitment nobody opens"),
+        });
+    }
+    let ids: Vec<Hash> = segs.iter().map(|g| g.id).collect();
+    let sid = Tx::session_id(&provider.public(), chain.c.nonce(&provider.public()));
+    chain.submit(&provider, Call::OpenSession(manifest(segs, 3, 0)));
+    let mut ev = chain.block();
+    ev.extend(chain.block());
+    let stamper = seats_of(&ev, 2, 0)[0];
+    let vsalt = Salt([7; 32]);
+    let vote_of = |seg: usize, seat: &AccountId| match seg {
+        0 => Vote::Valid,
+        2 if *seat == stamper => Vote::Valid,
+        _ => Vote::Invalid,
+    };
+    for (seg, id) in ids.iter().enumerate() {
+        for seat in seats_of(&ev, seg as u16, 0) {
+            let c = commitment(&sid, id, &seat, vote_of(seg, &seat), &vsalt);
+            chain.submit(
+                find(&keys, &seat),
+                Call::Commit {
+                    session: sid,
+                    segment: seg as u16,
+                    commitment: c,
+                },
+            );
+        }
+    }
+    chain.block();
+    for seg in 0..ids.len() {
+        for seat in seats_of(&ev, seg as u16, 0) {
+            chain.submit(
+                find(&keys, &seat),
+                Call::Reveal {
+                    session: sid,
+                    segment: seg as u16,
+                    vote: vote_of(seg, &seat),
+                    salt: vsalt,
+                },
+            );
+        }
+    }
+    chain.block();
+    assert!(matches!(
+        chain.c.state().sessions[&sid].phase,
+        Phase::Disclose { .. }
+    ));
+    // A step the trace rests on cannot be passed off as a honeypot.
+    assert_eq!(
+        chain.try_apply(
+            &provider,
+            Call::RevealHoneypot {
+                session: sid,
+                segment: 0,
+                verdict: Vote::Invalid,
+                difficulty: Difficulty::Obvious,
+                salt: fake_salt,
+            }
+        ),
+        Err(TxError::HoneypotHasDependents(0))
+    );
+    chain.submit(
+        &provider,
+        Call::RevealHoneypot {
+            session: sid,
+            segment: 2,
+            verdict: Vote::Invalid,
+            difficulty: Difficulty::Obvious,
+            salt: hp_salt,
+        },
+    );
+    // Opened, the honeypot does not end the disclosure: the mapping does.
+    chain.block();
+    assert!(chain.c.state().sessions.contains_key(&sid));
+    chain.submit(
+        &provider,
+        Call::RevealMapping {
+            session: sid,
+            mapping: Hash::sha256(b"map"),
+            salt: Salt([9; 32]),
+        },
+    );
+    let ev = chain.block();
+    let o = chain
+        .c
+        .outcome(&sid)
+        .expect("decided in the block that opened the mapping");
+    assert_eq!(o.segments[2].honeypot, Some(Vote::Invalid));
+    assert_eq!(o.segments[2].verdict, SegmentVerdict::Invalid);
+    assert_eq!(
+        o.segments[0].honeypot, None,
+        "an unopened commitment is a real segment"
+    );
+    // Weighed without the honeypot, 9 of 10 pass; but the wrong last step is the trace's
+    // conclusion (the honeypot citing it does not make it less of a sink): Fail.
+    assert_eq!((o.passing_weight, o.total_weight), (9, 10));
+    assert!(o.error_at_conclusion);
+    assert_eq!(o.trace, TraceVerdict::Fail);
+    // The approving seat was scored against the truth and flagged; the others were not.
+    assert!(ev.iter().any(|e| matches!(e,
+        Event::Slashed { seat, reason: SlashReason::RubberStamp, .. } if *seat == stamper)));
+    for k in &keys {
+        let au = &chain.c.state().auditors[&k.public()];
+        assert_eq!(au.flagged, k.public() == stamper, "{}", k.public());
+    }
+}
+
 #[test]
 fn unbonding_waits_and_cannot_dodge_a_slash() {
     let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 1)]);

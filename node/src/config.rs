@@ -58,6 +58,10 @@ pub struct NodeConfig {
     pub timeout_delta_ms: Option<u64>,
     /// How often peers exchange their heights for catch-up sync, in milliseconds.
     pub sync_interval_ms: u64,
+    /// Honeypots (known-error segments, blinded among the real ones) this node plants in
+    /// each session it opens as a provider, to expose seats that approve everything; 0
+    /// plants none, at most 8. Default 1.
+    pub honeypots_per_session: usize,
     /// An external IPFS node's RPC API (e.g. `http://127.0.0.1:5001`): ciphertexts this
     /// node provides are stored there too, and seats read from it before asking peers.
     /// Unset: the embedded blob store and Bitswap only.
@@ -112,6 +116,7 @@ impl Default for NodeConfig {
             vote_timeout_ms: None,
             timeout_delta_ms: None,
             sync_interval_ms: 2_000,
+            honeypots_per_session: crate::submit::honeypot::DEFAULT_PER_SESSION,
             ipfs_api: None,
             llm_url: None,
             llm_model: None,

@@ -33,7 +33,7 @@ use crate::{
         },
         outbox::Outbox,
         provider::Provider,
-        seat::{FetchBlob, Seat, SeatMetrics},
+        seat::{BEHAVIOUR_ENV, FetchBlob, Seat, SeatMetrics},
     },
     blobs::{BlobStore, kubo::Kubo},
     chain::{Tip, execute_block},
@@ -387,6 +387,36 @@ async fn probe_llm(client: ChatClient, state: Arc<RwLock<NodeState>>) {
     }
 }
 
+/// The test behaviour [`BEHAVIOUR_ENV`] names, announced loudly (test builds only). A
+/// name that is not a behaviour stops the node.
+#[cfg(feature = "misbehave")]
+fn test_behaviour() -> Result<Option<crate::audit::misbehave::Behaviour>, DaemonError> {
+    let Ok(name) = std::env::var(BEHAVIOUR_ENV) else {
+        return Ok(None);
+    };
+    let b: crate::audit::misbehave::Behaviour = name
+        .parse()
+        .map_err(|e| DaemonError::Home(format!("{BEHAVIOUR_ENV}: {e}")))?;
+    warn!(
+        behaviour = %b,
+        "THIS NODE'S SEATS MISBEHAVE ON PURPOSE ({BEHAVIOUR_ENV}={b}): a test build, never for a real network"
+    );
+    Ok(Some(b))
+}
+
+/// A build without test behaviours refuses to start with [`BEHAVIOUR_ENV`] set, rather
+/// than run honestly while whoever set it believes otherwise.
+#[cfg(not(feature = "misbehave"))]
+fn refuse_test_behaviour() -> Result<(), DaemonError> {
+    match std::env::var_os(BEHAVIOUR_ENV) {
+        None => Ok(()),
+        Some(v) => Err(DaemonError::Home(format!(
+            "{BEHAVIOUR_ENV}={} is set, but this build of trust-node has no test behaviours: they are compiled only into test builds (cargo feature `misbehave`). Unset it to run this node.",
+            v.to_string_lossy()
+        ))),
+    }
+}
+
 /// The consensus WAL directory.
 pub fn wal_dir(home: &Path) -> PathBuf {
     home.join("data").join("consensus")
@@ -426,6 +456,11 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
     let block_time = overrides
         .block_time
         .unwrap_or(Duration::from_millis(cfg.block_time_ms));
+    // Test builds may misbehave on purpose; any other build refuses the switch.
+    #[cfg(feature = "misbehave")]
+    let behaviour = test_behaviour()?;
+    #[cfg(not(feature = "misbehave"))]
+    refuse_test_behaviour()?;
     let doc = config::load_genesis(home).map_err(|e| DaemonError::Home(e.to_string()))?;
     let llm = llm_judge(&cfg, doc.genesis.params.commit_window, block_time)?;
     let keys = keys::load(home).map_err(|e| DaemonError::Home(e.to_string()))?;
@@ -545,7 +580,8 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
     // Provider and seat duties, driven by decided blocks.
     let outbox = Outbox::new(keys.account.clone(), state.clone(), Some(gossip_tx.clone()));
     let mut provider = Provider::open(outbox.clone(), blobs.clone(), &db)
-        .map_err(|e| DaemonError::Ledger(e.to_string()))?;
+        .map_err(|e| DaemonError::Ledger(e.to_string()))?
+        .with_honeypots(cfg.honeypots_per_session);
     if let Some(k) = &kubo {
         info!(ipfs_api = k.url(), "ciphertexts also go to this IPFS node");
         provider = provider.with_kubo(k.clone());
@@ -582,6 +618,11 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
     .map_err(DaemonError::Ledger)?;
     let seat = match &llm {
         Some(judge) => seat.with_judges(vec![Arc::new(ComputerAuditor), Arc::new(judge.clone())]),
+        None => seat,
+    };
+    #[cfg(feature = "misbehave")]
+    let seat = match behaviour {
+        Some(b) => seat.with_behaviour(b),
         None => seat,
     };
     let seat = Arc::new(seat);

@@ -147,6 +147,7 @@ pub fn refused_for_good(error: &TxError) -> bool {
             | TxError::AlreadyRevealed
             | TxError::CommitmentMismatch
             | TxError::NotAHoneypot(_)
+            | TxError::HoneypotHasDependents(_)
             | TxError::AlreadyDisclosed
     )
 }

@@ -744,14 +744,7 @@ impl Sim {
         }
         t.disclosed = true;
         let sender = self.agents.len().saturating_add(t.provider);
-        self.queue.push((
-            sender,
-            Call::RevealMapping {
-                session,
-                mapping: t.mapping.0,
-                salt: t.mapping.1,
-            },
-        ));
+        // The honeypot first: the mapping closes the disclosure.
         if let Some((segment, verdict, difficulty, salt)) = t.honeypot {
             self.queue.push((
                 sender,
@@ -764,6 +757,14 @@ impl Sim {
                 },
             ));
         }
+        self.queue.push((
+            sender,
+            Call::RevealMapping {
+                session,
+                mapping: t.mapping.0,
+                salt: t.mapping.1,
+            },
+        ));
         // Seats of this session are done.
         self.seats.retain(|s| s.session != session);
     }

@@ -9,6 +9,8 @@
 pub mod computer;
 pub mod judge;
 pub mod llm;
+#[cfg(feature = "misbehave")]
+pub mod misbehave;
 pub mod outbox;
 pub mod preview;
 pub mod provider;

@@ -9,8 +9,9 @@
 //!
 //! [`Provider::on_block`] follows the session through decided blocks: when seats are
 //! drawn it seals each segment key to that segment's seats and to the seats of the
-//! segments that cite it (`DeliverKeys`); when voting is over it opens the mapping
-//! commitment (`RevealMapping`); once decided it removes the ciphertexts.
+//! segments that cite it (`DeliverKeys`); when voting is over it opens its honeypots
+//! (`RevealHoneypot`, see [`crate::submit::honeypot`]) and then the mapping commitment
+//! (`RevealMapping`); once decided it removes the ciphertexts.
 
 use std::{
     collections::{BTreeMap, BTreeSet},
@@ -32,7 +33,7 @@ use super::outbox::{Outbox, Sent};
 use crate::{
     blobs::{BlobStore, kubo::Kubo},
     decompose,
-    submit::{self, MappingEntry, TierWeights},
+    submit::{self, MappingEntry, Planted, TierWeights, honeypot},
 };
 
 /// The context a segment key is sealed under: binds it to one session, segment and seat.
@@ -71,6 +72,12 @@ pub struct SessionRecord {
     pub delivered: BTreeSet<(u16, AccountId)>,
     /// Whether the mapping was opened.
     pub mapping_revealed: bool,
+    /// The honeypots planted in the session, opened just before the mapping.
+    #[serde(default)]
+    pub honeypots: Vec<Planted>,
+    /// Whether every honeypot's opening was pooled.
+    #[serde(default)]
+    pub honeypots_revealed: bool,
 }
 
 /// What `submit` reports.
@@ -87,6 +94,9 @@ pub struct Submitted {
     pub left_out: Vec<(String, Tier, String)>,
     /// Fee escrowed.
     pub fee: u64,
+    /// Honeypots planted among the segments (named `honeypot:<node>` in `segments`; the
+    /// outcome leaves them out of the trace verdict).
+    pub honeypots: usize,
 }
 
 /// The provider role of this node.
@@ -96,6 +106,7 @@ pub struct Provider {
     blobs: BlobStore,
     kubo: Option<Arc<Kubo>>,
     book: sled::Tree,
+    honeypots: usize,
 }
 
 fn tier_name(t: Tier) -> &'static str {
@@ -122,7 +133,15 @@ impl Provider {
             blobs,
             kubo: None,
             book: db.open_tree("provider/sessions")?,
+            honeypots: honeypot::DEFAULT_PER_SESSION,
         })
+    }
+
+    /// Plants up to `n` honeypots in each session it opens (0: none; capped at
+    /// [`honeypot::MAX_PER_SESSION`]).
+    pub fn with_honeypots(mut self, n: usize) -> Self {
+        self.honeypots = n.min(honeypot::MAX_PER_SESSION);
+        self
     }
 
     /// Also stores ciphertexts in this external IPFS node.
@@ -179,8 +198,17 @@ impl Provider {
             ));
         }
         let mut rng = rand::rngs::OsRng;
-        let mut prepared = submit::prepare(
+        let baits = honeypot::forge(&restricted, self.honeypots, &mut rng);
+        if baits.len() < self.honeypots {
+            tracing::info!(
+                wanted = self.honeypots,
+                planted = baits.len(),
+                "fewer honeypots than configured: the checker could not refute enough altered steps of this trace"
+            );
+        }
+        let mut prepared = submit::prepare_with(
             &restricted,
+            &baits,
             q.clone(),
             TierWeights::EQUAL,
             0,
@@ -211,7 +239,7 @@ impl Provider {
             tracing::warn!(%session, error = %e, "session not opened");
         }
         let tx = opened?;
-        tracing::info!(%session, segments = cids.len(), left_out = restricted.dropped.len(), fee, "session opened");
+        tracing::info!(%session, segments = cids.len(), honeypots = prepared.honeypots.len(), left_out = restricted.dropped.len(), fee, "session opened");
         Ok(Submitted {
             session,
             tx,
@@ -239,6 +267,7 @@ impl Provider {
                 })
                 .collect(),
             fee,
+            honeypots: prepared.honeypots.len(),
         })
     }
 
@@ -273,6 +302,8 @@ impl Provider {
             cids,
             delivered: BTreeSet::new(),
             mapping_revealed: false,
+            honeypots: prepared.honeypots.clone(),
+            honeypots_revealed: false,
         };
         self.store(session, &record)?;
         self.outbox
@@ -406,6 +437,33 @@ impl Provider {
             .is_some_and(|s| matches!(s.phase, Phase::Disclose { .. }));
         if r.mapping_revealed || !disclosing {
             return;
+        }
+        // The honeypots first: the mapping closes the disclosure.
+        if !r.honeypots_revealed {
+            let mut all_pooled = true;
+            for h in &r.honeypots {
+                let call = Call::RevealHoneypot {
+                    session: *session,
+                    segment: h.segment,
+                    verdict: h.verdict,
+                    difficulty: h.difficulty,
+                    salt: h.salt,
+                };
+                match self.outbox.send(call) {
+                    Ok(tx) => {
+                        all_pooled &= matches!(tx, Sent::Pooled(_));
+                        tracing::info!(%session, segment = h.segment, %tx, "honeypot opened");
+                    }
+                    Err(e) => {
+                        all_pooled = false;
+                        tracing::warn!(%session, segment = h.segment, error = %e, "RevealHoneypot not sent");
+                    }
+                }
+            }
+            if all_pooled {
+                r.honeypots_revealed = true;
+                let _ = self.store(session, &r);
+            }
         }
         let call = Call::RevealMapping {
             session: *session,
@@ -596,6 +654,14 @@ mod tests {
         let ids: Vec<Hash> = sess.segments.iter().map(|x| x.entry.id).collect();
         let cids: Vec<_> = sess.segments.iter().map(|x| x.entry.cid).collect();
         let blob = |j: usize| p.blobs.get(&cids[j]).unwrap().unwrap();
+        let honeypots: BTreeSet<usize> = p
+            .load(&s.session)
+            .unwrap()
+            .honeypots
+            .iter()
+            .map(|h| usize::from(h.segment))
+            .collect();
+        assert_eq!(honeypots.len(), s.honeypots);
         let auditors: Vec<Keypair> = (0..4).map(auditor).collect();
         let outsider = sealing(200);
         let mut delivered = 0;
@@ -619,7 +685,7 @@ mod tests {
                 &decrypt_segment(&key, &ids[j], &blob(j)).unwrap(),
             )
             .unwrap();
-            assert!(TRACE.contains(&doc.claim));
+            assert!(TRACE.contains(&doc.claim) || honeypots.contains(&j));
             // Nobody else does: not the outsider, not another seat.
             assert!(open_key(&outsider, sealed, &ctx).is_err());
             let other = (i + 1) % 4;

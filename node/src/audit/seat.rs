@@ -21,9 +21,9 @@ use std::{
     },
 };
 
-use futures::future::BoxFuture;
+use futures::{StreamExt, future::BoxFuture, stream::FuturesUnordered};
 use rand::RngCore;
-use trust_contracts::{Contract, Event};
+use trust_contracts::{Contract, Event, SegmentState};
 use trust_protocol::{
     Hash, Salt,
     cid::Cid,
@@ -31,6 +31,8 @@ use trust_protocol::{
     tx::{Call, Tier},
 };
 
+#[cfg(feature = "misbehave")]
+use super::misbehave::Behaviour;
 use super::{
     judge::{Auditor, ComputerAuditor, Decision, SegmentView},
     outbox::{Outbox, Sent},
@@ -38,6 +40,13 @@ use super::{
     votes::{VoteBook, VoteRecord},
 };
 use crate::{blobs::BlobStore, submit::SegmentDoc};
+
+/// The environment variable that selects a test behaviour (see `audit::misbehave`, compiled
+/// only into test builds). A build without them refuses to start when it is set.
+pub const BEHAVIOUR_ENV: &str = "TRUST_TEST_BEHAVIOUR";
+
+/// Segments of one session a seat judges at once.
+pub const MAX_CONCURRENT_JUDGEMENTS: usize = 4;
 
 /// Fetches a blob from peers.
 pub type FetchBlob = Arc<dyn Fn(Cid) -> BoxFuture<'static, Result<Vec<u8>, String>> + Send + Sync>;
@@ -82,6 +91,9 @@ pub struct Seat {
     judges: Vec<Arc<dyn Auditor>>,
     /// Counters.
     pub metrics: Arc<SeatMetrics>,
+    /// A test behaviour, and the seats a copy-cat already tried to copy for.
+    #[cfg(feature = "misbehave")]
+    misbehave: Option<(Behaviour, std::sync::Mutex<BTreeSet<(Hash, u16, u8)>>)>,
 }
 
 impl std::fmt::Debug for Seat {
@@ -115,7 +127,45 @@ impl Seat {
             fetch,
             judges: vec![Arc::new(ComputerAuditor)],
             metrics,
+            #[cfg(feature = "misbehave")]
+            misbehave: None,
         })
+    }
+
+    /// Misbehaves on purpose, as `b` says (test builds only).
+    #[cfg(feature = "misbehave")]
+    pub fn with_behaviour(mut self, b: Behaviour) -> Self {
+        self.misbehave = Some((b, std::sync::Mutex::default()));
+        self
+    }
+
+    /// The vote to commit for the judge's `decision` on the segment with seat seed `seed`:
+    /// the decision itself, unless a test behaviour twists it.
+    fn twisted(&self, decision: Decision, seed: &Hash) -> Decision {
+        #[cfg(feature = "misbehave")]
+        if let Some((b, _)) = &self.misbehave {
+            return b.twist(decision, seed, &self.outbox.key().public());
+        }
+        let _ = seed;
+        decision
+    }
+
+    /// Whether this seat judges and commits its own votes (a copy-cat does not).
+    fn judges_itself(&self) -> bool {
+        #[cfg(feature = "misbehave")]
+        if let Some((b, _)) = &self.misbehave {
+            return b.commits_own_vote();
+        }
+        true
+    }
+
+    /// Whether this seat opens its commitments (a withholder does not).
+    fn reveals(&self) -> bool {
+        #[cfg(feature = "misbehave")]
+        if let Some((b, _)) = &self.misbehave {
+            return b.reveals();
+        }
+        true
     }
 
     /// Judges with these auditors (one per tier) instead of the Computer tier's alone.
@@ -193,6 +243,14 @@ impl Seat {
                     }
                 }
                 Event::CommitWindowClosed { session, round, .. } => self.reveal(session, *round),
+                #[cfg(feature = "misbehave")]
+                Event::Committed {
+                    session,
+                    segment,
+                    seat,
+                } if *seat != me && !self.judges_itself() => {
+                    self.copy_commitment(session, *segment, contract);
+                }
                 Event::TraceDecided { session, .. } | Event::SessionFailed { session, .. } => {
                     self.forget(session);
                 }
@@ -258,11 +316,18 @@ impl Seat {
 
     /// Judges and commits every segment of `session` on which this node holds a seat,
     /// has every key it needs and has not voted yet.
+    ///
+    /// The seats are collected first (cheap, in manifest order), then judged at most
+    /// [`MAX_CONCURRENT_JUDGEMENTS`] at once: an LLM judge may take half the commit window
+    /// per segment, and a node holding several seats of one session must not spend the
+    /// whole window judging them one after the other. Each decision is persisted and
+    /// committed as soon as it is made.
     pub async fn vote(&self, session: &Hash, contract: &Contract) {
         let me = self.outbox.key().public();
         let Some(s) = contract.state().sessions.get(session) else {
             return;
         };
+        let mut todo = Vec::new();
         for (i, seg) in s.segments.iter().enumerate() {
             let Ok(segment) = u16::try_from(i) else { break };
             let Some(seat) = seg
@@ -283,53 +348,102 @@ impl Seat {
             if needed.iter().any(|n| self.key(session, *n).is_none()) {
                 continue; // the rest of the keys come in a later block
             }
-            let decision = match self.judge_for(seg.tier) {
-                Some(judge) => match self.view(session, segment, contract).await {
-                    Some(view) => {
-                        let seed = Hash::of_parts(
-                            "trust/v1/seat-seed",
-                            &[session.as_ref(), seg.entry.id.as_ref()],
-                        );
-                        judge.judge(&view, &seed).await
-                    }
-                    None => continue,
-                },
-                None => Decision::abstain(format!("this node has no {:?}-tier judge", seg.tier)),
-            };
-            if decision.vote.is_abstain() {
-                self.metrics.abstained.fetch_add(1, Ordering::Relaxed);
+            todo.push((segment, round, seg));
+        }
+        #[cfg(feature = "misbehave")]
+        if !self.judges_itself() {
+            for (segment, _, _) in todo {
+                self.copy_commitment(session, segment, contract);
             }
-            let Decision { vote, reason } = decision;
-            let mut salt = [0u8; 32];
-            rand::rngs::OsRng.fill_bytes(&mut salt);
-            let record = VoteRecord {
-                session: *session,
-                segment,
-                round,
-                segment_id: seg.entry.id,
-                seat: me,
-                vote,
-                salt: Salt(salt),
-                revealed: false,
-            };
-            let commitment = match self.votes.record(&record) {
-                Ok(c) => c,
-                Err(e) => {
-                    self.fail("vote not persisted; not committing", session, segment, e);
-                    continue;
-                }
-            };
-            match self.outbox.send(Call::Commit {
-                session: *session,
-                segment,
-                commitment,
-            }) {
-                Ok(tx) => {
-                    self.metrics.committed.fetch_add(1, Ordering::Relaxed);
-                    tracing::info!(%session, segment, ?vote, %reason, %tx, "committed");
-                }
-                Err(e) => self.fail("commit not sent", session, segment, e),
+            return;
+        }
+        // A bounded set of judgements in flight, refilled as each one ends.
+        let mut todo = todo.into_iter();
+        let mut running = FuturesUnordered::new();
+        loop {
+            while running.len() < MAX_CONCURRENT_JUDGEMENTS {
+                let Some((segment, round, seg)) = todo.next() else {
+                    break;
+                };
+                running.push(self.decide(session, segment, round, seg, contract));
             }
+            let Some((segment, round, id, decision)) = running.next().await else {
+                break;
+            };
+            if let Some(decision) = decision {
+                self.commit(session, segment, round, id, decision);
+            }
+        }
+    }
+
+    /// The judge's decision on one seat's segment, with the seat it is for; `None`
+    /// (logged) when the segment or a premise it cites cannot be read.
+    async fn decide(
+        &self,
+        session: &Hash,
+        segment: u16,
+        round: u8,
+        seg: &SegmentState,
+        contract: &Contract,
+    ) -> (u16, u8, Hash, Option<Decision>) {
+        let id = seg.entry.id;
+        let seed = Hash::of_parts("trust/v1/seat-seed", &[session.as_ref(), id.as_ref()]);
+        let Some(judge) = self.judge_for(seg.tier) else {
+            let why = format!("this node has no {:?}-tier judge", seg.tier);
+            let decision = self.twisted(Decision::abstain(why), &seed);
+            return (segment, round, id, Some(decision));
+        };
+        let Some(view) = self.view(session, segment, contract).await else {
+            return (segment, round, id, None);
+        };
+        let decision = self.twisted(judge.judge(&view, &seed).await, &seed);
+        (segment, round, id, Some(decision))
+    }
+
+    /// Persists a decision (vote and a fresh salt, flushed) and only then sends its
+    /// commitment.
+    fn commit(
+        &self,
+        session: &Hash,
+        segment: u16,
+        round: u8,
+        segment_id: Hash,
+        decision: Decision,
+    ) {
+        let me = self.outbox.key().public();
+        if decision.vote.is_abstain() {
+            self.metrics.abstained.fetch_add(1, Ordering::Relaxed);
+        }
+        let Decision { vote, reason } = decision;
+        let mut salt = [0u8; 32];
+        rand::rngs::OsRng.fill_bytes(&mut salt);
+        let record = VoteRecord {
+            session: *session,
+            segment,
+            round,
+            segment_id,
+            seat: me,
+            vote,
+            salt: Salt(salt),
+            revealed: false,
+        };
+        let commitment = match self.votes.record(&record) {
+            Ok(c) => c,
+            Err(e) => {
+                self.fail("vote not persisted; not committing", session, segment, e);
+                return;
+            }
+        };
+        match self.outbox.send(Call::Commit {
+            session: *session,
+            segment,
+            commitment,
+        }) {
+            Ok(tx) => {
+                self.metrics.committed.fetch_add(1, Ordering::Relaxed);
+                tracing::info!(%session, segment, ?vote, %reason, %tx, "committed");
+            }
+            Err(e) => self.fail("commit not sent", session, segment, e),
         }
     }
 
@@ -363,10 +477,70 @@ impl Seat {
         Some(SegmentView::new(doc, premises))
     }
 
+    /// A copy-cat's commit: replays the commitment another seat of the same round
+    /// published on `segment`, once per seat (test builds only).
+    #[cfg(feature = "misbehave")]
+    fn copy_commitment(&self, session: &Hash, segment: u16, contract: &Contract) {
+        let me = self.outbox.key().public();
+        let Some(seg) = contract
+            .state()
+            .sessions
+            .get(session)
+            .and_then(|s| s.segments.get(usize::from(segment)))
+        else {
+            return;
+        };
+        let Some(round) = seg
+            .seats
+            .iter()
+            .filter(|x| x.account == me && x.commitment.is_none())
+            .map(|x| x.round)
+            .max()
+        else {
+            return;
+        };
+        let Some(theirs) = seg
+            .seats
+            .iter()
+            .find(|x| x.account != me && x.round == round)
+            .and_then(|x| x.commitment)
+        else {
+            return; // nothing published yet: wait for a `Committed` event
+        };
+        let Some((_, tried)) = &self.misbehave else {
+            return;
+        };
+        if !tried
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert((*session, segment, round))
+        {
+            return;
+        }
+        match self.outbox.send(Call::Commit {
+            session: *session,
+            segment,
+            commitment: theirs,
+        }) {
+            Ok(tx) => {
+                tracing::warn!(%session, segment, %tx, "test behaviour copy-cat: replayed another seat's commitment")
+            }
+            Err(e) => {
+                tracing::warn!(%session, segment, error = %e, "test behaviour copy-cat: replay not sent")
+            }
+        }
+    }
+
     fn reveal(&self, session: &Hash, round: u8) {
         let Ok(records) = self.votes.unrevealed(session) else {
             return;
         };
+        if !self.reveals() {
+            if !records.is_empty() {
+                tracing::warn!(%session, round, held = records.len(), "test behaviour: commitments left unopened on purpose");
+            }
+            return;
+        }
         for r in records.into_iter().filter(|r| r.round == round) {
             match self.outbox.send(Call::Reveal {
                 session: r.session,
@@ -485,6 +659,20 @@ mod tests {
         assert_eq!(verdict("O3"), SegmentVerdict::Propagated);
         assert_eq!(verdict("F1"), SegmentVerdict::Propagated);
         assert_eq!(o.trace, trust_contracts::TraceVerdict::Fail);
+        // The provider's honeypot was opened, and the honest seats rejected it.
+        assert!(s.honeypots >= 1, "a honeypot planted");
+        for (i, (name, _)) in s.segments.iter().enumerate() {
+            let g = &o.segments[i];
+            assert_eq!(
+                g.honeypot.is_some(),
+                name.starts_with("honeypot:"),
+                "{name}"
+            );
+            if g.honeypot.is_some() {
+                assert!(g.verdict.is_error(), "{name}: {:?}", g.verdict);
+                assert_eq!(g.votes.valid, 0, "{name}: an honest seat approved it");
+            }
+        }
         let committed: u64 = seats.iter().map(|n| count(n, |m| &m.committed)).sum();
         let revealed: u64 = seats.iter().map(|n| count(n, |m| &m.revealed)).sum();
         assert!(committed > 0);
@@ -619,6 +807,91 @@ mod tests {
         assert!(count(&n, |m| &m.failures) >= 1);
         assert_eq!(count(&n, |m| &m.committed), 0);
         assert!(n.seat.votes.get(&s.session, j, 0).unwrap().is_none());
+    }
+
+    /// A stand-in judge (no real judge blocks on purpose): each judgement waits until
+    /// `together` judgements have started, then votes Valid; one that waits past the
+    /// deadline abstains. Judged one after the other, the first would wait alone.
+    #[derive(Debug)]
+    struct WaitsForOthers {
+        started: tokio::sync::watch::Sender<usize>,
+        together: usize,
+    }
+
+    #[async_trait::async_trait]
+    impl Auditor for WaitsForOthers {
+        fn tier(&self) -> Tier {
+            Tier::Computer
+        }
+
+        async fn judge(&self, _: &SegmentView, _: &Hash) -> Decision {
+            let mut rx = self.started.subscribe();
+            self.started.send_modify(|n| *n += 1);
+            let deadline = std::time::Duration::from_secs(30);
+            match tokio::time::timeout(deadline, rx.wait_for(|n| *n >= self.together)).await {
+                Ok(Ok(_)) => Decision {
+                    vote: trust_protocol::Vote::Valid,
+                    reason: "judged while others were judged".into(),
+                },
+                _ => Decision::abstain("judged alone: no other judgement started"),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_seat_judges_its_segments_of_a_session_concurrently() {
+        let mut chain = Chain::new(4);
+        let (p, blobs, _pd) = provider(&chain);
+        let n = seat(&chain, 0, Some(from_store(blobs.clone())));
+        let s = p.submit(INCORRECT, None, &chain.contract).await.unwrap();
+        // Blocks until seat 0 holds the keys of every segment it sits on (keys only: no
+        // vote yet).
+        let me = auditor(0).public();
+        let ready = |chain: &Chain, n: &Node| {
+            let sess = &chain.contract.state().sessions[&s.session];
+            let mine: Vec<u16> = sess
+                .segments
+                .iter()
+                .enumerate()
+                .filter(|(_, g)| g.seats.iter().any(|x| x.account == me))
+                .map(|(i, _)| u16::try_from(i).unwrap())
+                .collect();
+            let all_keys = mine.iter().all(|i| {
+                std::iter::once(*i)
+                    .chain(sess.segments[usize::from(*i)].entry.depends_on.clone())
+                    .all(|k| n.seat.key(&s.session, k).is_some())
+            });
+            (!mine.is_empty() && all_keys).then_some(mine.len())
+        };
+        let mut held = None;
+        for _ in 0..10 {
+            let ev = chain.block();
+            p.on_block(&ev, &chain.contract);
+            n.seat.on_events(&ev, &chain.contract);
+            held = ready(&chain, &n);
+            if held.is_some() {
+                break;
+            }
+        }
+        let held = held.expect("seat 0 never got its keys");
+        let together = held.min(MAX_CONCURRENT_JUDGEMENTS);
+        assert!(
+            together >= 2,
+            "seat 0 holds {held} segments: nothing to overlap"
+        );
+        let seat = n.seat.with_judges(vec![Arc::new(WaitsForOthers {
+            started: tokio::sync::watch::channel(0).0,
+            together,
+        })]);
+        seat.vote(&s.session, &chain.contract).await;
+        let committed = seat.metrics.committed.load(Ordering::Relaxed);
+        let abstained = seat.metrics.abstained.load(Ordering::Relaxed);
+        assert_eq!(
+            committed,
+            u64::try_from(held).unwrap(),
+            "every seat committed"
+        );
+        assert_eq!(abstained, 0, "no judgement waited alone");
     }
 
     #[tokio::test]

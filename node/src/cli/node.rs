@@ -263,9 +263,11 @@ fn print_session(id: &str, s: &client::Json, names: &[String]) {
             let segs = o["segments"].as_array().cloned().unwrap_or_default();
             let left = o["left_out"].as_array().cloned().unwrap_or_default();
             let name = |i: usize| names.get(i).cloned().unwrap_or_else(|| format!("#{i}"));
+            // Honeypots are not part of the trace.
             let failed: Vec<(String, SegmentVerdict)> = segs
                 .iter()
                 .enumerate()
+                .filter(|(_, seg)| seg["honeypot"].is_null())
                 .filter_map(|(i, seg)| match seg["verdict"].as_str() {
                     Some("Invalid") => Some((name(i), SegmentVerdict::Invalid)),
                     Some("Ungrounded") => Some((name(i), SegmentVerdict::Ungrounded)),
@@ -330,7 +332,10 @@ fn print_session(id: &str, s: &client::Json, names: &[String]) {
                 for (i, seg) in segs.iter().enumerate() {
                     let verdict = seg["verdict"].as_str().unwrap_or("?");
                     let v = &seg["votes"];
-                    let kind = error_kind(verdict);
+                    let kind = match seg["honeypot"].as_str() {
+                        Some(truth) => format!("honeypot (known {truth}): not part of the trace"),
+                        None => error_kind(verdict).to_string(),
+                    };
                     outln!(
                         "            {i:<3} {:<10} {:<9} {verdict:<11} {}/{}/{}/{} ({}){}{}",
                         name(i),

@@ -7,25 +7,31 @@
 //! [`SessionManifest`]: ids, levels, tiers, weights, `depends_on` indices and ciphertext
 //! CIDs, plus a commitment to the segment → trace mapping that the provider opens at tally
 //! time. The segment keys stay with the provider until seats are drawn, when each is
-//! sealed to that segment's seats only.
+//! sealed to that segment's seats only. [`prepare_with`] also plants honeypots forged by
+//! [`honeypot::forge`], blinded among the real segments.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use rand::RngCore;
 use serde::{Deserialize, Serialize};
 use trust_protocol::{
-    Hash, Salt,
+    Hash, Salt, Vote,
     cid::Cid,
     encoding,
     hdag::{AbstractionLevel, Hdag, HdagEdge, Relationship},
+    honeypot_commitment,
     seal::{KEY_LEN, NONCE_LEN, SealError, encrypt_segment},
     tx::{
-        LeftOut, MAX_DEPENDENCIES, QuorumParams, SegmentEntry, SessionManifest, Tier, TxFormatError,
+        Difficulty, LeftOut, MAX_DEPENDENCIES, QuorumParams, SegmentEntry, SessionManifest, Tier,
+        TxFormatError,
     },
     units::Amount,
 };
 
+pub use self::honeypot::Bait;
 use crate::decompose::dependency_order;
+
+pub mod honeypot;
 
 /// Weight of a segment in the trace quorum, per tier.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,6 +109,21 @@ pub struct PreparedSession {
     pub mapping: Vec<MappingEntry>,
     /// Salt of the mapping commitment.
     pub mapping_salt: Salt,
+    /// The honeypots planted, to open after voting.
+    pub honeypots: Vec<Planted>,
+}
+
+/// A honeypot in a manifest, and what opens its commitment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Planted {
+    /// Its index in the manifest.
+    pub segment: u16,
+    /// The known verdict.
+    pub verdict: Vote,
+    /// Its difficulty.
+    pub difficulty: Difficulty,
+    /// The salt of its commitment.
+    pub salt: Salt,
 }
 
 /// Why a session could not be prepared.
@@ -297,9 +318,31 @@ pub fn mapping_commitment(mapping: &[MappingEntry], salt: &Salt) -> Hash {
 /// Prepares a session for the kept nodes of `r` (see [`restrict`]): each carries its
 /// givens (see [`SegmentDoc`]); the dropped ones go into the manifest as left out, with
 /// their weight and the kept segments they rest on; `rng` supplies every key, nonce and
-/// salt.
+/// salt. No honeypots: see [`prepare_with`].
 pub fn prepare(
     r: &Restricted,
+    quorum: QuorumParams,
+    weights: TierWeights,
+    fee: Amount,
+    domain: &str,
+    rng: &mut impl RngCore,
+) -> Result<PreparedSession, PrepareError> {
+    prepare_with(r, &[], quorum, weights, fee, domain, rng)
+}
+
+/// What goes into a manifest entry: a kept HDAG node, or a honeypot.
+enum Item<'a> {
+    Node(usize),
+    Bait(&'a Bait),
+}
+
+/// [`prepare`], with `baits` planted as honeypots ([`honeypot`]): each at a random place
+/// after the premises of the step it copies, with that step's level, tier, weight,
+/// premises and givens, and a commitment to its known verdict; every other segment gets
+/// a honeypot commitment nobody can open, so the manifest does not tell them apart.
+pub fn prepare_with(
+    r: &Restricted,
+    baits: &[Bait],
     quorum: QuorumParams,
     weights: TierWeights,
     fee: Amount,
@@ -311,61 +354,111 @@ pub fn prepare(
     if order.len() != hdag.nodes.len() {
         return Err(PrepareError::Cycle);
     }
+    let too_many = |n: usize| TxFormatError::TooLong {
+        what: "segments",
+        got: n,
+        max: trust_protocol::tx::MAX_SEGMENTS,
+    };
+    let mut items: Vec<Item<'_>> = order.iter().map(|&i| Item::Node(i)).collect();
+    for b in baits {
+        if hdag.index_of(&b.source).is_none() {
+            continue;
+        }
+        let last_premise = hdag
+            .dependencies_of(&b.source)
+            .filter_map(|d| hdag.index_of(d))
+            .filter_map(|d| {
+                items
+                    .iter()
+                    .position(|x| matches!(x, Item::Node(n) if *n == d))
+            })
+            .max();
+        let at = honeypot::place(last_premise, items.len(), rng);
+        items.insert(at, Item::Bait(b));
+    }
     // Position of each HDAG node in the manifest.
     let mut position = vec![0u16; hdag.nodes.len()];
-    for (pos, &node) in order.iter().enumerate() {
-        position[node] = u16::try_from(pos).map_err(|_| TxFormatError::TooLong {
-            what: "segments",
-            got: hdag.nodes.len(),
-            max: trust_protocol::tx::MAX_SEGMENTS,
-        })?;
+    for (pos, item) in items.iter().enumerate() {
+        if let Item::Node(node) = item {
+            position[*node] = u16::try_from(pos).map_err(|_| too_many(items.len()))?;
+        }
     }
     let index_of = |id: &str| hdag.index_of(id);
+    let deps_of = |id: &str| {
+        let mut d: Vec<u16> = hdag
+            .dependencies_of(id)
+            .filter_map(index_of)
+            .map(|j| position[j])
+            .collect();
+        d.sort_unstable();
+        d.dedup();
+        d
+    };
 
-    let mut segments = Vec::with_capacity(order.len());
-    let mut blocks = Vec::with_capacity(order.len());
-    let mut keys = Vec::with_capacity(order.len());
-    let mut mapping = Vec::with_capacity(order.len());
-    for &i in &order {
-        let node = &hdag.nodes[i];
+    let mut segments = Vec::with_capacity(items.len());
+    let mut blocks = Vec::with_capacity(items.len());
+    let mut keys = Vec::with_capacity(items.len());
+    let mut mapping = Vec::with_capacity(items.len());
+    let mut honeypots = Vec::new();
+    for item in &items {
+        let (node, claim, name) = match item {
+            Item::Node(i) => {
+                let n = &hdag.nodes[*i];
+                (n, n.content.clone(), n.id.clone())
+            }
+            Item::Bait(b) => match index_of(&b.source) {
+                Some(i) => (&hdag.nodes[i], b.claim.clone(), b.name()),
+                None => continue,
+            },
+        };
         let mut salt = [0u8; 32];
         let mut key = [0u8; KEY_LEN];
         let mut nonce = [0u8; NONCE_LEN];
+        let mut hp_salt = [0u8; 32];
         rng.fill_bytes(&mut salt);
         rng.fill_bytes(&mut key);
         rng.fill_bytes(&mut nonce);
+        rng.fill_bytes(&mut hp_salt);
         let salt = Salt(salt);
-        let id = blinded_id(&salt, &node.content);
+        let id = blinded_id(&salt, &claim);
         let doc = SegmentDoc {
-            claim: node.content.clone(),
+            claim,
             given: givens.get(&node.id).cloned().unwrap_or_default(),
         };
         let ciphertext = encrypt_segment(&key, &nonce, &id, &doc.to_bytes())?;
         let cid = Cid::of(&ciphertext);
-        let mut depends_on: Vec<u16> = hdag
-            .dependencies_of(&node.id)
-            .filter_map(index_of)
-            .map(|j| position[j])
-            .collect();
-        depends_on.sort_unstable();
-        depends_on.dedup();
         let tier = Tier::from(node.primary_auditor);
+        let (honeypot, conclusion) = match item {
+            Item::Bait(b) => {
+                let index = u16::try_from(segments.len()).map_err(|_| too_many(items.len()))?;
+                let hp_salt = Salt(hp_salt);
+                honeypots.push(Planted {
+                    segment: index,
+                    verdict: b.verdict,
+                    difficulty: b.difficulty,
+                    salt: hp_salt,
+                });
+                (
+                    honeypot_commitment(&id, b.verdict, b.difficulty, &hp_salt),
+                    false,
+                )
+            }
+            // A commitment nobody can open: the real segments look like honeypots too.
+            Item::Node(_) => (Hash(hp_salt), r.conclusions.contains(&node.id)),
+        };
         segments.push(SegmentEntry {
             id,
             level: node.abstraction_level,
             tier,
             weight: weights.of(tier),
-            depends_on,
+            depends_on: deps_of(&node.id),
             cid,
-            honeypot: None,
-            conclusion: r.conclusions.contains(&node.id),
+            honeypot: Some(honeypot),
+            conclusion,
         });
         blocks.push((cid, ciphertext));
         keys.push(key);
-        mapping.push(MappingEntry {
-            node: node.id.clone(),
-            salt,
-        });
+        mapping.push(MappingEntry { node: name, salt });
     }
     let left_out = r
         .dropped
@@ -408,6 +501,7 @@ pub fn prepare(
         keys,
         mapping,
         mapping_salt,
+        honeypots,
     })
 }
 
@@ -509,6 +603,57 @@ mod tests {
             mapping_commitment(&p.mapping, &p.mapping_salt),
             p.manifest.mapping_commitment
         );
+    }
+
+    /// Planted honeypots open with what the provider keeps, cite the premises of the step
+    /// they copy, rest under nothing, and look like the other segments on the ledger.
+    #[test]
+    fn honeypots_are_planted_blinded_among_the_segments() {
+        let (_, h) = hdag();
+        let r = restrict(&h, |t| t == Tier::Computer);
+        for seed in 0..8 {
+            let mut rng = StdRng::seed_from_u64(seed);
+            let baits = honeypot::forge(&r, 2, &mut rng);
+            assert!(!baits.is_empty(), "seed {seed}: nothing forged");
+            let p = prepare_with(&r, &baits, quorum(), W, 100, "math", &mut rng).expect("prepare");
+            let m = &p.manifest;
+            assert_eq!(m.segments.len(), r.hdag.nodes.len() + baits.len());
+            assert_eq!(p.honeypots.len(), baits.len());
+            assert!(
+                m.segments.iter().all(|g| g.honeypot.is_some()),
+                "every segment committed"
+            );
+            for h in &p.honeypots {
+                let i = usize::from(h.segment);
+                let b = baits
+                    .iter()
+                    .find(|b| b.name() == p.mapping[i].node)
+                    .expect("a forged bait");
+                let g = &m.segments[i];
+                assert_eq!(
+                    g.honeypot,
+                    Some(honeypot_commitment(&g.id, h.verdict, h.difficulty, &h.salt))
+                );
+                assert_eq!((h.verdict, h.difficulty), (b.verdict, b.difficulty));
+                assert!(!g.conclusion);
+                assert!(
+                    m.segments
+                        .iter()
+                        .all(|x| !x.depends_on.contains(&h.segment))
+                );
+                // The step it copies: same level, tier, weight and premises.
+                let src = p.mapping.iter().position(|e| e.node == b.source).unwrap();
+                let s = &m.segments[src];
+                assert_eq!((g.level, g.tier, g.weight), (s.level, s.tier, s.weight));
+                assert_eq!(g.depends_on, s.depends_on);
+                assert!(g.depends_on.iter().all(|&d| usize::from(d) < i));
+                let doc = SegmentDoc::from_bytes(
+                    &decrypt_segment(&p.keys[i], &g.id, &p.blocks[i].1).expect("decrypts"),
+                )
+                .unwrap();
+                assert_eq!(doc.claim, b.claim);
+            }
+        }
     }
 
     #[test]

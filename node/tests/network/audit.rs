@@ -148,7 +148,17 @@ fn a_correct_chain_with_unreadable_setup_steps_is_inconclusive_and_its_abstainer
     let s = outcome(&net, &session);
     let o = &s["outcome"];
     assert_eq!(o["trace"], "Inconclusive", "{s}");
-    let segs = o["segments"].as_array().unwrap();
+    // The provider's honeypots (known errors, left out of the trace) aside.
+    let all = o["segments"].as_array().unwrap();
+    let segs: Vec<Value> = all
+        .iter()
+        .filter(|v| v["honeypot"].is_null())
+        .cloned()
+        .collect();
+    assert!(
+        segs.len() < all.len(),
+        "a honeypot was planted and opened: {s}"
+    );
     assert!(
         segs.iter()
             .all(|v| v["verdict"] == "Valid" || v["verdict"] == "Undecided"),
@@ -232,6 +242,15 @@ fn check_and_the_network_agree_on_every_sample_trace() {
         let audited = r["segments"].as_array().unwrap();
         for (i, seg) in audited.iter().enumerate() {
             let id = seg[0].as_str().unwrap();
+            if id.starts_with("honeypot:") {
+                // Not part of the trace; an honest seat rejects it.
+                assert!(
+                    !o["segments"][i]["honeypot"].is_null(),
+                    "{t}: {id} not opened"
+                );
+                assert_ne!(o["segments"][i]["verdict"], "Valid", "{t}: {id}");
+                continue;
+            }
             assert_eq!(
                 o["segments"][i]["verdict"].as_str().unwrap(),
                 expected(id),

@@ -1,0 +1,311 @@
+//! Honeypots (paper §0.0.5.2): known-error segments a provider plants in its own
+//! sessions, so that a seat approving everything shows itself.
+//!
+//! A honeypot is a step of the trace's own kind made wrong: one of the trace's Computer
+//! tier steps with one number changed (off by one or two: *subtle*; ten times or ten more:
+//! *obvious*) or, in a rule chain, with the derived atom swapped for another of the trace
+//! (*obvious*). The provider keeps a candidate only when the Computer checker, given
+//! exactly what a seat would get (the same premises and givens as the step it copies),
+//! calls it Invalid or Ungrounded; that is the known verdict it commits to. So an honest
+//! Computer seat rejects it, and one that approves it is wrong against a truth on record.
+//!
+//! On the ledger a honeypot looks like any segment: it takes the level, tier, weight and
+//! `depends_on` of the step it copies, its ciphertext is sealed the same way, it sits at a
+//! random place after its premises, and every real segment carries a honeypot commitment
+//! too (one nobody can open). Nothing rests on it and it is never a conclusion; once the
+//! provider opens it after voting, the contract leaves it out of the trace verdict.
+
+use std::collections::BTreeSet;
+
+use rand::{Rng, RngCore, seq::SliceRandom};
+use trust_protocol::{
+    Hash, Vote,
+    hdag::AbstractionLevel,
+    tx::{Difficulty, Tier},
+};
+
+use super::Restricted;
+use crate::{
+    audit::judge::{ComputerAuditor, SegmentView},
+    decompose::dependency_order,
+};
+
+/// Honeypots per session a provider plants unless configured otherwise. The paper asks for
+/// known errors "at controlled rates" without a number; one per session costs `k_t` seat
+/// rewards and keeps a seat's honeypot record growing with every few sessions it serves.
+pub const DEFAULT_PER_SESSION: usize = 1;
+/// Most honeypots in one session (a provider setting above this is capped).
+pub const MAX_PER_SESSION: usize = 8;
+
+/// A forged honeypot, before it is placed in a manifest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bait {
+    /// The HDAG node id of the step it copies (level, tier, weight, premises, givens).
+    pub source: String,
+    /// Its (wrong) text.
+    pub claim: String,
+    /// The known verdict: what the Computer checker says of it.
+    pub verdict: Vote,
+    /// How hard the error is to see.
+    pub difficulty: Difficulty,
+}
+
+impl Bait {
+    /// The name the provider's node gives it in its own segment list.
+    pub fn name(&self) -> String {
+        format!("honeypot:{}", self.source)
+    }
+}
+
+/// Up to `count` honeypots forged from the kept Computer-tier steps of `r` (one per step
+/// at most, conclusions and the problem statement never copied). Fewer, or none, when the
+/// checker cannot refute enough altered steps: a honeypot whose verdict is not known for
+/// sure is never planted.
+pub fn forge(r: &Restricted, count: usize, rng: &mut impl RngCore) -> Vec<Bait> {
+    let hdag = &r.hdag;
+    let order = dependency_order(hdag);
+    let mut position = vec![usize::MAX; hdag.nodes.len()];
+    for (pos, &node) in order.iter().enumerate() {
+        if let Some(p) = position.get_mut(node) {
+            *p = pos;
+        }
+    }
+    let mut sources: Vec<usize> = (0..hdag.nodes.len())
+        .filter(|&i| {
+            let n = &hdag.nodes[i];
+            Tier::from(n.primary_auditor) == Tier::Computer
+                && n.abstraction_level != AbstractionLevel::Goal
+                && !r.conclusions.contains(&n.id)
+        })
+        .collect();
+    sources.shuffle(rng);
+    let mut out = Vec::new();
+    for i in sources {
+        if out.len() >= count.min(MAX_PER_SESSION) {
+            break;
+        }
+        let node = &hdag.nodes[i];
+        let mut deps: Vec<usize> = hdag
+            .dependencies_of(&node.id)
+            .filter_map(|d| hdag.index_of(d))
+            .collect();
+        deps.sort_by_key(|&d| position.get(d).copied().unwrap_or(usize::MAX));
+        deps.dedup();
+        let premises: Vec<String> = deps
+            .iter()
+            .map(|&d| hdag.nodes[d].content.clone())
+            .collect();
+        let givens = r.givens.get(&node.id).cloned().unwrap_or_default();
+        let mut atoms: BTreeSet<char> = BTreeSet::new();
+        for text in premises.iter().chain(&givens) {
+            atoms.extend(atoms_of(text).into_iter().map(|(_, c)| c));
+        }
+        let mut candidates = alterations(&node.content, &atoms);
+        candidates.shuffle(rng);
+        for (claim, difficulty) in candidates {
+            let view = SegmentView {
+                claim: claim.clone(),
+                premises: premises.clone(),
+                givens: givens.clone(),
+            };
+            let seed = Hash::of_parts("trust/v1/honeypot-check", &[claim.as_bytes()]);
+            let d = ComputerAuditor.judge_now(&view, &seed);
+            if d.vote.is_error() {
+                out.push(Bait {
+                    source: node.id.clone(),
+                    claim,
+                    verdict: d.vote,
+                    difficulty,
+                });
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// Where a honeypot citing premises up to position `after` (exclusive lower bound, `None`
+/// for none) may go in a manifest of `len` entries: a random index in `after+1..=len`.
+pub(crate) fn place(after: Option<usize>, len: usize, rng: &mut impl RngCore) -> usize {
+    let lo = after.map_or(0, |a| a.saturating_add(1)).min(len);
+    rng.gen_range(lo..=len)
+}
+
+/// Whole numbers in `text`: (byte range, value).
+fn numbers_of(text: &str) -> Vec<(std::ops::Range<usize>, i128)> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i].is_ascii_digit() {
+            let start = i;
+            while i < bytes.len() && bytes[i].is_ascii_digit() {
+                i += 1;
+            }
+            // A decimal's digits are left alone: changing one may still round to the
+            // same stated value.
+            let decimal = bytes.get(i) == Some(&b'.')
+                && bytes.get(i + 1).is_some_and(u8::is_ascii_digit)
+                || start > 0 && bytes[start - 1] == b'.';
+            if !decimal && i - start <= 12 {
+                if let Ok(v) = text[start..i].parse::<i128>() {
+                    out.push((start..i, v));
+                }
+            }
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Single capital letters standing alone (propositional atoms): (byte offset, letter).
+fn atoms_of(text: &str) -> Vec<(usize, char)> {
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    chars
+        .iter()
+        .enumerate()
+        .filter(|(k, (_, c))| {
+            c.is_ascii_uppercase()
+                && !k
+                    .checked_sub(1)
+                    .and_then(|p| chars.get(p))
+                    .is_some_and(|(_, b)| b.is_alphanumeric())
+                && !chars.get(k + 1).is_some_and(|(_, a)| a.is_alphanumeric())
+        })
+        .map(|(_, x)| *x)
+        .collect()
+}
+
+/// Altered versions of `claim`, each with its difficulty: the last two whole numbers
+/// changed, and the last atom swapped for another of `atoms`.
+fn alterations(claim: &str, atoms: &BTreeSet<char>) -> Vec<(String, Difficulty)> {
+    let mut out = Vec::new();
+    let numbers = numbers_of(claim);
+    for (range, v) in numbers.iter().rev().take(2) {
+        let mut changed = vec![
+            (v.saturating_add(1), Difficulty::Subtle),
+            (v.saturating_add(2), Difficulty::Subtle),
+            (v.saturating_mul(10), Difficulty::Obvious),
+            (v.saturating_add(10), Difficulty::Obvious),
+        ];
+        if *v >= 2 {
+            changed.push((v - 1, Difficulty::Subtle));
+        }
+        for (w, d) in changed {
+            if w != *v {
+                let text = format!("{}{w}{}", &claim[..range.start], &claim[range.end..]);
+                out.push((text, d));
+            }
+        }
+    }
+    if let Some(&(at, atom)) = atoms_of(claim).last() {
+        for other in atoms.iter().filter(|a| **a != atom) {
+            let text = format!("{}{other}{}", &claim[..at], &claim[at + atom.len_utf8()..]);
+            out.push((text, Difficulty::Obvious));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::{SeedableRng, rngs::StdRng};
+    use trust_protocol::trace::Trace;
+
+    use super::*;
+    use crate::{
+        decompose::{Options, decompose},
+        submit::restrict,
+    };
+
+    fn restricted(file: &str) -> Restricted {
+        let text = std::fs::read_to_string(format!(
+            "{}/../examples/traces/{file}",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .expect("trace");
+        let h = decompose(&Trace::parse(&text).expect("parse"), &Options::default())
+            .expect("decompose");
+        restrict(&h, |t| t == Tier::Computer)
+    }
+
+    #[test]
+    fn numbers_and_atoms_are_found_where_they_stand_alone() {
+        let n: Vec<i128> = numbers_of("So 12 + 30 = 42, and 0.96 stays")
+            .into_iter()
+            .map(|(_, v)| v)
+            .collect();
+        assert_eq!(n, vec![12, 30, 42]);
+        let a: Vec<char> = atoms_of("I use rule (A → B) to derive B.")
+            .into_iter()
+            .map(|(_, c)| c)
+            .collect();
+        assert_eq!(a, vec!['I', 'A', 'B', 'B']);
+        let alt = alterations("So 12 + 30 = 42", &BTreeSet::new());
+        assert!(alt.contains(&("So 12 + 30 = 43".to_string(), Difficulty::Subtle)));
+        assert!(alt.contains(&("So 12 + 30 = 420".to_string(), Difficulty::Obvious)));
+    }
+
+    /// Every honeypot forged from the sample traces is refuted by an honest Computer seat
+    /// judging what a seat receives, and differs from every real step.
+    #[test]
+    fn honest_computer_seats_judge_every_honeypot_wrong() {
+        let mut planted = 0;
+        for file in [
+            "bakery-correct.txt",
+            "fraction-correct.txt",
+            "fraction-incorrect.txt",
+            "rules-correct.txt",
+            "rules-wrong.txt",
+        ] {
+            let r = restricted(file);
+            for seed in 0..5 {
+                let baits = forge(&r, 2, &mut StdRng::seed_from_u64(seed));
+                for b in &baits {
+                    let source = r
+                        .hdag
+                        .nodes
+                        .iter()
+                        .find(|n| n.id == b.source)
+                        .expect("source");
+                    assert!(!r.conclusions.contains(&b.source), "{file}: {b:?}");
+                    assert!(
+                        r.hdag.nodes.iter().all(|n| n.content != b.claim),
+                        "{file}: {b:?}"
+                    );
+                    assert_ne!(source.content, b.claim);
+                    let premises = r
+                        .hdag
+                        .dependencies_of(&b.source)
+                        .map(|d| r.hdag.nodes[r.hdag.index_of(d).unwrap()].content.clone())
+                        .collect();
+                    let view = SegmentView {
+                        claim: b.claim.clone(),
+                        premises,
+                        givens: r.givens.get(&b.source).cloned().unwrap_or_default(),
+                    };
+                    let d = ComputerAuditor.judge_now(&view, &Hash::sha256(b"any seat"));
+                    assert!(d.vote.is_error(), "{file}: {b:?} judged {d:?}");
+                    assert_eq!(d.vote, b.verdict);
+                }
+                planted += baits.len();
+            }
+        }
+        assert!(
+            planted >= 5 * 5,
+            "only {planted} honeypots forged from 5 traces x 5 seeds"
+        );
+    }
+
+    #[test]
+    fn a_trace_with_nothing_to_alter_gets_no_honeypot() {
+        let r = restricted("fraction-correct.txt");
+        assert!(forge(&r, 0, &mut StdRng::seed_from_u64(1)).is_empty());
+        let mut only_words = r.clone();
+        for n in &mut only_words.hdag.nodes {
+            n.content = "We should look at the problem again.".into();
+        }
+        assert!(forge(&only_words, 3, &mut StdRng::seed_from_u64(1)).is_empty());
+    }
+}
