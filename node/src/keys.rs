@@ -71,7 +71,8 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> KeyError + '_ {
     }
 }
 
-fn keys_dir(home: &Path) -> PathBuf {
+/// Where a home keeps its key files.
+pub(crate) fn keys_dir(home: &Path) -> PathBuf {
     home.join("keys")
 }
 

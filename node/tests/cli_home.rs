@@ -76,6 +76,113 @@ fn testnet_init_makes_consistent_homes() {
     assert_eq!(zero.status.code(), Some(2));
 }
 
+/// `--hosts` (one container per node, as in docker-compose.yml): nodes listen on 0.0.0.0
+/// on the same ports and dial each other by name; provider nodes are funded accounts
+/// only; `--keep-existing` makes a second run a no-op; empty home folders (fresh volume
+/// mounts) are not in the way.
+#[test]
+fn testnet_init_on_hosts_of_their_own() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path().to_str().unwrap();
+    std::fs::create_dir_all(t.path().join("node0")).unwrap();
+    let args = [
+        "testnet",
+        "init",
+        "--nodes",
+        "2",
+        "--llm-nodes",
+        "1",
+        "--provider-nodes",
+        "1",
+        "--llm-url",
+        "http://model:8089/v1",
+        "--hosts",
+        "v0,v1,llm0,provider",
+        "--home",
+        dir,
+        "--keep-existing",
+    ];
+    let o = run(&args);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("api http://provider:26602"),
+        "{}",
+        text(&o)
+    );
+    let names = ["v0", "v1", "llm0", "provider"];
+    let homes: Vec<_> = (0..4).map(|i| t.path().join(format!("node{i}"))).collect();
+    let ids: Vec<_> = homes
+        .iter()
+        .map(|h| keys::load(h).unwrap().account_id())
+        .collect();
+    let doc = config::load_genesis(&homes[0]).unwrap();
+    assert_eq!(doc.validators, ids[..2].to_vec());
+    assert_eq!(doc.genesis.accounts.len(), 4);
+    let auditors: Vec<_> = doc.genesis.auditors.iter().map(|a| a.id).collect();
+    assert_eq!(auditors, ids[..3].to_vec(), "the provider is no auditor");
+    for (i, h) in homes.iter().enumerate() {
+        let cfg = config::load_config(h).unwrap();
+        assert_eq!(cfg.moniker, names[i]);
+        assert_eq!(cfg.p2p_listen, "/ip4/0.0.0.0/tcp/26600");
+        assert_eq!(cfg.consensus_listen, "/ip4/0.0.0.0/tcp/26601");
+        assert_eq!(cfg.api_listen, "0.0.0.0:26602");
+        let others: Vec<_> = names.iter().filter(|n| **n != names[i]).collect();
+        assert_eq!(cfg.bootstrap.len(), 3);
+        for (a, n) in cfg.bootstrap.iter().zip(&others) {
+            assert!(a.starts_with(&format!("/dns4/{n}/tcp/26600/p2p/")), "{a}");
+        }
+        for (a, n) in cfg.consensus_bootstrap.iter().zip(&others) {
+            assert!(a.starts_with(&format!("/dns4/{n}/tcp/26601/p2p/")), "{a}");
+        }
+        assert_eq!(
+            cfg.llm_url.is_some(),
+            i == 2,
+            "only the LLM node judges by LLM"
+        );
+    }
+    let genesis = std::fs::read(homes[0].join(config::GENESIS_FILE)).unwrap();
+    let again = run(&args);
+    assert!(again.status.success(), "{}", text(&again));
+    assert!(text(&again).contains("nothing changed"));
+    assert_eq!(keys::load(&homes[3]).unwrap().account_id(), ids[3]);
+    assert_eq!(
+        std::fs::read(homes[0].join(config::GENESIS_FILE)).unwrap(),
+        genesis
+    );
+    // A partly made home is not taken for a finished one.
+    std::fs::remove_file(homes[1].join(config::CONFIG_FILE)).unwrap();
+    let partial = run(&args);
+    assert_eq!(partial.status.code(), Some(1), "{}", text(&partial));
+    assert!(text(&partial).contains("refusing to overwrite"));
+    assert_eq!(keys::load(&homes[1]).unwrap().account_id(), ids[1]);
+}
+
+#[test]
+fn testnet_init_refuses_bad_hosts_and_writes_nothing() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path().join("net");
+    for (hosts, why) in [
+        ("a,b,c", "names 3 hosts but there are 2 nodes"),
+        ("a,-b", "is not a host name"),
+        ("a,b/c", "is not a host name"),
+        ("a,a", "twice"),
+    ] {
+        let o = run(&[
+            "testnet",
+            "init",
+            "--nodes",
+            "2",
+            "--hosts",
+            hosts,
+            "--home",
+            dir.to_str().unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{hosts}: {}", text(&o));
+        assert!(text(&o).contains(why), "{hosts}: {}", text(&o));
+        assert!(!dir.exists(), "{hosts}: nothing is written");
+    }
+}
+
 #[test]
 fn init_creates_keys_and_config_once() {
     let t = tempfile::tempdir().unwrap();

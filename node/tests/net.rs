@@ -145,13 +145,13 @@ impl Node {
     }
 
     async fn start_with(bootstrap: &[&Node], handler: TestHandler, max_peers: usize) -> Node {
-        Self::start_cfg(bootstrap, handler, max_peers, None).await
+        Self::start_cfg(addrs(bootstrap), handler, max_peers, None).await
     }
 
     /// A node whose Bitswap serves from and fetches into `blobs`.
     async fn start_with_blobs(bootstrap: &[&Node], blobs: BlobStore) -> Node {
         Self::start_cfg(
-            bootstrap,
+            addrs(bootstrap),
             TestHandler::default(),
             net::DEFAULT_MAX_PEERS,
             Some(blobs),
@@ -160,7 +160,7 @@ impl Node {
     }
 
     async fn start_cfg(
-        bootstrap: &[&Node],
+        bootstrap: Vec<Multiaddr>,
         handler: TestHandler,
         max_peers: usize,
         blobs: Option<BlobStore>,
@@ -172,7 +172,7 @@ impl Node {
             "/ip4/127.0.0.1/tcp/0".parse().expect("listen address"),
             chain(),
         );
-        cfg.bootstrap = bootstrap.iter().map(|n| n.addr.clone()).collect();
+        cfg.bootstrap = bootstrap;
         cfg.max_peers = max_peers;
         cfg.blobs = blobs;
         cfg.blob_fetch_timeout = Duration::from_secs(3);
@@ -206,6 +206,10 @@ impl Node {
     fn count(&self, counter: impl Fn(&NetMetrics) -> &AtomicU64) -> u64 {
         counter(&self.metrics).load(Ordering::Relaxed)
     }
+}
+
+fn addrs(nodes: &[&Node]) -> Vec<Multiaddr> {
+    nodes.iter().map(|n| n.addr.clone()).collect()
 }
 
 /// Polls `cond` until it holds; panics with `what` after [`DEADLINE`].
@@ -276,6 +280,30 @@ async fn valid_tx_crosses_a_line_of_three() {
         assert_eq!(n.count(|m| &m.gossip_txs_rejected_invalid), 0);
         assert_eq!(n.count(|m| &m.peers_banned), 0);
     }
+}
+
+/// A bootstrap peer named by host (`/dns4/NAME/...`, as docker compose services dial each
+/// other) is resolved and dialled.
+#[tokio::test]
+async fn a_bootstrap_peer_named_by_host_is_dialled() {
+    let a = Node::start(&[], TestHandler::default()).await;
+    let by_name: Multiaddr = a
+        .addr
+        .iter()
+        .map(|p| match p {
+            Protocol::Ip4(_) => Protocol::Dns4("localhost".into()),
+            p => p,
+        })
+        .collect();
+    assert!(by_name.to_string().starts_with("/dns4/localhost/tcp/"));
+    let b = Node::start_cfg(
+        vec![by_name],
+        TestHandler::default(),
+        net::DEFAULT_MAX_PEERS,
+        None,
+    )
+    .await;
+    connected(&a, &b).await;
 }
 
 #[tokio::test]

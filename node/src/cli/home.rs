@@ -71,7 +71,10 @@ pub enum TestnetCommand {
     /// do not collide, and one genesis.json in which every node is a funded validator and
     /// a registered Computer-tier auditor. With `--llm-nodes M`, M more homes
     /// (`nodeN..`) are funded LLM-tier auditors that follow the chain without voting in
-    /// consensus, judging through `--llm-url`.
+    /// consensus, judging through `--llm-url`; with `--provider-nodes P`, P more after
+    /// those are funded accounts only, to submit traces from. With `--hosts`, each node
+    /// runs on a host of its own (a container): it listens on 0.0.0.0 and is dialled by
+    /// name.
     Init(TestnetInitArgs),
 }
 
@@ -100,6 +103,24 @@ pub struct TestnetInitArgs {
     /// The model name the LLM nodes ask for.
     #[arg(long, default_value = "default")]
     pub llm_model: String,
+    /// Provider nodes added last: funded accounts that follow the chain, neither
+    /// validators nor auditors, from which traces are submitted (a provider is never
+    /// seated on its own sessions, so it takes no auditor away from them).
+    #[arg(long, default_value_t = 0)]
+    pub provider_nodes: u16,
+    /// One host name per node, in order (validators, LLM nodes, provider nodes), comma
+    /// separated: for nodes that each run on a host of their own, such as docker compose
+    /// services. Node i is then dialled at /dns4/<its name>/tcp/..., and every node
+    /// listens on 0.0.0.0 (API included) on the same three ports: base, base + 1,
+    /// base + 2. Unset: every node on 127.0.0.1, on ports of its own.
+    #[arg(long, value_delimiter = ',', value_name = "NAME,...")]
+    pub hosts: Vec<String>,
+    /// When every home under --home is already complete (keys, config.toml,
+    /// genesis.json), say so and exit 0 without touching them, instead of refusing: for
+    /// an init step that runs on every `docker compose up`. A partly made home is still
+    /// an error.
+    #[arg(long)]
+    pub keep_existing: bool,
 }
 
 /// Commit window of a testnet with LLM seats, in blocks: a small model on a laptop takes
@@ -113,12 +134,72 @@ pub fn run_testnet(args: TestnetArgs) -> CliResult {
     }
 }
 
+/// What is already in a node home `testnet init` would write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum HomeState {
+    /// Missing or empty of node files (an empty directory, e.g. a fresh volume mount).
+    Empty,
+    /// Keys, config.toml and genesis.json all present.
+    Complete,
+    /// Some of them only.
+    Partial,
+}
+
+fn home_state(h: &Path) -> HomeState {
+    let parts = [
+        keys::keys_dir(h).join(keys::ACCOUNT_KEY_FILE),
+        keys::keys_dir(h).join(keys::SEALING_KEY_FILE),
+        h.join(config::CONFIG_FILE),
+        h.join(config::GENESIS_FILE),
+    ];
+    match parts.iter().filter(|p| p.exists()).count() {
+        0 => HomeState::Empty,
+        n if n == parts.len() => HomeState::Complete,
+        _ => HomeState::Partial,
+    }
+}
+
+/// Checks `--hosts`: one usable DNS name per node, no name twice.
+fn check_hosts(hosts: &[String], total: u16) -> Result<(), CliError> {
+    if hosts.len() != usize::from(total) {
+        return Err(CliError::usage(format!(
+            "--hosts names {} hosts but there are {total} nodes (validators, then LLM nodes, then provider nodes)",
+            hosts.len()
+        )));
+    }
+    for (i, h) in hosts.iter().enumerate() {
+        let ok = !h.is_empty()
+            && h.len() <= 253
+            && h.split('.').all(|label| {
+                !label.is_empty()
+                    && label.len() <= 63
+                    && !label.starts_with('-')
+                    && !label.ends_with('-')
+                    && label
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+            });
+        if !ok {
+            return Err(CliError::usage(format!(
+                "--hosts: {h:?} is not a host name (letters, digits, '-', '_' and dots)"
+            )));
+        }
+        if hosts[..i].contains(h) {
+            return Err(CliError::usage(format!("--hosts names {h:?} twice")));
+        }
+    }
+    Ok(())
+}
+
 fn testnet_init(a: TestnetInitArgs) -> CliResult {
-    let total = a.nodes.saturating_add(a.llm_nodes);
+    let total = a
+        .nodes
+        .saturating_add(a.llm_nodes)
+        .saturating_add(a.provider_nodes);
     if a.nodes == 0 || total > MAX_TESTNET_NODES {
         return Err(CliError::usage(format!(
-            "--nodes must be at least 1 and --nodes + --llm-nodes at most {MAX_TESTNET_NODES}, got {} + {}",
-            a.nodes, a.llm_nodes
+            "--nodes must be at least 1 and --nodes + --llm-nodes + --provider-nodes at most {MAX_TESTNET_NODES}, got {} + {} + {}",
+            a.nodes, a.llm_nodes, a.provider_nodes
         )));
     }
     if a.llm_nodes > 0 && a.llm_url.is_none() {
@@ -129,34 +210,65 @@ fn testnet_init(a: TestnetInitArgs) -> CliResult {
     if let Some(u) = &a.llm_url {
         crate::audit::llm::client::Endpoint::new(u, &a.llm_model, None).map_err(CliError::usage)?;
     }
-    let last = u32::from(a.base_port) + 10 * u32::from(total - 1) + 2;
+    let own_hosts = !a.hosts.is_empty();
+    if own_hosts {
+        check_hosts(&a.hosts, total)?;
+    }
+    // On hosts of their own every node uses the same three ports.
+    let spread: u16 = if own_hosts { 0 } else { 10 };
+    let last = u32::from(a.base_port) + u32::from(spread) * u32::from(total - 1) + 2;
     if last > u32::from(u16::MAX) {
         return Err(CliError::usage(format!(
-            "--base-port {} leaves no room for {} nodes",
-            a.base_port, a.nodes
+            "--base-port {} leaves no room for {total} nodes",
+            a.base_port
         )));
     }
     let homes: Vec<PathBuf> = (0..total)
         .map(|i| a.home.join(format!("node{i}")))
         .collect();
-    if let Some(h) = homes.iter().find(|h| h.exists()) {
+    let states: Vec<HomeState> = homes.iter().map(|h| home_state(h)).collect();
+    if a.keep_existing && states.iter().all(|s| *s == HomeState::Complete) {
+        outln!(
+            "{total} node homes already complete under {}: nothing changed",
+            a.home.display()
+        );
+        return Ok(());
+    }
+    if let Some((h, _)) = homes
+        .iter()
+        .zip(&states)
+        .find(|(_, s)| **s != HomeState::Empty)
+    {
         return Err(CliError::failed(format!(
-            "{} already exists: refusing to overwrite a node home",
-            h.display()
+            "{} already holds a node home{}: refusing to overwrite a node home",
+            h.display(),
+            if a.keep_existing {
+                " and the others are not all complete"
+            } else {
+                ""
+            }
         )));
     }
     let mut node_keys = Vec::new();
     for h in &homes {
         node_keys.push(keys::generate(h).map_err(failed)?);
     }
-    let port = |i: u16, off: u16| a.base_port + 10 * i + off;
+    let port = |i: u16, off: u16| a.base_port + spread * i + off;
+    let host = |i: u16| -> &str {
+        a.hosts
+            .get(usize::from(i))
+            .map_or("127.0.0.1", String::as_str)
+    };
     let addr = |i: u16, off: u16, k: &keys::NodeKeys| {
         let pid = config::peer_id(&k.account)
             .map(|p| format!("/p2p/{p}"))
             .unwrap_or_default();
-        format!("/ip4/127.0.0.1/tcp/{}{pid}", port(i, off))
+        let proto = if own_hosts { "dns4" } else { "ip4" };
+        format!("/{proto}/{}/tcp/{}{pid}", host(i), port(i, off))
     };
-    let is_llm = |i: usize| i >= usize::from(a.nodes);
+    let listen_ip = if own_hosts { "0.0.0.0" } else { "127.0.0.1" };
+    let is_llm = |i: usize| i >= usize::from(a.nodes) && i < usize::from(a.nodes + a.llm_nodes);
+    let is_provider = |i: usize| i >= usize::from(a.nodes + a.llm_nodes);
     let mut params = Params::default();
     if a.llm_nodes > 0 {
         params.commit_window = params.commit_window.max(LLM_TESTNET_COMMIT_WINDOW);
@@ -181,6 +293,7 @@ fn testnet_init(a: TestnetInitArgs) -> CliResult {
             auditors: node_keys
                 .iter()
                 .enumerate()
+                .filter(|(i, _)| !is_provider(*i))
                 .map(|(i, k)| GenesisAuditor {
                     id: k.account_id(),
                     tier: if is_llm(i) { Tier::Llm } else { Tier::Computer },
@@ -200,10 +313,14 @@ fn testnet_init(a: TestnetInitArgs) -> CliResult {
                 .collect()
         };
         let cfg = NodeConfig {
-            moniker: format!("node{i}"),
-            p2p_listen: format!("/ip4/127.0.0.1/tcp/{}", port(i, 0)),
-            consensus_listen: format!("/ip4/127.0.0.1/tcp/{}", port(i, 1)),
-            api_listen: format!("127.0.0.1:{}", port(i, 2)),
+            moniker: if own_hosts {
+                host(i).to_string()
+            } else {
+                format!("node{i}")
+            },
+            p2p_listen: format!("/ip4/{listen_ip}/tcp/{}", port(i, 0)),
+            consensus_listen: format!("/ip4/{listen_ip}/tcp/{}", port(i, 1)),
+            api_listen: format!("{listen_ip}:{}", port(i, 2)),
             bootstrap: others(0),
             consensus_bootstrap: others(1),
             llm_url: a.llm_url.clone().filter(|_| is_llm(usize::from(i))),
@@ -212,16 +329,22 @@ fn testnet_init(a: TestnetInitArgs) -> CliResult {
         };
         config::write_config(h, &cfg).map_err(failed)?;
         config::write_genesis(h, &doc).map_err(failed)?;
+        let role = if is_llm(usize::from(i)) {
+            "  LLM auditor"
+        } else if is_provider(usize::from(i)) {
+            "  provider"
+        } else {
+            ""
+        };
+        let api = if own_hosts {
+            format!("{}:{}", host(i), port(i, 2))
+        } else {
+            cfg.api_listen.clone()
+        };
         outln!(
-            "node{i}  account {}  api http://{}  home {}{}",
+            "node{i}  account {}  api http://{api}  home {}{role}",
             k.account_id(),
-            cfg.api_listen,
             h.display(),
-            if is_llm(usize::from(i)) {
-                "  LLM auditor"
-            } else {
-                ""
-            }
         );
     }
     outln!("chain id {}", doc.chain_id());

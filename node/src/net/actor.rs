@@ -91,6 +91,10 @@ impl Actor {
                 yamux::Config::default,
             )
             .map_err(|e| NetError::Setup(format!("transport: {e}")))?
+            // Peers named by host (`/dns4/...`, as on a docker compose network) are
+            // resolved at each dial, so a peer that comes back on a new address is found.
+            .with_dns()
+            .map_err(|e| NetError::Setup(format!("dns resolver: {e}")))?
             .with_behaviour(|_| behaviour)
             .map_err(|e| NetError::Setup(format!("behaviour: {e}")))?
             .with_swarm_config(|c| c.with_idle_connection_timeout(IDLE_CONNECTION_TIMEOUT))
