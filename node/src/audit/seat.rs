@@ -55,7 +55,7 @@ pub struct SeatMetrics {
     pub failures: AtomicU64,
 }
 
-impl crate::api::MetricsSource for SeatMetrics {
+impl crate::metrics::MetricsSource for SeatMetrics {
     fn render(&self, out: &mut String) {
         for (name, v) in [
             ("trust_seat_votes_committed_total", &self.committed),
@@ -135,11 +135,11 @@ impl Seat {
 
     /// After a restart: reveals what was left unrevealed in sessions now in their reveal
     /// window, and returns the sessions still taking commitments, to vote in.
-    pub fn resume(&self, contract: &Contract) -> Vec<Hash> {
+    pub async fn resume(&self, contract: &Contract) -> Vec<Hash> {
         let mut committing = Vec::new();
         for (session, s) in &contract.state().sessions {
             match s.phase {
-                trust_contracts::Phase::Reveal { round, .. } => self.reveal(session, round),
+                trust_contracts::Phase::Reveal { round, .. } => self.reveal(session, round).await,
                 trust_contracts::Phase::Commit { .. } => committing.push(*session),
                 _ => {}
             }
@@ -151,7 +151,7 @@ impl Seat {
     /// it names, one after the other (the daemon runs the votes as tasks instead, so that
     /// a slow fetch never holds up the next block's reveals).
     pub async fn on_block(&self, events: &[Event], contract: &Contract) {
-        for session in self.on_events(events, contract) {
+        for session in self.on_events(events, contract).await {
             self.vote(&session, contract).await;
         }
     }
@@ -159,7 +159,7 @@ impl Seat {
     /// The quick part of a block: keys sealed to this node are opened and kept, closed
     /// commit windows are answered with reveals, finished sessions are forgotten. Returns
     /// the sessions in which this node may now be able to vote.
-    pub fn on_events(&self, events: &[Event], contract: &Contract) -> BTreeSet<Hash> {
+    pub async fn on_events(&self, events: &[Event], contract: &Contract) -> BTreeSet<Hash> {
         let me = self.outbox.key().public();
         let mut touched = BTreeSet::new();
         for e in events {
@@ -192,7 +192,9 @@ impl Seat {
                         ),
                     }
                 }
-                Event::CommitWindowClosed { session, round, .. } => self.reveal(session, *round),
+                Event::CommitWindowClosed { session, round, .. } => {
+                    self.reveal(session, *round).await;
+                }
                 Event::TraceDecided { session, .. } | Event::SessionFailed { session, .. } => {
                     self.forget(session);
                 }
@@ -319,11 +321,15 @@ impl Seat {
                     continue;
                 }
             };
-            match self.outbox.send(Call::Commit {
-                session: *session,
-                segment,
-                commitment,
-            }) {
+            match self
+                .outbox
+                .send(Call::Commit {
+                    session: *session,
+                    segment,
+                    commitment,
+                })
+                .await
+            {
                 Ok(tx) => {
                     self.metrics.committed.fetch_add(1, Ordering::Relaxed);
                     tracing::info!(%session, segment, ?vote, %reason, %tx, "committed");
@@ -363,17 +369,21 @@ impl Seat {
         Some(SegmentView::new(doc, premises))
     }
 
-    fn reveal(&self, session: &Hash, round: u8) {
+    async fn reveal(&self, session: &Hash, round: u8) {
         let Ok(records) = self.votes.unrevealed(session) else {
             return;
         };
         for r in records.into_iter().filter(|r| r.round == round) {
-            match self.outbox.send(Call::Reveal {
-                session: r.session,
-                segment: r.segment,
-                vote: r.vote,
-                salt: r.salt,
-            }) {
+            match self
+                .outbox
+                .send(Call::Reveal {
+                    session: r.session,
+                    segment: r.segment,
+                    vote: r.vote,
+                    salt: r.salt,
+                })
+                .await
+            {
                 Ok(tx) => {
                     // Marked only once pooled: a reveal still queued in the outbox is in
                     // memory only, and a restart must send it again.
@@ -446,8 +456,8 @@ mod tests {
     /// Runs blocks until the session is no longer live (at most `max`).
     async fn run(chain: &mut Chain, p: &Provider, seats: &[Node], session: &Hash, max: usize) {
         for _ in 0..max {
-            let ev = chain.block();
-            p.on_block(&ev, &chain.contract);
+            let ev = chain.block().await;
+            p.on_block(&ev, &chain.contract).await;
             for n in seats {
                 n.seat.on_block(&ev, &chain.contract).await;
             }
@@ -511,8 +521,8 @@ mod tests {
         let s = p.submit(INCORRECT, None, &chain.contract).await.unwrap();
         let mut committed_before_crash = 0;
         for _ in 0..20 {
-            let ev = chain.block();
-            p.on_block(&ev, &chain.contract);
+            let ev = chain.block().await;
+            p.on_block(&ev, &chain.contract).await;
             for n in &seats {
                 n.seat.on_block(&ev, &chain.contract).await;
             }
@@ -540,7 +550,7 @@ mod tests {
             Arc::new(SeatMetrics::default()),
         )
         .unwrap();
-        for session in restarted.resume(&chain.contract) {
+        for session in restarted.resume(&chain.contract).await {
             restarted.vote(&session, &chain.contract).await;
         }
         assert_eq!(
@@ -569,8 +579,8 @@ mod tests {
         let mut chain = Chain::new(4);
         let (p, blobs, _pd) = provider(&chain);
         let s = p.submit(INCORRECT, None, &chain.contract).await.unwrap();
-        chain.block();
-        chain.block(); // seats drawn
+        chain.block().await;
+        chain.block().await; // seats drawn
         let me = auditor(0).public();
         let sess = chain.contract.state().sessions[&s.session].clone();
         let (j, seg) = sess
