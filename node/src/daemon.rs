@@ -6,16 +6,31 @@
 //! rebuilt (latest snapshot, then every later block replayed and checked against its
 //! header's state root) before anything listens, so a node never serves or votes on a
 //! state it has not verified.
+//!
+//! The node runs as named tasks ([`crate::tasks`]), each in its own span, each stopped by
+//! one signal in stages, in this order:
+//!
+//! | stage | tasks | what they do |
+//! |---|---|---|
+//! | `intake` | `api`, `net`, `gossip`, `peers` | the HTTP API; our libp2p swarm (gossip in, sync, Bitswap); gossiping this node's admitted transactions; polling peers' heights |
+//! | `duties` | `seats`, `llm-probe` | provider and seat duties on each decided block (votes run as child tasks); the LLM endpoint's health |
+//! | `consensus` | `consensus` | the Malachite engine and the driver that commits its decisions |
+//! | `mempool` | `mempool` | the mempool's owner |
+//!
+//! On SIGINT/SIGTERM, or as soon as any task ends on its own (logged with its reason),
+//! intake stops first so that nothing new comes in, then duties, then consensus, then
+//! the mempool; the ledger is flushed last. The process exits 0 after a signal and
+//! non-zero when a task died. Who writes which shared state is tabled in [`crate::view`].
 
 use std::{
     net::SocketAddr,
     path::{Path, PathBuf},
-    sync::{Arc, RwLock},
+    sync::Arc,
     time::Duration,
 };
 
 use libp2p::{Multiaddr, PeerId};
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::{broadcast, mpsc, watch};
 use tracing::{Instrument, debug, info, warn};
 use trust_contracts::Contract;
 use trust_protocol::{
@@ -24,7 +39,7 @@ use trust_protocol::{
 };
 
 use crate::{
-    api::{self, Api, ApiMetrics, MetricsSource, NodeState},
+    api::{self, Api, ApiMetrics},
     audit::{
         judge::ComputerAuditor,
         llm::{
@@ -41,12 +56,19 @@ use crate::{
     consensus::{self, ConsensusMetrics, ConsensusSetup, TimeoutConfig, driver::Decided},
     keys,
     ledger::Ledger,
-    mempool::{self, MempoolError},
-    net::{self, NetConfig, NetHandler, NetMetrics, SyncStatus, TxVerdict},
+    mempool::{self, MempoolError, Pool},
+    metrics::MetricsSource,
+    net::{self, NetConfig, NetHandle, NetHandler, NetMetrics, SyncStatus, TxVerdict},
+    tasks::{Ended, Stop, TaskResult, Tasks},
+    view::{ChainPublisher, ChainView, ChainWatch, PeerPublisher, PeerView, latest},
 };
 
 /// Sessions judged at once by this node's seats (each may wait on a blob fetch).
 const MAX_CONCURRENT_JUDGING: usize = 8;
+/// How long each shutdown stage may take before its tasks are aborted.
+pub const STOP_GRACE: Duration = Duration::from_secs(10);
+/// Transactions admitted here (API, outbox) waiting to be gossiped.
+const GOSSIP_QUEUE: usize = 1024;
 
 /// Why the node stopped or did not start.
 #[derive(Debug, thiserror::Error)]
@@ -67,6 +89,14 @@ pub enum DaemonError {
     /// The consensus engine.
     #[error(transparent)]
     Consensus(#[from] consensus::ConsensusError),
+    /// A task ended while the node was running; the node stopped in order after it.
+    #[error("task {task} died ({why}); the node stopped")]
+    TaskDied {
+        /// The task's name.
+        task: &'static str,
+        /// What it returned, or its panic message.
+        why: String,
+    },
 }
 
 /// Flags that override `config.toml`.
@@ -140,38 +170,48 @@ pub fn restore(ledger: &Ledger, doc: &GenesisDoc) -> Result<(Contract, Tip), Dae
     Ok((contract, tip))
 }
 
-/// Admits gossiped transactions into the mempool and serves blocks to peers.
+/// Admits gossiped transactions into the mempool and serves blocks to peers. Runs inside
+/// the swarm task, so it never waits: it judges a transaction on the latest chain view
+/// and hands it to the mempool task without awaiting the reply.
 #[derive(Debug)]
 struct Handler {
-    state: Arc<RwLock<NodeState>>,
+    chain: ChainWatch,
+    pool: Pool,
     ledger: Ledger,
 }
 
 impl NetHandler for Handler {
     fn on_tx(&self, _from: PeerId, tx: SignedTx) -> Result<(), TxVerdict> {
-        let mut s = self.state.write().unwrap_or_else(|e| e.into_inner());
-        let NodeState {
-            mempool, contract, ..
-        } = &mut *s;
-        match mempool.insert(tx, contract) {
-            Ok(_) => Ok(()),
-            // Harmless: a copy we have, one already in a block, one too far ahead, or one
-            // that expired on its way here.
+        let view = latest(&self.chain);
+        match mempool::admissible(&tx, &view.contract) {
+            Ok(()) => {
+                if self.pool.offer(tx) {
+                    Ok(())
+                } else {
+                    // Not taken (the pool's queue is full, or it stopped): not forwarded
+                    // either, and the peer did nothing wrong.
+                    debug!("mempool busy; gossiped transaction ignored");
+                    Err(TxVerdict::Ignore)
+                }
+            }
+            // Harmless: one already in a block, one too far ahead, or one that expired
+            // on its way here.
             Err(
                 MempoolError::Duplicate
                 | MempoolError::Stale { .. }
                 | MempoolError::TooFarAhead { .. }
-                | MempoolError::Expired(_),
+                | MempoolError::Expired(_)
+                | MempoolError::Stopped,
             ) => Err(TxVerdict::Ignore),
             Err(e) => Err(TxVerdict::Reject(e.to_string())),
         }
     }
 
     fn sync_status(&self) -> SyncStatus {
-        let s = self.state.read().unwrap_or_else(|e| e.into_inner());
+        let view = latest(&self.chain);
         SyncStatus {
-            height: s.tip.0,
-            tip: s.tip.1,
+            height: view.tip.height,
+            tip: view.tip.hash,
         }
     }
 
@@ -205,32 +245,21 @@ fn parse_addrs(list: &[String], what: &str) -> Result<Vec<Multiaddr>, DaemonErro
         .collect()
 }
 
-/// The contract at the tip, shared by the judging tasks of one block.
-fn tip_contract(state: &RwLock<NodeState>) -> Arc<Contract> {
-    Arc::new(
-        state
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .contract
-            .clone(),
-    )
-}
-
 /// What a vote needs beside the session: who judges, for whom, how many at once, and where
-/// to watch the chain.
+/// to watch the chain. The votes run as child tasks of the `seats` task and end with it.
 struct Judging {
     seat: Arc<Seat>,
     me: AccountId,
     slots: Arc<tokio::sync::Semaphore>,
-    state: Arc<RwLock<NodeState>>,
+    chain: ChainWatch,
     decided: broadcast::Sender<Decided>,
+    votes: tokio::task::JoinSet<()>,
 }
 
 impl Judging {
     /// Whether our seats in `session` may still commit at the node's current tip.
     fn open(&self, session: &Hash) -> bool {
-        let s = self.state.read().unwrap_or_else(|e| e.into_inner());
-        may_commit(&s.contract, &self.me, session)
+        may_commit(&latest(&self.chain).contract, &self.me, session)
     }
 
     /// Judges `sessions` beside the block loop (a vote may wait on a blob fetch), at most
@@ -239,7 +268,9 @@ impl Judging {
     /// it: after a restart the node replays blocks whose sessions are long decided (their
     /// ciphertexts gone), and a fetch that can only time out must not hold a judging slot
     /// while live sessions wait.
-    async fn spawn(&self, contract: &Arc<Contract>, sessions: impl IntoIterator<Item = Hash>) {
+    async fn spawn(&mut self, contract: &Arc<Contract>, sessions: impl IntoIterator<Item = Hash>) {
+        // Votes that ended are reaped here, so the set holds only those running.
+        while self.votes.try_join_next().is_some() {}
         for session in sessions {
             if !may_commit(contract, &self.me, &session) || !self.open(&session) {
                 debug!(%session, "not judged: this node's seats can no longer commit in it");
@@ -251,10 +282,10 @@ impl Judging {
             if !self.open(&session) {
                 continue;
             }
-            let (seat, contract, state, me) = (
+            let (seat, contract, chain, me) = (
                 self.seat.clone(),
                 contract.clone(),
-                self.state.clone(),
+                self.chain.clone(),
                 self.me,
             );
             let mut blocks = self.decided.subscribe();
@@ -262,8 +293,7 @@ impl Judging {
                 loop {
                     match blocks.recv().await {
                         Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {
-                            let s = state.read().unwrap_or_else(|e| e.into_inner());
-                            if !may_commit(&s.contract, &me, &session) {
+                            if !may_commit(&latest(&chain).contract, &me, &session) {
                                 return;
                             }
                         }
@@ -273,7 +303,7 @@ impl Judging {
                     }
                 }
             };
-            tokio::spawn(
+            self.votes.spawn(
                 async move {
                     tokio::select! {
                         () = seat.vote(&session, &contract) => {}
@@ -368,22 +398,149 @@ fn llm_judge(
 /// How often the LLM endpoint's health is probed for `status`.
 const LLM_PROBE_EVERY: Duration = Duration::from_secs(10);
 
-/// Keeps `status`'s view of the LLM endpoint current.
-async fn probe_llm(client: ChatClient, state: Arc<RwLock<NodeState>>) {
+/// The `llm-probe` task: the one writer of the LLM endpoint's health.
+async fn probe_llm(
+    client: ChatClient,
+    status: watch::Sender<Option<LlmStatus>>,
+    mut stop: Stop,
+) -> TaskResult {
     let mut tick = tokio::time::interval(LLM_PROBE_EVERY);
     loop {
-        tick.tick().await;
-        let r = client.probe().await;
+        let r = tokio::select! {
+            biased;
+            () = stop.wait() => return Ok(()),
+            r = async {
+                tick.tick().await;
+                client.probe().await
+            } => r,
+        };
         if let Err(e) = &r {
             warn!(target: "trust::llm", error = %e, "LLM endpoint does not answer");
         }
-        let status = LlmStatus {
+        status.send_replace(Some(LlmStatus {
             url: client.endpoint().url.clone(),
             model: client.endpoint().model.clone(),
             answers: r.is_ok(),
             error: r.err().map(|e| e.to_string()),
+        }));
+    }
+}
+
+/// How often peers are asked for their height.
+const PEERS_EVERY: Duration = Duration::from_secs(2);
+
+/// The `peers` task: the one writer of the [`PeerView`].
+async fn watch_peers(net: NetHandle, publisher: PeerPublisher, mut stop: Stop) -> TaskResult {
+    let mut tick = tokio::time::interval(PEERS_EVERY);
+    loop {
+        let view = tokio::select! {
+            biased;
+            () = stop.wait() => return Ok(()),
+            v = async {
+                tick.tick().await;
+                let peers = net
+                    .peers()
+                    .await
+                    .map_err(|e| format!("the network task does not answer: {e}"))?;
+                // Ask each peer where it stands over our request-response protocol: status
+                // shows it, and an operator sees at once whether this node is behind.
+                let mut heights = Vec::with_capacity(peers.len());
+                for p in &peers {
+                    if let Ok(st) = net.status_of(*p).await {
+                        heights.push((p.to_string(), st.height));
+                    }
+                }
+                Ok::<_, String>(PeerView {
+                    peers: peers.len(),
+                    heights,
+                })
+            } => v?,
         };
-        state.write().unwrap_or_else(|e| e.into_inner()).llm = Some(status);
+        publisher.publish(view);
+    }
+}
+
+/// The `gossip` task: publishes what this node admitted (API, outbox) to its peers.
+async fn gossip_out(
+    net: NetHandle,
+    mut rx: mpsc::Receiver<SignedTx>,
+    mut stop: Stop,
+) -> TaskResult {
+    loop {
+        let tx = tokio::select! {
+            biased;
+            () = stop.wait() => return Ok(()),
+            tx = rx.recv() => tx.ok_or("every producer of transactions to gossip is gone")?,
+        };
+        if let Err(e) = net.publish_tx(&tx).await {
+            warn!(tx = %tx.id(), error = %e, "could not gossip transaction");
+        }
+    }
+}
+
+/// The `seats` task: provider and seat duties, resumed from what a restart interrupted and
+/// then driven by decided blocks.
+async fn duties(
+    mut decided: broadcast::Receiver<Decided>,
+    chain: ChainWatch,
+    outbox: Outbox,
+    provider: Arc<Provider>,
+    mut judging: Judging,
+    mut stop: Stop,
+) -> TaskResult {
+    let seat = judging.seat.clone();
+    let resume = async {
+        // What a restart interrupted: key deliveries and mapping openings the provider
+        // owes, reveals now, votes in sessions still committing.
+        let contract = latest(&chain).contract.clone();
+        provider.resume(&contract).await;
+        let sessions = seat.resume(&contract).await;
+        judging.spawn(&contract, sessions).await;
+    };
+    tokio::select! {
+        biased;
+        () = stop.wait() => return Ok(()),
+        () = resume => {}
+    }
+    loop {
+        let d = tokio::select! {
+            biased;
+            () = stop.wait() => return Ok(()),
+            d = decided.recv() => d,
+        };
+        let d = match d {
+            Ok(d) => d,
+            Err(broadcast::error::RecvError::Lagged(n)) => {
+                warn!(
+                    skipped = n,
+                    "audit duties fell behind the chain; some blocks' events were skipped"
+                );
+                continue;
+            }
+            Err(broadcast::error::RecvError::Closed) => {
+                return Err("the consensus driver no longer announces blocks".into());
+            }
+        };
+        // A block's duties are cut short by a stop: what they had done is on record (the
+        // vote book and the provider's book are written before anything is sent), and a
+        // restart resumes the rest.
+        let step = async {
+            let contract = latest(&chain).contract.clone();
+            // Own transactions that waited for the nonce window go first.
+            let released = outbox.flush().await;
+            if released > 0 {
+                let left = outbox.backlog_len().await;
+                debug!(released, left, "queued own transactions pooled");
+            }
+            provider.on_block(&d.events, &contract).await;
+            let sessions = seat.on_events(&d.events, &contract).await;
+            judging.spawn(&contract, sessions).await;
+        };
+        tokio::select! {
+            biased;
+            () = stop.wait() => return Ok(()),
+            () = step => {}
+        }
     }
 }
 
@@ -422,7 +579,7 @@ pub fn wal_dir(home: &Path) -> PathBuf {
     home.join("data").join("consensus")
 }
 
-/// Runs the node until SIGINT/SIGTERM.
+/// Runs the node until SIGINT/SIGTERM, or until one of its tasks dies.
 pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
     let mut cfg: NodeConfig =
         config::load_config(home).map_err(|e| DaemonError::Home(e.to_string()))?;
@@ -464,32 +621,48 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
     let doc = config::load_genesis(home).map_err(|e| DaemonError::Home(e.to_string()))?;
     let llm = llm_judge(&cfg, doc.genesis.params.commit_window, block_time)?;
     let keys = keys::load(home).map_err(|e| DaemonError::Home(e.to_string()))?;
-    let chain = doc.chain_id();
+    let chain_id = doc.chain_id();
+    let signal = shutdown_signal();
+    let api_addr: SocketAddr = cfg
+        .api_listen
+        .parse()
+        .map_err(|e| DaemonError::Home(format!("api_listen {:?}: {e}", cfg.api_listen)))?;
 
     let db =
         sled::open(config::ledger_dir(home)).map_err(|e| DaemonError::Ledger(e.to_string()))?;
     let ledger = Ledger::from_db(&db).map_err(|e| DaemonError::Ledger(e.to_string()))?;
     ledger
-        .set_chain(chain)
+        .set_chain(chain_id)
         .map_err(|e| DaemonError::Ledger(e.to_string()))?;
     let blobs = BlobStore::open(&db).map_err(|e| DaemonError::Ledger(e.to_string()))?;
     let (contract, tip) = restore(&ledger, &doc)?;
     let is_validator = doc.validators.contains(&keys.account_id());
-    let restored = NodeState::new(
-        keys.account_id(),
-        is_validator,
-        contract,
-        (tip.height, tip.hash),
-        cfg.mempool_max,
-    );
-    info!(height = tip.height, state_root = %restored.state_root, chain = %chain, "state restored from the ledger");
-    let state = Arc::new(RwLock::new(restored));
+    let validators = consensus::driver::validator_powers(&doc.validators, &contract);
+    let restored = ChainView::new(tip, contract, validators);
+    info!(height = tip.height, state_root = %restored.state_root, chain = %chain_id, "state restored from the ledger");
+    // The chain view's one writer is the consensus driver; it gets the publisher below.
+    let (chain_view, chain) = ChainPublisher::new(restored);
+    let (pool, pool_task) = Pool::new(cfg.mempool_max, chain.clone());
+    let (peer_view, peers) = PeerPublisher::new();
+    let (llm_status, llm_watch) = watch::channel(None);
+
+    let mut tasks = Tasks::new();
+    let intake = tasks.stage("intake");
+    let duty = tasks.stage("duties");
+    let ordering = tasks.stage("consensus");
+    let pooling = tasks.stage("mempool");
+    tasks.spawn(pooling, "mempool", |stop| pool_task.run(stop));
+
+    // The API's socket is bound now, so that a port in use stops the node at start.
+    let listener = tokio::net::TcpListener::bind(api_addr)
+        .await
+        .map_err(|e| DaemonError::Net(format!("cannot listen on {api_addr}: {e}")))?;
 
     // Our swarm: transactions and block queries.
     let identity = libp2p::identity::Keypair::ed25519_from_bytes(keys.account.seed())
         .map_err(|e| DaemonError::Home(e.to_string()))?;
     let net_metrics = Arc::new(NetMetrics::default());
-    let (net, _net_task) = net::spawn(
+    let (net, net_task) = net::spawn(
         NetConfig {
             keypair: identity,
             listen: cfg
@@ -497,25 +670,44 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
                 .parse()
                 .map_err(|e| DaemonError::Home(format!("p2p_listen {:?}: {e}", cfg.p2p_listen)))?,
             bootstrap: parse_addrs(&cfg.bootstrap, "bootstrap")?,
-            chain_id: chain,
+            chain_id,
             max_peers: net::DEFAULT_MAX_PEERS,
             blobs: Some(blobs.clone()),
             blob_fetch_timeout: net::BLOB_FETCH_TIMEOUT,
         },
         Arc::new(Handler {
-            state: state.clone(),
+            chain: chain.clone(),
+            pool: pool.clone(),
             ledger: ledger.clone(),
         }),
         net_metrics.clone(),
     )
     .map_err(|e| DaemonError::Net(e.to_string()))?;
+    {
+        let net = net.clone();
+        tasks.spawn(intake, "net", move |mut stop| async move {
+            let mut swarm = net_task;
+            tokio::select! {
+                biased;
+                () = stop.wait() => {
+                    net.shutdown().await;
+                    let _ = swarm.await;
+                    Ok(())
+                }
+                r = &mut swarm => Err(match r {
+                    Ok(()) => "the swarm task ended".to_string(),
+                    Err(e) => format!("the swarm task failed: {e}"),
+                }),
+            }
+        });
+    }
 
     // Ordering.
     let consensus_metrics = Arc::new(ConsensusMetrics::default());
     let running = consensus::start(
         ConsensusSetup {
             moniker: cfg.moniker.clone(),
-            chain,
+            chain: chain_id,
             key: keys.account.clone(),
             validators: doc.validators.clone(),
             listen: cfg.consensus_listen.parse().map_err(|e| {
@@ -536,49 +728,35 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
             sync_interval: Duration::from_millis(cfg.sync_interval_ms),
         },
         &db,
-        state.clone(),
+        chain_view,
+        pool.clone(),
         ledger.clone(),
         consensus_metrics.clone(),
     )
     .await?;
+    let decided = running.decided.clone();
+    let blocks = decided.subscribe();
+    tasks.spawn(ordering, "consensus", |stop| running.run(stop));
 
-    // Transactions admitted through the API are gossiped.
-    let (gossip_tx, mut gossip_rx) = mpsc::channel::<SignedTx>(1024);
-    let gossip_net = net.clone();
-    tokio::spawn(async move {
-        while let Some(tx) = gossip_rx.recv().await {
-            if let Err(e) = gossip_net.publish_tx(&tx).await {
-                warn!(tx = %tx.id(), error = %e, "could not gossip transaction");
-            }
-        }
-    });
-
-    // Peer count for status and metrics.
-    let peers_state = state.clone();
-    let peers_net = net.clone();
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(Duration::from_secs(2));
-        loop {
-            tick.tick().await;
-            let Ok(peers) = peers_net.peers().await else {
-                break;
-            };
-            // Ask each peer where it stands over our request-response protocol: status
-            // shows it, and an operator sees at once whether this node is behind.
-            let mut heights = Vec::with_capacity(peers.len());
-            for p in &peers {
-                if let Ok(st) = peers_net.status_of(*p).await {
-                    heights.push((p.to_string(), st.height));
-                }
-            }
-            let mut s = peers_state.write().unwrap_or_else(|e| e.into_inner());
-            s.peers = peers.len();
-            s.peer_heights = heights;
-        }
-    });
+    // Transactions admitted through the API or signed by the outbox are gossiped.
+    let (gossip_tx, gossip_rx) = mpsc::channel::<SignedTx>(GOSSIP_QUEUE);
+    {
+        let (gossip_net, peers_net) = (net.clone(), net.clone());
+        tasks.spawn(intake, "gossip", move |stop| {
+            gossip_out(gossip_net, gossip_rx, stop)
+        });
+        tasks.spawn(intake, "peers", move |stop| {
+            watch_peers(peers_net, peer_view, stop)
+        });
+    }
 
     // Provider and seat duties, driven by decided blocks.
-    let outbox = Outbox::new(keys.account.clone(), state.clone(), Some(gossip_tx.clone()));
+    let outbox = Outbox::new(
+        keys.account.clone(),
+        chain.clone(),
+        pool.clone(),
+        Some(gossip_tx.clone()),
+    );
     let mut provider = Provider::open(outbox.clone(), blobs.clone(), &db)
         .map_err(|e| DaemonError::Ledger(e.to_string()))?
         .with_honeypots(cfg.honeypots_per_session);
@@ -606,9 +784,8 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
             n.fetch_blob(cid).await.map_err(|e| e.to_string())
         })
     }));
-    let outbox_handle = outbox.clone();
     let seat = Seat::open(
-        outbox,
+        outbox.clone(),
         keys.sealing.clone(),
         blobs.clone(),
         &db,
@@ -625,53 +802,20 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
         Some(b) => seat.with_behaviour(b),
         None => seat,
     };
-    let seat = Arc::new(seat);
     let judging = Judging {
-        seat: seat.clone(),
+        seat: Arc::new(seat),
         me: keys.account_id(),
         slots: Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_JUDGING)),
-        state: state.clone(),
-        decided: running.decided.clone(),
+        chain: chain.clone(),
+        decided,
+        votes: tokio::task::JoinSet::new(),
     };
     {
-        // What a restart interrupted: key deliveries and mapping openings the provider
-        // owes, reveals now, votes in sessions still committing.
-        let contract = tip_contract(&state);
-        provider.resume(&contract);
-        judging.spawn(&contract, seat.resume(&contract)).await;
+        let (chain, provider) = (chain.clone(), provider.clone());
+        tasks.spawn(duty, "seats", move |stop| {
+            duties(blocks, chain, outbox, provider, judging, stop)
+        });
     }
-    let mut decided = running.decided.subscribe();
-    let audit_state = state.clone();
-    let audit_provider = provider.clone();
-    let audit_outbox = outbox_handle;
-    tokio::spawn(async move {
-        loop {
-            let d = match decided.recv().await {
-                Ok(d) => d,
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
-                    warn!(
-                        skipped = n,
-                        "audit duties fell behind the chain; some blocks' events were skipped"
-                    );
-                    continue;
-                }
-                Err(_) => break,
-            };
-            let contract = tip_contract(&audit_state);
-            // Own transactions that waited for the nonce window go first.
-            let released = audit_outbox.flush();
-            if released > 0 {
-                tracing::debug!(
-                    released,
-                    left = audit_outbox.backlog_len(),
-                    "queued own transactions pooled"
-                );
-            }
-            audit_provider.on_block(&d.events, &contract);
-            let sessions = seat.on_events(&d.events, &contract);
-            judging.spawn(&contract, sessions).await;
-        }
-    });
 
     let mut sources: Vec<Arc<dyn MetricsSource>> = vec![
         consensus_metrics,
@@ -680,72 +824,79 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
     ];
     if let Some(judge) = &llm {
         sources.push(judge.client().metrics().clone());
-        tokio::spawn(
-            probe_llm(judge.client().clone(), state.clone())
-                .instrument(tracing::info_span!("llm-probe")),
-        );
+        let client = judge.client().clone();
+        tasks.spawn(duty, "llm-probe", move |stop| {
+            probe_llm(client, llm_status, stop)
+        });
     }
     let api = Api {
-        state: state.clone(),
+        node_id: keys.account_id(),
+        validator: is_validator,
+        chain: chain.clone(),
+        peers,
+        llm: llm_watch,
+        pool,
         ledger: ledger.clone(),
         metrics: Arc::new(ApiMetrics::default()),
         gossip: Some(gossip_tx),
         sources,
         provider: Some(provider),
     };
-    let addr: SocketAddr = cfg
-        .api_listen
-        .parse()
-        .map_err(|e| DaemonError::Home(format!("api_listen {:?}: {e}", cfg.api_listen)))?;
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|e| DaemonError::Net(format!("cannot listen on {addr}: {e}")))?;
+    tasks.spawn(intake, "api", move |mut stop| async move {
+        axum::serve(listener, api::router(api))
+            .with_graceful_shutdown(async move { stop.wait().await })
+            .await
+            .map_err(|e| format!("api server: {e}"))
+    });
     let p2p = net.listen_addrs().await.unwrap_or_default();
     info!(
         node = %keys.account_id(),
         validator = is_validator,
-        api = %addr,
+        api = %api_addr,
         p2p = ?p2p,
         consensus = %cfg.consensus_listen,
         "node running"
     );
-    let server = axum::serve(listener, api::router(api));
-    tokio::select! {
-        r = server.into_future() => {
-            r.map_err(|e| DaemonError::Net(format!("api server: {e}")))?;
-        }
-        () = shutdown_signal() => {
-            info!("stopping");
-        }
-    }
-    net.shutdown().await;
-    let _ = running.engine.actor.kill_and_wait(None).await;
-    running.driver.abort();
+
+    let ended = tasks.wait(signal).await;
+    tasks.shutdown(STOP_GRACE).await;
     ledger
         .flush()
         .map_err(|e| DaemonError::Ledger(e.to_string()))?;
-    info!("stopped");
-    Ok(())
+    info!(
+        height = latest(&chain).tip.height,
+        "shutdown: ledger flushed; node stopped"
+    );
+    match ended {
+        Ended::Signal => Ok(()),
+        Ended::Died { task, why } => Err(DaemonError::TaskDied { task, why }),
+    }
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// SIGINT or SIGTERM. The SIGTERM handler is installed at once, so a stop requested while
+/// the node is still starting is not lost (nor does it kill the process unflushed).
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    async move {
+        let ctrl_c = async {
+            let _ = tokio::signal::ctrl_c().await;
+        };
+        #[cfg(unix)]
+        let term = async {
+            match &mut term {
+                Some(s) => {
+                    s.recv().await;
+                }
+                None => std::future::pending::<()>().await,
             }
-            Err(_) => std::future::pending::<()>().await,
+        };
+        #[cfg(not(unix))]
+        let term = std::future::pending::<()>();
+        tokio::select! {
+            () = ctrl_c => {},
+            () = term => {},
         }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {},
-        () = term => {},
     }
 }
 

@@ -9,6 +9,10 @@
 //! transaction that can no longer apply and free the ones after it on every node. The pool
 //! is bounded; when full, the oldest entry is evicted (transactions carry no gas fee to rank
 //! by, so age is the order). After every block, included and expired entries are pruned.
+//!
+//! One task owns the pool ([`PoolTask`]); the rest of the node holds a [`Pool`] handle.
+
+mod pool;
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -19,6 +23,8 @@ use trust_protocol::{
     encoding,
     tx::{Call, SignedTx},
 };
+
+pub use self::pool::{AccountPool, COMMAND_CAPACITY, Pool, PoolTask};
 
 /// How far beyond an account's next nonce a transaction may be queued.
 pub const MAX_NONCE_AHEAD: u64 = 64;
@@ -58,6 +64,9 @@ pub enum MempoolError {
     /// The call can never apply any more (see [`expired`]).
     #[error("can no longer apply: {0}")]
     Expired(&'static str),
+    /// The mempool task has stopped (the node is shutting down).
+    #[error("the mempool has stopped (the node is shutting down)")]
+    Stopped,
 }
 
 /// Why `sender`'s `call` can never apply on `state` or any later state, if so.
@@ -152,6 +161,39 @@ pub fn refused_for_good(error: &TxError) -> bool {
     )
 }
 
+/// What admission checks without looking into the pool: size, signature, format, and the
+/// nonce window on `state`.
+fn precheck(tx: &SignedTx, state: &Contract) -> Result<(), MempoolError> {
+    let len = encoding::encode(tx).len();
+    if len == 0 || len > MAX_TX_BYTES {
+        return Err(MempoolError::TooLarge(len));
+    }
+    tx.verify().map_err(|_| MempoolError::BadSignature)?;
+    tx.body
+        .validate()
+        .map_err(|e| MempoolError::Format(e.to_string()))?;
+    let next = state.nonce(&tx.signer);
+    let nonce = tx.body.nonce;
+    if nonce < next {
+        return Err(MempoolError::Stale { got: nonce, next });
+    }
+    if nonce - next > MAX_NONCE_AHEAD {
+        return Err(MempoolError::TooFarAhead { got: nonce, next });
+    }
+    Ok(())
+}
+
+/// Whether a pool on `state` would take `tx`, judged without the pool: every admission
+/// rule but the duplicate check. The gossip intake decides with it whether to forward a
+/// transaction before it hands it to the pool.
+pub fn admissible(tx: &SignedTx, state: &Contract) -> Result<(), MempoolError> {
+    precheck(tx, state)?;
+    match expired(state.state(), &tx.signer, &tx.body.call) {
+        Some(why) => Err(MempoolError::Expired(why)),
+        None => Ok(()),
+    }
+}
+
 #[derive(Debug, Clone)]
 struct Entry {
     tx: SignedTx,
@@ -241,23 +283,9 @@ impl Mempool {
     /// Admits a transaction; returns the id of the entry it replaced (the sender's earlier
     /// transaction with this nonce) or evicted to make room, if any.
     pub fn insert(&mut self, tx: SignedTx, state: &Contract) -> Result<Option<Hash>, MempoolError> {
-        let len = encoding::encode(&tx).len();
-        if len == 0 || len > MAX_TX_BYTES {
-            return Err(MempoolError::TooLarge(len));
-        }
-        tx.verify().map_err(|_| MempoolError::BadSignature)?;
-        tx.body
-            .validate()
-            .map_err(|e| MempoolError::Format(e.to_string()))?;
+        precheck(&tx, state)?;
         let sender = tx.signer;
         let nonce = tx.body.nonce;
-        let next = state.nonce(&sender);
-        if nonce < next {
-            return Err(MempoolError::Stale { got: nonce, next });
-        }
-        if nonce - next > MAX_NONCE_AHEAD {
-            return Err(MempoolError::TooFarAhead { got: nonce, next });
-        }
         let id = tx.id();
         if self.ids.contains_key(&id) {
             return Err(MempoolError::Duplicate);

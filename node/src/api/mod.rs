@@ -2,7 +2,7 @@
 //!
 //! | route | answer |
 //! |---|---|
-//! | `GET /v1/status` | node id, height, tip hash, state root, peers, validator?, mempool size |
+//! | `GET /v1/status` | node id, height, tip hash, state root, peers, validator?, mempool size, the validators of the next height with their voting power |
 //! | `POST /v1/tx` | a signed transaction, canonical bytes (`application/octet-stream`) or `{"tx": "<hex>"}`; admitted to the mempool |
 //! | `GET /v1/tx/{id}` | the height and index of the block that includes a transaction, or `pending` |
 //! | `GET /v1/accounts/{id}` | balance, stake, nonce and the next nonce to use (pooled ones counted) |
@@ -16,11 +16,14 @@
 //! Errors are JSON `{"code": "...", "message": "..."}` with a matching status. Request
 //! bodies are capped at [`MAX_BODY_BYTES`]. The API binds to loopback by default
 //! (`api_listen` in `config.toml`).
+//!
+//! The API writes none of the node's shared state: it reads the chain, peer and LLM views
+//! (see [`crate::view`]) and sends transactions to the mempool task.
 
 use std::{
     str::FromStr,
     sync::{
-        Arc, RwLock,
+        Arc,
         atomic::{AtomicU64, Ordering},
     },
 };
@@ -35,12 +38,19 @@ use axum::{
 };
 use serde::Serialize;
 use serde_json::json;
-use trust_contracts::Contract;
-use trust_protocol::{AccountId, Hash, block::MAX_TX_BYTES, encoding, tx::SignedTx};
+use tokio::sync::watch;
+use trust_protocol::{
+    AccountId, Hash, block::MAX_TX_BYTES, encoding, hdag::MAX_HDAG_JSON_BYTES,
+    trace::MAX_TRACE_BYTES, tx::SignedTx,
+};
 
-use trust_protocol::{hdag::MAX_HDAG_JSON_BYTES, trace::MAX_TRACE_BYTES};
-
-use crate::{ledger::Ledger, mempool::Mempool};
+pub use crate::metrics::MetricsSource;
+use crate::{
+    audit::{llm::LlmStatus, provider::Provider},
+    ledger::Ledger,
+    mempool::{MempoolError, Pool},
+    view::{ChainWatch, PeerWatch, ValidatorPower, latest},
+};
 
 /// Largest request body accepted.
 pub const MAX_BODY_BYTES: usize = 2 * MAX_TX_BYTES + 1024;
@@ -59,81 +69,33 @@ pub struct ApiMetrics {
     pub bad_requests: AtomicU64,
 }
 
-/// What the API reads and writes: the node's view of the chain.
-#[derive(Debug)]
-pub struct NodeState {
-    /// This node's account.
-    pub node_id: AccountId,
-    /// Whether it is a validator.
-    pub validator: bool,
-    /// Contract state at the tip.
-    pub contract: Contract,
-    /// Tip height and hash.
-    pub tip: (u64, Hash),
-    /// State root at the tip (the header's, computed once per block, not per request).
-    pub state_root: Hash,
-    /// Connected peers.
-    pub peers: usize,
-    /// Each peer's height as it last answered our sync status query (`/trust/sync/1`).
-    pub peer_heights: Vec<(String, u64)>,
-    /// The mempool.
-    pub mempool: Mempool,
-    /// This node's LLM endpoint and whether it answers (`None`: no LLM judge here).
-    pub llm: Option<crate::audit::llm::LlmStatus>,
-}
-
-impl NodeState {
-    /// A node's state at tip `(height, hash)` of `contract`, with no peers known yet and
-    /// an empty mempool of `mempool_max` transactions.
-    pub fn new(
-        node_id: AccountId,
-        validator: bool,
-        contract: Contract,
-        tip: (u64, Hash),
-        mempool_max: usize,
-    ) -> Self {
-        Self {
-            node_id,
-            validator,
-            state_root: contract.state_root(),
-            contract,
-            tip,
-            peers: 0,
-            peer_heights: Vec::new(),
-            mempool: Mempool::new(mempool_max),
-            llm: None,
-        }
-    }
-}
-
-/// A subsystem's counters, appended to `/metrics` as Prometheus text.
-pub trait MetricsSource: Send + Sync + std::fmt::Debug {
-    /// Writes `# HELP`/`# TYPE` lines and samples.
-    fn render(&self, out: &mut String);
-}
-
-impl MetricsSource for crate::consensus::ConsensusMetrics {
-    fn render(&self, out: &mut String) {
-        crate::consensus::ConsensusMetrics::render(self, out);
-    }
-}
-
 /// Shared handles for the handlers.
 #[derive(Debug, Clone)]
 pub struct Api {
-    /// Node state (held only briefly, never across an await).
-    pub state: Arc<RwLock<NodeState>>,
+    /// This node's account.
+    pub node_id: AccountId,
+    /// Whether it is a genesis validator.
+    pub validator: bool,
+    /// The chain as the consensus driver last published it.
+    pub chain: ChainWatch,
+    /// Peers as the `peers` task last published them.
+    pub peers: PeerWatch,
+    /// The LLM endpoint's health as the `llm-probe` task last published it (`None`: no
+    /// LLM judge here).
+    pub llm: watch::Receiver<Option<LlmStatus>>,
+    /// The mempool.
+    pub pool: Pool,
     /// The ledger.
     pub ledger: Ledger,
     /// Counters.
     pub metrics: Arc<ApiMetrics>,
     /// Where admitted transactions go to be gossiped to peers (none in a node without a
     /// network, as in unit tests).
-    pub gossip: Option<tokio::sync::mpsc::Sender<trust_protocol::tx::SignedTx>>,
+    pub gossip: Option<tokio::sync::mpsc::Sender<SignedTx>>,
     /// Other subsystems' counters.
     pub sources: Vec<Arc<dyn MetricsSource>>,
     /// This node's provider role (`POST /v1/sessions`), if it runs one.
-    pub provider: Option<Arc<crate::audit::provider::Provider>>,
+    pub provider: Option<Arc<Provider>>,
 }
 
 /// An API error: status, stable code, message.
@@ -168,6 +130,15 @@ impl ApiError {
             message.to_string(),
         )
     }
+
+    fn pool(e: MempoolError) -> Self {
+        match e {
+            MempoolError::Stopped => {
+                Self::new(StatusCode::SERVICE_UNAVAILABLE, "stopping", e.to_string())
+            }
+            e => Self::new(StatusCode::UNPROCESSABLE_ENTITY, "rejected", e.to_string()),
+        }
+    }
 }
 
 impl IntoResponse for ApiError {
@@ -181,12 +152,6 @@ impl IntoResponse for ApiError {
 }
 
 type ApiResult<T> = Result<T, ApiError>;
-
-fn read_state(api: &Api) -> ApiResult<std::sync::RwLockReadGuard<'_, NodeState>> {
-    api.state
-        .read()
-        .map_err(|_| ApiError::internal("node state lock poisoned"))
-}
 
 /// The router.
 pub fn router(api: Api) -> Router {
@@ -219,8 +184,9 @@ struct StatusView {
     peer_heights: Vec<PeerHeight>,
     validator: bool,
     mempool: usize,
+    validators: Vec<ValidatorPower>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    llm: Option<crate::audit::llm::LlmStatus>,
+    llm: Option<LlmStatus>,
 }
 
 #[derive(Serialize)]
@@ -230,24 +196,24 @@ struct PeerHeight {
 }
 
 async fn status(State(api): State<Api>) -> ApiResult<Json<StatusView>> {
-    let s = read_state(&api)?;
+    let mempool = api.pool.count().await.map_err(ApiError::pool)?;
+    let chain = latest(&api.chain);
+    let peers = api.peers.borrow().clone();
     Ok(Json(StatusView {
-        node_id: s.node_id,
-        height: s.tip.0,
-        tip_hash: s.tip.1,
-        state_root: s.state_root,
-        peers: s.peers,
-        peer_heights: s
-            .peer_heights
-            .iter()
-            .map(|(peer, height)| PeerHeight {
-                peer: peer.clone(),
-                height: *height,
-            })
+        node_id: api.node_id,
+        height: chain.tip.height,
+        tip_hash: chain.tip.hash,
+        state_root: chain.state_root,
+        peers: peers.peers,
+        peer_heights: peers
+            .heights
+            .into_iter()
+            .map(|(peer, height)| PeerHeight { peer, height })
             .collect(),
-        validator: s.validator,
-        mempool: s.mempool.len(),
-        llm: s.llm.clone(),
+        validator: api.validator,
+        mempool,
+        validators: chain.validators.to_vec(),
+        llm: api.llm.borrow().clone(),
     }))
 }
 
@@ -294,22 +260,15 @@ async fn submit_tx(
             format!("request body refused ({e}); the limit is {MAX_BODY_BYTES} bytes"),
         )
     });
-    let result = body
-        .and_then(|body| parse_tx(&headers, &body))
-        .and_then(|tx| {
-            let id = tx.id();
-            let mut s = api
-                .state
-                .write()
-                .map_err(|_| ApiError::internal("node state lock poisoned"))?;
-            let NodeState {
-                mempool, contract, ..
-            } = &mut *s;
-            mempool.insert(tx.clone(), contract).map_err(|e| {
-                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "rejected", e.to_string())
-            })?;
-            Ok((id, tx))
-        });
+    let result = match body.and_then(|body| parse_tx(&headers, &body)) {
+        Ok(tx) => api
+            .pool
+            .admit(tx.clone())
+            .await
+            .map(|_| (tx.id(), tx))
+            .map_err(ApiError::pool),
+        Err(e) => Err(e),
+    };
     match result {
         Ok((id, tx)) => {
             if let Some(gossip) = &api.gossip
@@ -323,12 +282,11 @@ async fn submit_tx(
             (StatusCode::ACCEPTED, Json(json!({"id": id}))).into_response()
         }
         Err(e) => {
-            let counter = if e.status == StatusCode::UNPROCESSABLE_ENTITY {
-                &api.metrics.txs_rejected
-            } else {
-                &api.metrics.bad_requests
-            };
-            counter.fetch_add(1, Ordering::Relaxed);
+            if e.status == StatusCode::UNPROCESSABLE_ENTITY {
+                api.metrics.txs_rejected.fetch_add(1, Ordering::Relaxed);
+            } else if e.status != StatusCode::SERVICE_UNAVAILABLE {
+                api.metrics.bad_requests.fetch_add(1, Ordering::Relaxed);
+            }
             tracing::warn!(code = e.code, reason = %e.message, "transaction refused via API");
             e.into_response()
         }
@@ -375,8 +333,8 @@ async fn session(
 ) -> ApiResult<Json<serde_json::Value>> {
     let sid = parse_hash("session id", &id)?;
     let (outcome, live, failed) = {
-        let s = read_state(&api)?;
-        let st = s.contract.state();
+        let chain = latest(&api.chain);
+        let st = chain.contract.state();
         (
             st.outcomes.get(&sid).cloned(),
             st.sessions.get(&sid).map(|x| {
@@ -458,7 +416,7 @@ async fn open_session(
             "this node does not open sessions",
         )
     })?;
-    let contract = read_state(&api)?.contract.clone();
+    let contract = latest(&api.chain).contract.clone();
     let submitted = provider
         .submit(&body.trace, body.hdag.as_deref(), &contract)
         .await
@@ -482,7 +440,7 @@ async fn tx_location(
             json!({"id": tid, "status": "included", "height": height, "index": index}),
         )),
         None => {
-            let pooled = read_state(&api)?.mempool.contains(&tid);
+            let pooled = api.pool.contains(tid).await.map_err(ApiError::pool)?;
             if pooled {
                 Ok(Json(json!({"id": tid, "status": "pending"})))
             } else {
@@ -498,21 +456,21 @@ async fn account(
 ) -> ApiResult<Json<serde_json::Value>> {
     let who = AccountId::from_str(&id)
         .map_err(|_| ApiError::bad("bad_id", "account id must be 64 hex characters"))?;
-    let s = read_state(&api)?;
-    let acct = s
+    let pooled = api.pool.account(who).await.map_err(ApiError::pool)?;
+    let acct = pooled
+        .view
         .contract
         .state()
         .accounts
         .get(&who)
         .cloned()
         .ok_or_else(|| ApiError::not_found(format!("no account {who}")))?;
-    let pending = s.mempool.pending_from(&who);
     Ok(Json(json!({
         "id": who,
         "balance": acct.balance,
         "stake": acct.stake,
         "nonce": acct.nonce,
-        "next_nonce": acct.nonce.saturating_add(pending),
+        "next_nonce": acct.nonce.saturating_add(pooled.pending),
     })))
 }
 
@@ -522,8 +480,8 @@ async fn auditor(
 ) -> ApiResult<Json<serde_json::Value>> {
     let who = AccountId::from_str(&id)
         .map_err(|_| ApiError::bad("bad_id", "auditor id must be 64 hex characters"))?;
-    let s = read_state(&api)?;
-    let st = s.contract.state();
+    let chain = latest(&api.chain);
+    let st = chain.contract.state();
     let a = st
         .auditors
         .get(&who)
@@ -552,10 +510,9 @@ async fn auditor(
 }
 
 async fn metrics(State(api): State<Api>) -> ApiResult<Response> {
-    let (height, peers, mempool) = {
-        let s = read_state(&api)?;
-        (s.tip.0, s.peers, s.mempool.len())
-    };
+    let mempool = api.pool.count().await.map_err(ApiError::pool)?;
+    let height = latest(&api.chain).tip.height;
+    let peers = api.peers.borrow().peers;
     let m = &api.metrics;
     let mut text = format!(
         "# HELP trust_height Height of the last decided block.\n# TYPE trust_height gauge\ntrust_height {height}\n\

@@ -15,12 +15,18 @@ use super::*;
 use crate::{
     chain::{Tip, build_block},
     ledger::StoredBlock,
+    tasks::Stop,
+    view::{ChainPublisher, ChainView, PeerPublisher, PeerView},
 };
 
 struct Net {
     api: Api,
     tip: Tip,
     keys: Vec<Keypair>,
+    /// Stands in for the consensus driver: the chain view's one writer.
+    chain: ChainPublisher,
+    _peers: PeerPublisher,
+    _llm: watch::Sender<Option<LlmStatus>>,
     _dir: tempfile::TempDir,
 }
 
@@ -51,35 +57,55 @@ impl Net {
         };
         let dir = tempfile::tempdir().unwrap();
         let ledger = Ledger::open(dir.path()).unwrap();
-        let contract = Contract::new(&genesis).unwrap();
-        let mut state = NodeState::new(keys[0].public(), true, contract, (0, Hash::ZERO), 100);
-        state.peers = 3;
-        state.peer_heights = vec![("12D3KooWpeer".into(), 7)];
+        let contract = trust_contracts::Contract::new(&genesis).unwrap();
+        let tip = Tip {
+            chain: Hash::sha256(b"api-test"),
+            height: 0,
+            hash: Hash::ZERO,
+        };
+        let validators = vec![ValidatorPower {
+            id: keys[0].public(),
+            power: 1_000,
+        }];
+        let (chain, chain_watch) = ChainPublisher::new(ChainView::new(tip, contract, validators));
+        let (peers, peer_watch) = PeerPublisher::new();
+        peers.publish(PeerView {
+            peers: 3,
+            heights: vec![("12D3KooWpeer".into(), 7)],
+        });
+        let (llm, llm_watch) = watch::channel(None);
+        let (pool, task) = Pool::new(100, chain_watch.clone());
+        tokio::spawn(task.run(Stop::never()));
         Net {
             api: Api {
-                state: Arc::new(RwLock::new(state)),
+                node_id: keys[0].public(),
+                validator: true,
+                chain: chain_watch,
+                peers: peer_watch,
+                llm: llm_watch,
+                pool,
                 ledger,
                 metrics: Arc::new(ApiMetrics::default()),
                 gossip: None,
                 sources: Vec::new(),
                 provider: None,
             },
-            tip: Tip {
-                chain: Hash::sha256(b"api-test"),
-                height: 0,
-                hash: Hash::ZERO,
-            },
+            tip,
             keys,
+            chain,
+            _peers: peers,
+            _llm: llm,
             _dir: dir,
         }
     }
 
     /// Decides a block from the given transactions plus the mempool; returns its events.
-    fn block(&mut self, txs: Vec<SignedTx>) -> Vec<Event> {
-        let mut s = self.api.state.write().unwrap();
-        let mut cands = s.mempool.candidates(&s.contract, 1000);
+    async fn block(&mut self, txs: Vec<SignedTx>) -> Vec<Event> {
+        let view = self.chain.current();
+        let mut cands = self.api.pool.reap(view.contract.clone(), 1000).await;
         cands.extend(txs);
-        let (block, done, dropped) = build_block(&s.contract, &self.tip, s.node_id, &cands);
+        let (block, done, dropped) =
+            build_block(&view.contract, &self.tip, self.api.node_id, &cands);
         assert!(dropped.is_empty(), "{dropped:?}");
         let decided = crate::chain::decided_sessions(&done.events);
         self.api
@@ -93,17 +119,18 @@ impl Net {
             )
             .unwrap();
         self.tip = self.tip.after(&block);
-        s.contract = done.contract;
-        s.tip = (self.tip.height, self.tip.hash);
-        s.state_root = block.header.state_root;
-        let c = s.contract.clone();
-        s.mempool.prune(&c);
+        self.chain.publish(ChainView {
+            tip: self.tip,
+            state_root: block.header.state_root,
+            contract: Arc::new(done.contract),
+            validators: view.validators.clone(),
+        });
         done.events
     }
 
     fn sign(&self, i: usize, call: Call) -> SignedTx {
         let k = &self.keys[i];
-        let nonce = self.api.state.read().unwrap().contract.nonce(&k.public());
+        let nonce = self.chain.current().contract.nonce(&k.public());
         Signed::sign(k, Tx { nonce, call })
     }
 
@@ -144,7 +171,7 @@ async fn transactions_in_and_blocks_out() {
         .await;
     assert_eq!(st, StatusCode::ACCEPTED, "{body}");
     assert_eq!(json(&body)["id"], tx.id().to_hex());
-    let root = net.api.state.read().unwrap().contract.state_root();
+    let root = net.chain.current().contract.state_root();
     // The same again is a duplicate; garbage and oversized bodies are refused clearly.
     let (st, body) = net
         .post(
@@ -166,7 +193,7 @@ async fn transactions_in_and_blocks_out() {
         .await;
     assert_eq!(st, StatusCode::PAYLOAD_TOO_LARGE);
     assert_eq!(
-        net.api.state.read().unwrap().contract.state_root(),
+        net.chain.current().contract.state_root(),
         root,
         "bad input changed the state"
     );
@@ -174,7 +201,10 @@ async fn transactions_in_and_blocks_out() {
     let (_, status) = net.get("/v1/status").await;
     let status = json(&status);
     assert_eq!(status["peer_heights"][0]["height"], 7);
+    assert_eq!(status["peers"], 3);
     assert_eq!(status["mempool"], 1);
+    assert_eq!(status["validators"][0]["id"], net.keys[0].public().to_hex());
+    assert_eq!(status["validators"][0]["power"], 1_000);
     assert_eq!(status["height"], 0);
     assert_eq!(
         status["state_root"],
@@ -182,7 +212,7 @@ async fn transactions_in_and_blocks_out() {
         "bad input changed the state"
     );
 
-    net.block(vec![]);
+    net.block(vec![]).await;
     let (st, body) = net.get("/v1/blocks/1").await;
     assert_eq!(st, StatusCode::OK, "{body}");
     let b = json(&body);
@@ -235,10 +265,10 @@ async fn a_session_is_queryable_with_the_block_that_decided_it() {
     m.fee = trust_contracts::minimum_fee(&Params::default(), &m).unwrap();
     let open = net.sign(0, Call::OpenSession(m));
     let sid = Tx::session_id(&net.keys[0].public(), open.body.nonce);
-    net.block(vec![open]);
+    net.block(vec![open]).await;
     let (_, live) = net.get(&format!("/v1/sessions/{sid}")).await;
     assert_eq!(json(&live)["status"], "live");
-    let ev = net.block(vec![]);
+    let ev = net.block(vec![]).await;
     let seats: Vec<usize> = ev
         .iter()
         .filter_map(|e| match e {
@@ -262,7 +292,7 @@ async fn a_session_is_queryable_with_the_block_that_decided_it() {
             )
         })
         .collect();
-    net.block(commits);
+    net.block(commits).await;
     let reveals = seats
         .iter()
         .map(|&i| {
@@ -277,7 +307,7 @@ async fn a_session_is_queryable_with_the_block_that_decided_it() {
             )
         })
         .collect();
-    net.block(reveals);
+    net.block(reveals).await;
     let disclose = net.sign(
         0,
         Call::RevealMapping {
@@ -286,7 +316,7 @@ async fn a_session_is_queryable_with_the_block_that_decided_it() {
             salt: Salt([2; 32]),
         },
     );
-    net.block(vec![disclose]);
+    net.block(vec![disclose]).await;
 
     let (st, body) = net.get(&format!("/v1/sessions/{sid}")).await;
     assert_eq!(st, StatusCode::OK, "{body}");

@@ -14,22 +14,23 @@
 //! from its pool, and [`Outbox::flush`] fills the nonce it held with a no-op (a transfer of
 //! 1 to itself), so the account's later transactions run again everywhere without being
 //! signed anew. Nothing is ever signed twice under two nonces.
+//!
+//! The outbox writes no shared state itself: it reads the chain view and hands what it
+//! signs to the mempool task. Its own backlog sits under one async lock, held for the
+//! whole of each operation, so that two calls never pick the same nonce.
 
-use std::{
-    collections::VecDeque,
-    sync::{Arc, Mutex, RwLock},
-};
+use std::collections::VecDeque;
 
-use tokio::sync::mpsc;
+use tokio::sync::{Mutex, mpsc};
 use trust_contracts::BlockCtx;
 use trust_protocol::{
-    Hash, Keypair, Signed,
+    AccountId, Hash, Keypair, Signed,
     tx::{Call, SignedTx, Tx},
 };
 
 use crate::{
-    api::NodeState,
-    mempool::{self, MAX_NONCE_AHEAD, MempoolError},
+    mempool::{self, MAX_NONCE_AHEAD, MempoolError, Pool},
+    view::{ChainWatch, latest},
 };
 
 /// Calls that may wait for the nonce window at once.
@@ -63,29 +64,37 @@ struct Stall {
     blocks: u32,
 }
 
+/// What the outbox keeps between calls.
+#[derive(Debug, Default)]
+struct Inner {
+    backlog: VecDeque<Call>,
+    stall: Stall,
+}
+
 /// Signs and queues this node's own transactions.
 #[derive(Debug, Clone)]
 pub struct Outbox {
     key: Keypair,
-    state: Arc<RwLock<NodeState>>,
+    chain: ChainWatch,
+    pool: Pool,
     gossip: Option<mpsc::Sender<SignedTx>>,
-    backlog: Arc<Mutex<VecDeque<Call>>>,
-    stall: Arc<Mutex<Stall>>,
+    inner: std::sync::Arc<Mutex<Inner>>,
 }
 
 impl Outbox {
-    /// An outbox for `key`'s account.
+    /// An outbox for `key`'s account that reads `chain` and pools into `pool`.
     pub fn new(
         key: Keypair,
-        state: Arc<RwLock<NodeState>>,
+        chain: ChainWatch,
+        pool: Pool,
         gossip: Option<mpsc::Sender<SignedTx>>,
     ) -> Self {
         Self {
             key,
-            state,
+            chain,
+            pool,
             gossip,
-            backlog: Arc::default(),
-            stall: Arc::default(),
+            inner: std::sync::Arc::default(),
         }
     }
 
@@ -94,47 +103,48 @@ impl Outbox {
         &self.key
     }
 
+    fn me(&self) -> AccountId {
+        self.key.public()
+    }
+
     /// The next nonce this account may use (the first its pool does not hold, from the
     /// ledger nonce on).
-    pub fn next_nonce(&self) -> u64 {
-        let me = self.key.public();
-        let s = self.state.read().unwrap_or_else(|e| e.into_inner());
-        s.mempool.first_free(&me, s.contract.nonce(&me))
+    pub async fn next_nonce(&self) -> Result<u64, String> {
+        let _held = self.inner.lock().await;
+        self.pool
+            .account(self.me())
+            .await
+            .map(|a| a.first_free)
+            .map_err(|e| e.to_string())
     }
 
     /// Calls waiting for the nonce window.
-    pub fn backlog_len(&self) -> usize {
-        self.backlog.lock().unwrap_or_else(|e| e.into_inner()).len()
+    pub async fn backlog_len(&self) -> usize {
+        self.inner.lock().await.backlog.len()
     }
 
     /// Signs `call` with the next free nonce, pools and gossips it; or, when the account's
     /// nonce window is full or earlier calls are still waiting, queues it behind them. A
     /// call that can no longer apply is refused unsigned.
-    pub fn send(&self, call: Call) -> Result<Sent, String> {
+    pub async fn send(&self, call: Call) -> Result<Sent, String> {
         if let Some(why) = self.expired(&call) {
             return Err(format!("not signed: it can no longer apply ({why})"));
         }
-        {
-            let mut backlog = self.backlog.lock().unwrap_or_else(|e| e.into_inner());
-            if !backlog.is_empty() {
-                if backlog.len() >= MAX_BACKLOG {
-                    return Err(format!(
-                        "{MAX_BACKLOG} of this node's transactions already wait for inclusion"
-                    ));
-                }
-                backlog.push_back(call);
-                drop(backlog);
-                self.flush_backlog();
-                return Ok(Sent::Queued);
+        let mut inner = self.inner.lock().await;
+        if !inner.backlog.is_empty() {
+            if inner.backlog.len() >= MAX_BACKLOG {
+                return Err(format!(
+                    "{MAX_BACKLOG} of this node's transactions already wait for inclusion"
+                ));
             }
+            inner.backlog.push_back(call);
+            self.flush_backlog(&mut inner).await;
+            return Ok(Sent::Queued);
         }
-        match self.sign_and_pool(None, call.clone()) {
+        match self.sign_and_pool(None, call.clone()).await {
             Ok(id) => Ok(Sent::Pooled(id)),
             Err(Refused::Window) => {
-                self.backlog
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push_back(call);
+                inner.backlog.push_back(call);
                 Ok(Sent::Queued)
             }
             Err(Refused::Expired(why)) => {
@@ -146,14 +156,17 @@ impl Outbox {
 
     /// Like [`Outbox::send`], but only if `nonce` is the next free one and nothing waits
     /// (a session id is derived from the nonce before the transaction is built).
-    pub fn send_at(&self, nonce: u64, call: Call) -> Result<Hash, String> {
-        if self.backlog_len() > 0 {
+    pub async fn send_at(&self, nonce: u64, call: Call) -> Result<Hash, String> {
+        let inner = self.inner.lock().await;
+        if !inner.backlog.is_empty() {
             return Err(
                 "this node's earlier transactions are still waiting for inclusion; retry in a few blocks"
                     .into(),
             );
         }
-        self.sign_and_pool(Some(nonce), call).map_err(|e| match e {
+        let r = self.sign_and_pool(Some(nonce), call).await;
+        drop(inner);
+        r.map_err(|e| match e {
             Refused::Window => format!(
                 "this node already has {MAX_NONCE_AHEAD} transactions waiting for inclusion; retry in a few blocks"
             ),
@@ -165,28 +178,19 @@ impl Outbox {
     /// Runs after every decided block: fills the holes the block left among this
     /// account's pooled nonces, then signs and pools what waits, as far as the nonce window
     /// allows. Returns how many transactions went out.
-    pub fn flush(&self) -> usize {
-        self.repair().saturating_add(self.flush_backlog())
+    pub async fn flush(&self) -> usize {
+        let mut inner = self.inner.lock().await;
+        let filled = self.repair(&mut inner).await;
+        filled.saturating_add(self.flush_backlog(&mut inner).await)
     }
 
-    fn flush_backlog(&self) -> usize {
+    async fn flush_backlog(&self, inner: &mut Inner) -> usize {
         let mut sent = 0;
-        loop {
-            let Some(call) = self
-                .backlog
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .pop_front()
-            else {
-                return sent;
-            };
-            match self.sign_and_pool(None, call.clone()) {
+        while let Some(call) = inner.backlog.pop_front() {
+            match self.sign_and_pool(None, call.clone()).await {
                 Ok(_) => sent += 1,
                 Err(Refused::Window) => {
-                    self.backlog
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .push_front(call);
+                    inner.backlog.push_front(call);
                     return sent;
                 }
                 Err(Refused::Expired(why)) => {
@@ -200,6 +204,7 @@ impl Outbox {
                 }
             }
         }
+        sent
     }
 
     /// Keeps this account's pooled nonces without holes. A hole is left by one of our
@@ -208,63 +213,62 @@ impl Outbox {
     /// When the ledger nonce stands still for [`STALL_BLOCKS`] blocks, the first pooled
     /// transaction is tried on a copy of the state: refused for good (a proposer elsewhere
     /// dropped it, ours still holds it), it is replaced by a no-op too.
-    fn repair(&self) -> usize {
-        let me = self.key.public();
-        let mut filled = 0;
-        let mut out = Vec::new();
-        {
-            let mut s = self.state.write().unwrap_or_else(|e| e.into_inner());
-            let next = s.contract.nonce(&me);
-            let mut holes = s.mempool.holes(&me, next);
-            let stalled = {
-                let mut st = self.stall.lock().unwrap_or_else(|e| e.into_inner());
-                if st.nonce != next || s.mempool.pending_from(&me) == 0 {
-                    *st = Stall {
-                        nonce: next,
-                        blocks: 0,
-                    };
-                } else {
-                    st.blocks = st.blocks.saturating_add(1);
-                }
-                st.blocks >= STALL_BLOCKS
-            };
-            if stalled && let Some(head) = s.mempool.get(&me, next) {
-                let ctx = BlockCtx {
-                    height: s.contract.state().height.saturating_add(1),
-                    block_hash: Hash::ZERO,
+    async fn repair(&self, inner: &mut Inner) -> usize {
+        let me = self.me();
+        let Ok(acct) = self.pool.account(me).await else {
+            return 0;
+        };
+        let next = acct.next;
+        let mut holes = acct.holes;
+        let stalled = {
+            let st = &mut inner.stall;
+            if st.nonce != next || acct.pending == 0 {
+                *st = Stall {
+                    nonce: next,
+                    blocks: 0,
                 };
-                let mut trial = s.contract.clone();
-                if let Err(e) = trial.apply(&ctx, head)
-                    && mempool::refused_for_good(&e)
-                {
-                    tracing::info!(nonce = next, error = %e, "our first pooled transaction is refused for good; replacing it with a no-op");
-                    holes.insert(0, next);
-                    *self.stall.lock().unwrap_or_else(|e| e.into_inner()) = Stall {
-                        nonce: next,
-                        blocks: 0,
-                    };
-                }
+            } else {
+                st.blocks = st.blocks.saturating_add(1);
             }
-            for nonce in holes {
-                let tx = Signed::sign(
-                    &self.key,
-                    Tx {
-                        nonce,
-                        call: Call::Transfer { to: me, amount: 1 },
-                    },
-                );
-                let NodeState {
-                    mempool, contract, ..
-                } = &mut *s;
-                match mempool.insert(tx.clone(), contract) {
-                    Ok(_) => {
-                        filled += 1;
-                        out.push(tx);
-                    }
-                    Err(e) => {
-                        tracing::warn!(nonce, error = %e, "could not fill a hole among our pooled nonces");
-                        break;
-                    }
+            st.blocks >= STALL_BLOCKS
+        };
+        if stalled && let Some(head) = &acct.head {
+            let contract = &acct.view.contract;
+            let ctx = BlockCtx {
+                height: contract.state().height.saturating_add(1),
+                block_hash: Hash::ZERO,
+            };
+            let mut trial = (**contract).clone();
+            if let Err(e) = trial.apply(&ctx, head)
+                && mempool::refused_for_good(&e)
+            {
+                tracing::info!(nonce = next, error = %e, "our first pooled transaction is refused for good; replacing it with a no-op");
+                holes.insert(0, next);
+                inner.stall = Stall {
+                    nonce: next,
+                    blocks: 0,
+                };
+            }
+        }
+        let mut filled = 0;
+        for nonce in holes {
+            let tx = Signed::sign(
+                &self.key,
+                Tx {
+                    nonce,
+                    call: Call::Transfer { to: me, amount: 1 },
+                },
+            );
+            match self.pool.admit(tx.clone()).await {
+                Ok(_) => {
+                    filled += 1;
+                    self.gossip(tx);
+                }
+                // A block took the nonce since we looked: nothing to fill any more.
+                Err(MempoolError::Stale { .. }) => break,
+                Err(e) => {
+                    tracing::warn!(nonce, error = %e, "could not fill a hole among our pooled nonces");
+                    break;
                 }
             }
         }
@@ -274,41 +278,39 @@ impl Outbox {
                 "filled nonces of our transactions that can no longer apply with no-ops"
             );
         }
-        for tx in out {
-            self.gossip(tx);
-        }
         filled
     }
 
     fn expired(&self, call: &Call) -> Option<&'static str> {
-        let s = self.state.read().unwrap_or_else(|e| e.into_inner());
-        mempool::expired(s.contract.state(), &self.key.public(), call)
+        mempool::expired(latest(&self.chain).contract.state(), &self.me(), call)
     }
 
-    fn sign_and_pool(&self, want: Option<u64>, call: Call) -> Result<Hash, Refused> {
-        let me = self.key.public();
-        let tx = {
-            let mut s = self.state.write().unwrap_or_else(|e| e.into_inner());
-            if let Some(why) = mempool::expired(s.contract.state(), &me, &call) {
-                return Err(Refused::Expired(why));
-            }
-            let nonce = s.mempool.first_free(&me, s.contract.nonce(&me));
-            if want.is_some_and(|w| w != nonce) {
-                return Err(Refused::Other(
-                    "another transaction of this account took the nonce; retry".into(),
-                ));
-            }
-            let tx = Signed::sign(&self.key, Tx { nonce, call });
-            let NodeState {
-                mempool, contract, ..
-            } = &mut *s;
-            match mempool.insert(tx.clone(), contract) {
-                Ok(_) => tx,
-                Err(MempoolError::TooFarAhead { .. }) => return Err(Refused::Window),
-                Err(MempoolError::Expired(why)) => return Err(Refused::Expired(why)),
-                Err(e) => return Err(Refused::Other(e.to_string())),
-            }
-        };
+    /// Signs `call` with the account's first free nonce (which must be `want`, if given)
+    /// and pools it. Called with the outbox's lock held, so no other call of ours can take
+    /// the same nonce in between.
+    async fn sign_and_pool(&self, want: Option<u64>, call: Call) -> Result<Hash, Refused> {
+        let me = self.me();
+        let acct = self
+            .pool
+            .account(me)
+            .await
+            .map_err(|e| Refused::Other(e.to_string()))?;
+        if let Some(why) = mempool::expired(acct.view.contract.state(), &me, &call) {
+            return Err(Refused::Expired(why));
+        }
+        let nonce = acct.first_free;
+        if want.is_some_and(|w| w != nonce) {
+            return Err(Refused::Other(
+                "another transaction of this account took the nonce; retry".into(),
+            ));
+        }
+        let tx = Signed::sign(&self.key, Tx { nonce, call });
+        match self.pool.admit(tx.clone()).await {
+            Ok(_) => {}
+            Err(MempoolError::TooFarAhead { .. }) => return Err(Refused::Window),
+            Err(MempoolError::Expired(why)) => return Err(Refused::Expired(why)),
+            Err(e) => return Err(Refused::Other(e.to_string())),
+        }
         let id = tx.id();
         self.gossip(tx);
         Ok(id)
@@ -350,66 +352,72 @@ mod tests {
 
     /// More calls than the window holds: the rest wait, unsigned, and go out in order as
     /// blocks include the earlier ones; nothing is lost and no nonce is skipped.
-    #[test]
-    fn calls_past_the_nonce_window_wait_and_go_out_as_blocks_include_earlier_ones() {
+    #[tokio::test]
+    async fn calls_past_the_nonce_window_wait_and_go_out_as_blocks_include_earlier_ones() {
         let mut chain = Chain::new(2);
         let out = chain.outbox(provider_key());
         let n = usize::try_from(MAX_NONCE_AHEAD).unwrap() + 40;
-        let sent: Vec<Sent> = (0..n).map(|_| out.send(transfer()).unwrap()).collect();
+        let mut sent = Vec::new();
+        for _ in 0..n {
+            sent.push(out.send(transfer()).await.unwrap());
+        }
         let pooled = sent.iter().filter(|s| matches!(s, Sent::Pooled(_))).count();
         assert_eq!(pooled, usize::try_from(MAX_NONCE_AHEAD).unwrap() + 1);
-        assert_eq!(out.backlog_len(), n - pooled);
+        assert_eq!(out.backlog_len().await, n - pooled);
         // send_at refuses while calls wait: the nonce it was promised is not next.
-        assert!(out.send_at(out.next_nonce(), transfer()).is_err());
+        let next = out.next_nonce().await.unwrap();
+        assert!(out.send_at(next, transfer()).await.is_err());
         let me = provider_key().public();
         for _ in 0..5 {
-            chain.block();
-            out.flush();
-            if out.backlog_len() == 0 && chain.state.read().unwrap().mempool.is_empty() {
+            chain.block().await;
+            out.flush().await;
+            if out.backlog_len().await == 0 && chain.pooled().await == 0 {
                 break;
             }
         }
-        assert_eq!(out.backlog_len(), 0);
+        assert_eq!(out.backlog_len().await, 0);
         assert_eq!(chain.contract.nonce(&me), u64::try_from(n).unwrap());
     }
 
     /// One of our transactions leaves every pool (expired, or dropped by a proposer as
     /// refused for good); the ones after it would wait forever behind the hole. The next
     /// flush fills the hole with a no-op, and the later ones land exactly as signed.
-    #[test]
-    fn a_hole_left_by_a_dropped_transaction_is_filled_with_a_no_op() {
+    #[tokio::test]
+    async fn a_hole_left_by_a_dropped_transaction_is_filled_with_a_no_op() {
         let mut chain = Chain::new(2);
         let out = chain.outbox(provider_key());
         let me = provider_key().public();
-        let ids: Vec<Hash> = (0..5)
-            .map(|_| match out.send(transfer()).unwrap() {
-                Sent::Pooled(id) => id,
+        let mut ids = Vec::new();
+        for _ in 0..5 {
+            match out.send(transfer()).await.unwrap() {
+                Sent::Pooled(id) => ids.push(id),
                 Sent::Queued => panic!("the window has room"),
-            })
-            .collect();
-        assert!(chain.state.write().unwrap().mempool.evict(&ids[0]));
-        chain.block();
+            }
+        }
+        assert_eq!(chain.pool.evict(vec![ids[0]]).await, vec![ids[0]]);
+        chain.block().await;
         assert_eq!(
             chain.contract.nonce(&me),
             0,
             "nothing of ours could execute"
         );
-        assert_eq!(out.flush(), 1, "one no-op fills nonce 0");
+        assert_eq!(out.flush().await, 1, "one no-op fills nonce 0");
         // The next call takes the first free nonce after the pooled ones.
-        assert_eq!(out.next_nonce(), 5);
-        chain.block();
+        assert_eq!(out.next_nonce().await.unwrap(), 5);
+        chain.block().await;
         assert_eq!(chain.contract.nonce(&me), 5);
-        let s = chain.state.read().unwrap();
-        assert!(s.mempool.is_empty());
-        assert!(ids[1..].iter().all(|id| !s.mempool.contains(id)));
+        assert_eq!(chain.pooled().await, 0);
+        for id in &ids[1..] {
+            assert!(!chain.pool.contains(*id).await.unwrap());
+        }
     }
 
     /// Our first pooled transaction is refused for good (here: registering an auditor that
     /// is registered already) and no proposer of ours dropped it: once the ledger nonce has
     /// stood still for [`STALL_BLOCKS`] flushes, it is replaced by a no-op, and what
     /// follows it lands.
-    #[test]
-    fn a_first_transaction_refused_for_good_is_replaced_after_a_stall() {
+    #[tokio::test]
+    async fn a_first_transaction_refused_for_good_is_replaced_after_a_stall() {
         let mut chain = Chain::new(2);
         let key = auditor(0);
         let me = key.public();
@@ -419,21 +427,24 @@ mod tests {
             expertise: vec!["math".into()],
             sealing_key: crate::audit::testkit::sealing(0).public(),
         };
-        assert!(matches!(out.send(doomed).unwrap(), Sent::Pooled(_)));
-        assert!(matches!(out.send(transfer()).unwrap(), Sent::Pooled(_)));
+        assert!(matches!(out.send(doomed).await.unwrap(), Sent::Pooled(_)));
+        assert!(matches!(
+            out.send(transfer()).await.unwrap(),
+            Sent::Pooled(_)
+        ));
         for _ in 1..STALL_BLOCKS {
-            assert_eq!(out.flush(), 0);
+            assert_eq!(out.flush().await, 0);
         }
-        assert_eq!(out.flush(), 1, "the doomed one is replaced");
-        chain.block();
+        assert_eq!(out.flush().await, 1, "the doomed one is replaced");
+        chain.block().await;
         assert_eq!(chain.contract.nonce(&me), 2);
-        assert!(chain.state.read().unwrap().mempool.is_empty());
+        assert_eq!(chain.pooled().await, 0);
     }
 
     /// A vote for a session that is not live (decided, or never opened) is refused before
     /// it is signed: no nonce is taken, nothing is pooled.
-    #[test]
-    fn a_call_that_can_no_longer_apply_is_not_signed() {
+    #[tokio::test]
+    async fn a_call_that_can_no_longer_apply_is_not_signed() {
         let chain = Chain::new(2);
         let out = chain.outbox(auditor(0));
         let call = Call::Commit {
@@ -441,10 +452,33 @@ mod tests {
             segment: 0,
             commitment: Hash::ZERO,
         };
-        let err = out.send(call.clone()).unwrap_err();
+        let err = out.send(call.clone()).await.unwrap_err();
         assert!(err.contains("no longer apply"), "{err}");
-        assert!(out.send_at(0, call).is_err());
-        assert!(chain.state.read().unwrap().mempool.is_empty());
-        assert_eq!(out.next_nonce(), 0);
+        assert!(out.send_at(0, call).await.is_err());
+        assert_eq!(chain.pooled().await, 0);
+        assert_eq!(out.next_nonce().await.unwrap(), 0);
+    }
+
+    /// Many seats' vote tasks send at once through one outbox: each call gets its own
+    /// nonce, none replaces another in the pool, and a block includes them all.
+    #[tokio::test]
+    async fn concurrent_sends_never_share_a_nonce() {
+        let mut chain = Chain::new(2);
+        let out = chain.outbox(provider_key());
+        let mut set = tokio::task::JoinSet::new();
+        for _ in 0..20 {
+            let out = out.clone();
+            set.spawn(async move { out.send(transfer()).await });
+        }
+        let mut ids = std::collections::BTreeSet::new();
+        while let Some(r) = set.join_next().await {
+            match r.unwrap().unwrap() {
+                Sent::Pooled(id) => assert!(ids.insert(id)),
+                Sent::Queued => panic!("the window has room"),
+            }
+        }
+        assert_eq!(chain.pooled().await, 20);
+        chain.block().await;
+        assert_eq!(chain.contract.nonce(&provider_key().public()), 20);
     }
 }

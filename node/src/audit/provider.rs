@@ -228,10 +228,10 @@ impl Provider {
             }
         }
         // The session id is derived from the nonce the `OpenSession` will carry.
-        let nonce = self.outbox.next_nonce();
+        let nonce = self.outbox.next_nonce().await?;
         let session = Tx::session_id(&me, nonce);
         let cids: Vec<_> = prepared.blocks.iter().map(|(cid, _)| *cid).collect();
-        let opened = self.keep_and_open(&session, nonce, &prepared);
+        let opened = self.keep_and_open(&session, nonce, &prepared).await;
         if let Err(e) = &opened {
             // Nothing of a refused session stays behind: blocks, pins, record.
             let _ = self.blobs.release(&session);
@@ -273,7 +273,7 @@ impl Provider {
 
     /// Stores and pins the ciphertexts, keeps the session record, and sends the
     /// `OpenSession` at `nonce`.
-    fn keep_and_open(
+    async fn keep_and_open(
         &self,
         session: &Hash,
         nonce: u64,
@@ -308,11 +308,12 @@ impl Provider {
         self.store(session, &record)?;
         self.outbox
             .send_at(nonce, Call::OpenSession(prepared.manifest.clone()))
+            .await
     }
 
     /// After a restart: delivers the keys of every drawn seat not yet served, and opens
     /// the mapping of sessions now disclosing, for each session this node still runs.
-    pub fn resume(&self, contract: &Contract) {
+    pub async fn resume(&self, contract: &Contract) {
         let open: Vec<Hash> = self
             .book
             .iter()
@@ -331,13 +332,13 @@ impl Provider {
                 .filter_map(|(i, g)| u16::try_from(i).ok().map(|i| (i, g)))
                 .flat_map(|(i, g)| g.seats.iter().map(move |x| (i, x.account)))
                 .collect();
-            self.deliver(&session, &seats, contract);
-            self.reveal_mapping(&session, contract);
+            self.deliver(&session, &seats, contract).await;
+            self.reveal_mapping(&session, contract).await;
         }
     }
 
     /// Follows this node's sessions through one decided block.
-    pub fn on_block(&self, events: &[Event], contract: &Contract) {
+    pub async fn on_block(&self, events: &[Event], contract: &Contract) {
         let mut seated: BTreeMap<Hash, Vec<(u16, AccountId)>> = BTreeMap::new();
         for e in events {
             match e {
@@ -347,7 +348,9 @@ impl Provider {
                     seat,
                     ..
                 } => seated.entry(*session).or_default().push((*segment, *seat)),
-                Event::RevealWindowClosed { session, .. } => self.reveal_mapping(session, contract),
+                Event::RevealWindowClosed { session, .. } => {
+                    self.reveal_mapping(session, contract).await;
+                }
                 Event::TraceDecided { session, .. } | Event::SessionFailed { session, .. }
                     if self.load(session).is_some() =>
                 {
@@ -361,11 +364,11 @@ impl Provider {
             }
         }
         for (session, seats) in seated {
-            self.deliver(&session, &seats, contract);
+            self.deliver(&session, &seats, contract).await;
         }
     }
 
-    fn deliver(&self, session: &Hash, seats: &[(u16, AccountId)], contract: &Contract) {
+    async fn deliver(&self, session: &Hash, seats: &[(u16, AccountId)], contract: &Contract) {
         let Some(mut r) = self.load(session) else {
             return;
         };
@@ -407,10 +410,14 @@ impl Provider {
             return;
         }
         let pairs: Vec<(u16, AccountId)> = keys.iter().map(|k| (k.segment, k.seat)).collect();
-        match self.outbox.send(Call::DeliverKeys {
-            session: *session,
-            keys,
-        }) {
+        match self
+            .outbox
+            .send(Call::DeliverKeys {
+                session: *session,
+                keys,
+            })
+            .await
+        {
             Ok(tx) => {
                 // Recorded only once pooled: a delivery still queued in the outbox is in
                 // memory only, and `resume` must send it again after a restart.
@@ -426,7 +433,7 @@ impl Provider {
         }
     }
 
-    fn reveal_mapping(&self, session: &Hash, contract: &Contract) {
+    async fn reveal_mapping(&self, session: &Hash, contract: &Contract) {
         let Some(mut r) = self.load(session) else {
             return;
         };
@@ -449,7 +456,7 @@ impl Provider {
                     difficulty: h.difficulty,
                     salt: h.salt,
                 };
-                match self.outbox.send(call) {
+                match self.outbox.send(call).await {
                     Ok(tx) => {
                         all_pooled &= matches!(tx, Sent::Pooled(_));
                         tracing::info!(%session, segment = h.segment, %tx, "honeypot opened");
@@ -470,7 +477,7 @@ impl Provider {
             mapping: submit::mapping_document_hash(&r.mapping),
             salt: r.mapping_salt,
         };
-        match self.outbox.send(call) {
+        match self.outbox.send(call).await {
             Ok(tx) => {
                 if matches!(tx, Sent::Pooled(_)) {
                     r.mapping_revealed = true;
@@ -560,15 +567,15 @@ mod tests {
     async fn a_restarted_provider_delivers_the_keys_it_still_owes() {
         let (p, mut chain, _dir) = provider(3);
         let s = p.submit(TRACE, None, &chain.contract).await.unwrap();
-        chain.block();
-        let seated = chain.block(); // seats drawn; the provider "crashed" before on_block
+        chain.block().await;
+        let seated = chain.block().await; // seats drawn; the provider "crashed" before on_block
         assert!(
             seated
                 .iter()
                 .any(|e| matches!(e, Event::SeatAssigned { .. }))
         );
-        p.resume(&chain.contract);
-        let ev = chain.block();
+        p.resume(&chain.contract).await;
+        let ev = chain.block().await;
         let delivered = ev
             .iter()
             .filter(|e| matches!(e, Event::KeyDelivered { .. }))
@@ -576,8 +583,8 @@ mod tests {
         let sess = &chain.contract.state().sessions[&s.session];
         assert!(delivered >= sess.segments.len() * 3, "{delivered}");
         // Once delivered, a second resume sends nothing more.
-        p.resume(&chain.contract);
-        assert_eq!(chain.state.read().unwrap().mempool.len(), 0);
+        p.resume(&chain.contract).await;
+        assert_eq!(chain.pooled().await, 0);
     }
 
     /// A session that cannot be opened (this node's transactions already wait for the
@@ -587,9 +594,12 @@ mod tests {
         let (p, chain, _dir) = provider(3);
         let to = auditor(0).public();
         for _ in 0..=crate::mempool::MAX_NONCE_AHEAD + 1 {
-            p.outbox.send(Call::Transfer { to, amount: 1 }).unwrap();
+            p.outbox
+                .send(Call::Transfer { to, amount: 1 })
+                .await
+                .unwrap();
         }
-        assert!(p.outbox.backlog_len() > 0);
+        assert!(p.outbox.backlog_len().await > 0);
         let e = p.submit(TRACE, None, &chain.contract).await.unwrap_err();
         assert!(e.contains("retry"), "{e}");
         assert!(p.book.is_empty() && p.blobs.is_empty());
@@ -605,11 +615,7 @@ mod tests {
         let e = p.submit(TRACE, None, &chain.contract).await.unwrap_err();
         assert!(e.contains(&dead), "{e}");
         assert!(p.book.is_empty() && p.blobs.is_empty());
-        assert_eq!(
-            chain.state.read().unwrap().mempool.len(),
-            0,
-            "no OpenSession"
-        );
+        assert_eq!(chain.pooled().await, 0, "no OpenSession");
     }
 
     #[test]
@@ -646,10 +652,10 @@ mod tests {
     async fn only_seats_read_segments_and_each_only_its_own_and_their_premises() {
         let (p, mut chain, _dir) = provider(4);
         let s = p.submit(TRACE, None, &chain.contract).await.unwrap();
-        let mut ev = chain.block();
-        ev.extend(chain.block()); // seats drawn
-        p.on_block(&ev, &chain.contract);
-        let ev = chain.block(); // DeliverKeys included
+        let mut ev = chain.block().await;
+        ev.extend(chain.block().await); // seats drawn
+        p.on_block(&ev, &chain.contract).await;
+        let ev = chain.block().await; // DeliverKeys included
         let sess = &chain.contract.state().sessions[&s.session];
         let ids: Vec<Hash> = sess.segments.iter().map(|x| x.entry.id).collect();
         let cids: Vec<_> = sess.segments.iter().map(|x| x.entry.cid).collect();

@@ -48,6 +48,10 @@ pub const BEHAVIOUR_ENV: &str = "TRUST_TEST_BEHAVIOUR";
 /// Segments of one session a seat judges at once.
 pub const MAX_CONCURRENT_JUDGEMENTS: usize = 4;
 
+/// The seats a copy-cat already replayed a commitment for (test builds only).
+#[cfg(feature = "misbehave")]
+type CopiedSeats = std::sync::Mutex<BTreeSet<(Hash, u16, u8)>>;
+
 /// Fetches a blob from peers.
 pub type FetchBlob = Arc<dyn Fn(Cid) -> BoxFuture<'static, Result<Vec<u8>, String>> + Send + Sync>;
 
@@ -93,7 +97,7 @@ pub struct Seat {
     pub metrics: Arc<SeatMetrics>,
     /// A test behaviour, and the seats a copy-cat already tried to copy for.
     #[cfg(feature = "misbehave")]
-    misbehave: Option<(Behaviour, std::sync::Mutex<BTreeSet<(Hash, u16, u8)>>)>,
+    misbehave: Option<(Behaviour, CopiedSeats)>,
 }
 
 impl std::fmt::Debug for Seat {
@@ -185,11 +189,11 @@ impl Seat {
 
     /// After a restart: reveals what was left unrevealed in sessions now in their reveal
     /// window, and returns the sessions still taking commitments, to vote in.
-    pub fn resume(&self, contract: &Contract) -> Vec<Hash> {
+    pub async fn resume(&self, contract: &Contract) -> Vec<Hash> {
         let mut committing = Vec::new();
         for (session, s) in &contract.state().sessions {
             match s.phase {
-                trust_contracts::Phase::Reveal { round, .. } => self.reveal(session, round),
+                trust_contracts::Phase::Reveal { round, .. } => self.reveal(session, round).await,
                 trust_contracts::Phase::Commit { .. } => committing.push(*session),
                 _ => {}
             }
@@ -201,7 +205,7 @@ impl Seat {
     /// it names, one after the other (the daemon runs the votes as tasks instead, so that
     /// a slow fetch never holds up the next block's reveals).
     pub async fn on_block(&self, events: &[Event], contract: &Contract) {
-        for session in self.on_events(events, contract) {
+        for session in self.on_events(events, contract).await {
             self.vote(&session, contract).await;
         }
     }
@@ -209,7 +213,7 @@ impl Seat {
     /// The quick part of a block: keys sealed to this node are opened and kept, closed
     /// commit windows are answered with reveals, finished sessions are forgotten. Returns
     /// the sessions in which this node may now be able to vote.
-    pub fn on_events(&self, events: &[Event], contract: &Contract) -> BTreeSet<Hash> {
+    pub async fn on_events(&self, events: &[Event], contract: &Contract) -> BTreeSet<Hash> {
         let me = self.outbox.key().public();
         let mut touched = BTreeSet::new();
         for e in events {
@@ -242,14 +246,16 @@ impl Seat {
                         ),
                     }
                 }
-                Event::CommitWindowClosed { session, round, .. } => self.reveal(session, *round),
+                Event::CommitWindowClosed { session, round, .. } => {
+                    self.reveal(session, *round).await
+                }
                 #[cfg(feature = "misbehave")]
                 Event::Committed {
                     session,
                     segment,
                     seat,
                 } if *seat != me && !self.judges_itself() => {
-                    self.copy_commitment(session, *segment, contract);
+                    self.copy_commitment(session, *segment, contract).await;
                 }
                 Event::TraceDecided { session, .. } | Event::SessionFailed { session, .. } => {
                     self.forget(session);
@@ -353,7 +359,7 @@ impl Seat {
         #[cfg(feature = "misbehave")]
         if !self.judges_itself() {
             for (segment, _, _) in todo {
-                self.copy_commitment(session, segment, contract);
+                self.copy_commitment(session, segment, contract).await;
             }
             return;
         }
@@ -371,7 +377,7 @@ impl Seat {
                 break;
             };
             if let Some(decision) = decision {
-                self.commit(session, segment, round, id, decision);
+                self.commit(session, segment, round, id, decision).await;
             }
         }
     }
@@ -402,7 +408,7 @@ impl Seat {
 
     /// Persists a decision (vote and a fresh salt, flushed) and only then sends its
     /// commitment.
-    fn commit(
+    async fn commit(
         &self,
         session: &Hash,
         segment: u16,
@@ -434,11 +440,15 @@ impl Seat {
                 return;
             }
         };
-        match self.outbox.send(Call::Commit {
-            session: *session,
-            segment,
-            commitment,
-        }) {
+        match self
+            .outbox
+            .send(Call::Commit {
+                session: *session,
+                segment,
+                commitment,
+            })
+            .await
+        {
             Ok(tx) => {
                 self.metrics.committed.fetch_add(1, Ordering::Relaxed);
                 tracing::info!(%session, segment, ?vote, %reason, %tx, "committed");
@@ -480,7 +490,7 @@ impl Seat {
     /// A copy-cat's commit: replays the commitment another seat of the same round
     /// published on `segment`, once per seat (test builds only).
     #[cfg(feature = "misbehave")]
-    fn copy_commitment(&self, session: &Hash, segment: u16, contract: &Contract) {
+    async fn copy_commitment(&self, session: &Hash, segment: u16, contract: &Contract) {
         let me = self.outbox.key().public();
         let Some(seg) = contract
             .state()
@@ -517,11 +527,15 @@ impl Seat {
         {
             return;
         }
-        match self.outbox.send(Call::Commit {
-            session: *session,
-            segment,
-            commitment: theirs,
-        }) {
+        match self
+            .outbox
+            .send(Call::Commit {
+                session: *session,
+                segment,
+                commitment: theirs,
+            })
+            .await
+        {
             Ok(tx) => {
                 tracing::warn!(%session, segment, %tx, "test behaviour copy-cat: replayed another seat's commitment")
             }
@@ -531,7 +545,7 @@ impl Seat {
         }
     }
 
-    fn reveal(&self, session: &Hash, round: u8) {
+    async fn reveal(&self, session: &Hash, round: u8) {
         let Ok(records) = self.votes.unrevealed(session) else {
             return;
         };
@@ -542,12 +556,16 @@ impl Seat {
             return;
         }
         for r in records.into_iter().filter(|r| r.round == round) {
-            match self.outbox.send(Call::Reveal {
-                session: r.session,
-                segment: r.segment,
-                vote: r.vote,
-                salt: r.salt,
-            }) {
+            match self
+                .outbox
+                .send(Call::Reveal {
+                    session: r.session,
+                    segment: r.segment,
+                    vote: r.vote,
+                    salt: r.salt,
+                })
+                .await
+            {
                 Ok(tx) => {
                     // Marked only once pooled: a reveal still queued in the outbox is in
                     // memory only, and a restart must send it again.
@@ -620,8 +638,8 @@ mod tests {
     /// Runs blocks until the session is no longer live (at most `max`).
     async fn run(chain: &mut Chain, p: &Provider, seats: &[Node], session: &Hash, max: usize) {
         for _ in 0..max {
-            let ev = chain.block();
-            p.on_block(&ev, &chain.contract);
+            let ev = chain.block().await;
+            p.on_block(&ev, &chain.contract).await;
             for n in seats {
                 n.seat.on_block(&ev, &chain.contract).await;
             }
@@ -699,8 +717,8 @@ mod tests {
         let s = p.submit(INCORRECT, None, &chain.contract).await.unwrap();
         let mut committed_before_crash = 0;
         for _ in 0..20 {
-            let ev = chain.block();
-            p.on_block(&ev, &chain.contract);
+            let ev = chain.block().await;
+            p.on_block(&ev, &chain.contract).await;
             for n in &seats {
                 n.seat.on_block(&ev, &chain.contract).await;
             }
@@ -728,7 +746,7 @@ mod tests {
             Arc::new(SeatMetrics::default()),
         )
         .unwrap();
-        for session in restarted.resume(&chain.contract) {
+        for session in restarted.resume(&chain.contract).await {
             restarted.vote(&session, &chain.contract).await;
         }
         assert_eq!(
@@ -757,8 +775,8 @@ mod tests {
         let mut chain = Chain::new(4);
         let (p, blobs, _pd) = provider(&chain);
         let s = p.submit(INCORRECT, None, &chain.contract).await.unwrap();
-        chain.block();
-        chain.block(); // seats drawn
+        chain.block().await;
+        chain.block().await; // seats drawn
         let me = auditor(0).public();
         let sess = chain.contract.state().sessions[&s.session].clone();
         let (j, seg) = sess
@@ -865,9 +883,9 @@ mod tests {
         };
         let mut held = None;
         for _ in 0..10 {
-            let ev = chain.block();
-            p.on_block(&ev, &chain.contract);
-            n.seat.on_events(&ev, &chain.contract);
+            let ev = chain.block().await;
+            p.on_block(&ev, &chain.contract).await;
+            n.seat.on_events(&ev, &chain.contract).await;
             held = ready(&chain, &n);
             if held.is_some() {
                 break;

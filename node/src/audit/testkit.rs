@@ -1,15 +1,19 @@
 //! Test fixture shared by the provider and seat tests: a contract whose genesis registers
-//! Computer auditors with known sealing keys, one node state (mempool) that every
+//! Computer auditors with known sealing keys, one running mempool task that every
 //! in-process role pools its transactions into, and a block function that orders what
-//! is pooled, ends the block and returns the events.
-
-use std::sync::{Arc, RwLock};
+//! is pooled, ends the block, publishes the new chain view (as the consensus driver does)
+//! and returns the events.
 
 use trust_contracts::{BlockCtx, Contract, Event, Genesis, GenesisAccount, GenesisAuditor, Params};
 use trust_protocol::{Hash, Keypair, seal::SealingSecret, tx::Tier};
 
 use super::outbox::Outbox;
-use crate::api::NodeState;
+use crate::{
+    chain::Tip,
+    mempool::Pool,
+    tasks::Stop,
+    view::{ChainPublisher, ChainView},
+};
 
 /// Auditor `i`'s sealing key.
 pub(crate) fn sealing(i: usize) -> SealingSecret {
@@ -29,11 +33,14 @@ pub(crate) fn provider_key() -> Keypair {
 /// A chain with a funded provider and `auditors` Computer auditors.
 pub(crate) struct Chain {
     pub(crate) contract: Contract,
-    pub(crate) state: Arc<RwLock<NodeState>>,
+    /// Stands in for the consensus driver as the view's one writer.
+    pub(crate) view: ChainPublisher,
+    pub(crate) pool: Pool,
     height: u64,
 }
 
 impl Chain {
+    /// Must be called inside a Tokio runtime: it starts the mempool task.
     pub(crate) fn new(auditors: usize) -> Self {
         let me = provider_key();
         let mut accounts = vec![GenesisAccount {
@@ -59,27 +66,35 @@ impl Chain {
                 .collect(),
         })
         .expect("genesis");
-        let state = Arc::new(RwLock::new(NodeState::new(
-            me.public(),
-            true,
-            contract.clone(),
-            (0, Hash::ZERO),
-            1000,
-        )));
+        let tip = Tip {
+            chain: Hash::ZERO,
+            height: 0,
+            hash: Hash::ZERO,
+        };
+        let (view, watch) = ChainPublisher::new(ChainView::new(tip, contract.clone(), vec![]));
+        let (pool, task) = Pool::new(1000, watch);
+        tokio::spawn(task.run(Stop::never()));
         Self {
             contract,
-            state,
+            view,
+            pool,
             height: 0,
         }
     }
 
     /// An outbox for `key` that pools into this chain's mempool.
     pub(crate) fn outbox(&self, key: Keypair) -> Outbox {
-        Outbox::new(key, self.state.clone(), None)
+        Outbox::new(key, self.view.subscribe(), self.pool.clone(), None)
     }
 
-    /// Orders every pooled transaction into the next block, ends it, returns its events.
-    pub(crate) fn block(&mut self) -> Vec<Event> {
+    /// Transactions pooled.
+    pub(crate) async fn pooled(&self) -> usize {
+        self.pool.count().await.expect("pool runs")
+    }
+
+    /// Orders every pooled transaction into the next block, ends it, publishes the view,
+    /// returns its events.
+    pub(crate) async fn block(&mut self) -> Vec<Event> {
         self.height += 1;
         let h = self.height;
         let ctx = BlockCtx {
@@ -87,19 +102,21 @@ impl Chain {
             block_hash: Hash::of_parts("audit-testkit", &[&h.to_le_bytes()]),
         };
         let txs = self
-            .state
-            .read()
-            .expect("state")
-            .mempool
-            .candidates(&self.contract, 1000);
+            .pool
+            .reap(std::sync::Arc::new(self.contract.clone()), 1000)
+            .await;
         let mut ev = Vec::new();
         for tx in txs {
             ev.extend(self.contract.apply(&ctx, &tx).expect("pooled tx applies"));
         }
         ev.extend(self.contract.end_block(&ctx));
-        let mut s = self.state.write().expect("state");
-        s.contract = self.contract.clone();
-        s.mempool.prune(&self.contract);
+        let tip = Tip {
+            chain: Hash::ZERO,
+            height: h,
+            hash: ctx.block_hash,
+        };
+        self.view
+            .publish(ChainView::new(tip, self.contract.clone(), vec![]));
         ev
     }
 }

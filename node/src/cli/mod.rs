@@ -154,8 +154,10 @@ pub const DEFAULT_LOG_FILTER: &str =
 fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_LOG_FILTER));
+    // Colours only on a terminal: a log redirected to a file stays plain text to grep.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr);
     // A second initialisation (tests calling `run` twice) is harmless; ignore it.
     let _ = match format {

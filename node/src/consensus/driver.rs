@@ -1,12 +1,14 @@
 //! The application side of Malachite: answers the engine's messages with our blocks, our
 //! contract and our ledger.
 //!
-//! One task runs [`Driver::run`]; it alone applies decided blocks, so the contract state,
-//! the tip and the ledger advance together. The API reads the same [`NodeState`] under a
-//! lock held only briefly.
+//! One task runs [`Driver::run`]; it alone applies decided blocks (its own and synced ones
+//! alike), so the contract state, the tip and the ledger advance together. It is the only
+//! writer of the [`ChainView`]: after each block is in the ledger it publishes the new tip,
+//! state root, contract state and next validator set, and every other part of the node
+//! reads them from there (see [`crate::view`]).
 
 use std::{
-    sync::{Arc, RwLock, atomic::Ordering},
+    sync::{Arc, atomic::Ordering},
     time::{Duration, Instant},
 };
 
@@ -33,9 +35,11 @@ use super::{
     signing::AccountSigner,
 };
 use crate::{
-    api::NodeState,
     chain::{Tip, build_block, decided_sessions, execute_block},
     ledger::{Ledger, StoredBlock},
+    mempool::{self, Pool},
+    tasks::{Stop, TaskResult},
+    view::{ChainPublisher, ChainView, ValidatorPower},
 };
 
 /// Most transactions drawn from the mempool into one block.
@@ -65,8 +69,10 @@ pub struct Driver {
     pub signer: Option<AccountSigner>,
     /// Genesis validator accounts; their power is their bonded stake.
     pub validators: Vec<AccountId>,
-    /// Shared node state.
-    pub node: Arc<RwLock<NodeState>>,
+    /// The chain view this driver alone publishes.
+    pub view: ChainPublisher,
+    /// The mempool: candidates for proposals, evictions of what the contract refused.
+    pub pool: Pool,
     /// The ledger.
     pub ledger: Ledger,
     /// Undecided blocks.
@@ -115,6 +121,18 @@ pub fn validator_set(validators: &[AccountId], contract: &Contract) -> Validator
     set
 }
 
+/// [`validator_set`] as plain accounts and powers, for readers of the [`ChainView`].
+pub fn validator_powers(validators: &[AccountId], contract: &Contract) -> Vec<ValidatorPower> {
+    validator_set(validators, contract)
+        .validators()
+        .iter()
+        .map(|v| ValidatorPower {
+            id: v.address.account(),
+            power: v.voting_power,
+        })
+        .collect()
+}
+
 impl Driver {
     /// A driver over restored state.
     #[allow(clippy::too_many_arguments)]
@@ -123,7 +141,8 @@ impl Driver {
         me: Address,
         signer: Option<AccountSigner>,
         validators: Vec<AccountId>,
-        node: Arc<RwLock<NodeState>>,
+        view: ChainPublisher,
+        pool: Pool,
         ledger: Ledger,
         undecided: Undecided,
         timeouts: LinearTimeouts,
@@ -137,7 +156,8 @@ impl Driver {
             me,
             signer,
             validators,
-            node,
+            view,
+            pool,
             ledger,
             undecided,
             timeouts,
@@ -153,44 +173,44 @@ impl Driver {
         }
     }
 
-    fn snapshot(&self) -> (Contract, Tip) {
-        // A poisoned lock means a panic elsewhere; the state it guards is still whole
-        // (every write replaces it in one assignment), so keep going with it.
-        let node = self.node.read().unwrap_or_else(|e| e.into_inner());
-        let tip = Tip {
-            chain: self.chain,
-            height: node.tip.0,
-            hash: node.tip.1,
-        };
-        (node.contract.clone(), tip)
+    /// The contract state and tip as last published.
+    fn snapshot(&self) -> (Arc<Contract>, Tip) {
+        let v = self.view.current();
+        (v.contract.clone(), v.tip)
     }
 
     fn tip(&self) -> Tip {
-        let node = self.node.read().unwrap_or_else(|e| e.into_inner());
-        Tip {
-            chain: self.chain,
-            height: node.tip.0,
-            hash: node.tip.1,
-        }
+        self.view.current().tip
     }
 
     fn params(&self) -> HeightParams<TrustContext> {
-        let node = self.node.read().unwrap_or_else(|e| e.into_inner());
         HeightParams::new(
-            validator_set(&self.validators, &node.contract),
+            validator_set(&self.validators, &self.view.current().contract),
             self.timeouts,
             Some(self.block_time),
         )
     }
 
-    /// Runs until the engine closes its channel.
-    pub async fn run(mut self, mut channels: Channels<TrustContext>) {
-        while let Some(msg) = channels.consensus.recv().await {
+    /// Answers the engine until `stop` fires (`Ok`) or the engine closes its channel (an
+    /// error: the engine stopped on its own). A message being handled when `stop` fires is
+    /// handled to the end first.
+    pub async fn run(mut self, mut channels: Channels<TrustContext>, mut stop: Stop) -> TaskResult {
+        loop {
+            let msg = tokio::select! {
+                biased;
+                () = stop.wait() => {
+                    info!("consensus driver stopped");
+                    return Ok(());
+                }
+                msg = channels.consensus.recv() => msg,
+            };
+            let Some(msg) = msg else {
+                return Err("the consensus engine closed its channel".into());
+            };
             if let Err(e) = self.handle(msg, &channels).await {
                 error!(error = %e, "consensus driver step failed");
             }
         }
-        info!("consensus engine stopped; driver exits");
     }
 
     async fn handle(
@@ -337,21 +357,20 @@ impl Driver {
                 tip.height
             ));
         }
-        let candidates = {
-            let node = self.node.read().unwrap_or_else(|e| e.into_inner());
-            node.mempool.candidates(&contract, MAX_CANDIDATES)
-        };
+        let candidates = self.pool.reap(contract.clone(), MAX_CANDIDATES).await;
         let proposer = self.me.account();
         let (block, _, dropped) = build_block(&contract, &tip, proposer, &candidates);
-        if !dropped.is_empty() {
-            // Refused for good: they would be refused again, so they leave the pool, and
-            // their sender fills the nonce. One refused for now (a phase not reached yet, a
-            // short balance, a nonce behind a hole) stays for a later block.
-            let mut node = self.node.write().unwrap_or_else(|e| e.into_inner());
-            for d in &dropped {
-                if crate::mempool::refused_for_good(&d.error) && node.mempool.evict(&d.id) {
-                    info!(tx = %d.id, error = %d.error, "transaction refused by the contract; removed from the mempool");
-                }
+        // Refused for good: they would be refused again, so they leave the pool, and their
+        // sender fills the nonce. One refused for now (a phase not reached yet, a short
+        // balance, a nonce behind a hole) stays for a later block.
+        let doomed: Vec<_> = dropped
+            .iter()
+            .filter(|d| mempool::refused_for_good(&d.error))
+            .collect();
+        if !doomed.is_empty() {
+            let evicted = self.pool.evict(doomed.iter().map(|d| d.id).collect()).await;
+            for d in doomed.iter().filter(|d| evicted.contains(&d.id)) {
+                info!(tx = %d.id, error = %d.error, "transaction refused by the contract; removed from the mempool");
             }
         }
         let id = BlockId::of(block.hash());
@@ -472,7 +491,7 @@ impl Driver {
         })
     }
 
-    /// Applies the decided block: ledger first (flushed), then the shared state.
+    /// Applies the decided block: ledger first (flushed), then the published view.
     fn commit(&mut self, cert: &CommitCertificate<TrustContext>) -> Result<(), String> {
         let (contract, tip) = self.snapshot();
         if cert.height.0 <= tip.height {
@@ -505,16 +524,14 @@ impl Driver {
         let state_root = block.header.state_root;
         let hash = block.hash();
         let txs = block.txs.len();
-        {
-            let mut node = self.node.write().unwrap_or_else(|e| e.into_inner());
-            node.contract = done.contract;
-            node.tip = (height, hash);
-            node.state_root = state_root;
-            let NodeState {
-                mempool, contract, ..
-            } = &mut *node;
-            mempool.prune(contract);
-        }
+        // The mempool prunes itself against this view before it answers anyone again.
+        let validators = validator_powers(&self.validators, &done.contract);
+        self.view.publish(ChainView {
+            tip: tip.after(&block),
+            state_root,
+            contract: Arc::new(done.contract),
+            validators: validators.into(),
+        });
         self.undecided.prune_through(cert.height);
         let now = Instant::now();
         if let Some(prev) = self.last_decided_at.replace(now) {

@@ -17,7 +17,7 @@ pub mod signing;
 use std::{
     path::PathBuf,
     sync::{
-        Arc, RwLock,
+        Arc,
         atomic::{AtomicU64, Ordering},
     },
     time::Duration,
@@ -28,12 +28,12 @@ use malachitebft_app::config::{
     ValueSyncConfig,
 };
 use malachitebft_app_channel::{
-    ConsensusContext, EngineBuilder, EngineHandle, NetworkContext, NetworkIdentity, RequestContext,
-    SyncContext, WalContext,
+    Channels, ConsensusContext, EngineBuilder, EngineHandle, NetworkContext, NetworkIdentity,
+    RequestContext, SyncContext, WalContext,
 };
 use malachitebft_core_types::LinearTimeouts;
 use tokio::sync::broadcast;
-use tracing::Instrument;
+use tracing::{Instrument, info, warn};
 use trust_protocol::{AccountId, Hash, Keypair};
 
 use self::{
@@ -43,7 +43,13 @@ use self::{
     proposals::Undecided,
     signing::{AccountSigner, AccountVerifier},
 };
-use crate::{api::NodeState, ledger::Ledger};
+use crate::{
+    ledger::Ledger,
+    mempool::Pool,
+    metrics::MetricsSource,
+    tasks::{Stop, TaskResult},
+    view::ChainPublisher,
+};
 
 /// Consensus counters exported at `/metrics`.
 #[derive(Debug, Default)]
@@ -114,6 +120,12 @@ impl ConsensusMetrics {
     }
 }
 
+impl MetricsSource for ConsensusMetrics {
+    fn render(&self, out: &mut String) {
+        ConsensusMetrics::render(self, out);
+    }
+}
+
 /// The engine's configuration (Malachite's `NodeConfig`).
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
@@ -171,14 +183,37 @@ pub struct ConsensusSetup {
     pub sync_interval: Duration,
 }
 
-/// A running engine and its driver.
+/// A running engine and the driver that answers it (not yet driving: see
+/// [`Running::run`]).
 pub struct Running {
     /// Engine handle.
     pub engine: EngineHandle,
-    /// The driver task.
-    pub driver: tokio::task::JoinHandle<()>,
+    driver: Driver,
+    channels: Channels<TrustContext>,
+    span: tracing::Span,
     /// Decided blocks.
     pub decided: broadcast::Sender<Decided>,
+}
+
+impl Running {
+    /// Drives the engine until `stop` fires, then stops the engine. An error means the
+    /// engine stopped on its own.
+    pub async fn run(self, stop: Stop) -> TaskResult {
+        let Running {
+            engine,
+            driver,
+            channels,
+            span,
+            decided: _,
+        } = self;
+        let result = driver.run(channels, stop).instrument(span).await;
+        if let Err(e) = engine.actor.kill_and_wait(None).await {
+            warn!(error = ?e, "consensus engine did not stop cleanly");
+        } else {
+            info!("consensus engine stopped");
+        }
+        result
+    }
 }
 
 impl std::fmt::Debug for Running {
@@ -248,11 +283,12 @@ pub fn timeouts(block_time: Duration, configured: TimeoutConfig) -> LinearTimeou
     }
 }
 
-/// Starts the engine and the driver.
+/// Starts the engine; the driver runs once [`Running::run`] is spawned.
 pub async fn start(
     setup: ConsensusSetup,
     db: &sled::Db,
-    node: Arc<RwLock<NodeState>>,
+    view: ChainPublisher,
+    pool: Pool,
     ledger: Ledger,
     metrics: Arc<ConsensusMetrics>,
 ) -> Result<Running, ConsensusError> {
@@ -315,7 +351,8 @@ pub async fn start(
         me,
         is_validator.then_some(signer),
         setup.validators,
-        node,
+        view,
+        pool,
         ledger,
         undecided,
         timeouts,
@@ -324,10 +361,11 @@ pub async fn start(
         metrics,
         decided.clone(),
     );
-    let driver = tokio::spawn(driver.run(channels).instrument(span));
     Ok(Running {
         engine,
         driver,
+        channels,
+        span,
         decided,
     })
 }

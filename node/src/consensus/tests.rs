@@ -1,4 +1,4 @@
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use malachitebft_app::{
     engine::host::SyncedValueOutcome,
@@ -20,9 +20,10 @@ use super::{
     signing::AccountSigner,
 };
 use crate::{
-    api::NodeState,
     chain::{Tip, build_block},
     ledger::Ledger,
+    mempool::Pool,
+    view::{ChainPublisher, ChainView},
 };
 
 struct Fixture {
@@ -49,20 +50,23 @@ fn fixture() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let db = sled::open(dir.path()).unwrap();
     let ledger = Ledger::from_db(&db).unwrap();
-    let node = Arc::new(RwLock::new(NodeState::new(
-        key.public(),
-        true,
-        contract.clone(),
-        (0, Hash::ZERO),
-        10,
-    )));
+    let tip = Tip {
+        chain,
+        height: 0,
+        hash: Hash::ZERO,
+    };
+    let (view, watch) = ChainPublisher::new(ChainView::new(tip, contract.clone(), vec![]));
+    // No mempool task runs: these tests never propose, and a pool whose task is gone
+    // answers reaps with nothing.
+    let (pool, _task) = Pool::new(10, watch);
     let (tx, _) = broadcast::channel(4);
     let driver = Driver::new(
         chain,
         Address::of(&key.public()),
         Some(AccountSigner::new(key.clone(), chain)),
         vec![key.public()],
-        node,
+        view,
+        pool,
         ledger,
         Undecided::open(&db).unwrap(),
         Default::default(),
@@ -95,7 +99,7 @@ fn stream(parts: Vec<ProposalPart>) -> Vec<StreamMessage<ProposalPart>> {
 #[test]
 fn a_malformed_synced_block_is_a_peer_fault_and_changes_nothing() {
     let mut f = fixture();
-    let root = f.driver.node.read().unwrap().state_root;
+    let root = f.driver.view.current().state_root;
     let out = f
         .driver
         .synced_value(Height(1), Round::new(0), Address([9; 32]), b"\x01garbage");
@@ -107,7 +111,7 @@ fn a_malformed_synced_block_is_a_peer_fault_and_changes_nothing() {
             .load(std::sync::atomic::Ordering::Relaxed),
         1
     );
-    assert_eq!(f.driver.node.read().unwrap().state_root, root);
+    assert_eq!(f.driver.view.current().state_root, root);
     assert!(f.driver.undecided.at_height(Height(1)).is_empty());
 
     // A well-formed block that does not execute (a forged state root) is Invalid, not stored.
@@ -129,7 +133,7 @@ fn a_malformed_synced_block_is_a_peer_fault_and_changes_nothing() {
         _ => panic!("expected a verdict"),
     }
     assert!(f.driver.undecided.at_height(Height(1)).is_empty());
-    assert_eq!(f.driver.node.read().unwrap().state_root, root);
+    assert_eq!(f.driver.view.current().state_root, root);
 }
 
 #[test]

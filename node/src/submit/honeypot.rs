@@ -147,10 +147,11 @@ fn numbers_of(text: &str) -> Vec<(std::ops::Range<usize>, i128)> {
             let decimal = bytes.get(i) == Some(&b'.')
                 && bytes.get(i + 1).is_some_and(u8::is_ascii_digit)
                 || start > 0 && bytes[start - 1] == b'.';
-            if !decimal && i - start <= 12 {
-                if let Ok(v) = text[start..i].parse::<i128>() {
-                    out.push((start..i, v));
-                }
+            if !decimal
+                && i - start <= 12
+                && let Ok(v) = text[start..i].parse::<i128>()
+            {
+                out.push((start..i, v));
             }
         } else {
             i += 1;

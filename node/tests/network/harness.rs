@@ -134,6 +134,37 @@ impl Network {
         }
     }
 
+    /// Sends SIGTERM to node `i` and waits (up to [`DEADLINE`]) for it to exit; returns
+    /// how it exited.
+    pub(crate) fn terminate(&mut self, i: usize) -> std::process::ExitStatus {
+        let mut child = self.nodes[i].child.take().expect("node running");
+        let sent = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(sent.success(), "kill -TERM node{i} failed");
+        let start = Instant::now();
+        loop {
+            if let Some(status) = child.try_wait().expect("wait for node") {
+                return status;
+            }
+            if start.elapsed() > DEADLINE {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "node{i} still running {DEADLINE:?} after SIGTERM\n{}",
+                    self.logs_tail()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Node `i`'s whole log.
+    pub(crate) fn log(&self, i: usize) -> String {
+        std::fs::read_to_string(self.nodes[i].home.join("node.log")).unwrap_or_default()
+    }
+
     /// GET on node `i`'s API; `None` while it is not answering.
     pub(crate) fn get(&self, i: usize, path: &str) -> Result<Value, client::ClientError> {
         self.rt.block_on(client::get(&self.nodes[i].api, path))

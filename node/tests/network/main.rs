@@ -8,6 +8,7 @@ mod crash;
 mod faults;
 mod harness;
 mod llm;
+mod shutdown;
 
 use harness::Network;
 

@@ -144,7 +144,7 @@ impl LlmMetrics {
     }
 }
 
-impl crate::api::MetricsSource for LlmMetrics {
+impl crate::metrics::MetricsSource for LlmMetrics {
     fn render(&self, out: &mut String) {
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
         for (name, help, v) in [
