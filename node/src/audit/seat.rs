@@ -155,6 +155,7 @@ impl Seat {
     }
 
     /// Whether this seat judges and commits its own votes (a copy-cat does not).
+    #[cfg(feature = "misbehave")]
     fn judges_itself(&self) -> bool {
         #[cfg(feature = "misbehave")]
         if let Some((b, _)) = &self.misbehave {
