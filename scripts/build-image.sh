@@ -53,6 +53,17 @@ as_root() {
 }
 
 sha() { sha256sum | cut -c1-16; }
+# docker build, quiet unless it fails (the classic builder's deprecation notice is noise).
+build() {
+  local log
+  log=$(mktemp)
+  if ! docker build -q "$@" > /dev/null 2> "$log"; then
+    cat "$log" >&2
+    rm -f "$log"
+    die "docker build $* failed"
+  fi
+  rm -f "$log"
+}
 image_exists() { docker image inspect "$1" > /dev/null 2>&1; }
 
 t_start=$(date +%s)
@@ -103,9 +114,9 @@ trap 'rm -rf "$ctx"' EXIT
 cp "$bin" "$ctx/trust-node"
 strip "$ctx/trust-node" 2> /dev/null || true
 mkdir -p "$ctx/home"
-docker build -q -f docker/node.Dockerfile --build-arg "BASE=$node_base" \
+build -f docker/node.Dockerfile --build-arg "BASE=$node_base" \
   --label "org.trust-node.binary-sha256=$(sha256sum < "$bin" | cut -d' ' -f1)" \
-  -t "$node_image" "$ctx" > /dev/null
+  -t "$node_image" "$ctx"
 rm -rf "$ctx"
 trap - EXIT
 docker run --rm "$node_image" --version
@@ -171,7 +182,7 @@ say "building $llm_image on $llm_base"
 ctx=$(mktemp -d)
 trap 'rm -rf "$ctx"' EXIT
 cp scripts/llm/serve.py "$ctx/serve.py"
-docker build -q -f docker/llm-server.Dockerfile --build-arg "BASE=$llm_base" -t "$llm_image" "$ctx" > /dev/null
+build -f docker/llm-server.Dockerfile --build-arg "BASE=$llm_base" -t "$llm_image" "$ctx"
 rm -rf "$ctx"
 trap - EXIT
 echo "$llm_image: $(docker image inspect -f '{{.Size}}' "$llm_image" | awk '{printf "%.1f MB", $1/1e6}')"
