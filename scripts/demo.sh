@@ -75,8 +75,13 @@ import sys, urllib.request
 api, i = sys.argv[1], sys.argv[2]
 text = urllib.request.urlopen(f"http://{api}/metrics", timeout=10).read().decode()
 m = {l.split(" ")[0]: l.split(" ")[1] for l in text.splitlines() if l.startswith("trust_llm_") or l.startswith("trust_seat_")}
-cal = "passed" if m.get("trust_llm_calibrated") == "1" else "failed"
-print(f"node{i}: calibration {cal} ({m.get('trust_llm_calibration_right', '0')} of 16 right, 14 needed); "
+if m.get("trust_llm_calibrated") == "1":
+    cal = f"calibration passed ({m.get('trust_llm_calibration_right', '0')} of 16 right)"
+elif m.get("trust_llm_calibration_right", "0") != "0":
+    cal = f"calibration failed ({m.get('trust_llm_calibration_right')} of 16 right, 14 needed)"
+else:
+    cal = "calibration not passed (failed at 0 of 16, or not finished: see the node's log)"
+print(f"node{i}: {cal}; "
       f"{m.get('trust_llm_segments_total', '0')} segments judged, "
       f"{m.get('trust_seat_votes_committed_total', '0')} votes committed, "
       f"{m.get('trust_llm_abstained_total', '0')} of them abstentions; "
