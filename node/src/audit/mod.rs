@@ -6,7 +6,6 @@
 //! The LLM tier ([`llm`]) judges by ARES over an OpenAI-compatible endpoint; the Human
 //! tier is not built yet.
 
-pub mod computer;
 pub mod judge;
 pub mod llm;
 #[cfg(feature = "misbehave")]
@@ -19,3 +18,8 @@ pub mod seat;
 #[cfg(test)]
 mod testkit;
 pub mod votes;
+
+/// The Computer tier's judges live in [`crate::computer`], below both this module and
+/// `decompose` (which routes segments by what they can read); they are re-exported here
+/// under the tier's name.
+pub use crate::computer;

@@ -33,7 +33,7 @@ use trust_protocol::{
 };
 
 use super::{DecomposeError, Options};
-use crate::audit::llm::client::{ChatClient, Limits};
+use crate::chat::{ChatClient, Limits};
 
 /// Longest reply accepted from one step, in bytes.
 pub const MAX_REPLY_BYTES: usize = 512 * 1024;

@@ -40,7 +40,7 @@ use trust_protocol::{
 };
 
 use self::text::{Unit, numbers_in, paragraphs, symbols_in, units_of};
-use crate::audit::computer::{self, RuleUse};
+use crate::computer::{self, RuleUse};
 
 /// Most steps one unit is linked to through the numbers it shares with them.
 const MAX_NUMBER_LINKS: usize = 4;

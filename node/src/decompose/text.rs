@@ -2,6 +2,9 @@
 //! numbers. Every returned `&str` is a slice of the input, so segment contents stay exact
 //! spans of the trace.
 
+use crate::computer::read::words;
+pub(crate) use crate::computer::read::{numbers_in, symbols_in};
+
 /// One step unit of a paragraph.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Unit<'a> {
@@ -83,7 +86,7 @@ pub(super) fn units_of(paragraph: &str) -> Vec<Unit<'_>> {
     paragraph
         .lines()
         .filter(|l| !l.trim().is_empty())
-        .flat_map(|l| sentences(crate::audit::computer::read::strip_marker(l)))
+        .flat_map(|l| sentences(crate::computer::read::strip_marker(l)))
         .map(|text| Unit {
             text,
             is_math: is_math(text),
@@ -157,11 +160,6 @@ pub(super) fn is_pure_math(text: &str) -> bool {
 
 const MATH_WORDS: [&str; 8] = ["sqrt", "log", "ln", "sin", "cos", "tan", "exp", "mod"];
 
-fn words(text: &str) -> impl Iterator<Item = &str> {
-    text.split(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .filter(|w| !w.is_empty())
-}
-
 /// Introduces a name: "Let ...", "Denote ...", "Define ...".
 pub(super) fn is_definition(text: &str) -> bool {
     let lower: String = text.chars().take(8).collect::<String>().to_lowercase();
@@ -188,81 +186,6 @@ pub(super) fn plans(paragraph: &str) -> bool {
     ]
     .iter()
     .any(|k| lower.contains(k))
-}
-
-/// Symbols a unit uses: single letters (except the words `a`, `A`, `I`) and short
-/// letter-digit names (`t1`, `x_2`); a coefficient is split off (`3x` → `x`, `0.96D` → `D`).
-pub(crate) fn symbols_in(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for w in words(text) {
-        let name = w.trim_start_matches(|c: char| c.is_ascii_digit());
-        let mut cs = name.chars();
-        let Some(first) = cs.next() else { continue };
-        if !first.is_alphabetic() {
-            continue;
-        }
-        let len = name.chars().count();
-        let single = len == 1 && !matches!(first, 'a' | 'A' | 'I');
-        let indexed = (2..=4).contains(&len)
-            && name.chars().skip(1).all(|c| c.is_ascii_digit() || c == '_')
-            && name.chars().any(|c| c.is_ascii_digit());
-        if single || indexed {
-            out.push(name.to_string());
-        }
-    }
-    out
-}
-
-/// Numbers a text states: integers (`30,800` as `30800`), decimals, and fractions `a/b`
-/// (as written, and also each side).
-pub(crate) fn numbers_in(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let cs: Vec<char> = text.chars().collect();
-    let mut i = 0usize;
-    let mut prev: Option<String> = None;
-    let mut slash_after_prev = false;
-    while let Some(&c) = cs.get(i) {
-        if c.is_ascii_digit() {
-            let mut s = String::new();
-            while let Some(&d) = cs.get(i) {
-                let decimal_point = d == '.'
-                    && cs
-                        .get(i.saturating_add(1))
-                        .is_some_and(char::is_ascii_digit);
-                // `30,800`: a comma between digit groups of three is part of the number.
-                let thousands = d == ','
-                    && !s.contains('.')
-                    && (1..=3).all(|k| {
-                        cs.get(i.saturating_add(k))
-                            .is_some_and(char::is_ascii_digit)
-                    })
-                    && !cs
-                        .get(i.saturating_add(4))
-                        .is_some_and(char::is_ascii_digit);
-                if d.is_ascii_digit() || decimal_point {
-                    s.push(d);
-                    i = i.saturating_add(1);
-                } else if thousands {
-                    i = i.saturating_add(1);
-                } else {
-                    break;
-                }
-            }
-            if slash_after_prev && let Some(p) = &prev {
-                out.push(format!("{p}/{s}"));
-            }
-            out.push(s.clone());
-            prev = Some(s);
-            slash_after_prev = false;
-        } else {
-            slash_after_prev = c == '/' && prev.is_some();
-            if !(c == '/' || c.is_whitespace()) {
-                prev = None;
-            }
-            i = i.saturating_add(1);
-        }
-    }
-    out
 }
 
 /// A short summary: the first words of the content.

@@ -14,9 +14,12 @@
 pub mod ares;
 pub mod bench;
 pub mod calibrate;
-pub mod client;
 pub mod probe;
 pub mod prompt;
+
+/// The OpenAI-compatible chat client lives in [`crate::chat`] (decomposition uses it too);
+/// re-exported here as the LLM tier's client.
+pub use crate::chat as client;
 
 use std::{
     collections::VecDeque,

@@ -845,7 +845,7 @@ fn known_values(texts: &[&str]) -> BTreeSet<Rational> {
         .collect();
     let empty = BTreeMap::new();
     for t in texts {
-        for n in crate::decompose::text::numbers_in(t) {
+        for n in read::numbers_in(t) {
             if let Some(v) = Expr::parse(&n).ok().and_then(|e| e.eval_exact(&empty)) {
                 known.insert(v);
                 if let Some(share) = v.div(Rational::int(100)) {
@@ -1009,9 +1009,7 @@ fn definition(claim: &str, premise_names: &BTreeSet<String>) -> Option<Judgement
 
 /// Short names a text uses, counted as the decomposer counts them.
 fn names_in(text: &str) -> BTreeSet<String> {
-    crate::decompose::text::symbols_in(text)
-        .into_iter()
-        .collect()
+    read::symbols_in(text).into_iter().collect()
 }
 
 fn show(r: Rational) -> String {
