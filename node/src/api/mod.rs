@@ -552,7 +552,7 @@ async fn openapi() -> Json<serde_json::Value> {
         "openapi": "3.0.3",
         "info": {"title": "TRUST node API", "version": env!("CARGO_PKG_VERSION")},
         "paths": {
-            "/v1/status": get_op("Node id, height, tip hash, state root, peers, validator flag, mempool size", None),
+            "/v1/status": get_op("Node id, height, tip hash, state root, peers, validator flag, mempool size, next validators with voting power", None),
             "/v1/tx": {"post": {
                 "summary": "Submit a signed transaction (canonical bytes, or JSON {\"tx\": hex})",
                 "requestBody": {"required": true, "content": {
