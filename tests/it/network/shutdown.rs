@@ -2,7 +2,7 @@
 //! consensus and the mempool, and the ledger is flushed last; it exits 0, its ledger
 //! verifies and holds every block it announced, and it starts again from there.
 
-use crate::harness::Network;
+use crate::fixtures::network::Network;
 
 /// The line numbers of the log lines that contain every one of `parts`.
 fn lines_with(log: &str, parts: &[&str]) -> Vec<usize> {

@@ -19,10 +19,7 @@ use trust_node::audit::{
 };
 use trust_protocol::{Hash, Vote, tx::Tier};
 
-#[path = "llm_stand_in/mod.rs"]
-mod stand_in;
-
-use stand_in::{Behaviour, dead, stand_in};
+use crate::fixtures::stand_in::{Behaviour, dead, stand_in};
 
 const DEADLINE: Duration = Duration::from_secs(3);
 
@@ -201,11 +198,7 @@ async fn bench_quality_for_the_llm_tier_counts_votes_calls_and_time() {
     use trust_node::audit::llm::bench;
     let url = stand_in(Behaviour::Entailed).await;
     let (j, _) = judge(&url);
-    let corpus = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../examples/corpus/quality.jsonl"
-    ))
-    .unwrap();
+    let corpus = crate::fixtures::example("corpus/quality.jsonl");
     let r = bench::run(&corpus, &j, 2, Duration::from_secs(60))
         .await
         .unwrap();

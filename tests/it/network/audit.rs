@@ -6,7 +6,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use super::harness::Network;
+use crate::fixtures::{bin, network::Network};
 
 fn submit(net: &Network, trace: &str) -> (Value, Vec<String>) {
     let path = format!("{}/../examples/traces/{trace}", env!("CARGO_MANIFEST_DIR"));
@@ -49,7 +49,7 @@ fn verdict(s: &Value, names: &[String], node: &str) -> String {
 
 /// Runs `trust-node submit` against node 0.
 fn cli_submit(net: &Network, args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_trust-node"))
+    Command::new(bin())
         .arg("submit")
         .args(args)
         .args(["--api", &net.nodes[0].api])
@@ -106,7 +106,7 @@ fn the_incorrect_fraction_chain_fails_at_the_wrong_step_and_propagates() {
     assert_eq!(verdict(&s, &names, "F1"), "Propagated", "{s}");
     assert_eq!(s["outcome"]["trace"], "Fail");
     // The CLI shows the same outcome.
-    let out = Command::new(env!("CARGO_BIN_EXE_trust-node"))
+    let out = Command::new(bin())
         .args(["query", &session, "--api", &net.nodes[1].api])
         .output()
         .unwrap();
@@ -221,7 +221,7 @@ fn check_and_the_network_agree_on_every_sample_trace() {
         sessions.push((t.clone(), r));
     }
     for (t, r) in &sessions {
-        let out = Command::new(env!("CARGO_BIN_EXE_trust-node"))
+        let out = Command::new(bin())
             .args(["check", "--json", &format!("{dir}/{t}")])
             .output()
             .unwrap();

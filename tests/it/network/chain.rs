@@ -1,31 +1,8 @@
-//! Multi-node scenarios on loopback: real `trust-node run` processes, real libp2p swarms
-//! (ours and Malachite's), real sled ledgers in temp dirs. Nextest runs this binary's tests
-//! one at a time (see `.config/nextest.toml`) so the networks do not starve each other of
-//! the machine's two cores.
+//! One chain: four validators order one chain from transactions sent to any node, a
+//! killed validator is not needed and catches up, a late node syncs from height one, no
+//! announced block is ever lost to a kill, and the CLI talks to a running network.
 
-mod audit;
-mod crash;
-mod faults;
-mod harness;
-mod llm;
-mod shutdown;
-
-use harness::Network;
-
-/// Every node holds the same block (hash and state root) at each height up to `upto`.
-fn assert_same_chain(net: &Network, nodes: &[usize], upto: u64) {
-    for h in 1..=upto {
-        let first = net.block(nodes[0], h);
-        for &i in &nodes[1..] {
-            assert_eq!(
-                net.block(i, h),
-                first,
-                "node{i} differs from node{} at height {h}",
-                nodes[0]
-            );
-        }
-    }
-}
+use crate::fixtures::{bin, network::Network};
 
 #[test]
 fn four_validators_order_one_chain_and_include_a_tx_sent_to_any_node() {
@@ -63,7 +40,7 @@ fn four_validators_order_one_chain_and_include_a_tx_sent_to_any_node() {
         .as_u64()
         .unwrap();
     assert_eq!(after, before + 1234);
-    assert_same_chain(&net, &[0, 1, 2, 3], at);
+    net.assert_same_chain(&[0, 1, 2, 3], at);
 
     // A replay of the included transaction is refused and changes nothing.
     let nonce_before = net
@@ -126,7 +103,7 @@ fn four_validators_order_one_chain_and_include_a_tx_sent_to_any_node() {
 fn the_cli_talks_to_a_running_network() {
     let net = Network::running(4);
     let cli = |args: &[&str]| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_trust-node"))
+        std::process::Command::new(bin())
             .args(args)
             .output()
             .expect("run trust-node")
@@ -209,7 +186,7 @@ fn a_killed_validator_is_not_needed_and_catches_up_after_restart() {
     net.start(3);
     let target = net.height(0).unwrap();
     net.wait_height(3, target);
-    assert_same_chain(&net, &[0, 1, 3], target);
+    net.assert_same_chain(&[0, 1, 3], target);
     let s0 = net.block(0, target).1;
     let s3 = net.block(3, target).1;
     assert_eq!(s0, s3, "state roots differ after catch-up");
@@ -225,7 +202,7 @@ fn a_node_that_starts_late_syncs_from_height_one() {
     assert_eq!(net.height(3), None, "node3 is not running yet");
     net.start(3);
     net.wait_height(3, 4);
-    assert_same_chain(&net, &[0, 3], 4);
+    net.assert_same_chain(&[0, 3], 4);
 }
 
 #[test]
@@ -259,7 +236,7 @@ fn killing_a_node_during_block_production_never_loses_an_announced_block() {
     for i in 0..4 {
         net.wait_height(i, announced_max);
     }
-    assert_same_chain(&net, &[0, 1, 2, 3], announced_max);
+    net.assert_same_chain(&[0, 1, 2, 3], announced_max);
 }
 
 fn metric(text: &str, name: &str) -> f64 {

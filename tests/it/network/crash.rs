@@ -13,7 +13,7 @@ use std::{collections::BTreeMap, time::Duration};
 
 use trust_protocol::Hash;
 
-use super::{assert_same_chain, harness::Network};
+use crate::fixtures::network::Network;
 
 /// Kills in the scenario.
 const KILLS: usize = 8;
@@ -245,7 +245,7 @@ fn nodes_killed_at_random_moments_while_sessions_flow_end_every_session_and_agre
         .map(|i| net.height(i).expect("running"))
         .min()
         .unwrap_or(0);
-    assert_same_chain(&net, &[0, 1, 2, 3], common);
+    net.assert_same_chain(&[0, 1, 2, 3], common);
     for i in 0..4 {
         net.kill(i);
         let (ok, out) = net.verify_ledger(i);

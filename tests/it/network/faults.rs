@@ -20,10 +20,7 @@ use trust_protocol::{
     tx::{Call, Tx},
 };
 
-use super::{
-    assert_same_chain,
-    harness::{self, Network},
-};
+use crate::fixtures::network::{self, Network};
 
 /// How long the seat node stays down (the operator's report: 40 s).
 const DOWN: Duration = Duration::from_secs(40);
@@ -175,7 +172,7 @@ fn a_seat_down_for_40_s_votes_again_within_blocks_of_its_restart_and_pays_only_f
     };
     let since = Instant::now();
     let mut pooled = pools(&net);
-    while pooled.iter().any(|&p| p > 0) && since.elapsed() < harness::DEADLINE {
+    while pooled.iter().any(|&p| p > 0) && since.elapsed() < network::DEADLINE {
         let h = net.height(0).unwrap_or(0);
         net.wait_height(0, h + 1);
         pooled = pools(&net);
@@ -184,7 +181,7 @@ fn a_seat_down_for_40_s_votes_again_within_blocks_of_its_restart_and_pays_only_f
     for i in 1..4 {
         net.wait_height(i, tip);
     }
-    assert_same_chain(&net, &[0, 1, 2, 3], tip);
+    net.assert_same_chain(&[0, 1, 2, 3], tip);
     let lines = |i: usize, what: &str| {
         std::fs::read_to_string(net.nodes[i].home.join("node.log"))
             .unwrap_or_default()
@@ -331,7 +328,7 @@ fn two_of_four_validators_down_halts_the_chain_safely_and_one_returning_resumes_
         Some(halted),
         "the survivors disagree on the tip"
     );
-    assert_same_chain(&net, &[0, 1], halted);
+    net.assert_same_chain(&[0, 1], halted);
 
     net.start(2);
     let back = Instant::now();
@@ -341,7 +338,7 @@ fn two_of_four_validators_down_halts_the_chain_safely_and_one_returning_resumes_
     for i in [1, 2] {
         net.wait_height(i, halted + 5);
     }
-    assert_same_chain(&net, &[0, 1, 2], halted + 5);
+    net.assert_same_chain(&[0, 1, 2], halted + 5);
     println!(
         "halted at height {halted}; first block {} ms after node 2 was started again",
         resumed.as_millis()

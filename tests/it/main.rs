@@ -1,0 +1,21 @@
+//! Cross-crate and multi-node scenarios, one module per scenario, shared fixtures in
+//! [`fixtures`] (the shape of Malachite's `tests/it/`).
+//!
+//! | module | what runs |
+//! |---|---|
+//! | `network::*` | real `trust-node run` processes on loopback (ours and Malachite's swarms, sled ledgers in temp dirs): ordering, sync, audits end to end, crashes, faults, LLM seats, shutdown. Nextest runs them one at a time (`.config/nextest.toml`, group `networks`) so networks do not starve each other of the machine's cores. |
+//! | `swarm` | our libp2p swarm actor in-process: gossip, Kademlia, bans, sync, Bitswap, and a real Kubo fetching a block from us |
+//! | `kubo_rpc` | the Kubo RPC client against a stand-in server (no Kubo HTTP API can run here) |
+//! | `llm_endpoints` | an LLM seat against misbehaving stand-in endpoints |
+//! | `llm_model` | an LLM seat through a real llama.cpp server |
+//!
+//! The network scenarios run the `trust-node` binary next to this test binary
+//! (`target/<profile>/trust-node`), or the one `TRUST_NODE_BIN` names. `scripts/test.sh`
+//! builds it first; see [`fixtures::bin`].
+
+mod fixtures;
+mod kubo_rpc;
+mod llm_endpoints;
+mod llm_model;
+mod network;
+mod swarm;

@@ -1,0 +1,10 @@
+//! Multi-node scenarios on loopback: real `trust-node run` processes, real libp2p swarms
+//! (ours and Malachite's), real sled ledgers in temp dirs, driven through the shared
+//! [`Network`](crate::fixtures::network::Network) harness.
+
+mod audit;
+mod chain;
+mod crash;
+mod faults;
+mod llm;
+mod shutdown;
