@@ -26,6 +26,8 @@ if ! python3 -c "import importlib.util as u, sys; sys.exit(u.find_spec('llm_smol
 fi
 # The multi-node scenarios (tests/it, package trust-tests) run the `trust-node` binary as
 # real processes. A test of another package cannot make cargo build a binary, so it is
-# built here first (a no-op when it is up to date); they refuse a stale one.
-cargo build -p trust-node --bin trust-node --locked
+# built here first (a no-op when it is up to date); they refuse a stale one. It is built
+# with the test-only seat behaviours (feature `misbehave`, which the node's own tests turn
+# on anyway), so that the misbehaving-seat scenarios can select them.
+cargo build -p trust-node --bin trust-node --features misbehave --locked
 exec cargo nextest run --workspace --locked --no-fail-fast "$@"

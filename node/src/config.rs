@@ -58,6 +58,10 @@ pub struct NodeConfig {
     pub timeout_delta_ms: Option<u64>,
     /// How often peers exchange their heights for catch-up sync, in milliseconds.
     pub sync_interval_ms: u64,
+    /// Seats drawn per segment (`k_t`, every tier) in sessions this node opens as a
+    /// provider; a segment is decided by `ceil(0.6 k)` agreeing votes. Default 3, at most
+    /// the genesis `max_k`.
+    pub seats_per_segment: u8,
     /// Honeypots (known-error segments, blinded among the real ones) this node plants in
     /// each session it opens as a provider, to expose seats that approve everything; 0
     /// plants none, at most 8. Default 1.
@@ -116,6 +120,7 @@ impl Default for NodeConfig {
             vote_timeout_ms: None,
             timeout_delta_ms: None,
             sync_interval_ms: 2_000,
+            seats_per_segment: 3,
             honeypots_per_session: crate::submit::honeypot::DEFAULT_PER_SESSION,
             ipfs_api: None,
             llm_url: None,

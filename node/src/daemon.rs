@@ -619,6 +619,20 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
     #[cfg(not(feature = "misbehave"))]
     refuse_test_behaviour()?;
     let doc = config::load_genesis(home).map_err(|e| DaemonError::Home(e.to_string()))?;
+    let max_k = doc.genesis.params.max_k.into_iter().min().unwrap_or(0);
+    if cfg.seats_per_segment == 0 || cfg.seats_per_segment > max_k {
+        return Err(DaemonError::Home(format!(
+            "seats_per_segment = {} in config.toml: must be between 1 and the network's max_k ({max_k})",
+            cfg.seats_per_segment
+        )));
+    }
+    if cfg.honeypots_per_session > crate::submit::honeypot::MAX_PER_SESSION {
+        return Err(DaemonError::Home(format!(
+            "honeypots_per_session = {} in config.toml: at most {}",
+            cfg.honeypots_per_session,
+            crate::submit::honeypot::MAX_PER_SESSION
+        )));
+    }
     let llm = llm_judge(&cfg, doc.genesis.params.commit_window, block_time)?;
     let keys = keys::load(home).map_err(|e| DaemonError::Home(e.to_string()))?;
     let chain_id = doc.chain_id();
@@ -759,7 +773,8 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
     );
     let mut provider = Provider::open(outbox.clone(), blobs.clone(), &db)
         .map_err(|e| DaemonError::Ledger(e.to_string()))?
-        .with_honeypots(cfg.honeypots_per_session);
+        .with_honeypots(cfg.honeypots_per_session)
+        .with_seats_per_segment(cfg.seats_per_segment);
     if let Some(k) = &kubo {
         info!(ipfs_api = k.url(), "ciphertexts also go to this IPFS node");
         provider = provider.with_kubo(k.clone());

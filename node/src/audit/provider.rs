@@ -107,6 +107,7 @@ pub struct Provider {
     kubo: Option<Arc<Kubo>>,
     book: sled::Tree,
     honeypots: usize,
+    quorum: QuorumParams,
 }
 
 fn tier_name(t: Tier) -> &'static str {
@@ -134,7 +135,14 @@ impl Provider {
             kubo: None,
             book: db.open_tree("provider/sessions")?,
             honeypots: honeypot::DEFAULT_PER_SESSION,
+            quorum: DEFAULT_QUORUM,
         })
+    }
+
+    /// Asks for `k` seats per segment in every tier (instead of [`DEFAULT_QUORUM`]'s 3).
+    pub fn with_seats_per_segment(mut self, k: u8) -> Self {
+        self.quorum.k = [k; 3];
+        self
     }
 
     /// Plants up to `n` honeypots in each session it opens (0: none; capped at
@@ -187,7 +195,7 @@ impl Provider {
                 staffed[tier_index(a.tier)] = staffed[tier_index(a.tier)].saturating_add(1);
             }
         }
-        let q = DEFAULT_QUORUM;
+        let q = self.quorum.clone();
         let need =
             |t: Tier| usize::from(q.k[tier_index(t)]).saturating_add(usize::from(q.extra_seats));
         let restricted = submit::restrict(&hdag, |t| staffed[tier_index(t)] >= need(t));

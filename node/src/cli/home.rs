@@ -121,6 +121,19 @@ pub struct TestnetInitArgs {
     /// an error.
     #[arg(long)]
     pub keep_existing: bool,
+    /// Known-error honeypots a seat must have judged before the rubber-stamp rule may
+    /// flag it (genesis parameter; default 20). A small network sees few honeypots per
+    /// seat: lower it to watch the rule act within a few sessions.
+    #[arg(long)]
+    pub rubber_stamp_min_samples: Option<u32>,
+    /// Honeypots each node plants per session it opens as a provider (config
+    /// `honeypots_per_session`; default 1, at most 8).
+    #[arg(long)]
+    pub honeypots_per_session: Option<usize>,
+    /// Seats per segment in sessions the nodes open (config `seats_per_segment`;
+    /// default 3). Each tier needs this many auditors besides the provider.
+    #[arg(long)]
+    pub seats_per_segment: Option<u8>,
 }
 
 /// Commit window of a testnet with LLM seats, in blocks: a small model on a laptop takes
@@ -273,6 +286,27 @@ fn testnet_init(a: TestnetInitArgs) -> CliResult {
     if a.llm_nodes > 0 {
         params.commit_window = params.commit_window.max(LLM_TESTNET_COMMIT_WINDOW);
     }
+    if let Some(n) = a.rubber_stamp_min_samples {
+        params.rubber_stamp.min_samples = n;
+    }
+    let seats = a
+        .seats_per_segment
+        .unwrap_or(NodeConfig::default().seats_per_segment);
+    let max_k = params.max_k.into_iter().min().unwrap_or(0);
+    if seats == 0 || seats > max_k {
+        return Err(CliError::usage(format!(
+            "--seats-per-segment {seats}: must be between 1 and {max_k}"
+        )));
+    }
+    let honeypots = a
+        .honeypots_per_session
+        .unwrap_or(crate::submit::honeypot::DEFAULT_PER_SESSION);
+    if honeypots > crate::submit::honeypot::MAX_PER_SESSION {
+        return Err(CliError::usage(format!(
+            "--honeypots-per-session {honeypots}: at most {}",
+            crate::submit::honeypot::MAX_PER_SESSION
+        )));
+    }
     let doc = GenesisDoc {
         chain_name: a.chain_name.clone(),
         validators: node_keys
@@ -325,6 +359,8 @@ fn testnet_init(a: TestnetInitArgs) -> CliResult {
             consensus_bootstrap: others(1),
             llm_url: a.llm_url.clone().filter(|_| is_llm(usize::from(i))),
             llm_model: Some(a.llm_model.clone()).filter(|_| is_llm(usize::from(i))),
+            honeypots_per_session: honeypots,
+            seats_per_segment: seats,
             ..NodeConfig::default()
         };
         config::write_config(h, &cfg).map_err(failed)?;

@@ -58,7 +58,8 @@ impl Bait {
 }
 
 /// Up to `count` honeypots forged from the kept Computer-tier steps of `r` (one per step
-/// at most, conclusions and the problem statement never copied). Fewer, or none, when the
+/// at most, conclusions and the problem statement never copied), obvious and subtle ones
+/// in turn where the step allows. Fewer, or none, when the
 /// checker cannot refute enough altered steps: a honeypot whose verdict is not known for
 /// sure is never planted.
 pub fn forge(r: &Restricted, count: usize, rng: &mut impl RngCore) -> Vec<Bait> {
@@ -102,6 +103,13 @@ pub fn forge(r: &Restricted, count: usize, rng: &mut impl RngCore) -> Vec<Bait> 
         }
         let mut candidates = alterations(&node.content, &atoms);
         candidates.shuffle(rng);
+        // Obvious and subtle errors in turn (the rubber-stamp rule reads both).
+        let wanted = if out.len() % 2 == 0 {
+            Difficulty::Obvious
+        } else {
+            Difficulty::Subtle
+        };
+        candidates.sort_by_key(|(_, d)| *d != wanted);
         for (claim, difficulty) in candidates {
             let view = SegmentView {
                 claim: claim.clone(),

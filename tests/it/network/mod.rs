@@ -7,4 +7,5 @@ mod chain;
 mod crash;
 mod faults;
 mod llm;
+mod misbehave;
 mod shutdown;
