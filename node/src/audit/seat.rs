@@ -45,12 +45,16 @@ use crate::{blobs::BlobStore, submit::SegmentDoc};
 /// only into test builds). A build without them refuses to start when it is set.
 pub const BEHAVIOUR_ENV: &str = "TRUST_TEST_BEHAVIOUR";
 
+/// A seat a copy-cat tried to copy a commitment for: (session, segment, round).
+#[cfg(feature = "misbehave")]
+type CopiedSeat = (Hash, u16, u8);
+
 /// Segments of one session a seat judges at once.
 pub const MAX_CONCURRENT_JUDGEMENTS: usize = 4;
 
 /// The seats a copy-cat already replayed a commitment for (test builds only).
 #[cfg(feature = "misbehave")]
-type CopiedSeats = std::sync::Mutex<BTreeSet<(Hash, u16, u8)>>;
+type CopiedSeats = std::sync::Mutex<BTreeSet<CopiedSeat>>;
 
 /// Fetches a blob from peers.
 pub type FetchBlob = Arc<dyn Fn(Cid) -> BoxFuture<'static, Result<Vec<u8>, String>> + Send + Sync>;
@@ -157,11 +161,9 @@ impl Seat {
     /// Whether this seat judges and commits its own votes (a copy-cat does not).
     #[cfg(feature = "misbehave")]
     fn judges_itself(&self) -> bool {
-        #[cfg(feature = "misbehave")]
-        if let Some((b, _)) = &self.misbehave {
-            return b.commits_own_vote();
-        }
-        true
+        self.misbehave
+            .as_ref()
+            .is_none_or(|(b, _)| b.commits_own_vote())
     }
 
     /// Whether this seat opens its commitments (a withholder does not).
