@@ -27,7 +27,9 @@ fn read(p: &Path) -> String {
     std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
-/// An SVG document, as the file starts.
+/// An SVG document, as the file starts, that renders: it is rasterised to PNG under
+/// `<target>/tmp/plots/` (to be looked at), and nothing is drawn in the outermost pixel
+/// columns, where a label cut off by the canvas edge would show.
 fn assert_svg(p: &Path) {
     let text = read(p);
     assert!(
@@ -35,6 +37,47 @@ fn assert_svg(p: &Path) {
         "{} is not an SVG: {:?}",
         p.display(),
         text.get(..60)
+    );
+    let mut opt = resvg::usvg::Options::default();
+    opt.fontdb_mut().load_system_fonts();
+    let tree = resvg::usvg::Tree::from_str(&text, &opt)
+        .unwrap_or_else(|e| panic!("{} does not parse: {e}", p.display()));
+    let size = tree.size().to_int_size();
+    let mut pixmap = resvg::tiny_skia::Pixmap::new(size.width(), size.height()).expect("pixmap");
+    resvg::render(
+        &tree,
+        resvg::tiny_skia::Transform::default(),
+        &mut pixmap.as_mut(),
+    );
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("plots");
+    std::fs::create_dir_all(&dir).unwrap();
+    let name = p.file_stem().unwrap().to_string_lossy();
+    pixmap
+        .save_png(dir.join(format!("{name}.png")))
+        .expect("write png");
+    let (w, h) = (size.width(), size.height());
+    let dark = |x: u32, y: u32| {
+        let px = pixmap.pixel(x, y).expect("in bounds");
+        u16::from(px.red()) + u16::from(px.green()) + u16::from(px.blue()) < 600
+    };
+    let edge: Vec<(u32, u32)> = (0..h)
+        .flat_map(|y| [0, 1, 2, w - 3, w - 2, w - 1].map(|x| (x, y)))
+        .filter(|&(x, y)| dark(x, y))
+        .collect();
+    assert!(
+        edge.is_empty(),
+        "{}: drawn at the canvas edge (cut off?): {:?}",
+        p.display(),
+        &edge[..edge.len().min(5)]
+    );
+    let ink = (0..h)
+        .flat_map(|y| (0..w).map(move |x| (x, y)))
+        .filter(|&(x, y)| dark(x, y))
+        .count();
+    assert!(
+        ink > 2_000,
+        "{}: almost nothing drawn ({ink} px)",
+        p.display()
     );
 }
 

@@ -12,7 +12,7 @@ use trust_protocol::math::{
 
 use crate::{
     cli::{CliError, CliResult, read_input_file},
-    report::svg::{Chart, LegendCorner, Series, write_line_chart},
+    report::svg::{Chart, Series, write_line_chart},
 };
 
 /// Largest spec file read, in bytes.
@@ -314,7 +314,6 @@ fn sweep(a: &SweepArgs) -> CliResult {
             y_label: "probability (log; values < 1e-30 drawn at 1e-30)".into(),
             log_y: true,
             y_floor: PLOT_FLOOR,
-            legend: LegendCorner::LowerRight,
         };
         write_line_chart(
             out,

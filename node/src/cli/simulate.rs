@@ -15,7 +15,7 @@ use trust_contracts::sim::{Population, Sim, SimConfig, SimReport, Strategy};
 use trust_protocol::{tx::Tier, units::Ppm};
 
 use super::{CliError, CliResult, read_input_file};
-use crate::report::svg::{Chart, LegendCorner, Series, write_line_chart};
+use crate::report::svg::{Chart, Series, write_line_chart};
 
 /// Largest config file read, in bytes.
 const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
@@ -291,20 +291,18 @@ fn run_single(flags: SimFlags) -> CliResult {
     let text = serde_json::to_string_pretty(&json)
         .map_err(|e| CliError::failed(format!("cannot encode summary: {e}")))?;
     write_file(&summary, &text)?;
-    let chart = |title: &str, y: &str, legend| Chart {
+    let chart = |title: &str, y: &str| Chart {
         title: title.into(),
         x_label: "sessions decided".into(),
         y_label: y.into(),
         log_y: false,
         y_floor: 0.0,
-        legend,
     };
     plot(
         &rep_svg,
         &chart(
             "Mean reputation per strategy (Figure 6, left)",
             "reputation",
-            LegendCorner::LowerLeft,
         ),
         &series_lines(&report, |p| &p.reputation),
     )?;
@@ -313,7 +311,6 @@ fn run_single(flags: SimFlags) -> CliResult {
         &chart(
             "Mean cumulative profit per strategy (Figure 6, right)",
             "profit (rewards - slashes)",
-            LegendCorner::UpperLeft,
         ),
         &series_lines(&report, |p| &p.profit),
     )?;
@@ -540,7 +537,6 @@ fn run_sweep(args: SweepArgs) -> CliResult {
             y_label: "accuracy".into(),
             log_y: false,
             y_floor: 0.0,
-            legend: LegendCorner::LowerLeft,
         },
         &series,
     )?;

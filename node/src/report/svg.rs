@@ -26,43 +26,43 @@ pub struct Chart {
     pub log_y: bool,
     /// Smallest y drawn on a log axis.
     pub y_floor: f64,
-    /// Where the legend box goes (pick a corner the curves leave free).
-    pub legend: LegendCorner,
 }
 
-/// Corner of the plot that holds the legend.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum LegendCorner {
-    /// Upper right (the default).
-    #[default]
-    UpperRight,
-    /// Upper left.
-    UpperLeft,
-    /// Lower right.
-    LowerRight,
-    /// Lower left.
-    LowerLeft,
-}
-
-impl LegendCorner {
-    fn position(self) -> SeriesLabelPosition {
-        match self {
-            LegendCorner::UpperRight => SeriesLabelPosition::UpperRight,
-            LegendCorner::UpperLeft => SeriesLabelPosition::UpperLeft,
-            LegendCorner::LowerRight => SeriesLabelPosition::LowerRight,
-            LegendCorner::LowerLeft => SeriesLabelPosition::LowerLeft,
-        }
+/// Decimals that tell apart ticks on an axis spanning `span`: about ten ticks fit, so one
+/// digit past the tenth of the span (capped, so a degenerate span stays readable).
+fn decimals_for(span: f64) -> usize {
+    if !(span.is_finite() && span > 0.0) {
+        return 2;
     }
+    let d = 1.0 - (span / 10.0).log10().floor();
+    d.clamp(0.0, 12.0) as usize
 }
 
-/// Tick label for a log axis: powers of ten in scientific notation, without the
-/// floating-point noise plotters' default formatter prints (`0.0009999999999999998`).
-fn log_tick(y: &f64) -> String {
-    if *y >= 0.01 && *y <= 1000.0 {
-        format!("{}", (*y * 1e6).round() / 1e6)
+/// A tick label on a linear axis: rounded to `decimals`, trailing zeros cut, never `-0`.
+/// Plotters' own formatter prints the float as is (`0.8999999999999999`).
+fn linear_tick(y: f64, decimals: usize) -> String {
+    let s = format!("{y:.decimals$}");
+    let s = if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    };
+    if s == "-0" { "0".into() } else { s }
+}
+
+/// A tick label on a log axis: plain numbers from 0.01 to 1000, powers of ten in
+/// scientific notation outside that (`1e-9`), without floating-point noise.
+fn log_tick(y: f64) -> String {
+    if (0.01..=1000.0).contains(&y) {
+        linear_tick(y, 6)
     } else {
         format!("{y:.0e}")
     }
+}
+
+/// Width in pixels that a label of `chars` characters needs at the tick font size.
+fn label_px(chars: usize) -> u32 {
+    u32::try_from(chars).unwrap_or(u32::MAX).saturating_mul(9)
 }
 
 /// Why a chart could not be written.
@@ -93,7 +93,15 @@ fn bounds(values: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
         })
 }
 
-/// Draws `series` as lines with a legend into an SVG file at `path`.
+/// Chart size in pixels.
+const WIDTH: u32 = 900;
+const HEIGHT: u32 = 560;
+/// Tick label font size.
+const TICK_FONT: u32 = 14;
+
+/// Draws `series` as lines into an SVG file at `path`. The legend sits in a column to the
+/// right of the plot, so it never covers a curve; the y label area is as wide as the
+/// widest tick label needs; tick labels are rounded to the axis' scale.
 pub fn write_line_chart(path: &Path, chart: &Chart, series: &[Series]) -> Result<(), PlotError> {
     let err = |reason: String| PlotError {
         path: path.display().to_string(),
@@ -107,22 +115,62 @@ pub fn write_line_chart(path: &Path, chart: &Chart, series: &[Series]) -> Result
     };
     let (y0, y1) = bounds(pts().map(|p| clamp(p.1))).ok_or_else(|| err("no points".into()))?;
 
-    let root = SVGBackend::new(path, (900, 560)).into_drawing_area();
+    // The y range drawn: half a decade of room on a log axis, 5% on a linear one.
+    let (lo, hi) = if chart.log_y {
+        if y1 > y0 {
+            (y0 / 3.0, y1 * 3.0)
+        } else {
+            (y0 / 10.0, y0 * 10.0)
+        }
+    } else {
+        let pad = ((y1 - y0) * 0.05).max(1e-9);
+        (y0 - pad, y1 + pad)
+    };
+    let x_dec = decimals_for(x1 - x0);
+    let y_dec = decimals_for(hi - lo);
+    let y_fmt = |y: &f64| {
+        if chart.log_y {
+            log_tick(*y)
+        } else {
+            linear_tick(*y, y_dec)
+        }
+    };
+    let x_fmt = |x: &f64| linear_tick(*x, x_dec);
+    // Room for the widest y tick label (the extremes and a mid value stand for them all),
+    // plus the rotated axis caption.
+    let widest = [lo, hi, (lo + hi) / 2.0]
+        .iter()
+        .map(|y| y_fmt(y).chars().count())
+        .max()
+        .unwrap_or(4)
+        .max(if chart.log_y { 5 } else { 3 });
+    let y_area = label_px(widest) + 44;
+    let legend_chars = series
+        .iter()
+        .map(|s| s.label.chars().count())
+        .max()
+        .unwrap_or(0);
+    let legend_w = (label_px(legend_chars) + 56).clamp(120, WIDTH / 3);
+
+    let root = SVGBackend::new(path, (WIDTH, HEIGHT)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
-    let mut builder = ChartBuilder::on(&root);
+    let (plot, legend) = root.split_horizontally(WIDTH - legend_w);
+    let mut builder = ChartBuilder::on(&plot);
     builder
         .caption(&chart.title, ("sans-serif", 22))
         .margin(16)
-        .x_label_area_size(48)
-        .y_label_area_size(80);
+        .x_label_area_size(52)
+        .y_label_area_size(y_area);
 
     macro_rules! draw {
-        ($ctx:expr, $fmt:expr) => {{
+        ($ctx:expr) => {{
             let mut ctx = $ctx.map_err(|e| err(e.to_string()))?;
             ctx.configure_mesh()
                 .x_desc(chart.x_label.as_str())
                 .y_desc(chart.y_label.as_str())
-                .y_label_formatter($fmt)
+                .label_style(("sans-serif", TICK_FONT))
+                .x_label_formatter(&x_fmt)
+                .y_label_formatter(&y_fmt)
                 .draw()
                 .map_err(|e| err(e.to_string()))?;
             for (i, s) in series.iter().enumerate() {
@@ -131,38 +179,31 @@ pub fn write_line_chart(path: &Path, chart: &Chart, series: &[Series]) -> Result
                     s.points.iter().map(|&(x, y)| (x, clamp(y))),
                     color.stroke_width(2),
                 ))
-                .map_err(|e| err(e.to_string()))?
-                .label(s.label.as_str())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
-                });
-            }
-            ctx.configure_series_labels()
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK)
-                .position(chart.legend.position())
-                .draw()
                 .map_err(|e| err(e.to_string()))?;
+            }
         }};
     }
-
     if chart.log_y {
-        // Half a decade of room below the smallest and above the largest value.
-        let (lo, hi) = if y1 > y0 {
-            (y0 / 3.0, y1 * 3.0)
-        } else {
-            (y0 / 10.0, y0 * 10.0)
-        };
-        draw!(
-            builder.build_cartesian_2d(x0..x1, (lo..hi).log_scale()),
-            &log_tick
-        );
+        draw!(builder.build_cartesian_2d(x0..x1, (lo..hi).log_scale()));
     } else {
-        let pad = ((y1 - y0) * 0.05).max(1e-9);
-        draw!(
-            builder.build_cartesian_2d(x0..x1, (y0 - pad)..(y1 + pad)),
-            &|y: &f64| format!("{y}")
-        );
+        draw!(builder.build_cartesian_2d(x0..x1, lo..hi));
+    }
+
+    // The legend column: a coloured stroke and the label, one row per series, from the
+    // top of the plot area down.
+    let style = TextStyle::from(("sans-serif", TICK_FONT).into_font()).color(&BLACK);
+    for (i, s) in series.iter().enumerate() {
+        let color = COLORS[i % COLORS.len()];
+        let y = 64 + 24 * i32::try_from(i).unwrap_or(i32::MAX / 48);
+        legend
+            .draw(&PathElement::new(
+                vec![(8, y), (32, y)],
+                color.stroke_width(3),
+            ))
+            .map_err(|e| err(e.to_string()))?;
+        legend
+            .draw(&Text::new(s.label.as_str(), (40, y - 8), style.clone()))
+            .map_err(|e| err(e.to_string()))?;
     }
     root.present().map_err(|e| err(e.to_string()))?;
     Ok(())
@@ -182,7 +223,6 @@ mod tests {
             y_label: "y".into(),
             log_y: true,
             y_floor: 1e-30,
-            legend: LegendCorner::LowerLeft,
         };
         let series = vec![
             Series {
@@ -210,8 +250,112 @@ mod tests {
             y_label: "y".into(),
             log_y: false,
             y_floor: 0.0,
-            legend: LegendCorner::default(),
         };
         assert!(write_line_chart(&dir.path().join("e.svg"), &chart, &[]).is_err());
+    }
+
+    #[test]
+    fn tick_labels_are_round_at_every_scale() {
+        // Values plotters hands the formatter carry float noise; the labels must not.
+        assert_eq!(linear_tick(0.8999999999999999, decimals_for(0.5)), "0.9");
+        assert_eq!(linear_tick(0.6000000000000001, decimals_for(0.5)), "0.6");
+        assert_eq!(linear_tick(-0.0000000001, decimals_for(1.0)), "0");
+        assert_eq!(linear_tick(1200.0000000002, decimals_for(5000.0)), "1200");
+        assert_eq!(linear_tick(0.05, decimals_for(0.2)), "0.05");
+        assert_eq!(linear_tick(0.000_125, decimals_for(0.001)), "0.000125");
+        assert_eq!(log_tick(0.0009999999999999998), "1e-3");
+        assert_eq!(log_tick(0.30000000000000004), "0.3");
+        assert_eq!(log_tick(1e-30), "1e-30");
+        // A degenerate span still gets a readable label.
+        assert_eq!(linear_tick(2.0, decimals_for(0.0)), "2");
+    }
+
+    /// Every `<text>` element of an SVG: (x, anchor, content).
+    fn texts(svg: &str) -> Vec<(f64, String, String)> {
+        svg.split("<text")
+            .skip(1)
+            .map(|t| {
+                let attr = |name: &str| {
+                    t.split(&format!(" {name}=\""))
+                        .nth(1)
+                        .and_then(|r| r.split('"').next())
+                        .unwrap_or("")
+                        .to_string()
+                };
+                let body = t
+                    .split('>')
+                    .nth(1)
+                    .and_then(|r| r.split('<').next())
+                    .unwrap_or("")
+                    .to_string();
+                (
+                    attr("x").parse().unwrap_or(f64::NAN),
+                    attr("text-anchor"),
+                    body,
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn labels_fit_on_the_canvas_and_the_legend_stays_beside_the_plot() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("r.svg");
+        let chart = Chart {
+            title: "Mean reputation per strategy".into(),
+            x_label: "sessions decided".into(),
+            y_label: "reputation".into(),
+            log_y: false,
+            y_floor: 0.0,
+        };
+        // Curves that cross every corner of the plot, where a legend inside would sit.
+        let series: Vec<Series> = ["honest", "malicious", "rubber-stamp", "random"]
+            .iter()
+            .enumerate()
+            .map(|(k, l)| Series {
+                label: (*l).into(),
+                points: (0..=100)
+                    .map(|i| {
+                        let x = f64::from(i) * 100.0;
+                        let t = f64::from(i) / 100.0;
+                        let y = if k % 2 == 0 {
+                            0.1 + 0.8 * t
+                        } else {
+                            0.9 - 0.8 * t
+                        };
+                        (x, y + 0.01 * f64::from(u8::try_from(k).unwrap()))
+                    })
+                    .collect(),
+            })
+            .collect();
+        write_line_chart(&path, &chart, &series).expect("draw");
+        let svg = std::fs::read_to_string(&path).expect("read");
+        let texts = texts(&svg);
+        assert!(texts.len() > 10, "{svg}");
+        for (x, anchor, body) in &texts {
+            // No float noise in any label.
+            assert!(
+                !body.contains("0000") && !body.contains("9999"),
+                "noisy label {body:?}"
+            );
+            // A right-aligned label (y ticks) has room for its characters to its left.
+            if anchor == "end" {
+                let need = f64::from(label_px(body.chars().count())) * 0.6;
+                assert!(*x >= need, "label {body:?} at x={x} is cut off");
+            }
+            assert!(*x >= 0.0 && *x <= f64::from(WIDTH), "{body:?} at x={x}");
+        }
+        // Each legend label sits right of where the plot area ends.
+        let plot_right = f64::from(WIDTH - 120);
+        for l in ["honest", "malicious", "rubber-stamp", "random"] {
+            let (x, _, _) = texts
+                .iter()
+                .find(|(_, _, b)| b == l)
+                .unwrap_or_else(|| panic!("legend {l} missing"));
+            assert!(
+                *x > plot_right - 60.0,
+                "legend {l} at x={x} is inside the plot"
+            );
+        }
     }
 }

@@ -21,7 +21,10 @@ use crate::fixtures::{bin, network::Network};
 const INITIAL_REPUTATION: f64 = 0.5;
 
 fn traces_dir() -> String {
-    crate::fixtures::repo().join("examples/traces").display().to_string()
+    crate::fixtures::repo()
+        .join("examples/traces")
+        .display()
+        .to_string()
 }
 
 fn rounds() -> usize {
