@@ -39,7 +39,17 @@ fn assert_svg(p: &Path) {
         text.get(..60)
     );
     let mut opt = resvg::usvg::Options::default();
-    opt.fontdb_mut().load_system_fonts();
+    let db = opt.fontdb_mut();
+    db.load_system_fonts();
+    // The charts ask for the generic "sans-serif" family; map it to a font this machine has.
+    let family = ["DejaVu Sans", "Liberation Sans", "Noto Sans", "FreeSans"]
+        .into_iter()
+        .find(|f| {
+            db.faces()
+                .any(|face| face.families.iter().any(|(name, _)| name == f))
+        })
+        .expect("no sans-serif font to render the plots' text with (install fonts-dejavu-core)");
+    db.set_sans_serif_family(family);
     let tree = resvg::usvg::Tree::from_str(&text, &opt)
         .unwrap_or_else(|e| panic!("{} does not parse: {e}", p.display()));
     let size = tree.size().to_int_size();

@@ -13,7 +13,7 @@
 use async_trait::async_trait;
 use trust_protocol::{Hash, Vote, tx::Tier};
 
-use super::computer::{self, Judgement, StepInput};
+use super::computer::{self, Judgement};
 use crate::submit::SegmentDoc;
 
 /// What a seat knows of the segment it judges.
@@ -79,24 +79,7 @@ pub struct ComputerAuditor;
 impl ComputerAuditor {
     /// The same judgement, without a runtime (for the local preview and benchmarks).
     pub fn judge_now(&self, segment: &SegmentView, seed: &Hash) -> Decision {
-        // The givens come first among the premises (they are the earliest facts: the
-        // problem statement, unaudited setup steps), then the cited claims in order; the
-        // givens alone are the context whose numbers ground a claim.
-        let premises: Vec<&str> = segment
-            .givens
-            .iter()
-            .chain(&segment.premises)
-            .map(String::as_str)
-            .collect();
-        let context = segment.givens.join("\n");
-        match computer::check(
-            &StepInput {
-                claim: &segment.claim,
-                premises: &premises,
-                context: &context,
-            },
-            seed,
-        ) {
+        match computer::check_segment(&segment.claim, &segment.premises, &segment.givens, seed) {
             Judgement::Vote { vote, reason } => Decision { vote, reason },
             Judgement::Abstain(why) => Decision::abstain(why),
         }

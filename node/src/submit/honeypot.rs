@@ -26,9 +26,17 @@ use trust_protocol::{
 
 use super::Restricted;
 use crate::{
-    audit::judge::{ComputerAuditor, SegmentView},
+    computer::{self, Judgement},
     decompose::dependency_order,
 };
+
+/// The Computer tier's vote on a candidate claim, if it decides one.
+fn computer_vote(claim: &str, premises: &[String], givens: &[String], seed: &Hash) -> Option<Vote> {
+    match computer::check_segment(claim, premises, givens, seed) {
+        Judgement::Vote { vote, .. } => Some(vote),
+        Judgement::Abstain(_) => None,
+    }
+}
 
 /// Honeypots per session a provider plants unless configured otherwise. The paper asks for
 /// known errors "at controlled rates" without a number; one per session costs `k_t` seat
@@ -111,18 +119,13 @@ pub fn forge(r: &Restricted, count: usize, rng: &mut impl RngCore) -> Vec<Bait> 
         };
         candidates.sort_by_key(|(_, d)| *d != wanted);
         for (claim, difficulty) in candidates {
-            let view = SegmentView {
-                claim: claim.clone(),
-                premises: premises.clone(),
-                givens: givens.clone(),
-            };
             let seed = Hash::of_parts("trust/v1/honeypot-check", &[claim.as_bytes()]);
-            let d = ComputerAuditor.judge_now(&view, &seed);
-            if d.vote.is_error() {
+            let vote = computer_vote(&claim, &premises, &givens, &seed);
+            if let Some(vote) = vote.filter(|v| v.is_error()) {
                 out.push(Bait {
                     source: node.id.clone(),
                     claim,
-                    verdict: d.vote,
+                    verdict: vote,
                     difficulty,
                 });
                 break;
@@ -284,19 +287,16 @@ mod tests {
                         "{file}: {b:?}"
                     );
                     assert_ne!(source.content, b.claim);
-                    let premises = r
+                    let premises: Vec<String> = r
                         .hdag
                         .dependencies_of(&b.source)
                         .map(|d| r.hdag.nodes[r.hdag.index_of(d).unwrap()].content.clone())
                         .collect();
-                    let view = SegmentView {
-                        claim: b.claim.clone(),
-                        premises,
-                        givens: r.givens.get(&b.source).cloned().unwrap_or_default(),
-                    };
-                    let d = ComputerAuditor.judge_now(&view, &Hash::sha256(b"any seat"));
-                    assert!(d.vote.is_error(), "{file}: {b:?} judged {d:?}");
-                    assert_eq!(d.vote, b.verdict);
+                    let givens = r.givens.get(&b.source).cloned().unwrap_or_default();
+                    let vote =
+                        computer_vote(&b.claim, &premises, &givens, &Hash::sha256(b"any seat"));
+                    assert_eq!(vote, Some(b.verdict), "{file}: {b:?}");
+                    assert!(b.verdict.is_error(), "{file}: {b:?}");
                 }
                 planted += baits.len();
             }

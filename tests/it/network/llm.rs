@@ -70,7 +70,10 @@ fn computer_and_llm_seats_decide_a_session_and_the_llm_seats_vote_on_what_the_co
         return;
     };
     let url = server.url.clone();
-    let mut net = llm_network(4, 3, &url, "smollm2-135m-instruct");
+    // One-second blocks: the commit window (LLM_TESTNET_COMMIT_WINDOW blocks) then gives
+    // each seat a 60 s deadline, room for a 135M model on a busy 2-core machine (the
+    // window closes early once every seat has committed).
+    let mut net = llm_network(4, 3, &url, "smollm2-135m-instruct").block_time(1000);
     // The 135M model fails its calibration (and answers the consistency probes at
     // random), so with the default settings its seats abstain on everything. This test is
     // about the plumbing: escalation reaches the LLM seats and they vote. The gates are
