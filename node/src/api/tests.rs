@@ -89,6 +89,7 @@ impl Net {
                 gossip: None,
                 sources: Vec::new(),
                 provider: None,
+                genesis: None,
             },
             tip,
             keys,

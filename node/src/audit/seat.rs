@@ -72,7 +72,7 @@ pub struct SeatMetrics {
     pub failures: AtomicU64,
 }
 
-impl crate::api::MetricsSource for SeatMetrics {
+impl crate::metrics::MetricsSource for SeatMetrics {
     fn render(&self, out: &mut String) {
         for (name, v) in [
             ("trust_seat_votes_committed_total", &self.committed),
