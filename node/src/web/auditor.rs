@@ -13,7 +13,7 @@ use trust_protocol::{AccountId, tx::Difficulty};
 
 use super::{
     PageError, PageResult, Pages,
-    history::{AuditorHistory, BLOCKS_PER_REQUEST},
+    history::AuditorHistory,
     layout::{self, esc},
     parse_id, stat,
 };
@@ -144,8 +144,8 @@ fn plots(hist: Option<&AuditorHistory>, tip: u64) -> String {
     } else if h.replayed < tip {
         let _ = writeln!(
             s,
-            "<p class=\"hint\">History covers blocks up to {} of {tip}: each visit replays at most {BLOCKS_PER_REQUEST} more blocks; reload to extend it.</p>",
-            h.replayed
+            "<p class=\"hint\">History covers blocks up to {} of {tip}: each visit replays at most {} more blocks; reload to extend it.</p>",
+            h.replayed, h.per_request
         );
     }
     // Each curve runs to the last replayed height, flat after the last change.

@@ -57,6 +57,8 @@ pub struct AuditorHistory {
     pub replayed: u64,
     /// Why the replay stopped for good, if it did.
     pub error: Option<String>,
+    /// Most blocks one request replays.
+    pub per_request: u64,
 }
 
 #[derive(Debug)]
@@ -160,19 +162,26 @@ fn thin(s: &mut Vec<Point>) {
 #[derive(Debug)]
 pub struct History {
     genesis: Option<Arc<Contract>>,
+    per_request: u64,
     replay: Mutex<Option<Replay>>,
 }
 
 impl History {
     /// An index that replays from `genesis` (`None`: no history on this node).
     pub fn new(genesis: Option<Arc<Contract>>) -> Self {
+        Self::with_blocks_per_request(genesis, BLOCKS_PER_REQUEST)
+    }
+
+    /// As [`History::new`], replaying at most `n` blocks per request (at least one).
+    pub fn with_blocks_per_request(genesis: Option<Arc<Contract>>, n: u64) -> Self {
         Self {
             genesis,
+            per_request: n.max(1),
             replay: Mutex::new(None),
         }
     }
 
-    /// Advances the replay by up to [`BLOCKS_PER_REQUEST`] blocks and answers `who`'s
+    /// Advances the replay by up to its blocks per request and answers `who`'s
     /// points; `None` when this node has no genesis to replay from. Blocking: call it off
     /// the async runtime.
     pub fn auditor(&self, ledger: &Ledger, who: &AccountId) -> Option<AuditorHistory> {
@@ -181,11 +190,12 @@ impl History {
         // consistent block by block: keep using it.
         let mut guard = self.replay.lock().unwrap_or_else(|p| p.into_inner());
         let replay = guard.get_or_insert_with(|| Replay::new(genesis));
-        replay.advance(ledger, BLOCKS_PER_REQUEST);
+        replay.advance(ledger, self.per_request);
         Some(AuditorHistory {
             points: replay.series.get(who).cloned().unwrap_or_default(),
             replayed: replay.replayed(),
             error: replay.error.clone(),
+            per_request: self.per_request,
         })
     }
 }

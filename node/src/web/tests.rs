@@ -20,6 +20,7 @@ use trust_protocol::{
 use super::{
     Pages,
     hdag_svg::{self, Edge, EdgeKind, Node, Shade},
+    history::History,
     router,
 };
 use crate::{
@@ -39,6 +40,7 @@ const XSS_ESCAPED: &str = "&lt;script&gt;alert(1)&lt;/script&gt;";
 /// role on node 0 when asked for.
 struct Net {
     pages: Pages,
+    genesis: Arc<Contract>,
     tip: Tip,
     keys: Vec<Keypair>,
     chain: ChainPublisher,
@@ -102,6 +104,7 @@ impl Net {
                 .with_honeypots(0);
             Arc::new(p)
         });
+        let genesis = Arc::new(contract);
         let pages = Pages::new(
             keys[0].public(),
             chain_watch,
@@ -109,10 +112,11 @@ impl Net {
             pool,
             ledger,
             provider,
-            Some(Arc::new(contract)),
+            Some(genesis.clone()),
         );
         Net {
             pages,
+            genesis,
             tip,
             keys,
             chain,
@@ -449,6 +453,23 @@ async fn accounts_and_auditors_have_pages_and_unknown_ones_do_not() {
         !page.contains("History covers blocks up to"),
         "the replay caught up"
     );
+
+    // A history that replays two blocks per visit says how far it got, and catches up.
+    let tip = net.tip.height;
+    net.pages.history = Arc::new(History::with_blocks_per_request(
+        Some(net.genesis.clone()),
+        2,
+    ));
+    for visit in 1..=tip.div_ceil(2) {
+        let p = net.page(&format!("/auditors/{auditor}")).await;
+        let covered = (visit * 2).min(tip);
+        if covered < tip {
+            let says = format!("History covers blocks up to {covered} of {tip}");
+            assert!(p.contains(&says), "visit {visit}: {p}");
+        } else {
+            assert!(!p.contains("History covers blocks up to"), "caught up");
+        }
+    }
 
     let unknown = Keypair::from_label("nobody").public();
     assert_eq!(
