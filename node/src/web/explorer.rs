@@ -26,7 +26,7 @@ use crate::{
 /// Blocks listed per page of `/blocks`.
 pub const BLOCKS_PER_PAGE: u64 = 25;
 /// Most blocks scanned, from the tip down, to find a block by its hash.
-pub const MAX_HASH_SCAN: u64 = 5_000;
+pub const MAX_HASH_SCAN: u64 = 2_000;
 /// Longest search query read.
 pub const MAX_QUERY_CHARS: usize = 200;
 

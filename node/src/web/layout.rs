@@ -40,7 +40,7 @@ pub fn page_with_head(title: &str, head: &str, body: &str) -> Html<String> {
     Html(format!(
         "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
 <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-<title>{title} · TRUST</title>\n{head}<style>{CSS}</style>\n</head>\n<body>\n\
+<title>{title} · TRUST</title>\n<link rel=\"icon\" href=\"data:,\">\n{head}<style>{CSS}</style>\n</head>\n<body>\n\
 <header class=\"top\"><nav class=\"wrap\"><a class=\"brand\" href=\"/\">TRUST</a>\
 <a href=\"/\">Network</a><a href=\"/blocks\">Blocks</a><a href=\"/audit\">Audit</a>\
 <form class=\"search\" action=\"/search\" method=\"get\" role=\"search\">\
@@ -134,6 +134,8 @@ mod tests {
         assert!(html.starts_with("<!doctype html>"));
         assert!(html.contains("<meta charset=\"utf-8\">"));
         assert!(html.contains("name=\"viewport\""));
+        // An inline icon: a browser asks for no /favicon.ico (a 404 in its console).
+        assert!(html.contains("<link rel=\"icon\" href=\"data:,\">"));
         for link in ["href=\"/\"", "href=\"/blocks\"", "href=\"/audit\""] {
             assert!(html.contains(link), "{link}");
         }
