@@ -13,7 +13,7 @@ use trust_protocol::{AccountId, tx::Difficulty};
 
 use super::{
     PageError, PageResult, Pages,
-    history::AuditorHistory,
+    history::{AuditorHistory, Point},
     layout::{self, esc},
     parse_id, stat,
 };
@@ -133,6 +133,25 @@ fn honeypots(h: &HoneypotStats) -> String {
     s
 }
 
+/// A step curve through `points`: a value holds until the height of the next change, and
+/// the last one until `end` (the last replayed height). Points are recorded only when a
+/// value changes, so joining them straight would draw slopes that never happened.
+fn steps(points: impl Iterator<Item = (f64, f64)>, end: f64) -> Vec<(f64, f64)> {
+    let mut out: Vec<(f64, f64)> = Vec::new();
+    for (x, y) in points {
+        if let Some(&(_, prev)) = out.last() {
+            out.push((x, prev));
+        }
+        out.push((x, y));
+    }
+    if let Some(&(x, last)) = out.last()
+        && x < end
+    {
+        out.push((end, last));
+    }
+    out
+}
+
 fn plots(hist: Option<&AuditorHistory>, tip: u64) -> String {
     let mut s = String::from("<h2>Over time</h2>\n");
     let Some(h) = hist else {
@@ -148,19 +167,13 @@ fn plots(hist: Option<&AuditorHistory>, tip: u64) -> String {
             h.replayed, h.per_request
         );
     }
-    // Each curve runs to the last replayed height, flat after the last change.
-    let end = h.replayed as f64;
-    let series = |label: &str, y: &dyn Fn(&super::history::Point) -> f64| {
-        let mut points: Vec<(f64, f64)> =
-            h.points.iter().map(|p| (p.height as f64, y(p))).collect();
-        if let Some(&(x, last)) = points.last()
-            && x < end
-        {
-            points.push((end, last));
-        }
+    let series = |label: &str, y: &dyn Fn(&Point) -> f64| {
         vec![Series {
             label: label.into(),
-            points,
+            points: steps(
+                h.points.iter().map(|p| (p.height as f64, y(p))),
+                h.replayed as f64,
+            ),
         }]
     };
     let charts = [
@@ -202,4 +215,27 @@ fn plots(hist: Option<&AuditorHistory>, tip: u64) -> String {
         }
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::steps;
+
+    #[test]
+    fn history_is_drawn_as_steps_that_hold_until_the_next_change() {
+        let pts = [(0.0, 0.5), (36.0, 0.7), (41.0, 0.8)];
+        assert_eq!(
+            steps(pts.into_iter(), 80.0),
+            [
+                (0.0, 0.5),
+                (36.0, 0.5),
+                (36.0, 0.7),
+                (41.0, 0.7),
+                (41.0, 0.8),
+                (80.0, 0.8)
+            ]
+        );
+        assert_eq!(steps([(5.0, 1.0)].into_iter(), 5.0), [(5.0, 1.0)]);
+        assert!(steps(std::iter::empty(), 3.0).is_empty());
+    }
 }
