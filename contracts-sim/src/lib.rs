@@ -45,7 +45,7 @@ pub use events::{Event, SlashReason};
 pub use params::{Genesis, GenesisAccount, GenesisAuditor, GenesisError, Params, RubberStampRule};
 pub use sessions::minimum_fee;
 pub use state::{
-    Account, Auditor, Coverage, FailureBound, HoneypotStats, LeftOutOutcome, LocalVerdict,
+    Account, Auditor, Coverage, Failure, FailureBound, HoneypotStats, LeftOutOutcome, LocalVerdict,
     MAX_UNBONDINGS, Outcome, Phase, Seat, SegmentOutcome, SegmentState, SegmentVerdict, Session,
     State, TraceVerdict, Unbonding, VoteCounts,
 };

@@ -856,6 +856,7 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
         gossip: Some(gossip_tx),
         sources,
         provider: Some(provider),
+        genesis: Contract::new(&doc.genesis).ok().map(Arc::new),
     };
     tasks.spawn(intake, "api", move |mut stop| async move {
         axum::serve(listener, api::router(api))

@@ -22,10 +22,12 @@ pub mod ledger;
 pub mod mempool;
 pub mod metrics;
 pub mod net;
+pub mod query;
 pub mod report;
 pub mod submit;
 pub mod tasks;
 pub mod view;
+pub mod web;
 
 #[cfg(test)]
 mod layering {

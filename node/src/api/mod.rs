@@ -12,6 +12,7 @@
 //! | `GET /v1/auditors/{id}` | stake, reputation, earnings, slashes, abstention rate, honeypot record |
 //! | `GET /metrics` | Prometheus text |
 //! | `GET /v1/openapi.json` | an OpenAPI 3 document of these routes |
+//! | `GET /`, `/blocks`, `/blocks/{height-or-hash}`, `/accounts/{id}`, `/sessions/{id}`, `/auditors/{id}`, `/search?q=` | HTML pages (see [`crate::web`]) |
 //!
 //! Errors are JSON `{"code": "...", "message": "..."}` with a matching status. Request
 //! bodies are capped at [`MAX_BODY_BYTES`]. The API binds to loopback by default
@@ -39,6 +40,7 @@ use axum::{
 use serde::Serialize;
 use serde_json::json;
 use tokio::sync::watch;
+use trust_contracts::Contract;
 use trust_protocol::{
     AccountId, Hash, block::MAX_TX_BYTES, encoding, hdag::MAX_HDAG_JSON_BYTES,
     trace::MAX_TRACE_BYTES, tx::SignedTx,
@@ -49,6 +51,7 @@ use crate::{
     audit::{llm::LlmStatus, provider::Provider},
     ledger::Ledger,
     mempool::{MempoolError, Pool},
+    query::{self, SessionLookup},
     view::{ChainWatch, PeerWatch, ValidatorPower, latest},
 };
 
@@ -96,6 +99,9 @@ pub struct Api {
     pub sources: Vec<Arc<dyn MetricsSource>>,
     /// This node's provider role (`POST /v1/sessions`), if it runs one.
     pub provider: Option<Arc<Provider>>,
+    /// The contract at genesis, from which the web pages replay auditor histories (`None`:
+    /// the auditor pages show no plots).
+    pub genesis: Option<Arc<Contract>>,
 }
 
 /// An API error: status, stable code, message.
@@ -171,7 +177,21 @@ pub fn router(api: Api) -> Router {
         .route("/v1/openapi.json", get(openapi))
         .fallback(|| async { ApiError::not_found("no such route (see /v1/openapi.json)") })
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .with_state(api)
+        .with_state(api.clone())
+        .merge(crate::web::router(pages(&api)))
+}
+
+/// The web pages' handles, taken from the API's (the pages import nothing from here).
+fn pages(api: &Api) -> crate::web::Pages {
+    crate::web::Pages::new(
+        api.node_id,
+        api.chain.clone(),
+        api.peers.clone(),
+        api.pool.clone(),
+        api.ledger.clone(),
+        api.provider.clone(),
+        api.genesis.clone(),
+    )
 }
 
 #[derive(Serialize)]
@@ -305,11 +325,9 @@ async fn block(
         .block(height)
         .map_err(ApiError::internal)?
         .ok_or_else(|| ApiError::not_found(format!("no block at height {height}")))?;
-    let txs: Vec<serde_json::Value> = stored
-        .block
-        .txs
-        .iter()
-        .map(|b| match encoding::decode::<SignedTx>(b) {
+    let txs: Vec<serde_json::Value> = query::decode_txs(&stored)
+        .into_iter()
+        .map(|t| match t {
             Ok(t) => json!({"id": t.id(), "signer": t.signer, "nonce": t.body.nonce, "call": t.body.call}),
             Err(e) => json!({"error": e.to_string()}),
         })
@@ -332,60 +350,28 @@ async fn session(
     Path(id): Path<String>,
 ) -> ApiResult<Json<serde_json::Value>> {
     let sid = parse_hash("session id", &id)?;
-    let (outcome, live, failed) = {
-        let chain = latest(&api.chain);
-        let st = chain.contract.state();
-        (
-            st.outcomes.get(&sid).cloned(),
-            st.sessions.get(&sid).map(|x| {
-                let seats = x.segments.iter().flat_map(|g| &g.seats);
-                let (mut assigned, mut committed, mut revealed) = (0usize, 0usize, 0usize);
-                for seat in seats {
-                    assigned += 1;
-                    committed += usize::from(seat.commitment.is_some());
-                    revealed += usize::from(seat.vote.is_some());
-                }
-                (x.phase, x.segments.len(), assigned, committed, revealed)
-            }),
-            st.failed.get(&sid).cloned(),
-        )
-    };
-    if let Some(o) = outcome {
-        let height = api
-            .ledger
-            .outcome_height(&sid)
-            .map_err(ApiError::internal)?;
-        let block_hash = match height {
-            Some(h) => api
-                .ledger
-                .block(h)
-                .map_err(ApiError::internal)?
-                .map(|b| b.block.hash()),
-            None => None,
-        };
-        return Ok(Json(json!({
+    let found =
+        query::session(&latest(&api.chain), &api.ledger, &sid).map_err(ApiError::internal)?;
+    match found {
+        Some(SessionLookup::Decided(d)) => Ok(Json(json!({
             "session": sid,
             "status": "decided",
-            "outcome": o,
-            "block_height": height,
-            "block_hash": block_hash,
-        })));
-    }
-    if let Some((phase, segments, assigned, committed, revealed)) = live {
-        return Ok(Json(json!({
+            "outcome": d.outcome,
+            "block_height": d.height,
+            "block_hash": d.block_hash,
+        }))),
+        Some(SessionLookup::Live(x)) => Ok(Json(json!({
             "session": sid,
             "status": "live",
-            "phase": phase,
-            "segments": segments,
-            "seats": {"assigned": assigned, "committed": committed, "revealed": revealed},
-        })));
-    }
-    if let Some(f) = failed {
-        return Ok(Json(
+            "phase": x.phase,
+            "segments": x.segments.len(),
+            "seats": query::seat_counts(&x),
+        }))),
+        Some(SessionLookup::Failed(f)) => Ok(Json(
             json!({"session": sid, "status": "failed", "failure": f}),
-        ));
+        )),
+        None => Err(ApiError::not_found(format!("no session {sid}"))),
     }
-    Err(ApiError::not_found(format!("no session {sid}")))
 }
 
 #[derive(serde::Deserialize)]
@@ -502,7 +488,7 @@ async fn auditor(
         "abstentions": a.abstentions,
         // Share of revealed votes that were abstentions (public: a provider can see how
         // often an auditor declines to judge).
-        "abstention_rate": if a.votes == 0 { 0.0 } else { a.abstentions as f64 / a.votes as f64 },
+        "abstention_rate": query::abstention_rate(a),
         "agreed": a.agreed,
         "disagreed": a.disagreed,
         "honeypots": a.honeypots,

@@ -89,6 +89,7 @@ impl Net {
                 gossip: None,
                 sources: Vec::new(),
                 provider: None,
+                genesis: None,
             },
             tip,
             keys,
@@ -234,6 +235,14 @@ async fn transactions_in_and_blocks_out() {
     let (st, doc) = net.get("/v1/openapi.json").await;
     assert_eq!(st, StatusCode::OK);
     assert!(json(&doc)["paths"]["/v1/sessions/{id}"].is_object());
+
+    // The web pages share the router; unknown routes still answer the API's JSON 404.
+    let (st, page) = net.get("/blocks/1").await;
+    assert_eq!(st, StatusCode::OK);
+    assert!(page.starts_with("<!doctype html>"), "{page}");
+    let (st, body) = net.get("/no/such/route").await;
+    assert_eq!(st, StatusCode::NOT_FOUND);
+    assert_eq!(json(&body)["code"], "not_found");
 }
 
 #[tokio::test]

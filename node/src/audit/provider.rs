@@ -23,6 +23,8 @@ use serde::{Deserialize, Serialize};
 use trust_contracts::{Contract, Event, Phase};
 use trust_protocol::{
     AccountId, Hash, Salt,
+    hdag::{AbstractionLevel, Hdag, Relationship},
+    seal::decrypt_segment,
     seal::{KEY_LEN, seal_key},
     trace::Trace,
     tx::{Call, QuorumParams, SeatKey, Tier, Tx},
@@ -33,7 +35,7 @@ use super::outbox::{Outbox, Sent};
 use crate::{
     blobs::{BlobStore, kubo::Kubo},
     decompose,
-    submit::{self, MappingEntry, Planted, TierWeights, honeypot},
+    submit::{self, MappingEntry, Planted, Restricted, SegmentDoc, TierWeights, honeypot},
 };
 
 /// The context a segment key is sealed under: binds it to one session, segment and seat.
@@ -80,6 +82,24 @@ pub struct SessionRecord {
     pub honeypots_revealed: bool,
 }
 
+/// What the provider's own node shows of a session it opened, kept after the session is
+/// decided (the ciphertexts and keys are not): the text and HDAG names of every segment,
+/// the levels of those left out, and the `decomposes_to` edges, none of which is on the
+/// ledger. Indices are the outcome's: session segments in manifest order, then the
+/// left-out ones in manifest order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PageRecord {
+    /// HDAG node id per segment (`honeypot:<node>` for a planted one).
+    pub nodes: Vec<String>,
+    /// The segment text per segment (what its seats read as the claim).
+    pub texts: Vec<String>,
+    /// Abstraction level of each left-out segment (session segments carry theirs on the
+    /// ledger).
+    pub left_out_levels: Vec<AbstractionLevel>,
+    /// `decomposes_to` edges (parent, part) between segments of the session.
+    pub decomposes: Vec<(u16, u16)>,
+}
+
 /// What `submit` reports.
 #[derive(Debug, Clone, Serialize)]
 pub struct Submitted {
@@ -106,6 +126,7 @@ pub struct Provider {
     blobs: BlobStore,
     kubo: Option<Arc<Kubo>>,
     book: sled::Tree,
+    pages: sled::Tree,
     honeypots: usize,
     quorum: QuorumParams,
 }
@@ -134,6 +155,7 @@ impl Provider {
             blobs,
             kubo: None,
             book: db.open_tree("provider/sessions")?,
+            pages: db.open_tree("provider/pages")?,
             honeypots: honeypot::DEFAULT_PER_SESSION,
             quorum: DEFAULT_QUORUM,
         })
@@ -239,11 +261,15 @@ impl Provider {
         let nonce = self.outbox.next_nonce().await?;
         let session = Tx::session_id(&me, nonce);
         let cids: Vec<_> = prepared.blocks.iter().map(|(cid, _)| *cid).collect();
-        let opened = self.keep_and_open(&session, nonce, &prepared).await;
+        let opened = match self.keep_page_record(&session, &hdag, &restricted, &prepared) {
+            Ok(()) => self.keep_and_open(&session, nonce, &prepared).await,
+            Err(e) => Err(e),
+        };
         if let Err(e) = &opened {
-            // Nothing of a refused session stays behind: blocks, pins, record.
+            // Nothing of a refused session stays behind: blocks, pins, records.
             let _ = self.blobs.release(&session);
             let _ = self.book.remove(session.as_ref());
+            let _ = self.pages.remove(session.as_ref());
             tracing::warn!(%session, error = %e, "session not opened");
         }
         let tx = opened?;
@@ -277,6 +303,65 @@ impl Provider {
             fee,
             honeypots: prepared.honeypots.len(),
         })
+    }
+
+    /// What this node shows of `session` on its web page, if it opened it.
+    pub fn page_record(&self, session: &Hash) -> Option<PageRecord> {
+        let v = self.pages.get(session.as_ref()).ok()??;
+        serde_json::from_slice(&v).ok()
+    }
+
+    /// Keeps the [`PageRecord`] of a session about to open. The texts are read back from
+    /// the sealed blocks, so the page shows exactly what the seats read.
+    fn keep_page_record(
+        &self,
+        session: &Hash,
+        hdag: &Hdag,
+        restricted: &Restricted,
+        prepared: &submit::PreparedSession,
+    ) -> Result<(), String> {
+        let mut nodes: Vec<String> = prepared.mapping.iter().map(|m| m.node.clone()).collect();
+        let mut texts = Vec::with_capacity(nodes.len());
+        for ((key, (_, blob)), entry) in prepared
+            .keys
+            .iter()
+            .zip(&prepared.blocks)
+            .zip(&prepared.manifest.segments)
+        {
+            let plain = decrypt_segment(key, &entry.id, blob).map_err(|e| e.to_string())?;
+            texts.push(SegmentDoc::from_bytes(&plain)?.claim);
+        }
+        let content = |id: &str| hdag.nodes.iter().find(|n| n.id == id);
+        let mut left_out_levels = Vec::with_capacity(restricted.dropped.len());
+        for d in &restricted.dropped {
+            let node = content(&d.id).ok_or("a left-out node is not in the HDAG")?;
+            nodes.push(d.id.clone());
+            texts.push(node.content.clone());
+            left_out_levels.push(node.abstraction_level);
+        }
+        let index = |id: &str| {
+            nodes
+                .iter()
+                .position(|n| n == id)
+                .and_then(|i| u16::try_from(i).ok())
+        };
+        let decomposes = hdag
+            .edges
+            .iter()
+            .filter(|e| e.relationship == Relationship::DecomposesTo)
+            .filter_map(|e| Some((index(&e.from)?, index(&e.to)?)))
+            .collect();
+        let record = PageRecord {
+            nodes,
+            texts,
+            left_out_levels,
+            decomposes,
+        };
+        let bytes = serde_json::to_vec(&record).map_err(|e| e.to_string())?;
+        self.pages
+            .insert(session.as_ref(), bytes)
+            .map_err(|e| e.to_string())?;
+        Ok(())
     }
 
     /// Stores and pins the ciphertexts, keeps the session record, and sends the
@@ -539,6 +624,20 @@ mod tests {
         assert_eq!(r.keys.len(), s.segments.len());
         assert!(r.cids.iter().all(|c| p.blobs.has(c).unwrap()));
         assert!(s.fee > 0);
+        // The page record names every segment, session ones first, with the text the
+        // seats read; it outlives the session record.
+        let page = p.page_record(&s.session).expect("page record kept");
+        assert_eq!(page.nodes.len(), s.segments.len() + s.left_out.len());
+        assert_eq!(page.texts.len(), page.nodes.len());
+        assert_eq!(page.left_out_levels.len(), s.left_out.len());
+        for (i, (node, _)) in s.segments.iter().enumerate() {
+            assert_eq!(&page.nodes[i], node);
+            assert!(TRACE.contains(&page.texts[i]) || node.starts_with("honeypot:"));
+        }
+        assert!(
+            !page.decomposes.is_empty(),
+            "the GOAL decomposes into the steps"
+        );
     }
 
     #[tokio::test]
@@ -566,6 +665,7 @@ mod tests {
         let e = p2.submit(TRACE, None, &c2.contract).await.unwrap_err();
         assert!(e.contains("no segment can be audited"), "{e}");
         assert!(p.book.is_empty() && p2.book.is_empty());
+        assert!(p.pages.is_empty() && p2.pages.is_empty());
         assert!(p.blobs.is_empty() && p2.blobs.is_empty());
     }
 
@@ -610,7 +710,7 @@ mod tests {
         assert!(p.outbox.backlog_len().await > 0);
         let e = p.submit(TRACE, None, &chain.contract).await.unwrap_err();
         assert!(e.contains("retry"), "{e}");
-        assert!(p.book.is_empty() && p.blobs.is_empty());
+        assert!(p.book.is_empty() && p.blobs.is_empty() && p.pages.is_empty());
     }
 
     #[tokio::test]

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use plotters::prelude::*;
+use plotters::{coord::Shift, drawing::DrawingAreaErrorKind, prelude::*};
 
 /// One named line on a chart.
 #[derive(Debug, Clone)]
@@ -107,13 +107,56 @@ pub fn write_line_chart(path: &Path, chart: &Chart, series: &[Series]) -> Result
         path: path.display().to_string(),
         reason,
     };
-    let pts = || series.iter().flat_map(|s| s.points.iter().copied());
-    let (x0, x1) = bounds(pts().map(|p| p.0)).ok_or_else(|| err("no points".into()))?;
-    let x1 = if x1 > x0 { x1 } else { x0 + 1.0 };
-    let clamp = |y: f64| {
-        if chart.log_y { y.max(chart.y_floor) } else { y }
+    // Planned before the file is created, so a chart with no points writes nothing.
+    let plan = plan(chart, series).map_err(err)?;
+    let root = SVGBackend::new(path, (WIDTH, HEIGHT)).into_drawing_area();
+    draw(root, chart, series, &plan).map_err(err)
+}
+
+/// The same chart as [`write_line_chart`], as an SVG document in memory (for a web page).
+pub fn line_chart_svg(chart: &Chart, series: &[Series]) -> Result<String, PlotError> {
+    let err = |reason: String| PlotError {
+        path: "(in memory)".into(),
+        reason,
     };
-    let (y0, y1) = bounds(pts().map(|p| clamp(p.1))).ok_or_else(|| err("no points".into()))?;
+    let plan = plan(chart, series).map_err(err)?;
+    let mut out = String::new();
+    let root = SVGBackend::with_string(&mut out, (WIDTH, HEIGHT)).into_drawing_area();
+    draw(root, chart, series, &plan).map_err(err)?;
+    Ok(out)
+}
+
+/// Axis ranges and label room of a chart, computed from its points.
+struct Plan {
+    x0: f64,
+    x1: f64,
+    lo: f64,
+    hi: f64,
+    x_dec: usize,
+    y_dec: usize,
+    y_area: u32,
+    legend_w: u32,
+}
+
+/// A y value as drawn: clamped to the floor on a log axis.
+fn clamp_y(chart: &Chart, y: f64) -> f64 {
+    if chart.log_y { y.max(chart.y_floor) } else { y }
+}
+
+/// The y tick label of `y`.
+fn y_tick(chart: &Chart, y_dec: usize, y: f64) -> String {
+    if chart.log_y {
+        log_tick(y)
+    } else {
+        linear_tick(y, y_dec)
+    }
+}
+
+fn plan(chart: &Chart, series: &[Series]) -> Result<Plan, String> {
+    let pts = || series.iter().flat_map(|s| s.points.iter().copied());
+    let (x0, x1) = bounds(pts().map(|p| p.0)).ok_or("no points")?;
+    let x1 = if x1 > x0 { x1 } else { x0 + 1.0 };
+    let (y0, y1) = bounds(pts().map(|p| clamp_y(chart, p.1))).ok_or("no points")?;
 
     // The y range drawn: half a decade of room on a log axis, 5% on a linear one.
     let (lo, hi) = if chart.log_y {
@@ -128,19 +171,11 @@ pub fn write_line_chart(path: &Path, chart: &Chart, series: &[Series]) -> Result
     };
     let x_dec = decimals_for(x1 - x0);
     let y_dec = decimals_for(hi - lo);
-    let y_fmt = |y: &f64| {
-        if chart.log_y {
-            log_tick(*y)
-        } else {
-            linear_tick(*y, y_dec)
-        }
-    };
-    let x_fmt = |x: &f64| linear_tick(*x, x_dec);
     // Room for the widest y tick label (the extremes and a mid value stand for them all),
     // plus the rotated axis caption.
     let widest = [lo, hi, (lo + hi) / 2.0]
         .iter()
-        .map(|y| y_fmt(y).chars().count())
+        .map(|y| y_tick(chart, y_dec, *y).chars().count())
         .max()
         .unwrap_or(4)
         .max(if chart.log_y { 5 } else { 3 });
@@ -151,20 +186,44 @@ pub fn write_line_chart(path: &Path, chart: &Chart, series: &[Series]) -> Result
         .max()
         .unwrap_or(0);
     let legend_w = (label_px(legend_chars) + 56).clamp(120, WIDTH / 3);
+    Ok(Plan {
+        x0,
+        x1,
+        lo,
+        hi,
+        x_dec,
+        y_dec,
+        y_area,
+        legend_w,
+    })
+}
 
-    let root = SVGBackend::new(path, (WIDTH, HEIGHT)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
-    let (plot, legend) = root.split_horizontally(WIDTH - legend_w);
+/// Draws the chart on any plotters backend (a file or a string): the one drawing code
+/// behind [`write_line_chart`] and [`line_chart_svg`].
+fn draw<DB: DrawingBackend>(
+    root: DrawingArea<DB, Shift>,
+    chart: &Chart,
+    series: &[Series],
+    plan: &Plan,
+) -> Result<(), String> {
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    let y_fmt = |y: &f64| y_tick(chart, plan.y_dec, *y);
+    let x_fmt = |x: &f64| linear_tick(*x, plan.x_dec);
+    let clamp = |y: f64| clamp_y(chart, y);
+    let Plan { x0, x1, lo, hi, .. } = *plan;
+
+    root.fill(&WHITE).map_err(err)?;
+    let (plot, legend) = root.split_horizontally(WIDTH - plan.legend_w);
     let mut builder = ChartBuilder::on(&plot);
     builder
         .caption(&chart.title, ("sans-serif", 22))
         .margin(16)
         .x_label_area_size(52)
-        .y_label_area_size(y_area);
+        .y_label_area_size(plan.y_area);
 
     macro_rules! draw {
         ($ctx:expr) => {{
-            let mut ctx = $ctx.map_err(|e| err(e.to_string()))?;
+            let mut ctx = $ctx.map_err(err)?;
             ctx.configure_mesh()
                 .x_desc(chart.x_label.as_str())
                 .y_desc(chart.y_label.as_str())
@@ -172,14 +231,14 @@ pub fn write_line_chart(path: &Path, chart: &Chart, series: &[Series]) -> Result
                 .x_label_formatter(&x_fmt)
                 .y_label_formatter(&y_fmt)
                 .draw()
-                .map_err(|e| err(e.to_string()))?;
+                .map_err(err)?;
             for (i, s) in series.iter().enumerate() {
                 let color = COLORS[i % COLORS.len()];
                 ctx.draw_series(LineSeries::new(
                     s.points.iter().map(|&(x, y)| (x, clamp(y))),
                     color.stroke_width(2),
                 ))
-                .map_err(|e| err(e.to_string()))?;
+                .map_err(err)?;
             }
         }};
     }
@@ -200,12 +259,12 @@ pub fn write_line_chart(path: &Path, chart: &Chart, series: &[Series]) -> Result
                 vec![(8, y), (32, y)],
                 color.stroke_width(3),
             ))
-            .map_err(|e| err(e.to_string()))?;
+            .map_err(err)?;
         legend
             .draw(&Text::new(s.label.as_str(), (40, y - 8), style.clone()))
-            .map_err(|e| err(e.to_string()))?;
+            .map_err(err)?;
     }
-    root.present().map_err(|e| err(e.to_string()))?;
+    root.present().map_err(err)?;
     Ok(())
 }
 
@@ -236,6 +295,8 @@ mod tests {
         ];
         write_line_chart(&path, &chart, &series).expect("draw");
         let svg = std::fs::read_to_string(&path).expect("read");
+        // The in-memory variant draws the same document.
+        assert_eq!(line_chart_svg(&chart, &series).expect("draw"), svg);
         assert!(svg.starts_with("<svg"));
         assert!(svg.contains("alpha-line") && svg.contains("beta-line"));
         assert!(svg.matches("<polyline").count() >= 2);
@@ -252,6 +313,8 @@ mod tests {
             y_floor: 0.0,
         };
         assert!(write_line_chart(&dir.path().join("e.svg"), &chart, &[]).is_err());
+        assert!(!dir.path().join("e.svg").exists(), "nothing written");
+        assert!(line_chart_svg(&chart, &[]).is_err());
     }
 
     #[test]

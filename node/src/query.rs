@@ -1,0 +1,169 @@
+//! Read-only lookups over the chain view and the ledger that the JSON API (`api`) and the
+//! web pages (`web`) share, so both answer the same question the same way.
+//!
+//! Every function here does bounded work: a fixed number of ledger reads (or a scan with
+//! an explicit cap) and no more than one pass over an in-memory map.
+
+use serde::Serialize;
+use trust_contracts::{Auditor, Failure, Outcome, Phase, Session};
+use trust_protocol::{
+    DecodeError, Hash, encoding,
+    tx::{Call, SessionManifest, SignedTx, Tx},
+};
+
+use crate::{
+    ledger::{Ledger, LedgerError, StoredBlock},
+    view::ChainView,
+};
+
+/// Seats of a live session and how far they got.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct SeatCounts {
+    /// Seats drawn, both rounds.
+    pub assigned: usize,
+    /// Of those, seats that committed.
+    pub committed: usize,
+    /// Of those, seats that revealed.
+    pub revealed: usize,
+}
+
+/// Seat counts of `session`, over every segment and round.
+pub fn seat_counts(session: &Session) -> SeatCounts {
+    let mut c = SeatCounts::default();
+    for seat in session.segments.iter().flat_map(|g| &g.seats) {
+        c.assigned += 1;
+        c.committed += usize::from(seat.commitment.is_some());
+        c.revealed += usize::from(seat.vote.is_some());
+    }
+    c
+}
+
+/// A decided session: its outcome and the block that decided it.
+#[derive(Debug, Clone)]
+pub struct Decided {
+    /// The outcome as the contract stores it.
+    pub outcome: Outcome,
+    /// Height of the deciding block (from the ledger's outcome index).
+    pub height: Option<u64>,
+    /// Hash of that block.
+    pub block_hash: Option<Hash>,
+}
+
+/// Where a session is.
+#[derive(Debug, Clone)]
+pub enum SessionLookup {
+    /// Decided.
+    Decided(Box<Decided>),
+    /// Still running.
+    Live(Box<Session>),
+    /// Could not run.
+    Failed(Failure),
+}
+
+/// The session `sid` as of `chain`, or `None` when the network never saw it.
+pub fn session(
+    chain: &ChainView,
+    ledger: &Ledger,
+    sid: &Hash,
+) -> Result<Option<SessionLookup>, LedgerError> {
+    let st = chain.contract.state();
+    if let Some(outcome) = st.outcomes.get(sid) {
+        let height = ledger.outcome_height(sid)?;
+        let block_hash = match height {
+            Some(h) => ledger.block(h)?.map(|b| b.block.hash()),
+            None => None,
+        };
+        return Ok(Some(SessionLookup::Decided(Box::new(Decided {
+            outcome: outcome.clone(),
+            height,
+            block_hash,
+        }))));
+    }
+    if let Some(live) = st.sessions.get(sid) {
+        return Ok(Some(SessionLookup::Live(Box::new(live.clone()))));
+    }
+    Ok(st.failed.get(sid).cloned().map(SessionLookup::Failed))
+}
+
+/// The phase a live session is in, in words.
+pub fn phase_name(phase: &Phase) -> String {
+    match phase {
+        Phase::Assigning => "assigning seats".into(),
+        Phase::Commit { round, until } => format!("commit, round {round}, until height {until}"),
+        Phase::Reveal { round, until } => format!("reveal, round {round}, until height {until}"),
+        Phase::Disclose { until } => format!("disclosure, until height {until}"),
+    }
+}
+
+/// Every transaction of `block`, decoded (a ledger block's transactions always decode;
+/// an error is kept rather than hidden if one ever does not).
+pub fn decode_txs(block: &StoredBlock) -> Vec<Result<SignedTx, DecodeError>> {
+    block
+        .block
+        .txs
+        .iter()
+        .map(|b| encoding::decode::<SignedTx>(b))
+        .collect()
+}
+
+/// The manifest of session `sid` from the `OpenSession` transaction in the block at
+/// `opened_at`: how a node that is not the provider knows the HDAG's shape (levels,
+/// tiers, weights, `depends_on` edges) once the contract has dropped the live session.
+pub fn opening_manifest(
+    ledger: &Ledger,
+    sid: &Hash,
+    opened_at: u64,
+) -> Result<Option<SessionManifest>, LedgerError> {
+    let Some(block) = ledger.block(opened_at)? else {
+        return Ok(None);
+    };
+    Ok(decode_txs(&block)
+        .into_iter()
+        .flatten()
+        .find_map(|tx| match tx.body.call {
+            Call::OpenSession(m) if Tx::session_id(&tx.signer, tx.body.nonce) == *sid => Some(m),
+            _ => None,
+        }))
+}
+
+/// Result of looking a block up by its hash.
+#[derive(Debug)]
+pub enum BlockByHash {
+    /// Found.
+    Found(Box<StoredBlock>),
+    /// Not among the blocks scanned; `complete` says whether every block was scanned.
+    Missing {
+        /// Whether the scan reached the first block.
+        complete: bool,
+    },
+}
+
+/// The block whose hash is `hash`, scanning down from `tip` through at most `max_scan`
+/// blocks (the ledger keeps no hash index).
+pub fn block_by_hash(
+    ledger: &Ledger,
+    tip: u64,
+    hash: &Hash,
+    max_scan: u64,
+) -> Result<BlockByHash, LedgerError> {
+    let lowest = tip.saturating_sub(max_scan).max(1);
+    for h in (lowest..=tip).rev() {
+        if let Some(b) = ledger.block(h)?
+            && b.block.hash() == *hash
+        {
+            return Ok(BlockByHash::Found(Box::new(b)));
+        }
+    }
+    Ok(BlockByHash::Missing {
+        complete: lowest <= 1,
+    })
+}
+
+/// Share of an auditor's revealed votes that were abstentions (0 before any vote).
+pub fn abstention_rate(a: &Auditor) -> f64 {
+    if a.votes == 0 {
+        0.0
+    } else {
+        a.abstentions as f64 / a.votes as f64
+    }
+}

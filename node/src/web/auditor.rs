@@ -1,0 +1,241 @@
+//! `GET /auditors/{id}`: one auditor's standing and record, with its reputation and
+//! cumulative profit over time (the paper's Figure 6 for one real auditor) drawn from the
+//! ledger replay in [`super::history`].
+
+use std::fmt::Write as _;
+
+use axum::{
+    extract::{Path, State},
+    response::IntoResponse,
+};
+use trust_contracts::{Auditor, HoneypotStats};
+use trust_protocol::{AccountId, tx::Difficulty};
+
+use super::{
+    PageError, PageResult, Pages,
+    history::{AuditorHistory, Point},
+    layout::{self, esc},
+    parse_id, stat,
+};
+use crate::{
+    query,
+    report::svg::{Chart, Series, line_chart_svg},
+    view::latest,
+};
+
+/// The auditor page.
+pub async fn page(State(pages): State<Pages>, Path(id): Path<String>) -> PageResult {
+    let who: AccountId = parse_id("an auditor id", &id)?;
+    let chain = latest(&pages.chain);
+    let st = chain.contract.state();
+    let a = st
+        .auditors
+        .get(&who)
+        .ok_or_else(|| PageError::NotFound(format!("no auditor {who}")))?
+        .clone();
+    let acct = st.accounts.get(&who).cloned().unwrap_or_default();
+    let tip = chain.tip.height;
+    drop(chain);
+
+    let (history, ledger) = (pages.history.clone(), pages.ledger.clone());
+    let hist = tokio::task::spawn_blocking(move || history.auditor(&ledger, &who))
+        .await
+        .map_err(PageError::internal)?;
+
+    let mut body = format!(
+        "<h1>Auditor</h1>\n<p class=\"mono\"><a href=\"/accounts/{who}\">{who}</a></p>\n<div class=\"grid\">"
+    );
+    body += &stat("Stake", &acct.stake.to_string());
+    body += &stat("Tier", &format!("{:?}", a.tier));
+    body += &stat(
+        "Reputation",
+        &format!("{:.4}", f64::from(a.reputation.0) / 1e6),
+    );
+    body += &stat(
+        "Profit",
+        &(i128::from(a.earned) - i128::from(a.slashed)).to_string(),
+    );
+    body += &stat(
+        "Abstention rate",
+        &format!("{:.1}%", 100.0 * query::abstention_rate(&a)),
+    );
+    body += &stat(
+        "Status",
+        match (a.active, a.flagged) {
+            (_, true) => "<span class=\"badge fail\">flagged</span>",
+            (true, false) => "<span class=\"badge pass\">active</span>",
+            (false, false) => "<span class=\"badge\">inactive</span>",
+        },
+    );
+    body += "</div>\n";
+    body += &record(&a);
+    body += &honeypots(&a.honeypots);
+    body += &plots(hist.as_ref(), tip);
+    Ok(layout::page("Auditor", &body).into_response())
+}
+
+fn record(a: &Auditor) -> String {
+    let mut s = String::from("<div class=\"card\"><dl class=\"kv\">");
+    let _ = write!(
+        s,
+        "<dt>Expertise</dt><dd>{}</dd><dt>Votes revealed</dt><dd>{} ({} Valid, {} abstentions)</dd>\
+<dt>Agreed with the verdict</dt><dd>{}</dd><dt>Disagreed or missing</dt><dd>{}</dd>\
+<dt>Earned</dt><dd>{}</dd><dt>Slashed</dt><dd>{}</dd>",
+        if a.expertise.is_empty() {
+            "any".to_string()
+        } else {
+            esc(&a.expertise.join(", "))
+        },
+        a.votes,
+        a.approvals,
+        a.abstentions,
+        a.agreed,
+        a.disagreed,
+        a.earned,
+        a.slashed
+    );
+    s += "</dl></div>\n";
+    s
+}
+
+fn rate(approved: u32, seen: u32) -> String {
+    if seen == 0 {
+        "-".into()
+    } else {
+        format!(
+            "{approved} / {seen} ({:.0}%)",
+            100.0 * f64::from(approved) / f64::from(seen)
+        )
+    }
+}
+
+fn honeypots(h: &HoneypotStats) -> String {
+    let mut s = String::from(
+        "<h2>Honeypots</h2>\n<p class=\"hint\">Segments with a known verdict, planted by providers and opened after voting. Approving a known error is what a rubber-stamper does.</p>\n\
+<div class=\"scroll\"><table><thead><tr><th>Honeypot</th><th>Approved / judged</th></tr></thead><tbody>",
+    );
+    for d in Difficulty::ALL {
+        let i = d.index();
+        let _ = write!(
+            s,
+            "<tr><td>Known error, {d:?}</td><td>{}</td></tr>",
+            rate(
+                h.errors_approved.get(i).copied().unwrap_or(0),
+                h.errors_seen.get(i).copied().unwrap_or(0)
+            )
+        );
+    }
+    let _ = writeln!(
+        s,
+        "<tr><td>Known correct</td><td>{}</td></tr></tbody></table></div>",
+        rate(h.correct_approved, h.correct_seen)
+    );
+    s
+}
+
+/// A step curve through `points`: a value holds until the height of the next change, and
+/// the last one until `end` (the last replayed height). Points are recorded only when a
+/// value changes, so joining them straight would draw slopes that never happened.
+fn steps(points: impl Iterator<Item = (f64, f64)>, end: f64) -> Vec<(f64, f64)> {
+    let mut out: Vec<(f64, f64)> = Vec::new();
+    for (x, y) in points {
+        if let Some(&(_, prev)) = out.last() {
+            out.push((x, prev));
+        }
+        out.push((x, y));
+    }
+    if let Some(&(x, last)) = out.last()
+        && x < end
+    {
+        out.push((end, last));
+    }
+    out
+}
+
+fn plots(hist: Option<&AuditorHistory>, tip: u64) -> String {
+    let mut s = String::from("<h2>Over time</h2>\n");
+    let Some(h) = hist else {
+        s += "<p class=\"muted\">This node has no genesis to replay the ledger from, so it cannot draw the history.</p>";
+        return s;
+    };
+    if let Some(e) = &h.error {
+        let _ = writeln!(s, "<p class=\"muted\">History incomplete: {}</p>", esc(e));
+    } else if h.replayed < tip {
+        let _ = writeln!(
+            s,
+            "<p class=\"hint\">History covers blocks up to {} of {tip}: each visit replays at most {} more blocks; reload to extend it.</p>",
+            h.replayed, h.per_request
+        );
+    }
+    let series = |label: &str, y: &dyn Fn(&Point) -> f64| {
+        vec![Series {
+            label: label.into(),
+            points: steps(
+                h.points.iter().map(|p| (p.height as f64, y(p))),
+                h.replayed as f64,
+            ),
+        }]
+    };
+    let charts = [
+        (
+            "Reputation",
+            "reputation",
+            series("reputation", &|p| f64::from(p.reputation) / 1e6),
+        ),
+        (
+            "Cumulative profit",
+            "earned − slashed",
+            series("profit", &|p| p.profit() as f64),
+        ),
+    ];
+    for (title, y_label, data) in charts {
+        let chart = Chart {
+            title: title.into(),
+            x_label: "block height".into(),
+            y_label: y_label.into(),
+            log_y: false,
+            y_floor: 0.0,
+        };
+        match line_chart_svg(&chart, &data) {
+            Ok(svg) => {
+                let _ = writeln!(
+                    s,
+                    "<figure class=\"plot card\" aria-label=\"{}\">{svg}</figure>",
+                    esc(title)
+                );
+            }
+            Err(e) => {
+                let _ = writeln!(
+                    s,
+                    "<p class=\"muted\">{}: {}</p>",
+                    esc(title),
+                    esc(&e.to_string())
+                );
+            }
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::steps;
+
+    #[test]
+    fn history_is_drawn_as_steps_that_hold_until_the_next_change() {
+        let pts = [(0.0, 0.5), (36.0, 0.7), (41.0, 0.8)];
+        assert_eq!(
+            steps(pts.into_iter(), 80.0),
+            [
+                (0.0, 0.5),
+                (36.0, 0.5),
+                (36.0, 0.7),
+                (41.0, 0.7),
+                (41.0, 0.8),
+                (80.0, 0.8)
+            ]
+        );
+        assert_eq!(steps([(5.0, 1.0)].into_iter(), 5.0), [(5.0, 1.0)]);
+        assert!(steps(std::iter::empty(), 3.0).is_empty());
+    }
+}

@@ -1,0 +1,413 @@
+//! `GET /sessions/{id}`: a session's outcome, or its progress while it runs.
+//!
+//! The HDAG's shape comes from the ledger, so every node can draw it: a live session's
+//! segments (levels, tiers, weights, `depends_on`) are in the contract state; once it is
+//! decided the contract keeps only the outcome, and the shape is read back from the
+//! `OpenSession` transaction in the block that opened it. Segment text and the
+//! `decomposes_to` edges are never on the ledger: only the node that opened the session
+//! (its provider role) shows them; elsewhere the page shows blinded ids and verdicts.
+
+use std::fmt::Write as _;
+
+use axum::{extract::Path, extract::State, response::IntoResponse};
+use trust_contracts::{
+    LeftOutOutcome, Outcome, SegmentOutcome, SegmentState, SegmentVerdict, Session,
+};
+use trust_protocol::{
+    Hash,
+    hdag::AbstractionLevel,
+    tx::{SegmentEntry, SessionManifest, Tier},
+};
+
+use super::{
+    PageError, PageResult, Pages, account_link, block_link,
+    hdag_svg::{self, Edge, EdgeKind, Node, Shade},
+    layout::{self, esc},
+    network::verdict_badge,
+    parse_id, short, stat,
+};
+use crate::{
+    audit::provider::PageRecord,
+    query::{self, Decided, SessionLookup},
+    view::latest,
+};
+
+/// Row names of the drawing: the five levels, then segments whose level is unknown here.
+pub const ROWS: [&str; 6] = [
+    "GOAL",
+    "STRATEGY",
+    "TACTIC",
+    "STEP",
+    "OPERATION",
+    "left out",
+];
+
+/// The row of a level.
+pub fn row_of(level: AbstractionLevel) -> usize {
+    match level {
+        AbstractionLevel::Goal => 0,
+        AbstractionLevel::Strategy => 1,
+        AbstractionLevel::Tactic => 2,
+        AbstractionLevel::Step => 3,
+        AbstractionLevel::Operation => 4,
+    }
+}
+
+/// One segment as the page shows it (session segments first, then left-out ones).
+#[derive(Debug, Clone)]
+pub struct Segment {
+    /// Level, when known (left-out segments carry none on the ledger).
+    pub level: Option<AbstractionLevel>,
+    /// The tier that audited (or would audit) it.
+    pub tier: Tier,
+    /// Weight in the trace quorum.
+    pub weight: u32,
+    /// Indices of the segments it rests on.
+    pub depends_on: Vec<u16>,
+    /// Part of the final output.
+    pub conclusion: bool,
+    /// The blinded id (session segments only).
+    pub blinded: Option<Hash>,
+    /// Colour.
+    pub shade: Shade,
+    /// Votes and detail, in words.
+    pub detail: String,
+}
+
+fn shade_of(v: SegmentVerdict) -> Shade {
+    match v {
+        SegmentVerdict::Valid => Shade::Valid,
+        SegmentVerdict::Invalid => Shade::Invalid,
+        SegmentVerdict::Ungrounded => Shade::Ungrounded,
+        SegmentVerdict::Propagated => Shade::Propagated,
+        SegmentVerdict::Undecided => Shade::Undecided,
+    }
+}
+
+fn votes_detail(o: &SegmentOutcome) -> String {
+    let v = &o.votes;
+    let mut s = format!(
+        "votes: {} valid, {} invalid, {} ungrounded, {} abstained, {} missing (k {}, quorum {})",
+        v.valid, v.invalid, v.ungrounded, v.abstained, v.missing, o.k, o.q
+    );
+    if o.escalated {
+        s += "; escalated";
+    }
+    if let Some(h) = o.honeypot {
+        let _ = write!(s, "; honeypot, known verdict {h:?}");
+    }
+    s
+}
+
+fn from_entry(e: &SegmentEntry, tier: Tier, shade: Shade, detail: String) -> Segment {
+    Segment {
+        level: Some(e.level),
+        tier,
+        weight: e.weight,
+        depends_on: e.depends_on.clone(),
+        conclusion: e.conclusion,
+        blinded: Some(e.id),
+        shade,
+        detail,
+    }
+}
+
+fn left_out_segments(m: &SessionManifest, verdicts: Option<&[LeftOutOutcome]>) -> Vec<Segment> {
+    m.left_out
+        .iter()
+        .enumerate()
+        .map(|(j, l)| {
+            let verdict = verdicts.and_then(|v| v.get(j)).map(|o| o.verdict);
+            Segment {
+                level: None,
+                tier: l.tier,
+                weight: l.weight,
+                depends_on: l.depends_on.clone(),
+                conclusion: l.conclusion,
+                blinded: None,
+                // Left out, it is never audited; only an error it rests on reaches it.
+                shade: match verdict {
+                    Some(SegmentVerdict::Propagated) => Shade::Propagated,
+                    _ => Shade::NotAudited,
+                },
+                detail: match verdict {
+                    Some(v) => format!("left out of the session (no {:?} auditors); {v:?}", l.tier),
+                    None => format!("left out of the session (no {:?} auditors)", l.tier),
+                },
+            }
+        })
+        .collect()
+}
+
+/// The segments of a decided session: the manifest's shape with the outcome's verdicts.
+pub fn decided_segments(m: &SessionManifest, o: &Outcome) -> Vec<Segment> {
+    let mut out: Vec<Segment> = m
+        .segments
+        .iter()
+        .enumerate()
+        .map(|(i, e)| match o.segments.get(i) {
+            Some(so) => from_entry(e, so.tier, shade_of(so.verdict), votes_detail(so)),
+            None => from_entry(e, e.tier, Shade::NotAudited, "no outcome".into()),
+        })
+        .collect();
+    out.extend(left_out_segments(m, Some(&o.left_out)));
+    out
+}
+
+fn live_detail(g: &SegmentState) -> String {
+    let committed = g.seats.iter().filter(|s| s.commitment.is_some()).count();
+    let revealed = g.seats.iter().filter(|s| s.vote.is_some()).count();
+    let mut s = format!(
+        "seats: {} drawn, {committed} committed, {revealed} revealed (k {})",
+        g.seats.len(),
+        g.k
+    );
+    if let Some(r) = g.rounds.last() {
+        let _ = write!(s, "; round {} verdict {r:?}", g.rounds.len());
+    }
+    s
+}
+
+/// The segments of a live session: its shape, each not yet decided.
+pub fn live_segments(x: &Session) -> Vec<Segment> {
+    let mut out: Vec<Segment> = x
+        .segments
+        .iter()
+        .map(|g| from_entry(&g.entry, g.tier, Shade::NotAudited, live_detail(g)))
+        .collect();
+    out.extend(left_out_segments(&x.manifest, None));
+    out
+}
+
+/// Nodes and edges of the drawing; `record` (the provider's own) adds the levels of
+/// left-out segments, the HDAG names and the `decomposes_to` edges.
+pub fn graph(segments: &[Segment], record: Option<&PageRecord>) -> (Vec<Node>, Vec<Edge>) {
+    let session_len = segments.iter().filter(|s| s.blinded.is_some()).count();
+    let nodes = segments
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let level = s.level.or_else(|| {
+                record.and_then(|r| r.left_out_levels.get(i.checked_sub(session_len)?).copied())
+            });
+            let name = record.and_then(|r| r.nodes.get(i));
+            let mut title = format!("Segment {i}");
+            if let Some(n) = name {
+                let _ = write!(title, " ({n})");
+            }
+            let _ = write!(
+                title,
+                " · {} · tier {:?} · weight {} · {}",
+                level.map_or("level unknown".into(), |l| format!("{l:?}")),
+                s.tier,
+                s.weight,
+                s.shade.word()
+            );
+            if s.shade.is_error() {
+                let _ = write!(title, " (error: {})", s.shade.word());
+            }
+            let _ = write!(title, " · {}", s.detail);
+            Node {
+                label: i.to_string(),
+                row: level.map_or(ROWS.len() - 1, row_of),
+                shade: s.shade,
+                title,
+            }
+        })
+        .collect();
+    let mut edges: Vec<Edge> = segments
+        .iter()
+        .enumerate()
+        .flat_map(|(i, s)| {
+            s.depends_on.iter().map(move |&d| Edge {
+                from: usize::from(d),
+                to: i,
+                kind: EdgeKind::DependsOn,
+            })
+        })
+        .collect();
+    if let Some(r) = record {
+        edges.extend(r.decomposes.iter().map(|&(a, b)| Edge {
+            from: usize::from(a),
+            to: usize::from(b),
+            kind: EdgeKind::DecomposesTo,
+        }));
+    }
+    (nodes, edges)
+}
+
+/// The failure bound in words: `exp(-x)` as a number, or that there is none.
+fn bound_text(neg_ln_milli: u64) -> String {
+    if neg_ln_milli == 0 {
+        return "no bound (the expected passing weight is below the threshold)".into();
+    }
+    let p = (-(neg_ln_milli as f64) / 1000.0).exp();
+    format!("≤ {p:.3e} (Hoeffding, under the network's assumptions)")
+}
+
+/// The session page.
+pub async fn page(State(pages): State<Pages>, Path(id): Path<String>) -> PageResult {
+    let sid: Hash = parse_id("a session id", &id)?;
+    let found = query::session(&latest(&pages.chain), &pages.ledger, &sid)
+        .map_err(PageError::internal)?
+        .ok_or_else(|| PageError::NotFound(format!("no session {sid} on this network")))?;
+    let record = pages.provider.as_ref().and_then(|p| p.page_record(&sid));
+    let title = format!("Session {}", short(&sid));
+    match found {
+        SessionLookup::Decided(d) => {
+            let body = decided_body(&pages, &sid, &d, record.as_ref())?;
+            Ok(layout::page(&title, &body).into_response())
+        }
+        SessionLookup::Live(x) => {
+            let body = live_body(&sid, &x, record.as_ref());
+            Ok(layout::page_with_head(
+                &title,
+                "<meta http-equiv=\"refresh\" content=\"2\">\n",
+                &body,
+            )
+            .into_response())
+        }
+        SessionLookup::Failed(f) => {
+            let body = format!(
+                "<h1>Session</h1>\n<p class=\"mono\">{sid}</p>\n<div class=\"card\"><p><span class=\"badge fail\">Failed</span> at height {}: {}</p><p class=\"muted\">The session could not run; its fee was refunded.</p></div>",
+                block_link(f.at),
+                esc(&f.reason)
+            );
+            Ok(layout::page(&title, &body).into_response())
+        }
+    }
+}
+
+fn header(sid: &Hash, provider: &trust_protocol::AccountId, record: bool) -> String {
+    format!(
+        "<h1>Session</h1>\n<p class=\"mono\">{sid}</p>\n<p>Provider {}{}</p>\n",
+        account_link(provider),
+        if record {
+            " · <strong>this node opened it</strong>: segment text is shown below"
+        } else {
+            ""
+        }
+    )
+}
+
+fn decided_body(
+    pages: &Pages,
+    sid: &Hash,
+    d: &Decided,
+    record: Option<&PageRecord>,
+) -> Result<String, PageError> {
+    let o = &d.outcome;
+    let manifest =
+        query::opening_manifest(&pages.ledger, sid, o.opened_at).map_err(PageError::internal)?;
+    let mut body = header(sid, &o.provider, record.is_some());
+    body += "<div class=\"grid\">";
+    body += &stat("Trace verdict", &verdict_badge(o.trace));
+    body += &stat(
+        "Coverage",
+        &format!("{} / {} judged", o.coverage.judged, o.coverage.segments),
+    );
+    body += &stat(
+        "Passing weight",
+        &format!(
+            "{} / {} (β {:.2})",
+            o.passing_weight,
+            o.total_weight,
+            f64::from(o.beta.0) / 1e6
+        ),
+    );
+    body += &stat(
+        "Decided in block",
+        &match d.height {
+            Some(h) => block_link(h),
+            None => o.decided_at.to_string(),
+        },
+    );
+    body += "</div>\n<div class=\"card\"><dl class=\"kv\">";
+    let _ = write!(
+        body,
+        "<dt>Failure bound</dt><dd>{}</dd><dt>Error at the conclusion</dt><dd>{}</dd>\
+<dt>Undecided weight</dt><dd>{}</dd><dt>Left out</dt><dd>{} computer, {} LLM, {} human</dd>\
+<dt>Opened at</dt><dd>{}</dd><dt>Deciding block hash</dt><dd class=\"mono\">{}</dd>\
+<dt>Rewards paid</dt><dd>{}</dd><dt>Refunded</dt><dd>{}</dd>",
+        esc(&bound_text(o.bound.hoeffding_neg_ln_milli)),
+        if o.error_at_conclusion { "yes" } else { "no" },
+        o.undecided_weight,
+        o.coverage.left_out[0],
+        o.coverage.left_out[1],
+        o.coverage.left_out[2],
+        block_link(o.opened_at),
+        d.block_hash.map_or("-".to_string(), |h| h.to_string()),
+        o.rewards_paid,
+        o.refunded
+    );
+    body += "</dl></div>\n";
+    match manifest {
+        Some(m) => {
+            if !m.domain.is_empty() {
+                let _ = writeln!(body, "<p>Domain: {}</p>", esc(&m.domain));
+            }
+            body += &segments_section(&decided_segments(&m, o), record);
+        }
+        None => {
+            body += "<p class=\"muted\">The transaction that opened this session is not in this node's ledger, so its HDAG cannot be drawn.</p>";
+        }
+    }
+    Ok(body)
+}
+
+fn live_body(sid: &Hash, x: &Session, record: Option<&PageRecord>) -> String {
+    let seats = query::seat_counts(x);
+    let mut body = header(sid, &x.provider, record.is_some());
+    body += "<div class=\"grid\">";
+    body += &stat("Status", "<span class=\"badge\">Live</span>");
+    body += &stat("Phase", &esc(&query::phase_name(&x.phase)));
+    body += &stat("Seats drawn", &seats.assigned.to_string());
+    body += &stat("Committed", &seats.committed.to_string());
+    body += &stat("Revealed", &seats.revealed.to_string());
+    body += &stat("Opened at", &block_link(x.opened_at));
+    body +=
+        "</div>\n<p class=\"hint\">This page reloads every 2 seconds while the session runs.</p>\n";
+    if !x.manifest.domain.is_empty() {
+        let _ = writeln!(body, "<p>Domain: {}</p>", esc(&x.manifest.domain));
+    }
+    body += &segments_section(&live_segments(x), record);
+    body
+}
+
+fn segments_section(segments: &[Segment], record: Option<&PageRecord>) -> String {
+    let (nodes, edges) = graph(segments, record);
+    let mut s = String::from("<h2>HDAG</h2>\n");
+    s += &hdag_svg::legend();
+    s += "<div class=\"scroll\">";
+    s += &hdag_svg::render(&nodes, &edges, &ROWS);
+    s += "</div>\n<p class=\"hint\">Hover or tab to a segment for its tier, votes and verdict.</p>\n";
+    s += "<h2>Segments</h2>\n<div class=\"scroll\"><table><thead><tr><th>#</th><th>Level</th><th>Tier</th><th>Weight</th><th>Verdict</th><th>Detail</th><th>";
+    s += if record.is_some() {
+        "Text"
+    } else {
+        "Blinded id"
+    };
+    s += "</th></tr></thead><tbody>";
+    for (i, (seg, node)) in segments.iter().zip(&nodes).enumerate() {
+        let level = ROWS.get(node.row).copied().unwrap_or("");
+        let last = match record.and_then(|r| r.texts.get(i)) {
+            Some(t) => format!("<td class=\"wrapok\">{}</td>", esc(t)),
+            None => format!(
+                "<td class=\"mono\">{}</td>",
+                seg.blinded.map_or("-".to_string(), |h| short(&h))
+            ),
+        };
+        let _ = write!(
+            s,
+            "<tr id=\"seg-{i}\"><td>{i}{}</td><td>{level}</td><td>{:?}</td><td>{}</td><td><span class=\"badge {}\">{}</span></td><td class=\"wrapok\">{}</td>{last}</tr>",
+            if seg.conclusion { " ★" } else { "" },
+            seg.tier,
+            seg.weight,
+            seg.shade.class(),
+            seg.shade.word(),
+            esc(&seg.detail)
+        );
+    }
+    s += "</tbody></table></div>\n<p class=\"hint\">★ part of the final output.</p>\n";
+    s
+}

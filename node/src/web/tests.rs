@@ -1,0 +1,713 @@
+//! The pages over a real sled ledger and a real contract driven through real blocks,
+//! asked through the router as a browser would.
+
+use std::sync::Arc;
+
+use axum::{
+    body::Body,
+    http::{Request, StatusCode, header},
+};
+use tower::ServiceExt;
+use trust_contracts::{Contract, Event, Genesis, GenesisAccount, GenesisAuditor, Params};
+use trust_protocol::{
+    Hash, Keypair, Salt, SealingPublicKey, Signed, Vote, commitment,
+    hdag::AbstractionLevel,
+    mapping_commitment,
+    tx::{Call, LeftOut, QuorumParams, SegmentEntry, SessionManifest, SignedTx, Tier, Tx},
+    units::Ppm,
+};
+
+use super::{
+    Pages,
+    hdag_svg::{self, Edge, EdgeKind, Node, Shade},
+    history::History,
+    router,
+};
+use crate::{
+    audit::{outbox::Outbox, provider::Provider},
+    blobs::BlobStore,
+    chain::{Tip, build_block, decided_sessions},
+    ledger::{Ledger, StoredBlock},
+    mempool::Pool,
+    tasks::Stop,
+    view::{ChainPublisher, ChainView, PeerPublisher, PeerView, ValidatorPower},
+};
+
+const XSS: &str = "<script>alert(1)</script>";
+const XSS_ESCAPED: &str = "&lt;script&gt;alert(1)&lt;/script&gt;";
+
+/// A one-validator chain with three Computer auditors, the pages over it, and a provider
+/// role on node 0 when asked for.
+struct Net {
+    pages: Pages,
+    genesis: Arc<Contract>,
+    tip: Tip,
+    keys: Vec<Keypair>,
+    chain: ChainPublisher,
+    _peers: PeerPublisher,
+    _dir: tempfile::TempDir,
+}
+
+impl Net {
+    fn new(with_provider: bool) -> Self {
+        let keys: Vec<Keypair> = (0..4)
+            .map(|i| Keypair::from_label(&format!("web{i}")))
+            .collect();
+        let genesis = Genesis {
+            params: Params::default(),
+            accounts: keys
+                .iter()
+                .map(|k| GenesisAccount {
+                    id: k.public(),
+                    balance: 100_000,
+                    stake: 1_000,
+                })
+                .collect(),
+            auditors: keys[1..]
+                .iter()
+                .map(|k| GenesisAuditor {
+                    id: k.public(),
+                    tier: Tier::Computer,
+                    // Data a page shows that an outsider chose.
+                    expertise: vec![XSS.into()],
+                    sealing_key: SealingPublicKey([1; 32]),
+                })
+                .collect(),
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let db = sled::open(dir.path()).unwrap();
+        let ledger = Ledger::from_db(&db).unwrap();
+        let contract = Contract::new(&genesis).unwrap();
+        let tip = Tip {
+            chain: Hash::sha256(b"web-test"),
+            height: 0,
+            hash: Hash::ZERO,
+        };
+        let validators = vec![ValidatorPower {
+            id: keys[0].public(),
+            power: 1_000,
+        }];
+        let (chain, chain_watch) =
+            ChainPublisher::new(ChainView::new(tip, contract.clone(), validators));
+        let (peers, peer_watch) = PeerPublisher::new();
+        peers.publish(PeerView {
+            peers: 2,
+            heights: vec![(format!("12D3KooWpeer{XSS}"), 4)],
+        });
+        let (pool, task) = Pool::new(100, chain_watch.clone());
+        tokio::spawn(task.run(Stop::never()));
+        let provider = with_provider.then(|| {
+            let key = Keypair::from_label("web0");
+            let outbox = Outbox::new(key, chain_watch.clone(), pool.clone(), None);
+            let p = Provider::open(outbox, BlobStore::open(&db).unwrap(), &db)
+                .unwrap()
+                .with_honeypots(0);
+            Arc::new(p)
+        });
+        let genesis = Arc::new(contract);
+        let pages = Pages::new(
+            keys[0].public(),
+            chain_watch,
+            peer_watch,
+            pool,
+            ledger,
+            provider,
+            Some(genesis.clone()),
+        );
+        Net {
+            pages,
+            genesis,
+            tip,
+            keys,
+            chain,
+            _peers: peers,
+            _dir: dir,
+        }
+    }
+
+    /// Decides a block from `txs` plus the mempool; returns its events.
+    async fn block(&mut self, txs: Vec<SignedTx>) -> Vec<Event> {
+        let view = self.chain.current();
+        let mut cands = self.pages.pool.reap(view.contract.clone(), 1000).await;
+        cands.extend(txs);
+        let (block, done, dropped) =
+            build_block(&view.contract, &self.tip, self.keys[0].public(), &cands);
+        assert!(dropped.is_empty(), "{dropped:?}");
+        let stored = StoredBlock {
+            block: block.clone(),
+            certificate: vec![],
+        };
+        self.pages
+            .ledger
+            .append(&stored, &decided_sessions(&done.events))
+            .unwrap();
+        self.tip = self.tip.after(&block);
+        self.chain.publish(ChainView {
+            tip: self.tip,
+            state_root: block.header.state_root,
+            contract: Arc::new(done.contract),
+            validators: view.validators.clone(),
+        });
+        done.events
+    }
+
+    fn sign(&self, i: usize, call: Call) -> SignedTx {
+        let k = &self.keys[i];
+        let nonce = self.chain.current().contract.nonce(&k.public());
+        Signed::sign(k, Tx { nonce, call })
+    }
+
+    /// Signs `calls` in order, each account's nonces counting up from its next one.
+    fn sign_all(&self, calls: Vec<(usize, Call)>) -> Vec<SignedTx> {
+        let view = self.chain.current();
+        let mut next: Vec<u64> = self
+            .keys
+            .iter()
+            .map(|k| view.contract.nonce(&k.public()))
+            .collect();
+        calls
+            .into_iter()
+            .map(|(i, call)| {
+                let nonce = next[i];
+                next[i] += 1;
+                Signed::sign(&self.keys[i], Tx { nonce, call })
+            })
+            .collect()
+    }
+
+    /// Status, content type, `Location`, body.
+    async fn get(&self, uri: &str) -> (StatusCode, String, String, String) {
+        let r = router(self.pages.clone())
+            .oneshot(Request::get(uri).body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        let status = r.status();
+        let header_of = |name| {
+            r.headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .to_string()
+        };
+        let (ctype, location) = (header_of(header::CONTENT_TYPE), header_of(header::LOCATION));
+        let body = axum::body::to_bytes(r.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        (
+            status,
+            ctype,
+            location,
+            String::from_utf8_lossy(&body).into_owned(),
+        )
+    }
+
+    /// A page that must answer 200 as HTML; its body.
+    async fn page(&self, uri: &str) -> String {
+        let (st, ctype, _, body) = self.get(uri).await;
+        assert_eq!(st, StatusCode::OK, "{uri}: {body}");
+        assert!(ctype.starts_with("text/html"), "{uri}: {ctype}");
+        assert_no_raw_script(uri, &body);
+        body
+    }
+
+    /// An error page: its status and that it is HTML in the layout.
+    async fn error(&self, uri: &str) -> StatusCode {
+        let (st, ctype, _, body) = self.get(uri).await;
+        assert!(ctype.starts_with("text/html"), "{uri}: {ctype}");
+        assert!(
+            body.contains("href=\"/blocks\""),
+            "{uri}: not in the layout"
+        );
+        assert_no_raw_script(uri, &body);
+        st
+    }
+
+    async fn redirect(&self, uri: &str) -> String {
+        let (st, _, location, body) = self.get(uri).await;
+        assert_eq!(st, StatusCode::SEE_OTHER, "{uri}: {body}");
+        location
+    }
+}
+
+/// The HDAG drawing of a session page (the legend's sample strokes left out).
+fn hdag_of(page: &str) -> &str {
+    let start = page.find("<svg class=\"hdag\"").expect("an HDAG drawing");
+    let len = page[start..].find("</svg>").expect("closed");
+    &page[start..start + len]
+}
+
+fn assert_no_raw_script(uri: &str, body: &str) {
+    assert!(
+        !body.to_ascii_lowercase().contains("<script"),
+        "{uri}: raw <script> in the page"
+    );
+}
+
+fn manifest(segments: Vec<SegmentEntry>, left_out: Vec<LeftOut>) -> SessionManifest {
+    let mut m = SessionManifest {
+        segments,
+        mapping_commitment: mapping_commitment(&Hash::ZERO, &Salt([2; 32])),
+        quorum: QuorumParams {
+            k: [3, 3, 3],
+            extra_seats: 0,
+            tau: Ppm(600_000),
+            beta: Ppm(600_000),
+        },
+        fee: 0,
+        domain: XSS.into(),
+        left_out,
+    };
+    m.fee = trust_contracts::minimum_fee(&Params::default(), &m).unwrap();
+    m
+}
+
+fn segment(label: &[u8], level: AbstractionLevel, depends_on: Vec<u16>) -> SegmentEntry {
+    SegmentEntry {
+        id: Hash::sha256(label),
+        level,
+        tier: Tier::Computer,
+        weight: 1,
+        depends_on,
+        cid: trust_protocol::cid::Cid::of(label),
+        honeypot: None,
+        conclusion: false,
+    }
+}
+
+/// Runs a session of two segments (a TACTIC and a STEP resting on it) and a left-out
+/// conclusion resting on the STEP, every seat voting `votes[segment]`; returns its id and
+/// the live page seen while seats commit.
+async fn run_session(net: &mut Net, votes: [Vote; 2]) -> (Hash, String) {
+    let segs = vec![
+        segment(b"t", AbstractionLevel::Tactic, vec![]),
+        segment(b"s", AbstractionLevel::Step, vec![0]),
+    ];
+    let left = vec![LeftOut {
+        tier: Tier::Human,
+        weight: 1,
+        depends_on: vec![1],
+        conclusion: true,
+    }];
+    let m = manifest(segs.clone(), left);
+    let open = net.sign(0, Call::OpenSession(m));
+    let sid = Tx::session_id(&net.keys[0].public(), open.body.nonce);
+    net.block(vec![open]).await;
+    let ev = net.block(vec![]).await;
+    let seats: Vec<(usize, u16)> = ev
+        .iter()
+        .filter_map(|e| match e {
+            Event::SeatAssigned { seat, segment, .. } => net
+                .keys
+                .iter()
+                .position(|k| k.public() == *seat)
+                .map(|i| (i, *segment)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(seats.len(), 6);
+    let live = net.page(&format!("/sessions/{sid}")).await;
+    let salt = Salt([5; 32]);
+    let vote = |s: u16| votes[usize::from(s)];
+    let commits = seats
+        .iter()
+        .map(|&(i, s)| {
+            let id = segs[usize::from(s)].id;
+            let c = commitment(&sid, &id, &net.keys[i].public(), vote(s), &salt);
+            (
+                i,
+                Call::Commit {
+                    session: sid,
+                    segment: s,
+                    commitment: c,
+                },
+            )
+        })
+        .collect();
+    let commits = net.sign_all(commits);
+    net.block(commits).await;
+    let reveals = seats
+        .iter()
+        .map(|&(i, s)| {
+            (
+                i,
+                Call::Reveal {
+                    session: sid,
+                    segment: s,
+                    vote: vote(s),
+                    salt,
+                },
+            )
+        })
+        .collect();
+    let reveals = net.sign_all(reveals);
+    net.block(reveals).await;
+    let disclose = net.sign(
+        0,
+        Call::RevealMapping {
+            session: sid,
+            mapping: Hash::ZERO,
+            salt: Salt([2; 32]),
+        },
+    );
+    net.block(vec![disclose]).await;
+    (sid, live)
+}
+
+#[tokio::test]
+async fn the_network_page_shows_the_chain_validators_peers_and_sessions() {
+    let mut net = Net::new(false);
+    let to = net.keys[1].public();
+    let tx = net.sign(0, Call::Transfer { to, amount: 7 });
+    net.block(vec![tx]).await;
+    let (sid, _) = run_session(&mut net, [Vote::Invalid, Vote::Valid]).await;
+    let pooled = net.sign(0, Call::Transfer { to, amount: 1 });
+    net.pages.pool.admit(pooled).await.unwrap();
+
+    let home = net.page("/").await;
+    let view = net.chain.current();
+    assert!(home.starts_with("<!doctype html>"));
+    assert!(home.contains(&format!("href=\"/blocks/{}\"", view.tip.height)));
+    assert!(home.contains(&view.tip.hash.to_hex()));
+    assert!(home.contains(&view.state_root.to_hex()));
+    assert!(home.contains(&format!("/accounts/{}", net.keys[0].public())));
+    assert!(home.contains("<td>1000</td>"), "voting power");
+    assert!(home.contains("1 tx"), "mempool size");
+    assert!(home.contains(&format!("12D3KooWpeer{XSS_ESCAPED}")));
+    assert!(home.contains(&format!("/sessions/{sid}")));
+    assert!(home.contains(">Fail<"));
+}
+
+#[tokio::test]
+async fn blocks_are_listed_page_by_page_and_each_shows_its_transactions() {
+    let mut net = Net::new(false);
+    let to = net.keys[2].public();
+    for _ in 0..29 {
+        net.block(vec![]).await;
+    }
+    let tx = net.sign(1, Call::Transfer { to, amount: 9 });
+    let id = tx.id();
+    net.block(vec![tx]).await; // height 30
+
+    let list = net.page("/blocks").await;
+    assert!(list.contains("href=\"/blocks/30\""));
+    assert!(list.contains("href=\"/blocks/6\""));
+    assert!(!list.contains("href=\"/blocks/5\""), "25 per page");
+    assert!(
+        list.contains("href=\"/blocks?before=6\""),
+        "a link to older blocks"
+    );
+    let older = net.page("/blocks?before=6").await;
+    assert!(older.contains("href=\"/blocks/5\"") && older.contains("href=\"/blocks/1\""));
+    assert!(!older.contains("href=\"/blocks/6\""));
+    assert!(
+        older.contains("href=\"/blocks?before=31\""),
+        "a link back to newer"
+    );
+    assert_eq!(
+        net.error("/blocks?before=soon").await,
+        StatusCode::BAD_REQUEST
+    );
+
+    let by_height = net.page("/blocks/30").await;
+    assert!(by_height.contains("Transfer"));
+    assert!(by_height.contains(&format!("/accounts/{}", net.keys[1].public())));
+    assert!(by_height.contains(&format!("9 to <a class=\"mono\" href=\"/accounts/{to}\"")));
+    assert!(by_height.contains(&id.to_hex()));
+    let by_hash = net.page(&format!("/blocks/{}", net.tip.hash)).await;
+    assert_eq!(by_hash, by_height);
+    assert_eq!(net.error("/blocks/31").await, StatusCode::NOT_FOUND);
+    assert_eq!(
+        net.error(&format!("/blocks/{}", Hash::sha256(b"no block")))
+            .await,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(net.error("/blocks/0x12").await, StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test]
+async fn accounts_and_auditors_have_pages_and_unknown_ones_do_not() {
+    let mut net = Net::new(false);
+    let (_, _) = run_session(&mut net, [Vote::Valid, Vote::Valid]).await;
+    let auditor = net.keys[1].public();
+    let acct = net.page(&format!("/accounts/{auditor}")).await;
+    let balance = net.chain.current().contract.state().accounts[&auditor].balance;
+    assert!(acct.contains(&format!("<div class=\"v\">{balance}</div>")));
+    assert!(acct.contains(&format!("href=\"/auditors/{auditor}\"")));
+    let plain = net
+        .page(&format!("/accounts/{}", net.keys[0].public()))
+        .await;
+    assert!(!plain.contains("/auditors/"), "node 0 is no auditor");
+
+    let page = net.page(&format!("/auditors/{auditor}")).await;
+    assert!(page.contains("Computer"));
+    assert!(page.contains(XSS_ESCAPED), "expertise shown escaped");
+    assert!(page.contains("Known error, Obvious"));
+    // Two plots from the replay, each with its curve.
+    assert_eq!(
+        page.matches("<figure class=\"plot card\"").count(),
+        2,
+        "{page}"
+    );
+    assert!(page.matches("<polyline").count() >= 2);
+    assert!(
+        !page.contains("History covers blocks up to"),
+        "the replay caught up"
+    );
+
+    // A history that replays two blocks per visit says how far it got, and catches up.
+    let tip = net.tip.height;
+    net.pages.history = Arc::new(History::with_blocks_per_request(
+        Some(net.genesis.clone()),
+        2,
+    ));
+    for visit in 1..=tip.div_ceil(2) {
+        let p = net.page(&format!("/auditors/{auditor}")).await;
+        let covered = (visit * 2).min(tip);
+        if covered < tip {
+            let says = format!("History covers blocks up to {covered} of {tip}");
+            assert!(p.contains(&says), "visit {visit}: {p}");
+        } else {
+            assert!(!p.contains("History covers blocks up to"), "caught up");
+        }
+    }
+
+    let unknown = Keypair::from_label("nobody").public();
+    assert_eq!(
+        net.error(&format!("/accounts/{unknown}")).await,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        net.error(&format!("/auditors/{}", net.keys[0].public()))
+            .await,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(net.error("/accounts/xyz").await, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        net.error("/auditors/%3Cb%3E").await,
+        StatusCode::BAD_REQUEST
+    );
+}
+
+#[tokio::test]
+async fn a_session_page_draws_its_hdag_coloured_by_verdict() {
+    let mut net = Net::new(false);
+    let (sid, live) = run_session(&mut net, [Vote::Invalid, Vote::Valid]).await;
+    assert!(live.contains("<meta http-equiv=\"refresh\" content=\"2\">"));
+    assert!(live.contains("commit, round 0"), "{live}");
+    assert!(live.contains("<div class=\"k\">Seats drawn</div><div class=\"v\">6</div>"));
+
+    let page = net.page(&format!("/sessions/{sid}")).await;
+    assert!(
+        !page.contains("http-equiv=\"refresh\""),
+        "decided: no reload"
+    );
+    assert!(page.contains("<span class=\"badge fail\">Fail</span>"));
+    assert!(page.contains("2 / 3 judged"), "{page}");
+    let decided_at = net
+        .pages
+        .ledger
+        .outcome_height(&sid)
+        .unwrap()
+        .expect("decided");
+    assert!(page.contains(&format!("<a href=\"/blocks/{decided_at}\">")));
+    assert!(page.contains("Failure bound"));
+    assert!(page.contains(&format!("Domain: {XSS_ESCAPED}")));
+    // Three nodes: the Invalid TACTIC, the STEP it propagates to, the left-out conclusion.
+    let svg = hdag_of(&page);
+    assert_eq!(svg.matches("<g class=\"node ").count(), 3);
+    assert_eq!(svg.matches("<g class=\"node v-invalid\"").count(), 1);
+    // The STEP and the left-out conclusion resting on it inherit the error.
+    assert_eq!(svg.matches("<g class=\"node v-propagated\"").count(), 2);
+    assert!(!svg.contains("v-valid"));
+    assert_eq!(svg.matches("<path class=\"e-dep\"").count(), 2);
+    // No text or decomposition off the provider's node: blinded ids instead.
+    assert!(page.contains(&Hash::sha256(b"t").to_hex()[..12]));
+    assert!(!svg.contains("<path class=\"e-dec\""));
+    assert!(page.contains("Legend") || page.contains("class=\"legend\""));
+
+    assert_eq!(
+        net.error(&format!("/sessions/{}", Hash::sha256(b"no session")))
+            .await,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(net.error("/sessions/12ab").await, StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test]
+async fn the_provider_node_shows_segment_text_escaped() {
+    let mut net = Net::new(true);
+    let provider = net.pages.provider.clone().unwrap();
+    let trace = format!(
+        "## Problem Statement\nThe denominator of a fraction is 7 less than 3 times the numerator. If the fraction is equivalent to 2/5, what is the numerator? {XSS}\n## Thinking Process\n1. Let the numerator be x\n2. So x / (3x - 7) = 2/5\n3. Therefore, 5x = 6x - 14\n## Final Output\nx = 14\n"
+    );
+    let contract = net.chain.current().contract.clone();
+    let s = provider.submit(&trace, None, &contract).await.unwrap();
+    net.block(vec![]).await; // the OpenSession, from the pool
+    let page = net.page(&format!("/sessions/{}", s.session)).await;
+    assert!(page.contains("this node opened it"));
+    assert!(page.contains("Let the numerator be x"), "{page}");
+    assert!(page.contains(XSS_ESCAPED), "the problem statement, escaped");
+    let record = provider.page_record(&s.session).unwrap();
+    assert!(!record.decomposes.is_empty());
+    assert_eq!(
+        hdag_of(&page).matches("<path class=\"e-dec\"").count(),
+        record.decomposes.len()
+    );
+}
+
+#[tokio::test]
+async fn search_sends_each_kind_of_id_to_its_page() {
+    let mut net = Net::new(false);
+    let to = net.keys[1].public();
+    let tx = net.sign(0, Call::Transfer { to, amount: 3 });
+    let tx_id = tx.id();
+    net.block(vec![tx]).await;
+    let hash1 = net.tip.hash;
+    let (sid, _) = run_session(&mut net, [Vote::Valid, Vote::Valid]).await;
+
+    assert_eq!(net.redirect("/search?q=1").await, "/blocks/1");
+    assert_eq!(
+        net.redirect(&format!("/search?q={hash1}")).await,
+        "/blocks/1"
+    );
+    assert_eq!(
+        net.redirect(&format!("/search?q={tx_id}")).await,
+        "/blocks/1"
+    );
+    assert_eq!(
+        net.redirect(&format!("/search?q=%20{sid}%20")).await,
+        format!("/sessions/{sid}")
+    );
+    assert_eq!(
+        net.redirect(&format!("/search?q={to}")).await,
+        format!("/accounts/{to}")
+    );
+    assert_eq!(net.error("/search?q=999").await, StatusCode::NOT_FOUND);
+    assert_eq!(
+        net.error("/search?q=%3Cscript%3Ealert(1)%3C%2Fscript%3E")
+            .await,
+        StatusCode::NOT_FOUND
+    );
+    let (_, _, _, body) = net.get("/search?q=%3Cscript%3Ex").await;
+    assert!(body.contains("nothing found for"));
+    assert!(body.contains("&lt;script&gt;x"));
+    assert_eq!(net.error("/search?q=").await, StatusCode::BAD_REQUEST);
+    assert_eq!(net.error("/search").await, StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test]
+async fn every_listed_page_path_renders() {
+    let mut net = Net::new(false);
+    let (sid, _) = run_session(&mut net, [Vote::Valid, Vote::Invalid]).await;
+    let height = net.tip.height;
+    for path in super::page_paths(height, &sid, &net.keys[1].public()) {
+        let (st, ctype, _, body) = net.get(&path).await;
+        assert!(
+            st == StatusCode::OK || st == StatusCode::SEE_OTHER,
+            "{path}: {st} {body}"
+        );
+        if st == StatusCode::OK {
+            assert!(ctype.starts_with("text/html"), "{path}");
+        }
+    }
+}
+
+fn node(row: usize, shade: Shade) -> Node {
+    Node {
+        label: format!("{row}"),
+        row,
+        shade,
+        title: format!("row {row} <b>"),
+    }
+}
+
+/// `(class, y)` of every node box in an SVG, in drawing order.
+fn boxes(svg: &str) -> Vec<(String, u32)> {
+    svg.split("<g class=\"node ")
+        .skip(1)
+        .map(|g| {
+            let class = g.split('"').next().unwrap().to_string();
+            let y = g
+                .split("<rect x=\"")
+                .nth(1)
+                .and_then(|r| r.split(" y=\"").nth(1))
+                .and_then(|r| r.split('"').next())
+                .and_then(|y| y.parse().ok())
+                .unwrap();
+            (class, y)
+        })
+        .collect()
+}
+
+#[test]
+fn the_hdag_svg_draws_levels_top_to_bottom_with_both_edge_kinds() {
+    let nodes = vec![
+        node(0, Shade::Valid),
+        node(3, Shade::Invalid),
+        node(3, Shade::Propagated),
+        node(4, Shade::Ungrounded),
+        node(5, Shade::NotAudited),
+        node(1, Shade::Undecided),
+    ];
+    let edges = vec![
+        Edge {
+            from: 1,
+            to: 2,
+            kind: EdgeKind::DependsOn,
+        },
+        Edge {
+            from: 2,
+            to: 3,
+            kind: EdgeKind::DependsOn,
+        },
+        Edge {
+            from: 0,
+            to: 5,
+            kind: EdgeKind::DecomposesTo,
+        },
+        // Names a node that does not exist: skipped.
+        Edge {
+            from: 0,
+            to: 9,
+            kind: EdgeKind::DependsOn,
+        },
+    ];
+    let svg = hdag_svg::render(
+        &nodes,
+        &edges,
+        &[
+            "GOAL",
+            "STRATEGY",
+            "TACTIC",
+            "STEP",
+            "OPERATION",
+            "left out",
+        ],
+    );
+    assert!(svg.starts_with("<svg") && svg.ends_with("</svg>"));
+    let b = boxes(&svg);
+    assert_eq!(b.len(), 6);
+    assert_eq!(svg.matches("tabindex=\"0\"").count(), 6);
+    assert_eq!(svg.matches("<path class=\"e-dep\"").count(), 2);
+    assert_eq!(svg.matches("<path class=\"e-dec\"").count(), 1);
+    let classes: Vec<&str> = b.iter().map(|(c, _)| c.as_str()).collect();
+    assert_eq!(
+        classes,
+        [
+            "v-valid",
+            "v-invalid",
+            "v-propagated",
+            "v-ungrounded",
+            "v-none",
+            "v-undecided"
+        ]
+    );
+    // y grows with the row; nodes of one row share it; empty rows take no room.
+    let y = |i: usize| b[i].1;
+    assert_eq!(y(1), y(2));
+    assert!(y(0) < y(5) && y(5) < y(1) && y(1) < y(3) && y(3) < y(4));
+    assert_eq!(y(1) - y(5), y(5) - y(0), "no gap for the empty TACTIC row");
+    // Titles are escaped; captions name only drawn rows.
+    assert!(svg.contains("<title>row 3 &lt;b&gt;</title>"));
+    assert!(svg.contains(">STEP</text>") && !svg.contains(">TACTIC</text>"));
+}
