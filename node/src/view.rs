@@ -17,6 +17,8 @@
 //! | this account's transactions not yet signed (backlog, stall count) | the outbox (`audit::outbox`), under its own lock, one sequence at a time | none: private | - |
 //! | votes and salts, opened keys | the seat pipeline (`audit::seat`) | none: private | - |
 //! | sessions this node provides | the provider (`audit::provider`) | none: private | - |
+//! | the provider's page records (segment texts of the sessions it opened, sled tree `provider/pages`) | the provider, when it opens a session | `Provider::page_record` | the outcome page (`web::session`) |
+//! | the auditor-history index (a replay of the ledger through the contract) | the web pages' `History`, advanced under its own lock by at most `BLOCKS_PER_REQUEST` blocks per request | `History::auditor` | the auditor page (`web::auditor`) |
 //!
 //! Counters (`*Metrics`) are atomics, each bumped by the subsystem that owns it and read
 //! by `/metrics`. The blob store is content-addressed: provider, seats and Bitswap may all
