@@ -26,6 +26,7 @@ pub mod report;
 pub mod submit;
 pub mod tasks;
 pub mod view;
+pub mod web;
 
 #[cfg(test)]
 mod layering {
