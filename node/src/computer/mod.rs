@@ -219,6 +219,28 @@ fn names_expression(text: &str) -> bool {
     !names.is_empty() && !matches!(e, Expr::Var(_) | Expr::Num(..))
 }
 
+/// Judges a segment as a Computer seat sees it: its claim, the claims it cites, and the
+/// unaudited premises sealed with it. The givens come first among the premises (they are
+/// the earliest facts: the problem statement, unaudited setup steps), then the cited
+/// claims in order; the givens alone are the context whose numbers ground a claim.
+pub fn check_segment(
+    claim: &str,
+    premises: &[String],
+    givens: &[String],
+    seed: &Hash,
+) -> Judgement {
+    let all: Vec<&str> = givens.iter().chain(premises).map(String::as_str).collect();
+    let context = givens.join("\n");
+    check(
+        &StepInput {
+            claim,
+            premises: &all,
+            context: &context,
+        },
+        seed,
+    )
+}
+
 /// Judges one step. `seed` makes the random points of identity tests reproducible (use
 /// data every seat agrees on, e.g. the session and segment ids).
 pub fn check(input: &StepInput<'_>, seed: &Hash) -> Judgement {

@@ -25,10 +25,7 @@ use trust_protocol::{
 };
 
 use super::Restricted;
-use crate::{
-    audit::judge::{ComputerAuditor, SegmentView},
-    decompose::dependency_order,
-};
+use crate::{computer, decompose::dependency_order};
 
 /// Honeypots per session a provider plants unless configured otherwise. The paper asks for
 /// known errors "at controlled rates" without a number; one per session costs `k_t` seat
@@ -111,18 +108,14 @@ pub fn forge(r: &Restricted, count: usize, rng: &mut impl RngCore) -> Vec<Bait> 
         };
         candidates.sort_by_key(|(_, d)| *d != wanted);
         for (claim, difficulty) in candidates {
-            let view = SegmentView {
-                claim: claim.clone(),
-                premises: premises.clone(),
-                givens: givens.clone(),
-            };
+            // Judged as a Computer seat will judge it (the same checker on the same view).
             let seed = Hash::of_parts("trust/v1/honeypot-check", &[claim.as_bytes()]);
-            let d = ComputerAuditor.judge_now(&view, &seed);
-            if d.vote.is_error() {
+            let d = computer::check_segment(&claim, &premises, &givens, &seed);
+            if let Some(verdict) = d.as_vote().filter(|v| v.is_error()) {
                 out.push(Bait {
                     source: node.id.clone(),
                     claim,
-                    verdict: d.vote,
+                    verdict,
                     difficulty,
                 });
                 break;
@@ -284,19 +277,20 @@ mod tests {
                         "{file}: {b:?}"
                     );
                     assert_ne!(source.content, b.claim);
-                    let premises = r
+                    let premises: Vec<String> = r
                         .hdag
                         .dependencies_of(&b.source)
                         .map(|d| r.hdag.nodes[r.hdag.index_of(d).unwrap()].content.clone())
                         .collect();
-                    let view = SegmentView {
-                        claim: b.claim.clone(),
-                        premises,
-                        givens: r.givens.get(&b.source).cloned().unwrap_or_default(),
-                    };
-                    let d = ComputerAuditor.judge_now(&view, &Hash::sha256(b"any seat"));
-                    assert!(d.vote.is_error(), "{file}: {b:?} judged {d:?}");
-                    assert_eq!(d.vote, b.verdict);
+                    let givens = r.givens.get(&b.source).cloned().unwrap_or_default();
+                    let d = computer::check_segment(
+                        &b.claim,
+                        &premises,
+                        &givens,
+                        &Hash::sha256(b"any seat"),
+                    );
+                    assert_eq!(d.as_vote(), Some(b.verdict), "{file}: {b:?} judged {d:?}");
+                    assert!(b.verdict.is_error());
                 }
                 planted += baits.len();
             }
