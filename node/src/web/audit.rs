@@ -68,7 +68,8 @@ pub fn router(state: AuditWeb) -> Router {
 }
 
 /// Headers on every audit page: no script at all, no framing, no caching (forms carry the
-/// CSRF token), no referrer.
+/// CSRF token), no referrer to other sites (`same-origin`: with `no-referrer` a browser
+/// sends `Origin: null` on its own forms, which [`same_origin`] refuses).
 async fn protect(mut r: Response) -> Response {
     let h = r.headers_mut();
     h.insert(
@@ -81,7 +82,7 @@ async fn protect(mut r: Response) -> Response {
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     h.insert(
         header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
+        HeaderValue::from_static("same-origin"),
     );
     h.insert(
         header::X_CONTENT_TYPE_OPTIONS,
@@ -177,7 +178,7 @@ async fn index(State(web): State<AuditWeb>, headers: HeaderMap) -> Response {
     };
     let height = latest(&web.chain).tip.height;
     let mut body = format!(
-        "<h1>Audit queue</h1>\n<p class=\"lead\">Node <span class=\"mono\">{}</span> · height {height} · {}</p>\n",
+        "<h1>Audit queue</h1>\n<p class=\"lead\">Node <span class=\"mono\">{}</span> · height {height}</p>\n{}\n",
         esc(&web.me.to_string()),
         logout_form(&login)
     );
@@ -674,7 +675,7 @@ fn progress_page(web: &AuditWeb, r: &SeatRecord, notice: Option<&str>) -> Respon
         (None, false) => "not yet".into(),
     };
     body.push_str(&format!(
-        "<section class=\"card\" id=\"progress\"><h2>Progress</h2><dl class=\"kv\"><dt>Round</dt><dd>{}</dd><dt>Judged</dt><dd>{judged}</dd>{}</dl>\
+        "<section class=\"card part\" id=\"progress\"><h2>Progress</h2><dl class=\"kv\"><dt>Round</dt><dd>{}</dd><dt>Judged</dt><dd>{judged}</dd>{}</dl>\
 <p class=\"hint\">Read from this node's chain; reload to follow it.</p></section>\n",
         r.key.round,
         chain_rows(web, r)
