@@ -508,3 +508,102 @@ fn verify(home: &Path) -> CliResult {
     );
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+
+    fn args(home: &Path, human: u16) -> TestnetInitArgs {
+        TestnetInitArgs {
+            nodes: 4,
+            home: home.to_path_buf(),
+            base_port: 26_600,
+            chain_name: "human-test".into(),
+            llm_nodes: 0,
+            llm_url: None,
+            llm_model: "default".into(),
+            human_nodes: human,
+            commit_window: None,
+            provider_nodes: 1,
+            hosts: vec![],
+            keep_existing: false,
+            rubber_stamp_min_samples: None,
+            honeypots_per_session: None,
+            seats_per_segment: None,
+        }
+    }
+
+    #[test]
+    fn human_nodes_are_human_auditors_staffed_by_the_sessions_and_every_home_has_a_token() {
+        let dir = tempfile::tempdir().unwrap();
+        testnet_init(args(dir.path(), 1)).unwrap();
+        let doc = config::load_genesis(&dir.path().join("node0")).unwrap();
+        // Validators 0..4, the Human node 4, the provider 5.
+        assert_eq!(doc.validators.len(), 4);
+        let human = keys::load(&dir.path().join("node4")).unwrap().account_id();
+        let tiers: Vec<(bool, Tier)> = doc
+            .genesis
+            .auditors
+            .iter()
+            .map(|a| (a.id == human, a.tier))
+            .collect();
+        assert_eq!(tiers.len(), 5, "the provider is no auditor");
+        assert!(tiers.contains(&(true, Tier::Human)));
+        assert_eq!(
+            tiers.iter().filter(|(_, t)| *t == Tier::Human).count(),
+            1,
+            "only the Human node"
+        );
+        assert!(!doc.validators.contains(&human), "not a validator");
+        assert_eq!(
+            doc.genesis.params.commit_window,
+            HUMAN_TESTNET_COMMIT_WINDOW
+        );
+        for i in 0..6 {
+            let home = dir.path().join(format!("node{i}"));
+            let cfg = config::load_config(&home).unwrap();
+            assert_eq!(cfg.human, i == 4, "node{i}");
+            // One person staffs a Human segment: k = 1 in the sessions any node opens.
+            assert_eq!(cfg.human_seats_per_segment, Some(1), "node{i}");
+            let token = cfg.operator_token_path(&home);
+            let mode = std::fs::metadata(&token).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600, "{}", token.display());
+            keys::operator_token(&token).unwrap();
+        }
+        // Without Human nodes: no Human seats asked for, the usual window.
+        let plain = tempfile::tempdir().unwrap();
+        testnet_init(TestnetInitArgs {
+            commit_window: Some(30),
+            ..args(plain.path(), 0)
+        })
+        .unwrap();
+        let cfg = config::load_config(&plain.path().join("node0")).unwrap();
+        assert_eq!((cfg.human, cfg.human_seats_per_segment), (false, None));
+        let doc = config::load_genesis(&plain.path().join("node0")).unwrap();
+        assert_eq!(doc.genesis.params.commit_window, 30);
+        // A window no person could answer in is refused.
+        let bad = tempfile::tempdir().unwrap();
+        assert!(
+            testnet_init(TestnetInitArgs {
+                commit_window: Some(2),
+                ..args(bad.path(), 1)
+            })
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn init_writes_an_owner_only_operator_token() {
+        let dir = tempfile::tempdir().unwrap();
+        run_init(InitArgs {
+            home: dir.path().display().to_string(),
+            moniker: "n".into(),
+        })
+        .unwrap();
+        let token = dir.path().join(keys::OPERATOR_TOKEN_FILE);
+        let mode = std::fs::metadata(&token).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+}
