@@ -29,7 +29,7 @@ use trust_contracts::Phase;
 use trust_protocol::{AccountId, Hash, Vote};
 
 use super::{
-    auth::{Auth, Login, clear_cookie, same_origin},
+    auth::{Auth, Login, LoginCsrf, clear_cookie, same_origin},
     layout::{error_page, esc, page_with_head},
 };
 use crate::{
@@ -108,16 +108,23 @@ fn html(status: StatusCode, title: &str, body: &str) -> Response {
 
 /// The login form, with `why` (already escaped HTML) above it.
 fn login_page(status: StatusCode, why: &str) -> Response {
+    let csrf = LoginCsrf::new();
     let body = format!(
         "<h1>Audit as a person</h1>\n{why}\
 <p class=\"lead\">This node's Human seats wait here for your judgement. Log in with the node's operator token \
 (the file <code>operator.token</code> in its home).</p>\n\
 <form class=\"card\" method=\"post\" action=\"/audit/login\">\n\
+<input type=\"hidden\" name=\"csrf\" value=\"{}\">\n\
 <p><label for=\"token\">Operator token</label></p>\n\
 <p><input id=\"token\" name=\"token\" type=\"password\" autocomplete=\"current-password\" required maxlength=\"200\"></p>\n\
-<p><button type=\"submit\">Log in</button></p>\n</form>"
+<p><button type=\"submit\">Log in</button></p>\n</form>",
+        esc(csrf.value())
     );
-    html(status, "Audit: log in", &body)
+    let mut r = html(status, "Audit: log in", &body);
+    if let Ok(v) = HeaderValue::from_str(&csrf.set_cookie()) {
+        r.headers_mut().insert(header::SET_COOKIE, v);
+    }
+    r
 }
 
 fn need_login() -> Response {
@@ -251,6 +258,8 @@ fn vote_name(v: Vote) -> &'static str {
 #[derive(Deserialize)]
 struct LoginForm {
     #[serde(default)]
+    csrf: String,
+    #[serde(default)]
     token: String,
 }
 
@@ -268,6 +277,11 @@ async fn login(
             "<p class=\"err\">Send the form with a token field.</p>\n",
         );
     };
+    if !LoginCsrf::check(&headers, &form.csrf) {
+        return forbidden(
+            "This login form's CSRF token is missing or does not match its cookie: open /audit and log in from there.",
+        );
+    }
     match web.auth.login(&form.token) {
         Some(l) => {
             tracing::info!(target: "trust::web", "operator logged in to the audit form");

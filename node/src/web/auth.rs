@@ -6,7 +6,10 @@
 //! time (both sides hashed first, so neither length nor content leaks through timing), as
 //! is the CSRF token. A POST whose `Origin` names another site is refused outright.
 //! Login sessions live in memory only (a restart logs everybody out), at most
-//! [`MAX_LOGINS`] of them, each for [`LOGIN_TTL`].
+//! [`MAX_LOGINS`] of them, each for [`LOGIN_TTL`]. The login form itself carries a CSRF
+//! token too, before any login exists: a random value in a `SameSite=Strict` cookie and in
+//! the form, which the POST must send back alike ([`LoginCsrf`]), so another site cannot
+//! log a browser in to this node behind the person's back.
 
 use std::{
     collections::BTreeMap,
@@ -22,6 +25,8 @@ use crate::keys::OperatorToken;
 
 /// The login cookie's name.
 pub const COOKIE: &str = "trust_audit";
+/// The login form's CSRF cookie.
+pub const LOGIN_CSRF_COOKIE: &str = "trust_audit_login";
 /// Login sessions kept at once; a new one pushes out the oldest.
 pub const MAX_LOGINS: usize = 64;
 /// How long a login lasts.
@@ -137,6 +142,42 @@ impl Login {
     /// The `Set-Cookie` value that opens it in the browser.
     pub fn set_cookie(&self) -> String {
         format!("{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/", self.id)
+    }
+}
+
+/// The login form's CSRF token: one random value, in a cookie and in the form.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoginCsrf(String);
+
+impl LoginCsrf {
+    /// A fresh one.
+    pub fn new() -> Self {
+        Self(random_hex())
+    }
+
+    /// The value the form carries.
+    pub fn value(&self) -> &str {
+        &self.0
+    }
+
+    /// The `Set-Cookie` value that gives it to the browser.
+    pub fn set_cookie(&self) -> String {
+        format!(
+            "{LOGIN_CSRF_COOKIE}={}; HttpOnly; SameSite=Strict; Path=/audit",
+            self.0
+        )
+    }
+
+    /// Whether a login POST sent back the same value in its cookie and its form.
+    pub fn check(headers: &HeaderMap, presented: &str) -> bool {
+        cookie(headers, LOGIN_CSRF_COOKIE)
+            .is_some_and(|c| !c.is_empty() && ct_eq(c.as_bytes(), presented.as_bytes()))
+    }
+}
+
+impl Default for LoginCsrf {
+    fn default() -> Self {
+        Self::new()
     }
 }
 

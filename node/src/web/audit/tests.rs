@@ -132,14 +132,29 @@ impl Form {
             .await
     }
 
+    /// The login form's CSRF cookie and token, as a browser gets them from `/audit`.
+    async fn login_form(&self) -> (String, String) {
+        let (s, h, page) = self
+            .send(Request::get("/audit").body(Body::empty()).unwrap())
+            .await;
+        assert_eq!(s, StatusCode::OK);
+        let set = h[header::SET_COOKIE].to_str().unwrap().to_string();
+        assert!(
+            set.contains("HttpOnly") && set.contains("SameSite=Strict"),
+            "{set}"
+        );
+        (set.split(';').next().unwrap().to_string(), csrf_of(&page))
+    }
+
     /// Logs in with the token; returns the cookie and the page's CSRF token.
     async fn login(&self) -> (String, String) {
+        let (pre, pre_csrf) = self.login_form().await;
         let (s, h, _) = self
             .post(
                 "/audit/login",
-                None,
+                Some(&pre),
                 Some("http://127.0.0.1:8480"),
-                &format!("token={}", self.token.expose()),
+                &format!("csrf={pre_csrf}&token={}", self.token.expose()),
             )
             .await;
         assert_eq!(s, StatusCode::SEE_OTHER);
@@ -150,18 +165,21 @@ impl Form {
         let cookie = set.split(';').next().unwrap().to_string();
         let (s, page) = self.get("/audit", Some(&cookie)).await;
         assert_eq!(s, StatusCode::OK);
-        let csrf = page
-            .split("name=\"csrf\" value=\"")
-            .nth(1)
-            .and_then(|t| t.split('"').next())
-            .expect("the queue's logout form carries a CSRF token")
-            .to_string();
-        (cookie, csrf)
+        (cookie, csrf_of(&page))
     }
 
     fn seat_path(&self, segment: u16) -> String {
         format!("/audit/{}/{segment}", self.session.to_hex())
     }
+}
+
+/// The CSRF token a page's form carries.
+fn csrf_of(page: &str) -> String {
+    page.split("name=\"csrf\" value=\"")
+        .nth(1)
+        .and_then(|t| t.split('"').next())
+        .expect("the page's form carries a CSRF token")
+        .to_string()
 }
 
 #[tokio::test]
@@ -175,12 +193,42 @@ async fn without_the_token_nothing_but_the_login_form() {
     let (s, page) = f.get(&f.seat_path(1), None).await;
     assert_eq!(s, StatusCode::UNAUTHORIZED);
     assert!(!page.contains("So 4 + 4 = 8"));
-    // A wrong token, one character short, or none: refused, no cookie.
-    let wrong = format!("token={}", "0".repeat(64));
-    let short = format!("token={}", &f.token.expose()[1..]);
-    for body in [wrong.as_str(), short.as_str(), "token=", ""] {
-        let (s, h, _) = f.post("/audit/login", None, None, body).await;
+    // A wrong token, one character short, or none: refused, no login cookie.
+    let (pre, pre_csrf) = f.login_form().await;
+    let wrong = format!("csrf={pre_csrf}&token={}", "0".repeat(64));
+    let short = format!("csrf={pre_csrf}&token={}", &f.token.expose()[1..]);
+    let empty = format!("csrf={pre_csrf}&token=");
+    let missing = format!("csrf={pre_csrf}");
+    for body in [&wrong, &short, &empty, &missing] {
+        let (s, h, _) = f.post("/audit/login", Some(&pre), None, body).await;
         assert_eq!(s, StatusCode::UNAUTHORIZED, "{body}");
+        let set = h
+            .get(header::SET_COOKIE)
+            .map(|v| v.to_str().unwrap().to_string())
+            .unwrap_or_default();
+        assert!(
+            !set.starts_with(&format!("{}=", crate::web::auth::COOKIE)),
+            "{set}"
+        );
+    }
+    // The right token without the login form's CSRF token, with another one, or with
+    // the form's but not its cookie: 403.
+    let token = f.token.expose();
+    let (other_pre, _) = f.login_form().await;
+    for (cookie, body) in [
+        (Some(pre.as_str()), format!("token={token}")),
+        (
+            Some(pre.as_str()),
+            format!("csrf={}&token={token}", "0".repeat(64)),
+        ),
+        (None, format!("csrf={pre_csrf}&token={token}")),
+        (
+            Some(other_pre.as_str()),
+            format!("csrf={pre_csrf}&token={token}"),
+        ),
+    ] {
+        let (s, h, _) = f.post("/audit/login", cookie, None, &body).await;
+        assert_eq!(s, StatusCode::FORBIDDEN, "{cookie:?} {body}");
         assert!(h.get(header::SET_COOKIE).is_none());
     }
     // A made-up cookie is no login.
@@ -191,9 +239,9 @@ async fn without_the_token_nothing_but_the_login_form() {
     let (s, h, _) = f
         .post(
             "/audit/login",
-            None,
+            Some(&pre),
             Some("http://evil.example"),
-            &format!("token={}", f.token.expose()),
+            &format!("csrf={pre_csrf}&token={}", f.token.expose()),
         )
         .await;
     assert_eq!(s, StatusCode::FORBIDDEN);
