@@ -901,6 +901,9 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
         Arc::new(NetSource(net_metrics)),
         seat_metrics,
     ];
+    if let Some(desk) = &human {
+        sources.push(Arc::new(desk.clone()));
+    }
     if let Some(judge) = &llm {
         sources.push(judge.client().metrics().clone());
         let client = judge.client().clone();

@@ -205,6 +205,11 @@ fn a_person_logs_in_votes_invalid_on_the_audit_form_and_sees_the_vote_counted() 
         );
     }
     browser.screenshot(&shots.join("audit-queue-after.png"));
+    assert_eq!(net.counter(HUMAN, "trust_human_judged_total"), 1);
+    assert_eq!(
+        net.counter(HUMAN, "trust_human_expired_total"),
+        u64::try_from(escalated_to_human).unwrap()
+    );
 
     assert!(
         browser.console_errors.is_empty(),

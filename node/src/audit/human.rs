@@ -18,7 +18,10 @@
 
 use std::{
     collections::BTreeMap,
-    sync::{Arc, Mutex},
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicU64, Ordering},
+    },
     time::Duration,
 };
 
@@ -239,6 +242,10 @@ struct Inner {
     waiting: Mutex<BTreeMap<SeatKey, Waiting>>,
     /// The chain's height, as decided blocks arrive.
     height: watch::Sender<u64>,
+    /// Judgements a person gave.
+    judged: AtomicU64,
+    /// Seats that abstained at their deadline.
+    expired: AtomicU64,
 }
 
 /// Where a waiting seat's judgement goes, to every wait on it.
@@ -264,6 +271,8 @@ impl HumanDesk {
             records: db.open_tree("human/seats").map_err(|e| e.to_string())?,
             waiting: Mutex::new(BTreeMap::new()),
             height: watch::channel(0).0,
+            judged: AtomicU64::new(0),
+            expired: AtomicU64::new(0),
         })))
     }
 
@@ -396,6 +405,7 @@ impl HumanDesk {
             // record if it is judged again.
             reply.send_replace(Some(judgement));
         }
+        self.0.judged.fetch_add(1, Ordering::Relaxed);
         tracing::info!(target: "trust::human", session = %key.session, segment = key.segment, round = key.round, vote = ?choice.vote(), "a person judged a seat");
         Ok(key)
     }
@@ -583,8 +593,22 @@ impl HumanDesk {
 
     /// Marks a seat taken off the queue at its deadline.
     fn expire(&self, key: &SeatKey) {
+        self.0.expired.fetch_add(1, Ordering::Relaxed);
         self.update(key, |r| r.expired = true);
         tracing::info!(target: "trust::human", session = %key.session, segment = key.segment, "{NO_JUDGEMENT}: the seat abstains");
+    }
+}
+
+impl crate::metrics::MetricsSource for HumanDesk {
+    fn render(&self, out: &mut String) {
+        let waiting = self.waiting().len();
+        out.push_str(&format!(
+            "# HELP trust_human_waiting Human seats waiting for a person.\n# TYPE trust_human_waiting gauge\ntrust_human_waiting {waiting}\n\
+# HELP trust_human_judged_total Judgements a person gave at the audit form.\n# TYPE trust_human_judged_total counter\ntrust_human_judged_total {}\n\
+# HELP trust_human_expired_total Human seats that abstained at their deadline.\n# TYPE trust_human_expired_total counter\ntrust_human_expired_total {}\n",
+            self.0.judged.load(Ordering::Relaxed),
+            self.0.expired.load(Ordering::Relaxed),
+        ));
     }
 }
 
@@ -745,6 +769,10 @@ mod tests {
         let decision = judge.await.unwrap();
         assert_eq!(decision, Decision::abstain(NO_JUDGEMENT));
         assert!(d.queue().is_empty());
+        let mut m = String::new();
+        crate::metrics::MetricsSource::render(&d, &mut m);
+        assert!(m.contains("trust_human_expired_total 1\n"), "{m}");
+        assert!(m.contains("trust_human_waiting 0\n"), "{m}");
         let session = Hash::sha256(b"session");
         assert!(d.seat(&session, 0).unwrap().expired);
         assert_eq!(
