@@ -856,10 +856,14 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
                 "the commit window is too short for a person: every Human seat will abstain"
             );
         }
+        let for_a_person = block_time.saturating_mul(
+            u32::try_from(commit_window.saturating_sub(settings.margin_blocks)).unwrap_or(u32::MAX),
+        );
         info!(
             commit_window,
             margin = settings.margin_blocks,
-            "Human seats wait for a person at the audit form (/audit)"
+            seconds_per_seat = for_a_person.as_secs(),
+            "Human seats wait for a person at the audit form (/audit on the API address)"
         );
         Some(
             HumanDesk::open(&db, keys.account_id(), settings)
