@@ -211,11 +211,34 @@ fn a_person_logs_in_votes_invalid_on_the_audit_form_and_sees_the_vote_counted() 
         u64::try_from(escalated_to_human).unwrap()
     );
 
+    // The read-only pages of the same session and of the Human auditor, where this
+    // branch has them (they come from the pages work; a JSON 404 here means not yet).
+    let me = net.keys(HUMAN).account_id();
+    let mut skipped = Vec::new();
+    for (name, path) in [
+        ("outcome", format!("/sessions/{session}")),
+        ("auditor", format!("/auditors/{me}")),
+    ] {
+        let head = net.raw(HUMAN, "GET", &path, b"");
+        if head.starts_with("HTTP/1.1 200") && head.contains("text/html") {
+            browser.goto(&format!("{base}{path}"));
+            browser.screenshot(&shots.join(format!("{name}.png")));
+        } else {
+            skipped.push(format!("{name} page ({path})"));
+        }
+    }
+
     assert!(
         browser.console_errors.is_empty(),
         "console errors: {:#?}",
         browser.console_errors
     );
+    if !skipped.is_empty() {
+        eprintln!(
+            "browser test: no screenshot of {}: not served on this branch",
+            skipped.join(", ")
+        );
+    }
     eprintln!(
         "browser test: seat queued {:.1}s after submit, segment decided {:.1}s after submit, {} escalated Human seats abstained, {:.1}s in all; screenshots in {}",
         queued.as_secs_f64(),
