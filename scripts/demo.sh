@@ -9,7 +9,10 @@
 #      if missing; TRUST_DEMO_LLM=0 leaves them out), and the steps the Computer seats
 #      abstain on escalate to them. The bundled 135M model is far too small to audit: it
 #      fails the judge's calibration, so its seats commit and reveal abstentions (with
-#      the score as the reason) instead of noise (see scripts/llm/README.md);
+#      the score as the reason) instead of noise (see scripts/llm/README.md). One more
+#      node is a Human auditor (TRUST_DEMO_HUMAN=0 leaves it out): its seats wait for a
+#      person at its audit form, whose address and operator token are printed; seats nobody
+#      judges abstain when their time is up, and the sessions still decide;
 #   1. the same traces checked locally by the Computer tier (a preview, no network),
 #   2. the economics check of the paper's worked example (Theorem 1 dials),
 #   3. the trace-failure sweep of Figure 4 (exact DP vs Hoeffding vs Chernoff),
@@ -52,8 +55,19 @@ if [ "${TRUST_DEMO_LLM:-1}" = 1 ]; then
     echo "(no LLM server: $(tail -1 "$net/llm-server.log"); LLM nodes left out)"
   fi
 fi
-nodes=$((4 + llm_nodes))
-"$bin" testnet init --nodes 4 "${llm_args[@]}" --home "$net" --base-port "$base" > /dev/null
+human_nodes=0
+human_args=()
+if [ "${TRUST_DEMO_HUMAN:-1}" = 1 ]; then
+  human_nodes=1
+  # A short window at 300 ms blocks (about 18 s for a person, 36 s with the LLM nodes'
+  # window): the demo does not wait long for a seat nobody judges. A larger one suits a
+  # person who audits in earnest.
+  window=60
+  [ "$llm_nodes" -gt 0 ] && window=120
+  human_args=(--human-nodes 1 --commit-window "${TRUST_DEMO_COMMIT_WINDOW:-$window}")
+fi
+nodes=$((4 + llm_nodes + human_nodes))
+"$bin" testnet init --nodes 4 "${llm_args[@]}" "${human_args[@]}" --home "$net" --base-port "$base" > /dev/null
 for i in $(seq 0 $((nodes - 1))); do
   "$bin" run --home "$net/node$i" --block-time-ms 300 2> "$net/node$i.log" &
   pids+=($!)
@@ -61,6 +75,11 @@ done
 api0="127.0.0.1:$((base + 2))"
 for _ in $(seq 1 120); do "$bin" status --api "$api0" > /dev/null 2>&1 && break; sleep 0.5; done
 "$bin" status --api "$api0" > /dev/null || { echo "node0 did not start; see $net/node0.log"; exit 1; }
+if [ "$human_nodes" -gt 0 ]; then
+  h=$((4 + llm_nodes))
+  echo "-- node$h is a Human auditor: judge its seats at http://127.0.0.1:$((base + 10 * h + 2))/audit"
+  echo "   operator token: $(cat "$net/node$h/operator.token")"
+fi
 for t in fraction-incorrect.txt fraction-correct.txt bakery-correct.txt; do
   echo
   echo "-- trust-node submit examples/traces/$t --wait"
@@ -69,7 +88,7 @@ done
 if [ "$llm_nodes" -gt 0 ]; then
   echo
   echo "-- the LLM nodes' seats (escalations from Computer abstentions):"
-  for i in $(seq 4 $((nodes - 1))); do
+  for i in $(seq 4 $((4 + llm_nodes - 1))); do
     python3 - "127.0.0.1:$((base + 10 * i + 2))" "$i" <<'PY'
 import sys, urllib.request
 api, i = sys.argv[1], sys.argv[2]

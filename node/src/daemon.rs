@@ -12,7 +12,7 @@
 //!
 //! | stage | tasks | what they do |
 //! |---|---|---|
-//! | `intake` | `api`, `net`, `gossip`, `peers` | the HTTP API; our libp2p swarm (gossip in, sync, Bitswap); gossiping this node's admitted transactions; polling peers' heights |
+//! | `intake` | `api`, `net`, `gossip`, `peers` | the HTTP API and the audit form; our libp2p swarm (gossip in, sync, Bitswap); gossiping this node's admitted transactions; polling peers' heights |
 //! | `duties` | `seats`, `llm-probe` | provider and seat duties on each decided block (votes run as child tasks); the LLM endpoint's health |
 //! | `consensus` | `consensus` | the Malachite engine and the driver that commits its decisions |
 //! | `mempool` | `mempool` | the mempool's owner |
@@ -41,7 +41,8 @@ use trust_protocol::{
 use crate::{
     api::{self, Api, ApiMetrics},
     audit::{
-        judge::ComputerAuditor,
+        human::{DEFAULT_CAPACITY, DEFAULT_MARGIN_BLOCKS, DeskSettings, HumanDesk},
+        judge::{Auditor, ComputerAuditor},
         llm::{
             self, LlmAuditor, LlmStatus,
             client::{ChatClient, Endpoint, Limits, LlmMetrics},
@@ -61,6 +62,10 @@ use crate::{
     net::{self, NetConfig, NetHandle, NetHandler, NetMetrics, SyncStatus, TxVerdict},
     tasks::{Ended, Stop, TaskResult, Tasks},
     view::{ChainPublisher, ChainView, ChainWatch, PeerPublisher, PeerView, latest},
+    web::{
+        audit::{AuditWeb, router as audit_router},
+        auth::Auth,
+    },
 };
 
 /// Sessions judged at once by this node's seats (each may wait on a blob fetch).
@@ -118,6 +123,8 @@ pub struct Overrides {
     pub llm_model: Option<String>,
     /// `llm_api_key_env`.
     pub llm_api_key_env: Option<String>,
+    /// `human = true`: Human seats wait for a person at the audit form.
+    pub human: bool,
 }
 
 /// Restores the contract state and tip from the ledger: the newest snapshot (if it is
@@ -486,9 +493,14 @@ async fn duties(
     outbox: Outbox,
     provider: Arc<Provider>,
     mut judging: Judging,
+    human: Option<HumanDesk>,
     mut stop: Stop,
 ) -> TaskResult {
     let seat = judging.seat.clone();
+    if let Some(desk) = &human {
+        // Deadlines count from the restored tip, before any seat waits.
+        desk.on_block(latest(&chain).tip.height, &[]);
+    }
     let resume = async {
         // What a restart interrupted: key deliveries and mapping openings the provider
         // owes, reveals now, votes in sessions still committing.
@@ -531,6 +543,9 @@ async fn duties(
             if released > 0 {
                 let left = outbox.backlog_len().await;
                 debug!(released, left, "queued own transactions pooled");
+            }
+            if let Some(desk) = &human {
+                desk.on_block(d.block.header.height, &d.events);
             }
             provider.on_block(&d.events, &contract).await;
             let sessions = seat.on_events(&d.events, &contract).await;
@@ -604,6 +619,15 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
     if let Some(a) = overrides.llm_api_key_env {
         cfg.llm_api_key_env = Some(a);
     }
+    cfg.human |= overrides.human;
+    // The operator token: made for a home older than tokens, refused when others can read
+    // it (it logs a person in to the audit form, and later to the provider API).
+    let token_path = cfg.operator_token_path(home);
+    let (token, created) =
+        keys::operator_token(&token_path).map_err(|e| DaemonError::Home(e.to_string()))?;
+    if created {
+        info!(path = %token_path.display(), "operator token created (owner-only)");
+    }
     let kubo = match &cfg.ipfs_api {
         Some(url) => Some(Arc::new(
             Kubo::new(url).map_err(|e| DaemonError::Home(e.to_string()))?,
@@ -624,6 +648,13 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
         return Err(DaemonError::Home(format!(
             "seats_per_segment = {} in config.toml: must be between 1 and the network's max_k ({max_k})",
             cfg.seats_per_segment
+        )));
+    }
+    if let Some(k) = cfg.human_seats_per_segment
+        && (k == 0 || k > max_k)
+    {
+        return Err(DaemonError::Home(format!(
+            "human_seats_per_segment = {k} in config.toml: must be between 1 and the network's max_k ({max_k})"
         )));
     }
     if cfg.honeypots_per_session > crate::submit::honeypot::MAX_PER_SESSION {
@@ -775,6 +806,9 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
         .map_err(|e| DaemonError::Ledger(e.to_string()))?
         .with_honeypots(cfg.honeypots_per_session)
         .with_seats_per_segment(cfg.seats_per_segment);
+    if let Some(k) = cfg.human_seats_per_segment {
+        provider = provider.with_tier_seats(trust_protocol::tx::Tier::Human, k);
+    }
     if let Some(k) = &kubo {
         info!(ipfs_api = k.url(), "ciphertexts also go to this IPFS node");
         provider = provider.with_kubo(k.clone());
@@ -808,10 +842,44 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
         seat_metrics.clone(),
     )
     .map_err(DaemonError::Ledger)?;
-    let seat = match &llm {
-        Some(judge) => seat.with_judges(vec![Arc::new(ComputerAuditor), Arc::new(judge.clone())]),
-        None => seat,
+    let human = if cfg.human {
+        let settings = DeskSettings {
+            capacity: DEFAULT_CAPACITY,
+            margin_blocks: DEFAULT_MARGIN_BLOCKS,
+            block_time,
+        };
+        let commit_window = doc.genesis.params.commit_window;
+        if commit_window <= settings.margin_blocks {
+            warn!(
+                commit_window,
+                margin = settings.margin_blocks,
+                "the commit window is too short for a person: every Human seat will abstain"
+            );
+        }
+        let for_a_person = block_time.saturating_mul(
+            u32::try_from(commit_window.saturating_sub(settings.margin_blocks)).unwrap_or(u32::MAX),
+        );
+        info!(
+            commit_window,
+            margin = settings.margin_blocks,
+            seconds_per_seat = for_a_person.as_secs(),
+            "Human seats wait for a person at the audit form (/audit on the API address)"
+        );
+        Some(
+            HumanDesk::open(&db, keys.account_id(), settings)
+                .map_err(|e| DaemonError::Ledger(e.to_string()))?,
+        )
+    } else {
+        None
     };
+    let mut judges: Vec<Arc<dyn Auditor>> = vec![Arc::new(ComputerAuditor)];
+    if let Some(judge) = &llm {
+        judges.push(Arc::new(judge.clone()));
+    }
+    if let Some(desk) = &human {
+        judges.push(Arc::new(desk.clone()));
+    }
+    let seat = seat.with_judges(judges);
     #[cfg(feature = "misbehave")]
     let seat = match behaviour {
         Some(b) => seat.with_behaviour(b),
@@ -826,9 +894,9 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
         votes: tokio::task::JoinSet::new(),
     };
     {
-        let (chain, provider) = (chain.clone(), provider.clone());
+        let (chain, provider, desk) = (chain.clone(), provider.clone(), human.clone());
         tasks.spawn(duty, "seats", move |stop| {
-            duties(blocks, chain, outbox, provider, judging, stop)
+            duties(blocks, chain, outbox, provider, judging, desk, stop)
         });
     }
 
@@ -837,6 +905,9 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
         Arc::new(NetSource(net_metrics)),
         seat_metrics,
     ];
+    if let Some(desk) = &human {
+        sources.push(Arc::new(desk.clone()));
+    }
     if let Some(judge) = &llm {
         sources.push(judge.client().metrics().clone());
         let client = judge.client().clone();
@@ -858,8 +929,15 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
         provider: Some(provider),
         genesis: Contract::new(&doc.genesis).ok().map(Arc::new),
     };
+    let audit_web = AuditWeb {
+        auth: Arc::new(Auth::new(&token)),
+        desk: human,
+        chain: chain.clone(),
+        me: keys.account_id(),
+    };
+    let app = api::router(api).merge(audit_router(audit_web));
     tasks.spawn(intake, "api", move |mut stop| async move {
-        axum::serve(listener, api::router(api))
+        axum::serve(listener, app)
             .with_graceful_shutdown(async move { stop.wait().await })
             .await
             .map_err(|e| format!("api server: {e}"))

@@ -4,6 +4,11 @@
 //! Both live in `<home>/keys/` as hex text, readable by the owner only (0600). They are
 //! generated from OS randomness once and never overwritten: losing the sealing key means
 //! losing access to segments already assigned to this node's seats.
+//!
+//! The operator token (`<home>/operator.token`, config `operator_token_file`) is the
+//! node's third secret: 32 random bytes in hex, also 0600, which logs a person in to the
+//! node's audit form. `init` and `testnet init` create it; `run` creates it for an older
+//! home that has none, and refuses to start when group or others can read it.
 
 use std::{
     fs,
@@ -41,6 +46,47 @@ pub enum KeyError {
     /// A key file is readable by others.
     #[error("{0} is readable by group or others: run chmod 600 on it")]
     Permissions(PathBuf),
+}
+
+/// Default file name of the operator token, under the home.
+pub const OPERATOR_TOKEN_FILE: &str = "operator.token";
+
+/// The operator token: the secret a person presents to the node's web forms.
+#[derive(Clone, PartialEq, Eq)]
+pub struct OperatorToken(String);
+
+impl std::fmt::Debug for OperatorToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OperatorToken(..)")
+    }
+}
+
+impl OperatorToken {
+    /// The token's text (64 hex characters), to compare with what a person presents.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Creates a fresh operator token at `path` (mode 0600); refuses to overwrite one.
+pub fn generate_operator_token(path: &Path) -> Result<OperatorToken, KeyError> {
+    if let Some(dir) = path.parent() {
+        fs::create_dir_all(dir).map_err(io(dir))?;
+    }
+    let mut bytes = [0u8; 32];
+    OsRng.fill_bytes(&mut bytes);
+    write_secret(path, &bytes)?;
+    Ok(OperatorToken(hex::encode(bytes)))
+}
+
+/// Loads the operator token at `path`, creating it if there is none (a home made before
+/// tokens existed). Returns it and whether it was created. Refuses a token file that group
+/// or others can read.
+pub fn operator_token(path: &Path) -> Result<(OperatorToken, bool), KeyError> {
+    if !path.exists() {
+        return Ok((generate_operator_token(path)?, true));
+    }
+    Ok((OperatorToken(hex::encode(read_secret(path)?)), false))
 }
 
 /// The node's keys.
@@ -168,6 +214,36 @@ mod tests {
             generate(other.path()).expect("gen").account_id(),
             k.account_id()
         );
+    }
+
+    #[test]
+    fn the_operator_token_is_created_owner_only_and_refused_when_others_can_read_it() {
+        let home = tempfile::tempdir().expect("tempdir");
+        let path = home.path().join(OPERATOR_TOKEN_FILE);
+        let (t, created) = operator_token(&path).expect("created");
+        assert!(created);
+        assert_eq!(t.expose().len(), 64);
+        assert!(t.expose().bytes().all(|b| b.is_ascii_hexdigit()));
+        assert!(!format!("{t:?}").contains(t.expose()), "never in logs");
+        let mode = fs::metadata(&path).expect("meta").permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        // Loaded again, the same token; never overwritten.
+        assert_eq!(operator_token(&path).expect("loaded"), (t.clone(), false));
+        assert!(matches!(
+            generate_operator_token(&path),
+            Err(KeyError::Exists(_))
+        ));
+        // Another home, another token.
+        let other = tempfile::tempdir().expect("tempdir");
+        let (u, _) = operator_token(&other.path().join(OPERATOR_TOKEN_FILE)).expect("other");
+        assert_ne!(u, t);
+        // Group- or world-readable: refused, with the file named and the fix.
+        for mode in [0o640, 0o604] {
+            fs::set_permissions(&path, fs::Permissions::from_mode(mode)).expect("chmod");
+            let err = operator_token(&path).expect_err("refused");
+            assert!(matches!(&err, KeyError::Permissions(p) if *p == path));
+            assert!(err.to_string().contains("chmod 600"), "{err}");
+        }
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //!
 //! | module | what runs |
 //! |---|---|
+//! | `browser` | the audit form in a real headless Chromium (Debian `chromium`) over the DevTools protocol, on a network of four validators and one Human node: log in, vote, follow the verdict, screenshots |
 //! | `network::*` | real `trust-node run` processes on loopback (ours and Malachite's swarms, sled ledgers in temp dirs): ordering, sync, audits end to end, crashes, faults, LLM seats, shutdown. Nextest runs them one at a time (`.config/nextest.toml`, group `networks`) so networks do not starve each other of the machine's cores. |
 //! | `swarm` | our libp2p swarm actor in-process: gossip, Kademlia, bans, sync, Bitswap, and a real Kubo fetching a block from us |
 //! | `kubo_rpc` | the Kubo RPC client against a stand-in server (no Kubo HTTP API can run here) |
@@ -13,6 +14,7 @@
 //! (`target/<profile>/trust-node`), or the one `TRUST_NODE_BIN` names. `scripts/test.sh`
 //! builds it first; see [`fixtures::bin`].
 
+mod browser;
 mod fixtures;
 mod kubo_rpc;
 mod llm_endpoints;

@@ -14,6 +14,8 @@
 //! | `GET /v1/openapi.json` | an OpenAPI 3 document of these routes |
 //! | `GET /`, `/blocks`, `/blocks/{height-or-hash}`, `/accounts/{id}`, `/sessions/{id}`, `/auditors/{id}`, `/search?q=` | HTML pages (see [`crate::web`]) |
 //!
+//! The audit form (`/audit`, see `crate::web::audit`) is served on the same listener.
+//!
 //! Errors are JSON `{"code": "...", "message": "..."}` with a matching status. Request
 //! bodies are capped at [`MAX_BODY_BYTES`]. The API binds to loopback by default
 //! (`api_listen` in `config.toml`).

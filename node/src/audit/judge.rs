@@ -7,8 +7,10 @@
 //! (`trust-node check`, `trust-node bench quality`) call the same judges with the same
 //! inputs, so the preview cannot drift from what seats do.
 //!
-//! Tiers: [`ComputerAuditor`] (deterministic checkers, here); the LLM and Human tiers
-//! implement the same trait.
+//! Tiers: [`ComputerAuditor`] (deterministic checkers, here); the LLM tier
+//! (`super::llm`) and the Human tier (`super::human`, a person at the audit form)
+//! implement the same trait. The seat pipeline calls [`Auditor::judge_seat`], which says
+//! which seat is judged and until when; only the Human tier needs that.
 
 use async_trait::async_trait;
 use trust_protocol::{Hash, Vote, tx::Tier};
@@ -59,6 +61,27 @@ impl Decision {
     }
 }
 
+/// Segments of one session a judge takes at once unless it says otherwise.
+pub const DEFAULT_CONCURRENCY: usize = 4;
+
+/// Which seat a judgement is for, as the seat pipeline knows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeatRef {
+    /// The session.
+    pub session: Hash,
+    /// The segment's index in the session.
+    pub segment: u16,
+    /// The voting round (1 after an escalation).
+    pub round: u8,
+    /// The blinded segment id.
+    pub segment_id: Hash,
+    /// The last height at which the seat may commit.
+    pub commit_until: u64,
+    /// The claims of later segments citing this one that the seat can open (filled only
+    /// for judges that [want them](Auditor::wants_implications)).
+    pub implications: Vec<String>,
+}
+
 /// A judge of one tier.
 #[async_trait]
 pub trait Auditor: Send + Sync + std::fmt::Debug {
@@ -69,6 +92,24 @@ pub trait Auditor: Send + Sync + std::fmt::Debug {
     /// session and segment ids), for judges that draw random points or samples. Never
     /// fails: anything that goes wrong is an abstention with the reason.
     async fn judge(&self, segment: &SegmentView, seed: &Hash) -> Decision;
+
+    /// Judges the segment `seat` holds: [`Auditor::judge`] for judges to which the seat
+    /// makes no difference.
+    async fn judge_seat(&self, seat: &SeatRef, segment: &SegmentView, seed: &Hash) -> Decision {
+        let _ = seat;
+        self.judge(segment, seed).await
+    }
+
+    /// Segments of one session it judges at once (a person's queue holds them all).
+    fn concurrency(&self) -> usize {
+        DEFAULT_CONCURRENCY
+    }
+
+    /// Whether it shows the seat the claims that cite its segment (decrypting them costs
+    /// a fetch each, worth it only for a person).
+    fn wants_implications(&self) -> bool {
+        false
+    }
 }
 
 /// The Computer tier: deterministic checkers ([`computer::check`]), which abstain on

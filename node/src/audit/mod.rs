@@ -4,8 +4,9 @@
 //! (watch events, fetch, decrypt, judge, commit, reveal), the provider's duties (submit,
 //! deliver keys, open the mapping), and the outbox both sign their transactions through.
 //! The LLM tier ([`llm`]) judges by ARES over an OpenAI-compatible endpoint; the Human
-//! tier is not built yet.
+//! tier ([`human`]) waits for a person at the node's audit form.
 
+pub mod human;
 pub mod judge;
 pub mod llm;
 #[cfg(feature = "misbehave")]

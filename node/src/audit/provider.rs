@@ -167,6 +167,12 @@ impl Provider {
         self
     }
 
+    /// Asks for `k` seats per segment of `tier` (after [`Provider::with_seats_per_segment`]).
+    pub fn with_tier_seats(mut self, tier: Tier, k: u8) -> Self {
+        self.quorum.k[tier_index(tier)] = k;
+        self
+    }
+
     /// Plants up to `n` honeypots in each session it opens (0: none; capped at
     /// [`honeypot::MAX_PER_SESSION`]).
     pub fn with_honeypots(mut self, n: usize) -> Self {

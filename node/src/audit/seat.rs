@@ -23,7 +23,7 @@ use std::{
 
 use futures::{StreamExt, future::BoxFuture, stream::FuturesUnordered};
 use rand::RngCore;
-use trust_contracts::{Contract, Event, SegmentState};
+use trust_contracts::{Contract, Event, Phase, SegmentState};
 use trust_protocol::{
     Hash, Salt,
     cid::Cid,
@@ -34,7 +34,7 @@ use trust_protocol::{
 #[cfg(feature = "misbehave")]
 use super::misbehave::Behaviour;
 use super::{
-    judge::{Auditor, ComputerAuditor, Decision, SegmentView},
+    judge::{Auditor, ComputerAuditor, Decision, SeatRef, SegmentView},
     outbox::{Outbox, Sent},
     provider::key_context,
     votes::{VoteBook, VoteRecord},
@@ -49,8 +49,9 @@ pub const BEHAVIOUR_ENV: &str = "TRUST_TEST_BEHAVIOUR";
 #[cfg(feature = "misbehave")]
 type CopiedSeat = (Hash, u16, u8);
 
-/// Segments of one session a seat judges at once.
-pub const MAX_CONCURRENT_JUDGEMENTS: usize = 4;
+/// Segments of one session a seat judges at once, unless its judges take more (a
+/// person's queue holds every seat at once).
+pub const MAX_CONCURRENT_JUDGEMENTS: usize = super::judge::DEFAULT_CONCURRENCY;
 
 /// The seats a copy-cat already replayed a commitment for (test builds only).
 #[cfg(feature = "misbehave")]
@@ -367,14 +368,25 @@ impl Seat {
             return;
         }
         // A bounded set of judgements in flight, refilled as each one ends.
+        let limit = todo
+            .iter()
+            .filter_map(|(_, _, seg)| self.judge_for(seg.tier))
+            .map(|j| j.concurrency())
+            .max()
+            .unwrap_or(MAX_CONCURRENT_JUDGEMENTS)
+            .max(MAX_CONCURRENT_JUDGEMENTS);
+        let commit_until = match s.phase {
+            Phase::Commit { until, .. } => until,
+            _ => contract.state().height,
+        };
         let mut todo = todo.into_iter();
         let mut running = FuturesUnordered::new();
         loop {
-            while running.len() < MAX_CONCURRENT_JUDGEMENTS {
+            while running.len() < limit {
                 let Some((segment, round, seg)) = todo.next() else {
                     break;
                 };
-                running.push(self.decide(session, segment, round, seg, contract));
+                running.push(self.decide(session, segment, round, commit_until, seg, contract));
             }
             let Some((segment, round, id, decision)) = running.next().await else {
                 break;
@@ -392,6 +404,7 @@ impl Seat {
         session: &Hash,
         segment: u16,
         round: u8,
+        commit_until: u64,
         seg: &SegmentState,
         contract: &Contract,
     ) -> (u16, u8, Hash, Option<Decision>) {
@@ -405,7 +418,20 @@ impl Seat {
         let Some(view) = self.view(session, segment, contract).await else {
             return (segment, round, id, None);
         };
-        let decision = self.twisted(judge.judge(&view, &seed).await, &seed);
+        let implications = if judge.wants_implications() {
+            self.implications(session, segment, contract).await
+        } else {
+            Vec::new()
+        };
+        let seat = SeatRef {
+            session: *session,
+            segment,
+            round,
+            segment_id: id,
+            commit_until,
+            implications,
+        };
+        let decision = self.twisted(judge.judge_seat(&seat, &view, &seed).await, &seed);
         (segment, round, id, Some(decision))
     }
 
@@ -488,6 +514,26 @@ impl Seat {
             }
         }
         Some(SegmentView::new(doc, premises))
+    }
+
+    /// The claims of the later segments of `session` that cite `segment` and whose keys
+    /// this node holds (it sits on them too, or they cite what it sits on): what follows
+    /// from the segment, as far as this seat may see. Unreadable ones are left out.
+    async fn implications(&self, session: &Hash, segment: u16, contract: &Contract) -> Vec<String> {
+        let Some(s) = contract.state().sessions.get(session) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for (j, seg) in s.segments.iter().enumerate() {
+            let Ok(j) = u16::try_from(j) else { break };
+            if !seg.entry.depends_on.contains(&segment) || self.key(session, j).is_none() {
+                continue;
+            }
+            if let Ok(doc) = self.plaintext(session, j, contract).await {
+                out.push(doc.claim);
+            }
+        }
+        out
     }
 
     /// A copy-cat's commit: replays the commitment another seat of the same round

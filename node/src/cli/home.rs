@@ -47,11 +47,17 @@ pub fn run_init(args: InitArgs) -> CliResult {
         )));
     }
     let k = keys::generate(&home).map_err(failed)?;
+    let token = cfg.operator_token_path(&home);
+    keys::generate_operator_token(&token).map_err(failed)?;
     let path = config::write_config(&home, &cfg).map_err(failed)?;
     tracing::info!(home = %home.display(), "initialised node home");
     outln!("account   {}", k.account_id());
     outln!("sealing   {}", k.sealing_public());
     outln!("config    {}", path.display());
+    outln!(
+        "token     {} (the operator token, owner-only)",
+        token.display()
+    );
     outln!("next: put the network's genesis.json in {}", home.display());
     Ok(())
 }
@@ -71,8 +77,10 @@ pub enum TestnetCommand {
     /// do not collide, and one genesis.json in which every node is a funded validator and
     /// a registered Computer-tier auditor. With `--llm-nodes M`, M more homes
     /// (`nodeN..`) are funded LLM-tier auditors that follow the chain without voting in
-    /// consensus, judging through `--llm-url`; with `--provider-nodes P`, P more after
-    /// those are funded accounts only, to submit traces from. With `--hosts`, each node
+    /// consensus, judging through `--llm-url`; with `--human-nodes H`, H more after those
+    /// are Human-tier auditors whose seats wait for a person at their audit form; with
+    /// `--provider-nodes P`, P more after those are funded accounts only, to submit
+    /// traces from. Every home gets its own operator token. With `--hosts`, each node
     /// runs on a host of its own (a container): it listens on 0.0.0.0 and is dialled by
     /// name.
     Init(TestnetInitArgs),
@@ -103,12 +111,22 @@ pub struct TestnetInitArgs {
     /// The model name the LLM nodes ask for.
     #[arg(long, default_value = "default")]
     pub llm_model: String,
+    /// Human-tier auditor nodes added after the LLM nodes (`human = true`): their seats
+    /// wait for a person at the node's audit form (`/audit`). Sessions ask for as many
+    /// Human seats per segment as there are such nodes (at most --seats-per-segment), and
+    /// the commit window grows to give a person time (see --commit-window).
+    #[arg(long, default_value_t = 0)]
+    pub human_nodes: u16,
+    /// Blocks a round's commit window stays open (genesis parameter; default 10, or
+    /// 120 with LLM nodes and 180 with Human nodes).
+    #[arg(long)]
+    pub commit_window: Option<u64>,
     /// Provider nodes added last: funded accounts that follow the chain, neither
     /// validators nor auditors, from which traces are submitted (a provider is never
     /// seated on its own sessions, so it takes no auditor away from them).
     #[arg(long, default_value_t = 0)]
     pub provider_nodes: u16,
-    /// One host name per node, in order (validators, LLM nodes, provider nodes), comma
+    /// One host name per node, in order (validators, LLM, Human, provider nodes), comma
     /// separated: for nodes that each run on a host of their own, such as docker compose
     /// services. Node i is then dialled at /dns4/<its name>/tcp/..., and every node
     /// listens on 0.0.0.0 (API included) on the same three ports: base, base + 1,
@@ -139,6 +157,11 @@ pub struct TestnetInitArgs {
 /// Commit window of a testnet with LLM seats, in blocks: a small model on a laptop takes
 /// seconds per entailment call, and the window closes early once every seat committed.
 pub const LLM_TESTNET_COMMIT_WINDOW: u64 = 120;
+
+/// Commit window of a testnet with Human seats, in blocks: a few minutes at a block a
+/// second for a person to read a step and answer (the window closes early once every
+/// seat committed).
+pub const HUMAN_TESTNET_COMMIT_WINDOW: u64 = 180;
 
 /// Runs `testnet`.
 pub fn run_testnet(args: TestnetArgs) -> CliResult {
@@ -176,7 +199,7 @@ fn home_state(h: &Path) -> HomeState {
 fn check_hosts(hosts: &[String], total: u16) -> Result<(), CliError> {
     if hosts.len() != usize::from(total) {
         return Err(CliError::usage(format!(
-            "--hosts names {} hosts but there are {total} nodes (validators, then LLM nodes, then provider nodes)",
+            "--hosts names {} hosts but there are {total} nodes (validators, then LLM, Human and provider nodes)",
             hosts.len()
         )));
     }
@@ -208,11 +231,12 @@ fn testnet_init(a: TestnetInitArgs) -> CliResult {
     let total = a
         .nodes
         .saturating_add(a.llm_nodes)
+        .saturating_add(a.human_nodes)
         .saturating_add(a.provider_nodes);
     if a.nodes == 0 || total > MAX_TESTNET_NODES {
         return Err(CliError::usage(format!(
-            "--nodes must be at least 1 and --nodes + --llm-nodes + --provider-nodes at most {MAX_TESTNET_NODES}, got {} + {} + {}",
-            a.nodes, a.llm_nodes, a.provider_nodes
+            "--nodes must be at least 1 and --nodes + --llm-nodes + --human-nodes + --provider-nodes at most {MAX_TESTNET_NODES}, got {} + {} + {} + {}",
+            a.nodes, a.llm_nodes, a.human_nodes, a.provider_nodes
         )));
     }
     if a.llm_nodes > 0 && a.llm_url.is_none() {
@@ -265,6 +289,8 @@ fn testnet_init(a: TestnetInitArgs) -> CliResult {
     let mut node_keys = Vec::new();
     for h in &homes {
         node_keys.push(keys::generate(h).map_err(failed)?);
+        keys::generate_operator_token(&NodeConfig::default().operator_token_path(h))
+            .map_err(failed)?;
     }
     let port = |i: u16, off: u16| a.base_port + spread * i + off;
     let host = |i: u16| -> &str {
@@ -281,10 +307,26 @@ fn testnet_init(a: TestnetInitArgs) -> CliResult {
     };
     let listen_ip = if own_hosts { "0.0.0.0" } else { "127.0.0.1" };
     let is_llm = |i: usize| i >= usize::from(a.nodes) && i < usize::from(a.nodes + a.llm_nodes);
-    let is_provider = |i: usize| i >= usize::from(a.nodes + a.llm_nodes);
+    let is_human = |i: usize| {
+        i >= usize::from(a.nodes + a.llm_nodes)
+            && i < usize::from(a.nodes + a.llm_nodes + a.human_nodes)
+    };
+    let is_provider = |i: usize| i >= usize::from(a.nodes + a.llm_nodes + a.human_nodes);
     let mut params = Params::default();
     if a.llm_nodes > 0 {
         params.commit_window = params.commit_window.max(LLM_TESTNET_COMMIT_WINDOW);
+    }
+    if a.human_nodes > 0 {
+        params.commit_window = params.commit_window.max(HUMAN_TESTNET_COMMIT_WINDOW);
+    }
+    if let Some(w) = a.commit_window {
+        if w <= crate::audit::human::DEFAULT_MARGIN_BLOCKS {
+            return Err(CliError::usage(format!(
+                "--commit-window {w}: must be more than {} blocks",
+                crate::audit::human::DEFAULT_MARGIN_BLOCKS
+            )));
+        }
+        params.commit_window = w;
     }
     if let Some(n) = a.rubber_stamp_min_samples {
         params.rubber_stamp.min_samples = n;
@@ -330,7 +372,13 @@ fn testnet_init(a: TestnetInitArgs) -> CliResult {
                 .filter(|(i, _)| !is_provider(*i))
                 .map(|(i, k)| GenesisAuditor {
                     id: k.account_id(),
-                    tier: if is_llm(i) { Tier::Llm } else { Tier::Computer },
+                    tier: if is_llm(i) {
+                        Tier::Llm
+                    } else if is_human(i) {
+                        Tier::Human
+                    } else {
+                        Tier::Computer
+                    },
                     expertise: vec!["math".into()],
                     sealing_key: k.sealing_public(),
                 })
@@ -361,21 +409,30 @@ fn testnet_init(a: TestnetInitArgs) -> CliResult {
             llm_model: Some(a.llm_model.clone()).filter(|_| is_llm(usize::from(i))),
             honeypots_per_session: honeypots,
             seats_per_segment: seats,
+            human: is_human(usize::from(i)),
+            // Sessions staff their Human segments with the people there are.
+            human_seats_per_segment: (a.human_nodes > 0)
+                .then(|| seats.min(u8::try_from(a.human_nodes).unwrap_or(u8::MAX))),
             ..NodeConfig::default()
         };
         config::write_config(h, &cfg).map_err(failed)?;
         config::write_genesis(h, &doc).map_err(failed)?;
-        let role = if is_llm(usize::from(i)) {
-            "  LLM auditor"
-        } else if is_provider(usize::from(i)) {
-            "  provider"
-        } else {
-            ""
-        };
         let api = if own_hosts {
             format!("{}:{}", host(i), port(i, 2))
         } else {
             cfg.api_listen.clone()
+        };
+        let role = if is_llm(usize::from(i)) {
+            "  LLM auditor".to_string()
+        } else if is_human(usize::from(i)) {
+            format!(
+                "  Human auditor  audit form http://{api}/audit  token {}",
+                cfg.operator_token_path(h).display()
+            )
+        } else if is_provider(usize::from(i)) {
+            "  provider".to_string()
+        } else {
+            String::new()
         };
         outln!(
             "node{i}  account {}  api http://{api}  home {}{role}",
@@ -450,4 +507,103 @@ fn verify(home: &Path) -> CliResult {
         contract.state_root()
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+
+    fn args(home: &Path, human: u16) -> TestnetInitArgs {
+        TestnetInitArgs {
+            nodes: 4,
+            home: home.to_path_buf(),
+            base_port: 26_600,
+            chain_name: "human-test".into(),
+            llm_nodes: 0,
+            llm_url: None,
+            llm_model: "default".into(),
+            human_nodes: human,
+            commit_window: None,
+            provider_nodes: 1,
+            hosts: vec![],
+            keep_existing: false,
+            rubber_stamp_min_samples: None,
+            honeypots_per_session: None,
+            seats_per_segment: None,
+        }
+    }
+
+    #[test]
+    fn human_nodes_are_human_auditors_staffed_by_the_sessions_and_every_home_has_a_token() {
+        let dir = tempfile::tempdir().unwrap();
+        testnet_init(args(dir.path(), 1)).unwrap();
+        let doc = config::load_genesis(&dir.path().join("node0")).unwrap();
+        // Validators 0..4, the Human node 4, the provider 5.
+        assert_eq!(doc.validators.len(), 4);
+        let human = keys::load(&dir.path().join("node4")).unwrap().account_id();
+        let tiers: Vec<(bool, Tier)> = doc
+            .genesis
+            .auditors
+            .iter()
+            .map(|a| (a.id == human, a.tier))
+            .collect();
+        assert_eq!(tiers.len(), 5, "the provider is no auditor");
+        assert!(tiers.contains(&(true, Tier::Human)));
+        assert_eq!(
+            tiers.iter().filter(|(_, t)| *t == Tier::Human).count(),
+            1,
+            "only the Human node"
+        );
+        assert!(!doc.validators.contains(&human), "not a validator");
+        assert_eq!(
+            doc.genesis.params.commit_window,
+            HUMAN_TESTNET_COMMIT_WINDOW
+        );
+        for i in 0..6 {
+            let home = dir.path().join(format!("node{i}"));
+            let cfg = config::load_config(&home).unwrap();
+            assert_eq!(cfg.human, i == 4, "node{i}");
+            // One person staffs a Human segment: k = 1 in the sessions any node opens.
+            assert_eq!(cfg.human_seats_per_segment, Some(1), "node{i}");
+            let token = cfg.operator_token_path(&home);
+            let mode = std::fs::metadata(&token).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600, "{}", token.display());
+            keys::operator_token(&token).unwrap();
+        }
+        // Without Human nodes: no Human seats asked for, the usual window.
+        let plain = tempfile::tempdir().unwrap();
+        testnet_init(TestnetInitArgs {
+            commit_window: Some(30),
+            ..args(plain.path(), 0)
+        })
+        .unwrap();
+        let cfg = config::load_config(&plain.path().join("node0")).unwrap();
+        assert_eq!((cfg.human, cfg.human_seats_per_segment), (false, None));
+        let doc = config::load_genesis(&plain.path().join("node0")).unwrap();
+        assert_eq!(doc.genesis.params.commit_window, 30);
+        // A window no person could answer in is refused.
+        let bad = tempfile::tempdir().unwrap();
+        assert!(
+            testnet_init(TestnetInitArgs {
+                commit_window: Some(2),
+                ..args(bad.path(), 1)
+            })
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn init_writes_an_owner_only_operator_token() {
+        let dir = tempfile::tempdir().unwrap();
+        run_init(InitArgs {
+            home: dir.path().display().to_string(),
+            moniker: "n".into(),
+        })
+        .unwrap();
+        let token = dir.path().join(keys::OPERATOR_TOKEN_FILE);
+        let mode = std::fs::metadata(&token).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
 }

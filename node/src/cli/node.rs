@@ -53,6 +53,11 @@ pub struct RunArgs {
     /// overriding `llm_api_key_env` (the key itself is never passed as a flag).
     #[arg(long)]
     pub llm_api_key_env: Option<String>,
+    /// Human seats: this node's Human-tier seats wait for a person at the audit form
+    /// (`/audit` on the API address; log in with the operator token), as `human = true`
+    /// in config.toml does. Register the node with `auditor register --tier human`.
+    #[arg(long)]
+    pub human: bool,
 }
 
 /// Runs the daemon on a multi-threaded runtime until SIGINT/SIGTERM.
@@ -74,6 +79,7 @@ pub fn run_node(args: RunArgs) -> CliResult {
         llm_url: args.llm_url,
         llm_model: args.llm_model,
         llm_api_key_env: args.llm_api_key_env,
+        human: args.human,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

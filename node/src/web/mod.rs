@@ -1,6 +1,8 @@
-//! The node's read-only web pages: server-rendered HTML with inline CSS and SVG, no
-//! external assets and no script, served by the node's own HTTP server beside the JSON
-//! API (the API's router merges [`router`]).
+//! The node's web pages: server-rendered HTML with inline CSS and SVG, no external assets
+//! and no script, served by the node's own HTTP server beside the JSON API (the API's
+//! router merges [`router`]). The read-only pages below show the network; the audit form
+//! ([`audit`], behind [`auth`], merged by `daemon::run` on a node with Human seats) is
+//! where a person judges the segments this node's Human seats hold.
 //!
 //! | page | shows |
 //! |---|---|
@@ -19,7 +21,9 @@
 //! it imports nothing from `api` (the API imports this module), so the two never import
 //! each other.
 
+pub mod audit;
 pub mod auditor;
+pub mod auth;
 pub mod explorer;
 pub mod hdag_svg;
 pub mod history;

@@ -1,0 +1,250 @@
+//! The audit form in a real headless Chromium, on a real network: four validators
+//! (Computer seats) and one Human node (`testnet init --human-nodes 1`), all `trust-node
+//! run` processes on loopback. A person (the browser) logs in with the Human node's
+//! operator token, opens the segment its seat was drawn for, votes Invalid, and follows
+//! the seat's progress until the chain's verdict on that segment counts the vote. The
+//! seats nobody answers (the escalations that reach the Human tier) abstain at their
+//! deadline and the session still decides. Every page loads without a console error;
+//! screenshots go to `<target tmp>/screenshots/`.
+
+use std::{
+    path::PathBuf,
+    time::{Duration, Instant},
+};
+
+use serde_json::{Value, json};
+
+use crate::fixtures::{browser::Browser, example, network::Network, wait_until};
+
+/// Longest wait for one condition: a session with an escalation round whose Human seats
+/// nobody answers runs its whole commit window.
+const DEADLINE: Duration = Duration::from_secs(300);
+/// The Human node, after the four validators.
+const HUMAN: usize = 4;
+
+fn screenshots() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("screenshots")
+}
+
+/// Reloads `url` until `cond` holds on the page's text, failing at [`DEADLINE`].
+fn poll_page(
+    browser: &mut Browser,
+    net: &Network,
+    url: &str,
+    what: &str,
+    mut cond: impl FnMut(&mut Browser) -> bool,
+) {
+    wait_until(
+        what,
+        DEADLINE,
+        Duration::from_millis(500),
+        || {
+            browser.goto(url);
+            cond(browser)
+        },
+        || net.logs_tail(),
+    );
+}
+
+#[test]
+fn a_person_logs_in_votes_invalid_on_the_audit_form_and_sees_the_vote_counted() {
+    let started = Instant::now();
+    // First, so that a missing Chromium fails the test at once and says how to get one.
+    let mut browser = Browser::launch();
+    let mut net = Network::with_human(4, 1, &["--commit-window", "100"])
+        .block_time(300)
+        .deadline(DEADLINE);
+    net.start_all();
+    net.wait_running();
+    let base = format!("http://{}", net.nodes[HUMAN].api);
+    let shots = screenshots();
+
+    // Not logged in: the login form only.
+    browser.goto(&format!("{base}/audit"));
+    let text = browser.text();
+    assert!(text.contains("Operator token"), "{text}");
+    assert!(!text.contains("Waiting for you"), "{text}");
+    // A wrong token is refused.
+    browser.eval_and_load(
+        "document.getElementById('token').value = 'not-the-token'; \
+         document.querySelector('main form button[type=submit]').click()",
+    );
+    let text = browser.text();
+    assert!(
+        text.contains("That is not this node's operator token"),
+        "{text}"
+    );
+    // The refusal is a 401, which the browser logs; nothing else may be logged.
+    assert!(
+        browser.console_errors.len() == 1
+            && browser.console_errors[0].contains("401")
+            && browser.console_errors[0].contains("/audit/login"),
+        "{:#?}",
+        browser.console_errors
+    );
+    browser.console_errors.clear();
+    // The node's own token logs in.
+    let token = net.operator_token(HUMAN);
+    browser.eval_and_load(&format!(
+        "document.getElementById('token').value = '{token}'; \
+         document.querySelector('main form button[type=submit]').click()"
+    ));
+    assert_eq!(browser.url(), format!("{base}/audit"));
+    let text = browser.text();
+    assert!(text.contains("Audit queue"), "{text}");
+
+    // A trace goes to the network through a validator; its GOAL is a Human segment.
+    let trace = example("traces/fraction-correct.txt");
+    let r = net
+        .post_json(0, "/v1/sessions", &json!({ "trace": trace }))
+        .expect("node 0 opens the session");
+    let session = r["session"].as_str().expect("session id").to_string();
+    let submitted = Instant::now();
+
+    // The Human node's seat appears in the queue.
+    let mut seat_url = String::new();
+    poll_page(
+        &mut browser,
+        &net,
+        &format!("{base}/audit"),
+        "a seat in the audit queue",
+        |b| {
+            let href = b.eval(&format!(
+                "(document.querySelector('a[href^=\"/audit/{session}/\"]') || {{}}).href || ''"
+            ));
+            seat_url = href.as_str().unwrap_or_default().to_string();
+            !seat_url.is_empty()
+        },
+    );
+    let queued = submitted.elapsed();
+    let text = browser.text();
+    assert!(text.contains("blocks (about"), "deadline shown: {text}");
+    browser.screenshot(&shots.join("audit-queue.png"));
+    let segment: usize = seat_url
+        .rsplit('/')
+        .next()
+        .and_then(|s| s.parse().ok())
+        .expect("segment index in the link");
+
+    // The form: the paper's four parts and criteria.
+    browser.goto(&seat_url);
+    let text = browser.text();
+    for part in [
+        "Prompt context",
+        "Verified dependencies",
+        "Current reasoning",
+        "Implications",
+        "Logical consistency",
+        "Mathematical accuracy",
+        "Completeness",
+        "Clarity",
+        "Unsure",
+    ] {
+        assert!(text.contains(part), "{part} missing from the form: {text}");
+    }
+    browser.eval(
+        "document.querySelector('input[name=vote][value=invalid]').checked = true; \
+         document.getElementById('note').value = 'Judged in a browser test.'; true",
+    );
+    browser.screenshot(&shots.join("audit-form.png"));
+    browser.eval_and_load("document.querySelector('#judgement button[type=submit]').click()");
+    assert_eq!(browser.url(), seat_url, "back on the seat's page");
+    let text = browser.text();
+    assert!(text.contains("Invalid at height"), "{text}");
+    assert!(text.contains("Judged in a browser test."), "{text}");
+
+    // Committed, revealed, and counted in the segment's verdict, as the chain says.
+    poll_page(
+        &mut browser,
+        &net,
+        &seat_url,
+        "the segment's verdict to count the person's vote",
+        |b| {
+            let v = b.eval("(document.getElementById('verdict') || {}).textContent || ''");
+            v.as_str() == Some("Invalid")
+        },
+    );
+    let decided = submitted.elapsed();
+    let text = browser.text();
+    assert!(text.contains("1 invalid"), "{text}");
+    assert!(text.contains("Invalid (counted)"), "{text}");
+    browser.screenshot(&shots.join("audit-progress.png"));
+    let outcome: Value = net
+        .get(0, &format!("/v1/sessions/{session}"))
+        .expect("session");
+    assert_eq!(outcome["status"], "decided", "{outcome}");
+    let g = &outcome["outcome"]["segments"][segment];
+    assert_eq!(g["verdict"], "Invalid", "{outcome}");
+    assert_eq!(g["tier"], "Human", "{outcome}");
+    assert_eq!(g["votes"]["invalid"], 1, "{outcome}");
+
+    // The seats nobody answered abstained at their deadline, and the session decided.
+    browser.goto(&format!("{base}/audit"));
+    let text = browser.text();
+    let expired = text.matches("abstained at the deadline").count();
+    let escalated_to_human = outcome["outcome"]["segments"]
+        .as_array()
+        .expect("segments")
+        .iter()
+        .filter(|s| s["escalated"] == true && s["tier"] == "Human")
+        .count();
+    assert_eq!(
+        expired, escalated_to_human,
+        "every escalated Human seat nobody judged abstained: {text}\n{outcome}"
+    );
+    if escalated_to_human > 0 {
+        let late = browser.eval(
+            "[...document.querySelectorAll('a')].filter(a => a.textContent === 'Progress' \
+             && a.closest('tr').textContent.includes('abstained')).map(a => a.href)[0] || ''",
+        );
+        browser.goto(late.as_str().expect("a link"));
+        let text = browser.text();
+        assert!(
+            text.contains("no human judgement before the deadline"),
+            "{text}"
+        );
+    }
+    browser.screenshot(&shots.join("audit-queue-after.png"));
+    assert_eq!(net.counter(HUMAN, "trust_human_judged_total"), 1);
+    assert_eq!(
+        net.counter(HUMAN, "trust_human_expired_total"),
+        u64::try_from(escalated_to_human).unwrap()
+    );
+
+    // The read-only pages of the same session and of the Human auditor, where this
+    // branch has them (they come from the pages work; a JSON 404 here means not yet).
+    let me = net.keys(HUMAN).account_id();
+    let mut skipped = Vec::new();
+    for (name, path) in [
+        ("outcome", format!("/sessions/{session}")),
+        ("auditor", format!("/auditors/{me}")),
+    ] {
+        let head = net.raw(HUMAN, "GET", &path, b"");
+        if head.starts_with("HTTP/1.1 200") && head.contains("text/html") {
+            browser.goto(&format!("{base}{path}"));
+            browser.screenshot(&shots.join(format!("{name}.png")));
+        } else {
+            skipped.push(format!("{name} page ({path})"));
+        }
+    }
+
+    assert!(
+        browser.console_errors.is_empty(),
+        "console errors: {:#?}",
+        browser.console_errors
+    );
+    if !skipped.is_empty() {
+        eprintln!(
+            "browser test: no screenshot of {}: not served on this branch",
+            skipped.join(", ")
+        );
+    }
+    eprintln!(
+        "browser test: seat queued {:.1}s after submit, segment decided {:.1}s after submit, {} escalated Human seats abstained, {:.1}s in all; screenshots in {}",
+        queued.as_secs_f64(),
+        decided.as_secs_f64(),
+        escalated_to_human,
+        started.elapsed().as_secs_f64(),
+        shots.display()
+    );
+}
