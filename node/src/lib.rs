@@ -29,6 +29,33 @@ pub mod tasks;
 pub mod view;
 pub mod web;
 
+/// Test support for reopening a sled database in the same process. After the last handle
+/// is dropped, sled's I/O threads can hold the directory's file lock a moment longer (longer
+/// on a busy machine), so a reopen right away may find it locked: tests wait, with a
+/// deadline, for that lock and for nothing else.
+#[cfg(test)]
+pub(crate) mod reopen {
+    use std::time::{Duration, Instant};
+
+    /// Calls `open` until it does not fail on sled's file lock, for at most 10 s.
+    pub(crate) fn when_unlocked<T, E: std::fmt::Display>(
+        mut open: impl FnMut() -> Result<T, E>,
+    ) -> Result<T, E> {
+        let start = Instant::now();
+        loop {
+            match open() {
+                Err(e)
+                    if e.to_string().contains("could not acquire lock")
+                        && start.elapsed() < Duration::from_secs(10) =>
+                {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                r => return r,
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod layering {
     //! The crate's top-level modules must form a hierarchy: no two of them may import each

@@ -825,7 +825,7 @@ mod tests {
             waiting.abort();
             let _ = waiting.await;
         }
-        let db = sled::open(dir.path()).unwrap();
+        let db = crate::reopen::when_unlocked(|| sled::open(dir.path())).unwrap();
         let d = HumanDesk::open(&db, me, DeskSettings::default()).unwrap();
         let again = d.judge_seat(&seat(3, 50), &view("x"), &Hash::ZERO).await;
         assert_eq!(again.vote, Vote::Ungrounded);

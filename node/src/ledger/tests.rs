@@ -114,7 +114,7 @@ fn append_and_reopen_keeps_tip_blocks_and_indices() {
             ledger.append(b, &outcomes).expect("append");
         }
     }
-    let ledger = Ledger::open(dir.path()).expect("reopen");
+    let ledger = crate::reopen::when_unlocked(|| Ledger::open(dir.path())).expect("reopen");
     let last = chain.last().expect("three blocks");
     assert_eq!(ledger.tip().expect("tip"), Some((3, last.block.hash())));
     assert_eq!(ledger.chain().expect("chain"), Some(chain_id()));
@@ -240,11 +240,15 @@ fn open_with_chain_fixes_and_checks_the_chain_id() {
         ));
         assert_eq!(ledger.tip().expect("tip"), None);
     }
-    assert!(matches!(
-        Ledger::open_with_chain(dir.path(), Hash::sha256(b"other")),
-        Err(LedgerError::WrongChain { .. })
-    ));
-    let ledger = Ledger::open_with_chain(dir.path(), chain_id()).expect("same chain reopens");
+    let reopened = crate::reopen::when_unlocked(|| {
+        Ledger::open_with_chain(dir.path(), Hash::sha256(b"other"))
+    });
+    assert!(
+        matches!(reopened, Err(LedgerError::WrongChain { .. })),
+        "{reopened:?}"
+    );
+    let ledger = crate::reopen::when_unlocked(|| Ledger::open_with_chain(dir.path(), chain_id()))
+        .expect("same chain reopens");
     ledger
         .append(&make_chain(1)[0], &[])
         .expect("own chain appends");
@@ -642,7 +646,7 @@ fn snapshots_keep_the_newest_three() {
     ledger.put_snapshot(6, b"state-6").expect("snapshot");
     drop(ledger);
 
-    let ledger = Ledger::open(dir.path()).expect("reopen");
+    let ledger = crate::reopen::when_unlocked(|| Ledger::open(dir.path())).expect("reopen");
     assert_eq!(heights(&ledger), [4, 5, 6]);
     assert_eq!(
         ledger.latest_snapshot().expect("read"),
