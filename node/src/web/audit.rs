@@ -464,7 +464,7 @@ fn choice_help(c: Choice) -> &'static str {
         }
         Choice::Ungrounded => "the step uses something never established in what it rests on",
         Choice::Unsure => {
-            "you cannot tell: the seat abstains (present, unrewarded) and the segment escalates"
+            "you cannot tell: the seat abstains (present, unrewarded); the segment stays undecided unless other seats decide it"
         }
     }
 }
