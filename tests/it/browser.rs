@@ -1,6 +1,8 @@
-//! The audit form in a real headless Chromium, on a real network: four validators
-//! (Computer seats) and one Human node (`testnet init --human-nodes 1`), all `trust-node
-//! run` processes on loopback. A person (the browser) logs in with the Human node's
+//! The audit form in a real headless Chromium, on a real network of every tier: four
+//! validators (Computer seats), three LLM nodes judging through a real llama.cpp server
+//! (SmolLM2-135M, which fails its calibration, so its seats abstain and their segments
+//! escalate) and one Human node (`testnet init --human-nodes 1`), all `trust-node run`
+//! processes on loopback. A person (the browser) logs in with the Human node's
 //! operator token, opens the segment its seat was drawn for, votes Invalid, and follows
 //! the seat's progress until the chain's verdict on that segment counts the vote. The
 //! seats nobody answers (the escalations that reach the Human tier) abstain at their
@@ -14,13 +16,13 @@ use std::{
 
 use serde_json::{Value, json};
 
-use crate::fixtures::{browser::Browser, example, network::Network, wait_until};
+use crate::fixtures::{browser::Browser, example, llm::model_server, network::Network, wait_until};
 
 /// Longest wait for one condition: a session with an escalation round whose Human seats
 /// nobody answers runs its whole commit window.
 const DEADLINE: Duration = Duration::from_secs(300);
-/// The Human node, after the four validators.
-const HUMAN: usize = 4;
+/// LLM nodes: the LLM tier's three seats per segment.
+const LLM_NODES: u16 = 3;
 
 fn screenshots() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("screenshots")
@@ -51,12 +53,22 @@ fn a_person_logs_in_votes_invalid_on_the_audit_form_and_sees_the_vote_counted() 
     let started = Instant::now();
     // First, so that a missing Chromium fails the test at once and says how to get one.
     let mut browser = Browser::launch();
-    let mut net = Network::with_human(4, 1, &["--commit-window", "100"])
-        .block_time(300)
-        .deadline(DEADLINE);
+    let server = model_server(LLM_NODES.into())
+        .expect("a real llama.cpp server for the LLM seats (scripts/llm/serve.sh)");
+    let mut net = Network::with_tiers(
+        4,
+        Some((LLM_NODES, &server.url, "smollm2-135m-instruct")),
+        1,
+        &["--commit-window", "100"],
+    )
+    .block_time(300)
+    .deadline(DEADLINE);
+    // The Human node comes after the validators and the LLM nodes.
+    let human = 4 + usize::from(LLM_NODES);
+    let llm_nodes = 4..human;
     net.start_all();
     net.wait_running();
-    let base = format!("http://{}", net.nodes[HUMAN].api);
+    let base = format!("http://{}", net.nodes[human].api);
     let shots = screenshots();
 
     // Not logged in: the login form only.
@@ -84,7 +96,7 @@ fn a_person_logs_in_votes_invalid_on_the_audit_form_and_sees_the_vote_counted() 
     );
     browser.console_errors.clear();
     // The node's own token logs in.
-    let token = net.operator_token(HUMAN);
+    let token = net.operator_token(human);
     browser.eval_and_load(&format!(
         "document.getElementById('token').value = '{token}'; \
          document.querySelector('main form button[type=submit]').click()"
@@ -205,26 +217,46 @@ fn a_person_logs_in_votes_invalid_on_the_audit_form_and_sees_the_vote_counted() 
         );
     }
     browser.screenshot(&shots.join("audit-queue-after.png"));
-    assert_eq!(net.counter(HUMAN, "trust_human_judged_total"), 1);
+    assert_eq!(net.counter(human, "trust_human_judged_total"), 1);
     assert_eq!(
-        net.counter(HUMAN, "trust_human_expired_total"),
+        net.counter(human, "trust_human_expired_total"),
         u64::try_from(escalated_to_human).unwrap()
     );
 
-    // The read-only pages of the same session and of the Human auditor, where this
-    // branch has them (they come from the pages work; a JSON 404 here means not yet).
-    let me = net.keys(HUMAN).account_id();
-    let mut skipped = Vec::new();
-    for (name, path) in [
-        ("outcome", format!("/sessions/{session}")),
-        ("auditor", format!("/auditors/{me}")),
-    ] {
-        let head = net.raw(HUMAN, "GET", &path, b"");
-        if head.starts_with("HTTP/1.1 200") && head.contains("text/html") {
-            browser.goto(&format!("{base}{path}"));
-            browser.screenshot(&shots.join(format!("{name}.png")));
-        } else {
-            skipped.push(format!("{name} page ({path})"));
+    // The LLM seats took part: drawn, committed and revealed (abstentions, with this
+    // model), and the session still decided.
+    let llm_committed: u64 = llm_nodes
+        .clone()
+        .map(|i| net.counter(i, "trust_seat_votes_committed_total"))
+        .sum();
+    let llm_abstained: u64 = llm_nodes
+        .map(|i| net.counter(i, "trust_llm_abstained_total"))
+        .sum();
+    assert!(
+        llm_committed > 0 && llm_abstained > 0,
+        "no LLM seat voted in the session: committed {llm_committed}, abstained {llm_abstained}"
+    );
+
+    // Every read-only page of this session, its deciding block and the Human auditor
+    // renders as HTML in the browser; the outcome and auditor pages are screenshotted.
+    let me = net.keys(human).account_id();
+    let height = outcome["outcome"]["decided_at"]
+        .as_u64()
+        .expect("the deciding block's height");
+    let session_id: trust_protocol::Hash = session.parse().expect("session id");
+    for path in trust_node::web::page_paths(height, &session_id, &me) {
+        browser.goto(&format!("{base}{path}"));
+        let text = browser.text();
+        assert!(
+            text.contains("TRUST") && !text.contains("\"code\""),
+            "{path} is not a page: {text}"
+        );
+        if path.starts_with("/sessions/") {
+            assert!(text.contains("Invalid"), "{path}: {text}");
+            browser.screenshot(&shots.join("outcome.png"));
+        } else if path.starts_with("/auditors/") {
+            assert!(text.contains("Human"), "{path}: {text}");
+            browser.screenshot(&shots.join("auditor.png"));
         }
     }
 
@@ -233,12 +265,6 @@ fn a_person_logs_in_votes_invalid_on_the_audit_form_and_sees_the_vote_counted() 
         "console errors: {:#?}",
         browser.console_errors
     );
-    if !skipped.is_empty() {
-        eprintln!(
-            "browser test: no screenshot of {}: not served on this branch",
-            skipped.join(", ")
-        );
-    }
     eprintln!(
         "browser test: seat queued {:.1}s after submit, segment decided {:.1}s after submit, {} escalated Human seats abstained, {:.1}s in all; screenshots in {}",
         queued.as_secs_f64(),
