@@ -149,5 +149,5 @@ if "$bin" simulate --help 2>/dev/null | grep -q -- --seed && [ "${TRUST_DEMO_SKI
 fi
 
 echo
-echo "reports written to $out/"
-ls -R "$out"
+echo "reports written to $out/ (the network's node homes, ledgers and logs in $out/testnet/):"
+find "$out" -path "$out/testnet" -prune -o -type f -print | sort
