@@ -26,6 +26,8 @@ pub mod query;
 pub mod report;
 pub mod submit;
 pub mod tasks;
+#[cfg(test)]
+pub(crate) mod testchain;
 pub mod view;
 pub mod web;
 

@@ -2,9 +2,9 @@
 
 use axum::{body::Body, http::Request};
 use tower::ServiceExt;
-use trust_contracts::{Event, Genesis, GenesisAccount, GenesisAuditor, Params};
+use trust_contracts::{Event, Params};
 use trust_protocol::{
-    Keypair, Salt, SealingPublicKey, Signed, Vote, commitment,
+    Salt, Vote, commitment,
     hdag::AbstractionLevel,
     mapping_commitment,
     tx::{Call, QuorumParams, SegmentEntry, SessionManifest, Tier, Tx},
@@ -12,127 +12,57 @@ use trust_protocol::{
 };
 
 use super::*;
-use crate::{
-    chain::{Tip, build_block},
-    ledger::StoredBlock,
-    tasks::Stop,
-    view::{ChainPublisher, ChainView, PeerPublisher, PeerView},
-};
+use crate::{testchain::TestChain, view::PeerView};
 
 struct Net {
     api: Api,
-    tip: Tip,
-    keys: Vec<Keypair>,
-    /// Stands in for the consensus driver: the chain view's one writer.
-    chain: ChainPublisher,
-    _peers: PeerPublisher,
+    /// The chain the API reads, and the stand-in for its consensus driver.
+    t: TestChain,
     _llm: watch::Sender<Option<LlmStatus>>,
-    _dir: tempfile::TempDir,
+}
+
+impl std::ops::Deref for Net {
+    type Target = TestChain;
+    fn deref(&self) -> &TestChain {
+        &self.t
+    }
+}
+
+impl std::ops::DerefMut for Net {
+    fn deref_mut(&mut self) -> &mut TestChain {
+        &mut self.t
+    }
 }
 
 impl Net {
     fn new() -> Self {
-        let keys: Vec<Keypair> = (0..4)
-            .map(|i| Keypair::from_label(&format!("n{i}")))
-            .collect();
-        let genesis = Genesis {
-            params: Params::default(),
-            accounts: keys
-                .iter()
-                .map(|k| GenesisAccount {
-                    id: k.public(),
-                    balance: 100_000,
-                    stake: 1_000,
-                })
-                .collect(),
-            auditors: keys[1..]
-                .iter()
-                .map(|k| GenesisAuditor {
-                    id: k.public(),
-                    tier: Tier::Computer,
-                    expertise: vec![],
-                    sealing_key: SealingPublicKey([1; 32]),
-                })
-                .collect(),
-        };
-        let dir = tempfile::tempdir().unwrap();
-        let ledger = Ledger::open(dir.path()).unwrap();
-        let contract = trust_contracts::Contract::new(&genesis).unwrap();
-        let tip = Tip {
-            chain: Hash::sha256(b"api-test"),
-            height: 0,
-            hash: Hash::ZERO,
-        };
-        let validators = vec![ValidatorPower {
-            id: keys[0].public(),
-            power: 1_000,
-        }];
-        let (chain, chain_watch) = ChainPublisher::new(ChainView::new(tip, contract, validators));
-        let (peers, peer_watch) = PeerPublisher::new();
-        peers.publish(PeerView {
-            peers: 3,
-            heights: vec![("12D3KooWpeer".into(), 7)],
-        });
+        let t = TestChain::new(
+            "n",
+            &[],
+            PeerView {
+                peers: 3,
+                heights: vec![("12D3KooWpeer".into(), 7)],
+            },
+        );
         let (llm, llm_watch) = watch::channel(None);
-        let (pool, task) = Pool::new(100, chain_watch.clone());
-        tokio::spawn(task.run(Stop::never()));
         Net {
             api: Api {
-                node_id: keys[0].public(),
+                node_id: t.keys[0].public(),
                 validator: true,
-                chain: chain_watch,
-                peers: peer_watch,
+                chain: t.chain_watch.clone(),
+                peers: t.peer_watch.clone(),
                 llm: llm_watch,
-                pool,
-                ledger,
+                pool: t.pool.clone(),
+                ledger: t.ledger.clone(),
                 metrics: Arc::new(ApiMetrics::default()),
                 gossip: None,
                 sources: Vec::new(),
                 provider: None,
                 genesis: None,
             },
-            tip,
-            keys,
-            chain,
-            _peers: peers,
+            t,
             _llm: llm,
-            _dir: dir,
         }
-    }
-
-    /// Decides a block from the given transactions plus the mempool; returns its events.
-    async fn block(&mut self, txs: Vec<SignedTx>) -> Vec<Event> {
-        let view = self.chain.current();
-        let mut cands = self.api.pool.reap(view.contract.clone(), 1000).await;
-        cands.extend(txs);
-        let (block, done, dropped) =
-            build_block(&view.contract, &self.tip, self.api.node_id, &cands);
-        assert!(dropped.is_empty(), "{dropped:?}");
-        let decided = crate::chain::decided_sessions(&done.events);
-        self.api
-            .ledger
-            .append(
-                &StoredBlock {
-                    block: block.clone(),
-                    certificate: vec![],
-                },
-                &decided,
-            )
-            .unwrap();
-        self.tip = self.tip.after(&block);
-        self.chain.publish(ChainView {
-            tip: self.tip,
-            state_root: block.header.state_root,
-            contract: Arc::new(done.contract),
-            validators: view.validators.clone(),
-        });
-        done.events
-    }
-
-    fn sign(&self, i: usize, call: Call) -> SignedTx {
-        let k = &self.keys[i];
-        let nonce = self.chain.current().contract.nonce(&k.public());
-        Signed::sign(k, Tx { nonce, call })
     }
 
     async fn send(&self, request: Request<Body>) -> (StatusCode, String) {

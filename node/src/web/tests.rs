@@ -8,9 +8,9 @@ use axum::{
     http::{Request, StatusCode, header},
 };
 use tower::ServiceExt;
-use trust_contracts::{Contract, Event, Genesis, GenesisAccount, GenesisAuditor, Params};
+use trust_contracts::{Contract, Event, Params};
 use trust_protocol::{
-    Hash, Keypair, Salt, SealingPublicKey, Signed, Vote, commitment,
+    Hash, Keypair, Salt, Signed, Vote, commitment,
     hdag::AbstractionLevel,
     mapping_commitment,
     tx::{Call, LeftOut, QuorumParams, SegmentEntry, SessionManifest, SignedTx, Tier, Tx},
@@ -26,11 +26,8 @@ use super::{
 use crate::{
     audit::{outbox::Outbox, provider::Provider},
     blobs::BlobStore,
-    chain::{Tip, build_block, decided_sessions},
-    ledger::{Ledger, StoredBlock},
-    mempool::Pool,
-    tasks::Stop,
-    view::{ChainPublisher, ChainView, PeerPublisher, PeerView, ValidatorPower},
+    testchain::TestChain,
+    view::PeerView,
 };
 
 const XSS: &str = "<script>alert(1)</script>";
@@ -41,120 +38,53 @@ const XSS_ESCAPED: &str = "&lt;script&gt;alert(1)&lt;/script&gt;";
 struct Net {
     pages: Pages,
     genesis: Arc<Contract>,
-    tip: Tip,
-    keys: Vec<Keypair>,
-    chain: ChainPublisher,
-    _peers: PeerPublisher,
-    _dir: tempfile::TempDir,
+    /// The chain the pages read, and the stand-in for its consensus driver.
+    t: TestChain,
+}
+
+impl std::ops::Deref for Net {
+    type Target = TestChain;
+    fn deref(&self) -> &TestChain {
+        &self.t
+    }
+}
+
+impl std::ops::DerefMut for Net {
+    fn deref_mut(&mut self) -> &mut TestChain {
+        &mut self.t
+    }
 }
 
 impl Net {
     fn new(with_provider: bool) -> Self {
-        let keys: Vec<Keypair> = (0..4)
-            .map(|i| Keypair::from_label(&format!("web{i}")))
-            .collect();
-        let genesis = Genesis {
-            params: Params::default(),
-            accounts: keys
-                .iter()
-                .map(|k| GenesisAccount {
-                    id: k.public(),
-                    balance: 100_000,
-                    stake: 1_000,
-                })
-                .collect(),
-            auditors: keys[1..]
-                .iter()
-                .map(|k| GenesisAuditor {
-                    id: k.public(),
-                    tier: Tier::Computer,
-                    // Data a page shows that an outsider chose.
-                    expertise: vec![XSS.into()],
-                    sealing_key: SealingPublicKey([1; 32]),
-                })
-                .collect(),
-        };
-        let dir = tempfile::tempdir().unwrap();
-        let db = sled::open(dir.path()).unwrap();
-        let ledger = Ledger::from_db(&db).unwrap();
-        let contract = Contract::new(&genesis).unwrap();
-        let tip = Tip {
-            chain: Hash::sha256(b"web-test"),
-            height: 0,
-            hash: Hash::ZERO,
-        };
-        let validators = vec![ValidatorPower {
-            id: keys[0].public(),
-            power: 1_000,
-        }];
-        let (chain, chain_watch) =
-            ChainPublisher::new(ChainView::new(tip, contract.clone(), validators));
-        let (peers, peer_watch) = PeerPublisher::new();
-        peers.publish(PeerView {
-            peers: 2,
-            heights: vec![(format!("12D3KooWpeer{XSS}"), 4)],
-        });
-        let (pool, task) = Pool::new(100, chain_watch.clone());
-        tokio::spawn(task.run(Stop::never()));
+        // Data a page shows that an outsider chose: the auditors' expertise, a peer id.
+        let t = TestChain::new(
+            "web",
+            &[XSS],
+            PeerView {
+                peers: 2,
+                heights: vec![(format!("12D3KooWpeer{XSS}"), 4)],
+            },
+        );
         let provider = with_provider.then(|| {
             let key = Keypair::from_label("web0");
-            let outbox = Outbox::new(key, chain_watch.clone(), pool.clone(), None);
-            let p = Provider::open(outbox, BlobStore::open(&db).unwrap(), &db)
+            let outbox = Outbox::new(key, t.chain_watch.clone(), t.pool.clone(), None);
+            let p = Provider::open(outbox, BlobStore::open(&t.db).unwrap(), &t.db)
                 .unwrap()
                 .with_honeypots(0);
             Arc::new(p)
         });
-        let genesis = Arc::new(contract);
+        let genesis = Arc::new(t.genesis.clone());
         let pages = Pages::new(
-            keys[0].public(),
-            chain_watch,
-            peer_watch,
-            pool,
-            ledger,
+            t.keys[0].public(),
+            t.chain_watch.clone(),
+            t.peer_watch.clone(),
+            t.pool.clone(),
+            t.ledger.clone(),
             provider,
             Some(genesis.clone()),
         );
-        Net {
-            pages,
-            genesis,
-            tip,
-            keys,
-            chain,
-            _peers: peers,
-            _dir: dir,
-        }
-    }
-
-    /// Decides a block from `txs` plus the mempool; returns its events.
-    async fn block(&mut self, txs: Vec<SignedTx>) -> Vec<Event> {
-        let view = self.chain.current();
-        let mut cands = self.pages.pool.reap(view.contract.clone(), 1000).await;
-        cands.extend(txs);
-        let (block, done, dropped) =
-            build_block(&view.contract, &self.tip, self.keys[0].public(), &cands);
-        assert!(dropped.is_empty(), "{dropped:?}");
-        let stored = StoredBlock {
-            block: block.clone(),
-            certificate: vec![],
-        };
-        self.pages
-            .ledger
-            .append(&stored, &decided_sessions(&done.events))
-            .unwrap();
-        self.tip = self.tip.after(&block);
-        self.chain.publish(ChainView {
-            tip: self.tip,
-            state_root: block.header.state_root,
-            contract: Arc::new(done.contract),
-            validators: view.validators.clone(),
-        });
-        done.events
-    }
-
-    fn sign(&self, i: usize, call: Call) -> SignedTx {
-        let k = &self.keys[i];
-        let nonce = self.chain.current().contract.nonce(&k.public());
-        Signed::sign(k, Tx { nonce, call })
+        Net { pages, genesis, t }
     }
 
     /// Signs `calls` in order, each account's nonces counting up from its next one.

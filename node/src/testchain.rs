@@ -1,0 +1,143 @@
+//! Test support: one node's chain without a network, for the router tests of the API and
+//! of the pages. Four accounts (`{label}0` to `{label}3`): node 0 the one validator, nodes
+//! 1 to 3 Computer-tier auditors; a real sled database in a temp dir holding the ledger; a
+//! real mempool task. [`TestChain::block`] builds a block from transactions and the pool,
+//! appends it and publishes the new chain view: it stands in for the consensus driver, the
+//! view's one writer.
+
+use std::sync::Arc;
+
+use trust_contracts::{Contract, Event, Genesis, GenesisAccount, GenesisAuditor, Params};
+use trust_protocol::{
+    Hash, Keypair, SealingPublicKey, Signed,
+    tx::{Call, SignedTx, Tier, Tx},
+};
+
+use crate::{
+    chain::{Tip, build_block, decided_sessions},
+    ledger::{Ledger, StoredBlock},
+    mempool::Pool,
+    tasks::Stop,
+    view::{
+        ChainPublisher, ChainView, ChainWatch, PeerPublisher, PeerView, PeerWatch, ValidatorPower,
+    },
+};
+
+/// A one-validator chain with three Computer auditors over a real ledger.
+pub(crate) struct TestChain {
+    /// The four accounts' keys.
+    pub(crate) keys: Vec<Keypair>,
+    /// The last block's tip.
+    pub(crate) tip: Tip,
+    /// The chain view's writer.
+    pub(crate) chain: ChainPublisher,
+    /// Where readers watch the chain.
+    pub(crate) chain_watch: ChainWatch,
+    /// The peer view's writer, held so that the published peers stay visible.
+    _peers: PeerPublisher,
+    /// Where readers watch the peers.
+    pub(crate) peer_watch: PeerWatch,
+    /// The mempool.
+    pub(crate) pool: Pool,
+    /// The ledger, in [`TestChain::db`].
+    pub(crate) ledger: Ledger,
+    /// The sled database (other subsystems may open their trees in it).
+    pub(crate) db: sled::Db,
+    /// The contract at genesis.
+    pub(crate) genesis: Contract,
+    _dir: tempfile::TempDir,
+}
+
+impl TestChain {
+    /// The chain at genesis, the auditors declaring `expertise`, `peers` published. Call
+    /// inside a tokio runtime (the mempool task is spawned on it).
+    pub(crate) fn new(label: &str, expertise: &[&str], peers: PeerView) -> Self {
+        let keys: Vec<Keypair> = (0..4)
+            .map(|i| Keypair::from_label(&format!("{label}{i}")))
+            .collect();
+        let genesis = Genesis {
+            params: Params::default(),
+            accounts: keys
+                .iter()
+                .map(|k| GenesisAccount {
+                    id: k.public(),
+                    balance: 100_000,
+                    stake: 1_000,
+                })
+                .collect(),
+            auditors: keys[1..]
+                .iter()
+                .map(|k| GenesisAuditor {
+                    id: k.public(),
+                    tier: Tier::Computer,
+                    expertise: expertise.iter().map(|e| e.to_string()).collect(),
+                    sealing_key: SealingPublicKey([1; 32]),
+                })
+                .collect(),
+        };
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = sled::open(dir.path()).expect("sled");
+        let ledger = Ledger::from_db(&db).expect("ledger");
+        let contract = Contract::new(&genesis).expect("genesis");
+        let tip = Tip {
+            chain: Hash::sha256(format!("{label}-test").as_bytes()),
+            height: 0,
+            hash: Hash::ZERO,
+        };
+        let validators = vec![ValidatorPower {
+            id: keys[0].public(),
+            power: 1_000,
+        }];
+        let (chain, chain_watch) =
+            ChainPublisher::new(ChainView::new(tip, contract.clone(), validators));
+        let (peer_publisher, peer_watch) = PeerPublisher::new();
+        peer_publisher.publish(peers);
+        let (pool, task) = Pool::new(100, chain_watch.clone());
+        tokio::spawn(task.run(Stop::never()));
+        Self {
+            keys,
+            tip,
+            chain,
+            chain_watch,
+            _peers: peer_publisher,
+            peer_watch,
+            pool,
+            ledger,
+            db,
+            genesis: contract,
+            _dir: dir,
+        }
+    }
+
+    /// Decides a block from `txs` plus the mempool, proposed by node 0; returns its events.
+    pub(crate) async fn block(&mut self, txs: Vec<SignedTx>) -> Vec<Event> {
+        let view = self.chain.current();
+        let mut cands = self.pool.reap(view.contract.clone(), 1000).await;
+        cands.extend(txs);
+        let (block, done, dropped) =
+            build_block(&view.contract, &self.tip, self.keys[0].public(), &cands);
+        assert!(dropped.is_empty(), "{dropped:?}");
+        let stored = StoredBlock {
+            block: block.clone(),
+            certificate: vec![],
+        };
+        self.ledger
+            .append(&stored, &decided_sessions(&done.events))
+            .expect("append");
+        self.tip = self.tip.after(&block);
+        self.chain.publish(ChainView {
+            tip: self.tip,
+            state_root: block.header.state_root,
+            contract: Arc::new(done.contract),
+            validators: view.validators.clone(),
+        });
+        done.events
+    }
+
+    /// `call` signed by account `i` with its next nonce on the chain.
+    pub(crate) fn sign(&self, i: usize, call: Call) -> SignedTx {
+        let k = &self.keys[i];
+        let nonce = self.chain.current().contract.nonce(&k.public());
+        Signed::sign(k, Tx { nonce, call })
+    }
+}
