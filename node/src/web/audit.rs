@@ -558,15 +558,9 @@ fn chain_rows(web: &AuditWeb, r: &SeatRecord) -> String {
         row(
             "Revealed",
             match mine.and_then(|x| x.vote.map(|v| (v, x.counted))) {
-                Some((v, counted)) => format!(
-                    "<span class=\"ok\">{}</span>{}",
-                    esc(vote_name(v)),
-                    if counted {
-                        " (counted)"
-                    } else {
-                        " (not counted: after the first k reveals)"
-                    }
-                ),
+                Some((v, counted)) => {
+                    revealed_cell(v, counted, "not counted: after the first k reveals")
+                }
                 None => "not yet (after the commit window closes)".into(),
             },
         );
@@ -603,15 +597,7 @@ fn chain_rows(web: &AuditWeb, r: &SeatRecord) -> String {
         row(
             "Revealed",
             match r.revealed {
-                Some((v, counted)) => format!(
-                    "<span class=\"ok\">{}</span>{}",
-                    esc(vote_name(v)),
-                    if counted {
-                        " (counted)"
-                    } else {
-                        " (not counted)"
-                    }
-                ),
+                Some((v, counted)) => revealed_cell(v, counted, "not counted"),
                 None => "no".into(),
             },
         );
@@ -765,6 +751,17 @@ async fn judge(
             r
         }
     }
+}
+
+/// A revealed vote as the progress table shows it: the vote, and whether it counted
+/// (`not_counted` says why not).
+fn revealed_cell(v: Vote, counted: bool, not_counted: &str) -> String {
+    let how = if counted { "counted" } else { not_counted };
+    format!(
+        "<span class=\"ok\">{}</span> ({})",
+        esc(vote_name(v)),
+        esc(how)
+    )
 }
 
 #[cfg(test)]
