@@ -1,6 +1,11 @@
 //! The contract: `apply` one signed transaction, `end_block` to move sessions through
 //! their phases, `state_root` to compare states across nodes.
 //!
+//! The state root is the root of a Merkle tree over the state's entries
+//! ([`crate::commitment`]). `apply` and `end_block` name the entries they may change; the
+//! end of each block writes just those to the tree, so a block's root costs what the block
+//! did, not what the ledger holds.
+//!
 //! Phases of a session, all counted in blocks:
 //!
 //! 1. `Assigning`: opened at height `h`; at the end of block `h + 1` seats are drawn with
@@ -29,6 +34,7 @@ use trust_protocol::{
 
 use crate::{
     assign::{self, Draw},
+    commitment::{EntryProof, StateKey, Tree},
     econ::{self, Score},
     error::TxError,
     events::{Event, SlashReason},
@@ -54,28 +60,29 @@ pub struct BlockCtx {
 }
 
 /// The audit contract.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Contract {
     state: State,
+    /// The commitment to `state`: a function of it, so equality looks at the state alone.
+    tree: Tree,
 }
+
+impl PartialEq for Contract {
+    fn eq(&self, other: &Self) -> bool {
+        self.state == other.state
+    }
+}
+
+impl Eq for Contract {}
 
 /// One canonical encoding config for the state: the protocol's, without the message limit
 /// (a state grows with the network; it is hashed and snapshotted, never read from peers).
-const STATE_CONFIG: bincode::config::Configuration<
+pub(crate) const STATE_CONFIG: bincode::config::Configuration<
     bincode::config::LittleEndian,
     bincode::config::Fixint,
 > = bincode::config::standard()
     .with_little_endian()
     .with_fixed_int_encoding();
-
-struct HashWriter(sha2::Sha256);
-
-impl bincode::enc::write::Writer for HashWriter {
-    fn write(&mut self, bytes: &[u8]) -> Result<(), bincode::error::EncodeError> {
-        sha2::Digest::update(&mut self.0, bytes);
-        Ok(())
-    }
-}
 
 /// Why a state snapshot could not be loaded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -122,19 +129,24 @@ impl Contract {
                 registry::new_auditor(&genesis.params, a.tier, expertise, a.sealing_key),
             );
         }
-        Ok(Self {
-            state: State {
-                params: genesis.params.clone(),
-                height: 0,
-                accounts,
-                auditors,
-                sessions: BTreeMap::new(),
-                outcomes: BTreeMap::new(),
-                failed: BTreeMap::new(),
-                burned: 0,
-                supply,
-            },
-        })
+        Ok(Self::from_state(State {
+            params: genesis.params.clone(),
+            height: 0,
+            accounts,
+            auditors,
+            sessions: BTreeMap::new(),
+            outcomes: BTreeMap::new(),
+            failed: BTreeMap::new(),
+            burned: 0,
+            supply,
+        }))
+    }
+
+    /// A contract over a given state, its tree built from scratch (O(state)). This is what
+    /// a restore does; it gives the root of the contract that produced the state.
+    pub fn from_state(state: State) -> Self {
+        let tree = Tree::build(&state);
+        Self { state, tree }
     }
 
     /// The whole state (read only).
@@ -142,12 +154,28 @@ impl Contract {
         &self.state
     }
 
-    /// `sha256` of the canonical encoding of the whole state.
+    /// The root of the Merkle tree over the state's entries ([`crate::commitment`]).
+    ///
+    /// After [`Contract::end_block`] this is the committed root, read in O(1). Between
+    /// transactions of a block it is computed from the entries touched so far, without
+    /// writing them.
     pub fn state_root(&self) -> Hash {
-        let mut w = HashWriter(<sha2::Sha256 as sha2::Digest>::new());
-        // Encoding our own plain data types into a hasher cannot fail.
-        let _ = bincode::serde::encode_into_writer(&self.state, &mut w, STATE_CONFIG);
-        Hash(sha2::Digest::finalize(w.0).into())
+        self.tree.root(&self.state)
+    }
+
+    /// The canonical encoding of one state entry (`None` when absent) and its Merkle proof
+    /// against [`Contract::state_root`]; `None` while the current block is not ended (its
+    /// changes are not in the tree yet).
+    pub fn prove(&self, key: &StateKey) -> Option<(Option<Vec<u8>>, EntryProof)> {
+        if self.tree.has_pending() {
+            return None;
+        }
+        self.tree.prove(&self.state, key)
+    }
+
+    /// Number of tree nodes held in memory: one tree version, O(entries).
+    pub fn tree_nodes(&self) -> usize {
+        self.tree.node_count()
     }
 
     /// The state as snapshot bytes.
@@ -162,7 +190,7 @@ impl Contract {
         if used != bytes.len() {
             return Err(SnapshotError("trailing bytes".into()));
         }
-        Ok(Self { state })
+        Ok(Self::from_state(state))
     }
 
     /// The next nonce of an account.
@@ -193,6 +221,7 @@ impl Contract {
             });
         }
         let next = expected.checked_add(1).ok_or(TxError::Overflow)?;
+        touched_by(&mut self.tree, sender, tx);
         let st = &mut self.state;
         let h = ctx.height;
         let mut ev = Vec::new();
@@ -258,11 +287,19 @@ impl Contract {
             let Some(mut s) = self.state.sessions.remove(&id) else {
                 continue;
             };
+            let phase = s.phase;
             match self.advance(ctx, &id, &mut s, &mut ev) {
                 Next::Keep => {
+                    // `advance` changes a session only when it moves it to another phase.
+                    if s.phase != phase {
+                        self.tree.touch(StateKey::Session(id));
+                    }
                     self.state.sessions.insert(id, s);
                 }
                 Next::Fail(reason) => {
+                    self.tree.touch(StateKey::Session(id));
+                    self.tree.touch(StateKey::Failed(id));
+                    self.tree.touch(StateKey::Account(s.provider));
                     registry::credit(&mut self.state, &s.provider, s.escrow);
                     ev.push(Event::Refunded {
                         session: id,
@@ -282,12 +319,22 @@ impl Contract {
                     );
                 }
                 Next::Tally => {
+                    // The tally pays, slashes and scores every seat and refunds the provider.
+                    self.tree.touch(StateKey::Session(id));
+                    self.tree.touch(StateKey::Outcome(id));
+                    self.tree.touch(StateKey::Account(s.provider));
+                    for seat in s.segments.iter().flat_map(|g| g.seats.iter()) {
+                        self.tree.touch(StateKey::Account(seat.account));
+                        self.tree.touch(StateKey::Auditor(seat.account));
+                    }
                     let outcome = self.tally(ctx, &id, s, &mut ev);
                     self.state.outcomes.insert(id, outcome);
                 }
             }
         }
         self.state.height = ctx.height;
+        self.tree.touch(StateKey::Global);
+        self.tree.commit(&self.state);
         ev
     }
 
@@ -741,6 +788,24 @@ impl Contract {
     /// Whether a session is decided with a passing trace.
     pub fn passed(&self, session: &Hash) -> Option<bool> {
         self.outcome(session).map(|o| o.trace == TraceVerdict::Pass)
+    }
+}
+
+/// The entries a transaction may change: the sender's account (nonce, balance, stake) and
+/// registry entry, a transfer's recipient, and the session it names or opens.
+fn touched_by(tree: &mut Tree, sender: AccountId, tx: &Tx) {
+    tree.touch(StateKey::Account(sender));
+    tree.touch(StateKey::Auditor(sender));
+    match &tx.call {
+        Call::Transfer { to, .. } => tree.touch(StateKey::Account(*to)),
+        Call::RegisterAuditor { .. } | Call::Bond { .. } | Call::Unbond { .. } | Call::Withdraw => {
+        }
+        Call::OpenSession(_) => tree.touch(StateKey::Session(Tx::session_id(&sender, tx.nonce))),
+        Call::DeliverKeys { session, .. }
+        | Call::Commit { session, .. }
+        | Call::Reveal { session, .. }
+        | Call::RevealMapping { session, .. }
+        | Call::RevealHoneypot { session, .. } => tree.touch(StateKey::Session(*session)),
     }
 }
 

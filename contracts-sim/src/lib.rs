@@ -1,7 +1,9 @@
 //! The TRUST audit contract as a deterministic state machine.
 //!
 //! Every node runs the same [`Contract`] on the same ordered blocks and compares
-//! [`Contract::state_root`]. The contract holds the registry of auditors and their stake,
+//! [`Contract::state_root`]. The root is a Jellyfish Merkle Tree over the state's entries,
+//! updated per block with only what the block touched ([`commitment`]), so any entry can
+//! be proven against it. The contract holds the registry of auditors and their stake,
 //! opens audit sessions from a provider's manifest, draws seats by seeded sortition
 //! ([`assign`]), runs commit-reveal voting in windows counted in blocks, tallies seat,
 //! segment and trace quorums with ARES-style error propagation ([`tally`]), and applies
@@ -26,6 +28,7 @@
 )]
 
 pub(crate) mod assign;
+pub mod commitment;
 mod contract;
 pub mod econ;
 mod error;
@@ -39,6 +42,7 @@ pub mod tally;
 #[cfg(feature = "sim")]
 pub mod sim;
 
+pub use commitment::{EntryProof, ProofError, StateKey, verify_entry};
 pub use contract::{BlockCtx, Contract, SnapshotError};
 pub use error::TxError;
 pub use events::{Event, SlashReason};

@@ -1295,3 +1295,141 @@ fn a_trace_whose_seats_all_abstained_gets_no_failure_bound() {
         "no counted vote, no bound"
     );
 }
+
+#[test]
+fn a_restore_mid_session_keeps_the_root_block_after_block() {
+    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 5)]);
+    let provider = key("provider");
+    let sid = Tx::session_id(&provider.public(), 0);
+    let m = manifest(vec![segment(0, Tier::Computer, vec![])], 3, 0);
+    let seg = m.segments[0].id;
+    chain.submit(&provider, Call::OpenSession(m));
+    chain.block();
+    let seats = seats_of(&chain.block(), 0, 0);
+    let mut restored = Chain {
+        c: Contract::from_snapshot(&chain.c.snapshot()).unwrap(),
+        height: chain.height,
+        pending: Vec::new(),
+    };
+    assert!(!restored.c.state().sessions.is_empty(), "a live session");
+    assert_eq!(restored.c.state_root(), chain.c.state_root());
+    for c in [&mut chain, &mut restored] {
+        for id in &seats {
+            let salt = Salt([3; 32]);
+            let k = find(&keys, id);
+            let commitment = commitment(&sid, &seg, id, Vote::Valid, &salt);
+            c.submit(
+                k,
+                Call::Commit {
+                    session: sid,
+                    segment: 0,
+                    commitment,
+                },
+            );
+        }
+    }
+    for _ in 0..8 {
+        chain.block();
+        restored.block();
+        assert_eq!(restored.c.state_root(), chain.c.state_root());
+    }
+}
+
+#[test]
+fn the_root_commits_to_every_entry_and_only_to_the_current_state() {
+    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 4)]);
+    let segs = vec![segment(0, Tier::Computer, vec![])];
+    let (sid, _) = run_session(&mut chain, &keys, manifest(segs, 3, 0), |_, _| {
+        Some(Vote::Valid)
+    });
+    let st = chain.c.state().clone();
+    let root = chain.c.state_root();
+    let who = keys[0].public();
+    type Change = Box<dyn Fn(&mut trust_contracts::State)>;
+    let changes: Vec<(&str, Change)> = vec![
+        ("height", Box::new(|s| s.height += 1)),
+        ("burned", Box::new(|s| s.burned += 1)),
+        ("params", Box::new(|s| s.params.commit_window += 1)),
+        (
+            "account",
+            Box::new(move |s| s.accounts.get_mut(&who).unwrap().nonce += 1),
+        ),
+        (
+            "auditor",
+            Box::new(move |s| s.auditors.get_mut(&who).unwrap().agreed += 1),
+        ),
+        (
+            "outcome",
+            Box::new(move |s| s.outcomes.get_mut(&sid).unwrap().rewards_paid += 1),
+        ),
+        (
+            "failed",
+            Box::new(move |s| {
+                s.failed.insert(
+                    Hash::sha256(b"x"),
+                    trust_contracts::Failure {
+                        at: 1,
+                        reason: "r".into(),
+                    },
+                );
+            }),
+        ),
+    ];
+    for (what, change) in &changes {
+        let mut changed = st.clone();
+        change(&mut changed);
+        assert_ne!(
+            Contract::from_state(changed).state_root(),
+            root,
+            "{what} is not committed"
+        );
+    }
+    // The root is a function of the current state, not of the way there.
+    assert_eq!(Contract::from_state(st.clone()).state_root(), root);
+
+    // Every entry proves against the root; a changed value or an absent key does not.
+    let key = trust_contracts::StateKey::Outcome(sid);
+    let (value, proof) = chain.c.prove(&key).unwrap();
+    let value = value.unwrap();
+    trust_contracts::verify_entry(root, &key, Some(&value), &proof).unwrap();
+    let mut tampered = value.clone();
+    *tampered.last_mut().unwrap() ^= 1;
+    assert!(trust_contracts::verify_entry(root, &key, Some(&tampered), &proof).is_err());
+    assert!(trust_contracts::verify_entry(Hash([1; 32]), &key, Some(&value), &proof).is_err());
+    let absent = trust_contracts::StateKey::Outcome(Hash::sha256(b"nobody"));
+    let (none, proof) = chain.c.prove(&absent).unwrap();
+    assert!(none.is_none());
+    trust_contracts::verify_entry(root, &absent, None, &proof).unwrap();
+    assert!(trust_contracts::verify_entry(root, &absent, Some(&value), &proof).is_err());
+}
+
+#[test]
+fn a_transfer_and_its_return_leave_only_the_nonces_changed() {
+    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 2)]);
+    let (a, b) = (&keys[0], &keys[1]);
+    let mut expected = chain.c.state().clone();
+    chain.submit(
+        a,
+        Call::Transfer {
+            to: b.public(),
+            amount: 5,
+        },
+    );
+    chain.block();
+    chain.submit(
+        b,
+        Call::Transfer {
+            to: a.public(),
+            amount: 5,
+        },
+    );
+    chain.block();
+    expected.height = chain.height;
+    expected.accounts.get_mut(&a.public()).unwrap().nonce += 1;
+    expected.accounts.get_mut(&b.public()).unwrap().nonce += 1;
+    assert_eq!(chain.c.state(), &expected);
+    assert_eq!(
+        chain.c.state_root(),
+        Contract::from_state(expected).state_root()
+    );
+}

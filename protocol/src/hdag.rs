@@ -285,6 +285,15 @@ fn valid_id(id: &str) -> bool {
 }
 
 impl Hdag {
+    /// Each node's position in [`Hdag::nodes`], by id.
+    pub fn positions(&self) -> BTreeMap<&str, usize> {
+        self.nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.id.as_str(), i))
+            .collect()
+    }
+
     /// Parses and validates an HDAG from JSON.
     pub fn from_json(json: &str) -> Result<Hdag, HdagError> {
         if json.len() > MAX_HDAG_JSON_BYTES {
