@@ -28,14 +28,14 @@ traces=(examples/traces/fraction-incorrect.txt examples/traces/fraction-correct.
 
 h0=$(height); t0=$(date +%s.%N)
 for n in $(seq 1 "$seq_n"); do
-  "$bin" submit "${traces[$((n % 2))]}" --api "$api" --wait > "$dir/seq$n.out"
+  "$bin" submit "${traces[$((n % 2))]}" --api "$api" --home "$dir/node0" --wait > "$dir/seq$n.out"
 done
 t1=$(date +%s.%N); h1=$(height)
 echo "{\"sequential_sessions\": $seq_n, \"seconds\": $(echo "$t1 - $t0" | bc), \"blocks\": $((h1 - h0)), \"block_time_ms\": $bt}"
 
 sessions=()
 for n in $(seq 1 "$batch"); do
-  sessions+=("$("$bin" submit "${traces[$((n % 2))]}" --api "$api" | sed -n 's/^session *//p')")
+  sessions+=("$("$bin" submit "${traces[$((n % 2))]}" --api "$api" --home "$dir/node0" | sed -n 's/^session *//p')")
 done
 t2=$(date +%s.%N)
 for s in "${sessions[@]}"; do

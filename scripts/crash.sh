@@ -202,7 +202,7 @@ def feed():
         trace = traces[k % len(traces)]
         k += 1
         try:
-            r = subprocess.run([BIN, "submit", trace, "--api", api(0)], capture_output=True,
+            r = subprocess.run([BIN, "submit", trace, "--api", api(0), "--home", f"{home}/node0"], capture_output=True,
                                text=True, timeout=30)
             m = re.search(r"^session\s+([0-9a-f]{64})", r.stdout, re.M)
             if r.returncode == 0 and m:

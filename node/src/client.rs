@@ -47,12 +47,23 @@ pub type Json = serde_json::Value;
 
 /// `GET path` against `addr` (host:port).
 pub async fn get(addr: &str, path: &str) -> Result<Json, ClientError> {
-    request(addr, "GET", path, None).await
+    request(addr, "GET", path, None, None).await
 }
 
 /// `POST path` with a JSON body.
 pub async fn post(addr: &str, path: &str, body: &Json) -> Result<Json, ClientError> {
-    request(addr, "POST", path, Some(body.to_string())).await
+    request(addr, "POST", path, Some(body.to_string()), None).await
+}
+
+/// `POST path` with a JSON body and the node's operator token as the bearer token (routes
+/// that act for the node, such as `POST /v1/sessions`, need it).
+pub async fn post_authorized(
+    addr: &str,
+    path: &str,
+    body: &Json,
+    token: Option<&str>,
+) -> Result<Json, ClientError> {
+    request(addr, "POST", path, Some(body.to_string()), token).await
 }
 
 async fn request(
@@ -60,6 +71,7 @@ async fn request(
     method: &str,
     path: &str,
     body: Option<String>,
+    token: Option<&str>,
 ) -> Result<Json, ClientError> {
     let fut = async {
         let mut stream = TcpStream::connect(addr)
@@ -69,8 +81,11 @@ async fn request(
                 source,
             })?;
         let body = body.unwrap_or_default();
+        let auth = token
+            .map(|t| format!("Authorization: Bearer {}\r\n", t.trim()))
+            .unwrap_or_default();
         let head = format!(
-            "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nAccept: application/json\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nAccept: application/json\r\nContent-Type: application/json\r\n{auth}Content-Length: {}\r\n\r\n",
             body.len()
         );
         stream

@@ -5,7 +5,8 @@
 //! <home>/config.toml     NodeConfig, every field optional with the defaults below
 //! <home>/genesis.json    GenesisDoc, identical on every node of a network
 //! <home>/keys/           account.key, sealing.key (see crate::keys)
-//! <home>/operator.token  the operator token for the audit form (0600, see crate::keys)
+//! <home>/operator.token  the operator token: the provider API and the audit form (0600,
+//!                        see crate::keys)
 //! <home>/data/ledger/    the sled ledger (see crate::ledger)
 //! ```
 
@@ -114,6 +115,23 @@ pub struct NodeConfig {
     /// segments.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub human_seats_per_segment: Option<u8>,
+    /// The largest fee one session this node opens as a provider may escrow; a
+    /// `POST /v1/sessions` over it is refused with 403. Unset: no cap.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_fee_per_session: Option<u64>,
+    /// The largest sum of the fees of the sessions this node opened in the last 24 hours;
+    /// a session that would go over it is refused with 403. Unset: no cap.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_fee_per_day: Option<u64>,
+    /// How long a client may take to send a request's headers (and how long an idle
+    /// connection stays open), in milliseconds. Default 10 000.
+    pub api_header_timeout_ms: u64,
+    /// How long a client may take to send a request's body, in milliseconds. Default
+    /// 30 000.
+    pub api_body_timeout_ms: u64,
+    /// Connections the API serves at once; further ones are answered 503 and closed.
+    /// Default 256.
+    pub api_max_connections: usize,
     /// ARES settings (`[llm_ares]`: epsilon, delta, given_soundness, valid_at, invalid_at).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub llm_ares: Option<crate::audit::llm::ares::AresParams>,
@@ -149,12 +167,34 @@ impl Default for NodeConfig {
             operator_token_file: crate::keys::OPERATOR_TOKEN_FILE.into(),
             human: false,
             human_seats_per_segment: None,
+            max_fee_per_session: None,
+            max_fee_per_day: None,
+            api_header_timeout_ms: 10_000,
+            api_body_timeout_ms: 30_000,
+            api_max_connections: 256,
             llm_ares: None,
         }
     }
 }
 
 impl NodeConfig {
+    /// The API server's limits.
+    pub fn api_limits(&self) -> crate::api::server::Limits {
+        crate::api::server::Limits {
+            header_timeout: std::time::Duration::from_millis(self.api_header_timeout_ms),
+            body_timeout: std::time::Duration::from_millis(self.api_body_timeout_ms),
+            max_connections: self.api_max_connections,
+        }
+    }
+
+    /// The provider's spending cap.
+    pub fn spending_cap(&self) -> crate::audit::provider::SpendingCap {
+        crate::audit::provider::SpendingCap {
+            per_session: self.max_fee_per_session,
+            per_day: self.max_fee_per_day,
+        }
+    }
+
     /// Where the operator token lives for the node at `home`.
     pub fn operator_token_path(&self, home: &Path) -> PathBuf {
         home.join(&self.operator_token_file)
@@ -251,18 +291,58 @@ pub fn load_config(home: &Path) -> Result<NodeConfig, HomeError> {
     if !path.exists() {
         return Ok(NodeConfig::default());
     }
-    toml::from_str(&read(&path)?).map_err(|e| HomeError::Parse {
-        path,
-        reason: e.message().replace('\n', " "),
-    })
+    parse_config(&read(&path)?).map_err(|reason| HomeError::Parse { path, reason })
+}
+
+/// Parses the text of a `config.toml`; the parser's message on one line otherwise.
+pub fn parse_config(text: &str) -> Result<NodeConfig, String> {
+    toml::from_str(text).map_err(|e| e.message().replace('\n', " "))
+}
+
+/// Longest run of one quote character (`'` or `"`) a config string may hold. The TOML
+/// writer counts such runs in a `u8` to choose how to quote a string: a longer run
+/// overflows it, which panics where overflow checks are on (found by fuzzing
+/// `config_toml`).
+pub const MAX_QUOTE_RUN: usize = 255;
+
+/// The longest run of one quote character in any string of `value`.
+fn longest_quote_run(value: &serde_json::Value) -> usize {
+    match value {
+        serde_json::Value::String(s) => ['\'', '"']
+            .iter()
+            .map(|q| s.split(|c| c != *q).map(str::len).max().unwrap_or(0))
+            .max()
+            .unwrap_or(0),
+        serde_json::Value::Array(items) => items.iter().map(longest_quote_run).max().unwrap_or(0),
+        serde_json::Value::Object(fields) => {
+            fields.values().map(longest_quote_run).max().unwrap_or(0)
+        }
+        _ => 0,
+    }
+}
+
+/// The text of a `config.toml` holding `cfg`, as [`write_config`] writes it: text that
+/// [`parse_config`] reads back to `cfg`. Refuses a string with a run of more than
+/// [`MAX_QUOTE_RUN`] quote characters.
+pub fn render_config(cfg: &NodeConfig) -> Result<String, String> {
+    let run = serde_json::to_value(cfg)
+        .map(|v| longest_quote_run(&v))
+        .map_err(|e| e.to_string())?;
+    if run > MAX_QUOTE_RUN {
+        return Err(format!(
+            "a setting holds {run} quote characters in a row, more than the {MAX_QUOTE_RUN} \
+             a config file can be written with"
+        ));
+    }
+    toml::to_string_pretty(cfg).map_err(|e| e.to_string())
 }
 
 /// Writes `<home>/config.toml`, refusing to overwrite.
 pub fn write_config(home: &Path, cfg: &NodeConfig) -> Result<PathBuf, HomeError> {
     let path = home.join(CONFIG_FILE);
-    let text = toml::to_string_pretty(cfg).map_err(|e| HomeError::Parse {
+    let text = render_config(cfg).map_err(|reason| HomeError::Parse {
         path: path.clone(),
-        reason: e.to_string(),
+        reason,
     })?;
     write_new(&path, &text)?;
     Ok(path)
@@ -303,6 +383,29 @@ pub fn peer_id(account: &trust_protocol::Keypair) -> Option<libp2p::PeerId> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by the `config_toml` fuzz target: a config that parses, whose moniker holds
+    /// 293 single quotes in a row, made the TOML writer overflow a `u8` counter (a panic
+    /// with overflow checks on) when written back. It is refused with a reason instead,
+    /// and a run of [`MAX_QUOTE_RUN`] quotes still writes and reads back.
+    #[test]
+    fn a_config_with_a_long_run_of_quotes_is_refused_when_written_not_a_panic() {
+        let crash = format!("moniker = \"trust{}0.2.\t<1757\"\n", "'".repeat(293));
+        let cfg = parse_config(&crash).expect("the fuzzer's input parses");
+        let err = render_config(&cfg).expect_err("too many quotes in a row");
+        assert!(err.contains("293 quote characters"), "{err}");
+        let dir = tempfile::tempdir().unwrap();
+        assert!(matches!(
+            write_config(dir.path(), &cfg),
+            Err(HomeError::Parse { .. })
+        ));
+        for q in ["'", "\\\""] {
+            let text = format!("moniker = \"a{}b\"\n", q.repeat(MAX_QUOTE_RUN));
+            let cfg = parse_config(&text).expect("parses");
+            let written = render_config(&cfg).expect("a run of the limit writes");
+            assert_eq!(parse_config(&written), Ok(cfg));
+        }
+    }
 
     #[test]
     fn config_round_trips_and_refuses_unknown_keys() {

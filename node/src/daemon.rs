@@ -190,9 +190,12 @@ struct Handler {
 impl NetHandler for Handler {
     fn on_tx(&self, _from: PeerId, tx: SignedTx) -> Result<(), TxVerdict> {
         let view = latest(&self.chain);
-        match mempool::admissible(&tx, &view.contract) {
+        // The swarm verified the signature before handing the transaction over
+        // (net::gossip::check_tx); it is not verified twice more here and in the pool.
+        let checked = mempool::Signature::Checked;
+        match mempool::admissible_as(&tx, &view.contract, checked) {
             Ok(()) => {
-                if self.pool.offer(tx) {
+                if self.pool.offer_as(tx, checked) {
                     Ok(())
                 } else {
                     // Not taken (the pool's queue is full, or it stopped): not forwarded
@@ -623,10 +626,21 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
     // The operator token: made for a home older than tokens, refused when others can read
     // it (it logs a person in to the audit form, and later to the provider API).
     let token_path = cfg.operator_token_path(home);
-    let (token, created) =
+    let (_, created) =
         keys::operator_token(&token_path).map_err(|e| DaemonError::Home(e.to_string()))?;
     if created {
         info!(path = %token_path.display(), "operator token created (owner-only)");
+    }
+    // Read again whenever the file changes, so a rotated token is in force at once.
+    let auth =
+        Arc::new(Auth::from_file(&token_path).map_err(|e| DaemonError::Home(e.to_string()))?);
+    if cfg.api_max_connections == 0
+        || cfg.api_header_timeout_ms == 0
+        || cfg.api_body_timeout_ms == 0
+    {
+        return Err(DaemonError::Home(
+            "api_max_connections, api_header_timeout_ms and api_body_timeout_ms in config.toml must be at least 1".into(),
+        ));
     }
     let kubo = match &cfg.ipfs_api {
         Some(url) => Some(Arc::new(
@@ -805,7 +819,8 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
     let mut provider = Provider::open(outbox.clone(), blobs.clone(), &db)
         .map_err(|e| DaemonError::Ledger(e.to_string()))?
         .with_honeypots(cfg.honeypots_per_session)
-        .with_seats_per_segment(cfg.seats_per_segment);
+        .with_seats_per_segment(cfg.seats_per_segment)
+        .with_spending_cap(cfg.spending_cap());
     if let Some(k) = cfg.human_seats_per_segment {
         provider = provider.with_tier_seats(trust_protocol::tx::Tier::Human, k);
     }
@@ -928,17 +943,20 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
         sources,
         provider: Some(provider),
         genesis: Contract::new(&doc.genesis).ok().map(Arc::new),
+        validators: doc.validators.clone().into(),
+        auth: auth.clone(),
+        limits: cfg.api_limits(),
     };
     let audit_web = AuditWeb {
-        auth: Arc::new(Auth::new(&token)),
+        auth,
         desk: human,
         chain: chain.clone(),
         me: keys.account_id(),
     };
-    let app = api::router(api).merge(audit_router(audit_web));
+    let limits = cfg.api_limits();
+    let app = api::app(api, audit_router(audit_web));
     tasks.spawn(intake, "api", move |mut stop| async move {
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async move { stop.wait().await })
+        api::server::serve(listener, app, limits, async move { stop.wait().await })
             .await
             .map_err(|e| format!("api server: {e}"))
     });

@@ -66,6 +66,12 @@ impl OperatorToken {
     pub fn expose(&self) -> &str {
         &self.0
     }
+
+    /// A token with this text, for tests.
+    #[cfg(test)]
+    pub(crate) fn for_tests(text: &str) -> Self {
+        Self(text.to_string())
+    }
 }
 
 /// Creates a fresh operator token at `path` (mode 0600); refuses to overwrite one.
@@ -87,6 +93,30 @@ pub fn operator_token(path: &Path) -> Result<(OperatorToken, bool), KeyError> {
         return Ok((generate_operator_token(path)?, true));
     }
     Ok((OperatorToken(hex::encode(read_secret(path)?)), false))
+}
+
+/// Loads the operator token at `path` without creating one (the API reads it again when
+/// the file changes, so that a rotated token takes effect at once).
+pub fn load_operator_token(path: &Path) -> Result<OperatorToken, KeyError> {
+    Ok(OperatorToken(hex::encode(read_secret(path)?)))
+}
+
+/// Replaces the operator token at `path` with a fresh one (0600, written beside it and
+/// renamed over it, so a reader sees the old token or the new one, never half of either).
+/// The old token stops working at once: the running node reads the file again when it
+/// changes, and closes every audit-form login opened with the old one.
+pub fn rotate_operator_token(path: &Path) -> Result<OperatorToken, KeyError> {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".new");
+    let fresh = path.with_file_name(name);
+    match fs::remove_file(&fresh) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io(&fresh)(e)),
+    }
+    let token = generate_operator_token(&fresh)?;
+    fs::rename(&fresh, path).map_err(io(path))?;
+    Ok(token)
 }
 
 /// The node's keys.

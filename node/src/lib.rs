@@ -22,6 +22,7 @@ pub mod ledger;
 pub mod mempool;
 pub mod metrics;
 pub mod net;
+pub mod proof;
 pub mod query;
 pub mod report;
 pub mod submit;

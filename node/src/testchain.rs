@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use trust_contracts::{Contract, Event, Genesis, GenesisAccount, GenesisAuditor, Params};
 use trust_protocol::{
-    Hash, Keypair, SealingPublicKey, Signed,
+    AccountId, Hash, Keypair, SealingPublicKey, Signed,
+    block::BlockHeader,
     tx::{Call, SignedTx, Tier, Tx},
 };
 
@@ -22,6 +23,52 @@ use crate::{
         ChainPublisher, ChainView, ChainWatch, PeerPublisher, PeerView, PeerWatch, ValidatorPower,
     },
 };
+
+/// A commit certificate for `header` signed by `signers` (round 0) with the votes of
+/// network `chain`, as the consensus driver stores it.
+pub(crate) fn sign_certificate(
+    chain: &Hash,
+    header: &BlockHeader,
+    signers: &[&Keypair],
+) -> Vec<u8> {
+    use malachitebft_core_types::{NilOrVal, Round, VoteType};
+
+    use crate::consensus::{
+        codec::{WireCertificate, WireCommitSignature, encode_borsh},
+        context::{Address, BlockId, ConsensusSignature, Height, Vote},
+        signing::vote_digest,
+    };
+    let value_id = BlockId::of(header.hash());
+    let mut signatures: Vec<WireCommitSignature> = signers
+        .iter()
+        .map(|k| {
+            let address = Address::of(&k.public());
+            let vote = Vote {
+                vote_type: VoteType::Precommit,
+                height: Height(header.height),
+                round: Round::new(0),
+                value: NilOrVal::Val(value_id),
+                validator: address,
+                extension: None,
+            };
+            let sig = k.sign_raw(vote_digest(chain, &vote).as_ref());
+            WireCommitSignature {
+                address,
+                signature: ConsensusSignature(sig.0),
+                extension: None,
+            }
+        })
+        .collect();
+    signatures.sort_by_key(|s| s.address);
+    encode_borsh(&WireCertificate {
+        height: Height(header.height),
+        round: Round::new(0),
+        value_id,
+        signatures,
+    })
+    .expect("certificate encodes")
+    .to_vec()
+}
 
 /// A one-validator chain with three Computer auditors over a real ledger.
 pub(crate) struct TestChain {
@@ -45,6 +92,10 @@ pub(crate) struct TestChain {
     pub(crate) db: sled::Db,
     /// The contract at genesis.
     pub(crate) genesis: Contract,
+    /// The contract's genesis.
+    pub(crate) genesis_input: Genesis,
+    /// The genesis validators (node 0).
+    pub(crate) validators: Vec<AccountId>,
     _dir: tempfile::TempDir,
 }
 
@@ -94,6 +145,7 @@ impl TestChain {
         peer_publisher.publish(peers);
         let (pool, task) = Pool::new(100, chain_watch.clone());
         tokio::spawn(task.run(Stop::never()));
+        let validators = vec![keys[0].public()];
         Self {
             keys,
             tip,
@@ -105,6 +157,8 @@ impl TestChain {
             ledger,
             db,
             genesis: contract,
+            genesis_input: genesis,
+            validators,
             _dir: dir,
         }
     }
@@ -119,7 +173,7 @@ impl TestChain {
         assert!(dropped.is_empty(), "{dropped:?}");
         let stored = StoredBlock {
             block: block.clone(),
-            certificate: vec![],
+            certificate: sign_certificate(&block.header.chain, &block.header, &[&self.keys[0]]),
         };
         self.ledger
             .append(&stored, &decided_sessions(&done.events))
@@ -129,6 +183,7 @@ impl TestChain {
             tip: self.tip,
             state_root: block.header.state_root,
             contract: Arc::new(done.contract),
+            parent: Some(view.contract.clone()),
             validators: view.validators.clone(),
         });
         done.events

@@ -107,6 +107,7 @@ class Node:
     state: str  # running, paused, exited, ...
     health: str
     port: int | None  # the API's port on 127.0.0.1, while it is published
+    home: str | None = None  # the node's home inside its container (`run --home=...`)
 
     @property
     def role(self) -> str:
@@ -139,7 +140,8 @@ def nodes() -> list[Node]:
                 if b.get("HostIp") == "127.0.0.1":
                     port = int(b["HostPort"])
         health = (c["State"].get("Health") or {}).get("Status", "-")
-        out.append(Node(svc, c["Name"].lstrip("/"), c["State"]["Status"], health, port))
+        home = next((a.split("=", 1)[1] for a in (c.get("Args") or []) if a.startswith("--home=")), None)
+        out.append(Node(svc, c["Name"].lstrip("/"), c["State"]["Status"], health, port, home))
     order = {"validator": 0, "llm": 1, "provider": 2}
     return sorted(out, key=lambda n: (order.get(re.sub(r"\d+$", "", n.service), 3), n.service))
 
@@ -152,11 +154,13 @@ def node(name: str) -> Node:
     raise AssertionError
 
 
-def http(port: int, path: str, body: dict | None = None, timeout: float = 3) -> dict:
+def http(port: int, path: str, body: dict | None = None, timeout: float = 3, token: str | None = None) -> dict:
     """GET (or POST `body` to) a node's API on 127.0.0.1; raises on any failure."""
     data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data,
-                                 headers={"Content-Type": "application/json"} if data else {})
+    headers = {"Content-Type": "application/json"} if data else {}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data, headers=headers)
     with urllib.request.urlopen(req, timeout=timeout) as r:
         return json.loads(r.read())
 
@@ -254,13 +258,21 @@ def provider_container() -> str:
     return n.container
 
 
+def operator_token(n: Node) -> str:
+    """The node's operator token (opening a session spends its funds, so the API asks for it)."""
+    # The image holds the node binary and its libraries only (no shell tools).
+    r = run(["docker", "exec", n.container, "trust-node", "keys", "show", "--api-token", f"--home={n.home}"])
+    return r.stdout.strip()
+
+
 def cmd_submit(a: argparse.Namespace) -> None:
     path = Path(a.file)
     if not path.is_file():
         fail(f"{a.file}: no such file", 2)
     with open(path, "rb") as f:
         r = subprocess.run(["docker", "exec", "-i", provider_container(), "trust-node", "submit", "/dev/stdin",
-                            "--api", "127.0.0.1:26602", *a.args], cwd=ROOT, stdin=f)
+                            "--api", "127.0.0.1:26602", f"--home={node('provider').home}", *a.args],
+                           cwd=ROOT, stdin=f)
     sys.exit(r.returncode)
 
 
@@ -407,7 +419,7 @@ class Chaos:
         self.trace_i += 1
         try:
             r = http(self.provider.port, "/v1/sessions", {"trace": (TRACES / name).read_text(), "hdag": None},
-                     timeout=30)
+                     timeout=30, token=operator_token(self.provider))
         except (OSError, ValueError, urllib.error.URLError) as e:
             ph.notes.append(f"submit {name} failed: {e}")
             ph.ok = False

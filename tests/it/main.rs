@@ -3,6 +3,7 @@
 //!
 //! | module | what runs |
 //! |---|---|
+//! | `api_schema` | schemathesis (PyPI) against a live node's OpenAPI document: generated requests, every answer checked against the document |
 //! | `browser` | the audit form in a real headless Chromium (Debian `chromium`) over the DevTools protocol, on a network of four validators and one Human node: log in, vote, follow the verdict, screenshots |
 //! | `network::*` | real `trust-node run` processes on loopback (ours and Malachite's swarms, sled ledgers in temp dirs): ordering, sync, audits end to end, crashes, faults, LLM seats, shutdown. Nextest runs them one at a time (`.config/nextest.toml`, group `networks`) so networks do not starve each other of the machine's cores. |
 //! | `swarm` | our libp2p swarm actor in-process: gossip, Kademlia, bans, sync, Bitswap, and a real Kubo fetching a block from us |
@@ -14,6 +15,7 @@
 //! (`target/<profile>/trust-node`), or the one `TRUST_NODE_BIN` names. `scripts/test.sh`
 //! builds it first; see [`fixtures::bin`].
 
+mod api_schema;
 mod browser;
 mod fixtures;
 mod kubo_rpc;

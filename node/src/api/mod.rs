@@ -7,18 +7,23 @@
 //! | `GET /v1/tx/{id}` | the height and index of the block that includes a transaction, or `pending` |
 //! | `GET /v1/accounts/{id}` | balance, stake, nonce and the next nonce to use (pooled ones counted) |
 //! | `GET /v1/blocks/{height}` | the block, its hash and certificate size |
-//! | `POST /v1/sessions` | `{"trace": "...", "hdag"?: "..."}`: this node, as provider, decomposes, encrypts and stores the segments and opens a session; answers the session id, its segments and those left out |
+//! | `POST /v1/sessions` | `{"trace": "...", "hdag"?: "..."}`, with the operator token (`Authorization: Bearer …`): this node, as provider, decomposes, encrypts and stores the segments and opens a session, within its spending cap; answers the session id, its segments and those left out |
 //! | `GET /v1/sessions/{id}` | a session's outcome with per-segment verdicts and the height and hash of the block that decided it, or its live phase with seats assigned, committed and revealed |
+//! | `GET /v1/sessions/{id}/proof` | a decided session's outcome with its Merkle proof, the certified tip header and the validators' proven stakes ([`crate::proof`]): checkable against a genesis file alone |
 //! | `GET /v1/auditors/{id}` | stake, reputation, earnings, slashes, abstention rate, honeypot record |
 //! | `GET /metrics` | Prometheus text |
-//! | `GET /v1/openapi.json` | an OpenAPI 3 document of these routes |
+//! | `GET /v1/openapi.json` | the OpenAPI 3 document of these routes, generated from the handlers' annotations and types (the router is built from the same list) |
 //! | `GET /`, `/blocks`, `/blocks/{height-or-hash}`, `/accounts/{id}`, `/sessions/{id}`, `/auditors/{id}`, `/search?q=` | HTML pages (see [`crate::web`]) |
 //!
 //! The audit form (`/audit`, see `crate::web::audit`) is served on the same listener.
 //!
-//! Errors are JSON `{"code": "...", "message": "..."}` with a matching status. Request
-//! bodies are capped at [`MAX_BODY_BYTES`]. The API binds to loopback by default
-//! (`api_listen` in `config.toml`).
+//! Errors are JSON `{"code": "...", "message": "..."}` with one status per class on every
+//! route (see [`server::code_for`]): 400 malformed, 401 no operator token, 403 over the
+//! spending cap, 404 unknown, 405, 408 too slow, 413 too large, 414, 415, 422 refused,
+//! 431, 503 busy or stopping. Request bodies are capped per route ([`server::body_limit`]);
+//! timeouts and the connection cap are in [`server`]. The API binds to loopback by default
+//! (`api_listen` in `config.toml`); reads are open, and whatever spends the node's funds
+//! needs the operator token.
 //!
 //! The API writes none of the node's shared state: it reads the chain, peer and LLM views
 //! (see [`crate::view`]) and sends transactions to the mempool task.
@@ -37,25 +42,33 @@ use axum::{
     extract::{DefaultBodyLimit, Path, State},
     http::{HeaderMap, StatusCode, header},
     response::{IntoResponse, Response},
-    routing::{get, post},
 };
 use serde::Serialize;
-use serde_json::json;
+use serde_json::{Value, json};
 use tokio::sync::watch;
 use trust_contracts::Contract;
 use trust_protocol::{
     AccountId, Hash, block::MAX_TX_BYTES, encoding, hdag::MAX_HDAG_JSON_BYTES,
     trace::MAX_TRACE_BYTES, tx::SignedTx,
 };
+use utoipa::{OpenApi, ToSchema};
+use utoipa_axum::{router::OpenApiRouter, routes};
 
 pub use crate::metrics::MetricsSource;
 use crate::{
-    audit::{llm::LlmStatus, provider::Provider},
+    audit::{
+        llm::LlmStatus,
+        provider::{Provider, SubmitError, Submitted},
+    },
     ledger::Ledger,
     mempool::{MempoolError, Pool},
+    proof::{self, BuildError, OutcomeProof},
     query::{self, SessionLookup},
     view::{ChainWatch, PeerWatch, ValidatorPower, latest},
+    web::auth::Auth,
 };
+
+pub mod server;
 
 /// Largest request body accepted.
 pub const MAX_BODY_BYTES: usize = 2 * MAX_TX_BYTES + 1024;
@@ -104,6 +117,12 @@ pub struct Api {
     /// The contract at genesis, from which the web pages replay auditor histories (`None`:
     /// the auditor pages show no plots).
     pub genesis: Option<Arc<Contract>>,
+    /// The genesis validators: an outcome proof proves each one's stake.
+    pub validators: Arc<[AccountId]>,
+    /// The operator token, which routes that act for the node require.
+    pub auth: Arc<Auth>,
+    /// Timeouts and the connection cap.
+    pub limits: server::Limits,
 }
 
 /// An API error: status, stable code, message.
@@ -141,9 +160,11 @@ impl ApiError {
 
     fn pool(e: MempoolError) -> Self {
         match e {
-            MempoolError::Stopped => {
-                Self::new(StatusCode::SERVICE_UNAVAILABLE, "stopping", e.to_string())
-            }
+            MempoolError::Stopped => Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                e.to_string(),
+            ),
             e => Self::new(StatusCode::UNPROCESSABLE_ENTITY, "rejected", e.to_string()),
         }
     }
@@ -151,36 +172,88 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (
-            self.status,
-            Json(json!({"code": self.code, "message": self.message})),
-        )
-            .into_response()
+        server::error(self.status, self.code, self.message)
     }
 }
 
 type ApiResult<T> = Result<T, ApiError>;
 
-/// The router.
+/// The error body of every route.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorBody {
+    /// A stable code, one per status class.
+    code: String,
+    /// What went wrong, for people.
+    message: String,
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "TRUST node API",
+        description = "What providers, users and operators ask a TRUST node. Reads are open; `POST /v1/sessions` needs the node's operator token."
+    ),
+    components(schemas(ErrorBody)),
+    modifiers(&OperatorTokenScheme)
+)]
+struct ApiDoc;
+
+/// Declares the operator token as the bearer scheme `operator_token`.
+struct OperatorTokenScheme;
+
+impl utoipa::Modify for OperatorTokenScheme {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "operator_token",
+            SecurityScheme::Http(Http::new(HttpAuthScheme::Bearer)),
+        );
+    }
+}
+
+/// The API's routes with their OpenAPI document, built from one list.
+fn documented() -> (Router<Api>, utoipa::openapi::OpenApi) {
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .routes(routes!(status))
+        .routes(routes!(submit_tx))
+        .routes(routes!(tx_location))
+        .routes(routes!(block))
+        .routes(routes!(open_session))
+        .routes(routes!(session))
+        .routes(routes!(session_proof))
+        .routes(routes!(auditor))
+        .routes(routes!(account))
+        .routes(routes!(metrics))
+        .routes(routes!(openapi))
+        .split_for_parts()
+}
+
+/// The OpenAPI document of the API (also served at `/v1/openapi.json`).
+pub fn openapi_document() -> utoipa::openapi::OpenApi {
+    documented().1
+}
+
+/// The router: the JSON API and the web pages, hardened ([`server`]).
 pub fn router(api: Api) -> Router {
-    Router::new()
-        .route("/v1/status", get(status))
-        .route("/v1/tx", post(submit_tx))
-        .route("/v1/tx/{id}", get(tx_location))
-        .route("/v1/blocks/{height}", get(block))
-        .route(
-            "/v1/sessions",
-            post(open_session).layer(DefaultBodyLimit::max(MAX_SESSION_BODY_BYTES)),
-        )
-        .route("/v1/sessions/{id}", get(session))
-        .route("/v1/auditors/{id}", get(auditor))
-        .route("/v1/accounts/{id}", get(account))
-        .route("/metrics", get(metrics))
-        .route("/v1/openapi.json", get(openapi))
+    app(api, Router::new())
+}
+
+/// The router with `extra` routes (the audit form) served beside the API and the pages,
+/// all behind the same guard and error shape.
+pub fn app(api: Api, extra: Router) -> Router {
+    let guard = server::Guard {
+        limits: api.limits,
+        auth: api.auth.clone(),
+    };
+    let (routes, _) = documented();
+    let app = routes
+        .layer(DefaultBodyLimit::max(MAX_SESSION_BODY_BYTES))
         .fallback(|| async { ApiError::not_found("no such route (see /v1/openapi.json)") })
-        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(api.clone())
         .merge(crate::web::router(pages(&api)))
+        .merge(extra);
+    server::harden(app, guard)
 }
 
 /// The web pages' handles, taken from the API's (the pages import nothing from here).
@@ -196,27 +269,49 @@ fn pages(api: &Api) -> crate::web::Pages {
     )
 }
 
-#[derive(Serialize)]
+/// Node id, height, tip, state root, peers, the next validators.
+#[derive(Serialize, ToSchema)]
 struct StatusView {
+    #[schema(value_type = String)]
     node_id: AccountId,
     height: u64,
+    #[schema(value_type = String)]
     tip_hash: Hash,
+    #[schema(value_type = String)]
     state_root: Hash,
     peers: usize,
     peer_heights: Vec<PeerHeight>,
     validator: bool,
     mempool: usize,
+    #[schema(value_type = Vec<Object>)]
     validators: Vec<ValidatorPower>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
     llm: Option<LlmStatus>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 struct PeerHeight {
     peer: String,
     height: u64,
 }
 
+/// The answers every route may give besides its own (documented once, used by all).
+macro_rules! documented_errors {
+    () => {
+        "bad input (400), unknown (404), too slow (408), too large (413), request line or head too long (414, 431), stopping (503)"
+    };
+}
+
+#[utoipa::path(
+    get, path = "/v1/status",
+    description = "Node id, height, tip hash, state root, peers, validator flag, mempool size, next validators with voting power.",
+    responses(
+        (status = 200, body = StatusView),
+        (status = "4XX", description = documented_errors!(), body = ErrorBody),
+        (status = "5XX", description = "internal error or stopping", body = ErrorBody),
+    )
+)]
 async fn status(State(api): State<Api>) -> ApiResult<Json<StatusView>> {
     let mempool = api.pool.count().await.map_err(ApiError::pool)?;
     let chain = latest(&api.chain);
@@ -239,18 +334,21 @@ async fn status(State(api): State<Api>) -> ApiResult<Json<StatusView>> {
     }))
 }
 
+/// A transaction as JSON: its canonical bytes in hex.
+#[derive(serde::Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+struct TxJson {
+    /// The signed transaction's canonical encoding, hex.
+    tx: String,
+}
+
 fn parse_tx(headers: &HeaderMap, body: &[u8]) -> ApiResult<SignedTx> {
     let is_json = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("application/json"));
     let bytes = if is_json {
-        #[derive(serde::Deserialize)]
-        #[serde(deny_unknown_fields)]
-        struct Body {
-            tx: String,
-        }
-        let b: Body = serde_json::from_slice(body).map_err(|e| {
+        let b: TxJson = serde_json::from_slice(body).map_err(|e| {
             ApiError::bad("bad_json", format!("expected {{\"tx\": \"<hex>\"}}: {e}"))
         })?;
         hex::decode(b.tx.trim()).map_err(|e| ApiError::bad("bad_hex", e.to_string()))?
@@ -270,19 +368,30 @@ fn parse_tx(headers: &HeaderMap, body: &[u8]) -> ApiResult<SignedTx> {
     encoding::decode(&bytes).map_err(|e| ApiError::bad("bad_tx", e.to_string()))
 }
 
-async fn submit_tx(
-    State(api): State<Api>,
-    headers: HeaderMap,
-    body: Result<Bytes, axum::extract::rejection::BytesRejection>,
-) -> Response {
-    let body = body.map_err(|e| {
-        ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "too_large",
-            format!("request body refused ({e}); the limit is {MAX_BODY_BYTES} bytes"),
-        )
-    });
-    let result = match body.and_then(|body| parse_tx(&headers, &body)) {
+/// A transaction admitted to the mempool.
+#[derive(Serialize, ToSchema)]
+struct TxAccepted {
+    /// The transaction id.
+    #[schema(value_type = String)]
+    id: Hash,
+}
+
+#[utoipa::path(
+    post, path = "/v1/tx",
+    description = "Submit a signed transaction: its canonical bytes, or JSON {\"tx\": hex}. Open to anyone: transactions are signed by their senders.",
+    request_body(content(
+        (Vec<u8> = "application/octet-stream"),
+        (TxJson = "application/json"),
+    )),
+    responses(
+        (status = 202, description = "admitted to the mempool", body = TxAccepted),
+        (status = 422, description = "refused by the mempool (signature, nonce, balance)", body = ErrorBody),
+        (status = "4XX", description = documented_errors!(), body = ErrorBody),
+        (status = "5XX", description = "internal error or stopping", body = ErrorBody),
+    )
+)]
+async fn submit_tx(State(api): State<Api>, headers: HeaderMap, body: Bytes) -> Response {
+    let result = match parse_tx(&headers, &body) {
         Ok(tx) => api
             .pool
             .admit(tx.clone())
@@ -301,7 +410,7 @@ async fn submit_tx(
             }
             api.metrics.txs_accepted.fetch_add(1, Ordering::Relaxed);
             tracing::info!(tx = %id, "transaction admitted via API");
-            (StatusCode::ACCEPTED, Json(json!({"id": id}))).into_response()
+            (StatusCode::ACCEPTED, Json(TxAccepted { id })).into_response()
         }
         Err(e) => {
             if e.status == StatusCode::UNPROCESSABLE_ENTITY {
@@ -315,10 +424,32 @@ async fn submit_tx(
     }
 }
 
-async fn block(
-    State(api): State<Api>,
-    Path(height): Path<String>,
-) -> ApiResult<Json<serde_json::Value>> {
+/// A decided block.
+#[derive(Serialize, ToSchema)]
+struct BlockView {
+    #[schema(value_type = String)]
+    hash: Hash,
+    /// The header: height, parent, roots, proposer.
+    #[schema(value_type = Object)]
+    header: Value,
+    /// Its transactions, decoded (or the decoding error).
+    #[schema(value_type = Vec<Object>)]
+    txs: Vec<Value>,
+    /// Size of its commit certificate.
+    certificate_bytes: usize,
+}
+
+#[utoipa::path(
+    get, path = "/v1/blocks/{height}",
+    description = "A decided block.",
+    params(("height" = u64, Path, description = "block height, from 1", minimum = 1)),
+    responses(
+        (status = 200, body = BlockView),
+        (status = "4XX", description = documented_errors!(), body = ErrorBody),
+        (status = "5XX", description = "internal error or stopping", body = ErrorBody),
+    )
+)]
+async fn block(State(api): State<Api>, Path(height): Path<String>) -> ApiResult<Json<BlockView>> {
     let height: u64 = height
         .parse()
         .map_err(|_| ApiError::bad("bad_height", format!("not a height: {height:?}")))?;
@@ -327,19 +458,19 @@ async fn block(
         .block(height)
         .map_err(ApiError::internal)?
         .ok_or_else(|| ApiError::not_found(format!("no block at height {height}")))?;
-    let txs: Vec<serde_json::Value> = query::decode_txs(&stored)
+    let txs: Vec<Value> = query::decode_txs(&stored)
         .into_iter()
         .map(|t| match t {
             Ok(t) => json!({"id": t.id(), "signer": t.signer, "nonce": t.body.nonce, "call": t.body.call}),
             Err(e) => json!({"error": e.to_string()}),
         })
         .collect();
-    Ok(Json(json!({
-        "hash": stored.block.hash(),
-        "header": stored.block.header,
-        "txs": txs,
-        "certificate_bytes": stored.certificate.len(),
-    })))
+    Ok(Json(BlockView {
+        hash: stored.block.hash(),
+        header: serde_json::to_value(&stored.block.header).map_err(ApiError::internal)?,
+        txs,
+        certificate_bytes: stored.certificate.len(),
+    }))
 }
 
 fn parse_hash(what: &str, s: &str) -> ApiResult<Hash> {
@@ -347,36 +478,153 @@ fn parse_hash(what: &str, s: &str) -> ApiResult<Hash> {
         .map_err(|_| ApiError::bad("bad_id", format!("{what} must be 64 hex characters")))
 }
 
-async fn session(
-    State(api): State<Api>,
-    Path(id): Path<String>,
-) -> ApiResult<Json<serde_json::Value>> {
+/// A session: decided (with its outcome and the block that decided it), live (with its
+/// phase and seats), or failed.
+#[derive(Serialize, ToSchema)]
+struct SessionView {
+    #[schema(value_type = String)]
+    session: Hash,
+    /// `decided`, `live` or `failed`.
+    status: &'static str,
+    /// The outcome: verdict, per-segment verdicts and votes, coverage, bound.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    outcome: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    block_height: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>)]
+    block_hash: Option<Hash>,
+    /// The live phase.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    phase: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    segments: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    seats: Option<query::SeatCounts>,
+    /// Why a failed session failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    failure: Option<Value>,
+}
+
+impl SessionView {
+    fn new(session: Hash, status: &'static str) -> Self {
+        Self {
+            session,
+            status,
+            outcome: None,
+            block_height: None,
+            block_hash: None,
+            phase: None,
+            segments: None,
+            seats: None,
+            failure: None,
+        }
+    }
+}
+
+#[utoipa::path(
+    get, path = "/v1/sessions/{id}",
+    description = "A session's outcome, or its live phase with seats assigned, committed and revealed.",
+    params(("id" = String, Path, description = "session id, 64 hex characters", pattern = "^[0-9a-fA-F]{64}$")),
+    responses(
+        (status = 200, body = SessionView),
+        (status = "4XX", description = documented_errors!(), body = ErrorBody),
+        (status = "5XX", description = "internal error or stopping", body = ErrorBody),
+    )
+)]
+async fn session(State(api): State<Api>, Path(id): Path<String>) -> ApiResult<Json<SessionView>> {
     let sid = parse_hash("session id", &id)?;
     let found =
         query::session(&latest(&api.chain), &api.ledger, &sid).map_err(ApiError::internal)?;
+    let value = |v: &dyn erased::Ser| v.value().map_err(ApiError::internal);
     match found {
-        Some(SessionLookup::Decided(d)) => Ok(Json(json!({
-            "session": sid,
-            "status": "decided",
-            "outcome": d.outcome,
-            "block_height": d.height,
-            "block_hash": d.block_hash,
-        }))),
-        Some(SessionLookup::Live(x)) => Ok(Json(json!({
-            "session": sid,
-            "status": "live",
-            "phase": x.phase,
-            "segments": x.segments.len(),
-            "seats": query::seat_counts(&x),
-        }))),
-        Some(SessionLookup::Failed(f)) => Ok(Json(
-            json!({"session": sid, "status": "failed", "failure": f}),
-        )),
+        Some(SessionLookup::Decided(d)) => Ok(Json(SessionView {
+            outcome: Some(value(&d.outcome)?),
+            block_height: d.height,
+            block_hash: d.block_hash,
+            ..SessionView::new(sid, "decided")
+        })),
+        Some(SessionLookup::Live(x)) => Ok(Json(SessionView {
+            phase: Some(value(&x.phase)?),
+            segments: Some(x.segments.len()),
+            seats: Some(query::seat_counts(&x)),
+            ..SessionView::new(sid, "live")
+        })),
+        Some(SessionLookup::Failed(f)) => Ok(Json(SessionView {
+            failure: Some(value(&f)?),
+            ..SessionView::new(sid, "failed")
+        })),
         None => Err(ApiError::not_found(format!("no session {sid}"))),
     }
 }
 
-#[derive(serde::Deserialize)]
+#[utoipa::path(
+    get, path = "/v1/sessions/{id}/proof",
+    description = "A decided session's outcome with what lets a client check it against its own genesis file: the outcome's Merkle proof under the tip block's state root, that header and its commit certificate, and the parent header with every genesis validator's stake proven under the parent's state root (`trust-node query ID --verify`).",
+    params(("id" = String, Path, description = "session id, 64 hex characters", pattern = "^[0-9a-fA-F]{64}$")),
+    responses(
+        (status = 200, body = OutcomeProof),
+        (status = "4XX", description = documented_errors!(), body = ErrorBody),
+        (status = "5XX", description = "internal error, stopping, or no proof yet (the state before the tip is not held right after a restart)", body = ErrorBody),
+    )
+)]
+async fn session_proof(
+    State(api): State<Api>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<OutcomeProof>> {
+    let sid = parse_hash("session id", &id)?;
+    let view = latest(&api.chain);
+    if view.contract.outcome(&sid).is_none() {
+        return Err(ApiError::not_found(format!("no decided session {sid}")));
+    }
+    let h = view.tip.height;
+    let tip = api
+        .ledger
+        .block(h)
+        .map_err(ApiError::internal)?
+        .ok_or_else(|| ApiError::internal(format!("block {h} is not in the ledger")))?;
+    let parent = if h > 1 {
+        api.ledger
+            .block(h.saturating_sub(1))
+            .map_err(ApiError::internal)?
+    } else {
+        None
+    };
+    proof::build(
+        &sid,
+        &view.contract,
+        &tip,
+        view.parent.as_deref(),
+        parent.as_ref(),
+        &api.validators,
+    )
+    .map(Json)
+    .map_err(|e| match e {
+        BuildError::NoOutcome(_) => ApiError::not_found(e.to_string()),
+        e => ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            e.to_string(),
+        ),
+    })
+}
+
+/// Serialising values of different types to JSON through one closure.
+mod erased {
+    pub(super) trait Ser {
+        fn value(&self) -> Result<serde_json::Value, serde_json::Error>;
+    }
+    impl<T: serde::Serialize> Ser for T {
+        fn value(&self) -> Result<serde_json::Value, serde_json::Error> {
+            serde_json::to_value(self)
+        }
+    }
+}
+
+/// A trace to audit.
+#[derive(serde::Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct OpenSessionBody {
     /// The trace: JSON `{problem, thinking, output}` or the paper's headings.
@@ -386,21 +634,33 @@ struct OpenSessionBody {
     hdag: Option<String>,
 }
 
+#[utoipa::path(
+    post, path = "/v1/sessions",
+    description = "This node, as provider, decomposes the trace (or takes the HDAG), encrypts and stores the segments, and opens a session paid from its account. Needs the operator token; refused with 403 over the node's spending cap (max_fee_per_session, max_fee_per_day).",
+    request_body = OpenSessionBody,
+    security(("operator_token" = [])),
+    responses(
+        (status = 202, description = "session opened", body = Submitted),
+        (status = 401, description = "no valid operator token", body = ErrorBody),
+        (status = 403, description = "over the spending cap", body = ErrorBody),
+        (status = 415, description = "not application/json", body = ErrorBody),
+        (status = 422, description = "the trace or HDAG cannot be audited here", body = ErrorBody),
+        (status = "4XX", description = documented_errors!(), body = ErrorBody),
+        (status = "5XX", description = "internal error, no provider role, or stopping", body = ErrorBody),
+    )
+)]
 async fn open_session(
     State(api): State<Api>,
     body: Result<Json<OpenSessionBody>, axum::extract::rejection::JsonRejection>,
-) -> ApiResult<(StatusCode, Json<serde_json::Value>)> {
+) -> ApiResult<(StatusCode, Json<Submitted>)> {
     let Json(body) = body.map_err(|e| {
         api.metrics.bad_requests.fetch_add(1, Ordering::Relaxed);
-        ApiError::bad(
-            "bad_json",
-            format!("expected {{\"trace\": \"...\", \"hdag\"?: \"...\"}}: {e}"),
-        )
+        json_rejection(e, "{\"trace\": \"...\", \"hdag\"?: \"...\"}")
     })?;
     let provider = api.provider.clone().ok_or_else(|| {
         ApiError::new(
             StatusCode::NOT_IMPLEMENTED,
-            "no_provider",
+            "not_implemented",
             "this node does not open sessions",
         )
     })?;
@@ -410,27 +670,71 @@ async fn open_session(
         .await
         .map_err(|e| {
             api.metrics.bad_requests.fetch_add(1, Ordering::Relaxed);
-            ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "rejected", e)
+            match e {
+                SubmitError::OverCap(m) => ApiError::new(StatusCode::FORBIDDEN, "forbidden", m),
+                e => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "rejected", e.to_string()),
+            }
         })?;
-    Ok((
-        StatusCode::ACCEPTED,
-        Json(serde_json::to_value(&submitted).map_err(ApiError::internal)?),
-    ))
+    Ok((StatusCode::ACCEPTED, Json(submitted)))
 }
 
+/// A JSON body that did not parse: 415 when it is not JSON at all, else 400.
+fn json_rejection(e: axum::extract::rejection::JsonRejection, expected: &str) -> ApiError {
+    use axum::extract::rejection::JsonRejection as R;
+    match e {
+        R::MissingJsonContentType(_) => ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+            format!("send Content-Type: application/json with {expected}"),
+        ),
+        e => ApiError::bad("bad_json", format!("expected {expected}: {e}")),
+    }
+}
+
+/// Where a transaction is.
+#[derive(Serialize, ToSchema)]
+struct TxLocation {
+    #[schema(value_type = String)]
+    id: Hash,
+    /// `included` or `pending`.
+    status: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    height: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    index: Option<u32>,
+}
+
+#[utoipa::path(
+    get, path = "/v1/tx/{id}",
+    description = "Where a transaction is: the block height and index that include it, or pending.",
+    params(("id" = String, Path, description = "signed transaction id, 64 hex characters", pattern = "^[0-9a-fA-F]{64}$")),
+    responses(
+        (status = 200, body = TxLocation),
+        (status = "4XX", description = documented_errors!(), body = ErrorBody),
+        (status = "5XX", description = "internal error or stopping", body = ErrorBody),
+    )
+)]
 async fn tx_location(
     State(api): State<Api>,
     Path(id): Path<String>,
-) -> ApiResult<Json<serde_json::Value>> {
+) -> ApiResult<Json<TxLocation>> {
     let tid = parse_hash("transaction id", &id)?;
     match api.ledger.tx_location(&tid).map_err(ApiError::internal)? {
-        Some((height, index)) => Ok(Json(
-            json!({"id": tid, "status": "included", "height": height, "index": index}),
-        )),
+        Some((height, index)) => Ok(Json(TxLocation {
+            id: tid,
+            status: "included",
+            height: Some(height),
+            index: Some(index),
+        })),
         None => {
             let pooled = api.pool.contains(tid).await.map_err(ApiError::pool)?;
             if pooled {
-                Ok(Json(json!({"id": tid, "status": "pending"})))
+                Ok(Json(TxLocation {
+                    id: tid,
+                    status: "pending",
+                    height: None,
+                    index: None,
+                }))
             } else {
                 Err(ApiError::not_found(format!("no transaction {tid}")))
             }
@@ -438,10 +742,29 @@ async fn tx_location(
     }
 }
 
-async fn account(
-    State(api): State<Api>,
-    Path(id): Path<String>,
-) -> ApiResult<Json<serde_json::Value>> {
+/// An account.
+#[derive(Serialize, ToSchema)]
+struct AccountView {
+    #[schema(value_type = String)]
+    id: AccountId,
+    balance: u64,
+    stake: u64,
+    nonce: u64,
+    /// The nonce its next transaction should carry (pooled ones counted).
+    next_nonce: u64,
+}
+
+#[utoipa::path(
+    get, path = "/v1/accounts/{id}",
+    description = "An account's balance, stake and next nonce.",
+    params(("id" = String, Path, description = "account id, 64 hex characters", pattern = "^[0-9a-fA-F]{64}$")),
+    responses(
+        (status = 200, body = AccountView),
+        (status = "4XX", description = documented_errors!(), body = ErrorBody),
+        (status = "5XX", description = "internal error or stopping", body = ErrorBody),
+    )
+)]
+async fn account(State(api): State<Api>, Path(id): Path<String>) -> ApiResult<Json<AccountView>> {
     let who = AccountId::from_str(&id)
         .map_err(|_| ApiError::bad("bad_id", "account id must be 64 hex characters"))?;
     let pooled = api.pool.account(who).await.map_err(ApiError::pool)?;
@@ -453,19 +776,54 @@ async fn account(
         .get(&who)
         .cloned()
         .ok_or_else(|| ApiError::not_found(format!("no account {who}")))?;
-    Ok(Json(json!({
-        "id": who,
-        "balance": acct.balance,
-        "stake": acct.stake,
-        "nonce": acct.nonce,
-        "next_nonce": acct.nonce.saturating_add(pooled.pending),
-    })))
+    Ok(Json(AccountView {
+        id: who,
+        balance: acct.balance,
+        stake: acct.stake,
+        nonce: acct.nonce,
+        next_nonce: acct.nonce.saturating_add(pooled.pending),
+    }))
 }
 
-async fn auditor(
-    State(api): State<Api>,
-    Path(id): Path<String>,
-) -> ApiResult<Json<serde_json::Value>> {
+/// An auditor's record.
+#[derive(Serialize, ToSchema)]
+struct AuditorView {
+    #[schema(value_type = String)]
+    id: AccountId,
+    /// `Computer`, `Llm` or `Human`.
+    #[schema(value_type = String)]
+    tier: trust_protocol::tx::Tier,
+    active: bool,
+    flagged: bool,
+    stake: u64,
+    balance: u64,
+    /// Between 0 and 1.
+    reputation: f64,
+    earned: u64,
+    slashed: u64,
+    votes: u64,
+    approvals: u64,
+    abstentions: u64,
+    /// Share of revealed votes that were abstentions (public: a provider can see how
+    /// often an auditor declines to judge).
+    abstention_rate: f64,
+    agreed: u64,
+    disagreed: u64,
+    /// Honeypot record.
+    honeypots: Value,
+}
+
+#[utoipa::path(
+    get, path = "/v1/auditors/{id}",
+    description = "An auditor's stake, reputation and record.",
+    params(("id" = String, Path, description = "account id, 64 hex characters", pattern = "^[0-9a-fA-F]{64}$")),
+    responses(
+        (status = 200, body = AuditorView),
+        (status = "4XX", description = documented_errors!(), body = ErrorBody),
+        (status = "5XX", description = "internal error or stopping", body = ErrorBody),
+    )
+)]
+async fn auditor(State(api): State<Api>, Path(id): Path<String>) -> ApiResult<Json<AuditorView>> {
     let who = AccountId::from_str(&id)
         .map_err(|_| ApiError::bad("bad_id", "auditor id must be 64 hex characters"))?;
     let chain = latest(&api.chain);
@@ -475,28 +833,35 @@ async fn auditor(
         .get(&who)
         .ok_or_else(|| ApiError::not_found(format!("no auditor {who}")))?;
     let acct = st.accounts.get(&who).cloned().unwrap_or_default();
-    Ok(Json(json!({
-        "id": who,
-        "tier": a.tier,
-        "active": a.active,
-        "flagged": a.flagged,
-        "stake": acct.stake,
-        "balance": acct.balance,
-        "reputation": f64::from(a.reputation.0) / 1e6,
-        "earned": a.earned,
-        "slashed": a.slashed,
-        "votes": a.votes,
-        "approvals": a.approvals,
-        "abstentions": a.abstentions,
-        // Share of revealed votes that were abstentions (public: a provider can see how
-        // often an auditor declines to judge).
-        "abstention_rate": query::abstention_rate(a),
-        "agreed": a.agreed,
-        "disagreed": a.disagreed,
-        "honeypots": a.honeypots,
-    })))
+    Ok(Json(AuditorView {
+        id: who,
+        tier: a.tier,
+        active: a.active,
+        flagged: a.flagged,
+        stake: acct.stake,
+        balance: acct.balance,
+        reputation: f64::from(a.reputation.0) / 1e6,
+        earned: a.earned,
+        slashed: a.slashed,
+        votes: a.votes,
+        approvals: a.approvals,
+        abstentions: a.abstentions,
+        abstention_rate: query::abstention_rate(a),
+        agreed: a.agreed,
+        disagreed: a.disagreed,
+        honeypots: serde_json::to_value(&a.honeypots).map_err(ApiError::internal)?,
+    }))
 }
 
+#[utoipa::path(
+    get, path = "/metrics",
+    description = "Prometheus metrics (text exposition format 0.0.4).",
+    responses(
+        (status = 200, description = "metrics", body = String, content_type = "text/plain"),
+        (status = "4XX", description = documented_errors!(), body = ErrorBody),
+        (status = "5XX", description = "internal error or stopping", body = ErrorBody),
+    )
+)]
 async fn metrics(State(api): State<Api>) -> ApiResult<Response> {
     let mempool = api.pool.count().await.map_err(ApiError::pool)?;
     let height = latest(&api.chain).tip.height;
@@ -519,50 +884,13 @@ async fn metrics(State(api): State<Api>) -> ApiResult<Response> {
     Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response())
 }
 
-async fn openapi() -> Json<serde_json::Value> {
-    let err = json!({"$ref": "#/components/schemas/Error"});
-    let get_op = |summary: &str, param: Option<(&str, &str)>| {
-        let mut op = json!({
-            "summary": summary,
-            "responses": {
-                "200": {"description": "OK", "content": {"application/json": {}}},
-                "400": {"description": "bad input", "content": {"application/json": {"schema": err}}},
-                "404": {"description": "not found", "content": {"application/json": {"schema": err}}}
-            }
-        });
-        if let Some((name, desc)) = param {
-            op["parameters"] = json!([{"name": name, "in": "path", "required": true,
-                "description": desc, "schema": {"type": "string"}}]);
-        }
-        json!({"get": op})
-    };
-    Json(json!({
-        "openapi": "3.0.3",
-        "info": {"title": "TRUST node API", "version": env!("CARGO_PKG_VERSION")},
-        "paths": {
-            "/v1/status": get_op("Node id, height, tip hash, state root, peers, validator flag, mempool size, next validators with voting power", None),
-            "/v1/tx": {"post": {
-                "summary": "Submit a signed transaction (canonical bytes, or JSON {\"tx\": hex})",
-                "requestBody": {"required": true, "content": {
-                    "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
-                    "application/json": {"schema": {"type": "object", "required": ["tx"],
-                        "properties": {"tx": {"type": "string"}}}}}},
-                "responses": {
-                    "202": {"description": "admitted to the mempool"},
-                    "400": {"description": "malformed", "content": {"application/json": {"schema": err}}},
-                    "413": {"description": "too large", "content": {"application/json": {"schema": err}}},
-                    "422": {"description": "refused by the mempool", "content": {"application/json": {"schema": err}}}
-                }}},
-            "/v1/blocks/{height}": get_op("A decided block", Some(("height", "block height, from 1"))),
-            "/v1/sessions/{id}": get_op("A session's outcome or phase", Some(("id", "session id, hex"))),
-            "/v1/tx/{id}": get_op("Where a transaction is: the block height and index that include it, or pending", Some(("id", "signed transaction id, hex"))),
-            "/v1/accounts/{id}": get_op("An account's balance, stake and next nonce", Some(("id", "account id, hex"))),
-            "/v1/auditors/{id}": get_op("An auditor's stake, reputation and record", Some(("id", "account id, hex"))),
-            "/metrics": {"get": {"summary": "Prometheus metrics", "responses": {"200": {"description": "text"}}}}
-        },
-        "components": {"schemas": {"Error": {"type": "object", "required": ["code", "message"],
-            "properties": {"code": {"type": "string"}, "message": {"type": "string"}}}}}
-    }))
+#[utoipa::path(
+    get, path = "/v1/openapi.json",
+    description = "This document.",
+    responses((status = 200, description = "the OpenAPI 3 document", body = Object))
+)]
+async fn openapi() -> Json<utoipa::openapi::OpenApi> {
+    Json(openapi_document())
 }
 
 #[cfg(test)]

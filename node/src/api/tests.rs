@@ -14,6 +14,9 @@ use trust_protocol::{
 use super::*;
 use crate::{testchain::TestChain, view::PeerView};
 
+/// The operator token of the test node.
+const TOKEN: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+
 struct Net {
     api: Api,
     /// The chain the API reads, and the stand-in for its consensus driver.
@@ -59,6 +62,11 @@ impl Net {
                 sources: Vec::new(),
                 provider: None,
                 genesis: None,
+                validators: vec![t.keys[0].public()].into(),
+                auth: Arc::new(crate::web::auth::Auth::new(
+                    &crate::keys::OperatorToken::for_tests(TOKEN),
+                )),
+                limits: server::Limits::default(),
             },
             t,
             _llm: llm,
@@ -160,7 +168,9 @@ async fn transactions_in_and_blocks_out() {
     assert!(m.contains("trust_mempool_txs 0"), "{m}");
     assert!(m.contains("trust_api_txs_accepted_total 1"), "{m}");
     assert!(m.contains("trust_api_txs_rejected_total 1"), "{m}");
-    assert!(m.contains("trust_api_bad_requests_total 3"), "{m}");
+    // Garbage and bad JSON; the oversized body never reached the handler (the server's
+    // guard answered 413 before reading it).
+    assert!(m.contains("trust_api_bad_requests_total 2"), "{m}");
 
     let (st, doc) = net.get("/v1/openapi.json").await;
     assert_eq!(st, StatusCode::OK);
@@ -266,6 +276,24 @@ async fn a_session_is_queryable_with_the_block_that_decided_it() {
     assert_eq!(v["block_height"], 5);
     assert_eq!(v["block_hash"], net.tip.hash.to_hex());
 
+    // The proof checks out against the genesis file alone, and names no other session.
+    let (st, body) = net.get(&format!("/v1/sessions/{sid}/proof")).await;
+    assert_eq!(st, StatusCode::OK, "{body}");
+    let p: crate::proof::OutcomeProof = serde_json::from_str(&body).unwrap();
+    let anchor = crate::proof::Anchor {
+        chain: net.tip.chain,
+        validators: &net.t.validators,
+        genesis: &net.t.genesis_input,
+    };
+    let checked = crate::proof::verify(&p, &sid, &anchor).unwrap();
+    assert_eq!(checked.header.hash(), net.tip.hash);
+    assert_eq!(checked.outcome.trace, trust_contracts::TraceVerdict::Fail);
+    assert!(crate::proof::verify(&p, &Hash::sha256(b"nope"), &anchor).is_err());
+    let (st, _) = net
+        .get(&format!("/v1/sessions/{}/proof", Hash::sha256(b"nope")))
+        .await;
+    assert_eq!(st, StatusCode::NOT_FOUND);
+
     let seat = net.keys[seats[0]].public();
     let (st, body) = net.get(&format!("/v1/auditors/{seat}")).await;
     assert_eq!(st, StatusCode::OK);
@@ -295,6 +323,7 @@ async fn session_bodies_may_carry_the_largest_trace_and_no_more() {
     let session = |body: Vec<u8>| {
         Request::post("/v1/sessions")
             .header(header::CONTENT_TYPE, "application/json")
+            .header(header::AUTHORIZATION, format!("Bearer {TOKEN}"))
             .body(Body::from(body))
             .unwrap()
     };
@@ -302,8 +331,280 @@ async fn session_bodies_may_carry_the_largest_trace_and_no_more() {
         .send(session(json!({"trace": trace}).to_string().into_bytes()))
         .await;
     assert_eq!(st, StatusCode::NOT_IMPLEMENTED, "{body}");
-    let (st, _) = net
+    let (st, body) = net
         .send(session(vec![b' '; super::MAX_SESSION_BODY_BYTES + 1]))
         .await;
-    assert_eq!(st, StatusCode::BAD_REQUEST);
+    assert_eq!(st, StatusCode::PAYLOAD_TOO_LARGE, "{body}");
+}
+
+impl Net {
+    /// A node that runs a provider within `cap`; the provider and its blob store.
+    fn with_provider(cap: crate::audit::provider::SpendingCap) -> (Self, Arc<Provider>, BlobStore) {
+        let mut net = Net::new();
+        let blobs = BlobStore::open(&net.t.db).unwrap();
+        let outbox = crate::audit::outbox::Outbox::new(
+            net.t.keys[0].clone(),
+            net.t.chain_watch.clone(),
+            net.t.pool.clone(),
+            None,
+        );
+        let p = Arc::new(
+            Provider::open(outbox, blobs.clone(), &net.t.db)
+                .unwrap()
+                .with_honeypots(0)
+                .with_spending_cap(cap),
+        );
+        net.api.provider = Some(p.clone());
+        (net, p, blobs)
+    }
+
+    /// `POST /v1/sessions` of the fraction trace with `headers`.
+    async fn open(&self, headers: &[(&str, &str)]) -> (StatusCode, String) {
+        let mut r = Request::post("/v1/sessions").header(header::CONTENT_TYPE, "application/json");
+        for (k, v) in headers {
+            r = r.header(*k, *v);
+        }
+        self.send(
+            r.body(Body::from(json!({"trace": FRACTION}).to_string()))
+                .unwrap(),
+        )
+        .await
+    }
+}
+
+use crate::blobs::BlobStore;
+
+const FRACTION: &str = "## Problem Statement\nThe denominator of a fraction is 7 less than 3 times the numerator. If the fraction is equivalent to 2/5, what is the numerator?\n## Thinking Process\n1. Let the numerator be x\n2. So x / (3x - 7) = 2/5\n3. Therefore, 5x = 6x - 14\n## Final Output\nx = 14\n";
+
+/// The JSON error body of `body`, checked to carry the code of `status`.
+fn error_of(status: StatusCode, body: &str) -> String {
+    let v = json(body);
+    // 400 names what was malformed (bad_json, bad_id, ...); every other status has one code.
+    if status == StatusCode::BAD_REQUEST {
+        assert!(
+            v["code"].as_str().is_some_and(|c| c.starts_with("bad_")),
+            "{body}"
+        );
+    } else {
+        assert_eq!(v["code"], server::code_for(status), "{status}: {body}");
+    }
+    v["message"].as_str().expect("a message").to_string()
+}
+
+#[tokio::test]
+async fn opening_a_session_needs_the_operator_token_and_refusals_change_nothing() {
+    let (net, provider, blobs) = Net::with_provider(Default::default());
+    let bearer = format!("Bearer {TOKEN}");
+    let wrong = format!("Bearer {}", "f".repeat(64));
+    let refused: [&[(&str, &str)]; 5] = [
+        &[],
+        &[("authorization", &wrong)],
+        &[("authorization", "Basic dXNlcjpwYXNz")],
+        &[("authorization", "Bearer ")],
+        &[("cookie", "trust_audit=0123456789abcdef")],
+    ];
+    for headers in refused {
+        let (st, body) = net.open(headers).await;
+        assert_eq!(st, StatusCode::UNAUTHORIZED, "{headers:?}: {body}");
+        assert!(error_of(st, &body).contains("operator token"), "{body}");
+    }
+    // Nothing was stored or sent.
+    assert_eq!(net.t.pool.count().await.unwrap(), 0);
+    assert!(blobs.is_empty());
+    assert_eq!(provider.spent_since_yesterday(u64::MAX / 2).unwrap(), 0);
+
+    let (st, body) = net.open(&[("authorization", &bearer)]).await;
+    assert_eq!(st, StatusCode::ACCEPTED, "{body}");
+    assert!(json(&body)["fee"].as_u64().unwrap() > 0);
+    assert_eq!(net.t.pool.count().await.unwrap(), 1, "the OpenSession");
+}
+
+#[tokio::test]
+async fn a_rotated_token_is_refused_and_the_new_one_accepted() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("operator.token");
+    let old = crate::keys::generate_operator_token(&path).unwrap();
+    let (mut net, _provider, _blobs) = Net::with_provider(Default::default());
+    net.api.auth = Arc::new(crate::web::auth::Auth::from_file(&path).unwrap());
+    let old_bearer = format!("Bearer {}", old.expose());
+    let (st, body) = net.open(&[("authorization", &old_bearer)]).await;
+    assert_eq!(st, StatusCode::ACCEPTED, "{body}");
+
+    let new = crate::keys::rotate_operator_token(&path).unwrap();
+    assert_ne!(new, old);
+    let (st, body) = net.open(&[("authorization", &old_bearer)]).await;
+    assert_eq!(st, StatusCode::UNAUTHORIZED, "the old token: {body}");
+    let pooled = net.t.pool.count().await.unwrap();
+    let (st, body) = net
+        .open(&[("authorization", &format!("Bearer {}", new.expose()))])
+        .await;
+    assert_eq!(st, StatusCode::ACCEPTED, "{body}");
+    assert_eq!(net.t.pool.count().await.unwrap(), pooled + 1);
+}
+
+#[tokio::test]
+async fn a_session_over_the_spending_cap_is_refused_with_403_and_changes_nothing() {
+    let (net, provider, blobs) = Net::with_provider(crate::audit::provider::SpendingCap {
+        per_session: Some(1),
+        per_day: None,
+    });
+    let bearer = format!("Bearer {TOKEN}");
+    let (st, body) = net.open(&[("authorization", &bearer)]).await;
+    assert_eq!(st, StatusCode::FORBIDDEN, "{body}");
+    assert!(
+        error_of(st, &body).contains("max_fee_per_session"),
+        "{body}"
+    );
+    assert_eq!(net.t.pool.count().await.unwrap(), 0);
+    assert!(blobs.is_empty());
+    assert_eq!(provider.spent_since_yesterday(u64::MAX / 2).unwrap(), 0);
+}
+
+/// Every error, whoever raised it (handler, extractor, router, guard), has the JSON body
+/// with the code of its status.
+#[tokio::test]
+async fn every_error_status_has_the_json_error_body() {
+    let (net, _provider, _blobs) = Net::with_provider(Default::default());
+    let bearer = format!("Bearer {TOKEN}");
+    let long_path = format!("/v1/tx/{}", "a".repeat(server::MAX_URI_BYTES + 1));
+    let big = (50u64 << 20).to_string();
+    let cases: Vec<(Request<Body>, StatusCode)> = vec![
+        (
+            Request::get("/no/such/route").body(Body::empty()).unwrap(),
+            StatusCode::NOT_FOUND,
+        ),
+        (
+            Request::get("/v1/tx/nothex").body(Body::empty()).unwrap(),
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            Request::delete("/v1/status").body(Body::empty()).unwrap(),
+            StatusCode::METHOD_NOT_ALLOWED,
+        ),
+        (
+            Request::get("/v1/sessions").body(Body::empty()).unwrap(),
+            StatusCode::METHOD_NOT_ALLOWED,
+        ),
+        (
+            Request::get(long_path.as_str())
+                .body(Body::empty())
+                .unwrap(),
+            StatusCode::URI_TOO_LONG,
+        ),
+        (
+            (0..server::MAX_HEADERS + 1)
+                .fold(Request::get("/v1/status"), |r, i| {
+                    r.header(format!("x-h{i}"), "v")
+                })
+                .body(Body::empty())
+                .unwrap(),
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+        ),
+        (
+            Request::post("/v1/tx")
+                .header(header::CONTENT_LENGTH, big.as_str())
+                .body(Body::empty())
+                .unwrap(),
+            StatusCode::PAYLOAD_TOO_LARGE,
+        ),
+        (
+            Request::post("/v1/tx")
+                .body(Body::from(vec![0u8; MAX_BODY_BYTES + 1]))
+                .unwrap(),
+            StatusCode::PAYLOAD_TOO_LARGE,
+        ),
+        (
+            Request::post("/v1/sessions")
+                .header(header::AUTHORIZATION, bearer.as_str())
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(Body::from(vec![b' '; MAX_SESSION_BODY_BYTES + 1]))
+                .unwrap(),
+            StatusCode::PAYLOAD_TOO_LARGE,
+        ),
+        (
+            Request::post("/v1/sessions")
+                .header(header::AUTHORIZATION, bearer.as_str())
+                .header(header::CONTENT_TYPE, "text/plain")
+                .body(Body::from("{}"))
+                .unwrap(),
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        ),
+        (
+            Request::post("/v1/sessions")
+                .header(header::AUTHORIZATION, bearer.as_str())
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(Body::from("{\"trace\": 5"))
+                .unwrap(),
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            Request::post("/v1/sessions")
+                .header(header::AUTHORIZATION, bearer.as_str())
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(Body::from(json!({"trace": "not a trace"}).to_string()))
+                .unwrap(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+        ),
+        (
+            Request::post("/v1/tx")
+                .header(header::CONTENT_TYPE, "application/octet-stream")
+                .body(Body::from(vec![1u8, 2, 3]))
+                .unwrap(),
+            StatusCode::BAD_REQUEST,
+        ),
+    ];
+    for (request, want) in cases {
+        let what = format!("{} {}", request.method(), request.uri().path());
+        let (st, body) = net.send(request).await;
+        assert_eq!(st, want, "{what}: {body}");
+        error_of(st, &body);
+    }
+    assert_eq!(net.t.pool.count().await.unwrap(), 0, "nothing was admitted");
+}
+
+/// The document is generated from the router's own list: every operation it names is
+/// served (never the router's "no such route"), and the routes a client needs are there.
+#[tokio::test]
+async fn the_openapi_document_and_the_router_agree() {
+    let net = Net::new();
+    let (st, body) = net.get("/v1/openapi.json").await;
+    assert_eq!(st, StatusCode::OK);
+    let doc = json(&body);
+    let paths = doc["paths"].as_object().unwrap();
+    for want in [
+        "/v1/status",
+        "/v1/tx",
+        "/v1/tx/{id}",
+        "/v1/blocks/{height}",
+        "/v1/sessions",
+        "/v1/sessions/{id}",
+        "/v1/accounts/{id}",
+        "/v1/auditors/{id}",
+        "/metrics",
+        "/v1/openapi.json",
+    ] {
+        assert!(paths.contains_key(want), "{want} missing from the document");
+    }
+    assert_eq!(
+        doc["paths"]["/v1/sessions"]["post"]["security"][0]["operator_token"],
+        json!([])
+    );
+    assert_eq!(
+        doc["components"]["securitySchemes"]["operator_token"]["scheme"],
+        "bearer"
+    );
+    for (path, item) in paths {
+        for method in item.as_object().unwrap().keys() {
+            let uri = path
+                .replace("{id}", &"0".repeat(64))
+                .replace("{height}", "1");
+            let request = Request::builder()
+                .method(method.to_uppercase().as_str())
+                .uri(uri.as_str())
+                .body(Body::empty())
+                .unwrap();
+            let (_, body) = net.send(request).await;
+            assert!(!body.contains("no such route"), "{method} {path}: {body}");
+        }
+    }
 }

@@ -15,8 +15,8 @@
 use async_trait::async_trait;
 use trust_protocol::{Hash, Vote, tx::Tier};
 
-use super::computer::{self, Judgement};
-use crate::submit::SegmentDoc;
+use super::computer::Judgement;
+use crate::{decompose, submit::SegmentDoc};
 
 /// What a seat knows of the segment it judges.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -119,8 +119,10 @@ pub struct ComputerAuditor;
 
 impl ComputerAuditor {
     /// The same judgement, without a runtime (for the local preview and benchmarks).
+    /// A segment holding several steps of a long trace is judged step by step
+    /// ([`decompose::check_claim`]).
     pub fn judge_now(&self, segment: &SegmentView, seed: &Hash) -> Decision {
-        match computer::check_segment(&segment.claim, &segment.premises, &segment.givens, seed) {
+        match decompose::check_claim(&segment.claim, &segment.premises, &segment.givens, seed) {
             Judgement::Vote { vote, reason } => Decision { vote, reason },
             Judgement::Abstain(why) => Decision::abstain(why),
         }
@@ -136,7 +138,17 @@ impl Auditor for ComputerAuditor {
     async fn judge(&self, segment: &SegmentView, seed: &Hash) -> Decision {
         self.judge_now(segment, seed)
     }
+
+    /// The checkers take microseconds; what a seat waits on is fetching the segment and
+    /// its premises. Many in flight let a node seated on a whole session fetch them
+    /// together and commit them in one batch.
+    fn concurrency(&self) -> usize {
+        COMPUTER_CONCURRENCY
+    }
 }
+
+/// Segments of one session a Computer seat node judges at once.
+pub const COMPUTER_CONCURRENCY: usize = 64;
 
 #[cfg(test)]
 mod tests {
@@ -172,6 +184,40 @@ mod tests {
             ComputerAuditor.judge_now(&view("So 12 + 30 = 52", &[], &[]), &seed),
             bad
         );
+    }
+
+    /// In a long trace decomposed into groups of steps, the group holding the one wrong
+    /// step is called wrong, and no other group is.
+    #[test]
+    fn only_the_group_holding_the_wrong_step_is_called_wrong() {
+        use trust_protocol::trace::Trace;
+
+        use crate::decompose::{Options, decompose, sample::counter_trace};
+        let t = Trace::parse(&counter_trace(5000, 208, 0, Some(2500))).expect("parses");
+        let h = decompose(&t, &Options::default()).expect("decomposes");
+        let p = crate::audit::preview::preview(&t, &h);
+        let wrong: Vec<&str> = p
+            .segments
+            .iter()
+            .filter(|s| {
+                s.decision
+                    .as_ref()
+                    .is_some_and(|d| matches!(d.vote, Vote::Invalid | Vote::Ungrounded))
+            })
+            .map(|s| s.content.as_str())
+            .collect();
+        assert_eq!(wrong.len(), 1, "{wrong:?}");
+        assert!(
+            wrong[0].contains("Step 2500: 5008 + 2 = 5011"),
+            "{}",
+            wrong[0]
+        );
+        let valid = p
+            .segments
+            .iter()
+            .filter(|s| s.decision.as_ref().is_some_and(|d| d.vote == Vote::Valid))
+            .count();
+        assert!(valid > 100, "{valid} groups Valid");
     }
 
     #[test]

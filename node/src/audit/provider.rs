@@ -23,11 +23,12 @@ use serde::{Deserialize, Serialize};
 use trust_contracts::{Contract, Event, Phase};
 use trust_protocol::{
     AccountId, Hash, Salt,
+    block::MAX_TX_BYTES,
     hdag::{AbstractionLevel, Hdag, Relationship},
     seal::decrypt_segment,
     seal::{KEY_LEN, seal_key},
     trace::Trace,
-    tx::{Call, QuorumParams, SeatKey, Tier, Tx},
+    tx::{Call, MAX_SEALED_KEYS, QuorumParams, SeatKey, Tier, Tx},
     units::Ppm,
 };
 
@@ -46,6 +47,13 @@ pub fn key_context(session: &Hash, segment_id: &Hash, seat: &AccountId) -> Vec<u
     c.extend_from_slice(seat.as_ref());
     c
 }
+
+/// Most sealed keys in one `DeliverKeys`: a sealed key with its segment and seat takes
+/// 122 bytes, so 512 of them stay well within a transaction ([`MAX_TX_BYTES`]) and
+/// [`MAX_SEALED_KEYS`].
+pub const KEYS_PER_DELIVERY: usize = 512;
+const _: () =
+    assert!(KEYS_PER_DELIVERY <= MAX_SEALED_KEYS && KEYS_PER_DELIVERY * 122 + 1024 <= MAX_TX_BYTES);
 
 /// Seats per segment and quorums used for sessions this node opens.
 pub const DEFAULT_QUORUM: QuorumParams = QuorumParams {
@@ -101,22 +109,63 @@ pub struct PageRecord {
 }
 
 /// What `submit` reports.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Submitted {
     /// The session id.
+    #[schema(value_type = String)]
     pub session: Hash,
     /// The `OpenSession` transaction id.
+    #[schema(value_type = String)]
     pub tx: Hash,
     /// Segments in the session in manifest order (segment `i` of the outcome is entry
     /// `i`): (HDAG node id, tier).
+    #[schema(value_type = Vec<Vec<String>>)]
     pub segments: Vec<(String, Tier)>,
     /// Segments left out: (HDAG node id, tier, why).
+    #[schema(value_type = Vec<Vec<String>>)]
     pub left_out: Vec<(String, Tier, String)>,
     /// Fee escrowed.
     pub fee: u64,
     /// Honeypots planted among the segments (named `honeypot:<node>` in `segments`; the
     /// outcome leaves them out of the trace verdict).
     pub honeypots: usize,
+}
+
+/// How much this node may spend on session fees as a provider (`max_fee_per_session`,
+/// `max_fee_per_day` in `config.toml`; `None`: no cap).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SpendingCap {
+    /// Largest fee of one session.
+    pub per_session: Option<u64>,
+    /// Largest sum of the fees of the sessions opened in the last 24 hours.
+    pub per_day: Option<u64>,
+}
+
+/// Seconds in the window of [`SpendingCap::per_day`].
+pub const SPENDING_WINDOW_SECS: u64 = 24 * 60 * 60;
+
+/// Why [`Provider::submit`] opened no session. Either way nothing was stored or sent.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SubmitError {
+    /// The trace, the HDAG or the network's auditors do not allow a session.
+    #[error("{0}")]
+    Refused(String),
+    /// The session's fee is over this node's [`SpendingCap`].
+    #[error("{0}")]
+    OverCap(String),
+}
+
+impl From<String> for SubmitError {
+    fn from(e: String) -> Self {
+        Self::Refused(e)
+    }
+}
+
+impl From<&str> for SubmitError {
+    fn from(e: &str) -> Self {
+        Self::Refused(e.to_string())
+    }
 }
 
 /// The provider role of this node.
@@ -127,8 +176,21 @@ pub struct Provider {
     kubo: Option<Arc<Kubo>>,
     book: sled::Tree,
     pages: sled::Tree,
+    /// Fees of the sessions this node opened: session id -> (unix seconds, fee).
+    spent: sled::Tree,
+    /// Held from the cap check until the fee is booked, so two submissions cannot both
+    /// pass a cap that only one fits under.
+    spending: Arc<tokio::sync::Mutex<()>>,
+    cap: SpendingCap,
     honeypots: usize,
     quorum: QuorumParams,
+}
+
+/// Seconds since the Unix epoch (0 if the clock is before it).
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 fn tier_name(t: Tier) -> &'static str {
@@ -156,6 +218,9 @@ impl Provider {
             kubo: None,
             book: db.open_tree("provider/sessions")?,
             pages: db.open_tree("provider/pages")?,
+            spent: db.open_tree("provider/spent")?,
+            spending: Arc::new(tokio::sync::Mutex::new(())),
+            cap: SpendingCap::default(),
             honeypots: honeypot::DEFAULT_PER_SESSION,
             quorum: DEFAULT_QUORUM,
         })
@@ -178,6 +243,50 @@ impl Provider {
     pub fn with_honeypots(mut self, n: usize) -> Self {
         self.honeypots = n.min(honeypot::MAX_PER_SESSION);
         self
+    }
+
+    /// Refuses sessions whose fee is over `cap`.
+    pub fn with_spending_cap(mut self, cap: SpendingCap) -> Self {
+        self.cap = cap;
+        self
+    }
+
+    /// Fees of the sessions opened in the last [`SPENDING_WINDOW_SECS`] before `now` (unix
+    /// seconds); older records are dropped on the way.
+    pub fn spent_since_yesterday(&self, now: u64) -> Result<u64, String> {
+        let mut sum = 0u64;
+        for item in self.spent.iter() {
+            let (k, v) = item.map_err(|e| e.to_string())?;
+            let (at, fee): (u64, u64) = serde_json::from_slice(&v).map_err(|e| e.to_string())?;
+            if at.saturating_add(SPENDING_WINDOW_SECS) <= now {
+                self.spent.remove(k).map_err(|e| e.to_string())?;
+            } else {
+                sum = sum.saturating_add(fee);
+            }
+        }
+        Ok(sum)
+    }
+
+    /// Refuses `fee` if it is over the cap, given what was spent in the last day.
+    fn check_cap(&self, fee: u64, now: u64) -> Result<(), SubmitError> {
+        if let Some(max) = self.cap.per_session
+            && fee > max
+        {
+            return Err(SubmitError::OverCap(format!(
+                "the session's fee of {fee} is over this node's cap of {max} per session (max_fee_per_session in config.toml)"
+            )));
+        }
+        // Also prunes the fees older than a day, so the record stays a day's worth of
+        // sessions whether or not a daily cap is set.
+        let spent = self.spent_since_yesterday(now)?;
+        if let Some(max) = self.cap.per_day
+            && spent.saturating_add(fee) > max
+        {
+            return Err(SubmitError::OverCap(format!(
+                "the session's fee of {fee} on top of the {spent} spent in the last 24 hours is over this node's cap of {max} per day (max_fee_per_day in config.toml)"
+            )));
+        }
+        Ok(())
     }
 
     /// Also stores ciphertexts in this external IPFS node.
@@ -208,7 +317,7 @@ impl Provider {
         trace_text: &str,
         hdag_json: Option<&str>,
         contract: &Contract,
-    ) -> Result<Submitted, String> {
+    ) -> Result<Submitted, SubmitError> {
         let trace = Trace::parse(trace_text).map_err(|e| format!("trace: {e}"))?;
         let hdag = match hdag_json {
             Some(j) => decompose::from_provider(&trace, j).map_err(|e| format!("hdag: {e}"))?,
@@ -231,7 +340,8 @@ impl Provider {
             return Err(format!(
                 "no segment can be audited here: auditors per tier (computer, llm, human) = {staffed:?}, {} needed per segment",
                 need(Tier::Computer)
-            ));
+            )
+            .into());
         }
         let mut rng = rand::rngs::OsRng;
         let baits = honeypot::forge(&restricted, self.honeypots, &mut rng);
@@ -255,11 +365,15 @@ impl Provider {
         let fee =
             trust_contracts::minimum_fee(&st.params, &prepared.manifest).ok_or("fee overflows")?;
         prepared.manifest.fee = fee;
+        // From the cap check until the fee is booked, no other submission runs.
+        let _spending = self.spending.lock().await;
+        let now = unix_now();
+        self.check_cap(fee, now)?;
         if let Some(kubo) = &self.kubo {
             for (cid, bytes) in &prepared.blocks {
                 let got = kubo.put(bytes).await.map_err(|e| e.to_string())?;
                 if got != *cid {
-                    return Err(format!("{} stored {cid} as {got}", kubo.url()));
+                    return Err(format!("{} stored {cid} as {got}", kubo.url()).into());
                 }
             }
         }
@@ -279,6 +393,16 @@ impl Provider {
             tracing::warn!(%session, error = %e, "session not opened");
         }
         let tx = opened?;
+        if let Err(e) = serde_json::to_vec(&(now, fee))
+            .map_err(|e| e.to_string())
+            .and_then(|v| {
+                self.spent
+                    .insert(session.as_ref(), v)
+                    .map_err(|e| e.to_string())
+            })
+        {
+            tracing::warn!(%session, error = %e, "the session's fee was not booked against the spending cap");
+        }
         tracing::info!(%session, segments = cids.len(), honeypots = prepared.honeypots.len(), left_out = restricted.dropped.len(), fee, "session opened");
         Ok(Submitted {
             session,
@@ -505,30 +629,33 @@ impl Provider {
                 }
             }
         }
-        if keys.is_empty() {
-            return;
-        }
-        let pairs: Vec<(u16, AccountId)> = keys.iter().map(|k| (k.segment, k.seat)).collect();
-        match self
-            .outbox
-            .send(Call::DeliverKeys {
-                session: *session,
-                keys,
-            })
-            .await
-        {
-            Ok(tx) => {
-                // Recorded only once pooled: a delivery still queued in the outbox is in
-                // memory only, and `resume` must send it again after a restart.
-                if matches!(tx, Sent::Pooled(_)) {
-                    r.delivered.extend(pairs.iter().copied());
-                    if let Err(e) = self.store(session, &r) {
-                        tracing::error!(%session, error = %e, "provider record not saved");
+        // A long trace's session seats more (segment, seat) pairs than one transaction
+        // carries: the keys go out in several `DeliverKeys`.
+        while !keys.is_empty() {
+            let rest = keys.split_off(keys.len().min(KEYS_PER_DELIVERY));
+            let batch = std::mem::replace(&mut keys, rest);
+            let pairs: Vec<(u16, AccountId)> = batch.iter().map(|k| (k.segment, k.seat)).collect();
+            match self
+                .outbox
+                .send(Call::DeliverKeys {
+                    session: *session,
+                    keys: batch,
+                })
+                .await
+            {
+                Ok(tx) => {
+                    // Recorded only once pooled: a delivery still queued in the outbox is
+                    // in memory only, and `resume` must send it again after a restart.
+                    if matches!(tx, Sent::Pooled(_)) {
+                        r.delivered.extend(pairs.iter().copied());
+                        if let Err(e) = self.store(session, &r) {
+                            tracing::error!(%session, error = %e, "provider record not saved");
+                        }
                     }
+                    tracing::info!(%session, %tx, keys = pairs.len(), "segment keys sealed to seats");
                 }
-                tracing::info!(%session, %tx, keys = pairs.len(), "segment keys sealed to seats");
+                Err(e) => tracing::warn!(%session, error = %e, "DeliverKeys not sent"),
             }
-            Err(e) => tracing::warn!(%session, error = %e, "DeliverKeys not sent"),
         }
     }
 
@@ -650,7 +777,11 @@ mod tests {
     async fn bad_input_is_refused_and_nothing_is_stored() {
         let (p, chain, _dir) = provider(3);
         let contract = &chain.contract;
-        let e = p.submit("{not json", None, contract).await.unwrap_err();
+        let e = p
+            .submit("{not json", None, contract)
+            .await
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("trace:"), "{e}");
         let cyclic = r#"{"nodes": [
             {"id": "A", "content": "Let the numerator be x", "abstraction_level": "STEP", "primary_auditor": "T_Auto"},
@@ -659,16 +790,28 @@ mod tests {
             {"from": "A", "to": "B", "relationship": "depends_on"},
             {"from": "B", "to": "A", "relationship": "depends_on"}
         ]}"#;
-        let e = p.submit(TRACE, Some(cyclic), contract).await.unwrap_err();
+        let e = p
+            .submit(TRACE, Some(cyclic), contract)
+            .await
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("hdag:"), "{e}");
         let dangling = r#"{"nodes": [
             {"id": "A", "content": "x = 14", "abstraction_level": "STEP", "primary_auditor": "T_Auto"}
         ], "edges": [{"from": "A", "to": "Z", "relationship": "depends_on"}]}"#;
-        let e = p.submit(TRACE, Some(dangling), contract).await.unwrap_err();
+        let e = p
+            .submit(TRACE, Some(dangling), contract)
+            .await
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("hdag:"), "{e}");
         // Too few auditors for any tier.
         let (p2, c2, _d2) = provider(2);
-        let e = p2.submit(TRACE, None, &c2.contract).await.unwrap_err();
+        let e = p2
+            .submit(TRACE, None, &c2.contract)
+            .await
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("no segment can be audited"), "{e}");
         assert!(p.book.is_empty() && p2.book.is_empty());
         assert!(p.pages.is_empty() && p2.pages.is_empty());
@@ -701,6 +844,59 @@ mod tests {
         assert_eq!(chain.pooled().await, 0);
     }
 
+    /// A trace at the size limit (5,000 steps in about 1 MiB) opens one session of
+    /// grouped steps, all of them Computer segments, and every seat gets its keys. With
+    /// ten seats per segment that is more keys than one transaction carries, so they go
+    /// out in several `DeliverKeys` (the mempool refuses a transaction over the size
+    /// limit).
+    #[tokio::test]
+    async fn a_one_mebibyte_trace_of_5000_steps_opens_one_session_and_every_seat_gets_its_keys() {
+        let (p, mut chain, _dir) = provider(10);
+        let p = p.with_seats_per_segment(10);
+        let trace = crate::decompose::sample::counter_trace(5000, 208, 0, None);
+        assert!(trace.len() > 1_000_000);
+        let s = p
+            .submit(&trace, None, &chain.contract)
+            .await
+            .expect("accepted");
+        assert!(
+            s.segments.len()
+                <= crate::decompose::MAX_DECOMPOSED_SEGMENTS + honeypot::MAX_PER_SESSION
+        );
+        assert!(s.segments.len() > 100, "{} segments", s.segments.len());
+        assert!(s.segments.iter().all(|(_, t)| *t == Tier::Computer));
+        let opened = chain.block().await;
+        assert!(
+            opened.iter().any(
+                |e| matches!(e, Event::SessionOpened { session, .. } if *session == s.session)
+            ),
+            "the OpenSession applied"
+        );
+        let seated = chain.block().await;
+        assert!(
+            seated
+                .iter()
+                .any(|e| matches!(e, Event::SeatAssigned { .. }))
+        );
+        p.on_block(&seated, &chain.contract).await;
+        let ev = chain.block().await;
+        let delivered = ev
+            .iter()
+            .filter(|e| matches!(e, Event::KeyDelivered { .. }))
+            .count();
+        let sess = &chain.contract.state().sessions[&s.session];
+        let seats: usize = sess.segments.iter().map(|g| g.seats.len()).sum();
+        assert!(seats >= s.segments.len() * 10);
+        assert!(
+            seats * 122 > MAX_TX_BYTES,
+            "more keys than one transaction carries"
+        );
+        assert!(
+            delivered >= seats && delivered > KEYS_PER_DELIVERY,
+            "{delivered} keys delivered for {seats} seats"
+        );
+    }
+
     /// A session that cannot be opened (this node's transactions already wait for the
     /// nonce window) leaves no ciphertext, pin or record behind.
     #[tokio::test]
@@ -714,9 +910,62 @@ mod tests {
                 .unwrap();
         }
         assert!(p.outbox.backlog_len().await > 0);
-        let e = p.submit(TRACE, None, &chain.contract).await.unwrap_err();
+        let e = p
+            .submit(TRACE, None, &chain.contract)
+            .await
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("retry"), "{e}");
         assert!(p.book.is_empty() && p.blobs.is_empty() && p.pages.is_empty());
+    }
+
+    /// A session over the per-session cap, or over what is left of the daily one, is
+    /// refused before anything is stored or sent; under the cap it opens and its fee counts.
+    #[tokio::test]
+    async fn spending_caps_refuse_a_session_and_change_nothing() {
+        let (p, chain, _dir) = provider(3);
+        let fee = p.submit(TRACE, None, &chain.contract).await.unwrap().fee;
+        let pooled = chain.pooled().await;
+        let now = unix_now();
+        assert_eq!(p.spent_since_yesterday(now).unwrap(), fee);
+        let (books, pages, blobs) = (p.book.len(), p.pages.len(), p.blobs.len());
+
+        let per_session = p.clone().with_spending_cap(SpendingCap {
+            per_session: Some(fee - 1),
+            per_day: None,
+        });
+        let e = per_session
+            .submit(TRACE, None, &chain.contract)
+            .await
+            .unwrap_err();
+        assert!(matches!(e, SubmitError::OverCap(_)), "{e}");
+        assert!(e.to_string().contains("per session"), "{e}");
+
+        // One more session fits a daily cap of two fees, a third does not.
+        let per_day = p.clone().with_spending_cap(SpendingCap {
+            per_session: Some(fee),
+            per_day: Some(2 * fee),
+        });
+        let e = per_day.submit(TRACE, None, &chain.contract).await;
+        assert!(e.is_ok(), "{e:?}");
+        let e = per_day
+            .submit(TRACE, None, &chain.contract)
+            .await
+            .unwrap_err();
+        assert!(matches!(e, SubmitError::OverCap(_)), "{e}");
+        assert!(e.to_string().contains("per day"), "{e}");
+        assert_eq!(p.spent_since_yesterday(now).unwrap(), 2 * fee);
+        // The refused ones stored and sent nothing: only the second session's records.
+        assert_eq!(chain.pooled().await, pooled + 1);
+        assert_eq!(p.book.len(), books + 1);
+        assert_eq!(p.pages.len(), pages + 1);
+        assert!(p.blobs.len() > blobs);
+        // A day later the window is empty again.
+        assert_eq!(
+            p.spent_since_yesterday(now + SPENDING_WINDOW_SECS + 1)
+                .unwrap(),
+            0
+        );
     }
 
     #[tokio::test]
@@ -726,7 +975,11 @@ mod tests {
         let dead = format!("http://{}", l.local_addr().unwrap());
         drop(l);
         let p = p.with_kubo(Arc::new(Kubo::new(&dead).unwrap()));
-        let e = p.submit(TRACE, None, &chain.contract).await.unwrap_err();
+        let e = p
+            .submit(TRACE, None, &chain.contract)
+            .await
+            .unwrap_err()
+            .to_string();
         assert!(e.contains(&dead), "{e}");
         assert!(p.book.is_empty() && p.blobs.is_empty());
         assert_eq!(chain.pooled().await, 0, "no OpenSession");

@@ -21,11 +21,11 @@ use std::{
     },
 };
 
-use futures::{StreamExt, future::BoxFuture, stream::FuturesUnordered};
+use futures::{FutureExt, StreamExt, future::BoxFuture, stream::FuturesUnordered};
 use rand::RngCore;
 use trust_contracts::{Contract, Event, Phase, SegmentState};
 use trust_protocol::{
-    Hash, Salt,
+    Commitment, Hash, Salt, Vote,
     cid::Cid,
     seal::{KEY_LEN, SealingSecret, decrypt_segment, open_key},
     tx::{Call, Tier},
@@ -52,6 +52,8 @@ type CopiedSeat = (Hash, u16, u8);
 /// Segments of one session a seat judges at once, unless its judges take more (a
 /// person's queue holds every seat at once).
 pub const MAX_CONCURRENT_JUDGEMENTS: usize = super::judge::DEFAULT_CONCURRENCY;
+/// Most decisions persisted with one flush before their commitments go out.
+pub const MAX_COMMIT_BATCH: usize = 256;
 
 /// The seats a copy-cat already replayed a commitment for (test builds only).
 #[cfg(feature = "misbehave")]
@@ -381,6 +383,10 @@ impl Seat {
         };
         let mut todo = todo.into_iter();
         let mut running = FuturesUnordered::new();
+        // Decisions made and not yet committed: persisted together, with one flush,
+        // whenever no further judgement is ready without waiting (a Computer judge
+        // decides a whole session's seats at once; a slow LLM judge one by one).
+        let mut made = Vec::new();
         loop {
             while running.len() < limit {
                 let Some((segment, round, seg)) = todo.next() else {
@@ -388,12 +394,66 @@ impl Seat {
                 };
                 running.push(self.decide(session, segment, round, commit_until, seg, contract));
             }
-            let Some((segment, round, id, decision)) = running.next().await else {
-                break;
-            };
-            if let Some(decision) = decision {
-                self.commit(session, segment, round, id, decision).await;
+            if let Some(Some(done)) = running.next().now_or_never() {
+                made.push(done);
+                if made.len() < MAX_COMMIT_BATCH {
+                    continue;
+                }
             }
+            if !made.is_empty() {
+                self.commit_all(std::mem::take(&mut made)).await;
+                continue;
+            }
+            match running.next().await {
+                Some(done) => made.push(done),
+                None => break,
+            }
+        }
+    }
+
+    /// Persists decisions (votes and fresh salts, one flush for all) and only then sends
+    /// their commitments.
+    async fn commit_all(&self, made: Vec<(Hash, u16, u8, Hash, Option<Decision>)>) {
+        let me = self.outbox.key().public();
+        let mut records = Vec::with_capacity(made.len());
+        let mut reasons = Vec::with_capacity(made.len());
+        for (session, segment, round, segment_id, decision) in made {
+            let Some(Decision { vote, reason }) = decision else {
+                continue;
+            };
+            if vote.is_abstain() {
+                self.metrics.abstained.fetch_add(1, Ordering::Relaxed);
+            }
+            let mut salt = [0u8; 32];
+            rand::rngs::OsRng.fill_bytes(&mut salt);
+            records.push(VoteRecord {
+                session,
+                segment,
+                round,
+                segment_id,
+                seat: me,
+                vote,
+                salt: Salt(salt),
+                revealed: false,
+            });
+            reasons.push(reason);
+        }
+        let persisted = self.votes.record_all(&records);
+        for ((r, reason), persisted) in records.iter().zip(reasons).zip(persisted) {
+            let commitment = match persisted {
+                Ok(c) => c,
+                Err(e) => {
+                    self.fail(
+                        "vote not persisted; not committing",
+                        &r.session,
+                        r.segment,
+                        e,
+                    );
+                    continue;
+                }
+            };
+            self.send_commit(&r.session, r.segment, r.vote, &reason, commitment)
+                .await;
         }
     }
 
@@ -407,16 +467,16 @@ impl Seat {
         commit_until: u64,
         seg: &SegmentState,
         contract: &Contract,
-    ) -> (u16, u8, Hash, Option<Decision>) {
+    ) -> (Hash, u16, u8, Hash, Option<Decision>) {
         let id = seg.entry.id;
         let seed = Hash::of_parts("trust/v1/seat-seed", &[session.as_ref(), id.as_ref()]);
         let Some(judge) = self.judge_for(seg.tier) else {
             let why = format!("this node has no {:?}-tier judge", seg.tier);
             let decision = self.twisted(Decision::abstain(why), &seed);
-            return (segment, round, id, Some(decision));
+            return (*session, segment, round, id, Some(decision));
         };
         let Some(view) = self.view(session, segment, contract).await else {
-            return (segment, round, id, None);
+            return (*session, segment, round, id, None);
         };
         let implications = if judge.wants_implications() {
             self.implications(session, segment, contract).await
@@ -432,43 +492,18 @@ impl Seat {
             implications,
         };
         let decision = self.twisted(judge.judge_seat(&seat, &view, &seed).await, &seed);
-        (segment, round, id, Some(decision))
+        (*session, segment, round, id, Some(decision))
     }
 
-    /// Persists a decision (vote and a fresh salt, flushed) and only then sends its
-    /// commitment.
-    async fn commit(
+    /// Sends the commitment of a vote already persisted.
+    async fn send_commit(
         &self,
         session: &Hash,
         segment: u16,
-        round: u8,
-        segment_id: Hash,
-        decision: Decision,
+        vote: Vote,
+        reason: &str,
+        commitment: Commitment,
     ) {
-        let me = self.outbox.key().public();
-        if decision.vote.is_abstain() {
-            self.metrics.abstained.fetch_add(1, Ordering::Relaxed);
-        }
-        let Decision { vote, reason } = decision;
-        let mut salt = [0u8; 32];
-        rand::rngs::OsRng.fill_bytes(&mut salt);
-        let record = VoteRecord {
-            session: *session,
-            segment,
-            round,
-            segment_id,
-            seat: me,
-            vote,
-            salt: Salt(salt),
-            revealed: false,
-        };
-        let commitment = match self.votes.record(&record) {
-            Ok(c) => c,
-            Err(e) => {
-                self.fail("vote not persisted; not committing", session, segment, e);
-                return;
-            }
-        };
         match self
             .outbox
             .send(Call::Commit {
@@ -480,7 +515,7 @@ impl Seat {
         {
             Ok(tx) => {
                 self.metrics.committed.fetch_add(1, Ordering::Relaxed);
-                tracing::info!(%session, segment, ?vote, %reason, %tx, "committed");
+                tracing::info!(%session, segment, ?vote, reason, %tx, "committed");
             }
             Err(e) => self.fail("commit not sent", session, segment, e),
         }

@@ -22,6 +22,9 @@ pub enum VoteBookError {
     /// Stored bytes do not decode.
     #[error("vote book entry is corrupt: {0}")]
     Corrupt(String),
+    /// The vote was written but could not be flushed to disk: it must not be committed.
+    #[error("vote not flushed to disk: {0}")]
+    NotFlushed(String),
     /// A different vote is already recorded for this seat: committing again would
     /// equivocate.
     #[error("a different vote is already recorded for session {session} segment {segment}")]
@@ -98,32 +101,52 @@ impl VoteBook {
     /// Recording the identical vote again is a no-op (a retry after a crash); a different
     /// vote for the same seat is refused.
     pub fn record(&self, r: &VoteRecord) -> Result<Commitment, VoteBookError> {
-        let k = key(&r.session, r.segment, r.round);
-        // Insert only if absent, atomically: two judgements racing for one seat cannot
-        // both believe their salt is the one kept.
-        match self
-            .tree
-            .compare_and_swap(&k, None::<&[u8]>, Some(encoding::encode(r)))?
-        {
-            Ok(()) => {
-                self.db.flush()?;
-                Ok(r.commitment())
-            }
-            Err(sled::CompareAndSwapError { current, .. }) => {
-                let old = Self::decode(&current.unwrap_or_default())?;
-                if (old.vote, old.salt, old.seat, old.segment_id)
-                    != (r.vote, r.salt, r.seat, r.segment_id)
+        self.record_all(std::slice::from_ref(r))
+            .pop()
+            .unwrap_or_else(|| Err(VoteBookError::NotFlushed("no result".into())))
+    }
+
+    /// Records several votes with one flush to disk (one `fsync` for a block's worth of
+    /// seats instead of one each); only then may their commitments be sent. One result
+    /// per record, in order, with [`VoteBook::record`]'s rules; when the flush fails, every
+    /// record fails with it.
+    pub fn record_all(&self, records: &[VoteRecord]) -> Vec<Result<Commitment, VoteBookError>> {
+        let mut out: Vec<Result<Commitment, VoteBookError>> = records
+            .iter()
+            .map(|r| {
+                let k = key(&r.session, r.segment, r.round);
+                // Insert only if absent, atomically: two judgements racing for one seat
+                // cannot both believe their salt is the one kept.
+                match self
+                    .tree
+                    .compare_and_swap(&k, None::<&[u8]>, Some(encoding::encode(r)))?
                 {
-                    return Err(VoteBookError::Conflict {
-                        session: r.session,
-                        segment: r.segment,
-                    });
+                    Ok(()) => Ok(r.commitment()),
+                    Err(sled::CompareAndSwapError { current, .. }) => {
+                        let old = Self::decode(&current.unwrap_or_default())?;
+                        if (old.vote, old.salt, old.seat, old.segment_id)
+                            != (r.vote, r.salt, r.seat, r.segment_id)
+                        {
+                            return Err(VoteBookError::Conflict {
+                                session: r.session,
+                                segment: r.segment,
+                            });
+                        }
+                        // A retry after a crash: the flush below puts it on disk.
+                        Ok(old.commitment())
+                    }
                 }
-                // A retry after a crash: make sure what is there is on disk.
-                self.db.flush()?;
-                Ok(old.commitment())
+            })
+            .collect();
+        if let Err(e) = self.db.flush() {
+            let why = e.to_string();
+            for r in &mut out {
+                if r.is_ok() {
+                    *r = Err(VoteBookError::NotFlushed(why.clone()));
+                }
             }
         }
+        out
     }
 
     /// The recorded vote of a seat, if any.
@@ -246,6 +269,43 @@ mod tests {
         book.mark_revealed(&r.session, 3, 0).unwrap();
         assert!(book.unrevealed(&r.session).unwrap().is_empty());
         assert!(book.get(&r.session, 3, 0).unwrap().unwrap().revealed);
+    }
+
+    /// A batch is on disk after one call (the database reopened finds every vote), and
+    /// one conflicting record in it fails alone.
+    #[test]
+    fn a_batch_is_flushed_together_and_a_conflict_fails_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let batch: Vec<VoteRecord> = (0..20)
+            .map(|i| {
+                record(
+                    "s",
+                    i,
+                    if i % 2 == 0 {
+                        Vote::Valid
+                    } else {
+                        Vote::Invalid
+                    },
+                )
+            })
+            .collect();
+        {
+            let db = sled::open(dir.path()).unwrap();
+            let book = VoteBook::open(&db).unwrap();
+            book.record(&batch[5]).unwrap();
+            let mut with_conflict = batch.clone();
+            with_conflict.push(record("s", 5, Vote::Valid)); // segment 5 holds Invalid
+            let out = book.record_all(&with_conflict);
+            assert_eq!(out.len(), 21);
+            assert!(out[..20].iter().all(Result::is_ok), "{out:?}");
+            assert!(matches!(
+                out[20],
+                Err(VoteBookError::Conflict { segment: 5, .. })
+            ));
+        }
+        let db = reopen(dir.path());
+        let book = VoteBook::open(&db).unwrap();
+        assert_eq!(book.unrevealed(&batch[0].session).unwrap().len(), 20);
     }
 
     #[test]

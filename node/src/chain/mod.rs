@@ -219,13 +219,16 @@ pub fn build_block(
     // Header overhead plus per-transaction length prefixes stay far below this margin.
     let budget = MAX_BLOCK_BYTES.saturating_sub(4096);
     let mut size = 0usize;
-    // Transactions must be known before the seed is, so candidates are first screened in
-    // order against a copy (seats are drawn only in `end_block`, which does not depend on
-    // which transactions were screened out), and the block is then executed for real.
+    // Transactions must be known before the seed (the block hash) is. Only `end_block`
+    // reads the seed (seats are drawn there); `apply` reads the height alone. So the
+    // candidates are applied once, in order, on a copy with the height known and no seed,
+    // and the block's own context is given to `end_block` only: the state is the one
+    // `execute_block` reaches from the finished block.
     let screen_ctx = BlockCtx {
         height,
         block_hash: Hash::ZERO,
     };
+    let mut events = Vec::new();
     for tx in candidates {
         if txs.len() >= MAX_BLOCK_TXS {
             break;
@@ -238,24 +241,16 @@ pub fn build_block(
             break;
         }
         match contract.apply(&screen_ctx, tx) {
-            Ok(_) => {
+            Ok(ev) => {
                 size = size.saturating_add(bytes.len()).saturating_add(8);
                 txs.push(bytes);
+                events.extend(ev);
             }
             Err(error) => dropped.push(Dropped { id: tx.id(), error }),
         }
     }
     let mut block = Block::new(tip.chain, height, tip.hash, Hash::ZERO, proposer, txs);
     let ctx = ctx(&block.header);
-    let mut contract = state.clone();
-    let mut events = Vec::new();
-    for bytes in &block.txs {
-        if let Ok(tx) = encoding::decode::<SignedTx>(bytes)
-            && let Ok(ev) = contract.apply(&ctx, &tx)
-        {
-            events.extend(ev);
-        }
-    }
     events.extend(contract.end_block(&ctx));
     block.header.state_root = contract.state_root();
     (block, Executed { contract, events }, dropped)

@@ -1,6 +1,7 @@
 //! `trust-node bench quality`: the Computer tier's verdicts against a labelled corpus
 //! ([`crate::audit::quality`]), per family and overall; with `--tier llm`, the LLM
 //! tier's through an OpenAI-compatible endpoint ([`crate::audit::llm::bench`]).
+//! `trust-node bench network`: the session load generator ([`super::bench_network`]).
 
 use std::path::PathBuf;
 
@@ -27,6 +28,13 @@ pub enum BenchCommand {
     /// JSONL, one trace per line (see scripts/corpus/README.md); the bundled one is
     /// examples/corpus/quality.jsonl.
     Quality(QualityArgs),
+    /// Start a local network of validators, open audit sessions on it at a target rate
+    /// (or as fast as accepted), follow them to their verdicts, and report sessions and
+    /// segment votes finalized per second, submit-to-verdict latency (p50/p90/p99), block
+    /// time, mempool depth, gossip bytes per vote, CPU and peak RSS per node, next to the
+    /// single-core ed25519 verify floor and a centralized pipeline measured in the same
+    /// run. Markdown on stdout; --json and --markdown write files.
+    Network(super::bench_network::NetworkArgs),
 }
 
 /// Arguments of `bench quality`.
@@ -175,7 +183,10 @@ fn run_llm(args: &QualityArgs, text: &str) -> CliResult {
 
 /// Runs `bench`.
 pub fn run(cmd: BenchCommand) -> CliResult {
-    let BenchCommand::Quality(args) = cmd;
+    let args = match cmd {
+        BenchCommand::Quality(args) => args,
+        BenchCommand::Network(args) => return super::bench_network::run(args),
+    };
     let text = read_input_file(&args.corpus, MAX_CORPUS_BYTES)?;
     if args.tier == "llm" {
         return run_llm(&args, &text);

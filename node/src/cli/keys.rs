@@ -23,8 +23,29 @@ enum KeysCommand {
     /// sealing key (X25519: opens segment keys sealed to this node's seats) under
     /// HOME/keys/, readable by the owner only. Never overwrites existing keys.
     Generate(HomeArgs),
-    /// Print the account id and the sealing public key (never the secrets).
-    Show(HomeArgs),
+    /// Print the account id and the sealing public key (never the secrets); with
+    /// `--api-token`, print the operator token instead (the secret that opens sessions
+    /// through the API and logs a person in to the audit form).
+    Show(ShowArgs),
+    /// Replace the operator token with a fresh one (0600). A running node takes the new
+    /// one at once: the old one is refused from then on, and audit-form logins made with
+    /// it are closed.
+    RotateApiToken(HomeArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct ShowArgs {
+    #[command(flatten)]
+    home: HomeArgs,
+    /// Print the operator token (and nothing else).
+    #[arg(long)]
+    api_token: bool,
+}
+
+/// The operator token's path for the home at `home`.
+fn token_path(home: &std::path::Path) -> Result<PathBuf, CliError> {
+    let cfg = crate::config::load_config(home).map_err(|e| CliError::usage(e.to_string()))?;
+    Ok(cfg.operator_token_path(home))
 }
 
 #[derive(Debug, clap::Args)]
@@ -70,7 +91,36 @@ pub fn run(args: KeysArgs) -> CliResult {
             print(&k, a.json);
             Ok(())
         }
-        KeysCommand::Show(a) => {
+        KeysCommand::Show(ShowArgs {
+            home: a,
+            api_token: true,
+        }) => {
+            let home = expand_home(&a.home);
+            let path = token_path(&home)?;
+            let t = keys::load_operator_token(&path).map_err(|e| {
+                CliError::usage(format!(
+                    "{e}; a node home gets one from trust-node init (or rotate-api-token)"
+                ))
+            })?;
+            if a.json {
+                outln!("{}", json!({"api_token": t.expose()}));
+            } else {
+                outln!("{}", t.expose());
+            }
+            Ok(())
+        }
+        KeysCommand::RotateApiToken(a) => {
+            let home = expand_home(&a.home);
+            let path = token_path(&home)?;
+            keys::rotate_operator_token(&path).map_err(|e| CliError::failed(e.to_string()))?;
+            tracing::info!(path = %path.display(), "operator token replaced");
+            outln!(
+                "operator token replaced in {} (trust-node keys show --api-token prints it); a running node refuses the old one from now on",
+                path.display()
+            );
+            Ok(())
+        }
+        KeysCommand::Show(ShowArgs { home: a, .. }) => {
             let home = expand_home(&a.home);
             let k = keys::load(&home).map_err(|e| match e {
                 keys::KeyError::Io { ref source, .. }

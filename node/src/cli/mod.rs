@@ -16,6 +16,7 @@ macro_rules! outln {
 }
 
 pub mod bench;
+pub mod bench_network;
 pub mod econ;
 pub mod home;
 pub mod keys;

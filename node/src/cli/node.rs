@@ -195,6 +195,11 @@ pub struct QueryArgs {
     /// Print the API's JSON instead of text.
     #[arg(long)]
     json: bool,
+    /// Fetch the outcome's proof and check it against this home's genesis.json (chain id,
+    /// validator keys, stakes proven under the certified parent block), trusting nothing
+    /// the node says; exits 1 if any part fails.
+    #[arg(long)]
+    verify: bool,
 }
 
 /// Runs `query`.
@@ -206,6 +211,9 @@ pub fn run_query(args: QueryArgs) -> CliResult {
         )));
     }
     let addr = args.addr.resolve()?;
+    if args.verify {
+        return verify_query(&args, &addr);
+    }
     let s = runtime()?
         .block_on(client::get(
             &addr,
@@ -217,6 +225,62 @@ pub fn run_query(args: QueryArgs) -> CliResult {
         return Ok(());
     }
     print_session(&args.session, &s, &[]);
+    Ok(())
+}
+
+/// `query --verify`: fetches `/v1/sessions/{id}/proof` and checks it locally.
+fn verify_query(args: &QueryArgs, addr: &str) -> CliResult {
+    let sid = trust_protocol::Hash::from_hex(&args.session)
+        .map_err(|_| CliError::usage("session id must be 64 hex characters"))?;
+    let home = expand_home(&args.addr.home);
+    let doc = config::load_genesis(&home).map_err(|e| {
+        CliError::usage(format!(
+            "{e} (--verify checks against the home's genesis.json)"
+        ))
+    })?;
+    let body = runtime()?
+        .block_on(client::get(addr, &format!("/v1/sessions/{sid}/proof")))
+        .map_err(api_error)?;
+    let proof: crate::proof::OutcomeProof = serde_json::from_value(body.clone())
+        .map_err(|e| CliError::failed(format!("the node's proof is malformed: {e}")))?;
+    let anchor = crate::proof::Anchor {
+        chain: doc.chain_id(),
+        validators: &doc.validators,
+        genesis: &doc.genesis,
+    };
+    let v = crate::proof::verify(&proof, &sid, &anchor)
+        .map_err(|e| CliError::failed(format!("proof REJECTED: {e}")))?;
+    if args.json {
+        let outcome = serde_json::to_value(&v.outcome).map_err(failed)?;
+        outln!(
+            "{}",
+            json!({
+                "session": sid,
+                "verified": true,
+                "height": v.header.height,
+                "block_hash": v.header.hash(),
+                "state_root": v.header.state_root,
+                "signed_power": v.power.0.to_string(),
+                "total_power": v.power.1.to_string(),
+                "outcome": outcome,
+            })
+        );
+        return Ok(());
+    }
+    outln!("session     {sid}");
+    outln!("verdict     {:?}", v.outcome.trace);
+    outln!(
+        "verified    outcome under state root {} of block {} ({}),",
+        v.header.state_root,
+        v.header.height,
+        v.header.hash()
+    );
+    outln!(
+        "            certified by validators holding {} of {} voting power (genesis chain {})",
+        v.power.0,
+        v.power.1,
+        doc.chain_id()
+    );
     Ok(())
 }
 
@@ -408,8 +472,31 @@ pub struct SubmitArgs {
     /// Give up waiting after this many seconds.
     #[arg(long, default_value_t = 600)]
     pub timeout_secs: u64,
+    /// The node's operator token (opening a session spends the node's funds, so the node
+    /// asks for it). Default: read from the home's token file (`operator.token`, see
+    /// `trust-node keys show --api-token`).
+    #[arg(long, env = "TRUST_API_TOKEN", hide_env_values = true)]
+    pub api_token: Option<String>,
     #[command(flatten)]
     addr: NodeAddr,
+}
+
+/// The operator token to send: the flag (or `TRUST_API_TOKEN`), else the home's token
+/// file if there is one. `None`: send none, and let the node say what it needs.
+fn api_token(flag: Option<&str>, addr: &NodeAddr) -> Result<Option<String>, CliError> {
+    if let Some(t) = flag {
+        return Ok(Some(t.trim().to_string()));
+    }
+    let home = expand_home(&addr.home);
+    let path = config::load_config(&home)
+        .unwrap_or_default()
+        .operator_token_path(&home);
+    if !path.exists() {
+        return Ok(None);
+    }
+    crate::keys::load_operator_token(&path)
+        .map(|t| Some(t.expose().to_string()))
+        .map_err(|e| CliError::usage(format!("the operator token: {e}")))
 }
 
 /// Who decomposes a submitted trace.
@@ -459,12 +546,14 @@ pub fn run_submit(args: SubmitArgs) -> CliResult {
         }
     };
     let addr = args.addr.resolve()?;
+    let token = api_token(args.api_token.as_deref(), &args.addr)?;
     let rt = runtime()?;
     let r = rt
-        .block_on(client::post(
+        .block_on(client::post_authorized(
             &addr,
             "/v1/sessions",
             &json!({"trace": trace, "hdag": hdag}),
+            token.as_deref(),
         ))
         .map_err(api_error)?;
     let session = r["session"].as_str().unwrap_or("?").to_string();

@@ -164,6 +164,32 @@ pub fn number_words(text: &str) -> Vec<String> {
     read::word_values(text).into_iter().map(show).collect()
 }
 
+/// Parses `text` with the checkers' expression parser and evaluates the result as the
+/// checkers do: exactly over rationals, modulo the identity-test prime and as a float,
+/// every name bound to a value derived from `seed`. `None` when it does not parse;
+/// otherwise the exact value written as the decomposer writes numbers, when it has one.
+/// Public so the fuzz targets reach the parser and its evaluators on their own.
+pub fn evaluate_expression(text: &str, seed: &Hash) -> Option<Option<String>> {
+    let e = Expr::parse(text).ok()?;
+    let mut names = BTreeSet::new();
+    e.vars(&mut names);
+    let point = |name: &str| -> u64 {
+        let h = Hash::of_parts("trust/v1/expr-point", &[seed.as_ref(), name.as_bytes()]);
+        h.0.iter()
+            .take(8)
+            .fold(0u64, |a, b| (a << 8) | u64::from(*b))
+    };
+    let exact: BTreeMap<String, Rational> = names
+        .iter()
+        .map(|n| (n.clone(), Rational::int(i128::from(point(n) % 1000))))
+        .collect();
+    let modular: BTreeMap<String, u64> = names.iter().map(|n| (n.clone(), point(n) % P)).collect();
+    let float: BTreeMap<String, f64> = exact.iter().map(|(n, r)| (n.clone(), r.to_f64())).collect();
+    let _ = e.eval_mod(&modular);
+    let _ = e.eval_f64(&float);
+    Some(e.eval_exact(&exact).map(show))
+}
+
 /// Whether the checker can read `text`: a calculation or equation it parses under at
 /// least one reading, a rule application, a `p FROM p1, ..., pn` step, or a definition
 /// (`Let x be ...`, `The denominator is 3x − 7`). The decomposer routes a step to the

@@ -35,7 +35,7 @@ use super::{
     signing::AccountSigner,
 };
 use crate::{
-    chain::{Tip, build_block, decided_sessions, execute_block},
+    chain::{Executed, Tip, build_block, decided_sessions, execute_block},
     ledger::{Ledger, StoredBlock},
     mempool::{self, Pool},
     tasks::{Stop, TaskResult},
@@ -92,7 +92,14 @@ pub struct Driver {
     round: Round,
     pending_finalize: Option<Height>,
     last_decided_at: Option<Instant>,
+    /// Blocks this node already executed (built, or validated as a proposal), with the
+    /// tip they were executed on, so that the decided one is not executed again: at most
+    /// [`EXECUTED_CACHE`] entries, cleared at every decision.
+    executed: Vec<(Tip, BlockId, Executed)>,
 }
+
+/// Executions kept for the decision (one per round a height may take before deciding).
+const EXECUTED_CACHE: usize = 4;
 
 /// The validator set that votes at the height after `contract`'s: every genesis validator
 /// with positive bonded stake, weighted by it; if none has stake, all of them with power 1
@@ -170,6 +177,7 @@ impl Driver {
             round: Round::Nil,
             pending_finalize: None,
             last_decided_at: None,
+            executed: Vec::new(),
         }
     }
 
@@ -359,7 +367,7 @@ impl Driver {
         }
         let candidates = self.pool.reap(contract.clone(), MAX_CANDIDATES).await;
         let proposer = self.me.account();
-        let (block, _, dropped) = build_block(&contract, &tip, proposer, &candidates);
+        let (block, executed, dropped) = build_block(&contract, &tip, proposer, &candidates);
         // Refused for good: they would be refused again, so they leave the pool, and their
         // sender fills the nonce. One refused for now (a phase not reached yet, a short
         // balance, a nonce behind a hole) stays for a later block.
@@ -374,6 +382,7 @@ impl Driver {
             }
         }
         let id = BlockId::of(block.hash());
+        self.remember(tip, id, executed);
         info!(%height, %round, txs = block.txs.len(), block = %id, "proposing");
         self.undecided.put(
             height,
@@ -458,7 +467,10 @@ impl Driver {
         // reaches that height; the engine asks again through `StartedRound`.
         let valid = if init.height.0 == tip.height.saturating_add(1) {
             match execute_block(&contract, &tip, &block) {
-                Ok(_) => true,
+                Ok(done) => {
+                    self.remember(tip, id, done);
+                    true
+                }
                 Err(e) => {
                     self.metrics
                         .proposals_rejected
@@ -491,6 +503,16 @@ impl Driver {
         })
     }
 
+    /// Keeps the execution of block `id` on `tip` for its decision (bounded; the oldest
+    /// goes first).
+    fn remember(&mut self, tip: Tip, id: BlockId, done: Executed) {
+        self.executed.retain(|(t, i, _)| !(*t == tip && *i == id));
+        if self.executed.len() >= EXECUTED_CACHE {
+            self.executed.remove(0);
+        }
+        self.executed.push((tip, id, done));
+    }
+
     /// Applies the decided block: ledger first (flushed), then the published view.
     fn commit(&mut self, cert: &CommitCertificate<TrustContext>) -> Result<(), String> {
         let (contract, tip) = self.snapshot();
@@ -502,7 +524,23 @@ impl Driver {
             .find(cert.height, &cert.value_id)
             .ok_or_else(|| format!("decided block {} is not known here", cert.value_id))?;
         let block: Block = encoding::decode(&entry.block).map_err(|e| e.to_string())?;
-        let done = execute_block(&contract, &tip, &block).map_err(|e| e.to_string())?;
+        // Executed already when it was built or validated on this same tip: the result is
+        // a function of (state at the tip, block), so it is taken as it is.
+        let cached = self
+            .executed
+            .iter()
+            .position(|(t, id, _)| *t == tip && *id == cert.value_id)
+            .map(|i| self.executed.swap_remove(i).2);
+        self.executed.clear();
+        let done = match cached {
+            Some(done) => {
+                self.metrics
+                    .executions_reused
+                    .fetch_add(1, Ordering::Relaxed);
+                done
+            }
+            None => execute_block(&contract, &tip, &block).map_err(|e| e.to_string())?,
+        };
         let sessions = decided_sessions(&done.events);
         let certificate = encode_borsh(&WireCertificate::from(cert))
             .map_err(|e| e.to_string())?
@@ -530,6 +568,7 @@ impl Driver {
             tip: tip.after(&block),
             state_root,
             contract: Arc::new(done.contract),
+            parent: Some(contract),
             validators: validators.into(),
         });
         self.undecided.prune_through(cert.height);

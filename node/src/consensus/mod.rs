@@ -68,12 +68,15 @@ pub struct ConsensusMetrics {
     pub sync_rejected: AtomicU64,
     /// Decided blocks served to syncing peers.
     pub sync_served: AtomicU64,
+    /// Decided blocks applied from this node's own earlier execution of them (built or
+    /// validated on the same tip) instead of being executed again.
+    pub executions_reused: AtomicU64,
 }
 
 impl ConsensusMetrics {
     /// Prometheus text.
     pub fn render(&self, out: &mut String) {
-        let rows: [(&str, &str, &str, &AtomicU64); 6] = [
+        let rows: [(&str, &str, &str, &AtomicU64); 7] = [
             (
                 "trust_blocks_committed_total",
                 "counter",
@@ -109,6 +112,12 @@ impl ConsensusMetrics {
                 "counter",
                 "Decided blocks served to syncing peers.",
                 &self.sync_served,
+            ),
+            (
+                "trust_executions_reused_total",
+                "counter",
+                "Decided blocks applied from this node's earlier execution instead of again.",
+                &self.executions_reused,
             ),
         ];
         for (name, kind, help, v) in rows {

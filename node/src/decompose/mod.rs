@@ -10,6 +10,12 @@
 //! - **OPERATION**: a unit that is pure mathematics (an equation or calculation).
 //! - The final output is a STEP of type `conclusion`.
 //!
+//! Long traces (up to the 1 MiB trace limit): no segment exceeds the segment limit (a
+//! long paragraph's TACTIC is cut at line boundaries, a long sentence at clause ends or
+//! spaces), and a trace of more units than one session's seats can vote on
+//! ([`MAX_DECOMPOSED_SEGMENTS`]) has its consecutive steps grouped into STEP segments of
+//! type `step_group`, which a Computer seat judges step by step.
+//!
 //! Every segment's content is an exact span of the trace, so auditors judge the model's
 //! own words. `depends_on` edges come from the symbols and values each unit uses: for each
 //! of its symbols, a unit depends on the latest earlier unit that mentions it (failing
@@ -27,11 +33,13 @@
 //! and checked span by span against the trace.
 
 pub mod llm;
+pub mod sample;
 pub(crate) mod text;
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use trust_protocol::{
+    Hash, Vote,
     hdag::{
         AbstractionLevel, AuditorType, Complexity, Hdag, HdagEdge, HdagError, HdagNode, MAX_NODES,
         MAX_SEGMENT_BYTES, Relationship, Strength,
@@ -39,13 +47,40 @@ use trust_protocol::{
     trace::Trace,
 };
 
-use self::text::{Unit, numbers_in, paragraphs, symbols_in, units_of};
-use crate::computer::{self, RuleUse};
+use self::text::{Unit, numbers_in, paragraphs, symbols_in};
+use crate::computer::{self, Judgement, RuleUse};
 
 /// Most steps one unit is linked to through the numbers it shares with them.
 const MAX_NUMBER_LINKS: usize = 4;
 /// Units longer than this are routed to a person: the heuristics could not cut them.
 const LONG_UNIT_BYTES: usize = 600;
+
+/// Most segments the heuristic decomposer makes of one trace, all levels together.
+///
+/// Every segment becomes one entry of the session's manifest, audited or left out, and
+/// what binds first for a long trace is not the session's
+/// [`MAX_SEGMENTS`](trust_protocol::tx::MAX_SEGMENTS) (1,024, planted honeypots
+/// included) nor the `OpenSession` transaction
+/// ([`MAX_TX_BYTES`](trust_protocol::block::MAX_TX_BYTES): an entry takes up to 150 bytes
+/// with [`MAX_DEPENDENCIES`](trust_protocol::tx::MAX_DEPENDENCIES) premises, so about 870
+/// of them), but the seats' own transactions: a seat commits and reveals one segment per
+/// transaction, the mempool takes at most 65 of one account's transactions per block
+/// (`MAX_NONCE_AHEAD`), fewer reach the proposer in time, and the reveal window is 10
+/// blocks. In the smallest network that staffs a tier (`k_t` auditors, each then seated on
+/// every segment) a 5,000-step trace on a loopback network of four nodes, measured: in
+/// 500 segments, 240 lacked a vote; in 250, 120 to 185 lacked one seat's vote in 2 runs
+/// of 9 (all that seat's reveals were handed to its outbox, and it was slashed for the
+/// missing ones); in 125, every vote landed in 5 runs of 6, and 58 lacked one seat's vote
+/// in the sixth. The losses come from one account's burst of transactions reaching the
+/// blocks (a seat's first 65, or 130, land and the rest do not), so the fewer segments a
+/// seat holds, the fewer it can lose. A trace with more step units than this has its
+/// consecutive steps grouped (see [`decompose`]).
+pub const MAX_DECOMPOSED_SEGMENTS: usize = 128;
+
+/// Most steps of one group the Computer tier judges (one by one): a bound on the work of
+/// one judgement, which a seat must finish within the commit window. A longer group goes
+/// to the LLM tier.
+pub const MAX_GROUP_STEPS: usize = 1024;
 
 /// How the builder routes segments to tiers.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -61,117 +96,409 @@ pub enum DecomposeError {
     /// The thinking has no content to audit.
     #[error("the thinking process has no reasoning steps to audit")]
     NoSteps,
-    /// The trace yields more segments than an HDAG may have.
-    #[error("the trace splits into more than {MAX_NODES} segments; submit a shorter trace")]
-    TooManySegments,
-    /// One unit is larger than a segment may be.
+    /// Even with its steps grouped, the trace needs more segments than a session holds.
     #[error(
-        "a reasoning step of {len} bytes starting with {start:?} exceeds the {MAX_SEGMENT_BYTES}-byte segment limit"
+        "the trace has {steps} reasoning steps in {bytes} bytes of thinking; grouped into segments of at most {MAX_SEGMENT_BYTES} bytes they still make {segments} segments, more than the {max} a session can hold"
     )]
-    UnitTooLong {
+    TooManySegments {
+        /// Step units in the thinking.
+        steps: usize,
+        /// Bytes of thinking.
+        bytes: usize,
+        /// Segments the grouping needed (problem and final answer included).
+        segments: usize,
+        /// The most a session can hold.
+        max: usize,
+    },
+    /// The problem statement is larger than a segment may be.
+    #[error(
+        "the problem statement is {len} bytes, more than the {MAX_SEGMENT_BYTES}-byte segment limit: it is a single segment (the GOAL the steps rest on) and is not cut"
+    )]
+    ProblemTooLong {
         /// Its length.
         len: usize,
-        /// Its first characters.
-        start: String,
     },
     /// The resulting or supplied HDAG is invalid.
     #[error(transparent)]
     Hdag(#[from] HdagError),
 }
 
-/// Builds the HDAG of a trace with the heuristic templates.
+/// Builds the HDAG of a trace with the heuristic templates, in at most
+/// [`MAX_DECOMPOSED_SEGMENTS`] segments.
+///
+/// Long parts are cut so that no segment exceeds [`MAX_SEGMENT_BYTES`]: a paragraph's
+/// TACTIC at step (line) boundaries, a step at sentence boundaries (else clause ends,
+/// whitespace), the final answer likewise. A trace whose segments would not fit a session
+/// has its consecutive steps grouped instead: each group is one STEP segment, an exact
+/// span of the thinking of roughly equal size, linked to the groups holding the steps its
+/// own steps rest on; TACTIC and STRATEGY nodes are then left out. A Computer seat judges
+/// a group step by step ([`steps_of`]). A trace of normal length decomposes exactly as
+/// without these limits.
 pub fn decompose(trace: &Trace, options: &Options) -> Result<Hdag, DecomposeError> {
-    let mut b = Builder::new(trace);
+    decompose_within(trace, options, MAX_DECOMPOSED_SEGMENTS)
+}
 
+/// [`decompose`] with at most `max_segments` segments (at least 3: the problem, one group
+/// of steps and the final answer).
+pub fn decompose_within(
+    trace: &Trace,
+    options: &Options,
+    max_segments: usize,
+) -> Result<Hdag, DecomposeError> {
+    let problem = trace.problem.trim();
+    if problem.len() > MAX_SEGMENT_BYTES {
+        return Err(DecomposeError::ProblemTooLong { len: problem.len() });
+    }
+    let thinking = trace.thinking.as_str();
+    let paras: Vec<Para<'_>> = paragraphs(thinking)
+        .into_iter()
+        .map(|text| Para {
+            text,
+            lines: text::lines_of(text),
+        })
+        .collect();
+    let steps: usize = paras.iter().map(Para::unit_count).sum();
+    if steps == 0 {
+        return Err(DecomposeError::NoSteps);
+    }
+    let outputs = text::cut(trace.output.trim(), MAX_SEGMENT_BYTES);
+    let plan = paras.first().is_some_and(|p| {
+        paras.len() > 1
+            && p.text.len() <= MAX_SEGMENT_BYTES
+            && p.units().all(|u| !u.is_math && !computer::readable(u.text))
+            && text::plans(p.text)
+    });
+    let tactics: Vec<Vec<Chunk>> = paras
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            if i == 0 && plan {
+                Vec::new()
+            } else {
+                p.chunks(thinking)
+            }
+        })
+        .collect();
+    let plan_units = if plan {
+        paras.first().map_or(0, Para::unit_count)
+    } else {
+        0
+    };
+    if steps <= plan_units {
+        return Err(DecomposeError::NoSteps);
+    }
+    let whole = 1usize
+        .saturating_add(usize::from(plan))
+        .saturating_add(
+            tactics
+                .iter()
+                .flatten()
+                .filter(|c| c.units.len() > 1)
+                .count(),
+        )
+        .saturating_add(steps.saturating_sub(plan_units))
+        .saturating_add(outputs.len().max(1));
+    let mut b = Builder::new(trace);
     let goal = b.push(Seg {
         prefix: "G",
-        content: trace.problem.trim(),
+        content: problem,
         level: AbstractionLevel::Goal,
         kind: "objective_statement",
         auditor: AuditorType::Human,
         secondary: vec![AuditorType::Llm],
         complexity: Complexity::High,
     })?;
-
-    let paras = paragraphs(&trace.thinking);
-    let mut parent = goal;
-    let mut step_count = 0usize;
-    for (pi, para) in paras.iter().enumerate() {
-        let units = units_of(para);
-        let is_plan = pi == 0
-            && paras.len() > 1
-            && units
-                .iter()
-                .all(|u| !u.is_math && !computer::readable(u.text))
-            && text::plans(para);
-        if is_plan {
-            let s = b.push(Seg {
-                prefix: "S",
-                content: para,
-                level: AbstractionLevel::Strategy,
-                kind: "approach_description",
-                auditor: AuditorType::Llm,
-                secondary: vec![AuditorType::Human],
-                complexity: Complexity::Medium,
-            })?;
-            b.edge(goal, s, Relationship::DecomposesTo, 1.0);
-            parent = s;
-            continue;
+    if whole <= max_segments {
+        b.steps_one_by_one(&paras, &tactics, plan, goal)?;
+    } else {
+        let room = max_segments.saturating_sub(1 + outputs.len().max(1));
+        let units: Vec<Placed<'_>> = paras.iter().flat_map(|p| p.placed(thinking)).collect();
+        let groups = group(&units, room);
+        if groups.len() > room || room == 0 {
+            return Err(DecomposeError::TooManySegments {
+                steps,
+                bytes: thinking.len(),
+                segments: groups.len().saturating_add(1 + outputs.len().max(1)),
+                max: max_segments,
+            });
         }
-        let under = if units.len() > 1 {
-            let t = b.push(Seg {
-                prefix: "T",
-                content: para,
-                level: AbstractionLevel::Tactic,
-                kind: "method_definition",
-                auditor: AuditorType::Llm,
-                secondary: vec![AuditorType::Human],
-                complexity: Complexity::Medium,
-            })?;
-            b.edge(parent, t, Relationship::DecomposesTo, 1.0);
-            t
-        } else {
-            parent
-        };
-        for u in &units {
-            let id = b.push_unit(u)?;
-            b.edge(under, id, Relationship::DecomposesTo, 1.0);
-            b.link_dependencies(id, u.text, goal);
-            step_count = step_count.saturating_add(1);
-        }
-    }
-    if step_count == 0 {
-        return Err(DecomposeError::NoSteps);
+        b.steps_grouped(thinking, &units, &groups, goal)?;
     }
 
-    let output = trace.output.trim();
-    let conclusion = b.push(Seg {
-        prefix: "F",
-        content: output,
-        level: AbstractionLevel::Step,
-        kind: "conclusion",
-        auditor: if options.high_stakes {
-            AuditorType::Human
-        } else if computer::readable(output) {
-            AuditorType::Auto
-        } else {
-            AuditorType::Llm
-        },
-        secondary: vec![AuditorType::Llm],
-        complexity: Complexity::Low,
-    })?;
-    b.edge(goal, conclusion, Relationship::DecomposesTo, 1.0);
-    if !b.link_dependencies(conclusion, output, goal) {
-        // An answer that shares no symbol with the steps still rests on the last one.
-        if let Some(last) = b.last_step {
-            b.edge(conclusion, last, Relationship::DependsOn, 0.6);
+    let parts: Vec<&str> = if outputs.is_empty() {
+        vec![trace.output.trim()]
+    } else {
+        outputs
+    };
+    for output in parts {
+        let conclusion = b.push(Seg {
+            prefix: "F",
+            content: output,
+            level: AbstractionLevel::Step,
+            kind: "conclusion",
+            auditor: if options.high_stakes {
+                AuditorType::Human
+            } else if computer::readable(output) {
+                AuditorType::Auto
+            } else {
+                AuditorType::Llm
+            },
+            secondary: vec![AuditorType::Llm],
+            complexity: Complexity::Low,
+        })?;
+        b.edge(goal, conclusion, Relationship::DecomposesTo, 1.0);
+        if !b.link_dependencies(conclusion, output, goal) {
+            // An answer that shares no symbol with the steps still rests on the last one.
+            if let Some(last) = b.last_step {
+                b.edge(conclusion, last, Relationship::DependsOn, 0.6);
+            }
         }
     }
 
     let hdag = b.finish();
     hdag.validate()?;
-    hdag.validate_spans(trace)?;
     Ok(hdag)
+}
+
+/// The steps a segment holds, in order, as [`decompose`] cut them: one for a single step,
+/// several for a group of consecutive steps. A judge of a group judges them one by one.
+pub fn steps_of(segment: &str) -> Vec<&str> {
+    text::steps_of(segment)
+}
+
+/// For each of `steps` (in trace order), the earlier ones it rests on, as [`decompose`]
+/// links a step that is a segment of its own: for each of its symbols the latest earlier
+/// step that mentions it, failing any a few by the numbers it shares, a rule's
+/// antecedent, a truth table's parts. The problem statement is no step here (it travels
+/// with a segment as a given). A judge of a group gives each step these premises, so a
+/// grouped step is judged with what it would have been judged with on its own.
+pub fn step_links(steps: &[&str]) -> Vec<Vec<usize>> {
+    let none = Trace {
+        problem: String::new(),
+        thinking: String::new(),
+        output: String::new(),
+    };
+    let mut b = Builder::new(&none);
+    let stand_in = |id: String| HdagNode {
+        id,
+        content: String::new(),
+        abstraction_level: AbstractionLevel::Step,
+        kind: String::new(),
+        summary: String::new(),
+        primary_auditor: AuditorType::Auto,
+        secondary_auditors: Vec::new(),
+        complexity: Complexity::Low,
+    };
+    // Node 0 stands for the problem; node i + 1 for step i.
+    b.nodes.push(stand_in("goal".into()));
+    for (i, step) in steps.iter().enumerate() {
+        b.nodes.push(stand_in(i.to_string()));
+        b.link_dependencies(i.saturating_add(1), step, 0);
+    }
+    let mut links = vec![Vec::new(); steps.len()];
+    for e in &b.edges {
+        if let (Ok(from), Ok(to)) = (e.from.parse::<usize>(), e.to.parse::<usize>())
+            && to < from
+            && let Some(l) = links.get_mut(from)
+        {
+            l.push(to);
+        }
+    }
+    for l in &mut links {
+        l.sort_unstable();
+        l.dedup();
+    }
+    links
+}
+
+/// The Computer tier's judgement of a segment as a seat receives it (its claim, the claims
+/// it cites, the givens sealed with it): [`computer::check_segment`] for a single step; for
+/// a group of a long trace's steps, each step judged as it would be as a segment of its
+/// own, with the givens and, as premises, the steps it rests on ([`step_links`] over the
+/// steps of the cited segments and the group's earlier steps). A group is Valid when every
+/// step is, wrong when one step is wrong under every reading (that step named), and
+/// otherwise an abstention: a step the checkers cannot read never makes a group wrong.
+pub fn check_claim(claim: &str, premises: &[String], givens: &[String], seed: &Hash) -> Judgement {
+    let steps = steps_of(claim);
+    if steps.len() <= 1 {
+        return computer::check_segment(claim, premises, givens, seed);
+    }
+    if steps.len() > MAX_GROUP_STEPS {
+        return Judgement::Abstain(format!(
+            "a group of {} steps: more than the {MAX_GROUP_STEPS} the checkers judge in one segment",
+            steps.len()
+        ));
+    }
+    // A cited segment may be a group too: its steps are premises one by one.
+    let cited: Vec<&str> = premises.iter().flat_map(|p| steps_of(p)).collect();
+    let all: Vec<&str> = cited.iter().chain(&steps).copied().collect();
+    let links = step_links(&all);
+    let mut undecided: Option<String> = None;
+    let n = steps.len();
+    for (k, step) in steps.iter().enumerate() {
+        let at = || {
+            let head: String = step.chars().take(60).collect();
+            format!("step {} of {n} ({head:?})", k.saturating_add(1))
+        };
+        let premises: Vec<String> = links
+            .get(cited.len().saturating_add(k))
+            .into_iter()
+            .flatten()
+            .filter_map(|&j| all.get(j))
+            .map(|p| (*p).to_string())
+            .collect();
+        match computer::check_segment(step, &premises, givens, seed) {
+            Judgement::Vote {
+                vote: Vote::Valid, ..
+            } => {}
+            Judgement::Vote { vote, reason } => {
+                return Judgement::Vote {
+                    vote,
+                    reason: format!("{}: {reason}", at()),
+                };
+            }
+            Judgement::Abstain(why) => {
+                undecided.get_or_insert_with(|| format!("{}: {why}", at()));
+            }
+        }
+    }
+    match undecided {
+        Some(why) => Judgement::Abstain(why),
+        None => Judgement::Vote {
+            vote: Vote::Valid,
+            reason: format!("all {n} steps check"),
+        },
+    }
+}
+
+/// A paragraph of the thinking with its lines and their step units.
+struct Para<'a> {
+    text: &'a str,
+    lines: Vec<(&'a str, Vec<Unit<'a>>)>,
+}
+
+/// A run of a paragraph's units under one TACTIC (the whole paragraph when it fits one
+/// segment).
+struct Chunk<'a> {
+    content: &'a str,
+    units: Vec<Unit<'a>>,
+}
+
+/// A unit with its place in the thinking: the bytes `start..end`, and `from`, where a
+/// span beginning with it may start (its line's start, list marker included, when it
+/// opens the line).
+#[derive(Clone)]
+struct Placed<'a> {
+    unit: Unit<'a>,
+    from: usize,
+    start: usize,
+    end: usize,
+}
+
+/// Byte offset of `inner` in `outer`, when `inner` is a slice of it.
+fn offset_in(outer: &str, inner: &str) -> Option<usize> {
+    let (o, i) = (outer.as_ptr() as usize, inner.as_ptr() as usize);
+    let at = i.checked_sub(o)?;
+    (at.checked_add(inner.len())? <= outer.len()).then_some(at)
+}
+
+impl<'a> Para<'a> {
+    fn unit_count(&self) -> usize {
+        self.lines.iter().map(|(_, u)| u.len()).sum()
+    }
+
+    fn units(&self) -> impl Iterator<Item = &Unit<'a>> {
+        self.lines.iter().flat_map(|(_, u)| u)
+    }
+
+    /// Its units placed in `thinking` (of which it is a slice).
+    fn placed(&self, thinking: &'a str) -> Vec<Placed<'a>> {
+        let mut out = Vec::with_capacity(self.unit_count());
+        for (line, units) in &self.lines {
+            let line_at = offset_in(thinking, line.trim_start()).unwrap_or(0);
+            for (k, u) in units.iter().enumerate() {
+                let start = offset_in(thinking, u.text).unwrap_or(line_at);
+                let end = start.saturating_add(u.text.len());
+                let from = if k == 0 && end.saturating_sub(line_at) <= MAX_SEGMENT_BYTES {
+                    line_at.min(start)
+                } else {
+                    start
+                };
+                out.push(Placed {
+                    unit: u.clone(),
+                    from,
+                    start,
+                    end,
+                });
+            }
+        }
+        out
+    }
+
+    /// The TACTIC runs of the paragraph: the whole of it when it fits one segment, else
+    /// runs of whole lines (of units, for a line longer than a segment), each within
+    /// [`MAX_SEGMENT_BYTES`].
+    fn chunks(&self, thinking: &'a str) -> Vec<Chunk<'a>> {
+        if self.text.len() <= MAX_SEGMENT_BYTES {
+            return vec![Chunk {
+                content: self.text,
+                units: self.units().cloned().collect(),
+            }];
+        }
+        let placed = self.placed(thinking);
+        let mut out = Vec::new();
+        let mut i = 0usize;
+        while let Some(first) = placed.get(i) {
+            let mut j = i;
+            while let Some(next) = placed.get(j.saturating_add(1))
+                && next.end.saturating_sub(first.from) <= MAX_SEGMENT_BYTES
+            {
+                j = j.saturating_add(1);
+            }
+            let last_end = placed.get(j).map_or(first.end, |p| p.end);
+            out.push(Chunk {
+                content: thinking.get(first.from..last_end).unwrap_or("").trim(),
+                units: placed
+                    .get(i..=j)
+                    .unwrap_or(&[])
+                    .iter()
+                    .map(|p| p.unit.clone())
+                    .collect(),
+            });
+            i = j.saturating_add(1);
+        }
+        out
+    }
+}
+
+/// Consecutive runs of `units`, at most `room` of them when the sizes allow: each run
+/// closes once it holds its share of the bytes (`1/(room - 1)` of them), or when the
+/// next unit would take its span past [`MAX_SEGMENT_BYTES`]. If capped runs make too
+/// many, the share doubles. Linear in the number of units per pass.
+fn group(units: &[Placed<'_>], room: usize) -> Vec<std::ops::Range<usize>> {
+    let total: usize = units.iter().map(|u| u.end.saturating_sub(u.start)).sum();
+    let mut share = total.div_ceil(room.saturating_sub(1).max(1)).max(1);
+    loop {
+        let mut out = Vec::new();
+        let mut i = 0usize;
+        while let Some(first) = units.get(i) {
+            let mut j = i;
+            let mut bytes = first.end.saturating_sub(first.start);
+            while bytes < share
+                && let Some(next) = units.get(j.saturating_add(1))
+                && next.end.saturating_sub(first.start) <= MAX_SEGMENT_BYTES
+            {
+                j = j.saturating_add(1);
+                bytes = bytes.saturating_add(next.end.saturating_sub(next.start));
+            }
+            out.push(i..j.saturating_add(1));
+            i = j.saturating_add(1);
+        }
+        if out.len() <= room || share >= total {
+            return out;
+        }
+        share = share.saturating_mul(2);
+    }
 }
 
 /// Validates a provider-supplied HDAG: structure, bounds, and that every segment is an
@@ -186,12 +513,7 @@ pub fn from_provider(trace: &Trace, json: &str) -> Result<Hdag, DecomposeError> 
 /// in nodes and edges; validation has ruled out cycles, and any node left over by a cycle
 /// is simply not judged).
 pub fn dependency_order(hdag: &Hdag) -> Vec<usize> {
-    let index: BTreeMap<&str, usize> = hdag
-        .nodes
-        .iter()
-        .enumerate()
-        .map(|(i, n)| (n.id.as_str(), i))
-        .collect();
+    let index: BTreeMap<&str, usize> = hdag.positions();
     let mut waiting = vec![0usize; hdag.nodes.len()];
     let mut users: Vec<Vec<usize>> = vec![Vec::new(); hdag.nodes.len()];
     for e in &hdag.edges {
@@ -244,11 +566,18 @@ struct Builder<'t> {
     problem: String,
     nodes: Vec<HdagNode>,
     edges: Vec<HdagEdge>,
+    /// Edges made so far (from, to, kind): a group of steps links to another once.
+    made: BTreeSet<(usize, usize, Relationship)>,
     counters: Vec<(&'static str, usize)>,
-    /// Step-level units so far, in order, with what they mention.
-    steps: Vec<(usize, Mentions)>,
+    /// For each symbol, number, derived atom (lower case) and evaluated formula, the
+    /// latest step-level node that mentions it: "the latest earlier step" is one lookup,
+    /// so linking stays linear in the trace.
+    latest_symbol: BTreeMap<String, usize>,
+    latest_number: BTreeMap<String, usize>,
+    latest_derived: BTreeMap<String, usize>,
+    latest_formula: BTreeMap<String, usize>,
     last_step: Option<usize>,
-    _trace: &'t Trace,
+    trace: &'t Trace,
 }
 
 impl<'t> Builder<'t> {
@@ -261,11 +590,120 @@ impl<'t> Builder<'t> {
             problem: trace.problem.clone(),
             nodes: Vec::new(),
             edges: Vec::new(),
+            made: BTreeSet::new(),
             counters: Vec::new(),
-            steps: Vec::new(),
+            latest_symbol: BTreeMap::new(),
+            latest_number: BTreeMap::new(),
+            latest_derived: BTreeMap::new(),
+            latest_formula: BTreeMap::new(),
             last_step: None,
-            _trace: trace,
+            trace,
         }
+    }
+
+    /// One segment per unit: STRATEGY for an opening plan, a TACTIC per paragraph (per
+    /// run of its lines when it is longer than a segment) with its units below.
+    fn steps_one_by_one(
+        &mut self,
+        paras: &[Para<'_>],
+        tactics: &[Vec<Chunk<'_>>],
+        plan: bool,
+        goal: usize,
+    ) -> Result<(), DecomposeError> {
+        let mut parent = goal;
+        for (pi, (para, chunks)) in paras.iter().zip(tactics).enumerate() {
+            if pi == 0 && plan {
+                let s = self.push(Seg {
+                    prefix: "S",
+                    content: para.text,
+                    level: AbstractionLevel::Strategy,
+                    kind: "approach_description",
+                    auditor: AuditorType::Llm,
+                    secondary: vec![AuditorType::Human],
+                    complexity: Complexity::Medium,
+                })?;
+                self.edge(goal, s, Relationship::DecomposesTo, 1.0);
+                parent = s;
+                continue;
+            }
+            for chunk in chunks {
+                let under = if chunk.units.len() > 1 {
+                    let t = self.push(Seg {
+                        prefix: "T",
+                        content: chunk.content,
+                        level: AbstractionLevel::Tactic,
+                        kind: "method_definition",
+                        auditor: AuditorType::Llm,
+                        secondary: vec![AuditorType::Human],
+                        complexity: Complexity::Medium,
+                    })?;
+                    self.edge(parent, t, Relationship::DecomposesTo, 1.0);
+                    t
+                } else {
+                    parent
+                };
+                for u in &chunk.units {
+                    let id = self.push_unit(u)?;
+                    self.edge(under, id, Relationship::DecomposesTo, 1.0);
+                    self.link_dependencies(id, u.text, goal);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// One segment per run of consecutive units (see [`group`]), under the GOAL. A run of
+    /// one unit is that unit's own segment. A group goes to the Computer tier when it can
+    /// read every step of it, to a person when one step is too long for the heuristics,
+    /// else to the LLM tier. Each unit is linked as on its own, from its group: a group
+    /// rests on the groups holding what its steps rest on.
+    fn steps_grouped(
+        &mut self,
+        thinking: &str,
+        units: &[Placed<'_>],
+        groups: &[std::ops::Range<usize>],
+        goal: usize,
+    ) -> Result<(), DecomposeError> {
+        for range in groups {
+            let members = units.get(range.clone()).unwrap_or(&[]);
+            let id = match members {
+                [one] => self.push_unit(&one.unit)?,
+                [first, .., last] => {
+                    let content = thinking.get(first.start..last.end).unwrap_or("").trim();
+                    let (auditor, complexity) =
+                        if members.iter().any(|p| p.unit.text.len() > LONG_UNIT_BYTES) {
+                            (AuditorType::Human, Complexity::High)
+                        } else if members.len() <= MAX_GROUP_STEPS
+                            && members.iter().all(|p| computer::readable(p.unit.text))
+                        {
+                            (AuditorType::Auto, Complexity::Low)
+                        } else {
+                            (AuditorType::Llm, Complexity::Medium)
+                        };
+                    let id = self.push(Seg {
+                        prefix: "SG",
+                        content,
+                        level: AbstractionLevel::Step,
+                        kind: "step_group",
+                        secondary: if auditor == AuditorType::Auto {
+                            vec![AuditorType::Llm]
+                        } else {
+                            vec![AuditorType::Human]
+                        },
+                        auditor,
+                        complexity,
+                    })?;
+                    self.last_step = Some(id);
+                    id
+                }
+                [] => continue,
+            };
+            self.edge(goal, id, Relationship::DecomposesTo, 1.0);
+            for p in members {
+                self.link_dependencies(id, p.unit.text, goal);
+            }
+        }
+        Ok(())
     }
 
     fn next_id(&mut self, prefix: &'static str) -> String {
@@ -283,16 +721,30 @@ impl<'t> Builder<'t> {
     }
 
     fn push(&mut self, seg: Seg<'_>) -> Result<usize, DecomposeError> {
-        if self.nodes.len() >= MAX_NODES {
-            return Err(DecomposeError::TooManySegments);
+        let id = self.next_id(seg.prefix);
+        // Every content is cut from the trace itself: checked here by where it lies, in
+        // constant time, rather than by searching the trace for it.
+        let t = self.trace;
+        let within = [&t.problem, &t.thinking, &t.output]
+            .iter()
+            .any(|f| offset_in(f, seg.content).is_some());
+        if !within {
+            return Err(DecomposeError::Hdag(HdagError::NotASpan(id)));
         }
         if seg.content.len() > MAX_SEGMENT_BYTES {
-            return Err(DecomposeError::UnitTooLong {
+            return Err(DecomposeError::Hdag(HdagError::OversizedContent {
+                id,
                 len: seg.content.len(),
-                start: seg.content.chars().take(40).collect(),
-            });
+                max: MAX_SEGMENT_BYTES,
+            }));
         }
-        let id = self.next_id(seg.prefix);
+        if self.nodes.len() >= MAX_NODES {
+            return Err(DecomposeError::Hdag(HdagError::TooMany {
+                what: "nodes",
+                count: self.nodes.len().saturating_add(1),
+                max: MAX_NODES,
+            }));
+        }
         self.nodes.push(HdagNode {
             summary: text::summary(seg.content),
             id,
@@ -415,53 +867,57 @@ impl<'t> Builder<'t> {
         // step that found 239 and the one that found 260).
         let mut targets: Vec<(usize, f64)> = Vec::new();
         for sym in &m.symbols {
-            if let Some((i, _)) = self
-                .steps
-                .iter()
-                .rev()
-                .find(|(_, prev)| prev.symbols.contains(sym))
-                && !targets.iter().any(|(t, _)| t == i)
+            if let Some(&i) = self.latest_symbol.get(sym)
+                && !targets.iter().any(|(t, _)| *t == i)
             {
-                targets.push((*i, 0.9));
+                targets.push((i, 0.9));
             }
         }
         if targets.is_empty() {
             for n in &m.numbers {
-                if let Some((i, _)) = self
-                    .steps
-                    .iter()
-                    .rev()
-                    .find(|(_, prev)| prev.numbers.contains(n))
-                    && !targets.iter().any(|(t, _)| t == i)
+                if let Some(&i) = self.latest_number.get(n)
+                    && !targets.iter().any(|(t, _)| *t == i)
                     && targets.len() < MAX_NUMBER_LINKS
                 {
-                    targets.push((*i, 0.7));
+                    targets.push((i, 0.7));
                 }
             }
             // In trace order, as a seat reads its premises.
             targets.sort_by_key(|(i, _)| *i);
         }
-        let found = !targets.is_empty();
+        // A step of the same group is no premise of the group: it is inside it.
+        let found = targets.iter().any(|(to, _)| *to != id);
         for (to, confidence) in targets {
             self.edge(id, to, Relationship::DependsOn, confidence);
         }
-        self.steps.push((id, m));
+        self.record(id, m);
         found
+    }
+
+    /// Notes what step-level node `id` mentions, as the latest to mention it.
+    fn record(&mut self, id: usize, m: Mentions) {
+        for sym in m.symbols {
+            self.latest_symbol.insert(sym, id);
+        }
+        for n in m.numbers {
+            self.latest_number.insert(n, id);
+        }
+        if let Some(r) = m.rule {
+            self.latest_derived
+                .insert(r.derived.to_ascii_lowercase(), id);
+        }
+        if let Some((f, _)) = m.formula {
+            self.latest_formula.insert(f, id);
+        }
     }
 
     /// A rule application rests on the step that derived its antecedent and on the
     /// problem, where the rules and facts are stated.
     fn link_rule(&mut self, id: usize, r: RuleUse, m: Mentions, goal: usize) -> bool {
         let source = self
-            .steps
-            .iter()
-            .rev()
-            .find(|(_, prev)| {
-                prev.rule
-                    .as_ref()
-                    .is_some_and(|p| p.derived.eq_ignore_ascii_case(&r.from))
-            })
-            .map(|(i, _)| *i);
+            .latest_derived
+            .get(&r.from.to_ascii_lowercase())
+            .copied();
         if let Some(to) = source {
             self.edge(id, to, Relationship::DependsOn, 0.9);
         }
@@ -473,12 +929,12 @@ impl<'t> Builder<'t> {
         if in_problem(&r.from) || in_problem(&r.to) {
             self.edge(id, goal, Relationship::DependsOn, 0.8);
         }
-        self.steps.push((id, m));
-        source.is_some()
+        self.record(id, m);
+        source.is_some_and(|to| to != id)
     }
 
     /// A truth-table step rests on the problem (the assignment) and on the latest step
-    /// that evaluated each of its proper parts.
+    /// that evaluated each of its proper parts (the latest few such parts).
     fn link_truth(
         &mut self,
         id: usize,
@@ -494,31 +950,27 @@ impl<'t> Builder<'t> {
         if in_problem {
             self.edge(id, goal, Relationship::DependsOn, 0.8);
         }
-        let mut parts: Vec<usize> = Vec::new();
-        for (i, prev) in self.steps.iter().rev() {
-            if let Some((f, _)) = &prev.formula
-                && *f != formula
-                && formula.contains(f.as_str())
-                && !self
-                    .steps
-                    .iter()
-                    .any(|(j, p)| j > i && p.formula.as_ref().is_some_and(|(g, _)| g == f))
-            {
-                parts.push(*i);
-            }
-            if parts.len() >= MAX_NUMBER_LINKS * 2 {
-                break;
-            }
-        }
+        let mut parts: Vec<usize> = self
+            .latest_formula
+            .iter()
+            .filter(|(f, _)| **f != formula && formula.contains(f.as_str()))
+            .map(|(_, &i)| i)
+            .collect();
+        parts.sort_unstable_by(|a, b| b.cmp(a));
+        parts.dedup();
+        parts.truncate(MAX_NUMBER_LINKS * 2);
         parts.sort_unstable();
         for &to in &parts {
             self.edge(id, to, Relationship::DependsOn, 0.9);
         }
-        self.steps.push((id, m));
-        !parts.is_empty()
+        self.record(id, m);
+        parts.iter().any(|&to| to != id)
     }
 
     fn edge(&mut self, from: usize, to: usize, relationship: Relationship, confidence: f64) {
+        if from == to || !self.made.insert((from, to, relationship)) {
+            return;
+        }
         let (Some(f), Some(t)) = (self.nodes.get(from), self.nodes.get(to)) else {
             return;
         };

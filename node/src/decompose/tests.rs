@@ -203,3 +203,339 @@ fn thousands_separators_are_part_of_a_number() {
     assert!(text::numbers_in("f(1, 200)").contains(&"200".to_string()));
     assert!(!text::numbers_in("1,2345").contains(&"12345".to_string()));
 }
+
+/// Checks what every decomposition must satisfy, whatever the trace's size: a valid HDAG,
+/// every segment an exact span of the trace and within the segment limit, and no more
+/// segments than one session holds.
+fn assert_fits(t: &Trace, h: &Hdag) {
+    assert_spans_within_limit(t, h);
+    assert!(
+        h.nodes.len() <= MAX_DECOMPOSED_SEGMENTS,
+        "{}",
+        h.nodes.len()
+    );
+}
+
+/// A valid HDAG whose every segment is an exact span of the trace within the segment
+/// limit.
+fn assert_spans_within_limit(t: &Trace, h: &Hdag) {
+    assert!(h.validate().is_ok(), "{:?}", h.validate());
+    assert!(h.validate_spans(t).is_ok(), "{:?}", h.validate_spans(t));
+    for n in &h.nodes {
+        assert!(
+            n.content.len() <= MAX_SEGMENT_BYTES,
+            "{} has {} bytes",
+            n.id,
+            n.content.len()
+        );
+    }
+}
+
+fn parse(text: &str) -> Trace {
+    Trace::parse(text).expect("a generated trace parses")
+}
+
+/// The steps the segments of an HDAG hold, in order (groups opened, list markers off).
+fn steps_held(h: &Hdag) -> Vec<String> {
+    h.nodes
+        .iter()
+        .filter(|n| {
+            matches!(
+                n.abstraction_level,
+                AbstractionLevel::Step | AbstractionLevel::Operation
+            ) && n.kind != "conclusion"
+        })
+        .flat_map(|n| steps_of(&n.content).into_iter().map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn a_thinking_section_over_a_segment_is_cut_at_step_boundaries() {
+    // 230 steps of 300 bytes: one paragraph of 69 KB, few enough steps to keep one
+    // segment per step.
+    let text = sample::counter_trace(230, 300, 0, None);
+    let t = parse(&text);
+    assert!(t.thinking.trim().len() > MAX_SEGMENT_BYTES);
+    // Within a budget that keeps one segment per step (the default groups 230 steps).
+    let h = decompose_within(&t, &Options::default(), 1000).expect("decomposes");
+    assert_spans_within_limit(&t, &h);
+    let tactics: Vec<&HdagNode> = h
+        .nodes
+        .iter()
+        .filter(|n| n.abstraction_level == AbstractionLevel::Tactic)
+        .collect();
+    assert!(tactics.len() >= 2, "{} tactics", tactics.len());
+    // Each TACTIC is a run of whole lines, and together they are the whole paragraph.
+    for tac in &tactics {
+        assert!(tac.content.starts_with("Step "), "{:?}", &tac.content[..20]);
+        assert!(tac.content.ends_with('.'));
+    }
+    let joined: Vec<&str> = tactics.iter().flat_map(|t| t.content.lines()).collect();
+    assert_eq!(joined, t.thinking.trim().lines().collect::<Vec<_>>());
+    // One segment per step, each under its own run's TACTIC.
+    assert_eq!(steps_held(&h).len(), 230);
+    let under: BTreeSet<&str> = h
+        .edges
+        .iter()
+        .filter(|e| e.relationship == Relationship::DecomposesTo && e.from.starts_with('T'))
+        .map(|e| e.to.as_str())
+        .collect();
+    assert_eq!(under.len(), 230);
+}
+
+#[test]
+fn a_single_step_over_a_segment_is_cut_at_sentence_boundaries() {
+    // One numbered step of about 67 KB of sentences on a single line, few enough of them
+    // to keep one segment per sentence.
+    let sentence = "The counter grows by two at every step and we keep the same rule as before, without any change of plan or of method for this count, adding the same small amount each time and writing down the new total on its own line so that anyone can follow along and check it as we go.";
+    let n = MAX_SEGMENT_BYTES / sentence.len() + 10;
+    let line = format!("Step 1: {}", vec![sentence; n].join(" "));
+    assert!(line.len() > MAX_SEGMENT_BYTES);
+    let t = Trace {
+        problem: sample::PROBLEM.into(),
+        thinking: format!("{line}\nStep 2: 10 + 2 = 12."),
+        output: "12".into(),
+    };
+    let h = decompose(&t, &Options::default()).expect("decomposes");
+    assert_fits(&t, &h);
+    for n in &h.nodes {
+        if n.abstraction_level == AbstractionLevel::Goal || n.kind == "conclusion" {
+            continue;
+        }
+        // Every cut falls after a sentence: no segment ends inside one.
+        assert!(n.content.ends_with('.'), "{}: …{:?}", n.id, {
+            let c = &n.content;
+            &c[c.len().saturating_sub(30)..]
+        });
+    }
+
+    // A step with no sentence end at all is cut at clause ends, then at spaces.
+    let clauses = vec!["the counter grows by two, as the rule says"; 2000].join(", ");
+    let t = Trace {
+        problem: sample::PROBLEM.into(),
+        thinking: format!("Step 1: {clauses}"),
+        output: "12".into(),
+    };
+    let h = decompose(&t, &Options::default()).expect("decomposes");
+    assert_fits(&t, &h);
+    let pieces: Vec<&HdagNode> = h
+        .nodes
+        .iter()
+        .filter(|n| n.abstraction_level == AbstractionLevel::Step && n.kind != "conclusion")
+        .collect();
+    assert!(pieces.len() >= 2);
+    for p in &pieces[..pieces.len() - 1] {
+        assert!(p.content.ends_with(','), "{}", p.id);
+    }
+    let unbroken = "x".repeat(MAX_SEGMENT_BYTES * 2);
+    let t = Trace {
+        problem: sample::PROBLEM.into(),
+        thinking: unbroken,
+        output: "12".into(),
+    };
+    let h = decompose(&t, &Options::default()).expect("even one long word is cut");
+    assert_fits(&t, &h);
+}
+
+#[test]
+fn five_thousand_steps_of_one_mebibyte_fit_one_session() {
+    let text = sample::counter_trace(5000, 208, 0, None);
+    assert!(text.len() > 1_000_000 && text.len() <= trust_protocol::trace::MAX_TRACE_BYTES);
+    let t = parse(&text);
+    let h = decompose(&t, &Options::default()).expect("decomposes");
+    assert_fits(&t, &h);
+    // Every step is in exactly one segment, in order.
+    let held = steps_held(&h);
+    assert_eq!(held.len(), 5000);
+    assert!(held[0].starts_with("10 + 2 = 12"), "{}", held[0]);
+    assert!(
+        held[4999].starts_with("10008 + 2 = 10010"),
+        "{}",
+        held[4999]
+    );
+    // The groups are Computer-tier segments: the checker reads every step of them.
+    let groups: Vec<&HdagNode> = h.nodes.iter().filter(|n| n.kind == "step_group").collect();
+    assert!(groups.len() > 100, "{} groups", groups.len());
+    assert!(
+        groups
+            .iter()
+            .all(|g| g.primary_auditor == AuditorType::Auto)
+    );
+    // Each group rests on the group before it (the running total it continues).
+    for w in groups.windows(2) {
+        assert!(depends(&h, w[1], w[0]), "{} -> {}", w[1].id, w[0].id);
+    }
+}
+
+#[test]
+fn the_reported_boundary_of_1461_steps_is_gone() {
+    // The report: one-line steps of about 45 bytes; 1,461 passed, 1,462 were refused as
+    // one 64 KiB segment.
+    for n in [1461, 1462, 3000] {
+        let t = parse(&sample::counter_trace(n, 45, 0, None));
+        let h = decompose(&t, &Options::default()).unwrap_or_else(|e| panic!("{n} steps: {e}"));
+        assert_fits(&t, &h);
+        assert_eq!(steps_held(&h).len(), n);
+    }
+}
+
+#[test]
+fn a_blank_line_every_100_steps_is_fine() {
+    let t = parse(&sample::counter_trace(5000, 200, 100, None));
+    assert_eq!(paragraphs(&t.thinking).len(), 50);
+    let h = decompose(&t, &Options::default()).expect("decomposes");
+    assert_fits(&t, &h);
+    assert_eq!(steps_held(&h).len(), 5000);
+}
+
+#[test]
+fn a_trace_that_cannot_fit_is_refused_with_the_real_limit() {
+    // The problem statement is one segment (the GOAL) and is not cut.
+    let t = Trace {
+        problem: "Add these. ".repeat(7000),
+        thinking: "Step 1: 10 + 2 = 12.".into(),
+        output: "12".into(),
+    };
+    let e = decompose(&t, &Options::default()).unwrap_err();
+    assert_eq!(
+        e,
+        DecomposeError::ProblemTooLong {
+            len: t.problem.trim().len()
+        }
+    );
+    let msg = e.to_string();
+    assert!(
+        msg.contains("76999 bytes") && msg.contains("65536-byte segment limit"),
+        "{msg}"
+    );
+
+    // Steps that cannot be grouped into the segments allowed: the message says how many
+    // steps and bytes, how many segments they need and how many fit.
+    let t = parse(&sample::counter_trace(2000, 100, 0, None));
+    let e = decompose_within(&t, &Options::default(), 3).unwrap_err();
+    let DecomposeError::TooManySegments {
+        steps,
+        bytes,
+        segments,
+        max,
+    } = e
+    else {
+        panic!("{e}");
+    };
+    assert_eq!((steps, bytes, max), (2000, t.thinking.len(), 3));
+    assert!(segments > 3);
+    let msg = e.to_string();
+    assert!(
+        msg.contains("2000 reasoning steps") && msg.contains("more than the 3 a session can hold"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn traces_of_normal_length_are_not_grouped() {
+    for name in ["fraction-correct.txt", "fraction-incorrect.txt"] {
+        let h = decompose(&sample(name), &Options::default()).expect("decomposes");
+        assert!(h.nodes.iter().all(|n| n.kind != "step_group"));
+    }
+    // Up to the budget, one segment per step.
+    let t = parse(&sample::counter_trace(120, 60, 0, None));
+    let h = decompose(&t, &Options::default()).expect("decomposes");
+    assert!(h.nodes.iter().all(|n| n.kind != "step_group"));
+    assert_eq!(
+        h.nodes
+            .iter()
+            .filter(|n| n.abstraction_level == AbstractionLevel::Step && n.kind != "conclusion")
+            .count(),
+        120
+    );
+    // One step is one step to a judge, list marker or not.
+    for n in &h.nodes {
+        if n.abstraction_level == AbstractionLevel::Step {
+            assert_eq!(steps_of(&n.content).len(), 1, "{}", n.content);
+        }
+    }
+}
+
+/// A Computer seat judges a group step by step: Valid when all hold, wrong when one is
+/// wrong (and says which), an abstention when a step cannot be read — never wrong for a
+/// step it cannot judge.
+#[test]
+fn a_group_is_judged_step_by_step_and_abstains_on_what_it_cannot_read() {
+    use trust_protocol::{Hash, Vote};
+
+    let judge = |claim: &str| {
+        check_claim(
+            claim,
+            &["Step 1: 10 + 2 = 12.".into()],
+            &[sample::PROBLEM.into()],
+            &Hash::ZERO,
+        )
+    };
+    let good = judge("12 + 2 = 14.\nStep 3: 14 + 2 = 16.\nStep 4: 16 + 2 = 18.");
+    assert_eq!(good.as_vote(), Some(Vote::Valid), "{good:?}");
+    let bad = judge("12 + 2 = 14.\nStep 3: 14 + 2 = 17.\nStep 4: 17 + 2 = 19.");
+    assert_eq!(bad.as_vote(), Some(Vote::Invalid), "{bad:?}");
+    assert!(format!("{bad:?}").contains("step 2 of 3"), "{bad:?}");
+    let prose = judge("12 + 2 = 14.\nStep 3: We think the pattern is clear now.");
+    assert_eq!(prose.as_vote(), None, "{prose:?}");
+    // Too many steps for one judgement: an abstention, not a guess.
+    let many: Vec<String> = (0..MAX_GROUP_STEPS + 1)
+        .map(|i| format!("Step {}: {} + 2 = {}.", i + 2, 12 + 2 * i, 14 + 2 * i))
+        .collect();
+    let long = judge(&many.join("\n"));
+    assert_eq!(long.as_vote(), None, "{long:?}");
+}
+
+/// A judge of a group gives each step the premises the decomposer gives that step when it
+/// is a segment of its own (the problem statement aside: it travels as a given).
+#[test]
+fn a_grouped_step_rests_on_what_it_rests_on_alone() {
+    let corpus = std::fs::read_to_string(format!(
+        "{}/../examples/corpus/quality.jsonl",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .expect("the quality corpus");
+    let mut traces: Vec<(String, Trace)> = [
+        "fraction-correct.txt",
+        "fraction-incorrect.txt",
+        "bakery-correct.txt",
+        "rules-correct.txt",
+        "rules-wrong.txt",
+        "tunnel.json",
+    ]
+    .iter()
+    .map(|n| (n.to_string(), sample(n)))
+    .collect();
+    for line in corpus.lines() {
+        let r: serde_json::Value = serde_json::from_str(line).expect("a corpus record");
+        let t = Trace::parse(r["trace"].as_str().expect("its trace")).expect("parses");
+        traces.push((r["id"].to_string(), t));
+    }
+    let mut compared = 0;
+    for (name, t) in traces {
+        let h = decompose(&t, &Options::default()).expect("decomposes");
+        let units: Vec<&HdagNode> = h
+            .nodes
+            .iter()
+            .filter(|n| {
+                matches!(
+                    n.abstraction_level,
+                    AbstractionLevel::Step | AbstractionLevel::Operation
+                ) && n.kind != "conclusion"
+            })
+            .collect();
+        let texts: Vec<&str> = units.iter().map(|n| n.content.as_str()).collect();
+        let links = step_links(&texts);
+        for (i, u) in units.iter().enumerate() {
+            let alone: Vec<usize> = h
+                .dependencies_of(&u.id)
+                .filter_map(|d| units.iter().position(|v| v.id == d))
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            assert_eq!(links[i], alone, "{name}: {}", u.content);
+            compared += 1;
+        }
+    }
+    assert!(compared > 4000, "{compared}");
+}

@@ -2,6 +2,8 @@
 //! numbers. Every returned `&str` is a slice of the input, so segment contents stay exact
 //! spans of the trace.
 
+use trust_protocol::hdag::MAX_SEGMENT_BYTES;
+
 use crate::computer::read::words;
 pub(crate) use crate::computer::read::{numbers_in, symbols_in};
 
@@ -83,17 +85,96 @@ fn sentences(line: &str) -> Vec<&str> {
 
 /// The step units of a paragraph: each line (list marker removed), split into sentences.
 pub(super) fn units_of(paragraph: &str) -> Vec<Unit<'_>> {
+    lines_of(paragraph)
+        .into_iter()
+        .flat_map(|(_, units)| units)
+        .collect()
+}
+
+/// The non-blank lines of a paragraph, each with its step units: sentences, list marker
+/// removed, and a sentence longer than `MAX_SEGMENT_BYTES` cut into pieces (see
+/// [`cut`]) so that every unit fits one segment.
+pub(super) fn lines_of(paragraph: &str) -> Vec<(&str, Vec<Unit<'_>>)> {
     paragraph
         .lines()
         .filter(|l| !l.trim().is_empty())
-        .flat_map(|l| sentences(crate::computer::read::strip_marker(l)))
-        .map(|text| Unit {
-            text,
-            is_math: is_math(text),
-            is_pure_math: is_pure_math(text),
-            is_definition: is_definition(text),
+        .map(|l| {
+            let units = sentences(crate::computer::read::strip_marker(l))
+                .into_iter()
+                .flat_map(|s| cut(s, MAX_SEGMENT_BYTES))
+                .map(|text| Unit {
+                    text,
+                    is_math: is_math(text),
+                    is_pure_math: is_pure_math(text),
+                    is_definition: is_definition(text),
+                })
+                .collect();
+            (l, units)
         })
         .collect()
+}
+
+/// The steps a segment holds, as the decomposer cut them: one for a single step, several
+/// for a group of consecutive steps (see [`super::decompose`]).
+pub(super) fn steps_of(segment: &str) -> Vec<&str> {
+    paragraphs(segment)
+        .into_iter()
+        .flat_map(units_of)
+        .map(|u| u.text)
+        .collect()
+}
+
+/// Cuts `text` into trimmed pieces of at most `max` bytes, each a slice of it. A piece
+/// ends after a sentence (`.`, `?`, `!` before whitespace), else after a clause (`;`,
+/// `:`, `,`), else at whitespace, taking the last such place in the second half of the
+/// allowed length (so each cut moves at least half of it along and the whole stays
+/// linear); failing all of these, at a whitespace anywhere, and last at a character
+/// boundary. Text within `max` is returned whole.
+pub(super) fn cut(text: &str, max: usize) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = text.trim();
+    while rest.len() > max && max > 1 {
+        let mut end = max;
+        while !rest.is_char_boundary(end) {
+            end = end.saturating_sub(1);
+        }
+        let window = rest.get(..end).unwrap_or("");
+        let half = end / 2;
+        let at = last_break(window, half, |b| matches!(b, b'.' | b'?' | b'!'))
+            .or_else(|| last_break(window, half, |b| matches!(b, b';' | b':' | b',')))
+            .or_else(|| last_space(window, half))
+            .or_else(|| last_space(window, 1))
+            .unwrap_or(end)
+            .max(1);
+        let (piece, tail) = rest.split_at(at.min(rest.len()));
+        let piece = piece.trim();
+        if !piece.is_empty() {
+            out.push(piece);
+        }
+        rest = tail.trim();
+    }
+    if !rest.is_empty() {
+        out.push(rest);
+    }
+    out
+}
+
+/// Just after the last punctuation mark `mark` followed by whitespace in `window`, at or
+/// after byte `min`.
+fn last_break(window: &str, min: usize, mark: impl Fn(u8) -> bool) -> Option<usize> {
+    let bytes = window.as_bytes();
+    (min.max(1)..bytes.len()).rev().find(|&i| {
+        bytes.get(i).is_some_and(u8::is_ascii_whitespace)
+            && bytes.get(i.saturating_sub(1)).is_some_and(|&b| mark(b))
+    })
+}
+
+/// The last ASCII whitespace in `window` at or after byte `min`.
+fn last_space(window: &str, min: usize) -> Option<usize> {
+    let bytes = window.as_bytes();
+    (min.max(1)..bytes.len())
+        .rev()
+        .find(|&i| bytes.get(i).is_some_and(u8::is_ascii_whitespace))
 }
 
 const OPERATORS: [char; 12] = ['=', '+', '*', '/', '^', '×', '÷', '−', '≤', '≥', '<', '>'];

@@ -47,6 +47,7 @@ type Reply<T> = oneshot::Sender<T>;
 enum Command {
     Admit {
         tx: Box<SignedTx>,
+        sig: super::Signature,
         reply: Option<Reply<Result<Option<Hash>, MempoolError>>>,
     },
     Reap {
@@ -115,6 +116,7 @@ impl Pool {
     pub async fn admit(&self, tx: SignedTx) -> Result<Option<Hash>, MempoolError> {
         self.ask(|reply| Command::Admit {
             tx: Box::new(tx),
+            sig: super::Signature::Unchecked,
             reply: Some(reply),
         })
         .await?
@@ -124,9 +126,16 @@ impl Pool {
     /// runs inside the swarm task and must not wait). Returns `false` when the pool's
     /// queue is full or the pool has stopped: the transaction was not taken.
     pub fn offer(&self, tx: SignedTx) -> bool {
+        self.offer_as(tx, super::Signature::Unchecked)
+    }
+
+    /// [`Pool::offer`] of a transaction whose signature the caller may have checked (the
+    /// gossip intake checks it first thing, so the pool need not check it again).
+    pub(crate) fn offer_as(&self, tx: SignedTx, sig: super::Signature) -> bool {
         self.tx
             .try_send(Command::Admit {
                 tx: Box::new(tx),
+                sig,
                 reply: None,
             })
             .is_ok()
@@ -225,8 +234,8 @@ impl PoolTask {
     fn handle(&mut self, cmd: Command) {
         let view = self.sync();
         match cmd {
-            Command::Admit { tx, reply } => {
-                let r = self.pool.insert(*tx, &view.contract);
+            Command::Admit { tx, sig, reply } => {
+                let r = self.pool.insert_as(*tx, &view.contract, sig);
                 if let Some(reply) = reply {
                     let _ = reply.send(r);
                 }

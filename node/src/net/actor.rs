@@ -300,6 +300,7 @@ impl Actor {
             .publish(self.topic.clone(), data)
         {
             Ok(id) => {
+                NetMetrics::add(&self.metrics.gossip_bytes_published, len);
                 debug!(%id, len, "published");
                 Ok(())
             }
@@ -425,6 +426,7 @@ impl Actor {
 
     /// Validates one gossiped message and tells gossipsub whether to forward it.
     fn on_gossip_message(&mut self, peer: PeerId, id: &MessageId, data: &[u8]) {
+        NetMetrics::add(&self.metrics.gossip_bytes_received, data.len());
         let verdict = match gossip::check_tx(data) {
             Ok(tx) => match self.handler.on_tx(peer, tx) {
                 Ok(()) => {

@@ -30,9 +30,19 @@ pub struct NetMetrics {
     pub blobs_fetched: AtomicU64,
     /// Bitswap fetches that failed or timed out.
     pub blob_fetches_failed: AtomicU64,
+    /// Payload bytes of the transactions this node published on the gossip topic.
+    pub gossip_bytes_published: AtomicU64,
+    /// Payload bytes of the gossiped messages this node received (each once: gossipsub
+    /// drops duplicates before they reach the node).
+    pub gossip_bytes_received: AtomicU64,
 }
 
 impl NetMetrics {
+    /// Adds `n` to a counter.
+    pub(crate) fn add(counter: &AtomicU64, n: usize) {
+        counter.fetch_add(u64::try_from(n).unwrap_or(u64::MAX), Ordering::Relaxed);
+    }
+
     /// Adds one to a counter.
     pub(crate) fn bump(counter: &AtomicU64) {
         counter.fetch_add(1, Ordering::Relaxed);
@@ -41,7 +51,7 @@ impl NetMetrics {
     /// Appends the counters as Prometheus text: `# HELP`, `# TYPE` and one sample each,
     /// named `trust_net_<field>`.
     pub fn render(&self, out: &mut String) {
-        let rows: [(&str, &str, &AtomicU64); 11] = [
+        let rows: [(&str, &str, &AtomicU64); 13] = [
             (
                 "gossip_txs_accepted",
                 "Gossiped transactions accepted and forwarded.",
@@ -93,6 +103,16 @@ impl NetMetrics {
                 &self.blob_fetches_failed,
             ),
             (
+                "gossip_bytes_published",
+                "Payload bytes of the transactions this node published on the gossip topic.",
+                &self.gossip_bytes_published,
+            ),
+            (
+                "gossip_bytes_received",
+                "Payload bytes of the gossiped messages this node received.",
+                &self.gossip_bytes_received,
+            ),
+            (
                 "sync_responses_malformed",
                 "Sync responses too large or malformed.",
                 &self.sync_responses_malformed,
@@ -121,6 +141,6 @@ mod tests {
         m.render(&mut out);
         assert!(out.contains("# TYPE trust_net_peers_banned counter\ntrust_net_peers_banned 1\n"));
         assert!(out.contains("trust_net_gossip_txs_accepted 0\n"));
-        assert_eq!(out.lines().filter(|l| l.starts_with("# TYPE")).count(), 11);
+        assert_eq!(out.lines().filter(|l| l.starts_with("# TYPE")).count(), 13);
     }
 }

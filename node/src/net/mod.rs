@@ -34,6 +34,13 @@ pub use self::{
     metrics::NetMetrics,
 };
 
+/// The stateless checks a gossiped transaction passes inside the swarm task before
+/// gossipsub may forward it (size, canonical decoding, signature, format rules), with the
+/// reason for a rejection as text. Public so the fuzz targets run the node's own check.
+pub fn check_gossiped_tx(data: &[u8]) -> Result<SignedTx, String> {
+    gossip::check_tx(data).map_err(|e| e.to_string())
+}
+
 /// Default bound on established connections (and so on peers).
 pub const DEFAULT_MAX_PEERS: usize = 50;
 /// Capacity of the command channel from [`NetHandle`]s to the swarm task.

@@ -16,14 +16,15 @@ use rand::RngCore;
 use serde::{Deserialize, Serialize};
 use trust_protocol::{
     Hash, Salt, Vote,
+    block::MAX_TX_BYTES,
     cid::Cid,
     encoding,
     hdag::{AbstractionLevel, Hdag, HdagEdge, Relationship},
     honeypot_commitment,
     seal::{KEY_LEN, NONCE_LEN, SealError, encrypt_segment},
     tx::{
-        Difficulty, LeftOut, MAX_DEPENDENCIES, QuorumParams, SegmentEntry, SessionManifest, Tier,
-        TxFormatError,
+        Call, Difficulty, LeftOut, MAX_DEPENDENCIES, MAX_SEGMENTS, QuorumParams, SegmentEntry,
+        SessionManifest, Tier, Tx, TxFormatError,
     },
     units::Amount,
 };
@@ -136,10 +137,38 @@ pub enum PrepareError {
     /// Encryption failed (a segment too large).
     #[error(transparent)]
     Seal(#[from] SealError),
+    /// More segments than a session holds.
+    #[error(
+        "the session would hold {segments} segments ({honeypots} of them honeypots) and leave {left_out} out; a session holds at most {MAX_SEGMENTS} of each: submit a shorter trace or an HDAG with fewer nodes"
+    )]
+    TooManySegments {
+        /// Segments to audit, honeypots included.
+        segments: usize,
+        /// Honeypots among them.
+        honeypots: usize,
+        /// Segments left out.
+        left_out: usize,
+    },
+    /// The `OpenSession` would not fit in one transaction.
+    #[error(
+        "the session's OpenSession transaction would take {bytes} bytes for {segments} segments and {left_out} left out, more than the {MAX_TX_BYTES}-byte transaction limit: submit a shorter trace or an HDAG with fewer nodes or dependencies"
+    )]
+    TooLarge {
+        /// Its encoded size, signature included.
+        bytes: usize,
+        /// Segments to audit, honeypots included.
+        segments: usize,
+        /// Segments left out.
+        left_out: usize,
+    },
     /// The manifest breaks a protocol bound.
     #[error("the session manifest is not acceptable: {0}")]
     Manifest(#[from] TxFormatError),
 }
+
+/// Bytes a signed transaction adds to its encoded body (signer key and signature), with
+/// room to spare.
+const SIGNATURE_BYTES: usize = 256;
 
 /// Longest problem statement repeated as context with every segment (a longer one reaches
 /// only the segments that cite it).
@@ -199,45 +228,65 @@ pub fn conclusion_ids(hdag: &Hdag) -> BTreeSet<String> {
 /// Keeps the nodes whose tier passes `keep`; bridges `depends_on` edges across the others
 /// and keeps their text as givens of the kept nodes that rest on them. The problem
 /// statement (the GOAL) is a given of every other kept node that does not cite it (up to
-/// [`MAX_CONTEXT_BYTES`]). A provider calls it
-/// with the tiers the network has auditors for; `trust-node check` with the Computer tier
-/// alone, so that its preview judges exactly what Computer seats would receive.
+/// [`MAX_CONTEXT_BYTES`]). A kept node resting on more than [`MAX_DEPENDENCIES`] kept
+/// nodes (a group of a long trace's steps) keeps the latest of them as dependencies
+/// and the text of the others as givens: its seats still read every premise. A provider
+/// calls it with the tiers the network has auditors for; `trust-node check` with the
+/// Computer tier alone, so that its preview judges exactly what Computer seats would
+/// receive. Linear in nodes and edges (times the bridging walks).
 pub fn restrict(hdag: &Hdag, keep: impl Fn(Tier) -> bool) -> Restricted {
-    let kept: BTreeSet<&str> = hdag
+    let index: BTreeMap<&str, usize> = hdag.positions();
+    let mut deps: Vec<Vec<usize>> = vec![Vec::new(); hdag.nodes.len()];
+    for e in &hdag.edges {
+        if e.relationship != Relationship::DependsOn {
+            continue;
+        }
+        if let (Some(&from), Some(&to)) = (index.get(e.from.as_str()), index.get(e.to.as_str()))
+            && let Some(d) = deps.get_mut(from)
+        {
+            d.push(to);
+        }
+    }
+    let kept: Vec<bool> = hdag
         .nodes
         .iter()
-        .filter(|n| keep(Tier::from(n.primary_auditor)))
-        .map(|n| n.id.as_str())
+        .map(|n| keep(Tier::from(n.primary_auditor)))
         .collect();
+    let is_kept = |i: usize| kept.get(i).copied().unwrap_or(false);
     // The kept nodes a node rests on, walking through dropped ones, and the dropped
-    // nodes' text met on the way.
-    let walk = |from: &str| {
+    // nodes met on the way, in the order met.
+    let walk = |from: usize| {
         let mut seen = BTreeSet::new();
-        let mut stack: Vec<&str> = hdag.dependencies_of(from).collect();
+        let mut stack: Vec<usize> = deps.get(from).cloned().unwrap_or_default();
         let mut targets = BTreeSet::new();
         let mut passed = Vec::new();
         while let Some(d) = stack.pop() {
             if !seen.insert(d) {
                 continue;
             }
-            if kept.contains(d) {
-                targets.insert(d.to_string());
+            if is_kept(d) {
+                targets.insert(d);
             } else {
-                if let Some(n) = hdag.nodes.iter().find(|n| n.id == d) {
-                    passed.push(n.content.clone());
-                }
-                stack.extend(hdag.dependencies_of(d));
+                passed.push(d);
+                stack.extend(deps.get(d).into_iter().flatten());
             }
         }
         (targets, passed)
+    };
+    let name = |i: usize| hdag.nodes.get(i).map(|n| n.id.clone()).unwrap_or_default();
+    let text = |i: usize| {
+        hdag.nodes
+            .get(i)
+            .map(|n| n.content.clone())
+            .unwrap_or_default()
     };
     let mut edges: Vec<HdagEdge> = hdag
         .edges
         .iter()
         .filter(|e| {
             e.relationship != Relationship::DependsOn
-                && kept.contains(e.from.as_str())
-                && kept.contains(e.to.as_str())
+                && index.get(e.from.as_str()).is_some_and(|&i| is_kept(i))
+                && index.get(e.to.as_str()).is_some_and(|&i| is_kept(i))
         })
         .cloned()
         .collect();
@@ -248,23 +297,34 @@ pub fn restrict(hdag: &Hdag, keep: impl Fn(Tier) -> bool) -> Restricted {
         .collect();
     let mut givens: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut dropped = Vec::new();
-    for n in &hdag.nodes {
-        let (targets, passed) = walk(&n.id);
-        if !kept.contains(n.id.as_str()) {
+    for (i, n) in hdag.nodes.iter().enumerate() {
+        let (targets, passed) = walk(i);
+        if !is_kept(i) {
             dropped.push(Dropped {
                 id: n.id.clone(),
                 tier: Tier::from(n.primary_auditor),
-                depends_on: targets.into_iter().collect(),
+                depends_on: targets
+                    .into_iter()
+                    .map(name)
+                    .collect::<BTreeSet<_>>()
+                    .into_iter()
+                    .collect(),
             });
             continue;
         }
-        let mut passed = passed;
+        let mut passed: Vec<String> = passed.into_iter().map(text).collect();
+        // The nearest premises stay dependencies (errors propagate along them); older
+        // ones beyond the manifest's limit travel as givens, earliest first.
+        let extra = targets.len().saturating_sub(MAX_DEPENDENCIES);
+        let mut targets: Vec<usize> = targets.into_iter().collect();
+        let older: Vec<usize> = targets.drain(..extra).collect();
+        passed.splice(0..0, older.into_iter().map(text));
         // The problem statement is every step's context (the paper's audit form shows the
         // prompt context for every segment): without it a judge cannot tell a number the
         // problem gives from one nobody gave. It travels with each segment that does not
         // already cite it, when it is short enough to repeat.
         for g in &goals {
-            let cites = targets.contains(&g.id) || passed.contains(&g.content);
+            let cites = targets.iter().any(|&t| name(t) == g.id) || passed.contains(&g.content);
             if n.id != g.id && !cites && g.content.len() <= MAX_CONTEXT_BYTES {
                 passed.insert(0, g.content.clone());
             }
@@ -272,6 +332,7 @@ pub fn restrict(hdag: &Hdag, keep: impl Fn(Tier) -> bool) -> Restricted {
         if !passed.is_empty() {
             givens.insert(n.id.clone(), passed);
         }
+        let targets: BTreeSet<String> = targets.into_iter().map(name).collect();
         for to in targets {
             edges.push(HdagEdge {
                 from: n.id.clone(),
@@ -287,8 +348,9 @@ pub fn restrict(hdag: &Hdag, keep: impl Fn(Tier) -> bool) -> Restricted {
             nodes: hdag
                 .nodes
                 .iter()
-                .filter(|n| kept.contains(n.id.as_str()))
-                .cloned()
+                .enumerate()
+                .filter(|(i, _)| is_kept(*i))
+                .map(|(_, n)| n.clone())
                 .collect(),
             edges,
             metadata: None,
@@ -354,19 +416,44 @@ pub fn prepare_with(
     if order.len() != hdag.nodes.len() {
         return Err(PrepareError::Cycle);
     }
+    let planted = baits
+        .iter()
+        .filter(|b| hdag.index_of(&b.source).is_some())
+        .count();
+    let count = hdag.nodes.len().saturating_add(planted);
+    if count > MAX_SEGMENTS || r.dropped.len() > MAX_SEGMENTS {
+        return Err(PrepareError::TooManySegments {
+            segments: count,
+            honeypots: planted,
+            left_out: r.dropped.len(),
+        });
+    }
     let too_many = |n: usize| TxFormatError::TooLong {
         what: "segments",
         got: n,
-        max: trust_protocol::tx::MAX_SEGMENTS,
+        max: MAX_SEGMENTS,
     };
+    let index: BTreeMap<&str, usize> = hdag.positions();
+    let index_of = |id: &str| index.get(id).copied();
+    let mut premises: Vec<Vec<usize>> = vec![Vec::new(); hdag.nodes.len()];
+    for e in &hdag.edges {
+        if e.relationship == Relationship::DependsOn
+            && let (Some(from), Some(to)) = (index_of(&e.from), index_of(&e.to))
+            && let Some(p) = premises.get_mut(from)
+        {
+            p.push(to);
+        }
+    }
     let mut items: Vec<Item<'_>> = order.iter().map(|&i| Item::Node(i)).collect();
     for b in baits {
-        if hdag.index_of(&b.source).is_none() {
+        let Some(source) = index_of(&b.source) else {
             continue;
-        }
-        let last_premise = hdag
-            .dependencies_of(&b.source)
-            .filter_map(|d| hdag.index_of(d))
+        };
+        let last_premise = premises
+            .get(source)
+            .into_iter()
+            .flatten()
+            .copied()
             .filter_map(|d| {
                 items
                     .iter()
@@ -383,12 +470,12 @@ pub fn prepare_with(
             position[*node] = u16::try_from(pos).map_err(|_| too_many(items.len()))?;
         }
     }
-    let index_of = |id: &str| hdag.index_of(id);
     let deps_of = |id: &str| {
-        let mut d: Vec<u16> = hdag
-            .dependencies_of(id)
-            .filter_map(index_of)
-            .map(|j| position[j])
+        let mut d: Vec<u16> = index_of(id)
+            .and_then(|i| premises.get(i))
+            .into_iter()
+            .flatten()
+            .map(|&j| position[j])
             .collect();
         d.sort_unstable();
         d.dedup();
@@ -495,6 +582,19 @@ pub fn prepare_with(
         left_out,
     };
     manifest.validate()?;
+    let bytes = encoding::encode(&Tx {
+        nonce: u64::MAX,
+        call: Call::OpenSession(manifest.clone()),
+    })
+    .len()
+    .saturating_add(SIGNATURE_BYTES);
+    if bytes > MAX_TX_BYTES {
+        return Err(PrepareError::TooLarge {
+            bytes,
+            segments: manifest.segments.len(),
+            left_out: manifest.left_out.len(),
+        });
+    }
     Ok(PreparedSession {
         manifest,
         blocks,
@@ -681,6 +781,125 @@ mod tests {
             assert_ne!(x.id, y.id);
             assert_ne!(x.cid, y.cid);
         }
+    }
+
+    /// A 1 MiB trace of 5,000 steps, as the decomposer groups it, fits one session's
+    /// manifest and one transaction.
+    #[test]
+    fn a_five_thousand_step_trace_fits_one_session() {
+        let t = Trace::parse(&crate::decompose::sample::counter_trace(5000, 208, 0, None))
+            .expect("parses");
+        let h = decompose(&t, &Options::default()).expect("decomposes");
+        let p = prepare(
+            &restrict(&h, |_| true),
+            quorum(),
+            W,
+            1,
+            "",
+            &mut StdRng::seed_from_u64(7),
+        )
+        .expect("one session holds it");
+        assert_eq!(p.manifest.segments.len(), h.nodes.len());
+    }
+
+    /// An HDAG of `n` steps, each resting on the `deps` steps before it.
+    fn wide(n: usize, deps: usize) -> Hdag {
+        let nodes = (0..n)
+            .map(|i| {
+                serde_json::json!({"id": format!("S{i}"), "content": format!("step {i}"),
+                    "abstraction_level": "STEP", "primary_auditor": "T_Auto"})
+            })
+            .collect::<Vec<_>>();
+        let edges = (0..n)
+            .flat_map(|i| {
+                (i.saturating_sub(deps)..i).map(move |j| {
+                    serde_json::json!({"from": format!("S{i}"), "to": format!("S{j}"),
+                        "relationship": "depends_on"})
+                })
+            })
+            .collect::<Vec<_>>();
+        serde_json::from_value(serde_json::json!({"nodes": nodes, "edges": edges})).unwrap()
+    }
+
+    /// The decomposer's segment budget fits one `OpenSession` even at its worst: every
+    /// segment with the most dependencies a manifest allows, and every honeypot planted.
+    #[test]
+    fn the_largest_decomposition_fits_one_transaction() {
+        let n = crate::decompose::MAX_DECOMPOSED_SEGMENTS + honeypot::MAX_PER_SESSION;
+        let p = prepare(
+            &restrict(&wide(n, MAX_DEPENDENCIES), |_| true),
+            quorum(),
+            W,
+            1,
+            "math",
+            &mut StdRng::seed_from_u64(1),
+        )
+        .expect("fits");
+        assert_eq!(p.manifest.segments.len(), n);
+        assert!(
+            p.manifest
+                .segments
+                .iter()
+                .skip(MAX_DEPENDENCIES)
+                .all(|s| s.depends_on.len() == MAX_DEPENDENCIES)
+        );
+    }
+
+    /// A step resting on more steps than a manifest entry may name keeps the nearest as
+    /// dependencies and reads the others as givens.
+    #[test]
+    fn premises_beyond_the_dependency_limit_travel_as_givens() {
+        let h = wide(30, 20);
+        let r = restrict(&h, |_| true);
+        let last: Vec<&str> = r.hdag.dependencies_of("S29").collect();
+        assert_eq!(last.len(), MAX_DEPENDENCIES);
+        assert!(last.contains(&"S28") && last.contains(&"S13") && !last.contains(&"S12"));
+        let g = &r.givens["S29"];
+        assert_eq!(g, &["step 9", "step 10", "step 11", "step 12"]);
+        assert!(
+            prepare(&r, quorum(), W, 1, "", &mut StdRng::seed_from_u64(1)).is_ok(),
+            "the manifest is valid"
+        );
+    }
+
+    /// Too much for one session or one transaction: refused with the numbers.
+    #[test]
+    fn a_session_too_large_is_refused_with_the_numbers() {
+        let e = prepare(
+            &restrict(&wide(MAX_SEGMENTS + 1, 1), |_| true),
+            quorum(),
+            W,
+            1,
+            "",
+            &mut StdRng::seed_from_u64(1),
+        )
+        .unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.contains("1025 segments") && msg.contains("at most 1024"),
+            "{msg}"
+        );
+        let e = prepare(
+            &restrict(&wide(MAX_SEGMENTS, MAX_DEPENDENCIES), |_| true),
+            quorum(),
+            W,
+            1,
+            "",
+            &mut StdRng::seed_from_u64(1),
+        )
+        .unwrap_err();
+        let PrepareError::TooLarge {
+            bytes, segments, ..
+        } = e
+        else {
+            panic!("{e}");
+        };
+        assert_eq!(segments, MAX_SEGMENTS);
+        assert!(bytes > MAX_TX_BYTES);
+        assert!(
+            e.to_string().contains("131072-byte transaction limit"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! Who may use the node's audit form: a person who presents the operator token.
+//! Who may use the node's audit form and its provider API: whoever presents the operator
+//! token, as a bearer token (`Authorization: Bearer …`) or through an audit-form login.
 //!
 //! Logging in (`POST /audit/login` with the token) opens a login session: a random id in a
 //! cookie (`HttpOnly; SameSite=Strict; Path=/`) and a random CSRF token that every form of
@@ -13,15 +14,16 @@
 
 use std::{
     collections::BTreeMap,
+    path::{Path, PathBuf},
     sync::Mutex,
-    time::{Duration, Instant},
+    time::{Duration, Instant, SystemTime},
 };
 
 use axum::http::{HeaderMap, header};
 use rand::{RngCore, rngs::OsRng};
 use trust_protocol::Hash;
 
-use crate::keys::OperatorToken;
+use crate::keys::{KeyError, OperatorToken};
 
 /// The login cookie's name.
 pub const COOKIE: &str = "trust_audit";
@@ -50,8 +52,38 @@ struct Open {
 /// The operator token and the login sessions opened with it.
 #[derive(Debug)]
 pub struct Auth {
-    token: Hash,
+    token: Mutex<Token>,
+    /// The token file, read again whenever it changes (`None`: a fixed token).
+    path: Option<PathBuf>,
     logins: Mutex<BTreeMap<String, Open>>,
+}
+
+/// The token in force: its hash (`None`: the file cannot be read, so nothing is accepted)
+/// and the file's identity when it was read.
+#[derive(Debug)]
+struct Token {
+    hash: Option<Hash>,
+    stamp: Option<FileStamp>,
+}
+
+/// What tells a rewritten token file from the one read before: inode, size, mtime.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct FileStamp {
+    ino: u64,
+    len: u64,
+    modified: Option<SystemTime>,
+}
+
+impl FileStamp {
+    fn of(path: &Path) -> Option<Self> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::metadata(path).ok()?;
+        Some(Self {
+            ino: meta.ino(),
+            len: meta.len(),
+            modified: meta.modified().ok(),
+        })
+    }
 }
 
 /// Whether `a` and `b` are equal, in time that depends only on their lengths.
@@ -69,11 +101,81 @@ fn random_hex() -> String {
 }
 
 impl Auth {
-    /// Logins checked against `token`.
+    /// Logins checked against a fixed `token`.
     pub fn new(token: &OperatorToken) -> Self {
         Self {
-            token: Hash::sha256(token.expose().as_bytes()),
+            token: Mutex::new(Token {
+                hash: Some(Hash::sha256(token.expose().as_bytes())),
+                stamp: None,
+            }),
+            path: None,
             logins: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// Logins and bearer tokens checked against the token in the file at `path`, read
+    /// again whenever the file changes (`trust-node keys rotate-api-token`): the old token
+    /// stops working at once and every login opened with it is closed. A file that can no
+    /// longer be read (removed, garbled, readable by others) accepts nothing until fixed.
+    pub fn from_file(path: &Path) -> Result<Self, KeyError> {
+        let token = crate::keys::load_operator_token(path)?;
+        let auth = Self::new(&token);
+        auth.token_state().stamp = FileStamp::of(path);
+        Ok(Self {
+            path: Some(path.to_path_buf()),
+            ..auth
+        })
+    }
+
+    fn token_state(&self) -> std::sync::MutexGuard<'_, Token> {
+        self.token.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The hash of the token in force, after reading the file again if it changed.
+    fn current(&self) -> Option<Hash> {
+        let mut state = self.token_state();
+        if let Some(path) = &self.path {
+            let stamp = FileStamp::of(path);
+            if stamp != state.stamp {
+                state.hash = match crate::keys::load_operator_token(path) {
+                    Ok(t) => {
+                        tracing::info!(target: "trust::api", path = %path.display(), "operator token file changed: the new token is in force, every login closed");
+                        Some(Hash::sha256(t.expose().as_bytes()))
+                    }
+                    Err(e) => {
+                        tracing::warn!(target: "trust::api", error = %e, "operator token unreadable: nothing is accepted until it is fixed");
+                        None
+                    }
+                };
+                state.stamp = stamp;
+                drop(state);
+                self.logins().clear();
+                return self.token_state().hash;
+            }
+        }
+        state.hash
+    }
+
+    /// Whether `presented` is the operator token in force.
+    pub fn token_ok(&self, presented: &str) -> bool {
+        let presented = Hash::sha256(presented.trim().as_bytes());
+        self.current()
+            .is_some_and(|t| ct_eq(presented.as_ref(), t.as_ref()))
+    }
+
+    /// Whether a request carries the operator token: `Authorization: Bearer <token>`, or
+    /// the cookie of an open audit-form login.
+    pub fn authorized(&self, headers: &HeaderMap) -> bool {
+        let bearer = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| {
+                let (scheme, rest) = v.trim().split_once(' ')?;
+                scheme.eq_ignore_ascii_case("bearer").then_some(rest)
+            });
+        match bearer {
+            Some(t) => self.token_ok(t),
+            None => self.session(headers).is_some(),
         }
     }
 
@@ -83,8 +185,7 @@ impl Auth {
 
     /// Opens a login session if `presented` is the operator token.
     pub fn login(&self, presented: &str) -> Option<Login> {
-        let presented = Hash::sha256(presented.trim().as_bytes());
-        if !ct_eq(presented.as_ref(), self.token.as_ref()) {
+        if !self.token_ok(presented) {
             return None;
         }
         let login = Login {
@@ -116,6 +217,8 @@ impl Auth {
     /// The login session the request's cookie names, if it is open.
     pub fn session(&self, headers: &HeaderMap) -> Option<Login> {
         let id = cookie(headers, COOKIE)?;
+        // A rotated token closes the logins opened with the old one.
+        self.current()?;
         let logins = self.logins();
         // Looked up by comparing every open id in constant time, not by map lookup.
         logins

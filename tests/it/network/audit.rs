@@ -47,12 +47,20 @@ fn verdict(s: &Value, names: &[String], node: &str) -> String {
         .to_string()
 }
 
-/// Runs `trust-node submit` against node 0.
+/// Runs `trust-node submit` against node 0, as its operator: the token comes from its home.
 fn cli_submit(net: &Network, args: &[&str]) -> std::process::Output {
+    cli_submit_from(net, args, &net.nodes[0].home)
+}
+
+/// Runs `trust-node submit` against node 0 with `home` as the home it reads the token from.
+fn cli_submit_from(net: &Network, args: &[&str], home: &std::path::Path) -> std::process::Output {
     Command::new(bin())
         .arg("submit")
         .args(args)
         .args(["--api", &net.nodes[0].api])
+        .arg("--home")
+        .arg(home)
+        .env_remove("TRUST_API_TOKEN")
         .output()
         .unwrap()
 }
@@ -96,6 +104,22 @@ fn the_incorrect_fraction_chain_fails_at_the_wrong_step_and_propagates() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(says), "{args:?}: {err}");
     }
+    // Without the operator token (a home that has none), or with a wrong one, the node
+    // refuses to spend its funds, and says how to send the token.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let wrong = "0".repeat(64);
+    for args in [
+        vec![trace.as_str()],
+        vec![trace.as_str(), "--api-token", &wrong],
+    ] {
+        let out = cli_submit_from(&net, &args, elsewhere.path());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("HTTP 401") && err.contains("operator token"),
+            "{err}"
+        );
+    }
     assert_eq!(nonce(&net), before, "a refused submit sent a transaction");
 
     let (r, names) = submit(&net, "fraction-incorrect.txt");
@@ -113,6 +137,24 @@ fn the_incorrect_fraction_chain_fails_at_the_wrong_step_and_propagates() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains("Invalid") && text.contains("Propagated"),
+        "{text}"
+    );
+    // A user checks the outcome served by a node other than the provider's against the
+    // genesis file of a third: the Merkle proof, the certificate and the stakes behind it.
+    let out = Command::new(bin())
+        .args(["query", &session, "--verify", "--api", &net.nodes[1].api])
+        .arg("--home")
+        .arg(&net.nodes[2].home)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("Fail") && text.contains("certified by validators holding"),
         "{text}"
     );
 }

@@ -89,6 +89,16 @@ fn four_validators_order_one_chain_and_include_a_tx_sent_to_any_node() {
         metric(&metrics, "trust_blocks_committed_total") >= 2.0,
         "{metrics}"
     );
+    // Every validator applied decided blocks from its own earlier execution of them
+    // (proposed or validated on the same tip) rather than executing them twice, and the
+    // chains above agree block by block, state roots included.
+    for i in 0..4 {
+        assert!(
+            net.counter(i, "trust_executions_reused_total") >= 1,
+            "node{i}: {}",
+            net.metrics(i)
+        );
+    }
     let nonce_after = net
         .get(0, &format!("/v1/accounts/{}", net.keys(0).account_id()))
         .unwrap()["nonce"]

@@ -7,5 +7,6 @@ mod chain;
 mod crash;
 mod faults;
 mod llm;
+mod long;
 mod misbehave;
 mod shutdown;

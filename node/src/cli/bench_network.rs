@@ -1,0 +1,767 @@
+//! `trust-node bench network`: the session load generator.
+//!
+//! It starts an N-validator network of real `trust-node run` processes on loopback (this
+//! binary, in a scratch directory), has node 0 open audit sessions of S Computer-tier
+//! segments with k seats each (a provider HDAG over a generated arithmetic trace, so the
+//! shape is exact), at a target rate or as fast as node 0 accepts them, follows them on
+//! node 1 until every one is decided, and reports:
+//! - sessions and segment votes (a commit and a reveal each) finalized per second;
+//! - submit→verdict latency at p50, p90 and p99;
+//! - block time, mempool depth, gossip payload bytes per vote;
+//! - CPU seconds and peak RSS of every node;
+//! - in the same run, before the network starts: the single-core ed25519 verify rate
+//!   (through the protocol's strict check, plain, and batched) and a single-process
+//!   centralized pipeline (parse + HDAG + Computer check + tally, no network, no
+//!   consensus) on the same traces, so that the network's figures can be read as ratios.
+//!
+//! Output: a Markdown table on stdout (and `--markdown FILE`), JSON with `--json FILE`,
+//! and a progress line on stderr while it runs.
+
+use std::{
+    collections::BTreeMap,
+    io::{IsTerminal, Write as _},
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use clap::Args;
+use serde::Serialize;
+use serde_json::{Value, json};
+use trust_protocol::{Keypair, Signed, trace::Trace, tx::Tx};
+
+use crate::{
+    cli::{CliError, CliResult},
+    client, config, decompose,
+};
+
+/// Arguments of `bench network`.
+#[derive(Debug, Args)]
+pub struct NetworkArgs {
+    /// Validators (each a Computer-tier auditor; node 0 is also the provider).
+    #[arg(long, default_value_t = 4)]
+    pub nodes: u16,
+    /// Sessions to open.
+    #[arg(long, default_value_t = 20)]
+    pub sessions: usize,
+    /// Computer-tier segments per session.
+    #[arg(long, default_value_t = 20)]
+    pub segments: usize,
+    /// Seats per segment (at most the auditors other than the provider: nodes - 1).
+    #[arg(long, default_value_t = 3)]
+    pub seats: u8,
+    /// Sessions per second to open; 0 opens them as fast as node 0 accepts.
+    #[arg(long, default_value_t = 0.0)]
+    pub rate: f64,
+    /// The network's block time, in milliseconds.
+    #[arg(long, default_value_t = 300)]
+    pub block_time_ms: u64,
+    /// First port of the network (node i uses P+10i, P+10i+1, P+10i+2).
+    #[arg(long, default_value_t = 29_000)]
+    pub base_port: u16,
+    /// Keep the node homes and logs here (default: a scratch directory, removed after).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Also write the report as JSON to this file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Also write the Markdown table to this file.
+    #[arg(long)]
+    pub markdown: Option<PathBuf>,
+    /// Give up when the sessions are not all decided after this many seconds.
+    #[arg(long, default_value_t = 600)]
+    pub timeout_secs: u64,
+}
+
+/// What a run measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// The run's shape.
+    pub nodes: u16,
+    /// Sessions opened.
+    pub sessions: usize,
+    /// Segments per session.
+    pub segments: usize,
+    /// Seats per segment.
+    pub seats: u8,
+    /// Target sessions per second (0: as fast as accepted).
+    pub rate: f64,
+    /// Block time asked for, in milliseconds.
+    pub block_time_ms: u64,
+    /// Sessions decided.
+    pub decided: usize,
+    /// Seconds from the first submit to the last verdict.
+    pub seconds: f64,
+    /// Sessions finalized per second.
+    pub sessions_per_sec: f64,
+    /// Segment votes (counted or abstaining reveals, each after a commit) finalized.
+    pub votes: u64,
+    /// Segment votes finalized per second.
+    pub votes_per_sec: f64,
+    /// Seats that never committed or never revealed in time (every round).
+    pub missing_votes: u64,
+    /// Submit→verdict latency percentiles, seconds.
+    pub latency_p50: f64,
+    /// 90th percentile.
+    pub latency_p90: f64,
+    /// 99th percentile.
+    pub latency_p99: f64,
+    /// Seconds node 0 took to accept a session (POST /v1/sessions), median.
+    pub submit_p50: f64,
+    /// Blocks decided during the run.
+    pub blocks: u64,
+    /// Mean seconds per block during the run.
+    pub block_time: f64,
+    /// Mempool depth on node 1, largest and mean over the samples.
+    pub mempool_max: u64,
+    /// Mean mempool depth.
+    pub mempool_mean: f64,
+    /// Gossip payload bytes received, summed over nodes, per vote.
+    pub gossip_bytes_per_vote: f64,
+    /// Per node: CPU seconds during the run and peak RSS in MiB.
+    pub node_cpu_secs: Vec<f64>,
+    /// Peak resident memory per node, MiB.
+    pub node_peak_rss_mib: Vec<f64>,
+    /// The floor and the centralized pipeline, measured in this run.
+    pub floor: Floor,
+}
+
+/// The single-core floors measured before the network starts.
+#[derive(Debug, Clone, Serialize)]
+pub struct Floor {
+    /// Signed transactions verified per second through the protocol's strict check (key
+    /// decompressed each time), one core.
+    pub verify_strict_per_sec: f64,
+    /// Signatures verified per second with a decompressed key, one core.
+    pub verify_plain_per_sec: f64,
+    /// Signatures verified per second in batches of 64, one core.
+    pub verify_batch_per_sec: f64,
+    /// Segment votes per second one core could verify (strict): every vote is two signed
+    /// transactions.
+    pub votes_floor_per_sec: f64,
+    /// The network's votes/s as a fraction of `votes_floor_per_sec`.
+    pub network_fraction_of_floor: f64,
+    /// The centralized pipeline: sessions judged per second (one process, one core).
+    pub central_sessions_per_sec: f64,
+    /// Its segments judged per second.
+    pub central_segments_per_sec: f64,
+}
+
+/// The generated trace of session `i`: a chain of `n` additions, every one correct, and
+/// the provider HDAG with one Computer-tier OPERATION per line.
+pub fn session_trace(i: usize, n: usize) -> (String, String) {
+    let mut lines = Vec::with_capacity(n);
+    let mut total = 7 + i as u64;
+    for j in 0..n {
+        let add = 3 + (j as u64 * 7 + i as u64) % 90;
+        lines.push(format!("Step {}: {total} + {add} = {}", j + 1, total + add));
+        total += add;
+    }
+    let trace = format!(
+        "## Problem Statement\nSession {i}: start at {} and add the numbers step by step.\n## Thinking Process\n{}\n## Final Output\n{total}\n",
+        7 + i,
+        lines.join("\n")
+    );
+    let nodes: Vec<Value> = lines
+        .iter()
+        .enumerate()
+        .map(|(j, l)| {
+            json!({"id": format!("S{}", j + 1), "content": l,
+                "abstraction_level": "OPERATION", "primary_auditor": "T_Auto"})
+        })
+        .collect();
+    let edges: Vec<Value> = (1..lines.len())
+        .map(|j| {
+            json!({"from": format!("S{}", j + 1), "to": format!("S{j}"),
+                "relationship": "depends_on"})
+        })
+        .collect();
+    (trace, json!({"nodes": nodes, "edges": edges}).to_string())
+}
+
+/// Verifications per second of `f` over `n` items, run until at least `min` has passed.
+fn rate(n: usize, min: Duration, mut f: impl FnMut()) -> f64 {
+    let start = Instant::now();
+    let mut rounds = 0u64;
+    while rounds == 0 || start.elapsed() < min {
+        f();
+        rounds += 1;
+    }
+    (rounds as f64 * n as f64) / start.elapsed().as_secs_f64()
+}
+
+/// The single-core floors and the centralized pipeline on `traces`.
+fn measure_floor(traces: &[(String, String)], segments: usize) -> Result<Floor, CliError> {
+    use ed25519_dalek::{Signer, SigningKey, Verifier};
+    const N: usize = 512;
+    let key = Keypair::from_label("bench-floor");
+    let txs: Vec<_> = (0..N)
+        .map(|i| {
+            Signed::sign(
+                &key,
+                Tx {
+                    nonce: i as u64,
+                    call: trust_protocol::tx::Call::Transfer {
+                        to: key.public(),
+                        amount: 1,
+                    },
+                },
+            )
+        })
+        .collect();
+    let window = Duration::from_millis(700);
+    let strict = rate(N, window, || {
+        for t in &txs {
+            assert!(t.verify().is_ok());
+        }
+    });
+    let sk = SigningKey::from_bytes(&[7; 32]);
+    let vk = sk.verifying_key();
+    let msgs: Vec<Vec<u8>> = (0..N)
+        .map(|i| format!("vote {i} {}", "x".repeat(160)).into_bytes())
+        .collect();
+    let sigs: Vec<_> = msgs.iter().map(|m| sk.sign(m)).collect();
+    let plain = rate(N, window, || {
+        for (m, s) in msgs.iter().zip(&sigs) {
+            assert!(vk.verify(m, s).is_ok());
+        }
+    });
+    let keys = vec![vk; 64];
+    let batch = rate(N, window, || {
+        for (m, s) in msgs.chunks(64).zip(sigs.chunks(64)) {
+            let refs: Vec<&[u8]> = m.iter().map(Vec::as_slice).collect();
+            assert!(ed25519_dalek::verify_batch(&refs, s, &keys[..m.len()]).is_ok());
+        }
+    });
+    // The centralized pipeline: what one process does for the same sessions, with no
+    // network and no consensus.
+    let start = Instant::now();
+    for (trace, hdag) in traces {
+        let t = Trace::parse(trace).map_err(|e| CliError::failed(format!("trace: {e}")))?;
+        let h = decompose::from_provider(&t, hdag)
+            .map_err(|e| CliError::failed(format!("hdag: {e}")))?;
+        let p = crate::audit::preview::preview(&t, &h);
+        std::hint::black_box(&p);
+    }
+    let took = start.elapsed().as_secs_f64().max(1e-9);
+    Ok(Floor {
+        verify_strict_per_sec: strict,
+        verify_plain_per_sec: plain,
+        verify_batch_per_sec: batch,
+        votes_floor_per_sec: strict / 2.0,
+        network_fraction_of_floor: 0.0,
+        central_sessions_per_sec: traces.len() as f64 / took,
+        central_segments_per_sec: (traces.len() * segments) as f64 / took,
+    })
+}
+
+/// The network's processes; killed when dropped.
+struct Nodes {
+    children: Vec<Child>,
+}
+
+impl Drop for Nodes {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// CPU seconds a process has used so far, all its threads (`utime + stime` of
+/// `/proc/<pid>/stat`, in the kernel's fixed user-visible tick of 1/100 s).
+fn cpu_secs(pid: u32) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            // Fields after the command name (which may hold spaces) start at the state,
+            // field 3; utime and stime are fields 14 and 15.
+            let rest = s.get(s.rfind(')')? + 1..)?;
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            let ticks = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+            Some(ticks as f64 / 100.0)
+        })
+        .unwrap_or(0.0)
+}
+
+/// Peak resident memory of a process, MiB (`VmHWM`).
+fn peak_rss_mib(pid: u32) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))?
+                .split_whitespace()
+                .nth(1)?
+                .parse::<f64>()
+                .ok()
+        })
+        .map_or(0.0, |kib| kib / 1024.0)
+}
+
+/// The value of a Prometheus counter in `text`.
+fn counter(text: &str, name: &str) -> u64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+async fn metrics_text(api: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let Ok(mut s) = tokio::net::TcpStream::connect(api).await else {
+        return String::new();
+    };
+    let head = format!("GET /metrics HTTP/1.1\r\nHost: {api}\r\nConnection: close\r\n\r\n");
+    if s.write_all(head.as_bytes()).await.is_err() {
+        return String::new();
+    }
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out).await;
+    out
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+/// One progress line: a bar of decided sessions. On a terminal it is redrawn in place;
+/// elsewhere (a log) a line is written only when `changed`.
+fn progress(
+    decided: usize,
+    submitted: usize,
+    total: usize,
+    height: u64,
+    since: Instant,
+    changed: bool,
+) {
+    let width = 30;
+    let filled = (decided * width)
+        .checked_div(total)
+        .unwrap_or(width)
+        .min(width);
+    let line = format!(
+        "[{}{}] {decided}/{total} decided, {submitted} submitted, height {height}, {:.1} s",
+        "#".repeat(filled),
+        ".".repeat(width - filled),
+        since.elapsed().as_secs_f64()
+    );
+    let mut err = std::io::stderr();
+    if err.is_terminal() {
+        let _ = write!(err, "\r{line}");
+    } else if changed {
+        let _ = writeln!(err, "{line}");
+    }
+    let _ = err.flush();
+}
+
+/// Starts the network under `dir`; the processes and every node's API address.
+fn start_network(args: &NetworkArgs, dir: &Path) -> Result<(Nodes, Vec<String>), CliError> {
+    let exe = std::env::current_exe().map_err(|e| CliError::failed(e.to_string()))?;
+    let init = Command::new(&exe)
+        .args(["testnet", "init", "--nodes", &args.nodes.to_string()])
+        .arg("--home")
+        .arg(dir)
+        .args(["--base-port", &args.base_port.to_string()])
+        .args(["--seats-per-segment", &args.seats.to_string()])
+        .args(["--honeypots-per-session", "0"])
+        .output()
+        .map_err(|e| CliError::failed(format!("testnet init: {e}")))?;
+    if !init.status.success() {
+        return Err(CliError::failed(format!(
+            "testnet init failed: {}",
+            String::from_utf8_lossy(&init.stderr)
+        )));
+    }
+    let mut nodes = Nodes {
+        children: Vec::new(),
+    };
+    let mut apis = Vec::new();
+    for i in 0..args.nodes {
+        let home = dir.join(format!("node{i}"));
+        let log = std::fs::File::create(dir.join(format!("node{i}.log")))
+            .map_err(|e| CliError::failed(e.to_string()))?;
+        let child = Command::new(&exe)
+            .arg("run")
+            .arg("--home")
+            .arg(&home)
+            .args(["--block-time-ms", &args.block_time_ms.to_string()])
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .map_err(|e| CliError::failed(format!("start node{i}: {e}")))?;
+        nodes.children.push(child);
+        let cfg = config::load_config(&home).map_err(|e| CliError::failed(e.to_string()))?;
+        apis.push(cfg.api_listen);
+    }
+    Ok((nodes, apis))
+}
+
+/// Runs the benchmark.
+pub fn run(args: NetworkArgs) -> CliResult {
+    if args.nodes < 2 || args.seats == 0 || u16::from(args.seats) >= args.nodes {
+        return Err(CliError::usage(format!(
+            "--seats {} with --nodes {}: a segment's seats are drawn among the auditors other than the provider, so seats must be between 1 and nodes - 1",
+            args.seats, args.nodes
+        )));
+    }
+    if args.sessions == 0 || args.segments == 0 || args.segments > 1000 {
+        return Err(CliError::usage(
+            "--sessions must be at least 1 and --segments between 1 and 1000",
+        ));
+    }
+    let traces: Vec<(String, String)> = (0..args.sessions)
+        .map(|i| session_trace(i, args.segments))
+        .collect();
+    eprintln!("measuring the single-core floors and the centralized pipeline ...");
+    let mut floor = measure_floor(&traces, args.segments)?;
+
+    let scratch = args.dir.is_none();
+    let dir = args.dir.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("trust-bench-network-{}", std::process::id()))
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(|e| CliError::failed(e.to_string()))?;
+    eprintln!(
+        "starting {} validators in {} ...",
+        args.nodes,
+        dir.display()
+    );
+    let (nodes, apis) = start_network(&args, &dir)?;
+    let token =
+        crate::keys::load_operator_token(&dir.join("node0").join(crate::keys::OPERATOR_TOKEN_FILE))
+            .map_err(|e| CliError::failed(e.to_string()))?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::failed(e.to_string()))?;
+    let result = rt.block_on(drive(&args, &apis, token.expose(), &traces, &nodes));
+    drop(nodes);
+    if scratch {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    let mut report = result?;
+    floor.network_fraction_of_floor = report.votes_per_sec / floor.votes_floor_per_sec.max(1e-9);
+    report.floor = floor;
+    let table = markdown(&report);
+    outln!("{table}");
+    if let Some(p) = &args.markdown {
+        std::fs::write(p, &table).map_err(|e| CliError::failed(format!("{}: {e}", p.display())))?;
+    }
+    if let Some(p) = &args.json {
+        let text =
+            serde_json::to_string_pretty(&report).map_err(|e| CliError::failed(e.to_string()))?;
+        std::fs::write(p, text).map_err(|e| CliError::failed(format!("{}: {e}", p.display())))?;
+    }
+    Ok(())
+}
+
+/// Opens the sessions and follows them to their verdicts.
+async fn drive(
+    args: &NetworkArgs,
+    apis: &[String],
+    token: &str,
+    traces: &[(String, String)],
+    nodes: &Nodes,
+) -> Result<Report, CliError> {
+    let deadline = Instant::now() + Duration::from_secs(args.timeout_secs);
+    // Every node answers and the chain moves.
+    for api in apis {
+        loop {
+            if let Ok(s) = client::get(api, "/v1/status").await
+                && s["height"].as_u64().unwrap_or(0) >= 2
+            {
+                break;
+            }
+            if Instant::now() > deadline {
+                return Err(CliError::failed(format!(
+                    "{api} did not start (see the node logs)"
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+    let follow = apis.get(1).unwrap_or(&apis[0]).clone();
+    let height_of = |v: &Value| v["height"].as_u64().unwrap_or(0);
+    let start_height = height_of(&client::get(&follow, "/v1/status").await.map_err(fail)?);
+    let mut bytes0 = 0u64;
+    for api in apis {
+        bytes0 += counter(&metrics_text(api).await, "trust_net_gossip_bytes_received");
+    }
+    let pids: Vec<u32> = nodes.children.iter().map(Child::id).collect();
+    let cpu0: Vec<f64> = pids.iter().map(|p| cpu_secs(*p)).collect();
+
+    let t0 = Instant::now();
+    let mut submitted_at: BTreeMap<String, Instant> = BTreeMap::new();
+    let mut submit_secs = Vec::new();
+    let mut latencies: Vec<f64> = Vec::new();
+    let mut votes = 0u64;
+    let mut missing = 0u64;
+    let mut next = 0usize;
+    let mut last_height = start_height;
+    let mut mempool = Vec::new();
+    let mut last_decided = t0;
+    let mut shown = usize::MAX;
+    let interval = (args.rate > 0.0).then(|| Duration::from_secs_f64(1.0 / args.rate));
+    while latencies.len() < traces.len() {
+        if Instant::now() > deadline {
+            eprintln!();
+            return Err(CliError::failed(format!(
+                "{} of {} sessions decided after {} s",
+                latencies.len(),
+                traces.len(),
+                args.timeout_secs
+            )));
+        }
+        // Open the next session when it is due.
+        let due = interval.is_none_or(|d| t0 + d.mul_f64(next as f64) <= Instant::now());
+        if next < traces.len() && due {
+            let (trace, hdag) = &traces[next];
+            let t = Instant::now();
+            match client::post_authorized(
+                &apis[0],
+                "/v1/sessions",
+                &json!({"trace": trace, "hdag": hdag}),
+                Some(token),
+            )
+            .await
+            {
+                Ok(r) => {
+                    submit_secs.push(t.elapsed().as_secs_f64());
+                    let id = r["session"].as_str().unwrap_or_default().to_string();
+                    submitted_at.insert(id, t);
+                    next += 1;
+                }
+                // The provider's own transactions wait for nonce room: try again shortly.
+                Err(client::ClientError::Api {
+                    status: 422,
+                    message,
+                    ..
+                }) if message.contains("retry") => {}
+                Err(e) => return Err(fail(e)),
+            }
+            if interval.is_none() && next < traces.len() {
+                continue;
+            }
+        }
+        let status = client::get(&follow, "/v1/status").await.map_err(fail)?;
+        mempool.push(status["mempool"].as_u64().unwrap_or(0));
+        let h = height_of(&status);
+        if h != last_height {
+            last_height = h;
+            let open: Vec<String> = submitted_at.keys().cloned().collect();
+            for id in open {
+                let Ok(s) = client::get(&follow, &format!("/v1/sessions/{id}")).await else {
+                    continue;
+                };
+                if s["status"] == "decided" || s["status"] == "failed" {
+                    let at = submitted_at.remove(&id).unwrap_or(t0);
+                    last_decided = Instant::now();
+                    latencies.push(at.elapsed().as_secs_f64());
+                    for seg in s["outcome"]["segments"].as_array().into_iter().flatten() {
+                        let v = &seg["votes"];
+                        votes += ["valid", "invalid", "ungrounded", "abstained"]
+                            .iter()
+                            .map(|k| v[k].as_u64().unwrap_or(0))
+                            .sum::<u64>();
+                        missing += v["missing"].as_u64().unwrap_or(0);
+                    }
+                }
+            }
+        }
+        let changed = latencies.len() != shown;
+        shown = latencies.len();
+        progress(latencies.len(), next, traces.len(), h, t0, changed);
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    if std::io::stderr().is_terminal() {
+        eprintln!();
+    }
+    let seconds = last_decided.duration_since(t0).as_secs_f64().max(1e-9);
+    let end_height = height_of(&client::get(&follow, "/v1/status").await.map_err(fail)?);
+    let mut bytes1 = 0u64;
+    for api in apis {
+        bytes1 += counter(&metrics_text(api).await, "trust_net_gossip_bytes_received");
+    }
+    latencies.sort_by(f64::total_cmp);
+    submit_secs.sort_by(f64::total_cmp);
+    let blocks = end_height.saturating_sub(start_height);
+    Ok(Report {
+        nodes: args.nodes,
+        sessions: traces.len(),
+        segments: args.segments,
+        seats: args.seats,
+        rate: args.rate,
+        block_time_ms: args.block_time_ms,
+        decided: latencies.len(),
+        seconds,
+        sessions_per_sec: latencies.len() as f64 / seconds,
+        votes,
+        votes_per_sec: votes as f64 / seconds,
+        missing_votes: missing,
+        latency_p50: percentile(&latencies, 0.50),
+        latency_p90: percentile(&latencies, 0.90),
+        latency_p99: percentile(&latencies, 0.99),
+        submit_p50: percentile(&submit_secs, 0.50),
+        blocks,
+        block_time: t0.elapsed().as_secs_f64() / blocks.max(1) as f64,
+        mempool_max: mempool.iter().copied().max().unwrap_or(0),
+        mempool_mean: mempool.iter().sum::<u64>() as f64 / mempool.len().max(1) as f64,
+        gossip_bytes_per_vote: bytes1.saturating_sub(bytes0) as f64 / votes.max(1) as f64,
+        node_cpu_secs: pids
+            .iter()
+            .zip(&cpu0)
+            .map(|(p, c)| cpu_secs(*p) - c)
+            .collect(),
+        node_peak_rss_mib: pids.iter().map(|p| peak_rss_mib(*p)).collect(),
+        floor: Floor {
+            verify_strict_per_sec: 0.0,
+            verify_plain_per_sec: 0.0,
+            verify_batch_per_sec: 0.0,
+            votes_floor_per_sec: 0.0,
+            network_fraction_of_floor: 0.0,
+            central_sessions_per_sec: 0.0,
+            central_segments_per_sec: 0.0,
+        },
+    })
+}
+
+fn fail(e: client::ClientError) -> CliError {
+    CliError::failed(e.to_string())
+}
+
+/// The report as a Markdown table.
+pub fn markdown(r: &Report) -> String {
+    let f = &r.floor;
+    let rows = [
+        (
+            "network",
+            format!("{} validators, {} ms blocks", r.nodes, r.block_time_ms),
+        ),
+        (
+            "load",
+            format!(
+                "{} sessions x {} segments x {} seats, {}",
+                r.sessions,
+                r.segments,
+                r.seats,
+                if r.rate > 0.0 {
+                    format!("{} sessions/s", r.rate)
+                } else {
+                    "as fast as accepted".into()
+                }
+            ),
+        ),
+        ("decided", format!("{} in {:.2} s", r.decided, r.seconds)),
+        (
+            "sessions finalized / s",
+            format!("{:.2}", r.sessions_per_sec),
+        ),
+        (
+            "segment votes finalized / s",
+            format!(
+                "{:.1} ({} votes; {} seats missed their window)",
+                r.votes_per_sec, r.votes, r.missing_votes
+            ),
+        ),
+        (
+            "submit→verdict latency p50 / p90 / p99",
+            format!(
+                "{:.2} / {:.2} / {:.2} s",
+                r.latency_p50, r.latency_p90, r.latency_p99
+            ),
+        ),
+        ("POST /v1/sessions, p50", format!("{:.3} s", r.submit_p50)),
+        (
+            "block time",
+            format!("{:.3} s ({} blocks)", r.block_time, r.blocks),
+        ),
+        (
+            "mempool depth max / mean",
+            format!("{} / {:.1}", r.mempool_max, r.mempool_mean),
+        ),
+        (
+            "gossip payload bytes per vote (all nodes)",
+            format!("{:.0}", r.gossip_bytes_per_vote),
+        ),
+        (
+            "CPU seconds per node",
+            r.node_cpu_secs
+                .iter()
+                .map(|c| format!("{c:.2}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+        ),
+        (
+            "peak RSS per node (MiB)",
+            r.node_peak_rss_mib
+                .iter()
+                .map(|c| format!("{c:.1}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+        ),
+        (
+            "ed25519 verify / s, one core: strict tx, plain, batched",
+            format!(
+                "{:.0}, {:.0}, {:.0}",
+                f.verify_strict_per_sec, f.verify_plain_per_sec, f.verify_batch_per_sec
+            ),
+        ),
+        (
+            "vote floor (strict verifies / 2) and the network's fraction",
+            format!(
+                "{:.0} votes/s; {:.1}%",
+                f.votes_floor_per_sec,
+                100.0 * f.network_fraction_of_floor
+            ),
+        ),
+        (
+            "centralized pipeline, one process",
+            format!(
+                "{:.1} sessions/s, {:.0} segments/s; the network: {:.3}x its sessions/s",
+                f.central_sessions_per_sec,
+                f.central_segments_per_sec,
+                r.sessions_per_sec / f.central_sessions_per_sec.max(1e-9)
+            ),
+        ),
+    ];
+    let mut out = String::from("| measure | value |\n|---|---|\n");
+    for (k, v) in rows {
+        out.push_str(&format!("| {k} | {v} |\n"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The generated sessions are what the provider accepts: a trace, and an HDAG of
+    /// exactly the asked number of Computer segments that the checkers all call Valid.
+    #[test]
+    fn generated_sessions_have_the_asked_shape_and_check_valid() {
+        let (trace, hdag) = session_trace(3, 20);
+        let t = Trace::parse(&trace).unwrap();
+        let h = decompose::from_provider(&t, &hdag).unwrap();
+        assert_eq!(h.nodes.len(), 20);
+        let p = crate::audit::preview::preview(&t, &h);
+        let text = format!("{p:?}");
+        assert!(
+            !text.contains("Invalid") && !text.contains("Ungrounded"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn percentiles_pick_ranks() {
+        let v: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!(percentile(&v, 0.5), 51.0);
+        assert_eq!(percentile(&v, 0.99), 99.0);
+        assert_eq!(percentile(&[], 0.5), 0.0);
+    }
+}
