@@ -11,8 +11,8 @@
 # /metrics show more votes committed than revealed).
 # At the end it waits for every session to end by the contract's own rules, compares the
 # nodes' blocks at a common height, stops them, runs `ledger verify` on every home and
-# prints a summary. Exits 1 when a session is stuck, a ledger does not verify, or the nodes
-# disagree (2 on a usage or setup error).
+# prints a summary. Exits 1 when a session is stuck or never opened, a ledger does not
+# verify, or the nodes disagree (2 on a usage or setup error).
 #
 #   scripts/crash.sh [--kills N] [--seed S] [--dir DIR] [--base-port P]
 #                    [--submit-every SECONDS] [--long-down SHARE] [--rekill SHARE]
@@ -402,7 +402,9 @@ for sid in stuck:
     print(f"  stuck: {sid} {final[sid]}")
 for sid in never:
     print(f"  never opened: {sid} {final.get(sid)}")
-bad = bool(stuck) or not all(ok for ok, _ in verify) or not agree
+# An acknowledged session that never opened was lost: its opening transaction is journaled
+# before the provider answers, so not even a kill right after may lose it.
+bad = bool(stuck) or bool(never) or not all(ok for ok, _ in verify) or not agree
 print("RESULT: " + ("FAIL" if bad else "ok"))
 sys.exit(1 if bad else 0)
 PY

@@ -815,7 +815,13 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
         chain.clone(),
         pool.clone(),
         Some(gossip_tx.clone()),
-    );
+    )
+    .with_journal(&db)
+    .map_err(|e| DaemonError::Ledger(e.to_string()))?;
+    // Own transactions signed before a kill and not yet included go back into the pool
+    // under their nonces before anything (the API's submits, the resumed duties) signs
+    // anew: those then take the nonces after them, or find them.
+    outbox.restore().await;
     let mut provider = Provider::open(outbox.clone(), blobs.clone(), &db)
         .map_err(|e| DaemonError::Ledger(e.to_string()))?
         .with_honeypots(cfg.honeypots_per_session)

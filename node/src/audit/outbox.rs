@@ -15,16 +15,28 @@
 //! 1 to itself), so the account's later transactions run again everywhere without being
 //! signed anew. Nothing is ever signed twice under two nonces.
 //!
-//! The outbox writes no shared state itself: it reads the chain view and hands what it
-//! signs to the mempool task. Its own backlog sits under one async lock, held for the
-//! whole of each operation, so that two calls never pick the same nonce.
+//! Every transaction it signs is also written to a journal (sled tree [`JOURNAL_TREE`],
+//! by nonce) before it is gossiped, and leaves it once a block includes its nonce. A node
+//! killed with transactions of its own still in flight finds them there when it starts
+//! again ([`Outbox::restore`]): they go back into its pool and out to its peers under the
+//! nonces they were signed with, so a restart never signs a second transaction under a
+//! nonce its peers already hold one for (which would make one of the two vanish). A
+//! restored call the node's duties ask for again is answered with the transaction already
+//! signed, not a second one. An acknowledged `OpenSession` ([`Outbox::send_at`]) is flushed
+//! to disk before the provider answers. While the account's ledger nonce stands still with
+//! transactions of ours pooled, they are gossiped again every [`REGOSSIP_BLOCKS`] blocks
+//! (a node that has just started may have published them before any peer listened).
+//!
+//! The outbox writes no shared state itself beyond its journal: it reads the chain view
+//! and hands what it signs to the mempool task. Its own backlog sits under one async lock,
+//! held for the whole of each operation, so that two calls never pick the same nonce.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 
 use tokio::sync::{Mutex, mpsc};
 use trust_contracts::BlockCtx;
 use trust_protocol::{
-    AccountId, Hash, Keypair, Signed,
+    AccountId, Hash, Keypair, Signed, encoding,
     tx::{Call, SignedTx, Tx},
 };
 
@@ -38,6 +50,14 @@ pub const MAX_BACKLOG: usize = 4096;
 /// Blocks the account's ledger nonce may stand still, with transactions of ours pooled,
 /// before the outbox checks whether the first of them is refused for good.
 pub const STALL_BLOCKS: u32 = 4;
+/// Blocks the account's ledger nonce may stand still, with transactions of ours pooled,
+/// between two gossips of them.
+pub const REGOSSIP_BLOCKS: u32 = 2;
+/// Own pooled transactions gossiped again at most at once (the first ones by nonce: the
+/// later ones cannot run before them anyway).
+pub const REGOSSIP_MAX: usize = 64;
+/// The sled tree of this node's own signed transactions not yet included, by nonce.
+pub const JOURNAL_TREE: &str = "outbox/journal";
 
 /// What became of a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,6 +89,27 @@ struct Stall {
 struct Inner {
     backlog: VecDeque<Call>,
     stall: Stall,
+    /// Transactions restored from the journal at start, by the digest of their call:
+    /// (nonce, transaction id). A duty that asks for the same call again gets this id.
+    restored: HashMap<Hash, (u64, Hash)>,
+}
+
+/// Calls that apply at most once (a session duty): asked for again after a restart,
+/// the restored transaction answers. A transfer or a bond may be meant twice.
+fn once_only(call: &Call) -> bool {
+    matches!(
+        call,
+        Call::DeliverKeys { .. }
+            | Call::Commit { .. }
+            | Call::Reveal { .. }
+            | Call::RevealMapping { .. }
+            | Call::RevealHoneypot { .. }
+    )
+}
+
+/// The digest a restored call is found by.
+fn call_digest(call: &Call) -> Hash {
+    Hash::sha256(&encoding::encode(call))
 }
 
 /// Signs and queues this node's own transactions.
@@ -78,6 +119,7 @@ pub struct Outbox {
     chain: ChainWatch,
     pool: Pool,
     gossip: Option<mpsc::Sender<SignedTx>>,
+    journal: Option<sled::Tree>,
     inner: std::sync::Arc<Mutex<Inner>>,
 }
 
@@ -94,8 +136,110 @@ impl Outbox {
             chain,
             pool,
             gossip,
+            journal: None,
             inner: std::sync::Arc::default(),
         }
+    }
+
+    /// Keeps a journal of this account's signed transactions in `db` (tree
+    /// [`JOURNAL_TREE`]), for [`Outbox::restore`] after a restart.
+    pub fn with_journal(mut self, db: &sled::Db) -> Result<Self, sled::Error> {
+        self.journal = Some(db.open_tree(JOURNAL_TREE)?);
+        Ok(self)
+    }
+
+    /// Puts the journal's transactions that no block has included yet back into the pool
+    /// and gossips them, in nonce order; drops the ones a block included meanwhile or that
+    /// can no longer apply (the next flush fills the nonce of the latter with a no-op).
+    /// Call it once at start, before any duty sends. Returns how many were pooled again.
+    pub async fn restore(&self) -> usize {
+        let Some(journal) = &self.journal else {
+            return 0;
+        };
+        let mut inner = self.inner.lock().await;
+        let me = self.me();
+        let next = match self.pool.account(me).await {
+            Ok(a) => a.next,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the pool; the journal of own transactions is not restored");
+                return 0;
+            }
+        };
+        self.prune(journal, next);
+        let mut restored = 0;
+        for entry in journal.iter() {
+            let Ok((key, bytes)) = entry else { break };
+            let tx = match encoding::decode::<SignedTx>(&bytes) {
+                Ok(tx) if tx.signer == me && tx.body.nonce.to_be_bytes() == *key => tx,
+                Ok(_) | Err(_) => {
+                    tracing::warn!(
+                        key = hex::encode(&key),
+                        "an unreadable entry in the journal of own transactions; dropped"
+                    );
+                    let _ = journal.remove(&key);
+                    continue;
+                }
+            };
+            let (nonce, id) = (tx.body.nonce, tx.id());
+            let digest = once_only(&tx.body.call).then(|| call_digest(&tx.body.call));
+            match self.pool.admit(tx.clone()).await {
+                Ok(_) => {
+                    restored += 1;
+                    if let Some(d) = digest {
+                        inner.restored.insert(d, (nonce, id));
+                    }
+                    self.gossip(tx);
+                }
+                Err(e) => {
+                    tracing::info!(nonce, tx = %id, error = %e, "a journaled transaction of ours no longer applies; dropped");
+                    let _ = journal.remove(&key);
+                }
+            }
+        }
+        if restored > 0 {
+            tracing::info!(
+                count = restored,
+                from = next,
+                "own transactions signed before the restart pooled and gossiped again"
+            );
+        }
+        restored
+    }
+
+    /// Records `tx` in the journal (replacing what its nonce held).
+    fn record(&self, tx: &SignedTx) {
+        if let Some(j) = &self.journal
+            && let Err(e) = j.insert(tx.body.nonce.to_be_bytes(), encoding::encode(tx))
+        {
+            tracing::warn!(tx = %tx.id(), error = %e, "could not journal an own transaction");
+        }
+    }
+
+    /// Drops the journal's entries below `next` (included by the ledger).
+    fn prune(&self, journal: &sled::Tree, next: u64) {
+        for key in journal
+            .range(..next.to_be_bytes())
+            .keys()
+            .filter_map(Result::ok)
+        {
+            let _ = journal.remove(key);
+        }
+    }
+
+    /// Gossips again the first [`REGOSSIP_MAX`] journaled transactions from `next` on.
+    fn regossip(&self, journal: &sled::Tree, next: u64) -> usize {
+        let mut sent = 0;
+        for (_, bytes) in journal
+            .range(next.to_be_bytes()..)
+            .filter_map(Result::ok)
+            .take(REGOSSIP_MAX)
+        {
+            if let Ok(tx) = encoding::decode::<SignedTx>(&bytes) {
+                self.gossip(tx);
+                sent += 1;
+            }
+        }
+        sent
     }
 
     /// The account key.
@@ -127,10 +271,16 @@ impl Outbox {
     /// nonce window is full or earlier calls are still waiting, queues it behind them. A
     /// call that can no longer apply is refused unsigned.
     pub async fn send(&self, call: Call) -> Result<Sent, String> {
+        let mut inner = self.inner.lock().await;
+        if !inner.restored.is_empty()
+            && once_only(&call)
+            && let Some((_, id)) = inner.restored.remove(&call_digest(&call))
+        {
+            return Ok(Sent::Pooled(id));
+        }
         if let Some(why) = self.expired(&call) {
             return Err(format!("not signed: it can no longer apply ({why})"));
         }
-        let mut inner = self.inner.lock().await;
         if !inner.backlog.is_empty() {
             if inner.backlog.len() >= MAX_BACKLOG {
                 return Err(format!(
@@ -165,6 +315,13 @@ impl Outbox {
             );
         }
         let r = self.sign_and_pool(Some(nonce), call).await;
+        // The caller acknowledges this one to a client: it must survive a kill.
+        if r.is_ok()
+            && let Some(j) = &self.journal
+            && let Err(e) = j.flush_async().await
+        {
+            tracing::warn!(error = %e, "could not flush the journal of own transactions");
+        }
         drop(inner);
         r.map_err(|e| match e {
             Refused::Window => format!(
@@ -220,6 +377,10 @@ impl Outbox {
         };
         let next = acct.next;
         let mut holes = acct.holes;
+        if let Some(j) = &self.journal {
+            self.prune(j, next);
+        }
+        inner.restored.retain(|_, (nonce, _)| *nonce >= next);
         let stalled = {
             let st = &mut inner.stall;
             if st.nonce != next || acct.pending == 0 {
@@ -229,6 +390,17 @@ impl Outbox {
                 };
             } else {
                 st.blocks = st.blocks.saturating_add(1);
+            }
+            if st.blocks > 0
+                && st.blocks.is_multiple_of(REGOSSIP_BLOCKS)
+                && let Some(j) = &self.journal
+            {
+                let n = self.regossip(j, next);
+                tracing::debug!(
+                    count = n,
+                    nonce = next,
+                    "the ledger nonce stands still; own pooled transactions gossiped again"
+                );
             }
             st.blocks >= STALL_BLOCKS
         };
@@ -262,6 +434,7 @@ impl Outbox {
             match self.pool.admit(tx.clone()).await {
                 Ok(_) => {
                     filled += 1;
+                    self.record(&tx);
                     self.gossip(tx);
                 }
                 // A block took the nonce since we looked: nothing to fill any more.
@@ -312,6 +485,7 @@ impl Outbox {
             Err(e) => return Err(Refused::Other(e.to_string())),
         }
         let id = tx.id();
+        self.record(&tx);
         self.gossip(tx);
         Ok(id)
     }
@@ -348,6 +522,47 @@ mod tests {
             to: auditor(1).public(),
             amount: 1,
         }
+    }
+
+    /// A transaction of ours that no block takes (here: no block is made at all) is
+    /// gossiped again every [`REGOSSIP_BLOCKS`] flushes while the ledger nonce stands
+    /// still, from the journal; once a block includes it, it leaves the journal and is not
+    /// gossiped again.
+    #[tokio::test]
+    async fn a_stalled_transaction_of_ours_is_gossiped_again_until_a_block_takes_it() {
+        let mut chain = Chain::new(2);
+        let dir = tempfile::tempdir().unwrap();
+        let db = sled::open(dir.path()).unwrap();
+        let (gossip, mut gossiped) = mpsc::channel(16);
+        let out = Outbox::new(
+            provider_key(),
+            chain.view.subscribe(),
+            chain.pool.clone(),
+            Some(gossip),
+        )
+        .with_journal(&db)
+        .unwrap();
+        let Sent::Pooled(id) = out.send(transfer()).await.unwrap() else {
+            panic!("the window has room");
+        };
+        assert_eq!(gossiped.try_recv().unwrap().id(), id);
+        let journal = db.open_tree(JOURNAL_TREE).unwrap();
+        assert_eq!(journal.len(), 1);
+        for flush in 1..=REGOSSIP_BLOCKS * 2 {
+            out.flush().await;
+            let again = gossiped.try_recv().ok().map(|t| t.id());
+            if flush.is_multiple_of(REGOSSIP_BLOCKS) {
+                assert_eq!(again, Some(id), "gossiped again after {flush} still blocks");
+            } else {
+                assert_eq!(again, None, "not after {flush}");
+            }
+        }
+        chain.block().await;
+        for _ in 0..REGOSSIP_BLOCKS * 2 {
+            out.flush().await;
+        }
+        assert!(gossiped.try_recv().is_err(), "included: not gossiped again");
+        assert_eq!(journal.len(), 0, "included: out of the journal");
     }
 
     /// More calls than the window holds: the rest wait, unsigned, and go out in order as

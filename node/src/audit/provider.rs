@@ -844,6 +844,69 @@ mod tests {
         assert_eq!(chain.pooled().await, 0);
     }
 
+    /// A provider killed with its `DeliverKeys` signed and gossiped but not yet included
+    /// starts again with an empty pool. Its journal puts them back under the nonces they
+    /// were signed with (its peers hold those), the next transaction takes the nonce after
+    /// them, and resuming its duties asks for the same deliveries again without signing a
+    /// second transaction for any of them: every key lands once, and every pooled
+    /// transaction applies.
+    #[tokio::test]
+    async fn a_provider_killed_with_transactions_in_flight_restores_them_and_signs_nothing_twice() {
+        let mut chain = Chain::new(3);
+        let dir = tempfile::tempdir().unwrap();
+        let db = sled::open(dir.path()).unwrap();
+        let open = |chain: &Chain| {
+            let outbox = chain.outbox(provider_key()).with_journal(&db).unwrap();
+            let p = Provider::open(outbox.clone(), BlobStore::open(&db).unwrap(), &db).unwrap();
+            (p, outbox)
+        };
+        let (p, out) = open(&chain);
+        let s = p.submit(TRACE, None, &chain.contract).await.unwrap();
+        chain.block().await;
+        let seated = chain.block().await;
+        p.on_block(&seated, &chain.contract).await;
+        let in_flight = chain.pooled().await;
+        assert!(in_flight > 0, "deliveries pooled");
+        let next = out.next_nonce().await.unwrap();
+        assert_eq!(
+            next,
+            1 + u64::try_from(in_flight).unwrap(),
+            "the OpenSession took nonce 0"
+        );
+
+        // Killed: the pool is gone, sled is not.
+        drop((p, out));
+        chain.restart_pool();
+        let (p, out) = open(&chain);
+        assert_eq!(out.restore().await, in_flight);
+        assert_eq!(chain.pooled().await, in_flight);
+        assert_eq!(out.next_nonce().await.unwrap(), next, "no nonce reused");
+        p.resume(&chain.contract).await;
+        assert_eq!(
+            chain.pooled().await,
+            in_flight,
+            "the deliveries asked again are the ones restored"
+        );
+        assert_eq!(out.next_nonce().await.unwrap(), next);
+
+        let ev = chain.block().await;
+        let delivered = ev
+            .iter()
+            .filter(|e| matches!(e, Event::KeyDelivered { .. }))
+            .count();
+        let sess = &chain.contract.state().sessions[&s.session];
+        let seats: usize = sess.segments.iter().map(|g| g.seats.len()).sum();
+        assert_eq!(delivered, seats, "each seat's key once");
+        out.flush().await;
+        assert_eq!(
+            db.open_tree(crate::audit::outbox::JOURNAL_TREE)
+                .unwrap()
+                .len(),
+            0,
+            "included transactions leave the journal"
+        );
+    }
+
     /// A trace at the size limit (5,000 steps in about 1 MiB) opens one session of
     /// grouped steps, all of them Computer segments, and every seat gets its keys. With
     /// ten seats per segment that is more keys than one transaction carries, so they go

@@ -87,6 +87,14 @@ impl Chain {
         Outbox::new(key, self.view.subscribe(), self.pool.clone(), None)
     }
 
+    /// What a restart leaves of the mempool: a new, empty one on the current chain view
+    /// (the node's sled data, held by the test, outlives it).
+    pub(crate) fn restart_pool(&mut self) {
+        let (pool, task) = Pool::new(1000, self.view.subscribe());
+        tokio::spawn(task.run(Stop::never()));
+        self.pool = pool;
+    }
+
     /// Transactions pooled.
     pub(crate) async fn pooled(&self) -> usize {
         self.pool.count().await.expect("pool runs")
