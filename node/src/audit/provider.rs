@@ -741,6 +741,19 @@ mod tests {
         (p, chain, dir)
     }
 
+    /// Keys delivered in a block's events.
+    fn keys_delivered(events: &[Event]) -> usize {
+        events
+            .iter()
+            .filter(|e| matches!(e, Event::KeyDelivered { .. }))
+            .count()
+    }
+
+    /// Seats drawn in a session, over all its segments.
+    fn seat_count(session: &trust_contracts::Session) -> usize {
+        session.segments.iter().map(|g| g.seats.len()).sum()
+    }
+
     const TRACE: &str = "## Problem Statement\nThe denominator of a fraction is 7 less than 3 times the numerator. If the fraction is equivalent to 2/5, what is the numerator?\n## Thinking Process\n1. Let the numerator be x\n2. So x / (3x - 7) = 2/5\n3. Therefore, 5x = 6x - 14\n## Final Output\nx = 14\n";
 
     #[tokio::test]
@@ -833,10 +846,7 @@ mod tests {
         );
         p.resume(&chain.contract).await;
         let ev = chain.block().await;
-        let delivered = ev
-            .iter()
-            .filter(|e| matches!(e, Event::KeyDelivered { .. }))
-            .count();
+        let delivered = keys_delivered(&ev);
         let sess = &chain.contract.state().sessions[&s.session];
         assert!(delivered >= sess.segments.len() * 3, "{delivered}");
         // Once delivered, a second resume sends nothing more.
@@ -890,12 +900,9 @@ mod tests {
         assert_eq!(out.next_nonce().await.unwrap(), next);
 
         let ev = chain.block().await;
-        let delivered = ev
-            .iter()
-            .filter(|e| matches!(e, Event::KeyDelivered { .. }))
-            .count();
+        let delivered = keys_delivered(&ev);
         let sess = &chain.contract.state().sessions[&s.session];
-        let seats: usize = sess.segments.iter().map(|g| g.seats.len()).sum();
+        let seats = seat_count(sess);
         assert_eq!(delivered, seats, "each seat's key once");
         out.flush().await;
         assert_eq!(
@@ -943,12 +950,9 @@ mod tests {
         );
         p.on_block(&seated, &chain.contract).await;
         let ev = chain.block().await;
-        let delivered = ev
-            .iter()
-            .filter(|e| matches!(e, Event::KeyDelivered { .. }))
-            .count();
+        let delivered = keys_delivered(&ev);
         let sess = &chain.contract.state().sessions[&s.session];
-        let seats: usize = sess.segments.iter().map(|g| g.seats.len()).sum();
+        let seats = seat_count(sess);
         assert!(seats >= s.segments.len() * 10);
         assert!(
             seats * 122 > MAX_TX_BYTES,
