@@ -127,9 +127,22 @@ pub struct Overrides {
     pub human: bool,
 }
 
-/// Restores the contract state and tip from the ledger: the newest snapshot (if it is
-/// not past the tip), then each later block replayed.
-pub fn restore(ledger: &Ledger, doc: &GenesisDoc) -> Result<(Contract, Tip), DaemonError> {
+/// What [`restore`] rebuilt from the ledger.
+#[derive(Debug)]
+pub struct Restored {
+    /// The contract state at the tip.
+    pub contract: Contract,
+    /// The tip.
+    pub tip: Tip,
+    /// The state before the tip block (outcome proofs prove the tip certificate's stakes
+    /// under it); `None` only at height 0.
+    pub parent: Option<Contract>,
+}
+
+/// Restores the contract state and tip from the ledger: the newest snapshot below the tip
+/// (so that at least the tip block is replayed, and the state before it is at hand), then
+/// each later block replayed.
+pub fn restore(ledger: &Ledger, doc: &GenesisDoc) -> Result<Restored, DaemonError> {
     let chain = doc.chain_id();
     let tip_now = ledger
         .tip()
@@ -141,10 +154,10 @@ pub fn restore(ledger: &Ledger, doc: &GenesisDoc) -> Result<(Contract, Tip), Dae
         height: 0,
         hash: Hash::ZERO,
     };
-    if let Some((h, bytes)) = ledger
-        .latest_snapshot()
-        .map_err(|e| DaemonError::Ledger(e.to_string()))?
-        && h <= tip_now.0
+    if tip_now.0 > 1
+        && let Some((h, bytes)) = ledger
+            .snapshot_at_or_below(tip_now.0 - 1)
+            .map_err(|e| DaemonError::Ledger(e.to_string()))?
         && h > 0
     {
         let block = ledger
@@ -164,6 +177,7 @@ pub fn restore(ledger: &Ledger, doc: &GenesisDoc) -> Result<(Contract, Tip), Dae
         }
     }
     let from = tip.height.saturating_add(1);
+    let mut parent = None;
     for h in from..=tip_now.0 {
         let stored = ledger
             .block(h)
@@ -171,10 +185,14 @@ pub fn restore(ledger: &Ledger, doc: &GenesisDoc) -> Result<(Contract, Tip), Dae
             .ok_or_else(|| DaemonError::Replay(format!("block {h} missing below the tip")))?;
         let done = execute_block(&contract, &tip, &stored.block)
             .map_err(|e| DaemonError::Replay(e.to_string()))?;
-        contract = done.contract;
+        parent = Some(std::mem::replace(&mut contract, done.contract));
         tip = tip.after(&stored.block);
     }
-    Ok((contract, tip))
+    Ok(Restored {
+        contract,
+        tip,
+        parent,
+    })
 }
 
 /// Admits gossiped transactions into the mempool and serves blocks to peers. Runs inside
@@ -694,10 +712,15 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
         .set_chain(chain_id)
         .map_err(|e| DaemonError::Ledger(e.to_string()))?;
     let blobs = BlobStore::open(&db).map_err(|e| DaemonError::Ledger(e.to_string()))?;
-    let (contract, tip) = restore(&ledger, &doc)?;
+    let Restored {
+        contract,
+        tip,
+        parent,
+    } = restore(&ledger, &doc)?;
     let is_validator = doc.validators.contains(&keys.account_id());
     let validators = consensus::driver::validator_powers(&doc.validators, &contract);
-    let restored = ChainView::new(tip, contract, validators);
+    let mut restored = ChainView::new(tip, contract, validators);
+    restored.parent = parent.map(Arc::new);
     info!(height = tip.height, state_root = %restored.state_root, chain = %chain_id, "state restored from the ledger");
     // The chain view's one writer is the consensus driver; it gets the publisher below.
     let (chain_view, chain) = ChainPublisher::new(restored);
@@ -1093,10 +1116,33 @@ mod tests {
         let (root, states) = chain(&ledger, &doc, &key);
         // A snapshot at height 6; blocks 7..=10 are replayed on top of it.
         ledger.put_snapshot(6, &states[5].snapshot()).unwrap();
-        let (c, tip) = restore(&ledger, &doc).unwrap();
-        assert_eq!(tip.height, 10);
-        assert_eq!(c.state_root(), root);
-        assert_eq!(c.nonce(&key.public()), 10);
+        let r = restore(&ledger, &doc).unwrap();
+        assert_eq!(r.tip.height, 10);
+        assert_eq!(r.contract.state_root(), root);
+        assert_eq!(r.contract.nonce(&key.public()), 10);
+        assert_eq!(
+            r.parent.map(|p| p.state_root()),
+            Some(states[8].state_root()),
+            "the state before the tip block is kept"
+        );
+    }
+
+    /// A snapshot at the tip itself would leave no state before the tip block (outcome
+    /// proofs need it right after a restart): the newest one below the tip is used.
+    #[test]
+    fn restore_starts_below_the_tip_so_the_state_before_it_is_at_hand() {
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = Ledger::open(dir.path()).unwrap();
+        let (doc, key) = doc();
+        let (root, states) = chain(&ledger, &doc, &key);
+        ledger.put_snapshot(6, &states[5].snapshot()).unwrap();
+        ledger.put_snapshot(10, &states[9].snapshot()).unwrap();
+        let r = restore(&ledger, &doc).unwrap();
+        assert_eq!((r.tip.height, r.contract.state_root()), (10, root));
+        assert_eq!(
+            r.parent.map(|p| p.state_root()),
+            Some(states[8].state_root())
+        );
     }
 
     #[test]
@@ -1107,11 +1153,11 @@ mod tests {
         let (root, states) = chain(&ledger, &doc, &key);
         // Height 6's block, but the state of height 3: its root does not match the header.
         ledger.put_snapshot(6, &states[2].snapshot()).unwrap();
-        let (c, tip) = restore(&ledger, &doc).unwrap();
-        assert_eq!((tip.height, c.state_root()), (10, root));
+        let r = restore(&ledger, &doc).unwrap();
+        assert_eq!((r.tip.height, r.contract.state_root()), (10, root));
         // Garbage bytes: the same.
         ledger.put_snapshot(8, b"not a snapshot").unwrap();
-        let (c, _) = restore(&ledger, &doc).unwrap();
-        assert_eq!(c.state_root(), root);
+        let r = restore(&ledger, &doc).unwrap();
+        assert_eq!(r.contract.state_root(), root);
     }
 }

@@ -53,7 +53,8 @@ pub struct ChainView {
     pub contract: Arc<Contract>,
     /// The contract state before the tip block: outcome proofs prove the stakes behind
     /// the tip's certificate under its root (`crate::proof`). Kept one block longer than
-    /// before, not copied; `None` after a restart until the next block.
+    /// before, not copied; a restart rebuilds it by replaying at least the tip block
+    /// (`None` only at height 0).
     pub parent: Option<Arc<Contract>>,
     /// The validators that vote on the next height, by address.
     pub validators: Arc<[ValidatorPower]>,

@@ -342,6 +342,20 @@ impl Ledger {
         }
     }
 
+    /// The newest snapshot at or below `height`, and its height.
+    pub fn snapshot_at_or_below(&self, height: u64) -> Result<Option<(u64, Vec<u8>)>, LedgerError> {
+        match self.snapshots.range(..=height_key(height)).next_back() {
+            None => Ok(None),
+            Some(kv) => {
+                let (key, state) = kv?;
+                Ok(Some((
+                    parse_height_key(SNAPSHOTS_TREE, &key)?,
+                    state.to_vec(),
+                )))
+            }
+        }
+    }
+
     /// The stored blocks from height `from` on, in height order.
     pub fn iter_blocks(
         &self,
