@@ -141,18 +141,7 @@ fn the_incorrect_fraction_chain_fails_at_the_wrong_step_and_propagates() {
     );
     // A user checks the outcome served by a node other than the provider's against the
     // genesis file of a third: the Merkle proof, the certificate and the stakes behind it.
-    let out = Command::new(bin())
-        .args(["query", &session, "--verify", "--api", &net.nodes[1].api])
-        .arg("--home")
-        .arg(&net.nodes[2].home)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = verified(&net, &session);
     assert!(
         text.contains("Fail") && text.contains("certified by validators holding"),
         "{text}"
@@ -167,18 +156,25 @@ fn the_incorrect_fraction_chain_fails_at_the_wrong_step_and_propagates() {
     }
     net.start(1);
     net.wait_height(1, 1);
+    verified(&net, &session);
+}
+
+/// `trust-node query SESSION --verify` against node 1's API with node 2's genesis file;
+/// its output, once it succeeded.
+fn verified(net: &Network, session: &str) -> String {
     let out = Command::new(bin())
-        .args(["query", &session, "--verify", "--api", &net.nodes[1].api])
+        .args(["query", session, "--verify", "--api", &net.nodes[1].api])
         .arg("--home")
         .arg(&net.nodes[2].home)
         .output()
         .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
+        "{text}{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    text
 }
 
 /// The README's main job as a user runs it: `trust-node submit TRACE --wait`. The correct
