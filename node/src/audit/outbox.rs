@@ -565,6 +565,66 @@ mod tests {
         assert_eq!(journal.len(), 0, "included: out of the journal");
     }
 
+    /// A journal written by something else (a torn write, another key's transaction, a
+    /// nonce the ledger passed already) restores nothing it should not: each such entry
+    /// is dropped with a warning and the node starts; a good entry beside them is pooled.
+    #[tokio::test]
+    async fn a_journal_with_garbage_foreign_and_stale_entries_restores_only_what_is_ours() {
+        let mut chain = Chain::new(2);
+        let dir = tempfile::tempdir().unwrap();
+        let db = sled::open(dir.path()).unwrap();
+        let out = chain.outbox(provider_key()).with_journal(&db).unwrap();
+        out.send(transfer()).await.unwrap();
+        chain.block().await;
+        let journal = db.open_tree(JOURNAL_TREE).unwrap();
+        let sign = |key: &Keypair, nonce: u64| {
+            Signed::sign(
+                key,
+                Tx {
+                    nonce,
+                    call: transfer(),
+                },
+            )
+        };
+        // Nonce 0 is included already; 1 is ours and pending; 2 holds garbage; 3 holds
+        // another account's transaction; 4 is keyed under the wrong nonce.
+        journal
+            .insert(
+                0u64.to_be_bytes(),
+                encoding::encode(&sign(&provider_key(), 0)),
+            )
+            .unwrap();
+        let good = sign(&provider_key(), 1);
+        journal
+            .insert(1u64.to_be_bytes(), encoding::encode(&good))
+            .unwrap();
+        journal
+            .insert(2u64.to_be_bytes(), &b"\xff\x00torn"[..])
+            .unwrap();
+        journal
+            .insert(3u64.to_be_bytes(), encoding::encode(&sign(&auditor(0), 3)))
+            .unwrap();
+        journal
+            .insert(
+                4u64.to_be_bytes(),
+                encoding::encode(&sign(&provider_key(), 9)),
+            )
+            .unwrap();
+
+        chain.restart_pool();
+        let out = chain.outbox(provider_key()).with_journal(&db).unwrap();
+        assert_eq!(out.restore().await, 1);
+        assert!(chain.pool.contains(good.id()).await.unwrap());
+        assert_eq!(chain.pooled().await, 1);
+        let left: Vec<u64> = journal
+            .iter()
+            .keys()
+            .map(|k| u64::from_be_bytes(k.unwrap().as_ref().try_into().unwrap()))
+            .collect();
+        assert_eq!(left, vec![1], "only the good entry stays");
+        assert_eq!(out.next_nonce().await.unwrap(), 2);
+    }
+
     /// More calls than the window holds: the rest wait, unsigned, and go out in order as
     /// blocks include the earlier ones; nothing is lost and no nonce is skipped.
     #[tokio::test]
