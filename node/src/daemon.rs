@@ -1108,12 +1108,27 @@ mod tests {
         (contract.state_root(), states)
     }
 
-    #[test]
-    fn restore_uses_a_snapshot_and_replays_the_blocks_after_it() {
+    /// A fresh ledger in a temporary directory holding [`chain`]'s ten blocks: the
+    /// directory (kept alive), the ledger, the genesis, the sender, the tip's state root
+    /// and the state after each block.
+    fn ten_blocks() -> (
+        tempfile::TempDir,
+        Ledger,
+        GenesisDoc,
+        Keypair,
+        Hash,
+        Vec<Contract>,
+    ) {
         let dir = tempfile::tempdir().unwrap();
         let ledger = Ledger::open(dir.path()).unwrap();
         let (doc, key) = doc();
         let (root, states) = chain(&ledger, &doc, &key);
+        (dir, ledger, doc, key, root, states)
+    }
+
+    #[test]
+    fn restore_uses_a_snapshot_and_replays_the_blocks_after_it() {
+        let (_dir, ledger, doc, key, root, states) = ten_blocks();
         // A snapshot at height 6; blocks 7..=10 are replayed on top of it.
         ledger.put_snapshot(6, &states[5].snapshot()).unwrap();
         let r = restore(&ledger, &doc).unwrap();
@@ -1131,10 +1146,7 @@ mod tests {
     /// proofs need it right after a restart): the newest one below the tip is used.
     #[test]
     fn restore_starts_below_the_tip_so_the_state_before_it_is_at_hand() {
-        let dir = tempfile::tempdir().unwrap();
-        let ledger = Ledger::open(dir.path()).unwrap();
-        let (doc, key) = doc();
-        let (root, states) = chain(&ledger, &doc, &key);
+        let (_dir, ledger, doc, _, root, states) = ten_blocks();
         ledger.put_snapshot(6, &states[5].snapshot()).unwrap();
         ledger.put_snapshot(10, &states[9].snapshot()).unwrap();
         let r = restore(&ledger, &doc).unwrap();
@@ -1147,10 +1159,7 @@ mod tests {
 
     #[test]
     fn an_unusable_snapshot_falls_back_to_a_full_replay() {
-        let dir = tempfile::tempdir().unwrap();
-        let ledger = Ledger::open(dir.path()).unwrap();
-        let (doc, key) = doc();
-        let (root, states) = chain(&ledger, &doc, &key);
+        let (_dir, ledger, doc, _, root, states) = ten_blocks();
         // Height 6's block, but the state of height 3: its root does not match the header.
         ledger.put_snapshot(6, &states[2].snapshot()).unwrap();
         let r = restore(&ledger, &doc).unwrap();
