@@ -69,6 +69,8 @@ fn setup() -> (Contract, Vec<Signed<Tx>>, Vec<Signed<Tx>>) {
             tier: Tier::Llm,
             weight: 1,
             depends_on: vec![],
+            rests_on_left_out: Vec::new(),
+            supports: None,
             cid: trust_protocol::cid::Cid::of(&i.to_le_bytes()),
             honeypot: None,
             conclusion: false,

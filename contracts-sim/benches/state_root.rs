@@ -34,6 +34,7 @@ fn outcome(provider: Hash, i: u64) -> Outcome {
             ..VoteCounts::default()
         },
         honeypot: None,
+        supports: None,
     };
     Outcome {
         provider: trust_protocol::PublicKey(provider.0),
@@ -46,6 +47,8 @@ fn outcome(provider: Hash, i: u64) -> Outcome {
         undecided_weight: 0,
         total_weight: 8,
         error_at_conclusion: false,
+        conclusion_judged: true,
+        conclusion_sound: true,
         coverage: Coverage {
             judged: 8,
             segments: 8,

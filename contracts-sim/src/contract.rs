@@ -549,20 +549,49 @@ impl Contract {
             .iter()
             .map(|g| g.rounds.last().copied().unwrap_or(LocalVerdict::Undecided))
             .collect();
-        let deps: Vec<&[u16]> = s
+        // Session segments first, then the left-out ones (always Undecided of their own;
+        // an OPERATION of theirs that failed makes them wrong).
+        let left_out = &s.manifest.left_out;
+        let n = s.segments.len();
+        let left_deps = |deps: &[u16]| -> Vec<usize> {
+            deps.iter()
+                .map(|d| n.saturating_add(usize::from(*d)))
+                .collect()
+        };
+        let session_deps = |deps: &[u16]| deps.iter().map(|d| usize::from(*d)).collect();
+        let entries: Vec<tally::Entry> = s
             .segments
             .iter()
-            .map(|g| g.entry.depends_on.as_slice())
+            .zip(&local)
+            .map(|(g, l)| {
+                let mut rests_on: Vec<usize> = session_deps(&g.entry.depends_on);
+                rests_on.extend(left_deps(&g.entry.rests_on_left_out));
+                tally::Entry {
+                    local: *l,
+                    weight: g.entry.weight,
+                    rests_on,
+                    conclusion: g.entry.conclusion,
+                    supports: g.entry.supports.map(usize::from),
+                    honeypot: g.honeypot.is_some(),
+                }
+            })
+            .chain(left_out.iter().map(|l| {
+                let mut rests_on: Vec<usize> = session_deps(&l.depends_on);
+                rests_on.extend(left_deps(&l.rests_on_left_out));
+                tally::Entry {
+                    local: LocalVerdict::Undecided,
+                    weight: l.weight,
+                    rests_on,
+                    conclusion: l.conclusion,
+                    supports: l.supports.map(usize::from),
+                    honeypot: false,
+                }
+            }))
             .collect();
-        // Left-out segments join the propagation after the session's own: their
-        // `depends_on` name session segments only.
-        let left_out = &s.manifest.left_out;
-        let mut all_local = local.clone();
-        all_local.extend(left_out.iter().map(|_| LocalVerdict::Undecided));
-        let mut all_deps = deps.clone();
-        all_deps.extend(left_out.iter().map(|l| l.depends_on.as_slice()));
-        let all_finals = tally::propagate(&all_local, &all_deps);
-        let (finals, left_finals) = all_finals.split_at(s.segments.len().min(all_finals.len()));
+        let decided = tally::decide(&entries, beta);
+        let (finals, left_finals) = decided
+            .finals
+            .split_at(s.segments.len().min(decided.finals.len()));
 
         let mut outcomes = Vec::with_capacity(s.segments.len());
         for (g, verdict) in s.segments.iter().zip(finals) {
@@ -583,6 +612,7 @@ impl Contract {
                 q: tally::quorum(tau, g.k),
                 votes,
                 honeypot: g.honeypot.map(|(v, _)| v),
+                supports: g.entry.supports,
             });
         }
         let left_outcomes: Vec<LeftOutOutcome> = left_out
@@ -591,63 +621,29 @@ impl Contract {
             .map(|(l, v)| LeftOutOutcome {
                 tier: l.tier,
                 verdict: *v,
+                supports: l.supports,
             })
             .collect();
-
-        // The trace verdict weighs the session's segments (honeypots excluded) and the
-        // left-out ones; the conclusion is the flagged segments, else the sinks.
-        // A revealed honeypot is never a conclusion, and the steps it cites do not stop
-        // being sinks because of it.
-        let flags: Vec<bool> = s
-            .segments
-            .iter()
-            .map(|g| g.entry.conclusion && g.honeypot.is_none())
-            .chain(left_out.iter().map(|l| l.conclusion))
-            .collect();
-        let trace_deps: Vec<&[u16]> = all_deps
-            .iter()
-            .enumerate()
-            .map(|(i, d)| match s.segments.get(i) {
-                Some(g) if g.honeypot.is_some() => &[][..],
-                _ => *d,
-            })
-            .collect();
-        let is_conclusion = tally::conclusions(&flags, &trace_deps);
-        let mut weighed = Vec::with_capacity(all_finals.len());
-        for (i, v) in all_finals.iter().enumerate() {
-            let (weight, honeypot) = match s.segments.get(i) {
-                Some(g) => (g.entry.weight, g.honeypot.is_some()),
-                None => (
-                    left_out
-                        .get(i.saturating_sub(s.segments.len()))
-                        .map_or(0, |l| l.weight),
-                    false,
-                ),
-            };
-            if honeypot {
-                continue;
-            }
-            weighed.push(tally::Weighed {
-                verdict: *v,
-                weight,
-                conclusion: is_conclusion.get(i).copied().unwrap_or(false),
-            });
-        }
-        let t = tally::trace_verdict(&weighed, beta);
+        let t = decided.tally;
         let trace = t.verdict;
         let (passing_weight, total_weight) = (t.passing, t.total);
 
+        // Coverage counts the trace's claims: an OPERATION is part of its segment's claim.
+        let claims = entries
+            .iter()
+            .filter(|e| !e.honeypot && e.supports.is_none())
+            .count();
         let mut coverage = Coverage {
             judged: 0,
-            segments: u16::try_from(weighed.len()).unwrap_or(u16::MAX),
+            segments: u16::try_from(claims).unwrap_or(u16::MAX),
             left_out: [0; 3],
         };
         for (o, l) in outcomes.iter().zip(&local) {
-            if o.honeypot.is_none() && *l != LocalVerdict::Undecided {
+            if o.honeypot.is_none() && o.supports.is_none() && *l != LocalVerdict::Undecided {
                 coverage.judged = coverage.judged.saturating_add(1);
             }
         }
-        for l in left_out {
+        for l in left_out.iter().filter(|l| l.supports.is_none()) {
             let slot = match l.tier {
                 Tier::Computer => 0,
                 Tier::Llm => 1,
@@ -665,7 +661,9 @@ impl Contract {
             .iter()
             .zip(&local)
             .zip(&weights)
-            .filter(|((o, l), _)| o.honeypot.is_none() && **l != LocalVerdict::Undecided)
+            .filter(|((o, l), _)| {
+                o.honeypot.is_none() && o.supports.is_none() && **l != LocalVerdict::Undecided
+            })
             .map(|((o, _), w)| (o.tier, o.k, o.q, *w))
             .collect();
         let bound = tally::failure_bound(&self.state.params, &bound_inputs, beta);
@@ -752,6 +750,8 @@ impl Contract {
             undecided_weight: t.undecided,
             total_weight,
             error_at_conclusion: t.error_at_conclusion,
+            conclusion_judged: t.conclusion_judged,
+            conclusion_sound: t.conclusion_sound,
             coverage,
             beta,
             bound,

@@ -285,13 +285,17 @@ pub struct SegmentOutcome {
     pub votes: VoteCounts,
     /// The honeypot truth if this was a revealed honeypot (excluded from the trace).
     pub honeypot: Option<Vote>,
+    /// For an OPERATION: the segment whose calculation it checks (session segments
+    /// first, then left-out ones); it carries no weight of its own.
+    pub supports: Option<u16>,
 }
 
 /// Trace verdict: three-valued, so that segments nobody could judge never count as
 /// failures, and a trace never passes on the strength of the few that were judged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum TraceVerdict {
-    /// Passing weight `W >= beta * sum w` and no error reaches the conclusion.
+    /// Passing weight `W >= beta * sum w`, no error reaches the conclusion, and the
+    /// conclusion was judged Valid with everything it rests on.
     Pass,
     /// An error reaches the conclusion, or `W` plus the undecided weight is still below
     /// `beta * sum w`.
@@ -317,8 +321,11 @@ pub struct Coverage {
 pub struct LeftOutOutcome {
     /// The tier it was routed to.
     pub tier: Tier,
-    /// `Propagated` when a segment it rests on failed, else `Undecided`.
+    /// `Propagated` when a segment it rests on failed; `Invalid` or `Ungrounded` when an
+    /// OPERATION of it was; else `Undecided`.
     pub verdict: SegmentVerdict,
+    /// For a left-out OPERATION: the segment whose calculation it is.
+    pub supports: Option<u16>,
 }
 
 /// The failure bound for the parameters used, from the genesis assumptions
@@ -356,6 +363,11 @@ pub struct Outcome {
     pub total_weight: u64,
     /// Whether an error (Invalid, Ungrounded, Propagated) reached the conclusion.
     pub error_at_conclusion: bool,
+    /// Whether the conclusion was judged Valid (by the tier it was routed to, whose check
+    /// covers its claim).
+    pub conclusion_judged: bool,
+    /// Whether the conclusion and everything it rests on were judged Valid.
+    pub conclusion_sound: bool,
     /// How much of the trace was judged.
     pub coverage: Coverage,
     /// Trace quorum used.

@@ -6,7 +6,10 @@
 //! node's local preview (`trust-node check`) and quality benchmark decide exactly as the
 //! contract does.
 
-use trust_protocol::{tx::Tier, units::Ppm};
+use trust_protocol::{
+    tx::{Tier, dependency_order},
+    units::Ppm,
+};
 
 use crate::{
     params::Params,
@@ -94,6 +97,8 @@ pub struct Weighed {
     pub weight: u32,
     /// Whether it is (part of) the final output.
     pub conclusion: bool,
+    /// Whether it is Valid and so is everything it rests on (see [`decide`]).
+    pub sound: bool,
 }
 
 /// What the trace verdict is made of.
@@ -109,6 +114,11 @@ pub struct TraceTally {
     pub total: u64,
     /// Whether an error reached the conclusion.
     pub error_at_conclusion: bool,
+    /// Whether every conclusion segment was judged Valid.
+    pub conclusion_judged: bool,
+    /// Whether every conclusion segment was judged Valid and so was everything it rests
+    /// on: nothing it stands on was left unjudged.
+    pub conclusion_sound: bool,
 }
 
 /// The conclusion segments: those flagged; when none is, the sinks of `depends_on` (the
@@ -132,11 +142,13 @@ pub fn conclusions(flags: &[bool], deps: &[&[u16]]) -> Vec<bool> {
 /// - `Fail` when an error (Invalid, Ungrounded, Propagated) reaches a conclusion segment,
 ///   or when `W + undecided < beta * sum w` (even if every undecided segment held, the
 ///   trace could not pass);
-/// - `Pass` when `W >= beta * sum w` and no error reaches the conclusion;
+/// - `Pass` when `W >= beta * sum w`, no error reaches the conclusion, and the conclusion
+///   is sound: it was judged Valid and so was everything it rests on;
 /// - `Inconclusive` otherwise.
 pub fn trace_verdict(segments: &[Weighed], beta: Ppm) -> TraceTally {
     let (mut pass, mut undecided, mut total) = (0u64, 0u64, 0u64);
     let mut error_at_conclusion = false;
+    let (mut judged, mut sound, mut any_conclusion) = (true, true, false);
     for s in segments {
         let w = u64::from(s.weight);
         total = total.saturating_add(w);
@@ -145,10 +157,14 @@ pub fn trace_verdict(segments: &[Weighed], beta: Ppm) -> TraceTally {
             SegmentVerdict::Undecided => undecided = undecided.saturating_add(w),
             _ => {}
         }
-        if s.conclusion && s.verdict.is_error() {
-            error_at_conclusion = true;
+        if s.conclusion {
+            any_conclusion = true;
+            error_at_conclusion |= s.verdict.is_error();
+            judged &= s.verdict == SegmentVerdict::Valid;
+            sound &= s.sound && s.verdict == SegmentVerdict::Valid;
         }
     }
+    let (judged, sound) = (judged && any_conclusion, sound && any_conclusion);
     let reaches = |w: u64| {
         u128::from(w).saturating_mul(1_000_000)
             >= u128::from(beta.0).saturating_mul(u128::from(total))
@@ -157,7 +173,7 @@ pub fn trace_verdict(segments: &[Weighed], beta: Ppm) -> TraceTally {
         TraceVerdict::Inconclusive
     } else if error_at_conclusion || !reaches(pass.saturating_add(undecided)) {
         TraceVerdict::Fail
-    } else if reaches(pass) {
+    } else if reaches(pass) && sound {
         TraceVerdict::Pass
     } else {
         TraceVerdict::Inconclusive
@@ -168,6 +184,141 @@ pub fn trace_verdict(segments: &[Weighed], beta: Ppm) -> TraceTally {
         undecided,
         total,
         error_at_conclusion,
+        conclusion_judged: judged,
+        conclusion_sound: sound,
+    }
+}
+
+/// The entries in an order where what an entry rests on comes before it
+/// ([`dependency_order`]); entries on a cycle, which manifest validation rules out, are
+/// taken in index order.
+pub fn order(entries: &[Entry]) -> Vec<usize> {
+    dependency_order(entries.len(), |i| {
+        entries.get(i).map(|e| e.rests_on.clone()).unwrap_or_default()
+    })
+    .unwrap_or_else(|_| (0..entries.len()).collect())
+}
+
+/// One entry of a trace for [`decide`]: a session segment or a left-out one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// Its own verdict (a left-out segment is `Undecided`).
+    pub local: LocalVerdict,
+    /// Its weight in the trace quorum.
+    pub weight: u32,
+    /// What it rests on, as indices into the entries.
+    pub rests_on: Vec<usize>,
+    /// Flagged as (part of) the final output.
+    pub conclusion: bool,
+    /// For an OPERATION: the entry whose calculation it is.
+    pub supports: Option<usize>,
+    /// A revealed honeypot: judged, but outside the trace.
+    pub honeypot: bool,
+}
+
+/// The verdicts of a whole trace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decided {
+    /// Each entry's final verdict, in entry order.
+    pub finals: Vec<SegmentVerdict>,
+    /// Which entries are the conclusion.
+    pub conclusions: Vec<bool>,
+    /// The trace verdict.
+    pub tally: TraceTally,
+}
+
+/// The trace verdict from every entry's own verdict, as the contract decides it:
+/// 1. an OPERATION judged Invalid (or Ungrounded) makes the segment it supports Invalid
+///    (Ungrounded): that segment asserts a false calculation; a Valid OPERATION changes
+///    nothing, since a calculation that holds says nothing of the claim around it;
+/// 2. errors propagate along what each entry rests on ([`propagate`]'s rule), taking the
+///    entries in an order where what an entry rests on comes first ([`order`]);
+/// 3. an entry is sound when it is Valid and everything it rests on is sound;
+/// 4. OPERATIONs and honeypots carry no weight and are never the conclusion; the others
+///    make the [`trace_verdict`], with the flagged conclusions (else the sinks).
+pub fn decide(entries: &[Entry], beta: Ppm) -> Decided {
+    let n = entries.len();
+    let order = order(entries);
+    let mut local: Vec<LocalVerdict> = entries.iter().map(|e| e.local).collect();
+    for e in entries.iter().filter(|e| !e.honeypot) {
+        let Some(target) = e.supports.and_then(|t| local.get_mut(t)) else {
+            continue;
+        };
+        match e.local {
+            LocalVerdict::Invalid => *target = LocalVerdict::Invalid,
+            LocalVerdict::Ungrounded if *target != LocalVerdict::Invalid => {
+                *target = LocalVerdict::Ungrounded
+            }
+            _ => {}
+        }
+    }
+    let mut finals = vec![SegmentVerdict::Undecided; n];
+    let mut sound = vec![false; n];
+    for &i in &order {
+        let (Some(e), Some(l)) = (entries.get(i), local.get(i).copied()) else {
+            continue;
+        };
+        let inherited = e
+            .rests_on
+            .iter()
+            .any(|d| finals.get(*d).is_some_and(|v| v.is_error()));
+        let v = match l {
+            LocalVerdict::Valid | LocalVerdict::Undecided if inherited => {
+                SegmentVerdict::Propagated
+            }
+            LocalVerdict::Valid => SegmentVerdict::Valid,
+            LocalVerdict::Invalid => SegmentVerdict::Invalid,
+            LocalVerdict::Ungrounded => SegmentVerdict::Ungrounded,
+            LocalVerdict::Undecided => SegmentVerdict::Undecided,
+        };
+        let grounded = e.rests_on.iter().all(|d| sound.get(*d) == Some(&true));
+        if let Some(x) = finals.get_mut(i) {
+            *x = v;
+        }
+        if let Some(x) = sound.get_mut(i) {
+            *x = v == SegmentVerdict::Valid && grounded;
+        }
+    }
+    // The trace is its claims: operations and honeypots are outside it, and what they
+    // rest on does not stop being a sink because of them.
+    let outside = |e: &Entry| e.honeypot || e.supports.is_some();
+    let flags: Vec<bool> = entries
+        .iter()
+        .map(|e| e.conclusion && !outside(e))
+        .collect();
+    let deps16: Vec<Vec<u16>> = entries
+        .iter()
+        .map(|e| {
+            if outside(e) {
+                Vec::new()
+            } else {
+                e.rests_on
+                    .iter()
+                    .filter_map(|d| u16::try_from(*d).ok())
+                    .collect()
+            }
+        })
+        .collect();
+    let dep_refs: Vec<&[u16]> = deps16.iter().map(Vec::as_slice).collect();
+    let mut is_conclusion = conclusions(&flags, &dep_refs);
+    for (c, e) in is_conclusion.iter_mut().zip(entries) {
+        *c &= !outside(e);
+    }
+    let weighed: Vec<Weighed> = entries
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| !outside(e))
+        .map(|(i, e)| Weighed {
+            verdict: finals.get(i).copied().unwrap_or(SegmentVerdict::Undecided),
+            weight: e.weight,
+            conclusion: is_conclusion.get(i).copied().unwrap_or(false),
+            sound: sound.get(i).copied().unwrap_or(false),
+        })
+        .collect();
+    Decided {
+        finals,
+        conclusions: is_conclusion,
+        tally: trace_verdict(&weighed, beta),
     }
 }
 
@@ -319,6 +470,7 @@ mod tests {
             verdict,
             weight,
             conclusion,
+            sound: verdict == S::Valid,
         };
         let beta = Ppm(600_000);
         // Every step judged Valid: Pass.
@@ -339,10 +491,22 @@ mod tests {
         let t = trace_verdict(&few, beta);
         assert_eq!(t.verdict, TraceVerdict::Inconclusive);
         assert_eq!((t.passing, t.undecided, t.total), (2, 3, 5));
-        // W = 3 of 5 = beta exactly: Pass (the comparison is >=).
+        // W = 3 of 5 = beta, but nobody judged the conclusion: Inconclusive.
         let mut three = few;
         three[2] = w(S::Valid, 1, false);
-        assert_eq!(trace_verdict(&three, beta).verdict, TraceVerdict::Pass);
+        let t = trace_verdict(&three, beta);
+        assert_eq!(t.verdict, TraceVerdict::Inconclusive);
+        assert!(!t.conclusion_judged && !t.conclusion_sound);
+        // W = 3 of 5 = beta exactly with the conclusion judged: Pass (the comparison is >=).
+        let mut judged = few;
+        judged[4] = w(S::Valid, 1, true);
+        assert_eq!(trace_verdict(&judged, beta).verdict, TraceVerdict::Pass);
+        // A conclusion judged Valid on premises nobody judged is not sound: Inconclusive.
+        let mut unsound = judged;
+        unsound[4].sound = false;
+        let t = trace_verdict(&unsound, beta);
+        assert_eq!(t.verdict, TraceVerdict::Inconclusive);
+        assert!(t.conclusion_judged && !t.conclusion_sound);
         // An error at the conclusion fails the trace whatever W is.
         let mut wrong_end = all;
         wrong_end[2] = w(S::Propagated, 1, true);
@@ -367,6 +531,76 @@ mod tests {
         assert_eq!(trace_verdict(&hopeless, beta).verdict, TraceVerdict::Fail);
         // Nothing to weigh.
         assert_eq!(trace_verdict(&[], beta).verdict, TraceVerdict::Inconclusive);
+    }
+
+    fn entry(local: LocalVerdict, rests_on: Vec<usize>) -> Entry {
+        Entry {
+            local,
+            weight: 1,
+            rests_on,
+            conclusion: false,
+            supports: None,
+            honeypot: false,
+        }
+    }
+
+    /// A worded step (left out: nobody judged it) with its calculation checked on its
+    /// own, a later step resting on it, and the conclusion.
+    fn word_problem(op: LocalVerdict, later: LocalVerdict, end: LocalVerdict) -> Vec<Entry> {
+        use LocalVerdict as L;
+        let mut op = entry(op, vec![]);
+        op.supports = Some(1);
+        let mut end = entry(end, vec![2]);
+        end.conclusion = true;
+        vec![op, entry(L::Undecided, vec![]), entry(later, vec![1]), end]
+    }
+
+    #[test]
+    fn an_operation_is_evidence_for_its_step_and_no_weight_of_its_own() {
+        use LocalVerdict as L;
+        use SegmentVerdict as S;
+        let beta = Ppm(600_000);
+        // Every calculation holds but the step around it was not judged: the operation
+        // does not pass the step, nor weigh on its own.
+        let d = decide(&word_problem(L::Valid, L::Valid, L::Valid), beta);
+        assert_eq!(d.finals, vec![S::Valid, S::Undecided, S::Valid, S::Valid]);
+        assert_eq!((d.tally.passing, d.tally.total), (2, 3));
+        assert!(d.tally.conclusion_judged && !d.tally.conclusion_sound);
+        assert_eq!(d.tally.verdict, TraceVerdict::Inconclusive);
+        // A wrong calculation makes its step wrong, and the error reaches the conclusion.
+        let d = decide(&word_problem(L::Invalid, L::Valid, L::Undecided), beta);
+        assert_eq!(
+            d.finals,
+            vec![S::Invalid, S::Invalid, S::Propagated, S::Propagated]
+        );
+        assert!(d.tally.error_at_conclusion);
+        assert_eq!(d.tally.verdict, TraceVerdict::Fail);
+        // An ungrounded operand makes it Ungrounded; the operation is never a conclusion.
+        let d = decide(&word_problem(L::Ungrounded, L::Valid, L::Valid), beta);
+        assert_eq!(d.finals.get(1), Some(&S::Ungrounded));
+        assert_eq!(d.conclusions, vec![false, false, false, true]);
+        // With the step judged Valid, everything holds: Pass.
+        let mut judged = word_problem(L::Valid, L::Valid, L::Valid);
+        judged[1].local = L::Valid;
+        let d = decide(&judged, beta);
+        assert!(d.tally.conclusion_sound);
+        assert_eq!(d.tally.verdict, TraceVerdict::Pass);
+    }
+
+    #[test]
+    fn entries_are_decided_in_dependency_order_whatever_their_index() {
+        use LocalVerdict as L;
+        use SegmentVerdict as S;
+        // A session segment (0) resting on a left-out one (2) that rests on a failed
+        // session segment (1): the error reaches 0 although 2 comes after it.
+        let entries = vec![
+            entry(L::Valid, vec![2]),
+            entry(L::Invalid, vec![]),
+            entry(L::Undecided, vec![1]),
+        ];
+        assert_eq!(order(&entries), vec![1, 2, 0]);
+        let d = decide(&entries, Ppm(600_000));
+        assert_eq!(d.finals, vec![S::Propagated, S::Invalid, S::Propagated]);
     }
 
     #[test]

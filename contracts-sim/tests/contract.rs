@@ -129,6 +129,8 @@ fn segment(i: u8, tier: Tier, depends_on: Vec<u16>) -> SegmentEntry {
         tier,
         weight: 1,
         depends_on,
+        rests_on_left_out: Vec::new(),
+        supports: None,
         cid: trust_protocol::cid::Cid::of(&[i]),
         honeypot: None,
         conclusion: false,
@@ -1235,6 +1237,8 @@ fn left_out_segments_weigh_as_undecided_and_inherit_errors() {
         tier: Tier::Llm,
         weight: 1,
         depends_on: deps,
+        rests_on_left_out: Vec::new(),
+        supports: None,
         conclusion,
     };
     // Two judged steps hold, but five prose steps and the answer were left out: the

@@ -217,6 +217,8 @@ impl World {
                         } else {
                             vec![]
                         },
+                        rests_on_left_out: Vec::new(),
+                        supports: None,
                         cid: trust_protocol::cid::Cid::of(&[i]),
                         honeypot: None,
                         conclusion: false,

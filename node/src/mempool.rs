@@ -598,6 +598,8 @@ mod tests {
                 tier: Tier::Computer,
                 weight: 1,
                 depends_on: vec![],
+                rests_on_left_out: Vec::new(),
+                supports: None,
                 cid: Cid::of(id.as_ref()),
                 honeypot: None,
                 conclusion: true,

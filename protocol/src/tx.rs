@@ -138,7 +138,18 @@ pub struct SegmentEntry {
     /// Weight in the trace quorum (1..=[`MAX_WEIGHT`]).
     pub weight: u32,
     /// Indices of earlier segments this one depends on (errors propagate along them).
+    /// These are the premises its seats are shown; a premise left out of the session is
+    /// bridged to the session segments behind it and named in `rests_on_left_out`.
     pub depends_on: Vec<u16>,
+    /// Indices into [`SessionManifest::left_out`] of the left-out segments it rests on
+    /// directly: an error reaches it through them, and it is not sound while they are
+    /// unjudged.
+    pub rests_on_left_out: Vec<u16>,
+    /// For an OPERATION (a bare calculation checked on its own): the segment whose claim
+    /// holds that calculation, as an index into the session's segments followed by the
+    /// left-out ones. Its weight counts towards that segment, never on its own, and an
+    /// error in it makes that segment wrong.
+    pub supports: Option<u16>,
     /// Where its ciphertext lives.
     pub cid: Cid,
     /// For a honeypot: a commitment `H(verdict, salt)` to its known verdict.
@@ -161,8 +172,13 @@ pub struct LeftOut {
     pub weight: u32,
     /// Indices of the session's segments it rests on (through other left-out segments).
     pub depends_on: Vec<u16>,
+    /// Indices of the earlier left-out segments it rests on directly.
+    pub rests_on_left_out: Vec<u16>,
     /// Whether it is (part of) the trace's final output.
     pub conclusion: bool,
+    /// For a left-out OPERATION: the segment whose calculation it is (see
+    /// [`SegmentEntry::supports`]).
+    pub supports: Option<u16>,
 }
 
 /// What a provider submits to open an audit session.
@@ -326,6 +342,29 @@ pub enum TxFormatError {
         /// The offending target.
         target: u16,
     },
+    /// A left-out dependency names no left-out segment, itself, a later left-out segment
+    /// (from a left-out one), or one twice.
+    #[error("segment {index}: rests_on_left_out {target} must name a distinct left-out segment (an earlier one, from a left-out segment)")]
+    BadLeftOutDependency {
+        /// Segment index (session segments first, then left-out ones).
+        index: usize,
+        /// The offending target.
+        target: u16,
+    },
+    /// An operation supports no segment, itself, or another operation.
+    #[error("segment {index}: supports {target} must name another segment that is not itself an operation")]
+    BadSupports {
+        /// Segment index (session segments first, then left-out ones).
+        index: usize,
+        /// The offending target.
+        target: u16,
+    },
+    /// The dependencies between session and left-out segments form a cycle.
+    #[error("the dependencies between the session's segments and the left-out ones form a cycle through segment {index}")]
+    DependencyCycle {
+        /// A segment on the cycle (session segments first, then left-out ones).
+        index: usize,
+    },
     /// A fraction is above one.
     #[error("{0} must be at most 1 (1_000_000 ppm)")]
     NotAFraction(&'static str),
@@ -363,6 +402,7 @@ impl SessionManifest {
         }
         check_len("segments", self.segments.len(), MAX_SEGMENTS)?;
         check_len("domain", self.domain.len(), MAX_DOMAIN_BYTES)?;
+        check_len("left_out", self.left_out.len(), MAX_SEGMENTS)?;
         for (index, s) in self.segments.iter().enumerate() {
             if s.weight == 0 || s.weight > MAX_WEIGHT {
                 return Err(TxFormatError::BadWeight {
@@ -378,8 +418,8 @@ impl SessionManifest {
                 }
                 seen.push(t);
             }
+            self.check_left_out_deps(index, &s.rests_on_left_out, self.left_out.len())?;
         }
-        check_len("left_out", self.left_out.len(), MAX_SEGMENTS)?;
         for (i, l) in self.left_out.iter().enumerate() {
             let index = self.segments.len().saturating_add(i);
             if l.weight == 0 || l.weight > MAX_WEIGHT {
@@ -396,7 +436,19 @@ impl SessionManifest {
                 }
                 seen.push(t);
             }
+            self.check_left_out_deps(index, &l.rests_on_left_out, i)?;
         }
+        let all = self.segments.len().saturating_add(self.left_out.len());
+        for index in 0..all {
+            let Some(target) = self.supports(index) else {
+                continue;
+            };
+            let t = usize::from(target);
+            if t >= all || t == index || self.supports(t).is_some() {
+                return Err(TxFormatError::BadSupports { index, target });
+            }
+        }
+        self.evaluation_order()?;
         let q = &self.quorum;
         if !q.tau.is_fraction() || q.tau == Ppm::ZERO {
             return Err(TxFormatError::NotAFraction("tau"));
@@ -416,6 +468,106 @@ impl SessionManifest {
         }
         Ok(())
     }
+
+    /// `rests_on_left_out` of the segment at `index`: distinct left-out indices below
+    /// `bound` (all of them from a session segment, earlier ones from a left-out one).
+    fn check_left_out_deps(
+        &self,
+        index: usize,
+        deps: &[u16],
+        bound: usize,
+    ) -> Result<(), TxFormatError> {
+        check_len("rests_on_left_out", deps.len(), MAX_DEPENDENCIES)?;
+        let mut seen = Vec::with_capacity(deps.len());
+        for &t in deps {
+            if usize::from(t) >= bound || seen.contains(&t) {
+                return Err(TxFormatError::BadLeftOutDependency { index, target: t });
+            }
+            seen.push(t);
+        }
+        Ok(())
+    }
+
+    /// The segment an entry supports, by its index among the session's segments followed
+    /// by the left-out ones.
+    pub fn supports(&self, index: usize) -> Option<u16> {
+        match self.segments.get(index) {
+            Some(s) => s.supports,
+            None => self
+                .left_out
+                .get(index.checked_sub(self.segments.len())?)?
+                .supports,
+        }
+    }
+
+    /// What the entry at `index` rests on, as indices among the session's segments
+    /// followed by the left-out ones: its `depends_on` and its `rests_on_left_out`.
+    pub fn rests_on(&self, index: usize) -> Vec<usize> {
+        let n = self.segments.len();
+        let (deps, left): (&[u16], &[u16]) = match self.segments.get(index) {
+            Some(s) => (&s.depends_on, &s.rests_on_left_out),
+            None => match index.checked_sub(n).and_then(|i| self.left_out.get(i)) {
+                Some(l) => (&l.depends_on, &l.rests_on_left_out),
+                None => (&[], &[]),
+            },
+        };
+        deps.iter()
+            .map(|d| usize::from(*d))
+            .chain(left.iter().map(|d| n.saturating_add(usize::from(*d))))
+            .collect()
+    }
+
+    /// Every entry (session segments, then left-out ones) in an order where what an
+    /// entry rests on comes before it ([`dependency_order`]), or the cycle that prevents
+    /// one.
+    pub fn evaluation_order(&self) -> Result<Vec<usize>, TxFormatError> {
+        let all = self.segments.len().saturating_add(self.left_out.len());
+        dependency_order(all, |i| self.rests_on(i))
+            .map_err(|index| TxFormatError::DependencyCycle { index })
+    }
+}
+
+/// The indices `0..n` in an order where every index comes after the ones `rests_on`
+/// names (Kahn's algorithm, linear in indices and edges; the smallest ready index first,
+/// so indices already in such an order keep it). Names out of range are ignored. On a
+/// cycle: `Err` with the smallest index on or behind it.
+pub fn dependency_order(
+    n: usize,
+    rests_on: impl Fn(usize) -> Vec<usize>,
+) -> Result<Vec<usize>, usize> {
+    use std::{cmp::Reverse, collections::BinaryHeap};
+    let mut waiting = vec![0usize; n];
+    let mut users: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (i, w) in waiting.iter_mut().enumerate() {
+        for d in rests_on(i) {
+            if let Some(u) = users.get_mut(d) {
+                u.push(i);
+                *w = w.saturating_add(1);
+            }
+        }
+    }
+    let mut ready: BinaryHeap<Reverse<usize>> = (0..n)
+        .filter(|&i| waiting.get(i) == Some(&0))
+        .map(Reverse)
+        .collect();
+    let mut order = Vec::with_capacity(n);
+    while let Some(Reverse(i)) = ready.pop() {
+        order.push(i);
+        for &u in users.get(i).map(Vec::as_slice).unwrap_or(&[]) {
+            if let Some(w) = waiting.get_mut(u) {
+                *w = w.saturating_sub(1);
+                if *w == 0 {
+                    ready.push(Reverse(u));
+                }
+            }
+        }
+    }
+    if order.len() < n {
+        return Err((0..n)
+            .find(|i| waiting.get(*i).is_some_and(|w| *w > 0))
+            .unwrap_or(0));
+    }
+    Ok(order)
 }
 
 impl Tx {
@@ -516,6 +668,8 @@ mod tests {
                     tier,
                     weight,
                     depends_on,
+                    rests_on_left_out: Vec::new(),
+                    supports: None,
                     cid: Cid(cid),
                     honeypot,
                     conclusion,
@@ -531,7 +685,9 @@ mod tests {
                 tier,
                 weight,
                 depends_on,
+                rests_on_left_out: vec![0],
                 conclusion,
+                supports: Some(0),
             });
         (
             prop::collection::vec(seg, 1..5),
@@ -684,6 +840,8 @@ mod tests {
                     tier: Tier::Computer,
                     weight: 1,
                     depends_on: vec![],
+                    rests_on_left_out: vec![],
+                    supports: None,
                     cid: Cid::of(b"segment-0"),
                     honeypot: None,
                     conclusion: false,
@@ -694,6 +852,8 @@ mod tests {
                     tier: Tier::Llm,
                     weight: 2,
                     depends_on: vec![0],
+                    rests_on_left_out: vec![],
+                    supports: None,
                     cid: Cid::of(b"segment-1"),
                     honeypot: Some(Hash([3; 32])),
                     conclusion: false,
@@ -756,7 +916,9 @@ mod tests {
             tier: Tier::Llm,
             weight: 1,
             depends_on: vec![1],
+            rests_on_left_out: vec![],
             conclusion: true,
+            supports: None,
         }];
         assert_eq!(m.validate(), Ok(()));
         m.left_out[0].depends_on = vec![2];
@@ -772,6 +934,68 @@ mod tests {
         assert!(matches!(
             m.validate(),
             Err(TxFormatError::BadWeight { index: 2, .. })
+        ));
+        // Left-out dependencies: distinct left-out segments; from a left-out one, earlier.
+        let mut m = sample_manifest();
+        let left = |rests_on_left_out: Vec<u16>| LeftOut {
+            tier: Tier::Llm,
+            weight: 1,
+            depends_on: vec![],
+            rests_on_left_out,
+            conclusion: false,
+            supports: None,
+        };
+        m.left_out = vec![left(vec![]), left(vec![0])];
+        m.segments[1].rests_on_left_out = vec![1];
+        assert_eq!(m.validate(), Ok(()));
+        m.left_out[0].rests_on_left_out = vec![0];
+        assert_eq!(
+            m.validate(),
+            Err(TxFormatError::BadLeftOutDependency {
+                index: 2,
+                target: 0
+            })
+        );
+        m.left_out[0].rests_on_left_out = vec![];
+        m.segments[0].rests_on_left_out = vec![2];
+        assert_eq!(
+            m.validate(),
+            Err(TxFormatError::BadLeftOutDependency {
+                index: 0,
+                target: 2
+            })
+        );
+        // A cycle through the session and the left-out segments.
+        m.segments[0].rests_on_left_out = vec![0];
+        m.left_out[0].depends_on = vec![1];
+        assert!(matches!(
+            m.validate(),
+            Err(TxFormatError::DependencyCycle { .. })
+        ));
+        // An operation supports a segment that is not itself an operation.
+        let mut m = sample_manifest();
+        m.left_out = vec![left(vec![])];
+        m.segments[1].supports = Some(2);
+        assert_eq!(m.validate(), Ok(()));
+        assert_eq!(m.supports(1), Some(2));
+        m.segments[1].supports = Some(1);
+        assert_eq!(
+            m.validate(),
+            Err(TxFormatError::BadSupports {
+                index: 1,
+                target: 1
+            })
+        );
+        m.segments[1].supports = Some(3);
+        assert!(matches!(
+            m.validate(),
+            Err(TxFormatError::BadSupports { target: 3, .. })
+        ));
+        m.segments[1].supports = Some(0);
+        m.segments[0].supports = Some(2);
+        assert!(matches!(
+            m.validate(),
+            Err(TxFormatError::BadSupports { .. })
         ));
         // A honeypot's known verdict is a judgement.
         let tx = Tx {
@@ -828,8 +1052,9 @@ mod tests {
 
     const GOLDEN_REVEAL_SHA256: &str =
         "96c4beb9d29fbb23b55b3c0e8ce97d600afd6f9c5d5b0604ae77f428501558f0";
-    // Changed on purpose: segments carry a `conclusion` flag and the manifest lists the
-    // segments left out of the session (three-valued trace verdict).
+    // Changed on purpose: segments name the left-out segments they rest on and the
+    // segment an OPERATION supports (a PASS needs the claims judged, not only their
+    // arithmetic).
     const GOLDEN_OPEN_SHA256: &str =
-        "22a57b31dd03cc25a4570cd8a30325610606f46f1188dc7bbfe9a335d9ae6dd2";
+        "f9c123d472ab5df7ac4a3fa02b87e56246b17d234d15f09657647a63e6d323e3";
 }

@@ -124,6 +124,8 @@ fn trace_passes(
             },
             weight: *w,
             conclusion: *c,
+            // After propagation a segment holds only when everything it rests on does.
+            sound: *h,
         })
         .collect();
     tally::trace_verdict(&weighed, beta).verdict == TraceVerdict::Pass

@@ -194,6 +194,8 @@ async fn a_session_is_queryable_with_the_block_that_decided_it() {
         tier: Tier::Computer,
         weight: 1,
         depends_on: vec![],
+        rests_on_left_out: Vec::new(),
+        supports: None,
         cid: trust_protocol::cid::Cid::of(b"c"),
         honeypot: None,
         conclusion: false,

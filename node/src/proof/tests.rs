@@ -48,6 +48,8 @@ fn outcome(provider: AccountId) -> Outcome {
         undecided_weight: 0,
         total_weight: 3,
         error_at_conclusion: false,
+        conclusion_judged: true,
+        conclusion_sound: true,
         coverage: Coverage::default(),
         beta: Ppm(700_000),
         bound: FailureBound {

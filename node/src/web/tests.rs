@@ -198,6 +198,8 @@ fn segment(label: &[u8], level: AbstractionLevel, depends_on: Vec<u16>) -> Segme
         tier: Tier::Computer,
         weight: 1,
         depends_on,
+        rests_on_left_out: Vec::new(),
+        supports: None,
         cid: trust_protocol::cid::Cid::of(label),
         honeypot: None,
         conclusion: false,
@@ -216,6 +218,8 @@ async fn run_session(net: &mut Net, votes: [Vote; 2]) -> (Hash, String) {
         tier: Tier::Human,
         weight: 1,
         depends_on: vec![1],
+        rests_on_left_out: Vec::new(),
+        supports: None,
         conclusion: true,
     }];
     let m = manifest(segs.clone(), left);
