@@ -4,10 +4,12 @@
 Writes examples/corpus/quality.jsonl from problems produced by the
 reasoning-gym package (see README.md next to this file).  Every run with the
 same package versions gives byte-identical output: all randomness comes from
-random.Random instances seeded from SEED.
+random.Random instances seeded from SEED.  The six reasoning families
+(wrong_entity ... different_question) are appended after the original ones.
+examples/corpus/written.jsonl is written by hand: this script only checks it.
 
-    python scripts/corpus/gen.py            # (re)generate the corpus
-    python scripts/corpus/gen.py --check    # validate the committed file
+    python scripts/corpus/gen.py            # (re)generate the corpus, check both files
+    python scripts/corpus/gen.py --check    # validate quality.jsonl and written.jsonl
 
 Design in one paragraph: each problem becomes a list of *lines*; a line is a
 list of tokens (text, number, operator) plus the equations found or built in
@@ -31,13 +33,17 @@ from fractions import Fraction
 SEED = 20240611
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.normpath(os.path.join(HERE, "..", "..", "examples", "corpus", "quality.jsonl"))
+# hand-written solutions (README.md); validated by --check, never written by this script
+WRITTEN = os.path.normpath(os.path.join(HERE, "..", "..", "examples", "corpus", "written.jsonl"))
 PROBLEMS_PER_FAMILY = {
     "gsm": 60, "arithmetic": 55, "fractions": 55, "algebra": 55,
     "propositional": 55, "rule_chain": 55,
 }
 VARIANTS = ["correct", "changed_result", "wrong_operator", "dropped_term",
             "ungrounded_number", "invalid_rule"]
-STEP_LABELS = ["correct", "invalid", "ungrounded", "propagated"]
+STEP_LABELS = ["correct", "invalid", "ungrounded", "propagated", "reasoning"]
+WRITTEN_VARIANTS = ["correct", "wrong_entity", "wrong_operation", "invented_number", "percent_misapplied",
+                    "unit_mixup", "different_question", "arithmetic_slip"]
 KEYS = ["id", "family", "variant", "source", "trace", "steps", "output_label", "trace_label"]
 
 
@@ -688,6 +694,31 @@ def default_final(fin, st, dec=0):
 # family: gsm (reasoning-gym gsm_symbolic, reference chains written by people
 # for GSM8K and turned into templates)
 # --------------------------------------------------------------------------
+def gsm_reference(e):
+    """(problem, lines, final) of a gsm_symbolic item, or None when its
+    reference chain cannot be trusted: an equation that does not hold, no
+    equation at all, or a final answer that is no equation's result."""
+    cot = e["metadata"]["answer_cot"]
+    problem = e["question"].replace(" Give the result as your final answer. Do not include units.", "")
+    raw = [l.strip() for l in cot.split("\n")]
+    body = [l for l in raw if l and not l.startswith("####")]
+    final = Fraction(str(e["metadata"]["answer_value"]))
+    if Fraction(e["answer"]) != final:
+        return None
+    lines, bad = [], False
+    for l in body:
+        ln, b = parse_line(l)
+        bad |= b
+        lines.append(ln)
+    if bad or not any(ln.eqs for ln in lines):
+        return None  # a reference equation that does not hold: skip problem
+    # the final answer must be written as some equation's result
+    if not any(close(e2.res.v, final) for ln in lines for e2 in ln.eqs):
+        return None
+    final = next(e2.res.v for ln in lines for e2 in ln.eqs if close(e2.res.v, final))
+    return problem, lines, final
+
+
 def family_gsm(n, rng):
     import reasoning_gym as rg
     ds = rg.create_dataset("gsm_symbolic", seed=SEED % 10000, size=n * 4)
@@ -698,25 +729,10 @@ def family_gsm(n, rng):
         tid = ds.task_indices[i]
         if seen[tid] >= 1:  # one problem per template for diversity
             continue
-        e = ds[i]
-        cot = e["metadata"]["answer_cot"]
-        problem = e["question"].replace(" Give the result as your final answer. Do not include units.", "")
-        raw = [l.strip() for l in cot.split("\n")]
-        body = [l for l in raw if l and not l.startswith("####")]
-        final = Fraction(str(e["metadata"]["answer_value"]))
-        if Fraction(e["answer"]) != final:
+        ref = gsm_reference(ds[i])
+        if ref is None:
             continue
-        lines, bad = [], False
-        for l in body:
-            ln, b = parse_line(l)
-            bad |= b
-            lines.append(ln)
-        if bad or not any(ln.eqs for ln in lines):
-            continue  # a reference equation that does not hold: skip problem
-        # the final answer must be written as some equation's result
-        if not any(close(e2.res.v, final) for ln in lines for e2 in ln.eqs):
-            continue
-        final = next(e2.res.v for ln in lines for e2 in ln.eqs if close(e2.res.v, final))
+        problem, lines, final = ref
         seen[tid] += 1
         src = "reasoning-gym:gsm_symbolic"
         recs = numeric_family("gsm", idx, src, problem, lines, final,
@@ -1355,6 +1371,680 @@ def family_rule_chain(n, rng):
 
 
 # --------------------------------------------------------------------------
+# reasoning families: every calculation written holds, the reasoning does not.
+# Made from gsm_symbolic reference chains (a fresh draw, not the `gsm` one);
+# each family carries its own `correct` trace of every problem it perturbs.
+# --------------------------------------------------------------------------
+REASONING_FAMILIES = ["wrong_entity", "wrong_operation", "invented_number",
+                      "percent_misapplied", "unit_mixup", "different_question"]
+REASONING_VARIANTS = {
+    "wrong_entity": ["swapped_quantity"],
+    "wrong_operation": ["inverse_operation"],
+    "invented_number": ["invented_factor", "invented_operand"],
+    "percent_misapplied": ["complement", "sign_flip", "wrong_base", "rate_inverted"],
+    "unit_mixup": ["wrong_factor", "inverted_conversion", "spurious_conversion"],
+    "different_question": ["stopped_early", "extra_step"],
+}
+REASONING_TARGET = 45       # perturbed traces per family (at most)
+REASONING_PER_TEMPLATE = {"percent_misapplied": 3, "unit_mixup": 6}  # problems of one template; default 2
+REASONING_POOL = 3000       # gsm_symbolic items drawn (seed SEED % 10000 + 7)
+REASONING_VARIANT_CAP = {"stopped_early": 27, "spurious_conversion": 18}  # keep the forms mixed
+
+# Words that let a reader supply a constant the problem does not write in
+# digits.  An invented number must not be one of these (matched loosely, so
+# more constants are excluded than strictly needed).
+IMPLIED_WORDS = {
+    2: r"\b(two|twice|double|doubl\w*|pairs?|couples?|half|halves|both|twins?|second|round|bi\w*)\b",
+    3: r"\b(three|triple|thrice|third|triplets?|tri\w*)\b",
+    4: r"\b(four|quarters?|fourth|quadruple|quad\w*)\b",
+    7: r"\b(seven|weeks?|weekly|week's)\b",
+    10: r"\b(ten|tenth|decades?|dimes?)\b",
+    12: r"\b(twelve|dozens?|months?|monthly|year\w*|feet|foot|inch\w*)\b",
+    24: r"\b(day|days|daily|hours?|hourly)\b",
+    30: r"\b(thirty|months?|monthly)\b",
+    52: r"\b(weeks?|weekly|year\w*)\b",
+    60: r"\b(sixty|minutes?|hours?|hourly|seconds?)\b",
+    100: r"(\b(hundred|percent|cents?|century|centimeters?|meters?|metres?)\b|%)",
+}
+INVENT_FACTORS = [2, 2, 2, 3, 3, 4, 4, 10, 12]
+INVENT_OPERANDS = [2, 2, 3, 3, 4, 4, 7, 10, 12, 24, 30, 60, 100]
+
+# Unit conversions a reader supplies.  Each context: the constant, patterns
+# that must all occur (problem or line) for the constant to read as that
+# conversion, the constants a hurried reader puts in its place, and the words
+# of its small and big unit.
+UNIT_CONTEXTS = [
+    (7, (r"\bweek",), [30], r"days?", r"weeks?"),
+    (30, (r"\bmonths?\b|\bmonthly\b",), [7, 4], r"days?", r"months?"),
+    (4, (r"\bmonths?\b", r"\bweeks?\b"), [30], r"weeks?", r"months?"),
+    (12, (r"\bdozens?\b",), [], None, r"dozens?"),
+    (12, (r"\byears?\b|\bannual", r"\bmonths?\b"), [52], r"months?", r"years?"),
+    (52, (r"\byears?\b|\bannual", r"\bweek"), [12], r"weeks?", r"years?"),
+    (365, (r"\byears?\b|\bannual", r"\bdays?\b"), [52], r"days?", r"years?"),
+    (24, (r"\bdays?\b|\bdaily\b", r"\bhours?\b"), [60], r"hours?", r"days?"),
+    (60, (r"\bhours?\b|\bhourly\b", r"\bminutes?\b"), [100], r"minutes?", r"hours?"),
+    (60, (r"\bminutes?\b", r"\bseconds?\b"), [100], r"seconds?", r"minutes?"),
+    (100, (r"\bcents?\b",), [], r"cents?", r"dollars?"),
+    (100, (r"\bmeters?\b", r"\bcentimeters?\b"), [], r"centimeters?", r"meters?"),
+    (1000, (r"\bkilo\w*", r"\bgrams?\b"), [100], r"grams?", r"kilograms?"),
+]
+UNIT_CONSTS = sorted({c for c, *_ in UNIT_CONTEXTS})
+NUMBER_WORD_RE = {4: r"\bfour\b", 7: r"\bseven\b", 12: r"\btwelve\b", 24: r"\btwenty-four\b",
+                  30: r"\bthirty\b", 52: r"\bfifty-two\b", 60: r"\bsixty\b", 100: r"\bhundred\b",
+                  365: r"\bthree hundred", 1000: r"\bthousand\b"}
+RATE_UNIT_RE = re.compile(r"^\s*[A-Za-z]*\s*/\s*[A-Za-z]+|^\s*[A-Za-z]+ per [A-Za-z]+|^\s*per [A-Za-z]+")
+NOUN_STOP = {"times", "more", "fewer", "less", "percent", "cents", "dollars", "euros", "pounds",
+             "minutes", "hours", "days", "weeks", "months", "years", "seconds", "miles", "meters",
+             "kilometers", "feet", "yards", "inches", "liters", "kilograms", "grams", "ounces", "ccs",
+             "calories", "degrees", "as", "of", "and", "or", "to", "in", "is", "was", "each", "per",
+             "others", "pieces", "items", "letters", "pages"}
+INVERSE_OP = {"+": "-", "-": "+", "*": "/", "/": "*"}
+
+
+def problem_quantities(problem):
+    """value -> {'kinds': set, 'dec': int, 'nouns': list, 'after': list}, and
+    the values in order of first appearance.  Kinds: pct (followed by %), frac
+    (part of a/b), money (after a currency sign), share (below 1), count."""
+    q, order = {}, []
+    for m in TOKEN_RE.finditer(problem):
+        if not m.group("num"):
+            continue
+        raw = m.group("num").replace(",", "")
+        v = Fraction(raw)
+        before = problem[max(0, m.start() - 1):m.start()]
+        after = problem[m.end():m.end() + 40]
+        if after.startswith("%") or after.lstrip().startswith("percent"):
+            kind = "pct"
+        elif (after.startswith("/") and after[1:2].isdigit()) or before == "/":
+            kind = "frac"
+        elif before and before in "$€£":
+            kind = "money"
+        elif v < 1:
+            kind = "share"
+        else:
+            kind = "count"
+        if v not in q:
+            q[v] = {"kinds": set(), "dec": 0, "nouns": [], "after": []}
+            order.append(v)
+        q[v]["kinds"].add(kind)
+        q[v]["dec"] = max(q[v]["dec"], dec_of(raw))
+        q[v]["after"].append(after.lower())
+        nm = re.match(r"\s+([a-z]+)\b", after)
+        if kind == "count" and nm and nm.group(1).endswith("s") and nm.group(1) not in NOUN_STOP:
+            q[v]["nouns"].append(nm.group(1))
+    return q, order
+
+
+def line_text(ln):
+    if isinstance(ln, str):
+        return ln
+    return "".join(t.s if t.kind != "num" else fmt_num(t.v, t.dec, False) for t in ln.toks)
+
+
+def implied_constants(text):
+    low = text.lower()
+    return {Fraction(c) for c, pat in IMPLIED_WORDS.items() if re.search(pat, low)}
+
+
+def results_before(lines, li, ei):
+    """Results of the equations before equation ei of line li."""
+    out = set()
+    for k, ln in enumerate(lines[:li + 1]):
+        if isinstance(ln, str):
+            continue
+        for j, e in enumerate(ln.eqs):
+            if k == li and j >= ei:
+                break
+            out.add(e.res.v)
+    return out
+
+
+def count_in_line(ln, v):
+    return sum(1 for t in ln.toks if t.kind == "num" and t.v == v)
+
+
+def near(a, b, ratio=10):
+    a, b = abs(a), abs(b)
+    return (a <= 12 and b <= 12) or (min(a, b) > 0 and max(a, b) / min(a, b) <= ratio)
+
+
+def mult_neighbour(e, ti):
+    """The operators next to term ti are all * or / (it scales, it is not added)."""
+    ops = [e.ops[k].s for k in (ti - 1, ti) if 0 <= k < len(e.ops)]
+    return bool(ops) and all(o in "*/" for o in ops)
+
+
+def reasoned_change(lines, li, ei, mutate, problem, final_val):
+    """Change equation ei of line li by mutate(line, eq) on a copy, recompute
+    its result and carry the new value forward (as changed_result does).  The
+    changed step is labelled `reasoning`, the steps that use its value
+    `propagated`.  Skip when the labels would be in doubt, when the final
+    answer does not change, or when a value turns implausible: zero or negative
+    where it was not, fractional where it was whole, or with more than two
+    decimals."""
+    problem_nums = nums_in(problem)
+    if implicit_after(lines, li, problem_nums):
+        raise Skip("a later number may be derived implicitly")
+    e0 = lines[li].eqs[ei]
+    old = e0.res.v
+    known = known_before(problem_nums, lines, li)
+    if old in known:
+        raise Skip("result written before")
+    # a value that is also a unit constant (7, 12, 60...): a later use of it
+    # could be the constant rather than this result
+    text = problem + "\n" + "\n".join(line_text(l) for l in lines)
+    if old in SMALL_CONSTS | implied_constants(text):
+        later = [t for ln in lines[li + 1:] if isinstance(ln, Line) for t in ln.toks
+                 if t.kind == "num" and t.v == old]
+        if later:
+            raise Skip("result equals a unit constant used later")
+    everything = known_before(problem_nums, lines, len(lines))
+    ls = copy.deepcopy(lines)
+    e = ls[li].eqs[ei]
+    mutate(ls[li], e)
+    r = eq_value(e)
+    if r == old or r in everything:
+        raise Skip("new value collides")
+    fmt_num(r, e.res.dec, False)
+    e.res.v = r
+    mapping = {old: r}
+    changed = propagate(ls, li, e.res, mapping, problem_nums, known)
+    fin = final_after(final_val, mapping)
+    if fin == final_val:
+        raise Skip("final answer unchanged")
+    fmt_num(fin, 0, False)
+    for a, b in zip(lines, ls):
+        if isinstance(a, str):
+            continue
+        for ea, eb in zip(a.eqs, b.eqs):
+            va, vb = ea.res.v, eb.res.v
+            if va == vb:
+                continue
+            if (va > 0) != (vb > 0) or (va.denominator == 1 and vb.denominator != 1) \
+                    or (vb * 100).denominator != 1:
+                raise Skip("implausible value")
+    changed.discard(li)
+    return ls, labels_for(len(ls), li, "reasoning", changed), fin
+
+
+def try_sites(candidates, lines, problem, final_val, avoid=()):
+    """candidates: (variant, li, ei, mutate); the first that works (variants
+    in avoid, which have reached their cap, are not tried)."""
+    for variant, li, ei, mutate in candidates:
+        if variant in avoid:
+            continue
+        try:
+            ls, labs, fin = reasoned_change(lines, li, ei, mutate, problem, final_val)
+        except Skip:
+            continue
+        return ls, labs, fin, variant
+    raise Skip("no site")
+
+
+def set_term(ti, v, dec=0):
+    def mutate(ln, e):
+        e.terms[ti].v = Fraction(v)
+        e.terms[ti].dec = dec
+    return mutate
+
+
+def set_op(oi, op):
+    def mutate(ln, e):
+        e.ops[oi].s = op
+    return mutate
+
+
+def make_wrong_entity(problem, lines, final, rng, avoid=()):
+    """An operand taken from the problem is replaced by another number the
+    problem states for a different thing, of the same kind (a count for a
+    count, a price for a price, a percentage for a percentage) and of a
+    similar size."""
+    pq, order = problem_quantities(problem)
+    sites = eq_sites(lines)
+    rng.shuffle(sites)
+    cands = []
+    for li, ei in sites:
+        e = lines[li].eqs[ei]
+        before = results_before(lines, li, ei)
+        operands = {t.v for t in e.terms}
+        for ti in rng.sample(range(len(e.terms)), len(e.terms)):
+            v = e.terms[ti].v
+            if v not in pq or v in before or v in (0, 1) or count_in_line(lines[li], v) != 1:
+                continue
+            kinds = pq[v]["kinds"]
+            if len(kinds) != 1 or kinds == {"frac"}:
+                continue
+            ws = [w for w in order if w != v and w not in operands and w not in (0, 1)
+                  and pq[w]["kinds"] == kinds and near(v, w)]
+            rng.shuffle(ws)
+            for w in ws[:4]:
+                cands.append(("swapped_quantity", li, ei, set_term(ti, w, pq[w]["dec"])))
+    return try_sites(cands, lines, problem, final, avoid)
+
+
+def share_terms(problem, pq, ln, e):
+    """Terms of e that apply a percentage or a share the problem states:
+    (term index, form, p) with form 'p' (the share itself), '1-p', '1+p'
+    (decimals), 'p/100' (p over a written 100) or 'a/b' (a fraction the
+    problem writes)."""
+    pcts = {v / 100 for v in pq if "pct" in pq[v]["kinds"]}
+    shares = {v for v in pq if pq[v]["kinds"] == {"share"}}
+    pos = {id(t): k for k, t in enumerate(ln.toks)}
+    out = []
+    for ti, t in enumerate(e.terms):
+        nxt = e.terms[ti + 1] if ti + 1 < len(e.terms) else None
+        op = e.ops[ti].s if ti < len(e.ops) else None
+        k = pos.get(id(t))
+        prev_txt = ln.toks[k - 1].s if k and ln.toks[k - 1].kind == "txt" else ""
+        if op == "/" and nxt is not None and nxt.v == 100 and t.v / 100 in pcts:
+            out.append((ti, "p/100", t.v / 100))
+        elif op == "/" and nxt is not None and t.v < nxt.v and f"{t.v}/{nxt.v}" in problem:
+            out.append((ti, "a/b", t.v / nxt.v))
+        elif t.v.denominator != 1 and 0 < t.v < 2 and (ti == 0 or e.ops[ti - 1].s != "/") \
+                and not prev_txt.rstrip().endswith(("$", "€", "£")) \
+                and not (t.v in pq and pq[t.v]["kinds"] - {"share"}):
+            if t.v < 1 and (t.v in pcts or t.v in shares):
+                out.append((ti, "p", t.v))
+            elif t.v < 1 and 1 - t.v in pcts:
+                out.append((ti, "1-p", 1 - t.v))
+            elif t.v > 1 and t.v - 1 in pcts:
+                out.append((ti, "1+p", t.v - 1))
+    return out
+
+
+def make_percent_misapplied(problem, lines, final, rng, avoid=()):
+    """A percentage, share or rate applied wrongly: p for 1 - p (complement),
+    an increase taken as a decrease or the reverse (sign_flip), the share of
+    another quantity written before (wrong_base), or a rate multiplied where
+    it divides or the reverse (rate_inverted)."""
+    pq, order = problem_quantities(problem)
+    pn = nums_in(problem)
+    pcts = {v for v in pq if "pct" in pq[v]["kinds"]}
+    # equation (line, index) -> the equation before it in the trace
+    prev_eq, last = {}, None
+    for li, ln in enumerate(lines):
+        if isinstance(ln, Line):
+            for ei, e in enumerate(ln.eqs):
+                prev_eq[(li, ei)] = last
+                last = e
+
+    def share_of(e):
+        """(result, base) of e when it applies a share to one base."""
+        if e is None:
+            return None
+        for ln in lines:
+            if isinstance(ln, Line) and e in ln.eqs:
+                st = share_terms(problem, pq, ln, e)
+                if st and all(o.s in "*/" for o in e.ops):
+                    inner = {st[0][0], st[0][0] + 1} if st[0][1] in ("p/100", "a/b") else {st[0][0]}
+                    base = [t.v for k, t in enumerate(e.terms) if k not in inner]
+                    if len(base) == 1:
+                        return e.res.v, base[0]
+        return None
+    sites = eq_sites(lines)
+    rng.shuffle(sites)
+    cands = []
+    for li, ei in sites:
+        ln = lines[li]
+        e = ln.eqs[ei]
+        ops = [o.s for o in e.ops]
+        for ti, form, p in share_terms(problem, pq, ln, e):
+            t = e.terms[ti]
+            if count_in_line(ln, t.v) != 1:
+                continue
+            if form == "p" and p != Fraction(1, 2):
+                cands.append(("complement", li, ei, set_term(ti, 1 - p, t.dec)))
+            elif form == "1-p":
+                cands.append(("complement", li, ei, set_term(ti, p, t.dec)))
+                cands.append(("sign_flip", li, ei, set_term(ti, 1 + p, t.dec)))
+            elif form == "1+p":
+                cands.append(("sign_flip", li, ei, set_term(ti, 1 - p, t.dec)))
+            elif form == "p/100" and p != Fraction(1, 2):
+                cands.append(("complement", li, ei, set_term(ti, 100 - t.v)))
+            elif form == "a/b" and p != Fraction(1, 2):
+                cands.append(("complement", li, ei, set_term(ti, e.terms[ti + 1].v - t.v)))
+            # wrong base: the share taken of another quantity written before
+            inner = {ti, ti + 1} if form in ("p/100", "a/b") else {ti}
+            bi = [k for k in range(len(e.terms)) if k not in inner]
+            outer = [o for k, o in enumerate(ops) if not (form in ("p/100", "a/b") and k == ti)]
+            if len(bi) == 1 and outer == ["*"] and count_in_line(ln, e.terms[bi[0]].v) == 1:
+                b = e.terms[bi[0]].v
+                bases = sorted(v for v in known_before(pn, lines, li) | results_before(lines, li, ei)
+                               if v >= 5 and v != b and v not in pcts and v.denominator == 1
+                               and v != 100 and v != t.v and near(v, b, 20))
+                rng.shuffle(bases)
+                for nb in bases[:4]:
+                    cands.append(("wrong_base", li, ei, set_term(bi[0], nb)))
+        # an increase by a share taken as a decrease, or the reverse:
+        # `base +/- share of base` right after the share was taken, or
+        # `100 - p` for a percentage p
+        if len(e.terms) == 2 and ops[0] in "+-":
+            x, y = e.terms[0].v, e.terms[1].v
+            # (x must be unambiguous: no two earlier values equal to it)
+            earlier = [e2.res.v for e2 in ([q for l2 in lines[:li] if isinstance(l2, Line) for q in l2.eqs]
+                                            + ln.eqs[:ei])] + ([x] if x in pn else [])
+            if (share_of(prev_eq[(li, ei)]) == (y, x) and earlier.count(x) == 1) \
+                    or (ops[0] == "-" and x == 100 and y in pcts):
+                cands.append(("sign_flip", li, ei, set_op(0, INVERSE_OP[ops[0]])))
+        # a rate multiplied where it divides (or the reverse); the rate is a
+        # number of the problem written with a per-unit (`55 yards/minute`)
+        if len(e.terms) == 2 and ops[0] in "*/":
+            pos = {id(t): k for k, t in enumerate(ln.toks)}
+            for ti in range(2):
+                t = e.terms[ti]
+                k = pos.get(id(t))
+                if t.v not in pn or k is None or k + 1 >= len(ln.toks):
+                    continue
+                if ln.toks[k + 1].kind == "txt" and RATE_UNIT_RE.match(ln.toks[k + 1].s):
+                    cands.append(("rate_inverted", li, ei, set_op(0, INVERSE_OP[ops[0]])))
+                    break
+    rng.shuffle(cands)
+    # the rarer forms first: complement and sign flips, then bases, then rates
+    rank = {"complement": 0, "sign_flip": 0, "wrong_base": 1, "rate_inverted": 2}
+    cands.sort(key=lambda c: rank[c[0]] + rng.random() * 1.5)
+    return try_sites(cands, lines, problem, final, avoid)
+
+
+def unit_contexts(c, text):
+    """The UNIT_CONTEXTS in which constant c reads as a conversion in text."""
+    low = text.lower()
+    if c in NUMBER_WORD_RE and re.search(NUMBER_WORD_RE[c], low):
+        return []
+    return [ctx for ctx in UNIT_CONTEXTS if ctx[0] == c and all(re.search(p, low) for p in ctx[1])]
+
+
+def make_unit_mixup(problem, lines, final, rng, avoid=()):
+    """A unit or time-frame mix-up: a conversion constant the reader supplied
+    replaced by the constant of a neighbouring unit (wrong_factor: 30 days for
+    a week, 52 weeks for 12 months, 100 for 60 minutes), applied the wrong way
+    (inverted_conversion: x 60 for / 60), or a conversion applied where none
+    is due (spurious_conversion: `8 dozen x $21 per dozen x 12`)."""
+    pq, order = problem_quantities(problem)
+    pn = nums_in(problem)
+    everything = known_before(pn, lines, len(lines))
+    sites = eq_sites(lines)
+    rng.shuffle(sites)
+    cands = []
+    for li, ei in sites:
+        ln = lines[li]
+        e = ln.eqs[ei]
+        ops = [o.s for o in e.ops]
+        before = results_before(lines, li, ei)
+        if "%" in line_text(ln):
+            continue
+        text = problem + "\n" + line_text(ln)
+        for ti, t in enumerate(e.terms):
+            v = t.v
+            if v in before or v in pn:
+                continue
+            once = count_in_line(ln, v) == 1  # a constant also written elsewhere in the line stays
+            # a conversion constant the reader supplied from a unit word
+            if v.denominator == 1 and int(v) in UNIT_CONSTS and mult_neighbour(e, ti):
+                ctxs = unit_contexts(int(v), text)
+                for ctx in ctxs:
+                    for c2 in ctx[2]:
+                        if Fraction(c2) not in everything and once:
+                            cands.append(("wrong_factor", li, ei, set_term(ti, c2)))
+                if ctxs and len(e.terms) == 2 and ti == 1:
+                    cands.append(("inverted_conversion", li, ei, set_op(0, INVERSE_OP[ops[0]])))
+        # a conversion where none is due: a product of a quantity the problem
+        # gives in a big unit (`8 dozen`, `6 fewer hours`, `4 day`) and a rate
+        # per that unit (`$21 per dozen`, `£37/hour`, `110 emails a day`) gets
+        # the unit's factor as well, as if the quantity were in small units
+        if ops and all(o == "*" for o in ops):
+            low = problem.lower()
+            for t in e.terms:
+                if t.v not in pq or t.v in before or len(pq[t.v]["after"]) != 1:
+                    continue
+                for c, _, _, small, big in UNIT_CONTEXTS:
+                    if not big or c in (100, 1000) or Fraction(c) in pn \
+                            or (c in NUMBER_WORD_RE and re.search(NUMBER_WORD_RE[c], low)):
+                        continue
+                    if re.match(r"\s*(?:[a-z]+\s+)?" + big + r"\b", pq[t.v]["after"][0]) \
+                            and re.search(r"(\bper|/|\ba|\ban|\beach|\bevery)\s*" + big + r"\b", low) \
+                            and c not in {x.v for x in e.terms}:
+                        cands.append(("spurious_conversion", li, ei, insert_factor(c)))
+    rng.shuffle(cands)
+    # the rarer forms first
+    rank = {"wrong_factor": 0, "inverted_conversion": 1, "spurious_conversion": 1}
+    cands.sort(key=lambda c: rank[c[0]] + rng.random() * 1.5)
+    return try_sites(cands, lines, problem, final, avoid)
+
+
+def make_wrong_operation(problem, lines, final, rng, avoid=()):
+    """The inverse operation (+ for -, * for /, and back), computed correctly.
+    Equations that apply a share, a rate or a unit constant are left to the
+    percent and unit families."""
+    pq, _ = problem_quantities(problem)
+    pn = nums_in(problem)
+    # values that a share produced (`312 x 3/4 = 234`): flipping `312 - 234` is
+    # a percentage misapplied, left to percent_misapplied
+    share_made = {e.res.v for ln in lines if isinstance(ln, Line) for e in ln.eqs
+                  if share_terms(problem, pq, ln, e)}
+    sites = eq_sites(lines, visible_ops=True)
+    rng.shuffle(sites)
+    cands = []
+    for li, ei in sites:
+        ln = lines[li]
+        e = ln.eqs[ei]
+        if share_terms(problem, pq, ln, e) or "%" in line_text(ln) or "/" in line_text(ln).replace(" / ", ""):
+            continue
+        if any(t.v in share_made and t.v not in pn for t in e.terms):
+            continue
+        if any(t.v.denominator == 1 and int(t.v) in UNIT_CONSTS and t.v not in pn for t in e.terms):
+            continue
+        for oi in rng.sample(range(len(e.ops)), len(e.ops)):
+            cands.append(("inverse_operation", li, ei, set_op(oi, INVERSE_OP[e.ops[oi].s])))
+    return try_sites(cands, lines, problem, final, avoid)
+
+
+def insert_factor(c):
+    """Append `* c` to a product, just before its `=`, spaced like the
+    product's own operators."""
+    def mutate(ln, e):
+        pos = {id(t): k for k, t in enumerate(ln.toks)}
+        k0 = pos[id(e.ops[0])]
+        spaced = ln.toks[k0 + 1].kind == "txt" and ln.toks[k0 + 1].s.startswith(" ")
+        k = pos[id(e.res)]
+        while not (ln.toks[k].kind == "txt" and ln.toks[k].s == "="):
+            k -= 1
+        prev = ln.toks[k - 1]
+        op, num = T("op", s="*"), T("num", v=Fraction(c))
+        sp = [T("txt", s=" ")] if spaced else []
+        if prev.kind == "txt" and prev.s.strip() == "":
+            # a bare gap before `=`: the factor goes right after the last term
+            ln.toks[k - 1:k - 1] = sp + [op] + sp + [num]
+        elif prev.kind == "txt":
+            # a unit after the last term (`$3/ball `): the factor follows it
+            ln.toks[k:k] = [op, T("txt", s=" "), num, T("txt", s=" ")] if prev.s.endswith(" ") else \
+                [T("txt", s=" "), op, T("txt", s=" "), num]
+        else:
+            ln.toks[k:k] = sp + [op] + sp + [num]
+        e.terms.append(num)
+        e.ops.append(op)
+    return mutate
+
+
+def make_invented_number(problem, lines, final, rng, avoid=()):
+    """A number the problem never gives, used as if it did: a small factor
+    appended to a product (invented_factor, `320 guests x 2 = 640 seats`), or a
+    unit-constant looking number in place of a given operand of similar size
+    (invented_operand).  It is written nowhere in the problem or the trace,
+    and no word of the problem or the trace implies it (twice, dozen, week,
+    hour, percent...)."""
+    pq, _ = problem_quantities(problem)
+    pn = nums_in(problem)
+    everything = known_before(pn, lines, len(lines))
+    text = problem + "\n" + "\n".join(line_text(l) for l in lines)
+    implied = implied_constants(text)
+
+    def usable(values):
+        vals = list(dict.fromkeys(values))
+        pool = [(v, values.count(v)) for v in vals
+                if Fraction(v) not in everything and Fraction(v) not in implied]
+        out = []
+        while pool:
+            c = rng.choices([p[0] for p in pool], [p[1] for p in pool])[0]
+            pool = [p for p in pool if p[0] != c]
+            out.append(c)
+        return out
+
+    factors, operands = usable(INVENT_FACTORS), usable(INVENT_OPERANDS)
+    sites = eq_sites(lines, visible_ops=True)
+    rng.shuffle(sites)
+    cands = []
+    for li, ei in sites:
+        e = lines[li].eqs[ei]
+        before = results_before(lines, li, ei)
+        if factors and all(o.s == "*" for o in e.ops):
+            cands.append(("invented_factor", li, ei, insert_factor(factors[rng.randrange(min(2, len(factors)))])))
+        for ti, t in enumerate(e.terms):
+            if t.v in pq and t.v not in before and t.v not in (0, 1) and count_in_line(lines[li], t.v) == 1 \
+                    and pq[t.v]["kinds"] & {"count", "money"}:
+                cs = [c for c in operands if c != t.v and near(c, t.v, 5)]
+                if cs:
+                    cands.append(("invented_operand", li, ei, set_term(ti, cs[0])))
+    rng.shuffle(cands)
+    first = "invented_factor" if rng.random() < 0.6 else "invented_operand"
+    cands.sort(key=lambda cd: cd[0] != first)
+    return try_sites(cands, lines, problem, final, avoid)
+
+
+# one step past the answer: the answer converted to another unit, the answer
+# added to another group of the same things, or the answer split per head
+EXTRA_CONVERT = [
+    (r"how many hours\b", "*", 60, "minutes"), (r"how many days\b", "*", 24, "hours"),
+    (r"how many weeks\b", "*", 7, "days"), (r"how many years\b", "*", 12, "months"),
+    (r"how many dozens?\b", "*", 12, None), (r"how many minutes\b", "*", 60, "seconds"),
+]
+EXTRA_CONVERT_TEXT = ["That is {eq} {unit}.", "In {unit}, that is {eq}.", "Converting to {unit}: {eq}."]
+EXTRA_ADD_TEXT = ["Adding the {n} {noun}, that makes {eq} {noun} in all.",
+                  "Together with the {n} {noun}, the total is {eq} {noun}.",
+                  "Including the {n} {noun} as well: {eq} {noun}."]
+EXTRA_SPLIT_TEXT = ["That is {eq} for each of the {n} {noun}.",
+                    "Shared among the {n} {noun}, that is {eq} each."]
+
+
+def build_text(tmpl, fields, eq_items):
+    """A Line from a template: {n} becomes a number token, {eq} the equation."""
+    b = B()
+    for piece in re.split(r"(\{n\}|\{eq\})", tmpl):
+        if piece == "{n}":
+            b.n(fields["n"])
+        elif piece == "{eq}":
+            b.eq(*eq_items)
+        elif piece:
+            b.t(piece.format(**{k: v for k, v in fields.items() if k != "n"}))
+    return b.done()
+
+
+def make_different_question(problem, lines, final, rng, avoid=()):
+    """Answering another question: stopping a step early (the final output is
+    an intermediate result; no thinking step is wrong, the output is), or
+    going one step too far (an extra, correct calculation after the answer;
+    that step is `reasoning`)."""
+    pq, order = problem_quantities(problem)
+    eq_lines = [i for i, ln in enumerate(lines) if isinstance(ln, Line) and ln.eqs]
+    kinds = [k for k in ["extra_step", "stopped_early"] if k not in avoid]  # the rarer first
+    last = eq_lines[-1]
+    question = re.split(r"(?<=[.!?])\s+", problem.strip())[-1].lower()
+    for kind in kinds:
+        if kind == "stopped_early":
+            if len(eq_lines) < 2 or len(lines[last].eqs) != 1 or lines[last].eqs[0].res.v != final:
+                continue
+            keep = eq_lines[-2] + 1
+            r = lines[keep - 1].eqs[-1].res.v
+            if r == final or r <= 0:
+                continue
+            ls = lines[:keep]
+            return ls, ["correct"] * len(ls), r, kind
+        if final <= 0 or final.denominator != 1:
+            continue
+        plans = []
+        for pat, op, c, unit in EXTRA_CONVERT:
+            if re.search(pat, question):
+                if unit is None:
+                    m = re.search(r"dozens? of (\w+)", question)
+                    unit = m.group(1) if m else None
+                if unit:
+                    plans.append((EXTRA_CONVERT_TEXT, {"unit": unit, "n": c}, op, c))
+        m = re.match(r"how many (\w+)", question)
+        if m and not plans:
+            noun = m.group(1)
+            # another, smaller group of the same things (not a rate: `6 pizzas per day`)
+            same = [u for u in order if noun in pq[u]["nouns"] and u < final and u.denominator == 1
+                    and not any(re.match(r"\s*\w+\s+(per|a|an|each|every)\b", a) for a in pq[u]["after"])]
+            rng.shuffle(same)
+            if not re.search(r"\b(total|altogether|in all|combined|together)\b", question):
+                plans += [(EXTRA_ADD_TEXT, {"n": u, "noun": noun}, "+", u) for u in same]
+            if re.search(r"\b(total|altogether|in all|combined|together)\b", question):
+                heads = [u for u in order if pq[u]["nouns"] and pq[u]["nouns"][0] != noun
+                         and u.denominator == 1 and u >= 2 and final % u == 0]
+                plans += [(EXTRA_SPLIT_TEXT, {"n": u, "noun": pq[u]["nouns"][0]}, "/", u) for u in heads]
+        for texts, fields, op, u in plans:
+            s = evaluate([final, u], [op])
+            if s == final or s.denominator != 1 or s <= 0:
+                continue
+            ln = build_text(rng.choice(texts), fields, (final, op, u))
+            return lines + [ln], ["correct"] * len(lines) + ["reasoning"], s, kind
+    raise Skip("no different question")
+
+
+REASONING_MAKERS = {
+    "wrong_entity": make_wrong_entity, "wrong_operation": make_wrong_operation,
+    "invented_number": make_invented_number, "percent_misapplied": make_percent_misapplied,
+    "unit_mixup": make_unit_mixup, "different_question": make_different_question,
+}
+
+
+def reasoning_families(rng):
+    """Assign problems of a fresh gsm_symbolic draw to the six families (each
+    problem to at most one, the family with the fewest traces first), and
+    emit for each its correct trace and its perturbed one, in one style."""
+    import reasoning_gym as rg
+    ds = rg.create_dataset("gsm_symbolic", seed=SEED % 10000 + 7, size=REASONING_POOL)
+    made = {f: [] for f in REASONING_FAMILIES}
+    per_tpl = collections.Counter()
+    per_variant = collections.Counter()
+    for i in range(len(ds)):
+        if all(len(made[f]) >= REASONING_TARGET for f in REASONING_FAMILIES):
+            break
+        ref = gsm_reference(ds[i])
+        if ref is None:
+            continue
+        tid = ds.task_indices[i]
+        problem, lines, final = ref
+        prng = random.Random(rng.randrange(1 << 30))
+        order = sorted(REASONING_FAMILIES, key=lambda f: (len(made[f]), REASONING_FAMILIES.index(f)))
+        for fam in order:
+            if len(made[fam]) >= REASONING_TARGET or \
+                    per_tpl[(fam, tid)] >= REASONING_PER_TEMPLATE.get(fam, 2):
+                continue
+            avoid = {v for v, cap in REASONING_VARIANT_CAP.items() if per_variant[v] >= cap}
+            try:
+                ls, labs, fin, variant = REASONING_MAKERS[fam](problem, lines, final,
+                                                               random.Random(prng.randrange(1 << 30)), avoid)
+            except Skip:
+                continue
+            per_tpl[(fam, tid)] += 1
+            per_variant[variant] += 1
+            made[fam].append((problem, lines, final, ls, labs, fin, variant, prng.randrange(1 << 30)))
+            break
+    out = []
+    for fam in REASONING_FAMILIES:
+        for idx, (problem, lines, final, ls, labs, fin, variant, sseed) in enumerate(made[fam]):
+            srng = random.Random(sseed)
+            st = new_style(srng, "gsm")
+            intro_seed = srng.randrange(1 << 30)
+            src = "reasoning-gym:gsm_symbolic"
+            for var, l2, lb2, f2 in (("correct", lines, ["correct"] * len(lines), final),
+                                     (variant, ls, labs, fin)):
+                trace, steps = assemble(problem, l2, lb2, default_final(f2, st), st, random.Random(intro_seed))
+                out.append(record(fam, idx, var, src, trace, steps, f2 == final))
+    return out
+
+
+# --------------------------------------------------------------------------
 # main / check
 # --------------------------------------------------------------------------
 FAMILIES = [
@@ -1368,19 +2058,176 @@ def generate():
     for k, (fam, fn) in enumerate(FAMILIES):
         rng = random.Random(SEED * 100 + k)
         recs += fn(PROBLEMS_PER_FAMILY[fam], rng)
+    # appended after the original families, so their records stay as they were
+    recs += reasoning_families(random.Random(SEED * 100 + 50))
     os.makedirs(os.path.dirname(OUT), exist_ok=True)
     with open(OUT, "w", encoding="utf-8") as f:
         for r in recs:
             f.write(json.dumps(r, ensure_ascii=False, sort_keys=False) + "\n")
-    return check(OUT)
+    rc = check(OUT)
+    if os.path.exists(WRITTEN):  # hand-written: validated, never written here
+        rc |= check(WRITTEN, written=True)
+    return rc
 
 
-def check(path):
+# --------------------------------------------------------------------------
+# checking calculations in free text (written.jsonl, and the reasoning
+# families): every `a op b = c` chain that can be read is evaluated exactly
+# --------------------------------------------------------------------------
+CALC_TOKEN_RE = re.compile(r"\s*(?:(?P<num>\d+(?:\.\d+)?)|(?P<op>[-+*/])|(?P<lp>\()|(?P<rp>\))|(?P<eq>=)"
+                           r"|(?P<word>[A-Za-z][A-Za-z'\-]*)|(?P<other>\S))")
+
+
+def normalise_calc(text):
+    """Plain ASCII arithmetic: LaTeX, typographic signs, currency, bold,
+    thousands separators and percentages (n% is n/100) rewritten."""
+    t = text
+    t = re.sub(r"\\frac\{([^{}]*)\}\{([^{}]*)\}", r"((\1)/(\2))", t)
+    t = t.replace("\\times", "*").replace("\\cdot", "*").replace("\\div", "/").replace("\\$", "")
+    t = re.sub(r"\\[A-Za-z]+", " ", t)
+    t = t.replace("{", " ").replace("}", " ").replace("**", " ").replace("$", " ")
+    t = t.replace("−", "-").replace("–", "-").replace("×", "*").replace("·", "*").replace("÷", "/")
+    t = re.sub(r"[€£]", " ", t)
+    t = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", t)
+    t = re.sub(r"(?<![A-Za-z])x(?=\s*[\d(])", " * ", t)  # `14x5`, `questions x 50`
+    t = re.sub(r"(\d+(?:\.\d+)?)\s*%", r"(\1/100)", t)
+    t = re.sub(r"(?<=\d)\s*\(", " * (", t)  # 2(21) is 2 * (21)
+    # a single letter (`1615h`, `h = ...`) is a variable, not a unit: it ends a chain
+    t = re.sub(r"(?<![A-Za-z'])([B-Zb-z])(?![A-Za-z'])", r" @\1 ", t)
+    t = re.sub(r"(?<=\d)([Aa])(?![A-Za-z'])", r" @\1 ", t)  # `2037a`
+    return t
+
+
+def _eval_part(toks):
+    if not toks or not any(k == "num" for k, _ in toks):
+        return None, False
+    src = "".join(v for _, v in toks)
+    try:
+        node = _ast.parse(src, mode="eval").body
+    except SyntaxError:
+        return None, False
+
+    def ev(n):
+        if isinstance(n, _ast.Constant):
+            return Fraction(str(n.value))
+        if isinstance(n, _ast.UnaryOp) and isinstance(n.op, (_ast.USub, _ast.UAdd)):
+            v = ev(n.operand)
+            return -v if isinstance(n.op, _ast.USub) else v
+        if isinstance(n, _ast.BinOp) and type(n.op) in PY_OPS:
+            a, b = ev(n.left), ev(n.right)
+            op = PY_OPS[type(n.op)]
+            if op == "/" and b == 0:
+                raise ZeroDivisionError
+            return {"+": a + b, "-": a - b, "*": a * b, "/": a / b if b else None}[op]
+        raise ValueError
+
+    try:
+        return ev(node), any(k == "op" for k, _ in toks)
+    except (ValueError, ZeroDivisionError):
+        return None, False
+
+
+def calc_claims(text):
+    """[(claim text, holds)] for every chain `e1 = e2 (= e3 ...)` in text in
+    which at least one side computes something.  Unit words after a number
+    (`27 balls * $3/ball = $81`) are skipped; any other word ends a chain."""
+    claims = []
+    # list markers (`- `, `* `, `1. `, `Step 2: `), possibly nested, are not arithmetic
+    text = re.sub(r"^(?:\s*(?:[-*•]\s+|\d+[.)]\s+|Step \d+:\s*))+", "", text)
+    for m in re.finditer(r"<<([^<>]*)>>", text):  # GSM8K annotations
+        parts = m.group(1).split("=")
+        claims += _chain_claims([_tokens(normalise_calc(p)) for p in parts])
+    text = re.sub(r"<<[^<>]*>>", "", text)
+    toks = _tokens(normalise_calc(text))
+    # drop unit words after a number or `)`: up to four words or `/word`
+    # units (`orders/day`, `kg/turkey`, `of a serving`), when an operator or
+    # `=` follows them
+    def unit_op(j):
+        return j < len(toks) and (toks[j][0] == "eq" or (toks[j][0] == "op" and not (
+            toks[j][1] == "/" and j + 1 < len(toks) and toks[j + 1][0] == "word")))
+
+    keep, i = [], 0
+    while i < len(toks):
+        keep.append(toks[i])
+        if toks[i][0] not in ("num", "rp"):
+            i += 1
+            continue
+        j, nwords, best = i + 1, 0, None
+        while j < len(toks) and nwords < 4:
+            if toks[j] == ("op", "/") and j + 1 < len(toks) and toks[j + 1][0] == "word":
+                j += 2
+            elif toks[j][0] == "word":
+                j += 1
+            else:
+                break
+            nwords += 1
+            if unit_op(j):
+                best = j
+        i = best if best is not None else i + 1
+    # segments of arithmetic tokens
+    segs, cur = [], []
+    for k, v in keep:
+        if k in ("num", "op", "lp", "rp", "eq"):
+            cur.append((k, v))
+        else:
+            segs.append(cur)
+            cur = []
+    segs.append(cur)
+    for seg in segs:
+        if not any(k == "eq" for k, _ in seg):
+            continue
+        parts, cur = [], []
+        for k, v in seg:
+            if k == "eq":
+                parts.append(cur)
+                cur = []
+            else:
+                cur.append((k, v))
+        parts.append(cur)
+        claims += _chain_claims(parts)
+    return claims
+
+
+def _tokens(s):
+    out = []
+    for m in CALC_TOKEN_RE.finditer(s):
+        k = m.lastgroup
+        out.append((k, m.group(k)))
+    return out
+
+
+def _chain_claims(parts):
+    vals = []
+    for p in parts:
+        # a leading fragment such as `+ 5` or `1.` (list number): trim from the left
+        while p and p[0][0] in ("op", "rp") and p[0][1] not in "-(":
+            p = p[1:]
+        vals.append((_eval_part(p), "".join(v for _, v in p)))
+    out = []
+    for (a, sa), (b, sb) in zip(vals, vals[1:]):
+        (va, opa), (vb, opb) = a, b
+        if va is None or vb is None or not (opa or opb):
+            continue
+        out.append((f"{sa} = {sb}", close(va, vb)))
+    return out
+
+
+# families whose every calculation --check re-reads against its step label
+CALC_CHECKED = {"gsm", "arithmetic", "algebra", "fractions"} | set(REASONING_FAMILIES)
+
+
+def check(path, written=False):
+    """Validate a corpus file and print its counts.  written=True for the
+    hand-written file: its own families and variants, no size thresholds,
+    and every calculation on a step checked against its label."""
     errors = []
     per = collections.defaultdict(collections.Counter)
+    per_variant = collections.defaultdict(collections.Counter)
     ids = set()
     with open(path, encoding="utf-8") as f:
         rows = [json.loads(l) for l in f if l.strip()]
+    variants = WRITTEN_VARIANTS if written else VARIANTS + [v for vs in REASONING_VARIANTS.values() for v in vs]
+    bad_labels = ("invalid", "ungrounded", "reasoning")
     for r in rows:
         rid = r.get("id")
         if list(r.keys()) != KEYS:
@@ -1389,8 +2236,10 @@ def check(path):
         if rid in ids:
             errors.append(f"{rid}: duplicate id")
         ids.add(rid)
-        if r["variant"] not in VARIANTS:
+        if r["variant"] not in variants:
             errors.append(f"{rid}: variant")
+        if written and (r["family"] != "written" or not r["source"].startswith("written:")):
+            errors.append(f"{rid}: family/source")
         tr = r["trace"]
         if tr.count("## Problem Statement\n") != 1 or tr.count("\n\n## Thinking Process\n") != 1 \
                 or tr.count("\n\n## Final Output\n") != 1 or not tr.startswith("## Problem Statement\n"):
@@ -1418,6 +2267,11 @@ def check(path):
                 if ln.strip():
                     errors.append(f"{rid}: uncovered text {ln.strip()[:60]!r}")
                     break
+            if written:
+                # each non-blank line is exactly one step
+                lines_ = [l for l in tr[a:b].split("\n") if l.strip()]
+                if lines_ != [s["text"] for s in r["steps"]]:
+                    errors.append(f"{rid}: steps are not exactly the non-blank lines")
         labs = [s["label"] for s in r["steps"]]
         if r["output_label"] not in ("correct", "wrong"):
             errors.append(f"{rid}: output_label")
@@ -1426,17 +2280,52 @@ def check(path):
             errors.append(f"{rid}: trace_label")
         if r["variant"] == "correct" and want != "correct":
             errors.append(f"{rid}: correct variant with wrong labels")
-        if r["variant"] != "correct" and all(l == "correct" for l in labs):
-            errors.append(f"{rid}: corrupted variant without a bad step")
-        if "propagated" in labs and not any(l in ("invalid", "ungrounded") for l in labs[:labs.index("propagated")]):
+        if r["variant"] != "correct" and want == "correct":
+            errors.append(f"{rid}: corrupted variant without a bad step or a wrong output")
+        if "propagated" in labs and not any(l in bad_labels for l in labs[:labs.index("propagated")]):
             errors.append(f"{rid}: propagated before any error")
         fam = r["family"]
+        # the reasoning families: one `reasoning` step (none when the trace
+        # stops early, where the output is wrong), no other kind of error, and
+        # every calculation written holds
+        if fam in REASONING_FAMILIES and r["variant"] != "correct":
+            nr = labs.count("reasoning")
+            if r["variant"] not in REASONING_VARIANTS[fam]:
+                errors.append(f"{rid}: variant not of its family")
+            if any(l in ("invalid", "ungrounded") for l in labs):
+                errors.append(f"{rid}: invalid/ungrounded step in a reasoning family")
+            if r["variant"] == "stopped_early":
+                if nr or r["output_label"] != "wrong":
+                    errors.append(f"{rid}: stopped_early must have no wrong step and a wrong output")
+            elif nr != 1:
+                errors.append(f"{rid}: {nr} reasoning steps")
+            if r["trace_label"] != "incorrect":
+                errors.append(f"{rid}: trace_label")
+        if fam in CALC_CHECKED or written:
+            for s in r["steps"]:
+                if fam == "fractions" and s["label"] == "propagated":
+                    continue  # README, Known limits: the closing `\frac{a}{b} = \frac{c}{d}` line
+                claims = calc_claims(s["text"])
+                wrong = [c for c, ok in claims if not ok]
+                if s["label"] == "invalid":
+                    if not wrong:
+                        errors.append(f"{rid}: invalid step whose calculations all hold: {s['text'][:60]!r}")
+                elif wrong:
+                    errors.append(f"{rid}: {s['label']} step with a false calculation {wrong[0]!r}")
+                if written and not claims and re.search(r"\d\s*=|=\s*\S*\d", re.sub(r"<<[^<>]*>>", "", s["text"])):
+                    errors.append(f"{rid}: a calculation the checker cannot read: {s['text'][:60]!r}")
+                per[fam]["calcs_checked"] += len(claims)
         per[fam]["traces"] += 1
         per[fam]["variant:" + r["variant"]] += 1
+        pv = per_variant[(fam, r["variant"])]
+        pv["traces"] += 1
+        pv["output_wrong"] += r["output_label"] == "wrong"
         for l in labs:
             per[fam]["step:" + l] += 1
+            pv[l] += 1
         per[fam]["output:" + r["output_label"]] += 1
     tot = collections.Counter()
+    print(f"== {os.path.relpath(path)}")
     for fam in sorted(per):
         tot.update(per[fam])
         print(fam, dict(sorted(per[fam].items())))
@@ -1444,10 +2333,16 @@ def check(path):
     corrupted = sum(v for k, v in tot.items() if k.startswith("step:") and k != "step:correct")
     print(f"families={len(per)} traces={len(rows)} correct_steps={tot['step:correct']} "
           f"non_correct_steps={corrupted} bytes={os.path.getsize(path)}")
-    if len(per) < 5:
-        errors.append("fewer than 5 families")
-    if tot["step:correct"] < 1000 or corrupted < 500:
-        errors.append("too few steps")
+    print(f"{'family':<20}{'variant':<22}{'traces':>7}{'out_wrong':>10}" + "".join(f"{l:>11}" for l in STEP_LABELS))
+    for (fam, var) in sorted(per_variant):
+        pv = per_variant[(fam, var)]
+        print(f"{fam:<20}{var:<22}{pv['traces']:>7}{pv['output_wrong']:>10}"
+              + "".join(f"{pv[l]:>11}" for l in STEP_LABELS))
+    if not written:
+        if len(per) < 5:
+            errors.append("fewer than 5 families")
+        if tot["step:correct"] < 1000 or corrupted < 500:
+            errors.append("too few steps")
     for e in errors[:50]:
         print("ERROR", e)
     print("OK" if not errors else f"{len(errors)} errors")
@@ -1456,11 +2351,15 @@ def check(path):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--check", action="store_true", help="validate the committed corpus")
+    ap.add_argument("--check", action="store_true", help="validate the committed corpus and written.jsonl")
     ap.add_argument("--path", default=OUT)
+    ap.add_argument("--written", default=WRITTEN, help="the hand-written file checked with --check")
     args = ap.parse_args()
     if args.check:
-        sys.exit(check(args.path))
+        rc = check(args.path)
+        if os.path.exists(args.written):
+            rc |= check(args.written, written=True)
+        sys.exit(rc)
     sys.exit(generate())
 
 
