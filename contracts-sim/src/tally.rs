@@ -114,6 +114,9 @@ pub struct TraceTally {
     pub total: u64,
     /// Whether an error reached the conclusion.
     pub error_at_conclusion: bool,
+    /// Whether any segment is an error (Invalid, Ungrounded, Propagated), at the
+    /// conclusion or not.
+    pub any_error: bool,
     /// Whether every conclusion segment was judged Valid.
     pub conclusion_judged: bool,
     /// Whether every conclusion segment was judged Valid and so was everything it rests
@@ -142,12 +145,15 @@ pub fn conclusions(flags: &[bool], deps: &[&[u16]]) -> Vec<bool> {
 /// - `Fail` when an error (Invalid, Ungrounded, Propagated) reaches a conclusion segment,
 ///   or when `W + undecided < beta * sum w` (even if every undecided segment held, the
 ///   trace could not pass);
-/// - `Pass` when `W >= beta * sum w`, no error reaches the conclusion, and the conclusion
-///   is sound: it was judged Valid and so was everything it rests on;
+/// - `Pass` when `W >= beta * sum w`, no segment is an error, and the conclusion is
+///   sound: it was judged Valid and so was everything it rests on (a PASS means the
+///   reasoning holds: a step judged wrong spoils it even where the conclusion does not
+///   rest on it);
 /// - `Inconclusive` otherwise.
 pub fn trace_verdict(segments: &[Weighed], beta: Ppm) -> TraceTally {
     let (mut pass, mut undecided, mut total) = (0u64, 0u64, 0u64);
     let mut error_at_conclusion = false;
+    let mut any_error = false;
     let (mut judged, mut sound, mut any_conclusion) = (true, true, false);
     for s in segments {
         let w = u64::from(s.weight);
@@ -157,6 +163,7 @@ pub fn trace_verdict(segments: &[Weighed], beta: Ppm) -> TraceTally {
             SegmentVerdict::Undecided => undecided = undecided.saturating_add(w),
             _ => {}
         }
+        any_error |= s.verdict.is_error();
         if s.conclusion {
             any_conclusion = true;
             error_at_conclusion |= s.verdict.is_error();
@@ -173,7 +180,7 @@ pub fn trace_verdict(segments: &[Weighed], beta: Ppm) -> TraceTally {
         TraceVerdict::Inconclusive
     } else if error_at_conclusion || !reaches(pass.saturating_add(undecided)) {
         TraceVerdict::Fail
-    } else if reaches(pass) && sound {
+    } else if reaches(pass) && sound && !any_error {
         TraceVerdict::Pass
     } else {
         TraceVerdict::Inconclusive
@@ -184,6 +191,7 @@ pub fn trace_verdict(segments: &[Weighed], beta: Ppm) -> TraceTally {
         undecided,
         total,
         error_at_conclusion,
+        any_error,
         conclusion_judged: judged,
         conclusion_sound: sound,
     }
@@ -194,7 +202,10 @@ pub fn trace_verdict(segments: &[Weighed], beta: Ppm) -> TraceTally {
 /// taken in index order.
 pub fn order(entries: &[Entry]) -> Vec<usize> {
     dependency_order(entries.len(), |i| {
-        entries.get(i).map(|e| e.rests_on.clone()).unwrap_or_default()
+        entries
+            .get(i)
+            .map(|e| e.rests_on.clone())
+            .unwrap_or_default()
     })
     .unwrap_or_else(|_| (0..entries.len()).collect())
 }
@@ -513,7 +524,8 @@ mod tests {
         let t = trace_verdict(&wrong_end, beta);
         assert_eq!(t.verdict, TraceVerdict::Fail);
         assert!(t.error_at_conclusion);
-        // An error elsewhere only costs its weight: 4 of 5 still pass.
+        // An error elsewhere does not reach the conclusion, but the reasoning does not
+        // hold: 4 of 5 Valid is no pass.
         let mid = [
             w(S::Valid, 1, false),
             w(S::Invalid, 1, false),
@@ -521,7 +533,9 @@ mod tests {
             w(S::Valid, 1, false),
             w(S::Valid, 1, true),
         ];
-        assert_eq!(trace_verdict(&mid, beta).verdict, TraceVerdict::Pass);
+        let t = trace_verdict(&mid, beta);
+        assert_eq!(t.verdict, TraceVerdict::Inconclusive);
+        assert!(t.any_error && !t.error_at_conclusion && t.conclusion_sound);
         // Even if every undecided segment held, W could not reach beta: Fail.
         let hopeless = [
             w(S::Invalid, 3, false),

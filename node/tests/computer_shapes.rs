@@ -8,7 +8,10 @@
 //! on the problem.
 
 use trust_node::{
-    audit::computer::{Judgement, StepInput, check, readable},
+    audit::{
+        computer::{Judgement, StepInput, check, readable},
+        judge::{ComputerAuditor, SegmentView},
+    },
     decompose::{Options, decompose, dependency_order},
 };
 use trust_protocol::{
@@ -327,26 +330,22 @@ fn seat_run(hdag: &Hdag) -> Vec<(String, Option<Vote>)> {
             }
         }
         cited.sort_unstable();
-        let context = givens.join("\n");
-        let premises: Vec<&str> = givens
-            .iter()
-            .map(String::as_str)
-            .chain(
-                cited
-                    .iter()
-                    .filter_map(|&j| hdag.nodes.get(j))
-                    .map(|m| m.content.as_str()),
-            )
-            .collect();
-        let j = check(
-            &StepInput {
-                claim: &n.content,
-                premises: &premises,
-                context: &context,
-            },
-            &Hash::sha256(n.id.as_bytes()),
-        );
-        out.push((n.content.clone(), j.as_vote()));
+        // Judged by the seat's own judge: the cited claims as premises, the text of the
+        // other tiers' steps (and the problem statement) as givens, the final answer as
+        // the conclusion it is.
+        let view = SegmentView {
+            claim: n.content.clone(),
+            premises: cited
+                .iter()
+                .filter_map(|&j| hdag.nodes.get(j))
+                .map(|m| m.content.clone())
+                .collect(),
+            givens,
+            conclusion: n.kind == "conclusion",
+            ..SegmentView::default()
+        };
+        let j = ComputerAuditor.judge_now(&view, &Hash::sha256(n.id.as_bytes()));
+        out.push((n.content.clone(), Some(j.vote).filter(|v| !v.is_abstain())));
     }
     out
 }

@@ -342,9 +342,10 @@ pub enum TxFormatError {
         /// The offending target.
         target: u16,
     },
-    /// A left-out dependency names no left-out segment, itself, a later left-out segment
-    /// (from a left-out one), or one twice.
-    #[error("segment {index}: rests_on_left_out {target} must name a distinct left-out segment (an earlier one, from a left-out segment)")]
+    /// A left-out dependency names no left-out segment, itself, or one twice.
+    #[error(
+        "segment {index}: rests_on_left_out {target} must name a distinct left-out segment other than itself"
+    )]
     BadLeftOutDependency {
         /// Segment index (session segments first, then left-out ones).
         index: usize,
@@ -352,7 +353,9 @@ pub enum TxFormatError {
         target: u16,
     },
     /// An operation supports no segment, itself, or another operation.
-    #[error("segment {index}: supports {target} must name another segment that is not itself an operation")]
+    #[error(
+        "segment {index}: supports {target} must name another segment that is not itself an operation"
+    )]
     BadSupports {
         /// Segment index (session segments first, then left-out ones).
         index: usize,
@@ -360,7 +363,9 @@ pub enum TxFormatError {
         target: u16,
     },
     /// The dependencies between session and left-out segments form a cycle.
-    #[error("the dependencies between the session's segments and the left-out ones form a cycle through segment {index}")]
+    #[error(
+        "the dependencies between the session's segments and the left-out ones form a cycle through segment {index}"
+    )]
     DependencyCycle {
         /// A segment on the cycle (session segments first, then left-out ones).
         index: usize,
@@ -418,7 +423,7 @@ impl SessionManifest {
                 }
                 seen.push(t);
             }
-            self.check_left_out_deps(index, &s.rests_on_left_out, self.left_out.len())?;
+            self.check_left_out_deps(index, &s.rests_on_left_out, None)?;
         }
         for (i, l) in self.left_out.iter().enumerate() {
             let index = self.segments.len().saturating_add(i);
@@ -436,7 +441,7 @@ impl SessionManifest {
                 }
                 seen.push(t);
             }
-            self.check_left_out_deps(index, &l.rests_on_left_out, i)?;
+            self.check_left_out_deps(index, &l.rests_on_left_out, Some(i))?;
         }
         let all = self.segments.len().saturating_add(self.left_out.len());
         for index in 0..all {
@@ -469,18 +474,20 @@ impl SessionManifest {
         Ok(())
     }
 
-    /// `rests_on_left_out` of the segment at `index`: distinct left-out indices below
-    /// `bound` (all of them from a session segment, earlier ones from a left-out one).
+    /// `rests_on_left_out` of the entry at `index` (left-out entry `this`, if it is one):
+    /// distinct left-out indices other than its own (cycles are found by
+    /// [`Self::evaluation_order`]).
     fn check_left_out_deps(
         &self,
         index: usize,
         deps: &[u16],
-        bound: usize,
+        this: Option<usize>,
     ) -> Result<(), TxFormatError> {
         check_len("rests_on_left_out", deps.len(), MAX_DEPENDENCIES)?;
         let mut seen = Vec::with_capacity(deps.len());
         for &t in deps {
-            if usize::from(t) >= bound || seen.contains(&t) {
+            let t_at = usize::from(t);
+            if t_at >= self.left_out.len() || Some(t_at) == this || seen.contains(&t) {
                 return Err(TxFormatError::BadLeftOutDependency { index, target: t });
             }
             seen.push(t);
@@ -493,10 +500,11 @@ impl SessionManifest {
     pub fn supports(&self, index: usize) -> Option<u16> {
         match self.segments.get(index) {
             Some(s) => s.supports,
-            None => self
-                .left_out
-                .get(index.checked_sub(self.segments.len())?)?
-                .supports,
+            None => {
+                self.left_out
+                    .get(index.checked_sub(self.segments.len())?)?
+                    .supports
+            }
         }
     }
 
@@ -935,7 +943,7 @@ mod tests {
             m.validate(),
             Err(TxFormatError::BadWeight { index: 2, .. })
         ));
-        // Left-out dependencies: distinct left-out segments; from a left-out one, earlier.
+        // Left-out dependencies: distinct left-out segments, never itself.
         let mut m = sample_manifest();
         let left = |rests_on_left_out: Vec<u16>| LeftOut {
             tier: Tier::Llm,
@@ -965,7 +973,14 @@ mod tests {
                 target: 2
             })
         );
-        // A cycle through the session and the left-out segments.
+        // A cycle among left-out segments, then through the session and a left-out one.
+        m.segments[0].rests_on_left_out = vec![];
+        m.left_out[0].rests_on_left_out = vec![1];
+        assert!(matches!(
+            m.validate(),
+            Err(TxFormatError::DependencyCycle { .. })
+        ));
+        m.left_out[0].rests_on_left_out = vec![];
         m.segments[0].rests_on_left_out = vec![0];
         m.left_out[0].depends_on = vec![1];
         assert!(matches!(

@@ -690,6 +690,7 @@ mod tests {
             claim: claim.into(),
             premises: vec!["She needs 4 cups per quart.".into()],
             givens: vec!["Martha needs 4 cups of berries.".into()],
+            ..SegmentView::default()
         }
     }
 

@@ -15,7 +15,7 @@
 use async_trait::async_trait;
 use trust_protocol::{Hash, Vote, tx::Tier};
 
-use super::computer::Judgement;
+use super::computer::{self, Judgement};
 use crate::{decompose, submit::SegmentDoc};
 
 /// What a seat knows of the segment it judges.
@@ -26,21 +26,108 @@ pub struct SegmentView {
     /// The claims of the segments it depends on that are audited in the same session, in
     /// manifest order (dependencies first).
     pub premises: Vec<String>,
-    /// Premises it rests on that are not audited in the session (typically the problem
-    /// statement), verbatim, as the provider sealed them with it.
+    /// Premises it rests on that are not audited in the session (the problem statement
+    /// first), verbatim, as the provider sealed them with it.
     pub givens: Vec<String>,
+    /// For a STEP: its OPERATIONs (the bare calculations inside the claim) with the
+    /// Computer tier's judgement of each, made here with the same judge and inputs its
+    /// Computer seats get. A judge shows them as checked premises: whether the claim
+    /// holds is the question, not whether its arithmetic does.
+    pub operations: Vec<CheckedOperation>,
+    /// Whether the segment is (part of) the trace's final answer.
+    pub conclusion: bool,
+}
+
+/// A calculation inside a claim, with what the Computer tier makes of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckedOperation {
+    /// The calculation, a span of the claim.
+    pub text: String,
+    /// The Computer judge's decision on it.
+    pub decision: Decision,
+}
+
+impl CheckedOperation {
+    /// How a judge is shown it: `` `21+3 = 24` holds (checked by the Computer tier) ``.
+    pub fn describe(&self) -> String {
+        let what = match self.decision.vote {
+            Vote::Valid => "holds",
+            Vote::Invalid => "does not hold",
+            Vote::Ungrounded => "uses a number nothing gives",
+            Vote::Abstain => "could not be checked",
+        };
+        format!(
+            "`{}` {what} (checked by the Computer tier: {})",
+            self.text, self.decision.reason
+        )
+    }
 }
 
 impl SegmentView {
-    /// The view of a decrypted segment and the claims of its cited segments.
-    pub fn new(doc: SegmentDoc, premises: Vec<String>) -> Self {
+    /// The view of a decrypted segment and the claims of its cited segments; each of its
+    /// OPERATIONs that is a span of the claim is checked as its Computer seats check it
+    /// (the others are ignored: a provider cannot slip in a calculation the claim does
+    /// not make).
+    pub fn new(doc: SegmentDoc, premises: Vec<String>, conclusion: bool) -> Self {
+        let operations = doc
+            .operations
+            .iter()
+            .filter(|op| !op.trim().is_empty() && doc.claim.contains(op.as_str()))
+            .take(MAX_OPERATIONS)
+            .map(|op| CheckedOperation {
+                decision: ComputerAuditor.judge_now(
+                    &SegmentView {
+                        claim: op.clone(),
+                        premises: premises.clone(),
+                        givens: doc.given.clone(),
+                        operations: Vec::new(),
+                        conclusion: false,
+                    },
+                    &Hash::of_parts("trust/v1/operation", &[op.as_bytes()]),
+                ),
+                text: op.clone(),
+            })
+            .collect();
         Self {
             claim: doc.claim,
             premises,
             givens: doc.given,
+            operations,
+            conclusion,
         }
     }
+
+    /// The decision a STEP takes from its OPERATIONs alone: a calculation inside it that
+    /// does not hold (or rests on a number nothing gives) makes the claim wrong, whatever
+    /// else it says. `None` when every calculation holds or could not be checked.
+    pub fn failed_operation(&self) -> Option<Decision> {
+        let failed = self
+            .operations
+            .iter()
+            .filter(|o| matches!(o.decision.vote, Vote::Invalid | Vote::Ungrounded))
+            .min_by_key(|o| o.decision.vote != Vote::Invalid)?;
+        Some(Decision {
+            vote: failed.decision.vote,
+            reason: format!(
+                "its calculation `{}` is wrong (Computer tier: {})",
+                failed.text, failed.decision.reason
+            ),
+        })
+    }
+
+    /// The problem statement among the givens: the first given that is the statement of a
+    /// formal problem, else the first given.
+    fn problem(&self) -> Option<&str> {
+        self.givens
+            .iter()
+            .find(|g| computer::answer::is_formal(g))
+            .or_else(|| self.givens.first())
+            .map(String::as_str)
+    }
 }
+
+/// Most OPERATIONs of one STEP that a seat checks.
+pub const MAX_OPERATIONS: usize = 16;
 
 /// A judge's answer: a vote (`Abstain` included) and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -121,8 +208,18 @@ impl ComputerAuditor {
     /// The same judgement, without a runtime (for the local preview and benchmarks).
     /// A segment holding several steps of a long trace is judged step by step
     /// ([`decompose::check_claim`]).
+    /// The final answer of a formal problem is checked against the problem itself
+    /// ([`computer::answer`]).
     pub fn judge_now(&self, segment: &SegmentView, seed: &Hash) -> Decision {
-        match decompose::check_claim(&segment.claim, &segment.premises, &segment.givens, seed) {
+        let answer = segment
+            .conclusion
+            .then(|| segment.problem())
+            .flatten()
+            .and_then(|p| computer::answer::check_answer(p, &segment.claim));
+        let judgement = answer.unwrap_or_else(|| {
+            decompose::check_claim(&segment.claim, &segment.premises, &segment.givens, seed)
+        });
+        match judgement {
             Judgement::Vote { vote, reason } => Decision { vote, reason },
             Judgement::Abstain(why) => Decision::abstain(why),
         }
@@ -159,6 +256,7 @@ mod tests {
             claim: claim.into(),
             premises: premises.iter().map(|s| s.to_string()).collect(),
             givens: givens.iter().map(|s| s.to_string()).collect(),
+            ..SegmentView::default()
         }
     }
 
@@ -206,12 +304,15 @@ mod tests {
             })
             .map(|s| s.content.as_str())
             .collect();
-        assert_eq!(wrong.len(), 1, "{wrong:?}");
+        // The group holding the wrong step, and the final answer it led to, checked
+        // against the problem (`What is 10 + 2 × 5000?`).
+        assert_eq!(wrong.len(), 2, "{wrong:?}");
         assert!(
             wrong[0].contains("Step 2500: 5008 + 2 = 5011"),
             "{}",
             wrong[0]
         );
+        assert_eq!(wrong[1], "The answer is 10011.");
         let valid = p
             .segments
             .iter()

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 
 use trust_contracts::{
     LocalVerdict, SegmentVerdict, TraceVerdict,
-    tally::{self, TraceTally, Weighed},
+    tally::{self, TraceTally},
 };
 use trust_protocol::{Hash, Vote, hdag::Hdag, trace::Trace, tx::Tier, units::Ppm};
 
@@ -24,8 +24,8 @@ use super::{
     provider::DEFAULT_QUORUM,
 };
 use crate::{
-    decompose::dependency_order,
-    submit::{self, Restricted},
+    decompose::{PROBLEM_KIND, dependency_order},
+    submit::{self, Restricted, SegmentDoc},
 };
 
 /// One segment of the preview, in HDAG order.
@@ -43,6 +43,18 @@ pub struct PreviewSegment {
     pub verdict: SegmentVerdict,
     /// Whether it holds the trace's final output.
     pub conclusion: bool,
+    /// The problem statement: context for every seat, not a segment.
+    pub given: bool,
+    /// For an OPERATION: the id of the STEP whose calculation it is.
+    pub supports: Option<String>,
+}
+
+impl PreviewSegment {
+    /// Whether it is one of the trace's claims (not the problem, not an OPERATION of a
+    /// STEP): what the coverage and the trace quorum count.
+    pub fn is_claim(&self) -> bool {
+        !self.given && self.supports.is_none()
+    }
 }
 
 /// The whole preview.
@@ -59,25 +71,72 @@ pub struct Preview {
 }
 
 impl Preview {
-    /// One line a person reads first: `INCONCLUSIVE: 4 of 9 segments judged; O2 Invalid`.
+    /// One line a person reads first: `INCONCLUSIVE: 4 of 9 segments judged; O2 Invalid`,
+    /// then why a trace did not pass.
     pub fn summary(&self) -> String {
         let failed: Vec<(String, SegmentVerdict)> = self
             .segments
             .iter()
             .filter(|s| {
-                matches!(
-                    s.verdict,
-                    SegmentVerdict::Invalid | SegmentVerdict::Ungrounded
-                )
+                s.decision
+                    .as_ref()
+                    .is_some_and(|d| matches!(d.vote, Vote::Invalid | Vote::Ungrounded))
             })
             .map(|s| (s.id.clone(), s.verdict))
             .collect();
-        summary_line(
-            self.trace.verdict,
-            self.judged,
-            self.segments.len(),
-            &failed,
-        )
+        let claims = self.segments.iter().filter(|s| s.is_claim()).count();
+        let mut line = summary_line(self.trace.verdict, self.judged, claims, &failed);
+        if let Some(why) = self.why_not_pass() {
+            line.push_str("; ");
+            line.push_str(&why);
+        }
+        line
+    }
+
+    /// Why a trace that did not fail did not pass either, and how its calculations fared:
+    /// `conclusion not judged (no LLM or Human auditors in this preview); 6 of 6
+    /// calculations hold`.
+    pub fn why_not_pass(&self) -> Option<String> {
+        if self.trace.verdict != TraceVerdict::Inconclusive {
+            return None;
+        }
+        let ops: Vec<&PreviewSegment> = self
+            .segments
+            .iter()
+            .filter(|s| s.supports.is_some())
+            .collect();
+        let hold = ops
+            .iter()
+            .filter(|s| s.verdict == SegmentVerdict::Valid)
+            .count();
+        let unjudged_end = self
+            .segments
+            .iter()
+            .filter(|s| s.conclusion && s.verdict != SegmentVerdict::Valid)
+            .map(|s| {
+                if s.decision.is_none() {
+                    format!("{} is for the {} tier", s.id, tier_name(s.tier))
+                } else {
+                    format!("its judge abstained on {}", s.id)
+                }
+            })
+            .next();
+        let mut why = match unjudged_end {
+            Some(w) => format!("conclusion not judged ({w}, left out of this preview)"),
+            None if !self.trace.conclusion_sound => {
+                "the conclusion rests on steps nobody judged".to_string()
+            }
+            None => format!(
+                "too little judged Valid: {} of {} weight, {}% needed",
+                self.trace.passing,
+                self.trace.total,
+                self.beta.0 / 10_000
+            ),
+        };
+        if !ops.is_empty() {
+            why.push_str(&format!("; {hold} of {} calculations hold", ops.len()));
+        }
+        Some(why)
     }
 }
 
@@ -99,6 +158,14 @@ pub fn summary_line(
         s.push_str(&names.join(", "));
     }
     s
+}
+
+fn tier_name(t: Tier) -> &'static str {
+    match t {
+        Tier::Computer => "Computer",
+        Tier::Llm => "LLM",
+        Tier::Human => "Human",
+    }
 }
 
 /// A kept segment in manifest order, as its seats receive it.
@@ -134,17 +201,19 @@ pub fn manifest_views(r: &Restricted) -> Vec<ManifestSegment> {
             .collect();
         cited.sort_unstable();
         cited.dedup();
+        let doc = SegmentDoc {
+            claim: n.content.clone(),
+            given: r.givens.get(&n.id).cloned().unwrap_or_default(),
+            operations: r.operations.get(&n.id).cloned().unwrap_or_default(),
+        };
+        let premises = cited
+            .iter()
+            .filter_map(|(_, d)| r.hdag.nodes.iter().find(|m| m.id == *d))
+            .map(|m| m.content.clone())
+            .collect();
         out.push(ManifestSegment {
             id: n.id.clone(),
-            view: SegmentView {
-                claim: n.content.clone(),
-                premises: cited
-                    .iter()
-                    .filter_map(|(_, d)| r.hdag.nodes.iter().find(|m| m.id == *d))
-                    .map(|m| m.content.clone())
-                    .collect(),
-                givens: r.givens.get(&n.id).cloned().unwrap_or_default(),
-            },
+            view: SegmentView::new(doc, premises, r.conclusions.contains(&n.id)),
             depends_on: cited
                 .iter()
                 .filter_map(|(p, _)| u16::try_from(*p).ok())
@@ -158,68 +227,70 @@ pub fn manifest_views(r: &Restricted) -> Vec<ManifestSegment> {
 pub fn preview(trace: &Trace, hdag: &Hdag) -> Preview {
     let r = submit::restrict(hdag, |t| t == Tier::Computer);
     let kept = manifest_views(&r);
-    let position: BTreeMap<&str, usize> = kept
-        .iter()
-        .enumerate()
-        .map(|(pos, k)| (k.id.as_str(), pos))
-        .collect();
     let trace_id = Hash::of_parts("trust/v1/local-check", &[trace.thinking.as_bytes()]);
 
-    // Kept segments in manifest order, judged as their seats would judge them.
+    // Entries as the contract numbers them: the kept segments in manifest order, then
+    // the left-out ones.
+    let ids: Vec<&str> = kept
+        .iter()
+        .map(|k| k.id.as_str())
+        .chain(r.dropped.iter().map(|d| d.id.as_str()))
+        .collect();
+    let at: BTreeMap<&str, usize> = ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
+    let entry_of = |id: &String| at.get(id.as_str()).copied();
     let mut decisions: BTreeMap<String, Decision> = BTreeMap::new();
-    let mut local = Vec::with_capacity(kept.len());
-    let mut deps: Vec<Vec<u16>> = Vec::with_capacity(kept.len());
+    let mut entries = Vec::with_capacity(ids.len());
     for k in &kept {
         let seed = Hash::of_parts(
             "trust/v1/local-check",
             &[trace_id.as_ref(), k.id.as_bytes()],
         );
         let d = ComputerAuditor.judge_now(&k.view, &seed);
-        local.push(match d.vote {
-            Vote::Valid => LocalVerdict::Valid,
-            Vote::Invalid => LocalVerdict::Invalid,
-            Vote::Ungrounded => LocalVerdict::Ungrounded,
-            Vote::Abstain => LocalVerdict::Undecided,
+        let mut rests_on: Vec<usize> = k.depends_on.iter().map(|d| usize::from(*d)).collect();
+        rests_on.extend(
+            r.rests_on_dropped
+                .get(&k.id)
+                .into_iter()
+                .flatten()
+                .filter_map(entry_of),
+        );
+        entries.push(tally::Entry {
+            local: match d.vote {
+                Vote::Valid => LocalVerdict::Valid,
+                Vote::Invalid => LocalVerdict::Invalid,
+                Vote::Ungrounded => LocalVerdict::Ungrounded,
+                Vote::Abstain => LocalVerdict::Undecided,
+            },
+            weight: 1,
+            rests_on,
+            conclusion: r.conclusions.contains(&k.id),
+            supports: r.supports.get(&k.id).and_then(entry_of),
+            honeypot: false,
         });
-        deps.push(k.depends_on.clone());
         decisions.insert(k.id.clone(), d);
     }
-    // Left-out segments follow, resting on the kept ones.
     for d in &r.dropped {
-        local.push(LocalVerdict::Undecided);
-        deps.push(
-            d.depends_on
+        entries.push(tally::Entry {
+            local: LocalVerdict::Undecided,
+            weight: 1,
+            rests_on: d
+                .depends_on
                 .iter()
-                .filter_map(|id| position.get(id.as_str()))
-                .filter_map(|p| u16::try_from(*p).ok())
+                .chain(&d.rests_on_dropped)
+                .filter_map(entry_of)
                 .collect(),
-        );
+            conclusion: r.conclusions.contains(&d.id),
+            supports: r.supports.get(&d.id).and_then(entry_of),
+            honeypot: false,
+        });
     }
-    let dep_refs: Vec<&[u16]> = deps.iter().map(Vec::as_slice).collect();
-    let finals = tally::propagate(&local, &dep_refs);
-    let ids: Vec<&str> = kept
-        .iter()
-        .map(|k| k.id.as_str())
-        .chain(r.dropped.iter().map(|d| d.id.as_str()))
-        .collect();
-    let flags: Vec<bool> = ids.iter().map(|id| r.conclusions.contains(*id)).collect();
-    let is_conclusion = tally::conclusions(&flags, &dep_refs);
+    let beta = DEFAULT_QUORUM.beta;
+    let decided = tally::decide(&entries, beta);
     let by_id: BTreeMap<&str, (SegmentVerdict, bool)> = ids
         .iter()
-        .zip(finals.iter().zip(&is_conclusion))
+        .zip(decided.finals.iter().zip(&decided.conclusions))
         .map(|(id, (v, c))| (*id, (*v, *c)))
         .collect();
-    let weighed: Vec<Weighed> = finals
-        .iter()
-        .zip(&is_conclusion)
-        .map(|(v, c)| Weighed {
-            verdict: *v,
-            weight: 1,
-            conclusion: *c,
-        })
-        .collect();
-    let beta = DEFAULT_QUORUM.beta;
-    let trace_tally = tally::trace_verdict(&weighed, beta);
     let segments: Vec<PreviewSegment> = hdag
         .nodes
         .iter()
@@ -235,16 +306,19 @@ pub fn preview(trace: &Trace, hdag: &Hdag) -> Preview {
                 decision: decisions.get(&n.id).cloned(),
                 verdict,
                 conclusion,
+                given: n.kind == PROBLEM_KIND,
+                supports: r.supports.get(&n.id).cloned(),
             }
         })
         .collect();
     let judged = segments
         .iter()
+        .filter(|s| s.is_claim())
         .filter(|s| s.decision.as_ref().is_some_and(|d| !d.vote.is_abstain()))
         .count();
     Preview {
         segments,
-        trace: trace_tally,
+        trace: decided.tally,
         judged,
         beta,
     }

@@ -106,6 +106,9 @@ pub struct PageRecord {
     pub left_out_levels: Vec<AbstractionLevel>,
     /// `decomposes_to` edges (parent, part) between segments of the session.
     pub decomposes: Vec<(u16, u16)>,
+    /// The problem statement: the context every seat judged in, not a segment.
+    #[serde(default)]
+    pub problem: String,
 }
 
 /// What `submit` reports.
@@ -481,11 +484,18 @@ impl Provider {
             .filter(|e| e.relationship == Relationship::DecomposesTo)
             .filter_map(|e| Some((index(&e.from)?, index(&e.to)?)))
             .collect();
+        let problem = hdag
+            .nodes
+            .iter()
+            .find(|n| n.kind == decompose::PROBLEM_KIND)
+            .map(|n| n.content.clone())
+            .unwrap_or_default();
         let record = PageRecord {
             nodes,
             texts,
             left_out_levels,
             decomposes,
+            problem,
         };
         let bytes = serde_json::to_vec(&record).map_err(|e| e.to_string())?;
         self.pages
@@ -1070,8 +1080,11 @@ mod tests {
                 id: "B".to_string(),
                 tier: Tier::Llm,
                 depends_on: vec!["A".to_string()],
+                rests_on_dropped: Vec::new(),
             }]
         );
+        // C rests on B directly: the contract learns it, to propagate through it.
+        assert_eq!(r.rests_on_dropped.get("C"), Some(&vec!["B".to_string()]));
         // C rests on nothing, so it is the conclusion.
         assert_eq!(r.conclusions, BTreeSet::from(["C".to_string()]));
         assert_eq!(r.hdag.nodes.len(), 2);

@@ -8,6 +8,14 @@
 //! when a segment inside it was judged Invalid or Ungrounded on its own (not by
 //! propagation), and as judged when such a segment received any vote.
 //!
+//! The numbers are kept per level too: the step's **claim** (the segments that are its
+//! claim: a STEP, or a unit the Computer tier covers whole) and its **calculations** (the
+//! OPERATIONs of a worded STEP). A calculation that holds is no verdict on the claim
+//! around it: a step whose reasoning is wrong (`reasoning`: every calculation holds, the
+//! claim does not) must never be judged Valid at the claim level, and a trace holding one
+//! must never pass. **PASS precision** is the share of PASS verdicts that fall on correct
+//! traces.
+//!
 //! The corpus format is documented in `scripts/corpus/README.md`.
 
 use std::collections::BTreeMap;
@@ -24,7 +32,8 @@ use crate::decompose::{Options, decompose};
 pub struct LabelledStep {
     /// Its text: an exact span of the trace's thinking.
     pub text: String,
-    /// `correct`, `invalid`, `ungrounded` or `propagated`.
+    /// `correct`, `invalid`, `ungrounded`, `reasoning` (its calculations hold, its claim
+    /// about the problem does not) or `propagated`.
     pub label: String,
 }
 
@@ -65,12 +74,30 @@ pub struct Counts {
     pub caught: u64,
     /// Calculation error steps flagged.
     pub calc_caught: u64,
+    /// Steps labelled reasoning (every calculation holds, the claim does not).
+    pub reasoning_errors: u64,
+    /// Of those, flagged Invalid or Ungrounded.
+    pub reasoning_caught: u64,
     /// Correct or propagated steps flagged: a correct step called wrong.
     pub false_alarms: u64,
-    /// Error steps judged Valid.
+    /// Error steps whose claim was judged Valid (a calculation inside that holds does not
+    /// count: it is no verdict on the claim).
     pub passed_errors: u64,
-    /// Correct steps judged Valid.
+    /// Correct steps whose claim was judged Valid.
     pub valid_correct: u64,
+    /// Steps whose claim received a vote.
+    pub claims_judged: u64,
+    /// Steps with calculations checked on their own (OPERATIONs of a worded STEP).
+    pub with_operations: u64,
+    /// Calculations checked on their own.
+    pub operations: u64,
+    /// Of those, judged to hold.
+    pub operations_hold: u64,
+    /// Of those, judged wrong.
+    pub operations_wrong: u64,
+    /// Calculations judged wrong inside steps whose calculations are right (labelled
+    /// correct, propagated or reasoning): a calculation called wrong falsely.
+    pub operations_false: u64,
     /// Trace verdicts: `[label correct, label incorrect] x [Pass, Fail, Inconclusive]`.
     pub confusion: [[u64; 3]; 2],
     /// Segments judged / all segments, over the traces.
@@ -90,9 +117,17 @@ impl Counts {
         self.calc_caught += o.calc_caught;
         self.ungrounded_errors += o.ungrounded_errors;
         self.ungrounded_caught += o.ungrounded_caught;
+        self.reasoning_errors += o.reasoning_errors;
+        self.reasoning_caught += o.reasoning_caught;
         self.false_alarms += o.false_alarms;
         self.passed_errors += o.passed_errors;
         self.valid_correct += o.valid_correct;
+        self.claims_judged += o.claims_judged;
+        self.with_operations += o.with_operations;
+        self.operations += o.operations;
+        self.operations_hold += o.operations_hold;
+        self.operations_wrong += o.operations_wrong;
+        self.operations_false += o.operations_false;
         for (a, b) in self.confusion.iter_mut().zip(&o.confusion) {
             for (x, y) in a.iter_mut().zip(b) {
                 *x += y;
@@ -132,6 +167,23 @@ impl Counts {
     pub fn correct_failed(&self) -> u64 {
         self.confusion[0][1]
     }
+
+    /// Wrong traces that ended Pass.
+    pub fn wrong_passed(&self) -> u64 {
+        self.confusion[1][0]
+    }
+
+    /// PASS precision: PASS verdicts on correct traces over all PASS verdicts (1.0 when
+    /// nothing passed).
+    pub fn pass_precision(&self) -> f64 {
+        let [[ok, ..], [bad, ..]] = self.confusion;
+        ratio(ok, ok + bad, 1.0)
+    }
+
+    /// Recall over reasoning steps (their calculations hold, their claims do not).
+    pub fn reasoning_recall(&self) -> f64 {
+        ratio(self.reasoning_caught, self.reasoning_errors, 0.0)
+    }
 }
 
 /// `a / b`, or `empty` when `b` is 0.
@@ -149,6 +201,8 @@ pub struct Report {
     /// Ids of records whose correct or propagated steps were flagged (with the step), for
     /// a person to look at; at most 50.
     pub false_alarms: Vec<(String, String, String)>,
+    /// Ids of wrong traces that passed, for a person to look at; at most 50.
+    pub wrong_passes: Vec<String>,
     /// Records that could not be read or decomposed: (id, why).
     pub skipped: Vec<(String, String)>,
 }
@@ -184,14 +238,16 @@ fn score(r: &Record, report: &mut Report) -> Result<Counts, String> {
     let p = preview(&trace, &hdag);
     let mut c = Counts {
         traces: 1,
-        segments: p.segments.len() as u64,
+        segments: p.segments.iter().filter(|s| s.is_claim()).count() as u64,
         segments_judged: p.judged as u64,
         ..Counts::default()
     };
     let spans = step_spans(&trace.thinking, &r.steps)?;
     for (s, (lo, hi)) in r.steps.iter().zip(&spans) {
-        // The Computer decisions on segments that lie inside this step.
-        let mut decisions = Vec::new();
+        // The Computer decisions on segments that lie inside this step: its claim, and
+        // the calculations of its claim checked on their own.
+        let mut claim = Vec::new();
+        let mut ops = Vec::new();
         for seg in &p.segments {
             let Some(d) = &seg.decision else { continue };
             let inside = s.text.contains(seg.content.as_str())
@@ -199,26 +255,50 @@ fn score(r: &Record, report: &mut Report) -> Result<Counts, String> {
                     .thinking
                     .get(*lo..*hi)
                     .is_some_and(|t| t.contains(seg.content.as_str()));
-            if inside {
-                decisions.push(d.vote);
+            if inside && !seg.given {
+                if seg.supports.is_some() {
+                    ops.push(d.vote);
+                } else {
+                    claim.push(d.vote);
+                }
             }
         }
-        let judged = decisions.iter().any(|v| !v.is_abstain());
-        let flagged = decisions.iter().any(|v| v.is_error());
-        let valid = !flagged && decisions.contains(&Vote::Valid);
-        let is_error = matches!(s.label.as_str(), "invalid" | "ungrounded");
+        let all: Vec<Vote> = claim.iter().chain(&ops).copied().collect();
+        let judged = all.iter().any(|v| !v.is_abstain());
+        let flagged = all.iter().any(|v| v.is_error());
+        let valid = !flagged && claim.contains(&Vote::Valid);
+        let is_error = matches!(s.label.as_str(), "invalid" | "ungrounded" | "reasoning");
         c.steps += 1;
         c.judged += u64::from(judged);
+        c.claims_judged += u64::from(claim.iter().any(|v| !v.is_abstain()));
+        if !ops.is_empty() {
+            c.with_operations += 1;
+            c.operations += ops.len() as u64;
+            c.operations_hold += ops.iter().filter(|v| **v == Vote::Valid).count() as u64;
+            let wrong = ops.iter().filter(|v| v.is_error()).count() as u64;
+            c.operations_wrong += wrong;
+            if s.label != "invalid" && s.label != "ungrounded" {
+                c.operations_false += wrong;
+            }
+        }
         if is_error {
             c.errors += 1;
             c.caught += u64::from(flagged);
             c.passed_errors += u64::from(valid);
-            if s.label == "ungrounded" {
-                c.ungrounded_errors += 1;
-                c.ungrounded_caught += u64::from(flagged);
-            } else if is_calculation(&s.text) {
-                c.calc_errors += 1;
-                c.calc_caught += u64::from(flagged);
+            match s.label.as_str() {
+                "ungrounded" => {
+                    c.ungrounded_errors += 1;
+                    c.ungrounded_caught += u64::from(flagged);
+                }
+                "reasoning" => {
+                    c.reasoning_errors += 1;
+                    c.reasoning_caught += u64::from(flagged);
+                }
+                _ if is_calculation(&s.text) => {
+                    c.calc_errors += 1;
+                    c.calc_caught += u64::from(flagged);
+                }
+                _ => {}
             }
         } else {
             c.valid_correct += u64::from(valid);
@@ -239,6 +319,9 @@ fn score(r: &Record, report: &mut Report) -> Result<Counts, String> {
         TraceVerdict::Inconclusive => 2,
     };
     c.confusion[row][col] += 1;
+    if row == 1 && col == 0 && report.wrong_passes.len() < 50 {
+        report.wrong_passes.push(r.id.clone());
+    }
     Ok(c)
 }
 
@@ -312,6 +395,28 @@ mod tests {
         assert_eq!(o.calc_recall(), 1.0);
         assert_eq!(o.confusion[1][1], 1, "the wrong trace fails: {o:?}");
         assert_eq!(o.correct_failed(), 0);
+    }
+
+    /// A claim whose calculation holds and whose reasoning does not: the calculation is
+    /// checked and holds, the claim is not judged Valid, the trace does not pass.
+    #[test]
+    fn a_calculation_that_holds_is_no_verdict_on_the_claim_around_it() {
+        let text = record(
+            "wrong",
+            &[
+                ("The box holds 12 + 30 = 42 apples.", "reasoning"),
+                ("So it holds 42 - 12 = 30 pears.", "propagated"),
+            ],
+            "incorrect",
+        );
+        let r = run(&text).expect("runs");
+        let o = &r.overall;
+        assert_eq!((o.reasoning_errors, o.passed_errors), (1, 0), "{o:?}");
+        assert_eq!((o.operations, o.operations_hold), (2, 2), "{o:?}");
+        assert_eq!(o.operations_false, 0);
+        assert_eq!(o.false_alarms, 0, "{:?}", r.false_alarms);
+        assert_eq!(o.wrong_passed(), 0, "{o:?}");
+        assert_eq!(o.pass_precision(), 1.0);
     }
 
     #[test]

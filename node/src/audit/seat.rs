@@ -491,7 +491,14 @@ impl Seat {
             commit_until,
             implications,
         };
-        let decision = self.twisted(judge.judge_seat(&seat, &view, &seed).await, &seed);
+        // A calculation inside the claim that does not hold makes the claim wrong: the
+        // judge is not asked (its Computer seats decide the same, and the contract makes
+        // the segment wrong from their votes).
+        let decision = match view.failed_operation() {
+            Some(d) => d,
+            None => judge.judge_seat(&seat, &view, &seed).await,
+        };
+        let decision = self.twisted(decision, &seed);
         (*session, segment, round, id, Some(decision))
     }
 
@@ -548,7 +555,7 @@ impl Seat {
                 }
             }
         }
-        Some(SegmentView::new(doc, premises))
+        Some(SegmentView::new(doc, premises, seg.entry.conclusion))
     }
 
     /// The claims of the later segments of `session` that cite `segment` and whose keys
@@ -759,7 +766,15 @@ mod tests {
         };
         assert_eq!(verdict("O2"), SegmentVerdict::Invalid);
         assert_eq!(verdict("O3"), SegmentVerdict::Propagated);
-        assert_eq!(verdict("F1"), SegmentVerdict::Propagated);
+        // The final answer is for the LLM tier, which this network lacks: it is left out,
+        // and the error reaches it through the steps it rests on.
+        assert!(!s.segments.iter().any(|(n, _)| n == "F1"));
+        assert!(
+            o.left_out
+                .iter()
+                .any(|l| l.supports.is_none() && l.verdict == SegmentVerdict::Propagated)
+        );
+        assert!(o.error_at_conclusion);
         assert_eq!(o.trace, trust_contracts::TraceVerdict::Fail);
         // The provider's honeypot was opened, and the honest seats rejected it.
         assert!(s.honeypots >= 1, "a honeypot planted");

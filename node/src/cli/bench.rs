@@ -200,8 +200,11 @@ pub fn run(cmd: BenchCommand) -> CliResult {
         let rates = |c: &Counts| {
             serde_json::json!({"precision": c.precision(), "recall": c.recall(),
                 "calc_recall": c.calc_recall(), "ungrounded_recall": c.ungrounded_recall(),
+                "reasoning_recall": c.reasoning_recall(),
                 "errors_judged_valid": c.passed_errors, "coverage": c.coverage(),
-                "correct_traces_failed": c.correct_failed()})
+                "correct_traces_failed": c.correct_failed(),
+                "wrong_traces_passed": c.wrong_passed(),
+                "pass_precision": c.pass_precision()})
         };
         v["overall_rates"] = rates(&report.overall);
         v["family_rates"] = report
@@ -218,7 +221,7 @@ pub fn run(cmd: BenchCommand) -> CliResult {
         return Ok(());
     }
     outln!(
-        "{:<14} {:>6} {:>6} {:>9} {:>7} {:>8} {:>8} {:>8} {:>6} {:>6}  traces correct: P/F/I   incorrect: P/F/I",
+        "{:<19} {:>6} {:>6} {:>9} {:>7} {:>8} {:>8} {:>8} {:>6} {:>6} {:>9} {:>10}  correct P/F/I  wrong P/F/I",
         "family",
         "traces",
         "steps",
@@ -228,12 +231,14 @@ pub fn run(cmd: BenchCommand) -> CliResult {
         "ungr-rec",
         "coverage",
         "false",
-        "missed"
+        "missed",
+        "pass-prec",
+        "wrong-pass"
     );
     let line = |name: &str, c: &Counts| {
         let [ok, bad] = c.confusion;
         outln!(
-            "{:<14} {:>6} {:>6} {:>9.3} {:>7.3} {:>8.3} {:>8.3} {:>8.3} {:>6} {:>6}  {:>14}   {:>12}",
+            "{:<19} {:>6} {:>6} {:>9.3} {:>7.3} {:>8.3} {:>8.3} {:>8.3} {:>6} {:>6} {:>9.3} {:>10}  {:>13}  {:>11}",
             name,
             c.traces,
             c.steps,
@@ -244,6 +249,8 @@ pub fn run(cmd: BenchCommand) -> CliResult {
             c.coverage(),
             c.false_alarms,
             c.passed_errors,
+            c.pass_precision(),
+            c.wrong_passed(),
             format!("{}/{}/{}", ok[0], ok[1], ok[2]),
             format!("{}/{}/{}", bad[0], bad[1], bad[2]),
         );
@@ -252,13 +259,31 @@ pub fn run(cmd: BenchCommand) -> CliResult {
         line(f, c);
     }
     line("overall", &report.overall);
+    let o = &report.overall;
+    outln!(
+        "by level: claims judged on {} of {} steps ({} wrong ones judged Valid); calculations \
+         checked on their own in {} steps: {} of {} hold, {} wrong, {} of them in steps whose \
+         calculations are right",
+        o.claims_judged,
+        o.steps,
+        o.passed_errors,
+        o.with_operations,
+        o.operations_hold,
+        o.operations,
+        o.operations_wrong,
+        o.operations_false
+    );
     outln!(
         "precision and recall: of Invalid/Ungrounded per step; calc-rec: recall on invalid \
          calculation steps (wrong result, operator, dropped term); ungr-rec: recall on steps \
          using a number from nowhere; coverage: steps that got a vote; false: correct or \
-         propagated steps called wrong; missed: wrong steps judged Valid; P/F/I: trace \
-         verdicts Pass/Fail/Inconclusive"
+         propagated steps called wrong; missed: wrong steps whose claim was judged Valid; \
+         pass-prec: PASS verdicts on correct traces over all PASS verdicts; wrong-pass: wrong \
+         traces that passed; P/F/I: trace verdicts Pass/Fail/Inconclusive"
     );
+    for id in &report.wrong_passes {
+        outln!("wrong pass   {id}");
+    }
     for (id, step, label) in &report.false_alarms {
         outln!("false alarm  {id}: {step:?} (labelled {label})");
     }

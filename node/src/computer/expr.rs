@@ -114,6 +114,11 @@ impl Rational {
         Rational::new(self.num.checked_pow(n)?, self.den.checked_pow(n)?)
     }
 
+    /// The value when it is a whole number.
+    pub(crate) fn as_int(self) -> Option<i128> {
+        (self.den == 1).then_some(self.num)
+    }
+
     pub(crate) fn is_zero(self) -> bool {
         self.num == 0
     }

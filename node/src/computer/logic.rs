@@ -542,8 +542,9 @@ pub(super) fn rule_step(input: &StepInput<'_>) -> Option<Judgement> {
 }
 
 /// A propositional formula.
+/// A propositional formula.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum F {
+pub(super) enum F {
     Atom(String),
     Not(Box<F>),
     And(Box<F>, Box<F>),
@@ -680,7 +681,8 @@ impl Parser<'_> {
     }
 }
 
-fn parse(s: &str) -> Option<F> {
+/// Parses a propositional formula (`((P ∨ Q) → ¬R)`); `None` unless all of it is one.
+pub(super) fn parse(s: &str) -> Option<F> {
     let t = lex(s)?;
     let mut p = Parser {
         t: &t,
@@ -691,7 +693,8 @@ fn parse(s: &str) -> Option<F> {
     (p.i == t.len()).then_some(f)
 }
 
-fn atoms(f: &F, out: &mut BTreeMap<String, usize>) {
+/// The atoms of `f`, numbered in the order first met.
+pub(super) fn atoms(f: &F, out: &mut BTreeMap<String, usize>) {
     match f {
         F::Atom(a) => {
             let n = out.len();
@@ -703,6 +706,18 @@ fn atoms(f: &F, out: &mut BTreeMap<String, usize>) {
             atoms(b, out);
         }
     }
+}
+
+/// The value of `f` under an assignment; `None` when an atom has no value.
+pub(super) fn value(f: &F, values: &BTreeMap<String, bool>) -> Option<bool> {
+    Some(match f {
+        F::Atom(a) => *values.get(a)?,
+        F::Not(a) => !value(a, values)?,
+        F::And(a, b) => value(a, values)? && value(b, values)?,
+        F::Or(a, b) => value(a, values)? || value(b, values)?,
+        F::Imp(a, b) => !value(a, values)? || value(b, values)?,
+        F::Iff(a, b) => value(a, values)? == value(b, values)?,
+    })
 }
 
 fn eval(f: &F, idx: &BTreeMap<String, usize>, row: u32) -> bool {

@@ -38,6 +38,7 @@
 //!   found neither in the context nor in its premises (in digits or words, unit constants
 //!   aside), is `Ungrounded` (ARES) — only when the judge was shown the problem.
 
+pub mod answer;
 pub(crate) mod expr;
 mod logic;
 mod poly;
@@ -146,6 +147,11 @@ pub fn rule_use(text: &str) -> Option<RuleUse> {
 /// atoms: `(P ∨ Q)` and `[P, Q]` for `Since P is false, Q is true, (P ∨ Q) is true.`
 pub fn truth_formula(text: &str) -> Option<(String, Vec<String>)> {
     logic::truth_formula(text)
+}
+
+/// Whether the text is a propositional `p FROM p1, ..., pn` step.
+pub fn reads_from(text: &str) -> bool {
+    logic::reads_from(text)
 }
 
 /// The atom a step claims is established (`F is now derived.`).

@@ -25,9 +25,22 @@
 //! the problem that states the rules; a truth-table step on the problem (the assignment)
 //! and on the steps that evaluated its parts.
 //!
-//! Routing: a unit the Computer tier can read ([`computer::readable`]) → Computer
-//! (`T_Auto`), other prose → LLM, and anything the heuristics are unsure of (very long
-//! units) or that carries the final answer of a high-stakes trace → Human.
+//! Routing follows one rule: **a tier judges a segment only when its check covers the
+//! segment's whole claim.**
+//! - The problem statement is the GOAL node of type [`PROBLEM_KIND`]: a given, the
+//!   context of every seat, never a segment to judge.
+//! - The Computer tier takes what its checkers verify whole: a bare calculation or an
+//!   equation (OPERATION), a rule application, a truth-table evaluation, a `FROM` step,
+//!   a definition of a name; in a formal problem (its answer a fact of mathematics or
+//!   logic, [`computer::answer`]) every step it reads, whose words only narrate the
+//!   mathematics, and the final answer, checked against the problem itself.
+//! - A unit that says something in words and contains a calculation (`Mike has 21+3 = 24
+//!   points.`) becomes two segments: the STEP (the claim in context, LLM, then Human)
+//!   and below it, by `decomposes_to`, its OPERATION (the bare calculation `21+3 = 24`,
+//!   Computer), resting on what the STEP rests on. The OPERATION is evidence for the
+//!   STEP, never its verdict.
+//! - Other prose → LLM; anything the heuristics are unsure of (very long units) or that
+//!   carries the final answer of a high-stakes trace → Human.
 //!
 //! A provider may instead supply its own HDAG ([`from_provider`]), which is validated
 //! and checked span by span against the trace.
@@ -47,13 +60,18 @@ use trust_protocol::{
     trace::Trace,
 };
 
-use self::text::{Unit, numbers_in, paragraphs, symbols_in};
+use self::text::{Unit, numbers_in, offset_in, paragraphs, symbols_in};
 use crate::computer::{self, Judgement, RuleUse};
 
 /// Most steps one unit is linked to through the numbers it shares with them.
 const MAX_NUMBER_LINKS: usize = 4;
 /// Units longer than this are routed to a person: the heuristics could not cut them.
 const LONG_UNIT_BYTES: usize = 600;
+
+/// The type of the GOAL node that is the problem statement itself: a given, the context
+/// every seat judges in, and never a segment to judge (a GOAL that restates the goal in
+/// the model's own words is a claim like any other).
+pub const PROBLEM_KIND: &str = "problem_statement";
 
 /// Most segments the heuristic decomposer makes of one trace, all levels together.
 ///
@@ -203,7 +221,7 @@ pub fn decompose_within(
         prefix: "G",
         content: problem,
         level: AbstractionLevel::Goal,
-        kind: "objective_statement",
+        kind: PROBLEM_KIND,
         auditor: AuditorType::Human,
         secondary: vec![AuditorType::Llm],
         complexity: Complexity::High,
@@ -231,27 +249,43 @@ pub fn decompose_within(
         outputs
     };
     for output in parts {
+        // The final answer of a formal problem is checked against the problem itself;
+        // any other answer means something only in the problem's words.
+        let answered = computer::answer::check_answer(problem, output).is_some();
+        let auditor = if options.high_stakes {
+            AuditorType::Human
+        } else if answered {
+            AuditorType::Auto
+        } else {
+            AuditorType::Llm
+        };
         let conclusion = b.push(Seg {
             prefix: "F",
             content: output,
             level: AbstractionLevel::Step,
             kind: "conclusion",
-            auditor: if options.high_stakes {
-                AuditorType::Human
-            } else if computer::readable(output) {
-                AuditorType::Auto
+            secondary: if auditor == AuditorType::Auto {
+                vec![AuditorType::Llm]
             } else {
-                AuditorType::Llm
+                vec![AuditorType::Human]
             },
-            secondary: vec![AuditorType::Llm],
+            auditor,
             complexity: Complexity::Low,
         })?;
         b.edge(goal, conclusion, Relationship::DecomposesTo, 1.0);
-        if !b.link_dependencies(conclusion, output, goal) {
+        if answered {
+            // Checked against the problem itself, the answer rests on the problem alone:
+            // a wrong step that leads to a wrong answer is caught here, and one that does
+            // not still keeps the trace from passing.
+            b.edge(conclusion, goal, Relationship::DependsOn, 1.0);
+        } else if !b.link_dependencies(conclusion, output, goal) {
             // An answer that shares no symbol with the steps still rests on the last one.
             if let Some(last) = b.last_step {
                 b.edge(conclusion, last, Relationship::DependsOn, 0.6);
             }
+        }
+        if auditor != AuditorType::Auto {
+            b.split_calculation(conclusion, output)?;
         }
     }
 
@@ -395,13 +429,6 @@ struct Placed<'a> {
     end: usize,
 }
 
-/// Byte offset of `inner` in `outer`, when `inner` is a slice of it.
-fn offset_in(outer: &str, inner: &str) -> Option<usize> {
-    let (o, i) = (outer.as_ptr() as usize, inner.as_ptr() as usize);
-    let at = i.checked_sub(o)?;
-    (at.checked_add(inner.len())? <= outer.len()).then_some(at)
-}
-
 impl<'a> Para<'a> {
     fn unit_count(&self) -> usize {
         self.lines.iter().map(|(_, u)| u.len()).sum()
@@ -509,6 +536,29 @@ pub fn from_provider(trace: &Trace, json: &str) -> Result<Hdag, DecomposeError> 
     Ok(hdag)
 }
 
+/// The OPERATIONs that check the calculation of a STEP (the paper's STEP → OPERATION
+/// decomposition: a `decomposes_to` edge from a STEP-level node to an OPERATION-level
+/// one), each with that STEP, by node index. Such an OPERATION is evidence for its STEP,
+/// not a claim of the trace: its weight counts towards the STEP, and an error in it makes
+/// the STEP wrong. An OPERATION with several STEP parents checks the first.
+pub fn supported_steps(hdag: &Hdag) -> BTreeMap<usize, usize> {
+    let index = hdag.positions();
+    let level = |i: usize| hdag.nodes.get(i).map(|n| n.abstraction_level);
+    let mut out = BTreeMap::new();
+    for e in &hdag.edges {
+        if e.relationship != Relationship::DecomposesTo {
+            continue;
+        }
+        if let (Some(&step), Some(&op)) = (index.get(e.from.as_str()), index.get(e.to.as_str()))
+            && level(step) == Some(AbstractionLevel::Step)
+            && level(op) == Some(AbstractionLevel::Operation)
+        {
+            out.entry(op).or_insert(step);
+        }
+    }
+    out
+}
+
 /// Node indices with every `depends_on` target before its user (Kahn's algorithm, linear
 /// in nodes and edges; validation has ruled out cycles, and any node left over by a cycle
 /// is simply not judged).
@@ -563,6 +613,9 @@ struct Mentions {
 struct Builder<'t> {
     /// Numbers the problem states, in digits or in words (`twice` → 2, `a dozen` → 12).
     problem_numbers: BTreeSet<String>,
+    /// The problem is formal ([`computer::answer::is_formal`]): its steps' words only
+    /// narrate mathematics, so a step the checkers read is covered by them whole.
+    formal: bool,
     problem: String,
     nodes: Vec<HdagNode>,
     edges: Vec<HdagEdge>,
@@ -587,6 +640,7 @@ impl<'t> Builder<'t> {
                 .into_iter()
                 .chain(computer::number_words(&trace.problem))
                 .collect(),
+            formal: computer::answer::is_formal(&trace.problem),
             problem: trace.problem.clone(),
             nodes: Vec::new(),
             edges: Vec::new(),
@@ -646,6 +700,9 @@ impl<'t> Builder<'t> {
                     let id = self.push_unit(u)?;
                     self.edge(under, id, Relationship::DecomposesTo, 1.0);
                     self.link_dependencies(id, u.text, goal);
+                    if self.is_worded_step(id) {
+                        self.split_calculation(id, u.text)?;
+                    }
                 }
             }
         }
@@ -674,7 +731,7 @@ impl<'t> Builder<'t> {
                         if members.iter().any(|p| p.unit.text.len() > LONG_UNIT_BYTES) {
                             (AuditorType::Human, Complexity::High)
                         } else if members.len() <= MAX_GROUP_STEPS
-                            && members.iter().all(|p| computer::readable(p.unit.text))
+                            && members.iter().all(|p| self.covers(&p.unit))
                         {
                             (AuditorType::Auto, Complexity::Low)
                         } else {
@@ -758,6 +815,25 @@ impl<'t> Builder<'t> {
         Ok(self.nodes.len().saturating_sub(1))
     }
 
+    /// Whether the Computer tier's check covers the whole claim of a unit: a rule
+    /// application, a fact, a truth-table evaluation or a `FROM` step; a definition of a
+    /// name with no number in it; pure mathematics it reads; and, in a formal problem,
+    /// any step it reads (its words narrate the mathematics).
+    fn covers(&self, u: &Unit<'_>) -> bool {
+        let t = u.text;
+        if computer::rule_use(t).is_some()
+            || computer::fact_claim(t).is_some()
+            || computer::truth_formula(t).is_some()
+            || computer::reads_from(t)
+        {
+            return true;
+        }
+        if u.is_definition && !u.is_math && !t.chars().any(|c| c.is_ascii_digit()) {
+            return computer::readable(t);
+        }
+        (u.is_pure_math || self.formal) && computer::readable(t)
+    }
+
     fn push_unit(&mut self, u: &Unit<'_>) -> Result<usize, DecomposeError> {
         let (prefix, level, kind, auditor, complexity) = if u.text.len() > LONG_UNIT_BYTES {
             (
@@ -785,7 +861,7 @@ impl<'t> Builder<'t> {
                     Complexity::Medium
                 },
             )
-        } else if computer::readable(u.text) {
+        } else if self.covers(u) {
             (
                 "ST",
                 AbstractionLevel::Step,
@@ -822,6 +898,70 @@ impl<'t> Builder<'t> {
         })?;
         self.last_step = Some(id);
         Ok(id)
+    }
+
+    /// Whether node `id` is a STEP judged by a tier that reads words.
+    fn is_worded_step(&self, id: usize) -> bool {
+        self.nodes.get(id).is_some_and(|n| {
+            n.abstraction_level == AbstractionLevel::Step && n.primary_auditor != AuditorType::Auto
+        })
+    }
+
+    /// Gives the worded STEP `step` (already linked) its OPERATION: the bare calculation
+    /// inside its text ([`text::calculation_span`]), for the Computer tier, below it by
+    /// `decomposes_to` and resting on what it rests on. Where the bare calculation reads
+    /// differently from the whole text (a value before the first `=` that belongs to the
+    /// words before it), the OPERATION is the whole text. Nothing when the text holds no
+    /// calculation the checkers read.
+    fn split_calculation(&mut self, step: usize, text: &str) -> Result<(), DecomposeError> {
+        let Some(span) = text::calculation_span(text) else {
+            return Ok(());
+        };
+        let content = if span.len() == text.len() || self.reads_alike(span, text) {
+            span
+        } else {
+            text
+        };
+        if !computer::readable(content) {
+            return Ok(());
+        }
+        let op = self.push(Seg {
+            prefix: "O",
+            content,
+            level: AbstractionLevel::Operation,
+            kind: "calculation",
+            auditor: AuditorType::Auto,
+            secondary: vec![AuditorType::Llm],
+            complexity: Complexity::Low,
+        })?;
+        self.edge(step, op, Relationship::DecomposesTo, 1.0);
+        let premises: Vec<(String, Option<f64>)> = self
+            .edges
+            .iter()
+            .filter(|e| e.relationship == Relationship::DependsOn)
+            .filter(|e| self.nodes.get(step).is_some_and(|n| n.id == e.from))
+            .map(|e| (e.to.clone(), e.confidence))
+            .collect();
+        for (to, confidence) in premises {
+            if let Some(to) = self.nodes.iter().position(|n| n.id == to) {
+                self.edge(op, to, Relationship::DependsOn, confidence.unwrap_or(0.8));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the bare calculation `span` of `text` is judged as the whole text is, on
+    /// the problem alone: never wrong where the whole is not.
+    fn reads_alike(&self, span: &str, text: &str) -> bool {
+        let givens = [self.problem.clone()];
+        let seed = Hash::ZERO;
+        let failure = |j: &Judgement| matches!(j.as_vote(), Some(Vote::Invalid | Vote::Ungrounded));
+        let part = computer::check_segment(span, &[], &givens, &seed);
+        if !failure(&part) {
+            return true;
+        }
+        let whole = computer::check_segment(text, &[], &givens, &seed);
+        failure(&whole) && whole.as_vote() == part.as_vote()
     }
 
     /// Adds `depends_on` edges from `id` to the latest earlier step sharing a symbol (or

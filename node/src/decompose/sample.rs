@@ -4,9 +4,16 @@
 
 use std::fmt::Write;
 
-/// The problem every generated trace answers.
+/// The counter's problem in words (a context for tests of single steps).
 pub const PROBLEM: &str =
     "A counter starts at 10 and grows by 2 at every step. What is its value after all the steps?";
+
+/// The problem a generated trace of `steps` steps answers, written as a formal problem
+/// (`What is 10 + 2 × 5000?`): its answer is checked against it, and its steps' words
+/// only narrate the arithmetic, so the Computer tier covers them whole.
+pub fn problem(steps: usize) -> String {
+    format!("What is 10 + 2 × {steps}?")
+}
 
 /// Prose that pads a step to its length: a clause with no number and no sentence end, so
 /// the step stays one unit that the Computer tier reads.
@@ -26,7 +33,8 @@ pub fn counter_trace(
     let mut t = String::with_capacity(steps.saturating_mul(line_bytes.saturating_add(2)) + 512);
     let _ = write!(
         t,
-        "## Problem Statement\n{PROBLEM}\n\n## Thinking Process\n"
+        "## Problem Statement\n{}\n\n## Thinking Process\n",
+        problem(steps)
     );
     let mut value: u64 = 10;
     for i in 1..=steps {
@@ -52,6 +60,6 @@ pub fn counter_trace(
         }
         value = shown;
     }
-    let _ = write!(t, "\n## Final Output\nThe counter is {value}.\n");
+    let _ = write!(t, "\n## Final Output\nThe answer is {value}.\n");
     t
 }

@@ -190,7 +190,17 @@ fn numbers_the_problem_states_in_words_link_to_the_goal() {
     let calc = node(&h, "Tom has 2 * 12 = 24 apples.");
     assert!(depends(&h, calc, goal));
     assert!(depends(&h, node(&h, "Ann has 12 apples."), goal));
-    assert_eq!(calc.primary_auditor, AuditorType::Auto);
+    // A claim in words with a calculation in it: the STEP is for a tier that reads
+    // words, its OPERATION (the bare calculation) for the Computer tier, resting on what
+    // the STEP rests on.
+    assert_eq!(calc.primary_auditor, AuditorType::Llm);
+    let op = node(&h, "2 * 12 = 24");
+    assert_eq!(op.primary_auditor, AuditorType::Auto);
+    assert_eq!(op.abstraction_level, AbstractionLevel::Operation);
+    assert!(depends(&h, op, goal));
+    assert!(h.edges.iter().any(|e| e.from == calc.id
+        && e.to == op.id
+        && e.relationship == trust_protocol::hdag::Relationship::DecomposesTo));
     assert_eq!(
         node(&h, "Let me think about it.").primary_auditor,
         AuditorType::Llm
@@ -514,15 +524,21 @@ fn a_grouped_step_rests_on_what_it_rests_on_alone() {
     let mut compared = 0;
     for (name, t) in traces {
         let h = decompose(&t, &Options::default()).expect("decomposes");
+        // The OPERATION of a worded STEP is no step of its own: it rests on what its STEP
+        // rests on.
+        let checks = super::supported_steps(&h);
         let units: Vec<&HdagNode> = h
             .nodes
             .iter()
-            .filter(|n| {
+            .enumerate()
+            .filter(|(i, n)| {
                 matches!(
                     n.abstraction_level,
                     AbstractionLevel::Step | AbstractionLevel::Operation
                 ) && n.kind != "conclusion"
+                    && !checks.contains_key(i)
             })
+            .map(|(_, n)| n)
             .collect();
         let texts: Vec<&str> = units.iter().map(|n| n.content.as_str()).collect();
         let links = step_links(&texts);

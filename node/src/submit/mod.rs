@@ -30,7 +30,7 @@ use trust_protocol::{
 };
 
 pub use self::honeypot::Bait;
-use crate::decompose::dependency_order;
+use crate::decompose::{self, dependency_order};
 
 pub mod honeypot;
 
@@ -83,6 +83,11 @@ pub struct SegmentDoc {
     /// Unaudited premises it cites, verbatim.
     #[serde(default)]
     pub given: Vec<String>,
+    /// For a STEP: its OPERATIONs, the bare calculations inside the claim that the
+    /// Computer tier checks on their own. A seat checks them again with the same judge
+    /// and shows the result to its judge; any that is not a span of the claim is ignored.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub operations: Vec<String>,
 }
 
 impl SegmentDoc {
@@ -183,6 +188,8 @@ pub struct Dropped {
     pub tier: Tier,
     /// The kept nodes it rests on, through other dropped ones.
     pub depends_on: Vec<String>,
+    /// The dropped nodes it rests on directly.
+    pub rests_on_dropped: Vec<String>,
 }
 
 /// An HDAG cut down to the nodes a network can audit.
@@ -190,18 +197,26 @@ pub struct Dropped {
 pub struct Restricted {
     /// The HDAG of the kept nodes, `depends_on` edges bridged across dropped ones.
     pub hdag: Hdag,
-    /// Dropped nodes, in HDAG order.
+    /// Dropped nodes, in HDAG order (the problem statement is no node: it is a given).
     pub dropped: Vec<Dropped>,
     /// For each kept node, the text of the dropped nodes its dependencies pass through:
     /// they travel with its ciphertext as givens.
     pub givens: BTreeMap<String, Vec<String>>,
+    /// For each kept node, the dropped nodes it rests on directly.
+    pub rests_on_dropped: BTreeMap<String, Vec<String>>,
+    /// For each OPERATION that checks the calculation of a STEP, that STEP (kept or
+    /// dropped): see [`supported_steps`].
+    pub supports: BTreeMap<String, String>,
+    /// For each STEP, the text of its OPERATIONs: they travel with its ciphertext, so
+    /// that its seats see what the Computer tier checks of it.
+    pub operations: BTreeMap<String, Vec<String>>,
     /// The trace's conclusion nodes (kept or dropped): see [`conclusion_ids`].
     pub conclusions: BTreeSet<String>,
 }
 
 /// The nodes that hold the trace's final output: those of type `conclusion`; in an HDAG
 /// without one (a provider's own), the sinks of `depends_on` below the GOAL level (the
-/// steps nothing else rests on).
+/// steps nothing else rests on), OPERATIONs that check a STEP's calculation aside.
 pub fn conclusion_ids(hdag: &Hdag) -> BTreeSet<String> {
     let flagged: BTreeSet<String> = hdag
         .nodes
@@ -212,28 +227,40 @@ pub fn conclusion_ids(hdag: &Hdag) -> BTreeSet<String> {
     if !flagged.is_empty() {
         return flagged;
     }
+    let checks = decompose::supported_steps(hdag);
     let used: BTreeSet<&str> = hdag
         .edges
         .iter()
         .filter(|e| e.relationship == Relationship::DependsOn)
+        .filter(|e| {
+            hdag.index_of(&e.from)
+                .is_none_or(|i| !checks.contains_key(&i))
+        })
         .map(|e| e.to.as_str())
         .collect();
     hdag.nodes
         .iter()
-        .filter(|n| n.abstraction_level != AbstractionLevel::Goal && !used.contains(n.id.as_str()))
-        .map(|n| n.id.clone())
+        .enumerate()
+        .filter(|(i, n)| {
+            n.abstraction_level != AbstractionLevel::Goal
+                && !checks.contains_key(i)
+                && !used.contains(n.id.as_str())
+        })
+        .map(|(_, n)| n.id.clone())
         .collect()
 }
 
 /// Keeps the nodes whose tier passes `keep`; bridges `depends_on` edges across the others
 /// and keeps their text as givens of the kept nodes that rest on them. The problem
-/// statement (the GOAL) is a given of every other kept node that does not cite it (up to
-/// [`MAX_CONTEXT_BYTES`]). A kept node resting on more than [`MAX_DEPENDENCIES`] kept
-/// nodes (a group of a long trace's steps) keeps the latest of them as dependencies
-/// and the text of the others as givens: its seats still read every premise. A provider
-/// calls it with the tiers the network has auditors for; `trust-node check` with the
-/// Computer tier alone, so that its preview judges exactly what Computer seats would
-/// receive. Linear in nodes and edges (times the bridging walks).
+/// statement (a node of type [`PROBLEM_KIND`](decompose::PROBLEM_KIND)) is no
+/// segment: it is the context every segment is judged in, a given of every kept node (up
+/// to [`MAX_CONTEXT_BYTES`]; a longer one reaches the nodes that rest on it). A kept node
+/// resting on more than [`MAX_DEPENDENCIES`] kept nodes (a group of a long trace's steps)
+/// keeps the latest of them as dependencies and the text of the others as givens: its
+/// seats still read every premise. A provider calls it with the tiers the network has
+/// auditors for; `trust-node check` with the Computer tier alone, so that its preview
+/// judges exactly what Computer seats would receive. Linear in nodes and edges (times the
+/// bridging walks).
 pub fn restrict(hdag: &Hdag, keep: impl Fn(Tier) -> bool) -> Restricted {
     let index: BTreeMap<&str, usize> = hdag.positions();
     let mut deps: Vec<Vec<usize>> = vec![Vec::new(); hdag.nodes.len()];
@@ -247,10 +274,17 @@ pub fn restrict(hdag: &Hdag, keep: impl Fn(Tier) -> bool) -> Restricted {
             d.push(to);
         }
     }
+    let given: Vec<bool> = hdag
+        .nodes
+        .iter()
+        .map(|n| n.kind == decompose::PROBLEM_KIND)
+        .collect();
+    let is_given = |i: usize| given.get(i).copied().unwrap_or(false);
     let kept: Vec<bool> = hdag
         .nodes
         .iter()
-        .map(|n| keep(Tier::from(n.primary_auditor)))
+        .enumerate()
+        .map(|(i, n)| !is_given(i) && keep(Tier::from(n.primary_auditor)))
         .collect();
     let is_kept = |i: usize| kept.get(i).copied().unwrap_or(false);
     // The kept nodes a node rests on, walking through dropped ones, and the dropped
@@ -280,6 +314,19 @@ pub fn restrict(hdag: &Hdag, keep: impl Fn(Tier) -> bool) -> Restricted {
             .map(|n| n.content.clone())
             .unwrap_or_default()
     };
+    // The dropped nodes (not the problem) a node rests on directly, in HDAG order.
+    let dropped_deps = |i: usize| -> Vec<String> {
+        let mut d: Vec<usize> = deps
+            .get(i)
+            .into_iter()
+            .flatten()
+            .copied()
+            .filter(|&d| !is_kept(d) && !is_given(d))
+            .collect();
+        d.sort_unstable();
+        d.dedup();
+        d.into_iter().map(name).collect()
+    };
     let mut edges: Vec<HdagEdge> = hdag
         .edges
         .iter()
@@ -290,14 +337,20 @@ pub fn restrict(hdag: &Hdag, keep: impl Fn(Tier) -> bool) -> Restricted {
         })
         .cloned()
         .collect();
-    let goals: Vec<&trust_protocol::hdag::HdagNode> = hdag
+    let problems: Vec<&trust_protocol::hdag::HdagNode> = hdag
         .nodes
         .iter()
-        .filter(|n| n.abstraction_level == AbstractionLevel::Goal)
+        .enumerate()
+        .filter(|(i, _)| is_given(*i))
+        .map(|(_, n)| n)
         .collect();
     let mut givens: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut rests_on_dropped: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut dropped = Vec::new();
     for (i, n) in hdag.nodes.iter().enumerate() {
+        if is_given(i) {
+            continue;
+        }
         let (targets, passed) = walk(i);
         if !is_kept(i) {
             dropped.push(Dropped {
@@ -309,8 +362,13 @@ pub fn restrict(hdag: &Hdag, keep: impl Fn(Tier) -> bool) -> Restricted {
                     .collect::<BTreeSet<_>>()
                     .into_iter()
                     .collect(),
+                rests_on_dropped: dropped_deps(i),
             });
             continue;
+        }
+        let direct = dropped_deps(i);
+        if !direct.is_empty() {
+            rests_on_dropped.insert(n.id.clone(), direct);
         }
         let mut passed: Vec<String> = passed.into_iter().map(text).collect();
         // The nearest premises stay dependencies (errors propagate along them); older
@@ -321,11 +379,14 @@ pub fn restrict(hdag: &Hdag, keep: impl Fn(Tier) -> bool) -> Restricted {
         passed.splice(0..0, older.into_iter().map(text));
         // The problem statement is every step's context (the paper's audit form shows the
         // prompt context for every segment): without it a judge cannot tell a number the
-        // problem gives from one nobody gave. It travels with each segment that does not
-        // already cite it, when it is short enough to repeat.
-        for g in &goals {
-            let cites = targets.iter().any(|&t| name(t) == g.id) || passed.contains(&g.content);
-            if n.id != g.id && !cites && g.content.len() <= MAX_CONTEXT_BYTES {
+        // problem gives from one nobody gave. It travels with each segment, first, when
+        // it is short enough to repeat, else with those that rest on it.
+        passed.retain(|p| !problems.iter().any(|g| g.content == *p));
+        for g in problems.iter().rev() {
+            let rests = deps
+                .get(i)
+                .is_some_and(|d| d.iter().any(|&t| name(t) == g.id));
+            if rests || g.content.len() <= MAX_CONTEXT_BYTES {
                 passed.insert(0, g.content.clone());
             }
         }
@@ -343,6 +404,11 @@ pub fn restrict(hdag: &Hdag, keep: impl Fn(Tier) -> bool) -> Restricted {
             });
         }
     }
+    let checks = decompose::supported_steps(hdag);
+    let mut operations: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (&op, &step) in &checks {
+        operations.entry(name(step)).or_default().push(text(op));
+    }
     Restricted {
         hdag: Hdag {
             nodes: hdag
@@ -357,6 +423,12 @@ pub fn restrict(hdag: &Hdag, keep: impl Fn(Tier) -> bool) -> Restricted {
         },
         dropped,
         givens,
+        rests_on_dropped,
+        supports: checks
+            .into_iter()
+            .map(|(op, step)| (name(op), name(step)))
+            .collect(),
+        operations,
         conclusions: conclusion_ids(hdag),
     }
 }
@@ -482,6 +554,33 @@ pub fn prepare_with(
         d
     };
 
+    // Entries are numbered session segments first, then left-out ones.
+    let dropped_at: BTreeMap<&str, usize> = r
+        .dropped
+        .iter()
+        .enumerate()
+        .map(|(j, d)| (d.id.as_str(), j))
+        .collect();
+    let left_deps_of = |ids: Option<&Vec<String>>| {
+        let mut d: Vec<u16> = ids
+            .into_iter()
+            .flatten()
+            .filter_map(|id| dropped_at.get(id.as_str()))
+            .filter_map(|j| u16::try_from(*j).ok())
+            .collect();
+        d.sort_unstable();
+        d.dedup();
+        // The nearest premises matter most; a step resting on more keeps the latest.
+        let extra = d.len().saturating_sub(MAX_DEPENDENCIES);
+        d.drain(..extra);
+        d
+    };
+    let entry_of = |id: &str| match index_of(id) {
+        Some(i) => Some(position[i]),
+        None => dropped_at
+            .get(id)
+            .and_then(|j| u16::try_from(items.len().saturating_add(*j)).ok()),
+    };
     let mut segments = Vec::with_capacity(items.len());
     let mut blocks = Vec::with_capacity(items.len());
     let mut keys = Vec::with_capacity(items.len());
@@ -511,6 +610,7 @@ pub fn prepare_with(
         let doc = SegmentDoc {
             claim,
             given: givens.get(&node.id).cloned().unwrap_or_default(),
+            operations: r.operations.get(&node.id).cloned().unwrap_or_default(),
         };
         let ciphertext = encrypt_segment(&key, &nonce, &id, &doc.to_bytes())?;
         let cid = Cid::of(&ciphertext);
@@ -533,12 +633,23 @@ pub fn prepare_with(
             // A commitment nobody can open: the real segments look like honeypots too.
             Item::Node(_) => (Hash(hp_salt), r.conclusions.contains(&node.id)),
         };
+        let real = matches!(item, Item::Node(_));
         segments.push(SegmentEntry {
             id,
             level: node.abstraction_level,
             tier,
             weight: weights.of(tier),
             depends_on: deps_of(&node.id),
+            rests_on_left_out: if real {
+                left_deps_of(r.rests_on_dropped.get(&node.id))
+            } else {
+                Vec::new()
+            },
+            supports: if real {
+                r.supports.get(&node.id).and_then(|s| entry_of(s))
+            } else {
+                None
+            },
             cid,
             honeypot: Some(honeypot),
             conclusion,
@@ -566,7 +677,9 @@ pub fn prepare_with(
                 tier: d.tier,
                 weight: weights.of(d.tier),
                 depends_on,
+                rests_on_left_out: left_deps_of(Some(&d.rests_on_dropped)),
                 conclusion: r.conclusions.contains(&d.id),
+                supports: r.supports.get(&d.id).and_then(|s| entry_of(s)),
             }
         })
         .collect();
@@ -651,7 +764,8 @@ mod tests {
             &mut StdRng::seed_from_u64(1),
         )
         .expect("prepare");
-        assert_eq!(p.manifest.segments.len(), h.nodes.len());
+        // Every node but the problem statement, which is a given.
+        assert_eq!(p.manifest.segments.len(), h.nodes.len() - 1);
         // Dependencies point to earlier segments (validate checks it too).
         for (i, s) in p.manifest.segments.iter().enumerate() {
             assert!(s.depends_on.iter().all(|&d| usize::from(d) < i));
@@ -678,18 +792,14 @@ mod tests {
                     .expect("a segment document");
             assert_eq!(doc.claim, node.content);
             // Nothing is left out here, so the only given is the problem statement: the
-            // context of every segment that does not cite it already.
-            let cites_goal = h.dependencies_of(&node.id).any(|d| d == "G1");
-            if node.id == "G1" || cites_goal {
-                assert!(doc.given.is_empty(), "{}: {:?}", node.id, doc.given);
-            } else {
-                assert_eq!(
-                    doc.given,
-                    vec![trace.problem.trim().to_string()],
-                    "{}",
-                    node.id
-                );
-            }
+            // context of every segment, never a segment itself.
+            assert_ne!(node.id, "G1");
+            assert_eq!(
+                doc.given,
+                vec![trace.problem.trim().to_string()],
+                "{}",
+                node.id
+            );
             assert!(
                 trace.thinking.contains(&node.content)
                     || trace.problem.contains(&node.content)
@@ -799,7 +909,11 @@ mod tests {
             &mut StdRng::seed_from_u64(7),
         )
         .expect("one session holds it");
-        assert_eq!(p.manifest.segments.len(), h.nodes.len());
+        assert_eq!(
+            p.manifest.segments.len(),
+            h.nodes.len() - 1,
+            "the problem is a given"
+        );
     }
 
     /// An HDAG of `n` steps, each resting on the `deps` steps before it.

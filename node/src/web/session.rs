@@ -376,7 +376,15 @@ fn live_body(sid: &Hash, x: &Session, record: Option<&PageRecord>) -> String {
 
 fn segments_section(segments: &[Segment], record: Option<&PageRecord>) -> String {
     let (nodes, edges) = graph(segments, record);
-    let mut s = String::from("<h2>HDAG</h2>\n");
+    let mut s = String::new();
+    if let Some(r) = record.filter(|r| !r.problem.is_empty()) {
+        let _ = write!(
+            s,
+            "<h2>Problem statement</h2>\n<p class=\"hint\">The context every seat judged in: a given, not a segment.</p>\n<blockquote class=\"wrapok\">{}</blockquote>\n",
+            esc(&r.problem)
+        );
+    }
+    s += "<h2>HDAG</h2>\n";
     s += &hdag_svg::legend();
     s += "<div class=\"scroll\">";
     s += &hdag_svg::render(&nodes, &edges, &ROWS);

@@ -86,6 +86,7 @@ impl Form {
                 claim: SCRIPT.into(),
                 premises: vec!["She needs 4 cups per quart.".into()],
                 givens: vec!["Martha makes 2 quarts & more.".into()],
+                ..SegmentView::default()
             };
             desk.judge_seat(&seat, &view, &Hash::ZERO).await
         });
