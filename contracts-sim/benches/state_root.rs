@@ -35,6 +35,7 @@ fn outcome(provider: Hash, i: u64) -> Outcome {
         },
         honeypot: None,
         supports: None,
+        conclusion: false,
     };
     Outcome {
         provider: trust_protocol::PublicKey(provider.0),

@@ -593,8 +593,9 @@ impl Contract {
             .finals
             .split_at(s.segments.len().min(decided.finals.len()));
 
+        let is_conclusion = |i: usize| decided.conclusions.get(i).copied().unwrap_or(false);
         let mut outcomes = Vec::with_capacity(s.segments.len());
-        for (g, verdict) in s.segments.iter().zip(finals) {
+        for (i, (g, verdict)) in s.segments.iter().zip(finals).enumerate() {
             let last_round = u8::try_from(g.rounds.len().saturating_sub(1)).unwrap_or(0);
             let mut votes = tally::round_counts(g, last_round);
             votes.missing = g
@@ -613,15 +614,18 @@ impl Contract {
                 votes,
                 honeypot: g.honeypot.map(|(v, _)| v),
                 supports: g.entry.supports,
+                conclusion: is_conclusion(i),
             });
         }
         let left_outcomes: Vec<LeftOutOutcome> = left_out
             .iter()
             .zip(left_finals)
-            .map(|(l, v)| LeftOutOutcome {
+            .enumerate()
+            .map(|(j, (l, v))| LeftOutOutcome {
                 tier: l.tier,
                 verdict: *v,
                 supports: l.supports,
+                conclusion: is_conclusion(n.saturating_add(j)),
             })
             .collect();
         let t = decided.tally;

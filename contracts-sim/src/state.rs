@@ -288,6 +288,8 @@ pub struct SegmentOutcome {
     /// For an OPERATION: the segment whose calculation it checks (session segments
     /// first, then left-out ones); it carries no weight of its own.
     pub supports: Option<u16>,
+    /// Whether it is (part of) the trace's conclusion.
+    pub conclusion: bool,
 }
 
 /// Trace verdict: three-valued, so that segments nobody could judge never count as
@@ -326,6 +328,8 @@ pub struct LeftOutOutcome {
     pub verdict: SegmentVerdict,
     /// For a left-out OPERATION: the segment whose calculation it is.
     pub supports: Option<u16>,
+    /// Whether it is (part of) the trace's conclusion.
+    pub conclusion: bool,
 }
 
 /// The failure bound for the parameters used, from the genesis assumptions

@@ -167,3 +167,51 @@ pub fn abstention_rate(a: &Auditor) -> f64 {
         a.abstentions as f64 / a.votes as f64
     }
 }
+
+/// Why a decided trace did not pass, and how its calculations fared (see
+/// [`crate::audit::preview::explain`]); `None` for a pass. `name` names entry `i` of the
+/// trace (session segments first, then the left-out ones), e.g. by the provider's HDAG ids.
+pub fn explain(o: &Outcome, name: &dyn Fn(usize) -> String) -> Option<String> {
+    use trust_contracts::{SegmentVerdict, tally::TraceTally};
+
+    use crate::audit::preview::{self, Fact, Where};
+    let n = o.segments.len();
+    let own_error =
+        |v: SegmentVerdict| matches!(v, SegmentVerdict::Invalid | SegmentVerdict::Ungrounded);
+    let mut facts: Vec<Fact> = o
+        .segments
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.honeypot.is_none())
+        .map(|(i, s)| Fact {
+            name: name(i),
+            tier: s.tier,
+            verdict: s.verdict,
+            judged: true,
+            conclusion: s.conclusion,
+            operation: s.supports.is_some(),
+            own_error: own_error(s.verdict),
+        })
+        .collect();
+    facts.extend(o.left_out.iter().enumerate().map(|(j, l)| Fact {
+        name: name(n.saturating_add(j)),
+        tier: l.tier,
+        verdict: l.verdict,
+        judged: false,
+        conclusion: l.conclusion,
+        operation: l.supports.is_some(),
+        // A left-out STEP is wrong only through an OPERATION of its own.
+        own_error: own_error(l.verdict),
+    }));
+    let tally = TraceTally {
+        verdict: o.trace,
+        passing: o.passing_weight,
+        undecided: o.undecided_weight,
+        total: o.total_weight,
+        error_at_conclusion: o.error_at_conclusion,
+        any_error: facts.iter().any(|f| !f.operation && f.verdict.is_error()),
+        conclusion_judged: o.conclusion_judged,
+        conclusion_sound: o.conclusion_sound,
+    };
+    preview::explain(&tally, o.beta, &facts, Where::Network)
+}

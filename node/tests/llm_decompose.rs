@@ -261,10 +261,34 @@ fn paper_edges() -> BTreeSet<(String, String, Relationship)> {
         .collect()
 }
 
+/// The edges of the HDAG the model built: without the OPERATIONs (`<id>-op<k>`) that
+/// re-routing adds below a claim in words the model gave the Computer tier.
 fn edges(h: &Hdag) -> BTreeSet<(String, String, Relationship)> {
     h.edges
         .iter()
+        .filter(|e| !e.from.contains("-op") && !e.to.contains("-op"))
         .map(|e| (e.from.clone(), e.to.clone(), e.relationship))
+        .collect()
+}
+
+/// The nodes re-routing added: each an OPERATION for the Computer tier below the node it
+/// is named after, which went to the LLM tier.
+fn rerouted(h: &Hdag) -> Vec<(String, String)> {
+    h.nodes
+        .iter()
+        .filter_map(|n| {
+            let (parent, _) = n.id.split_once("-op")?;
+            assert_eq!(n.primary_auditor, AuditorType::Auto, "{}", n.id);
+            let p = h.nodes.iter().find(|p| p.id == parent).expect("its parent");
+            assert_eq!(p.primary_auditor, AuditorType::Llm, "{}", p.id);
+            assert!(
+                p.content.contains(&n.content),
+                "{} in {}",
+                n.content,
+                p.content
+            );
+            Some((parent.to_string(), n.content.clone()))
+        })
         .collect()
 }
 
@@ -309,23 +333,58 @@ async fn the_appendix_example_replayed_gives_the_papers_hdag() {
     // Free-text replies: no JSON schema is imposed on a markdown answer.
     assert!(seen.iter().all(|b| b.get("response_format").is_none()));
 
-    // The paper's levels, node for node.
+    // The paper's levels, node for node: an OPERATION the paper gives the Computer tier
+    // that says more in words than its calculation becomes the STEP it is, with its bare
+    // calculation as an OPERATION below it (`<id>-op1`).
     let h = &d.hdag;
+    let moved = rerouted(h);
     let levels: Vec<(&str, AbstractionLevel)> = h
         .nodes
         .iter()
+        .filter(|n| !n.id.contains("-op"))
         .map(|n| (n.id.as_str(), n.abstraction_level))
         .collect();
-    assert_eq!(levels, PAPER_LEVELS.to_vec(), "{:#?}", d.warnings);
-    // The paper's edges, all 36 of its final list and nothing else.
+    let expected: Vec<(&str, AbstractionLevel)> = PAPER_LEVELS
+        .iter()
+        .map(|&(id, level)| match level {
+            AbstractionLevel::Operation if moved.iter().any(|(p, _)| p == id) => {
+                (id, AbstractionLevel::Step)
+            }
+            _ => (id, level),
+        })
+        .collect();
+    assert_eq!(levels, expected, "{:#?}", d.warnings);
+    // The paper's edges, all 36 of its final list and nothing else but the re-routing's.
     assert_eq!(edges(h), paper_edges());
-    assert_eq!(h.edges.len(), 36);
-    // Step 5's auditor assignment (which overrides step 4's T_LLM for G1).
+    assert!(h.edges.len() > 36);
+    // Step 5's auditor assignment (which overrides step 4's T_LLM for G1), except where a
+    // claim in words went to the Computer tier: then the LLM tier, and a warning.
     let primary = |id: &str| h.nodes.iter().find(|n| n.id == id).unwrap().primary_auditor;
     assert_eq!(primary("G1"), AuditorType::Human);
     assert_eq!(primary("S1"), AuditorType::Llm);
     for id in ["T1", "ST1", "ST4", "ST7", "O1", "O4"] {
-        assert_eq!(primary(id), AuditorType::Auto, "{id}");
+        let told = d
+            .warnings
+            .iter()
+            .any(|w| w.starts_with(&format!("{id} is a claim in words")));
+        if told {
+            assert_eq!(primary(id), AuditorType::Llm, "{id}");
+        } else {
+            assert_eq!(primary(id), AuditorType::Auto, "{id}");
+        }
+    }
+    // Every node the Computer tier keeps is one its checks cover whole.
+    for n in h
+        .nodes
+        .iter()
+        .filter(|n| n.primary_auditor == AuditorType::Auto)
+    {
+        assert!(
+            trust_node::decompose::computer_covers(&n.content, &t.problem, false),
+            "{}: {}",
+            n.id,
+            n.content
+        );
     }
     // Every segment is the audited model's own words: an exact span of the trace. A node takes
     // this HDAG from a provider and prepares a session of it.
@@ -466,6 +525,11 @@ async fn cli_decompose_llm_prints_the_papers_hdag_and_falls_back_with_a_warning(
     let h: Hdag = serde_json::from_str(&out).unwrap();
     assert_eq!(edges(&h), paper_edges());
     assert!(err.contains("mapped to the closest exact span"), "{err}");
+    // The paper gives the Computer tier steps that say things in words around their
+    // calculations: they go to the LLM tier, their calculations to the Computer tier.
+    let moved = rerouted(&h);
+    assert!(!moved.is_empty());
+    assert!(err.contains("routed to the LLM tier"), "{err}");
 
     // Garbage at step 3: the heuristic HDAG, and a warning on stderr naming the step.
     let (url, _) = stand_in(Script::GarbageAt(3)).await;

@@ -60,6 +60,7 @@ fn segment() -> SegmentView {
         claim: "The denominator is 3x − 7".into(),
         premises: vec!["Let the numerator be x".into()],
         givens: vec!["The denominator of a fraction is 7 less than 3 times the numerator.".into()],
+        ..SegmentView::default()
     }
 }
 

@@ -64,6 +64,7 @@ async fn an_llm_seat_judges_a_segment_through_a_real_llama_cpp_server() {
             "The denominator of a fraction is 7 less than 3 times the numerator. If the fraction is equivalent to 2/5, what is the numerator?"
                 .into(),
         ],
+        ..SegmentView::default()
     };
     let t = Instant::now();
     let d = judge.judge(&segment, &Hash::ZERO).await;

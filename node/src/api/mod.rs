@@ -490,6 +490,11 @@ struct SessionView {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     outcome: Option<Value>,
+    /// Why a decided trace did not pass, and how its calculations fared (`conclusion not
+    /// judged (#7: no LLM auditors on the network); 6 of 6 calculations hold`); segments
+    /// are named `#i`, session segments first, then the left-out ones.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    explanation: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     block_height: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -514,6 +519,7 @@ impl SessionView {
             session,
             status,
             outcome: None,
+            explanation: None,
             block_height: None,
             block_hash: None,
             phase: None,
@@ -542,6 +548,7 @@ async fn session(State(api): State<Api>, Path(id): Path<String>) -> ApiResult<Js
     match found {
         Some(SessionLookup::Decided(d)) => Ok(Json(SessionView {
             outcome: Some(value(&d.outcome)?),
+            explanation: query::explain(&d.outcome, &|i| format!("#{i}")),
             block_height: d.height,
             block_hash: d.block_hash,
             ..SessionView::new(sid, "decided")

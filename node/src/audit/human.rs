@@ -164,6 +164,10 @@ pub struct SeatRecord {
     pub givens: Vec<String>,
     /// The claims of the audited segments it cites (the verified dependencies).
     pub premises: Vec<String>,
+    /// The calculations inside the claim, as the Computer tier checked them
+    /// (`` `21+3 = 24` holds (checked by the Computer tier: ...) ``).
+    #[serde(default)]
+    pub checked: Vec<String>,
     /// The claims of later segments citing it that this node can open (implications).
     pub implications: Vec<String>,
     /// Height the seat joined the queue at.
@@ -533,6 +537,7 @@ impl HumanDesk {
                         claim: view.claim.clone(),
                         givens: view.givens.clone(),
                         premises: view.premises.clone(),
+                        checked: view.operations.iter().map(|o| o.describe()).collect(),
                         implications: seat.implications.clone(),
                         queued_at: self.height(),
                         commit_until: seat.commit_until,

@@ -93,50 +93,28 @@ impl Preview {
         line
     }
 
-    /// Why a trace that did not fail did not pass either, and how its calculations fared:
-    /// `conclusion not judged (no LLM or Human auditors in this preview); 6 of 6
-    /// calculations hold`.
+    /// Why the trace did not pass, and how its calculations fared: `conclusion not
+    /// judged (F1 is for the LLM tier, left out of this preview); 5 of 5 calculations
+    /// hold`. `None` for a pass.
     pub fn why_not_pass(&self) -> Option<String> {
-        if self.trace.verdict != TraceVerdict::Inconclusive {
-            return None;
-        }
-        let ops: Vec<&PreviewSegment> = self
+        let facts: Vec<Fact> = self
             .segments
             .iter()
-            .filter(|s| s.supports.is_some())
-            .collect();
-        let hold = ops
-            .iter()
-            .filter(|s| s.verdict == SegmentVerdict::Valid)
-            .count();
-        let unjudged_end = self
-            .segments
-            .iter()
-            .filter(|s| s.conclusion && s.verdict != SegmentVerdict::Valid)
-            .map(|s| {
-                if s.decision.is_none() {
-                    format!("{} is for the {} tier", s.id, tier_name(s.tier))
-                } else {
-                    format!("its judge abstained on {}", s.id)
-                }
+            .filter(|s| !s.given)
+            .map(|s| Fact {
+                name: s.id.clone(),
+                tier: s.tier,
+                verdict: s.verdict,
+                judged: s.decision.is_some(),
+                conclusion: s.conclusion,
+                operation: s.supports.is_some(),
+                own_error: s
+                    .decision
+                    .as_ref()
+                    .is_some_and(|d| matches!(d.vote, Vote::Invalid | Vote::Ungrounded)),
             })
-            .next();
-        let mut why = match unjudged_end {
-            Some(w) => format!("conclusion not judged ({w}, left out of this preview)"),
-            None if !self.trace.conclusion_sound => {
-                "the conclusion rests on steps nobody judged".to_string()
-            }
-            None => format!(
-                "too little judged Valid: {} of {} weight, {}% needed",
-                self.trace.passing,
-                self.trace.total,
-                self.beta.0 / 10_000
-            ),
-        };
-        if !ops.is_empty() {
-            why.push_str(&format!("; {hold} of {} calculations hold", ops.len()));
-        }
-        Some(why)
+            .collect();
+        explain(&self.trace, self.beta, &facts, Where::Preview)
     }
 }
 
@@ -158,6 +136,101 @@ pub fn summary_line(
         s.push_str(&names.join(", "));
     }
     s
+}
+
+/// One segment as [`explain`] sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fact {
+    /// How to name it (an HDAG id, or `#i`).
+    pub name: String,
+    /// The tier it was routed to (or escalated to).
+    pub tier: Tier,
+    /// Its final verdict.
+    pub verdict: SegmentVerdict,
+    /// Whether it had seats (it was not left out).
+    pub judged: bool,
+    /// Whether it is (part of) the conclusion.
+    pub conclusion: bool,
+    /// Whether it is the OPERATION of a STEP.
+    pub operation: bool,
+    /// Whether it failed on its own (Invalid or Ungrounded, not by propagation).
+    pub own_error: bool,
+}
+
+/// Where segments were left out: on the network (no auditors of their tier) or in the
+/// local preview (only the Computer tier judges).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Where {
+    /// A decided session.
+    Network,
+    /// `trust-node check`.
+    Preview,
+}
+
+/// Why a trace did not pass, in one line a person reads after the verdict, and how its
+/// calculations fared; `None` for a pass. One function for `check`, `query`, `submit
+/// --wait`, the API and the outcome page, so they say the same.
+pub fn explain(t: &TraceTally, beta: Ppm, facts: &[Fact], at: Where) -> Option<String> {
+    if t.verdict == TraceVerdict::Pass {
+        return None;
+    }
+    let pct = beta.0 / 10_000;
+    let mut why = if t.verdict == TraceVerdict::Fail {
+        if t.error_at_conclusion {
+            "an error reaches the conclusion".to_string()
+        } else {
+            format!(
+                "even if every undecided segment held, {} of {} weight would pass, {pct}% needed",
+                t.passing.saturating_add(t.undecided),
+                t.total
+            )
+        }
+    } else if let Some(c) = facts
+        .iter()
+        .find(|f| f.conclusion && !f.operation && f.verdict != SegmentVerdict::Valid)
+    {
+        let tier = tier_name(c.tier);
+        match (c.judged, at) {
+            (false, Where::Network) => format!(
+                "conclusion not judged ({}: no {tier} auditors on the network)",
+                c.name
+            ),
+            (false, Where::Preview) => format!(
+                "conclusion not judged ({} is for the {tier} tier, left out of this preview)",
+                c.name
+            ),
+            (true, _) => format!(
+                "conclusion not judged ({}: its {tier} seats abstained or split)",
+                c.name
+            ),
+        }
+    } else if !t.conclusion_sound {
+        "the conclusion rests on steps nobody judged".to_string()
+    } else if let Some(e) = facts.iter().find(|f| f.own_error && !f.operation) {
+        format!(
+            "{} is wrong, though the conclusion does not rest on it",
+            e.name
+        )
+    } else if let Some(e) = facts.iter().find(|f| f.own_error) {
+        format!(
+            "the calculation {} is wrong, though the conclusion does not rest on it",
+            e.name
+        )
+    } else {
+        format!(
+            "too little judged Valid: {} of {} weight, {pct}% needed",
+            t.passing, t.total
+        )
+    };
+    let ops: Vec<&Fact> = facts.iter().filter(|f| f.operation).collect();
+    if !ops.is_empty() {
+        let hold = ops
+            .iter()
+            .filter(|f| f.verdict == SegmentVerdict::Valid)
+            .count();
+        why.push_str(&format!("; {hold} of {} calculations hold", ops.len()));
+    }
+    Some(why)
 }
 
 fn tier_name(t: Tier) -> &'static str {

@@ -192,7 +192,13 @@ pub fn run_check(args: TraceArgs) -> CliResult {
     let p = preview(&trace, &hdag);
     let row = |seg: &PreviewSegment| -> (String, String) {
         let verdict = format!("{:?}", seg.verdict);
-        match (&seg.decision, seg.verdict) {
+        if seg.given {
+            return (
+                "-".into(),
+                "the problem statement: context for every seat, not a claim to judge".into(),
+            );
+        }
+        let (verdict, reason) = match (&seg.decision, seg.verdict) {
             (None, SegmentVerdict::Propagated) => (
                 verdict,
                 "left out (another tier); rests on a step that failed".into(),
@@ -213,6 +219,17 @@ pub fn run_check(args: TraceArgs) -> CliResult {
             ),
             (Some(d), _) if d.vote.is_abstain() => ("Abstain".into(), d.reason.clone()),
             (Some(d), _) => (verdict, d.reason.clone()),
+        };
+        match &seg.supports {
+            Some(step) => (verdict, format!("calculation of {step}: {reason}")),
+            None => (verdict, reason),
+        }
+    };
+    let tier_of = |seg: &PreviewSegment| {
+        if seg.given {
+            "given"
+        } else {
+            tier_name(seg.tier)
         }
     };
     if args.json {
@@ -221,9 +238,10 @@ pub fn run_check(args: TraceArgs) -> CliResult {
             .iter()
             .map(|seg| {
                 let (verdict, reason) = row(seg);
-                json!({"id": seg.id, "tier": tier_name(seg.tier), "content": seg.content,
+                json!({"id": seg.id, "tier": tier_of(seg), "content": seg.content,
                        "verdict": verdict, "final": format!("{:?}", seg.verdict),
-                       "conclusion": seg.conclusion, "reason": reason})
+                       "conclusion": seg.conclusion, "supports": seg.supports,
+                       "reason": reason})
             })
             .collect();
         let s = serde_json::to_string_pretty(&json!({
@@ -231,7 +249,8 @@ pub fn run_check(args: TraceArgs) -> CliResult {
             "trace": format!("{:?}", p.trace.verdict),
             "summary": p.summary(),
             "judged": p.judged,
-            "total": p.segments.len(),
+            "total": p.segments.iter().filter(|s| s.is_claim()).count(),
+            "why_not_pass": p.why_not_pass(),
             "passing_weight": p.trace.passing,
             "undecided_weight": p.trace.undecided,
             "total_weight": p.trace.total,
@@ -252,7 +271,7 @@ pub fn run_check(args: TraceArgs) -> CliResult {
             outln!(
                 "{:<5} {:<9} {:<11} {:<40} {}",
                 seg.id,
-                tier_name(seg.tier),
+                tier_of(seg),
                 verdict,
                 clip(&seg.content, 40),
                 reason
@@ -261,8 +280,9 @@ pub fn run_check(args: TraceArgs) -> CliResult {
         outln!("{}", p.summary());
         outln!(
             "(a local preview of a network with Computer-tier auditors only: other tiers' \
-             segments are left out and count as undecided; on the network, seats vote and \
-             quorums decide)"
+             segments are left out and count as undecided, an OPERATION is evidence for the \
+             STEP whose calculation it is and weighs nothing of its own; on the network, \
+             seats vote and quorums decide)"
         );
     }
     Ok(())

@@ -317,6 +317,31 @@ fn error_kind(verdict: &str) -> &'static str {
     }
 }
 
+/// `why` with each `#i` the node wrote replaced by the provider's name for segment `i`,
+/// where it knows one.
+fn with_names(why: &str, names: &[String]) -> String {
+    let mut out = String::with_capacity(why.len());
+    let mut rest = why;
+    while let Some(at) = rest.find('#') {
+        let (before, after) = rest.split_at(at);
+        out.push_str(before);
+        let digits = after
+            .get(1..)
+            .unwrap_or("")
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .count();
+        let number = after.get(1..=digits).unwrap_or("");
+        match number.parse::<usize>().ok().and_then(|i| names.get(i)) {
+            Some(name) if digits > 0 => out.push_str(name),
+            _ => out.push_str(after.get(..=digits).unwrap_or(after)),
+        }
+        rest = after.get(digits.saturating_add(1)..).unwrap_or("");
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Prints a session as `query` and `submit --wait` show it; `names` are the provider's
 /// labels for the segments (HDAG node id and tier), known only to the provider's node.
 fn print_session(id: &str, s: &client::Json, names: &[String]) {
@@ -359,6 +384,9 @@ fn print_session(id: &str, s: &client::Json, names: &[String]) {
                     &failed
                 )
             );
+            if let Some(why) = s["explanation"].as_str() {
+                outln!("why         {}", with_names(why, names));
+            }
             outln!(
                 "weights     {} passing, {} undecided, of {} (the trace passes at {beta:.0}%){}",
                 o["passing_weight"],
@@ -402,9 +430,18 @@ fn print_session(id: &str, s: &client::Json, names: &[String]) {
                 for (i, seg) in segs.iter().enumerate() {
                     let verdict = seg["verdict"].as_str().unwrap_or("?");
                     let v = &seg["votes"];
-                    let kind = match seg["honeypot"].as_str() {
-                        Some(truth) => format!("honeypot (known {truth}): not part of the trace"),
-                        None => error_kind(verdict).to_string(),
+                    let kind = match (seg["honeypot"].as_str(), seg["supports"].as_u64()) {
+                        (Some(truth), _) => {
+                            format!("honeypot (known {truth}): not part of the trace")
+                        }
+                        (None, Some(step)) => {
+                            let of = name(usize::try_from(step).unwrap_or(usize::MAX));
+                            match error_kind(verdict) {
+                                "" => format!("calculation of {of}"),
+                                k => format!("calculation of {of}; {k}"),
+                            }
+                        }
+                        (None, None) => error_kind(verdict).to_string(),
                     };
                     outln!(
                         "            {i:<3} {:<10} {:<9} {verdict:<11} {}/{}/{}/{} ({}){}{}",

@@ -1797,11 +1797,15 @@ impl<'t> Decomposer<'t> {
             return Err(bad("no segment of the HDAG is a span of the trace".into()));
         }
         let edges = bridge(c.edges, &dropped);
-        let hdag = Hdag {
+        let mut hdag = Hdag {
             nodes,
             edges,
             metadata: None,
         };
+        // A tier judges a segment only when its check covers the whole claim: what the
+        // model gave the Computer tier beyond that goes to the LLM tier, its calculation
+        // checked on its own.
+        warnings.extend(super::enforce_coverage(&mut hdag, self.trace));
         hdag.validate()
             .and_then(|()| hdag.validate_spans(self.trace))
             .map_err(|source| LlmDecomposeError::Invalid { step, source })?;
@@ -2266,17 +2270,26 @@ mod tests {
         let construct = "# Final HDAG Construction\n## Finalized Nodes\n### Node G1\n**Content**: Tom has 3 apples and buys 4 more. How many apples does he have?\n**Abstraction Level**: GOAL\n### Node ST1\n**Content**: Tom buys four more, so 3+4=7.\n**Primary Auditor**: T_Auto\n### Node O1\n**Content**: Bananas are yellow.\n**Abstraction Level**: OPERATION\n## Finalized Edges\n[{\"from\":\"G1\",\"to\":\"ST1\",\"type\":\"decomposes_to\"},{\"from\":\"ST1\",\"to\":\"G1\",\"type\":\"depends_on\"},{\"from\":\"O1\",\"to\":\"ST1\",\"type\":\"enables\"}]\n";
         let d = decompose_with(&t, script([LEVELS, SEGMENTS, RELS, AUDS, construct])).unwrap();
         let ids: Vec<_> = d.hdag.nodes.iter().map(|n| n.id.as_str()).collect();
-        // O1's step-5 text is unrelated, but its step-2 text is in the trace.
-        assert_eq!(ids, ["G1", "ST1", "O1"]);
+        // O1's step-5 text is unrelated, but its step-2 text is in the trace. ST1, a claim
+        // in words the model gave the Computer tier, goes to the LLM tier, and its bare
+        // calculation to the Computer tier as an OPERATION of its own.
+        assert_eq!(ids, ["G1", "ST1", "O1", "ST1-op1"]);
         assert_eq!(d.hdag.nodes[2].content, "3 + 4 = 7");
         // Level from step 2, auditor from step 4 where step 5 left them out.
         assert_eq!(d.hdag.nodes[1].abstraction_level, AbstractionLevel::Step);
         assert_eq!(d.hdag.nodes[0].primary_auditor, AuditorType::Llm);
+        assert_eq!(d.hdag.nodes[0].kind, crate::decompose::PROBLEM_KIND);
         assert_eq!(d.hdag.nodes[1].content, "He buys 4 more, so 3 + 4 = 7.");
+        assert_eq!(d.hdag.nodes[1].primary_auditor, AuditorType::Llm);
+        assert_eq!(d.hdag.nodes[3].content, "3 + 4 = 7");
+        assert_eq!(d.hdag.nodes[3].primary_auditor, AuditorType::Auto);
         assert!(d.hdag.validate_spans(&t).is_ok());
-        assert_eq!(d.hdag.edges.len(), 3);
-        // Step 2's words are in the trace verbatim, so nothing had to be mapped.
-        assert!(d.warnings.is_empty(), "{:?}", d.warnings);
+        // The three edges, the OPERATION below ST1, and its premise (G1, as ST1's).
+        assert_eq!(d.hdag.edges.len(), 5);
+        // Step 2's words are in the trace verbatim, so nothing had to be mapped; the
+        // re-routing is reported.
+        assert_eq!(d.warnings.len(), 1, "{:?}", d.warnings);
+        assert!(d.warnings[0].contains("ST1"), "{:?}", d.warnings);
 
         // A cycle in the final edges: invalid, named as step 5.
         // ST1 would both come before its part O1 and after O1, which it depends on.

@@ -136,6 +136,17 @@ pub enum DecomposeError {
         /// Its length.
         len: usize,
     },
+    /// A provider's HDAG routes to the Computer tier a segment whose claim the checkers
+    /// do not cover.
+    #[error(
+        "segment {id} routes to the Computer tier (T_Auto) a claim in words the checkers cannot judge ({head:?}): they verify only calculations, rule applications and truth tables. Route it to T_LLM or T_Human, and give its bare calculation an OPERATION node of its own (decomposes_to from {id}) routed to T_Auto"
+    )]
+    NotCovered {
+        /// The segment.
+        id: String,
+        /// The start of its text.
+        head: String,
+    },
     /// The resulting or supplied HDAG is invalid.
     #[error(transparent)]
     Hdag(#[from] HdagError),
@@ -405,6 +416,25 @@ pub fn check_claim(claim: &str, premises: &[String], givens: &[String], seed: &H
     }
 }
 
+/// Whether the Computer tier's check covers the whole claim of a unit: a rule
+/// application, a fact, a truth-table evaluation or a `FROM` step; a definition of a name
+/// with no number in it; pure mathematics it reads; and, in a `formal` problem, any step
+/// it reads (its words narrate the mathematics).
+fn unit_covered(u: &Unit<'_>, formal: bool) -> bool {
+    let t = u.text;
+    if computer::rule_use(t).is_some()
+        || computer::fact_claim(t).is_some()
+        || computer::truth_formula(t).is_some()
+        || computer::reads_from(t)
+    {
+        return true;
+    }
+    if u.is_definition && !u.is_math && !t.chars().any(|c| c.is_ascii_digit()) {
+        return computer::readable(t);
+    }
+    (u.is_pure_math || formal) && computer::readable(t)
+}
+
 /// A paragraph of the thinking with its lines and their step units.
 struct Para<'a> {
     text: &'a str,
@@ -530,10 +560,199 @@ fn group(units: &[Placed<'_>], room: usize) -> Vec<std::ops::Range<usize>> {
 
 /// Validates a provider-supplied HDAG: structure, bounds, and that every segment is an
 /// exact span of the trace.
+///
+/// A GOAL node that is the problem statement itself becomes the given it is
+/// ([`PROBLEM_KIND`]). A node routed to the Computer tier whose claim the checkers do
+/// not cover whole (a claim in words around a calculation) is refused, naming it: the
+/// provider knows its trace and chooses the split, so nothing is re-routed silently.
 pub fn from_provider(trace: &Trace, json: &str) -> Result<Hdag, DecomposeError> {
-    let hdag = Hdag::from_json(json)?;
+    let mut hdag = Hdag::from_json(json)?;
     hdag.validate_spans(trace)?;
+    mark_problem(&mut hdag, trace);
+    let conclusions = conclusion_nodes(&hdag);
+    for (i, n) in hdag.nodes.iter().enumerate() {
+        if n.primary_auditor == AuditorType::Auto
+            && n.kind != PROBLEM_KIND
+            && !computer_covers(&n.content, &trace.problem, conclusions.contains(&i))
+        {
+            return Err(DecomposeError::NotCovered {
+                id: n.id.clone(),
+                head: text::summary(&n.content),
+            });
+        }
+    }
     Ok(hdag)
+}
+
+/// Marks a GOAL node whose text is the trace's problem statement as [`PROBLEM_KIND`]: a
+/// given, not a claim.
+pub fn mark_problem(hdag: &mut Hdag, trace: &Trace) {
+    let problem = trace.problem.trim();
+    for n in &mut hdag.nodes {
+        if n.abstraction_level == AbstractionLevel::Goal && n.content.trim() == problem {
+            n.kind = PROBLEM_KIND.to_string();
+        }
+    }
+}
+
+/// Indices of the conclusion nodes: those of type `conclusion`, else the sinks of
+/// `depends_on` below the GOAL level.
+fn conclusion_nodes(hdag: &Hdag) -> BTreeSet<usize> {
+    let ids = conclusion_ids(hdag);
+    hdag.nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| ids.contains(&n.id))
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// Whether the Computer tier's check covers the whole claim of `content` in a trace of
+/// `problem`: the final answer of a formal problem ([`computer::answer`]), else every
+/// step of it as the heuristic builder would route it ([`Builder::covers`]).
+pub fn computer_covers(content: &str, problem: &str, conclusion: bool) -> bool {
+    if conclusion && computer::answer::check_answer(problem, content).is_some() {
+        return true;
+    }
+    let formal = computer::answer::is_formal(problem);
+    let units: Vec<Unit<'_>> = paragraphs(content)
+        .into_iter()
+        .flat_map(text::units_of)
+        .collect();
+    !units.is_empty() && units.iter().all(|u| unit_covered(u, formal))
+}
+
+/// Re-routes an HDAG that another decomposer made (the paper's LLM pipeline) by the rule
+/// that a tier judges a segment only when its check covers the whole claim: the problem
+/// statement becomes a given; a node routed to the Computer tier that it does not cover
+/// goes to the LLM tier, and its bare calculation, when it has one the checkers read,
+/// becomes an OPERATION below it for the Computer tier. Returns what was changed, for the
+/// provider to read.
+pub fn enforce_coverage(hdag: &mut Hdag, trace: &Trace) -> Vec<String> {
+    mark_problem(hdag, trace);
+    let conclusions = conclusion_nodes(hdag);
+    let mut notes = Vec::new();
+    let mut added: Vec<(HdagNode, usize)> = Vec::new();
+    let taken: BTreeSet<String> = hdag.nodes.iter().map(|n| n.id.clone()).collect();
+    for (i, n) in hdag.nodes.iter_mut().enumerate() {
+        if n.primary_auditor != AuditorType::Auto
+            || n.kind == PROBLEM_KIND
+            || computer_covers(&n.content, &trace.problem, conclusions.contains(&i))
+        {
+            continue;
+        }
+        n.primary_auditor = AuditorType::Llm;
+        n.secondary_auditors = vec![AuditorType::Human];
+        let mut note = format!(
+            "{} is a claim in words the Computer tier cannot judge: routed to the LLM tier",
+            n.id
+        );
+        let single = paragraphs(&n.content)
+            .into_iter()
+            .flat_map(text::units_of)
+            .count()
+            == 1;
+        if let Some(span) =
+            text::calculation_span(&n.content).filter(|s| single && computer::readable(s))
+        {
+            let mut k = 1usize;
+            let id = loop {
+                let id = format!("{}-op{k}", n.id);
+                if !taken.contains(&id) {
+                    break id;
+                }
+                k = k.saturating_add(1);
+            };
+            note.push_str(&format!(
+                ", its calculation {span:?} to the Computer tier as {id}"
+            ));
+            added.push((
+                HdagNode {
+                    id,
+                    content: span.to_string(),
+                    abstraction_level: AbstractionLevel::Operation,
+                    kind: "calculation".into(),
+                    summary: text::summary(span),
+                    primary_auditor: AuditorType::Auto,
+                    secondary_auditors: vec![AuditorType::Llm],
+                    complexity: Complexity::Low,
+                },
+                i,
+            ));
+        }
+        notes.push(note);
+    }
+    for (op, parent) in added {
+        if hdag.nodes.len() >= MAX_NODES {
+            break;
+        }
+        let Some(step) = hdag.nodes.get(parent).map(|n| n.id.clone()) else {
+            continue;
+        };
+        // The OPERATION rests on what its STEP rests on.
+        let premises: Vec<HdagEdge> = hdag
+            .edges
+            .iter()
+            .filter(|e| e.relationship == Relationship::DependsOn && e.from == step)
+            .map(|e| HdagEdge {
+                from: op.id.clone(),
+                ..e.clone()
+            })
+            .collect();
+        hdag.edges.push(HdagEdge {
+            from: step,
+            to: op.id.clone(),
+            relationship: Relationship::DecomposesTo,
+            strength: Some(Strength::Strong),
+            confidence: Some(1.0),
+        });
+        hdag.edges.extend(premises);
+        // An OPERATION checks a STEP's calculation; a node at another level keeps its
+        // level and its calculation is still checked.
+        if let Some(p) = hdag.nodes.get_mut(parent)
+            && p.abstraction_level == AbstractionLevel::Operation
+        {
+            p.abstraction_level = AbstractionLevel::Step;
+        }
+        hdag.nodes.push(op);
+    }
+    notes
+}
+
+/// The nodes that hold the trace's final output: those of type `conclusion`; in an HDAG
+/// without one (a provider's own), the sinks of `depends_on` below the GOAL level (the
+/// steps nothing else rests on), OPERATIONs that check a STEP's calculation aside.
+pub fn conclusion_ids(hdag: &Hdag) -> BTreeSet<String> {
+    let flagged: BTreeSet<String> = hdag
+        .nodes
+        .iter()
+        .filter(|n| n.kind == "conclusion")
+        .map(|n| n.id.clone())
+        .collect();
+    if !flagged.is_empty() {
+        return flagged;
+    }
+    let checks = supported_steps(hdag);
+    let used: BTreeSet<&str> = hdag
+        .edges
+        .iter()
+        .filter(|e| e.relationship == Relationship::DependsOn)
+        .filter(|e| {
+            hdag.index_of(&e.from)
+                .is_none_or(|i| !checks.contains_key(&i))
+        })
+        .map(|e| e.to.as_str())
+        .collect();
+    hdag.nodes
+        .iter()
+        .enumerate()
+        .filter(|(i, n)| {
+            n.abstraction_level != AbstractionLevel::Goal
+                && !checks.contains_key(i)
+                && !used.contains(n.id.as_str())
+        })
+        .map(|(_, n)| n.id.clone())
+        .collect()
 }
 
 /// The OPERATIONs that check the calculation of a STEP (the paper's STEP → OPERATION
@@ -820,18 +1039,7 @@ impl<'t> Builder<'t> {
     /// name with no number in it; pure mathematics it reads; and, in a formal problem,
     /// any step it reads (its words narrate the mathematics).
     fn covers(&self, u: &Unit<'_>) -> bool {
-        let t = u.text;
-        if computer::rule_use(t).is_some()
-            || computer::fact_claim(t).is_some()
-            || computer::truth_formula(t).is_some()
-            || computer::reads_from(t)
-        {
-            return true;
-        }
-        if u.is_definition && !u.is_math && !t.chars().any(|c| c.is_ascii_digit()) {
-            return computer::readable(t);
-        }
-        (u.is_pure_math || self.formal) && computer::readable(t)
+        unit_covered(u, self.formal)
     }
 
     fn push_unit(&mut self, u: &Unit<'_>) -> Result<usize, DecomposeError> {

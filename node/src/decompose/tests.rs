@@ -555,3 +555,76 @@ fn a_grouped_step_rests_on_what_it_rests_on_alone() {
     }
     assert!(compared > 4000, "{compared}");
 }
+
+/// A provider's HDAG that gives the Computer tier a claim in words around a calculation
+/// is refused, naming the segment; the same HDAG with the calculation split off is
+/// accepted, and its problem statement becomes a given.
+#[test]
+fn a_provider_hdag_routing_a_worded_claim_to_the_computer_tier_is_refused() {
+    let t = Trace {
+        problem: "Mike has 21 points and Jim has 3 more than Mike. How many points does Jim have?"
+            .into(),
+        thinking: "Mike has 21+3 = 24 points.".into(),
+        output: "24".into(),
+    };
+    let hdag = |nodes: &str, edges: &str| format!("{{\"nodes\": [{nodes}], \"edges\": [{edges}]}}");
+    let goal = r#"{"id": "G1", "content": "Mike has 21 points and Jim has 3 more than Mike. How many points does Jim have?", "abstraction_level": "GOAL", "primary_auditor": "T_Human"}"#;
+    let worded = r#"{"id": "S1", "content": "Mike has 21+3 = 24 points.", "abstraction_level": "STEP", "primary_auditor": "T_Auto"}"#;
+    let end = r#"{"id": "F1", "content": "24", "abstraction_level": "STEP", "type": "conclusion", "primary_auditor": "T_LLM"}"#;
+    let err = from_provider(&t, &hdag(&format!("{goal}, {worded}, {end}"), ""))
+        .expect_err("a worded claim for the Computer tier");
+    assert!(
+        matches!(&err, DecomposeError::NotCovered { id, .. } if id == "S1"),
+        "{err}"
+    );
+    assert!(err.to_string().contains("T_LLM"), "{err}");
+    let step = r#"{"id": "S1", "content": "Mike has 21+3 = 24 points.", "abstraction_level": "STEP", "primary_auditor": "T_LLM"}"#;
+    let op = r#"{"id": "O1", "content": "21+3 = 24", "abstraction_level": "OPERATION", "primary_auditor": "T_Auto"}"#;
+    let split = from_provider(
+        &t,
+        &hdag(
+            &format!("{goal}, {step}, {op}, {end}"),
+            r#"{"from": "S1", "to": "O1", "relationship": "decomposes_to"}"#,
+        ),
+    )
+    .expect("the calculation on its own is the Computer tier's");
+    assert_eq!(split.nodes[0].kind, PROBLEM_KIND);
+    assert_eq!(supported_steps(&split).get(&2), Some(&1));
+}
+
+/// The LLM pipeline's HDAG is re-routed instead (the provider is told): the worded claim
+/// goes to the LLM tier and its bare calculation becomes an OPERATION below it.
+#[test]
+fn an_llm_decomposition_is_re_routed_to_the_tiers_that_cover_each_claim() {
+    let t = Trace {
+        problem: "The team ordered 40 pizzas and ate 80% of them. How many did they eat?".into(),
+        thinking: "The football team ate 20 * 2 = 40 pizzas.\n40 * 0.8 = 32".into(),
+        output: "32".into(),
+    };
+    let mut h: Hdag = serde_json::from_str(
+        r#"{"nodes": [
+            {"id": "G1", "content": "The team ordered 40 pizzas and ate 80% of them. How many did they eat?", "abstraction_level": "GOAL", "primary_auditor": "T_Human"},
+            {"id": "S1", "content": "The football team ate 20 * 2 = 40 pizzas.", "abstraction_level": "STEP", "primary_auditor": "T_Auto"},
+            {"id": "S2", "content": "40 * 0.8 = 32", "abstraction_level": "OPERATION", "primary_auditor": "T_Auto"}
+        ], "edges": [{"from": "S2", "to": "S1", "relationship": "depends_on"}]}"#,
+    )
+    .unwrap();
+    let notes = enforce_coverage(&mut h, &t);
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(
+        notes[0].contains("S1") && notes[0].contains("20 * 2 = 40"),
+        "{notes:?}"
+    );
+    assert_eq!(h.nodes[0].kind, PROBLEM_KIND);
+    assert_eq!(h.nodes[1].primary_auditor, AuditorType::Llm);
+    // The bare calculation stays with the Computer tier, and the new OPERATION checks S1.
+    assert_eq!(h.nodes[2].primary_auditor, AuditorType::Auto);
+    let op = h
+        .nodes
+        .iter()
+        .position(|n| n.content == "20 * 2 = 40")
+        .expect("an OPERATION");
+    assert_eq!(h.nodes[op].primary_auditor, AuditorType::Auto);
+    assert_eq!(supported_steps(&h).get(&op), Some(&1));
+    h.validate_spans(&t).expect("still spans of the trace");
+}

@@ -362,6 +362,13 @@ pub(super) fn calculation_span(text: &str) -> Option<&str> {
         Piece::Word
     };
     let kinds: Vec<Piece> = (0..words.len()).map(kind).collect();
+    let line_break_before =
+        |j: usize| match (j.checked_sub(1).and_then(|p| words.get(p)), words.get(j)) {
+            (Some((at, w)), Some((next, _))) => text
+                .get(at.saturating_add(w.len())..*next)
+                .is_some_and(|gap| gap.contains('\n')),
+            _ => false,
+        };
     let is_math = |k: Piece| matches!(k, Piece::Math | Piece::Name);
     let operator_at = |i: usize| {
         kinds.get(i) == Some(&Piece::Connector)
@@ -378,6 +385,10 @@ pub(super) fn calculation_span(text: &str) -> Option<&str> {
         let (first, mut last) = (i, i);
         let mut j = i.saturating_add(1);
         while j < words.len() {
+            // A calculation never runs across a line break.
+            if line_break_before(j) {
+                break;
+            }
             match kinds.get(j).copied() {
                 Some(k) if is_math(k) => {
                     last = j;
@@ -387,6 +398,7 @@ pub(super) fn calculation_span(text: &str) -> Option<&str> {
                 _ => {
                     // One or two words, then mathematics, with an operator beside them.
                     let next = (j..words.len().min(j.saturating_add(3)))
+                        .take_while(|&k| k == j || !line_break_before(k))
                         .find(|&k| kinds.get(k).copied().is_some_and(is_math));
                     match next {
                         Some(k) if operator_at(last) || operator_at(k) => {
@@ -420,7 +432,11 @@ pub(super) fn calculation_span(text: &str) -> Option<&str> {
     let end = at.saturating_add(w.len());
     let span = text.get(start..end)?;
     let span = span.trim_end_matches(['.', ',', ';', ':', '!', '?']);
-    (!span.trim().is_empty()).then_some(span)
+    // Brackets and braces must close within it (`\text{` cut off is no calculation).
+    let balanced = [('(', ')'), ('[', ']'), ('{', '}')]
+        .iter()
+        .all(|(o, c)| span.matches(*o).count() == span.matches(*c).count());
+    (!span.trim().is_empty() && balanced).then_some(span)
 }
 
 /// Byte offset of `inner` in `outer`, when `inner` is a slice of it.

@@ -19,7 +19,7 @@ use trust_protocol::{
     block::MAX_TX_BYTES,
     cid::Cid,
     encoding,
-    hdag::{AbstractionLevel, Hdag, HdagEdge, Relationship},
+    hdag::{Hdag, HdagEdge, Relationship},
     honeypot_commitment,
     seal::{KEY_LEN, NONCE_LEN, SealError, encrypt_segment},
     tx::{
@@ -214,41 +214,7 @@ pub struct Restricted {
     pub conclusions: BTreeSet<String>,
 }
 
-/// The nodes that hold the trace's final output: those of type `conclusion`; in an HDAG
-/// without one (a provider's own), the sinks of `depends_on` below the GOAL level (the
-/// steps nothing else rests on), OPERATIONs that check a STEP's calculation aside.
-pub fn conclusion_ids(hdag: &Hdag) -> BTreeSet<String> {
-    let flagged: BTreeSet<String> = hdag
-        .nodes
-        .iter()
-        .filter(|n| n.kind == "conclusion")
-        .map(|n| n.id.clone())
-        .collect();
-    if !flagged.is_empty() {
-        return flagged;
-    }
-    let checks = decompose::supported_steps(hdag);
-    let used: BTreeSet<&str> = hdag
-        .edges
-        .iter()
-        .filter(|e| e.relationship == Relationship::DependsOn)
-        .filter(|e| {
-            hdag.index_of(&e.from)
-                .is_none_or(|i| !checks.contains_key(&i))
-        })
-        .map(|e| e.to.as_str())
-        .collect();
-    hdag.nodes
-        .iter()
-        .enumerate()
-        .filter(|(i, n)| {
-            n.abstraction_level != AbstractionLevel::Goal
-                && !checks.contains_key(i)
-                && !used.contains(n.id.as_str())
-        })
-        .map(|(_, n)| n.id.clone())
-        .collect()
-}
+pub use crate::decompose::conclusion_ids;
 
 /// Keeps the nodes whose tier passes `keep`; bridges `depends_on` edges across the others
 /// and keeps their text as givens of the kept nodes that rest on them. The problem

@@ -416,6 +416,21 @@ fn quotes(items: &[String], none: &str) -> String {
         .collect()
 }
 
+/// The calculations inside the claim, as the Computer tier checked them: verified
+/// premises, so that the person judges only whether the claim follows.
+fn checked(items: &[String]) -> String {
+    if items.is_empty() {
+        return String::new();
+    }
+    let rows: String = items
+        .iter()
+        .map(|t| format!("<li>{}</li>", esc(t)))
+        .collect();
+    format!(
+        "<div class=\"checked\" id=\"checked\"><p class=\"hint\">Its calculations, checked by the Computer tier. Judge whether the claim follows from the problem and the dependencies; the arithmetic is settled.</p><ul>{rows}</ul></div>"
+    )
+}
+
 /// The paper's four parts of a segment, as the seat sees it.
 fn four_parts(r: &SeatRecord) -> String {
     format!(
@@ -424,12 +439,13 @@ fn four_parts(r: &SeatRecord) -> String {
 <section class=\"card part\" id=\"dependencies\"><h2>Verified dependencies</h2>\
 <p class=\"hint\">The steps it builds on, audited in the same session.</p>{}</section>\n\
 <section class=\"card part\" id=\"reasoning\"><h2>Current reasoning</h2>\
-<p class=\"hint\">The step you judge.</p><div class=\"claim\">{}</div></section>\n\
+<p class=\"hint\">The step you judge.</p><div class=\"claim\">{}</div>{}</section>\n\
 <section class=\"card part\" id=\"implications\"><h2>Implications</h2>\
 <p class=\"hint\">Later steps that use this one, as far as this seat may see them.</p>{}</section>\n",
         quotes(&r.givens, "Nothing was sealed with this segment."),
         quotes(&r.premises, "It cites no other audited step."),
         esc(&r.claim),
+        checked(&r.checked),
         quotes(
             &r.implications,
             "No later step citing this one is visible to this seat."

@@ -322,7 +322,22 @@ fn decided_body(
             None => o.decided_at.to_string(),
         },
     );
-    body += "</div>\n<div class=\"card\"><dl class=\"kv\">";
+    body += "</div>\n";
+    // The provider's node names segments by their HDAG ids; others by `#i`.
+    let name = |i: usize| {
+        record
+            .and_then(|r| r.nodes.get(i).cloned())
+            .unwrap_or_else(|| format!("#{i}"))
+    };
+    if let Some(why) = query::explain(o, &name) {
+        let _ = writeln!(
+            body,
+            "<p class=\"why\"><strong>Why {}:</strong> {}</p>",
+            format!("{:?}", o.trace).to_lowercase(),
+            esc(&why)
+        );
+    }
+    body += "<div class=\"card\"><dl class=\"kv\">";
     let _ = write!(
         body,
         "<dt>Failure bound</dt><dd>{}</dd><dt>Error at the conclusion</dt><dd>{}</dd>\

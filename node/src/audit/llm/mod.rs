@@ -185,10 +185,20 @@ impl LlmAuditor {
     }
 
     async fn run(&self, segment: &SegmentView, seed: &Hash) -> Decision {
+        // The givens, then the calculations of the claim the Computer tier found to
+        // hold: checked premises (soundness 1), so the question is only whether the claim
+        // follows, not whether its arithmetic does.
         let base: Vec<(String, f64)> = segment
             .givens
             .iter()
             .map(|g| (g.clone(), self.ares.given_soundness))
+            .chain(
+                segment
+                    .operations
+                    .iter()
+                    .filter(|o| o.decision.vote == trust_protocol::Vote::Valid)
+                    .map(|o| (o.describe(), 1.0)),
+            )
             .collect();
         let derived: Vec<String> = segment
             .premises
@@ -284,6 +294,9 @@ impl Auditor for LlmAuditor {
         parts.extend(segment.premises.iter().map(|p| p.as_bytes()));
         parts.push(b"/givens");
         parts.extend(segment.givens.iter().map(|g| g.as_bytes()));
+        let checked: Vec<String> = segment.operations.iter().map(|o| o.describe()).collect();
+        parts.push(b"/operations");
+        parts.extend(checked.iter().map(|o| o.as_bytes()));
         let key = Hash::of_parts("trust/v1/llm-judgement", &parts);
         let judgement = {
             let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
