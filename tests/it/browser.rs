@@ -105,7 +105,8 @@ fn a_person_logs_in_votes_invalid_on_the_audit_form_and_sees_the_vote_counted() 
     let text = browser.text();
     assert!(text.contains("Audit queue"), "{text}");
 
-    // A trace goes to the network through a validator; its GOAL is a Human segment.
+    // A trace goes to the network through a validator; the steps its Computer and LLM
+    // seats abstain on escalate to the Human tier.
     let trace = example("traces/fraction-correct.txt");
     let r = net
         .post_json(0, "/v1/sessions", &json!({ "trace": trace }))
@@ -194,17 +195,19 @@ fn a_person_logs_in_votes_invalid_on_the_audit_form_and_sees_the_vote_counted() 
     browser.goto(&format!("{base}/audit"));
     let text = browser.text();
     let expired = text.matches("abstained at the deadline").count();
-    let escalated_to_human = outcome["outcome"]["segments"]
+    // Every Human seat but the one the person judged.
+    let unjudged = outcome["outcome"]["segments"]
         .as_array()
         .expect("segments")
         .iter()
-        .filter(|s| s["escalated"] == true && s["tier"] == "Human")
-        .count();
+        .filter(|s| s["tier"] == "Human")
+        .count()
+        - 1;
     assert_eq!(
-        expired, escalated_to_human,
-        "every escalated Human seat nobody judged abstained: {text}\n{outcome}"
+        expired, unjudged,
+        "every Human seat nobody judged abstained: {text}\n{outcome}"
     );
-    if escalated_to_human > 0 {
+    if unjudged > 0 {
         let late = browser.eval(
             "[...document.querySelectorAll('a')].filter(a => a.textContent === 'Progress' \
              && a.closest('tr').textContent.includes('abstained')).map(a => a.href)[0] || ''",
@@ -220,7 +223,7 @@ fn a_person_logs_in_votes_invalid_on_the_audit_form_and_sees_the_vote_counted() 
     assert_eq!(net.counter(human, "trust_human_judged_total"), 1);
     assert_eq!(
         net.counter(human, "trust_human_expired_total"),
-        u64::try_from(escalated_to_human).unwrap()
+        u64::try_from(unjudged).unwrap()
     );
 
     // The LLM seats took part: drawn, committed and revealed (abstentions, with this
@@ -266,10 +269,10 @@ fn a_person_logs_in_votes_invalid_on_the_audit_form_and_sees_the_vote_counted() 
         browser.console_errors
     );
     eprintln!(
-        "browser test: seat queued {:.1}s after submit, segment decided {:.1}s after submit, {} escalated Human seats abstained, {:.1}s in all; screenshots in {}",
+        "browser test: seat queued {:.1}s after submit, segment decided {:.1}s after submit, {} Human seats nobody judged abstained, {:.1}s in all; screenshots in {}",
         queued.as_secs_f64(),
         decided.as_secs_f64(),
-        escalated_to_human,
+        unjudged,
         started.elapsed().as_secs_f64(),
         shots.display()
     );

@@ -19,7 +19,7 @@ use trust_node::audit::{
 };
 use trust_protocol::{Hash, Vote, tx::Tier};
 
-use crate::fixtures::stand_in::{Behaviour, dead, stand_in};
+use crate::fixtures::stand_in::{Behaviour, dead, recording, stand_in};
 
 const DEADLINE: Duration = Duration::from_secs(3);
 
@@ -92,6 +92,51 @@ const MALFORMED: usize = 4;
 /// Slack past the deadline for the judge to return once the deadline fires (not a
 /// performance bound: a seat that missed its deadline would take the whole reply time).
 const SLACK: Duration = Duration::from_secs(2);
+
+/// A STEP's calculations that the Computer tier found to hold reach the model as checked
+/// premises of the prompt context; one that could not be checked does not.
+#[tokio::test]
+async fn the_model_is_shown_the_calculations_the_computer_tier_checked() {
+    use trust_node::audit::judge::{CheckedOperation, Decision};
+    let (url, asked) = recording(Behaviour::Entailed).await;
+    let (j, _) = judge(&url);
+    let mut view = SegmentView {
+        claim: "Mike has 21 + 3 = 24 points.".into(),
+        givens: vec!["Mike has 21 points and Jim has 3 more than Mike.".into()],
+        ..SegmentView::default()
+    };
+    view.operations = vec![
+        CheckedOperation {
+            text: "21 + 3 = 24".into(),
+            decision: Decision {
+                vote: Vote::Valid,
+                reason: "every equality in the step holds".into(),
+            },
+        },
+        CheckedOperation {
+            text: "24 points".into(),
+            decision: Decision::abstain("no equation or calculation found"),
+        },
+    ];
+    let d = j.judge(&view, &Hash::ZERO).await;
+    assert_ne!(d.vote, Vote::Invalid, "{}", d.reason);
+    let asked = asked.lock().unwrap().clone();
+    assert!(!asked.is_empty(), "the model was asked nothing");
+    // Every question put to the model about the claim shows the checked calculation in
+    // the prompt context, and none shows the unchecked one as a premise.
+    let about: Vec<&String> = asked
+        .iter()
+        .filter(|a| a.contains("Mike has 21 + 3 = 24 points."))
+        .collect();
+    assert!(!about.is_empty());
+    for a in &about {
+        assert!(
+            a.contains("`21 + 3 = 24` holds (checked by the Computer tier"),
+            "{a}"
+        );
+        assert!(!a.contains("`24 points`"), "{a}");
+    }
+}
 
 #[tokio::test]
 async fn a_dead_endpoint_makes_the_seat_abstain_after_its_retries() {

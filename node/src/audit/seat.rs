@@ -955,6 +955,114 @@ mod tests {
         }
     }
 
+    /// A stand-in for an LLM judge (named as such: no model runs in this test): votes
+    /// Valid on everything and records each view it is shown.
+    #[derive(Debug, Default)]
+    struct RecordingJudge {
+        seen: std::sync::Mutex<Vec<SegmentView>>,
+    }
+
+    #[async_trait::async_trait]
+    impl Auditor for RecordingJudge {
+        fn tier(&self) -> Tier {
+            Tier::Llm
+        }
+
+        async fn judge(&self, segment: &SegmentView, _seed: &Hash) -> Decision {
+            self.seen
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(segment.clone());
+            Decision {
+                vote: Vote::Valid,
+                reason: "stand-in judge: always Valid".into(),
+            }
+        }
+    }
+
+    /// A word problem on a network of Computer and LLM seats: each STEP's LLM seat is
+    /// shown its calculation with the Computer tier's verdict on it, the same verdict the
+    /// Computer seats reach on the OPERATION; a STEP whose calculation is wrong is voted
+    /// Invalid without asking the judge, and the trace fails.
+    #[tokio::test]
+    async fn a_steps_seat_sees_its_calculations_as_the_computer_seats_judge_them() {
+        let tiers = [
+            Tier::Computer,
+            Tier::Computer,
+            Tier::Computer,
+            Tier::Llm,
+            Tier::Llm,
+            Tier::Llm,
+        ];
+        for (trace, wrong) in [
+            (
+                include_str!("../../../examples/traces/bakery-correct.txt"),
+                false,
+            ),
+            (
+                include_str!("../../../examples/traces/bakery-wrong.txt"),
+                true,
+            ),
+        ] {
+            let mut chain = Chain::with_tiers(&tiers);
+            let (p, blobs, _pd) = provider(&chain);
+            let judge = Arc::new(RecordingJudge::default());
+            let seats: Vec<Node> = (0..tiers.len())
+                .map(|i| {
+                    let n = seat(&chain, i, Some(from_store(blobs.clone())));
+                    if tiers[i] == Tier::Llm {
+                        let j: Arc<dyn Auditor> = judge.clone();
+                        Node {
+                            seat: n.seat.with_judges(vec![j]),
+                            _dir: n._dir,
+                        }
+                    } else {
+                        n
+                    }
+                })
+                .collect();
+            let s = p.submit(trace, None, &chain.contract).await.unwrap();
+            run(&mut chain, &p, &seats, &s.session, 60).await;
+            let o = chain.contract.state().outcomes[&s.session].clone();
+            let verdict = |name: &str| {
+                let i = s.segments.iter().position(|(n, _)| n == name).unwrap();
+                o.segments[i].verdict
+            };
+            let seen = judge.seen.lock().unwrap().clone();
+            let muffins = seen
+                .iter()
+                .find(|v| v.claim.starts_with("The muffins brought in") && !v.claim.contains('\n'));
+            if wrong {
+                // 48 × $3 = $154 does not hold: its STEP's seats vote Invalid on their
+                // own, the judge is never asked, and the error reaches the answer.
+                assert!(muffins.is_none(), "the judge was asked: {muffins:?}");
+                assert_eq!(verdict("O1"), SegmentVerdict::Invalid);
+                assert_eq!(verdict("ST1"), SegmentVerdict::Invalid);
+                assert_eq!(verdict("F1"), SegmentVerdict::Propagated);
+                assert_eq!(o.trace, trust_contracts::TraceVerdict::Fail);
+            } else {
+                let view = muffins.expect("the STEP's seat was shown its claim");
+                assert_eq!(view.operations.len(), 1, "{view:?}");
+                assert_eq!(view.operations[0].text, "48 × $3 = $144");
+                assert_eq!(view.operations[0].decision.vote, Vote::Valid);
+                assert!(
+                    view.operations[0]
+                        .describe()
+                        .starts_with("`48 × $3 = $144` holds (checked by the Computer tier"),
+                    "{}",
+                    view.operations[0].describe()
+                );
+                // The Computer seats reached the same verdict on the OPERATION.
+                assert_eq!(verdict("O1"), SegmentVerdict::Valid);
+                // Every claim judged by a tier that covers it, the conclusion included:
+                // the trace passes (the judge here is a stand-in that approves all).
+                assert_eq!(verdict("F1"), SegmentVerdict::Valid);
+                assert!(o.conclusion_sound);
+                assert_eq!(o.trace, trust_contracts::TraceVerdict::Pass);
+            }
+        }
+    }
+
     #[tokio::test]
     async fn a_seat_judges_its_segments_of_a_session_concurrently() {
         let mut chain = Chain::new(4);

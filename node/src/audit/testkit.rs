@@ -42,6 +42,12 @@ pub(crate) struct Chain {
 impl Chain {
     /// Must be called inside a Tokio runtime: it starts the mempool task.
     pub(crate) fn new(auditors: usize) -> Self {
+        Self::with_tiers(&vec![Tier::Computer; auditors])
+    }
+
+    /// A chain whose auditor `i` is of tier `tiers[i]`.
+    pub(crate) fn with_tiers(tiers: &[Tier]) -> Self {
+        let auditors = tiers.len();
         let me = provider_key();
         let mut accounts = vec![GenesisAccount {
             id: me.public(),
@@ -59,7 +65,7 @@ impl Chain {
             auditors: (0..auditors)
                 .map(|i| GenesisAuditor {
                     id: auditor(i).public(),
-                    tier: Tier::Computer,
+                    tier: tiers[i],
                     expertise: vec!["math".into()],
                     sealing_key: sealing(i).public(),
                 })

@@ -203,6 +203,10 @@ pub fn run_check(args: TraceArgs) -> CliResult {
                 verdict,
                 "left out (another tier); rests on a step that failed".into(),
             ),
+            (None, SegmentVerdict::Invalid | SegmentVerdict::Ungrounded) => (
+                verdict,
+                "left out (another tier); a calculation in it is wrong, so it is too".into(),
+            ),
             (None, _) => (
                 "-".into(),
                 format!(

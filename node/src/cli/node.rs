@@ -619,6 +619,15 @@ pub fn run_submit(args: SubmitArgs) -> CliResult {
         outln!("next: trust-node query {session}");
         return Ok(());
     }
+    // Entry i of the outcome's explanation: the session's segments, then the left-out.
+    let mut names = names;
+    names.extend(
+        r["left_out"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|l| l[0].as_str().unwrap_or("?").to_string()),
+    );
     let deadline = std::time::Instant::now() + Duration::from_secs(args.timeout_secs);
     let mut last = String::new();
     loop {
