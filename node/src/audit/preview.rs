@@ -224,11 +224,20 @@ pub fn explain(t: &TraceTally, beta: Ppm, facts: &[Fact], at: Where) -> Option<S
     };
     let ops: Vec<&Fact> = facts.iter().filter(|f| f.operation).collect();
     if !ops.is_empty() {
-        let hold = ops
-            .iter()
-            .filter(|f| f.verdict == SegmentVerdict::Valid)
-            .count();
-        why.push_str(&format!("; {hold} of {} calculations hold", ops.len()));
+        let count = |v: &[SegmentVerdict]| ops.iter().filter(|f| v.contains(&f.verdict)).count();
+        why.push_str(&format!(
+            "; {} of {} calculations hold",
+            count(&[SegmentVerdict::Valid]),
+            ops.len()
+        ));
+        let wrong = count(&[SegmentVerdict::Invalid, SegmentVerdict::Ungrounded]);
+        if wrong > 0 {
+            why.push_str(&format!(", {wrong} wrong"));
+        }
+        let carried = count(&[SegmentVerdict::Propagated]);
+        if carried > 0 {
+            why.push_str(&format!(", {carried} rest on a step that failed"));
+        }
     }
     Some(why)
 }

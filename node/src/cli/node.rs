@@ -457,14 +457,28 @@ fn print_session(id: &str, s: &client::Json, names: &[String]) {
                     );
                 }
             }
-            let propagated = left
-                .iter()
-                .filter(|l| l["verdict"].as_str() == Some("Propagated"))
-                .count();
-            if propagated > 0 {
-                outln!(
-                    "            {propagated} left-out segment(s) rest on a step that failed (Propagated)"
-                );
+            // Left-out segments are wrong only through a calculation of their own or a
+            // step they rest on.
+            let left_name = |j: usize| name(segs.len().saturating_add(j));
+            let with = |v: &str| -> Vec<String> {
+                left.iter()
+                    .enumerate()
+                    .filter(|(_, l)| l["verdict"].as_str() == Some(v))
+                    .map(|(j, _)| left_name(j))
+                    .collect()
+            };
+            for (v, why) in [
+                ("Invalid", "a calculation in it is wrong"),
+                (
+                    "Ungrounded",
+                    "a calculation in it uses a number nothing gives",
+                ),
+                ("Propagated", "rests on a step that failed"),
+            ] {
+                let names = with(v);
+                if !names.is_empty() {
+                    outln!("left out    {} {v}: {why}", names.join(", "));
+                }
             }
         }
         Some("live") => {

@@ -66,6 +66,9 @@ pub struct Segment {
     pub depends_on: Vec<u16>,
     /// Part of the final output.
     pub conclusion: bool,
+    /// For an OPERATION: the segment whose calculation it checks (it weighs nothing of
+    /// its own).
+    pub supports: Option<u16>,
     /// The blinded id (session segments only).
     pub blinded: Option<Hash>,
     /// Colour.
@@ -106,6 +109,7 @@ fn from_entry(e: &SegmentEntry, tier: Tier, shade: Shade, detail: String) -> Seg
         weight: e.weight,
         depends_on: e.depends_on.clone(),
         conclusion: e.conclusion,
+        supports: e.supports,
         blinded: Some(e.id),
         shade,
         detail,
@@ -124,10 +128,16 @@ fn left_out_segments(m: &SessionManifest, verdicts: Option<&[LeftOutOutcome]>) -
                 weight: l.weight,
                 depends_on: l.depends_on.clone(),
                 conclusion: l.conclusion,
+                supports: l.supports,
                 blinded: None,
-                // Left out, it is never audited; only an error it rests on reaches it.
+                // Left out, it is never audited; only an error it rests on, or one in a
+                // calculation of its own, reaches it.
                 shade: match verdict {
-                    Some(SegmentVerdict::Propagated) => Shade::Propagated,
+                    Some(
+                        v @ (SegmentVerdict::Propagated
+                        | SegmentVerdict::Invalid
+                        | SegmentVerdict::Ungrounded),
+                    ) => shade_of(v),
                     _ => Shade::NotAudited,
                 },
                 detail: match verdict {
@@ -420,15 +430,22 @@ fn segments_section(segments: &[Segment], record: Option<&PageRecord>) -> String
                 seg.blinded.map_or("-".to_string(), |h| short(&h))
             ),
         };
+        // An OPERATION weighs nothing of its own: its STEP's verdict carries it.
+        let (weight, detail) = match seg.supports {
+            Some(step) => (
+                "–".to_string(),
+                format!("calculation of #{step}; {}", seg.detail),
+            ),
+            None => (seg.weight.to_string(), seg.detail.clone()),
+        };
         let _ = write!(
             s,
-            "<tr id=\"seg-{i}\"><td>{i}{}</td><td>{level}</td><td>{:?}</td><td>{}</td><td><span class=\"badge {}\">{}</span></td><td class=\"wrapok\">{}</td>{last}</tr>",
+            "<tr id=\"seg-{i}\"><td>{i}{}</td><td>{level}</td><td>{:?}</td><td>{weight}</td><td><span class=\"badge {}\">{}</span></td><td class=\"wrapok\">{}</td>{last}</tr>",
             if seg.conclusion { " ★" } else { "" },
             seg.tier,
-            seg.weight,
             seg.shade.class(),
             seg.shade.word(),
-            esc(&seg.detail)
+            esc(&detail)
         );
     }
     s += "</tbody></table></div>\n<p class=\"hint\">★ part of the final output.</p>\n";
