@@ -2,9 +2,9 @@
 //! ARES-style error propagation along `depends_on`, the three-valued trace verdict over
 //! the weighted trace quorum `beta`, and Hoeffding's bound in fixed point.
 //!
-//! The functions that turn segment verdicts into a trace verdict are public so that a
-//! node's local preview (`trust-node check`) and quality benchmark decide exactly as the
-//! contract does.
+//! The functions that turn segment verdicts into a trace verdict ([`decide`]) are public
+//! so that a node's local preview (`trust-node check`) and quality benchmark decide
+//! exactly as the contract does.
 
 use trust_protocol::{
     tx::{Tier, dependency_order},
@@ -62,30 +62,17 @@ pub(crate) fn abstained(c: &VoteCounts, q: u8) -> bool {
     c.abstained >= u16::from(q)
 }
 
-/// Final verdicts: a segment that is locally valid or undecided and depends on a failed
-/// one is Propagated (its premises are known to be unsound). `depends_on` only names
-/// earlier segments (checked by the manifest validation), so one pass in order suffices.
-pub fn propagate(local: &[LocalVerdict], deps: &[&[u16]]) -> Vec<SegmentVerdict> {
-    let mut out: Vec<SegmentVerdict> = Vec::with_capacity(local.len());
-    for (i, l) in local.iter().enumerate() {
-        let inherited = deps.get(i).is_some_and(|ds| {
-            ds.iter().any(|d| {
-                out.get(usize::from(*d))
-                    .is_some_and(|v: &SegmentVerdict| v.is_error())
-            })
-        });
-        let v = match l {
-            LocalVerdict::Valid | LocalVerdict::Undecided if inherited => {
-                SegmentVerdict::Propagated
-            }
-            LocalVerdict::Valid => SegmentVerdict::Valid,
-            LocalVerdict::Invalid => SegmentVerdict::Invalid,
-            LocalVerdict::Ungrounded => SegmentVerdict::Ungrounded,
-            LocalVerdict::Undecided => SegmentVerdict::Undecided,
-        };
-        out.push(v);
+/// A segment's final verdict from its own and whether a segment it rests on failed: a
+/// segment that holds or is undecided inherits the error (Propagated); its own error
+/// stays its own.
+fn final_verdict(own: LocalVerdict, inherited: bool) -> SegmentVerdict {
+    match own {
+        LocalVerdict::Valid | LocalVerdict::Undecided if inherited => SegmentVerdict::Propagated,
+        LocalVerdict::Valid => SegmentVerdict::Valid,
+        LocalVerdict::Invalid => SegmentVerdict::Invalid,
+        LocalVerdict::Ungrounded => SegmentVerdict::Ungrounded,
+        LocalVerdict::Undecided => SegmentVerdict::Undecided,
     }
-    out
 }
 
 /// One segment as the trace verdict sees it.
@@ -242,7 +229,7 @@ pub struct Decided {
 /// 1. an OPERATION judged Invalid (or Ungrounded) makes the segment it supports Invalid
 ///    (Ungrounded): that segment asserts a false calculation; a Valid OPERATION changes
 ///    nothing, since a calculation that holds says nothing of the claim around it;
-/// 2. errors propagate along what each entry rests on ([`propagate`]'s rule), taking the
+/// 2. errors propagate along what each entry rests on ([`final_verdict`]'s rule), taking the
 ///    entries in an order where what an entry rests on comes first ([`order`]);
 /// 3. an entry is sound when it is Valid and everything it rests on is sound;
 /// 4. OPERATIONs and honeypots carry no weight and are never the conclusion; the others
@@ -273,15 +260,7 @@ pub fn decide(entries: &[Entry], beta: Ppm) -> Decided {
             .rests_on
             .iter()
             .any(|d| finals.get(*d).is_some_and(|v| v.is_error()));
-        let v = match l {
-            LocalVerdict::Valid | LocalVerdict::Undecided if inherited => {
-                SegmentVerdict::Propagated
-            }
-            LocalVerdict::Valid => SegmentVerdict::Valid,
-            LocalVerdict::Invalid => SegmentVerdict::Invalid,
-            LocalVerdict::Ungrounded => SegmentVerdict::Ungrounded,
-            LocalVerdict::Undecided => SegmentVerdict::Undecided,
-        };
+        let v = final_verdict(l, inherited);
         let grounded = e.rests_on.iter().all(|d| sound.get(*d) == Some(&true));
         if let Some(x) = finals.get_mut(i) {
             *x = v;
@@ -436,14 +415,24 @@ mod tests {
         assert_eq!(local_verdict(&c(2, 2, 0), 2), LocalVerdict::Undecided);
     }
 
+    /// The final verdicts [`decide`] gives entries of these own verdicts and premises.
+    fn finals(local: &[LocalVerdict], deps: &[Vec<usize>]) -> Vec<SegmentVerdict> {
+        let entries: Vec<Entry> = local
+            .iter()
+            .zip(deps)
+            .map(|(l, d)| entry(*l, d.clone()))
+            .collect();
+        decide(&entries, Ppm(600_000)).finals
+    }
+
     #[test]
     fn propagation_follows_dependencies_transitively() {
         use LocalVerdict as L;
         use SegmentVerdict as S;
         let local = [L::Valid, L::Invalid, L::Valid, L::Valid, L::Valid];
-        let deps: Vec<&[u16]> = vec![&[], &[0], &[1], &[2], &[0]];
+        let deps = [vec![], vec![0], vec![1], vec![2], vec![0]];
         assert_eq!(
-            propagate(&local, &deps),
+            finals(&local, &deps),
             vec![S::Valid, S::Invalid, S::Propagated, S::Propagated, S::Valid]
         );
     }
@@ -454,9 +443,9 @@ mod tests {
         use SegmentVerdict as S;
         // A bare final answer nobody could judge, resting on an Invalid step.
         let local = [L::Valid, L::Invalid, L::Undecided, L::Undecided];
-        let deps: Vec<&[u16]> = vec![&[], &[0], &[1], &[0]];
+        let deps = [vec![], vec![0], vec![1], vec![0]];
         assert_eq!(
-            propagate(&local, &deps),
+            finals(&local, &deps),
             vec![S::Valid, S::Invalid, S::Propagated, S::Undecided]
         );
     }

@@ -29,7 +29,7 @@ use trust_protocol::Vote;
 
 use super::{
     Judgement,
-    expr::{Expr, Rational},
+    expr::{Expr, Rational, gcd},
     logic::{self, F},
     read, show,
 };
@@ -586,17 +586,6 @@ fn simplify_answer(num: i128, den: i128, answer: &str) -> Option<Judgement> {
             format!("{num}/{den} in lowest terms is {}", show(target)),
         )
     })
-}
-
-fn gcd(mut a: i128, mut b: i128) -> i128 {
-    a = a.saturating_abs();
-    b = b.saturating_abs();
-    while b != 0 {
-        let t = a % b;
-        a = b;
-        b = t;
-    }
-    a
 }
 
 fn premises_answer(

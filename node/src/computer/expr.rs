@@ -51,9 +51,10 @@ pub(crate) struct Rational {
     den: i128,
 }
 
-fn gcd(mut a: i128, mut b: i128) -> i128 {
-    a = a.abs();
-    b = b.abs();
+/// The greatest common divisor of `|a|` and `|b|` (saturating at `i128::MAX`).
+pub(crate) fn gcd(mut a: i128, mut b: i128) -> i128 {
+    a = a.saturating_abs();
+    b = b.saturating_abs();
     while b != 0 {
         let t = a % b;
         a = b;
