@@ -9,6 +9,7 @@
 //! | `swarm` | our libp2p swarm actor in-process: gossip, Kademlia, bans, sync, Bitswap, and a real Kubo fetching a block from us |
 //! | `kubo_rpc` | the Kubo RPC client against a stand-in server (no Kubo HTTP API can run here) |
 //! | `llm_endpoints` | an LLM seat against misbehaving stand-in endpoints |
+//! | `llm_injection` | a step that instructs the LLM judge, against a gullible stand-in model: the old question and fixed probes vote it Valid, a seat does not |
 //! | `llm_model` | an LLM seat through a real llama.cpp server |
 //!
 //! The network scenarios run the `trust-node` binary next to this test binary
@@ -20,6 +21,7 @@ mod browser;
 mod fixtures;
 mod kubo_rpc;
 mod llm_endpoints;
+mod llm_injection;
 mod llm_model;
 mod network;
 mod swarm;

@@ -796,6 +796,45 @@ mod tests {
         );
     }
 
+    /// Issue 26 (finding 6): a segment's id binds the context sealed with it. With the
+    /// opened mapping, each segment's document (honeypots included) reproduces the id on
+    /// the ledger, and the same claim with another given or another operation does not.
+    #[tokio::test]
+    async fn the_opened_mapping_and_a_segments_document_reproduce_its_id() {
+        let (p, mut chain, _dir) = provider(3);
+        let s = p.submit(TRACE, None, &chain.contract).await.unwrap();
+        chain.block().await; // OpenSession included
+        let r = p.load(&s.session).unwrap();
+        assert!(!r.honeypots.is_empty(), "honeypots are checked too");
+        // The mapping is the one the ledger's commitment opens to.
+        let sess = &chain.contract.state().sessions[&s.session];
+        assert_eq!(
+            submit::mapping_commitment(&r.mapping, &r.mapping_salt),
+            sess.manifest.mapping_commitment
+        );
+        for (i, g) in sess.segments.iter().enumerate() {
+            let blob = p.blobs.get(&r.cids[i]).unwrap().unwrap();
+            let plain = decrypt_segment(&r.keys[i], &g.entry.id, &blob).unwrap();
+            let doc = SegmentDoc::from_bytes(&plain).unwrap();
+            assert!(
+                !doc.given.is_empty(),
+                "the problem statement is sealed with it"
+            );
+            let salt = &r.mapping[i].salt;
+            assert_eq!(submit::blinded_id(salt, &doc), g.entry.id, "segment {i}");
+            let mut other = doc.clone();
+            other.given[0].push_str(" And x is 15.");
+            assert_ne!(submit::blinded_id(salt, &other), g.entry.id);
+            let mut other = doc.clone();
+            other.operations.push("2 + 2 = 4".into());
+            assert_ne!(submit::blinded_id(salt, &other), g.entry.id);
+            // A given moved into the operations is another document too.
+            let mut other = doc.clone();
+            other.operations.insert(0, other.given.remove(0));
+            assert_ne!(submit::blinded_id(salt, &other), g.entry.id);
+        }
+    }
+
     #[tokio::test]
     async fn bad_input_is_refused_and_nothing_is_stored() {
         let (p, chain, _dir) = provider(3);

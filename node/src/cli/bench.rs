@@ -108,7 +108,9 @@ fn run_llm(args: &QualityArgs, text: &str) -> CliResult {
         },
         ..AresParams::default()
     };
-    let judge = LlmAuditor::new(client, ares, Duration::from_secs(300));
+    // A fixed probe key: two runs over the same corpus ask the same probes, so their
+    // figures compare. Nobody writes a corpus against it.
+    let judge = LlmAuditor::new(client, ares, Duration::from_secs(300)).with_probe_key([0; 32]);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

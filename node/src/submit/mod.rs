@@ -2,8 +2,9 @@
 //! the blob store, without revealing the trace.
 //!
 //! [`prepare`] orders the segments so dependencies come first, gives each a blinded id
-//! `H(salt_i, content)` (fresh salt per segment, so equal steps in two traces do not
-//! match), encrypts each with its own key (id as associated data), and builds the
+//! ([`blinded_id`]: a hash of a fresh salt and of everything sealed in the segment, the
+//! claim with its givens and operations, so equal steps in two traces do not match),
+//! encrypts each with its own key (id as associated data), and builds the
 //! [`SessionManifest`]: ids, levels, tiers, weights, `depends_on` indices and ciphertext
 //! CIDs, plus a commitment to the segment → trace mapping that the provider opens at tally
 //! time. The segment keys stay with the provider until seats are drawn, when each is
@@ -399,9 +400,36 @@ pub fn restrict(hdag: &Hdag, keep: impl Fn(Tier) -> bool) -> Restricted {
     }
 }
 
-/// `H("trust/v1/segment-id", salt, content)`.
-pub fn blinded_id(salt: &Salt, content: &str) -> Hash {
-    Hash::of_parts("trust/v1/segment-id", &[salt.as_ref(), content.as_bytes()])
+/// A segment's blinded id: `H("trust/v2/segment-id", salt, doc_digest(doc))`. It binds
+/// the segment to everything sealed with it, not to its claim alone: the context a seat
+/// was shown (the givens, the operations) is part of the id, and the id is the associated
+/// data of the segment's encryption, so a seat decrypts only a document sealed under the
+/// manifest's id. Once the provider opens its mapping (each segment's HDAG node and salt:
+/// [`MappingEntry`], whose hash the `RevealMapping` transaction opens against the
+/// manifest's mapping commitment, see [`mapping_commitment`]), anyone holding a segment's
+/// document (a seat that decrypted it, or the provider showing it) checks
+/// `blinded_id(&entry.salt, &doc) == manifest.segments[i].id`. One id matches one
+/// document: a provider cannot later claim it showed a seat another context, nor show two
+/// seats of a segment two documents under keys crafted to open one ciphertext both ways
+/// (XChaCha20-Poly1305 does not commit to its key).
+pub fn blinded_id(salt: &Salt, doc: &SegmentDoc) -> Hash {
+    Hash::of_parts(
+        "trust/v2/segment-id",
+        &[salt.as_ref(), doc_digest(doc).as_ref()],
+    )
+}
+
+/// The digest of a segment document: its claim, then its givens and its operations, each
+/// list with its length first, so no two documents share a digest by moving text
+/// between fields.
+pub fn doc_digest(doc: &SegmentDoc) -> Hash {
+    let givens = (doc.given.len() as u64).to_le_bytes();
+    let operations = (doc.operations.len() as u64).to_le_bytes();
+    let mut parts: Vec<&[u8]> = vec![doc.claim.as_bytes(), &givens];
+    parts.extend(doc.given.iter().map(|g| g.as_bytes()));
+    parts.push(&operations);
+    parts.extend(doc.operations.iter().map(|o| o.as_bytes()));
+    Hash::of_parts("trust/v1/segment-doc", &parts)
 }
 
 /// The hash a provider reveals on chain for its mapping: `sha256(encode(mapping))`.
@@ -572,12 +600,12 @@ pub fn prepare_with(
         rng.fill_bytes(&mut nonce);
         rng.fill_bytes(&mut hp_salt);
         let salt = Salt(salt);
-        let id = blinded_id(&salt, &claim);
         let doc = SegmentDoc {
             claim,
             given: givens.get(&node.id).cloned().unwrap_or_default(),
             operations: r.operations.get(&node.id).cloned().unwrap_or_default(),
         };
+        let id = blinded_id(&salt, &doc);
         let ciphertext = encrypt_segment(&key, &nonce, &id, &doc.to_bytes())?;
         let cid = Cid::of(&ciphertext);
         let tier = Tier::from(node.primary_auditor);

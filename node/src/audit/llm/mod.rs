@@ -7,6 +7,11 @@
 //! segment's own claim, judged last. Its stability score becomes a vote through the
 //! configured thresholds, or an abstention in between.
 //!
+//! Text from the trace reaches the model as data in delimited, encoded fields
+//! ([`prompt`]), and the consistency probes ([`probe`]) are drawn from a probe seed that
+//! mixes the seat seed with a secret key of this judge, so a step can neither pass for
+//! part of the prompt nor know the probes it will meet.
+//!
 //! A seat never stalls a session: the whole judgement runs under a deadline shorter than
 //! the commit window, and a dead, slow, garbage-speaking or oversized endpoint ends in an
 //! abstention (committed and revealed like any vote) with the reason, never in a panic.
@@ -70,6 +75,9 @@ pub struct LlmAuditor {
     client: ChatClient,
     ares: AresParams,
     deadline: Duration,
+    /// Mixed into every seat's probe seed ([`probe`]): the seat seed is public, this is
+    /// not, so a trace's author cannot compute the probes its steps will meet.
+    probe_key: [u8; 32],
     /// Running and recent judgements by seat seed and segment view: one seat asked twice
     /// costs one judgement, and gets the same decision.
     recent: Arc<Mutex<VecDeque<(Hash, Judgement)>>>,
@@ -89,15 +97,31 @@ impl std::fmt::Debug for LlmAuditor {
 
 impl LlmAuditor {
     /// A judge asking through `client`, scoring with `ares`, and abstaining when a
-    /// judgement takes longer than `deadline`.
+    /// judgement takes longer than `deadline`; its probe key is drawn afresh.
     pub fn new(client: ChatClient, ares: AresParams, deadline: Duration) -> Self {
         Self {
             client,
             ares,
             deadline,
+            probe_key: rand::random(),
             recent: Arc::new(Mutex::new(VecDeque::with_capacity(KEEP_JUDGEMENTS))),
             calibration: Arc::new(Mutex::new(None)),
         }
+    }
+
+    /// The same judge with `key` as its probe key: runs that must repeat (benchmarks,
+    /// tests) fix it; a seat's judge keeps the one drawn by [`LlmAuditor::new`].
+    pub fn with_probe_key(mut self, key: [u8; 32]) -> Self {
+        self.probe_key = key;
+        self
+    }
+
+    /// The seed of the probes this judge asks for the seat with seed `seed`.
+    fn probe_seed(&self, seed: &Hash) -> Hash {
+        Hash::of_parts(
+            "trust/v1/llm-probe-seed",
+            &[self.probe_key.as_slice(), seed.as_ref()],
+        )
     }
 
     /// The model's calibration ([`calibrate`]): the finished one, or the running one
@@ -243,7 +267,8 @@ impl LlmAuditor {
                         reason: scored,
                     };
                 }
-                let checked = probe::check(self, &base, &derived, vote).await;
+                let checked =
+                    probe::check(self, &base, &derived, vote, &self.probe_seed(seed)).await;
                 let m = self.client.metrics();
                 m.probes.fetch_add(checked.asked as u64, Ordering::Relaxed);
                 if checked.outcome.is_err() {
