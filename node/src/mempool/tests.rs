@@ -372,25 +372,37 @@ fn unpayable_spam_from_fresh_keys_is_refused_and_honest_transactions_are_propose
     assert_eq!(block.txs.len(), 3);
 }
 
+/// An honest key and four keys named `name0..3`, each holding `balance`, and a pool in
+/// which the four filled their nonce windows with transfers of 1 to a sink.
+fn four_full_windows(
+    name: &str,
+    balance: u64,
+) -> (Keypair, Vec<Keypair>, AccountId, Contract, Mempool) {
+    let honest = Keypair::from_label("honest");
+    let sink = Keypair::from_label("sink").public();
+    let four: Vec<Keypair> = (0..4)
+        .map(|i| Keypair::from_label(&format!("{name}{i}")))
+        .collect();
+    let mut keys: Vec<&Keypair> = four.iter().collect();
+    keys.push(&honest);
+    let c = funded(&keys, balance);
+    let mut m = Mempool::new(10_000);
+    for k in &four {
+        for n in 0..=MAX_NONCE_AHEAD {
+            m.insert(transfer(k, sink, 1, n), &c).unwrap();
+        }
+    }
+    (honest, four, sink, c, m)
+}
+
 /// Senders that could pay when their transactions were pooled, then spent elsewhere what
 /// they had promised (a second signature for their first nonce, included by another
 /// proposer): the block that includes it prunes everything they can no longer pay for,
 /// and each is charged a failure.
 #[test]
 fn senders_that_spend_elsewhere_lose_their_pooled_transactions() {
-    let honest = Keypair::from_label("honest");
-    let sink = Keypair::from_label("sink").public();
-    let attackers: Vec<Keypair> = (0..4)
-        .map(|i| Keypair::from_label(&format!("spender{i}")))
-        .collect();
-    let mut keys: Vec<&Keypair> = attackers.iter().collect();
-    keys.push(&honest);
-    let c = funded(&keys, 513);
-    let mut m = Mempool::new(10_000);
+    let (honest, attackers, sink, c, mut m) = four_full_windows("spender", 513);
     for k in &attackers {
-        for n in 0..=MAX_NONCE_AHEAD {
-            m.insert(transfer(k, sink, 1, n), &c).unwrap();
-        }
         // The 514th unit is not there.
         assert!(matches!(
             m.insert(transfer(k, sink, 2, 0), &c),
@@ -422,20 +434,7 @@ fn senders_that_spend_elsewhere_lose_their_pooled_transactions() {
 /// time, so the honest transactions are in it, near the front.
 #[test]
 fn proposals_interleave_senders_and_cap_each() {
-    let honest = Keypair::from_label("honest");
-    let sink = Keypair::from_label("sink").public();
-    let busy: Vec<Keypair> = (0..4)
-        .map(|i| Keypair::from_label(&format!("busy{i}")))
-        .collect();
-    let mut keys: Vec<&Keypair> = busy.iter().collect();
-    keys.push(&honest);
-    let c = funded(&keys, 1_000_000);
-    let mut m = Mempool::new(10_000);
-    for k in &busy {
-        for n in 0..=MAX_NONCE_AHEAD {
-            m.insert(transfer(k, sink, 1, n), &c).unwrap();
-        }
-    }
+    let (honest, busy, sink, c, mut m) = four_full_windows("busy", 1_000_000);
     let mine: Vec<SignedTx> = (0..5).map(|n| transfer(&honest, sink, 1, n)).collect();
     for tx in &mine {
         m.insert(tx.clone(), &c).unwrap();
