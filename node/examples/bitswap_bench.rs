@@ -11,7 +11,7 @@ use futures::{StreamExt, stream};
 use libp2p::{identity, multiaddr::Protocol};
 use trust_node::{
     blobs::BlobStore,
-    net::{self, NetConfig, NetHandler, NetMetrics, SyncStatus, TxVerdict},
+    net::{self, NetConfig, NetHandler, NetMetrics, SyncStatus, TxCheck, TxVerdict},
 };
 use trust_protocol::{Hash, cid::Cid, tx::SignedTx};
 
@@ -19,8 +19,8 @@ use trust_protocol::{Hash, cid::Cid, tx::SignedTx};
 struct Quiet;
 
 impl NetHandler for Quiet {
-    fn on_tx(&self, _: libp2p::PeerId, _: SignedTx) -> Result<(), TxVerdict> {
-        Err(TxVerdict::Ignore)
+    fn on_tx(&self, _: libp2p::PeerId, _: SignedTx) -> TxCheck {
+        Err(TxVerdict::Ignore).into()
     }
     fn sync_status(&self) -> SyncStatus {
         SyncStatus {
@@ -28,7 +28,7 @@ impl NetHandler for Quiet {
             tip: Hash::ZERO,
         }
     }
-    fn sync_blocks(&self, _: u64, _: u32) -> Vec<Vec<u8>> {
+    fn sync_blocks(&self, _: u64, _: u32, _: usize) -> Vec<Vec<u8>> {
         Vec::new()
     }
 }

@@ -43,6 +43,13 @@ pub struct NodeConfig {
     pub snapshot_every: u64,
     /// Most transactions the mempool holds.
     pub mempool_max: usize,
+    /// Most bytes of encoded transactions the mempool holds; when full it evicts from the
+    /// sender ranked lowest (failing senders first, then the largest holder). Default
+    /// 64 MiB.
+    pub mempool_max_bytes: usize,
+    /// Peers from one IP address this node keeps connected, validators and bootstrap
+    /// peers not counted (they always have a slot). Default 8.
+    pub max_peers_per_ip: usize,
     /// Least time between blocks, in milliseconds (consensus waits this long after a
     /// decision before starting the next height).
     pub block_time_ms: u64,
@@ -148,6 +155,8 @@ impl Default for NodeConfig {
             consensus_bootstrap: Vec::new(),
             snapshot_every: 100,
             mempool_max: 10_000,
+            mempool_max_bytes: crate::mempool::DEFAULT_MAX_BYTES,
+            max_peers_per_ip: crate::net::DEFAULT_MAX_PEERS_PER_IP,
             block_time_ms: 1_000,
             propose_timeout_ms: None,
             vote_timeout_ms: None,

@@ -12,7 +12,7 @@
 //!
 //! | stage | tasks | what they do |
 //! |---|---|---|
-//! | `intake` | `api`, `net`, `gossip`, `peers` | the HTTP API and the audit form; our libp2p swarm (gossip in, sync, Bitswap); gossiping this node's admitted transactions; polling peers' heights |
+//! | `intake` | `api`, `net`, `gossip`, `peers` (test builds: `spam`) | the HTTP API and the audit form; our libp2p swarm (gossip in, sync, Bitswap); gossiping this node's admitted transactions; polling peers' heights |
 //! | `duties` | `seats`, `llm-probe` | provider and seat duties on each decided block (votes run as child tasks); the LLM endpoint's health |
 //! | `consensus` | `consensus` | the Malachite engine and the driver that commits its decisions |
 //! | `mempool` | `mempool` | the mempool's owner |
@@ -29,12 +29,13 @@ use std::{
     time::Duration,
 };
 
+use futures::FutureExt;
 use libp2p::{Multiaddr, PeerId};
 use tokio::sync::{broadcast, mpsc, watch};
 use tracing::{Instrument, debug, info, warn};
 use trust_contracts::Contract;
 use trust_protocol::{
-    AccountId, Hash, encoding,
+    AccountId, Hash,
     tx::{Call, SignedTx},
 };
 
@@ -59,7 +60,10 @@ use crate::{
     ledger::Ledger,
     mempool::{self, MempoolError, Pool},
     metrics::MetricsSource,
-    net::{self, NetConfig, NetHandle, NetHandler, NetMetrics, SyncStatus, TxVerdict},
+    net::{
+        self, NetConfig, NetHandle, NetHandler, NetMetrics, SyncStatus, TxCheck, TxVerdict,
+        sync::MAX_BLOCKS_PER_REQUEST,
+    },
     tasks::{Ended, Stop, TaskResult, Tasks},
     view::{ChainPublisher, ChainView, ChainWatch, PeerPublisher, PeerView, latest},
     web::{
@@ -196,8 +200,9 @@ pub fn restore(ledger: &Ledger, doc: &GenesisDoc) -> Result<Restored, DaemonErro
 }
 
 /// Admits gossiped transactions into the mempool and serves blocks to peers. Runs inside
-/// the swarm task, so it never waits: it judges a transaction on the latest chain view
-/// and hands it to the mempool task without awaiting the reply.
+/// the swarm task, so it never waits: it judges a transaction on the latest chain view,
+/// then hands it to the mempool task and gives the swarm the verdict to come (the pool
+/// alone knows what the sender has pooled already).
 #[derive(Debug)]
 struct Handler {
     chain: ChainWatch,
@@ -205,33 +210,52 @@ struct Handler {
     ledger: Ledger,
 }
 
+/// How a transaction the mempool refused counts against the peer that gossiped it: not at
+/// all when it is harmless or may fit once this node has seen the next block, a flood
+/// point when it is junk on this state (an honest peer a block ahead causes a few), a
+/// strike when it is invalid data.
+fn gossip_verdict(e: &MempoolError) -> TxVerdict {
+    match e {
+        MempoolError::Duplicate
+        | MempoolError::Stale { .. }
+        | MempoolError::TooFarAhead { .. }
+        | MempoolError::Expired(_)
+        | MempoolError::NotYet(_)
+        | MempoolError::Full(_)
+        | MempoolError::Stopped => TxVerdict::Ignore,
+        MempoolError::Unaffordable { .. } | MempoolError::Unfit(_) => {
+            TxVerdict::Refuse(e.to_string())
+        }
+        _ => TxVerdict::Reject(e.to_string()),
+    }
+}
+
 impl NetHandler for Handler {
-    fn on_tx(&self, _from: PeerId, tx: SignedTx) -> Result<(), TxVerdict> {
+    fn on_tx(&self, _from: PeerId, tx: SignedTx) -> TxCheck {
         let view = latest(&self.chain);
         // The swarm verified the signature before handing the transaction over
         // (net::gossip::check_tx); it is not verified twice more here and in the pool.
         let checked = mempool::Signature::Checked;
-        match mempool::admissible_as(&tx, &view.contract, checked) {
-            Ok(()) => {
-                if self.pool.offer_as(tx, checked) {
-                    Ok(())
-                } else {
-                    // Not taken (the pool's queue is full, or it stopped): not forwarded
-                    // either, and the peer did nothing wrong.
-                    debug!("mempool busy; gossiped transaction ignored");
-                    Err(TxVerdict::Ignore)
+        if let Err(e) = mempool::admissible_as(&tx, &view.contract, checked) {
+            return TxCheck::Now(Err(gossip_verdict(&e)));
+        }
+        match self.pool.offer_checked(tx) {
+            Some(verdict) => TxCheck::Later(
+                async move {
+                    match verdict.await {
+                        Ok(Ok(_)) => Ok(()),
+                        Ok(Err(e)) => Err(gossip_verdict(&e)),
+                        Err(_) => Err(TxVerdict::Ignore),
+                    }
                 }
+                .boxed(),
+            ),
+            None => {
+                // Not taken (the pool's queue is full, or it stopped): not forwarded
+                // either, and the peer did nothing wrong.
+                debug!("mempool busy; gossiped transaction ignored");
+                TxCheck::Now(Err(TxVerdict::Ignore))
             }
-            // Harmless: one already in a block, one too far ahead, or one that expired
-            // on its way here.
-            Err(
-                MempoolError::Duplicate
-                | MempoolError::Stale { .. }
-                | MempoolError::TooFarAhead { .. }
-                | MempoolError::Expired(_)
-                | MempoolError::Stopped,
-            ) => Err(TxVerdict::Ignore),
-            Err(e) => Err(TxVerdict::Reject(e.to_string())),
         }
     }
 
@@ -243,15 +267,11 @@ impl NetHandler for Handler {
         }
     }
 
-    fn sync_blocks(&self, from: u64, max: u32) -> Vec<Vec<u8>> {
-        let mut out = Vec::new();
-        for h in from..from.saturating_add(u64::from(max.min(64))) {
-            match self.ledger.block(h) {
-                Ok(Some(b)) => out.push(encoding::encode(&b)),
-                _ => break,
-            }
-        }
-        out
+    fn sync_blocks(&self, from: u64, max: u32, budget: usize) -> Vec<Vec<u8>> {
+        // Stored bytes as they are: their sizes bound the answer before anything is decoded.
+        self.ledger
+            .raw_blocks(from, max.min(MAX_BLOCKS_PER_REQUEST), budget)
+            .unwrap_or_default()
     }
 }
 
@@ -580,19 +600,47 @@ async fn duties(
     }
 }
 
+/// What a test build's node does wrong on purpose ([`BEHAVIOUR_ENV`]).
+#[cfg(feature = "misbehave")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TestBehaviour {
+    /// Its seats misbehave (`crate::audit::misbehave`).
+    Seat(crate::audit::misbehave::Behaviour),
+    /// It floods the network with unpayable transactions from fresh keys
+    /// (`crate::net::spam`).
+    Spammer,
+    /// It streams forged proposals in rounds it does not propose
+    /// (`crate::consensus::forge`).
+    ProposalForger,
+}
+
+#[cfg(feature = "misbehave")]
+impl TestBehaviour {
+    fn parse(name: &str) -> Result<Self, String> {
+        match name.trim() {
+            "spammer" => Ok(TestBehaviour::Spammer),
+            "proposal-forger" => Ok(TestBehaviour::ProposalForger),
+            other => other
+                .parse()
+                .map(TestBehaviour::Seat)
+                .map_err(|e| format!("{e}; or a node behaviour: spammer, proposal-forger")),
+        }
+    }
+}
+
 /// The test behaviour [`BEHAVIOUR_ENV`] names, announced loudly (test builds only). A
 /// name that is not a behaviour stops the node.
 #[cfg(feature = "misbehave")]
-fn test_behaviour() -> Result<Option<crate::audit::misbehave::Behaviour>, DaemonError> {
+fn test_behaviour() -> Result<Option<TestBehaviour>, DaemonError> {
     let Ok(name) = std::env::var(BEHAVIOUR_ENV) else {
         return Ok(None);
     };
-    let b: crate::audit::misbehave::Behaviour = name
-        .parse()
+    let b = TestBehaviour::parse(&name)
         .map_err(|e| DaemonError::Home(format!("{BEHAVIOUR_ENV}: {e}")))?;
     warn!(
-        behaviour = %b,
-        "THIS NODE'S SEATS MISBEHAVE ON PURPOSE ({BEHAVIOUR_ENV}={b}): a test build, never for a real network"
+        behaviour = %name.trim(),
+        "THIS NODE IS SET TO MISBEHAVE ON PURPOSE ({BEHAVIOUR_ENV}={}): a test build, never for a real network",
+        name.trim()
     );
     Ok(Some(b))
 }
@@ -724,7 +772,8 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
     info!(height = tip.height, state_root = %restored.state_root, chain = %chain_id, "state restored from the ledger");
     // The chain view's one writer is the consensus driver; it gets the publisher below.
     let (chain_view, chain) = ChainPublisher::new(restored);
-    let (pool, pool_task) = Pool::new(cfg.mempool_max, chain.clone());
+    let (pool, pool_task) =
+        Pool::with_limits(cfg.mempool_max, cfg.mempool_max_bytes, chain.clone());
     let (peer_view, peers) = PeerPublisher::new();
     let (llm_status, llm_watch) = watch::channel(None);
 
@@ -756,6 +805,15 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
             max_peers: net::DEFAULT_MAX_PEERS,
             blobs: Some(blobs.clone()),
             blob_fetch_timeout: net::BLOB_FETCH_TIMEOUT,
+            max_peers_per_ip: cfg.max_peers_per_ip,
+            // The validators' node ids are their account keys: known from genesis.
+            reserved: doc
+                .validators
+                .iter()
+                .filter_map(net::validator_peer)
+                .collect(),
+            sync_rate: net::DEFAULT_SYNC_RATE,
+            ban_duration: net::BAN_DURATION,
         },
         Arc::new(Handler {
             chain: chain.clone(),
@@ -808,6 +866,8 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
             ),
             snapshot_every: cfg.snapshot_every,
             sync_interval: Duration::from_millis(cfg.sync_interval_ms),
+            #[cfg(feature = "misbehave")]
+            forge: behaviour == Some(TestBehaviour::ProposalForger),
         },
         &db,
         chain_view,
@@ -819,6 +879,17 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
     let decided = running.decided.clone();
     let blocks = decided.subscribe();
     tasks.spawn(ordering, "consensus", |stop| running.run(stop));
+
+    #[cfg(feature = "misbehave")]
+    if behaviour == Some(TestBehaviour::Spammer) {
+        let (spam_net, spammer) = (
+            net.clone(),
+            net::spam::Spammer::new(keys.account_id().as_bytes()),
+        );
+        tasks.spawn(intake, "spam", move |stop| {
+            net::spam::run(spam_net, spammer, stop)
+        });
+    }
 
     // Transactions admitted through the API or signed by the outbox are gossiped.
     let (gossip_tx, gossip_rx) = mpsc::channel::<SignedTx>(GOSSIP_QUEUE);
@@ -926,8 +997,8 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
     let seat = seat.with_judges(judges);
     #[cfg(feature = "misbehave")]
     let seat = match behaviour {
-        Some(b) => seat.with_behaviour(b),
-        None => seat,
+        Some(TestBehaviour::Seat(b)) => seat.with_behaviour(b),
+        _ => seat,
     };
     let judging = Judging {
         seat: Arc::new(seat),
@@ -1124,6 +1195,59 @@ mod tests {
         let (doc, key) = doc();
         let (root, states) = chain(&ledger, &doc, &key);
         (dir, ledger, doc, key, root, states)
+    }
+
+    /// A gossiped transaction the mempool refuses counts against its forwarder by what
+    /// it is: harmless (or "not yet") costs nothing, junk a flood point, bad data a strike.
+    #[test]
+    fn refusals_count_against_the_forwarder_by_kind() {
+        let cases = [
+            (MempoolError::Duplicate, TxVerdict::Ignore),
+            (
+                MempoolError::TooFarAhead { got: 900, next: 0 },
+                TxVerdict::Ignore,
+            ),
+            (MempoolError::NotYet("seats"), TxVerdict::Ignore),
+            (MempoolError::Full("share"), TxVerdict::Ignore),
+        ];
+        for (e, v) in cases {
+            assert_eq!(gossip_verdict(&e), v, "{e}");
+        }
+        let junk = MempoolError::Unaffordable {
+            what: "balance",
+            need: 1,
+            have: 0,
+        };
+        assert!(matches!(gossip_verdict(&junk), TxVerdict::Refuse(_)));
+        assert!(matches!(
+            gossip_verdict(&MempoolError::Unfit("no seat")),
+            TxVerdict::Refuse(_)
+        ));
+        assert!(matches!(
+            gossip_verdict(&MempoolError::BadSignature),
+            TxVerdict::Reject(_)
+        ));
+    }
+
+    #[cfg(feature = "misbehave")]
+    #[test]
+    fn node_and_seat_behaviours_are_named_alike() {
+        assert_eq!(TestBehaviour::parse("spammer"), Ok(TestBehaviour::Spammer));
+        assert_eq!(
+            TestBehaviour::parse(" proposal-forger "),
+            Ok(TestBehaviour::ProposalForger)
+        );
+        assert_eq!(
+            TestBehaviour::parse("rubber-stamp"),
+            Ok(TestBehaviour::Seat(
+                crate::audit::misbehave::Behaviour::RubberStamp
+            ))
+        );
+        let e = TestBehaviour::parse("forger").unwrap_err();
+        assert!(
+            e.contains("proposal-forger") && e.contains("malicious"),
+            "{e}"
+        );
     }
 
     #[test]

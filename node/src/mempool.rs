@@ -1,37 +1,77 @@
 //! The mempool: signed transactions waiting for a block.
 //!
 //! Malachite has no mempool; ours is fed by gossip and the HTTP API and drained when this
-//! node proposes. Admission checks what needs no execution: size, signature, format, a
-//! nonce at or above the sender's next nonce and at most [`MAX_NONCE_AHEAD`] beyond it,
-//! and that the call has not [`expired`] (a vote for a session already decided can never
-//! apply). Entries are deduplicated by transaction id; for one (sender, nonce) the sender's
+//! node proposes. Transactions carry no fee, and none is added: spam is priced by
+//! affordability, bounded per sender, and evicted when it fails, so that whoever sends
+//! transactions that never apply loses their place to those whose transactions do.
+//!
+//! Admission checks, cheapest first: size, signature, format, a nonce at or above the
+//! sender's next nonce and at most [`MAX_NONCE_AHEAD`] beyond it, that the call has not
+//! [`expired`] (a vote for a session already decided can never apply), that it fits the
+//! sender's standing ([`unfit`]: a commitment needs a seat, a key delivery the session's
+//! provider, a withdrawal a released unbonding), and that the sender can pay for it
+//! ([`Cost`]): the balance the contract would charge (a transfer's amount, a bond, a
+//! session's fee in escrow) and the stake it would unbond, for this transaction and every
+//! one of the sender's pooled before it, in nonce order. A sender with nothing can
+//! therefore pool nothing but what its seats or sessions owe.
+//!
+//! Entries are deduplicated by transaction id; for one (sender, nonce) the sender's
 //! latest signature replaces the earlier one, so a sender can fill the nonce of a
-//! transaction that can no longer apply and free the ones after it on every node. The pool
-//! is bounded; when full, the oldest entry is evicted (transactions carry no gas fee to rank
-//! by, so age is the order). After every block, included and expired entries are pruned.
+//! transaction that can no longer apply and free the ones after it on every node.
+//!
+//! The pool ([`Mempool`], in `store.rs`) is bounded by count and by bytes. When full, it
+//! evicts from the sender ranked lowest: one whose transactions keep failing first, then
+//! the one holding the most bytes, from its highest nonce down (never a hole at the front
+//! of a sender's queue). A transaction refused when a proposal is built, or that makes a
+//! proposed block fail on its own, is evicted and counts against its sender; a sender with
+//! [`DEPRIORITISED_AT`] failures gets candidate slots only after everyone else and may pool
+//! at most [`DEPRIORITISED_POOL`] transactions, until its transactions apply again.
+//! Proposals take at most [`MAX_CANDIDATES_PER_SENDER`] transactions per sender,
+//! interleaved one by one across senders, so a few senders cannot take every slot. After
+//! every block, included, expired and no longer affordable entries are pruned.
 //!
 //! One task owns the pool ([`PoolTask`]); the rest of the node holds a [`Pool`] handle.
 
 mod pool;
+mod store;
 
-use std::collections::{BTreeMap, HashMap};
+#[cfg(test)]
+mod tests;
 
 use trust_contracts::{Contract, Phase, State, TxError};
 use trust_protocol::{
-    AccountId, Hash,
+    AccountId,
     block::MAX_TX_BYTES,
     encoding,
     tx::{Call, SignedTx},
 };
 
-pub use self::pool::{AccountPool, COMMAND_CAPACITY, Pool, PoolTask};
+pub use self::{
+    pool::{AccountPool, COMMAND_CAPACITY, Pool, PoolTask},
+    store::Mempool,
+};
 
 /// How far beyond an account's next nonce a transaction may be queued. A seat node votes
 /// once per segment it holds a seat on, in one block when it can: at 64, a node seated on
 /// 400 segments at once (20 sessions of 20) needed 7 blocks for its commitments and 7 more
 /// for its reveals, which set the session latency under load (`bench network`). The pool
-/// as a whole stays bounded by `mempool_max`.
+/// as a whole stays bounded by `mempool_max` and `mempool_max_bytes`.
 pub const MAX_NONCE_AHEAD: u64 = 512;
+/// Most transactions a proposal draws from the pool.
+pub const MAX_CANDIDATES: usize = 2_000;
+/// Most transactions of one sender in one proposal: a seat's whole nonce window fits in
+/// one block, and four busy senders cannot take all [`MAX_CANDIDATES`] slots between them
+/// (senders are interleaved, so every other sender gets its turn first anyway).
+pub const MAX_CANDIDATES_PER_SENDER: usize = 512;
+/// Failures (transactions evicted because the contract refused them when tried) after
+/// which a sender is deprioritised. One or two happen to honest senders (a copy-cat's
+/// commitment taken first, a restart that signed again).
+pub const DEPRIORITISED_AT: u32 = 3;
+/// Most transactions a deprioritised sender may hold in the pool.
+pub const DEPRIORITISED_POOL: usize = 16;
+/// Default bound on the pool's bytes (encoded transactions): 512 transactions of the
+/// largest size, a minute of blocks at the block byte limit.
+pub const DEFAULT_MAX_BYTES: usize = 64 * 1024 * 1024;
 
 /// Why a transaction was not admitted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -68,6 +108,29 @@ pub enum MempoolError {
     /// The call can never apply any more (see [`expired`]).
     #[error("can no longer apply: {0}")]
     Expired(&'static str),
+    /// The sender cannot pay for it, with what it has pooled before it.
+    #[error(
+        "the sender cannot pay: it needs {need} {what}, it has {have} after its pooled transactions"
+    )]
+    Unaffordable {
+        /// `balance` or `stake`.
+        what: &'static str,
+        /// What the transaction needs.
+        need: u64,
+        /// What the sender has left after its pooled transactions before this one.
+        have: u64,
+    },
+    /// The call does not fit the sender's standing on the current state (see [`unfit`]).
+    #[error("does not apply on the current state: {0}")]
+    Unfit(&'static str),
+    /// The call cannot apply yet on this node's state and may once a block arrives (the
+    /// sender may be a block ahead of this node).
+    #[error("cannot apply yet: {0}")]
+    NotYet(&'static str),
+    /// The pool is full and the sender ranks lowest, or it is deprioritised and holds its
+    /// share already.
+    #[error("the mempool is full for this sender: {0}")]
+    Full(&'static str),
     /// The mempool task has stopped (the node is shutting down).
     #[error("the mempool has stopped (the node is shutting down)")]
     Stopped,
@@ -77,7 +140,8 @@ pub enum MempoolError {
 ///
 /// Only what moves one way is judged here: a session leaves the live set once and for all,
 /// phases only move forward, a seat commits and reveals once. What may still change (a
-/// reveal sent while its commit window is open, a balance) is left to the contract.
+/// reveal sent while its commit window is open, a balance) is left to [`unfit`], [`Cost`]
+/// and the contract.
 pub fn expired(state: &State, sender: &AccountId, call: &Call) -> Option<&'static str> {
     let session = match call {
         Call::Commit { session, .. }
@@ -138,6 +202,165 @@ pub fn expired(state: &State, sender: &AccountId, call: &Call) -> Option<&'stati
     }
 }
 
+/// Why `sender`'s `call` does not fit its standing on `state`, if so: `Err(NotYet)` when a
+/// block this node has not seen yet may change that (seats not drawn yet), `Err(Unfit)`
+/// otherwise. Checked after [`expired`], so the session named is live.
+///
+/// These are the calls that cost nothing: without this, a key that holds nothing could
+/// pool votes and key deliveries that the contract refuses only once a proposer tries them.
+pub fn unfit(state: &State, sender: &AccountId, call: &Call) -> Result<(), MempoolError> {
+    let account = state.accounts.get(sender);
+    match call {
+        Call::Commit {
+            session, segment, ..
+        }
+        | Call::Reveal {
+            session, segment, ..
+        } => {
+            let Some(s) = state.sessions.get(session) else {
+                return Ok(());
+            };
+            let round = match s.phase {
+                Phase::Assigning => return Err(MempoolError::NotYet("seats are not drawn yet")),
+                Phase::Commit { round, .. } | Phase::Reveal { round, .. } => round,
+                // `expired` refused what the disclosure ends.
+                Phase::Disclose { .. } => return Ok(()),
+            };
+            let seated = s.segments.get(usize::from(*segment)).is_some_and(|g| {
+                g.seats
+                    .iter()
+                    .any(|x| x.account == *sender && x.round == round)
+            });
+            if seated {
+                Ok(())
+            } else {
+                Err(MempoolError::Unfit(
+                    "the sender holds no seat on this segment in this round",
+                ))
+            }
+        }
+        Call::DeliverKeys { session, .. }
+        | Call::RevealMapping { session, .. }
+        | Call::RevealHoneypot { session, .. } => match state.sessions.get(session) {
+            Some(s) if s.provider != *sender => Err(MempoolError::Unfit(
+                "the sender is not the session's provider",
+            )),
+            _ => Ok(()),
+        },
+        Call::Withdraw => {
+            // The block that takes it is at least the next one.
+            let height = state.height.saturating_add(1);
+            if account.is_some_and(|a| a.unbonding.iter().any(|u| u.release_at <= height)) {
+                Ok(())
+            } else {
+                Err(MempoolError::Unfit("nothing is released for withdrawal"))
+            }
+        }
+        Call::RegisterAuditor { .. } => {
+            // An auditor is drawn for its stake: one with nothing to bond would be a free
+            // entry in every node's state. (A second registration is left to the contract,
+            // which refuses it for good: the proposer evicts it as its sender's failure.)
+            if account.is_none_or(|a| a.balance == 0 && a.stake == 0) {
+                Err(MempoolError::Unfit(
+                    "the sender holds nothing it could bond",
+                ))
+            } else {
+                Ok(())
+            }
+        }
+        Call::Transfer { .. } | Call::Bond { .. } | Call::Unbond { .. } | Call::OpenSession(_) => {
+            Ok(())
+        }
+    }
+}
+
+/// What a call needs and takes from its sender's account, as the contract charges it: a
+/// transfer needs its amount (and takes it unless it goes to the sender itself), a bond
+/// and a session's fee (escrowed) take their amount from the balance, an unbond takes its
+/// amount from the stake. Other calls cost nothing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Cost {
+    /// Balance the call needs at its turn.
+    pub need_balance: u64,
+    /// Balance it takes.
+    pub take_balance: u64,
+    /// Stake it takes (and needs).
+    pub take_stake: u64,
+}
+
+impl Cost {
+    /// The cost of `sender`'s `call`.
+    pub fn of(sender: &AccountId, call: &Call) -> Cost {
+        match call {
+            Call::Transfer { to, amount } => Cost {
+                need_balance: *amount,
+                take_balance: if to == sender { 0 } else { *amount },
+                take_stake: 0,
+            },
+            Call::Bond { amount } => Cost {
+                need_balance: *amount,
+                take_balance: *amount,
+                take_stake: 0,
+            },
+            Call::OpenSession(m) => Cost {
+                need_balance: m.fee,
+                take_balance: m.fee,
+                take_stake: 0,
+            },
+            Call::Unbond { amount } => Cost {
+                need_balance: 0,
+                take_balance: 0,
+                take_stake: *amount,
+            },
+            _ => Cost::default(),
+        }
+    }
+}
+
+/// What an account has to pay with, taken down by each cost in turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Purse {
+    balance: u64,
+    stake: u64,
+}
+
+impl Purse {
+    /// `sender`'s liquid balance and bonded stake on `state`.
+    pub(crate) fn of(state: &State, sender: &AccountId) -> Purse {
+        state.accounts.get(sender).map_or(
+            Purse {
+                balance: 0,
+                stake: 0,
+            },
+            |a| Purse {
+                balance: a.balance,
+                stake: a.stake,
+            },
+        )
+    }
+
+    /// Pays `cost`, or says what is missing.
+    pub(crate) fn pay(&mut self, cost: &Cost) -> Result<(), MempoolError> {
+        if cost.need_balance > self.balance || cost.take_balance > self.balance {
+            return Err(MempoolError::Unaffordable {
+                what: "balance",
+                need: cost.need_balance.max(cost.take_balance),
+                have: self.balance,
+            });
+        }
+        if cost.take_stake > self.stake {
+            return Err(MempoolError::Unaffordable {
+                what: "stake",
+                need: cost.take_stake,
+                have: self.stake,
+            });
+        }
+        self.balance -= cost.take_balance;
+        self.stake -= cost.take_stake;
+        Ok(())
+    }
+}
+
 /// Whether the contract refusing a transaction with `error` means it will refuse it on
 /// every later state too (so a proposer may drop it). A wrong nonce, a short balance or a
 /// phase not reached yet may change; [`expired`] judges phases that have passed.
@@ -165,6 +388,15 @@ pub fn refused_for_good(error: &TxError) -> bool {
     )
 }
 
+/// Whether a transaction the contract refused with `error` when a block was built only
+/// waits (and stays pooled, not held against its sender): one behind an earlier refused
+/// transaction of its sender (a nonce gap inside the block), or a reveal pooled while its
+/// commit window is still open. Every other refusal evicts it and counts as its sender's
+/// failure.
+pub fn waits(error: &TxError) -> bool {
+    matches!(error, TxError::BadNonce { .. } | TxError::WrongPhase(_))
+}
+
 /// Whether a transaction's signature still has to be checked on admission.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Signature {
@@ -175,8 +407,8 @@ pub(crate) enum Signature {
 }
 
 /// What admission checks without looking into the pool: size, signature, format, and the
-/// nonce window on `state`.
-fn precheck(tx: &SignedTx, state: &Contract, sig: Signature) -> Result<(), MempoolError> {
+/// nonce window on `state`. Returns the encoded size.
+fn precheck(tx: &SignedTx, state: &Contract, sig: Signature) -> Result<usize, MempoolError> {
     let len = encoding::encode(tx).len();
     if len == 0 || len > MAX_TX_BYTES {
         return Err(MempoolError::TooLarge(len));
@@ -195,12 +427,22 @@ fn precheck(tx: &SignedTx, state: &Contract, sig: Signature) -> Result<(), Mempo
     if nonce - next > MAX_NONCE_AHEAD {
         return Err(MempoolError::TooFarAhead { got: nonce, next });
     }
-    Ok(())
+    Ok(len)
+}
+
+/// The stateful rules that need no pool: not [`expired`], not [`unfit`], and affordable
+/// on its own.
+fn fits(tx: &SignedTx, state: &State) -> Result<(), MempoolError> {
+    if let Some(why) = expired(state, &tx.signer, &tx.body.call) {
+        return Err(MempoolError::Expired(why));
+    }
+    unfit(state, &tx.signer, &tx.body.call)?;
+    Purse::of(state, &tx.signer).pay(&Cost::of(&tx.signer, &tx.body.call))
 }
 
 /// Whether a pool on `state` would take `tx`, judged without the pool: every admission
-/// rule but the duplicate check. The gossip intake decides with it whether to forward a
-/// transaction before it hands it to the pool.
+/// rule but the duplicate check, the sender's earlier pooled transactions and the pool's
+/// bounds. The gossip intake judges with it before it asks the pool.
 pub fn admissible(tx: &SignedTx, state: &Contract) -> Result<(), MempoolError> {
     admissible_as(tx, state, Signature::Unchecked)
 }
@@ -212,498 +454,5 @@ pub(crate) fn admissible_as(
     sig: Signature,
 ) -> Result<(), MempoolError> {
     precheck(tx, state, sig)?;
-    match expired(state.state(), &tx.signer, &tx.body.call) {
-        Some(why) => Err(MempoolError::Expired(why)),
-        None => Ok(()),
-    }
-}
-
-#[derive(Debug, Clone)]
-struct Entry {
-    tx: SignedTx,
-    seq: u64,
-}
-
-/// A bounded, deduplicated pool of pending transactions.
-#[derive(Debug, Clone)]
-pub struct Mempool {
-    max: usize,
-    seq: u64,
-    /// Per sender, by nonce.
-    by_sender: BTreeMap<AccountId, BTreeMap<u64, Entry>>,
-    /// Transaction id -> (sender, nonce).
-    ids: HashMap<Hash, (AccountId, u64)>,
-    /// Arrival order -> (sender, nonce), for eviction and fair draining.
-    order: BTreeMap<u64, (AccountId, u64)>,
-}
-
-impl Mempool {
-    /// An empty pool holding at most `max` transactions (at least 1).
-    pub fn new(max: usize) -> Self {
-        Self {
-            max: max.max(1),
-            seq: 0,
-            by_sender: BTreeMap::new(),
-            ids: HashMap::new(),
-            order: BTreeMap::new(),
-        }
-    }
-
-    /// Pooled transactions.
-    pub fn len(&self) -> usize {
-        self.ids.len()
-    }
-
-    /// Whether the pool is empty.
-    pub fn is_empty(&self) -> bool {
-        self.ids.is_empty()
-    }
-
-    /// How many pooled transactions `sender` has (the nonces after its account's next).
-    pub fn pending_from(&self, sender: &AccountId) -> u64 {
-        self.by_sender
-            .get(sender)
-            .map_or(0, |m| u64::try_from(m.len()).unwrap_or(u64::MAX))
-    }
-
-    /// The lowest nonce at or above `next` that `sender` has not pooled: where its next
-    /// transaction goes (a hole left by a pruned or evicted entry is filled first).
-    pub fn first_free(&self, sender: &AccountId, next: u64) -> u64 {
-        let Some(m) = self.by_sender.get(sender) else {
-            return next;
-        };
-        let mut want = next;
-        for n in m.range(next..).map(|(n, _)| *n) {
-            if n != want {
-                break;
-            }
-            want = want.saturating_add(1);
-        }
-        want
-    }
-
-    /// The nonces from `next` up to `sender`'s highest pooled one that it has not pooled:
-    /// holes that keep its later transactions from executing until they are filled.
-    pub fn holes(&self, sender: &AccountId, next: u64) -> Vec<u64> {
-        let Some(m) = self.by_sender.get(sender) else {
-            return Vec::new();
-        };
-        let Some(&top) = m.keys().next_back() else {
-            return Vec::new();
-        };
-        (next..top).filter(|n| !m.contains_key(n)).collect()
-    }
-
-    /// `sender`'s pooled transaction with `nonce`.
-    pub fn get(&self, sender: &AccountId, nonce: u64) -> Option<&SignedTx> {
-        self.by_sender.get(sender)?.get(&nonce).map(|e| &e.tx)
-    }
-
-    /// Whether a transaction id is pooled.
-    pub fn contains(&self, id: &Hash) -> bool {
-        self.ids.contains_key(id)
-    }
-
-    /// Admits a transaction; returns the id of the entry it replaced (the sender's earlier
-    /// transaction with this nonce) or evicted to make room, if any.
-    pub fn insert(&mut self, tx: SignedTx, state: &Contract) -> Result<Option<Hash>, MempoolError> {
-        self.insert_as(tx, state, Signature::Unchecked)
-    }
-
-    /// [`Mempool::insert`] of a transaction whose signature the caller may have checked.
-    pub(crate) fn insert_as(
-        &mut self,
-        tx: SignedTx,
-        state: &Contract,
-        sig: Signature,
-    ) -> Result<Option<Hash>, MempoolError> {
-        precheck(&tx, state, sig)?;
-        let sender = tx.signer;
-        let nonce = tx.body.nonce;
-        let id = tx.id();
-        if self.ids.contains_key(&id) {
-            return Err(MempoolError::Duplicate);
-        }
-        if let Some(why) = expired(state.state(), &sender, &tx.body.call) {
-            return Err(MempoolError::Expired(why));
-        }
-        // Only the sender signs for its nonces: a second signature for one means it
-        // replaced a transaction that can no longer apply (or it restarted and lost track
-        // of what it pooled before). Its latest word wins, so its later nonces can run.
-        let replaced = self.remove(&sender, nonce);
-        let evicted = if replaced.is_some() {
-            replaced
-        } else if self.ids.len() >= self.max {
-            self.evict_oldest()
-        } else {
-            None
-        };
-        self.seq += 1;
-        let seq = self.seq;
-        self.by_sender
-            .entry(sender)
-            .or_default()
-            .insert(nonce, Entry { tx, seq });
-        self.ids.insert(id, (sender, nonce));
-        self.order.insert(seq, (sender, nonce));
-        Ok(evicted)
-    }
-
-    /// Drops a transaction the contract refused for good (when a block was built); later
-    /// nonces of its sender stay pooled until the sender fills the hole (its outbox does).
-    /// Returns whether it was pooled.
-    pub fn evict(&mut self, id: &Hash) -> bool {
-        match self.ids.get(id).copied() {
-            Some((sender, nonce)) => self.remove(&sender, nonce).is_some(),
-            None => false,
-        }
-    }
-
-    fn remove(&mut self, sender: &AccountId, nonce: u64) -> Option<Hash> {
-        let m = self.by_sender.get_mut(sender)?;
-        let e = m.remove(&nonce)?;
-        if m.is_empty() {
-            self.by_sender.remove(sender);
-        }
-        let id = e.tx.id();
-        self.ids.remove(&id);
-        self.order.remove(&e.seq);
-        Some(id)
-    }
-
-    fn evict_oldest(&mut self) -> Option<Hash> {
-        let (&_, &(sender, nonce)) = self.order.iter().next()?;
-        self.remove(&sender, nonce)
-    }
-
-    /// Up to `max` transactions that can execute in order on `state`: per sender, the run
-    /// of consecutive nonces starting at its next nonce; senders in the order their oldest
-    /// transaction arrived.
-    pub fn candidates(&self, state: &Contract, max: usize) -> Vec<SignedTx> {
-        let mut senders: Vec<(u64, &AccountId)> = self
-            .by_sender
-            .iter()
-            .filter_map(|(s, m)| m.values().map(|e| e.seq).min().map(|seq| (seq, s)))
-            .collect();
-        senders.sort();
-        let mut out = Vec::new();
-        for (_, sender) in senders {
-            let Some(m) = self.by_sender.get(sender) else {
-                continue;
-            };
-            let next = state.nonce(sender);
-            for (want, (n, e)) in (next..).zip(m.range(next..)) {
-                if *n != want || out.len() >= max {
-                    break;
-                }
-                out.push(e.tx.clone());
-            }
-            if out.len() >= max {
-                break;
-            }
-        }
-        out
-    }
-
-    /// Drops every entry whose nonce is below its sender's next nonce in `state` (included
-    /// in a block, or replaced by one that was) and every entry whose call has [`expired`]
-    /// on `state` (its sender fills the hole). Returns how many were dropped.
-    pub fn prune(&mut self, state: &Contract) -> usize {
-        let stale: Vec<(AccountId, u64)> = self
-            .by_sender
-            .iter()
-            .flat_map(|(s, m)| {
-                let next = state.nonce(s);
-                m.iter()
-                    .filter(move |(n, e)| {
-                        **n < next || expired(state.state(), s, &e.tx.body.call).is_some()
-                    })
-                    .map(move |(n, _)| (*s, *n))
-            })
-            .collect();
-        for (s, n) in &stale {
-            self.remove(s, *n);
-        }
-        stale.len()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use trust_contracts::{Genesis, GenesisAccount, Params};
-    use trust_protocol::{
-        Keypair, Signed,
-        tx::{Call, Tx},
-    };
-
-    use super::*;
-    use crate::chain::{Tip, build_block};
-
-    fn setup() -> (Contract, Keypair, Keypair) {
-        let a = Keypair::from_label("a");
-        let b = Keypair::from_label("b");
-        let accounts = [&a, &b]
-            .iter()
-            .map(|k| GenesisAccount {
-                id: k.public(),
-                balance: 1_000,
-                stake: 0,
-            })
-            .collect();
-        let c = Contract::new(&Genesis {
-            params: Params::default(),
-            accounts,
-            auditors: vec![],
-        })
-        .unwrap();
-        (c, a, b)
-    }
-
-    fn pay(k: &Keypair, to: &Keypair, nonce: u64) -> SignedTx {
-        Signed::sign(
-            k,
-            Tx {
-                nonce,
-                call: Call::Transfer {
-                    to: to.public(),
-                    amount: 1,
-                },
-            },
-        )
-    }
-
-    #[test]
-    fn admission_rules() {
-        let (c, a, b) = setup();
-        let mut m = Mempool::new(100);
-        m.insert(pay(&a, &b, 0), &c).unwrap();
-        assert_eq!(m.insert(pay(&a, &b, 0), &c), Err(MempoolError::Duplicate));
-        // The sender's second signature for a nonce replaces its first.
-        let first = pay(&a, &b, 0).id();
-        let mut other = pay(&a, &b, 0);
-        other.body.call = Call::Transfer {
-            to: a.public(),
-            amount: 2,
-        };
-        let other = Signed::sign(&a, other.body);
-        assert_eq!(m.insert(other.clone(), &c), Ok(Some(first)));
-        assert!(m.contains(&other.id()) && !m.contains(&first));
-        assert!(matches!(
-            m.insert(pay(&a, &b, MAX_NONCE_AHEAD + 1), &c),
-            Err(MempoolError::TooFarAhead { .. })
-        ));
-        let mut forged = pay(&b, &a, 0);
-        forged.body.nonce = 1;
-        assert_eq!(m.insert(forged, &c), Err(MempoolError::BadSignature));
-        let zero = Signed::sign(
-            &b,
-            Tx {
-                nonce: 0,
-                call: Call::Transfer {
-                    to: a.public(),
-                    amount: 0,
-                },
-            },
-        );
-        assert!(matches!(m.insert(zero, &c), Err(MempoolError::Format(_))));
-        assert_eq!(m.len(), 1);
-    }
-
-    #[test]
-    fn candidates_follow_nonces_and_pruning_drops_included() {
-        let (c, a, b) = setup();
-        let mut m = Mempool::new(100);
-        for n in [2, 0, 1, 5] {
-            m.insert(pay(&a, &b, n), &c).unwrap();
-        }
-        m.insert(pay(&b, &a, 0), &c).unwrap();
-        let cand = m.candidates(&c, 100);
-        let nonces: Vec<(AccountId, u64)> = cand.iter().map(|t| (t.signer, t.body.nonce)).collect();
-        assert_eq!(
-            nonces,
-            vec![
-                (a.public(), 0),
-                (a.public(), 1),
-                (a.public(), 2),
-                (b.public(), 0)
-            ]
-        );
-        let tip = Tip {
-            chain: Hash::ZERO,
-            height: 0,
-            hash: Hash::ZERO,
-        };
-        let (_, done, dropped) = build_block(&c, &tip, a.public(), &cand);
-        assert!(dropped.is_empty());
-        assert_eq!(m.prune(&done.contract), 4);
-        assert_eq!(m.len(), 1, "nonce 5 waits for 3 and 4");
-        assert!(m.candidates(&done.contract, 100).is_empty());
-        assert!(matches!(
-            m.insert(pay(&a, &b, 1), &done.contract),
-            Err(MempoolError::Stale { got: 1, next: 3 })
-        ));
-    }
-
-    /// A seat's commitment pooled in its window expires when the window closes: every
-    /// node prunes it after that block, and a node refuses it from then on. A reveal
-    /// waits while the commit window is open and expires once it has closed without a
-    /// commitment; everything expires with the session.
-    #[test]
-    fn session_calls_expire_as_phases_pass_and_leave_the_pool() {
-        use trust_contracts::{BlockCtx, GenesisAuditor, Phase};
-        use trust_protocol::{
-            Salt, Vote,
-            cid::Cid,
-            hdag::AbstractionLevel,
-            seal::SealingSecret,
-            tx::{QuorumParams, SegmentEntry, SessionManifest, Tier},
-            units::Ppm,
-        };
-
-        let provider = Keypair::from_label("provider");
-        let seats: Vec<Keypair> = (0..4)
-            .map(|i| Keypair::from_label(&format!("seat{i}")))
-            .collect();
-        let mut accounts = vec![GenesisAccount {
-            id: provider.public(),
-            balance: 1_000_000,
-            stake: 0,
-        }];
-        accounts.extend(seats.iter().map(|k| GenesisAccount {
-            id: k.public(),
-            balance: 10,
-            stake: 1_000,
-        }));
-        let mut c = Contract::new(&Genesis {
-            params: Params::default(),
-            accounts,
-            auditors: seats
-                .iter()
-                .enumerate()
-                .map(|(i, k)| GenesisAuditor {
-                    id: k.public(),
-                    tier: Tier::Computer,
-                    expertise: vec!["math".into()],
-                    sealing_key: SealingSecret::from_bytes([u8::try_from(i).unwrap() + 1; 32])
-                        .public(),
-                })
-                .collect(),
-        })
-        .unwrap();
-        let id = Hash::of_parts("segment", &[]);
-        let mut manifest = SessionManifest {
-            segments: vec![SegmentEntry {
-                id,
-                level: AbstractionLevel::Step,
-                tier: Tier::Computer,
-                weight: 1,
-                depends_on: vec![],
-                rests_on_left_out: Vec::new(),
-                supports: None,
-                cid: Cid::of(id.as_ref()),
-                honeypot: None,
-                conclusion: true,
-            }],
-            mapping_commitment: Hash::of_parts("mapping", &[]),
-            quorum: QuorumParams {
-                k: [3, 3, 3],
-                extra_seats: 0,
-                tau: Ppm(600_000),
-                beta: Ppm(800_000),
-            },
-            fee: 0,
-            domain: "math".into(),
-            left_out: vec![],
-        };
-        manifest.fee = trust_contracts::minimum_fee(&Params::default(), &manifest).unwrap() * 2;
-        let session = Tx::session_id(&provider.public(), 0);
-        let mut height = 0;
-        let mut block = |c: &mut Contract, txs: &[SignedTx]| {
-            height += 1;
-            let ctx = BlockCtx {
-                height,
-                block_hash: Hash::of_parts("block", &[&height.to_le_bytes()]),
-            };
-            for tx in txs {
-                c.apply(&ctx, tx).unwrap();
-            }
-            c.end_block(&ctx);
-        };
-        let open = Signed::sign(
-            &provider,
-            Tx {
-                nonce: 0,
-                call: Call::OpenSession(manifest),
-            },
-        );
-        block(&mut c, &[open]);
-        block(&mut c, &[]);
-        let s = &c.state().sessions[&session];
-        assert!(
-            matches!(s.phase, Phase::Commit { round: 0, .. }),
-            "{:?}",
-            s.phase
-        );
-        let seat = s.segments[0].seats[0].account;
-        let key = seats.iter().find(|k| k.public() == seat).unwrap();
-        let commit = Signed::sign(
-            key,
-            Tx {
-                nonce: 0,
-                call: Call::Commit {
-                    session,
-                    segment: 0,
-                    commitment: Hash::of_parts("c", &[]),
-                },
-            },
-        );
-        let reveal = Call::Reveal {
-            session,
-            segment: 0,
-            vote: Vote::Valid,
-            salt: Salt([0; 32]),
-        };
-        assert_eq!(expired(c.state(), &seat, &commit.body.call), None);
-        assert_eq!(expired(c.state(), &seat, &reveal), None, "a reveal waits");
-        let mut m = Mempool::new(10);
-        m.insert(commit.clone(), &c).unwrap();
-        while matches!(c.state().sessions[&session].phase, Phase::Commit { .. }) {
-            block(&mut c, &[]);
-        }
-        assert_eq!(
-            expired(c.state(), &seat, &commit.body.call),
-            Some("the commit window closed")
-        );
-        assert_eq!(
-            expired(c.state(), &seat, &reveal),
-            Some("the seat never committed")
-        );
-        assert_eq!(m.prune(&c), 1);
-        assert!(m.is_empty());
-        assert_eq!(
-            m.insert(commit.clone(), &c),
-            Err(MempoolError::Expired("the commit window closed"))
-        );
-        while c.state().sessions.contains_key(&session) {
-            block(&mut c, &[]);
-        }
-        assert_eq!(
-            expired(c.state(), &seat, &commit.body.call),
-            Some("the session is no longer live")
-        );
-    }
-
-    #[test]
-    fn a_full_pool_evicts_the_oldest() {
-        let (c, a, b) = setup();
-        let mut m = Mempool::new(3);
-        let first = pay(&a, &b, 0);
-        m.insert(first.clone(), &c).unwrap();
-        m.insert(pay(&a, &b, 1), &c).unwrap();
-        m.insert(pay(&b, &a, 0), &c).unwrap();
-        let evicted = m.insert(pay(&b, &a, 1), &c).unwrap();
-        assert_eq!(evicted, Some(first.id()));
-        assert_eq!(m.len(), 3);
-        assert!(!m.contains(&first.id()));
-    }
+    fits(tx, state.state())
 }

@@ -1,8 +1,8 @@
 //! Read-only lookups over the chain view and the ledger that the JSON API (`api`) and the
 //! web pages (`web`) share, so both answer the same question the same way.
 //!
-//! Every function here does bounded work: a fixed number of ledger reads (or a scan with
-//! an explicit cap) and no more than one pass over an in-memory map.
+//! Every function here does bounded work: a fixed number of ledger reads (blocks by hash
+//! go through the ledger's hash index) and no more than one pass over an in-memory map.
 
 use serde::Serialize;
 use trust_contracts::{Auditor, Failure, Outcome, Phase, Session};
@@ -126,37 +126,10 @@ pub fn opening_manifest(
         }))
 }
 
-/// Result of looking a block up by its hash.
-#[derive(Debug)]
-pub enum BlockByHash {
-    /// Found.
-    Found(Box<StoredBlock>),
-    /// Not among the blocks scanned; `complete` says whether every block was scanned.
-    Missing {
-        /// Whether the scan reached the first block.
-        complete: bool,
-    },
-}
-
-/// The block whose hash is `hash`, scanning down from `tip` through at most `max_scan`
-/// blocks (the ledger keeps no hash index).
-pub fn block_by_hash(
-    ledger: &Ledger,
-    tip: u64,
-    hash: &Hash,
-    max_scan: u64,
-) -> Result<BlockByHash, LedgerError> {
-    let lowest = tip.saturating_sub(max_scan).max(1);
-    for h in (lowest..=tip).rev() {
-        if let Some(b) = ledger.block(h)?
-            && b.block.hash() == *hash
-        {
-            return Ok(BlockByHash::Found(Box::new(b)));
-        }
-    }
-    Ok(BlockByHash::Missing {
-        complete: lowest <= 1,
-    })
+/// The block whose hash is `hash`: one read of the ledger's hash index and one of the
+/// block.
+pub fn block_by_hash(ledger: &Ledger, hash: &Hash) -> Result<Option<StoredBlock>, LedgerError> {
+    ledger.block_by_hash(hash)
 }
 
 /// Share of an auditor's revealed votes that were abstentions (0 before any vote).

@@ -16,14 +16,18 @@ use libp2p::{
     request_response::Codec as _, swarm::SwarmEvent, tcp, yamux,
 };
 use tokio::{sync::Notify, task::JoinHandle, time::Instant};
-use trust_node::blobs::BlobStore;
-use trust_node::net::{
-    self, NetConfig, NetError, NetHandle, NetHandler, NetMetrics, SyncStatus, TxVerdict,
-    sync::{MAX_BLOCKS_PER_REQUEST, MAX_RESPONSE_BYTES, PROTOCOL, SyncCodec},
+use trust_node::{
+    blobs::BlobStore,
+    ledger::{Ledger, StoredBlock},
+    net::{
+        self, NetConfig, NetError, NetHandle, NetHandler, NetMetrics, RateLimit, SyncStatus,
+        TxCheck, TxVerdict,
+        sync::{BLOCKS_BUDGET, MAX_BLOCKS_PER_REQUEST, MAX_RESPONSE_BYTES, PROTOCOL, SyncCodec},
+    },
 };
 use trust_protocol::{
     Hash, Keypair, Signed,
-    block::MAX_TX_BYTES,
+    block::{Block, MAX_TX_BYTES},
     cid::Cid,
     encoding,
     tx::{Call, SignedTx, Tx},
@@ -52,7 +56,8 @@ fn transfer(nonce: u64) -> SignedTx {
     )
 }
 
-/// Records gossiped transactions and serves a fixed chain of fake blocks.
+/// Records gossiped transactions and serves a fixed chain of fake blocks, or a real
+/// ledger's blocks as the node does.
 #[derive(Default)]
 struct TestHandler {
     txs: Mutex<Vec<(PeerId, SignedTx)>>,
@@ -62,6 +67,10 @@ struct TestHandler {
     status: Option<SyncStatus>,
     /// The largest `max` the node asked this handler for.
     max_asked: AtomicU32,
+    /// Serve these blocks (as the node does) instead of `blocks`.
+    ledger: Option<Ledger>,
+    /// Refuse every transaction as junk (after recording it).
+    refuse_all: bool,
 }
 
 impl TestHandler {
@@ -99,14 +108,17 @@ impl TestHandler {
 }
 
 impl NetHandler for TestHandler {
-    fn on_tx(&self, from: PeerId, tx: SignedTx) -> Result<(), TxVerdict> {
+    fn on_tx(&self, from: PeerId, tx: SignedTx) -> TxCheck {
         let mut txs = self.txs.lock().expect("handler lock");
         if txs.iter().any(|(_, seen)| *seen == tx) {
-            return Err(TxVerdict::Ignore);
+            return Err(TxVerdict::Ignore).into();
         }
         txs.push((from, tx));
         self.arrived.notify_one();
-        Ok(())
+        if self.refuse_all {
+            return Err(TxVerdict::Refuse("junk".into())).into();
+        }
+        Ok(()).into()
     }
 
     fn sync_status(&self) -> SyncStatus {
@@ -116,8 +128,11 @@ impl NetHandler for TestHandler {
         })
     }
 
-    fn sync_blocks(&self, from: u64, max: u32) -> Vec<Vec<u8>> {
+    fn sync_blocks(&self, from: u64, max: u32, budget: usize) -> Vec<Vec<u8>> {
         self.max_asked.fetch_max(max, Ordering::Relaxed);
+        if let Some(ledger) = &self.ledger {
+            return ledger.raw_blocks(from, max, budget).expect("ledger reads");
+        }
         let skip = usize::try_from(from.saturating_sub(1)).unwrap_or(usize::MAX);
         self.blocks
             .iter()
@@ -148,6 +163,20 @@ impl Node {
         Self::start_cfg(addrs(bootstrap), handler, max_peers, None).await
     }
 
+    /// A node with its own identity `keypair` and `tune` applied to its configuration.
+    async fn start_tuned(
+        bootstrap: &[&Node],
+        handler: TestHandler,
+        keypair: identity::Keypair,
+        tune: impl FnOnce(&mut NetConfig),
+    ) -> Node {
+        Self::start_full(addrs(bootstrap), handler, keypair, |cfg| {
+            cfg.max_peers = net::DEFAULT_MAX_PEERS;
+            tune(cfg);
+        })
+        .await
+    }
+
     /// A node whose Bitswap serves from and fetches into `blobs`.
     async fn start_with_blobs(bootstrap: &[&Node], blobs: BlobStore) -> Node {
         Self::start_cfg(
@@ -165,7 +194,24 @@ impl Node {
         max_peers: usize,
         blobs: Option<BlobStore>,
     ) -> Node {
-        let keypair = identity::Keypair::generate_ed25519();
+        Self::start_full(
+            bootstrap,
+            handler,
+            identity::Keypair::generate_ed25519(),
+            |cfg| {
+                cfg.max_peers = max_peers;
+                cfg.blobs = blobs;
+            },
+        )
+        .await
+    }
+
+    async fn start_full(
+        bootstrap: Vec<Multiaddr>,
+        handler: TestHandler,
+        keypair: identity::Keypair,
+        tune: impl FnOnce(&mut NetConfig),
+    ) -> Node {
         let peer = keypair.public().to_peer_id();
         let mut cfg = NetConfig::new(
             keypair,
@@ -173,9 +219,8 @@ impl Node {
             chain(),
         );
         cfg.bootstrap = bootstrap;
-        cfg.max_peers = max_peers;
-        cfg.blobs = blobs;
         cfg.blob_fetch_timeout = Duration::from_secs(3);
+        tune(&mut cfg);
         let handler = Arc::new(handler);
         let metrics = Arc::new(NetMetrics::default());
         let (handle, task) =
@@ -485,6 +530,236 @@ async fn sync_caps_blocks_per_request() {
     assert_eq!(
         a.handler.max_asked.load(Ordering::Relaxed),
         MAX_BLOCKS_PER_REQUEST
+    );
+}
+
+/// A ledger of `n` blocks, each about 1.3 MB (fourteen sessions of 1000 segments): what
+/// a request for 64 blocks would have made the old server decode in its swarm task.
+fn heavy_ledger(n: u64) -> (tempfile::TempDir, Ledger) {
+    use trust_protocol::{
+        hdag::AbstractionLevel,
+        tx::{QuorumParams, SegmentEntry, SessionManifest, Tier},
+        units::Ppm,
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ledger = Ledger::open(dir.path()).expect("ledger");
+    let key = Keypair::from_label("heavy");
+    let mut prev = Hash::ZERO;
+    let mut nonce = 0u64;
+    for height in 1..=n {
+        let txs: Vec<Vec<u8>> = (0..14)
+            .map(|_| {
+                nonce += 1;
+                let segments = (0..1000u32)
+                    .map(|i| {
+                        let id = Hash::of_parts("seg", &[&i.to_le_bytes(), &nonce.to_le_bytes()]);
+                        SegmentEntry {
+                            id,
+                            level: AbstractionLevel::Step,
+                            tier: Tier::Computer,
+                            weight: 1,
+                            depends_on: vec![],
+                            rests_on_left_out: Vec::new(),
+                            supports: None,
+                            cid: Cid::of(id.as_ref()),
+                            honeypot: None,
+                            conclusion: i == 999,
+                        }
+                    })
+                    .collect();
+                let manifest = SessionManifest {
+                    segments,
+                    mapping_commitment: Hash::ZERO,
+                    quorum: QuorumParams {
+                        k: [3, 3, 3],
+                        extra_seats: 0,
+                        tau: Ppm(600_000),
+                        beta: Ppm(800_000),
+                    },
+                    fee: 1,
+                    domain: "math".into(),
+                    left_out: vec![],
+                };
+                encoding::encode(&Signed::sign(
+                    &key,
+                    Tx {
+                        nonce,
+                        call: Call::OpenSession(manifest),
+                    },
+                ))
+            })
+            .collect();
+        let block = Block::new(chain(), height, prev, Hash::ZERO, key.public(), txs);
+        prev = block.hash();
+        ledger
+            .append(
+                &StoredBlock {
+                    block,
+                    certificate: vec![1],
+                },
+                &[],
+            )
+            .expect("append");
+    }
+    (dir, ledger)
+}
+
+/// Finding 8: a request for 64 blocks of a ledger whose blocks are 1.3 MB each is answered
+/// with what fits the byte budget, read as stored: no block is decoded to serve it.
+#[tokio::test]
+async fn a_sync_answer_stops_at_its_byte_budget_and_decodes_nothing() {
+    let (_dir, ledger) = heavy_ledger(6);
+    let block_bytes = ledger.raw_blocks(1, 1, usize::MAX).expect("read")[0].len();
+    assert!(block_bytes > 1_300_000, "{block_bytes}");
+    let decoded_before = ledger.blocks_decoded();
+    let served = ledger.clone();
+    let a = Node::start(
+        &[],
+        TestHandler {
+            ledger: Some(served),
+            ..TestHandler::default()
+        },
+    )
+    .await;
+    let c = Node::start(&[&a], TestHandler::default()).await;
+    connected(&a, &c).await;
+
+    let blocks = c
+        .handle
+        .blocks_from(a.peer, 1, MAX_BLOCKS_PER_REQUEST)
+        .await
+        .expect("blocks");
+    let total: usize = blocks.iter().map(Vec::len).sum();
+    assert_eq!(blocks.len(), BLOCKS_BUDGET / block_bytes, "{total} bytes");
+    assert!(total <= BLOCKS_BUDGET);
+    for (h, b) in (1u64..).zip(&blocks) {
+        let stored: StoredBlock = encoding::decode(b).expect("a stored block");
+        assert_eq!(stored.block.header.height, h);
+    }
+    assert_eq!(
+        ledger.blocks_decoded(),
+        decoded_before,
+        "the server decoded no block"
+    );
+}
+
+/// A peer asking faster than its rate is answered `Busy` at no cost once its burst is
+/// spent (no refill in this configuration, so the count is exact).
+#[tokio::test]
+async fn a_peer_over_its_sync_rate_is_throttled() {
+    let a = Node::start_tuned(
+        &[],
+        TestHandler::with_blocks(3),
+        identity::Keypair::generate_ed25519(),
+        |cfg| {
+            cfg.sync_rate = RateLimit {
+                burst: 4,
+                per_sec: 0,
+            }
+        },
+    )
+    .await;
+    let c = Node::start(&[&a], TestHandler::default()).await;
+    connected(&a, &c).await;
+    let mut answered = 0;
+    let mut throttled = 0;
+    for _ in 0..10 {
+        match c.handle.status_of(a.peer).await {
+            Ok(st) => {
+                assert_eq!(st.height, 3);
+                answered += 1;
+            }
+            Err(NetError::Throttled) => throttled += 1,
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert_eq!((answered, throttled), (4, 6));
+    assert_eq!(a.count(|m| &m.sync_requests_served), 4);
+    assert_eq!(a.count(|m| &m.sync_requests_throttled), 6);
+    assert_eq!(a.count(|m| &m.peers_banned), 0, "six is no flood");
+}
+
+/// Signed junk (transactions the node refuses on its state) from one peer: past the flood
+/// threshold the peer is banned, and a new identity from the same address stays out.
+#[tokio::test]
+async fn a_flood_of_junk_bans_the_peer_and_its_address() {
+    let a = Node::start(
+        &[],
+        TestHandler {
+            refuse_all: true,
+            ..TestHandler::default()
+        },
+    )
+    .await;
+    let b = Node::start(&[&a], TestHandler::default()).await;
+    gossip_until_seen(&b, &a, 0).await;
+    let mut nonce = 1000;
+    eventually("A to ban B for its flood", || {
+        nonce += 20;
+        let first = nonce;
+        let handle = b.handle.clone();
+        let a = &a;
+        let b_peer = b.peer;
+        async move {
+            for n in first..first + 20 {
+                let _ = handle.publish_tx(&transfer(n)).await;
+            }
+            a.count(|m| &m.peers_banned) == 1 && !a.peers().await.contains(&b_peer)
+        }
+    })
+    .await;
+    let refused = a.count(|m| &m.gossip_txs_refused);
+    assert!(
+        refused >= net::FLOOD_BAN_POINTS,
+        "banned after {refused} refusals"
+    );
+    // B is gone for good, so every refusal from here on is the newcomer's.
+    b.handle.shutdown().await;
+    let denied = a.count(|m| &m.connections_denied);
+    let d = Node::start(&[&a], TestHandler::default()).await;
+    eventually("A to refuse the newcomer from B's address", || async {
+        a.count(|m| &m.connections_denied) > denied
+    })
+    .await;
+    assert!(!a.peers().await.contains(&d.peer));
+    assert!(!d.peers().await.contains(&a.peer));
+}
+
+/// With two strangers allowed per address, a third and fourth from loopback are refused;
+/// a validator (a reserved peer) from the same address still gets in.
+#[tokio::test]
+async fn strangers_are_capped_per_address_and_a_validator_still_connects() {
+    let validator = identity::Keypair::generate_ed25519();
+    let reserved = validator.public().to_peer_id();
+    let a = Node::start_tuned(
+        &[],
+        TestHandler::default(),
+        identity::Keypair::generate_ed25519(),
+        |cfg| {
+            cfg.max_peers_per_ip = 2;
+            cfg.reserved = vec![reserved];
+        },
+    )
+    .await;
+    let mut strangers = Vec::new();
+    for _ in 0..4 {
+        strangers.push(Node::start(&[&a], TestHandler::default()).await);
+    }
+    eventually("A to hold two strangers and refuse the others", || async {
+        a.peers().await.len() == 2 && a.count(|m| &m.connections_denied) >= 2
+    })
+    .await;
+    let v = Node::start_tuned(&[&a], TestHandler::default(), validator, |_| {}).await;
+    eventually("the validator to connect", || async {
+        a.peers().await.contains(&v.peer)
+    })
+    .await;
+    let held: Vec<PeerId> = a.peers().await;
+    let stranger_ids: Vec<PeerId> = strangers.iter().map(|n| n.peer).collect();
+    assert_eq!(
+        held.iter().filter(|p| stranger_ids.contains(p)).count(),
+        2,
+        "{held:?}"
     );
 }
 

@@ -67,6 +67,15 @@ impl Address {
     pub fn account(&self) -> AccountId {
         PublicKey(self.0)
     }
+
+    /// The libp2p peer id of the consensus swarm this validator runs: its identity is the
+    /// account key, so gossipsub authors its messages under this id. `None` for bytes that
+    /// are not an ed25519 key.
+    pub fn peer_id(&self) -> Option<malachitebft_app::types::PeerId> {
+        let key = libp2p::identity::ed25519::PublicKey::try_from_bytes(&self.0).ok()?;
+        let peer = libp2p::identity::PublicKey::from(key).to_peer_id();
+        malachitebft_app::types::PeerId::from_bytes(&peer.to_bytes()).ok()
+    }
 }
 
 /// The first 12 hex digits, as logs show ids.

@@ -6,6 +6,13 @@
 //! writer of the [`ChainView`]: after each block is in the ledger it publishes the new tip,
 //! state root, contract state and next validator set, and every other part of the node
 //! reads them from there (see [`crate::view`]).
+//!
+//! A proposal is executed only once it has come, part by part, from the proposer of its
+//! height and round (see [`super::proposals`]): anyone else's parts are dropped before
+//! they are buffered, and a block that does not execute is answered invalid and not
+//! stored. A transaction that made a proposal fail on its own is evicted from the mempool
+//! and counted against its sender, as are those the contract refuses while this node
+//! builds a proposal.
 
 use std::{
     sync::{Arc, atomic::Ordering},
@@ -16,26 +23,28 @@ use bytes::Bytes;
 use malachitebft_app::{
     consensus::ProposedValue,
     engine::host::{HeightParams, Next, SyncedValueOutcome},
-    streaming::{StreamId, StreamMessage},
-    types::{LocallyProposedValue, sync::RawDecidedValue},
+    streaming::StreamMessage,
+    types::{LocallyProposedValue, PeerId, sync::RawDecidedValue},
 };
 use malachitebft_app_channel::{AppMsg, Channels, NetworkMsg};
 use malachitebft_core_types::{CommitCertificate, LinearTimeouts, Round, Validity};
 use malachitebft_engine::util::streaming::StreamContent;
 use tokio::sync::broadcast;
 use tracing::{debug, error, info, warn};
-use trust_contracts::{Contract, Event};
-use trust_protocol::{AccountId, Hash, block::Block, encoding};
+use trust_contracts::{BlockCtx, Contract, Event};
+use trust_protocol::{AccountId, Hash, block::Block, encoding, tx::SignedTx};
 
 use super::{
     ConsensusMetrics,
     codec::{WireCertificate, decode_borsh, encode_borsh},
     context::{Address, BlockId, Height, PartInit, TrustContext, Validator, ValidatorSet},
-    proposals::{Streams, Undecided, UndecidedEntry, stream_parts},
+    proposals::{
+        StreamError, Streams, Undecided, UndecidedEntry, stream_id, stream_parts, stream_slot,
+    },
     signing::AccountSigner,
 };
 use crate::{
-    chain::{Executed, Tip, build_block, decided_sessions, execute_block},
+    chain::{ExecError, Executed, Tip, build_block, decided_sessions, execute_block},
     ledger::{Ledger, StoredBlock},
     mempool::{self, Pool},
     tasks::{Stop, TaskResult},
@@ -43,9 +52,12 @@ use crate::{
 };
 
 /// Most transactions drawn from the mempool into one block.
-pub const MAX_CANDIDATES: usize = 2_000;
+pub const MAX_CANDIDATES: usize = mempool::MAX_CANDIDATES;
 /// Most heights served in one sync answer.
 pub const MAX_SYNC_BATCH: u64 = 20;
+/// Most stored bytes served in one sync answer (half the consensus message limit, so the
+/// answer with its certificates always encodes within it).
+pub const MAX_SYNC_BYTES: usize = super::codec::MAX_CONSENSUS_MESSAGE_BYTES / 2;
 
 /// A block that was decided and applied.
 #[derive(Debug, Clone)]
@@ -96,10 +108,42 @@ pub struct Driver {
     /// tip they were executed on, so that the decided one is not executed again: at most
     /// [`EXECUTED_CACHE`] entries, cleared at every decision.
     executed: Vec<(Tip, BlockId, Executed)>,
+    /// Test builds: the key this node forges proposals with in rounds it does not propose
+    /// (see [`super::forge`]).
+    #[cfg(feature = "misbehave")]
+    forge: Option<AccountSigner>,
 }
 
 /// Executions kept for the decision (one per round a height may take before deciding).
 const EXECUTED_CACHE: usize = 4;
+
+/// Streams `block` as signed proposal parts under the stream id of `init`'s slot.
+pub(super) async fn stream_out(
+    chain: &Hash,
+    signer: &AccountSigner,
+    init: PartInit,
+    block: &Block,
+    channels: &Channels<TrustContext>,
+) -> Result<(), String> {
+    let stream = stream_id(init.height, init.round);
+    let parts = stream_parts(chain, init, block, |d| signer.sign(d));
+    let mut seq = 0u64;
+    for part in parts {
+        let msg = StreamMessage::new(stream.clone(), seq, StreamContent::Data(part));
+        channels
+            .network
+            .send(NetworkMsg::PublishProposalPart(msg))
+            .await
+            .map_err(|e| e.to_string())?;
+        seq = seq.saturating_add(1);
+    }
+    let fin = StreamMessage::new(stream, seq, StreamContent::Fin);
+    channels
+        .network
+        .send(NetworkMsg::PublishProposalPart(fin))
+        .await
+        .map_err(|e| e.to_string())
+}
 
 /// The validator set that votes at the height after `contract`'s: every genesis validator
 /// with positive bonded stake, weighted by it; if none has stake, all of them with power 1
@@ -178,7 +222,17 @@ impl Driver {
             pending_finalize: None,
             last_decided_at: None,
             executed: Vec::new(),
+            #[cfg(feature = "misbehave")]
+            forge: None,
         }
+    }
+
+    /// Test builds: forge proposals signed by `signer` for the rounds this node does not
+    /// propose (a misbehaving node, see [`super::forge`]).
+    #[cfg(feature = "misbehave")]
+    pub fn forging(mut self, signer: AccountSigner) -> Self {
+        self.forge = Some(signer);
+        self
     }
 
     /// The contract state and tip as last published.
@@ -243,6 +297,12 @@ impl Driver {
                 debug!(%height, %round, %proposer, ?role, "started round");
                 self.height = height;
                 self.round = round;
+                #[cfg(feature = "misbehave")]
+                if proposer != self.me
+                    && let Some(signer) = self.forge.clone()
+                {
+                    self.forge_proposal(&signer, height, round, channels).await;
+                }
                 let values = self
                     .undecided
                     .at_height(height)
@@ -304,8 +364,7 @@ impl Driver {
                 part,
                 reply,
             } => {
-                let peer = published_by.unwrap_or(from);
-                let value = self.received_part(peer, part);
+                let value = self.received_part(from, published_by, part);
                 let _ = reply.send(value);
             }
             AppMsg::Decided {
@@ -368,16 +427,19 @@ impl Driver {
         let candidates = self.pool.reap(contract.clone(), MAX_CANDIDATES).await;
         let proposer = self.me.account();
         let (block, executed, dropped) = build_block(&contract, &tip, proposer, &candidates);
-        // Refused for good: they would be refused again, so they leave the pool, and their
-        // sender fills the nonce. One refused for now (a phase not reached yet, a short
-        // balance, a nonce behind a hole) stays for a later block.
-        let doomed: Vec<_> = dropped
+        // Refused when tried: out of the pool, and held against its sender. Only one that
+        // waits (a reveal before its window, a nonce behind one refused in this block)
+        // stays for a later block.
+        let failed: Vec<_> = dropped
             .iter()
-            .filter(|d| mempool::refused_for_good(&d.error))
+            .filter(|d| !mempool::waits(&d.error))
             .collect();
-        if !doomed.is_empty() {
-            let evicted = self.pool.evict(doomed.iter().map(|d| d.id).collect()).await;
-            for d in doomed.iter().filter(|d| evicted.contains(&d.id)) {
+        if !failed.is_empty() {
+            let evicted = self
+                .pool
+                .failed(failed.iter().map(|d| d.id).collect())
+                .await;
+            for d in failed.iter().filter(|d| evicted.contains(&d.id)) {
                 info!(tx = %d.id, error = %d.error, "transaction refused by the contract; removed from the mempool");
             }
         }
@@ -417,81 +479,98 @@ impl Driver {
             pol_round,
             proposer: self.me,
         };
-        let parts = stream_parts(&self.chain, init, block, |d| signer.sign(d));
-        let mut id = height.0.to_be_bytes().to_vec();
-        id.extend_from_slice(&round.as_i64().to_be_bytes());
-        let stream_id = StreamId::new(Bytes::from(id));
-        let mut seq = 0u64;
-        for part in parts {
-            let msg = StreamMessage::new(stream_id.clone(), seq, StreamContent::Data(part));
-            channels
-                .network
-                .send(NetworkMsg::PublishProposalPart(msg))
-                .await
-                .map_err(|e| e.to_string())?;
-            seq = seq.saturating_add(1);
-        }
-        let fin = StreamMessage::new(stream_id, seq, StreamContent::Fin);
-        channels
-            .network
-            .send(NetworkMsg::PublishProposalPart(fin))
-            .await
-            .map_err(|e| e.to_string())
+        stream_out(&self.chain, signer, init, block, channels).await
     }
 
-    fn received_part(
+    /// Takes one proposal part from the engine; returns the proposed value once a stream
+    /// from the slot's proposer is complete and executed (valid or not).
+    pub(crate) fn received_part(
         &mut self,
-        peer: malachitebft_app::types::PeerId,
+        from: PeerId,
+        published_by: Option<PeerId>,
         part: StreamMessage<super::context::ProposalPart>,
     ) -> Option<ProposedValue<TrustContext>> {
-        let outcome = self.streams.insert(&self.chain, peer, part)?;
-        let assembled = match outcome {
+        // Gossipsub authenticates the author; a transport without one names the neighbour.
+        let publisher = published_by.unwrap_or(from);
+        let (contract, tip) = self.snapshot();
+        let Some((height, round)) = stream_slot(&part.stream_id) else {
+            self.refuse_part(&publisher, "a stream id that names no slot");
+            return None;
+        };
+        if height.0 != tip.height.saturating_add(1) {
+            // A decided height (a late part) or one this node has not reached: nothing it
+            // could vote on now; the engine asks again through `StartedRound`.
+            debug!(%height, tip = tip.height, "proposal part for another height dropped");
+            return None;
+        }
+        let set = validator_set(&self.validators, &contract);
+        let Some(proposer) = super::context::proposer_of(&set, height, round).map(|v| v.address)
+        else {
+            self.refuse_part(&publisher, "no validator proposes this slot");
+            return None;
+        };
+        if proposer.peer_id() != Some(publisher) {
+            self.refuse_part(
+                &publisher,
+                "published by someone other than the slot's proposer",
+            );
+            return None;
+        }
+        let outcome = self.streams.insert(&self.chain, publisher, part)?;
+        let assembled = outcome.and_then(|a| {
+            let i = &a.init;
+            if (i.height, i.round, i.proposer) != (height, round, proposer) {
+                Err(StreamError::Mismatch(
+                    "its Init names another slot or proposer",
+                ))
+            } else {
+                Ok(a)
+            }
+        });
+        let assembled = match assembled {
             Ok(a) => a,
             Err(e) => {
                 self.metrics
                     .proposals_rejected
                     .fetch_add(1, Ordering::Relaxed);
-                warn!(%peer, error = %e, "proposal stream refused");
+                warn!(%publisher, error = %e, "proposal stream refused");
                 return None;
             }
         };
         let init = assembled.init;
         let block = assembled.block;
         let id = BlockId::of(block.hash());
-        let (contract, tip) = self.snapshot();
-        if init.height.0 <= tip.height {
-            debug!(height = %init.height, "proposal for a decided height dropped");
-            return None;
-        }
-        // A proposal for a later height is kept unvalidated-as-invalid until this node
-        // reaches that height; the engine asks again through `StartedRound`.
-        let valid = if init.height.0 == tip.height.saturating_add(1) {
-            match execute_block(&contract, &tip, &block) {
-                Ok(done) => {
-                    self.remember(tip, id, done);
-                    true
-                }
-                Err(e) => {
-                    self.metrics
-                        .proposals_rejected
-                        .fetch_add(1, Ordering::Relaxed);
-                    warn!(height = %init.height, round = %init.round, proposer = %init.proposer, error = %e, "proposed block does not execute");
-                    false
-                }
+        self.metrics
+            .proposals_executed
+            .fetch_add(1, Ordering::Relaxed);
+        let valid = match execute_block(&contract, &tip, &block) {
+            Ok(done) => {
+                self.remember(tip, id, done);
+                true
             }
-        } else {
-            return None;
+            Err(e) => {
+                self.metrics
+                    .proposals_rejected
+                    .fetch_add(1, Ordering::Relaxed);
+                warn!(height = %init.height, round = %init.round, proposer = %init.proposer, error = %e, "proposed block does not execute");
+                self.evict_culprit(&contract, &block, &e);
+                false
+            }
         };
-        let entry = UndecidedEntry {
-            round: init.round,
-            pol_round: init.pol_round,
-            proposer: init.proposer,
-            valid,
-            block: encoding::encode(&block),
-        };
-        if let Err(e) = self.undecided.put(init.height, &id, &entry) {
-            error!(error = %e, "could not store proposal");
-            return None;
+        // Only a block that executed is kept for the decision (and for a restart); an
+        // invalid one is answered so the engine can vote nil at once, and forgotten.
+        if valid {
+            let entry = UndecidedEntry {
+                round: init.round,
+                pol_round: init.pol_round,
+                proposer: init.proposer,
+                valid,
+                block: encoding::encode(&block),
+            };
+            if let Err(e) = self.undecided.put(init.height, &id, &entry) {
+                error!(error = %e, "could not store proposal");
+                return None;
+            }
         }
         Some(ProposedValue {
             height: init.height,
@@ -501,6 +580,48 @@ impl Driver {
             value: id,
             validity: Validity::from_bool(valid),
         })
+    }
+
+    /// Proposal streams being reassembled.
+    pub fn streams_open(&self) -> usize {
+        self.streams.len()
+    }
+
+    fn refuse_part(&self, publisher: &PeerId, why: &'static str) {
+        self.metrics
+            .proposal_parts_refused
+            .fetch_add(1, Ordering::Relaxed);
+        debug!(%publisher, why, "proposal part dropped before it was buffered");
+    }
+
+    /// When a proposed block failed because the contract refused one of its transactions,
+    /// and that transaction is refused on the tip's state on its own too (so no ordering
+    /// chosen by the proposer made it fail), it leaves the mempool as a failure.
+    fn evict_culprit(&self, contract: &Contract, block: &Block, error: &ExecError) {
+        let ExecError::Rejected { index, error, .. } = error else {
+            return;
+        };
+        if mempool::waits(error) {
+            return;
+        }
+        let Some(tx) = block
+            .txs
+            .get(*index)
+            .and_then(|b| encoding::decode::<SignedTx>(b).ok())
+        else {
+            return;
+        };
+        let ctx = BlockCtx {
+            height: block.header.height,
+            block_hash: Hash::ZERO,
+        };
+        let mut trial = contract.clone();
+        if let Err(alone) = trial.apply(&ctx, &tx)
+            && !mempool::waits(&alone)
+            && !self.pool.report_failed(vec![tx.id()])
+        {
+            debug!(tx = %tx.id(), "mempool busy; a failing transaction stays pooled for now");
+        }
     }
 
     /// Keeps the execution of block `id` on `tip` for its decision (bounded; the oldest
@@ -594,9 +715,19 @@ impl Driver {
     fn decided_values(&self, from: Height, to: Height) -> Vec<RawDecidedValue<TrustContext>> {
         let to =
             to.0.min(from.0.saturating_add(MAX_SYNC_BATCH.saturating_sub(1)));
+        let count = u32::try_from(to.saturating_sub(from.0).saturating_add(1)).unwrap_or(0);
+        // Sizes first: blocks past the byte budget are neither read whole nor decoded.
+        let raws = match self.ledger.raw_blocks(from.0, count, MAX_SYNC_BYTES) {
+            Ok(r) => r,
+            Err(e) => {
+                error!(error = %e, "stored blocks not readable for sync");
+                return Vec::new();
+            }
+        };
         let mut out = Vec::new();
-        for h in from.0..=to {
-            let Ok(Some(stored)) = self.ledger.block(h) else {
+        for (h, raw) in (from.0..).zip(raws) {
+            let Ok(stored) = encoding::decode::<StoredBlock>(&raw) else {
+                error!(height = h, "stored block does not decode");
                 break;
             };
             let Ok(cert) = decode_borsh::<WireCertificate>(&stored.certificate) else {

@@ -11,6 +11,8 @@
 pub mod codec;
 pub mod context;
 pub mod driver;
+#[cfg(feature = "misbehave")]
+pub mod forge;
 pub mod proposals;
 pub mod signing;
 
@@ -64,6 +66,11 @@ pub struct ConsensusMetrics {
     pub last_block_ms: AtomicU64,
     /// Proposal streams or blocks refused.
     pub proposals_rejected: AtomicU64,
+    /// Proposal parts dropped before they were buffered: not from the proposer of the
+    /// slot their stream names, or naming no slot.
+    pub proposal_parts_refused: AtomicU64,
+    /// Proposed blocks executed (each came complete and signed from its slot's proposer).
+    pub proposals_executed: AtomicU64,
     /// Synced blocks refused (malformed, wrong height, not executing).
     pub sync_rejected: AtomicU64,
     /// Decided blocks served to syncing peers.
@@ -76,7 +83,7 @@ pub struct ConsensusMetrics {
 impl ConsensusMetrics {
     /// Prometheus text.
     pub fn render(&self, out: &mut String) {
-        let rows: [(&str, &str, &str, &AtomicU64); 7] = [
+        let rows: [(&str, &str, &str, &AtomicU64); 9] = [
             (
                 "trust_blocks_committed_total",
                 "counter",
@@ -100,6 +107,18 @@ impl ConsensusMetrics {
                 "counter",
                 "Proposal streams or blocks refused.",
                 &self.proposals_rejected,
+            ),
+            (
+                "trust_proposal_parts_refused_total",
+                "counter",
+                "Proposal parts dropped unbuffered: not from the slot's proposer.",
+                &self.proposal_parts_refused,
+            ),
+            (
+                "trust_proposals_executed_total",
+                "counter",
+                "Proposed blocks executed after their proposer's stream was complete.",
+                &self.proposals_executed,
             ),
             (
                 "trust_sync_rejected_total",
@@ -190,6 +209,10 @@ pub struct ConsensusSetup {
     pub snapshot_every: u64,
     /// How often peers exchange sync status.
     pub sync_interval: Duration,
+    /// Test builds: forge proposals in rounds this node does not propose
+    /// ([`forge`]).
+    #[cfg(feature = "misbehave")]
+    pub forge: bool,
 }
 
 /// A running engine and the driver that answers it (not yet driving: see
@@ -370,6 +393,12 @@ pub async fn start(
         metrics,
         decided.clone(),
     );
+    #[cfg(feature = "misbehave")]
+    let driver = if setup.forge {
+        driver.forging(AccountSigner::new(setup.key.clone(), setup.chain))
+    } else {
+        driver
+    };
     Ok(Running {
         engine,
         driver,

@@ -1,19 +1,31 @@
 //! Proposal streams and undecided blocks.
 //!
 //! A proposer streams its block as `Init`, `Data` chunks and a signed `Fin` (see
-//! [`ProposalPart`]). [`Streams`] reassembles parts that may arrive out of order, keyed by
-//! the publishing peer and stream id, within fixed bounds: at most [`MAX_STREAMS`] open
-//! streams (the oldest is dropped) and at most [`MAX_STREAM_BYTES`] per stream.
+//! [`ProposalPart`]), under the stream id [`stream_id`] of its height and round.
+//!
+//! Only the expected proposer of a slot may stream into it: before a part is buffered the
+//! driver reads the height and round from its stream id ([`stream_slot`]) and checks that
+//! the part's publisher (gossipsub's authenticated author, the proposer's own key) is the
+//! proposer of that slot; the assembled stream's `Init` must name the same slot and
+//! proposer, and its `Fin` must carry that proposer's signature, before the block is ever
+//! executed. [`Streams`] reassembles parts that may arrive out of order, keyed by the
+//! publishing peer and stream id, within fixed bounds: at most [`MAX_STREAMS`] open streams
+//! in all and [`MAX_STREAMS_PER_PEER`] per publisher (the oldest goes first), at most
+//! [`MAX_STREAM_PARTS`] parts per stream, and at most [`MAX_STREAM_BYTES`] per stream,
+//! counting every part with [`PART_OVERHEAD`] so that a flood of tiny parts is bounded too.
 //!
 //! [`Undecided`] keeps blocks proposed at heights not yet decided, in sled, so a node that
-//! crashes after voting for a block still has it when the engine replays its WAL.
+//! crashes after voting for a block still has it when the engine replays its WAL. Only
+//! blocks that executed are kept: an invalid proposal is answered and forgotten.
 
 use std::collections::{BTreeMap, VecDeque};
 
+use bytes::Bytes;
 use malachitebft_app::{
     streaming::{StreamId, StreamMessage},
     types::PeerId,
 };
+use malachitebft_core_types::Round;
 use malachitebft_engine::util::streaming::StreamContent;
 use trust_protocol::{
     Hash,
@@ -29,10 +41,34 @@ use super::{
 
 /// Open streams kept at once.
 pub const MAX_STREAMS: usize = 64;
-/// Largest sum of `Data` bytes in one stream.
+/// Open streams kept at once from one publisher (the rounds of a height it proposes in).
+pub const MAX_STREAMS_PER_PEER: usize = 4;
+/// Largest size of one stream: its `Data` bytes plus [`PART_OVERHEAD`] per part.
 pub const MAX_STREAM_BYTES: usize = MAX_BLOCK_BYTES + 64 * 1024;
+/// What every part counts toward [`MAX_STREAM_BYTES`] beside its data: the bytes a part
+/// costs to keep whatever it carries.
+pub const PART_OVERHEAD: usize = 64;
 /// Size of a `Data` chunk.
 pub const CHUNK_BYTES: usize = 256 * 1024;
+/// Most parts in one stream: `Init`, the chunks of the largest block, `Fin`, and one spare.
+pub const MAX_STREAM_PARTS: u64 = (MAX_BLOCK_BYTES / CHUNK_BYTES) as u64 + 4;
+
+/// The stream id a proposer uses for its proposal at `height` and `round`.
+pub fn stream_id(height: Height, round: Round) -> StreamId {
+    let mut id = height.0.to_be_bytes().to_vec();
+    id.extend_from_slice(&round.as_i64().to_be_bytes());
+    StreamId::new(Bytes::from(id))
+}
+
+/// The height and round a stream id names, if it is one [`stream_id`] makes (a round of
+/// at least 0).
+pub fn stream_slot(id: &StreamId) -> Option<(Height, Round)> {
+    let bytes = id.to_bytes();
+    let h: [u8; 8] = bytes.get(..8)?.try_into().ok()?;
+    let r: [u8; 8] = bytes.get(8..)?.try_into().ok()?;
+    let round = u32::try_from(i64::from_be_bytes(r)).ok()?;
+    Some((Height(u64::from_be_bytes(h)), Round::new(round)))
+}
 
 /// A proposal stream put back together and checked.
 #[derive(Debug, Clone)]
@@ -53,13 +89,17 @@ pub enum StreamError {
     /// Too many bytes.
     #[error("proposal stream exceeds {MAX_STREAM_BYTES} bytes")]
     TooLarge,
+    /// Too many parts, or a sequence number beyond the last a stream may have.
+    #[error("proposal stream exceeds {MAX_STREAM_PARTS} parts")]
+    TooManyParts,
     /// The `Fin` signature is not the proposer's.
     #[error("proposal stream signature does not verify for proposer {0}")]
     BadSignature(String),
     /// The block bytes do not decode.
     #[error("proposed block does not decode: {0}")]
     BadBlock(String),
-    /// The block's header disagrees with the stream's `Init`.
+    /// The block's header disagrees with the stream's `Init`, or the `Init` with the
+    /// slot the stream was accepted for.
     #[error("proposed block header does not match its stream: {0}")]
     Mismatch(&'static str),
 }
@@ -79,7 +119,9 @@ pub struct Streams {
 }
 
 impl Streams {
-    /// Adds one message; returns the stream's outcome once it is complete.
+    /// Adds one message from the publisher `from` (whom the caller checked may stream into
+    /// the slot its stream id names); returns the stream's outcome once it is complete, or
+    /// once it broke a bound (the stream is dropped then).
     pub fn insert(
         &mut self,
         chain: &Hash,
@@ -87,24 +129,39 @@ impl Streams {
         msg: StreamMessage<ProposalPart>,
     ) -> Option<Result<Assembled, StreamError>> {
         let key = (from, msg.stream_id.clone());
+        if msg.sequence >= MAX_STREAM_PARTS {
+            self.remove(&key);
+            return Some(Err(StreamError::TooManyParts));
+        }
         if !self.open.contains_key(&key) {
-            if self.open.len() >= MAX_STREAMS
-                && let Some(old) = self.order.pop_front()
-            {
+            let theirs = self.order.iter().filter(|(p, _)| *p == from).count();
+            let full = if theirs >= MAX_STREAMS_PER_PEER {
+                self.order.iter().position(|(p, _)| *p == from)
+            } else if self.open.len() >= MAX_STREAMS {
+                Some(0)
+            } else {
+                None
+            };
+            if let Some(old) = full.and_then(|i| self.order.remove(i)) {
                 self.open.remove(&old);
             }
             self.order.push_back(key.clone());
         }
         let partial = self.open.entry(key.clone()).or_default();
+        let size = match &msg.content {
+            StreamContent::Data(ProposalPart::Data(d)) => d.len(),
+            _ => 0,
+        }
+        .saturating_add(PART_OVERHEAD);
         match msg.content {
             StreamContent::Fin => partial.fin_at = Some(msg.sequence),
             StreamContent::Data(part) => {
-                if let ProposalPart::Data(d) = &part {
-                    partial.bytes = partial.bytes.saturating_add(d.len());
-                }
                 partial.parts.insert(msg.sequence, part);
             }
         }
+        // A part sent again replaces the first copy; the bytes of both are counted, so a
+        // peer repeating parts runs into the bound instead of around it.
+        partial.bytes = partial.bytes.saturating_add(size);
         if partial.bytes > MAX_STREAM_BYTES {
             self.remove(&key);
             return Some(Err(StreamError::TooLarge));
@@ -116,6 +173,16 @@ impl Streams {
         }
         let partial = self.remove(&key)?;
         Some(assemble(chain, partial.parts.into_values().collect()))
+    }
+
+    /// Streams open.
+    pub fn len(&self) -> usize {
+        self.open.len()
+    }
+
+    /// Whether no stream is open.
+    pub fn is_empty(&self) -> bool {
+        self.open.is_empty()
     }
 
     fn remove(&mut self, key: &(PeerId, StreamId)) -> Option<Partial> {

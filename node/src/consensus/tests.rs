@@ -16,7 +16,10 @@ use super::{
     codec::{TrustCodec, WireCertificate, WireCommitSignature},
     context::{Address, BlockId, Height, PartInit, ProposalPart, Validator, ValidatorSet},
     driver::{Driver, validator_set},
-    proposals::{StreamError, Streams, Undecided, stream_parts},
+    proposals::{
+        MAX_STREAM_PARTS, MAX_STREAMS_PER_PEER, StreamError, Streams, Undecided, stream_id,
+        stream_parts,
+    },
     signing::AccountSigner,
 };
 use crate::{
@@ -35,14 +38,22 @@ struct Fixture {
 }
 
 fn fixture() -> Fixture {
-    let key = Keypair::from_label("validator");
+    fixture_of(&[Keypair::from_label("validator")])
+}
+
+/// A driver run by `validators[0]`, on a genesis where each of `validators` has stake 500.
+fn fixture_of(validators: &[Keypair]) -> Fixture {
+    let key = validators[0].clone();
     let genesis = Genesis {
         params: Params::default(),
-        accounts: vec![GenesisAccount {
-            id: key.public(),
-            balance: 1_000,
-            stake: 500,
-        }],
+        accounts: validators
+            .iter()
+            .map(|k| GenesisAccount {
+                id: k.public(),
+                balance: 1_000,
+                stake: 500,
+            })
+            .collect(),
         auditors: vec![],
     };
     let contract = Contract::new(&genesis).unwrap();
@@ -64,7 +75,7 @@ fn fixture() -> Fixture {
         chain,
         Address::of(&key.public()),
         Some(AccountSigner::new(key.clone(), chain)),
-        vec![key.public()],
+        validators.iter().map(|k| k.public()).collect(),
         view,
         pool,
         ledger,
@@ -85,7 +96,10 @@ fn fixture() -> Fixture {
 }
 
 fn stream(parts: Vec<ProposalPart>) -> Vec<StreamMessage<ProposalPart>> {
-    let id = StreamId::new(vec![1u8].into());
+    stream_as(StreamId::new(vec![1u8].into()), parts)
+}
+
+fn stream_as(id: StreamId, parts: Vec<ProposalPart>) -> Vec<StreamMessage<ProposalPart>> {
     let mut out: Vec<_> = parts
         .into_iter()
         .enumerate()
@@ -305,4 +319,229 @@ fn certificates_round_trip_through_the_codec() {
     assert_eq!(back, ProposalPart::Data(vec![1, 2, 3]));
     let bad: Result<ProposalPart, _> = c.decode(vec![9u8, 9, 9].into());
     assert!(bad.is_err());
+}
+
+fn peer_of(k: &Keypair) -> PeerId {
+    Address::of(&k.public()).peer_id().expect("an ed25519 key")
+}
+
+fn count(c: &std::sync::atomic::AtomicU64) -> u64 {
+    c.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// The first round of height 1 that `who` proposes.
+fn round_of(f: &Fixture, who: &Keypair) -> Round {
+    let set = validator_set(&f.driver.validators, &f.contract);
+    (0..64)
+        .map(Round::new)
+        .find(|r| {
+            super::context::proposer_of(&set, Height(1), *r).map(|v| v.address)
+                == Some(Address::of(&who.public()))
+        })
+        .expect("a round of its own")
+}
+
+/// `key`'s proposal stream for height 1, `round`, claiming `proposer`, signed by `key`.
+fn proposal_by(
+    f: &Fixture,
+    key: &Keypair,
+    proposer: &Keypair,
+    round: Round,
+) -> Vec<StreamMessage<ProposalPart>> {
+    let tip = Tip {
+        chain: f.chain,
+        height: 0,
+        hash: Hash::ZERO,
+    };
+    let (block, _, _) = build_block(&f.contract, &tip, proposer.public(), &[]);
+    let init = PartInit {
+        height: Height(1),
+        round,
+        pol_round: Round::Nil,
+        proposer: Address::of(&proposer.public()),
+    };
+    let signer = AccountSigner::new(key.clone(), f.chain);
+    let parts = stream_parts(&f.chain, init, &block, |d| signer.sign(d));
+    stream_as(stream_id(Height(1), round), parts)
+}
+
+/// Feeds a stream as published by `publisher`; the last outcome.
+fn feed(
+    f: &mut Fixture,
+    publisher: &PeerId,
+    msgs: Vec<StreamMessage<ProposalPart>>,
+) -> Option<malachitebft_app::consensus::ProposedValue<super::context::TrustContext>> {
+    let from = PeerId::from_bytes(&libp2p::PeerId::random().to_bytes()).unwrap();
+    let mut last = None;
+    for m in msgs {
+        last = f.driver.received_part(from, Some(*publisher), m);
+    }
+    last
+}
+
+/// Finding 5: a proposal for a slot streamed by anyone but that slot's proposer (another
+/// validator with its own signature, one claiming to be the proposer, a stranger) is
+/// dropped part by part before anything is buffered or executed, and nothing is stored.
+/// The proposer's own stream is executed and kept.
+#[test]
+fn proposals_from_anyone_but_the_slots_proposer_are_dropped_before_execution() {
+    let (a, b) = (Keypair::from_label("val-a"), Keypair::from_label("val-b"));
+    let stranger = Keypair::from_label("stranger");
+    let mut f = fixture_of(&[a.clone(), b.clone()]);
+    let slot = round_of(&f, &a);
+    let m = f.driver.metrics.clone();
+
+    // b proposes in a's slot under its own name, then under a's; a stranger does too.
+    let forged = [
+        (peer_of(&b), proposal_by(&f, &b, &b, slot)),
+        (peer_of(&b), proposal_by(&f, &b, &a, slot)),
+        (
+            peer_of(&stranger),
+            proposal_by(&f, &stranger, &stranger, slot),
+        ),
+    ];
+    let mut parts = 0;
+    for (publisher, msgs) in forged {
+        parts += msgs.len() as u64;
+        assert!(feed(&mut f, &publisher, msgs).is_none());
+    }
+    assert_eq!(count(&m.proposal_parts_refused), parts);
+    assert_eq!(f.driver.streams_open(), 0, "nothing buffered");
+    // Published under a's id (gossipsub would not let anyone but a) yet signed by b: the
+    // Fin signature stops it, still before execution.
+    let impostor = proposal_by(&f, &b, &a, slot);
+    assert!(feed(&mut f, &peer_of(&a), impostor).is_none());
+    assert_eq!(count(&m.proposals_rejected), 1);
+    assert_eq!(count(&m.proposals_executed), 0);
+    assert!(f.driver.undecided.at_height(Height(1)).is_empty());
+
+    // a's own proposal for its slot is executed and kept.
+    let genuine = proposal_by(&f, &a, &a, slot);
+    let v = feed(&mut f, &peer_of(&a), genuine).expect("complete");
+    assert_eq!((v.validity, v.round), (Validity::Valid, slot));
+    assert_eq!(count(&m.proposals_executed), 1);
+    assert_eq!(f.driver.undecided.at_height(Height(1)).len(), 1);
+}
+
+/// The slot's proposer streaming a block that does not execute: answered invalid, not
+/// stored.
+#[test]
+fn an_invalid_block_from_the_proposer_is_answered_and_not_stored() {
+    let a = Keypair::from_label("val-a");
+    let mut f = fixture_of(std::slice::from_ref(&a));
+    let tip = Tip {
+        chain: f.chain,
+        height: 0,
+        hash: Hash::ZERO,
+    };
+    let (mut block, _, _) = build_block(&f.contract, &tip, a.public(), &[]);
+    block.header.state_root = Hash([7; 32]);
+    let init = PartInit {
+        height: Height(1),
+        round: Round::new(0),
+        pol_round: Round::Nil,
+        proposer: Address::of(&a.public()),
+    };
+    let signer = AccountSigner::new(a.clone(), f.chain);
+    let msgs = stream_as(
+        stream_id(Height(1), Round::new(0)),
+        stream_parts(&f.chain, init, &block, |d| signer.sign(d)),
+    );
+    let v = feed(&mut f, &peer_of(&a), msgs).expect("answered");
+    assert_eq!(v.validity, Validity::Invalid);
+    assert_eq!(count(&f.driver.metrics.proposals_executed), 1);
+    assert!(f.driver.undecided.at_height(Height(1)).is_empty());
+}
+
+/// A publisher cannot grow a stream's memory with tiny parts, repeated parts or many
+/// streams: parts are counted with their overhead, sequence numbers are bounded, and each
+/// publisher keeps a few streams open at most.
+#[test]
+fn streams_are_bounded_in_parts_bytes_and_per_publisher() {
+    let chain = Hash::sha256(b"bounds");
+    let peer = PeerId::from_bytes(&libp2p::PeerId::random().to_bytes()).unwrap();
+    let id = stream_id(Height(1), Round::new(0));
+    let tiny = |seq: u64| {
+        StreamMessage::new(
+            id.clone(),
+            seq,
+            StreamContent::Data(ProposalPart::Data(vec![0])),
+        )
+    };
+
+    let mut streams = Streams::default();
+    let outcomes: Vec<_> = (0..=MAX_STREAM_PARTS)
+        .filter_map(|seq| streams.insert(&chain, peer, tiny(seq)))
+        .collect();
+    assert_eq!(outcomes.len(), 1);
+    assert!(matches!(outcomes[0], Err(StreamError::TooManyParts)));
+    assert!(streams.is_empty());
+
+    // The same part sent over and over counts every time.
+    let mut sent = 0u64;
+    let r = loop {
+        sent += 1;
+        if let Some(r) = streams.insert(&chain, peer, tiny(1)) {
+            break r;
+        }
+    };
+    assert!(matches!(r, Err(StreamError::TooLarge)));
+    assert!(
+        sent <= (super::proposals::MAX_STREAM_BYTES / super::proposals::PART_OVERHEAD) as u64 + 1
+    );
+
+    for round in 0..10 {
+        let msg = StreamMessage::new(
+            stream_id(Height(1), Round::new(round)),
+            0,
+            StreamContent::Data(ProposalPart::Data(vec![0])),
+        );
+        assert!(streams.insert(&chain, peer, msg).is_none());
+    }
+    assert_eq!(streams.len(), MAX_STREAMS_PER_PEER);
+}
+
+/// The forger (test builds) streams, for a slot another validator proposes, a complete
+/// proposal signed with its own key; an honest node drops every part of it unexecuted.
+#[cfg(feature = "misbehave")]
+#[test]
+fn the_forger_streams_a_signed_proposal_for_a_slot_it_does_not_own() {
+    let (a, b) = (Keypair::from_label("val-a"), Keypair::from_label("val-b"));
+    let mut f = fixture_of(&[a.clone(), b.clone()]);
+    let slot = round_of(&f, &a);
+    let tip = Tip {
+        chain: f.chain,
+        height: 0,
+        hash: Hash::ZERO,
+    };
+    let forger = AccountSigner::new(b.clone(), f.chain);
+    let (init, block, parts) = super::forge::forged(&f.chain, &forger, &f.contract, &tip, slot);
+    assert_eq!((init.height, init.round), (Height(1), slot));
+    assert_eq!(init.proposer, Address::of(&b.public()));
+    assert_ne!(
+        super::context::proposer_of(
+            &validator_set(&f.driver.validators, &f.contract),
+            Height(1),
+            slot
+        )
+        .map(|v| v.address),
+        Some(init.proposer),
+        "the slot is someone else's"
+    );
+    // What it streams is a whole, correctly signed proposal of a block that executes.
+    let msgs = stream_as(stream_id(Height(1), slot), parts);
+    let mut streams = Streams::default();
+    let assembled = msgs
+        .clone()
+        .into_iter()
+        .find_map(|m| streams.insert(&f.chain, peer_of(&b), m))
+        .expect("complete")
+        .expect("well signed");
+    assert_eq!(assembled.block, block);
+    assert!(crate::chain::execute_block(&f.contract, &tip, &block).is_ok());
+    // An honest node drops it.
+    let n = msgs.len() as u64;
+    assert!(feed(&mut f, &peer_of(&b), msgs).is_none());
+    assert_eq!(count(&f.driver.metrics.proposal_parts_refused), n);
+    assert_eq!(count(&f.driver.metrics.proposals_executed), 0);
 }

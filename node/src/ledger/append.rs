@@ -11,8 +11,8 @@ use sled::{
 use trust_protocol::{Hash, encoding, tx::SignedTx};
 
 use super::{
-    BLOCKS_TREE, CHAIN_KEY, Ledger, LedgerError, MAX_CERTIFICATE_BYTES, StoredBlock, TIP_KEY,
-    decode_chain, decode_outcome, decode_tip, height_key,
+    BLOCKS_TREE, CHAIN_KEY, HASHES_THROUGH_KEY, Ledger, LedgerError, MAX_CERTIFICATE_BYTES,
+    StoredBlock, TIP_KEY, decode_chain, decode_outcome, decode_tip, height_key,
 };
 
 type TxResult<T> = Result<T, ConflictableTransactionError<LedgerError>>;
@@ -73,8 +73,14 @@ impl Ledger {
         }
         let sessions: BTreeSet<&Hash> = session_outcomes.iter().collect();
 
-        let result = (&self.blocks, &self.tx_index, &self.outcomes, &self.meta).transaction(
-            |(blocks, tx_index, outcomes, meta)| {
+        let result = (
+            &self.blocks,
+            &self.hashes,
+            &self.tx_index,
+            &self.outcomes,
+            &self.meta,
+        )
+            .transaction(|(blocks, hashes, tx_index, outcomes, meta)| {
                 let chain = decode_chain(meta.get(CHAIN_KEY)?.as_deref())
                     .map_err(ConflictableTransactionError::Abort)?;
                 if let Some(expected) = chain
@@ -128,13 +134,21 @@ impl Ledger {
                     outcomes.insert(session.as_bytes(), height_bytes.as_slice())?;
                 }
                 blocks.insert(&height_key(height), bytes.as_slice())?;
+                hashes.insert(hash.as_bytes(), &height_key(height))?;
                 if chain.is_none() {
                     meta.insert(CHAIN_KEY, chain_bytes.as_slice())?;
                 }
                 meta.insert(TIP_KEY, tip_bytes.as_slice())?;
+                // The index covers this block now, so a later open has nothing to backfill
+                // (the mark only moves if it was at the previous tip).
+                let through = meta
+                    .get(HASHES_THROUGH_KEY)?
+                    .and_then(|b| encoding::decode::<u64>(&b).ok());
+                if through.is_none_or(|t| t == tip_height) {
+                    meta.insert(HASHES_THROUGH_KEY, height_bytes.as_slice())?;
+                }
                 Ok(())
-            },
-        );
+            });
         match result {
             Ok(()) => {}
             Err(TransactionError::Abort(e)) => return Err(e),

@@ -12,23 +12,30 @@
 //! # Layout
 //!
 //! One sled database (its own, or shared with other subsystems; the trees are prefixed
-//! `ledger/`) with five trees:
+//! `ledger/`) with six trees:
 //!
 //! | tree | key | value |
 //! |---|---|---|
 //! | `ledger/blocks` | height, big-endian `u64` | canonical encoding of a [`StoredBlock`] |
+//! | `ledger/hashes` | block hash | height, big-endian `u64` |
 //! | `ledger/tx_index` | signed transaction id ([`Signed::id`]) | encoded `(height: u64, index: u32)` |
 //! | `ledger/outcomes` | session id | encoded height of the block that decided it |
 //! | `ledger/snapshots` | height, big-endian `u64` | opaque contract state bytes |
-//! | `ledger/meta` | `chain`, `tip` | chain id; encoded `(height, block hash)` of the tip |
+//! | `ledger/meta` | `chain`, `tip`, `hashes_through` | chain id; encoded `(height, block hash)` of the tip; the height the hash index covers |
 //!
-//! Heights are big-endian so that sled's key order is height order.
+//! Heights are big-endian so that sled's key order is height order. The hash index makes a
+//! lookup by block hash one read ([`Ledger::height_of`]); a ledger written before it existed
+//! is indexed when it is opened, [`BACKFILL_BATCH`] blocks per write, resuming where it
+//! stopped if interrupted.
+//!
+//! Serving blocks to peers reads stored bytes as they are ([`Ledger::raw_blocks`]): their
+//! sizes bound the answer before anything is decoded.
 //!
 //! # Guarantees
 //!
-//! [`Ledger::append`] checks the block and its links, then writes the block, its
+//! [`Ledger::append`] checks the block and its links, then writes the block, its hash, its
 //! transaction index entries, the session outcomes it decides and the new tip in one
-//! sled transaction across the four trees, and flushes before returning: when it returns
+//! sled transaction across the five trees, and flushes before returning: when it returns
 //! `Ok` the block is on disk, and when it fails nothing was written. Appending a block the
 //! ledger already holds is `Ok` (replay after a crash); a different block at a height
 //! already taken is [`LedgerError::Conflict`].
@@ -45,7 +52,13 @@ mod verify;
 #[cfg(test)]
 mod tests;
 
-use std::path::Path;
+use std::{
+    path::Path,
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
+};
 
 use serde::{Deserialize, Serialize};
 use trust_protocol::{
@@ -62,10 +75,14 @@ pub const MAX_CERTIFICATE_BYTES: usize = 1024 * 1024;
 /// How many contract snapshots [`Ledger::put_snapshot`] keeps (the newest ones).
 pub const SNAPSHOTS_KEPT: usize = 3;
 
+/// Blocks indexed per write when an older ledger's hash index is built on open.
+pub const BACKFILL_BATCH: u64 = 256;
+
 // Block, certificate and their two length prefixes fit in one decodable message.
 const _: () = assert!(MAX_BLOCK_BYTES + MAX_CERTIFICATE_BYTES + 64 <= MAX_MESSAGE_BYTES);
 
 const BLOCKS_TREE: &str = "ledger/blocks";
+const HASHES_TREE: &str = "ledger/hashes";
 const TX_INDEX_TREE: &str = "ledger/tx_index";
 const OUTCOMES_TREE: &str = "ledger/outcomes";
 const SNAPSHOTS_TREE: &str = "ledger/snapshots";
@@ -73,6 +90,7 @@ const META_TREE: &str = "ledger/meta";
 
 const CHAIN_KEY: &[u8] = b"chain";
 const TIP_KEY: &[u8] = b"tip";
+const HASHES_THROUGH_KEY: &[u8] = b"hashes_through";
 
 /// Why a ledger operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -214,10 +232,13 @@ pub struct VerifyReport {
 pub struct Ledger {
     db: sled::Db,
     blocks: sled::Tree,
+    hashes: sled::Tree,
     tx_index: sled::Tree,
     outcomes: sled::Tree,
     snapshots: sled::Tree,
     meta: sled::Tree,
+    /// Blocks decoded through this handle and its clones (what reads cost).
+    decoded: Arc<AtomicU64>,
 }
 
 impl Ledger {
@@ -235,16 +256,97 @@ impl Ledger {
         Ok(ledger)
     }
 
-    /// Opens (or creates) the ledger's trees in a database shared with other subsystems.
+    /// Opens (or creates) the ledger's trees in a database shared with other subsystems,
+    /// and indexes by hash the blocks of a ledger written before that index existed.
     pub fn from_db(db: &sled::Db) -> Result<Ledger, LedgerError> {
-        Ok(Ledger {
+        let ledger = Ledger {
             db: db.clone(),
             blocks: db.open_tree(BLOCKS_TREE)?,
+            hashes: db.open_tree(HASHES_TREE)?,
             tx_index: db.open_tree(TX_INDEX_TREE)?,
             outcomes: db.open_tree(OUTCOMES_TREE)?,
             snapshots: db.open_tree(SNAPSHOTS_TREE)?,
             meta: db.open_tree(META_TREE)?,
-        })
+            decoded: Arc::new(AtomicU64::new(0)),
+        };
+        ledger.backfill_hashes()?;
+        Ok(ledger)
+    }
+
+    /// Indexes the hashes of the blocks above `hashes_through`, in batches, each batch
+    /// recording how far it got.
+    fn backfill_hashes(&self) -> Result<(), LedgerError> {
+        let tip = self.tip()?.map_or(0, |(h, _)| h);
+        let mut done = match self.meta.get(HASHES_THROUGH_KEY)? {
+            Some(b) => decode_height_meta(&b)?,
+            // A fresh ledger's appends index themselves; an old one starts at 0.
+            None if tip == 0 => {
+                self.meta
+                    .insert(HASHES_THROUGH_KEY, encoding::encode(&0u64))?;
+                return Ok(());
+            }
+            None => 0,
+        };
+        while done < tip {
+            let end = done.saturating_add(BACKFILL_BATCH).min(tip);
+            let mut batch = sled::Batch::default();
+            for h in done.saturating_add(1)..=end {
+                if let Some(b) = self.block(h)? {
+                    batch.insert(b.block.hash().as_bytes(), &height_key(h));
+                }
+            }
+            self.hashes.apply_batch(batch)?;
+            self.meta
+                .insert(HASHES_THROUGH_KEY, encoding::encode(&end))?;
+            done = end;
+        }
+        self.db.flush()?;
+        Ok(())
+    }
+
+    /// Height of the block whose hash is `hash`, in one read of the hash index.
+    pub fn height_of(&self, hash: &Hash) -> Result<Option<u64>, LedgerError> {
+        self.hashes
+            .get(hash.as_bytes())?
+            .map(|k| parse_height_key(HASHES_TREE, &k))
+            .transpose()
+    }
+
+    /// The stored block whose hash is `hash`.
+    pub fn block_by_hash(&self, hash: &Hash) -> Result<Option<StoredBlock>, LedgerError> {
+        match self.height_of(hash)? {
+            Some(h) => Ok(self.block(h)?.filter(|b| b.block.hash() == *hash)),
+            None => Ok(None),
+        }
+    }
+
+    /// The stored bytes (a canonically encoded [`StoredBlock`]) of up to `max` blocks from
+    /// height `from`, whose lengths sum to at most `budget`: it stops before the first
+    /// block that would go over, or the first height it does not hold. Nothing is decoded.
+    pub fn raw_blocks(
+        &self,
+        from: u64,
+        max: u32,
+        budget: usize,
+    ) -> Result<Vec<Vec<u8>>, LedgerError> {
+        let mut out = Vec::new();
+        let mut used = 0usize;
+        for h in from..from.saturating_add(u64::from(max)) {
+            let Some(bytes) = self.blocks.get(height_key(h))? else {
+                break;
+            };
+            used = used.saturating_add(bytes.len());
+            if used > budget {
+                break;
+            }
+            out.push(bytes.to_vec());
+        }
+        Ok(out)
+    }
+
+    /// Blocks decoded through this ledger handle and its clones since it was opened.
+    pub fn blocks_decoded(&self) -> u64 {
+        self.decoded.load(Ordering::Relaxed)
     }
 
     /// Records the chain id of an empty ledger, or checks it against the recorded one.
@@ -284,7 +386,10 @@ impl Ledger {
     pub fn block(&self, height: u64) -> Result<Option<StoredBlock>, LedgerError> {
         self.blocks
             .get(height_key(height))?
-            .map(|bytes| decode_block(height, &bytes))
+            .map(|bytes| {
+                self.decoded.fetch_add(1, Ordering::Relaxed);
+                decode_block(height, &bytes)
+            })
             .transpose()
     }
 
@@ -361,8 +466,10 @@ impl Ledger {
         &self,
         from: u64,
     ) -> impl Iterator<Item = Result<StoredBlock, LedgerError>> + use<> {
-        self.blocks.range(height_key(from)..).map(|kv| {
+        let decoded = self.decoded.clone();
+        self.blocks.range(height_key(from)..).map(move |kv| {
             let (key, bytes) = kv?;
+            decoded.fetch_add(1, Ordering::Relaxed);
             decode_block(parse_height_key(BLOCKS_TREE, &key)?, &bytes)
         })
     }
@@ -431,6 +538,14 @@ fn decode_chain(bytes: Option<&[u8]>) -> Result<Option<Hash>, LedgerError> {
             })
         })
         .transpose()
+}
+
+fn decode_height_meta(bytes: &[u8]) -> Result<u64, LedgerError> {
+    encoding::decode::<u64>(bytes).map_err(|e| LedgerError::Corrupt {
+        tree: META_TREE,
+        key: "hashes_through".into(),
+        reason: e.to_string(),
+    })
 }
 
 fn decode_tip(bytes: Option<&[u8]>) -> Result<Option<(u64, Hash)>, LedgerError> {

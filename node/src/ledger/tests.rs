@@ -667,3 +667,70 @@ fn shares_a_database_with_other_subsystems() {
     assert_eq!(ledger.verify(&mut replay_ok).expect("verify").blocks, 2);
     assert_eq!(blobs.len(), 1);
 }
+
+/// Every block is found by its hash in one index read; a ledger written before the index
+/// existed is indexed when it is opened, once, one decode per block, in batches.
+#[test]
+fn blocks_are_found_by_hash_and_an_older_ledger_is_indexed_on_open() {
+    let n = BACKFILL_BATCH + 44;
+    let (_dir, ledger, chain) = ledger_with(n);
+    let decoded = ledger.blocks_decoded();
+    for b in &chain {
+        let h = b.block.header.height;
+        assert_eq!(ledger.height_of(&b.block.hash()).expect("index"), Some(h));
+    }
+    assert_eq!(ledger.blocks_decoded(), decoded, "the index alone answers");
+    let last = chain.last().expect("blocks");
+    assert_eq!(
+        ledger.block_by_hash(&last.block.hash()).expect("read"),
+        Some(last.clone())
+    );
+    assert_eq!(
+        ledger.block_by_hash(&Hash::sha256(b"none")).expect("read"),
+        None
+    );
+
+    // As a ledger from before the index: no hashes, no mark.
+    ledger.hashes.clear().expect("clear");
+    ledger.meta.remove(HASHES_THROUGH_KEY).expect("unmark");
+    assert_eq!(ledger.height_of(&last.block.hash()).expect("index"), None);
+    let reopened = Ledger::from_db(&ledger.db).expect("reopen");
+    assert_eq!(reopened.blocks_decoded(), n, "one decode per block, once");
+    for b in &chain {
+        assert_eq!(
+            reopened.height_of(&b.block.hash()).expect("index"),
+            Some(b.block.header.height)
+        );
+    }
+    let again = Ledger::from_db(&ledger.db).expect("reopen");
+    assert_eq!(again.blocks_decoded(), 0, "nothing left to index");
+    // Appends keep the index whole.
+    let next = make_block(chain_id(), n + 1, last.block.hash(), vec![tx("z", 0)]);
+    again.append(&next, &[]).expect("append");
+    assert_eq!(
+        again.height_of(&next.block.hash()).expect("index"),
+        Some(n + 1)
+    );
+    assert_eq!(
+        Ledger::from_db(&ledger.db)
+            .expect("reopen")
+            .blocks_decoded(),
+        0
+    );
+}
+
+/// Blocks served raw stop at the byte budget, judged by stored sizes; nothing is decoded.
+#[test]
+fn raw_blocks_stop_at_the_budget_and_decode_nothing() {
+    let (_dir, ledger, chain) = ledger_with(10);
+    let size = encoding::encode(&chain[0]).len();
+    let decoded = ledger.blocks_decoded();
+    let three = ledger.raw_blocks(1, 10, 3 * size + size / 2).expect("read");
+    assert_eq!(three.len(), 3);
+    for (raw, b) in three.iter().zip(&chain) {
+        assert_eq!(raw, &encoding::encode(b), "the stored encoding as it is");
+    }
+    assert_eq!(ledger.raw_blocks(9, 10, usize::MAX).expect("read").len(), 2);
+    assert!(ledger.raw_blocks(1, 10, size - 1).expect("read").is_empty());
+    assert_eq!(ledger.blocks_decoded(), decoded);
+}

@@ -2,8 +2,8 @@
 //!
 //! Everyone else holds a cloneable [`Pool`] handle: the API and the gossip intake admit
 //! transactions, the outbox admits this node's own and asks where its account stands, the
-//! consensus driver reaps candidates for a proposal and evicts what the contract refused
-//! for good. The task checks admission against the newest [`ChainView`] and prunes the
+//! consensus driver reaps candidates for a proposal and reports what the contract refused
+//! when it tried them. The task checks admission against the newest [`ChainView`] and prunes the
 //! pool against each new view before it answers anything, so whoever has seen a block
 //! never sees the pool as it was before it.
 
@@ -59,6 +59,10 @@ enum Command {
         ids: Vec<Hash>,
         reply: Reply<Vec<Hash>>,
     },
+    Failed {
+        ids: Vec<Hash>,
+        reply: Option<Reply<Vec<Hash>>>,
+    },
     Account {
         sender: AccountId,
         reply: Reply<AccountPool>,
@@ -68,6 +72,9 @@ enum Command {
         reply: Reply<bool>,
     },
     Len {
+        reply: Reply<usize>,
+    },
+    Bytes {
         reply: Reply<usize>,
     },
 }
@@ -88,14 +95,19 @@ pub struct PoolTask {
 }
 
 impl Pool {
-    /// A pool of at most `max` transactions, admitting against the views in `view`.
-    /// Nothing runs until [`PoolTask::run`] is spawned.
+    /// A pool of at most `max` transactions and the default byte bound, admitting
+    /// against the views in `view`. Nothing runs until [`PoolTask::run`] is spawned.
     pub fn new(max: usize, view: ChainWatch) -> (Pool, PoolTask) {
+        Self::with_limits(max, super::DEFAULT_MAX_BYTES, view)
+    }
+
+    /// A pool of at most `max` transactions and `max_bytes` of them.
+    pub fn with_limits(max: usize, max_bytes: usize, view: ChainWatch) -> (Pool, PoolTask) {
         let (tx, rx) = mpsc::channel(COMMAND_CAPACITY);
         (
             Pool { tx },
             PoolTask {
-                pool: Mempool::new(max),
+                pool: Mempool::with_limits(max, max_bytes),
                 view,
                 synced: None,
                 rx,
@@ -141,6 +153,24 @@ impl Pool {
             .is_ok()
     }
 
+    /// Hands `tx`, whose signature the caller checked, to the pool without waiting; the
+    /// verdict comes on the returned receiver (the gossip intake reports it to gossipsub
+    /// when it arrives). `None` when the pool's queue is full or the pool has stopped.
+    pub(crate) fn offer_checked(
+        &self,
+        tx: SignedTx,
+    ) -> Option<oneshot::Receiver<Result<Option<Hash>, MempoolError>>> {
+        let (reply, rx) = oneshot::channel();
+        self.tx
+            .try_send(Command::Admit {
+                tx: Box::new(tx),
+                sig: super::Signature::Checked,
+                reply: Some(reply),
+            })
+            .ok()
+            .map(|()| rx)
+    }
+
     /// Up to `max` transactions that can execute in order on `contract` (see
     /// [`Mempool::candidates`]); none if the pool has stopped.
     pub async fn reap(&self, contract: Arc<Contract>, max: usize) -> Vec<SignedTx> {
@@ -153,12 +183,31 @@ impl Pool {
         .unwrap_or_default()
     }
 
-    /// Drops the transactions `ids` (refused for good by the contract); returns those
-    /// that were pooled.
+    /// Drops the transactions `ids`; returns those that were pooled.
     pub async fn evict(&self, ids: Vec<Hash>) -> Vec<Hash> {
         self.ask(|reply| Command::Evict { ids, reply })
             .await
             .unwrap_or_default()
+    }
+
+    /// Drops the transactions `ids`, which the contract refused when they were tried, and
+    /// counts each against its sender (see [`Mempool::failed`]); returns those that were
+    /// pooled.
+    pub async fn failed(&self, ids: Vec<Hash>) -> Vec<Hash> {
+        self.ask(|reply| Command::Failed {
+            ids,
+            reply: Some(reply),
+        })
+        .await
+        .unwrap_or_default()
+    }
+
+    /// [`Pool::failed`] without waiting (for callers that must not, such as the driver
+    /// while it validates a proposal). Returns `false` when the pool's queue is full.
+    pub fn report_failed(&self, ids: Vec<Hash>) -> bool {
+        self.tx
+            .try_send(Command::Failed { ids, reply: None })
+            .is_ok()
     }
 
     /// Where `sender` stands in the pool.
@@ -174,6 +223,11 @@ impl Pool {
     /// How many transactions are pooled.
     pub async fn count(&self) -> Result<usize, MempoolError> {
         self.ask(|reply| Command::Len { reply }).await
+    }
+
+    /// Encoded bytes of the pooled transactions.
+    pub async fn bytes(&self) -> Result<usize, MempoolError> {
+        self.ask(|reply| Command::Bytes { reply }).await
     }
 }
 
@@ -251,6 +305,12 @@ impl PoolTask {
                 let gone = ids.into_iter().filter(|id| self.pool.evict(id)).collect();
                 let _ = reply.send(gone);
             }
+            Command::Failed { ids, reply } => {
+                let gone: Vec<Hash> = ids.into_iter().filter(|id| self.pool.failed(id)).collect();
+                if let Some(reply) = reply {
+                    let _ = reply.send(gone);
+                }
+            }
             Command::Account { sender, reply } => {
                 let next = view.contract.nonce(&sender);
                 let _ = reply.send(AccountPool {
@@ -267,6 +327,9 @@ impl PoolTask {
             }
             Command::Len { reply } => {
                 let _ = reply.send(self.pool.len());
+            }
+            Command::Bytes { reply } => {
+                let _ = reply.send(self.pool.bytes());
             }
         }
     }

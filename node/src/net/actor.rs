@@ -10,7 +10,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt, future::BoxFuture, stream::FuturesUnordered};
 use libp2p::{
     Multiaddr, PeerId, Swarm, SwarmBuilder,
     gossipsub::{self, IdentTopic, MessageAcceptance, MessageId, PublishError},
@@ -30,13 +30,15 @@ use tracing::{Instrument, debug, info, trace, warn};
 use trust_protocol::cid::Cid;
 
 use super::{
-    BAN_AFTER_REJECTIONS, ID_PROTOCOL, KAD_PROTOCOL, MAX_BANNED_PEERS, MAX_PENDING_FETCHES,
-    NetConfig, NetError, NetHandler, NetMetrics, TxVerdict,
+    BAN_AFTER_REJECTIONS, FLOOD_BAN_POINTS, FLOOD_LEAK_PER_SEC, ID_PROTOCOL, KAD_PROTOCOL,
+    MAX_PENDING_FETCHES, MAX_PENDING_VALIDATIONS, NetConfig, NetError, NetHandler, NetMetrics,
+    TxCheck, TxVerdict,
     behaviour::{Behaviour, BehaviourEvent},
+    gate::Slots,
     gossip::{self, TxRejection},
     handle::Command,
-    peers::{BanOutcome, PeerBook},
-    sync::{MAX_BLOCKS_PER_REQUEST, Request, Response},
+    peers::PeerBook,
+    sync::{BLOCKS_BUDGET, BLOCKS_COST, MAX_BLOCKS_PER_REQUEST, Request, Response},
 };
 
 /// Idle connections are closed after this long.
@@ -52,6 +54,9 @@ type BlobReply = oneshot::Sender<Result<Vec<u8>, NetError>>;
 
 /// The Bitswap protocol a peer must speak to be kept as a blob-only peer (an IPFS node).
 const BITSWAP_PROTOCOL: &str = "/ipfs/bitswap/1.2.0";
+
+/// A gossiped message's verdict, once the node has decided it.
+type Validation = BoxFuture<'static, (MessageId, PeerId, Result<(), TxVerdict>)>;
 
 /// A Bitswap fetch under way.
 struct Fetch {
@@ -71,6 +76,9 @@ pub(crate) struct Actor {
     listen_waiters: Vec<ListenReply>,
     fetches: HashMap<beetswap::QueryId, Fetch>,
     fetch_timeout: Duration,
+    /// Gossiped messages waiting for the node's verdict (bounded).
+    validations: FuturesUnordered<Validation>,
+    ban_duration: Duration,
 }
 
 impl Actor {
@@ -82,7 +90,23 @@ impl Actor {
         metrics: Arc<NetMetrics>,
     ) -> Result<Self, NetError> {
         let topic = IdentTopic::new(gossip::tx_topic(&cfg.chain_id));
-        let behaviour = Behaviour::new(&cfg.keypair, &topic, cfg.max_peers, cfg.blobs.clone())?;
+        // Validators and the peers the operator named get slots strangers cannot take.
+        let mut reserved = cfg.reserved.clone();
+        reserved.extend(cfg.bootstrap.iter().filter_map(|a| match a.iter().last() {
+            Some(Protocol::P2p(peer)) => Some(peer),
+            _ => None,
+        }));
+        let behaviour = Behaviour::new(
+            &cfg.keypair,
+            &topic,
+            Slots {
+                max_peers: cfg.max_peers,
+                max_per_ip: cfg.max_peers_per_ip,
+            },
+            reserved,
+            cfg.blobs.clone(),
+            metrics.clone(),
+        )?;
         let mut swarm = SwarmBuilder::with_existing_identity(cfg.keypair)
             .with_tokio()
             .with_tcp(
@@ -117,11 +141,13 @@ impl Actor {
             topic,
             handler,
             metrics,
-            peers: PeerBook::new(MAX_BANNED_PEERS),
+            peers: PeerBook::new(cfg.sync_rate, FLOOD_LEAK_PER_SEC),
             pending: HashMap::new(),
             listen_waiters: Vec::new(),
             fetches: HashMap::new(),
             fetch_timeout: cfg.blob_fetch_timeout,
+            validations: FuturesUnordered::new(),
+            ban_duration: cfg.ban_duration,
         };
         for addr in cfg.bootstrap {
             if let Err(e) = actor.dial(addr.clone()) {
@@ -156,7 +182,13 @@ impl Actor {
                     None => break,
                 },
                 event = self.swarm.select_next_some() => self.on_swarm_event(event),
-                _ = tick.tick() => self.expire_fetches(),
+                Some((id, peer, verdict)) = self.validations.next(), if !self.validations.is_empty() => {
+                    self.report(peer, &id, verdict);
+                }
+                _ = tick.tick() => {
+                    self.expire_fetches();
+                    self.expire_bans();
+                }
             }
         }
         for (_, reply) in self.pending.drain() {
@@ -174,10 +206,11 @@ impl Actor {
                 let _ = reply.send(self.publish(data));
             }
             Command::Peers { reply } => {
+                let gate = &self.swarm.behaviour().gate;
                 let peers = self
                     .swarm
                     .connected_peers()
-                    .filter(|p| !self.peers.is_banned(p))
+                    .filter(|p| !gate.is_banned(p))
                     .copied()
                     .collect();
                 let _ = reply.send(peers);
@@ -338,7 +371,7 @@ impl Actor {
             SwarmEvent::Behaviour(BehaviourEvent::Kad(ev)) => on_kad(ev),
             SwarmEvent::Behaviour(BehaviourEvent::Ping(ev)) => on_ping(ev),
             SwarmEvent::Behaviour(BehaviourEvent::Bitswap(ev)) => self.on_bitswap(ev),
-            SwarmEvent::Behaviour(BehaviourEvent::Blocked(never))
+            SwarmEvent::Behaviour(BehaviourEvent::Gate(never))
             | SwarmEvent::Behaviour(BehaviourEvent::Limits(never)) => match never {},
             SwarmEvent::NewListenAddr { address, .. } => {
                 info!(%address, "listening");
@@ -362,7 +395,7 @@ impl Actor {
                 num_established,
                 ..
             } => {
-                if self.peers.is_banned(&peer_id) {
+                if self.swarm.behaviour().gate.is_banned(&peer_id) {
                     warn!(peer = %peer_id, "banned peer connected again; disconnecting");
                     let _ = self.swarm.disconnect_peer_id(peer_id);
                 } else {
@@ -375,6 +408,9 @@ impl Actor {
                 cause,
                 ..
             } => {
+                if num_established == 0 {
+                    self.peers.disconnected(&peer_id);
+                }
                 debug!(peer = %peer_id, num_established, cause = ?cause, "connection closed");
             }
             SwarmEvent::OutgoingConnectionError { peer_id, error, .. } => {
@@ -424,23 +460,22 @@ impl Actor {
         }
     }
 
-    /// Validates one gossiped message and tells gossipsub whether to forward it.
+    /// Validates one gossiped message: the stateless checks here, then the node's verdict,
+    /// now or once it comes (see [`TxCheck`]).
     fn on_gossip_message(&mut self, peer: PeerId, id: &MessageId, data: &[u8]) {
         NetMetrics::add(&self.metrics.gossip_bytes_received, data.len());
         let verdict = match gossip::check_tx(data) {
             Ok(tx) => match self.handler.on_tx(peer, tx) {
-                Ok(()) => {
-                    NetMetrics::bump(&self.metrics.gossip_txs_accepted);
-                    MessageAcceptance::Accept
+                TxCheck::Now(v) => v,
+                TxCheck::Later(_) if self.validations.len() >= MAX_PENDING_VALIDATIONS => {
+                    debug!(%peer, "too many transactions waiting for a verdict; ignored");
+                    Err(TxVerdict::Ignore)
                 }
-                Err(TxVerdict::Ignore) => {
-                    NetMetrics::bump(&self.metrics.gossip_txs_ignored);
-                    MessageAcceptance::Ignore
-                }
-                Err(TxVerdict::Reject(reason)) => {
-                    NetMetrics::bump(&self.metrics.gossip_txs_rejected_invalid);
-                    warn!(%peer, %reason, "gossiped transaction rejected by the node");
-                    MessageAcceptance::Reject
+                TxCheck::Later(verdict) => {
+                    let id = id.clone();
+                    self.validations
+                        .push(verdict.map(move |v| (id, peer, v)).boxed());
+                    return;
                 }
             },
             Err(rejection) => {
@@ -452,36 +487,88 @@ impl Actor {
                 };
                 NetMetrics::bump(counter);
                 warn!(%peer, reason = %rejection, "gossiped message rejected");
-                MessageAcceptance::Reject
+                self.report_to_gossipsub(peer, id, MessageAcceptance::Reject);
+                self.strike(peer);
+                return;
             }
         };
-        let rejected = matches!(verdict, MessageAcceptance::Reject);
-        self.swarm
+        self.report(peer, id, verdict);
+    }
+
+    /// Tells gossipsub the node's verdict on a message and penalises its forwarder for
+    /// invalid data (a strike) or junk (flood points).
+    fn report(&mut self, peer: PeerId, id: &MessageId, verdict: Result<(), TxVerdict>) {
+        let acceptance = match verdict {
+            Ok(()) => {
+                NetMetrics::bump(&self.metrics.gossip_txs_accepted);
+                MessageAcceptance::Accept
+            }
+            Err(TxVerdict::Ignore) => {
+                NetMetrics::bump(&self.metrics.gossip_txs_ignored);
+                MessageAcceptance::Ignore
+            }
+            Err(TxVerdict::Refuse(reason)) => {
+                NetMetrics::bump(&self.metrics.gossip_txs_refused);
+                debug!(%peer, %reason, "gossiped transaction refused as junk");
+                self.report_to_gossipsub(peer, id, MessageAcceptance::Ignore);
+                self.flood(peer, 1, "a flood of junk");
+                return;
+            }
+            Err(TxVerdict::Reject(reason)) => {
+                NetMetrics::bump(&self.metrics.gossip_txs_rejected_invalid);
+                warn!(%peer, %reason, "gossiped transaction rejected by the node");
+                self.report_to_gossipsub(peer, id, MessageAcceptance::Reject);
+                self.strike(peer);
+                return;
+            }
+        };
+        self.report_to_gossipsub(peer, id, acceptance);
+    }
+
+    fn report_to_gossipsub(&mut self, peer: PeerId, id: &MessageId, verdict: MessageAcceptance) {
+        // `false` when gossipsub no longer holds the message (validated too late): the
+        // penalty below still applies.
+        let _ = self
+            .swarm
             .behaviour_mut()
             .gossipsub
             .report_message_validation_result(id, &peer, verdict);
-        if rejected && self.peers.strike(peer) >= BAN_AFTER_REJECTIONS {
+    }
+
+    fn strike(&mut self, peer: PeerId) {
+        if self.peers.strike(peer) >= BAN_AFTER_REJECTIONS {
             self.ban(peer, "too many rejected gossip messages");
         }
     }
 
-    /// Disconnects `peer` and refuses it from now on (until its ban is evicted).
-    fn ban(&mut self, peer: PeerId, reason: &str) {
-        let evicted = match self.peers.ban(peer) {
-            BanOutcome::AlreadyBanned => return,
-            BanOutcome::Banned { evicted } => evicted,
-        };
-        let behaviour = self.swarm.behaviour_mut();
-        if let Some(old) = evicted {
-            behaviour.blocked.unblock_peer(old);
-            behaviour.gossipsub.remove_blacklisted_peer(&old);
+    fn flood(&mut self, peer: PeerId, points: u32, reason: &str) {
+        if self.peers.flood(peer, points, Instant::now()) >= FLOOD_BAN_POINTS {
+            self.ban(peer, reason);
         }
-        // Blocking also closes the peer's open connections.
-        behaviour.blocked.block_peer(peer);
+    }
+
+    /// Disconnects `peer` and refuses it, and new identities from its addresses, for the
+    /// ban's duration.
+    fn ban(&mut self, peer: PeerId, reason: &str) {
+        let until = Instant::now() + self.ban_duration;
+        let behaviour = self.swarm.behaviour_mut();
+        // The gate also closes the peer's open connections.
+        if !behaviour.gate.ban(peer, until) {
+            return;
+        }
         behaviour.gossipsub.blacklist_peer(&peer);
         behaviour.kad.remove_peer(&peer);
+        self.peers.forget(&peer);
         NetMetrics::bump(&self.metrics.peers_banned);
         warn!(%peer, reason, "peer banned");
+    }
+
+    fn expire_bans(&mut self) {
+        let behaviour = self.swarm.behaviour_mut();
+        for peer in behaviour.gate.expire(Instant::now()) {
+            behaviour.gossipsub.remove_blacklisted_peer(&peer);
+            info!(%peer, "ban lifted");
+        }
     }
 
     fn on_sync(&mut self, event: request_response::Event<Request, Response>) {
@@ -490,8 +577,19 @@ impl Actor {
                 request_response::Message::Request {
                     request, channel, ..
                 } => {
-                    let response = self.serve(&request);
-                    NetMetrics::bump(&self.metrics.sync_requests_served);
+                    let cost = match request {
+                        Request::Status => 1,
+                        Request::Blocks { .. } => BLOCKS_COST,
+                    };
+                    let response = if self.peers.take(peer, cost, Instant::now()) {
+                        NetMetrics::bump(&self.metrics.sync_requests_served);
+                        self.serve(&request)
+                    } else {
+                        NetMetrics::bump(&self.metrics.sync_requests_throttled);
+                        debug!(%peer, "sync request over the peer's rate; answered busy");
+                        self.flood(peer, 1, "sync requests far over its rate");
+                        Response::Busy
+                    };
                     if self
                         .swarm
                         .behaviour_mut()
@@ -543,7 +641,11 @@ impl Actor {
             Request::Status => Response::Status(self.handler.sync_status()),
             Request::Blocks { from, max } => {
                 let max = max.min(MAX_BLOCKS_PER_REQUEST);
-                Response::blocks_within_limit(self.handler.sync_blocks(from, max), max)
+                // The handler stops at the budget; the packing is the last word on size.
+                Response::blocks_within_limit(
+                    self.handler.sync_blocks(from, max, BLOCKS_BUDGET),
+                    max,
+                )
             }
         }
     }

@@ -1,11 +1,9 @@
 //! The composed network behaviour and its construction.
 
-use std::time::Duration;
-
-use std::sync::Arc;
+use std::{sync::Arc, time::Duration};
 
 use libp2p::{
-    StreamProtocol, allow_block_list, connection_limits, gossipsub, identify,
+    PeerId, StreamProtocol, connection_limits, gossipsub, identify,
     identity::Keypair,
     kad, ping, request_response,
     swarm::{NetworkBehaviour, behaviour::toggle::Toggle},
@@ -17,7 +15,9 @@ use crate::blobs::{
 };
 
 use super::{
-    ID_PROTOCOL, KAD_PROTOCOL, NetError, gossip,
+    ID_PROTOCOL, KAD_PROTOCOL, MAX_BANNED_PEERS, NetError, NetMetrics,
+    gate::{Gate, Slots},
+    gossip,
     sync::{self, SyncCodec},
 };
 
@@ -31,9 +31,10 @@ const MAX_CONNECTIONS_PER_PEER: u32 = 2;
 /// Every protocol the node speaks, polled in field order.
 #[derive(NetworkBehaviour)]
 pub(crate) struct Behaviour {
-    /// Refuses connections from banned peers and closes theirs when they are banned.
-    pub(crate) blocked: allow_block_list::Behaviour<allow_block_list::BlockedPeers>,
-    /// Bounds pending and established connections.
+    /// Who may connect: slots for validators and bootstrap peers, strangers capped per
+    /// address, bans by id and address; closes a banned peer's connections.
+    pub(crate) gate: Gate,
+    /// Bounds pending connections and connections per peer.
     pub(crate) limits: connection_limits::Behaviour,
     /// Transaction gossip on the chain's topic, validated by the application.
     pub(crate) gossipsub: gossipsub::Behaviour,
@@ -56,11 +57,13 @@ impl Behaviour {
     pub(crate) fn new(
         keypair: &Keypair,
         topic: &gossipsub::IdentTopic,
-        max_peers: usize,
+        slots: Slots,
+        reserved: Vec<PeerId>,
         blobs: Option<BlobStore>,
+        metrics: Arc<NetMetrics>,
     ) -> Result<Self, NetError> {
         let local = keypair.public().to_peer_id();
-        let max_peers = u32::try_from(max_peers).unwrap_or(u32::MAX);
+        let max_peers = u32::try_from(slots.max_peers).unwrap_or(u32::MAX);
 
         let mut gossipsub = gossipsub::Behaviour::new(
             gossipsub::MessageAuthenticity::Signed(keypair.clone()),
@@ -92,13 +95,14 @@ impl Behaviour {
         );
         kad.set_mode(Some(kad::Mode::Server));
 
+        // Totals are the gate's (it keeps slots for reserved peers); this bounds handshakes
+        // under way and connections per peer.
         let limits = connection_limits::ConnectionLimits::default()
-            .with_max_established(Some(max_peers))
             .with_max_pending_incoming(Some(max_peers))
             .with_max_established_per_peer(Some(MAX_CONNECTIONS_PER_PEER));
 
         Ok(Self {
-            blocked: allow_block_list::Behaviour::default(),
+            gate: Gate::new(slots, reserved, MAX_BANNED_PEERS, metrics),
             limits: connection_limits::Behaviour::new(limits),
             gossipsub,
             sync,

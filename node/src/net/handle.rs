@@ -116,6 +116,7 @@ impl NetHandle {
     pub async fn status_of(&self, peer: PeerId) -> Result<SyncStatus, NetError> {
         match self.request(peer, Request::Status).await? {
             Response::Status(status) => Ok(status),
+            Response::Busy => Err(NetError::Throttled),
             Response::Blocks(_) => Err(NetError::Request(
                 "blocks received in answer to a status request".into(),
             )),
@@ -123,7 +124,7 @@ impl NetHandle {
     }
 
     /// Asks `peer` for up to `max` encoded blocks from height `from`. The peer may send
-    /// fewer (its tip, its per-request cap, the response size limit), never more.
+    /// fewer (its tip, its per-request cap, its byte budget), never more.
     pub async fn blocks_from(
         &self,
         peer: PeerId,
@@ -138,6 +139,7 @@ impl NetHandle {
                 "{} blocks received, {max} asked for",
                 blocks.len()
             ))),
+            Response::Busy => Err(NetError::Throttled),
             Response::Status(_) => Err(NetError::Request(
                 "a status received in answer to a blocks request".into(),
             )),

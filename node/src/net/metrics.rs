@@ -20,6 +20,12 @@ pub struct NetMetrics {
     pub gossip_txs_rejected_invalid: AtomicU64,
     /// Gossiped transactions ignored as harmless (duplicates, stale nonces).
     pub gossip_txs_ignored: AtomicU64,
+    /// Gossiped transactions refused as junk on this node's state (unpayable, no seat).
+    pub gossip_txs_refused: AtomicU64,
+    /// Sync requests answered `Busy`: the peer was over its rate.
+    pub sync_requests_throttled: AtomicU64,
+    /// Connections refused by the gate: banned, no slot, too many from one address.
+    pub connections_denied: AtomicU64,
     /// Peers banned for misbehaviour.
     pub peers_banned: AtomicU64,
     /// Sync requests answered.
@@ -51,7 +57,7 @@ impl NetMetrics {
     /// Appends the counters as Prometheus text: `# HELP`, `# TYPE` and one sample each,
     /// named `trust_net_<field>`.
     pub fn render(&self, out: &mut String) {
-        let rows: [(&str, &str, &AtomicU64); 13] = [
+        let rows: [(&str, &str, &AtomicU64); 16] = [
             (
                 "gossip_txs_accepted",
                 "Gossiped transactions accepted and forwarded.",
@@ -81,6 +87,21 @@ impl NetMetrics {
                 "gossip_txs_ignored",
                 "Gossiped transactions ignored as duplicates or stale.",
                 &self.gossip_txs_ignored,
+            ),
+            (
+                "gossip_txs_refused",
+                "Gossiped transactions refused as junk on this node's state.",
+                &self.gossip_txs_refused,
+            ),
+            (
+                "sync_requests_throttled",
+                "Sync requests answered Busy: the peer was over its rate.",
+                &self.sync_requests_throttled,
+            ),
+            (
+                "connections_denied",
+                "Connections refused: banned, no free slot, too many from one address.",
+                &self.connections_denied,
             ),
             (
                 "peers_banned",
@@ -141,6 +162,6 @@ mod tests {
         m.render(&mut out);
         assert!(out.contains("# TYPE trust_net_peers_banned counter\ntrust_net_peers_banned 1\n"));
         assert!(out.contains("trust_net_gossip_txs_accepted 0\n"));
-        assert_eq!(out.lines().filter(|l| l.starts_with("# TYPE")).count(), 13);
+        assert_eq!(out.lines().filter(|l| l.starts_with("# TYPE")).count(), 16);
     }
 }

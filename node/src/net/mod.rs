@@ -4,34 +4,56 @@
 //! a cloneable [`NetHandle`] that sends commands over a bounded channel, each carrying a
 //! `oneshot` for its reply. The swarm's behaviour (`behaviour.rs`) composes gossipsub
 //! for transactions, a request-response protocol for block sync ([`sync`]), identify,
-//! Kademlia, ping and Bitswap (blobs), plus connection limits and a block list for banned
-//! peers.
+//! Kademlia, ping and Bitswap (blobs), plus per-peer connection limits and the connection
+//! gate (`gate.rs`).
 //!
 //! Every gossiped transaction is checked inside the actor before gossipsub may forward
 //! it: size, canonical decoding, signature, stateless format rules, and finally the
-//! node's [`NetHandler::on_tx`]. A peer that forwards [`BAN_AFTER_REJECTIONS`] rejected
-//! messages is disconnected and refused from then on. Different chains never mix: the
-//! gossip topic names the chain ([`tx_topic`]).
+//! node's [`NetHandler::on_tx`], whose verdict may come later (the mempool's owner
+//! decides, see [`TxCheck`]). Different chains never mix: the gossip topic names the
+//! chain ([`tx_topic`]).
+//!
+//! What a stranger can make this node do is bounded per peer:
+//!
+//! - **Invalid data** (a bad signature, a malformed or oversized message) is a strike and
+//!   a gossipsub penalty; [`BAN_AFTER_REJECTIONS`] strikes ban the peer.
+//! - **Junk with a valid signature** (a transaction its sender cannot pay for, a vote from
+//!   no seat: [`TxVerdict::Refuse`]) and **sync requests beyond the peer's rate** add to
+//!   the peer's flood meter, which leaks [`FLOOD_LEAK_PER_SEC`] points a second; at
+//!   [`FLOOD_BAN_POINTS`] the peer is banned. A few refusals a block, as a peer a block
+//!   ahead or behind causes, leak away.
+//! - **Sync requests** spend tokens from a per-peer bucket ([`NetConfig::sync_rate`]); a
+//!   request without tokens is answered [`sync::Response::Busy`] at no cost. A blocks
+//!   answer stops at [`sync::BLOCKS_BUDGET`] bytes, counted from stored sizes before
+//!   anything is read further ([`NetHandler::sync_blocks`]).
+//! - **Bans** last [`BAN_DURATION`] and cover the peer's id and every IP address it was
+//!   connected from, so a new identity from the same host stays out; the gate (`gate.rs`)
+//!   keeps slots for validators and bootstrap peers and caps strangers per address.
 
 mod actor;
 mod behaviour;
+mod gate;
 mod gossip;
 mod handle;
 mod metrics;
 mod peers;
+#[cfg(feature = "misbehave")]
+pub mod spam;
 pub mod sync;
 
-use std::sync::Arc;
+use std::{sync::Arc, time::Duration};
 
+use futures::future::BoxFuture;
 use libp2p::{Multiaddr, PeerId, gossipsub::PublishError, swarm::DialError};
 use serde::{Deserialize, Serialize};
 use tokio::{sync::mpsc, task::JoinHandle};
-use trust_protocol::{Hash, tx::SignedTx};
+use trust_protocol::{AccountId, Hash, tx::SignedTx};
 
 pub use self::{
     gossip::{GOSSIP_ENVELOPE_MARGIN, tx_topic},
     handle::NetHandle,
     metrics::NetMetrics,
+    peers::RateLimit,
 };
 
 /// The stateless checks a gossiped transaction passes inside the swarm task before
@@ -43,6 +65,24 @@ pub fn check_gossiped_tx(data: &[u8]) -> Result<SignedTx, String> {
 
 /// Default bound on established connections (and so on peers).
 pub const DEFAULT_MAX_PEERS: usize = 50;
+/// Default bound on peers from one IP address that are neither validators nor bootstrap
+/// peers.
+pub const DEFAULT_MAX_PEERS_PER_IP: usize = 8;
+/// Default sync request rate per peer: a status request costs 1 token, a blocks request
+/// [`sync::BLOCKS_COST`]; a node polls each peer's status every 2 s.
+pub const DEFAULT_SYNC_RATE: RateLimit = RateLimit {
+    burst: 64,
+    per_sec: 16,
+};
+/// How long a ban lasts.
+pub const BAN_DURATION: Duration = Duration::from_secs(3600);
+/// Flood points at which a peer is banned.
+pub const FLOOD_BAN_POINTS: u64 = 100;
+/// Flood points leaked per second.
+pub const FLOOD_LEAK_PER_SEC: u32 = 2;
+/// Gossiped transactions waiting for the mempool's verdict at once; beyond it a message is
+/// ignored (not forwarded, the peer not penalised).
+pub const MAX_PENDING_VALIDATIONS: usize = 1024;
 /// Capacity of the command channel from [`NetHandle`]s to the swarm task.
 pub const COMMAND_CAPACITY: usize = 256;
 /// How long a Bitswap fetch may wait for some peer to send the block.
@@ -51,7 +91,8 @@ pub const BLOB_FETCH_TIMEOUT: std::time::Duration = std::time::Duration::from_se
 pub const MAX_PENDING_FETCHES: usize = 256;
 /// Rejected gossip messages after which the forwarding peer is banned.
 pub const BAN_AFTER_REJECTIONS: u32 = 3;
-/// Most banned peers remembered; the oldest ban is lifted when a new one does not fit.
+/// Most bans remembered, of peer ids and of addresses each; the ban ending first is
+/// lifted when a new one does not fit.
 pub const MAX_BANNED_PEERS: usize = 1024;
 /// Identify protocol version: peers announcing another one are disconnected.
 pub const ID_PROTOCOL: &str = "/trust/id/1";
@@ -77,6 +118,17 @@ pub struct NetConfig {
     /// How long a Bitswap fetch waits for a peer to send the block
     /// ([`BLOB_FETCH_TIMEOUT`]).
     pub blob_fetch_timeout: std::time::Duration,
+    /// Peers that are neither validators nor bootstrap peers allowed from one IP address
+    /// ([`DEFAULT_MAX_PEERS_PER_IP`]).
+    pub max_peers_per_ip: usize,
+    /// Peers that always get a slot and are exempt from address caps and bans (their own
+    /// id can still be banned): the validators (see [`validator_peer`]); bootstrap peers
+    /// are added from [`NetConfig::bootstrap`].
+    pub reserved: Vec<PeerId>,
+    /// Sync requests per peer ([`DEFAULT_SYNC_RATE`]).
+    pub sync_rate: RateLimit,
+    /// How long a ban lasts ([`BAN_DURATION`]).
+    pub ban_duration: Duration,
 }
 
 impl NetConfig {
@@ -90,8 +142,18 @@ impl NetConfig {
             max_peers: DEFAULT_MAX_PEERS,
             blobs: None,
             blob_fetch_timeout: BLOB_FETCH_TIMEOUT,
+            max_peers_per_ip: DEFAULT_MAX_PEERS_PER_IP,
+            reserved: Vec::new(),
+            sync_rate: DEFAULT_SYNC_RATE,
+            ban_duration: BAN_DURATION,
         }
     }
+}
+
+/// The libp2p id of `account`'s node: a node's identity is its account key.
+pub fn validator_peer(account: &AccountId) -> Option<PeerId> {
+    let key = libp2p::identity::ed25519::PublicKey::try_from_bytes(account.as_bytes()).ok()?;
+    Some(libp2p::identity::PublicKey::from(key).to_peer_id())
 }
 
 /// A node's sync position, as served to peers.
@@ -106,12 +168,44 @@ pub struct SyncStatus {
 /// Why the node did not accept a gossiped transaction.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TxVerdict {
-    /// Harmless: a duplicate, a stale nonce. Not forwarded, the peer is not penalised.
+    /// Harmless: a duplicate, a stale nonce, one that cannot apply yet on this node's
+    /// state, a busy pool. Not forwarded, the peer is not penalised.
     #[error("ignored")]
     Ignore,
-    /// Invalid data: not forwarded, and the forwarding peer is penalised.
+    /// Well-formed and signed, but junk on this node's state (its sender cannot pay, it
+    /// holds no seat to vote with): not forwarded, and a point on the forwarding peer's
+    /// flood meter (see the module doc).
+    #[error("refused: {0}")]
+    Refuse(String),
+    /// Invalid data: not forwarded, and the forwarding peer is penalised (a strike and a
+    /// gossipsub penalty).
     #[error("rejected: {0}")]
     Reject(String),
+}
+
+/// The node's answer to a gossiped transaction: now, or later from the task that decides
+/// (the actor keeps the future, at most [`MAX_PENDING_VALIDATIONS`] at once, and tells
+/// gossipsub when it resolves).
+pub enum TxCheck {
+    /// Decided.
+    Now(Result<(), TxVerdict>),
+    /// To be decided.
+    Later(BoxFuture<'static, Result<(), TxVerdict>>),
+}
+
+impl std::fmt::Debug for TxCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TxCheck::Now(v) => f.debug_tuple("Now").field(v).finish(),
+            TxCheck::Later(_) => f.write_str("Later(..)"),
+        }
+    }
+}
+
+impl From<Result<(), TxVerdict>> for TxCheck {
+    fn from(r: Result<(), TxVerdict>) -> Self {
+        TxCheck::Now(r)
+    }
 }
 
 /// What the swarm asks of the rest of the node. Called synchronously inside the swarm
@@ -119,11 +213,13 @@ pub enum TxVerdict {
 pub trait NetHandler: Send + Sync + 'static {
     /// A gossiped transaction that decoded, passed its format checks and whose signature
     /// verified. `Ok(())` accepts it and lets gossipsub forward it.
-    fn on_tx(&self, from: PeerId, tx: SignedTx) -> Result<(), TxVerdict>;
+    fn on_tx(&self, from: PeerId, tx: SignedTx) -> TxCheck;
     /// The node's current sync position.
     fn sync_status(&self) -> SyncStatus;
-    /// Up to `max` encoded blocks starting at height `from`, served to peers as is.
-    fn sync_blocks(&self, from: u64, max: u32) -> Vec<Vec<u8>>;
+    /// Up to `max` encoded blocks starting at height `from`, served to peers as is, whose
+    /// lengths sum to at most `budget` bytes: the server stops before a block that would
+    /// go over, judging by its stored size before it reads or decodes anything more.
+    fn sync_blocks(&self, from: u64, max: u32, budget: usize) -> Vec<Vec<u8>>;
 }
 
 /// Errors of the network subsystem.
@@ -171,6 +267,9 @@ pub enum NetError {
     /// Too many requests or waiters are pending; try again later.
     #[error("too many pending requests")]
     Busy,
+    /// The peer answered that this node asks too often; try again later.
+    #[error("the peer throttled the request")]
+    Throttled,
     /// The swarm task has stopped.
     #[error("the network task has stopped")]
     Stopped,

@@ -4,6 +4,10 @@
 //! around them; the stream's end marks the body's end. Readers stop at a hard byte
 //! limit before decoding, so a peer can never make this node buffer more than
 //! [`MAX_RESPONSE_BYTES`] per stream.
+//!
+//! A server answers a blocks request with what fits [`BLOCKS_BUDGET`], stopping before the
+//! first block that would go over without reading it, and a peer over its request rate
+//! with [`Response::Busy`].
 
 use std::io;
 
@@ -24,6 +28,11 @@ pub const MAX_REQUEST_BYTES: usize = 1024;
 pub const MAX_RESPONSE_BYTES: usize = encoding::MAX_MESSAGE_BYTES;
 /// Most blocks served per request, whatever the request asks for.
 pub const MAX_BLOCKS_PER_REQUEST: u32 = 64;
+/// Bytes of blocks one answer carries at most: the response limit less the room its
+/// framing takes (a tag and a length, and a length per block).
+pub const BLOCKS_BUDGET: usize = MAX_RESPONSE_BYTES - 16 - 8 * MAX_BLOCKS_PER_REQUEST as usize;
+/// Tokens a blocks request costs from the peer's bucket (a status request costs 1).
+pub const BLOCKS_COST: u32 = 8;
 
 /// A sync request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -48,6 +57,8 @@ pub enum Response {
     /// Answer to [`Request::Blocks`]: consecutive encoded blocks, possibly fewer than
     /// asked for (the server's tip, or the response size limit).
     Blocks(Vec<Vec<u8>>),
+    /// The peer asked more often than its rate allows; nothing was served.
+    Busy,
 }
 
 impl Response {

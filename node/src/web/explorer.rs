@@ -17,16 +17,10 @@ use super::{
     PageError, PageResult, Pages, account_link, block_link, layout, layout::esc, parse_id,
     session_link, short,
 };
-use crate::{
-    ledger::StoredBlock,
-    query::{self, BlockByHash},
-    view::latest,
-};
+use crate::{ledger::StoredBlock, query, view::latest};
 
 /// Blocks listed per page of `/blocks`.
 pub const BLOCKS_PER_PAGE: u64 = 25;
-/// Most blocks scanned, from the tip down, to find a block by its hash.
-pub const MAX_HASH_SCAN: u64 = 2_000;
 /// Longest search query read.
 pub const MAX_QUERY_CHARS: usize = 200;
 
@@ -101,7 +95,7 @@ fn parse_block_id(s: &str) -> Result<BlockId, PageError> {
     })
 }
 
-/// The block named by `id`, or a 404 saying how far the search went.
+/// The block named by `id`, or a 404 (a hash is one read of the ledger's hash index).
 fn find_block(pages: &Pages, id: BlockId) -> Result<StoredBlock, PageError> {
     match id {
         BlockId::Height(h) => pages
@@ -109,20 +103,9 @@ fn find_block(pages: &Pages, id: BlockId) -> Result<StoredBlock, PageError> {
             .block(h)
             .map_err(PageError::internal)?
             .ok_or_else(|| PageError::NotFound(format!("no block at height {h}"))),
-        BlockId::Hash(hash) => {
-            let tip = latest(&pages.chain).tip.height;
-            match query::block_by_hash(&pages.ledger, tip, &hash, MAX_HASH_SCAN)
-                .map_err(PageError::internal)?
-            {
-                BlockByHash::Found(b) => Ok(*b),
-                BlockByHash::Missing { complete: true } => {
-                    Err(PageError::NotFound(format!("no block with hash {hash}")))
-                }
-                BlockByHash::Missing { complete: false } => Err(PageError::NotFound(format!(
-                    "no block with hash {hash} among the newest {MAX_HASH_SCAN} blocks (older blocks are found by height)"
-                ))),
-            }
-        }
+        BlockId::Hash(hash) => query::block_by_hash(&pages.ledger, &hash)
+            .map_err(PageError::internal)?
+            .ok_or_else(|| PageError::NotFound(format!("no block with hash {hash}"))),
     }
 }
 
@@ -376,10 +359,9 @@ fn resolve(pages: &Pages, q: &str) -> Result<Option<String>, PageError> {
     if let Some((h, _)) = pages.ledger.tx_location(&id).map_err(PageError::internal)? {
         return Ok(Some(format!("/blocks/{h}")));
     }
-    match query::block_by_hash(&pages.ledger, chain.tip.height, &id, MAX_HASH_SCAN)
+    Ok(pages
+        .ledger
+        .height_of(&id)
         .map_err(PageError::internal)?
-    {
-        BlockByHash::Found(b) => Ok(Some(format!("/blocks/{}", b.block.header.height))),
-        BlockByHash::Missing { .. } => Ok(None),
-    }
+        .map(|h| format!("/blocks/{h}")))
 }

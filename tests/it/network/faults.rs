@@ -108,8 +108,9 @@ fn a_seat_down_for_40_s_votes_again_within_blocks_of_its_restart_and_pays_only_f
     });
     let back_at = net.height(0).expect("node 0 answers");
     // What the restart led node 2 to send in the operator's run, made certain here: a
-    // transaction of its account that the contract refuses for good (keys for a live
-    // session it does not provide). Proposers drop it; its later votes must not wait
+    // transaction of its account that the contract refuses for good (registering again as
+    // the auditor it is; keys for a session it does not provide, the operator's case, are
+    // refused by the mempools now). Proposers drop it; its later votes must not wait
     // behind it. Once through a peer (which may hold it while node 2 signs a vote with the
     // same nonce), once through node 2 itself.
     let poison = |net: &Network, sessions: &mut Vec<String>, via: usize| {
@@ -135,9 +136,10 @@ fn a_seat_down_for_40_s_votes_again_within_blocks_of_its_restart_and_pays_only_f
             &k2.account,
             Tx {
                 nonce,
-                call: Call::DeliverKeys {
-                    session: live.parse().expect("session id"),
-                    keys: Vec::new(),
+                call: Call::RegisterAuditor {
+                    tier: trust_protocol::tx::Tier::Computer,
+                    expertise: vec!["math".into()],
+                    sealing_key: k2.sealing_public(),
                 },
             },
         );
