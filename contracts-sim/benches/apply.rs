@@ -38,8 +38,8 @@ fn setup() -> (Contract, Vec<Signed<Tx>>, Vec<Signed<Tx>>) {
         .iter()
         .map(|k| GenesisAccount {
             id: k.public(),
-            balance: 0,
-            stake: 1_000,
+            balance: 1_000,
+            stake: 0,
         })
         .collect();
     accounts.push(GenesisAccount {
@@ -58,6 +58,7 @@ fn setup() -> (Contract, Vec<Signed<Tx>>, Vec<Signed<Tx>>) {
             tier: Tier::Llm,
             expertise: vec![],
             sealing_key: SealingPublicKey([1; 32]),
+            stake: 1_000,
         };
         c.apply(&ctx(1), &Signed::sign(k, Tx { nonce: 0, call }))
             .unwrap();
