@@ -701,6 +701,7 @@ mod tests {
             tier: trust_protocol::tx::Tier::Computer,
             expertise: vec!["math".into()],
             sealing_key: crate::audit::testkit::sealing(0).public(),
+            stake: 100,
         };
         assert!(matches!(out.send(doomed).await.unwrap(), Sent::Pooled(_)));
         assert!(matches!(
