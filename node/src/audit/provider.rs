@@ -12,6 +12,15 @@
 //! segments that cite it (`DeliverKeys`); when voting is over it opens its honeypots
 //! (`RevealHoneypot`, see [`crate::submit::honeypot`]) and then the mapping commitment
 //! (`RevealMapping`); once decided it removes the ciphertexts.
+//!
+//! Staffing counts only the auditors the contract could draw (its per-tier index:
+//! active, not flagged, bonded at least the tier minimum), never merely registered ones.
+//!
+//! What it keeps, and for how long: the session record (keys, salts) until the session is
+//! decided or failed; the page record (segment texts, shown on this node's outcome page)
+//! for the newest [`MAX_PAGE_RECORDS`] sessions it opened, older ones pruned as new ones
+//! open (their outcome pages then show what the ledger holds, without the texts); the fee
+//! book for a day.
 
 use std::{
     collections::{BTreeMap, BTreeSet},
@@ -54,6 +63,10 @@ pub fn key_context(session: &Hash, segment_id: &Hash, seat: &AccountId) -> Vec<u
 pub const KEYS_PER_DELIVERY: usize = 512;
 const _: () =
     assert!(KEYS_PER_DELIVERY <= MAX_SEALED_KEYS && KEYS_PER_DELIVERY * 122 + 1024 <= MAX_TX_BYTES);
+
+/// Most page records kept: opening a session beyond it prunes the oldest (by the height
+/// at which it was opened).
+pub const MAX_PAGE_RECORDS: usize = 10_000;
 
 /// Seats per segment and quorums used for sessions this node opens.
 pub const DEFAULT_QUORUM: QuorumParams = QuorumParams {
@@ -179,6 +192,8 @@ pub struct Provider {
     kubo: Option<Arc<Kubo>>,
     book: sled::Tree,
     pages: sled::Tree,
+    /// The page records by age: key `height (big-endian) || session`, no value.
+    pages_by_age: sled::Tree,
     /// Fees of the sessions this node opened: session id -> (unix seconds, fee).
     spent: sled::Tree,
     /// Held from the cap check until the fee is booked, so two submissions cannot both
@@ -221,6 +236,7 @@ impl Provider {
             kubo: None,
             book: db.open_tree("provider/sessions")?,
             pages: db.open_tree("provider/pages")?,
+            pages_by_age: db.open_tree("provider/pages-by-age")?,
             spent: db.open_tree("provider/spent")?,
             spending: Arc::new(tokio::sync::Mutex::new(())),
             cap: SpendingCap::default(),
@@ -329,12 +345,12 @@ impl Provider {
         };
         let me = self.outbox.key().public();
         let st = contract.state();
-        let mut staffed = [0usize; 3];
-        for (id, a) in &st.auditors {
-            if a.active && *id != me {
-                staffed[tier_index(a.tier)] = staffed[tier_index(a.tier)].saturating_add(1);
-            }
-        }
+        // Only auditors the contract can draw: registered but unbonded, flagged or
+        // deactivated ones would fail the session at the draw.
+        let staffed = Tier::ALL.map(|t| {
+            let index = st.eligible(t);
+            index.len().saturating_sub(usize::from(index.contains(&me)))
+        });
         let q = self.quorum.clone();
         let need =
             |t: Tier| usize::from(q.k[tier_index(t)]).saturating_add(usize::from(q.extra_seats));
@@ -347,10 +363,11 @@ impl Provider {
             .into());
         }
         let mut rng = rand::rngs::OsRng;
-        let baits = honeypot::forge(&restricted, self.honeypots, &mut rng);
-        if baits.len() < self.honeypots {
+        let wanted = self.honeypots.min(usize::from(st.params.max_honeypots));
+        let baits = honeypot::forge(&restricted, wanted, &mut rng);
+        if baits.len() < wanted {
             tracing::info!(
-                wanted = self.honeypots,
+                wanted,
                 planted = baits.len(),
                 "fewer honeypots than configured: the checker could not refute enough altered steps of this trace"
             );
@@ -384,7 +401,8 @@ impl Provider {
         let nonce = self.outbox.next_nonce().await?;
         let session = Tx::session_id(&me, nonce);
         let cids: Vec<_> = prepared.blocks.iter().map(|(cid, _)| *cid).collect();
-        let opened = match self.keep_page_record(&session, &hdag, &restricted, &prepared) {
+        let opened = match self.keep_page_record(&session, st.height, &hdag, &restricted, &prepared)
+        {
             Ok(()) => self.keep_and_open(&session, nonce, &prepared).await,
             Err(e) => Err(e),
         };
@@ -392,7 +410,7 @@ impl Provider {
             // Nothing of a refused session stays behind: blocks, pins, records.
             let _ = self.blobs.release(&session);
             let _ = self.book.remove(session.as_ref());
-            let _ = self.pages.remove(session.as_ref());
+            self.drop_page_record(&session);
             tracing::warn!(%session, error = %e, "session not opened");
         }
         let tx = opened?;
@@ -444,11 +462,44 @@ impl Provider {
         serde_json::from_slice(&v).ok()
     }
 
-    /// Keeps the [`PageRecord`] of a session about to open. The texts are read back from
-    /// the sealed blocks, so the page shows exactly what the seats read.
+    fn age_key(height: u64, session: &Hash) -> Vec<u8> {
+        let mut k = height.to_be_bytes().to_vec();
+        k.extend_from_slice(session.as_ref());
+        k
+    }
+
+    fn drop_page_record(&self, session: &Hash) {
+        let _ = self.pages.remove(session.as_ref());
+        for k in self.pages_by_age.iter().keys().flatten() {
+            if k.ends_with(session.as_ref()) {
+                let _ = self.pages_by_age.remove(k);
+            }
+        }
+    }
+
+    /// Prunes the oldest page records beyond [`MAX_PAGE_RECORDS`] (`keep` of them, for
+    /// tests); returns how many went.
+    fn prune_page_records(&self, keep: usize) -> usize {
+        let mut pruned = 0;
+        while self.pages_by_age.len() > keep {
+            let Ok(Some((k, _))) = self.pages_by_age.pop_min() else {
+                break;
+            };
+            if let Some(session) = k.get(8..) {
+                let _ = self.pages.remove(session);
+            }
+            pruned += 1;
+        }
+        pruned
+    }
+
+    /// Keeps the [`PageRecord`] of a session about to open at `height`, and prunes the
+    /// oldest ones beyond [`MAX_PAGE_RECORDS`]. The texts are read back from the sealed
+    /// blocks, so the page shows exactly what the seats read.
     fn keep_page_record(
         &self,
         session: &Hash,
+        height: u64,
         hdag: &Hdag,
         restricted: &Restricted,
         prepared: &submit::PreparedSession,
@@ -501,6 +552,13 @@ impl Provider {
         self.pages
             .insert(session.as_ref(), bytes)
             .map_err(|e| e.to_string())?;
+        self.pages_by_age
+            .insert(Self::age_key(height, session), &[])
+            .map_err(|e| e.to_string())?;
+        let pruned = self.prune_page_records(MAX_PAGE_RECORDS);
+        if pruned > 0 {
+            tracing::info!(pruned, "oldest page records pruned");
+        }
         Ok(())
     }
 
@@ -684,7 +742,11 @@ impl Provider {
         // The honeypots first: the mapping closes the disclosure.
         if !r.honeypots_revealed {
             let mut all_pooled = true;
-            for h in &r.honeypots {
+            // The latest first: a honeypot that rests on another is opened before it (the
+            // contract opens a honeypot only when whatever rests on it is an opened one).
+            let mut order = r.honeypots.clone();
+            order.sort_by_key(|h| std::cmp::Reverse(h.segment));
+            for h in &order {
                 let call = Call::RevealHoneypot {
                     session: *session,
                     segment: h.segment,
@@ -794,6 +856,57 @@ mod tests {
             !page.decomposes.is_empty(),
             "the GOAL decomposes into the steps"
         );
+    }
+
+    /// Finding 4: staffing counts the auditors the contract can draw. One of three
+    /// Computer auditors unbonds below the tier minimum: still registered and active, but
+    /// the session would fail at the draw, so the provider refuses it up front.
+    #[tokio::test]
+    async fn staffing_counts_only_auditors_the_contract_can_draw() {
+        let (p, mut chain, _dir) = provider(3);
+        assert!(p.submit(TRACE, None, &chain.contract).await.is_ok());
+        let leaving = auditor(0);
+        let out = chain.outbox(leaving.clone());
+        out.send(Call::Unbond { amount: 950 }).await.unwrap();
+        chain.block().await;
+        let st = chain.contract.state();
+        assert!(
+            st.auditors[&leaving.public()].active,
+            "registered and active"
+        );
+        assert_eq!(st.eligible(Tier::Computer).len(), 2);
+        let e = p
+            .submit(TRACE, None, &chain.contract)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("no segment can be audited") && e.contains("[2, 0, 0]"),
+            "{e}"
+        );
+    }
+
+    /// Page records beyond the bound go oldest first; the newest stay.
+    #[tokio::test]
+    async fn the_oldest_page_records_are_pruned_beyond_the_bound() {
+        let (p, mut chain, _dir) = provider(3);
+        let mut sessions = Vec::new();
+        for _ in 0..3 {
+            sessions.push(
+                p.submit(TRACE, None, &chain.contract)
+                    .await
+                    .unwrap()
+                    .session,
+            );
+            chain.block().await;
+        }
+        assert!(sessions.iter().all(|s| p.page_record(s).is_some()));
+        assert_eq!(p.prune_page_records(MAX_PAGE_RECORDS), 0, "under the bound");
+        assert_eq!(p.prune_page_records(1), 2);
+        assert!(p.page_record(&sessions[0]).is_none());
+        assert!(p.page_record(&sessions[1]).is_none());
+        assert!(p.page_record(&sessions[2]).is_some(), "the newest stays");
+        assert_eq!((p.pages.len(), p.pages_by_age.len()), (1, 1));
     }
 
     #[tokio::test]
