@@ -857,6 +857,10 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
         info!(ipfs_api = k.url(), "ciphertexts also go to this IPFS node");
         provider = provider.with_kubo(k.clone());
     }
+    #[cfg(feature = "misbehave")]
+    if let Some(b) = behaviour {
+        provider = provider.with_behaviour(b);
+    }
     let provider = Arc::new(provider);
     let seat_metrics = Arc::new(SeatMetrics::default());
     // Ciphertexts this node does not hold come from the configured IPFS node, else from

@@ -202,6 +202,9 @@ pub struct Provider {
     cap: SpendingCap,
     honeypots: usize,
     quorum: QuorumParams,
+    /// A test behaviour: a griefing provider (test builds only, see `audit::misbehave`).
+    #[cfg(feature = "misbehave")]
+    griefing: bool,
 }
 
 /// Seconds since the Unix epoch (0 if the clock is before it).
@@ -242,7 +245,49 @@ impl Provider {
             cap: SpendingCap::default(),
             honeypots: honeypot::DEFAULT_PER_SESSION,
             quorum: DEFAULT_QUORUM,
+            #[cfg(feature = "misbehave")]
+            griefing: false,
         })
+    }
+
+    /// Misbehaves on purpose as a provider when `b` says so (test builds only).
+    #[cfg(feature = "misbehave")]
+    pub fn with_behaviour(mut self, b: super::misbehave::Behaviour) -> Self {
+        self.griefing = b.griefs_as_provider();
+        self
+    }
+
+    /// The honeypots to plant in a session of `r`: forged ones, or a griefing provider's
+    /// false ones (as many as a session may open).
+    fn baits(
+        &self,
+        r: &Restricted,
+        wanted: usize,
+        cap: usize,
+        rng: &mut impl RngCore,
+    ) -> Vec<submit::Bait> {
+        #[cfg(feature = "misbehave")]
+        if self.griefing {
+            let baits = super::misbehave::false_baits(r, cap);
+            tracing::warn!(
+                planted = baits.len(),
+                "test behaviour griefing-provider: true steps planted as known errors"
+            );
+            return baits;
+        }
+        let _ = cap;
+        honeypot::forge(r, wanted, rng)
+    }
+
+    /// Whether this provider keeps `seat`'s keys from it (a griefing provider, in test
+    /// builds only).
+    fn withholds(&self, session: &Hash, seat: &AccountId) -> bool {
+        #[cfg(feature = "misbehave")]
+        if self.griefing {
+            return super::misbehave::starves(session, seat);
+        }
+        let _ = (session, seat);
+        false
     }
 
     /// Asks for `k` seats per segment in every tier (instead of [`DEFAULT_QUORUM`]'s 3).
@@ -364,7 +409,8 @@ impl Provider {
         }
         let mut rng = rand::rngs::OsRng;
         let wanted = self.honeypots.min(usize::from(st.params.max_honeypots));
-        let baits = honeypot::forge(&restricted, wanted, &mut rng);
+        let cap = usize::from(st.params.max_honeypots).min(honeypot::MAX_PER_SESSION);
+        let baits = self.baits(&restricted, wanted, cap, &mut rng);
         if baits.len() < wanted {
             tracing::info!(
                 wanted,
@@ -674,7 +720,7 @@ impl Provider {
         }
         let mut keys = Vec::new();
         for (seg, seat) in wanted {
-            if r.delivered.contains(&(seg, seat)) {
+            if r.delivered.contains(&(seg, seat)) || self.withholds(session, &seat) {
                 continue;
             }
             let (Some(key), Some(id)) = (r.keys.get(usize::from(seg)), r.ids.get(usize::from(seg)))
@@ -883,6 +929,53 @@ mod tests {
         assert!(
             e.contains("no segment can be audited") && e.contains("[2, 0, 0]"),
             "{e}"
+        );
+    }
+
+    /// The griefing provider (a test behaviour) plants true steps as known errors, as many
+    /// as a session may open, and keeps some seats' keys from them.
+    #[tokio::test]
+    async fn a_griefing_provider_plants_false_honeypots_and_starves_some_seats() {
+        let (p, mut chain, _dir) = provider(4);
+        let p = p.with_behaviour(crate::audit::misbehave::Behaviour::GriefingProvider);
+        let s = p.submit(TRACE, None, &chain.contract).await.unwrap();
+        assert!(s.honeypots >= 2, "{} planted", s.honeypots);
+        let page = p.page_record(&s.session).unwrap();
+        for (i, (name, _)) in s.segments.iter().enumerate() {
+            if let Some(source) = name.strip_prefix("honeypot:") {
+                let j = s.segments.iter().position(|(n, _)| n == source).unwrap();
+                assert_eq!(page.texts[i], page.texts[j], "a true step, unaltered");
+            }
+        }
+        let record = p.load(&s.session).unwrap();
+        assert!(
+            record
+                .honeypots
+                .iter()
+                .all(|h| h.verdict == trust_protocol::Vote::Invalid)
+        );
+        chain.block().await;
+        let seated = chain.block().await;
+        p.on_block(&seated, &chain.contract).await;
+        let ev = chain.block().await;
+        let sess = &chain.contract.state().sessions[&s.session];
+        let all_seats: BTreeSet<AccountId> = sess
+            .segments
+            .iter()
+            .flat_map(|g| g.seats.iter().map(|x| x.account))
+            .collect();
+        let served: BTreeSet<AccountId> = ev
+            .iter()
+            .filter_map(|e| match e {
+                Event::KeyDelivered { seat, .. } => Some(*seat),
+                _ => None,
+            })
+            .collect();
+        assert!(served.len() < all_seats.len(), "no seat starved");
+        assert!(
+            served
+                .iter()
+                .all(|a| !crate::audit::misbehave::starves(&s.session, a))
         );
     }
 
