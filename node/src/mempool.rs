@@ -142,6 +142,7 @@ pub fn expired(state: &State, sender: &AccountId, call: &Call) -> Option<&'stati
 /// every later state too (so a proposer may drop it). A wrong nonce, a short balance or a
 /// phase not reached yet may change; [`expired`] judges phases that have passed.
 pub fn refused_for_good(error: &TxError) -> bool {
+    // Not `HoneypotHasDependents`: the honeypot resting on this one may be opened first.
     matches!(
         error,
         TxError::BadSignature
@@ -160,7 +161,7 @@ pub fn refused_for_good(error: &TxError) -> bool {
             | TxError::AlreadyRevealed
             | TxError::CommitmentMismatch
             | TxError::NotAHoneypot(_)
-            | TxError::HoneypotHasDependents(_)
+            | TxError::TooManyHoneypots(_)
             | TxError::AlreadyDisclosed
     )
 }
