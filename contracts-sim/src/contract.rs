@@ -23,6 +23,16 @@
 //! 5. Tally ([`Contract::end_block`]): verdicts, propagation, trace quorum, failure bound,
 //!    rewards, reputation, slashing, honeypot statistics, refund; the session becomes an
 //!    [`Outcome`] and never changes again.
+//!
+//! The tally never punishes a seat on the provider's word alone: a seat whose keys the
+//! provider did not deliver in time (on record, see [`crate::Seat::keyed`]) and that did
+//! not judge is *starved*, neither slashed nor scored, and paid one reward from the
+//! provider's escrow; a revealed honeypot whose seats contradict its truth by a clear
+//! majority is *disputed*, its seats scored as for any segment, and one honeypot bond of
+//! the provider burned.
+//!
+//! Outcomes are never pruned: they are what the ledger is for, a user proves one against a
+//! certified state root, and each was paid for by its provider's fee.
 
 use std::collections::BTreeMap;
 

@@ -12,6 +12,8 @@
 //!   [`Params::max_honeypots`] is refused. The tally burns a bond for each honeypot its
 //!   seats contradict by a clear majority, and scores those seats as for any segment.
 
+use std::collections::BTreeMap;
+
 use trust_protocol::{
     AccountId, Commitment, Hash, Salt, Vote, honeypot_commitment, mapping_commitment,
     tx::{Difficulty, SeatKey, SessionManifest, Tier},
@@ -144,19 +146,33 @@ pub(crate) fn deliver_keys(
     if !matches!(s.phase, Phase::Commit { .. } | Phase::Reveal { .. }) {
         return Err(TxError::WrongPhase("keys are delivered while seats vote"));
     }
+    // Who cites each segment, and at which bit of its seats' key record (`depends_on[j]`
+    // is bit `j + 1`): built once, so a delivery costs its keys times the seats that take
+    // each key, not times every segment of the session.
+    let mut cited_by: BTreeMap<u16, Vec<(usize, u32)>> = BTreeMap::new();
+    for (i, g) in s.segments.iter().enumerate() {
+        for (j, d) in g.entry.depends_on.iter().enumerate() {
+            let bit = u32::try_from(j.saturating_add(1)).unwrap_or(u32::MAX);
+            cited_by.entry(*d).or_default().push((i, bit));
+        }
+    }
+    let takers = |segment: u16| {
+        std::iter::once((usize::from(segment), 0u32))
+            .chain(cited_by.get(&segment).into_iter().flatten().copied())
+    };
     // A segment's key goes to its own seats and to the seats of the segments that depend on
     // it directly: a seat judges its step against the premises it cites, and sees nothing
     // further up the trace.
     for k in keys {
-        let seg = s
-            .segments
-            .get(usize::from(k.segment))
-            .ok_or(TxError::UnknownSegment(k.segment))?;
-        let own = seg.seats.iter().any(|x| x.account == k.seat);
-        let premise_of_theirs = s.segments.iter().any(|d| {
-            d.entry.depends_on.contains(&k.segment) && d.seats.iter().any(|x| x.account == k.seat)
+        if s.segments.get(usize::from(k.segment)).is_none() {
+            return Err(TxError::UnknownSegment(k.segment));
+        }
+        let seated = takers(k.segment).any(|(i, _)| {
+            s.segments
+                .get(i)
+                .is_some_and(|g| g.seats.iter().any(|x| x.account == k.seat))
         });
-        if !own && !premise_of_theirs {
+        if !seated {
             return Err(TxError::NotASeat(k.seat));
         }
     }
@@ -167,17 +183,9 @@ pub(crate) fn deliver_keys(
         && height < until
     {
         for k in keys {
-            for (i, seg) in s.segments.iter_mut().enumerate() {
-                let bit = if usize::from(k.segment) == i {
-                    Some(0u32)
-                } else {
-                    seg.entry
-                        .depends_on
-                        .iter()
-                        .position(|d| *d == k.segment)
-                        .and_then(|j| u32::try_from(j.saturating_add(1)).ok())
-                };
-                let Some(mask) = bit.and_then(|b| 1u32.checked_shl(b)) else {
+            let targets: Vec<(usize, u32)> = takers(k.segment).collect();
+            for (i, bit) in targets {
+                let (Some(seg), Some(mask)) = (s.segments.get_mut(i), 1u32.checked_shl(bit)) else {
                     continue;
                 };
                 for x in seg
