@@ -13,11 +13,13 @@
 //! segment escalates.
 //!
 //! A seat that cannot read its segment (no key yet, a key that does not open, a blob no
-//! peer serves, a ciphertext that does not decrypt) is logged and counted, and waits: the
-//! key or the blob may still come. Once the commit window is about to close (the last
-//! [`GIVE_UP_BLOCKS`] blocks before the contract's commit deadline, counted in blocks, not
-//! by a clock), it tries once more and, failing, commits an **abstention** naming what it
-//! could not read. It is then present rather than a no-show: a provider that withholds a
+//! peer serves, a ciphertext that does not decrypt) is logged and counted, remembered as
+//! *stuck*, and waits: the key or the blob may still come. Once the commit window is about
+//! to close (the last [`GIVE_UP_BLOCKS`] blocks before the contract's commit deadline,
+//! counted in blocks, not by a clock), a stuck seat tries once more with what this node
+//! holds (no second fetch: a node catching up after a restart must not flood its peers
+//! with fetches for sessions long over) and, failing, commits an **abstention** naming
+//! what it could not read. It is then present rather than a no-show: a provider that withholds a
 //! blob cannot get its seats slashed, and one that withholds keys pays them (the contract
 //! records which keys were delivered; see `trust_contracts` sessions).
 
@@ -117,6 +119,9 @@ pub struct Seat {
     keys: sled::Tree,
     fetch: Option<FetchBlob>,
     judges: Vec<Arc<dyn Auditor>>,
+    /// Seats (session, segment, round) that could not read their segment yet: the ones
+    /// that give up with an abstention when their commit window is about to close.
+    stuck: std::sync::Mutex<BTreeSet<(Hash, u16, u8)>>,
     /// Counters.
     pub metrics: Arc<SeatMetrics>,
     /// A test behaviour, and the seats a copy-cat already tried to copy for.
@@ -154,6 +159,7 @@ impl Seat {
             keys: db.open_tree("seat/keys").map_err(|e| e.to_string())?,
             fetch,
             judges: vec![Arc::new(ComputerAuditor)],
+            stuck: std::sync::Mutex::default(),
             metrics,
             #[cfg(feature = "misbehave")]
             misbehave: None,
@@ -261,12 +267,16 @@ impl Seat {
                             let _ = self.keys.insert(key_of(session, *segment), k.to_vec());
                             touched.insert(*session);
                         }
-                        Err(e) => self.fail(
-                            "a key sealed to this seat does not open",
-                            session,
-                            *segment,
-                            e,
-                        ),
+                        Err(e) => {
+                            self.fail(
+                                "a key sealed to this seat does not open",
+                                session,
+                                *segment,
+                                e,
+                            );
+                            // Its seats are stuck: they give up when the window closes.
+                            touched.insert(*session);
+                        }
                     }
                 }
                 Event::CommitWindowClosed { session, round, .. } => {
@@ -291,8 +301,8 @@ impl Seat {
     }
 
     /// The sessions whose commit window is about to close ([`gives_up`]) while this node
-    /// holds a seat in them that has not voted: each gets one more try, and an abstention
-    /// where the segment still cannot be read.
+    /// holds a stuck seat in them that has not voted: each gets one more try, and an
+    /// abstention where the segment still cannot be read.
     fn about_to_close(&self, contract: &Contract) -> BTreeSet<Hash> {
         let me = self.outbox.key().public();
         let height = contract.state().height;
@@ -307,13 +317,14 @@ impl Seat {
                 if !gives_up(height, until) {
                     return None;
                 }
+                let stuck = self.stuck.lock().unwrap_or_else(|e| e.into_inner());
                 let waiting = s.segments.iter().enumerate().any(|(i, g)| {
-                    g.seats.iter().any(|x| {
-                        x.account == me
-                            && x.round == round
-                            && x.commitment.is_none()
-                            && u16::try_from(i)
-                                .is_ok_and(|i| matches!(self.votes.get(id, i, round), Ok(None)))
+                    u16::try_from(i).is_ok_and(|i| {
+                        stuck.contains(&(*id, i, round))
+                            && g.seats.iter().any(|x| {
+                                x.account == me && x.round == round && x.commitment.is_none()
+                            })
+                            && matches!(self.votes.get(id, i, round), Ok(None))
                     })
                 });
                 waiting.then_some(*id)
@@ -324,6 +335,10 @@ impl Seat {
     /// Drops what this seat kept of a session that is over: its votes, keys and the
     /// ciphertexts it fetched.
     fn forget(&self, session: &Hash) {
+        self.stuck
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|(s, _, _)| s != session);
         if let Err(e) = self.votes.forget_session(session) {
             tracing::warn!(%session, error = %e, "votes of a finished session not dropped");
         }
@@ -340,11 +355,14 @@ impl Seat {
         <[u8; KEY_LEN]>::try_from(v.as_ref()).ok()
     }
 
+    /// The decrypted segment; its ciphertext from the blob store, else (when `fetch`) from
+    /// peers.
     async fn plaintext(
         &self,
         session: &Hash,
         segment: u16,
         contract: &Contract,
+        fetch: bool,
     ) -> Result<SegmentDoc, String> {
         let entry = contract
             .state()
@@ -360,6 +378,7 @@ impl Seat {
                 let f = self
                     .fetch
                     .as_ref()
+                    .filter(|_| fetch)
                     .ok_or_else(|| format!("ciphertext {} is not here", entry.cid))?;
                 let b = f(entry.cid).await?;
                 // Kept (checked against its CID) while the session runs, so judging the
@@ -412,7 +431,12 @@ impl Seat {
                 .chain(seg.entry.depends_on.iter().copied())
                 .collect();
             if !give_up && needed.iter().any(|n| self.key(session, *n).is_none()) {
-                continue; // the rest of the keys come in a later block
+                // The rest of the keys may come in a later block.
+                self.stuck
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert((*session, segment, round));
+                continue;
             }
             todo.push((segment, round, seg));
         }
@@ -536,9 +560,27 @@ impl Seat {
             let decision = self.twisted(Decision::abstain(why), &seed);
             return (*session, segment, round, id, Some(decision));
         };
-        let view = match self.view(session, segment, contract).await {
-            Ok(v) => v,
+        let seat_key = (*session, segment, round);
+        let was_stuck = self
+            .stuck
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(&seat_key);
+        // A stuck seat giving up tries what this node holds; a first try may fetch.
+        let fetch = !(give_up && was_stuck);
+        let view = match self.view(session, segment, contract, fetch).await {
+            Ok(v) => {
+                self.stuck
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(&seat_key);
+                v
+            }
             Err(why) if give_up => {
+                self.stuck
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(&seat_key);
                 let decision = Decision::abstain(format!(
                     "could not read the segment before the commit deadline (block {commit_until}): {why}"
                 ));
@@ -550,7 +592,13 @@ impl Seat {
                     Some(self.twisted(decision, &seed)),
                 );
             }
-            Err(_) => return (*session, segment, round, id, None),
+            Err(_) => {
+                self.stuck
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(seat_key);
+                return (*session, segment, round, id, None);
+            }
         };
         let implications = if judge.wants_implications() {
             self.implications(session, segment, contract).await
@@ -610,6 +658,7 @@ impl Seat {
         session: &Hash,
         segment: u16,
         contract: &Contract,
+        fetch: bool,
     ) -> Result<SegmentView, String> {
         let seg = contract
             .state()
@@ -617,7 +666,7 @@ impl Seat {
             .get(session)
             .and_then(|s| s.segments.get(usize::from(segment)))
             .ok_or("the session or segment is gone")?;
-        let doc = match self.plaintext(session, segment, contract).await {
+        let doc = match self.plaintext(session, segment, contract, fetch).await {
             Ok(c) => c,
             Err(e) => {
                 self.fail("segment unavailable", session, segment, &e);
@@ -626,7 +675,7 @@ impl Seat {
         };
         let mut premises = Vec::with_capacity(seg.entry.depends_on.len());
         for d in &seg.entry.depends_on {
-            match self.plaintext(session, *d, contract).await {
+            match self.plaintext(session, *d, contract, fetch).await {
                 Ok(p) => premises.push(p.claim),
                 Err(e) => {
                     self.fail("premise unavailable; not voting", session, *d, &e);
@@ -650,7 +699,7 @@ impl Seat {
             if !seg.entry.depends_on.contains(&segment) || self.key(session, j).is_none() {
                 continue;
             }
-            if let Ok(doc) = self.plaintext(session, j, contract).await {
+            if let Ok(doc) = self.plaintext(session, j, contract, true).await {
                 out.push(doc.claim);
             }
         }
