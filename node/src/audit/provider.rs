@@ -93,6 +93,11 @@ pub struct SessionRecord {
     pub cids: Vec<trust_protocol::cid::Cid>,
     /// (segment, seat) pairs already sent a key.
     pub delivered: BTreeSet<(u16, AccountId)>,
+    /// (segment, seat) pairs sent a key again for a seat of an escalation round: the
+    /// contract counts a key for the round whose commit window it lands in, so a seat
+    /// drawn again needs it again even if the account had it before.
+    #[serde(default)]
+    pub delivered_again: BTreeSet<(u16, AccountId)>,
     /// Whether the mapping was opened.
     pub mapping_revealed: bool,
     /// The honeypots planted in the session, opened just before the mapping.
@@ -638,6 +643,7 @@ impl Provider {
             mapping_salt: prepared.mapping_salt,
             cids,
             delivered: BTreeSet::new(),
+            delivered_again: BTreeSet::new(),
             mapping_revealed: false,
             honeypots: prepared.honeypots.clone(),
             honeypots_revealed: false,
@@ -662,12 +668,12 @@ impl Provider {
             let Some(s) = contract.state().sessions.get(&session) else {
                 continue;
             };
-            let seats: Vec<(u16, AccountId)> = s
+            let seats: Vec<(u16, AccountId, u8)> = s
                 .segments
                 .iter()
                 .enumerate()
                 .filter_map(|(i, g)| u16::try_from(i).ok().map(|i| (i, g)))
-                .flat_map(|(i, g)| g.seats.iter().map(move |x| (i, x.account)))
+                .flat_map(|(i, g)| g.seats.iter().map(move |x| (i, x.account, x.round)))
                 .collect();
             self.deliver(&session, &seats, contract).await;
             self.reveal_mapping(&session, contract).await;
@@ -676,15 +682,19 @@ impl Provider {
 
     /// Follows this node's sessions through one decided block.
     pub async fn on_block(&self, events: &[Event], contract: &Contract) {
-        let mut seated: BTreeMap<Hash, Vec<(u16, AccountId)>> = BTreeMap::new();
+        let mut seated: BTreeMap<Hash, Vec<(u16, AccountId, u8)>> = BTreeMap::new();
         for e in events {
             match e {
                 Event::SeatAssigned {
                     session,
                     segment,
                     seat,
+                    round,
                     ..
-                } => seated.entry(*session).or_default().push((*segment, *seat)),
+                } => seated
+                    .entry(*session)
+                    .or_default()
+                    .push((*segment, *seat, *round)),
                 Event::RevealWindowClosed { session, .. } => {
                     self.reveal_mapping(session, contract).await;
                 }
@@ -705,23 +715,37 @@ impl Provider {
         }
     }
 
-    async fn deliver(&self, session: &Hash, seats: &[(u16, AccountId)], contract: &Contract) {
+    async fn deliver(&self, session: &Hash, seats: &[(u16, AccountId, u8)], contract: &Contract) {
         let Some(mut r) = self.load(session) else {
             return;
         };
-        let mut wanted: BTreeSet<(u16, AccountId)> = BTreeSet::new();
-        for (seg, seat) in seats {
-            wanted.insert((*seg, *seat));
-            if let Some(deps) = r.depends_on.get(usize::from(*seg)) {
-                for d in deps {
-                    wanted.insert((*d, *seat));
-                }
+        // (segment, seat) -> whether it is for a seat of an escalation round.
+        let mut wanted: BTreeMap<(u16, AccountId), bool> = BTreeMap::new();
+        for (seg, seat, round) in seats {
+            let again = *round > 0;
+            let deps = r
+                .depends_on
+                .get(usize::from(*seg))
+                .cloned()
+                .unwrap_or_default();
+            for k in std::iter::once(*seg).chain(deps) {
+                let e = wanted.entry((k, *seat)).or_insert(again);
+                *e |= again;
             }
         }
         let mut keys = Vec::new();
-        for (seg, seat) in wanted {
-            if r.delivered.contains(&(seg, seat)) || self.withholds(session, &seat) {
+        let mut again_pairs = BTreeSet::new();
+        for ((seg, seat), again) in wanted {
+            let done = if again {
+                r.delivered_again.contains(&(seg, seat))
+            } else {
+                r.delivered.contains(&(seg, seat))
+            };
+            if done || self.withholds(session, &seat) {
                 continue;
+            }
+            if again {
+                again_pairs.insert((seg, seat));
             }
             let (Some(key), Some(id)) = (r.keys.get(usize::from(seg)), r.ids.get(usize::from(seg)))
             else {
@@ -761,7 +785,13 @@ impl Provider {
                     // Recorded only once pooled: a delivery still queued in the outbox is
                     // in memory only, and `resume` must send it again after a restart.
                     if matches!(tx, Sent::Pooled(_)) {
-                        r.delivered.extend(pairs.iter().copied());
+                        for p in &pairs {
+                            if again_pairs.contains(p) {
+                                r.delivered_again.insert(*p);
+                            } else {
+                                r.delivered.insert(*p);
+                            }
+                        }
                         if let Err(e) = self.store(session, &r) {
                             tracing::error!(%session, error = %e, "provider record not saved");
                         }
