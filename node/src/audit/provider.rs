@@ -1009,6 +1009,46 @@ mod tests {
         );
     }
 
+    /// A seat drawn in an escalation round gets its segment's key again, once, though its
+    /// account was sent it in round 0: the contract counts a key only for the round whose
+    /// commit window it lands in.
+    #[tokio::test]
+    async fn a_seat_of_an_escalation_round_gets_its_key_again_once() {
+        let (p, mut chain, _dir) = provider(3);
+        let s = p.submit(TRACE, None, &chain.contract).await.unwrap();
+        chain.block().await;
+        let seated = chain.block().await;
+        p.on_block(&seated, &chain.contract).await;
+        let ev = chain.block().await;
+        let seat = ev
+            .iter()
+            .find_map(|e| match e {
+                Event::KeyDelivered {
+                    segment: 0, seat, ..
+                } => Some(*seat),
+                _ => None,
+            })
+            .expect("segment 0's key delivered in round 0");
+        assert_eq!(chain.pooled().await, 0);
+        // Round 0's pair again: already served.
+        p.deliver(&s.session, &[(0, seat, 0)], &chain.contract)
+            .await;
+        assert_eq!(chain.pooled().await, 0);
+        // The same pair for a round-1 seat: sent again, once.
+        p.deliver(&s.session, &[(0, seat, 1)], &chain.contract)
+            .await;
+        assert_eq!(chain.pooled().await, 1);
+        let ev = chain.block().await;
+        assert!(
+            ev.iter().any(
+                |e| matches!(e, Event::KeyDelivered { segment: 0, seat: x, .. } if *x == seat)
+            )
+        );
+        p.deliver(&s.session, &[(0, seat, 1)], &chain.contract)
+            .await;
+        assert_eq!(chain.pooled().await, 0);
+    }
+
     /// Page records beyond the bound go oldest first; the newest stay.
     #[tokio::test]
     async fn the_oldest_page_records_are_pruned_beyond_the_bound() {
