@@ -11,7 +11,7 @@ use trust_contracts::{
     sim::{Sim, SimConfig},
 };
 use trust_protocol::{
-    Hash, Keypair, Salt, SealingPublicKey, Signed, Vote, commitment,
+    AccountId, Hash, Keypair, Salt, SealingPublicKey, Signed, Vote, commitment,
     hdag::AbstractionLevel,
     mapping_commitment,
     tx::{Call, QuorumParams, SegmentEntry, SessionManifest, Tier, Tx},
@@ -38,8 +38,8 @@ fn setup() -> (Contract, Vec<Signed<Tx>>, Vec<Signed<Tx>>) {
         .iter()
         .map(|k| GenesisAccount {
             id: k.public(),
-            balance: 0,
-            stake: 1_000,
+            balance: 1_000,
+            stake: 0,
         })
         .collect();
     accounts.push(GenesisAccount {
@@ -58,6 +58,7 @@ fn setup() -> (Contract, Vec<Signed<Tx>>, Vec<Signed<Tx>>) {
             tier: Tier::Llm,
             expertise: vec![],
             sealing_key: SealingPublicKey([1; 32]),
+            stake: 1_000,
         };
         c.apply(&ctx(1), &Signed::sign(k, Tx { nonce: 0, call }))
             .unwrap();
@@ -158,7 +159,128 @@ fn setup() -> (Contract, Vec<Signed<Tx>>, Vec<Signed<Tx>>) {
     (c, commits, reveals)
 }
 
+/// The largest delivery a block carries into the densest session: 1,024 segments each
+/// citing the 16 before it, 3 seats each, and one `DeliverKeys` of 1,024 sealed keys (a
+/// transaction is at most 128 KiB, about 1,000 keys), each key taken by its segment's
+/// seats and by the seats of the 16 segments that cite it.
+fn dense_delivery() -> (Contract, AccountId, Tx) {
+    use trust_protocol::{
+        seal::SealedKey,
+        tx::{MAX_DEPENDENCIES, MAX_SEGMENTS, SeatKey},
+    };
+    let keys: Vec<Keypair> = (0..40)
+        .map(|i| Keypair::from_label(&format!("d{i}")))
+        .collect();
+    let provider = Keypair::from_label("provider");
+    let mut accounts: Vec<GenesisAccount> = keys
+        .iter()
+        .map(|k| GenesisAccount {
+            id: k.public(),
+            balance: 0,
+            stake: 1_000,
+        })
+        .collect();
+    accounts.push(GenesisAccount {
+        id: provider.public(),
+        balance: 1 << 40,
+        stake: 0,
+    });
+    let mut c = Contract::new(&Genesis {
+        params: Params::default(),
+        accounts,
+        auditors: keys
+            .iter()
+            .map(|k| trust_contracts::GenesisAuditor {
+                id: k.public(),
+                tier: Tier::Llm,
+                expertise: vec![],
+                sealing_key: SealingPublicKey([1; 32]),
+            })
+            .collect(),
+    })
+    .unwrap();
+    let segments: Vec<SegmentEntry> = (0..MAX_SEGMENTS as u16)
+        .map(|i| SegmentEntry {
+            id: Hash::of_parts("dense", &[&i.to_le_bytes()]),
+            level: AbstractionLevel::Step,
+            tier: Tier::Llm,
+            weight: 1,
+            depends_on: (i.saturating_sub(MAX_DEPENDENCIES as u16)..i).collect(),
+            rests_on_left_out: Vec::new(),
+            supports: None,
+            cid: trust_protocol::cid::Cid::of(&i.to_le_bytes()),
+            honeypot: None,
+            conclusion: false,
+        })
+        .collect();
+    let mut m = SessionManifest {
+        segments,
+        mapping_commitment: mapping_commitment(&Hash::ZERO, &Salt([0; 32])),
+        quorum: QuorumParams {
+            k: [3, 3, 3],
+            extra_seats: 0,
+            tau: Ppm(600_000),
+            beta: Ppm(800_000),
+        },
+        fee: 0,
+        domain: String::new(),
+        left_out: Vec::new(),
+    };
+    m.fee = trust_contracts::minimum_fee(&Params::default(), &m).unwrap();
+    let sid = Tx::session_id(&provider.public(), 0);
+    c.apply_verified(
+        &ctx(2),
+        provider.public(),
+        &Tx {
+            nonce: 0,
+            call: Call::OpenSession(m),
+        },
+    )
+    .unwrap();
+    c.end_block(&ctx(2));
+    let ev = c.end_block(&ctx(3));
+    let mut sealed = Vec::new();
+    for e in ev {
+        if let Event::SeatAssigned { segment, seat, .. } = e
+            && sealed.len() < 1024
+        {
+            sealed.push(SeatKey {
+                segment,
+                seat,
+                sealed: SealedKey {
+                    ephemeral: SealingPublicKey([2; 32]),
+                    ciphertext: vec![0; 48],
+                },
+            });
+        }
+    }
+    let tx = Tx {
+        nonce: 1,
+        call: Call::DeliverKeys {
+            session: sid,
+            keys: sealed,
+        },
+    };
+    (c, provider.public(), tx)
+}
+
 fn bench(cr: &mut Criterion) {
+    let (dense, provider, delivery) = dense_delivery();
+    let mut g = cr.benchmark_group("deliver_keys");
+    g.sample_size(20);
+    g.throughput(Throughput::Elements(1024));
+    g.bench_function("1024 keys, 1024-segment session citing 16 each", |b| {
+        b.iter_batched(
+            || dense.clone(),
+            |mut s| {
+                s.apply_verified(&ctx(4), provider, &delivery).unwrap();
+                s
+            },
+            BatchSize::LargeInput,
+        )
+    });
+    g.finish();
+
     let (c, commits, reveals) = setup();
     let mut committed = c.clone();
     for t in &commits {

@@ -63,6 +63,10 @@ fn outcome(provider: Hash, i: u64) -> Outcome {
         mapping: Some(Hash::of_parts("bench-map", &[&i.to_le_bytes()])),
         rewards_paid: 30,
         refunded: 0,
+        disputed_honeypots: 0,
+        bond_burned: 0,
+        starved_seats: 0,
+        starved_paid: 0,
     }
 }
 

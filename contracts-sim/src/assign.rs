@@ -6,8 +6,14 @@
 //! escalation), so anyone holding the ledger can redo every draw, and the provider, who
 //! chose the session's contents one block earlier, cannot choose its seats.
 //!
-//! Eligible: active auditors of the tier whose bonded stake meets the tier minimum, never
-//! the provider's account, never a seat already on the segment. Weight: bonded stake,
+//! The seed is the block's [`trust_protocol::block::BlockHeader::seed`]: a hash of the
+//! chain, the height and the previous block's hash only, all fixed before the drawing
+//! block's proposer picks its transactions, so that proposer cannot try transaction sets
+//! until the draw suits it (see that function for what remains).
+//!
+//! Eligible: the tier's index of drawable auditors ([`crate::State::eligible`]: active, not
+//! flagged, bonded at least the tier minimum), never the provider's account, never a seat
+//! already on the segment. A draw reads the tier's index, not every registered auditor. Weight: bonded stake,
 //! doubled when the auditor declares the session's expertise domain. Seats are drawn
 //! without replacement. To keep any single seat from seeing the whole trace, auditors that
 //! already hold `segments - 1` segments of the session are set aside while enough others
@@ -37,23 +43,18 @@ pub(crate) struct Draw<'a> {
 }
 
 fn eligible(st: &State, d: &Draw<'_>, respect_cap: bool) -> Vec<(AccountId, u128)> {
-    let min = st.params.min_stake(d.tier);
-    st.auditors
+    st.eligible(d.tier)
         .iter()
-        .filter(|(id, a)| {
-            a.active
-                && a.tier == d.tier
-                && *id != d.provider
+        .filter(|id| {
+            *id != d.provider
                 && !d.exclude.contains(id)
                 && (!respect_cap
                     || d.cap
                         .is_none_or(|cap| d.held.get(*id).copied().unwrap_or(0) < cap))
         })
-        .filter_map(|(id, a)| {
+        .filter_map(|id| {
+            let a = st.auditors.get(id)?;
             let stake = st.accounts.get(id).map_or(0, |x| x.stake);
-            if stake < min || stake == 0 {
-                return None;
-            }
             let bonus = if !d.domain.is_empty() && a.expertise.iter().any(|e| e == d.domain) {
                 2
             } else {

@@ -188,6 +188,8 @@ pub fn all_keys(state: &State) -> impl Iterator<Item = StateKey> + '_ {
         failed,
         burned: _,
         supply: _,
+        // Derived from accounts and auditors, which the tree commits to.
+        eligible: _,
     } = state;
     std::iter::once(StateKey::Global)
         .chain(accounts.keys().map(|a| StateKey::Account(*a)))

@@ -23,6 +23,16 @@
 //! 5. Tally ([`Contract::end_block`]): verdicts, propagation, trace quorum, failure bound,
 //!    rewards, reputation, slashing, honeypot statistics, refund; the session becomes an
 //!    [`Outcome`] and never changes again.
+//!
+//! The tally never punishes a seat on the provider's word alone: a seat whose keys the
+//! provider did not deliver in time (on record, see [`crate::Seat::keyed`]) and that did
+//! not judge is *starved*, neither slashed nor scored, and paid one reward from the
+//! provider's escrow; a revealed honeypot whose seats contradict its truth by a clear
+//! majority is *disputed*, its seats scored as for any segment, and one honeypot bond of
+//! the provider burned.
+//!
+//! Outcomes are never pruned: they are what the ledger is for, a user proves one against a
+//! certified state root, and each was paid for by its provider's fee.
 
 use std::collections::BTreeMap;
 
@@ -118,8 +128,15 @@ impl Contract {
         }
         let mut auditors = BTreeMap::new();
         for a in &genesis.auditors {
-            if !accounts.contains_key(&a.id) || auditors.contains_key(&a.id) {
+            let Some(account) = accounts.get(&a.id) else {
                 return Err(GenesisError::BadAuditor(a.id));
+            };
+            if auditors.contains_key(&a.id) {
+                return Err(GenesisError::BadAuditor(a.id));
+            }
+            // Genesis auditors bond like any registration.
+            if account.stake < genesis.params.min_stake(a.tier) {
+                return Err(GenesisError::UnderStakedAuditor(a.id));
             }
             let mut expertise = a.expertise.clone();
             expertise.sort();
@@ -139,12 +156,14 @@ impl Contract {
             failed: BTreeMap::new(),
             burned: 0,
             supply,
+            eligible: Default::default(),
         }))
     }
 
     /// A contract over a given state, its tree built from scratch (O(state)). This is what
     /// a restore does; it gives the root of the contract that produced the state.
-    pub fn from_state(state: State) -> Self {
+    pub fn from_state(mut state: State) -> Self {
+        registry::reindex_all(&mut state);
         let tree = Tree::build(&state);
         Self { state, tree }
     }
@@ -231,7 +250,8 @@ impl Contract {
                 tier,
                 expertise,
                 sealing_key,
-            } => registry::register(st, sender, *tier, expertise, *sealing_key, &mut ev),
+                stake,
+            } => registry::register(st, sender, *tier, expertise, *sealing_key, *stake, &mut ev),
             Call::Bond { amount } => registry::bond(st, sender, *amount, &mut ev),
             Call::Unbond { amount } => registry::unbond(st, sender, *amount, h, &mut ev),
             Call::Withdraw => registry::withdraw(st, sender, h, &mut ev),
@@ -240,7 +260,7 @@ impl Contract {
                 sessions::open(st, sender, id, m, h, &mut ev)
             }
             Call::DeliverKeys { session, keys } => {
-                sessions::deliver_keys(st, sender, *session, keys, &mut ev)
+                sessions::deliver_keys(st, sender, *session, keys, h, &mut ev)
             }
             Call::Commit {
                 session,
@@ -300,11 +320,12 @@ impl Contract {
                     self.tree.touch(StateKey::Session(id));
                     self.tree.touch(StateKey::Failed(id));
                     self.tree.touch(StateKey::Account(s.provider));
-                    registry::credit(&mut self.state, &s.provider, s.escrow);
+                    let refund = s.escrow.saturating_add(s.bond);
+                    registry::credit(&mut self.state, &s.provider, refund);
                     ev.push(Event::Refunded {
                         session: id,
                         provider: s.provider,
-                        amount: s.escrow,
+                        amount: refund,
                     });
                     ev.push(Event::SessionFailed {
                         session: id,
@@ -673,17 +694,48 @@ impl Contract {
         let bound = tally::failure_bound(&self.state.params, &bound_inputs, beta);
 
         // Economics: every seat of every round is scored against the segment's deciding
-        // verdict, or against the truth for a revealed honeypot.
+        // verdict, or against the truth for a revealed honeypot its seats do not dispute.
         let mut escrow = s.escrow;
+        let mut bond = s.bond;
+        let mut bond_burned = 0u64;
+        let mut disputed_honeypots = 0u16;
         let mut rewards_paid = 0u64;
         let mut honeypot_voters = Vec::new();
+        let mut starved = Vec::new();
         for (i, g) in s.segments.iter().enumerate() {
             let segment = u16::try_from(i).unwrap_or(u16::MAX);
-            let target = match g.honeypot {
-                Some((truth, _)) => Some(truth),
-                None => local.get(i).and_then(|l| l.as_vote()),
+            let deps = g.entry.depends_on.len();
+            let own = || local.get(i).and_then(|l| l.as_vote());
+            let (target, truth) = match g.honeypot {
+                Some((truth, _)) if tally::disputed(g, truth, tau) => {
+                    // The seats contradict the provider's truth by a clear majority: the
+                    // provider's word does not outweigh them. Its bond for this honeypot
+                    // burns (paying it to the seats would pay seats to dispute), and the
+                    // seats are scored as for any segment, with no honeypot record.
+                    let burn = self.state.params.honeypot_bond.min(bond);
+                    bond = bond.saturating_sub(burn);
+                    bond_burned = bond_burned.saturating_add(burn);
+                    self.state.burned = self.state.burned.saturating_add(burn);
+                    disputed_honeypots = disputed_honeypots.saturating_add(1);
+                    ev.push(Event::HoneypotDisputed {
+                        session: *id,
+                        segment,
+                        burned: burn,
+                    });
+                    (own(), None)
+                }
+                Some((truth, d)) => (Some(truth), Some((truth, d))),
+                None => (own(), None),
             };
             for seat in &g.seats {
+                // A seat the provider did not give its keys in time could not judge: it is
+                // neither slashed nor scored unless it judged anyway, and the provider
+                // pays it below.
+                let judged = matches!(seat.vote, Some(v) if !v.is_abstain());
+                if !seat.keyed(deps) && !judged {
+                    starved.push((segment, seat.account));
+                    continue;
+                }
                 let score = match (seat.commitment, seat.vote) {
                     (None, _) | (Some(_), None) => Some(Score::Wrong(SlashReason::NoShow)),
                     // Present but unable to judge: neither rewarded nor punished.
@@ -710,8 +762,15 @@ impl Contract {
                         ev,
                     ));
                 }
-                if let (Some((truth, d)), Some(vote)) = (g.honeypot, seat.vote) {
-                    econ::record_honeypot(&mut self.state, &seat.account, vote, truth, d);
+                if let (Some((truth, d)), Some(vote)) = (truth, seat.vote) {
+                    econ::record_honeypot(
+                        &mut self.state,
+                        &seat.account,
+                        &s.provider,
+                        vote,
+                        truth,
+                        d,
+                    );
                     honeypot_voters.push(seat.account);
                 }
             }
@@ -720,6 +779,25 @@ impl Contract {
         honeypot_voters.dedup();
         for seat in &honeypot_voters {
             econ::check_rubber_stamp(&mut self.state, id, seat, ev);
+        }
+        // Who causes a cost pays it: each starved seat gets one reward `R`, from the fee
+        // left in escrow, then from the bond.
+        let mut starved_paid = 0u64;
+        for (segment, seat) in &starved {
+            let reward = self.state.params.reward;
+            let from_escrow = reward.min(escrow);
+            escrow = escrow.saturating_sub(from_escrow);
+            let from_bond = reward.saturating_sub(from_escrow).min(bond);
+            bond = bond.saturating_sub(from_bond);
+            let pay = from_escrow.saturating_add(from_bond);
+            starved_paid = starved_paid.saturating_add(pay);
+            registry::credit(&mut self.state, seat, pay);
+            ev.push(Event::SeatStarved {
+                session: *id,
+                segment: *segment,
+                seat: *seat,
+                paid: pay,
+            });
         }
 
         for (i, o) in outcomes.iter().enumerate() {
@@ -735,12 +813,13 @@ impl Contract {
             passing_weight,
             total_weight,
         });
-        if escrow > 0 {
-            registry::credit(&mut self.state, &s.provider, escrow);
+        let refund = escrow.saturating_add(bond);
+        if refund > 0 {
+            registry::credit(&mut self.state, &s.provider, refund);
             ev.push(Event::Refunded {
                 session: *id,
                 provider: s.provider,
-                amount: escrow,
+                amount: refund,
             });
         }
         Outcome {
@@ -761,7 +840,11 @@ impl Contract {
             bound,
             mapping: s.mapping,
             rewards_paid,
-            refunded: escrow,
+            refunded: refund,
+            disputed_honeypots,
+            bond_burned,
+            starved_seats: u16::try_from(starved.len()).unwrap_or(u16::MAX),
+            starved_paid,
         }
     }
 
@@ -779,7 +862,9 @@ impl Contract {
             }
         }
         for s in st.sessions.values() {
-            total = total.saturating_add(u128::from(s.escrow));
+            total = total
+                .saturating_add(u128::from(s.escrow))
+                .saturating_add(u128::from(s.bond));
         }
         total
     }
@@ -826,6 +911,7 @@ fn new_seat(account: AccountId, round: u8) -> Seat {
         commitment: None,
         vote: None,
         counted: false,
+        keys: 0,
     }
 }
 

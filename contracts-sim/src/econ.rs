@@ -1,6 +1,12 @@
 //! Economics (paper Theorem 1) in fixed point: EMA reputation, the reward `R` per agreeing
 //! counted vote, reputation-weighted slashing with deterministic draws, deactivation below
 //! the stake minimum, and the rubber-stamp rule fed by honeypots.
+//!
+//! A honeypot's truth is the provider's word, so nothing here punishes a seat on it alone:
+//! a honeypot whose seats contradict it by a clear majority is not scored against it at
+//! all (the tally decides that, and burns the provider's bond), and the rubber-stamp flag
+//! needs approved known errors from several distinct providers
+//! ([`crate::RubberStampRule::min_providers`]).
 
 use trust_protocol::{AccountId, Hash, Vote, tx::Difficulty, units::Ppm};
 
@@ -136,38 +142,51 @@ fn deactivate_if_under(st: &mut State, seat: &AccountId, min: u64, events: &mut 
             reason: format!("stake {stake} fell below the tier minimum {min}"),
         });
     }
+    registry::reindex(st, seat);
 }
 
-/// Records a vote on a revealed honeypot.
+/// Records a vote on a revealed honeypot of `provider` (see [`crate::HoneypotStats`] for
+/// what an abstention counts as).
 pub(crate) fn record_honeypot(
     st: &mut State,
     seat: &AccountId,
+    provider: &AccountId,
     vote: Vote,
     truth: Vote,
     d: Difficulty,
 ) {
-    // An abstention neither approves nor rejects: it says nothing about rubber-stamping.
-    if vote.is_abstain() {
-        return;
-    }
     let Some(au) = st.auditors.get_mut(seat) else {
         return;
     };
     let h = &mut au.honeypots;
     let i = d.index();
     if truth.is_valid() {
-        h.correct_seen = h.correct_seen.saturating_add(1);
-        if vote.is_valid() {
-            h.correct_approved = h.correct_approved.saturating_add(1);
+        // A known-correct honeypot says nothing about rubber-stamping; an abstention on it
+        // says nothing at all.
+        if !vote.is_abstain() {
+            h.correct_seen = h.correct_seen.saturating_add(1);
+            if vote.is_valid() {
+                h.correct_approved = h.correct_approved.saturating_add(1);
+            }
         }
-    } else {
-        if let Some(x) = h.errors_seen.get_mut(i) {
+        return;
+    }
+    if let Some(x) = h.errors_seen.get_mut(i) {
+        *x = x.saturating_add(1);
+    }
+    if vote.is_abstain() {
+        if let Some(x) = h.errors_abstained.get_mut(i) {
             *x = x.saturating_add(1);
         }
-        if vote.is_valid()
-            && let Some(x) = h.errors_approved.get_mut(i)
-        {
+        return;
+    }
+    if vote.is_valid() {
+        if let Some(x) = h.errors_approved.get_mut(i) {
             *x = x.saturating_add(1);
+        }
+        let cap = usize::try_from(crate::params::MAX_MIN_PROVIDERS).unwrap_or(usize::MAX);
+        if !h.miss_providers.contains(provider) && h.miss_providers.len() < cap {
+            h.miss_providers.push(*provider);
         }
     }
 }
@@ -175,11 +194,11 @@ pub(crate) fn record_honeypot(
 /// Whether a seat's honeypot record matches the rubber-stamp rule ([`crate::params::RubberStampRule`]).
 pub fn is_rubber_stamper(params: &Params, stats: &crate::state::HoneypotStats) -> bool {
     let rule = &params.rubber_stamp;
-    let seen = stats
-        .errors_seen
-        .iter()
-        .fold(0u32, |a, b| a.saturating_add(*b));
-    if seen < rule.min_samples {
+    if stats.errors_total() < rule.min_samples {
+        return false;
+    }
+    let providers = u32::try_from(stats.miss_providers.len()).unwrap_or(u32::MAX);
+    if providers < rule.min_providers {
         return false;
     }
     let total_ok = stats
@@ -214,6 +233,7 @@ pub(crate) fn check_rubber_stamp(
         au.active = false;
         au.reputation = Ppm::ZERO;
     }
+    registry::reindex(st, seat);
     events.push(Event::Slashed {
         session: *session,
         seat: *seat,

@@ -95,10 +95,16 @@ pub enum TxError {
     /// The segment is not a honeypot.
     #[error("segment {0} is not a honeypot")]
     NotAHoneypot(u16),
-    /// Another segment rests on this one: a honeypot stands alone, so that a planted error
-    /// never reaches the trace.
-    #[error("segment {0} cannot be a honeypot: other segments depend on it")]
+    /// A segment that is not an opened honeypot rests on this one: only honeypots may rest
+    /// on a honeypot (opened first), so that a planted error never reaches the trace.
+    #[error(
+        "segment {0} cannot be a honeypot: segments that are not opened honeypots depend on it"
+    )]
     HoneypotHasDependents(u16),
+    /// The session has opened as many honeypots as the network allows
+    /// ([`crate::Params::max_honeypots`]).
+    #[error("the session opened {0} honeypots already, the most a session may")]
+    TooManyHoneypots(u16),
     /// It was opened already.
     #[error("already revealed")]
     AlreadyDisclosed,

@@ -162,6 +162,28 @@ pub enum Event {
         /// Its known verdict.
         verdict: Vote,
     },
+    /// A revealed honeypot's seats contradicted its truth by a clear majority: they were
+    /// scored as for any segment and one honeypot bond of the provider burned.
+    HoneypotDisputed {
+        /// Session.
+        session: Hash,
+        /// Segment index.
+        segment: u16,
+        /// Bond burned.
+        burned: Amount,
+    },
+    /// The provider did not deliver a seat its keys in time: the seat is not slashed and
+    /// is paid from the provider's escrow.
+    SeatStarved {
+        /// Session.
+        session: Hash,
+        /// Segment index.
+        segment: u16,
+        /// The seat.
+        seat: AccountId,
+        /// Paid to it.
+        paid: Amount,
+    },
     /// A segment's final verdict.
     SegmentDecided {
         /// Session.

@@ -46,8 +46,11 @@ pub use commitment::{EntryProof, ProofError, StateKey, verify_entry};
 pub use contract::{BlockCtx, Contract, SnapshotError};
 pub use error::TxError;
 pub use events::{Event, SlashReason};
-pub use params::{Genesis, GenesisAccount, GenesisAuditor, GenesisError, Params, RubberStampRule};
-pub use sessions::minimum_fee;
+pub use params::{
+    Genesis, GenesisAccount, GenesisAuditor, GenesisError, MAX_MIN_PROVIDERS, Params,
+    RubberStampRule,
+};
+pub use sessions::{honeypot_bond, minimum_fee};
 pub use state::{
     Account, Auditor, Coverage, Failure, FailureBound, HoneypotStats, LeftOutOutcome, LocalVerdict,
     MAX_UNBONDINGS, Outcome, Phase, Seat, SegmentOutcome, SegmentState, SegmentVerdict, Session,

@@ -12,18 +12,29 @@ use trust_protocol::{
 ///
 /// Honest auditors approve known errors less often as the errors get subtler, and rarely
 /// approve obvious ones; a rubber-stamper approves at every difficulty. A seat is flagged
-/// when it has voted on at least `min_samples` known-error honeypots, approved at least
-/// `approval` of them, and approved at least `approval` of the *obvious* ones (at least one
-/// seen). A flagged seat forfeits, from its stake, everything it has earned plus one
-/// penalty `P`, its reputation is set to zero, and it is deactivated for good (bonding
-/// more stake does not re-admit it).
+/// when it has voted on at least `min_samples` known-error honeypots (abstentions
+/// included: see [`crate::HoneypotStats`]), approved at least `approval` of those it
+/// judged, approved at least `approval` of the *obvious* ones it judged (at least one),
+/// and the known errors it approved were planted by at least `min_providers` distinct
+/// providers. A honeypot's truth is only its provider's word; the last condition keeps any
+/// one provider, however many false honeypots it plants, from getting an honest seat
+/// flagged on its own. A flagged seat forfeits, from its stake, everything it has earned
+/// plus one penalty `P`, its reputation is set to zero, and it is deactivated for good
+/// (bonding more stake does not re-admit it).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RubberStampRule {
     /// Known-error honeypots a seat must have judged before it can be flagged.
     pub min_samples: u32,
     /// Approval rate of known errors at or above which a seat is flagged.
     pub approval: Ppm,
+    /// Distinct providers whose known errors a seat must have approved before it can be
+    /// flagged (2..=[`MAX_MIN_PROVIDERS`]).
+    pub min_providers: u32,
 }
+
+/// Largest [`RubberStampRule::min_providers`]: each auditor's record keeps at most this many
+/// provider names, so the record stays bounded.
+pub const MAX_MIN_PROVIDERS: u32 = 16;
 
 /// Parameters every node must agree on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -65,6 +76,14 @@ pub struct Params {
     pub assumed_malicious: Ppm,
     /// The rubber-stamp detection rule.
     pub rubber_stamp: RubberStampRule,
+    /// Most honeypots a provider may open in one session: reveals beyond it are refused
+    /// (the segment stays part of the provider's own trace).
+    pub max_honeypots: u16,
+    /// Bond per honeypot a session may open, escrowed from the provider's balance at
+    /// `OpenSession` for `min(max_honeypots, segments)` honeypots. A honeypot whose seats
+    /// contradict its revealed truth by a clear majority burns one bond; the rest comes
+    /// back at the tally (after paying seats the provider starved of keys).
+    pub honeypot_bond: Amount,
 }
 
 impl Params {
@@ -147,7 +166,13 @@ impl Default for Params {
             rubber_stamp: RubberStampRule {
                 min_samples: 20,
                 approval: Ppm(600_000),
+                min_providers: 2,
             },
+            // The node plants at most 8 (`submit::honeypot::MAX_PER_SESSION`). A bond of
+            // `P + R` per honeypot makes each false honeypot cost its provider more than a
+            // wrong vote costs a seat.
+            max_honeypots: 8,
+            honeypot_bond: 24,
         }
     }
 }
@@ -164,6 +189,7 @@ impl Params {
             rubber_stamp: RubberStampRule {
                 min_samples: 6,
                 approval: Ppm(800_000),
+                min_providers: 2,
             },
             ..Self::default()
         }
@@ -223,6 +249,9 @@ pub enum GenesisError {
     /// A parameter is out of its range.
     #[error("parameter {0} is out of range")]
     BadParam(&'static str),
+    /// A genesis auditor's stake is below its tier's minimum.
+    #[error("genesis auditor {0} bonds less than its tier's minimum stake")]
+    UnderStakedAuditor(AccountId),
 }
 
 impl Params {
@@ -249,6 +278,9 @@ impl Params {
         }
         if !frac(self.rubber_stamp.approval) {
             return Err(GenesisError::BadParam("rubber_stamp.approval"));
+        }
+        if !(2..=MAX_MIN_PROVIDERS).contains(&self.rubber_stamp.min_providers) {
+            return Err(GenesisError::BadParam("rubber_stamp.min_providers"));
         }
         if self.max_k.contains(&0)
             || self

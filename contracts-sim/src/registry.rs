@@ -2,6 +2,12 @@
 //!
 //! Each handler checks everything before it changes anything, so a rejected transaction
 //! leaves the state untouched.
+//!
+//! Registration bonds at least the tier's minimum stake in the same transaction: an
+//! auditor entry is never free, so the registry cannot be flooded with entries that cost
+//! nothing, and every auditor that can be drawn has stake to lose. The per-tier index of
+//! drawable auditors ([`State::eligible`]) is updated here, by [`reindex`], wherever stake
+//! or an auditor's standing changes.
 
 use trust_protocol::{AccountId, SealingPublicKey, tx::Tier, units::Amount};
 
@@ -32,24 +38,80 @@ pub(crate) fn transfer(
     Ok(())
 }
 
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn register(
     st: &mut State,
     who: AccountId,
     tier: Tier,
     expertise: &[String],
     sealing_key: SealingPublicKey,
+    stake: Amount,
     events: &mut Vec<Event>,
 ) -> Result<(), TxError> {
     if st.auditors.contains_key(&who) {
         return Err(TxError::AlreadyRegistered);
     }
+    let min = st.params.min_stake(tier);
+    if stake < min {
+        return Err(TxError::InsufficientStake {
+            have: stake,
+            need: min,
+        });
+    }
+    let acct = st.accounts.get(&who).cloned().unwrap_or_default();
+    let balance = acct
+        .balance
+        .checked_sub(stake)
+        .ok_or(TxError::InsufficientBalance {
+            have: acct.balance,
+            need: stake,
+        })?;
+    let bonded = acct.stake.checked_add(stake).ok_or(TxError::Overflow)?;
+    let a = st.accounts.entry(who).or_default();
+    a.balance = balance;
+    a.stake = bonded;
     let mut expertise = expertise.to_vec();
     expertise.sort();
     expertise.dedup();
     let auditor = new_auditor(&st.params, tier, expertise, sealing_key);
     st.auditors.insert(who, auditor);
+    reindex(st, &who);
     events.push(Event::AuditorRegistered { account: who, tier });
+    events.push(Event::Bonded {
+        account: who,
+        amount: stake,
+    });
     Ok(())
+}
+
+/// Whether `who` can be drawn for a seat: a registered auditor, active, not flagged, with
+/// bonded stake of at least its tier's minimum (and above zero).
+pub(crate) fn drawable(st: &State, who: &AccountId) -> Option<Tier> {
+    let au = st.auditors.get(who)?;
+    let stake = st.accounts.get(who).map_or(0, |a| a.stake);
+    (au.active && !au.flagged && stake > 0 && stake >= st.params.min_stake(au.tier))
+        .then_some(au.tier)
+}
+
+/// Puts `who` in, or takes it out of, the per-tier index of drawable auditors.
+pub(crate) fn reindex(st: &mut State, who: &AccountId) {
+    let now = drawable(st, who);
+    for (tier, set) in Tier::ALL.iter().zip(st.eligible.iter_mut()) {
+        if now == Some(*tier) {
+            set.insert(*who);
+        } else {
+            set.remove(who);
+        }
+    }
+}
+
+/// Rebuilds the whole index (genesis, restore).
+pub(crate) fn reindex_all(st: &mut State) {
+    st.eligible = Default::default();
+    let ids: Vec<AccountId> = st.auditors.keys().copied().collect();
+    for id in ids {
+        reindex(st, &id);
+    }
 }
 
 /// A freshly registered auditor: initial reputation, active, no history.
@@ -105,6 +167,7 @@ pub(crate) fn bond(
     {
         au.active = true;
     }
+    reindex(st, &who);
     events.push(Event::Bonded {
         account: who,
         amount,
@@ -138,6 +201,7 @@ pub(crate) fn unbond(
     let a = st.accounts.entry(who).or_default();
     a.stake = stake;
     a.unbonding.push(Unbonding { release_at, amount });
+    reindex(st, &who);
     events.push(Event::UnbondStarted {
         account: who,
         amount,
@@ -199,6 +263,7 @@ pub(crate) fn slash(st: &mut State, who: &AccountId, amount: Amount) -> Amount {
     if let Some(au) = st.auditors.get_mut(who) {
         au.slashed = au.slashed.saturating_add(taken);
     }
+    reindex(st, who);
     taken
 }
 

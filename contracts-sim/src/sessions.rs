@@ -1,5 +1,18 @@
 //! Session transactions: opening, key delivery, commit, reveal, and the provider's
 //! disclosures (mapping and honeypots) after voting.
+//!
+//! Two rules keep a provider from punishing seats on its own say:
+//! - **Key delivery is on record.** `DeliverKeys` marks, on each seat, which of the keys
+//!   it needs (its segment's and its premises') arrived in its round's commit window with
+//!   at least one block left to commit. A seat whose keys did not is *starved*: the tally
+//!   never slashes it as a no-show and pays it from the provider's escrow.
+//! - **Honeypots are capped and bonded.** `OpenSession` escrows
+//!   [`Params::honeypot_bond`] for each honeypot the session may open
+//!   (`min(max_honeypots, segments)`); `RevealHoneypot` beyond
+//!   [`Params::max_honeypots`] is refused. The tally burns a bond for each honeypot its
+//!   seats contradict by a clear majority, and scores those seats as for any segment.
+
+use std::collections::BTreeMap;
 
 use trust_protocol::{
     AccountId, Commitment, Hash, Salt, Vote, honeypot_commitment, mapping_commitment,
@@ -22,6 +35,14 @@ pub fn minimum_fee(params: &Params, manifest: &SessionManifest) -> Option<u64> {
             .checked_mul(u64::from(manifest.quorum.k(s.tier)))?;
         sum.checked_add(per)
     })
+}
+
+/// The honeypot bond a session of `segments` segments escrows at `OpenSession`.
+pub fn honeypot_bond(params: &Params, segments: usize) -> Option<u64> {
+    let slots = u64::try_from(segments)
+        .ok()?
+        .min(u64::from(params.max_honeypots));
+    params.honeypot_bond.checked_mul(slots)
 }
 
 pub(crate) fn open(
@@ -60,13 +81,12 @@ pub(crate) fn open(
             min,
         });
     }
+    let bond = honeypot_bond(p, manifest.segments.len()).ok_or(TxError::Overflow)?;
+    let need = manifest.fee.checked_add(bond).ok_or(TxError::Overflow)?;
     let have = st.accounts.get(&provider).map_or(0, |a| a.balance);
     let left = have
-        .checked_sub(manifest.fee)
-        .ok_or(TxError::InsufficientBalance {
-            have,
-            need: manifest.fee,
-        })?;
+        .checked_sub(need)
+        .ok_or(TxError::InsufficientBalance { have, need })?;
     let segments_len = u16::try_from(manifest.segments.len()).map_err(|_| TxError::Overflow)?;
 
     st.accounts.entry(provider).or_default().balance = left;
@@ -91,6 +111,7 @@ pub(crate) fn open(
             opened_at: height,
             phase: Phase::Assigning,
             escrow: manifest.fee,
+            bond,
             manifest: header,
             segments,
             mapping: None,
@@ -115,6 +136,7 @@ pub(crate) fn deliver_keys(
     sender: AccountId,
     session: Hash,
     keys: &[SeatKey],
+    height: u64,
     events: &mut Vec<Event>,
 ) -> Result<(), TxError> {
     let s = live(st, &session)?;
@@ -124,20 +146,56 @@ pub(crate) fn deliver_keys(
     if !matches!(s.phase, Phase::Commit { .. } | Phase::Reveal { .. }) {
         return Err(TxError::WrongPhase("keys are delivered while seats vote"));
     }
+    // Who cites each segment, and at which bit of its seats' key record (`depends_on[j]`
+    // is bit `j + 1`): built once, so a delivery costs its keys times the seats that take
+    // each key, not times every segment of the session.
+    let mut cited_by: BTreeMap<u16, Vec<(usize, u32)>> = BTreeMap::new();
+    for (i, g) in s.segments.iter().enumerate() {
+        for (j, d) in g.entry.depends_on.iter().enumerate() {
+            let bit = u32::try_from(j.saturating_add(1)).unwrap_or(u32::MAX);
+            cited_by.entry(*d).or_default().push((i, bit));
+        }
+    }
+    let takers = |segment: u16| {
+        std::iter::once((usize::from(segment), 0u32))
+            .chain(cited_by.get(&segment).into_iter().flatten().copied())
+    };
     // A segment's key goes to its own seats and to the seats of the segments that depend on
     // it directly: a seat judges its step against the premises it cites, and sees nothing
     // further up the trace.
     for k in keys {
-        let seg = s
-            .segments
-            .get(usize::from(k.segment))
-            .ok_or(TxError::UnknownSegment(k.segment))?;
-        let own = seg.seats.iter().any(|x| x.account == k.seat);
-        let premise_of_theirs = s.segments.iter().any(|d| {
-            d.entry.depends_on.contains(&k.segment) && d.seats.iter().any(|x| x.account == k.seat)
+        if s.segments.get(usize::from(k.segment)).is_none() {
+            return Err(TxError::UnknownSegment(k.segment));
+        }
+        let seated = takers(k.segment).any(|(i, _)| {
+            s.segments
+                .get(i)
+                .is_some_and(|g| g.seats.iter().any(|x| x.account == k.seat))
         });
-        if !own && !premise_of_theirs {
+        if !seated {
             return Err(TxError::NotASeat(k.seat));
+        }
+    }
+    // On record for the tally: a key counts for the seats of the round now committing, if
+    // at least one block of the window is left for them to commit in. A key sent later
+    // (or in the reveal window) starves its seat as surely as no key.
+    if let Phase::Commit { round, until } = s.phase
+        && height < until
+    {
+        for k in keys {
+            let targets: Vec<(usize, u32)> = takers(k.segment).collect();
+            for (i, bit) in targets {
+                let (Some(seg), Some(mask)) = (s.segments.get_mut(i), 1u32.checked_shl(bit)) else {
+                    continue;
+                };
+                for x in seg
+                    .seats
+                    .iter_mut()
+                    .filter(|x| x.account == k.seat && x.round == round)
+                {
+                    x.keys |= mask;
+                }
+            }
         }
     }
     for k in keys {
@@ -305,10 +363,18 @@ pub(crate) fn reveal_honeypot(
     salt: &Salt,
     events: &mut Vec<Event>,
 ) -> Result<(), TxError> {
+    let cap = st.params.max_honeypots;
     let s = disclosing(st, sender, &session, "honeypots are opened after voting")?;
+    let opened = s.segments.iter().filter(|g| g.honeypot.is_some()).count();
+    let opened = u16::try_from(opened).unwrap_or(u16::MAX);
+    if opened >= cap {
+        return Err(TxError::TooManyHoneypots(opened));
+    }
+    // Only opened honeypots may rest on a honeypot: a chain of them is opened from its
+    // end, and a planted error never reaches a segment of the trace.
     if s.segments
         .iter()
-        .any(|g| g.entry.depends_on.contains(&segment))
+        .any(|g| g.entry.depends_on.contains(&segment) && g.honeypot.is_none())
     {
         return Err(TxError::HoneypotHasDependents(segment));
     }

@@ -3,7 +3,7 @@
 //! Everything is in `BTreeMap`s and integers so that the canonical encoding, and so the
 //! state root, is the same on every node.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 use trust_protocol::{
@@ -40,12 +40,25 @@ pub struct Account {
 }
 
 /// Honeypot statistics of one auditor, by difficulty tier (paper §0.0.5.2).
+///
+/// An abstention on a known error is neither a catch nor a miss: it counts in
+/// `errors_seen` (the sample size, so a seat cannot keep its record under the rule's
+/// minimum by abstaining) and in `errors_abstained`, and the approval rates are taken over
+/// the known errors it *judged* (seen minus abstained), so abstaining never dilutes the
+/// rate of a seat that approves what it does judge. Counting an abstention as a miss
+/// would let a provider that withholds a honeypot's ciphertext (a seat that cannot read
+/// abstains) make honest seats look like rubber-stampers.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HoneypotStats {
-    /// Known-error honeypots judged, per difficulty.
+    /// Known-error honeypots voted on (abstentions included), per difficulty.
     pub errors_seen: [u32; 3],
     /// Of those, how many it approved (voted Valid), per difficulty.
     pub errors_approved: [u32; 3],
+    /// Of those, how many it abstained on, per difficulty.
+    pub errors_abstained: [u32; 3],
+    /// Distinct providers whose known errors it approved, at most
+    /// [`crate::params::MAX_MIN_PROVIDERS`] (enough for the rule; bounded).
+    pub miss_providers: Vec<AccountId>,
     /// Known-correct honeypots judged.
     pub correct_seen: u32,
     /// Of those, how many it approved.
@@ -53,25 +66,28 @@ pub struct HoneypotStats {
 }
 
 impl HoneypotStats {
-    /// Approval rate of known errors at a difficulty, in ppm (`None` before any sample).
+    /// Approval rate of the known errors it judged at a difficulty, in ppm (`None`
+    /// before any judged sample).
     pub fn error_approval(&self, d: Difficulty) -> Option<Ppm> {
         let i = d.index();
         let seen = *self.errors_seen.get(i)?;
+        let abstained = *self.errors_abstained.get(i)?;
         let approved = *self.errors_approved.get(i)?;
-        ratio_ppm(approved, seen)
+        ratio_ppm(approved, seen.saturating_sub(abstained))
     }
 
-    /// Approval rate of known errors over all difficulties.
+    /// Approval rate of the known errors it judged, over all difficulties.
     pub fn total_error_approval(&self) -> Option<Ppm> {
-        let seen = self
-            .errors_seen
+        let sum = |x: &[u32; 3]| x.iter().fold(0u32, |a, b| a.saturating_add(*b));
+        let judged = sum(&self.errors_seen).saturating_sub(sum(&self.errors_abstained));
+        ratio_ppm(sum(&self.errors_approved), judged)
+    }
+
+    /// Known-error honeypots voted on, abstentions included (the rule's sample size).
+    pub fn errors_total(&self) -> u32 {
+        self.errors_seen
             .iter()
-            .fold(0u32, |a, b| a.saturating_add(*b));
-        let approved = self
-            .errors_approved
-            .iter()
-            .fold(0u32, |a, b| a.saturating_add(*b));
-        ratio_ppm(approved, seen)
+            .fold(0u32, |a, b| a.saturating_add(*b))
     }
 }
 
@@ -132,6 +148,22 @@ pub struct Seat {
     pub vote: Option<Vote>,
     /// Whether the reveal was among the first `k` of its round (auditor racing).
     pub counted: bool,
+    /// Which keys the provider delivered to it in time (in its round's commit window, at
+    /// least one block before the window closes): bit 0 its own segment's key, bit
+    /// `j + 1` the key of the segment's `depends_on[j]`. See [`Seat::keyed`].
+    pub keys: u32,
+}
+
+impl Seat {
+    /// Whether the provider delivered this seat every key it needs (its segment's and its
+    /// premises') in time. A seat that was not is *starved*: it is never slashed as a
+    /// no-show, and the provider pays it (see the tally).
+    pub fn keyed(&self, deps: usize) -> bool {
+        let want = 1u32
+            .checked_shl(u32::try_from(deps.saturating_add(1)).unwrap_or(u32::MAX))
+            .map_or(u32::MAX, |b| b.saturating_sub(1));
+        self.keys & want == want
+    }
 }
 
 /// A segment's own verdict from its seats' votes.
@@ -213,6 +245,9 @@ pub struct Session {
     pub phase: Phase,
     /// Fee left in escrow.
     pub escrow: Amount,
+    /// Honeypot bond left in escrow ([`crate::Params::honeypot_bond`] per honeypot the
+    /// session may open).
+    pub bond: Amount,
     /// The manifest without its segments (those live in `segments`).
     pub manifest: SessionManifest,
     /// Segments.
@@ -382,8 +417,18 @@ pub struct Outcome {
     pub mapping: Option<Hash>,
     /// Fee paid out as rewards.
     pub rewards_paid: Amount,
-    /// Fee returned to the provider.
+    /// Fee and bond returned to the provider.
     pub refunded: Amount,
+    /// Honeypots whose seats contradicted their revealed truth by a clear majority: each
+    /// burned one bond, and its seats were scored as for any segment.
+    pub disputed_honeypots: u16,
+    /// Honeypot bond burned.
+    pub bond_burned: Amount,
+    /// Seats the provider did not deliver their keys in time (not slashed; paid from the
+    /// provider's escrow).
+    pub starved_seats: u16,
+    /// Paid to starved seats.
+    pub starved_paid: Amount,
 }
 
 /// A session that could not run.
@@ -416,4 +461,23 @@ pub struct State {
     pub burned: Amount,
     /// Total supply at genesis (constant).
     pub supply: Amount,
+    /// Auditors that can be drawn, per tier (Computer, LLM, Human): active, not flagged,
+    /// bonded at least the tier minimum. Derived from `accounts` and `auditors` (kept in
+    /// step by every change to them, rebuilt on restore), so it is neither encoded nor
+    /// committed; draws and a provider's staffing read it instead of scanning every
+    /// auditor.
+    #[serde(skip)]
+    pub eligible: [BTreeSet<AccountId>; 3],
+}
+
+impl State {
+    /// The auditors of `tier` that can be drawn now.
+    pub fn eligible(&self, tier: Tier) -> &BTreeSet<AccountId> {
+        let [c, l, h] = &self.eligible;
+        match tier {
+            Tier::Computer => c,
+            Tier::Llm => l,
+            Tier::Human => h,
+        }
+    }
 }

@@ -41,6 +41,26 @@ pub(crate) fn round_counts(seg: &SegmentState, round: u8) -> VoteCounts {
     c
 }
 
+/// Whether a revealed honeypot's seats contradict its `truth` by a clear majority: over
+/// the counted votes of all its rounds, those on the other side of Valid/not-Valid are at
+/// least two thirds and at least the deciding round's quorum (one seat never disputes a
+/// honeypot alone).
+pub(crate) fn disputed(seg: &SegmentState, truth: trust_protocol::Vote, tau: Ppm) -> bool {
+    let counted = seg
+        .seats
+        .iter()
+        .filter_map(|s| s.vote.filter(|v| s.counted && !v.is_abstain()));
+    let (mut total, mut against) = (0u32, 0u32);
+    for v in counted {
+        total = total.saturating_add(1);
+        if v.is_valid() != truth.is_valid() {
+            against = against.saturating_add(1);
+        }
+    }
+    against >= u32::from(quorum(tau, seg.k))
+        && u64::from(against).saturating_mul(3) >= u64::from(total).saturating_mul(2)
+}
+
 /// A segment's own verdict in one round: a side wins with `q` counted votes, unless both
 /// sides reach `q` (possible only when `tau = 1/2` and `k` is even), which is undecided.
 pub fn local_verdict(c: &VoteCounts, q: u8) -> LocalVerdict {

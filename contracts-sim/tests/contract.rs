@@ -8,7 +8,8 @@ use trust_protocol::{
     AccountId, Hash, Keypair, Salt, SealingPublicKey, Signed, Vote, commitment,
     hdag::AbstractionLevel,
     honeypot_commitment, mapping_commitment,
-    tx::{Call, Difficulty, QuorumParams, SegmentEntry, SessionManifest, Tier, Tx},
+    seal::SealedKey,
+    tx::{Call, Difficulty, QuorumParams, SeatKey, SegmentEntry, SessionManifest, Tier, Tx},
     units::Ppm,
 };
 
@@ -38,19 +39,22 @@ impl Chain {
         for (tier, n) in auditors {
             for i in 0..*n {
                 let k = key(&format!("{tier:?}-{i}"));
+                // Registration bonds the 1000 below.
                 accounts.push(GenesisAccount {
                     id: k.public(),
-                    balance: 10,
-                    stake: 1_000,
+                    balance: 1_010,
+                    stake: 0,
                 });
                 keys.push(k);
             }
         }
-        accounts.push(GenesisAccount {
-            id: key("provider").public(),
-            balance: 1_000_000,
-            stake: 0,
-        });
+        for p in ["provider", "provider-b"] {
+            accounts.push(GenesisAccount {
+                id: key(p).public(),
+                balance: 1_000_000,
+                stake: 0,
+            });
+        }
         let c = Contract::new(&Genesis {
             params,
             accounts,
@@ -72,6 +76,7 @@ impl Chain {
                         tier: *tier,
                         expertise: vec!["math".into()],
                         sealing_key: SealingPublicKey([1; 32]),
+                        stake: 1_000,
                     },
                 );
                 i += 1;
@@ -174,13 +179,51 @@ fn find<'a>(keys: &'a [Keypair], id: &AccountId) -> &'a Keypair {
     keys.iter().find(|k| k.public() == *id).unwrap()
 }
 
+/// The provider's `DeliverKeys` for every seat of `round` of a live session: each seat its
+/// segment's key and its premises' (stand-in sealed bytes: the contract never opens them),
+/// skipping the seats `starve` names.
+fn deliver_keys(chain: &mut Chain, provider: &Keypair, sid: Hash, round: u8, starve: &[AccountId]) {
+    let s = chain.c.state().sessions[&sid].clone();
+    let mut keys = Vec::new();
+    for (i, g) in s.segments.iter().enumerate() {
+        for x in g.seats.iter().filter(|x| x.round == round) {
+            if starve.contains(&x.account) {
+                continue;
+            }
+            for seg in std::iter::once(i as u16).chain(g.entry.depends_on.iter().copied()) {
+                keys.push(SeatKey {
+                    segment: seg,
+                    seat: x.account,
+                    sealed: SealedKey {
+                        ephemeral: SealingPublicKey([4; 32]),
+                        ciphertext: vec![0; 48],
+                    },
+                });
+            }
+        }
+    }
+    chain.submit(provider, Call::DeliverKeys { session: sid, keys });
+}
+
 /// Opens a session and runs it with `votes(segment, seat_index) -> Option<Vote>` (None:
-/// never commits). Returns the session id and all events.
+/// never commits); every seat gets its keys. Returns the session id and all events.
 fn run_session(
     chain: &mut Chain,
     keys: &[Keypair],
     m: SessionManifest,
     votes: impl Fn(u16, usize) -> Option<Vote>,
+) -> (Hash, Vec<Event>) {
+    run_session_starving(chain, keys, m, votes, |_, _| false)
+}
+
+/// [`run_session`], with the provider keeping the keys from the seats `starve(segment,
+/// seat_index)` names.
+fn run_session_starving(
+    chain: &mut Chain,
+    keys: &[Keypair],
+    m: SessionManifest,
+    votes: impl Fn(u16, usize) -> Option<Vote>,
+    starve: impl Fn(u16, usize) -> bool,
 ) -> (Hash, Vec<Event>) {
     let provider = key("provider");
     let sid = Tx::session_id(&provider.public(), chain.c.nonce(&provider.public()));
@@ -188,6 +231,17 @@ fn run_session(
     chain.submit(&provider, Call::OpenSession(m));
     let mut all = chain.block();
     all.extend(chain.block()); // seats drawn at the end of the block after opening
+    let starved: Vec<AccountId> = (0..ids.len())
+        .flat_map(|s| {
+            seats_of(&all, s as u16, 0)
+                .into_iter()
+                .enumerate()
+                .filter(|(j, _)| starve(s as u16, *j))
+                .map(|(_, a)| a)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    deliver_keys(chain, &provider, sid, 0, &starved);
     let salt = Salt([3; 32]);
     let mut plan = Vec::new();
     for (s, id) in ids.iter().enumerate() {
@@ -341,13 +395,13 @@ fn the_provider_never_sits_on_its_own_session() {
     let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 3)]);
     // Make the provider an auditor too: with 3 others and k = 3 it must not be drawn.
     let provider = key("provider");
-    chain.submit(&provider, Call::Bond { amount: 1_000 });
     chain.submit(
         &provider,
         Call::RegisterAuditor {
             tier: Tier::Computer,
             expertise: vec![],
             sealing_key: SealingPublicKey([2; 32]),
+            stake: 1_000,
         },
     );
     chain.block();
@@ -659,113 +713,290 @@ fn no_shows_are_treated_as_wrong_and_slashing_deactivates() {
     );
 }
 
-#[test]
-fn rubber_stampers_are_caught_by_honeypots() {
-    let mut params = Params::default();
-    params.rubber_stamp.min_samples = 3;
-    let (mut chain, keys) = Chain::new(params, &[(Tier::Human, 3)]);
-    let provider = key("provider");
-    for n in 0..3u8 {
-        let salt = Salt([n; 32]);
-        let mut seg = segment(100 + n, Tier::Human, vec![]);
-        seg.honeypot = Some(honeypot_commitment(
-            &seg.id,
-            Vote::Invalid,
-            Difficulty::Obvious,
-            &salt,
-        ));
-        let sid = Tx::session_id(&provider.public(), chain.c.nonce(&provider.public()));
-        let seg_id = seg.id;
-        chain.submit(&provider, Call::OpenSession(manifest(vec![seg], 3, 0)));
-        chain.block();
-        let seats = seats_of(&chain.block(), 0, 0);
-        let vsalt = Salt([7; 32]);
-        for id in &seats {
-            chain.submit(
-                find(&keys, id),
-                Call::Commit {
-                    session: sid,
-                    segment: 0,
-                    commitment: commitment(&sid, &seg_id, id, Vote::Valid, &vsalt),
-                },
-            );
-        }
-        chain.block();
-        for id in &seats {
-            chain.submit(
-                find(&keys, id),
-                Call::Reveal {
-                    session: sid,
-                    segment: 0,
-                    vote: Vote::Valid,
-                    salt: vsalt,
-                },
-            );
-        }
-        chain.block();
-        // A wrong opening is refused; the right one lands.
-        assert_eq!(
-            chain.try_apply(
-                &provider,
-                Call::RevealHoneypot {
-                    session: sid,
-                    segment: 0,
-                    verdict: Vote::Valid,
-                    difficulty: Difficulty::Obvious,
-                    salt
-                }
-            ),
-            Err(TxError::CommitmentMismatch)
-        );
+/// Runs a one-segment honeypot session of `provider` to its end: its truth is `truth`
+/// (an obvious one), every seat gets its keys and votes `vote_of(seat)`, and the provider
+/// opens the honeypot and the mapping. Returns the session, its seats and the events of
+/// the block that decided it.
+fn honeypot_session(
+    chain: &mut Chain,
+    keys: &[Keypair],
+    provider: &Keypair,
+    tier: Tier,
+    truth: Vote,
+    n: u8,
+    vote_of: impl Fn(&AccountId) -> Vote,
+) -> (Hash, Vec<AccountId>, Vec<Event>) {
+    let salt = Salt([n; 32]);
+    let mut seg = segment(100 + n, tier, vec![]);
+    seg.honeypot = Some(honeypot_commitment(
+        &seg.id,
+        truth,
+        Difficulty::Obvious,
+        &salt,
+    ));
+    let sid = Tx::session_id(&provider.public(), chain.c.nonce(&provider.public()));
+    let seg_id = seg.id;
+    chain.submit(provider, Call::OpenSession(manifest(vec![seg], 3, 0)));
+    chain.block();
+    let seats = seats_of(&chain.block(), 0, 0);
+    deliver_keys(chain, provider, sid, 0, &[]);
+    let vsalt = Salt([7; 32]);
+    for id in &seats {
         chain.submit(
-            &provider,
+            find(keys, id),
+            Call::Commit {
+                session: sid,
+                segment: 0,
+                commitment: commitment(&sid, &seg_id, id, vote_of(id), &vsalt),
+            },
+        );
+    }
+    chain.block();
+    for id in &seats {
+        chain.submit(
+            find(keys, id),
+            Call::Reveal {
+                session: sid,
+                segment: 0,
+                vote: vote_of(id),
+                salt: vsalt,
+            },
+        );
+    }
+    chain.block();
+    // A wrong opening is refused; the right one lands.
+    assert_eq!(
+        chain.try_apply(
+            provider,
             Call::RevealHoneypot {
                 session: sid,
                 segment: 0,
-                verdict: Vote::Invalid,
+                verdict: if truth.is_valid() {
+                    Vote::Invalid
+                } else {
+                    Vote::Valid
+                },
                 difficulty: Difficulty::Obvious,
-                salt,
-            },
-        );
-        chain.submit(
-            &provider,
-            Call::RevealMapping {
-                session: sid,
-                mapping: Hash::sha256(b"map"),
-                salt: Salt([9; 32]),
-            },
-        );
-        let ev = chain.block();
-        let o = chain.c.outcome(&sid).expect("decided");
-        assert_eq!(o.segments[0].honeypot, Some(Vote::Invalid));
-        if n < 2 {
-            assert!(!ev.iter().any(|e| matches!(
-                e,
-                Event::Slashed {
-                    reason: SlashReason::RubberStamp,
-                    ..
-                }
-            )));
+                salt
+            }
+        ),
+        Err(TxError::CommitmentMismatch)
+    );
+    chain.submit(
+        provider,
+        Call::RevealHoneypot {
+            session: sid,
+            segment: 0,
+            verdict: truth,
+            difficulty: Difficulty::Obvious,
+            salt,
+        },
+    );
+    chain.submit(
+        provider,
+        Call::RevealMapping {
+            session: sid,
+            mapping: Hash::sha256(b"map"),
+            salt: Salt([9; 32]),
+        },
+    );
+    let ev = chain.block();
+    assert!(chain.c.outcome(&sid).is_some(), "decided");
+    (sid, seats, ev)
+}
+
+fn rubber_stamp_slashes(ev: &[Event]) -> Vec<AccountId> {
+    ev.iter()
+        .filter_map(|e| match e {
+            Event::Slashed {
+                seat,
+                reason: SlashReason::RubberStamp,
+                ..
+            } => Some(*seat),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A seat approving known errors that two honest seats reject is scored against the truth
+/// each time, but flagged only once its approved known errors come from two providers: a
+/// honeypot's truth is only its provider's word.
+#[test]
+fn a_rubber_stamper_is_flagged_only_on_known_errors_from_several_providers() {
+    let mut params = Params::default();
+    params.rubber_stamp.min_samples = 3;
+    assert_eq!(params.rubber_stamp.min_providers, 2);
+    let (mut chain, keys) = Chain::new(params, &[(Tier::Human, 3)]);
+    let stamper = keys[0].public();
+    let vote = |id: &AccountId| {
+        if *id == stamper {
+            Vote::Valid
         } else {
-            let flagged = ev
-                .iter()
-                .filter(|e| {
-                    matches!(
-                        e,
-                        Event::Slashed {
-                            reason: SlashReason::RubberStamp,
-                            ..
-                        }
-                    )
-                })
-                .count();
-            assert_eq!(flagged, 3);
+            Vote::Invalid
+        }
+    };
+    let (a, b) = (key("provider"), key("provider-b"));
+    for n in 0..4u8 {
+        let provider = if n < 3 { &a } else { &b };
+        let (sid, _, ev) = honeypot_session(
+            &mut chain,
+            &keys,
+            provider,
+            Tier::Human,
+            Vote::Invalid,
+            n,
+            vote,
+        );
+        let o = chain.c.outcome(&sid).unwrap();
+        assert_eq!(o.segments[0].honeypot, Some(Vote::Invalid));
+        assert_eq!(
+            o.disputed_honeypots, 0,
+            "one seat does not dispute a honeypot"
+        );
+        let h = &chain.c.state().auditors[&stamper].honeypots;
+        assert_eq!(h.errors_approved[0], u32::from(n) + 1);
+        if n < 3 {
+            // Three samples from one provider: enough samples, not enough providers.
+            assert!(
+                rubber_stamp_slashes(&ev).is_empty(),
+                "flagged on one provider's word"
+            );
+            assert_eq!(h.miss_providers, vec![a.public()]);
+        } else {
+            assert_eq!(rubber_stamp_slashes(&ev), vec![stamper]);
         }
     }
     for k in &keys {
         let au = &chain.c.state().auditors[&k.public()];
-        assert!(au.flagged && !au.active);
-        assert!(au.earned < au.slashed, "a flagged seat keeps no profit");
+        assert_eq!(au.flagged, k.public() == stamper);
+        assert_eq!(au.active, k.public() != stamper);
+        if k.public() == stamper {
+            assert!(au.earned < au.slashed, "a flagged seat keeps no profit");
+            assert!(!chain.c.state().eligible(Tier::Human).contains(&stamper));
+        }
+    }
+}
+
+/// The attack of finding 1: a provider commits true steps as known errors and the honest
+/// seats, all voting Valid, would be slashed and flagged against its word. The seats
+/// contradict the truth by a clear majority, so they are scored as for any segment (paid,
+/// never slashed, no honeypot record), and each false honeypot burns the provider's bond.
+/// Two colluding griefers change nothing: there is no record to flag on.
+#[test]
+fn a_griefing_providers_false_honeypots_slash_and_flag_no_honest_seat_and_burn_its_bond() {
+    let mut params = Params {
+        p_min: Ppm(1_000_000),
+        p_max: Ppm(1_000_000),
+        ..Params::default()
+    };
+    params.rubber_stamp.min_samples = 1;
+    let bond = params.honeypot_bond;
+    let (mut chain, keys) = Chain::new(params, &[(Tier::Computer, 3)]);
+    let stakes: Vec<u64> = keys
+        .iter()
+        .map(|k| chain.c.state().accounts[&k.public()].stake)
+        .collect();
+    let (a, b) = (key("provider"), key("provider-b"));
+    for n in 0..6u8 {
+        let provider = if n % 2 == 0 { &a } else { &b };
+        let before = chain.c.state().accounts[&provider.public()].balance;
+        let burned = chain.c.state().burned;
+        let (sid, seats, ev) = honeypot_session(
+            &mut chain,
+            &keys,
+            provider,
+            Tier::Computer,
+            Vote::Invalid,
+            n,
+            |_| Vote::Valid,
+        );
+        let o = chain.c.outcome(&sid).unwrap();
+        assert_eq!((o.disputed_honeypots, o.bond_burned), (1, bond));
+        assert!(
+            ev.iter()
+                .any(|e| matches!(e, Event::HoneypotDisputed { burned, .. } if *burned == bond))
+        );
+        assert!(
+            !ev.iter().any(|e| matches!(e, Event::Slashed { .. })),
+            "{ev:?}"
+        );
+        let rewarded = ev
+            .iter()
+            .filter(|e| matches!(e, Event::Rewarded { .. }))
+            .count();
+        assert_eq!(
+            rewarded,
+            seats.len(),
+            "scored as any segment: agreeing seats are paid"
+        );
+        assert_eq!(chain.c.state().burned - burned, bond);
+        let fee = o.rewards_paid;
+        assert_eq!(
+            before - chain.c.state().accounts[&provider.public()].balance,
+            fee + bond,
+            "the provider paid the seats and lost one bond"
+        );
+    }
+    for (k, stake) in keys.iter().zip(stakes) {
+        let au = &chain.c.state().auditors[&k.public()];
+        assert!(!au.flagged && au.active);
+        assert_eq!(
+            au.honeypots,
+            Default::default(),
+            "no record on a disputed honeypot"
+        );
+        assert_eq!(chain.c.state().accounts[&k.public()].stake, stake);
+        assert!(au.reputation > Params::default().initial_reputation);
+    }
+    assert_eq!(
+        chain.c.accounted_supply(),
+        u128::from(chain.c.state().supply)
+    );
+}
+
+/// An abstention on a known error counts in the sample but is neither a catch nor a miss:
+/// with it, a seat that approved the two known errors it judged reaches the sample
+/// minimum of 3, and its approval rate is 2 of 2 judged (not 2 of 3 seen), which flags it
+/// at an 80% threshold.
+#[test]
+fn an_abstention_on_a_honeypot_counts_in_the_sample_but_never_as_a_miss() {
+    let mut params = Params::default();
+    params.rubber_stamp.min_samples = 3;
+    params.rubber_stamp.approval = Ppm(800_000);
+    let (mut chain, keys) = Chain::new(params, &[(Tier::Computer, 3)]);
+    let seat = keys[0].public();
+    let (a, b) = (key("provider"), key("provider-b"));
+    let plan = [(&a, Vote::Abstain), (&b, Vote::Valid), (&a, Vote::Valid)];
+    for (n, (provider, mine)) in plan.into_iter().enumerate() {
+        let vote = |id: &AccountId| if *id == seat { mine } else { Vote::Invalid };
+        let (_, _, ev) = honeypot_session(
+            &mut chain,
+            &keys,
+            provider,
+            Tier::Computer,
+            Vote::Invalid,
+            n as u8,
+            vote,
+        );
+        let h = chain.c.state().auditors[&seat].honeypots.clone();
+        assert_eq!(
+            h.errors_seen[0],
+            n as u32 + 1,
+            "the abstention is in the sample"
+        );
+        assert_eq!(h.errors_abstained[0], 1);
+        match n {
+            0 => {
+                assert_eq!(h.errors_approved, [0; 3]);
+                assert_eq!(h.total_error_approval(), None, "nothing judged yet");
+                assert!(h.miss_providers.is_empty(), "an abstention is no miss");
+            }
+            1 => assert!(rubber_stamp_slashes(&ev).is_empty(), "2 samples < 3"),
+            _ => {
+                assert_eq!(h.total_error_approval(), Some(Ppm(1_000_000)));
+                assert_eq!(rubber_stamp_slashes(&ev), vec![seat]);
+            }
+        }
     }
 }
 
@@ -891,13 +1122,19 @@ fn a_blinded_honeypot_is_judged_like_any_segment_and_stays_out_of_the_trace() {
     assert_eq!((o.passing_weight, o.total_weight), (9, 10));
     assert!(o.error_at_conclusion);
     assert_eq!(o.trace, TraceVerdict::Fail);
-    // The approving seat was scored against the truth and flagged; the others were not.
-    assert!(ev.iter().any(|e| matches!(e,
-        Event::Slashed { seat, reason: SlashReason::RubberStamp, .. } if *seat == stamper)));
+    // The approving seat was scored against the truth (one provider's known error on its
+    // record); one provider's word flags nobody.
+    assert!(rubber_stamp_slashes(&ev).is_empty());
     for k in &keys {
         let au = &chain.c.state().auditors[&k.public()];
-        assert_eq!(au.flagged, k.public() == stamper, "{}", k.public());
+        let approved = if k.public() == stamper { 1 } else { 0 };
+        assert_eq!(au.honeypots.errors_approved, [approved, 0, 0]);
+        assert!(!au.flagged);
     }
+    assert_eq!(
+        chain.c.state().auditors[&stamper].honeypots.miss_providers,
+        vec![provider.public()]
+    );
 }
 
 #[test]
@@ -1436,4 +1673,465 @@ fn a_transfer_and_its_return_leave_only_the_nonces_changed() {
         chain.c.state_root(),
         Contract::from_state(expected).state_root()
     );
+}
+
+/// A session opens at most `max_honeypots` honeypots: a reveal beyond the cap is refused
+/// and the segment stays part of the provider's own trace. The bond escrowed at opening
+/// covers `min(cap, segments)` honeypots and comes back when none is disputed.
+#[test]
+fn honeypots_beyond_the_cap_are_refused_and_the_bond_comes_back() {
+    let params = Params {
+        max_honeypots: 2,
+        ..Params::default()
+    };
+    let bond = params.honeypot_bond;
+    let (mut chain, keys) = Chain::new(params, &[(Tier::Computer, 5)]);
+    let provider = key("provider");
+    let salt = |i: usize| Salt([40 + i as u8; 32]);
+    let mut segs: Vec<SegmentEntry> = (0..3).map(|i| segment(i, Tier::Computer, vec![])).collect();
+    for (i, g) in segs.iter_mut().enumerate() {
+        g.honeypot = Some(honeypot_commitment(
+            &g.id,
+            Vote::Invalid,
+            Difficulty::Subtle,
+            &salt(i),
+        ));
+    }
+    let m = manifest(segs, 3, 0);
+    let fee = m.fee;
+    let before = chain.c.state().accounts[&provider.public()].balance;
+    let sid = Tx::session_id(&provider.public(), chain.c.nonce(&provider.public()));
+    chain.submit(&provider, Call::OpenSession(m));
+    chain.block();
+    assert_eq!(
+        chain.c.state().sessions[&sid].bond,
+        2 * bond,
+        "min(cap 2, 3 segments)"
+    );
+    assert_eq!(
+        before - chain.c.state().accounts[&provider.public()].balance,
+        fee + 2 * bond
+    );
+    let ev = chain.block();
+    deliver_keys(&mut chain, &provider, sid, 0, &[]);
+    let vsalt = Salt([7; 32]);
+    let ids: Vec<Hash> = chain.c.state().sessions[&sid]
+        .segments
+        .iter()
+        .map(|g| g.entry.id)
+        .collect();
+    for (s, id) in ids.iter().enumerate() {
+        for seat in seats_of(&ev, s as u16, 0) {
+            chain.submit(
+                find(&keys, &seat),
+                Call::Commit {
+                    session: sid,
+                    segment: s as u16,
+                    commitment: commitment(&sid, id, &seat, Vote::Invalid, &vsalt),
+                },
+            );
+        }
+    }
+    chain.block();
+    for s in 0..ids.len() {
+        for seat in seats_of(&ev, s as u16, 0) {
+            chain.submit(
+                find(&keys, &seat),
+                Call::Reveal {
+                    session: sid,
+                    segment: s as u16,
+                    vote: Vote::Invalid,
+                    salt: vsalt,
+                },
+            );
+        }
+    }
+    chain.block();
+    let open = |i: usize| Call::RevealHoneypot {
+        session: sid,
+        segment: i as u16,
+        verdict: Vote::Invalid,
+        difficulty: Difficulty::Subtle,
+        salt: salt(i),
+    };
+    chain.submit(&provider, open(0));
+    chain.submit(&provider, open(1));
+    chain.block();
+    assert_eq!(
+        chain.try_apply(&provider, open(2)),
+        Err(TxError::TooManyHoneypots(2))
+    );
+    chain.submit(
+        &provider,
+        Call::RevealMapping {
+            session: sid,
+            mapping: Hash::sha256(b"map"),
+            salt: Salt([9; 32]),
+        },
+    );
+    chain.block();
+    let o = chain.c.outcome(&sid).unwrap();
+    let opened: Vec<bool> = o.segments.iter().map(|g| g.honeypot.is_some()).collect();
+    assert_eq!(opened, [true, true, false]);
+    // The unopened one is the provider's own (wrong) step: its trace fails.
+    assert_eq!(o.trace, TraceVerdict::Fail);
+    assert_eq!(o.bond_burned, 0);
+    assert_eq!(
+        before - chain.c.state().accounts[&provider.public()].balance,
+        o.rewards_paid,
+        "fee left and bond refunded"
+    );
+    assert_eq!(
+        chain.c.accounted_supply(),
+        u128::from(chain.c.state().supply)
+    );
+}
+
+/// Finding 2: a provider that keeps a seat's key from it cannot get it slashed as a
+/// no-show. The contract knows which seats got their keys in time; a starved seat is
+/// paid `R` from the provider's escrow and keeps its reputation, while a seat that got its
+/// keys and stayed away is still slashed.
+#[test]
+fn a_seat_starved_of_its_keys_is_not_slashed_and_the_provider_pays_it() {
+    let params = Params {
+        p_min: Ppm(1_000_000),
+        p_max: Ppm(1_000_000),
+        penalty: 950,
+        ..Params::default()
+    };
+    let reward = params.reward;
+    let (mut chain, keys) = Chain::new(params, &[(Tier::Computer, 5)]);
+    let provider = key("provider");
+    let before = chain.c.state().accounts[&provider.public()].balance;
+    // Two segments, the second citing the first; seat 0 of segment 1 never gets that
+    // segment's key, seat 1 of segment 1 gets its keys and stays away.
+    let m = manifest(
+        vec![
+            segment(0, Tier::Computer, vec![]),
+            segment(1, Tier::Computer, vec![0]),
+        ],
+        3,
+        2,
+    );
+    let provider_id = provider.public();
+    let sid = Tx::session_id(&provider_id, chain.c.nonce(&provider_id));
+    let ids: Vec<Hash> = m.segments.iter().map(|g| g.id).collect();
+    chain.submit(&provider, Call::OpenSession(m));
+    chain.block();
+    let ev = chain.block();
+    let seats = seats_of(&ev, 1, 0);
+    let (starved, absent) = (seats[0], seats[1]);
+    let mut delivered = Vec::new();
+    for s in 0..2u16 {
+        for seat in seats_of(&ev, s, 0) {
+            for seg in std::iter::once(s).chain((s == 1).then_some(0)) {
+                if seat == starved && s == 1 && seg == 1 {
+                    continue;
+                }
+                delivered.push(SeatKey {
+                    segment: seg,
+                    seat,
+                    sealed: SealedKey {
+                        ephemeral: SealingPublicKey([4; 32]),
+                        ciphertext: vec![0; 48],
+                    },
+                });
+            }
+        }
+    }
+    chain.submit(
+        &provider,
+        Call::DeliverKeys {
+            session: sid,
+            keys: delivered,
+        },
+    );
+    let vsalt = Salt([7; 32]);
+    let voters: Vec<(u16, AccountId)> = (0..2u16)
+        .flat_map(|s| seats_of(&ev, s, 0).into_iter().map(move |a| (s, a)))
+        .filter(|(s, a)| !(*s == 1 && (*a == starved || *a == absent)))
+        .collect();
+    for (s, seat) in &voters {
+        chain.submit(
+            find(&keys, seat),
+            Call::Commit {
+                session: sid,
+                segment: *s,
+                commitment: commitment(&sid, &ids[usize::from(*s)], seat, Vote::Valid, &vsalt),
+            },
+        );
+    }
+    chain.block();
+    let s = &chain.c.state().sessions[&sid];
+    let seat_of = |a: AccountId| s.segments[1].seats.iter().find(|x| x.account == a).unwrap();
+    assert!(!seat_of(starved).keyed(1), "its segment's key is missing");
+    assert!(seat_of(absent).keyed(1));
+    while matches!(chain.c.state().sessions[&sid].phase, Phase::Commit { .. }) {
+        chain.block();
+    }
+    for (s, seat) in &voters {
+        chain.submit(
+            find(&keys, seat),
+            Call::Reveal {
+                session: sid,
+                segment: *s,
+                vote: Vote::Valid,
+                salt: vsalt,
+            },
+        );
+    }
+    let mut ev = chain.block();
+    while chain.c.state().sessions.contains_key(&sid) {
+        if chain.c.state().sessions[&sid].mapping.is_none()
+            && matches!(chain.c.state().sessions[&sid].phase, Phase::Disclose { .. })
+        {
+            chain.submit(
+                &provider,
+                Call::RevealMapping {
+                    session: sid,
+                    mapping: Hash::sha256(b"map"),
+                    salt: Salt([9; 32]),
+                },
+            );
+        }
+        ev.extend(chain.block());
+    }
+    let slashed: Vec<AccountId> = ev
+        .iter()
+        .filter_map(|e| match e {
+            Event::Slashed { seat, .. } => Some(*seat),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(slashed, vec![absent], "only the keyed no-show is slashed");
+    assert!(ev.iter().any(|e| matches!(e,
+        Event::SeatStarved { seat, segment: 1, paid, .. } if *seat == starved && *paid == reward)));
+    let au = &chain.c.state().auditors[&starved];
+    assert_eq!(au.reputation, Params::default().initial_reputation);
+    assert_eq!((au.disagreed, au.slashed), (0, 0));
+    assert_eq!(
+        chain.c.state().accounts[&starved].balance,
+        1_010 - 1_000 + reward
+    );
+    let o = chain.c.outcome(&sid).unwrap();
+    assert_eq!((o.starved_seats, o.starved_paid), (1, reward));
+    assert_eq!(
+        before - chain.c.state().accounts[&provider_id].balance,
+        o.rewards_paid + reward,
+        "the provider paid for the seat it starved"
+    );
+    assert_eq!(
+        chain.c.accounted_supply(),
+        u128::from(chain.c.state().supply)
+    );
+}
+
+/// A key sent in the last block of the commit window leaves its seat no block to commit
+/// in: it is not on record, and the seat counts as starved.
+#[test]
+fn a_key_delivered_in_the_last_block_of_the_commit_window_does_not_count() {
+    let (mut chain, _keys) = Chain::new(Params::default(), &[(Tier::Computer, 3)]);
+    let provider = key("provider");
+    let sid = Tx::session_id(&provider.public(), chain.c.nonce(&provider.public()));
+    chain.submit(
+        &provider,
+        Call::OpenSession(manifest(vec![segment(0, Tier::Computer, vec![])], 3, 0)),
+    );
+    chain.block();
+    chain.block();
+    let Phase::Commit { until, .. } = chain.c.state().sessions[&sid].phase else {
+        panic!("seats drawn");
+    };
+    while chain.height + 1 < until {
+        chain.block();
+    }
+    deliver_keys(&mut chain, &provider, sid, 0, &[]);
+    let ev = chain.block();
+    assert!(ev.iter().any(|e| matches!(e, Event::KeyDelivered { .. })));
+    assert!(
+        chain.c.state().sessions[&sid].segments[0]
+            .seats
+            .iter()
+            .all(|x| x.keys == 0),
+        "delivered at the window's last height: not in time"
+    );
+}
+
+/// Finding 4: registration bonds at least the tier minimum in the same transaction, and
+/// a refused registration changes nothing.
+#[test]
+fn registration_bonds_at_least_the_tier_minimum_or_is_refused() {
+    let (mut chain, _keys) = Chain::new(Params::default(), &[(Tier::Computer, 1)]);
+    let newcomer = key("provider-b");
+    let register = |stake| Call::RegisterAuditor {
+        tier: Tier::Llm,
+        expertise: vec![],
+        sealing_key: SealingPublicKey([3; 32]),
+        stake,
+    };
+    let root = chain.c.state_root();
+    assert_eq!(
+        chain.try_apply(&newcomer, register(99)),
+        Err(TxError::InsufficientStake {
+            have: 99,
+            need: 100
+        })
+    );
+    assert!(matches!(
+        chain.try_apply(&newcomer, register(0)),
+        Err(TxError::Format(_))
+    ));
+    assert!(matches!(
+        chain.try_apply(&newcomer, register(2_000_000)),
+        Err(TxError::InsufficientBalance { .. })
+    ));
+    assert_eq!(
+        chain.c.state_root(),
+        root,
+        "refused registrations change nothing"
+    );
+    assert!(!chain.c.state().auditors.contains_key(&newcomer.public()));
+    chain.submit(&newcomer, register(100));
+    let ev = chain.block();
+    assert!(
+        ev.iter()
+            .any(|e| matches!(e, Event::Bonded { amount: 100, .. }))
+    );
+    let acct = &chain.c.state().accounts[&newcomer.public()];
+    assert_eq!((acct.balance, acct.stake), (1_000_000 - 100, 100));
+    assert!(
+        chain
+            .c
+            .state()
+            .eligible(Tier::Llm)
+            .contains(&newcomer.public())
+    );
+    // A genesis auditor bonds like any other.
+    let bad = Genesis {
+        params: Params::default(),
+        accounts: vec![GenesisAccount {
+            id: newcomer.public(),
+            balance: 1_000,
+            stake: 99,
+        }],
+        auditors: vec![trust_contracts::GenesisAuditor {
+            id: newcomer.public(),
+            tier: Tier::Computer,
+            expertise: vec![],
+            sealing_key: SealingPublicKey([3; 32]),
+        }],
+    };
+    assert!(matches!(
+        Contract::new(&bad),
+        Err(trust_contracts::GenesisError::UnderStakedAuditor(_))
+    ));
+}
+
+/// Draws read the per-tier index of eligible auditors: one that unbonded below the
+/// minimum leaves it (and is never drawn), bonding back returns it, and a session that
+/// needs more seats than the index holds fails naming how many are eligible.
+#[test]
+fn only_eligible_auditors_are_indexed_and_drawn() {
+    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 5)]);
+    let out = keys[0].public();
+    assert_eq!(chain.c.state().eligible(Tier::Computer).len(), 5);
+    chain.submit(&keys[0], Call::Unbond { amount: 950 });
+    chain.block();
+    let index = chain.c.state().eligible(Tier::Computer).clone();
+    assert_eq!(index.len(), 4);
+    assert!(!index.contains(&out));
+    assert!(
+        chain.c.state().auditors[&out].active,
+        "registered and active, but not bonded enough"
+    );
+    let provider = key("provider");
+    for n in 0..8u8 {
+        chain.submit(
+            &provider,
+            Call::OpenSession(manifest(vec![segment(n, Tier::Computer, vec![])], 4, 0)),
+        );
+        chain.block();
+        let seats = seats_of(&chain.block(), 0, 0);
+        assert_eq!(seats.len(), 4);
+        assert!(!seats.contains(&out));
+    }
+    chain.submit(
+        &provider,
+        Call::OpenSession(manifest(vec![segment(50, Tier::Computer, vec![])], 5, 0)),
+    );
+    chain.block();
+    let ev = chain.block();
+    assert!(ev.iter().any(|e| matches!(e,
+        Event::SessionFailed { reason, .. } if reason.contains("4 Computer auditors eligible"))));
+    chain.submit(
+        &provider,
+        Call::Transfer {
+            to: out,
+            amount: 950,
+        },
+    );
+    chain.submit(&keys[0], Call::Bond { amount: 950 });
+    chain.block();
+    assert!(chain.c.state().eligible(Tier::Computer).contains(&out));
+    // The index is derived state: a restore rebuilds the same one.
+    let restored = Contract::from_snapshot(&chain.c.snapshot()).unwrap();
+    assert_eq!(restored.state().eligible, chain.c.state().eligible);
+}
+
+/// Finding 9: the drawing block's seed is fixed by the block before it, so whatever
+/// transactions its proposer includes (or whoever proposes), the same seats are drawn;
+/// only another previous block draws others.
+#[test]
+fn seats_do_not_depend_on_the_transactions_of_the_drawing_block() {
+    use trust_protocol::block::{BlockHeader, txs_root};
+    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 20)]);
+    let provider = key("provider");
+    let segs = (0..6).map(|i| segment(i, Tier::Computer, vec![])).collect();
+    chain.submit(&provider, Call::OpenSession(manifest(segs, 5, 0)));
+    chain.block();
+    let h = chain.height + 1;
+    let header = |prev: &[u8], proposer: &str, txs: &[Vec<u8>]| BlockHeader {
+        chain: Hash::sha256(b"chain"),
+        height: h,
+        prev_hash: Hash::sha256(prev),
+        txs_root: txs_root(txs),
+        state_root: Hash::ZERO,
+        proposer: key(proposer).public(),
+    };
+    let draw = |header: BlockHeader, extra: Option<(&Keypair, Call)>| {
+        let mut c = chain.c.clone();
+        let ctx = BlockCtx {
+            height: h,
+            block_hash: header.seed(),
+        };
+        if let Some((k, call)) = extra {
+            let tx = Signed::sign(
+                k,
+                Tx {
+                    nonce: c.nonce(&k.public()),
+                    call,
+                },
+            );
+            c.apply(&ctx, &tx).unwrap();
+        }
+        let ev = c.end_block(&ctx);
+        (0..6).map(|s| seats_of(&ev, s, 0)).collect::<Vec<_>>()
+    };
+    let plain = draw(header(b"block h-1", "v0", &[]), None);
+    assert_eq!(plain.iter().map(Vec::len).sum::<usize>(), 30);
+    let pay = Call::Transfer {
+        to: keys[1].public(),
+        amount: 1,
+    };
+    let ground = draw(
+        header(
+            b"block h-1",
+            "v1",
+            &[b"any tx".to_vec(), b"in any order".to_vec()],
+        ),
+        Some((&keys[0], pay)),
+    );
+    assert_eq!(plain, ground, "the proposer's transactions moved the seats");
+    let other = draw(header(b"another block h-1", "v0", &[]), None);
+    assert_ne!(plain, other, "the seed must depend on the previous block");
 }

@@ -192,6 +192,7 @@ impl World {
                     tier: Tier::ALL[usize::from(t)],
                     expertise: vec!["math".into()],
                     sealing_key: SealingPublicKey([7; 32]),
+                    stake: 200,
                 },
                 0,
                 false,

@@ -117,6 +117,7 @@ fn signed_txs() -> Vec<(&'static str, Vec<u8>)> {
                 tier: Tier::Computer,
                 expertise: vec!["arithmetic".into(), "algebra".into()],
                 sealing_key: SealingPublicKey([5; 32]),
+                stake: 500,
             },
         ),
         ("bond", Call::Bond { amount: 500 }),

@@ -600,31 +600,47 @@ async fn duties(
     }
 }
 
-/// What a test build's node does wrong on purpose ([`BEHAVIOUR_ENV`]).
+/// What a test build's node does wrong on purpose ([`BEHAVIOUR_ENV`]): a
+/// comma-separated list, at most one of them a seat (or provider) behaviour
+/// (`griefing-provider,spammer,proposal-forger` runs one node as every adversary).
 #[cfg(feature = "misbehave")]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum TestBehaviour {
-    /// Its seats misbehave (`crate::audit::misbehave`).
-    Seat(crate::audit::misbehave::Behaviour),
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct TestBehaviour {
+    /// Its seats (or, for `griefing-provider`, its sessions) misbehave
+    /// (`crate::audit::misbehave`).
+    seat: Option<crate::audit::misbehave::Behaviour>,
     /// It floods the network with unpayable transactions from fresh keys
     /// (`crate::net::spam`).
-    Spammer,
+    spammer: bool,
     /// It streams forged proposals in rounds it does not propose
     /// (`crate::consensus::forge`).
-    ProposalForger,
+    forger: bool,
 }
 
 #[cfg(feature = "misbehave")]
 impl TestBehaviour {
-    fn parse(name: &str) -> Result<Self, String> {
-        match name.trim() {
-            "spammer" => Ok(TestBehaviour::Spammer),
-            "proposal-forger" => Ok(TestBehaviour::ProposalForger),
-            other => other
-                .parse()
-                .map(TestBehaviour::Seat)
-                .map_err(|e| format!("{e}; or a node behaviour: spammer, proposal-forger")),
+    fn parse(names: &str) -> Result<Self, String> {
+        let mut b = TestBehaviour::default();
+        for name in names.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            match name {
+                "spammer" => b.spammer = true,
+                "proposal-forger" => b.forger = true,
+                other => {
+                    let seat = other.parse().map_err(|e| {
+                        format!("{e}; or a node behaviour: spammer, proposal-forger")
+                    })?;
+                    if b.seat.replace(seat).is_some() {
+                        return Err(format!(
+                            "{names}: at most one seat or provider behaviour at a time"
+                        ));
+                    }
+                }
+            }
         }
+        if b == TestBehaviour::default() {
+            return Err("no behaviour named".into());
+        }
+        Ok(b)
     }
 }
 
@@ -867,7 +883,7 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
             snapshot_every: cfg.snapshot_every,
             sync_interval: Duration::from_millis(cfg.sync_interval_ms),
             #[cfg(feature = "misbehave")]
-            forge: behaviour == Some(TestBehaviour::ProposalForger),
+            forge: behaviour.is_some_and(|b| b.forger),
         },
         &db,
         chain_view,
@@ -881,7 +897,7 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
     tasks.spawn(ordering, "consensus", |stop| running.run(stop));
 
     #[cfg(feature = "misbehave")]
-    if behaviour == Some(TestBehaviour::Spammer) {
+    if behaviour.is_some_and(|b| b.spammer) {
         let (spam_net, spammer) = (
             net.clone(),
             net::spam::Spammer::new(keys.account_id().as_bytes()),
@@ -927,6 +943,10 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
     if let Some(k) = &kubo {
         info!(ipfs_api = k.url(), "ciphertexts also go to this IPFS node");
         provider = provider.with_kubo(k.clone());
+    }
+    #[cfg(feature = "misbehave")]
+    if let Some(b) = behaviour.and_then(|b| b.seat) {
+        provider = provider.with_behaviour(b);
     }
     let provider = Arc::new(provider);
     let seat_metrics = Arc::new(SeatMetrics::default());
@@ -996,9 +1016,9 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
     }
     let seat = seat.with_judges(judges);
     #[cfg(feature = "misbehave")]
-    let seat = match behaviour {
-        Some(TestBehaviour::Seat(b)) => seat.with_behaviour(b),
-        _ => seat,
+    let seat = match behaviour.and_then(|b| b.seat) {
+        Some(b) => seat.with_behaviour(b),
+        None => seat,
     };
     let judging = Judging {
         seat: Arc::new(seat),
@@ -1232,22 +1252,44 @@ mod tests {
     #[cfg(feature = "misbehave")]
     #[test]
     fn node_and_seat_behaviours_are_named_alike() {
-        assert_eq!(TestBehaviour::parse("spammer"), Ok(TestBehaviour::Spammer));
+        use crate::audit::misbehave::Behaviour;
+        assert_eq!(
+            TestBehaviour::parse("spammer"),
+            Ok(TestBehaviour {
+                spammer: true,
+                ..TestBehaviour::default()
+            })
+        );
         assert_eq!(
             TestBehaviour::parse(" proposal-forger "),
-            Ok(TestBehaviour::ProposalForger)
+            Ok(TestBehaviour {
+                forger: true,
+                ..TestBehaviour::default()
+            })
         );
         assert_eq!(
             TestBehaviour::parse("rubber-stamp"),
-            Ok(TestBehaviour::Seat(
-                crate::audit::misbehave::Behaviour::RubberStamp
-            ))
+            Ok(TestBehaviour {
+                seat: Some(Behaviour::RubberStamp),
+                ..TestBehaviour::default()
+            })
+        );
+        // One node can be every adversary at once.
+        assert_eq!(
+            TestBehaviour::parse("griefing-provider, spammer,proposal-forger"),
+            Ok(TestBehaviour {
+                seat: Some(Behaviour::GriefingProvider),
+                spammer: true,
+                forger: true,
+            })
         );
         let e = TestBehaviour::parse("forger").unwrap_err();
         assert!(
             e.contains("proposal-forger") && e.contains("malicious"),
             "{e}"
         );
+        assert!(TestBehaviour::parse("lazy,random").is_err());
+        assert!(TestBehaviour::parse(" , ").is_err());
     }
 
     #[test]

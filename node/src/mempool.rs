@@ -256,13 +256,14 @@ pub fn unfit(state: &State, sender: &AccountId, call: &Call) -> Result<(), Mempo
                 Err(MempoolError::Unfit("nothing is released for withdrawal"))
             }
         }
-        Call::RegisterAuditor { .. } => {
-            // An auditor is drawn for its stake: one with nothing to bond would be a free
-            // entry in every node's state. (A second registration is left to the contract,
-            // which refuses it for good: the proposer evicts it as its sender's failure.)
-            if account.is_none_or(|a| a.balance == 0 && a.stake == 0) {
+        Call::RegisterAuditor { tier, stake, .. } => {
+            // An auditor is drawn for its stake, which it bonds in the registration itself
+            // (paid for as its cost); one below the tier's minimum would be refused for good.
+            // (A second registration is left to the contract, which refuses it for good:
+            // the proposer evicts it as its sender's failure.)
+            if *stake < state.params.min_stake(*tier) {
                 Err(MempoolError::Unfit(
-                    "the sender holds nothing it could bond",
+                    "a registration bonds at least the tier's minimum stake",
                 ))
             } else {
                 Ok(())
@@ -297,7 +298,7 @@ impl Cost {
                 take_balance: if to == sender { 0 } else { *amount },
                 take_stake: 0,
             },
-            Call::Bond { amount } => Cost {
+            Call::Bond { amount } | Call::RegisterAuditor { stake: amount, .. } => Cost {
                 need_balance: *amount,
                 take_balance: *amount,
                 take_stake: 0,
@@ -365,6 +366,7 @@ impl Purse {
 /// every later state too (so a proposer may drop it). A wrong nonce, a short balance or a
 /// phase not reached yet may change; [`expired`] judges phases that have passed.
 pub fn refused_for_good(error: &TxError) -> bool {
+    // Not `HoneypotHasDependents`: the honeypot resting on this one may be opened first.
     matches!(
         error,
         TxError::BadSignature
@@ -383,7 +385,7 @@ pub fn refused_for_good(error: &TxError) -> bool {
             | TxError::AlreadyRevealed
             | TxError::CommitmentMismatch
             | TxError::NotAHoneypot(_)
-            | TxError::HoneypotHasDependents(_)
+            | TxError::TooManyHoneypots(_)
             | TxError::AlreadyDisclosed
     )
 }

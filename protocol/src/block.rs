@@ -91,8 +91,21 @@ impl BlockHeader {
     }
 
     /// The randomness the contract draws seats and slashes with while executing this
-    /// block: a hash of every header field except `state_root`, which is the result of the
-    /// execution and so cannot feed it.
+    /// block: `H(chain, height, prev_hash)`.
+    ///
+    /// Why only these: every one of them is fixed before this block's proposer picks a
+    /// single transaction. The transactions (`txs_root`), the proposer's key and the state
+    /// root are left out on purpose: a proposer choosing, dropping or reordering
+    /// transactions could otherwise try seed after seed (one hash each) and keep the block
+    /// that seats its own auditors. With this seed the proposer of the drawing block has no
+    /// choice at all, and a round change to another proposer gives the same seed.
+    ///
+    /// What is left: `prev_hash` is the hash of the block before, whose proposer chose its
+    /// contents. That proposer can bias the draws of sessions already waiting to be seated
+    /// one block later by trying contents for its own block, at the price of executing
+    /// each candidate within its propose timeout and only while it holds the proposer
+    /// slot. Closing that needs randomness no single validator can choose (a VRF output of
+    /// the proposer or a threshold signature in the header); see README, Security.
     pub fn seed(&self) -> Hash {
         Hash::of_parts(
             "trust/v1/block-seed",
@@ -100,8 +113,6 @@ impl BlockHeader {
                 self.chain.as_ref(),
                 &self.height.to_le_bytes(),
                 self.prev_hash.as_ref(),
-                self.txs_root.as_ref(),
-                self.proposer.as_ref(),
             ],
         )
     }
@@ -204,15 +215,23 @@ mod tests {
         assert_ne!(b.hash(), d.hash());
     }
 
+    /// The seed is fixed by the chain and the block before: a proposer changing its
+    /// transactions, or another proposer taking the round, draws the same seats.
     #[test]
-    fn seed_ignores_only_the_state_root() {
+    fn seed_is_fixed_before_the_proposer_picks_transactions() {
         let b = sample();
         let mut c = b.clone();
         c.header.state_root = Hash::sha256(b"other");
+        c.header.txs_root = Hash::sha256(b"t");
+        c.header.proposer = Keypair::from_label("v1").public();
+        c.txs.clear();
         assert_eq!(b.header.seed(), c.header.seed());
         let mut d = b.clone();
-        d.header.txs_root = Hash::sha256(b"t");
+        d.header.prev_hash = Hash::sha256(b"p");
         assert_ne!(b.header.seed(), d.header.seed());
+        let mut e = b.clone();
+        e.header.height = 2;
+        assert_ne!(b.header.seed(), e.header.seed());
         assert_ne!(b.header.seed(), b.hash());
     }
 

@@ -219,7 +219,9 @@ pub enum Call {
         /// Amount.
         amount: Amount,
     },
-    /// Become an auditor of a tier.
+    /// Become an auditor of a tier, bonding `stake` from the balance in the same act: a
+    /// registration that does not bond at least the tier's minimum is refused, so every
+    /// registered auditor has something to lose.
     RegisterAuditor {
         /// The tier.
         tier: Tier,
@@ -227,6 +229,8 @@ pub enum Call {
         expertise: Vec<String>,
         /// X25519 key that segment keys are sealed to.
         sealing_key: SealingPublicKey,
+        /// Stake bonded with the registration (at least the tier's minimum).
+        stake: Amount,
     },
     /// Lock stake.
     Bond {
@@ -588,6 +592,9 @@ impl Tx {
             Call::Bond { amount } | Call::Unbond { amount } if *amount == 0 => {
                 Err(TxFormatError::ZeroAmount("amount"))
             }
+            Call::RegisterAuditor { stake, .. } if *stake == 0 => {
+                Err(TxFormatError::ZeroAmount("stake"))
+            }
             Call::RegisterAuditor { expertise, .. } => {
                 check_len("expertise", expertise.len(), MAX_EXPERTISE)?;
                 for d in expertise {
@@ -744,12 +751,14 @@ mod tests {
             (
                 tier(),
                 prop::collection::vec("[a-z]{1,10}", 0..4),
-                any::<[u8; 32]>()
+                any::<[u8; 32]>(),
+                any::<u64>()
             )
-                .prop_map(|(tier, expertise, k)| Call::RegisterAuditor {
+                .prop_map(|(tier, expertise, k, stake)| Call::RegisterAuditor {
                     tier,
                     expertise,
                     sealing_key: SealingPublicKey(k),
+                    stake,
                 }),
             any::<u64>().prop_map(|amount| Call::Bond { amount }),
             any::<u64>().prop_map(|amount| Call::Unbond { amount }),
@@ -1063,7 +1072,35 @@ mod tests {
             GOLDEN_OPEN_SHA256,
             "the encoding of a signed OpenSession changed"
         );
+        let register = Signed::sign(
+            &key,
+            Tx {
+                nonce: 0,
+                call: Call::RegisterAuditor {
+                    tier: Tier::Llm,
+                    expertise: vec!["math".into()],
+                    sealing_key: SealingPublicKey([7; 32]),
+                    stake: 100,
+                },
+            },
+        );
+        let bytes = encoding::encode(&register);
+        // The stake bonded with the registration is the last field of the call.
+        assert_eq!(
+            hex::encode(&bytes[bytes.len() - 72..bytes.len() - 64]),
+            "6400000000000000"
+        );
+        assert_eq!(
+            Hash::sha256(&bytes).to_hex(),
+            GOLDEN_REGISTER_SHA256,
+            "the encoding of a signed RegisterAuditor changed"
+        );
     }
+
+    // New on purpose: a registration bonds its stake in the same transaction (issue 26,
+    // finding 4), so the call carries the amount.
+    const GOLDEN_REGISTER_SHA256: &str =
+        "fd445faa9cac8a1afd5c02430c3f5bb67944aaebfd8c5efef8cbdb84816bd382";
 
     const GOLDEN_REVEAL_SHA256: &str =
         "96c4beb9d29fbb23b55b3c0e8ce97d600afd6f9c5d5b0604ae77f428501558f0";

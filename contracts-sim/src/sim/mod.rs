@@ -26,7 +26,8 @@ use trust_protocol::{
     AccountId, Hash, Keypair, Salt, SealingPublicKey, Signed, Vote, commitment,
     hdag::AbstractionLevel,
     honeypot_commitment, mapping_commitment,
-    tx::{Call, Difficulty, QuorumParams, SegmentEntry, SessionManifest, Tier, Tx},
+    seal::SealedKey,
+    tx::{Call, Difficulty, QuorumParams, SeatKey, SegmentEntry, SessionManifest, Tier, Tx},
     units::Ppm,
 };
 
@@ -291,8 +292,8 @@ impl Sim {
             .iter()
             .map(|a| GenesisAccount {
                 id: a.id,
-                balance: 0,
-                stake: cfg.stake,
+                balance: cfg.stake,
+                stake: 0,
             })
             .collect();
         for p in &providers {
@@ -316,6 +317,8 @@ impl Sim {
                     tier: a.tier,
                     expertise: vec!["math".into()],
                     sealing_key: SealingPublicKey(Hash::of_parts("sim-x25519", &[a.id.as_ref()]).0),
+                    // Registration bonds the auditor's whole genesis balance.
+                    stake: cfg.stake,
                 },
             ));
         }
@@ -570,6 +573,7 @@ impl Sim {
     }
 
     fn react(&mut self, events: &[Event]) {
+        let mut seated: BTreeMap<Hash, Vec<(u16, AccountId)>> = BTreeMap::new();
         for e in events {
             match e {
                 Event::SeatAssigned {
@@ -578,7 +582,10 @@ impl Sim {
                     seat,
                     round,
                     ..
-                } => self.on_seat(*session, *segment, *seat, *round),
+                } => {
+                    seated.entry(*session).or_default().push((*segment, *seat));
+                    self.on_seat(*session, *segment, *seat, *round)
+                }
                 Event::SessionFailed { session, .. } => {
                     self.truths.remove(session);
                     self.failed = self.failed.saturating_add(1);
@@ -620,9 +627,50 @@ impl Sim {
                 _ => {}
             }
         }
+        // Providers deliver the keys of the seats just drawn (their own segment's and its
+        // premises'): a seat the provider starves is not slashed, so a simulated provider
+        // that forgot would shield the no-shows.
+        for (session, seats) in seated {
+            self.deliver_keys(session, &seats);
+        }
         // Copy-cats act one block after assignment: they copy a commitment already on the
         // ledger instead of judging.
         self.copycats_act();
+    }
+
+    fn deliver_keys(&mut self, session: Hash, seats: &[(u16, AccountId)]) {
+        let Some(t) = self.truths.get(&session) else {
+            return;
+        };
+        let mut keys = Vec::new();
+        for (segment, seat) in seats {
+            let deps = t
+                .deps
+                .get(usize::from(*segment))
+                .cloned()
+                .unwrap_or_default();
+            for k in std::iter::once(*segment).chain(deps) {
+                keys.push(SeatKey {
+                    segment: k,
+                    seat: *seat,
+                    // Stand-in bytes: the contract records delivery and never opens a key.
+                    sealed: SealedKey {
+                        ephemeral: SealingPublicKey([0; 32]),
+                        ciphertext: vec![0; 48],
+                    },
+                });
+            }
+        }
+        let sender = self.agents.len().saturating_add(t.provider);
+        for batch in keys.chunks(trust_protocol::tx::MAX_SEALED_KEYS) {
+            self.queue.push((
+                sender,
+                Call::DeliverKeys {
+                    session,
+                    keys: batch.to_vec(),
+                },
+            ));
+        }
     }
 
     fn on_seat(&mut self, session: Hash, segment: u16, seat: AccountId, round: u8) {

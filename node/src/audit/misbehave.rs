@@ -17,6 +17,14 @@
 //! | `random` | Valid or Invalid by a seeded coin | as honest | as honest |
 //! | `withholder` | as honest | as honest | never reveals |
 //! | `copy-cat` | does not judge | replays another seat's published commitment on its segment | has nothing to reveal |
+//! | `griefing-provider` | as honest | as honest | as honest |
+//!
+//! `griefing-provider` misbehaves as a provider instead (issue 26, findings 1 and 2): in
+//! every session it opens it plants *false* honeypots, unaltered copies of true
+//! Computer-tier steps committed as known errors (as many as the network lets a session
+//! open, [`false_baits`]), and it withholds the keys of some seats ([`starves`]). The
+//! contract is what must defeat it: honest seats that contradict its honeypots are not
+//! scored against them, and starved seats are paid, not slashed.
 //!
 //! A judge's abstention stays an abstention for `malicious` (it does not know which way
 //! would hurt). A copy-cat that finds no commitment to copy commits nothing and ends a
@@ -25,9 +33,14 @@
 
 use std::str::FromStr;
 
-use trust_protocol::{AccountId, Hash, Vote};
+use trust_protocol::{
+    AccountId, Hash, Vote,
+    hdag::AbstractionLevel,
+    tx::{Difficulty, Tier},
+};
 
 use super::judge::Decision;
+use crate::submit::{Bait, Restricted};
 
 /// A misbehaving seat's strategy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,17 +57,21 @@ pub enum Behaviour {
     Lazy,
     /// Guesses Valid or Invalid with a fair coin, seeded by the segment and the seat.
     Random,
+    /// Seats as honest; as a provider, plants true steps as known errors and withholds
+    /// some seats' keys.
+    GriefingProvider,
 }
 
 impl Behaviour {
     /// Every behaviour.
-    pub const ALL: [Behaviour; 6] = [
+    pub const ALL: [Behaviour; 7] = [
         Behaviour::Malicious,
         Behaviour::RubberStamp,
         Behaviour::Withholder,
         Behaviour::CopyCat,
         Behaviour::Lazy,
         Behaviour::Random,
+        Behaviour::GriefingProvider,
     ];
 
     /// The name used in [`super::seat::BEHAVIOUR_ENV`] and in logs (the simulator's names).
@@ -66,6 +83,7 @@ impl Behaviour {
             Behaviour::CopyCat => "copy-cat",
             Behaviour::Lazy => "lazy",
             Behaviour::Random => "random",
+            Behaviour::GriefingProvider => "griefing-provider",
         }
     }
 
@@ -95,7 +113,7 @@ impl Behaviour {
                 let heads = coin.as_ref().first().is_some_and(|b| b & 1 == 1);
                 because(if heads { Vote::Valid } else { Vote::Invalid }, "a coin")
             }
-            Behaviour::Withholder | Behaviour::CopyCat => honest,
+            Behaviour::Withholder | Behaviour::CopyCat | Behaviour::GriefingProvider => honest,
         }
     }
 
@@ -108,6 +126,44 @@ impl Behaviour {
     pub fn reveals(self) -> bool {
         !matches!(self, Behaviour::Withholder | Behaviour::CopyCat)
     }
+
+    /// Whether this node, as a provider, grief its seats.
+    pub fn griefs_as_provider(self) -> bool {
+        self == Behaviour::GriefingProvider
+    }
+}
+
+/// A griefing provider's honeypots: up to `count` Computer-tier steps of `r` (never a
+/// conclusion), each copied *unaltered* and committed as an obvious known error. Every
+/// one is a true step an honest seat approves.
+pub fn false_baits(r: &Restricted, count: usize) -> Vec<Bait> {
+    r.hdag
+        .nodes
+        .iter()
+        .filter(|n| {
+            Tier::from(n.primary_auditor) == Tier::Computer
+                && n.abstraction_level != AbstractionLevel::Goal
+                && !r.conclusions.contains(&n.id)
+        })
+        .take(count)
+        .map(|n| Bait {
+            source: n.id.clone(),
+            claim: n.content.clone(),
+            verdict: Vote::Invalid,
+            difficulty: Difficulty::Obvious,
+            rests_on: None,
+        })
+        .collect()
+}
+
+/// Whether a griefing provider withholds the keys of `seat` in `session`: about half the
+/// seats, by a hash of both, so that each session starves some and serves others.
+pub fn starves(session: &Hash, seat: &AccountId) -> bool {
+    let h = Hash::of_parts(
+        "trust/test/griefing-starve",
+        &[session.as_ref(), seat.as_ref()],
+    );
+    h.as_ref().first().is_some_and(|b| b & 1 == 1)
 }
 
 impl std::fmt::Display for Behaviour {
@@ -119,7 +175,7 @@ impl std::fmt::Display for Behaviour {
 /// A behaviour name that is none of [`Behaviour::ALL`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown test behaviour {got:?}; one of: malicious, rubber-stamp, withholder, copy-cat, lazy, random"
+    "unknown test behaviour {got:?}; one of: malicious, rubber-stamp, withholder, copy-cat, lazy, random, griefing-provider"
 )]
 pub struct UnknownBehaviour {
     got: String,
@@ -178,6 +234,67 @@ mod tests {
         assert!(!Behaviour::Withholder.reveals() && !Behaviour::CopyCat.reveals());
         assert!(!Behaviour::CopyCat.commits_own_vote());
         assert!(Behaviour::Malicious.reveals() && Behaviour::Malicious.commits_own_vote());
+    }
+
+    /// The griefing provider's honeypots are true steps of the trace, unaltered, committed
+    /// as obvious known errors, as many as asked (the trace has enough steps), none a
+    /// conclusion; an honest Computer seat judges each Valid.
+    #[test]
+    fn a_griefing_provider_commits_true_steps_as_known_errors() {
+        use trust_protocol::trace::Trace;
+
+        use crate::decompose::{Options, decompose};
+        let text = include_str!("../../../examples/traces/fraction-correct.txt");
+        let h = decompose(&Trace::parse(text).unwrap(), &Options::default()).unwrap();
+        let r = crate::submit::restrict(&h, |t| t == Tier::Computer);
+        let baits = false_baits(&r, 8);
+        assert!(baits.len() >= 2, "{baits:?}");
+        assert!(baits.len() <= 8);
+        let steps: Vec<&str> = r.hdag.nodes.iter().map(|n| n.content.as_str()).collect();
+        for b in &baits {
+            assert!(
+                steps.contains(&b.claim.as_str()),
+                "not a step of the trace: {b:?}"
+            );
+            assert_eq!(
+                (b.verdict, b.difficulty),
+                (Vote::Invalid, Difficulty::Obvious)
+            );
+            assert!(!r.conclusions.contains(&b.source));
+            let premises: Vec<String> = r
+                .hdag
+                .dependencies_of(&b.source)
+                .map(|d| r.hdag.nodes[r.hdag.index_of(d).unwrap()].content.clone())
+                .collect();
+            let givens = r.givens.get(&b.source).cloned().unwrap_or_default();
+            let honest = crate::decompose::check_claim(&b.claim, &premises, &givens, &Hash::ZERO);
+            assert!(
+                !matches!(honest, crate::computer::Judgement::Vote { vote, .. } if vote.is_error()),
+                "an honest seat would reject {b:?}: {honest:?}"
+            );
+        }
+        assert_eq!(false_baits(&r, 1).len(), 1);
+    }
+
+    #[test]
+    fn a_griefing_provider_starves_some_seats_and_serves_others() {
+        let session = Hash::sha256(b"session");
+        let starved = (0..200)
+            .filter(|i| starves(&session, &Keypair::from_label(&format!("s{i}")).public()))
+            .count();
+        assert!((60..140).contains(&starved), "{starved} of 200 starved");
+        assert!(Behaviour::GriefingProvider.griefs_as_provider());
+        assert!(
+            Behaviour::ALL
+                .iter()
+                .filter(|b| b.griefs_as_provider())
+                .count()
+                == 1
+        );
+        // As a seat it judges honestly.
+        let seat = Keypair::from_label("seat").public();
+        let d = Behaviour::GriefingProvider.twist(said(Vote::Invalid), &session, &seat);
+        assert_eq!(d.vote, Vote::Invalid);
     }
 
     #[test]

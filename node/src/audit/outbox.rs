@@ -696,11 +696,23 @@ mod tests {
         let mut chain = Chain::new(2);
         let key = auditor(0);
         let me = key.public();
+        // A second registration, which the contract refuses for good: the pool admits it
+        // only when the sender can bond the stake it names.
+        let funder = chain.outbox(crate::audit::testkit::provider_key());
+        funder
+            .send(Call::Transfer {
+                to: me,
+                amount: 1_000,
+            })
+            .await
+            .unwrap();
+        chain.block().await;
         let out = chain.outbox(key);
         let doomed = Call::RegisterAuditor {
             tier: trust_protocol::tx::Tier::Computer,
             expertise: vec!["math".into()],
             sealing_key: crate::audit::testkit::sealing(0).public(),
+            stake: 100,
         };
         assert!(matches!(out.send(doomed).await.unwrap(), Sent::Pooled(_)));
         assert!(matches!(

@@ -12,6 +12,15 @@
 //! segments that cite it (`DeliverKeys`); when voting is over it opens its honeypots
 //! (`RevealHoneypot`, see [`crate::submit::honeypot`]) and then the mapping commitment
 //! (`RevealMapping`); once decided it removes the ciphertexts.
+//!
+//! Staffing counts only the auditors the contract could draw (its per-tier index:
+//! active, not flagged, bonded at least the tier minimum), never merely registered ones.
+//!
+//! What it keeps, and for how long: the session record (keys, salts) until the session is
+//! decided or failed; the page record (segment texts, shown on this node's outcome page)
+//! for the newest [`MAX_PAGE_RECORDS`] sessions it opened, older ones pruned as new ones
+//! open (their outcome pages then show what the ledger holds, without the texts); the fee
+//! book for a day.
 
 use std::{
     collections::{BTreeMap, BTreeSet},
@@ -55,6 +64,10 @@ pub const KEYS_PER_DELIVERY: usize = 512;
 const _: () =
     assert!(KEYS_PER_DELIVERY <= MAX_SEALED_KEYS && KEYS_PER_DELIVERY * 122 + 1024 <= MAX_TX_BYTES);
 
+/// Most page records kept: opening a session beyond it prunes the oldest (by the height
+/// at which it was opened).
+pub const MAX_PAGE_RECORDS: usize = 10_000;
+
 /// Seats per segment and quorums used for sessions this node opens.
 pub const DEFAULT_QUORUM: QuorumParams = QuorumParams {
     k: [3, 3, 3],
@@ -80,6 +93,11 @@ pub struct SessionRecord {
     pub cids: Vec<trust_protocol::cid::Cid>,
     /// (segment, seat) pairs already sent a key.
     pub delivered: BTreeSet<(u16, AccountId)>,
+    /// (segment, seat) pairs sent a key again for a seat of an escalation round: the
+    /// contract counts a key for the round whose commit window it lands in, so a seat
+    /// drawn again needs it again even if the account had it before.
+    #[serde(default)]
+    pub delivered_again: BTreeSet<(u16, AccountId)>,
     /// Whether the mapping was opened.
     pub mapping_revealed: bool,
     /// The honeypots planted in the session, opened just before the mapping.
@@ -179,6 +197,8 @@ pub struct Provider {
     kubo: Option<Arc<Kubo>>,
     book: sled::Tree,
     pages: sled::Tree,
+    /// The page records by age: key `height (big-endian) || session`, no value.
+    pages_by_age: sled::Tree,
     /// Fees of the sessions this node opened: session id -> (unix seconds, fee).
     spent: sled::Tree,
     /// Held from the cap check until the fee is booked, so two submissions cannot both
@@ -187,6 +207,9 @@ pub struct Provider {
     cap: SpendingCap,
     honeypots: usize,
     quorum: QuorumParams,
+    /// A test behaviour: a griefing provider (test builds only, see `audit::misbehave`).
+    #[cfg(feature = "misbehave")]
+    griefing: bool,
 }
 
 /// Seconds since the Unix epoch (0 if the clock is before it).
@@ -221,12 +244,55 @@ impl Provider {
             kubo: None,
             book: db.open_tree("provider/sessions")?,
             pages: db.open_tree("provider/pages")?,
+            pages_by_age: db.open_tree("provider/pages-by-age")?,
             spent: db.open_tree("provider/spent")?,
             spending: Arc::new(tokio::sync::Mutex::new(())),
             cap: SpendingCap::default(),
             honeypots: honeypot::DEFAULT_PER_SESSION,
             quorum: DEFAULT_QUORUM,
+            #[cfg(feature = "misbehave")]
+            griefing: false,
         })
+    }
+
+    /// Misbehaves on purpose as a provider when `b` says so (test builds only).
+    #[cfg(feature = "misbehave")]
+    pub fn with_behaviour(mut self, b: super::misbehave::Behaviour) -> Self {
+        self.griefing = b.griefs_as_provider();
+        self
+    }
+
+    /// The honeypots to plant in a session of `r`: forged ones, or a griefing provider's
+    /// false ones (as many as a session may open).
+    fn baits(
+        &self,
+        r: &Restricted,
+        wanted: usize,
+        cap: usize,
+        rng: &mut impl RngCore,
+    ) -> Vec<submit::Bait> {
+        #[cfg(feature = "misbehave")]
+        if self.griefing {
+            let baits = super::misbehave::false_baits(r, cap);
+            tracing::warn!(
+                planted = baits.len(),
+                "test behaviour griefing-provider: true steps planted as known errors"
+            );
+            return baits;
+        }
+        let _ = cap;
+        honeypot::forge(r, wanted, rng)
+    }
+
+    /// Whether this provider keeps `seat`'s keys from it (a griefing provider, in test
+    /// builds only).
+    fn withholds(&self, session: &Hash, seat: &AccountId) -> bool {
+        #[cfg(feature = "misbehave")]
+        if self.griefing {
+            return super::misbehave::starves(session, seat);
+        }
+        let _ = (session, seat);
+        false
     }
 
     /// Asks for `k` seats per segment in every tier (instead of [`DEFAULT_QUORUM`]'s 3).
@@ -329,12 +395,12 @@ impl Provider {
         };
         let me = self.outbox.key().public();
         let st = contract.state();
-        let mut staffed = [0usize; 3];
-        for (id, a) in &st.auditors {
-            if a.active && *id != me {
-                staffed[tier_index(a.tier)] = staffed[tier_index(a.tier)].saturating_add(1);
-            }
-        }
+        // Only auditors the contract can draw: registered but unbonded, flagged or
+        // deactivated ones would fail the session at the draw.
+        let staffed = Tier::ALL.map(|t| {
+            let index = st.eligible(t);
+            index.len().saturating_sub(usize::from(index.contains(&me)))
+        });
         let q = self.quorum.clone();
         let need =
             |t: Tier| usize::from(q.k[tier_index(t)]).saturating_add(usize::from(q.extra_seats));
@@ -347,10 +413,12 @@ impl Provider {
             .into());
         }
         let mut rng = rand::rngs::OsRng;
-        let baits = honeypot::forge(&restricted, self.honeypots, &mut rng);
-        if baits.len() < self.honeypots {
+        let wanted = self.honeypots.min(usize::from(st.params.max_honeypots));
+        let cap = usize::from(st.params.max_honeypots).min(honeypot::MAX_PER_SESSION);
+        let baits = self.baits(&restricted, wanted, cap, &mut rng);
+        if baits.len() < wanted {
             tracing::info!(
-                wanted = self.honeypots,
+                wanted,
                 planted = baits.len(),
                 "fewer honeypots than configured: the checker could not refute enough altered steps of this trace"
             );
@@ -384,7 +452,8 @@ impl Provider {
         let nonce = self.outbox.next_nonce().await?;
         let session = Tx::session_id(&me, nonce);
         let cids: Vec<_> = prepared.blocks.iter().map(|(cid, _)| *cid).collect();
-        let opened = match self.keep_page_record(&session, &hdag, &restricted, &prepared) {
+        let opened = match self.keep_page_record(&session, st.height, &hdag, &restricted, &prepared)
+        {
             Ok(()) => self.keep_and_open(&session, nonce, &prepared).await,
             Err(e) => Err(e),
         };
@@ -392,7 +461,7 @@ impl Provider {
             // Nothing of a refused session stays behind: blocks, pins, records.
             let _ = self.blobs.release(&session);
             let _ = self.book.remove(session.as_ref());
-            let _ = self.pages.remove(session.as_ref());
+            self.drop_page_record(&session);
             tracing::warn!(%session, error = %e, "session not opened");
         }
         let tx = opened?;
@@ -444,11 +513,44 @@ impl Provider {
         serde_json::from_slice(&v).ok()
     }
 
-    /// Keeps the [`PageRecord`] of a session about to open. The texts are read back from
-    /// the sealed blocks, so the page shows exactly what the seats read.
+    fn age_key(height: u64, session: &Hash) -> Vec<u8> {
+        let mut k = height.to_be_bytes().to_vec();
+        k.extend_from_slice(session.as_ref());
+        k
+    }
+
+    fn drop_page_record(&self, session: &Hash) {
+        let _ = self.pages.remove(session.as_ref());
+        for k in self.pages_by_age.iter().keys().flatten() {
+            if k.ends_with(session.as_ref()) {
+                let _ = self.pages_by_age.remove(k);
+            }
+        }
+    }
+
+    /// Prunes the oldest page records beyond [`MAX_PAGE_RECORDS`] (`keep` of them, for
+    /// tests); returns how many went.
+    fn prune_page_records(&self, keep: usize) -> usize {
+        let mut pruned = 0;
+        while self.pages_by_age.len() > keep {
+            let Ok(Some((k, _))) = self.pages_by_age.pop_min() else {
+                break;
+            };
+            if let Some(session) = k.get(8..) {
+                let _ = self.pages.remove(session);
+            }
+            pruned += 1;
+        }
+        pruned
+    }
+
+    /// Keeps the [`PageRecord`] of a session about to open at `height`, and prunes the
+    /// oldest ones beyond [`MAX_PAGE_RECORDS`]. The texts are read back from the sealed
+    /// blocks, so the page shows exactly what the seats read.
     fn keep_page_record(
         &self,
         session: &Hash,
+        height: u64,
         hdag: &Hdag,
         restricted: &Restricted,
         prepared: &submit::PreparedSession,
@@ -501,6 +603,13 @@ impl Provider {
         self.pages
             .insert(session.as_ref(), bytes)
             .map_err(|e| e.to_string())?;
+        self.pages_by_age
+            .insert(Self::age_key(height, session), &[])
+            .map_err(|e| e.to_string())?;
+        let pruned = self.prune_page_records(MAX_PAGE_RECORDS);
+        if pruned > 0 {
+            tracing::info!(pruned, "oldest page records pruned");
+        }
         Ok(())
     }
 
@@ -534,6 +643,7 @@ impl Provider {
             mapping_salt: prepared.mapping_salt,
             cids,
             delivered: BTreeSet::new(),
+            delivered_again: BTreeSet::new(),
             mapping_revealed: false,
             honeypots: prepared.honeypots.clone(),
             honeypots_revealed: false,
@@ -558,12 +668,12 @@ impl Provider {
             let Some(s) = contract.state().sessions.get(&session) else {
                 continue;
             };
-            let seats: Vec<(u16, AccountId)> = s
+            let seats: Vec<(u16, AccountId, u8)> = s
                 .segments
                 .iter()
                 .enumerate()
                 .filter_map(|(i, g)| u16::try_from(i).ok().map(|i| (i, g)))
-                .flat_map(|(i, g)| g.seats.iter().map(move |x| (i, x.account)))
+                .flat_map(|(i, g)| g.seats.iter().map(move |x| (i, x.account, x.round)))
                 .collect();
             self.deliver(&session, &seats, contract).await;
             self.reveal_mapping(&session, contract).await;
@@ -572,15 +682,19 @@ impl Provider {
 
     /// Follows this node's sessions through one decided block.
     pub async fn on_block(&self, events: &[Event], contract: &Contract) {
-        let mut seated: BTreeMap<Hash, Vec<(u16, AccountId)>> = BTreeMap::new();
+        let mut seated: BTreeMap<Hash, Vec<(u16, AccountId, u8)>> = BTreeMap::new();
         for e in events {
             match e {
                 Event::SeatAssigned {
                     session,
                     segment,
                     seat,
+                    round,
                     ..
-                } => seated.entry(*session).or_default().push((*segment, *seat)),
+                } => seated
+                    .entry(*session)
+                    .or_default()
+                    .push((*segment, *seat, *round)),
                 Event::RevealWindowClosed { session, .. } => {
                     self.reveal_mapping(session, contract).await;
                 }
@@ -601,23 +715,37 @@ impl Provider {
         }
     }
 
-    async fn deliver(&self, session: &Hash, seats: &[(u16, AccountId)], contract: &Contract) {
+    async fn deliver(&self, session: &Hash, seats: &[(u16, AccountId, u8)], contract: &Contract) {
         let Some(mut r) = self.load(session) else {
             return;
         };
-        let mut wanted: BTreeSet<(u16, AccountId)> = BTreeSet::new();
-        for (seg, seat) in seats {
-            wanted.insert((*seg, *seat));
-            if let Some(deps) = r.depends_on.get(usize::from(*seg)) {
-                for d in deps {
-                    wanted.insert((*d, *seat));
-                }
+        // (segment, seat) -> whether it is for a seat of an escalation round.
+        let mut wanted: BTreeMap<(u16, AccountId), bool> = BTreeMap::new();
+        for (seg, seat, round) in seats {
+            let again = *round > 0;
+            let deps = r
+                .depends_on
+                .get(usize::from(*seg))
+                .cloned()
+                .unwrap_or_default();
+            for k in std::iter::once(*seg).chain(deps) {
+                let e = wanted.entry((k, *seat)).or_insert(again);
+                *e |= again;
             }
         }
         let mut keys = Vec::new();
-        for (seg, seat) in wanted {
-            if r.delivered.contains(&(seg, seat)) {
+        let mut again_pairs = BTreeSet::new();
+        for ((seg, seat), again) in wanted {
+            let done = if again {
+                r.delivered_again.contains(&(seg, seat))
+            } else {
+                r.delivered.contains(&(seg, seat))
+            };
+            if done || self.withholds(session, &seat) {
                 continue;
+            }
+            if again {
+                again_pairs.insert((seg, seat));
             }
             let (Some(key), Some(id)) = (r.keys.get(usize::from(seg)), r.ids.get(usize::from(seg)))
             else {
@@ -657,7 +785,13 @@ impl Provider {
                     // Recorded only once pooled: a delivery still queued in the outbox is
                     // in memory only, and `resume` must send it again after a restart.
                     if matches!(tx, Sent::Pooled(_)) {
-                        r.delivered.extend(pairs.iter().copied());
+                        for p in &pairs {
+                            if again_pairs.contains(p) {
+                                r.delivered_again.insert(*p);
+                            } else {
+                                r.delivered.insert(*p);
+                            }
+                        }
                         if let Err(e) = self.store(session, &r) {
                             tracing::error!(%session, error = %e, "provider record not saved");
                         }
@@ -684,7 +818,11 @@ impl Provider {
         // The honeypots first: the mapping closes the disclosure.
         if !r.honeypots_revealed {
             let mut all_pooled = true;
-            for h in &r.honeypots {
+            // The latest first: a honeypot that rests on another is opened before it (the
+            // contract opens a honeypot only when whatever rests on it is an opened one).
+            let mut order = r.honeypots.clone();
+            order.sort_by_key(|h| std::cmp::Reverse(h.segment));
+            for h in &order {
                 let call = Call::RevealHoneypot {
                     session: *session,
                     segment: h.segment,
@@ -833,6 +971,144 @@ mod tests {
             other.operations.insert(0, other.given.remove(0));
             assert_ne!(submit::blinded_id(salt, &other), g.entry.id);
         }
+    }
+
+    /// Finding 4: staffing counts the auditors the contract can draw. One of three
+    /// Computer auditors unbonds below the tier minimum: still registered and active, but
+    /// the session would fail at the draw, so the provider refuses it up front.
+    #[tokio::test]
+    async fn staffing_counts_only_auditors_the_contract_can_draw() {
+        let (p, mut chain, _dir) = provider(3);
+        assert!(p.submit(TRACE, None, &chain.contract).await.is_ok());
+        let leaving = auditor(0);
+        let out = chain.outbox(leaving.clone());
+        out.send(Call::Unbond { amount: 950 }).await.unwrap();
+        chain.block().await;
+        let st = chain.contract.state();
+        assert!(
+            st.auditors[&leaving.public()].active,
+            "registered and active"
+        );
+        assert_eq!(st.eligible(Tier::Computer).len(), 2);
+        let e = p
+            .submit(TRACE, None, &chain.contract)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("no segment can be audited") && e.contains("[2, 0, 0]"),
+            "{e}"
+        );
+    }
+
+    /// The griefing provider (a test behaviour) plants true steps as known errors, as many
+    /// as a session may open, and keeps some seats' keys from them.
+    #[tokio::test]
+    async fn a_griefing_provider_plants_false_honeypots_and_starves_some_seats() {
+        let (p, mut chain, _dir) = provider(4);
+        let p = p.with_behaviour(crate::audit::misbehave::Behaviour::GriefingProvider);
+        let s = p.submit(TRACE, None, &chain.contract).await.unwrap();
+        assert!(s.honeypots >= 2, "{} planted", s.honeypots);
+        let page = p.page_record(&s.session).unwrap();
+        for (i, (name, _)) in s.segments.iter().enumerate() {
+            if let Some(source) = name.strip_prefix("honeypot:") {
+                let j = s.segments.iter().position(|(n, _)| n == source).unwrap();
+                assert_eq!(page.texts[i], page.texts[j], "a true step, unaltered");
+            }
+        }
+        let record = p.load(&s.session).unwrap();
+        assert!(
+            record
+                .honeypots
+                .iter()
+                .all(|h| h.verdict == trust_protocol::Vote::Invalid)
+        );
+        chain.block().await;
+        let seated = chain.block().await;
+        p.on_block(&seated, &chain.contract).await;
+        let ev = chain.block().await;
+        let sess = &chain.contract.state().sessions[&s.session];
+        let all_seats: BTreeSet<AccountId> = sess
+            .segments
+            .iter()
+            .flat_map(|g| g.seats.iter().map(|x| x.account))
+            .collect();
+        let served: BTreeSet<AccountId> = ev
+            .iter()
+            .filter_map(|e| match e {
+                Event::KeyDelivered { seat, .. } => Some(*seat),
+                _ => None,
+            })
+            .collect();
+        assert!(served.len() < all_seats.len(), "no seat starved");
+        assert!(
+            served
+                .iter()
+                .all(|a| !crate::audit::misbehave::starves(&s.session, a))
+        );
+    }
+
+    /// A seat drawn in an escalation round gets its segment's key again, once, though its
+    /// account was sent it in round 0: the contract counts a key only for the round whose
+    /// commit window it lands in.
+    #[tokio::test]
+    async fn a_seat_of_an_escalation_round_gets_its_key_again_once() {
+        let (p, mut chain, _dir) = provider(3);
+        let s = p.submit(TRACE, None, &chain.contract).await.unwrap();
+        chain.block().await;
+        let seated = chain.block().await;
+        p.on_block(&seated, &chain.contract).await;
+        let ev = chain.block().await;
+        let seat = ev
+            .iter()
+            .find_map(|e| match e {
+                Event::KeyDelivered {
+                    segment: 0, seat, ..
+                } => Some(*seat),
+                _ => None,
+            })
+            .expect("segment 0's key delivered in round 0");
+        assert_eq!(chain.pooled().await, 0);
+        // Round 0's pair again: already served.
+        p.deliver(&s.session, &[(0, seat, 0)], &chain.contract)
+            .await;
+        assert_eq!(chain.pooled().await, 0);
+        // The same pair for a round-1 seat: sent again, once.
+        p.deliver(&s.session, &[(0, seat, 1)], &chain.contract)
+            .await;
+        assert_eq!(chain.pooled().await, 1);
+        let ev = chain.block().await;
+        assert!(
+            ev.iter().any(
+                |e| matches!(e, Event::KeyDelivered { segment: 0, seat: x, .. } if *x == seat)
+            )
+        );
+        p.deliver(&s.session, &[(0, seat, 1)], &chain.contract)
+            .await;
+        assert_eq!(chain.pooled().await, 0);
+    }
+
+    /// Page records beyond the bound go oldest first; the newest stay.
+    #[tokio::test]
+    async fn the_oldest_page_records_are_pruned_beyond_the_bound() {
+        let (p, mut chain, _dir) = provider(3);
+        let mut sessions = Vec::new();
+        for _ in 0..3 {
+            sessions.push(
+                p.submit(TRACE, None, &chain.contract)
+                    .await
+                    .unwrap()
+                    .session,
+            );
+            chain.block().await;
+        }
+        assert!(sessions.iter().all(|s| p.page_record(s).is_some()));
+        assert_eq!(p.prune_page_records(MAX_PAGE_RECORDS), 0, "under the bound");
+        assert_eq!(p.prune_page_records(1), 2);
+        assert!(p.page_record(&sessions[0]).is_none());
+        assert!(p.page_record(&sessions[1]).is_none());
+        assert!(p.page_record(&sessions[2]).is_some(), "the newest stays");
+        assert_eq!((p.pages.len(), p.pages_by_age.len()), (1, 1));
     }
 
     #[tokio::test]

@@ -10,8 +10,18 @@
 //! Judging is the tier's [`Auditor`]'s business; this pipeline only feeds it the segment
 //! view. A seat that cannot judge (its judge abstains, or this node has no judge for the
 //! seat's tier) commits and reveals an abstention: it is present, unrewarded, and the
-//! segment escalates. A key that does not open, a blob that cannot be fetched or does not
-//! decrypt is logged and counted, and changes nothing.
+//! segment escalates.
+//!
+//! A seat that cannot read its segment (no key yet, a key that does not open, a blob no
+//! peer serves, a ciphertext that does not decrypt) is logged and counted, remembered as
+//! *stuck*, and waits: the key or the blob may still come. Once the commit window is about
+//! to close (the last [`GIVE_UP_BLOCKS`] blocks before the contract's commit deadline,
+//! counted in blocks, not by a clock), a stuck seat tries once more with what this node
+//! holds (no second fetch: a node catching up after a restart must not flood its peers
+//! with fetches for sessions long over) and, failing, commits an **abstention** naming
+//! what it could not read. It is then present rather than a no-show: a provider that withholds a
+//! blob cannot get its seats slashed, and one that withholds keys pays them (the contract
+//! records which keys were delivered; see `trust_contracts` sessions).
 
 use std::{
     collections::BTreeSet,
@@ -54,6 +64,15 @@ type CopiedSeat = (Hash, u16, u8);
 pub const MAX_CONCURRENT_JUDGEMENTS: usize = super::judge::DEFAULT_CONCURRENCY;
 /// Most decisions persisted with one flush before their commitments go out.
 pub const MAX_COMMIT_BATCH: usize = 256;
+/// A seat that still cannot read its segment when the chain is within this many blocks
+/// of its commit deadline commits an abstention instead of nothing. Two blocks: one for
+/// the commitment to land in, one for a slow round of gossip.
+pub const GIVE_UP_BLOCKS: u64 = 2;
+
+/// Whether a seat whose commit window closes at `until` gives up reading at `height`.
+pub fn gives_up(height: u64, until: u64) -> bool {
+    height.saturating_add(GIVE_UP_BLOCKS) >= until
+}
 
 /// The seats a copy-cat already replayed a commitment for (test builds only).
 #[cfg(feature = "misbehave")]
@@ -100,6 +119,9 @@ pub struct Seat {
     keys: sled::Tree,
     fetch: Option<FetchBlob>,
     judges: Vec<Arc<dyn Auditor>>,
+    /// Seats (session, segment, round) that could not read their segment yet: the ones
+    /// that give up with an abstention when their commit window is about to close.
+    stuck: std::sync::Mutex<BTreeSet<(Hash, u16, u8)>>,
     /// Counters.
     pub metrics: Arc<SeatMetrics>,
     /// A test behaviour, and the seats a copy-cat already tried to copy for.
@@ -137,6 +159,7 @@ impl Seat {
             keys: db.open_tree("seat/keys").map_err(|e| e.to_string())?,
             fetch,
             judges: vec![Arc::new(ComputerAuditor)],
+            stuck: std::sync::Mutex::default(),
             metrics,
             #[cfg(feature = "misbehave")]
             misbehave: None,
@@ -244,12 +267,16 @@ impl Seat {
                             let _ = self.keys.insert(key_of(session, *segment), k.to_vec());
                             touched.insert(*session);
                         }
-                        Err(e) => self.fail(
-                            "a key sealed to this seat does not open",
-                            session,
-                            *segment,
-                            e,
-                        ),
+                        Err(e) => {
+                            self.fail(
+                                "a key sealed to this seat does not open",
+                                session,
+                                *segment,
+                                e,
+                            );
+                            // Its seats are stuck: they give up when the window closes.
+                            touched.insert(*session);
+                        }
                     }
                 }
                 Event::CommitWindowClosed { session, round, .. } => {
@@ -269,12 +296,49 @@ impl Seat {
                 _ => {}
             }
         }
+        touched.extend(self.about_to_close(contract));
         touched
+    }
+
+    /// The sessions whose commit window is about to close ([`gives_up`]) while this node
+    /// holds a stuck seat in them that has not voted: each gets one more try, and an
+    /// abstention where the segment still cannot be read.
+    fn about_to_close(&self, contract: &Contract) -> BTreeSet<Hash> {
+        let me = self.outbox.key().public();
+        let height = contract.state().height;
+        contract
+            .state()
+            .sessions
+            .iter()
+            .filter_map(|(id, s)| {
+                let Phase::Commit { round, until } = s.phase else {
+                    return None;
+                };
+                if !gives_up(height, until) {
+                    return None;
+                }
+                let stuck = self.stuck.lock().unwrap_or_else(|e| e.into_inner());
+                let waiting = s.segments.iter().enumerate().any(|(i, g)| {
+                    u16::try_from(i).is_ok_and(|i| {
+                        stuck.contains(&(*id, i, round))
+                            && g.seats.iter().any(|x| {
+                                x.account == me && x.round == round && x.commitment.is_none()
+                            })
+                            && matches!(self.votes.get(id, i, round), Ok(None))
+                    })
+                });
+                waiting.then_some(*id)
+            })
+            .collect()
     }
 
     /// Drops what this seat kept of a session that is over: its votes, keys and the
     /// ciphertexts it fetched.
     fn forget(&self, session: &Hash) {
+        self.stuck
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|(s, _, _)| s != session);
         if let Err(e) = self.votes.forget_session(session) {
             tracing::warn!(%session, error = %e, "votes of a finished session not dropped");
         }
@@ -291,11 +355,14 @@ impl Seat {
         <[u8; KEY_LEN]>::try_from(v.as_ref()).ok()
     }
 
+    /// The decrypted segment; its ciphertext from the blob store, else (when `fetch`) from
+    /// peers.
     async fn plaintext(
         &self,
         session: &Hash,
         segment: u16,
         contract: &Contract,
+        fetch: bool,
     ) -> Result<SegmentDoc, String> {
         let entry = contract
             .state()
@@ -311,6 +378,7 @@ impl Seat {
                 let f = self
                     .fetch
                     .as_ref()
+                    .filter(|_| fetch)
                     .ok_or_else(|| format!("ciphertext {} is not here", entry.cid))?;
                 let b = f(entry.cid).await?;
                 // Kept (checked against its CID) while the session runs, so judging the
@@ -339,6 +407,11 @@ impl Seat {
         let Some(s) = contract.state().sessions.get(session) else {
             return;
         };
+        let commit_until = match s.phase {
+            Phase::Commit { until, .. } => until,
+            _ => contract.state().height,
+        };
+        let give_up = gives_up(contract.state().height, commit_until);
         let mut todo = Vec::new();
         for (i, seg) in s.segments.iter().enumerate() {
             let Ok(segment) = u16::try_from(i) else { break };
@@ -357,8 +430,13 @@ impl Seat {
             let needed: Vec<u16> = std::iter::once(segment)
                 .chain(seg.entry.depends_on.iter().copied())
                 .collect();
-            if needed.iter().any(|n| self.key(session, *n).is_none()) {
-                continue; // the rest of the keys come in a later block
+            if !give_up && needed.iter().any(|n| self.key(session, *n).is_none()) {
+                // The rest of the keys may come in a later block.
+                self.stuck
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert((*session, segment, round));
+                continue;
             }
             todo.push((segment, round, seg));
         }
@@ -377,10 +455,6 @@ impl Seat {
             .max()
             .unwrap_or(MAX_CONCURRENT_JUDGEMENTS)
             .max(MAX_CONCURRENT_JUDGEMENTS);
-        let commit_until = match s.phase {
-            Phase::Commit { until, .. } => until,
-            _ => contract.state().height,
-        };
         let mut todo = todo.into_iter();
         let mut running = FuturesUnordered::new();
         // Decisions made and not yet committed: persisted together, with one flush,
@@ -392,7 +466,15 @@ impl Seat {
                 let Some((segment, round, seg)) = todo.next() else {
                     break;
                 };
-                running.push(self.decide(session, segment, round, commit_until, seg, contract));
+                running.push(self.decide(
+                    session,
+                    segment,
+                    round,
+                    commit_until,
+                    give_up,
+                    seg,
+                    contract,
+                ));
             }
             if let Some(Some(done)) = running.next().now_or_never() {
                 made.push(done);
@@ -457,14 +539,17 @@ impl Seat {
         }
     }
 
-    /// The judge's decision on one seat's segment, with the seat it is for; `None`
-    /// (logged) when the segment or a premise it cites cannot be read.
+    /// The judge's decision on one seat's segment, with the seat it is for. When the
+    /// segment or a premise it cites cannot be read: `None` (logged; a later block tries
+    /// again), or, once the seat `give_up`, an abstention that says what could not be read.
+    #[allow(clippy::too_many_arguments)]
     async fn decide(
         &self,
         session: &Hash,
         segment: u16,
         round: u8,
         commit_until: u64,
+        give_up: bool,
         seg: &SegmentState,
         contract: &Contract,
     ) -> (Hash, u16, u8, Hash, Option<Decision>) {
@@ -475,8 +560,45 @@ impl Seat {
             let decision = self.twisted(Decision::abstain(why), &seed);
             return (*session, segment, round, id, Some(decision));
         };
-        let Some(view) = self.view(session, segment, contract).await else {
-            return (*session, segment, round, id, None);
+        let seat_key = (*session, segment, round);
+        let was_stuck = self
+            .stuck
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(&seat_key);
+        // A stuck seat giving up tries what this node holds; a first try may fetch.
+        let fetch = !(give_up && was_stuck);
+        let view = match self.view(session, segment, contract, fetch).await {
+            Ok(v) => {
+                self.stuck
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(&seat_key);
+                v
+            }
+            Err(why) if give_up => {
+                self.stuck
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(&seat_key);
+                let decision = Decision::abstain(format!(
+                    "could not read the segment before the commit deadline (block {commit_until}): {why}"
+                ));
+                return (
+                    *session,
+                    segment,
+                    round,
+                    id,
+                    Some(self.twisted(decision, &seed)),
+                );
+            }
+            Err(_) => {
+                self.stuck
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(seat_key);
+                return (*session, segment, round, id, None);
+            }
         };
         let implications = if judge.wants_implications() {
             self.implications(session, segment, contract).await
@@ -529,33 +651,39 @@ impl Seat {
     }
 
     /// The segment as its judge sees it: the decrypted claim with its givens, and the
-    /// claims of the segments it cites. `None` (logged) when any of them is unavailable:
-    /// judging without a premise could call a sound step ungrounded.
-    async fn view(&self, session: &Hash, segment: u16, contract: &Contract) -> Option<SegmentView> {
+    /// claims of the segments it cites. An error (logged) naming what is unavailable when
+    /// any of them is: judging without a premise could call a sound step ungrounded.
+    async fn view(
+        &self,
+        session: &Hash,
+        segment: u16,
+        contract: &Contract,
+        fetch: bool,
+    ) -> Result<SegmentView, String> {
         let seg = contract
             .state()
             .sessions
-            .get(session)?
-            .segments
-            .get(usize::from(segment))?;
-        let doc = match self.plaintext(session, segment, contract).await {
+            .get(session)
+            .and_then(|s| s.segments.get(usize::from(segment)))
+            .ok_or("the session or segment is gone")?;
+        let doc = match self.plaintext(session, segment, contract, fetch).await {
             Ok(c) => c,
             Err(e) => {
-                self.fail("segment unavailable", session, segment, e);
-                return None;
+                self.fail("segment unavailable", session, segment, &e);
+                return Err(format!("segment {segment}: {e}"));
             }
         };
         let mut premises = Vec::with_capacity(seg.entry.depends_on.len());
         for d in &seg.entry.depends_on {
-            match self.plaintext(session, *d, contract).await {
+            match self.plaintext(session, *d, contract, fetch).await {
                 Ok(p) => premises.push(p.claim),
                 Err(e) => {
-                    self.fail("premise unavailable; not voting", session, *d, e);
-                    return None;
+                    self.fail("premise unavailable; not voting", session, *d, &e);
+                    return Err(format!("premise {d}: {e}"));
                 }
             }
         }
-        Some(SegmentView::new(doc, premises, seg.entry.conclusion))
+        Ok(SegmentView::new(doc, premises, seg.entry.conclusion))
     }
 
     /// The claims of the later segments of `session` that cite `segment` and whose keys
@@ -571,7 +699,7 @@ impl Seat {
             if !seg.entry.depends_on.contains(&segment) || self.key(session, j).is_none() {
                 continue;
             }
-            if let Ok(doc) = self.plaintext(session, j, contract).await {
+            if let Ok(doc) = self.plaintext(session, j, contract, true).await {
                 out.push(doc.claim);
             }
         }
@@ -1119,8 +1247,11 @@ mod tests {
         assert_eq!(abstained, 0, "no judgement waited alone");
     }
 
+    /// Seats whose segment no peer serves wait for it, then, once the commit window is
+    /// about to close, commit an abstention naming what they could not read, in time:
+    /// present, so none is a no-show and none is slashed.
     #[tokio::test]
-    async fn seats_that_cannot_fetch_their_segment_do_not_vote_and_the_session_still_ends() {
+    async fn seats_that_cannot_fetch_their_segment_abstain_before_the_deadline() {
         let mut chain = Chain::new(4);
         let (p, _blobs, _pd) = provider(&chain);
         let dead: FetchBlob = Arc::new(|_| {
@@ -1130,14 +1261,45 @@ mod tests {
             .map(|i| seat(&chain, i, Some(dead.clone())))
             .collect();
         let s = p.submit(INCORRECT, None, &chain.contract).await.unwrap();
-        run(&mut chain, &p, &seats, &s.session, 80).await;
-        assert!(seats.iter().all(|n| count(n, |m| &m.committed) == 0));
-        assert!(seats.iter().any(|n| count(n, |m| &m.failures) > 0));
+        let me: Vec<_> = (0..4).map(|i| auditor(i).public()).collect();
+        let mut until = None;
+        for _ in 0..80 {
+            let ev = chain.block().await;
+            p.on_block(&ev, &chain.contract).await;
+            let height = chain.contract.state().height;
+            if let Some(sess) = chain.contract.state().sessions.get(&s.session)
+                && let Phase::Commit { until: u, .. } = sess.phase
+            {
+                until = Some(u);
+                // Before the last blocks of the window, nobody has given up.
+                if !gives_up(height, u) {
+                    assert!(seats.iter().all(|n| count(n, |m| &m.committed) == 0));
+                }
+            }
+            for n in &seats {
+                n.seat.on_block(&ev, &chain.contract).await;
+            }
+            if !chain.contract.state().sessions.contains_key(&s.session) {
+                break;
+            }
+        }
+        assert!(until.is_some(), "seats were drawn");
         let st = chain.contract.state();
-        // Decided with no passing segment, or failed for want of seats: not stuck.
-        match st.outcomes.get(&s.session) {
-            Some(o) => assert!(o.segments.iter().all(|g| !g.verdict.passes())),
-            None => assert!(st.failed.contains_key(&s.session)),
+        let o = st.outcomes.get(&s.session).expect("decided, not stuck");
+        let committed: u64 = seats.iter().map(|n| count(n, |m| &m.committed)).sum();
+        let abstained: u64 = seats.iter().map(|n| count(n, |m| &m.abstained)).sum();
+        assert!(committed > 0);
+        assert_eq!(abstained, committed, "every seat abstained");
+        assert!(seats.iter().all(|n| count(n, |m| &m.failures) > 0));
+        for g in &o.segments {
+            assert_eq!(g.votes.missing, 0, "no seat was a no-show: {g:?}");
+            assert!(!g.verdict.passes());
+        }
+        for a in &me {
+            assert_eq!(
+                st.auditors[a].slashed, 0,
+                "an unreadable segment slashed {a}"
+            );
         }
     }
 }

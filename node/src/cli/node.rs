@@ -690,8 +690,9 @@ pub struct AuditorArgs {
 
 #[derive(Debug, Subcommand)]
 enum AuditorCommand {
-    /// Register this node's account as an auditor of a tier and bond stake, in two
-    /// transactions signed with the home's account key and sent to its node.
+    /// Register this node's account as an auditor of a tier, bonding its stake in the same
+    /// transaction (a registered auditor only bonds more), signed with the home's account
+    /// key and sent to its node.
     Register(RegisterArgs),
 }
 
@@ -700,7 +701,8 @@ struct RegisterArgs {
     /// computer, llm or human.
     #[arg(long)]
     tier: String,
-    /// Stake to bond (at least the tier's minimum in the genesis parameters).
+    /// Stake to bond (a registration must bond at least the tier's minimum in the genesis
+    /// parameters, or the contract refuses it).
     #[arg(long)]
     stake: u64,
     /// Expertise domains (repeatable), e.g. --expertise math.
@@ -744,8 +746,7 @@ pub fn run_auditor(args: AuditorArgs) -> CliResult {
         Err(client::ClientError::Api { status: 404, .. }) => None,
         Err(e) => return Err(api_error(e)),
     };
-    let mut calls = Vec::new();
-    match &registered {
+    let call = match &registered {
         Some(existing)
             if existing["tier"].as_str().map(str::to_ascii_lowercase)
                 != Some(format!("{tier:?}").to_ascii_lowercase()) =>
@@ -755,26 +756,23 @@ pub fn run_auditor(args: AuditorArgs) -> CliResult {
                 existing["tier"]
             )));
         }
-        Some(_) => outln!("{me} is already registered; bonding {} more", a.stake),
-        None => calls.push(Call::RegisterAuditor {
+        Some(_) => {
+            outln!("{me} is already registered; bonding {} more", a.stake);
+            Call::Bond { amount: a.stake }
+        }
+        None => Call::RegisterAuditor {
             tier,
             expertise: a.expertise,
             sealing_key: k.sealing_public(),
-        }),
-    }
-    calls.push(Call::Bond { amount: a.stake });
-    let txs = calls
-        .into_iter()
-        .zip(nonce..)
-        .map(|(call, nonce)| Tx { nonce, call });
-    for tx in txs {
-        let signed = Signed::sign(&k.account, tx);
-        let body = json!({"tx": hex::encode(encoding::encode(&signed))});
-        let r = rt
-            .block_on(client::post(&addr, "/v1/tx", &body))
-            .map_err(api_error)?;
-        outln!("submitted {}", r["id"].as_str().unwrap_or("?"));
-    }
+            stake: a.stake,
+        },
+    };
+    let signed = Signed::sign(&k.account, Tx { nonce, call });
+    let body = json!({"tx": hex::encode(encoding::encode(&signed))});
+    let r = rt
+        .block_on(client::post(&addr, "/v1/tx", &body))
+        .map_err(api_error)?;
+    outln!("submitted {}", r["id"].as_str().unwrap_or("?"));
     let what = if registered.is_some() {
         "bond"
     } else {

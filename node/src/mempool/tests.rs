@@ -603,18 +603,32 @@ fn calls_that_cost_nothing_need_the_standing_they_act_on() {
         m.insert(sign(&a, Call::Unbond { amount: 1 }), &c),
         Err(MempoolError::Unaffordable { what: "stake", .. })
     ));
-    let register = Call::RegisterAuditor {
+    let register = |stake| Call::RegisterAuditor {
         tier: trust_protocol::tx::Tier::Computer,
         expertise: vec!["math".into()],
         sealing_key: trust_protocol::seal::SealingSecret::from_bytes([1; 32]).public(),
+        stake,
     };
+    let min = c
+        .state()
+        .params
+        .min_stake(trust_protocol::tx::Tier::Computer);
+    // The stake is bonded in the registration: the sender must hold it, and at least the
+    // tier's minimum.
     assert!(matches!(
-        m.insert(sign(&nobody, register.clone()), &c),
+        m.insert(sign(&nobody, register(min)), &c),
+        Err(MempoolError::Unaffordable {
+            what: "balance",
+            ..
+        })
+    ));
+    assert!(matches!(
+        m.insert(sign(&b, register(min - 1)), &c),
         Err(MempoolError::Unfit(
-            "the sender holds nothing it could bond"
+            "a registration bonds at least the tier's minimum stake"
         ))
     ));
-    m.insert(sign(&b, register), &c).unwrap();
+    m.insert(sign(&b, register(min)), &c).unwrap();
     // A session opened by a provider, whose seats are not drawn yet.
     let provider = Keypair::from_label("provider");
     let mut c2 = funded(&[&provider], 1_000_000);

@@ -59,6 +59,10 @@ fn outcome(provider: AccountId) -> Outcome {
         mapping: None,
         rewards_paid: 0,
         refunded: 0,
+        disputed_honeypots: 0,
+        bond_burned: 0,
+        starved_seats: 0,
+        starved_paid: 0,
     }
 }
 

@@ -12,8 +12,26 @@
 //! On the ledger a honeypot looks like any segment: it takes the level, tier, weight and
 //! `depends_on` of the step it copies, its ciphertext is sealed the same way, it sits at a
 //! random place after its premises, and every real segment carries a honeypot commitment
-//! too (one nobody can open). Nothing rests on it and it is never a conclusion; once the
-//! provider opens it after voting, the contract leaves it out of the trace verdict.
+//! too (one nobody can open). It is never a conclusion; once the provider opens it after
+//! voting, the contract leaves it out of the trace verdict.
+//!
+//! # Shape: honeypots that other honeypots rest on
+//!
+//! A honeypot that copies a step and rests on that step's premises has no dependents:
+//! nothing of the trace may rest on a planted error. Had every honeypot that shape, "no
+//! dependents and not the conclusion" would pick the honeypots out of a manifest, and a
+//! seat could approve them differently from the rest. So honeypots come in chains where
+//! the trace allows: after a honeypot `A` copied from step `S`, a *follower* `B` is forged
+//! from a Computer step `T` that rests on `S`, with `S` replaced by `A` among its premises
+//! (`B` depends on `A`, and its seats read `A`'s altered claim as a premise; the checker
+//! must still refute `B` given that premise). `A` then has a dependent like a real step,
+//! and only honeypots ever rest on honeypots, so no error is planted in the trace (the
+//! contract opens a honeypot only when whatever rests on it is an opened honeypot, and the
+//! provider opens chains from their end). What stays visible: a follower itself has no
+//! dependents, so at most half of a session's honeypots look like dead ends, beside the
+//! trace's own dead ends; a classifier looking deeper (a dead end resting on a segment
+//! whose only dependent is that dead end) still finds chains more often than chance. That
+//! is the limit of decoys built from the trace's own steps.
 
 use std::collections::BTreeSet;
 
@@ -41,9 +59,10 @@ fn computer_vote(claim: &str, premises: &[String], givens: &[String], seed: &Has
 }
 
 /// Honeypots per session a provider plants unless configured otherwise. The paper asks for
-/// known errors "at controlled rates" without a number; one per session costs `k_t` seat
-/// rewards and keeps a seat's honeypot record growing with every few sessions it serves.
-pub const DEFAULT_PER_SESSION: usize = 1;
+/// known errors "at controlled rates" without a number; two per session (a chain where the
+/// trace allows, see the module doc) cost `2 k_t` seat rewards and keep a seat's honeypot
+/// record growing with every few sessions it serves.
+pub const DEFAULT_PER_SESSION: usize = 2;
 /// Most honeypots in one session (a provider setting above this is capped).
 pub const MAX_PER_SESSION: usize = 8;
 
@@ -58,6 +77,9 @@ pub struct Bait {
     pub verdict: Vote,
     /// How hard the error is to see.
     pub difficulty: Difficulty,
+    /// For a follower: the HDAG id of the source's premise it rests on in the form of
+    /// that premise's honeypot (`honeypot:<id>`), planted before it.
+    pub rests_on: Option<String>,
 }
 
 impl Bait {
@@ -69,7 +91,8 @@ impl Bait {
 
 /// Up to `count` honeypots forged from the kept Computer-tier steps of `r` (one per step
 /// at most, conclusions and the problem statement never copied), obvious and subtle ones
-/// in turn where the step allows. Fewer, or none, when the
+/// in turn where the step allows, each followed where possible by a honeypot forged from
+/// a step that rests on its source (see the module doc). Fewer, or none, when the
 /// checker cannot refute enough altered steps: a honeypot whose verdict is not known for
 /// sure is never planted.
 pub fn forge(r: &Restricted, count: usize, rng: &mut impl RngCore) -> Vec<Bait> {
@@ -81,60 +104,127 @@ pub fn forge(r: &Restricted, count: usize, rng: &mut impl RngCore) -> Vec<Bait> 
             *p = pos;
         }
     }
-    let mut sources: Vec<usize> = (0..hdag.nodes.len())
-        .filter(|&i| {
-            let n = &hdag.nodes[i];
-            Tier::from(n.primary_auditor) == Tier::Computer
-                && n.abstraction_level != AbstractionLevel::Goal
-                && !r.conclusions.contains(&n.id)
-        })
-        .collect();
-    sources.shuffle(rng);
-    let mut out = Vec::new();
-    for i in sources {
-        if out.len() >= count.min(MAX_PER_SESSION) {
-            break;
-        }
-        let node = &hdag.nodes[i];
+    let copyable = |i: usize| {
+        let n = &hdag.nodes[i];
+        Tier::from(n.primary_auditor) == Tier::Computer
+            && n.abstraction_level != AbstractionLevel::Goal
+            && !r.conclusions.contains(&n.id)
+    };
+    let premises_of = |i: usize| -> Vec<usize> {
         let mut deps: Vec<usize> = hdag
-            .dependencies_of(&node.id)
+            .dependencies_of(&hdag.nodes[i].id)
             .filter_map(|d| hdag.index_of(d))
             .collect();
         deps.sort_by_key(|&d| position.get(d).copied().unwrap_or(usize::MAX));
         deps.dedup();
-        let premises: Vec<String> = deps
+        deps
+    };
+    let mut sources: Vec<usize> = (0..hdag.nodes.len()).filter(|&i| copyable(i)).collect();
+    sources.shuffle(rng);
+    // Sources that a copyable step rests on first: they can start a chain.
+    let mut starts_chain = vec![false; hdag.nodes.len()];
+    for t in (0..hdag.nodes.len()).filter(|&t| copyable(t)) {
+        for d in premises_of(t) {
+            if let Some(x) = starts_chain.get_mut(d) {
+                *x = true;
+            }
+        }
+    }
+    sources.sort_by_key(|&i| !starts_chain.get(i).copied().unwrap_or(false));
+    let limit = count.min(MAX_PER_SESSION);
+    let mut used: BTreeSet<usize> = BTreeSet::new();
+    let mut out = Vec::new();
+    for i in sources {
+        if out.len() >= limit {
+            break;
+        }
+        if used.contains(&i) {
+            continue;
+        }
+        let premises: Vec<String> = premises_of(i)
             .iter()
             .map(|&d| hdag.nodes[d].content.clone())
             .collect();
-        let givens = r.givens.get(&node.id).cloned().unwrap_or_default();
-        let mut atoms: BTreeSet<char> = BTreeSet::new();
-        for text in premises.iter().chain(&givens) {
-            atoms.extend(atoms_of(text).into_iter().map(|(_, c)| c));
-        }
-        let mut candidates = alterations(&node.content, &atoms);
-        candidates.shuffle(rng);
-        // Obvious and subtle errors in turn (the rubber-stamp rule reads both).
         let wanted = if out.len() % 2 == 0 {
             Difficulty::Obvious
         } else {
             Difficulty::Subtle
         };
-        candidates.sort_by_key(|(_, d)| *d != wanted);
-        for (claim, difficulty) in candidates {
-            let seed = Hash::of_parts("trust/v1/honeypot-check", &[claim.as_bytes()]);
-            let vote = computer_vote(&claim, &premises, &givens, &seed);
-            if let Some(vote) = vote.filter(|v| v.is_error()) {
-                out.push(Bait {
-                    source: node.id.clone(),
-                    claim,
-                    verdict: vote,
-                    difficulty,
-                });
+        let Some(base) = bait_for(r, i, &premises, wanted, None, rng) else {
+            continue;
+        };
+        used.insert(i);
+        let base_claim = base.claim.clone();
+        out.push(base);
+        if out.len() >= limit {
+            break;
+        }
+        // A follower: a step resting on the source, its copy resting on the honeypot.
+        let mut followers: Vec<usize> = (0..hdag.nodes.len())
+            .filter(|&t| copyable(t) && !used.contains(&t) && premises_of(t).contains(&i))
+            .collect();
+        followers.shuffle(rng);
+        for t in followers {
+            let premises: Vec<String> = premises_of(t)
+                .iter()
+                .map(|&d| {
+                    if d == i {
+                        base_claim.clone()
+                    } else {
+                        hdag.nodes[d].content.clone()
+                    }
+                })
+                .collect();
+            let wanted = if out.len() % 2 == 0 {
+                Difficulty::Obvious
+            } else {
+                Difficulty::Subtle
+            };
+            let rests_on = Some(hdag.nodes[i].id.clone());
+            if let Some(b) = bait_for(r, t, &premises, wanted, rests_on, rng) {
+                used.insert(t);
+                out.push(b);
                 break;
             }
         }
     }
     out
+}
+
+/// A honeypot copied from node `i` of `r.hdag`, judged against `premises`: its first
+/// alteration (those of difficulty `wanted` first) that the Computer checker refutes.
+fn bait_for(
+    r: &Restricted,
+    i: usize,
+    premises: &[String],
+    wanted: Difficulty,
+    rests_on: Option<String>,
+    rng: &mut impl RngCore,
+) -> Option<Bait> {
+    let node = &r.hdag.nodes[i];
+    let givens = r.givens.get(&node.id).cloned().unwrap_or_default();
+    let mut atoms: BTreeSet<char> = BTreeSet::new();
+    for text in premises.iter().chain(&givens) {
+        atoms.extend(atoms_of(text).into_iter().map(|(_, c)| c));
+    }
+    let mut candidates = alterations(&node.content, &atoms);
+    candidates.shuffle(rng);
+    // Obvious and subtle errors in turn (the rubber-stamp rule reads both).
+    candidates.sort_by_key(|(_, d)| *d != wanted);
+    for (claim, difficulty) in candidates {
+        let seed = Hash::of_parts("trust/v1/honeypot-check", &[claim.as_bytes()]);
+        let vote = computer_vote(&claim, premises, &givens, &seed);
+        if let Some(vote) = vote.filter(|v| v.is_error()) {
+            return Some(Bait {
+                source: node.id.clone(),
+                claim,
+                verdict: vote,
+                difficulty,
+                rests_on,
+            });
+        }
+    }
+    None
 }
 
 /// Where a honeypot citing premises up to position `after` (exclusive lower bound, `None`
@@ -289,10 +379,22 @@ mod tests {
                         "{file}: {b:?}"
                     );
                     assert_ne!(source.content, b.claim);
+                    // A follower's seats read its base honeypot in place of the premise
+                    // the base copies.
+                    let base = b.rests_on.as_ref().map(|s| {
+                        let base = baits
+                            .iter()
+                            .find(|x| x.source == *s && x.rests_on.is_none())
+                            .expect("a follower's base is planted");
+                        (s.clone(), base.claim.clone())
+                    });
                     let premises: Vec<String> = r
                         .hdag
                         .dependencies_of(&b.source)
-                        .map(|d| r.hdag.nodes[r.hdag.index_of(d).unwrap()].content.clone())
+                        .map(|d| match &base {
+                            Some((s, claim)) if s == d => claim.clone(),
+                            _ => r.hdag.nodes[r.hdag.index_of(d).unwrap()].content.clone(),
+                        })
                         .collect();
                     let givens = r.givens.get(&b.source).cloned().unwrap_or_default();
                     let vote =

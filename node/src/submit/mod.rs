@@ -511,19 +511,29 @@ pub fn prepare_with(
         }
     }
     let mut items: Vec<Item<'_>> = order.iter().map(|&i| Item::Node(i)).collect();
+    // A follower rests on the honeypot of its source's premise instead of that premise.
+    let stand_in = |b: &Bait| {
+        b.rests_on
+            .as_deref()
+            .filter(|s| baits.iter().any(|x| x.source == *s && x.rests_on.is_none()))
+            .and_then(index_of)
+    };
     for b in baits {
         let Some(source) = index_of(&b.source) else {
             continue;
         };
+        let replaced = stand_in(b);
+        let base = b.rests_on.as_deref();
         let last_premise = premises
             .get(source)
             .into_iter()
             .flatten()
             .copied()
             .filter_map(|d| {
-                items
-                    .iter()
-                    .position(|x| matches!(x, Item::Node(n) if *n == d))
+                items.iter().position(|x| match x {
+                    Item::Node(n) => *n == d && Some(d) != replaced,
+                    Item::Bait(y) => Some(d) == replaced && Some(y.source.as_str()) == base,
+                })
             })
             .max();
         let at = honeypot::place(last_premise, items.len(), rng);
@@ -536,12 +546,30 @@ pub fn prepare_with(
             position[*node] = u16::try_from(pos).map_err(|_| too_many(items.len()))?;
         }
     }
-    let deps_of = |id: &str| {
+    // Position of each honeypot that a follower rests on, by the HDAG id of its source.
+    let mut bait_position: BTreeMap<&str, u16> = BTreeMap::new();
+    for (pos, item) in items.iter().enumerate() {
+        if let Item::Bait(b) = item
+            && b.rests_on.is_none()
+        {
+            bait_position.insert(
+                &b.source,
+                u16::try_from(pos).map_err(|_| too_many(items.len()))?,
+            );
+        }
+    }
+    // `depends_on` of an entry copying node `id`; `instead` names a premise whose
+    // honeypot the entry rests on in its place.
+    let deps_of = |id: &str, instead: Option<&str>| {
+        let swap = instead.and_then(|s| Some((index_of(s)?, *bait_position.get(s)?)));
         let mut d: Vec<u16> = index_of(id)
             .and_then(|i| premises.get(i))
             .into_iter()
             .flatten()
-            .map(|&j| position[j])
+            .map(|&j| match swap {
+                Some((s, at)) if s == j => at,
+                _ => position[j],
+            })
             .collect();
         d.sort_unstable();
         d.dedup();
@@ -633,7 +661,13 @@ pub fn prepare_with(
             level: node.abstraction_level,
             tier,
             weight: weights.of(tier),
-            depends_on: deps_of(&node.id),
+            depends_on: deps_of(
+                &node.id,
+                match item {
+                    Item::Bait(b) => b.rests_on.as_deref(),
+                    Item::Node(_) => None,
+                },
+            ),
             rests_on_left_out: if real {
                 left_deps_of(r.rests_on_dropped.get(&node.id))
             } else {
@@ -840,16 +874,45 @@ mod tests {
                 );
                 assert_eq!((h.verdict, h.difficulty), (b.verdict, b.difficulty));
                 assert!(!g.conclusion);
+                // Only honeypots rest on a honeypot.
+                let planted: Vec<u16> = p.honeypots.iter().map(|x| x.segment).collect();
                 assert!(
                     m.segments
                         .iter()
-                        .all(|x| !x.depends_on.contains(&h.segment))
+                        .enumerate()
+                        .filter(|(_, x)| x.depends_on.contains(&h.segment))
+                        .all(|(j, _)| planted.contains(&(j as u16)))
                 );
-                // The step it copies: same level, tier, weight and premises.
+                // The step it copies: same level, tier, weight and premises (a follower
+                // rests on its base honeypot in place of the premise the base copies).
                 let src = p.mapping.iter().position(|e| e.node == b.source).unwrap();
                 let s = &m.segments[src];
                 assert_eq!((g.level, g.tier, g.weight), (s.level, s.tier, s.weight));
-                assert_eq!(g.depends_on, s.depends_on);
+                let expected: Vec<u16> = match &b.rests_on {
+                    None => s.depends_on.clone(),
+                    Some(premise) => {
+                        let real = p.mapping.iter().position(|e| e.node == *premise).unwrap();
+                        let base = p
+                            .mapping
+                            .iter()
+                            .position(|e| e.node == format!("honeypot:{premise}"))
+                            .unwrap();
+                        let mut d: Vec<u16> = s
+                            .depends_on
+                            .iter()
+                            .map(|&x| {
+                                if usize::from(x) == real {
+                                    base as u16
+                                } else {
+                                    x
+                                }
+                            })
+                            .collect();
+                        d.sort_unstable();
+                        d
+                    }
+                };
+                assert_eq!(g.depends_on, expected);
                 assert!(g.depends_on.iter().all(|&d| usize::from(d) < i));
                 let doc = SegmentDoc::from_bytes(
                     &decrypt_segment(&p.keys[i], &g.id, &p.blocks[i].1).expect("decrypts"),
@@ -858,6 +921,59 @@ mod tests {
                 assert_eq!(doc.claim, b.claim);
             }
         }
+    }
+
+    /// Finding 10: "no dependents and not the conclusion" used to pick out every
+    /// honeypot. Over the sample traces, the chained honeypots (the bases) have dependents
+    /// like real steps: the classifier now misses a good share of the honeypots, and what
+    /// it flags is not only honeypots.
+    #[test]
+    fn a_dead_end_classifier_no_longer_singles_out_the_honeypots() {
+        let (mut honeypots, mut caught, mut flagged) = (0usize, 0usize, 0usize);
+        for file in [
+            "bakery-correct.txt",
+            "fraction-correct.txt",
+            "fraction-incorrect.txt",
+            "rules-correct.txt",
+            "rules-wrong.txt",
+        ] {
+            let text = std::fs::read_to_string(format!(
+                "{}/../examples/traces/{file}",
+                env!("CARGO_MANIFEST_DIR")
+            ))
+            .unwrap();
+            let h = decompose(&Trace::parse(&text).unwrap(), &Options::default()).unwrap();
+            let r = restrict(&h, |t| t == Tier::Computer);
+            for seed in 0..10 {
+                let mut rng = StdRng::seed_from_u64(seed);
+                let baits = honeypot::forge(&r, honeypot::DEFAULT_PER_SESSION, &mut rng);
+                let p = prepare_with(&r, &baits, quorum(), W, 100, "math", &mut rng).unwrap();
+                let m = &p.manifest;
+                let planted: BTreeSet<u16> = p.honeypots.iter().map(|x| x.segment).collect();
+                for (i, g) in m.segments.iter().enumerate() {
+                    let i = i as u16;
+                    let dependents = m.segments.iter().any(|x| x.depends_on.contains(&i))
+                        || m.left_out.iter().any(|l| l.depends_on.contains(&i));
+                    let dead_end = !dependents && !g.conclusion;
+                    flagged += usize::from(dead_end);
+                    if planted.contains(&i) {
+                        honeypots += 1;
+                        caught += usize::from(dead_end);
+                    }
+                }
+            }
+        }
+        assert!(honeypots >= 50, "only {honeypots} honeypots planted");
+        let recall = caught as f64 / honeypots as f64;
+        let precision = caught as f64 / flagged as f64;
+        eprintln!(
+            "dead-end classifier: recall {recall:.2}, precision {precision:.2} over {honeypots} honeypots"
+        );
+        assert!(
+            recall <= 0.7,
+            "the classifier still finds {recall:.2} of the honeypots"
+        );
+        assert!(precision < 1.0, "the classifier flags only honeypots");
     }
 
     #[test]

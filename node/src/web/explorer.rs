@@ -181,11 +181,14 @@ pub fn describe(tx: &SignedTx) -> (&'static str, String) {
     match &tx.body.call {
         Call::Transfer { to, amount } => ("Transfer", format!("{amount} to {}", account_link(to))),
         Call::RegisterAuditor {
-            tier, expertise, ..
+            tier,
+            expertise,
+            stake,
+            ..
         } => (
             "RegisterAuditor",
             format!(
-                "tier {tier:?}; expertise: {}",
+                "tier {tier:?}; bonds {stake}; expertise: {}",
                 if expertise.is_empty() {
                     "any".to_string()
                 } else {

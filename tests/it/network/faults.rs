@@ -140,6 +140,10 @@ fn a_seat_down_for_40_s_votes_again_within_blocks_of_its_restart_and_pays_only_f
                     tier: trust_protocol::tx::Tier::Computer,
                     expertise: vec!["math".into()],
                     sealing_key: k2.sealing_public(),
+                    // The tier's minimum, which the node's balance covers: the pools admit
+                    // it, the contract refuses it (the account is an auditor already).
+                    stake: trust_contracts::Params::default()
+                        .min_stake(trust_protocol::tx::Tier::Computer),
                 },
             },
         );

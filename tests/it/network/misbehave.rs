@@ -44,14 +44,17 @@ fn preview(trace: &str) -> Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{trace}: {e}"))
 }
 
-/// Opens a session for each trace on node 0; (trace, `POST /v1/sessions` answer).
+/// Opens a session for each trace, on node 0 and node 1 in turn; (trace, `POST
+/// /v1/sessions` answer). Two providers because the contract flags a rubber-stamper only
+/// on known errors planted by at least two (a honeypot's truth is its provider's word).
 fn submit(net: &Network, traces: &[String]) -> Vec<(String, Value)> {
     traces
         .iter()
-        .map(|t| {
+        .enumerate()
+        .map(|(i, t)| {
             let text = std::fs::read_to_string(format!("{}/{t}", traces_dir())).unwrap();
             let r = net
-                .post_json(0, "/v1/sessions", &serde_json::json!({ "trace": text }))
+                .post_json(i % 2, "/v1/sessions", &serde_json::json!({ "trace": text }))
                 .unwrap_or_else(|e| panic!("{t}: {e}"));
             (t.clone(), r)
         })
@@ -449,7 +452,8 @@ fn a_random_guesser_among_honest_seats_is_slashed_and_falls_behind_them() {
     println!("wall time {:.0} s", started.elapsed().as_secs_f64());
 }
 
-/// A network with these roles (node 0 is the provider; "honest" nodes run as they ship,
+/// A network with these roles (node 0 is the provider, node 1 the second one; "honest"
+/// nodes run as they ship,
 /// the others with that test behaviour), started and past its first block.
 fn start(roles: &[&str], init_args: &[&str]) -> Network {
     let n = u16::try_from(roles.len()).unwrap();
