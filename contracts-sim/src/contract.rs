@@ -29,7 +29,9 @@
 //! not judge is *starved*, neither slashed nor scored, and paid one reward from the
 //! provider's escrow; a revealed honeypot whose seats contradict its truth by a clear
 //! majority is *disputed*, its seats scored as for any segment, and one honeypot bond of
-//! the provider burned.
+//! the provider burned; and a honeypot fewer than a quorum of whose seats judged (the
+//! others starved or abstaining) scores its seats as any segment too, since they could not
+//! have disputed it.
 //!
 //! Outcomes are never pruned: they are what the ledger is for, a user proves one against a
 //! certified state root, and each was paid for by its provider's fee.
@@ -724,6 +726,11 @@ impl Contract {
                     });
                     (own(), None)
                 }
+                // Fewer judging votes than a quorum (seats starved of their keys, or that
+                // could not read the segment and abstained): the seats could not have
+                // disputed the truth, so it does not score them either; a provider cannot
+                // make its word count by leaving one honest seat alone on a false honeypot.
+                Some(_) if !tally::judged_by_quorum(g, tau) => (own(), None),
                 Some((truth, d)) => (Some(truth), Some((truth, d))),
                 None => (own(), None),
             };

@@ -41,6 +41,17 @@ pub(crate) fn round_counts(seg: &SegmentState, round: u8) -> VoteCounts {
     c
 }
 
+/// Whether at least a quorum of a segment's seats judged it (counted votes that are not
+/// abstentions): only then could they have disputed a honeypot's truth.
+pub(crate) fn judged_by_quorum(seg: &SegmentState, tau: Ppm) -> bool {
+    let judged = seg
+        .seats
+        .iter()
+        .filter(|s| s.counted && s.vote.is_some_and(|v| !v.is_abstain()))
+        .count();
+    judged >= usize::from(quorum(tau, seg.k))
+}
+
 /// Whether a revealed honeypot's seats contradict its `truth` by a clear majority: over
 /// the counted votes of all its rounds, those on the other side of Valid/not-Valid are at
 /// least two thirds and at least the deciding round's quorum (one seat never disputes a

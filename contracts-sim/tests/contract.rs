@@ -726,6 +726,24 @@ fn honeypot_session(
     n: u8,
     vote_of: impl Fn(&AccountId) -> Vote,
 ) -> (Hash, Vec<AccountId>, Vec<Event>) {
+    honeypot_session_starving(chain, keys, provider, tier, truth, n, vote_of, |_| {
+        Vec::new()
+    })
+}
+
+/// [`honeypot_session`], the provider keeping the keys from the seats `starve` picks
+/// among those drawn (they cannot read the segment, so they commit nothing).
+#[allow(clippy::too_many_arguments)]
+fn honeypot_session_starving(
+    chain: &mut Chain,
+    keys: &[Keypair],
+    provider: &Keypair,
+    tier: Tier,
+    truth: Vote,
+    n: u8,
+    vote_of: impl Fn(&AccountId) -> Vote,
+    starve: impl Fn(&[AccountId]) -> Vec<AccountId>,
+) -> (Hash, Vec<AccountId>, Vec<Event>) {
     let salt = Salt([n; 32]);
     let mut seg = segment(100 + n, tier, vec![]);
     seg.honeypot = Some(honeypot_commitment(
@@ -739,9 +757,15 @@ fn honeypot_session(
     chain.submit(provider, Call::OpenSession(manifest(vec![seg], 3, 0)));
     chain.block();
     let seats = seats_of(&chain.block(), 0, 0);
-    deliver_keys(chain, provider, sid, 0, &[]);
+    let starved = starve(&seats);
+    deliver_keys(chain, provider, sid, 0, &starved);
     let vsalt = Salt([7; 32]);
-    for id in &seats {
+    let voting: Vec<AccountId> = seats
+        .iter()
+        .filter(|id| !starved.contains(id))
+        .copied()
+        .collect();
+    for id in &voting {
         chain.submit(
             find(keys, id),
             Call::Commit {
@@ -752,7 +776,14 @@ fn honeypot_session(
         );
     }
     chain.block();
-    for id in &seats {
+    // With seats starved, the commit window runs its course instead of closing early.
+    for _ in 0..64 {
+        if matches!(chain.c.state().sessions[&sid].phase, Phase::Reveal { .. }) {
+            break;
+        }
+        chain.block();
+    }
+    for id in &voting {
         chain.submit(
             find(keys, id),
             Call::Reveal {
@@ -952,6 +983,42 @@ fn a_griefing_providers_false_honeypots_slash_and_flag_no_honest_seat_and_burn_i
         chain.c.accounted_supply(),
         u128::from(chain.c.state().supply)
     );
+}
+
+/// A griefing provider starves all but one seat of its false honeypot (a true step
+/// committed as a known error), so that the one honest seat left cannot reach the quorum
+/// that disputes it. That seat is still not scored against the provider's word: with
+/// fewer judging votes than a quorum, a honeypot's truth scores nobody and records
+/// nothing; the starved seats are paid by the provider.
+#[test]
+fn starving_all_but_one_seat_of_a_false_honeypot_slashes_nobody() {
+    let params = Params {
+        p_min: Ppm(1_000_000),
+        p_max: Ppm(1_000_000),
+        ..Params::default()
+    };
+    let (mut chain, keys) = Chain::new(params, &[(Tier::Computer, 3)]);
+    let provider = key("provider");
+    let (sid, seats, ev) = honeypot_session_starving(
+        &mut chain,
+        &keys,
+        &provider,
+        Tier::Computer,
+        Vote::Invalid,
+        1,
+        |_| Vote::Valid,
+        |seats| seats.iter().skip(1).copied().collect(),
+    );
+    assert_eq!(seats.len(), 3);
+    let o = chain.c.outcome(&sid).unwrap();
+    assert_eq!(o.starved_seats, 2, "{o:?}");
+    assert!(
+        !ev.iter().any(|e| matches!(e, Event::Slashed { .. })),
+        "the lone honest seat was slashed on the provider's word: {ev:?}"
+    );
+    let lone = &chain.c.state().auditors[&seats[0]];
+    assert_eq!(lone.honeypots, Default::default(), "nothing recorded");
+    assert_eq!(chain.c.state().accounts[&seats[0]].stake, 1_000);
 }
 
 /// An abstention on a known error counts in the sample but is neither a catch nor a miss:

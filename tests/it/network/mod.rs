@@ -2,6 +2,7 @@
 //! (ours and Malachite's), real sled ledgers in temp dirs, driven through the shared
 //! [`Network`](crate::fixtures::network::Network) harness.
 
+mod adversary;
 mod audit;
 mod chain;
 mod crash;

@@ -1,0 +1,145 @@
+//! Every adversary of the security review at once, on a live network (issue 26): four
+//! validators that are also Computer seats, and a provider node.
+//!
+//! - node 3, a validator, is a **proposal forger** (it streams signed proposals for every
+//!   round it does not propose) and a **spammer** (it floods the network with unpayable
+//!   transactions from fresh keys);
+//! - node 4 is a **griefing provider**: every session it opens plants true steps as known
+//!   errors (false honeypots, as many as the network lets a session open) and withholds
+//!   the keys of some seats.
+//!
+//! What must hold: the griefing provider's sessions still decide; no honest seat (nodes
+//! 0, 1, 2) is slashed, however the provider set its traps; the chain keeps at least half
+//! its block rate of the same network without adversaries, measured in the same run.
+
+use std::time::Instant;
+
+use serde_json::Value;
+
+use crate::fixtures::{example, network::Network};
+
+/// Blocks counted for each block-rate measurement.
+const BLOCKS: u64 = 25;
+
+/// Blocks per second on node 0 while `BLOCKS` blocks are decided.
+fn block_rate(net: &Network) -> f64 {
+    let from = net.height(0).expect("node 0 answers");
+    let started = Instant::now();
+    net.wait_height(0, from + BLOCKS);
+    let to = net.height(0).expect("node 0 answers");
+    (to - from) as f64 / started.elapsed().as_secs_f64()
+}
+
+fn outcome(net: &Network, session: &str) -> Value {
+    net.wait_for("the griefing provider's session to be decided", |n| {
+        n.get(1, &format!("/v1/sessions/{session}"))
+            .is_ok_and(|s| s["status"] == "decided" || s["status"] == "failed")
+    });
+    let s = net.get(1, &format!("/v1/sessions/{session}")).unwrap();
+    assert_eq!(s["status"], "decided", "{s}\n{}", net.logs_tail());
+    s
+}
+
+#[test]
+fn a_griefing_provider_a_spammer_and_a_proposal_forger_neither_stop_sessions_nor_slash_honest_seats()
+ {
+    let mut net = Network::with_providers(4, 1);
+    net.start_all();
+    net.wait_running();
+    for i in 0..5 {
+        net.wait_height(i, 2);
+    }
+    let normal = block_rate(&net);
+
+    // The adversaries start.
+    net.kill(3);
+    net.set_behaviour(3, "proposal-forger,spammer");
+    net.start(3);
+    net.kill(4);
+    net.set_behaviour(4, "griefing-provider");
+    net.start(4);
+    let h = net.height(0).unwrap();
+    net.wait_height(3, h);
+    net.wait_height(4, h);
+
+    let mut sessions = Vec::new();
+    for t in [
+        "traces/equation-correct.txt",
+        "traces/rules-correct.txt",
+        "traces/bakery-correct.txt",
+    ] {
+        let r = net
+            .post_json(
+                4,
+                "/v1/sessions",
+                &serde_json::json!({ "trace": example(t) }),
+            )
+            .unwrap_or_else(|e| panic!("{t}: {e}"));
+        sessions.push(r["session"].as_str().unwrap().to_string());
+    }
+    let attacked = block_rate(&net);
+    let outcomes: Vec<Value> = sessions.iter().map(|s| outcome(&net, s)).collect();
+
+    // The provider's traps were set: false honeypots opened, seats starved of their keys
+    // (and paid by it). Where an honest quorum judged a false honeypot, it disputed it and
+    // the provider's bond burned; where starving left fewer judges than a quorum, its
+    // truth scored nobody. Either way, below, nobody honest paid for it.
+    let sum = |k: &str| -> u64 {
+        outcomes
+            .iter()
+            .map(|s| s["outcome"][k].as_u64().unwrap_or(0))
+            .sum()
+    };
+    let (disputed, burned, starved) = (
+        sum("disputed_honeypots"),
+        sum("bond_burned"),
+        sum("starved_seats"),
+    );
+    let opened = outcomes
+        .iter()
+        .flat_map(|s| {
+            s["outcome"]["segments"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .filter(|g| g["honeypot"] == "Invalid")
+        .count();
+    assert!(opened > 0, "no false honeypot was opened: {outcomes:?}");
+    assert!(starved > 0, "no seat was starved of its keys: {outcomes:?}");
+
+    // No honest seat lost stake or standing.
+    for i in 0..3 {
+        let id = net.keys(i).account_id();
+        let a = net.get(0, &format!("/v1/auditors/{id}")).unwrap();
+        assert_eq!(a["slashed"], 0, "honest node {i} was slashed: {a}");
+        assert_eq!(a["flagged"], false, "honest node {i} was flagged: {a}");
+    }
+
+    // The forger keeps forging: its parts reach the honest validators, which refuse them
+    // unexecuted.
+    let refused = |net: &Network| -> u64 {
+        (0..3)
+            .map(|i| net.counter(i, "trust_proposal_parts_refused_total"))
+            .sum()
+    };
+    net.wait_for("a forged proposal part to be refused", |n| refused(n) > 0);
+    let refused = refused(&net);
+    let banned: u64 = (0..3)
+        .map(|i| net.counter(i, "trust_net_peers_banned"))
+        .sum();
+
+    let ratio = attacked / normal;
+    println!(
+        "block rate {normal:.2}/s without adversaries, {attacked:.2}/s with them ({:.0}%); \
+         {opened} false honeypots opened, {disputed} disputed, {burned} bond burned, \
+         {starved} seats starved and paid; {refused} forged proposal parts refused, {banned} \
+         bans",
+        ratio * 100.0
+    );
+    assert!(
+        ratio >= 0.5,
+        "the block rate fell to {:.0}% of normal ({attacked:.2}/s against {normal:.2}/s)",
+        ratio * 100.0
+    );
+}
