@@ -60,8 +60,11 @@ fn setup() -> (Contract, Vec<Signed<Tx>>, Vec<Signed<Tx>>) {
             sealing_key: SealingPublicKey([1; 32]),
             stake: 1_000,
         };
-        c.apply(&ctx(1), &Signed::sign(k, Tx { nonce: 0, call }))
-            .unwrap();
+        c.apply(
+            &ctx(1),
+            &Signed::sign(k, &trust_protocol::Hash::ZERO, Tx { nonce: 0, call }),
+        )
+        .unwrap();
     }
     let segments: Vec<SegmentEntry> = (0..SEGMENTS)
         .map(|i| SegmentEntry {
@@ -96,6 +99,7 @@ fn setup() -> (Contract, Vec<Signed<Tx>>, Vec<Signed<Tx>>) {
         &ctx(2),
         &Signed::sign(
             &provider,
+            &trust_protocol::Hash::ZERO,
             Tx {
                 nonce: 0,
                 call: Call::OpenSession(m),
@@ -137,7 +141,7 @@ fn setup() -> (Contract, Vec<Signed<Tx>>, Vec<Signed<Tx>>) {
     }
     let commits: Vec<Signed<Tx>> = commits
         .into_iter()
-        .map(|(k, nonce, call)| Signed::sign(&k, Tx { nonce, call }))
+        .map(|(k, nonce, call)| Signed::sign(&k, &trust_protocol::Hash::ZERO, Tx { nonce, call }))
         .collect();
     let mut committed = c.clone();
     for t in &commits {
@@ -151,7 +155,7 @@ fn setup() -> (Contract, Vec<Signed<Tx>>, Vec<Signed<Tx>>) {
             let n = rn
                 .entry(k.public())
                 .or_insert_with(|| committed.nonce(&k.public()));
-            let t = Signed::sign(&k, Tx { nonce: *n, call });
+            let t = Signed::sign(&k, &trust_protocol::Hash::ZERO, Tx { nonce: *n, call });
             *n += 1;
             t
         })

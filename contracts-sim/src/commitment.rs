@@ -129,6 +129,7 @@ pub fn verify_entry(
 /// The fixed part of the state, as the `Global` leaf encodes it.
 #[derive(Serialize)]
 struct GlobalEntry<'a> {
+    chain: trust_protocol::Hash,
     params: &'a Params,
     height: u64,
     burned: u64,
@@ -142,6 +143,7 @@ pub fn entry_value(state: &State, key: &StateKey) -> Option<Vec<u8>> {
     }
     match key {
         StateKey::Global => enc(&GlobalEntry {
+            chain: state.chain,
             params: &state.params,
             height: state.height,
             burned: state.burned,
@@ -179,6 +181,7 @@ pub fn all_keys(state: &State) -> impl Iterator<Item = StateKey> + '_ {
     // Destructured so that a new field of `State` fails to compile here until it is
     // given a leaf.
     let State {
+        chain: _,
         params: _,
         height: _,
         accounts,

@@ -149,6 +149,7 @@ impl Contract {
             );
         }
         Ok(Self::from_state(State {
+            chain: Hash::ZERO,
             params: genesis.params.clone(),
             height: 0,
             accounts,
@@ -160,6 +161,19 @@ impl Contract {
             supply,
             eligible: Default::default(),
         }))
+    }
+
+    /// The contract of the network whose genesis document hashes to `chain`: transactions
+    /// must be signed for it ([`trust_protocol::Signed::sign`]). The tree is built anew
+    /// (O(state), once, at genesis).
+    pub fn with_chain(mut self, chain: Hash) -> Self {
+        self.state.chain = chain;
+        Self::from_state(self.state)
+    }
+
+    /// The chain id transactions are signed for.
+    pub fn chain_id(&self) -> Hash {
+        self.state.chain
     }
 
     /// A contract over a given state, its tree built from scratch (O(state)). This is what
@@ -221,7 +235,8 @@ impl Contract {
 
     /// Applies one transaction. On error nothing changes, the nonce included.
     pub fn apply(&mut self, ctx: &BlockCtx, tx: &SignedTx) -> Result<Vec<Event>, TxError> {
-        tx.verify().map_err(|_| TxError::BadSignature)?;
+        tx.verify(&self.state.chain)
+            .map_err(|_| TxError::BadSignature)?;
         self.apply_verified(ctx, tx.signer, &tx.body)
     }
 

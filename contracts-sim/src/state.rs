@@ -443,6 +443,11 @@ pub struct Failure {
 /// The whole state.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct State {
+    /// The chain id: the hash of the genesis document of the network this state belongs
+    /// to ([`Hash::ZERO`] for a contract built from a bare genesis, as in tests and the
+    /// simulator). Every transaction's signature covers it, so one signed for another
+    /// network is refused here.
+    pub chain: Hash,
     /// Parameters.
     pub params: Params,
     /// Last height applied (0 before the first block).

@@ -94,7 +94,11 @@ impl Chain {
             .filter(|t| t.signer == k.public())
             .count() as u64;
         let nonce = self.c.nonce(&k.public()) + pending;
-        self.pending.push(Signed::sign(k, Tx { nonce, call }));
+        self.pending.push(Signed::sign(
+            k,
+            &trust_protocol::Hash::ZERO,
+            Tx { nonce, call },
+        ));
     }
 
     /// Applies the pending transactions (all must succeed) and ends the block.
@@ -117,6 +121,7 @@ impl Chain {
     fn try_apply(&mut self, k: &Keypair, call: Call) -> Result<Vec<Event>, TxError> {
         let tx = Signed::sign(
             k,
+            &trust_protocol::Hash::ZERO,
             Tx {
                 nonce: self.c.nonce(&k.public()),
                 call,
@@ -424,6 +429,7 @@ fn replays_reordering_and_bad_signatures_change_nothing() {
     let b = keys[1].public();
     let tx0 = Signed::sign(
         a,
+        &trust_protocol::Hash::ZERO,
         Tx {
             nonce: 1,
             call: Call::Transfer { to: b, amount: 5 },
@@ -440,6 +446,7 @@ fn replays_reordering_and_bad_signatures_change_nothing() {
     );
     let ahead = Signed::sign(
         a,
+        &trust_protocol::Hash::ZERO,
         Tx {
             nonce: 5,
             call: Call::Transfer { to: b, amount: 1 },
@@ -451,6 +458,7 @@ fn replays_reordering_and_bad_signatures_change_nothing() {
     ));
     let mut forged = Signed::sign(
         a,
+        &trust_protocol::Hash::ZERO,
         Tx {
             nonce: 2,
             call: Call::Transfer { to: b, amount: 1 },
@@ -458,8 +466,38 @@ fn replays_reordering_and_bad_signatures_change_nothing() {
     );
     forged.body.call = Call::Transfer { to: b, amount: 9 };
     assert_eq!(chain.c.apply(&ctx(2), &forged), Err(TxError::BadSignature));
+    // Signed for another network with the same key: refused here (issue 26, finding 7).
+    let elsewhere = Signed::sign(
+        a,
+        &trust_protocol::Hash([0xEE; 32]),
+        Tx {
+            nonce: 2,
+            call: Call::Transfer { to: b, amount: 1 },
+        },
+    );
+    assert_eq!(
+        chain.c.apply(&ctx(2), &elsewhere),
+        Err(TxError::BadSignature)
+    );
+    // And a network whose genesis document hashes elsewhere refuses what this one takes.
+    let other = chain.c.clone().with_chain(trust_protocol::Hash([0xEE; 32]));
+    assert_eq!(other.chain_id(), trust_protocol::Hash([0xEE; 32]));
+    let here = Signed::sign(
+        a,
+        &trust_protocol::Hash::ZERO,
+        Tx {
+            nonce: 2,
+            call: Call::Transfer { to: b, amount: 1 },
+        },
+    );
+    assert_eq!(
+        other.clone().apply(&ctx(2), &here),
+        Err(TxError::BadSignature)
+    );
+    assert!(other.clone().apply(&ctx(2), &elsewhere).is_ok());
     let broke = Signed::sign(
         a,
+        &trust_protocol::Hash::ZERO,
         Tx {
             nonce: 2,
             call: Call::Transfer {
@@ -530,6 +568,7 @@ fn commit_and_reveal_rules() {
             &ctx(3),
             &Signed::sign(
                 s[0],
+                &trust_protocol::Hash::ZERO,
                 Tx {
                     nonce: 1,
                     call: commit(s[0], Vote::Valid),
@@ -1303,6 +1342,7 @@ fn genesis_auditors_hold_seats_from_the_start() {
         &ctx(1),
         &Signed::sign(
             &provider,
+            &trust_protocol::Hash::ZERO,
             Tx {
                 nonce: 0,
                 call: Call::OpenSession(m),
@@ -2174,6 +2214,7 @@ fn seats_do_not_depend_on_the_transactions_of_the_drawing_block() {
         if let Some((k, call)) = extra {
             let tx = Signed::sign(
                 k,
+                &trust_protocol::Hash::ZERO,
                 Tx {
                     nonce: c.nonce(&k.public()),
                     call,

@@ -163,7 +163,7 @@ impl World {
         let nonce = self.c.nonce(&k.public()) + nonce_skew;
         let opens =
             matches!(call, Call::OpenSession(_)).then(|| Tx::session_id(&k.public(), nonce));
-        let mut tx = Signed::sign(k, Tx { nonce, call });
+        let mut tx = Signed::sign(k, &trust_protocol::Hash::ZERO, Tx { nonce, call });
         if forge {
             tx.body.nonce ^= 1 << 40;
         }

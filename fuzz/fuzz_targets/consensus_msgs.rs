@@ -16,23 +16,23 @@ use malachitebft_app::{
     consensus::{LivenessMsg, ProposedValue, SignedConsensusMsg},
     streaming::StreamMessage,
     types::{
-        PeerId,
         codec::Codec,
         sync::{Request, Response, Status},
+        PeerId,
     },
 };
 use malachitebft_core_types::{PolkaCertificate, ValidatorProof};
 use trust_node::{
     consensus::{
         codec::{
-            MAX_CONSENSUS_MESSAGE_BYTES, TrustCodec, WireCertificate, decode_borsh, encode_borsh,
+            decode_borsh, encode_borsh, TrustCodec, WireCertificate, MAX_CONSENSUS_MESSAGE_BYTES,
         },
         context::{ProposalPart, TrustContext},
         proposals::Streams,
     },
     net::sync,
 };
-use trust_protocol::{Hash, encoding};
+use trust_protocol::{encoding, Hash};
 
 /// Decode, encode, decode, encode: the two encodings must agree.
 fn codec_round_trip<T>(data: &[u8])
@@ -116,7 +116,7 @@ fuzz_target!(|data: &[u8]| {
         }
         12 => streams(msg),
         _ => {
-            if let Ok(tx) = trust_node::net::check_gossiped_tx(msg) {
+            if let Ok(tx) = trust_node::net::check_gossiped_tx(msg, &trust_protocol::Hash::ZERO) {
                 assert_eq!(encoding::encode(&tx), msg);
             }
         }

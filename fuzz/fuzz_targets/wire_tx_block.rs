@@ -29,7 +29,7 @@ where
 }
 
 fn check_tx(tx: &SignedTx) {
-    let _ = tx.verify();
+    let _ = tx.verify(&trust_protocol::Hash::ZERO);
     let _ = tx.body.validate();
     let _ = tx.id();
 }
@@ -39,9 +39,9 @@ fuzz_target!(|data: &[u8]| {
         check_tx(&tx);
     }
     // The gossip path: size limit first, then the same decoder, signature and format.
-    if let Ok(tx) = trust_node::net::check_gossiped_tx(data) {
+    if let Ok(tx) = trust_node::net::check_gossiped_tx(data, &trust_protocol::Hash::ZERO) {
         assert!(data.len() <= MAX_TX_BYTES);
-        assert!(tx.verify().is_ok() && tx.body.validate().is_ok());
+        assert!(tx.verify(&trust_protocol::Hash::ZERO).is_ok() && tx.body.validate().is_ok());
     }
     if let Some(block) = round_trip::<Block>(data) {
         let _ = block.check();

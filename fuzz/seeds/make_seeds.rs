@@ -22,9 +22,9 @@ use malachitebft_core_types::Round;
 use malachitebft_engine::util::streaming::StreamContent;
 use rand::SeedableRng;
 use trust_node::{
-    config::{NodeConfig, parse_config},
+    config::{parse_config, NodeConfig},
     consensus::{
-        codec::{TrustCodec, WireCertificate, WireCommitSignature, encode_borsh},
+        codec::{encode_borsh, TrustCodec, WireCertificate, WireCommitSignature},
         context::{Address, BlockId, ConsensusSignature, Height, PartInit, ProposalPart},
         proposals::stream_parts,
     },
@@ -34,7 +34,6 @@ use trust_node::{
     submit::{self, SegmentDoc, TierWeights},
 };
 use trust_protocol::{
-    Hash, Keypair, Salt, SealingPublicKey, Signed, Vote,
     block::Block,
     encoding,
     hdag::AuditorType,
@@ -42,6 +41,7 @@ use trust_protocol::{
     trace::Trace,
     tx::{Call, Difficulty, QuorumParams, SeatKey, Tier, Tx},
     units::Ppm,
+    Hash, Keypair, Salt, SealingPublicKey, Signed, Vote,
 };
 
 // The fixed keys the targets use (see segment_docs.rs).
@@ -176,6 +176,7 @@ fn signed_txs() -> Vec<(&'static str, Vec<u8>)> {
         .map(|(i, (name, call))| {
             let tx = Signed::sign(
                 &alice,
+                &trust_protocol::Hash::ZERO,
                 Tx {
                     nonce: i as u64,
                     call,
@@ -221,6 +222,7 @@ fn main() {
     let mut txs = signed_txs();
     let open = Signed::sign(
         &proposer,
+        &trust_protocol::Hash::ZERO,
         Tx {
             nonce: 0,
             call: Call::OpenSession(prepared.manifest.clone()),

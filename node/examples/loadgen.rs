@@ -39,6 +39,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .map(|h| keys::load(h))
         .collect::<Result<_, _>>()?;
 
+    // Transactions are signed for the network the homes belong to.
+    let chain = config::load_genesis(&homes[0])?.chain_id();
     let start_height = client::get(&apis[0], "/v1/status").await?["height"]
         .as_u64()
         .unwrap_or(0);
@@ -64,6 +66,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             while next[i] < goal[i] && next[i] < confirmed + WINDOW {
                 let tx = Signed::sign(
                     &k.account,
+                    &chain,
                     Tx {
                         nonce: next[i],
                         call: Call::Transfer {

@@ -152,7 +152,9 @@ pub fn restore(ledger: &Ledger, doc: &GenesisDoc) -> Result<Restored, DaemonErro
         .tip()
         .map_err(|e| DaemonError::Ledger(e.to_string()))?
         .unwrap_or((0, Hash::ZERO));
-    let mut contract = Contract::new(&doc.genesis).map_err(|e| DaemonError::Home(e.to_string()))?;
+    let mut contract = Contract::new(&doc.genesis)
+        .map_err(|e| DaemonError::Home(e.to_string()))?
+        .with_chain(chain);
     let mut tip = Tip {
         chain,
         height: 0,
@@ -900,7 +902,7 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
     if behaviour.is_some_and(|b| b.spammer) {
         let (spam_net, spammer) = (
             net.clone(),
-            net::spam::Spammer::new(keys.account_id().as_bytes()),
+            net::spam::Spammer::new(keys.account_id().as_bytes(), chain_id),
         );
         tasks.spawn(intake, "spam", move |stop| {
             net::spam::run(spam_net, spammer, stop)
@@ -1062,7 +1064,9 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
         gossip: Some(gossip_tx),
         sources,
         provider: Some(provider),
-        genesis: Contract::new(&doc.genesis).ok().map(Arc::new),
+        genesis: Contract::new(&doc.genesis)
+            .ok()
+            .map(|c| Arc::new(c.with_chain(doc.chain_id()))),
         validators: doc.validators.clone().into(),
         auth: auth.clone(),
         limits: cfg.api_limits(),
@@ -1163,7 +1167,9 @@ mod tests {
 
     /// Ten real blocks, each with one transfer, appended to a fresh ledger.
     fn chain(ledger: &Ledger, doc: &GenesisDoc, key: &Keypair) -> (Hash, Vec<Contract>) {
-        let mut contract = Contract::new(&doc.genesis).unwrap();
+        let mut contract = Contract::new(&doc.genesis)
+            .unwrap()
+            .with_chain(doc.chain_id());
         let mut tip = Tip {
             chain: doc.chain_id(),
             height: 0,
@@ -1173,6 +1179,7 @@ mod tests {
         for n in 0..10u64 {
             let tx = Signed::sign(
                 key,
+                &doc.chain_id(),
                 Tx {
                     nonce: n,
                     call: Call::Transfer {

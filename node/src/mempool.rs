@@ -416,7 +416,8 @@ fn precheck(tx: &SignedTx, state: &Contract, sig: Signature) -> Result<usize, Me
         return Err(MempoolError::TooLarge(len));
     }
     if sig == Signature::Unchecked {
-        tx.verify().map_err(|_| MempoolError::BadSignature)?;
+        tx.verify(&state.chain_id())
+            .map_err(|_| MempoolError::BadSignature)?;
     }
     tx.body
         .validate()

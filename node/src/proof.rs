@@ -272,8 +272,9 @@ pub fn verify(
 
     // The stakes the height's voting power is made of.
     let stakes: Vec<u64> = if header.height <= 1 {
-        let genesis =
-            Contract::new(anchor.genesis).map_err(|_| ProofError::Malformed("genesis"))?;
+        let genesis = Contract::new(anchor.genesis)
+            .map_err(|_| ProofError::Malformed("genesis"))?
+            .with_chain(anchor.chain);
         validators
             .iter()
             .map(|v| genesis.state().accounts.get(v).map_or(0, |a| a.stake))

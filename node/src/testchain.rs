@@ -193,6 +193,6 @@ impl TestChain {
     pub(crate) fn sign(&self, i: usize, call: Call) -> SignedTx {
         let k = &self.keys[i];
         let nonce = self.chain.current().contract.nonce(&k.public());
-        Signed::sign(k, Tx { nonce, call })
+        Signed::sign(k, &trust_protocol::Hash::ZERO, Tx { nonce, call })
     }
 }

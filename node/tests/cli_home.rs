@@ -212,7 +212,9 @@ fn ledger_verify_replays_the_chain_and_names_a_bad_block() {
     let doc = config::load_genesis(&home).unwrap();
     let me = keys::load(&home).unwrap();
     let other = doc.validators[1];
-    let mut contract = trust_contracts::Contract::new(&doc.genesis).unwrap();
+    let mut contract = trust_contracts::Contract::new(&doc.genesis)
+        .unwrap()
+        .with_chain(doc.chain_id());
     let mut tip = Tip {
         chain: doc.chain_id(),
         height: 0,
@@ -222,6 +224,7 @@ fn ledger_verify_replays_the_chain_and_names_a_bad_block() {
         let ledger = Ledger::open(&config::ledger_dir(&home)).unwrap();
         let tx = Signed::sign(
             &me.account,
+            &doc.chain_id(),
             Tx {
                 nonce: tip.height,
                 call: Call::Transfer {

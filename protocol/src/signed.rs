@@ -1,8 +1,12 @@
-//! Signed envelopes with a domain-separation tag per message kind.
+//! Signed envelopes with a domain-separation tag per message kind, bound to one chain.
 //!
-//! The signed bytes are `"TRUST-SIG/v1" || len(tag) || tag || encode(body)`. Because the tag
-//! names the message kind, a signature made for one kind never verifies as another, even
-//! when the two bodies happen to encode to the same bytes.
+//! The signed bytes are `"TRUST-SIG/v2" || len(tag) || tag || chain || encode(body)`.
+//! Because the tag names the message kind, a signature made for one kind never verifies
+//! as another, even when the two bodies happen to encode to the same bytes. Because the
+//! chain id (the hash of the network's genesis document) is signed too, a transaction
+//! signed for one network never verifies on another, though the same key is used on
+//! both: a transfer or an unbond signed on a testnet does not replay on a main network.
+//! The chain id is not sent: both sides know it.
 
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 
@@ -29,7 +33,7 @@ pub trait SignedMessage: Serialize + DeserializeOwned {
     const DOMAIN: Domain;
 }
 
-const SIG_PREFIX: &[u8] = b"TRUST-SIG/v1";
+const SIG_PREFIX: &[u8] = b"TRUST-SIG/v2";
 
 /// A body together with its signer and signature.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -42,22 +46,23 @@ pub struct Signed<T> {
     pub signature: Signature,
 }
 
-/// The exact bytes a signer signs for a body of kind `T`.
-pub fn signing_bytes<T: SignedMessage>(body: &T) -> Vec<u8> {
+/// The exact bytes a signer signs for a body of kind `T` on the chain `chain`.
+pub fn signing_bytes<T: SignedMessage>(chain: &Hash, body: &T) -> Vec<u8> {
     let tag = T::DOMAIN.0.as_bytes();
     let enc = encoding::encode(body);
     let mut out = Vec::new();
     out.extend_from_slice(SIG_PREFIX);
     out.extend_from_slice(&(tag.len() as u64).to_le_bytes());
     out.extend_from_slice(tag);
+    out.extend_from_slice(chain.as_ref());
     out.extend_from_slice(&enc);
     out
 }
 
 impl<T: SignedMessage> Signed<T> {
-    /// Signs `body` with `key`.
-    pub fn sign(key: &Keypair, body: T) -> Self {
-        let signature = key.sign_raw(&signing_bytes(&body));
+    /// Signs `body` with `key` for the chain `chain` (its genesis hash).
+    pub fn sign(key: &Keypair, chain: &Hash, body: T) -> Self {
+        let signature = key.sign_raw(&signing_bytes(chain, &body));
         Self {
             signer: key.public(),
             body,
@@ -65,10 +70,11 @@ impl<T: SignedMessage> Signed<T> {
         }
     }
 
-    /// Checks the signature against the signer, the body and this kind's domain tag.
-    pub fn verify(&self) -> Result<(), SignatureError> {
+    /// Checks the signature against the signer, the body, this kind's domain tag and the
+    /// chain `chain`.
+    pub fn verify(&self, chain: &Hash) -> Result<(), SignatureError> {
         self.signer
-            .verify_raw(&signing_bytes(&self.body), &self.signature)
+            .verify_raw(&signing_bytes(chain, &self.body), &self.signature)
     }
 
     /// The id of the envelope: a hash of its canonical encoding (signature included).
@@ -92,27 +98,46 @@ mod tests {
         const DOMAIN: Domain = Domain("test/b");
     }
 
+    const CHAIN: Hash = Hash([7; 32]);
+
     #[test]
     fn verifies_and_detects_tampering() {
         let k = Keypair::from_label("k");
-        let s = Signed::sign(&k, A(5));
-        assert!(s.verify().is_ok());
+        let s = Signed::sign(&k, &CHAIN, A(5));
+        assert!(s.verify(&CHAIN).is_ok());
         let mut t = s.clone();
         t.body = A(6);
-        assert!(t.verify().is_err());
+        assert!(t.verify(&CHAIN).is_err());
         let mut u = s.clone();
         u.signer = Keypair::from_label("other").public();
-        assert!(u.verify().is_err());
+        assert!(u.verify(&CHAIN).is_err());
     }
 
     #[test]
     fn wrong_domain_tag_is_rejected() {
         let k = Keypair::from_label("k");
-        let a = Signed::sign(&k, A(5));
+        let a = Signed::sign(&k, &CHAIN, A(5));
         // Same body bytes, different message kind: the signature must not carry over.
         let bytes = encoding::encode(&a);
         let b: Signed<B> = encoding::decode(&bytes).expect("same layout decodes");
         assert_eq!(b.body, B(5));
-        assert!(matches!(b.verify(), Err(SignatureError::Invalid(_))));
+        assert!(matches!(b.verify(&CHAIN), Err(SignatureError::Invalid(_))));
+    }
+
+    /// A message signed for one chain is refused on another: a testnet transfer does not
+    /// replay on a network where the same key holds funds.
+    #[test]
+    fn a_signature_for_one_chain_does_not_verify_on_another() {
+        let k = Keypair::from_label("k");
+        let s = Signed::sign(&k, &CHAIN, A(5));
+        assert!(s.verify(&CHAIN).is_ok());
+        assert!(matches!(
+            s.verify(&Hash([8; 32])),
+            Err(SignatureError::Invalid(_))
+        ));
+        assert_ne!(
+            signing_bytes(&CHAIN, &A(5)),
+            signing_bytes(&Hash([8; 32]), &A(5))
+        );
     }
 }

@@ -834,11 +834,11 @@ mod tests {
         /// Every transaction kind round-trips through the canonical encoding, signed.
         #[test]
         fn every_call_round_trips(nonce in any::<u64>(), call in call(), seed in any::<[u8; 32]>()) {
-            let tx = Signed::sign(&Keypair::from_seed(seed), Tx { nonce, call });
+            let tx = Signed::sign(&Keypair::from_seed(seed), &GOLDEN_CHAIN, Tx { nonce, call });
             let bytes = encoding::encode(&tx);
             let back: SignedTx = encoding::decode(&bytes).expect("decodes");
             prop_assert_eq!(&back, &tx);
-            prop_assert!(back.verify().is_ok());
+            prop_assert!(back.verify(&GOLDEN_CHAIN).is_ok());
         }
 
         /// Arbitrary bytes never panic the decoder.
@@ -1041,6 +1041,7 @@ mod tests {
         let key = Keypair::from_seed([9; 32]);
         let reveal = Signed::sign(
             &key,
+            &GOLDEN_CHAIN,
             Tx {
                 nonce: 3,
                 call: Call::Reveal {
@@ -1062,6 +1063,7 @@ mod tests {
         );
         let open = Signed::sign(
             &key,
+            &GOLDEN_CHAIN,
             Tx {
                 nonce: 0,
                 call: Call::OpenSession(sample_manifest()),
@@ -1074,6 +1076,7 @@ mod tests {
         );
         let register = Signed::sign(
             &key,
+            &GOLDEN_CHAIN,
             Tx {
                 nonce: 0,
                 call: Call::RegisterAuditor {
@@ -1097,16 +1100,22 @@ mod tests {
         );
     }
 
+    // Every signature below changed on purpose: the signed bytes name the chain (issue 26,
+    // finding 7: a transaction signed for one network is refused by another).
+
     // New on purpose: a registration bonds its stake in the same transaction (issue 26,
     // finding 4), so the call carries the amount.
     const GOLDEN_REGISTER_SHA256: &str =
-        "fd445faa9cac8a1afd5c02430c3f5bb67944aaebfd8c5efef8cbdb84816bd382";
+        "433640021a034ea189f33777fafb56e1f681f4ec0c90072252576e439a37a943";
+
+    /// The chain the golden transactions are signed for.
+    const GOLDEN_CHAIN: Hash = Hash([0xC4; 32]);
 
     const GOLDEN_REVEAL_SHA256: &str =
-        "96c4beb9d29fbb23b55b3c0e8ce97d600afd6f9c5d5b0604ae77f428501558f0";
+        "b1679089961f556b4ea09804e1e0f55bdc19c7864d67d9a6543e7d1fd02153a0";
     // Changed on purpose: segments name the left-out segments they rest on and the
     // segment an OPERATION supports (a PASS needs the claims judged, not only their
     // arithmetic).
     const GOLDEN_OPEN_SHA256: &str =
-        "f9c123d472ab5df7ac4a3fa02b87e56246b17d234d15f09657647a63e6d323e3";
+        "11b96fea5796e65129b2383b83fa215e83457179b48bdc44206c20a1b26166de";
 }

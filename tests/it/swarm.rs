@@ -49,6 +49,7 @@ fn transfer(nonce: u64) -> SignedTx {
     let bob = Keypair::from_label("bob").public();
     Signed::sign(
         &alice,
+        &chain(),
         Tx {
             nonce,
             call: Call::Transfer { to: bob, amount: 1 },
@@ -314,7 +315,7 @@ async fn valid_tx_crosses_a_line_of_three() {
     connected(&b, &c).await;
 
     let seen = gossip_until_seen(&a, &c, 0).await;
-    assert_eq!(seen.verify(), Ok(()));
+    assert_eq!(seen.verify(&chain()), Ok(()));
     assert_eq!(c.handler.sender_of(&seen), Some(b.peer), "relayed by B");
     assert_eq!(b.handler.sender_of(&seen), Some(a.peer));
     assert_eq!(a.peers().await, vec![b.peer], "A is limited to one peer");
@@ -582,6 +583,7 @@ fn heavy_ledger(n: u64) -> (tempfile::TempDir, Ledger) {
                 };
                 encoding::encode(&Signed::sign(
                     &key,
+                    &chain(),
                     Tx {
                         nonce,
                         call: Call::OpenSession(manifest),

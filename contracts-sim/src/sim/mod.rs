@@ -404,7 +404,7 @@ impl Sim {
                 }
                 _ => None,
             };
-            let tx = Signed::sign(key, Tx { nonce, call });
+            let tx = Signed::sign(key, &self.contract.chain_id(), Tx { nonce, call });
             match self.contract.apply(&ctx, &tx) {
                 Ok(ev) => {
                     self.applied = self.applied.saturating_add(1);

@@ -274,6 +274,9 @@ fn pages(api: &Api) -> crate::web::Pages {
 struct StatusView {
     #[schema(value_type = String)]
     node_id: AccountId,
+    /// The chain id (the hash of the genesis document) transactions are signed for.
+    #[schema(value_type = String)]
+    chain_id: Hash,
     height: u64,
     #[schema(value_type = String)]
     tip_hash: Hash,
@@ -318,6 +321,7 @@ async fn status(State(api): State<Api>) -> ApiResult<Json<StatusView>> {
     let peers = api.peers.borrow().clone();
     Ok(Json(StatusView {
         node_id: api.node_id,
+        chain_id: chain.contract.chain_id(),
         height: chain.tip.height,
         tip_hash: chain.tip.hash,
         state_root: chain.state_root,

@@ -423,9 +423,11 @@ impl Outbox {
             }
         }
         let mut filled = 0;
+        let chain = latest(&self.chain).contract.chain_id();
         for nonce in holes {
             let tx = Signed::sign(
                 &self.key,
+                &chain,
                 Tx {
                     nonce,
                     call: Call::Transfer { to: me, amount: 1 },
@@ -477,7 +479,11 @@ impl Outbox {
                 "another transaction of this account took the nonce; retry".into(),
             ));
         }
-        let tx = Signed::sign(&self.key, Tx { nonce, call });
+        let tx = Signed::sign(
+            &self.key,
+            &acct.view.contract.chain_id(),
+            Tx { nonce, call },
+        );
         match self.pool.admit(tx.clone()).await {
             Ok(_) => {}
             Err(MempoolError::TooFarAhead { .. }) => return Err(Refused::Window),
@@ -580,6 +586,7 @@ mod tests {
         let sign = |key: &Keypair, nonce: u64| {
             Signed::sign(
                 key,
+                &trust_protocol::Hash::ZERO,
                 Tx {
                     nonce,
                     call: transfer(),

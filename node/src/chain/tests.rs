@@ -36,6 +36,7 @@ fn genesis() -> (Contract, Tip, Keypair, Keypair) {
 fn pay(from: &Keypair, to: &Keypair, nonce: u64, amount: u64) -> SignedTx {
     Signed::sign(
         from,
+        &trust_protocol::Hash::ZERO,
         Tx {
             nonce,
             call: Call::Transfer {

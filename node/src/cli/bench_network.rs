@@ -199,6 +199,7 @@ fn measure_floor(traces: &[(String, String)], segments: usize) -> Result<Floor, 
         .map(|i| {
             Signed::sign(
                 &key,
+                &trust_protocol::Hash::ZERO,
                 Tx {
                     nonce: i as u64,
                     call: trust_protocol::tx::Call::Transfer {
@@ -212,7 +213,7 @@ fn measure_floor(traces: &[(String, String)], segments: usize) -> Result<Floor, 
     let window = Duration::from_millis(700);
     let strict = rate(N, window, || {
         for t in &txs {
-            assert!(t.verify().is_ok());
+            assert!(t.verify(&trust_protocol::Hash::ZERO).is_ok());
         }
     });
     let sk = SigningKey::from_bytes(&[7; 32]);

@@ -486,7 +486,9 @@ fn verify(home: &Path) -> CliResult {
         )));
     }
     let ledger = Ledger::open(&dir).map_err(failed)?;
-    let mut contract = Contract::new(&doc.genesis).map_err(failed)?;
+    let mut contract = Contract::new(&doc.genesis)
+        .map_err(failed)?
+        .with_chain(doc.chain_id());
     let mut tip = Tip {
         chain: doc.chain_id(),
         height: 0,

@@ -767,7 +767,18 @@ pub fn run_auditor(args: AuditorArgs) -> CliResult {
             stake: a.stake,
         },
     };
-    let signed = Signed::sign(&k.account, Tx { nonce, call });
+    // Signed for the network the node runs: the home's genesis document names it, else the
+    // node says which (a transaction signed for another network is refused).
+    let chain = match config::load_genesis(&home) {
+        Ok(doc) => doc.chain_id(),
+        Err(_) => rt
+            .block_on(client::get(&addr, "/v1/status"))
+            .map_err(api_error)?["chain_id"]
+            .as_str()
+            .and_then(|h| h.parse().ok())
+            .ok_or_else(|| CliError::failed("the node did not say which chain it runs"))?,
+    };
+    let signed = Signed::sign(&k.account, &chain, Tx { nonce, call });
     let body = json!({"tx": hex::encode(encoding::encode(&signed))});
     let r = rt
         .block_on(client::post(&addr, "/v1/tx", &body))

@@ -21,6 +21,7 @@ fn replay_ok(block: &Block) -> Result<Hash, String> {
 fn tx(signer: &str, nonce: u64) -> Vec<u8> {
     let signed = Signed::sign(
         &Keypair::from_label(signer),
+        &trust_protocol::Hash::ZERO,
         Tx {
             nonce,
             call: Call::Transfer {

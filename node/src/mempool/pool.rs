@@ -352,6 +352,7 @@ mod tests {
     fn pay(k: &Keypair, nonce: u64) -> SignedTx {
         Signed::sign(
             k,
+            &trust_protocol::Hash::ZERO,
             Tx {
                 nonce,
                 call: Call::Transfer {

@@ -32,6 +32,7 @@ fn setup() -> (Contract, Keypair, Keypair) {
 fn pay(k: &Keypair, to: &Keypair, nonce: u64) -> SignedTx {
     Signed::sign(
         k,
+        &trust_protocol::Hash::ZERO,
         Tx {
             nonce,
             call: Call::Transfer {
@@ -55,7 +56,7 @@ fn admission_rules() {
         to: a.public(),
         amount: 2,
     };
-    let other = Signed::sign(&a, other.body);
+    let other = Signed::sign(&a, &trust_protocol::Hash::ZERO, other.body);
     assert_eq!(m.insert(other.clone(), &c), Ok(Some(first)));
     assert!(m.contains(&other.id()) && !m.contains(&first));
     assert!(matches!(
@@ -67,6 +68,7 @@ fn admission_rules() {
     assert_eq!(m.insert(forged, &c), Err(MempoolError::BadSignature));
     let zero = Signed::sign(
         &b,
+        &trust_protocol::Hash::ZERO,
         Tx {
             nonce: 0,
             call: Call::Transfer {
@@ -201,6 +203,7 @@ fn session_calls_expire_as_phases_pass_and_leave_the_pool() {
     };
     let open = Signed::sign(
         &provider,
+        &trust_protocol::Hash::ZERO,
         Tx {
             nonce: 0,
             call: Call::OpenSession(manifest),
@@ -218,6 +221,7 @@ fn session_calls_expire_as_phases_pass_and_leave_the_pool() {
     let key = seats.iter().find(|k| k.public() == seat).unwrap();
     let commit = Signed::sign(
         key,
+        &trust_protocol::Hash::ZERO,
         Tx {
             nonce: 0,
             call: Call::Commit {
@@ -321,6 +325,7 @@ fn tip() -> Tip {
 fn transfer(k: &Keypair, to: AccountId, amount: u64, nonce: u64) -> SignedTx {
     Signed::sign(
         k,
+        &trust_protocol::Hash::ZERO,
         Tx {
             nonce,
             call: Call::Transfer { to, amount },
@@ -536,6 +541,7 @@ fn session_with_fee(k: &Keypair, nonce: u64, segments: usize, fee: u64) -> Signe
     manifest.validate().unwrap();
     Signed::sign(
         k,
+        &trust_protocol::Hash::ZERO,
         Tx {
             nonce,
             call: Call::OpenSession(manifest),
@@ -593,7 +599,9 @@ fn the_byte_bound_holds_and_the_largest_holder_pays_for_it() {
 fn calls_that_cost_nothing_need_the_standing_they_act_on() {
     let (c, a, b) = setup();
     let nobody = Keypair::from_label("nobody");
-    let sign = |k: &Keypair, call: Call| Signed::sign(k, Tx { nonce: 0, call });
+    let sign = |k: &Keypair, call: Call| {
+        Signed::sign(k, &trust_protocol::Hash::ZERO, Tx { nonce: 0, call })
+    };
     let mut m = Mempool::new(10);
     assert!(matches!(
         m.insert(sign(&a, Call::Withdraw), &c),

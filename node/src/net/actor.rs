@@ -79,6 +79,8 @@ pub(crate) struct Actor {
     /// Gossiped messages waiting for the node's verdict (bounded).
     validations: FuturesUnordered<Validation>,
     ban_duration: Duration,
+    /// The chain id gossiped transactions must be signed for.
+    chain_id: trust_protocol::Hash,
 }
 
 impl Actor {
@@ -148,6 +150,7 @@ impl Actor {
             fetch_timeout: cfg.blob_fetch_timeout,
             validations: FuturesUnordered::new(),
             ban_duration: cfg.ban_duration,
+            chain_id: cfg.chain_id,
         };
         for addr in cfg.bootstrap {
             if let Err(e) = actor.dial(addr.clone()) {
@@ -464,7 +467,7 @@ impl Actor {
     /// now or once it comes (see [`TxCheck`]).
     fn on_gossip_message(&mut self, peer: PeerId, id: &MessageId, data: &[u8]) {
         NetMetrics::add(&self.metrics.gossip_bytes_received, data.len());
-        let verdict = match gossip::check_tx(data) {
+        let verdict = match gossip::check_tx(data, &self.chain_id) {
             Ok(tx) => match self.handler.on_tx(peer, tx) {
                 TxCheck::Now(v) => v,
                 TxCheck::Later(_) if self.validations.len() >= MAX_PENDING_VALIDATIONS => {

@@ -102,14 +102,15 @@ pub(crate) enum TxRejection {
     Format(#[source] TxFormatError),
 }
 
-/// The stateless checks, cheapest first: size, decoding, signature, format.
-pub(crate) fn check_tx(data: &[u8]) -> Result<SignedTx, TxRejection> {
+/// The stateless checks, cheapest first: size, decoding, signature (for the chain
+/// `chain`), format.
+pub(crate) fn check_tx(data: &[u8], chain: &Hash) -> Result<SignedTx, TxRejection> {
     if data.len() > MAX_TX_BYTES {
         return Err(TxRejection::Oversized(data.len()));
     }
     let tx: SignedTx =
         encoding::decode_with_limit(data, MAX_TX_BYTES).map_err(TxRejection::Malformed)?;
-    tx.verify().map_err(TxRejection::Signature)?;
+    tx.verify(chain).map_err(TxRejection::Signature)?;
     tx.body.validate().map_err(TxRejection::Format)?;
     Ok(tx)
 }
@@ -128,6 +129,7 @@ mod tests {
         let bob = Keypair::from_label("bob").public();
         Signed::sign(
             &alice,
+            &trust_protocol::Hash::ZERO,
             Tx {
                 nonce,
                 call: Call::Transfer { to: bob, amount },
@@ -145,25 +147,36 @@ mod tests {
     #[test]
     fn checks_in_order() {
         let tx = transfer(0, 5);
-        assert_eq!(check_tx(&encoding::encode(&tx)), Ok(tx.clone()));
+        assert_eq!(
+            check_tx(&encoding::encode(&tx), &Hash::ZERO),
+            Ok(tx.clone())
+        );
+        // Signed for another network: refused here, with the signature as the reason.
+        assert!(matches!(
+            check_tx(&encoding::encode(&tx), &Hash([1; 32])),
+            Err(TxRejection::Signature(_))
+        ));
 
         let big = vec![0u8; MAX_TX_BYTES + 1];
         assert_eq!(
-            check_tx(&big),
+            check_tx(&big, &Hash::ZERO),
             Err(TxRejection::Oversized(MAX_TX_BYTES + 1))
         );
-        assert!(matches!(check_tx(b"junk"), Err(TxRejection::Malformed(_))));
+        assert!(matches!(
+            check_tx(b"junk", &Hash::ZERO),
+            Err(TxRejection::Malformed(_))
+        ));
 
         let mut forged = tx;
         forged.signature.0[0] ^= 0xff;
         assert!(matches!(
-            check_tx(&encoding::encode(&forged)),
+            check_tx(&encoding::encode(&forged), &Hash::ZERO),
             Err(TxRejection::Signature(_))
         ));
 
         let zero = transfer(1, 0);
         assert!(matches!(
-            check_tx(&encoding::encode(&zero)),
+            check_tx(&encoding::encode(&zero), &Hash::ZERO),
             Err(TxRejection::Format(_))
         ));
     }

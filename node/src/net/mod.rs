@@ -58,9 +58,10 @@ pub use self::{
 
 /// The stateless checks a gossiped transaction passes inside the swarm task before
 /// gossipsub may forward it (size, canonical decoding, signature, format rules), with the
-/// reason for a rejection as text. Public so the fuzz targets run the node's own check.
-pub fn check_gossiped_tx(data: &[u8]) -> Result<SignedTx, String> {
-    gossip::check_tx(data).map_err(|e| e.to_string())
+/// reason for a rejection as text; `chain` is the network's chain id, which the
+/// signature covers. Public so the fuzz targets run the node's own check.
+pub fn check_gossiped_tx(data: &[u8], chain: &Hash) -> Result<SignedTx, String> {
+    gossip::check_tx(data, chain).map_err(|e| e.to_string())
 }
 
 /// Default bound on established connections (and so on peers).

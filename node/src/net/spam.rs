@@ -29,14 +29,19 @@ const BATCH_EVERY: Duration = Duration::from_millis(50);
 pub struct Spammer {
     seed: Hash,
     made: u64,
+    /// The chain its transactions are signed for: the attack is on the pools' pricing,
+    /// not on their signature check.
+    chain: Hash,
 }
 
 impl Spammer {
-    /// A spammer whose keys derive from `seed` (distinct seeds, distinct keys).
-    pub fn new(seed: &[u8]) -> Self {
+    /// A spammer whose keys derive from `seed` (distinct seeds, distinct keys), signing
+    /// for `chain`.
+    pub fn new(seed: &[u8], chain: Hash) -> Self {
         Self {
             seed: Hash::sha256(seed),
             made: 0,
+            chain,
         }
     }
 
@@ -56,6 +61,7 @@ impl Spammer {
                 let to = Keypair::from_seed(Hash::of_parts("trust/test/spam-sink", &[]).0);
                 Signed::sign(
                     &key,
+                    &self.chain,
                     Tx {
                         nonce: 0,
                         call: Call::Transfer {
@@ -120,7 +126,7 @@ mod tests {
             auditors: vec![],
         })
         .unwrap();
-        let mut spammer = Spammer::new(b"node 3");
+        let mut spammer = Spammer::new(b"node 3", contract.chain_id());
         let batch = spammer.batch(50);
         assert_eq!((batch.len(), spammer.made()), (50, 50));
         let mut signers: Vec<_> = batch.iter().map(|t| t.signer).collect();
@@ -130,7 +136,10 @@ mod tests {
         let mut pool = Mempool::new(1_000);
         for tx in &batch {
             let bytes = trust_protocol::encoding::encode(tx);
-            assert_eq!(crate::net::check_gossiped_tx(&bytes).as_ref(), Ok(tx));
+            assert_eq!(
+                crate::net::check_gossiped_tx(&bytes, &contract.chain_id()).as_ref(),
+                Ok(tx)
+            );
             assert!(matches!(
                 mempool::admissible(tx, &contract),
                 Err(MempoolError::Unaffordable { have: 0, .. })
@@ -141,6 +150,9 @@ mod tests {
         // The next batch is new keys again; another seed, other keys.
         let next = spammer.batch(1);
         assert!(!signers.contains(&next[0].signer));
-        assert_ne!(Spammer::new(b"node 4").batch(1)[0].signer, batch[0].signer);
+        assert_ne!(
+            Spammer::new(b"node 4", contract.chain_id()).batch(1)[0].signer,
+            batch[0].signer
+        );
     }
 }

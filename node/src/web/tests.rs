@@ -100,7 +100,7 @@ impl Net {
             .map(|(i, call)| {
                 let nonce = next[i];
                 next[i] += 1;
-                Signed::sign(&self.keys[i], Tx { nonce, call })
+                Signed::sign(&self.keys[i], &view.contract.chain_id(), Tx { nonce, call })
             })
             .collect()
     }

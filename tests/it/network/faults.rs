@@ -33,7 +33,9 @@ fn replay(net: &Network, i: usize) -> Vec<(u64, Event)> {
     let home = &net.nodes[i].home;
     let doc = config::load_genesis(home).expect("genesis");
     let ledger = Ledger::open(&config::ledger_dir(home)).expect("ledger");
-    let mut contract = Contract::new(&doc.genesis).expect("contract");
+    let mut contract = Contract::new(&doc.genesis)
+        .expect("contract")
+        .with_chain(doc.chain_id());
     let mut tip = Tip {
         chain: doc.chain_id(),
         height: 0,
@@ -134,6 +136,7 @@ fn a_seat_down_for_40_s_votes_again_within_blocks_of_its_restart_and_pays_only_f
             .expect("nonce");
         let tx = Signed::sign(
             &k2.account,
+            &net.chain_id(),
             Tx {
                 nonce,
                 call: Call::RegisterAuditor {
