@@ -11,9 +11,7 @@ use trust_contracts::{
     sim::{Sim, SimConfig},
 };
 use trust_protocol::{
-    AccountId, Hash, Keypair, Salt, SealingPublicKey, Signed, Vote, commitment,
-    hdag::AbstractionLevel,
-    mapping_commitment,
+    AccountId, Hash, Keypair, Salt, SealingPublicKey, Signed, Vote, commitment, mapping_commitment,
     tx::{Call, QuorumParams, SegmentEntry, SessionManifest, Tier, Tx},
     units::Ppm,
 };
@@ -68,16 +66,8 @@ fn setup() -> (Contract, Vec<Signed<Tx>>, Vec<Signed<Tx>>) {
     }
     let segments: Vec<SegmentEntry> = (0..SEGMENTS)
         .map(|i| SegmentEntry {
-            id: Hash::of_parts("seg", &[&i.to_le_bytes()]),
-            level: AbstractionLevel::Step,
-            tier: Tier::Llm,
-            weight: 1,
-            depends_on: vec![],
-            rests_on_left_out: Vec::new(),
-            supports: None,
             cid: trust_protocol::cid::Cid::of(&i.to_le_bytes()),
-            honeypot: None,
-            conclusion: false,
+            ..SegmentEntry::plain(Hash::of_parts("seg", &[&i.to_le_bytes()]), Tier::Llm)
         })
         .collect();
     let mut m = SessionManifest {
@@ -205,16 +195,9 @@ fn dense_delivery() -> (Contract, AccountId, Tx) {
     .unwrap();
     let segments: Vec<SegmentEntry> = (0..MAX_SEGMENTS as u16)
         .map(|i| SegmentEntry {
-            id: Hash::of_parts("dense", &[&i.to_le_bytes()]),
-            level: AbstractionLevel::Step,
-            tier: Tier::Llm,
-            weight: 1,
             depends_on: (i.saturating_sub(MAX_DEPENDENCIES as u16)..i).collect(),
-            rests_on_left_out: Vec::new(),
-            supports: None,
             cid: trust_protocol::cid::Cid::of(&i.to_le_bytes()),
-            honeypot: None,
-            conclusion: false,
+            ..SegmentEntry::plain(Hash::of_parts("dense", &[&i.to_le_bytes()]), Tier::Llm)
         })
         .collect();
     let mut m = SessionManifest {

@@ -6,7 +6,6 @@ use trust_contracts::{
 };
 use trust_protocol::{
     AccountId, Hash, Keypair, Salt, SealingPublicKey, Signed, Vote, commitment,
-    hdag::AbstractionLevel,
     honeypot_commitment, mapping_commitment,
     seal::SealedKey,
     tx::{Call, Difficulty, QuorumParams, SeatKey, SegmentEntry, SessionManifest, Tier, Tx},
@@ -31,7 +30,22 @@ fn ctx(height: u64) -> BlockCtx {
     }
 }
 
+/// Parameters under which every wrong vote draws a slash (`p_min = p_max = 1`), so that a
+/// test sees at once whether a seat is scored wrong.
+fn always_slash() -> Params {
+    Params {
+        p_min: Ppm(1_000_000),
+        p_max: Ppm(1_000_000),
+        ..Params::default()
+    }
+}
+
 impl Chain {
+    /// Nothing minted or lost: every token is in a balance, a stake or an escrow.
+    fn assert_supply_conserved(&self) {
+        assert_eq!(self.c.accounted_supply(), u128::from(self.c.state().supply));
+    }
+
     /// `auditors` per tier, each with 1000 staked; a provider with a large balance.
     fn new(params: Params, auditors: &[(Tier, usize)]) -> (Self, Vec<Keypair>) {
         let mut keys = Vec::new();
@@ -134,16 +148,9 @@ impl Chain {
 fn segment(i: u8, tier: Tier, depends_on: Vec<u16>) -> SegmentEntry {
     let id = Hash::of_parts("seg", &[&[i]]);
     SegmentEntry {
-        id,
-        level: AbstractionLevel::Step,
-        tier,
-        weight: 1,
         depends_on,
-        rests_on_left_out: Vec::new(),
-        supports: None,
         cid: trust_protocol::cid::Cid::of(&[i]),
-        honeypot: None,
-        conclusion: false,
+        ..SegmentEntry::plain(id, tier)
     }
 }
 
@@ -345,10 +352,7 @@ fn correct_chain_passes_and_pays_the_seats() {
         .sum();
     assert_eq!(after - before, 54);
     assert!(ev.iter().any(|e| matches!(e, Event::TraceDecided { .. })));
-    assert_eq!(
-        chain.c.accounted_supply(),
-        u128::from(chain.c.state().supply)
-    );
+    chain.assert_supply_conserved();
 }
 
 #[test]
@@ -725,10 +729,8 @@ fn an_undecided_segment_escalates_to_the_next_tier() {
 #[test]
 fn no_shows_are_treated_as_wrong_and_slashing_deactivates() {
     let params = Params {
-        p_min: Ppm(1_000_000),
-        p_max: Ppm(1_000_000),
         penalty: 950,
-        ..Params::default()
+        ..always_slash()
     };
     let (mut chain, keys) = Chain::new(params, &[(Tier::Computer, 4)]);
     let (sid, ev) = run_session(
@@ -746,10 +748,7 @@ fn no_shows_are_treated_as_wrong_and_slashing_deactivates() {
     assert!(!au.active, "stake 50 is below the minimum 100");
     assert!(au.reputation < Params::default().initial_reputation);
     assert_eq!(chain.c.outcome(&sid).unwrap().trace, TraceVerdict::Pass);
-    assert_eq!(
-        chain.c.accounted_supply(),
-        u128::from(chain.c.state().supply)
-    );
+    chain.assert_supply_conserved();
 }
 
 /// Runs a one-segment honeypot session of `provider` to its end: its truth is `truth`
@@ -954,11 +953,7 @@ fn a_rubber_stamper_is_flagged_only_on_known_errors_from_several_providers() {
 /// Two colluding griefers change nothing: there is no record to flag on.
 #[test]
 fn a_griefing_providers_false_honeypots_slash_and_flag_no_honest_seat_and_burn_its_bond() {
-    let mut params = Params {
-        p_min: Ppm(1_000_000),
-        p_max: Ppm(1_000_000),
-        ..Params::default()
-    };
+    let mut params = always_slash();
     params.rubber_stamp.min_samples = 1;
     let bond = params.honeypot_bond;
     let (mut chain, keys) = Chain::new(params, &[(Tier::Computer, 3)]);
@@ -1018,10 +1013,7 @@ fn a_griefing_providers_false_honeypots_slash_and_flag_no_honest_seat_and_burn_i
         assert_eq!(chain.c.state().accounts[&k.public()].stake, stake);
         assert!(au.reputation > Params::default().initial_reputation);
     }
-    assert_eq!(
-        chain.c.accounted_supply(),
-        u128::from(chain.c.state().supply)
-    );
+    chain.assert_supply_conserved();
 }
 
 /// A griefing provider starves all but one seat of its false honeypot (a true step
@@ -1031,11 +1023,7 @@ fn a_griefing_providers_false_honeypots_slash_and_flag_no_honest_seat_and_burn_i
 /// nothing; the starved seats are paid by the provider.
 #[test]
 fn starving_all_but_one_seat_of_a_false_honeypot_slashes_nobody() {
-    let params = Params {
-        p_min: Ppm(1_000_000),
-        p_max: Ppm(1_000_000),
-        ..Params::default()
-    };
+    let params = always_slash();
     let (mut chain, keys) = Chain::new(params, &[(Tier::Computer, 3)]);
     let provider = key("provider");
     let (sid, seats, ev) = honeypot_session_starving(
@@ -1888,10 +1876,7 @@ fn honeypots_beyond_the_cap_are_refused_and_the_bond_comes_back() {
         o.rewards_paid,
         "fee left and bond refunded"
     );
-    assert_eq!(
-        chain.c.accounted_supply(),
-        u128::from(chain.c.state().supply)
-    );
+    chain.assert_supply_conserved();
 }
 
 /// Finding 2: a provider that keeps a seat's key from it cannot get it slashed as a
@@ -1901,10 +1886,8 @@ fn honeypots_beyond_the_cap_are_refused_and_the_bond_comes_back() {
 #[test]
 fn a_seat_starved_of_its_keys_is_not_slashed_and_the_provider_pays_it() {
     let params = Params {
-        p_min: Ppm(1_000_000),
-        p_max: Ppm(1_000_000),
         penalty: 950,
-        ..Params::default()
+        ..always_slash()
     };
     let reward = params.reward;
     let (mut chain, keys) = Chain::new(params, &[(Tier::Computer, 5)]);
@@ -2027,10 +2010,7 @@ fn a_seat_starved_of_its_keys_is_not_slashed_and_the_provider_pays_it() {
         o.rewards_paid + reward,
         "the provider paid for the seat it starved"
     );
-    assert_eq!(
-        chain.c.accounted_supply(),
-        u128::from(chain.c.state().supply)
-    );
+    chain.assert_supply_conserved();
 }
 
 /// A key sent in the last block of the commit window leaves its seat no block to commit

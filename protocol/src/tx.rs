@@ -159,6 +159,26 @@ pub struct SegmentEntry {
     pub conclusion: bool,
 }
 
+impl SegmentEntry {
+    /// A STEP of weight 1 routed to `tier`, resting on nothing, not a honeypot and not the
+    /// conclusion, whose ciphertext is addressed as `Cid::of(id)`: the plain entry that
+    /// tests, benchmarks and the load generator change with struct update syntax.
+    pub fn plain(id: Hash, tier: Tier) -> Self {
+        SegmentEntry {
+            id,
+            level: AbstractionLevel::Step,
+            tier,
+            weight: 1,
+            depends_on: Vec::new(),
+            rests_on_left_out: Vec::new(),
+            supports: None,
+            cid: Cid::of(id.as_ref()),
+            honeypot: None,
+            conclusion: false,
+        }
+    }
+}
+
 /// A segment of the trace that is not audited in this session: its tier has too few
 /// auditors on the network. It has no ciphertext and draws no seats, but it keeps its
 /// place in the trace verdict: its weight counts as undecided (so a trace cannot pass on
@@ -678,16 +698,13 @@ mod tests {
         )
             .prop_map(
                 |(id, level, tier, weight, depends_on, cid, honeypot, conclusion)| SegmentEntry {
-                    id,
                     level,
-                    tier,
                     weight,
                     depends_on,
-                    rests_on_left_out: Vec::new(),
-                    supports: None,
                     cid: Cid(cid),
                     honeypot,
                     conclusion,
+                    ..SegmentEntry::plain(id, tier)
                 },
             );
         let left = (
@@ -852,28 +869,16 @@ mod tests {
         SessionManifest {
             segments: vec![
                 SegmentEntry {
-                    id: Hash([1; 32]),
-                    level: AbstractionLevel::Step,
-                    tier: Tier::Computer,
-                    weight: 1,
-                    depends_on: vec![],
-                    rests_on_left_out: vec![],
-                    supports: None,
                     cid: Cid::of(b"segment-0"),
-                    honeypot: None,
-                    conclusion: false,
+                    ..SegmentEntry::plain(Hash([1; 32]), Tier::Computer)
                 },
                 SegmentEntry {
-                    id: Hash([2; 32]),
                     level: AbstractionLevel::Operation,
-                    tier: Tier::Llm,
                     weight: 2,
                     depends_on: vec![0],
-                    rests_on_left_out: vec![],
-                    supports: None,
                     cid: Cid::of(b"segment-1"),
                     honeypot: Some(Hash([3; 32])),
-                    conclusion: false,
+                    ..SegmentEntry::plain(Hash([2; 32]), Tier::Llm)
                 },
             ],
             mapping_commitment: Hash([4; 32]),

@@ -538,7 +538,6 @@ async fn sync_caps_blocks_per_request() {
 /// a request for 64 blocks would have made the old server decode in its swarm task.
 fn heavy_ledger(n: u64) -> (tempfile::TempDir, Ledger) {
     use trust_protocol::{
-        hdag::AbstractionLevel,
         tx::{QuorumParams, SegmentEntry, SessionManifest, Tier},
         units::Ppm,
     };
@@ -555,16 +554,8 @@ fn heavy_ledger(n: u64) -> (tempfile::TempDir, Ledger) {
                     .map(|i| {
                         let id = Hash::of_parts("seg", &[&i.to_le_bytes(), &nonce.to_le_bytes()]);
                         SegmentEntry {
-                            id,
-                            level: AbstractionLevel::Step,
-                            tier: Tier::Computer,
-                            weight: 1,
-                            depends_on: vec![],
-                            rests_on_left_out: Vec::new(),
-                            supports: None,
-                            cid: Cid::of(id.as_ref()),
-                            honeypot: None,
                             conclusion: i == 999,
+                            ..SegmentEntry::plain(id, Tier::Computer)
                         }
                     })
                     .collect();

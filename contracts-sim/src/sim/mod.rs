@@ -24,7 +24,6 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use trust_protocol::{
     AccountId, Hash, Keypair, Salt, SealingPublicKey, Signed, Vote, commitment,
-    hdag::AbstractionLevel,
     honeypot_commitment, mapping_commitment,
     seal::SealedKey,
     tx::{Call, Difficulty, QuorumParams, SeatKey, SegmentEntry, SessionManifest, Tier, Tx},
@@ -488,16 +487,9 @@ impl Sim {
                 &[&cfg.seed.to_le_bytes(), &tag, &i.to_le_bytes()],
             );
             entries.push(SegmentEntry {
-                id,
-                level: AbstractionLevel::Step,
-                tier,
                 weight: w,
                 depends_on: d.clone(),
-                rests_on_left_out: Vec::new(),
-                supports: None,
-                cid: trust_protocol::cid::Cid::of(id.as_ref()),
-                honeypot: None,
-                conclusion: false,
+                ..SegmentEntry::plain(id, tier)
             });
             deps.push(d);
             ids.push(id);
@@ -518,16 +510,8 @@ impl Sim {
                 &[&cfg.seed.to_le_bytes(), &tag, &idx.to_le_bytes()],
             );
             entries.push(SegmentEntry {
-                id,
-                level: AbstractionLevel::Step,
-                tier: Tier::Human,
-                weight: 1,
-                depends_on: vec![],
-                rests_on_left_out: Vec::new(),
-                supports: None,
-                cid: trust_protocol::cid::Cid::of(id.as_ref()),
                 honeypot: Some(honeypot_commitment(&id, verdict, difficulty, &salt)),
-                conclusion: false,
+                ..SegmentEntry::plain(id, Tier::Human)
             });
             correct.push(verdict.is_valid());
             truth.push(verdict);

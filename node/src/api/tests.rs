@@ -4,9 +4,7 @@ use axum::{body::Body, http::Request};
 use tower::ServiceExt;
 use trust_contracts::{Event, Params};
 use trust_protocol::{
-    Salt, Vote, commitment,
-    hdag::AbstractionLevel,
-    mapping_commitment,
+    Salt, Vote, commitment, mapping_commitment,
     tx::{Call, QuorumParams, SegmentEntry, SessionManifest, Tier, Tx},
     units::Ppm,
 };
@@ -189,16 +187,8 @@ async fn transactions_in_and_blocks_out() {
 async fn a_session_is_queryable_with_the_block_that_decided_it() {
     let mut net = Net::new();
     let seg = SegmentEntry {
-        id: Hash::sha256(b"segment"),
-        level: AbstractionLevel::Step,
-        tier: Tier::Computer,
-        weight: 1,
-        depends_on: vec![],
-        rests_on_left_out: Vec::new(),
-        supports: None,
         cid: trust_protocol::cid::Cid::of(b"c"),
-        honeypot: None,
-        conclusion: false,
+        ..SegmentEntry::plain(Hash::sha256(b"segment"), Tier::Computer)
     };
     let mut m = SessionManifest {
         segments: vec![seg.clone()],

@@ -126,8 +126,6 @@ fn session_calls_expire_as_phases_pass_and_leave_the_pool() {
     use trust_contracts::{BlockCtx, GenesisAuditor, Phase};
     use trust_protocol::{
         Salt, Vote,
-        cid::Cid,
-        hdag::AbstractionLevel,
         seal::SealingSecret,
         tx::{QuorumParams, SegmentEntry, SessionManifest, Tier},
         units::Ppm,
@@ -165,16 +163,8 @@ fn session_calls_expire_as_phases_pass_and_leave_the_pool() {
     let id = Hash::of_parts("segment", &[]);
     let mut manifest = SessionManifest {
         segments: vec![SegmentEntry {
-            id,
-            level: AbstractionLevel::Step,
-            tier: Tier::Computer,
-            weight: 1,
-            depends_on: vec![],
-            rests_on_left_out: Vec::new(),
-            supports: None,
-            cid: Cid::of(id.as_ref()),
-            honeypot: None,
             conclusion: true,
+            ..SegmentEntry::plain(id, Tier::Computer)
         }],
         mapping_commitment: Hash::of_parts("mapping", &[]),
         quorum: QuorumParams {
@@ -500,8 +490,6 @@ fn failing_senders_are_evicted_and_deprioritised() {
 /// transaction) and `fee` (0: the contract's minimum).
 fn session_with_fee(k: &Keypair, nonce: u64, segments: usize, fee: u64) -> SignedTx {
     use trust_protocol::{
-        cid::Cid,
-        hdag::AbstractionLevel,
         tx::{QuorumParams, SegmentEntry, SessionManifest, Tier},
         units::Ppm,
     };
@@ -510,16 +498,8 @@ fn session_with_fee(k: &Keypair, nonce: u64, segments: usize, fee: u64) -> Signe
             .map(|i| {
                 let id = Hash::of_parts("segment", &[&i.to_le_bytes(), &nonce.to_le_bytes()]);
                 SegmentEntry {
-                    id,
-                    level: AbstractionLevel::Step,
-                    tier: Tier::Computer,
-                    weight: 1,
-                    depends_on: vec![],
-                    rests_on_left_out: Vec::new(),
-                    supports: None,
-                    cid: Cid::of(id.as_ref()),
-                    honeypot: None,
                     conclusion: i + 1 == segments,
+                    ..SegmentEntry::plain(id, Tier::Computer)
                 }
             })
             .collect(),

@@ -193,16 +193,10 @@ fn manifest(segments: Vec<SegmentEntry>, left_out: Vec<LeftOut>) -> SessionManif
 
 fn segment(label: &[u8], level: AbstractionLevel, depends_on: Vec<u16>) -> SegmentEntry {
     SegmentEntry {
-        id: Hash::sha256(label),
         level,
-        tier: Tier::Computer,
-        weight: 1,
         depends_on,
-        rests_on_left_out: Vec::new(),
-        supports: None,
         cid: trust_protocol::cid::Cid::of(label),
-        honeypot: None,
-        conclusion: false,
+        ..SegmentEntry::plain(Hash::sha256(label), Tier::Computer)
     }
 }
 
