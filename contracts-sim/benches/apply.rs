@@ -18,6 +18,25 @@ use trust_protocol::{
 
 const SEGMENTS: u16 = 100;
 
+/// A session of `segments` with `k` seats per segment in every tier, paying the minimum fee.
+fn manifest(segments: Vec<SegmentEntry>, k: u8) -> SessionManifest {
+    let mut m = SessionManifest {
+        segments,
+        mapping_commitment: mapping_commitment(&Hash::ZERO, &Salt([0; 32])),
+        quorum: QuorumParams {
+            k: [k; 3],
+            extra_seats: 0,
+            tau: Ppm(600_000),
+            beta: Ppm(800_000),
+        },
+        fee: 0,
+        domain: String::new(),
+        left_out: Vec::new(),
+    };
+    m.fee = trust_contracts::minimum_fee(&Params::default(), &m).unwrap();
+    m
+}
+
 fn ctx(h: u64) -> BlockCtx {
     BlockCtx {
         height: h,
@@ -70,20 +89,7 @@ fn setup() -> (Contract, Vec<Signed<Tx>>, Vec<Signed<Tx>>) {
             ..SegmentEntry::plain(Hash::of_parts("seg", &[&i.to_le_bytes()]), Tier::Llm)
         })
         .collect();
-    let mut m = SessionManifest {
-        segments,
-        mapping_commitment: mapping_commitment(&Hash::ZERO, &Salt([0; 32])),
-        quorum: QuorumParams {
-            k: [5, 5, 5],
-            extra_seats: 0,
-            tau: Ppm(600_000),
-            beta: Ppm(800_000),
-        },
-        fee: 0,
-        domain: String::new(),
-        left_out: Vec::new(),
-    };
-    m.fee = trust_contracts::minimum_fee(&Params::default(), &m).unwrap();
+    let m = manifest(segments, 5);
     let sid = Tx::session_id(&provider.public(), 0);
     c.apply(
         &ctx(2),
@@ -200,20 +206,7 @@ fn dense_delivery() -> (Contract, AccountId, Tx) {
             ..SegmentEntry::plain(Hash::of_parts("dense", &[&i.to_le_bytes()]), Tier::Llm)
         })
         .collect();
-    let mut m = SessionManifest {
-        segments,
-        mapping_commitment: mapping_commitment(&Hash::ZERO, &Salt([0; 32])),
-        quorum: QuorumParams {
-            k: [3, 3, 3],
-            extra_seats: 0,
-            tau: Ppm(600_000),
-            beta: Ppm(800_000),
-        },
-        fee: 0,
-        domain: String::new(),
-        left_out: Vec::new(),
-    };
-    m.fee = trust_contracts::minimum_fee(&Params::default(), &m).unwrap();
+    let m = manifest(segments, 3);
     let sid = Tx::session_id(&provider.public(), 0);
     c.apply_verified(
         &ctx(2),
