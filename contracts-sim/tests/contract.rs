@@ -116,6 +116,31 @@ impl Chain {
     }
 
     /// Applies the pending transactions (all must succeed) and ends the block.
+    /// The provider opens its (test) mapping, which ends a session's disclosure.
+    fn reveal_mapping(&mut self, provider: &Keypair, session: Hash) {
+        self.submit(
+            provider,
+            Call::RevealMapping {
+                session,
+                mapping: Hash::sha256(b"map"),
+                salt: Salt([9; 32]),
+            },
+        );
+    }
+
+    /// [`Chain::reveal_mapping`] once the session is in disclosure and has no mapping yet.
+    fn reveal_mapping_when_due(&mut self, provider: &Keypair, session: Hash) {
+        let due = self
+            .c
+            .state()
+            .sessions
+            .get(&session)
+            .is_some_and(|s| s.mapping.is_none() && matches!(s.phase, Phase::Disclose { .. }));
+        if due {
+            self.reveal_mapping(provider, session);
+        }
+    }
+
     fn block(&mut self) -> Vec<Event> {
         self.height += 1;
         let ctx = ctx(self.height);
@@ -293,20 +318,7 @@ fn run_session_starving(
     }
     all.extend(chain.block());
     while chain.c.state().sessions.contains_key(&sid) {
-        if matches!(
-            chain.c.state().sessions.get(&sid).map(|s| s.phase),
-            Some(Phase::Disclose { .. })
-        ) && chain.c.state().sessions[&sid].mapping.is_none()
-        {
-            chain.submit(
-                &provider,
-                Call::RevealMapping {
-                    session: sid,
-                    mapping: Hash::sha256(b"map"),
-                    salt: Salt([9; 32]),
-                },
-            );
-        }
+        chain.reveal_mapping_when_due(&provider, sid);
         all.extend(chain.block());
         assert!(chain.height < 200, "session never finished");
     }
@@ -711,14 +723,7 @@ fn an_undecided_segment_escalates_to_the_next_tier() {
         assert_eq!(chain.c.state().auditors[id].tier, Tier::Llm);
     }
     vote_round(&mut chain, round1, &[Vote::Invalid, Vote::Invalid]);
-    chain.submit(
-        &provider,
-        Call::RevealMapping {
-            session: sid,
-            mapping: Hash::sha256(b"map"),
-            salt: Salt([9; 32]),
-        },
-    );
+    chain.reveal_mapping(&provider, sid);
     chain.block();
     let o = chain.c.outcome(&sid).expect("decided");
     assert_eq!(o.segments[0].verdict, SegmentVerdict::Invalid);
@@ -861,14 +866,7 @@ fn honeypot_session_starving(
             salt,
         },
     );
-    chain.submit(
-        provider,
-        Call::RevealMapping {
-            session: sid,
-            mapping: Hash::sha256(b"map"),
-            salt: Salt([9; 32]),
-        },
-    );
+    chain.reveal_mapping(provider, sid);
     let ev = chain.block();
     assert!(chain.c.outcome(&sid).is_some(), "decided");
     (sid, seats, ev)
@@ -1192,14 +1190,7 @@ fn a_blinded_honeypot_is_judged_like_any_segment_and_stays_out_of_the_trace() {
     // Opened, the honeypot does not end the disclosure: the mapping does.
     chain.block();
     assert!(chain.c.state().sessions.contains_key(&sid));
-    chain.submit(
-        &provider,
-        Call::RevealMapping {
-            session: sid,
-            mapping: Hash::sha256(b"map"),
-            salt: Salt([9; 32]),
-        },
-    );
+    chain.reveal_mapping(&provider, sid);
     let ev = chain.block();
     let o = chain
         .c
@@ -1856,14 +1847,7 @@ fn honeypots_beyond_the_cap_are_refused_and_the_bond_comes_back() {
         chain.try_apply(&provider, open(2)),
         Err(TxError::TooManyHoneypots(2))
     );
-    chain.submit(
-        &provider,
-        Call::RevealMapping {
-            session: sid,
-            mapping: Hash::sha256(b"map"),
-            salt: Salt([9; 32]),
-        },
-    );
+    chain.reveal_mapping(&provider, sid);
     chain.block();
     let o = chain.c.outcome(&sid).unwrap();
     let opened: Vec<bool> = o.segments.iter().map(|g| g.honeypot.is_some()).collect();
@@ -1972,18 +1956,7 @@ fn a_seat_starved_of_its_keys_is_not_slashed_and_the_provider_pays_it() {
     }
     let mut ev = chain.block();
     while chain.c.state().sessions.contains_key(&sid) {
-        if chain.c.state().sessions[&sid].mapping.is_none()
-            && matches!(chain.c.state().sessions[&sid].phase, Phase::Disclose { .. })
-        {
-            chain.submit(
-                &provider,
-                Call::RevealMapping {
-                    session: sid,
-                    mapping: Hash::sha256(b"map"),
-                    salt: Salt([9; 32]),
-                },
-            );
-        }
+        chain.reveal_mapping_when_due(&provider, sid);
         ev.extend(chain.block());
     }
     let slashed: Vec<AccountId> = ev
