@@ -3,9 +3,11 @@
 # when a Docker engine answers; without one it says so and exits 0. In order:
 #   1. build the images (scripts/build-image.sh: no registry, Debian root filesystem cached);
 #   2. testnet up (scripts/testnet.sh up: every node decides blocks);
-#   3. submit a sample trace through the provider node;
+#   3. submit a sample trace through the provider node (its worded steps go to the LLM
+#      seats, whose SmolLM2 abstains, and on to the Human node);
 #   4. kill -9 one validator while that session is in flight (its seats drawn);
-#   5. query the verdict from a node other than the provider;
+#   5. query the verdict from a node other than the provider, and check that the Human
+#      node, whose seats nobody answers, abstained at its deadline and was not slashed;
 #   6. start the killed validator again and wait until it holds the same block hash and
 #      state root as the others;
 #   7. the chaos sequence once, 10 s per fault (scripts/testnet.sh chaos; non-zero if
@@ -63,8 +65,8 @@ step "2. testnet up"
 $tn up
 done_step
 
-step "3. submit examples/traces/fraction-incorrect.txt through the provider"
-out=$($tn submit examples/traces/fraction-incorrect.txt)
+step "3. submit examples/traces/fraction-correct.txt through the provider"
+out=$($tn submit examples/traces/fraction-correct.txt)
 echo "$out"
 session=$(echo "$out" | sed -n 's/^session *\([0-9a-f]\{64\}\)$/\1/p')
 [ -n "$session" ] || { echo "no session id in the submit output"; exit 1; }
@@ -83,6 +85,20 @@ $tn wait-session "$session" decided validator1 --timeout 420
 q=$($tn query "$session" validator1)
 echo "$q"
 echo "$q" | grep -Eq '^verdict +(PASS|FAIL|INCONCLUSIVE)' || { echo "validator1 shows no verdict"; exit 1; }
+$tn human
+python3 - <<'PY'
+import sys
+sys.path.insert(0, "scripts/docker")
+import testnet as t
+h = t.node("human0")
+me = t.http(h.port, "/v1/status")["node_id"]
+a = t.http(h.port, f"/v1/auditors/{me}")
+print(f"human0 ({a['tier']}): {a['votes']} votes revealed, {a['abstentions']} abstentions, slashed {a['slashed']}")
+if a["abstentions"] < 1:
+    sys.exit("human0 has no abstention on record: its seat did not abstain at its deadline")
+if a["slashed"] != 0:
+    sys.exit("human0 was slashed although it abstained in time")
+PY
 done_step
 
 step "6. validator2 back, until it holds the same block and state root as the others"

@@ -7,6 +7,7 @@
     scripts/testnet.sh submit FILE [ARG]  submit a trace through the provider node
                                           (ARG: `trust-node submit` flags, e.g. --wait)
     scripts/testnet.sh query ID [NODE]    a session's outcome as NODE sees it (default validator1)
+    scripts/testnet.sh human              the Human node's audit form address and operator token
     scripts/testnet.sh logs [NODE] [-f]   the last lines of one node's log, or of all
     scripts/testnet.sh chaos [--hold S] [--max-gap S]
                                           faults in turn with traces in flight, then a report
@@ -111,7 +112,8 @@ class Node:
 
     @property
     def role(self) -> str:
-        for prefix, role in (("validator", "validator"), ("llm", "LLM seat"), ("provider", "provider")):
+        for prefix, role in (("validator", "validator"), ("llm", "LLM seat"), ("human", "Human seat"),
+                             ("provider", "provider")):
             if self.service.startswith(prefix):
                 return role
         return "?"
@@ -142,7 +144,7 @@ def nodes() -> list[Node]:
         health = (c["State"].get("Health") or {}).get("Status", "-")
         home = next((a.split("=", 1)[1] for a in (c.get("Args") or []) if a.startswith("--home=")), None)
         out.append(Node(svc, c["Name"].lstrip("/"), c["State"]["Status"], health, port, home))
-    order = {"validator": 0, "llm": 1, "provider": 2}
+    order = {"validator": 0, "llm": 1, "human": 2, "provider": 3}
     return sorted(out, key=lambda n: (order.get(re.sub(r"\d+$", "", n.service), 3), n.service))
 
 
@@ -220,6 +222,27 @@ def cmd_up(_: argparse.Namespace) -> None:
         time.sleep(1)
     print_table(ns)
     log(f"testnet up in {time.monotonic() - t0:.1f} s; submit with: scripts/testnet.sh submit examples/traces/bakery-correct.txt --wait")
+    for n in ns:
+        if n.service.startswith("human"):
+            print_human(n)
+
+
+def print_human(n: Node) -> None:
+    """Where a person audits the Human node's seats, and the token that logs them in."""
+    if n.port is None:
+        fail(f"{n.service} publishes no API port")
+    log(f"{n.service} is a Human auditor: judge its seats at http://127.0.0.1:{n.port}/audit")
+    log(f"   operator token: {operator_token(n)}")
+
+
+def cmd_human(_: argparse.Namespace) -> None:
+    humans = [n for n in nodes() if n.service.startswith("human")]
+    if not humans:
+        fail(f"no Human node is running (project {PROJECT}); start the testnet with scripts/testnet.sh up")
+    for n in humans:
+        if n.state != "running":
+            fail(f"{n.service} is {n.state}")
+        print_human(n)
 
 
 def cmd_down(_: argparse.Namespace) -> None:
@@ -624,6 +647,7 @@ def main() -> None:
     p.add_argument("node", nargs="?", default="validator1")
     p.add_argument("args", nargs=argparse.REMAINDER, help="more `trust-node query` flags, e.g. --json")
     p.set_defaults(f=cmd_query)
+    sub.add_parser("human", help="the Human node's audit form address and operator token").set_defaults(f=cmd_human)
     p = sub.add_parser("logs", help="the last lines of one node's log (or of every service)")
     p.add_argument("node", nargs="?")
     p.add_argument("-f", "--follow", action="store_true")
