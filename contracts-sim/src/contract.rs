@@ -272,6 +272,7 @@ impl Contract {
             Call::Bond { amount } => registry::bond(st, sender, *amount, &mut ev),
             Call::Unbond { amount } => registry::unbond(st, sender, *amount, h, &mut ev),
             Call::Withdraw => registry::withdraw(st, sender, h, &mut ev),
+            Call::Exit => registry::exit(st, sender, h, &mut ev),
             Call::OpenSession(m) => {
                 let id = Tx::session_id(&sender, tx.nonce);
                 sessions::open(st, sender, id, m, h, &mut ev)
@@ -909,8 +910,11 @@ fn touched_by(tree: &mut Tree, sender: AccountId, tx: &Tx) {
     tree.touch(StateKey::Auditor(sender));
     match &tx.call {
         Call::Transfer { to, .. } => tree.touch(StateKey::Account(*to)),
-        Call::RegisterAuditor { .. } | Call::Bond { .. } | Call::Unbond { .. } | Call::Withdraw => {
-        }
+        Call::RegisterAuditor { .. }
+        | Call::Bond { .. }
+        | Call::Unbond { .. }
+        | Call::Withdraw
+        | Call::Exit => {}
         Call::OpenSession(_) => tree.touch(StateKey::Session(Tx::session_id(&sender, tx.nonce))),
         Call::DeliverKeys { session, .. }
         | Call::Commit { session, .. }

@@ -45,9 +45,26 @@ pub enum TxError {
     /// Too many pending unbondings.
     #[error("too many pending unbondings")]
     TooManyUnbondings,
-    /// Nothing can be withdrawn yet.
-    #[error("nothing to withdraw yet")]
+    /// Nothing is unbonding: there is nothing to withdraw, now or later.
+    #[error("nothing to withdraw: no stake is unbonding (unbond or exit first)")]
     NothingToWithdraw,
+    /// Stake is unbonding but none of it is released yet.
+    #[error("nothing to withdraw yet: the earliest unbonding frees at height {frees_at}")]
+    NotYetWithdrawable {
+        /// Height from which the earliest pending unbonding can be withdrawn.
+        frees_at: u64,
+    },
+    /// The account still holds a seat in a session that is not decided.
+    #[error(
+        "the account holds a seat in session {session}, which is not decided yet: it must end before stake is withdrawn"
+    )]
+    SeatHeld {
+        /// The session.
+        session: Hash,
+    },
+    /// The auditor is leaving the network already.
+    #[error("the auditor is exiting already: withdraw its stake once the unbonding frees")]
+    AlreadyExiting,
     /// A session with this id exists already.
     #[error("session {0} exists already")]
     SessionExists(Hash),

@@ -242,4 +242,10 @@ pub enum Event {
         /// Amount.
         amount: Amount,
     },
+    /// An auditor is leaving the network (`Call::Exit`): never drawn again; its bonded
+    /// stake unbonds (an `UnbondStarted` follows when it had any).
+    AuditorExiting {
+        /// Account.
+        account: AccountId,
+    },
 }

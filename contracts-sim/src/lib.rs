@@ -50,6 +50,7 @@ pub use params::{
     Genesis, GenesisAccount, GenesisAuditor, GenesisError, MAX_MIN_PROVIDERS, Params,
     RubberStampRule,
 };
+pub use registry::{exit_refused, seat_held, withdrawable};
 pub use sessions::{honeypot_bond, minimum_fee};
 pub use state::{
     Account, Auditor, Coverage, Failure, FailureBound, HoneypotStats, LeftOutOutcome, LocalVerdict,

@@ -9,7 +9,7 @@
 //! drawable auditors ([`State::eligible`]) is updated here, by [`reindex`], wherever stake
 //! or an auditor's standing changes.
 
-use trust_protocol::{AccountId, SealingPublicKey, tx::Tier, units::Amount};
+use trust_protocol::{AccountId, Hash, SealingPublicKey, tx::Tier, units::Amount};
 
 use crate::{
     error::TxError,
@@ -84,12 +84,13 @@ pub(crate) fn register(
     Ok(())
 }
 
-/// Whether `who` can be drawn for a seat: a registered auditor, active, not flagged, with
-/// bonded stake of at least its tier's minimum (and above zero).
+/// Whether `who` can be drawn for a seat: a registered auditor, active, not flagged, not
+/// exiting, with bonded stake of at least its tier's minimum (and above zero). Unbonding
+/// stake has left `stake`, so it never counts.
 pub(crate) fn drawable(st: &State, who: &AccountId) -> Option<Tier> {
     let au = st.auditors.get(who)?;
     let stake = st.accounts.get(who).map_or(0, |a| a.stake);
-    (au.active && !au.flagged && stake > 0 && stake >= st.params.min_stake(au.tier))
+    (au.active && !au.flagged && !au.exiting && stake > 0 && stake >= st.params.min_stake(au.tier))
         .then_some(au.tier)
 }
 
@@ -136,6 +137,7 @@ pub(crate) fn new_auditor(
         abstentions: 0,
         honeypots: HoneypotStats::default(),
         flagged: false,
+        exiting: false,
     }
 }
 
@@ -158,11 +160,12 @@ pub(crate) fn bond(
     a.balance = balance;
     a.stake = stake;
     // Topping up stake re-admits an auditor that fell below the minimum, unless it was
-    // flagged as a rubber-stamper.
+    // flagged as a rubber-stamper or is exiting (an exit is for good).
     let min = st.auditors.get(&who).map(|au| st.params.min_stake(au.tier));
     if let (Some(au), Some(min)) = (st.auditors.get_mut(&who), min)
         && !au.active
         && !au.flagged
+        && !au.exiting
         && stake >= min
     {
         au.active = true;
@@ -210,26 +213,55 @@ pub(crate) fn unbond(
     Ok(())
 }
 
+/// The first live (undecided) session in which `who` holds a seat, of either round.
+pub fn seat_held(st: &State, who: &AccountId) -> Option<Hash> {
+    st.sessions.iter().find_map(|(id, s)| {
+        s.segments
+            .iter()
+            .any(|g| g.seats.iter().any(|x| x.account == *who))
+            .then_some(*id)
+    })
+}
+
+/// What `who` could withdraw in a block at `height`, or why it cannot: a seat in a session
+/// not decided yet keeps all its stake (bonded or unbonding) where a slash can reach it;
+/// then something must be released by `height`.
+pub fn withdrawable(st: &State, who: &AccountId, height: u64) -> Result<Amount, TxError> {
+    if let Some(session) = seat_held(st, who) {
+        return Err(TxError::SeatHeld { session });
+    }
+    let acct = st.accounts.get(who).ok_or(TxError::NothingToWithdraw)?;
+    let frees_at = acct
+        .unbonding
+        .iter()
+        .map(|u| u.release_at)
+        .min()
+        .ok_or(TxError::NothingToWithdraw)?;
+    if frees_at > height {
+        return Err(TxError::NotYetWithdrawable { frees_at });
+    }
+    acct.unbonding
+        .iter()
+        .filter(|u| u.release_at <= height)
+        .try_fold(0u64, |s, u| s.checked_add(u.amount))
+        .ok_or(TxError::Overflow)
+}
+
 pub(crate) fn withdraw(
     st: &mut State,
     who: AccountId,
     height: u64,
     events: &mut Vec<Event>,
 ) -> Result<(), TxError> {
+    let amount = withdrawable(st, &who, height)?;
     let acct = st.accounts.get(&who).ok_or(TxError::NothingToWithdraw)?;
-    let (ready, pending): (Vec<_>, Vec<_>) = acct
+    let balance = acct.balance.checked_add(amount).ok_or(TxError::Overflow)?;
+    let pending: Vec<Unbonding> = acct
         .unbonding
         .iter()
+        .filter(|u| u.release_at > height)
         .cloned()
-        .partition(|u| u.release_at <= height);
-    if ready.is_empty() {
-        return Err(TxError::NothingToWithdraw);
-    }
-    let amount = ready
-        .iter()
-        .try_fold(0u64, |s, u| s.checked_add(u.amount))
-        .ok_or(TxError::Overflow)?;
-    let balance = acct.balance.checked_add(amount).ok_or(TxError::Overflow)?;
+        .collect();
     let a = st.accounts.entry(who).or_default();
     a.balance = balance;
     a.unbonding = pending;
@@ -237,6 +269,46 @@ pub(crate) fn withdraw(
         account: who,
         amount,
     });
+    Ok(())
+}
+
+/// Why `who` cannot exit, if so: it must be a registered auditor that is not exiting
+/// already, with room for one more unbonding when it has stake bonded.
+pub fn exit_refused(st: &State, who: &AccountId) -> Option<TxError> {
+    let Some(au) = st.auditors.get(who) else {
+        return Some(TxError::NotAnAuditor);
+    };
+    if au.exiting {
+        return Some(TxError::AlreadyExiting);
+    }
+    let acct = st.accounts.get(who);
+    if acct.is_some_and(|a| a.stake > 0 && a.unbonding.len() >= MAX_UNBONDINGS) {
+        return Some(TxError::TooManyUnbondings);
+    }
+    None
+}
+
+/// `Call::Exit`: unbonds all bonded stake and marks the auditor as exiting, so that it is
+/// never drawn again. Its seats stay its duty: a slash for one of them takes from the
+/// unbonding, and it cannot withdraw while it holds one.
+pub(crate) fn exit(
+    st: &mut State,
+    who: AccountId,
+    height: u64,
+    events: &mut Vec<Event>,
+) -> Result<(), TxError> {
+    if let Some(e) = exit_refused(st, &who) {
+        return Err(e);
+    }
+    let stake = st.accounts.get(&who).map_or(0, |a| a.stake);
+    if stake > 0 {
+        unbond(st, who, stake, height, events)?;
+    }
+    if let Some(au) = st.auditors.get_mut(&who) {
+        au.exiting = true;
+    }
+    reindex(st, &who);
+    events.push(Event::AuditorExiting { account: who });
     Ok(())
 }
 

@@ -133,6 +133,11 @@ pub struct Auditor {
     pub honeypots: HoneypotStats,
     /// Flagged as a rubber-stamper.
     pub flagged: bool,
+    /// Leaving the network (`Call::Exit`): all its stake was unbonded, it is never drawn
+    /// again and bonding does not re-admit it. The seats it already holds stay its duty (its
+    /// unbonding stake stays slashable), and its entry stays in the registry, so the account
+    /// cannot register again (a new account can).
+    pub exiting: bool,
 }
 
 /// One seat on one segment.

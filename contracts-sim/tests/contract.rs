@@ -2,7 +2,7 @@
 
 use trust_contracts::{
     BlockCtx, Contract, Event, Genesis, GenesisAccount, Params, Phase, SegmentVerdict, SlashReason,
-    TraceVerdict, TxError,
+    TraceVerdict, TxError, Unbonding,
 };
 use trust_protocol::{
     AccountId, Hash, Keypair, Salt, SealingPublicKey, Signed, Vote, commitment,
@@ -262,12 +262,26 @@ fn run_session_starving(
     votes: impl Fn(u16, usize) -> Option<Vote>,
     starve: impl Fn(u16, usize) -> bool,
 ) -> (Hash, Vec<Event>) {
+    run_session_with(chain, keys, m, votes, starve, |_, _, _| {})
+}
+
+/// [`run_session_starving`], calling `seated(chain, session, events)` once the seats are
+/// drawn, before any of them acts.
+fn run_session_with(
+    chain: &mut Chain,
+    keys: &[Keypair],
+    m: SessionManifest,
+    votes: impl Fn(u16, usize) -> Option<Vote>,
+    starve: impl Fn(u16, usize) -> bool,
+    seated: impl FnOnce(&mut Chain, Hash, &[Event]),
+) -> (Hash, Vec<Event>) {
     let provider = key("provider");
     let sid = Tx::session_id(&provider.public(), chain.c.nonce(&provider.public()));
     let ids: Vec<Hash> = m.segments.iter().map(|s| s.id).collect();
     chain.submit(&provider, Call::OpenSession(m));
     let mut all = chain.block();
     all.extend(chain.block()); // seats drawn at the end of the block after opening
+    seated(chain, sid, &all);
     let starved: Vec<AccountId> = (0..ids.len())
         .flat_map(|s| {
             seats_of(&all, s as u16, 0)
@@ -1229,15 +1243,151 @@ fn unbonding_waits_and_cannot_dodge_a_slash() {
     chain.submit(k, Call::Unbond { amount: 400 });
     chain.block();
     assert_eq!(chain.c.state().accounts[&k.public()].stake, 600);
+    let frees_at = 1 + 1 + Params::default().unbond_delay;
     assert_eq!(
-        chain.try_apply(k, Call::Withdraw),
-        Err(TxError::NothingToWithdraw)
+        chain.c.state().accounts[&k.public()].unbonding,
+        vec![Unbonding {
+            release_at: frees_at,
+            amount: 400
+        }]
     );
-    for _ in 0..Params::default().unbond_delay {
+    let early = chain.try_apply(k, Call::Withdraw).unwrap_err();
+    assert_eq!(early, TxError::NotYetWithdrawable { frees_at });
+    assert!(early.to_string().contains(&format!("height {frees_at}")));
+    while chain.height + 1 < frees_at {
         chain.block();
     }
     let ev = chain.try_apply(k, Call::Withdraw).unwrap();
     assert!(matches!(ev[0], Event::Withdrawn { amount: 400, .. }));
+    assert_eq!(chain.c.state().accounts[&k.public()].balance, 10 + 400);
+    // Withdrawing twice: nothing is unbonding any more.
+    assert_eq!(
+        chain.try_apply(k, Call::Withdraw),
+        Err(TxError::NothingToWithdraw)
+    );
+    chain.assert_supply_conserved();
+}
+
+/// An exit unbonds everything and takes the auditor out of every draw for good: bonding
+/// again does not re-admit it, and neither a second exit nor a second registration is
+/// accepted.
+#[test]
+fn an_exit_unbonds_all_stake_and_is_never_drawn_again() {
+    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 5)]);
+    let out = keys[0].public();
+    let ev = chain.try_apply(&keys[0], Call::Exit).unwrap();
+    assert!(ev.iter().any(|e| matches!(e,
+        Event::UnbondStarted { account, amount: 1_000, .. } if *account == out)));
+    assert!(ev.iter().any(|e| matches!(e,
+        Event::AuditorExiting { account } if *account == out)));
+    chain.block();
+    let st = chain.c.state();
+    assert_eq!(st.accounts[&out].stake, 0);
+    assert_eq!(st.accounts[&out].unbonding[0].amount, 1_000);
+    assert!(st.auditors[&out].exiting);
+    assert!(!st.eligible(Tier::Computer).contains(&out));
+    assert_eq!(
+        chain.try_apply(&keys[0], Call::Exit),
+        Err(TxError::AlreadyExiting)
+    );
+    // Bonding its last 10 again does not bring it back.
+    chain.submit(&keys[0], Call::Bond { amount: 10 });
+    chain.block();
+    assert!(!chain.c.state().eligible(Tier::Computer).contains(&out));
+    assert_eq!(
+        chain.try_apply(
+            &keys[0],
+            Call::RegisterAuditor {
+                tier: Tier::Computer,
+                expertise: vec![],
+                sealing_key: SealingPublicKey([1; 32]),
+                stake: 10,
+            }
+        ),
+        Err(TxError::AlreadyRegistered)
+    );
+    let provider = key("provider");
+    for n in 0..6u8 {
+        chain.submit(
+            &provider,
+            Call::OpenSession(manifest(vec![segment(n, Tier::Computer, vec![])], 4, 0)),
+        );
+        chain.block();
+        let seats = seats_of(&chain.block(), 0, 0);
+        assert_eq!(seats.len(), 4);
+        assert!(!seats.contains(&out), "an exiting auditor was drawn");
+    }
+    // Not an auditor: nothing to exit from.
+    assert_eq!(
+        chain.try_apply(&provider, Call::Exit),
+        Err(TxError::NotAnAuditor)
+    );
+    chain.assert_supply_conserved();
+}
+
+/// A seat held when its auditor exits stays its duty: it cannot withdraw while the session
+/// is live, a no-show is slashed from the unbonding stake, and only the rest comes back,
+/// once the unbonding frees.
+#[test]
+fn an_exiting_auditor_keeps_its_seats_duty_and_is_slashed_from_its_unbonding() {
+    let params = Params {
+        penalty: 950,
+        unbond_delay: 100,
+        ..always_slash()
+    };
+    let (mut chain, keys) = Chain::new(params, &[(Tier::Computer, 4)]);
+    let mut leaver = None;
+    let (sid, ev) = run_session_with(
+        &mut chain,
+        &keys,
+        manifest(vec![segment(0, Tier::Computer, vec![])], 3, 1),
+        |_, j| (j != 0).then_some(Vote::Valid),
+        |_, _| false,
+        |chain, sid, ev| {
+            let seat = seats_of(ev, 0, 0)[0];
+            let k = find(&keys, &seat);
+            assert_eq!(
+                chain.try_apply(k, Call::Withdraw),
+                Err(TxError::SeatHeld { session: sid })
+            );
+            chain.try_apply(k, Call::Exit).unwrap();
+            let refused = chain.try_apply(k, Call::Withdraw).unwrap_err();
+            assert_eq!(refused, TxError::SeatHeld { session: sid });
+            assert!(refused.to_string().contains(&sid.to_string()));
+            chain.assert_supply_conserved();
+            leaver = Some(seat);
+        },
+    );
+    let leaver = leaver.unwrap();
+    assert!(ev.iter().any(|e| matches!(e,
+        Event::Slashed { seat, reason: SlashReason::NoShow, amount: 950, .. } if *seat == leaver)));
+    let acct = &chain.c.state().accounts[&leaver];
+    assert_eq!(acct.stake, 0);
+    assert_eq!(acct.unbonding.len(), 1);
+    assert_eq!(
+        acct.unbonding[0].amount, 50,
+        "the slash took from the unbonding"
+    );
+    let frees_at = acct.unbonding[0].release_at;
+    assert_eq!(chain.c.outcome(&sid).unwrap().trace, TraceVerdict::Pass);
+    chain.assert_supply_conserved();
+    let k = find(&keys, &leaver).clone();
+    assert_eq!(
+        chain.try_apply(&k, Call::Withdraw),
+        Err(TxError::NotYetWithdrawable { frees_at })
+    );
+    while chain.height + 1 < frees_at {
+        chain.block();
+    }
+    let ev = chain.try_apply(&k, Call::Withdraw).unwrap();
+    assert!(matches!(ev[0], Event::Withdrawn { amount: 50, .. }));
+    assert_eq!(chain.c.state().accounts[&leaver].balance, 10 + 50);
+    assert_eq!(
+        chain.try_apply(&k, Call::Withdraw),
+        Err(TxError::NothingToWithdraw)
+    );
+    assert_eq!(chain.c.state().auditors[&leaver].slashed, 950);
+    chain.assert_supply_conserved();
 }
 
 #[test]

@@ -23,6 +23,7 @@ enum Action {
     Bond(usize, u64),
     Unbond(usize, u64),
     Withdraw(usize),
+    Exit(usize),
     Open {
         who: usize,
         segments: u8,
@@ -60,6 +61,7 @@ fn action() -> impl Strategy<Value = Action> {
         (who.clone(), 0u64..3_000).prop_map(|(a, x)| Action::Bond(a, x)),
         (who.clone(), 0u64..3_000).prop_map(|(a, x)| Action::Unbond(a, x)),
         who.clone().prop_map(Action::Withdraw),
+        who.clone().prop_map(Action::Exit),
         (who.clone(), 1u8..4, 1u8..4, 0u8..2, 0u8..3).prop_map(
             |(who, segments, k, extra, fee_factor)| {
                 Action::Open {
@@ -200,6 +202,7 @@ impl World {
             Action::Bond(a, x) => self.send(a, Call::Bond { amount: x }, 0, false),
             Action::Unbond(a, x) => self.send(a, Call::Unbond { amount: x }, 0, false),
             Action::Withdraw(a) => self.send(a, Call::Withdraw, 0, false),
+            Action::Exit(a) => self.send(a, Call::Exit, 0, false),
             Action::Open {
                 who,
                 segments,

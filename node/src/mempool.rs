@@ -123,6 +123,10 @@ pub enum MempoolError {
     /// The call does not fit the sender's standing on the current state (see [`unfit`]).
     #[error("does not apply on the current state: {0}")]
     Unfit(&'static str),
+    /// The contract would refuse the call on the current state, for this reason (a
+    /// withdrawal or an exit, checked by the contract's own rule).
+    #[error("the contract refuses it: {0}")]
+    Refused(TxError),
     /// The call cannot apply yet on this node's state and may once a block arrives (the
     /// sender may be a block ahead of this node).
     #[error("cannot apply yet: {0}")]
@@ -209,7 +213,6 @@ pub fn expired(state: &State, sender: &AccountId, call: &Call) -> Option<&'stati
 /// These are the calls that cost nothing: without this, a key that holds nothing could
 /// pool votes and key deliveries that the contract refuses only once a proposer tries them.
 pub fn unfit(state: &State, sender: &AccountId, call: &Call) -> Result<(), MempoolError> {
-    let account = state.accounts.get(sender);
     match call {
         Call::Commit {
             session, segment, ..
@@ -250,12 +253,12 @@ pub fn unfit(state: &State, sender: &AccountId, call: &Call) -> Result<(), Mempo
         Call::Withdraw => {
             // The block that takes it is at least the next one.
             let height = state.height.saturating_add(1);
-            if account.is_some_and(|a| a.unbonding.iter().any(|u| u.release_at <= height)) {
-                Ok(())
-            } else {
-                Err(MempoolError::Unfit("nothing is released for withdrawal"))
-            }
+            trust_contracts::withdrawable(state, sender, height)
+                .map(|_| ())
+                .map_err(MempoolError::Refused)
         }
+        Call::Exit => trust_contracts::exit_refused(state, sender)
+            .map_or(Ok(()), |e| Err(MempoolError::Refused(e))),
         Call::RegisterAuditor { tier, stake, .. } => {
             // An auditor is drawn for its stake, which it bonds in the registration itself
             // (paid for as its cost); one below the tier's minimum would be refused for good.
@@ -372,6 +375,7 @@ pub fn refused_for_good(error: &TxError) -> bool {
         TxError::BadSignature
             | TxError::Format(_)
             | TxError::AlreadyRegistered
+            | TxError::AlreadyExiting
             | TxError::SessionExists(_)
             | TxError::QuorumOutOfLimits(_)
             | TxError::FeeTooLow { .. }

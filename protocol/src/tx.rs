@@ -315,6 +315,11 @@ pub enum Call {
         /// The salt of the commitment.
         salt: Salt,
     },
+    /// Leave the network as an auditor: unbond all bonded stake and never be drawn again
+    /// (bonding does not re-admit the account). Seats already held stay its duty, and the
+    /// unbonding stake stays slashable until it is withdrawn. Appended last so that the
+    /// other calls keep their encodings.
+    Exit,
 }
 
 /// A transaction: the sender's next nonce and the call.
@@ -780,6 +785,7 @@ mod tests {
             any::<u64>().prop_map(|amount| Call::Bond { amount }),
             any::<u64>().prop_map(|amount| Call::Unbond { amount }),
             Just(Call::Withdraw),
+            Just(Call::Exit),
             manifest().prop_map(Call::OpenSession),
             (
                 hash(),

@@ -10,7 +10,7 @@
 //! | `POST /v1/sessions` | `{"trace": "...", "hdag"?: "..."}`, with the operator token (`Authorization: Bearer …`): this node, as provider, decomposes, encrypts and stores the segments and opens a session, within its spending cap; answers the session id, its segments and those left out |
 //! | `GET /v1/sessions/{id}` | a session's outcome with per-segment verdicts and the height and hash of the block that decided it, or its live phase with seats assigned, committed and revealed |
 //! | `GET /v1/sessions/{id}/proof` | a decided session's outcome with its Merkle proof, the certified tip header and the validators' proven stakes ([`crate::proof`]): checkable against a genesis file alone |
-//! | `GET /v1/auditors/{id}` | stake, reputation, earnings, slashes, abstention rate, honeypot record |
+//! | `GET /v1/auditors/{id}` | bonded stake, unbondings and the height each frees at, whether a withdrawal would apply now, exiting or not, seats held in live sessions (phase, deadline), reputation, earnings, slashes, abstention rate, honeypot record |
 //! | `GET /metrics` | Prometheus text |
 //! | `GET /v1/openapi.json` | the OpenAPI 3 document of these routes, generated from the handlers' annotations and types (the router is built from the same list) |
 //! | `GET /`, `/blocks`, `/blocks/{height-or-hash}`, `/accounts/{id}`, `/sessions/{id}`, `/auditors/{id}`, `/search?q=` | HTML pages (see [`crate::web`]) |
@@ -796,18 +796,63 @@ async fn account(State(api): State<Api>, Path(id): Path<String>) -> ApiResult<Js
     }))
 }
 
-/// An auditor's record.
+/// Stake on its way out of an account.
+#[derive(Serialize, ToSchema)]
+struct UnbondingView {
+    amount: u64,
+    /// The first height at which a `Withdraw` can take it.
+    frees_at: u64,
+}
+
+/// A seat an auditor holds in a live (undecided) session.
+#[derive(Serialize, ToSchema)]
+struct SeatView {
+    #[schema(value_type = String)]
+    session: Hash,
+    segment: u16,
+    /// 0, or 1 after an escalation.
+    round: u8,
+    /// `assigning`, `commit`, `reveal` or `disclose`.
+    phase: &'static str,
+    /// The last height of the phase (none while seats are being drawn).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    deadline: Option<u64>,
+    committed: bool,
+    revealed: bool,
+}
+
+/// An auditor's record: its standing, its stake on the way out and the seats it holds.
 #[derive(Serialize, ToSchema)]
 struct AuditorView {
     #[schema(value_type = String)]
     id: AccountId,
+    /// Height of the state this answer reads.
+    height: u64,
     /// `Computer`, `Llm` or `Human`.
     #[schema(value_type = String)]
     tier: trust_protocol::tx::Tier,
+    expertise: Vec<String>,
     active: bool,
     flagged: bool,
+    /// Leaving the network (`Exit`): never drawn again.
+    exiting: bool,
+    /// Whether it can be drawn for new seats now (active, not flagged, not exiting, bonded at
+    /// least the tier minimum).
+    drawable: bool,
+    /// Bonded stake (drawn on, slashable).
     stake: u64,
+    /// The tier's minimum bonded stake to be drawn.
+    min_stake: u64,
+    /// Liquid balance.
     balance: u64,
+    /// Sum of `unbonding`.
+    unbonding_total: u64,
+    /// Pending unbondings, still slashable until withdrawn.
+    unbonding: Vec<UnbondingView>,
+    /// What a `Withdraw` in the next block would take, or why not.
+    withdraw: WithdrawView,
+    /// Seats held in sessions not decided yet.
+    seats: Vec<SeatView>,
     /// Between 0 and 1.
     reputation: f64,
     earned: u64,
@@ -824,9 +869,19 @@ struct AuditorView {
     honeypots: Value,
 }
 
+/// Whether a `Withdraw` in the next block would apply.
+#[derive(Serialize, ToSchema)]
+struct WithdrawView {
+    /// What it would move back to the balance (0 when refused).
+    amount: u64,
+    /// The contract's reason for refusing it, if it would.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    refused: Option<String>,
+}
+
 #[utoipa::path(
     get, path = "/v1/auditors/{id}",
-    description = "An auditor's stake, reputation and record.",
+    description = "An auditor's stake (bonded and unbonding, with the height each unbonding frees at), whether it is exiting, the seats it holds now, its reputation and record.",
     params(("id" = String, Path, description = "account id, 64 hex characters", pattern = "^[0-9a-fA-F]{64}$")),
     responses(
         (status = 200, body = AuditorView),
@@ -844,13 +899,43 @@ async fn auditor(State(api): State<Api>, Path(id): Path<String>) -> ApiResult<Js
         .get(&who)
         .ok_or_else(|| ApiError::not_found(format!("no auditor {who}")))?;
     let acct = st.accounts.get(&who).cloned().unwrap_or_default();
+    let min_stake = st.params.min_stake(a.tier);
+    let withdraw = match trust_contracts::withdrawable(st, &who, st.height.saturating_add(1)) {
+        Ok(amount) => WithdrawView {
+            amount,
+            refused: None,
+        },
+        Err(e) => WithdrawView {
+            amount: 0,
+            refused: Some(e.to_string()),
+        },
+    };
     Ok(Json(AuditorView {
         id: who,
+        height: st.height,
         tier: a.tier,
+        expertise: a.expertise.clone(),
         active: a.active,
         flagged: a.flagged,
+        exiting: a.exiting,
+        drawable: st.eligible(a.tier).contains(&who),
         stake: acct.stake,
+        min_stake,
         balance: acct.balance,
+        unbonding_total: acct
+            .unbonding
+            .iter()
+            .fold(0u64, |s, u| s.saturating_add(u.amount)),
+        unbonding: acct
+            .unbonding
+            .iter()
+            .map(|u| UnbondingView {
+                amount: u.amount,
+                frees_at: u.release_at,
+            })
+            .collect(),
+        withdraw,
+        seats: seats_of(st, &who),
         reputation: f64::from(a.reputation.0) / 1e6,
         earned: a.earned,
         slashed: a.slashed,
@@ -862,6 +947,34 @@ async fn auditor(State(api): State<Api>, Path(id): Path<String>) -> ApiResult<Js
         disagreed: a.disagreed,
         honeypots: serde_json::to_value(&a.honeypots).map_err(ApiError::internal)?,
     }))
+}
+
+/// The seats `who` holds in live sessions, in session then segment order.
+fn seats_of(st: &trust_contracts::State, who: &AccountId) -> Vec<SeatView> {
+    use trust_contracts::Phase;
+    let mut out = Vec::new();
+    for (sid, s) in &st.sessions {
+        let (phase, deadline) = match s.phase {
+            Phase::Assigning => ("assigning", None),
+            Phase::Commit { until, .. } => ("commit", Some(until)),
+            Phase::Reveal { until, .. } => ("reveal", Some(until)),
+            Phase::Disclose { until } => ("disclose", Some(until)),
+        };
+        for (i, g) in s.segments.iter().enumerate() {
+            for x in g.seats.iter().filter(|x| x.account == *who) {
+                out.push(SeatView {
+                    session: *sid,
+                    segment: u16::try_from(i).unwrap_or(u16::MAX),
+                    round: x.round,
+                    phase,
+                    deadline,
+                    committed: x.commitment.is_some(),
+                    revealed: x.vote.is_some(),
+                });
+            }
+        }
+    }
+    out
 }
 
 #[utoipa::path(

@@ -152,6 +152,15 @@ pub struct TestnetInitArgs {
     /// default 3). Each tier needs this many auditors besides the provider.
     #[arg(long)]
     pub seats_per_segment: Option<u8>,
+    /// Blocks between an `Unbond` (or `Exit`) and the stake becoming withdrawable
+    /// (genesis parameter; default 20). A short delay lets a test or a demo follow an
+    /// auditor from unbonding to withdrawal.
+    #[arg(long)]
+    pub unbond_delay: Option<u64>,
+    /// Every wrong vote and every no-show is slashed (genesis `p_min = p_max = 1`) instead
+    /// of by the reputation-weighted draw: to watch a slash happen on a small network.
+    #[arg(long)]
+    pub slash_always: bool,
 }
 
 /// Commit window of a testnet with LLM seats, in blocks: a small model on a laptop takes
@@ -330,6 +339,13 @@ fn testnet_init(a: TestnetInitArgs) -> CliResult {
     }
     if let Some(n) = a.rubber_stamp_min_samples {
         params.rubber_stamp.min_samples = n;
+    }
+    if let Some(d) = a.unbond_delay {
+        params.unbond_delay = d;
+    }
+    if a.slash_always {
+        params.p_min = trust_protocol::units::Ppm(1_000_000);
+        params.p_max = trust_protocol::units::Ppm(1_000_000);
     }
     let seats = a
         .seats_per_segment
@@ -534,6 +550,8 @@ mod tests {
             rubber_stamp_min_samples: None,
             honeypots_per_session: None,
             seats_per_segment: None,
+            unbond_delay: None,
+            slash_always: false,
         }
     }
 

@@ -15,6 +15,7 @@ macro_rules! outln {
     };
 }
 
+pub mod auditor;
 pub mod bench;
 pub mod bench_network;
 pub mod econ;
@@ -108,8 +109,8 @@ pub enum Command {
     Submit(node::SubmitArgs),
     /// Show a session's outcome: verdict per segment, trace verdict, deciding block.
     Query(node::QueryArgs),
-    /// Auditor actions (register and bond).
-    Auditor(node::AuditorArgs),
+    /// An auditor's life: register, bond, status, unbond, exit, withdraw.
+    Auditor(auditor::AuditorArgs),
     /// Benchmarks: `bench quality` scores the Computer tier against a labelled corpus.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -185,7 +186,7 @@ pub fn run() -> ExitCode {
         Command::Status(args) => node::run_status(args),
         Command::Query(args) => node::run_query(args),
         Command::Submit(args) => node::run_submit(args),
-        Command::Auditor(args) => node::run_auditor(args),
+        Command::Auditor(args) => auditor::run(args),
         Command::Bench(cmd) => bench::run(cmd),
     };
     match result {

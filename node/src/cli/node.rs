@@ -1,20 +1,18 @@
-//! `run`, `status`, `query` and `auditor register`: running a node and talking to one
-//! through its HTTP API.
+//! `run`, `status`, `query` and `submit`: running a node and talking to one through its
+//! HTTP API (`auditor` is in [`super::auditor`]).
 
 use std::time::Duration;
 
-use clap::{Args, Subcommand};
+use clap::Args;
 use serde_json::json;
 use trust_contracts::{SegmentVerdict, TraceVerdict};
 use trust_protocol::{
-    Signed, encoding,
     hdag::MAX_HDAG_JSON_BYTES,
     trace::{MAX_TRACE_BYTES, Trace},
-    tx::{Call, Tier, Tx},
 };
 
 use super::{CliError, CliResult, keys::expand_home};
-use crate::{audit::preview::summary_line, client, config, daemon, keys};
+use crate::{audit::preview::summary_line, client, config, daemon};
 
 fn failed(e: impl std::fmt::Display) -> CliError {
     CliError::failed(e.to_string())
@@ -104,7 +102,7 @@ pub struct NodeAddr {
 }
 
 impl NodeAddr {
-    fn resolve(&self) -> Result<String, CliError> {
+    pub(super) fn resolve(&self) -> Result<String, CliError> {
         if let Some(a) = &self.api {
             return Ok(a.clone());
         }
@@ -118,14 +116,14 @@ impl NodeAddr {
     }
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
+pub(super) fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(failed)
 }
 
-fn api_error(e: client::ClientError) -> CliError {
+pub(super) fn api_error(e: client::ClientError) -> CliError {
     match e {
         client::ClientError::Api { status, .. } if (400..500).contains(&status) => {
             CliError::usage(e.to_string())
@@ -679,119 +677,4 @@ pub fn run_submit(args: SubmitArgs) -> CliResult {
         }
         std::thread::sleep(Duration::from_millis(500));
     }
-}
-
-/// `auditor`: auditor account actions.
-#[derive(Debug, Args)]
-pub struct AuditorArgs {
-    #[command(subcommand)]
-    command: AuditorCommand,
-}
-
-#[derive(Debug, Subcommand)]
-enum AuditorCommand {
-    /// Register this node's account as an auditor of a tier, bonding its stake in the same
-    /// transaction (a registered auditor only bonds more), signed with the home's account
-    /// key and sent to its node.
-    Register(RegisterArgs),
-}
-
-#[derive(Debug, Args)]
-struct RegisterArgs {
-    /// computer, llm or human.
-    #[arg(long)]
-    tier: String,
-    /// Stake to bond (a registration must bond at least the tier's minimum in the genesis
-    /// parameters, or the contract refuses it).
-    #[arg(long)]
-    stake: u64,
-    /// Expertise domains (repeatable), e.g. --expertise math.
-    #[arg(long)]
-    expertise: Vec<String>,
-    #[command(flatten)]
-    addr: NodeAddr,
-}
-
-fn parse_tier(s: &str) -> Result<Tier, CliError> {
-    match s.to_ascii_lowercase().as_str() {
-        "computer" => Ok(Tier::Computer),
-        "llm" => Ok(Tier::Llm),
-        "human" => Ok(Tier::Human),
-        other => Err(CliError::usage(format!(
-            "unknown tier {other:?}: use computer, llm or human"
-        ))),
-    }
-}
-
-/// Runs `auditor`.
-pub fn run_auditor(args: AuditorArgs) -> CliResult {
-    let AuditorCommand::Register(a) = args.command;
-    let tier = parse_tier(&a.tier)?;
-    if a.stake == 0 {
-        return Err(CliError::usage("--stake must be positive"));
-    }
-    let home = expand_home(&a.addr.home);
-    let k = keys::load(&home).map_err(|e| CliError::usage(e.to_string()))?;
-    let addr = a.addr.resolve()?;
-    let me = k.account_id();
-    let rt = runtime()?;
-    let acct = rt
-        .block_on(client::get(&addr, &format!("/v1/accounts/{me}")))
-        .map_err(api_error)?;
-    let nonce = acct["next_nonce"]
-        .as_u64()
-        .ok_or_else(|| CliError::failed("account answer has no next_nonce"))?;
-    let registered = match rt.block_on(client::get(&addr, &format!("/v1/auditors/{me}"))) {
-        Ok(a) => Some(a),
-        Err(client::ClientError::Api { status: 404, .. }) => None,
-        Err(e) => return Err(api_error(e)),
-    };
-    let call = match &registered {
-        Some(existing)
-            if existing["tier"].as_str().map(str::to_ascii_lowercase)
-                != Some(format!("{tier:?}").to_ascii_lowercase()) =>
-        {
-            return Err(CliError::usage(format!(
-                "{me} is already an auditor of tier {}; only bonding more stake is possible",
-                existing["tier"]
-            )));
-        }
-        Some(_) => {
-            outln!("{me} is already registered; bonding {} more", a.stake);
-            Call::Bond { amount: a.stake }
-        }
-        None => Call::RegisterAuditor {
-            tier,
-            expertise: a.expertise,
-            sealing_key: k.sealing_public(),
-            stake: a.stake,
-        },
-    };
-    // Signed for the network the node runs: the home's genesis document names it, else the
-    // node says which (a transaction signed for another network is refused).
-    let chain = match config::load_genesis(&home) {
-        Ok(doc) => doc.chain_id(),
-        Err(_) => rt
-            .block_on(client::get(&addr, "/v1/status"))
-            .map_err(api_error)?["chain_id"]
-            .as_str()
-            .and_then(|h| h.parse().ok())
-            .ok_or_else(|| CliError::failed("the node did not say which chain it runs"))?,
-    };
-    let signed = Signed::sign(&k.account, &chain, Tx { nonce, call });
-    let body = json!({"tx": hex::encode(encoding::encode(&signed))});
-    let r = rt
-        .block_on(client::post(&addr, "/v1/tx", &body))
-        .map_err(api_error)?;
-    outln!("submitted {}", r["id"].as_str().unwrap_or("?"));
-    let what = if registered.is_some() {
-        "bond"
-    } else {
-        "registration and bond"
-    };
-    outln!(
-        "auditor {me}: {what} of {} sent; `trust-node status` shows the height they land at",
-        a.stake
-    );
-    Ok(())
 }

@@ -585,7 +585,7 @@ fn calls_that_cost_nothing_need_the_standing_they_act_on() {
     let mut m = Mempool::new(10);
     assert!(matches!(
         m.insert(sign(&a, Call::Withdraw), &c),
-        Err(MempoolError::Unfit("nothing is released for withdrawal"))
+        Err(MempoolError::Refused(TxError::NothingToWithdraw))
     ));
     assert!(matches!(
         m.insert(sign(&a, Call::Unbond { amount: 1 }), &c),

@@ -61,10 +61,11 @@ pub async fn page(State(pages): State<Pages>, Path(id): Path<String>) -> PageRes
     );
     body += &stat(
         "Status",
-        match (a.active, a.flagged) {
-            (_, true) => "<span class=\"badge fail\">flagged</span>",
-            (true, false) => "<span class=\"badge pass\">active</span>",
-            (false, false) => "<span class=\"badge\">inactive</span>",
+        match (a.active, a.flagged, a.exiting) {
+            (_, true, _) => "<span class=\"badge fail\">flagged</span>",
+            (_, false, true) => "<span class=\"badge\">exiting</span>",
+            (true, false, false) => "<span class=\"badge pass\">active</span>",
+            (false, false, false) => "<span class=\"badge\">inactive</span>",
         },
     );
     body += "</div>\n";

@@ -199,6 +199,7 @@ pub fn describe(tx: &SignedTx) -> (&'static str, String) {
         Call::Bond { amount } => ("Bond", amount.to_string()),
         Call::Unbond { amount } => ("Unbond", amount.to_string()),
         Call::Withdraw => ("Withdraw", String::new()),
+        Call::Exit => ("Exit", "leaves the network; all stake unbonds".to_string()),
         Call::OpenSession(m) => (
             "OpenSession",
             format!(

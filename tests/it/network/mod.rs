@@ -7,6 +7,7 @@ mod audit;
 mod chain;
 mod crash;
 mod faults;
+mod lifecycle;
 mod llm;
 mod long;
 mod misbehave;
