@@ -113,7 +113,9 @@ fn setup() -> (Contract, Vec<Signed<Tx>>, Vec<Signed<Tx>>) {
             let k = keys.iter().find(|k| k.public() == seat).unwrap();
             let n = nonces.entry(seat).or_insert(1u64);
             let id = Hash::of_parts("seg", &[&segment.to_le_bytes()]);
-            let cm = commitment(&sid, &id, &seat, Vote::Valid, &salt);
+            // A reason of the length a checker writes.
+            let reason = "the calculation 3/4 + 1/4 = 1 holds";
+            let cm = commitment(&sid, &id, &seat, Vote::Valid, &salt, reason);
             commits.push((
                 k.clone(),
                 *n,
@@ -131,6 +133,7 @@ fn setup() -> (Contract, Vec<Signed<Tx>>, Vec<Signed<Tx>>) {
                     segment,
                     vote: Vote::Valid,
                     salt,
+                    reason: reason.into(),
                 },
             ));
         }

@@ -10,7 +10,7 @@
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use trust_contracts::{
-    BlockCtx, Contract, Coverage, FailureBound, Genesis, GenesisAccount, Outcome, Params,
+    BlockCtx, CastVote, Contract, Coverage, FailureBound, Genesis, GenesisAccount, Outcome, Params,
     SegmentOutcome, SegmentVerdict, State, TraceVerdict, VoteCounts,
 };
 use trust_protocol::{
@@ -36,6 +36,16 @@ fn outcome(provider: Hash, i: u64) -> Outcome {
         honeypot: None,
         supports: None,
         conclusion: false,
+        // Three seats' votes with reasons of the length a checker writes.
+        votes_cast: (0..3u8)
+            .map(|s| CastVote {
+                seat: trust_protocol::PublicKey([s; 32]),
+                round: 0,
+                vote: trust_protocol::Vote::Valid,
+                reason: "the calculation 3/4 + 1/4 = 1 holds".into(),
+                counted: true,
+            })
+            .collect(),
     };
     Outcome {
         provider: trust_protocol::PublicKey(provider.0),

@@ -53,7 +53,7 @@ use crate::{
     params::{Genesis, GenesisError},
     registry, sessions,
     state::{
-        Account, Coverage, Failure, LeftOutOutcome, LocalVerdict, Outcome, Phase, Seat,
+        Account, CastVote, Coverage, Failure, LeftOutOutcome, LocalVerdict, Outcome, Phase, Seat,
         SegmentOutcome, Session, State, TraceVerdict,
     },
     tally,
@@ -290,7 +290,19 @@ impl Contract {
                 segment,
                 vote,
                 salt,
-            } => sessions::reveal(st, sender, *session, *segment, *vote, salt, &mut ev),
+                reason,
+            } => sessions::reveal(
+                st,
+                sender,
+                sessions::Opening {
+                    session: *session,
+                    segment: *segment,
+                    vote: *vote,
+                    salt,
+                    reason,
+                },
+                &mut ev,
+            ),
             Call::RevealMapping {
                 session,
                 mapping,
@@ -654,6 +666,19 @@ impl Contract {
                 honeypot: g.honeypot.map(|(v, _)| v),
                 supports: g.entry.supports,
                 conclusion: is_conclusion(i),
+                votes_cast: g
+                    .seats
+                    .iter()
+                    .filter_map(|x| {
+                        x.vote.map(|vote| CastVote {
+                            seat: x.account,
+                            round: x.round,
+                            vote,
+                            reason: x.reason.clone().unwrap_or_default(),
+                            counted: x.counted,
+                        })
+                    })
+                    .collect(),
             });
         }
         let left_outcomes: Vec<LeftOutOutcome> = left_out
@@ -936,6 +961,7 @@ fn new_seat(account: AccountId, round: u8) -> Seat {
         round,
         commitment: None,
         vote: None,
+        reason: None,
         counted: false,
         keys: 0,
     }

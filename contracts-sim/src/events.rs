@@ -127,6 +127,8 @@ pub enum Event {
         seat: AccountId,
         /// Its vote.
         vote: Vote,
+        /// The reason revealed with it.
+        reason: String,
         /// Whether it was among the first `k` (counted).
         counted: bool,
     },

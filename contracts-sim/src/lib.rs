@@ -53,7 +53,7 @@ pub use params::{
 pub use registry::{exit_refused, seat_held, withdrawable};
 pub use sessions::{honeypot_bond, minimum_fee};
 pub use state::{
-    Account, Auditor, Coverage, Failure, FailureBound, HoneypotStats, LeftOutOutcome, LocalVerdict,
-    MAX_UNBONDINGS, Outcome, Phase, Seat, SegmentOutcome, SegmentState, SegmentVerdict, Session,
-    State, TraceVerdict, Unbonding, VoteCounts,
+    Account, Auditor, CastVote, Coverage, Failure, FailureBound, HoneypotStats, LeftOutOutcome,
+    LocalVerdict, MAX_UNBONDINGS, Outcome, Phase, Seat, SegmentOutcome, SegmentState,
+    SegmentVerdict, Session, State, TraceVerdict, Unbonding, VoteCounts,
 };

@@ -249,15 +249,29 @@ pub(crate) fn commit(
     Ok(())
 }
 
+/// What a reveal opens: the vote, the salt and the reason its commitment binds.
+pub(crate) struct Opening<'a> {
+    pub(crate) session: Hash,
+    pub(crate) segment: u16,
+    pub(crate) vote: Vote,
+    pub(crate) salt: &'a Salt,
+    pub(crate) reason: &'a str,
+}
+
 pub(crate) fn reveal(
     st: &mut State,
     sender: AccountId,
-    session: Hash,
-    segment: u16,
-    vote: Vote,
-    salt: &Salt,
+    opening: Opening<'_>,
     events: &mut Vec<Event>,
 ) -> Result<(), TxError> {
+    let Opening {
+        session,
+        segment,
+        vote,
+        salt,
+        reason,
+    } = opening;
+    // The reason's bound was checked with the transaction's format (`Tx::validate`).
     let s = live(st, &session)?;
     let Phase::Reveal { round, .. } = s.phase else {
         return Err(TxError::WrongPhase("the reveal window is not open"));
@@ -282,13 +296,14 @@ pub(crate) fn reveal(
     if seat.vote.is_some() {
         return Err(TxError::AlreadyRevealed);
     }
-    if !verify_commitment(&c, &session, &seg_id, &sender, vote, salt) {
+    if !verify_commitment(&c, &session, &seg_id, &sender, vote, salt, reason) {
         return Err(TxError::CommitmentMismatch);
     }
     // An abstention is present but takes no counted place: the first `k` judgements
     // count, so a seat that cannot judge never crowds out one that can.
     let counted = !vote.is_abstain() && counted_so_far < k;
     seat.vote = Some(vote);
+    seat.reason = Some(reason.to_string());
     seat.counted = counted;
     if let Some(au) = st.auditors.get_mut(&sender) {
         au.votes = au.votes.saturating_add(1);
@@ -304,6 +319,7 @@ pub(crate) fn reveal(
         segment,
         seat: sender,
         vote,
+        reason: reason.to_string(),
         counted,
     });
     Ok(())

@@ -151,6 +151,8 @@ pub struct Seat {
     pub commitment: Option<Commitment>,
     /// Its vote, once revealed.
     pub vote: Option<Vote>,
+    /// The reason revealed with the vote (bound into its commitment), once revealed.
+    pub reason: Option<String>,
     /// Whether the reveal was among the first `k` of its round (auditor racing).
     pub counted: bool,
     /// Which keys the provider delivered to it in time (in its round's commit window, at
@@ -308,6 +310,21 @@ pub struct VoteCounts {
     pub missing: u16,
 }
 
+/// One revealed vote of a segment, with the reason its commitment bound.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CastVote {
+    /// The seat that cast it.
+    pub seat: AccountId,
+    /// Its round: 0, or 1 after an escalation.
+    pub round: u8,
+    /// The vote.
+    pub vote: Vote,
+    /// Why, as the seat wrote it (at most `MAX_REASON_BYTES` bytes).
+    pub reason: String,
+    /// Whether it was among the first `k` of its round (counted towards the quorum).
+    pub counted: bool,
+}
+
 /// The outcome of one segment.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SegmentOutcome {
@@ -330,6 +347,9 @@ pub struct SegmentOutcome {
     pub supports: Option<u16>,
     /// Whether it is (part of) the trace's conclusion.
     pub conclusion: bool,
+    /// Every revealed vote of every round with its reason, in seat order (round 0's seats
+    /// as drawn, then round 1's): why the seats judged as they did.
+    pub votes_cast: Vec<CastVote>,
 }
 
 /// Trace verdict: three-valued, so that segments nobody could judge never count as

@@ -23,6 +23,11 @@ fn key(label: &str) -> Keypair {
     Keypair::from_label(label)
 }
 
+/// The reason a test seat gives for `v` (bound into its commitment and revealed with it).
+fn why(v: Vote) -> String {
+    format!("the test seat finds it {v:?}")
+}
+
 fn ctx(height: u64) -> BlockCtx {
     BlockCtx {
         height,
@@ -299,7 +304,7 @@ fn run_session_with(
         for (j, seat) in seats_of(&all, s as u16, 0).into_iter().enumerate() {
             if let Some(v) = votes(s as u16, j) {
                 let k = find(keys, &seat);
-                let c = commitment(&sid, id, &seat, v, &salt);
+                let c = commitment(&sid, id, &seat, v, &salt, &why(v));
                 chain.submit(
                     k,
                     Call::Commit {
@@ -327,6 +332,7 @@ fn run_session_with(
                 segment: *s,
                 vote: *v,
                 salt,
+                reason: why(*v),
             },
         );
     }
@@ -573,7 +579,7 @@ fn commit_and_reveal_rules() {
     assert_eq!(seats.len(), 4);
     let outsider = keys.iter().find(|k| !seats.contains(&k.public())).unwrap();
     let salt = Salt([5; 32]);
-    let c = |k: &Keypair, v| commitment(&sid, &seg_id, &k.public(), v, &salt);
+    let c = |k: &Keypair, v| commitment(&sid, &seg_id, &k.public(), v, &salt, &why(v));
     assert_eq!(
         chain.try_apply(
             outsider,
@@ -641,7 +647,8 @@ fn commit_and_reveal_rules() {
                 session: sid,
                 segment: 0,
                 vote: Vote::Invalid,
-                salt
+                salt,
+                reason: why(Vote::Invalid),
             }
         ),
         Err(TxError::CommitmentMismatch)
@@ -657,6 +664,7 @@ fn commit_and_reveal_rules() {
                     segment: 0,
                     vote: v,
                     salt,
+                    reason: why(v),
                 },
             )
             .unwrap();
@@ -672,11 +680,134 @@ fn commit_and_reveal_rules() {
                 session: sid,
                 segment: 0,
                 vote: Vote::Valid,
-                salt
+                salt,
+                reason: why(Vote::Valid),
             }
         ),
         Err(TxError::AlreadyRevealed)
     );
+}
+
+/// A reason is bound into the commitment: a reveal with another reason (however close)
+/// is refused and changes nothing, an over-long one is malformed, and the bound one opens.
+#[test]
+fn a_reveal_opens_its_commitment_only_with_the_reason_it_bound() {
+    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 4)]);
+    let provider = key("provider");
+    let sid = Tx::session_id(&provider.public(), 0);
+    let m = manifest(vec![segment(0, Tier::Computer, vec![])], 3, 0);
+    let seg_id = m.segments[0].id;
+    chain.submit(&provider, Call::OpenSession(m));
+    chain.block();
+    let seats = seats_of(&chain.block(), 0, 0);
+    assert_eq!(seats.len(), 3);
+    let salt = Salt([5; 32]);
+    let said = "the calculation 3/4 + 1/4 = 1 holds";
+    for id in &seats {
+        chain.submit(
+            find(&keys, id),
+            Call::Commit {
+                session: sid,
+                segment: 0,
+                commitment: commitment(&sid, &seg_id, id, Vote::Valid, &salt, said),
+            },
+        );
+    }
+    chain.block(); // every seat is in: the commit window closes
+    let seat = find(&keys, &seats[0]);
+    let reveal = |reason: String| Call::Reveal {
+        session: sid,
+        segment: 0,
+        vote: Vote::Valid,
+        salt,
+        reason,
+    };
+    let root = chain.c.state_root();
+    for other in [
+        "the calculation 3/4 + 1/4 = 1 holds.".to_string(),
+        String::new(),
+        why(Vote::Valid),
+    ] {
+        assert_eq!(
+            chain.try_apply(seat, reveal(other)),
+            Err(TxError::CommitmentMismatch)
+        );
+        assert_eq!(
+            chain.c.state_root(),
+            root,
+            "a refused reveal changed the state"
+        );
+    }
+    let long = "x".repeat(trust_protocol::MAX_REASON_BYTES + 1);
+    assert!(matches!(
+        chain.try_apply(seat, reveal(long)),
+        Err(TxError::Format(
+            trust_protocol::tx::TxFormatError::BadReason(trust_protocol::ReasonError::TooLong {
+                len: 281
+            })
+        ))
+    ));
+    assert_eq!(
+        chain.c.state_root(),
+        root,
+        "a refused reveal changed the state"
+    );
+    let live = &chain.c.state().sessions[&sid].segments[0];
+    assert!(
+        live.seats
+            .iter()
+            .all(|x| x.vote.is_none() && x.reason.is_none())
+    );
+    let ev = chain.try_apply(seat, reveal(said.into())).unwrap();
+    assert!(matches!(
+        ev.first(),
+        Some(Event::Revealed { reason, vote: Vote::Valid, .. }) if reason == said
+    ));
+    let live = &chain.c.state().sessions[&sid].segments[0];
+    assert_eq!(live.seats[0].reason.as_deref(), Some(said));
+}
+
+/// Every revealed vote reaches the outcome with its reason, in seat order, counted or
+/// late; a seat that never revealed is not listed.
+#[test]
+fn the_outcome_lists_each_revealed_vote_with_its_reason() {
+    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 6)]);
+    // k = 3 with one extra seat: segment 0's fourth seat never commits.
+    let segs = vec![
+        segment(0, Tier::Computer, vec![]),
+        segment(1, Tier::Computer, vec![0]),
+    ];
+    let (sid, ev) = run_session(&mut chain, &keys, manifest(segs, 3, 1), |s, j| {
+        match (s, j) {
+            (0, 3) => None,
+            (1, 2) => Some(Vote::Invalid),
+            _ => Some(Vote::Valid),
+        }
+    });
+    let o = chain.c.outcome(&sid).unwrap();
+    for (s, seg) in o.segments.iter().enumerate() {
+        let drawn = seats_of(&ev, s as u16, 0);
+        let listed: Vec<AccountId> = seg.votes_cast.iter().map(|v| v.seat).collect();
+        let revealed: Vec<AccountId> = drawn
+            .iter()
+            .copied()
+            .filter(|id| !(s == 0 && *id == drawn[3]))
+            .collect();
+        assert_eq!(listed, revealed, "segment {s}: seats in draw order");
+        for v in &seg.votes_cast {
+            assert_eq!(v.reason, why(v.vote), "segment {s}");
+            assert_eq!(v.round, 0);
+        }
+    }
+    assert_eq!(o.segments[1].votes_cast[2].vote, Vote::Invalid);
+    assert_eq!(
+        o.segments[1].votes_cast[2].reason,
+        "the test seat finds it Invalid"
+    );
+    // Four reveals on segment 1: the first three counted, the last one late.
+    let counted: Vec<bool> = o.segments[1].votes_cast.iter().map(|v| v.counted).collect();
+    assert_eq!(counted.iter().filter(|c| **c).count(), 3);
+    assert_eq!(o.segments[1].votes.late, 1);
 }
 
 #[test]
@@ -701,7 +832,7 @@ fn an_undecided_segment_escalates_to_the_next_tier() {
                 Call::Commit {
                     session: sid,
                     segment: 0,
-                    commitment: commitment(&sid, &seg_id, id, *v, &salt),
+                    commitment: commitment(&sid, &seg_id, id, *v, &salt, &why(*v)),
                 },
             );
         }
@@ -714,6 +845,7 @@ fn an_undecided_segment_escalates_to_the_next_tier() {
                     segment: 0,
                     vote: *v,
                     salt,
+                    reason: why(*v),
                 },
             );
         }
@@ -828,7 +960,7 @@ fn honeypot_session_starving(
             Call::Commit {
                 session: sid,
                 segment: 0,
-                commitment: commitment(&sid, &seg_id, id, vote_of(id), &vsalt),
+                commitment: commitment(&sid, &seg_id, id, vote_of(id), &vsalt, &why(vote_of(id))),
             },
         );
     }
@@ -848,6 +980,7 @@ fn honeypot_session_starving(
                 segment: 0,
                 vote: vote_of(id),
                 salt: vsalt,
+                reason: why(vote_of(id)),
             },
         );
     }
@@ -1147,7 +1280,14 @@ fn a_blinded_honeypot_is_judged_like_any_segment_and_stays_out_of_the_trace() {
     };
     for (seg, id) in ids.iter().enumerate() {
         for seat in seats_of(&ev, seg as u16, 0) {
-            let c = commitment(&sid, id, &seat, vote_of(seg, &seat), &vsalt);
+            let c = commitment(
+                &sid,
+                id,
+                &seat,
+                vote_of(seg, &seat),
+                &vsalt,
+                &why(vote_of(seg, &seat)),
+            );
             chain.submit(
                 find(&keys, &seat),
                 Call::Commit {
@@ -1168,6 +1308,7 @@ fn a_blinded_honeypot_is_judged_like_any_segment_and_stays_out_of_the_trace() {
                     segment: seg as u16,
                     vote: vote_of(seg, &seat),
                     salt: vsalt,
+                    reason: why(vote_of(seg, &seat)),
                 },
             );
         }
@@ -1423,7 +1564,14 @@ fn commit_order_inside_a_block_does_not_change_the_state() {
                 Call::Commit {
                     session: sid,
                     segment: 0,
-                    commitment: commitment(&sid, &seg_id, id, Vote::Valid, &Salt([1; 32])),
+                    commitment: commitment(
+                        &sid,
+                        &seg_id,
+                        id,
+                        Vote::Valid,
+                        &Salt([1; 32]),
+                        &why(Vote::Valid),
+                    ),
                 },
             );
         }
@@ -1794,7 +1942,7 @@ fn a_restore_mid_session_keeps_the_root_block_after_block() {
         for id in &seats {
             let salt = Salt([3; 32]);
             let k = find(&keys, id);
-            let commitment = commitment(&sid, &seg, id, Vote::Valid, &salt);
+            let commitment = commitment(&sid, &seg, id, Vote::Valid, &salt, &why(Vote::Valid));
             c.submit(
                 k,
                 Call::Commit {
@@ -1963,7 +2111,14 @@ fn honeypots_beyond_the_cap_are_refused_and_the_bond_comes_back() {
                 Call::Commit {
                     session: sid,
                     segment: s as u16,
-                    commitment: commitment(&sid, id, &seat, Vote::Invalid, &vsalt),
+                    commitment: commitment(
+                        &sid,
+                        id,
+                        &seat,
+                        Vote::Invalid,
+                        &vsalt,
+                        &why(Vote::Invalid),
+                    ),
                 },
             );
         }
@@ -1978,6 +2133,7 @@ fn honeypots_beyond_the_cap_are_refused_and_the_bond_comes_back() {
                     segment: s as u16,
                     vote: Vote::Invalid,
                     salt: vsalt,
+                    reason: why(Vote::Invalid),
                 },
             );
         }
@@ -2081,7 +2237,14 @@ fn a_seat_starved_of_its_keys_is_not_slashed_and_the_provider_pays_it() {
             Call::Commit {
                 session: sid,
                 segment: *s,
-                commitment: commitment(&sid, &ids[usize::from(*s)], seat, Vote::Valid, &vsalt),
+                commitment: commitment(
+                    &sid,
+                    &ids[usize::from(*s)],
+                    seat,
+                    Vote::Valid,
+                    &vsalt,
+                    &why(Vote::Valid),
+                ),
             },
         );
     }
@@ -2101,6 +2264,7 @@ fn a_seat_starved_of_its_keys_is_not_slashed_and_the_provider_pays_it() {
                 segment: *s,
                 vote: Vote::Valid,
                 salt: vsalt,
+                reason: why(Vote::Valid),
             },
         );
     }

@@ -269,6 +269,7 @@ impl World {
                         &seat,
                         vote(v),
                         &Salt([who as u8; 32]),
+                        &format!("seat {who} finds it {:?}", vote(v)),
                     )
                 };
                 self.send(
@@ -296,6 +297,7 @@ impl World {
                         segment,
                         vote: vote(v),
                         salt: Salt([who as u8; 32]),
+                        reason: format!("seat {who} finds it {:?}", vote(v)),
                     },
                     0,
                     false,

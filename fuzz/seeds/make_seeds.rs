@@ -22,9 +22,9 @@ use malachitebft_core_types::Round;
 use malachitebft_engine::util::streaming::StreamContent;
 use rand::SeedableRng;
 use trust_node::{
-    config::{parse_config, NodeConfig},
+    config::{NodeConfig, parse_config},
     consensus::{
-        codec::{encode_borsh, TrustCodec, WireCertificate, WireCommitSignature},
+        codec::{TrustCodec, WireCertificate, WireCommitSignature, encode_borsh},
         context::{Address, BlockId, ConsensusSignature, Height, PartInit, ProposalPart},
         proposals::stream_parts,
     },
@@ -34,6 +34,7 @@ use trust_node::{
     submit::{self, SegmentDoc, TierWeights},
 };
 use trust_protocol::{
+    Hash, Keypair, Salt, SealingPublicKey, Signed, Vote,
     block::Block,
     encoding,
     hdag::AuditorType,
@@ -41,7 +42,6 @@ use trust_protocol::{
     trace::Trace,
     tx::{Call, Difficulty, QuorumParams, SeatKey, Tier, Tx},
     units::Ppm,
-    Hash, Keypair, Salt, SealingPublicKey, Signed, Vote,
 };
 
 // The fixed keys the targets use (see segment_docs.rs).
@@ -149,6 +149,7 @@ fn signed_txs() -> Vec<(&'static str, Vec<u8>)> {
                 segment: 1,
                 vote: Vote::Invalid,
                 salt: Salt([8; 32]),
+                reason: "the rule (B → C) yields C, not F".into(),
             },
         ),
         (

@@ -1,8 +1,9 @@
 //! Votes and commit-reveal commitments.
 //!
-//! A seat first publishes `H(tag, session, segment, seat, vote, salt)` and only later the
-//! vote and salt. The commitment binds every field, so a commitment copied from another
-//! seat (a different `seat`) or another segment never opens.
+//! A seat first publishes `H(tag, session, segment, seat, vote, salt, H(reason))` and only
+//! later the vote, its reason and the salt. The commitment binds every field, so a
+//! commitment copied from another seat (a different `seat`) or another segment never
+//! opens, and a reason cannot be rewritten after the other seats have revealed theirs.
 
 use serde::{Deserialize, Serialize};
 
@@ -59,16 +60,77 @@ impl Vote {
     }
 }
 
-const COMMIT_TAG: &str = "trust/v1/vote-commitment";
+/// The longest reason a vote may carry, in bytes of UTF-8 (a short paragraph; the length of
+/// a checker's or a person's explanation, not of a report). A reason is free text except
+/// for control characters: newline and tab are allowed, every other control character is
+/// refused (see [`reason_error`]), so a reason prints as the seat wrote it on a terminal
+/// and in a page.
+pub const MAX_REASON_BYTES: usize = 280;
 
-/// `H(tag, session, segment, seat, vote, salt)`.
+/// What is wrong with a vote's reason, if anything: longer than [`MAX_REASON_BYTES`], or
+/// holding a control character other than newline or tab.
+pub fn reason_error(reason: &str) -> Option<ReasonError> {
+    if reason.len() > MAX_REASON_BYTES {
+        return Some(ReasonError::TooLong { len: reason.len() });
+    }
+    reason
+        .char_indices()
+        .find(|(_, c)| c.is_control() && *c != '\n' && *c != '\t')
+        .map(|(at, _)| ReasonError::ControlCharacter { at })
+}
+
+/// Why a vote's reason is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReasonError {
+    /// Longer than [`MAX_REASON_BYTES`].
+    #[error("the vote's reason is {len} bytes, more than the {MAX_REASON_BYTES} allowed")]
+    TooLong {
+        /// Its length in bytes.
+        len: usize,
+    },
+    /// A control character other than newline or tab.
+    #[error(
+        "the vote's reason holds a control character at byte {at} (only newline and tab are allowed)"
+    )]
+    ControlCharacter {
+        /// Byte offset of the character.
+        at: usize,
+    },
+}
+
+/// `reason` cut to at most [`MAX_REASON_BYTES`] on a character boundary, with every
+/// control character other than newline and tab replaced by a space: what a seat commits
+/// to, whatever its judge wrote.
+pub fn fit_reason(reason: &str) -> String {
+    let mut out = String::with_capacity(reason.len().min(MAX_REASON_BYTES));
+    for c in reason.chars() {
+        let c = if c.is_control() && c != '\n' && c != '\t' {
+            ' '
+        } else {
+            c
+        };
+        if out.len().saturating_add(c.len_utf8()) > MAX_REASON_BYTES {
+            break;
+        }
+        out.push(c);
+    }
+    out
+}
+
+// v2: the commitment binds the hash of the vote's reason.
+const COMMIT_TAG: &str = "trust/v2/vote-commitment";
+
+/// `H("trust/v2/vote-commitment", session, segment, seat, vote, salt, H(reason))`.
 pub fn commitment(
     session: &Hash,
     segment: &Hash,
     seat: &AccountId,
     vote: Vote,
     salt: &Salt,
+    reason: &str,
 ) -> Commitment {
+    let reason = Hash::sha256(reason.as_bytes());
     Hash::of_parts(
         COMMIT_TAG,
         &[
@@ -77,11 +139,12 @@ pub fn commitment(
             seat.as_ref(),
             &[vote.code()],
             salt.as_ref(),
+            reason.as_ref(),
         ],
     )
 }
 
-/// Whether `(vote, salt)` opens `c` for this session, segment and seat.
+/// Whether `(vote, salt, reason)` opens `c` for this session, segment and seat.
 pub fn verify_commitment(
     c: &Commitment,
     session: &Hash,
@@ -89,8 +152,9 @@ pub fn verify_commitment(
     seat: &AccountId,
     vote: Vote,
     salt: &Salt,
+    reason: &str,
 ) -> bool {
-    commitment(session, segment, seat, vote, salt) == *c
+    commitment(session, segment, seat, vote, salt, reason) == *c
 }
 
 /// Commitment to a session's segment → trace mapping document:
@@ -129,19 +193,97 @@ mod tests {
         let g = Hash::sha256(b"segment");
         let seat = Keypair::from_label("seat").public();
         let salt = Salt([7; 32]);
-        let c = commitment(&s, &g, &seat, Vote::Valid, &salt);
-        assert!(verify_commitment(&c, &s, &g, &seat, Vote::Valid, &salt));
-        assert!(!verify_commitment(&c, &s, &g, &seat, Vote::Invalid, &salt));
+        let why = "2 + 2 is 4";
+        let c = commitment(&s, &g, &seat, Vote::Valid, &salt, why);
+        assert!(verify_commitment(
+            &c,
+            &s,
+            &g,
+            &seat,
+            Vote::Valid,
+            &salt,
+            why
+        ));
+        assert!(!verify_commitment(
+            &c,
+            &s,
+            &g,
+            &seat,
+            Vote::Invalid,
+            &salt,
+            why
+        ));
         assert!(!verify_commitment(
             &c,
             &s,
             &g,
             &seat,
             Vote::Valid,
-            &Salt([8; 32])
+            &Salt([8; 32]),
+            why
         ));
         let other = Keypair::from_label("copycat").public();
-        assert!(!verify_commitment(&c, &s, &g, &other, Vote::Valid, &salt));
-        assert!(!verify_commitment(&c, &g, &s, &seat, Vote::Valid, &salt));
+        assert!(!verify_commitment(
+            &c,
+            &s,
+            &g,
+            &other,
+            Vote::Valid,
+            &salt,
+            why
+        ));
+        assert!(!verify_commitment(
+            &c,
+            &g,
+            &s,
+            &seat,
+            Vote::Valid,
+            &salt,
+            why
+        ));
+        // The reason is bound: another one, even an empty one, does not open it.
+        assert!(!verify_commitment(
+            &c,
+            &s,
+            &g,
+            &seat,
+            Vote::Valid,
+            &salt,
+            "2 + 2 is 5"
+        ));
+        assert!(!verify_commitment(
+            &c,
+            &s,
+            &g,
+            &seat,
+            Vote::Valid,
+            &salt,
+            ""
+        ));
+    }
+
+    #[test]
+    fn reasons_are_bounded_in_bytes_and_free_of_control_characters() {
+        assert_eq!(reason_error(""), None);
+        assert_eq!(reason_error("line one\nline\ttwo"), None);
+        assert_eq!(reason_error(&"x".repeat(MAX_REASON_BYTES)), None);
+        assert_eq!(
+            reason_error(&"x".repeat(MAX_REASON_BYTES + 1)),
+            Some(ReasonError::TooLong {
+                len: MAX_REASON_BYTES + 1
+            })
+        );
+        assert_eq!(
+            reason_error("ok\u{1b}[31m"),
+            Some(ReasonError::ControlCharacter { at: 2 })
+        );
+        // Cut on a character boundary: 'é' is two bytes, so 141 of them (282 bytes)
+        // keep 140.
+        let long = "é".repeat(141);
+        let fit = fit_reason(&long);
+        assert_eq!(fit, "é".repeat(140));
+        assert_eq!(reason_error(&fit), None);
+        assert_eq!(fit_reason("a\u{7}b\nc"), "a b\nc");
+        assert_eq!(fit_reason("short"), "short");
     }
 }

@@ -36,7 +36,8 @@ pub mod tx;
 pub mod units;
 
 pub use commit::{
-    Commitment, Salt, Vote, commitment, honeypot_commitment, mapping_commitment, verify_commitment,
+    Commitment, MAX_REASON_BYTES, ReasonError, Salt, Vote, commitment, fit_reason,
+    honeypot_commitment, mapping_commitment, reason_error, verify_commitment,
 };
 pub use encoding::{DecodeError, MAX_MESSAGE_BYTES, decode, encode};
 pub use hash::Hash;

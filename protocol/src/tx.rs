@@ -279,7 +279,7 @@ pub enum Call {
         session: Hash,
         /// Segment index.
         segment: u16,
-        /// `commitment(session, segment id, seat, vote, salt)`.
+        /// `commitment(session, segment id, seat, vote, salt, reason)`.
         commitment: Commitment,
     },
     /// Reveal a committed vote.
@@ -292,6 +292,9 @@ pub enum Call {
         vote: Vote,
         /// The salt used in the commitment.
         salt: Salt,
+        /// Why the seat voted so: UTF-8, at most [`crate::MAX_REASON_BYTES`] bytes, no
+        /// control characters but newline and tab. Its hash is bound into the commitment.
+        reason: String,
     },
     /// Open the segment → trace mapping commitment (provider, at tally time).
     RevealMapping {
@@ -418,6 +421,9 @@ pub enum TxFormatError {
     /// A honeypot's known verdict must be a judgement, not an abstention.
     #[error("a honeypot's known verdict must be Valid, Invalid or Ungrounded, not Abstain")]
     AbstainingHoneypot,
+    /// A revealed vote's reason is too long or holds a control character.
+    #[error("{0}; shorten the reason or drop the character, then commit and reveal again")]
+    BadReason(#[source] crate::commit::ReasonError),
 }
 
 fn check_len(what: &'static str, got: usize, max: usize) -> Result<(), TxFormatError> {
@@ -631,6 +637,10 @@ impl Tx {
             Call::RevealHoneypot { verdict, .. } if verdict.is_abstain() => {
                 Err(TxFormatError::AbstainingHoneypot)
             }
+            Call::Reveal { reason, .. } => match crate::commit::reason_error(reason) {
+                Some(e) => Err(TxFormatError::BadReason(e)),
+                None => Ok(()),
+            },
             Call::DeliverKeys { keys, .. } => {
                 check_len("keys", keys.len(), MAX_SEALED_KEYS)?;
                 for k in keys {
@@ -820,16 +830,23 @@ mod tests {
                     commitment,
                 }
             }),
-            (hash(), any::<u16>(), vote(), any::<[u8; 32]>()).prop_map(
-                |(session, segment, vote, s)| {
+            // Reveals carry their reason (any text within the limit, multi-byte included).
+            (
+                hash(),
+                any::<u16>(),
+                vote(),
+                any::<[u8; 32]>(),
+                "[a-zé→ \n\t0-9.]{0,90}"
+            )
+                .prop_map(|(session, segment, vote, s, reason)| {
                     Call::Reveal {
                         session,
                         segment,
                         vote,
                         salt: Salt(s),
+                        reason,
                     }
-                }
-            ),
+                }),
             (hash(), hash(), any::<[u8; 32]>()).prop_map(|(session, mapping, s)| {
                 Call::RevealMapping {
                     session,
@@ -1046,6 +1063,42 @@ mod tests {
         assert_eq!(tx.validate(), Err(TxFormatError::AbstainingHoneypot));
     }
 
+    /// A reveal's reason is bounded in bytes and holds no control characters but newline
+    /// and tab; the error says what was wrong.
+    #[test]
+    fn a_reveal_with_an_overlong_or_garbled_reason_is_malformed() {
+        let reveal = |reason: String| Tx {
+            nonce: 0,
+            call: Call::Reveal {
+                session: Hash([1; 32]),
+                segment: 0,
+                vote: Vote::Valid,
+                salt: Salt([2; 32]),
+                reason,
+            },
+        };
+        assert_eq!(
+            reveal("x".repeat(crate::MAX_REASON_BYTES)).validate(),
+            Ok(())
+        );
+        assert_eq!(reveal("two lines\n\tindented".into()).validate(), Ok(()));
+        let long = reveal("x".repeat(crate::MAX_REASON_BYTES + 1)).validate();
+        assert_eq!(
+            long,
+            Err(TxFormatError::BadReason(crate::ReasonError::TooLong {
+                len: crate::MAX_REASON_BYTES + 1
+            }))
+        );
+        let said = long.unwrap_err().to_string();
+        assert!(said.contains("281 bytes") && said.contains("280"), "{said}");
+        assert_eq!(
+            reveal("bell\u{7}".into()).validate(),
+            Err(TxFormatError::BadReason(
+                crate::ReasonError::ControlCharacter { at: 4 }
+            ))
+        );
+    }
+
     /// Pins the wire format of signed transactions: a changed encoding fails on purpose.
     #[test]
     fn golden_signed_transactions() {
@@ -1060,12 +1113,20 @@ mod tests {
                     segment: 1,
                     vote: Vote::Invalid,
                     salt: Salt([6; 32]),
+                    reason: "2 + 2 is 4, not 5".into(),
                 },
             },
         );
         let bytes = encoding::encode(&reveal);
-        // signer(32) | nonce(8) | variant(4) | session(32) | segment(2) | vote(4) | salt(32) | signature(64)
-        assert_eq!(bytes.len(), 32 + 8 + 4 + 32 + 2 + 4 + 32 + 64);
+        // Changed on purpose when reveals began to carry their reason (issue 28):
+        // signer(32) | nonce(8) | variant(4) | session(32) | segment(2) | vote(4) | salt(32)
+        // | reason length(8) | reason(17) | signature(64)
+        assert_eq!(bytes.len(), 32 + 8 + 4 + 32 + 2 + 4 + 32 + 8 + 17 + 64);
+        assert_eq!(
+            &bytes[122..139],
+            b"2 + 2 is 4, not 5",
+            "the reason follows the salt"
+        );
         assert_eq!(hex::encode(&bytes[32..44]), "030000000000000008000000");
         assert_eq!(
             Hash::sha256(&bytes).to_hex(),
@@ -1122,8 +1183,9 @@ mod tests {
     /// The chain the golden transactions are signed for.
     const GOLDEN_CHAIN: Hash = Hash([0xC4; 32]);
 
+    // Changed on purpose: a reveal carries its vote's reason (issue 28).
     const GOLDEN_REVEAL_SHA256: &str =
-        "b1679089961f556b4ea09804e1e0f55bdc19c7864d67d9a6543e7d1fd02153a0";
+        "4d6d6ae9cd9769a38ed3f65b1bd63bc7ee077fb7d06e4937df2ee41638d5d6d0";
     // Changed on purpose: segments name the left-out segments they rest on and the
     // segment an OPERATION supports (a PASS needs the claims judged, not only their
     // arithmetic).

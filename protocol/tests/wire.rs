@@ -100,13 +100,14 @@ fn golden_commitment() {
         &Keypair::from_seed([3; 32]).public(),
         Vote::Invalid,
         &Salt([4; 32]),
+        "the rule (B → C) yields C, not F",
     );
     assert_eq!(c.to_hex(), GOLDEN_COMMITMENT, "commitment preimage changed");
 }
 
 /// Abstention joined the vote enum on purpose (a committed, revealed "cannot judge"): it is
 /// the fourth variant, encoded as 3, with commitment code 4. The earlier votes keep their
-/// bytes and commitments.
+/// bytes; both commitments changed when they began to bind the vote's reason (issue 28).
 #[test]
 fn golden_abstain_vote() {
     assert_eq!(hex(&encode(&Vote::Valid)), GOLDEN_VALID_VOTE);
@@ -118,6 +119,7 @@ fn golden_abstain_vote() {
         &Keypair::from_seed([3; 32]).public(),
         Vote::Abstain,
         &Salt([4; 32]),
+        "the rule (B → C) yields C, not F",
     );
     assert_eq!(c.to_hex(), GOLDEN_ABSTAIN_COMMITMENT);
     assert_ne!(c.to_hex(), GOLDEN_COMMITMENT);
@@ -128,8 +130,10 @@ fn hex(b: &[u8]) -> String {
 }
 
 const GOLDEN_BLOCK_HASH: &str = "c192578af02eb0426b703718879ed15f48347d6d9682d99da96bba127f7e92bd";
-const GOLDEN_COMMITMENT: &str = "79b4bbff28c93e7348f0e5d09e6beac2759631abe96db710d01a109ec8c89d19";
+// Changed on purpose: the commitment binds the hash of the vote's reason, under the tag
+// `trust/v2/vote-commitment` (issue 28).
+const GOLDEN_COMMITMENT: &str = "0b49bcef5ba06113989a226fde6b9556fd2f323225ea256f407a840f3a2b55fd";
 const GOLDEN_VALID_VOTE: &str = "00000000";
 const GOLDEN_ABSTAIN_VOTE: &str = "03000000";
 const GOLDEN_ABSTAIN_COMMITMENT: &str =
-    "45f799bfc44d5a0d9784bb5f3b3754f43459c08d7b6e568f6e55d54c89829147";
+    "f0565053828e601db27f39f8adf1ee6833b4ca282e97a9033c8caa2ddb180a1d";

@@ -691,7 +691,8 @@ impl Sim {
             revealed: false,
         };
         if a.strategy != Strategy::CopyCat {
-            let c = commitment(&session, &id, &seat, vote, &salt);
+            // Simulated agents give no reasons: the empty one is bound and revealed.
+            let c = commitment(&session, &id, &seat, vote, &salt, "");
             self.queue.push((
                 agent,
                 Call::Commit {
@@ -758,6 +759,7 @@ impl Sim {
                     segment: s.segment,
                     vote: s.vote,
                     salt: s.salt,
+                    reason: String::new(),
                 },
             ));
         }

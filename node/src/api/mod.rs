@@ -193,7 +193,7 @@ pub struct ErrorBody {
         title = "TRUST node API",
         description = "What providers, users and operators ask a TRUST node. Reads are open; `POST /v1/sessions` needs the node's operator token."
     ),
-    components(schemas(ErrorBody)),
+    components(schemas(ErrorBody, CastVoteDoc)),
     modifiers(&OperatorTokenScheme)
 )]
 struct ApiDoc;
@@ -490,7 +490,9 @@ struct SessionView {
     session: Hash,
     /// `decided`, `live` or `failed`.
     status: &'static str,
-    /// The outcome: verdict, per-segment verdicts and votes, coverage, bound.
+    /// The outcome: verdict, per-segment verdicts and vote counts, coverage, bound. Each
+    /// segment's `votes_cast` lists its revealed votes in seat order, each a `CastVote`
+    /// with the reason its seat bound into its commitment.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     outcome: Option<Value>,
@@ -515,6 +517,26 @@ struct SessionView {
     /// Why a failed session failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     failure: Option<Value>,
+}
+
+/// One revealed vote of a decided segment: `outcome.segments[i].votes_cast[j]` of a
+/// session reply (the contract's `CastVote`, described here for the OpenAPI document).
+#[derive(ToSchema)]
+#[schema(as = CastVote)]
+#[allow(dead_code)] // never built: it describes JSON the contract's type serializes to
+struct CastVoteDoc {
+    /// The seat's account id, 64 hex characters.
+    seat: String,
+    /// 0, or 1 after an escalation.
+    round: u8,
+    /// `Valid`, `Invalid`, `Ungrounded` or `Abstain`.
+    vote: String,
+    /// Why, as the seat wrote it: UTF-8 of at most 280 bytes (`MAX_REASON_BYTES`), no
+    /// control characters but newline and tab. Its hash is bound into the commitment.
+    reason: String,
+    /// Whether it was among the first `k` reveals of its round (counted towards the
+    /// quorum).
+    counted: bool,
 }
 
 impl SessionView {

@@ -173,6 +173,14 @@ async fn transactions_in_and_blocks_out() {
     let (st, doc) = net.get("/v1/openapi.json").await;
     assert_eq!(st, StatusCode::OK);
     assert!(json(&doc)["paths"]["/v1/sessions/{id}"].is_object());
+    // A session's revealed votes and their reasons are described.
+    let cast = &json(&doc)["components"]["schemas"]["CastVote"]["properties"];
+    for field in ["seat", "round", "vote", "reason", "counted"] {
+        assert!(
+            cast[field].is_object(),
+            "CastVote.{field} undocumented: {doc}"
+        );
+    }
 
     // The web pages share the router; unknown routes still answer the API's JSON 404.
     let (st, page) = net.get("/blocks/1").await;
@@ -219,10 +227,19 @@ async fn a_session_is_queryable_with_the_block_that_decided_it() {
         .collect();
     assert_eq!(seats.len(), 3);
     let salt = Salt([5; 32]);
+    // Each seat's reason, bound into its commitment; one needs escaping in JSON.
+    let why = |i: usize| format!("seat {i}: 7 \"plus\" 3 is 10, not 11");
     let commits = seats
         .iter()
         .map(|&i| {
-            let c = commitment(&sid, &seg.id, &net.keys[i].public(), Vote::Invalid, &salt);
+            let c = commitment(
+                &sid,
+                &seg.id,
+                &net.keys[i].public(),
+                Vote::Invalid,
+                &salt,
+                &why(i),
+            );
             net.sign(
                 i,
                 Call::Commit {
@@ -244,6 +261,7 @@ async fn a_session_is_queryable_with_the_block_that_decided_it() {
                     segment: 0,
                     vote: Vote::Invalid,
                     salt,
+                    reason: why(i),
                 },
             )
         })
@@ -265,6 +283,17 @@ async fn a_session_is_queryable_with_the_block_that_decided_it() {
     assert_eq!(v["status"], "decided", "{v}");
     assert_eq!(v["outcome"]["trace"], "Fail");
     assert_eq!(v["outcome"]["segments"][0]["verdict"], "Invalid");
+    // Every revealed vote is listed with its seat and reason, in seat order.
+    let cast = v["outcome"]["segments"][0]["votes_cast"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no votes_cast: {v}"));
+    assert_eq!(cast.len(), 3, "{v}");
+    for (c, &i) in cast.iter().zip(&seats) {
+        assert_eq!(c["seat"], net.keys[i].public().to_hex());
+        assert_eq!(c["vote"], "Invalid");
+        assert_eq!(c["reason"], why(i));
+        assert_eq!(c["counted"], true);
+    }
     assert_eq!(v["block_height"], 5);
     assert_eq!(v["block_hash"], net.tip.hash.to_hex());
 
@@ -280,6 +309,11 @@ async fn a_session_is_queryable_with_the_block_that_decided_it() {
     let checked = crate::proof::verify(&p, &sid, &anchor).unwrap();
     assert_eq!(checked.header.hash(), net.tip.hash);
     assert_eq!(checked.outcome.trace, trust_contracts::TraceVerdict::Fail);
+    // The proven outcome carries the reasons too.
+    assert_eq!(
+        checked.outcome.segments[0].votes_cast[0].reason,
+        why(seats[0])
+    );
     assert!(crate::proof::verify(&p, &Hash::sha256(b"nope"), &anchor).is_err());
     let (st, _) = net
         .get(&format!("/v1/sessions/{}/proof", Hash::sha256(b"nope")))

@@ -139,14 +139,15 @@ pub struct Judgement {
 }
 
 impl Judgement {
+    /// The vote with the person's note as its reason (the seat commits the note's first
+    /// `MAX_REASON_BYTES`; the whole note stays in this node's record).
     fn decision(&self) -> Decision {
-        let who = "judged by a person at the audit form";
         Decision {
             vote: self.vote,
             reason: if self.note.is_empty() {
-                who.to_string()
+                "judged by a person at the audit form (no note)".to_string()
             } else {
-                format!("{who}: {}", self.note)
+                self.note.clone()
             },
         }
     }
@@ -440,6 +441,7 @@ impl HumanDesk {
                     seat,
                     vote,
                     counted,
+                    ..
                 } if *seat == me => {
                     if let Some(r) = self.seat(session, *segment) {
                         self.update(&r.key, |r| r.revealed = Some((*vote, *counted)));
@@ -850,6 +852,7 @@ mod tests {
                     segment: 3,
                     seat: me,
                     vote: Vote::Ungrounded,
+                    reason: "no source for 8".into(),
                     counted: true,
                 },
                 Event::Rewarded {

@@ -498,7 +498,6 @@ impl Seat {
     async fn commit_all(&self, made: Vec<(Hash, u16, u8, Hash, Option<Decision>)>) {
         let me = self.outbox.key().public();
         let mut records = Vec::with_capacity(made.len());
-        let mut reasons = Vec::with_capacity(made.len());
         for (session, segment, round, segment_id, decision) in made {
             let Some(Decision { vote, reason }) = decision else {
                 continue;
@@ -517,11 +516,13 @@ impl Seat {
                 vote,
                 salt: Salt(salt),
                 revealed: false,
+                // The reason as committed: within the protocol's limit, cut on a
+                // character boundary.
+                reason: trust_protocol::fit_reason(&reason),
             });
-            reasons.push(reason);
         }
         let persisted = self.votes.record_all(&records);
-        for ((r, reason), persisted) in records.iter().zip(reasons).zip(persisted) {
+        for (r, persisted) in records.iter().zip(persisted) {
             let commitment = match persisted {
                 Ok(c) => c,
                 Err(e) => {
@@ -534,7 +535,7 @@ impl Seat {
                     continue;
                 }
             };
-            self.send_commit(&r.session, r.segment, r.vote, &reason, commitment)
+            self.send_commit(&r.session, r.segment, r.vote, &r.reason, commitment)
                 .await;
         }
     }
@@ -782,6 +783,7 @@ impl Seat {
                     segment: r.segment,
                     vote: r.vote,
                     salt: r.salt,
+                    reason: r.reason.clone(),
                 })
                 .await
             {
@@ -1180,8 +1182,28 @@ mod tests {
                     "{}",
                     view.operations[0].describe()
                 );
-                // The Computer seats reached the same verdict on the OPERATION.
+                // The Computer seats reached the same verdict on the OPERATION, and each
+                // revealed the reason its checker gave, as the judge was shown it.
                 assert_eq!(verdict("O1"), SegmentVerdict::Valid);
+                let o1 = s.segments.iter().position(|(n, _)| n == "O1").unwrap();
+                let checker_said = trust_protocol::fit_reason(&view.operations[0].decision.reason);
+                assert!(!checker_said.is_empty());
+                let cast = &o.segments[o1].votes_cast;
+                assert_eq!(cast.len(), 3, "{cast:?}");
+                for v in cast {
+                    assert_eq!(v.vote, Vote::Valid);
+                    assert_eq!(v.reason, checker_said);
+                }
+                // The LLM seats revealed their judge's reason.
+                let st1 = s.segments.iter().position(|(n, _)| n == "ST1").unwrap();
+                assert!(
+                    o.segments[st1]
+                        .votes_cast
+                        .iter()
+                        .all(|v| v.reason == "stand-in judge: always Valid"),
+                    "{:?}",
+                    o.segments[st1].votes_cast
+                );
                 // Every claim judged by a tier that covers it, the conclusion included:
                 // the trace passes (the judge here is a stand-in that approves all).
                 assert_eq!(verdict("F1"), SegmentVerdict::Valid);

@@ -3,9 +3,10 @@
 //! commit and reveal still reveals after restart (a commitment whose salt is lost can
 //! never be opened, and the seat would be slashed as a no-show).
 //!
-//! Keys are `(session, segment, round)`; the value records the vote, the salt, the seat
-//! and whether the reveal was sent. Entries of decided sessions are dropped with
-//! [`VoteBook::forget_session`].
+//! Keys are `(session, segment, round)`; the value records the vote, its reason, the salt,
+//! the seat and whether the reveal was sent. Entries of decided sessions are dropped with
+//! [`VoteBook::forget_session`]. Records written before votes carried reasons (without the
+//! field) still read, with an empty reason.
 
 use serde::{Deserialize, Serialize};
 use trust_protocol::{AccountId, Commitment, Hash, Salt, Vote, commitment, encoding};
@@ -55,6 +56,38 @@ pub struct VoteRecord {
     pub salt: Salt,
     /// Whether the reveal has been sent.
     pub revealed: bool,
+    /// Why the seat voted so, already fitted to the protocol's limit
+    /// ([`trust_protocol::fit_reason`]): bound into the commitment, sent with the reveal.
+    pub reason: String,
+}
+
+/// A record as written before votes carried reasons: read back with an empty reason.
+#[derive(Deserialize, Serialize)]
+struct RecordWithoutReason {
+    session: Hash,
+    segment: u16,
+    round: u8,
+    segment_id: Hash,
+    seat: AccountId,
+    vote: Vote,
+    salt: Salt,
+    revealed: bool,
+}
+
+impl From<RecordWithoutReason> for VoteRecord {
+    fn from(r: RecordWithoutReason) -> Self {
+        Self {
+            session: r.session,
+            segment: r.segment,
+            round: r.round,
+            segment_id: r.segment_id,
+            seat: r.seat,
+            vote: r.vote,
+            salt: r.salt,
+            revealed: r.revealed,
+            reason: String::new(),
+        }
+    }
 }
 
 impl VoteRecord {
@@ -66,6 +99,7 @@ impl VoteRecord {
             &self.seat,
             self.vote,
             &self.salt,
+            &self.reason,
         )
     }
 }
@@ -94,7 +128,14 @@ impl VoteBook {
     }
 
     fn decode(bytes: &[u8]) -> Result<VoteRecord, VoteBookError> {
-        encoding::decode(bytes).map_err(|e| VoteBookError::Corrupt(e.to_string()))
+        // An older record lacks the trailing reason, so it never decodes as a current one
+        // (the reason's length prefix is missing), and a current one never as an older one
+        // (its reason is trailing bytes).
+        encoding::decode::<VoteRecord>(bytes).or_else(|e| {
+            encoding::decode::<RecordWithoutReason>(bytes)
+                .map(VoteRecord::from)
+                .map_err(|_| VoteBookError::Corrupt(e.to_string()))
+        })
     }
 
     /// Records a vote and flushes it to disk; only then may its commitment be sent.
@@ -124,8 +165,8 @@ impl VoteBook {
                     Ok(()) => Ok(r.commitment()),
                     Err(sled::CompareAndSwapError { current, .. }) => {
                         let old = Self::decode(&current.unwrap_or_default())?;
-                        if (old.vote, old.salt, old.seat, old.segment_id)
-                            != (r.vote, r.salt, r.seat, r.segment_id)
+                        if (old.vote, old.salt, old.seat, old.segment_id, &old.reason)
+                            != (r.vote, r.salt, r.seat, r.segment_id, &r.reason)
                         {
                             return Err(VoteBookError::Conflict {
                                 session: r.session,
@@ -224,6 +265,7 @@ mod tests {
             vote,
             salt: Salt([segment as u8; 32]),
             revealed: false,
+            reason: format!("segment {segment} looks {vote:?}"),
         }
     }
 
@@ -264,8 +306,10 @@ mod tests {
             &r.segment_id,
             &r.seat,
             back[0].vote,
-            &back[0].salt
+            &back[0].salt,
+            &back[0].reason
         ));
+        assert_eq!(back[0].reason, "segment 3 looks Invalid");
         book.mark_revealed(&r.session, 3, 0).unwrap();
         assert!(book.unrevealed(&r.session).unwrap().is_empty());
         assert!(book.get(&r.session, 3, 0).unwrap().unwrap().revealed);
@@ -306,6 +350,48 @@ mod tests {
         let db = reopen(dir.path());
         let book = VoteBook::open(&db).unwrap();
         assert_eq!(book.unrevealed(&batch[0].session).unwrap().len(), 20);
+    }
+
+    /// A record written before votes carried reasons still reads (with an empty reason):
+    /// an upgraded node's vote book opens, lists and forgets it like any other.
+    #[test]
+    fn a_record_from_before_reasons_reads_with_an_empty_reason() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = sled::open(dir.path()).unwrap();
+        let book = VoteBook::open(&db).unwrap();
+        let r = record("s", 4, Vote::Valid);
+        let old = RecordWithoutReason {
+            session: r.session,
+            segment: r.segment,
+            round: r.round,
+            segment_id: r.segment_id,
+            seat: r.seat,
+            vote: r.vote,
+            salt: r.salt,
+            revealed: false,
+        };
+        book.tree
+            .insert(key(&r.session, 4, 0), encoding::encode(&old))
+            .unwrap();
+        let back = book.get(&r.session, 4, 0).unwrap().unwrap();
+        assert_eq!(
+            back,
+            VoteRecord {
+                reason: String::new(),
+                ..r.clone()
+            }
+        );
+        assert_eq!(book.unrevealed(&r.session).unwrap(), vec![back]);
+        book.mark_revealed(&r.session, 4, 0).unwrap();
+        assert!(book.get(&r.session, 4, 0).unwrap().unwrap().revealed);
+        // Garbage is still refused as corrupt.
+        book.tree
+            .insert(key(&r.session, 5, 0), &[1u8, 2, 3][..])
+            .unwrap();
+        assert!(matches!(
+            book.get(&r.session, 5, 0),
+            Err(VoteBookError::Corrupt(_))
+        ));
     }
 
     #[test]

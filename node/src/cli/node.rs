@@ -198,6 +198,10 @@ pub struct QueryArgs {
     /// the node says; exits 1 if any part fails.
     #[arg(long)]
     verify: bool,
+    /// Under each segment, list its revealed votes: the seat (short id), the vote, and the
+    /// reason the seat bound into its commitment.
+    #[arg(long)]
+    segments: bool,
 }
 
 /// Runs `query`.
@@ -222,7 +226,7 @@ pub fn run_query(args: QueryArgs) -> CliResult {
         outln!("{s}");
         return Ok(());
     }
-    print_session(&args.session, &s, &[]);
+    print_session(&args.session, &s, &[], args.segments);
     Ok(())
 }
 
@@ -342,7 +346,9 @@ fn with_names(why: &str, names: &[String]) -> String {
 
 /// Prints a session as `query` and `submit --wait` show it; `names` are the provider's
 /// labels for the segments (HDAG node id and tier), known only to the provider's node.
-fn print_session(id: &str, s: &client::Json, names: &[String]) {
+/// A decided session in lines a person reads; with `votes`, each segment's revealed votes
+/// and their reasons under it.
+fn print_session(id: &str, s: &client::Json, names: &[String], votes: bool) {
     outln!("session     {id}");
     match s["status"].as_str() {
         Some("decided") => {
@@ -453,6 +459,11 @@ fn print_session(id: &str, s: &client::Json, names: &[String]) {
                         if kind.is_empty() { "" } else { "  " },
                         kind
                     );
+                    if votes {
+                        for line in vote_lines(&seg["votes_cast"]) {
+                            outln!("{line}");
+                        }
+                    }
                 }
             }
             // Left-out segments are wrong only through a calculation of their own or a
@@ -497,6 +508,52 @@ fn print_session(id: &str, s: &client::Json, names: &[String]) {
         }
         other => outln!("status      {}", other.unwrap_or("?")),
     }
+}
+
+/// One line per revealed vote of a segment's `votes_cast`: the seat's short id, the vote,
+/// a mark for a late or second-round vote, and the reason on one line (newlines and tabs
+/// as spaces; any other control character, which the contract refuses anyway, as `?`).
+fn vote_lines(cast: &client::Json) -> Vec<String> {
+    let Some(cast) = cast.as_array() else {
+        return Vec::new();
+    };
+    cast.iter()
+        .map(|v| {
+            let seat = v["seat"].as_str().unwrap_or("?");
+            let vote = v["vote"].as_str().unwrap_or("?");
+            let mut marks = Vec::new();
+            if v["round"].as_u64().unwrap_or(0) > 0 {
+                marks.push("round 2");
+            }
+            if v["counted"].as_bool() == Some(false) && vote != "Abstain" {
+                marks.push("late");
+            }
+            let reason: String = v["reason"]
+                .as_str()
+                .unwrap_or("")
+                .chars()
+                .map(|c| match c {
+                    '\n' | '\t' => ' ',
+                    c if c.is_control() => '?',
+                    c => c,
+                })
+                .collect();
+            format!(
+                "                vote {}… {vote:<10}{}{}",
+                seat.get(..12).unwrap_or(seat),
+                if marks.is_empty() {
+                    String::new()
+                } else {
+                    format!("({}) ", marks.join(", "))
+                },
+                if reason.is_empty() {
+                    "(no reason given)"
+                } else {
+                    &reason
+                }
+            )
+        })
+        .collect()
 }
 
 /// `submit`: open an audit session for a trace on this node (as provider).
@@ -666,7 +723,7 @@ pub fn run_submit(args: SubmitArgs) -> CliResult {
             last = now;
         }
         if matches!(s["status"].as_str(), Some("decided" | "failed")) {
-            print_session(&session, &s, &names);
+            print_session(&session, &s, &names, false);
             return Ok(());
         }
         if std::time::Instant::now() > deadline {

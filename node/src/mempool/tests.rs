@@ -226,6 +226,7 @@ fn session_calls_expire_as_phases_pass_and_leave_the_pool() {
         segment: 0,
         vote: Vote::Valid,
         salt: Salt([0; 32]),
+        reason: String::new(),
     };
     assert_eq!(expired(c.state(), &seat, &commit.body.call), None);
     assert_eq!(expired(c.state(), &seat, &reveal), None, "a reveal waits");

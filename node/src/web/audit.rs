@@ -26,7 +26,7 @@ use axum::{
 };
 use serde::Deserialize;
 use trust_contracts::Phase;
-use trust_protocol::{AccountId, Hash, Vote};
+use trust_protocol::{AccountId, Hash, MAX_REASON_BYTES, Vote};
 
 use super::{
     auth::{Auth, Login, LoginCsrf, clear_cookie, same_origin},
@@ -538,7 +538,7 @@ If you do not answer by then, the seat abstains.</p>\n",
         ));
     }
     body.push_str(&format!(
-        "</fieldset>\n<p><label for=\"note\">Note (optional, kept on this node)</label></p>\n\
+        "</fieldset>\n<p><label for=\"note\">Note (optional): the reason revealed with your vote on the ledger, its first {MAX_REASON_BYTES} bytes; the whole note is kept on this node</label></p>\n\
 <p><textarea id=\"note\" name=\"note\" rows=\"4\" maxlength=\"{MAX_NOTE_CHARS}\"></textarea></p>\n\
 <p><button type=\"submit\">Submit judgement</button></p>\n</form>"
     ));

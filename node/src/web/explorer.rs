@@ -233,12 +233,14 @@ pub fn describe(tx: &SignedTx) -> (&'static str, String) {
             session,
             segment,
             vote,
+            reason,
             ..
         } => (
             "Reveal",
             format!(
-                "session {}, segment {segment}: {vote:?}",
-                session_link(session)
+                "session {}, segment {segment}: {vote:?}, “{}”",
+                session_link(session),
+                esc(reason)
             ),
         ),
         Call::RevealMapping {

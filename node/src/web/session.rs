@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 
 use axum::{extract::Path, extract::State, response::IntoResponse};
 use trust_contracts::{
-    LeftOutOutcome, Outcome, SegmentOutcome, SegmentState, SegmentVerdict, Session,
+    CastVote, LeftOutOutcome, Outcome, SegmentOutcome, SegmentState, SegmentVerdict, Session,
 };
 use trust_protocol::{
     Hash,
@@ -75,6 +75,9 @@ pub struct Segment {
     pub shade: Shade,
     /// Votes and detail, in words.
     pub detail: String,
+    /// The revealed votes with their reasons, in seat order (none for a left-out
+    /// segment).
+    pub votes: Vec<CastVote>,
 }
 
 fn shade_of(v: SegmentVerdict) -> Shade {
@@ -102,8 +105,15 @@ fn votes_detail(o: &SegmentOutcome) -> String {
     s
 }
 
-fn from_entry(e: &SegmentEntry, tier: Tier, shade: Shade, detail: String) -> Segment {
+fn from_entry(
+    e: &SegmentEntry,
+    tier: Tier,
+    shade: Shade,
+    detail: String,
+    votes: Vec<CastVote>,
+) -> Segment {
     Segment {
+        votes,
         level: Some(e.level),
         tier,
         weight: e.weight,
@@ -130,6 +140,7 @@ fn left_out_segments(m: &SessionManifest, verdicts: Option<&[LeftOutOutcome]>) -
                 conclusion: l.conclusion,
                 supports: l.supports,
                 blinded: None,
+                votes: Vec::new(),
                 // Left out, it is never audited; only an error it rests on, or one in a
                 // calculation of its own, reaches it.
                 shade: match verdict {
@@ -156,8 +167,20 @@ pub fn decided_segments(m: &SessionManifest, o: &Outcome) -> Vec<Segment> {
         .iter()
         .enumerate()
         .map(|(i, e)| match o.segments.get(i) {
-            Some(so) => from_entry(e, so.tier, shade_of(so.verdict), votes_detail(so)),
-            None => from_entry(e, e.tier, Shade::NotAudited, "no outcome".into()),
+            Some(so) => from_entry(
+                e,
+                so.tier,
+                shade_of(so.verdict),
+                votes_detail(so),
+                so.votes_cast.clone(),
+            ),
+            None => from_entry(
+                e,
+                e.tier,
+                Shade::NotAudited,
+                "no outcome".into(),
+                Vec::new(),
+            ),
         })
         .collect();
     out.extend(left_out_segments(m, Some(&o.left_out)));
@@ -178,12 +201,36 @@ fn live_detail(g: &SegmentState) -> String {
     s
 }
 
+/// The votes a live segment's seats have revealed so far, with their reasons.
+fn revealed_so_far(g: &SegmentState) -> Vec<CastVote> {
+    g.seats
+        .iter()
+        .filter_map(|x| {
+            x.vote.map(|vote| CastVote {
+                seat: x.account,
+                round: x.round,
+                vote,
+                reason: x.reason.clone().unwrap_or_default(),
+                counted: x.counted,
+            })
+        })
+        .collect()
+}
+
 /// The segments of a live session: its shape, each not yet decided.
 pub fn live_segments(x: &Session) -> Vec<Segment> {
     let mut out: Vec<Segment> = x
         .segments
         .iter()
-        .map(|g| from_entry(&g.entry, g.tier, Shade::NotAudited, live_detail(g)))
+        .map(|g| {
+            from_entry(
+                &g.entry,
+                g.tier,
+                Shade::NotAudited,
+                live_detail(g),
+                revealed_so_far(g),
+            )
+        })
         .collect();
     out.extend(left_out_segments(&x.manifest, None));
     out
@@ -447,7 +494,40 @@ fn segments_section(segments: &[Segment], record: Option<&PageRecord>) -> String
             seg.shade.word(),
             esc(&detail)
         );
+        if !seg.votes.is_empty() {
+            let _ = write!(
+                s,
+                "<tr class=\"votes\"><td></td><td colspan=\"6\"><ul class=\"votes\">{}</ul></td></tr>",
+                votes_list(&seg.votes)
+            );
+        }
     }
-    s += "</tbody></table></div>\n<p class=\"hint\">★ part of the final output.</p>\n";
+    s += "</tbody></table></div>\n<p class=\"hint\">★ part of the final output. Under a segment, each revealed vote with the reason its seat bound into its commitment.</p>\n";
+    s
+}
+
+/// Each vote as a list item: the seat, the vote, whether it counted, and its reason
+/// (escaped: a reason is the seat's own text).
+fn votes_list(votes: &[CastVote]) -> String {
+    let mut s = String::new();
+    for v in votes {
+        let _ = write!(
+            s,
+            "<li>{} <b>{:?}</b>{}{}: <q class=\"wrapok\">{}</q></li>",
+            account_link(&v.seat),
+            v.vote,
+            if v.round > 0 { " (round 2)" } else { "" },
+            if v.counted || v.vote.is_abstain() {
+                ""
+            } else {
+                " (late, not counted)"
+            },
+            if v.reason.is_empty() {
+                "no reason given".to_string()
+            } else {
+                esc(&v.reason)
+            }
+        );
+    }
     s
 }

@@ -200,9 +200,16 @@ fn segment(label: &[u8], level: AbstractionLevel, depends_on: Vec<u16>) -> Segme
     }
 }
 
+/// The reason seat `i` gives on segment `s` in [`run_session`]: its own text, so a page
+/// must escape it.
+fn seat_reason(i: usize, s: u16) -> String {
+    format!("seat {i} on segment {s} says {XSS}")
+}
+
 /// Runs a session of two segments (a TACTIC and a STEP resting on it) and a left-out
 /// conclusion resting on the STEP, every seat voting `votes[segment]`; returns its id and
 /// the live page seen while seats commit.
+
 async fn run_session(net: &mut Net, votes: [Vote; 2]) -> (Hash, String) {
     let segs = vec![
         segment(b"t", AbstractionLevel::Tactic, vec![]),
@@ -240,7 +247,14 @@ async fn run_session(net: &mut Net, votes: [Vote; 2]) -> (Hash, String) {
         .iter()
         .map(|&(i, s)| {
             let id = segs[usize::from(s)].id;
-            let c = commitment(&sid, &id, &net.keys[i].public(), vote(s), &salt);
+            let c = commitment(
+                &sid,
+                &id,
+                &net.keys[i].public(),
+                vote(s),
+                &salt,
+                &seat_reason(i, s),
+            );
             (
                 i,
                 Call::Commit {
@@ -263,6 +277,7 @@ async fn run_session(net: &mut Net, votes: [Vote; 2]) -> (Hash, String) {
                     segment: s,
                     vote: vote(s),
                     salt,
+                    reason: seat_reason(i, s),
                 },
             )
         })
@@ -440,6 +455,23 @@ async fn a_session_page_draws_its_hdag_coloured_by_verdict() {
     assert!(page.contains(&format!("<a href=\"/blocks/{decided_at}\">")));
     assert!(page.contains("Failure bound"));
     assert!(page.contains(&format!("Domain: {XSS_ESCAPED}")));
+    // Under each segment, each revealed vote with its seat and its reason, escaped.
+    assert!(!page.contains(XSS), "a reason reached the page unescaped");
+    // Keys 1 to 3 are the auditors (key 0 opened the session).
+    for i in 1..4usize {
+        for s in 0..2u16 {
+            let said = format!("seat {i} on segment {s} says {XSS_ESCAPED}");
+            assert!(page.contains(&said), "no reason {said:?} in {page}");
+        }
+    }
+    assert_eq!(page.matches("<ul class=\"votes\">").count(), 2, "{page}");
+    let first = page.find("<tr id=\"seg-0\">").expect("segment 0 row");
+    let second = page.find("<tr id=\"seg-1\">").expect("segment 1 row");
+    let under_first = &page[first..second];
+    assert!(under_first.contains("on segment 0 says"), "{under_first}");
+    assert!(!under_first.contains("on segment 1 says"), "{under_first}");
+    assert!(under_first.contains("<b>Invalid</b>"), "{under_first}");
+    assert!(under_first.contains(&format!("/accounts/{}", net.keys[1].public())));
     // Three nodes: the Invalid TACTIC, the STEP it propagates to, the left-out conclusion.
     let svg = hdag_of(&page);
     assert_eq!(svg.matches("<g class=\"node ").count(), 3);

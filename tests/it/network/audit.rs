@@ -163,6 +163,7 @@ fn the_incorrect_fraction_chain_fails_at_the_wrong_step_and_propagates() {
         text.contains("Invalid") && text.contains("Propagated"),
         "{text}"
     );
+    each_vote_shows_its_reason(&net, &session, &s);
     // A user checks the outcome served by a node other than the provider's against the
     // genesis file of a third: the Merkle proof, the certificate and the stakes behind it.
     let text = verified(&net, &session);
@@ -181,6 +182,58 @@ fn the_incorrect_fraction_chain_fails_at_the_wrong_step_and_propagates() {
     net.start(1);
     net.wait_height(1, 1);
     verified(&net, &session);
+}
+
+/// Every revealed vote of the decided session `s` carries a reason (its Computer seat's
+/// checker's), and each is shown under its segment by `query --segments` (seat short id,
+/// vote, reason) and on the session page of a node that did not open it (escaped).
+fn each_vote_shows_its_reason(net: &Network, session: &str, s: &Value) {
+    let out = Command::new(bin())
+        .args(["query", session, "--segments", "--api", &net.nodes[1].api])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let (_, page) = net
+        .raw(2, "GET", &format!("/sessions/{session}"), b"")
+        .split_once("\r\n\r\n")
+        .map(|(h, b)| (h.to_string(), b.to_string()))
+        .expect("an HTTP reply");
+    let segments = s["outcome"]["segments"].as_array().unwrap();
+    let mut votes = 0;
+    for (i, seg) in segments.iter().enumerate() {
+        for v in seg["votes_cast"].as_array().unwrap() {
+            votes += 1;
+            let (seat, vote) = (v["seat"].as_str().unwrap(), v["vote"].as_str().unwrap());
+            let reason = v["reason"].as_str().unwrap();
+            assert!(
+                !reason.is_empty(),
+                "segment {i}: a vote without a reason: {v}"
+            );
+            let line = format!("vote {}… {vote:<10}", &seat[..12]);
+            assert!(
+                text.lines()
+                    .any(|l| l.contains(&line) && l.trim_end().ends_with(reason.trim_end())),
+                "segment {i}: no line {line:?} ending with {reason:?} in\n{text}"
+            );
+            assert!(
+                page.contains(&escape(reason)),
+                "segment {i}: reason {reason:?} not on the page"
+            );
+        }
+    }
+    assert!(votes >= 3, "too few votes revealed: {s}");
+    // The wrong step's seats say what is wrong with it.
+    assert!(text.contains("Invalid"), "{text}");
+}
+
+/// HTML-escapes as the pages do.
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#39;")
 }
 
 /// `trust-node query SESSION --verify` against node 1's API with node 2's genesis file;

@@ -39,7 +39,7 @@ use futures::{
 };
 use serde::Serialize;
 use tracing::Instrument;
-use trust_protocol::{Hash, tx::Tier};
+use trust_protocol::{Hash, fit_reason, tx::Tier};
 
 use self::{
     ares::{AresParams, Chain, Entailment, Query},
@@ -251,20 +251,22 @@ impl LlmAuditor {
                     .take(s.claims.len().saturating_sub(1))
                     .map(|c| format!("{:.2}", c.stability))
                     .collect();
+                // The premises' scores go to the log only: the decision's reason is revealed
+                // on the ledger, within `MAX_REASON_BYTES`, so it is the short summary.
+                tracing::debug!(target: "trust::llm", premises = %premises.join(", "), "premises' soundness");
                 let scored = format!(
-                    "ARES stability {:.2} (valid at >= {}, invalid at <= {}; contradicts the context in {:.0}% of samples) over N = {} samples, {} entailment calls; premises' soundness [{}]",
+                    "ARES stability {:.2} (mean entailment) over {} samples, {} entailment calls; Valid at >= {}, Invalid at <= {}; contradicts the context in {:.0}% of samples",
                     last.stability,
+                    s.samples,
+                    s.calls(),
                     self.ares.valid_at,
                     self.ares.invalid_at,
                     last.contradicts * 100.0,
-                    s.samples,
-                    s.calls(),
-                    premises.join(", ")
                 );
                 if !self.ares.consistency_probes || vote.is_abstain() {
                     return Decision {
                         vote,
-                        reason: scored,
+                        reason: fit_reason(&format!("{scored}; no consistency probes")),
                     };
                 }
                 let checked =
@@ -277,11 +279,14 @@ impl LlmAuditor {
                 match checked.outcome {
                     Ok(()) => Decision {
                         vote,
-                        reason: format!("{scored}; consistency probes agree"),
+                        reason: fit_reason(&format!(
+                            "{scored}; {} consistency probes agree",
+                            checked.asked
+                        )),
                     },
-                    Err(why) => Decision::abstain(format!(
+                    Err(why) => Decision::abstain(fit_reason(&format!(
                         "{scored}; would vote {vote:?}, but {why}: the model cannot be trusted on this step"
-                    )),
+                    ))),
                 }
             }
             Err(e) => Decision::abstain(format!("LLM tier could not judge: {e}")),
