@@ -24,6 +24,7 @@ pub mod local;
 pub mod node;
 pub mod quorum;
 pub mod simulate;
+pub mod watch;
 
 /// The TRUST node: audit LLM reasoning traces on a decentralized network.
 ///
@@ -110,6 +111,9 @@ pub enum Command {
     Query(node::QueryArgs),
     /// Auditor actions (register and bond).
     Auditor(node::AuditorArgs),
+    /// Follow the network's events as they are finalized (seats drawn, deadlines,
+    /// verdicts, rewards, slashes), filtered by account, session and kind.
+    Watch(watch::WatchArgs),
     /// Benchmarks: `bench quality` scores the Computer tier against a labelled corpus.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -186,6 +190,7 @@ pub fn run() -> ExitCode {
         Command::Query(args) => node::run_query(args),
         Command::Submit(args) => node::run_submit(args),
         Command::Auditor(args) => node::run_auditor(args),
+        Command::Watch(args) => watch::run_watch(args),
         Command::Bench(cmd) => bench::run(cmd),
     };
     match result {
