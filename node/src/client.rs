@@ -167,6 +167,194 @@ fn dechunk(mut body: &[u8]) -> Result<Vec<u8>, ClientError> {
     }
 }
 
+/// Largest event frame or response head an [`EventStream`] buffers.
+pub const MAX_EVENT_BYTES: usize = 1024 * 1024;
+
+/// One Server-Sent Event: its `id:`, `event:` and `data:` lines.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SseFrame {
+    /// The event id (`H:I`), empty if none.
+    pub id: String,
+    /// The event name (the feed kind).
+    pub event: String,
+    /// The data lines, joined by newlines.
+    pub data: String,
+}
+
+/// An open `GET /v1/events` stream: frames as they arrive, keep-alive comments skipped.
+#[derive(Debug)]
+pub struct EventStream {
+    stream: TcpStream,
+    buf: Vec<u8>,
+    chunked: bool,
+    /// Body bytes decoded (de-chunked) and not yet parsed into frames.
+    body: Vec<u8>,
+    ended: bool,
+}
+
+impl EventStream {
+    /// Opens `path_and_query` on `addr`, resuming after `last_event_id` if given. An error
+    /// answer (400, 404, 503) is [`ClientError::Api`].
+    pub async fn open(
+        addr: &str,
+        path_and_query: &str,
+        last_event_id: Option<&str>,
+    ) -> Result<Self, ClientError> {
+        let stream = TcpStream::connect(addr)
+            .await
+            .map_err(|source| ClientError::Connect {
+                addr: addr.to_string(),
+                source,
+            })?;
+        Self::open_on(stream, addr, path_and_query, last_event_id).await
+    }
+
+    /// As [`EventStream::open`], on a connection already made (as with a chosen receive
+    /// buffer).
+    pub async fn open_on(
+        mut stream: TcpStream,
+        addr: &str,
+        path_and_query: &str,
+        last_event_id: Option<&str>,
+    ) -> Result<Self, ClientError> {
+        let resume = last_event_id
+            .map(|id| format!("Last-Event-ID: {id}\r\n"))
+            .unwrap_or_default();
+        let head = format!(
+            "GET {path_and_query} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nAccept: text/event-stream\r\n{resume}\r\n"
+        );
+        stream
+            .write_all(head.as_bytes())
+            .await
+            .map_err(|e| ClientError::Io(e.to_string()))?;
+        let mut es = EventStream {
+            stream,
+            buf: Vec::new(),
+            chunked: false,
+            body: Vec::new(),
+            ended: false,
+        };
+        let split = loop {
+            if let Some(p) = es.buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                break p;
+            }
+            if es.buf.len() > MAX_EVENT_BYTES || !es.read_more().await? {
+                return Err(ClientError::Protocol("no response head".into()));
+            }
+        };
+        let head = String::from_utf8_lossy(es.buf.get(..split).unwrap_or_default()).into_owned();
+        es.buf.drain(..split.saturating_add(4));
+        es.chunked = head.lines().any(|l| {
+            l.to_ascii_lowercase()
+                .starts_with("transfer-encoding: chunked")
+        });
+        let status: u16 = head
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| ClientError::Protocol("no status line".into()))?;
+        if !(200..300).contains(&status) {
+            // An error answer is a complete JSON body: read it to its end.
+            let mut rest = std::mem::take(&mut es.buf);
+            let _ = tokio::time::timeout(
+                Duration::from_secs(30),
+                (&mut es.stream)
+                    .take(MAX_RESPONSE_BYTES as u64)
+                    .read_to_end(&mut rest),
+            )
+            .await;
+            let mut whole = head.into_bytes();
+            whole.extend_from_slice(b"\r\n\r\n");
+            whole.extend_from_slice(&rest);
+            return match parse_response(&whole) {
+                Err(e) => Err(e),
+                Ok(_) => Err(ClientError::Protocol(format!("HTTP {status}"))),
+            };
+        }
+        Ok(es)
+    }
+
+    async fn read_more(&mut self) -> Result<bool, ClientError> {
+        let mut chunk = [0u8; 16 * 1024];
+        let n = self
+            .stream
+            .read(&mut chunk)
+            .await
+            .map_err(|e| ClientError::Io(e.to_string()))?;
+        self.buf
+            .extend_from_slice(chunk.get(..n).unwrap_or_default());
+        Ok(n > 0)
+    }
+
+    /// Moves whole chunks (or, unchunked, everything) from the wire buffer to the body.
+    fn decode(&mut self) -> Result<(), ClientError> {
+        if !self.chunked {
+            self.body.append(&mut self.buf);
+            return Ok(());
+        }
+        loop {
+            let Some(line_end) = self.buf.windows(2).position(|w| w == b"\r\n") else {
+                return Ok(());
+            };
+            let size_str = String::from_utf8_lossy(self.buf.get(..line_end).unwrap_or_default())
+                .trim()
+                .to_string();
+            let size = usize::from_str_radix(&size_str, 16)
+                .map_err(|_| ClientError::Protocol("bad chunk size".into()))?;
+            if size == 0 {
+                self.ended = true;
+                self.buf.clear();
+                return Ok(());
+            }
+            let start = line_end.saturating_add(2);
+            let end = start.saturating_add(size);
+            if self.buf.len() < end.saturating_add(2) {
+                return Ok(());
+            }
+            self.body
+                .extend_from_slice(self.buf.get(start..end).unwrap_or_default());
+            self.buf.drain(..end.saturating_add(2));
+        }
+    }
+
+    /// The next event; `None` when the server ended the stream.
+    pub async fn next(&mut self) -> Result<Option<SseFrame>, ClientError> {
+        loop {
+            self.decode()?;
+            if let Some(p) = self.body.windows(2).position(|w| w == b"\n\n") {
+                let raw: Vec<u8> = self.body.drain(..p.saturating_add(2)).collect();
+                let text = String::from_utf8_lossy(&raw);
+                let mut f = SseFrame::default();
+                let mut data = Vec::new();
+                for line in text.lines() {
+                    let (field, value) = line.split_once(':').unwrap_or((line, ""));
+                    let value = value.strip_prefix(' ').unwrap_or(value);
+                    match field {
+                        "id" => f.id = value.to_string(),
+                        "event" => f.event = value.to_string(),
+                        "data" => data.push(value),
+                        _ => {} // comments (keep-alive) and unknown fields
+                    }
+                }
+                if data.is_empty() && f.event.is_empty() {
+                    continue;
+                }
+                f.data = data.join("\n");
+                return Ok(Some(f));
+            }
+            if self.ended {
+                return Ok(None);
+            }
+            if self.body.len() > MAX_EVENT_BYTES {
+                return Err(ClientError::Protocol("event frame too large".into()));
+            }
+            if !self.read_more().await? {
+                return Ok(None);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

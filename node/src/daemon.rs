@@ -895,6 +895,7 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
     )
     .await?;
     let decided = running.decided.clone();
+    let decided_events = running.decided.clone();
     let blocks = decided.subscribe();
     tasks.spawn(ordering, "consensus", |stop| running.run(stop));
 
@@ -1052,6 +1053,7 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
             probe_llm(client, llm_status, stop)
         });
     }
+    let events = api::EventHub::new(decided_events);
     let api = Api {
         node_id: keys.account_id(),
         validator: is_validator,
@@ -1070,6 +1072,7 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
         validators: doc.validators.clone().into(),
         auth: auth.clone(),
         limits: cfg.api_limits(),
+        events: Some(events.clone()),
     };
     let audit_web = AuditWeb {
         auth,
@@ -1080,7 +1083,13 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
     let limits = cfg.api_limits();
     let app = api::app(api, audit_router(audit_web));
     tasks.spawn(intake, "api", move |mut stop| async move {
-        api::server::serve(listener, app, limits, async move { stop.wait().await })
+        // Event streams never end on their own: they end when the node stops, so that the
+        // server's graceful shutdown has only ordinary requests to wait for.
+        let stopping = async move {
+            stop.wait().await;
+            events.close();
+        };
+        api::server::serve(listener, app, limits, stopping)
             .await
             .map_err(|e| format!("api server: {e}"))
     });

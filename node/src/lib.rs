@@ -17,6 +17,7 @@ pub mod config;
 pub mod consensus;
 pub mod daemon;
 pub mod decompose;
+pub mod feed;
 pub mod keys;
 pub mod ledger;
 pub mod mempool;

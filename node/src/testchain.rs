@@ -175,8 +175,9 @@ impl TestChain {
             block: block.clone(),
             certificate: sign_certificate(&block.header.chain, &block.header, &[&self.keys[0]]),
         };
+        let feed = crate::feed::derive(block.header.height, &done.events, &done.contract);
         self.ledger
-            .append(&stored, &decided_sessions(&done.events))
+            .append_with_feed(&stored, &decided_sessions(&done.events), &feed)
             .expect("append");
         self.tip = self.tip.after(&block);
         self.chain.publish(ChainView {

@@ -11,6 +11,7 @@
 //! | `GET /v1/sessions/{id}` | a session's outcome with per-segment verdicts and the height and hash of the block that decided it, or its live phase with seats assigned, committed and revealed |
 //! | `GET /v1/sessions/{id}/proof` | a decided session's outcome with its Merkle proof, the certified tip header and the validators' proven stakes ([`crate::proof`]): checkable against a genesis file alone |
 //! | `GET /v1/auditors/{id}` | bonded stake, unbondings and the height each frees at, whether a withdrawal would apply now, exiting or not, seats held in live sessions (phase, deadline), reputation, earnings, slashes, abstention rate, honeypot record |
+//! | `GET /v1/events` | the event feed of finalized blocks as Server-Sent Events, filtered by `account`, `session`, `kind`; resumes after `Last-Event-ID` or `?after=H:I` (see [`events`]) |
 //! | `GET /metrics` | Prometheus text |
 //! | `GET /v1/openapi.json` | the OpenAPI 3 document of these routes, generated from the handlers' annotations and types (the router is built from the same list) |
 //! | `GET /`, `/blocks`, `/blocks/{height-or-hash}`, `/accounts/{id}`, `/sessions/{id}`, `/auditors/{id}`, `/search?q=` | HTML pages (see [`crate::web`]) |
@@ -70,6 +71,8 @@ use crate::{
 
 pub mod server;
 
+pub use events::EventHub;
+
 /// Largest request body accepted.
 pub const MAX_BODY_BYTES: usize = 2 * MAX_TX_BYTES + 1024;
 /// Largest `POST /v1/sessions` body: the largest trace and provider HDAG the protocol
@@ -123,6 +126,8 @@ pub struct Api {
     pub auth: Arc<Auth>,
     /// Timeouts and the connection cap.
     pub limits: server::Limits,
+    /// The event streams' shared state (`None`: no `/v1/events` here, it answers 503).
+    pub events: Option<EventHub>,
 }
 
 /// An API error: status, stable code, message.
@@ -224,6 +229,7 @@ fn documented() -> (Router<Api>, utoipa::openapi::OpenApi) {
         .routes(routes!(session_proof))
         .routes(routes!(auditor))
         .routes(routes!(account))
+        .routes(routes!(events::events))
         .routes(routes!(metrics))
         .routes(routes!(openapi))
         .split_for_parts()
@@ -305,6 +311,8 @@ macro_rules! documented_errors {
         "bad input (400), unknown (404), too slow (408), too large (413), request line or head too long (414, 431), stopping (503)"
     };
 }
+
+pub mod events;
 
 #[utoipa::path(
     get, path = "/v1/status",

@@ -65,6 +65,7 @@ impl Net {
                     &crate::keys::OperatorToken::for_tests(TOKEN),
                 )),
                 limits: server::Limits::default(),
+                events: None,
             },
             t,
             _llm: llm,
@@ -606,6 +607,7 @@ async fn the_openapi_document_and_the_router_agree() {
         "/v1/sessions/{id}",
         "/v1/accounts/{id}",
         "/v1/auditors/{id}",
+        "/v1/events",
         "/metrics",
         "/v1/openapi.json",
     ] {
@@ -632,5 +634,377 @@ async fn the_openapi_document_and_the_router_agree() {
             let (_, body) = net.send(request).await;
             assert!(!body.contains("no such route"), "{method} {path}: {body}");
         }
+    }
+}
+
+/// The event stream over a real loopback server, fed by a stand-in for the consensus
+/// driver's broadcast (the blocks are real: built, executed and stored by the test chain).
+mod stream {
+    use std::time::Duration;
+
+    use tokio::{net::TcpListener, sync::broadcast};
+
+    use super::*;
+    use crate::{
+        client::{EventStream, SseFrame},
+        consensus::driver::Decided,
+        feed::{FeedEvent, Kind},
+    };
+
+    const WAIT: Duration = Duration::from_secs(20);
+
+    impl Net {
+        /// A node whose API streams events: each client queues `queue` events, and at most
+        /// `subscribers` stream at once.
+        fn with_events(queue: usize, subscribers: usize) -> (Self, broadcast::Sender<Decided>) {
+            let mut net = Net::new();
+            let (tx, _) = broadcast::channel(64);
+            net.api.events = Some(EventHub::with_limits(tx.clone(), queue, subscribers));
+            (net, tx)
+        }
+
+        /// Announces the tip block as the driver does once it is stored.
+        fn publish(&self, tx: &broadcast::Sender<Decided>) {
+            let h = self.tip.height;
+            let stored = self.ledger.block(h).unwrap().unwrap();
+            let feed = self
+                .ledger
+                .events(h)
+                .unwrap()
+                .expect("the block's feed is stored");
+            let _ = tx.send(Decided {
+                state_root: stored.block.header.state_root,
+                block: Arc::new(stored.block),
+                events: Arc::new(Vec::new()),
+                feed: Arc::new(feed),
+            });
+        }
+
+        /// Serves the API on loopback; its address and the sender that stops it.
+        async fn serve(&self) -> (String, tokio::sync::oneshot::Sender<()>) {
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap().to_string();
+            let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+            tokio::spawn(server::serve(
+                listener,
+                router(self.api.clone()),
+                server::Limits::default(),
+                async move {
+                    let _ = stop_rx.await;
+                },
+            ));
+            (addr, stop_tx)
+        }
+
+        /// Opens, draws, commits, reveals and discloses a one-segment session, announcing
+        /// each block; its id. Every seat gives the same reason.
+        async fn decided_session(&mut self, tx: &broadcast::Sender<Decided>) -> Hash {
+            let seg = SegmentEntry {
+                cid: trust_protocol::cid::Cid::of(b"c"),
+                ..SegmentEntry::plain(Hash::sha256(b"segment"), Tier::Computer)
+            };
+            let mut m = SessionManifest {
+                segments: vec![seg.clone()],
+                mapping_commitment: mapping_commitment(&Hash::ZERO, &Salt([2; 32])),
+                quorum: QuorumParams {
+                    k: [3, 3, 3],
+                    extra_seats: 0,
+                    tau: Ppm(600_000),
+                    beta: Ppm(600_000),
+                },
+                fee: 0,
+                domain: String::new(),
+                left_out: Vec::new(),
+            };
+            m.fee = trust_contracts::minimum_fee(&Params::default(), &m).unwrap();
+            let open = self.sign(0, Call::OpenSession(m));
+            let sid = Tx::session_id(&self.keys[0].public(), open.body.nonce);
+            self.block(vec![open]).await;
+            self.publish(tx);
+            let ev = self.block(vec![]).await;
+            self.publish(tx);
+            let seats: Vec<usize> = ev
+                .iter()
+                .filter_map(|e| match e {
+                    Event::SeatAssigned { seat, .. } => {
+                        self.keys.iter().position(|k| k.public() == *seat)
+                    }
+                    _ => None,
+                })
+                .collect();
+            let salt = Salt([5; 32]);
+            let commits = seats
+                .iter()
+                .map(|&i| {
+                    let c = commitment(
+                        &sid,
+                        &seg.id,
+                        &self.keys[i].public(),
+                        Vote::Invalid,
+                        &salt,
+                        "2 + 2 is not 5",
+                    );
+                    self.sign(
+                        i,
+                        Call::Commit {
+                            session: sid,
+                            segment: 0,
+                            commitment: c,
+                        },
+                    )
+                })
+                .collect();
+            self.block(commits).await;
+            self.publish(tx);
+            let reveals = seats
+                .iter()
+                .map(|&i| {
+                    self.sign(
+                        i,
+                        Call::Reveal {
+                            session: sid,
+                            segment: 0,
+                            vote: Vote::Invalid,
+                            salt,
+                            reason: "2 + 2 is not 5".to_string(),
+                        },
+                    )
+                })
+                .collect();
+            self.block(reveals).await;
+            self.publish(tx);
+            let disclose = self.sign(
+                0,
+                Call::RevealMapping {
+                    session: sid,
+                    mapping: Hash::ZERO,
+                    salt: Salt([2; 32]),
+                },
+            );
+            self.block(vec![disclose]).await;
+            self.publish(tx);
+            sid
+        }
+
+        /// Every stored event from height 1 to the tip.
+        fn stored(&self) -> Vec<FeedEvent> {
+            (1..=self.tip.height)
+                .flat_map(|h| self.ledger.events(h).unwrap().unwrap())
+                .collect()
+        }
+    }
+
+    async fn take(s: &mut EventStream, n: usize) -> Vec<SseFrame> {
+        let mut out = Vec::new();
+        while out.len() < n {
+            let f = tokio::time::timeout(WAIT, s.next())
+                .await
+                .expect("an event in time")
+                .unwrap()
+                .expect("the stream stays open");
+            out.push(f);
+        }
+        out
+    }
+
+    fn ids(frames: &[SseFrame]) -> Vec<String> {
+        frames.iter().map(|f| f.id.clone()).collect()
+    }
+
+    fn feed_ids(events: &[FeedEvent]) -> Vec<String> {
+        events.iter().map(|e| e.id.clone()).collect()
+    }
+
+    /// A stream opened before a session sees every stored event in order; one resumed
+    /// with `Last-Event-ID` midway gets exactly the rest from the ledger and then goes on
+    /// live without a gap or a repeat; filters and `?after=` select; bad input is 400;
+    /// closing the hub ends the streams.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_resumed_stream_misses_nothing_and_repeats_nothing() {
+        let (mut net, tx) = Net::with_events(super::super::events::CLIENT_QUEUE, 8);
+        let (addr, _stop) = net.serve().await;
+        let mut live = EventStream::open(&addr, "/v1/events", None).await.unwrap();
+        let sid = net.decided_session(&tx).await;
+        let all = net.stored();
+        let kinds: Vec<Kind> = all.iter().map(|e| e.kind).collect();
+        for k in [
+            Kind::SessionOpened,
+            Kind::SeatDrawn,
+            Kind::RevealDue,
+            Kind::SegmentDecided,
+            Kind::SessionDecided,
+            Kind::Reward,
+        ] {
+            assert!(kinds.contains(&k), "no {k} in {kinds:?}");
+        }
+        let seen = take(&mut live, all.len()).await;
+        assert_eq!(ids(&seen), feed_ids(&all));
+        let data: FeedEvent = serde_json::from_str(&seen[0].data).unwrap();
+        assert_eq!(data, all[0]);
+        assert_eq!(seen[0].event, all[0].kind.name());
+
+        // Resumed after the third event: the rest, from the ledger.
+        let mut resumed = EventStream::open(&addr, "/v1/events", Some(&all[2].id))
+            .await
+            .unwrap();
+        let rest = take(&mut resumed, all.len() - 3).await;
+        assert_eq!(ids(&rest), feed_ids(&all[3..]));
+
+        // Then live: the next block's events follow without a repeat.
+        let to = net.keys[1].public();
+        let bond = net.sign(2, Call::Bond { amount: 1 });
+        let transfer = net.sign(0, Call::Transfer { to, amount: 1 });
+        net.block(vec![bond, transfer]).await;
+        net.publish(&tx);
+        let next = net.ledger.events(net.tip.height).unwrap().unwrap();
+        assert_eq!(next.len(), 1, "{next:?}");
+        assert_eq!(ids(&take(&mut resumed, 1).await), feed_ids(&next));
+        assert_eq!(ids(&take(&mut live, 1).await), feed_ids(&next));
+
+        // Filters and ?after: the session's rewards and reveal deadlines only.
+        let seat = all
+            .iter()
+            .find(|e| e.kind == Kind::Reward)
+            .unwrap()
+            .account
+            .unwrap();
+        let path = format!(
+            "/v1/events?session={sid}&kind=reward,reveal_due&kind=slash&account={seat}&after=0"
+        );
+        let mut filtered = EventStream::open(&addr, &path, None).await.unwrap();
+        let want: Vec<FeedEvent> = all
+            .iter()
+            .filter(|e| {
+                e.session == Some(sid)
+                    && e.account == Some(seat)
+                    && matches!(e.kind, Kind::Reward | Kind::RevealDue | Kind::Slash)
+            })
+            .cloned()
+            .collect();
+        assert!(want.len() >= 2, "{want:?}");
+        assert_eq!(ids(&take(&mut filtered, want.len()).await), feed_ids(&want));
+
+        // Bad filters and ids: 400 with the JSON error, nothing opened.
+        for (path, id, code) in [
+            ("/v1/events?account=zz", None, "bad_account"),
+            ("/v1/events?session=12", None, "bad_session"),
+            ("/v1/events?kind=seat_drawn,nope", None, "bad_kind"),
+            ("/v1/events?after=1:x", None, "bad_event_id"),
+            ("/v1/events?color=red", None, "bad_query"),
+            ("/v1/events", Some("yesterday"), "bad_event_id"),
+        ] {
+            match EventStream::open(&addr, path, id).await {
+                Err(crate::client::ClientError::Api {
+                    status,
+                    code: c,
+                    message,
+                }) => {
+                    assert_eq!((status, c.as_str()), (400, code), "{path}: {message}");
+                }
+                other => panic!("{path}: {other:?}"),
+            }
+        }
+
+        // The node stops: every stream ends.
+        net.api.events.as_ref().unwrap().close();
+        for s in [&mut live, &mut resumed, &mut filtered] {
+            let end = tokio::time::timeout(WAIT, s.next())
+                .await
+                .expect("ends in time");
+            assert!(end.unwrap().is_none(), "a stream outlived the stop");
+        }
+    }
+
+    /// A client that stops reading is dropped once its queue is full, with a final
+    /// `dropped` event naming the last event it was sent, while another client receives
+    /// everything; over the subscriber cap a stream is refused with 503.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_stalled_client_is_dropped_and_told_where_to_resume() {
+        const PER_BLOCK: usize = 32;
+        let (mut net, tx) = Net::with_events(64, 2);
+        // Any real block will do to carry the synthetic feeds below.
+        net.block(vec![]).await;
+        let carrier = Arc::new(net.ledger.block(1).unwrap().unwrap().block);
+        let hub = net.api.events.clone().unwrap();
+        let (addr, _stop) = net.serve().await;
+        let mut healthy = EventStream::open(&addr, "/v1/events", None).await.unwrap();
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.set_recv_buffer_size(4096).unwrap();
+        let conn = socket.connect(addr.parse().unwrap()).await.unwrap();
+        let mut stalled = EventStream::open_on(conn, &addr, "/v1/events", None)
+            .await
+            .unwrap();
+        // Two open: a third is refused.
+        match EventStream::open(&addr, "/v1/events", None).await {
+            Err(crate::client::ClientError::Api { status: 503, .. }) => {}
+            other => panic!("a third stream: {other:?}"),
+        }
+
+        // Fat synthetic blocks (never stored; the stream only relays them) until the
+        // stalled client's socket and queue are full.
+        let pad = "x".repeat(2048);
+        // Live streams start after the tip.
+        let first = net.tip.height + 1;
+        let mut height = net.tip.height;
+        while hub.dropped() == 0 {
+            height += 1;
+            assert!(
+                height < first + 2000,
+                "the stalled client was never dropped"
+            );
+            let feed: Vec<FeedEvent> = (0..PER_BLOCK)
+                .map(|i| {
+                    serde_json::from_value(json!({
+                        "id": format!("{height}:{i}"), "height": height, "kind": "slash",
+                        "reason": pad,
+                    }))
+                    .unwrap()
+                })
+                .collect();
+            let _ = tx.send(Decided {
+                block: carrier.clone(),
+                events: Arc::new(Vec::new()),
+                feed: Arc::new(feed),
+                state_root: Hash::ZERO,
+            });
+            // The healthy client keeps up, block by block.
+            let got = take(&mut healthy, PER_BLOCK).await;
+            assert_eq!(got[0].id, format!("{height}:0"));
+            assert_eq!(got[PER_BLOCK - 1].id, format!("{height}:{}", PER_BLOCK - 1));
+        }
+        assert_eq!(hub.dropped(), 1, "only the stalled client was dropped");
+
+        // The stalled client reads at last: a run of consecutive events from the start,
+        // then `dropped` naming the last of them, then the end.
+        let mut frames = Vec::new();
+        loop {
+            match tokio::time::timeout(WAIT, stalled.next())
+                .await
+                .expect("in time")
+                .unwrap()
+            {
+                Some(f) => frames.push(f),
+                None => break,
+            }
+        }
+        let (last, sent) = frames.split_last().expect("frames");
+        let final_event: FeedEvent = serde_json::from_str(&last.data).unwrap();
+        assert_eq!(final_event.kind, Kind::Dropped, "{last:?}");
+        let expected: Vec<String> = (first..=height)
+            .flat_map(|h| (0..PER_BLOCK).map(move |i| format!("{h}:{i}")))
+            .take(sent.len())
+            .collect();
+        assert_eq!(ids(sent), expected);
+        let published = (height + 1 - first) * PER_BLOCK as u64;
+        assert!((sent.len() as u64) < published, "it got everything");
+        assert_eq!(
+            final_event.resume_after.as_deref(),
+            Some(sent.last().unwrap().id.as_str())
+        );
+        println!(
+            "stalled client dropped after {} of {} events",
+            sent.len(),
+            published
+        );
     }
 }

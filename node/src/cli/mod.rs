@@ -25,6 +25,7 @@ pub mod local;
 pub mod node;
 pub mod quorum;
 pub mod simulate;
+pub mod watch;
 
 /// The TRUST node: audit LLM reasoning traces on a decentralized network.
 ///
@@ -111,6 +112,9 @@ pub enum Command {
     Query(node::QueryArgs),
     /// An auditor's life: register, bond, status, unbond, exit, withdraw.
     Auditor(auditor::AuditorArgs),
+    /// Follow the network's events as they are finalized (seats drawn, deadlines,
+    /// verdicts, rewards, slashes), filtered by account, session and kind.
+    Watch(watch::WatchArgs),
     /// Benchmarks: `bench quality` scores the Computer tier against a labelled corpus.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -187,6 +191,7 @@ pub fn run() -> ExitCode {
         Command::Query(args) => node::run_query(args),
         Command::Submit(args) => node::run_submit(args),
         Command::Auditor(args) => auditor::run(args),
+        Command::Watch(args) => watch::run_watch(args),
         Command::Bench(cmd) => bench::run(cmd),
     };
     match result {

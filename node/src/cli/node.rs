@@ -654,6 +654,15 @@ pub fn run_submit(args: SubmitArgs) -> CliResult {
     let addr = args.addr.resolve()?;
     let token = api_token(args.api_token.as_deref(), &args.addr)?;
     let rt = runtime()?;
+    // The tip before the session exists: `--wait` follows its events from here.
+    let height_before = match args.wait {
+        true => rt
+            .block_on(client::get(&addr, "/v1/status"))
+            .map_err(api_error)?["height"]
+            .as_u64()
+            .unwrap_or(0),
+        false => 0,
+    };
     let r = rt
         .block_on(client::post_authorized(
             &addr,
@@ -698,40 +707,70 @@ pub fn run_submit(args: SubmitArgs) -> CliResult {
             .map(|l| l[0].as_str().unwrap_or("?").to_string()),
     );
     let deadline = std::time::Instant::now() + Duration::from_secs(args.timeout_secs);
+    // The session's line as the node shows it now (the feed says when to look again).
+    let progress = |s: &serde_json::Value| match s["status"].as_str() {
+        Some("live") => format!(
+            "{}: {} seats drawn, {} committed, {} revealed",
+            phase_text(&s["phase"]),
+            s["seats"]["assigned"],
+            s["seats"]["committed"],
+            s["seats"]["revealed"]
+        ),
+        Some("pending") => "waiting for the session to be ordered into a block".into(),
+        Some(other) => other.to_string(),
+        None => "?".into(),
+    };
     let mut last = String::new();
-    loop {
-        let s = match rt.block_on(client::get(&addr, &format!("/v1/sessions/{session}"))) {
-            Ok(s) => s,
-            // Not on the ledger yet.
-            Err(client::ClientError::Api { status: 404, .. }) => json!({"status": "pending"}),
-            Err(e) => return Err(api_error(e)),
-        };
-        let now = match s["status"].as_str() {
-            Some("live") => format!(
-                "{}: {} seats drawn, {} committed, {} revealed",
-                phase_text(&s["phase"]),
-                s["seats"]["assigned"],
-                s["seats"]["committed"],
-                s["seats"]["revealed"]
-            ),
-            Some("pending") => "waiting for the session to be ordered into a block".into(),
-            Some(other) => other.to_string(),
-            None => "?".into(),
-        };
+    let mut show = |s: &serde_json::Value| {
+        let now = progress(s);
         if now != last {
             outln!("...         {now}");
             last = now;
         }
-        if matches!(s["status"].as_str(), Some("decided" | "failed")) {
+    };
+    let waited = rt.block_on(async {
+        let run = async {
+            let s = session_now(&addr, &session).await?;
+            show(&s);
+            if matches!(s["status"].as_str(), Some("decided" | "failed")) {
+                return Ok::<_, CliError>(s);
+            }
+            // Every event of the session from the block before the submission on (it
+            // cannot be in an earlier one); each says when to look again.
+            let mut events = super::watch::SessionFollower::new(&addr, &session, height_before);
+            loop {
+                let e = events.next().await.map_err(api_error)?;
+                let s = session_now(&addr, &session).await?;
+                show(&s);
+                if matches!(
+                    e.kind,
+                    crate::feed::Kind::SessionDecided | crate::feed::Kind::SessionFailed
+                ) {
+                    return Ok(s);
+                }
+            }
+        };
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        tokio::time::timeout(left, run).await
+    });
+    match waited {
+        Ok(Ok(s)) => {
             print_session(&session, &s, &names, false);
-            return Ok(());
+            Ok(())
         }
-        if std::time::Instant::now() > deadline {
-            return Err(CliError::failed(format!(
-                "no outcome within {} s; `trust-node query {session}` shows it later",
-                args.timeout_secs
-            )));
-        }
-        std::thread::sleep(Duration::from_millis(500));
+        Ok(Err(e)) => Err(e),
+        Err(_) => Err(CliError::failed(format!(
+            "no outcome within {} s; `trust-node query {session}` shows it later",
+            args.timeout_secs
+        ))),
+    }
+}
+
+/// A session as the node shows it now (`pending` before its block).
+async fn session_now(addr: &str, session: &str) -> Result<serde_json::Value, CliError> {
+    match client::get(addr, &format!("/v1/sessions/{session}")).await {
+        Ok(s) => Ok(s),
+        Err(client::ClientError::Api { status: 404, .. }) => Ok(json!({"status": "pending"})),
+        Err(e) => Err(api_error(e)),
     }
 }

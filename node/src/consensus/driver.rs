@@ -45,6 +45,7 @@ use super::{
 };
 use crate::{
     chain::{ExecError, Executed, Tip, build_block, decided_sessions, execute_block},
+    feed::FeedEvent,
     ledger::{Ledger, StoredBlock},
     mempool::{self, Pool},
     tasks::{Stop, TaskResult},
@@ -66,6 +67,8 @@ pub struct Decided {
     pub block: Arc<Block>,
     /// Contract events, in order.
     pub events: Arc<Vec<Event>>,
+    /// The block's event feed, as the ledger stored it with the block.
+    pub feed: Arc<Vec<FeedEvent>>,
     /// State root after it.
     pub state_root: Hash,
 }
@@ -663,6 +666,7 @@ impl Driver {
             None => execute_block(&contract, &tip, &block).map_err(|e| e.to_string())?,
         };
         let sessions = decided_sessions(&done.events);
+        let feed = crate::feed::derive(block.header.height, &done.events, &done.contract);
         let certificate = encode_borsh(&WireCertificate::from(cert))
             .map_err(|e| e.to_string())?
             .to_vec();
@@ -671,7 +675,7 @@ impl Driver {
             certificate,
         };
         self.ledger
-            .append(&stored, &sessions)
+            .append_with_feed(&stored, &sessions, &feed)
             .map_err(|e| e.to_string())?;
         let height = block.header.height;
         if self.snapshot_every > 0
@@ -707,6 +711,7 @@ impl Driver {
         let _ = self.decided_tx.send(Decided {
             block: Arc::new(block),
             events: Arc::new(done.events),
+            feed: Arc::new(feed),
             state_root,
         });
         Ok(())

@@ -1,6 +1,6 @@
 //! Appending a decided block: every check that needs no stored data runs first, then one
 //! sled transaction re-reads the tip, checks the links and writes the block, its indices,
-//! its session outcomes and the new tip together.
+//! its session outcomes, its event feed and the new tip together.
 
 use std::collections::BTreeSet;
 
@@ -10,9 +10,11 @@ use sled::{
 };
 use trust_protocol::{Hash, encoding, tx::SignedTx};
 
+use crate::feed::FeedEvent;
+
 use super::{
     BLOCKS_TREE, CHAIN_KEY, HASHES_THROUGH_KEY, Ledger, LedgerError, MAX_CERTIFICATE_BYTES,
-    StoredBlock, TIP_KEY, decode_chain, decode_outcome, decode_tip, height_key,
+    MAX_FEED_BYTES, StoredBlock, TIP_KEY, decode_chain, decode_outcome, decode_tip, height_key,
 };
 
 type TxResult<T> = Result<T, ConflictableTransactionError<LedgerError>>;
@@ -22,7 +24,20 @@ fn abort<T>(error: LedgerError) -> TxResult<T> {
 }
 
 impl Ledger {
-    /// Appends a decided block with the sessions it decides, then flushes.
+    /// Appends a decided block with the sessions it decides, without an event feed (its
+    /// height's events read as not available): see [`Ledger::append_with_feed`].
+    pub fn append(
+        &self,
+        stored: &StoredBlock,
+        session_outcomes: &[Hash],
+    ) -> Result<(), LedgerError> {
+        self.append_inner(stored, session_outcomes, None)
+    }
+
+    /// Appends a decided block with the sessions it decides and its event feed
+    /// ([`crate::feed::derive`]), all in one transaction, then flushes: what the consensus
+    /// driver does for every decided block, whether it was proposed here, received or
+    /// synced.
     ///
     /// The block must pass [`Block::check`], belong to the ledger's chain (a ledger
     /// without a chain id takes the first block's), sit at the height after the tip
@@ -36,10 +51,20 @@ impl Ledger {
     /// already taken is [`LedgerError::Conflict`].
     ///
     /// [`Block::check`]: trust_protocol::block::Block::check
-    pub fn append(
+    pub fn append_with_feed(
         &self,
         stored: &StoredBlock,
         session_outcomes: &[Hash],
+        feed: &[FeedEvent],
+    ) -> Result<(), LedgerError> {
+        self.append_inner(stored, session_outcomes, Some(feed))
+    }
+
+    fn append_inner(
+        &self,
+        stored: &StoredBlock,
+        session_outcomes: &[Hash],
+        feed: Option<&[FeedEvent]>,
     ) -> Result<(), LedgerError> {
         let block = &stored.block;
         let height = block.header.height;
@@ -72,15 +97,29 @@ impl Ledger {
             tx_entries.push((index, id, encoding::encode(&(height, position))));
         }
         let sessions: BTreeSet<&Hash> = session_outcomes.iter().collect();
+        let feed_bytes = feed.and_then(|feed| {
+            let b = serde_json::to_vec(feed)
+                .ok()
+                .filter(|b| b.len() <= MAX_FEED_BYTES);
+            if b.is_none() {
+                tracing::warn!(
+                    height,
+                    events = feed.len(),
+                    "block's event feed not stored: over {MAX_FEED_BYTES} bytes"
+                );
+            }
+            b
+        });
 
         let result = (
             &self.blocks,
             &self.hashes,
             &self.tx_index,
             &self.outcomes,
+            &self.events,
             &self.meta,
         )
-            .transaction(|(blocks, hashes, tx_index, outcomes, meta)| {
+            .transaction(|(blocks, hashes, tx_index, outcomes, events, meta)| {
                 let chain = decode_chain(meta.get(CHAIN_KEY)?.as_deref())
                     .map_err(ConflictableTransactionError::Abort)?;
                 if let Some(expected) = chain
@@ -134,6 +173,9 @@ impl Ledger {
                     outcomes.insert(session.as_bytes(), height_bytes.as_slice())?;
                 }
                 blocks.insert(&height_key(height), bytes.as_slice())?;
+                if let Some(f) = &feed_bytes {
+                    events.insert(&height_key(height), f.as_slice())?;
+                }
                 hashes.insert(hash.as_bytes(), &height_key(height))?;
                 if chain.is_none() {
                     meta.insert(CHAIN_KEY, chain_bytes.as_slice())?;

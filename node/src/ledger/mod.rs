@@ -12,7 +12,7 @@
 //! # Layout
 //!
 //! One sled database (its own, or shared with other subsystems; the trees are prefixed
-//! `ledger/`) with six trees:
+//! `ledger/`) with seven trees:
 //!
 //! | tree | key | value |
 //! |---|---|---|
@@ -20,6 +20,7 @@
 //! | `ledger/hashes` | block hash | height, big-endian `u64` |
 //! | `ledger/tx_index` | signed transaction id ([`Signed::id`]) | encoded `(height: u64, index: u32)` |
 //! | `ledger/outcomes` | session id | encoded height of the block that decided it |
+//! | `ledger/events` | height, big-endian `u64` | the block's event feed ([`crate::feed`]): the JSON array of its [`FeedEvent`]s, at most [`MAX_FEED_BYTES`] |
 //! | `ledger/snapshots` | height, big-endian `u64` | opaque contract state bytes |
 //! | `ledger/meta` | `chain`, `tip`, `hashes_through` | chain id; encoded `(height, block hash)` of the tip; the height the hash index covers |
 //!
@@ -28,14 +29,18 @@
 //! is indexed when it is opened, [`BACKFILL_BATCH`] blocks per write, resuming where it
 //! stopped if interrupted.
 //!
+//! A height without an entry in `ledger/events` (a ledger written before the feed was
+//! stored) answers `None` from [`Ledger::events`]: not available, which is not the same as
+//! a block that told nothing (an empty array).
+//!
 //! Serving blocks to peers reads stored bytes as they are ([`Ledger::raw_blocks`]): their
 //! sizes bound the answer before anything is decoded.
 //!
 //! # Guarantees
 //!
 //! [`Ledger::append`] checks the block and its links, then writes the block, its hash, its
-//! transaction index entries, the session outcomes it decides and the new tip in one
-//! sled transaction across the five trees, and flushes before returning: when it returns
+//! transaction index entries, the session outcomes it decides, its event feed and the new
+//! tip in one sled transaction across the six trees, and flushes before returning: when it returns
 //! `Ok` the block is on disk, and when it fails nothing was written. Appending a block the
 //! ledger already holds is `Ok` (replay after a crash); a different block at a height
 //! already taken is [`LedgerError::Conflict`].
@@ -67,6 +72,8 @@ use trust_protocol::{
     encoding,
 };
 
+use crate::feed::FeedEvent;
+
 /// Largest commit certificate stored with a block. Together with [`MAX_BLOCK_BYTES`] it
 /// keeps every encoded [`StoredBlock`] below the decoder's limit, so whatever was appended
 /// can always be read back.
@@ -86,6 +93,12 @@ const HASHES_TREE: &str = "ledger/hashes";
 const TX_INDEX_TREE: &str = "ledger/tx_index";
 const OUTCOMES_TREE: &str = "ledger/outcomes";
 const SNAPSHOTS_TREE: &str = "ledger/snapshots";
+const EVENTS_TREE: &str = "ledger/events";
+
+/// Largest stored event feed of one block (JSON). A block's feed is bounded by its
+/// transactions and seats far below this; a feed over it is not stored (and reads as not
+/// available) rather than failing the block.
+pub const MAX_FEED_BYTES: usize = 16 * 1024 * 1024;
 const META_TREE: &str = "ledger/meta";
 
 const CHAIN_KEY: &[u8] = b"chain";
@@ -236,6 +249,7 @@ pub struct Ledger {
     tx_index: sled::Tree,
     outcomes: sled::Tree,
     snapshots: sled::Tree,
+    events: sled::Tree,
     meta: sled::Tree,
     /// Blocks decoded through this handle and its clones (what reads cost).
     decoded: Arc<AtomicU64>,
@@ -266,6 +280,7 @@ impl Ledger {
             tx_index: db.open_tree(TX_INDEX_TREE)?,
             outcomes: db.open_tree(OUTCOMES_TREE)?,
             snapshots: db.open_tree(SNAPSHOTS_TREE)?,
+            events: db.open_tree(EVENTS_TREE)?,
             meta: db.open_tree(META_TREE)?,
             decoded: Arc::new(AtomicU64::new(0)),
         };
@@ -302,6 +317,21 @@ impl Ledger {
         }
         self.db.flush()?;
         Ok(())
+    }
+
+    /// The event feed of the block at `height`, in feed order; `None` when this ledger does
+    /// not hold it (no such block, or one stored before feeds were).
+    pub fn events(&self, height: u64) -> Result<Option<Vec<FeedEvent>>, LedgerError> {
+        let Some(bytes) = self.events.get(height_key(height))? else {
+            return Ok(None);
+        };
+        serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| LedgerError::Corrupt {
+                tree: EVENTS_TREE,
+                key: height.to_string(),
+                reason: e.to_string(),
+            })
     }
 
     /// Height of the block whose hash is `hash`, in one read of the hash index.

@@ -2,7 +2,7 @@
 //!
 //! | route | page |
 //! |---|---|
-//! | `GET /audit` | the login form, or once logged in the queue: each waiting seat with its deadline in blocks and seconds, and the seats judged lately |
+//! | `GET /audit?since=H` | the login form, or once logged in the queue: each waiting seat with its deadline in blocks and seconds, and the seats judged lately. The queue reloads itself every [`REFRESH_SECS`] seconds (a `<meta http-equiv="refresh">`, no script) with `since` = the height it showed, and marks the seats that arrived after `since` as new |
 //! | `POST /audit/login` | `token=<operator token>`: opens a login session (cookie) |
 //! | `POST /audit/logout` | `csrf=...`: closes it |
 //! | `GET /audit/{session}/{segment}` | a waiting seat's form (the paper's four parts: prompt context, verified dependencies, current reasoning, implications; its four criteria; Valid, Invalid, Ungrounded or Unsure and a note), or, once judged or expired, the seat's progress read from the chain |
@@ -41,6 +41,14 @@ use crate::{
 const MAX_FORM_BYTES: usize = 16 * 1024;
 /// Seats listed under "judged lately".
 const HISTORY: usize = 20;
+/// How often the queue page reloads itself, in seconds.
+pub const REFRESH_SECS: u64 = 10;
+
+/// `GET /audit?since=H`: the height the previous load showed.
+#[derive(Debug, Default, Deserialize)]
+struct IndexQuery {
+    since: Option<u64>,
+}
 
 /// What the audit pages need.
 #[derive(Debug, Clone)]
@@ -179,11 +187,39 @@ const NO_DESK: &str = "<div class=\"card\"><p>This node has no Human seats. Star
 <code>trust-node run --human</code> (or <code>human = true</code> in its config.toml) and \
 register it with <code>trust-node auditor register --tier human</code>.</p></div>";
 
-async fn index(State(web): State<AuditWeb>, headers: HeaderMap) -> Response {
+/// The queue page's head: its style, and the reload that carries the height shown.
+fn queue_head(height: u64) -> String {
+    format!(
+        "<meta http-equiv=\"refresh\" content=\"{REFRESH_SECS}; url=/audit?since={height}\">\n{HEAD}"
+    )
+}
+
+/// "2 new seats since #410" (empty when none is new).
+fn new_seats_line(new: usize, since: u64) -> String {
+    match new {
+        0 => String::new(),
+        1 => format!("<p class=\"ok\">1 new seat since #{since}</p>\n"),
+        n => format!("<p class=\"ok\">{n} new seats since #{since}</p>\n"),
+    }
+}
+
+async fn index(
+    State(web): State<AuditWeb>,
+    headers: HeaderMap,
+    axum::extract::Query(query): axum::extract::Query<IndexQuery>,
+) -> Response {
     let Some(login) = web.auth.session(&headers) else {
         return login_page(StatusCode::OK, "");
     };
+    let since = query.since;
     let height = latest(&web.chain).tip.height;
+    let queue_page = |body: &str| {
+        (
+            StatusCode::OK,
+            page_with_head("Audit queue", &queue_head(height), body),
+        )
+            .into_response()
+    };
     let mut body = format!(
         "<h1>Audit queue</h1>\n<p class=\"lead\">Node <span class=\"mono\">{}</span> · height {height}</p>\n{}\n",
         esc(&web.me.to_string()),
@@ -194,11 +230,18 @@ async fn index(State(web): State<AuditWeb>, headers: HeaderMap) -> Response {
         return html(StatusCode::OK, "Audit queue", &body);
     };
     let queue = desk.queue();
+    let is_new = |r: &SeatRecord| since.is_some_and(|h| r.queued_at > h);
     body.push_str(&format!("<h2>Waiting for you ({})</h2>\n", queue.len()));
+    if let Some(h) = since {
+        body.push_str(&new_seats_line(
+            queue.iter().filter(|r| is_new(r)).count(),
+            h,
+        ));
+    }
     if queue.is_empty() {
         body.push_str(
             "<p class=\"muted\">No seat waits for a judgement. Seats appear here when this node is drawn \
-for a Human-tier segment and its keys arrive; reload to look again.</p>\n",
+for a Human-tier segment and its keys arrive; this page reloads itself.</p>\n",
         );
     } else {
         body.push_str(
@@ -207,8 +250,9 @@ for a Human-tier segment and its keys arrive; reload to look again.</p>\n",
         );
         for r in &queue {
             body.push_str(&format!(
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"wrapok\">{}</td><td>{} · height {}</td>\
+                "<tr><td>{}{}</td><td>{}</td><td>{}</td><td class=\"wrapok\">{}</td><td>{} · height {}</td>\
 <td><a href=\"{}\">Judge</a></td></tr>\n",
+                if is_new(r) { "<strong class=\"ok\">new</strong> " } else { "" },
                 short(&r.key.session),
                 r.key.segment,
                 r.key.round,
@@ -235,7 +279,7 @@ for a Human-tier segment and its keys arrive; reload to look again.</p>\n",
         }
         body.push_str("</table></div>\n");
     }
-    html(StatusCode::OK, "Audit queue", &body)
+    queue_page(&body)
 }
 
 fn judgement_text(r: &SeatRecord) -> String {

@@ -6,6 +6,7 @@ mod adversary;
 mod audit;
 mod chain;
 mod crash;
+mod events;
 mod faults;
 mod lifecycle;
 mod llm;

@@ -396,3 +396,31 @@ async fn segment_text_is_escaped_and_the_page_allows_no_script() {
     let (_, queue) = f.get("/audit", Some(&cookie)).await;
     assert!(!queue.contains("<script>") && queue.contains("&lt;script&gt;"));
 }
+
+/// The queue reloads itself (no script) carrying the height it showed, and marks the seats
+/// that arrived since the height the previous load showed.
+#[tokio::test]
+async fn the_queue_reloads_itself_and_marks_the_seats_new_since_the_last_load() {
+    let f = form();
+    f.desk.on_block(7, &[]);
+    let _seat = f.seat_waits().await;
+    let (cookie, _) = f.login().await;
+    let (s, page) = f.get("/audit?since=6", Some(&cookie)).await;
+    assert_eq!(s, StatusCode::OK);
+    assert!(
+        page.contains("<meta http-equiv=\"refresh\" content=\"10; url=/audit?since=5\">"),
+        "{page}"
+    );
+    assert!(page.contains("1 new seat since #6"), "{page}");
+    assert!(page.contains(">new</strong>"), "{page}");
+    assert!(!page.contains("<script"), "{page}");
+    // Loaded after the seat arrived: nothing is new.
+    let (_, page) = f.get("/audit?since=7", Some(&cookie)).await;
+    assert!(!page.contains("new seat"), "{page}");
+    assert!(!page.contains(">new</strong>"), "{page}");
+    // The first load has nothing to compare with.
+    let (_, page) = f.get("/audit", Some(&cookie)).await;
+    assert!(!page.contains(">new</strong>"), "{page}");
+    let (s, _) = f.get("/audit?since=soon", Some(&cookie)).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+}

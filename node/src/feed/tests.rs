@@ -1,0 +1,187 @@
+//! Feed derivation: lifecycle order within a block, ids, filters, parsing.
+
+use trust_contracts::{Contract, Event, SegmentVerdict, SlashReason, TraceVerdict};
+use trust_protocol::{AccountId, Hash, Keypair, tx::Tier};
+
+use super::*;
+
+fn account(seed: u8) -> AccountId {
+    Keypair::from_seed([seed; 32]).public()
+}
+
+fn contract() -> Contract {
+    Contract::new(&trust_contracts::Genesis {
+        params: trust_contracts::Params::default(),
+        accounts: Vec::new(),
+        auditors: Vec::new(),
+    })
+    .expect("genesis")
+}
+
+/// Contract events in an order a block never has, to see the feed put them in lifecycle
+/// order while keeping the contract's order within a kind.
+fn scrambled(session: Hash) -> Vec<Event> {
+    vec![
+        Event::Rewarded {
+            session,
+            segment: 0,
+            seat: account(1),
+            amount: 5,
+        },
+        Event::TraceDecided {
+            session,
+            verdict: TraceVerdict::Pass,
+            passing_weight: 3,
+            total_weight: 3,
+        },
+        Event::SegmentDecided {
+            session,
+            segment: 0,
+            verdict: SegmentVerdict::Valid,
+        },
+        Event::SeatAssigned {
+            session,
+            segment: 0,
+            seat: account(1),
+            round: 0,
+            tier: Tier::Computer,
+        },
+        Event::SeatAssigned {
+            session,
+            segment: 0,
+            seat: account(2),
+            round: 0,
+            tier: Tier::Computer,
+        },
+        Event::Slashed {
+            session,
+            seat: account(2),
+            amount: 7,
+            reason: SlashReason::NoShow,
+        },
+        Event::SessionOpened {
+            session,
+            provider: account(9),
+            segments: 1,
+        },
+        Event::Transferred {
+            from: account(9),
+            to: account(1),
+            amount: 1,
+        },
+    ]
+}
+
+#[test]
+fn a_block_s_feed_is_in_lifecycle_order_with_ids_by_position() {
+    let session = Hash::sha256(b"s");
+    let feed = derive(412, &scrambled(session), &contract());
+    let kinds: Vec<Kind> = feed.iter().map(|e| e.kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            Kind::SessionOpened,
+            Kind::SeatDrawn,
+            Kind::SeatDrawn,
+            Kind::SegmentDecided,
+            Kind::SessionDecided,
+            Kind::Reward,
+            Kind::Slash,
+        ]
+    );
+    // Within a kind the contract's order stays.
+    assert_eq!(feed[1].account, Some(account(1)));
+    assert_eq!(feed[2].account, Some(account(2)));
+    for (i, e) in feed.iter().enumerate() {
+        assert_eq!(e.id, format!("412:{i}"));
+        assert_eq!(e.height, 412);
+        assert_eq!(
+            e.event_id(),
+            Some(EventId {
+                height: 412,
+                index: i as u32
+            })
+        );
+    }
+    assert_eq!(feed[0].account, Some(account(9)));
+    assert_eq!(feed[3].verdict.as_deref(), Some("valid"));
+    assert_eq!(feed[4].verdict.as_deref(), Some("pass"));
+    assert_eq!(feed[6].reason.as_deref(), Some("no_show"));
+    // The same inputs give the same feed (every node tells the same story).
+    assert_eq!(feed, derive(412, &scrambled(session), &contract()));
+    // JSON: snake_case kinds, hex ids, no empty fields.
+    let v = serde_json::to_value(&feed[1]).unwrap();
+    assert_eq!(v["kind"], "seat_drawn");
+    assert_eq!(v["session"], session.to_hex());
+    assert!(v.get("amount").is_none(), "{v}");
+    let back: FeedEvent = serde_json::from_value(v).unwrap();
+    assert_eq!(back, feed[1]);
+}
+
+#[test]
+fn filters_select_by_account_session_and_kind() {
+    let (s1, s2) = (Hash::sha256(b"1"), Hash::sha256(b"2"));
+    let mut events = scrambled(s1);
+    events.extend(scrambled(s2));
+    let feed = derive(7, &events, &contract());
+    let count = |f: &Filter| feed.iter().filter(|e| f.matches(e)).count();
+    assert_eq!(count(&Filter::default()), feed.len());
+    let by_session = Filter {
+        session: Some(s2),
+        ..Filter::default()
+    };
+    assert_eq!(count(&by_session), 7);
+    let by_account = Filter {
+        account: Some(account(2)),
+        ..Filter::default()
+    };
+    // Drawn and slashed, in both sessions.
+    assert_eq!(count(&by_account), 4);
+    let both = Filter {
+        account: Some(account(2)),
+        session: Some(s1),
+        kinds: [Kind::Slash].into(),
+    };
+    assert_eq!(count(&both), 1);
+    let none = Filter {
+        account: Some(account(3)),
+        ..Filter::default()
+    };
+    assert_eq!(count(&none), 0);
+}
+
+#[test]
+fn ids_and_kinds_parse_and_refuse_clearly() {
+    assert_eq!(
+        "412:3".parse::<EventId>().unwrap(),
+        EventId {
+            height: 412,
+            index: 3
+        }
+    );
+    assert_eq!("412".parse::<EventId>().unwrap(), EventId::end_of(412));
+    assert!(EventId::end_of(5) > "5:1000".parse().unwrap());
+    assert!("5:9".parse::<EventId>().unwrap() < "6:0".parse().unwrap());
+    for bad in [
+        "",
+        "x",
+        "1:",
+        ":1",
+        "1:2:3",
+        "-1:0",
+        "99999999999999999999999:0",
+    ] {
+        let e = bad.parse::<EventId>().unwrap_err();
+        assert!(e.to_string().contains("HEIGHT:INDEX"), "{bad}: {e}");
+    }
+    for k in Kind::STORED {
+        assert_eq!(k.name().parse::<Kind>().unwrap(), k);
+    }
+    let e = "dropped".parse::<Kind>().unwrap_err();
+    assert!(e.to_string().contains("seat_drawn"), "{e}");
+    let d = FeedEvent::dropped(Some(EventId {
+        height: 3,
+        index: 1,
+    }));
+    assert_eq!(d.resume_after.as_deref(), Some("3:1"));
+}
