@@ -977,15 +977,12 @@ mod stream {
         // The stalled client reads at last: a run of consecutive events from the start,
         // then `dropped` naming the last of them, then the end.
         let mut frames = Vec::new();
-        loop {
-            match tokio::time::timeout(WAIT, stalled.next())
-                .await
-                .expect("in time")
-                .unwrap()
-            {
-                Some(f) => frames.push(f),
-                None => break,
-            }
+        while let Some(f) = tokio::time::timeout(WAIT, stalled.next())
+            .await
+            .expect("in time")
+            .unwrap()
+        {
+            frames.push(f);
         }
         let (last, sent) = frames.split_last().expect("frames");
         let final_event: FeedEvent = serde_json::from_str(&last.data).unwrap();
