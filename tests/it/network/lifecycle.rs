@@ -212,6 +212,11 @@ fn an_auditor_registers_votes_exits_while_seated_is_slashed_and_withdraws() {
         .iter()
         .any(|x| x["session"] == sid)
     {
+        let text = ok(&net, &["auditor", "status"]);
+        assert!(
+            text.contains(&format!("seat        session {sid}")),
+            "{text}"
+        );
         let why = refused(&net, &["auditor", "withdraw"]);
         assert!(
             why.contains(&format!("holds a seat in session {sid}")),
