@@ -209,7 +209,6 @@ fn seat_reason(i: usize, s: u16) -> String {
 /// Runs a session of two segments (a TACTIC and a STEP resting on it) and a left-out
 /// conclusion resting on the STEP, every seat voting `votes[segment]`; returns its id and
 /// the live page seen while seats commit.
-
 async fn run_session(net: &mut Net, votes: [Vote; 2]) -> (Hash, String) {
     let segs = vec![
         segment(b"t", AbstractionLevel::Tactic, vec![]),
