@@ -821,7 +821,7 @@ mod stream {
     /// closing the hub ends the streams.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_resumed_stream_misses_nothing_and_repeats_nothing() {
-        let (mut net, tx) = Net::with_events(super::super::events::CLIENT_QUEUE, 8);
+        let (mut net, tx) = Net::with_events(crate::api::events::CLIENT_QUEUE, 8);
         let (addr, _stop) = net.serve().await;
         let mut live = EventStream::open(&addr, "/v1/events", None).await.unwrap();
         let sid = net.decided_session(&tx).await;
