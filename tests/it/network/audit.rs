@@ -194,6 +194,7 @@ fn each_vote_shows_its_reason(net: &Network, session: &str, s: &Value) {
         .unwrap();
     assert!(out.status.success(), "{out:?}");
     let text = String::from_utf8_lossy(&out.stdout);
+    println!("trust-node query {session} --segments:\n{text}");
     let (_, page) = net
         .raw(2, "GET", &format!("/sessions/{session}"), b"")
         .split_once("\r\n\r\n")
