@@ -123,6 +123,7 @@ fn signed_txs() -> Vec<(&'static str, Vec<u8>)> {
         ("bond", Call::Bond { amount: 500 }),
         ("unbond", Call::Unbond { amount: 200 }),
         ("withdraw", Call::Withdraw),
+        ("exit", Call::Exit),
         (
             "deliver-keys",
             Call::DeliverKeys {
