@@ -53,7 +53,7 @@ use crate::{
     params::{Genesis, GenesisError},
     registry, sessions,
     state::{
-        Account, CastVote, Coverage, Failure, LeftOutOutcome, LocalVerdict, Outcome, Phase, Seat,
+        Account, Coverage, Failure, LeftOutOutcome, LocalVerdict, Outcome, Phase, Seat,
         SegmentOutcome, Session, State, TraceVerdict,
     },
     tally,
@@ -666,19 +666,7 @@ impl Contract {
                 honeypot: g.honeypot.map(|(v, _)| v),
                 supports: g.entry.supports,
                 conclusion: is_conclusion(i),
-                votes_cast: g
-                    .seats
-                    .iter()
-                    .filter_map(|x| {
-                        x.vote.map(|vote| CastVote {
-                            seat: x.account,
-                            round: x.round,
-                            vote,
-                            reason: x.reason.clone().unwrap_or_default(),
-                            counted: x.counted,
-                        })
-                    })
-                    .collect(),
+                votes_cast: g.votes_cast(),
             });
         }
         let left_outcomes: Vec<LeftOutOutcome> = left_out

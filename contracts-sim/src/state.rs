@@ -215,6 +215,25 @@ pub struct SegmentState {
     pub honeypot: Option<(Vote, Difficulty)>,
 }
 
+impl SegmentState {
+    /// Every revealed vote of both rounds, with its reason, in seat order (what the
+    /// outcome records, and what a live session shows so far).
+    pub fn votes_cast(&self) -> Vec<CastVote> {
+        self.seats
+            .iter()
+            .filter_map(|x| {
+                x.vote.map(|vote| CastVote {
+                    seat: x.account,
+                    round: x.round,
+                    vote,
+                    reason: x.reason.clone().unwrap_or_default(),
+                    counted: x.counted,
+                })
+            })
+            .collect()
+    }
+}
+
 /// Where a session is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Phase {

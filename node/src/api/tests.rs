@@ -192,9 +192,9 @@ async fn transactions_in_and_blocks_out() {
     assert_eq!(json(&body)["code"], "not_found");
 }
 
-#[tokio::test]
-async fn a_session_is_queryable_with_the_block_that_decided_it() {
-    let mut net = Net::new();
+/// A one-segment Computer session at the default quorum, its fee the minimum: the segment
+/// and the manifest.
+fn one_segment_session() -> (SegmentEntry, SessionManifest) {
     let seg = SegmentEntry {
         cid: trust_protocol::cid::Cid::of(b"c"),
         ..SegmentEntry::plain(Hash::sha256(b"segment"), Tier::Computer)
@@ -213,6 +213,13 @@ async fn a_session_is_queryable_with_the_block_that_decided_it() {
         left_out: Vec::new(),
     };
     m.fee = trust_contracts::minimum_fee(&Params::default(), &m).unwrap();
+    (seg, m)
+}
+
+#[tokio::test]
+async fn a_session_is_queryable_with_the_block_that_decided_it() {
+    let mut net = Net::new();
+    let (seg, m) = one_segment_session();
     let open = net.sign(0, Call::OpenSession(m));
     let sid = Tx::session_id(&net.keys[0].public(), open.body.nonce);
     net.block(vec![open]).await;
@@ -699,24 +706,7 @@ mod stream {
         /// Opens, draws, commits, reveals and discloses a one-segment session, announcing
         /// each block; its id. Every seat gives the same reason.
         async fn decided_session(&mut self, tx: &broadcast::Sender<Decided>) -> Hash {
-            let seg = SegmentEntry {
-                cid: trust_protocol::cid::Cid::of(b"c"),
-                ..SegmentEntry::plain(Hash::sha256(b"segment"), Tier::Computer)
-            };
-            let mut m = SessionManifest {
-                segments: vec![seg.clone()],
-                mapping_commitment: mapping_commitment(&Hash::ZERO, &Salt([2; 32])),
-                quorum: QuorumParams {
-                    k: [3, 3, 3],
-                    extra_seats: 0,
-                    tau: Ppm(600_000),
-                    beta: Ppm(600_000),
-                },
-                fee: 0,
-                domain: String::new(),
-                left_out: Vec::new(),
-            };
-            m.fee = trust_contracts::minimum_fee(&Params::default(), &m).unwrap();
+            let (seg, m) = one_segment_session();
             let open = self.sign(0, Call::OpenSession(m));
             let sid = Tx::session_id(&self.keys[0].public(), open.body.nonce);
             self.block(vec![open]).await;

@@ -201,22 +201,6 @@ fn live_detail(g: &SegmentState) -> String {
     s
 }
 
-/// The votes a live segment's seats have revealed so far, with their reasons.
-fn revealed_so_far(g: &SegmentState) -> Vec<CastVote> {
-    g.seats
-        .iter()
-        .filter_map(|x| {
-            x.vote.map(|vote| CastVote {
-                seat: x.account,
-                round: x.round,
-                vote,
-                reason: x.reason.clone().unwrap_or_default(),
-                counted: x.counted,
-            })
-        })
-        .collect()
-}
-
 /// The segments of a live session: its shape, each not yet decided.
 pub fn live_segments(x: &Session) -> Vec<Segment> {
     let mut out: Vec<Segment> = x
@@ -228,7 +212,7 @@ pub fn live_segments(x: &Session) -> Vec<Segment> {
                 g.tier,
                 Shade::NotAudited,
                 live_detail(g),
-                revealed_so_far(g),
+                g.votes_cast(),
             )
         })
         .collect();
