@@ -7,13 +7,21 @@
 //! exactly as the contract does.
 
 use trust_protocol::{
+    Hash,
     tx::{Tier, dependency_order},
     units::Ppm,
 };
 
 use crate::{
+    contract::{BlockCtx, Contract},
+    econ::{self, Score},
+    events::{Event, SlashReason},
     params::Params,
-    state::{FailureBound, LocalVerdict, SegmentState, SegmentVerdict, TraceVerdict, VoteCounts},
+    registry,
+    state::{
+        Coverage, FailureBound, LeftOutOutcome, LocalVerdict, Outcome, SegmentOutcome,
+        SegmentState, SegmentVerdict, Session, TraceVerdict, VoteCounts,
+    },
 };
 
 /// The seat quorum `q = ceil(tau k)`, at least 1.
@@ -674,5 +682,307 @@ mod tests {
         let fixed = -(b.hoeffding_neg_ln_milli as f64) / 1000.0;
         assert!((fixed - h.ln).abs() < 2e-3, "{fixed} vs {}", h.ln);
         assert!(b.hoeffding_neg_ln_milli > 0);
+    }
+}
+
+/// The tally of a session that reached its end: segment verdicts, the trace verdict and
+/// its failure bound, rewards, slashes and reputation (the contract's `end_block` calls it).
+impl Contract {
+    pub(crate) fn tally(
+        &mut self,
+        ctx: &BlockCtx,
+        id: &Hash,
+        s: Session,
+        ev: &mut Vec<Event>,
+    ) -> Outcome {
+        let tau = s.manifest.quorum.tau;
+        let beta = s.manifest.quorum.beta;
+        let local: Vec<LocalVerdict> = s
+            .segments
+            .iter()
+            .map(|g| g.rounds.last().copied().unwrap_or(LocalVerdict::Undecided))
+            .collect();
+        // Session segments first, then the left-out ones (always Undecided of their own;
+        // an OPERATION of theirs that failed makes them wrong).
+        let left_out = &s.manifest.left_out;
+        let n = s.segments.len();
+        let left_deps = |deps: &[u16]| -> Vec<usize> {
+            deps.iter()
+                .map(|d| n.saturating_add(usize::from(*d)))
+                .collect()
+        };
+        let session_deps = |deps: &[u16]| deps.iter().map(|d| usize::from(*d)).collect();
+        let entries: Vec<Entry> = s
+            .segments
+            .iter()
+            .zip(&local)
+            .map(|(g, l)| {
+                let mut rests_on: Vec<usize> = session_deps(&g.entry.depends_on);
+                rests_on.extend(left_deps(&g.entry.rests_on_left_out));
+                Entry {
+                    local: *l,
+                    weight: g.entry.weight,
+                    rests_on,
+                    conclusion: g.entry.conclusion,
+                    supports: g.entry.supports.map(usize::from),
+                    honeypot: g.honeypot.is_some(),
+                }
+            })
+            .chain(left_out.iter().map(|l| {
+                let mut rests_on: Vec<usize> = session_deps(&l.depends_on);
+                rests_on.extend(left_deps(&l.rests_on_left_out));
+                Entry {
+                    local: LocalVerdict::Undecided,
+                    weight: l.weight,
+                    rests_on,
+                    conclusion: l.conclusion,
+                    supports: l.supports.map(usize::from),
+                    honeypot: false,
+                }
+            }))
+            .collect();
+        let decided = decide(&entries, beta);
+        let (finals, left_finals) = decided
+            .finals
+            .split_at(s.segments.len().min(decided.finals.len()));
+
+        let is_conclusion = |i: usize| decided.conclusions.get(i).copied().unwrap_or(false);
+        let mut outcomes = Vec::with_capacity(s.segments.len());
+        for (i, (g, verdict)) in s.segments.iter().zip(finals).enumerate() {
+            let last_round = u8::try_from(g.rounds.len().saturating_sub(1)).unwrap_or(0);
+            let mut votes = round_counts(g, last_round);
+            votes.missing = g
+                .seats
+                .iter()
+                .filter(|x| x.vote.is_none())
+                .count()
+                .try_into()
+                .unwrap_or(u16::MAX);
+            outcomes.push(SegmentOutcome {
+                verdict: *verdict,
+                tier: g.tier,
+                escalated: g.rounds.len() > 1,
+                k: g.k,
+                q: quorum(tau, g.k),
+                votes,
+                honeypot: g.honeypot.map(|(v, _)| v),
+                supports: g.entry.supports,
+                conclusion: is_conclusion(i),
+                votes_cast: g.votes_cast(),
+            });
+        }
+        let left_outcomes: Vec<LeftOutOutcome> = left_out
+            .iter()
+            .zip(left_finals)
+            .enumerate()
+            .map(|(j, (l, v))| LeftOutOutcome {
+                tier: l.tier,
+                verdict: *v,
+                supports: l.supports,
+                conclusion: is_conclusion(n.saturating_add(j)),
+            })
+            .collect();
+        let t = decided.tally;
+        let trace = t.verdict;
+        let (passing_weight, total_weight) = (t.passing, t.total);
+
+        // Coverage counts the trace's claims: an OPERATION is part of its segment's claim.
+        let claims = entries
+            .iter()
+            .filter(|e| !e.honeypot && e.supports.is_none())
+            .count();
+        let mut coverage = Coverage {
+            judged: 0,
+            segments: u16::try_from(claims).unwrap_or(u16::MAX),
+            left_out: [0; 3],
+        };
+        for (o, l) in outcomes.iter().zip(&local) {
+            if o.honeypot.is_none() && o.supports.is_none() && *l != LocalVerdict::Undecided {
+                coverage.judged = coverage.judged.saturating_add(1);
+            }
+        }
+        for l in left_out.iter().filter(|l| l.supports.is_none()) {
+            let slot = match l.tier {
+                Tier::Computer => 0,
+                Tier::Llm => 1,
+                Tier::Human => 2,
+            };
+            if let Some(c) = coverage.left_out.get_mut(slot) {
+                *c = c.saturating_add(1);
+            }
+        }
+
+        // The bound speaks only for the votes counted: segments that reached a verdict of
+        // their own. A trace with none gets no bound.
+        let weights: Vec<u32> = s.segments.iter().map(|g| g.entry.weight).collect();
+        let bound_inputs: Vec<(Tier, u8, u8, u32)> = outcomes
+            .iter()
+            .zip(&local)
+            .zip(&weights)
+            .filter(|((o, l), _)| {
+                o.honeypot.is_none() && o.supports.is_none() && **l != LocalVerdict::Undecided
+            })
+            .map(|((o, _), w)| (o.tier, o.k, o.q, *w))
+            .collect();
+        let bound = failure_bound(&self.state.params, &bound_inputs, beta);
+
+        // Economics: every seat of every round is scored against the segment's deciding
+        // verdict, or against the truth for a revealed honeypot its seats do not dispute.
+        let mut escrow = s.escrow;
+        let mut bond = s.bond;
+        let mut bond_burned = 0u64;
+        let mut disputed_honeypots = 0u16;
+        let mut rewards_paid = 0u64;
+        let mut honeypot_voters = Vec::new();
+        let mut starved = Vec::new();
+        for (i, g) in s.segments.iter().enumerate() {
+            let segment = u16::try_from(i).unwrap_or(u16::MAX);
+            let deps = g.entry.depends_on.len();
+            let own = || local.get(i).and_then(|l| l.as_vote());
+            let (target, truth) = match g.honeypot {
+                Some((truth, _)) if disputed(g, truth, tau) => {
+                    // The seats contradict the provider's truth by a clear majority: the
+                    // provider's word does not outweigh them. Its bond for this honeypot
+                    // burns (paying it to the seats would pay seats to dispute), and the
+                    // seats are scored as for any segment, with no honeypot record.
+                    let burn = self.state.params.honeypot_bond.min(bond);
+                    bond = bond.saturating_sub(burn);
+                    bond_burned = bond_burned.saturating_add(burn);
+                    self.state.burned = self.state.burned.saturating_add(burn);
+                    disputed_honeypots = disputed_honeypots.saturating_add(1);
+                    ev.push(Event::HoneypotDisputed {
+                        session: *id,
+                        segment,
+                        burned: burn,
+                    });
+                    (own(), None)
+                }
+                // Fewer judging votes than a quorum (seats starved of their keys, or that
+                // could not read the segment and abstained): the seats could not have
+                // disputed the truth, so it does not score them either; a provider cannot
+                // make its word count by leaving one honest seat alone on a false honeypot.
+                Some(_) if !judged_by_quorum(g, tau) => (own(), None),
+                Some((truth, d)) => (Some(truth), Some((truth, d))),
+                None => (own(), None),
+            };
+            for seat in &g.seats {
+                // A seat the provider did not give its keys in time could not judge: it is
+                // neither slashed nor scored unless it judged anyway, and the provider
+                // pays it below.
+                let judged = matches!(seat.vote, Some(v) if !v.is_abstain());
+                if !seat.keyed(deps) && !judged {
+                    starved.push((segment, seat.account));
+                    continue;
+                }
+                let score = match (seat.commitment, seat.vote) {
+                    (None, _) | (Some(_), None) => Some(Score::Wrong(SlashReason::NoShow)),
+                    // Present but unable to judge: neither rewarded nor punished.
+                    (Some(_), Some(trust_protocol::Vote::Abstain)) => None,
+                    (Some(_), Some(vote)) if seat.counted => target.map(|t| {
+                        if vote.is_valid() == t.is_valid() {
+                            Score::Agree
+                        } else {
+                            Score::Wrong(SlashReason::WrongVote)
+                        }
+                    }),
+                    _ => None,
+                };
+                if let Some(score) = score {
+                    rewards_paid = rewards_paid.saturating_add(econ::score_seat(
+                        &mut self.state,
+                        &mut escrow,
+                        &ctx.block_hash,
+                        id,
+                        segment,
+                        seat.round,
+                        &seat.account,
+                        score,
+                        ev,
+                    ));
+                }
+                if let (Some((truth, d)), Some(vote)) = (truth, seat.vote) {
+                    econ::record_honeypot(
+                        &mut self.state,
+                        &seat.account,
+                        &s.provider,
+                        vote,
+                        truth,
+                        d,
+                    );
+                    honeypot_voters.push(seat.account);
+                }
+            }
+        }
+        honeypot_voters.sort();
+        honeypot_voters.dedup();
+        for seat in &honeypot_voters {
+            econ::check_rubber_stamp(&mut self.state, id, seat, ev);
+        }
+        // Who causes a cost pays it: each starved seat gets one reward `R`, from the fee
+        // left in escrow, then from the bond.
+        let mut starved_paid = 0u64;
+        for (segment, seat) in &starved {
+            let reward = self.state.params.reward;
+            let from_escrow = reward.min(escrow);
+            escrow = escrow.saturating_sub(from_escrow);
+            let from_bond = reward.saturating_sub(from_escrow).min(bond);
+            bond = bond.saturating_sub(from_bond);
+            let pay = from_escrow.saturating_add(from_bond);
+            starved_paid = starved_paid.saturating_add(pay);
+            registry::credit(&mut self.state, seat, pay);
+            ev.push(Event::SeatStarved {
+                session: *id,
+                segment: *segment,
+                seat: *seat,
+                paid: pay,
+            });
+        }
+
+        for (i, o) in outcomes.iter().enumerate() {
+            ev.push(Event::SegmentDecided {
+                session: *id,
+                segment: u16::try_from(i).unwrap_or(u16::MAX),
+                verdict: o.verdict,
+            });
+        }
+        ev.push(Event::TraceDecided {
+            session: *id,
+            verdict: trace,
+            passing_weight,
+            total_weight,
+        });
+        let refund = escrow.saturating_add(bond);
+        if refund > 0 {
+            registry::credit(&mut self.state, &s.provider, refund);
+            ev.push(Event::Refunded {
+                session: *id,
+                provider: s.provider,
+                amount: refund,
+            });
+        }
+        Outcome {
+            provider: s.provider,
+            opened_at: s.opened_at,
+            decided_at: ctx.height,
+            segments: outcomes,
+            left_out: left_outcomes,
+            trace,
+            passing_weight,
+            undecided_weight: t.undecided,
+            total_weight,
+            error_at_conclusion: t.error_at_conclusion,
+            conclusion_judged: t.conclusion_judged,
+            conclusion_sound: t.conclusion_sound,
+            coverage,
+            beta,
+            bound,
+            mapping: s.mapping,
+            rewards_paid,
+            refunded: refund,
+            disputed_honeypots,
+            bond_burned,
+            starved_seats: u16::try_from(starved.len()).unwrap_or(u16::MAX),
+            starved_paid,
+        }
     }
 }

@@ -294,6 +294,216 @@ fn write_new(path: &Path, text: &str) -> Result<(), HomeError> {
         .map_err(io(path))
 }
 
+/// Flags of `trust-node run` that override `config.toml`.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    /// `api_listen`.
+    pub api_listen: Option<String>,
+    /// `p2p_listen`.
+    pub p2p_listen: Option<String>,
+    /// `consensus_listen`.
+    pub consensus_listen: Option<String>,
+    /// Least time between blocks (`block_time_ms`).
+    pub block_time: Option<std::time::Duration>,
+    /// `ipfs_api`.
+    pub ipfs_api: Option<String>,
+    /// `llm_url`.
+    pub llm_url: Option<String>,
+    /// `llm_model`.
+    pub llm_model: Option<String>,
+    /// `llm_api_key_env`.
+    pub llm_api_key_env: Option<String>,
+    /// `human = true`: Human seats wait for a person at the audit form.
+    pub human: bool,
+}
+
+/// A setting of `config.toml` (or a flag) that the node cannot run with.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The home directory's files.
+    #[error(transparent)]
+    Home(#[from] HomeError),
+    /// A value out of its range; the message names the setting and the range.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl NodeConfig {
+    /// The node's settings: `<home>/config.toml` with the flags in `overrides` applied,
+    /// checked against itself and the network's genesis (`doc`): a setting the node cannot
+    /// run with stops it at start, naming the setting and its range.
+    pub fn load(home: &Path, overrides: &Overrides, doc: &GenesisDoc) -> Result<Self, ConfigError> {
+        let mut cfg = load_config(home)?;
+        let o = overrides.clone();
+        let set = |slot: &mut String, v: Option<String>| {
+            if let Some(v) = v {
+                *slot = v;
+            }
+        };
+        set(&mut cfg.api_listen, o.api_listen);
+        set(&mut cfg.p2p_listen, o.p2p_listen);
+        set(&mut cfg.consensus_listen, o.consensus_listen);
+        cfg.ipfs_api = o.ipfs_api.or(cfg.ipfs_api);
+        cfg.llm_url = o.llm_url.or(cfg.llm_url);
+        cfg.llm_model = o.llm_model.or(cfg.llm_model);
+        cfg.llm_api_key_env = o.llm_api_key_env.or(cfg.llm_api_key_env);
+        cfg.human |= o.human;
+        if let Some(t) = o.block_time {
+            cfg.block_time_ms = u64::try_from(t.as_millis()).unwrap_or(u64::MAX);
+        }
+        cfg.check(doc)?;
+        Ok(cfg)
+    }
+
+    /// The LLM tier's settings.
+    pub fn llm_settings(&self) -> crate::audit::llm::setup::LlmSettings {
+        crate::audit::llm::setup::LlmSettings {
+            llm_url: self.llm_url.clone(),
+            llm_model: self.llm_model.clone(),
+            llm_api_key_env: self.llm_api_key_env.clone(),
+            llm_timeout_ms: self.llm_timeout_ms,
+            llm_retries: self.llm_retries,
+            llm_max_concurrent: self.llm_max_concurrent,
+            llm_max_reply_bytes: self.llm_max_reply_bytes,
+            llm_ares: self.llm_ares,
+            llm_deadline_ms: self.llm_deadline_ms,
+        }
+    }
+
+    /// The swarm's settings: this node's identity (its account key), listen address,
+    /// bootstrap peers, and the validators (known from genesis) as reserved peers.
+    pub fn net_config(
+        &self,
+        keys: &crate::keys::NodeKeys,
+        doc: &GenesisDoc,
+        blobs: crate::blobs::BlobStore,
+    ) -> Result<crate::net::NetConfig, ConfigError> {
+        use crate::net;
+        let keypair = libp2p::identity::Keypair::ed25519_from_bytes(keys.account.seed())
+            .map_err(|e| ConfigError::Invalid(e.to_string()))?;
+        Ok(net::NetConfig {
+            keypair,
+            listen: self.p2p_listen.parse().map_err(|e| {
+                ConfigError::Invalid(format!("p2p_listen {:?}: {e}", self.p2p_listen))
+            })?,
+            bootstrap: addrs(&self.bootstrap, "bootstrap")?,
+            chain_id: doc.chain_id(),
+            max_peers: net::DEFAULT_MAX_PEERS,
+            blobs: Some(blobs),
+            blob_fetch_timeout: net::BLOB_FETCH_TIMEOUT,
+            max_peers_per_ip: self.max_peers_per_ip,
+            // The validators' node ids are their account keys: known from genesis.
+            reserved: doc
+                .validators
+                .iter()
+                .filter_map(net::validator_peer)
+                .collect(),
+            sync_rate: net::DEFAULT_SYNC_RATE,
+            ban_duration: net::BAN_DURATION,
+        })
+    }
+
+    /// The consensus engine's settings: listen address, peers, the WAL under `home`, the
+    /// block time and timeouts, snapshots and sync.
+    pub fn consensus_setup(
+        &self,
+        home: &Path,
+        keys: &crate::keys::NodeKeys,
+        doc: &GenesisDoc,
+    ) -> Result<crate::consensus::ConsensusSetup, ConfigError> {
+        use std::time::Duration;
+
+        use crate::consensus::{self, TimeoutConfig};
+        Ok(consensus::ConsensusSetup {
+            moniker: self.moniker.clone(),
+            chain: doc.chain_id(),
+            key: keys.account.clone(),
+            validators: doc.validators.clone(),
+            listen: self.consensus_listen.parse().map_err(|e| {
+                ConfigError::Invalid(format!("consensus_listen {:?}: {e}", self.consensus_listen))
+            })?,
+            peers: addrs(&self.consensus_bootstrap, "consensus_bootstrap")?,
+            wal_dir: wal_dir(home),
+            block_time: self.block_time(),
+            timeouts: consensus::timeouts(
+                self.block_time(),
+                TimeoutConfig {
+                    propose: self.propose_timeout_ms.map(Duration::from_millis),
+                    vote: self.vote_timeout_ms.map(Duration::from_millis),
+                    delta: self.timeout_delta_ms.map(Duration::from_millis),
+                },
+            ),
+            snapshot_every: self.snapshot_every,
+            sync_interval: Duration::from_millis(self.sync_interval_ms),
+            #[cfg(feature = "misbehave")]
+            forge: false,
+        })
+    }
+
+    /// The HTTP API's socket address.
+    pub fn api_addr(&self) -> Result<std::net::SocketAddr, ConfigError> {
+        self.api_listen
+            .parse()
+            .map_err(|e| ConfigError::Invalid(format!("api_listen {:?}: {e}", self.api_listen)))
+    }
+
+    /// The least time between blocks.
+    pub fn block_time(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.block_time_ms)
+    }
+
+    /// The checks of [`NodeConfig::load`].
+    pub fn check(&self, doc: &GenesisDoc) -> Result<(), ConfigError> {
+        let invalid = |m: String| Err(ConfigError::Invalid(m));
+        if self.api_max_connections == 0
+            || self.api_header_timeout_ms == 0
+            || self.api_body_timeout_ms == 0
+        {
+            return invalid(
+                "api_max_connections, api_header_timeout_ms and api_body_timeout_ms in config.toml must be at least 1".into(),
+            );
+        }
+        let max_k = doc.genesis.params.max_k.into_iter().min().unwrap_or(0);
+        if self.seats_per_segment == 0 || self.seats_per_segment > max_k {
+            return invalid(format!(
+                "seats_per_segment = {} in config.toml: must be between 1 and the network's max_k ({max_k})",
+                self.seats_per_segment
+            ));
+        }
+        if let Some(k) = self.human_seats_per_segment
+            && (k == 0 || k > max_k)
+        {
+            return invalid(format!(
+                "human_seats_per_segment = {k} in config.toml: must be between 1 and the network's max_k ({max_k})"
+            ));
+        }
+        if self.honeypots_per_session > crate::submit::honeypot::MAX_PER_SESSION {
+            return invalid(format!(
+                "honeypots_per_session = {} in config.toml: at most {}",
+                self.honeypots_per_session,
+                crate::submit::honeypot::MAX_PER_SESSION
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The multiaddresses in `list` (setting `what`).
+fn addrs(list: &[String], what: &str) -> Result<Vec<libp2p::Multiaddr>, ConfigError> {
+    list.iter()
+        .map(|s| {
+            s.parse::<libp2p::Multiaddr>()
+                .map_err(|e| ConfigError::Invalid(format!("{what} address {s:?}: {e}")))
+        })
+        .collect()
+}
+
+/// The consensus WAL directory.
+pub fn wal_dir(home: &Path) -> PathBuf {
+    home.join("data").join("consensus")
+}
+
 /// Reads `<home>/config.toml`; a missing file means the defaults.
 pub fn load_config(home: &Path) -> Result<NodeConfig, HomeError> {
     let path = home.join(CONFIG_FILE);

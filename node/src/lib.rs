@@ -2,11 +2,12 @@
 //!
 //! Subsystems live in one module each, with a `//!` note saying what they own. Pure
 //! protocol logic lives in `trust-protocol` and `trust-contracts`; this crate wires it to
-//! files, terminals, and (in later milestones) the network.
+//! files, terminals and the network. `daemon` assembles a running node from the parts.
 #![forbid(unsafe_code)]
 
 pub mod api;
 pub mod audit;
+pub mod behaviour;
 pub mod blobs;
 pub mod chain;
 pub mod chat;

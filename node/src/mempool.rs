@@ -32,6 +32,7 @@
 //!
 //! One task owns the pool ([`PoolTask`]); the rest of the node holds a [`Pool`] handle.
 
+pub mod intake;
 mod pool;
 mod store;
 

@@ -19,8 +19,25 @@ use tokio::{
 };
 use tracing::{Instrument, error, info, warn};
 
-/// How a task ended.
-pub type TaskResult = Result<(), String>;
+/// How a task ended: `Ok` only when it was told to stop.
+pub type TaskResult = Result<(), TaskError>;
+
+/// Why a task ended before it was told to stop, in words for the log and the exit message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct TaskError(pub String);
+
+impl From<String> for TaskError {
+    fn from(why: String) -> Self {
+        Self(why)
+    }
+}
+
+impl From<&str> for TaskError {
+    fn from(why: &str) -> Self {
+        Self(why.to_string())
+    }
+}
 
 /// Tells a task to stop.
 #[derive(Debug, Clone)]
@@ -148,7 +165,7 @@ impl Tasks {
             async move {
                 let result = match AssertUnwindSafe(fut).catch_unwind().await {
                     Ok(r) => r,
-                    Err(panic) => Err(format!("panicked: {}", panic_message(&*panic))),
+                    Err(panic) => Err(format!("panicked: {}", panic_message(&*panic)).into()),
                 };
                 // Capacity covers every task, so this never waits.
                 let _ = reports.try_send(Report { task: name, result });
@@ -170,7 +187,7 @@ impl Tasks {
             Some(r) = self.reports.recv() => {
                 let why = match r.result {
                     Ok(()) => "it returned while the node was running".to_string(),
-                    Err(e) => e,
+                    Err(e) => e.0,
                 };
                 error!(task = r.task, reason = %why, "task died; stopping the node");
                 Ended::Died { task: r.task, why }
@@ -262,7 +279,7 @@ mod tests {
         let stage = tasks.stage("only");
         tasks.spawn(stage, "steady", until_stopped(&log, "steady"));
         tasks.spawn(stage, "fragile", |_stop| async {
-            Err::<(), _>("the engine closed its channel".to_string())
+            Err::<(), _>(TaskError::from("the engine closed its channel"))
         });
         let ended = tasks.wait(std::future::pending()).await;
         assert_eq!(

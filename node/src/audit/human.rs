@@ -265,6 +265,39 @@ fn store_err(e: impl std::fmt::Display) -> SubmitError {
 }
 
 impl HumanDesk {
+    /// The desk of a running node, with the default capacity and margin: says in the log
+    /// how long a person has for a seat (the commit window less the margin, at
+    /// `block_time`), and warns when the window leaves no time at all.
+    pub fn for_node(
+        db: &sled::Db,
+        me: AccountId,
+        block_time: Duration,
+        commit_window: u64,
+    ) -> Result<Self, String> {
+        let settings = DeskSettings {
+            capacity: DEFAULT_CAPACITY,
+            margin_blocks: DEFAULT_MARGIN_BLOCKS,
+            block_time,
+        };
+        if commit_window <= settings.margin_blocks {
+            tracing::warn!(
+                commit_window,
+                margin = settings.margin_blocks,
+                "the commit window is too short for a person: every Human seat will abstain"
+            );
+        }
+        let for_a_person = block_time.saturating_mul(
+            u32::try_from(commit_window.saturating_sub(settings.margin_blocks)).unwrap_or(u32::MAX),
+        );
+        tracing::info!(
+            commit_window,
+            margin = settings.margin_blocks,
+            seconds_per_seat = for_a_person.as_secs(),
+            "Human seats wait for a person at the audit form (/audit on the API address)"
+        );
+        Self::open(db, me, settings)
+    }
+
     /// The desk of the node `me`, keeping its records in `db`.
     pub fn open(db: &sled::Db, me: AccountId, settings: DeskSettings) -> Result<Self, String> {
         Ok(Self(Arc::new(Inner {

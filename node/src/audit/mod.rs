@@ -6,6 +6,7 @@
 //! The LLM tier ([`llm`]) judges by ARES over an OpenAI-compatible endpoint; the Human
 //! tier ([`human`]) waits for a person at the node's audit form.
 
+pub mod duties;
 pub mod human;
 pub mod judge;
 pub mod llm;

@@ -41,7 +41,10 @@ use trust_protocol::{
     units::Ppm,
 };
 
-use super::outbox::{Outbox, Sent};
+use super::{
+    duties::plan::{self, Duty},
+    outbox::{Outbox, Sent},
+};
 use crate::{
     blobs::{BlobStore, kubo::Kubo},
     decompose,
@@ -654,17 +657,20 @@ impl Provider {
             .await
     }
 
-    /// After a restart: delivers the keys of every drawn seat not yet served, and opens
-    /// the mapping of sessions now disclosing, for each session this node still runs.
-    pub async fn resume(&self, contract: &Contract) {
-        let open: Vec<Hash> = self
-            .book
+    /// The sessions this node opened and still keeps records of.
+    pub fn sessions(&self) -> BTreeSet<Hash> {
+        self.book
             .iter()
             .keys()
             .flatten()
             .filter_map(|k| <[u8; 32]>::try_from(k.as_ref()).ok().map(Hash))
-            .collect();
-        for session in open {
+            .collect()
+    }
+
+    /// After a restart: delivers the keys of every drawn seat not yet served, and opens
+    /// the mapping of sessions now disclosing, for each session this node still runs.
+    pub async fn resume(&self, contract: &Contract) {
+        for session in self.sessions() {
             let Some(s) = contract.state().sessions.get(&session) else {
                 continue;
             };
@@ -680,38 +686,29 @@ impl Provider {
         }
     }
 
-    /// Follows this node's sessions through one decided block.
+    /// Follows this node's sessions through one decided block, as
+    /// [`plan::plan_provider`] plans it.
     pub async fn on_block(&self, events: &[Event], contract: &Contract) {
-        let mut seated: BTreeMap<Hash, Vec<(u16, AccountId, u8)>> = BTreeMap::new();
-        for e in events {
-            match e {
-                Event::SeatAssigned {
-                    session,
-                    segment,
-                    seat,
-                    round,
-                    ..
-                } => seated
-                    .entry(*session)
-                    .or_default()
-                    .push((*segment, *seat, *round)),
-                Event::RevealWindowClosed { session, .. } => {
-                    self.reveal_mapping(session, contract).await;
-                }
-                Event::TraceDecided { session, .. } | Event::SessionFailed { session, .. }
-                    if self.load(session).is_some() =>
-                {
-                    if let Err(e) = self.blobs.release(session) {
-                        tracing::warn!(%session, error = %e, "ciphertexts of a finished session not removed");
-                    }
-                    let _ = self.book.remove(session.as_ref());
-                    tracing::info!(%session, "session over; its ciphertexts removed");
-                }
-                _ => {}
-            }
+        for d in plan::plan_provider(&self.sessions(), events) {
+            self.perform(&d, contract).await;
         }
-        for (session, seats) in seated {
-            self.deliver(&session, &seats, contract).await;
+    }
+
+    /// Carries out one of the provider's duties; any other duty is not the provider's and
+    /// is ignored.
+    pub async fn perform(&self, duty: &Duty, contract: &Contract) {
+        match duty {
+            Duty::ResumeProvider => self.resume(contract).await,
+            Duty::DeliverKeys { session, seats } => self.deliver(session, seats, contract).await,
+            Duty::RevealMapping { session } => self.reveal_mapping(session, contract).await,
+            Duty::ProviderDone { session } if self.load(session).is_some() => {
+                if let Err(e) = self.blobs.release(session) {
+                    tracing::warn!(%session, error = %e, "ciphertexts of a finished session not removed");
+                }
+                let _ = self.book.remove(session.as_ref());
+                tracing::info!(%session, "session over; its ciphertexts removed");
+            }
+            _ => {}
         }
     }
 

@@ -44,6 +44,7 @@ use trust_protocol::{
 #[cfg(feature = "misbehave")]
 use super::misbehave::Behaviour;
 use super::{
+    duties::plan::{self, Duty},
     judge::{Auditor, ComputerAuditor, Decision, SeatRef, SegmentView},
     outbox::{Outbox, Sent},
     provider::key_context,
@@ -80,6 +81,28 @@ type CopiedSeats = std::sync::Mutex<BTreeSet<CopiedSeat>>;
 
 /// Fetches a blob from peers.
 pub type FetchBlob = Arc<dyn Fn(Cid) -> BoxFuture<'static, Result<Vec<u8>, String>> + Send + Sync>;
+
+/// Where a running node's seats fetch ciphertexts it does not hold: the configured IPFS
+/// node first (`kubo`), else its peers over Bitswap (`net`).
+pub fn fetch_from(
+    kubo: Option<Arc<crate::blobs::kubo::Kubo>>,
+    net: crate::net::NetHandle,
+) -> FetchBlob {
+    Arc::new(move |cid| {
+        let (n, k) = (net.clone(), kubo.clone());
+        Box::pin(async move {
+            if let Some(k) = k {
+                match k.get(&cid).await {
+                    Ok(b) => return Ok(b),
+                    Err(e) => {
+                        tracing::warn!(%cid, error = %e, "IPFS node could not serve the block; asking peers")
+                    }
+                }
+            }
+            n.fetch_blob(cid).await.map_err(|e| e.to_string())
+        })
+    })
+}
 
 /// Seat counters exported at `/metrics`.
 #[derive(Debug, Default)]
@@ -217,118 +240,110 @@ impl Seat {
     }
 
     /// After a restart: reveals what was left unrevealed in sessions now in their reveal
-    /// window, and returns the sessions still taking commitments, to vote in.
+    /// window ([`plan::resume`]), and returns the sessions still taking commitments where
+    /// this node may commit, to vote in.
     pub async fn resume(&self, contract: &Contract) -> Vec<Hash> {
         let mut committing = Vec::new();
-        for (session, s) in &contract.state().sessions {
-            match s.phase {
-                trust_contracts::Phase::Reveal { round, .. } => self.reveal(session, round).await,
-                trust_contracts::Phase::Commit { .. } => committing.push(*session),
-                _ => {}
+        for d in plan::resume(&self.outbox.key().public(), contract.state()) {
+            match d {
+                Duty::Judge { session } => committing.push(session),
+                d => self.perform(&d, contract).await,
             }
         }
         committing
     }
 
     /// Acts on one decided block: [`Seat::on_events`], then [`Seat::vote`] in each session
-    /// it names, one after the other (the daemon runs the votes as tasks instead, so that
-    /// a slow fetch never holds up the next block's reveals).
+    /// it names, one after the other (a running node's duties task runs the votes as tasks
+    /// instead, so that a slow fetch never holds up the next block's reveals).
     pub async fn on_block(&self, events: &[Event], contract: &Contract) {
         for session in self.on_events(events, contract).await {
             self.vote(&session, contract).await;
         }
     }
 
-    /// The quick part of a block: keys sealed to this node are opened and kept, closed
-    /// commit windows are answered with reveals, finished sessions are forgotten. Returns
-    /// the sessions in which this node may now be able to vote.
+    /// The quick part of a block, as [`plan::plan_seat`] plans it: keys sealed to this node
+    /// are opened and kept, closed commit windows are answered with reveals, finished
+    /// sessions are forgotten. Returns the sessions in which this node may now vote.
     pub async fn on_events(&self, events: &[Event], contract: &Contract) -> BTreeSet<Hash> {
-        let me = self.outbox.key().public();
-        let mut touched = BTreeSet::new();
-        for e in events {
-            match e {
-                Event::KeyDelivered {
-                    session,
-                    segment,
-                    seat,
-                    sealed,
-                } if *seat == me => {
-                    let Some(id) = contract
-                        .state()
-                        .sessions
-                        .get(session)
-                        .and_then(|s| s.segments.get(usize::from(*segment)))
-                        .map(|s| s.entry.id)
-                    else {
-                        continue;
-                    };
-                    match open_key(&self.sealing, sealed, &key_context(session, &id, &me)) {
-                        Ok(k) => {
-                            let _ = self.keys.insert(key_of(session, *segment), k.to_vec());
-                            touched.insert(*session);
-                        }
-                        Err(e) => {
-                            self.fail(
-                                "a key sealed to this seat does not open",
-                                session,
-                                *segment,
-                                e,
-                            );
-                            // Its seats are stuck: they give up when the window closes.
-                            touched.insert(*session);
-                        }
-                    }
+        let stuck = self.stuck_unvoted();
+        let none = BTreeSet::new();
+        let node = plan::Node {
+            me: self.outbox.key().public(),
+            desk: false,
+            provided: &none,
+            stuck: &stuck,
+            copies: self.copies(),
+        };
+        let mut judge = BTreeSet::new();
+        for d in plan::plan_seat(&node, contract.state(), events) {
+            match d {
+                Duty::Judge { session } => {
+                    judge.insert(session);
                 }
-                Event::CommitWindowClosed { session, round, .. } => {
-                    self.reveal(session, *round).await
-                }
-                #[cfg(feature = "misbehave")]
-                Event::Committed {
-                    session,
-                    segment,
-                    seat,
-                } if *seat != me && !self.judges_itself() => {
-                    self.copy_commitment(session, *segment, contract).await;
-                }
-                Event::TraceDecided { session, .. } | Event::SessionFailed { session, .. } => {
-                    self.forget(session);
-                }
-                _ => {}
+                d => self.perform(&d, contract).await,
             }
         }
-        touched.extend(self.about_to_close(contract));
-        touched
+        judge
     }
 
-    /// The sessions whose commit window is about to close ([`gives_up`]) while this node
-    /// holds a stuck seat in them that has not voted: each gets one more try, and an
-    /// abstention where the segment still cannot be read.
-    fn about_to_close(&self, contract: &Contract) -> BTreeSet<Hash> {
-        let me = self.outbox.key().public();
-        let height = contract.state().height;
-        contract
-            .state()
-            .sessions
-            .iter()
-            .filter_map(|(id, s)| {
-                let Phase::Commit { round, until } = s.phase else {
-                    return None;
-                };
-                if !gives_up(height, until) {
-                    return None;
+    /// Carries out one of the seat's duties; any other duty is not the seat's and is
+    /// ignored ([`Duty::Judge`] is the caller's: [`Seat::vote`]).
+    #[cfg_attr(not(feature = "misbehave"), allow(unused_variables))]
+    pub async fn perform(&self, duty: &Duty, contract: &Contract) {
+        match duty {
+            Duty::OpenKey {
+                session,
+                segment,
+                segment_id,
+                sealed,
+            } => {
+                let me = self.outbox.key().public();
+                match open_key(
+                    &self.sealing,
+                    sealed,
+                    &key_context(session, segment_id, &me),
+                ) {
+                    Ok(k) => {
+                        let _ = self.keys.insert(key_of(session, *segment), k.to_vec());
+                    }
+                    // Its seats are stuck: they give up when the window closes.
+                    Err(e) => self.fail(
+                        "a key sealed to this seat does not open",
+                        session,
+                        *segment,
+                        e,
+                    ),
                 }
-                let stuck = self.stuck.lock().unwrap_or_else(|e| e.into_inner());
-                let waiting = s.segments.iter().enumerate().any(|(i, g)| {
-                    u16::try_from(i).is_ok_and(|i| {
-                        stuck.contains(&(*id, i, round))
-                            && g.seats.iter().any(|x| {
-                                x.account == me && x.round == round && x.commitment.is_none()
-                            })
-                            && matches!(self.votes.get(id, i, round), Ok(None))
-                    })
-                });
-                waiting.then_some(*id)
-            })
+            }
+            Duty::Reveal { session, round } => self.reveal(session, *round).await,
+            #[cfg(feature = "misbehave")]
+            Duty::CopyCommitment { session, segment } => {
+                self.copy_commitment(session, *segment, contract).await;
+            }
+            Duty::SeatDone { session } => self.forget(session),
+            _ => {}
+        }
+    }
+
+    /// Whether this node copies other seats' commitments instead of judging (a test
+    /// build's copy-cat).
+    pub fn copies(&self) -> bool {
+        #[cfg(feature = "misbehave")]
+        return !self.judges_itself();
+        #[cfg(not(feature = "misbehave"))]
+        false
+    }
+
+    /// This node's seats that could not read their segment and have not voted yet:
+    /// (session, segment, round). The planner gives their sessions one more try, and an
+    /// abstention, when the commit window is about to close.
+    pub fn stuck_unvoted(&self) -> BTreeSet<(Hash, u16, u8)> {
+        let stuck = self.stuck.lock().unwrap_or_else(|e| e.into_inner());
+        stuck
+            .iter()
+            .filter(|(s, i, round)| matches!(self.votes.get(s, *i, *round), Ok(None)))
+            .copied()
             .collect()
     }
 

@@ -52,6 +52,7 @@
 //! [`Signed::id`]: trust_protocol::Signed::id
 
 mod append;
+pub mod restore;
 mod verify;
 
 #[cfg(test)]

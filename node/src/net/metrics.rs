@@ -165,3 +165,9 @@ mod tests {
         assert_eq!(out.lines().filter(|l| l.starts_with("# TYPE")).count(), 16);
     }
 }
+
+impl crate::metrics::MetricsSource for NetMetrics {
+    fn render(&self, out: &mut String) {
+        NetMetrics::render(self, out);
+    }
+}

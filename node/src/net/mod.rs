@@ -40,6 +40,9 @@ mod peers;
 #[cfg(feature = "misbehave")]
 pub mod spam;
 pub mod sync;
+pub mod tasks;
+
+pub use self::tasks::run_swarm;
 
 use std::{sync::Arc, time::Duration};
 

@@ -117,6 +117,19 @@ impl Auth {
     /// again whenever the file changes (`trust-node keys rotate-api-token`): the old token
     /// stops working at once and every login opened with it is closed. A file that can no
     /// longer be read (removed, garbled, readable by others) accepts nothing until fixed.
+    /// The operator's login on a running node: the token at `path`, made (owner-only) for
+    /// a home older than tokens, refused when others can read it (it logs a person in to
+    /// the audit form and to the provider API). Read again whenever the file changes, so a
+    /// rotated token is in force at once.
+    pub fn for_operator(path: &Path) -> Result<Self, KeyError> {
+        let (_, created) = crate::keys::operator_token(path)?;
+        if created {
+            tracing::info!(path = %path.display(), "operator token created (owner-only)");
+        }
+        Self::from_file(path)
+    }
+
+    /// The login checked against the token in the file at `path`.
     pub fn from_file(path: &Path) -> Result<Self, KeyError> {
         let token = crate::keys::load_operator_token(path)?;
         let auth = Self::new(&token);

@@ -21,6 +21,7 @@ pub mod bench;
 pub mod calibrate;
 pub mod probe;
 pub mod prompt;
+pub mod setup;
 
 /// The OpenAI-compatible chat client lives in [`crate::chat`] (decomposition uses it too);
 /// re-exported here as the LLM tier's client.

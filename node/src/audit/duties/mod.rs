@@ -1,0 +1,249 @@
+//! The `seats` task: this node's provider and seat duties on each decided block.
+//!
+//! What to do is decided by the pure planner ([`plan`]); this task only carries the plan
+//! out through its handles, in the order planned: the outbox, the human desk, the
+//! provider, the seat, and the judging of sessions, which runs beside the block loop as
+//! child tasks (a vote may wait on a blob fetch, and must never hold up the next block's
+//! reveals). After a restart it first carries out [`plan::resume`]: what the restart
+//! interrupted.
+
+pub mod plan;
+
+use std::sync::Arc;
+
+use tokio::sync::{Semaphore, broadcast};
+use tracing::{Instrument, debug, warn};
+use trust_contracts::Contract;
+use trust_protocol::{AccountId, Hash};
+
+use self::plan::{Duty, Node, may_commit};
+use super::{
+    human::HumanDesk,
+    judge::{Auditor, ComputerAuditor},
+    llm::LlmAuditor,
+    outbox::Outbox,
+    provider::Provider,
+    seat::Seat,
+};
+use crate::{
+    consensus::driver::Decided,
+    tasks::{Stop, TaskResult},
+    view::{ChainWatch, latest},
+};
+
+/// Sessions judged at once by this node's seats (each may wait on a blob fetch).
+pub const MAX_CONCURRENT_JUDGING: usize = 8;
+
+/// The judges of a running node, one per tier it serves: the Computer tier's always, the
+/// LLM tier's when an endpoint is configured, the Human tier's when a person's desk runs.
+pub fn judges(llm: Option<LlmAuditor>, desk: Option<HumanDesk>) -> Vec<Arc<dyn Auditor>> {
+    let mut judges: Vec<Arc<dyn Auditor>> = vec![Arc::new(ComputerAuditor)];
+    if let Some(judge) = llm {
+        judges.push(Arc::new(judge));
+    }
+    if let Some(desk) = desk {
+        judges.push(Arc::new(desk));
+    }
+    judges
+}
+
+/// What the duties task works with.
+#[derive(Debug)]
+pub struct Config {
+    /// This node's account.
+    pub me: AccountId,
+    /// The chain view (read only).
+    pub chain: ChainWatch,
+    /// Decided blocks, as the consensus driver announces them (votes under way watch
+    /// them for their window closing).
+    pub decided: broadcast::Sender<Decided>,
+    /// The duties' own subscription, taken before the driver starts so that no block is
+    /// missed while the node assembles.
+    pub blocks: broadcast::Receiver<Decided>,
+    /// This node's own transactions.
+    pub outbox: Outbox,
+    /// The provider's sessions.
+    pub provider: Arc<Provider>,
+    /// The seats this node holds.
+    pub seat: Arc<Seat>,
+    /// The person's desk, on a node with Human seats.
+    pub desk: Option<HumanDesk>,
+}
+
+/// The duties task's state: its handles and the votes under way.
+pub struct Duties {
+    cfg: Config,
+    slots: Arc<Semaphore>,
+    votes: tokio::task::JoinSet<()>,
+}
+
+impl std::fmt::Debug for Duties {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Duties")
+            .field("me", &self.cfg.me)
+            .field("votes", &self.votes.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Duties {
+    /// The task.
+    pub fn new(cfg: Config) -> Self {
+        Duties {
+            cfg,
+            slots: Arc::new(Semaphore::new(MAX_CONCURRENT_JUDGING)),
+            votes: tokio::task::JoinSet::new(),
+        }
+    }
+
+    /// Resumes what a restart interrupted, then follows decided blocks until `stop`. A
+    /// block's duties are cut short by a stop: what they had done is on record (the vote
+    /// book and the provider's book are written before anything is sent), and a restart
+    /// resumes the rest.
+    pub async fn run(mut self, mut stop: Stop) -> TaskResult {
+        if let Some(desk) = &self.cfg.desk {
+            // Deadlines count from the restored tip, before any seat waits.
+            desk.on_block(latest(&self.cfg.chain).tip.height, &[]);
+        }
+        let resume = async {
+            let contract = latest(&self.cfg.chain).contract.clone();
+            let duties = plan::resume(&self.cfg.me, contract.state());
+            self.carry_out(duties, &contract, &[]).await;
+        };
+        tokio::select! {
+            biased;
+            () = stop.wait() => return Ok(()),
+            () = resume => {}
+        }
+        loop {
+            let d = tokio::select! {
+                biased;
+                () = stop.wait() => return Ok(()),
+                d = self.cfg.blocks.recv() => d,
+            };
+            let d = match d {
+                Ok(d) => d,
+                Err(broadcast::error::RecvError::Lagged(n)) => {
+                    warn!(
+                        skipped = n,
+                        "audit duties fell behind the chain; some blocks' events were skipped"
+                    );
+                    continue;
+                }
+                Err(broadcast::error::RecvError::Closed) => {
+                    return Err("the consensus driver no longer announces blocks".into());
+                }
+            };
+            let step = async {
+                let contract = latest(&self.cfg.chain).contract.clone();
+                let stuck = self.cfg.seat.stuck_unvoted();
+                let provided = self.cfg.provider.sessions();
+                let node = Node {
+                    me: self.cfg.me,
+                    desk: self.cfg.desk.is_some(),
+                    provided: &provided,
+                    stuck: &stuck,
+                    copies: self.cfg.seat.copies(),
+                };
+                let duties = plan::plan(&node, contract.state(), d.block.header.height, &d.events);
+                self.carry_out(duties, &contract, &d.events).await;
+            };
+            tokio::select! {
+                biased;
+                () = stop.wait() => return Ok(()),
+                () = step => {}
+            }
+        }
+    }
+
+    /// Carries out `duties` in order; `events` are the block's (the human desk reads them).
+    async fn carry_out(
+        &mut self,
+        duties: Vec<Duty>,
+        contract: &Arc<Contract>,
+        events: &[trust_contracts::Event],
+    ) {
+        // Votes that ended are reaped here, so the set holds only those running.
+        while self.votes.try_join_next().is_some() {}
+        for duty in duties {
+            match duty {
+                Duty::Flush => {
+                    let released = self.cfg.outbox.flush().await;
+                    if released > 0 {
+                        let left = self.cfg.outbox.backlog_len().await;
+                        debug!(released, left, "queued own transactions pooled");
+                    }
+                }
+                Duty::Desk { height } => {
+                    if let Some(desk) = &self.cfg.desk {
+                        desk.on_block(height, events);
+                    }
+                }
+                Duty::ResumeProvider
+                | Duty::DeliverKeys { .. }
+                | Duty::RevealMapping { .. }
+                | Duty::ProviderDone { .. } => self.cfg.provider.perform(&duty, contract).await,
+                Duty::Judge { session } => self.judge(contract, session).await,
+                seat_duty => self.cfg.seat.perform(&seat_duty, contract).await,
+            }
+        }
+    }
+
+    /// Whether our seats in `session` may still commit at the node's current tip.
+    fn open(&self, session: &Hash) -> bool {
+        may_commit(
+            latest(&self.cfg.chain).contract.state(),
+            &self.cfg.me,
+            session,
+        )
+    }
+
+    /// Judges `session` beside the block loop, at most [`MAX_CONCURRENT_JUDGING`] sessions
+    /// at once. A session whose commit window for our seats has passed is not judged, and a
+    /// vote under way is abandoned as soon as a block closes it: after a restart the node
+    /// replays blocks whose sessions are long decided (their ciphertexts gone), and a fetch
+    /// that can only time out must not hold a judging slot while live sessions wait.
+    async fn judge(&mut self, contract: &Arc<Contract>, session: Hash) {
+        if !self.open(&session) {
+            debug!(%session, "not judged: this node's seats can no longer commit in it");
+            return;
+        }
+        let Ok(permit) = self.slots.clone().acquire_owned().await else {
+            return;
+        };
+        if !self.open(&session) {
+            return;
+        }
+        let (seat, contract, chain, me) = (
+            self.cfg.seat.clone(),
+            contract.clone(),
+            self.cfg.chain.clone(),
+            self.cfg.me,
+        );
+        let mut blocks = self.cfg.decided.subscribe();
+        let closed = async move {
+            loop {
+                match blocks.recv().await {
+                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {
+                        if !may_commit(latest(&chain).contract.state(), &me, &session) {
+                            return;
+                        }
+                    }
+                    Err(broadcast::error::RecvError::Closed) => {
+                        std::future::pending::<()>().await;
+                    }
+                }
+            }
+        };
+        self.votes.spawn(
+            async move {
+                tokio::select! {
+                    () = seat.vote(&session, &contract) => {}
+                    () = closed => debug!("abandoned: the commit window closed first"),
+                }
+                drop(permit);
+            }
+            .instrument(tracing::debug_span!("vote", %session)),
+        );
+    }
+}

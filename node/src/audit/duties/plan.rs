@@ -1,0 +1,609 @@
+//! The duties planner: what this node owes the chain after a decided block, as a pure
+//! function of the block's events and the state after it. No I/O, no clock, no async: the
+//! [`super::Duties`] task carries the plan out through its handles (outbox, provider,
+//! seat, human desk, judges), in the order planned.
+//!
+//! Order within a block, as the node has always acted:
+//! 1. own transactions that waited for the nonce window go to the pool ([`Duty::Flush`]);
+//! 2. the human desk learns the height (deadlines) ([`Duty::Desk`]);
+//! 3. the provider's duties, in event order: opening the mapping of a session whose reveal
+//!    window closed, releasing a finished session's ciphertexts; then sealing keys to the
+//!    seats the block drew, one delivery per session ([`Duty::DeliverKeys`]);
+//! 4. the seats' duties, in event order: opening keys sealed to this node, revealing when a
+//!    commit window closes, forgetting a finished session;
+//! 5. judging, at most once per session, where this node holds a seat that may still
+//!    commit ([`may_commit`]).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use trust_contracts::{Event, Phase, State};
+use trust_protocol::{AccountId, Hash, seal::SealedKey, tx::Call};
+
+use crate::audit::seat::gives_up;
+
+/// One thing to do, in the order [`plan`] returns them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Duty {
+    /// Pool own transactions that waited for the nonce window.
+    Flush,
+    /// Tell the human desk the chain reached `height` (its seats' deadlines count in
+    /// blocks).
+    Desk {
+        /// The block's height.
+        height: u64,
+    },
+    /// Provider: after a restart, finish the key deliveries and mapping openings it owes.
+    ResumeProvider,
+    /// Provider: seal keys to these seats of `session`, drawn in this block: (segment,
+    /// seat, round).
+    DeliverKeys {
+        /// The session.
+        session: Hash,
+        /// (segment, seat, round), in event order.
+        seats: Vec<(u16, AccountId, u8)>,
+    },
+    /// Provider: open the segment-to-trace mapping of `session` (its reveal window closed).
+    RevealMapping {
+        /// The session.
+        session: Hash,
+    },
+    /// Provider: `session` is over; release what the provider kept for it.
+    ProviderDone {
+        /// The session.
+        session: Hash,
+    },
+    /// Seat: open a key sealed to this node and keep it.
+    OpenKey {
+        /// The session.
+        session: Hash,
+        /// The segment the key opens.
+        segment: u16,
+        /// The segment's id (the key's sealing context).
+        segment_id: Hash,
+        /// The sealed key.
+        sealed: SealedKey,
+    },
+    /// Seat: reveal every unrevealed vote of `round` in `session`.
+    Reveal {
+        /// The session.
+        session: Hash,
+        /// The round whose commit window closed.
+        round: u8,
+    },
+    /// Seat: copy the commitment another seat published (test builds' copy-cat only).
+    #[cfg(feature = "misbehave")]
+    CopyCommitment {
+        /// The session.
+        session: Hash,
+        /// The segment.
+        segment: u16,
+    },
+    /// Seat: `session` is over; forget its votes, keys and ciphertexts.
+    SeatDone {
+        /// The session.
+        session: Hash,
+    },
+    /// Judge this node's seats in `session` and commit (beside the block loop).
+    Judge {
+        /// The session.
+        session: Hash,
+    },
+}
+
+/// What the planner knows besides the block: who this node is and what it remembers.
+#[derive(Debug, Clone, Copy)]
+pub struct Node<'a> {
+    /// This node's account.
+    pub me: AccountId,
+    /// Whether a person's desk (Human seats) runs here.
+    pub desk: bool,
+    /// The sessions this node opened as provider and still keeps records of.
+    pub provided: &'a BTreeSet<Hash>,
+    /// This node's seats that could not read their segment and have not voted:
+    /// (session, segment, round).
+    pub stuck: &'a BTreeSet<(Hash, u16, u8)>,
+    /// Whether this node copies other seats' commitments instead of judging (test builds'
+    /// copy-cat).
+    pub copies: bool,
+}
+
+/// The duties a decided block with `events` gives this node; `state` is the contract state
+/// after the block, at `height`.
+pub fn plan(node: &Node<'_>, state: &State, height: u64, events: &[Event]) -> Vec<Duty> {
+    let mut out = vec![Duty::Flush];
+    if node.desk {
+        out.push(Duty::Desk { height });
+    }
+    out.extend(plan_provider(node.provided, events));
+    out.extend(plan_seat(node, state, events));
+    out
+}
+
+/// The provider's part of [`plan`]: for the sessions it keeps records of (`provided`), in
+/// event order, mapping openings and releases, then one key delivery per session for the
+/// seats the block drew.
+pub fn plan_provider(provided: &BTreeSet<Hash>, events: &[Event]) -> Vec<Duty> {
+    let mut out = Vec::new();
+    let mut drawn: BTreeMap<Hash, Vec<(u16, AccountId, u8)>> = BTreeMap::new();
+    for e in events {
+        match e {
+            Event::SeatAssigned {
+                session,
+                segment,
+                seat,
+                round,
+                ..
+            } if provided.contains(session) => {
+                drawn
+                    .entry(*session)
+                    .or_default()
+                    .push((*segment, *seat, *round));
+            }
+            Event::RevealWindowClosed { session, .. } if provided.contains(session) => {
+                out.push(Duty::RevealMapping { session: *session });
+            }
+            Event::TraceDecided { session, .. } | Event::SessionFailed { session, .. }
+                if provided.contains(session) =>
+            {
+                out.push(Duty::ProviderDone { session: *session });
+            }
+            _ => {}
+        }
+    }
+    out.extend(
+        drawn
+            .into_iter()
+            .map(|(session, seats)| Duty::DeliverKeys { session, seats }),
+    );
+    out
+}
+
+/// The seats' part of [`plan`]: in event order, keys sealed to this node to open, reveals
+/// where a commit window closed, sessions to forget; then the sessions to judge.
+pub fn plan_seat(node: &Node<'_>, state: &State, events: &[Event]) -> Vec<Duty> {
+    let mut out = Vec::new();
+    let mut judge = BTreeSet::new();
+    for e in events {
+        match e {
+            Event::KeyDelivered {
+                session,
+                segment,
+                seat,
+                sealed,
+            } if *seat == node.me => {
+                let Some(segment_id) = state
+                    .sessions
+                    .get(session)
+                    .and_then(|s| s.segments.get(usize::from(*segment)))
+                    .map(|s| s.entry.id)
+                else {
+                    continue;
+                };
+                out.push(Duty::OpenKey {
+                    session: *session,
+                    segment: *segment,
+                    segment_id,
+                    sealed: sealed.clone(),
+                });
+                judge.insert(*session);
+            }
+            Event::CommitWindowClosed { session, round, .. } => out.push(Duty::Reveal {
+                session: *session,
+                round: *round,
+            }),
+            #[cfg(feature = "misbehave")]
+            Event::Committed {
+                session,
+                segment,
+                seat,
+            } if node.copies && *seat != node.me => out.push(Duty::CopyCommitment {
+                session: *session,
+                segment: *segment,
+            }),
+            Event::TraceDecided { session, .. } | Event::SessionFailed { session, .. } => {
+                out.push(Duty::SeatDone { session: *session });
+            }
+            _ => {}
+        }
+    }
+    judge.extend(about_to_close(node, state));
+    out.extend(
+        judge
+            .into_iter()
+            .filter(|s| may_commit(state, &node.me, s))
+            .map(|session| Duty::Judge { session }),
+    );
+    out
+}
+
+/// What a restart owes: the provider's key deliveries and mapping openings
+/// ([`Duty::ResumeProvider`]), reveals in sessions now in their reveal window, and votes in
+/// sessions still taking commitments where this node may commit.
+pub fn resume(me: &AccountId, state: &State) -> Vec<Duty> {
+    let mut out = vec![Duty::ResumeProvider];
+    for (session, s) in &state.sessions {
+        match s.phase {
+            Phase::Reveal { round, .. } => out.push(Duty::Reveal {
+                session: *session,
+                round,
+            }),
+            Phase::Commit { .. } if may_commit(state, me, session) => {
+                out.push(Duty::Judge { session: *session });
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The sessions whose commit window is about to close ([`gives_up`]) while this node holds
+/// a stuck seat in them that has not voted: each gets one more try, and an abstention where
+/// the segment still cannot be read.
+fn about_to_close(node: &Node<'_>, state: &State) -> BTreeSet<Hash> {
+    state
+        .sessions
+        .iter()
+        .filter_map(|(id, s)| {
+            let Phase::Commit { round, until } = s.phase else {
+                return None;
+            };
+            if !gives_up(state.height, until) {
+                return None;
+            }
+            let waiting = s.segments.iter().enumerate().any(|(i, g)| {
+                u16::try_from(i).is_ok_and(|i| {
+                    node.stuck.contains(&(*id, i, round))
+                        && g.seats.iter().any(|x| {
+                            x.account == node.me && x.round == round && x.commitment.is_none()
+                        })
+                })
+            });
+            waiting.then_some(*id)
+        })
+        .collect()
+}
+
+/// Whether `me` holds a seat in `session` that may still commit on `state` (the tip).
+pub fn may_commit(state: &State, me: &AccountId, session: &Hash) -> bool {
+    let Some(s) = state.sessions.get(session) else {
+        return false;
+    };
+    s.segments.iter().enumerate().any(|(i, seg)| {
+        let Ok(segment) = u16::try_from(i) else {
+            return false;
+        };
+        seg.seats
+            .iter()
+            .any(|x| x.account == *me && x.commitment.is_none())
+            && crate::mempool::expired(
+                state,
+                me,
+                &Call::Commit {
+                    session: *session,
+                    segment,
+                    commitment: Hash::ZERO,
+                },
+            )
+            .is_none()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    //! The planner on a real contract driven block by block, with no I/O: no runtime, no
+    //! database, no network.
+
+    use trust_contracts::{
+        BlockCtx, Contract, Genesis, GenesisAccount, GenesisAuditor, Params, minimum_fee,
+    };
+    use trust_protocol::{
+        Keypair, Salt, Signed,
+        commit::mapping_commitment,
+        seal::{SealingSecret, seal_key},
+        tx::{QuorumParams, SegmentEntry, SessionManifest, Tier, Tx},
+        units::Ppm,
+    };
+
+    use super::*;
+
+    fn provider() -> Keypair {
+        Keypair::from_label("plan-provider")
+    }
+    fn auditor(i: u8) -> Keypair {
+        Keypair::from_label(&format!("plan-auditor-{i}"))
+    }
+    fn sealing(i: u8) -> SealingSecret {
+        SealingSecret::from_bytes([i + 1; 32])
+    }
+
+    /// A contract with a funded provider and four Computer auditors, a session of two
+    /// segments (k = 3) opened in block 1, and blocks ended until its seats are drawn.
+    /// Returns the contract, the session, the next height and the draw's events.
+    fn drawn() -> (Contract, Hash, u64, Vec<Event>) {
+        let mut accounts = vec![GenesisAccount {
+            id: provider().public(),
+            balance: 1_000_000,
+            stake: 0,
+        }];
+        accounts.extend((0..4).map(|i| GenesisAccount {
+            id: auditor(i).public(),
+            balance: 10,
+            stake: 1_000,
+        }));
+        let mut c = Contract::new(&Genesis {
+            params: Params::default(),
+            accounts,
+            auditors: (0..4)
+                .map(|i| GenesisAuditor {
+                    id: auditor(i).public(),
+                    tier: Tier::Computer,
+                    expertise: vec!["math".into()],
+                    sealing_key: sealing(i).public(),
+                })
+                .collect(),
+        })
+        .unwrap();
+        let segments = vec![
+            SegmentEntry::plain(Hash::sha256(b"a"), Tier::Computer),
+            SegmentEntry {
+                depends_on: vec![0],
+                ..SegmentEntry::plain(Hash::sha256(b"b"), Tier::Computer)
+            },
+        ];
+        let mut m = SessionManifest {
+            segments,
+            mapping_commitment: mapping_commitment(&Hash::ZERO, &Salt([2; 32])),
+            quorum: QuorumParams {
+                k: [3, 3, 3],
+                extra_seats: 0,
+                tau: Ppm(600_000),
+                beta: Ppm(600_000),
+            },
+            fee: 0,
+            domain: "math".into(),
+            left_out: Vec::new(),
+        };
+        m.fee = minimum_fee(&Params::default(), &m).unwrap();
+        let open = Signed::sign(
+            &provider(),
+            &Hash::ZERO,
+            Tx {
+                nonce: 0,
+                call: Call::OpenSession(m),
+            },
+        );
+        let session = Tx::session_id(&provider().public(), 0);
+        let mut events = Vec::new();
+        for h in 1..=6u64 {
+            let ctx = ctx(h);
+            if h == 1 {
+                events.extend(c.apply(&ctx, &open).unwrap());
+            }
+            events.extend(c.end_block(&ctx));
+            if events
+                .iter()
+                .any(|e| matches!(e, Event::SeatAssigned { .. }))
+            {
+                return (c, session, h + 1, events);
+            }
+        }
+        panic!("no seats drawn in six blocks: {events:?}");
+    }
+
+    fn ctx(height: u64) -> BlockCtx {
+        BlockCtx {
+            height,
+            block_hash: Hash::of_parts("plan-test", &[&height.to_le_bytes()]),
+        }
+    }
+
+    fn node<'a>(
+        me: AccountId,
+        provided: &'a BTreeSet<Hash>,
+        stuck: &'a BTreeSet<(Hash, u16, u8)>,
+    ) -> Node<'a> {
+        Node {
+            me,
+            desk: false,
+            provided,
+            stuck,
+            copies: false,
+        }
+    }
+
+    /// The accounts seated on `segment` of `session`.
+    fn seated(c: &Contract, session: &Hash, segment: usize) -> Vec<AccountId> {
+        c.state().sessions[session].segments[segment]
+            .seats
+            .iter()
+            .map(|s| s.account)
+            .collect()
+    }
+
+    fn sealed_to(me: u8, session: &Hash, segment_id: &Hash) -> SealedKey {
+        seal_key(
+            &sealing(me).public(),
+            &[9; 32],
+            [me + 50; 32],
+            &crate::audit::provider::key_context(session, segment_id, &auditor(me).public()),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn the_provider_delivers_keys_to_the_seats_a_block_drew_and_no_one_else_does() {
+        let (c, session, height, events) = drawn();
+        let none: BTreeSet<Hash> = BTreeSet::new();
+        let no_stuck = BTreeSet::new();
+        let provided = BTreeSet::from([session]);
+        let plan_p = plan(
+            &node(provider().public(), &provided, &no_stuck),
+            c.state(),
+            height,
+            &events,
+        );
+        let drawn: Vec<(u16, AccountId, u8)> = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::SeatAssigned {
+                    segment,
+                    seat,
+                    round,
+                    ..
+                } => Some((*segment, *seat, *round)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(drawn.len(), 6, "two segments, three seats each");
+        assert_eq!(
+            plan_p,
+            vec![
+                Duty::Flush,
+                Duty::DeliverKeys {
+                    session,
+                    seats: drawn
+                }
+            ]
+        );
+        // A node that did not open the session delivers nothing, and with no key yet it
+        // judges nothing either: it only flushes.
+        let seat = seated(&c, &session, 0)[0];
+        assert_eq!(
+            plan(&node(seat, &none, &no_stuck), c.state(), height, &events),
+            vec![Duty::Flush]
+        );
+    }
+
+    #[test]
+    fn a_key_sealed_to_this_seat_is_opened_and_its_session_judged_once() {
+        let (c, session, height, _) = drawn();
+        let none: BTreeSet<Hash> = BTreeSet::new();
+        let no_stuck = BTreeSet::new();
+        let seats0 = seated(&c, &session, 0);
+        let me_i = (0..4u8)
+            .find(|i| seats0.contains(&auditor(*i).public()))
+            .unwrap();
+        let me = auditor(me_i).public();
+        let id0 = c.state().sessions[&session].segments[0].entry.id;
+        let key = sealed_to(me_i, &session, &id0);
+        let mine = Event::KeyDelivered {
+            session,
+            segment: 0,
+            seat: me,
+            sealed: key.clone(),
+        };
+        let other = (0..4u8)
+            .map(|i| auditor(i).public())
+            .find(|a| *a != me)
+            .unwrap();
+        let theirs = Event::KeyDelivered {
+            session,
+            segment: 0,
+            seat: other,
+            sealed: key.clone(),
+        };
+        // Two keys for this node in one block (the segment twice, as a re-delivery would
+        // be) still judge the session once; a key for another seat is not this node's.
+        let events = vec![mine.clone(), theirs, mine];
+        let p = plan(&node(me, &none, &no_stuck), c.state(), height, &events);
+        let open = Duty::OpenKey {
+            session,
+            segment: 0,
+            segment_id: id0,
+            sealed: key,
+        };
+        assert_eq!(
+            p,
+            vec![Duty::Flush, open.clone(), open, Duty::Judge { session }]
+        );
+        // With the desk on, the height comes right after the flush.
+        let with_desk = Node {
+            desk: true,
+            ..node(me, &none, &no_stuck)
+        };
+        assert_eq!(
+            plan(&with_desk, c.state(), height, &[])[..2],
+            [Duty::Flush, Duty::Desk { height }]
+        );
+    }
+
+    #[test]
+    fn a_closed_commit_window_is_revealed_and_a_finished_session_forgotten_by_both_roles() {
+        let (c, session, height, _) = drawn();
+        let no_stuck = BTreeSet::new();
+        let provided = BTreeSet::from([session]);
+        let me = seated(&c, &session, 0)[0];
+        let events = vec![
+            Event::CommitWindowClosed {
+                session,
+                round: 0,
+                reveal_until: height + 3,
+            },
+            Event::RevealWindowClosed { session, round: 0 },
+            Event::SessionFailed {
+                session,
+                reason: "test".into(),
+            },
+        ];
+        let p = plan(&node(me, &provided, &no_stuck), c.state(), height, &events);
+        assert_eq!(
+            p,
+            vec![
+                Duty::Flush,
+                Duty::RevealMapping { session },
+                Duty::ProviderDone { session },
+                Duty::Reveal { session, round: 0 },
+                Duty::SeatDone { session },
+            ]
+        );
+    }
+
+    #[test]
+    fn a_stuck_seat_gets_one_more_try_only_as_its_commit_window_closes() {
+        let (mut c, session, mut height, _) = drawn();
+        let none: BTreeSet<Hash> = BTreeSet::new();
+        let no_stuck = BTreeSet::new();
+        let me = seated(&c, &session, 1)[0];
+        let stuck = BTreeSet::from([(session, 1u16, 0u8)]);
+        let Phase::Commit { until, .. } = c.state().sessions[&session].phase else {
+            panic!("the session takes commitments");
+        };
+        let mut tried = Vec::new();
+        while height <= until {
+            let _ = c.end_block(&ctx(height));
+            let p = plan(&node(me, &none, &stuck), c.state(), height, &[]);
+            if p.contains(&Duty::Judge { session }) {
+                tried.push(c.state().height);
+            }
+            // A node with no stuck seat is never woken this way.
+            assert_eq!(
+                plan(&node(me, &none, &no_stuck), c.state(), height, &[]),
+                vec![Duty::Flush]
+            );
+            height += 1;
+        }
+        assert!(
+            !tried.is_empty(),
+            "the stuck seat got no last try before {until}"
+        );
+        assert!(
+            tried.iter().all(|h| gives_up(*h, until)),
+            "tried at {tried:?}, window closes at {until}"
+        );
+    }
+
+    #[test]
+    fn a_restart_resumes_the_provider_reveals_and_votes_where_this_node_may_still_commit() {
+        let (c, session, _, _) = drawn();
+        let me = seated(&c, &session, 0)[0];
+        assert_eq!(
+            resume(&me, c.state()),
+            vec![Duty::ResumeProvider, Duty::Judge { session }]
+        );
+        // Not seated: nothing to vote in.
+        let stranger = Keypair::from_label("plan-stranger").public();
+        assert_eq!(resume(&stranger, c.state()), vec![Duty::ResumeProvider]);
+        assert!(!may_commit(c.state(), &stranger, &session));
+        assert!(may_commit(c.state(), &me, &session));
+    }
+}
