@@ -9,7 +9,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use trust_node::computer;
+use trust_node::audit::computer;
 use trust_protocol::Hash;
 
 fuzz_target!(|data: &[u8]| {
@@ -31,11 +31,11 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(value, computer::evaluate_expression(claim, &seed));
 
     let _ = computer::readable(claim);
-    let _ = computer::rule_use(claim);
-    let _ = computer::truth_formula(claim);
-    let _ = computer::fact_claim(claim);
-    let _ = computer::unknowns(claim);
-    let _ = computer::number_words(claim);
+    let _ = computer::readable::rule_use(claim);
+    let _ = computer::readable::truth_formula(claim);
+    let _ = computer::readable::fact_claim(claim);
+    let _ = computer::readable::unknowns(claim);
+    let _ = computer::readable::number_words(claim);
 
     let first = computer::check_segment(claim, &premises, &givens, &seed);
     let second = computer::check_segment(claim, &premises, &givens, &seed);

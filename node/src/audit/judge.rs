@@ -16,7 +16,7 @@ use async_trait::async_trait;
 use trust_protocol::{Hash, Vote, tx::Tier};
 
 use super::computer::{self, Judgement};
-use crate::{decompose, submit::SegmentDoc};
+use crate::submit::SegmentDoc;
 
 /// What a seat knows of the segment it judges.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -207,7 +207,7 @@ pub struct ComputerAuditor;
 impl ComputerAuditor {
     /// The same judgement, without a runtime (for the local preview and benchmarks).
     /// A segment holding several steps of a long trace is judged step by step
-    /// ([`decompose::check_claim`]).
+    /// ([`computer::check_claim`]).
     /// The final answer of a formal problem is checked against the problem itself
     /// ([`computer::answer`]).
     pub fn judge_now(&self, segment: &SegmentView, seed: &Hash) -> Decision {
@@ -217,7 +217,7 @@ impl ComputerAuditor {
             .flatten()
             .and_then(|p| computer::answer::check_answer(p, &segment.claim));
         let judgement = answer.unwrap_or_else(|| {
-            decompose::check_claim(&segment.claim, &segment.premises, &segment.givens, seed)
+            computer::check_claim(&segment.claim, &segment.premises, &segment.givens, seed)
         });
         match judgement {
             Judgement::Vote { vote, reason } => Decision { vote, reason },
@@ -249,7 +249,21 @@ pub const COMPUTER_CONCURRENCY: usize = 64;
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeSet;
+
+    use trust_protocol::{
+        hdag::{AbstractionLevel, HdagNode},
+        trace::Trace,
+    };
+
     use super::*;
+    use crate::decompose;
+
+    fn sample(name: &str) -> Trace {
+        let path = format!("{}/../examples/traces/{name}", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(&path).expect("sample trace");
+        Trace::parse(&text).expect("sample parses")
+    }
 
     fn view(claim: &str, premises: &[&str], givens: &[&str]) -> SegmentView {
         SegmentView {
@@ -288,8 +302,6 @@ mod tests {
     /// step is called wrong, and no other group is.
     #[test]
     fn only_the_group_holding_the_wrong_step_is_called_wrong() {
-        use trust_protocol::trace::Trace;
-
         use crate::decompose::{Options, decompose, sample::counter_trace};
         let t = Trace::parse(&counter_trace(5000, 208, 0, Some(2500))).expect("parses");
         let h = decompose(&t, &Options::default()).expect("decomposes");
@@ -331,5 +343,95 @@ mod tests {
         );
         let d = ComputerAuditor.judge_now(&v, &Hash::ZERO);
         assert_eq!(d.vote, Vote::Valid, "{}", d.reason);
+    }
+
+    /// A Computer seat judges a group step by step: Valid when all hold, wrong when one is
+    /// wrong (and says which), an abstention when a step cannot be read — never wrong for a
+    /// step it cannot judge.
+    #[test]
+    fn a_group_is_judged_step_by_step_and_abstains_on_what_it_cannot_read() {
+        use trust_protocol::{Hash, Vote};
+
+        let judge = |claim: &str| {
+            computer::check_claim(
+                claim,
+                &["Step 1: 10 + 2 = 12.".into()],
+                &[crate::decompose::sample::PROBLEM.into()],
+                &Hash::ZERO,
+            )
+        };
+        let good = judge("12 + 2 = 14.\nStep 3: 14 + 2 = 16.\nStep 4: 16 + 2 = 18.");
+        assert_eq!(good.as_vote(), Some(Vote::Valid), "{good:?}");
+        let bad = judge("12 + 2 = 14.\nStep 3: 14 + 2 = 17.\nStep 4: 17 + 2 = 19.");
+        assert_eq!(bad.as_vote(), Some(Vote::Invalid), "{bad:?}");
+        assert!(format!("{bad:?}").contains("step 2 of 3"), "{bad:?}");
+        let prose = judge("12 + 2 = 14.\nStep 3: We think the pattern is clear now.");
+        assert_eq!(prose.as_vote(), None, "{prose:?}");
+        // Too many steps for one judgement: an abstention, not a guess.
+        let many: Vec<String> = (0..computer::MAX_GROUP_STEPS + 1)
+            .map(|i| format!("Step {}: {} + 2 = {}.", i + 2, 12 + 2 * i, 14 + 2 * i))
+            .collect();
+        let long = judge(&many.join("\n"));
+        assert_eq!(long.as_vote(), None, "{long:?}");
+    }
+
+    /// A judge of a group gives each step the premises the decomposer gives that step when it
+    /// is a segment of its own (the problem statement aside: it travels as a given).
+    #[test]
+    fn a_grouped_step_rests_on_what_it_rests_on_alone() {
+        let corpus = std::fs::read_to_string(format!(
+            "{}/../examples/corpus/quality.jsonl",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .expect("the quality corpus");
+        let mut traces: Vec<(String, Trace)> = [
+            "fraction-correct.txt",
+            "fraction-incorrect.txt",
+            "bakery-correct.txt",
+            "rules-correct.txt",
+            "rules-wrong.txt",
+            "tunnel.json",
+        ]
+        .iter()
+        .map(|n| (n.to_string(), sample(n)))
+        .collect();
+        for line in corpus.lines() {
+            let r: serde_json::Value = serde_json::from_str(line).expect("a corpus record");
+            let t = Trace::parse(r["trace"].as_str().expect("its trace")).expect("parses");
+            traces.push((r["id"].to_string(), t));
+        }
+        let mut compared = 0;
+        for (name, t) in traces {
+            let h = decompose::decompose(&t, &decompose::Options::default()).expect("decomposes");
+            // The OPERATION of a worded STEP is no step of its own: it rests on what its STEP
+            // rests on.
+            let checks = decompose::supported_steps(&h);
+            let units: Vec<&HdagNode> = h
+                .nodes
+                .iter()
+                .enumerate()
+                .filter(|(i, n)| {
+                    matches!(
+                        n.abstraction_level,
+                        AbstractionLevel::Step | AbstractionLevel::Operation
+                    ) && n.kind != "conclusion"
+                        && !checks.contains_key(i)
+                })
+                .map(|(_, n)| n)
+                .collect();
+            let texts: Vec<&str> = units.iter().map(|n| n.content.as_str()).collect();
+            let links = computer::step_links(&texts);
+            for (i, u) in units.iter().enumerate() {
+                let alone: Vec<usize> = h
+                    .dependencies_of(&u.id)
+                    .filter_map(|d| units.iter().position(|v| v.id == d))
+                    .collect::<BTreeSet<_>>()
+                    .into_iter()
+                    .collect();
+                assert_eq!(links[i], alone, "{name}: {}", u.content);
+                compared += 1;
+            }
+        }
+        assert!(compared > 4000, "{compared}");
     }
 }

@@ -267,9 +267,10 @@ mod tests {
                 .map(|d| r.hdag.nodes[r.hdag.index_of(d).unwrap()].content.clone())
                 .collect();
             let givens = r.givens.get(&b.source).cloned().unwrap_or_default();
-            let honest = crate::decompose::check_claim(&b.claim, &premises, &givens, &Hash::ZERO);
+            let honest =
+                crate::audit::computer::check_claim(&b.claim, &premises, &givens, &Hash::ZERO);
             assert!(
-                !matches!(honest, crate::computer::Judgement::Vote { vote, .. } if vote.is_error()),
+                !matches!(honest, crate::audit::computer::Judgement::Vote { vote, .. } if vote.is_error()),
                 "an honest seat would reject {b:?}: {honest:?}"
             );
         }

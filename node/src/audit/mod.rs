@@ -1,11 +1,15 @@
 //! Auditing segments: one judging interface for every tier ([`judge`]), the Computer
-//! tier's deterministic checkers, a local preview of a network audit ([`preview`]), the seat's vote book
-//! (votes and salts persisted before committing), the seat pipeline on a running node
-//! (watch events, fetch, decrypt, judge, commit, reveal), the provider's duties (submit,
-//! deliver keys, open the mapping), and the outbox both sign their transactions through.
-//! The LLM tier ([`llm`]) judges by ARES over an OpenAI-compatible endpoint; the Human
-//! tier ([`human`]) waits for a person at the node's audit form.
+//! tier's deterministic checkers ([`computer`]: pure; `decompose` asks them only what
+//! they can read, through [`computer::readable`]), a local preview of a network audit
+//! ([`preview`]), the seat's vote book (votes and salts persisted before committing), the
+//! seat pipeline on a running node (fetch, decrypt, judge, commit, reveal), the duties a
+//! decided block gives the node ([`duties`]: a pure planner and the task that carries it out),
+//! the provider's duties (submit, deliver keys, open the mapping), and the outbox both
+//! sign their transactions through. The LLM tier ([`llm`]) judges by ARES over an
+//! OpenAI-compatible endpoint; the Human tier ([`human`]) waits for a person at the
+//! node's audit form.
 
+pub mod computer;
 pub mod duties;
 pub mod human;
 pub mod judge;
@@ -20,8 +24,3 @@ pub mod seat;
 #[cfg(test)]
 mod testkit;
 pub mod votes;
-
-/// The Computer tier's judges live in [`crate::computer`], below both this module and
-/// `decompose` (which routes segments by what they can read); they are re-exported here
-/// under the tier's name.
-pub use crate::computer;

@@ -32,7 +32,7 @@
 //! - The Computer tier takes what its checkers verify whole: a bare calculation or an
 //!   equation (OPERATION), a rule application, a truth-table evaluation, a `FROM` step,
 //!   a definition of a name; in a formal problem (its answer a fact of mathematics or
-//!   logic, [`computer::answer`]) every step it reads, whose words only narrate the
+//!   logic, [`readable::is_formal`]) every step it reads, whose words only narrate the
 //!   mathematics, and the final answer, checked against the problem itself.
 //! - A unit that says something in words and contains a calculation (`Mike has 21+3 = 24
 //!   points.`) becomes two segments: the STEP (the claim in context, LLM, then Human)
@@ -44,15 +44,18 @@
 //!
 //! A provider may instead supply its own HDAG ([`from_provider`]), which is validated
 //! and checked span by span against the trace.
+//!
+//! What the checkers read (step units, the links between steps, whether a text is
+//! readable) is asked of [`readable`], their one public reading: the decomposer cuts and
+//! routes; it never judges.
 
 pub mod llm;
 pub mod sample;
-pub(crate) mod text;
+mod text;
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use trust_protocol::{
-    Hash, Vote,
     hdag::{
         AbstractionLevel, AuditorType, Complexity, Hdag, HdagEdge, HdagError, HdagNode, MAX_NODES,
         MAX_SEGMENT_BYTES, Relationship, Strength,
@@ -60,11 +63,9 @@ use trust_protocol::{
     trace::Trace,
 };
 
-use self::text::{Unit, numbers_in, offset_in, paragraphs, symbols_in};
-use crate::computer::{self, Judgement, RuleUse};
+use self::text::offset_in;
+use crate::audit::computer::readable::{self, Links, Unit, paragraphs};
 
-/// Most steps one unit is linked to through the numbers it shares with them.
-const MAX_NUMBER_LINKS: usize = 4;
 /// Units longer than this are routed to a person: the heuristics could not cut them.
 const LONG_UNIT_BYTES: usize = 600;
 
@@ -94,11 +95,6 @@ pub const PROBLEM_KIND: &str = "problem_statement";
 /// seat holds, the fewer it can lose. A trace with more step units than this has its
 /// consecutive steps grouped (see [`decompose`]).
 pub const MAX_DECOMPOSED_SEGMENTS: usize = 128;
-
-/// Most steps of one group the Computer tier judges (one by one): a bound on the work of
-/// one judgement, which a seat must finish within the commit window. A longer group goes
-/// to the LLM tier.
-pub const MAX_GROUP_STEPS: usize = 1024;
 
 /// How the builder routes segments to tiers.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -161,7 +157,8 @@ pub enum DecomposeError {
 /// has its consecutive steps grouped instead: each group is one STEP segment, an exact
 /// span of the thinking of roughly equal size, linked to the groups holding the steps its
 /// own steps rest on; TACTIC and STRATEGY nodes are then left out. A Computer seat judges
-/// a group step by step ([`steps_of`]). A trace of normal length decomposes exactly as
+/// a group step by step ([`check_claim`](crate::audit::computer::check_claim), cutting it
+/// with [`readable::steps_of`]). A trace of normal length decomposes exactly as
 /// without these limits.
 pub fn decompose(trace: &Trace, options: &Options) -> Result<Hdag, DecomposeError> {
     decompose_within(trace, options, MAX_DECOMPOSED_SEGMENTS)
@@ -183,18 +180,18 @@ pub fn decompose_within(
         .into_iter()
         .map(|text| Para {
             text,
-            lines: text::lines_of(text),
+            lines: readable::lines_of(text),
         })
         .collect();
     let steps: usize = paras.iter().map(Para::unit_count).sum();
     if steps == 0 {
         return Err(DecomposeError::NoSteps);
     }
-    let outputs = text::cut(trace.output.trim(), MAX_SEGMENT_BYTES);
+    let outputs = readable::cut(trace.output.trim(), MAX_SEGMENT_BYTES);
     let plan = paras.first().is_some_and(|p| {
         paras.len() > 1
             && p.text.len() <= MAX_SEGMENT_BYTES
-            && p.units().all(|u| !u.is_math && !computer::readable(u.text))
+            && p.units().all(|u| !u.is_math && !readable::readable(u.text))
             && text::plans(p.text)
     });
     let tactics: Vec<Vec<Chunk>> = paras
@@ -262,7 +259,7 @@ pub fn decompose_within(
     for output in parts {
         // The final answer of a formal problem is checked against the problem itself;
         // any other answer means something only in the problem's words.
-        let answered = computer::answer::check_answer(problem, output).is_some();
+        let answered = readable::reads_answer(problem, output);
         let auditor = if options.high_stakes {
             AuditorType::Human
         } else if answered {
@@ -305,134 +302,23 @@ pub fn decompose_within(
     Ok(hdag)
 }
 
-/// The steps a segment holds, in order, as [`decompose`] cut them: one for a single step,
-/// several for a group of consecutive steps. A judge of a group judges them one by one.
-pub fn steps_of(segment: &str) -> Vec<&str> {
-    text::steps_of(segment)
-}
-
-/// For each of `steps` (in trace order), the earlier ones it rests on, as [`decompose`]
-/// links a step that is a segment of its own: for each of its symbols the latest earlier
-/// step that mentions it, failing any a few by the numbers it shares, a rule's
-/// antecedent, a truth table's parts. The problem statement is no step here (it travels
-/// with a segment as a given). A judge of a group gives each step these premises, so a
-/// grouped step is judged with what it would have been judged with on its own.
-pub fn step_links(steps: &[&str]) -> Vec<Vec<usize>> {
-    let none = Trace {
-        problem: String::new(),
-        thinking: String::new(),
-        output: String::new(),
-    };
-    let mut b = Builder::new(&none);
-    let stand_in = |id: String| HdagNode {
-        id,
-        content: String::new(),
-        abstraction_level: AbstractionLevel::Step,
-        kind: String::new(),
-        summary: String::new(),
-        primary_auditor: AuditorType::Auto,
-        secondary_auditors: Vec::new(),
-        complexity: Complexity::Low,
-    };
-    // Node 0 stands for the problem; node i + 1 for step i.
-    b.nodes.push(stand_in("goal".into()));
-    for (i, step) in steps.iter().enumerate() {
-        b.nodes.push(stand_in(i.to_string()));
-        b.link_dependencies(i.saturating_add(1), step, 0);
-    }
-    let mut links = vec![Vec::new(); steps.len()];
-    for e in &b.edges {
-        if let (Ok(from), Ok(to)) = (e.from.parse::<usize>(), e.to.parse::<usize>())
-            && to < from
-            && let Some(l) = links.get_mut(from)
-        {
-            l.push(to);
-        }
-    }
-    for l in &mut links {
-        l.sort_unstable();
-        l.dedup();
-    }
-    links
-}
-
-/// The Computer tier's judgement of a segment as a seat receives it (its claim, the claims
-/// it cites, the givens sealed with it): [`computer::check_segment`] for a single step; for
-/// a group of a long trace's steps, each step judged as it would be as a segment of its
-/// own, with the givens and, as premises, the steps it rests on ([`step_links`] over the
-/// steps of the cited segments and the group's earlier steps). A group is Valid when every
-/// step is, wrong when one step is wrong under every reading (that step named), and
-/// otherwise an abstention: a step the checkers cannot read never makes a group wrong.
-pub fn check_claim(claim: &str, premises: &[String], givens: &[String], seed: &Hash) -> Judgement {
-    let steps = steps_of(claim);
-    if steps.len() <= 1 {
-        return computer::check_segment(claim, premises, givens, seed);
-    }
-    if steps.len() > MAX_GROUP_STEPS {
-        return Judgement::Abstain(format!(
-            "a group of {} steps: more than the {MAX_GROUP_STEPS} the checkers judge in one segment",
-            steps.len()
-        ));
-    }
-    // A cited segment may be a group too: its steps are premises one by one.
-    let cited: Vec<&str> = premises.iter().flat_map(|p| steps_of(p)).collect();
-    let all: Vec<&str> = cited.iter().chain(&steps).copied().collect();
-    let links = step_links(&all);
-    let mut undecided: Option<String> = None;
-    let n = steps.len();
-    for (k, step) in steps.iter().enumerate() {
-        let at = || {
-            let head: String = step.chars().take(60).collect();
-            format!("step {} of {n} ({head:?})", k.saturating_add(1))
-        };
-        let premises: Vec<String> = links
-            .get(cited.len().saturating_add(k))
-            .into_iter()
-            .flatten()
-            .filter_map(|&j| all.get(j))
-            .map(|p| (*p).to_string())
-            .collect();
-        match computer::check_segment(step, &premises, givens, seed) {
-            Judgement::Vote {
-                vote: Vote::Valid, ..
-            } => {}
-            Judgement::Vote { vote, reason } => {
-                return Judgement::Vote {
-                    vote,
-                    reason: format!("{}: {reason}", at()),
-                };
-            }
-            Judgement::Abstain(why) => {
-                undecided.get_or_insert_with(|| format!("{}: {why}", at()));
-            }
-        }
-    }
-    match undecided {
-        Some(why) => Judgement::Abstain(why),
-        None => Judgement::Vote {
-            vote: Vote::Valid,
-            reason: format!("all {n} steps check"),
-        },
-    }
-}
-
 /// Whether the Computer tier's check covers the whole claim of a unit: a rule
 /// application, a fact, a truth-table evaluation or a `FROM` step; a definition of a name
 /// with no number in it; pure mathematics it reads; and, in a `formal` problem, any step
 /// it reads (its words narrate the mathematics).
 fn unit_covered(u: &Unit<'_>, formal: bool) -> bool {
     let t = u.text;
-    if computer::rule_use(t).is_some()
-        || computer::fact_claim(t).is_some()
-        || computer::truth_formula(t).is_some()
-        || computer::reads_from(t)
+    if readable::rule_use(t).is_some()
+        || readable::fact_claim(t).is_some()
+        || readable::truth_formula(t).is_some()
+        || readable::reads_from(t)
     {
         return true;
     }
     if u.is_definition && !u.is_math && !t.chars().any(|c| c.is_ascii_digit()) {
-        return computer::readable(t);
+        return readable::readable(t);
     }
-    (u.is_pure_math || formal) && computer::readable(t)
+    (u.is_pure_math || formal) && readable::readable(t)
 }
 
 /// A paragraph of the thinking with its lines and their step units.
@@ -608,16 +494,16 @@ fn conclusion_nodes(hdag: &Hdag) -> BTreeSet<usize> {
 }
 
 /// Whether the Computer tier's check covers the whole claim of `content` in a trace of
-/// `problem`: the final answer of a formal problem ([`computer::answer`]), else every
+/// `problem`: the final answer of a formal problem ([`answer`](crate::audit::computer::answer)), else every
 /// step of it as the heuristic builder would route it ([`Builder::covers`]).
 pub fn computer_covers(content: &str, problem: &str, conclusion: bool) -> bool {
-    if conclusion && computer::answer::check_answer(problem, content).is_some() {
+    if conclusion && readable::reads_answer(problem, content) {
         return true;
     }
-    let formal = computer::answer::is_formal(problem);
+    let formal = readable::is_formal(problem);
     let units: Vec<Unit<'_>> = paragraphs(content)
         .into_iter()
-        .flat_map(text::units_of)
+        .flat_map(readable::units_of)
         .collect();
     !units.is_empty() && units.iter().all(|u| unit_covered(u, formal))
 }
@@ -649,11 +535,11 @@ pub fn enforce_coverage(hdag: &mut Hdag, trace: &Trace) -> Vec<String> {
         );
         let single = paragraphs(&n.content)
             .into_iter()
-            .flat_map(text::units_of)
+            .flat_map(readable::units_of)
             .count()
             == 1;
         if let Some(span) =
-            text::calculation_span(&n.content).filter(|s| single && computer::readable(s))
+            text::calculation_span(&n.content).filter(|s| single && readable::readable(s))
         {
             let mut k = 1usize;
             let id = loop {
@@ -819,20 +705,8 @@ struct Seg<'a> {
     complexity: Complexity,
 }
 
-/// What a unit mentions, for dependency edges.
-struct Mentions {
-    symbols: BTreeSet<String>,
-    numbers: BTreeSet<String>,
-    /// The rule application the unit makes, if it is one.
-    rule: Option<RuleUse>,
-    /// The formula a truth-table step evaluates (written uniformly), and its atoms.
-    formula: Option<(String, Vec<String>)>,
-}
-
 struct Builder<'t> {
-    /// Numbers the problem states, in digits or in words (`twice` → 2, `a dozen` → 12).
-    problem_numbers: BTreeSet<String>,
-    /// The problem is formal ([`computer::answer::is_formal`]): its steps' words only
+    /// The problem is formal ([`readable::is_formal`]): its steps' words only
     /// narrate mathematics, so a step the checkers read is covered by them whole.
     formal: bool,
     problem: String,
@@ -841,13 +715,8 @@ struct Builder<'t> {
     /// Edges made so far (from, to, kind): a group of steps links to another once.
     made: BTreeSet<(usize, usize, Relationship)>,
     counters: Vec<(&'static str, usize)>,
-    /// For each symbol, number, derived atom (lower case) and evaluated formula, the
-    /// latest step-level node that mentions it: "the latest earlier step" is one lookup,
-    /// so linking stays linear in the trace.
-    latest_symbol: BTreeMap<String, usize>,
-    latest_number: BTreeMap<String, usize>,
-    latest_derived: BTreeMap<String, usize>,
-    latest_formula: BTreeMap<String, usize>,
+    /// What each step-level node rests on, read as the checkers read it.
+    links: Links,
     last_step: Option<usize>,
     trace: &'t Trace,
 }
@@ -855,20 +724,13 @@ struct Builder<'t> {
 impl<'t> Builder<'t> {
     fn new(trace: &'t Trace) -> Self {
         Self {
-            problem_numbers: numbers_in(&trace.problem)
-                .into_iter()
-                .chain(computer::number_words(&trace.problem))
-                .collect(),
-            formal: computer::answer::is_formal(&trace.problem),
+            formal: readable::is_formal(&trace.problem),
             problem: trace.problem.clone(),
             nodes: Vec::new(),
             edges: Vec::new(),
             made: BTreeSet::new(),
             counters: Vec::new(),
-            latest_symbol: BTreeMap::new(),
-            latest_number: BTreeMap::new(),
-            latest_derived: BTreeMap::new(),
-            latest_formula: BTreeMap::new(),
+            links: Links::new(&trace.problem),
             last_step: None,
             trace,
         }
@@ -949,7 +811,7 @@ impl<'t> Builder<'t> {
                     let (auditor, complexity) =
                         if members.iter().any(|p| p.unit.text.len() > LONG_UNIT_BYTES) {
                             (AuditorType::Human, Complexity::High)
-                        } else if members.len() <= MAX_GROUP_STEPS
+                        } else if members.len() <= readable::MAX_GROUP_STEPS
                             && members.iter().all(|p| self.covers(&p.unit))
                         {
                             (AuditorType::Auto, Complexity::Low)
@@ -1053,7 +915,7 @@ impl<'t> Builder<'t> {
             )
         } else if u.is_math && u.is_pure_math {
             // Pure mathematics is an OPERATION; only a checker that can read it takes it.
-            let readable = computer::readable(u.text);
+            let readable = readable::readable(u.text);
             (
                 "O",
                 AbstractionLevel::Operation,
@@ -1130,7 +992,7 @@ impl<'t> Builder<'t> {
         } else {
             text
         };
-        if !computer::readable(content) {
+        if !readable::readable(content) {
             return Ok(());
         }
         let op = self.push(Seg {
@@ -1161,158 +1023,19 @@ impl<'t> Builder<'t> {
     /// Whether the bare calculation `span` of `text` is judged as the whole text is, on
     /// the problem alone: never wrong where the whole is not.
     fn reads_alike(&self, span: &str, text: &str) -> bool {
-        let givens = [self.problem.clone()];
-        let seed = Hash::ZERO;
-        let failure = |j: &Judgement| matches!(j.as_vote(), Some(Vote::Invalid | Vote::Ungrounded));
-        let part = computer::check_segment(span, &[], &givens, &seed);
-        if !failure(&part) {
-            return true;
-        }
-        let whole = computer::check_segment(text, &[], &givens, &seed);
-        failure(&whole) && whole.as_vote() == part.as_vote()
+        readable::reads_alike(span, text, &self.problem)
     }
 
-    /// Adds `depends_on` edges from `id` to the latest earlier step sharing a symbol (or
-    /// else a number), and to the GOAL when it uses a number the problem states. Returns
-    /// whether any step dependency was found.
+    /// Adds `depends_on` edges from `id` to what the checkers' reading links it to
+    /// ([`Links::premises`]): the latest earlier step sharing a symbol (or else a number),
+    /// a rule's antecedent, a truth table's parts, and the GOAL when it uses a number the
+    /// problem states. Returns whether any step dependency was found.
     fn link_dependencies(&mut self, id: usize, text: &str, goal: usize) -> bool {
-        // An `x` written as a times sign (`20 questions x 0.5`) is not a symbol.
-        let unknowns = computer::unknowns(text);
-        let m = Mentions {
-            symbols: symbols_in(text)
-                .into_iter()
-                .filter(|s| unknowns.contains(s))
-                .collect(),
-            numbers: numbers_in(text)
-                .into_iter()
-                .filter(|n| n != "0" && n != "1")
-                .collect(),
-            rule: computer::rule_use(text),
-            formula: computer::truth_formula(text),
-        };
-        if let Some(r) = &m.rule {
-            return self.link_rule(id, r.clone(), m, goal);
-        }
-        if let Some(a) = computer::fact_claim(text) {
-            // `F is now derived.` rests like a rule whose consequent is F.
-            let r = RuleUse {
-                from: a.clone(),
-                to: a.clone(),
-                derived: a,
-            };
-            return self.link_rule(id, r, m, goal);
-        }
-        if let Some(f) = &m.formula {
-            return self.link_truth(id, f.clone(), m, goal);
-        }
-        // The problem first: a seat's premises put the givens before the steps, and the
-        // local check reads them in this order too.
-        if !m.numbers.is_disjoint(&self.problem_numbers) {
-            self.edge(id, goal, Relationship::DependsOn, 0.8);
-        }
-        // For each symbol, the latest earlier step that mentions it; failing any, for each
-        // number, the latest earlier step that mentions it (`239/260` rests on both the
-        // step that found 239 and the one that found 260).
-        let mut targets: Vec<(usize, f64)> = Vec::new();
-        for sym in &m.symbols {
-            if let Some(&i) = self.latest_symbol.get(sym)
-                && !targets.iter().any(|(t, _)| *t == i)
-            {
-                targets.push((i, 0.9));
-            }
-        }
-        if targets.is_empty() {
-            for n in &m.numbers {
-                if let Some(&i) = self.latest_number.get(n)
-                    && !targets.iter().any(|(t, _)| *t == i)
-                    && targets.len() < MAX_NUMBER_LINKS
-                {
-                    targets.push((i, 0.7));
-                }
-            }
-            // In trace order, as a seat reads its premises.
-            targets.sort_by_key(|(i, _)| *i);
-        }
-        // A step of the same group is no premise of the group: it is inside it.
-        let found = targets.iter().any(|(to, _)| *to != id);
-        for (to, confidence) in targets {
+        let (premises, found) = self.links.premises(id, text, goal);
+        for (to, confidence) in premises {
             self.edge(id, to, Relationship::DependsOn, confidence);
         }
-        self.record(id, m);
         found
-    }
-
-    /// Notes what step-level node `id` mentions, as the latest to mention it.
-    fn record(&mut self, id: usize, m: Mentions) {
-        for sym in m.symbols {
-            self.latest_symbol.insert(sym, id);
-        }
-        for n in m.numbers {
-            self.latest_number.insert(n, id);
-        }
-        if let Some(r) = m.rule {
-            self.latest_derived
-                .insert(r.derived.to_ascii_lowercase(), id);
-        }
-        if let Some((f, _)) = m.formula {
-            self.latest_formula.insert(f, id);
-        }
-    }
-
-    /// A rule application rests on the step that derived its antecedent and on the
-    /// problem, where the rules and facts are stated.
-    fn link_rule(&mut self, id: usize, r: RuleUse, m: Mentions, goal: usize) -> bool {
-        let source = self
-            .latest_derived
-            .get(&r.from.to_ascii_lowercase())
-            .copied();
-        if let Some(to) = source {
-            self.edge(id, to, Relationship::DependsOn, 0.9);
-        }
-        let in_problem = |atom: &str| {
-            self.problem
-                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-                .any(|w| w.eq_ignore_ascii_case(atom))
-        };
-        if in_problem(&r.from) || in_problem(&r.to) {
-            self.edge(id, goal, Relationship::DependsOn, 0.8);
-        }
-        self.record(id, m);
-        source.is_some_and(|to| to != id)
-    }
-
-    /// A truth-table step rests on the problem (the assignment) and on the latest step
-    /// that evaluated each of its proper parts (the latest few such parts).
-    fn link_truth(
-        &mut self,
-        id: usize,
-        (formula, atoms): (String, Vec<String>),
-        m: Mentions,
-        goal: usize,
-    ) -> bool {
-        let in_problem = atoms.iter().any(|a| {
-            self.problem
-                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-                .any(|w| w == a)
-        });
-        if in_problem {
-            self.edge(id, goal, Relationship::DependsOn, 0.8);
-        }
-        let mut parts: Vec<usize> = self
-            .latest_formula
-            .iter()
-            .filter(|(f, _)| **f != formula && formula.contains(f.as_str()))
-            .map(|(_, &i)| i)
-            .collect();
-        parts.sort_unstable_by(|a, b| b.cmp(a));
-        parts.dedup();
-        parts.truncate(MAX_NUMBER_LINKS * 2);
-        parts.sort_unstable();
-        for &to in &parts {
-            self.edge(id, to, Relationship::DependsOn, 0.9);
-        }
-        self.record(id, m);
-        parts.iter().any(|&to| to != id)
     }
 
     fn edge(&mut self, from: usize, to: usize, relationship: Relationship, confidence: f64) {

@@ -124,21 +124,6 @@ fn provider_hdag_must_use_exact_spans() {
     ));
 }
 
-#[test]
-fn text_helpers() {
-    assert_eq!(
-        text::symbols_in("5x = 6x − 14 and t1, 0.96D"),
-        ["x", "x", "t1", "D"]
-    );
-    assert!(text::numbers_in("x / (3x − 7) = 2/5").contains(&"2/5".to_string()));
-    assert!(text::is_pure_math("Therefore, 5x = 9x − 20"));
-    assert!(!text::is_pure_math("The denominator is 3x − 7"));
-    assert!(text::is_math("The denominator is 3x − 7"));
-    assert!(!text::is_math("We think about the tunnel."));
-    assert!(!text::is_math("a well-known two-step result"));
-    assert_eq!(text::units_of("a = 1. Then b = 2.\n2) Step c").len(), 3);
-}
-
 proptest! {
     #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
 
@@ -207,13 +192,6 @@ fn numbers_the_problem_states_in_words_link_to_the_goal() {
     );
 }
 
-#[test]
-fn thousands_separators_are_part_of_a_number() {
-    assert!(text::numbers_in("$30,800 + $4,400").contains(&"30800".to_string()));
-    assert!(text::numbers_in("f(1, 200)").contains(&"200".to_string()));
-    assert!(!text::numbers_in("1,2345").contains(&"12345".to_string()));
-}
-
 /// Checks what every decomposition must satisfy, whatever the trace's size: a valid HDAG,
 /// every segment an exact span of the trace and within the segment limit, and no more
 /// segments than one session holds.
@@ -255,7 +233,11 @@ fn steps_held(h: &Hdag) -> Vec<String> {
                 AbstractionLevel::Step | AbstractionLevel::Operation
             ) && n.kind != "conclusion"
         })
-        .flat_map(|n| steps_of(&n.content).into_iter().map(str::to_string))
+        .flat_map(|n| {
+            readable::steps_of(&n.content)
+                .into_iter()
+                .map(str::to_string)
+        })
         .collect()
 }
 
@@ -461,99 +443,9 @@ fn traces_of_normal_length_are_not_grouped() {
     // One step is one step to a judge, list marker or not.
     for n in &h.nodes {
         if n.abstraction_level == AbstractionLevel::Step {
-            assert_eq!(steps_of(&n.content).len(), 1, "{}", n.content);
+            assert_eq!(readable::steps_of(&n.content).len(), 1, "{}", n.content);
         }
     }
-}
-
-/// A Computer seat judges a group step by step: Valid when all hold, wrong when one is
-/// wrong (and says which), an abstention when a step cannot be read — never wrong for a
-/// step it cannot judge.
-#[test]
-fn a_group_is_judged_step_by_step_and_abstains_on_what_it_cannot_read() {
-    use trust_protocol::{Hash, Vote};
-
-    let judge = |claim: &str| {
-        check_claim(
-            claim,
-            &["Step 1: 10 + 2 = 12.".into()],
-            &[sample::PROBLEM.into()],
-            &Hash::ZERO,
-        )
-    };
-    let good = judge("12 + 2 = 14.\nStep 3: 14 + 2 = 16.\nStep 4: 16 + 2 = 18.");
-    assert_eq!(good.as_vote(), Some(Vote::Valid), "{good:?}");
-    let bad = judge("12 + 2 = 14.\nStep 3: 14 + 2 = 17.\nStep 4: 17 + 2 = 19.");
-    assert_eq!(bad.as_vote(), Some(Vote::Invalid), "{bad:?}");
-    assert!(format!("{bad:?}").contains("step 2 of 3"), "{bad:?}");
-    let prose = judge("12 + 2 = 14.\nStep 3: We think the pattern is clear now.");
-    assert_eq!(prose.as_vote(), None, "{prose:?}");
-    // Too many steps for one judgement: an abstention, not a guess.
-    let many: Vec<String> = (0..MAX_GROUP_STEPS + 1)
-        .map(|i| format!("Step {}: {} + 2 = {}.", i + 2, 12 + 2 * i, 14 + 2 * i))
-        .collect();
-    let long = judge(&many.join("\n"));
-    assert_eq!(long.as_vote(), None, "{long:?}");
-}
-
-/// A judge of a group gives each step the premises the decomposer gives that step when it
-/// is a segment of its own (the problem statement aside: it travels as a given).
-#[test]
-fn a_grouped_step_rests_on_what_it_rests_on_alone() {
-    let corpus = std::fs::read_to_string(format!(
-        "{}/../examples/corpus/quality.jsonl",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .expect("the quality corpus");
-    let mut traces: Vec<(String, Trace)> = [
-        "fraction-correct.txt",
-        "fraction-incorrect.txt",
-        "bakery-correct.txt",
-        "rules-correct.txt",
-        "rules-wrong.txt",
-        "tunnel.json",
-    ]
-    .iter()
-    .map(|n| (n.to_string(), sample(n)))
-    .collect();
-    for line in corpus.lines() {
-        let r: serde_json::Value = serde_json::from_str(line).expect("a corpus record");
-        let t = Trace::parse(r["trace"].as_str().expect("its trace")).expect("parses");
-        traces.push((r["id"].to_string(), t));
-    }
-    let mut compared = 0;
-    for (name, t) in traces {
-        let h = decompose(&t, &Options::default()).expect("decomposes");
-        // The OPERATION of a worded STEP is no step of its own: it rests on what its STEP
-        // rests on.
-        let checks = super::supported_steps(&h);
-        let units: Vec<&HdagNode> = h
-            .nodes
-            .iter()
-            .enumerate()
-            .filter(|(i, n)| {
-                matches!(
-                    n.abstraction_level,
-                    AbstractionLevel::Step | AbstractionLevel::Operation
-                ) && n.kind != "conclusion"
-                    && !checks.contains_key(i)
-            })
-            .map(|(_, n)| n)
-            .collect();
-        let texts: Vec<&str> = units.iter().map(|n| n.content.as_str()).collect();
-        let links = step_links(&texts);
-        for (i, u) in units.iter().enumerate() {
-            let alone: Vec<usize> = h
-                .dependencies_of(&u.id)
-                .filter_map(|d| units.iter().position(|v| v.id == d))
-                .collect::<BTreeSet<_>>()
-                .into_iter()
-                .collect();
-            assert_eq!(links[i], alone, "{name}: {}", u.content);
-            compared += 1;
-        }
-    }
-    assert!(compared > 4000, "{compared}");
 }
 
 /// A provider's HDAG that gives the Computer tier a claim in words around a calculation

@@ -37,17 +37,28 @@
 //! - **Grounding**: a claim with no premise equation to derive it from, that uses a number
 //!   found neither in the context nor in its premises (in digits or words, unit constants
 //!   aside), is `Ungrounded` (ARES) — only when the judge was shown the problem.
+//! - **Groups** of a long trace's steps (one segment): judged step by step, each with
+//!   the premises it would have alone ([`check_claim`], [`step_links`]).
+//!
+//! The decomposer asks these checkers only what they can read ([`readable`](mod@readable)),
+//! and routes a segment here only when that covers its whole claim.
 
 pub mod answer;
+mod claim;
 pub(crate) mod expr;
 mod logic;
 mod poly;
 pub(crate) mod read;
+pub mod readable;
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use trust_protocol::{Hash, Vote};
 
+pub use self::{
+    claim::{MAX_GROUP_STEPS, check_claim, step_links},
+    readable::readable,
+};
 use self::{
     expr::{Expr, P, Rational},
     poly::RatFn,
@@ -135,41 +146,6 @@ impl Judgement {
     }
 }
 
-pub use self::logic::RuleUse;
-
-/// Reads a rule application (`I use rule (A → B) to derive B`), for linking it to the
-/// step that derived its antecedent.
-pub fn rule_use(text: &str) -> Option<RuleUse> {
-    logic::rule_use(text)
-}
-
-/// The formula a truth-table evaluation step evaluates (written uniformly) and its
-/// atoms: `(P ∨ Q)` and `[P, Q]` for `Since P is false, Q is true, (P ∨ Q) is true.`
-pub fn truth_formula(text: &str) -> Option<(String, Vec<String>)> {
-    logic::truth_formula(text)
-}
-
-/// Whether the text is a propositional `p FROM p1, ..., pn` step.
-pub fn reads_from(text: &str) -> bool {
-    logic::reads_from(text)
-}
-
-/// The atom a step claims is established (`F is now derived.`).
-pub fn fact_claim(text: &str) -> Option<String> {
-    logic::fact_claim(text)
-}
-
-/// Short names a text uses as unknowns (`x` in `3x + 2`, not in `3 x 4`).
-pub fn unknowns(text: &str) -> BTreeSet<String> {
-    read::unknowns(text)
-}
-
-/// Numbers a text states in words (`twice` → `2`, `a dozen` → `12`, `half` → `1/2` and
-/// `2`), written as the decomposer writes numbers.
-pub fn number_words(text: &str) -> Vec<String> {
-    read::word_values(text).into_iter().map(show).collect()
-}
-
 /// Parses `text` with the checkers' expression parser and evaluates the result as the
 /// checkers do: exactly over rationals, modulo the identity-test prime and as a float,
 /// every name bound to a value derived from `seed`. `None` when it does not parse;
@@ -196,33 +172,6 @@ pub fn evaluate_expression(text: &str, seed: &Hash) -> Option<Option<String>> {
     Some(e.eval_exact(&exact).map(show))
 }
 
-/// Whether the checker can read `text`: a calculation or equation it parses under at
-/// least one reading, a rule application, a `p FROM p1, ..., pn` step, or a definition
-/// (`Let x be ...`, `The denominator is 3x − 7`). The decomposer routes a step to the
-/// Computer tier only then.
-pub fn readable(text: &str) -> bool {
-    let t = text.trim();
-    if t.is_empty() || t.chars().count() > MAX_CLAIM_CHARS {
-        return false;
-    }
-    if logic::reads_truth(t)
-        || logic::reads_rule(t)
-        || logic::fact_claim(t).is_some()
-        || logic::reads_from(t)
-        || is_definition(t)
-        || names_expression(t)
-    {
-        return true;
-    }
-    let (cleaned, notes) = read::clean(t);
-    let none = BTreeSet::new();
-    notes.iter().chain(read::clauses(&cleaned).iter()).any(|c| {
-        read::readings(c, &none)
-            .iter()
-            .any(|r| r.as_ref().is_some_and(|chains| !chains.is_empty()))
-    })
-}
-
 /// `Let ...`, `Denote ...`, `Define ...`.
 fn is_definition(text: &str) -> bool {
     let lower: String = text.chars().take(12).collect::<String>().to_lowercase();
@@ -234,21 +183,6 @@ fn is_definition(text: &str) -> bool {
         && (lower.starts_with("let ")
             || lower.starts_with("denote ")
             || lower.starts_with("define "))
-}
-
-/// `The denominator is 3x − 7`: a quantity named in words and given as an expression in
-/// a name.
-fn names_expression(text: &str) -> bool {
-    let Some((_, rhs)) = text.rsplit_once(" is ") else {
-        return false;
-    };
-    let rhs = rhs.trim().trim_end_matches(['.', ',', ';']);
-    let Ok(e) = Expr::parse(&read::clean(rhs).0) else {
-        return false;
-    };
-    let mut names = BTreeSet::new();
-    e.vars(&mut names);
-    !names.is_empty() && !matches!(e, Expr::Var(_) | Expr::Num(..))
 }
 
 /// [`check`] on a segment as a seat sees it: its claim, the claims it cites (in order)
