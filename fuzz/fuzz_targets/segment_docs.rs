@@ -15,7 +15,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use trust_node::submit::SegmentDoc;
+use trust_node::audit::provider::prepare::SegmentDoc;
 use trust_protocol::{
     Hash, encoding,
     seal::{self, KEY_LEN, MAX_SEGMENT_PLAINTEXT, NONCE_LEN, SealedKey, SealingSecret},

@@ -163,7 +163,7 @@ impl Default for NodeConfig {
             timeout_delta_ms: None,
             sync_interval_ms: 2_000,
             seats_per_segment: 3,
-            honeypots_per_session: crate::submit::honeypot::DEFAULT_PER_SESSION,
+            honeypots_per_session: crate::audit::provider::honeypot::DEFAULT_PER_SESSION,
             ipfs_api: None,
             llm_url: None,
             llm_model: None,

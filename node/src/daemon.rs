@@ -755,11 +755,11 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
             "human_seats_per_segment = {k} in config.toml: must be between 1 and the network's max_k ({max_k})"
         )));
     }
-    if cfg.honeypots_per_session > crate::submit::honeypot::MAX_PER_SESSION {
+    if cfg.honeypots_per_session > crate::audit::provider::honeypot::MAX_PER_SESSION {
         return Err(DaemonError::Home(format!(
             "honeypots_per_session = {} in config.toml: at most {}",
             cfg.honeypots_per_session,
-            crate::submit::honeypot::MAX_PER_SESSION
+            crate::audit::provider::honeypot::MAX_PER_SESSION
         )));
     }
     let llm = llm_judge(&cfg, doc.genesis.params.commit_window, block_time)?;

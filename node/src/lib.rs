@@ -26,7 +26,6 @@ pub mod net;
 pub mod proof;
 pub mod query;
 pub mod report;
-pub mod submit;
 pub mod tasks;
 #[cfg(test)]
 pub(crate) mod testchain;

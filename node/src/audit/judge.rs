@@ -16,7 +16,7 @@ use async_trait::async_trait;
 use trust_protocol::{Hash, Vote, tx::Tier};
 
 use super::computer::{self, Judgement};
-use crate::{decompose, submit::SegmentDoc};
+use crate::{audit::provider::prepare::SegmentDoc, decompose};
 
 /// What a seat knows of the segment it judges.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

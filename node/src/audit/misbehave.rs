@@ -40,7 +40,7 @@ use trust_protocol::{
 };
 
 use super::judge::Decision;
-use crate::submit::{Bait, Restricted};
+use super::provider::{honeypot::Bait, prepare::Restricted};
 
 /// A misbehaving seat's strategy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -246,7 +246,7 @@ mod tests {
         use crate::decompose::{Options, decompose};
         let text = include_str!("../../../examples/traces/fraction-correct.txt");
         let h = decompose(&Trace::parse(text).unwrap(), &Options::default()).unwrap();
-        let r = crate::submit::restrict(&h, |t| t == Tier::Computer);
+        let r = crate::audit::provider::prepare::restrict(&h, |t| t == Tier::Computer);
         let baits = false_baits(&r, 8);
         assert!(baits.len() >= 2, "{baits:?}");
         assert!(baits.len() <= 8);

@@ -49,7 +49,7 @@ use super::{
     provider::key_context,
     votes::{VoteBook, VoteRecord},
 };
-use crate::{blobs::BlobStore, submit::SegmentDoc};
+use crate::{audit::provider::prepare::SegmentDoc, blobs::BlobStore};
 
 /// The environment variable that selects a test behaviour (see `audit::misbehave`, compiled
 /// only into test builds). A build without them refuses to start when it is set.

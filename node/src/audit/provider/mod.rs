@@ -10,7 +10,7 @@
 //! [`Provider::on_block`] follows the session through decided blocks: when seats are
 //! drawn it seals each segment key to that segment's seats and to the seats of the
 //! segments that cite it (`DeliverKeys`); when voting is over it opens its honeypots
-//! (`RevealHoneypot`, see [`crate::submit::honeypot`]) and then the mapping commitment
+//! (`RevealHoneypot`, see [`honeypot`]) and then the mapping commitment
 //! (`RevealMapping`); once decided it removes the ciphertexts.
 //!
 //! Staffing counts only the auditors the contract could draw (its per-tier index:
@@ -41,12 +41,18 @@ use trust_protocol::{
     units::Ppm,
 };
 
+use self::{
+    honeypot::Bait,
+    prepare::{MappingEntry, Planted, Restricted, SegmentDoc, TierWeights},
+};
 use super::outbox::{Outbox, Sent};
 use crate::{
     blobs::{BlobStore, kubo::Kubo},
     decompose,
-    submit::{self, MappingEntry, Planted, Restricted, SegmentDoc, TierWeights, honeypot},
 };
+
+pub mod honeypot;
+pub mod prepare;
 
 /// The context a segment key is sealed under: binds it to one session, segment and seat.
 pub fn key_context(session: &Hash, segment_id: &Hash, seat: &AccountId) -> Vec<u8> {
@@ -270,7 +276,7 @@ impl Provider {
         wanted: usize,
         cap: usize,
         rng: &mut impl RngCore,
-    ) -> Vec<submit::Bait> {
+    ) -> Vec<Bait> {
         #[cfg(feature = "misbehave")]
         if self.griefing {
             let baits = super::misbehave::false_baits(r, cap);
@@ -404,7 +410,7 @@ impl Provider {
         let q = self.quorum.clone();
         let need =
             |t: Tier| usize::from(q.k[tier_index(t)]).saturating_add(usize::from(q.extra_seats));
-        let restricted = submit::restrict(&hdag, |t| staffed[tier_index(t)] >= need(t));
+        let restricted = prepare::restrict(&hdag, |t| staffed[tier_index(t)] >= need(t));
         if restricted.hdag.nodes.is_empty() {
             return Err(format!(
                 "no segment can be audited here: auditors per tier (computer, llm, human) = {staffed:?}, {} needed per segment",
@@ -423,7 +429,7 @@ impl Provider {
                 "fewer honeypots than configured: the checker could not refute enough altered steps of this trace"
             );
         }
-        let mut prepared = submit::prepare_with(
+        let mut prepared = prepare::prepare_with(
             &restricted,
             &baits,
             q.clone(),
@@ -553,7 +559,7 @@ impl Provider {
         height: u64,
         hdag: &Hdag,
         restricted: &Restricted,
-        prepared: &submit::PreparedSession,
+        prepared: &prepare::PreparedSession,
     ) -> Result<(), String> {
         let mut nodes: Vec<String> = prepared.mapping.iter().map(|m| m.node.clone()).collect();
         let mut texts = Vec::with_capacity(nodes.len());
@@ -619,7 +625,7 @@ impl Provider {
         &self,
         session: &Hash,
         nonce: u64,
-        prepared: &submit::PreparedSession,
+        prepared: &prepare::PreparedSession,
     ) -> Result<Hash, String> {
         let mut cids = Vec::new();
         for (cid, bytes) in &prepared.blocks {
@@ -848,7 +854,7 @@ impl Provider {
         }
         let call = Call::RevealMapping {
             session: *session,
-            mapping: submit::mapping_document_hash(&r.mapping),
+            mapping: prepare::mapping_document_hash(&r.mapping),
             salt: r.mapping_salt,
         };
         match self.outbox.send(call).await {
@@ -947,7 +953,7 @@ mod tests {
         // The mapping is the one the ledger's commitment opens to.
         let sess = &chain.contract.state().sessions[&s.session];
         assert_eq!(
-            submit::mapping_commitment(&r.mapping, &r.mapping_salt),
+            prepare::mapping_commitment(&r.mapping, &r.mapping_salt),
             sess.manifest.mapping_commitment
         );
         for (i, g) in sess.segments.iter().enumerate() {
@@ -959,17 +965,17 @@ mod tests {
                 "the problem statement is sealed with it"
             );
             let salt = &r.mapping[i].salt;
-            assert_eq!(submit::blinded_id(salt, &doc), g.entry.id, "segment {i}");
+            assert_eq!(prepare::blinded_id(salt, &doc), g.entry.id, "segment {i}");
             let mut other = doc.clone();
             other.given[0].push_str(" And x is 15.");
-            assert_ne!(submit::blinded_id(salt, &other), g.entry.id);
+            assert_ne!(prepare::blinded_id(salt, &other), g.entry.id);
             let mut other = doc.clone();
             other.operations.push("2 + 2 = 4".into());
-            assert_ne!(submit::blinded_id(salt, &other), g.entry.id);
+            assert_ne!(prepare::blinded_id(salt, &other), g.entry.id);
             // A given moved into the operations is another document too.
             let mut other = doc.clone();
             other.operations.insert(0, other.given.remove(0));
-            assert_ne!(submit::blinded_id(salt, &other), g.entry.id);
+            assert_ne!(prepare::blinded_id(salt, &other), g.entry.id);
         }
     }
 
@@ -1388,10 +1394,10 @@ mod tests {
             {"from": "B", "to": "A", "relationship": "depends_on"}
         ]}"#;
         let h: Hdag = serde_json::from_str(json).unwrap();
-        let r = submit::restrict(&h, |t| t == Tier::Computer);
+        let r = prepare::restrict(&h, |t| t == Tier::Computer);
         assert_eq!(
             r.dropped,
-            vec![submit::Dropped {
+            vec![prepare::Dropped {
                 id: "B".to_string(),
                 tier: Tier::Llm,
                 depends_on: vec!["A".to_string()],
@@ -1449,10 +1455,9 @@ mod tests {
             let ctx = key_context(&s.session, &ids[j], seat);
             // The addressed seat opens it and reads the segment.
             let key = open_key(&sealing(i), sealed, &ctx).unwrap();
-            let doc = crate::submit::SegmentDoc::from_bytes(
-                &decrypt_segment(&key, &ids[j], &blob(j)).unwrap(),
-            )
-            .unwrap();
+            let doc =
+                prepare::SegmentDoc::from_bytes(&decrypt_segment(&key, &ids[j], &blob(j)).unwrap())
+                    .unwrap();
             assert!(TRACE.contains(&doc.claim) || honeypots.contains(&j));
             // Nobody else does: not the outsider, not another seat.
             assert!(open_key(&outsider, sealed, &ctx).is_err());

@@ -30,10 +30,8 @@ use trust_protocol::{
     units::Amount,
 };
 
-pub use self::honeypot::Bait;
+use super::honeypot::{self, Bait};
 use crate::decompose::{self, dependency_order};
-
-pub mod honeypot;
 
 /// Weight of a segment in the trace quorum, per tier.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
