@@ -6,7 +6,8 @@
 //! seat drawn for that segment only: an ephemeral X25519 key agreement with the seat's
 //! sealing key, a key derived by hashing both public keys, the shared secret and a context
 //! (session, segment, seat), and XChaCha20-Poly1305 over the segment key. A key sealed to
-//! one seat does not open for another, nor for the same seat under another context.
+//! one seat does not open for another, nor for the same seat under another context
+//! ([`key_context`], the one context both the provider and the seat use).
 //!
 //! Pure: the caller supplies the randomness (segment keys, nonces, ephemeral secrets), so
 //! this crate never touches the OS.
@@ -18,7 +19,7 @@ use chacha20poly1305::{
 use serde::{Deserialize, Serialize};
 use x25519_dalek::{PublicKey as XPublic, StaticSecret};
 
-use crate::{Hash, SealingPublicKey};
+use crate::{AccountId, Hash, SealingPublicKey};
 
 /// Length of a segment key.
 pub const KEY_LEN: usize = 32;
@@ -149,6 +150,15 @@ fn seal_cipher_key(
     .0
 }
 
+/// The context a segment key is sealed under: binds it to one session, segment and seat.
+pub fn key_context(session: &Hash, segment_id: &Hash, seat: &AccountId) -> Vec<u8> {
+    let mut c = b"trust/v1/segment-key".to_vec();
+    c.extend_from_slice(session.as_ref());
+    c.extend_from_slice(segment_id.as_ref());
+    c.extend_from_slice(seat.as_ref());
+    c
+}
+
 /// Seals `segment_key` to `recipient` under `context` (bind it to session, segment and
 /// seat). `ephemeral_secret` must be fresh randomness for every call.
 pub fn seal_key(
@@ -262,6 +272,34 @@ mod tests {
         assert_eq!(
             decrypt_segment(&key, &seg, &blob[..10]),
             Err(SealError::TooShort(10))
+        );
+    }
+
+    /// The sealing context is part of every sealed key on the ledger: its bytes are
+    /// pinned, so a change breaks the keys already delivered and fails here on purpose.
+    #[test]
+    fn key_context_bytes_are_pinned() {
+        let session = Hash([1u8; 32]);
+        let segment = Hash([2u8; 32]);
+        let seat = AccountId::from([3u8; 32]);
+        let ctx = key_context(&session, &segment, &seat);
+        let mut expected = b"trust/v1/segment-key".to_vec();
+        expected.extend_from_slice(&[1u8; 32]);
+        expected.extend_from_slice(&[2u8; 32]);
+        expected.extend_from_slice(&[3u8; 32]);
+        assert_eq!(ctx, expected);
+        assert_eq!(ctx.len(), 20 + 3 * 32);
+        assert_eq!(
+            hex::encode(&ctx[..20]),
+            "74727573742f76312f7365676d656e742d6b6579"
+        );
+        // Each part binds: another session, segment or seat gives another context.
+        let other = Hash([9u8; 32]);
+        assert_ne!(key_context(&other, &segment, &seat), ctx);
+        assert_ne!(key_context(&session, &other, &seat), ctx);
+        assert_ne!(
+            key_context(&session, &segment, &AccountId::from([9u8; 32])),
+            ctx
         );
     }
 

@@ -37,7 +37,7 @@ use trust_contracts::{Contract, Event, Phase, SegmentState};
 use trust_protocol::{
     Commitment, Hash, Salt, Vote,
     cid::Cid,
-    seal::{KEY_LEN, SealingSecret, decrypt_segment, open_key},
+    seal::{KEY_LEN, SealingSecret, decrypt_segment, key_context, open_key},
     tx::{Call, Tier},
 };
 
@@ -46,7 +46,6 @@ use super::misbehave::Behaviour;
 use super::{
     judge::{Auditor, ComputerAuditor, Decision, SeatRef, SegmentView},
     outbox::{Outbox, Sent},
-    provider::key_context,
     votes::{VoteBook, VoteRecord},
 };
 use crate::{audit::provider::prepare::SegmentDoc, blobs::BlobStore};

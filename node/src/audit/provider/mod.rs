@@ -35,7 +35,7 @@ use trust_protocol::{
     block::MAX_TX_BYTES,
     hdag::{AbstractionLevel, Hdag, Relationship},
     seal::decrypt_segment,
-    seal::{KEY_LEN, seal_key},
+    seal::{KEY_LEN, key_context, seal_key},
     trace::Trace,
     tx::{Call, MAX_SEALED_KEYS, QuorumParams, SeatKey, Tier, Tx},
     units::Ppm,
@@ -53,15 +53,6 @@ use crate::{
 
 pub mod honeypot;
 pub mod prepare;
-
-/// The context a segment key is sealed under: binds it to one session, segment and seat.
-pub fn key_context(session: &Hash, segment_id: &Hash, seat: &AccountId) -> Vec<u8> {
-    let mut c = b"trust/v1/segment-key".to_vec();
-    c.extend_from_slice(session.as_ref());
-    c.extend_from_slice(segment_id.as_ref());
-    c.extend_from_slice(seat.as_ref());
-    c
-}
 
 /// Most sealed keys in one `DeliverKeys`: a sealed key with its segment and seat takes
 /// 122 bytes, so 512 of them stay well within a transaction ([`MAX_TX_BYTES`]) and
