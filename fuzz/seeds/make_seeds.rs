@@ -22,7 +22,7 @@ use malachitebft_core_types::Round;
 use malachitebft_engine::util::streaming::StreamContent;
 use rand::SeedableRng;
 use trust_node::{
-    audit::provider::prepare::{self, SegmentDoc, TierWeights},
+    audit::provider::prepare::{self, TierWeights},
     config::{NodeConfig, parse_config},
     consensus::{
         codec::{TrustCodec, WireCertificate, WireCommitSignature, encode_borsh},
@@ -38,7 +38,7 @@ use trust_protocol::{
     block::Block,
     encoding,
     hdag::AuditorType,
-    seal::{self, SealingSecret},
+    seal::{self, SealingSecret, SegmentDoc},
     trace::Trace,
     tx::{Call, Difficulty, QuorumParams, SeatKey, Tier, Tx},
     units::Ppm,

@@ -9,6 +9,9 @@
 //! one seat does not open for another, nor for the same seat under another context
 //! ([`key_context`], the one context both the provider and the seat use).
 //!
+//! The plaintext of a segment is a [`SegmentDoc`] (JSON): the claim, with the premises and
+//! operations its seats read beside it.
+//!
 //! Pure: the caller supplies the randomness (segment keys, nonces, ephemeral secrets), so
 //! this crate never touches the OS.
 
@@ -90,6 +93,42 @@ pub struct SealedKey {
 fn cipher(key: &[u8; KEY_LEN]) -> XChaCha20Poly1305 {
     XChaCha20Poly1305::new(key.into())
 }
+
+/// What a segment's ciphertext holds: the claim, and the text of the premises it cites
+/// that are not audited in this session (typically the problem statement, when no
+/// auditor of its tier is on the network), so that a seat judges the claim with what it
+/// rests on and nothing more of the trace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SegmentDoc {
+    /// The segment's text, an exact span of the trace.
+    pub claim: String,
+    /// Unaudited premises it cites, verbatim.
+    #[serde(default)]
+    pub given: Vec<String>,
+    /// For a STEP: its OPERATIONs, the bare calculations inside the claim that the
+    /// Computer tier checks on their own. A seat checks them again with the same judge
+    /// and shows the result to its judge; any that is not a span of the claim is ignored.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub operations: Vec<String>,
+}
+
+impl SegmentDoc {
+    /// The plaintext that is encrypted (JSON).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        serde_json::to_vec(self).unwrap_or_default()
+    }
+
+    /// Parses a decrypted segment; a clear error for anything else.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, SegmentDocError> {
+        serde_json::from_slice(bytes).map_err(SegmentDocError)
+    }
+}
+
+/// Decrypted bytes that are not a [`SegmentDoc`].
+#[derive(Debug, thiserror::Error)]
+#[error("not a segment document: {0}")]
+pub struct SegmentDocError(#[source] serde_json::Error);
 
 /// Encrypts a segment: returns `nonce || ciphertext || tag`, the bytes stored as a blob.
 pub fn encrypt_segment(
@@ -300,6 +339,27 @@ mod tests {
         assert_ne!(
             key_context(&session, &segment, &AccountId::from([9u8; 32])),
             ctx
+        );
+    }
+
+    #[test]
+    fn segment_documents_round_trip_and_anything_else_is_refused() {
+        let doc = SegmentDoc {
+            claim: "5x = 6x - 14".into(),
+            given: vec!["x / (3x - 7) = 2/5".into()],
+            operations: Vec::new(),
+        };
+        let bytes = doc.to_bytes();
+        assert_eq!(
+            bytes,
+            br#"{"claim":"5x = 6x - 14","given":["x / (3x - 7) = 2/5"]}"#
+        );
+        assert_eq!(SegmentDoc::from_bytes(&bytes).expect("parses"), doc);
+        let e = SegmentDoc::from_bytes(br#"{"claim":"x","extra":1}"#).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("not a segment document: unknown field `extra`"),
+            "{e}"
         );
     }
 

@@ -17,13 +17,15 @@ use trust_contracts::{
     LocalVerdict, SegmentVerdict, TraceVerdict,
     tally::{self, TraceTally},
 };
-use trust_protocol::{Hash, Vote, hdag::Hdag, trace::Trace, tx::Tier, units::Ppm};
+use trust_protocol::{
+    Hash, Vote, hdag::Hdag, seal::SegmentDoc, trace::Trace, tx::Tier, units::Ppm,
+};
 
 use super::{
     judge::{ComputerAuditor, Decision, SegmentView},
     provider::{
         DEFAULT_QUORUM,
-        prepare::{self, Restricted, SegmentDoc},
+        prepare::{self, Restricted},
     },
 };
 use crate::decompose::{PROBLEM_KIND, dependency_order};

@@ -35,7 +35,7 @@ use trust_protocol::{
     block::MAX_TX_BYTES,
     hdag::{AbstractionLevel, Hdag, Relationship},
     seal::decrypt_segment,
-    seal::{KEY_LEN, key_context, seal_key},
+    seal::{KEY_LEN, SegmentDoc, key_context, seal_key},
     trace::Trace,
     tx::{Call, MAX_SEALED_KEYS, QuorumParams, SeatKey, Tier, Tx},
     units::Ppm,
@@ -43,7 +43,7 @@ use trust_protocol::{
 
 use self::{
     honeypot::Bait,
-    prepare::{MappingEntry, Planted, Restricted, SegmentDoc, TierWeights},
+    prepare::{MappingEntry, Planted, Restricted, TierWeights},
 };
 use super::outbox::{Outbox, Sent};
 use crate::{
@@ -561,7 +561,11 @@ impl Provider {
             .zip(&prepared.manifest.segments)
         {
             let plain = decrypt_segment(key, &entry.id, blob).map_err(|e| e.to_string())?;
-            texts.push(SegmentDoc::from_bytes(&plain)?.claim);
+            texts.push(
+                SegmentDoc::from_bytes(&plain)
+                    .map_err(|e| e.to_string())?
+                    .claim,
+            );
         }
         let content = |id: &str| hdag.nodes.iter().find(|n| n.id == id);
         let mut left_out_levels = Vec::with_capacity(restricted.dropped.len());
@@ -1447,8 +1451,7 @@ mod tests {
             // The addressed seat opens it and reads the segment.
             let key = open_key(&sealing(i), sealed, &ctx).unwrap();
             let doc =
-                prepare::SegmentDoc::from_bytes(&decrypt_segment(&key, &ids[j], &blob(j)).unwrap())
-                    .unwrap();
+                SegmentDoc::from_bytes(&decrypt_segment(&key, &ids[j], &blob(j)).unwrap()).unwrap();
             assert!(TRACE.contains(&doc.claim) || honeypots.contains(&j));
             // Nobody else does: not the outsider, not another seat.
             assert!(open_key(&outsider, sealed, &ctx).is_err());
