@@ -168,7 +168,7 @@ impl Default for Params {
                 approval: Ppm(600_000),
                 min_providers: 2,
             },
-            // The node plants at most 8 (`submit::honeypot::MAX_PER_SESSION`). A bond of
+            // The node plants at most 8 (`audit::provider::honeypot::MAX_PER_SESSION`). A bond of
             // `P + R` per honeypot makes each false honeypot cost its provider more than a
             // wrong vote costs a seat.
             max_honeypots: 8,

@@ -424,267 +424,6 @@ pub(crate) fn failure_bound(
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use trust_protocol::math::{segment::segment_pass_probability, trace};
-
-    use super::*;
-
-    #[test]
-    fn quorum_matches_ceiling() {
-        assert_eq!(quorum(Ppm(500_000), 5), 3);
-        assert_eq!(quorum(Ppm(600_000), 5), 3);
-        assert_eq!(quorum(Ppm(500_000), 4), 2);
-        assert_eq!(quorum(Ppm(1), 1), 1);
-    }
-
-    #[test]
-    fn local_verdicts() {
-        let c = |valid, invalid, ungrounded| VoteCounts {
-            valid,
-            invalid,
-            ungrounded,
-            ..VoteCounts::default()
-        };
-        assert_eq!(local_verdict(&c(3, 1, 0), 3), LocalVerdict::Valid);
-        assert_eq!(local_verdict(&c(1, 1, 2), 3), LocalVerdict::Ungrounded);
-        assert_eq!(local_verdict(&c(1, 2, 1), 3), LocalVerdict::Invalid);
-        assert_eq!(local_verdict(&c(0, 2, 1), 3), LocalVerdict::Invalid);
-        assert_eq!(local_verdict(&c(2, 1, 0), 3), LocalVerdict::Undecided);
-        assert_eq!(local_verdict(&c(2, 2, 0), 2), LocalVerdict::Undecided);
-    }
-
-    /// The final verdicts [`decide`] gives entries of these own verdicts and premises.
-    fn finals(local: &[LocalVerdict], deps: &[Vec<usize>]) -> Vec<SegmentVerdict> {
-        let entries: Vec<Entry> = local
-            .iter()
-            .zip(deps)
-            .map(|(l, d)| entry(*l, d.clone()))
-            .collect();
-        decide(&entries, Ppm(600_000)).finals
-    }
-
-    #[test]
-    fn propagation_follows_dependencies_transitively() {
-        use LocalVerdict as L;
-        use SegmentVerdict as S;
-        let local = [L::Valid, L::Invalid, L::Valid, L::Valid, L::Valid];
-        let deps = [vec![], vec![0], vec![1], vec![2], vec![0]];
-        assert_eq!(
-            finals(&local, &deps),
-            vec![S::Valid, S::Invalid, S::Propagated, S::Propagated, S::Valid]
-        );
-    }
-
-    #[test]
-    fn undecided_segments_resting_on_a_failed_one_are_propagated() {
-        use LocalVerdict as L;
-        use SegmentVerdict as S;
-        // A bare final answer nobody could judge, resting on an Invalid step.
-        let local = [L::Valid, L::Invalid, L::Undecided, L::Undecided];
-        let deps = [vec![], vec![0], vec![1], vec![0]];
-        assert_eq!(
-            finals(&local, &deps),
-            vec![S::Valid, S::Invalid, S::Propagated, S::Undecided]
-        );
-    }
-
-    #[test]
-    fn conclusions_are_the_flagged_segments_else_the_sinks() {
-        let deps: Vec<&[u16]> = vec![&[], &[0], &[1], &[0]];
-        assert_eq!(
-            conclusions(&[false, false, true, false], &deps),
-            vec![false, false, true, false]
-        );
-        assert_eq!(
-            conclusions(&[false; 4], &deps),
-            vec![false, false, true, true]
-        );
-    }
-
-    #[test]
-    fn three_valued_trace_verdicts() {
-        use SegmentVerdict as S;
-        let w = |verdict, weight, conclusion| Weighed {
-            verdict,
-            weight,
-            conclusion,
-            sound: verdict == S::Valid,
-        };
-        let beta = Ppm(600_000);
-        // Every step judged Valid: Pass.
-        let all = [
-            w(S::Valid, 1, false),
-            w(S::Valid, 1, false),
-            w(S::Valid, 1, true),
-        ];
-        assert_eq!(trace_verdict(&all, beta).verdict, TraceVerdict::Pass);
-        // 2 of 5 judged Valid, the rest undecided: neither side can be claimed.
-        let few = [
-            w(S::Valid, 1, false),
-            w(S::Valid, 1, false),
-            w(S::Undecided, 1, false),
-            w(S::Undecided, 1, false),
-            w(S::Undecided, 1, true),
-        ];
-        let t = trace_verdict(&few, beta);
-        assert_eq!(t.verdict, TraceVerdict::Inconclusive);
-        assert_eq!((t.passing, t.undecided, t.total), (2, 3, 5));
-        // W = 3 of 5 = beta, but nobody judged the conclusion: Inconclusive.
-        let mut three = few;
-        three[2] = w(S::Valid, 1, false);
-        let t = trace_verdict(&three, beta);
-        assert_eq!(t.verdict, TraceVerdict::Inconclusive);
-        assert!(!t.conclusion_judged && !t.conclusion_sound);
-        // W = 3 of 5 = beta exactly with the conclusion judged: Pass (the comparison is >=).
-        let mut judged = few;
-        judged[4] = w(S::Valid, 1, true);
-        assert_eq!(trace_verdict(&judged, beta).verdict, TraceVerdict::Pass);
-        // A conclusion judged Valid on premises nobody judged is not sound: Inconclusive.
-        let mut unsound = judged;
-        unsound[4].sound = false;
-        let t = trace_verdict(&unsound, beta);
-        assert_eq!(t.verdict, TraceVerdict::Inconclusive);
-        assert!(t.conclusion_judged && !t.conclusion_sound);
-        // An error at the conclusion fails the trace whatever W is.
-        let mut wrong_end = all;
-        wrong_end[2] = w(S::Propagated, 1, true);
-        let t = trace_verdict(&wrong_end, beta);
-        assert_eq!(t.verdict, TraceVerdict::Fail);
-        assert!(t.error_at_conclusion);
-        // An error elsewhere does not reach the conclusion, but the reasoning does not
-        // hold: 4 of 5 Valid is no pass.
-        let mid = [
-            w(S::Valid, 1, false),
-            w(S::Invalid, 1, false),
-            w(S::Valid, 1, false),
-            w(S::Valid, 1, false),
-            w(S::Valid, 1, true),
-        ];
-        let t = trace_verdict(&mid, beta);
-        assert_eq!(t.verdict, TraceVerdict::Inconclusive);
-        assert!(t.any_error && !t.error_at_conclusion && t.conclusion_sound);
-        // Even if every undecided segment held, W could not reach beta: Fail.
-        let hopeless = [
-            w(S::Invalid, 3, false),
-            w(S::Valid, 1, false),
-            w(S::Undecided, 1, true),
-        ];
-        assert_eq!(trace_verdict(&hopeless, beta).verdict, TraceVerdict::Fail);
-        // Nothing to weigh.
-        assert_eq!(trace_verdict(&[], beta).verdict, TraceVerdict::Inconclusive);
-    }
-
-    fn entry(local: LocalVerdict, rests_on: Vec<usize>) -> Entry {
-        Entry {
-            local,
-            weight: 1,
-            rests_on,
-            conclusion: false,
-            supports: None,
-            honeypot: false,
-        }
-    }
-
-    /// A worded step (left out: nobody judged it) with its calculation checked on its
-    /// own, a later step resting on it, and the conclusion.
-    fn word_problem(op: LocalVerdict, later: LocalVerdict, end: LocalVerdict) -> Vec<Entry> {
-        use LocalVerdict as L;
-        let mut op = entry(op, vec![]);
-        op.supports = Some(1);
-        let mut end = entry(end, vec![2]);
-        end.conclusion = true;
-        vec![op, entry(L::Undecided, vec![]), entry(later, vec![1]), end]
-    }
-
-    #[test]
-    fn an_operation_is_evidence_for_its_step_and_no_weight_of_its_own() {
-        use LocalVerdict as L;
-        use SegmentVerdict as S;
-        let beta = Ppm(600_000);
-        // Every calculation holds but the step around it was not judged: the operation
-        // does not pass the step, nor weigh on its own.
-        let d = decide(&word_problem(L::Valid, L::Valid, L::Valid), beta);
-        assert_eq!(d.finals, vec![S::Valid, S::Undecided, S::Valid, S::Valid]);
-        assert_eq!((d.tally.passing, d.tally.total), (2, 3));
-        assert!(d.tally.conclusion_judged && !d.tally.conclusion_sound);
-        assert_eq!(d.tally.verdict, TraceVerdict::Inconclusive);
-        // A wrong calculation makes its step wrong, and the error reaches the conclusion.
-        let d = decide(&word_problem(L::Invalid, L::Valid, L::Undecided), beta);
-        assert_eq!(
-            d.finals,
-            vec![S::Invalid, S::Invalid, S::Propagated, S::Propagated]
-        );
-        assert!(d.tally.error_at_conclusion);
-        assert_eq!(d.tally.verdict, TraceVerdict::Fail);
-        // An ungrounded operand makes it Ungrounded; the operation is never a conclusion.
-        let d = decide(&word_problem(L::Ungrounded, L::Valid, L::Valid), beta);
-        assert_eq!(d.finals.get(1), Some(&S::Ungrounded));
-        assert_eq!(d.conclusions, vec![false, false, false, true]);
-        // With the step judged Valid, everything holds: Pass.
-        let mut judged = word_problem(L::Valid, L::Valid, L::Valid);
-        judged[1].local = L::Valid;
-        let d = decide(&judged, beta);
-        assert!(d.tally.conclusion_sound);
-        assert_eq!(d.tally.verdict, TraceVerdict::Pass);
-    }
-
-    #[test]
-    fn entries_are_decided_in_dependency_order_whatever_their_index() {
-        use LocalVerdict as L;
-        use SegmentVerdict as S;
-        // A session segment (0) resting on a left-out one (2) that rests on a failed
-        // session segment (1): the error reaches 0 although 2 comes after it.
-        let entries = vec![
-            entry(L::Valid, vec![2]),
-            entry(L::Invalid, vec![]),
-            entry(L::Undecided, vec![1]),
-        ];
-        assert_eq!(order(&entries), vec![1, 2, 0]);
-        let d = decide(&entries, Ppm(600_000));
-        assert_eq!(d.finals, vec![S::Propagated, S::Invalid, S::Propagated]);
-    }
-
-    #[test]
-    fn binomial_tail_matches_lemma_one() {
-        for (k, eps, rho, tau) in [
-            (5u8, 0.05, 0.1, 0.6),
-            (3, 0.3, 0.1, 0.5),
-            (9, 0.01, 0.2, 0.7),
-        ] {
-            let q = quorum(Ppm((tau * 1e6) as u32), k);
-            let a = ((1.0 - eps) * (1.0 - rho) * 1e18) as u128;
-            let fixed = binomial_tail(k, a, q) as f64 / 1e18;
-            let float = segment_pass_probability(u32::from(k), eps, rho, tau).unwrap();
-            assert!(
-                (fixed - float).abs() < 1e-12,
-                "{k} {eps} {rho}: {fixed} vs {float}"
-            );
-        }
-    }
-
-    #[test]
-    fn hoeffding_bound_matches_the_float_analysis() {
-        let params = Params::default();
-        let segs: Vec<(Tier, u8, u8, u32)> =
-            (0..20).map(|i| (Tier::Llm, 5, 3, 1 + (i % 3))).collect();
-        let beta = Ppm(700_000);
-        let b = failure_bound(&params, &segs, beta);
-        let p = segment_pass_probability(5, 0.05, 0.1, 0.6).unwrap();
-        let ws: Vec<trace::WeightedSegment> = segs
-            .iter()
-            .map(|s| trace::WeightedSegment {
-                weight: f64::from(s.3),
-                p_pass: p,
-            })
-            .collect();
-        let h = trace::hoeffding_bound(&ws, 0.7).unwrap();
-        let fixed = -(b.hoeffding_neg_ln_milli as f64) / 1000.0;
-        assert!((fixed - h.ln).abs() < 2e-3, "{fixed} vs {}", h.ln);
-        assert!(b.hoeffding_neg_ln_milli > 0);
-    }
-}
-
 /// The tally of a session that reached its end: segment verdicts, the trace verdict and
 /// its failure bound, rewards, slashes and reputation (the contract's `end_block` calls it).
 impl Contract {
@@ -984,5 +723,266 @@ impl Contract {
             starved_seats: u16::try_from(starved.len()).unwrap_or(u16::MAX),
             starved_paid,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use trust_protocol::math::{segment::segment_pass_probability, trace};
+
+    use super::*;
+
+    #[test]
+    fn quorum_matches_ceiling() {
+        assert_eq!(quorum(Ppm(500_000), 5), 3);
+        assert_eq!(quorum(Ppm(600_000), 5), 3);
+        assert_eq!(quorum(Ppm(500_000), 4), 2);
+        assert_eq!(quorum(Ppm(1), 1), 1);
+    }
+
+    #[test]
+    fn local_verdicts() {
+        let c = |valid, invalid, ungrounded| VoteCounts {
+            valid,
+            invalid,
+            ungrounded,
+            ..VoteCounts::default()
+        };
+        assert_eq!(local_verdict(&c(3, 1, 0), 3), LocalVerdict::Valid);
+        assert_eq!(local_verdict(&c(1, 1, 2), 3), LocalVerdict::Ungrounded);
+        assert_eq!(local_verdict(&c(1, 2, 1), 3), LocalVerdict::Invalid);
+        assert_eq!(local_verdict(&c(0, 2, 1), 3), LocalVerdict::Invalid);
+        assert_eq!(local_verdict(&c(2, 1, 0), 3), LocalVerdict::Undecided);
+        assert_eq!(local_verdict(&c(2, 2, 0), 2), LocalVerdict::Undecided);
+    }
+
+    /// The final verdicts [`decide`] gives entries of these own verdicts and premises.
+    fn finals(local: &[LocalVerdict], deps: &[Vec<usize>]) -> Vec<SegmentVerdict> {
+        let entries: Vec<Entry> = local
+            .iter()
+            .zip(deps)
+            .map(|(l, d)| entry(*l, d.clone()))
+            .collect();
+        decide(&entries, Ppm(600_000)).finals
+    }
+
+    #[test]
+    fn propagation_follows_dependencies_transitively() {
+        use LocalVerdict as L;
+        use SegmentVerdict as S;
+        let local = [L::Valid, L::Invalid, L::Valid, L::Valid, L::Valid];
+        let deps = [vec![], vec![0], vec![1], vec![2], vec![0]];
+        assert_eq!(
+            finals(&local, &deps),
+            vec![S::Valid, S::Invalid, S::Propagated, S::Propagated, S::Valid]
+        );
+    }
+
+    #[test]
+    fn undecided_segments_resting_on_a_failed_one_are_propagated() {
+        use LocalVerdict as L;
+        use SegmentVerdict as S;
+        // A bare final answer nobody could judge, resting on an Invalid step.
+        let local = [L::Valid, L::Invalid, L::Undecided, L::Undecided];
+        let deps = [vec![], vec![0], vec![1], vec![0]];
+        assert_eq!(
+            finals(&local, &deps),
+            vec![S::Valid, S::Invalid, S::Propagated, S::Undecided]
+        );
+    }
+
+    #[test]
+    fn conclusions_are_the_flagged_segments_else_the_sinks() {
+        let deps: Vec<&[u16]> = vec![&[], &[0], &[1], &[0]];
+        assert_eq!(
+            conclusions(&[false, false, true, false], &deps),
+            vec![false, false, true, false]
+        );
+        assert_eq!(
+            conclusions(&[false; 4], &deps),
+            vec![false, false, true, true]
+        );
+    }
+
+    #[test]
+    fn three_valued_trace_verdicts() {
+        use SegmentVerdict as S;
+        let w = |verdict, weight, conclusion| Weighed {
+            verdict,
+            weight,
+            conclusion,
+            sound: verdict == S::Valid,
+        };
+        let beta = Ppm(600_000);
+        // Every step judged Valid: Pass.
+        let all = [
+            w(S::Valid, 1, false),
+            w(S::Valid, 1, false),
+            w(S::Valid, 1, true),
+        ];
+        assert_eq!(trace_verdict(&all, beta).verdict, TraceVerdict::Pass);
+        // 2 of 5 judged Valid, the rest undecided: neither side can be claimed.
+        let few = [
+            w(S::Valid, 1, false),
+            w(S::Valid, 1, false),
+            w(S::Undecided, 1, false),
+            w(S::Undecided, 1, false),
+            w(S::Undecided, 1, true),
+        ];
+        let t = trace_verdict(&few, beta);
+        assert_eq!(t.verdict, TraceVerdict::Inconclusive);
+        assert_eq!((t.passing, t.undecided, t.total), (2, 3, 5));
+        // W = 3 of 5 = beta, but nobody judged the conclusion: Inconclusive.
+        let mut three = few;
+        three[2] = w(S::Valid, 1, false);
+        let t = trace_verdict(&three, beta);
+        assert_eq!(t.verdict, TraceVerdict::Inconclusive);
+        assert!(!t.conclusion_judged && !t.conclusion_sound);
+        // W = 3 of 5 = beta exactly with the conclusion judged: Pass (the comparison is >=).
+        let mut judged = few;
+        judged[4] = w(S::Valid, 1, true);
+        assert_eq!(trace_verdict(&judged, beta).verdict, TraceVerdict::Pass);
+        // A conclusion judged Valid on premises nobody judged is not sound: Inconclusive.
+        let mut unsound = judged;
+        unsound[4].sound = false;
+        let t = trace_verdict(&unsound, beta);
+        assert_eq!(t.verdict, TraceVerdict::Inconclusive);
+        assert!(t.conclusion_judged && !t.conclusion_sound);
+        // An error at the conclusion fails the trace whatever W is.
+        let mut wrong_end = all;
+        wrong_end[2] = w(S::Propagated, 1, true);
+        let t = trace_verdict(&wrong_end, beta);
+        assert_eq!(t.verdict, TraceVerdict::Fail);
+        assert!(t.error_at_conclusion);
+        // An error elsewhere does not reach the conclusion, but the reasoning does not
+        // hold: 4 of 5 Valid is no pass.
+        let mid = [
+            w(S::Valid, 1, false),
+            w(S::Invalid, 1, false),
+            w(S::Valid, 1, false),
+            w(S::Valid, 1, false),
+            w(S::Valid, 1, true),
+        ];
+        let t = trace_verdict(&mid, beta);
+        assert_eq!(t.verdict, TraceVerdict::Inconclusive);
+        assert!(t.any_error && !t.error_at_conclusion && t.conclusion_sound);
+        // Even if every undecided segment held, W could not reach beta: Fail.
+        let hopeless = [
+            w(S::Invalid, 3, false),
+            w(S::Valid, 1, false),
+            w(S::Undecided, 1, true),
+        ];
+        assert_eq!(trace_verdict(&hopeless, beta).verdict, TraceVerdict::Fail);
+        // Nothing to weigh.
+        assert_eq!(trace_verdict(&[], beta).verdict, TraceVerdict::Inconclusive);
+    }
+
+    fn entry(local: LocalVerdict, rests_on: Vec<usize>) -> Entry {
+        Entry {
+            local,
+            weight: 1,
+            rests_on,
+            conclusion: false,
+            supports: None,
+            honeypot: false,
+        }
+    }
+
+    /// A worded step (left out: nobody judged it) with its calculation checked on its
+    /// own, a later step resting on it, and the conclusion.
+    fn word_problem(op: LocalVerdict, later: LocalVerdict, end: LocalVerdict) -> Vec<Entry> {
+        use LocalVerdict as L;
+        let mut op = entry(op, vec![]);
+        op.supports = Some(1);
+        let mut end = entry(end, vec![2]);
+        end.conclusion = true;
+        vec![op, entry(L::Undecided, vec![]), entry(later, vec![1]), end]
+    }
+
+    #[test]
+    fn an_operation_is_evidence_for_its_step_and_no_weight_of_its_own() {
+        use LocalVerdict as L;
+        use SegmentVerdict as S;
+        let beta = Ppm(600_000);
+        // Every calculation holds but the step around it was not judged: the operation
+        // does not pass the step, nor weigh on its own.
+        let d = decide(&word_problem(L::Valid, L::Valid, L::Valid), beta);
+        assert_eq!(d.finals, vec![S::Valid, S::Undecided, S::Valid, S::Valid]);
+        assert_eq!((d.tally.passing, d.tally.total), (2, 3));
+        assert!(d.tally.conclusion_judged && !d.tally.conclusion_sound);
+        assert_eq!(d.tally.verdict, TraceVerdict::Inconclusive);
+        // A wrong calculation makes its step wrong, and the error reaches the conclusion.
+        let d = decide(&word_problem(L::Invalid, L::Valid, L::Undecided), beta);
+        assert_eq!(
+            d.finals,
+            vec![S::Invalid, S::Invalid, S::Propagated, S::Propagated]
+        );
+        assert!(d.tally.error_at_conclusion);
+        assert_eq!(d.tally.verdict, TraceVerdict::Fail);
+        // An ungrounded operand makes it Ungrounded; the operation is never a conclusion.
+        let d = decide(&word_problem(L::Ungrounded, L::Valid, L::Valid), beta);
+        assert_eq!(d.finals.get(1), Some(&S::Ungrounded));
+        assert_eq!(d.conclusions, vec![false, false, false, true]);
+        // With the step judged Valid, everything holds: Pass.
+        let mut judged = word_problem(L::Valid, L::Valid, L::Valid);
+        judged[1].local = L::Valid;
+        let d = decide(&judged, beta);
+        assert!(d.tally.conclusion_sound);
+        assert_eq!(d.tally.verdict, TraceVerdict::Pass);
+    }
+
+    #[test]
+    fn entries_are_decided_in_dependency_order_whatever_their_index() {
+        use LocalVerdict as L;
+        use SegmentVerdict as S;
+        // A session segment (0) resting on a left-out one (2) that rests on a failed
+        // session segment (1): the error reaches 0 although 2 comes after it.
+        let entries = vec![
+            entry(L::Valid, vec![2]),
+            entry(L::Invalid, vec![]),
+            entry(L::Undecided, vec![1]),
+        ];
+        assert_eq!(order(&entries), vec![1, 2, 0]);
+        let d = decide(&entries, Ppm(600_000));
+        assert_eq!(d.finals, vec![S::Propagated, S::Invalid, S::Propagated]);
+    }
+
+    #[test]
+    fn binomial_tail_matches_lemma_one() {
+        for (k, eps, rho, tau) in [
+            (5u8, 0.05, 0.1, 0.6),
+            (3, 0.3, 0.1, 0.5),
+            (9, 0.01, 0.2, 0.7),
+        ] {
+            let q = quorum(Ppm((tau * 1e6) as u32), k);
+            let a = ((1.0 - eps) * (1.0 - rho) * 1e18) as u128;
+            let fixed = binomial_tail(k, a, q) as f64 / 1e18;
+            let float = segment_pass_probability(u32::from(k), eps, rho, tau).unwrap();
+            assert!(
+                (fixed - float).abs() < 1e-12,
+                "{k} {eps} {rho}: {fixed} vs {float}"
+            );
+        }
+    }
+
+    #[test]
+    fn hoeffding_bound_matches_the_float_analysis() {
+        let params = Params::default();
+        let segs: Vec<(Tier, u8, u8, u32)> =
+            (0..20).map(|i| (Tier::Llm, 5, 3, 1 + (i % 3))).collect();
+        let beta = Ppm(700_000);
+        let b = failure_bound(&params, &segs, beta);
+        let p = segment_pass_probability(5, 0.05, 0.1, 0.6).unwrap();
+        let ws: Vec<trace::WeightedSegment> = segs
+            .iter()
+            .map(|s| trace::WeightedSegment {
+                weight: f64::from(s.3),
+                p_pass: p,
+            })
+            .collect();
+        let h = trace::hoeffding_bound(&ws, 0.7).unwrap();
+        let fixed = -(b.hoeffding_neg_ln_milli as f64) / 1000.0;
+        assert!((fixed - h.ln).abs() < 2e-3, "{fixed} vs {}", h.ln);
+        assert!(b.hoeffding_neg_ln_milli > 0);
     }
 }

@@ -15,10 +15,11 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use trust_node::submit::SegmentDoc;
 use trust_protocol::{
     Hash, encoding,
-    seal::{self, KEY_LEN, MAX_SEGMENT_PLAINTEXT, NONCE_LEN, SealedKey, SealingSecret},
+    seal::{
+        self, KEY_LEN, MAX_SEGMENT_PLAINTEXT, NONCE_LEN, SealedKey, SealingSecret, SegmentDoc,
+    },
 };
 
 const KEY: [u8; KEY_LEN] = [0x42; KEY_LEN];

@@ -22,6 +22,7 @@ use malachitebft_core_types::Round;
 use malachitebft_engine::util::streaming::StreamContent;
 use rand::SeedableRng;
 use trust_node::{
+    audit::provider::prepare::{self, TierWeights},
     config::{NodeConfig, parse_config},
     consensus::{
         codec::{TrustCodec, WireCertificate, WireCommitSignature, encode_borsh},
@@ -31,14 +32,13 @@ use trust_node::{
     decompose::{self, Options},
     ledger::StoredBlock,
     net::sync,
-    submit::{self, SegmentDoc, TierWeights},
 };
 use trust_protocol::{
     Hash, Keypair, Salt, SealingPublicKey, Signed, Vote,
     block::Block,
     encoding,
     hdag::AuditorType,
-    seal::{self, SealingSecret},
+    seal::{self, SealingSecret, SegmentDoc},
     trace::Trace,
     tx::{Call, Difficulty, QuorumParams, SeatKey, Tier, Tx},
     units::Ppm,
@@ -201,14 +201,14 @@ fn main() {
         .expect("trace");
     let first = Trace::parse(first_text).expect("example trace parses");
     let hdag = decompose::decompose(&first, &Options::default()).expect("decomposes");
-    let restricted = submit::restrict(&hdag, |_| true);
+    let restricted = prepare::restrict(&hdag, |_| true);
     let quorum = QuorumParams {
         k: [3, 3, 1],
         extra_seats: 1,
         tau: Ppm(660_000),
         beta: Ppm(800_000),
     };
-    let prepared = submit::prepare(
+    let prepared = prepare::prepare(
         &restricted,
         quorum,
         TierWeights::EQUAL,

@@ -163,7 +163,7 @@ impl Default for NodeConfig {
             timeout_delta_ms: None,
             sync_interval_ms: 2_000,
             seats_per_segment: 3,
-            honeypots_per_session: crate::submit::honeypot::DEFAULT_PER_SESSION,
+            honeypots_per_session: crate::audit::provider::honeypot::DEFAULT_PER_SESSION,
             ipfs_api: None,
             llm_url: None,
             llm_model: None,
@@ -478,11 +478,11 @@ impl NodeConfig {
                 "human_seats_per_segment = {k} in config.toml: must be between 1 and the network's max_k ({max_k})"
             ));
         }
-        if self.honeypots_per_session > crate::submit::honeypot::MAX_PER_SESSION {
+        if self.honeypots_per_session > crate::audit::provider::honeypot::MAX_PER_SESSION {
             return invalid(format!(
                 "honeypots_per_session = {} in config.toml: at most {}",
                 self.honeypots_per_session,
-                crate::submit::honeypot::MAX_PER_SESSION
+                crate::audit::provider::honeypot::MAX_PER_SESSION
             ));
         }
         Ok(())

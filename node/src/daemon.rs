@@ -241,7 +241,7 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
     }
     #[cfg(feature = "misbehave")]
     let provider = match behaviour.and_then(|b| b.seat) {
-        Some(b) => provider.with_behaviour(b),
+        Some(b) => provider.with_griefing(b.griefs_as_provider()),
         None => provider,
     };
     let provider = Arc::new(provider);

@@ -6,7 +6,11 @@
 //! seat drawn for that segment only: an ephemeral X25519 key agreement with the seat's
 //! sealing key, a key derived by hashing both public keys, the shared secret and a context
 //! (session, segment, seat), and XChaCha20-Poly1305 over the segment key. A key sealed to
-//! one seat does not open for another, nor for the same seat under another context.
+//! one seat does not open for another, nor for the same seat under another context
+//! ([`key_context`], the one context both the provider and the seat use).
+//!
+//! The plaintext of a segment is a [`SegmentDoc`] (JSON): the claim, with the premises and
+//! operations its seats read beside it.
 //!
 //! Pure: the caller supplies the randomness (segment keys, nonces, ephemeral secrets), so
 //! this crate never touches the OS.
@@ -18,7 +22,7 @@ use chacha20poly1305::{
 use serde::{Deserialize, Serialize};
 use x25519_dalek::{PublicKey as XPublic, StaticSecret};
 
-use crate::{Hash, SealingPublicKey};
+use crate::{AccountId, Hash, SealingPublicKey};
 
 /// Length of a segment key.
 pub const KEY_LEN: usize = 32;
@@ -90,6 +94,42 @@ fn cipher(key: &[u8; KEY_LEN]) -> XChaCha20Poly1305 {
     XChaCha20Poly1305::new(key.into())
 }
 
+/// What a segment's ciphertext holds: the claim, and the text of the premises it cites
+/// that are not audited in this session (typically the problem statement, when no
+/// auditor of its tier is on the network), so that a seat judges the claim with what it
+/// rests on and nothing more of the trace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SegmentDoc {
+    /// The segment's text, an exact span of the trace.
+    pub claim: String,
+    /// Unaudited premises it cites, verbatim.
+    #[serde(default)]
+    pub given: Vec<String>,
+    /// For a STEP: its OPERATIONs, the bare calculations inside the claim that the
+    /// Computer tier checks on their own. A seat checks them again with the same judge
+    /// and shows the result to its judge; any that is not a span of the claim is ignored.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub operations: Vec<String>,
+}
+
+impl SegmentDoc {
+    /// The plaintext that is encrypted (JSON).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        serde_json::to_vec(self).unwrap_or_default()
+    }
+
+    /// Parses a decrypted segment; a clear error for anything else.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, SegmentDocError> {
+        serde_json::from_slice(bytes).map_err(SegmentDocError)
+    }
+}
+
+/// Decrypted bytes that are not a [`SegmentDoc`].
+#[derive(Debug, thiserror::Error)]
+#[error("not a segment document: {0}")]
+pub struct SegmentDocError(#[source] serde_json::Error);
+
 /// Encrypts a segment: returns `nonce || ciphertext || tag`, the bytes stored as a blob.
 pub fn encrypt_segment(
     key: &[u8; KEY_LEN],
@@ -147,6 +187,15 @@ fn seal_cipher_key(
         &[ephemeral.as_ref(), recipient.as_ref(), shared, context],
     )
     .0
+}
+
+/// The context a segment key is sealed under: binds it to one session, segment and seat.
+pub fn key_context(session: &Hash, segment_id: &Hash, seat: &AccountId) -> Vec<u8> {
+    let mut c = b"trust/v1/segment-key".to_vec();
+    c.extend_from_slice(session.as_ref());
+    c.extend_from_slice(segment_id.as_ref());
+    c.extend_from_slice(seat.as_ref());
+    c
 }
 
 /// Seals `segment_key` to `recipient` under `context` (bind it to session, segment and
@@ -262,6 +311,55 @@ mod tests {
         assert_eq!(
             decrypt_segment(&key, &seg, &blob[..10]),
             Err(SealError::TooShort(10))
+        );
+    }
+
+    /// The sealing context is part of every sealed key on the ledger: its bytes are
+    /// pinned, so a change breaks the keys already delivered and fails here on purpose.
+    #[test]
+    fn key_context_bytes_are_pinned() {
+        let session = Hash([1u8; 32]);
+        let segment = Hash([2u8; 32]);
+        let seat = AccountId::from([3u8; 32]);
+        let ctx = key_context(&session, &segment, &seat);
+        let mut expected = b"trust/v1/segment-key".to_vec();
+        expected.extend_from_slice(&[1u8; 32]);
+        expected.extend_from_slice(&[2u8; 32]);
+        expected.extend_from_slice(&[3u8; 32]);
+        assert_eq!(ctx, expected);
+        assert_eq!(ctx.len(), 20 + 3 * 32);
+        assert_eq!(
+            hex::encode(&ctx[..20]),
+            "74727573742f76312f7365676d656e742d6b6579"
+        );
+        // Each part binds: another session, segment or seat gives another context.
+        let other = Hash([9u8; 32]);
+        assert_ne!(key_context(&other, &segment, &seat), ctx);
+        assert_ne!(key_context(&session, &other, &seat), ctx);
+        assert_ne!(
+            key_context(&session, &segment, &AccountId::from([9u8; 32])),
+            ctx
+        );
+    }
+
+    #[test]
+    fn segment_documents_round_trip_and_anything_else_is_refused() {
+        let doc = SegmentDoc {
+            claim: "5x = 6x - 14".into(),
+            given: vec!["x / (3x - 7) = 2/5".into()],
+            operations: Vec::new(),
+        };
+        let bytes = doc.to_bytes();
+        assert_eq!(
+            bytes,
+            br#"{"claim":"5x = 6x - 14","given":["x / (3x - 7) = 2/5"]}"#
+        );
+        assert_eq!(SegmentDoc::from_bytes(&bytes).expect("parses"), doc);
+        let e = SegmentDoc::from_bytes(br#"{"claim":"x","extra":1}"#).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("not a segment document: unknown field `extra`"),
+            "{e}"
         );
     }
 

@@ -13,10 +13,9 @@
 //! which seat is judged and until when; only the Human tier needs that.
 
 use async_trait::async_trait;
-use trust_protocol::{Hash, Vote, tx::Tier};
+use trust_protocol::{Hash, Vote, seal::SegmentDoc, tx::Tier};
 
 use super::computer::{self, Judgement};
-use crate::submit::SegmentDoc;
 
 /// What a seat knows of the segment it judges.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

@@ -33,14 +33,9 @@
 
 use std::str::FromStr;
 
-use trust_protocol::{
-    AccountId, Hash, Vote,
-    hdag::AbstractionLevel,
-    tx::{Difficulty, Tier},
-};
+use trust_protocol::{AccountId, Hash, Vote};
 
 use super::judge::Decision;
-use crate::submit::{Bait, Restricted};
 
 /// A misbehaving seat's strategy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,38 +128,7 @@ impl Behaviour {
     }
 }
 
-/// A griefing provider's honeypots: up to `count` Computer-tier steps of `r` (never a
-/// conclusion), each copied *unaltered* and committed as an obvious known error. Every
-/// one is a true step an honest seat approves.
-pub fn false_baits(r: &Restricted, count: usize) -> Vec<Bait> {
-    r.hdag
-        .nodes
-        .iter()
-        .filter(|n| {
-            Tier::from(n.primary_auditor) == Tier::Computer
-                && n.abstraction_level != AbstractionLevel::Goal
-                && !r.conclusions.contains(&n.id)
-        })
-        .take(count)
-        .map(|n| Bait {
-            source: n.id.clone(),
-            claim: n.content.clone(),
-            verdict: Vote::Invalid,
-            difficulty: Difficulty::Obvious,
-            rests_on: None,
-        })
-        .collect()
-}
-
-/// Whether a griefing provider withholds the keys of `seat` in `session`: about half the
-/// seats, by a hash of both, so that each session starves some and serves others.
-pub fn starves(session: &Hash, seat: &AccountId) -> bool {
-    let h = Hash::of_parts(
-        "trust/test/griefing-starve",
-        &[session.as_ref(), seat.as_ref()],
-    );
-    h.as_ref().first().is_some_and(|b| b & 1 == 1)
-}
+pub use super::provider::grief::{false_baits, starves};
 
 impl std::fmt::Display for Behaviour {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -194,7 +158,10 @@ impl FromStr for Behaviour {
 
 #[cfg(test)]
 mod tests {
-    use trust_protocol::Keypair;
+    use trust_protocol::{
+        Keypair,
+        tx::{Difficulty, Tier},
+    };
 
     use super::*;
 
@@ -246,7 +213,7 @@ mod tests {
         use crate::decompose::{Options, decompose};
         let text = include_str!("../../../examples/traces/fraction-correct.txt");
         let h = decompose(&Trace::parse(text).unwrap(), &Options::default()).unwrap();
-        let r = crate::submit::restrict(&h, |t| t == Tier::Computer);
+        let r = crate::audit::provider::prepare::restrict(&h, |t| t == Tier::Computer);
         let baits = false_baits(&r, 8);
         assert!(baits.len() >= 2, "{baits:?}");
         assert!(baits.len() <= 8);

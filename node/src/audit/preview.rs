@@ -2,7 +2,7 @@
 //! seats would decide for a trace, without the network.
 //!
 //! The HDAG is cut down exactly as a provider cuts it for such a network
-//! ([`crate::submit::restrict`]): other tiers' segments are left out, their text travels
+//! ([`crate::audit::provider::prepare::restrict`]): other tiers' segments are left out, their text travels
 //! as givens. Each kept segment is judged by the same [`ComputerAuditor`] a seat runs, on
 //! the same [`SegmentView`] (claim, cited claims in manifest order, givens). Every seat of
 //! a Computer segment reaches the same decision, so a vote is the segment's verdict and an
@@ -17,16 +17,18 @@ use trust_contracts::{
     LocalVerdict, SegmentVerdict, TraceVerdict,
     tally::{self, TraceTally},
 };
-use trust_protocol::{Hash, Vote, hdag::Hdag, trace::Trace, tx::Tier, units::Ppm};
+use trust_protocol::{
+    Hash, Vote, hdag::Hdag, seal::SegmentDoc, trace::Trace, tx::Tier, units::Ppm,
+};
 
 use super::{
     judge::{ComputerAuditor, Decision, SegmentView},
-    provider::DEFAULT_QUORUM,
+    provider::{
+        DEFAULT_QUORUM,
+        prepare::{self, Restricted},
+    },
 };
-use crate::{
-    decompose::{PROBLEM_KIND, dependency_order},
-    submit::{self, Restricted, SegmentDoc},
-};
+use crate::decompose::{PROBLEM_KIND, dependency_order};
 
 /// One segment of the preview, in HDAG order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -307,7 +309,7 @@ pub fn manifest_views(r: &Restricted) -> Vec<ManifestSegment> {
 
 /// The preview of `hdag` (a decomposition of `trace`, or the provider's own).
 pub fn preview(trace: &Trace, hdag: &Hdag) -> Preview {
-    let r = submit::restrict(hdag, |t| t == Tier::Computer);
+    let r = prepare::restrict(hdag, |t| t == Tier::Computer);
     let kept = manifest_views(&r);
     let trace_id = Hash::of_parts("trust/v1/local-check", &[trace.thinking.as_bytes()]);
 

@@ -37,7 +37,7 @@ use trust_contracts::{Contract, Event, Phase, SegmentState};
 use trust_protocol::{
     Commitment, Hash, Salt, Vote,
     cid::Cid,
-    seal::{KEY_LEN, SealingSecret, decrypt_segment, open_key},
+    seal::{KEY_LEN, SealingSecret, SegmentDoc, decrypt_segment, key_context, open_key},
     tx::{Call, Tier},
 };
 
@@ -47,10 +47,9 @@ use super::{
     duties::plan::{self, Duty},
     judge::{Auditor, ComputerAuditor, Decision, SeatRef, SegmentView},
     outbox::{Outbox, Sent},
-    provider::key_context,
     votes::{VoteBook, VoteRecord},
 };
-use crate::{blobs::BlobStore, submit::SegmentDoc};
+use crate::blobs::BlobStore;
 
 /// The environment variable that selects a test behaviour (see `audit::misbehave`, compiled
 /// only into test builds). A build without them refuses to start when it is set.
@@ -406,7 +405,7 @@ impl Seat {
             }
         };
         let plain = decrypt_segment(&key, &entry.id, &blob).map_err(|e| e.to_string())?;
-        SegmentDoc::from_bytes(&plain)
+        SegmentDoc::from_bytes(&plain).map_err(|e| e.to_string())
     }
 
     /// Judges and commits every segment of `session` on which this node holds a seat,

@@ -358,11 +358,11 @@ fn testnet_init(a: TestnetInitArgs) -> CliResult {
     }
     let honeypots = a
         .honeypots_per_session
-        .unwrap_or(crate::submit::honeypot::DEFAULT_PER_SESSION);
-    if honeypots > crate::submit::honeypot::MAX_PER_SESSION {
+        .unwrap_or(crate::audit::provider::honeypot::DEFAULT_PER_SESSION);
+    if honeypots > crate::audit::provider::honeypot::MAX_PER_SESSION {
         return Err(CliError::usage(format!(
             "--honeypots-per-session {honeypots}: at most {}",
-            crate::submit::honeypot::MAX_PER_SESSION
+            crate::audit::provider::honeypot::MAX_PER_SESSION
         )));
     }
     let doc = GenesisDoc {

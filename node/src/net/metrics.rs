@@ -150,6 +150,12 @@ impl NetMetrics {
     }
 }
 
+impl crate::metrics::MetricsSource for NetMetrics {
+    fn render(&self, out: &mut String) {
+        NetMetrics::render(self, out);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -163,11 +169,5 @@ mod tests {
         assert!(out.contains("# TYPE trust_net_peers_banned counter\ntrust_net_peers_banned 1\n"));
         assert!(out.contains("trust_net_gossip_txs_accepted 0\n"));
         assert_eq!(out.lines().filter(|l| l.starts_with("# TYPE")).count(), 16);
-    }
-}
-
-impl crate::metrics::MetricsSource for NetMetrics {
-    fn render(&self, out: &mut String) {
-        NetMetrics::render(self, out);
     }
 }

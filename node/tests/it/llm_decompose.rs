@@ -391,12 +391,12 @@ async fn the_appendix_example_replayed_gives_the_papers_hdag() {
     h.validate().unwrap();
     h.validate_spans(&t).unwrap();
     decompose::from_provider(&t, &serde_json::to_string(h).unwrap()).unwrap();
-    let restricted = trust_node::submit::restrict(h, |_| true);
+    let restricted = trust_node::audit::provider::prepare::restrict(h, |_| true);
     assert_eq!(restricted.hdag.nodes.len(), 14);
-    trust_node::submit::prepare(
+    trust_node::audit::provider::prepare::prepare(
         &restricted,
         trust_node::audit::provider::DEFAULT_QUORUM,
-        trust_node::submit::TierWeights::EQUAL,
+        trust_node::audit::provider::prepare::TierWeights::EQUAL,
         0,
         "math",
         &mut rand::rngs::OsRng,

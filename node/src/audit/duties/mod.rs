@@ -179,10 +179,8 @@ impl Duties {
                         desk.on_block(height, events);
                     }
                 }
-                Duty::ResumeProvider
-                | Duty::DeliverKeys { .. }
-                | Duty::RevealMapping { .. }
-                | Duty::ProviderDone { .. } => self.cfg.provider.perform(&duty, contract).await,
+                Duty::ResumeProvider => self.cfg.provider.resume(contract).await,
+                Duty::Provider(d) => self.cfg.provider.perform(&d, contract).await,
                 Duty::Judge { session } => self.judge(contract, session).await,
                 seat_duty => self.cfg.seat.perform(&seat_duty, contract).await,
             }

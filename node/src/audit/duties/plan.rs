@@ -6,20 +6,23 @@
 //! Order within a block, as the node has always acted:
 //! 1. own transactions that waited for the nonce window go to the pool ([`Duty::Flush`]);
 //! 2. the human desk learns the height (deadlines) ([`Duty::Desk`]);
-//! 3. the provider's duties, in event order: opening the mapping of a session whose reveal
-//!    window closed, releasing a finished session's ciphertexts; then sealing keys to the
-//!    seats the block drew, one delivery per session ([`Duty::DeliverKeys`]);
+//! 3. the provider's duties ([`provider::plan`]), in event order: opening the mapping of a
+//!    session whose reveal window closed, releasing a finished session's ciphertexts; then
+//!    sealing keys to the seats the block drew, one delivery per session;
 //! 4. the seats' duties, in event order: opening keys sealed to this node, revealing when a
 //!    commit window closes, forgetting a finished session;
 //! 5. judging, at most once per session, where this node holds a seat that may still
 //!    commit ([`may_commit`]).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use trust_contracts::{Event, Phase, State};
 use trust_protocol::{AccountId, Hash, seal::SealedKey, tx::Call};
 
-use crate::audit::seat::gives_up;
+use crate::audit::{
+    provider::{self, ProviderDuty},
+    seat::gives_up,
+};
 
 /// One thing to do, in the order [`plan`] returns them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,24 +37,8 @@ pub enum Duty {
     },
     /// Provider: after a restart, finish the key deliveries and mapping openings it owes.
     ResumeProvider,
-    /// Provider: seal keys to these seats of `session`, drawn in this block: (segment,
-    /// seat, round).
-    DeliverKeys {
-        /// The session.
-        session: Hash,
-        /// (segment, seat, round), in event order.
-        seats: Vec<(u16, AccountId, u8)>,
-    },
-    /// Provider: open the segment-to-trace mapping of `session` (its reveal window closed).
-    RevealMapping {
-        /// The session.
-        session: Hash,
-    },
-    /// Provider: `session` is over; release what the provider kept for it.
-    ProviderDone {
-        /// The session.
-        session: Hash,
-    },
+    /// One of the provider's duties ([`provider::plan`]).
+    Provider(ProviderDuty),
     /// Seat: open a key sealed to this node and keep it.
     OpenKey {
         /// The session.
@@ -114,47 +101,12 @@ pub fn plan(node: &Node<'_>, state: &State, height: u64, events: &[Event]) -> Ve
     if node.desk {
         out.push(Duty::Desk { height });
     }
-    out.extend(plan_provider(node.provided, events));
-    out.extend(plan_seat(node, state, events));
-    out
-}
-
-/// The provider's part of [`plan`]: for the sessions it keeps records of (`provided`), in
-/// event order, mapping openings and releases, then one key delivery per session for the
-/// seats the block drew.
-pub fn plan_provider(provided: &BTreeSet<Hash>, events: &[Event]) -> Vec<Duty> {
-    let mut out = Vec::new();
-    let mut drawn: BTreeMap<Hash, Vec<(u16, AccountId, u8)>> = BTreeMap::new();
-    for e in events {
-        match e {
-            Event::SeatAssigned {
-                session,
-                segment,
-                seat,
-                round,
-                ..
-            } if provided.contains(session) => {
-                drawn
-                    .entry(*session)
-                    .or_default()
-                    .push((*segment, *seat, *round));
-            }
-            Event::RevealWindowClosed { session, .. } if provided.contains(session) => {
-                out.push(Duty::RevealMapping { session: *session });
-            }
-            Event::TraceDecided { session, .. } | Event::SessionFailed { session, .. }
-                if provided.contains(session) =>
-            {
-                out.push(Duty::ProviderDone { session: *session });
-            }
-            _ => {}
-        }
-    }
     out.extend(
-        drawn
+        provider::plan(node.provided, events)
             .into_iter()
-            .map(|(session, seats)| Duty::DeliverKeys { session, seats }),
+            .map(Duty::Provider),
     );
+    out.extend(plan_seat(node, state, events));
     out
 }
 
@@ -425,7 +377,7 @@ mod tests {
             &sealing(me).public(),
             &[9; 32],
             [me + 50; 32],
-            &crate::audit::provider::key_context(session, segment_id, &auditor(me).public()),
+            &trust_protocol::seal::key_context(session, segment_id, &auditor(me).public()),
         )
         .unwrap()
     }
@@ -459,10 +411,10 @@ mod tests {
             plan_p,
             vec![
                 Duty::Flush,
-                Duty::DeliverKeys {
+                Duty::Provider(ProviderDuty::DeliverKeys {
                     session,
                     seats: drawn
-                }
+                })
             ]
         );
         // A node that did not open the session delivers nothing, and with no key yet it
@@ -550,8 +502,8 @@ mod tests {
             p,
             vec![
                 Duty::Flush,
-                Duty::RevealMapping { session },
-                Duty::ProviderDone { session },
+                Duty::Provider(ProviderDuty::RevealMapping { session }),
+                Duty::Provider(ProviderDuty::Done { session }),
                 Duty::Reveal { session, round: 0 },
                 Duty::SeatDone { session },
             ]

@@ -23,10 +23,10 @@ use crate::{
     audit::{
         judge::Auditor,
         preview::manifest_views,
+        provider::prepare,
         quality::{Record, ratio, step_spans},
     },
     decompose::{Options, decompose},
-    submit,
 };
 
 /// Counts over the traces judged.
@@ -122,7 +122,7 @@ fn add(a: &mut LlmCounts, b: &LlmCounts) {
 async fn score(r: &Record, judge: &LlmAuditor) -> Result<LlmCounts, String> {
     let trace = Trace::parse(&r.trace).map_err(|e| e.to_string())?;
     let hdag = decompose(&trace, &Options::default()).map_err(|e| e.to_string())?;
-    let kept = submit::restrict(&hdag, |t| t != Tier::Human);
+    let kept = prepare::restrict(&hdag, |t| t != Tier::Human);
     let m = judge.client().metrics();
     let asked = || m.entailments.load(Ordering::Relaxed) + m.probes.load(Ordering::Relaxed);
     let calls_before = asked();

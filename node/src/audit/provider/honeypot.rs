@@ -42,7 +42,7 @@ use trust_protocol::{
     tx::{Difficulty, Tier},
 };
 
-use super::Restricted;
+use super::prepare::Restricted;
 use crate::{
     audit::computer::{self, Judgement},
     decompose::dependency_order,
@@ -319,8 +319,8 @@ mod tests {
 
     use super::*;
     use crate::{
+        audit::provider::prepare::restrict,
         decompose::{Options, decompose},
-        submit::restrict,
     };
 
     fn restricted(file: &str) -> Restricted {

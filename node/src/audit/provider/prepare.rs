@@ -22,7 +22,7 @@ use trust_protocol::{
     encoding,
     hdag::{Hdag, HdagEdge, Relationship},
     honeypot_commitment,
-    seal::{KEY_LEN, NONCE_LEN, SealError, encrypt_segment},
+    seal::{KEY_LEN, NONCE_LEN, SealError, SegmentDoc, encrypt_segment},
     tx::{
         Call, Difficulty, LeftOut, MAX_DEPENDENCIES, MAX_SEGMENTS, QuorumParams, SegmentEntry,
         SessionManifest, Tier, Tx, TxFormatError,
@@ -30,10 +30,8 @@ use trust_protocol::{
     units::Amount,
 };
 
-pub use self::honeypot::Bait;
+use super::honeypot::{self, Bait};
 use crate::decompose::{self, dependency_order};
-
-pub mod honeypot;
 
 /// Weight of a segment in the trace quorum, per tier.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,37 +68,6 @@ pub struct MappingEntry {
     pub node: String,
     /// The salt of the blinded id.
     pub salt: Salt,
-}
-
-/// What a segment's ciphertext holds: the claim, and the text of the premises it cites
-/// that are not audited in this session (typically the problem statement, when no
-/// auditor of its tier is on the network), so that a seat judges the claim with what it
-/// rests on and nothing more of the trace.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SegmentDoc {
-    /// The segment's text, an exact span of the trace.
-    pub claim: String,
-    /// Unaudited premises it cites, verbatim.
-    #[serde(default)]
-    pub given: Vec<String>,
-    /// For a STEP: its OPERATIONs, the bare calculations inside the claim that the
-    /// Computer tier checks on their own. A seat checks them again with the same judge
-    /// and shows the result to its judge; any that is not a span of the claim is ignored.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub operations: Vec<String>,
-}
-
-impl SegmentDoc {
-    /// The plaintext that is encrypted (JSON).
-    pub fn to_bytes(&self) -> Vec<u8> {
-        serde_json::to_vec(self).unwrap_or_default()
-    }
-
-    /// Parses a decrypted segment; a clear error for anything else.
-    pub fn from_bytes(bytes: &[u8]) -> Result<Self, String> {
-        serde_json::from_slice(bytes).map_err(|e| format!("not a segment document: {e}"))
-    }
 }
 
 /// What the provider keeps and publishes for one session.

@@ -1,4 +1,7 @@
-//! The provider's side of a session on a running node.
+//! The provider's side of a session on a running node: its session and page records, the
+//! spending cap, opening a session and following it to the end. Turning an HDAG into a
+//! manifest and ciphertexts is [`prepare`]'s, forging honeypots [`honeypot`]'s, sealing
+//! segment keys to seats [`keys`]'s.
 //!
 //! [`Provider::submit`] turns a trace into a session: decomposition (or the provider's
 //! HDAG), encryption of every segment under its own key, ciphertexts into the blob store
@@ -10,7 +13,7 @@
 //! [`Provider::on_block`] follows the session through decided blocks: when seats are
 //! drawn it seals each segment key to that segment's seats and to the seats of the
 //! segments that cite it (`DeliverKeys`); when voting is over it opens its honeypots
-//! (`RevealHoneypot`, see [`crate::submit::honeypot`]) and then the mapping commitment
+//! (`RevealHoneypot`, see [`honeypot`]) and then the mapping commitment
 //! (`RevealMapping`); once decided it removes the ciphertexts.
 //!
 //! Staffing counts only the auditors the contract could draw (its per-tier index:
@@ -32,40 +35,28 @@ use serde::{Deserialize, Serialize};
 use trust_contracts::{Contract, Event, Phase};
 use trust_protocol::{
     AccountId, Hash, Salt,
-    block::MAX_TX_BYTES,
     hdag::{AbstractionLevel, Hdag, Relationship},
-    seal::decrypt_segment,
-    seal::{KEY_LEN, seal_key},
+    seal::{KEY_LEN, SealError, SegmentDoc, SegmentDocError, decrypt_segment},
     trace::Trace,
-    tx::{Call, MAX_SEALED_KEYS, QuorumParams, SeatKey, Tier, Tx},
+    tx::{Call, QuorumParams, Tier, Tx},
     units::Ppm,
 };
 
-use super::{
-    duties::plan::{self, Duty},
-    outbox::{Outbox, Sent},
+use self::{
+    honeypot::Bait,
+    prepare::{MappingEntry, Planted, Restricted, TierWeights},
 };
+use super::outbox::{Outbox, Sent};
 use crate::{
-    blobs::{BlobStore, kubo::Kubo},
+    blobs::{BlobError, BlobStore, kubo::Kubo},
     decompose,
-    submit::{self, MappingEntry, Planted, Restricted, SegmentDoc, TierWeights, honeypot},
 };
 
-/// The context a segment key is sealed under: binds it to one session, segment and seat.
-pub fn key_context(session: &Hash, segment_id: &Hash, seat: &AccountId) -> Vec<u8> {
-    let mut c = b"trust/v1/segment-key".to_vec();
-    c.extend_from_slice(session.as_ref());
-    c.extend_from_slice(segment_id.as_ref());
-    c.extend_from_slice(seat.as_ref());
-    c
-}
-
-/// Most sealed keys in one `DeliverKeys`: a sealed key with its segment and seat takes
-/// 122 bytes, so 512 of them stay well within a transaction ([`MAX_TX_BYTES`]) and
-/// [`MAX_SEALED_KEYS`].
-pub const KEYS_PER_DELIVERY: usize = 512;
-const _: () =
-    assert!(KEYS_PER_DELIVERY <= MAX_SEALED_KEYS && KEYS_PER_DELIVERY * 122 + 1024 <= MAX_TX_BYTES);
+#[cfg(feature = "misbehave")]
+pub mod grief;
+pub mod honeypot;
+pub mod keys;
+pub mod prepare;
 
 /// Most page records kept: opening a session beyond it prunes the oldest (by the height
 /// at which it was opened).
@@ -78,6 +69,69 @@ pub const DEFAULT_QUORUM: QuorumParams = QuorumParams {
     tau: Ppm(600_000),
     beta: Ppm(600_000),
 };
+
+/// One of the provider's duties on a decided block ([`plan`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProviderDuty {
+    /// Seal keys to these seats of `session`, drawn in the block: (segment, seat, round), in
+    /// event order.
+    DeliverKeys {
+        /// The session.
+        session: Hash,
+        /// (segment, seat, round).
+        seats: Vec<(u16, AccountId, u8)>,
+    },
+    /// Open the segment-to-trace mapping of `session` (its reveal window closed).
+    RevealMapping {
+        /// The session.
+        session: Hash,
+    },
+    /// `session` is over: release its ciphertexts and forget its record.
+    Done {
+        /// The session.
+        session: Hash,
+    },
+}
+
+/// The provider's duties on a decided block with `events` (pure): for the sessions it keeps
+/// records of (`provided`), in event order, mapping openings and releases, then one key
+/// delivery per session for the seats the block drew. The node's duties planner
+/// (`crate::audit::duties::plan`) takes them into its plan.
+pub fn plan(provided: &BTreeSet<Hash>, events: &[Event]) -> Vec<ProviderDuty> {
+    let mut out = Vec::new();
+    let mut drawn: BTreeMap<Hash, Vec<(u16, AccountId, u8)>> = BTreeMap::new();
+    for e in events {
+        match e {
+            Event::SeatAssigned {
+                session,
+                segment,
+                seat,
+                round,
+                ..
+            } if provided.contains(session) => {
+                drawn
+                    .entry(*session)
+                    .or_default()
+                    .push((*segment, *seat, *round));
+            }
+            Event::RevealWindowClosed { session, .. } if provided.contains(session) => {
+                out.push(ProviderDuty::RevealMapping { session: *session });
+            }
+            Event::TraceDecided { session, .. } | Event::SessionFailed { session, .. }
+                if provided.contains(session) =>
+            {
+                out.push(ProviderDuty::Done { session: *session });
+            }
+            _ => {}
+        }
+    }
+    out.extend(
+        drawn
+            .into_iter()
+            .map(|(session, seats)| ProviderDuty::DeliverKeys { session, seats }),
+    );
+    out
+}
 
 /// What the provider keeps about an open session.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -180,6 +234,44 @@ pub enum SubmitError {
     OverCap(String),
 }
 
+impl From<RecordError> for SubmitError {
+    fn from(e: RecordError) -> Self {
+        Self::Refused(e.to_string())
+    }
+}
+
+/// Why the provider could not read or write its own records (sled, JSON, the blob store,
+/// the sealed blocks it reads its page record from), or hand a session's `OpenSession` to
+/// the outbox.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RecordError {
+    /// The database failed.
+    #[error(transparent)]
+    Db(#[from] sled::Error),
+    /// A record did not encode or decode.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    /// The blob store failed.
+    #[error(transparent)]
+    Blobs(#[from] BlobError),
+    /// A prepared block did not open with its own key.
+    #[error(transparent)]
+    Seal(#[from] SealError),
+    /// A prepared block did not hold a segment document.
+    #[error(transparent)]
+    Doc(#[from] SegmentDocError),
+    /// A left-out node is missing from the HDAG it was cut from.
+    #[error("a left-out node is not in the HDAG")]
+    LeftOutMissing,
+    /// The blob store keyed a block under another CID than the manifest's.
+    #[error("blob store computed another CID")]
+    CidMismatch,
+    /// The outbox did not take the `OpenSession`.
+    #[error("{0}")]
+    Outbox(String),
+}
+
 impl From<String> for SubmitError {
     fn from(e: String) -> Self {
         Self::Refused(e)
@@ -258,10 +350,10 @@ impl Provider {
         })
     }
 
-    /// Misbehaves on purpose as a provider when `b` says so (test builds only).
+    /// Griefs on purpose as a provider when `griefing` ([`grief`], test builds only).
     #[cfg(feature = "misbehave")]
-    pub fn with_behaviour(mut self, b: super::misbehave::Behaviour) -> Self {
-        self.griefing = b.griefs_as_provider();
+    pub fn with_griefing(mut self, griefing: bool) -> Self {
+        self.griefing = griefing;
         self
     }
 
@@ -273,10 +365,10 @@ impl Provider {
         wanted: usize,
         cap: usize,
         rng: &mut impl RngCore,
-    ) -> Vec<submit::Bait> {
+    ) -> Vec<Bait> {
         #[cfg(feature = "misbehave")]
         if self.griefing {
-            let baits = super::misbehave::false_baits(r, cap);
+            let baits = grief::false_baits(r, cap);
             tracing::warn!(
                 planted = baits.len(),
                 "test behaviour griefing-provider: true steps planted as known errors"
@@ -285,17 +377,6 @@ impl Provider {
         }
         let _ = cap;
         honeypot::forge(r, wanted, rng)
-    }
-
-    /// Whether this provider keeps `seat`'s keys from it (a griefing provider, in test
-    /// builds only).
-    fn withholds(&self, session: &Hash, seat: &AccountId) -> bool {
-        #[cfg(feature = "misbehave")]
-        if self.griefing {
-            return super::misbehave::starves(session, seat);
-        }
-        let _ = (session, seat);
-        false
     }
 
     /// Asks for `k` seats per segment in every tier (instead of [`DEFAULT_QUORUM`]'s 3).
@@ -325,13 +406,13 @@ impl Provider {
 
     /// Fees of the sessions opened in the last [`SPENDING_WINDOW_SECS`] before `now` (unix
     /// seconds); older records are dropped on the way.
-    pub fn spent_since_yesterday(&self, now: u64) -> Result<u64, String> {
+    pub fn spent_since_yesterday(&self, now: u64) -> Result<u64, RecordError> {
         let mut sum = 0u64;
         for item in self.spent.iter() {
-            let (k, v) = item.map_err(|e| e.to_string())?;
-            let (at, fee): (u64, u64) = serde_json::from_slice(&v).map_err(|e| e.to_string())?;
+            let (k, v) = item?;
+            let (at, fee): (u64, u64) = serde_json::from_slice(&v)?;
             if at.saturating_add(SPENDING_WINDOW_SECS) <= now {
-                self.spent.remove(k).map_err(|e| e.to_string())?;
+                self.spent.remove(k)?;
             } else {
                 sum = sum.saturating_add(fee);
             }
@@ -372,12 +453,17 @@ impl Provider {
         serde_json::from_slice(&v).ok()
     }
 
-    fn store(&self, session: &Hash, r: &SessionRecord) -> Result<(), String> {
-        let bytes = serde_json::to_vec(r).map_err(|e| e.to_string())?;
-        self.book
-            .insert(session.as_ref(), bytes)
-            .map_err(|e| e.to_string())?;
-        self.book.flush().map_err(|e| e.to_string())?;
+    fn store(&self, session: &Hash, r: &SessionRecord) -> Result<(), RecordError> {
+        let bytes = serde_json::to_vec(r)?;
+        self.book.insert(session.as_ref(), bytes)?;
+        self.book.flush()?;
+        Ok(())
+    }
+
+    /// Books a session's `fee`, paid at `now`, against the daily cap.
+    fn book_fee(&self, session: &Hash, now: u64, fee: u64) -> Result<(), RecordError> {
+        let v = serde_json::to_vec(&(now, fee))?;
+        self.spent.insert(session.as_ref(), v)?;
         Ok(())
     }
 
@@ -407,7 +493,7 @@ impl Provider {
         let q = self.quorum.clone();
         let need =
             |t: Tier| usize::from(q.k[tier_index(t)]).saturating_add(usize::from(q.extra_seats));
-        let restricted = submit::restrict(&hdag, |t| staffed[tier_index(t)] >= need(t));
+        let restricted = prepare::restrict(&hdag, |t| staffed[tier_index(t)] >= need(t));
         if restricted.hdag.nodes.is_empty() {
             return Err(format!(
                 "no segment can be audited here: auditors per tier (computer, llm, human) = {staffed:?}, {} needed per segment",
@@ -426,7 +512,7 @@ impl Provider {
                 "fewer honeypots than configured: the checker could not refute enough altered steps of this trace"
             );
         }
-        let mut prepared = submit::prepare_with(
+        let mut prepared = prepare::prepare_with(
             &restricted,
             &baits,
             q.clone(),
@@ -468,14 +554,7 @@ impl Provider {
             tracing::warn!(%session, error = %e, "session not opened");
         }
         let tx = opened?;
-        if let Err(e) = serde_json::to_vec(&(now, fee))
-            .map_err(|e| e.to_string())
-            .and_then(|v| {
-                self.spent
-                    .insert(session.as_ref(), v)
-                    .map_err(|e| e.to_string())
-            })
-        {
+        if let Err(e) = self.book_fee(&session, now, fee) {
             tracing::warn!(%session, error = %e, "the session's fee was not booked against the spending cap");
         }
         tracing::info!(%session, segments = cids.len(), honeypots = prepared.honeypots.len(), left_out = restricted.dropped.len(), fee, "session opened");
@@ -556,8 +635,8 @@ impl Provider {
         height: u64,
         hdag: &Hdag,
         restricted: &Restricted,
-        prepared: &submit::PreparedSession,
-    ) -> Result<(), String> {
+        prepared: &prepare::PreparedSession,
+    ) -> Result<(), RecordError> {
         let mut nodes: Vec<String> = prepared.mapping.iter().map(|m| m.node.clone()).collect();
         let mut texts = Vec::with_capacity(nodes.len());
         for ((key, (_, blob)), entry) in prepared
@@ -566,13 +645,13 @@ impl Provider {
             .zip(&prepared.blocks)
             .zip(&prepared.manifest.segments)
         {
-            let plain = decrypt_segment(key, &entry.id, blob).map_err(|e| e.to_string())?;
+            let plain = decrypt_segment(key, &entry.id, blob)?;
             texts.push(SegmentDoc::from_bytes(&plain)?.claim);
         }
         let content = |id: &str| hdag.nodes.iter().find(|n| n.id == id);
         let mut left_out_levels = Vec::with_capacity(restricted.dropped.len());
         for d in &restricted.dropped {
-            let node = content(&d.id).ok_or("a left-out node is not in the HDAG")?;
+            let node = content(&d.id).ok_or(RecordError::LeftOutMissing)?;
             nodes.push(d.id.clone());
             texts.push(node.content.clone());
             left_out_levels.push(node.abstraction_level);
@@ -602,13 +681,10 @@ impl Provider {
             decomposes,
             problem,
         };
-        let bytes = serde_json::to_vec(&record).map_err(|e| e.to_string())?;
-        self.pages
-            .insert(session.as_ref(), bytes)
-            .map_err(|e| e.to_string())?;
+        let bytes = serde_json::to_vec(&record)?;
+        self.pages.insert(session.as_ref(), bytes)?;
         self.pages_by_age
-            .insert(Self::age_key(height, session), &[])
-            .map_err(|e| e.to_string())?;
+            .insert(Self::age_key(height, session), &[])?;
         let pruned = self.prune_page_records(MAX_PAGE_RECORDS);
         if pruned > 0 {
             tracing::info!(pruned, "oldest page records pruned");
@@ -622,17 +698,17 @@ impl Provider {
         &self,
         session: &Hash,
         nonce: u64,
-        prepared: &submit::PreparedSession,
-    ) -> Result<Hash, String> {
+        prepared: &prepare::PreparedSession,
+    ) -> Result<Hash, RecordError> {
         let mut cids = Vec::new();
         for (cid, bytes) in &prepared.blocks {
-            let got = self.blobs.put(bytes).map_err(|e| e.to_string())?;
+            let got = self.blobs.put(bytes)?;
             if got != *cid {
-                return Err("blob store computed another CID".into());
+                return Err(RecordError::CidMismatch);
             }
             cids.push(*cid);
         }
-        self.blobs.pin(session, &cids).map_err(|e| e.to_string())?;
+        self.blobs.pin(session, &cids)?;
         let record = SessionRecord {
             keys: prepared.keys.clone(),
             ids: prepared.manifest.segments.iter().map(|s| s.id).collect(),
@@ -655,6 +731,7 @@ impl Provider {
         self.outbox
             .send_at(nonce, Call::OpenSession(prepared.manifest.clone()))
             .await
+            .map_err(RecordError::Outbox)
     }
 
     /// The sessions this node opened and still keeps records of.
@@ -686,116 +763,31 @@ impl Provider {
         }
     }
 
-    /// Follows this node's sessions through one decided block, as
-    /// [`plan::plan_provider`] plans it.
+    /// Follows this node's sessions through one decided block, as [`plan`] plans it.
     pub async fn on_block(&self, events: &[Event], contract: &Contract) {
-        for d in plan::plan_provider(&self.sessions(), events) {
+        for d in plan(&self.sessions(), events) {
             self.perform(&d, contract).await;
         }
     }
 
-    /// Carries out one of the provider's duties; any other duty is not the provider's and
-    /// is ignored.
-    pub async fn perform(&self, duty: &Duty, contract: &Contract) {
+    /// Carries out one of the provider's duties.
+    pub async fn perform(&self, duty: &ProviderDuty, contract: &Contract) {
         match duty {
-            Duty::ResumeProvider => self.resume(contract).await,
-            Duty::DeliverKeys { session, seats } => self.deliver(session, seats, contract).await,
-            Duty::RevealMapping { session } => self.reveal_mapping(session, contract).await,
-            Duty::ProviderDone { session } if self.load(session).is_some() => {
+            ProviderDuty::DeliverKeys { session, seats } => {
+                self.deliver(session, seats, contract).await;
+            }
+            ProviderDuty::RevealMapping { session } => {
+                self.reveal_mapping(session, contract).await;
+            }
+            ProviderDuty::Done { session } => {
+                if self.load(session).is_none() {
+                    return;
+                }
                 if let Err(e) = self.blobs.release(session) {
                     tracing::warn!(%session, error = %e, "ciphertexts of a finished session not removed");
                 }
                 let _ = self.book.remove(session.as_ref());
                 tracing::info!(%session, "session over; its ciphertexts removed");
-            }
-            _ => {}
-        }
-    }
-
-    async fn deliver(&self, session: &Hash, seats: &[(u16, AccountId, u8)], contract: &Contract) {
-        let Some(mut r) = self.load(session) else {
-            return;
-        };
-        // (segment, seat) -> whether it is for a seat of an escalation round.
-        let mut wanted: BTreeMap<(u16, AccountId), bool> = BTreeMap::new();
-        for (seg, seat, round) in seats {
-            let again = *round > 0;
-            let deps = r
-                .depends_on
-                .get(usize::from(*seg))
-                .cloned()
-                .unwrap_or_default();
-            for k in std::iter::once(*seg).chain(deps) {
-                let e = wanted.entry((k, *seat)).or_insert(again);
-                *e |= again;
-            }
-        }
-        let mut keys = Vec::new();
-        let mut again_pairs = BTreeSet::new();
-        for ((seg, seat), again) in wanted {
-            let done = if again {
-                r.delivered_again.contains(&(seg, seat))
-            } else {
-                r.delivered.contains(&(seg, seat))
-            };
-            if done || self.withholds(session, &seat) {
-                continue;
-            }
-            if again {
-                again_pairs.insert((seg, seat));
-            }
-            let (Some(key), Some(id)) = (r.keys.get(usize::from(seg)), r.ids.get(usize::from(seg)))
-            else {
-                continue;
-            };
-            let Some(aud) = contract.state().auditors.get(&seat) else {
-                continue;
-            };
-            let mut eph = [0u8; 32];
-            rand::rngs::OsRng.fill_bytes(&mut eph);
-            match seal_key(&aud.sealing_key, key, eph, &key_context(session, id, &seat)) {
-                Ok(sealed) => keys.push(SeatKey {
-                    segment: seg,
-                    seat,
-                    sealed,
-                }),
-                Err(e) => {
-                    tracing::warn!(%session, segment = seg, %seat, error = %e, "cannot seal a key to this seat")
-                }
-            }
-        }
-        // A long trace's session seats more (segment, seat) pairs than one transaction
-        // carries: the keys go out in several `DeliverKeys`.
-        while !keys.is_empty() {
-            let rest = keys.split_off(keys.len().min(KEYS_PER_DELIVERY));
-            let batch = std::mem::replace(&mut keys, rest);
-            let pairs: Vec<(u16, AccountId)> = batch.iter().map(|k| (k.segment, k.seat)).collect();
-            match self
-                .outbox
-                .send(Call::DeliverKeys {
-                    session: *session,
-                    keys: batch,
-                })
-                .await
-            {
-                Ok(tx) => {
-                    // Recorded only once pooled: a delivery still queued in the outbox is
-                    // in memory only, and `resume` must send it again after a restart.
-                    if matches!(tx, Sent::Pooled(_)) {
-                        for p in &pairs {
-                            if again_pairs.contains(p) {
-                                r.delivered_again.insert(*p);
-                            } else {
-                                r.delivered.insert(*p);
-                            }
-                        }
-                        if let Err(e) = self.store(session, &r) {
-                            tracing::error!(%session, error = %e, "provider record not saved");
-                        }
-                    }
-                    tracing::info!(%session, %tx, keys = pairs.len(), "segment keys sealed to seats");
-                }
-                Err(e) => tracing::warn!(%session, error = %e, "DeliverKeys not sent"),
             }
         }
     }
@@ -845,7 +837,7 @@ impl Provider {
         }
         let call = Call::RevealMapping {
             session: *session,
-            mapping: submit::mapping_document_hash(&r.mapping),
+            mapping: prepare::mapping_document_hash(&r.mapping),
             salt: r.mapping_salt,
         };
         match self.outbox.send(call).await {
@@ -863,17 +855,13 @@ impl Provider {
 
 #[cfg(test)]
 mod tests {
-    use trust_protocol::{
-        Keypair,
-        hdag::Hdag,
-        seal::{decrypt_segment, open_key},
-    };
+    use trust_protocol::hdag::Hdag;
 
     use super::*;
-    use crate::audit::testkit::{Chain, auditor, provider_key, sealing};
+    use crate::audit::testkit::{Chain, auditor, provider_key};
 
     /// A provider on a chain with `auditors` Computer auditors besides itself.
-    fn provider(auditors: usize) -> (Provider, Chain, tempfile::TempDir) {
+    pub(super) fn provider(auditors: usize) -> (Provider, Chain, tempfile::TempDir) {
         let chain = Chain::new(auditors);
         let dir = tempfile::tempdir().unwrap();
         let db = sled::open(dir.path()).unwrap();
@@ -887,7 +875,7 @@ mod tests {
     }
 
     /// Keys delivered in a block's events.
-    fn keys_delivered(events: &[Event]) -> usize {
+    pub(super) fn keys_delivered(events: &[Event]) -> usize {
         events
             .iter()
             .filter(|e| matches!(e, Event::KeyDelivered { .. }))
@@ -895,11 +883,11 @@ mod tests {
     }
 
     /// Seats drawn in a session, over all its segments.
-    fn seat_count(session: &trust_contracts::Session) -> usize {
+    pub(super) fn seat_count(session: &trust_contracts::Session) -> usize {
         session.segments.iter().map(|g| g.seats.len()).sum()
     }
 
-    const TRACE: &str = "## Problem Statement\nThe denominator of a fraction is 7 less than 3 times the numerator. If the fraction is equivalent to 2/5, what is the numerator?\n## Thinking Process\n1. Let the numerator be x\n2. So x / (3x - 7) = 2/5\n3. Therefore, 5x = 6x - 14\n## Final Output\nx = 14\n";
+    pub(super) const TRACE: &str = "## Problem Statement\nThe denominator of a fraction is 7 less than 3 times the numerator. If the fraction is equivalent to 2/5, what is the numerator?\n## Thinking Process\n1. Let the numerator be x\n2. So x / (3x - 7) = 2/5\n3. Therefore, 5x = 6x - 14\n## Final Output\nx = 14\n";
 
     #[tokio::test]
     async fn submit_opens_a_session_with_only_staffed_tiers_and_keeps_the_keys() {
@@ -944,7 +932,7 @@ mod tests {
         // The mapping is the one the ledger's commitment opens to.
         let sess = &chain.contract.state().sessions[&s.session];
         assert_eq!(
-            submit::mapping_commitment(&r.mapping, &r.mapping_salt),
+            prepare::mapping_commitment(&r.mapping, &r.mapping_salt),
             sess.manifest.mapping_commitment
         );
         for (i, g) in sess.segments.iter().enumerate() {
@@ -956,17 +944,17 @@ mod tests {
                 "the problem statement is sealed with it"
             );
             let salt = &r.mapping[i].salt;
-            assert_eq!(submit::blinded_id(salt, &doc), g.entry.id, "segment {i}");
+            assert_eq!(prepare::blinded_id(salt, &doc), g.entry.id, "segment {i}");
             let mut other = doc.clone();
             other.given[0].push_str(" And x is 15.");
-            assert_ne!(submit::blinded_id(salt, &other), g.entry.id);
+            assert_ne!(prepare::blinded_id(salt, &other), g.entry.id);
             let mut other = doc.clone();
             other.operations.push("2 + 2 = 4".into());
-            assert_ne!(submit::blinded_id(salt, &other), g.entry.id);
+            assert_ne!(prepare::blinded_id(salt, &other), g.entry.id);
             // A given moved into the operations is another document too.
             let mut other = doc.clone();
             other.operations.insert(0, other.given.remove(0));
-            assert_ne!(submit::blinded_id(salt, &other), g.entry.id);
+            assert_ne!(prepare::blinded_id(salt, &other), g.entry.id);
         }
     }
 
@@ -1003,7 +991,7 @@ mod tests {
     #[tokio::test]
     async fn a_griefing_provider_plants_false_honeypots_and_starves_some_seats() {
         let (p, mut chain, _dir) = provider(4);
-        let p = p.with_behaviour(crate::audit::misbehave::Behaviour::GriefingProvider);
+        let p = p.with_griefing(true);
         let s = p.submit(TRACE, None, &chain.contract).await.unwrap();
         assert!(s.honeypots >= 2, "{} planted", s.honeypots);
         let page = p.page_record(&s.session).unwrap();
@@ -1043,46 +1031,6 @@ mod tests {
                 .iter()
                 .all(|a| !crate::audit::misbehave::starves(&s.session, a))
         );
-    }
-
-    /// A seat drawn in an escalation round gets its segment's key again, once, though its
-    /// account was sent it in round 0: the contract counts a key only for the round whose
-    /// commit window it lands in.
-    #[tokio::test]
-    async fn a_seat_of_an_escalation_round_gets_its_key_again_once() {
-        let (p, mut chain, _dir) = provider(3);
-        let s = p.submit(TRACE, None, &chain.contract).await.unwrap();
-        chain.block().await;
-        let seated = chain.block().await;
-        p.on_block(&seated, &chain.contract).await;
-        let ev = chain.block().await;
-        let seat = ev
-            .iter()
-            .find_map(|e| match e {
-                Event::KeyDelivered {
-                    segment: 0, seat, ..
-                } => Some(*seat),
-                _ => None,
-            })
-            .expect("segment 0's key delivered in round 0");
-        assert_eq!(chain.pooled().await, 0);
-        // Round 0's pair again: already served.
-        p.deliver(&s.session, &[(0, seat, 0)], &chain.contract)
-            .await;
-        assert_eq!(chain.pooled().await, 0);
-        // The same pair for a round-1 seat: sent again, once.
-        p.deliver(&s.session, &[(0, seat, 1)], &chain.contract)
-            .await;
-        assert_eq!(chain.pooled().await, 1);
-        let ev = chain.block().await;
-        assert!(
-            ev.iter().any(
-                |e| matches!(e, Event::KeyDelivered { segment: 0, seat: x, .. } if *x == seat)
-            )
-        );
-        p.deliver(&s.session, &[(0, seat, 1)], &chain.contract)
-            .await;
-        assert_eq!(chain.pooled().await, 0);
     }
 
     /// Page records beyond the bound go oldest first; the newest stay.
@@ -1151,139 +1099,6 @@ mod tests {
         assert!(p.book.is_empty() && p2.book.is_empty());
         assert!(p.pages.is_empty() && p2.pages.is_empty());
         assert!(p.blobs.is_empty() && p2.blobs.is_empty());
-    }
-
-    /// A provider restarted after seats were drawn, before its `DeliverKeys` went out,
-    /// delivers them from its record and the contract state.
-    #[tokio::test]
-    async fn a_restarted_provider_delivers_the_keys_it_still_owes() {
-        let (p, mut chain, _dir) = provider(3);
-        let s = p.submit(TRACE, None, &chain.contract).await.unwrap();
-        chain.block().await;
-        let seated = chain.block().await; // seats drawn; the provider "crashed" before on_block
-        assert!(
-            seated
-                .iter()
-                .any(|e| matches!(e, Event::SeatAssigned { .. }))
-        );
-        p.resume(&chain.contract).await;
-        let ev = chain.block().await;
-        let delivered = keys_delivered(&ev);
-        let sess = &chain.contract.state().sessions[&s.session];
-        assert!(delivered >= sess.segments.len() * 3, "{delivered}");
-        // Once delivered, a second resume sends nothing more.
-        p.resume(&chain.contract).await;
-        assert_eq!(chain.pooled().await, 0);
-    }
-
-    /// A provider killed with its `DeliverKeys` signed and gossiped but not yet included
-    /// starts again with an empty pool. Its journal puts them back under the nonces they
-    /// were signed with (its peers hold those), the next transaction takes the nonce after
-    /// them, and resuming its duties asks for the same deliveries again without signing a
-    /// second transaction for any of them: every key lands once, and every pooled
-    /// transaction applies.
-    #[tokio::test]
-    async fn a_provider_killed_with_transactions_in_flight_restores_them_and_signs_nothing_twice() {
-        let mut chain = Chain::new(3);
-        let dir = tempfile::tempdir().unwrap();
-        let db = sled::open(dir.path()).unwrap();
-        let open = |chain: &Chain| {
-            let outbox = chain.outbox(provider_key()).with_journal(&db).unwrap();
-            let p = Provider::open(outbox.clone(), BlobStore::open(&db).unwrap(), &db).unwrap();
-            (p, outbox)
-        };
-        let (p, out) = open(&chain);
-        let s = p.submit(TRACE, None, &chain.contract).await.unwrap();
-        chain.block().await;
-        let seated = chain.block().await;
-        p.on_block(&seated, &chain.contract).await;
-        let in_flight = chain.pooled().await;
-        assert!(in_flight > 0, "deliveries pooled");
-        let next = out.next_nonce().await.unwrap();
-        assert_eq!(
-            next,
-            1 + u64::try_from(in_flight).unwrap(),
-            "the OpenSession took nonce 0"
-        );
-
-        // Killed: the pool is gone, sled is not.
-        drop((p, out));
-        chain.restart_pool();
-        let (p, out) = open(&chain);
-        assert_eq!(out.restore().await, in_flight);
-        assert_eq!(chain.pooled().await, in_flight);
-        assert_eq!(out.next_nonce().await.unwrap(), next, "no nonce reused");
-        p.resume(&chain.contract).await;
-        assert_eq!(
-            chain.pooled().await,
-            in_flight,
-            "the deliveries asked again are the ones restored"
-        );
-        assert_eq!(out.next_nonce().await.unwrap(), next);
-
-        let ev = chain.block().await;
-        let delivered = keys_delivered(&ev);
-        let sess = &chain.contract.state().sessions[&s.session];
-        let seats = seat_count(sess);
-        assert_eq!(delivered, seats, "each seat's key once");
-        out.flush().await;
-        assert_eq!(
-            db.open_tree(crate::audit::outbox::JOURNAL_TREE)
-                .unwrap()
-                .len(),
-            0,
-            "included transactions leave the journal"
-        );
-    }
-
-    /// A trace at the size limit (5,000 steps in about 1 MiB) opens one session of
-    /// grouped steps, all of them Computer segments, and every seat gets its keys. With
-    /// ten seats per segment that is more keys than one transaction carries, so they go
-    /// out in several `DeliverKeys` (the mempool refuses a transaction over the size
-    /// limit).
-    #[tokio::test]
-    async fn a_one_mebibyte_trace_of_5000_steps_opens_one_session_and_every_seat_gets_its_keys() {
-        let (p, mut chain, _dir) = provider(10);
-        let p = p.with_seats_per_segment(10);
-        let trace = crate::decompose::sample::counter_trace(5000, 208, 0, None);
-        assert!(trace.len() > 1_000_000);
-        let s = p
-            .submit(&trace, None, &chain.contract)
-            .await
-            .expect("accepted");
-        assert!(
-            s.segments.len()
-                <= crate::decompose::MAX_DECOMPOSED_SEGMENTS + honeypot::MAX_PER_SESSION
-        );
-        assert!(s.segments.len() > 100, "{} segments", s.segments.len());
-        assert!(s.segments.iter().all(|(_, t)| *t == Tier::Computer));
-        let opened = chain.block().await;
-        assert!(
-            opened.iter().any(
-                |e| matches!(e, Event::SessionOpened { session, .. } if *session == s.session)
-            ),
-            "the OpenSession applied"
-        );
-        let seated = chain.block().await;
-        assert!(
-            seated
-                .iter()
-                .any(|e| matches!(e, Event::SeatAssigned { .. }))
-        );
-        p.on_block(&seated, &chain.contract).await;
-        let ev = chain.block().await;
-        let delivered = keys_delivered(&ev);
-        let sess = &chain.contract.state().sessions[&s.session];
-        let seats = seat_count(sess);
-        assert!(seats >= s.segments.len() * 10);
-        assert!(
-            seats * 122 > MAX_TX_BYTES,
-            "more keys than one transaction carries"
-        );
-        assert!(
-            delivered >= seats && delivered > KEYS_PER_DELIVERY,
-            "{delivered} keys delivered for {seats} seats"
-        );
     }
 
     /// A session that cannot be opened (this node's transactions already wait for the
@@ -1385,10 +1200,10 @@ mod tests {
             {"from": "B", "to": "A", "relationship": "depends_on"}
         ]}"#;
         let h: Hdag = serde_json::from_str(json).unwrap();
-        let r = submit::restrict(&h, |t| t == Tier::Computer);
+        let r = prepare::restrict(&h, |t| t == Tier::Computer);
         assert_eq!(
             r.dropped,
-            vec![submit::Dropped {
+            vec![prepare::Dropped {
                 id: "B".to_string(),
                 tier: Tier::Llm,
                 depends_on: vec!["A".to_string()],
@@ -1405,75 +1220,5 @@ mod tests {
         // B's text travels with C, the node that rested on it; A cites nothing dropped.
         assert_eq!(r.givens.get("C"), Some(&vec!["b".to_string()]));
         assert!(!r.givens.contains_key("A"));
-    }
-
-    #[tokio::test]
-    async fn only_seats_read_segments_and_each_only_its_own_and_their_premises() {
-        let (p, mut chain, _dir) = provider(4);
-        let s = p.submit(TRACE, None, &chain.contract).await.unwrap();
-        let mut ev = chain.block().await;
-        ev.extend(chain.block().await); // seats drawn
-        p.on_block(&ev, &chain.contract).await;
-        let ev = chain.block().await; // DeliverKeys included
-        let sess = &chain.contract.state().sessions[&s.session];
-        let ids: Vec<Hash> = sess.segments.iter().map(|x| x.entry.id).collect();
-        let cids: Vec<_> = sess.segments.iter().map(|x| x.entry.cid).collect();
-        let blob = |j: usize| p.blobs.get(&cids[j]).unwrap().unwrap();
-        let honeypots: BTreeSet<usize> = p
-            .load(&s.session)
-            .unwrap()
-            .honeypots
-            .iter()
-            .map(|h| usize::from(h.segment))
-            .collect();
-        assert_eq!(honeypots.len(), s.honeypots);
-        let auditors: Vec<Keypair> = (0..4).map(auditor).collect();
-        let outsider = sealing(200);
-        let mut delivered = 0;
-        for e in &ev {
-            let Event::KeyDelivered {
-                segment,
-                seat,
-                sealed,
-                ..
-            } = e
-            else {
-                continue;
-            };
-            delivered += 1;
-            let j = usize::from(*segment);
-            let i = auditors.iter().position(|k| k.public() == *seat).unwrap();
-            let ctx = key_context(&s.session, &ids[j], seat);
-            // The addressed seat opens it and reads the segment.
-            let key = open_key(&sealing(i), sealed, &ctx).unwrap();
-            let doc = crate::submit::SegmentDoc::from_bytes(
-                &decrypt_segment(&key, &ids[j], &blob(j)).unwrap(),
-            )
-            .unwrap();
-            assert!(TRACE.contains(&doc.claim) || honeypots.contains(&j));
-            // Nobody else does: not the outsider, not another seat.
-            assert!(open_key(&outsider, sealed, &ctx).is_err());
-            let other = (i + 1) % 4;
-            let other_ctx = key_context(&s.session, &ids[j], &auditors[other].public());
-            assert!(open_key(&sealing(other), sealed, &other_ctx).is_err());
-            // The key opens only its own segment's ciphertext.
-            for k in (0..ids.len()).filter(|k| *k != j) {
-                assert!(decrypt_segment(&key, &ids[k], &blob(k)).is_err());
-            }
-            // It was sent because the seat sits on this segment or on one that cites it.
-            let seg_seats = |x: usize| sess.segments[x].seats.iter().any(|st| st.account == *seat);
-            assert!(
-                seg_seats(j)
-                    || sess.segments.iter().enumerate().any(|(x, d)| d
-                        .entry
-                        .depends_on
-                        .contains(segment)
-                        && seg_seats(x))
-            );
-        }
-        assert!(
-            delivered >= ids.len() * 3,
-            "every segment's three seats got its key"
-        );
     }
 }
