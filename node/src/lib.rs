@@ -11,7 +11,6 @@ pub mod blobs;
 pub mod chain;
 pub mod chat;
 pub mod cli;
-pub mod client;
 pub mod computer;
 pub mod config;
 pub mod consensus;

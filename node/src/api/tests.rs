@@ -1,6 +1,7 @@
 //! The API over a real sled ledger and a chain driven through real blocks.
 
 use axum::{body::Body, http::Request};
+use serde_json::json;
 use tower::ServiceExt;
 use trust_contracts::{Event, Params};
 use trust_protocol::{
@@ -653,7 +654,7 @@ mod stream {
 
     use super::*;
     use crate::{
-        client::{EventStream, SseFrame},
+        api::client::{EventStream, SseFrame},
         consensus::driver::Decided,
         feed::{FeedEvent, Kind},
     };
@@ -884,7 +885,7 @@ mod stream {
             ("/v1/events", Some("yesterday"), "bad_event_id"),
         ] {
             match EventStream::open(&addr, path, id).await {
-                Err(crate::client::ClientError::Api {
+                Err(crate::api::client::ClientError::Api {
                     status,
                     code: c,
                     message,
@@ -926,7 +927,7 @@ mod stream {
             .unwrap();
         // Two open: a third is refused.
         match EventStream::open(&addr, "/v1/events", None).await {
-            Err(crate::client::ClientError::Api { status: 503, .. }) => {}
+            Err(crate::api::client::ClientError::Api { status: 503, .. }) => {}
             other => panic!("a third stream: {other:?}"),
         }
 
