@@ -11,7 +11,7 @@
 use std::{path::PathBuf, time::Instant};
 
 use serde_json::json;
-use trust_node::{client, config, keys};
+use trust_node::{api::client, config, keys};
 use trust_protocol::{
     Signed, encoding,
     tx::{Call, Tx},

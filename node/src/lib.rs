@@ -12,7 +12,6 @@ pub mod blobs;
 pub mod chain;
 pub mod chat;
 pub mod cli;
-pub mod client;
 pub mod config;
 pub mod consensus;
 pub mod daemon;

@@ -18,6 +18,9 @@
 //!
 //! The audit form (`/audit`, see `crate::web::audit`) is served on the same listener.
 //!
+//! Every request and reply body is a public type in [`views`]; [`client`] asks these
+//! routes and answers with those types, which is what the CLI prints from.
+//!
 //! Errors are JSON `{"code": "...", "message": "..."}` with one status per class on every
 //! route (see [`server::code_for`]): 400 malformed, 401 no operator token, 403 over the
 //! spending cap, 404 unknown, 405, 408 too slow, 413 too large, 414, 415, 422 refused,
@@ -44,34 +47,39 @@ use axum::{
     http::{HeaderMap, StatusCode, header},
     response::{IntoResponse, Response},
 };
-use serde::Serialize;
-use serde_json::{Value, json};
 use tokio::sync::watch;
 use trust_contracts::Contract;
 use trust_protocol::{
     AccountId, Hash, block::MAX_TX_BYTES, encoding, hdag::MAX_HDAG_JSON_BYTES,
     trace::MAX_TRACE_BYTES, tx::SignedTx,
 };
-use utoipa::{OpenApi, ToSchema};
+use utoipa::OpenApi;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 pub use crate::metrics::MetricsSource;
 use crate::{
     audit::{
         llm::LlmStatus,
-        provider::{Provider, SubmitError, Submitted},
+        provider::{Provider, SubmitError},
     },
     ledger::Ledger,
     mempool::{MempoolError, Pool},
     proof::{self, BuildError, OutcomeProof},
     query::{self, SessionLookup},
-    view::{ChainWatch, PeerWatch, ValidatorPower, latest},
+    view::{ChainWatch, PeerWatch, latest},
     web::auth::Auth,
 };
 
+pub mod client;
 pub mod server;
+pub mod views;
 
 pub use events::EventHub;
+use views::{
+    AccountView, AuditorView, BlockTx, BlockView, CastVoteDoc, ErrorBody, OpenSessionBody,
+    PeerHeight, SeatPhase, SeatView, SessionStatus, SessionView, StatusView, SubmittedView,
+    TxAccepted, TxJson, TxLocation, TxStatus, UnbondingView, WithdrawView,
+};
 
 /// Largest request body accepted.
 pub const MAX_BODY_BYTES: usize = 2 * MAX_TX_BYTES + 1024;
@@ -183,15 +191,6 @@ impl IntoResponse for ApiError {
 
 type ApiResult<T> = Result<T, ApiError>;
 
-/// The error body of every route.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct ErrorBody {
-    /// A stable code, one per status class.
-    code: String,
-    /// What went wrong, for people.
-    message: String,
-}
-
 #[derive(OpenApi)]
 #[openapi(
     info(
@@ -275,36 +274,6 @@ fn pages(api: &Api) -> crate::web::Pages {
     )
 }
 
-/// Node id, height, tip, state root, peers, the next validators.
-#[derive(Serialize, ToSchema)]
-struct StatusView {
-    #[schema(value_type = String)]
-    node_id: AccountId,
-    /// The chain id (the hash of the genesis document) transactions are signed for.
-    #[schema(value_type = String)]
-    chain_id: Hash,
-    height: u64,
-    #[schema(value_type = String)]
-    tip_hash: Hash,
-    #[schema(value_type = String)]
-    state_root: Hash,
-    peers: usize,
-    peer_heights: Vec<PeerHeight>,
-    validator: bool,
-    mempool: usize,
-    #[schema(value_type = Vec<Object>)]
-    validators: Vec<ValidatorPower>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<Object>)]
-    llm: Option<LlmStatus>,
-}
-
-#[derive(Serialize, ToSchema)]
-struct PeerHeight {
-    peer: String,
-    height: u64,
-}
-
 /// The answers every route may give besides its own (documented once, used by all).
 macro_rules! documented_errors {
     () => {
@@ -341,17 +310,9 @@ async fn status(State(api): State<Api>) -> ApiResult<Json<StatusView>> {
             .collect(),
         validator: api.validator,
         mempool,
-        validators: chain.validators.to_vec(),
-        llm: api.llm.borrow().clone(),
+        validators: chain.validators.iter().map(Into::into).collect(),
+        llm: api.llm.borrow().clone().map(Into::into),
     }))
-}
-
-/// A transaction as JSON: its canonical bytes in hex.
-#[derive(serde::Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-struct TxJson {
-    /// The signed transaction's canonical encoding, hex.
-    tx: String,
 }
 
 fn parse_tx(headers: &HeaderMap, body: &[u8]) -> ApiResult<SignedTx> {
@@ -378,14 +339,6 @@ fn parse_tx(headers: &HeaderMap, body: &[u8]) -> ApiResult<SignedTx> {
         ));
     }
     encoding::decode(&bytes).map_err(|e| ApiError::bad("bad_tx", e.to_string()))
-}
-
-/// A transaction admitted to the mempool.
-#[derive(Serialize, ToSchema)]
-struct TxAccepted {
-    /// The transaction id.
-    #[schema(value_type = String)]
-    id: Hash,
 }
 
 #[utoipa::path(
@@ -436,21 +389,6 @@ async fn submit_tx(State(api): State<Api>, headers: HeaderMap, body: Bytes) -> R
     }
 }
 
-/// A decided block.
-#[derive(Serialize, ToSchema)]
-struct BlockView {
-    #[schema(value_type = String)]
-    hash: Hash,
-    /// The header: height, parent, roots, proposer.
-    #[schema(value_type = Object)]
-    header: Value,
-    /// Its transactions, decoded (or the decoding error).
-    #[schema(value_type = Vec<Object>)]
-    txs: Vec<Value>,
-    /// Size of its commit certificate.
-    certificate_bytes: usize,
-}
-
 #[utoipa::path(
     get, path = "/v1/blocks/{height}",
     description = "A decided block.",
@@ -470,16 +408,23 @@ async fn block(State(api): State<Api>, Path(height): Path<String>) -> ApiResult<
         .block(height)
         .map_err(ApiError::internal)?
         .ok_or_else(|| ApiError::not_found(format!("no block at height {height}")))?;
-    let txs: Vec<Value> = query::decode_txs(&stored)
+    let txs = query::decode_txs(&stored)
         .into_iter()
         .map(|t| match t {
-            Ok(t) => json!({"id": t.id(), "signer": t.signer, "nonce": t.body.nonce, "call": t.body.call}),
-            Err(e) => json!({"error": e.to_string()}),
+            Ok(t) => BlockTx::Decoded {
+                id: t.id(),
+                signer: t.signer,
+                nonce: t.body.nonce,
+                call: t.body.call,
+            },
+            Err(e) => BlockTx::Undecodable {
+                error: e.to_string(),
+            },
         })
         .collect();
     Ok(Json(BlockView {
         hash: stored.block.hash(),
-        header: serde_json::to_value(&stored.block.header).map_err(ApiError::internal)?,
+        header: stored.block.header.clone(),
         txs,
         certificate_bytes: stored.certificate.len(),
     }))
@@ -488,80 +433,6 @@ async fn block(State(api): State<Api>, Path(height): Path<String>) -> ApiResult<
 fn parse_hash(what: &str, s: &str) -> ApiResult<Hash> {
     Hash::from_str(s)
         .map_err(|_| ApiError::bad("bad_id", format!("{what} must be 64 hex characters")))
-}
-
-/// A session: decided (with its outcome and the block that decided it), live (with its
-/// phase and seats), or failed.
-#[derive(Serialize, ToSchema)]
-struct SessionView {
-    #[schema(value_type = String)]
-    session: Hash,
-    /// `decided`, `live` or `failed`.
-    status: &'static str,
-    /// The outcome: verdict, per-segment verdicts and vote counts, coverage, bound. Each
-    /// segment's `votes_cast` lists its revealed votes in seat order, each a `CastVote`
-    /// with the reason its seat bound into its commitment.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<Object>)]
-    outcome: Option<Value>,
-    /// Why a decided trace did not pass, and how its calculations fared (`conclusion not
-    /// judged (#7: no LLM auditors on the network); 6 of 6 calculations hold`); segments
-    /// are named `#i`, session segments first, then the left-out ones.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    explanation: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    block_height: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<String>)]
-    block_hash: Option<Hash>,
-    /// The live phase.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    phase: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    segments: Option<usize>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<Object>)]
-    seats: Option<query::SeatCounts>,
-    /// Why a failed session failed.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    failure: Option<Value>,
-}
-
-/// One revealed vote of a decided segment: `outcome.segments[i].votes_cast[j]` of a
-/// session reply (the contract's `CastVote`, described here for the OpenAPI document).
-#[derive(ToSchema)]
-#[schema(as = CastVote)]
-#[allow(dead_code)] // never built: it describes JSON the contract's type serializes to
-struct CastVoteDoc {
-    /// The seat's account id, 64 hex characters.
-    seat: String,
-    /// 0, or 1 after an escalation.
-    round: u8,
-    /// `Valid`, `Invalid`, `Ungrounded` or `Abstain`.
-    vote: String,
-    /// Why, as the seat wrote it: UTF-8 of at most 280 bytes (`MAX_REASON_BYTES`), no
-    /// control characters but newline and tab. Its hash is bound into the commitment.
-    reason: String,
-    /// Whether it was among the first `k` reveals of its round (counted towards the
-    /// quorum).
-    counted: bool,
-}
-
-impl SessionView {
-    fn new(session: Hash, status: &'static str) -> Self {
-        Self {
-            session,
-            status,
-            outcome: None,
-            explanation: None,
-            block_height: None,
-            block_hash: None,
-            phase: None,
-            segments: None,
-            seats: None,
-            failure: None,
-        }
-    }
 }
 
 #[utoipa::path(
@@ -578,24 +449,23 @@ async fn session(State(api): State<Api>, Path(id): Path<String>) -> ApiResult<Js
     let sid = parse_hash("session id", &id)?;
     let found =
         query::session(&latest(&api.chain), &api.ledger, &sid).map_err(ApiError::internal)?;
-    let value = |v: &dyn erased::Ser| v.value().map_err(ApiError::internal);
     match found {
         Some(SessionLookup::Decided(d)) => Ok(Json(SessionView {
-            outcome: Some(value(&d.outcome)?),
             explanation: query::explain(&d.outcome, &|i| format!("#{i}")),
+            outcome: Some(d.outcome),
             block_height: d.height,
             block_hash: d.block_hash,
-            ..SessionView::new(sid, "decided")
+            ..SessionView::new(sid, SessionStatus::Decided)
         })),
         Some(SessionLookup::Live(x)) => Ok(Json(SessionView {
-            phase: Some(value(&x.phase)?),
+            phase: Some(x.phase),
             segments: Some(x.segments.len()),
-            seats: Some(query::seat_counts(&x)),
-            ..SessionView::new(sid, "live")
+            seats: Some(query::seat_counts(&x).into()),
+            ..SessionView::new(sid, SessionStatus::Live)
         })),
         Some(SessionLookup::Failed(f)) => Ok(Json(SessionView {
-            failure: Some(value(&f)?),
-            ..SessionView::new(sid, "failed")
+            failure: Some(f),
+            ..SessionView::new(sid, SessionStatus::Failed)
         })),
         None => Err(ApiError::not_found(format!("no session {sid}"))),
     }
@@ -652,36 +522,13 @@ async fn session_proof(
     })
 }
 
-/// Serialising values of different types to JSON through one closure.
-mod erased {
-    pub(super) trait Ser {
-        fn value(&self) -> Result<serde_json::Value, serde_json::Error>;
-    }
-    impl<T: serde::Serialize> Ser for T {
-        fn value(&self) -> Result<serde_json::Value, serde_json::Error> {
-            serde_json::to_value(self)
-        }
-    }
-}
-
-/// A trace to audit.
-#[derive(serde::Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-struct OpenSessionBody {
-    /// The trace: JSON `{problem, thinking, output}` or the paper's headings.
-    trace: String,
-    /// The provider's HDAG JSON (optional).
-    #[serde(default)]
-    hdag: Option<String>,
-}
-
 #[utoipa::path(
     post, path = "/v1/sessions",
     description = "This node, as provider, decomposes the trace (or takes the HDAG), encrypts and stores the segments, and opens a session paid from its account. Needs the operator token; refused with 403 over the node's spending cap (max_fee_per_session, max_fee_per_day).",
     request_body = OpenSessionBody,
     security(("operator_token" = [])),
     responses(
-        (status = 202, description = "session opened", body = Submitted),
+        (status = 202, description = "session opened", body = SubmittedView),
         (status = 401, description = "no valid operator token", body = ErrorBody),
         (status = 403, description = "over the spending cap", body = ErrorBody),
         (status = 415, description = "not application/json", body = ErrorBody),
@@ -693,7 +540,7 @@ struct OpenSessionBody {
 async fn open_session(
     State(api): State<Api>,
     body: Result<Json<OpenSessionBody>, axum::extract::rejection::JsonRejection>,
-) -> ApiResult<(StatusCode, Json<Submitted>)> {
+) -> ApiResult<(StatusCode, Json<SubmittedView>)> {
     let Json(body) = body.map_err(|e| {
         api.metrics.bad_requests.fetch_add(1, Ordering::Relaxed);
         json_rejection(e, "{\"trace\": \"...\", \"hdag\"?: \"...\"}")
@@ -716,7 +563,7 @@ async fn open_session(
                 e => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "rejected", e.to_string()),
             }
         })?;
-    Ok((StatusCode::ACCEPTED, Json(submitted)))
+    Ok((StatusCode::ACCEPTED, Json(submitted.into())))
 }
 
 /// A JSON body that did not parse: 415 when it is not JSON at all, else 400.
@@ -730,19 +577,6 @@ fn json_rejection(e: axum::extract::rejection::JsonRejection, expected: &str) ->
         ),
         e => ApiError::bad("bad_json", format!("expected {expected}: {e}")),
     }
-}
-
-/// Where a transaction is.
-#[derive(Serialize, ToSchema)]
-struct TxLocation {
-    #[schema(value_type = String)]
-    id: Hash,
-    /// `included` or `pending`.
-    status: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    height: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    index: Option<u32>,
 }
 
 #[utoipa::path(
@@ -763,7 +597,7 @@ async fn tx_location(
     match api.ledger.tx_location(&tid).map_err(ApiError::internal)? {
         Some((height, index)) => Ok(Json(TxLocation {
             id: tid,
-            status: "included",
+            status: TxStatus::Included,
             height: Some(height),
             index: Some(index),
         })),
@@ -772,7 +606,7 @@ async fn tx_location(
             if pooled {
                 Ok(Json(TxLocation {
                     id: tid,
-                    status: "pending",
+                    status: TxStatus::Pending,
                     height: None,
                     index: None,
                 }))
@@ -781,18 +615,6 @@ async fn tx_location(
             }
         }
     }
-}
-
-/// An account.
-#[derive(Serialize, ToSchema)]
-struct AccountView {
-    #[schema(value_type = String)]
-    id: AccountId,
-    balance: u64,
-    stake: u64,
-    nonce: u64,
-    /// The nonce its next transaction should carry (pooled ones counted).
-    next_nonce: u64,
 }
 
 #[utoipa::path(
@@ -824,89 +646,6 @@ async fn account(State(api): State<Api>, Path(id): Path<String>) -> ApiResult<Js
         nonce: acct.nonce,
         next_nonce: acct.nonce.saturating_add(pooled.pending),
     }))
-}
-
-/// Stake on its way out of an account.
-#[derive(Serialize, ToSchema)]
-struct UnbondingView {
-    amount: u64,
-    /// The first height at which a `Withdraw` can take it.
-    frees_at: u64,
-}
-
-/// A seat an auditor holds in a live (undecided) session.
-#[derive(Serialize, ToSchema)]
-struct SeatView {
-    #[schema(value_type = String)]
-    session: Hash,
-    segment: u16,
-    /// 0, or 1 after an escalation.
-    round: u8,
-    /// `assigning`, `commit`, `reveal` or `disclose`.
-    phase: &'static str,
-    /// The last height of the phase (none while seats are being drawn).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    deadline: Option<u64>,
-    committed: bool,
-    revealed: bool,
-}
-
-/// An auditor's record: its standing, its stake on the way out and the seats it holds.
-#[derive(Serialize, ToSchema)]
-struct AuditorView {
-    #[schema(value_type = String)]
-    id: AccountId,
-    /// Height of the state this answer reads.
-    height: u64,
-    /// `Computer`, `Llm` or `Human`.
-    #[schema(value_type = String)]
-    tier: trust_protocol::tx::Tier,
-    expertise: Vec<String>,
-    active: bool,
-    flagged: bool,
-    /// Leaving the network (`Exit`): never drawn again.
-    exiting: bool,
-    /// Whether it can be drawn for new seats now (active, not flagged, not exiting, bonded at
-    /// least the tier minimum).
-    drawable: bool,
-    /// Bonded stake (drawn on, slashable).
-    stake: u64,
-    /// The tier's minimum bonded stake to be drawn.
-    min_stake: u64,
-    /// Liquid balance.
-    balance: u64,
-    /// Sum of `unbonding`.
-    unbonding_total: u64,
-    /// Pending unbondings, still slashable until withdrawn.
-    unbonding: Vec<UnbondingView>,
-    /// What a `Withdraw` in the next block would take, or why not.
-    withdraw: WithdrawView,
-    /// Seats held in sessions not decided yet.
-    seats: Vec<SeatView>,
-    /// Between 0 and 1.
-    reputation: f64,
-    earned: u64,
-    slashed: u64,
-    votes: u64,
-    approvals: u64,
-    abstentions: u64,
-    /// Share of revealed votes that were abstentions (public: a provider can see how
-    /// often an auditor declines to judge).
-    abstention_rate: f64,
-    agreed: u64,
-    disagreed: u64,
-    /// Honeypot record.
-    honeypots: Value,
-}
-
-/// Whether a `Withdraw` in the next block would apply.
-#[derive(Serialize, ToSchema)]
-struct WithdrawView {
-    /// What it would move back to the balance (0 when refused).
-    amount: u64,
-    /// The contract's reason for refusing it, if it would.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    refused: Option<String>,
 }
 
 #[utoipa::path(
@@ -975,7 +714,7 @@ async fn auditor(State(api): State<Api>, Path(id): Path<String>) -> ApiResult<Js
         abstention_rate: query::abstention_rate(a),
         agreed: a.agreed,
         disagreed: a.disagreed,
-        honeypots: serde_json::to_value(&a.honeypots).map_err(ApiError::internal)?,
+        honeypots: a.honeypots.clone(),
     }))
 }
 
@@ -985,10 +724,10 @@ fn seats_of(st: &trust_contracts::State, who: &AccountId) -> Vec<SeatView> {
     let mut out = Vec::new();
     for (sid, s) in &st.sessions {
         let (phase, deadline) = match s.phase {
-            Phase::Assigning => ("assigning", None),
-            Phase::Commit { until, .. } => ("commit", Some(until)),
-            Phase::Reveal { until, .. } => ("reveal", Some(until)),
-            Phase::Disclose { until } => ("disclose", Some(until)),
+            Phase::Assigning => (SeatPhase::Assigning, None),
+            Phase::Commit { until, .. } => (SeatPhase::Commit, Some(until)),
+            Phase::Reveal { until, .. } => (SeatPhase::Reveal, Some(until)),
+            Phase::Disclose { until } => (SeatPhase::Disclose, Some(until)),
         };
         for (i, g) in s.segments.iter().enumerate() {
             for x in g.seats.iter().filter(|x| x.account == *who) {

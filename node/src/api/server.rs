@@ -34,11 +34,10 @@ use hyper_util::{
     server::graceful::GracefulShutdown,
     service::TowerToHyperService,
 };
-use serde_json::json;
 use tokio::{net::TcpListener, sync::Semaphore};
 use tracing::Instrument;
 
-use super::{MAX_BODY_BYTES, MAX_SESSION_BODY_BYTES};
+use super::{MAX_BODY_BYTES, MAX_SESSION_BODY_BYTES, views::ErrorBody};
 use crate::web::auth::Auth;
 
 /// Longest request target (path and query) served.
@@ -116,7 +115,10 @@ pub fn code_for(status: StatusCode) -> &'static str {
 pub fn error(status: StatusCode, code: &str, message: impl Into<String>) -> Response {
     let mut r = (
         status,
-        axum::Json(json!({"code": code, "message": message.into()})),
+        axum::Json(ErrorBody {
+            code: code.to_string(),
+            message: message.into(),
+        }),
     )
         .into_response();
     if status == StatusCode::UNAUTHORIZED {
@@ -275,8 +277,12 @@ async fn json_errors(req: Request, next: Next) -> Response {
 
 /// The answer to a connection over the cap: a complete `503` with the JSON error body.
 fn busy_response() -> Vec<u8> {
-    let body = json!({"code": "unavailable", "message": "too many connections; retry shortly"})
-        .to_string();
+    // Serializing two strings cannot fail.
+    let body = serde_json::to_string(&ErrorBody {
+        code: "unavailable".into(),
+        message: "too many connections; retry shortly".into(),
+    })
+    .unwrap_or_default();
     format!(
         "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: {}\r\nretry-after: 1\r\nconnection: close\r\n\r\n{body}",
         body.len()

@@ -1,6 +1,8 @@
 //! The API over a real sled ledger and a chain driven through real blocks.
 
 use axum::{body::Body, http::Request};
+use serde_json::json;
+use tokio::net::TcpListener;
 use tower::ServiceExt;
 use trust_contracts::{Event, Params};
 use trust_protocol::{
@@ -10,7 +12,14 @@ use trust_protocol::{
 };
 
 use super::*;
-use crate::{testchain::TestChain, view::PeerView};
+use crate::{
+    api::{
+        client::{self, Client, ClientError},
+        views::SubmittedView,
+    },
+    testchain::TestChain,
+    view::PeerView,
+};
 
 /// The operator token of the test node.
 const TOKEN: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
@@ -84,6 +93,22 @@ impl Net {
     async fn get(&self, uri: &str) -> (StatusCode, String) {
         self.send(Request::get(uri).body(Body::empty()).unwrap())
             .await
+    }
+
+    /// Serves the API on loopback; its address and the sender that stops it.
+    async fn serve(&self) -> (String, tokio::sync::oneshot::Sender<()>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        tokio::spawn(server::serve(
+            listener,
+            router(self.api.clone()),
+            server::Limits::default(),
+            async move {
+                let _ = stop_rx.await;
+            },
+        ));
+        (addr, stop_tx)
     }
 
     async fn post(&self, content_type: &str, body: Vec<u8>) -> (StatusCode, String) {
@@ -216,74 +241,90 @@ fn one_segment_session() -> (SegmentEntry, SessionManifest) {
     (seg, m)
 }
 
+/// Seat `i`'s reason in [`Net::decide_one_session`], bound into its commitment; it needs
+/// escaping in JSON.
+fn why(i: usize) -> String {
+    format!("seat {i}: 7 \"plus\" 3 is 10, not 11")
+}
+
+impl Net {
+    /// Opens the one-segment session and decides it: its three seats commit and reveal
+    /// Invalid (seat `i` with the reason `why(i)`), then the provider opens the mapping.
+    /// The session, its seats (key indices) and the session's reply while it was live.
+    async fn decide_one_session(&mut self) -> (Hash, Vec<usize>, String) {
+        let (seg, m) = one_segment_session();
+        let open = self.sign(0, Call::OpenSession(m));
+        let sid = Tx::session_id(&self.keys[0].public(), open.body.nonce);
+        self.block(vec![open]).await;
+        let (_, live) = self.get(&format!("/v1/sessions/{sid}")).await;
+        let ev = self.block(vec![]).await;
+        let seats: Vec<usize> = ev
+            .iter()
+            .filter_map(|e| match e {
+                Event::SeatAssigned { seat, .. } => {
+                    self.keys.iter().position(|k| k.public() == *seat)
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(seats.len(), 3);
+        let salt = Salt([5; 32]);
+        let commits = seats
+            .iter()
+            .map(|&i| {
+                let c = commitment(
+                    &sid,
+                    &seg.id,
+                    &self.keys[i].public(),
+                    Vote::Invalid,
+                    &salt,
+                    &why(i),
+                );
+                self.sign(
+                    i,
+                    Call::Commit {
+                        session: sid,
+                        segment: 0,
+                        commitment: c,
+                    },
+                )
+            })
+            .collect();
+        self.block(commits).await;
+        let reveals = seats
+            .iter()
+            .map(|&i| {
+                self.sign(
+                    i,
+                    Call::Reveal {
+                        session: sid,
+                        segment: 0,
+                        vote: Vote::Invalid,
+                        salt,
+                        reason: why(i),
+                    },
+                )
+            })
+            .collect();
+        self.block(reveals).await;
+        let disclose = self.sign(
+            0,
+            Call::RevealMapping {
+                session: sid,
+                mapping: Hash::ZERO,
+                salt: Salt([2; 32]),
+            },
+        );
+        self.block(vec![disclose]).await;
+        (sid, seats, live)
+    }
+}
+
 #[tokio::test]
 async fn a_session_is_queryable_with_the_block_that_decided_it() {
     let mut net = Net::new();
-    let (seg, m) = one_segment_session();
-    let open = net.sign(0, Call::OpenSession(m));
-    let sid = Tx::session_id(&net.keys[0].public(), open.body.nonce);
-    net.block(vec![open]).await;
-    let (_, live) = net.get(&format!("/v1/sessions/{sid}")).await;
+    let (sid, seats, live) = net.decide_one_session().await;
     assert_eq!(json(&live)["status"], "live");
-    let ev = net.block(vec![]).await;
-    let seats: Vec<usize> = ev
-        .iter()
-        .filter_map(|e| match e {
-            Event::SeatAssigned { seat, .. } => net.keys.iter().position(|k| k.public() == *seat),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(seats.len(), 3);
-    let salt = Salt([5; 32]);
-    // Each seat's reason, bound into its commitment; one needs escaping in JSON.
-    let why = |i: usize| format!("seat {i}: 7 \"plus\" 3 is 10, not 11");
-    let commits = seats
-        .iter()
-        .map(|&i| {
-            let c = commitment(
-                &sid,
-                &seg.id,
-                &net.keys[i].public(),
-                Vote::Invalid,
-                &salt,
-                &why(i),
-            );
-            net.sign(
-                i,
-                Call::Commit {
-                    session: sid,
-                    segment: 0,
-                    commitment: c,
-                },
-            )
-        })
-        .collect();
-    net.block(commits).await;
-    let reveals = seats
-        .iter()
-        .map(|&i| {
-            net.sign(
-                i,
-                Call::Reveal {
-                    session: sid,
-                    segment: 0,
-                    vote: Vote::Invalid,
-                    salt,
-                    reason: why(i),
-                },
-            )
-        })
-        .collect();
-    net.block(reveals).await;
-    let disclose = net.sign(
-        0,
-        Call::RevealMapping {
-            session: sid,
-            mapping: Hash::ZERO,
-            salt: Salt([2; 32]),
-        },
-    );
-    net.block(vec![disclose]).await;
 
     let (st, body) = net.get(&format!("/v1/sessions/{sid}")).await;
     assert_eq!(st, StatusCode::OK, "{body}");
@@ -346,6 +387,144 @@ async fn a_session_is_queryable_with_the_block_that_decided_it() {
         .get(&format!("/v1/auditors/{}", net.keys[0].public()))
         .await;
     assert_eq!(st, StatusCode::NOT_FOUND, "node 0 is not an auditor");
+}
+
+/// `typed`, written back as JSON, is `raw`: the view read every field the node sent, under
+/// its name, and lost nothing (so `--json`, which prints the view, prints what the node
+/// said).
+fn reads_back<T: serde::Serialize>(typed: &T, raw: &serde_json::Value) {
+    assert_eq!(
+        &serde_json::to_value(typed).unwrap(),
+        raw,
+        "{} does not read back the reply",
+        std::any::type_name::<T>()
+    );
+}
+
+/// Every route the CLI reads, asked through the typed client of a served node: each real
+/// reply reads as its view type and nothing is lost, so a renamed or dropped field fails
+/// here rather than in a command's output.
+#[tokio::test]
+async fn the_client_reads_every_reply_the_cli_uses_as_its_view() {
+    let (mut net, _provider, _blobs) = Net::with_provider(Default::default());
+    net._llm.send_replace(Some(LlmStatus {
+        url: "http://127.0.0.1:9/v1".into(),
+        model: "m".into(),
+        answers: false,
+        error: Some("connection refused".into()),
+    }));
+    let (addr, _stop) = net.serve().await;
+    let api = Client::new(addr.as_str());
+    let raw = |path: String| {
+        let addr = addr.clone();
+        async move { client::get(&addr, &path).await.unwrap() }
+    };
+
+    // POST /v1/tx, then GET /v1/tx/{id} while pooled and once included.
+    let to = net.keys[1].public();
+    let tx = net.sign(0, Call::Transfer { to, amount: 7 });
+    assert_eq!(api.submit_tx(&tx).await.unwrap().id, tx.id());
+    let pending = api.tx_location(&tx.id()).await.unwrap();
+    assert_eq!(pending.status, views::TxStatus::Pending);
+    reads_back(&pending, &raw(format!("/v1/tx/{}", tx.id())).await);
+    net.block(vec![]).await;
+    let included = api.tx_location(&tx.id()).await.unwrap();
+    assert_eq!(
+        (included.status, included.height, included.index),
+        (views::TxStatus::Included, Some(1), Some(0))
+    );
+    reads_back(&included, &raw(format!("/v1/tx/{}", tx.id())).await);
+
+    // GET /v1/accounts/{id}
+    let me = net.keys[0].public();
+    let account = api.account(&me).await.unwrap();
+    assert_eq!((account.id, account.nonce, account.next_nonce), (me, 1, 1));
+    reads_back(&account, &raw(format!("/v1/accounts/{me}")).await);
+
+    // GET /v1/sessions/{id}: live, then decided; its proof.
+    let (sid, seats, live_body) = net.decide_one_session().await;
+    let live: views::SessionView = serde_json::from_str(&live_body).unwrap();
+    assert_eq!(live.status, views::SessionStatus::Live);
+    assert!(
+        matches!(live.phase, Some(trust_contracts::Phase::Assigning)),
+        "{live:?}"
+    );
+    reads_back(&live, &json(&live_body));
+    let decided = api.session(&sid).await.unwrap();
+    assert_eq!(decided.status, views::SessionStatus::Decided);
+    let outcome = decided.outcome.clone().unwrap();
+    assert_eq!(outcome.trace, trust_contracts::TraceVerdict::Fail);
+    assert_eq!(outcome.segments[0].votes_cast[0].reason, why(seats[0]));
+    assert_eq!(decided.block_height, Some(net.tip.height));
+    reads_back(&decided, &raw(format!("/v1/sessions/{sid}")).await);
+    let proof = api.session_proof(&sid).await.unwrap();
+    let anchor = crate::proof::Anchor {
+        chain: net.tip.chain,
+        validators: &net.t.validators,
+        genesis: &net.t.genesis_input,
+    };
+    let checked = crate::proof::verify(&proof, &sid, &anchor).unwrap();
+    assert_eq!(checked.outcome, outcome);
+
+    // GET /v1/auditors/{id}, holding a seat in a live session.
+    let (_, m) = one_segment_session();
+    let open = net.sign(0, Call::OpenSession(m));
+    let second = Tx::session_id(&me, open.body.nonce);
+    net.block(vec![open]).await;
+    net.block(vec![]).await;
+    let seat = net.keys[seats[0]].public();
+    let auditor = api.auditor(&seat).await.unwrap();
+    assert_eq!(
+        (auditor.id, auditor.agreed, auditor.tier),
+        (seat, 1, Tier::Computer)
+    );
+    assert!(
+        auditor
+            .seats
+            .iter()
+            .any(|x| x.session == second && x.phase == views::SeatPhase::Commit),
+        "{auditor:?}"
+    );
+    reads_back(&auditor, &raw(format!("/v1/auditors/{seat}")).await);
+
+    // GET /v1/status, with an LLM endpoint that does not answer.
+    let status = api.status().await.unwrap();
+    assert_eq!(status.node_id, me);
+    assert_eq!(status.height, net.tip.height);
+    assert_eq!(status.peer_heights[0].height, 7);
+    assert_eq!(status.validators[0].id, me);
+    assert_eq!(
+        status.llm.as_ref().and_then(|l| l.error.as_deref()),
+        Some("connection refused")
+    );
+    reads_back(&status, &raw("/v1/status".into()).await);
+
+    // POST /v1/sessions, as the provider.
+    let body = views::OpenSessionBody {
+        trace: FRACTION.into(),
+        hdag: None,
+    };
+    let raw_opened = client::post_authorized(
+        &addr,
+        "/v1/sessions",
+        &serde_json::to_value(&body).unwrap(),
+        Some(TOKEN),
+    )
+    .await
+    .unwrap();
+    let opened: SubmittedView = serde_json::from_value(raw_opened.clone()).unwrap();
+    reads_back(&opened, &raw_opened);
+    let again = api.open_session(&body, Some(TOKEN)).await.unwrap();
+    assert!(again.fee > 0 && !again.segments.is_empty(), "{again:?}");
+    assert_ne!(again.session, opened.session);
+
+    // An error answer is the API's error body.
+    match api.session(&Hash::sha256(b"nope")).await {
+        Err(ClientError::Api { status, code, .. }) => {
+            assert_eq!((status, code.as_str()), (404, "not_found"))
+        }
+        other => panic!("{other:?}"),
+    }
 }
 
 #[tokio::test]
@@ -649,11 +828,11 @@ async fn the_openapi_document_and_the_router_agree() {
 mod stream {
     use std::time::Duration;
 
-    use tokio::{net::TcpListener, sync::broadcast};
+    use tokio::sync::broadcast;
 
     use super::*;
     use crate::{
-        client::{EventStream, SseFrame},
+        api::client::{EventStream, SseFrame},
         consensus::driver::Decided,
         feed::{FeedEvent, Kind},
     };
@@ -685,22 +864,6 @@ mod stream {
                 events: Arc::new(Vec::new()),
                 feed: Arc::new(feed),
             });
-        }
-
-        /// Serves the API on loopback; its address and the sender that stops it.
-        async fn serve(&self) -> (String, tokio::sync::oneshot::Sender<()>) {
-            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let addr = listener.local_addr().unwrap().to_string();
-            let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-            tokio::spawn(server::serve(
-                listener,
-                router(self.api.clone()),
-                server::Limits::default(),
-                async move {
-                    let _ = stop_rx.await;
-                },
-            ));
-            (addr, stop_tx)
         }
 
         /// Opens, draws, commits, reveals and discloses a one-segment session, announcing
@@ -884,7 +1047,7 @@ mod stream {
             ("/v1/events", Some("yesterday"), "bad_event_id"),
         ] {
             match EventStream::open(&addr, path, id).await {
-                Err(crate::client::ClientError::Api {
+                Err(crate::api::client::ClientError::Api {
                     status,
                     code: c,
                     message,
@@ -926,7 +1089,7 @@ mod stream {
             .unwrap();
         // Two open: a third is refused.
         match EventStream::open(&addr, "/v1/events", None).await {
-            Err(crate::client::ClientError::Api { status: 503, .. }) => {}
+            Err(crate::api::client::ClientError::Api { status: 503, .. }) => {}
             other => panic!("a third stream: {other:?}"),
         }
 

@@ -9,18 +9,23 @@
 use std::time::{Duration, Instant};
 
 use clap::{Args, Subcommand};
-use serde_json::json;
 use trust_protocol::{
-    AccountId, Signed, encoding,
+    AccountId, Signed,
     tx::{Call, Tier, Tx},
 };
 
 use super::{
     CliError, CliResult,
     keys::expand_home,
-    node::{NodeAddr, api_error, runtime},
+    node::{NodeAddr, api_error, reply_json, runtime},
 };
-use crate::{client, config, keys};
+use crate::{
+    api::{
+        client::{self, Client},
+        views::{AuditorView, TxStatus},
+    },
+    config, keys,
+};
 
 /// `auditor`: auditor account actions.
 #[derive(Debug, Args)]
@@ -125,8 +130,8 @@ pub fn run(args: AuditorArgs) -> CliResult {
             outln!(
                 "bonded {} TRUST at block #{h}; stake now {} TRUST (tier minimum {}){}",
                 a.amount,
-                after["stake"],
-                after["min_stake"],
+                after.stake,
+                after.min_stake,
                 drawn_note(&after)
             );
             Ok(())
@@ -139,12 +144,12 @@ pub fn run(args: AuditorArgs) -> CliResult {
                 "unbonding {} TRUST; withdrawable at block #{} (now #{})",
                 a.amount,
                 latest_frees_at(&after),
-                after["height"]
+                after.height
             );
             outln!(
                 "stake now {} TRUST (tier minimum {}){}",
-                after["stake"],
-                after["min_stake"],
+                after.stake,
+                after.min_stake,
                 drawn_note(&after)
             );
             Ok(())
@@ -154,11 +159,11 @@ pub fn run(args: AuditorArgs) -> CliResult {
             let (_, after) = s.send(Call::Exit)?;
             outln!(
                 "exiting: {} TRUST unbonding, withdrawable at block #{} (now #{}); no new seats",
-                after["unbonding_total"],
+                after.unbonding_total,
                 latest_frees_at(&after),
-                after["height"]
+                after.height
             );
-            let seats = after["seats"].as_array().map_or(0, Vec::len);
+            let seats = after.seats.len();
             if seats > 0 {
                 outln!(
                     "{seats} seat(s) held stay this auditor's duty until their sessions end; \
@@ -171,16 +176,15 @@ pub fn run(args: AuditorArgs) -> CliResult {
             let mut s = Session::open(&a)?;
             let before = s.auditor()?;
             let (h, after) = s.send(Call::Withdraw)?;
-            let took =
-                num(&before, "unbonding_total").saturating_sub(num(&after, "unbonding_total"));
+            let took = before.unbonding_total.saturating_sub(after.unbonding_total);
             outln!(
                 "withdrew {took} TRUST at block #{h}; balance now {} TRUST",
-                after["balance"]
+                after.balance
             );
-            if num(&after, "unbonding_total") > 0 {
+            if after.unbonding_total > 0 {
                 outln!(
                     "still unbonding {} TRUST, withdrawable from block #{}",
-                    after["unbonding_total"],
+                    after.unbonding_total,
                     earliest_frees_at(&after)
                 );
             }
@@ -197,35 +201,19 @@ fn positive(amount: u64) -> CliResult {
     }
 }
 
-fn num(v: &client::Json, key: &str) -> u64 {
-    v[key].as_u64().unwrap_or(0)
-}
-
 /// The height the newest unbonding frees at (the one a transaction just started).
-fn latest_frees_at(a: &client::Json) -> u64 {
-    a["unbonding"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|u| u["frees_at"].as_u64())
-        .max()
-        .unwrap_or(0)
+fn latest_frees_at(a: &AuditorView) -> u64 {
+    a.unbonding.iter().map(|u| u.frees_at).max().unwrap_or(0)
 }
 
-fn earliest_frees_at(a: &client::Json) -> u64 {
-    a["unbonding"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|u| u["frees_at"].as_u64())
-        .min()
-        .unwrap_or(0)
+fn earliest_frees_at(a: &AuditorView) -> u64 {
+    a.unbonding.iter().map(|u| u.frees_at).min().unwrap_or(0)
 }
 
-fn drawn_note(a: &client::Json) -> &'static str {
-    if a["drawable"] == true {
+fn drawn_note(a: &AuditorView) -> &'static str {
+    if a.drawable {
         ""
-    } else if a["exiting"] == true {
+    } else if a.exiting {
         "; exiting: not drawn"
     } else {
         "; not drawn for new seats"
@@ -236,7 +224,7 @@ fn drawn_note(a: &client::Json) -> &'static str {
 struct Session {
     keys: keys::NodeKeys,
     home: std::path::PathBuf,
-    addr: String,
+    api: Client,
     rt: tokio::runtime::Runtime,
     timeout: Duration,
 }
@@ -248,7 +236,7 @@ impl Session {
         Ok(Self {
             keys,
             home,
-            addr: a.addr.resolve()?,
+            api: Client::new(a.addr.resolve()?),
             rt: runtime()?,
             timeout: Duration::from_secs(a.timeout_secs),
         })
@@ -258,20 +246,16 @@ impl Session {
         self.keys.account_id()
     }
 
-    fn get(&self, path: &str) -> Result<client::Json, client::ClientError> {
-        self.rt.block_on(client::get(&self.addr, path))
-    }
-
     /// This account's auditor record (`None` when it is not an auditor).
-    fn auditor_or_none(&self) -> Result<Option<client::Json>, CliError> {
-        match self.get(&format!("/v1/auditors/{}", self.me())) {
+    fn auditor_or_none(&self) -> Result<Option<AuditorView>, CliError> {
+        match self.rt.block_on(self.api.auditor(&self.me())) {
             Ok(a) => Ok(Some(a)),
             Err(client::ClientError::Api { status: 404, .. }) => Ok(None),
             Err(e) => Err(api_error(e)),
         }
     }
 
-    fn auditor(&self) -> Result<client::Json, CliError> {
+    fn auditor(&self) -> Result<AuditorView, CliError> {
         self.auditor_or_none()?.ok_or_else(|| {
             CliError::failed(format!(
                 "{} is not a registered auditor: `trust-node auditor register` registers it",
@@ -285,25 +269,26 @@ impl Session {
     fn chain(&self) -> Result<trust_protocol::Hash, CliError> {
         match config::load_genesis(&self.home) {
             Ok(doc) => Ok(doc.chain_id()),
-            Err(_) => self.get("/v1/status").map_err(api_error)?["chain_id"]
-                .as_str()
-                .and_then(|h| h.parse().ok())
-                .ok_or_else(|| CliError::failed("the node did not say which chain it runs")),
+            Err(_) => Ok(self
+                .rt
+                .block_on(self.api.status())
+                .map_err(api_error)?
+                .chain_id),
         }
     }
 
     /// Signs `call` with the next nonce, submits it, waits until a block includes it and
     /// the node's state has applied that block; the height and the auditor record then.
-    fn send(&mut self, call: Call) -> Result<(u64, client::Json), CliError> {
+    fn send(&mut self, call: Call) -> Result<(u64, AuditorView), CliError> {
         let me = self.me();
-        let acct = self.get(&format!("/v1/accounts/{me}")).map_err(api_error)?;
-        let nonce = acct["next_nonce"]
-            .as_u64()
-            .ok_or_else(|| CliError::failed("account answer has no next_nonce"))?;
+        let nonce = self
+            .rt
+            .block_on(self.api.account(&me))
+            .map_err(api_error)?
+            .next_nonce;
         let signed = Signed::sign(&self.keys.account, &self.chain()?, Tx { nonce, call });
-        let body = json!({"tx": hex::encode(encoding::encode(&signed))});
-        let id = match self.rt.block_on(client::post(&self.addr, "/v1/tx", &body)) {
-            Ok(r) => r["id"].as_str().unwrap_or("?").to_string(),
+        let id = match self.rt.block_on(self.api.submit_tx(&signed)) {
+            Ok(r) => r.id,
             Err(client::ClientError::Api {
                 status: 422,
                 message,
@@ -314,9 +299,9 @@ impl Session {
         outln!("submitted {id}");
         let deadline = Instant::now() + self.timeout;
         let height = loop {
-            match self.get(&format!("/v1/tx/{id}")) {
-                Ok(loc) if loc["status"] == "included" => {
-                    break loc["height"].as_u64().ok_or_else(|| {
+            match self.rt.block_on(self.api.tx_location(&id)) {
+                Ok(loc) if loc.status == TxStatus::Included => {
+                    break loc.height.ok_or_else(|| {
                         CliError::failed("the node says included but names no height")
                     })?;
                 }
@@ -334,7 +319,7 @@ impl Session {
         };
         loop {
             if let Some(a) = self.auditor_or_none()?
-                && a["height"].as_u64().is_some_and(|h| h >= height)
+                && a.height >= height
             {
                 return Ok((height, a));
             }
@@ -342,7 +327,7 @@ impl Session {
         }
     }
 
-    fn wait_a_little(&self, deadline: &Instant, id: &str) -> CliResult {
+    fn wait_a_little(&self, deadline: &Instant, id: &trust_protocol::Hash) -> CliResult {
         if Instant::now() > *deadline {
             return Err(CliError::failed(format!(
                 "transaction {id} not included within {} s; `trust-node auditor status` shows \
@@ -362,13 +347,11 @@ fn register(a: RegisterArgs) -> CliResult {
     let me = s.me();
     let registered = s.auditor_or_none()?;
     let call = match &registered {
-        Some(existing)
-            if existing["tier"].as_str().map(str::to_ascii_lowercase)
-                != Some(format!("{tier:?}").to_ascii_lowercase()) =>
-        {
+        Some(existing) if existing.tier != tier => {
+            // The tier in quotes, as its JSON string.
             return Err(CliError::usage(format!(
-                "{me} is already an auditor of tier {}; only bonding more stake is possible",
-                existing["tier"]
+                "{me} is already an auditor of tier \"{:?}\"; only bonding more stake is possible",
+                existing.tier
             )));
         }
         Some(_) => {
@@ -391,8 +374,8 @@ fn register(a: RegisterArgs) -> CliResult {
     outln!(
         "auditor {me}: {what} {} TRUST at block #{h}; stake now {} TRUST (tier minimum {}){}",
         a.stake,
-        after["stake"],
-        after["min_stake"],
+        after.stake,
+        after.min_stake,
         drawn_note(&after)
     );
     Ok(())
@@ -413,7 +396,7 @@ fn status(a: StatusArgs) -> CliResult {
     };
     let addr = a.addr.resolve()?;
     let rt = runtime()?;
-    let v = match rt.block_on(client::get(&addr, &format!("/v1/auditors/{who}"))) {
+    let v = match rt.block_on(Client::new(addr).auditor(&who)) {
         Ok(v) => v,
         Err(client::ClientError::Api { status: 404, .. }) => {
             return Err(CliError::failed(format!(
@@ -425,7 +408,8 @@ fn status(a: StatusArgs) -> CliResult {
     if a.json {
         outln!(
             "{}",
-            serde_json::to_string_pretty(&v).map_err(|e| CliError::failed(e.to_string()))?
+            serde_json::to_string_pretty(&reply_json(&v)?)
+                .map_err(|e| CliError::failed(e.to_string()))?
         );
         return Ok(());
     }
@@ -433,100 +417,91 @@ fn status(a: StatusArgs) -> CliResult {
     Ok(())
 }
 
-fn print_status(who: &AccountId, v: &client::Json) {
-    let s = |k: &str| v[k].as_str().unwrap_or("?").to_string();
-    let domains: Vec<&str> = v["expertise"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|d| d.as_str())
-        .collect();
-    let standing = if v["flagged"] == true {
+fn print_status(who: &AccountId, v: &AuditorView) {
+    let standing = if v.flagged {
         "flagged as a rubber-stamper: not drawn".to_string()
-    } else if v["exiting"] == true {
+    } else if v.exiting {
         "exiting: not drawn for new seats".to_string()
-    } else if v["drawable"] == true {
+    } else if v.drawable {
         "drawn for seats".to_string()
     } else {
         format!(
             "not drawn: bonded stake below the tier minimum {}",
-            v["min_stake"]
+            v.min_stake
         )
     };
     outln!("auditor     {who}");
-    outln!("at block    #{}", v["height"]);
+    outln!("at block    #{}", v.height);
     outln!(
-        "tier        {} (domains: {})",
-        s("tier"),
-        if domains.is_empty() {
+        "tier        {:?} (domains: {})",
+        v.tier,
+        if v.expertise.is_empty() {
             "any".to_string()
         } else {
-            domains.join(", ")
+            v.expertise.join(", ")
         }
     );
     outln!("standing    {standing}");
     outln!(
         "stake       {} TRUST bonded (tier minimum {}), balance {} TRUST",
-        v["stake"],
-        v["min_stake"],
-        v["balance"]
+        v.stake,
+        v.min_stake,
+        v.balance
     );
-    let unbonding = v["unbonding"].as_array().cloned().unwrap_or_default();
-    if unbonding.is_empty() {
+    if v.unbonding.is_empty() {
         outln!("unbonding   none");
     } else {
-        for u in &unbonding {
+        for u in &v.unbonding {
             outln!(
                 "unbonding   {} TRUST, withdrawable at block #{}",
-                u["amount"],
-                u["frees_at"]
+                u.amount,
+                u.frees_at
             );
         }
     }
-    match v["withdraw"]["refused"].as_str() {
+    match &v.withdraw.refused {
         Some(why) => outln!("withdraw    not now: {why}"),
         None => outln!(
             "withdraw    {} TRUST can be withdrawn now",
-            v["withdraw"]["amount"]
+            v.withdraw.amount
         ),
     }
-    outln!("reputation  {:.4}", v["reputation"].as_f64().unwrap_or(0.0));
+    outln!("reputation  {:.4}", v.reputation);
     outln!(
         "votes       {} revealed ({} approvals, {} abstentions: abstention rate {:.1}%); agreed {}, disagreed {}",
-        v["votes"],
-        v["approvals"],
-        v["abstentions"],
-        v["abstention_rate"].as_f64().unwrap_or(0.0) * 100.0,
-        v["agreed"],
-        v["disagreed"]
+        v.votes,
+        v.approvals,
+        v.abstentions,
+        v.abstention_rate * 100.0,
+        v.agreed,
+        v.disagreed
     );
     outln!(
         "rewards     {} TRUST earned, {} TRUST slashed to date",
-        v["earned"],
-        v["slashed"]
+        v.earned,
+        v.slashed
     );
-    let seats = v["seats"].as_array().cloned().unwrap_or_default();
-    if seats.is_empty() {
+    if v.seats.is_empty() {
         outln!("seats       none open");
     }
-    for x in &seats {
-        let state = if x["revealed"] == true {
+    for x in &v.seats {
+        let state = if x.revealed {
             "revealed"
-        } else if x["committed"] == true {
+        } else if x.committed {
             "committed"
         } else {
             "not committed"
         };
-        let deadline = x["deadline"]
-            .as_u64()
+        let deadline = x
+            .deadline
             .map(|d| format!(" until block #{d}"))
             .unwrap_or_default();
         outln!(
             "seat        session {} segment {} round {}: {}{deadline}, {state}",
-            x["session"].as_str().unwrap_or("?"),
-            x["segment"],
-            x["round"],
-            x["phase"].as_str().unwrap_or("?")
+            x.session,
+            x.segment,
+            x.round,
+            x.phase.as_str()
         );
     }
 }

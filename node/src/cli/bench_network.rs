@@ -31,8 +31,12 @@ use serde_json::{Value, json};
 use trust_protocol::{Keypair, Signed, trace::Trace, tx::Tx};
 
 use crate::{
+    api::{
+        client::{self, Client},
+        views::{OpenSessionBody, SessionStatus},
+    },
     cli::{CliError, CliResult},
-    client, config, decompose,
+    config, decompose,
 };
 
 /// Arguments of `bench network`.
@@ -474,8 +478,8 @@ async fn drive(
     // Every node answers and the chain moves.
     for api in apis {
         loop {
-            if let Ok(s) = client::get(api, "/v1/status").await
-                && s["height"].as_u64().unwrap_or(0) >= 2
+            if let Ok(s) = Client::new(api.as_str()).status().await
+                && s.height >= 2
             {
                 break;
             }
@@ -487,9 +491,9 @@ async fn drive(
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
-    let follow = apis.get(1).unwrap_or(&apis[0]).clone();
-    let height_of = |v: &Value| v["height"].as_u64().unwrap_or(0);
-    let start_height = height_of(&client::get(&follow, "/v1/status").await.map_err(fail)?);
+    let provider = Client::new(apis[0].as_str());
+    let follow = Client::new(apis.get(1).unwrap_or(&apis[0]).as_str());
+    let start_height = follow.status().await.map_err(fail)?.height;
     let mut bytes0 = 0u64;
     for api in apis {
         bytes0 += counter(&metrics_text(api).await, "trust_net_gossip_bytes_received");
@@ -498,7 +502,7 @@ async fn drive(
     let cpu0: Vec<f64> = pids.iter().map(|p| cpu_secs(*p)).collect();
 
     let t0 = Instant::now();
-    let mut submitted_at: BTreeMap<String, Instant> = BTreeMap::new();
+    let mut submitted_at: BTreeMap<trust_protocol::Hash, Instant> = BTreeMap::new();
     let mut submit_secs = Vec::new();
     let mut latencies: Vec<f64> = Vec::new();
     let mut votes = 0u64;
@@ -524,18 +528,14 @@ async fn drive(
         if next < traces.len() && due {
             let (trace, hdag) = &traces[next];
             let t = Instant::now();
-            match client::post_authorized(
-                &apis[0],
-                "/v1/sessions",
-                &json!({"trace": trace, "hdag": hdag}),
-                Some(token),
-            )
-            .await
-            {
+            let body = OpenSessionBody {
+                trace: trace.clone(),
+                hdag: Some(hdag.clone()),
+            };
+            match provider.open_session(&body, Some(token)).await {
                 Ok(r) => {
                     submit_secs.push(t.elapsed().as_secs_f64());
-                    let id = r["session"].as_str().unwrap_or_default().to_string();
-                    submitted_at.insert(id, t);
+                    submitted_at.insert(r.session, t);
                     next += 1;
                 }
                 // The provider's own transactions wait for nonce room: try again shortly.
@@ -550,27 +550,27 @@ async fn drive(
                 continue;
             }
         }
-        let status = client::get(&follow, "/v1/status").await.map_err(fail)?;
-        mempool.push(status["mempool"].as_u64().unwrap_or(0));
-        let h = height_of(&status);
+        let status = follow.status().await.map_err(fail)?;
+        mempool.push(status.mempool as u64);
+        let h = status.height;
         if h != last_height {
             last_height = h;
-            let open: Vec<String> = submitted_at.keys().cloned().collect();
+            let open: Vec<trust_protocol::Hash> = submitted_at.keys().copied().collect();
             for id in open {
-                let Ok(s) = client::get(&follow, &format!("/v1/sessions/{id}")).await else {
+                let Ok(s) = follow.session(&id).await else {
                     continue;
                 };
-                if s["status"] == "decided" || s["status"] == "failed" {
+                if matches!(s.status, SessionStatus::Decided | SessionStatus::Failed) {
                     let at = submitted_at.remove(&id).unwrap_or(t0);
                     last_decided = Instant::now();
                     latencies.push(at.elapsed().as_secs_f64());
-                    for seg in s["outcome"]["segments"].as_array().into_iter().flatten() {
-                        let v = &seg["votes"];
-                        votes += ["valid", "invalid", "ungrounded", "abstained"]
-                            .iter()
-                            .map(|k| v[k].as_u64().unwrap_or(0))
+                    for seg in s.outcome.iter().flat_map(|o| &o.segments) {
+                        let v = &seg.votes;
+                        votes += [v.valid, v.invalid, v.ungrounded, v.abstained]
+                            .into_iter()
+                            .map(u64::from)
                             .sum::<u64>();
-                        missing += v["missing"].as_u64().unwrap_or(0);
+                        missing += u64::from(v.missing);
                     }
                 }
             }
@@ -584,7 +584,7 @@ async fn drive(
         eprintln!();
     }
     let seconds = last_decided.duration_since(t0).as_secs_f64().max(1e-9);
-    let end_height = height_of(&client::get(&follow, "/v1/status").await.map_err(fail)?);
+    let end_height = follow.status().await.map_err(fail)?.height;
     let mut bytes1 = 0u64;
     for api in apis {
         bytes1 += counter(&metrics_text(api).await, "trust_net_gossip_bytes_received");

@@ -5,14 +5,22 @@ use std::time::Duration;
 
 use clap::Args;
 use serde_json::json;
-use trust_contracts::{SegmentVerdict, TraceVerdict};
+use trust_contracts::{CastVote, Outcome, Phase, SegmentVerdict};
 use trust_protocol::{
+    Hash, Vote,
     hdag::MAX_HDAG_JSON_BYTES,
     trace::{MAX_TRACE_BYTES, Trace},
 };
 
 use super::{CliError, CliResult, keys::expand_home};
-use crate::{audit::preview::summary_line, client, config, daemon};
+use crate::{
+    api::{
+        client::{self, Client},
+        views::{OpenSessionBody, SessionStatus, SessionView},
+    },
+    audit::preview::summary_line,
+    config, daemon,
+};
 
 fn failed(e: impl std::fmt::Display) -> CliError {
     CliError::failed(e.to_string())
@@ -123,6 +131,18 @@ pub(super) fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
         .map_err(failed)
 }
 
+/// A reply as `--json` prints it: as JSON with every object's keys sorted (the order a
+/// `serde_json::Value` keeps), which is how these commands have always shown the node's
+/// answer.
+pub(super) fn reply_json(reply: &impl serde::Serialize) -> Result<serde_json::Value, CliError> {
+    serde_json::to_value(reply).map_err(failed)
+}
+
+/// `value`, or `null` where the node sent none (as these lines have always shown it).
+fn or_null(value: Option<impl std::fmt::Display>) -> String {
+    value.map_or_else(|| "null".to_string(), |v| v.to_string())
+}
+
 pub(super) fn api_error(e: client::ClientError) -> CliError {
     match e {
         client::ClientError::Api { status, .. } if (400..500).contains(&status) => {
@@ -146,35 +166,29 @@ pub struct StatusArgs {
 pub fn run_status(args: StatusArgs) -> CliResult {
     let addr = args.addr.resolve()?;
     let s = runtime()?
-        .block_on(client::get(&addr, "/v1/status"))
+        .block_on(Client::new(addr).status())
         .map_err(api_error)?;
     if args.json {
-        outln!("{s}");
+        outln!("{}", reply_json(&s)?);
         return Ok(());
     }
-    outln!("node        {}", s["node_id"].as_str().unwrap_or("?"));
-    outln!("validator   {}", s["validator"]);
-    outln!("height      {}", s["height"]);
-    outln!("tip         {}", s["tip_hash"].as_str().unwrap_or("?"));
-    outln!("state root  {}", s["state_root"].as_str().unwrap_or("?"));
-    outln!("peers       {}", s["peers"]);
-    if let Some(ph) = s["peer_heights"].as_array() {
-        for p in ph {
-            outln!(
-                "  {}  height {}",
-                p["peer"].as_str().unwrap_or("?"),
-                p["height"]
-            );
-        }
+    outln!("node        {}", s.node_id);
+    outln!("validator   {}", s.validator);
+    outln!("height      {}", s.height);
+    outln!("tip         {}", s.tip_hash);
+    outln!("state root  {}", s.state_root);
+    outln!("peers       {}", s.peers);
+    for p in &s.peer_heights {
+        outln!("  {}  height {}", p.peer, p.height);
     }
-    outln!("mempool     {}", s["mempool"]);
-    if let Some(llm) = s.get("llm") {
+    outln!("mempool     {}", s.mempool);
+    if let Some(llm) = &s.llm {
         outln!(
             "llm         {} model {}: {}",
-            llm["url"].as_str().unwrap_or("?"),
-            llm["model"].as_str().unwrap_or("?"),
-            match llm["error"].as_str() {
-                _ if llm["answers"] == true => "answers".to_string(),
+            llm.url,
+            llm.model,
+            match &llm.error {
+                _ if llm.answers => "answers".to_string(),
                 Some(e) => format!("does not answer ({e})"),
                 None => "does not answer".to_string(),
             }
@@ -216,14 +230,13 @@ pub fn run_query(args: QueryArgs) -> CliResult {
     if args.verify {
         return verify_query(&args, &addr);
     }
+    let sid = Hash::from_hex(&args.session)
+        .map_err(|_| CliError::usage("session id must be 64 hex characters"))?;
     let s = runtime()?
-        .block_on(client::get(
-            &addr,
-            &format!("/v1/sessions/{}", args.session),
-        ))
+        .block_on(Client::new(addr).session(&sid))
         .map_err(api_error)?;
     if args.json {
-        outln!("{s}");
+        outln!("{}", reply_json(&s)?);
         return Ok(());
     }
     print_session(&args.session, &s, &[], args.segments);
@@ -240,11 +253,14 @@ fn verify_query(args: &QueryArgs, addr: &str) -> CliResult {
             "{e} (--verify checks against the home's genesis.json)"
         ))
     })?;
-    let body = runtime()?
-        .block_on(client::get(addr, &format!("/v1/sessions/{sid}/proof")))
-        .map_err(api_error)?;
-    let proof: crate::proof::OutcomeProof = serde_json::from_value(body.clone())
-        .map_err(|e| CliError::failed(format!("the node's proof is malformed: {e}")))?;
+    let proof = runtime()?
+        .block_on(Client::new(addr).session_proof(&sid))
+        .map_err(|e| match e {
+            client::ClientError::Reply { source, .. } => {
+                CliError::failed(format!("the node's proof is malformed: {source}"))
+            }
+            e => api_error(e),
+        })?;
     let anchor = crate::proof::Anchor {
         chain: doc.chain_id(),
         validators: &doc.validators,
@@ -288,24 +304,23 @@ fn verify_query(args: &QueryArgs, addr: &str) -> CliResult {
 
 /// A session phase as one line: `Commit { round: 0, until: 12 }` reads
 /// `commit (round 0, open until block 12)`.
-fn phase_text(p: &client::Json) -> String {
-    match p {
-        client::Json::String(s) => s.to_lowercase(),
-        client::Json::Object(m) => match m.iter().next() {
-            Some((name, v)) => {
-                let mut parts = Vec::new();
-                if let Some(r) = v["round"].as_u64() {
-                    parts.push(format!("round {r}"));
-                }
-                if let Some(u) = v["until"].as_u64() {
-                    parts.push(format!("open until block {u}"));
-                }
-                format!("{} ({})", name.to_lowercase(), parts.join(", "))
-            }
-            None => "?".into(),
-        },
-        other => other.to_string(),
+fn phase_text(p: &Phase) -> String {
+    match *p {
+        Phase::Assigning => "assigning".into(),
+        Phase::Commit { round, until } => {
+            format!("commit (round {round}, open until block {until})")
+        }
+        Phase::Reveal { round, until } => {
+            format!("reveal (round {round}, open until block {until})")
+        }
+        Phase::Disclose { until } => format!("disclose (open until block {until})"),
     }
+}
+
+/// The name the API gives a unit variant (`Invalid`, `Computer`): its Rust name, as a
+/// string that `{:<10}` pads.
+fn word(v: impl std::fmt::Debug) -> String {
+    format!("{v:?}")
 }
 
 /// Why a segment verdict is an error, in the ARES terms the paper uses.
@@ -348,189 +363,184 @@ fn with_names(why: &str, names: &[String]) -> String {
 /// labels for the segments (HDAG node id and tier), known only to the provider's node.
 /// A decided session in lines a person reads; with `votes`, each segment's revealed votes
 /// and their reasons under it.
-fn print_session(id: &str, s: &client::Json, names: &[String], votes: bool) {
+fn print_session(id: &str, s: &SessionView, names: &[String], votes: bool) {
     outln!("session     {id}");
-    match s["status"].as_str() {
-        Some("decided") => {
-            let o = &s["outcome"];
+    match (s.status, &s.outcome) {
+        (SessionStatus::Decided, Some(o)) => {
             outln!(
                 "status      decided at block {} ({})",
-                s["block_height"],
-                s["block_hash"].as_str().unwrap_or("?")
+                or_null(s.block_height),
+                s.block_hash.map_or_else(|| "?".to_string(), |h| h.to_hex())
             );
-            let beta = o["beta"].as_u64().unwrap_or(0) as f64 / 10_000.0;
-            let segs = o["segments"].as_array().cloned().unwrap_or_default();
-            let left = o["left_out"].as_array().cloned().unwrap_or_default();
-            let name = |i: usize| names.get(i).cloned().unwrap_or_else(|| format!("#{i}"));
-            // Honeypots are not part of the trace.
-            let failed: Vec<(String, SegmentVerdict)> = segs
-                .iter()
-                .enumerate()
-                .filter(|(_, seg)| seg["honeypot"].is_null())
-                .filter_map(|(i, seg)| match seg["verdict"].as_str() {
-                    Some("Invalid") => Some((name(i), SegmentVerdict::Invalid)),
-                    Some("Ungrounded") => Some((name(i), SegmentVerdict::Ungrounded)),
-                    _ => None,
-                })
-                .collect();
-            let verdict = match o["trace"].as_str() {
-                Some("Pass") => TraceVerdict::Pass,
-                Some("Fail") => TraceVerdict::Fail,
-                _ => TraceVerdict::Inconclusive,
-            };
-            let cov = &o["coverage"];
-            outln!(
-                "verdict     {}",
-                summary_line(
-                    verdict,
-                    cov["judged"].as_u64().unwrap_or(0) as usize,
-                    cov["segments"].as_u64().unwrap_or(0) as usize,
-                    &failed
-                )
-            );
-            if let Some(why) = s["explanation"].as_str() {
-                outln!("why         {}", with_names(why, names));
-            }
-            outln!(
-                "weights     {} passing, {} undecided, of {} (the trace passes at {beta:.0}%){}",
-                o["passing_weight"],
-                o["undecided_weight"],
-                o["total_weight"],
-                if o["error_at_conclusion"].as_bool() == Some(true) {
-                    "; an error reaches the conclusion"
-                } else {
-                    ""
-                }
-            );
-            if let Some(per_tier) = cov["left_out"].as_array() {
-                let parts: Vec<String> = ["Computer", "LLM", "Human"]
-                    .iter()
-                    .zip(per_tier)
-                    .filter(|(_, n)| n.as_u64().unwrap_or(0) > 0)
-                    .map(|(t, n)| format!("{n} {t}"))
-                    .collect();
-                if !parts.is_empty() {
-                    outln!(
-                        "left out    {} (no such auditors on the network; counted as undecided)",
-                        parts.join(", ")
-                    );
-                }
-            }
-            match o["bound"]["hoeffding_neg_ln_milli"].as_u64() {
-                Some(m) if m > 0 => outln!(
-                    "bound       Pr[wrong trace verdict] <= e^-{:.3} (Hoeffding, over the {} judged segments, from the seats' error rates)",
-                    m as f64 / 1000.0,
-                    cov["judged"]
-                ),
-                _ => outln!("bound       none (too few counted votes to bound the verdict)"),
-            }
-            if !segs.is_empty() {
-                outln!(
-                    "segments    #   {:<10} {:<9} {:<11} votes v/i/u/abstain (missing)",
-                    "node",
-                    "tier",
-                    "verdict"
-                );
-                for (i, seg) in segs.iter().enumerate() {
-                    let verdict = seg["verdict"].as_str().unwrap_or("?");
-                    let v = &seg["votes"];
-                    let kind = match (seg["honeypot"].as_str(), seg["supports"].as_u64()) {
-                        (Some(truth), _) => {
-                            format!("honeypot (known {truth}): not part of the trace")
-                        }
-                        (None, Some(step)) => {
-                            let of = name(usize::try_from(step).unwrap_or(usize::MAX));
-                            match error_kind(verdict) {
-                                "" => format!("calculation of {of}"),
-                                k => format!("calculation of {of}; {k}"),
-                            }
-                        }
-                        (None, None) => error_kind(verdict).to_string(),
-                    };
-                    outln!(
-                        "            {i:<3} {:<10} {:<9} {verdict:<11} {}/{}/{}/{} ({}){}{}",
-                        name(i),
-                        seg["tier"].as_str().unwrap_or("?"),
-                        v["valid"],
-                        v["invalid"],
-                        v["ungrounded"],
-                        v["abstained"],
-                        v["missing"],
-                        if kind.is_empty() { "" } else { "  " },
-                        kind
-                    );
-                    if votes {
-                        for line in vote_lines(&seg["votes_cast"]) {
-                            outln!("{line}");
-                        }
-                    }
-                }
-            }
-            // Left-out segments are wrong only through a calculation of their own or a
-            // step they rest on.
-            let left_name = |j: usize| name(segs.len().saturating_add(j));
-            let with = |v: &str| -> Vec<String> {
-                left.iter()
-                    .enumerate()
-                    .filter(|(_, l)| l["verdict"].as_str() == Some(v))
-                    .map(|(j, _)| left_name(j))
-                    .collect()
-            };
-            for (v, why) in [
-                ("Invalid", "a calculation in it is wrong"),
-                (
-                    "Ungrounded",
-                    "a calculation in it uses a number nothing gives",
-                ),
-                ("Propagated", "rests on a step that failed"),
-            ] {
-                let names = with(v);
-                if !names.is_empty() {
-                    outln!("left out    {} {v}: {why}", names.join(", "));
-                }
-            }
+            print_outcome(o, s.explanation.as_deref(), names, votes);
         }
-        Some("live") => {
-            outln!("status      live, {}", phase_text(&s["phase"]));
+        (SessionStatus::Live, _) => {
+            outln!(
+                "status      live, {}",
+                s.phase.as_ref().map_or_else(|| "null".into(), phase_text)
+            );
             outln!(
                 "seats       {} drawn, {} committed, {} revealed",
-                s["seats"]["assigned"],
-                s["seats"]["committed"],
-                s["seats"]["revealed"]
+                or_null(s.seats.map(|c| c.assigned)),
+                or_null(s.seats.map(|c| c.committed)),
+                or_null(s.seats.map(|c| c.revealed))
             );
         }
-        Some("failed") => {
+        (SessionStatus::Failed, _) => {
             outln!("status      failed");
             outln!(
                 "failure     {}",
-                s["failure"]["reason"].as_str().unwrap_or("?")
+                s.failure.as_ref().map_or("?", |f| f.reason.as_str())
             );
         }
-        other => outln!("status      {}", other.unwrap_or("?")),
+        (other, None) => outln!("status      {}", other.as_str()),
+    }
+}
+
+/// The lines of a decided session's outcome under its status line.
+fn print_outcome(o: &Outcome, explanation: Option<&str>, names: &[String], votes: bool) {
+    let beta = f64::from(o.beta.0) / 10_000.0;
+    let segs = &o.segments;
+    let name = |i: usize| names.get(i).cloned().unwrap_or_else(|| format!("#{i}"));
+    // Honeypots are not part of the trace.
+    let failed: Vec<(String, SegmentVerdict)> = segs
+        .iter()
+        .enumerate()
+        .filter(|(_, seg)| seg.honeypot.is_none())
+        .filter_map(|(i, seg)| match seg.verdict {
+            v @ (SegmentVerdict::Invalid | SegmentVerdict::Ungrounded) => Some((name(i), v)),
+            _ => None,
+        })
+        .collect();
+    let cov = &o.coverage;
+    outln!(
+        "verdict     {}",
+        summary_line(
+            o.trace,
+            usize::from(cov.judged),
+            usize::from(cov.segments),
+            &failed
+        )
+    );
+    if let Some(why) = explanation {
+        outln!("why         {}", with_names(why, names));
+    }
+    outln!(
+        "weights     {} passing, {} undecided, of {} (the trace passes at {beta:.0}%){}",
+        o.passing_weight,
+        o.undecided_weight,
+        o.total_weight,
+        if o.error_at_conclusion {
+            "; an error reaches the conclusion"
+        } else {
+            ""
+        }
+    );
+    let parts: Vec<String> = ["Computer", "LLM", "Human"]
+        .iter()
+        .zip(cov.left_out)
+        .filter(|(_, n)| *n > 0)
+        .map(|(t, n)| format!("{n} {t}"))
+        .collect();
+    if !parts.is_empty() {
+        outln!(
+            "left out    {} (no such auditors on the network; counted as undecided)",
+            parts.join(", ")
+        );
+    }
+    match o.bound.hoeffding_neg_ln_milli {
+        m if m > 0 => outln!(
+            "bound       Pr[wrong trace verdict] <= e^-{:.3} (Hoeffding, over the {} judged segments, from the seats' error rates)",
+            m as f64 / 1000.0,
+            cov.judged
+        ),
+        _ => outln!("bound       none (too few counted votes to bound the verdict)"),
+    }
+    if !segs.is_empty() {
+        outln!(
+            "segments    #   {:<10} {:<9} {:<11} votes v/i/u/abstain (missing)",
+            "node",
+            "tier",
+            "verdict"
+        );
+        for (i, seg) in segs.iter().enumerate() {
+            let verdict = word(seg.verdict);
+            let v = &seg.votes;
+            let kind = match (seg.honeypot, seg.supports) {
+                (Some(truth), _) => {
+                    format!("honeypot (known {truth:?}): not part of the trace")
+                }
+                (None, Some(step)) => {
+                    let of = name(usize::from(step));
+                    match error_kind(&verdict) {
+                        "" => format!("calculation of {of}"),
+                        k => format!("calculation of {of}; {k}"),
+                    }
+                }
+                (None, None) => error_kind(&verdict).to_string(),
+            };
+            outln!(
+                "            {i:<3} {:<10} {:<9} {verdict:<11} {}/{}/{}/{} ({}){}{}",
+                name(i),
+                word(seg.tier),
+                v.valid,
+                v.invalid,
+                v.ungrounded,
+                v.abstained,
+                v.missing,
+                if kind.is_empty() { "" } else { "  " },
+                kind
+            );
+            if votes {
+                for line in vote_lines(&seg.votes_cast) {
+                    outln!("{line}");
+                }
+            }
+        }
+    }
+    // Left-out segments are wrong only through a calculation of their own or a
+    // step they rest on.
+    let left_name = |j: usize| name(segs.len().saturating_add(j));
+    let with = |v: SegmentVerdict| -> Vec<String> {
+        o.left_out
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| l.verdict == v)
+            .map(|(j, _)| left_name(j))
+            .collect()
+    };
+    for (v, why) in [
+        (SegmentVerdict::Invalid, "a calculation in it is wrong"),
+        (
+            SegmentVerdict::Ungrounded,
+            "a calculation in it uses a number nothing gives",
+        ),
+        (SegmentVerdict::Propagated, "rests on a step that failed"),
+    ] {
+        let names = with(v);
+        if !names.is_empty() {
+            outln!("left out    {} {v:?}: {why}", names.join(", "));
+        }
     }
 }
 
 /// One line per revealed vote of a segment's `votes_cast`: the seat's short id, the vote,
 /// a mark for a late or second-round vote, and the reason on one line (newlines and tabs
 /// as spaces; any other control character, which the contract refuses anyway, as `?`).
-fn vote_lines(cast: &client::Json) -> Vec<String> {
-    let Some(cast) = cast.as_array() else {
-        return Vec::new();
-    };
+fn vote_lines(cast: &[CastVote]) -> Vec<String> {
     cast.iter()
         .map(|v| {
-            let seat = v["seat"].as_str().unwrap_or("?");
-            let vote = v["vote"].as_str().unwrap_or("?");
+            let seat = v.seat.to_hex();
+            let vote = word(v.vote);
             let mut marks = Vec::new();
-            if v["round"].as_u64().unwrap_or(0) > 0 {
+            if v.round > 0 {
                 marks.push("round 2");
             }
-            if v["counted"].as_bool() == Some(false) && vote != "Abstain" {
+            if !v.counted && v.vote != Vote::Abstain {
                 marks.push("late");
             }
-            let reason: String = v["reason"]
-                .as_str()
-                .unwrap_or("")
+            let reason: String = v
+                .reason
                 .chars()
                 .map(|c| match c {
                     '\n' | '\t' => ' ',
@@ -540,7 +550,7 @@ fn vote_lines(cast: &client::Json) -> Vec<String> {
                 .collect();
             format!(
                 "                vote {}… {vote:<10}{}{}",
-                seat.get(..12).unwrap_or(seat),
+                seat.get(..12).unwrap_or(&seat),
                 if marks.is_empty() {
                     String::new()
                 } else {
@@ -653,45 +663,24 @@ pub fn run_submit(args: SubmitArgs) -> CliResult {
     };
     let addr = args.addr.resolve()?;
     let token = api_token(args.api_token.as_deref(), &args.addr)?;
+    let api = Client::new(addr.as_str());
     let rt = runtime()?;
     // The tip before the session exists: `--wait` follows its events from here.
     let height_before = match args.wait {
-        true => rt
-            .block_on(client::get(&addr, "/v1/status"))
-            .map_err(api_error)?["height"]
-            .as_u64()
-            .unwrap_or(0),
+        true => rt.block_on(api.status()).map_err(api_error)?.height,
         false => 0,
     };
     let r = rt
-        .block_on(client::post_authorized(
-            &addr,
-            "/v1/sessions",
-            &json!({"trace": trace, "hdag": hdag}),
-            token.as_deref(),
-        ))
+        .block_on(api.open_session(&OpenSessionBody { trace, hdag }, token.as_deref()))
         .map_err(api_error)?;
-    let session = r["session"].as_str().unwrap_or("?").to_string();
+    let session = r.session.to_hex();
     outln!("session     {session}");
-    outln!("fee         {}", r["fee"]);
+    outln!("fee         {}", r.fee);
     // Segment i of the outcome is the i-th of these: (HDAG node id, tier).
-    let names: Vec<String> = r["segments"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .map(|x| x[0].as_str().unwrap_or("?").to_string())
-                .collect()
-        })
-        .unwrap_or_default();
+    let names: Vec<String> = r.segments.iter().map(|(node, _)| node.clone()).collect();
     outln!("segments    {} audited: {}", names.len(), names.join(" "));
-    if let Some(left) = r["left_out"].as_array() {
-        for l in left {
-            outln!(
-                "left out    {} ({})",
-                l[0].as_str().unwrap_or("?"),
-                l[2].as_str().unwrap_or("")
-            );
-        }
+    for (node, _, why) in &r.left_out {
+        outln!("left out    {node} ({why})");
     }
     if !args.wait {
         outln!("next: trust-node query {session}");
@@ -699,40 +688,38 @@ pub fn run_submit(args: SubmitArgs) -> CliResult {
     }
     // Entry i of the outcome's explanation: the session's segments, then the left-out.
     let mut names = names;
-    names.extend(
-        r["left_out"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|l| l[0].as_str().unwrap_or("?").to_string()),
-    );
+    names.extend(r.left_out.iter().map(|(node, _, _)| node.clone()));
     let deadline = std::time::Instant::now() + Duration::from_secs(args.timeout_secs);
-    // The session's line as the node shows it now (the feed says when to look again).
-    let progress = |s: &serde_json::Value| match s["status"].as_str() {
-        Some("live") => format!(
+    // The session's line as the node shows it now (the feed says when to look again);
+    // `None` before a block holds it.
+    let progress = |s: Option<&SessionView>| match s {
+        Some(s) if s.status == SessionStatus::Live => format!(
             "{}: {} seats drawn, {} committed, {} revealed",
-            phase_text(&s["phase"]),
-            s["seats"]["assigned"],
-            s["seats"]["committed"],
-            s["seats"]["revealed"]
+            s.phase.as_ref().map_or_else(|| "null".into(), phase_text),
+            or_null(s.seats.map(|c| c.assigned)),
+            or_null(s.seats.map(|c| c.committed)),
+            or_null(s.seats.map(|c| c.revealed))
         ),
-        Some("pending") => "waiting for the session to be ordered into a block".into(),
-        Some(other) => other.to_string(),
-        None => "?".into(),
+        Some(s) => s.status.as_str().to_string(),
+        None => "waiting for the session to be ordered into a block".into(),
     };
     let mut last = String::new();
-    let mut show = |s: &serde_json::Value| {
+    let mut show = |s: Option<&SessionView>| {
         let now = progress(s);
         if now != last {
             outln!("...         {now}");
             last = now;
         }
     };
+    let over = |s: &Option<SessionView>| {
+        s.as_ref()
+            .is_some_and(|s| matches!(s.status, SessionStatus::Decided | SessionStatus::Failed))
+    };
     let waited = rt.block_on(async {
         let run = async {
-            let s = session_now(&addr, &session).await?;
-            show(&s);
-            if matches!(s["status"].as_str(), Some("decided" | "failed")) {
+            let s = session_now(&api, &r.session).await?;
+            show(s.as_ref());
+            if over(&s) {
                 return Ok::<_, CliError>(s);
             }
             // Every event of the session from the block before the submission on (it
@@ -740,8 +727,8 @@ pub fn run_submit(args: SubmitArgs) -> CliResult {
             let mut events = super::watch::SessionFollower::new(&addr, &session, height_before);
             loop {
                 let e = events.next().await.map_err(api_error)?;
-                let s = session_now(&addr, &session).await?;
-                show(&s);
+                let s = session_now(&api, &r.session).await?;
+                show(s.as_ref());
                 if matches!(
                     e.kind,
                     crate::feed::Kind::SessionDecided | crate::feed::Kind::SessionFailed
@@ -754,8 +741,13 @@ pub fn run_submit(args: SubmitArgs) -> CliResult {
         tokio::time::timeout(left, run).await
     });
     match waited {
-        Ok(Ok(s)) => {
+        Ok(Ok(Some(s))) => {
             print_session(&session, &s, &names, false);
+            Ok(())
+        }
+        Ok(Ok(None)) => {
+            outln!("session     {session}");
+            outln!("status      pending");
             Ok(())
         }
         Ok(Err(e)) => Err(e),
@@ -766,11 +758,11 @@ pub fn run_submit(args: SubmitArgs) -> CliResult {
     }
 }
 
-/// A session as the node shows it now (`pending` before its block).
-async fn session_now(addr: &str, session: &str) -> Result<serde_json::Value, CliError> {
-    match client::get(addr, &format!("/v1/sessions/{session}")).await {
-        Ok(s) => Ok(s),
-        Err(client::ClientError::Api { status: 404, .. }) => Ok(json!({"status": "pending"})),
+/// A session as the node shows it now (`None`: pending, before its block).
+async fn session_now(api: &Client, session: &Hash) -> Result<Option<SessionView>, CliError> {
+    match api.session(session).await {
+        Ok(s) => Ok(Some(s)),
+        Err(client::ClientError::Api { status: 404, .. }) => Ok(None),
         Err(e) => Err(api_error(e)),
     }
 }

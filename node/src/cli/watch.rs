@@ -9,7 +9,7 @@ use super::{
     node::{NodeAddr, api_error, runtime},
 };
 use crate::{
-    client::{self, ClientError, EventStream, SseFrame},
+    api::client::{Client, ClientError, EventStream, SseFrame},
     feed::{FeedEvent, Kind},
 };
 
@@ -41,16 +41,13 @@ pub fn run_watch(args: WatchArgs) -> CliResult {
     let addr = args.addr.resolve()?;
     let rt = runtime()?;
     rt.block_on(async {
-        let me = match client::get(&addr, "/v1/status").await {
-            Ok(s) => s["node_id"]
-                .as_str()
-                .and_then(|s| s.parse::<AccountId>().ok()),
-            Err(e) => return Err(api_error(e)),
-        };
+        let me = Client::new(addr.as_str())
+            .status()
+            .await
+            .map_err(api_error)?
+            .node_id;
         let account = match args.account.as_deref() {
-            Some("me") => Some(me.ok_or_else(|| {
-                CliError::failed("the node did not say its account id (GET /v1/status)")
-            })?),
+            Some("me") => Some(me),
             Some(a) => Some(a.trim().parse::<AccountId>().map_err(|e| {
                 CliError::usage(format!(
                     "--account {a}: {e} (give `me` or a 64-hex account id)"
@@ -81,7 +78,7 @@ pub fn run_watch(args: WatchArgs) -> CliResult {
             match follow(&mut stream, |e, frame| {
                 match args.json {
                     true => outln!("{}", frame.data),
-                    false => outln!("{}", line(e, me)),
+                    false => outln!("{}", line(e, Some(me))),
                 }
                 true
             })

@@ -142,7 +142,7 @@ fn the_llm_api_key_is_read_from_the_environment_and_never_written() {
     let start = std::time::Instant::now();
     loop {
         let s = rt
-            .block_on(trust_node::client::get(&api, "/v1/status"))
+            .block_on(trust_node::api::client::get(&api, "/v1/status"))
             .ok();
         if s.as_ref().is_some_and(|s| s["llm"]["answers"] == false) {
             break;

@@ -48,7 +48,7 @@ fn four_validators_order_one_chain_and_include_a_tx_sent_to_any_node() {
         .unwrap()["nonce"]
         .clone();
     match net.send_tx(1, &tx) {
-        Err(trust_node::client::ClientError::Api {
+        Err(trust_node::api::client::ClientError::Api {
             status,
             code,
             message,
@@ -66,7 +66,7 @@ fn four_validators_order_one_chain_and_include_a_tx_sent_to_any_node() {
     forged.signature.0[0] ^= 1;
     assert!(matches!(
         net.send_tx(0, &forged),
-        Err(trust_node::client::ClientError::Api { .. })
+        Err(trust_node::api::client::ClientError::Api { .. })
     ));
     // Node 0 learns its three peers' heights over the request-response sync protocol.
     net.wait_for("node0 to know its peers' heights", |n| {

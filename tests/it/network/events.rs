@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use trust_node::{
+    api::client::{EventStream, SseFrame},
     cli::watch::line,
-    client::{EventStream, SseFrame},
     feed::{FeedEvent, Kind},
 };
 use trust_protocol::{

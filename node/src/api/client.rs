@@ -1,12 +1,24 @@
 //! A small HTTP/1.1 client for the node's own API (`status`, `query`, `auditor register`
 //! talk to a node through it). Loopback, JSON, bounded responses; no TLS.
+//!
+//! [`Client`] asks one route per method and answers with the route's reply type from
+//! [`super::views`]; [`get`], [`post`] and [`post_authorized`] answer any route's JSON as
+//! it came.
 
 use std::time::Duration;
 
+use serde::de::DeserializeOwned;
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
     net::TcpStream,
 };
+use trust_protocol::{AccountId, Hash, encoding, tx::SignedTx};
+
+use super::views::{
+    AccountView, AuditorView, ErrorBody, OpenSessionBody, SessionView, StatusView, SubmittedView,
+    TxAccepted, TxJson, TxLocation,
+};
+use crate::proof::OutcomeProof;
 
 /// Largest response body read.
 pub const MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
@@ -40,10 +52,109 @@ pub enum ClientError {
     /// The answer is not what the API sends.
     #[error("unexpected API response: {0}")]
     Protocol(String),
+    /// The answer is JSON, but not the route's reply type.
+    #[error("unexpected API response from {path}: {source}")]
+    Reply {
+        /// The route asked.
+        path: String,
+        /// Why it does not read as the reply type.
+        #[source]
+        source: serde_json::Error,
+    },
 }
 
 /// A JSON answer.
 pub type Json = serde_json::Value;
+
+/// A node's API at one address, with a method per route that answers the route's reply
+/// type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Client {
+    addr: String,
+}
+
+impl Client {
+    /// The API at `addr` (host:port).
+    pub fn new(addr: impl Into<String>) -> Self {
+        Self { addr: addr.into() }
+    }
+
+    /// The address it talks to.
+    pub fn addr(&self) -> &str {
+        &self.addr
+    }
+
+    /// `GET path` read as `T`.
+    async fn get_as<T: DeserializeOwned>(&self, path: &str) -> Result<T, ClientError> {
+        typed(path, get(&self.addr, path).await?)
+    }
+
+    /// `GET /v1/status`.
+    pub async fn status(&self) -> Result<StatusView, ClientError> {
+        self.get_as("/v1/status").await
+    }
+
+    /// `GET /v1/sessions/{id}`.
+    pub async fn session(&self, id: &Hash) -> Result<SessionView, ClientError> {
+        self.get_as(&format!("/v1/sessions/{id}")).await
+    }
+
+    /// `GET /v1/sessions/{id}/proof`.
+    pub async fn session_proof(&self, id: &Hash) -> Result<OutcomeProof, ClientError> {
+        self.get_as(&format!("/v1/sessions/{id}/proof")).await
+    }
+
+    /// `GET /v1/auditors/{id}`.
+    pub async fn auditor(&self, id: &AccountId) -> Result<AuditorView, ClientError> {
+        self.get_as(&format!("/v1/auditors/{id}")).await
+    }
+
+    /// `GET /v1/accounts/{id}`.
+    pub async fn account(&self, id: &AccountId) -> Result<AccountView, ClientError> {
+        self.get_as(&format!("/v1/accounts/{id}")).await
+    }
+
+    /// `GET /v1/tx/{id}`.
+    pub async fn tx_location(&self, id: &Hash) -> Result<TxLocation, ClientError> {
+        self.get_as(&format!("/v1/tx/{id}")).await
+    }
+
+    /// `POST /v1/tx` with the transaction's canonical bytes in hex.
+    pub async fn submit_tx(&self, tx: &SignedTx) -> Result<TxAccepted, ClientError> {
+        let path = "/v1/tx";
+        let body = TxJson {
+            tx: hex::encode(encoding::encode(tx)),
+        };
+        typed(path, post(&self.addr, path, &json_of(&body)?).await?)
+    }
+
+    /// `POST /v1/sessions` with the operator token (opening a session spends the node's
+    /// funds).
+    pub async fn open_session(
+        &self,
+        body: &OpenSessionBody,
+        token: Option<&str>,
+    ) -> Result<SubmittedView, ClientError> {
+        let path = "/v1/sessions";
+        typed(
+            path,
+            post_authorized(&self.addr, path, &json_of(body)?, token).await?,
+        )
+    }
+}
+
+/// `json` read as the reply type of `path`.
+fn typed<T: DeserializeOwned>(path: &str, json: Json) -> Result<T, ClientError> {
+    serde_json::from_value(json).map_err(|source| ClientError::Reply {
+        path: path.to_string(),
+        source,
+    })
+}
+
+/// A request body as JSON.
+fn json_of(body: &impl serde::Serialize) -> Result<Json, ClientError> {
+    serde_json::to_value(body).map_err(|e| ClientError::Protocol(format!("request body: {e}")))
+}
 
 /// `GET path` against `addr` (host:port).
 pub async fn get(addr: &str, path: &str) -> Result<Json, ClientError> {
@@ -136,10 +247,16 @@ fn parse_response(buf: &[u8]) -> Result<Json, ClientError> {
     if (200..300).contains(&status) {
         Ok(json)
     } else {
+        // Anything but the API's error body (another server answering) reads as a bare
+        // `error`.
+        let body = serde_json::from_value::<ErrorBody>(json).unwrap_or_else(|_| ErrorBody {
+            code: "error".into(),
+            message: String::new(),
+        });
         Err(ClientError::Api {
             status,
-            code: json["code"].as_str().unwrap_or("error").to_string(),
-            message: json["message"].as_str().unwrap_or("").to_string(),
+            code: body.code,
+            message: body.message,
         })
     }
 }
@@ -362,9 +479,12 @@ mod tests {
     #[test]
     fn parses_plain_chunked_and_error_answers() {
         let ok = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\r\n{\"a\":1}";
-        assert_eq!(parse_response(ok).unwrap()["a"], 1);
+        assert_eq!(parse_response(ok).unwrap(), serde_json::json!({"a": 1}));
         let chunked = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n4\r\n{\"a\"\r\n3\r\n:2}\r\n0\r\n\r\n";
-        assert_eq!(parse_response(chunked).unwrap()["a"], 2);
+        assert_eq!(
+            parse_response(chunked).unwrap(),
+            serde_json::json!({"a": 2})
+        );
         let err = b"HTTP/1.1 404 Not Found\r\n\r\n{\"code\":\"not_found\",\"message\":\"no such\"}";
         match parse_response(err) {
             Err(ClientError::Api { status, code, .. }) => {

@@ -1,0 +1,485 @@
+//! The API's request and reply bodies, public: the server builds them, the client
+//! ([`super::client`]) reads them back, and the CLI prints from them, so a renamed field
+//! breaks the build (or the api tests), not a command's output.
+//!
+//! Each type derives `Serialize`, `Deserialize` and `utoipa::ToSchema` once; the OpenAPI
+//! document at `/v1/openapi.json` describes them from the same derives and doc comments.
+//! Fields the server leaves out when empty are `Option`s that read back as `None`.
+//!
+//! Some fields hold the contract's own types (an outcome, a phase, a failure, a block
+//! header) and have always been sent with their object keys in sorted order, as they went
+//! through a `serde_json::Value`; [`sorted`] keeps those bytes as they were.
+
+use serde::{Deserialize, Serialize, Serializer};
+use trust_contracts::{Failure, HoneypotStats, Outcome, Phase};
+use trust_protocol::{
+    AccountId, Hash,
+    block::BlockHeader,
+    tx::{Call, Tier},
+};
+use utoipa::ToSchema;
+
+/// Serializes `value` through a `serde_json::Value`, so every object in it comes out with
+/// its keys sorted: how the fields that use it have always been sent.
+pub fn sorted<T: Serialize, S: Serializer>(value: &T, s: S) -> Result<S::Ok, S::Error> {
+    serde_json::to_value(value)
+        .map_err(serde::ser::Error::custom)?
+        .serialize(s)
+}
+
+/// The error body of every route.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ErrorBody {
+    /// A stable code, one per status class.
+    pub code: String,
+    /// What went wrong, for people.
+    pub message: String,
+}
+
+/// Node id, height, tip, state root, peers, the next validators.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct StatusView {
+    #[schema(value_type = String)]
+    pub node_id: AccountId,
+    /// The chain id (the hash of the genesis document) transactions are signed for.
+    #[schema(value_type = String)]
+    pub chain_id: Hash,
+    pub height: u64,
+    #[schema(value_type = String)]
+    pub tip_hash: Hash,
+    #[schema(value_type = String)]
+    pub state_root: Hash,
+    pub peers: usize,
+    pub peer_heights: Vec<PeerHeight>,
+    pub validator: bool,
+    pub mempool: usize,
+    #[schema(value_type = Vec<Object>)]
+    pub validators: Vec<ValidatorView>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub llm: Option<LlmView>,
+}
+
+// No doc comment: the OpenAPI document has always described it without one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct PeerHeight {
+    pub peer: String,
+    pub height: u64,
+}
+
+/// A validator of the next height and its voting power.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ValidatorView {
+    /// The validator's account.
+    pub id: AccountId,
+    /// Its voting power (bonded stake, or 1 each when none has stake).
+    pub power: u64,
+}
+
+impl From<&crate::view::ValidatorPower> for ValidatorView {
+    fn from(v: &crate::view::ValidatorPower) -> Self {
+        Self {
+            id: v.id,
+            power: v.power,
+        }
+    }
+}
+
+/// The health of the node's LLM endpoint, as its last probe found it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LlmView {
+    /// The endpoint's base URL.
+    pub url: String,
+    /// The model asked.
+    pub model: String,
+    /// Whether it answered the last health probe (`GET {url}/models`).
+    pub answers: bool,
+    /// Why not, when it did not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl From<crate::audit::llm::LlmStatus> for LlmView {
+    fn from(s: crate::audit::llm::LlmStatus) -> Self {
+        Self {
+            url: s.url,
+            model: s.model,
+            answers: s.answers,
+            error: s.error,
+        }
+    }
+}
+
+/// A transaction as JSON: its canonical bytes in hex.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TxJson {
+    /// The signed transaction's canonical encoding, hex.
+    pub tx: String,
+}
+
+/// A transaction admitted to the mempool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct TxAccepted {
+    /// The transaction id.
+    #[schema(value_type = String)]
+    pub id: Hash,
+}
+
+/// A decided block.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct BlockView {
+    #[schema(value_type = String)]
+    pub hash: Hash,
+    /// The header: height, parent, roots, proposer.
+    #[serde(serialize_with = "sorted")]
+    #[schema(value_type = Object)]
+    pub header: BlockHeader,
+    /// Its transactions, decoded (or the decoding error).
+    #[serde(serialize_with = "sorted")]
+    #[schema(value_type = Vec<Object>)]
+    pub txs: Vec<BlockTx>,
+    /// Size of its commit certificate.
+    pub certificate_bytes: usize,
+}
+
+/// One transaction of a [`BlockView`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum BlockTx {
+    /// It decoded.
+    Decoded {
+        /// Its id.
+        id: Hash,
+        /// Who signed it.
+        signer: AccountId,
+        /// Its nonce.
+        nonce: u64,
+        /// What it does.
+        call: Call,
+    },
+    /// It did not (a ledger block's transactions always decode; an error is shown rather
+    /// than hidden if one ever does not).
+    Undecodable {
+        /// The decoding error.
+        error: String,
+    },
+}
+
+/// `included` or `pending`: where a transaction is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TxStatus {
+    /// In a decided block.
+    Included,
+    /// In the mempool.
+    Pending,
+}
+
+/// Where a transaction is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct TxLocation {
+    #[schema(value_type = String)]
+    pub id: Hash,
+    /// `included` or `pending`.
+    #[schema(value_type = String)]
+    pub status: TxStatus,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub height: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub index: Option<u32>,
+}
+
+/// An account.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct AccountView {
+    #[schema(value_type = String)]
+    pub id: AccountId,
+    pub balance: u64,
+    pub stake: u64,
+    pub nonce: u64,
+    /// The nonce its next transaction should carry (pooled ones counted).
+    pub next_nonce: u64,
+}
+
+/// `decided`, `live` or `failed`: where a session is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SessionStatus {
+    /// Decided: it has an outcome.
+    Decided,
+    /// Still running.
+    Live,
+    /// Could not run.
+    Failed,
+}
+
+impl SessionStatus {
+    /// The word the API sends.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SessionStatus::Decided => "decided",
+            SessionStatus::Live => "live",
+            SessionStatus::Failed => "failed",
+        }
+    }
+}
+
+/// Seats of a live session and how far they got.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeatCounts {
+    /// Seats drawn, both rounds.
+    pub assigned: usize,
+    /// Of those, seats that committed.
+    pub committed: usize,
+    /// Of those, seats that revealed.
+    pub revealed: usize,
+}
+
+impl From<crate::query::SeatCounts> for SeatCounts {
+    fn from(c: crate::query::SeatCounts) -> Self {
+        Self {
+            assigned: c.assigned,
+            committed: c.committed,
+            revealed: c.revealed,
+        }
+    }
+}
+
+/// A session: decided (with its outcome and the block that decided it), live (with its
+/// phase and seats), or failed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct SessionView {
+    #[schema(value_type = String)]
+    pub session: Hash,
+    /// `decided`, `live` or `failed`.
+    #[schema(value_type = String)]
+    pub status: SessionStatus,
+    /// The outcome: verdict, per-segment verdicts and vote counts, coverage, bound. Each
+    /// segment's `votes_cast` lists its revealed votes in seat order, each a `CastVote`
+    /// with the reason its seat bound into its commitment.
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "sorted")]
+    #[schema(value_type = Option<Object>)]
+    pub outcome: Option<Outcome>,
+    /// Why a decided trace did not pass, and how its calculations fared (`conclusion not
+    /// judged (#7: no LLM auditors on the network); 6 of 6 calculations hold`); segments
+    /// are named `#i`, session segments first, then the left-out ones.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub explanation: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub block_height: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>)]
+    pub block_hash: Option<Hash>,
+    /// The live phase.
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "sorted")]
+    #[schema(value_type = Option<Value>)]
+    pub phase: Option<Phase>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub segments: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub seats: Option<SeatCounts>,
+    /// Why a failed session failed.
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "sorted")]
+    #[schema(value_type = Option<Value>)]
+    pub failure: Option<Failure>,
+}
+
+impl SessionView {
+    /// A session with `status` and nothing else yet.
+    pub fn new(session: Hash, status: SessionStatus) -> Self {
+        Self {
+            session,
+            status,
+            outcome: None,
+            explanation: None,
+            block_height: None,
+            block_hash: None,
+            phase: None,
+            segments: None,
+            seats: None,
+            failure: None,
+        }
+    }
+}
+
+/// One revealed vote of a decided segment: `outcome.segments[i].votes_cast[j]` of a
+/// session reply (the contract's `CastVote`, described here for the OpenAPI document).
+#[derive(ToSchema)]
+#[schema(as = CastVote)]
+#[allow(dead_code)] // never built: it describes JSON the contract's type serializes to
+pub(super) struct CastVoteDoc {
+    /// The seat's account id, 64 hex characters.
+    seat: String,
+    /// 0, or 1 after an escalation.
+    round: u8,
+    /// `Valid`, `Invalid`, `Ungrounded` or `Abstain`.
+    vote: String,
+    /// Why, as the seat wrote it: UTF-8 of at most 280 bytes (`MAX_REASON_BYTES`), no
+    /// control characters but newline and tab. Its hash is bound into the commitment.
+    reason: String,
+    /// Whether it was among the first `k` reveals of its round (counted towards the
+    /// quorum).
+    counted: bool,
+}
+
+/// A trace to audit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OpenSessionBody {
+    /// The trace: JSON `{problem, thinking, output}` or the paper's headings.
+    pub trace: String,
+    /// The provider's HDAG JSON (optional).
+    #[serde(default)]
+    pub hdag: Option<String>,
+}
+
+/// What `submit` reports.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[schema(as = Submitted)]
+pub struct SubmittedView {
+    /// The session id.
+    #[schema(value_type = String)]
+    pub session: Hash,
+    /// The `OpenSession` transaction id.
+    #[schema(value_type = String)]
+    pub tx: Hash,
+    /// Segments in the session in manifest order (segment `i` of the outcome is entry
+    /// `i`): (HDAG node id, tier).
+    #[schema(value_type = Vec<Vec<String>>)]
+    pub segments: Vec<(String, Tier)>,
+    /// Segments left out: (HDAG node id, tier, why).
+    #[schema(value_type = Vec<Vec<String>>)]
+    pub left_out: Vec<(String, Tier, String)>,
+    /// Fee escrowed.
+    pub fee: u64,
+    /// Honeypots planted among the segments (named `honeypot:<node>` in `segments`; the
+    /// outcome leaves them out of the trace verdict).
+    pub honeypots: usize,
+}
+
+impl From<crate::audit::provider::Submitted> for SubmittedView {
+    fn from(s: crate::audit::provider::Submitted) -> Self {
+        Self {
+            session: s.session,
+            tx: s.tx,
+            segments: s.segments,
+            left_out: s.left_out,
+            fee: s.fee,
+            honeypots: s.honeypots,
+        }
+    }
+}
+
+/// Stake on its way out of an account.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct UnbondingView {
+    pub amount: u64,
+    /// The first height at which a `Withdraw` can take it.
+    pub frees_at: u64,
+}
+
+/// `assigning`, `commit`, `reveal` or `disclose`: the phase of a seat's session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SeatPhase {
+    /// Seats are being drawn.
+    Assigning,
+    /// Seats commit.
+    Commit,
+    /// Seats reveal.
+    Reveal,
+    /// The provider discloses the mapping and honeypots.
+    Disclose,
+}
+
+impl SeatPhase {
+    /// The word the API sends.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SeatPhase::Assigning => "assigning",
+            SeatPhase::Commit => "commit",
+            SeatPhase::Reveal => "reveal",
+            SeatPhase::Disclose => "disclose",
+        }
+    }
+}
+
+/// A seat an auditor holds in a live (undecided) session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct SeatView {
+    #[schema(value_type = String)]
+    pub session: Hash,
+    pub segment: u16,
+    /// 0, or 1 after an escalation.
+    pub round: u8,
+    /// `assigning`, `commit`, `reveal` or `disclose`.
+    #[schema(value_type = String)]
+    pub phase: SeatPhase,
+    /// The last height of the phase (none while seats are being drawn).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<u64>,
+    pub committed: bool,
+    pub revealed: bool,
+}
+
+/// An auditor's record: its standing, its stake on the way out and the seats it holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct AuditorView {
+    #[schema(value_type = String)]
+    pub id: AccountId,
+    /// Height of the state this answer reads.
+    pub height: u64,
+    /// `Computer`, `Llm` or `Human`.
+    #[schema(value_type = String)]
+    pub tier: Tier,
+    pub expertise: Vec<String>,
+    pub active: bool,
+    pub flagged: bool,
+    /// Leaving the network (`Exit`): never drawn again.
+    pub exiting: bool,
+    /// Whether it can be drawn for new seats now (active, not flagged, not exiting, bonded at
+    /// least the tier minimum).
+    pub drawable: bool,
+    /// Bonded stake (drawn on, slashable).
+    pub stake: u64,
+    /// The tier's minimum bonded stake to be drawn.
+    pub min_stake: u64,
+    /// Liquid balance.
+    pub balance: u64,
+    /// Sum of `unbonding`.
+    pub unbonding_total: u64,
+    /// Pending unbondings, still slashable until withdrawn.
+    pub unbonding: Vec<UnbondingView>,
+    /// What a `Withdraw` in the next block would take, or why not.
+    pub withdraw: WithdrawView,
+    /// Seats held in sessions not decided yet.
+    pub seats: Vec<SeatView>,
+    /// Between 0 and 1.
+    pub reputation: f64,
+    pub earned: u64,
+    pub slashed: u64,
+    pub votes: u64,
+    pub approvals: u64,
+    pub abstentions: u64,
+    /// Share of revealed votes that were abstentions (public: a provider can see how
+    /// often an auditor declines to judge).
+    pub abstention_rate: f64,
+    pub agreed: u64,
+    pub disagreed: u64,
+    /// Honeypot record.
+    #[serde(serialize_with = "sorted")]
+    #[schema(value_type = Value)]
+    pub honeypots: HoneypotStats,
+}
+
+/// Whether a `Withdraw` in the next block would apply.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct WithdrawView {
+    /// What it would move back to the balance (0 when refused).
+    pub amount: u64,
+    /// The contract's reason for refusing it, if it would.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
+}
