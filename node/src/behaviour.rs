@@ -3,6 +3,7 @@
 //! (`crate::consensus::forge`). Compiled into test builds only (cargo feature `misbehave`);
 //! any other build refuses to start with the variable set.
 
+#[cfg(feature = "misbehave")]
 use tracing::warn;
 
 pub use crate::audit::seat::BEHAVIOUR_ENV;

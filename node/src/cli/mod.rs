@@ -30,9 +30,10 @@ pub mod watch;
 /// The TRUST node: audit LLM reasoning traces on a decentralized network.
 ///
 /// One binary serves auditors (run a node, judge segments), providers (submit traces),
-/// users (query outcomes) and operators (start networks). Today it offers node keys, a
-/// local preview of a trace's decomposition and Computer-tier audit, and the paper's
-/// analysis tools (economics dials, quorum probabilities).
+/// users (query outcomes) and operators (start networks): `run` a node, `submit` a trace,
+/// `query` or `watch` what the network decided, manage an `auditor`'s stake, start a local
+/// network or a testnet, and use the paper's analysis tools (economics dials, quorum
+/// probabilities) and a local preview of an audit (`check`).
 #[derive(Debug, Parser)]
 #[command(name = "trust-node", version, propagate_version = true)]
 pub struct Cli {
