@@ -397,7 +397,7 @@ impl Contract {
                     };
                     Next::Keep
                 }
-                Err(reason) => Next::Fail(reason),
+                Err(reason) => Next::Fail(reason.to_string()),
             },
             Phase::Commit { round, until } if h >= until || all_committed(s, round) => {
                 let reveal_until = h.saturating_add(p.reveal_window);
@@ -453,13 +453,13 @@ impl Contract {
         id: &Hash,
         s: &mut Session,
         ev: &mut Vec<Event>,
-    ) -> Result<(), String> {
+    ) -> Result<(), AssignError> {
         let n = s.segments.len();
         let cap = (n >= 2).then(|| n.saturating_sub(1));
         let mut held: BTreeMap<AccountId, usize> = BTreeMap::new();
         let mut drawn: Vec<Vec<AccountId>> = Vec::with_capacity(n);
         for (i, seg) in s.segments.iter().enumerate() {
-            let idx = u16::try_from(i).map_err(|_| "too many segments".to_string())?;
+            let idx = u16::try_from(i).map_err(|_| AssignError::TooManySegments)?;
             let seats = seg.k.saturating_add(s.manifest.quorum.extra_seats);
             let d = Draw {
                 seed: &ctx.block_hash,
@@ -475,11 +475,12 @@ impl Contract {
                 cap,
             };
             let Some(picked) = assign::draw(&self.state, &d) else {
-                return Err(format!(
-                    "segment {i}: {} {:?} auditors eligible, {seats} seats needed",
-                    assign::eligible_count(&self.state, &d),
-                    seg.tier
-                ));
+                return Err(AssignError::TooFewAuditors {
+                    segment: i,
+                    eligible: assign::eligible_count(&self.state, &d),
+                    tier: seg.tier,
+                    seats,
+                });
             };
             for a in &picked {
                 let c = held.entry(*a).or_insert(0);
@@ -639,6 +640,27 @@ fn touched_by(tree: &mut Tree, sender: AccountId, tx: &Tx) {
         | Call::RevealMapping { session, .. }
         | Call::RevealHoneypot { session, .. } => tree.touch(StateKey::Session(*session)),
     }
+}
+
+/// Why a session's first seats could not be drawn: the reason its `SessionFailed` event
+/// carries.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum AssignError {
+    /// More segments than a seat can name.
+    #[error("too many segments")]
+    TooManySegments,
+    /// Too few auditors of a segment's tier are eligible to fill its seats.
+    #[error("segment {segment}: {eligible} {tier:?} auditors eligible, {seats} seats needed")]
+    TooFewAuditors {
+        /// The segment's index.
+        segment: usize,
+        /// Auditors eligible for it.
+        eligible: usize,
+        /// Its tier.
+        tier: Tier,
+        /// Seats it needs.
+        seats: u8,
+    },
 }
 
 enum Next {

@@ -23,7 +23,10 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(back, cfg);
         }
         // The one config that parses but is not written (see config::MAX_QUOTE_RUN).
-        Err(reason) => assert!(reason.contains("quote characters in a row"), "{reason}"),
+        Err(reason) => assert!(
+            reason.to_string().contains("quote characters in a row"),
+            "{reason}"
+        ),
     }
     let _ = cfg.operator_token_path(std::path::Path::new("/home"));
 });

@@ -510,12 +510,38 @@ pub fn load_config(home: &Path) -> Result<NodeConfig, HomeError> {
     if !path.exists() {
         return Ok(NodeConfig::default());
     }
-    parse_config(&read(&path)?).map_err(|reason| HomeError::Parse { path, reason })
+    parse_config(&read(&path)?).map_err(|e| HomeError::Parse {
+        path,
+        reason: e.to_string(),
+    })
+}
+
+/// Why the text of a `config.toml` does not parse: the parser's message, on one line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", .0.message().replace('\n', " "))]
+pub struct ConfigParseError(#[source] toml::de::Error);
+
+/// Why a config could not be written as the text of a `config.toml`.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigWriteError {
+    /// A string holds a run of quotes longer than [`MAX_QUOTE_RUN`].
+    #[error(
+        "a setting holds {0} quote characters in a row, more than the {MAX_QUOTE_RUN} \
+         a config file can be written with"
+    )]
+    QuoteRun(usize),
+    /// The config did not encode.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    /// The TOML writer refused it.
+    #[error(transparent)]
+    Toml(#[from] toml::ser::Error),
 }
 
 /// Parses the text of a `config.toml`; the parser's message on one line otherwise.
-pub fn parse_config(text: &str) -> Result<NodeConfig, String> {
-    toml::from_str(text).map_err(|e| e.message().replace('\n', " "))
+pub fn parse_config(text: &str) -> Result<NodeConfig, ConfigParseError> {
+    toml::from_str(text).map_err(ConfigParseError)
 }
 
 /// Longest run of one quote character (`'` or `"`) a config string may hold. The TOML
@@ -543,25 +569,20 @@ fn longest_quote_run(value: &serde_json::Value) -> usize {
 /// The text of a `config.toml` holding `cfg`, as [`write_config`] writes it: text that
 /// [`parse_config`] reads back to `cfg`. Refuses a string with a run of more than
 /// [`MAX_QUOTE_RUN`] quote characters.
-pub fn render_config(cfg: &NodeConfig) -> Result<String, String> {
-    let run = serde_json::to_value(cfg)
-        .map(|v| longest_quote_run(&v))
-        .map_err(|e| e.to_string())?;
+pub fn render_config(cfg: &NodeConfig) -> Result<String, ConfigWriteError> {
+    let run = serde_json::to_value(cfg).map(|v| longest_quote_run(&v))?;
     if run > MAX_QUOTE_RUN {
-        return Err(format!(
-            "a setting holds {run} quote characters in a row, more than the {MAX_QUOTE_RUN} \
-             a config file can be written with"
-        ));
+        return Err(ConfigWriteError::QuoteRun(run));
     }
-    toml::to_string_pretty(cfg).map_err(|e| e.to_string())
+    Ok(toml::to_string_pretty(cfg)?)
 }
 
 /// Writes `<home>/config.toml`, refusing to overwrite.
 pub fn write_config(home: &Path, cfg: &NodeConfig) -> Result<PathBuf, HomeError> {
     let path = home.join(CONFIG_FILE);
-    let text = render_config(cfg).map_err(|reason| HomeError::Parse {
+    let text = render_config(cfg).map_err(|e| HomeError::Parse {
         path: path.clone(),
-        reason,
+        reason: e.to_string(),
     })?;
     write_new(&path, &text)?;
     Ok(path)
@@ -612,7 +633,7 @@ mod tests {
         let crash = format!("moniker = \"trust{}0.2.\t<1757\"\n", "'".repeat(293));
         let cfg = parse_config(&crash).expect("the fuzzer's input parses");
         let err = render_config(&cfg).expect_err("too many quotes in a row");
-        assert!(err.contains("293 quote characters"), "{err}");
+        assert!(err.to_string().contains("293 quote characters"), "{err}");
         let dir = tempfile::tempdir().unwrap();
         assert!(matches!(
             write_config(dir.path(), &cfg),

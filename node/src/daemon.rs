@@ -262,7 +262,7 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
         Some(fetch),
         seat_metrics.clone(),
     )
-    .map_err(DaemonError::Ledger)?
+    .map_err(|e| ledger_err(&e))?
     .with_judges(duties::judges(llm.clone(), desk.clone()));
     #[cfg(feature = "misbehave")]
     let seat = match behaviour.and_then(|b| b.seat) {

@@ -273,7 +273,7 @@ impl HumanDesk {
         me: AccountId,
         block_time: Duration,
         commit_window: u64,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, sled::Error> {
         let settings = DeskSettings {
             capacity: DEFAULT_CAPACITY,
             margin_blocks: DEFAULT_MARGIN_BLOCKS,
@@ -299,14 +299,14 @@ impl HumanDesk {
     }
 
     /// The desk of the node `me`, keeping its records in `db`.
-    pub fn open(db: &sled::Db, me: AccountId, settings: DeskSettings) -> Result<Self, String> {
+    pub fn open(db: &sled::Db, me: AccountId, settings: DeskSettings) -> Result<Self, sled::Error> {
         Ok(Self(Arc::new(Inner {
             me,
             settings: DeskSettings {
                 capacity: settings.capacity.max(1),
                 ..settings
             },
-            records: db.open_tree("human/seats").map_err(|e| e.to_string())?,
+            records: db.open_tree("human/seats")?,
             waiting: Mutex::new(BTreeMap::new()),
             height: watch::channel(0).0,
             judged: AtomicU64::new(0),

@@ -253,13 +253,9 @@ impl Outbox {
 
     /// The next nonce this account may use (the first its pool does not hold, from the
     /// ledger nonce on).
-    pub async fn next_nonce(&self) -> Result<u64, String> {
+    pub async fn next_nonce(&self) -> Result<u64, OutboxError> {
         let _held = self.inner.lock().await;
-        self.pool
-            .account(self.me())
-            .await
-            .map(|a| a.first_free)
-            .map_err(|e| e.to_string())
+        Ok(self.pool.account(self.me()).await?.first_free)
     }
 
     /// Calls waiting for the nonce window.
@@ -270,7 +266,7 @@ impl Outbox {
     /// Signs `call` with the next free nonce, pools and gossips it; or, when the account's
     /// nonce window is full or earlier calls are still waiting, queues it behind them. A
     /// call that can no longer apply is refused unsigned.
-    pub async fn send(&self, call: Call) -> Result<Sent, String> {
+    pub async fn send(&self, call: Call) -> Result<Sent, OutboxError> {
         let mut inner = self.inner.lock().await;
         if !inner.restored.is_empty()
             && once_only(&call)
@@ -279,13 +275,11 @@ impl Outbox {
             return Ok(Sent::Pooled(id));
         }
         if let Some(why) = self.expired(&call) {
-            return Err(format!("not signed: it can no longer apply ({why})"));
+            return Err(OutboxError::Expired(why));
         }
         if !inner.backlog.is_empty() {
             if inner.backlog.len() >= MAX_BACKLOG {
-                return Err(format!(
-                    "{MAX_BACKLOG} of this node's transactions already wait for inclusion"
-                ));
+                return Err(OutboxError::BacklogFull);
             }
             inner.backlog.push_back(call);
             self.flush_backlog(&mut inner).await;
@@ -297,22 +291,17 @@ impl Outbox {
                 inner.backlog.push_back(call);
                 Ok(Sent::Queued)
             }
-            Err(Refused::Expired(why)) => {
-                Err(format!("not signed: it can no longer apply ({why})"))
-            }
+            Err(Refused::Expired(why)) => Err(OutboxError::Expired(why)),
             Err(Refused::Other(e)) => Err(e),
         }
     }
 
     /// Like [`Outbox::send`], but only if `nonce` is the next free one and nothing waits
     /// (a session id is derived from the nonce before the transaction is built).
-    pub async fn send_at(&self, nonce: u64, call: Call) -> Result<Hash, String> {
+    pub async fn send_at(&self, nonce: u64, call: Call) -> Result<Hash, OutboxError> {
         let inner = self.inner.lock().await;
         if !inner.backlog.is_empty() {
-            return Err(
-                "this node's earlier transactions are still waiting for inclusion; retry in a few blocks"
-                    .into(),
-            );
+            return Err(OutboxError::Waiting);
         }
         let r = self.sign_and_pool(Some(nonce), call).await;
         // The caller acknowledges this one to a client: it must survive a kill.
@@ -324,10 +313,8 @@ impl Outbox {
         }
         drop(inner);
         r.map_err(|e| match e {
-            Refused::Window => format!(
-                "this node already has {MAX_NONCE_AHEAD} transactions waiting for inclusion; retry in a few blocks"
-            ),
-            Refused::Expired(why) => format!("not signed: it can no longer apply ({why})"),
+            Refused::Window => OutboxError::Window,
+            Refused::Expired(why) => OutboxError::Expired(why),
             Refused::Other(e) => e,
         })
     }
@@ -469,15 +456,13 @@ impl Outbox {
             .pool
             .account(me)
             .await
-            .map_err(|e| Refused::Other(e.to_string()))?;
+            .map_err(|e| Refused::Other(e.into()))?;
         if let Some(why) = mempool::expired(acct.view.contract.state(), &me, &call) {
             return Err(Refused::Expired(why));
         }
         let nonce = acct.first_free;
         if want.is_some_and(|w| w != nonce) {
-            return Err(Refused::Other(
-                "another transaction of this account took the nonce; retry".into(),
-            ));
+            return Err(Refused::Other(OutboxError::NonceTaken));
         }
         let tx = Signed::sign(
             &self.key,
@@ -488,7 +473,7 @@ impl Outbox {
             Ok(_) => {}
             Err(MempoolError::TooFarAhead { .. }) => return Err(Refused::Window),
             Err(MempoolError::Expired(why)) => return Err(Refused::Expired(why)),
-            Err(e) => return Err(Refused::Other(e.to_string())),
+            Err(e) => return Err(Refused::Other(e.into())),
         }
         let id = tx.id();
         self.record(&tx);
@@ -513,7 +498,35 @@ enum Refused {
     /// It can no longer apply.
     Expired(&'static str),
     /// Anything else.
-    Other(String),
+    Other(OutboxError),
+}
+
+/// Why the outbox did not sign or pool a call of this node.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OutboxError {
+    /// The call can no longer apply (its session or window is over).
+    #[error("not signed: it can no longer apply ({0})")]
+    Expired(&'static str),
+    /// The backlog of calls waiting for the nonce window is full.
+    #[error("{MAX_BACKLOG} of this node's transactions already wait for inclusion")]
+    BacklogFull,
+    /// Earlier calls still wait for the nonce window, so no nonce can be promised.
+    #[error(
+        "this node's earlier transactions are still waiting for inclusion; retry in a few blocks"
+    )]
+    Waiting,
+    /// The account's nonce window is full.
+    #[error(
+        "this node already has {MAX_NONCE_AHEAD} transactions waiting for inclusion; retry in a few blocks"
+    )]
+    Window,
+    /// The nonce asked for was taken in between.
+    #[error("another transaction of this account took the nonce; retry")]
+    NonceTaken,
+    /// The mempool refused the transaction or did not answer.
+    #[error(transparent)]
+    Mempool(#[from] MempoolError),
 }
 
 #[cfg(test)]
@@ -747,7 +760,7 @@ mod tests {
             commitment: Hash::ZERO,
         };
         let err = out.send(call.clone()).await.unwrap_err();
-        assert!(err.contains("no longer apply"), "{err}");
+        assert!(err.to_string().contains("no longer apply"), "{err}");
         assert!(out.send_at(0, call).await.is_err());
         assert_eq!(chain.pooled().await, 0);
         assert_eq!(out.next_nonce().await.unwrap(), 0);

@@ -22,10 +22,13 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use trust_contracts::TraceVerdict;
-use trust_protocol::{Vote, trace::Trace};
+use trust_protocol::{
+    Vote,
+    trace::{Trace, TraceError},
+};
 
 use super::preview::preview;
-use crate::decompose::{Options, decompose};
+use crate::decompose::{DecomposeError, Options, decompose};
 
 /// One step of a corpus trace.
 #[derive(Debug, Clone, Deserialize)]
@@ -207,6 +210,40 @@ pub struct Report {
     pub skipped: Vec<(String, String)>,
 }
 
+/// A labelled step that is not in the trace's thinking (after the steps before it).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("step {0:?} is not in the thinking")]
+pub struct StepNotFound(pub String);
+
+/// Why a corpus record was skipped.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ScoreError {
+    /// The trace does not parse.
+    #[error(transparent)]
+    Trace(#[from] TraceError),
+    /// The trace does not decompose.
+    #[error(transparent)]
+    Decompose(#[from] DecomposeError),
+    /// A labelled step is not in the thinking.
+    #[error(transparent)]
+    Step(#[from] StepNotFound),
+}
+
+/// Why the benchmark could not read its corpus.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum QualityError {
+    /// A line is not a corpus record.
+    #[error("line {line}: {source}")]
+    Record {
+        /// The line's number, from 1.
+        line: usize,
+        /// The JSON error.
+        source: serde_json::Error,
+    },
+}
+
 fn is_calculation(text: &str) -> bool {
     text.contains('=') && text.chars().any(|c| c.is_ascii_digit())
 }
@@ -216,7 +253,7 @@ fn is_calculation(text: &str) -> bool {
 pub(crate) fn step_spans(
     thinking: &str,
     steps: &[LabelledStep],
-) -> Result<Vec<(usize, usize)>, String> {
+) -> Result<Vec<(usize, usize)>, StepNotFound> {
     let mut spans = Vec::with_capacity(steps.len());
     let mut from = 0usize;
     for s in steps {
@@ -224,7 +261,7 @@ pub(crate) fn step_spans(
             .get(from..)
             .and_then(|t| t.find(&s.text))
             .map(|i| i + from)
-            .ok_or_else(|| format!("step {:?} is not in the thinking", s.text))?;
+            .ok_or_else(|| StepNotFound(s.text.clone()))?;
         spans.push((at, at + s.text.len()));
         from = at + s.text.len();
     }
@@ -232,9 +269,9 @@ pub(crate) fn step_spans(
 }
 
 /// Scores one record.
-fn score(r: &Record, report: &mut Report) -> Result<Counts, String> {
-    let trace = Trace::parse(&r.trace).map_err(|e| e.to_string())?;
-    let hdag = decompose(&trace, &Options::default()).map_err(|e| e.to_string())?;
+fn score(r: &Record, report: &mut Report) -> Result<Counts, ScoreError> {
+    let trace = Trace::parse(&r.trace)?;
+    let hdag = decompose(&trace, &Options::default())?;
     let p = preview(&trace, &hdag);
     let mut c = Counts {
         traces: 1,
@@ -326,19 +363,22 @@ fn score(r: &Record, report: &mut Report) -> Result<Counts, String> {
 }
 
 /// Runs the benchmark over JSONL text (one record per line; blank lines skipped).
-pub fn run(jsonl: &str) -> Result<Report, String> {
+pub fn run(jsonl: &str) -> Result<Report, QualityError> {
     let mut report = Report::default();
     for (n, line) in jsonl.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
-        let r: Record = serde_json::from_str(line).map_err(|e| format!("line {}: {e}", n + 1))?;
+        let r: Record = serde_json::from_str(line).map_err(|source| QualityError::Record {
+            line: n + 1,
+            source,
+        })?;
         match score(&r, &mut report) {
             Ok(c) => {
                 report.overall.add(&c);
                 report.families.entry(r.family.clone()).or_default().add(&c);
             }
-            Err(why) => report.skipped.push((r.id.clone(), why)),
+            Err(why) => report.skipped.push((r.id.clone(), why.to_string())),
         }
     }
     Ok(report)
@@ -422,7 +462,7 @@ mod tests {
     #[test]
     fn unreadable_lines_are_reported_not_guessed() {
         let r = run("{\"id\": 1}").unwrap_err();
-        assert!(r.contains("line 1"), "{r}");
+        assert!(r.to_string().contains("line 1"), "{r}");
         let bad_span = record("x", &[("So 12 + 30 = 42", "correct")], "correct")
             .replace("\"text\":\"So 12 + 30 = 42\"", "\"text\":\"nowhere\"");
         let r = run(&bad_span).unwrap();

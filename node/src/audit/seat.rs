@@ -37,7 +37,10 @@ use trust_contracts::{Contract, Event, Phase, SegmentState};
 use trust_protocol::{
     Commitment, Hash, Salt, Vote,
     cid::Cid,
-    seal::{KEY_LEN, SealingSecret, SegmentDoc, decrypt_segment, key_context, open_key},
+    seal::{
+        KEY_LEN, SealError, SealingSecret, SegmentDoc, SegmentDocError, decrypt_segment,
+        key_context, open_key,
+    },
     tx::{Call, Tier},
 };
 
@@ -47,9 +50,12 @@ use super::{
     duties::plan::{self, Duty},
     judge::{Auditor, ComputerAuditor, Decision, SeatRef, SegmentView},
     outbox::{Outbox, Sent},
-    votes::{VoteBook, VoteRecord},
+    votes::{VoteBook, VoteBookError, VoteRecord},
 };
-use crate::blobs::BlobStore;
+use crate::{
+    blobs::{BlobError, BlobStore},
+    net::NetError,
+};
 
 /// The environment variable that selects a test behaviour (see `audit::misbehave`, compiled
 /// only into test builds). A build without them refuses to start when it is set.
@@ -79,7 +85,81 @@ pub fn gives_up(height: u64, until: u64) -> bool {
 type CopiedSeats = std::sync::Mutex<BTreeSet<CopiedSeat>>;
 
 /// Fetches a blob from peers.
-pub type FetchBlob = Arc<dyn Fn(Cid) -> BoxFuture<'static, Result<Vec<u8>, String>> + Send + Sync>;
+pub type FetchBlob =
+    Arc<dyn Fn(Cid) -> BoxFuture<'static, Result<Vec<u8>, FetchError>> + Send + Sync>;
+
+/// Why a blob could not be fetched from peers.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FetchError {
+    /// No peer sent it, or the network could not ask.
+    #[error(transparent)]
+    Net(#[from] NetError),
+}
+
+/// Why the seat role could not open its records.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SeatError {
+    /// The vote book did not open.
+    #[error(transparent)]
+    Votes(#[from] VoteBookError),
+    /// The key tree did not open.
+    #[error(transparent)]
+    Store(#[from] sled::Error),
+}
+
+/// Why a seat cannot read one segment yet.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReadError {
+    /// The session or segment is not in the contract.
+    #[error("unknown segment")]
+    UnknownSegment,
+    /// The segment's key has not been delivered.
+    #[error("no key yet")]
+    NoKey,
+    /// The ciphertext is not in the blob store, and this try may not fetch it.
+    #[error("ciphertext {0} is not here")]
+    NotHere(Cid),
+    /// The blob store failed.
+    #[error(transparent)]
+    Blobs(#[from] BlobError),
+    /// No peer served the ciphertext.
+    #[error(transparent)]
+    Fetch(#[from] FetchError),
+    /// The ciphertext does not decrypt with the key.
+    #[error(transparent)]
+    Decrypt(#[from] SealError),
+    /// The plaintext is not a segment document.
+    #[error(transparent)]
+    Doc(#[from] SegmentDocError),
+}
+
+/// Why a seat cannot put together the view its judge needs: what it could not read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ViewError {
+    /// The session or segment is no longer in the contract.
+    #[error("the session or segment is gone")]
+    Gone,
+    /// The segment itself is unreadable.
+    #[error("segment {segment}: {source}")]
+    Segment {
+        /// Its index.
+        segment: u16,
+        /// Why.
+        source: ReadError,
+    },
+    /// A premise it cites is unreadable.
+    #[error("premise {premise}: {source}")]
+    Premise {
+        /// The premise's index.
+        premise: u16,
+        /// Why.
+        source: ReadError,
+    },
+}
 
 /// Where a running node's seats fetch ciphertexts it does not hold: the configured IPFS
 /// node first (`kubo`), else its peers over Bitswap (`net`).
@@ -98,7 +178,7 @@ pub fn fetch_from(
                     }
                 }
             }
-            n.fetch_blob(cid).await.map_err(|e| e.to_string())
+            n.fetch_blob(cid).await.map_err(FetchError::from)
         })
     })
 }
@@ -172,13 +252,13 @@ impl Seat {
         db: &sled::Db,
         fetch: Option<FetchBlob>,
         metrics: Arc<SeatMetrics>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, SeatError> {
         Ok(Self {
             outbox,
             sealing,
             blobs,
-            votes: VoteBook::open(db).map_err(|e| e.to_string())?,
-            keys: db.open_tree("seat/keys").map_err(|e| e.to_string())?,
+            votes: VoteBook::open(db)?,
+            keys: db.open_tree("seat/keys")?,
             fetch,
             judges: vec![Arc::new(ComputerAuditor)],
             stuck: std::sync::Mutex::default(),
@@ -377,35 +457,34 @@ impl Seat {
         segment: u16,
         contract: &Contract,
         fetch: bool,
-    ) -> Result<SegmentDoc, String> {
+    ) -> Result<SegmentDoc, ReadError> {
         let entry = contract
             .state()
             .sessions
             .get(session)
             .and_then(|s| s.segments.get(usize::from(segment)))
             .map(|s| s.entry.clone())
-            .ok_or("unknown segment")?;
-        let key = self.key(session, segment).ok_or("no key yet")?;
-        let blob = match self.blobs.get(&entry.cid).map_err(|e| e.to_string())? {
+            .ok_or(ReadError::UnknownSegment)?;
+        let key = self.key(session, segment).ok_or(ReadError::NoKey)?;
+        let blob = match self.blobs.get(&entry.cid)? {
             Some(b) => b,
             None => {
                 let f = self
                     .fetch
                     .as_ref()
                     .filter(|_| fetch)
-                    .ok_or_else(|| format!("ciphertext {} is not here", entry.cid))?;
+                    .ok_or(ReadError::NotHere(entry.cid))?;
                 let b = f(entry.cid).await?;
                 // Kept (checked against its CID) while the session runs, so judging the
                 // segments that cite it needs no second fetch; released in `forget`.
                 self.blobs
                     .put_verified(&entry.cid, &b)
-                    .and_then(|()| self.blobs.pin(session, &[entry.cid]))
-                    .map_err(|e| e.to_string())?;
+                    .and_then(|()| self.blobs.pin(session, &[entry.cid]))?;
                 b
             }
         };
-        let plain = decrypt_segment(&key, &entry.id, &blob).map_err(|e| e.to_string())?;
-        SegmentDoc::from_bytes(&plain).map_err(|e| e.to_string())
+        let plain = decrypt_segment(&key, &entry.id, &blob)?;
+        Ok(SegmentDoc::from_bytes(&plain)?)
     }
 
     /// Judges and commits every segment of `session` on which this node holds a seat,
@@ -674,18 +753,18 @@ impl Seat {
         segment: u16,
         contract: &Contract,
         fetch: bool,
-    ) -> Result<SegmentView, String> {
+    ) -> Result<SegmentView, ViewError> {
         let seg = contract
             .state()
             .sessions
             .get(session)
             .and_then(|s| s.segments.get(usize::from(segment)))
-            .ok_or("the session or segment is gone")?;
+            .ok_or(ViewError::Gone)?;
         let doc = match self.plaintext(session, segment, contract, fetch).await {
             Ok(c) => c,
             Err(e) => {
                 self.fail("segment unavailable", session, segment, &e);
-                return Err(format!("segment {segment}: {e}"));
+                return Err(ViewError::Segment { segment, source: e });
             }
         };
         let mut premises = Vec::with_capacity(seg.entry.depends_on.len());
@@ -694,7 +773,10 @@ impl Seat {
                 Ok(p) => premises.push(p.claim),
                 Err(e) => {
                     self.fail("premise unavailable; not voting", session, *d, &e);
-                    return Err(format!("premise {d}: {e}"));
+                    return Err(ViewError::Premise {
+                        premise: *d,
+                        source: e,
+                    });
                 }
             }
         }
@@ -856,8 +938,8 @@ mod tests {
             let s = store.clone();
             Box::pin(async move {
                 s.get(&cid)
-                    .map_err(|e| e.to_string())?
-                    .ok_or_else(|| "not held".to_string())
+                    .map_err(|e| NetError::Bitswap(e.to_string()))?
+                    .ok_or(NetError::FetchTimeout(cid).into())
             })
         })
     }
@@ -1290,9 +1372,8 @@ mod tests {
     async fn seats_that_cannot_fetch_their_segment_abstain_before_the_deadline() {
         let mut chain = Chain::new(4);
         let (p, _blobs, _pd) = provider(&chain);
-        let dead: FetchBlob = Arc::new(|_| {
-            Box::pin(async { Err("no peer has it (stand-in for a dead peer)".into()) })
-        });
+        let dead: FetchBlob =
+            Arc::new(|cid| Box::pin(async move { Err(NetError::FetchTimeout(cid).into()) }));
         let seats: Vec<Node> = (0..4)
             .map(|i| seat(&chain, i, Some(dead.clone())))
             .collect();

@@ -9,7 +9,7 @@ use trust_protocol::{Hash, block::Block, tx::Tier};
 
 use super::{CliError, CliResult, keys::expand_home};
 use crate::{
-    chain::{Tip, execute_block},
+    chain::{ExecError, Tip, execute_block},
     config::{self, GenesisDoc, NodeConfig},
     keys,
     ledger::Ledger,
@@ -510,8 +510,8 @@ fn verify(home: &Path) -> CliResult {
         height: 0,
         hash: Hash::ZERO,
     };
-    let mut replay = |block: &Block| -> Result<Hash, String> {
-        let done = execute_block(&contract, &tip, block).map_err(|e| e.to_string())?;
+    let mut replay = |block: &Block| -> Result<Hash, ExecError> {
+        let done = execute_block(&contract, &tip, block)?;
         contract = done.contract;
         tip = tip.after(block);
         Ok(contract.state_root())

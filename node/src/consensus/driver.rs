@@ -29,24 +29,30 @@ use malachitebft_app::{
 use malachitebft_app_channel::{AppMsg, Channels, NetworkMsg};
 use malachitebft_core_types::{CommitCertificate, LinearTimeouts, Round, Validity};
 use malachitebft_engine::util::streaming::StreamContent;
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, mpsc::error::SendError};
 use tracing::{debug, error, info, warn};
 use trust_contracts::{BlockCtx, Contract, Event};
-use trust_protocol::{AccountId, Hash, block::Block, encoding, tx::SignedTx};
+use trust_protocol::{
+    AccountId, Hash,
+    block::Block,
+    encoding::{self, DecodeError},
+    tx::SignedTx,
+};
 
 use super::{
     ConsensusMetrics,
-    codec::{WireCertificate, decode_borsh, encode_borsh},
+    codec::{CodecError, WireCertificate, decode_borsh, encode_borsh},
     context::{Address, BlockId, Height, PartInit, TrustContext, Validator, ValidatorSet},
     proposals::{
-        StreamError, Streams, Undecided, UndecidedEntry, stream_id, stream_parts, stream_slot,
+        StreamError, Streams, Undecided, UndecidedEntry, UndecidedError, stream_id, stream_parts,
+        stream_slot,
     },
     signing::AccountSigner,
 };
 use crate::{
     chain::{ExecError, Executed, Tip, build_block, decided_sessions, execute_block},
     feed::FeedEvent,
-    ledger::{Ledger, StoredBlock},
+    ledger::{Ledger, LedgerError, StoredBlock},
     mempool::{self, Pool},
     tasks::{Stop, TaskResult},
     view::{ChainPublisher, ChainView, ValidatorPower},
@@ -117,6 +123,45 @@ pub struct Driver {
     forge: Option<AccountSigner>,
 }
 
+/// Why the driver could not answer one of the engine's messages (logged; the engine goes
+/// on).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DriverError {
+    /// The engine's network channel is closed.
+    #[error(transparent)]
+    Network(#[from] SendError<()>),
+    /// Asked to propose at a height that does not follow the tip.
+    #[error("asked to propose height {height} while the tip is {tip}")]
+    NotNext {
+        /// The height asked for.
+        height: Height,
+        /// The tip's height.
+        tip: u64,
+    },
+    /// This node has no consensus key.
+    #[error("a full node cannot propose")]
+    FullNode,
+    /// The decided block is not among the undecided ones kept here.
+    #[error("decided block {0} is not known here")]
+    UnknownDecided(BlockId),
+    /// A kept block does not decode.
+    #[error(transparent)]
+    Decode(#[from] DecodeError),
+    /// The decided block does not execute.
+    #[error(transparent)]
+    Exec(#[from] ExecError),
+    /// A certificate does not encode.
+    #[error(transparent)]
+    Codec(#[from] CodecError),
+    /// An undecided block could not be stored.
+    #[error(transparent)]
+    Undecided(#[from] UndecidedError),
+    /// The ledger did not take the decided block.
+    #[error(transparent)]
+    Ledger(#[from] LedgerError),
+}
+
 /// Executions kept for the decision (one per round a height may take before deciding).
 const EXECUTED_CACHE: usize = 4;
 
@@ -127,7 +172,7 @@ pub(super) async fn stream_out(
     init: PartInit,
     block: &Block,
     channels: &Channels<TrustContext>,
-) -> Result<(), String> {
+) -> Result<(), DriverError> {
     let stream = stream_id(init.height, init.round);
     let parts = stream_parts(chain, init, block, |d| signer.sign(d));
     let mut seq = 0u64;
@@ -137,7 +182,7 @@ pub(super) async fn stream_out(
             .network
             .send(NetworkMsg::PublishProposalPart(msg))
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(|_| SendError(()))?;
         seq = seq.saturating_add(1);
     }
     let fin = StreamMessage::new(stream, seq, StreamContent::Fin);
@@ -145,7 +190,7 @@ pub(super) async fn stream_out(
         .network
         .send(NetworkMsg::PublishProposalPart(fin))
         .await
-        .map_err(|e| e.to_string())
+        .map_err(|_| SendError(()).into())
 }
 
 /// The validator set that votes at the height after `contract`'s: every genesis validator
@@ -282,7 +327,7 @@ impl Driver {
         &mut self,
         msg: AppMsg<TrustContext>,
         channels: &Channels<TrustContext>,
-    ) -> Result<(), String> {
+    ) -> Result<(), DriverError> {
         match msg {
             AppMsg::ConsensusReady { reply } => {
                 let start = Height(self.tip().height.saturating_add(1));
@@ -354,7 +399,7 @@ impl Driver {
                     debug!(%height, %round, %value_id, "no block to restream");
                     return Ok(());
                 };
-                let block: Block = encoding::decode(&entry.block).map_err(|e| e.to_string())?;
+                let block: Block = encoding::decode(&entry.block)?;
                 self.publish(height, round, valid_round, &block, channels)
                     .await?;
             }
@@ -419,13 +464,13 @@ impl Driver {
         height: Height,
         round: Round,
         channels: &Channels<TrustContext>,
-    ) -> Result<LocallyProposedValue<TrustContext>, String> {
+    ) -> Result<LocallyProposedValue<TrustContext>, DriverError> {
         let (contract, tip) = self.snapshot();
         if tip.height.saturating_add(1) != height.0 {
-            return Err(format!(
-                "asked to propose height {height} while the tip is {}",
-                tip.height
-            ));
+            return Err(DriverError::NotNext {
+                height,
+                tip: tip.height,
+            });
         }
         let candidates = self.pool.reap(contract.clone(), MAX_CANDIDATES).await;
         let proposer = self.me.account();
@@ -472,9 +517,9 @@ impl Driver {
         pol_round: Round,
         block: &Block,
         channels: &Channels<TrustContext>,
-    ) -> Result<(), String> {
+    ) -> Result<(), DriverError> {
         let Some(signer) = &self.signer else {
-            return Err("a full node cannot propose".into());
+            return Err(DriverError::FullNode);
         };
         let init = PartInit {
             height,
@@ -638,7 +683,7 @@ impl Driver {
     }
 
     /// Applies the decided block: ledger first (flushed), then the published view.
-    fn commit(&mut self, cert: &CommitCertificate<TrustContext>) -> Result<(), String> {
+    fn commit(&mut self, cert: &CommitCertificate<TrustContext>) -> Result<(), DriverError> {
         let (contract, tip) = self.snapshot();
         if cert.height.0 <= tip.height {
             return Ok(()); // already applied (replay after restart)
@@ -646,8 +691,8 @@ impl Driver {
         let entry = self
             .undecided
             .find(cert.height, &cert.value_id)
-            .ok_or_else(|| format!("decided block {} is not known here", cert.value_id))?;
-        let block: Block = encoding::decode(&entry.block).map_err(|e| e.to_string())?;
+            .ok_or(DriverError::UnknownDecided(cert.value_id))?;
+        let block: Block = encoding::decode(&entry.block)?;
         // Executed already when it was built or validated on this same tip: the result is
         // a function of (state at the tip, block), so it is taken as it is.
         let cached = self
@@ -663,20 +708,16 @@ impl Driver {
                     .fetch_add(1, Ordering::Relaxed);
                 done
             }
-            None => execute_block(&contract, &tip, &block).map_err(|e| e.to_string())?,
+            None => execute_block(&contract, &tip, &block)?,
         };
         let sessions = decided_sessions(&done.events);
         let feed = crate::feed::derive(block.header.height, &done.events, &done.contract);
-        let certificate = encode_borsh(&WireCertificate::from(cert))
-            .map_err(|e| e.to_string())?
-            .to_vec();
+        let certificate = encode_borsh(&WireCertificate::from(cert))?.to_vec();
         let stored = StoredBlock {
             block: block.clone(),
             certificate,
         };
-        self.ledger
-            .append_with_feed(&stored, &sessions, &feed)
-            .map_err(|e| e.to_string())?;
+        self.ledger.append_with_feed(&stored, &sessions, &feed)?;
         let height = block.header.height;
         if self.snapshot_every > 0
             && height.is_multiple_of(self.snapshot_every)

@@ -34,7 +34,7 @@ use trust_protocol::{
 };
 
 use super::{
-    codec::{decode_borsh, encode_borsh},
+    codec::{CodecError, decode_borsh, encode_borsh},
     context::{BlockId, ConsensusSignature, Height, PartInit, ProposalPart},
     signing::{parts_digest, verify_digest},
 };
@@ -260,6 +260,18 @@ pub struct UndecidedEntry {
     pub block: Vec<u8>,
 }
 
+/// Why an undecided block could not be stored.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum UndecidedError {
+    /// The entry did not encode.
+    #[error(transparent)]
+    Encode(#[from] CodecError),
+    /// The sled tree failed.
+    #[error(transparent)]
+    Store(#[from] sled::Error),
+}
+
 /// Undecided blocks, in a sled tree keyed by `height ‖ round ‖ block id`.
 #[derive(Debug, Clone)]
 pub struct Undecided {
@@ -282,12 +294,16 @@ impl Undecided {
     }
 
     /// Stores an entry (flushed: the node may vote for it next).
-    pub fn put(&self, height: Height, id: &BlockId, entry: &UndecidedEntry) -> Result<(), String> {
-        let bytes = encode_borsh(entry).map_err(|e| e.to_string())?;
+    pub fn put(
+        &self,
+        height: Height,
+        id: &BlockId,
+        entry: &UndecidedEntry,
+    ) -> Result<(), UndecidedError> {
+        let bytes = encode_borsh(entry)?;
         self.tree
-            .insert(key(height, entry.round, id), bytes.to_vec())
-            .map_err(|e| e.to_string())?;
-        self.tree.flush().map_err(|e| e.to_string())?;
+            .insert(key(height, entry.round, id), bytes.to_vec())?;
+        self.tree.flush()?;
         Ok(())
     }
 

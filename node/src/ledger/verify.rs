@@ -24,9 +24,9 @@ impl Ledger {
     /// at a stored block.
     ///
     /// The first problem found is returned as [`LedgerError::Broken`] with its height.
-    pub fn verify(
+    pub fn verify<E: std::fmt::Display>(
         &self,
-        replay: &mut dyn FnMut(&Block) -> Result<Hash, String>,
+        replay: &mut dyn FnMut(&Block) -> Result<Hash, E>,
     ) -> Result<VerifyReport, LedgerError> {
         let chain = self.chain()?;
         let mut height = 0u64;

@@ -67,7 +67,7 @@ impl Behaviour {
 
         let mut gossipsub = gossipsub::Behaviour::new(
             gossipsub::MessageAuthenticity::Signed(keypair.clone()),
-            gossip::config(topic).map_err(NetError::Setup)?,
+            gossip::config(topic).map_err(|e| NetError::Setup(format!("gossipsub config: {e}")))?,
         )
         .map_err(|e| NetError::Setup(format!("gossipsub: {e}")))?;
         let (params, thresholds) = gossip::score_params(topic);

@@ -11,8 +11,8 @@
 use std::time::Duration;
 
 use libp2p::gossipsub::{
-    self, IdentTopic, MessageId, PeerScoreParams, PeerScoreThresholds, TopicScoreParams,
-    ValidationMode,
+    self, ConfigBuilderError, IdentTopic, MessageId, PeerScoreParams, PeerScoreThresholds,
+    TopicScoreParams, ValidationMode,
 };
 use trust_protocol::{
     DecodeError, Hash, SignatureError,
@@ -44,7 +44,7 @@ fn message_id(message: &gossipsub::Message) -> MessageId {
 
 /// The gossipsub configuration: strict signing, validation by the application, sizes
 /// bounded for transactions.
-pub(crate) fn config(topic: &IdentTopic) -> Result<gossipsub::Config, String> {
+pub(crate) fn config(topic: &IdentTopic) -> Result<gossipsub::Config, ConfigBuilderError> {
     gossipsub::ConfigBuilder::default()
         .validation_mode(ValidationMode::Strict)
         .validate_messages()
@@ -52,7 +52,6 @@ pub(crate) fn config(topic: &IdentTopic) -> Result<gossipsub::Config, String> {
         .set_topic_max_transmit_size(topic.hash(), MAX_TX_BYTES + GOSSIP_ENVELOPE_MARGIN)
         .message_id_fn(message_id)
         .build()
-        .map_err(|e| format!("gossipsub config: {e}"))
 }
 
 /// Peer scoring for the transaction topic.
@@ -87,7 +86,8 @@ pub(crate) fn score_params(topic: &IdentTopic) -> (PeerScoreParams, PeerScoreThr
 
 /// Why a gossiped message was rejected before reaching the node.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum TxRejection {
+#[non_exhaustive]
+pub enum TxRejection {
     /// Larger than [`MAX_TX_BYTES`].
     #[error("{0} bytes exceed the transaction limit of {MAX_TX_BYTES}")]
     Oversized(usize),

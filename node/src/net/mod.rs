@@ -53,7 +53,7 @@ use tokio::{sync::mpsc, task::JoinHandle};
 use trust_protocol::{AccountId, Hash, tx::SignedTx};
 
 pub use self::{
-    gossip::{GOSSIP_ENVELOPE_MARGIN, tx_topic},
+    gossip::{GOSSIP_ENVELOPE_MARGIN, TxRejection, tx_topic},
     handle::NetHandle,
     metrics::NetMetrics,
     peers::RateLimit,
@@ -61,10 +61,10 @@ pub use self::{
 
 /// The stateless checks a gossiped transaction passes inside the swarm task before
 /// gossipsub may forward it (size, canonical decoding, signature, format rules), with the
-/// reason for a rejection as text; `chain` is the network's chain id, which the
-/// signature covers. Public so the fuzz targets run the node's own check.
-pub fn check_gossiped_tx(data: &[u8], chain: &Hash) -> Result<SignedTx, String> {
-    gossip::check_tx(data, chain).map_err(|e| e.to_string())
+/// reason for a rejection; `chain` is the network's chain id, which the signature covers.
+/// Public so the fuzz targets run the node's own check.
+pub fn check_gossiped_tx(data: &[u8], chain: &Hash) -> Result<SignedTx, TxRejection> {
+    gossip::check_tx(data, chain)
 }
 
 /// Default bound on established connections (and so on peers).

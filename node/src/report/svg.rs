@@ -70,7 +70,20 @@ fn label_px(chars: usize) -> u32 {
 #[error("cannot draw chart {path}: {reason}")]
 pub struct PlotError {
     path: String,
-    reason: String,
+    #[source]
+    reason: DrawError,
+}
+
+/// What went wrong drawing a chart.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DrawError {
+    /// No series has a point.
+    #[error("no points")]
+    NoPoints,
+    /// The drawing backend failed.
+    #[error(transparent)]
+    Backend(Box<dyn std::error::Error + Send + Sync>),
 }
 
 const COLORS: [RGBColor; 8] = [
@@ -103,7 +116,7 @@ const TICK_FONT: u32 = 14;
 /// right of the plot, so it never covers a curve; the y label area is as wide as the
 /// widest tick label needs; tick labels are rounded to the axis' scale.
 pub fn write_line_chart(path: &Path, chart: &Chart, series: &[Series]) -> Result<(), PlotError> {
-    let err = |reason: String| PlotError {
+    let err = |reason: DrawError| PlotError {
         path: path.display().to_string(),
         reason,
     };
@@ -115,7 +128,7 @@ pub fn write_line_chart(path: &Path, chart: &Chart, series: &[Series]) -> Result
 
 /// The same chart as [`write_line_chart`], as an SVG document in memory (for a web page).
 pub fn line_chart_svg(chart: &Chart, series: &[Series]) -> Result<String, PlotError> {
-    let err = |reason: String| PlotError {
+    let err = |reason: DrawError| PlotError {
         path: "(in memory)".into(),
         reason,
     };
@@ -152,11 +165,11 @@ fn y_tick(chart: &Chart, y_dec: usize, y: f64) -> String {
     }
 }
 
-fn plan(chart: &Chart, series: &[Series]) -> Result<Plan, String> {
+fn plan(chart: &Chart, series: &[Series]) -> Result<Plan, DrawError> {
     let pts = || series.iter().flat_map(|s| s.points.iter().copied());
-    let (x0, x1) = bounds(pts().map(|p| p.0)).ok_or("no points")?;
+    let (x0, x1) = bounds(pts().map(|p| p.0)).ok_or(DrawError::NoPoints)?;
     let x1 = if x1 > x0 { x1 } else { x0 + 1.0 };
-    let (y0, y1) = bounds(pts().map(|p| clamp_y(chart, p.1))).ok_or("no points")?;
+    let (y0, y1) = bounds(pts().map(|p| clamp_y(chart, p.1))).ok_or(DrawError::NoPoints)?;
 
     // The y range drawn: half a decade of room on a log axis, 5% on a linear one.
     let (lo, hi) = if chart.log_y {
@@ -205,8 +218,11 @@ fn draw<DB: DrawingBackend>(
     chart: &Chart,
     series: &[Series],
     plan: &Plan,
-) -> Result<(), String> {
-    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+) -> Result<(), DrawError>
+where
+    DB::ErrorType: 'static,
+{
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| DrawError::Backend(Box::new(e));
     let y_fmt = |y: &f64| y_tick(chart, plan.y_dec, *y);
     let x_fmt = |x: &f64| linear_tick(*x, plan.x_dec);
     let clamp = |y: f64| clamp_y(chart, y);

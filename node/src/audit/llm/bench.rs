@@ -144,7 +144,7 @@ async fn score(r: &Record, judge: &LlmAuditor) -> Result<LlmCounts, String> {
     c.seconds = started.elapsed().as_secs_f64();
     c.calls = asked().saturating_sub(calls_before);
     c.errors_llm = m.errors_total().saturating_sub(errors_before);
-    step_spans(&trace.thinking, &r.steps)?;
+    step_spans(&trace.thinking, &r.steps).map_err(|e| e.to_string())?;
     for s in &r.steps {
         let votes: Vec<Vote> = decided
             .iter()

@@ -46,7 +46,7 @@ use self::{
     honeypot::Bait,
     prepare::{MappingEntry, Planted, Restricted, TierWeights},
 };
-use super::outbox::{Outbox, Sent};
+use super::outbox::{Outbox, OutboxError, Sent};
 use crate::{
     blobs::{BlobError, BlobStore, kubo::Kubo},
     decompose,
@@ -268,8 +268,8 @@ pub enum RecordError {
     #[error("blob store computed another CID")]
     CidMismatch,
     /// The outbox did not take the `OpenSession`.
-    #[error("{0}")]
-    Outbox(String),
+    #[error(transparent)]
+    Outbox(OutboxError),
 }
 
 impl From<String> for SubmitError {
@@ -538,7 +538,11 @@ impl Provider {
             }
         }
         // The session id is derived from the nonce the `OpenSession` will carry.
-        let nonce = self.outbox.next_nonce().await?;
+        let nonce = self
+            .outbox
+            .next_nonce()
+            .await
+            .map_err(RecordError::Outbox)?;
         let session = Tx::session_id(&me, nonce);
         let cids: Vec<_> = prepared.blocks.iter().map(|(cid, _)| *cid).collect();
         let opened = match self.keep_page_record(&session, st.height, &hdag, &restricted, &prepared)
