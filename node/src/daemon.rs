@@ -26,10 +26,13 @@
 
 use std::{path::Path, sync::Arc, time::Duration};
 
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{broadcast, mpsc, watch};
 use tracing::info;
 use trust_contracts::Contract;
-use trust_protocol::tx::SignedTx;
+use trust_protocol::{
+    AccountId,
+    tx::{SignedTx, Tier},
+};
 
 pub use crate::config::{Overrides, wal_dir};
 use crate::{
@@ -37,25 +40,25 @@ use crate::{
     audit::{
         duties::{self, Duties},
         human::HumanDesk,
-        llm,
+        llm::{self, LlmAuditor},
         outbox::Outbox,
         provider::Provider,
         seat::{self, Seat, SeatMetrics},
     },
     behaviour,
     blobs::{BlobStore, kubo::Kubo},
-    config::{self, NodeConfig},
-    consensus::{self, ConsensusMetrics},
-    keys,
+    config::{self, GenesisDoc, NodeConfig},
+    consensus::{self, ConsensusMetrics, driver::Decided},
+    keys::{self, NodeKeys},
     ledger::{
         Ledger,
         restore::{RestoreError, restore},
     },
     mempool::{Pool, intake::Intake},
     metrics::MetricsSource,
-    net::{self, NetMetrics},
-    tasks::{Ended, Tasks},
-    view::{ChainPublisher, ChainView, PeerPublisher, latest},
+    net::{self, NetHandle, NetMetrics},
+    tasks::{Ended, Stage, Stop, TaskResult, Tasks},
+    view::{ChainPublisher, ChainView, ChainWatch, PeerPublisher, latest},
     web::{
         audit::{AuditWeb, router as audit_router},
         auth::Auth,
@@ -98,47 +101,15 @@ pub enum DaemonError {
 
 /// Runs the node until SIGINT/SIGTERM, or until one of its tasks dies.
 pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
-    let home_err = |e: &dyn std::fmt::Display| DaemonError::Home(e.to_string());
-    let ledger_err = |e: &dyn std::fmt::Display| DaemonError::Ledger(e.to_string());
-    // Settings, keys and the test-behaviour switch: a bad one stops the node at start.
-    let doc = config::load_genesis(home).map_err(|e| home_err(&e))?;
-    let cfg = NodeConfig::load(home, &overrides, &doc).map_err(|e| home_err(&e))?;
-    #[cfg(feature = "misbehave")]
-    let behaviour = behaviour::from_env().map_err(|e| home_err(&e))?;
-    #[cfg(not(feature = "misbehave"))]
-    behaviour::refuse().map_err(|e| home_err(&e))?;
-    let keys = keys::load(home).map_err(|e| home_err(&e))?;
-    let me = keys.account_id();
-    let auth =
-        Arc::new(Auth::for_operator(&cfg.operator_token_path(home)).map_err(|e| home_err(&e))?);
-    let kubo = match &cfg.ipfs_api {
-        Some(url) => Some(Arc::new(Kubo::new(url).map_err(|e| home_err(&e))?)),
-        None => None,
-    };
-    let commit_window = doc.genesis.params.commit_window;
-    let llm = llm::setup::judge(&cfg.llm_settings(), commit_window, cfg.block_time())
-        .map_err(|e| home_err(&e))?;
+    let s = Settings::load(home, &overrides)?;
     let signal = shutdown_signal();
-    let api_addr = cfg.api_addr().map_err(|e| home_err(&e))?;
-
     // The ledger and the state it restores, before anything listens.
-    let db = sled::open(config::ledger_dir(home)).map_err(|e| ledger_err(&e))?;
-    let ledger = Ledger::from_db(&db).map_err(|e| ledger_err(&e))?;
-    ledger
-        .set_chain(doc.chain_id())
-        .map_err(|e| ledger_err(&e))?;
-    let blobs = BlobStore::open(&db).map_err(|e| ledger_err(&e))?;
-    let restored = restore(&ledger, &doc.genesis, doc.chain_id())?;
-    let validators = consensus::driver::validator_powers(&doc.validators, &restored.contract);
-    let mut view = ChainView::new(restored.tip, restored.contract, validators);
-    view.parent = restored.parent.map(Arc::new);
-    info!(height = view.tip.height, state_root = %view.state_root, chain = %doc.chain_id(), "state restored from the ledger");
+    let (store, view) = Store::open(home, &s.doc)?;
     // The chain view's one writer is the consensus driver; it gets the publisher below.
     let (chain_view, chain) = ChainPublisher::new(view);
     let (pool, pool_task) =
-        Pool::with_limits(cfg.mempool_max, cfg.mempool_max_bytes, chain.clone());
+        Pool::with_limits(s.cfg.mempool_max, s.cfg.mempool_max_bytes, chain.clone());
     let (peer_view, peers) = PeerPublisher::new();
-    let (llm_status, llm_watch) = watch::channel(None);
 
     let mut tasks = Tasks::new();
     let (intake, duty, ordering, pooling) = (
@@ -149,56 +120,21 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
     );
     tasks.spawn(pooling, "mempool", |stop| pool_task.run(stop));
     // The API's socket is bound now, so that a port in use stops the node at start.
+    let api_addr = s.cfg.api_addr().map_err(home_err)?;
     let listener = tokio::net::TcpListener::bind(api_addr)
         .await
         .map_err(|e| DaemonError::Net(format!("cannot listen on {api_addr}: {e}")))?;
 
-    // Our swarm: transactions, block queries and ciphertexts.
-    let net_metrics = Arc::new(NetMetrics::default());
-    let intake_handler = Intake {
-        chain: chain.clone(),
-        pool: pool.clone(),
-        ledger: ledger.clone(),
-    };
-    let net_cfg = cfg
-        .net_config(&keys, &doc, blobs.clone())
-        .map_err(|e| home_err(&e))?;
-    let (net, net_task) = net::spawn(net_cfg, Arc::new(intake_handler), net_metrics.clone())
-        .map_err(|e| DaemonError::Net(e.to_string()))?;
-    let swarm = net.clone();
-    tasks.spawn(intake, "net", move |stop| {
-        net::run_swarm(swarm, net_task, stop)
-    });
-
-    // Ordering.
-    #[allow(unused_mut)]
-    let mut setup = cfg
-        .consensus_setup(home, &keys, &doc)
-        .map_err(|e| home_err(&e))?;
-    #[cfg(feature = "misbehave")]
-    {
-        setup.forge = behaviour.is_some_and(|b| b.forger);
-    }
-    let consensus_metrics = Arc::new(ConsensusMetrics::default());
-    let running = consensus::start(
-        setup,
-        &db,
-        chain_view,
-        pool.clone(),
-        ledger.clone(),
-        consensus_metrics.clone(),
-    )
-    .await?;
-    let decided = running.decided.clone();
-    // Subscribed before the driver runs, so that the duties miss no block.
+    // Our swarm (transactions, block queries, ciphertexts), then ordering.
+    let (net, net_metrics) = start_net(&mut tasks, intake, &s, &store, &chain, &pool)?;
+    let (decided, consensus_metrics) =
+        start_consensus(&mut tasks, ordering, home, &s, &store, chain_view, &pool).await?;
+    // Subscribed before any block is decided, so that the duties miss none.
     let blocks = decided.subscribe();
-    tasks.spawn(ordering, "consensus", |stop| running.run(stop));
     #[cfg(feature = "misbehave")]
-    if behaviour.is_some_and(|b| b.spammer) {
-        let (spam_net, spammer) = (
-            net.clone(),
-            net::spam::Spammer::new(me.as_bytes(), doc.chain_id()),
-        );
+    if s.behaviour.is_some_and(|b| b.spammer) {
+        let spammer = net::spam::Spammer::new(s.me().as_bytes(), s.doc.chain_id());
+        let spam_net = net.clone();
         tasks.spawn(intake, "spam", move |stop| {
             net::spam::run(spam_net, spammer, stop)
         });
@@ -214,79 +150,27 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
         net::tasks::watch_peers(peers_net, peer_view, stop)
     });
 
-    // Provider and seat duties, driven by decided blocks.
+    // Provider and seat duties, driven by decided blocks; the LLM endpoint's health.
     let outbox = Outbox::new(
-        keys.account.clone(),
+        s.keys.account.clone(),
         chain.clone(),
         pool.clone(),
         Some(gossip_tx.clone()),
     )
-    .with_journal(&db)
-    .map_err(|e| ledger_err(&e))?;
+    .with_journal(&store.db)
+    .map_err(ledger_err)?;
     // Own transactions signed before a kill and not yet included go back into the pool
     // under their nonces before anything (the API's submits, the resumed duties) signs
     // anew: those then take the nonces after them, or find them.
     outbox.restore().await;
-    let mut provider = Provider::open(outbox.clone(), blobs.clone(), &db)
-        .map_err(|e| ledger_err(&e))?
-        .with_honeypots(cfg.honeypots_per_session)
-        .with_seats_per_segment(cfg.seats_per_segment)
-        .with_spending_cap(cfg.spending_cap());
-    if let Some(k) = cfg.human_seats_per_segment {
-        provider = provider.with_tier_seats(trust_protocol::tx::Tier::Human, k);
-    }
-    if let Some(k) = &kubo {
-        info!(ipfs_api = k.url(), "ciphertexts also go to this IPFS node");
-        provider = provider.with_kubo(k.clone());
-    }
-    #[cfg(feature = "misbehave")]
-    let provider = match behaviour.and_then(|b| b.seat) {
-        Some(b) => provider.with_griefing(b.griefs_as_provider()),
-        None => provider,
-    };
-    let provider = Arc::new(provider);
-    let desk = match cfg.human {
-        true => Some(
-            HumanDesk::for_node(&db, me, cfg.block_time(), commit_window)
-                .map_err(|e| ledger_err(&e))?,
-        ),
-        false => None,
-    };
-    let seat_metrics = Arc::new(SeatMetrics::default());
-    let fetch = seat::fetch_from(kubo, net.clone());
-    let seat = Seat::open(
-        outbox.clone(),
-        keys.sealing.clone(),
-        blobs,
-        &db,
-        Some(fetch),
-        seat_metrics.clone(),
-    )
-    .map_err(|e| ledger_err(&e))?
-    .with_judges(duties::judges(llm.clone(), desk.clone()));
-    #[cfg(feature = "misbehave")]
-    let seat = match behaviour.and_then(|b| b.seat) {
-        Some(b) => seat.with_behaviour(b),
-        None => seat,
-    };
-    let duties = Duties::new(duties::Config {
-        me,
-        chain: chain.clone(),
-        decided: decided.clone(),
-        blocks,
-        outbox,
-        provider: provider.clone(),
-        seat: Arc::new(seat),
-        desk: desk.clone(),
-    });
-    tasks.spawn(duty, "seats", move |stop| duties.run(stop));
-
+    let audit = start_duties(&mut tasks, duty, &s, &store, &chain, &net, outbox, blocks, &decided)?;
+    let (llm_status, llm_watch) = watch::channel(None);
     let mut sources: Vec<Arc<dyn MetricsSource>> =
-        vec![consensus_metrics, net_metrics, seat_metrics];
-    if let Some(desk) = &desk {
+        vec![consensus_metrics, net_metrics, audit.seat_metrics];
+    if let Some(desk) = &audit.desk {
         sources.push(Arc::new(desk.clone()));
     }
-    if let Some(judge) = &llm {
+    if let Some(judge) = &s.llm {
         sources.push(judge.client().metrics().clone());
         let client = judge.client().clone();
         tasks.spawn(duty, "llm-probe", move |stop| {
@@ -297,50 +181,40 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
     // The HTTP API and the audit form.
     let events = api::EventHub::new(decided);
     let api = Api {
-        node_id: me,
-        validator: doc.validators.contains(&me),
+        node_id: s.me(),
+        validator: s.doc.validators.contains(&s.me()),
         chain: chain.clone(),
         peers,
         llm: llm_watch,
         pool,
-        ledger: ledger.clone(),
+        ledger: store.ledger.clone(),
         metrics: Arc::new(ApiMetrics::default()),
         gossip: Some(gossip_tx),
         sources,
-        provider: Some(provider),
-        genesis: Contract::new(&doc.genesis)
+        provider: Some(audit.provider),
+        genesis: Contract::new(&s.doc.genesis)
             .ok()
-            .map(|c| Arc::new(c.with_chain(doc.chain_id()))),
-        validators: doc.validators.clone().into(),
-        auth: auth.clone(),
-        limits: cfg.api_limits(),
+            .map(|c| Arc::new(c.with_chain(s.doc.chain_id()))),
+        validators: s.doc.validators.clone().into(),
+        auth: s.auth.clone(),
+        limits: s.cfg.api_limits(),
         events: Some(events.clone()),
     };
-    let audit_web = AuditWeb {
-        auth,
-        desk,
+    let form = AuditWeb {
+        auth: s.auth.clone(),
+        desk: audit.desk,
         chain: chain.clone(),
-        me,
+        me: s.me(),
     };
-    let (app, limits) = (api::app(api, audit_router(audit_web)), cfg.api_limits());
-    tasks.spawn(intake, "api", move |mut stop| async move {
-        // Event streams never end on their own: they end when the node stops, so that the
-        // server's graceful shutdown has only ordinary requests to wait for.
-        let stopping = async move {
-            stop.wait().await;
-            events.close();
-        };
-        api::server::serve(listener, app, limits, stopping)
-            .await
-            .map_err(|e| format!("api server: {e}").into())
-    });
+    let (app, limits) = (api::app(api, audit_router(form)), s.cfg.api_limits());
+    tasks.spawn(intake, "api", move |stop| serve_api(listener, app, limits, events, stop));
     let p2p = net.listen_addrs().await.unwrap_or_default();
-    info!(node = %me, validator = doc.validators.contains(&me), api = %api_addr, p2p = ?p2p, consensus = %cfg.consensus_listen, "node running");
+    info!(node = %s.me(), validator = s.doc.validators.contains(&s.me()), api = %api_addr, p2p = ?p2p, consensus = %s.cfg.consensus_listen, "node running");
 
     // Until a signal or a task's end; then the stages stop in order and the ledger flushes.
     let ended = tasks.wait(signal).await;
     tasks.shutdown(STOP_GRACE).await;
-    ledger.flush().map_err(|e| ledger_err(&e))?;
+    store.ledger.flush().map_err(ledger_err)?;
     info!(
         height = latest(&chain).tip.height,
         "shutdown: ledger flushed; node stopped"
@@ -349,6 +223,256 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
         Ended::Signal => Ok(()),
         Ended::Died { task, why } => Err(DaemonError::TaskDied { task, why }),
     }
+}
+
+fn home_err(e: impl std::fmt::Display) -> DaemonError {
+    DaemonError::Home(e.to_string())
+}
+
+fn ledger_err(e: impl std::fmt::Display) -> DaemonError {
+    DaemonError::Ledger(e.to_string())
+}
+
+/// What the node starts from: the network's genesis, its settings with the flags applied,
+/// its keys and operator login, the IPFS node and LLM judge they name, and (test builds)
+/// the behaviour switch. A bad one stops the node before anything is opened.
+struct Settings {
+    doc: GenesisDoc,
+    cfg: NodeConfig,
+    keys: NodeKeys,
+    auth: Arc<Auth>,
+    kubo: Option<Arc<Kubo>>,
+    llm: Option<LlmAuditor>,
+    #[cfg(feature = "misbehave")]
+    behaviour: Option<behaviour::TestBehaviour>,
+}
+
+impl Settings {
+    fn load(home: &Path, overrides: &Overrides) -> Result<Self, DaemonError> {
+        let doc = config::load_genesis(home).map_err(home_err)?;
+        let cfg = NodeConfig::load(home, overrides, &doc).map_err(home_err)?;
+        #[cfg(feature = "misbehave")]
+        let behaviour = behaviour::from_env().map_err(home_err)?;
+        #[cfg(not(feature = "misbehave"))]
+        behaviour::refuse().map_err(home_err)?;
+        let keys = keys::load(home).map_err(home_err)?;
+        let auth = Arc::new(Auth::for_operator(&cfg.operator_token_path(home)).map_err(home_err)?);
+        let kubo = match &cfg.ipfs_api {
+            Some(url) => Some(Arc::new(Kubo::new(url).map_err(home_err)?)),
+            None => None,
+        };
+        let commit_window = doc.genesis.params.commit_window;
+        let llm = llm::setup::judge(&cfg.llm_settings(), commit_window, cfg.block_time())
+            .map_err(home_err)?;
+        Ok(Self {
+            doc,
+            cfg,
+            keys,
+            auth,
+            kubo,
+            llm,
+            #[cfg(feature = "misbehave")]
+            behaviour,
+        })
+    }
+
+    fn me(&self) -> AccountId {
+        self.keys.account_id()
+    }
+
+    /// The seat or provider behaviour of a test build, if any.
+    #[cfg(feature = "misbehave")]
+    fn seat_behaviour(&self) -> Option<crate::audit::misbehave::Behaviour> {
+        self.behaviour.and_then(|b| b.seat)
+    }
+}
+
+/// The node's storage: one sled database holding the ledger, the blob store and every
+/// part's own trees.
+struct Store {
+    db: sled::Db,
+    ledger: Ledger,
+    blobs: BlobStore,
+}
+
+impl Store {
+    /// Opens the store under `home` for the network of `doc`, and the chain view restored
+    /// from its ledger.
+    fn open(home: &Path, doc: &GenesisDoc) -> Result<(Self, ChainView), DaemonError> {
+        let db = sled::open(config::ledger_dir(home)).map_err(ledger_err)?;
+        let ledger = Ledger::from_db(&db).map_err(ledger_err)?;
+        ledger.set_chain(doc.chain_id()).map_err(ledger_err)?;
+        let blobs = BlobStore::open(&db).map_err(ledger_err)?;
+        let restored = restore(&ledger, &doc.genesis, doc.chain_id())?;
+        let validators = consensus::driver::validator_powers(&doc.validators, &restored.contract);
+        let mut view = ChainView::new(restored.tip, restored.contract, validators);
+        view.parent = restored.parent.map(Arc::new);
+        info!(height = view.tip.height, state_root = %view.state_root, chain = %doc.chain_id(), "state restored from the ledger");
+        Ok((Self { db, ledger, blobs }, view))
+    }
+}
+
+/// The `net` task: our libp2p swarm, with the mempool's gossip intake as its handler.
+fn start_net(
+    tasks: &mut Tasks,
+    stage: Stage,
+    s: &Settings,
+    store: &Store,
+    chain: &ChainWatch,
+    pool: &Pool,
+) -> Result<(NetHandle, Arc<NetMetrics>), DaemonError> {
+    let metrics = Arc::new(NetMetrics::default());
+    let handler = Intake {
+        chain: chain.clone(),
+        pool: pool.clone(),
+        ledger: store.ledger.clone(),
+    };
+    let cfg = s
+        .cfg
+        .net_config(&s.keys, &s.doc, store.blobs.clone())
+        .map_err(home_err)?;
+    let (net, task) = net::spawn(cfg, Arc::new(handler), metrics.clone())
+        .map_err(|e| DaemonError::Net(e.to_string()))?;
+    let swarm = net.clone();
+    tasks.spawn(stage, "net", move |stop| net::run_swarm(swarm, task, stop));
+    Ok((net, metrics))
+}
+
+/// The `consensus` task: the Malachite engine and the driver that commits its decisions
+/// (the chain view's one writer). Returns where decided blocks are announced.
+async fn start_consensus(
+    tasks: &mut Tasks,
+    stage: Stage,
+    home: &Path,
+    s: &Settings,
+    store: &Store,
+    chain_view: ChainPublisher,
+    pool: &Pool,
+) -> Result<(broadcast::Sender<Decided>, Arc<ConsensusMetrics>), DaemonError> {
+    #[allow(unused_mut)]
+    let mut setup = s
+        .cfg
+        .consensus_setup(home, &s.keys, &s.doc)
+        .map_err(home_err)?;
+    #[cfg(feature = "misbehave")]
+    {
+        setup.forge = s.behaviour.is_some_and(|b| b.forger);
+    }
+    let metrics = Arc::new(ConsensusMetrics::default());
+    let running = consensus::start(
+        setup,
+        &store.db,
+        chain_view,
+        pool.clone(),
+        store.ledger.clone(),
+        metrics.clone(),
+    )
+    .await?;
+    let decided = running.decided.clone();
+    tasks.spawn(stage, "consensus", |stop| running.run(stop));
+    Ok((decided, metrics))
+}
+
+/// What the audit parts give the API.
+struct Audit {
+    provider: Arc<Provider>,
+    desk: Option<HumanDesk>,
+    seat_metrics: Arc<SeatMetrics>,
+}
+
+/// The `seats` task: this node's provider and seats, with a judge for each tier it serves,
+/// carrying out what each decided block asks ([`Duties`]).
+#[allow(clippy::too_many_arguments)]
+fn start_duties(
+    tasks: &mut Tasks,
+    stage: Stage,
+    s: &Settings,
+    store: &Store,
+    chain: &ChainWatch,
+    net: &NetHandle,
+    outbox: Outbox,
+    blocks: broadcast::Receiver<Decided>,
+    decided: &broadcast::Sender<Decided>,
+) -> Result<Audit, DaemonError> {
+    let cfg = &s.cfg;
+    let mut provider = Provider::open(outbox.clone(), store.blobs.clone(), &store.db)
+        .map_err(ledger_err)?
+        .with_honeypots(cfg.honeypots_per_session)
+        .with_seats_per_segment(cfg.seats_per_segment)
+        .with_spending_cap(cfg.spending_cap());
+    if let Some(k) = cfg.human_seats_per_segment {
+        provider = provider.with_tier_seats(Tier::Human, k);
+    }
+    if let Some(k) = &s.kubo {
+        info!(ipfs_api = k.url(), "ciphertexts also go to this IPFS node");
+        provider = provider.with_kubo(k.clone());
+    }
+    #[cfg(feature = "misbehave")]
+    let provider = match s.seat_behaviour() {
+        Some(b) => provider.with_griefing(b.griefs_as_provider()),
+        None => provider,
+    };
+    let provider = Arc::new(provider);
+    let commit_window = s.doc.genesis.params.commit_window;
+    let desk = match cfg.human {
+        true => Some(
+            HumanDesk::for_node(&store.db, s.me(), cfg.block_time(), commit_window)
+                .map_err(ledger_err)?,
+        ),
+        false => None,
+    };
+    let seat_metrics = Arc::new(SeatMetrics::default());
+    let fetch = seat::fetch_from(s.kubo.clone(), net.clone());
+    let seat = Seat::open(
+        outbox.clone(),
+        s.keys.sealing.clone(),
+        store.blobs.clone(),
+        &store.db,
+        Some(fetch),
+        seat_metrics.clone(),
+    )
+    .map_err(ledger_err)?
+    .with_judges(duties::judges(s.llm.clone(), desk.clone()));
+    #[cfg(feature = "misbehave")]
+    let seat = match s.seat_behaviour() {
+        Some(b) => seat.with_behaviour(b),
+        None => seat,
+    };
+    let duties = Duties::new(duties::Config {
+        me: s.me(),
+        chain: chain.clone(),
+        decided: decided.clone(),
+        blocks,
+        outbox,
+        provider: provider.clone(),
+        seat: Arc::new(seat),
+        desk: desk.clone(),
+    });
+    tasks.spawn(stage, "seats", move |stop| duties.run(stop));
+    Ok(Audit {
+        provider,
+        desk,
+        seat_metrics,
+    })
+}
+
+/// The `api` task: the HTTP API and the audit form until `stop`. Event streams never end
+/// on their own: they end when the node stops, so that the server's graceful shutdown has
+/// only ordinary requests to wait for.
+async fn serve_api(
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+    limits: api::server::Limits,
+    events: api::EventHub,
+    mut stop: Stop,
+) -> TaskResult {
+    let stopping = async move {
+        stop.wait().await;
+        events.close();
+    };
+    api::server::serve(listener, app, limits, stopping)
+        .await
+        .map_err(|e| format!("api server: {e}").into())
 }
 
 /// SIGINT or SIGTERM. The SIGTERM handler is installed at once, so a stop requested while
