@@ -19,7 +19,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use reqwest::header::{AUTHORIZATION, HeaderValue};
+use reqwest::header::{AUTHORIZATION, HeaderValue, InvalidHeaderValue};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
@@ -222,6 +222,51 @@ impl crate::metrics::MetricsSource for LlmMetrics {
     }
 }
 
+/// What [`reqwest::Url::parse`] says about a URL that does not parse.
+type UrlError = <reqwest::Url as std::str::FromStr>::Err;
+
+/// Why the endpoint settings cannot be used. No message echoes the URL's credentials or
+/// the API key.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EndpointError {
+    /// `llm_url` does not parse (the URL itself is not echoed).
+    #[error("llm_url is not a URL: {0}")]
+    NotAUrl(#[source] UrlError),
+    /// `llm_url` holds a user name or password.
+    #[error("llm_url holds credentials; name the variable holding the key in llm_api_key_env")]
+    Credentials,
+    /// `llm_url` is neither http nor https.
+    #[error("llm_url {0:?}: only http and https are supported")]
+    Scheme(String),
+    /// `llm_model` is blank.
+    #[error("llm_model is empty")]
+    EmptyModel,
+    /// The variable `llm_api_key_env` names is not set.
+    #[error("llm_api_key_env names {var}, which is not set in the environment")]
+    KeyUnset {
+        /// The variable's name.
+        var: String,
+        /// What the environment said.
+        #[source]
+        source: std::env::VarError,
+    },
+    /// The key cannot go in an HTTP header.
+    #[error("the value of {var} is not a valid header value")]
+    KeyNotHeader {
+        /// The variable's name.
+        var: String,
+        /// What the header said.
+        #[source]
+        source: InvalidHeaderValue,
+    },
+}
+
+/// The HTTP stack could not be set up (e.g. no TLS backend).
+#[derive(Debug, thiserror::Error)]
+#[error("LLM client: {0}")]
+pub struct ClientError(#[source] reqwest::Error);
+
 /// Where the endpoint is and what to ask it for.
 #[derive(Clone)]
 pub struct Endpoint {
@@ -245,32 +290,33 @@ impl std::fmt::Debug for Endpoint {
 
 impl Endpoint {
     /// An endpoint; `api_key_env` names the environment variable holding the API key.
-    pub fn new(url: &str, model: &str, api_key_env: Option<&str>) -> Result<Self, String> {
+    pub fn new(url: &str, model: &str, api_key_env: Option<&str>) -> Result<Self, EndpointError> {
         // The URL is logged and shown by `status`: no credentials in it, and errors do
         // not echo a URL that did not parse.
-        let parsed = reqwest::Url::parse(url).map_err(|e| format!("llm_url is not a URL: {e}"))?;
+        let parsed = reqwest::Url::parse(url).map_err(EndpointError::NotAUrl)?;
         if !parsed.username().is_empty() || parsed.password().is_some() {
-            return Err(
-                "llm_url holds credentials; name the variable holding the key in llm_api_key_env"
-                    .into(),
-            );
+            return Err(EndpointError::Credentials);
         }
         if !matches!(parsed.scheme(), "http" | "https") {
-            return Err(format!(
-                "llm_url {url:?}: only http and https are supported"
-            ));
+            return Err(EndpointError::Scheme(url.to_string()));
         }
         if model.trim().is_empty() {
-            return Err("llm_model is empty".into());
+            return Err(EndpointError::EmptyModel);
         }
         let auth = match api_key_env {
             None => None,
             Some(var) => {
-                let key = std::env::var(var).map_err(|_| {
-                    format!("llm_api_key_env names {var}, which is not set in the environment")
+                let key = std::env::var(var).map_err(|source| EndpointError::KeyUnset {
+                    var: var.to_string(),
+                    source,
                 })?;
-                let mut v = HeaderValue::from_str(&format!("Bearer {}", key.trim()))
-                    .map_err(|_| format!("the value of {var} is not a valid header value"))?;
+                let mut v =
+                    HeaderValue::from_str(&format!("Bearer {}", key.trim())).map_err(|source| {
+                        EndpointError::KeyNotHeader {
+                            var: var.to_string(),
+                            source,
+                        }
+                    })?;
                 v.set_sensitive(true);
                 Some(v)
             }
@@ -319,12 +365,12 @@ impl ChatClient {
         endpoint: Endpoint,
         limits: Limits,
         metrics: Arc<LlmMetrics>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, ClientError> {
         let http = reqwest::Client::builder()
             .timeout(limits.request_timeout)
             .connect_timeout(limits.request_timeout.min(Duration::from_secs(5)))
             .build()
-            .map_err(|e| format!("LLM client: {e}"))?;
+            .map_err(ClientError)?;
         Ok(Self {
             http,
             endpoint: Arc::new(endpoint),
@@ -525,6 +571,7 @@ mod tests {
         assert!(
             Endpoint::new("http://127.0.0.1:1/v1", "m", Some(var))
                 .unwrap_err()
+                .to_string()
                 .contains(var)
         );
         // (`std::env::set_var` is unsafe in edition 2024: the key is put in by hand.)
@@ -540,7 +587,9 @@ mod tests {
         assert!(shown.contains("redacted"));
         assert!(Endpoint::new("ftp://x", "m", None).is_err());
         assert!(Endpoint::new("not a url", "m", None).is_err());
-        let e = Endpoint::new("http://me:sk-secret@x/v1", "m", None).unwrap_err();
+        let e = Endpoint::new("http://me:sk-secret@x/v1", "m", None)
+            .unwrap_err()
+            .to_string();
         assert!(!e.contains("sk-secret"), "{e}");
         assert!(Endpoint::new("http://x/v1", " ", None).is_err());
         assert_eq!(

@@ -163,7 +163,9 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
     // under their nonces before anything (the API's submits, the resumed duties) signs
     // anew: those then take the nonces after them, or find them.
     outbox.restore().await;
-    let audit = start_duties(&mut tasks, duty, &s, &store, &chain, &net, outbox, blocks, &decided)?;
+    let audit = start_duties(
+        &mut tasks, duty, &s, &store, &chain, &net, outbox, blocks, &decided,
+    )?;
     let (llm_status, llm_watch) = watch::channel(None);
     let mut sources: Vec<Arc<dyn MetricsSource>> =
         vec![consensus_metrics, net_metrics, audit.seat_metrics];
@@ -207,7 +209,9 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
         me: s.me(),
     };
     let (app, limits) = (api::app(api, audit_router(form)), s.cfg.api_limits());
-    tasks.spawn(intake, "api", move |stop| serve_api(listener, app, limits, events, stop));
+    tasks.spawn(intake, "api", move |stop| {
+        serve_api(listener, app, limits, events, stop)
+    });
     let p2p = net.listen_addrs().await.unwrap_or_default();
     info!(node = %s.me(), validator = s.doc.validators.contains(&s.me()), api = %api_addr, p2p = ?p2p, consensus = %s.cfg.consensus_listen, "node running");
 

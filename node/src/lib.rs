@@ -96,8 +96,10 @@ mod layering {
     const PURE_ROOMS: [&str; 3] = ["decompose", "audit/computer", "audit/duties/plan"];
 
     /// What a pure room must not import: crates that do I/O, and the parts of `std`
-    /// that reach files, sockets or clocks (paths below `std::`).
-    const IO: [&[&str]; 10] = [
+    /// that reach files, sockets or clocks (paths below `std::`); nor may it hold async
+    /// code (`async`, a word like a crate's name).
+    const IO: [&[&str]; 11] = [
+        &["async"],
         &["tokio"],
         &["sled"],
         &["libp2p"],
@@ -690,7 +692,7 @@ mod layering {
                 };
                 if named {
                     found.push(format!(
-                        "{}: the pure room `{room}` imports I/O: `{}`",
+                        "{}: the pure room `{room}` imports I/O or async code: `{}`",
                         f.rel,
                         io.join("::")
                     ));

@@ -89,7 +89,7 @@ fn run_llm(args: &QualityArgs, text: &str) -> CliResult {
         .as_deref()
         .ok_or_else(|| CliError::usage("--tier llm needs --llm-url"))?;
     let endpoint = Endpoint::new(url, &args.llm_model, args.llm_api_key_env.as_deref())
-        .map_err(CliError::usage)?;
+        .map_err(|e| CliError::usage(e.to_string()))?;
     let client = ChatClient::new(
         endpoint,
         Limits {
@@ -98,7 +98,7 @@ fn run_llm(args: &QualityArgs, text: &str) -> CliResult {
         },
         Arc::new(LlmMetrics::default()),
     )
-    .map_err(CliError::failed)?;
+    .map_err(|e| CliError::failed(e.to_string()))?;
     let ares = AresParams {
         consistency_probes: !args.no_probes,
         calibration_min: if args.no_calibration {

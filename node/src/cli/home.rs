@@ -254,7 +254,8 @@ fn testnet_init(a: TestnetInitArgs) -> CliResult {
         ));
     }
     if let Some(u) = &a.llm_url {
-        crate::audit::llm::client::Endpoint::new(u, &a.llm_model, None).map_err(CliError::usage)?;
+        crate::audit::llm::client::Endpoint::new(u, &a.llm_model, None)
+            .map_err(|e| CliError::usage(e.to_string()))?;
     }
     let own_hosts = !a.hosts.is_empty();
     if own_hosts {

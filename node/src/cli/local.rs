@@ -5,6 +5,9 @@
 //! decide, judged by the same auditor on the same inputs a seat receives, with ARES
 //! propagation and the contract's three-valued trace verdict. Segments routed to the LLM
 //! or Human tier are left out, as on such a network.
+//!
+//! `--llm` asks an endpoint the paper's five decomposition steps: the async driver
+//! ([`ask_endpoint`]) over the pure state machine of [`decompose::llm`].
 
 use std::{path::PathBuf, sync::Arc};
 
@@ -18,11 +21,14 @@ use trust_protocol::{
 
 use crate::{
     audit::{
-        llm::client::{ChatClient, Endpoint, LlmMetrics},
+        llm::client::{ChatClient, Endpoint, Limits, LlmMetrics},
         preview::{PreviewSegment, preview},
     },
     cli::{CliError, CliResult, read_input_file},
-    decompose::{self, Options},
+    decompose::{
+        self, Options,
+        llm::{Decomposer, Decomposition, LlmDecomposeError, MAX_REPLY_BYTES},
+    },
 };
 
 /// Arguments shared by `decompose` and `check`.
@@ -67,6 +73,40 @@ pub struct LlmEndpointArgs {
     pub llm_api_key_env: Option<String>,
 }
 
+/// Bounds for the decomposition's requests: long replies, a long timeout (a five-step
+/// answer on a CPU takes minutes), one retry.
+pub fn decompose_limits() -> Limits {
+    Limits {
+        request_timeout: std::time::Duration::from_secs(300),
+        retries: 1,
+        backoff: std::time::Duration::from_millis(500),
+        max_concurrent: 1,
+        max_reply_bytes: 2 * MAX_REPLY_BYTES,
+        max_tokens: 8192,
+    }
+}
+
+/// The async driver of the LLM decomposition: asks the five steps through `client`, one
+/// after the other.
+pub async fn ask_endpoint(
+    client: &ChatClient,
+    trace: &Trace,
+) -> Result<Decomposition, LlmDecomposeError> {
+    let mut d = Decomposer::new(trace);
+    while let Some(p) = d.next_prompt() {
+        tracing::info!(target: "trust::decompose", step = p.step.number(), name = p.step.name(), "asking the model");
+        let reply = client
+            .complete_text(&p.system, &p.user)
+            .await
+            .map_err(|e| LlmDecomposeError::Unanswered {
+                step: p.step,
+                reason: e.to_string(),
+            })?;
+        d.accept(&reply)?;
+    }
+    d.finish()
+}
+
 /// Decomposes `trace` through the endpoint with the paper's five steps, printing each
 /// warning on stderr. When the model's output cannot be used, returns the heuristic
 /// decomposition (`fell_back`), with a warning naming the step and the reason.
@@ -74,7 +114,7 @@ pub(crate) fn llm_decompose(
     trace: &Trace,
     options: &Options,
     endpoint: &LlmEndpointArgs,
-) -> Result<decompose::llm::Decomposition, CliError> {
+) -> Result<Decomposition, CliError> {
     let url = endpoint.llm_url.as_deref().ok_or_else(|| {
         CliError::usage(
             "the LLM decomposition needs an endpoint: pass --llm-url URL (or set TRUST_LLM_URL)",
@@ -83,19 +123,15 @@ pub(crate) fn llm_decompose(
     let model = endpoint.llm_model.as_deref().ok_or_else(|| {
         CliError::usage("the LLM decomposition needs a model name: pass --llm-model NAME (or set TRUST_LLM_MODEL)")
     })?;
-    let ep =
-        Endpoint::new(url, model, endpoint.llm_api_key_env.as_deref()).map_err(CliError::usage)?;
-    let client = ChatClient::new(
-        ep,
-        decompose::llm::limits(),
-        Arc::new(LlmMetrics::default()),
-    )
-    .map_err(CliError::failed)?;
+    let ep = Endpoint::new(url, model, endpoint.llm_api_key_env.as_deref())
+        .map_err(|e| CliError::usage(e.to_string()))?;
+    let client = ChatClient::new(ep, decompose_limits(), Arc::new(LlmMetrics::default()))
+        .map_err(|e| CliError::failed(e.to_string()))?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| CliError::failed(e.to_string()))?;
-    let result = rt.block_on(decompose::llm::ask_endpoint(&client, trace));
+    let result = rt.block_on(ask_endpoint(&client, trace));
     let d = decompose::llm::or_heuristic(trace, options, result)
         .map_err(|e| CliError::usage(e.to_string()))?;
     for w in &d.warnings {

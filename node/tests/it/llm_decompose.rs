@@ -22,6 +22,7 @@ use tokio::{
 };
 use trust_node::{
     audit::llm::client::{ChatClient, Endpoint, LlmMetrics},
+    cli::local::{ask_endpoint, decompose_limits},
     decompose::{
         self, Options,
         llm::{self, Step},
@@ -187,7 +188,7 @@ async fn dead() -> String {
 fn client(url: &str) -> ChatClient {
     ChatClient::new(
         Endpoint::new(url, "stand-in", None).unwrap(),
-        llm::limits(),
+        decompose_limits(),
         Arc::new(LlmMetrics::default()),
     )
     .unwrap()
@@ -296,7 +297,7 @@ fn rerouted(h: &Hdag) -> Vec<(String, String)> {
 async fn the_appendix_example_replayed_gives_the_papers_hdag() {
     let (url, seen) = stand_in(Script::Paper).await;
     let t = trace();
-    let d = llm::ask_endpoint(&client(&url), &t)
+    let d = ask_endpoint(&client(&url), &t)
         .await
         .unwrap_or_else(|e| panic!("the paper's own outputs decompose: {e}"));
     assert!(!d.fell_back);
@@ -427,7 +428,7 @@ async fn garbage_at_any_step_falls_back_to_the_heuristic_builder_naming_the_step
     let heuristic = decompose::decompose(&t, &Options::default()).unwrap();
     for step in Step::ALL {
         let (url, seen) = stand_in(Script::GarbageAt(step.number())).await;
-        let r = llm::ask_endpoint(&client(&url), &t).await;
+        let r = ask_endpoint(&client(&url), &t).await;
         let e = r.clone().expect_err("garbage is not a decomposition");
         assert_eq!(e.step(), step, "{e}");
         // The steps after the garbage are not asked.
@@ -448,7 +449,7 @@ async fn garbage_at_any_step_falls_back_to_the_heuristic_builder_naming_the_step
 async fn a_10_mb_reply_is_dropped_and_falls_back_naming_the_step() {
     let t = trace();
     let (url, _) = stand_in(Script::HugeAt(2)).await;
-    let r = llm::ask_endpoint(&client(&url), &t).await;
+    let r = ask_endpoint(&client(&url), &t).await;
     let e = r.clone().unwrap_err();
     assert_eq!(e.step(), Step::Segments, "{e}");
     assert!(e.to_string().contains("larger than"), "{e}");
@@ -462,7 +463,7 @@ async fn a_10_mb_reply_is_dropped_and_falls_back_naming_the_step() {
 #[tokio::test]
 async fn a_dead_endpoint_falls_back() {
     let t = trace();
-    let r = llm::ask_endpoint(&client(&dead().await), &t).await;
+    let r = ask_endpoint(&client(&dead().await), &t).await;
     let e = r.clone().unwrap_err();
     assert_eq!(e.step(), Step::Levels);
     assert!(e.to_string().contains("no reply"), "{e}");

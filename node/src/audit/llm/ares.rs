@@ -29,6 +29,27 @@ pub const MAX_CLAIMS: usize = 63;
 /// Most samples, whatever epsilon and delta ask for.
 pub const MAX_SAMPLES: usize = 100_000;
 
+/// An `[llm_ares]` setting out of its range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AresParamsError {
+    /// `epsilon` or `delta` outside `(0, 1)`.
+    #[error("llm_ares: epsilon and delta must lie strictly between 0 and 1")]
+    EpsilonDelta,
+    /// `given_soundness` outside `[0, 1]`.
+    #[error("llm_ares: given_soundness must lie in [0, 1]")]
+    GivenSoundness,
+    /// The thresholds out of order or outside `[0, 1]`.
+    #[error("llm_ares: need 0 <= invalid_at < valid_at <= 1")]
+    Thresholds,
+    /// More right answers asked for than there are calibration questions.
+    #[error(
+        "llm_ares: calibration_min is at most {} (the number of calibration questions)",
+        super::calibrate::ITEMS.len()
+    )]
+    CalibrationMin,
+}
+
 /// ARES settings (`[llm_ares]` in `config.toml`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -73,23 +94,20 @@ impl Default for AresParams {
 impl AresParams {
     /// Checks the ranges: `0 < epsilon, delta < 1`, soundness in `[0, 1]`,
     /// `0 <= invalid_at < valid_at <= 1`.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), AresParamsError> {
         let unit = |x: f64| x.is_finite() && (0.0..=1.0).contains(&x);
         let open = |x: f64| x.is_finite() && x > 0.0 && x < 1.0;
         if !open(self.epsilon) || !open(self.delta) {
-            return Err("llm_ares: epsilon and delta must lie strictly between 0 and 1".into());
+            return Err(AresParamsError::EpsilonDelta);
         }
         if !unit(self.given_soundness) {
-            return Err("llm_ares: given_soundness must lie in [0, 1]".into());
+            return Err(AresParamsError::GivenSoundness);
         }
         if !unit(self.valid_at) || !unit(self.invalid_at) || self.invalid_at >= self.valid_at {
-            return Err("llm_ares: need 0 <= invalid_at < valid_at <= 1".into());
+            return Err(AresParamsError::Thresholds);
         }
         if self.calibration_min > super::calibrate::ITEMS.len() {
-            return Err(format!(
-                "llm_ares: calibration_min is at most {} (the number of calibration questions)",
-                super::calibrate::ITEMS.len()
-            ));
+            return Err(AresParamsError::CalibrationMin);
         }
         Ok(())
     }
@@ -171,9 +189,48 @@ pub struct Answer {
 /// An entailment model `E(premise, hypothesis)`.
 #[async_trait]
 pub trait Entailment: Send + Sync {
+    /// Why a query got no answer (its message goes into the seat's abstention reason).
+    type Error: std::fmt::Display + std::fmt::Debug + Send;
+
     /// Answers one query about `chain`; an error (the model could not be asked, or its
     /// reply was unusable) ends the scoring.
-    async fn entail(&self, chain: &Chain<'_>, query: &Query) -> Result<Answer, String>;
+    async fn entail(&self, chain: &Chain<'_>, query: &Query) -> Result<Answer, Self::Error>;
+}
+
+/// The [`Sampler`] was driven out of order or given answers it cannot use.
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SamplerError {
+    /// The chain has no derived claim.
+    #[error("nothing to judge")]
+    NothingToJudge,
+    /// The chain (its length given) is longer than [`MAX_CLAIMS`].
+    #[error("{0} claims with their premises; at most {MAX_CLAIMS} are scored")]
+    TooManyClaims(usize),
+    /// Answers after the last claim was scored.
+    #[error("every claim is scored already")]
+    AllScored,
+    /// An answer (given) outside `[0, 1]`.
+    #[error("entailment {0} out of [0, 1]")]
+    OutOfRange(f64),
+    /// A premise subset asked about got no answer.
+    #[error("a premise subset has no answer")]
+    MissingAnswer,
+    /// The scores were asked for before every claim was scored.
+    #[error("not every claim is scored")]
+    Unfinished,
+}
+
+/// Why [`score`] gave no score: the sampler's bookkeeping, or the model's own error.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AresError<E> {
+    /// The sampler refused the chain or an answer.
+    #[error(transparent)]
+    Sampler(#[from] SamplerError),
+    /// The model could not answer a query.
+    #[error("{0}")]
+    Model(E),
 }
 
 /// One derived claim's result.
@@ -239,15 +296,12 @@ pub struct Sampler {
 
 impl Sampler {
     /// Step 1: `N` samples of the base claims, each included with its prior soundness.
-    pub fn new(chain: &Chain<'_>, params: &AresParams, seed: &Hash) -> Result<Self, String> {
+    pub fn new(chain: &Chain<'_>, params: &AresParams, seed: &Hash) -> Result<Self, SamplerError> {
         if chain.derived.is_empty() {
-            return Err("nothing to judge".into());
+            return Err(SamplerError::NothingToJudge);
         }
         if chain.len() > MAX_CLAIMS {
-            return Err(format!(
-                "{} claims with their premises; at most {MAX_CLAIMS} are scored",
-                chain.len()
-            ));
+            return Err(SamplerError::TooManyClaims(chain.len()));
         }
         let included = (0..params.samples())
             .map(|i| {
@@ -291,23 +345,19 @@ impl Sampler {
     /// Step 2 for one derived claim: its stability is the mean answer over the samples,
     /// and each sample includes it for the later claims with the probability its own
     /// answer gave. `answers` maps each query's premise subset to its answer.
-    pub fn answer(&mut self, answers: &BTreeMap<u64, Answer>) -> Result<(), String> {
-        let h = self
-            .hypothesis()
-            .ok_or_else(|| "every claim is scored already".to_string())?;
+    pub fn answer(&mut self, answers: &BTreeMap<u64, Answer>) -> Result<(), SamplerError> {
+        let h = self.hypothesis().ok_or(SamplerError::AllScored)?;
         if let Some(a) = answers
             .values()
             .find(|a| !(a.entails.is_finite() && (0.0..=1.0).contains(&a.entails)))
         {
-            return Err(format!("entailment {} out of [0, 1]", a.entails));
+            return Err(SamplerError::OutOfRange(a.entails));
         }
         let n = self.included.len();
         let mut sum = 0.0;
         let mut against = 0usize;
         for (i, mask) in self.included.iter_mut().enumerate() {
-            let a = answers
-                .get(mask)
-                .ok_or_else(|| "a premise subset has no answer".to_string())?;
+            let a = answers.get(mask).ok_or(SamplerError::MissingAnswer)?;
             sum += a.entails;
             if a.contradicts_context {
                 against = against.saturating_add(1);
@@ -325,9 +375,9 @@ impl Sampler {
     }
 
     /// The scores, once every derived claim has its answers.
-    pub fn finish(self) -> Result<Score, String> {
+    pub fn finish(self) -> Result<Score, SamplerError> {
         if self.claims.len() < self.derived {
-            return Err("not every claim is scored".into());
+            return Err(SamplerError::Unfinished);
         }
         Ok(Score {
             samples: self.included.len(),
@@ -344,19 +394,22 @@ pub async fn score<E: Entailment + ?Sized>(
     params: &AresParams,
     seed: &Hash,
     parallel: usize,
-) -> Result<Score, String> {
+) -> Result<Score, AresError<E::Error>> {
     let mut sampler = Sampler::new(chain, params, seed)?;
     loop {
         let queries = sampler.queries();
         if queries.is_empty() {
-            return sampler.finish();
+            return Ok(sampler.finish()?);
         }
-        let asked: Vec<Result<(u64, Answer), String>> = stream::iter(queries)
+        let asked: Vec<Result<(u64, Answer), E::Error>> = stream::iter(queries)
             .map(|q| async move { Ok((q.included, model.entail(chain, &q).await?)) })
             .buffer_unordered(parallel.max(1))
             .collect()
             .await;
-        let answers: BTreeMap<u64, Answer> = asked.into_iter().collect::<Result<_, _>>()?;
+        let answers: BTreeMap<u64, Answer> = asked
+            .into_iter()
+            .collect::<Result<_, _>>()
+            .map_err(AresError::Model)?;
         sampler.answer(&answers)?;
     }
 }
@@ -408,6 +461,8 @@ mod tests {
 
     #[async_trait]
     impl Entailment for Rules {
+        type Error = String;
+
         async fn entail(&self, chain: &Chain<'_>, q: &Query) -> Result<Answer, String> {
             self.asked.lock().unwrap().push(*q);
             Ok((self.rule)(chain, q))
@@ -666,6 +721,8 @@ mod tests {
         struct Broken(f64);
         #[async_trait]
         impl Entailment for Broken {
+            type Error = String;
+
             async fn entail(&self, _: &Chain<'_>, _: &Query) -> Result<Answer, String> {
                 if self.0.is_nan() {
                     return Err("endpoint down".into());

@@ -16,7 +16,11 @@ use std::{
 };
 
 use serde::Serialize;
-use trust_protocol::{Hash, Vote, trace::Trace, tx::Tier};
+use trust_protocol::{
+    Hash, Vote,
+    trace::{Trace, TraceError},
+    tx::Tier,
+};
 
 use super::LlmAuditor;
 use crate::{
@@ -26,8 +30,38 @@ use crate::{
         provider::prepare,
         quality::{Record, ratio, step_spans},
     },
-    decompose::{Options, decompose},
+    decompose::{DecomposeError, Options, decompose},
 };
+
+/// The corpus cannot be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BenchError {
+    /// A line (its number given, from 1) is not a record.
+    #[error("line {line}: {source}")]
+    Record {
+        /// The line's number.
+        line: usize,
+        /// What serde found.
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+/// Why one record is skipped.
+#[derive(Debug, thiserror::Error)]
+enum Skip {
+    /// Its trace does not parse.
+    #[error(transparent)]
+    Trace(#[from] TraceError),
+    /// Its trace does not decompose.
+    #[error(transparent)]
+    Decompose(#[from] DecomposeError),
+    /// Its labelled steps are not in its thinking (the reason as the labels' reader
+    /// gives it).
+    #[error("{0}")]
+    Steps(String),
+}
 
 /// Counts over the traces judged.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -119,9 +153,9 @@ fn add(a: &mut LlmCounts, b: &LlmCounts) {
     a.seconds += b.seconds;
 }
 
-async fn score(r: &Record, judge: &LlmAuditor) -> Result<LlmCounts, String> {
-    let trace = Trace::parse(&r.trace).map_err(|e| e.to_string())?;
-    let hdag = decompose(&trace, &Options::default()).map_err(|e| e.to_string())?;
+async fn score(r: &Record, judge: &LlmAuditor) -> Result<LlmCounts, Skip> {
+    let trace = Trace::parse(&r.trace)?;
+    let hdag = decompose(&trace, &Options::default())?;
     let kept = prepare::restrict(&hdag, |t| t != Tier::Human);
     let m = judge.client().metrics();
     let asked = || m.entailments.load(Ordering::Relaxed) + m.probes.load(Ordering::Relaxed);
@@ -144,7 +178,7 @@ async fn score(r: &Record, judge: &LlmAuditor) -> Result<LlmCounts, String> {
     c.seconds = started.elapsed().as_secs_f64();
     c.calls = asked().saturating_sub(calls_before);
     c.errors_llm = m.errors_total().saturating_sub(errors_before);
-    step_spans(&trace.thinking, &r.steps).map_err(|e| e.to_string())?;
+    step_spans(&trace.thinking, &r.steps).map_err(|e| Skip::Steps(e.to_string()))?;
     for s in &r.steps {
         let votes: Vec<Vote> = decided
             .iter()
@@ -174,7 +208,7 @@ pub async fn run(
     judge: &LlmAuditor,
     limit: usize,
     budget: Duration,
-) -> Result<LlmReport, String> {
+) -> Result<LlmReport, BenchError> {
     let started = Instant::now();
     let mut report = LlmReport::default();
     let mut taken = 0usize;
@@ -186,13 +220,16 @@ pub async fn run(
             break;
         }
         taken += 1;
-        let r: Record = serde_json::from_str(line).map_err(|e| format!("line {}: {e}", n + 1))?;
+        let r: Record = serde_json::from_str(line).map_err(|source| BenchError::Record {
+            line: n + 1,
+            source,
+        })?;
         match score(&r, judge).await {
             Ok(c) => {
                 add(&mut report.overall, &c);
                 add(report.families.entry(r.family.clone()).or_default(), &c);
             }
-            Err(why) => report.skipped.push((r.id.clone(), why)),
+            Err(why) => report.skipped.push((r.id.clone(), why.to_string())),
         }
     }
     Ok(report)

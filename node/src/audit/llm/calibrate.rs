@@ -165,7 +165,7 @@ impl Calibration {
 /// Asks `model` every calibration question, at most `parallel` at once; `needed` right
 /// answers pass.
 pub async fn run<E: Entailment + ?Sized>(model: &E, needed: usize, parallel: usize) -> Calibration {
-    let answers: Vec<Result<bool, String>> = stream::iter(ITEMS)
+    let answers: Vec<Result<bool, E::Error>> = stream::iter(ITEMS)
         .map(|it: Item| async move {
             let base = [(it.context.to_string(), 1.0)];
             let derived = [it.step.to_string()];
@@ -197,7 +197,7 @@ pub async fn run<E: Entailment + ?Sized>(model: &E, needed: usize, parallel: usi
                 c.right += usize::from(right);
             }
             Err(e) => {
-                c.error.get_or_insert(e);
+                c.error.get_or_insert_with(|| e.to_string());
             }
         }
     }
@@ -214,6 +214,8 @@ mod tests {
 
     #[async_trait]
     impl<F: Fn(&str, &str) -> Option<bool> + Send + Sync> Entailment for Rule<F> {
+        type Error = String;
+
         async fn entail(&self, chain: &Chain<'_>, q: &Query) -> Result<Answer, String> {
             let ctx = chain.claim(0).unwrap_or_default();
             let step = chain.claim(q.hypothesis).unwrap_or_default();

@@ -62,6 +62,18 @@ pub struct LlmStatus {
     pub error: Option<String>,
 }
 
+/// Why the judge's model gave no answer to one entailment question.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EntailError {
+    /// The endpoint could not be asked, or gave no usable response.
+    #[error(transparent)]
+    Llm(#[from] client::LlmError),
+    /// The reply arrived but is not an answer.
+    #[error(transparent)]
+    Answer(#[from] prompt::AnswerError),
+}
+
 /// Judgements kept for seats that ask again (the seat pipeline may judge one seat from
 /// two blocks' tasks while the first judgement is still running).
 const KEEP_JUDGEMENTS: usize = 64;
@@ -297,7 +309,9 @@ impl LlmAuditor {
 
 #[async_trait]
 impl Entailment for LlmAuditor {
-    async fn entail(&self, chain: &Chain<'_>, query: &Query) -> Result<ares::Answer, String> {
+    type Error = EntailError;
+
+    async fn entail(&self, chain: &Chain<'_>, query: &Query) -> Result<ares::Answer, EntailError> {
         let text = self
             .client
             .complete_json(
@@ -305,12 +319,12 @@ impl Entailment for LlmAuditor {
                 &prompt::question(chain, query),
                 &prompt::reply_schema(),
             )
-            .await
-            .map_err(|e| e.to_string())?;
-        prompt::parse_reply(&text).inspect_err(|why| {
+            .await?;
+        let answer = prompt::parse_reply(&text).inspect_err(|why| {
             self.client.metrics().malformed();
             tracing::warn!(target: "trust::llm", reason = %why, "LLM reply rejected");
-        })
+        })?;
+        Ok(answer)
     }
 }
 

@@ -211,13 +211,48 @@ pub fn consistent(probe: &Probe, answer: f64) -> bool {
     }
 }
 
-/// What [`check`] found.
+/// Why a vote does not stand: the probe the model answered the wrong way, or what
+/// stopped the asking (`E`: the model's error).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProbeError<E> {
+    /// The chain has no step to probe.
+    #[error("nothing to probe")]
+    NothingToProbe,
+    /// The model could not answer a probe.
+    #[error("the probe of {what} failed: {error}")]
+    Failed {
+        /// What the probe checks.
+        what: &'static str,
+        /// The model's error.
+        error: E,
+    },
+    /// The model answered a probe the wrong way.
+    #[error("it found {what} {}", found(*.entailed))]
+    Inconsistent {
+        /// What the probe checks.
+        what: &'static str,
+        /// Whether the model found the probe entailed.
+        entailed: bool,
+    },
+}
+
+/// How a probe answered the wrong way reads.
+fn found(entailed: bool) -> &'static str {
+    if entailed {
+        "entailed too"
+    } else {
+        "not entailed either"
+    }
+}
+
+/// What [`check`] found (`E`: the model's error).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Checked {
+pub struct Checked<E> {
     /// Probes asked.
     pub asked: usize,
     /// `Err` names the probe the model answered the wrong way, or what stopped the asking.
-    pub outcome: Result<(), String>,
+    pub outcome: Result<(), ProbeError<E>>,
 }
 
 /// Asks `model` the probes of `vote`, drawn from `seed`, on the full premise: every base
@@ -230,12 +265,12 @@ pub async fn check<E: Entailment + ?Sized>(
     derived: &[String],
     vote: Vote,
     seed: &Hash,
-) -> Checked {
+) -> Checked<E::Error> {
     let mut asked = 0;
     let Some((step, cited)) = derived.split_last() else {
         return Checked {
             asked,
-            outcome: Err("nothing to probe".into()),
+            outcome: Err(ProbeError::NothingToProbe),
         };
     };
     for p in probes_for(vote, step, seed) {
@@ -256,22 +291,23 @@ pub async fn check<E: Entailment + ?Sized>(
         asked += 1;
         let answer = match model.entail(&chain, &query).await {
             Ok(a) => a,
-            Err(e) => {
+            Err(error) => {
                 return Checked {
                     asked,
-                    outcome: Err(format!("the probe of {} failed: {e}", p.what)),
+                    outcome: Err(ProbeError::Failed {
+                        what: p.what,
+                        error,
+                    }),
                 };
             }
         };
         if !consistent(&p, answer.entails) {
-            let found = if answer.entails >= 0.5 {
-                "entailed too"
-            } else {
-                "not entailed either"
-            };
             return Checked {
                 asked,
-                outcome: Err(format!("it found {} {found}", p.what)),
+                outcome: Err(ProbeError::Inconsistent {
+                    what: p.what,
+                    entailed: answer.entails >= 0.5,
+                }),
             };
         }
     }
@@ -294,6 +330,8 @@ mod tests {
 
     #[async_trait]
     impl<F: Fn(&str) -> bool + Send + Sync> Entailment for Rule<F> {
+        type Error = String;
+
         async fn entail(&self, chain: &Chain<'_>, q: &Query) -> Result<Answer, String> {
             assert!(
                 (0..q.hypothesis).all(|i| q.includes(i)),
@@ -338,17 +376,32 @@ mod tests {
             let yes = Rule(|_: &str| true);
             let c = check(&yes, &base, &derived, Vote::Valid, &s).await;
             assert_eq!(c.asked, 1);
-            assert!(c.outcome.unwrap_err().contains("negation entailed too"));
+            assert!(
+                c.outcome
+                    .unwrap_err()
+                    .to_string()
+                    .contains("negation entailed too")
+            );
             // Says "not entailed" to everything: its Invalid vote does not stand.
             let no = Rule(|_: &str| false);
             let c = check(&no, &base, &derived, Vote::Invalid, &s).await;
-            assert!(c.outcome.unwrap_err().contains("not entailed either"));
+            assert!(
+                c.outcome
+                    .unwrap_err()
+                    .to_string()
+                    .contains("not entailed either")
+            );
             // Accepts the step and any result, but rejects negations: caught by the
             // changed number.
             let loose = Rule(|h: &str| !negates(h, &step));
             let c = check(&loose, &base, &derived, Vote::Valid, &s).await;
             assert_eq!(c.asked, 2);
-            assert!(c.outcome.unwrap_err().contains("number changed"));
+            assert!(
+                c.outcome
+                    .unwrap_err()
+                    .to_string()
+                    .contains("number changed")
+            );
             // Knows the step and nothing else: its Valid vote stands after both probes.
             let right = Rule(|h: &str| h == step);
             let c = check(&right, &base, &derived, Vote::Valid, &s).await;
@@ -387,7 +440,7 @@ mod tests {
         for i in 0..32 {
             let c = check(&obeys, &base, &derived, Vote::Valid, &seed(i)).await;
             assert_eq!(
-                c.outcome,
+                c.outcome.map_err(|e| e.to_string()),
                 Err("it found its negation entailed too".to_string()),
                 "seat {i}: no drawn wording is the fixed one"
             );
@@ -404,7 +457,7 @@ mod tests {
                     stood += 1;
                     assert_eq!(changed_number(step, &seed(i)).as_deref(), Some("x = 16"));
                 }
-                Err(why) => assert!(why.contains("number changed"), "{why}"),
+                Err(why) => assert!(why.to_string().contains("number changed"), "{why}"),
             }
         }
         assert!(stood <= 32 / 4, "{stood} of 32 seats drew the fixed change");
@@ -415,13 +468,20 @@ mod tests {
         struct Down;
         #[async_trait]
         impl Entailment for Down {
+            type Error = String;
+
             async fn entail(&self, _: &Chain<'_>, _: &Query) -> Result<Answer, String> {
                 Err("connection refused".into())
             }
         }
         let (base, derived) = chain();
         let c = check(&Down, &base, &derived, Vote::Valid, &seed(0)).await;
-        assert!(c.outcome.unwrap_err().contains("connection refused"));
+        assert!(
+            c.outcome
+                .unwrap_err()
+                .to_string()
+                .contains("connection refused")
+        );
         let none = check(&Down, &base, &derived, Vote::Abstain, &seed(0)).await;
         assert_eq!(none.asked, 0);
     }

@@ -351,22 +351,38 @@ enum Label {
     ContradictsContext,
 }
 
+/// Why the model's reply is not an answer; each message shows how the reply starts.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AnswerError {
+    /// The reply is not a JSON object.
+    #[error("reply is not a JSON object (reply starts {head:?})")]
+    NotAnObject {
+        /// The reply's first 80 characters.
+        head: String,
+    },
+    /// The object is not of the reply schema.
+    #[error("reply is not {{\"label\": ...}}: {source} (reply starts {head:?})")]
+    NotTheSchema {
+        /// What serde found.
+        #[source]
+        source: serde_json::Error,
+        /// The reply's first 80 characters.
+        head: String,
+    },
+}
+
 /// Reads the model's reply text: exactly one JSON object of the reply schema.
-pub fn parse_reply(text: &str) -> Result<Answer, String> {
+pub fn parse_reply(text: &str) -> Result<Answer, AnswerError> {
     let head = || text.chars().take(80).collect::<String>();
     let t = text.trim();
     // serde would also read a struct from a JSON array; only an object is a reply.
     if !t.starts_with('{') {
-        return Err(format!(
-            "reply is not a JSON object (reply starts {:?})",
-            head()
-        ));
+        return Err(AnswerError::NotAnObject { head: head() });
     }
-    let r: Reply = serde_json::from_str(t).map_err(|e| {
-        format!(
-            "reply is not {{\"label\": ...}}: {e} (reply starts {:?})",
-            head()
-        )
+    let r: Reply = serde_json::from_str(t).map_err(|source| AnswerError::NotTheSchema {
+        source,
+        head: head(),
     })?;
     Ok(match r.label {
         Label::Entailed => Answer {

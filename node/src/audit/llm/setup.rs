@@ -9,8 +9,8 @@ use tracing::{info, warn};
 
 use super::{
     LlmAuditor, LlmStatus,
-    ares::AresParams,
-    client::{ChatClient, Endpoint, Limits, LlmMetrics},
+    ares::{AresParams, AresParamsError},
+    client::{ChatClient, ClientError, Endpoint, EndpointError, Limits, LlmMetrics},
 };
 use crate::tasks::{Stop, TaskResult};
 
@@ -37,10 +37,21 @@ pub struct LlmSettings {
     pub llm_deadline_ms: Option<u64>,
 }
 
-/// A setting the LLM tier cannot run with (URL, missing API key variable, ARES ranges).
+/// A setting the LLM tier cannot run with (URL, missing API key variable, ARES ranges),
+/// or an HTTP stack that cannot be set up.
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct SetupError(pub String);
+#[non_exhaustive]
+pub enum SetupError {
+    /// The endpoint's URL, model or API key variable.
+    #[error(transparent)]
+    Endpoint(#[from] EndpointError),
+    /// ARES's ranges.
+    #[error(transparent)]
+    Ares(#[from] AresParamsError),
+    /// The chat client.
+    #[error(transparent)]
+    Client(#[from] ClientError),
+}
 
 /// The LLM judge the node's settings ask for, if any; a bad setting (URL, missing API key variable,
 /// ARES ranges) stops the node at start rather than leaving its LLM seats to fail later.
@@ -56,8 +67,7 @@ pub fn judge(
         url,
         cfg.llm_model.as_deref().unwrap_or("default"),
         cfg.llm_api_key_env.as_deref(),
-    )
-    .map_err(SetupError)?;
+    )?;
     let defaults = Limits::default();
     let limits = Limits {
         request_timeout: cfg
@@ -75,7 +85,7 @@ pub fn judge(
         ..defaults
     };
     let ares = cfg.llm_ares.unwrap_or_default();
-    ares.validate().map_err(SetupError)?;
+    ares.validate()?;
     let deadline = cfg.llm_deadline_ms.map_or_else(
         || super::default_deadline(commit_window, block_time),
         Duration::from_millis,
@@ -88,8 +98,7 @@ pub fn judge(
         deadline_ms = u64::try_from(deadline.as_millis()).unwrap_or(u64::MAX),
         "LLM seats judge through this endpoint"
     );
-    let client =
-        ChatClient::new(endpoint, limits, Arc::new(LlmMetrics::default())).map_err(SetupError)?;
+    let client = ChatClient::new(endpoint, limits, Arc::new(LlmMetrics::default()))?;
     let judge = LlmAuditor::new(client, ares, deadline);
     judge.warm_up();
     Ok(Some(judge))

@@ -12,7 +12,7 @@ use trust_protocol::{
 };
 
 use super::{
-    Decomposition, LlmDecomposeError, Prompt, Step,
+    Decomposition, LlmDecomposeError, Prompt, ReplyError, Step,
     align::{Mapper, Placement},
     parse::*,
     prompt::{system, trace_text},
@@ -110,10 +110,10 @@ impl<'t> Decomposer<'t> {
         let Some(step) = self.step() else {
             return Err(LlmDecomposeError::Malformed {
                 step: Step::Construct,
-                reason: "a reply after the last step".into(),
+                source: ReplyError::AfterLastStep,
             });
         };
-        let bad = |reason: String| LlmDecomposeError::Malformed { step, reason };
+        let bad = |source: ReplyError| LlmDecomposeError::Malformed { step, source };
         let known: BTreeSet<String> = self.segments.iter().map(|s| s.id.clone()).collect();
         match step {
             Step::Levels => self.levels = parse_levels(reply).map_err(bad)?,
@@ -137,7 +137,7 @@ impl<'t> Decomposer<'t> {
                 reason: "the decomposition ended before this step was answered".into(),
             });
         };
-        let bad = |reason: String| LlmDecomposeError::Malformed { step, reason };
+        let bad = |source: ReplyError| LlmDecomposeError::Malformed { step, source };
         let segments: BTreeMap<&str, &Segment> =
             self.segments.iter().map(|s| (s.id.as_str(), s)).collect();
         let assigned: BTreeMap<&str, &Assignment> = self
@@ -154,15 +154,12 @@ impl<'t> Decomposer<'t> {
             let level = n
                 .level
                 .or(seg.map(|s| s.level))
-                .ok_or_else(|| bad(format!("node {} has no abstraction level", n.id)))?;
+                .ok_or_else(|| bad(ReplyError::NodeNoLevel(n.id.clone())))?;
             let (primary, secondary) = match (n.primary, assigned.get(n.id.as_str())) {
                 (Some(p), _) => (p, n.secondary.clone()),
                 (None, Some(a)) => (a.primary, a.secondary.clone()),
                 (None, None) => {
-                    return Err(bad(format!(
-                        "node {} has no primary auditor here or in step 4",
-                        n.id
-                    )));
+                    return Err(bad(ReplyError::NodeNoPrimary(n.id.clone())));
                 }
             };
             // Step 5 may rewrite a segment; step 2's text is nearer the trace. Keep
@@ -236,7 +233,7 @@ impl<'t> Decomposer<'t> {
             ));
         }
         if nodes.is_empty() {
-            return Err(bad("no segment of the HDAG is a span of the trace".into()));
+            return Err(bad(ReplyError::NoSpan));
         }
         let edges = bridge(c.edges, &dropped);
         let mut hdag = Hdag {

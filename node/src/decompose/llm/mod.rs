@@ -9,12 +9,13 @@
 //!    the `## Finalized Edges` JSON, or the `## Complete HDAG JSON`).
 //!
 //! The prompt and parse logic is pure: [`Decomposer`] is a state machine that hands out
-//! the next [`Prompt`] and takes the model's reply, so any way of asking (the node's
-//! [`ChatClient`], a test script) drives it. [`ask_endpoint`] is the thin async driver.
+//! the next [`Prompt`] and takes the model's reply, so any way of asking (the node's chat
+//! client, a test script) drives it; the CLI's async driver asks an endpoint
+//! (`crate::cli::local::ask_endpoint`).
 //!
-//! Parts: the prompts (`prompt`), reading each step's reply (`parse`), mapping the
-//! model's paraphrases onto exact spans of the trace (`align`), and the state machine
-//! that builds the HDAG from the five replies (`hdag`).
+//! Parts: the prompts (`prompt`), reading each step's reply (`parse`) and why one cannot
+//! be used (`error`), mapping the model's paraphrases onto exact spans of the trace
+//! (`align`), and the state machine that builds the HDAG from the five replies (`hdag`).
 //!
 //! Model output is untrusted: replies are bounded, ids must be well formed (and, in steps
 //! 3 and 4, given by step 2), and the result must pass [`Hdag::validate`] and
@@ -26,6 +27,7 @@
 //! [`or_heuristic`] falls back to the heuristic builder and says which step failed and why.
 
 mod align;
+mod error;
 mod hdag;
 mod parse;
 mod prompt;
@@ -38,6 +40,7 @@ use trust_protocol::{
 };
 
 pub use self::{
+    error::ReplyError,
     hdag::Decomposer,
     parse::{
         Assignment, Construction, FinalNode, LevelBlock, Relation, Segment, parse_assignments,
@@ -45,7 +48,6 @@ pub use self::{
     },
 };
 use super::{DecomposeError, Options};
-use crate::chat::{ChatClient, Limits};
 
 /// Longest reply accepted from one step, in bytes.
 pub const MAX_REPLY_BYTES: usize = 512 * 1024;
@@ -105,7 +107,7 @@ impl std::fmt::Display for Step {
 }
 
 /// Why the LLM decomposition gave no usable HDAG. Each variant names the step.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum LlmDecomposeError {
     /// The model could not be asked, or gave no reply.
@@ -117,12 +119,13 @@ pub enum LlmDecomposeError {
         reason: String,
     },
     /// The reply is not in the step's format.
-    #[error("{step}: unusable reply: {reason}")]
+    #[error("{step}: unusable reply: {source}")]
     Malformed {
         /// The step whose reply failed to parse.
         step: Step,
         /// What is wrong with it.
-        reason: String,
+        #[source]
+        source: ReplyError,
     },
     /// The HDAG built from the replies is invalid.
     #[error("{step}: the resulting HDAG is invalid: {source}")]
@@ -170,15 +173,15 @@ pub struct Decomposition {
 
 /// Runs the five steps, asking through `ask` (which returns the reply text or why there
 /// is none).
-pub fn decompose_with(
+pub fn decompose_with<E: std::fmt::Display>(
     trace: &Trace,
-    mut ask: impl FnMut(&Prompt) -> Result<String, String>,
+    mut ask: impl FnMut(&Prompt) -> Result<String, E>,
 ) -> Result<Decomposition, LlmDecomposeError> {
     let mut d = Decomposer::new(trace);
     while let Some(p) = d.next_prompt() {
-        let reply = ask(&p).map_err(|reason| LlmDecomposeError::Unanswered {
+        let reply = ask(&p).map_err(|e| LlmDecomposeError::Unanswered {
             step: p.step,
-            reason,
+            reason: e.to_string(),
         })?;
         d.accept(&reply)?;
     }
@@ -205,37 +208,4 @@ pub fn or_heuristic(
             })
         }
     }
-}
-
-/// Bounds for the decomposition's requests: long replies, a long timeout (a five-step
-/// answer on a CPU takes minutes), one retry.
-pub fn limits() -> Limits {
-    Limits {
-        request_timeout: std::time::Duration::from_secs(300),
-        retries: 1,
-        backoff: std::time::Duration::from_millis(500),
-        max_concurrent: 1,
-        max_reply_bytes: 2 * MAX_REPLY_BYTES,
-        max_tokens: 8192,
-    }
-}
-
-/// The async driver: asks the five steps through `client`, one after the other.
-pub async fn ask_endpoint(
-    client: &ChatClient,
-    trace: &Trace,
-) -> Result<Decomposition, LlmDecomposeError> {
-    let mut d = Decomposer::new(trace);
-    while let Some(p) = d.next_prompt() {
-        tracing::info!(target: "trust::decompose", step = p.step.number(), name = p.step.name(), "asking the model");
-        let reply = client
-            .complete_text(&p.system, &p.user)
-            .await
-            .map_err(|e| LlmDecomposeError::Unanswered {
-                step: p.step,
-                reason: e.to_string(),
-            })?;
-        d.accept(&reply)?;
-    }
-    d.finish()
 }

@@ -3,7 +3,10 @@
 //! into the protocol's own values. Replies are bounded ([`MAX_REPLY_BYTES`]) and ids must
 //! be well formed.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    sync::Arc,
+};
 
 use serde_json::Value;
 use trust_protocol::hdag::{
@@ -11,7 +14,7 @@ use trust_protocol::hdag::{
     Strength,
 };
 
-use super::MAX_REPLY_BYTES;
+use super::{MAX_REPLY_BYTES, ReplyError};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LevelBlock {
@@ -203,7 +206,7 @@ fn clean_block(text: &str) -> String {
 /// Values of `**Name**:` fields in `body` (also `**Name:**`), by lower-case name. A
 /// field runs to the next known field marker, wherever it starts: the paper's own
 /// example sometimes puts the next field on the same line as a value.
-fn fields(body: &str, names: &[&str]) -> Result<BTreeMap<String, String>, String> {
+fn fields(body: &str, names: &[&str]) -> Result<BTreeMap<String, String>, ReplyError> {
     let mut marks: Vec<(usize, usize, String)> = Vec::new();
     for name in names {
         for pat in [format!("**{name}**:"), format!("**{name}:**")] {
@@ -228,7 +231,7 @@ fn fields(body: &str, names: &[&str]) -> Result<BTreeMap<String, String>, String
             v = v.trim_end().to_string();
         }
         if out.insert(name.clone(), v).is_some() {
-            return Err(format!("field {name:?} given twice"));
+            return Err(ReplyError::FieldTwice(name.clone()));
         }
     }
     Ok(out)
@@ -296,23 +299,18 @@ pub(super) fn strength_named(v: &str) -> Option<Strength> {
     named(v)
 }
 
-pub(super) fn complexity_named(v: &str) -> Result<Complexity, String> {
-    named(v).ok_or_else(|| format!("complexity {:?} is not Low, Medium or High", clip(&bare(v))))
+pub(super) fn complexity_named(v: &str) -> Result<Complexity, ReplyError> {
+    named(v).ok_or_else(|| ReplyError::Complexity(clip(&bare(v))))
 }
 
-fn auditors(v: &str) -> Result<Vec<AuditorType>, String> {
+fn auditors(v: &str) -> Result<Vec<AuditorType>, ReplyError> {
     let b = bare(v);
     let mut out = Vec::new();
     for part in b.split(|c: char| c == ',' || c.is_whitespace()) {
         if part.is_empty() {
             continue;
         }
-        let a = auditor_named(part).ok_or_else(|| {
-            format!(
-                "unknown auditor type {:?} (use T_Auto, T_LLM or T_Human)",
-                clip(part)
-            )
-        })?;
+        let a = auditor_named(part).ok_or_else(|| ReplyError::UnknownAuditor(clip(part)))?;
         if !out.contains(&a) {
             out.push(a);
         }
@@ -389,20 +387,19 @@ pub(super) fn strip_json_comments(s: &str) -> String {
 
 /// The first JSON value (array or object, as `open` says) in `body`, code fences and
 /// comments allowed around and inside it.
-fn json_in(body: &str, open: char) -> Result<Value, String> {
+fn json_in(body: &str, open: char) -> Result<Value, ReplyError> {
     let text = strip_json_comments(body);
-    let start = text.find(open).ok_or_else(|| {
-        format!(
-            "no JSON {} found",
-            if open == '[' { "array" } else { "object" }
-        )
-    })?;
+    let start = text.find(open).ok_or(ReplyError::NoJson(if open == '[' {
+        "array"
+    } else {
+        "object"
+    }))?;
     let rest = text.get(start..).unwrap_or("");
     let mut it = serde_json::Deserializer::from_str(rest).into_iter::<Value>();
     match it.next() {
         Some(Ok(v)) => Ok(v),
-        Some(Err(e)) => Err(format!("malformed JSON: {e}")),
-        None => Err("no JSON found".into()),
+        Some(Err(e)) => Err(ReplyError::Json(Arc::new(e))),
+        None => Err(ReplyError::NoJsonValue),
     }
 }
 
@@ -410,12 +407,9 @@ fn str_field<'a>(v: &'a Value, keys: &[&str]) -> Option<&'a str> {
     keys.iter().find_map(|k| v.get(*k).and_then(Value::as_str))
 }
 
-fn check_len(reply: &str) -> Result<(), String> {
+fn check_len(reply: &str) -> Result<(), ReplyError> {
     if reply.len() > MAX_REPLY_BYTES {
-        return Err(format!(
-            "reply of {} bytes is longer than the {MAX_REPLY_BYTES}-byte limit",
-            reply.len()
-        ));
+        return Err(ReplyError::TooLong(reply.len()));
     }
     Ok(())
 }
@@ -426,65 +420,56 @@ fn check_len(reply: &str) -> Result<(), String> {
 
 /// Step 1: the `## LEVEL Level` blocks under `# Abstraction Block Analysis`. The `#
 /// Block Structure` summary is not needed and not read.
-pub fn parse_levels(reply: &str) -> Result<Vec<LevelBlock>, String> {
+pub fn parse_levels(reply: &str) -> Result<Vec<LevelBlock>, ReplyError> {
     check_len(reply)?;
     let body = section(reply, 1, "Abstraction Block Analysis")
-        .ok_or("no \"# Abstraction Block Analysis\" section")?;
+        .ok_or(ReplyError::NoSection("Abstraction Block Analysis"))?;
     let mut out = Vec::new();
     for (title, text) in subsections(body, 2) {
         let name = title
             .strip_suffix("Level")
             .or_else(|| title.strip_suffix("level"))
             .unwrap_or(title);
-        let level = level_named(name).ok_or_else(|| {
-            format!(
-                "heading \"## {}\" names no abstraction level (GOAL, STRATEGY, TACTIC, STEP, OPERATION)",
-                clip(title)
-            )
-        })?;
+        let level = level_named(name).ok_or_else(|| ReplyError::LevelHeading(clip(title)))?;
         let text = clean_block(text);
         if !text.is_empty() {
             out.push(LevelBlock { level, text });
         }
     }
     if out.is_empty() {
-        return Err("no \"## LEVEL Level\" block with text".into());
+        return Err(ReplyError::NoLevelBlock);
     }
     Ok(out)
 }
 
 /// Step 2: `### Segment ID` blocks under `## LEVEL Segmentation` headings.
-pub fn parse_segments(reply: &str) -> Result<Vec<Segment>, String> {
+pub fn parse_segments(reply: &str) -> Result<Vec<Segment>, ReplyError> {
     check_len(reply)?;
     let body = section(reply, 1, "Segmentation Analysis")
-        .ok_or("no \"# Segmentation Analysis\" section")?;
+        .ok_or(ReplyError::NoSection("Segmentation Analysis"))?;
     let mut out: Vec<Segment> = Vec::new();
     for (title, level_body) in subsections(body, 2) {
         let name = title.split_whitespace().next().unwrap_or("");
-        let level = level_named(name)
-            .ok_or_else(|| format!("heading \"## {}\" names no abstraction level", clip(title)))?;
+        let level =
+            level_named(name).ok_or_else(|| ReplyError::SegmentationHeading(clip(title)))?;
         for (seg_title, seg_body) in blocks(level_body, 3, "Segment") {
-            let id = heading_id(seg_title, "Segment").ok_or_else(|| {
-                format!(
-                    "heading \"### {}\" is not \"### Segment ID\"",
-                    clip(seg_title)
-                )
-            })?;
+            let id = heading_id(seg_title, "Segment")
+                .ok_or_else(|| ReplyError::NotSegmentHeading(clip(seg_title)))?;
             if !valid_id(&id) {
-                return Err(format!("segment id {:?} is not a valid id", clip(&id)));
+                return Err(ReplyError::BadSegmentId(clip(&id)));
             }
             if out.iter().any(|s| s.id == id) {
-                return Err(format!("segment {id} is given twice"));
+                return Err(ReplyError::SegmentTwice(id));
             }
             let f = fields(seg_body, &["Content", "Type", "Summary", "Complexity"])
-                .map_err(|e| format!("segment {id}: {e}"))?;
+                .map_err(ReplyError::in_segment(&id))?;
             let content = f
                 .get("content")
                 .filter(|c| !c.trim().is_empty())
-                .ok_or_else(|| format!("segment {id} has no **Content**"))?
+                .ok_or_else(|| ReplyError::SegmentNoContent(id.clone()))?
                 .clone();
             let complexity = match f.get("complexity") {
-                Some(c) => Some(complexity_named(c).map_err(|e| format!("segment {id}: {e}"))?),
+                Some(c) => Some(complexity_named(c).map_err(ReplyError::in_segment(&id))?),
                 None => None,
             };
             out.push(Segment {
@@ -496,12 +481,12 @@ pub fn parse_segments(reply: &str) -> Result<Vec<Segment>, String> {
                 complexity,
             });
             if out.len() > MAX_NODES {
-                return Err(format!("more than {MAX_NODES} segments"));
+                return Err(ReplyError::TooManySegments);
             }
         }
     }
     if out.is_empty() {
-        return Err("no \"### Segment ID\" block".into());
+        return Err(ReplyError::NoSegment);
     }
     Ok(out)
 }
@@ -516,18 +501,18 @@ enum RelSection {
 /// Step 3: one bullet per relationship (`- A -> B: ...` under the hierarchical heading,
 /// `- A depends_on B: ...` anywhere; bold and a `[strength]` tag allowed), or, when there
 /// are no bullets, the `# Relationship Summary` JSON. Every id must be in `known`.
-pub fn parse_relationships(reply: &str, known: &BTreeSet<String>) -> Result<Vec<Relation>, String> {
+pub fn parse_relationships(
+    reply: &str,
+    known: &BTreeSet<String>,
+) -> Result<Vec<Relation>, ReplyError> {
     check_len(reply)?;
     let body = section(reply, 1, "Relationship Analysis")
-        .ok_or("no \"# Relationship Analysis\" section")?;
-    let check = |id: &str| -> Result<(), String> {
+        .ok_or(ReplyError::NoSection("Relationship Analysis"))?;
+    let check = |id: &str| -> Result<(), ReplyError> {
         if known.contains(id) {
             Ok(())
         } else {
-            Err(format!(
-                "relationship names segment {:?}, which step 2 did not give",
-                clip(id)
-            ))
+            Err(ReplyError::UnknownRelated(clip(id)))
         }
     };
     let mut out = Vec::new();
@@ -557,20 +542,11 @@ pub fn parse_relationships(reply: &str, known: &BTreeSet<String>) -> Result<Vec<
                 Some("->" | "→" | "=>") => match kind {
                     RelSection::Hierarchical => Relationship::DecomposesTo,
                     RelSection::Lateral => Relationship::Enables,
-                    RelSection::Other => {
-                        return Err(format!(
-                            "\"{}\": an arrow outside the hierarchical list needs a relationship type",
-                            clip(&item)
-                        ));
-                    }
+                    RelSection::Other => return Err(ReplyError::UntypedArrow(clip(&item))),
                 },
-                Some(v) => relationship_named(v.trim_end_matches(':')).ok_or_else(|| {
-                    format!(
-                        "\"{}\" is not \"A -> B\" or \"A relationship B\"",
-                        clip(&item)
-                    )
-                })?,
-                None => return Err(format!("\"{}\" is not a relationship", clip(&item))),
+                Some(v) => relationship_named(v.trim_end_matches(':'))
+                    .ok_or_else(|| ReplyError::NotARelation(clip(&item)))?,
+                None => return Err(ReplyError::NoVerb(clip(&item))),
             };
             check(&from)?;
             check(&to)?;
@@ -586,13 +562,13 @@ pub fn parse_relationships(reply: &str, known: &BTreeSet<String>) -> Result<Vec<
                 strength,
             });
             if out.len() > MAX_EDGES {
-                return Err(format!("more than {MAX_EDGES} relationships"));
+                return Err(ReplyError::TooManyRelationships);
             }
         }
     }
     if out.is_empty() {
-        let summary = section(reply, 1, "Relationship Summary")
-            .ok_or("no relationship bullets and no \"# Relationship Summary\"")?;
+        let summary =
+            section(reply, 1, "Relationship Summary").ok_or(ReplyError::NoRelationshipSummary)?;
         let v = json_in(summary, '[')?;
         for r in v.as_array().into_iter().flatten() {
             let (Some(from), Some(to), Some(rel)) = (
@@ -600,7 +576,7 @@ pub fn parse_relationships(reply: &str, known: &BTreeSet<String>) -> Result<Vec<
                 str_field(r, &["to_segment", "to"]),
                 str_field(r, &["relationship_type", "relationship", "type"]),
             ) else {
-                return Err("a relationship summary entry lacks from_segment, to_segment or relationship_type".into());
+                return Err(ReplyError::SummaryEntry);
             };
             check(from)?;
             check(to)?;
@@ -608,36 +584,36 @@ pub fn parse_relationships(reply: &str, known: &BTreeSet<String>) -> Result<Vec<
                 from: from.to_string(),
                 to: to.to_string(),
                 relationship: relationship_named(rel)
-                    .ok_or_else(|| format!("unknown relationship type {:?}", clip(rel)))?,
+                    .ok_or_else(|| ReplyError::UnknownRelationship(clip(rel)))?,
                 strength: str_field(r, &["strength"]).and_then(strength_named),
             });
         }
     }
     if out.is_empty() {
-        return Err("no relationship given".into());
+        return Err(ReplyError::NoRelationship);
     }
     Ok(out)
 }
 
 /// Step 4: `### Segment ID` blocks with `**Primary Auditor**` (and optionally
 /// `**Secondary Auditors**`), or, failing any, the `## Multi-Auditor Segments` JSON.
-pub fn parse_assignments(reply: &str, known: &BTreeSet<String>) -> Result<Vec<Assignment>, String> {
+pub fn parse_assignments(
+    reply: &str,
+    known: &BTreeSet<String>,
+) -> Result<Vec<Assignment>, ReplyError> {
     check_len(reply)?;
     let body = section(reply, 1, "Auditor Assignment Analysis")
-        .ok_or("no \"# Auditor Assignment Analysis\" section")?;
+        .ok_or(ReplyError::NoSection("Auditor Assignment Analysis"))?;
     let mut out: Vec<Assignment> = Vec::new();
     let push = |out: &mut Vec<Assignment>,
                 id: String,
                 primary: AuditorType,
                 secondary: Vec<AuditorType>| {
         if !known.contains(&id) {
-            return Err(format!(
-                "an assignment names segment {:?}, which step 2 did not give",
-                clip(&id)
-            ));
+            return Err(ReplyError::UnknownAssigned(clip(&id)));
         }
         if out.iter().any(|a| a.id == id) {
-            return Err(format!("segment {id} is assigned twice"));
+            return Err(ReplyError::AssignedTwice(id));
         }
         out.push(Assignment {
             id,
@@ -649,10 +625,7 @@ pub fn parse_assignments(reply: &str, known: &BTreeSet<String>) -> Result<Vec<As
     for (_, group) in subsections(body, 2) {
         for (title, text) in blocks(group, 3, "Segment") {
             let Some(id) = heading_id(title, "Segment") else {
-                return Err(format!(
-                    "heading \"### {}\" is not \"### Segment ID\"",
-                    clip(title)
-                ));
+                return Err(ReplyError::NotSegmentHeading(clip(title)));
             };
             let f = fields(
                 text,
@@ -663,18 +636,16 @@ pub fn parse_assignments(reply: &str, known: &BTreeSet<String>) -> Result<Vec<As
                     "Verification Focus",
                 ],
             )
-            .map_err(|e| format!("segment {id}: {e}"))?;
+            .map_err(ReplyError::in_segment(&id))?;
             let primary = f
                 .get("primary auditor")
-                .ok_or_else(|| format!("segment {id} has no **Primary Auditor**"))
-                .and_then(|v| auditors(v).map_err(|e| format!("segment {id}: {e}")))?;
+                .ok_or_else(|| ReplyError::NoPrimary(id.clone()))
+                .and_then(|v| auditors(v).map_err(ReplyError::in_segment(&id)))?;
             let [primary] = primary.as_slice() else {
-                return Err(format!(
-                    "segment {id}: the primary auditor must be exactly one of T_Auto, T_LLM, T_Human"
-                ));
+                return Err(ReplyError::in_segment(&id)(ReplyError::PrimaryNotOneOf));
             };
             let secondary = match f.get("secondary auditors") {
-                Some(v) => auditors(v).map_err(|e| format!("segment {id}: {e}"))?,
+                Some(v) => auditors(v).map_err(ReplyError::in_segment(&id))?,
                 None => Vec::new(),
             };
             push(&mut out, id, *primary, secondary)?;
@@ -689,10 +660,7 @@ pub fn parse_assignments(reply: &str, known: &BTreeSet<String>) -> Result<Vec<As
                 str_field(a, &["segment_id"]),
                 str_field(a, &["primary_auditor"]).and_then(auditor_named),
             ) else {
-                return Err(
-                    "a Multi-Auditor Segments entry lacks segment_id or a valid primary_auditor"
-                        .into(),
-                );
+                return Err(ReplyError::MultiAuditorEntry);
             };
             let secondary = a
                 .get("secondary_auditors")
@@ -707,19 +675,26 @@ pub fn parse_assignments(reply: &str, known: &BTreeSet<String>) -> Result<Vec<As
         }
     }
     if out.is_empty() {
-        return Err("no \"### Segment ID\" assignment".into());
+        return Err(ReplyError::NoAssignment);
     }
     Ok(out)
 }
 
-fn edge_from_json(e: &Value, i: usize) -> Result<HdagEdge, String> {
+fn edge_from_json(e: &Value, i: usize) -> Result<HdagEdge, ReplyError> {
     let (Some(from), Some(to)) = (str_field(e, &["from"]), str_field(e, &["to"])) else {
-        return Err(format!("edge {i} lacks \"from\" or \"to\""));
+        return Err(ReplyError::EdgeEnds(i));
     };
-    let rel = str_field(e, &["relationship", "type"])
-        .ok_or_else(|| format!("edge {i} ({from} -> {to}) has no type"))?;
-    let relationship = relationship_named(rel)
-        .ok_or_else(|| format!("edge {i} ({from} -> {to}): unknown type {:?}", clip(rel)))?;
+    let rel = str_field(e, &["relationship", "type"]).ok_or_else(|| ReplyError::EdgeNoType {
+        i,
+        from: from.to_string(),
+        to: to.to_string(),
+    })?;
+    let relationship = relationship_named(rel).ok_or_else(|| ReplyError::EdgeType {
+        i,
+        from: from.to_string(),
+        to: to.to_string(),
+        kind: clip(rel),
+    })?;
     Ok(HdagEdge {
         from: from.to_string(),
         to: to.to_string(),
@@ -729,10 +704,10 @@ fn edge_from_json(e: &Value, i: usize) -> Result<HdagEdge, String> {
     })
 }
 
-fn edges_from_json(v: &Value) -> Result<Vec<HdagEdge>, String> {
-    let list = v.as_array().ok_or("the edge list is not a JSON array")?;
+fn edges_from_json(v: &Value) -> Result<Vec<HdagEdge>, ReplyError> {
+    let list = v.as_array().ok_or(ReplyError::EdgesNotArray)?;
     if list.len() > MAX_EDGES {
-        return Err(format!("more than {MAX_EDGES} edges"));
+        return Err(ReplyError::TooManyEdges);
     }
     list.iter()
         .enumerate()
@@ -740,13 +715,13 @@ fn edges_from_json(v: &Value) -> Result<Vec<HdagEdge>, String> {
         .collect()
 }
 
-fn nodes_from_markdown(body: &str) -> Result<Vec<FinalNode>, String> {
+fn nodes_from_markdown(body: &str) -> Result<Vec<FinalNode>, ReplyError> {
     let mut out: Vec<FinalNode> = Vec::new();
     for (title, text) in blocks(body, 3, "Node") {
-        let id = heading_id(title, "Node")
-            .ok_or_else(|| format!("heading \"### {}\" is not \"### Node ID\"", clip(title)))?;
+        let id =
+            heading_id(title, "Node").ok_or_else(|| ReplyError::NotNodeHeading(clip(title)))?;
         if !valid_id(&id) {
-            return Err(format!("node id {:?} is not a valid id", clip(&id)));
+            return Err(ReplyError::BadNodeId(clip(&id)));
         }
         let f = fields(
             text,
@@ -763,30 +738,23 @@ fn nodes_from_markdown(body: &str) -> Result<Vec<FinalNode>, String> {
                 "Enables",
             ],
         )
-        .map_err(|e| format!("node {id}: {e}"))?;
+        .map_err(ReplyError::in_node(&id))?;
         let content = f
             .get("content")
             .filter(|c| !c.trim().is_empty())
-            .ok_or_else(|| format!("node {id} has no **Content**"))?
+            .ok_or_else(|| ReplyError::NodeNoContent(id.clone()))?
             .clone();
         let level = match f.get("abstraction level") {
             Some(l) => Some(
                 level_named(l)
-                    .ok_or_else(|| format!("node {id}: unknown abstraction level {:?}", clip(l)))?,
+                    .ok_or_else(|| ReplyError::in_node(&id)(ReplyError::UnknownLevel(clip(l))))?,
             ),
             None => None,
         };
         let primary = match f.get("primary auditor") {
-            Some(v) => match auditors(v)
-                .map_err(|e| format!("node {id}: {e}"))?
-                .as_slice()
-            {
+            Some(v) => match auditors(v).map_err(ReplyError::in_node(&id))?.as_slice() {
                 [one] => Some(*one),
-                _ => {
-                    return Err(format!(
-                        "node {id}: the primary auditor must be exactly one type"
-                    ));
-                }
+                _ => return Err(ReplyError::in_node(&id)(ReplyError::PrimaryNotOne)),
             },
             None => None,
         };
@@ -794,7 +762,7 @@ fn nodes_from_markdown(body: &str) -> Result<Vec<FinalNode>, String> {
             .get("verification complexity")
             .or_else(|| f.get("complexity"))
         {
-            Some(c) => Some(complexity_named(c).map_err(|e| format!("node {id}: {e}"))?),
+            Some(c) => Some(complexity_named(c).map_err(ReplyError::in_node(&id))?),
             None => None,
         };
         out.push(FinalNode {
@@ -804,36 +772,36 @@ fn nodes_from_markdown(body: &str) -> Result<Vec<FinalNode>, String> {
             summary: f.get("summary").map(|s| bare(s)).unwrap_or_default(),
             primary,
             secondary: match f.get("secondary auditors") {
-                Some(v) => auditors(v).map_err(|e| format!("node {id}: {e}"))?,
+                Some(v) => auditors(v).map_err(ReplyError::in_node(&id))?,
                 None => Vec::new(),
             },
             complexity,
             id,
         });
         if out.len() > MAX_NODES {
-            return Err(format!("more than {MAX_NODES} nodes"));
+            return Err(ReplyError::TooManyNodes);
         }
     }
     Ok(out)
 }
 
-fn nodes_from_json(v: &Value) -> Result<Vec<FinalNode>, String> {
+fn nodes_from_json(v: &Value) -> Result<Vec<FinalNode>, ReplyError> {
     let list = v
         .get("nodes")
         .and_then(Value::as_array)
-        .ok_or("no \"nodes\" array")?;
+        .ok_or(ReplyError::NoNodesArray)?;
     if list.len() > MAX_NODES {
-        return Err(format!("more than {MAX_NODES} nodes"));
+        return Err(ReplyError::TooManyNodes);
     }
     let mut out = Vec::new();
     for (i, n) in list.iter().enumerate() {
         let (Some(id), Some(content)) = (str_field(n, &["id"]), str_field(n, &["content"])) else {
-            return Err(format!("node {i} lacks \"id\" or \"content\""));
+            return Err(ReplyError::NodeFields(i));
         };
         let level = match str_field(n, &["abstraction_level"]) {
             Some(l) => Some(
                 level_named(l)
-                    .ok_or_else(|| format!("node {id}: unknown abstraction level {:?}", clip(l)))?,
+                    .ok_or_else(|| ReplyError::in_node(id)(ReplyError::UnknownLevel(clip(l))))?,
             ),
             None => None,
         };
@@ -861,10 +829,10 @@ fn nodes_from_json(v: &Value) -> Result<Vec<FinalNode>, String> {
 
 /// Step 5: nodes from `## Finalized Nodes` (`### Node ID` blocks) and edges from `##
 /// Finalized Edges`; either, when missing or unreadable, from `## Complete HDAG JSON`.
-pub fn parse_construction(reply: &str) -> Result<Construction, String> {
+pub fn parse_construction(reply: &str) -> Result<Construction, ReplyError> {
     check_len(reply)?;
     let body = section(reply, 1, "Final HDAG Construction")
-        .ok_or("no \"# Final HDAG Construction\" section")?;
+        .ok_or(ReplyError::NoSection("Final HDAG Construction"))?;
     let mut notes = Vec::new();
     let complete = section(body, 2, "Complete HDAG JSON").map(|s| json_in(s, '{'));
     let md_nodes = match section(body, 2, "Finalized Nodes") {
@@ -876,26 +844,20 @@ pub fn parse_construction(reply: &str) -> Result<Construction, String> {
     let nodes = match (md_nodes, &complete) {
         (Some(n), _) => n,
         (None, Some(Ok(v))) => nodes_from_json(v)?,
-        (None, Some(Err(e))) => {
-            return Err(format!(
-                "no \"### Node ID\" blocks, and the Complete HDAG JSON is unreadable: {e}"
-            ));
-        }
-        (None, None) => {
-            return Err("no \"## Finalized Nodes\" and no \"## Complete HDAG JSON\"".into());
-        }
+        (None, Some(Err(e))) => return Err(ReplyError::NoNodes(Box::new(e.clone()))),
+        (None, None) => return Err(ReplyError::NoNodeSection),
     };
-    let from_complete = |notes: &mut Vec<String>| -> Result<Vec<HdagEdge>, String> {
+    let from_complete = |notes: &mut Vec<String>| -> Result<Vec<HdagEdge>, ReplyError> {
         match &complete {
             Some(Ok(v)) => match v.get("edges") {
                 Some(e) => edges_from_json(e),
-                None => Err("the Complete HDAG JSON has no \"edges\"".into()),
+                None => Err(ReplyError::CompleteNoEdges),
             },
             Some(Err(e)) => {
                 notes.push(format!("the Complete HDAG JSON is unreadable ({e})"));
-                Err(format!("the Complete HDAG JSON is unreadable: {e}"))
+                Err(ReplyError::CompleteUnreadable(Box::new(e.clone())))
             }
-            None => Err("no \"## Complete HDAG JSON\"".into()),
+            None => Err(ReplyError::NoComplete),
         }
     };
     let edges = match md_edges {
@@ -907,18 +869,19 @@ pub fn parse_construction(reply: &str) -> Result<Construction, String> {
             }
             e
         }
-        Some(Err(md)) => {
-            from_complete(&mut notes).map_err(|c| format!("Finalized Edges: {md}; {c}"))?
-        }
-        None => from_complete(&mut notes).map_err(|c| format!("no \"## Finalized Edges\"; {c}"))?,
+        Some(Err(md)) => from_complete(&mut notes).map_err(|c| ReplyError::Edges {
+            finalized: Box::new(md),
+            complete: Box::new(c),
+        })?,
+        None => from_complete(&mut notes).map_err(|c| ReplyError::NoFinalizedEdges(Box::new(c)))?,
     };
     let mut seen = BTreeSet::new();
     for n in &nodes {
         if !valid_id(&n.id) {
-            return Err(format!("node id {:?} is not a valid id", clip(&n.id)));
+            return Err(ReplyError::BadNodeId(clip(&n.id)));
         }
         if !seen.insert(n.id.as_str()) {
-            return Err(format!("node {} is given twice", n.id));
+            return Err(ReplyError::NodeTwice(n.id.clone()));
         }
     }
     Ok(Construction {
