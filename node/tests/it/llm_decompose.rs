@@ -127,9 +127,10 @@ async fn node_stand_in() -> (String, Arc<Mutex<Vec<Value>>>) {
             log.lock()
                 .unwrap()
                 .push(serde_json::from_slice(&body).unwrap_or(Value::Null));
+            // Every field a node's reply has (`Submitted`): the CLI reads it as that type.
             let reply = serde_json::json!({
-                "session": "ab".repeat(32), "fee": 1,
-                "segments": [["G1", "Human"]], "left_out": []
+                "session": "ab".repeat(32), "tx": "cd".repeat(32), "fee": 1,
+                "segments": [["G1", "Human"]], "left_out": [], "honeypots": 0
             });
             respond(&mut s, &reply.to_string()).await;
         }
