@@ -335,42 +335,9 @@ pub struct OpenSessionBody {
     pub hdag: Option<String>,
 }
 
-/// What `submit` reports.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[schema(as = Submitted)]
-pub struct SubmittedView {
-    /// The session id.
-    #[schema(value_type = String)]
-    pub session: Hash,
-    /// The `OpenSession` transaction id.
-    #[schema(value_type = String)]
-    pub tx: Hash,
-    /// Segments in the session in manifest order (segment `i` of the outcome is entry
-    /// `i`): (HDAG node id, tier).
-    #[schema(value_type = Vec<Vec<String>>)]
-    pub segments: Vec<(String, Tier)>,
-    /// Segments left out: (HDAG node id, tier, why).
-    #[schema(value_type = Vec<Vec<String>>)]
-    pub left_out: Vec<(String, Tier, String)>,
-    /// Fee escrowed.
-    pub fee: u64,
-    /// Honeypots planted among the segments (named `honeypot:<node>` in `segments`; the
-    /// outcome leaves them out of the trace verdict).
-    pub honeypots: usize,
-}
-
-impl From<crate::audit::provider::Submitted> for SubmittedView {
-    fn from(s: crate::audit::provider::Submitted) -> Self {
-        Self {
-            session: s.session,
-            tx: s.tx,
-            segments: s.segments,
-            left_out: s.left_out,
-            fee: s.fee,
-            honeypots: s.honeypots,
-        }
-    }
-}
+/// What `submit` reports: the provider's own record of what it opened (one type, on both
+/// sides of the wire).
+pub use crate::audit::provider::Submitted as SubmittedView;
 
 /// Stake on its way out of an account.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]

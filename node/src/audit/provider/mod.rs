@@ -187,7 +187,7 @@ pub struct PageRecord {
 }
 
 /// What `submit` reports.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Submitted {
     /// The session id.
     #[schema(value_type = String)]
