@@ -563,7 +563,7 @@ async fn open_session(
                 e => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "rejected", e.to_string()),
             }
         })?;
-    Ok((StatusCode::ACCEPTED, Json(submitted.into())))
+    Ok((StatusCode::ACCEPTED, Json(submitted)))
 }
 
 /// A JSON body that did not parse: 415 when it is not JSON at all, else 400.
