@@ -1,60 +1,8 @@
-//! Transactions and blocks in the canonical encoding, as every path of the node decodes
-//! them: gossip and the HTTP API (signed transactions), the chain and sync (blocks), the
-//! ledger (stored blocks with their certificate).
-//!
-//! Properties: no panic; whatever decodes re-encodes to the same bytes and decodes to an
-//! equal value; nothing larger than the decoder's limit is accepted; the checks the node
-//! runs next (signature, format rules, block shape) never panic either.
+//! Fuzz target `wire_tx_block`: what it feeds and what must hold is in `../checks/wire_tx_block.rs`, which
+//! the workspace's tests also replay on the committed seeds (`tests/it/fuzz_seeds.rs`).
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
-use trust_node::{ledger::StoredBlock, query::decode_txs};
-use trust_protocol::{
-    block::{Block, MAX_TX_BYTES},
-    encoding::{self, MAX_MESSAGE_BYTES},
-    tx::SignedTx,
-};
+#[path = "../checks/wire_tx_block.rs"]
+mod checks;
 
-fn round_trip<T>(data: &[u8]) -> Option<T>
-where
-    T: serde::Serialize + serde::de::DeserializeOwned + PartialEq + std::fmt::Debug,
-{
-    let value: T = encoding::decode(data).ok()?;
-    assert!(data.len() <= MAX_MESSAGE_BYTES);
-    let again = encoding::encode(&value);
-    assert_eq!(again, data, "a decoded value re-encodes to other bytes");
-    let back: T = encoding::decode(&again).expect("its own encoding decodes");
-    assert_eq!(back, value);
-    Some(value)
-}
-
-fn check_tx(tx: &SignedTx) {
-    let _ = tx.verify(&trust_protocol::Hash::ZERO);
-    let _ = tx.body.validate();
-    let _ = tx.id();
-}
-
-fuzz_target!(|data: &[u8]| {
-    if let Some(tx) = round_trip::<SignedTx>(data) {
-        check_tx(&tx);
-    }
-    // The gossip path: size limit first, then the same decoder, signature and format.
-    if let Ok(tx) = trust_node::net::check_gossiped_tx(data, &trust_protocol::Hash::ZERO) {
-        assert!(data.len() <= MAX_TX_BYTES);
-        assert!(tx.verify(&trust_protocol::Hash::ZERO).is_ok() && tx.body.validate().is_ok());
-    }
-    if let Some(block) = round_trip::<Block>(data) {
-        let _ = block.check();
-        let _ = block.hash();
-        let _ = block.header.seed();
-        for t in &block.txs {
-            if let Ok(tx) = encoding::decode::<SignedTx>(t) {
-                check_tx(&tx);
-            }
-        }
-    }
-    if let Some(stored) = round_trip::<StoredBlock>(data) {
-        let _ = stored.block.check();
-        assert_eq!(decode_txs(&stored).len(), stored.block.txs.len());
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| checks::check(data));
