@@ -2468,6 +2468,8 @@ fn seats_do_not_depend_on_the_transactions_of_the_drawing_block() {
         chain: Hash::sha256(b"chain"),
         height: h,
         prev_hash: Hash::sha256(prev),
+        // The proposer picks the time too; blocks of other contents get other times here.
+        time_ms: 1_000 + txs.len() as u64,
         txs_root: txs_root(txs),
         state_root: Hash::ZERO,
         proposer: key(proposer).public(),

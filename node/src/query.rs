@@ -47,6 +47,8 @@ pub struct Decided {
     pub height: Option<u64>,
     /// Hash of that block.
     pub block_hash: Option<Hash>,
+    /// That block's time (Unix milliseconds): when the session was decided.
+    pub time_ms: Option<u64>,
 }
 
 /// Where a session is.
@@ -69,14 +71,15 @@ pub fn session(
     let st = chain.contract.state();
     if let Some(outcome) = st.outcomes.get(sid) {
         let height = ledger.outcome_height(sid)?;
-        let block_hash = match height {
-            Some(h) => ledger.block(h)?.map(|b| b.block.hash()),
+        let block = match height {
+            Some(h) => ledger.block(h)?,
             None => None,
         };
         return Ok(Some(SessionLookup::Decided(Box::new(Decided {
             outcome: outcome.clone(),
             height,
-            block_hash,
+            block_hash: block.as_ref().map(|b| b.block.hash()),
+            time_ms: block.map(|b| b.block.header.time_ms),
         }))));
     }
     if let Some(live) = st.sessions.get(sid) {

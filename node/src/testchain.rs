@@ -130,11 +130,7 @@ impl TestChain {
         let db = sled::open(dir.path()).expect("sled");
         let ledger = Ledger::from_db(&db).expect("ledger");
         let contract = Contract::new(&genesis).expect("genesis");
-        let tip = Tip {
-            chain: Hash::sha256(format!("{label}-test").as_bytes()),
-            height: 0,
-            hash: Hash::ZERO,
-        };
+        let tip = Tip::genesis(Hash::sha256(format!("{label}-test").as_bytes()));
         let validators = vec![ValidatorPower {
             id: keys[0].public(),
             power: 1_000,
@@ -168,8 +164,13 @@ impl TestChain {
         let view = self.chain.current();
         let mut cands = self.pool.reap(view.contract.clone(), 1000).await;
         cands.extend(txs);
-        let (block, done, dropped) =
-            build_block(&view.contract, &self.tip, self.keys[0].public(), &cands);
+        let (block, done, dropped) = build_block(
+            &view.contract,
+            &self.tip,
+            self.keys[0].public(),
+            crate::chain::now_ms(),
+            &cands,
+        );
         assert!(dropped.is_empty(), "{dropped:?}");
         let stored = StoredBlock {
             block: block.clone(),

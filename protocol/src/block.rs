@@ -9,6 +9,25 @@
 //! The header commits to the transactions (`txs_root`), to the previous block
 //! (`prev_hash`, forming the hash chain) and to the contract state after this block
 //! (`state_root`), so a node replaying the ledger can check every step.
+//!
+//! # Block time
+//!
+//! Every header carries the Unix time in milliseconds its proposer stamped (`time_ms`),
+//! under this rule (BFT time):
+//!
+//! 1. the proposer stamps its own clock, or one millisecond after the parent block's time
+//!    when its clock is not past it ([`next_block_time`]);
+//! 2. every node executing the block, now or when it replays or syncs the chain, refuses a
+//!    time not strictly after the parent's (monotonic; `chain::execute_block` in the node);
+//! 3. a validator voting on a proposal refuses one stamped more than
+//!    [`MAX_CLOCK_AHEAD_MS`] ahead of its own clock (the node's consensus driver), and
+//!    votes nil.
+//!
+//! So a block's time is never earlier than its parent's, and never later than the clock of
+//! the validators that certified it allowed. A proposer can stamp a time in the past, but
+//! not before its parent's: with more than 2/3 of the power honest and clocks within a few
+//! seconds of each other, a decided block's time lies between its parent's and the
+//! honest validators' clocks plus the bound.
 
 use serde::{Deserialize, Serialize};
 
@@ -21,6 +40,14 @@ pub const MAX_TX_BYTES: usize = 128 * 1024;
 /// Largest encoded block; below [`encoding::MAX_MESSAGE_BYTES`] so a block with its
 /// certificate always fits one message.
 pub const MAX_BLOCK_BYTES: usize = 2 * 1024 * 1024;
+/// Most a proposed block's time may run ahead of a validator's clock (see "Block time").
+pub const MAX_CLOCK_AHEAD_MS: u64 = 5_000;
+
+/// The time a proposer stamps on a block over a parent stamped `parent_ms`: its own clock
+/// `clock_ms`, or `parent_ms + 1` when its clock is not past the parent's.
+pub fn next_block_time(parent_ms: u64, clock_ms: u64) -> u64 {
+    clock_ms.max(parent_ms.saturating_add(1))
+}
 
 /// The header of a block: everything the hash chain commits to.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -31,6 +58,9 @@ pub struct BlockHeader {
     pub height: u64,
     /// Hash of the block at `height - 1` ([`Hash::ZERO`] at height 1).
     pub prev_hash: Hash,
+    /// When the proposer stamped the block: Unix time in milliseconds, strictly after the
+    /// parent's (see "Block time" above).
+    pub time_ms: u64,
     /// [`txs_root`] of the transactions.
     pub txs_root: Hash,
     /// Contract state root after applying this block and its end-of-block step.
@@ -124,6 +154,7 @@ impl Block {
         chain: Hash,
         height: u64,
         prev_hash: Hash,
+        time_ms: u64,
         state_root: Hash,
         proposer: PublicKey,
         txs: Vec<Vec<u8>>,
@@ -133,6 +164,7 @@ impl Block {
                 chain,
                 height,
                 prev_hash,
+                time_ms,
                 txs_root: txs_root(&txs),
                 state_root,
                 proposer,
@@ -189,6 +221,7 @@ mod tests {
             Hash::sha256(b"genesis"),
             1,
             Hash::ZERO,
+            1_000,
             Hash::sha256(b"state"),
             Keypair::from_label("v0").public(),
             vec![b"tx-a".to_vec(), b"tx-b".to_vec()],
@@ -251,6 +284,7 @@ mod tests {
             Hash::ZERO,
             1,
             Hash::ZERO,
+            1_000,
             Hash::ZERO,
             Keypair::from_label("v").public(),
             vec![vec![0u8; MAX_TX_BYTES + 1]],

@@ -21,6 +21,7 @@ fn block_strategy() -> impl Strategy<Value = Block> {
                 Hash(chain),
                 height,
                 Hash(prev),
+                height.saturating_mul(1_000),
                 Hash(state),
                 Keypair::from_seed(chain).public(),
                 txs,
@@ -70,17 +71,20 @@ fn golden_block_header() {
         Hash([1; 32]),
         7,
         Hash([2; 32]),
+        1_700_000_000_000,
         Hash([3; 32]),
         Keypair::from_seed([4; 32]).public(),
         vec![b"a".to_vec(), b"bc".to_vec()],
     );
     let bytes = encode(&b);
-    // chain(32) height(8) prev(32) txs_root(32) state_root(32) proposer(32) | vec len(8) | 2 x (len(8) + bytes)
+    // chain(32) height(8) prev(32) time_ms(8) txs_root(32) state_root(32) proposer(32) |
+    // vec len(8) | 2 x (len(8) + bytes)
     assert_eq!(
         bytes.len(),
-        32 + 8 + 32 + 32 + 32 + 32 + 8 + (8 + 1) + (8 + 2)
+        32 + 8 + 32 + 8 + 32 + 32 + 32 + 8 + (8 + 1) + (8 + 2)
     );
     assert_eq!(&bytes[32..40], &7u64.to_le_bytes());
+    assert_eq!(&bytes[72..80], &1_700_000_000_000u64.to_le_bytes());
     assert_eq!(
         hex(&bytes[bytes.len() - 27..]),
         "020000000000000001000000000000006102000000000000006263"
@@ -129,7 +133,8 @@ fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
-const GOLDEN_BLOCK_HASH: &str = "c192578af02eb0426b703718879ed15f48347d6d9682d99da96bba127f7e92bd";
+// Changed on purpose when headers gained `time_ms` (block time).
+const GOLDEN_BLOCK_HASH: &str = "f8c9921f8907470e44b220f33ddbb2896733125586240f7ddece7a36ed51067e";
 // Changed on purpose: the commitment binds the hash of the vote's reason, under the tag
 // `trust/v2/vote-commitment` (issue 28).
 const GOLDEN_COMMITMENT: &str = "0b49bcef5ba06113989a226fde6b9556fd2f323225ea256f407a840f3a2b55fd";

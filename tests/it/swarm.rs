@@ -582,7 +582,7 @@ fn heavy_ledger(n: u64) -> (tempfile::TempDir, Ledger) {
                 ))
             })
             .collect();
-        let block = Block::new(chain(), height, prev, Hash::ZERO, key.public(), txs);
+        let block = Block::new(chain(), height, prev, height, Hash::ZERO, key.public(), txs);
         prev = block.hash();
         ledger
             .append(

@@ -424,6 +424,7 @@ async fn block(State(api): State<Api>, Path(height): Path<String>) -> ApiResult<
         .collect();
     Ok(Json(BlockView {
         hash: stored.block.hash(),
+        time: crate::chain::format_time(stored.block.header.time_ms),
         header: stored.block.header.clone(),
         txs,
         certificate_bytes: stored.certificate.len(),
@@ -455,6 +456,8 @@ async fn session(State(api): State<Api>, Path(id): Path<String>) -> ApiResult<Js
             outcome: Some(d.outcome),
             block_height: d.height,
             block_hash: d.block_hash,
+            decided_time_ms: d.time_ms,
+            decided_time: d.time_ms.map(crate::chain::format_time),
             ..SessionView::new(sid, SessionStatus::Decided)
         })),
         Some(SessionLookup::Live(x)) => Ok(Json(SessionView {

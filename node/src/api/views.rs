@@ -131,7 +131,9 @@ pub struct TxAccepted {
 pub struct BlockView {
     #[schema(value_type = String)]
     pub hash: Hash,
-    /// The header: height, parent, roots, proposer.
+    /// The header's `time_ms` as RFC 3339 in UTC (`2026-11-26T02:07:50.123Z`).
+    pub time: String,
+    /// The header: height, parent, time (`time_ms`, Unix milliseconds), roots, proposer.
     #[serde(serialize_with = "sorted")]
     #[schema(value_type = Object)]
     pub header: BlockHeader,
@@ -271,6 +273,12 @@ pub struct SessionView {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<String>)]
     pub block_hash: Option<Hash>,
+    /// When it was decided: the deciding block's time, Unix milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_time_ms: Option<u64>,
+    /// The same as RFC 3339 in UTC (`2026-11-26T02:07:50.123Z`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_time: Option<String>,
     /// The live phase.
     #[serde(skip_serializing_if = "Option::is_none", serialize_with = "sorted")]
     #[schema(value_type = Option<Value>)]
@@ -296,6 +304,8 @@ impl SessionView {
             explanation: None,
             block_height: None,
             block_hash: None,
+            decided_time_ms: None,
+            decided_time: None,
             phase: None,
             segments: None,
             seats: None,

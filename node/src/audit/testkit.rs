@@ -72,11 +72,7 @@ impl Chain {
                 .collect(),
         })
         .expect("genesis");
-        let tip = Tip {
-            chain: Hash::ZERO,
-            height: 0,
-            hash: Hash::ZERO,
-        };
+        let tip = Tip::genesis(Hash::ZERO);
         let (view, watch) = ChainPublisher::new(ChainView::new(tip, contract.clone(), vec![]));
         let (pool, task) = Pool::new(1000, watch);
         tokio::spawn(task.run(Stop::never()));
@@ -128,6 +124,7 @@ impl Chain {
             chain: Hash::ZERO,
             height: h,
             hash: ctx.block_hash,
+            time_ms: h.saturating_mul(1_000),
         };
         self.view
             .publish(ChainView::new(tip, self.contract.clone(), vec![]));

@@ -15,7 +15,10 @@
 use trust_contracts::{BlockCtx, Contract, Event, TxError};
 use trust_protocol::{
     Hash, PublicKey,
-    block::{Block, BlockError, BlockHeader, MAX_BLOCK_BYTES, MAX_BLOCK_TXS, MAX_TX_BYTES},
+    block::{
+        Block, BlockError, BlockHeader, MAX_BLOCK_BYTES, MAX_BLOCK_TXS, MAX_TX_BYTES,
+        next_block_time,
+    },
     encoding,
     tx::SignedTx,
 };
@@ -52,6 +55,17 @@ pub enum ExecError {
         expected: Hash,
         /// The block's prev_hash.
         got: Hash,
+    },
+    /// Stamped at or before its parent's time (the monotonic half of the BFT time rule,
+    /// see `trust_protocol::block`).
+    #[error("block {height} is stamped {time_ms} ms, not after its parent's {parent_ms} ms")]
+    TimeNotAfterParent {
+        /// The block's height.
+        height: u64,
+        /// Its time.
+        time_ms: u64,
+        /// The parent's time.
+        parent_ms: u64,
     },
     /// A transaction does not decode.
     #[error("block {height}, transaction {index}: {reason}")]
@@ -94,15 +108,29 @@ pub struct Tip {
     pub height: u64,
     /// Hash of the last block ([`Hash::ZERO`] before the first).
     pub hash: Hash,
+    /// Time of the last block, Unix milliseconds (0 before the first); the next block's
+    /// must be later.
+    pub time_ms: u64,
 }
 
 impl Tip {
+    /// Before the first block of `chain`.
+    pub fn genesis(chain: Hash) -> Tip {
+        Tip {
+            chain,
+            height: 0,
+            hash: Hash::ZERO,
+            time_ms: 0,
+        }
+    }
+
     /// The tip after `block`.
     pub fn after(&self, block: &Block) -> Tip {
         Tip {
             chain: self.chain,
             height: block.header.height,
             hash: block.hash(),
+            time_ms: block.header.time_ms,
         }
     }
 }
@@ -144,6 +172,13 @@ fn check_link(tip: &Tip, block: &Block) -> Result<(), ExecError> {
             height: h.height,
             expected: tip.hash,
             got: h.prev_hash,
+        });
+    }
+    if h.time_ms <= tip.time_ms {
+        return Err(ExecError::TimeNotAfterParent {
+            height: h.height,
+            time_ms: h.time_ms,
+            parent_ms: tip.time_ms,
         });
     }
     Ok(())
@@ -203,13 +238,57 @@ pub struct Dropped {
     pub error: TxError,
 }
 
+/// This machine's clock as Unix milliseconds: what a proposer stamps, and what a validator
+/// bounds a proposal's time by (see "Block time" in `trust_protocol::block`). A clock
+/// before 1970 reads 0.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+/// A block time (Unix milliseconds) as RFC 3339 in UTC, to the millisecond:
+/// `2026-11-26T02:07:50.123Z`.
+pub fn format_time(ms: u64) -> String {
+    let secs = ms / 1000;
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        ms % 1000
+    )
+}
+
+/// Year, month (1-12) and day (1-31) of the proleptic Gregorian calendar, `days` days
+/// after 1970-01-01 (the days-to-civil algorithm: 400-year eras of 146,097 days, years
+/// counted from March so the leap day ends the year).
+fn civil_from_days(days: u64) -> (u64, u64, u64) {
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z % 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + u64::from(m <= 2);
+    (y, m, d)
+}
+
 /// Builds the next block from `candidates` in order: each is applied to a copy of the
 /// state and kept only if it applies; the block stops growing at the transaction and
-/// byte limits. Returns the block, its execution, and the refused candidates.
+/// byte limits. It is stamped `clock_ms` (the proposer's clock, Unix milliseconds), or
+/// just after the tip when that clock is not past it (`block::next_block_time`). Returns
+/// the block, its execution, and the refused candidates.
 pub fn build_block(
     state: &Contract,
     tip: &Tip,
     proposer: PublicKey,
+    clock_ms: u64,
     candidates: &[SignedTx],
 ) -> (Block, Executed, Vec<Dropped>) {
     let height = tip.height.saturating_add(1);
@@ -249,7 +328,16 @@ pub fn build_block(
             Err(error) => dropped.push(Dropped { id: tx.id(), error }),
         }
     }
-    let mut block = Block::new(tip.chain, height, tip.hash, Hash::ZERO, proposer, txs);
+    let time_ms = next_block_time(tip.time_ms, clock_ms);
+    let mut block = Block::new(
+        tip.chain,
+        height,
+        tip.hash,
+        time_ms,
+        Hash::ZERO,
+        proposer,
+        txs,
+    );
     let ctx = ctx(&block.header);
     events.extend(contract.end_block(&ctx));
     block.header.state_root = contract.state_root();

@@ -25,11 +25,7 @@ fn genesis() -> (Contract, Tip, Keypair, Keypair) {
         ],
         auditors: vec![],
     };
-    let tip = Tip {
-        chain: Hash::sha256(b"test-chain"),
-        height: 0,
-        hash: Hash::ZERO,
-    };
+    let tip = Tip::genesis(Hash::sha256(b"test-chain"));
     (Contract::new(&g).unwrap(), tip, a, b)
 }
 
@@ -57,7 +53,7 @@ fn a_built_block_executes_to_the_same_root_elsewhere() {
         pay(&a, &b, 1, 500), // too much: dropped
         pay(&a, &b, 1, 20),
     ];
-    let (block, built, dropped) = build_block(&c, &tip, proposer, &cands);
+    let (block, built, dropped) = build_block(&c, &tip, proposer, 0, &cands);
     assert_eq!(block.txs.len(), 2);
     assert_eq!(dropped.len(), 2);
     assert!(matches!(dropped[0].error, TxError::BadNonce { .. }));
@@ -70,7 +66,7 @@ fn a_built_block_executes_to_the_same_root_elsewhere() {
     assert_eq!(c.state().accounts[&b.public()].balance, 0);
     // The next block links to it.
     let tip2 = tip.after(&block);
-    let (b2, _, _) = build_block(&other.contract, &tip2, proposer, &[pay(&a, &b, 2, 1)]);
+    let (b2, _, _) = build_block(&other.contract, &tip2, proposer, 0, &[pay(&a, &b, 2, 1)]);
     assert!(execute_block(&other.contract, &tip2, &b2).is_ok());
     assert!(matches!(
         execute_block(&other.contract, &tip, &b2),
@@ -78,11 +74,40 @@ fn a_built_block_executes_to_the_same_root_elsewhere() {
     ));
 }
 
+/// Block time: the proposer stamps its clock, or just after the parent when its clock is
+/// behind; every executor refuses a block not stamped after its parent.
+#[test]
+fn block_times_only_move_forward() {
+    let (c, tip, a, b) = genesis();
+    let proposer = Keypair::from_label("v").public();
+    let (first, done, _) = build_block(&c, &tip, proposer, 1_700_000_000_000, &[]);
+    assert_eq!(first.header.time_ms, 1_700_000_000_000);
+    let tip1 = tip.after(&first);
+    assert_eq!(tip1.time_ms, 1_700_000_000_000);
+    // A proposer whose clock is behind its parent's stamps one millisecond after it.
+    let (second, _, _) = build_block(&done.contract, &tip1, proposer, 5, &[pay(&a, &b, 0, 1)]);
+    assert_eq!(second.header.time_ms, 1_700_000_000_001);
+    assert!(execute_block(&done.contract, &tip1, &second).is_ok());
+    // A block stamped at or before its parent's time is refused, whoever built it.
+    for t in [1_700_000_000_000, 0] {
+        let mut back = second.clone();
+        back.header.time_ms = t;
+        assert!(matches!(
+            execute_block(&done.contract, &tip1, &back),
+            Err(ExecError::TimeNotAfterParent {
+                height: 2,
+                parent_ms: 1_700_000_000_000,
+                ..
+            })
+        ));
+    }
+}
+
 #[test]
 fn bad_blocks_are_refused_with_a_reason() {
     let (c, tip, a, b) = genesis();
     let proposer = Keypair::from_label("v").public();
-    let (block, _, _) = build_block(&c, &tip, proposer, &[pay(&a, &b, 0, 10)]);
+    let (block, _, _) = build_block(&c, &tip, proposer, 0, &[pay(&a, &b, 0, 10)]);
 
     let mut wrong_root = block.clone();
     wrong_root.header.state_root = Hash::sha256(b"lie");
@@ -111,6 +136,7 @@ fn bad_blocks_are_refused_with_a_reason() {
         tip.chain,
         1,
         Hash::ZERO,
+        1,
         c.state_root(),
         proposer,
         vec![vec![1, 2, 3]],
@@ -124,6 +150,7 @@ fn bad_blocks_are_refused_with_a_reason() {
         tip.chain,
         1,
         Hash::ZERO,
+        1,
         c.state_root(),
         proposer,
         vec![encoding::encode(&pay(&a, &b, 0, 5_000))],
@@ -139,4 +166,14 @@ fn bad_blocks_are_refused_with_a_reason() {
         execute_block(&c, &tip, &tampered),
         Err(ExecError::Block(BlockError::TxsRootMismatch { .. }))
     ));
+}
+
+#[test]
+fn block_times_read_as_utc_dates() {
+    use super::format_time;
+    assert_eq!(format_time(0), "1970-01-01T00:00:00.000Z");
+    assert_eq!(format_time(951_782_400_000), "2000-02-29T00:00:00.000Z");
+    assert_eq!(format_time(1_709_251_199_999), "2024-02-29T23:59:59.999Z");
+    assert_eq!(format_time(1_795_658_870_123), "2026-11-26T02:07:50.123Z");
+    assert_eq!(format_time(4_102_444_800_000), "2100-01-01T00:00:00.000Z");
 }

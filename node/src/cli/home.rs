@@ -506,11 +506,7 @@ fn verify(home: &Path) -> CliResult {
     let mut contract = Contract::new(&doc.genesis)
         .map_err(failed)?
         .with_chain(doc.chain_id());
-    let mut tip = Tip {
-        chain: doc.chain_id(),
-        height: 0,
-        hash: Hash::ZERO,
-    };
+    let mut tip = Tip::genesis(doc.chain_id());
     let mut replay = |block: &Block| -> Result<Hash, ExecError> {
         let done = execute_block(&contract, &tip, block)?;
         contract = done.contract;

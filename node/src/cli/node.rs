@@ -277,6 +277,8 @@ fn verify_query(args: &QueryArgs, addr: &str) -> CliResult {
                 "verified": true,
                 "height": v.header.height,
                 "block_hash": v.header.hash(),
+                "decided_time_ms": v.header.time_ms,
+                "decided_time": crate::chain::format_time(v.header.time_ms),
                 "state_root": v.header.state_root,
                 "signed_power": v.power.0.to_string(),
                 "total_power": v.power.1.to_string(),
@@ -287,6 +289,10 @@ fn verify_query(args: &QueryArgs, addr: &str) -> CliResult {
     }
     outln!("session     {sid}");
     outln!("verdict     {:?}", v.outcome.trace);
+    outln!(
+        "decided     {} (the certified block's time)",
+        crate::chain::format_time(v.header.time_ms)
+    );
     outln!(
         "verified    outcome under state root {} of block {} ({}),",
         v.header.state_root,
@@ -372,6 +378,9 @@ fn print_session(id: &str, s: &SessionView, names: &[String], votes: bool) {
                 or_null(s.block_height),
                 s.block_hash.map_or_else(|| "?".to_string(), |h| h.to_hex())
             );
+            if let Some(t) = &s.decided_time {
+                outln!("decided     {t}");
+            }
             print_outcome(o, s.explanation.as_deref(), names, votes);
         }
         (SessionStatus::Live, _) => {

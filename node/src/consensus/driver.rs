@@ -34,7 +34,7 @@ use tracing::{debug, error, info, warn};
 use trust_contracts::{BlockCtx, Contract, Event};
 use trust_protocol::{
     AccountId, Hash,
-    block::Block,
+    block::{Block, MAX_CLOCK_AHEAD_MS},
     encoding::{self, DecodeError},
     tx::SignedTx,
 };
@@ -474,7 +474,13 @@ impl Driver {
         }
         let candidates = self.pool.reap(contract.clone(), MAX_CANDIDATES).await;
         let proposer = self.me.account();
-        let (block, executed, dropped) = build_block(&contract, &tip, proposer, &candidates);
+        let (block, executed, dropped) = build_block(
+            &contract,
+            &tip,
+            proposer,
+            crate::chain::now_ms(),
+            &candidates,
+        );
         // Refused when tried: out of the pool, and held against its sender. Only one that
         // waits (a reveal before its window, a nonce behind one refused in this block)
         // stays for a later block.
@@ -588,6 +594,26 @@ impl Driver {
         let init = assembled.init;
         let block = assembled.block;
         let id = BlockId::of(block.hash());
+        // The validator's half of the BFT time rule (`trust_protocol::block`, "Block
+        // time"): a proposal stamped too far ahead of this node's clock gets a nil vote,
+        // unexecuted. Only here, when voting: a decided block is never refused for it.
+        let clock = crate::chain::now_ms();
+        if block.header.time_ms > clock.saturating_add(MAX_CLOCK_AHEAD_MS) {
+            self.metrics
+                .proposals_rejected
+                .fetch_add(1, Ordering::Relaxed);
+            warn!(height = %init.height, round = %init.round, proposer = %init.proposer,
+                time_ms = block.header.time_ms, clock_ms = clock,
+                "proposed block is stamped too far ahead of this node's clock; voting nil");
+            return Some(ProposedValue {
+                height: init.height,
+                round: init.round,
+                valid_round: init.pol_round,
+                proposer: init.proposer,
+                value: id,
+                validity: Validity::from_bool(false),
+            });
+        }
         self.metrics
             .proposals_executed
             .fetch_add(1, Ordering::Relaxed);

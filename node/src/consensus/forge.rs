@@ -29,7 +29,13 @@ pub fn forged(
     tip: &Tip,
     round: Round,
 ) -> (PartInit, Block, Vec<ProposalPart>) {
-    let (block, _, _) = build_block(contract, tip, signer.address().account(), &[]);
+    let (block, _, _) = build_block(
+        contract,
+        tip,
+        signer.address().account(),
+        crate::chain::now_ms(),
+        &[],
+    );
     let init = PartInit {
         height: Height(tip.height.saturating_add(1)),
         round,

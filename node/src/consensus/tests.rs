@@ -9,7 +9,7 @@ use malachitebft_core_types::{Round, Validity};
 use malachitebft_engine::util::streaming::StreamContent;
 use tokio::sync::broadcast;
 use trust_contracts::{Contract, Genesis, GenesisAccount, Params};
-use trust_protocol::{Hash, Keypair, encoding};
+use trust_protocol::{Hash, Keypair, block::MAX_CLOCK_AHEAD_MS, encoding};
 
 use super::{
     ConsensusMetrics,
@@ -61,11 +61,7 @@ fn fixture_of(validators: &[Keypair]) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let db = sled::open(dir.path()).unwrap();
     let ledger = Ledger::from_db(&db).unwrap();
-    let tip = Tip {
-        chain,
-        height: 0,
-        hash: Hash::ZERO,
-    };
+    let tip = Tip::genesis(chain);
     let (view, watch) = ChainPublisher::new(ChainView::new(tip, contract.clone(), vec![]));
     // No mempool task runs: these tests never propose, and a pool whose task is gone
     // answers reaps with nothing.
@@ -129,12 +125,8 @@ fn a_malformed_synced_block_is_a_peer_fault_and_changes_nothing() {
     assert!(f.driver.undecided.at_height(Height(1)).is_empty());
 
     // A well-formed block that does not execute (a forged state root) is Invalid, not stored.
-    let tip = Tip {
-        chain: f.chain,
-        height: 0,
-        hash: Hash::ZERO,
-    };
-    let (mut block, _, _) = build_block(&f.contract, &tip, f.key.public(), &[]);
+    let tip = Tip::genesis(f.chain);
+    let (mut block, _, _) = build_block(&f.contract, &tip, f.key.public(), 0, &[]);
     block.header.state_root = Hash([7; 32]);
     let out = f.driver.synced_value(
         Height(1),
@@ -153,12 +145,8 @@ fn a_malformed_synced_block_is_a_peer_fault_and_changes_nothing() {
 #[test]
 fn proposal_streams_reassemble_out_of_order_and_refuse_forgeries() {
     let f = fixture();
-    let tip = Tip {
-        chain: f.chain,
-        height: 0,
-        hash: Hash::ZERO,
-    };
-    let (block, _, _) = build_block(&f.contract, &tip, f.key.public(), &[]);
+    let tip = Tip::genesis(f.chain);
+    let (block, _, _) = build_block(&f.contract, &tip, f.key.public(), 0, &[]);
     let init = PartInit {
         height: Height(1),
         round: Round::new(0),
@@ -348,12 +336,8 @@ fn proposal_by(
     proposer: &Keypair,
     round: Round,
 ) -> Vec<StreamMessage<ProposalPart>> {
-    let tip = Tip {
-        chain: f.chain,
-        height: 0,
-        hash: Hash::ZERO,
-    };
-    let (block, _, _) = build_block(&f.contract, &tip, proposer.public(), &[]);
+    let tip = Tip::genesis(f.chain);
+    let (block, _, _) = build_block(&f.contract, &tip, proposer.public(), 0, &[]);
     let init = PartInit {
         height: Height(1),
         round,
@@ -429,12 +413,8 @@ fn proposals_from_anyone_but_the_slots_proposer_are_dropped_before_execution() {
 fn an_invalid_block_from_the_proposer_is_answered_and_not_stored() {
     let a = Keypair::from_label("val-a");
     let mut f = fixture_of(std::slice::from_ref(&a));
-    let tip = Tip {
-        chain: f.chain,
-        height: 0,
-        hash: Hash::ZERO,
-    };
-    let (mut block, _, _) = build_block(&f.contract, &tip, a.public(), &[]);
+    let tip = Tip::genesis(f.chain);
+    let (mut block, _, _) = build_block(&f.contract, &tip, a.public(), 0, &[]);
     block.header.state_root = Hash([7; 32]);
     let init = PartInit {
         height: Height(1),
@@ -451,6 +431,50 @@ fn an_invalid_block_from_the_proposer_is_answered_and_not_stored() {
     assert_eq!(v.validity, Validity::Invalid);
     assert_eq!(count(&f.driver.metrics.proposals_executed), 1);
     assert!(f.driver.undecided.at_height(Height(1)).is_empty());
+}
+
+/// The validator's half of the BFT time rule: the slot's proposer stamping its block more
+/// than `MAX_CLOCK_AHEAD_MS` ahead of this node's clock gets a nil vote, unexecuted and not
+/// stored; the same proposer stamping its clock gets a valid one.
+#[test]
+fn a_proposal_stamped_too_far_ahead_of_the_validators_clock_is_voted_nil_unexecuted() {
+    let a = Keypair::from_label("val-a");
+    let mut f = fixture_of(std::slice::from_ref(&a));
+    let tip = Tip::genesis(f.chain);
+    let signer = AccountSigner::new(a.clone(), f.chain);
+    let init = PartInit {
+        height: Height(1),
+        round: Round::new(0),
+        pol_round: Round::Nil,
+        proposer: Address::of(&a.public()),
+    };
+    let ahead = crate::chain::now_ms() + MAX_CLOCK_AHEAD_MS + 60_000;
+    let (block, _, _) = build_block(&f.contract, &tip, a.public(), ahead, &[]);
+    assert_eq!(block.header.time_ms, ahead);
+    // It would execute: only its time is wrong.
+    assert!(crate::chain::execute_block(&f.contract, &tip, &block).is_ok());
+    let msgs = stream_as(
+        stream_id(Height(1), Round::new(0)),
+        stream_parts(&f.chain, init.clone(), &block, |d| signer.sign(d)),
+    );
+    let v = feed(&mut f, &peer_of(&a), msgs).expect("answered");
+    assert_eq!(v.validity, Validity::Invalid);
+    assert_eq!(count(&f.driver.metrics.proposals_executed), 0);
+    assert_eq!(count(&f.driver.metrics.proposals_rejected), 1);
+    assert!(f.driver.undecided.at_height(Height(1)).is_empty());
+
+    let init = PartInit {
+        round: Round::new(1),
+        ..init
+    };
+    let (block, _, _) = build_block(&f.contract, &tip, a.public(), crate::chain::now_ms(), &[]);
+    let msgs = stream_as(
+        stream_id(Height(1), Round::new(1)),
+        stream_parts(&f.chain, init, &block, |d| signer.sign(d)),
+    );
+    let v = feed(&mut f, &peer_of(&a), msgs).expect("answered");
+    assert_eq!(v.validity, Validity::Valid);
+    assert_eq!(count(&f.driver.metrics.proposals_executed), 1);
 }
 
 /// A publisher cannot grow a stream's memory with tiny parts, repeated parts or many
@@ -509,11 +533,7 @@ fn the_forger_streams_a_signed_proposal_for_a_slot_it_does_not_own() {
     let (a, b) = (Keypair::from_label("val-a"), Keypair::from_label("val-b"));
     let mut f = fixture_of(&[a.clone(), b.clone()]);
     let slot = round_of(&f, &a);
-    let tip = Tip {
-        chain: f.chain,
-        height: 0,
-        hash: Hash::ZERO,
-    };
+    let tip = Tip::genesis(f.chain);
     let forger = AccountSigner::new(b.clone(), f.chain);
     let (init, block, parts) = super::forge::forged(&f.chain, &forger, &f.contract, &tip, slot);
     assert_eq!((init.height, init.round), (Height(1), slot));

@@ -47,11 +47,7 @@ pub fn restore(ledger: &Ledger, genesis: &Genesis, chain: Hash) -> Result<Restor
     let mut contract = Contract::new(genesis)
         .map_err(|e| RestoreError::Genesis(e.to_string()))?
         .with_chain(chain);
-    let mut tip = Tip {
-        chain,
-        height: 0,
-        hash: Hash::ZERO,
-    };
+    let mut tip = Tip::genesis(chain);
     if tip_now.0 > 1
         && let Some((h, bytes)) = ledger
             .snapshot_at_or_below(tip_now.0 - 1)
@@ -65,11 +61,7 @@ pub fn restore(ledger: &Ledger, genesis: &Genesis, chain: Hash) -> Result<Restor
         match Contract::from_snapshot(&bytes) {
             Ok(c) if c.state_root() == block.block.header.state_root => {
                 contract = c;
-                tip = Tip {
-                    chain,
-                    height: h,
-                    hash: block.block.hash(),
-                };
+                tip = Tip::genesis(chain).after(&block.block);
             }
             _ => warn!(height = h, "snapshot unusable; replaying from genesis"),
         }
@@ -124,11 +116,7 @@ mod tests {
     /// Ten real blocks, each with one transfer, appended to a fresh ledger.
     fn chain(ledger: &Ledger, doc: &Genesis, key: &Keypair) -> (Hash, Vec<Contract>) {
         let mut contract = Contract::new(doc).unwrap().with_chain(CHAIN);
-        let mut tip = Tip {
-            chain: CHAIN,
-            height: 0,
-            hash: Hash::ZERO,
-        };
+        let mut tip = Tip::genesis(CHAIN);
         let mut states = Vec::new();
         for n in 0..10u64 {
             let tx = Signed::sign(
@@ -142,7 +130,7 @@ mod tests {
                     },
                 },
             );
-            let (block, done, dropped) = build_block(&contract, &tip, key.public(), &[tx]);
+            let (block, done, dropped) = build_block(&contract, &tip, key.public(), 0, &[tx]);
             assert!(dropped.is_empty());
             ledger
                 .append(

@@ -45,6 +45,7 @@ fn make_block(chain: Hash, height: u64, prev: Hash, txs: Vec<Vec<u8>>) -> Stored
             chain,
             height,
             prev,
+            height.saturating_mul(1_000),
             root(height),
             Keypair::from_label("validator").public(),
             txs,

@@ -374,11 +374,7 @@ mod tests {
             auditors: vec![],
         })
         .unwrap();
-        let tip = Tip {
-            chain: Hash::ZERO,
-            height: 0,
-            hash: Hash::ZERO,
-        };
+        let tip = Tip::genesis(Hash::ZERO);
         ChainPublisher::new(ChainView::new(tip, contract, vec![]))
     }
 
@@ -386,7 +382,7 @@ mod tests {
     fn commit(publisher: &ChainPublisher, txs: &[SignedTx]) {
         let v = publisher.current();
         let proposer = Keypair::from_label("proposer").public();
-        let (block, done, dropped) = build_block(&v.contract, &v.tip, proposer, txs);
+        let (block, done, dropped) = build_block(&v.contract, &v.tip, proposer, 0, txs);
         assert!(dropped.is_empty());
         publisher.publish(ChainView::new(v.tip.after(&block), done.contract, vec![]));
     }

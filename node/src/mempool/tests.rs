@@ -101,12 +101,8 @@ fn candidates_follow_nonces_and_pruning_drops_included() {
             (a.public(), 2),
         ]
     );
-    let tip = Tip {
-        chain: Hash::ZERO,
-        height: 0,
-        hash: Hash::ZERO,
-    };
-    let (_, done, dropped) = build_block(&c, &tip, a.public(), &cand);
+    let tip = Tip::genesis(Hash::ZERO);
+    let (_, done, dropped) = build_block(&c, &tip, a.public(), 0, &cand);
     assert!(dropped.is_empty());
     assert_eq!(m.prune(&done.contract), 4);
     assert_eq!(m.len(), 1, "nonce 5 waits for 3 and 4");
@@ -306,11 +302,7 @@ fn funded(keys: &[&Keypair], balance: u64) -> Contract {
 }
 
 fn tip() -> Tip {
-    Tip {
-        chain: Hash::ZERO,
-        height: 0,
-        hash: Hash::ZERO,
-    }
+    Tip::genesis(Hash::ZERO)
 }
 
 fn transfer(k: &Keypair, to: AccountId, amount: u64, nonce: u64) -> SignedTx {
@@ -363,7 +355,7 @@ fn unpayable_spam_from_fresh_keys_is_refused_and_honest_transactions_are_propose
     }
     let cands = m.candidates(&c, MAX_CANDIDATES);
     assert_eq!(cands, mine);
-    let (block, _, dropped) = build_block(&c, &tip(), honest.public(), &cands);
+    let (block, _, dropped) = build_block(&c, &tip(), honest.public(), 0, &cands);
     assert!(dropped.is_empty());
     assert_eq!(block.txs.len(), 3);
 }
@@ -413,7 +405,7 @@ fn senders_that_spend_elsewhere_lose_their_pooled_transactions() {
         .iter()
         .map(|k| transfer(k, sink, 513, 0))
         .collect();
-    let (_, done, dropped) = build_block(&c, &tip(), honest.public(), &elsewhere);
+    let (_, done, dropped) = build_block(&c, &tip(), honest.public(), 0, &elsewhere);
     assert!(dropped.is_empty());
     assert_eq!(m.prune(&done.contract), 4 * 513);
     assert_eq!((m.len(), m.bytes()), (0, 0), "{spam_bytes} bytes freed");
@@ -480,7 +472,7 @@ fn failing_senders_are_evicted_and_deprioritised() {
         "b first though a came first"
     );
     assert_eq!(cands.len(), 1 + DEPRIORITISED_POOL);
-    let (_, done, dropped) = build_block(&c, &tip(), a.public(), &cands);
+    let (_, done, dropped) = build_block(&c, &tip(), a.public(), 0, &cands);
     assert!(dropped.is_empty());
     m.prune(&done.contract);
     assert_eq!(m.failures_of(&a.public()), 1, "3 halved");

@@ -97,14 +97,10 @@ fn fixture() -> Fixture {
     let mut state = Contract::new(&doc.genesis).unwrap().state().clone();
     state.outcomes.insert(session, outcome(keys[0].public()));
     let c0 = Contract::from_state(state);
-    let tip0 = Tip {
-        chain,
-        height: 0,
-        hash: Hash::ZERO,
-    };
-    let (block1, done1, _) = build_block(&c0, &tip0, keys[0].public(), &[]);
+    let tip0 = Tip::genesis(chain);
+    let (block1, done1, _) = build_block(&c0, &tip0, keys[0].public(), 0, &[]);
     let tip1 = tip0.after(&block1);
-    let (block2, done2, _) = build_block(&done1.contract, &tip1, keys[1].public(), &[]);
+    let (block2, done2, _) = build_block(&done1.contract, &tip1, keys[1].public(), 0, &[]);
     let stored1 = StoredBlock {
         certificate: certificate(&chain, &block1.header, &[&keys[0], &keys[1], &keys[2]]),
         block: block1,

@@ -47,14 +47,15 @@ pub async fn blocks(State(pages): State<Pages>, Query(q): Query<BlocksQuery>) ->
         body += "<p class=\"muted\">No blocks yet.</p>";
         return Ok(layout::page("Blocks", &body).into_response());
     }
-    body += "<div class=\"scroll\"><table><thead><tr><th>Height</th><th>Hash</th><th>Proposer</th><th>Transactions</th></tr></thead><tbody>";
+    body += "<div class=\"scroll\"><table><thead><tr><th>Height</th><th>Time (UTC)</th><th>Hash</th><th>Proposer</th><th>Transactions</th></tr></thead><tbody>";
     for h in (bottom..=top).rev() {
         let Some(b) = pages.ledger.block(h).map_err(PageError::internal)? else {
             continue;
         };
         body += &format!(
-            "<tr><td>{}</td><td><a class=\"mono\" href=\"/blocks/{h}\">{}</a></td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td class=\"mono\">{}</td><td><a class=\"mono\" href=\"/blocks/{h}\">{}</a></td><td>{}</td><td>{}</td></tr>",
             block_link(h),
+            crate::chain::format_time(b.block.header.time_ms),
             short(&b.block.hash()),
             account_link(&b.block.header.proposer),
             b.block.txs.len()
@@ -116,10 +117,11 @@ pub async fn block(State(pages): State<Pages>, Path(id): Path<String>) -> PageRe
     let height = h.height;
     let mut body = format!("<h1>Block {height}</h1>\n<div class=\"card\"><dl class=\"kv\">");
     body += &format!(
-        "<dt>Hash</dt><dd class=\"mono\">{}</dd><dt>Previous</dt><dd class=\"mono\">{}</dd>\
-<dt>Proposer</dt><dd>{}</dd><dt>State root</dt><dd class=\"mono\">{}</dd>\
+        "<dt>Hash</dt><dd class=\"mono\">{}</dd><dt>Time</dt><dd class=\"mono\">{}</dd>\
+<dt>Previous</dt><dd class=\"mono\">{}</dd><dt>Proposer</dt><dd>{}</dd><dt>State root</dt><dd class=\"mono\">{}</dd>\
 <dt>Transactions root</dt><dd class=\"mono\">{}</dd><dt>Certificate</dt><dd>{} bytes</dd>",
         stored.block.hash(),
+        crate::chain::format_time(h.time_ms),
         if height > 1 {
             format!("<a href=\"/blocks/{}\">{}</a>", height - 1, h.prev_hash)
         } else {

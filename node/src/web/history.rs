@@ -16,7 +16,7 @@ use std::{
 };
 
 use trust_contracts::Contract;
-use trust_protocol::{AccountId, Hash, units::Amount};
+use trust_protocol::{AccountId, units::Amount};
 
 use crate::{
     chain::{Tip, execute_block},
@@ -116,11 +116,7 @@ impl Replay {
                     return;
                 }
             };
-            let tip = self.tip.unwrap_or(Tip {
-                chain: stored.block.header.chain,
-                height: 0,
-                hash: Hash::ZERO,
-            });
+            let tip = self.tip.unwrap_or(Tip::genesis(stored.block.header.chain));
             match execute_block(&self.contract, &tip, &stored.block) {
                 Ok(done) => {
                     self.contract = done.contract;

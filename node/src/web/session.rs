@@ -363,6 +363,9 @@ fn decided_body(
             None => o.decided_at.to_string(),
         },
     );
+    if let Some(t) = d.time_ms {
+        body += &stat("Decided at (UTC)", &crate::chain::format_time(t));
+    }
     body += "</div>\n";
     // The provider's node names segments by their HDAG ids; others by `#i`.
     let name = |i: usize| {

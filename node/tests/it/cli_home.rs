@@ -215,11 +215,7 @@ fn ledger_verify_replays_the_chain_and_names_a_bad_block() {
     let mut contract = trust_contracts::Contract::new(&doc.genesis)
         .unwrap()
         .with_chain(doc.chain_id());
-    let mut tip = Tip {
-        chain: doc.chain_id(),
-        height: 0,
-        hash: Hash::ZERO,
-    };
+    let mut tip = Tip::genesis(doc.chain_id());
     let mut append = |lie: bool| {
         let ledger = Ledger::open(&config::ledger_dir(&home)).unwrap();
         let tx = Signed::sign(
@@ -233,8 +229,13 @@ fn ledger_verify_replays_the_chain_and_names_a_bad_block() {
                 },
             },
         );
-        let (mut block, done, dropped) =
-            build_block(&contract, &tip, me.account_id(), std::slice::from_ref(&tx));
+        let (mut block, done, dropped) = build_block(
+            &contract,
+            &tip,
+            me.account_id(),
+            0,
+            std::slice::from_ref(&tx),
+        );
         assert!(dropped.is_empty());
         if lie {
             block.header.state_root = Hash::sha256(b"not the state");

@@ -36,11 +36,7 @@ fn replay(net: &Network, i: usize) -> Vec<(u64, Event)> {
     let mut contract = Contract::new(&doc.genesis)
         .expect("contract")
         .with_chain(doc.chain_id());
-    let mut tip = Tip {
-        chain: doc.chain_id(),
-        height: 0,
-        hash: Hash::ZERO,
-    };
+    let mut tip = Tip::genesis(doc.chain_id());
     let mut out = Vec::new();
     for h in 1.. {
         let Some(stored) = ledger.block(h).expect("ledger read") else {

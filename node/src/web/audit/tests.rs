@@ -50,6 +50,7 @@ fn form() -> Form {
         chain: Hash::ZERO,
         height: 5,
         hash: Hash::ZERO,
+        time_ms: 5_000,
     };
     let (chain, watch) = ChainPublisher::new(ChainView::new(tip, contract, vec![]));
     let router = router(AuditWeb {
