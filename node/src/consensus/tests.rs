@@ -535,7 +535,8 @@ fn the_forger_streams_a_signed_proposal_for_a_slot_it_does_not_own() {
     let slot = round_of(&f, &a);
     let tip = Tip::genesis(f.chain);
     let forger = AccountSigner::new(b.clone(), f.chain);
-    let (init, block, parts) = super::forge::forged(&f.chain, &forger, &f.contract, &tip, slot);
+    let (init, block, parts) =
+        super::forge::forged(&f.chain, &forger, &f.contract, &tip, Height(1), slot);
     assert_eq!((init.height, init.round), (Height(1), slot));
     assert_eq!(init.proposer, Address::of(&b.public()));
     assert_ne!(
