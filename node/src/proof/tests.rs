@@ -929,3 +929,50 @@ fn a_bundle_cut_short_or_not_a_bundle_says_so_with_the_parsers_message() {
         "missing field `format`"
     ));
 }
+
+#[test]
+fn a_bundle_in_a_fresh_directory_verifies_from_the_file_and_a_genesis_file_alone() {
+    let f = fixture();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("outcome.proof");
+    crate::cli::proof::write_bundle(&path, &bundle(&f), false).unwrap();
+    // Nothing but the bundle beside it: the temporary file is gone.
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    let gdir = tempfile::tempdir().unwrap();
+    let genesis = crate::config::write_genesis(gdir.path(), &f.file).unwrap();
+    let r = crate::cli::proof::verify_file(&path, &genesis).unwrap();
+    assert_eq!(r.session, f.session);
+    assert_eq!(r.verdict, TraceVerdict::Pass);
+    assert_eq!(
+        r.segments,
+        crate::cli::proof::VerdictCounts {
+            valid: 3,
+            undecided: 1,
+            ..Default::default()
+        }
+    );
+    assert_eq!((r.left_out, r.honeypots), (1, 1));
+    assert_eq!(r.decided_at, 2);
+    let h2 = &f.block2.block.header;
+    assert_eq!(
+        (r.height, r.block_hash, r.state_root),
+        (2, h2.hash(), h2.state_root)
+    );
+    assert_eq!(r.power, (300, 300));
+    assert_eq!(r.chain, f.file.chain_id());
+    let lines = r.lines();
+    assert_eq!(
+        lines.last().unwrap(),
+        &format!("verified offline against genesis {}", f.file.chain_id())
+    );
+    // As the README shows it.
+    for line in &lines {
+        println!("{line}");
+    }
+    let json = r.json();
+    println!("{json}");
+    assert_eq!(json["verified"], true);
+    assert_eq!(json["verdict"], "Pass");
+    assert_eq!(json["segments"]["valid"], 3);
+    assert_eq!(json["signed_power"], "300");
+}
