@@ -590,9 +590,14 @@ pub fn write_config(home: &Path, cfg: &NodeConfig) -> Result<PathBuf, HomeError>
 
 /// Reads `<home>/genesis.json`.
 pub fn load_genesis(home: &Path) -> Result<GenesisDoc, HomeError> {
-    let path = home.join(GENESIS_FILE);
-    serde_json::from_str(&read(&path)?).map_err(|e| HomeError::Parse {
-        path,
+    load_genesis_file(&home.join(GENESIS_FILE))
+}
+
+/// Reads a genesis document from any file, as the node reads its own `genesis.json`
+/// (`proof verify --genesis` needs no home).
+pub fn load_genesis_file(path: &Path) -> Result<GenesisDoc, HomeError> {
+    serde_json::from_str(&read(path)?).map_err(|e| HomeError::Parse {
+        path: path.to_path_buf(),
         reason: e.to_string(),
     })
 }

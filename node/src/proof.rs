@@ -27,6 +27,16 @@
 //! more than 2/3 of the stake; the BFT assumption (less than 1/3 faulty power) rules that
 //! out for the real chain, but a client that wants no reliance on the signers' own
 //! account of the stakes must walk the certificates from genesis (not built yet).
+//!
+//! # Bundles: proofs kept in a file
+//!
+//! A [`Bundle`] is a proof as `trust-node proof export` writes it, to be checked later,
+//! anywhere, by `trust-node proof verify` with nothing but a genesis file: one JSON object
+//! `{"format": "trust-outcome-proof/1", "chain": <chain id>, "proof": <OutcomeProof>}`.
+//! [`parse_bundle`] reads one (the format tag first, so that a later version is named as
+//! such rather than refused for its new fields) and [`verify_bundle`] checks it. The
+//! `chain` field is a label for the reader: it must equal the genesis file's chain id,
+//! and the certified header's chain must too.
 
 use std::collections::BTreeSet;
 
@@ -47,6 +57,78 @@ use crate::{
 
 /// Most validators a proof may name (bounds the client's work).
 pub const MAX_PROOF_VALIDATORS: usize = 1024;
+
+/// The format tag of a [`Bundle`] this version writes and reads.
+pub const BUNDLE_FORMAT: &str = "trust-outcome-proof/1";
+
+/// Largest bundle file read: [`MAX_PROOF_VALIDATORS`] stake proofs fit many times over.
+pub const MAX_BUNDLE_BYTES: u64 = 16 * 1024 * 1024;
+
+/// An outcome proof in a file of its own: what `proof export` writes and `proof verify`
+/// checks against a genesis file alone (see the module doc).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Bundle {
+    /// [`BUNDLE_FORMAT`].
+    pub format: String,
+    /// The chain id of the network the proof is from (its genesis file's).
+    pub chain: Hash,
+    /// The proof.
+    pub proof: OutcomeProof,
+}
+
+impl Bundle {
+    /// `proof` in a bundle of this version, labelled with the chain its header names.
+    pub fn of(proof: OutcomeProof) -> Result<Self, ProofError> {
+        let header: BlockHeader = encoding::decode(&unhex("header", &proof.header)?)
+            .map_err(|_| ProofError::Malformed("header"))?;
+        Ok(Bundle {
+            format: BUNDLE_FORMAT.to_string(),
+            chain: header.chain,
+            proof,
+        })
+    }
+
+    /// The bundle as its file holds it: pretty JSON ending in a newline.
+    pub fn to_file_text(&self) -> Result<String, serde_json::Error> {
+        let mut text = serde_json::to_string_pretty(self)?;
+        text.push('\n');
+        Ok(text)
+    }
+}
+
+/// Reads a bundle file's bytes. The format tag is read first, so that a bundle of another
+/// version is refused as such ([`ProofError::UnsupportedFormat`]) whatever its layout;
+/// anything that is not a whole bundle of this version (a file cut short, not JSON, a
+/// missing or unknown field) is [`ProofError::NotABundle`] with the parser's message.
+pub fn parse_bundle(bytes: &[u8]) -> Result<Bundle, ProofError> {
+    /// Only the tag; other fields are skipped (but must still be JSON).
+    #[derive(Deserialize)]
+    struct Tag {
+        format: String,
+    }
+    let not_a_bundle = |e: serde_json::Error| ProofError::NotABundle(e.to_string());
+    let tag: Tag = serde_json::from_slice(bytes).map_err(not_a_bundle)?;
+    if tag.format != BUNDLE_FORMAT {
+        return Err(ProofError::UnsupportedFormat(tag.format));
+    }
+    serde_json::from_slice(bytes).map_err(not_a_bundle)
+}
+
+/// Checks a bundle against the user's genesis file: its format, that it is of this
+/// genesis's chain, and its proof ([`verify`]) for the session it names.
+pub fn verify_bundle(bundle: &Bundle, anchor: &Anchor<'_>) -> Result<Verified, ProofError> {
+    if bundle.format != BUNDLE_FORMAT {
+        return Err(ProofError::UnsupportedFormat(bundle.format.clone()));
+    }
+    if bundle.chain != anchor.chain {
+        return Err(ProofError::WrongChain {
+            expected: anchor.chain,
+            got: bundle.chain,
+        });
+    }
+    verify(&bundle.proof, &bundle.proof.session, anchor)
+}
 
 /// A session's outcome with everything needed to check it against a genesis file. Byte
 /// fields are lowercase hex of the canonical encodings.
@@ -108,8 +190,12 @@ pub enum ProofError {
     /// A field is not hex of a well-formed value.
     #[error("malformed {0}")]
     Malformed(&'static str),
-    /// The block belongs to another network.
-    #[error("the block is of chain {got}, not of this genesis ({expected})")]
+    /// The proof (its bundle's label, or its block) belongs to another network, whose
+    /// validators this genesis does not know.
+    #[error(
+        "the proof is of chain {got}, not of this genesis file's chain {expected}: its \
+         validators are unknown here"
+    )]
     WrongChain {
         /// This genesis file's chain id.
         expected: Hash,
@@ -156,6 +242,12 @@ pub enum ProofError {
     /// The outcome's Merkle proof does not hold under the certified root.
     #[error("the outcome is not under the certified state root: {0}")]
     BadOutcomeProof(String),
+    /// A bundle file that is cut short or is not a bundle at all (the parser's message).
+    #[error("truncated or not a proof bundle: {0}")]
+    NotABundle(String),
+    /// A bundle of a format version this one does not read.
+    #[error("the bundle's format is {0:?}; this version reads only {BUNDLE_FORMAT:?}")]
+    UnsupportedFormat(String),
 }
 
 /// Builds the proof of `session`'s outcome from the state at the tip (`state`, after
@@ -269,6 +361,16 @@ pub fn verify(
             .copied()
             .collect()
     };
+
+    // Every stake proof is of a genesis validator: one of any other account is not part
+    // of this network's validator set.
+    let known: BTreeSet<&AccountId> = validators.iter().collect();
+    if let Some(s) = proof.stakes.iter().find(|s| !known.contains(&s.validator)) {
+        return Err(ProofError::BadStake {
+            validator: s.validator,
+            reason: "not a genesis validator".to_string(),
+        });
+    }
 
     // The stakes the height's voting power is made of.
     let stakes: Vec<u64> = if header.height <= 1 {
@@ -394,4 +496,4 @@ pub fn verify(
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -23,6 +23,7 @@ pub mod home;
 pub mod keys;
 pub mod local;
 pub mod node;
+pub mod proof;
 pub mod quorum;
 pub mod simulate;
 pub mod watch;
@@ -111,6 +112,28 @@ pub enum Command {
     Submit(node::SubmitArgs),
     /// Show a session's outcome: verdict per segment, trace verdict, deciding block.
     Query(node::QueryArgs),
+    /// Outcome proofs in a file: `proof export` saves one from a node, `proof verify`
+    /// checks it offline against a genesis file alone.
+    ///
+    /// `proof export SESSION -o FILE` fetches the session's outcome proof from a node
+    /// (`--home` or `--api`, as `query` finds it) and writes one JSON file (format
+    /// `trust-outcome-proof/1`) holding: the chain id; the session; the outcome, encoded,
+    /// with its Merkle proof under the state root of a certified block; that block's
+    /// header and its commit certificate (the validators' precommit signatures); and the
+    /// header of the block before it, with every genesis validator's account (its stake)
+    /// proven under that block's state root.
+    ///
+    /// `proof verify FILE --genesis genesis.json` needs no node and no home. Nothing in the
+    /// file is trusted: only the genesis file is (its chain id, its validators' keys, and
+    /// at height 1 their genesis stakes). It checks that the file is of that chain, that
+    /// the parent header is the one the block extends, every stake proof, every
+    /// signature, that the signers are genesis validators holding more than 2/3 of the
+    /// voting power those stakes give, and that the outcome is under the certified state
+    /// root. It exits 0 printing the outcome's verdict, the block and the power that
+    /// signed; otherwise it prints `proof REJECTED: <reason>` and exits 1 (2 when a file
+    /// cannot be read or the genesis file is not one). The stakes are those the certified
+    /// block's own signers attest to; no walk of the certificates from genesis is made.
+    Proof(proof::ProofArgs),
     /// An auditor's life: register, bond, status, unbond, exit, withdraw.
     Auditor(auditor::AuditorArgs),
     /// Follow the network's events as they are finalized (seats drawn, deadlines,
@@ -190,6 +213,7 @@ pub fn run() -> ExitCode {
         Command::Run(args) => node::run_node(args),
         Command::Status(args) => node::run_status(args),
         Command::Query(args) => node::run_query(args),
+        Command::Proof(args) => proof::run(args),
         Command::Submit(args) => node::run_submit(args),
         Command::Auditor(args) => auditor::run(args),
         Command::Watch(args) => watch::run_watch(args),

@@ -1,0 +1,530 @@
+//! `proof export` and `proof verify`: a session's outcome proof kept in a file of its own
+//! ([`crate::proof::Bundle`]) and checked later against a genesis file alone, with no node
+//! and no home.
+
+use std::{
+    io::Write,
+    path::{Path, PathBuf},
+};
+
+use clap::Subcommand;
+use serde_json::json;
+use trust_contracts::{Outcome, SegmentVerdict, TraceVerdict, commitment::decode_entry};
+use trust_protocol::Hash;
+
+use super::{
+    CliError, CliResult,
+    node::{NodeAddr, api_error, runtime},
+};
+use crate::{
+    api::client::{self, Client},
+    config,
+    proof::{self, Bundle, ProofError},
+};
+
+/// Arguments of `trust-node proof`.
+#[derive(Debug, clap::Args)]
+pub struct ProofArgs {
+    #[command(subcommand)]
+    command: ProofCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum ProofCommand {
+    /// Fetch a decided session's outcome proof from a node and write it, with the chain
+    /// id, to one self-contained file (never overwriting one unless --force).
+    Export(ExportArgs),
+    /// Check a bundle file against a genesis file, offline: exit 0 if it holds, else
+    /// print `proof REJECTED: <reason>` and exit 1.
+    Verify(VerifyArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct ExportArgs {
+    /// The session id (64 hex characters).
+    session: String,
+    /// The file to write.
+    #[arg(short, long, value_name = "FILE")]
+    out: PathBuf,
+    /// Replace FILE if it exists.
+    #[arg(long)]
+    force: bool,
+    #[command(flatten)]
+    addr: NodeAddr,
+}
+
+#[derive(Debug, clap::Args)]
+struct VerifyArgs {
+    /// The bundle file (`proof export` writes one).
+    bundle: PathBuf,
+    /// The network's genesis file: the only thing trusted.
+    #[arg(long, value_name = "FILE")]
+    genesis: PathBuf,
+    /// Print the result as one JSON object.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs `proof`.
+pub fn run(args: ProofArgs) -> CliResult {
+    match args.command {
+        ProofCommand::Export(a) => run_export(a),
+        ProofCommand::Verify(a) => run_verify(a),
+    }
+}
+
+fn parse_session(s: &str) -> Result<Hash, CliError> {
+    if s.len() != 64 {
+        return Err(CliError::usage(format!(
+            "session id must be 64 hex characters, got {s:?}"
+        )));
+    }
+    Hash::from_hex(s)
+        .map_err(|_| CliError::usage(format!("session id must be 64 hex characters, got {s:?}")))
+}
+
+fn run_export(args: ExportArgs) -> CliResult {
+    let sid = parse_session(&args.session)?;
+    // Said before asking the node anything.
+    if !args.force && args.out.exists() {
+        return Err(exists(&args.out));
+    }
+    let addr = args.addr.resolve()?;
+    let proof = runtime()?
+        .block_on(Client::new(addr).session_proof(&sid))
+        .map_err(|e| match e {
+            client::ClientError::Reply { source, .. } => {
+                CliError::failed(format!("the node's proof is malformed: {source}"))
+            }
+            e => api_error(e),
+        })?;
+    let malformed = |e: ProofError| CliError::failed(format!("the node's proof is malformed: {e}"));
+    let outcome = read_outcome(&proof.outcome).map_err(malformed)?;
+    let bundle = Bundle::of(proof).map_err(malformed)?;
+    let bytes = write_bundle(&args.out, &bundle, args.force)?;
+    outln!("wrote       {} ({bytes} bytes)", args.out.display());
+    outln!("session     {sid}");
+    outln!(
+        "verdict     {:?}, as the node says (check it: trust-node proof verify {} --genesis genesis.json)",
+        outcome.trace,
+        args.out.display()
+    );
+    Ok(())
+}
+
+/// The outcome a proof carries, not checked.
+fn read_outcome(hex_value: &str) -> Result<Outcome, ProofError> {
+    hex::decode(hex_value)
+        .ok()
+        .and_then(|v| decode_entry::<Outcome>(&v))
+        .ok_or(ProofError::Malformed("outcome"))
+}
+
+fn exists(path: &Path) -> CliError {
+    CliError::usage(format!(
+        "{} already exists: refusing to overwrite it (pass --force to replace it)",
+        path.display()
+    ))
+}
+
+/// Writes `bundle` to `path` atomically: to a temporary file in the same directory,
+/// synced, then moved into place, so `path` never holds half a bundle. Without `force`, an
+/// existing `path` is never replaced, even one created meanwhile. Returns the bytes
+/// written.
+pub(crate) fn write_bundle(path: &Path, bundle: &Bundle, force: bool) -> Result<usize, CliError> {
+    let text = bundle
+        .to_file_text()
+        .map_err(|e| CliError::failed(format!("cannot encode the bundle: {e}")))?;
+    let name = path
+        .file_name()
+        .ok_or_else(|| CliError::usage(format!("{} is not a file name", path.display())))?;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(format!(".{}.tmp", std::process::id()));
+    let tmp = dir.join(tmp_name);
+    let io = |what: &Path, e: std::io::Error| {
+        CliError::failed(format!("cannot write {}: {e}", what.display()))
+    };
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .and_then(|mut f| {
+            f.write_all(text.as_bytes())?;
+            f.sync_all()
+        })
+        .map_err(|e| io(&tmp, e));
+    let placed = written.and_then(|()| {
+        if force {
+            return std::fs::rename(&tmp, path).map_err(|e| io(path, e));
+        }
+        // A hard link never replaces an existing file; where the file system has none,
+        // a check and a rename.
+        match std::fs::hard_link(&tmp, path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(exists(path)),
+            Err(_) if path.exists() => Err(exists(path)),
+            Err(_) => std::fs::rename(&tmp, path).map_err(|e| io(path, e)),
+        }
+    });
+    // The temporary name goes in every case (after a rename it is gone already).
+    let _ = std::fs::remove_file(&tmp);
+    placed?;
+    // The new directory entry itself, where the platform lets a directory be synced.
+    if let Ok(d) = std::fs::File::open(&dir) {
+        let _ = d.sync_all();
+    }
+    Ok(text.len())
+}
+
+/// How many of a trace's segments got each verdict.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct VerdictCounts {
+    /// Valid.
+    pub valid: usize,
+    /// Invalid.
+    pub invalid: usize,
+    /// Ungrounded.
+    pub ungrounded: usize,
+    /// Propagated.
+    pub propagated: usize,
+    /// Undecided (left-out segments included, unless a calculation of theirs failed).
+    pub undecided: usize,
+}
+
+impl VerdictCounts {
+    fn add(&mut self, v: SegmentVerdict) {
+        let n = match v {
+            SegmentVerdict::Valid => &mut self.valid,
+            SegmentVerdict::Invalid => &mut self.invalid,
+            SegmentVerdict::Ungrounded => &mut self.ungrounded,
+            SegmentVerdict::Propagated => &mut self.propagated,
+            SegmentVerdict::Undecided => &mut self.undecided,
+        };
+        *n = n.saturating_add(1);
+    }
+}
+
+/// What `proof verify` established, as it prints it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Report {
+    /// The session.
+    pub session: Hash,
+    /// The trace verdict.
+    pub verdict: TraceVerdict,
+    /// The verdicts of the trace's segments: the audited ones (honeypots aside) and the
+    /// left-out ones.
+    pub segments: VerdictCounts,
+    /// How many of those were left out of the session (not audited).
+    pub left_out: usize,
+    /// Honeypots, which are not part of the trace.
+    pub honeypots: usize,
+    /// The height at which the session was decided (from the proven outcome).
+    pub decided_at: u64,
+    /// The certified block whose state root carries the outcome: height and hash.
+    pub height: u64,
+    /// Its hash.
+    pub block_hash: Hash,
+    /// Its state root.
+    pub state_root: Hash,
+    /// Voting power that signed the block's certificate, and the total.
+    pub power: (u128, u128),
+    /// The genesis file's chain id.
+    pub chain: Hash,
+    // Later: the time of the deciding block, once headers carry block times.
+}
+
+impl Report {
+    fn of(v: &proof::Verified, session: Hash, chain: Hash) -> Self {
+        let o = &v.outcome;
+        let mut segments = VerdictCounts::default();
+        let mut honeypots = 0usize;
+        for s in &o.segments {
+            match s.honeypot {
+                Some(_) => honeypots = honeypots.saturating_add(1),
+                None => segments.add(s.verdict),
+            }
+        }
+        for l in &o.left_out {
+            segments.add(l.verdict);
+        }
+        Report {
+            session,
+            verdict: o.trace,
+            segments,
+            left_out: o.left_out.len(),
+            honeypots,
+            decided_at: o.decided_at,
+            height: v.header.height,
+            block_hash: v.header.hash(),
+            state_root: v.header.state_root,
+            power: v.power,
+            chain,
+        }
+    }
+
+    /// The lines `proof verify` prints.
+    pub fn lines(&self) -> Vec<String> {
+        let c = &self.segments;
+        let mut notes = Vec::new();
+        if self.left_out > 0 {
+            notes.push(format!("{} of them left out, not audited", self.left_out));
+        }
+        match self.honeypots {
+            0 => {}
+            1 => notes.push("1 honeypot not counted".to_string()),
+            n => notes.push(format!("{n} honeypots not counted")),
+        }
+        let notes = match notes.is_empty() {
+            true => String::new(),
+            false => format!(" ({})", notes.join("; ")),
+        };
+        vec![
+            format!("session     {}", self.session),
+            format!("verdict     {:?}", self.verdict),
+            format!(
+                "segments    {} valid, {} invalid, {} ungrounded, {} propagated, {} undecided{notes}",
+                c.valid, c.invalid, c.ungrounded, c.propagated, c.undecided
+            ),
+            // When headers carry block times, "decided at <time>" goes here.
+            format!("decided     at block {}", self.decided_at),
+            format!("proven in   block {} ({})", self.height, self.block_hash),
+            format!("state root  {}", self.state_root),
+            format!(
+                "signed      {} of {} voting power (more than 2/3)",
+                self.power.0, self.power.1
+            ),
+            format!("verified offline against genesis {}", self.chain),
+        ]
+    }
+
+    /// The same as one JSON object (`--json`).
+    pub fn json(&self) -> serde_json::Value {
+        json!({
+            "verified": true,
+            "session": self.session,
+            "verdict": self.verdict,
+            "segments": self.segments,
+            "left_out": self.left_out,
+            "honeypots": self.honeypots,
+            "decided_at_height": self.decided_at,
+            "height": self.height,
+            "block_hash": self.block_hash,
+            "state_root": self.state_root,
+            // As `query --verify --json`: a u128 does not fit every JSON reader's numbers.
+            "signed_power": self.power.0.to_string(),
+            "total_power": self.power.1.to_string(),
+            "chain": self.chain,
+        })
+    }
+}
+
+/// Why `proof verify` did not verify.
+#[derive(Debug)]
+pub enum VerifyFileError {
+    /// A file could not be read, or the genesis file is not one (exit 2).
+    Input(String),
+    /// The bundle was read and does not hold (exit 1).
+    Rejected(ProofError),
+}
+
+impl From<VerifyFileError> for CliError {
+    fn from(e: VerifyFileError) -> Self {
+        match e {
+            VerifyFileError::Input(m) => CliError::usage(m),
+            VerifyFileError::Rejected(e) => CliError::failed(format!("proof REJECTED: {e}")),
+        }
+    }
+}
+
+/// `proof verify` without the printing: reads the bundle at `bundle` and the genesis
+/// document at `genesis` and checks the one against the other. Nothing else is read.
+pub fn verify_file(bundle: &Path, genesis: &Path) -> Result<Report, VerifyFileError> {
+    let doc = config::load_genesis_file(genesis)
+        .map_err(|e| VerifyFileError::Input(format!("the genesis file: {e}")))?;
+    let cannot = |e: std::io::Error| {
+        VerifyFileError::Input(format!("cannot read {}: {e}", bundle.display()))
+    };
+    let size = std::fs::metadata(bundle).map_err(cannot)?.len();
+    if size > proof::MAX_BUNDLE_BYTES {
+        return Err(VerifyFileError::Input(format!(
+            "{} is {size} bytes, more than a bundle's {}-byte limit",
+            bundle.display(),
+            proof::MAX_BUNDLE_BYTES
+        )));
+    }
+    let bytes = std::fs::read(bundle).map_err(cannot)?;
+    let b = proof::parse_bundle(&bytes).map_err(VerifyFileError::Rejected)?;
+    let chain = doc.chain_id();
+    let anchor = proof::Anchor {
+        chain,
+        validators: &doc.validators,
+        genesis: &doc.genesis,
+    };
+    let v = proof::verify_bundle(&b, &anchor).map_err(VerifyFileError::Rejected)?;
+    Ok(Report::of(&v, b.proof.session, chain))
+}
+
+fn run_verify(args: VerifyArgs) -> CliResult {
+    let report = verify_file(&args.bundle, &args.genesis)?;
+    if args.json {
+        outln!("{}", report.json());
+    } else {
+        for line in report.lines() {
+            outln!("{line}");
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::{CommandFactory, Parser};
+
+    use super::*;
+    use crate::{
+        cli::{Cli, Command},
+        proof::tests::{bundle, fixture, flip_signature},
+    };
+
+    /// `trust-node ARGS` as the binary parses and runs them, in this process.
+    fn trust_node(args: &[&str]) -> CliResult {
+        let cli = Cli::try_parse_from(std::iter::once("trust-node").chain(args.iter().copied()))
+            .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+        match cli.command {
+            Command::Proof(a) => run(a),
+            other => panic!("not a proof command: {other:?}"),
+        }
+    }
+
+    fn text(p: &Path) -> &str {
+        p.to_str().unwrap()
+    }
+
+    #[test]
+    fn proof_verify_accepts_a_bundle_file_and_names_why_it_rejects_a_tampered_one() {
+        let f = fixture();
+        let dir = tempfile::tempdir().unwrap();
+        let good = dir.path().join("outcome.proof");
+        write_bundle(&good, &bundle(&f), false).unwrap();
+        let genesis = config::write_genesis(&dir.path().join("net"), &f.file).unwrap();
+        let g = text(&genesis);
+        trust_node(&["proof", "verify", text(&good), "--genesis", g]).unwrap();
+        trust_node(&["proof", "verify", text(&good), "--genesis", g, "--json"]).unwrap();
+
+        // A signature that does not verify: exit 1, naming it.
+        let mut b = bundle(&f);
+        flip_signature(&mut b, 1);
+        let bad = dir.path().join("tampered.proof");
+        write_bundle(&bad, &b, false).unwrap();
+        let e = trust_node(&["proof", "verify", text(&bad), "--genesis", g]).unwrap_err();
+        assert_eq!(e.code, 1, "{}", e.message);
+        assert!(
+            e.message
+                .starts_with("proof REJECTED: certificate signature of ")
+                && e.message.ends_with(" does not verify"),
+            "{}",
+            e.message
+        );
+        // A file cut short: exit 1, with the parser's message.
+        let whole = std::fs::read(&good).unwrap();
+        let cut = dir.path().join("cut.proof");
+        std::fs::write(&cut, &whole[..whole.len() / 2]).unwrap();
+        let e = trust_node(&["proof", "verify", text(&cut), "--genesis", g]).unwrap_err();
+        assert_eq!(e.code, 1, "{}", e.message);
+        assert!(
+            e.message
+                .starts_with("proof REJECTED: truncated or not a proof bundle: EOF while parsing"),
+            "{}",
+            e.message
+        );
+        // Another network's genesis file: exit 1, the validators are unknown.
+        let other = config::GenesisDoc {
+            chain_name: "another-network".into(),
+            ..f.file.clone()
+        };
+        let og = config::write_genesis(&dir.path().join("other"), &other).unwrap();
+        let e = trust_node(&["proof", "verify", text(&good), "--genesis", text(&og)]).unwrap_err();
+        assert_eq!(e.code, 1, "{}", e.message);
+        assert!(
+            e.message
+                .starts_with("proof REJECTED: the proof is of chain ")
+                && e.message.ends_with("its validators are unknown here"),
+            "{}",
+            e.message
+        );
+        // Files that cannot be read, or a genesis file that is not one: exit 2.
+        let missing = dir.path().join("missing.proof");
+        let e = trust_node(&["proof", "verify", text(&missing), "--genesis", g]).unwrap_err();
+        assert_eq!(e.code, 2, "{}", e.message);
+        let e =
+            trust_node(&["proof", "verify", text(&good), "--genesis", text(&missing)]).unwrap_err();
+        assert_eq!(e.code, 2, "{}", e.message);
+        let e =
+            trust_node(&["proof", "verify", text(&good), "--genesis", text(&good)]).unwrap_err();
+        assert_eq!(e.code, 2, "{}", e.message);
+        assert!(e.message.starts_with("the genesis file: "), "{}", e.message);
+    }
+
+    #[test]
+    fn proof_export_never_replaces_a_file_without_force_and_leaves_no_temporary_file() {
+        let f = fixture();
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("outcome.proof");
+        std::fs::write(&out, "keep me").unwrap();
+        // Refused before any node is asked (none listens at that address).
+        let sid = f.session.to_hex();
+        let e = trust_node(&[
+            "proof",
+            "export",
+            &sid,
+            "-o",
+            text(&out),
+            "--api",
+            "127.0.0.1:9",
+        ])
+        .unwrap_err();
+        assert_eq!(e.code, 2, "{}", e.message);
+        assert!(e.message.contains("--force"), "{}", e.message);
+        // The writer itself refuses too (a file made after the first check).
+        let e = write_bundle(&out, &bundle(&f), false).unwrap_err();
+        assert_eq!(e.code, 2, "{}", e.message);
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), "keep me");
+        // With --force it is replaced, whole.
+        let n = write_bundle(&out, &bundle(&f), true).unwrap();
+        let written = std::fs::read(&out).unwrap();
+        assert_eq!(written.len(), n);
+        assert_eq!(proof::parse_bundle(&written), Ok(bundle(&f)));
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["outcome.proof"]);
+        // A session id that is not one.
+        let e = trust_node(&["proof", "export", "abc", "-o", text(&out)]).unwrap_err();
+        assert_eq!(e.code, 2, "{}", e.message);
+    }
+
+    #[test]
+    fn proof_help_says_what_a_bundle_holds_and_that_only_the_genesis_file_is_trusted() {
+        let mut cli = Cli::command();
+        let help = cli
+            .find_subcommand_mut("proof")
+            .unwrap()
+            .render_long_help()
+            .to_string();
+        for words in [
+            "trust-outcome-proof/1",
+            "commit certificate",
+            "Merkle proof",
+            "Nothing in the file is trusted: only the genesis file is",
+            "proof REJECTED: <reason>",
+        ] {
+            assert!(help.contains(words), "{words:?} not in:\n{help}");
+        }
+    }
+}
