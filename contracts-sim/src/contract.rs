@@ -299,6 +299,35 @@ impl Contract {
                 },
                 &mut ev,
             ),
+            Call::Commits { session, entries } => sessions::each_vote(
+                *session,
+                sender,
+                entries,
+                |e| e.segment,
+                |e, ev| sessions::commit(st, sender, *session, e.segment, e.commitment, ev),
+                &mut ev,
+            ),
+            Call::Reveals { session, entries } => sessions::each_vote(
+                *session,
+                sender,
+                entries,
+                |e| e.segment,
+                |e, ev| {
+                    sessions::reveal(
+                        st,
+                        sender,
+                        sessions::Opening {
+                            session: *session,
+                            segment: e.segment,
+                            vote: e.vote,
+                            salt: &e.salt,
+                            reason: &e.reason,
+                        },
+                        ev,
+                    )
+                },
+                &mut ev,
+            ),
             Call::RevealMapping {
                 session,
                 mapping,
@@ -637,6 +666,8 @@ fn touched_by(tree: &mut Tree, sender: AccountId, tx: &Tx) {
         Call::DeliverKeys { session, .. }
         | Call::Commit { session, .. }
         | Call::Reveal { session, .. }
+        | Call::Commits { session, .. }
+        | Call::Reveals { session, .. }
         | Call::RevealMapping { session, .. }
         | Call::RevealHoneypot { session, .. } => tree.touch(StateKey::Session(*session)),
     }

@@ -250,4 +250,16 @@ pub enum Event {
         /// Account.
         account: AccountId,
     },
+    /// One entry of a batch of votes (`Call::Commits`, `Call::Reveals`) was refused; the
+    /// batch's other entries applied.
+    VoteRefused {
+        /// Session.
+        session: Hash,
+        /// The entry's segment.
+        segment: u16,
+        /// The seat that sent it.
+        seat: AccountId,
+        /// Why, as the contract refuses the single call.
+        reason: String,
+    },
 }

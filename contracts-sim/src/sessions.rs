@@ -249,6 +249,45 @@ pub(crate) fn commit(
     Ok(())
 }
 
+/// Applies the entries of a batch of votes one by one, each as its single call would
+/// apply (`apply`, which changes nothing when it fails). An entry refused fails alone,
+/// with a [`Event::VoteRefused`] in its place among the events; the batch fails, changing
+/// nothing, only when every entry is refused, and then with the first entry's error (so a
+/// batch sent before its window waits, as a single call would).
+pub(crate) fn each_vote<E>(
+    session: Hash,
+    sender: AccountId,
+    entries: &[E],
+    segment_of: impl Fn(&E) -> u16,
+    mut apply: impl FnMut(&E, &mut Vec<Event>) -> Result<(), TxError>,
+    events: &mut Vec<Event>,
+) -> Result<(), TxError> {
+    let mut local = Vec::with_capacity(entries.len());
+    let mut first = None;
+    let mut applied = 0usize;
+    for e in entries {
+        match apply(e, &mut local) {
+            Ok(()) => applied = applied.saturating_add(1),
+            Err(error) => {
+                local.push(Event::VoteRefused {
+                    session,
+                    segment: segment_of(e),
+                    seat: sender,
+                    reason: error.to_string(),
+                });
+                first.get_or_insert(error);
+            }
+        }
+    }
+    match first {
+        Some(error) if applied == 0 => Err(error),
+        _ => {
+            events.extend(local);
+            Ok(())
+        }
+    }
+}
+
 /// What a reveal opens: the vote, the salt and the reason its commitment binds.
 pub(crate) struct Opening<'a> {
     pub(crate) session: Hash,

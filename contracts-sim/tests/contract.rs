@@ -688,6 +688,172 @@ fn commit_and_reveal_rules() {
     );
 }
 
+/// A batch of votes applies entry by entry, as single calls would: a refused entry (a
+/// copy-cat commitment, a reveal that does not open its commitment) fails alone with a
+/// `VoteRefused` in its place; a batch whose every entry is refused fails as its first
+/// entry would and changes nothing, nonce included.
+#[test]
+fn a_batch_of_votes_applies_each_entry_alone() {
+    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 3)]);
+    let provider = key("provider");
+    let sid = Tx::session_id(&provider.public(), 0);
+    let m = manifest(
+        (0..4).map(|i| segment(i, Tier::Computer, vec![])).collect(),
+        3,
+        0,
+    );
+    let ids: Vec<Hash> = m.segments.iter().map(|g| g.id).collect();
+    chain.submit(&provider, Call::OpenSession(m));
+    chain.block();
+    chain.block();
+    deliver_keys(&mut chain, &provider, sid, 0, &[]);
+    let (a, b, c) = (&keys[0], &keys[1], &keys[2]);
+    let salt = Salt([5; 32]);
+    let cm = |k: &Keypair, seg: u16, v| {
+        commitment(&sid, &ids[usize::from(seg)], &k.public(), v, &salt, &why(v))
+    };
+    let commits = |segs: &[(u16, trust_protocol::Commitment)]| {
+        Call::batch(
+            segs.iter()
+                .map(|&(segment, commitment)| Call::Commit {
+                    session: sid,
+                    segment,
+                    commitment,
+                })
+                .collect(),
+        )
+        .unwrap()
+    };
+    let reveals = |segs: &[(u16, Vote)]| {
+        Call::batch(
+            segs.iter()
+                .map(|&(segment, vote)| Call::Reveal {
+                    session: sid,
+                    segment,
+                    vote,
+                    salt,
+                    reason: why(vote),
+                })
+                .collect(),
+        )
+        .unwrap()
+    };
+    // Reveals before the reveal window: every entry waits, so the batch does.
+    assert!(matches!(
+        chain.try_apply(a, reveals(&[(0, Vote::Valid), (1, Vote::Valid)])),
+        Err(TxError::WrongPhase(_))
+    ));
+
+    // b commits segment 3; a's batch copies b's commitment there: that entry alone fails.
+    chain
+        .try_apply(
+            b,
+            Call::Commit {
+                session: sid,
+                segment: 3,
+                commitment: cm(b, 3, Vote::Valid),
+            },
+        )
+        .unwrap();
+    let ev = chain
+        .try_apply(
+            a,
+            commits(&[
+                (0, cm(a, 0, Vote::Valid)),
+                (1, cm(a, 1, Vote::Valid)),
+                (2, cm(a, 2, Vote::Invalid)),
+                (3, cm(b, 3, Vote::Valid)),
+            ]),
+        )
+        .unwrap();
+    let committed: Vec<u16> = ev
+        .iter()
+        .filter_map(|e| match e {
+            Event::Committed { segment, seat, .. } if *seat == a.public() => Some(*segment),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(committed, [0, 1, 2]);
+    assert!(matches!(
+        ev.last(),
+        Some(Event::VoteRefused { segment: 3, seat, reason, .. })
+            if *seat == a.public() && reason == &TxError::DuplicateCommitment.to_string()
+    ));
+
+    // A batch whose every entry is refused fails whole and changes nothing.
+    let (root, nonce) = (chain.c.state_root(), chain.c.nonce(&a.public()));
+    assert_eq!(
+        chain.try_apply(
+            a,
+            commits(&[(0, cm(a, 0, Vote::Valid)), (1, cm(a, 1, Vote::Valid))])
+        ),
+        Err(TxError::AlreadyCommitted)
+    );
+    assert_eq!(chain.c.state_root(), root);
+    assert_eq!(chain.c.nonce(&a.public()), nonce);
+
+    // a commits segment 3 on its own; b and c commit the rest in one batch each.
+    chain
+        .try_apply(
+            a,
+            Call::Commit {
+                session: sid,
+                segment: 3,
+                commitment: cm(a, 3, Vote::Valid),
+            },
+        )
+        .unwrap();
+    let b_rest: Vec<_> = (0..3).map(|g| (g, cm(b, g, Vote::Valid))).collect();
+    chain.try_apply(b, commits(&b_rest)).unwrap();
+    let c_all: Vec<_> = (0..4).map(|g| (g, cm(c, g, Vote::Valid))).collect();
+    chain.try_apply(c, commits(&c_all)).unwrap();
+    chain.height += 1;
+    let ev = chain.c.end_block(&ctx(chain.height));
+    assert!(
+        ev.iter()
+            .any(|e| matches!(e, Event::CommitWindowClosed { .. }))
+    );
+
+    // a reveals all four, one with the wrong vote: that one alone is refused.
+    let ev = chain
+        .try_apply(
+            a,
+            reveals(&[
+                (0, Vote::Valid),
+                (1, Vote::Valid),
+                (2, Vote::Valid),
+                (3, Vote::Valid),
+            ]),
+        )
+        .unwrap();
+    let revealed: Vec<u16> = ev
+        .iter()
+        .filter_map(|e| match e {
+            Event::Revealed { segment, .. } => Some(*segment),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(revealed, [0, 1, 3]);
+    assert!(ev.iter().any(|e| matches!(
+        e,
+        Event::VoteRefused { segment: 2, reason, .. }
+            if reason == &TxError::CommitmentMismatch.to_string()
+    )));
+    chain
+        .try_apply(
+            a,
+            Call::Reveal {
+                session: sid,
+                segment: 2,
+                vote: Vote::Invalid,
+                salt,
+                reason: why(Vote::Invalid),
+            },
+        )
+        .unwrap();
+    chain.assert_supply_conserved();
+}
+
 /// A reason is bound into the commitment: a reveal with another reason (however close)
 /// is refused and changes nothing, an over-long one is malformed, and the bound one opens.
 #[test]

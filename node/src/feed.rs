@@ -49,6 +49,8 @@ pub enum Kind {
     CommitDue,
     /// A committed seat must reveal.
     RevealDue,
+    /// One vote of a seat's batch was refused (the batch's other votes applied).
+    VoteRefused,
     /// A segment's final verdict.
     SegmentDecided,
     /// A trace verdict.
@@ -72,11 +74,12 @@ pub enum Kind {
 
 impl Kind {
     /// Every kind a block's feed may hold (all but [`Kind::Dropped`]).
-    pub const STORED: [Kind; 12] = [
+    pub const STORED: [Kind; 13] = [
         Kind::SessionOpened,
         Kind::SeatDrawn,
         Kind::CommitDue,
         Kind::RevealDue,
+        Kind::VoteRefused,
         Kind::SegmentDecided,
         Kind::SessionDecided,
         Kind::SessionFailed,
@@ -94,6 +97,7 @@ impl Kind {
             Kind::SeatDrawn => "seat_drawn",
             Kind::CommitDue => "commit_due",
             Kind::RevealDue => "reveal_due",
+            Kind::VoteRefused => "vote_refused",
             Kind::SegmentDecided => "segment_decided",
             Kind::SessionDecided => "session_decided",
             Kind::SessionFailed => "session_failed",
@@ -488,6 +492,19 @@ pub fn derive(height: u64, events: &[Event], after: &Contract) -> Vec<FeedEvent>
                 let mut e = FeedEvent::new(Kind::Withdrawn);
                 e.account = Some(*account);
                 e.amount = Some(*amount);
+                out.push(e);
+            }
+            Event::VoteRefused {
+                session,
+                segment,
+                seat,
+                reason,
+            } => {
+                let mut e = FeedEvent::new(Kind::VoteRefused);
+                e.session = Some(*session);
+                e.segment = Some(*segment);
+                e.account = Some(*seat);
+                e.reason = Some(reason.clone());
                 out.push(e);
             }
             _ => {}

@@ -148,6 +148,20 @@ pub enum MempoolError {
 /// reveal sent while its commit window is open, a balance) is left to [`unfit`], [`Cost`]
 /// and the contract.
 pub fn expired(state: &State, sender: &AccountId, call: &Call) -> Option<&'static str> {
+    if let Call::Commits { .. } | Call::Reveals { .. } = call {
+        // A batch of votes expires when every entry has: the contract refuses the expired
+        // entries alone and applies the others.
+        let mut why = None;
+        for single in call.unbatched() {
+            match expired(state, sender, &single) {
+                None => return None,
+                Some(w) => {
+                    why.get_or_insert(w);
+                }
+            }
+        }
+        return why;
+    }
     let session = match call {
         Call::Commit { session, .. }
         | Call::Reveal { session, .. }
@@ -215,6 +229,20 @@ pub fn expired(state: &State, sender: &AccountId, call: &Call) -> Option<&'stati
 /// pool votes and key deliveries that the contract refuses only once a proposer tries them.
 pub fn unfit(state: &State, sender: &AccountId, call: &Call) -> Result<(), MempoolError> {
     match call {
+        // A batch of votes fits when one of its entries does (the contract refuses the
+        // others alone); otherwise the first entry says why not.
+        Call::Commits { .. } | Call::Reveals { .. } => {
+            let mut first = None;
+            for single in call.unbatched() {
+                match unfit(state, sender, &single) {
+                    Ok(()) => return Ok(()),
+                    Err(e) => {
+                        first.get_or_insert(e);
+                    }
+                }
+            }
+            first.map_or(Ok(()), Err)
+        }
         Call::Commit {
             session, segment, ..
         }

@@ -34,6 +34,10 @@ pub const MAX_EXPERTISE: usize = 8;
 pub const MAX_DOMAIN_BYTES: usize = 32;
 /// Most sealed keys in one `DeliverKeys`.
 pub const MAX_SEALED_KEYS: usize = 4096;
+/// Most votes one batched commit or reveal ([`Call::Commits`], [`Call::Reveals`]) carries.
+/// At the longest reason (280 bytes) a full batch of reveals is about 85 KiB, within
+/// [`crate::block::MAX_TX_BYTES`].
+pub const MAX_BATCH_VOTES: usize = 256;
 /// Largest sealed key ciphertext (a 32-byte key plus its 16-byte tag).
 pub const MAX_SEALED_KEY_BYTES: usize = 48;
 /// Most seats per segment for any tier (k_t + Delta).
@@ -323,6 +327,146 @@ pub enum Call {
     /// unbonding stake stays slashable until it is withdrawn. Appended last so that the
     /// other calls keep their encodings.
     Exit,
+    /// Commit to the votes of several of the sender's seats in one session: one signature
+    /// for up to [`MAX_BATCH_VOTES`] commitments. Each entry applies as a [`Call::Commit`]
+    /// of its own would; an entry the contract refuses fails alone (an event says why),
+    /// and the batch fails only when every entry does. (Appended after `Exit`, like the
+    /// next one, so that the other calls keep their encodings.)
+    Commits {
+        /// Session id.
+        session: Hash,
+        /// One per seat, distinct segments.
+        entries: Vec<CommitEntry>,
+    },
+    /// Reveal several committed votes of one session at once, as [`Call::Commits`] commits
+    /// them: each entry applies as a [`Call::Reveal`] would, and fails alone.
+    Reveals {
+        /// Session id.
+        session: Hash,
+        /// One per seat, distinct segments.
+        entries: Vec<RevealEntry>,
+    },
+}
+
+/// One commitment of a [`Call::Commits`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommitEntry {
+    /// Segment index.
+    pub segment: u16,
+    /// `commitment(session, segment id, seat, vote, salt, reason)`.
+    pub commitment: Commitment,
+}
+
+/// One opening of a [`Call::Reveals`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RevealEntry {
+    /// Segment index.
+    pub segment: u16,
+    /// The vote.
+    pub vote: Vote,
+    /// The salt used in the commitment.
+    pub salt: Salt,
+    /// Why the seat voted so (the limits of [`Call::Reveal`]'s reason).
+    pub reason: String,
+}
+
+impl Call {
+    /// The calls a batch stands for, one per entry, in order ([`Call::Commits`] as
+    /// [`Call::Commit`]s, [`Call::Reveals`] as [`Call::Reveal`]s); any other call alone.
+    pub fn unbatched(&self) -> Vec<Call> {
+        match self {
+            Call::Commits { session, entries } => entries
+                .iter()
+                .map(|e| Call::Commit {
+                    session: *session,
+                    segment: e.segment,
+                    commitment: e.commitment,
+                })
+                .collect(),
+            Call::Reveals { session, entries } => entries
+                .iter()
+                .map(|e| Call::Reveal {
+                    session: *session,
+                    segment: e.segment,
+                    vote: e.vote,
+                    salt: e.salt,
+                    reason: e.reason.clone(),
+                })
+                .collect(),
+            other => vec![other.clone()],
+        }
+    }
+
+    /// Commits or reveals of one session as one call: the single call for one entry, a
+    /// batch for more (at most [`MAX_BATCH_VOTES`]; the caller splits longer lists). `None`
+    /// when `calls` is empty, mixes kinds or sessions, or holds another kind of call.
+    pub fn batch(calls: Vec<Call>) -> Option<Call> {
+        let mut it = calls.into_iter();
+        let first = it.next()?;
+        let rest: Vec<Call> = it.collect();
+        if rest.is_empty() {
+            return matches!(first, Call::Commit { .. } | Call::Reveal { .. }).then_some(first);
+        }
+        match first {
+            Call::Commit {
+                session,
+                segment,
+                commitment,
+            } => {
+                let mut entries = vec![CommitEntry {
+                    segment,
+                    commitment,
+                }];
+                for c in rest {
+                    match c {
+                        Call::Commit {
+                            session: s,
+                            segment,
+                            commitment,
+                        } if s == session => entries.push(CommitEntry {
+                            segment,
+                            commitment,
+                        }),
+                        _ => return None,
+                    }
+                }
+                Some(Call::Commits { session, entries })
+            }
+            Call::Reveal {
+                session,
+                segment,
+                vote,
+                salt,
+                reason,
+            } => {
+                let mut entries = vec![RevealEntry {
+                    segment,
+                    vote,
+                    salt,
+                    reason,
+                }];
+                for c in rest {
+                    match c {
+                        Call::Reveal {
+                            session: s,
+                            segment,
+                            vote,
+                            salt,
+                            reason,
+                        } if s == session => entries.push(RevealEntry {
+                            segment,
+                            vote,
+                            salt,
+                            reason,
+                        }),
+                        _ => return None,
+                    }
+                }
+                Some(Call::Reveals { session, entries })
+            }
+            _ => None,
+        }
+    }
 }
 
 /// A transaction: the sender's next nonce and the call.
@@ -421,9 +565,31 @@ pub enum TxFormatError {
     /// A honeypot's known verdict must be a judgement, not an abstention.
     #[error("a honeypot's known verdict must be Valid, Invalid or Ungrounded, not Abstain")]
     AbstainingHoneypot,
+    /// A batch of votes with fewer than two entries (one vote goes as a single call).
+    #[error("a batch of votes needs at least two entries; send one vote as a single call")]
+    ShortBatch,
+    /// A batch of votes names one segment twice.
+    #[error("a batch of votes names segment {0} twice")]
+    RepeatedSegment(u16),
     /// A revealed vote's reason is too long or holds a control character.
     #[error("{0}; shorten the reason or drop the character, then commit and reveal again")]
     BadReason(#[source] crate::commit::ReasonError),
+}
+
+/// A batch of votes holds 2 to [`MAX_BATCH_VOTES`] entries on distinct segments (one
+/// entry goes as a single call).
+fn check_batch(segments: impl Iterator<Item = u16>, len: usize) -> Result<(), TxFormatError> {
+    if len < 2 {
+        return Err(TxFormatError::ShortBatch);
+    }
+    check_len("batch entries", len, MAX_BATCH_VOTES)?;
+    let mut seen = std::collections::BTreeSet::new();
+    for s in segments {
+        if !seen.insert(s) {
+            return Err(TxFormatError::RepeatedSegment(s));
+        }
+    }
+    Ok(())
 }
 
 fn check_len(what: &'static str, got: usize, max: usize) -> Result<(), TxFormatError> {
@@ -641,6 +807,19 @@ impl Tx {
                 Some(e) => Err(TxFormatError::BadReason(e)),
                 None => Ok(()),
             },
+            Call::Commits { entries, .. } => {
+                check_batch(entries.iter().map(|e| e.segment), entries.len())
+            }
+            Call::Reveals { entries, .. } => {
+                check_batch(entries.iter().map(|e| e.segment), entries.len())?;
+                match entries
+                    .iter()
+                    .find_map(|e| crate::commit::reason_error(&e.reason))
+                {
+                    Some(e) => Err(TxFormatError::BadReason(e)),
+                    None => Ok(()),
+                }
+            }
             Call::DeliverKeys { keys, .. } => {
                 check_len("keys", keys.len(), MAX_SEALED_KEYS)?;
                 for k in keys {
@@ -1170,6 +1349,110 @@ mod tests {
             GOLDEN_REGISTER_SHA256,
             "the encoding of a signed RegisterAuditor changed"
         );
+    }
+
+    /// A batch stands for its entries: `batch` then `unbatched` gives the calls back in
+    /// order; a single call is not made a batch; mixed kinds or sessions are no batch; a
+    /// batch names each segment once, holds 2 to `MAX_BATCH_VOTES` entries, and every
+    /// reveal's reason keeps the single reveal's limits.
+    #[test]
+    fn batches_of_votes_stand_for_their_entries_and_keep_the_single_calls_limits() {
+        let (s1, s2) = (Hash([1; 32]), Hash([2; 32]));
+        let commit = |session, segment: u16| Call::Commit {
+            session,
+            segment,
+            commitment: Hash([segment as u8; 32]),
+        };
+        let reveal = |segment: u16, reason: &str| Call::Reveal {
+            session: s1,
+            segment,
+            vote: Vote::Valid,
+            salt: Salt([segment as u8; 32]),
+            reason: reason.into(),
+        };
+        let commits: Vec<Call> = (0..5).map(|i| commit(s1, i)).collect();
+        let batch = Call::batch(commits.clone()).expect("one session, one kind");
+        assert!(matches!(&batch, Call::Commits { entries, .. } if entries.len() == 5));
+        assert_eq!(batch.unbatched(), commits);
+        let tx = |call| Tx { nonce: 0, call };
+        assert_eq!(tx(batch.clone()).validate(), Ok(()));
+        let reveals: Vec<Call> = (0..3).map(|i| reveal(i, "holds")).collect();
+        let rb = Call::batch(reveals.clone()).expect("reveals");
+        assert_eq!(rb.unbatched(), reveals);
+        assert_eq!(tx(rb).validate(), Ok(()));
+
+        assert_eq!(Call::batch(vec![commit(s1, 0)]), Some(commit(s1, 0)));
+        assert_eq!(Call::batch(vec![]), None);
+        assert_eq!(Call::batch(vec![commit(s1, 0), commit(s2, 1)]), None);
+        assert_eq!(Call::batch(vec![commit(s1, 0), reveal(1, "x")]), None);
+        assert_eq!(Call::batch(vec![Call::Exit, Call::Exit]), None);
+
+        let twice = Call::Commits {
+            session: s1,
+            entries: vec![
+                CommitEntry {
+                    segment: 3,
+                    commitment: Hash::ZERO,
+                },
+                CommitEntry {
+                    segment: 3,
+                    commitment: Hash::ZERO,
+                },
+            ],
+        };
+        assert_eq!(tx(twice).validate(), Err(TxFormatError::RepeatedSegment(3)));
+        let one = Call::Commits {
+            session: s1,
+            entries: vec![CommitEntry {
+                segment: 3,
+                commitment: Hash::ZERO,
+            }],
+        };
+        assert_eq!(tx(one).validate(), Err(TxFormatError::ShortBatch));
+        let many: Vec<Call> = (0..=MAX_BATCH_VOTES as u16)
+            .map(|i| commit(s1, i))
+            .collect();
+        assert!(matches!(
+            tx(Call::batch(many).unwrap()).validate(),
+            Err(TxFormatError::TooLong {
+                what: "batch entries",
+                ..
+            })
+        ));
+        let long = "x".repeat(crate::MAX_REASON_BYTES + 1);
+        let bad = Call::batch(vec![reveal(0, "fine"), reveal(1, &long)]).unwrap();
+        assert!(matches!(
+            tx(bad).validate(),
+            Err(TxFormatError::BadReason(_))
+        ));
+    }
+
+    /// The largest batch of reveals, every reason at its limit, fits one transaction.
+    #[test]
+    fn a_full_batch_of_reveals_fits_a_transaction() {
+        let k = Keypair::from_label("seat");
+        let entries = (0..MAX_BATCH_VOTES as u16)
+            .map(|segment| RevealEntry {
+                segment,
+                vote: Vote::Invalid,
+                salt: Salt([7; 32]),
+                reason: "é".repeat(crate::MAX_REASON_BYTES / 2),
+            })
+            .collect();
+        let tx = crate::Signed::sign(
+            &k,
+            &Hash::ZERO,
+            Tx {
+                nonce: u64::MAX,
+                call: Call::Reveals {
+                    session: Hash([9; 32]),
+                    entries,
+                },
+            },
+        );
+        assert_eq!(tx.body.validate(), Ok(()));
+        let len = encoding::encode(&tx).len();
+        assert!(len <= crate::block::MAX_TX_BYTES, "{len} bytes");
     }
 
     // Every signature below changed on purpose: the signed bytes name the chain (issue 26,

@@ -102,6 +102,8 @@ fn once_only(call: &Call) -> bool {
         Call::DeliverKeys { .. }
             | Call::Commit { .. }
             | Call::Reveal { .. }
+            | Call::Commits { .. }
+            | Call::Reveals { .. }
             | Call::RevealMapping { .. }
             | Call::RevealHoneypot { .. }
     )
@@ -181,11 +183,17 @@ impl Outbox {
                 }
             };
             let (nonce, id) = (tx.body.nonce, tx.id());
-            let digest = once_only(&tx.body.call).then(|| call_digest(&tx.body.call));
+            // A batch of votes is found by each of its votes: after a restart the duties
+            // may ask for them in other groupings.
+            let digests: Vec<Hash> = if once_only(&tx.body.call) {
+                tx.body.call.unbatched().iter().map(call_digest).collect()
+            } else {
+                Vec::new()
+            };
             match self.pool.admit(tx.clone()).await {
                 Ok(_) => {
                     restored += 1;
-                    if let Some(d) = digest {
+                    for d in digests {
                         inner.restored.insert(d, (nonce, id));
                     }
                     self.gossip(tx);
@@ -268,12 +276,29 @@ impl Outbox {
     /// call that can no longer apply is refused unsigned.
     pub async fn send(&self, call: Call) -> Result<Sent, OutboxError> {
         let mut inner = self.inner.lock().await;
-        if !inner.restored.is_empty()
-            && once_only(&call)
-            && let Some((_, id)) = inner.restored.remove(&call_digest(&call))
-        {
-            return Ok(Sent::Pooled(id));
-        }
+        let call = if !inner.restored.is_empty() && once_only(&call) {
+            // What a restored transaction already carries is answered by it; a batch
+            // goes out with the votes it does not carry.
+            let mut answered = None;
+            let rest: Vec<Call> = call
+                .unbatched()
+                .into_iter()
+                .filter(|single| match inner.restored.remove(&call_digest(single)) {
+                    Some((_, id)) => {
+                        answered = Some(id);
+                        false
+                    }
+                    None => true,
+                })
+                .collect();
+            match (answered, Call::batch(rest.clone())) {
+                (Some(id), None) if rest.is_empty() => return Ok(Sent::Pooled(id)),
+                (Some(_), Some(smaller)) => smaller,
+                _ => call,
+            }
+        } else {
+            call
+        };
         if let Some(why) = self.expired(&call) {
             return Err(OutboxError::Expired(why));
         }
@@ -643,6 +668,43 @@ mod tests {
             .collect();
         assert_eq!(left, vec![1], "only the good entry stays");
         assert_eq!(out.next_nonce().await.unwrap(), 2);
+    }
+
+    /// After a restart, the votes a restored transaction carries are answered by it
+    /// whichever grouping the duties ask for them in: a batch wholly restored gets the
+    /// restored id and nothing is signed; a batch partly restored goes on with only the
+    /// votes no restored transaction carries.
+    #[tokio::test]
+    async fn restored_votes_answer_a_batch_and_the_rest_go_on_alone() {
+        let chain = Chain::new(2);
+        let out = chain.outbox(auditor(0));
+        let session = Hash::of_parts("gone", &[]);
+        let commit = |segment: u16| Call::Commit {
+            session,
+            segment,
+            commitment: Hash::of_parts("c", &[&segment.to_le_bytes()]),
+        };
+        let restored_id = Hash::of_parts("restored", &[]);
+        {
+            let mut inner = out.inner.lock().await;
+            for c in Call::batch(vec![commit(0), commit(1), commit(2)])
+                .unwrap()
+                .unbatched()
+            {
+                inner.restored.insert(call_digest(&c), (0, restored_id));
+            }
+        }
+        let both = Call::batch(vec![commit(0), commit(1)]).unwrap();
+        assert_eq!(out.send(both).await.unwrap(), Sent::Pooled(restored_id));
+        assert_eq!(chain.pooled().await, 0, "nothing new was signed");
+        // Segment 2 was restored, 3 was not: 3 goes on alone (and, its session being
+        // unknown here, is refused unsigned as expired, not answered by the restored id).
+        let mixed = Call::batch(vec![commit(2), commit(3)]).unwrap();
+        assert!(matches!(
+            out.send(mixed).await,
+            Err(OutboxError::Expired("the session is no longer live"))
+        ));
+        assert!(out.inner.lock().await.restored.is_empty());
     }
 
     /// More calls than the window holds: the rest wait, unsigned, and go out in order as

@@ -35,13 +35,13 @@ use futures::{FutureExt, StreamExt, future::BoxFuture, stream::FuturesUnordered}
 use rand::RngCore;
 use trust_contracts::{Contract, Event, Phase, SegmentState};
 use trust_protocol::{
-    Commitment, Hash, Salt, Vote,
+    Commitment, Hash, Salt,
     cid::Cid,
     seal::{
         KEY_LEN, SealError, SealingSecret, SegmentDoc, SegmentDocError, decrypt_segment,
         key_context, open_key,
     },
-    tx::{Call, Tier},
+    tx::{Call, MAX_BATCH_VOTES, Tier},
 };
 
 #[cfg(feature = "misbehave")]
@@ -615,21 +615,24 @@ impl Seat {
             });
         }
         let persisted = self.votes.record_all(&records);
+        let mut ready = Vec::with_capacity(records.len());
         for (r, persisted) in records.iter().zip(persisted) {
-            let commitment = match persisted {
-                Ok(c) => c,
-                Err(e) => {
-                    self.fail(
-                        "vote not persisted; not committing",
-                        &r.session,
-                        r.segment,
-                        e,
-                    );
-                    continue;
-                }
-            };
-            self.send_commit(&r.session, r.segment, r.vote, &r.reason, commitment)
-                .await;
+            match persisted {
+                Ok(c) => ready.push((r, c)),
+                Err(e) => self.fail(
+                    "vote not persisted; not committing",
+                    &r.session,
+                    r.segment,
+                    e,
+                ),
+            }
+        }
+        // One transaction per session for all its seats' commitments (one signature, one
+        // nonce), split at the batch limit.
+        for group in by_session(ready, |(r, _)| r.session) {
+            for chunk in group.chunks(MAX_BATCH_VOTES) {
+                self.send_commits(chunk).await;
+            }
         }
     }
 
@@ -718,29 +721,32 @@ impl Seat {
         (*session, segment, round, id, Some(decision))
     }
 
-    /// Sends the commitment of a vote already persisted.
-    async fn send_commit(
-        &self,
-        session: &Hash,
-        segment: u16,
-        vote: Vote,
-        reason: &str,
-        commitment: Commitment,
-    ) {
-        match self
-            .outbox
-            .send(Call::Commit {
-                session: *session,
-                segment,
-                commitment,
+    /// Sends the commitments of votes already persisted, all of one session, as one call
+    /// (a single `Commit` for one vote, a `Commits` batch for more).
+    async fn send_commits(&self, votes: &[(&VoteRecord, Commitment)]) {
+        let calls = votes
+            .iter()
+            .map(|(r, commitment)| Call::Commit {
+                session: r.session,
+                segment: r.segment,
+                commitment: *commitment,
             })
-            .await
-        {
+            .collect();
+        let Some(call) = Call::batch(calls) else {
+            return;
+        };
+        match self.outbox.send(call).await {
             Ok(tx) => {
-                self.metrics.committed.fetch_add(1, Ordering::Relaxed);
-                tracing::info!(%session, segment, ?vote, reason, %tx, "committed");
+                for (r, _) in votes {
+                    self.metrics.committed.fetch_add(1, Ordering::Relaxed);
+                    tracing::info!(session = %r.session, segment = r.segment, vote = ?r.vote, reason = r.reason, %tx, "committed");
+                }
             }
-            Err(e) => self.fail("commit not sent", session, segment, e),
+            Err(e) => {
+                for (r, _) in votes {
+                    self.fail("commit not sent", &r.session, r.segment, &e);
+                }
+            }
         }
     }
 
@@ -871,31 +877,56 @@ impl Seat {
             }
             return;
         }
-        for r in records.into_iter().filter(|r| r.round == round) {
-            match self
-                .outbox
-                .send(Call::Reveal {
+        let records: Vec<VoteRecord> = records.into_iter().filter(|r| r.round == round).collect();
+        // One transaction for all of the session's reveals, split at the batch limit.
+        for chunk in records.chunks(MAX_BATCH_VOTES) {
+            let calls = chunk
+                .iter()
+                .map(|r| Call::Reveal {
                     session: r.session,
                     segment: r.segment,
                     vote: r.vote,
                     salt: r.salt,
                     reason: r.reason.clone(),
                 })
-                .await
-            {
+                .collect();
+            let Some(call) = Call::batch(calls) else {
+                continue;
+            };
+            match self.outbox.send(call).await {
                 Ok(tx) => {
-                    // Marked only once pooled: a reveal still queued in the outbox is in
-                    // memory only, and a restart must send it again.
-                    if matches!(tx, Sent::Pooled(_)) {
-                        let _ = self.votes.mark_revealed(session, r.segment, r.round);
+                    for r in chunk {
+                        // Marked only once pooled: a reveal still queued in the outbox is
+                        // in memory only, and a restart must send it again.
+                        if matches!(tx, Sent::Pooled(_)) {
+                            let _ = self.votes.mark_revealed(session, r.segment, r.round);
+                        }
+                        self.metrics.revealed.fetch_add(1, Ordering::Relaxed);
+                        tracing::info!(%session, segment = r.segment, %tx, "revealed");
                     }
-                    self.metrics.revealed.fetch_add(1, Ordering::Relaxed);
-                    tracing::info!(%session, segment = r.segment, %tx, "revealed");
                 }
-                Err(e) => self.fail("reveal not sent", session, r.segment, e),
+                Err(e) => {
+                    for r in chunk {
+                        self.fail("reveal not sent", session, r.segment, &e);
+                    }
+                }
             }
         }
     }
+}
+
+/// `items` grouped by session, the groups in the order their sessions first appear and
+/// each group in its items' order.
+fn by_session<T>(items: Vec<T>, session: impl Fn(&T) -> Hash) -> Vec<Vec<T>> {
+    let mut groups: Vec<(Hash, Vec<T>)> = Vec::new();
+    for item in items {
+        let s = session(&item);
+        match groups.iter_mut().find(|(g, _)| *g == s) {
+            Some((_, group)) => group.push(item),
+            None => groups.push((s, vec![item])),
+        }
+    }
+    groups.into_iter().map(|(_, g)| g).collect()
 }
 
 #[cfg(test)]
@@ -908,6 +939,7 @@ mod tests {
         provider::Provider,
         testkit::{Chain, auditor, provider_key, sealing},
     };
+    use trust_protocol::Vote;
 
     const INCORRECT: &str = include_str!("../../../examples/traces/fraction-incorrect.txt");
 

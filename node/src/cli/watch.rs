@@ -229,6 +229,11 @@ pub fn line(e: &FeedEvent, me: Option<AccountId>) -> String {
             who(e.account),
             e.reveal_until.unwrap_or(0)
         ),
+        Kind::VoteRefused => format!(
+            "{session}{segment} → {}: vote refused ({})",
+            who(e.account),
+            e.reason.as_deref().unwrap_or("?")
+        ),
         Kind::SegmentDecided => format!(
             "{session}{segment}: {}",
             e.verdict.as_deref().unwrap_or("?")

@@ -226,6 +226,39 @@ fn session_calls_expire_as_phases_pass_and_leave_the_pool() {
     };
     assert_eq!(expired(c.state(), &seat, &commit.body.call), None);
     assert_eq!(expired(c.state(), &seat, &reveal), None, "a reveal waits");
+    // A batch of votes lives while one of its entries does, and fits while one does.
+    let batch = Call::batch(vec![
+        Call::Commit {
+            session,
+            segment: 7,
+            commitment: Hash::of_parts("c7", &[]),
+        },
+        commit.body.call.clone(),
+    ])
+    .unwrap();
+    let none_left = Call::batch(vec![
+        Call::Commit {
+            session,
+            segment: 7,
+            commitment: Hash::of_parts("c7", &[]),
+        },
+        Call::Commit {
+            session,
+            segment: 8,
+            commitment: Hash::of_parts("c8", &[]),
+        },
+    ])
+    .unwrap();
+    assert_eq!(expired(c.state(), &seat, &batch), None);
+    assert_eq!(
+        expired(c.state(), &seat, &none_left),
+        Some("the session has no such segment")
+    );
+    assert_eq!(crate::mempool::unfit(c.state(), &seat, &batch), Ok(()));
+    assert!(matches!(
+        crate::mempool::unfit(c.state(), &provider.public(), &batch),
+        Err(MempoolError::Unfit(_))
+    ));
     let mut m = Mempool::new(10);
     m.insert(commit.clone(), &c).unwrap();
     while matches!(c.state().sessions[&session].phase, Phase::Commit { .. }) {
@@ -234,6 +267,11 @@ fn session_calls_expire_as_phases_pass_and_leave_the_pool() {
     assert_eq!(
         expired(c.state(), &seat, &commit.body.call),
         Some("the commit window closed")
+    );
+    assert_eq!(
+        expired(c.state(), &seat, &batch),
+        Some("the session has no such segment"),
+        "every entry expired: the batch does, with its first entry's reason"
     );
     assert_eq!(
         expired(c.state(), &seat, &reveal),

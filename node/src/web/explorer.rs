@@ -178,6 +178,14 @@ fn tx_row(i: usize, tx: &SignedTx) -> String {
     )
 }
 
+/// Segment indices as `0, 1, 2`.
+fn segment_list(segments: impl Iterator<Item = u16>) -> String {
+    segments
+        .map(|s| s.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// A transaction's kind and its main fields as HTML (data escaped).
 pub fn describe(tx: &SignedTx) -> (&'static str, String) {
     match &tx.body.call {
@@ -243,6 +251,28 @@ pub fn describe(tx: &SignedTx) -> (&'static str, String) {
                 "session {}, segment {segment}: {vote:?}, “{}”",
                 session_link(session),
                 esc(reason)
+            ),
+        ),
+        Call::Commits { session, entries } => (
+            "Commits",
+            format!(
+                "session {}, {} segments: {}",
+                session_link(session),
+                entries.len(),
+                segment_list(entries.iter().map(|e| e.segment))
+            ),
+        ),
+        Call::Reveals { session, entries } => (
+            "Reveals",
+            format!(
+                "session {}, {} segments: {}",
+                session_link(session),
+                entries.len(),
+                entries
+                    .iter()
+                    .map(|e| format!("{}: {:?}, “{}”", e.segment, e.vote, esc(&e.reason)))
+                    .collect::<Vec<_>>()
+                    .join("; ")
             ),
         ),
         Call::RevealMapping {
