@@ -90,3 +90,68 @@ fn a_one_mebibyte_trace_of_5000_steps_is_accepted_and_audited() {
     assert!(valid > groups / 2, "{valid} of {groups} groups Valid: {o}");
     assert_eq!(o["coverage"]["judged"], valid, "{}", o["coverage"]);
 }
+
+/// Issue 29: a 1,000-step trace on four nodes, three Computer auditors each seated on
+/// every segment (three seats a segment). Each seat sends its hundreds of votes as a few
+/// batched transactions: every seat's vote lands, and no honest seat is slashed.
+#[test]
+fn a_1000_step_trace_loses_no_vote_and_slashes_no_honest_seat() {
+    let trace = counter_trace(1000, 0, 0, None);
+    let mut net = Network::with_init_args(4, &["--commit-window", "120"])
+        .block_time(500)
+        .deadline(Duration::from_secs(600));
+    net.start_all();
+    for i in 0..4 {
+        net.wait_height(i, 1);
+    }
+    let r = net
+        .post_json(0, "/v1/sessions", &serde_json::json!({ "trace": trace }))
+        .unwrap_or_else(|e| panic!("node 0 opens the session: {e}\n{}", net.logs_tail()));
+    let session = r["session"].as_str().unwrap().to_string();
+    let segments = r["segments"].as_array().unwrap().len();
+    // More segments than one seat's single transactions ever carried (the cap was 128).
+    assert!(segments > 128, "{segments} segments in {r}");
+    net.wait_for("the 1,000-step session to be decided", |n| {
+        n.get(1, &format!("/v1/sessions/{session}"))
+            .is_ok_and(|s| s["status"] == "decided" || s["status"] == "failed")
+    });
+    let s = net.get(1, &format!("/v1/sessions/{session}")).unwrap();
+    assert_eq!(s["status"], "decided", "{}", net.logs_tail());
+    let o = &s["outcome"];
+    let all = o["segments"].as_array().unwrap();
+    let missing: Vec<usize> = all
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| v["votes"]["missing"].as_u64().unwrap_or(0) > 0)
+        .map(|(i, _)| i)
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "{} of {} segments lack a vote: {missing:?}",
+        missing.len(),
+        all.len()
+    );
+    assert_ne!(o["trace"], "Fail", "{o}");
+    for i in 1..4 {
+        let id = net.keys(i).account_id();
+        let a = net.get(1, &format!("/v1/auditors/{id}")).unwrap();
+        assert_eq!(a["slashed"], 0, "honest seat {i} was slashed: {a}");
+    }
+    // The votes went out batched: a seat's account signed far fewer transactions than it
+    // cast votes (a commit and a reveal each), where single calls take one per vote.
+    let votes = net.counter(1, "trust_seat_votes_committed_total");
+    let id = net.keys(1).account_id();
+    let txs = net.get(1, &format!("/v1/accounts/{id}")).unwrap()["nonce"]
+        .as_u64()
+        .unwrap();
+    assert!(
+        votes >= segments as u64 && txs * 10 < votes,
+        "node 1 committed {votes} votes with {txs} transactions"
+    );
+    println!(
+        "{} segments; node 1 committed and revealed {votes} votes in {txs} transactions; \
+         decided in {} blocks; no vote missing, no seat slashed",
+        all.len(),
+        o["decided_at"].as_u64().unwrap_or(0) - o["opened_at"].as_u64().unwrap_or(0)
+    );
+}
