@@ -277,8 +277,8 @@ fn verify_query(args: &QueryArgs, addr: &str) -> CliResult {
                 "verified": true,
                 "height": v.header.height,
                 "block_hash": v.header.hash(),
-                "decided_time_ms": v.header.time_ms,
-                "decided_time": crate::chain::format_time(v.header.time_ms),
+                "certified_time_ms": v.header.time_ms,
+                "certified_time": crate::chain::format_time(v.header.time_ms),
                 "state_root": v.header.state_root,
                 "signed_power": v.power.0.to_string(),
                 "total_power": v.power.1.to_string(),
@@ -290,7 +290,8 @@ fn verify_query(args: &QueryArgs, addr: &str) -> CliResult {
     outln!("session     {sid}");
     outln!("verdict     {:?}", v.outcome.trace);
     outln!(
-        "decided     {} (the certified block's time)",
+        "decided     at block {}, by {} (the certified block's time)",
+        v.outcome.decided_at,
         crate::chain::format_time(v.header.time_ms)
     );
     outln!(

@@ -235,7 +235,9 @@ pub struct Report {
     pub power: (u128, u128),
     /// The genesis file's chain id.
     pub chain: Hash,
-    // Later: the time of the deciding block, once headers carry block times.
+    /// The certified block's time (Unix milliseconds): the session was decided at or
+    /// before it (the proof is of the tip when exported, not of the deciding block).
+    pub time_ms: u64,
 }
 
 impl Report {
@@ -264,6 +266,7 @@ impl Report {
             state_root: v.header.state_root,
             power: v.power,
             chain,
+            time_ms: v.header.time_ms,
         }
     }
 
@@ -290,8 +293,11 @@ impl Report {
                 "segments    {} valid, {} invalid, {} ungrounded, {} propagated, {} undecided{notes}",
                 c.valid, c.invalid, c.ungrounded, c.propagated, c.undecided
             ),
-            // When headers carry block times, "decided at <time>" goes here.
-            format!("decided     at block {}", self.decided_at),
+            format!(
+                "decided     at block {}, by {} (the certified block's time)",
+                self.decided_at,
+                crate::chain::format_time(self.time_ms)
+            ),
             format!("proven in   block {} ({})", self.height, self.block_hash),
             format!("state root  {}", self.state_root),
             format!(
@@ -312,6 +318,8 @@ impl Report {
             "left_out": self.left_out,
             "honeypots": self.honeypots,
             "decided_at_height": self.decided_at,
+            "certified_time_ms": self.time_ms,
+            "certified_time": crate::chain::format_time(self.time_ms),
             "height": self.height,
             "block_hash": self.block_hash,
             "state_root": self.state_root,

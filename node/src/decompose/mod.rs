@@ -76,25 +76,22 @@ pub const PROBLEM_KIND: &str = "problem_statement";
 
 /// Most segments the heuristic decomposer makes of one trace, all levels together.
 ///
-/// Every segment becomes one entry of the session's manifest, audited or left out, and
-/// what binds first for a long trace is not the session's
-/// [`MAX_SEGMENTS`](trust_protocol::tx::MAX_SEGMENTS) (1,024, planted honeypots
-/// included) nor the `OpenSession` transaction
+/// Every segment becomes one entry of the session's manifest, audited or left out. What
+/// bound a long trace first was once the seats' own transactions: a seat committed and
+/// revealed one segment per transaction, the mempool takes at most 65 of one account's
+/// transactions per block, and on a four-node network a 5,000-step trace cut into 500
+/// segments lost 240 votes (125 was the most that held). Seats now batch their votes, up
+/// to [`MAX_BATCH_VOTES`](trust_protocol::tx::MAX_BATCH_VOTES) per transaction, so a seat
+/// on every segment of a session sends two commit and two reveal transactions at 512.
+/// What binds next is the `OpenSession` transaction
 /// ([`MAX_TX_BYTES`](trust_protocol::block::MAX_TX_BYTES): an entry takes up to 150 bytes
 /// with [`MAX_DEPENDENCIES`](trust_protocol::tx::MAX_DEPENDENCIES) premises, so about 870
-/// of them), but the seats' own transactions: a seat commits and reveals one segment per
-/// transaction, the mempool takes at most 65 of one account's transactions per block
-/// (`MAX_NONCE_AHEAD`), fewer reach the proposer in time, and the reveal window is 10
-/// blocks. In the smallest network that staffs a tier (`k_t` auditors, each then seated on
-/// every segment) a 5,000-step trace on a loopback network of four nodes, measured: in
-/// 500 segments, 240 lacked a vote; in 250, 120 to 185 lacked one seat's vote in 2 runs
-/// of 9 (all that seat's reveals were handed to its outbox, and it was slashed for the
-/// missing ones); in 125, every vote landed in 5 runs of 6, and 58 lacked one seat's vote
-/// in the sixth. The losses come from one account's burst of transactions reaching the
-/// blocks (a seat's first 65, or 130, land and the rest do not), so the fewer segments a
-/// seat holds, the fewer it can lose. A trace with more step units than this has its
-/// consecutive steps grouped (see [`decompose`]).
-pub const MAX_DECOMPOSED_SEGMENTS: usize = 128;
+/// of them) and the session's [`MAX_SEGMENTS`](trust_protocol::tx::MAX_SEGMENTS) (1,024,
+/// planted honeypots included); 512 keeps a margin below both. Measured on a four-node
+/// network (`network::long`): a 1,000-step trace in more than 128 segments and the
+/// 5,000-step trace at the 1 MiB limit, with no vote missing. A trace with more step
+/// units than this has its consecutive steps grouped (see [`decompose`]).
+pub const MAX_DECOMPOSED_SEGMENTS: usize = 512;
 
 /// How the builder routes segments to tiers.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
