@@ -72,10 +72,10 @@ fn streams(data: &[u8]) {
         let end = (2 + len).min(rest.len());
         let msg = &rest[2..end];
         rest = &rest[end..];
-        if let Ok(m) = decode_borsh::<StreamMessage<ProposalPart>>(msg) {
-            if let Some(Ok(assembled)) = streams.insert(&chain, peer, m) {
-                assert_eq!(assembled.block.header.height, assembled.init.height.0);
-            }
+        if let Ok(m) = decode_borsh::<StreamMessage<ProposalPart>>(msg)
+            && let Some(Ok(assembled)) = streams.insert(&chain, peer, m)
+        {
+            assert_eq!(assembled.block.header.height, assembled.init.height.0);
         }
     }
 }
