@@ -154,6 +154,34 @@ fn signed_txs() -> Vec<(&'static str, Vec<u8>)> {
             },
         ),
         (
+            "commits",
+            Call::batch(
+                (0..3)
+                    .map(|segment| Call::Commit {
+                        session,
+                        segment,
+                        commitment: Hash([12 + segment as u8; 32]),
+                    })
+                    .collect(),
+            )
+            .expect("a batch of commits"),
+        ),
+        (
+            "reveals",
+            Call::batch(
+                (0..3)
+                    .map(|segment| Call::Reveal {
+                        session,
+                        segment,
+                        vote: Vote::Valid,
+                        salt: Salt([15 + segment as u8; 32]),
+                        reason: format!("step {segment} holds"),
+                    })
+                    .collect(),
+            )
+            .expect("a batch of reveals"),
+        ),
+        (
             "reveal-mapping",
             Call::RevealMapping {
                 session,
