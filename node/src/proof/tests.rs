@@ -141,9 +141,16 @@ pub(crate) fn fixture() -> Fixture {
     state.outcomes.insert(session, outcome(keys[0].public()));
     let c0 = Contract::from_state(state);
     let tip0 = Tip::genesis(chain);
-    let (block1, done1, _) = build_block(&c0, &tip0, keys[0].public(), 0, &[]);
+    // Stamped as if proposed on 2026-11-26, a second apart.
+    let (block1, done1, _) = build_block(&c0, &tip0, keys[0].public(), 1_795_658_870_000, &[]);
     let tip1 = tip0.after(&block1);
-    let (block2, done2, _) = build_block(&done1.contract, &tip1, keys[1].public(), 0, &[]);
+    let (block2, done2, _) = build_block(
+        &done1.contract,
+        &tip1,
+        keys[1].public(),
+        1_795_658_871_000,
+        &[],
+    );
     let stored1 = StoredBlock {
         certificate: certificate(&chain, &block1.header, &[&keys[0], &keys[1], &keys[2]]),
         block: block1,
