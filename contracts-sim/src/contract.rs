@@ -464,6 +464,10 @@ impl Contract {
                         round: 1,
                         until: h.saturating_add(p.commit_window),
                     };
+                } else if all_disclosed(s) {
+                    // The provider opened its mapping during the reveal window (it had no
+                    // honeypot to open): nothing is left to wait for.
+                    return Next::Tally;
                 } else {
                     s.phase = Phase::Disclose {
                         until: h.saturating_add(p.disclose_window),

@@ -395,7 +395,18 @@ pub(crate) fn reveal_mapping(
     salt: &Salt,
     events: &mut Vec<Event>,
 ) -> Result<(), TxError> {
-    let s = disclosing(st, sender, &session, "the mapping is opened after voting")?;
+    // The mapping may be opened as soon as the votes are bound (a reveal window), so a
+    // session with no honeypot to open can be tallied in the block of its last reveal;
+    // it closes the disclosure: no honeypot is opened after it.
+    let s = live(st, &session)?;
+    if s.provider != sender {
+        return Err(TxError::NotProvider);
+    }
+    if !matches!(s.phase, Phase::Reveal { .. } | Phase::Disclose { .. }) {
+        return Err(TxError::WrongPhase(
+            "the mapping is opened once the votes are committed",
+        ));
+    }
     if s.mapping.is_some() {
         return Err(TxError::AlreadyDisclosed);
     }
@@ -420,6 +431,10 @@ pub(crate) fn reveal_honeypot(
 ) -> Result<(), TxError> {
     let cap = st.params.max_honeypots;
     let s = disclosing(st, sender, &session, "honeypots are opened after voting")?;
+    if s.mapping.is_some() {
+        // The mapping closed the disclosure.
+        return Err(TxError::AlreadyDisclosed);
+    }
     let opened = s.segments.iter().filter(|g| g.honeypot.is_some()).count();
     let opened = u16::try_from(opened).unwrap_or(u16::MAX);
     if opened >= cap {

@@ -854,6 +854,80 @@ fn a_batch_of_votes_applies_each_entry_alone() {
     chain.assert_supply_conserved();
 }
 
+/// A provider with no honeypot to open may open its mapping once the votes are bound (the
+/// reveal window): the session is then tallied at the end of the block of its last
+/// reveal, with no disclosure block after it. Not before the commit window closes.
+#[test]
+fn a_mapping_opened_in_the_reveal_window_lets_the_last_reveal_decide_the_session() {
+    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 3)]);
+    let provider = key("provider");
+    let sid = Tx::session_id(&provider.public(), 0);
+    let m = manifest(vec![segment(0, Tier::Computer, vec![])], 3, 0);
+    let seg_id = m.segments[0].id;
+    chain.submit(&provider, Call::OpenSession(m));
+    chain.block();
+    chain.block();
+    let mapping = Call::RevealMapping {
+        session: sid,
+        mapping: Hash::sha256(b"map"),
+        salt: Salt([9; 32]),
+    };
+    deliver_keys(&mut chain, &provider, sid, 0, &[]);
+    // The commit window is open: too early.
+    assert!(matches!(
+        chain.try_apply(&provider, mapping.clone()),
+        Err(TxError::WrongPhase(_))
+    ));
+    let salt = Salt([5; 32]);
+    for k in &keys {
+        let c = commitment(
+            &sid,
+            &seg_id,
+            &k.public(),
+            Vote::Valid,
+            &salt,
+            &why(Vote::Valid),
+        );
+        chain.submit(
+            k,
+            Call::Commit {
+                session: sid,
+                segment: 0,
+                commitment: c,
+            },
+        );
+    }
+    chain.block();
+    assert!(matches!(
+        chain.c.state().sessions[&sid].phase,
+        Phase::Reveal { .. }
+    ));
+    // The votes are bound: the mapping opens now, and closes the disclosure.
+    chain.submit(&provider, mapping.clone());
+    for k in &keys {
+        chain.submit(
+            k,
+            Call::Reveal {
+                session: sid,
+                segment: 0,
+                vote: Vote::Valid,
+                salt,
+                reason: why(Vote::Valid),
+            },
+        );
+    }
+    let ev = chain.block();
+    assert!(
+        ev.iter()
+            .any(|e| matches!(e, Event::TraceDecided { session, .. } if *session == sid)),
+        "tallied in the block of the last reveal: {ev:?}"
+    );
+    let o = &chain.c.state().outcomes[&sid];
+    assert_eq!(o.decided_at, chain.height);
+    assert_eq!(o.trace, TraceVerdict::Pass);
+    chain.assert_supply_conserved();
+}
+
 /// A reason is bound into the commitment: a reveal with another reason (however close)
 /// is refused and changes nothing, an over-long one is malformed, and the bound one opens.
 #[test]

@@ -395,7 +395,12 @@ fn start_network(args: &NetworkArgs, dir: &Path) -> Result<(Nodes, Vec<String>),
             .arg("--home")
             .arg(&home)
             .args(["--block-time-ms", &args.block_time_ms.to_string()])
-            .env("RUST_LOG", "warn")
+            // Warnings only by default (logging every vote costs the run); the nodes' own
+            // `RUST_LOG` filter when `TRUST_BENCH_LOG` names one, to trace a run.
+            .env(
+                "RUST_LOG",
+                std::env::var("TRUST_BENCH_LOG").unwrap_or_else(|_| "warn".into()),
+            )
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()

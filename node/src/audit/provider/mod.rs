@@ -100,6 +100,8 @@ pub enum ProviderDuty {
 pub fn plan(provided: &BTreeSet<Hash>, events: &[Event]) -> Vec<ProviderDuty> {
     let mut out = Vec::new();
     let mut drawn: BTreeMap<Hash, Vec<(u16, AccountId, u8)>> = BTreeMap::new();
+    // One mapping duty per session and block, whichever window closed.
+    let mut mapped = BTreeSet::new();
     for e in events {
         match e {
             Event::SeatAssigned {
@@ -114,7 +116,14 @@ pub fn plan(provided: &BTreeSet<Hash>, events: &[Event]) -> Vec<ProviderDuty> {
                     .or_default()
                     .push((*segment, *seat, *round));
             }
-            Event::RevealWindowClosed { session, .. } if provided.contains(session) => {
+            // When the votes are bound (a commit window closed), a provider with no
+            // honeypot to open opens its mapping, so the last reveal can decide the
+            // session; one with honeypots opens them and then the mapping once the reveal
+            // window closed (`Provider::reveal_mapping` tells the two apart).
+            Event::CommitWindowClosed { session, .. }
+            | Event::RevealWindowClosed { session, .. }
+                if provided.contains(session) && mapped.insert(*session) =>
+            {
                 out.push(ProviderDuty::RevealMapping { session: *session });
             }
             Event::TraceDecided { session, .. } | Event::SessionFailed { session, .. }
@@ -800,12 +809,18 @@ impl Provider {
         let Some(mut r) = self.load(session) else {
             return;
         };
-        let disclosing = contract
+        // Honeypots are opened after voting (the disclosure), and the mapping after them;
+        // with none, the mapping opens as soon as the votes are bound.
+        let due = contract
             .state()
             .sessions
             .get(session)
-            .is_some_and(|s| matches!(s.phase, Phase::Disclose { .. }));
-        if r.mapping_revealed || !disclosing {
+            .is_some_and(|s| match s.phase {
+                Phase::Disclose { .. } => true,
+                Phase::Reveal { .. } => r.honeypots.is_empty(),
+                _ => false,
+            });
+        if r.mapping_revealed || !due {
             return;
         }
         // The honeypots first: the mapping closes the disclosure.
