@@ -253,14 +253,7 @@ fn verify_query(args: &QueryArgs, addr: &str) -> CliResult {
             "{e} (--verify checks against the home's genesis.json)"
         ))
     })?;
-    let proof = runtime()?
-        .block_on(Client::new(addr).session_proof(&sid))
-        .map_err(|e| match e {
-            client::ClientError::Reply { source, .. } => {
-                CliError::failed(format!("the node's proof is malformed: {source}"))
-            }
-            e => api_error(e),
-        })?;
+    let proof = super::proof::fetch_proof(addr, &sid)?;
     let anchor = crate::proof::Anchor {
         chain: doc.chain_id(),
         validators: &doc.validators,

@@ -83,6 +83,22 @@ fn parse_session(s: &str) -> Result<Hash, CliError> {
         .map_err(|_| CliError::usage(format!("session id must be 64 hex characters, got {s:?}")))
 }
 
+/// `GET /v1/sessions/{id}/proof` from the node at `addr`; a reply that is no proof is
+/// said to be malformed (`query --verify` and `proof export`).
+pub(super) fn fetch_proof(
+    addr: impl Into<String>,
+    sid: &Hash,
+) -> Result<crate::proof::OutcomeProof, CliError> {
+    runtime()?
+        .block_on(Client::new(addr).session_proof(sid))
+        .map_err(|e| match e {
+            client::ClientError::Reply { source, .. } => {
+                CliError::failed(format!("the node's proof is malformed: {source}"))
+            }
+            e => api_error(e),
+        })
+}
+
 fn run_export(args: ExportArgs) -> CliResult {
     let sid = parse_session(&args.session)?;
     // Said before asking the node anything.
@@ -90,14 +106,7 @@ fn run_export(args: ExportArgs) -> CliResult {
         return Err(exists(&args.out));
     }
     let addr = args.addr.resolve()?;
-    let proof = runtime()?
-        .block_on(Client::new(addr).session_proof(&sid))
-        .map_err(|e| match e {
-            client::ClientError::Reply { source, .. } => {
-                CliError::failed(format!("the node's proof is malformed: {source}"))
-            }
-            e => api_error(e),
-        })?;
+    let proof = fetch_proof(addr, &sid)?;
     let malformed = |e: ProofError| CliError::failed(format!("the node's proof is malformed: {e}"));
     let outcome = read_outcome(&proof.outcome).map_err(malformed)?;
     let bundle = Bundle::of(proof).map_err(malformed)?;
