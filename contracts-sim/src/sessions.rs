@@ -396,8 +396,9 @@ pub(crate) fn reveal_mapping(
     events: &mut Vec<Event>,
 ) -> Result<(), TxError> {
     // The mapping may be opened as soon as the votes are bound (a reveal window), so a
-    // session with no honeypot to open can be tallied in the block of its last reveal;
-    // it closes the disclosure: no honeypot is opened after it.
+    // session with no honeypot to open can be tallied in the block of its last reveal.
+    // Honeypots are still opened only in the disclosure, which a session whose mapping is
+    // open at its last reveal skips.
     let s = live(st, &session)?;
     if s.provider != sender {
         return Err(TxError::NotProvider);
@@ -431,10 +432,6 @@ pub(crate) fn reveal_honeypot(
 ) -> Result<(), TxError> {
     let cap = st.params.max_honeypots;
     let s = disclosing(st, sender, &session, "honeypots are opened after voting")?;
-    if s.mapping.is_some() {
-        // The mapping closed the disclosure.
-        return Err(TxError::AlreadyDisclosed);
-    }
     let opened = s.segments.iter().filter(|g| g.honeypot.is_some()).count();
     let opened = u16::try_from(opened).unwrap_or(u16::MAX);
     if opened >= cap {
