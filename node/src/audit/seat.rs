@@ -313,6 +313,12 @@ impl Seat {
         self.judges.iter().find(|j| j.tier() == tier)
     }
 
+    /// Whether every judge of this node is the Computer tier's (milliseconds a segment;
+    /// an LLM endpoint or a person takes seconds to minutes, and is not to be flooded).
+    pub fn judges_only_computer(&self) -> bool {
+        self.judges.iter().all(|j| j.tier() == Tier::Computer)
+    }
+
     fn fail(&self, what: &str, session: &Hash, segment: u16, err: impl std::fmt::Display) {
         self.metrics.failures.fetch_add(1, Ordering::Relaxed);
         tracing::warn!(%session, segment, error = %err, "{what}");

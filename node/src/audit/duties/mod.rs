@@ -31,8 +31,14 @@ use crate::{
     view::{ChainWatch, latest},
 };
 
-/// Sessions judged at once by this node's seats (each may wait on a blob fetch).
-pub const MAX_CONCURRENT_JUDGING: usize = 8;
+/// Sessions judged at once by the seats of a node whose judges are all the Computer
+/// tier's (each session may wait on blob fetches). Measured with `bench network`, 100
+/// sessions of 20 segments on four nodes: at 8, about 2,100 of 6,000 seats missed their
+/// commit window waiting for a slot; at 32, 0 and 48 (BENCHMARKS.md, "Batched votes").
+pub const MAX_CONCURRENT_JUDGING: usize = 32;
+/// The same for a node with an LLM or Human judge, which takes seconds a segment and
+/// whose endpoint or person must not be flooded.
+pub const MAX_CONCURRENT_SLOW_JUDGING: usize = 8;
 
 /// The judges of a running node, one per tier it serves: the Computer tier's always, the
 /// LLM tier's when an endpoint is configured, the Human tier's when a person's desk runs.
@@ -89,9 +95,14 @@ impl std::fmt::Debug for Duties {
 impl Duties {
     /// The task.
     pub fn new(cfg: Config) -> Self {
+        let slots = if cfg.seat.judges_only_computer() {
+            MAX_CONCURRENT_JUDGING
+        } else {
+            MAX_CONCURRENT_SLOW_JUDGING
+        };
         Duties {
             cfg,
-            slots: Arc::new(Semaphore::new(MAX_CONCURRENT_JUDGING)),
+            slots: Arc::new(Semaphore::new(slots)),
             votes: tokio::task::JoinSet::new(),
         }
     }
@@ -197,7 +208,7 @@ impl Duties {
     }
 
     /// Judges `session` beside the block loop, at most [`MAX_CONCURRENT_JUDGING`] sessions
-    /// at once. A session whose commit window for our seats has passed is not judged, and a
+    /// at once ([`MAX_CONCURRENT_SLOW_JUDGING`] with an LLM or Human judge). A session whose commit window for our seats has passed is not judged, and a
     /// vote under way is abandoned as soon as a block closes it: after a restart the node
     /// replays blocks whose sessions are long decided (their ciphertexts gone), and a fetch
     /// that can only time out must not hold a judging slot while live sessions wait.
