@@ -181,6 +181,10 @@ async fn transactions_in_and_blocks_out() {
     let b = json(&body);
     assert_eq!(b["txs"][0]["id"], tx.id().to_hex());
     assert_eq!(b["hash"], net.tip.hash.to_hex());
+    // Its time: the header's Unix milliseconds, and the same as RFC 3339.
+    let ms = b["header"]["time_ms"].as_u64().expect("a header time");
+    assert!(ms > 1_700_000_000_000, "stamped with the clock: {ms}");
+    assert_eq!(b["time"], crate::chain::format_time(ms));
     let (st, body) = net.get("/v1/blocks/9").await;
     assert_eq!(st, StatusCode::NOT_FOUND);
     assert_eq!(json(&body)["code"], "not_found");
@@ -456,6 +460,13 @@ async fn the_client_reads_every_reply_the_cli_uses_as_its_view() {
     assert_eq!(outcome.trace, trust_contracts::TraceVerdict::Fail);
     assert_eq!(outcome.segments[0].votes_cast[0].reason, why(seats[0]));
     assert_eq!(decided.block_height, Some(net.tip.height));
+    // When: the deciding block's time.
+    let stored = net.ledger.block(net.tip.height).unwrap().unwrap();
+    assert_eq!(decided.decided_time_ms, Some(stored.block.header.time_ms));
+    assert_eq!(
+        decided.decided_time,
+        Some(crate::chain::format_time(stored.block.header.time_ms))
+    );
     reads_back(&decided, &raw(format!("/v1/sessions/{sid}")).await);
     let proof = api.session_proof(&sid).await.unwrap();
     let anchor = crate::proof::Anchor {

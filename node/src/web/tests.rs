@@ -357,6 +357,10 @@ async fn blocks_are_listed_page_by_page_and_each_shows_its_transactions() {
     assert!(by_height.contains(&id.to_hex()));
     let by_hash = net.page(&format!("/blocks/{}", net.tip.hash)).await;
     assert_eq!(by_hash, by_height);
+    // Its time, on the block page and in the list.
+    let t = crate::chain::format_time(net.tip.time_ms);
+    assert!(by_height.contains(&format!("<dt>Time</dt><dd class=\"mono\">{t}</dd>")));
+    assert!(net.page("/blocks").await.contains(&t));
     assert_eq!(net.error("/blocks/31").await, StatusCode::NOT_FOUND);
     assert_eq!(
         net.error(&format!("/blocks/{}", Hash::sha256(b"no block")))
@@ -452,6 +456,17 @@ async fn a_session_page_draws_its_hdag_coloured_by_verdict() {
         .unwrap()
         .expect("decided");
     assert!(page.contains(&format!("<a href=\"/blocks/{decided_at}\">")));
+    let stamped = net
+        .pages
+        .ledger
+        .block(decided_at)
+        .unwrap()
+        .unwrap()
+        .block
+        .header
+        .time_ms;
+    assert!(page.contains("Decided at (UTC)"), "{page}");
+    assert!(page.contains(&crate::chain::format_time(stamped)));
     assert!(page.contains("Failure bound"));
     assert!(page.contains(&format!("Domain: {XSS_ESCAPED}")));
     // Under each segment, each revealed vote with its seat and its reason, escaped.
@@ -669,4 +684,53 @@ fn the_hdag_svg_draws_levels_top_to_bottom_with_both_edge_kinds() {
     // Titles are escaped; captions name only drawn rows.
     assert!(svg.contains("<title>row 3 &lt;b&gt;</title>"));
     assert!(svg.contains(">STEP</text>") && !svg.contains(">TACTIC</text>"));
+}
+
+/// The explorer shows a batch of votes with its session, its segments, and for reveals
+/// each vote with its reason, escaped.
+#[test]
+fn batches_of_votes_read_with_their_segments_and_escaped_reasons() {
+    use trust_protocol::{Salt, Signed, Vote, tx::Tx};
+    let k = trust_protocol::Keypair::from_label("seat");
+    let session = trust_protocol::Hash::sha256(b"session");
+    let sign = |call| Signed::sign(&k, &trust_protocol::Hash::ZERO, Tx { nonce: 0, call });
+    let commits = trust_protocol::tx::Call::batch(
+        [4u16, 7]
+            .into_iter()
+            .map(|segment| trust_protocol::tx::Call::Commit {
+                session,
+                segment,
+                commitment: trust_protocol::Hash::ZERO,
+            })
+            .collect(),
+    )
+    .unwrap();
+    let (kind, details) = super::explorer::describe(&sign(commits));
+    assert_eq!(kind, "Commits");
+    assert!(
+        details.contains(&format!("/sessions/{session}")),
+        "{details}"
+    );
+    assert!(details.contains("2 segments: 4, 7"), "{details}");
+    let reveals = trust_protocol::tx::Call::batch(
+        [(4u16, Vote::Valid, "holds"), (7, Vote::Invalid, XSS)]
+            .into_iter()
+            .map(|(segment, vote, reason)| trust_protocol::tx::Call::Reveal {
+                session,
+                segment,
+                vote,
+                salt: Salt([1; 32]),
+                reason: reason.into(),
+            })
+            .collect(),
+    )
+    .unwrap();
+    let (kind, details) = super::explorer::describe(&sign(reveals));
+    assert_eq!(kind, "Reveals");
+    assert!(details.contains("4: Valid, “holds”"), "{details}");
+    assert!(
+        details.contains(&format!("7: Invalid, “{XSS_ESCAPED}”")),
+        "{details}"
+    );
+    assert!(!details.contains(XSS));
 }
