@@ -363,9 +363,6 @@ fn decided_body(
             None => o.decided_at.to_string(),
         },
     );
-    if let Some(t) = d.time_ms {
-        body += &stat("Decided at (UTC)", &crate::chain::format_time(t));
-    }
     body += "</div>\n";
     // The provider's node names segments by their HDAG ids; others by `#i`.
     let name = |i: usize| {
@@ -386,7 +383,8 @@ fn decided_body(
         body,
         "<dt>Failure bound</dt><dd>{}</dd><dt>Error at the conclusion</dt><dd>{}</dd>\
 <dt>Undecided weight</dt><dd>{}</dd><dt>Left out</dt><dd>{} computer, {} LLM, {} human</dd>\
-<dt>Opened at</dt><dd>{}</dd><dt>Deciding block hash</dt><dd class=\"mono\">{}</dd>\
+<dt>Opened at</dt><dd>{}</dd><dt>Decided at (UTC)</dt><dd class=\"mono\">{}</dd>\
+<dt>Deciding block hash</dt><dd class=\"mono\">{}</dd>\
 <dt>Rewards paid</dt><dd>{}</dd><dt>Refunded</dt><dd>{}</dd>",
         esc(&bound_text(o.bound.hoeffding_neg_ln_milli)),
         if o.error_at_conclusion { "yes" } else { "no" },
@@ -395,6 +393,7 @@ fn decided_body(
         o.coverage.left_out[1],
         o.coverage.left_out[2],
         block_link(o.opened_at),
+        d.time_ms.map_or("-".to_string(), crate::chain::format_time),
         d.block_hash.map_or("-".to_string(), |h| h.to_string()),
         o.rewards_paid,
         o.refunded

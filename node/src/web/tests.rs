@@ -465,8 +465,13 @@ async fn a_session_page_draws_its_hdag_coloured_by_verdict() {
         .block
         .header
         .time_ms;
-    assert!(page.contains("Decided at (UTC)"), "{page}");
-    assert!(page.contains(&crate::chain::format_time(stamped)));
+    assert!(
+        page.contains(&format!(
+            "<dt>Decided at (UTC)</dt><dd class=\"mono\">{}</dd>",
+            crate::chain::format_time(stamped)
+        )),
+        "{page}"
+    );
     assert!(page.contains("Failure bound"));
     assert!(page.contains(&format!("Domain: {XSS_ESCAPED}")));
     // Under each segment, each revealed vote with its seat and its reason, escaped.
