@@ -10,7 +10,7 @@ seq_n="${1:-10}"
 batch="${2:-20}"
 bt="${3:-300}"
 cargo build --release --locked -p trust-node --bin trust-node
-bin=target/release/trust-node
+bin="${CARGO_TARGET_DIR:-target}/release/trust-node"
 dir="${BENCH_DIR:-$(mktemp -d)}"   # BENCH_DIR keeps the homes and node logs for a look
 rm -rf "$dir"; mkdir -p "$dir"
 trap 'kill $(jobs -p) 2>/dev/null || true; [ -n "${BENCH_DIR:-}" ] || rm -rf "$dir"' EXIT

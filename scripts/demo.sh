@@ -26,7 +26,7 @@ mkdir -p "$out"
 
 echo "== building trust-node (release; the first build takes a few minutes)"
 cargo build --release --locked -p trust-node
-bin=target/release/trust-node
+bin="${CARGO_TARGET_DIR:-target}/release/trust-node"
 
 echo
 echo "== 0. a local 4-node network audits the sample traces"

@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 dir="${1:-out/localnet}"
 base="${TRUST_BASE_PORT:-26600}"
 cargo build --release --locked -p trust-node
-bin=target/release/trust-node
+bin="${CARGO_TARGET_DIR:-target}/release/trust-node"
 rm -rf "$dir"
 "$bin" testnet init --nodes 4 --home "$dir" --base-port "$base"
 pids=()
