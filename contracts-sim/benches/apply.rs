@@ -32,6 +32,7 @@ fn manifest(segments: Vec<SegmentEntry>, k: u8) -> SessionManifest {
         fee: 0,
         domain: String::new(),
         left_out: Vec::new(),
+        terms: trust_protocol::tx::SessionTerms::default(),
     };
     m.fee = trust_contracts::minimum_fee(&Params::default(), &m).unwrap();
     m

@@ -77,6 +77,15 @@ fn outcome(provider: Hash, i: u64) -> Outcome {
         bond_burned: 0,
         starved_seats: 0,
         starved_paid: 0,
+        appeals: Default::default(),
+        quorum: trust_protocol::tx::QuorumParams {
+            k: [3; 3],
+            extra_seats: 0,
+            tau: Ppm(600_000),
+            beta: Ppm(600_000),
+        },
+        terms: Default::default(),
+        domain: String::new(),
     }
 }
 

@@ -18,12 +18,88 @@
 //! without replacement. To keep any single seat from seeing the whole trace, auditors that
 //! already hold `segments - 1` segments of the session are set aside while enough others
 //! remain.
+//!
+//! A session's exposure budget ([`trust_protocol::tx::SessionTerms::max_exposure`]) is a
+//! hard limit instead: an account is eligible for a segment only if the keys it would then
+//! hold (the segments of its seats and the premises sealed with each) cover at most
+//! [`trust_protocol::tx::SessionTerms::exposure_cap`] of the session's segments. A draw
+//! that cannot fill its seats within the budget draws nobody; it never falls back.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
-use trust_protocol::{AccountId, Hash, tx::Tier};
+use trust_protocol::{
+    AccountId, Hash,
+    tx::{LeftOut, SegmentEntry, Tier},
+};
 
-use crate::state::State;
+use crate::state::{Session, State};
+
+/// Segments of a session each account holds keys for: every segment it has a seat on and
+/// the premises (`depends_on`) sealed with each.
+pub(crate) type Coverage = BTreeMap<AccountId, BTreeSet<u16>>;
+
+/// What a seat on segment `i` of a trace gets to read, by index (the session's segments
+/// first, then the left-out ones numbered after them): segment `i` itself, the premises
+/// whose keys are sealed to it (`depends_on`), the left-out segments whose text travels
+/// with it as givens (`rests_on_left_out`), and the OPERATIONs checking its calculation
+/// (`supports` = `i`), whose text is sealed in its document. This is what an exposure
+/// budget counts; `entry(j)` is the session's segment `j`.
+pub fn sight<'a>(
+    segments: usize,
+    entry: impl Fn(usize) -> Option<&'a SegmentEntry>,
+    left_out: &[LeftOut],
+    i: usize,
+) -> Vec<u16> {
+    let own = u16::try_from(i).unwrap_or(u16::MAX);
+    let n = u16::try_from(segments).unwrap_or(u16::MAX);
+    let Some(g) = entry(i) else {
+        return vec![own];
+    };
+    let mut out: BTreeSet<u16> = BTreeSet::new();
+    out.insert(own);
+    out.extend(g.depends_on.iter().copied());
+    out.extend(g.rests_on_left_out.iter().map(|l| n.saturating_add(*l)));
+    for j in 0..segments {
+        if entry(j).is_some_and(|e| e.supports == Some(own)) {
+            out.insert(u16::try_from(j).unwrap_or(u16::MAX));
+        }
+    }
+    for (l, e) in left_out.iter().enumerate() {
+        if e.supports == Some(own) {
+            out.insert(n.saturating_add(u16::try_from(l).unwrap_or(u16::MAX)));
+        }
+    }
+    out.into_iter().collect()
+}
+
+/// [`sight`] of segment `i` of a live session.
+pub(crate) fn keys_of(s: &Session, i: usize) -> Vec<u16> {
+    sight(
+        s.segments.len(),
+        |j| s.segments.get(j).map(|g| &g.entry),
+        &s.manifest.left_out,
+        i,
+    )
+}
+
+/// What every account seated in `s` holds keys for so far.
+pub(crate) fn coverage(s: &Session) -> Coverage {
+    let mut out = Coverage::new();
+    for (i, g) in s.segments.iter().enumerate() {
+        let keys = keys_of(s, i);
+        for x in &g.seats {
+            out.entry(x.account)
+                .or_default()
+                .extend(keys.iter().copied());
+        }
+    }
+    out
+}
+
+/// Adds the keys of a seat on a segment needing `keys` to `account`'s coverage.
+pub(crate) fn cover(c: &mut Coverage, account: AccountId, keys: &[u16]) {
+    c.entry(account).or_default().extend(keys.iter().copied());
+}
 
 /// One sortition draw request.
 pub(crate) struct Draw<'a> {
@@ -34,12 +110,38 @@ pub(crate) struct Draw<'a> {
     pub round: u8,
     pub tier: Tier,
     pub domain: &'a str,
+    /// Only auditors declaring `domain` may be drawn.
+    pub domain_required: bool,
     pub seats: u8,
     /// Accounts already seated on this segment.
     pub exclude: &'a [AccountId],
     /// Segments of this session each account already holds, and the cap.
     pub held: &'a BTreeMap<AccountId, usize>,
     pub cap: Option<usize>,
+    /// The exposure budget, when the session set one: what each account holds keys for,
+    /// the keys a seat on this segment receives, and the most segments one account may
+    /// cover.
+    pub budget: Option<Budget<'a>>,
+}
+
+/// A hard exposure budget for one draw.
+pub(crate) struct Budget<'a> {
+    pub covered: &'a Coverage,
+    pub keys: &'a [u16],
+    pub cap: usize,
+}
+
+impl Budget<'_> {
+    /// Whether `who` may take a seat on the segment without covering more than the cap.
+    fn admits(&self, who: &AccountId) -> bool {
+        match self.covered.get(who) {
+            None => self.keys.len() <= self.cap,
+            Some(have) => {
+                let new = self.keys.iter().filter(|k| !have.contains(k)).count();
+                have.len().saturating_add(new) <= self.cap
+            }
+        }
+    }
 }
 
 fn eligible(st: &State, d: &Draw<'_>, respect_cap: bool) -> Vec<(AccountId, u128)> {
@@ -48,6 +150,7 @@ fn eligible(st: &State, d: &Draw<'_>, respect_cap: bool) -> Vec<(AccountId, u128
         .filter(|id| {
             *id != d.provider
                 && !d.exclude.contains(id)
+                && d.budget.as_ref().is_none_or(|b| b.admits(id))
                 && (!respect_cap
                     || d.cap
                         .is_none_or(|cap| d.held.get(*id).copied().unwrap_or(0) < cap))
@@ -55,11 +158,11 @@ fn eligible(st: &State, d: &Draw<'_>, respect_cap: bool) -> Vec<(AccountId, u128
         .filter_map(|id| {
             let a = st.auditors.get(id)?;
             let stake = st.accounts.get(id).map_or(0, |x| x.stake);
-            let bonus = if !d.domain.is_empty() && a.expertise.iter().any(|e| e == d.domain) {
-                2
-            } else {
-                1
-            };
+            let declares = !d.domain.is_empty() && a.expertise.iter().any(|e| e == d.domain);
+            if d.domain_required && !declares {
+                return None;
+            }
+            let bonus = if declares { 2 } else { 1 };
             Some((*id, u128::from(stake).saturating_mul(bonus)))
         })
         .collect()

@@ -3,9 +3,9 @@
 //!
 //! # Keys and values
 //!
-//! One leaf per entry ([`StateKey`]): every account, auditor, live session, outcome and
-//! failed session, plus one `Global` leaf holding the small fixed part (parameters,
-//! height, burned, supply). The leaf key is `sha256(tag || id)`, the value the entry's
+//! One leaf per entry ([`StateKey`]): every account, auditor, live session, outcome,
+//! failed session and appealable session, plus one `Global` leaf holding the small fixed
+//! part (parameters, height, burned, supply). The leaf key is `sha256(tag || id)`, the value the entry's
 //! canonical encoding ([`entry_value`]: bincode, the state's one fixed config). The
 //! state root is the tree's root hash: a function of the set of entries alone (the JMT
 //! is a canonical radix tree over key hashes; versions name storage slots and are not
@@ -67,6 +67,8 @@ pub enum StateKey {
     Outcome(Hash),
     /// A session that failed to run.
     Failed(Hash),
+    /// A decided session kept, with its seats, until its appeal window passes.
+    Appealable(Hash),
 }
 
 impl StateKey {
@@ -79,6 +81,7 @@ impl StateKey {
             StateKey::Session(h) => (3, Some(h.as_bytes())),
             StateKey::Outcome(h) => (4, Some(h.as_bytes())),
             StateKey::Failed(h) => (5, Some(h.as_bytes())),
+            StateKey::Appealable(h) => (6, Some(h.as_bytes())),
         };
         let mut out = Vec::with_capacity(33);
         out.push(tag);
@@ -154,6 +157,7 @@ pub fn entry_value(state: &State, key: &StateKey) -> Option<Vec<u8>> {
         StateKey::Session(h) => state.sessions.get(h).and_then(enc),
         StateKey::Outcome(h) => state.outcomes.get(h).and_then(enc),
         StateKey::Failed(h) => state.failed.get(h).and_then(enc),
+        StateKey::Appealable(h) => state.appealable.get(h).and_then(enc),
     }
 }
 
@@ -189,6 +193,7 @@ pub fn all_keys(state: &State) -> impl Iterator<Item = StateKey> + '_ {
         sessions,
         outcomes,
         failed,
+        appealable,
         burned: _,
         supply: _,
         // Derived from accounts and auditors, which the tree commits to.
@@ -200,6 +205,7 @@ pub fn all_keys(state: &State) -> impl Iterator<Item = StateKey> + '_ {
         .chain(sessions.keys().map(|h| StateKey::Session(*h)))
         .chain(outcomes.keys().map(|h| StateKey::Outcome(*h)))
         .chain(failed.keys().map(|h| StateKey::Failed(*h)))
+        .chain(appealable.keys().map(|h| StateKey::Appealable(*h)))
 }
 
 /// The nodes of the newest tree version, by node key.

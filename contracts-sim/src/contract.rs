@@ -22,7 +22,16 @@
 //!    `until` or once the mapping is open.
 //! 5. Tally ([`Contract::end_block`]): verdicts, propagation, trace quorum, failure bound,
 //!    rewards, reputation, slashing, honeypot statistics, refund; the session becomes an
-//!    [`Outcome`] and never changes again.
+//!    [`Outcome`], and the session itself (with its seats) moves to
+//!    [`State::appealable`].
+//! 6. Appeals (see the `appeal` module): until [`crate::AppealRecord::until`] any account
+//!    may appeal decided segments. An appeal takes the session back into the live
+//!    sessions, `Assigning` then `Commit`/`Reveal` in round `2 + a` for its appeal `a`
+//!    with `2k + 1` fresh seats; at the close of that reveal window the appealed segments
+//!    are decided again, the outcome recomputed and the round recorded on it, and the
+//!    session is appealable again for a new window. When a window passes with no appeal
+//!    open the session is final ([`Contract::finality`], [`Event::SessionFinal`]): its
+//!    live copy is dropped and its outcome never changes again.
 //!
 //! The tally never punishes a seat on the provider's word alone: a seat whose keys the
 //! provider did not deliver in time (on record, see [`crate::Seat::keyed`]) and that did
@@ -33,7 +42,8 @@
 //! others starved or abstaining) scores its seats as any segment too, since they could not
 //! have disputed it.
 //!
-//! Outcomes are never pruned: they are what the ledger is for, a user proves one against a
+//! Outcomes are never pruned (an outcome changes only through its appeals, until final):
+//! they are what the ledger is for, a user proves one against a
 //! certified state root, and each was paid for by its provider's fee.
 
 use std::collections::BTreeMap;
@@ -45,13 +55,17 @@ use trust_protocol::{
 };
 
 use crate::{
+    appeal,
     assign::{self, Draw},
     commitment::{EntryProof, StateKey, Tree},
     error::TxError,
     events::Event,
     params::{Genesis, GenesisError},
     registry, sessions,
-    state::{Account, Failure, LocalVerdict, Outcome, Phase, Seat, Session, State, TraceVerdict},
+    state::{
+        Account, Failure, Finality, LocalVerdict, Outcome, Phase, Seat, Session, State,
+        TraceVerdict,
+    },
     tally,
 };
 
@@ -152,6 +166,7 @@ impl Contract {
             auditors,
             sessions: BTreeMap::new(),
             outcomes: BTreeMap::new(),
+            appealable: BTreeMap::new(),
             failed: BTreeMap::new(),
             burned: 0,
             supply,
@@ -349,6 +364,9 @@ impl Contract {
                 salt,
                 &mut ev,
             ),
+            Call::Appeal { session, segments } => {
+                appeal::appeal(st, sender, *session, segments, h, &mut ev)
+            }
         }?;
         self.state.accounts.entry(sender).or_default().nonce = next;
         Ok(ev)
@@ -403,33 +421,104 @@ impl Contract {
                         self.tree.touch(StateKey::Account(seat.account));
                         self.tree.touch(StateKey::Auditor(seat.account));
                     }
+                    // The session stays, with its seats, until it is final: an appeal
+                    // draws fresh seats against them and slashes those it overturns.
+                    let mut kept = s.clone();
                     let outcome = self.tally(ctx, &id, s, &mut ev);
                     self.state.outcomes.insert(id, outcome);
+                    kept.escrow = 0;
+                    kept.bond = 0;
+                    self.tree.touch(StateKey::Appealable(id));
+                    self.state.appealable.insert(id, kept);
+                }
+                Next::AppealDecided => {
+                    self.touch_appeal(&id, &s);
+                    for a in appeal::decision_accounts(&s) {
+                        self.tree.touch(StateKey::Account(a));
+                        self.tree.touch(StateKey::Auditor(a));
+                    }
+                    appeal::decide(&mut self.state, ctx, &id, s, &mut ev);
+                }
+                Next::AppealCancelled(reason) => {
+                    self.touch_appeal(&id, &s);
+                    appeal::cancel(&mut self.state, &id, s, reason, &mut ev);
                 }
             }
         }
+        self.finalize(ctx, &mut ev);
         self.state.height = ctx.height;
         self.tree.touch(StateKey::Global);
         self.tree.commit(&self.state);
         ev
     }
 
+    /// Touches what ending an appeal round (decided or cancelled) changes besides seats.
+    fn touch_appeal(&mut self, id: &Hash, s: &Session) {
+        self.tree.touch(StateKey::Session(*id));
+        self.tree.touch(StateKey::Appealable(*id));
+        self.tree.touch(StateKey::Outcome(*id));
+        if let Some(a) = &s.appeal {
+            self.tree.touch(StateKey::Account(a.appellant));
+        }
+    }
+
+    /// Makes final every decided session whose appeal window has passed with no appeal
+    /// open (an open appeal's session is live, not appealable): its live copy is dropped.
+    fn finalize(&mut self, ctx: &BlockCtx, ev: &mut Vec<Event>) {
+        let st = &self.state;
+        let due: Vec<Hash> = st
+            .appealable
+            .keys()
+            .filter(|id| {
+                st.outcomes
+                    .get(id)
+                    .is_none_or(|o| o.appeals.until <= ctx.height)
+            })
+            .copied()
+            .collect();
+        for id in due {
+            self.state.appealable.remove(&id);
+            self.tree.touch(StateKey::Appealable(id));
+            self.tree.touch(StateKey::Outcome(id));
+            if let Some(o) = self.state.outcomes.get_mut(&id) {
+                o.appeals.final_at = Some(ctx.height);
+            }
+            ev.push(Event::SessionFinal { session: id });
+        }
+    }
+
     fn advance(&self, ctx: &BlockCtx, id: &Hash, s: &mut Session, ev: &mut Vec<Event>) -> Next {
         let h = ctx.height;
         let p = &self.state.params;
         match s.phase {
+            // An appeal's seats: drawn at the end of a block after the appeal's.
+            Phase::Assigning if s.appeal.is_some() => {
+                if !appeal::draw_due(s, h) {
+                    return Next::Keep;
+                }
+                match appeal::draw_seats(&self.state, ctx, id, s, ev) {
+                    Ok(round) => {
+                        s.phase = Phase::Commit {
+                            round,
+                            until: h.saturating_add(sessions::commit_window(p, s)),
+                        };
+                        Next::Keep
+                    }
+                    Err(reason) => Next::AppealCancelled(reason),
+                }
+            }
             Phase::Assigning if s.opened_at < h => match self.assign_round0(ctx, id, s, ev) {
                 Ok(()) => {
                     s.phase = Phase::Commit {
                         round: 0,
-                        until: h.saturating_add(p.commit_window),
+                        until: h.saturating_add(sessions::commit_window(p, s)),
                     };
                     Next::Keep
                 }
                 Err(reason) => Next::Fail(reason.to_string()),
             },
             Phase::Commit { round, until } if h >= until || all_committed(s, round) => {
-                let reveal_until = h.saturating_add(p.reveal_window);
+                let reveal_until = h.saturating_add(sessions::reveal_window(p, s));
                 s.phase = Phase::Reveal {
                     round,
                     until: reveal_until,
@@ -440,6 +529,15 @@ impl Contract {
                     reveal_until,
                 });
                 Next::Keep
+            }
+            Phase::Reveal { round, until }
+                if round >= appeal::APPEAL_ROUND0 && (h >= until || all_revealed(s, round)) =>
+            {
+                ev.push(Event::RevealWindowClosed {
+                    session: *id,
+                    round,
+                });
+                Next::AppealDecided
             }
             Phase::Reveal { round, until } if h >= until || all_revealed(s, round) => {
                 ev.push(Event::RevealWindowClosed {
@@ -462,7 +560,7 @@ impl Contract {
                 if round == 0 && self.escalate(ctx, id, s, &undecided, ev) {
                     s.phase = Phase::Commit {
                         round: 1,
-                        until: h.saturating_add(p.commit_window),
+                        until: h.saturating_add(sessions::commit_window(p, s)),
                     };
                 } else if all_disclosed(s) {
                     // The provider opened its mapping during the reveal window (it had no
@@ -489,11 +587,14 @@ impl Contract {
     ) -> Result<(), AssignError> {
         let n = s.segments.len();
         let cap = (n >= 2).then(|| n.saturating_sub(1));
+        let budget_cap = exposure_cap(s);
         let mut held: BTreeMap<AccountId, usize> = BTreeMap::new();
+        let mut covered = assign::Coverage::new();
         let mut drawn: Vec<Vec<AccountId>> = Vec::with_capacity(n);
         for (i, seg) in s.segments.iter().enumerate() {
             let idx = u16::try_from(i).map_err(|_| AssignError::TooManySegments)?;
             let seats = seg.k.saturating_add(s.manifest.quorum.extra_seats);
+            let keys = assign::keys_of(s, i);
             let d = Draw {
                 seed: &ctx.block_hash,
                 session: id,
@@ -502,10 +603,16 @@ impl Contract {
                 round: 0,
                 tier: seg.tier,
                 domain: &s.manifest.domain,
+                domain_required: s.manifest.terms.domain_required,
                 seats,
                 exclude: &[],
                 held: &held,
                 cap,
+                budget: budget_cap.map(|cap| assign::Budget {
+                    covered: &covered,
+                    keys: &keys,
+                    cap,
+                }),
             };
             let Some(picked) = assign::draw(&self.state, &d) else {
                 return Err(AssignError::TooFewAuditors {
@@ -518,6 +625,7 @@ impl Contract {
             for a in &picked {
                 let c = held.entry(*a).or_insert(0);
                 *c = c.saturating_add(1);
+                assign::cover(&mut covered, *a, &keys);
             }
             drawn.push(picked);
         }
@@ -553,6 +661,8 @@ impl Contract {
     ) -> bool {
         let p = &self.state.params;
         let held = BTreeMap::new();
+        let budget_cap = exposure_cap(s);
+        let mut covered = assign::coverage(s);
         let mut any = false;
         for &(i, abstained) in undecided {
             let Some(seg) = s.segments.get(i) else {
@@ -569,8 +679,13 @@ impl Contract {
                 .k
                 .saturating_add(p.escalation_extra_seats)
                 .min(trust_protocol::tx::MAX_SEATS.saturating_sub(s.manifest.quorum.extra_seats));
-            let mut options: Vec<(Tier, u8)> =
-                up.iter().map(|t| (*t, s.manifest.quorum.k(*t))).collect();
+            let terms = &s.manifest.terms;
+            let mut options: Vec<(Tier, u8)> = up
+                .iter()
+                .filter(|t| terms.allows(**t))
+                .map(|t| (*t, s.manifest.quorum.k(*t)))
+                .collect();
+            let keys = assign::keys_of(s, i);
             if !abstained {
                 options.push((seg.tier, same_k));
             }
@@ -584,10 +699,16 @@ impl Contract {
                     round: 1,
                     tier,
                     domain: &s.manifest.domain,
+                    domain_required: s.manifest.terms.domain_required,
                     seats: k.saturating_add(s.manifest.quorum.extra_seats),
                     exclude: &exclude,
                     held: &held,
                     cap: None,
+                    budget: budget_cap.map(|cap| assign::Budget {
+                        covered: &covered,
+                        keys: &keys,
+                        cap,
+                    }),
                 };
                 if let Some(picked) = assign::draw(&self.state, &d) {
                     chosen = Some((tier, k, picked));
@@ -608,6 +729,7 @@ impl Contract {
                 tier,
             });
             for account in picked {
+                assign::cover(&mut covered, account, &keys);
                 ev.push(Event::SeatAssigned {
                     session: *id,
                     segment,
@@ -635,10 +757,11 @@ impl Contract {
                 total = total.saturating_add(u128::from(u.amount));
             }
         }
-        for s in st.sessions.values() {
+        for s in st.sessions.values().chain(st.appealable.values()) {
             total = total
                 .saturating_add(u128::from(s.escrow))
-                .saturating_add(u128::from(s.bond));
+                .saturating_add(u128::from(s.bond))
+                .saturating_add(u128::from(s.appeal.as_ref().map_or(0, |a| a.bond)));
         }
         total
     }
@@ -646,6 +769,20 @@ impl Contract {
     /// The trace verdict of a decided session.
     pub fn outcome(&self, session: &Hash) -> Option<&Outcome> {
         self.state.outcomes.get(session)
+    }
+
+    /// Where a decided session stands with respect to appeals: `Final` once its appeal
+    /// window passed with no appeal open, `Appealing` while an appeal round runs,
+    /// `Appealable` until then; `None` for a session not decided (live, failed, unknown).
+    pub fn finality(&self, session: &Hash) -> Option<Finality> {
+        let o = self.outcome(session)?;
+        Some(match (o.appeals.final_at, o.appeals.open) {
+            (Some(at), _) => Finality::Final { at },
+            (None, Some(round)) => Finality::Appealing { round },
+            (None, None) => Finality::Appealable {
+                until: o.appeals.until,
+            },
+        })
     }
 
     /// Whether a session is decided with a passing trace.
@@ -674,7 +811,21 @@ fn touched_by(tree: &mut Tree, sender: AccountId, tx: &Tx) {
         | Call::Reveals { session, .. }
         | Call::RevealMapping { session, .. }
         | Call::RevealHoneypot { session, .. } => tree.touch(StateKey::Session(*session)),
+        // An appeal moves the session from `appealable` back to the live sessions and
+        // marks its outcome.
+        Call::Appeal { session, .. } => {
+            tree.touch(StateKey::Session(*session));
+            tree.touch(StateKey::Appealable(*session));
+            tree.touch(StateKey::Outcome(*session));
+        }
     }
+}
+
+/// The session's exposure budget in segments, when it set one (below the whole trace).
+pub(crate) fn exposure_cap(s: &Session) -> Option<usize> {
+    let t = &s.manifest.terms;
+    let trace = s.segments.len().saturating_add(s.manifest.left_out.len());
+    (t.max_exposure < trust_protocol::units::Ppm::ONE).then(|| t.exposure_cap(trace))
 }
 
 /// Why a session's first seats could not be drawn: the reason its `SessionFailed` event
@@ -702,9 +853,13 @@ enum Next {
     Keep,
     Fail(String),
     Tally,
+    /// An appeal round's reveal window closed.
+    AppealDecided,
+    /// An appeal's seats could not be drawn.
+    AppealCancelled(String),
 }
 
-fn new_seat(account: AccountId, round: u8) -> Seat {
+pub(crate) fn new_seat(account: AccountId, round: u8) -> Seat {
     Seat {
         account,
         round,

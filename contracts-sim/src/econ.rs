@@ -130,6 +130,62 @@ pub(crate) fn score_seat(
     }
 }
 
+/// Slashes a seat that voted with the majority of a round whose verdict an appeal
+/// overturned: one penalty `P` from its stake (then its unbonding), with no draw, and its
+/// reputation falls as for a wrong vote. Returns the amount taken (burned).
+pub(crate) fn slash_incoherent(
+    st: &mut State,
+    session: &Hash,
+    seat: &AccountId,
+    events: &mut Vec<Event>,
+) -> u64 {
+    let (gamma, penalty) = (st.params.gamma, st.params.penalty);
+    let Some(au) = st.auditors.get_mut(seat) else {
+        return 0;
+    };
+    au.reputation = update_reputation(gamma, au.reputation, false);
+    au.disagreed = au.disagreed.saturating_add(1);
+    let min = st.params.min_stake(au.tier);
+    let amount = registry::slash(st, seat, penalty);
+    if amount > 0 {
+        events.push(Event::Slashed {
+            session: *session,
+            seat: *seat,
+            amount,
+            reason: SlashReason::Incoherent,
+        });
+    }
+    deactivate_if_under(st, seat, min, events);
+    amount
+}
+
+/// Pays an appeal seat `amount` (its share of a bond or of slashes): credited and counted
+/// as earned. A flagged seat earns nothing; returns what was paid.
+pub(crate) fn pay_seat(
+    st: &mut State,
+    session: &Hash,
+    segment: u16,
+    seat: &AccountId,
+    amount: u64,
+    events: &mut Vec<Event>,
+) -> u64 {
+    let Some(au) = st.auditors.get_mut(seat) else {
+        return 0;
+    };
+    if au.flagged || amount == 0 {
+        return 0;
+    }
+    au.earned = au.earned.saturating_add(amount);
+    registry::credit(st, seat, amount);
+    events.push(Event::Rewarded {
+        session: *session,
+        segment,
+        seat: *seat,
+        amount,
+    });
+    amount
+}
+
 fn deactivate_if_under(st: &mut State, seat: &AccountId, min: u64, events: &mut Vec<Event>) {
     let stake = st.accounts.get(seat).map_or(0, |a| a.stake);
     if let Some(au) = st.auditors.get_mut(seat)

@@ -1,6 +1,10 @@
 //! Why a transaction was rejected. A rejected transaction changes nothing.
 
-use trust_protocol::{AccountId, Hash, tx::TxFormatError, units::Amount};
+use trust_protocol::{
+    AccountId, Hash,
+    tx::{Tier, TxFormatError},
+    units::Amount,
+};
 
 /// Why the contract rejected a transaction.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -54,9 +58,10 @@ pub enum TxError {
         /// Height from which the earliest pending unbonding can be withdrawn.
         frees_at: u64,
     },
-    /// The account still holds a seat in a session that is not decided.
+    /// The account still holds a seat in a session that is not final (live, or decided
+    /// and still appealable: an appeal may slash its seats).
     #[error(
-        "the account holds a seat in session {session}, which is not decided yet: it must end before stake is withdrawn"
+        "the account holds a seat in session {session}, which is not final yet: it must end (and its appeal window pass) before stake is withdrawn"
     )]
     SeatHeld {
         /// The session.
@@ -125,6 +130,58 @@ pub enum TxError {
     /// It was opened already.
     #[error("already revealed")]
     AlreadyDisclosed,
+    /// The session is not decided yet: only a decided segment can be appealed.
+    #[error("session {0} is not decided yet: appeal it once its outcome is on record")]
+    NotDecided(Hash),
+    /// The session's appeal window has closed (it is final, or will be at the end of
+    /// this block).
+    #[error("the appeal window of session {session} closed at block {closed_at}")]
+    AppealWindowClosed {
+        /// The session.
+        session: Hash,
+        /// Last height that accepted an appeal.
+        closed_at: u64,
+    },
+    /// An appeal of the session is being judged; one appeal per session at a time.
+    #[error(
+        "an appeal of session {session} is being judged in round {round}: appeal again once it is decided"
+    )]
+    AppealOpen {
+        /// The session.
+        session: Hash,
+        /// The open appeal's round.
+        round: u8,
+    },
+    /// The segment is a revealed honeypot: its truth is the provider's, not a verdict.
+    #[error("segment {0} is a honeypot: it has no verdict to appeal")]
+    AppealHoneypot(u16),
+    /// The segment's seats reached no verdict: there is nothing to overturn.
+    #[error("segment {0} was not decided: there is no verdict to appeal")]
+    AppealUndecided(u16),
+    /// The segment has had as many appeal rounds as the network allows.
+    #[error("segment {segment} already had {rounds} appeal rounds, the most a segment may")]
+    AppealRoundsExhausted {
+        /// The segment.
+        segment: u16,
+        /// Its appeal rounds so far.
+        rounds: u8,
+    },
+    /// Too few fresh auditors (none who sat on the segment before, not the provider, not
+    /// the appellant) are eligible in the segment's tier or any higher tier its session
+    /// allows.
+    #[error(
+        "segment {segment}: {needed} fresh {tier:?} auditors needed, {eligible} eligible (and no higher tier the session allows has enough)"
+    )]
+    AppealUnstaffed {
+        /// The segment.
+        segment: u16,
+        /// Its tier.
+        tier: Tier,
+        /// Seats an appeal needs there (`2k + 1`).
+        needed: u8,
+        /// Fresh auditors eligible there.
+        eligible: usize,
+    },
     /// An arithmetic limit was hit (amounts near `u64::MAX`).
     #[error("amount overflow")]
     Overflow,

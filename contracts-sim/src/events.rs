@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use trust_protocol::{AccountId, Hash, Vote, seal::SealedKey, tx::Tier, units::Amount};
 
-use crate::state::{SegmentVerdict, TraceVerdict};
+use crate::state::{LocalVerdict, SegmentVerdict, TraceVerdict};
 
 /// Why stake was slashed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -15,6 +15,9 @@ pub enum SlashReason {
     NoShow,
     /// Flagged as a rubber-stamper by its honeypot record.
     RubberStamp,
+    /// Voted with the majority of a round whose verdict an appeal overturned: slashed one
+    /// penalty, deterministically (no draw).
+    Incoherent,
 }
 
 /// A contract event.
@@ -249,6 +252,54 @@ pub enum Event {
     AuditorExiting {
         /// Account.
         account: AccountId,
+    },
+    /// An appeal was opened: the bond is escrowed and fresh seats are drawn at the end of
+    /// the next block (`SeatAssigned` events of `round`).
+    AppealOpened {
+        /// Session.
+        session: Hash,
+        /// Who appealed.
+        appellant: AccountId,
+        /// The segments appealed.
+        segments: Vec<u16>,
+        /// The round its seats vote in.
+        round: u8,
+        /// Bond escrowed.
+        bond: Amount,
+    },
+    /// An appeal could not be staffed when its seats were drawn (auditors left in
+    /// between): its bond went back to the appellant, the session is appealable again.
+    AppealCancelled {
+        /// Session.
+        session: Hash,
+        /// Who appealed.
+        appellant: AccountId,
+        /// Bond returned.
+        refunded: Amount,
+        /// Why.
+        reason: String,
+    },
+    /// An appeal round decided one appealed segment.
+    AppealDecided {
+        /// Session.
+        session: Hash,
+        /// Segment index.
+        segment: u16,
+        /// The appeal's round.
+        round: u8,
+        /// The segment's own verdict before the round.
+        previous: LocalVerdict,
+        /// The appeal seats' verdict (`Undecided`: the previous one stands).
+        verdict: LocalVerdict,
+        /// Whether the verdict went to the other side of Valid / not Valid.
+        overturned: bool,
+        /// The trace verdict after the round.
+        trace: TraceVerdict,
+    },
+    /// A session's appeal window passed with no appeal open: its outcome is final.
+    SessionFinal {
+        /// Session.
+        session: Hash,
     },
     /// One entry of a batch of votes (`Call::Commits`, `Call::Reveals`) was refused; the
     /// batch's other entries applied.

@@ -27,6 +27,7 @@
     )
 )]
 
+mod appeal;
 pub(crate) mod assign;
 pub mod commitment;
 mod contract;
@@ -42,6 +43,8 @@ pub mod tally;
 #[cfg(feature = "sim")]
 pub mod sim;
 
+pub use appeal::APPEAL_ROUND0;
+pub use assign::sight;
 pub use commitment::{EntryProof, ProofError, StateKey, verify_entry};
 pub use contract::{BlockCtx, Contract, SnapshotError};
 pub use error::TxError;
@@ -53,7 +56,8 @@ pub use params::{
 pub use registry::{exit_refused, seat_held, withdrawable};
 pub use sessions::{honeypot_bond, minimum_fee};
 pub use state::{
-    Account, Auditor, CastVote, Coverage, Failure, FailureBound, HoneypotStats, LeftOutOutcome,
-    LocalVerdict, MAX_UNBONDINGS, Outcome, Phase, Seat, SegmentOutcome, SegmentState,
+    Account, AppealRecord, AppealResult, AppealRound, AppealTarget, AppealedSegment, Auditor,
+    CastVote, Coverage, Failure, FailureBound, Finality, HoneypotStats, LeftOutOutcome,
+    LocalVerdict, MAX_UNBONDINGS, OpenAppeal, Outcome, Phase, Seat, SegmentOutcome, SegmentState,
     SegmentVerdict, Session, State, TraceVerdict, Unbonding, VoteCounts,
 };

@@ -84,6 +84,47 @@ pub struct Params {
     /// contradict its revealed truth by a clear majority burns one bond; the rest comes
     /// back at the tally (after paying seats the provider starved of keys).
     pub honeypot_bond: Amount,
+    /// Longest commit or reveal window a session may ask for, in blocks (a session's
+    /// [`trust_protocol::tx::SessionTerms`] window of 0 means the network's own).
+    #[serde(default = "default_max_window")]
+    pub max_window: u64,
+    /// Blocks after a session is decided (or an appeal round of it is) during which any
+    /// account may appeal its segments' verdicts; once it has passed with no appeal open,
+    /// the session is final.
+    #[serde(default = "default_appeal_window")]
+    pub appeal_window: u64,
+    /// Bond an appellant escrows per appealed segment: paid to the appeal seats when the
+    /// verdict is upheld, returned with a reward when it is overturned.
+    #[serde(default = "default_appeal_bond")]
+    pub appeal_bond: Amount,
+    /// Most appeal rounds one segment may have.
+    #[serde(default = "default_max_appeal_rounds")]
+    pub max_appeal_rounds: u8,
+    /// Reward of an appellant whose appeal overturns a segment, on top of its bond share
+    /// back: paid from what the overturned majority was slashed (at most all of it; the
+    /// rest of the slashes pays the appeal seats that voted with the new verdict).
+    #[serde(default = "default_appeal_reward")]
+    pub appeal_reward: Amount,
+}
+
+fn default_appeal_reward() -> Amount {
+    30
+}
+
+fn default_max_window() -> u64 {
+    1_000
+}
+
+fn default_appeal_window() -> u64 {
+    20
+}
+
+fn default_appeal_bond() -> Amount {
+    60
+}
+
+fn default_max_appeal_rounds() -> u8 {
+    2
 }
 
 impl Params {
@@ -173,6 +214,11 @@ impl Default for Params {
             // wrong vote costs a seat.
             max_honeypots: 8,
             honeypot_bond: 24,
+            max_window: default_max_window(),
+            appeal_window: default_appeal_window(),
+            appeal_bond: default_appeal_bond(),
+            max_appeal_rounds: default_max_appeal_rounds(),
+            appeal_reward: default_appeal_reward(),
         }
     }
 }
@@ -272,6 +318,11 @@ impl Params {
         }
         if self.commit_window == 0 || self.reveal_window == 0 || self.disclose_window == 0 {
             return Err(GenesisError::BadParam("windows"));
+        }
+        if self.max_window < self.commit_window.max(self.reveal_window)
+            || self.max_window > u64::from(u16::MAX)
+        {
+            return Err(GenesisError::BadParam("max_window"));
         }
         if self.assumed_error.iter().any(|p| !frac(*p)) || !frac(self.assumed_malicious) {
             return Err(GenesisError::BadParam("assumed_error/assumed_malicious"));

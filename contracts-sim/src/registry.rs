@@ -213,14 +213,19 @@ pub(crate) fn unbond(
     Ok(())
 }
 
-/// The first live (undecided) session in which `who` holds a seat, of either round.
+/// The first session not final in which `who` holds a seat, of any round: a live one, or
+/// a decided one still in its appeal window (an appeal that overturns a verdict slashes
+/// the seats that decided it, so their stake must stay where the slash can reach it).
 pub fn seat_held(st: &State, who: &AccountId) -> Option<Hash> {
-    st.sessions.iter().find_map(|(id, s)| {
-        s.segments
-            .iter()
-            .any(|g| g.seats.iter().any(|x| x.account == *who))
-            .then_some(*id)
-    })
+    st.sessions
+        .iter()
+        .chain(&st.appealable)
+        .find_map(|(id, s)| {
+            s.segments
+                .iter()
+                .any(|g| g.seats.iter().any(|x| x.account == *who))
+                .then_some(*id)
+        })
 }
 
 /// What `who` could withdraw in a block at `height`, or why it cannot: a seat in a session

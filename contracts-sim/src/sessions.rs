@@ -45,6 +45,22 @@ pub fn honeypot_bond(params: &Params, segments: usize) -> Option<u64> {
     params.honeypot_bond.checked_mul(slots)
 }
 
+/// The commit window a session runs under: its terms', or the network's.
+pub(crate) fn commit_window(p: &Params, s: &Session) -> u64 {
+    match s.manifest.terms.commit_window {
+        0 => p.commit_window,
+        w => u64::from(w),
+    }
+}
+
+/// The reveal window a session runs under: its terms', or the network's.
+pub(crate) fn reveal_window(p: &Params, s: &Session) -> u64 {
+    match s.manifest.terms.reveal_window {
+        0 => p.reveal_window,
+        w => u64::from(w),
+    }
+}
+
 pub(crate) fn open(
     st: &mut State,
     provider: AccountId,
@@ -73,6 +89,12 @@ pub(crate) fn open(
         if q.k(tier) > p.max_k(tier) {
             return Err(TxError::QuorumOutOfLimits("k above the network maximum"));
         }
+    }
+    let t = &manifest.terms;
+    if u64::from(t.commit_window.max(t.reveal_window)) > p.max_window {
+        return Err(TxError::QuorumOutOfLimits(
+            "a commit or reveal window above the network maximum",
+        ));
     }
     let min = minimum_fee(p, manifest).ok_or(TxError::Overflow)?;
     if manifest.fee < min {
@@ -115,6 +137,7 @@ pub(crate) fn open(
             manifest: header,
             segments,
             mapping: None,
+            appeal: None,
         },
     );
     events.push(Event::SessionOpened {

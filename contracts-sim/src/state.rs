@@ -145,7 +145,8 @@ pub struct Auditor {
 pub struct Seat {
     /// The auditor.
     pub account: AccountId,
-    /// Voting round: 0, or 1 after an escalation.
+    /// Voting round: 0, 1 after an escalation, `2 + a` for the session's appeal `a`
+    /// ([`crate::APPEAL_ROUND0`]).
     pub round: u8,
     /// Its commitment, once committed.
     pub commitment: Option<Commitment>,
@@ -280,6 +281,40 @@ pub struct Session {
     pub segments: Vec<SegmentState>,
     /// Mapping document hash, once opened.
     pub mapping: Option<Hash>,
+    /// The appeal being judged, while the session is live again for an appeal round;
+    /// `None` otherwise.
+    #[serde(default)]
+    pub appeal: Option<OpenAppeal>,
+}
+
+/// An appeal being judged: who appealed, which segments, and the bond it escrows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OpenAppeal {
+    /// Who appealed (and escrowed the bond).
+    pub appellant: AccountId,
+    /// The round its seats vote in (`2 +` the session's earlier appeals).
+    pub round: u8,
+    /// Height of the block holding the appeal; seats are drawn at the end of a later one.
+    pub opened_at: u64,
+    /// The bond held in escrow (`appeal_bond` per segment).
+    pub bond: Amount,
+    /// The segments appealed, in the order the appeal named them.
+    pub segments: Vec<AppealTarget>,
+}
+
+/// One segment of an open appeal, with the verdict it is appealed from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AppealTarget {
+    /// Segment index.
+    pub segment: u16,
+    /// The segment's own verdict when it was appealed.
+    pub previous: LocalVerdict,
+    /// The round that decided `previous` (its majority is slashed if it is overturned).
+    pub decided_in: u8,
+    /// The tier that decided `previous` (the segment's again if the appeal is undecided).
+    pub tier: Tier,
+    /// The `k` of the round that decided `previous`.
+    pub k: u8,
 }
 
 /// Final verdict of a segment.
@@ -334,7 +369,7 @@ pub struct VoteCounts {
 pub struct CastVote {
     /// The seat that cast it.
     pub seat: AccountId,
-    /// Its round: 0, or 1 after an escalation.
+    /// Its round: 0, 1 after an escalation, 2 and up for appeal rounds.
     pub round: u8,
     /// The vote.
     pub vote: Vote,
@@ -473,6 +508,115 @@ pub struct Outcome {
     pub starved_seats: u16,
     /// Paid to starved seats.
     pub starved_paid: Amount,
+    /// Appeals: the window, the open appeal, every appeal round, and finality.
+    #[serde(default)]
+    pub appeals: AppealRecord,
+    /// What the provider asked for: seats per tier, racing seats, `tau`, `beta`.
+    pub quorum: trust_protocol::tx::QuorumParams,
+    /// The rest of the session's terms: windows, exposure budget, tiers, weights.
+    pub terms: trust_protocol::tx::SessionTerms,
+    /// The expertise domain asked for.
+    pub domain: String,
+}
+
+/// The appeal history and finality of a decided session.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AppealRecord {
+    /// Last height at which an appeal may be opened: the decision (or the last appeal
+    /// round's decision) plus [`crate::Params::appeal_window`].
+    pub until: u64,
+    /// The round of the appeal being judged, if one is open.
+    pub open: Option<u8>,
+    /// Height at which the session became final (its window passed with no appeal
+    /// open); `None` while it may still change.
+    pub final_at: Option<u64>,
+    /// Every decided appeal round, in order.
+    pub rounds: Vec<AppealRound>,
+}
+
+/// One decided appeal round.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AppealRound {
+    /// The round its seats voted in (2 for the session's first appeal).
+    pub round: u8,
+    /// Who appealed.
+    pub appellant: AccountId,
+    /// Height of the appeal.
+    pub opened_at: u64,
+    /// Height of its decision.
+    pub decided_at: u64,
+    /// The bond escrowed.
+    pub bond: Amount,
+    /// What became of each appealed segment.
+    pub segments: Vec<AppealedSegment>,
+    /// The trace verdict before the round.
+    pub trace_before: TraceVerdict,
+    /// The trace verdict after it.
+    pub trace_after: TraceVerdict,
+}
+
+/// How an appeal round ended for one segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AppealResult {
+    /// The appeal seats decided the other side of Valid / not Valid: the verdict is
+    /// replaced, the deciding round's majority slashed and the appellant repaid.
+    Overturned,
+    /// The appeal seats decided the same side (the verdict is replaced by theirs, which
+    /// may name the other error kind): the bond pays the appeal seats.
+    Upheld,
+    /// The appeal seats reached no quorum: the verdict stands and the bond pays the seats
+    /// that judged.
+    Undecided,
+}
+
+/// One appealed segment of a decided appeal round.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AppealedSegment {
+    /// Segment index.
+    pub segment: u16,
+    /// Its own verdict before the round.
+    pub previous: LocalVerdict,
+    /// The appeal seats' verdict (`Undecided`: the previous verdict stands).
+    pub verdict: LocalVerdict,
+    /// Overturned, upheld or undecided.
+    pub result: AppealResult,
+    /// Tier of the appeal seats.
+    pub tier: Tier,
+    /// Appeal seats (`2k + 1`), all counted.
+    pub k: u8,
+    /// Quorum of the appeal round.
+    pub q: u8,
+    /// The round's votes.
+    pub votes: VoteCounts,
+    /// Slashed from the deciding round's majority (overturned only).
+    pub slashed: Amount,
+    /// Paid to the appeal seats.
+    pub paid: Amount,
+    /// Paid to the appellant: its bond share back plus the reward (overturned), or the
+    /// bond share back when nobody judged.
+    pub refunded: Amount,
+    /// Burned: bond or slashes nobody was paid.
+    pub burned: Amount,
+}
+
+/// Where a decided session stands with respect to appeals ([`crate::Contract::finality`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Finality {
+    /// Final since height `at`: nothing can change it any more.
+    Final {
+        /// Height at which its appeal window passed.
+        at: u64,
+    },
+    /// Decided; an appeal may be opened up to and including height `until`.
+    Appealable {
+        /// Last height accepting an appeal.
+        until: u64,
+    },
+    /// An appeal is being judged in `round`.
+    Appealing {
+        /// The appeal's round.
+        round: u8,
+    },
 }
 
 /// A session that could not run.
@@ -504,6 +648,11 @@ pub struct State {
     pub sessions: BTreeMap<Hash, Session>,
     /// Decided sessions.
     pub outcomes: BTreeMap<Hash, Outcome>,
+    /// Decided sessions that are not final and have no appeal being judged, kept (with
+    /// their seats) until their appeal window passes: an appeal takes one from here back
+    /// into `sessions`, the end of its round puts it back.
+    #[serde(default)]
+    pub appealable: BTreeMap<Hash, Session>,
     /// Sessions that failed to run, with the fee refunded.
     pub failed: BTreeMap<Hash, Failure>,
     /// Tokens removed by slashing.

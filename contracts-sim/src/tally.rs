@@ -19,8 +19,8 @@ use crate::{
     params::Params,
     registry,
     state::{
-        Coverage, FailureBound, LeftOutOutcome, LocalVerdict, Outcome, SegmentOutcome,
-        SegmentState, SegmentVerdict, Session, TraceVerdict, VoteCounts,
+        AppealRecord, Coverage, FailureBound, LeftOutOutcome, LocalVerdict, Outcome,
+        SegmentOutcome, SegmentState, SegmentVerdict, Session, TraceVerdict, VoteCounts,
     },
 };
 
@@ -424,6 +424,169 @@ pub(crate) fn failure_bound(
     }
 }
 
+/// What a session's segment verdicts make of it, before any economics: the segment and
+/// left-out outcomes, the trace tally, coverage and the failure bound. The tally and every
+/// appeal round decide through it.
+pub(crate) struct Verdicts {
+    /// Per session segment.
+    pub outcomes: Vec<SegmentOutcome>,
+    /// Per left-out segment.
+    pub left_out: Vec<LeftOutOutcome>,
+    /// The trace verdict and what it is made of.
+    pub tally: TraceTally,
+    /// How much of the trace was judged.
+    pub coverage: Coverage,
+    /// The failure bound.
+    pub bound: FailureBound,
+}
+
+/// Each segment's own verdict and the round that decided it: the last round it was judged
+/// in (0, or 1 after an escalation).
+pub(crate) fn deciding_verdicts(s: &Session) -> Vec<(LocalVerdict, u8)> {
+    s.segments
+        .iter()
+        .map(|g| {
+            let v = g.rounds.last().copied().unwrap_or(LocalVerdict::Undecided);
+            let round = u8::try_from(g.rounds.len().saturating_sub(1)).unwrap_or(0);
+            (v, round)
+        })
+        .collect()
+}
+
+/// [`Verdicts`] of `s` when segment `i` has its own verdict `local[i].0`, decided in round
+/// `local[i].1` (whose votes its outcome counts; its tier and `k` are the segment's now).
+pub(crate) fn verdicts(params: &Params, s: &Session, local: &[(LocalVerdict, u8)]) -> Verdicts {
+    let tau = s.manifest.quorum.tau;
+    let beta = s.manifest.quorum.beta;
+    // Session segments first, then the left-out ones (always Undecided of their own;
+    // an OPERATION of theirs that failed makes them wrong).
+    let left_out = &s.manifest.left_out;
+    let n = s.segments.len();
+    let left_deps = |deps: &[u16]| -> Vec<usize> {
+        deps.iter()
+            .map(|d| n.saturating_add(usize::from(*d)))
+            .collect()
+    };
+    let session_deps = |deps: &[u16]| deps.iter().map(|d| usize::from(*d)).collect();
+    let entries: Vec<Entry> = s
+        .segments
+        .iter()
+        .zip(local)
+        .map(|(g, (l, _))| {
+            let mut rests_on: Vec<usize> = session_deps(&g.entry.depends_on);
+            rests_on.extend(left_deps(&g.entry.rests_on_left_out));
+            Entry {
+                local: *l,
+                weight: g.entry.weight,
+                rests_on,
+                conclusion: g.entry.conclusion,
+                supports: g.entry.supports.map(usize::from),
+                honeypot: g.honeypot.is_some(),
+            }
+        })
+        .chain(left_out.iter().map(|l| {
+            let mut rests_on: Vec<usize> = session_deps(&l.depends_on);
+            rests_on.extend(left_deps(&l.rests_on_left_out));
+            Entry {
+                local: LocalVerdict::Undecided,
+                weight: l.weight,
+                rests_on,
+                conclusion: l.conclusion,
+                supports: l.supports.map(usize::from),
+                honeypot: false,
+            }
+        }))
+        .collect();
+    let decided = decide(&entries, beta);
+    let (finals, left_finals) = decided
+        .finals
+        .split_at(s.segments.len().min(decided.finals.len()));
+
+    let is_conclusion = |i: usize| decided.conclusions.get(i).copied().unwrap_or(false);
+    let mut outcomes = Vec::with_capacity(s.segments.len());
+    for (i, (g, verdict)) in s.segments.iter().zip(finals).enumerate() {
+        let deciding = local.get(i).map_or(0, |l| l.1);
+        let mut votes = round_counts(g, deciding);
+        votes.missing = g
+            .seats
+            .iter()
+            .filter(|x| x.vote.is_none())
+            .count()
+            .try_into()
+            .unwrap_or(u16::MAX);
+        outcomes.push(SegmentOutcome {
+            verdict: *verdict,
+            tier: g.tier,
+            escalated: g.rounds.len() > 1,
+            k: g.k,
+            q: quorum(tau, g.k),
+            votes,
+            honeypot: g.honeypot.map(|(v, _)| v),
+            supports: g.entry.supports,
+            conclusion: is_conclusion(i),
+            votes_cast: g.votes_cast(),
+        });
+    }
+    let left_outcomes: Vec<LeftOutOutcome> = left_out
+        .iter()
+        .zip(left_finals)
+        .enumerate()
+        .map(|(j, (l, v))| LeftOutOutcome {
+            tier: l.tier,
+            verdict: *v,
+            supports: l.supports,
+            conclusion: is_conclusion(n.saturating_add(j)),
+        })
+        .collect();
+
+    // Coverage counts the trace's claims: an OPERATION is part of its segment's claim.
+    let claims = entries
+        .iter()
+        .filter(|e| !e.honeypot && e.supports.is_none())
+        .count();
+    let mut coverage = Coverage {
+        judged: 0,
+        segments: u16::try_from(claims).unwrap_or(u16::MAX),
+        left_out: [0; 3],
+    };
+    for (o, (l, _)) in outcomes.iter().zip(local) {
+        if o.honeypot.is_none() && o.supports.is_none() && *l != LocalVerdict::Undecided {
+            coverage.judged = coverage.judged.saturating_add(1);
+        }
+    }
+    for l in left_out.iter().filter(|l| l.supports.is_none()) {
+        let slot = match l.tier {
+            Tier::Computer => 0,
+            Tier::Llm => 1,
+            Tier::Human => 2,
+        };
+        if let Some(c) = coverage.left_out.get_mut(slot) {
+            *c = c.saturating_add(1);
+        }
+    }
+
+    // The bound speaks only for the votes counted: segments that reached a verdict of
+    // their own. A trace with none gets no bound.
+    let weights: Vec<u32> = s.segments.iter().map(|g| g.entry.weight).collect();
+    let bound_inputs: Vec<(Tier, u8, u8, u32)> = outcomes
+        .iter()
+        .zip(local)
+        .zip(&weights)
+        .filter(|((o, (l, _)), _)| {
+            o.honeypot.is_none() && o.supports.is_none() && *l != LocalVerdict::Undecided
+        })
+        .map(|((o, _), w)| (o.tier, o.k, o.q, *w))
+        .collect();
+    let bound = failure_bound(params, &bound_inputs, beta);
+    Verdicts {
+        outcomes,
+        left_out: left_outcomes,
+        tally: decided.tally,
+        coverage,
+        bound,
+    }
+}
+
 /// The tally of a session that reached its end: segment verdicts, the trace verdict and
 /// its failure bound, rewards, slashes and reputation (the contract's `end_block` calls it).
 impl Contract {
@@ -436,134 +599,16 @@ impl Contract {
     ) -> Outcome {
         let tau = s.manifest.quorum.tau;
         let beta = s.manifest.quorum.beta;
-        let local: Vec<LocalVerdict> = s
-            .segments
-            .iter()
-            .map(|g| g.rounds.last().copied().unwrap_or(LocalVerdict::Undecided))
-            .collect();
-        // Session segments first, then the left-out ones (always Undecided of their own;
-        // an OPERATION of theirs that failed makes them wrong).
-        let left_out = &s.manifest.left_out;
-        let n = s.segments.len();
-        let left_deps = |deps: &[u16]| -> Vec<usize> {
-            deps.iter()
-                .map(|d| n.saturating_add(usize::from(*d)))
-                .collect()
-        };
-        let session_deps = |deps: &[u16]| deps.iter().map(|d| usize::from(*d)).collect();
-        let entries: Vec<Entry> = s
-            .segments
-            .iter()
-            .zip(&local)
-            .map(|(g, l)| {
-                let mut rests_on: Vec<usize> = session_deps(&g.entry.depends_on);
-                rests_on.extend(left_deps(&g.entry.rests_on_left_out));
-                Entry {
-                    local: *l,
-                    weight: g.entry.weight,
-                    rests_on,
-                    conclusion: g.entry.conclusion,
-                    supports: g.entry.supports.map(usize::from),
-                    honeypot: g.honeypot.is_some(),
-                }
-            })
-            .chain(left_out.iter().map(|l| {
-                let mut rests_on: Vec<usize> = session_deps(&l.depends_on);
-                rests_on.extend(left_deps(&l.rests_on_left_out));
-                Entry {
-                    local: LocalVerdict::Undecided,
-                    weight: l.weight,
-                    rests_on,
-                    conclusion: l.conclusion,
-                    supports: l.supports.map(usize::from),
-                    honeypot: false,
-                }
-            }))
-            .collect();
-        let decided = decide(&entries, beta);
-        let (finals, left_finals) = decided
-            .finals
-            .split_at(s.segments.len().min(decided.finals.len()));
-
-        let is_conclusion = |i: usize| decided.conclusions.get(i).copied().unwrap_or(false);
-        let mut outcomes = Vec::with_capacity(s.segments.len());
-        for (i, (g, verdict)) in s.segments.iter().zip(finals).enumerate() {
-            let last_round = u8::try_from(g.rounds.len().saturating_sub(1)).unwrap_or(0);
-            let mut votes = round_counts(g, last_round);
-            votes.missing = g
-                .seats
-                .iter()
-                .filter(|x| x.vote.is_none())
-                .count()
-                .try_into()
-                .unwrap_or(u16::MAX);
-            outcomes.push(SegmentOutcome {
-                verdict: *verdict,
-                tier: g.tier,
-                escalated: g.rounds.len() > 1,
-                k: g.k,
-                q: quorum(tau, g.k),
-                votes,
-                honeypot: g.honeypot.map(|(v, _)| v),
-                supports: g.entry.supports,
-                conclusion: is_conclusion(i),
-                votes_cast: g.votes_cast(),
-            });
-        }
-        let left_outcomes: Vec<LeftOutOutcome> = left_out
-            .iter()
-            .zip(left_finals)
-            .enumerate()
-            .map(|(j, (l, v))| LeftOutOutcome {
-                tier: l.tier,
-                verdict: *v,
-                supports: l.supports,
-                conclusion: is_conclusion(n.saturating_add(j)),
-            })
-            .collect();
-        let t = decided.tally;
+        let local = deciding_verdicts(&s);
+        let Verdicts {
+            outcomes,
+            left_out: left_outcomes,
+            tally: t,
+            coverage,
+            bound,
+        } = verdicts(&self.state.params, &s, &local);
         let trace = t.verdict;
         let (passing_weight, total_weight) = (t.passing, t.total);
-
-        // Coverage counts the trace's claims: an OPERATION is part of its segment's claim.
-        let claims = entries
-            .iter()
-            .filter(|e| !e.honeypot && e.supports.is_none())
-            .count();
-        let mut coverage = Coverage {
-            judged: 0,
-            segments: u16::try_from(claims).unwrap_or(u16::MAX),
-            left_out: [0; 3],
-        };
-        for (o, l) in outcomes.iter().zip(&local) {
-            if o.honeypot.is_none() && o.supports.is_none() && *l != LocalVerdict::Undecided {
-                coverage.judged = coverage.judged.saturating_add(1);
-            }
-        }
-        for l in left_out.iter().filter(|l| l.supports.is_none()) {
-            let slot = match l.tier {
-                Tier::Computer => 0,
-                Tier::Llm => 1,
-                Tier::Human => 2,
-            };
-            if let Some(c) = coverage.left_out.get_mut(slot) {
-                *c = c.saturating_add(1);
-            }
-        }
-
-        // The bound speaks only for the votes counted: segments that reached a verdict of
-        // their own. A trace with none gets no bound.
-        let weights: Vec<u32> = s.segments.iter().map(|g| g.entry.weight).collect();
-        let bound_inputs: Vec<(Tier, u8, u8, u32)> = outcomes
-            .iter()
-            .zip(&local)
-            .zip(&weights)
-            .filter(|((o, l), _)| {
-                o.honeypot.is_none() && o.supports.is_none() && **l != LocalVerdict::Undecided
-            })
-            .map(|((o, _), w)| (o.tier, o.k, o.q, *w))
-            .collect();
-        let bound = failure_bound(&self.state.params, &bound_inputs, beta);
 
         // Economics: every seat of every round is scored against the segment's deciding
         // verdict, or against the truth for a revealed honeypot its seats do not dispute.
@@ -577,7 +622,7 @@ impl Contract {
         for (i, g) in s.segments.iter().enumerate() {
             let segment = u16::try_from(i).unwrap_or(u16::MAX);
             let deps = g.entry.depends_on.len();
-            let own = || local.get(i).and_then(|l| l.as_vote());
+            let own = || local.get(i).and_then(|l| l.0.as_vote());
             let (target, truth) = match g.honeypot {
                 Some((truth, _)) if disputed(g, truth, tau) => {
                     // The seats contradict the provider's truth by a clear majority: the
@@ -722,6 +767,13 @@ impl Contract {
             bond_burned,
             starved_seats: u16::try_from(starved.len()).unwrap_or(u16::MAX),
             starved_paid,
+            appeals: AppealRecord {
+                until: ctx.height.saturating_add(self.state.params.appeal_window),
+                ..AppealRecord::default()
+            },
+            quorum: s.manifest.quorum.clone(),
+            terms: s.manifest.terms.clone(),
+            domain: s.manifest.domain.clone(),
         }
     }
 }

@@ -197,6 +197,7 @@ fn manifest(segments: Vec<SegmentEntry>, k: u8, extra: u8) -> SessionManifest {
         fee: 0,
         domain: "math".into(),
         left_out: Vec::new(),
+        terms: trust_protocol::tx::SessionTerms::default(),
     };
     m.fee = trust_contracts::minimum_fee(&Params::default(), &m).unwrap();
     m
@@ -1753,6 +1754,14 @@ fn an_exiting_auditor_keeps_its_seats_duty_and_is_slashed_from_its_unbonding() {
     assert_eq!(chain.c.outcome(&sid).unwrap().trace, TraceVerdict::Pass);
     chain.assert_supply_conserved();
     let k = find(&keys, &leaver).clone();
+    // Decided but still appealable: an appeal could slash the seat, so its stake stays.
+    assert_eq!(
+        chain.try_apply(&k, Call::Withdraw),
+        Err(TxError::SeatHeld { session: sid })
+    );
+    while chain.c.state().appealable.contains_key(&sid) {
+        chain.block();
+    }
     assert_eq!(
         chain.try_apply(&k, Call::Withdraw),
         Err(TxError::NotYetWithdrawable { frees_at })

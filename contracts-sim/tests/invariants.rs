@@ -48,6 +48,11 @@ enum Action {
         who: usize,
         session: usize,
     },
+    Appeal {
+        who: usize,
+        session: usize,
+        segments: Vec<u16>,
+    },
     WrongNonce(usize),
     Forged(usize),
     EndBlock,
@@ -91,6 +96,16 @@ fn action() -> impl Strategy<Value = Action> {
             }
         }),
         (who.clone(), 0usize..4).prop_map(|(who, session)| Action::RevealMapping { who, session }),
+        (
+            who.clone(),
+            0usize..4,
+            prop::collection::btree_set(0u16..4, 1..3)
+        )
+            .prop_map(|(who, session, segments)| Action::Appeal {
+                who,
+                session,
+                segments: segments.into_iter().collect(),
+            }),
         who.clone().prop_map(Action::WrongNonce),
         who.prop_map(Action::Forged),
         Just(Action::EndBlock),
@@ -240,6 +255,7 @@ impl World {
                     fee: 0,
                     domain: String::new(),
                     left_out: Vec::new(),
+                    terms: trust_protocol::tx::SessionTerms::default(),
                 };
                 m.fee = trust_contracts::minimum_fee(&self.c.state().params, &m).unwrap_or(0)
                     * u64::from(fee_factor);
@@ -316,6 +332,22 @@ impl World {
                     false,
                 )
             }
+            Action::Appeal {
+                who,
+                session,
+                segments,
+            } => {
+                let sid = pick(&self.sessions, session);
+                self.send(
+                    who,
+                    Call::Appeal {
+                        session: sid,
+                        segments,
+                    },
+                    0,
+                    false,
+                )
+            }
             Action::WrongNonce(a) => self.send(a, Call::Withdraw, 1, false),
             Action::Forged(a) => self.send(a, Call::Bond { amount: 1 }, 0, true),
             Action::EndBlock => {
@@ -348,12 +380,37 @@ impl World {
                 );
             }
         }
+        // A decided outcome changes only through its appeals: finality, an appeal opened,
+        // or an appeal round decided (which records itself); a final one never changes.
         for (id, o) in &self.decided {
-            assert_eq!(st.outcomes.get(id), Some(o), "a decided session changed");
-            assert!(!st.sessions.contains_key(id));
+            let now = st.outcomes.get(id).expect("a decided session vanished");
+            if o.appeals.final_at.is_some() {
+                assert_eq!(now, o, "a final session changed");
+            }
+            if now.appeals.rounds.len() == o.appeals.rounds.len() {
+                let mut was = o.clone();
+                was.appeals = now.appeals.clone();
+                assert_eq!(
+                    now, &was,
+                    "a decided session changed outside an appeal round"
+                );
+                assert!(o.appeals.final_at.is_none() || now.appeals.final_at == o.appeals.final_at);
+            } else {
+                assert_eq!(now.appeals.rounds.len(), o.appeals.rounds.len() + 1);
+                assert_eq!(
+                    &now.appeals.rounds[..o.appeals.rounds.len()],
+                    &o.appeals.rounds[..]
+                );
+            }
+            // Live again only while an appeal is open; appealable only while not final.
+            assert_eq!(st.sessions.contains_key(id), now.appeals.open.is_some());
+            assert_eq!(
+                st.appealable.contains_key(id),
+                now.appeals.open.is_none() && now.appeals.final_at.is_none()
+            );
         }
         for (id, o) in &st.outcomes {
-            self.decided.entry(*id).or_insert_with(|| o.clone());
+            self.decided.insert(*id, o.clone());
         }
         assert_eq!(
             self.c.state_root(),
@@ -387,7 +444,8 @@ proptest! {
         let w = run(actions);
         if std::env::var_os("PROP_STATS").is_some() {
             let st = w.c.state();
-            eprintln!("opened {} decided {} failed {} burned {}", w.sessions.len(), st.outcomes.len(), st.failed.len(), st.burned);
+            let appeals: usize = st.outcomes.values().map(|o| o.appeals.rounds.len()).sum();
+            eprintln!("opened {} decided {} failed {} burned {} appeal rounds {appeals}", w.sessions.len(), st.outcomes.len(), st.failed.len(), st.burned);
         }
     }
 }

@@ -42,6 +42,8 @@ pub const MAX_BATCH_VOTES: usize = 256;
 pub const MAX_SEALED_KEY_BYTES: usize = 48;
 /// Most seats per segment for any tier (k_t + Delta).
 pub const MAX_SEATS: u8 = 64;
+/// Most segments one [`Call::Appeal`] names.
+pub const MAX_APPEAL_SEGMENTS: usize = 64;
 
 /// An auditor tier.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -127,6 +129,64 @@ impl QuorumParams {
             Tier::Llm => l,
             Tier::Human => h,
         }
+    }
+}
+
+/// What a provider chose for its session beyond the quorum, recorded in the manifest so
+/// that every node, `query` and the outcome page show the terms the session ran under.
+/// [`SessionTerms::default`] keeps the network's defaults.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionTerms {
+    /// Blocks each commit window stays open (0: the network's `commit_window`).
+    pub commit_window: u16,
+    /// Blocks each reveal window stays open (0: the network's `reveal_window`).
+    pub reveal_window: u16,
+    /// The exposure budget: the largest share of the session's segments any one account
+    /// may receive keys for, counting the premises sealed with its seats
+    /// (`1_000_000`: no budget beyond "never the whole trace").
+    pub max_exposure: Ppm,
+    /// Which tiers may judge (Computer, LLM, Human): no seat of a tier left out here is
+    /// ever drawn, escalations included.
+    pub tiers: [bool; 3],
+    /// The weight each tier's segments were given (Computer, LLM, Human), as the
+    /// segments' weights already carry it; recorded so that the terms can be shown.
+    pub tier_weights: [u32; 3],
+    /// Whether only auditors declaring the session's `domain` may be drawn (otherwise the
+    /// domain only doubles a declaring auditor's chance).
+    pub domain_required: bool,
+}
+
+impl Default for SessionTerms {
+    fn default() -> Self {
+        Self {
+            commit_window: 0,
+            reveal_window: 0,
+            max_exposure: Ppm::ONE,
+            tiers: [true; 3],
+            tier_weights: [1; 3],
+            domain_required: false,
+        }
+    }
+}
+
+impl SessionTerms {
+    /// Whether `tier` may judge in this session.
+    pub fn allows(&self, tier: Tier) -> bool {
+        let [c, l, h] = self.tiers;
+        match tier {
+            Tier::Computer => c,
+            Tier::Llm => l,
+            Tier::Human => h,
+        }
+    }
+
+    /// The most segments of a trace of `segments` segments (the session's and the
+    /// left-out ones) one account may receive keys or text of:
+    /// `floor(max_exposure * segments)`, at least 1.
+    pub fn exposure_cap(&self, segments: usize) -> usize {
+        let n = u128::try_from(segments).unwrap_or(u128::MAX);
+        let cap = n.saturating_mul(u128::from(self.max_exposure.0)) / 1_000_000;
+        usize::try_from(cap).unwrap_or(usize::MAX).max(1)
     }
 }
 
@@ -220,6 +280,8 @@ pub struct SessionManifest {
     pub domain: String,
     /// Segments of the trace left out of this session (no seats drawn for them).
     pub left_out: Vec<LeftOut>,
+    /// The provider's other choices: windows, exposure budget, tiers, tier weights.
+    pub terms: SessionTerms,
 }
 
 /// A segment key sealed to one seat.
@@ -345,6 +407,15 @@ pub enum Call {
         session: Hash,
         /// One per seat, distinct segments.
         entries: Vec<RevealEntry>,
+    },
+    /// Appeal the verdicts of decided segments of a session within its appeal window,
+    /// escrowing the network's appeal bond per segment: each appealed segment is judged
+    /// again by fresh seats, whose verdict replaces the old one. Any account may appeal.
+    Appeal {
+        /// Session id.
+        session: Hash,
+        /// Indices of the segments appealed: distinct, 1..=[`MAX_APPEAL_SEGMENTS`].
+        segments: Vec<u16>,
     },
 }
 
@@ -574,6 +645,12 @@ pub enum TxFormatError {
     /// A revealed vote's reason is too long or holds a control character.
     #[error("{0}; shorten the reason or drop the character, then commit and reveal again")]
     BadReason(#[source] crate::commit::ReasonError),
+    /// Session terms out of their ranges.
+    #[error("session terms: {0}")]
+    BadTerms(&'static str),
+    /// An appeal names no segment, or one segment twice.
+    #[error("an appeal names 1..={MAX_APPEAL_SEGMENTS} distinct segments")]
+    BadAppeal,
 }
 
 /// A batch of votes holds 2 to [`MAX_BATCH_VOTES`] entries on distinct segments (one
@@ -671,6 +748,26 @@ impl SessionManifest {
                     extra: q.extra_seats,
                 });
             }
+        }
+        let t = &self.terms;
+        if !t.max_exposure.is_fraction() || t.max_exposure == Ppm::ZERO {
+            return Err(TxFormatError::NotAFraction("max_exposure"));
+        }
+        if !t.tiers.contains(&true) {
+            return Err(TxFormatError::BadTerms(
+                "at least one tier must be allowed to judge",
+            ));
+        }
+        if t.domain_required && self.domain.is_empty() {
+            return Err(TxFormatError::BadTerms("a required domain must be named"));
+        }
+        if t.tier_weights.iter().any(|w| *w == 0 || *w > MAX_WEIGHT) {
+            return Err(TxFormatError::BadTerms("tier weights must be 1..=1000"));
+        }
+        if self.segments.iter().any(|s| !t.allows(s.tier)) {
+            return Err(TxFormatError::BadTerms(
+                "a segment is routed to a tier the terms do not allow",
+            ));
         }
         Ok(())
     }
@@ -820,6 +917,16 @@ impl Tx {
                     None => Ok(()),
                 }
             }
+            Call::Appeal { segments, .. } => {
+                let mut seen = std::collections::BTreeSet::new();
+                if segments.is_empty()
+                    || segments.len() > MAX_APPEAL_SEGMENTS
+                    || !segments.iter().all(|s| seen.insert(*s))
+                {
+                    return Err(TxFormatError::BadAppeal);
+                }
+                Ok(())
+            }
             Call::DeliverKeys { keys, .. } => {
                 check_len("keys", keys.len(), MAX_SEALED_KEYS)?;
                 for k in keys {
@@ -950,6 +1057,7 @@ mod tests {
                         fee,
                         domain,
                         left_out,
+                        terms: SessionTerms::default(),
                     }
                 },
             )
@@ -1044,6 +1152,8 @@ mod tests {
                     }
                 }
             ),
+            (hash(), prop::collection::vec(any::<u16>(), 1..4))
+                .prop_map(|(session, segments)| Call::Appeal { session, segments }),
         ]
     }
 
@@ -1093,6 +1203,7 @@ mod tests {
             fee: 100,
             domain: "math".into(),
             left_out: Vec::new(),
+            terms: SessionTerms::default(),
         }
     }
 
@@ -1469,9 +1580,8 @@ mod tests {
     // Changed on purpose: a reveal carries its vote's reason (issue 28).
     const GOLDEN_REVEAL_SHA256: &str =
         "4d6d6ae9cd9769a38ed3f65b1bd63bc7ee077fb7d06e4937df2ee41638d5d6d0";
-    // Changed on purpose: segments name the left-out segments they rest on and the
-    // segment an OPERATION supports (a PASS needs the claims judged, not only their
-    // arithmetic).
+    // Changed on purpose: the manifest carries the session's terms (windows, exposure
+    // budget, tiers, tier weights, required domain; issue 27).
     const GOLDEN_OPEN_SHA256: &str =
-        "11b96fea5796e65129b2383b83fa215e83457179b48bdc44206c20a1b26166de";
+        "f7d601c0ae7f8618b58751acf7059dd5be54f36cffe0ed6711dcc7119cdef4e1";
 }

@@ -15,6 +15,7 @@
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
 mod agents;
+mod appeals;
 mod report;
 
 use std::collections::BTreeMap;
@@ -30,6 +31,7 @@ use trust_protocol::{
     units::Ppm,
 };
 
+pub use self::appeals::{AppealExperiment, AppealReport, AppellantSummary, appeal_experiment};
 pub use self::report::{Accuracy, SeriesPoint, SimReport, StrategySummary};
 use crate::{BlockCtx, Contract, Event, Genesis, GenesisAccount, Params, TxError, minimum_fee};
 
@@ -238,6 +240,9 @@ pub struct Sim {
     /// Transactions applied.
     pub applied: u64,
     series: Vec<SeriesPoint>,
+    /// The appellants of [`appeal_experiment`], when it runs: decided sessions stay
+    /// tracked until final and the appellants act on them.
+    appeal: Option<appeals::Appellants>,
 }
 
 fn seed_key(seed: u64, label: &str, i: usize) -> Keypair {
@@ -340,6 +345,7 @@ impl Sim {
             rejected: BTreeMap::new(),
             applied: 0,
             series: Vec::new(),
+            appeal: None,
         })
     }
 
@@ -393,7 +399,10 @@ impl Sim {
         for (sender, call) in txs {
             let key = match sender.checked_sub(self.agents.len()) {
                 None => self.agents.get(sender).map(|a| &a.key),
-                Some(p) => self.providers.get(p),
+                Some(p) => self.providers.get(p).or_else(|| {
+                    let j = p.checked_sub(self.providers.len())?;
+                    self.appeal.as_ref().and_then(|a| a.key(j))
+                }),
             };
             let Some(key) = key else { continue };
             let nonce = self.contract.nonce(&key.public());
@@ -528,6 +537,7 @@ impl Sim {
             fee: 0,
             domain: "math".into(),
             left_out: Vec::new(),
+            terms: trust_protocol::tx::SessionTerms::default(),
         };
         manifest.fee = minimum_fee(&cfg.params, &manifest)
             .unwrap_or(0)
@@ -578,6 +588,10 @@ impl Sim {
                     self.on_commit_closed(*session, *round)
                 }
                 Event::RevealWindowClosed { session, .. } => self.on_reveal_closed(*session),
+                Event::SessionFinal { session } => {
+                    self.truths.remove(session);
+                    self.seats.retain(|s| s.session != *session);
+                }
                 Event::Revealed {
                     session,
                     segment,
@@ -597,6 +611,13 @@ impl Sim {
                         (self.truths.remove(session), self.contract.outcome(session))
                     {
                         self.accuracy.add(&t, o, self.cfg.quorum.beta);
+                        if self.appeal.is_some() {
+                            // Appeal rounds draw seats that vote on the same truth.
+                            self.truths.insert(*session, t);
+                        }
+                    }
+                    if self.appeal.is_some() {
+                        self.plan_appeal(*session);
                     }
                     self.decided.push(*session);
                     if self
