@@ -82,7 +82,7 @@ use trust_protocol::{
 
 use crate::{
     assign::{self, Draw},
-    contract::{BlockCtx, exposure_cap, new_seat},
+    contract::{BlockCtx, exposure_cap, seat_picked},
     econ::{self, Score},
     error::TxError,
     events::{Event, SlashReason},
@@ -164,6 +164,51 @@ fn excluded(s: &Session, i: usize, appellant: AccountId) -> Vec<AccountId> {
         .collect()
 }
 
+/// Tries, in order, the tiers that may hear an appeal of `segment` of session `id` (`s`)
+/// in `round` ([`options`]): for each, the draw of its seats seeded by `seed`, from the
+/// auditors neither seated on the segment nor `appellant`, within the session's exposure
+/// budget as `covered` stands. Returns what `f` makes of the first draw it accepts.
+/// [`appeal`] counts the eligible with it before it admits an appeal and [`draw_seats`]
+/// draws with it, so the two agree on who may sit.
+#[allow(clippy::too_many_arguments)]
+fn first_tier<T>(
+    s: &Session,
+    id: &Hash,
+    seed: &Hash,
+    segment: u16,
+    round: u8,
+    appellant: AccountId,
+    covered: &assign::Coverage,
+    mut f: impl FnMut(&Draw<'_>) -> Option<T>,
+) -> Option<T> {
+    let i = usize::from(segment);
+    let budget_cap = exposure_cap(s);
+    let held = Default::default();
+    let exclude = excluded(s, i, appellant);
+    let keys = assign::keys_of(s, i);
+    options(s, i).into_iter().find_map(|(tier, seats)| {
+        f(&Draw {
+            seed,
+            session: id,
+            provider: &s.provider,
+            segment,
+            round,
+            tier,
+            domain: &s.manifest.domain,
+            domain_required: s.manifest.terms.domain_required,
+            seats,
+            exclude: &exclude,
+            held: &held,
+            cap: None,
+            budget: budget_cap.map(|cap| assign::Budget {
+                covered,
+                keys: &keys,
+                cap,
+            }),
+        })
+    })
+}
+
 /// Why a session that is not appealable now refuses an appeal.
 fn not_appealable(st: &State, session: Hash) -> TxError {
     if let Some(s) = st.sessions.get(&session) {
@@ -209,9 +254,7 @@ pub(crate) fn appeal(
         .and_then(|a| a.checked_add(APPEAL_ROUND0))
         .ok_or(TxError::Overflow)?;
     let current = current_verdicts(s, o);
-    let budget_cap = exposure_cap(s);
     let covered = assign::coverage(s);
-    let held = Default::default();
     let mut targets = Vec::with_capacity(segments.len());
     for &segment in segments {
         let i = usize::from(segment);
@@ -230,37 +273,25 @@ pub(crate) fn appeal(
         if rounds >= p.max_appeal_rounds {
             return Err(TxError::AppealRoundsExhausted { segment, rounds });
         }
-        let exclude = excluded(s, i, appellant);
-        let keys = assign::keys_of(s, i);
         let mut first = None;
-        let mut staffed = false;
-        for (tier, seats) in options(s, i) {
-            let d = Draw {
-                seed: &Hash::ZERO,
-                session: &session,
-                provider: &s.provider,
-                segment,
-                round,
-                tier,
-                domain: &s.manifest.domain,
-                domain_required: s.manifest.terms.domain_required,
-                seats,
-                exclude: &exclude,
-                held: &held,
-                cap: None,
-                budget: budget_cap.map(|cap| assign::Budget {
-                    covered: &covered,
-                    keys: &keys,
-                    cap,
-                }),
-            };
-            let eligible = assign::eligible_count(st, &d);
-            if eligible >= usize::from(seats) {
-                staffed = true;
-                break;
-            }
-            first.get_or_insert((tier, seats, eligible));
-        }
+        let staffed = first_tier(
+            s,
+            &session,
+            &Hash::ZERO,
+            segment,
+            round,
+            appellant,
+            &covered,
+            |d| {
+                let eligible = assign::eligible_count(st, d);
+                if eligible >= usize::from(d.seats) {
+                    return Some(());
+                }
+                first.get_or_insert((d.tier, d.seats, eligible));
+                None
+            },
+        )
+        .is_some();
         if !staffed {
             let (tier, needed, eligible) = first.unwrap_or((g.tier, appeal_seats(s, g.tier), 0));
             return Err(TxError::AppealUnstaffed {
@@ -329,46 +360,27 @@ pub(crate) fn draw_seats(
     let Some(a) = s.appeal.clone() else {
         return Err("no appeal is open".into());
     };
-    let budget_cap = exposure_cap(s);
     let mut covered = assign::coverage(s);
-    let held = Default::default();
     let mut drawn = Vec::with_capacity(a.segments.len());
     for t in &a.segments {
         let i = usize::from(t.segment);
-        let exclude = excluded(s, i, a.appellant);
-        let keys = assign::keys_of(s, i);
-        let mut chosen = None;
-        for (tier, seats) in options(s, i) {
-            let d = Draw {
-                seed: &ctx.block_hash,
-                session: id,
-                provider: &s.provider,
-                segment: t.segment,
-                round: a.round,
-                tier,
-                domain: &s.manifest.domain,
-                domain_required: s.manifest.terms.domain_required,
-                seats,
-                exclude: &exclude,
-                held: &held,
-                cap: None,
-                budget: budget_cap.map(|cap| assign::Budget {
-                    covered: &covered,
-                    keys: &keys,
-                    cap,
-                }),
-            };
-            if let Some(picked) = assign::draw(st, &d) {
-                chosen = Some((tier, seats, picked));
-                break;
-            }
-        }
+        let chosen = first_tier(
+            s,
+            id,
+            &ctx.block_hash,
+            t.segment,
+            a.round,
+            a.appellant,
+            &covered,
+            |d| assign::draw(st, d).map(|picked| (d.tier, d.seats, picked)),
+        );
         let Some((tier, seats, picked)) = chosen else {
             return Err(format!(
                 "segment {}: too few fresh auditors in its tier or any higher tier allowed",
                 t.segment
             ));
         };
+        let keys = assign::keys_of(s, i);
         for x in &picked {
             assign::cover(&mut covered, *x, &keys);
         }
@@ -381,16 +393,7 @@ pub(crate) fn draw_seats(
         g.tier = tier;
         g.k = seats;
         let segment = u16::try_from(i).unwrap_or(u16::MAX);
-        for account in picked {
-            ev.push(Event::SeatAssigned {
-                session: *id,
-                segment,
-                seat: account,
-                round: a.round,
-                tier,
-            });
-            g.seats.push(new_seat(account, a.round));
-        }
+        seat_picked(id, segment, a.round, tier, &mut g.seats, picked, ev);
     }
     Ok(a.round)
 }

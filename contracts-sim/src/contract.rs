@@ -631,16 +631,7 @@ impl Contract {
         }
         for (i, (seg, picked)) in s.segments.iter_mut().zip(drawn).enumerate() {
             let segment = u16::try_from(i).unwrap_or(u16::MAX);
-            for account in picked {
-                ev.push(Event::SeatAssigned {
-                    session: *id,
-                    segment,
-                    seat: account,
-                    round: 0,
-                    tier: seg.tier,
-                });
-                seg.seats.push(new_seat(account, 0));
-            }
+            seat_picked(id, segment, 0, seg.tier, &mut seg.seats, picked, ev);
         }
         Ok(())
     }
@@ -728,17 +719,10 @@ impl Contract {
                 segment,
                 tier,
             });
-            for account in picked {
-                assign::cover(&mut covered, account, &keys);
-                ev.push(Event::SeatAssigned {
-                    session: *id,
-                    segment,
-                    seat: account,
-                    round: 1,
-                    tier,
-                });
-                seg.seats.push(new_seat(account, 1));
+            for account in &picked {
+                assign::cover(&mut covered, *account, &keys);
             }
+            seat_picked(id, segment, 1, tier, &mut seg.seats, picked, ev);
             any = true;
         }
         any
@@ -859,7 +843,30 @@ enum Next {
     AppealCancelled(String),
 }
 
-pub(crate) fn new_seat(account: AccountId, round: u8) -> Seat {
+/// Seats the `picked` accounts on segment `segment` (whose seats are `seats`) of session
+/// `id` in `round`, as `tier` auditors: a fresh seat each, announced by `SeatAssigned`.
+pub(crate) fn seat_picked(
+    id: &Hash,
+    segment: u16,
+    round: u8,
+    tier: Tier,
+    seats: &mut Vec<Seat>,
+    picked: Vec<AccountId>,
+    ev: &mut Vec<Event>,
+) {
+    for account in picked {
+        ev.push(Event::SeatAssigned {
+            session: *id,
+            segment,
+            seat: account,
+            round,
+            tier,
+        });
+        seats.push(new_seat(account, round));
+    }
+}
+
+fn new_seat(account: AccountId, round: u8) -> Seat {
     Seat {
         account,
         round,

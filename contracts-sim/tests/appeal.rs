@@ -4,222 +4,44 @@
 //! refusal, supply conservation and determinism.
 
 use trust_contracts::{
-    AppealResult, BlockCtx, Contract, Event, Finality, Genesis, GenesisAccount, LocalVerdict,
-    Params, Phase, SegmentVerdict, SlashReason, TraceVerdict, TxError,
+    AppealResult, Contract, Event, Finality, LocalVerdict, Params, Phase, SegmentVerdict,
+    SlashReason, TraceVerdict, TxError,
 };
 use trust_protocol::{
-    AccountId, Hash, Keypair, Salt, SealingPublicKey, Signed, Vote, commitment,
-    honeypot_commitment, mapping_commitment,
-    seal::SealedKey,
-    tx::{Call, Difficulty, QuorumParams, SeatKey, SegmentEntry, SessionManifest, Tier, Tx},
-    units::Ppm,
+    Hash, Keypair, Salt, Vote, honeypot_commitment,
+    tx::{Call, Difficulty, SegmentEntry, SessionManifest, Tier, Tx},
 };
 
-/// A little chain: a contract, keys, and a block counter.
-struct Chain {
-    c: Contract,
-    height: u64,
-    pending: Vec<Signed<Tx>>,
-}
+mod common;
 
-fn key(label: &str) -> Keypair {
-    Keypair::from_label(label)
-}
-
-fn why(v: Vote) -> String {
-    format!("the test seat finds it {v:?}")
-}
-
-fn ctx(height: u64) -> BlockCtx {
-    BlockCtx {
-        height,
-        block_hash: Hash::of_parts("test-block", &[&height.to_le_bytes()]),
-    }
-}
+use common::{
+    Chain, SupplyCheck, commit_votes, deliver_keys, key, reveal_votes, seats_of, segment,
+};
 
 /// The appellant's genesis balance.
 const APPELLANT_BALANCE: u64 = 1_000;
 
 impl Chain {
-    fn assert_supply_conserved(&self) {
-        assert_eq!(self.c.accounted_supply(), u128::from(self.c.state().supply));
-    }
-
     /// `auditors` per tier, each with 1000 staked; a provider, an appellant with
-    /// [`APPELLANT_BALANCE`] and a poor account with 10.
+    /// [`APPELLANT_BALANCE`] and a poor account with 10. Every block checks that supply is
+    /// conserved.
     fn new(params: Params, auditors: &[(Tier, usize)]) -> (Self, Vec<Keypair>) {
-        let mut keys = Vec::new();
-        let mut accounts = Vec::new();
-        for (tier, n) in auditors {
-            for i in 0..*n {
-                let k = key(&format!("{tier:?}-{i}"));
-                accounts.push(GenesisAccount {
-                    id: k.public(),
-                    balance: 1_010,
-                    stake: 0,
-                });
-                keys.push(k);
-            }
-        }
-        for (p, balance) in [
-            ("provider", 1_000_000),
-            ("appellant", APPELLANT_BALANCE),
-            ("poor", 10),
-        ] {
-            accounts.push(GenesisAccount {
-                id: key(p).public(),
-                balance,
-                stake: 0,
-            });
-        }
-        let c = Contract::new(&Genesis {
+        Chain::with_accounts(
             params,
-            accounts,
-            auditors: vec![],
-        })
-        .unwrap();
-        let mut chain = Chain {
-            c,
-            height: 0,
-            pending: Vec::new(),
-        };
-        let mut i = 0;
-        for (tier, n) in auditors {
-            for _ in 0..*n {
-                let k = &keys[i];
-                chain.submit(
-                    k,
-                    Call::RegisterAuditor {
-                        tier: *tier,
-                        expertise: vec!["math".into()],
-                        sealing_key: SealingPublicKey([1; 32]),
-                        stake: 1_000,
-                    },
-                );
-                i += 1;
-            }
-        }
-        chain.block();
-        (chain, keys)
-    }
-
-    fn submit(&mut self, k: &Keypair, call: Call) {
-        let pending = self
-            .pending
-            .iter()
-            .filter(|t| t.signer == k.public())
-            .count() as u64;
-        let nonce = self.c.nonce(&k.public()) + pending;
-        self.pending
-            .push(Signed::sign(k, &Hash::ZERO, Tx { nonce, call }));
-    }
-
-    /// Applies the pending transactions (all must succeed), ends the block, and checks
-    /// that supply is conserved.
-    fn block(&mut self) -> Vec<Event> {
-        self.height += 1;
-        let ctx = ctx(self.height);
-        let mut ev = Vec::new();
-        for tx in std::mem::take(&mut self.pending) {
-            ev.extend(
-                self.c
-                    .apply(&ctx, &tx)
-                    .unwrap_or_else(|e| panic!("{e}: {tx:?}")),
-            );
-        }
-        ev.extend(self.c.end_block(&ctx));
-        self.assert_supply_conserved();
-        ev
-    }
-
-    /// Applies one transaction in the next block's context, returning the result.
-    fn try_apply(&mut self, k: &Keypair, call: Call) -> Result<Vec<Event>, TxError> {
-        let tx = Signed::sign(
-            k,
-            &Hash::ZERO,
-            Tx {
-                nonce: self.c.nonce(&k.public()),
-                call,
-            },
-        );
-        self.c.apply(&ctx(self.height + 1), &tx)
-    }
-
-    fn balance(&self, who: &AccountId) -> u64 {
-        self.c.state().accounts.get(who).map_or(0, |a| a.balance)
-    }
-
-    fn phase(&self, sid: &Hash) -> Option<Phase> {
-        self.c.state().sessions.get(sid).map(|s| s.phase)
+            auditors,
+            &[
+                ("provider", 1_000_000),
+                ("appellant", APPELLANT_BALANCE),
+                ("poor", 10),
+            ],
+            SupplyCheck::EachBlock,
+        )
     }
 }
 
-fn segment(i: u8, tier: Tier, depends_on: Vec<u16>) -> SegmentEntry {
-    let id = Hash::of_parts("seg", &[&[i]]);
-    SegmentEntry {
-        depends_on,
-        cid: trust_protocol::cid::Cid::of(&[i]),
-        ..SegmentEntry::plain(id, tier)
-    }
-}
-
+/// A session of `segments`, `k` seats per tier and no extra seats.
 fn manifest(segments: Vec<SegmentEntry>, k: u8) -> SessionManifest {
-    let mut m = SessionManifest {
-        segments,
-        mapping_commitment: mapping_commitment(&Hash::sha256(b"map"), &Salt([9; 32])),
-        quorum: QuorumParams {
-            k: [k, k, k],
-            extra_seats: 0,
-            tau: Ppm(600_000),
-            beta: Ppm(600_000),
-        },
-        fee: 0,
-        domain: "math".into(),
-        left_out: Vec::new(),
-        terms: trust_protocol::tx::SessionTerms::default(),
-    };
-    m.fee = trust_contracts::minimum_fee(&Params::default(), &m).unwrap();
-    m
-}
-
-/// Seats of a segment in a round, from the events.
-fn seats_of(ev: &[Event], seg: u16, rnd: u8) -> Vec<AccountId> {
-    ev.iter()
-        .filter_map(|e| match e {
-            Event::SeatAssigned {
-                segment,
-                seat,
-                round,
-                ..
-            } if *segment == seg && *round == rnd => Some(*seat),
-            _ => None,
-        })
-        .collect()
-}
-
-fn find<'a>(keys: &'a [Keypair], id: &AccountId) -> &'a Keypair {
-    keys.iter().find(|k| k.public() == *id).unwrap()
-}
-
-/// The provider's `DeliverKeys` for every seat of `round` of a live session.
-fn deliver_keys(chain: &mut Chain, sid: Hash, round: u8) {
-    let s = chain.c.state().sessions[&sid].clone();
-    let mut keys = Vec::new();
-    for (i, g) in s.segments.iter().enumerate() {
-        for x in g.seats.iter().filter(|x| x.round == round) {
-            for seg in std::iter::once(i as u16).chain(g.entry.depends_on.iter().copied()) {
-                keys.push(SeatKey {
-                    segment: seg,
-                    seat: x.account,
-                    sealed: SealedKey {
-                        ephemeral: SealingPublicKey([4; 32]),
-                        ciphertext: vec![0; 48],
-                    },
-                });
-            }
-        }
-    }
-    chain.submit(&key("provider"), Call::DeliverKeys { session: sid, keys });
+    common::manifest(segments, k, 0)
 }
 
 /// Runs the voting of `round` of a live session whose seats `drawn` (events) hold: keys
@@ -233,47 +55,18 @@ fn vote_round(
     drawn: &[Event],
     votes: &dyn Fn(u16, usize) -> Option<Vote>,
 ) -> Vec<Event> {
-    deliver_keys(chain, sid, round);
+    deliver_keys(chain, &key("provider"), sid, round, &[]);
     let ids: Vec<Hash> = chain.c.state().sessions[&sid]
         .segments
         .iter()
         .map(|g| g.entry.id)
         .collect();
-    let salt = Salt([3; 32]);
-    let mut plan = Vec::new();
-    for (s, id) in ids.iter().enumerate() {
-        for (j, seat) in seats_of(drawn, s as u16, round).into_iter().enumerate() {
-            if let Some(v) = votes(s as u16, j) {
-                let k = find(keys, &seat);
-                let c = commitment(&sid, id, &seat, v, &salt, &why(v));
-                chain.submit(
-                    k,
-                    Call::Commit {
-                        session: sid,
-                        segment: s as u16,
-                        commitment: c,
-                    },
-                );
-                plan.push((k.clone(), s as u16, v));
-            }
-        }
-    }
+    let plan = commit_votes(chain, keys, sid, &ids, drawn, round, votes);
     let mut all = chain.block();
     while matches!(chain.phase(&sid), Some(Phase::Commit { round: r, .. }) if r == round) {
         all.extend(chain.block());
     }
-    for (k, s, v) in &plan {
-        chain.submit(
-            k,
-            Call::Reveal {
-                session: sid,
-                segment: *s,
-                vote: *v,
-                salt,
-                reason: why(*v),
-            },
-        );
-    }
+    reveal_votes(chain, sid, &plan);
     all.extend(chain.block());
     while matches!(chain.phase(&sid), Some(Phase::Reveal { round: r, .. }) if r == round) {
         all.extend(chain.block());
@@ -299,13 +92,7 @@ fn run_session(
     let drawn = all.clone();
     all.extend(vote_round(chain, keys, sid, 0, &drawn, votes));
     while chain.c.state().sessions.contains_key(&sid) {
-        let disclose = chain
-            .c
-            .state()
-            .sessions
-            .get(&sid)
-            .is_some_and(|s| s.mapping.is_none() && matches!(s.phase, Phase::Disclose { .. }));
-        if disclose {
+        if chain.mapping_due(sid) {
             if let Some((segment, verdict, salt)) = honeypot {
                 chain.submit(
                     &provider,
@@ -318,14 +105,7 @@ fn run_session(
                     },
                 );
             }
-            chain.submit(
-                &provider,
-                Call::RevealMapping {
-                    session: sid,
-                    mapping: Hash::sha256(b"map"),
-                    salt: Salt([9; 32]),
-                },
-            );
+            chain.reveal_mapping(&provider, sid);
         }
         all.extend(chain.block());
         assert!(chain.height < 300, "session never finished");

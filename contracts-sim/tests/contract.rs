@@ -6,34 +6,18 @@ use trust_contracts::{
 };
 use trust_protocol::{
     AccountId, Hash, Keypair, Salt, SealingPublicKey, Signed, Vote, commitment,
-    honeypot_commitment, mapping_commitment,
+    honeypot_commitment,
     seal::SealedKey,
-    tx::{Call, Difficulty, QuorumParams, SeatKey, SegmentEntry, SessionManifest, Tier, Tx},
+    tx::{Call, Difficulty, SeatKey, SegmentEntry, SessionManifest, Tier, Tx},
     units::Ppm,
 };
 
-/// A little chain: a contract, keys, and a block counter.
-struct Chain {
-    c: Contract,
-    height: u64,
-    pending: Vec<Signed<Tx>>,
-}
+mod common;
 
-fn key(label: &str) -> Keypair {
-    Keypair::from_label(label)
-}
-
-/// The reason a test seat gives for `v` (bound into its commitment and revealed with it).
-fn why(v: Vote) -> String {
-    format!("the test seat finds it {v:?}")
-}
-
-fn ctx(height: u64) -> BlockCtx {
-    BlockCtx {
-        height,
-        block_hash: Hash::of_parts("test-block", &[&height.to_le_bytes()]),
-    }
-}
+use common::{
+    Chain, SupplyCheck, commit_votes, ctx, deliver_keys, find, key, manifest, reveal_votes,
+    seats_of, segment, why,
+};
 
 /// Parameters under which every wrong vote draws a slash (`p_min = p_max = 1`), so that a
 /// test sees at once whether a seat is scored wrong.
@@ -46,206 +30,15 @@ fn always_slash() -> Params {
 }
 
 impl Chain {
-    /// Nothing minted or lost: every token is in a balance, a stake or an escrow.
-    fn assert_supply_conserved(&self) {
-        assert_eq!(self.c.accounted_supply(), u128::from(self.c.state().supply));
-    }
-
-    /// `auditors` per tier, each with 1000 staked; a provider with a large balance.
+    /// `auditors` per tier, each with 1000 staked; two providers with a large balance.
     fn new(params: Params, auditors: &[(Tier, usize)]) -> (Self, Vec<Keypair>) {
-        let mut keys = Vec::new();
-        let mut accounts = Vec::new();
-        for (tier, n) in auditors {
-            for i in 0..*n {
-                let k = key(&format!("{tier:?}-{i}"));
-                // Registration bonds the 1000 below.
-                accounts.push(GenesisAccount {
-                    id: k.public(),
-                    balance: 1_010,
-                    stake: 0,
-                });
-                keys.push(k);
-            }
-        }
-        for p in ["provider", "provider-b"] {
-            accounts.push(GenesisAccount {
-                id: key(p).public(),
-                balance: 1_000_000,
-                stake: 0,
-            });
-        }
-        let c = Contract::new(&Genesis {
+        Chain::with_accounts(
             params,
-            accounts,
-            auditors: vec![],
-        })
-        .unwrap();
-        let mut chain = Chain {
-            c,
-            height: 0,
-            pending: Vec::new(),
-        };
-        let mut i = 0;
-        for (tier, n) in auditors {
-            for _ in 0..*n {
-                let k = &keys[i];
-                chain.submit(
-                    k,
-                    Call::RegisterAuditor {
-                        tier: *tier,
-                        expertise: vec!["math".into()],
-                        sealing_key: SealingPublicKey([1; 32]),
-                        stake: 1_000,
-                    },
-                );
-                i += 1;
-            }
-        }
-        chain.block();
-        (chain, keys)
+            auditors,
+            &[("provider", 1_000_000), ("provider-b", 1_000_000)],
+            SupplyCheck::OnRequest,
+        )
     }
-
-    /// Signs `call` with the sender's next nonce (counting transactions already pending).
-    fn submit(&mut self, k: &Keypair, call: Call) {
-        let pending = self
-            .pending
-            .iter()
-            .filter(|t| t.signer == k.public())
-            .count() as u64;
-        let nonce = self.c.nonce(&k.public()) + pending;
-        self.pending.push(Signed::sign(
-            k,
-            &trust_protocol::Hash::ZERO,
-            Tx { nonce, call },
-        ));
-    }
-
-    /// Applies the pending transactions (all must succeed) and ends the block.
-    /// The provider opens its (test) mapping, which ends a session's disclosure.
-    fn reveal_mapping(&mut self, provider: &Keypair, session: Hash) {
-        self.submit(
-            provider,
-            Call::RevealMapping {
-                session,
-                mapping: Hash::sha256(b"map"),
-                salt: Salt([9; 32]),
-            },
-        );
-    }
-
-    /// [`Chain::reveal_mapping`] once the session is in disclosure and has no mapping yet.
-    fn reveal_mapping_when_due(&mut self, provider: &Keypair, session: Hash) {
-        let due = self
-            .c
-            .state()
-            .sessions
-            .get(&session)
-            .is_some_and(|s| s.mapping.is_none() && matches!(s.phase, Phase::Disclose { .. }));
-        if due {
-            self.reveal_mapping(provider, session);
-        }
-    }
-
-    fn block(&mut self) -> Vec<Event> {
-        self.height += 1;
-        let ctx = ctx(self.height);
-        let mut ev = Vec::new();
-        for tx in std::mem::take(&mut self.pending) {
-            ev.extend(
-                self.c
-                    .apply(&ctx, &tx)
-                    .unwrap_or_else(|e| panic!("{e}: {tx:?}")),
-            );
-        }
-        ev.extend(self.c.end_block(&ctx));
-        ev
-    }
-
-    /// Applies one transaction now, returning the result.
-    fn try_apply(&mut self, k: &Keypair, call: Call) -> Result<Vec<Event>, TxError> {
-        let tx = Signed::sign(
-            k,
-            &trust_protocol::Hash::ZERO,
-            Tx {
-                nonce: self.c.nonce(&k.public()),
-                call,
-            },
-        );
-        self.c.apply(&ctx(self.height + 1), &tx)
-    }
-}
-
-fn segment(i: u8, tier: Tier, depends_on: Vec<u16>) -> SegmentEntry {
-    let id = Hash::of_parts("seg", &[&[i]]);
-    SegmentEntry {
-        depends_on,
-        cid: trust_protocol::cid::Cid::of(&[i]),
-        ..SegmentEntry::plain(id, tier)
-    }
-}
-
-fn manifest(segments: Vec<SegmentEntry>, k: u8, extra: u8) -> SessionManifest {
-    let mut m = SessionManifest {
-        segments,
-        mapping_commitment: mapping_commitment(&Hash::sha256(b"map"), &Salt([9; 32])),
-        quorum: QuorumParams {
-            k: [k, k, k],
-            extra_seats: extra,
-            tau: Ppm(600_000),
-            beta: Ppm(600_000),
-        },
-        fee: 0,
-        domain: "math".into(),
-        left_out: Vec::new(),
-        terms: trust_protocol::tx::SessionTerms::default(),
-    };
-    m.fee = trust_contracts::minimum_fee(&Params::default(), &m).unwrap();
-    m
-}
-
-/// Seats of a segment in a round, from the events.
-fn seats_of(ev: &[Event], seg: u16, rnd: u8) -> Vec<AccountId> {
-    ev.iter()
-        .filter_map(|e| match e {
-            Event::SeatAssigned {
-                segment,
-                seat,
-                round,
-                ..
-            } if *segment == seg && *round == rnd => Some(*seat),
-            _ => None,
-        })
-        .collect()
-}
-
-fn find<'a>(keys: &'a [Keypair], id: &AccountId) -> &'a Keypair {
-    keys.iter().find(|k| k.public() == *id).unwrap()
-}
-
-/// The provider's `DeliverKeys` for every seat of `round` of a live session: each seat its
-/// segment's key and its premises' (stand-in sealed bytes: the contract never opens them),
-/// skipping the seats `starve` names.
-fn deliver_keys(chain: &mut Chain, provider: &Keypair, sid: Hash, round: u8, starve: &[AccountId]) {
-    let s = chain.c.state().sessions[&sid].clone();
-    let mut keys = Vec::new();
-    for (i, g) in s.segments.iter().enumerate() {
-        for x in g.seats.iter().filter(|x| x.round == round) {
-            if starve.contains(&x.account) {
-                continue;
-            }
-            for seg in std::iter::once(i as u16).chain(g.entry.depends_on.iter().copied()) {
-                keys.push(SeatKey {
-                    segment: seg,
-                    seat: x.account,
-                    sealed: SealedKey {
-                        ephemeral: SealingPublicKey([4; 32]),
-                        ciphertext: vec![0; 48],
-                    },
-                });
-            }
-        }
-    }
-    chain.submit(provider, Call::DeliverKeys { session: sid, keys });
 }
 
 /// Opens a session and runs it with `votes(segment, seat_index) -> Option<Vote>` (None:
@@ -299,44 +92,12 @@ fn run_session_with(
         })
         .collect();
     deliver_keys(chain, &provider, sid, 0, &starved);
-    let salt = Salt([3; 32]);
-    let mut plan = Vec::new();
-    for (s, id) in ids.iter().enumerate() {
-        for (j, seat) in seats_of(&all, s as u16, 0).into_iter().enumerate() {
-            if let Some(v) = votes(s as u16, j) {
-                let k = find(keys, &seat);
-                let c = commitment(&sid, id, &seat, v, &salt, &why(v));
-                chain.submit(
-                    k,
-                    Call::Commit {
-                        session: sid,
-                        segment: s as u16,
-                        commitment: c,
-                    },
-                );
-                plan.push((k.clone(), s as u16, v));
-            }
-        }
-    }
+    let plan = commit_votes(chain, keys, sid, &ids, &all, 0, &votes);
     all.extend(chain.block());
-    while matches!(
-        chain.c.state().sessions.get(&sid).map(|s| s.phase),
-        Some(Phase::Commit { .. })
-    ) {
+    while matches!(chain.phase(&sid), Some(Phase::Commit { .. })) {
         all.extend(chain.block());
     }
-    for (k, s, v) in &plan {
-        chain.submit(
-            k,
-            Call::Reveal {
-                session: sid,
-                segment: *s,
-                vote: *v,
-                salt,
-                reason: why(*v),
-            },
-        );
-    }
+    reveal_votes(chain, sid, &plan);
     all.extend(chain.block());
     while chain.c.state().sessions.contains_key(&sid) {
         chain.reveal_mapping_when_due(&provider, sid);
@@ -2184,6 +1945,7 @@ fn a_restore_mid_session_keeps_the_root_block_after_block() {
         c: Contract::from_snapshot(&chain.c.snapshot()).unwrap(),
         height: chain.height,
         pending: Vec::new(),
+        supply_check: chain.supply_check,
     };
     assert!(!restored.c.state().sessions.is_empty(), "a live session");
     assert_eq!(restored.c.state_root(), chain.c.state_root());
