@@ -661,6 +661,22 @@ pub fn supported_steps(hdag: &Hdag) -> BTreeMap<usize, usize> {
     out
 }
 
+/// The OPERATION the decomposer gives a worded STEP of text `text` in a trace whose
+/// problem is `problem`: the bare calculation inside it, or the whole text where the bare
+/// calculation reads differently from it (a value before the first `=` that belongs to
+/// the words before it, judged on the problem alone); `None` when the text holds no
+/// calculation the checkers read. A provider forging a worded honeypot splits it by the
+/// same rule, so that the honeypot and its OPERATION look like a real STEP and its own.
+pub fn operation_of<'a>(text: &'a str, problem: &str) -> Option<&'a str> {
+    let span = text::calculation_span(text)?;
+    let content = if span.len() == text.len() || readable::reads_alike(span, text, problem) {
+        span
+    } else {
+        text
+    };
+    readable::readable(content).then_some(content)
+}
+
 /// Node indices with every `depends_on` target before its user (Kahn's algorithm, linear
 /// in nodes and edges; validation has ruled out cycles, and any node left over by a cycle
 /// is simply not judged).
@@ -981,17 +997,9 @@ impl<'t> Builder<'t> {
     /// words before it), the OPERATION is the whole text. Nothing when the text holds no
     /// calculation the checkers read.
     fn split_calculation(&mut self, step: usize, text: &str) -> Result<(), DecomposeError> {
-        let Some(span) = text::calculation_span(text) else {
+        let Some(content) = operation_of(text, &self.problem) else {
             return Ok(());
         };
-        let content = if span.len() == text.len() || self.reads_alike(span, text) {
-            span
-        } else {
-            text
-        };
-        if !readable::readable(content) {
-            return Ok(());
-        }
         let op = self.push(Seg {
             prefix: "O",
             content,
@@ -1015,12 +1023,6 @@ impl<'t> Builder<'t> {
             }
         }
         Ok(())
-    }
-
-    /// Whether the bare calculation `span` of `text` is judged as the whole text is, on
-    /// the problem alone: never wrong where the whole is not.
-    fn reads_alike(&self, span: &str, text: &str) -> bool {
-        readable::reads_alike(span, text, &self.problem)
     }
 
     /// Adds `depends_on` edges from `id` to what the checkers' reading links it to

@@ -8,7 +8,7 @@ use axum::{
     extract::{Path, State},
     response::IntoResponse,
 };
-use trust_contracts::{Auditor, HoneypotStats};
+use trust_contracts::{Auditor, Params};
 use trust_protocol::{AccountId, tx::Difficulty};
 
 use super::{
@@ -34,6 +34,7 @@ pub async fn page(State(pages): State<Pages>, Path(id): Path<String>) -> PageRes
         .ok_or_else(|| PageError::NotFound(format!("no auditor {who}")))?
         .clone();
     let acct = st.accounts.get(&who).cloned().unwrap_or_default();
+    let params = st.params.clone();
     let tip = chain.tip.height;
     drop(chain);
 
@@ -70,7 +71,7 @@ pub async fn page(State(pages): State<Pages>, Path(id): Path<String>) -> PageRes
     );
     body += "</div>\n";
     body += &record(&a);
-    body += &honeypots(&a.honeypots);
+    body += &honeypots(&a, &params);
     body += &plots(hist.as_ref(), tip);
     Ok(layout::page("Auditor", &body).into_response())
 }
@@ -99,37 +100,65 @@ fn record(a: &Auditor) -> String {
     s
 }
 
-fn rate(approved: u32, seen: u32) -> String {
-    if seen == 0 {
+fn rate(approved: u32, judged: u32) -> String {
+    if judged == 0 {
         "-".into()
     } else {
         format!(
-            "{approved} / {seen} ({:.0}%)",
-            100.0 * f64::from(approved) / f64::from(seen)
+            "{approved} / {judged} ({:.0}%)",
+            100.0 * f64::from(approved) / f64::from(judged)
         )
     }
 }
 
-fn honeypots(h: &HoneypotStats) -> String {
-    let mut s = String::from(
-        "<h2>Honeypots</h2>\n<p class=\"hint\">Segments with a known verdict, planted by providers and opened after voting. Approving a known error is what a rubber-stamper does.</p>\n\
-<div class=\"scroll\"><table><thead><tr><th>Honeypot</th><th>Approved / judged</th></tr></thead><tbody>",
+/// The honeypot record, per difficulty, and where it stands against the rubber-stamp
+/// rule. An auditor serves one tier, so these are its tier's figures.
+fn honeypots(a: &Auditor, params: &Params) -> String {
+    let h = &a.honeypots;
+    let tier = format!("{:?}", a.tier);
+    let mut s = format!(
+        "<h2>Honeypots</h2>\n<p class=\"hint\">Segments with a known verdict, planted by providers and opened after voting, on every tier. Approving a known error is what a rubber-stamper does. These are the honeypots this {tier}-tier auditor's seats judged; an abstention is neither a catch nor a miss.</p>\n\
+<div class=\"scroll\"><table><thead><tr><th>Honeypot</th><th>Voted on</th><th>Abstained</th><th>Approved / judged</th></tr></thead><tbody>"
     );
+    let at = |x: &[u32; 3], i: usize| x.get(i).copied().unwrap_or(0);
     for d in Difficulty::ALL {
         let i = d.index();
+        let (seen, abstained) = (at(&h.errors_seen, i), at(&h.errors_abstained, i));
         let _ = write!(
             s,
-            "<tr><td>Known error, {d:?}</td><td>{}</td></tr>",
-            rate(
-                h.errors_approved.get(i).copied().unwrap_or(0),
-                h.errors_seen.get(i).copied().unwrap_or(0)
-            )
+            "<tr><td>Known error, {d:?}</td><td>{seen}</td><td>{abstained}</td><td>{}</td></tr>",
+            rate(at(&h.errors_approved, i), seen.saturating_sub(abstained))
         );
     }
+    let sum = |x: &[u32; 3]| x.iter().fold(0u32, |t, v| t.saturating_add(*v));
+    let (seen, abstained) = (sum(&h.errors_seen), sum(&h.errors_abstained));
+    let _ = write!(
+        s,
+        "<tr><td>Known errors, all</td><td>{seen}</td><td>{abstained}</td><td>{}</td></tr>",
+        rate(sum(&h.errors_approved), seen.saturating_sub(abstained))
+    );
     let _ = writeln!(
         s,
-        "<tr><td>Known correct</td><td>{}</td></tr></tbody></table></div>",
+        "<tr><td>Known correct</td><td>{}</td><td>-</td><td>{}</td></tr></tbody></table></div>",
+        h.correct_seen,
         rate(h.correct_approved, h.correct_seen)
+    );
+    let rule = &params.rubber_stamp;
+    let standing = if a.flagged {
+        "<span class=\"badge fail\">flagged as a rubber-stamper</span>"
+    } else if trust_contracts::econ::is_rubber_stamper(params, h) {
+        "<span class=\"badge fail\">meets the rule</span>"
+    } else {
+        "<span class=\"badge pass\">not flagged</span>"
+    };
+    let _ = writeln!(
+        s,
+        "<p>Rubber-stamp rule: flagged at {:.0}% or more of the known errors judged approved, obvious ones included, over at least {} voted on, approved from at least {} providers. This record: {seen} of {} voted on, from {} provider(s): {standing}</p>",
+        f64::from(rule.approval.0) / 1e4,
+        rule.min_samples,
+        rule.min_providers,
+        rule.min_samples,
+        h.miss_providers.len()
     );
     s
 }

@@ -1,13 +1,23 @@
 //! Honeypots (paper §0.0.5.2): known-error segments a provider plants in its own
-//! sessions, so that a seat approving everything shows itself.
+//! sessions, so that a seat approving everything shows itself, on every tier the session
+//! has auditors for ([`forge`]).
 //!
-//! A honeypot is a step of the trace's own kind made wrong: one of the trace's Computer
-//! tier steps with one number changed (off by one or two: *subtle*; ten times or ten more:
-//! *obvious*) or, in a rule chain, with the derived atom swapped for another of the trace
-//! (*obvious*). The provider keeps a candidate only when the Computer checker, given
-//! exactly what a seat would get (the same premises and givens as the step it copies),
-//! calls it Invalid or Ungrounded; that is the known verdict it commits to. So an honest
-//! Computer seat rejects it, and one that approves it is wrong against a truth on record.
+//! On the Computer tier, a honeypot is a step of the trace's own kind made wrong: one of
+//! the trace's Computer tier steps with one number changed (off by one or two: *subtle*;
+//! ten times or ten more: *obvious*) or, in a rule chain, with the derived atom swapped
+//! for another of the trace (*obvious*). The provider keeps a candidate only when the
+//! Computer checker, given exactly what a seat would get (the same premises and givens as
+//! the step it copies), calls it Invalid or Ungrounded; that is the known verdict it
+//! commits to. So an honest Computer seat rejects it, and one that approves it is wrong
+//! against a truth on record.
+//!
+//! On the LLM and Human tiers, a honeypot is one of the trace's worded steps made wrong
+//! the ways real reasoning goes wrong, at all three difficulties (a miscalculation or a
+//! wrong operation: *obvious*; a quantity the problem gives for another entity:
+//! *subtle*; a price per group used per item: *domain*), each planted only when it is
+//! wrong by construction, with its calculation planted beside it as an OPERATION like a
+//! real worded step's: see [`worded`]. The chain shape below is the Computer tier's; a
+//! worded honeypot has no follower.
 //!
 //! On the ledger a honeypot looks like any segment: it takes the level, tier, weight and
 //! `depends_on` of the step it copies, its ciphertext is sealed the same way, it sits at a
@@ -58,6 +68,8 @@ fn computer_vote(claim: &str, premises: &[String], givens: &[String], seed: &Has
     }
 }
 
+pub mod worded;
+
 /// Honeypots per session a provider plants unless configured otherwise. The paper asks for
 /// known errors "at controlled rates" without a number; two per session (a chain where the
 /// trace allows, see the module doc) cost `2 k_t` seat rewards and keep a seat's honeypot
@@ -65,6 +77,20 @@ fn computer_vote(claim: &str, premises: &[String], givens: &[String], seed: &Has
 pub const DEFAULT_PER_SESSION: usize = 2;
 /// Most honeypots in one session (a provider setting above this is capped).
 pub const MAX_PER_SESSION: usize = 8;
+
+/// The OPERATION of a worded honeypot: its bare calculation, planted beside it as the
+/// decomposer plants a real worded STEP's (a Computer-tier segment that `supports` the
+/// honeypot, resting on what the source STEP's OPERATION rests on). It is no honeypot
+/// itself (its commitment opens to nothing, like a real segment's) and, supporting a
+/// honeypot, it stays outside the trace verdict.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Calculation {
+    /// The HDAG node id of the source STEP's OPERATION (level, tier, weight, premises,
+    /// givens).
+    pub source: String,
+    /// Its text: a span of the honeypot's claim, and the one operation sealed with it.
+    pub text: String,
+}
 
 /// A forged honeypot, before it is placed in a manifest.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,6 +106,8 @@ pub struct Bait {
     /// For a follower: the HDAG id of the source's premise it rests on in the form of
     /// that premise's honeypot (`honeypot:<id>`), planted before it.
     pub rests_on: Option<String>,
+    /// For a worded honeypot ([`worded`]): its OPERATION.
+    pub calculation: Option<Calculation>,
 }
 
 impl Bait {
@@ -87,6 +115,34 @@ impl Bait {
     pub fn name(&self) -> String {
         format!("honeypot:{}", self.source)
     }
+
+    /// The name the provider's node gives its OPERATION, if it has one
+    /// (`calculation-of-honeypot:<id>`: not an opened honeypot, but not the trace's
+    /// either).
+    pub fn calculation_name(&self) -> Option<String> {
+        self.calculation
+            .as_ref()
+            .map(|_| format!("calculation-of-honeypot:{}", self.source))
+    }
+}
+
+/// Up to `count` honeypots (at most [`MAX_PER_SESSION`]) on every tier `r` keeps: where
+/// `r` has worded steps to forge from ([`worded`]), half of them (rounded up) worded,
+/// the rest forged from its Computer-tier steps ([`forge_computer`]), and more worded
+/// ones where the Computer tier has too few. Fewer, or none, when too few steps can be
+/// made wrong for sure: a honeypot whose verdict is not known for sure is never planted.
+/// Deterministic given `rng`.
+pub fn forge(r: &Restricted, count: usize, rng: &mut impl RngCore) -> Vec<Bait> {
+    let limit = count.min(MAX_PER_SESSION);
+    let mut out = worded::forge(r, limit, rng);
+    if out.is_empty() {
+        return forge_computer(r, limit, rng);
+    }
+    let more = out.split_off(limit.div_ceil(2).min(out.len()));
+    out.extend(forge_computer(r, limit.saturating_sub(out.len()), rng));
+    let room = limit.saturating_sub(out.len());
+    out.extend(more.into_iter().take(room));
+    out
 }
 
 /// Up to `count` honeypots forged from the kept Computer-tier steps of `r` (one per step
@@ -95,7 +151,7 @@ impl Bait {
 /// a step that rests on its source (see the module doc). Fewer, or none, when the
 /// checker cannot refute enough altered steps: a honeypot whose verdict is not known for
 /// sure is never planted.
-pub fn forge(r: &Restricted, count: usize, rng: &mut impl RngCore) -> Vec<Bait> {
+pub fn forge_computer(r: &Restricted, count: usize, rng: &mut impl RngCore) -> Vec<Bait> {
     let hdag = &r.hdag;
     let order = dependency_order(hdag);
     let mut position = vec![usize::MAX; hdag.nodes.len()];
@@ -221,6 +277,7 @@ fn bait_for(
                 verdict: vote,
                 difficulty,
                 rests_on,
+                calculation: None,
             });
         }
     }
