@@ -142,6 +142,12 @@ pub struct NodeConfig {
     /// ARES settings (`[llm_ares]`: epsilon, delta, given_soundness, valid_at, invalid_at).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub llm_ares: Option<crate::audit::llm::ares::AresParams>,
+    /// Defaults for the sessions this node opens as a provider (`[session]`: seats,
+    /// computer_seats, llm_seats, human_seats, racing_seats, tau, beta, computer_weight,
+    /// llm_weight, human_weight, tiers, domain, require_domain, fee, commit_window,
+    /// reveal_window, max_exposure). A request's own settings win over these.
+    #[serde(skip_serializing_if = "crate::audit::provider::terms::SessionOptions::is_empty")]
+    pub session: crate::audit::provider::terms::SessionOptions,
 }
 
 impl Default for NodeConfig {
@@ -182,6 +188,7 @@ impl Default for NodeConfig {
             api_body_timeout_ms: 30_000,
             api_max_connections: 256,
             llm_ares: None,
+            session: crate::audit::provider::terms::SessionOptions::default(),
         }
     }
 }
@@ -484,6 +491,9 @@ impl NodeConfig {
                 self.honeypots_per_session,
                 crate::audit::provider::honeypot::MAX_PER_SESSION
             ));
+        }
+        if let Err(e) = self.session.resolve(&doc.genesis.params) {
+            return invalid(format!("[session] in config.toml: {e}"));
         }
         Ok(())
     }

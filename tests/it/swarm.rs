@@ -571,6 +571,7 @@ fn heavy_ledger(n: u64) -> (tempfile::TempDir, Ledger) {
                     fee: 1,
                     domain: "math".into(),
                     left_out: vec![],
+                    terms: trust_protocol::tx::SessionTerms::default(),
                 };
                 encoding::encode(&Signed::sign(
                     &key,

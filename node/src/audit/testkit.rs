@@ -47,6 +47,11 @@ impl Chain {
 
     /// A chain whose auditor `i` is of tier `tiers[i]`.
     pub(crate) fn with_tiers(tiers: &[Tier]) -> Self {
+        Self::with_expertise(tiers, |_| vec!["math".into()])
+    }
+
+    /// A chain whose auditor `i` is of tier `tiers[i]` and declares `expertise(i)`.
+    pub(crate) fn with_expertise(tiers: &[Tier], expertise: impl Fn(usize) -> Vec<String>) -> Self {
         let auditors = tiers.len();
         let me = provider_key();
         let mut accounts = vec![GenesisAccount {
@@ -66,7 +71,7 @@ impl Chain {
                 .map(|i| GenesisAuditor {
                     id: auditor(i).public(),
                     tier: tiers[i],
-                    expertise: vec!["math".into()],
+                    expertise: expertise(i),
                     sealing_key: sealing(i).public(),
                 })
                 .collect(),

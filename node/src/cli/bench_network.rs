@@ -536,6 +536,7 @@ async fn drive(
             let body = OpenSessionBody {
                 trace: trace.clone(),
                 hdag: Some(hdag.clone()),
+                session: None,
             };
             match provider.open_session(&body, Some(token)).await {
                 Ok(r) => {

@@ -161,6 +161,47 @@ pub struct TestnetInitArgs {
     /// of by the reputation-weighted draw: to watch a slash happen on a small network.
     #[arg(long)]
     pub slash_always: bool,
+    /// Blocks after a session is decided (or an appeal round of it is) during which any
+    /// account may appeal its verdicts (genesis parameter; default 20). A short window lets
+    /// a test or a demo see a session become final.
+    #[arg(long)]
+    pub appeal_window: Option<u64>,
+    /// Expertise domains of node I's auditor instead of `math`, e.g. `--expertise
+    /// 1=medicine --expertise 2=medicine+math` (repeatable): sessions that require a
+    /// domain draw only its auditors.
+    #[arg(long, value_name = "I=DOMAIN[+DOMAIN]")]
+    pub expertise: Vec<String>,
+}
+
+/// `--expertise I=DOMAIN[+DOMAIN]` flags as node index -> domains.
+fn expertise_of(
+    flags: &[String],
+) -> Result<std::collections::BTreeMap<usize, Vec<String>>, CliError> {
+    let mut out = std::collections::BTreeMap::new();
+    for f in flags {
+        let bad = || {
+            CliError::usage(format!(
+                "--expertise {f}: expected I=DOMAIN[+DOMAIN], e.g. 1=medicine"
+            ))
+        };
+        let (i, domains) = f.split_once('=').ok_or_else(bad)?;
+        let i: usize = i.trim().parse().map_err(|_| bad())?;
+        let list: Vec<String> = domains
+            .split('+')
+            .map(|d| d.trim().to_string())
+            .filter(|d| !d.is_empty())
+            .collect();
+        if list.is_empty()
+            || list.len() > trust_protocol::tx::MAX_EXPERTISE
+            || list
+                .iter()
+                .any(|d| d.len() > trust_protocol::tx::MAX_DOMAIN_BYTES)
+        {
+            return Err(bad());
+        }
+        out.insert(i, list);
+    }
+    Ok(out)
 }
 
 /// Commit window of a testnet with LLM seats, in blocks: a small model on a laptop takes
@@ -338,11 +379,19 @@ fn testnet_init(a: TestnetInitArgs) -> CliResult {
         }
         params.commit_window = w;
     }
+    // A session may ask for windows as long as the network's own.
+    params.max_window = params
+        .max_window
+        .max(params.commit_window)
+        .max(params.reveal_window);
     if let Some(n) = a.rubber_stamp_min_samples {
         params.rubber_stamp.min_samples = n;
     }
     if let Some(d) = a.unbond_delay {
         params.unbond_delay = d;
+    }
+    if let Some(w) = a.appeal_window {
+        params.appeal_window = w;
     }
     if a.slash_always {
         params.p_min = trust_protocol::units::Ppm(1_000_000);
@@ -366,6 +415,7 @@ fn testnet_init(a: TestnetInitArgs) -> CliResult {
             crate::audit::provider::honeypot::MAX_PER_SESSION
         )));
     }
+    let expertise = expertise_of(&a.expertise)?;
     let doc = GenesisDoc {
         chain_name: a.chain_name.clone(),
         validators: node_keys
@@ -396,7 +446,10 @@ fn testnet_init(a: TestnetInitArgs) -> CliResult {
                     } else {
                         Tier::Computer
                     },
-                    expertise: vec!["math".into()],
+                    expertise: expertise
+                        .get(&i)
+                        .cloned()
+                        .unwrap_or_else(|| vec!["math".into()]),
                     sealing_key: k.sealing_public(),
                 })
                 .collect(),
@@ -549,6 +602,8 @@ mod tests {
             seats_per_segment: None,
             unbond_delay: None,
             slash_always: false,
+            appeal_window: None,
+            expertise: vec![],
         }
     }
 

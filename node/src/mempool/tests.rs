@@ -172,6 +172,7 @@ fn session_calls_expire_as_phases_pass_and_leave_the_pool() {
         fee: 0,
         domain: "math".into(),
         left_out: vec![],
+        terms: trust_protocol::tx::SessionTerms::default(),
     };
     manifest.fee = trust_contracts::minimum_fee(&Params::default(), &manifest).unwrap() * 2;
     let session = Tx::session_id(&provider.public(), 0);
@@ -544,6 +545,7 @@ fn session_with_fee(k: &Keypair, nonce: u64, segments: usize, fee: u64) -> Signe
         fee,
         domain: "math".into(),
         left_out: vec![],
+        terms: trust_protocol::tx::SessionTerms::default(),
     };
     let mut manifest = manifest;
     if fee == 0 {

@@ -101,6 +101,10 @@ pub(crate) fn outcome(provider: AccountId) -> Outcome {
         bond_burned: 0,
         starved_seats: 0,
         starved_paid: 0,
+        appeals: Default::default(),
+        quorum: crate::audit::provider::DEFAULT_QUORUM,
+        terms: Default::default(),
+        domain: "math".into(),
     }
 }
 

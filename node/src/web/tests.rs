@@ -186,6 +186,7 @@ fn manifest(segments: Vec<SegmentEntry>, left_out: Vec<LeftOut>) -> SessionManif
         fee: 0,
         domain: XSS.into(),
         left_out,
+        terms: trust_protocol::tx::SessionTerms::default(),
     };
     m.fee = trust_contracts::minimum_fee(&Params::default(), &m).unwrap();
     m

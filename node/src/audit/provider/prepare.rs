@@ -52,7 +52,8 @@ impl TierWeights {
         human: 1,
     };
 
-    fn of(&self, tier: Tier) -> u32 {
+    /// The weight of `tier`'s segments.
+    pub fn of(&self, tier: Tier) -> u32 {
         match tier {
             Tier::Computer => self.computer,
             Tier::Llm => self.llm,
@@ -180,6 +181,12 @@ pub struct Restricted {
     pub operations: BTreeMap<String, Vec<String>>,
     /// The trace's conclusion nodes (kept or dropped): see [`conclusion_ids`].
     pub conclusions: BTreeSet<String>,
+    /// The problem statement (the text of the HDAG's problem node; empty without one):
+    /// what worded honeypots are forged against ([`honeypot`]).
+    pub problem: String,
+    /// For each kept node, every dropped node whose text travels with it as a given
+    /// (directly or through other dropped ones): what an exposure budget counts.
+    pub passes_dropped: BTreeMap<String, Vec<String>>,
 }
 
 pub use crate::decompose::conclusion_ids;
@@ -196,6 +203,14 @@ pub use crate::decompose::conclusion_ids;
 /// judges exactly what Computer seats would receive. Linear in nodes and edges (times the
 /// bridging walks).
 pub fn restrict(hdag: &Hdag, keep: impl Fn(Tier) -> bool) -> Restricted {
+    restrict_nodes(hdag, |n| keep(Tier::from(n.primary_auditor)))
+}
+
+/// [`restrict`] by node: keeps the nodes (never the problem statement) `keep` accepts.
+pub fn restrict_nodes(
+    hdag: &Hdag,
+    keep: impl Fn(&trust_protocol::hdag::HdagNode) -> bool,
+) -> Restricted {
     let index: BTreeMap<&str, usize> = hdag.positions();
     let mut deps: Vec<Vec<usize>> = vec![Vec::new(); hdag.nodes.len()];
     for e in &hdag.edges {
@@ -218,7 +233,7 @@ pub fn restrict(hdag: &Hdag, keep: impl Fn(Tier) -> bool) -> Restricted {
         .nodes
         .iter()
         .enumerate()
-        .map(|(i, n)| !is_given(i) && keep(Tier::from(n.primary_auditor)))
+        .map(|(i, n)| !is_given(i) && keep(n))
         .collect();
     let is_kept = |i: usize| kept.get(i).copied().unwrap_or(false);
     // The kept nodes a node rests on, walking through dropped ones, and the dropped
@@ -280,6 +295,7 @@ pub fn restrict(hdag: &Hdag, keep: impl Fn(Tier) -> bool) -> Restricted {
         .collect();
     let mut givens: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut rests_on_dropped: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut passes_dropped: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut dropped = Vec::new();
     for (i, n) in hdag.nodes.iter().enumerate() {
         if is_given(i) {
@@ -303,6 +319,17 @@ pub fn restrict(hdag: &Hdag, keep: impl Fn(Tier) -> bool) -> Restricted {
         let direct = dropped_deps(i);
         if !direct.is_empty() {
             rests_on_dropped.insert(n.id.clone(), direct);
+        }
+        let mut through: Vec<String> = passed
+            .iter()
+            .copied()
+            .filter(|&d| !is_given(d))
+            .map(name)
+            .collect();
+        through.sort_unstable();
+        through.dedup();
+        if !through.is_empty() {
+            passes_dropped.insert(n.id.clone(), through);
         }
         let mut passed: Vec<String> = passed.into_iter().map(text).collect();
         // The nearest premises stay dependencies (errors propagate along them); older
@@ -364,6 +391,11 @@ pub fn restrict(hdag: &Hdag, keep: impl Fn(Tier) -> bool) -> Restricted {
             .collect(),
         operations,
         conclusions: conclusion_ids(hdag),
+        passes_dropped,
+        problem: problems
+            .first()
+            .map(|g| g.content.clone())
+            .unwrap_or_default(),
     }
 }
 
@@ -425,16 +457,22 @@ pub fn prepare(
     prepare_with(r, &[], quorum, weights, fee, domain, rng)
 }
 
-/// What goes into a manifest entry: a kept HDAG node, or a honeypot.
+/// What goes into a manifest entry: a kept HDAG node, a honeypot, or the OPERATION of a
+/// worded honeypot.
 enum Item<'a> {
     Node(usize),
     Bait(&'a Bait),
+    Calculation(&'a Bait),
 }
 
 /// [`prepare`], with `baits` planted as honeypots ([`honeypot`]): each at a random place
 /// after the premises of the step it copies, with that step's level, tier, weight,
 /// premises and givens, and a commitment to its known verdict; every other segment gets
-/// a honeypot commitment nobody can open, so the manifest does not tell them apart.
+/// a honeypot commitment nobody can open, so the manifest does not tell them apart. A
+/// worded honeypot carries its own calculation as its one operation, and that
+/// calculation goes in as an OPERATION of its own that `supports` it, copying the source
+/// STEP's OPERATION (level, tier, weight, premises, givens) and placed at random after
+/// those premises, as a real STEP's OPERATION is.
 pub fn prepare_with(
     r: &Restricted,
     baits: &[Bait],
@@ -453,7 +491,17 @@ pub fn prepare_with(
         .iter()
         .filter(|b| hdag.index_of(&b.source).is_some())
         .count();
-    let count = hdag.nodes.len().saturating_add(planted);
+    let calculations = baits
+        .iter()
+        .filter(|b| hdag.index_of(&b.source).is_some())
+        .filter_map(|b| b.calculation.as_ref())
+        .filter(|c| hdag.index_of(&c.source).is_some())
+        .count();
+    let count = hdag
+        .nodes
+        .len()
+        .saturating_add(planted)
+        .saturating_add(calculations);
     if count > MAX_SEGMENTS || r.dropped.len() > MAX_SEGMENTS {
         return Err(PrepareError::TooManySegments {
             segments: count,
@@ -500,11 +548,33 @@ pub fn prepare_with(
                 items.iter().position(|x| match x {
                     Item::Node(n) => *n == d && Some(d) != replaced,
                     Item::Bait(y) => Some(d) == replaced && Some(y.source.as_str()) == base,
+                    Item::Calculation(_) => false,
                 })
             })
             .max();
         let at = honeypot::place(last_premise, items.len(), rng);
         items.insert(at, Item::Bait(b));
+    }
+    // A worded honeypot's OPERATION, after the premises of the OPERATION it copies.
+    for b in baits {
+        let Some(op) = b.calculation.as_ref().and_then(|c| index_of(&c.source)) else {
+            continue;
+        };
+        if index_of(&b.source).is_none() {
+            continue;
+        }
+        let last_premise = premises
+            .get(op)
+            .into_iter()
+            .flatten()
+            .filter_map(|&d| {
+                items
+                    .iter()
+                    .position(|x| matches!(x, Item::Node(n) if *n == d))
+            })
+            .max();
+        let at = honeypot::place(last_premise, items.len(), rng);
+        items.insert(at, Item::Calculation(b));
     }
     // Position of each HDAG node in the manifest.
     let mut position = vec![0u16; hdag.nodes.len()];
@@ -585,6 +655,13 @@ pub fn prepare_with(
                 Some(i) => (&hdag.nodes[i], b.claim.clone(), b.name()),
                 None => continue,
             },
+            Item::Calculation(b) => match (b.calculation.as_ref(), b.calculation_name()) {
+                (Some(c), Some(name)) => match index_of(&c.source) {
+                    Some(i) => (&hdag.nodes[i], c.text.clone(), name),
+                    None => continue,
+                },
+                _ => continue,
+            },
         };
         let mut salt = [0u8; 32];
         let mut key = [0u8; KEY_LEN];
@@ -598,7 +675,13 @@ pub fn prepare_with(
         let doc = SegmentDoc {
             claim,
             given: givens.get(&node.id).cloned().unwrap_or_default(),
-            operations: r.operations.get(&node.id).cloned().unwrap_or_default(),
+            operations: match item {
+                Item::Bait(Bait {
+                    calculation: Some(c),
+                    ..
+                }) => vec![c.text.clone()],
+                _ => r.operations.get(&node.id).cloned().unwrap_or_default(),
+            },
         };
         let id = blinded_id(&salt, &doc);
         let ciphertext = encrypt_segment(&key, &nonce, &id, &doc.to_bytes())?;
@@ -621,6 +704,7 @@ pub fn prepare_with(
             }
             // A commitment nobody can open: the real segments look like honeypots too.
             Item::Node(_) => (Hash(hp_salt), r.conclusions.contains(&node.id)),
+            Item::Calculation(_) => (Hash(hp_salt), false),
         };
         let real = matches!(item, Item::Node(_));
         segments.push(SegmentEntry {
@@ -632,7 +716,7 @@ pub fn prepare_with(
                 &node.id,
                 match item {
                     Item::Bait(b) => b.rests_on.as_deref(),
-                    Item::Node(_) => None,
+                    Item::Node(_) | Item::Calculation(_) => None,
                 },
             ),
             rests_on_left_out: if real {
@@ -640,10 +724,10 @@ pub fn prepare_with(
             } else {
                 Vec::new()
             },
-            supports: if real {
-                r.supports.get(&node.id).and_then(|s| entry_of(s))
-            } else {
-                None
+            supports: match item {
+                Item::Node(_) => r.supports.get(&node.id).and_then(|s| entry_of(s)),
+                Item::Calculation(b) => bait_position.get(b.source.as_str()).copied(),
+                Item::Bait(_) => None,
             },
             cid,
             honeypot: Some(honeypot),
@@ -688,6 +772,7 @@ pub fn prepare_with(
         fee,
         domain: domain.to_string(),
         left_out,
+        terms: trust_protocol::tx::SessionTerms::default(),
     };
     manifest.validate()?;
     let bytes = encoding::encode(&Tx {
