@@ -163,6 +163,7 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
     // under their nonces before anything (the API's submits, the resumed duties) signs
     // anew: those then take the nonces after them, or find them.
     outbox.restore().await;
+    let api_outbox = outbox.clone();
     let audit = start_duties(
         &mut tasks, duty, &s, &store, &chain, &net, outbox, blocks, &decided,
     )?;
@@ -201,6 +202,7 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
         auth: s.auth.clone(),
         limits: s.cfg.api_limits(),
         events: Some(events.clone()),
+        outbox: Some(api_outbox),
     };
     let form = AuditWeb {
         auth: s.auth.clone(),
@@ -403,6 +405,7 @@ fn start_duties(
         .map_err(ledger_err)?
         .with_honeypots(cfg.honeypots_per_session)
         .with_seats_per_segment(cfg.seats_per_segment)
+        .with_session_defaults(cfg.session.clone())
         .with_spending_cap(cfg.spending_cap());
     if let Some(k) = cfg.human_seats_per_segment {
         provider = provider.with_tier_seats(Tier::Human, k);

@@ -15,12 +15,16 @@
 //! | `reveal_due` | a round's commit window closed: to each seat of it that committed | session, segment, account, round, `reveal_until` |
 //! | `segment_decided` | a segment's final verdict | session, segment, verdict |
 //! | `session_decided` | the trace verdict | session, account = provider, verdict, passing and total weight |
+//! | `appeal_opened` | an account appealed decided segments; fresh seats are drawn next block | session, account = appellant, round, `segments_appealed`, amount = bond escrowed |
+//! | `appeal_decided` | an appeal round decided one appealed segment | session, segment, round, `previous` (its verdict before), verdict, `overturned`, `trace` (the trace verdict after) |
+//! | `appeal_cancelled` | an appeal could not be staffed; its bond went back | session, account = appellant, amount, reason |
 //! | `session_failed` | a session could not run; its fee was refunded | session, reason |
+//! | `session_final` | the appeal window passed with no appeal open: the outcome is final | session |
 //! | `reward` | a seat was paid | session, segment, account, amount |
 //! | `slash` | stake was slashed | session, account, amount, reason |
 //! | `bonded`, `unbond_started`, `withdrawn` | an auditor's own stake moved | account, amount, `release_at` (unbonding) |
 //!
-//! `appeal_opened` joins the table once appeals exist. Within one block the feed is in
+//! Within one block the feed is in
 //! that lifecycle order (stable within a kind, which keeps the contract's order), so a
 //! subscriber sees a session opened before its seats, its seats before their deadlines,
 //! and a verdict before its rewards.
@@ -55,8 +59,16 @@ pub enum Kind {
     SegmentDecided,
     /// A trace verdict.
     SessionDecided,
+    /// An appeal was opened: fresh seats will judge the segments again.
+    AppealOpened,
+    /// An appeal round decided one appealed segment.
+    AppealDecided,
+    /// An appeal could not be staffed; its bond went back.
+    AppealCancelled,
     /// A session could not run.
     SessionFailed,
+    /// A session's appeal window passed with no appeal open: its outcome is final.
+    SessionFinal,
     /// A seat was paid.
     Reward,
     /// Stake was slashed.
@@ -74,7 +86,7 @@ pub enum Kind {
 
 impl Kind {
     /// Every kind a block's feed may hold (all but [`Kind::Dropped`]).
-    pub const STORED: [Kind; 13] = [
+    pub const STORED: [Kind; 17] = [
         Kind::SessionOpened,
         Kind::SeatDrawn,
         Kind::CommitDue,
@@ -82,7 +94,11 @@ impl Kind {
         Kind::VoteRefused,
         Kind::SegmentDecided,
         Kind::SessionDecided,
+        Kind::AppealOpened,
+        Kind::AppealDecided,
+        Kind::AppealCancelled,
         Kind::SessionFailed,
+        Kind::SessionFinal,
         Kind::Reward,
         Kind::Slash,
         Kind::Bonded,
@@ -100,7 +116,11 @@ impl Kind {
             Kind::VoteRefused => "vote_refused",
             Kind::SegmentDecided => "segment_decided",
             Kind::SessionDecided => "session_decided",
+            Kind::AppealOpened => "appeal_opened",
+            Kind::AppealDecided => "appeal_decided",
+            Kind::AppealCancelled => "appeal_cancelled",
             Kind::SessionFailed => "session_failed",
+            Kind::SessionFinal => "session_final",
             Kind::Reward => "reward",
             Kind::Slash => "slash",
             Kind::Bonded => "bonded",
@@ -230,6 +250,18 @@ pub struct FeedEvent {
     /// Height from which unbonding stake may be withdrawn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub release_at: Option<u64>,
+    /// The segments an appeal names (appeal opened).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segments_appealed: Option<Vec<u16>>,
+    /// A segment's own verdict before an appeal round, snake_case (appeal decided).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous: Option<String>,
+    /// Whether an appeal round put the segment on the other side of Valid / not Valid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overturned: Option<bool>,
+    /// The trace verdict after an appeal round, snake_case (appeal decided).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<String>,
     /// `dropped` only: the id of the last event sent; resume after it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resume_after: Option<String>,
@@ -255,6 +287,10 @@ impl FeedEvent {
             amount: None,
             reason: None,
             release_at: None,
+            segments_appealed: None,
+            previous: None,
+            overturned: None,
+            trace: None,
             resume_after: None,
         }
     }
@@ -437,6 +473,58 @@ pub fn derive(height: u64, events: &[Event], after: &Contract) -> Vec<FeedEvent>
                 e.verdict = Some(trace_verdict(*verdict));
                 e.passing_weight = Some(*passing_weight);
                 e.total_weight = Some(*total_weight);
+                out.push(e);
+            }
+            Event::AppealOpened {
+                session,
+                appellant,
+                segments,
+                round,
+                bond,
+            } => {
+                let mut e = FeedEvent::new(Kind::AppealOpened);
+                e.session = Some(*session);
+                e.account = Some(*appellant);
+                e.round = Some(*round);
+                e.segments_appealed = Some(segments.clone());
+                e.amount = Some(*bond);
+                out.push(e);
+            }
+            Event::AppealDecided {
+                session,
+                segment,
+                round,
+                previous,
+                verdict,
+                overturned,
+                trace,
+            } => {
+                let mut e = FeedEvent::new(Kind::AppealDecided);
+                e.session = Some(*session);
+                e.segment = Some(*segment);
+                e.round = Some(*round);
+                e.previous = Some(snake(previous));
+                e.verdict = Some(snake(verdict));
+                e.overturned = Some(*overturned);
+                e.trace = Some(trace_verdict(*trace));
+                out.push(e);
+            }
+            Event::AppealCancelled {
+                session,
+                appellant,
+                refunded,
+                reason,
+            } => {
+                let mut e = FeedEvent::new(Kind::AppealCancelled);
+                e.session = Some(*session);
+                e.account = Some(*appellant);
+                e.amount = Some(*refunded);
+                e.reason = Some(reason.clone());
+                out.push(e);
+            }
+            Event::SessionFinal { session } => {
+                let mut e = FeedEvent::new(Kind::SessionFinal);
+                e.session = Some(*session);
                 out.push(e);
             }
             Event::SessionFailed { session, reason } => {

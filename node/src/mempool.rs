@@ -41,7 +41,7 @@ mod tests;
 
 use trust_contracts::{Contract, Phase, State, TxError};
 use trust_protocol::{
-    AccountId,
+    AccountId, Hash,
     block::MAX_TX_BYTES,
     encoding,
     tx::{Call, SignedTx},
@@ -162,6 +162,9 @@ pub fn expired(state: &State, sender: &AccountId, call: &Call) -> Option<&'stati
         }
         return why;
     }
+    if let Call::Appeal { session, .. } = call {
+        return appeal_expired(state, session);
+    }
     let session = match call {
         Call::Commit { session, .. }
         | Call::Reveal { session, .. }
@@ -219,6 +222,23 @@ pub fn expired(state: &State, sender: &AccountId, call: &Call) -> Option<&'stati
         }
         _ => None,
     }
+}
+
+/// Why an appeal of `session` can never apply on `state` or later, if so: the session
+/// failed, or it is decided and its appeal window closed (it is final, or no appeal is
+/// open and the next block is past its last appealable height). An appeal of a session
+/// not decided yet, or with an appeal being judged, may still apply later.
+fn appeal_expired(state: &State, session: &Hash) -> Option<&'static str> {
+    if state.failed.contains_key(session) {
+        return Some("the session failed: there is no verdict to appeal");
+    }
+    let o = state.outcomes.get(session)?;
+    if o.appeals.final_at.is_some() {
+        return Some("the session is final: its appeal window closed");
+    }
+    let next = state.height.saturating_add(1);
+    (o.appeals.open.is_none() && next > o.appeals.until)
+        .then_some("the session's appeal window closed")
 }
 
 /// Why `sender`'s `call` does not fit its standing on `state`, if so: `Err(NotYet)` when a
@@ -297,6 +317,22 @@ pub fn unfit(state: &State, sender: &AccountId, call: &Call) -> Result<(), Mempo
                 Err(MempoolError::Unfit(
                     "a registration bonds at least the tier's minimum stake",
                 ))
+            } else {
+                Ok(())
+            }
+        }
+        // The bond is escrowed from the balance; whether the segments may be appealed is
+        // the contract's to say (and `refused_for_good` tells a proposer when never).
+        Call::Appeal { segments, .. } => {
+            let n = u64::try_from(segments.len()).unwrap_or(u64::MAX);
+            let need = state.params.appeal_bond.saturating_mul(n);
+            let have = state.accounts.get(sender).map_or(0, |a| a.balance);
+            if have < need {
+                Err(MempoolError::Unaffordable {
+                    what: "balance",
+                    need,
+                    have,
+                })
             } else {
                 Ok(())
             }
@@ -420,6 +456,14 @@ pub fn refused_for_good(error: &TxError) -> bool {
             | TxError::NotAHoneypot(_)
             | TxError::TooManyHoneypots(_)
             | TxError::AlreadyDisclosed
+            // An appeal after its window, of a honeypot, of an Undecided segment or of one
+            // that had every round it may: none of that changes. (Not `AppealOpen`,
+            // `NotDecided` or `AppealUnstaffed`: a round ends, a session is decided,
+            // auditors join.)
+            | TxError::AppealWindowClosed { .. }
+            | TxError::AppealHoneypot(_)
+            | TxError::AppealUndecided(_)
+            | TxError::AppealRoundsExhausted { .. }
     )
 }
 

@@ -141,6 +141,34 @@ impl Client {
             post_authorized(&self.addr, path, &json_of(body)?, token).await?,
         )
     }
+
+    /// `POST /v1/sessions/plan`: what that session would be, nothing stored or sent.
+    pub async fn plan_session(
+        &self,
+        body: &OpenSessionBody,
+        token: Option<&str>,
+    ) -> Result<super::views::Plan, ClientError> {
+        let path = "/v1/sessions/plan";
+        typed(
+            path,
+            post_authorized(&self.addr, path, &json_of(body)?, token).await?,
+        )
+    }
+
+    /// `POST /v1/sessions/{id}/appeals` with the operator token: this node appeals those
+    /// segments from its account (escrowing the bond).
+    pub async fn appeal(
+        &self,
+        session: &Hash,
+        body: &super::views::AppealBody,
+        token: Option<&str>,
+    ) -> Result<super::views::AppealAccepted, ClientError> {
+        let path = format!("/v1/sessions/{session}/appeals");
+        typed(
+            &path,
+            post_authorized(&self.addr, &path, &json_of(body)?, token).await?,
+        )
+    }
 }
 
 /// `json` read as the reply type of `path`.

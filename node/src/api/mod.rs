@@ -7,8 +7,10 @@
 //! | `GET /v1/tx/{id}` | the height and index of the block that includes a transaction, or `pending` |
 //! | `GET /v1/accounts/{id}` | balance, stake, nonce and the next nonce to use (pooled ones counted) |
 //! | `GET /v1/blocks/{height}` | the block, its hash and certificate size |
-//! | `POST /v1/sessions` | `{"trace": "...", "hdag"?: "..."}`, with the operator token (`Authorization: Bearer …`): this node, as provider, decomposes, encrypts and stores the segments and opens a session, within its spending cap; answers the session id, its segments and those left out |
+//! | `POST /v1/sessions` | `{"trace": "...", "hdag"?: "...", "session"?: {...}}`, with the operator token (`Authorization: Bearer …`): this node, as provider, decomposes, encrypts and stores the segments and opens a session on the assurance asked for in `session` (seats, racing seats, τ, β, tiers, weights, domain, fee, windows, exposure budget; over the node's `[session]` defaults), within its spending cap; answers the session id, its segments and those left out. Settings out of the network's limits or seats a tier cannot staff: 422 naming the limit, nothing charged |
+//! | `POST /v1/sessions/plan` | the same body and token: what that session would be (each segment's tier and seats, or why it is left out; the fee; the most of the trace one auditor could see), nothing stored or sent |
 //! | `GET /v1/sessions/{id}` | a session's outcome with per-segment verdicts and the height and hash of the block that decided it, or its live phase with seats assigned, committed and revealed |
+//! | `POST /v1/sessions/{id}/appeals` | `{"segments": [3, 4]}`, with the operator token: this node appeals those decided segments from its account, escrowing the appeal bond per segment; answers the transaction id, the bond and the appeal's round. Unknown session: 404; not appealable (still live, window closed, an appeal open, a segment undecided or a honeypot, too few fresh auditors, balance short): 422 with the contract's reason |
 //! | `GET /v1/sessions/{id}/proof` | a decided session's outcome with its Merkle proof, the certified tip header and the validators' proven stakes ([`crate::proof`]): checkable against a genesis file alone |
 //! | `GET /v1/auditors/{id}` | bonded stake, unbondings and the height each frees at, whether a withdrawal would apply now, exiting or not, seats held in live sessions (phase, deadline), reputation, earnings, slashes, abstention rate, honeypot record |
 //! | `GET /v1/events` | the event feed of finalized blocks as Server-Sent Events, filtered by `account`, `session`, `kind`; resumes after `Last-Event-ID` or `?after=H:I` (see [`events`]) |
@@ -60,6 +62,7 @@ pub use crate::metrics::MetricsSource;
 use crate::{
     audit::{
         llm::LlmStatus,
+        outbox::{Outbox, OutboxError, Sent},
         provider::{Provider, SubmitError},
     },
     ledger::Ledger,
@@ -76,9 +79,10 @@ pub mod views;
 
 pub use events::EventHub;
 use views::{
-    AccountView, AuditorView, BlockTx, BlockView, CastVoteDoc, ErrorBody, OpenSessionBody,
-    PeerHeight, SeatPhase, SeatView, SessionStatus, SessionView, StatusView, SubmittedView,
-    TxAccepted, TxJson, TxLocation, TxStatus, UnbondingView, WithdrawView,
+    AccountView, AppealAccepted, AppealBody, AuditorView, BlockTx, BlockView, CastVoteDoc,
+    ErrorBody, OpenSessionBody, PeerHeight, Plan, SeatPhase, SeatView, SessionStatus, SessionView,
+    StatusView, SubmittedView, TermsView, TxAccepted, TxJson, TxLocation, TxStatus, UnbondingView,
+    WithdrawView,
 };
 
 /// Largest request body accepted.
@@ -136,6 +140,9 @@ pub struct Api {
     pub limits: server::Limits,
     /// The event streams' shared state (`None`: no `/v1/events` here, it answers 503).
     pub events: Option<EventHub>,
+    /// This node's own transactions (`POST /v1/sessions/{id}/appeals` sends an `Appeal`
+    /// from its account); `None`: that route answers 501.
+    pub outbox: Option<Outbox>,
 }
 
 /// An API error: status, stable code, message.
@@ -224,8 +231,10 @@ fn documented() -> (Router<Api>, utoipa::openapi::OpenApi) {
         .routes(routes!(tx_location))
         .routes(routes!(block))
         .routes(routes!(open_session))
+        .routes(routes!(plan_session))
         .routes(routes!(session))
         .routes(routes!(session_proof))
+        .routes(routes!(appeal))
         .routes(routes!(auditor))
         .routes(routes!(account))
         .routes(routes!(events::events))
@@ -448,11 +457,19 @@ fn parse_hash(what: &str, s: &str) -> ApiResult<Hash> {
 )]
 async fn session(State(api): State<Api>, Path(id): Path<String>) -> ApiResult<Json<SessionView>> {
     let sid = parse_hash("session id", &id)?;
-    let found =
-        query::session(&latest(&api.chain), &api.ledger, &sid).map_err(ApiError::internal)?;
+    let view = latest(&api.chain);
+    let found = query::session(&view, &api.ledger, &sid).map_err(ApiError::internal)?;
+    let params = &view.contract.state().params;
     match found {
         Some(SessionLookup::Decided(d)) => Ok(Json(SessionView {
+            terms: Some(TermsView::of(
+                &d.outcome.quorum,
+                &d.outcome.terms,
+                &d.outcome.domain,
+                params,
+            )),
             explanation: query::explain(&d.outcome, &|i| format!("#{i}")),
+            finality: view.contract.finality(&sid).map(Into::into),
             outcome: Some(d.outcome),
             block_height: d.height,
             block_hash: d.block_hash,
@@ -461,6 +478,12 @@ async fn session(State(api): State<Api>, Path(id): Path<String>) -> ApiResult<Js
             ..SessionView::new(sid, SessionStatus::Decided)
         })),
         Some(SessionLookup::Live(x)) => Ok(Json(SessionView {
+            terms: Some(TermsView::of(
+                &x.manifest.quorum,
+                &x.manifest.terms,
+                &x.manifest.domain,
+                params,
+            )),
             phase: Some(x.phase),
             segments: Some(x.segments.len()),
             seats: Some(query::seat_counts(&x).into()),
@@ -472,6 +495,108 @@ async fn session(State(api): State<Api>, Path(id): Path<String>) -> ApiResult<Js
         })),
         None => Err(ApiError::not_found(format!("no session {sid}"))),
     }
+}
+
+#[utoipa::path(
+    post, path = "/v1/sessions/{id}/appeals",
+    description = "This node appeals decided segments of a session from its own account, escrowing the network's appeal bond per segment: fresh seats (2k + 1, none who sat on the segment before) judge each segment again and their verdict replaces the old one. Needs the operator token. The call is tried on the node's state first, so a refusal names the contract's reason.",
+    params(("id" = String, Path, description = "session id, 64 hex characters", pattern = "^[0-9a-fA-F]{64}$")),
+    request_body = AppealBody,
+    security(("operator_token" = [])),
+    responses(
+        (status = 202, description = "the Appeal was signed and sent", body = AppealAccepted),
+        (status = 401, description = "no valid operator token", body = ErrorBody),
+        (status = 404, description = "no such session", body = ErrorBody),
+        (status = 415, description = "not application/json", body = ErrorBody),
+        (status = 422, description = "not appealable: the contract's reason (not decided, window closed, an appeal open, a segment undecided, a honeypot, out of range or out of rounds, too few fresh auditors, balance short)", body = ErrorBody),
+        (status = "4XX", description = documented_errors!(), body = ErrorBody),
+        (status = "5XX", description = "internal error, no account here to appeal from, or stopping", body = ErrorBody),
+    )
+)]
+async fn appeal(
+    State(api): State<Api>,
+    Path(id): Path<String>,
+    body: Result<Json<AppealBody>, axum::extract::rejection::JsonRejection>,
+) -> ApiResult<(StatusCode, Json<AppealAccepted>)> {
+    use trust_contracts::{BlockCtx, Event, TxError};
+    use trust_protocol::tx::{Call, Tx};
+
+    let sid = parse_hash("session id", &id)?;
+    let Json(body) = body.map_err(|e| {
+        api.metrics.bad_requests.fetch_add(1, Ordering::Relaxed);
+        json_rejection(e, "{\"segments\": [3, 4]}")
+    })?;
+    let outbox = api.outbox.clone().ok_or_else(|| {
+        ApiError::new(
+            StatusCode::NOT_IMPLEMENTED,
+            "not_implemented",
+            "this node sends no transactions of its own",
+        )
+    })?;
+    let view = latest(&api.chain);
+    let st = view.contract.state();
+    let known = st.outcomes.contains_key(&sid)
+        || st.sessions.contains_key(&sid)
+        || st.failed.contains_key(&sid);
+    if !known {
+        return Err(ApiError::not_found(format!("no session {sid}")));
+    }
+    let call = Call::Appeal {
+        session: sid,
+        segments: body.segments.clone(),
+    };
+    // Tried on a copy of the state first: a refusal is answered with the contract's reason
+    // rather than found out when a block is built.
+    let me = outbox.key().public();
+    let mut trial = (*view.contract).clone();
+    let ctx = BlockCtx {
+        height: st.height.saturating_add(1),
+        block_hash: Hash::ZERO,
+    };
+    let tx = Tx {
+        nonce: trial.nonce(&me),
+        call: call.clone(),
+    };
+    let refused = |e: String| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "rejected", e);
+    let events = trial.apply_verified(&ctx, me, &tx).map_err(|e| match e {
+        TxError::UnknownSession(_) => ApiError::not_found(format!("no session {sid}")),
+        TxError::Format(e) => ApiError::bad("bad_appeal", e.to_string()),
+        e => refused(e.to_string()),
+    })?;
+    let (bond, round) = events
+        .iter()
+        .find_map(|e| match e {
+            Event::AppealOpened { bond, round, .. } => Some((*bond, *round)),
+            _ => None,
+        })
+        .ok_or_else(|| ApiError::internal("the contract opened no appeal"))?;
+    let until = st.outcomes.get(&sid).map_or(0, |o| o.appeals.until);
+    let sent = outbox.send(call).await.map_err(|e| match e {
+        OutboxError::Expired(why) => refused(why.to_string()),
+        OutboxError::Mempool(e) => ApiError::pool(e),
+        e => ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            e.to_string(),
+        ),
+    })?;
+    let tx = match sent {
+        Sent::Pooled(id) => Some(id),
+        Sent::Queued => None,
+    };
+    tracing::info!(session = %sid, segments = ?body.segments, bond, round, tx = ?tx, "appeal sent");
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(AppealAccepted {
+            session: sid,
+            tx,
+            appellant: me,
+            segments: body.segments,
+            bond,
+            round,
+            until,
+        }),
+    ))
 }
 
 #[utoipa::path(
@@ -556,17 +681,64 @@ async fn open_session(
         )
     })?;
     let contract = latest(&api.chain).contract.clone();
+    let options = body.session.unwrap_or_default();
     let submitted = provider
-        .submit(&body.trace, body.hdag.as_deref(), &contract)
+        .submit_with(&body.trace, body.hdag.as_deref(), &options, &contract)
         .await
-        .map_err(|e| {
-            api.metrics.bad_requests.fetch_add(1, Ordering::Relaxed);
-            match e {
-                SubmitError::OverCap(m) => ApiError::new(StatusCode::FORBIDDEN, "forbidden", m),
-                e => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "rejected", e.to_string()),
-            }
-        })?;
+        .map_err(|e| submit_error(&api, e))?;
     Ok((StatusCode::ACCEPTED, Json(submitted)))
+}
+
+fn submit_error(api: &Api, e: SubmitError) -> ApiError {
+    api.metrics.bad_requests.fetch_add(1, Ordering::Relaxed);
+    match e {
+        SubmitError::OverCap(m) => ApiError::new(StatusCode::FORBIDDEN, "forbidden", m),
+        e => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "rejected", e.to_string()),
+    }
+}
+
+#[utoipa::path(
+    post, path = "/v1/sessions/plan",
+    description = "What `POST /v1/sessions` with the same body would open, without storing or sending anything: each segment's tier and seats (or why it is left out), the fee and honeypot bond, and the most of the trace one auditor could see. Needs the operator token.",
+    request_body = OpenSessionBody,
+    security(("operator_token" = [])),
+    responses(
+        (status = 200, description = "the plan", body = Plan),
+        (status = 401, description = "no valid operator token", body = ErrorBody),
+        (status = 415, description = "not application/json", body = ErrorBody),
+        (status = 422, description = "the trace, the HDAG or the settings cannot be audited here", body = ErrorBody),
+        (status = "4XX", description = documented_errors!(), body = ErrorBody),
+        (status = "5XX", description = "internal error, no provider role, or stopping", body = ErrorBody),
+    )
+)]
+async fn plan_session(
+    State(api): State<Api>,
+    body: Result<Json<OpenSessionBody>, axum::extract::rejection::JsonRejection>,
+) -> ApiResult<Json<Plan>> {
+    let Json(body) = body.map_err(|e| {
+        api.metrics.bad_requests.fetch_add(1, Ordering::Relaxed);
+        json_rejection(
+            e,
+            "{\"trace\": \"...\", \"hdag\"?: \"...\", \"session\"?: {...}}",
+        )
+    })?;
+    let provider = api.provider.clone().ok_or_else(|| {
+        ApiError::new(
+            StatusCode::NOT_IMPLEMENTED,
+            "not_implemented",
+            "this node does not open sessions",
+        )
+    })?;
+    let contract = latest(&api.chain).contract.clone();
+    let options = body.session.unwrap_or_default();
+    // Decomposition and sealing are CPU work: off the async workers.
+    let plan = tokio::task::spawn_blocking(move || {
+        provider.plan(&body.trace, body.hdag.as_deref(), &options, &contract)
+    })
+    .await
+    .map_err(ApiError::internal)?
+    .map_err(|e| submit_error(&api, e))?;
+    Ok(Json(plan))
 }
 
 /// A JSON body that did not parse: 415 when it is not JSON at all, else 400.
@@ -718,6 +890,7 @@ async fn auditor(State(api): State<Api>, Path(id): Path<String>) -> ApiResult<Js
         agreed: a.agreed,
         disagreed: a.disagreed,
         honeypots: a.honeypots.clone(),
+        honeypot_record: views::HoneypotRecordView::of(a, &st.params),
     }))
 }
 

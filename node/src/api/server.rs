@@ -74,7 +74,7 @@ impl Default for Limits {
 
 /// The largest body `method path` accepts.
 pub fn body_limit(method: &Method, path: &str) -> usize {
-    if method == Method::POST && path == "/v1/sessions" {
+    if method == Method::POST && (path == "/v1/sessions" || path == "/v1/sessions/plan") {
         MAX_SESSION_BODY_BYTES
     } else if path == "/audit" || path.starts_with("/audit/") {
         MAX_FORM_BODY_BYTES
@@ -86,7 +86,13 @@ pub fn body_limit(method: &Method, path: &str) -> usize {
 /// Whether `method path` acts for the node (spends its funds) and so needs the operator
 /// token.
 pub fn needs_token(method: &Method, path: &str) -> bool {
-    method == Method::POST && path == "/v1/sessions"
+    method == Method::POST
+        && (path == "/v1/sessions"
+            || path == "/v1/sessions/plan"
+            // An appeal escrows the node's bond.
+            || path
+                .strip_prefix("/v1/sessions/")
+                .is_some_and(|rest| rest.ends_with("/appeals")))
 }
 
 /// The stable error code of a status: one per class, the same on every route.

@@ -75,6 +75,7 @@ impl Net {
                 )),
                 limits: server::Limits::default(),
                 events: None,
+                outbox: None,
             },
             t,
             _llm: llm,
@@ -240,6 +241,7 @@ fn one_segment_session() -> (SegmentEntry, SessionManifest) {
         fee: 0,
         domain: String::new(),
         left_out: Vec::new(),
+        terms: trust_protocol::tx::SessionTerms::default(),
     };
     m.fee = trust_contracts::minimum_fee(&Params::default(), &m).unwrap();
     (seg, m)
@@ -514,6 +516,7 @@ async fn the_client_reads_every_reply_the_cli_uses_as_its_view() {
     let body = views::OpenSessionBody {
         trace: FRACTION.into(),
         hdag: None,
+        session: None,
     };
     let raw_opened = client::post_authorized(
         &addr,
@@ -641,6 +644,61 @@ async fn opening_a_session_needs_the_operator_token_and_refusals_change_nothing(
     assert_eq!(st, StatusCode::ACCEPTED, "{body}");
     assert!(json(&body)["fee"].as_u64().unwrap() > 0);
     assert_eq!(net.t.pool.count().await.unwrap(), 1, "the OpenSession");
+}
+
+/// `POST /v1/sessions/{id}/appeals`: the operator token first, then a malformed body 400,
+/// an unknown session 404, and the contract's own reason with 422 (here: too few fresh
+/// auditors for `2k + 1` seats), nothing sent; a decided session says it is appealable.
+#[tokio::test]
+async fn an_appeal_needs_the_token_and_a_refusal_names_the_contracts_reason() {
+    let mut net = Net::new();
+    let (sid, _, _) = net.decide_one_session().await;
+    net.api.outbox = Some(crate::audit::outbox::Outbox::new(
+        net.t.keys[0].clone(),
+        net.t.chain_watch.clone(),
+        net.t.pool.clone(),
+        None,
+    ));
+    let post = |path: String, body: &str, token: bool| {
+        let mut r = Request::post(path).header(header::CONTENT_TYPE, "application/json");
+        if token {
+            r = r.header(header::AUTHORIZATION, format!("Bearer {TOKEN}"));
+        }
+        r.body(Body::from(body.to_string())).unwrap()
+    };
+    let path = format!("/v1/sessions/{sid}/appeals");
+    let (st, body) = net
+        .send(post(path.clone(), r#"{"segments": [0]}"#, false))
+        .await;
+    assert_eq!(st, StatusCode::UNAUTHORIZED, "{body}");
+    let (st, body) = net
+        .send(post(path.clone(), r#"{"segments": []}"#, true))
+        .await;
+    assert_eq!(st, StatusCode::BAD_REQUEST, "{body}");
+    error_of(st, &body);
+    let (st, body) = net.send(post(path.clone(), r#"{"segs": [0]}"#, true)).await;
+    assert_eq!(st, StatusCode::BAD_REQUEST, "{body}");
+    let unknown = format!("/v1/sessions/{}/appeals", Hash::sha256(b"nope"));
+    let (st, body) = net.send(post(unknown, r#"{"segments": [0]}"#, true)).await;
+    assert_eq!(st, StatusCode::NOT_FOUND, "{body}");
+    let (st, body) = net
+        .send(post(path.clone(), r#"{"segments": [0]}"#, true))
+        .await;
+    assert_eq!(st, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    let why = error_of(st, &body);
+    assert!(why.contains("segment 0"), "{why}");
+    let (st, body) = net.send(post(path, r#"{"segments": [7]}"#, true)).await;
+    assert_eq!(st, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_eq!(net.t.pool.count().await.unwrap(), 0, "nothing sent");
+    // The decided session is appealable until its window closes.
+    let (_, body) = net.get(&format!("/v1/sessions/{sid}")).await;
+    let v = json(&body);
+    assert_eq!(v["finality"]["state"], "appealable", "{v}");
+    let until = v["finality"]["until"].as_u64().unwrap();
+    assert_eq!(
+        until,
+        v["block_height"].as_u64().unwrap() + Params::default().appeal_window
+    );
 }
 
 #[tokio::test]

@@ -292,6 +292,83 @@ pub struct SessionView {
     #[serde(skip_serializing_if = "Option::is_none", serialize_with = "sorted")]
     #[schema(value_type = Option<Value>)]
     pub failure: Option<Failure>,
+    /// The assurance the provider chose: seats, racing seats, τ, β, weights, tiers,
+    /// domain, windows, exposure budget.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub terms: Option<TermsView>,
+    /// Where a decided session stands with respect to appeals: `{"state": "final", "at":
+    /// H}`, `{"state": "appealable", "until": H}` or `{"state": "appealing", "round": r}`.
+    /// Every appeal round is in `outcome.appeals.rounds`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finality: Option<FinalityView>,
+}
+
+/// Where a decided session stands with respect to appeals (the contract's `Finality`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum FinalityView {
+    /// Final since block `at`: its appeal window passed with no appeal open.
+    Final {
+        /// Height at which it became final.
+        at: u64,
+    },
+    /// Decided; any account may appeal its decided segments up to and including block
+    /// `until`.
+    Appealable {
+        /// Last height accepting an appeal.
+        until: u64,
+    },
+    /// An appeal is being judged in `round` (2 for the first appeal).
+    Appealing {
+        /// The appeal's voting round.
+        round: u8,
+    },
+}
+
+impl From<trust_contracts::Finality> for FinalityView {
+    fn from(f: trust_contracts::Finality) -> Self {
+        match f {
+            trust_contracts::Finality::Final { at } => FinalityView::Final { at },
+            trust_contracts::Finality::Appealable { until } => FinalityView::Appealable { until },
+            trust_contracts::Finality::Appealing { round } => FinalityView::Appealing { round },
+        }
+    }
+}
+
+/// `POST /v1/sessions/{id}/appeals`: the segments to appeal.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AppealBody {
+    /// Indices of decided segments of the session (as `GET /v1/sessions/{id}` numbers
+    /// them), distinct, 1 to 64.
+    pub segments: Vec<u16>,
+}
+
+/// What `POST /v1/sessions/{id}/appeals` did: the node signed and sent an `Appeal` from
+/// its account.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct AppealAccepted {
+    /// The session appealed.
+    #[schema(value_type = String)]
+    pub session: Hash,
+    /// The `Appeal` transaction's id; absent when it waits behind this node's earlier
+    /// transactions (it is signed once they are included).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>)]
+    pub tx: Option<Hash>,
+    /// The appellant: this node's account.
+    #[schema(value_type = String)]
+    pub appellant: AccountId,
+    /// The segments appealed.
+    pub segments: Vec<u16>,
+    /// The bond escrowed from the appellant's balance (the network's appeal bond per
+    /// segment).
+    pub bond: u64,
+    /// The voting round of the appeal's seats (2 for a session's first appeal).
+    pub round: u8,
+    /// The last height of the session's appeal window when it was appealed (the appeal
+    /// applies in a block up to it).
+    pub until: u64,
 }
 
 impl SessionView {
@@ -310,6 +387,8 @@ impl SessionView {
             segments: None,
             seats: None,
             failure: None,
+            terms: None,
+            finality: None,
         }
     }
 }
@@ -343,7 +422,15 @@ pub struct OpenSessionBody {
     /// The provider's HDAG JSON (optional).
     #[serde(default)]
     pub hdag: Option<String>,
+    /// The session's assurance (seats, quorums, tiers, weights, domain, fee, windows,
+    /// exposure budget), over the node's `[session]` defaults; absent: those defaults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<SessionOptions>,
 }
+
+pub use crate::audit::provider::{
+    ExposureView, Plan, PlannedSegment, TermsView, terms::SessionOptions,
+};
 
 /// What `submit` reports: the provider's own record of what it opened (one type, on both
 /// sides of the wire).
@@ -449,6 +536,105 @@ pub struct AuditorView {
     #[serde(serialize_with = "sorted")]
     #[schema(value_type = Value)]
     pub honeypots: HoneypotStats,
+    /// The honeypot record read as the rubber-stamp rule reads it, per difficulty, for
+    /// this auditor's tier.
+    #[serde(default)]
+    pub honeypot_record: HoneypotRecordView,
+}
+
+/// An auditor's known-error honeypots as the rubber-stamp rule reads them. An auditor
+/// serves one tier and its record holds the honeypots its seats judged, so these are its
+/// tier's figures: an LLM auditor's come from the honeypots planted on LLM segments (or
+/// escalated to them), a Human auditor's from those on Human segments.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct HoneypotRecordView {
+    /// The tier the record is of: `Computer`, `Llm` or `Human`.
+    #[schema(value_type = Option<String>)]
+    pub tier: Option<Tier>,
+    /// Per difficulty, obvious, subtle and domain in that order.
+    pub difficulties: Vec<DifficultyRecordView>,
+    /// Known errors voted on (abstentions included): the rule's sample.
+    pub seen: u32,
+    /// Known errors judged (seen minus abstained).
+    pub judged: u32,
+    /// Known errors approved (voted Valid).
+    pub approved: u32,
+    /// `approved / judged` (none before any judged).
+    pub approval_rate: Option<f64>,
+    /// Distinct providers whose known errors it approved.
+    pub providers: u32,
+    /// The rule: flagged at `approval` or more over at least `min_samples` known errors
+    /// (and of the obvious ones), approved from at least `min_providers` providers.
+    pub min_samples: u32,
+    /// The rule's approval threshold, between 0 and 1.
+    pub approval_threshold: f64,
+    /// Providers the rule needs.
+    pub min_providers: u32,
+    /// Whether the record meets the rule now.
+    pub meets_rule: bool,
+    /// Whether the contract flagged it as a rubber-stamper.
+    pub flagged: bool,
+}
+
+/// One difficulty of a honeypot record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct DifficultyRecordView {
+    /// `Obvious`, `Subtle` or `Domain`.
+    pub difficulty: String,
+    /// Known errors voted on, abstentions included.
+    pub seen: u32,
+    /// Abstentions among them.
+    pub abstained: u32,
+    /// Judged: seen minus abstained.
+    pub judged: u32,
+    /// Approved (voted Valid).
+    pub approved: u32,
+    /// `approved / judged` (none before any judged).
+    pub approval_rate: Option<f64>,
+}
+
+impl HoneypotRecordView {
+    /// The record of `a` under the rule of `params`.
+    pub fn of(a: &trust_contracts::Auditor, params: &trust_contracts::Params) -> Self {
+        let h = &a.honeypots;
+        let rate = |p: Option<trust_protocol::units::Ppm>| p.map(|p| f64::from(p.0) / 1e6);
+        let at = |x: &[u32; 3], i: usize| x.get(i).copied().unwrap_or(0);
+        let difficulties: Vec<DifficultyRecordView> = trust_protocol::tx::Difficulty::ALL
+            .iter()
+            .map(|d| {
+                let i = d.index();
+                let (seen, abstained) = (at(&h.errors_seen, i), at(&h.errors_abstained, i));
+                DifficultyRecordView {
+                    difficulty: format!("{d:?}"),
+                    seen,
+                    abstained,
+                    judged: seen.saturating_sub(abstained),
+                    approved: at(&h.errors_approved, i),
+                    approval_rate: rate(h.error_approval(*d)),
+                }
+            })
+            .collect();
+        let sum = |f: fn(&DifficultyRecordView) -> u32| {
+            difficulties
+                .iter()
+                .fold(0u32, |s, d| s.saturating_add(f(d)))
+        };
+        let rule = &params.rubber_stamp;
+        HoneypotRecordView {
+            tier: Some(a.tier),
+            seen: sum(|d| d.seen),
+            judged: sum(|d| d.judged),
+            approved: sum(|d| d.approved),
+            approval_rate: rate(h.total_error_approval()),
+            difficulties,
+            providers: u32::try_from(h.miss_providers.len()).unwrap_or(u32::MAX),
+            min_samples: rule.min_samples,
+            approval_threshold: f64::from(rule.approval.0) / 1e6,
+            min_providers: rule.min_providers,
+            meets_rule: trust_contracts::econ::is_rubber_stamper(params, h),
+            flagged: a.flagged,
+        }
+    }
 }
 
 /// Whether a `Withdraw` in the next block would apply.

@@ -95,7 +95,8 @@ struct Inner {
 }
 
 /// Calls that apply at most once (a session duty): asked for again after a restart,
-/// the restored transaction answers. A transfer or a bond may be meant twice.
+/// the restored transaction answers. A transfer, a bond or an appeal may be meant twice
+/// (an appellant may appeal a segment again after its first appeal round).
 fn once_only(call: &Call) -> bool {
     matches!(
         call,

@@ -506,18 +506,21 @@ impl Seat {
         let Some(s) = contract.state().sessions.get(session) else {
             return;
         };
-        let commit_until = match s.phase {
-            Phase::Commit { until, .. } => until,
-            _ => contract.state().height,
+        let (commit_until, committing) = match s.phase {
+            Phase::Commit { until, round } => (until, Some(round)),
+            _ => (contract.state().height, None),
         };
         let give_up = gives_up(contract.state().height, commit_until);
         let mut todo = Vec::new();
         for (i, seg) in s.segments.iter().enumerate() {
             let Ok(segment) = u16::try_from(i) else { break };
+            // Only the round taking commitments: a seat this node held in an earlier round
+            // (one an appeal now judges again) has had its turn.
             let Some(seat) = seg
                 .seats
                 .iter()
                 .filter(|x| x.account == me && x.commitment.is_none())
+                .filter(|x| committing.is_none_or(|r| x.round == r))
                 .max_by_key(|x| x.round)
             else {
                 continue;
@@ -1065,7 +1068,34 @@ mod tests {
             assert_eq!(n.seat.keys.scan_prefix(s.session.as_ref()).count(), 0);
             assert!(n.seat.blobs.is_empty(), "fetched ciphertexts removed");
         }
-        assert!(blobs.is_empty(), "the provider's ciphertexts removed too");
+        // The provider keeps its ciphertexts while the session may be appealed, and
+        // removes them once it is final.
+        assert!(
+            !blobs.is_empty(),
+            "the provider's ciphertexts kept for appeals"
+        );
+        let window = chain.contract.state().params.appeal_window;
+        for _ in 0..=window {
+            let ev = chain.block().await;
+            p.on_block(&ev, &chain.contract).await;
+            if ev
+                .iter()
+                .any(|e| matches!(e, Event::SessionFinal { session } if *session == s.session))
+            {
+                break;
+            }
+        }
+        assert!(
+            matches!(
+                chain.contract.finality(&s.session),
+                Some(trust_contracts::Finality::Final { .. })
+            ),
+            "final after its window"
+        );
+        assert!(
+            blobs.is_empty(),
+            "the provider's ciphertexts removed once final"
+        );
     }
 
     /// The crash the vote book exists for: a seat commits, its node dies before the

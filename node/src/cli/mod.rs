@@ -15,6 +15,7 @@ macro_rules! outln {
     };
 }
 
+pub mod appeal;
 pub mod auditor;
 pub mod bench;
 pub mod bench_network;
@@ -136,6 +137,13 @@ pub enum Command {
     Proof(proof::ProofArgs),
     /// An auditor's life: register, bond, status, unbond, exit, withdraw.
     Auditor(auditor::AuditorArgs),
+    /// Appeal decided segments of a session from this node's account, within its appeal
+    /// window: escrows the network's appeal bond per segment; fresh seats (2k + 1, none
+    /// who sat on the segment before) judge each again, and their verdict replaces the
+    /// old one. Prints the bond and the round; with `--wait`, each segment's previous and
+    /// new verdict, the slashes and the refund. A refusal prints the contract's reason and
+    /// exits 1.
+    Appeal(appeal::AppealArgs),
     /// Follow the network's events as they are finalized (seats drawn, deadlines,
     /// verdicts, rewards, slashes), filtered by account, session and kind.
     Watch(watch::WatchArgs),
@@ -216,6 +224,7 @@ pub fn run() -> ExitCode {
         Command::Proof(args) => proof::run(args),
         Command::Submit(args) => node::run_submit(args),
         Command::Auditor(args) => auditor::run(args),
+        Command::Appeal(args) => appeal::run(args),
         Command::Watch(args) => watch::run_watch(args),
         Command::Bench(cmd) => bench::run(cmd),
     };

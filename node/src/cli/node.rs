@@ -365,6 +365,9 @@ fn with_names(why: &str, names: &[String]) -> String {
 /// and their reasons under it.
 fn print_session(id: &str, s: &SessionView, names: &[String], votes: bool) {
     outln!("session     {id}");
+    if let Some(t) = &s.terms {
+        outln!("{}", terms_line(t));
+    }
     match (s.status, &s.outcome) {
         (SessionStatus::Decided, Some(o)) => {
             outln!(
@@ -375,7 +378,13 @@ fn print_session(id: &str, s: &SessionView, names: &[String], votes: bool) {
             if let Some(t) = &s.decided_time {
                 outln!("decided     {t}");
             }
+            if let Some(f) = &s.finality {
+                outln!("{}", super::appeal::finality_line(f, &s.session));
+            }
             print_outcome(o, s.explanation.as_deref(), names, votes);
+            for line in super::appeal::appeal_lines(s) {
+                outln!("{line}");
+            }
         }
         (SessionStatus::Live, _) => {
             outln!(
@@ -585,6 +594,12 @@ pub struct SubmitArgs {
     pub decompose: DecomposeMode,
     #[command(flatten)]
     pub endpoint: super::local::LlmEndpointArgs,
+    #[command(flatten)]
+    pub assurance: AssuranceArgs,
+    /// Print what the session would be (each segment's tier and seats or why it is left
+    /// out, the fee, the most of the trace one auditor could see) and submit nothing.
+    #[arg(long, conflicts_with = "wait")]
+    pub plan: bool,
     /// Wait for the outcome, showing the session's phase as it moves.
     #[arg(long)]
     pub wait: bool,
@@ -600,9 +615,204 @@ pub struct SubmitArgs {
     addr: NodeAddr,
 }
 
+/// The session's assurance, over the node's `[session]` defaults (`config.toml`).
+#[derive(Debug, Clone, Default, Args)]
+#[command(
+    next_help_heading = "Assurance (defaults: the node's [session] table, else k = 3, no racing, tau = beta = 0.6)"
+)]
+pub struct AssuranceArgs {
+    /// Seats whose votes count per segment: one number for every tier, or per tier as
+    /// `computer=5,llm=3,human=1`.
+    #[arg(long, value_name = "K|TIER=K,...")]
+    pub seats: Option<String>,
+    /// Racing seats drawn beyond k per segment (the first k reveals count).
+    #[arg(long, value_name = "N")]
+    pub racing: Option<u8>,
+    /// Seat quorum tau: a segment is decided by ceil(tau k) agreeing votes (0.5..=1).
+    #[arg(long)]
+    pub tau: Option<f64>,
+    /// Trace quorum beta: the share of the trace's weight that must pass (0..=1).
+    #[arg(long)]
+    pub beta: Option<f64>,
+    /// Segment weight per tier, e.g. `computer=1,llm=2,human=3`.
+    #[arg(long, value_name = "TIER=W,...")]
+    pub tier_weights: Option<String>,
+    /// The tiers that may judge, e.g. `computer,llm`: segments routed to others are left
+    /// out, and nothing escalates to them.
+    #[arg(long, value_name = "TIER,...")]
+    pub tiers: Option<String>,
+    /// Expertise domain of the seats, e.g. `medicine`: only auditors declaring it are
+    /// drawn (add --prefer-domain to only favour them).
+    #[arg(long)]
+    pub domain: Option<String>,
+    /// With --domain: favour auditors declaring the domain instead of requiring it.
+    #[arg(long, requires = "domain")]
+    pub prefer_domain: bool,
+    /// The fee to escrow (default and least: one reward per counted seat).
+    #[arg(long)]
+    pub fee: Option<u64>,
+    /// Blocks each commit window stays open (default: the network's).
+    #[arg(long, value_name = "BLOCKS")]
+    pub commit_window: Option<u16>,
+    /// Blocks each reveal window stays open (default: the network's).
+    #[arg(long, value_name = "BLOCKS")]
+    pub reveal_window: Option<u16>,
+    /// The exposure budget: the largest share of the trace's segments one auditor may
+    /// receive keys or text of, e.g. 0.5; segments the draw could not staff within it are
+    /// left out.
+    #[arg(long, value_name = "SHARE")]
+    pub max_exposure: Option<f64>,
+}
+
+/// `computer=5,llm=3` (or a bare value for every tier) as per-tier values.
+fn per_tier<T: std::str::FromStr>(
+    flag: &str,
+    s: &str,
+) -> Result<(Option<T>, [Option<T>; 3]), CliError> {
+    let bad = |why: String| CliError::usage(format!("--{flag} {s}: {why}"));
+    if !s.contains('=') {
+        let v = s.trim().parse().map_err(|_| bad("not a number".into()))?;
+        return Ok((Some(v), [None, None, None]));
+    }
+    let mut out: [Option<T>; 3] = [None, None, None];
+    for part in s.split(',').filter(|p| !p.trim().is_empty()) {
+        let (tier, v) = part
+            .split_once('=')
+            .ok_or_else(|| bad(format!("{part:?} is not TIER=VALUE")))?;
+        let tier =
+            crate::audit::provider::terms::parse_tier(tier).map_err(|e| bad(e.to_string()))?;
+        let v = v
+            .trim()
+            .parse()
+            .map_err(|_| bad(format!("{v:?} is not a number")))?;
+        let slot = match tier {
+            trust_protocol::tx::Tier::Computer => 0,
+            trust_protocol::tx::Tier::Llm => 1,
+            trust_protocol::tx::Tier::Human => 2,
+        };
+        if let Some(o) = out.get_mut(slot) {
+            *o = Some(v);
+        }
+    }
+    Ok((None, out))
+}
+
+impl AssuranceArgs {
+    /// The settings given on the command line (`None` when none is).
+    pub fn options(
+        &self,
+    ) -> Result<Option<crate::audit::provider::terms::SessionOptions>, CliError> {
+        let mut o = crate::audit::provider::terms::SessionOptions::default();
+        if let Some(s) = &self.seats {
+            let (all, [c, l, h]) = per_tier::<u8>("seats", s)?;
+            o.seats = all;
+            o.computer_seats = c;
+            o.llm_seats = l;
+            o.human_seats = h;
+        }
+        if let Some(s) = &self.tier_weights {
+            let (all, [c, l, h]) = per_tier::<u32>("tier-weights", s)?;
+            o.computer_weight = c.or(all);
+            o.llm_weight = l.or(all);
+            o.human_weight = h.or(all);
+        }
+        o.racing_seats = self.racing;
+        o.tau = self.tau;
+        o.beta = self.beta;
+        o.tiers = self.tiers.as_ref().map(|t| {
+            t.split(',')
+                .map(str::trim)
+                .filter(|x| !x.is_empty())
+                .map(String::from)
+                .collect()
+        });
+        o.domain = self.domain.clone();
+        o.require_domain = self.prefer_domain.then_some(false);
+        o.fee = self.fee;
+        o.commit_window = self.commit_window;
+        o.reveal_window = self.reveal_window;
+        o.max_exposure = self.max_exposure;
+        Ok((!o.is_empty()).then_some(o))
+    }
+}
+
+/// Prints a plan as `submit --plan` shows it.
+fn print_plan(p: &crate::api::views::Plan) {
+    let t = &p.terms;
+    outln!("{}", terms_line(t));
+    outln!(
+        "auditors    {} Computer, {} LLM, {} Human could be drawn",
+        p.auditors[0],
+        p.auditors[1],
+        p.auditors[2]
+    );
+    outln!("{:<28} {:<9} seats", "segment", "tier");
+    for s in &p.segments {
+        outln!("{:<28} {:<9} {}", s.node, tier_label(s.tier), s.seats);
+    }
+    for (node, tier, why) in &p.left_out {
+        outln!("{:<28} {:<9} left out: {why}", node, tier_label(*tier));
+    }
+    outln!(
+        "fee         {} (and a honeypot bond of {}, returned unless its honeypots are disputed)",
+        p.fee,
+        p.honeypot_bond
+    );
+    let e = &p.exposure;
+    let pct = |n: usize| 100.0 * n as f64 / e.trace_segments.max(1) as f64;
+    match e.budget {
+        Some(b) => outln!(
+            "exposure    no auditor sees more than {b} of the trace's {} segments ({:.0}%, the budget)",
+            e.trace_segments,
+            pct(b)
+        ),
+        None => outln!(
+            "exposure    one auditor could see {} of the trace's {} segments ({:.0}%); --max-exposure bounds it",
+            e.most_seen,
+            e.trace_segments,
+            pct(e.most_seen)
+        ),
+    }
+    outln!("nothing was submitted");
+}
+
+fn tier_label(t: trust_protocol::tx::Tier) -> &'static str {
+    match t {
+        trust_protocol::tx::Tier::Computer => "Computer",
+        trust_protocol::tx::Tier::Llm => "LLM",
+        trust_protocol::tx::Tier::Human => "Human",
+    }
+}
+
+/// The one-line summary of a session's terms (`submit --plan`, `query`).
+pub fn terms_line(t: &crate::api::views::TermsView) -> String {
+    let [c, l, h] = t.seats;
+    let [wc, wl, wh] = t.tier_weights;
+    format!(
+        "assurance   k = {c}/{l}/{h} (Computer/LLM/Human), racing {}, tau {}, beta {}, weights {wc}/{wl}/{wh}, tiers {}, domain {}{}, windows {}+{} blocks, max exposure {}",
+        t.racing_seats,
+        t.tau,
+        t.beta,
+        t.tiers.join(","),
+        if t.domain.is_empty() {
+            "any"
+        } else {
+            t.domain.as_str()
+        },
+        if t.domain_required {
+            " (required)"
+        } else {
+            " (preferred)"
+        },
+        t.commit_window,
+        t.reveal_window,
+        t.max_exposure
+    )
+}
+
 /// The operator token to send: the flag (or `TRUST_API_TOKEN`), else the home's token
 /// file if there is one. `None`: send none, and let the node say what it needs.
-fn api_token(flag: Option<&str>, addr: &NodeAddr) -> Result<Option<String>, CliError> {
+pub(super) fn api_token(flag: Option<&str>, addr: &NodeAddr) -> Result<Option<String>, CliError> {
     if let Some(t) = flag {
         return Ok(Some(t.trim().to_string()));
     }
@@ -673,8 +883,20 @@ pub fn run_submit(args: SubmitArgs) -> CliResult {
         true => rt.block_on(api.status()).map_err(api_error)?.height,
         false => 0,
     };
+    let body = OpenSessionBody {
+        trace,
+        hdag,
+        session: args.assurance.options()?,
+    };
+    if args.plan {
+        let p = rt
+            .block_on(api.plan_session(&body, token.as_deref()))
+            .map_err(api_error)?;
+        print_plan(&p);
+        return Ok(());
+    }
     let r = rt
-        .block_on(api.open_session(&OpenSessionBody { trace, hdag }, token.as_deref()))
+        .block_on(api.open_session(&body, token.as_deref()))
         .map_err(api_error)?;
     let session = r.session.to_hex();
     outln!("session     {session}");

@@ -244,6 +244,35 @@ pub fn line(e: &FeedEvent, me: Option<AccountId>) -> String {
             e.passing_weight.unwrap_or(0),
             e.total_weight.unwrap_or(0)
         ),
+        Kind::AppealOpened => format!(
+            "{session} by {}: segments {} in round {}, bond {amount}",
+            who(e.account),
+            e.segments_appealed
+                .as_deref()
+                .unwrap_or_default()
+                .iter()
+                .map(|s| format!("#{s}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            e.round.unwrap_or(0)
+        ),
+        Kind::AppealDecided => format!(
+            "{session}{segment}: {} -> {} {} (trace {})",
+            e.previous.as_deref().unwrap_or("?"),
+            e.verdict.as_deref().unwrap_or("?"),
+            if e.overturned == Some(true) {
+                "overturned"
+            } else {
+                "not overturned"
+            },
+            e.trace.as_deref().unwrap_or("?")
+        ),
+        Kind::AppealCancelled => format!(
+            "{session} by {}: bond {amount} back ({})",
+            who(e.account),
+            e.reason.as_deref().unwrap_or("?")
+        ),
+        Kind::SessionFinal => format!("{session}: final"),
         Kind::SessionFailed => format!("{session}: {}", e.reason.as_deref().unwrap_or("?")),
         Kind::Reward => format!("{session}{segment} → {}: +{amount}", who(e.account)),
         Kind::Slash => format!(

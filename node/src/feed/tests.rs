@@ -185,3 +185,82 @@ fn ids_and_kinds_parse_and_refuse_clearly() {
     }));
     assert_eq!(d.resume_after.as_deref(), Some("3:1"));
 }
+
+/// Appeals reach the feed: opened (by its appellant, with the bond), each appealed
+/// segment decided (before and after, overturned or not, the trace after), cancelled,
+/// and the session final; in lifecycle order after the session's verdict.
+#[test]
+fn appeals_and_finality_are_in_the_feed() {
+    use trust_contracts::LocalVerdict;
+    let session = Hash::sha256(b"appealed");
+    let events = vec![
+        Event::SessionFinal { session },
+        Event::AppealDecided {
+            session,
+            segment: 3,
+            round: 2,
+            previous: LocalVerdict::Valid,
+            verdict: LocalVerdict::Invalid,
+            overturned: true,
+            trace: TraceVerdict::Fail,
+        },
+        Event::AppealCancelled {
+            session,
+            appellant: account(4),
+            refunded: 60,
+            reason: "too few auditors".into(),
+        },
+        Event::AppealOpened {
+            session,
+            appellant: account(4),
+            segments: vec![3, 4],
+            round: 2,
+            bond: 120,
+        },
+        Event::Slashed {
+            session,
+            seat: account(2),
+            amount: 54,
+            reason: SlashReason::Incoherent,
+        },
+    ];
+    let feed = derive(7, &events, &contract());
+    let kinds: Vec<Kind> = feed.iter().map(|e| e.kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            Kind::AppealOpened,
+            Kind::AppealDecided,
+            Kind::AppealCancelled,
+            Kind::SessionFinal,
+            Kind::Slash,
+        ]
+    );
+    let opened = serde_json::to_value(&feed[0]).unwrap();
+    assert_eq!(opened["kind"], "appeal_opened");
+    assert_eq!(opened["account"], account(4).to_hex());
+    assert_eq!(opened["segments_appealed"], serde_json::json!([3, 4]));
+    assert_eq!(opened["round"], 2);
+    assert_eq!(opened["amount"], 120);
+    let decided = serde_json::to_value(&feed[1]).unwrap();
+    assert_eq!(decided["kind"], "appeal_decided");
+    assert_eq!(decided["segment"], 3);
+    assert_eq!(decided["previous"], "valid");
+    assert_eq!(decided["verdict"], "invalid");
+    assert_eq!(decided["overturned"], true);
+    assert_eq!(decided["trace"], "fail");
+    assert_eq!(feed[2].amount, Some(60));
+    assert_eq!(feed[3].session, Some(session));
+    assert_eq!(feed[4].reason.as_deref(), Some("incoherent"));
+    for k in [
+        Kind::AppealOpened,
+        Kind::AppealDecided,
+        Kind::AppealCancelled,
+        Kind::SessionFinal,
+    ] {
+        assert!(Kind::STORED.contains(&k), "{k}");
+        assert_eq!(k.name().parse::<Kind>().unwrap(), k);
+    }
+    let back: FeedEvent = serde_json::from_value(decided).unwrap();
+    assert_eq!(back, feed[1]);
+}

@@ -275,6 +275,15 @@ pub fn describe(tx: &SignedTx) -> (&'static str, String) {
                     .join("; ")
             ),
         ),
+        Call::Appeal { session, segments } => (
+            "Appeal",
+            format!(
+                "session {}, {} segments: {}",
+                session_link(session),
+                segments.len(),
+                segment_list(segments.iter().copied())
+            ),
+        ),
         Call::RevealMapping {
             session, mapping, ..
         } => (

@@ -27,7 +27,7 @@ use super::{
     parse_id, short, stat,
 };
 use crate::{
-    audit::provider::PageRecord,
+    audit::provider::{PageRecord, TermsView},
     query::{self, Decided, SessionLookup},
     view::latest,
 };
@@ -294,13 +294,18 @@ pub async fn page(State(pages): State<Pages>, Path(id): Path<String>) -> PageRes
         .ok_or_else(|| PageError::NotFound(format!("no session {sid} on this network")))?;
     let record = pages.provider.as_ref().and_then(|p| p.page_record(&sid));
     let title = format!("Session {}", short(&sid));
+    let params = latest(&pages.chain).contract.state().params.clone();
     match found {
         SessionLookup::Decided(d) => {
-            let body = decided_body(&pages, &sid, &d, record.as_ref())?;
+            let mut body = decided_body(&pages, &sid, &d, record.as_ref())?;
+            let o = &d.outcome;
+            body += &assurance(&TermsView::of(&o.quorum, &o.terms, &o.domain, &params));
             Ok(layout::page(&title, &body).into_response())
         }
         SessionLookup::Live(x) => {
-            let body = live_body(&sid, &x, record.as_ref());
+            let mut body = live_body(&sid, &x, record.as_ref());
+            let m = &x.manifest;
+            body += &assurance(&TermsView::of(&m.quorum, &m.terms, &m.domain, &params));
             Ok(layout::page_with_head(
                 &title,
                 "<meta http-equiv=\"refresh\" content=\"2\">\n",
@@ -317,6 +322,46 @@ pub async fn page(State(pages): State<Pages>, Path(id): Path<String>) -> PageRes
             Ok(layout::page(&title, &body).into_response())
         }
     }
+}
+
+/// What the provider chose for the session, as a card.
+fn assurance(t: &TermsView) -> String {
+    let [c, l, h] = t.seats;
+    let [wc, wl, wh] = t.tier_weights;
+    let share = |x: f64| format!("{:.0}%", x * 100.0);
+    format!(
+        "<h2>Assurance</h2>\n<div class=\"card\"><dl class=\"kv\">\
+<dt>Seats per segment (k)</dt><dd>{c} Computer, {l} LLM, {h} Human</dd>\
+<dt>Racing seats (Δ)</dt><dd>{}</dd><dt>Seat quorum (τ)</dt><dd>{}</dd>\
+<dt>Trace quorum (β)</dt><dd>{}</dd><dt>Tier weights</dt><dd>{wc} Computer, {wl} LLM, {wh} Human</dd>\
+<dt>Tiers that may judge</dt><dd>{}</dd><dt>Domain</dt><dd>{}</dd>\
+<dt>Windows</dt><dd>commit {} blocks, reveal {} blocks</dd>\
+<dt>Exposure budget</dt><dd>{}</dd></dl></div>\n",
+        t.racing_seats,
+        t.tau,
+        t.beta,
+        esc(&t.tiers.join(", ")),
+        if t.domain.is_empty() {
+            "any".to_string()
+        } else {
+            format!(
+                "{} ({})",
+                esc(&t.domain),
+                if t.domain_required {
+                    "required"
+                } else {
+                    "preferred"
+                }
+            )
+        },
+        t.commit_window,
+        t.reveal_window,
+        if t.max_exposure >= 1.0 {
+            "none (no auditor sees the whole trace)".to_string()
+        } else {
+            format!("{} of the trace per auditor", share(t.max_exposure))
+        }
+    )
 }
 
 fn header(sid: &Hash, provider: &trust_protocol::AccountId, record: bool) -> String {
@@ -385,7 +430,8 @@ fn decided_body(
 <dt>Undecided weight</dt><dd>{}</dd><dt>Left out</dt><dd>{} computer, {} LLM, {} human</dd>\
 <dt>Opened at</dt><dd>{}</dd><dt>Decided at (UTC)</dt><dd class=\"mono\">{}</dd>\
 <dt>Deciding block hash</dt><dd class=\"mono\">{}</dd>\
-<dt>Rewards paid</dt><dd>{}</dd><dt>Refunded</dt><dd>{}</dd>",
+<dt>Rewards paid</dt><dd>{}</dd><dt>Refunded</dt><dd>{}</dd>\
+<dt>Finality</dt><dd>{}</dd>",
         esc(&bound_text(o.bound.hoeffding_neg_ln_milli)),
         if o.error_at_conclusion { "yes" } else { "no" },
         o.undecided_weight,
@@ -396,9 +442,11 @@ fn decided_body(
         d.time_ms.map_or("-".to_string(), crate::chain::format_time),
         d.block_hash.map_or("-".to_string(), |h| h.to_string()),
         o.rewards_paid,
-        o.refunded
+        o.refunded,
+        finality_text(latest(&pages.chain).contract.finality(sid), sid)
     );
     body += "</dl></div>\n";
+    body += &appeals_section(o);
     match manifest {
         Some(m) => {
             if !m.domain.is_empty() {
@@ -411,6 +459,69 @@ fn decided_body(
         }
     }
     Ok(body)
+}
+
+/// Where a decided session stands with respect to appeals, as HTML: final at a block,
+/// appealable until one (with the command that appeals), or an appeal round running.
+fn finality_text(f: Option<trust_contracts::Finality>, sid: &Hash) -> String {
+    use trust_contracts::Finality;
+    match f {
+        Some(Finality::Final { at }) => format!("final at block {}", block_link(at)),
+        Some(Finality::Appealable { until }) => format!(
+            "appealable until block {} (<code>trust-node appeal {sid} --segments …</code>)",
+            block_link(until)
+        ),
+        Some(Finality::Appealing { round }) => {
+            format!("an appeal is being judged in round {round}")
+        }
+        None => "-".to_string(),
+    }
+}
+
+/// Every appeal round of a decided session, one row per appealed segment.
+fn appeals_section(o: &Outcome) -> String {
+    let rounds = &o.appeals.rounds;
+    if rounds.is_empty() && o.appeals.open.is_none() {
+        return String::new();
+    }
+    let mut s = String::from(
+        "<h2>Appeals</h2>\n<div class=\"scroll\"><table><thead><tr><th>Appeal</th><th>Round</th><th>Appellant</th><th>Opened</th><th>Decided</th><th>Segment</th><th>Verdict</th><th>Result</th><th>Slashed</th><th>Appellant refunded</th><th>Seats paid</th><th>Burned</th></tr></thead><tbody>\n",
+    );
+    for (n, r) in rounds.iter().enumerate() {
+        for a in &r.segments {
+            let result = match a.result {
+                trust_contracts::AppealResult::Overturned => "overturned",
+                trust_contracts::AppealResult::Upheld => "upheld",
+                trust_contracts::AppealResult::Undecided => "undecided (the verdict stands)",
+            };
+            let _ = writeln!(
+                s,
+                "<tr><td>{}</td><td>{}</td><td class=\"mono\"><a href=\"/accounts/{}\">{}</a></td><td>{}</td><td>{}</td><td>#{}</td><td>{:?} → {:?}</td><td>{result}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                n.saturating_add(1),
+                r.round,
+                r.appellant,
+                short(&r.appellant),
+                block_link(r.opened_at),
+                block_link(r.decided_at),
+                a.segment,
+                a.previous,
+                a.verdict,
+                a.slashed,
+                a.refunded,
+                a.paid,
+                a.burned
+            );
+        }
+    }
+    if let Some(r) = o.appeals.open {
+        let _ = writeln!(
+            s,
+            "<tr><td>{}</td><td>{r}</td><td colspan=\"10\" class=\"muted\">being judged</td></tr>",
+            rounds.len().saturating_add(1)
+        );
+    }
+    s += "</tbody></table></div>\n";
+    s
 }
 
 fn live_body(sid: &Hash, x: &Session, record: Option<&PageRecord>) -> String {

@@ -3,6 +3,8 @@
 //! [`Network`](crate::fixtures::network::Network) harness.
 
 mod adversary;
+mod appeal;
+mod assurance;
 mod audit;
 mod chain;
 mod crash;
@@ -10,6 +12,7 @@ mod events;
 mod faults;
 mod lifecycle;
 mod llm;
+mod llm_honeypots;
 mod long;
 mod misbehave;
 mod shutdown;

@@ -10,7 +10,9 @@
 //!    session whose reveal window closed, releasing a finished session's ciphertexts; then
 //!    sealing keys to the seats the block drew, one delivery per session;
 //! 4. the seats' duties, in event order: opening keys sealed to this node, revealing when a
-//!    commit window closes, forgetting a finished session;
+//!    commit window closes, forgetting a session whose round is over (decided, an appeal
+//!    round decided or cancelled, final, failed; not on the node that provides it, whose
+//!    ciphertexts stay until the session is final);
 //! 5. judging, at most once per session, where this node holds a seat that may still
 //!    commit ([`may_commit`]).
 
@@ -115,6 +117,7 @@ pub fn plan(node: &Node<'_>, state: &State, height: u64, events: &[Event]) -> Ve
 pub fn plan_seat(node: &Node<'_>, state: &State, events: &[Event]) -> Vec<Duty> {
     let mut out = Vec::new();
     let mut judge = BTreeSet::new();
+    let mut done = BTreeSet::new();
     for e in events {
         match e {
             Event::KeyDelivered {
@@ -152,7 +155,17 @@ pub fn plan_seat(node: &Node<'_>, state: &State, events: &[Event]) -> Vec<Duty> 
                 session: *session,
                 segment: *segment,
             }),
-            Event::TraceDecided { session, .. } | Event::SessionFailed { session, .. } => {
+            // A seat's part ends with its round: the first round's at the decision, an
+            // appeal round's when that round is decided (or cancelled). The provider's
+            // node keeps the session's ciphertexts until it is final: its own duty
+            // ([`ProviderDuty::Done`]) releases them.
+            Event::TraceDecided { session, .. }
+            | Event::SessionFailed { session, .. }
+            | Event::AppealDecided { session, .. }
+            | Event::AppealCancelled { session, .. }
+            | Event::SessionFinal { session }
+                if !node.provided.contains(session) && done.insert(*session) =>
+            {
                 out.push(Duty::SeatDone { session: *session });
             }
             _ => {}
@@ -314,6 +327,7 @@ mod tests {
             fee: 0,
             domain: "math".into(),
             left_out: Vec::new(),
+            terms: trust_protocol::tx::SessionTerms::default(),
         };
         m.fee = minimum_fee(&Params::default(), &m).unwrap();
         let open = Signed::sign(
@@ -497,6 +511,7 @@ mod tests {
                 reason: "test".into(),
             },
         ];
+        // The provider releases the ciphertexts itself (its seat role leaves them alone).
         let p = plan(&node(me, &provided, &no_stuck), c.state(), height, &events);
         assert_eq!(
             p,
@@ -505,7 +520,97 @@ mod tests {
                 Duty::Provider(ProviderDuty::RevealMapping { session }),
                 Duty::Provider(ProviderDuty::Done { session }),
                 Duty::Reveal { session, round: 0 },
+            ]
+        );
+        let none = BTreeSet::new();
+        let p = plan(&node(me, &none, &no_stuck), c.state(), height, &events);
+        assert_eq!(
+            p,
+            vec![
+                Duty::Flush,
+                Duty::Reveal { session, round: 0 },
                 Duty::SeatDone { session },
+            ]
+        );
+    }
+
+    /// A decided session may still be appealed: the provider keeps its keys and
+    /// ciphertexts (no `Done`) until `SessionFinal`, its seats are forgotten at the
+    /// decision, an appeal round's seats once that round is decided or cancelled (once per
+    /// session and block), and the provider's node never drops the ciphertexts as a seat.
+    #[test]
+    fn the_provider_keeps_a_decided_session_until_final_and_seats_forget_their_round() {
+        use trust_contracts::{LocalVerdict, TraceVerdict};
+        let (c, session, height, _) = drawn();
+        let no_stuck = BTreeSet::new();
+        let none = BTreeSet::new();
+        let provided = BTreeSet::from([session]);
+        let provider_node = node(provider().public(), &provided, &no_stuck);
+        let seat = seated(&c, &session, 0)[0];
+        let seat_node = node(seat, &none, &no_stuck);
+        let decided = [Event::TraceDecided {
+            session,
+            verdict: TraceVerdict::Pass,
+            passing_weight: 2,
+            total_weight: 2,
+        }];
+        assert_eq!(
+            plan(&provider_node, c.state(), height, &decided),
+            vec![Duty::Flush]
+        );
+        assert_eq!(
+            plan(&seat_node, c.state(), height, &decided),
+            vec![Duty::Flush, Duty::SeatDone { session }]
+        );
+        let appeal_decided = |segment| Event::AppealDecided {
+            session,
+            segment,
+            round: 2,
+            previous: LocalVerdict::Valid,
+            verdict: LocalVerdict::Invalid,
+            overturned: true,
+            trace: TraceVerdict::Fail,
+        };
+        let round_over = [appeal_decided(0), appeal_decided(1)];
+        assert_eq!(
+            plan(&provider_node, c.state(), height, &round_over),
+            vec![Duty::Flush]
+        );
+        assert_eq!(
+            plan(&seat_node, c.state(), height, &round_over),
+            vec![Duty::Flush, Duty::SeatDone { session }]
+        );
+        let cancelled = [Event::AppealCancelled {
+            session,
+            appellant: seat,
+            refunded: 60,
+            reason: "test".into(),
+        }];
+        assert_eq!(
+            plan(&seat_node, c.state(), height, &cancelled),
+            vec![Duty::Flush, Duty::SeatDone { session }]
+        );
+        let final_ = [Event::SessionFinal { session }];
+        assert_eq!(
+            plan(&provider_node, c.state(), height, &final_),
+            vec![Duty::Flush, Duty::Provider(ProviderDuty::Done { session })]
+        );
+        // An appeal round's draw: the provider seals the keys to its seats.
+        let drawn = [Event::SeatAssigned {
+            session,
+            segment: 1,
+            seat,
+            round: 2,
+            tier: Tier::Computer,
+        }];
+        assert_eq!(
+            plan(&provider_node, c.state(), height, &drawn),
+            vec![
+                Duty::Flush,
+                Duty::Provider(ProviderDuty::DeliverKeys {
+                    session,
+                    seats: vec![(1, seat, 2)]
+                })
             ]
         );
     }

@@ -2,9 +2,11 @@
 //! seats, and the seats of the segments that cite it), under [`key_context`], in
 //! `DeliverKeys` transactions of at most [`KEYS_PER_DELIVERY`] keys. A delivery is recorded
 //! only once pooled, so one still queued in the outbox is asked again after a restart
-//! ([`Provider::resume`]). A seat of an escalation round gets its keys again.
+//! ([`Provider::resume`]). A seat of an escalation round gets its keys again, and so does
+//! a seat of each appeal round (the contract counts a key for the round whose commit
+//! window it lands in).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use rand::RngCore;
 use trust_contracts::Contract;
@@ -46,34 +48,33 @@ impl Provider {
         let Some(mut r) = self.load(session) else {
             return;
         };
-        // (segment, seat) -> whether it is for a seat of an escalation round.
-        let mut wanted: BTreeMap<(u16, AccountId), bool> = BTreeMap::new();
+        // (segment, seat) -> the latest round of a seat it is for: 0, 1 (an escalation)
+        // or an appeal round.
+        let mut wanted: BTreeMap<(u16, AccountId), u8> = BTreeMap::new();
         for (seg, seat, round) in seats {
-            let again = *round > 0;
             let deps = r
                 .depends_on
                 .get(usize::from(*seg))
                 .cloned()
                 .unwrap_or_default();
             for k in std::iter::once(*seg).chain(deps) {
-                let e = wanted.entry((k, *seat)).or_insert(again);
-                *e |= again;
+                let e = wanted.entry((k, *seat)).or_insert(*round);
+                *e = (*e).max(*round);
             }
         }
         let mut keys = Vec::new();
-        let mut again_pairs = BTreeSet::new();
-        for ((seg, seat), again) in wanted {
-            let done = if again {
-                r.delivered_again.contains(&(seg, seat))
-            } else {
-                r.delivered.contains(&(seg, seat))
+        // (segment, seat) -> the round it is sent for.
+        let mut rounds: BTreeMap<(u16, AccountId), u8> = BTreeMap::new();
+        for ((seg, seat), round) in wanted {
+            let done = match round {
+                0 => r.delivered.contains(&(seg, seat)),
+                1 => r.delivered_again.contains(&(seg, seat)),
+                a => r.delivered_appeal.contains(&(a, seg, seat)),
             };
             if done || self.withholds(session, &seat) {
                 continue;
             }
-            if again {
-                again_pairs.insert((seg, seat));
-            }
+            rounds.insert((seg, seat), round);
             let (Some(key), Some(id)) = (r.keys.get(usize::from(seg)), r.ids.get(usize::from(seg)))
             else {
                 continue;
@@ -113,11 +114,11 @@ impl Provider {
                     // in memory only, and `resume` must send it again after a restart.
                     if matches!(tx, Sent::Pooled(_)) {
                         for p in &pairs {
-                            if again_pairs.contains(p) {
-                                r.delivered_again.insert(*p);
-                            } else {
-                                r.delivered.insert(*p);
-                            }
+                            match rounds.get(p).copied().unwrap_or(0) {
+                                0 => r.delivered.insert(*p),
+                                1 => r.delivered_again.insert(*p),
+                                a => r.delivered_appeal.insert((a, p.0, p.1)),
+                            };
                         }
                         if let Err(e) = self.store(session, &r) {
                             tracing::error!(%session, error = %e, "provider record not saved");
@@ -133,6 +134,8 @@ impl Provider {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeSet;
+
     use trust_contracts::Event;
     use trust_protocol::{
         Keypair,
@@ -188,6 +191,39 @@ mod tests {
         p.deliver(&s.session, &[(0, seat, 1)], &chain.contract)
             .await;
         assert_eq!(chain.pooled().await, 0);
+    }
+
+    /// Each appeal round's seat gets its keys again, once per round, though the account
+    /// was sent them in an earlier round.
+    #[tokio::test]
+    async fn a_seat_of_each_appeal_round_gets_its_key_again_once() {
+        let (p, mut chain, _dir) = provider(3);
+        let s = p.submit(TRACE, None, &chain.contract).await.unwrap();
+        chain.block().await;
+        let seated = chain.block().await;
+        p.on_block(&seated, &chain.contract).await;
+        let ev = chain.block().await;
+        let seat = ev
+            .iter()
+            .find_map(|e| match e {
+                Event::KeyDelivered {
+                    segment: 0, seat, ..
+                } => Some(*seat),
+                _ => None,
+            })
+            .expect("segment 0's key delivered in round 0");
+        for round in [2u8, 3] {
+            p.deliver(&s.session, &[(0, seat, round)], &chain.contract)
+                .await;
+            assert_eq!(chain.pooled().await, 1, "round {round}");
+            chain.block().await;
+            p.deliver(&s.session, &[(0, seat, round)], &chain.contract)
+                .await;
+            assert_eq!(chain.pooled().await, 0, "round {round} again");
+        }
+        let r = p.load(&s.session).unwrap();
+        assert!(r.delivered_appeal.contains(&(2, 0, seat)));
+        assert!(r.delivered_appeal.contains(&(3, 0, seat)));
     }
 
     /// A provider restarted after seats were drawn, before its `DeliverKeys` went out,

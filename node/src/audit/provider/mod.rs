@@ -14,13 +14,16 @@
 //! drawn it seals each segment key to that segment's seats and to the seats of the
 //! segments that cite it (`DeliverKeys`); when voting is over it opens its honeypots
 //! (`RevealHoneypot`, see [`honeypot`]) and then the mapping commitment
-//! (`RevealMapping`); once decided it removes the ciphertexts.
+//! (`RevealMapping`). A decided session may be appealed until its appeal window passes:
+//! the provider keeps following it, seals the appealed segments' keys (and their
+//! premises') to each appeal round's seats, and removes the ciphertexts only once the
+//! session is final (`SessionFinal`) or failed.
 //!
 //! Staffing counts only the auditors the contract could draw (its per-tier index:
 //! active, not flagged, bonded at least the tier minimum), never merely registered ones.
 //!
 //! What it keeps, and for how long: the session record (keys, salts) until the session is
-//! decided or failed; the page record (segment texts, shown on this node's outcome page)
+//! final or failed; the page record (segment texts, shown on this node's outcome page)
 //! for the newest [`MAX_PAGE_RECORDS`] sessions it opened, older ones pruned as new ones
 //! open (their outcome pages then show what the ledger holds, without the texts); the fee
 //! book for a day.
@@ -43,8 +46,9 @@ use trust_protocol::{
 };
 
 use self::{
+    exposure::{over_budget_segments, seal_sight},
     honeypot::Bait,
-    prepare::{MappingEntry, Planted, Restricted, TierWeights},
+    prepare::{MappingEntry, Planted, Restricted},
 };
 use super::outbox::{Outbox, OutboxError, Sent};
 use crate::{
@@ -52,11 +56,13 @@ use crate::{
     decompose,
 };
 
+pub mod exposure;
 #[cfg(feature = "misbehave")]
 pub mod grief;
 pub mod honeypot;
 pub mod keys;
 pub mod prepare;
+pub mod terms;
 
 /// Most page records kept: opening a session beyond it prunes the oldest (by the height
 /// at which it was opened).
@@ -86,7 +92,8 @@ pub enum ProviderDuty {
         /// The session.
         session: Hash,
     },
-    /// `session` is over: release its ciphertexts and forget its record.
+    /// `session` is final (its appeal window passed with no appeal open) or failed:
+    /// release its ciphertexts and forget its record.
     Done {
         /// The session.
         session: Hash,
@@ -126,7 +133,9 @@ pub fn plan(provided: &BTreeSet<Hash>, events: &[Event]) -> Vec<ProviderDuty> {
             {
                 out.push(ProviderDuty::RevealMapping { session: *session });
             }
-            Event::TraceDecided { session, .. } | Event::SessionFailed { session, .. }
+            // Not at the decision: until its appeal window passes, an appeal may draw
+            // fresh seats that need the keys and the ciphertexts again.
+            Event::SessionFinal { session } | Event::SessionFailed { session, .. }
                 if provided.contains(session) =>
             {
                 out.push(ProviderDuty::Done { session: *session });
@@ -164,6 +173,10 @@ pub struct SessionRecord {
     /// drawn again needs it again even if the account had it before.
     #[serde(default)]
     pub delivered_again: BTreeSet<(u16, AccountId)>,
+    /// (round, segment, seat) sent a key for a seat of an appeal round (round 2 and up):
+    /// each appeal round's seats need their keys within that round's commit window.
+    #[serde(default)]
+    pub delivered_appeal: BTreeSet<(u8, u16, AccountId)>,
     /// Whether the mapping was opened.
     pub mapping_revealed: bool,
     /// The honeypots planted in the session, opened just before the mapping.
@@ -218,6 +231,155 @@ pub struct Submitted {
     pub honeypots: usize,
 }
 
+/// A session prepared but not stored or sent ([`Provider::plan`], [`Provider::submit_with`]).
+struct Preparation {
+    hdag: Hdag,
+    restricted: Restricted,
+    prepared: prepare::PreparedSession,
+    resolved: terms::Resolved,
+    left_out: Vec<(String, Tier, String)>,
+    budget: Option<usize>,
+    staffed: [usize; 3],
+}
+
+impl Preparation {
+    fn plan(&self, params: &trust_contracts::Params) -> Plan {
+        let m = &self.prepared.manifest;
+        let trace_segments = m.segments.len().saturating_add(m.left_out.len());
+        Plan {
+            terms: TermsView::of(&m.quorum, &m.terms, &m.domain, params),
+            segments: self
+                .prepared
+                .mapping
+                .iter()
+                .zip(&m.segments)
+                .map(|(map, e)| PlannedSegment {
+                    node: map.node.clone(),
+                    tier: e.tier,
+                    seats: u8::try_from(self.resolved.seats(e.tier)).unwrap_or(u8::MAX),
+                })
+                .collect(),
+            left_out: self.left_out.clone(),
+            fee: m.fee,
+            honeypot_bond: trust_contracts::honeypot_bond(params, m.segments.len()).unwrap_or(0),
+            honeypots: self.prepared.honeypots.len(),
+            auditors: self.staffed,
+            exposure: ExposureView {
+                trace_segments,
+                budget: self.budget,
+                most_seen: exposure::most_seen(m, self.budget),
+            },
+        }
+    }
+}
+
+/// One segment of a [`Plan`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct PlannedSegment {
+    /// Its HDAG node id (`honeypot:<node>` for a planted one).
+    pub node: String,
+    /// The tier that judges it.
+    #[schema(value_type = String)]
+    pub tier: Tier,
+    /// Seats drawn for it (`k + Δ`).
+    pub seats: u8,
+}
+
+/// How much of a trace one auditor may see.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct ExposureView {
+    /// Segments of the trace (the session's and the left-out ones).
+    pub trace_segments: usize,
+    /// The budget in segments, when the session set one.
+    pub budget: Option<usize>,
+    /// The most segments one auditor could read (its seats' segments, the premises and
+    /// left-out text sealed with them).
+    pub most_seen: usize,
+}
+
+/// The terms a session runs (or would run) under, as people read them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct TermsView {
+    /// Seats whose votes count per segment (`k`): Computer, LLM, Human.
+    pub seats: [u8; 3],
+    /// Racing seats beyond `k` (`Δ`).
+    pub racing_seats: u8,
+    /// Seat quorum `τ`.
+    pub tau: f64,
+    /// Trace quorum `β`.
+    pub beta: f64,
+    /// Segment weight per tier: Computer, LLM, Human.
+    pub tier_weights: [u32; 3],
+    /// The tiers that may judge.
+    pub tiers: Vec<String>,
+    /// Expertise domain.
+    pub domain: String,
+    /// Whether only auditors declaring the domain are drawn.
+    pub domain_required: bool,
+    /// Blocks of each commit window.
+    pub commit_window: u64,
+    /// Blocks of each reveal window.
+    pub reveal_window: u64,
+    /// The exposure budget, as a share of the trace (1: none).
+    pub max_exposure: f64,
+}
+
+// Its fractions are parts per million over 1e6: never NaN.
+impl Eq for TermsView {}
+
+impl TermsView {
+    /// The terms of a manifest's `quorum`, `terms` and `domain` on a network with `params`.
+    pub fn of(
+        quorum: &QuorumParams,
+        terms: &trust_protocol::tx::SessionTerms,
+        domain: &str,
+        params: &trust_contracts::Params,
+    ) -> Self {
+        let window = |w: u16, default: u64| if w == 0 { default } else { u64::from(w) };
+        Self {
+            seats: quorum.k,
+            racing_seats: quorum.extra_seats,
+            tau: f64::from(quorum.tau.0) / 1e6,
+            beta: f64::from(quorum.beta.0) / 1e6,
+            tier_weights: terms.tier_weights,
+            tiers: Tier::ALL
+                .into_iter()
+                .filter(|t| terms.allows(*t))
+                .map(|t| tier_name(t).to_string())
+                .collect(),
+            domain: domain.to_string(),
+            domain_required: terms.domain_required,
+            commit_window: window(terms.commit_window, params.commit_window),
+            reveal_window: window(terms.reveal_window, params.reveal_window),
+            max_exposure: f64::from(terms.max_exposure.0) / 1e6,
+        }
+    }
+}
+
+/// What a session would be, before it is submitted (`submit --plan`,
+/// `POST /v1/sessions/plan`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Plan {
+    /// The terms it would run under.
+    pub terms: TermsView,
+    /// Its segments in manifest order, with their tier and seats.
+    pub segments: Vec<PlannedSegment>,
+    /// Segments left out: (HDAG node id, tier, why).
+    #[schema(value_type = Vec<Vec<String>>)]
+    pub left_out: Vec<(String, Tier, String)>,
+    /// The fee it would escrow.
+    pub fee: u64,
+    /// The honeypot bond it would escrow (returned unless its honeypots are disputed).
+    pub honeypot_bond: u64,
+    /// Honeypots it would plant.
+    pub honeypots: usize,
+    /// Auditors the draw could take per tier (Computer, LLM, Human), the provider's own
+    /// account and, with a required domain, those not declaring it excluded.
+    pub auditors: [usize; 3],
+    /// How much of the trace one auditor could see.
+    pub exposure: ExposureView,
+}
+
 /// How much this node may spend on session fees as a provider (`max_fee_per_session`,
 /// `max_fee_per_day` in `config.toml`; `None`: no cap).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -241,6 +403,12 @@ pub enum SubmitError {
     /// The session's fee is over this node's [`SpendingCap`].
     #[error("{0}")]
     OverCap(String),
+    /// The session's settings are out of the network's limits.
+    #[error("{0}")]
+    Terms(String),
+    /// A tier has auditors, but fewer than the seats asked for.
+    #[error("{0}")]
+    Unstaffable(String),
 }
 
 impl From<RecordError> for SubmitError {
@@ -311,6 +479,8 @@ pub struct Provider {
     cap: SpendingCap,
     honeypots: usize,
     quorum: QuorumParams,
+    /// This node's `[session]` defaults (a request's settings win over them).
+    defaults: terms::SessionOptions,
     /// A test behaviour: a griefing provider (test builds only, see `audit::misbehave`).
     #[cfg(feature = "misbehave")]
     griefing: bool,
@@ -354,6 +524,7 @@ impl Provider {
             cap: SpendingCap::default(),
             honeypots: honeypot::DEFAULT_PER_SESSION,
             quorum: DEFAULT_QUORUM,
+            defaults: terms::SessionOptions::default(),
             #[cfg(feature = "misbehave")]
             griefing: false,
         })
@@ -398,6 +569,17 @@ impl Provider {
     pub fn with_tier_seats(mut self, tier: Tier, k: u8) -> Self {
         self.quorum.k[tier_index(tier)] = k;
         self
+    }
+
+    /// This node's defaults for the sessions it opens (`[session]` in `config.toml`).
+    pub fn with_session_defaults(mut self, defaults: terms::SessionOptions) -> Self {
+        self.defaults = defaults;
+        self
+    }
+
+    /// This node's `[session]` defaults.
+    pub fn session_defaults(&self) -> &terms::SessionOptions {
+        &self.defaults
     }
 
     /// Plants up to `n` honeypots in each session it opens (0: none; capped at
@@ -477,63 +659,282 @@ impl Provider {
     }
 
     /// Opens a session for `trace_text` (JSON or the paper's headings), with the
-    /// provider's HDAG JSON if given. With an external IPFS node configured, the
-    /// ciphertexts go there first; if it fails, nothing is stored and no session opens.
+    /// provider's HDAG JSON if given, on this node's defaults.
     pub async fn submit(
         &self,
         trace_text: &str,
         hdag_json: Option<&str>,
         contract: &Contract,
     ) -> Result<Submitted, SubmitError> {
+        self.submit_with(
+            trace_text,
+            hdag_json,
+            &terms::SessionOptions::default(),
+            contract,
+        )
+        .await
+    }
+
+    /// What a session of `trace_text` with `options` (over this node's defaults) would
+    /// be, without storing or sending anything: each segment's tier and seats or why it
+    /// is left out, the fee, and the most of the trace one auditor could see.
+    pub fn plan(
+        &self,
+        trace_text: &str,
+        hdag_json: Option<&str>,
+        options: &terms::SessionOptions,
+        contract: &Contract,
+    ) -> Result<Plan, SubmitError> {
+        let mut rng = rand::rngs::OsRng;
+        let p = self.prepare_session(trace_text, hdag_json, options, contract, &mut rng)?;
+        Ok(p.plan(&contract.state().params))
+    }
+
+    /// Resolves `options` over this node's defaults: a tier's seats not asked for
+    /// anywhere are the node's `seats_per_segment` ones.
+    fn resolve(
+        &self,
+        options: &terms::SessionOptions,
+        contract: &Contract,
+    ) -> Result<terms::Resolved, SubmitError> {
+        let mut r = options
+            .over(&self.defaults)
+            .resolve(&contract.state().params)
+            .map_err(|e| SubmitError::Terms(e.to_string()))?;
+        for t in Tier::ALL {
+            let i = tier_index(t);
+            if !r.explicit_seats.get(i).copied().unwrap_or(false)
+                && let (Some(slot), Some(k)) = (r.quorum.k.get_mut(i), self.quorum.k.get(i))
+            {
+                *slot = *k;
+            }
+        }
+        Ok(r)
+    }
+
+    /// Decomposes, checks the settings against the network, leaves out what cannot be
+    /// staffed (or would break the exposure budget), plants honeypots and prepares the
+    /// manifest and ciphertexts: everything of [`Provider::submit_with`] but storing and
+    /// sending.
+    fn prepare_session(
+        &self,
+        trace_text: &str,
+        hdag_json: Option<&str>,
+        options: &terms::SessionOptions,
+        contract: &Contract,
+        rng: &mut impl RngCore,
+    ) -> Result<Preparation, SubmitError> {
         let trace = Trace::parse(trace_text).map_err(|e| format!("trace: {e}"))?;
         let hdag = match hdag_json {
             Some(j) => decompose::from_provider(&trace, j).map_err(|e| format!("hdag: {e}"))?,
             None => decompose::decompose(&trace, &decompose::Options::default())
                 .map_err(|e| format!("decomposition: {e}"))?,
         };
+        let resolved = self.resolve(options, contract)?;
         let me = self.outbox.key().public();
         let st = contract.state();
         // Only auditors the contract can draw: registered but unbonded, flagged or
-        // deactivated ones would fail the session at the draw.
+        // deactivated ones would fail the session at the draw; with a required domain,
+        // only those declaring it.
+        let domain = resolved.domain.as_str();
         let staffed = Tier::ALL.map(|t| {
-            let index = st.eligible(t);
-            index.len().saturating_sub(usize::from(index.contains(&me)))
+            st.eligible(t)
+                .iter()
+                .filter(|id| **id != me)
+                .filter(|id| {
+                    !resolved.terms.domain_required
+                        || st
+                            .auditors
+                            .get(id)
+                            .is_some_and(|a| a.expertise.iter().any(|e| e == domain))
+                })
+                .count()
         });
-        let q = self.quorum.clone();
-        let need =
-            |t: Tier| usize::from(q.k[tier_index(t)]).saturating_add(usize::from(q.extra_seats));
-        let restricted = prepare::restrict(&hdag, |t| staffed[tier_index(t)] >= need(t));
-        if restricted.hdag.nodes.is_empty() {
-            return Err(format!(
-                "no segment can be audited here: auditors per tier (computer, llm, human) = {staffed:?}, {} needed per segment",
-                need(Tier::Computer)
-            )
-            .into());
+        let used: BTreeSet<Tier> = hdag
+            .nodes
+            .iter()
+            .filter(|n| n.kind != decompose::PROBLEM_KIND)
+            .map(|n| Tier::from(n.primary_auditor))
+            .collect();
+        let declaring = if resolved.terms.domain_required {
+            format!(" declaring {domain}")
+        } else {
+            String::new()
+        };
+        let mut tier_out: BTreeMap<Tier, String> = BTreeMap::new();
+        for t in Tier::ALL {
+            let (i, need) = (tier_index(t), resolved.seats(t));
+            let have = staffed.get(i).copied().unwrap_or(0);
+            if !resolved.terms.allows(t) {
+                tier_out.insert(
+                    t,
+                    format!(
+                        "the {} tier is not allowed by this session's terms",
+                        tier_name(t)
+                    ),
+                );
+            } else if have < need {
+                let explicit = resolved.explicit_seats.get(i).copied().unwrap_or(false);
+                if explicit && have > 0 && used.contains(&t) {
+                    return Err(SubmitError::Unstaffable(format!(
+                        "k = {} {} seats asked{}, {have} {} auditors{declaring} registered",
+                        resolved.quorum.k(t),
+                        tier_name(t),
+                        match resolved.quorum.extra_seats {
+                            0 => String::new(),
+                            x => format!(" with {x} racing seats"),
+                        },
+                        tier_name(t),
+                    )));
+                }
+                tier_out.insert(
+                    t,
+                    format!(
+                        "fewer than {need} {} auditors{declaring} on this network",
+                        tier_name(t)
+                    ),
+                );
+            }
         }
-        let mut rng = rand::rngs::OsRng;
+        let budgeted = resolved.terms.max_exposure < Ppm::ONE;
         let wanted = self.honeypots.min(usize::from(st.params.max_honeypots));
         let cap = usize::from(st.params.max_honeypots).min(honeypot::MAX_PER_SESSION);
-        let baits = self.baits(&restricted, wanted, cap, &mut rng);
-        if baits.len() < wanted {
-            tracing::info!(
-                wanted,
-                planted = baits.len(),
-                "fewer honeypots than configured: the checker could not refute enough altered steps of this trace"
-            );
+        // Under an exposure budget, segments the draw could not staff within it are left
+        // out, and the session prepared again without them (a left-out segment's text
+        // then travels with the segments resting on it, which the next pass counts).
+        let mut over_budget: BTreeSet<String> = BTreeSet::new();
+        let mut baits_allowed = wanted;
+        loop {
+            let restricted = prepare::restrict_nodes(&hdag, |n| {
+                !tier_out.contains_key(&Tier::from(n.primary_auditor))
+                    && !over_budget.contains(&n.id)
+            });
+            if restricted.hdag.nodes.is_empty() {
+                return Err(format!(
+                    "no segment can be audited here: auditors per tier (computer, llm, human) = {staffed:?}, {} needed per segment{}",
+                    resolved.seats(Tier::Computer),
+                    if over_budget.is_empty() { "" } else { ", within the exposure budget" }
+                )
+                .into());
+            }
+            let baits = self.baits(&restricted, baits_allowed, cap, rng);
+            if baits.len() < baits_allowed && over_budget.is_empty() {
+                tracing::info!(
+                    wanted = baits_allowed,
+                    planted = baits.len(),
+                    "fewer honeypots than configured: the checker could not refute enough altered steps of this trace"
+                );
+            }
+            let mut prepared = prepare::prepare_with(
+                &restricted,
+                &baits,
+                resolved.quorum.clone(),
+                resolved.weights,
+                0,
+                &resolved.domain,
+                rng,
+            )
+            .map_err(|e| e.to_string())?;
+            prepared.manifest.terms = resolved.terms.clone();
+            // The contract's rule: a share of the session's segments (honeypots among
+            // them: a seat that reads one reads a copy of a real step) and left-out ones.
+            let m = &prepared.manifest;
+            let budget = budgeted.then(|| {
+                resolved
+                    .terms
+                    .exposure_cap(m.segments.len().saturating_add(m.left_out.len()))
+            });
+            if budget.is_some() {
+                seal_sight(&mut prepared, &restricted);
+            }
+            prepared.manifest.validate().map_err(|e| e.to_string())?;
+            let over = match budget {
+                Some(b) => over_budget_segments(&prepared.manifest, &staffed, &resolved, b),
+                None => Vec::new(),
+            };
+            if !over.is_empty() {
+                let before = over_budget.len();
+                for i in over {
+                    match prepared.mapping.get(i).map(|m| m.node.as_str()) {
+                        // A honeypot, or a worded honeypot's OPERATION: one honeypot fewer.
+                        Some(n)
+                            if n.starts_with("honeypot:")
+                                || n.starts_with("calculation-of-honeypot:") =>
+                        {
+                            baits_allowed = baits_allowed.saturating_sub(1);
+                        }
+                        Some(n) => {
+                            over_budget.insert(n.to_string());
+                        }
+                        None => {}
+                    }
+                }
+                if over_budget.len() > before || baits_allowed < wanted {
+                    continue;
+                }
+            }
+            let least = trust_contracts::minimum_fee(&st.params, &prepared.manifest)
+                .ok_or("fee overflows")?;
+            let fee = match resolved.fee {
+                Some(f) if f < least => {
+                    return Err(SubmitError::Terms(format!(
+                        "fee {f} is below this session's least fee of {least} (one reward of {} per counted seat)",
+                        st.params.reward
+                    )));
+                }
+                Some(f) => f,
+                None => least,
+            };
+            prepared.manifest.fee = fee;
+            let left_out = restricted
+                .dropped
+                .iter()
+                .map(|d| {
+                    let why = if over_budget.contains(&d.id) {
+                        format!(
+                            "an auditor drawn for it could see more than the exposure budget of {} of the trace's segments",
+                            budget.unwrap_or(0)
+                        )
+                    } else {
+                        tier_out.get(&d.tier).cloned().unwrap_or_else(|| "left out".into())
+                    };
+                    (d.id.clone(), d.tier, why)
+                })
+                .collect();
+            return Ok(Preparation {
+                hdag,
+                restricted,
+                prepared,
+                resolved,
+                left_out,
+                budget,
+                staffed,
+            });
         }
-        let mut prepared = prepare::prepare_with(
-            &restricted,
-            &baits,
-            q.clone(),
-            TierWeights::EQUAL,
-            0,
-            "math",
-            &mut rng,
-        )
-        .map_err(|e| e.to_string())?;
-        let fee =
-            trust_contracts::minimum_fee(&st.params, &prepared.manifest).ok_or("fee overflows")?;
-        prepared.manifest.fee = fee;
+    }
+
+    /// Opens a session for `trace_text` (JSON or the paper's headings), with the
+    /// provider's HDAG JSON if given, and `options` over this node's defaults. Settings out
+    /// of the network's limits, or seats a tier cannot staff, are refused before anything
+    /// is stored or charged. With an external IPFS node configured, the ciphertexts go
+    /// there first; if it fails, nothing is stored and no session opens.
+    pub async fn submit_with(
+        &self,
+        trace_text: &str,
+        hdag_json: Option<&str>,
+        options: &terms::SessionOptions,
+        contract: &Contract,
+    ) -> Result<Submitted, SubmitError> {
+        let mut rng = rand::rngs::OsRng;
+        let Preparation {
+            hdag,
+            restricted,
+            prepared,
+            left_out,
+            ..
+        } = self.prepare_session(trace_text, hdag_json, options, contract, &mut rng)?;
+        let st = contract.state();
+        let fee = prepared.manifest.fee;
         // From the cap check until the fee is booked, no other submission runs.
         let _spending = self.spending.lock().await;
         let now = unix_now();
@@ -547,6 +948,7 @@ impl Provider {
             }
         }
         // The session id is derived from the nonce the `OpenSession` will carry.
+        let me = self.outbox.key().public();
         let nonce = self
             .outbox
             .next_nonce()
@@ -570,7 +972,8 @@ impl Provider {
         if let Err(e) = self.book_fee(&session, now, fee) {
             tracing::warn!(%session, error = %e, "the session's fee was not booked against the spending cap");
         }
-        tracing::info!(%session, segments = cids.len(), honeypots = prepared.honeypots.len(), left_out = restricted.dropped.len(), fee, "session opened");
+        let q = &prepared.manifest.quorum;
+        tracing::info!(%session, segments = cids.len(), honeypots = prepared.honeypots.len(), left_out = restricted.dropped.len(), fee, k = ?q.k, racing = q.extra_seats, tau = q.tau.0, beta = q.beta.0, domain = %prepared.manifest.domain, "session opened");
         Ok(Submitted {
             session,
             tx,
@@ -581,22 +984,7 @@ impl Provider {
                 .zip(&prepared.manifest.segments)
                 .map(|(m, e)| (m.node.clone(), e.tier))
                 .collect(),
-            left_out: restricted
-                .dropped
-                .into_iter()
-                .map(|d| {
-                    let t = d.tier;
-                    (
-                        d.id,
-                        t,
-                        format!(
-                            "fewer than {} {} auditors on this network",
-                            need(t),
-                            tier_name(t)
-                        ),
-                    )
-                })
-                .collect(),
+            left_out,
             fee,
             honeypots: prepared.honeypots.len(),
         })
@@ -736,6 +1124,7 @@ impl Provider {
             cids,
             delivered: BTreeSet::new(),
             delivered_again: BTreeSet::new(),
+            delivered_appeal: BTreeSet::new(),
             mapping_revealed: false,
             honeypots: prepared.honeypots.clone(),
             honeypots_revealed: false,
@@ -757,10 +1146,21 @@ impl Provider {
             .collect()
     }
 
-    /// After a restart: delivers the keys of every drawn seat not yet served, and opens
-    /// the mapping of sessions now disclosing, for each session this node still runs.
+    /// After a restart: delivers the keys of every drawn seat not yet served (an appeal
+    /// round's too), and opens the mapping of sessions now disclosing, for each session
+    /// this node still runs; forgets those that became final or failed meanwhile.
     pub async fn resume(&self, contract: &Contract) {
         for session in self.sessions() {
+            let over = contract.state().failed.contains_key(&session)
+                || matches!(
+                    contract.finality(&session),
+                    Some(trust_contracts::Finality::Final { .. })
+                );
+            if over {
+                self.perform(&ProviderDuty::Done { session }, contract)
+                    .await;
+                continue;
+            }
             let Some(s) = contract.state().sessions.get(&session) else {
                 continue;
             };
@@ -873,6 +1273,9 @@ impl Provider {
 }
 
 #[cfg(test)]
+mod assurance_tests;
+
+#[cfg(test)]
 mod tests {
     use trust_protocol::hdag::Hdag;
 
@@ -881,7 +1284,11 @@ mod tests {
 
     /// A provider on a chain with `auditors` Computer auditors besides itself.
     pub(super) fn provider(auditors: usize) -> (Provider, Chain, tempfile::TempDir) {
-        let chain = Chain::new(auditors);
+        provider_on(Chain::new(auditors))
+    }
+
+    /// A provider on `chain`.
+    pub(super) fn provider_on(chain: Chain) -> (Provider, Chain, tempfile::TempDir) {
         let dir = tempfile::tempdir().unwrap();
         let db = sled::open(dir.path()).unwrap();
         let p = Provider::open(
