@@ -2,8 +2,8 @@
 //! operator would: it registers and bonds, is seated and votes, then (restarted as a
 //! withholder: it commits and never reveals) unbonds and exits while it holds a seat. It
 //! gets no seat in later sessions, is slashed from its unbonding stake for the missed
-//! reveal, cannot withdraw while seated nor before the unbonding frees (the error names
-//! the block), and withdraws once it has. At every stage `auditor status --json` is the
+//! reveal, cannot withdraw while seated, nor before those sessions are final, nor before
+//! the unbonding frees (the error names the block), and withdraws once it has. At every stage `auditor status --json` is the
 //! node's `GET /v1/auditors/{id}` answer.
 
 use std::process::{Command, Output};
@@ -16,8 +16,9 @@ use crate::fixtures::{bin, network::Network};
 /// the genesis: funded, not an auditor) is the auditor followed.
 const ME: usize = 4;
 /// Blocks between unbonding and withdrawal: long enough for the seated session to end
-/// (commit, reveal and disclosure windows) before the stake frees, short enough to wait.
-const UNBOND_DELAY: u64 = 60;
+/// (commit, reveal and disclosure windows) and become final (its appeal window) before
+/// the stake frees, short enough to wait.
+const UNBOND_DELAY: u64 = 90;
 
 fn cli(net: &Network, args: &[&str]) -> Output {
     let home = net.nodes[ME].home.to_str().unwrap().to_string();
@@ -238,6 +239,21 @@ fn an_auditor_registers_votes_exits_while_seated_is_slashed_and_withdraws() {
         "{a}"
     );
     assert!(a["seats"].as_array().unwrap().is_empty(), "{a}");
+
+    // Decided is not final: while its sessions may still be appealed (and their seats
+    // slashed for incoherence), the stake stays.
+    let why = refused(&net, &["auditor", "withdraw"]);
+    assert!(why.contains("which is not final yet"), "{why}");
+    net.wait_for("the session to be final", |n| {
+        n.get(ME, &format!("/v1/sessions/{sid}"))
+            .is_ok_and(|s| s["finality"]["state"] == "final")
+    });
+    net.wait_for("every session it sat in to be final", |n| {
+        !record(n)["withdraw"]["refused"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("not final yet")
+    });
 
     // Too early: the error names the block the stake frees at.
     assert!(
