@@ -294,18 +294,14 @@ pub async fn page(State(pages): State<Pages>, Path(id): Path<String>) -> PageRes
         .ok_or_else(|| PageError::NotFound(format!("no session {sid} on this network")))?;
     let record = pages.provider.as_ref().and_then(|p| p.page_record(&sid));
     let title = format!("Session {}", short(&sid));
-    let params = latest(&pages.chain).contract.state().params.clone();
     match found {
         SessionLookup::Decided(d) => {
-            let mut body = decided_body(&pages, &sid, &d, record.as_ref())?;
-            let o = &d.outcome;
-            body += &assurance(&TermsView::of(&o.quorum, &o.terms, &o.domain, &params));
+            let body = decided_body(&pages, &sid, &d, record.as_ref())?;
             Ok(layout::page(&title, &body).into_response())
         }
         SessionLookup::Live(x) => {
-            let mut body = live_body(&sid, &x, record.as_ref());
-            let m = &x.manifest;
-            body += &assurance(&TermsView::of(&m.quorum, &m.terms, &m.domain, &params));
+            let params = latest(&pages.chain).contract.state().params.clone();
+            let body = live_body(&sid, &x, record.as_ref(), &params);
             Ok(layout::page_with_head(
                 &title,
                 "<meta http-equiv=\"refresh\" content=\"2\">\n",
@@ -446,12 +442,12 @@ fn decided_body(
         finality_text(latest(&pages.chain).contract.finality(sid), sid)
     );
     body += "</dl></div>\n";
+    let view = latest(&pages.chain);
+    let params = &view.contract.state().params;
+    body += &assurance(&TermsView::of(&o.quorum, &o.terms, &o.domain, params));
     body += &appeals_section(o);
     match manifest {
         Some(m) => {
-            if !m.domain.is_empty() {
-                let _ = writeln!(body, "<p>Domain: {}</p>", esc(&m.domain));
-            }
             body += &segments_section(&decided_segments(&m, o), record);
         }
         None => {
@@ -524,7 +520,12 @@ fn appeals_section(o: &Outcome) -> String {
     s
 }
 
-fn live_body(sid: &Hash, x: &Session, record: Option<&PageRecord>) -> String {
+fn live_body(
+    sid: &Hash,
+    x: &Session,
+    record: Option<&PageRecord>,
+    params: &trust_contracts::Params,
+) -> String {
     let seats = query::seat_counts(x);
     let mut body = header(sid, &x.provider, record.is_some());
     body += "<div class=\"grid\">";
@@ -536,9 +537,8 @@ fn live_body(sid: &Hash, x: &Session, record: Option<&PageRecord>) -> String {
     body += &stat("Opened at", &block_link(x.opened_at));
     body +=
         "</div>\n<p class=\"hint\">This page reloads every 2 seconds while the session runs.</p>\n";
-    if !x.manifest.domain.is_empty() {
-        let _ = writeln!(body, "<p>Domain: {}</p>", esc(&x.manifest.domain));
-    }
+    let m = &x.manifest;
+    body += &assurance(&TermsView::of(&m.quorum, &m.terms, &m.domain, params));
     body += &segments_section(&live_segments(x), record);
     body
 }

@@ -474,7 +474,12 @@ async fn a_session_page_draws_its_hdag_coloured_by_verdict() {
         "{page}"
     );
     assert!(page.contains("Failure bound"));
-    assert!(page.contains(&format!("Domain: {XSS_ESCAPED}")));
+    // The terms the provider chose, the domain among them, escaped.
+    assert!(page.contains("<h2>Assurance</h2>"), "{page}");
+    assert!(page.contains("<dt>Seats per segment (k)</dt><dd>3 Computer, 3 LLM, 3 Human</dd>"));
+    assert!(page.contains(&format!(
+        "<dt>Domain</dt><dd>{XSS_ESCAPED} (preferred)</dd>"
+    )));
     // Under each segment, each revealed vote with its seat and its reason, escaped.
     assert!(!page.contains(XSS), "a reason reached the page unescaped");
     // Keys 1 to 3 are the auditors (key 0 opened the session).
