@@ -669,9 +669,31 @@ async fn open_session(
     State(api): State<Api>,
     body: Result<Json<OpenSessionBody>, axum::extract::rejection::JsonRejection>,
 ) -> ApiResult<(StatusCode, Json<SubmittedView>)> {
+    let (provider, body, contract) = provider_request(&api, body)?;
+    let options = body.session.unwrap_or_default();
+    let submitted = provider
+        .submit_with(&body.trace, body.hdag.as_deref(), &options, &contract)
+        .await
+        .map_err(|e| submit_error(&api, e))?;
+    Ok((StatusCode::ACCEPTED, Json(submitted)))
+}
+
+/// A provider request's body, the provider role that serves it and the contract as of
+/// now: 400/415 for a body that does not parse, 501 on a node without the role.
+fn provider_request(
+    api: &Api,
+    body: Result<Json<OpenSessionBody>, axum::extract::rejection::JsonRejection>,
+) -> ApiResult<(
+    Arc<Provider>,
+    OpenSessionBody,
+    Arc<trust_contracts::Contract>,
+)> {
     let Json(body) = body.map_err(|e| {
         api.metrics.bad_requests.fetch_add(1, Ordering::Relaxed);
-        json_rejection(e, "{\"trace\": \"...\", \"hdag\"?: \"...\"}")
+        json_rejection(
+            e,
+            "{\"trace\": \"...\", \"hdag\"?: \"...\", \"session\"?: {...}}",
+        )
     })?;
     let provider = api.provider.clone().ok_or_else(|| {
         ApiError::new(
@@ -680,13 +702,7 @@ async fn open_session(
             "this node does not open sessions",
         )
     })?;
-    let contract = latest(&api.chain).contract.clone();
-    let options = body.session.unwrap_or_default();
-    let submitted = provider
-        .submit_with(&body.trace, body.hdag.as_deref(), &options, &contract)
-        .await
-        .map_err(|e| submit_error(&api, e))?;
-    Ok((StatusCode::ACCEPTED, Json(submitted)))
+    Ok((provider, body, latest(&api.chain).contract.clone()))
 }
 
 fn submit_error(api: &Api, e: SubmitError) -> ApiError {
@@ -715,21 +731,7 @@ async fn plan_session(
     State(api): State<Api>,
     body: Result<Json<OpenSessionBody>, axum::extract::rejection::JsonRejection>,
 ) -> ApiResult<Json<Plan>> {
-    let Json(body) = body.map_err(|e| {
-        api.metrics.bad_requests.fetch_add(1, Ordering::Relaxed);
-        json_rejection(
-            e,
-            "{\"trace\": \"...\", \"hdag\"?: \"...\", \"session\"?: {...}}",
-        )
-    })?;
-    let provider = api.provider.clone().ok_or_else(|| {
-        ApiError::new(
-            StatusCode::NOT_IMPLEMENTED,
-            "not_implemented",
-            "this node does not open sessions",
-        )
-    })?;
-    let contract = latest(&api.chain).contract.clone();
+    let (provider, body, contract) = provider_request(&api, body)?;
     let options = body.session.unwrap_or_default();
     // Decomposition and sealing are CPU work: off the async workers.
     let plan = tokio::task::spawn_blocking(move || {

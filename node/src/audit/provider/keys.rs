@@ -153,12 +153,16 @@ mod tests {
     };
     use crate::blobs::BlobStore;
 
-    /// A seat drawn in an escalation round gets its segment's key again, once, though its
-    /// account was sent it in round 0: the contract counts a key only for the round whose
-    /// commit window it lands in.
-    #[tokio::test]
-    async fn a_seat_of_an_escalation_round_gets_its_key_again_once() {
-        let (p, mut chain, _dir) = provider(3);
+    /// A session opened on 3 auditors whose round-0 keys went out: the provider, the chain,
+    /// the provider's data, the session and a seat of segment 0.
+    async fn keyed_in_round0() -> (
+        crate::audit::provider::Provider,
+        Chain,
+        tempfile::TempDir,
+        crate::audit::provider::Submitted,
+        trust_protocol::AccountId,
+    ) {
+        let (p, mut chain, dir) = provider(3);
         let s = p.submit(TRACE, None, &chain.contract).await.unwrap();
         chain.block().await;
         let seated = chain.block().await;
@@ -173,6 +177,15 @@ mod tests {
                 _ => None,
             })
             .expect("segment 0's key delivered in round 0");
+        (p, chain, dir, s, seat)
+    }
+
+    /// A seat drawn in an escalation round gets its segment's key again, once, though its
+    /// account was sent it in round 0: the contract counts a key only for the round whose
+    /// commit window it lands in.
+    #[tokio::test]
+    async fn a_seat_of_an_escalation_round_gets_its_key_again_once() {
+        let (p, mut chain, _dir, s, seat) = keyed_in_round0().await;
         assert_eq!(chain.pooled().await, 0);
         // Round 0's pair again: already served.
         p.deliver(&s.session, &[(0, seat, 0)], &chain.contract)
@@ -197,21 +210,7 @@ mod tests {
     /// was sent them in an earlier round.
     #[tokio::test]
     async fn a_seat_of_each_appeal_round_gets_its_key_again_once() {
-        let (p, mut chain, _dir) = provider(3);
-        let s = p.submit(TRACE, None, &chain.contract).await.unwrap();
-        chain.block().await;
-        let seated = chain.block().await;
-        p.on_block(&seated, &chain.contract).await;
-        let ev = chain.block().await;
-        let seat = ev
-            .iter()
-            .find_map(|e| match e {
-                Event::KeyDelivered {
-                    segment: 0, seat, ..
-                } => Some(*seat),
-                _ => None,
-            })
-            .expect("segment 0's key delivered in round 0");
+        let (p, mut chain, _dir, s, seat) = keyed_in_round0().await;
         for round in [2u8, 3] {
             p.deliver(&s.session, &[(0, seat, round)], &chain.contract)
                 .await;
