@@ -199,6 +199,13 @@ fn signed_txs() -> Vec<(&'static str, Vec<u8>)> {
                 salt: Salt([11; 32]),
             },
         ),
+        (
+            "appeal",
+            Call::Appeal {
+                session,
+                segments: vec![0, 2],
+            },
+        ),
     ];
     calls
         .into_iter()
@@ -259,6 +266,26 @@ fn main() {
         },
     );
     txs.push(("open-session", encoding::encode(&open)));
+    // The same session on chosen terms: windows, an exposure budget, two tiers, weights,
+    // a required domain.
+    let mut chosen = prepared.manifest.clone();
+    chosen.terms = trust_protocol::tx::SessionTerms {
+        commit_window: 12,
+        reveal_window: 8,
+        max_exposure: Ppm(500_000),
+        tiers: [true, true, false],
+        tier_weights: [1, 2, 3],
+        domain_required: true,
+    };
+    let chosen = Signed::sign(
+        &proposer,
+        &trust_protocol::Hash::ZERO,
+        Tx {
+            nonce: 1,
+            call: Call::OpenSession(chosen),
+        },
+    );
+    txs.push(("open-session-terms", encoding::encode(&chosen)));
     for (name, bytes) in &txs {
         wire.put(&format!("tx-{name}"), bytes);
     }
