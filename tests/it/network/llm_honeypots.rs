@@ -27,14 +27,18 @@ const GENESIS_MONEY: u64 = 10_000 + 1_000_000;
 /// The rubber-stamping LLM node (validators 0..4, LLM nodes 4..7).
 const STAMPER: usize = 6;
 
+/// Node 1 answers every read: the node that was seen to decide the sessions, so its
+/// state holds their tallies (another node may still be a block behind).
+const READER: usize = 1;
+
 fn auditor(net: &Network, i: usize) -> Value {
     let id = net.keys(i).account_id();
-    net.get(0, &format!("/v1/auditors/{id}")).unwrap()
+    net.get(READER, &format!("/v1/auditors/{id}")).unwrap()
 }
 
 fn account_money(net: &Network, i: usize) -> u64 {
     let id = net.keys(i).account_id();
-    let a = net.get(0, &format!("/v1/accounts/{id}")).unwrap();
+    let a = net.get(READER, &format!("/v1/accounts/{id}")).unwrap();
     a["balance"].as_u64().unwrap() + a["stake"].as_u64().unwrap()
 }
 
@@ -83,10 +87,10 @@ fn a_rubber_stamping_llm_seat_approves_llm_tier_honeypots_is_flagged_and_loses_m
     for r in &opened {
         let session = r["session"].as_str().unwrap();
         net.wait_for(&format!("session {session} to end"), |n| {
-            n.get(1, &format!("/v1/sessions/{session}"))
+            n.get(READER, &format!("/v1/sessions/{session}"))
                 .is_ok_and(|s| s["status"] == "decided" || s["status"] == "failed")
         });
-        let s = net.get(1, &format!("/v1/sessions/{session}")).unwrap();
+        let s = net.get(READER, &format!("/v1/sessions/{session}")).unwrap();
         assert_eq!(s["status"], "decided", "{s}\n{}", net.logs_tail());
         let names: Vec<&str> = r["segments"]
             .as_array()
@@ -158,7 +162,7 @@ fn a_rubber_stamping_llm_seat_approves_llm_tier_honeypots_is_flagged_and_loses_m
     }
     // The auditor page shows the record against the rule.
     let page = net.raw(
-        0,
+        READER,
         "GET",
         &format!("/auditors/{}", net.keys(STAMPER).account_id()),
         b"",
