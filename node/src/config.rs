@@ -681,6 +681,43 @@ mod tests {
     }
 
     #[test]
+    fn the_session_table_round_trips_refuses_typos_and_is_checked_against_the_genesis() {
+        let text = "moniker = \"p\"\n[session]\nseats = 4\nbeta = 0.8\ntiers = [\"computer\", \"llm\"]\ndomain = \"medicine\"\nmax_exposure = 0.5\n";
+        let cfg = parse_config(text).expect("parses");
+        assert_eq!(cfg.session.seats, Some(4));
+        assert_eq!(cfg.session.beta, Some(0.8));
+        assert_eq!(cfg.session.domain.as_deref(), Some("medicine"));
+        assert_eq!(parse_config(&render_config(&cfg).unwrap()), Ok(cfg.clone()));
+        let typo = parse_config("[session]\nseat = 4\n")
+            .unwrap_err()
+            .to_string();
+        assert!(typo.contains("seat"), "{typo}");
+        // Nothing set writes no table at all.
+        assert!(
+            !render_config(&NodeConfig::default())
+                .unwrap()
+                .contains("[session]")
+        );
+        // Out of the network's limits: named at start.
+        let doc = GenesisDoc {
+            chain_name: "t".into(),
+            validators: vec![],
+            genesis: trust_contracts::Genesis {
+                params: trust_contracts::Params::default(),
+                accounts: vec![],
+                auditors: vec![],
+            },
+        };
+        let mut bad = cfg;
+        bad.session.seats = Some(40);
+        let err = bad.check(&doc).unwrap_err().to_string();
+        assert!(
+            err.contains("[session] in config.toml: k = 40 Computer seats asked"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn llm_keys_round_trip_and_hold_no_key() {
         let dir = tempfile::tempdir().unwrap();
         let cfg = NodeConfig {
