@@ -147,6 +147,18 @@ pub fn abstention_rate(a: &Auditor) -> f64 {
 /// Why a decided trace did not pass, and how its calculations fared (see
 /// [`crate::audit::preview::explain`]); `None` for a pass. `name` names entry `i` of the
 /// trace (session segments first, then the left-out ones), e.g. by the provider's HDAG ids.
+/// Whether segment `i` of `o` was planted by its provider: a revealed honeypot, or the
+/// calculation planted beside a worded honeypot (an OPERATION supporting one). Neither is
+/// part of the trace, whatever its verdict.
+pub fn planted(o: &Outcome, i: usize) -> bool {
+    let honeypot = |j: usize| o.segments.get(j).is_some_and(|s| s.honeypot.is_some());
+    honeypot(i)
+        || o.segments
+            .get(i)
+            .and_then(|s| s.supports)
+            .is_some_and(|t| honeypot(usize::from(t)))
+}
+
 pub fn explain(o: &Outcome, name: &dyn Fn(usize) -> String) -> Option<String> {
     use trust_contracts::{SegmentVerdict, tally::TraceTally};
 
@@ -158,7 +170,7 @@ pub fn explain(o: &Outcome, name: &dyn Fn(usize) -> String) -> Option<String> {
         .segments
         .iter()
         .enumerate()
-        .filter(|(_, s)| s.honeypot.is_none())
+        .filter(|(i, _)| !planted(o, *i))
         .map(|(i, s)| Fact {
             name: name(i),
             tier: s.tier,
@@ -190,4 +202,40 @@ pub fn explain(o: &Outcome, name: &dyn Fn(usize) -> String) -> Option<String> {
         conclusion_sound: o.conclusion_sound,
     };
     preview::explain(&tally, o.beta, &facts, Where::Network)
+}
+
+#[cfg(test)]
+mod tests {
+    use trust_contracts::{SegmentOutcome, SegmentVerdict};
+
+    use super::*;
+
+    /// A worded honeypot's calculation, Invalid as planted, is no error of the trace: it
+    /// is neither named among the failures nor taken for a wrong calculation.
+    #[test]
+    fn the_calculation_planted_beside_a_honeypot_is_not_the_traces() {
+        let mut o = crate::proof::tests::outcome(trust_protocol::Keypair::from_label("p").public());
+        // Explained only when it did not pass.
+        o.trace = trust_contracts::TraceVerdict::Inconclusive;
+        // Segment 2 is a honeypot (known Invalid); 4 is its calculation, 5 a real one's.
+        let base = o.segments[0].clone();
+        let calc = |supports: u16| SegmentOutcome {
+            supports: Some(supports),
+            honeypot: None,
+            verdict: SegmentVerdict::Invalid,
+            ..base.clone()
+        };
+        o.segments.push(calc(2));
+        assert!(planted(&o, 2) && planted(&o, 4));
+        assert!(!planted(&o, 0) && !planted(&o, 99));
+        let why = explain(&o, &|i| format!("#{i}")).expect("explained");
+        assert!(!why.contains("wrong"), "{why}");
+        o.segments.push(calc(1));
+        assert!(!planted(&o, 5));
+        let why = explain(&o, &|i| format!("#{i}")).unwrap_or_default();
+        assert!(
+            why.contains("wrong"),
+            "a real calculation's error is the trace's: {why}"
+        );
+    }
 }

@@ -414,11 +414,11 @@ fn print_outcome(o: &Outcome, explanation: Option<&str>, names: &[String], votes
     let beta = f64::from(o.beta.0) / 10_000.0;
     let segs = &o.segments;
     let name = |i: usize| names.get(i).cloned().unwrap_or_else(|| format!("#{i}"));
-    // Honeypots are not part of the trace.
+    // Honeypots, and the calculations planted beside them, are not part of the trace.
     let failed: Vec<(String, SegmentVerdict)> = segs
         .iter()
         .enumerate()
-        .filter(|(_, seg)| seg.honeypot.is_none())
+        .filter(|(i, _)| !crate::query::planted(o, *i))
         .filter_map(|(i, seg)| match seg.verdict {
             v @ (SegmentVerdict::Invalid | SegmentVerdict::Ungrounded) => Some((name(i), v)),
             _ => None,
@@ -481,6 +481,12 @@ fn print_outcome(o: &Outcome, explanation: Option<&str>, names: &[String], votes
             let kind = match (seg.honeypot, seg.supports) {
                 (Some(truth), _) => {
                     format!("honeypot (known {truth:?}): not part of the trace")
+                }
+                (None, Some(step)) if crate::query::planted(o, i) => {
+                    format!(
+                        "calculation of honeypot {}: not part of the trace",
+                        name(usize::from(step))
+                    )
                 }
                 (None, Some(step)) => {
                     let of = name(usize::from(step));

@@ -254,9 +254,11 @@ impl Report {
         let o = &v.outcome;
         let mut segments = VerdictCounts::default();
         let mut honeypots = 0usize;
-        for s in &o.segments {
+        for (i, s) in o.segments.iter().enumerate() {
             match s.honeypot {
                 Some(_) => honeypots = honeypots.saturating_add(1),
+                // The calculation planted beside a worded honeypot is not the trace's.
+                None if crate::query::planted(o, i) => {}
                 None => segments.add(s.verdict),
             }
         }

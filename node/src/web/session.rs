@@ -171,7 +171,14 @@ pub fn decided_segments(m: &SessionManifest, o: &Outcome) -> Vec<Segment> {
                 e,
                 so.tier,
                 shade_of(so.verdict),
-                votes_detail(so),
+                if query::planted(o, i) && so.honeypot.is_none() {
+                    format!(
+                        "{}; planted beside a honeypot: not part of the trace",
+                        votes_detail(so)
+                    )
+                } else {
+                    votes_detail(so)
+                },
                 so.votes_cast.clone(),
             ),
             None => from_entry(
