@@ -232,7 +232,8 @@ mod tests {
             s.flush().expect("flush");
             cid
         };
-        let db = sled::open(dir.path()).expect("reopen");
+        // sled's I/O threads may hold the file lock a moment after the last handle.
+        let db = crate::reopen::when_unlocked(|| sled::open(dir.path())).expect("reopen");
         let s = BlobStore::open(&db).expect("open");
         assert_eq!(s.get(&cid).expect("get"), Some(b"hello world".to_vec()));
         assert!(s.get(&Cid::of(b"other")).expect("get").is_none());
