@@ -12,14 +12,11 @@
 //! fresh seats, excluding that seat, the provider and the appellant: nodes 2, 3 and 4, all
 //! honest.
 
-use std::{
-    process::{Command, Output},
-    time::Instant,
-};
+use std::{process::Output, time::Instant};
 
 use serde_json::Value;
 
-use crate::fixtures::{bin, network::Network};
+use crate::fixtures::network::Network;
 
 const PROVIDER: usize = 0;
 const MALICIOUS: usize = 1;
@@ -28,30 +25,11 @@ const APPELLANT: usize = 5;
 const APPEAL_WINDOW: u64 = 30;
 
 fn cli(net: &Network, node: usize, args: &[&str]) -> Output {
-    let home = net.nodes[node].home.to_str().unwrap().to_string();
-    let out = Command::new(bin())
-        .args(args)
-        .args(["--home", &home])
-        .output()
-        .expect("run trust-node");
-    println!(
-        "$ trust-node {}\n{}{}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
+    net.cli(node, args)
 }
 
 fn ok(net: &Network, node: usize, args: &[&str]) -> String {
-    let out = cli(net, node, args);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        net.logs_tail()
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    net.cli_ok(node, args)
 }
 
 fn num(v: &Value, key: &str) -> u64 {

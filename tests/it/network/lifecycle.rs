@@ -6,11 +6,11 @@
 //! the unbonding frees (the error names the block), and withdraws once it has. At every stage `auditor status --json` is the
 //! node's `GET /v1/auditors/{id}` answer.
 
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
-use crate::fixtures::{bin, network::Network};
+use crate::fixtures::network::Network;
 
 /// Node 0 submits; nodes 1-3 are genesis Computer auditors; node 4 (a provider node in
 /// the genesis: funded, not an auditor) is the auditor followed.
@@ -21,37 +21,16 @@ const ME: usize = 4;
 const UNBOND_DELAY: u64 = 90;
 
 fn cli(net: &Network, args: &[&str]) -> Output {
-    let home = net.nodes[ME].home.to_str().unwrap().to_string();
-    let out = Command::new(bin())
-        .args(args)
-        .args(["--home", &home])
-        .output()
-        .expect("run trust-node");
-    println!(
-        "$ trust-node {}\n{}{}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
+    net.cli(ME, args)
 }
 
 fn ok(net: &Network, args: &[&str]) -> String {
-    let out = cli(net, args);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        net.logs_tail()
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    net.cli_ok(ME, args)
 }
 
 /// A refused command: exit code 1 and the reason on stderr.
 fn refused(net: &Network, args: &[&str]) -> String {
-    let out = cli(net, args);
-    assert_eq!(out.status.code(), Some(1), "{args:?} was not refused");
-    String::from_utf8_lossy(&out.stderr).into_owned()
+    net.cli_refused(ME, args)
 }
 
 /// The auditor record on node 1's ledger.
