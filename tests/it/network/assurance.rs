@@ -8,33 +8,23 @@
 
 use std::{
     collections::{BTreeMap, BTreeSet},
-    process::{Command, Output},
+    process::Output,
 };
 
 use serde_json::{Value, json};
 
-use crate::fixtures::{bin, network::Network};
+use crate::fixtures::network::Network;
 
 /// Nodes 1-5 declare medicine; node 6 only math; node 0 submits (never its own seat).
 const MEDICS: [usize; 5] = [1, 2, 3, 4, 5];
 
+/// `trust-node submit ARGS` against node 0, as its operator.
 fn submit(net: &Network, args: &[&str]) -> Output {
-    let out = Command::new(bin())
-        .arg("submit")
-        .args(args)
-        .args(["--api", &net.nodes[0].api])
-        .arg("--home")
-        .arg(&net.nodes[0].home)
-        .env_remove("TRUST_API_TOKEN")
-        .output()
-        .expect("run trust-node submit");
-    println!(
-        "$ trust-node submit {}\n{}{}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
+    let api = net.nodes[0].api.clone();
+    let mut all = vec!["submit"];
+    all.extend_from_slice(args);
+    all.extend(["--api", api.as_str()]);
+    net.cli(0, &all)
 }
 
 /// Node 0's balance and next nonce.
