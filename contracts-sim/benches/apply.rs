@@ -105,7 +105,8 @@ fn setup() -> (Contract, Vec<Signed<Tx>>, Vec<Signed<Tx>>) {
     )
     .unwrap();
     c.end_block(&ctx(2));
-    let ev = c.end_block(&ctx(3));
+    let mut ev = c.begin_block(&ctx(3));
+    ev.extend(c.end_block(&ctx(3)));
     let mut nonces = std::collections::BTreeMap::new();
     let (mut commits, mut reveals) = (Vec::new(), Vec::new());
     let salt = Salt([4; 32]);
@@ -222,7 +223,8 @@ fn dense_delivery() -> (Contract, AccountId, Tx) {
     )
     .unwrap();
     c.end_block(&ctx(2));
-    let ev = c.end_block(&ctx(3));
+    let mut ev = c.begin_block(&ctx(3));
+    ev.extend(c.end_block(&ctx(3)));
     let mut sealed = Vec::new();
     for e in ev {
         if let Event::SeatAssigned { segment, seat, .. } = e

@@ -74,10 +74,10 @@ use crate::{
 pub struct BlockCtx {
     /// Height of the block.
     pub height: u64,
-    /// The block's hash over everything except the state root it produces (the node's
-    /// "block seed"): the only randomness the contract uses. Only [`Contract::end_block`]
-    /// reads it; [`Contract::apply`] depends on the height alone, so a proposer can screen
-    /// transactions before the seed of its block is known.
+    /// The block's seed (`BlockHeader::seed`: a hash of the chain, the height and the
+    /// parent's hash, fixed before the block's proposer picks a transaction): the only
+    /// randomness the contract uses. [`Contract::begin_block`] and [`Contract::end_block`]
+    /// read it; [`Contract::apply`] depends on the height alone.
     pub block_hash: Hash,
 }
 
@@ -372,6 +372,76 @@ impl Contract {
         Ok(ev)
     }
 
+    /// Begins a block, before its transactions: draws the round-0 seats of every session
+    /// opened in an earlier block.
+    ///
+    /// Why here and not at the end of the block: the draw then depends only on the state
+    /// the parent block left and on this block's seed, both fixed once the parent is
+    /// decided. Anyone holding the parent can compute it ([`Contract::upcoming_seats`]), so
+    /// the provider seals the keys to the seats in this very block instead of the next, and
+    /// a session is decided one block sooner. No transaction of the drawing block (a bond,
+    /// a registration chosen by its proposer) can sway the draw either.
+    pub fn begin_block(&mut self, ctx: &BlockCtx) -> Vec<Event> {
+        let mut ev = Vec::new();
+        let due: Vec<Hash> = self
+            .state
+            .sessions
+            .iter()
+            .filter(|(_, s)| draw_due(s, ctx.height))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in due {
+            let Some(mut s) = self.state.sessions.remove(&id) else {
+                continue;
+            };
+            let next = match assign_round0(&self.state, ctx, &id, &mut s, &mut ev) {
+                Ok(()) => {
+                    let p = &self.state.params;
+                    s.phase = Phase::Commit {
+                        round: 0,
+                        until: ctx.height.saturating_add(sessions::commit_window(p, &s)),
+                    };
+                    Next::Keep
+                }
+                Err(reason) => Next::Fail(reason.to_string()),
+            };
+            self.settle(ctx, id, s, Phase::Assigning, next, &mut ev);
+        }
+        ev
+    }
+
+    /// The round-0 seats [`Contract::begin_block`] of the block with `ctx` will draw for
+    /// `session`, as `(segment, seat, round)`, computed on this state (the parent's) without
+    /// changing it: `None` when the session is not due for its draw in that block or the
+    /// draw would fail. Exact, because the draw reads nothing a transaction of that block
+    /// could change.
+    pub fn upcoming_seats(
+        &self,
+        ctx: &BlockCtx,
+        session: &Hash,
+    ) -> Option<Vec<(u16, AccountId, u8)>> {
+        let s = self.state.sessions.get(session)?;
+        if !draw_due(s, ctx.height) {
+            return None;
+        }
+        let mut s = s.clone();
+        let mut ev = Vec::new();
+        assign_round0(&self.state, ctx, session, &mut s, &mut ev).ok()?;
+        Some(
+            ev.iter()
+                .filter_map(|e| match e {
+                    Event::SeatAssigned {
+                        segment,
+                        seat,
+                        round,
+                        ..
+                    } => Some((*segment, *seat, *round)),
+                    _ => None,
+                })
+                .collect(),
+        )
+    }
+
     /// Ends a block: moves every live session whose window closed to its next phase.
     pub fn end_block(&mut self, ctx: &BlockCtx) -> Vec<Event> {
         let mut ev = Vec::new();
@@ -381,75 +451,91 @@ impl Contract {
                 continue;
             };
             let phase = s.phase;
-            match self.advance(ctx, &id, &mut s, &mut ev) {
-                Next::Keep => {
-                    // `advance` changes a session only when it moves it to another phase.
-                    if s.phase != phase {
-                        self.tree.touch(StateKey::Session(id));
-                    }
-                    self.state.sessions.insert(id, s);
-                }
-                Next::Fail(reason) => {
-                    self.tree.touch(StateKey::Session(id));
-                    self.tree.touch(StateKey::Failed(id));
-                    self.tree.touch(StateKey::Account(s.provider));
-                    let refund = s.escrow.saturating_add(s.bond);
-                    registry::credit(&mut self.state, &s.provider, refund);
-                    ev.push(Event::Refunded {
-                        session: id,
-                        provider: s.provider,
-                        amount: refund,
-                    });
-                    ev.push(Event::SessionFailed {
-                        session: id,
-                        reason: reason.clone(),
-                    });
-                    self.state.failed.insert(
-                        id,
-                        Failure {
-                            at: ctx.height,
-                            reason,
-                        },
-                    );
-                }
-                Next::Tally => {
-                    // The tally pays, slashes and scores every seat and refunds the provider.
-                    self.tree.touch(StateKey::Session(id));
-                    self.tree.touch(StateKey::Outcome(id));
-                    self.tree.touch(StateKey::Account(s.provider));
-                    for seat in s.segments.iter().flat_map(|g| g.seats.iter()) {
-                        self.tree.touch(StateKey::Account(seat.account));
-                        self.tree.touch(StateKey::Auditor(seat.account));
-                    }
-                    // The session stays, with its seats, until it is final: an appeal
-                    // draws fresh seats against them and slashes those it overturns.
-                    let mut kept = s.clone();
-                    let outcome = self.tally(ctx, &id, s, &mut ev);
-                    self.state.outcomes.insert(id, outcome);
-                    kept.escrow = 0;
-                    kept.bond = 0;
-                    self.tree.touch(StateKey::Appealable(id));
-                    self.state.appealable.insert(id, kept);
-                }
-                Next::AppealDecided => {
-                    self.touch_appeal(&id, &s);
-                    for a in appeal::decision_accounts(&s) {
-                        self.tree.touch(StateKey::Account(a));
-                        self.tree.touch(StateKey::Auditor(a));
-                    }
-                    appeal::decide(&mut self.state, ctx, &id, s, &mut ev);
-                }
-                Next::AppealCancelled(reason) => {
-                    self.touch_appeal(&id, &s);
-                    appeal::cancel(&mut self.state, &id, s, reason, &mut ev);
-                }
-            }
+            let next = self.advance(ctx, &id, &mut s, &mut ev);
+            self.settle(ctx, id, s, phase, next, &mut ev);
         }
         self.finalize(ctx, &mut ev);
         self.state.height = ctx.height;
         self.tree.touch(StateKey::Global);
         self.tree.commit(&self.state);
         ev
+    }
+
+    /// Puts session `id`, taken out of the live set in `phase` and stepped to `next`, where
+    /// `next` says: back in the live set, failed and refunded, tallied, or its appeal round
+    /// ended.
+    fn settle(
+        &mut self,
+        ctx: &BlockCtx,
+        id: Hash,
+        s: Session,
+        phase: Phase,
+        next: Next,
+        ev: &mut Vec<Event>,
+    ) {
+        match next {
+            Next::Keep => {
+                // `advance` changes a session only when it moves it to another phase.
+                if s.phase != phase {
+                    self.tree.touch(StateKey::Session(id));
+                }
+                self.state.sessions.insert(id, s);
+            }
+            Next::Fail(reason) => {
+                self.tree.touch(StateKey::Session(id));
+                self.tree.touch(StateKey::Failed(id));
+                self.tree.touch(StateKey::Account(s.provider));
+                let refund = s.escrow.saturating_add(s.bond);
+                registry::credit(&mut self.state, &s.provider, refund);
+                ev.push(Event::Refunded {
+                    session: id,
+                    provider: s.provider,
+                    amount: refund,
+                });
+                ev.push(Event::SessionFailed {
+                    session: id,
+                    reason: reason.clone(),
+                });
+                self.state.failed.insert(
+                    id,
+                    Failure {
+                        at: ctx.height,
+                        reason,
+                    },
+                );
+            }
+            Next::Tally => {
+                // The tally pays, slashes and scores every seat and refunds the provider.
+                self.tree.touch(StateKey::Session(id));
+                self.tree.touch(StateKey::Outcome(id));
+                self.tree.touch(StateKey::Account(s.provider));
+                for seat in s.segments.iter().flat_map(|g| g.seats.iter()) {
+                    self.tree.touch(StateKey::Account(seat.account));
+                    self.tree.touch(StateKey::Auditor(seat.account));
+                }
+                // The session stays, with its seats, until it is final: an appeal
+                // draws fresh seats against them and slashes those it overturns.
+                let mut kept = s.clone();
+                let outcome = self.tally(ctx, &id, s, ev);
+                self.state.outcomes.insert(id, outcome);
+                kept.escrow = 0;
+                kept.bond = 0;
+                self.tree.touch(StateKey::Appealable(id));
+                self.state.appealable.insert(id, kept);
+            }
+            Next::AppealDecided => {
+                self.touch_appeal(&id, &s);
+                for a in appeal::decision_accounts(&s) {
+                    self.tree.touch(StateKey::Account(a));
+                    self.tree.touch(StateKey::Auditor(a));
+                }
+                appeal::decide(&mut self.state, ctx, &id, s, ev);
+            }
+            Next::AppealCancelled(reason) => {
+                self.touch_appeal(&id, &s);
+                appeal::cancel(&mut self.state, &id, s, reason, ev);
+            }
+        }
     }
 
     /// Touches what ending an appeal round (decided or cancelled) changes besides seats.
@@ -507,16 +593,6 @@ impl Contract {
                     Err(reason) => Next::AppealCancelled(reason),
                 }
             }
-            Phase::Assigning if s.opened_at < h => match self.assign_round0(ctx, id, s, ev) {
-                Ok(()) => {
-                    s.phase = Phase::Commit {
-                        round: 0,
-                        until: h.saturating_add(sessions::commit_window(p, s)),
-                    };
-                    Next::Keep
-                }
-                Err(reason) => Next::Fail(reason.to_string()),
-            },
             Phase::Commit { round, until } if h >= until || all_committed(s, round) => {
                 let reveal_until = h.saturating_add(sessions::reveal_window(p, s));
                 s.phase = Phase::Reveal {
@@ -576,64 +652,6 @@ impl Contract {
             Phase::Disclose { until } if h >= until || all_disclosed(s) => Next::Tally,
             _ => Next::Keep,
         }
-    }
-
-    fn assign_round0(
-        &self,
-        ctx: &BlockCtx,
-        id: &Hash,
-        s: &mut Session,
-        ev: &mut Vec<Event>,
-    ) -> Result<(), AssignError> {
-        let n = s.segments.len();
-        let cap = (n >= 2).then(|| n.saturating_sub(1));
-        let budget_cap = exposure_cap(s);
-        let mut held: BTreeMap<AccountId, usize> = BTreeMap::new();
-        let mut covered = assign::Coverage::new();
-        let mut drawn: Vec<Vec<AccountId>> = Vec::with_capacity(n);
-        for (i, seg) in s.segments.iter().enumerate() {
-            let idx = u16::try_from(i).map_err(|_| AssignError::TooManySegments)?;
-            let seats = seg.k.saturating_add(s.manifest.quorum.extra_seats);
-            let keys = assign::keys_of(s, i);
-            let d = Draw {
-                seed: &ctx.block_hash,
-                session: id,
-                provider: &s.provider,
-                segment: idx,
-                round: 0,
-                tier: seg.tier,
-                domain: &s.manifest.domain,
-                domain_required: s.manifest.terms.domain_required,
-                seats,
-                exclude: &[],
-                held: &held,
-                cap,
-                budget: budget_cap.map(|cap| assign::Budget {
-                    covered: &covered,
-                    keys: &keys,
-                    cap,
-                }),
-            };
-            let Some(picked) = assign::draw(&self.state, &d) else {
-                return Err(AssignError::TooFewAuditors {
-                    segment: i,
-                    eligible: assign::eligible_count(&self.state, &d),
-                    tier: seg.tier,
-                    seats,
-                });
-            };
-            for a in &picked {
-                let c = held.entry(*a).or_insert(0);
-                *c = c.saturating_add(1);
-                assign::cover(&mut covered, *a, &keys);
-            }
-            drawn.push(picked);
-        }
-        for (i, (seg, picked)) in s.segments.iter_mut().zip(drawn).enumerate() {
-            let segment = u16::try_from(i).unwrap_or(u16::MAX);
-            seat_picked(id, segment, 0, seg.tier, &mut seg.seats, picked, ev);
-        }
-        Ok(())
     }
 
     /// Draws round-1 seats for undecided segments; true when any segment escalated.
@@ -803,6 +821,74 @@ fn touched_by(tree: &mut Tree, sender: AccountId, tx: &Tx) {
             tree.touch(StateKey::Outcome(*session));
         }
     }
+}
+
+/// Whether `s` is drawn (round 0) at the start of the block at `height`: it waits for its
+/// seats and was opened in an earlier block. (An appeal's seats are drawn at a block's end,
+/// see [`appeal::draw_due`].)
+fn draw_due(s: &Session, height: u64) -> bool {
+    matches!(s.phase, Phase::Assigning) && s.appeal.is_none() && s.opened_at < height
+}
+
+/// Draws the round-0 seats of session `id` on `state` with `ctx`'s seed: every segment's
+/// seats (no account on more than all but one segment of a multi-segment session, and none
+/// past the session's exposure budget), as `SeatAssigned` events in `ev`.
+fn assign_round0(
+    state: &State,
+    ctx: &BlockCtx,
+    id: &Hash,
+    s: &mut Session,
+    ev: &mut Vec<Event>,
+) -> Result<(), AssignError> {
+    let n = s.segments.len();
+    let cap = (n >= 2).then(|| n.saturating_sub(1));
+    let budget_cap = exposure_cap(s);
+    let mut held: BTreeMap<AccountId, usize> = BTreeMap::new();
+    let mut covered = assign::Coverage::new();
+    let mut drawn: Vec<Vec<AccountId>> = Vec::with_capacity(n);
+    for (i, seg) in s.segments.iter().enumerate() {
+        let idx = u16::try_from(i).map_err(|_| AssignError::TooManySegments)?;
+        let seats = seg.k.saturating_add(s.manifest.quorum.extra_seats);
+        let keys = assign::keys_of(s, i);
+        let d = Draw {
+            seed: &ctx.block_hash,
+            session: id,
+            provider: &s.provider,
+            segment: idx,
+            round: 0,
+            tier: seg.tier,
+            domain: &s.manifest.domain,
+            domain_required: s.manifest.terms.domain_required,
+            seats,
+            exclude: &[],
+            held: &held,
+            cap,
+            budget: budget_cap.map(|cap| assign::Budget {
+                covered: &covered,
+                keys: &keys,
+                cap,
+            }),
+        };
+        let Some(picked) = assign::draw(state, &d) else {
+            return Err(AssignError::TooFewAuditors {
+                segment: i,
+                eligible: assign::eligible_count(state, &d),
+                tier: seg.tier,
+                seats,
+            });
+        };
+        for a in &picked {
+            let c = held.entry(*a).or_insert(0);
+            *c = c.saturating_add(1);
+            assign::cover(&mut covered, *a, &keys);
+        }
+        drawn.push(picked);
+    }
+    for (i, (seg, picked)) in s.segments.iter_mut().zip(drawn).enumerate() {
+        let segment = u16::try_from(i).unwrap_or(u16::MAX);
+        seat_picked(id, segment, 0, seg.tier, &mut seg.seats, picked, ev);
+    }
+    Ok(())
 }
 
 /// The session's exposure budget in segments, when it set one (below the whole trace).

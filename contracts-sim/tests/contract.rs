@@ -1638,7 +1638,8 @@ fn genesis_auditors_hold_seats_from_the_start() {
     )
     .unwrap();
     c.end_block(&ctx(1));
-    let ev = c.end_block(&ctx(2));
+    let mut ev = c.begin_block(&ctx(2));
+    ev.extend(c.end_block(&ctx(2)));
     assert_eq!(seats_of(&ev, 0, 0).len(), 3);
 
     let stranger = key("stranger").public();
@@ -2473,6 +2474,13 @@ fn seats_do_not_depend_on_the_transactions_of_the_drawing_block() {
     let provider = key("provider");
     let segs = (0..6).map(|i| segment(i, Tier::Computer, vec![])).collect();
     chain.submit(&provider, Call::OpenSession(manifest(segs, 5, 0)));
+    chain.submit(
+        &provider,
+        Call::Transfer {
+            to: keys[3].public(),
+            amount: 5_000,
+        },
+    );
     chain.block();
     let h = chain.height + 1;
     let header = |prev: &[u8], proposer: &str, txs: &[Vec<u8>]| BlockHeader {
@@ -2491,6 +2499,7 @@ fn seats_do_not_depend_on_the_transactions_of_the_drawing_block() {
             height: h,
             block_hash: header.seed(),
         };
+        let mut ev = c.begin_block(&ctx);
         if let Some((k, call)) = extra {
             let tx = Signed::sign(
                 k,
@@ -2502,7 +2511,7 @@ fn seats_do_not_depend_on_the_transactions_of_the_drawing_block() {
             );
             c.apply(&ctx, &tx).unwrap();
         }
-        let ev = c.end_block(&ctx);
+        ev.extend(c.end_block(&ctx));
         (0..6).map(|s| seats_of(&ev, s, 0)).collect::<Vec<_>>()
     };
     let plain = draw(header(b"block h-1", "v0", &[]), None);
@@ -2520,6 +2529,84 @@ fn seats_do_not_depend_on_the_transactions_of_the_drawing_block() {
         Some((&keys[0], pay)),
     );
     assert_eq!(plain, ground, "the proposer's transactions moved the seats");
+    // Not even a bond that would change the stakes the draw weighs: the seats are drawn
+    // before the block's transactions.
+    let bond = draw(
+        header(b"block h-1", "v2", &[b"a bond".to_vec()]),
+        Some((&keys[3], Call::Bond { amount: 5_000 })),
+    );
+    assert_eq!(
+        plain, bond,
+        "a transaction of the drawing block moved the seats"
+    );
     let other = draw(header(b"another block h-1", "v0", &[]), None);
     assert_ne!(plain, other, "the seed must depend on the previous block");
+}
+
+/// The seats a block will draw can be computed from its parent alone (what a provider does
+/// to seal keys in the drawing block itself): `upcoming_seats` on the parent's state gives
+/// exactly the seats `begin_block` then draws, whatever the block's transactions, and
+/// nothing for a session not due (opened in the same block) or for an unknown one.
+#[test]
+fn upcoming_seats_are_the_seats_the_next_block_draws() {
+    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 12)]);
+    let provider = key("provider");
+    let segs = (0..4).map(|i| segment(i, Tier::Computer, vec![])).collect();
+    let sid = Tx::session_id(&provider.public(), chain.c.nonce(&provider.public()));
+    chain.submit(&provider, Call::OpenSession(manifest(segs, 3, 0)));
+    chain.submit(
+        &provider,
+        Call::Transfer {
+            to: keys[5].public(),
+            amount: 5_000,
+        },
+    );
+    let next = ctx(chain.height + 1);
+    assert_eq!(chain.c.upcoming_seats(&next, &sid), None, "not opened yet");
+    chain.block();
+    let same_block = ctx(chain.height);
+    assert_eq!(
+        chain.c.upcoming_seats(&same_block, &sid),
+        None,
+        "opened in that block"
+    );
+    let next = ctx(chain.height + 1);
+    let predicted = chain
+        .c
+        .upcoming_seats(&next, &sid)
+        .expect("due in the next block");
+    assert_eq!(predicted.len(), 12, "four segments, three seats each");
+    assert_eq!(
+        chain
+            .c
+            .upcoming_seats(&next, &Hash::sha256(b"no such session")),
+        None
+    );
+    // The drawing block bonds more stake for one auditor before anything else: the draw
+    // does not see it.
+    chain.submit(&keys[5], Call::Bond { amount: 5_000 });
+    let ev = chain.block();
+    let drawn: Vec<(u16, AccountId, u8)> = ev
+        .iter()
+        .filter_map(|e| match e {
+            Event::SeatAssigned {
+                session,
+                segment,
+                seat,
+                round,
+                ..
+            } if *session == sid => Some((*segment, *seat, *round)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(predicted, drawn);
+    assert!(matches!(
+        chain.c.state().sessions[&sid].phase,
+        Phase::Commit { round: 0, .. }
+    ));
+    assert_eq!(
+        chain.c.upcoming_seats(&ctx(chain.height + 1), &sid),
+        None,
+        "drawn already"
+    );
 }

@@ -354,6 +354,8 @@ impl World {
                 let ctx = self.ctx();
                 self.c.end_block(&ctx);
                 self.height += 1;
+                let next = self.ctx();
+                self.c.begin_block(&next);
             }
         }
         self.check();

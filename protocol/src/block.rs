@@ -137,15 +137,18 @@ impl BlockHeader {
     /// slot. Closing that needs randomness no single validator can choose (a VRF output of
     /// the proposer or a threshold signature in the header); see README, Security.
     pub fn seed(&self) -> Hash {
-        Hash::of_parts(
-            "trust/v1/block-seed",
-            &[
-                self.chain.as_ref(),
-                &self.height.to_le_bytes(),
-                self.prev_hash.as_ref(),
-            ],
-        )
+        seed_for(&self.chain, self.height, &self.prev_hash)
     }
+}
+
+/// The seed of the block at `height` on `chain` over the block `prev_hash`
+/// ([`BlockHeader::seed`]): known to everyone as soon as the parent is decided, which is
+/// what lets a provider compute the seats the block will draw before it is proposed.
+pub fn seed_for(chain: &Hash, height: u64, prev_hash: &Hash) -> Hash {
+    Hash::of_parts(
+        "trust/v1/block-seed",
+        &[chain.as_ref(), &height.to_le_bytes(), prev_hash.as_ref()],
+    )
 }
 
 impl Block {

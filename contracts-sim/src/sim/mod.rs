@@ -395,7 +395,7 @@ impl Sim {
         };
         let mut txs = std::mem::take(&mut self.queue);
         txs.shuffle(&mut self.rng);
-        let mut events = Vec::new();
+        let mut events = self.contract.begin_block(&ctx);
         for (sender, call) in txs {
             let key = match sender.checked_sub(self.agents.len()) {
                 None => self.agents.get(sender).map(|a| &a.key),

@@ -157,7 +157,7 @@ impl Chain {
     pub(crate) fn block(&mut self) -> Vec<Event> {
         self.height += 1;
         let ctx = ctx(self.height);
-        let mut ev = Vec::new();
+        let mut ev = self.c.begin_block(&ctx);
         for tx in std::mem::take(&mut self.pending) {
             ev.extend(
                 self.c

@@ -359,6 +359,7 @@ impl Seat {
             provided: &none,
             stuck: &stuck,
             copies: self.copies(),
+            upcoming: &[],
         };
         let mut judge = BTreeSet::new();
         for d in plan::plan_seat(&node, contract.state(), events) {

@@ -107,20 +107,27 @@ impl Chain {
         self.pool.count().await.expect("pool runs")
     }
 
+    /// The context the next [`Chain::block`] runs with (its seed is known before it,
+    /// as on the real chain).
+    pub(crate) fn next_ctx(&self) -> BlockCtx {
+        let h = self.height + 1;
+        BlockCtx {
+            height: h,
+            block_hash: Hash::of_parts("audit-testkit", &[&h.to_le_bytes()]),
+        }
+    }
+
     /// Orders every pooled transaction into the next block, ends it, publishes the view,
     /// returns its events.
     pub(crate) async fn block(&mut self) -> Vec<Event> {
+        let ctx = self.next_ctx();
         self.height += 1;
         let h = self.height;
-        let ctx = BlockCtx {
-            height: h,
-            block_hash: Hash::of_parts("audit-testkit", &[&h.to_le_bytes()]),
-        };
         let txs = self
             .pool
             .reap(std::sync::Arc::new(self.contract.clone()), 1000)
             .await;
-        let mut ev = Vec::new();
+        let mut ev = self.contract.begin_block(&ctx);
         for tx in txs {
             ev.extend(self.contract.apply(&ctx, &tx).expect("pooled tx applies"));
         }

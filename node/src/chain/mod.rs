@@ -140,7 +140,8 @@ impl Tip {
 pub struct Executed {
     /// The state after the block.
     pub contract: Contract,
-    /// Every event, in order: per transaction, then the end-of-block step.
+    /// Every event, in order: the start-of-block draws, per transaction, then the
+    /// end-of-block step.
     pub events: Vec<Event>,
 }
 
@@ -190,7 +191,7 @@ pub fn execute_block(state: &Contract, tip: &Tip, block: &Block) -> Result<Execu
     let height = block.header.height;
     let ctx = ctx(&block.header);
     let mut contract = state.clone();
-    let mut events = Vec::new();
+    let mut events = contract.begin_block(&ctx);
     for (index, bytes) in block.txs.iter().enumerate() {
         let tx: SignedTx = encoding::decode(bytes).map_err(|e| ExecError::BadTx {
             height,
@@ -298,16 +299,14 @@ pub fn build_block(
     // Header overhead plus per-transaction length prefixes stay far below this margin.
     let budget = MAX_BLOCK_BYTES.saturating_sub(4096);
     let mut size = 0usize;
-    // Transactions must be known before the seed (the block hash) is. Only `end_block`
-    // reads the seed (seats are drawn there); `apply` reads the height alone. So the
-    // candidates are applied once, in order, on a copy with the height known and no seed,
-    // and the block's own context is given to `end_block` only: the state is the one
-    // `execute_block` reaches from the finished block.
-    let screen_ctx = BlockCtx {
+    // The seed is fixed by the parent (`BlockHeader::seed`), so the block's context is
+    // known before a transaction is picked: the round-0 draws run first, then each
+    // candidate is applied once, in order, exactly as `execute_block` will replay them.
+    let block_ctx = BlockCtx {
         height,
-        block_hash: Hash::ZERO,
+        block_hash: trust_protocol::block::seed_for(&tip.chain, height, &tip.hash),
     };
-    let mut events = Vec::new();
+    let mut events = contract.begin_block(&block_ctx);
     for tx in candidates {
         if txs.len() >= MAX_BLOCK_TXS {
             break;
@@ -319,7 +318,7 @@ pub fn build_block(
         if size.saturating_add(bytes.len()).saturating_add(8) > budget {
             break;
         }
-        match contract.apply(&screen_ctx, tx) {
+        match contract.apply(&block_ctx, tx) {
             Ok(ev) => {
                 size = size.saturating_add(bytes.len()).saturating_add(8);
                 txs.push(bytes);
@@ -338,8 +337,8 @@ pub fn build_block(
         proposer,
         txs,
     );
-    let ctx = ctx(&block.header);
-    events.extend(contract.end_block(&ctx));
+    debug_assert_eq!(ctx(&block.header), block_ctx);
+    events.extend(contract.end_block(&block_ctx));
     block.header.state_root = contract.state_root();
     (block, Executed { contract, events }, dropped)
 }

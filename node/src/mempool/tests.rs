@@ -183,6 +183,7 @@ fn session_calls_expire_as_phases_pass_and_leave_the_pool() {
             height,
             block_hash: Hash::of_parts("block", &[&height.to_le_bytes()]),
         };
+        c.begin_block(&ctx);
         for tx in txs {
             c.apply(&ctx, tx).unwrap();
         }

@@ -6,7 +6,8 @@
 //! Order within a block, as the node has always acted:
 //! 1. own transactions that waited for the nonce window go to the pool ([`Duty::Flush`]);
 //! 2. the human desk learns the height (deadlines) ([`Duty::Desk`]);
-//! 3. the provider's duties ([`provider::plan`]), in event order: opening the mapping of a
+//! 3. the provider's duties: first the keys of the seats the next block will draw (known
+//!    from this block: [`Node::upcoming`]), then ([`provider::plan`]) in event order: opening the mapping of a
 //!    session whose reveal window closed, releasing a finished session's ciphertexts; then
 //!    sealing keys to the seats the block drew, one delivery per session;
 //! 4. the seats' duties, in event order: opening keys sealed to this node, revealing when a
@@ -94,6 +95,11 @@ pub struct Node<'a> {
     /// Whether this node copies other seats' commitments instead of judging (test builds'
     /// copy-cat).
     pub copies: bool,
+    /// The round-0 seats the next block will draw for sessions this node provides, as
+    /// `(segment, seat, round)` per session: computed from this block
+    /// (`Contract::upcoming_seats`), so that their keys are sealed in the drawing block
+    /// itself.
+    pub upcoming: &'a [(Hash, Vec<(u16, AccountId, u8)>)],
 }
 
 /// The duties a decided block with `events` gives this node; `state` is the contract state
@@ -103,6 +109,19 @@ pub fn plan(node: &Node<'_>, state: &State, height: u64, events: &[Event]) -> Ve
     if node.desk {
         out.push(Duty::Desk { height });
     }
+    // First the keys of the seats the next block draws: the delivery must reach that
+    // block's proposer before it proposes.
+    out.extend(
+        node.upcoming
+            .iter()
+            .filter(|(session, seats)| node.provided.contains(session) && !seats.is_empty())
+            .map(|(session, seats)| {
+                Duty::Provider(ProviderDuty::DeliverKeys {
+                    session: *session,
+                    seats: seats.clone(),
+                })
+            }),
+    );
     out.extend(
         provider::plan(node.provided, events)
             .into_iter()
@@ -342,6 +361,7 @@ mod tests {
         let mut events = Vec::new();
         for h in 1..=6u64 {
             let ctx = ctx(h);
+            events.extend(c.begin_block(&ctx));
             if h == 1 {
                 events.extend(c.apply(&ctx, &open).unwrap());
             }
@@ -374,6 +394,7 @@ mod tests {
             provided,
             stuck,
             copies: false,
+            upcoming: &[],
         }
     }
 
@@ -437,6 +458,43 @@ mod tests {
         assert_eq!(
             plan(&node(seat, &none, &no_stuck), c.state(), height, &events),
             vec![Duty::Flush]
+        );
+    }
+
+    /// The seats the next block will draw are sealed their keys right after the flush, by
+    /// the provider of their session only.
+    #[test]
+    fn the_provider_seals_keys_to_the_upcoming_seats_first() {
+        let (c, session, height, _) = drawn();
+        let no_stuck = BTreeSet::new();
+        let provided = BTreeSet::from([session]);
+        let seats = vec![
+            (0u16, auditor(1).public(), 0u8),
+            (1, auditor(2).public(), 0),
+        ];
+        let upcoming = vec![(session, seats.clone())];
+        let with = Node {
+            upcoming: &upcoming,
+            ..node(provider().public(), &provided, &no_stuck)
+        };
+        let p = plan(&with, c.state(), height, &[]);
+        assert_eq!(
+            p[..2],
+            [
+                Duty::Flush,
+                Duty::Provider(ProviderDuty::DeliverKeys { session, seats })
+            ]
+        );
+        let none = BTreeSet::new();
+        let other = Node {
+            upcoming: &upcoming,
+            ..node(auditor(1).public(), &none, &no_stuck)
+        };
+        assert!(
+            !plan(&other, c.state(), height, &[])
+                .iter()
+                .any(|d| matches!(d, Duty::Provider(_))),
+            "only the session's provider seals its keys"
         );
     }
 

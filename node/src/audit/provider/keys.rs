@@ -180,6 +180,63 @@ mod tests {
         (p, chain, dir, s, seat)
     }
 
+    /// The seats a block will draw are known from its parent: the provider seals their
+    /// keys before the drawing block is proposed, and that block takes both the draw and
+    /// the keys (the seats commit one block sooner). The block's own draw then asks for
+    /// nothing more.
+    #[tokio::test]
+    async fn keys_sealed_to_the_upcoming_seats_land_in_the_drawing_block() {
+        let (p, mut chain, _dir) = provider(4);
+        let s = p.submit(TRACE, None, &chain.contract).await.unwrap();
+        chain.block().await; // opened
+        let upcoming = chain
+            .contract
+            .upcoming_seats(&chain.next_ctx(), &s.session)
+            .expect("the session is drawn in the next block");
+        p.deliver(&s.session, &upcoming, &chain.contract).await;
+        assert!(
+            chain.pooled().await >= 1,
+            "a delivery is pooled before the draw"
+        );
+        let ev = chain.block().await;
+        let drawn: Vec<(u16, AccountId, u8)> = ev
+            .iter()
+            .filter_map(|e| match e {
+                Event::SeatAssigned {
+                    segment,
+                    seat,
+                    round,
+                    ..
+                } => Some((*segment, *seat, *round)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(drawn, upcoming, "the draw is the one foreseen");
+        let first_key = ev
+            .iter()
+            .position(|e| matches!(e, Event::KeyDelivered { .. }))
+            .expect("the keys are in the drawing block");
+        let last_seat = ev
+            .iter()
+            .rposition(|e| matches!(e, Event::SeatAssigned { .. }))
+            .unwrap();
+        assert!(
+            last_seat < first_key,
+            "seats are drawn before the block's transactions"
+        );
+        assert!(keys_delivered(&ev) >= drawn.len());
+        // Every drawn seat holds its own segment's key.
+        for (segment, seat, _) in &drawn {
+            assert!(
+                ev.iter().any(|e| matches!(e,
+                    Event::KeyDelivered { segment: g, seat: x, .. } if g == segment && x == seat)),
+                "no key for seat {seat} of segment {segment}"
+            );
+        }
+        p.on_block(&ev, &chain.contract).await;
+        assert_eq!(chain.pooled().await, 0, "nothing is sealed twice");
+    }
+
     /// A seat drawn in an escalation round gets its segment's key again, once, though its
     /// account was sent it in round 0: the contract counts a key only for the round whose
     /// commit window it lands in.
