@@ -3,8 +3,8 @@
 //! It starts an N-validator network of real `trust-node run` processes on loopback (this
 //! binary, in a scratch directory), has node 0 open audit sessions of S Computer-tier
 //! segments with k seats each (a provider HDAG over a generated arithmetic trace, so the
-//! shape is exact), at a target rate or as fast as node 0 accepts them, follows them on
-//! node 1 until every one is decided, and reports:
+//! shape is exact), at a target rate, one after another (`--sequential`) or as fast as
+//! node 0 accepts them, follows them on node 1 until every one is decided, and reports:
 //! - sessions and segment votes (a commit and a reveal each) finalized per second;
 //! - submit→verdict latency at p50, p90 and p99;
 //! - block time, mempool depth, gossip payload bytes per vote;
@@ -55,8 +55,12 @@ pub struct NetworkArgs {
     #[arg(long, default_value_t = 3)]
     pub seats: u8,
     /// Sessions per second to open; 0 opens them as fast as node 0 accepts.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, conflicts_with = "sequential")]
     pub rate: f64,
+    /// Open each session only once the one before is decided (submit→verdict latency
+    /// with nothing else on the chain).
+    #[arg(long)]
+    pub sequential: bool,
     /// The network's block time, in milliseconds.
     #[arg(long, default_value_t = 300)]
     pub block_time_ms: u64,
@@ -90,6 +94,8 @@ pub struct Report {
     pub seats: u8,
     /// Target sessions per second (0: as fast as accepted).
     pub rate: f64,
+    /// Whether each session was opened only once the one before was decided.
+    pub sequential: bool,
     /// Block time asked for, in milliseconds.
     pub block_time_ms: u64,
     /// Sessions decided.
@@ -529,7 +535,11 @@ async fn drive(
             )));
         }
         // Open the next session when it is due.
-        let due = interval.is_none_or(|d| t0 + d.mul_f64(next as f64) <= Instant::now());
+        let due = if args.sequential {
+            submitted_at.is_empty()
+        } else {
+            interval.is_none_or(|d| t0 + d.mul_f64(next as f64) <= Instant::now())
+        };
         if next < traces.len() && due {
             let (trace, hdag) = &traces[next];
             let t = Instant::now();
@@ -552,7 +562,7 @@ async fn drive(
                 }) if message.contains("retry") => {}
                 Err(e) => return Err(fail(e)),
             }
-            if interval.is_none() && next < traces.len() {
+            if interval.is_none() && !args.sequential && next < traces.len() {
                 continue;
             }
         }
@@ -604,6 +614,7 @@ async fn drive(
         segments: args.segments,
         seats: args.seats,
         rate: args.rate,
+        sequential: args.sequential,
         block_time_ms: args.block_time_ms,
         decided: latencies.len(),
         seconds,
@@ -657,7 +668,9 @@ pub fn markdown(r: &Report) -> String {
                 r.sessions,
                 r.segments,
                 r.seats,
-                if r.rate > 0.0 {
+                if r.sequential {
+                    "one after another".into()
+                } else if r.rate > 0.0 {
                     format!("{} sessions/s", r.rate)
                 } else {
                     "as fast as accepted".into()
