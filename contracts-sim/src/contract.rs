@@ -1,15 +1,17 @@
-//! The contract: `apply` one signed transaction, `end_block` to move sessions through
-//! their phases, `state_root` to compare states across nodes.
+//! The contract: `begin_block` to draw the seats due, `apply` one signed transaction,
+//! `end_block` to move sessions through their phases, `state_root` to compare states
+//! across nodes.
 //!
 //! The state root is the root of a Merkle tree over the state's entries
-//! ([`crate::commitment`]). `apply` and `end_block` name the entries they may change; the
-//! end of each block writes just those to the tree, so a block's root costs what the block
-//! did, not what the ledger holds.
+//! ([`crate::commitment`]). `begin_block`, `apply` and `end_block` name the entries they
+//! may change; the end of each block writes just those to the tree, so a block's root costs
+//! what the block did, not what the ledger holds.
 //!
 //! Phases of a session, all counted in blocks:
 //!
-//! 1. `Assigning`: opened at height `h`; at the end of block `h + 1` seats are drawn with
-//!    that block's hash as seed ([`crate::assign`]).
+//! 1. `Assigning`: opened at height `h`; at the start of block `h + 1`, before its
+//!    transactions, seats are drawn with that block's seed ([`crate::assign`]), so the
+//!    provider's keys can land in that block ([`Contract::upcoming_seats`]).
 //! 2. `Commit { round, until }`: seats commit; closes at `until` or as soon as every seat of
 //!    the round has committed.
 //! 3. `Reveal { round, until }`: committed seats reveal; the first `k` valid reveals per
