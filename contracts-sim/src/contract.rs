@@ -369,6 +369,25 @@ impl Contract {
             Call::Appeal { session, segments } => {
                 appeal::appeal(st, sender, *session, segments, h, &mut ev)
             }
+            Call::RevealHoneypots { session, openings } => sessions::each_honeypot(
+                *session,
+                sender,
+                openings,
+                |o| o.segment,
+                |o, ev| {
+                    sessions::reveal_honeypot(
+                        st,
+                        sender,
+                        *session,
+                        o.segment,
+                        o.verdict,
+                        o.difficulty,
+                        &o.salt,
+                        ev,
+                    )
+                },
+                &mut ev,
+            ),
         }?;
         self.state.accounts.entry(sender).or_default().nonce = next;
         Ok(ev)
@@ -814,7 +833,8 @@ fn touched_by(tree: &mut Tree, sender: AccountId, tx: &Tx) {
         | Call::Commits { session, .. }
         | Call::Reveals { session, .. }
         | Call::RevealMapping { session, .. }
-        | Call::RevealHoneypot { session, .. } => tree.touch(StateKey::Session(*session)),
+        | Call::RevealHoneypot { session, .. }
+        | Call::RevealHoneypots { session, .. } => tree.touch(StateKey::Session(*session)),
         // An appeal moves the session from `appealable` back to the live sessions and
         // marks its outcome.
         Call::Appeal { session, .. } => {

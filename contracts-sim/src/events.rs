@@ -313,4 +313,16 @@ pub enum Event {
         /// Why, as the contract refuses the single call.
         reason: String,
     },
+    /// One opening of a batch of honeypot openings (`Call::RevealHoneypots`) was refused;
+    /// the batch's other openings applied.
+    HoneypotRefused {
+        /// Session.
+        session: Hash,
+        /// The opening's segment.
+        segment: u16,
+        /// The session's provider, who sent it.
+        provider: AccountId,
+        /// Why, as the contract refuses the single call.
+        reason: String,
+    },
 }

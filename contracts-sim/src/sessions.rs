@@ -9,8 +9,9 @@
 //! - **Honeypots are capped and bonded.** `OpenSession` escrows
 //!   [`Params::honeypot_bond`] for each honeypot the session may open
 //!   (`min(max_honeypots, segments)`); `RevealHoneypot` beyond
-//!   [`Params::max_honeypots`] is refused. The tally burns a bond for each honeypot its
-//!   seats contradict by a clear majority, and scores those seats as for any segment.
+//!   [`Params::max_honeypots`] is refused (an opening of a `RevealHoneypots` beyond it
+//!   alone). The tally burns a bond for each honeypot its seats contradict by a clear
+//!   majority, and scores those seats as for any segment.
 
 use std::collections::BTreeMap;
 
@@ -282,6 +283,53 @@ pub(crate) fn each_vote<E>(
     sender: AccountId,
     entries: &[E],
     segment_of: impl Fn(&E) -> u16,
+    apply: impl FnMut(&E, &mut Vec<Event>) -> Result<(), TxError>,
+    events: &mut Vec<Event>,
+) -> Result<(), TxError> {
+    each_entry(
+        entries,
+        |e, error| Event::VoteRefused {
+            session,
+            segment: segment_of(e),
+            seat: sender,
+            reason: error.to_string(),
+        },
+        apply,
+        events,
+    )
+}
+
+/// Applies the openings of a batch of honeypot openings as [`each_vote`] applies votes,
+/// each as its single `RevealHoneypot` would, in order: a refused opening fails alone with
+/// a [`Event::HoneypotRefused`] in its place; the batch fails, changing nothing, only when
+/// every opening is refused, with the first one's error.
+pub(crate) fn each_honeypot<E>(
+    session: Hash,
+    sender: AccountId,
+    openings: &[E],
+    segment_of: impl Fn(&E) -> u16,
+    apply: impl FnMut(&E, &mut Vec<Event>) -> Result<(), TxError>,
+    events: &mut Vec<Event>,
+) -> Result<(), TxError> {
+    each_entry(
+        openings,
+        |e, error| Event::HoneypotRefused {
+            session,
+            segment: segment_of(e),
+            provider: sender,
+            reason: error.to_string(),
+        },
+        apply,
+        events,
+    )
+}
+
+/// The rule both kinds of batch share: `apply` each entry (changing nothing when it
+/// fails), `refused` names a failed one among the events; all refused, the batch fails
+/// with the first error and its events are dropped.
+fn each_entry<E>(
+    entries: &[E],
+    refused: impl Fn(&E, &TxError) -> Event,
     mut apply: impl FnMut(&E, &mut Vec<Event>) -> Result<(), TxError>,
     events: &mut Vec<Event>,
 ) -> Result<(), TxError> {
@@ -292,12 +340,7 @@ pub(crate) fn each_vote<E>(
         match apply(e, &mut local) {
             Ok(()) => applied = applied.saturating_add(1),
             Err(error) => {
-                local.push(Event::VoteRefused {
-                    session,
-                    segment: segment_of(e),
-                    seat: sender,
-                    reason: error.to_string(),
-                });
+                local.push(refused(e, &error));
                 first.get_or_insert(error);
             }
         }

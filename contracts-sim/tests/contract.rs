@@ -2610,3 +2610,308 @@ fn upcoming_seats_are_the_seats_the_next_block_draws() {
         "drawn already"
     );
 }
+
+/// The salt of test honeypot `i`'s commitment.
+fn honeypot_salt(i: u16) -> Salt {
+    Salt([40 + i as u8; 32])
+}
+
+/// Test honeypot `i`'s known verdict: segment 3 is a known-correct step, the others
+/// known errors.
+fn honeypot_truth(i: u16) -> Vote {
+    if i == 3 { Vote::Valid } else { Vote::Invalid }
+}
+
+/// The opening of test honeypot `i` (with its true verdict).
+fn opening(i: u16) -> trust_protocol::tx::HoneypotOpening {
+    trust_protocol::tx::HoneypotOpening {
+        segment: i,
+        verdict: honeypot_truth(i),
+        difficulty: Difficulty::Obvious,
+        salt: honeypot_salt(i),
+    }
+}
+
+/// `openings` of session `sid` as one `RevealHoneypots`.
+fn openings(sid: Hash, segments: &[u16]) -> Call {
+    Call::RevealHoneypots {
+        session: sid,
+        openings: segments.iter().map(|&i| opening(i)).collect(),
+    }
+}
+
+/// The single `RevealHoneypot` of test honeypot `i`.
+fn open_one(sid: Hash, i: u16) -> Call {
+    Call::batch(openings(sid, &[i]).unbatched()).unwrap()
+}
+
+/// A session of four Computer segments, the last three honeypots (segment 2 rests on
+/// honeypot 1), every seat voting each honeypot's truth and Valid on segment 0, run to
+/// its disclosure. Returns the session id.
+fn disclosing_honeypots(chain: &mut Chain, keys: &[Keypair]) -> Hash {
+    batch_honeypot_session(chain, keys, true)
+}
+
+/// [`disclosing_honeypots`], stopped in the reveal window (nothing revealed) unless
+/// `to_disclosure`.
+fn batch_honeypot_session(chain: &mut Chain, keys: &[Keypair], to_disclosure: bool) -> Hash {
+    let provider = key("provider");
+    let mut segs: Vec<SegmentEntry> = vec![
+        segment(0, Tier::Computer, vec![]),
+        segment(1, Tier::Computer, vec![]),
+        segment(2, Tier::Computer, vec![1]),
+        segment(3, Tier::Computer, vec![]),
+    ];
+    for (i, g) in segs.iter_mut().enumerate().skip(1) {
+        let i = i as u16;
+        g.honeypot = Some(honeypot_commitment(
+            &g.id,
+            honeypot_truth(i),
+            Difficulty::Obvious,
+            &honeypot_salt(i),
+        ));
+    }
+    let m = manifest(segs, 3, 0);
+    let ids: Vec<Hash> = m.segments.iter().map(|g| g.id).collect();
+    let sid = Tx::session_id(&provider.public(), chain.c.nonce(&provider.public()));
+    chain.submit(&provider, Call::OpenSession(m));
+    chain.block();
+    let drawn = chain.block();
+    deliver_keys(chain, &provider, sid, 0, &[]);
+    let truth = |s: u16, _| {
+        Some(if s == 0 {
+            Vote::Valid
+        } else {
+            honeypot_truth(s)
+        })
+    };
+    let plan = commit_votes(chain, keys, sid, &ids, &drawn, 0, &truth);
+    chain.block();
+    assert!(matches!(chain.phase(&sid), Some(Phase::Reveal { .. })));
+    if !to_disclosure {
+        return sid;
+    }
+    reveal_votes(chain, sid, &plan);
+    chain.block();
+    assert!(matches!(chain.phase(&sid), Some(Phase::Disclose { .. })));
+    sid
+}
+
+/// A second chain from `chain`'s state, as if another node had followed it.
+fn fork(chain: &Chain) -> Chain {
+    Chain {
+        c: chain.c.clone(),
+        height: chain.height,
+        pending: Vec::new(),
+        supply_check: chain.supply_check,
+    }
+}
+
+/// A provider opens all of a session's honeypots in one `RevealHoneypots`: the state is
+/// the one its single openings make, one by one in the same order (two no-op transfers
+/// stand for the two nonces the singles take more), the same honeypots are opened with
+/// the same events, the state root names every entry the batch touched, and the tally
+/// scores the seats on each.
+#[test]
+fn a_batch_of_honeypot_openings_is_its_single_openings() {
+    let (mut batched, keys) = Chain::new(Params::default(), &[(Tier::Computer, 6)]);
+    let provider = key("provider");
+    let sid = disclosing_honeypots(&mut batched, &keys);
+    let mut singles = fork(&batched);
+    // The latest first: honeypot 2 rests on honeypot 1.
+    let order = [3u16, 2, 1];
+    let opened = |ev: &[Event]| -> Vec<(u16, Vote)> {
+        ev.iter()
+            .filter_map(|e| match e {
+                Event::HoneypotRevealed {
+                    session,
+                    segment,
+                    verdict,
+                } if *session == sid => Some((*segment, *verdict)),
+                _ => None,
+            })
+            .collect()
+    };
+    batched.submit(&provider, openings(sid, &order));
+    let self_transfer = Call::Transfer {
+        to: provider.public(),
+        amount: 1,
+    };
+    batched.submit(&provider, self_transfer.clone());
+    batched.submit(&provider, self_transfer);
+    let ev_batched = batched.block();
+    assert_eq!(
+        opened(&ev_batched),
+        order.map(|i| (i, honeypot_truth(i))),
+        "in the batch's order"
+    );
+    assert!(
+        !ev_batched
+            .iter()
+            .any(|e| matches!(e, Event::HoneypotRefused { .. }))
+    );
+    for i in order {
+        singles.submit(&provider, open_one(sid, i));
+    }
+    assert_eq!(opened(&ev_batched), opened(&singles.block()));
+    assert_eq!(batched.c.state(), singles.c.state());
+    assert_eq!(batched.c.state_root(), singles.c.state_root());
+    assert_eq!(
+        batched.c.state_root(),
+        Contract::from_state(batched.c.state().clone()).state_root(),
+        "the batch touched the entries it changed"
+    );
+    // Tallied alike: every honeypot opened and scored.
+    for chain in [&mut batched, &mut singles] {
+        chain.reveal_mapping(&provider, sid);
+        chain.block();
+    }
+    assert_eq!(batched.c.state_root(), singles.c.state_root());
+    let o = batched.c.outcome(&sid).expect("decided");
+    let truths: Vec<Option<Vote>> = o.segments.iter().map(|g| g.honeypot).collect();
+    assert_eq!(
+        truths,
+        [
+            None,
+            Some(Vote::Invalid),
+            Some(Vote::Invalid),
+            Some(Vote::Valid)
+        ]
+    );
+    let seen: u32 = keys
+        .iter()
+        .map(|k| {
+            let h = &batched.c.state().auditors[&k.public()].honeypots;
+            h.errors_seen.iter().sum::<u32>() + h.correct_seen
+        })
+        .sum();
+    assert_eq!(seen, 3 * 3, "three seats on each of three honeypots");
+    batched.assert_supply_conserved();
+}
+
+/// An opening the contract refuses fails alone, with a `HoneypotRefused` naming its
+/// segment and the single call's error, and the others apply: a wrong salt, a honeypot
+/// opened before the one resting on it (as single calls in that order would be), and one
+/// past the session's cap. The refused one can still be opened on its own afterwards.
+#[test]
+fn a_refused_honeypot_opening_fails_alone() {
+    let params = Params {
+        max_honeypots: 2,
+        ..Params::default()
+    };
+    let (mut chain, keys) = Chain::new(params, &[(Tier::Computer, 6)]);
+    let provider = key("provider");
+    let sid = disclosing_honeypots(&mut chain, &keys);
+    let refused = |ev: &[Event]| -> Vec<(u16, String)> {
+        ev.iter()
+            .filter_map(|e| match e {
+                Event::HoneypotRefused {
+                    session,
+                    segment,
+                    provider: p,
+                    reason,
+                } if *session == sid && *p == provider.public() => Some((*segment, reason.clone())),
+                _ => None,
+            })
+            .collect()
+    };
+    // Honeypot 1 before honeypot 2 that rests on it; honeypot 3 with a wrong salt.
+    let mut bad = openings(sid, &[1, 2, 3]);
+    if let Call::RevealHoneypots { openings, .. } = &mut bad {
+        openings[2].salt = Salt([0; 32]);
+    }
+    let nonce = chain.c.nonce(&provider.public());
+    let ev = chain
+        .try_apply(&provider, bad)
+        .expect("one opening applies");
+    assert_eq!(
+        refused(&ev),
+        [
+            (1, TxError::HoneypotHasDependents(1).to_string()),
+            (3, TxError::CommitmentMismatch.to_string()),
+        ]
+    );
+    assert!(
+        ev.iter()
+            .any(|e| matches!(e, Event::HoneypotRevealed { segment: 2, .. }))
+    );
+    assert_eq!(chain.c.nonce(&provider.public()), nonce + 1);
+    let s = &chain.c.state().sessions[&sid];
+    assert_eq!(
+        s.segments
+            .iter()
+            .map(|g| g.honeypot.is_some())
+            .collect::<Vec<_>>(),
+        [false, false, true, false]
+    );
+    // Honeypot 2 is open now, so 1 opens; 3 is past the cap of 2: refused alone.
+    let ev = chain
+        .try_apply(&provider, openings(sid, &[1, 3]))
+        .expect("honeypot 1 opens");
+    assert_eq!(
+        refused(&ev),
+        [(3, TxError::TooManyHoneypots(2).to_string())]
+    );
+    assert!(
+        ev.iter()
+            .any(|e| matches!(e, Event::HoneypotRevealed { segment: 1, .. }))
+    );
+    chain.assert_supply_conserved();
+}
+
+/// A batch whose every opening is refused fails as its first opening would and changes
+/// nothing, nonce included: before the disclosure (so it waits, as a single opening
+/// does), and in it with nothing to open. Malformed batches (one opening, a segment twice,
+/// an abstaining verdict) are refused as malformed.
+#[test]
+fn a_batch_of_honeypot_openings_all_refused_or_malformed_changes_nothing() {
+    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 6)]);
+    let provider = key("provider");
+    let p = provider.public();
+    let sid = disclosing_honeypots(&mut chain, &keys);
+    let (root, nonce) = (chain.c.state_root(), chain.c.nonce(&p));
+    // Not a honeypot, then a wrong salt: the first error.
+    let mut bad = openings(sid, &[0, 3]);
+    if let Call::RevealHoneypots { openings, .. } = &mut bad {
+        openings[1].salt = Salt([0; 32]);
+    }
+    assert_eq!(
+        chain.try_apply(&provider, bad),
+        Err(TxError::NotAHoneypot(0))
+    );
+    // Someone other than the provider.
+    assert_eq!(
+        chain.try_apply(&keys[0], openings(sid, &[3, 2])),
+        Err(TxError::NotProvider)
+    );
+    let malformed = |e| Err(TxError::Format(e));
+    let mut twice = openings(sid, &[3, 3]);
+    assert_eq!(
+        chain.try_apply(&provider, twice.clone()),
+        malformed(trust_protocol::tx::TxFormatError::RepeatedSegment(3))
+    );
+    if let Call::RevealHoneypots { openings, .. } = &mut twice {
+        openings.pop();
+    }
+    assert_eq!(
+        chain.try_apply(&provider, twice),
+        malformed(trust_protocol::tx::TxFormatError::ShortBatch)
+    );
+    let mut abstaining = openings(sid, &[3, 2]);
+    if let Call::RevealHoneypots { openings, .. } = &mut abstaining {
+        openings[1].verdict = Vote::Abstain;
+    }
+    assert_eq!(
+        chain.try_apply(&provider, abstaining),
+        malformed(trust_protocol::tx::TxFormatError::AbstainingHoneypot)
+    );
+    assert_eq!(chain.c.state_root(), root);
+    assert_eq!(chain.c.nonce(&p), nonce);
+
+    // Before the disclosure every opening waits, so the batch does.
+    let early = batch_honeypot_session(&mut chain, &keys, false);
+    assert!(matches!(
+        chain.try_apply(&provider, openings(early, &[3, 2, 1])),
+        Err(TxError::WrongPhase(_))
+    ));
+}

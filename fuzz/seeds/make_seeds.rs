@@ -206,6 +206,25 @@ fn signed_txs() -> Vec<(&'static str, Vec<u8>)> {
                 segments: vec![0, 2],
             },
         ),
+        (
+            "reveal-honeypots",
+            Call::batch(
+                [
+                    (3, Vote::Invalid, Difficulty::Subtle),
+                    (1, Vote::Ungrounded, Difficulty::Obvious),
+                ]
+                .into_iter()
+                .map(|(segment, verdict, difficulty)| Call::RevealHoneypot {
+                    session,
+                    segment,
+                    verdict,
+                    difficulty,
+                    salt: Salt([20 + segment as u8; 32]),
+                })
+                .collect(),
+            )
+            .expect("a batch of honeypot openings"),
+        ),
     ];
     calls
         .into_iter()

@@ -13,6 +13,8 @@
 //! | `seat_drawn` | an auditor was drawn to a seat | session, segment, account = seat, round, tier, `commit_until` |
 //! | `commit_due` | the provider delivered a seat every key it needs and its commit window is open | session, segment, account, `commit_until` (last height accepting commits) |
 //! | `reveal_due` | a round's commit window closed: to each seat of it that committed | session, segment, account, round, `reveal_until` |
+//! | `vote_refused` | one vote of a seat's batch (`Commits`, `Reveals`) was refused; its other votes applied | session, segment, account = seat, reason |
+//! | `honeypot_refused` | one opening of a provider's `RevealHoneypots` was refused; its other openings applied | session, segment, account = provider, reason |
 //! | `segment_decided` | a segment's final verdict | session, segment, verdict |
 //! | `session_decided` | the trace verdict | session, account = provider, verdict, passing and total weight |
 //! | `appeal_opened` | an account appealed decided segments; fresh seats are drawn next block | session, account = appellant, round, `segments_appealed`, amount = bond escrowed |
@@ -55,6 +57,9 @@ pub enum Kind {
     RevealDue,
     /// One vote of a seat's batch was refused (the batch's other votes applied).
     VoteRefused,
+    /// One honeypot opening of a provider's batch was refused (the batch's other openings
+    /// applied).
+    HoneypotRefused,
     /// A segment's final verdict.
     SegmentDecided,
     /// A trace verdict.
@@ -86,12 +91,13 @@ pub enum Kind {
 
 impl Kind {
     /// Every kind a block's feed may hold (all but [`Kind::Dropped`]).
-    pub const STORED: [Kind; 17] = [
+    pub const STORED: [Kind; 18] = [
         Kind::SessionOpened,
         Kind::SeatDrawn,
         Kind::CommitDue,
         Kind::RevealDue,
         Kind::VoteRefused,
+        Kind::HoneypotRefused,
         Kind::SegmentDecided,
         Kind::SessionDecided,
         Kind::AppealOpened,
@@ -114,6 +120,7 @@ impl Kind {
             Kind::CommitDue => "commit_due",
             Kind::RevealDue => "reveal_due",
             Kind::VoteRefused => "vote_refused",
+            Kind::HoneypotRefused => "honeypot_refused",
             Kind::SegmentDecided => "segment_decided",
             Kind::SessionDecided => "session_decided",
             Kind::AppealOpened => "appeal_opened",
@@ -592,6 +599,19 @@ pub fn derive(height: u64, events: &[Event], after: &Contract) -> Vec<FeedEvent>
                 e.session = Some(*session);
                 e.segment = Some(*segment);
                 e.account = Some(*seat);
+                e.reason = Some(reason.clone());
+                out.push(e);
+            }
+            Event::HoneypotRefused {
+                session,
+                segment,
+                provider,
+                reason,
+            } => {
+                let mut e = FeedEvent::new(Kind::HoneypotRefused);
+                e.session = Some(*session);
+                e.segment = Some(*segment);
+                e.account = Some(*provider);
                 e.reason = Some(reason.clone());
                 out.push(e);
             }

@@ -148,9 +148,9 @@ pub enum MempoolError {
 /// reveal sent while its commit window is open, a balance) is left to [`unfit`], [`Cost`]
 /// and the contract.
 pub fn expired(state: &State, sender: &AccountId, call: &Call) -> Option<&'static str> {
-    if let Call::Commits { .. } | Call::Reveals { .. } = call {
-        // A batch of votes expires when every entry has: the contract refuses the expired
-        // entries alone and applies the others.
+    if let Call::Commits { .. } | Call::Reveals { .. } | Call::RevealHoneypots { .. } = call {
+        // A batch (of votes, of honeypot openings) expires when every entry has: the
+        // contract refuses the expired entries alone and applies the others.
         let mut why = None;
         for single in call.unbatched() {
             match expired(state, sender, &single) {
@@ -249,9 +249,9 @@ fn appeal_expired(state: &State, session: &Hash) -> Option<&'static str> {
 /// pool votes and key deliveries that the contract refuses only once a proposer tries them.
 pub fn unfit(state: &State, sender: &AccountId, call: &Call) -> Result<(), MempoolError> {
     match call {
-        // A batch of votes fits when one of its entries does (the contract refuses the
-        // others alone); otherwise the first entry says why not.
-        Call::Commits { .. } | Call::Reveals { .. } => {
+        // A batch (of votes, of honeypot openings) fits when one of its entries does (the
+        // contract refuses the others alone); otherwise the first entry says why not.
+        Call::Commits { .. } | Call::Reveals { .. } | Call::RevealHoneypots { .. } => {
             let mut first = None;
             for single in call.unbatched() {
                 match unfit(state, sender, &single) {

@@ -38,6 +38,9 @@ pub const MAX_SEALED_KEYS: usize = 4096;
 /// At the longest reason (280 bytes) a full batch of reveals is about 85 KiB, within
 /// [`crate::block::MAX_TX_BYTES`].
 pub const MAX_BATCH_VOTES: usize = 256;
+/// Most honeypot openings one [`Call::RevealHoneypots`] carries (each is about 40 bytes,
+/// so a full batch is about 10 KiB, within [`crate::block::MAX_TX_BYTES`]).
+pub const MAX_BATCH_HONEYPOTS: usize = 256;
 /// Largest sealed key ciphertext (a 32-byte key plus its 16-byte tag).
 pub const MAX_SEALED_KEY_BYTES: usize = 48;
 /// Most seats per segment for any tier (k_t + Delta).
@@ -417,6 +420,32 @@ pub enum Call {
         /// Indices of the segments appealed: distinct, 1..=[`MAX_APPEAL_SEGMENTS`].
         segments: Vec<u16>,
     },
+    /// Open several honeypots of one session at once (provider, after voting): one
+    /// signature for up to [`MAX_BATCH_HONEYPOTS`] openings. Each opening applies, in
+    /// order, as a [`Call::RevealHoneypot`] of its own would (so a honeypot that another
+    /// rests on comes after that one); an opening the contract refuses fails alone (an
+    /// event says why), and the call fails only when every opening does. Appended last so
+    /// that the other calls keep their encodings.
+    RevealHoneypots {
+        /// Session id.
+        session: Hash,
+        /// One per honeypot, distinct segments, none abstaining.
+        openings: Vec<HoneypotOpening>,
+    },
+}
+
+/// One opening of a [`Call::RevealHoneypots`]: what a [`Call::RevealHoneypot`] carries
+/// besides the session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HoneypotOpening {
+    /// Segment index.
+    pub segment: u16,
+    /// The known verdict (a judgement, not an abstention).
+    pub verdict: Vote,
+    /// How hard the planted error is to see.
+    pub difficulty: Difficulty,
+    /// The salt of the commitment.
+    pub salt: Salt,
 }
 
 /// One commitment of a [`Call::Commits`].
@@ -443,7 +472,8 @@ pub struct RevealEntry {
 
 impl Call {
     /// The calls a batch stands for, one per entry, in order ([`Call::Commits`] as
-    /// [`Call::Commit`]s, [`Call::Reveals`] as [`Call::Reveal`]s); any other call alone.
+    /// [`Call::Commit`]s, [`Call::Reveals`] as [`Call::Reveal`]s, [`Call::RevealHoneypots`]
+    /// as [`Call::RevealHoneypot`]s); any other call alone.
     pub fn unbatched(&self) -> Vec<Call> {
         match self {
             Call::Commits { session, entries } => entries
@@ -464,19 +494,34 @@ impl Call {
                     reason: e.reason.clone(),
                 })
                 .collect(),
+            Call::RevealHoneypots { session, openings } => openings
+                .iter()
+                .map(|o| Call::RevealHoneypot {
+                    session: *session,
+                    segment: o.segment,
+                    verdict: o.verdict,
+                    difficulty: o.difficulty,
+                    salt: o.salt,
+                })
+                .collect(),
             other => vec![other.clone()],
         }
     }
 
-    /// Commits or reveals of one session as one call: the single call for one entry, a
-    /// batch for more (at most [`MAX_BATCH_VOTES`]; the caller splits longer lists). `None`
-    /// when `calls` is empty, mixes kinds or sessions, or holds another kind of call.
+    /// Commits, reveals or honeypot openings of one session as one call: the single call
+    /// for one entry, a batch for more (at most [`MAX_BATCH_VOTES`], or
+    /// [`MAX_BATCH_HONEYPOTS`] openings; the caller splits longer lists). `None` when
+    /// `calls` is empty, mixes kinds or sessions, or holds another kind of call.
     pub fn batch(calls: Vec<Call>) -> Option<Call> {
         let mut it = calls.into_iter();
         let first = it.next()?;
         let rest: Vec<Call> = it.collect();
         if rest.is_empty() {
-            return matches!(first, Call::Commit { .. } | Call::Reveal { .. }).then_some(first);
+            return matches!(
+                first,
+                Call::Commit { .. } | Call::Reveal { .. } | Call::RevealHoneypot { .. }
+            )
+            .then_some(first);
         }
         match first {
             Call::Commit {
@@ -534,6 +579,38 @@ impl Call {
                     }
                 }
                 Some(Call::Reveals { session, entries })
+            }
+            Call::RevealHoneypot {
+                session,
+                segment,
+                verdict,
+                difficulty,
+                salt,
+            } => {
+                let mut openings = vec![HoneypotOpening {
+                    segment,
+                    verdict,
+                    difficulty,
+                    salt,
+                }];
+                for c in rest {
+                    match c {
+                        Call::RevealHoneypot {
+                            session: s,
+                            segment,
+                            verdict,
+                            difficulty,
+                            salt,
+                        } if s == session => openings.push(HoneypotOpening {
+                            segment,
+                            verdict,
+                            difficulty,
+                            salt,
+                        }),
+                        _ => return None,
+                    }
+                }
+                Some(Call::RevealHoneypots { session, openings })
             }
             _ => None,
         }
@@ -636,11 +713,12 @@ pub enum TxFormatError {
     /// A honeypot's known verdict must be a judgement, not an abstention.
     #[error("a honeypot's known verdict must be Valid, Invalid or Ungrounded, not Abstain")]
     AbstainingHoneypot,
-    /// A batch of votes with fewer than two entries (one vote goes as a single call).
-    #[error("a batch of votes needs at least two entries; send one vote as a single call")]
+    /// A batch (of votes or of honeypot openings) with fewer than two entries (one goes
+    /// as a single call).
+    #[error("a batch needs at least two entries; send one entry as a single call")]
     ShortBatch,
-    /// A batch of votes names one segment twice.
-    #[error("a batch of votes names segment {0} twice")]
+    /// A batch (of votes or of honeypot openings) names one segment twice.
+    #[error("a batch names segment {0} twice")]
     RepeatedSegment(u16),
     /// A revealed vote's reason is too long or holds a control character.
     #[error("{0}; shorten the reason or drop the character, then commit and reveal again")]
@@ -653,13 +731,17 @@ pub enum TxFormatError {
     BadAppeal,
 }
 
-/// A batch of votes holds 2 to [`MAX_BATCH_VOTES`] entries on distinct segments (one
-/// entry goes as a single call).
-fn check_batch(segments: impl Iterator<Item = u16>, len: usize) -> Result<(), TxFormatError> {
+/// A batch holds 2 to `max` entries ([`MAX_BATCH_VOTES`] votes, [`MAX_BATCH_HONEYPOTS`]
+/// honeypot openings) on distinct segments (one entry goes as a single call).
+fn check_batch(
+    segments: impl Iterator<Item = u16>,
+    len: usize,
+    max: usize,
+) -> Result<(), TxFormatError> {
     if len < 2 {
         return Err(TxFormatError::ShortBatch);
     }
-    check_len("batch entries", len, MAX_BATCH_VOTES)?;
+    check_len("batch entries", len, max)?;
     let mut seen = std::collections::BTreeSet::new();
     for s in segments {
         if !seen.insert(s) {
@@ -904,11 +986,17 @@ impl Tx {
                 Some(e) => Err(TxFormatError::BadReason(e)),
                 None => Ok(()),
             },
-            Call::Commits { entries, .. } => {
-                check_batch(entries.iter().map(|e| e.segment), entries.len())
-            }
+            Call::Commits { entries, .. } => check_batch(
+                entries.iter().map(|e| e.segment),
+                entries.len(),
+                MAX_BATCH_VOTES,
+            ),
             Call::Reveals { entries, .. } => {
-                check_batch(entries.iter().map(|e| e.segment), entries.len())?;
+                check_batch(
+                    entries.iter().map(|e| e.segment),
+                    entries.len(),
+                    MAX_BATCH_VOTES,
+                )?;
                 match entries
                     .iter()
                     .find_map(|e| crate::commit::reason_error(&e.reason))
@@ -916,6 +1004,18 @@ impl Tx {
                     Some(e) => Err(TxFormatError::BadReason(e)),
                     None => Ok(()),
                 }
+            }
+            // As the single call: every known verdict is a judgement.
+            Call::RevealHoneypots { openings, .. } => {
+                check_batch(
+                    openings.iter().map(|o| o.segment),
+                    openings.len(),
+                    MAX_BATCH_HONEYPOTS,
+                )?;
+                if openings.iter().any(|o| o.verdict.is_abstain()) {
+                    return Err(TxFormatError::AbstainingHoneypot);
+                }
+                Ok(())
             }
             Call::Appeal { segments, .. } => {
                 let mut seen = std::collections::BTreeSet::new();
@@ -1154,6 +1254,22 @@ mod tests {
             ),
             (hash(), prop::collection::vec(any::<u16>(), 1..4))
                 .prop_map(|(session, segments)| Call::Appeal { session, segments }),
+            (
+                hash(),
+                prop::collection::vec((any::<u16>(), vote(), any::<[u8; 32]>()), 0..4)
+            )
+                .prop_map(|(session, openings)| Call::RevealHoneypots {
+                    session,
+                    openings: openings
+                        .into_iter()
+                        .map(|(segment, verdict, s)| HoneypotOpening {
+                            segment,
+                            verdict,
+                            difficulty: Difficulty::Obvious,
+                            salt: Salt(s),
+                        })
+                        .collect(),
+                }),
         ]
     }
 
@@ -1565,6 +1681,158 @@ mod tests {
         let len = encoding::encode(&tx).len();
         assert!(len <= crate::block::MAX_TX_BYTES, "{len} bytes");
     }
+
+    /// Honeypot openings batch as votes do: `batch` then `unbatched` gives the single
+    /// openings back in order; one opening stays a single call; a batch mixing kinds or
+    /// sessions is none; a batch holds 2 to `MAX_BATCH_HONEYPOTS` openings of distinct
+    /// segments, none abstaining (as the single call), and a full one fits a transaction.
+    #[test]
+    fn batches_of_honeypot_openings_stand_for_their_singles_and_keep_their_rules() {
+        let (s1, s2) = (Hash([1; 32]), Hash([2; 32]));
+        let open = |session, segment: u16, verdict| Call::RevealHoneypot {
+            session,
+            segment,
+            verdict,
+            difficulty: Difficulty::Subtle,
+            salt: Salt([segment as u8; 32]),
+        };
+        let singles: Vec<Call> = (0..4).rev().map(|i| open(s1, i, Vote::Invalid)).collect();
+        let batch = Call::batch(singles.clone()).expect("one session, one kind");
+        assert!(matches!(
+            &batch,
+            Call::RevealHoneypots { session, openings }
+                if *session == s1 && openings.len() == 4 && openings[0].segment == 3
+        ));
+        assert_eq!(batch.unbatched(), singles);
+        let tx = |call| Tx { nonce: 0, call };
+        assert_eq!(tx(batch).validate(), Ok(()));
+        let one = open(s1, 0, Vote::Valid);
+        assert_eq!(Call::batch(vec![one.clone()]), Some(one.clone()));
+        assert_eq!(one.unbatched(), vec![one.clone()]);
+        assert_eq!(
+            Call::batch(vec![one.clone(), open(s2, 1, Vote::Valid)]),
+            None
+        );
+        let commit = Call::Commit {
+            session: s1,
+            segment: 1,
+            commitment: Hash::ZERO,
+        };
+        assert_eq!(Call::batch(vec![one.clone(), commit.clone()]), None);
+        assert_eq!(Call::batch(vec![commit, one.clone()]), None);
+
+        let opening = |segment: u16, verdict| HoneypotOpening {
+            segment,
+            verdict,
+            difficulty: Difficulty::Obvious,
+            salt: Salt([9; 32]),
+        };
+        let raw = |openings| {
+            tx(Call::RevealHoneypots {
+                session: s1,
+                openings,
+            })
+            .validate()
+        };
+        assert_eq!(
+            raw(vec![opening(2, Vote::Invalid)]),
+            Err(TxFormatError::ShortBatch)
+        );
+        assert_eq!(raw(vec![]), Err(TxFormatError::ShortBatch));
+        assert_eq!(
+            raw(vec![opening(2, Vote::Invalid), opening(2, Vote::Valid)]),
+            Err(TxFormatError::RepeatedSegment(2))
+        );
+        assert_eq!(
+            raw(vec![opening(2, Vote::Invalid), opening(3, Vote::Abstain)]),
+            Err(TxFormatError::AbstainingHoneypot)
+        );
+        let many = |n: usize| {
+            (0..n)
+                .map(|i| opening(u16::try_from(i).unwrap(), Vote::Ungrounded))
+                .collect::<Vec<_>>()
+        };
+        assert!(matches!(
+            raw(many(MAX_BATCH_HONEYPOTS + 1)),
+            Err(TxFormatError::TooLong {
+                what: "batch entries",
+                max: MAX_BATCH_HONEYPOTS,
+                ..
+            })
+        ));
+        assert_eq!(raw(many(MAX_BATCH_HONEYPOTS)), Ok(()));
+        let full = crate::Signed::sign(
+            &Keypair::from_label("provider"),
+            &Hash::ZERO,
+            Tx {
+                nonce: u64::MAX,
+                call: Call::RevealHoneypots {
+                    session: s1,
+                    openings: many(MAX_BATCH_HONEYPOTS),
+                },
+            },
+        );
+        let len = encoding::encode(&full).len();
+        assert!(len <= crate::block::MAX_TX_BYTES, "{len} bytes");
+    }
+
+    /// Pins the wire format of a signed `RevealHoneypots`: appended as the last call
+    /// (variant 15, after `Appeal`), so every older call keeps its index and encoding.
+    #[test]
+    fn golden_signed_honeypot_openings() {
+        let tx = Signed::sign(
+            &Keypair::from_seed([9; 32]),
+            &GOLDEN_CHAIN,
+            Tx {
+                nonce: 4,
+                call: Call::RevealHoneypots {
+                    session: Hash([5; 32]),
+                    openings: vec![
+                        HoneypotOpening {
+                            segment: 3,
+                            verdict: Vote::Invalid,
+                            difficulty: Difficulty::Subtle,
+                            salt: Salt([6; 32]),
+                        },
+                        HoneypotOpening {
+                            segment: 1,
+                            verdict: Vote::Ungrounded,
+                            difficulty: Difficulty::Obvious,
+                            salt: Salt([7; 32]),
+                        },
+                    ],
+                },
+            },
+        );
+        let bytes = encoding::encode(&tx);
+        // signer(32) | nonce(8) | variant(4) | session(32) | openings length(8)
+        // | 2 x (segment(2) | verdict(4) | difficulty(4) | salt(32)) | signature(64)
+        assert_eq!(bytes.len(), 32 + 8 + 4 + 32 + 8 + 2 * (2 + 4 + 4 + 32) + 64);
+        assert_eq!(
+            hex::encode(&bytes[32..44]),
+            "04000000000000000f000000",
+            "nonce 4, variant 15"
+        );
+        assert_eq!(hex::encode(&bytes[76..84]), "0200000000000000");
+        assert_eq!(
+            Hash::sha256(&bytes).to_hex(),
+            GOLDEN_HONEYPOTS_SHA256,
+            "the encoding of a signed RevealHoneypots changed"
+        );
+        // The single opening it batches keeps its own index (10).
+        let single = encoding::encode(&Call::RevealHoneypot {
+            session: Hash([5; 32]),
+            segment: 3,
+            verdict: Vote::Invalid,
+            difficulty: Difficulty::Subtle,
+            salt: Salt([6; 32]),
+        });
+        assert_eq!(hex::encode(&single[..4]), "0a000000");
+    }
+
+    // New: honeypots opened in one transaction (appended after `Appeal`).
+    const GOLDEN_HONEYPOTS_SHA256: &str =
+        "facd70b94f5792a698a339a7b8e306452613c22cbe15152fd68f4d5507c1ede0";
 
     // Every signature below changed on purpose: the signed bytes name the chain (issue 26,
     // finding 7: a transaction signed for one network is refused by another).

@@ -107,6 +107,7 @@ fn once_only(call: &Call) -> bool {
             | Call::Reveals { .. }
             | Call::RevealMapping { .. }
             | Call::RevealHoneypot { .. }
+            | Call::RevealHoneypots { .. }
     )
 }
 
@@ -184,8 +185,8 @@ impl Outbox {
                 }
             };
             let (nonce, id) = (tx.body.nonce, tx.id());
-            // A batch of votes is found by each of its votes: after a restart the duties
-            // may ask for them in other groupings.
+            // A batch (of votes, of honeypot openings) is found by each of its entries:
+            // after a restart the duties may ask for them in other groupings.
             let digests: Vec<Hash> = if once_only(&tx.body.call) {
                 tx.body.call.unbatched().iter().map(call_digest).collect()
             } else {
@@ -279,7 +280,8 @@ impl Outbox {
         let mut inner = self.inner.lock().await;
         let call = if !inner.restored.is_empty() && once_only(&call) {
             // What a restored transaction already carries is answered by it; a batch
-            // goes out with the votes it does not carry.
+            // goes out with the entries it does not carry (`Call::batch` regroups them:
+            // one left goes as its single call).
             let mut answered = None;
             let rest: Vec<Call> = call
                 .unbatched()
@@ -706,6 +708,42 @@ mod tests {
             Err(OutboxError::Expired("the session is no longer live"))
         ));
         assert!(out.inner.lock().await.restored.is_empty());
+    }
+
+    /// A restored batch of honeypot openings answers each opening it carries, asked for
+    /// alone or in any batch, and only once: asked again later, it is no longer restored.
+    #[tokio::test]
+    async fn restored_honeypot_openings_answer_each_opening_they_carry() {
+        let chain = Chain::new(2);
+        let out = chain.outbox(provider_key());
+        let session = Hash::of_parts("gone", &[]);
+        let open = |segment: u16| Call::RevealHoneypot {
+            session,
+            segment,
+            verdict: trust_protocol::Vote::Invalid,
+            difficulty: trust_protocol::tx::Difficulty::Obvious,
+            salt: trust_protocol::Salt([segment as u8; 32]),
+        };
+        let restored_id = Hash::of_parts("restored", &[]);
+        {
+            let mut inner = out.inner.lock().await;
+            let batch = Call::batch(vec![open(3), open(2), open(1)]).unwrap();
+            assert!(matches!(batch, Call::RevealHoneypots { .. }));
+            for c in batch.unbatched() {
+                inner.restored.insert(call_digest(&c), (0, restored_id));
+            }
+        }
+        let two = Call::batch(vec![open(3), open(1)]).unwrap();
+        assert_eq!(out.send(two).await.unwrap(), Sent::Pooled(restored_id));
+        assert_eq!(out.send(open(2)).await.unwrap(), Sent::Pooled(restored_id));
+        assert_eq!(chain.pooled().await, 0, "nothing new was signed");
+        assert!(out.inner.lock().await.restored.is_empty());
+        // Asked again, an opening is no longer answered (here: refused unsigned, its
+        // session being unknown).
+        assert!(matches!(
+            out.send(open(2)).await,
+            Err(OutboxError::Expired("the session is no longer live"))
+        ));
     }
 
     /// More calls than the window holds: the rest wait, unsigned, and go out in order as

@@ -234,6 +234,11 @@ pub fn line(e: &FeedEvent, me: Option<AccountId>) -> String {
             who(e.account),
             e.reason.as_deref().unwrap_or("?")
         ),
+        Kind::HoneypotRefused => format!(
+            "{session}{segment} by {}: honeypot opening refused ({})",
+            who(e.account),
+            e.reason.as_deref().unwrap_or("?")
+        ),
         Kind::SegmentDecided => format!(
             "{session}{segment}: {}",
             e.verdict.as_deref().unwrap_or("?")

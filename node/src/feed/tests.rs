@@ -264,3 +264,77 @@ fn appeals_and_finality_are_in_the_feed() {
     let back: FeedEvent = serde_json::from_value(decided).unwrap();
     assert_eq!(back, feed[1]);
 }
+
+/// A refused entry of a batch reaches the feed as its own kind: a seat's refused vote as
+/// `vote_refused`, a provider's refused honeypot opening as `honeypot_refused` (for the
+/// provider, with the contract's reason), both right after the votes they concern are
+/// due and before any verdict.
+#[test]
+fn refused_batch_entries_are_in_the_feed() {
+    let session = Hash::sha256(b"batched");
+    let events = vec![
+        Event::SegmentDecided {
+            session,
+            segment: 0,
+            verdict: SegmentVerdict::Valid,
+        },
+        Event::HoneypotRefused {
+            session,
+            segment: 3,
+            provider: account(9),
+            reason: "the commitment does not match the opened value".into(),
+        },
+        Event::VoteRefused {
+            session,
+            segment: 1,
+            seat: account(2),
+            reason: "already committed".into(),
+        },
+    ];
+    let feed = derive(5, &events, &contract());
+    let kinds: Vec<Kind> = feed.iter().map(|e| e.kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            Kind::VoteRefused,
+            Kind::HoneypotRefused,
+            Kind::SegmentDecided
+        ]
+    );
+    let refused = serde_json::to_value(&feed[1]).unwrap();
+    assert_eq!(refused["kind"], "honeypot_refused");
+    assert_eq!(refused["segment"], 3);
+    assert_eq!(refused["account"], account(9).to_hex());
+    assert_eq!(
+        refused["reason"],
+        "the commitment does not match the opened value"
+    );
+    assert_eq!(
+        "honeypot_refused".parse::<Kind>().unwrap(),
+        Kind::HoneypotRefused
+    );
+    let back: FeedEvent = serde_json::from_value(refused).unwrap();
+    assert_eq!(back, feed[1]);
+}
+
+/// The OpenAPI document of `GET /v1/events` names every kind a feed may hold.
+#[test]
+fn the_event_route_documents_every_kind() {
+    let doc = serde_json::to_value(crate::api::openapi_document()).unwrap();
+    let params = doc["paths"]["/v1/events"]["get"]["parameters"]
+        .as_array()
+        .expect("the events route has parameters");
+    let kind = params
+        .iter()
+        .find(|p| p["name"] == "kind")
+        .and_then(|p| p["description"].as_str())
+        .expect("a documented kind parameter");
+    let listed: Vec<&str> = kind
+        .split_once(':')
+        .map_or("", |(_, l)| l)
+        .trim_end_matches('.')
+        .split(',')
+        .map(str::trim)
+        .collect();
+    assert_eq!(listed, Kind::STORED.map(Kind::name), "{kind}");
+}

@@ -261,6 +261,33 @@ fn session_calls_expire_as_phases_pass_and_leave_the_pool() {
         crate::mempool::unfit(c.state(), &provider.public(), &batch),
         Err(MempoolError::Unfit(_))
     ));
+    // A batch of honeypot openings is judged as its single openings: live while the
+    // session is, fit from its provider only.
+    let honeypots = Call::batch(
+        [0u16, 1]
+            .into_iter()
+            .map(|segment| Call::RevealHoneypot {
+                session,
+                segment,
+                verdict: Vote::Invalid,
+                difficulty: trust_protocol::tx::Difficulty::Obvious,
+                salt: Salt([1; 32]),
+            })
+            .collect(),
+    )
+    .unwrap();
+    assert!(matches!(honeypots, Call::RevealHoneypots { .. }));
+    assert_eq!(expired(c.state(), &provider.public(), &honeypots), None);
+    assert_eq!(
+        crate::mempool::unfit(c.state(), &provider.public(), &honeypots),
+        Ok(())
+    );
+    assert_eq!(
+        crate::mempool::unfit(c.state(), &seat, &honeypots),
+        Err(MempoolError::Unfit(
+            "the sender is not the session's provider"
+        ))
+    );
     let mut m = Mempool::new(10);
     m.insert(commit.clone(), &c).unwrap();
     while matches!(c.state().sessions[&session].phase, Phase::Commit { .. }) {
@@ -290,6 +317,10 @@ fn session_calls_expire_as_phases_pass_and_leave_the_pool() {
     }
     assert_eq!(
         expired(c.state(), &seat, &commit.body.call),
+        Some("the session is no longer live")
+    );
+    assert_eq!(
+        expired(c.state(), &provider.public(), &honeypots),
         Some("the session is no longer live")
     );
 }

@@ -307,6 +307,19 @@ pub fn describe(tx: &SignedTx) -> (&'static str, String) {
                 session_link(session)
             ),
         ),
+        Call::RevealHoneypots { session, openings } => (
+            "RevealHoneypots",
+            format!(
+                "session {}, {} segments: {}",
+                session_link(session),
+                openings.len(),
+                openings
+                    .iter()
+                    .map(|o| format!("{}: {:?} ({:?})", o.segment, o.verdict, o.difficulty))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+        ),
     }
 }
 

@@ -745,3 +745,49 @@ fn batches_of_votes_read_with_their_segments_and_escaped_reasons() {
     );
     assert!(!details.contains(XSS));
 }
+
+/// The explorer shows a provider's batch of honeypot openings as `RevealHoneypots`, with
+/// its session and each opened segment's known verdict and difficulty.
+#[test]
+fn a_batch_of_honeypot_openings_reads_with_its_segments() {
+    use trust_protocol::{
+        Salt, Signed, Vote,
+        tx::{Call, Difficulty, Tx},
+    };
+    let k = trust_protocol::Keypair::from_label("provider");
+    let session = trust_protocol::Hash::sha256(b"session");
+    let openings = Call::batch(
+        [
+            (5u16, Vote::Invalid, Difficulty::Subtle),
+            (2, Vote::Valid, Difficulty::Obvious),
+        ]
+        .into_iter()
+        .map(|(segment, verdict, difficulty)| Call::RevealHoneypot {
+            session,
+            segment,
+            verdict,
+            difficulty,
+            salt: Salt([3; 32]),
+        })
+        .collect(),
+    )
+    .unwrap();
+    let tx = Signed::sign(
+        &k,
+        &trust_protocol::Hash::ZERO,
+        Tx {
+            nonce: 0,
+            call: openings,
+        },
+    );
+    let (kind, details) = super::explorer::describe(&tx);
+    assert_eq!(kind, "RevealHoneypots");
+    assert!(
+        details.contains(&format!("/sessions/{session}")),
+        "{details}"
+    );
+    assert!(
+        details.contains("2 segments: 5: Invalid (Subtle); 2: Valid (Obvious)"),
+        "{details}"
+    );
+}

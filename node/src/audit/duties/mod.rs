@@ -266,7 +266,7 @@ fn upcoming_seats(
     contract: &Contract,
     header: &trust_protocol::block::BlockHeader,
     provided: &std::collections::BTreeSet<Hash>,
-) -> Vec<(Hash, Vec<(u16, AccountId, u8)>)> {
+) -> Vec<plan::Upcoming> {
     let height = header.height.saturating_add(1);
     let ctx = trust_contracts::BlockCtx {
         height,

@@ -99,8 +99,12 @@ pub struct Node<'a> {
     /// `(segment, seat, round)` per session: computed from this block
     /// (`Contract::upcoming_seats`), so that their keys are sealed in the drawing block
     /// itself.
-    pub upcoming: &'a [(Hash, Vec<(u16, AccountId, u8)>)],
+    pub upcoming: &'a [Upcoming],
 }
+
+/// A session's round-0 seats the next block will draw: the session and its
+/// `(segment, seat, round)`s.
+pub type Upcoming = (Hash, Vec<(u16, AccountId, u8)>);
 
 /// The duties a decided block with `events` gives this node; `state` is the contract state
 /// after the block, at `height`.

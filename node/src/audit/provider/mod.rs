@@ -13,11 +13,11 @@
 //! [`Provider::on_block`] follows the session through decided blocks: when seats are
 //! drawn it seals each segment key to that segment's seats and to the seats of the
 //! segments that cite it (`DeliverKeys`); when voting is over it opens its honeypots
-//! (`RevealHoneypot`, see [`honeypot`]) and then the mapping commitment
-//! (`RevealMapping`). A decided session may be appealed until its appeal window passes:
-//! the provider keeps following it, seals the appealed segments' keys (and their
-//! premises') to each appeal round's seats, and removes the ciphertexts only once the
-//! session is final (`SessionFinal`) or failed.
+//! (all of a session's in one `RevealHoneypots`, or a `RevealHoneypot` for a lone one;
+//! see [`honeypot`]) and then the mapping commitment (`RevealMapping`). A decided session
+//! may be appealed until its appeal window passes: the provider keeps following it, seals
+//! the appealed segments' keys (and their premises') to each appeal round's seats, and
+//! removes the ciphertexts only once the session is final (`SessionFinal`) or failed.
 //!
 //! Staffing counts only the auditors the contract could draw (its per-tier index:
 //! active, not flagged, bonded at least the tier minimum), never merely registered ones.
@@ -41,7 +41,7 @@ use trust_protocol::{
     hdag::{AbstractionLevel, Hdag, Relationship},
     seal::{KEY_LEN, SealError, SegmentDoc, SegmentDocError, decrypt_segment},
     trace::Trace,
-    tx::{Call, QuorumParams, Tier, Tx},
+    tx::{Call, MAX_BATCH_HONEYPOTS, QuorumParams, Tier, Tx},
     units::Ppm,
 };
 
@@ -1226,26 +1226,23 @@ impl Provider {
         // The honeypots first: the mapping closes the disclosure.
         if !r.honeypots_revealed {
             let mut all_pooled = true;
-            // The latest first: a honeypot that rests on another is opened before it (the
-            // contract opens a honeypot only when whatever rests on it is an opened one).
-            let mut order = r.honeypots.clone();
-            order.sort_by_key(|h| std::cmp::Reverse(h.segment));
-            for h in &order {
-                let call = Call::RevealHoneypot {
-                    session: *session,
-                    segment: h.segment,
-                    verdict: h.verdict,
-                    difficulty: h.difficulty,
-                    salt: h.salt,
-                };
+            for call in honeypot_openings(session, &r.honeypots) {
+                let segments: Vec<u16> = call
+                    .unbatched()
+                    .iter()
+                    .filter_map(|c| match c {
+                        Call::RevealHoneypot { segment, .. } => Some(*segment),
+                        _ => None,
+                    })
+                    .collect();
                 match self.outbox.send(call).await {
                     Ok(tx) => {
                         all_pooled &= matches!(tx, Sent::Pooled(_));
-                        tracing::info!(%session, segment = h.segment, %tx, "honeypot opened");
+                        tracing::info!(%session, ?segments, %tx, "honeypots opened");
                     }
                     Err(e) => {
                         all_pooled = false;
-                        tracing::warn!(%session, segment = h.segment, error = %e, "RevealHoneypot not sent");
+                        tracing::warn!(%session, ?segments, error = %e, "honeypot openings not sent");
                     }
                 }
             }
@@ -1270,6 +1267,30 @@ impl Provider {
             Err(e) => tracing::warn!(%session, error = %e, "RevealMapping not sent"),
         }
     }
+}
+
+/// The calls that open a session's `planted` honeypots: one `RevealHoneypots` carrying
+/// them all (one per [`MAX_BATCH_HONEYPOTS`]), or a single `RevealHoneypot` for a lone
+/// one. The latest first: a honeypot that rests on another is opened before it (the
+/// contract opens a honeypot only when whatever rests on it is an opened one), and the
+/// contract applies a batch's openings in its order, as single calls in that order.
+fn honeypot_openings(session: &Hash, planted: &[Planted]) -> Vec<Call> {
+    let mut order = planted.to_vec();
+    order.sort_by_key(|h| std::cmp::Reverse(h.segment));
+    let singles: Vec<Call> = order
+        .iter()
+        .map(|h| Call::RevealHoneypot {
+            session: *session,
+            segment: h.segment,
+            verdict: h.verdict,
+            difficulty: h.difficulty,
+            salt: h.salt,
+        })
+        .collect();
+    singles
+        .chunks(MAX_BATCH_HONEYPOTS)
+        .filter_map(|chunk| Call::batch(chunk.to_vec()))
+        .collect()
 }
 
 #[cfg(test)]
@@ -1613,6 +1634,347 @@ mod tests {
         assert!(e.contains(&dead), "{e}");
         assert!(p.book.is_empty() && p.blobs.is_empty());
         assert_eq!(chain.pooled().await, 0, "no OpenSession");
+    }
+
+    /// Honeypot openings go out as one call per session: a lone one as a single
+    /// `RevealHoneypot`, more in one `RevealHoneypots`, the latest segment first, split at
+    /// [`MAX_BATCH_HONEYPOTS`].
+    #[test]
+    fn honeypots_open_in_one_call_split_at_the_cap() {
+        let session = Hash::sha256(b"s");
+        let planted = |n: u16| -> Vec<Planted> {
+            (0..n)
+                .map(|segment| Planted {
+                    segment,
+                    verdict: trust_protocol::Vote::Invalid,
+                    difficulty: trust_protocol::tx::Difficulty::Obvious,
+                    salt: Salt([1; 32]),
+                })
+                .collect()
+        };
+        assert!(honeypot_openings(&session, &[]).is_empty());
+        let one = honeypot_openings(&session, &planted(1));
+        assert!(matches!(
+            one.as_slice(),
+            [Call::RevealHoneypot { segment: 0, .. }]
+        ));
+        let two = honeypot_openings(&session, &planted(2));
+        let [Call::RevealHoneypots { openings, .. }] = two.as_slice() else {
+            panic!("one batch: {two:?}");
+        };
+        assert_eq!(
+            openings.iter().map(|o| o.segment).collect::<Vec<_>>(),
+            [1, 0]
+        );
+        let n = u16::try_from(MAX_BATCH_HONEYPOTS).unwrap() + 1;
+        let split = honeypot_openings(&session, &planted(n));
+        assert_eq!(split.len(), 2);
+        assert!(matches!(
+            &split[0],
+            Call::RevealHoneypots { openings, .. }
+                if openings.len() == MAX_BATCH_HONEYPOTS && openings[0].segment == n - 1
+        ));
+        assert!(matches!(split[1], Call::RevealHoneypot { segment: 0, .. }));
+        for call in &split {
+            assert_eq!(
+                Tx {
+                    nonce: 0,
+                    call: call.clone()
+                }
+                .validate(),
+                Ok(())
+            );
+        }
+    }
+
+    /// Seats for auditors `0..n`, reading the ciphertexts from `p`'s store (standing in
+    /// for Bitswap), each as `twist(seat, account)` makes it, having seen the drawing
+    /// block `drawn`.
+    async fn seats(
+        p: &Provider,
+        chain: &Chain,
+        n: usize,
+        drawn: &[Event],
+        twist: impl Fn(crate::audit::seat::Seat, AccountId) -> crate::audit::seat::Seat,
+    ) -> Vec<(crate::audit::seat::Seat, tempfile::TempDir)> {
+        use crate::{
+            audit::{
+                seat::{FetchBlob, Seat},
+                testkit::sealing,
+            },
+            net::NetError,
+        };
+        let fetch: FetchBlob = {
+            let store = p.blobs.clone();
+            Arc::new(move |cid| {
+                let store = store.clone();
+                Box::pin(async move {
+                    store
+                        .get(&cid)
+                        .map_err(|e| NetError::Bitswap(e.to_string()))?
+                        .ok_or(NetError::FetchTimeout(cid).into())
+                })
+            })
+        };
+        let mut seats = Vec::new();
+        for i in 0..n {
+            let dir = tempfile::tempdir().unwrap();
+            let db = sled::open(dir.path()).unwrap();
+            let seat = Seat::open(
+                chain.outbox(auditor(i)),
+                sealing(i),
+                BlobStore::open(&db).unwrap(),
+                &db,
+                Some(fetch.clone()),
+                Arc::default(),
+            )
+            .unwrap();
+            let seat = twist(seat, auditor(i).public());
+            seat.on_block(drawn, &chain.contract).await;
+            seats.push((seat, dir));
+        }
+        seats
+    }
+
+    /// The honeypot openings `who` has pooled: (transaction id, call).
+    async fn pooled_openings(chain: &Chain, who: &AccountId) -> Vec<(Hash, Call)> {
+        chain
+            .pool
+            .reap(Arc::new(chain.contract.clone()), 1000)
+            .await
+            .into_iter()
+            .filter(|tx| {
+                tx.signer == *who
+                    && matches!(
+                        tx.body.call,
+                        Call::RevealHoneypot { .. } | Call::RevealHoneypots { .. }
+                    )
+            })
+            .map(|tx| (tx.id(), tx.body.call))
+            .collect()
+    }
+
+    /// A session with two honeypots, judged by seats one of which rubber-stamps: once the
+    /// reveal window closes, the provider opens both honeypots in ONE transaction
+    /// (`RevealHoneypots`, never a `RevealHoneypot`), and the tally still counts them: the
+    /// outcome holds both known verdicts, the honest seats rejected them, and the
+    /// rubber-stamper is scored against the truth for each one it approved.
+    #[cfg(feature = "misbehave")]
+    #[tokio::test]
+    async fn a_sessions_two_honeypots_open_in_one_transaction_and_still_score_the_seats() {
+        use crate::audit::misbehave::Behaviour;
+
+        let (p, mut chain, _dir) = provider(4);
+        let p = p.with_honeypots(2);
+        let s = p.submit(TRACE, None, &chain.contract).await.unwrap();
+        assert_eq!(s.honeypots, 2, "two honeypots planted");
+        let planted = p.load(&s.session).unwrap().honeypots;
+        let ev = chain.block().await; // OpenSession included
+        p.on_block(&ev, &chain.contract).await;
+        let drawn = chain.block().await; // seats drawn, their keys sealed in that block
+        p.on_block(&drawn, &chain.contract).await;
+        let sess = chain.contract.state().sessions[&s.session].clone();
+        let seats_of = |segment: u16| -> BTreeSet<AccountId> {
+            sess.segments[usize::from(segment)]
+                .seats
+                .iter()
+                .map(|x| x.account)
+                .collect()
+        };
+        // The rubber-stamper: a seat of the first honeypot.
+        let stamper = *seats_of(planted[0].segment).iter().next().unwrap();
+        let seats = seats(&p, &chain, 4, &drawn, |seat, who| {
+            if who == stamper {
+                seat.with_behaviour(Behaviour::RubberStamp)
+            } else {
+                seat
+            }
+        })
+        .await;
+        // Run the session to its tally, watching what the provider pools to open its
+        // honeypots and the phase the session is in when it does.
+        let me = provider_key().public();
+        let mut openings: BTreeMap<Hash, (Call, Option<Phase>)> = BTreeMap::new();
+        for _ in 0..40 {
+            let phase = chain
+                .contract
+                .state()
+                .sessions
+                .get(&s.session)
+                .map(|x| x.phase);
+            for (id, call) in pooled_openings(&chain, &me).await {
+                openings.entry(id).or_insert((call, phase));
+            }
+            let ev = chain.block().await;
+            p.on_block(&ev, &chain.contract).await;
+            for (seat, _) in &seats {
+                seat.on_block(&ev, &chain.contract).await;
+            }
+            if !chain.contract.state().sessions.contains_key(&s.session) {
+                break;
+            }
+        }
+        let o = chain
+            .contract
+            .state()
+            .outcomes
+            .get(&s.session)
+            .expect("decided")
+            .clone();
+        let txs: Vec<&(Call, Option<Phase>)> = openings.values().collect();
+        let [(Call::RevealHoneypots { session, openings }, phase)] = txs.as_slice() else {
+            panic!("not one RevealHoneypots: {txs:?}");
+        };
+        assert_eq!(*session, s.session);
+        assert!(
+            matches!(phase, Some(Phase::Disclose { .. })),
+            "sent once the reveal window closed: {phase:?}"
+        );
+        let mut opened: Vec<u16> = openings.iter().map(|o| o.segment).collect();
+        let mut wanted: Vec<u16> = planted.iter().map(|h| h.segment).collect();
+        assert!(
+            opened.windows(2).all(|w| w[0] > w[1]),
+            "the latest first: {opened:?}"
+        );
+        opened.sort_unstable();
+        wanted.sort_unstable();
+        assert_eq!(opened, wanted, "both honeypots in the one transaction");
+        // The tally counted both: their known verdicts are on the outcome, the honest
+        // seats rejected them, and each seat is scored on the honeypots it judged.
+        let st = chain.contract.state();
+        for h in &planted {
+            let g = &o.segments[usize::from(h.segment)];
+            assert_eq!(g.honeypot, Some(h.verdict), "segment {}", h.segment);
+            assert!(
+                g.verdict.is_error(),
+                "segment {}: {:?}",
+                h.segment,
+                g.verdict
+            );
+        }
+        for i in 0..4 {
+            let who = auditor(i).public();
+            let on: Vec<&Planted> = planted
+                .iter()
+                .filter(|h| !h.verdict.is_valid() && seats_of(h.segment).contains(&who))
+                .collect();
+            let record = &st.auditors[&who].honeypots;
+            assert_eq!(
+                record.errors_seen.iter().sum::<u32>(),
+                u32::try_from(on.len()).unwrap(),
+                "auditor {i}"
+            );
+            let approved: u32 = record.errors_approved.iter().sum();
+            if who == stamper {
+                assert!(!on.is_empty());
+                assert_eq!(approved, u32::try_from(on.len()).unwrap(), "the stamper");
+                assert_eq!(record.miss_providers, vec![me]);
+            } else {
+                assert_eq!(approved, 0, "honest auditor {i}");
+            }
+        }
+    }
+
+    /// A provider killed after one of its two honeypot openings was signed (here as a
+    /// single `RevealHoneypot` of the later one) and before it recorded them opened: its
+    /// journal puts that transaction back, and resuming asks for both openings in one
+    /// call. The restored transaction answers the one it carries; only the other is signed,
+    /// alone (a lone opening goes as a single call), never the opened one twice. Both open
+    /// in the next block, and the session is decided.
+    #[tokio::test]
+    async fn a_restarted_provider_signs_only_the_honeypot_openings_no_restored_one_carries() {
+        let mut chain = Chain::new(4);
+        let dir = tempfile::tempdir().unwrap();
+        let db = sled::open(dir.path()).unwrap();
+        let open = |chain: &Chain| {
+            let outbox = chain.outbox(provider_key()).with_journal(&db).unwrap();
+            let p = Provider::open(outbox.clone(), BlobStore::open(&db).unwrap(), &db)
+                .unwrap()
+                .with_honeypots(2);
+            (p, outbox)
+        };
+        let (p, out) = open(&chain);
+        let s = p.submit(TRACE, None, &chain.contract).await.unwrap();
+        let planted = p.load(&s.session).unwrap().honeypots;
+        assert_eq!(planted.len(), 2);
+        let ev = chain.block().await;
+        p.on_block(&ev, &chain.contract).await;
+        let drawn = chain.block().await;
+        p.on_block(&drawn, &chain.contract).await;
+        let seats = seats(&p, &chain, 4, &drawn, |seat, _| seat).await;
+        // Vote; stop at the block that closes the reveal window, before the provider
+        // reacts to it.
+        for _ in 0..40 {
+            let ev = chain.block().await;
+            if ev.iter().any(
+                |e| matches!(e, Event::RevealWindowClosed { session, .. } if *session == s.session),
+            ) {
+                break;
+            }
+            p.on_block(&ev, &chain.contract).await;
+            for (seat, _) in &seats {
+                seat.on_block(&ev, &chain.contract).await;
+            }
+        }
+        assert!(matches!(
+            chain.contract.state().sessions[&s.session].phase,
+            Phase::Disclose { .. }
+        ));
+        let openings = honeypot_openings(&s.session, &planted);
+        let [Call::RevealHoneypots { openings: both, .. }] = openings.as_slice() else {
+            panic!("{openings:?}");
+        };
+        let (later, earlier) = (both[0].segment, both[1].segment);
+        let single = |segment: u16| {
+            openings[0]
+                .unbatched()
+                .into_iter()
+                .find(|c| matches!(c, Call::RevealHoneypot { segment: g, .. } if *g == segment))
+                .unwrap()
+        };
+        let Sent::Pooled(first) = out.send(single(later)).await.unwrap() else {
+            panic!("the window has room");
+        };
+
+        // Killed: the pool is gone, sled (journal and records) is not.
+        drop((p, out));
+        chain.restart_pool();
+        let (p, out) = open(&chain);
+        assert_eq!(out.restore().await, 1);
+        let me = provider_key().public();
+        p.resume(&chain.contract).await;
+        let pooled = pooled_openings(&chain, &me).await;
+        assert_eq!(pooled.len(), 2, "{pooled:?}");
+        assert_eq!(
+            pooled[0],
+            (first, single(later)),
+            "the restored transaction answers the opening it carries"
+        );
+        assert_eq!(pooled[1].1, single(earlier), "the other goes alone");
+
+        let ev = chain.block().await;
+        let opened: BTreeSet<u16> = ev
+            .iter()
+            .filter_map(|e| match e {
+                Event::HoneypotRevealed { segment, .. } => Some(*segment),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(opened, [later, earlier].into());
+        assert!(
+            !ev.iter()
+                .any(|e| matches!(e, Event::HoneypotRefused { .. })),
+            "nothing opened twice"
+        );
+        let o = chain
+            .contract
+            .state()
+            .outcomes
+            .get(&s.session)
+            .expect("decided");
+        for h in &planted {
+            assert_eq!(o.segments[usize::from(h.segment)].honeypot, Some(h.verdict));
+        }
     }
 
     #[test]
