@@ -10,35 +10,68 @@
 //! 2. that header, and the commit certificate that decided it (precommit signatures over
 //!    the header's hash, which is the block id consensus votes on);
 //! 3. the header of block `h - 1`, linked by `header.prev_hash`, and for every genesis
-//!    validator its account entry with a Merkle proof under that parent's `state_root`.
-//!    The voting power at height `h` is the validators' bonded stake after block `h - 1`
-//!    (`consensus::driver::validator_set`), so these proofs let the client compute the
-//!    powers itself. At height 1 the powers come from the genesis file instead.
+//!    validator its account entry with a Merkle proof under that parent's `state_root`
+//!    (none at height 1);
+//! 4. the **anchor** the validator powers are walked from: genesis (the genesis stakes), or
+//!    a block `a < h` the client trusts by height and hash, given as its header with every
+//!    genesis validator's account proven under its `state_root`;
+//! 5. the **walk**: for every block `c` with `a < c < h` whose execution changed the
+//!    validator powers, in ascending order, its header, its commit certificate and every
+//!    genesis validator's account proven under its `state_root`.
 //!
-//! # What the client trusts
+//! The voting power at a height is the validators' bonded stake after the block below it
+//! (`consensus::driver::validator_set`: stake-weighted, or one each when none has any). A
+//! node records which blocks changed it when it commits them (`ledger/power_changes`), so
+//! it knows which blocks the walk must hold.
 //!
-//! Only its own `genesis.json`: the chain id and the genesis validator keys (and, at
-//! height 1, the genesis stakes). It checks the chain id, the hash link, the stake proofs,
-//! every signature, that the signers are distinct genesis validators holding more than
-//! 2/3 of the power so computed, and the outcome's proof. It does not replay the chain:
-//! the stakes are those of the state that the certified block extends, as attested by the
-//! very validators whose signatures are counted. A forgery therefore needs the keys of
-//! genesis validators able to certify a block on top of a parent state in which they hold
-//! more than 2/3 of the stake; the BFT assumption (less than 1/3 faulty power) rules that
-//! out for the real chain, but a client that wants no reliance on the signers' own
-//! account of the stakes must walk the certificates from genesis (not built yet).
+//! # What the client checks, and what it trusts
+//!
+//! It trusts its own `genesis.json` (the chain id, the genesis validators' keys and, for a
+//! walk from genesis, their genesis stakes) and, when it gives one, a trusted block
+//! `HEIGHT:HASH` (`--trust`). Nothing in the proof is trusted. Starting from the powers
+//! `P` of the anchor (genesis stakes, or the stakes proven under the trusted header, whose
+//! hash must be the trusted one), for each walk block `c` in ascending order it checks
+//! that `c`'s certificate is signed by distinct genesis validators holding more than 2/3 of
+//! `P` (the powers that certified `c` are those after `c - 1`, which are `P` because no
+//! change happened in between), then takes the powers proven under `c`'s state root as the
+//! new `P`. Finally the certified block `h` must be signed by more than 2/3 of `P`, and the
+//! stakes proven under the parent's root must give exactly `P`: if they do not, a change is
+//! missing from the walk and the validator set is unknown. Then the outcome's proof. (A
+//! walk that leaves out a change whose later certificates still carry more than 2/3 of the
+//! powers walked so far is accepted: every block counted is still vouched for by more than
+//! 2/3 of a set of powers the client derived from its trust root.)
+//!
+//! Every certificate counted is thus weighed by powers the client derived itself from its
+//! trust root, never by stakes the signers vouch for: a forger needs more than 2/3 of the
+//! power of a set the client already trusts. Keys of validators that have since unbonded
+//! (or sold their keys) are the danger of a walk from genesis: whoever holds more than 2/3
+//! of the *genesis* stake's keys can forge a whole alternative history from genesis, however
+//! long ago that stake left (a long-range attack). A recent trusted block defeats that: the
+//! walk starts from the powers of that block, so old keys weigh nothing unless they still
+//! hold stake there, and the forger needs more than 2/3 of the *current* stake's keys,
+//! which the BFT assumption (less than 1/3 faulty power) rules out.
 //!
 //! # Bundles: proofs kept in a file
 //!
 //! A [`Bundle`] is a proof as `trust-node proof export` writes it, to be checked later,
-//! anywhere, by `trust-node proof verify` with nothing but a genesis file: one JSON object
-//! `{"format": "trust-outcome-proof/1", "chain": <chain id>, "proof": <OutcomeProof>}`.
-//! [`parse_bundle`] reads one (the format tag first, so that a later version is named as
-//! such rather than refused for its new fields) and [`verify_bundle`] checks it. The
-//! `chain` field is a label for the reader: it must equal the genesis file's chain id,
-//! and the certified header's chain must too.
+//! anywhere, by `trust-node proof verify` with nothing but a genesis file (and, for a bundle
+//! anchored at a block, that block's height and hash): one JSON object
+//! `{"format": "trust-outcome-proof/2", "chain": <chain id>, "proof": <OutcomeProof>}`, the
+//! anchor and the walk inside the proof. [`parse_bundle`] reads one (the format tag first,
+//! so that another version is named as such rather than refused for its fields) and
+//! [`verify_bundle`] checks it. The `chain` field is a label for the reader: it must equal
+//! the genesis file's chain id, and the certified header's chain must too.
+//!
+//! Bundles of the older format `trust-outcome-proof/1` (no anchor, no walk: the powers were
+//! those the certified block's own parent state attests) are refused as such
+//! ([`ProofError::OlderFormat`]), not checked the old way: accepting them would let a
+//! forger pick the weaker check. The session's proof can be exported again.
+//!
+//! The genesis file stays needed with a trusted block: the chain id is a hash of the
+//! genesis document (so a bundle could carry it), but the validator keys are the client's
+//! own genesis file's, and a bundle is kept small by not carrying every genesis account.
 
-use std::collections::BTreeSet;
+use std::{collections::BTreeSet, fmt, str::FromStr};
 
 use serde::{Deserialize, Serialize};
 use trust_contracts::{
@@ -59,13 +92,17 @@ use crate::{
 pub const MAX_PROOF_VALIDATORS: usize = 1024;
 
 /// The format tag of a [`Bundle`] this version writes and reads.
-pub const BUNDLE_FORMAT: &str = "trust-outcome-proof/1";
+pub const BUNDLE_FORMAT: &str = "trust-outcome-proof/2";
+
+/// Format tags of earlier bundles, which this version refuses as older
+/// ([`ProofError::OlderFormat`]).
+pub const OLDER_BUNDLE_FORMATS: [&str; 1] = ["trust-outcome-proof/1"];
 
 /// Largest bundle file read: [`MAX_PROOF_VALIDATORS`] stake proofs fit many times over.
 pub const MAX_BUNDLE_BYTES: u64 = 16 * 1024 * 1024;
 
 /// An outcome proof in a file of its own: what `proof export` writes and `proof verify`
-/// checks against a genesis file alone (see the module doc).
+/// checks against a genesis file (and a trusted block) alone (see the module doc).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Bundle {
@@ -80,8 +117,7 @@ pub struct Bundle {
 impl Bundle {
     /// `proof` in a bundle of this version, labelled with the chain its header names.
     pub fn of(proof: OutcomeProof) -> Result<Self, ProofError> {
-        let header: BlockHeader = encoding::decode(&unhex("header", &proof.header)?)
-            .map_err(|_| ProofError::Malformed("header"))?;
+        let header = decode_header("header", &proof.header)?;
         Ok(Bundle {
             format: BUNDLE_FORMAT.to_string(),
             chain: header.chain,
@@ -98,9 +134,10 @@ impl Bundle {
 }
 
 /// Reads a bundle file's bytes. The format tag is read first, so that a bundle of another
-/// version is refused as such ([`ProofError::UnsupportedFormat`]) whatever its layout;
-/// anything that is not a whole bundle of this version (a file cut short, not JSON, a
-/// missing or unknown field) is [`ProofError::NotABundle`] with the parser's message.
+/// version is refused as such ([`ProofError::OlderFormat`], [`ProofError::UnsupportedFormat`])
+/// whatever its layout; anything that is not a whole bundle of this version (a file cut
+/// short, not JSON, a missing or unknown field) is [`ProofError::NotABundle`] with the
+/// parser's message.
 pub fn parse_bundle(bytes: &[u8]) -> Result<Bundle, ProofError> {
     /// Only the tag; other fields are skipped (but must still be JSON).
     #[derive(Deserialize)]
@@ -109,29 +146,36 @@ pub fn parse_bundle(bytes: &[u8]) -> Result<Bundle, ProofError> {
     }
     let not_a_bundle = |e: serde_json::Error| ProofError::NotABundle(e.to_string());
     let tag: Tag = serde_json::from_slice(bytes).map_err(not_a_bundle)?;
-    if tag.format != BUNDLE_FORMAT {
-        return Err(ProofError::UnsupportedFormat(tag.format));
-    }
+    check_format(&tag.format)?;
     serde_json::from_slice(bytes).map_err(not_a_bundle)
 }
 
-/// Checks a bundle against the user's genesis file: its format, that it is of this
-/// genesis's chain, and its proof ([`verify`]) for the session it names.
-pub fn verify_bundle(bundle: &Bundle, anchor: &Anchor<'_>) -> Result<Verified, ProofError> {
-    if bundle.format != BUNDLE_FORMAT {
-        return Err(ProofError::UnsupportedFormat(bundle.format.clone()));
+fn check_format(format: &str) -> Result<(), ProofError> {
+    if format == BUNDLE_FORMAT {
+        Ok(())
+    } else if OLDER_BUNDLE_FORMATS.contains(&format) {
+        Err(ProofError::OlderFormat(format.to_string()))
+    } else {
+        Err(ProofError::UnsupportedFormat(format.to_string()))
     }
-    if bundle.chain != anchor.chain {
+}
+
+/// Checks a bundle against what the user trusts: its format, that it is of this genesis's
+/// chain, and its proof ([`verify`]) for the session it names.
+pub fn verify_bundle(bundle: &Bundle, trust: &Trust<'_>) -> Result<Verified, ProofError> {
+    check_format(&bundle.format)?;
+    if bundle.chain != trust.chain {
         return Err(ProofError::WrongChain {
-            expected: anchor.chain,
+            expected: trust.chain,
             got: bundle.chain,
         });
     }
-    verify(&bundle.proof, &bundle.proof.session, anchor)
+    verify(&bundle.proof, &bundle.proof.session, trust)
 }
 
-/// A session's outcome with everything needed to check it against a genesis file. Byte
-/// fields are lowercase hex of the canonical encodings.
+/// A session's outcome with everything needed to check it against a genesis file (and a
+/// trusted block, if it is anchored at one). Byte fields are lowercase hex of the
+/// canonical encodings.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OutcomeProof {
@@ -150,9 +194,49 @@ pub struct OutcomeProof {
     pub parent: Option<String>,
     /// Every genesis validator's account under the parent's state root (empty at height 1).
     pub stakes: Vec<StakeProof>,
+    /// Where the walk of validator powers starts.
+    pub anchor: ProofAnchor,
+    /// Every block after the anchor and before `header` whose execution changed the
+    /// validator powers, in ascending height.
+    pub walk: Vec<Hop>,
 }
 
-/// One validator's account entry and its proof under the parent block's state root.
+/// Where a proof's walk of validator powers starts.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ProofAnchor {
+    /// Genesis: the powers are the genesis stakes of the client's genesis file.
+    #[default]
+    Genesis,
+    /// A block the client trusts by height and hash (`--trust HEIGHT:HASH`).
+    Block(AnchorBlock),
+}
+
+/// A trusted block as a proof's anchor: its header, and the stakes after it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AnchorBlock {
+    /// The block's header (its hash is the one trusted).
+    pub header: String,
+    /// Every genesis validator's account under the header's state root: the powers that
+    /// certify the block after it.
+    pub stakes: Vec<StakeProof>,
+}
+
+/// One step of the walk: a certified block whose execution changed the validator powers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Hop {
+    /// The block's header.
+    pub header: String,
+    /// The commit certificate that decided it (weighed by the powers before it).
+    pub certificate: String,
+    /// Every genesis validator's account under the header's state root: the powers after
+    /// it.
+    pub stakes: Vec<StakeProof>,
+}
+
+/// One validator's account entry and its proof under a block's state root.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StakeProof {
@@ -163,6 +247,67 @@ pub struct StakeProof {
     pub account: Option<String>,
     /// The Merkle proof.
     pub proof: String,
+}
+
+/// The shape of a [`TrustedBlock`] as text, exactly what its parser takes: a height of 1
+/// to 19 digits without a leading zero, a colon, 64 hex characters.
+pub const TRUSTED_BLOCK_PATTERN: &str = "^[1-9][0-9]{0,18}:[0-9a-fA-F]{64}$";
+
+/// A block the client trusts: `HEIGHT:HASH` on the command line and in `?trust=`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TrustedBlock {
+    /// Its height (at least 1: genesis is trusted through the genesis file).
+    pub height: u64,
+    /// Its hash.
+    pub hash: Hash,
+}
+
+impl fmt::Display for TrustedBlock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.height, self.hash)
+    }
+}
+
+/// Why a `HEIGHT:HASH` does not name a trusted block.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TrustedBlockError {
+    /// Not a height, a colon and 64 hex characters.
+    #[error(
+        "a trusted block is HEIGHT:HASH (a block height, a colon, the block's 64-hex-character \
+         hash), not {0:?}"
+    )]
+    Shape(String),
+    /// Height 0.
+    #[error(
+        "height 0 is genesis, which the genesis file anchors already: leave the trusted block \
+         out to walk from genesis"
+    )]
+    Genesis,
+}
+
+impl FromStr for TrustedBlock {
+    type Err = TrustedBlockError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let shape = || TrustedBlockError::Shape(s.chars().take(100).collect());
+        let (height, hash) = s.split_once(':').ok_or_else(shape)?;
+        // Up to 19 digits, no leading zero: every such height fits a u64
+        // ([`TRUSTED_BLOCK_PATTERN`]).
+        let digits = height.bytes().all(|b| b.is_ascii_digit());
+        if !digits || height.is_empty() || height.len() > 19 || hash.len() != 64 {
+            return Err(shape());
+        }
+        let hash = Hash::from_hex(hash).map_err(|_| shape())?;
+        if height == "0" {
+            return Err(TrustedBlockError::Genesis);
+        }
+        if height.starts_with('0') {
+            return Err(shape());
+        }
+        let height: u64 = height.parse().map_err(|_| shape())?;
+        Ok(TrustedBlock { height, hash })
+    }
 }
 
 /// Why a proof could not be built.
@@ -183,6 +328,51 @@ pub enum BuildError {
     NoCertificate(u64),
 }
 
+/// Why the validator powers a certificate is weighed by are not known.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SetUnknown {
+    /// The stakes after the certified block's parent are not the powers walked to.
+    #[error(
+        "the stakes proven after block {parent} are not the powers walked to from the anchor: \
+         a change of validator powers is missing from the walk"
+    )]
+    MissingChange {
+        /// The parent's height.
+        parent: u64,
+    },
+    /// The bundle walks from a block, and no block is trusted.
+    #[error(
+        "the proof walks from block {height} ({hash}), which is not trusted here (give --trust \
+         {0} if you trust that block)",
+        height = .0.height,
+        hash = .0.hash
+    )]
+    UntrustedAnchor(TrustedBlock),
+    /// The bundle walks from another block than the trusted one.
+    #[error(
+        "the proof walks from block {} ({}), not from the trusted block {} ({})",
+        anchor.height,
+        anchor.hash,
+        trusted.height,
+        trusted.hash
+    )]
+    OtherAnchor {
+        /// The bundle's anchor.
+        anchor: TrustedBlock,
+        /// The trusted block.
+        trusted: TrustedBlock,
+    },
+    /// The bundle walks from genesis, and a block is trusted.
+    #[error(
+        "the proof walks from genesis, not from the trusted block {height} ({hash}) (export \
+         it again with --trust {0})",
+        height = .0.height,
+        hash = .0.hash
+    )]
+    GenesisAnchor(TrustedBlock),
+}
+
 /// Why a proof does not check out.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -190,8 +380,8 @@ pub enum ProofError {
     /// A field is not hex of a well-formed value.
     #[error("malformed {0}")]
     Malformed(&'static str),
-    /// The proof (its bundle's label, or its block) belongs to another network, whose
-    /// validators this genesis does not know.
+    /// The proof (its bundle's label, or one of its blocks) belongs to another network,
+    /// whose validators this genesis does not know.
     #[error(
         "the proof is of chain {got}, not of this genesis file's chain {expected}: its \
          validators are unknown here"
@@ -199,17 +389,19 @@ pub enum ProofError {
     WrongChain {
         /// This genesis file's chain id.
         expected: Hash,
-        /// The header's.
+        /// The proof's.
         got: Hash,
     },
     /// The parent header does not hash to `prev_hash`, or is not the height below.
     #[error("the parent header is not the one block {0} extends")]
     BrokenLink(u64),
     /// A validator's stake proof is missing or does not hold.
-    #[error("stake of validator {validator}: {reason}")]
+    #[error("stake of validator {validator} after block {at}: {reason}")]
     BadStake {
         /// The validator.
         validator: AccountId,
+        /// The block under whose state root it is proven.
+        at: u64,
         /// What is wrong.
         reason: String,
     },
@@ -226,14 +418,29 @@ pub enum ProofError {
         got_block: Hash,
     },
     /// A signer is not a genesis validator, or signs twice.
-    #[error("certificate signer {0} is not a distinct genesis validator")]
-    BadSigner(AccountId),
+    #[error("certificate signer {validator} of block {height} is not a distinct genesis validator")]
+    BadSigner {
+        /// The signer.
+        validator: AccountId,
+        /// The certified block's height.
+        height: u64,
+    },
     /// A signature does not verify.
-    #[error("certificate signature of {0} does not verify")]
-    BadSignature(AccountId),
+    #[error("certificate signature of {validator} on block {height} does not verify")]
+    BadSignature {
+        /// The signer.
+        validator: AccountId,
+        /// The certified block's height.
+        height: u64,
+    },
     /// The signers do not hold more than 2/3 of the voting power.
-    #[error("the certificate carries {signed} of {total} voting power, not more than 2/3")]
+    #[error(
+        "the certificate of block {height} carries {signed} of {total} voting power, not more \
+         than 2/3"
+    )]
     InsufficientPower {
+        /// The certified block's height.
+        height: u64,
         /// Power of the valid signatures.
         signed: u128,
         /// Total power at that height.
@@ -242,17 +449,113 @@ pub enum ProofError {
     /// The outcome's Merkle proof does not hold under the certified root.
     #[error("the outcome is not under the certified state root: {0}")]
     BadOutcomeProof(String),
+    /// The powers certifying a block cannot be established from what the client trusts.
+    #[error("the validator set is unknown: {0}")]
+    UnknownValidatorSet(SetUnknown),
+    /// A walk block is not above the one before it (or the anchor), or not below the
+    /// certified block.
+    #[error(
+        "walk block {height} is out of order: the walk's heights must rise strictly from \
+         block {after} and stay below the proven block {before}"
+    )]
+    HopOutOfOrder {
+        /// The walk block's height.
+        height: u64,
+        /// The height it must be above (the previous walk block, or the anchor).
+        after: u64,
+        /// The certified block's height, which it must be below.
+        before: u64,
+    },
+    /// The anchor is not below the certified block.
+    #[error("the anchor, block {anchor}, is not below the proven block {height}")]
+    AnchorNotBelow {
+        /// The anchor's height.
+        anchor: u64,
+        /// The certified block's height.
+        height: u64,
+    },
     /// A bundle file that is cut short or is not a bundle at all (the parser's message).
     #[error("truncated or not a proof bundle: {0}")]
     NotABundle(String),
+    /// A bundle of an older format, refused (see the module doc).
+    #[error(
+        "the bundle's format is {0:?}, an older one whose voting power only the certified \
+         block's own signers vouch for; this version accepts only {BUNDLE_FORMAT:?}: export \
+         the proof again"
+    )]
+    OlderFormat(String),
     /// A bundle of a format version this one does not read.
     #[error("the bundle's format is {0:?}; this version reads only {BUNDLE_FORMAT:?}")]
     UnsupportedFormat(String),
 }
 
+/// Every genesis validator's account entry, with its proof, under `state`'s root, which
+/// must be `block`'s.
+pub fn stake_proofs(
+    state: &Contract,
+    block: &StoredBlock,
+    validators: &[AccountId],
+) -> Result<Vec<StakeProof>, BuildError> {
+    let height = block.block.header.height;
+    if state.state_root() != block.block.header.state_root {
+        return Err(BuildError::StateMismatch(height));
+    }
+    let mut stakes = Vec::with_capacity(validators.len().min(MAX_PROOF_VALIDATORS));
+    for v in validators.iter().take(MAX_PROOF_VALIDATORS) {
+        let (account, proof) = state
+            .prove(&StateKey::Account(*v))
+            .ok_or(BuildError::StateMismatch(height))?;
+        stakes.push(StakeProof {
+            validator: *v,
+            account: account.map(hex::encode),
+            proof: hex::encode(encoding::encode(&proof)),
+        });
+    }
+    Ok(stakes)
+}
+
+/// `block` as a proof's anchor, with the stakes of `state` (the state after it).
+pub fn anchor_at(
+    block: &StoredBlock,
+    state: &Contract,
+    validators: &[AccountId],
+) -> Result<ProofAnchor, BuildError> {
+    Ok(ProofAnchor::Block(AnchorBlock {
+        header: hex::encode(encoding::encode(&block.block.header)),
+        stakes: stake_proofs(state, block, validators)?,
+    }))
+}
+
+/// `block`, whose execution changed the validator powers, as a step of a walk, with the
+/// stakes of `state` (the state after it).
+pub fn hop(
+    block: &StoredBlock,
+    state: &Contract,
+    validators: &[AccountId],
+) -> Result<Hop, BuildError> {
+    if block.certificate.is_empty() {
+        return Err(BuildError::NoCertificate(block.block.header.height));
+    }
+    Ok(Hop {
+        header: hex::encode(encoding::encode(&block.block.header)),
+        certificate: hex::encode(&block.certificate),
+        stakes: stake_proofs(state, block, validators)?,
+    })
+}
+
+/// The anchor and the walk of a proof ([`anchor_at`], [`hop`]); the default walks from
+/// genesis through no change.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Walk {
+    /// Where it starts.
+    pub anchor: ProofAnchor,
+    /// The blocks that changed the powers after the anchor, ascending.
+    pub hops: Vec<Hop>,
+}
+
 /// Builds the proof of `session`'s outcome from the state at the tip (`state`, after
-/// `tip`), the state before it (`parent_state`, after `parent`; none at height 1), and
-/// the genesis `validators`.
+/// `tip`), the state before it (`parent_state`, after `parent`; none at height 1), the
+/// genesis `validators` and the `walk` to the tip from its anchor.
 pub fn build(
     session: &Hash,
     state: &Contract,
@@ -260,6 +563,7 @@ pub fn build(
     parent_state: Option<&Contract>,
     parent: Option<&StoredBlock>,
     validators: &[AccountId],
+    walk: Walk,
 ) -> Result<OutcomeProof, BuildError> {
     let header = &tip.block.header;
     if state.state_root() != header.state_root {
@@ -277,20 +581,8 @@ pub fn build(
         let (Some(pstate), Some(pblock)) = (parent_state, parent) else {
             return Err(BuildError::NoParentState(header.height));
         };
-        if pstate.state_root() != pblock.block.header.state_root {
-            return Err(BuildError::NoParentState(header.height));
-        }
-        let mut stakes = Vec::with_capacity(validators.len());
-        for v in validators.iter().take(MAX_PROOF_VALIDATORS) {
-            let (account, proof) = pstate
-                .prove(&StateKey::Account(*v))
-                .ok_or(BuildError::NoParentState(header.height))?;
-            stakes.push(StakeProof {
-                validator: *v,
-                account: account.map(hex::encode),
-                proof: hex::encode(encoding::encode(&proof)),
-            });
-        }
+        let stakes = stake_proofs(pstate, pblock, validators)
+            .map_err(|_| BuildError::NoParentState(header.height))?;
         (
             Some(hex::encode(encoding::encode(&pblock.block.header))),
             stakes,
@@ -306,11 +598,17 @@ pub fn build(
         certificate: hex::encode(&tip.certificate),
         parent: parent_hex,
         stakes,
+        anchor: walk.anchor,
+        walk: walk.hops,
     })
 }
 
 fn unhex(what: &'static str, s: &str) -> Result<Vec<u8>, ProofError> {
     hex::decode(s).map_err(|_| ProofError::Malformed(what))
+}
+
+fn decode_header(what: &'static str, s: &str) -> Result<BlockHeader, ProofError> {
+    encoding::decode(&unhex(what, s)?).map_err(|_| ProofError::Malformed(what))
 }
 
 /// What a checked proof established.
@@ -322,143 +620,131 @@ pub struct Verified {
     pub header: BlockHeader,
     /// Power of the valid signatures, and the total.
     pub power: (u128, u128),
+    /// The trusted block the powers were walked from (`None`: genesis).
+    pub anchor: Option<TrustedBlock>,
+    /// The heights of the walk's blocks, where the validator powers changed.
+    pub hops: Vec<u64>,
 }
 
 /// What the client trusts: its own genesis file's chain id, validators and genesis state
-/// (the node's `GenesisDoc`).
+/// (the node's `GenesisDoc`), and the block it trusts, if any.
 #[derive(Debug, Clone, Copy)]
-pub struct Anchor<'a> {
+pub struct Trust<'a> {
     /// The chain id (`GenesisDoc::chain_id`).
     pub chain: Hash,
     /// The genesis validators.
     pub validators: &'a [AccountId],
-    /// The contract's genesis (its stakes weigh the certificate of block 1).
+    /// The contract's genesis (its stakes are the powers a walk from genesis starts with).
     pub genesis: &'a Genesis,
+    /// A block trusted by height and hash: the proof must walk from it.
+    pub block: Option<TrustedBlock>,
 }
 
-/// Checks `proof` for `session` against the user's genesis file (see the module doc).
-pub fn verify(
-    proof: &OutcomeProof,
-    session: &Hash,
-    anchor: &Anchor<'_>,
-) -> Result<Verified, ProofError> {
-    let chain = anchor.chain;
-    let header: BlockHeader = encoding::decode(&unhex("header", &proof.header)?)
-        .map_err(|_| ProofError::Malformed("header"))?;
-    if header.chain != chain {
+fn check_chain(expected: Hash, header: &BlockHeader) -> Result<(), ProofError> {
+    if header.chain != expected {
         return Err(ProofError::WrongChain {
-            expected: chain,
+            expected,
             got: header.chain,
         });
     }
-    let validators: Vec<AccountId> = {
-        let mut seen = BTreeSet::new();
-        anchor
-            .validators
-            .iter()
-            .filter(|v| seen.insert(**v))
-            .take(MAX_PROOF_VALIDATORS)
-            .copied()
-            .collect()
-    };
+    Ok(())
+}
 
-    // Every stake proof is of a genesis validator: one of any other account is not part
-    // of this network's validator set.
-    let known: BTreeSet<&AccountId> = validators.iter().collect();
-    if let Some(s) = proof.stakes.iter().find(|s| !known.contains(&s.validator)) {
-        return Err(ProofError::BadStake {
-            validator: s.validator,
-            reason: "not a genesis validator".to_string(),
-        });
-    }
-
-    // The stakes the height's voting power is made of.
-    let stakes: Vec<u64> = if header.height <= 1 {
-        let genesis = Contract::new(anchor.genesis)
-            .map_err(|_| ProofError::Malformed("genesis"))?
-            .with_chain(anchor.chain);
-        validators
-            .iter()
-            .map(|v| genesis.state().accounts.get(v).map_or(0, |a| a.stake))
-            .collect()
-    } else {
-        let parent: BlockHeader = encoding::decode(&unhex(
-            "parent header",
-            proof
-                .parent
-                .as_deref()
-                .ok_or(ProofError::BrokenLink(header.height))?,
-        )?)
-        .map_err(|_| ProofError::Malformed("parent header"))?;
-        if parent.hash() != header.prev_hash || parent.height.checked_add(1) != Some(header.height)
-        {
-            return Err(ProofError::BrokenLink(header.height));
-        }
-        let mut out = Vec::with_capacity(validators.len());
-        for v in &validators {
-            let bad = |reason: &str| ProofError::BadStake {
-                validator: *v,
-                reason: reason.to_string(),
-            };
-            let entry = proof
-                .stakes
-                .iter()
-                .find(|s| s.validator == *v)
-                .ok_or_else(|| bad("no proof"))?;
-            let value = entry
-                .account
-                .as_deref()
-                .map(|a| unhex("account", a))
-                .transpose()?;
-            let p = encoding::decode(&unhex("stake proof", &entry.proof)?)
-                .map_err(|_| bad("malformed proof"))?;
-            verify_entry(
-                parent.state_root,
-                &StateKey::Account(*v),
-                value.as_deref(),
-                &p,
-            )
-            .map_err(|e| bad(&e.reason))?;
-            let stake = match value {
-                Some(bytes) => {
-                    decode_entry::<Account>(&bytes)
-                        .ok_or_else(|| bad("malformed account"))?
-                        .stake
-                }
-                None => 0,
-            };
-            out.push(stake);
-        }
-        out
-    };
-    // As `consensus::driver::validator_set`: stake-weighted, or one each when none has any.
-    let powers: Vec<u64> = if stakes.iter().all(|s| *s == 0) {
+/// As `consensus::driver::validator_set`: stake-weighted, or one each when none has any.
+fn powers_of(stakes: Vec<u64>) -> Vec<u64> {
+    if stakes.iter().all(|s| *s == 0) {
         vec![1; stakes.len()]
     } else {
         stakes
-    };
-    let total: u128 = powers.iter().map(|p| u128::from(*p)).sum();
+    }
+}
 
-    let cert: WireCertificate = decode_borsh(&unhex("certificate", &proof.certificate)?)
-        .map_err(|_| ProofError::Malformed("certificate"))?;
+/// The powers after `at`: every validator's stake proven under `at`'s state root.
+fn proven_powers(
+    stakes: &[StakeProof],
+    at: &BlockHeader,
+    validators: &[AccountId],
+) -> Result<Vec<u64>, ProofError> {
+    // Every stake proof is of a genesis validator: one of any other account is not part
+    // of this network's validator set.
+    let known: BTreeSet<&AccountId> = validators.iter().collect();
+    if let Some(s) = stakes.iter().find(|s| !known.contains(&s.validator)) {
+        return Err(ProofError::BadStake {
+            validator: s.validator,
+            at: at.height,
+            reason: "not a genesis validator".to_string(),
+        });
+    }
+    let mut out = Vec::with_capacity(validators.len());
+    for v in validators {
+        let bad = |reason: &str| ProofError::BadStake {
+            validator: *v,
+            at: at.height,
+            reason: reason.to_string(),
+        };
+        let entry = stakes
+            .iter()
+            .find(|s| s.validator == *v)
+            .ok_or_else(|| bad("no proof"))?;
+        let value = entry
+            .account
+            .as_deref()
+            .map(|a| unhex("account", a))
+            .transpose()?;
+        let p = encoding::decode(&unhex("stake proof", &entry.proof)?)
+            .map_err(|_| bad("malformed proof"))?;
+        verify_entry(at.state_root, &StateKey::Account(*v), value.as_deref(), &p)
+            .map_err(|e| bad(&e.reason))?;
+        let stake = match value {
+            Some(bytes) => {
+                decode_entry::<Account>(&bytes)
+                    .ok_or_else(|| bad("malformed account"))?
+                    .stake
+            }
+            None => 0,
+        };
+        out.push(stake);
+    }
+    Ok(powers_of(out))
+}
+
+/// Checks that `certificate` decides `header` with the signatures of distinct genesis
+/// validators holding more than 2/3 of `powers` (indexed as `validators`): the power
+/// signed and the total.
+fn check_certificate(
+    certificate: &str,
+    what: &'static str,
+    header: &BlockHeader,
+    powers: &[u64],
+    validators: &[AccountId],
+    chain: Hash,
+) -> Result<(u128, u128), ProofError> {
+    let height = header.height;
+    let cert: WireCertificate =
+        decode_borsh(&unhex(what, certificate)?).map_err(|_| ProofError::Malformed(what))?;
     let block = header.hash();
-    if cert.height.0 != header.height || cert.value_id != BlockId::of(block) {
+    if cert.height.0 != height || cert.value_id != BlockId::of(block) {
         return Err(ProofError::CertificateMismatch {
-            height: header.height,
+            height,
             block,
             got_height: cert.height.0,
             got_block: cert.value_id.hash(),
         });
     }
+    let total: u128 = powers.iter().map(|p| u128::from(*p)).sum();
     let mut signed: u128 = 0;
     let mut seen = BTreeSet::new();
     for s in cert.signatures.iter().take(MAX_PROOF_VALIDATORS) {
         let who = s.address.account();
+        let bad_signer = ProofError::BadSigner {
+            validator: who,
+            height,
+        };
         let Some(i) = validators.iter().position(|v| *v == who) else {
-            return Err(ProofError::BadSigner(who));
+            return Err(bad_signer);
         };
         if !seen.insert(who) {
-            return Err(ProofError::BadSigner(who));
+            return Err(bad_signer);
         }
         let vote = Vote {
             vote_type: malachitebft_core_types::VoteType::Precommit,
@@ -469,13 +755,150 @@ pub fn verify(
             extension: None,
         };
         if !verify_digest(&s.address, &vote_digest(&chain, &vote), &s.signature) {
-            return Err(ProofError::BadSignature(who));
+            return Err(ProofError::BadSignature {
+                validator: who,
+                height,
+            });
         }
         signed = signed.saturating_add(u128::from(powers.get(i).copied().unwrap_or(0)));
     }
     if signed.saturating_mul(3) <= total.saturating_mul(2) {
-        return Err(ProofError::InsufficientPower { signed, total });
+        return Err(ProofError::InsufficientPower {
+            height,
+            signed,
+            total,
+        });
     }
+    Ok((signed, total))
+}
+
+/// Checks `proof` for `session` against what the user trusts (see the module doc).
+pub fn verify(
+    proof: &OutcomeProof,
+    session: &Hash,
+    trust: &Trust<'_>,
+) -> Result<Verified, ProofError> {
+    let chain = trust.chain;
+    let header = decode_header("header", &proof.header)?;
+    check_chain(chain, &header)?;
+    let validators: Vec<AccountId> = {
+        let mut seen = BTreeSet::new();
+        trust
+            .validators
+            .iter()
+            .filter(|v| seen.insert(**v))
+            .take(MAX_PROOF_VALIDATORS)
+            .copied()
+            .collect()
+    };
+
+    // The anchor: the powers the walk starts from, and the height they hold after.
+    let (mut powers, mut after, anchor) = match (&proof.anchor, trust.block) {
+        (ProofAnchor::Genesis, Some(trusted)) => {
+            return Err(ProofError::UnknownValidatorSet(SetUnknown::GenesisAnchor(
+                trusted,
+            )));
+        }
+        (ProofAnchor::Genesis, None) => {
+            let genesis = Contract::new(trust.genesis)
+                .map_err(|_| ProofError::Malformed("genesis"))?
+                .with_chain(chain);
+            let stakes = validators
+                .iter()
+                .map(|v| genesis.state().accounts.get(v).map_or(0, |a| a.stake))
+                .collect();
+            (powers_of(stakes), 0, None)
+        }
+        (ProofAnchor::Block(a), trusted) => {
+            let at = decode_header("anchor header", &a.header)?;
+            check_chain(chain, &at)?;
+            let named = TrustedBlock {
+                height: at.height,
+                hash: at.hash(),
+            };
+            match trusted {
+                None => {
+                    return Err(ProofError::UnknownValidatorSet(
+                        SetUnknown::UntrustedAnchor(named),
+                    ));
+                }
+                Some(t) if t != named => {
+                    return Err(ProofError::UnknownValidatorSet(SetUnknown::OtherAnchor {
+                        anchor: named,
+                        trusted: t,
+                    }));
+                }
+                Some(_) => {}
+            }
+            if at.height >= header.height {
+                return Err(ProofError::AnchorNotBelow {
+                    anchor: at.height,
+                    height: header.height,
+                });
+            }
+            let powers = proven_powers(&a.stakes, &at, &validators)?;
+            (powers, at.height, Some(named))
+        }
+    };
+
+    // The walk's shape first: its blocks, of this chain, in strictly rising order between
+    // the anchor and the proven block.
+    let mut steps = Vec::with_capacity(proof.walk.len());
+    for hop in &proof.walk {
+        let at = decode_header("walk header", &hop.header)?;
+        check_chain(chain, &at)?;
+        if at.height <= after || at.height >= header.height {
+            return Err(ProofError::HopOutOfOrder {
+                height: at.height,
+                after,
+                before: header.height,
+            });
+        }
+        after = at.height;
+        steps.push((hop, at));
+    }
+    // Then each change, certified by the powers before it.
+    let mut hops = Vec::with_capacity(steps.len());
+    for (hop, at) in &steps {
+        check_certificate(
+            &hop.certificate,
+            "walk certificate",
+            at,
+            &powers,
+            &validators,
+            chain,
+        )?;
+        powers = proven_powers(&hop.stakes, at, &validators)?;
+        hops.push(at.height);
+    }
+
+    // The powers after the parent must be those walked to: else a change is missing.
+    if header.height > 1 {
+        let parent = decode_header(
+            "parent header",
+            proof
+                .parent
+                .as_deref()
+                .ok_or(ProofError::BrokenLink(header.height))?,
+        )?;
+        if parent.hash() != header.prev_hash || parent.height.checked_add(1) != Some(header.height)
+        {
+            return Err(ProofError::BrokenLink(header.height));
+        }
+        if proven_powers(&proof.stakes, &parent, &validators)? != powers {
+            return Err(ProofError::UnknownValidatorSet(SetUnknown::MissingChange {
+                parent: parent.height,
+            }));
+        }
+    }
+    let power = check_certificate(
+        &proof.certificate,
+        "certificate",
+        &header,
+        &powers,
+        &validators,
+        chain,
+    )?;
 
     let value = unhex("outcome", &proof.outcome)?;
     let p = encoding::decode(&unhex("outcome proof", &proof.outcome_proof)?)
@@ -491,7 +914,9 @@ pub fn verify(
     Ok(Verified {
         outcome,
         header,
-        power: (signed, total),
+        power,
+        anchor,
+        hops,
     })
 }
 

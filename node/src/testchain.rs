@@ -177,8 +177,15 @@ impl TestChain {
             certificate: sign_certificate(&block.header.chain, &block.header, &[&self.keys[0]]),
         };
         let feed = crate::feed::derive(block.header.height, &done.events, &done.contract);
+        let powers = |c: &Contract| crate::consensus::driver::validator_powers(&self.validators, c);
+        let powers_changed = powers(&view.contract) != powers(&done.contract);
         self.ledger
-            .append_with_feed(&stored, &decided_sessions(&done.events), &feed)
+            .append_with_feed(
+                &stored,
+                &decided_sessions(&done.events),
+                &feed,
+                powers_changed,
+            )
             .expect("append");
         self.tip = self.tip.after(&block);
         self.chain.publish(ChainView {

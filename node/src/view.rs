@@ -13,7 +13,7 @@
 //! | the mempool | the mempool task (`mempool::pool`): admits, reaps, evicts, and prunes itself against each new [`ChainView`] | commands with replies through `mempool::Pool` | API (`POST /v1/tx`, reads), outbox (own transactions), gossip intake, driver (proposals) |
 //! | connected peers and their heights ([`PeerView`]) | the `peers` task (`daemon`) | [`PeerWatch`] from a [`PeerPublisher`] | API |
 //! | LLM endpoint health (`audit::llm::LlmStatus`) | the `llm-probe` task (`daemon`) | `watch::Receiver<Option<LlmStatus>>` | API |
-//! | blocks, certificates, tx index, outcomes, snapshots (the ledger) | the consensus driver (`Ledger::append`, flushed before the view moves) | reads of the sled trees | API, sync server, `ledger verify` |
+//! | blocks, certificates, tx index, outcomes, snapshots, the heights where the validator powers changed (the ledger) | the consensus driver (`Ledger::append_with_feed`, flushed before the view moves) | reads of the sled trees | API (outcome proofs walk the power changes), sync server, `ledger verify` |
 //! | this account's transactions not yet signed (backlog, stall count) | the outbox (`audit::outbox`), under its own lock, one sequence at a time | none: private | - |
 //! | votes and salts, opened keys | the seat pipeline (`audit::seat`) | none: private | - |
 //! | sessions this node provides | the provider (`audit::provider`) | none: private | - |

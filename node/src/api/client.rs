@@ -18,7 +18,7 @@ use super::views::{
     AccountView, AuditorView, ErrorBody, OpenSessionBody, SessionView, StatusView, SubmittedView,
     TxAccepted, TxJson, TxLocation,
 };
-use crate::proof::OutcomeProof;
+use crate::proof::{OutcomeProof, TrustedBlock};
 
 /// Largest response body read.
 pub const MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
@@ -99,9 +99,20 @@ impl Client {
         self.get_as(&format!("/v1/sessions/{id}")).await
     }
 
-    /// `GET /v1/sessions/{id}/proof`.
-    pub async fn session_proof(&self, id: &Hash) -> Result<OutcomeProof, ClientError> {
-        self.get_as(&format!("/v1/sessions/{id}/proof")).await
+    /// `GET /v1/sessions/{id}/proof`, walked from `trust` (`?trust=HEIGHT:HASH`) or from
+    /// genesis.
+    pub async fn session_proof(
+        &self,
+        id: &Hash,
+        trust: Option<&TrustedBlock>,
+    ) -> Result<OutcomeProof, ClientError> {
+        match trust {
+            Some(t) => {
+                self.get_as(&format!("/v1/sessions/{id}/proof?trust={t}"))
+                    .await
+            }
+            None => self.get_as(&format!("/v1/sessions/{id}/proof")).await,
+        }
     }
 
     /// `GET /v1/auditors/{id}`.

@@ -11,7 +11,7 @@
 //! | `POST /v1/sessions/plan` | the same body and token: what that session would be (each segment's tier and seats, or why it is left out; the fee; the most of the trace one auditor could see), nothing stored or sent |
 //! | `GET /v1/sessions/{id}` | a session's outcome with per-segment verdicts and the height and hash of the block that decided it, or its live phase with seats assigned, committed and revealed |
 //! | `POST /v1/sessions/{id}/appeals` | `{"segments": [3, 4]}`, with the operator token: this node appeals those decided segments from its account, escrowing the appeal bond per segment; answers the transaction id, the bond and the appeal's round. Unknown session: 404; not appealable (still live, window closed, an appeal open, a segment undecided or a honeypot, too few fresh auditors, balance short): 422 with the contract's reason |
-//! | `GET /v1/sessions/{id}/proof` | a decided session's outcome with its Merkle proof, the certified tip header and the validators' proven stakes ([`crate::proof`]): checkable against a genesis file alone |
+//! | `GET /v1/sessions/{id}/proof` | a decided session's outcome with its Merkle proof, the certified tip header, the validators' proven stakes and the walk of validator-power changes from genesis, or from the block `?trust=HEIGHT:HASH` names ([`crate::proof`], `api::proofs`): checkable against a genesis file (and that block) alone |
 //! | `GET /v1/auditors/{id}` | bonded stake, unbondings and the height each frees at, whether a withdrawal would apply now, exiting or not, seats held in live sessions (phase, deadline), reputation, earnings, slashes, abstention rate, honeypot record |
 //! | `GET /v1/events` | the event feed of finalized blocks as Server-Sent Events, filtered by `account`, `session`, `kind`; resumes after `Last-Event-ID` or `?after=H:I` (see [`events`]) |
 //! | `GET /metrics` | Prometheus text |
@@ -45,7 +45,7 @@ use std::{
 use axum::{
     Json, Router,
     body::Bytes,
-    extract::{DefaultBodyLimit, Path, State},
+    extract::{DefaultBodyLimit, Path, Query, State},
     http::{HeaderMap, StatusCode, header},
     response::{IntoResponse, Response},
 };
@@ -67,13 +67,14 @@ use crate::{
     },
     ledger::Ledger,
     mempool::{MempoolError, Pool},
-    proof::{self, BuildError, OutcomeProof},
+    proof::OutcomeProof,
     query::{self, SessionLookup},
     view::{ChainWatch, PeerWatch, latest},
     web::auth::Auth,
 };
 
 pub mod client;
+mod proofs;
 pub mod server;
 pub mod views;
 
@@ -601,53 +602,35 @@ async fn appeal(
 
 #[utoipa::path(
     get, path = "/v1/sessions/{id}/proof",
-    description = "A decided session's outcome with what lets a client check it against its own genesis file: the outcome's Merkle proof under the tip block's state root, that header and its commit certificate, and the parent header with every genesis validator's stake proven under the parent's state root (`trust-node query ID --verify`).",
-    params(("id" = String, Path, description = "session id, 64 hex characters", pattern = "^[0-9a-fA-F]{64}$")),
+    description = "A decided session's outcome with what lets a client check it against its own genesis file (and a block it trusts): the outcome's Merkle proof under the tip block's state root, that header and its commit certificate, the parent header with every genesis validator's stake proven under the parent's state root, the anchor the validator powers are walked from (genesis, or the trusted block's header with the stakes proven under its state root) and the walk: every block after the anchor and before the tip whose execution changed the validator powers, with its header, its commit certificate and the stakes proven under its state root (`trust-node proof export`, `trust-node query ID --verify`).",
+    params(
+        ("id" = String, Path, description = "session id, 64 hex characters", pattern = "^[0-9a-fA-F]{64}$"),
+        ("trust" = Option<String>, Query, description = "A block the client trusts, HEIGHT:HASH (a height of at least 1 below the tip, a colon, the block's hash): the proof walks the validator powers from it instead of from genesis. Malformed: 400. Not this node's block at that height, or not below the tip: 422.", pattern = "^[1-9][0-9]{0,18}:[0-9a-fA-F]{64}$"),
+    ),
     responses(
         (status = 200, body = OutcomeProof),
+        (status = 422, description = "the trusted block is not this chain's block at that height, or not below the tip", body = ErrorBody),
         (status = "4XX", description = documented_errors!(), body = ErrorBody),
-        (status = "5XX", description = "internal error, stopping, or no proof yet (the state before the tip is not held right after a restart)", body = ErrorBody),
+        (status = "5XX", description = "internal error, stopping, or no proof here (the state before the tip is not held right after a restart; the node has no record of the validator-power changes since the anchor)", body = ErrorBody),
     )
 )]
 async fn session_proof(
     State(api): State<Api>,
     Path(id): Path<String>,
+    query: Result<Query<Vec<(String, String)>>, axum::extract::rejection::QueryRejection>,
 ) -> ApiResult<Json<OutcomeProof>> {
     let sid = parse_hash("session id", &id)?;
+    let Query(pairs) = query.map_err(|e| ApiError::bad("bad_query", e.body_text()))?;
+    let trust = proofs::trust_query(&pairs)?;
     let view = latest(&api.chain);
     if view.contract.outcome(&sid).is_none() {
         return Err(ApiError::not_found(format!("no decided session {sid}")));
     }
-    let h = view.tip.height;
-    let tip = api
-        .ledger
-        .block(h)
+    // The walk may replay the ledger: off the runtime's threads.
+    tokio::task::spawn_blocking(move || proofs::outcome_proof(&api, &view, &sid, trust))
+        .await
         .map_err(ApiError::internal)?
-        .ok_or_else(|| ApiError::internal(format!("block {h} is not in the ledger")))?;
-    let parent = if h > 1 {
-        api.ledger
-            .block(h.saturating_sub(1))
-            .map_err(ApiError::internal)?
-    } else {
-        None
-    };
-    proof::build(
-        &sid,
-        &view.contract,
-        &tip,
-        view.parent.as_deref(),
-        parent.as_ref(),
-        &api.validators,
-    )
-    .map(Json)
-    .map_err(|e| match e {
-        BuildError::NoOutcome(_) => ApiError::not_found(e.to_string()),
-        e => ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "unavailable",
-            e.to_string(),
-        ),
-    })
+        .map(Json)
 }
 
 #[utoipa::path(

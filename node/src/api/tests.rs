@@ -356,10 +356,11 @@ async fn a_session_is_queryable_with_the_block_that_decided_it() {
     let (st, body) = net.get(&format!("/v1/sessions/{sid}/proof")).await;
     assert_eq!(st, StatusCode::OK, "{body}");
     let p: crate::proof::OutcomeProof = serde_json::from_str(&body).unwrap();
-    let anchor = crate::proof::Anchor {
+    let anchor = crate::proof::Trust {
         chain: net.tip.chain,
         validators: &net.t.validators,
         genesis: &net.t.genesis_input,
+        block: None,
     };
     let checked = crate::proof::verify(&p, &sid, &anchor).unwrap();
     assert_eq!(checked.header.hash(), net.tip.hash);
@@ -470,11 +471,12 @@ async fn the_client_reads_every_reply_the_cli_uses_as_its_view() {
         Some(crate::chain::format_time(stored.block.header.time_ms))
     );
     reads_back(&decided, &raw(format!("/v1/sessions/{sid}")).await);
-    let proof = api.session_proof(&sid).await.unwrap();
-    let anchor = crate::proof::Anchor {
+    let proof = api.session_proof(&sid, None).await.unwrap();
+    let anchor = crate::proof::Trust {
         chain: net.tip.chain,
         validators: &net.t.validators,
         genesis: &net.t.genesis_input,
+        block: None,
     };
     let checked = crate::proof::verify(&proof, &sid, &anchor).unwrap();
     assert_eq!(checked.outcome, outcome);
@@ -1226,4 +1228,182 @@ mod stream {
             published
         );
     }
+}
+
+/// `GET /v1/sessions/{id}/proof` walks the changes of the validator powers the ledger
+/// recorded when it committed them, from genesis or from the block `?trust=HEIGHT:HASH`
+/// names (rebuilding the states it needs from the ledger), and refuses a trusted block
+/// that is not its own, or not below the tip, and a malformed one (before anything else).
+#[tokio::test]
+async fn a_proof_walks_the_power_changes_from_genesis_or_from_a_trusted_block() {
+    use crate::proof::{Trust, TrustedBlock, verify};
+
+    let mut net = Net::new();
+    net.api.genesis = Some(Arc::new(net.t.genesis.clone()));
+    let (sid, _, _) = net.decide_one_session().await;
+    let before = net.tip.height;
+    // The validator bonds more: the powers change with that block.
+    let bond = net.sign(0, Call::Bond { amount: 10 });
+    net.block(vec![bond]).await;
+    let changed = net.tip.height;
+    for _ in 0..3 {
+        net.block(vec![]).await;
+    }
+    let tip = net.tip;
+    let changes = net.ledger.power_changes(0, tip.height).unwrap();
+    assert!(changes.contains(&changed), "{changes:?}");
+    let block = |h: u64| TrustedBlock {
+        height: h,
+        hash: net.ledger.block(h).unwrap().unwrap().block.hash(),
+    };
+    let trusting = |block: Option<TrustedBlock>| Trust {
+        chain: tip.chain,
+        validators: &net.t.validators,
+        genesis: &net.t.genesis_input,
+        block,
+    };
+    let proof_of = |body: &str| -> OutcomeProof {
+        serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"))
+    };
+
+    // From genesis: every change walked.
+    let (st, body) = net.get(&format!("/v1/sessions/{sid}/proof")).await;
+    assert_eq!(st, StatusCode::OK, "{body}");
+    let v = verify(&proof_of(&body), &sid, &trusting(None)).unwrap();
+    assert_eq!((v.anchor, &v.hops), (None, &changes));
+    assert_eq!(v.header.hash(), tip.hash);
+    // From the block before the change (replayed), the change itself, and the block
+    // below the tip (the view's state): the changes above it.
+    for h in [1, before, changed, tip.height - 1] {
+        let t = block(h);
+        let (st, body) = net
+            .get(&format!("/v1/sessions/{sid}/proof?trust={t}"))
+            .await;
+        assert_eq!(st, StatusCode::OK, "{h}: {body}");
+        let p = proof_of(&body);
+        let v = verify(&p, &sid, &trusting(Some(t))).unwrap_or_else(|e| panic!("{h}: {e}"));
+        let want: Vec<u64> = changes.iter().copied().filter(|&c| c > h).collect();
+        assert_eq!((v.anchor, v.hops), (Some(t), want), "{h}");
+        // Not without that block trusted.
+        assert!(
+            matches!(
+                verify(&p, &sid, &trusting(None)),
+                Err(crate::proof::ProofError::UnknownValidatorSet(_))
+            ),
+            "{h}"
+        );
+    }
+    // Through the client, as `proof export --trust` asks.
+    let (addr, stop) = net.serve().await;
+    let t = block(before);
+    let p = Client::new(addr.clone())
+        .session_proof(&sid, Some(&t))
+        .await
+        .unwrap();
+    verify(&p, &sid, &trusting(Some(t))).unwrap();
+
+    // Refused: a hash that is not this node's block at that height; the tip or above.
+    let wrong = TrustedBlock {
+        height: before,
+        hash: Hash::sha256(b"not a block of ours"),
+    };
+    for (t, says) in [
+        (wrong, "is not one of this node's"),
+        (block(tip.height), "is not below"),
+        (
+            TrustedBlock {
+                height: tip.height + 5,
+                hash: tip.hash,
+            },
+            "is not below",
+        ),
+    ] {
+        let (st, body) = net
+            .get(&format!("/v1/sessions/{sid}/proof?trust={t}"))
+            .await;
+        assert_eq!(st, StatusCode::UNPROCESSABLE_ENTITY, "{t}: {body}");
+        let e = json(&body);
+        assert_eq!(e["code"], "rejected", "{body}");
+        assert!(e["message"].as_str().unwrap().contains(says), "{body}");
+    }
+    let e = Client::new(addr)
+        .session_proof(&sid, Some(&wrong))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, ClientError::Api { status: 422, .. }), "{e}");
+    let _ = stop.send(());
+    // Malformed, whatever the session: 400 with the reason.
+    let unknown = Hash::sha256(b"no such session");
+    let good = block(before);
+    for session in [sid, unknown] {
+        for (query, says) in [
+            ("trust=12".to_string(), "HEIGHT:HASH"),
+            (format!("trust=0:{}", good.hash), "height 0 is genesis"),
+            (format!("trust=01:{}", good.hash), "HEIGHT:HASH"),
+            (format!("trust={good}&trust={good}"), "more than once"),
+            (format!("trusted={good}"), "unknown parameter `trusted`"),
+        ] {
+            let (st, body) = net
+                .get(&format!("/v1/sessions/{session}/proof?{query}"))
+                .await;
+            assert_eq!(st, StatusCode::BAD_REQUEST, "{query}: {body}");
+            assert!(
+                json(&body)["message"].as_str().unwrap().contains(says),
+                "{query}: {body}"
+            );
+        }
+    }
+    // Well-formed, for a session that is not decided: 404.
+    let (st, _) = net
+        .get(&format!("/v1/sessions/{unknown}/proof?trust={good}"))
+        .await;
+    assert_eq!(st, StatusCode::NOT_FOUND);
+    // The parameter is documented with the pattern its parser takes.
+    let (_, doc) = net.get("/v1/openapi.json").await;
+    let params = &json(&doc)["paths"]["/v1/sessions/{id}/proof"]["get"]["parameters"];
+    let trust_param = params
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "trust")
+        .unwrap_or_else(|| panic!("no trust parameter: {params}"));
+    assert_eq!(trust_param["in"], "query");
+    assert_eq!(trust_param["required"], false);
+    assert_eq!(
+        trust_param["schema"]["pattern"],
+        crate::proof::TRUSTED_BLOCK_PATTERN
+    );
+    // The reply's anchor and walk are described as served: `"genesis"` or `{"block":
+    // {...}}`, and a list of hops.
+    let schemas = &json(&doc)["components"]["schemas"];
+    let required = &schemas["OutcomeProof"]["required"];
+    for field in ["anchor", "walk"] {
+        assert!(
+            required.as_array().unwrap().contains(&json!(field)),
+            "{required}"
+        );
+    }
+    let anchor = &schemas["ProofAnchor"]["oneOf"];
+    assert_eq!(anchor[0]["enum"], json!(["genesis"]), "{anchor}");
+    assert_eq!(
+        anchor[1]["properties"]["block"]["$ref"], "#/components/schemas/AnchorBlock",
+        "{anchor}"
+    );
+    for (schema, fields) in [
+        ("AnchorBlock", &["header", "stakes"][..]),
+        ("Hop", &["header", "certificate", "stakes"][..]),
+    ] {
+        for f in fields {
+            assert!(
+                schemas[schema]["properties"][f].is_object(),
+                "{schema}.{f} undocumented"
+            );
+        }
+    }
+    // A node with no genesis state to replay from says so rather than guessing.
+    net.api.genesis = None;
+    let (st, body) = net
+        .get(&format!("/v1/sessions/{sid}/proof?trust={good}"))
+        .await;
+    assert_eq!(st, StatusCode::SERVICE_UNAVAILABLE, "{body}");
 }

@@ -114,26 +114,39 @@ pub enum Command {
     /// Show a session's outcome: verdict per segment, trace verdict, deciding block.
     Query(node::QueryArgs),
     /// Outcome proofs in a file: `proof export` saves one from a node, `proof verify`
-    /// checks it offline against a genesis file alone.
+    /// checks it offline against a genesis file (and a block you trust) alone.
     ///
-    /// `proof export SESSION -o FILE` fetches the session's outcome proof from a node
-    /// (`--home` or `--api`, as `query` finds it) and writes one JSON file (format
-    /// `trust-outcome-proof/1`) holding: the chain id; the session; the outcome, encoded,
-    /// with its Merkle proof under the state root of a certified block; that block's
-    /// header and its commit certificate (the validators' precommit signatures); and the
-    /// header of the block before it, with every genesis validator's account (its stake)
-    /// proven under that block's state root.
+    /// `proof export SESSION -o FILE [--trust HEIGHT:HASH]` fetches the session's outcome
+    /// proof from a node (`--home` or `--api`, as `query` finds it) and writes one JSON file
+    /// (format `trust-outcome-proof/2`) holding: the chain id; the session; the outcome,
+    /// encoded, with its Merkle proof under the state root of a certified block; that
+    /// block's header and its commit certificate (the validators' precommit signatures);
+    /// the header of the block before it, with every genesis validator's account (its
+    /// stake) proven under that block's state root; the anchor (genesis, or the trusted
+    /// block's header with the stakes proven under it); and the walk: every block after the
+    /// anchor whose execution changed the validator powers, with its commit certificate and
+    /// the stakes proven under its state root. The node refuses a --trust hash that is not
+    /// its block at HEIGHT, or a HEIGHT not below its tip.
     ///
-    /// `proof verify FILE --genesis genesis.json` needs no node and no home. Nothing in the
-    /// file is trusted: only the genesis file is (its chain id, its validators' keys, and
-    /// at height 1 their genesis stakes). It checks that the file is of that chain, that
-    /// the parent header is the one the block extends, every stake proof, every
-    /// signature, that the signers are genesis validators holding more than 2/3 of the
-    /// voting power those stakes give, and that the outcome is under the certified state
-    /// root. It exits 0 printing the outcome's verdict, the block and the power that
-    /// signed; otherwise it prints `proof REJECTED: <reason>` and exits 1 (2 when a file
-    /// cannot be read or the genesis file is not one). The stakes are those the certified
-    /// block's own signers attest to; no walk of the certificates from genesis is made.
+    /// `proof verify FILE --genesis genesis.json [--trust HEIGHT:HASH]` needs no node and no
+    /// home. Nothing in the file is trusted: only the genesis file is (its chain id and its
+    /// validators' keys, and the genesis stakes for a walk from genesis), and the block
+    /// --trust names, whose hash the file's anchor must have (a file anchored at a block is
+    /// refused without the same --trust). From the anchor's powers it checks each block of
+    /// the walk in turn: its certificate is signed by genesis validators holding more than
+    /// 2/3 of the powers known so far, then the powers become those proven after it. The
+    /// certified block must be signed by more than 2/3 of the powers walked to, and the
+    /// stakes proven after its parent must be those powers (otherwise a change is missing:
+    /// the validator set is unknown); last, the outcome must be under the certified state
+    /// root. It exits 0 printing the outcome's verdict, the block, the power that signed,
+    /// the anchor and the number of changes walked; otherwise it prints `proof REJECTED:
+    /// <reason>` and exits 1 (2 when a file cannot be read or the genesis file is not one).
+    /// Files of the older format `trust-outcome-proof/1` are refused: export them again.
+    ///
+    /// A walk from genesis trusts the genesis validators' keys for as long as the walk is:
+    /// keys that held more than 2/3 of the stake once could forge a history that starts
+    /// there. A recent block you trust (--trust, from your own node or a source you trust)
+    /// cuts that off: only the keys that hold stake after it count.
     Proof(proof::ProofArgs),
     /// An auditor's life: register, bond, status, unbond, exit, withdraw.
     Auditor(auditor::AuditorArgs),

@@ -208,8 +208,8 @@ pub struct QueryArgs {
     #[arg(long)]
     json: bool,
     /// Fetch the outcome's proof and check it against this home's genesis.json (chain id,
-    /// validator keys, stakes proven under the certified parent block), trusting nothing
-    /// the node says; exits 1 if any part fails.
+    /// validator keys and stakes, with every change of the validator powers walked from
+    /// genesis), trusting nothing the node says; exits 1 if any part fails.
     #[arg(long)]
     verify: bool,
     /// Under each segment, list its revealed votes: the seat (short id), the vote, and the
@@ -253,13 +253,14 @@ fn verify_query(args: &QueryArgs, addr: &str) -> CliResult {
             "{e} (--verify checks against the home's genesis.json)"
         ))
     })?;
-    let proof = super::proof::fetch_proof(addr, &sid)?;
-    let anchor = crate::proof::Anchor {
+    let proof = super::proof::fetch_proof(addr, &sid, None)?;
+    let trust = crate::proof::Trust {
         chain: doc.chain_id(),
         validators: &doc.validators,
         genesis: &doc.genesis,
+        block: None,
     };
-    let v = crate::proof::verify(&proof, &sid, &anchor)
+    let v = crate::proof::verify(&proof, &sid, &trust)
         .map_err(|e| CliError::failed(format!("proof REJECTED: {e}")))?;
     if args.json {
         let outcome = serde_json::to_value(&v.outcome).map_err(failed)?;
@@ -275,6 +276,7 @@ fn verify_query(args: &QueryArgs, addr: &str) -> CliResult {
                 "state_root": v.header.state_root,
                 "signed_power": v.power.0.to_string(),
                 "total_power": v.power.1.to_string(),
+                "power_changes_walked": v.hops,
                 "outcome": outcome,
             })
         );
@@ -298,6 +300,10 @@ fn verify_query(args: &QueryArgs, addr: &str) -> CliResult {
         v.power.0,
         v.power.1,
         doc.chain_id()
+    );
+    outln!(
+        "            (powers walked from genesis through {} change(s))",
+        v.hops.len()
     );
     Ok(())
 }

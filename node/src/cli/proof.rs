@@ -1,6 +1,6 @@
 //! `proof export` and `proof verify`: a session's outcome proof kept in a file of its own
-//! ([`crate::proof::Bundle`]) and checked later against a genesis file alone, with no node
-//! and no home.
+//! ([`crate::proof::Bundle`]) and checked later against a genesis file (and, for a bundle
+//! anchored at a trusted block, that block's `HEIGHT:HASH`) alone, with no node and no home.
 
 use std::{
     io::Write,
@@ -19,7 +19,7 @@ use super::{
 use crate::{
     api::client::{self, Client},
     config,
-    proof::{self, Bundle, ProofError},
+    proof::{self, Bundle, ProofAnchor, ProofError, TrustedBlock},
 };
 
 /// Arguments of `trust-node proof`.
@@ -32,10 +32,11 @@ pub struct ProofArgs {
 #[derive(Debug, Subcommand)]
 enum ProofCommand {
     /// Fetch a decided session's outcome proof from a node and write it, with the chain
-    /// id, to one self-contained file (never overwriting one unless --force).
+    /// id, to one self-contained file (never overwriting one unless --force). The validator
+    /// powers are walked from genesis, or from the block --trust names.
     Export(ExportArgs),
-    /// Check a bundle file against a genesis file, offline: exit 0 if it holds, else
-    /// print `proof REJECTED: <reason>` and exit 1.
+    /// Check a bundle file against a genesis file (and the block --trust names), offline:
+    /// exit 0 if it holds, else print `proof REJECTED: <reason>` and exit 1.
     Verify(VerifyArgs),
 }
 
@@ -49,6 +50,11 @@ struct ExportArgs {
     /// Replace FILE if it exists.
     #[arg(long)]
     force: bool,
+    /// Walk the validator powers from this block, HEIGHT:HASH (a block below the one the
+    /// proof is of; the node refuses a hash that is not its block at HEIGHT), instead of
+    /// from genesis. Verify the file with the same --trust.
+    #[arg(long, value_name = "HEIGHT:HASH")]
+    trust: Option<TrustedBlock>,
     #[command(flatten)]
     addr: NodeAddr,
 }
@@ -57,9 +63,15 @@ struct ExportArgs {
 struct VerifyArgs {
     /// The bundle file (`proof export` writes one).
     bundle: PathBuf,
-    /// The network's genesis file: the only thing trusted.
+    /// The network's genesis file: its chain id and validator keys are trusted (and, for a
+    /// bundle that walks from genesis, its stakes).
     #[arg(long, value_name = "FILE")]
     genesis: PathBuf,
+    /// A block you trust, HEIGHT:HASH (from a source you trust: your own node, a friend,
+    /// a block explorer): the bundle must walk the validator powers from exactly this
+    /// block. Without it the bundle must walk from genesis.
+    #[arg(long, value_name = "HEIGHT:HASH")]
+    trust: Option<TrustedBlock>,
     /// Print the result as one JSON object.
     #[arg(long)]
     json: bool,
@@ -83,14 +95,16 @@ fn parse_session(s: &str) -> Result<Hash, CliError> {
         .map_err(|_| CliError::usage(format!("session id must be 64 hex characters, got {s:?}")))
 }
 
-/// `GET /v1/sessions/{id}/proof` from the node at `addr`; a reply that is no proof is
-/// said to be malformed (`query --verify` and `proof export`).
+/// `GET /v1/sessions/{id}/proof` from the node at `addr`, walked from `trust` (genesis if
+/// none); a reply that is no proof is said to be malformed (`query --verify` and `proof
+/// export`).
 pub(super) fn fetch_proof(
     addr: impl Into<String>,
     sid: &Hash,
+    trust: Option<&TrustedBlock>,
 ) -> Result<crate::proof::OutcomeProof, CliError> {
     runtime()?
-        .block_on(Client::new(addr).session_proof(sid))
+        .block_on(Client::new(addr).session_proof(sid, trust))
         .map_err(|e| match e {
             client::ClientError::Reply { source, .. } => {
                 CliError::failed(format!("the node's proof is malformed: {source}"))
@@ -106,19 +120,61 @@ fn run_export(args: ExportArgs) -> CliResult {
         return Err(exists(&args.out));
     }
     let addr = args.addr.resolve()?;
-    let proof = fetch_proof(addr, &sid)?;
+    let proof = fetch_proof(addr, &sid, args.trust.as_ref())?;
     let malformed = |e: ProofError| CliError::failed(format!("the node's proof is malformed: {e}"));
     let outcome = read_outcome(&proof.outcome).map_err(malformed)?;
+    let anchor = anchor_of(&proof.anchor).map_err(malformed)?;
+    if anchor != args.trust {
+        return Err(CliError::failed(format!(
+            "the node's proof is malformed: it walks from {}, not from {}",
+            anchor_text(anchor.as_ref()),
+            anchor_text(args.trust.as_ref())
+        )));
+    }
+    let hops = proof.walk.len();
     let bundle = Bundle::of(proof).map_err(malformed)?;
     let bytes = write_bundle(&args.out, &bundle, args.force)?;
     outln!("wrote       {} ({bytes} bytes)", args.out.display());
     outln!("session     {sid}");
     outln!(
-        "verdict     {:?}, as the node says (check it: trust-node proof verify {} --genesis genesis.json)",
+        "walk        from {}, {hops} change(s) of the validator powers",
+        anchor_text(anchor.as_ref())
+    );
+    let trust = args
+        .trust
+        .map(|t| format!(" --trust {t}"))
+        .unwrap_or_default();
+    outln!(
+        "verdict     {:?}, as the node says (check it: trust-node proof verify {} --genesis genesis.json{trust})",
         outcome.trace,
         args.out.display()
     );
     Ok(())
+}
+
+/// The trusted block a proof's anchor names (`None`: genesis), not checked.
+fn anchor_of(anchor: &ProofAnchor) -> Result<Option<TrustedBlock>, ProofError> {
+    match anchor {
+        ProofAnchor::Genesis => Ok(None),
+        ProofAnchor::Block(a) => {
+            let header: trust_protocol::block::BlockHeader = hex::decode(&a.header)
+                .ok()
+                .and_then(|b| trust_protocol::encoding::decode(&b).ok())
+                .ok_or(ProofError::Malformed("anchor header"))?;
+            Ok(Some(TrustedBlock {
+                height: header.height,
+                hash: header.hash(),
+            }))
+        }
+    }
+}
+
+/// "genesis", or "trusted block H (HASH)".
+fn anchor_text(anchor: Option<&TrustedBlock>) -> String {
+    match anchor {
+        None => "genesis".to_string(),
+        Some(t) => format!("trusted block {} ({})", t.height, t.hash),
+    }
 }
 
 /// The outcome a proof carries, not checked.
@@ -247,6 +303,10 @@ pub struct Report {
     /// The certified block's time (Unix milliseconds): the session was decided at or
     /// before it (the proof is of the tip when exported, not of the deciding block).
     pub time_ms: u64,
+    /// The trusted block the validator powers were walked from (`None`: genesis).
+    pub anchor: Option<TrustedBlock>,
+    /// The heights of the walk's blocks: where the validator powers changed on the way.
+    pub hops: Vec<u64>,
 }
 
 impl Report {
@@ -278,6 +338,8 @@ impl Report {
             power: v.power,
             chain,
             time_ms: v.header.time_ms,
+            anchor: v.anchor,
+            hops: v.hops.clone(),
         }
     }
 
@@ -315,7 +377,18 @@ impl Report {
                 "signed      {} of {} voting power (more than 2/3)",
                 self.power.0, self.power.1
             ),
-            format!("verified offline against genesis {}", self.chain),
+            format!(
+                "walked      from {}, {}",
+                anchor_text(self.anchor.as_ref()),
+                hops_text(&self.hops)
+            ),
+            match self.anchor {
+                None => format!("verified offline against genesis {}", self.chain),
+                Some(t) => format!(
+                    "verified offline against genesis {} and trusted block {t}",
+                    self.chain
+                ),
+            },
         ]
     }
 
@@ -338,7 +411,25 @@ impl Report {
             "signed_power": self.power.0.to_string(),
             "total_power": self.power.1.to_string(),
             "chain": self.chain,
+            // `null`: walked from genesis.
+            "anchor": self.anchor.map(|t| json!({"height": t.height, "hash": t.hash})),
+            "hops": self.hops.len(),
+            "hop_heights": self.hops,
         })
+    }
+}
+
+/// "no change of the validator powers", "1 change (block 5)", "3 changes (blocks 5, 9, 12)".
+fn hops_text(hops: &[u64]) -> String {
+    let list = hops
+        .iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    match hops.len() {
+        0 => "no change of the validator powers on the way".to_string(),
+        1 => format!("1 change of the validator powers on the way (block {list})"),
+        n => format!("{n} changes of the validator powers on the way (blocks {list})"),
     }
 }
 
@@ -361,8 +452,13 @@ impl From<VerifyFileError> for CliError {
 }
 
 /// `proof verify` without the printing: reads the bundle at `bundle` and the genesis
-/// document at `genesis` and checks the one against the other. Nothing else is read.
-pub fn verify_file(bundle: &Path, genesis: &Path) -> Result<Report, VerifyFileError> {
+/// document at `genesis` and checks the one against the other and the block `trust` names
+/// (the bundle must walk from it; from genesis if none). Nothing else is read.
+pub fn verify_file(
+    bundle: &Path,
+    genesis: &Path,
+    trust: Option<TrustedBlock>,
+) -> Result<Report, VerifyFileError> {
     let doc = config::load_genesis_file(genesis)
         .map_err(|e| VerifyFileError::Input(format!("the genesis file: {e}")))?;
     let cannot = |e: std::io::Error| {
@@ -379,17 +475,18 @@ pub fn verify_file(bundle: &Path, genesis: &Path) -> Result<Report, VerifyFileEr
     let bytes = std::fs::read(bundle).map_err(cannot)?;
     let b = proof::parse_bundle(&bytes).map_err(VerifyFileError::Rejected)?;
     let chain = doc.chain_id();
-    let anchor = proof::Anchor {
+    let trusted = proof::Trust {
         chain,
         validators: &doc.validators,
         genesis: &doc.genesis,
+        block: trust,
     };
-    let v = proof::verify_bundle(&b, &anchor).map_err(VerifyFileError::Rejected)?;
+    let v = proof::verify_bundle(&b, &trusted).map_err(VerifyFileError::Rejected)?;
     Ok(Report::of(&v, b.proof.session, chain))
 }
 
 fn run_verify(args: VerifyArgs) -> CliResult {
-    let report = verify_file(&args.bundle, &args.genesis)?;
+    let report = verify_file(&args.bundle, &args.genesis, args.trust)?;
     if args.json {
         outln!("{}", report.json());
     } else {
@@ -407,7 +504,7 @@ mod tests {
     use super::*;
     use crate::{
         cli::{Cli, Command},
-        proof::tests::{bundle, fixture, flip_signature},
+        proof::tests::{bundle, fixture, flip_signature, walk_fixture},
     };
 
     /// `trust-node ARGS` as the binary parses and runs them, in this process.
@@ -537,13 +634,133 @@ mod tests {
             .render_long_help()
             .to_string();
         for words in [
-            "trust-outcome-proof/1",
+            "trust-outcome-proof/2",
             "commit certificate",
             "Merkle proof",
             "Nothing in the file is trusted: only the genesis file is",
             "proof REJECTED: <reason>",
+            "[--trust HEIGHT:HASH]",
+            "the validator set is unknown",
+            "`trust-outcome-proof/1` are refused",
+            "A recent block you trust",
         ] {
             assert!(help.contains(words), "{words:?} not in:\n{help}");
+        }
+        for sub in ["export", "verify"] {
+            let help = cli
+                .find_subcommand_mut("proof")
+                .unwrap()
+                .find_subcommand_mut(sub)
+                .unwrap()
+                .render_long_help()
+                .to_string();
+            assert!(help.contains("--trust <HEIGHT:HASH>"), "{sub}:\n{help}");
+        }
+    }
+
+    #[test]
+    fn proof_verify_walks_from_the_trusted_block_and_refuses_a_bundle_it_does_not_trust() {
+        let w = walk_fixture();
+        let dir = tempfile::tempdir().unwrap();
+        let genesis = config::write_genesis(&dir.path().join("net"), &w.file).unwrap();
+        let g = text(&genesis);
+        let anchored = dir.path().join("anchored.proof");
+        write_bundle(&anchored, &w.bundle(Some(3)), false).unwrap();
+        let from_genesis = dir.path().join("genesis.proof");
+        write_bundle(&from_genesis, &w.bundle(None), false).unwrap();
+        let three = w.trusted(3);
+        let t3 = three.to_string();
+
+        // Walked from block 3 through the change at 4, with block 3 trusted.
+        let r = verify_file(&anchored, &genesis, Some(three)).unwrap();
+        assert_eq!((r.anchor, r.hops.clone()), (Some(three), vec![4]));
+        assert_eq!(r.power, (300, 400));
+        let lines = r.lines();
+        let walked = format!(
+            "walked      from trusted block 3 ({}), 1 change of the validator powers on the way (block 4)",
+            three.hash
+        );
+        assert!(lines.contains(&walked), "{lines:?}");
+        assert!(
+            lines
+                .last()
+                .unwrap()
+                .ends_with(&format!("and trusted block {t3}")),
+            "{lines:?}"
+        );
+        assert_eq!(r.json()["anchor"]["height"], 3);
+        assert_eq!(r.json()["hop_heights"], serde_json::json!([4]));
+        trust_node(&[
+            "proof",
+            "verify",
+            text(&anchored),
+            "--genesis",
+            g,
+            "--trust",
+            &t3,
+        ])
+        .unwrap();
+        // From genesis through both changes, with no block trusted.
+        let r = verify_file(&from_genesis, &genesis, None).unwrap();
+        assert_eq!((r.anchor, r.hops.clone()), (None, vec![2, 4]));
+        assert!(
+            r.lines().contains(
+                &"walked      from genesis, 2 changes of the validator powers on the way (blocks 2, 4)"
+                    .to_string()
+            ),
+            "{:?}",
+            r.lines()
+        );
+
+        // The anchored bundle without --trust, with another block, with a wrong hash; the
+        // genesis bundle with --trust: exit 1, naming the anchor.
+        let wrong = format!("3:{}", Hash::sha256(b"not block 3"));
+        for (file, trust, says) in [
+            (&anchored, None, "is not trusted here"),
+            (
+                &anchored,
+                Some(w.trusted(2).to_string()),
+                "not from the trusted block 2",
+            ),
+            (&anchored, Some(wrong), "not from the trusted block 3"),
+            (
+                &from_genesis,
+                Some(t3.clone()),
+                "the proof walks from genesis",
+            ),
+        ] {
+            let mut args = vec!["proof", "verify", text(file), "--genesis", g];
+            if let Some(t) = &trust {
+                args.extend(["--trust", t]);
+            }
+            let e = trust_node(&args).unwrap_err();
+            assert_eq!(e.code, 1, "{args:?}: {}", e.message);
+            assert!(
+                e.message.starts_with(
+                    "proof REJECTED: the validator set is unknown: the proof walks from "
+                ) && e.message.contains(says),
+                "{args:?}: {}",
+                e.message
+            );
+            if file == &anchored {
+                assert!(e.message.contains(&three.hash.to_hex()), "{}", e.message);
+            }
+        }
+        // Not HEIGHT:HASH: a usage error before any file is read.
+        for bad in ["3", "0:00", "three:abc", &format!("0:{}", three.hash)] {
+            let e = Cli::try_parse_from([
+                "trust-node",
+                "proof",
+                "verify",
+                text(&anchored),
+                "--genesis",
+                g,
+                "--trust",
+                bad,
+            ])
+            .unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{bad}");
+            assert!(e.to_string().contains("--trust"), "{bad}: {e}");
         }
     }
 }

@@ -743,7 +743,12 @@ impl Driver {
             block: block.clone(),
             certificate,
         };
-        self.ledger.append_with_feed(&stored, &sessions, &feed)?;
+        // The validators that vote next, and whether the block changed them: a change is
+        // recorded with the block, for outcome proofs to walk (`crate::proof`).
+        let validators = validator_powers(&self.validators, &done.contract);
+        let powers_changed = validator_powers(&self.validators, &contract) != validators;
+        self.ledger
+            .append_with_feed(&stored, &sessions, &feed, powers_changed)?;
         let height = block.header.height;
         if self.snapshot_every > 0
             && height.is_multiple_of(self.snapshot_every)
@@ -755,7 +760,6 @@ impl Driver {
         let hash = block.hash();
         let txs = block.txs.len();
         // The mempool prunes itself against this view before it answers anyone again.
-        let validators = validator_powers(&self.validators, &done.contract);
         self.view.publish(ChainView {
             tip: tip.after(&block),
             state_root,

@@ -1,6 +1,7 @@
 //! Appending a decided block: every check that needs no stored data runs first, then one
 //! sled transaction re-reads the tip, checks the links and writes the block, its indices,
-//! its session outcomes, its event feed and the new tip together.
+//! its session outcomes, its event feed, whether it changed the validator powers and the
+//! new tip together.
 
 use std::collections::BTreeSet;
 
@@ -12,9 +13,10 @@ use trust_protocol::{Hash, encoding, tx::SignedTx};
 
 use crate::feed::FeedEvent;
 
-use super::{
+use crate::ledger::{
     BLOCKS_TREE, CHAIN_KEY, HASHES_THROUGH_KEY, Ledger, LedgerError, MAX_CERTIFICATE_BYTES,
-    MAX_FEED_BYTES, StoredBlock, TIP_KEY, decode_chain, decode_outcome, decode_tip, height_key,
+    MAX_FEED_BYTES, POWERS_UNKNOWN_THROUGH_KEY, StoredBlock, TIP_KEY, decode_chain, decode_outcome,
+    decode_tip, height_key,
 };
 
 type TxResult<T> = Result<T, ConflictableTransactionError<LedgerError>>;
@@ -25,19 +27,22 @@ fn abort<T>(error: LedgerError) -> TxResult<T> {
 
 impl Ledger {
     /// Appends a decided block with the sessions it decides, without an event feed (its
-    /// height's events read as not available): see [`Ledger::append_with_feed`].
+    /// height's events read as not available) and without saying whether it changed the
+    /// validator powers (the record of those changes is incomplete up to it from then on):
+    /// see [`Ledger::append_with_feed`].
     pub fn append(
         &self,
         stored: &StoredBlock,
         session_outcomes: &[Hash],
     ) -> Result<(), LedgerError> {
-        self.append_inner(stored, session_outcomes, None)
+        self.append_inner(stored, session_outcomes, None, None)
     }
 
-    /// Appends a decided block with the sessions it decides and its event feed
-    /// ([`crate::feed::derive`]), all in one transaction, then flushes: what the consensus
-    /// driver does for every decided block, whether it was proposed here, received or
-    /// synced.
+    /// Appends a decided block with the sessions it decides, its event feed
+    /// ([`crate::feed::derive`]) and whether its execution changed the validator powers
+    /// (`powers_changed`: recorded in `ledger/power_changes`), all in one transaction, then
+    /// flushes: what the consensus driver does for every decided block, whether it was
+    /// proposed here, received or synced.
     ///
     /// The block must pass [`Block::check`], belong to the ledger's chain (a ledger
     /// without a chain id takes the first block's), sit at the height after the tip
@@ -56,8 +61,9 @@ impl Ledger {
         stored: &StoredBlock,
         session_outcomes: &[Hash],
         feed: &[FeedEvent],
+        powers_changed: bool,
     ) -> Result<(), LedgerError> {
-        self.append_inner(stored, session_outcomes, Some(feed))
+        self.append_inner(stored, session_outcomes, Some(feed), Some(powers_changed))
     }
 
     fn append_inner(
@@ -65,6 +71,7 @@ impl Ledger {
         stored: &StoredBlock,
         session_outcomes: &[Hash],
         feed: Option<&[FeedEvent]>,
+        powers_changed: Option<bool>,
     ) -> Result<(), LedgerError> {
         let block = &stored.block;
         let height = block.header.height;
@@ -117,9 +124,11 @@ impl Ledger {
             &self.tx_index,
             &self.outcomes,
             &self.events,
+            &self.power_changes,
             &self.meta,
         )
-            .transaction(|(blocks, hashes, tx_index, outcomes, events, meta)| {
+            .transaction(|trees| {
+                let (blocks, hashes, tx_index, outcomes, events, power_changes, meta) = trees;
                 let chain = decode_chain(meta.get(CHAIN_KEY)?.as_deref())
                     .map_err(ConflictableTransactionError::Abort)?;
                 if let Some(expected) = chain
@@ -177,6 +186,16 @@ impl Ledger {
                     events.insert(&height_key(height), f.as_slice())?;
                 }
                 hashes.insert(hash.as_bytes(), &height_key(height))?;
+                match powers_changed {
+                    Some(true) => {
+                        power_changes.insert(&height_key(height), &[])?;
+                    }
+                    Some(false) => {}
+                    // Not known: the record says nothing up to this block.
+                    None => {
+                        meta.insert(POWERS_UNKNOWN_THROUGH_KEY, height_bytes.as_slice())?;
+                    }
+                }
                 if chain.is_none() {
                     meta.insert(CHAIN_KEY, chain_bytes.as_slice())?;
                 }

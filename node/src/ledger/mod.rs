@@ -12,7 +12,7 @@
 //! # Layout
 //!
 //! One sled database (its own, or shared with other subsystems; the trees are prefixed
-//! `ledger/`) with seven trees:
+//! `ledger/`) with eight trees:
 //!
 //! | tree | key | value |
 //! |---|---|---|
@@ -22,7 +22,8 @@
 //! | `ledger/outcomes` | session id | encoded height of the block that decided it |
 //! | `ledger/events` | height, big-endian `u64` | the block's event feed ([`crate::feed`]): the JSON array of its [`FeedEvent`]s, at most [`MAX_FEED_BYTES`] |
 //! | `ledger/snapshots` | height, big-endian `u64` | opaque contract state bytes |
-//! | `ledger/meta` | `chain`, `tip`, `hashes_through` | chain id; encoded `(height, block hash)` of the tip; the height the hash index covers |
+//! | `ledger/power_changes` | height, big-endian `u64` | empty: the block's execution changed the validator powers |
+//! | `ledger/meta` | `chain`, `tip`, `hashes_through`, `powers_unknown_through` | chain id; encoded `(height, block hash)` of the tip; the height the hash index covers; the height up to which power changes were not recorded |
 //!
 //! Heights are big-endian so that sled's key order is height order. The hash index makes a
 //! lookup by block hash one read ([`Ledger::height_of`]); a ledger written before it existed
@@ -36,14 +37,27 @@
 //! Serving blocks to peers reads stored bytes as they are ([`Ledger::raw_blocks`]): their
 //! sizes bound the answer before anything is decoded.
 //!
+//! # The chain of validator-power changes
+//!
+//! The consensus driver tells [`Ledger::append_with_feed`] whether the block's execution
+//! changed the validator powers (their list before and after it differ); the heights of
+//! the blocks that did are kept in `ledger/power_changes` (height 0 stands for the genesis
+//! powers and is never stored), written in the same transaction as the block. Outcome
+//! proofs walk these blocks from their anchor ([`crate::proof`], [`Ledger::power_changes`]).
+//! The record is only complete above `powers_unknown_through`: a ledger that held blocks
+//! before the record existed starts it above its tip when opened, and a block appended
+//! without saying ([`Ledger::append`]) moves the mark up to it. A walk from below the mark
+//! is refused ([`LedgerError::NoPowerHistory`]), never built from a partial record.
+//!
 //! # Guarantees
 //!
 //! [`Ledger::append`] checks the block and its links, then writes the block, its hash, its
-//! transaction index entries, the session outcomes it decides, its event feed and the new
-//! tip in one sled transaction across the six trees, and flushes before returning: when it returns
-//! `Ok` the block is on disk, and when it fails nothing was written. Appending a block the
-//! ledger already holds is `Ok` (replay after a crash); a different block at a height
-//! already taken is [`LedgerError::Conflict`].
+//! transaction index entries, the session outcomes it decides, its event feed, whether it
+//! changed the validator powers and the new tip in one sled transaction across seven trees,
+//! and flushes before returning: when it returns `Ok` the block is on disk, and when it
+//! fails nothing was written. Appending a block the ledger already holds is `Ok` (replay
+//! after a crash); a different block at a height already taken is
+//! [`LedgerError::Conflict`].
 //!
 //! Every byte read back is decoded with the protocol's size-limited canonical decoder, so a
 //! corrupted disk gives [`LedgerError::Corrupt`] (or, from [`Ledger::verify`],
@@ -52,6 +66,7 @@
 //! [`Signed::id`]: trust_protocol::Signed::id
 
 mod append;
+pub mod history;
 pub mod restore;
 mod verify;
 
@@ -95,6 +110,7 @@ const TX_INDEX_TREE: &str = "ledger/tx_index";
 const OUTCOMES_TREE: &str = "ledger/outcomes";
 const SNAPSHOTS_TREE: &str = "ledger/snapshots";
 const EVENTS_TREE: &str = "ledger/events";
+const POWER_CHANGES_TREE: &str = "ledger/power_changes";
 
 /// Largest stored event feed of one block (JSON). A block's feed is bounded by its
 /// transactions and seats far below this; a feed over it is not stored (and reads as not
@@ -105,6 +121,7 @@ const META_TREE: &str = "ledger/meta";
 const CHAIN_KEY: &[u8] = b"chain";
 const TIP_KEY: &[u8] = b"tip";
 const HASHES_THROUGH_KEY: &[u8] = b"hashes_through";
+const POWERS_UNKNOWN_THROUGH_KEY: &[u8] = b"powers_unknown_through";
 
 /// Why a ledger operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -215,6 +232,19 @@ pub enum LedgerError {
         /// What is wrong there.
         reason: String,
     },
+    /// The record of validator-power changes does not reach back far enough for a walk.
+    #[error(
+        "this node has no record of which blocks changed the validator powers up to block \
+         {through} (its ledger holds blocks committed before it kept that record), so it \
+         cannot walk them from block {from}: trust a block at or above {through}, or ask a \
+         node that committed those blocks itself"
+    )]
+    NoPowerHistory {
+        /// The height up to which changes were not recorded.
+        through: u64,
+        /// The height the walk was asked from.
+        from: u64,
+    },
     /// The database failed.
     #[error("ledger store: {0}")]
     Db(#[from] sled::Error),
@@ -251,6 +281,7 @@ pub struct Ledger {
     outcomes: sled::Tree,
     snapshots: sled::Tree,
     events: sled::Tree,
+    power_changes: sled::Tree,
     meta: sled::Tree,
     /// Blocks decoded through this handle and its clones (what reads cost).
     decoded: Arc<AtomicU64>,
@@ -282,11 +313,57 @@ impl Ledger {
             outcomes: db.open_tree(OUTCOMES_TREE)?,
             snapshots: db.open_tree(SNAPSHOTS_TREE)?,
             events: db.open_tree(EVENTS_TREE)?,
+            power_changes: db.open_tree(POWER_CHANGES_TREE)?,
             meta: db.open_tree(META_TREE)?,
             decoded: Arc::new(AtomicU64::new(0)),
         };
         ledger.backfill_hashes()?;
+        ledger.start_power_record()?;
         Ok(ledger)
+    }
+
+    /// Starts the record of validator-power changes of a ledger that has none: complete
+    /// from genesis for an empty ledger, from above the tip for one that holds blocks
+    /// already (their changes were not recorded).
+    fn start_power_record(&self) -> Result<(), LedgerError> {
+        if self.meta.get(POWERS_UNKNOWN_THROUGH_KEY)?.is_some() {
+            return Ok(());
+        }
+        let tip = self.tip()?.map_or(0, |(h, _)| h);
+        self.meta
+            .insert(POWERS_UNKNOWN_THROUGH_KEY, encoding::encode(&tip))?;
+        self.db.flush()?;
+        Ok(())
+    }
+
+    /// The height up to which this ledger has no record of validator-power changes (0:
+    /// the record is complete from genesis).
+    pub fn powers_unknown_through(&self) -> Result<u64, LedgerError> {
+        self.meta
+            .get(POWERS_UNKNOWN_THROUGH_KEY)?
+            .map(|b| decode_meta_height("powers_unknown_through", &b))
+            .transpose()
+            .map(Option::unwrap_or_default)
+    }
+
+    /// The heights of the blocks above `from` and below `to` whose execution changed the
+    /// validator powers, ascending: what a walk from the powers after block `from` (0:
+    /// genesis) to the powers certifying block `to` must step through. Refused when the
+    /// record does not reach back to `from` ([`LedgerError::NoPowerHistory`]).
+    pub fn power_changes(&self, from: u64, to: u64) -> Result<Vec<u64>, LedgerError> {
+        let through = self.powers_unknown_through()?;
+        if from < through {
+            return Err(LedgerError::NoPowerHistory { through, from });
+        }
+        let lo = from.saturating_add(1);
+        if lo >= to {
+            return Ok(Vec::new());
+        }
+        self.power_changes
+            .range(height_key(lo)..height_key(to))
+            .keys()
+            .map(|k| parse_height_key(POWER_CHANGES_TREE, &k?))
+            .collect()
     }
 
     /// Indexes the hashes of the blocks above `hashes_through`, in batches, each batch
@@ -572,9 +649,13 @@ fn decode_chain(bytes: Option<&[u8]>) -> Result<Option<Hash>, LedgerError> {
 }
 
 fn decode_height_meta(bytes: &[u8]) -> Result<u64, LedgerError> {
+    decode_meta_height("hashes_through", bytes)
+}
+
+fn decode_meta_height(key: &str, bytes: &[u8]) -> Result<u64, LedgerError> {
     encoding::decode::<u64>(bytes).map_err(|e| LedgerError::Corrupt {
         tree: META_TREE,
-        key: "hashes_through".into(),
+        key: key.into(),
         reason: e.to_string(),
     })
 }

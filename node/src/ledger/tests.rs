@@ -736,3 +736,82 @@ fn raw_blocks_stop_at_the_budget_and_decode_nothing() {
     assert!(ledger.raw_blocks(1, 10, size - 1).expect("read").is_empty());
     assert_eq!(ledger.blocks_decoded(), decoded);
 }
+
+/// The record of validator-power changes: the heights of the blocks appended as changing
+/// the powers, in the block's own transaction, kept across a reopen; walks from below
+/// what the record covers are refused.
+#[test]
+fn power_changes_are_recorded_with_their_blocks_and_survive_a_reopen() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let chain = make_chain(8);
+    let changed = [2u64, 5, 6];
+    {
+        let ledger = Ledger::open(dir.path()).expect("open");
+        assert_eq!(ledger.powers_unknown_through().expect("mark"), 0);
+        for b in &chain {
+            let h = b.block.header.height;
+            ledger
+                .append_with_feed(b, &[], &[], changed.contains(&h))
+                .expect("append");
+        }
+        // Appending a block held already records nothing new.
+        ledger
+            .append_with_feed(&chain[2], &[], &[], true)
+            .expect("re-append");
+    }
+    let ledger = crate::reopen::when_unlocked(|| Ledger::open(dir.path())).expect("reopen");
+    assert_eq!(ledger.powers_unknown_through().expect("mark"), 0);
+    // Strictly between the anchor and the proven block.
+    assert_eq!(ledger.power_changes(0, 9).expect("walk"), [2, 5, 6]);
+    assert_eq!(ledger.power_changes(0, 6).expect("walk"), [2, 5]);
+    assert_eq!(ledger.power_changes(2, 8).expect("walk"), [5, 6]);
+    assert_eq!(ledger.power_changes(5, 6).expect("walk"), [] as [u64; 0]);
+    assert_eq!(ledger.power_changes(7, 3).expect("walk"), [] as [u64; 0]);
+
+    // A block appended without saying: the record is incomplete up to it.
+    let next = make_block(chain_id(), 9, chain[7].block.hash(), vec![tx("z", 0)]);
+    ledger.append(&next, &[]).expect("append");
+    assert_eq!(ledger.powers_unknown_through().expect("mark"), 9);
+    let e = ledger.power_changes(0, 10).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            LedgerError::NoPowerHistory {
+                through: 9,
+                from: 0
+            }
+        ),
+        "{e}"
+    );
+    assert!(e.to_string().contains("trust a block at or above 9"), "{e}");
+    assert_eq!(ledger.power_changes(9, 11).expect("walk"), [] as [u64; 0]);
+}
+
+/// A ledger that held blocks before the record existed starts it above its tip.
+#[test]
+fn an_older_ledger_records_power_changes_only_above_its_tip() {
+    let (_dir, ledger, chain) = ledger_with(4);
+    // As a ledger from before the record: no mark.
+    ledger
+        .meta
+        .remove(POWERS_UNKNOWN_THROUGH_KEY)
+        .expect("unmark");
+    let reopened = Ledger::from_db(&ledger.db).expect("reopen");
+    assert_eq!(reopened.powers_unknown_through().expect("mark"), 4);
+    let next = make_block(chain_id(), 5, chain[3].block.hash(), vec![tx("z", 0)]);
+    reopened
+        .append_with_feed(&next, &[], &[], true)
+        .expect("append");
+    assert!(matches!(
+        reopened.power_changes(3, 6),
+        Err(LedgerError::NoPowerHistory {
+            through: 4,
+            from: 3
+        })
+    ));
+    assert_eq!(reopened.power_changes(4, 6).expect("walk"), [5]);
+    // A fresh ledger's record is whole from genesis.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fresh = Ledger::open(dir.path()).expect("open");
+    assert_eq!(fresh.powers_unknown_through().expect("mark"), 0);
+}

@@ -172,6 +172,10 @@ fn the_incorrect_fraction_chain_fails_at_the_wrong_step_and_propagates() {
         "{text}"
     );
 
+    // The proof kept in files, walked from genesis and from a block a user trusts across
+    // a change of the validator powers, then checked where no node runs.
+    let exported = export_proofs(&net, &session);
+
     // Every node stopped with SIGKILL and node 1 started again on its own: one validator
     // of four makes no block, so its view is exactly what it rebuilt from its ledger. It
     // serves a proof that verifies all the same (it replays at least its tip block, which
@@ -179,9 +183,166 @@ fn the_incorrect_fraction_chain_fails_at_the_wrong_step_and_propagates() {
     for i in 0..4 {
         net.kill(i);
     }
+    exported.verify_offline();
     net.start(1);
     net.wait_height(1, 1);
     verified(&net, &session);
+}
+
+/// Bundles written by `proof export` into a fresh directory, with a copy of the genesis
+/// file: one walked from genesis, one from a block trusted before a validator bonded more.
+struct Exported {
+    dir: tempfile::TempDir,
+    /// The block trusted, `HEIGHT:HASH`.
+    trust: String,
+    /// Its height and hash.
+    trusted: (u64, String),
+}
+
+/// `trust-node ARGS` run in `dir`, with no home and no node address at hand.
+fn offline(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    let out = Command::new(bin())
+        .args(args)
+        .current_dir(dir)
+        .env_remove("TRUST_HOME")
+        .env_remove("TRUST_API")
+        .env("HOME", dir)
+        .output()
+        .unwrap();
+    println!(
+        "$ trust-node {}\n{}{}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Trusts node 1's current block, has node 1's validator bond more (a change of the
+/// validator powers), waits for the block after it, and exports the session's proof from
+/// node 1 walked from genesis and from the trusted block; a hash that is not the node's
+/// block at that height is refused.
+fn export_proofs(net: &Network, session: &str) -> Exported {
+    let h = net.height(1).expect("node 1 answers");
+    let (hash, _) = net.block(1, h);
+    let trust = format!("{h}:{hash}");
+    let out = net.cli_ok(1, &["auditor", "bond", "500"]);
+    assert!(out.contains("bonded 500 TRUST"), "{out}");
+    let after = net.height(1).expect("node 1 answers");
+    net.wait_height(1, after + 1);
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        net.nodes[2].home.join("genesis.json"),
+        dir.path().join("genesis.json"),
+    )
+    .unwrap();
+    let api = net.nodes[1].api.as_str();
+    for (file, extra) in [
+        ("genesis.proof", vec![]),
+        ("trusted.proof", vec!["--trust", trust.as_str()]),
+    ] {
+        let mut args = vec!["proof", "export", session, "-o", file, "--api", api];
+        args.extend(extra);
+        let out = offline(dir.path(), &args);
+        assert!(out.status.success(), "{args:?}\n{}", net.logs_tail());
+    }
+    let text = String::from_utf8_lossy(
+        &offline(
+            dir.path(),
+            &[
+                "proof", "export", session, "-o", "x.proof", "--api", api, "--trust", &trust,
+                "--force",
+            ],
+        )
+        .stdout,
+    )
+    .into_owned();
+    assert!(
+        text.contains(&format!("walk        from trusted block {h} ({hash}), ")),
+        "{text}"
+    );
+    // A hash that is not node 1's block at that height: refused, nothing written.
+    let wrong = format!("{h}:{}", "ab".repeat(32));
+    let out = offline(
+        dir.path(),
+        &[
+            "proof",
+            "export",
+            session,
+            "-o",
+            "wrong.proof",
+            "--api",
+            api,
+            "--trust",
+            &wrong,
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("is not one of this node's"), "{err}");
+    assert!(!dir.path().join("wrong.proof").exists());
+    Exported {
+        dir,
+        trust,
+        trusted: (h, hash),
+    }
+}
+
+impl Exported {
+    /// `proof verify` on each bundle with nothing but the files at hand: each holds with
+    /// its anchor trusted, and the trusted one is refused, naming its anchor, without
+    /// that block trusted or with another hash.
+    fn verify_offline(&self) {
+        let dir = self.dir.path();
+        let (h, hash) = &self.trusted;
+        let verify = |file: &str, extra: &[&str]| {
+            let mut args = vec!["proof", "verify", file, "--genesis", "genesis.json"];
+            args.extend(extra);
+            offline(dir, &args)
+        };
+        let json = |out: std::process::Output| -> Value {
+            assert!(out.status.success(), "{out:?}");
+            serde_json::from_slice(&out.stdout).unwrap()
+        };
+        // From genesis: the bond is among the changes walked.
+        let v = json(verify("genesis.proof", &["--json"]));
+        assert_eq!(v["verified"], true, "{v}");
+        assert_eq!(v["verdict"], "Fail", "{v}");
+        assert!(v["anchor"].is_null(), "{v}");
+        let from_genesis = v["hops"].as_u64().unwrap();
+        assert!(from_genesis >= 1, "{v}");
+        // From the trusted block: the changes above it, the bond among them.
+        let out = verify("trusted.proof", &["--trust", &self.trust]);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "{text}");
+        assert!(
+            text.contains(&format!("walked      from trusted block {h} ({hash}), ")),
+            "{text}"
+        );
+        assert!(text.contains("decided     at block"), "{text}");
+        let v = json(verify("trusted.proof", &["--trust", &self.trust, "--json"]));
+        assert_eq!(v["anchor"]["height"], *h, "{v}");
+        let hops: Vec<u64> = serde_json::from_value(v["hop_heights"].clone()).unwrap();
+        assert!(!hops.is_empty() && hops.iter().all(|c| c > h), "{v}");
+        assert!(hops.len() as u64 <= from_genesis, "{v}");
+        // Not trusting that block, or trusting another hash at its height: refused.
+        let wrong = format!("{h}:{}", "ab".repeat(32));
+        for extra in [vec![], vec!["--trust", wrong.as_str()]] {
+            let out = verify("trusted.proof", &extra);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{extra:?}: {err}");
+            assert!(
+                err.contains(&format!(
+                    "proof REJECTED: the validator set is unknown: the proof walks from block {h} ({hash})"
+                )),
+                "{extra:?}: {err}"
+            );
+        }
+        // The genesis walk with a block trusted: refused too.
+        let out = verify("genesis.proof", &["--trust", &self.trust]);
+        assert_eq!(out.status.code(), Some(1), "{out:?}");
+    }
 }
 
 /// Every revealed vote of the decided session `s` carries a reason (its Computer seat's
