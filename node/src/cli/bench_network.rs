@@ -110,6 +110,8 @@ pub struct Report {
     pub votes_per_sec: f64,
     /// Seats that never committed or never revealed in time (every round).
     pub missing_votes: u64,
+    /// Submit→verdict latency of every session, seconds, in the order they were opened.
+    pub latencies: Vec<f64>,
     /// Submit→verdict latency percentiles, seconds.
     pub latency_p50: f64,
     /// 90th percentile.
@@ -516,6 +518,9 @@ async fn drive(
     let mut submitted_at: BTreeMap<trust_protocol::Hash, Instant> = BTreeMap::new();
     let mut submit_secs = Vec::new();
     let mut latencies: Vec<f64> = Vec::new();
+    // (order opened, latency) of each decided session.
+    let mut by_order: Vec<(usize, f64)> = Vec::new();
+    let mut order: BTreeMap<trust_protocol::Hash, usize> = BTreeMap::new();
     let mut votes = 0u64;
     let mut missing = 0u64;
     let mut next = 0usize;
@@ -552,6 +557,7 @@ async fn drive(
                 Ok(r) => {
                     submit_secs.push(t.elapsed().as_secs_f64());
                     submitted_at.insert(r.session, t);
+                    order.insert(r.session, next);
                     next += 1;
                 }
                 // The provider's own transactions wait for nonce room: try again shortly.
@@ -579,7 +585,9 @@ async fn drive(
                 if matches!(s.status, SessionStatus::Decided | SessionStatus::Failed) {
                     let at = submitted_at.remove(&id).unwrap_or(t0);
                     last_decided = Instant::now();
-                    latencies.push(at.elapsed().as_secs_f64());
+                    let took = at.elapsed().as_secs_f64();
+                    latencies.push(took);
+                    by_order.push((order.get(&id).copied().unwrap_or(0), took));
                     for seg in s.outcome.iter().flat_map(|o| &o.segments) {
                         let v = &seg.votes;
                         votes += [v.valid, v.invalid, v.ungrounded, v.abstained]
@@ -605,6 +613,7 @@ async fn drive(
     for api in apis {
         bytes1 += counter(&metrics_text(api).await, "trust_net_gossip_bytes_received");
     }
+    by_order.sort_by_key(|(i, _)| *i);
     latencies.sort_by(f64::total_cmp);
     submit_secs.sort_by(f64::total_cmp);
     let blocks = end_height.saturating_sub(start_height);
@@ -622,6 +631,7 @@ async fn drive(
         votes,
         votes_per_sec: votes as f64 / seconds,
         missing_votes: missing,
+        latencies: by_order.into_iter().map(|(_, l)| l).collect(),
         latency_p50: percentile(&latencies, 0.50),
         latency_p90: percentile(&latencies, 0.90),
         latency_p99: percentile(&latencies, 0.99),
