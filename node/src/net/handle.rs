@@ -1,9 +1,7 @@
 //! The cloneable handle the rest of the node uses to drive the swarm task.
 
-use std::sync::Arc;
-
 use libp2p::{Multiaddr, PeerId};
-use tokio::sync::{Semaphore, mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot};
 use trust_protocol::{block::MAX_TX_BYTES, cid::Cid, encoding, tx::SignedTx};
 
 use super::{
@@ -50,19 +48,11 @@ pub(crate) enum Command {
 #[derive(Debug, Clone)]
 pub struct NetHandle {
     tx: mpsc::Sender<Command>,
-    /// One permit per Bitswap fetch the swarm task takes at once
-    /// ([`MAX_PENDING_FETCHES`](super::MAX_PENDING_FETCHES)), shared by every clone: a
-    /// fetch past the bound waits here for one to finish instead of being refused as busy
-    /// (a seat of 20 sessions of 20 segments asks for 400 blocks at once).
-    fetch_slots: Arc<Semaphore>,
 }
 
 impl NetHandle {
     pub(crate) fn new(tx: mpsc::Sender<Command>) -> Self {
-        Self {
-            tx,
-            fetch_slots: Arc::new(Semaphore::new(super::MAX_PENDING_FETCHES)),
-        }
+        Self { tx }
     }
 
     /// Sends a command and waits for its reply.
@@ -160,15 +150,7 @@ impl NetHandle {
     /// is checked against its CID and kept in the node's blob store. Fails with
     /// [`NetError::FetchTimeout`] when no peer sends it within
     /// [`BLOB_FETCH_TIMEOUT`](super::BLOB_FETCH_TIMEOUT).
-    ///
-    /// At most [`MAX_PENDING_FETCHES`](super::MAX_PENDING_FETCHES) fetches run at once;
-    /// later ones wait for a slot (their wait does not count against the timeout).
     pub async fn fetch_blob(&self, cid: Cid) -> Result<Vec<u8>, NetError> {
-        let _slot = self
-            .fetch_slots
-            .acquire()
-            .await
-            .map_err(|_| NetError::Stopped)?;
         self.ask(|reply| Command::FetchBlob { cid, reply }).await?
     }
 
