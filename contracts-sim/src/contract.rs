@@ -450,15 +450,8 @@ impl Contract {
         assign_round0(&self.state, ctx, session, &mut s, &mut ev).ok()?;
         Some(
             ev.iter()
-                .filter_map(|e| match e {
-                    Event::SeatAssigned {
-                        segment,
-                        seat,
-                        round,
-                        ..
-                    } => Some((*segment, *seat, *round)),
-                    _ => None,
-                })
+                .filter_map(Event::seat_assigned)
+                .map(|(_, segment, seat, round)| (segment, seat, round))
                 .collect(),
         )
     }

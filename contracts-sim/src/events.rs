@@ -326,3 +326,19 @@ pub enum Event {
         reason: String,
     },
 }
+
+impl Event {
+    /// A drawn seat as `(session, segment, seat, round)`, if this is a `SeatAssigned`.
+    pub fn seat_assigned(&self) -> Option<(Hash, u16, AccountId, u8)> {
+        match self {
+            Event::SeatAssigned {
+                session,
+                segment,
+                seat,
+                round,
+                ..
+            } => Some((*session, *segment, *seat, *round)),
+            _ => None,
+        }
+    }
+}

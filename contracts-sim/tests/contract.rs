@@ -2588,16 +2588,9 @@ fn upcoming_seats_are_the_seats_the_next_block_draws() {
     let ev = chain.block();
     let drawn: Vec<(u16, AccountId, u8)> = ev
         .iter()
-        .filter_map(|e| match e {
-            Event::SeatAssigned {
-                session,
-                segment,
-                seat,
-                round,
-                ..
-            } if *session == sid => Some((*segment, *seat, *round)),
-            _ => None,
-        })
+        .filter_map(Event::seat_assigned)
+        .filter(|(session, ..)| *session == sid)
+        .map(|(_, segment, seat, round)| (segment, seat, round))
         .collect();
     assert_eq!(predicted, drawn);
     assert!(matches!(

@@ -118,14 +118,14 @@ fn certificate(chain: &Hash, header: &BlockHeader, signers: &[&Keypair]) -> Vec<
     sign_certificate(chain, header, signers)
 }
 
-/// Three validators with 100 staked each; an outcome in the state; blocks 1 and 2, block 2
-/// certified by all three.
-pub(crate) fn fixture() -> Fixture {
+/// Three validators (keys from `label`), 100 staked and `balance` free each, on a chain
+/// named `name`: their keys, the genesis file and what a client reads from it.
+fn three_validators(label: &str, name: &str, balance: u64) -> (Vec<Keypair>, GenesisDoc, Doc) {
     let keys: Vec<Keypair> = (0..3)
-        .map(|i| Keypair::from_label(&format!("proof-v{i}")))
+        .map(|i| Keypair::from_label(&format!("{label}{i}")))
         .collect();
     let file = GenesisDoc {
-        chain_name: "proof-test".into(),
+        chain_name: name.into(),
         validators: keys.iter().map(|k| k.public()).collect(),
         genesis: Genesis {
             params: Params::default(),
@@ -133,7 +133,7 @@ pub(crate) fn fixture() -> Fixture {
                 .iter()
                 .map(|k| GenesisAccount {
                     id: k.public(),
-                    balance: 10,
+                    balance,
                     stake: 100,
                 })
                 .collect(),
@@ -145,6 +145,13 @@ pub(crate) fn fixture() -> Fixture {
         validators: file.validators.clone(),
         genesis: file.genesis.clone(),
     };
+    (keys, file, doc)
+}
+
+/// Three validators with 100 staked each; an outcome in the state; blocks 1 and 2, block 2
+/// certified by all three.
+pub(crate) fn fixture() -> Fixture {
+    let (keys, file, doc) = three_validators("proof-v", "proof-test", 10);
     let chain = doc.chain;
     let session = Hash::sha256(b"a decided session");
     let mut state = Contract::new(&doc.genesis).unwrap().state().clone();
@@ -1107,30 +1114,7 @@ const CHANGES: [u64; 2] = [2, 4];
 const TIP: u64 = 6;
 
 pub(crate) fn walk_fixture() -> WalkFixture {
-    let keys: Vec<Keypair> = (0..3)
-        .map(|i| Keypair::from_label(&format!("walk-v{i}")))
-        .collect();
-    let file = GenesisDoc {
-        chain_name: "walk-test".into(),
-        validators: keys.iter().map(|k| k.public()).collect(),
-        genesis: Genesis {
-            params: Params::default(),
-            accounts: keys
-                .iter()
-                .map(|k| GenesisAccount {
-                    id: k.public(),
-                    balance: 1_000,
-                    stake: 100,
-                })
-                .collect(),
-            auditors: vec![],
-        },
-    };
-    let doc = Doc {
-        chain: file.chain_id(),
-        validators: file.validators.clone(),
-        genesis: file.genesis.clone(),
-    };
+    let (keys, file, doc) = three_validators("walk-v", "walk-test", 1_000);
     let chain = doc.chain;
     let session = Hash::sha256(b"a session decided before the walk");
     let mut state = Contract::new(&doc.genesis)

@@ -435,15 +435,8 @@ mod tests {
         );
         let drawn: Vec<(u16, AccountId, u8)> = events
             .iter()
-            .filter_map(|e| match e {
-                Event::SeatAssigned {
-                    segment,
-                    seat,
-                    round,
-                    ..
-                } => Some((*segment, *seat, *round)),
-                _ => None,
-            })
+            .filter_map(Event::seat_assigned)
+            .map(|(_, segment, seat, round)| (segment, seat, round))
             .collect();
         assert_eq!(drawn.len(), 6, "two segments, three seats each");
         assert_eq!(

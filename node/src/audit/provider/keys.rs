@@ -201,15 +201,8 @@ mod tests {
         let ev = chain.block().await;
         let drawn: Vec<(u16, AccountId, u8)> = ev
             .iter()
-            .filter_map(|e| match e {
-                Event::SeatAssigned {
-                    segment,
-                    seat,
-                    round,
-                    ..
-                } => Some((*segment, *seat, *round)),
-                _ => None,
-            })
+            .filter_map(Event::seat_assigned)
+            .map(|(_, segment, seat, round)| (segment, seat, round))
             .collect();
         assert_eq!(drawn, upcoming, "the draw is the one foreseen");
         let first_key = ev
