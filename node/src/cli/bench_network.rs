@@ -110,6 +110,9 @@ pub struct Report {
     pub votes_per_sec: f64,
     /// Seats that never committed or never revealed in time (every round).
     pub missing_votes: u64,
+    /// Of `votes`, the abstentions (a seat that could not judge its segment in time says
+    /// so rather than miss its window).
+    pub abstained_votes: u64,
     /// Submit→verdict latency of every session, seconds, in the order they were opened.
     pub latencies: Vec<f64>,
     /// Submit→verdict latency percentiles, seconds.
@@ -523,6 +526,7 @@ async fn drive(
     let mut order: BTreeMap<trust_protocol::Hash, usize> = BTreeMap::new();
     let mut votes = 0u64;
     let mut missing = 0u64;
+    let mut abstained = 0u64;
     let mut next = 0usize;
     let mut last_height = start_height;
     let mut mempool = Vec::new();
@@ -595,6 +599,7 @@ async fn drive(
                             .map(u64::from)
                             .sum::<u64>();
                         missing += u64::from(v.missing);
+                        abstained += u64::from(v.abstained);
                     }
                 }
             }
@@ -631,6 +636,7 @@ async fn drive(
         votes,
         votes_per_sec: votes as f64 / seconds,
         missing_votes: missing,
+        abstained_votes: abstained,
         latencies: by_order.into_iter().map(|(_, l)| l).collect(),
         latency_p50: percentile(&latencies, 0.50),
         latency_p90: percentile(&latencies, 0.90),
@@ -695,8 +701,8 @@ pub fn markdown(r: &Report) -> String {
         (
             "segment votes finalized / s",
             format!(
-                "{:.1} ({} votes; {} seats missed their window)",
-                r.votes_per_sec, r.votes, r.missing_votes
+                "{:.1} ({} votes, {} of them abstentions; {} seats missed their window)",
+                r.votes_per_sec, r.votes, r.abstained_votes, r.missing_votes
             ),
         ),
         (
