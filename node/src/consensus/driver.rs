@@ -685,11 +685,14 @@ impl Driver {
         else {
             return;
         };
+        // On its own means as the block's first transaction: after the block's start
+        // (the seats it draws), which a key delivery may need.
         let ctx = BlockCtx {
             height: block.header.height,
-            block_hash: Hash::ZERO,
+            block_hash: block.header.seed(),
         };
         let mut trial = contract.clone();
+        trial.begin_block(&ctx);
         if let Err(alone) = trial.apply(&ctx, &tx)
             && !mempool::waits(&alone)
             && !self.pool.report_failed(vec![tx.id()])
