@@ -366,7 +366,12 @@ fn tampered(f: &Fixture, change: impl FnOnce(&mut OutcomeProof)) -> Bundle {
 
 /// The fixture's bundle as JSON, with `change` made to it, as file bytes.
 fn tampered_json(f: &Fixture, change: impl FnOnce(&mut serde_json::Value)) -> Vec<u8> {
-    let mut v = serde_json::to_value(bundle(f)).unwrap();
+    json_changed(&bundle(f), change)
+}
+
+/// `b`'s file bytes with `change` made to its JSON.
+fn json_changed(b: &Bundle, change: impl FnOnce(&mut serde_json::Value)) -> Vec<u8> {
+    let mut v = serde_json::to_value(b).unwrap();
     change(&mut v);
     serde_json::to_vec_pretty(&v).unwrap()
 }
@@ -1422,11 +1427,7 @@ fn bundle_walk_out_of_order_is_refused() {
     let b = w.tampered(None, |p| p.walk.push(six));
     assert_eq!(w.check(&b, None), out_of_order(TIP, 4));
     // Not a walk at all.
-    let bytes = {
-        let mut v = serde_json::to_value(w.bundle(None)).unwrap();
-        v["proof"]["walk"] = "2,4".into();
-        serde_json::to_vec(&v).unwrap()
-    };
+    let bytes = json_changed(&w.bundle(None), |v| v["proof"]["walk"] = "2,4".into());
     assert!(matches!(
         parse_bundle(&bytes),
         Err(ProofError::NotABundle(m)) if m.contains("invalid type")
@@ -1663,11 +1664,9 @@ fn bundle_anchor_changed_is_not_the_trusted_block() {
         })
     );
     // Neither genesis nor a block.
-    let bytes = {
-        let mut v = serde_json::to_value(w.bundle(Some(3))).unwrap();
-        v["proof"]["anchor"] = "trusted".into();
-        serde_json::to_vec(&v).unwrap()
-    };
+    let bytes = json_changed(&w.bundle(Some(3)), |v| {
+        v["proof"]["anchor"] = "trusted".into()
+    });
     assert!(matches!(
         parse_bundle(&bytes),
         Err(ProofError::NotABundle(m)) if m.contains("unknown variant `trusted`")

@@ -6,7 +6,10 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::fixtures::{bin, network::Network};
+use crate::fixtures::{
+    bin,
+    network::{Network, shown},
+};
 
 fn submit(net: &Network, trace: &str) -> (Value, Vec<String>) {
     let path = format!("{}/../examples/traces/{trace}", env!("CARGO_MANIFEST_DIR"));
@@ -201,21 +204,13 @@ struct Exported {
 
 /// `trust-node ARGS` run in `dir`, with no home and no node address at hand.
 fn offline(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
-    let out = Command::new(bin())
-        .args(args)
+    let mut cmd = Command::new(bin());
+    cmd.args(args)
         .current_dir(dir)
         .env_remove("TRUST_HOME")
         .env_remove("TRUST_API")
-        .env("HOME", dir)
-        .output()
-        .unwrap();
-    println!(
-        "$ trust-node {}\n{}{}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
+        .env("HOME", dir);
+    shown(cmd, args)
 }
 
 /// Trusts node 1's current block, has node 1's validator bond more (a change of the
