@@ -947,7 +947,7 @@ mod tests {
     use super::*;
     use crate::audit::{
         provider::Provider,
-        testkit::{Chain, auditor, provider_key, sealing},
+        testkit::{Chain, auditor, from_store, provider_key, sealing, seat_of},
     };
     use trust_protocol::Vote;
 
@@ -960,30 +960,8 @@ mod tests {
 
     /// Seat `i`, with its own sled and blob store; `fetch` plays the part of Bitswap.
     fn seat(chain: &Chain, i: usize, fetch: Option<FetchBlob>) -> Node {
-        let dir = tempfile::tempdir().unwrap();
-        let db = sled::open(dir.path()).unwrap();
-        let seat = Seat::open(
-            chain.outbox(auditor(i)),
-            sealing(i),
-            BlobStore::open(&db).unwrap(),
-            &db,
-            fetch,
-            Arc::new(SeatMetrics::default()),
-        )
-        .unwrap();
+        let (seat, dir) = seat_of(chain, i, fetch);
         Node { seat, _dir: dir }
-    }
-
-    /// A stand-in for Bitswap: reads the provider's blob store directly.
-    fn from_store(store: BlobStore) -> FetchBlob {
-        Arc::new(move |cid| {
-            let s = store.clone();
-            Box::pin(async move {
-                s.get(&cid)
-                    .map_err(|e| NetError::Bitswap(e.to_string()))?
-                    .ok_or(NetError::FetchTimeout(cid).into())
-            })
-        })
     }
 
     fn provider(chain: &Chain) -> (Provider, BlobStore, tempfile::TempDir) {

@@ -7,10 +7,15 @@
 use trust_contracts::{BlockCtx, Contract, Event, Genesis, GenesisAccount, GenesisAuditor, Params};
 use trust_protocol::{Hash, Keypair, seal::SealingSecret, tx::Tier};
 
-use super::outbox::Outbox;
+use super::{
+    outbox::Outbox,
+    seat::{FetchBlob, Seat},
+};
 use crate::{
+    blobs::BlobStore,
     chain::Tip,
     mempool::Pool,
+    net::NetError,
     tasks::Stop,
     view::{ChainPublisher, ChainView},
 };
@@ -142,4 +147,37 @@ impl Chain {
             .publish(ChainView::new(tip, self.contract.clone(), vec![]));
         ev
     }
+}
+
+/// A seat of auditor `i`, with its own sled and blob store (kept alive by the returned
+/// directory); `fetch` plays the part of Bitswap.
+pub(crate) fn seat_of(
+    chain: &Chain,
+    i: usize,
+    fetch: Option<FetchBlob>,
+) -> (Seat, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = sled::open(dir.path()).unwrap();
+    let seat = Seat::open(
+        chain.outbox(auditor(i)),
+        sealing(i),
+        BlobStore::open(&db).unwrap(),
+        &db,
+        fetch,
+        std::sync::Arc::default(),
+    )
+    .unwrap();
+    (seat, dir)
+}
+
+/// A stand-in for Bitswap: reads `store` (the provider's blob store) directly.
+pub(crate) fn from_store(store: BlobStore) -> FetchBlob {
+    std::sync::Arc::new(move |cid| {
+        let s = store.clone();
+        Box::pin(async move {
+            s.get(&cid)
+                .map_err(|e| NetError::Bitswap(e.to_string()))?
+                .ok_or(NetError::FetchTimeout(cid).into())
+        })
+    })
 }

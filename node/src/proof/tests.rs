@@ -357,6 +357,21 @@ fn check(f: &Fixture, b: &Bundle) -> Result<Verified, ProofError> {
     check_bytes(f, b.to_file_text().unwrap().as_bytes())
 }
 
+/// A field that must be hex-encoded, given each of "zz" (not hex), "00" (hex, nothing
+/// decodable) and "" by `verdict_of`, is refused as malformed under its name.
+fn not_hex_is_malformed(
+    field: &'static str,
+    mut verdict_of: impl FnMut(&str) -> Result<Verified, ProofError>,
+) {
+    for junk in ["zz", "00", ""] {
+        assert_eq!(
+            verdict_of(junk),
+            Err(ProofError::Malformed(field)),
+            "{junk}"
+        );
+    }
+}
+
 /// The fixture's bundle with `change` made to its proof.
 fn tampered(f: &Fixture, change: impl FnOnce(&mut OutcomeProof)) -> Bundle {
     let mut b = bundle(f);
@@ -717,14 +732,9 @@ fn bundle_header_changed_is_not_the_certified_block() {
         })
     ));
     // The chain field is in `bundle_chain_of_another_network_is_refused`. Not a header:
-    for junk in ["zz", "00", ""] {
-        let b = tampered(&f, |p| p.header = junk.into());
-        assert_eq!(
-            check(&f, &b),
-            Err(ProofError::Malformed("header")),
-            "{junk}"
-        );
-    }
+    not_hex_is_malformed("header", |junk| {
+        check(&f, &tampered(&f, |p| p.header = junk.into()))
+    });
 }
 
 #[test]
@@ -829,14 +839,9 @@ fn bundle_certificate_changed_is_refused_for_what_it_lacks() {
         Err(ProofError::BadSignature { .. })
     ));
     // Not a certificate.
-    for junk in ["zz", "00", ""] {
-        let b = tampered(&f, |p| p.certificate = junk.into());
-        assert_eq!(
-            check(&f, &b),
-            Err(ProofError::Malformed("certificate")),
-            "{junk}"
-        );
-    }
+    not_hex_is_malformed("certificate", |junk| {
+        check(&f, &tampered(&f, |p| p.certificate = junk.into()))
+    });
 }
 
 #[test]
@@ -1475,14 +1480,9 @@ fn bundle_walk_header_changed_is_not_the_certified_change() {
             got: elsewhere
         })
     );
-    for junk in ["zz", "00", ""] {
-        let b = w.tampered(None, |p| p.walk[0].header = junk.into());
-        assert_eq!(
-            w.check(&b, None),
-            Err(ProofError::Malformed("walk header")),
-            "{junk}"
-        );
-    }
+    not_hex_is_malformed("walk header", |junk| {
+        w.check(&w.tampered(None, |p| p.walk[0].header = junk.into()), None)
+    });
 }
 
 #[test]
@@ -1563,14 +1563,12 @@ fn bundle_walk_certificate_changed_is_refused_for_what_it_lacks() {
             ..
         })
     ));
-    for junk in ["zz", "00", ""] {
-        let b = w.tampered(None, |p| p.walk[1].certificate = junk.into());
-        assert_eq!(
-            w.check(&b, None),
-            Err(ProofError::Malformed("walk certificate")),
-            "{junk}"
-        );
-    }
+    not_hex_is_malformed("walk certificate", |junk| {
+        w.check(
+            &w.tampered(None, |p| p.walk[1].certificate = junk.into()),
+            None,
+        )
+    });
 }
 
 #[test]
@@ -1711,14 +1709,12 @@ fn bundle_anchor_header_changed_is_not_the_trusted_block() {
             got: elsewhere
         })
     );
-    for junk in ["zz", "00", ""] {
-        let b = w.tampered(Some(3), |p| anchor_block(p).header = junk.into());
-        assert_eq!(
-            w.check(&b, Some(3)),
-            Err(ProofError::Malformed("anchor header")),
-            "{junk}"
-        );
-    }
+    not_hex_is_malformed("anchor header", |junk| {
+        w.check(
+            &w.tampered(Some(3), |p| anchor_block(p).header = junk.into()),
+            Some(3),
+        )
+    });
 }
 
 #[test]

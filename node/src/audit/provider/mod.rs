@@ -1697,38 +1697,11 @@ mod tests {
         drawn: &[Event],
         twist: impl Fn(crate::audit::seat::Seat, AccountId) -> crate::audit::seat::Seat,
     ) -> Vec<(crate::audit::seat::Seat, tempfile::TempDir)> {
-        use crate::{
-            audit::{
-                seat::{FetchBlob, Seat},
-                testkit::sealing,
-            },
-            net::NetError,
-        };
-        let fetch: FetchBlob = {
-            let store = p.blobs.clone();
-            Arc::new(move |cid| {
-                let store = store.clone();
-                Box::pin(async move {
-                    store
-                        .get(&cid)
-                        .map_err(|e| NetError::Bitswap(e.to_string()))?
-                        .ok_or(NetError::FetchTimeout(cid).into())
-                })
-            })
-        };
+        use crate::audit::testkit::{from_store, seat_of};
+        let fetch = from_store(p.blobs.clone());
         let mut seats = Vec::new();
         for i in 0..n {
-            let dir = tempfile::tempdir().unwrap();
-            let db = sled::open(dir.path()).unwrap();
-            let seat = Seat::open(
-                chain.outbox(auditor(i)),
-                sealing(i),
-                BlobStore::open(&db).unwrap(),
-                &db,
-                Some(fetch.clone()),
-                Arc::default(),
-            )
-            .unwrap();
+            let (seat, dir) = seat_of(chain, i, Some(fetch.clone()));
             let seat = twist(seat, auditor(i).public());
             seat.on_block(drawn, &chain.contract).await;
             seats.push((seat, dir));
