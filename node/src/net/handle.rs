@@ -1,7 +1,9 @@
 //! The cloneable handle the rest of the node uses to drive the swarm task.
 
+use std::sync::Arc;
+
 use libp2p::{Multiaddr, PeerId};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 use trust_protocol::{block::MAX_TX_BYTES, cid::Cid, encoding, tx::SignedTx};
 
 use super::{
@@ -38,6 +40,9 @@ pub(crate) enum Command {
     FetchBlob {
         cid: Cid,
         reply: oneshot::Sender<Result<Vec<u8>, NetError>>,
+        /// The fetch's slot, held by the swarm task for as long as the query runs (a
+        /// requester that gives up does not free it early).
+        slot: OwnedSemaphorePermit,
     },
     /// Stop the task.
     Shutdown { reply: oneshot::Sender<()> },
@@ -48,11 +53,19 @@ pub(crate) enum Command {
 #[derive(Debug, Clone)]
 pub struct NetHandle {
     tx: mpsc::Sender<Command>,
+    /// One permit per Bitswap fetch the swarm task takes at once
+    /// ([`MAX_PENDING_FETCHES`](super::MAX_PENDING_FETCHES)), shared by every clone: a
+    /// fetch past the bound waits here for one to finish instead of being refused as busy
+    /// (a seat of 20 sessions of 20 segments asks for 400 blocks at once).
+    fetch_slots: Arc<Semaphore>,
 }
 
 impl NetHandle {
     pub(crate) fn new(tx: mpsc::Sender<Command>) -> Self {
-        Self { tx }
+        Self {
+            tx,
+            fetch_slots: Arc::new(Semaphore::new(super::MAX_PENDING_FETCHES)),
+        }
     }
 
     /// Sends a command and waits for its reply.
@@ -150,8 +163,20 @@ impl NetHandle {
     /// is checked against its CID and kept in the node's blob store. Fails with
     /// [`NetError::FetchTimeout`] when no peer sends it within
     /// [`BLOB_FETCH_TIMEOUT`](super::BLOB_FETCH_TIMEOUT).
+    ///
+    /// At most [`MAX_PENDING_FETCHES`](super::MAX_PENDING_FETCHES) fetches run at once;
+    /// later ones wait for a slot (their wait does not count against the timeout). A
+    /// caller that stops waiting (a seat whose window is about to close) leaves its query
+    /// to the swarm task, which cancels it at its next tick and only then frees the slot.
     pub async fn fetch_blob(&self, cid: Cid) -> Result<Vec<u8>, NetError> {
-        self.ask(|reply| Command::FetchBlob { cid, reply }).await?
+        let slot = self
+            .fetch_slots
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| NetError::Stopped)?;
+        self.ask(|reply| Command::FetchBlob { cid, reply, slot })
+            .await?
     }
 
     /// Stops the swarm task and waits until it has acknowledged; a task that already

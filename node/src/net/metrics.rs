@@ -36,6 +36,11 @@ pub struct NetMetrics {
     pub blobs_fetched: AtomicU64,
     /// Bitswap fetches that failed or timed out.
     pub blob_fetches_failed: AtomicU64,
+    /// Bitswap fetches cancelled because their requester stopped waiting.
+    pub blob_fetches_abandoned: AtomicU64,
+    /// Bitswap fetches under way now (a gauge; at most
+    /// [`MAX_PENDING_FETCHES`](super::MAX_PENDING_FETCHES)).
+    pub blob_fetches_pending: AtomicU64,
     /// Payload bytes of the transactions this node published on the gossip topic.
     pub gossip_bytes_published: AtomicU64,
     /// Payload bytes of the gossiped messages this node received (each once: gossipsub
@@ -57,7 +62,7 @@ impl NetMetrics {
     /// Appends the counters as Prometheus text: `# HELP`, `# TYPE` and one sample each,
     /// named `trust_net_<field>`.
     pub fn render(&self, out: &mut String) {
-        let rows: [(&str, &str, &AtomicU64); 16] = [
+        let rows: [(&str, &str, &AtomicU64); 17] = [
             (
                 "gossip_txs_accepted",
                 "Gossiped transactions accepted and forwarded.",
@@ -124,6 +129,11 @@ impl NetMetrics {
                 &self.blob_fetches_failed,
             ),
             (
+                "blob_fetches_abandoned",
+                "Bitswap fetches cancelled because their requester stopped waiting.",
+                &self.blob_fetches_abandoned,
+            ),
+            (
                 "gossip_bytes_published",
                 "Payload bytes of the transactions this node published on the gossip topic.",
                 &self.gossip_bytes_published,
@@ -147,6 +157,11 @@ impl NetMetrics {
                 value.load(Ordering::Relaxed)
             );
         }
+        let _ = write!(
+            out,
+            "# HELP trust_net_blob_fetches_pending Bitswap fetches under way now.\n# TYPE trust_net_blob_fetches_pending gauge\ntrust_net_blob_fetches_pending {}\n",
+            self.blob_fetches_pending.load(Ordering::Relaxed)
+        );
     }
 }
 
@@ -168,6 +183,7 @@ mod tests {
         m.render(&mut out);
         assert!(out.contains("# TYPE trust_net_peers_banned counter\ntrust_net_peers_banned 1\n"));
         assert!(out.contains("trust_net_gossip_txs_accepted 0\n"));
-        assert_eq!(out.lines().filter(|l| l.starts_with("# TYPE")).count(), 16);
+        assert!(out.contains("# TYPE trust_net_blob_fetches_pending gauge\n"));
+        assert_eq!(out.lines().filter(|l| l.starts_with("# TYPE")).count(), 18);
     }
 }
