@@ -84,6 +84,10 @@ pub fn gives_up(height: u64, until: u64) -> bool {
 #[cfg(feature = "misbehave")]
 type CopiedSeats = std::sync::Mutex<BTreeSet<CopiedSeat>>;
 
+/// A future that resolves once the node's tip reaches the given height: how a vote under
+/// way learns that its seats must give up ([`Seat::vote_by`]).
+pub type TipReaches = Arc<dyn Fn(u64) -> BoxFuture<'static, ()> + Send + Sync>;
+
 /// Fetches a blob from peers.
 pub type FetchBlob =
     Arc<dyn Fn(Cid) -> BoxFuture<'static, Result<Vec<u8>, FetchError>> + Send + Sync>;
@@ -194,6 +198,9 @@ pub struct SeatMetrics {
     pub abstained: AtomicU64,
     /// Keys, blobs or ciphertexts that failed.
     pub failures: AtomicU64,
+    /// Seats still reading or judging their segment when their commit window was about to
+    /// close, which committed an abstention instead.
+    pub gave_up: AtomicU64,
 }
 
 impl crate::metrics::MetricsSource for SeatMetrics {
@@ -203,6 +210,7 @@ impl crate::metrics::MetricsSource for SeatMetrics {
             ("trust_seat_votes_revealed_total", &self.revealed),
             ("trust_seat_abstained_total", &self.abstained),
             ("trust_seat_failures_total", &self.failures),
+            ("trust_seat_gave_up_total", &self.gave_up),
         ] {
             out.push_str(&format!(
                 "# TYPE {name} counter\n{name} {}\n",
@@ -503,6 +511,15 @@ impl Seat {
     /// whole window judging them one after the other. Each decision is persisted and
     /// committed as soon as it is made.
     pub async fn vote(&self, session: &Hash, contract: &Contract) {
+        self.vote_by(session, contract, None).await;
+    }
+
+    /// [`vote`](Self::vote), with a deadline: once `tip` says the chain reached the block
+    /// where the seats give up ([`GIVE_UP_BLOCKS`] before the commit deadline, or the next
+    /// block when the vote starts that late), every seat still reading or judging its
+    /// segment (a fetch waiting its turn behind a burst of sessions, a slow judge) commits
+    /// an abstention saying so, in time for it to land, instead of missing the window.
+    pub async fn vote_by(&self, session: &Hash, contract: &Contract, tip: Option<&TipReaches>) {
         let me = self.outbox.key().public();
         let Some(s) = contract.state().sessions.get(session) else {
             return;
@@ -558,6 +575,15 @@ impl Seat {
             .max()
             .unwrap_or(MAX_CONCURRENT_JUDGEMENTS)
             .max(MAX_CONCURRENT_JUDGEMENTS);
+        let height = contract.state().height;
+        let late_at = commit_until
+            .saturating_sub(GIVE_UP_BLOCKS)
+            .max(height.saturating_add(1));
+        let deadline = match tip {
+            Some(tip) => tip(late_at),
+            None => std::future::pending().boxed(),
+        }
+        .shared();
         let mut todo = todo.into_iter();
         let mut running = FuturesUnordered::new();
         // Decisions made and not yet committed: persisted together, with one flush,
@@ -569,7 +595,7 @@ impl Seat {
                 let Some((segment, round, seg)) = todo.next() else {
                     break;
                 };
-                running.push(self.decide(
+                let decide = self.decide(
                     session,
                     segment,
                     round,
@@ -577,7 +603,15 @@ impl Seat {
                     give_up,
                     seg,
                     contract,
-                ));
+                );
+                let deadline = deadline.clone();
+                running.push(async move {
+                    tokio::select! {
+                        biased;
+                        done = decide => done,
+                        () = deadline => self.too_late(session, segment, round, seg, late_at),
+                    }
+                });
             }
             if let Some(Some(done)) = running.next().now_or_never() {
                 made.push(done);
@@ -729,6 +763,35 @@ impl Seat {
         };
         let decision = self.twisted(decision, &seed);
         (*session, segment, round, id, Some(decision))
+    }
+
+    /// The abstention of a seat still reading or judging its segment when the chain
+    /// reached block `late_at`, where it gives up.
+    fn too_late(
+        &self,
+        session: &Hash,
+        segment: u16,
+        round: u8,
+        seg: &SegmentState,
+        late_at: u64,
+    ) -> (Hash, u16, u8, Hash, Option<Decision>) {
+        let id = seg.entry.id;
+        self.stuck
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&(*session, segment, round));
+        self.metrics.gave_up.fetch_add(1, Ordering::Relaxed);
+        let seed = Hash::of_parts("trust/v1/seat-seed", &[session.as_ref(), id.as_ref()]);
+        let decision = Decision::abstain(format!(
+            "still reading or judging the segment at block {late_at}, the last to commit in"
+        ));
+        (
+            *session,
+            segment,
+            round,
+            id,
+            Some(self.twisted(decision, &seed)),
+        )
     }
 
     /// Sends the commitments of votes already persisted, all of one session, as one call
@@ -1464,6 +1527,102 @@ mod tests {
                 st.auditors[a].slashed, 0,
                 "an unreadable segment slashed {a}"
             );
+        }
+    }
+
+    /// A fetch that never answers (a burst of sessions queued ahead of it) holds no seat
+    /// past its window: at the block where the seats give up, each commits an abstention
+    /// saying it was still reading, in time for the commitment to land. No seat is a
+    /// no-show and none is slashed. (The fetch is a stand-in for a Bitswap that never
+    /// answers; the tip comes from the chain view the test chain publishes.)
+    #[tokio::test]
+    async fn a_seat_still_fetching_when_its_window_is_about_to_close_abstains_in_time() {
+        let mut chain = Chain::new(4);
+        let (p, _blobs, _pd) = provider(&chain);
+        let hangs: FetchBlob = Arc::new(|_| Box::pin(std::future::pending()));
+        let seats: Vec<(Arc<Seat>, tempfile::TempDir)> = (0..4)
+            .map(|i| {
+                let (seat, dir) = seat_of(&chain, i, Some(hangs.clone()));
+                (Arc::new(seat), dir)
+            })
+            .collect();
+        let tip = crate::audit::duties::tip_reaches(&chain.view.subscribe());
+        let s = p.submit(INCORRECT, None, &chain.contract).await.unwrap();
+        let committed = |seats: &[(Arc<Seat>, tempfile::TempDir)]| -> u64 {
+            seats
+                .iter()
+                .map(|(x, _)| x.metrics.committed.load(Ordering::Relaxed))
+                .sum()
+        };
+        let mut votes = tokio::task::JoinSet::new();
+        let mut gave_up_at = None;
+        for _ in 0..80 {
+            let ev = chain.block().await;
+            p.on_block(&ev, &chain.contract).await;
+            let height = chain.contract.state().height;
+            let contract = Arc::new(chain.contract.clone());
+            for (seat, _) in &seats {
+                for session in seat.on_events(&ev, &contract).await {
+                    let (seat, contract, tip) = (seat.clone(), contract.clone(), tip.clone());
+                    votes.spawn(async move { seat.vote_by(&session, &contract, Some(&tip)).await });
+                }
+            }
+            if let Some(sess) = chain.contract.state().sessions.get(&s.session)
+                && let Phase::Commit { until, .. } = sess.phase
+            {
+                if gives_up(height, until) {
+                    // The tip reached the give-up block: every vote ends, its abstentions
+                    // pooled before the next block.
+                    gave_up_at.get_or_insert(height);
+                    let all = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+                        while votes.join_next().await.is_some() {}
+                    });
+                    all.await.expect("the votes ended at the give-up block");
+                } else {
+                    assert_eq!(
+                        committed(&seats),
+                        0,
+                        "nothing read, nothing committed early"
+                    );
+                }
+            }
+            if !chain.contract.state().sessions.contains_key(&s.session) {
+                break;
+            }
+        }
+        assert!(
+            gave_up_at.is_some(),
+            "the seats reached their give-up block"
+        );
+        let st = chain.contract.state();
+        let o = st.outcomes.get(&s.session).expect("decided, not stuck");
+        assert!(committed(&seats) > 0);
+        for (seat, _) in &seats {
+            let m = &seat.metrics;
+            let c = m.committed.load(Ordering::Relaxed);
+            assert_eq!(
+                m.abstained.load(Ordering::Relaxed),
+                c,
+                "every seat abstained"
+            );
+            assert_eq!(
+                m.gave_up.load(Ordering::Relaxed),
+                c,
+                "because it was still reading"
+            );
+        }
+        for g in &o.segments {
+            assert_eq!(g.votes.missing, 0, "no seat was a no-show: {g:?}");
+            assert!(
+                g.votes_cast
+                    .iter()
+                    .all(|v| v.reason.starts_with("still reading or judging")),
+                "{:?}",
+                g.votes_cast
+            );
+        }
+        for i in 0..4 {
+            assert_eq!(st.auditors[&auditor(i).public()].slashed, 0);
         }
     }
 }

@@ -11,6 +11,7 @@ pub mod plan;
 
 use std::sync::Arc;
 
+use futures::FutureExt;
 use tokio::sync::{Semaphore, broadcast};
 use tracing::{Instrument, debug, warn};
 use trust_contracts::Contract;
@@ -23,7 +24,7 @@ use super::{
     llm::LlmAuditor,
     outbox::Outbox,
     provider::Provider,
-    seat::Seat,
+    seat::{self, Seat, TipReaches},
 };
 use crate::{
     consensus::driver::Decided,
@@ -210,27 +211,36 @@ impl Duties {
     }
 
     /// Judges `session` beside the block loop, at most [`MAX_CONCURRENT_JUDGING`] sessions
-    /// at once ([`MAX_CONCURRENT_SLOW_JUDGING`] with an LLM or Human judge). A session whose commit window for our seats has passed is not judged, and a
-    /// vote under way is abandoned as soon as a block closes it: after a restart the node
-    /// replays blocks whose sessions are long decided (their ciphertexts gone), and a fetch
-    /// that can only time out must not hold a judging slot while live sessions wait.
+    /// at once ([`MAX_CONCURRENT_SLOW_JUDGING`] with an LLM or Human judge). A session whose
+    /// commit window for our seats has passed is not judged, and a vote under way is
+    /// abandoned as soon as a block closes it: after a restart the node replays blocks
+    /// whose sessions are long decided (their ciphertexts gone), and a fetch that can only
+    /// time out must not hold a judging slot while live sessions wait.
+    ///
+    /// The judging slot is waited for inside the vote's own task, never here: the block
+    /// loop goes on to the next block's reveals and key deliveries. A vote that is still
+    /// waiting for a slot when its seats give up ([`seat::gives_up`]) runs without one,
+    /// and its seats that cannot read in time abstain ([`Seat::vote_by`]) rather than miss
+    /// the window.
     async fn judge(&mut self, contract: &Arc<Contract>, session: Hash) {
         if !self.open(&session) {
             debug!(%session, "not judged: this node's seats can no longer commit in it");
             return;
         }
-        let Ok(permit) = self.slots.clone().acquire_owned().await else {
-            return;
-        };
-        if !self.open(&session) {
-            return;
-        }
-        let (seat, contract, chain, me) = (
+        let (seat, chain, me, slots) = (
             self.cfg.seat.clone(),
-            contract.clone(),
             self.cfg.chain.clone(),
             self.cfg.me,
+            self.slots.clone(),
         );
+        let tip = tip_reaches(&chain);
+        let view = chain.clone();
+        let give_up_at = match contract.state().sessions.get(&session).map(|s| s.phase) {
+            Some(trust_contracts::Phase::Commit { until, .. }) => {
+                until.saturating_sub(seat::GIVE_UP_BLOCKS)
+            }
+            _ => contract.state().height,
+        };
         let mut blocks = self.cfg.decided.subscribe();
         let closed = async move {
             loop {
@@ -248,15 +258,45 @@ impl Duties {
         };
         self.votes.spawn(
             async move {
+                let vote = async {
+                    let permit = tokio::select! {
+                        biased;
+                        p = slots.acquire_owned() => p.ok(),
+                        () = tip(give_up_at) => {
+                            debug!("judged without a slot: the seats give up at this block");
+                            None
+                        }
+                    };
+                    // The chain may have moved on while the vote waited for its slot.
+                    let contract = latest(&view).contract.clone();
+                    if may_commit(contract.state(), &me, &session) {
+                        seat.vote_by(&session, &contract, Some(&tip)).await;
+                    }
+                    drop(permit);
+                };
                 tokio::select! {
-                    () = seat.vote(&session, &contract) => {}
+                    () = vote => {}
                     () = closed => debug!("abandoned: the commit window closed first"),
                 }
-                drop(permit);
             }
             .instrument(tracing::debug_span!("vote", %session)),
         );
     }
+}
+
+/// Resolves once `chain`'s tip reaches a height (never, when the chain view is gone: the
+/// node is stopping).
+pub(crate) fn tip_reaches(chain: &ChainWatch) -> TipReaches {
+    let chain = chain.clone();
+    Arc::new(move |height| {
+        let mut chain = chain.clone();
+        async move {
+            if chain.wait_for(|v| v.tip.height >= height).await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        }
+        .boxed()
+    })
 }
 
 /// The round-0 seats the block after `header` will draw for the sessions in `provided`,
