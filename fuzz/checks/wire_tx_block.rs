@@ -5,7 +5,11 @@
 //! Properties: no panic; whatever decodes re-encodes to the same bytes and decodes to an
 //! equal value; nothing larger than the decoder's limit is accepted; the checks the node
 //! runs next (signature, format rules, block shape) never panic either.
-use trust_node::{ledger::StoredBlock, query::decode_txs};
+use trust_node::{
+    ledger::StoredBlock,
+    net::blob_req::{self, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES},
+    query::decode_txs,
+};
 use trust_protocol::{
     block::{Block, MAX_TX_BYTES},
     encoding::{self, MAX_MESSAGE_BYTES},
@@ -54,5 +58,14 @@ pub(crate) fn check(data: &[u8]) {
     if let Some(stored) = round_trip::<StoredBlock>(data) {
         let _ = stored.block.check();
         assert_eq!(decode_txs(&stored).len(), stored.block.txs.len());
+    }
+    // The blob protocol's decoders, at their own limits.
+    if let Ok(req) = blob_req::decode_request(data) {
+        assert!(data.len() <= MAX_REQUEST_BYTES);
+        assert_eq!(encoding::encode(&req), data);
+    }
+    if let Ok(res) = blob_req::decode_response(data) {
+        assert!(data.len() <= MAX_RESPONSE_BYTES);
+        assert_eq!(encoding::encode(&res), data);
     }
 }

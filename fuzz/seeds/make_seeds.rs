@@ -328,6 +328,20 @@ fn main() {
         vec![],
     );
     wire.put("block-empty", &encoding::encode(&empty));
+    // The blob protocol between trust nodes: a request and its answers.
+    let segment = b"a segment ciphertext".to_vec();
+    let request = trust_node::net::blob_req::Request {
+        cid: trust_protocol::cid::Cid::of(&segment),
+    };
+    wire.put("blob-request", &encoding::encode(&request));
+    wire.put(
+        "blob-response-block",
+        &encoding::encode(&trust_node::net::blob_req::Response::Block(segment)),
+    );
+    wire.put(
+        "blob-response-not-here",
+        &encoding::encode(&trust_node::net::blob_req::Response::NotHere),
+    );
     let cert = WireCertificate {
         height: Height(3),
         round: Round::new(0),

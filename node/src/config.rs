@@ -399,6 +399,7 @@ impl NodeConfig {
             max_peers: net::DEFAULT_MAX_PEERS,
             blobs: Some(blobs),
             blob_fetch_timeout: net::BLOB_FETCH_TIMEOUT,
+            ask_peers_for_blobs: true,
             max_peers_per_ip: self.max_peers_per_ip,
             // The validators' node ids are their account keys: known from genesis.
             reserved: doc

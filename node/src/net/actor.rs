@@ -30,10 +30,11 @@ use tracing::{Instrument, debug, info, trace, warn};
 use trust_protocol::cid::Cid;
 
 use super::{
-    BAN_AFTER_REJECTIONS, FLOOD_BAN_POINTS, FLOOD_LEAK_PER_SEC, ID_PROTOCOL, KAD_PROTOCOL,
-    MAX_PENDING_FETCHES, MAX_PENDING_VALIDATIONS, NetConfig, NetError, NetHandler, NetMetrics,
-    TxCheck, TxVerdict,
+    BAN_AFTER_REJECTIONS, BLOB_RATE, FLOOD_BAN_POINTS, FLOOD_LEAK_PER_SEC, ID_PROTOCOL,
+    KAD_PROTOCOL, MAX_PENDING_FETCHES, MAX_PENDING_VALIDATIONS, NetConfig, NetError, NetHandler,
+    NetMetrics, TxCheck, TxVerdict,
     behaviour::{Behaviour, BehaviourEvent},
+    blob_req,
     gate::Slots,
     gossip::{self, TxRejection},
     handle::Command,
@@ -58,11 +59,13 @@ const BITSWAP_PROTOCOL: &str = "/ipfs/bitswap/1.2.0";
 /// A gossiped message's verdict, once the node has decided it.
 type Validation = BoxFuture<'static, (MessageId, PeerId, Result<(), TxVerdict>)>;
 
-/// A Bitswap fetch under way.
+/// A blob fetch under way: asking the peers in turn, then over Bitswap.
 struct Fetch {
     cid: Cid,
     deadline: Instant,
     reply: BlobReply,
+    /// Peers not asked directly yet; when none is left, Bitswap.
+    untried: Vec<PeerId>,
     /// The requester's slot ([`NetHandle::fetch_blob`]), freed when the fetch ends here.
     _slot: tokio::sync::OwnedSemaphorePermit,
 }
@@ -76,8 +79,20 @@ pub(crate) struct Actor {
     peers: PeerBook,
     pending: HashMap<OutboundRequestId, RequestReply>,
     listen_waiters: Vec<ListenReply>,
+    /// Fetches waiting for a peer's answer to a direct blob request.
+    asking: HashMap<OutboundRequestId, Fetch>,
+    /// Fetches waiting on Bitswap.
     fetches: HashMap<beetswap::QueryId, Fetch>,
     fetch_timeout: Duration,
+    /// Whether fetches ask peers directly before Bitswap.
+    ask_peers: bool,
+    /// The store blob requests are served from and fetched blocks are kept in.
+    blob_store: Option<crate::blobs::BlobStore>,
+    /// Per-peer buckets of blob requests ([`BLOB_RATE`]).
+    blob_rate: PeerBook,
+    /// The peer that last sent a block asked for directly: asked first next time (a
+    /// session's ciphertexts all live on its provider's node).
+    blob_source: Option<PeerId>,
     /// Gossiped messages waiting for the node's verdict (bounded).
     validations: FuturesUnordered<Validation>,
     ban_duration: Duration,
@@ -148,8 +163,13 @@ impl Actor {
             peers: PeerBook::new(cfg.sync_rate, FLOOD_LEAK_PER_SEC),
             pending: HashMap::new(),
             listen_waiters: Vec::new(),
+            asking: HashMap::new(),
             fetches: HashMap::new(),
             fetch_timeout: cfg.blob_fetch_timeout,
+            ask_peers: cfg.ask_peers_for_blobs,
+            blob_store: cfg.blobs.clone(),
+            blob_rate: PeerBook::new(BLOB_RATE, FLOOD_LEAK_PER_SEC),
+            blob_source: None,
             validations: FuturesUnordered::new(),
             ban_duration: cfg.ban_duration,
             chain_id: cfg.chain_id,
@@ -199,7 +219,8 @@ impl Actor {
         for (_, reply) in self.pending.drain() {
             let _ = reply.send(Err(NetError::Stopped));
         }
-        for (_, f) in self.fetches.drain() {
+        let waiting = self.fetches.drain().map(|(_, f)| f);
+        for f in waiting.chain(self.asking.drain().map(|(_, f)| f)) {
             let _ = f.reply.send(Err(NetError::Stopped));
         }
         info!("network task stopped");
@@ -253,37 +274,175 @@ impl Actor {
         }
     }
 
-    /// Starts a Bitswap query for `cid`; the reply goes out when a peer sends the block,
-    /// or with [`NetError::FetchTimeout`] at the deadline.
+    /// Starts fetching `cid`: asks the connected peers directly, one at a time, then
+    /// Bitswap. The reply goes out when a peer sends the block, or with
+    /// [`NetError::FetchTimeout`] at the deadline.
     fn fetch(&mut self, cid: Cid, reply: BlobReply, slot: tokio::sync::OwnedSemaphorePermit) {
-        if self.fetches.len() >= MAX_PENDING_FETCHES {
+        if self.asking.len() + self.fetches.len() >= MAX_PENDING_FETCHES {
             let _ = reply.send(Err(NetError::Busy));
             return;
         }
-        let Some(bitswap) = self.swarm.behaviour_mut().bitswap.as_mut() else {
+        if self.blob_store.is_none() {
             let _ = reply.send(Err(NetError::Bitswap(
                 "this node runs without a blob store".into(),
             )));
             return;
-        };
-        let query = bitswap.get(&crate::blobs::bitswap::to_generic(&cid));
-        debug!(%cid, "bitswap fetch started");
-        self.fetches.insert(
-            query,
-            Fetch {
-                cid,
-                deadline: Instant::now() + self.fetch_timeout,
-                reply,
-                _slot: slot,
-            },
-        );
+        }
+        // Asked from the back: the last peer that had a block goes last in the list.
+        let mut untried: Vec<PeerId> = Vec::new();
+        if self.ask_peers {
+            untried.extend(
+                self.swarm
+                    .connected_peers()
+                    .filter(|p| Some(**p) != self.blob_source),
+            );
+            untried.extend(self.blob_source.filter(|p| self.swarm.is_connected(p)));
+        }
+        debug!(%cid, "blob fetch started");
+        self.next_source(Fetch {
+            cid,
+            deadline: Instant::now() + self.fetch_timeout,
+            reply,
+            untried,
+            _slot: slot,
+        });
         self.count_fetches();
+    }
+
+    /// Asks the next untried peer for `f`'s block, or, when every peer was asked, Bitswap
+    /// (which reaches IPFS nodes too).
+    fn next_source(&mut self, mut f: Fetch) {
+        if f.reply.is_closed() {
+            NetMetrics::bump(&self.metrics.blob_fetches_abandoned);
+            return;
+        }
+        while let Some(peer) = f.untried.pop() {
+            if !self.swarm.is_connected(&peer) {
+                continue;
+            }
+            if let Some(b) = self.swarm.behaviour_mut().blobs.as_mut() {
+                let id = b.send_request(&peer, blob_req::Request { cid: f.cid });
+                self.asking.insert(id, f);
+                return;
+            }
+        }
+        let Some(bitswap) = self.swarm.behaviour_mut().bitswap.as_mut() else {
+            let _ = f.reply.send(Err(NetError::Bitswap(
+                "this node runs without a blob store".into(),
+            )));
+            return;
+        };
+        let query = bitswap.get(&crate::blobs::bitswap::to_generic(&f.cid));
+        debug!(cid = %f.cid, "bitswap fetch started");
+        self.fetches.insert(query, f);
+    }
+
+    /// A peer's answer to a direct blob request, or the request's failure.
+    fn on_blobs(&mut self, event: request_response::Event<blob_req::Request, blob_req::Response>) {
+        match event {
+            request_response::Event::Message { peer, message, .. } => match message {
+                request_response::Message::Request {
+                    request, channel, ..
+                } => {
+                    let response = self.serve_blob(peer, &request.cid);
+                    if let Some(b) = self.swarm.behaviour_mut().blobs.as_mut()
+                        && b.send_response(channel, response).is_err()
+                    {
+                        debug!(%peer, "blob response not sent: the stream is gone");
+                    }
+                }
+                request_response::Message::Response {
+                    request_id,
+                    response,
+                } => {
+                    let Some(f) = self.asking.remove(&request_id) else {
+                        return;
+                    };
+                    match response {
+                        blob_req::Response::Block(data) if f.cid.matches(&data) => {
+                            NetMetrics::bump(&self.metrics.blobs_fetched);
+                            debug!(cid = %f.cid, %peer, len = data.len(), "blob received");
+                            self.blob_source = Some(peer);
+                            // Kept, so this node serves it too (as Bitswap would keep it).
+                            if let Some(store) = &self.blob_store
+                                && let Err(e) = store.put_verified(&f.cid, &data)
+                            {
+                                warn!(cid = %f.cid, err = %e, "fetched blob not kept");
+                            }
+                            let _ = f.reply.send(Ok(data));
+                        }
+                        blob_req::Response::Block(_) => {
+                            warn!(cid = %f.cid, %peer, "blob does not match its CID");
+                            self.strike(peer);
+                            self.next_source(f);
+                        }
+                        blob_req::Response::NotHere | blob_req::Response::Busy => {
+                            self.next_source(f);
+                        }
+                    }
+                }
+            },
+            request_response::Event::OutboundFailure {
+                peer,
+                request_id,
+                error,
+                ..
+            } => {
+                debug!(%peer, err = %error, "blob request failed");
+                if let Some(f) = self.asking.remove(&request_id) {
+                    self.next_source(f);
+                }
+            }
+            request_response::Event::InboundFailure { peer, error, .. } => {
+                debug!(%peer, err = %error, "inbound blob request failed");
+            }
+            request_response::Event::ResponseSent { .. } => {}
+        }
+        self.count_fetches();
+    }
+
+    /// Answers a peer's blob request from the store, within the peer's rate.
+    fn serve_blob(&mut self, peer: PeerId, cid: &Cid) -> blob_req::Response {
+        if !self.blob_rate.take(peer, 1, Instant::now()) {
+            NetMetrics::bump(&self.metrics.blob_requests_throttled);
+            self.flood(peer, 1, "blob requests far over its rate");
+            return blob_req::Response::Busy;
+        }
+        match self.blob_store.as_ref().map(|s| s.get(cid)) {
+            Some(Ok(Some(data))) => {
+                NetMetrics::bump(&self.metrics.blob_requests_served);
+                blob_req::Response::Block(data)
+            }
+            Some(Err(e)) => {
+                warn!(%cid, err = %e, "blob not read for a peer");
+                blob_req::Response::NotHere
+            }
+            _ => blob_req::Response::NotHere,
+        }
     }
 
     /// Cancels the fetches past their deadline (answered with a timeout) and those whose
     /// requester stopped waiting (answered to no one), freeing their slots.
     fn expire_fetches(&mut self) {
         let now = Instant::now();
+        let asked: Vec<OutboundRequestId> = self
+            .asking
+            .iter()
+            .filter(|(_, f)| f.deadline <= now || f.reply.is_closed())
+            .map(|(id, _)| *id)
+            .collect();
+        for id in asked {
+            // The answer, should it still come, finds no fetch and is dropped.
+            if let Some(f) = self.asking.remove(&id) {
+                if f.reply.is_closed() {
+                    NetMetrics::bump(&self.metrics.blob_fetches_abandoned);
+                    continue;
+                }
+                NetMetrics::bump(&self.metrics.blob_fetches_failed);
+                warn!(cid = %f.cid, "no peer sent the block in time");
+                let _ = f.reply.send(Err(NetError::FetchTimeout(f.cid)));
+            }
+        }
         let ended: Vec<beetswap::QueryId> = self
             .fetches
             .iter()
@@ -310,7 +469,7 @@ impl Actor {
 
     /// Publishes how many fetches are under way.
     fn count_fetches(&self) {
-        let n = u64::try_from(self.fetches.len()).unwrap_or(u64::MAX);
+        let n = u64::try_from(self.asking.len() + self.fetches.len()).unwrap_or(u64::MAX);
         self.metrics
             .blob_fetches_pending
             .store(n, std::sync::atomic::Ordering::Relaxed);
@@ -395,6 +554,7 @@ impl Actor {
             SwarmEvent::Behaviour(BehaviourEvent::Kad(ev)) => on_kad(ev),
             SwarmEvent::Behaviour(BehaviourEvent::Ping(ev)) => on_ping(ev),
             SwarmEvent::Behaviour(BehaviourEvent::Bitswap(ev)) => self.on_bitswap(ev),
+            SwarmEvent::Behaviour(BehaviourEvent::Blobs(ev)) => self.on_blobs(ev),
             SwarmEvent::Behaviour(BehaviourEvent::Gate(never))
             | SwarmEvent::Behaviour(BehaviourEvent::Limits(never)) => match never {},
             SwarmEvent::NewListenAddr { address, .. } => {

@@ -16,6 +16,7 @@ use crate::blobs::{
 
 use super::{
     ID_PROTOCOL, KAD_PROTOCOL, MAX_BANNED_PEERS, NetError, NetMetrics,
+    blob_req::{self, BlobCodec},
     gate::{Gate, Slots},
     gossip,
     sync::{self, SyncCodec},
@@ -25,6 +26,8 @@ use super::{
 const SYNC_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// Concurrent sync streams per connection.
 const SYNC_MAX_STREAMS: usize = 16;
+/// How long a blob request may take before the asker tries elsewhere.
+const BLOB_REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 /// Connections to one peer (two allow a simultaneous dial to settle).
 const MAX_CONNECTIONS_PER_PEER: u32 = 2;
 
@@ -46,6 +49,9 @@ pub(crate) struct Behaviour {
     pub(crate) kad: kad::Behaviour<kad::store::MemoryStore>,
     /// Keeps idle connections alive and measures round trips.
     pub(crate) ping: ping::Behaviour,
+    /// Blob requests between trust nodes ([`blob_req`]): served from the node's blob
+    /// store, and asked before Bitswap. Off when the node has no blob store.
+    pub(crate) blobs: Toggle<request_response::Behaviour<BlobCodec>>,
     /// Bitswap 1.2.0 over the node's blob store: serves segment ciphertexts to peers (our
     /// nodes and IPFS nodes alike) and fetches the ones this node's seats need. Off when
     /// the node has no blob store.
@@ -109,6 +115,15 @@ impl Behaviour {
             identify,
             kad,
             ping: ping::Behaviour::new(ping::Config::new()),
+            blobs: Toggle::from(blobs.is_some().then(|| {
+                request_response::Behaviour::with_codec(
+                    BlobCodec,
+                    [(blob_req::PROTOCOL, request_response::ProtocolSupport::Full)],
+                    request_response::Config::default()
+                        .with_request_timeout(BLOB_REQUEST_TIMEOUT)
+                        .with_max_concurrent_streams(super::MAX_PENDING_FETCHES),
+                )
+            })),
             bitswap: Toggle::from(blobs.map(|b| {
                 beetswap::Behaviour::builder(Arc::new(b))
                     .register_multihasher(Sha256Hasher)

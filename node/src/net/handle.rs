@@ -159,15 +159,17 @@ impl NetHandle {
         }
     }
 
-    /// Fetches the block `cid` from whichever connected peer has it (Bitswap). The block
-    /// is checked against its CID and kept in the node's blob store. Fails with
+    /// Fetches the block `cid` from whichever connected peer has it: each peer is asked
+    /// directly in turn ([`blob_req`](super::blob_req); the one that last had a block
+    /// first), then Bitswap. The block is checked against its CID and kept in the node's
+    /// blob store. Fails with
     /// [`NetError::FetchTimeout`] when no peer sends it within
     /// [`BLOB_FETCH_TIMEOUT`](super::BLOB_FETCH_TIMEOUT).
     ///
     /// At most [`MAX_PENDING_FETCHES`](super::MAX_PENDING_FETCHES) fetches run at once;
     /// later ones wait for a slot (their wait does not count against the timeout). A
-    /// caller that stops waiting (a seat whose window is about to close) leaves its query
-    /// to the swarm task, which cancels it at its next tick and only then frees the slot.
+    /// caller that stops waiting (a seat whose window is about to close) leaves its fetch
+    /// to the swarm task, which drops it at its next tick and only then frees the slot.
     pub async fn fetch_blob(&self, cid: Cid) -> Result<Vec<u8>, NetError> {
         let slot = self
             .fetch_slots

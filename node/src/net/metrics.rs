@@ -32,13 +32,17 @@ pub struct NetMetrics {
     pub sync_requests_served: AtomicU64,
     /// Sync responses that were too large or did not decode.
     pub sync_responses_malformed: AtomicU64,
-    /// Blocks fetched from peers over Bitswap.
+    /// Blocks fetched from peers, directly or over Bitswap.
     pub blobs_fetched: AtomicU64,
     /// Bitswap fetches that failed or timed out.
     pub blob_fetches_failed: AtomicU64,
-    /// Bitswap fetches cancelled because their requester stopped waiting.
+    /// Blob requests from peers answered from this node's store ([`super::blob_req`]).
+    pub blob_requests_served: AtomicU64,
+    /// Blob requests from peers over their rate, answered busy.
+    pub blob_requests_throttled: AtomicU64,
+    /// Blob fetches cancelled because their requester stopped waiting.
     pub blob_fetches_abandoned: AtomicU64,
-    /// Bitswap fetches under way now (a gauge; at most
+    /// Blob fetches under way now (a gauge; at most
     /// [`MAX_PENDING_FETCHES`](super::MAX_PENDING_FETCHES)).
     pub blob_fetches_pending: AtomicU64,
     /// Payload bytes of the transactions this node published on the gossip topic.
@@ -62,7 +66,7 @@ impl NetMetrics {
     /// Appends the counters as Prometheus text: `# HELP`, `# TYPE` and one sample each,
     /// named `trust_net_<field>`.
     pub fn render(&self, out: &mut String) {
-        let rows: [(&str, &str, &AtomicU64); 17] = [
+        let rows: [(&str, &str, &AtomicU64); 19] = [
             (
                 "gossip_txs_accepted",
                 "Gossiped transactions accepted and forwarded.",
@@ -120,7 +124,7 @@ impl NetMetrics {
             ),
             (
                 "blobs_fetched",
-                "Blocks fetched from peers over Bitswap.",
+                "Blocks fetched from peers, directly or over Bitswap.",
                 &self.blobs_fetched,
             ),
             (
@@ -129,8 +133,18 @@ impl NetMetrics {
                 &self.blob_fetches_failed,
             ),
             (
+                "blob_requests_served",
+                "Blob requests from peers answered from this node's store.",
+                &self.blob_requests_served,
+            ),
+            (
+                "blob_requests_throttled",
+                "Blob requests from peers over their rate, answered busy.",
+                &self.blob_requests_throttled,
+            ),
+            (
                 "blob_fetches_abandoned",
-                "Bitswap fetches cancelled because their requester stopped waiting.",
+                "Blob fetches cancelled because their requester stopped waiting.",
                 &self.blob_fetches_abandoned,
             ),
             (
@@ -159,7 +173,7 @@ impl NetMetrics {
         }
         let _ = write!(
             out,
-            "# HELP trust_net_blob_fetches_pending Bitswap fetches under way now.\n# TYPE trust_net_blob_fetches_pending gauge\ntrust_net_blob_fetches_pending {}\n",
+            "# HELP trust_net_blob_fetches_pending Blob fetches under way now.\n# TYPE trust_net_blob_fetches_pending gauge\ntrust_net_blob_fetches_pending {}\n",
             self.blob_fetches_pending.load(Ordering::Relaxed)
         );
     }
@@ -184,6 +198,6 @@ mod tests {
         assert!(out.contains("# TYPE trust_net_peers_banned counter\ntrust_net_peers_banned 1\n"));
         assert!(out.contains("trust_net_gossip_txs_accepted 0\n"));
         assert!(out.contains("# TYPE trust_net_blob_fetches_pending gauge\n"));
-        assert_eq!(out.lines().filter(|l| l.starts_with("# TYPE")).count(), 18);
+        assert_eq!(out.lines().filter(|l| l.starts_with("# TYPE")).count(), 20);
     }
 }

@@ -32,6 +32,7 @@
 
 mod actor;
 mod behaviour;
+pub mod blob_req;
 mod gate;
 mod gossip;
 mod handle;
@@ -91,8 +92,14 @@ pub const MAX_PENDING_VALIDATIONS: usize = 1024;
 pub const COMMAND_CAPACITY: usize = 256;
 /// How long a Bitswap fetch may wait for some peer to send the block.
 pub const BLOB_FETCH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
-/// Outstanding Bitswap fetches.
+/// Outstanding blob fetches (asked of peers directly or over Bitswap).
 pub const MAX_PENDING_FETCHES: usize = 256;
+/// Blob requests served per peer ([`blob_req`]): one token a block. A seat node of a
+/// burst of 100 sessions of 20 segments asks one peer for about 1,400 blocks in 2 s.
+pub const BLOB_RATE: RateLimit = RateLimit {
+    burst: 2048,
+    per_sec: 1024,
+};
 /// Rejected gossip messages after which the forwarding peer is banned.
 pub const BAN_AFTER_REJECTIONS: u32 = 3;
 /// Most bans remembered, of peer ids and of addresses each; the ban ending first is
@@ -119,9 +126,12 @@ pub struct NetConfig {
     pub max_peers: usize,
     /// The blob store Bitswap serves from and fetches into; `None` turns Bitswap off.
     pub blobs: Option<crate::blobs::BlobStore>,
-    /// How long a Bitswap fetch waits for a peer to send the block
+    /// How long a blob fetch waits for a peer to send the block
     /// ([`BLOB_FETCH_TIMEOUT`]).
     pub blob_fetch_timeout: std::time::Duration,
+    /// Whether a blob fetch first asks the connected peers directly ([`blob_req`]) before
+    /// Bitswap (on; tests of the Bitswap path turn it off).
+    pub ask_peers_for_blobs: bool,
     /// Peers that are neither validators nor bootstrap peers allowed from one IP address
     /// ([`DEFAULT_MAX_PEERS_PER_IP`]).
     pub max_peers_per_ip: usize,
@@ -146,6 +156,7 @@ impl NetConfig {
             max_peers: DEFAULT_MAX_PEERS,
             blobs: None,
             blob_fetch_timeout: BLOB_FETCH_TIMEOUT,
+            ask_peers_for_blobs: true,
             max_peers_per_ip: DEFAULT_MAX_PEERS_PER_IP,
             reserved: Vec::new(),
             sync_rate: DEFAULT_SYNC_RATE,

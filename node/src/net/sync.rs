@@ -84,12 +84,12 @@ impl Response {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SyncCodec;
 
-fn invalid_data(e: impl std::fmt::Display) -> io::Error {
+pub(super) fn invalid_data(e: impl std::fmt::Display) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, e.to_string())
 }
 
 /// Reads the rest of the stream, refusing it as soon as it exceeds `limit` bytes.
-async fn read_limited<T: AsyncRead + Unpin + Send>(
+pub(super) async fn read_limited<T: AsyncRead + Unpin + Send>(
     io: &mut T,
     limit: usize,
 ) -> io::Result<Vec<u8>> {
@@ -104,7 +104,7 @@ async fn read_limited<T: AsyncRead + Unpin + Send>(
     Ok(buf)
 }
 
-async fn write_limited<T: AsyncWrite + Unpin + Send>(
+pub(super) async fn write_limited<T: AsyncWrite + Unpin + Send>(
     io: &mut T,
     body: &impl Serialize,
     limit: usize,
