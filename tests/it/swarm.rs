@@ -769,7 +769,7 @@ async fn requests_to_unknown_peers_fail() {
 
 #[tokio::test]
 async fn response_codec_refuses_bodies_over_the_limit() {
-    let mut codec = SyncCodec;
+    let mut codec = SyncCodec::new();
     let mut wire = Cursor::new(vec![0u8; MAX_RESPONSE_BYTES + 1]);
     let err = codec
         .read_response(&PROTOCOL, &mut wire)

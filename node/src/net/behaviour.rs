@@ -82,7 +82,7 @@ impl Behaviour {
             .map_err(|e| NetError::Setup(format!("gossipsub scoring: {e}")))?;
 
         let sync = request_response::Behaviour::with_codec(
-            SyncCodec,
+            SyncCodec::new(),
             [(sync::PROTOCOL, request_response::ProtocolSupport::Full)],
             request_response::Config::default()
                 .with_request_timeout(SYNC_REQUEST_TIMEOUT)
@@ -117,7 +117,7 @@ impl Behaviour {
             ping: ping::Behaviour::new(ping::Config::new()),
             blobs: Toggle::from(blobs.is_some().then(|| {
                 request_response::Behaviour::with_codec(
-                    BlobCodec,
+                    BlobCodec::new(),
                     [(blob_req::PROTOCOL, request_response::ProtocolSupport::Full)],
                     request_response::Config::default()
                         .with_request_timeout(BLOB_REQUEST_TIMEOUT)

@@ -13,16 +13,14 @@
 
 use std::io;
 
-use async_trait::async_trait;
-use futures::{AsyncRead, AsyncWrite};
-use libp2p::{StreamProtocol, request_response};
+use libp2p::StreamProtocol;
 use serde::{Deserialize, Serialize};
 use trust_protocol::{
     cid::{Cid, MAX_BLOCK_BYTES},
     encoding,
 };
 
-use super::sync::{invalid_data, read_limited, write_limited};
+use super::sync::{LimitedCodec, invalid_data};
 
 /// The protocol name.
 pub const PROTOCOL: StreamProtocol = StreamProtocol::new("/trust/blobs/1");
@@ -50,8 +48,7 @@ pub enum Response {
 }
 
 /// The codec of `/trust/blobs/1`.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct BlobCodec;
+pub type BlobCodec = LimitedCodec<Request, Response, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES>;
 
 /// Decodes a request body as the server reads it (also the fuzz targets' entry).
 pub fn decode_request(bytes: &[u8]) -> io::Result<Request> {
@@ -63,61 +60,16 @@ pub fn decode_response(bytes: &[u8]) -> io::Result<Response> {
     encoding::decode_with_limit(bytes, MAX_RESPONSE_BYTES).map_err(invalid_data)
 }
 
-#[async_trait]
-impl request_response::Codec for BlobCodec {
-    type Protocol = StreamProtocol;
-    type Request = Request;
-    type Response = Response;
-
-    async fn read_request<T>(&mut self, _: &StreamProtocol, io: &mut T) -> io::Result<Request>
-    where
-        T: AsyncRead + Unpin + Send,
-    {
-        decode_request(&read_limited(io, MAX_REQUEST_BYTES).await?)
-    }
-
-    async fn read_response<T>(&mut self, _: &StreamProtocol, io: &mut T) -> io::Result<Response>
-    where
-        T: AsyncRead + Unpin + Send,
-    {
-        decode_response(&read_limited(io, MAX_RESPONSE_BYTES).await?)
-    }
-
-    async fn write_request<T>(
-        &mut self,
-        _: &StreamProtocol,
-        io: &mut T,
-        req: Request,
-    ) -> io::Result<()>
-    where
-        T: AsyncWrite + Unpin + Send,
-    {
-        write_limited(io, &req, MAX_REQUEST_BYTES).await
-    }
-
-    async fn write_response<T>(
-        &mut self,
-        _: &StreamProtocol,
-        io: &mut T,
-        res: Response,
-    ) -> io::Result<()>
-    where
-        T: AsyncWrite + Unpin + Send,
-    {
-        write_limited(io, &res, MAX_RESPONSE_BYTES).await
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use futures::{executor::block_on, io::Cursor};
-    use request_response::Codec as _;
+    use libp2p::request_response::Codec as _;
 
     use super::*;
 
     #[test]
     fn round_trips_and_refuses_what_is_too_large_or_malformed() {
-        let mut codec = BlobCodec;
+        let mut codec = BlobCodec::new();
         let req = Request {
             cid: Cid::of(b"segment"),
         };

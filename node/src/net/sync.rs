@@ -14,7 +14,7 @@ use std::io;
 use async_trait::async_trait;
 use futures::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use libp2p::{StreamProtocol, request_response};
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Serialize, de::DeserializeOwned};
 use trust_protocol::encoding;
 
 use super::SyncStatus;
@@ -80,16 +80,50 @@ impl Response {
     }
 }
 
+/// A request-response codec whose bodies are the canonical protocol encoding with
+/// nothing around them, each read up to its limit (`REQ`, `RES` bytes) before decoding.
+/// The sync protocol's ([`SyncCodec`]) and the blob protocol's
+/// ([`BlobCodec`](super::blob_req::BlobCodec)).
+pub struct LimitedCodec<Req, Res, const REQ: usize, const RES: usize>(
+    std::marker::PhantomData<fn() -> (Req, Res)>,
+);
+
+impl<Req, Res, const REQ: usize, const RES: usize> LimitedCodec<Req, Res, REQ, RES> {
+    /// The codec.
+    pub const fn new() -> Self {
+        Self(std::marker::PhantomData)
+    }
+}
+
+impl<Req, Res, const REQ: usize, const RES: usize> Default for LimitedCodec<Req, Res, REQ, RES> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<Req, Res, const REQ: usize, const RES: usize> Clone for LimitedCodec<Req, Res, REQ, RES> {
+    fn clone(&self) -> Self {
+        Self::new()
+    }
+}
+
+impl<Req, Res, const REQ: usize, const RES: usize> std::fmt::Debug
+    for LimitedCodec<Req, Res, REQ, RES>
+{
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "LimitedCodec({REQ}, {RES})")
+    }
+}
+
 /// The codec of `/trust/sync/1`.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct SyncCodec;
+pub type SyncCodec = LimitedCodec<Request, Response, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES>;
 
 pub(super) fn invalid_data(e: impl std::fmt::Display) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, e.to_string())
 }
 
 /// Reads the rest of the stream, refusing it as soon as it exceeds `limit` bytes.
-pub(super) async fn read_limited<T: AsyncRead + Unpin + Send>(
+async fn read_limited<T: AsyncRead + Unpin + Send>(
     io: &mut T,
     limit: usize,
 ) -> io::Result<Vec<u8>> {
@@ -104,7 +138,7 @@ pub(super) async fn read_limited<T: AsyncRead + Unpin + Send>(
     Ok(buf)
 }
 
-pub(super) async fn write_limited<T: AsyncWrite + Unpin + Send>(
+async fn write_limited<T: AsyncWrite + Unpin + Send>(
     io: &mut T,
     body: &impl Serialize,
     limit: usize,
@@ -120,49 +154,49 @@ pub(super) async fn write_limited<T: AsyncWrite + Unpin + Send>(
 }
 
 #[async_trait]
-impl request_response::Codec for SyncCodec {
+impl<Req, Res, const REQ: usize, const RES: usize> request_response::Codec
+    for LimitedCodec<Req, Res, REQ, RES>
+where
+    Req: Serialize + DeserializeOwned + Send + Sync + 'static,
+    Res: Serialize + DeserializeOwned + Send + Sync + 'static,
+{
     type Protocol = StreamProtocol;
-    type Request = Request;
-    type Response = Response;
+    type Request = Req;
+    type Response = Res;
 
-    async fn read_request<T>(&mut self, _: &StreamProtocol, io: &mut T) -> io::Result<Request>
+    async fn read_request<T>(&mut self, _: &StreamProtocol, io: &mut T) -> io::Result<Req>
     where
         T: AsyncRead + Unpin + Send,
     {
-        let bytes = read_limited(io, MAX_REQUEST_BYTES).await?;
-        encoding::decode_with_limit(&bytes, MAX_REQUEST_BYTES).map_err(invalid_data)
+        let bytes = read_limited(io, REQ).await?;
+        encoding::decode_with_limit(&bytes, REQ).map_err(invalid_data)
     }
 
-    async fn read_response<T>(&mut self, _: &StreamProtocol, io: &mut T) -> io::Result<Response>
+    async fn read_response<T>(&mut self, _: &StreamProtocol, io: &mut T) -> io::Result<Res>
     where
         T: AsyncRead + Unpin + Send,
     {
-        let bytes = read_limited(io, MAX_RESPONSE_BYTES).await?;
-        encoding::decode_with_limit(&bytes, MAX_RESPONSE_BYTES).map_err(invalid_data)
+        let bytes = read_limited(io, RES).await?;
+        encoding::decode_with_limit(&bytes, RES).map_err(invalid_data)
     }
 
-    async fn write_request<T>(
-        &mut self,
-        _: &StreamProtocol,
-        io: &mut T,
-        req: Request,
-    ) -> io::Result<()>
+    async fn write_request<T>(&mut self, _: &StreamProtocol, io: &mut T, req: Req) -> io::Result<()>
     where
         T: AsyncWrite + Unpin + Send,
     {
-        write_limited(io, &req, MAX_REQUEST_BYTES).await
+        write_limited(io, &req, REQ).await
     }
 
     async fn write_response<T>(
         &mut self,
         _: &StreamProtocol,
         io: &mut T,
-        res: Response,
+        res: Res,
     ) -> io::Result<()>
     where
         T: AsyncWrite + Unpin + Send,
     {
-        write_limited(io, &res, MAX_RESPONSE_BYTES).await
+        write_limited(io, &res, RES).await
     }
 }
 
@@ -176,7 +210,7 @@ mod tests {
 
     #[test]
     fn round_trips() {
-        let mut codec = SyncCodec;
+        let mut codec = SyncCodec::new();
         let req = Request::Blocks { from: 7, max: 3 };
         let mut wire = Cursor::new(Vec::new());
         block_on(codec.write_request(&PROTOCOL, &mut wire, req.clone())).unwrap();
@@ -202,7 +236,7 @@ mod tests {
     #[test]
     fn oversized_request_refused() {
         let mut wire = Cursor::new(vec![0u8; MAX_REQUEST_BYTES + 1]);
-        let err = block_on(SyncCodec.read_request(&PROTOCOL, &mut wire)).unwrap_err();
+        let err = block_on(SyncCodec::new().read_request(&PROTOCOL, &mut wire)).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::InvalidData);
     }
 
