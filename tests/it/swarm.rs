@@ -178,6 +178,24 @@ impl Node {
         .await
     }
 
+    /// A node over the blob store `blobs`, with `tune` applied to its configuration.
+    async fn start_blobs_tuned(
+        bootstrap: &[&Node],
+        blobs: BlobStore,
+        tune: impl FnOnce(&mut NetConfig),
+    ) -> Node {
+        Self::start_tuned(
+            bootstrap,
+            TestHandler::default(),
+            identity::Keypair::generate_ed25519(),
+            |cfg| {
+                cfg.blobs = Some(blobs);
+                tune(cfg);
+            },
+        )
+        .await
+    }
+
     /// A node whose Bitswap serves from and fetches into `blobs`.
     async fn start_with_blobs(bootstrap: &[&Node], blobs: BlobStore) -> Node {
         Self::start_cfg(
@@ -831,15 +849,9 @@ async fn bitswap_fetches_a_block_from_the_peer_that_holds_it() {
     let ciphertext: Vec<u8> = (0..40_000u32).map(|i| (i % 251) as u8).collect();
     let cid = held.put(&ciphertext).expect("put");
     let a = Node::start_with_blobs(&[], held).await;
-    let b = Node::start_full(
-        addrs(&[&a]),
-        TestHandler::default(),
-        identity::Keypair::generate_ed25519(),
-        |cfg| {
-            cfg.blobs = Some(empty.clone());
-            cfg.ask_peers_for_blobs = false;
-        },
-    )
+    let b = Node::start_blobs_tuned(&[&a], empty.clone(), |cfg| {
+        cfg.ask_peers_for_blobs = false;
+    })
     .await;
     connected(&a, &b).await;
 
@@ -940,15 +952,9 @@ async fn abandoned_fetches_free_their_slots_for_the_next_ones() {
     let (_db, empty) = blob_store();
     let cid = held.put(b"asked for after the burst").expect("put");
     let a = Node::start_with_blobs(&[], held).await;
-    let b = Node::start_full(
-        addrs(&[&a]),
-        TestHandler::default(),
-        identity::Keypair::generate_ed25519(),
-        |cfg| {
-            cfg.blobs = Some(empty);
-            cfg.blob_fetch_timeout = Duration::from_secs(600);
-        },
-    )
+    let b = Node::start_blobs_tuned(&[&a], empty, |cfg| {
+        cfg.blob_fetch_timeout = Duration::from_secs(600);
+    })
     .await;
     connected(&a, &b).await;
     let pending = |n: &Node| n.count(|m| &m.blob_fetches_pending);
