@@ -70,6 +70,13 @@ struct Fetch {
     _slot: tokio::sync::OwnedSemaphorePermit,
 }
 
+impl Fetch {
+    /// Past its deadline, or its requester stopped waiting.
+    fn over(&self, now: Instant) -> bool {
+        self.deadline <= now || self.reply.is_closed()
+    }
+}
+
 /// The swarm task's state.
 pub(crate) struct Actor {
     swarm: Swarm<Behaviour>,
@@ -428,25 +435,19 @@ impl Actor {
         let asked: Vec<OutboundRequestId> = self
             .asking
             .iter()
-            .filter(|(_, f)| f.deadline <= now || f.reply.is_closed())
+            .filter(|(_, f)| f.over(now))
             .map(|(id, _)| *id)
             .collect();
         for id in asked {
             // The answer, should it still come, finds no fetch and is dropped.
             if let Some(f) = self.asking.remove(&id) {
-                if f.reply.is_closed() {
-                    NetMetrics::bump(&self.metrics.blob_fetches_abandoned);
-                    continue;
-                }
-                NetMetrics::bump(&self.metrics.blob_fetches_failed);
-                warn!(cid = %f.cid, "no peer sent the block in time");
-                let _ = f.reply.send(Err(NetError::FetchTimeout(f.cid)));
+                self.end_fetch(f);
             }
         }
         let ended: Vec<beetswap::QueryId> = self
             .fetches
             .iter()
-            .filter(|(_, f)| f.deadline <= now || f.reply.is_closed())
+            .filter(|(_, f)| f.over(now))
             .map(|(q, _)| *q)
             .collect();
         for q in ended {
@@ -454,17 +455,23 @@ impl Actor {
                 if let Some(b) = self.swarm.behaviour_mut().bitswap.as_mut() {
                     b.cancel(q);
                 }
-                if f.reply.is_closed() {
-                    NetMetrics::bump(&self.metrics.blob_fetches_abandoned);
-                    debug!(cid = %f.cid, "bitswap fetch cancelled: its requester stopped waiting");
-                    continue;
-                }
-                NetMetrics::bump(&self.metrics.blob_fetches_failed);
-                warn!(cid = %f.cid, "no peer sent the block in time");
-                let _ = f.reply.send(Err(NetError::FetchTimeout(f.cid)));
+                self.end_fetch(f);
             }
         }
         self.count_fetches();
+    }
+
+    /// Ends a fetch taken out of its map: let go when its requester stopped waiting,
+    /// answered with a timeout otherwise.
+    fn end_fetch(&self, f: Fetch) {
+        if f.reply.is_closed() {
+            NetMetrics::bump(&self.metrics.blob_fetches_abandoned);
+            debug!(cid = %f.cid, "blob fetch let go: its requester stopped waiting");
+            return;
+        }
+        NetMetrics::bump(&self.metrics.blob_fetches_failed);
+        warn!(cid = %f.cid, "no peer sent the block in time");
+        let _ = f.reply.send(Err(NetError::FetchTimeout(f.cid)));
     }
 
     /// Publishes how many fetches are under way.
