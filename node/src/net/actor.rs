@@ -408,15 +408,25 @@ impl Actor {
         self.count_fetches();
     }
 
-    /// Answers a peer's blob request from the store, within the peer's rate.
+    /// Answers a peer's blob request from the store, within the peer's rate: one token
+    /// to ask, one more per [`BLOB_TOKEN_BYTES`](super::BLOB_TOKEN_BYTES) of the block
+    /// served.
     fn serve_blob(&mut self, peer: PeerId, cid: &Cid) -> blob_req::Response {
+        let busy = |actor: &mut Self| {
+            NetMetrics::bump(&actor.metrics.blob_requests_throttled);
+            actor.flood(peer, 1, "blob requests far over its rate");
+            blob_req::Response::Busy
+        };
         if !self.blob_rate.take(peer, 1, Instant::now()) {
-            NetMetrics::bump(&self.metrics.blob_requests_throttled);
-            self.flood(peer, 1, "blob requests far over its rate");
-            return blob_req::Response::Busy;
+            return busy(self);
         }
         match self.blob_store.as_ref().map(|s| s.get(cid)) {
             Some(Ok(Some(data))) => {
+                // The asking token is spent; the rest of the block's cost now.
+                let size = super::blob_cost(data.len()) - 1;
+                if size > 0 && !self.blob_rate.take(peer, size, Instant::now()) {
+                    return busy(self);
+                }
                 NetMetrics::bump(&self.metrics.blob_requests_served);
                 blob_req::Response::Block(data)
             }

@@ -94,12 +94,24 @@ pub const COMMAND_CAPACITY: usize = 256;
 pub const BLOB_FETCH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
 /// Outstanding blob fetches (asked of peers directly or over Bitswap).
 pub const MAX_PENDING_FETCHES: usize = 256;
-/// Blob requests served per peer ([`blob_req`]): one token a block. A seat node of a
-/// burst of 100 sessions of 20 segments asks one peer for about 1,400 blocks in 2 s.
+/// Blob requests served per peer ([`blob_req`]): one token a block, and one more per
+/// [`BLOB_TOKEN_BYTES`] of it, so large blocks cannot be pulled at the small ones' rate. A
+/// seat node of a burst of 100 sessions of 20 segments (each a few KiB) asks one peer for
+/// about 1,400 blocks in 2 s.
 pub const BLOB_RATE: RateLimit = RateLimit {
     burst: 2048,
     per_sec: 1024,
 };
+/// Bytes of a served block that cost one more token of [`BLOB_RATE`] (a 1 MiB block: 65
+/// tokens, so at most about 16 MiB a second to one peer).
+pub const BLOB_TOKEN_BYTES: usize = 16 * 1024;
+
+/// Tokens of [`BLOB_RATE`] serving a block of `len` bytes costs.
+pub(crate) fn blob_cost(len: usize) -> u32 {
+    u32::try_from(len / BLOB_TOKEN_BYTES)
+        .unwrap_or(u32::MAX)
+        .saturating_add(1)
+}
 /// Rejected gossip messages after which the forwarding peer is banned.
 pub const BAN_AFTER_REJECTIONS: u32 = 3;
 /// Most bans remembered, of peer ids and of addresses each; the ban ending first is

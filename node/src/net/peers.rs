@@ -245,6 +245,24 @@ mod tests {
     }
 
     #[test]
+    fn a_large_blob_spends_more_of_the_blob_rate_than_a_small_one() {
+        use crate::net::{BLOB_RATE, blob_cost};
+        let now = Instant::now();
+        let peer = PeerId::random();
+        let mut small = PeerBook::new(BLOB_RATE, 2);
+        let few_kib = blob_cost(4 * 1024);
+        assert_eq!(few_kib, 1);
+        assert!((0..BLOB_RATE.burst).all(|_| small.take(peer, few_kib, now)));
+        let mut large = PeerBook::new(BLOB_RATE, 2);
+        let mib = blob_cost(trust_protocol::cid::MAX_BLOCK_BYTES);
+        assert_eq!(mib, 65);
+        let served = (0..BLOB_RATE.burst)
+            .take_while(|_| large.take(peer, mib, now))
+            .count();
+        assert_eq!(served, usize::try_from(BLOB_RATE.burst / mib).unwrap());
+    }
+
+    #[test]
     fn buckets_spend_their_burst_then_refill_at_the_rate() {
         let mut book = PeerBook::new(RATE, 1);
         let a = PeerId::random();
