@@ -317,18 +317,16 @@ impl Contract {
                 &mut ev,
             ),
             Call::Commits { session, entries } => sessions::each_vote(
-                *session,
                 sender,
                 entries,
-                |e| e.segment,
+                |e| (*session, e.segment),
                 |e, ev| sessions::commit(st, sender, *session, e.segment, e.commitment, ev),
                 &mut ev,
             ),
             Call::Reveals { session, entries } => sessions::each_vote(
-                *session,
                 sender,
                 entries,
-                |e| e.segment,
+                |e| (*session, e.segment),
                 |e, ev| {
                     sessions::reveal(
                         st,
@@ -388,6 +386,47 @@ impl Contract {
                 },
                 &mut ev,
             ),
+            // Each entry as its single call would apply, in the order `unbatched` gives:
+            // group by group, the commitments before the openings.
+            Call::Votes { groups } => {
+                let entries: Vec<(Hash, sessions::VoteEntry<'_>)> = groups
+                    .iter()
+                    .flat_map(|g| {
+                        let commits = g
+                            .commits
+                            .iter()
+                            .map(|e| (g.session, sessions::VoteEntry::Commit(e)));
+                        let reveals = g
+                            .reveals
+                            .iter()
+                            .map(|e| (g.session, sessions::VoteEntry::Reveal(e)));
+                        commits.chain(reveals)
+                    })
+                    .collect();
+                sessions::each_vote(
+                    sender,
+                    &entries,
+                    |(session, e)| (*session, e.segment()),
+                    |(session, e), ev| match e {
+                        sessions::VoteEntry::Commit(c) => {
+                            sessions::commit(st, sender, *session, c.segment, c.commitment, ev)
+                        }
+                        sessions::VoteEntry::Reveal(r) => sessions::reveal(
+                            st,
+                            sender,
+                            sessions::Opening {
+                                session: *session,
+                                segment: r.segment,
+                                vote: r.vote,
+                                salt: &r.salt,
+                                reason: &r.reason,
+                            },
+                            ev,
+                        ),
+                    },
+                    &mut ev,
+                )
+            }
         }?;
         self.state.accounts.entry(sender).or_default().nonce = next;
         Ok(ev)
@@ -828,6 +867,11 @@ fn touched_by(tree: &mut Tree, sender: AccountId, tx: &Tx) {
         | Call::RevealMapping { session, .. }
         | Call::RevealHoneypot { session, .. }
         | Call::RevealHoneypots { session, .. } => tree.touch(StateKey::Session(*session)),
+        Call::Votes { groups } => {
+            for g in groups {
+                tree.touch(StateKey::Session(g.session));
+            }
+        }
         // An appeal moves the session from `appealable` back to the live sessions and
         // marks its outcome.
         Call::Appeal { session, .. } => {

@@ -273,24 +273,42 @@ pub(crate) fn commit(
     Ok(())
 }
 
+/// One entry of a [`Call::Votes`](trust_protocol::tx::Call::Votes), as the contract applies it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum VoteEntry<'a> {
+    /// A commitment.
+    Commit(&'a trust_protocol::tx::CommitEntry),
+    /// An opening.
+    Reveal(&'a trust_protocol::tx::RevealEntry),
+}
+
+impl VoteEntry<'_> {
+    /// The segment it is for.
+    pub(crate) fn segment(&self) -> u16 {
+        match self {
+            VoteEntry::Commit(c) => c.segment,
+            VoteEntry::Reveal(r) => r.segment,
+        }
+    }
+}
+
 /// Applies the entries of a batch of votes one by one, each as its single call would
 /// apply (`apply`, which changes nothing when it fails). An entry refused fails alone,
 /// with a [`Event::VoteRefused`] in its place among the events; the batch fails, changing
 /// nothing, only when every entry is refused, and then with the first entry's error (so a
 /// batch sent before its window waits, as a single call would).
 pub(crate) fn each_vote<E>(
-    session: Hash,
     sender: AccountId,
     entries: &[E],
-    segment_of: impl Fn(&E) -> u16,
+    seat_of: impl Fn(&E) -> (Hash, u16),
     apply: impl FnMut(&E, &mut Vec<Event>) -> Result<(), TxError>,
     events: &mut Vec<Event>,
 ) -> Result<(), TxError> {
     each_entry(
         entries,
         |e, error| Event::VoteRefused {
-            session,
-            segment: segment_of(e),
+            session: seat_of(e).0,
+            segment: seat_of(e).1,
             seat: sender,
             reason: error.to_string(),
         },

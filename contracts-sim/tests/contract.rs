@@ -616,6 +616,168 @@ fn a_batch_of_votes_applies_each_entry_alone() {
     chain.assert_supply_conserved();
 }
 
+/// Votes of several sessions in one `Votes` call apply as the single calls would, entry by
+/// entry: a refused entry (a copy-cat commitment, a reveal that does not open its
+/// commitment) fails alone with a `VoteRefused` naming its session; a call whose every
+/// entry is refused fails and changes nothing, nonce included; commitments and openings of
+/// two sessions close both windows and open them as separate calls would.
+#[test]
+fn votes_across_sessions_apply_each_entry_alone() {
+    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 3)]);
+    let provider = key("provider");
+    let (s1, s2) = (
+        Tx::session_id(&provider.public(), 0),
+        Tx::session_id(&provider.public(), 1),
+    );
+    let m = manifest(
+        (0..2).map(|i| segment(i, Tier::Computer, vec![])).collect(),
+        3,
+        0,
+    );
+    let ids: Vec<Hash> = m.segments.iter().map(|g| g.id).collect();
+    chain.submit(&provider, Call::OpenSession(m.clone()));
+    chain.submit(&provider, Call::OpenSession(m));
+    chain.block();
+    chain.block();
+    deliver_keys(&mut chain, &provider, s1, 0, &[]);
+    deliver_keys(&mut chain, &provider, s2, 0, &[]);
+    let (a, b, c) = (&keys[0], &keys[1], &keys[2]);
+    let salt = Salt([5; 32]);
+    let cm = |k: &Keypair, sid: Hash, seg: u16, v| {
+        commitment(&sid, &ids[usize::from(seg)], &k.public(), v, &salt, &why(v))
+    };
+    let commit = |sid, segment, commitment| Call::Commit {
+        session: sid,
+        segment,
+        commitment,
+    };
+    let open = |sid, segment, vote| Call::Reveal {
+        session: sid,
+        segment,
+        vote,
+        salt,
+        reason: why(vote),
+    };
+    let votes = |calls: Vec<Call>| {
+        let call = Call::batch(calls).unwrap();
+        assert!(matches!(call, Call::Votes { .. }), "{call:?}");
+        call
+    };
+
+    // b commits segment 1 of s2; a's call copies b's commitment there: that entry alone
+    // fails, the three others of two sessions apply.
+    chain
+        .try_apply(b, commit(s2, 1, cm(b, s2, 1, Vote::Valid)))
+        .unwrap();
+    let ev = chain
+        .try_apply(
+            a,
+            votes(vec![
+                commit(s1, 0, cm(a, s1, 0, Vote::Valid)),
+                commit(s2, 0, cm(a, s2, 0, Vote::Valid)),
+                commit(s1, 1, cm(a, s1, 1, Vote::Invalid)),
+                commit(s2, 1, cm(b, s2, 1, Vote::Valid)),
+            ]),
+        )
+        .unwrap();
+    let committed: Vec<(Hash, u16)> = ev
+        .iter()
+        .filter_map(|e| match e {
+            Event::Committed {
+                session,
+                segment,
+                seat,
+                ..
+            } if *seat == a.public() => Some((*session, *segment)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(committed, [(s1, 0), (s1, 1), (s2, 0)]);
+    assert!(ev.iter().any(|e| matches!(
+        e,
+        Event::VoteRefused { session, segment: 1, seat, reason }
+            if *session == s2
+                && *seat == a.public()
+                && reason == &TxError::DuplicateCommitment.to_string()
+    )));
+
+    // Every entry refused: the call fails whole and changes nothing.
+    let (root, nonce) = (chain.c.state_root(), chain.c.nonce(&a.public()));
+    assert_eq!(
+        chain.try_apply(
+            a,
+            votes(vec![
+                commit(s1, 0, cm(a, s1, 0, Vote::Valid)),
+                commit(s2, 0, cm(a, s2, 0, Vote::Valid)),
+            ])
+        ),
+        Err(TxError::AlreadyCommitted)
+    );
+    assert_eq!(chain.c.state_root(), root);
+    assert_eq!(chain.c.nonce(&a.public()), nonce);
+
+    // The rest commit: a its last seat alone, b and c theirs in one call each.
+    chain
+        .try_apply(a, commit(s2, 1, cm(a, s2, 1, Vote::Valid)))
+        .unwrap();
+    chain
+        .try_apply(
+            b,
+            votes(vec![
+                commit(s1, 0, cm(b, s1, 0, Vote::Valid)),
+                commit(s1, 1, cm(b, s1, 1, Vote::Valid)),
+                commit(s2, 0, cm(b, s2, 0, Vote::Valid)),
+            ]),
+        )
+        .unwrap();
+    let c_all = [s1, s2]
+        .iter()
+        .flat_map(|&sid| (0..2).map(move |g| (sid, g)))
+        .map(|(sid, g)| commit(sid, g, cm(c, sid, g, Vote::Valid)))
+        .collect();
+    chain.try_apply(c, votes(c_all)).unwrap();
+    chain.height += 1;
+    let ev = chain.c.end_block(&ctx(chain.height));
+    let closed: Vec<Hash> = ev
+        .iter()
+        .filter_map(|e| match e {
+            Event::CommitWindowClosed { session, .. } => Some(*session),
+            _ => None,
+        })
+        .collect();
+    assert!(closed.contains(&s1) && closed.contains(&s2), "{closed:?}");
+
+    // a opens all four in one call, one with the wrong vote: that one alone is refused.
+    let ev = chain
+        .try_apply(
+            a,
+            votes(vec![
+                open(s1, 0, Vote::Valid),
+                open(s1, 1, Vote::Valid),
+                open(s2, 0, Vote::Valid),
+                open(s2, 1, Vote::Valid),
+            ]),
+        )
+        .unwrap();
+    let revealed: Vec<(Hash, u16)> = ev
+        .iter()
+        .filter_map(|e| match e {
+            Event::Revealed {
+                session, segment, ..
+            } => Some((*session, *segment)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(revealed, [(s1, 0), (s2, 0), (s2, 1)]);
+    assert!(ev.iter().any(|e| matches!(
+        e,
+        Event::VoteRefused { session, segment: 1, reason, .. }
+            if *session == s1 && reason == &TxError::CommitmentMismatch.to_string()
+    )));
+    chain.try_apply(a, open(s1, 1, Vote::Invalid)).unwrap();
+    chain.assert_supply_conserved();
+}
+
 /// A provider with no honeypot to open may open its mapping once the votes are bound (the
 /// reveal window): the session is then tallied at the end of the block of its last
 /// reveal, with no disclosure block after it. Not before the commit window closes.

@@ -225,6 +225,29 @@ fn signed_txs() -> Vec<(&'static str, Vec<u8>)> {
             )
             .expect("a batch of honeypot openings"),
         ),
+        (
+            "votes",
+            Call::batch(vec![
+                Call::Commit {
+                    session,
+                    segment: 4,
+                    commitment: Hash([30; 32]),
+                },
+                Call::Reveal {
+                    session: Hash([31; 32]),
+                    segment: 0,
+                    vote: Vote::Ungrounded,
+                    salt: Salt([32; 32]),
+                    reason: "rests on a number no premise gives".into(),
+                },
+                Call::Commit {
+                    session: Hash([31; 32]),
+                    segment: 2,
+                    commitment: Hash([33; 32]),
+                },
+            ])
+            .expect("votes of two sessions"),
+        ),
     ];
     calls
         .into_iter()

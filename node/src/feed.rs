@@ -13,7 +13,7 @@
 //! | `seat_drawn` | an auditor was drawn to a seat | session, segment, account = seat, round, tier, `commit_until` |
 //! | `commit_due` | the provider delivered a seat every key it needs and its commit window is open | session, segment, account, `commit_until` (last height accepting commits) |
 //! | `reveal_due` | a round's commit window closed: to each seat of it that committed | session, segment, account, round, `reveal_until` |
-//! | `vote_refused` | one vote of a seat's batch (`Commits`, `Reveals`) was refused; its other votes applied | session, segment, account = seat, reason |
+//! | `vote_refused` | one vote of a seat's batch (`Commits`, `Reveals`, `Votes`) was refused; its other votes applied | session, segment, account = seat, reason |
 //! | `honeypot_refused` | one opening of a provider's `RevealHoneypots` was refused; its other openings applied | session, segment, account = provider, reason |
 //! | `segment_decided` | a segment's final verdict | session, segment, verdict |
 //! | `session_decided` | the trace verdict | session, account = provider, verdict, passing and total weight |

@@ -148,7 +148,11 @@ pub enum MempoolError {
 /// reveal sent while its commit window is open, a balance) is left to [`unfit`], [`Cost`]
 /// and the contract.
 pub fn expired(state: &State, sender: &AccountId, call: &Call) -> Option<&'static str> {
-    if let Call::Commits { .. } | Call::Reveals { .. } | Call::RevealHoneypots { .. } = call {
+    if let Call::Commits { .. }
+    | Call::Reveals { .. }
+    | Call::Votes { .. }
+    | Call::RevealHoneypots { .. } = call
+    {
         // A batch (of votes, of honeypot openings) expires when every entry has: the
         // contract refuses the expired entries alone and applies the others.
         let mut why = None;
@@ -251,7 +255,10 @@ pub fn unfit(state: &State, sender: &AccountId, call: &Call) -> Result<(), Mempo
     match call {
         // A batch (of votes, of honeypot openings) fits when one of its entries does (the
         // contract refuses the others alone); otherwise the first entry says why not.
-        Call::Commits { .. } | Call::Reveals { .. } | Call::RevealHoneypots { .. } => {
+        Call::Commits { .. }
+        | Call::Reveals { .. }
+        | Call::Votes { .. }
+        | Call::RevealHoneypots { .. } => {
             let mut first = None;
             for single in call.unbatched() {
                 match unfit(state, sender, &single) {

@@ -34,8 +34,9 @@ pub const MAX_EXPERTISE: usize = 8;
 pub const MAX_DOMAIN_BYTES: usize = 32;
 /// Most sealed keys in one `DeliverKeys`.
 pub const MAX_SEALED_KEYS: usize = 4096;
-/// Most votes one batched commit or reveal ([`Call::Commits`], [`Call::Reveals`]) carries.
-/// At the longest reason (280 bytes) a full batch of reveals is about 85 KiB, within
+/// Most votes one batched commit or reveal ([`Call::Commits`], [`Call::Reveals`],
+/// [`Call::Votes`]) carries. At the longest reason (280 bytes) a full batch of reveals is
+/// about 85 KiB, and about 93 KiB with every opening in a session of its own, within
 /// [`crate::block::MAX_TX_BYTES`].
 pub const MAX_BATCH_VOTES: usize = 256;
 /// Most honeypot openings one [`Call::RevealHoneypots`] carries (each is about 40 bytes,
@@ -432,6 +433,28 @@ pub enum Call {
         /// One per honeypot, distinct segments, none abstaining.
         openings: Vec<HoneypotOpening>,
     },
+    /// Commit and reveal votes of the sender's seats in several sessions at once: one
+    /// signature for up to [`MAX_BATCH_VOTES`] entries in all, so that a node seated in
+    /// many sessions sends one transaction for what it has ready, not one per session.
+    /// Each entry applies as its single [`Call::Commit`] or [`Call::Reveal`] would, in
+    /// order (each group's commitments, then its openings); an entry the contract refuses
+    /// fails alone (an event says why), and the call fails only when every entry does.
+    /// Appended last so that the other calls keep their encodings.
+    Votes {
+        /// One per session, distinct sessions, none empty.
+        groups: Vec<VoteGroup>,
+    },
+}
+
+/// One session's part of a [`Call::Votes`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VoteGroup {
+    /// Session id.
+    pub session: Hash,
+    /// Commitments, distinct segments.
+    pub commits: Vec<CommitEntry>,
+    /// Openings of committed votes, distinct segments.
+    pub reveals: Vec<RevealEntry>,
 }
 
 /// One opening of a [`Call::RevealHoneypots`]: what a [`Call::RevealHoneypot`] carries
@@ -504,15 +527,116 @@ impl Call {
                     salt: o.salt,
                 })
                 .collect(),
+            Call::Votes { groups } => groups
+                .iter()
+                .flat_map(|g| {
+                    let commits = g.commits.iter().map(|e| Call::Commit {
+                        session: g.session,
+                        segment: e.segment,
+                        commitment: e.commitment,
+                    });
+                    let reveals = g.reveals.iter().map(|e| Call::Reveal {
+                        session: g.session,
+                        segment: e.segment,
+                        vote: e.vote,
+                        salt: e.salt,
+                        reason: e.reason.clone(),
+                    });
+                    commits.chain(reveals)
+                })
+                .collect(),
             other => vec![other.clone()],
         }
     }
 
-    /// Commits, reveals or honeypot openings of one session as one call: the single call
-    /// for one entry, a batch for more (at most [`MAX_BATCH_VOTES`], or
-    /// [`MAX_BATCH_HONEYPOTS`] openings; the caller splits longer lists). `None` when
-    /// `calls` is empty, mixes kinds or sessions, or holds another kind of call.
+    /// Commits and reveals of several sessions, or of both kinds, as one [`Call::Votes`]:
+    /// grouped by session in the order the sessions first appear, each group's
+    /// commitments before its openings. `None` when `calls` holds another kind of call.
+    fn votes(calls: Vec<Call>) -> Option<Call> {
+        let mut groups: Vec<VoteGroup> = Vec::new();
+        for c in calls {
+            let session = c.session()?;
+            if !groups.iter().any(|g| g.session == session) {
+                groups.push(VoteGroup {
+                    session,
+                    commits: Vec::new(),
+                    reveals: Vec::new(),
+                });
+            }
+            let g = groups.iter_mut().find(|g| g.session == session)?;
+            match c {
+                Call::Commit {
+                    segment,
+                    commitment,
+                    ..
+                } => g.commits.push(CommitEntry {
+                    segment,
+                    commitment,
+                }),
+                Call::Reveal {
+                    segment,
+                    vote,
+                    salt,
+                    reason,
+                    ..
+                } => g.reveals.push(RevealEntry {
+                    segment,
+                    vote,
+                    salt,
+                    reason,
+                }),
+                _ => return None,
+            }
+        }
+        Some(Call::Votes { groups })
+    }
+
+    /// The one session a call names, if it names exactly one.
+    pub fn session(&self) -> Option<Hash> {
+        match self {
+            Call::DeliverKeys { session, .. }
+            | Call::Commit { session, .. }
+            | Call::Reveal { session, .. }
+            | Call::Commits { session, .. }
+            | Call::Reveals { session, .. }
+            | Call::RevealMapping { session, .. }
+            | Call::RevealHoneypot { session, .. }
+            | Call::RevealHoneypots { session, .. }
+            | Call::Appeal { session, .. } => Some(*session),
+            Call::Votes { groups } => match groups.as_slice() {
+                [one] => Some(one.session),
+                _ => None,
+            },
+            Call::Transfer { .. }
+            | Call::RegisterAuditor { .. }
+            | Call::Bond { .. }
+            | Call::Unbond { .. }
+            | Call::Withdraw
+            | Call::Exit
+            | Call::OpenSession(_) => None,
+        }
+    }
+
+    /// Commits, reveals or honeypot openings as one call: the single call for one entry;
+    /// for more, a [`Call::Commits`], [`Call::Reveals`] or [`Call::RevealHoneypots`] when
+    /// all are of one kind in one session, and a [`Call::Votes`] for commits and reveals of
+    /// several sessions or of both kinds. At most [`MAX_BATCH_VOTES`] entries (or
+    /// [`MAX_BATCH_HONEYPOTS`] openings): the caller splits longer lists. `None` when
+    /// `calls` is empty, mixes honeypot openings with anything else, or holds another
+    /// kind of call.
     pub fn batch(calls: Vec<Call>) -> Option<Call> {
+        let mixed_votes = calls
+            .iter()
+            .all(|c| matches!(c, Call::Commit { .. } | Call::Reveal { .. }))
+            && calls.first().is_some_and(|first| {
+                calls.iter().any(|c| {
+                    std::mem::discriminant(c) != std::mem::discriminant(first)
+                        || c.session() != first.session()
+                })
+            });
+        if mixed_votes {
+            return Call::votes(calls);
+        }
         let mut it = calls.into_iter();
         let first = it.next()?;
         let rest: Vec<Call> = it.collect();
@@ -720,6 +844,12 @@ pub enum TxFormatError {
     /// A batch (of votes or of honeypot openings) names one segment twice.
     #[error("a batch names segment {0} twice")]
     RepeatedSegment(u16),
+    /// A batch of votes across sessions ([`Call::Votes`]) has two groups for one session.
+    #[error("a batch of votes has two groups for session {0}")]
+    RepeatedSession(Hash),
+    /// A batch of votes across sessions has a group with neither commitments nor openings.
+    #[error("a batch of votes has an empty group for session {0}")]
+    EmptyGroup(Hash),
     /// A revealed vote's reason is too long or holds a control character.
     #[error("{0}; shorten the reason or drop the character, then commit and reveal again")]
     BadReason(#[source] crate::commit::ReasonError),
@@ -746,6 +876,46 @@ fn check_batch(
     for s in segments {
         if !seen.insert(s) {
             return Err(TxFormatError::RepeatedSegment(s));
+        }
+    }
+    Ok(())
+}
+
+/// A [`Call::Votes`] holds 2 to [`MAX_BATCH_VOTES`] entries in all, in groups of distinct
+/// sessions, none empty, each naming a segment at most once among its commitments and
+/// once among its openings, every reason within the protocol's limits.
+fn check_votes(groups: &[VoteGroup]) -> Result<(), TxFormatError> {
+    let entries = groups
+        .iter()
+        .map(|g| g.commits.len().saturating_add(g.reveals.len()))
+        .fold(0usize, usize::saturating_add);
+    if entries < 2 {
+        return Err(TxFormatError::ShortBatch);
+    }
+    check_len("batch entries", entries, MAX_BATCH_VOTES)?;
+    let mut sessions = std::collections::BTreeSet::new();
+    for g in groups {
+        if !sessions.insert(g.session) {
+            return Err(TxFormatError::RepeatedSession(g.session));
+        }
+        if g.commits.is_empty() && g.reveals.is_empty() {
+            return Err(TxFormatError::EmptyGroup(g.session));
+        }
+        for segments in [
+            g.commits.iter().map(|e| e.segment).collect::<Vec<_>>(),
+            g.reveals.iter().map(|e| e.segment).collect(),
+        ] {
+            let mut seen = std::collections::BTreeSet::new();
+            if let Some(s) = segments.into_iter().find(|s| !seen.insert(*s)) {
+                return Err(TxFormatError::RepeatedSegment(s));
+            }
+        }
+        if let Some(e) = g
+            .reveals
+            .iter()
+            .find_map(|e| crate::commit::reason_error(&e.reason))
+        {
+            return Err(TxFormatError::BadReason(e));
         }
     }
     Ok(())
@@ -1005,6 +1175,7 @@ impl Tx {
                     None => Ok(()),
                 }
             }
+            Call::Votes { groups } => check_votes(groups),
             // As the single call: every known verdict is a judgement.
             Call::RevealHoneypots { openings, .. } => {
                 check_batch(
@@ -1579,7 +1750,7 @@ mod tests {
     }
 
     /// A batch stands for its entries: `batch` then `unbatched` gives the calls back in
-    /// order; a single call is not made a batch; mixed kinds or sessions are no batch; a
+    /// order; a single call is not made a batch; several sessions make a `Votes` call; a
     /// batch names each segment once, holds 2 to `MAX_BATCH_VOTES` entries, and every
     /// reveal's reason keeps the single reveal's limits.
     #[test]
@@ -1610,8 +1781,10 @@ mod tests {
 
         assert_eq!(Call::batch(vec![commit(s1, 0)]), Some(commit(s1, 0)));
         assert_eq!(Call::batch(vec![]), None);
-        assert_eq!(Call::batch(vec![commit(s1, 0), commit(s2, 1)]), None);
-        assert_eq!(Call::batch(vec![commit(s1, 0), reveal(1, "x")]), None);
+        assert!(matches!(
+            Call::batch(vec![commit(s1, 0), commit(s2, 1)]),
+            Some(Call::Votes { .. })
+        ));
         assert_eq!(Call::batch(vec![Call::Exit, Call::Exit]), None);
 
         let twice = Call::Commits {
@@ -1654,9 +1827,151 @@ mod tests {
         ));
     }
 
-    /// The largest batch of reveals, every reason at its limit, fits one transaction.
+    /// Votes of several sessions, or of both kinds, batch as one `Votes` call grouped by
+    /// session in first-appearance order, commitments before openings in each group; it
+    /// stands for its entries (`unbatched`), names one session once, and keeps every
+    /// single call's limit; honeypot openings and other calls do not mix in.
+    #[test]
+    fn votes_across_sessions_batch_by_session_and_keep_every_limit() {
+        let (s1, s2, s3) = (Hash([1; 32]), Hash([2; 32]), Hash([3; 32]));
+        let commit = |session, segment: u16| Call::Commit {
+            session,
+            segment,
+            commitment: Hash([segment as u8; 32]),
+        };
+        let reveal = |session, segment: u16, reason: &str| Call::Reveal {
+            session,
+            segment,
+            vote: Vote::Invalid,
+            salt: Salt([segment as u8; 32]),
+            reason: reason.into(),
+        };
+        let tx = |call| Tx { nonce: 0, call };
+        let calls = vec![
+            commit(s1, 0),
+            reveal(s2, 4, "a premise is missing"),
+            commit(s2, 1),
+            commit(s1, 2),
+            reveal(s3, 0, "holds"),
+        ];
+        let Some(Call::Votes { groups }) = Call::batch(calls.clone()) else {
+            panic!("three sessions make a Votes call");
+        };
+        let sessions: Vec<Hash> = groups.iter().map(|g| g.session).collect();
+        assert_eq!(sessions, vec![s1, s2, s3]);
+        let votes = Call::Votes { groups };
+        assert_eq!(votes.session(), None);
+        assert_eq!(
+            votes.unbatched(),
+            vec![
+                commit(s1, 0),
+                commit(s1, 2),
+                commit(s2, 1),
+                reveal(s2, 4, "a premise is missing"),
+                reveal(s3, 0, "holds"),
+            ]
+        );
+        assert_eq!(tx(votes.clone()).validate(), Ok(()));
+        // Both kinds in one session are a Votes call of one group.
+        let both = Call::batch(vec![commit(s1, 0), reveal(s1, 1, "x")]).unwrap();
+        assert!(matches!(&both, Call::Votes { groups } if groups.len() == 1));
+        assert_eq!(both.session(), Some(s1));
+        // Honeypot openings and other calls are no vote batch.
+        let open = Call::RevealHoneypot {
+            session: s1,
+            segment: 1,
+            verdict: Vote::Invalid,
+            difficulty: Difficulty::Obvious,
+            salt: Salt([0; 32]),
+        };
+        assert_eq!(Call::batch(vec![commit(s2, 0), open]), None);
+        assert_eq!(Call::batch(vec![commit(s2, 0), Call::Exit]), None);
+
+        let group = |session, commits: &[u16], reveals: &[u16]| VoteGroup {
+            session,
+            commits: commits
+                .iter()
+                .map(|&segment| CommitEntry {
+                    segment,
+                    commitment: Hash::ZERO,
+                })
+                .collect(),
+            reveals: reveals
+                .iter()
+                .map(|&segment| RevealEntry {
+                    segment,
+                    vote: Vote::Valid,
+                    salt: Salt([0; 32]),
+                    reason: String::new(),
+                })
+                .collect(),
+        };
+        let check = |groups| tx(Call::Votes { groups }).validate();
+        assert_eq!(
+            check(vec![group(s1, &[0], &[]), group(s1, &[1], &[])]),
+            Err(TxFormatError::RepeatedSession(s1))
+        );
+        assert_eq!(
+            check(vec![group(s1, &[0, 1], &[]), group(s2, &[], &[])]),
+            Err(TxFormatError::EmptyGroup(s2))
+        );
+        assert_eq!(
+            check(vec![group(s1, &[0], &[]), group(s2, &[], &[3, 3])]),
+            Err(TxFormatError::RepeatedSegment(3))
+        );
+        // A segment committed in a later round and opened in an earlier one may share a batch.
+        assert_eq!(check(vec![group(s1, &[2], &[2])]), Ok(()));
+        assert_eq!(
+            check(vec![group(s1, &[2], &[])]),
+            Err(TxFormatError::ShortBatch)
+        );
+        let full: Vec<u16> = (0..=(MAX_BATCH_VOTES / 2) as u16).collect();
+        assert!(matches!(
+            check(vec![group(s1, &full, &[]), group(s2, &[], &full)]),
+            Err(TxFormatError::TooLong {
+                what: "batch entries",
+                ..
+            })
+        ));
+        let long = "x".repeat(crate::MAX_REASON_BYTES + 1);
+        let bad = Call::batch(vec![commit(s1, 0), reveal(s2, 1, &long)]).unwrap();
+        assert!(matches!(
+            tx(bad).validate(),
+            Err(TxFormatError::BadReason(_))
+        ));
+    }
+
+    /// The largest batch of reveals, every reason at its limit, fits one transaction; so
+    /// does the largest `Votes` call, each opening in a session of its own.
     #[test]
     fn a_full_batch_of_reveals_fits_a_transaction() {
+        let k = Keypair::from_label("seat");
+        let across = Call::Votes {
+            groups: (0..MAX_BATCH_VOTES as u16)
+                .map(|i| VoteGroup {
+                    session: Hash::of_parts("session", &[&i.to_be_bytes()]),
+                    commits: Vec::new(),
+                    reveals: vec![RevealEntry {
+                        segment: i,
+                        vote: Vote::Invalid,
+                        salt: Salt([7; 32]),
+                        reason: "é".repeat(crate::MAX_REASON_BYTES / 2),
+                    }],
+                })
+                .collect(),
+        };
+        let tx = crate::Signed::sign(
+            &k,
+            &Hash::ZERO,
+            Tx {
+                nonce: u64::MAX,
+                call: across,
+            },
+        );
+        assert_eq!(tx.body.validate(), Ok(()));
+        let len = encoding::encode(&tx).len();
+        assert!(len <= crate::block::MAX_TX_BYTES, "{len} bytes");
+
         let k = Keypair::from_label("seat");
         let entries = (0..MAX_BATCH_VOTES as u16)
             .map(|segment| RevealEntry {

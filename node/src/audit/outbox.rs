@@ -105,6 +105,7 @@ fn once_only(call: &Call) -> bool {
             | Call::Reveal { .. }
             | Call::Commits { .. }
             | Call::Reveals { .. }
+            | Call::Votes { .. }
             | Call::RevealMapping { .. }
             | Call::RevealHoneypot { .. }
             | Call::RevealHoneypots { .. }

@@ -275,6 +275,38 @@ pub fn describe(tx: &SignedTx) -> (&'static str, String) {
                     .join("; ")
             ),
         ),
+        Call::Votes { groups } => (
+            "Votes",
+            groups
+                .iter()
+                .map(|g| {
+                    let mut parts = Vec::new();
+                    if !g.commits.is_empty() {
+                        parts.push(format!(
+                            "commits {}",
+                            segment_list(g.commits.iter().map(|e| e.segment))
+                        ));
+                    }
+                    if !g.reveals.is_empty() {
+                        parts.push(format!(
+                            "reveals {}",
+                            g.reveals
+                                .iter()
+                                .map(|e| format!(
+                                    "{}: {:?}, “{}”",
+                                    e.segment,
+                                    e.vote,
+                                    esc(&e.reason)
+                                ))
+                                .collect::<Vec<_>>()
+                                .join("; ")
+                        ));
+                    }
+                    format!("session {}: {}", session_link(&g.session), parts.join("; "))
+                })
+                .collect::<Vec<_>>()
+                .join("<br>"),
+        ),
         Call::Appeal { session, segments } => (
             "Appeal",
             format!(

@@ -744,6 +744,35 @@ fn batches_of_votes_read_with_their_segments_and_escaped_reasons() {
         "{details}"
     );
     assert!(!details.contains(XSS));
+    // Votes of two sessions: each session with its commitments and its reveals.
+    let other = trust_protocol::Hash::sha256(b"other session");
+    let votes = trust_protocol::tx::Call::batch(vec![
+        trust_protocol::tx::Call::Commit {
+            session,
+            segment: 2,
+            commitment: trust_protocol::Hash::ZERO,
+        },
+        trust_protocol::tx::Call::Reveal {
+            session: other,
+            segment: 5,
+            vote: Vote::Ungrounded,
+            salt: Salt([1; 32]),
+            reason: XSS.into(),
+        },
+    ])
+    .unwrap();
+    let (kind, details) = super::explorer::describe(&sign(votes));
+    assert_eq!(kind, "Votes");
+    assert!(
+        details.contains(&format!("/sessions/{session}")) && details.contains("commits 2"),
+        "{details}"
+    );
+    assert!(
+        details.contains(&format!("/sessions/{other}"))
+            && details.contains(&format!("reveals 5: Ungrounded, “{XSS_ESCAPED}”")),
+        "{details}"
+    );
+    assert!(!details.contains(XSS));
 }
 
 /// The explorer shows a provider's batch of honeypot openings as `RevealHoneypots`, with
