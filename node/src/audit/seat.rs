@@ -232,6 +232,12 @@ pub struct Seat {
     /// Seats (session, segment, round) that could not read their segment yet: the ones
     /// that give up with an abstention when their commit window is about to close.
     stuck: std::sync::Mutex<BTreeSet<(Hash, u16, u8)>>,
+    /// Commitments and openings handed over and not yet sent: whoever holds `sending`
+    /// takes them all, of every session, into as few transactions as the batch limit
+    /// allows. Bounded by what the votes in flight hand over: each waits for its turn.
+    unsent: std::sync::Mutex<Vec<Outgoing>>,
+    /// The turn to send what `unsent` holds.
+    sending: tokio::sync::Mutex<()>,
     /// Counters.
     pub metrics: Arc<SeatMetrics>,
     /// A test behaviour, and the seats a copy-cat already tried to copy for.
@@ -270,6 +276,8 @@ impl Seat {
             fetch,
             judges: vec![Arc::new(ComputerAuditor)],
             stuck: std::sync::Mutex::default(),
+            unsent: std::sync::Mutex::default(),
+            sending: tokio::sync::Mutex::const_new(()),
             metrics,
             #[cfg(feature = "misbehave")]
             misbehave: None,
@@ -370,14 +378,17 @@ impl Seat {
             upcoming: &[],
         };
         let mut judge = BTreeSet::new();
+        let mut reveals = Vec::new();
         for d in plan::plan_seat(&node, contract.state(), events) {
             match d {
                 Duty::Judge { session } => {
                     judge.insert(session);
                 }
+                Duty::Reveal { session, round } => reveals.push((session, round)),
                 d => self.perform(&d, contract).await,
             }
         }
+        self.reveal(&reveals).await;
         judge
     }
 
@@ -410,7 +421,7 @@ impl Seat {
                     ),
                 }
             }
-            Duty::Reveal { session, round } => self.reveal(session, *round).await,
+            Duty::Reveal { session, round } => self.reveal(&[(*session, *round)]).await,
             #[cfg(feature = "misbehave")]
             Duty::CopyCommitment { session, segment } => {
                 self.copy_commitment(session, *segment, contract).await;
@@ -660,9 +671,9 @@ impl Seat {
         }
         let persisted = self.votes.record_all(&records);
         let mut ready = Vec::with_capacity(records.len());
-        for (r, persisted) in records.iter().zip(persisted) {
+        for (r, persisted) in records.into_iter().zip(persisted) {
             match persisted {
-                Ok(c) => ready.push((r, c)),
+                Ok(c) => ready.push(Outgoing::Commit(r, c)),
                 Err(e) => self.fail(
                     "vote not persisted; not committing",
                     &r.session,
@@ -671,13 +682,7 @@ impl Seat {
                 ),
             }
         }
-        // One transaction per session for all its seats' commitments (one signature, one
-        // nonce), split at the batch limit.
-        for group in by_session(ready, |(r, _)| r.session) {
-            for chunk in group.chunks(MAX_BATCH_VOTES) {
-                self.send_commits(chunk).await;
-            }
-        }
+        self.send_votes(ready).await;
     }
 
     /// The judge's decision on one seat's segment, with the seat it is for. When the
@@ -794,30 +799,70 @@ impl Seat {
         )
     }
 
-    /// Sends the commitments of votes already persisted, all of one session, as one call
-    /// (a single `Commit` for one vote, a `Commits` batch for more).
-    async fn send_commits(&self, votes: &[(&VoteRecord, Commitment)]) {
-        let calls = votes
-            .iter()
-            .map(|(r, commitment)| Call::Commit {
-                session: r.session,
-                segment: r.segment,
-                commitment: *commitment,
-            })
-            .collect();
-        let Some(call) = Call::batch(calls) else {
+    /// Sends commitments of votes already persisted and openings of committed ones, with
+    /// whatever other votes of this node (of any session) are waiting: one transaction,
+    /// one signature, for up to [`MAX_BATCH_VOTES`] of them ([`Call::batch`]), however many
+    /// sessions they span. The first to get the turn sends all that is waiting; the votes
+    /// handed over meanwhile go out together at the next turn, so the busier the node, the
+    /// fuller its transactions, and an idle node's vote goes out at once.
+    async fn send_votes(&self, votes: Vec<Outgoing>) {
+        if votes.is_empty() {
             return;
+        }
+        self.unsent
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(votes);
+        let _turn = self.sending.lock().await;
+        let waiting = std::mem::take(&mut *self.unsent.lock().unwrap_or_else(|e| e.into_inner()));
+        // A batch names a segment of a session once per kind (it would be malformed as a
+        // whole otherwise): the same vote handed over twice goes once, and the rare
+        // opening of an earlier round's seat beside this round's goes in the next pass.
+        let mut waiting: Vec<Outgoing> = {
+            let mut seen = BTreeSet::new();
+            waiting
+                .into_iter()
+                .filter(|o| seen.insert(o.seat_round()))
+                .collect()
         };
-        match self.outbox.send(call).await {
-            Ok(tx) => {
-                for (r, _) in votes {
-                    self.metrics.committed.fetch_add(1, Ordering::Relaxed);
-                    tracing::info!(session = %r.session, segment = r.segment, vote = ?r.vote, reason = r.reason, %tx, "committed");
-                }
-            }
-            Err(e) => {
-                for (r, _) in votes {
-                    self.fail("commit not sent", &r.session, r.segment, &e);
+        while !waiting.is_empty() {
+            let mut seen = BTreeSet::new();
+            let (pass, later): (Vec<Outgoing>, Vec<Outgoing>) =
+                waiting.into_iter().partition(|o| seen.insert(o.seat()));
+            waiting = later;
+            self.send_pass(&pass).await;
+        }
+    }
+
+    /// Sends `pass`, where no seat appears twice, in chunks of [`MAX_BATCH_VOTES`].
+    async fn send_pass(&self, pass: &[Outgoing]) {
+        for chunk in pass.chunks(MAX_BATCH_VOTES) {
+            let Some(call) = Call::batch(chunk.iter().map(Outgoing::call).collect()) else {
+                continue;
+            };
+            let sent = self.outbox.send(call).await;
+            for o in chunk {
+                let r = o.record();
+                match (&sent, o) {
+                    (Ok(tx), Outgoing::Commit(..)) => {
+                        self.metrics.committed.fetch_add(1, Ordering::Relaxed);
+                        tracing::info!(session = %r.session, segment = r.segment, vote = ?r.vote, reason = r.reason, %tx, "committed");
+                    }
+                    (Ok(tx), Outgoing::Reveal(_)) => {
+                        // Marked only once pooled: a reveal still queued in the outbox is
+                        // in memory only, and a restart must send it again.
+                        if matches!(tx, Sent::Pooled(_)) {
+                            let _ = self.votes.mark_revealed(&r.session, r.segment, r.round);
+                        }
+                        self.metrics.revealed.fetch_add(1, Ordering::Relaxed);
+                        tracing::info!(session = %r.session, segment = r.segment, %tx, "revealed");
+                    }
+                    (Err(e), Outgoing::Commit(..)) => {
+                        self.fail("commit not sent", &r.session, r.segment, e);
+                    }
+                    (Err(e), Outgoing::Reveal(_)) => {
+                        self.fail("reveal not sent", &r.session, r.segment, e);
+                    }
                 }
             }
         }
@@ -940,66 +985,73 @@ impl Seat {
         }
     }
 
-    async fn reveal(&self, session: &Hash, round: u8) {
-        let Ok(records) = self.votes.unrevealed(session) else {
-            return;
-        };
-        if !self.reveals() {
-            if !records.is_empty() {
-                tracing::warn!(%session, round, held = records.len(), "test behaviour: commitments left unopened on purpose");
-            }
-            return;
-        }
-        let records: Vec<VoteRecord> = records.into_iter().filter(|r| r.round == round).collect();
-        // One transaction for all of the session's reveals, split at the batch limit.
-        for chunk in records.chunks(MAX_BATCH_VOTES) {
-            let calls = chunk
-                .iter()
-                .map(|r| Call::Reveal {
-                    session: r.session,
-                    segment: r.segment,
-                    vote: r.vote,
-                    salt: r.salt,
-                    reason: r.reason.clone(),
-                })
-                .collect();
-            let Some(call) = Call::batch(calls) else {
+    /// Opens every unrevealed vote of each (session, round) whose commit window closed,
+    /// all of them in as few transactions as [`Seat::send_votes`] needs.
+    pub async fn reveal(&self, closed: &[(Hash, u8)]) {
+        let mut out = Vec::new();
+        for (session, round) in closed {
+            let Ok(records) = self.votes.unrevealed(session) else {
                 continue;
             };
-            match self.outbox.send(call).await {
-                Ok(tx) => {
-                    for r in chunk {
-                        // Marked only once pooled: a reveal still queued in the outbox is
-                        // in memory only, and a restart must send it again.
-                        if matches!(tx, Sent::Pooled(_)) {
-                            let _ = self.votes.mark_revealed(session, r.segment, r.round);
-                        }
-                        self.metrics.revealed.fetch_add(1, Ordering::Relaxed);
-                        tracing::info!(%session, segment = r.segment, %tx, "revealed");
-                    }
+            if !self.reveals() {
+                if !records.is_empty() {
+                    tracing::warn!(%session, round, held = records.len(), "test behaviour: commitments left unopened on purpose");
                 }
-                Err(e) => {
-                    for r in chunk {
-                        self.fail("reveal not sent", session, r.segment, &e);
-                    }
-                }
+                continue;
             }
+            out.extend(
+                records
+                    .into_iter()
+                    .filter(|r| r.round == *round)
+                    .map(Outgoing::Reveal),
+            );
         }
+        self.send_votes(out).await;
     }
 }
 
-/// `items` grouped by session, the groups in the order their sessions first appear and
-/// each group in its items' order.
-fn by_session<T>(items: Vec<T>, session: impl Fn(&T) -> Hash) -> Vec<Vec<T>> {
-    let mut groups: Vec<(Hash, Vec<T>)> = Vec::new();
-    for item in items {
-        let s = session(&item);
-        match groups.iter_mut().find(|(g, _)| *g == s) {
-            Some((_, group)) => group.push(item),
-            None => groups.push((s, vec![item])),
+/// A vote on its way out: a commitment (with the record it commits to) or an opening.
+#[derive(Debug)]
+enum Outgoing {
+    Commit(VoteRecord, Commitment),
+    Reveal(VoteRecord),
+}
+
+impl Outgoing {
+    fn record(&self) -> &VoteRecord {
+        match self {
+            Outgoing::Commit(r, _) | Outgoing::Reveal(r) => r,
         }
     }
-    groups.into_iter().map(|(_, g)| g).collect()
+
+    /// What a batch may name once: (opening?, session, segment).
+    fn seat(&self) -> (bool, Hash, u16) {
+        let r = self.record();
+        (matches!(self, Outgoing::Reveal(_)), r.session, r.segment)
+    }
+
+    /// The vote itself: (opening?, session, segment, round).
+    fn seat_round(&self) -> (bool, Hash, u16, u8) {
+        let (opening, session, segment) = self.seat();
+        (opening, session, segment, self.record().round)
+    }
+
+    fn call(&self) -> Call {
+        match self {
+            Outgoing::Commit(r, commitment) => Call::Commit {
+                session: r.session,
+                segment: r.segment,
+                commitment: *commitment,
+            },
+            Outgoing::Reveal(r) => Call::Reveal {
+                session: r.session,
+                segment: r.segment,
+                vote: r.vote,
+                salt: r.salt,
+                reason: r.reason.clone(),
+            },
+        }
+    }
 }
 
 #[cfg(test)]
@@ -1473,6 +1525,146 @@ mod tests {
             "every seat committed"
         );
         assert_eq!(abstained, 0, "no judgement waited alone");
+    }
+
+    /// A node seated in several sessions at once sends their votes together: the
+    /// commitments handed over while its sender is busy go out as one `Votes`
+    /// transaction spanning every session, and the reveals of every session whose window
+    /// closed in a block go out as one more. Each vote applies as its single call would:
+    /// every session is decided.
+    #[tokio::test]
+    async fn a_node_seated_in_several_sessions_sends_their_votes_together() {
+        let mut chain = Chain::new(4);
+        let (p, blobs, _pd) = provider(&chain);
+        let nodes: Vec<Node> = (0..4)
+            .map(|i| seat(&chain, i, Some(from_store(blobs.clone()))))
+            .collect();
+        let mut sessions = Vec::new();
+        for _ in 0..3 {
+            let s = p.submit(INCORRECT, None, &chain.contract).await.unwrap();
+            sessions.push(s.session);
+        }
+        let me = auditor(0).public();
+        // Seat 0's seats in each session, once it holds every key they need.
+        let held = |chain: &Chain, n: &Node| -> Option<usize> {
+            let mut all = 0;
+            for sid in &sessions {
+                let sess = chain.contract.state().sessions.get(sid)?;
+                for (i, g) in sess.segments.iter().enumerate() {
+                    if !g.seats.iter().any(|x| x.account == me) {
+                        continue;
+                    }
+                    let i = u16::try_from(i).unwrap();
+                    let keys = std::iter::once(i)
+                        .chain(g.entry.depends_on.clone())
+                        .all(|k| n.seat.key(sid, k).is_some());
+                    if !keys {
+                        return None;
+                    }
+                    all += 1;
+                }
+            }
+            (all > 0).then_some(all)
+        };
+        let mut mine = None;
+        for _ in 0..10 {
+            let ev = chain.block().await;
+            p.on_block(&ev, &chain.contract).await;
+            for n in &nodes {
+                n.seat.on_events(&ev, &chain.contract).await;
+            }
+            mine = held(&chain, &nodes[0]);
+            if mine.is_some() {
+                break;
+            }
+        }
+        let mine = mine.expect("seat 0 never got its keys");
+        let pooled = |chain: &Chain| {
+            let pool = chain.pool.clone();
+            async move { pool.account(me).await.unwrap() }
+        };
+        assert_eq!(pooled(&chain).await.pending, 0);
+
+        // Seat 0's sender is busy while the three sessions are judged: their commitments
+        // wait, then leave in one transaction.
+        let busy = nodes[0].seat.sending.lock().await;
+        let votes = futures::future::join_all(
+            sessions
+                .iter()
+                .map(|sid| nodes[0].seat.vote(sid, &chain.contract)),
+        );
+        let release = async {
+            for _ in 0..100_000 {
+                let waiting = nodes[0].seat.unsent.lock().unwrap().len();
+                if waiting == mine {
+                    break;
+                }
+                tokio::task::yield_now().await;
+            }
+            drop(busy);
+        };
+        tokio::join!(votes, release);
+        assert_eq!(
+            count(&nodes[0], |m| &m.committed),
+            u64::try_from(mine).unwrap()
+        );
+        let a = pooled(&chain).await;
+        assert_eq!(a.pending, 1, "one transaction for {mine} commitments");
+        let Some(Call::Votes { groups }) = a.head.map(|tx| tx.body.call) else {
+            panic!("the commitments of three sessions go as one Votes call");
+        };
+        assert_eq!(groups.len(), 3);
+        assert_eq!(groups.iter().map(|g| g.commits.len()).sum::<usize>(), mine);
+
+        // The others vote; the block that takes every commitment closes the three
+        // windows, and seat 0 reveals all it holds in one transaction.
+        for n in &nodes[1..] {
+            for sid in &sessions {
+                n.seat.vote(sid, &chain.contract).await;
+            }
+        }
+        let ev = chain.block().await;
+        let closed = ev
+            .iter()
+            .filter(|e| matches!(e, Event::CommitWindowClosed { .. }))
+            .count();
+        assert_eq!(closed, 3, "{ev:?}");
+        nodes[0].seat.on_events(&ev, &chain.contract).await;
+        let a = pooled(&chain).await;
+        assert_eq!(a.pending, 1, "one transaction for {mine} reveals");
+        let Some(Call::Votes { groups }) = a.head.map(|tx| tx.body.call) else {
+            panic!("the reveals of three sessions go as one Votes call");
+        };
+        assert_eq!(groups.iter().map(|g| g.reveals.len()).sum::<usize>(), mine);
+        assert!(groups.iter().all(|g| g.commits.is_empty()));
+        for n in &nodes[1..] {
+            n.seat.on_events(&ev, &chain.contract).await;
+        }
+        p.on_block(&ev, &chain.contract).await;
+
+        for _ in 0..10 {
+            let ev = chain.block().await;
+            p.on_block(&ev, &chain.contract).await;
+            for n in &nodes {
+                n.seat.on_block(&ev, &chain.contract).await;
+            }
+            if sessions
+                .iter()
+                .all(|sid| !chain.contract.state().sessions.contains_key(sid))
+            {
+                break;
+            }
+        }
+        for sid in &sessions {
+            let o = chain.contract.state().outcomes.get(sid).expect("decided");
+            assert!(
+                o.segments
+                    .iter()
+                    .any(|g| g.verdict == SegmentVerdict::Invalid),
+                "each session finds the wrong step"
+            );
+            assert_eq!(o.trace, trust_contracts::TraceVerdict::Fail);
+        }
     }
 
     /// Seats whose segment no peer serves wait for it, then, once the commit window is

@@ -179,8 +179,21 @@ impl Duties {
     ) {
         // Votes that ended are reaped here, so the set holds only those running.
         while self.votes.try_join_next().is_some() {}
+        // The block's reveals, of every session whose window closed, go out together at
+        // the first one's place.
+        let mut reveals: Vec<(Hash, u8)> = duties
+            .iter()
+            .filter_map(|d| match d {
+                Duty::Reveal { session, round } => Some((*session, *round)),
+                _ => None,
+            })
+            .collect();
         for duty in duties {
             match duty {
+                Duty::Reveal { .. } => {
+                    let closed = std::mem::take(&mut reveals);
+                    self.cfg.seat.reveal(&closed).await;
+                }
                 Duty::Flush => {
                     let released = self.cfg.outbox.flush().await;
                     if released > 0 {
