@@ -21,6 +21,7 @@ pub mod preview;
 pub mod provider;
 pub mod quality;
 pub mod seat;
+mod sending;
 #[cfg(test)]
 mod testkit;
 pub mod votes;

@@ -35,13 +35,13 @@ use futures::{FutureExt, StreamExt, future::BoxFuture, stream::FuturesUnordered}
 use rand::RngCore;
 use trust_contracts::{Contract, Event, Phase, SegmentState};
 use trust_protocol::{
-    Commitment, Hash, Salt,
+    Hash, Salt,
     cid::Cid,
     seal::{
         KEY_LEN, SealError, SealingSecret, SegmentDoc, SegmentDocError, decrypt_segment,
         key_context, open_key,
     },
-    tx::{Call, MAX_BATCH_VOTES, Tier},
+    tx::{Call, Tier},
 };
 
 #[cfg(feature = "misbehave")]
@@ -49,7 +49,8 @@ use super::misbehave::Behaviour;
 use super::{
     duties::plan::{self, Duty},
     judge::{Auditor, ComputerAuditor, Decision, SeatRef, SegmentView},
-    outbox::{Outbox, Sent},
+    outbox::Outbox,
+    sending::{Outgoing, VoteSender},
     votes::{VoteBook, VoteBookError, VoteRecord},
 };
 use crate::{
@@ -232,12 +233,8 @@ pub struct Seat {
     /// Seats (session, segment, round) that could not read their segment yet: the ones
     /// that give up with an abstention when their commit window is about to close.
     stuck: std::sync::Mutex<BTreeSet<(Hash, u16, u8)>>,
-    /// Commitments and openings handed over and not yet sent: whoever holds `sending`
-    /// takes them all, of every session, into as few transactions as the batch limit
-    /// allows. Bounded by what the votes in flight hand over: each waits for its turn.
-    unsent: std::sync::Mutex<Vec<Outgoing>>,
-    /// The turn to send what `unsent` holds.
-    sending: tokio::sync::Mutex<()>,
+    /// Sends the commitments and openings of every session, batched.
+    sender: Arc<VoteSender>,
     /// Counters.
     pub metrics: Arc<SeatMetrics>,
     /// A test behaviour, and the seats a copy-cat already tried to copy for.
@@ -267,17 +264,21 @@ impl Seat {
         fetch: Option<FetchBlob>,
         metrics: Arc<SeatMetrics>,
     ) -> Result<Self, SeatError> {
+        let votes = VoteBook::open(db)?;
         Ok(Self {
+            sender: Arc::new(VoteSender::new(
+                outbox.clone(),
+                votes.clone(),
+                metrics.clone(),
+            )),
             outbox,
             sealing,
             blobs,
-            votes: VoteBook::open(db)?,
+            votes,
             keys: db.open_tree("seat/keys")?,
             fetch,
             judges: vec![Arc::new(ComputerAuditor)],
             stuck: std::sync::Mutex::default(),
-            unsent: std::sync::Mutex::default(),
-            sending: tokio::sync::Mutex::const_new(()),
             metrics,
             #[cfg(feature = "misbehave")]
             misbehave: None,
@@ -799,73 +800,10 @@ impl Seat {
         )
     }
 
-    /// Sends commitments of votes already persisted and openings of committed ones, with
-    /// whatever other votes of this node (of any session) are waiting: one transaction,
-    /// one signature, for up to [`MAX_BATCH_VOTES`] of them ([`Call::batch`]), however many
-    /// sessions they span. The first to get the turn sends all that is waiting; the votes
-    /// handed over meanwhile go out together at the next turn, so the busier the node, the
-    /// fuller its transactions, and an idle node's vote goes out at once.
+    /// Hands commitments and openings to this node's one vote sender ([`VoteSender`]) and
+    /// waits until they are sent.
     async fn send_votes(&self, votes: Vec<Outgoing>) {
-        if votes.is_empty() {
-            return;
-        }
-        self.unsent
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .extend(votes);
-        let _turn = self.sending.lock().await;
-        let waiting = std::mem::take(&mut *self.unsent.lock().unwrap_or_else(|e| e.into_inner()));
-        // A batch names a segment of a session once per kind (it would be malformed as a
-        // whole otherwise): the same vote handed over twice goes once, and the rare
-        // opening of an earlier round's seat beside this round's goes in the next pass.
-        let mut waiting: Vec<Outgoing> = {
-            let mut seen = BTreeSet::new();
-            waiting
-                .into_iter()
-                .filter(|o| seen.insert(o.seat_round()))
-                .collect()
-        };
-        while !waiting.is_empty() {
-            let mut seen = BTreeSet::new();
-            let (pass, later): (Vec<Outgoing>, Vec<Outgoing>) =
-                waiting.into_iter().partition(|o| seen.insert(o.seat()));
-            waiting = later;
-            self.send_pass(&pass).await;
-        }
-    }
-
-    /// Sends `pass`, where no seat appears twice, in chunks of [`MAX_BATCH_VOTES`].
-    async fn send_pass(&self, pass: &[Outgoing]) {
-        for chunk in pass.chunks(MAX_BATCH_VOTES) {
-            let Some(call) = Call::batch(chunk.iter().map(Outgoing::call).collect()) else {
-                continue;
-            };
-            let sent = self.outbox.send(call).await;
-            for o in chunk {
-                let r = o.record();
-                match (&sent, o) {
-                    (Ok(tx), Outgoing::Commit(..)) => {
-                        self.metrics.committed.fetch_add(1, Ordering::Relaxed);
-                        tracing::info!(session = %r.session, segment = r.segment, vote = ?r.vote, reason = r.reason, %tx, "committed");
-                    }
-                    (Ok(tx), Outgoing::Reveal(_)) => {
-                        // Marked only once pooled: a reveal still queued in the outbox is
-                        // in memory only, and a restart must send it again.
-                        if matches!(tx, Sent::Pooled(_)) {
-                            let _ = self.votes.mark_revealed(&r.session, r.segment, r.round);
-                        }
-                        self.metrics.revealed.fetch_add(1, Ordering::Relaxed);
-                        tracing::info!(session = %r.session, segment = r.segment, %tx, "revealed");
-                    }
-                    (Err(e), Outgoing::Commit(..)) => {
-                        self.fail("commit not sent", &r.session, r.segment, e);
-                    }
-                    (Err(e), Outgoing::Reveal(_)) => {
-                        self.fail("reveal not sent", &r.session, r.segment, e);
-                    }
-                }
-            }
-        }
+        self.sender.send(votes).await;
     }
 
     /// The segment as its judge sees it: the decrypted claim with its givens, and the
@@ -1007,50 +945,6 @@ impl Seat {
             );
         }
         self.send_votes(out).await;
-    }
-}
-
-/// A vote on its way out: a commitment (with the record it commits to) or an opening.
-#[derive(Debug)]
-enum Outgoing {
-    Commit(VoteRecord, Commitment),
-    Reveal(VoteRecord),
-}
-
-impl Outgoing {
-    fn record(&self) -> &VoteRecord {
-        match self {
-            Outgoing::Commit(r, _) | Outgoing::Reveal(r) => r,
-        }
-    }
-
-    /// What a batch may name once: (opening?, session, segment).
-    fn seat(&self) -> (bool, Hash, u16) {
-        let r = self.record();
-        (matches!(self, Outgoing::Reveal(_)), r.session, r.segment)
-    }
-
-    /// The vote itself: (opening?, session, segment, round).
-    fn seat_round(&self) -> (bool, Hash, u16, u8) {
-        let (opening, session, segment) = self.seat();
-        (opening, session, segment, self.record().round)
-    }
-
-    fn call(&self) -> Call {
-        match self {
-            Outgoing::Commit(r, commitment) => Call::Commit {
-                session: r.session,
-                segment: r.segment,
-                commitment: *commitment,
-            },
-            Outgoing::Reveal(r) => Call::Reveal {
-                session: r.session,
-                segment: r.segment,
-                vote: r.vote,
-                salt: r.salt,
-                reason: r.reason.clone(),
-            },
-        }
     }
 }
 
@@ -1587,7 +1481,7 @@ mod tests {
 
         // Seat 0's sender is busy while the three sessions are judged: their commitments
         // wait, then leave in one transaction.
-        let busy = nodes[0].seat.sending.lock().await;
+        let busy = nodes[0].seat.sender.turn.lock().await;
         let votes = futures::future::join_all(
             sessions
                 .iter()
@@ -1595,7 +1489,7 @@ mod tests {
         );
         let release = async {
             for _ in 0..100_000 {
-                let waiting = nodes[0].seat.unsent.lock().unwrap().len();
+                let waiting = nodes[0].seat.sender.unsent.lock().unwrap().len();
                 if waiting == mine {
                     break;
                 }
@@ -1665,6 +1559,66 @@ mod tests {
             );
             assert_eq!(o.trace, trust_contracts::TraceVerdict::Fail);
         }
+    }
+
+    /// Votes handed to the sender are sent even when the one who handed them over stops
+    /// waiting: a vote abandoned because its window closed must not take with it what
+    /// it carried, such as a block's openings of other sessions.
+    #[tokio::test]
+    async fn votes_handed_over_are_sent_when_the_one_who_handed_them_stops_waiting() {
+        let mut chain = Chain::new(4);
+        let (p, blobs, _pd) = provider(&chain);
+        let nodes: Vec<Node> = (0..4)
+            .map(|i| seat(&chain, i, Some(from_store(blobs.clone()))))
+            .collect();
+        let s = p.submit(INCORRECT, None, &chain.contract).await.unwrap();
+        // Every seat commits; the block that takes the commitments closes the window.
+        let mut closed = None;
+        for _ in 0..20 {
+            let ev = chain.block().await;
+            p.on_block(&ev, &chain.contract).await;
+            if ev
+                .iter()
+                .any(|e| matches!(e, Event::CommitWindowClosed { .. }))
+            {
+                closed = Some(ev);
+                break;
+            }
+            for n in &nodes {
+                for sid in n.seat.on_events(&ev, &chain.contract).await {
+                    n.seat.vote(&sid, &chain.contract).await;
+                }
+            }
+        }
+        let closed = closed.expect("the commit window closed");
+        let me = auditor(0).public();
+        let held = nodes[0].seat.votes.unrevealed(&s.session).unwrap().len();
+        assert!(held > 0, "seat 0 holds seats");
+        // Seat 0's sender is busy; the openings are handed over, and the one who handed
+        // them over gives up waiting.
+        let busy = nodes[0].seat.sender.turn.lock().await;
+        let gave_up = tokio::time::timeout(
+            std::time::Duration::from_millis(50),
+            nodes[0].seat.on_events(&closed, &chain.contract),
+        )
+        .await;
+        assert!(gave_up.is_err(), "the openings waited for the sender");
+        assert_eq!(chain.pool.account(me).await.unwrap().pending, 0);
+        drop(busy);
+        // The turn they started sends them all the same.
+        let mut pooled = 0;
+        for _ in 0..100_000 {
+            pooled = chain.pool.account(me).await.unwrap().pending;
+            if pooled > 0 {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(pooled, 1, "the openings went out in one transaction");
+        assert_eq!(
+            count(&nodes[0], |m| &m.revealed),
+            u64::try_from(held).unwrap()
+        );
     }
 
     /// Seats whose segment no peer serves wait for it, then, once the commit window is
