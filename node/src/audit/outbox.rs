@@ -226,6 +226,12 @@ impl Outbox {
         }
     }
 
+    /// The transaction the journal holds under `nonce`, if any.
+    fn journaled(&self, nonce: u64) -> Option<SignedTx> {
+        let bytes = self.journal.as_ref()?.get(nonce.to_be_bytes()).ok()??;
+        encoding::decode(&bytes).ok()
+    }
+
     /// Drops the journal's entries below `next` (included by the ledger).
     fn prune(&self, journal: &sled::Tree, next: u64) {
         for key in journal
@@ -441,6 +447,22 @@ impl Outbox {
         let mut filled = 0;
         let chain = latest(&self.chain).contract.chain_id();
         for nonce in holes {
+            if let Some(lost) = self.journaled(nonce) {
+                let sessions: std::collections::BTreeSet<Hash> = lost
+                    .body
+                    .call
+                    .unbatched()
+                    .iter()
+                    .filter_map(Call::session)
+                    .collect();
+                tracing::debug!(
+                    nonce,
+                    tx = %lost.id(),
+                    calls = lost.body.call.unbatched().len(),
+                    sessions = sessions.len(),
+                    "our transaction can no longer apply; its nonce gets a no-op"
+                );
+            }
             let tx = Signed::sign(
                 &self.key,
                 &chain,

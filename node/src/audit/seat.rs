@@ -523,7 +523,7 @@ impl Seat {
     /// whole window judging them one after the other. Each decision is persisted and
     /// committed as soon as it is made.
     pub async fn vote(&self, session: &Hash, contract: &Contract) {
-        self.vote_by(session, contract, None).await;
+        self.vote_by(session, contract, None, false).await;
     }
 
     /// [`vote`](Self::vote), with a deadline: once `tip` says the chain reached the block
@@ -531,7 +531,20 @@ impl Seat {
     /// block when the vote starts that late), every seat still reading or judging its
     /// segment (a fetch waiting its turn behind a burst of sessions, a slow judge) commits
     /// an abstention saying so, in time for it to land, instead of missing the window.
-    pub async fn vote_by(&self, session: &Hash, contract: &Contract, tip: Option<&TipReaches>) {
+    ///
+    /// A `delayed` vote (one that waited for a judging slot until its give-up block) gets
+    /// no next block: past the give-up block, its seats judge what this node already
+    /// holds and abstain at once on what would need a fetch. An abstention sent a block
+    /// later lands, under load, after the window: refused, it leaves a hole in this
+    /// node's nonces that holds back every later transaction of the node, other
+    /// sessions' votes among them, until a no-op fills it.
+    pub async fn vote_by(
+        &self,
+        session: &Hash,
+        contract: &Contract,
+        tip: Option<&TipReaches>,
+        delayed: bool,
+    ) {
         let me = self.outbox.key().public();
         let Some(s) = contract.state().sessions.get(session) else {
             return;
@@ -590,7 +603,7 @@ impl Seat {
         let height = contract.state().height;
         let late_at = commit_until
             .saturating_sub(GIVE_UP_BLOCKS)
-            .max(height.saturating_add(1));
+            .max(height.saturating_add(u64::from(!delayed)));
         let deadline = match tip {
             Some(tip) => tip(late_at),
             None => std::future::pending().boxed(),
@@ -1561,6 +1574,73 @@ mod tests {
         }
     }
 
+    /// A vote that only starts at its give-up block (it waited for a judging slot) gets no
+    /// block more: what would need a fetch is abstained on at once, in that block, and
+    /// lands in the window; no seat is missing and none is slashed.
+    #[tokio::test]
+    async fn a_vote_delayed_to_its_give_up_block_abstains_in_that_block() {
+        let mut chain = Chain::new(4);
+        let (p, _blobs, _pd) = provider(&chain);
+        let hangs: FetchBlob = Arc::new(|_| Box::pin(std::future::pending()));
+        let seats: Vec<(Seat, tempfile::TempDir)> = (0..4)
+            .map(|i| seat_of(&chain, i, Some(hangs.clone())))
+            .collect();
+        let tip = crate::audit::duties::tip_reaches(&chain.view.subscribe());
+        let s = p.submit(INCORRECT, None, &chain.contract).await.unwrap();
+        // Blocks go by with the keys delivered and nobody voting, up to the give-up block.
+        let mut at_give_up = false;
+        for _ in 0..40 {
+            let ev = chain.block().await;
+            p.on_block(&ev, &chain.contract).await;
+            for (seat, _) in &seats {
+                seat.on_events(&ev, &chain.contract).await;
+            }
+            if let Some(sess) = chain.contract.state().sessions.get(&s.session)
+                && let Phase::Commit { until, .. } = sess.phase
+                && gives_up(chain.contract.state().height, until)
+            {
+                at_give_up = true;
+                break;
+            }
+        }
+        assert!(at_give_up, "the session reached its seats' give-up block");
+        // Each delayed vote ends without another block: the tip never moves here.
+        for (seat, _) in &seats {
+            let vote = seat.vote_by(&s.session, &chain.contract, Some(&tip), true);
+            let stalls = async {
+                for _ in 0..10_000 {
+                    tokio::task::yield_now().await;
+                }
+            };
+            tokio::select! {
+                biased;
+                () = vote => {}
+                () = stalls => panic!("a delayed vote waited for a block more"),
+            }
+            let m = &seat.metrics;
+            let c = m.committed.load(Ordering::Relaxed);
+            assert!(c > 0);
+            assert_eq!(
+                m.abstained.load(Ordering::Relaxed),
+                c,
+                "every seat abstained"
+            );
+        }
+        let nodes: Vec<Node> = seats
+            .into_iter()
+            .map(|(seat, dir)| Node { seat, _dir: dir })
+            .collect();
+        run(&mut chain, &p, &nodes, &s.session, 40).await;
+        let st = chain.contract.state();
+        let o = st.outcomes.get(&s.session).expect("decided");
+        for g in &o.segments {
+            assert_eq!(g.votes.missing, 0, "no seat was a no-show: {g:?}");
+        }
+        for i in 0..4 {
+            assert_eq!(st.auditors[&auditor(i).public()].slashed, 0);
+        }
+    }
+
     /// Votes handed to the sender are sent even when the one who handed them over stops
     /// waiting: a vote abandoned because its window closed must not take with it what
     /// it carried, such as a block's openings of other sessions.
@@ -1710,7 +1790,9 @@ mod tests {
             for (seat, _) in &seats {
                 for session in seat.on_events(&ev, &contract).await {
                     let (seat, contract, tip) = (seat.clone(), contract.clone(), tip.clone());
-                    votes.spawn(async move { seat.vote_by(&session, &contract, Some(&tip)).await });
+                    votes.spawn(async move {
+                        seat.vote_by(&session, &contract, Some(&tip), false).await
+                    });
                 }
             }
             if let Some(sess) = chain.contract.state().sessions.get(&s.session)

@@ -233,8 +233,9 @@ impl Duties {
     /// The judging slot is waited for inside the vote's own task, never here: the block
     /// loop goes on to the next block's reveals and key deliveries. A vote that is still
     /// waiting for a slot when its seats give up ([`seat::gives_up`]) runs without one,
-    /// and its seats that cannot read in time abstain ([`Seat::vote_by`]) rather than miss
-    /// the window.
+    /// as a *delayed* vote: its seats judge what this node holds and abstain at once on
+    /// what would need a fetch ([`Seat::vote_by`]), so that the abstentions go out in the
+    /// give-up block and land in the window rather than after it.
     async fn judge(&mut self, contract: &Arc<Contract>, session: Hash) {
         if !self.open(&session) {
             debug!(%session, "not judged: this node's seats can no longer commit in it");
@@ -272,18 +273,26 @@ impl Duties {
         self.votes.spawn(
             async move {
                 let vote = async {
-                    let permit = tokio::select! {
-                        biased;
-                        p = slots.acquire_owned() => p.ok(),
-                        () = tip(give_up_at) => {
-                            debug!("judged without a slot: the seats give up at this block");
-                            None
+                    let (permit, waited) = match slots.clone().try_acquire_owned() {
+                        Ok(p) => (Some(p), false),
+                        Err(_) => {
+                            let p = tokio::select! {
+                                biased;
+                                p = slots.acquire_owned() => p.ok(),
+                                () = tip(give_up_at) => {
+                                    debug!("judged without a slot: the seats give up at this block");
+                                    None
+                                }
+                            };
+                            (p, true)
                         }
                     };
                     // The chain may have moved on while the vote waited for its slot.
                     let contract = latest(&view).contract.clone();
                     if may_commit(contract.state(), &me, &session) {
-                        seat.vote_by(&session, &contract, Some(&tip)).await;
+                        // Waited until its give-up block: no block more to read in.
+                        let delayed = waited && contract.state().height >= give_up_at;
+                        seat.vote_by(&session, &contract, Some(&tip), delayed).await;
                     }
                     drop(permit);
                 };
