@@ -543,13 +543,17 @@ async fn drive(
                 args.timeout_secs
             )));
         }
-        // Open the next session when it is due.
-        let due = if args.sequential {
-            submitted_at.is_empty()
-        } else {
-            interval.is_none_or(|d| t0 + d.mul_f64(next as f64) <= Instant::now())
-        };
-        if next < traces.len() && due {
+        // Open every session that is due (at a target rate, all those whose time came
+        // while the loop polled and slept: one per turn would cap the rate at the loop's).
+        loop {
+            let due = if args.sequential {
+                submitted_at.is_empty()
+            } else {
+                interval.is_none_or(|d| t0 + d.mul_f64(next as f64) <= Instant::now())
+            };
+            if next >= traces.len() || !due {
+                break;
+            }
             let (trace, hdag) = &traces[next];
             let t = Instant::now();
             let body = OpenSessionBody {
@@ -569,12 +573,15 @@ async fn drive(
                     status: 422,
                     message,
                     ..
-                }) if message.contains("retry") => {}
+                }) if message.contains("retry") => break,
                 Err(e) => return Err(fail(e)),
             }
-            if interval.is_none() && !args.sequential && next < traces.len() {
-                continue;
+            if args.sequential {
+                break;
             }
+        }
+        if interval.is_none() && !args.sequential && next < traces.len() {
+            continue;
         }
         let status = follow.status().await.map_err(fail)?;
         mempool.push(status.mempool as u64);
