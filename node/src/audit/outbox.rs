@@ -447,7 +447,9 @@ impl Outbox {
         let mut filled = 0;
         let chain = latest(&self.chain).contract.chain_id();
         for nonce in holes {
-            if let Some(lost) = self.journaled(nonce) {
+            if tracing::enabled!(tracing::Level::DEBUG)
+                && let Some(lost) = self.journaled(nonce)
+            {
                 let sessions: std::collections::BTreeSet<Hash> = lost
                     .body
                     .call
