@@ -41,7 +41,7 @@ use trust_protocol::{
         KEY_LEN, SealError, SealingSecret, SegmentDoc, SegmentDocError, decrypt_segment,
         key_context, open_key,
     },
-    tx::{Call, Tier},
+    tx::Tier,
 };
 
 #[cfg(feature = "misbehave")]
@@ -920,7 +920,7 @@ impl Seat {
         }
         match self
             .outbox
-            .send(Call::Commit {
+            .send(trust_protocol::tx::Call::Commit {
                 session: *session,
                 segment,
                 commitment: theirs,
@@ -971,7 +971,7 @@ mod tests {
         provider::Provider,
         testkit::{Chain, auditor, from_store, provider_key, sealing, seat_of},
     };
-    use trust_protocol::Vote;
+    use trust_protocol::{Vote, tx::Call};
 
     const INCORRECT: &str = include_str!("../../../examples/traces/fraction-incorrect.txt");
 
