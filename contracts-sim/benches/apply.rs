@@ -33,6 +33,7 @@ fn manifest(segments: Vec<SegmentEntry>, k: u8) -> SessionManifest {
         domain: String::new(),
         left_out: Vec::new(),
         terms: trust_protocol::tx::SessionTerms::default(),
+        honeypot_set: Hash::ZERO,
     };
     m.fee = trust_contracts::minimum_fee(&Params::default(), &m).unwrap();
     m

@@ -75,6 +75,7 @@ fn outcome(provider: Hash, i: u64) -> Outcome {
         refunded: 0,
         disputed_honeypots: 0,
         bond_burned: 0,
+        honeypots_forfeited: false,
         starved_seats: 0,
         starved_paid: 0,
         appeals: Default::default(),

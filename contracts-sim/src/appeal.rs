@@ -88,8 +88,8 @@ use crate::{
     events::{Event, SlashReason},
     registry,
     state::{
-        AppealResult, AppealRound, AppealTarget, AppealedSegment, LocalVerdict, OpenAppeal,
-        Outcome, Phase, Session, State,
+        AppealResult, AppealRound, AppealTarget, AppealedSegment, LocalVerdict, MAX_QUEUED_APPEALS,
+        OpenAppeal, Outcome, Phase, QueuedAppeal, Session, State,
     },
     tally,
 };
@@ -98,15 +98,15 @@ use crate::{
 pub const APPEAL_ROUND0: u8 = 2;
 
 /// Each segment's own verdict now and the round that decided it: the first round's (0 or
-/// its escalation 1), replaced by every later appeal round that decided the segment.
+/// its escalation 1), replaced by every later appeal round that decided the segment, and
+/// by Undecided where a Valid verdict's appeal round was starved of keys.
 pub(crate) fn current_verdicts(s: &Session, o: &Outcome) -> Vec<(LocalVerdict, u8)> {
     let mut local = tally::deciding_verdicts(s);
     for r in &o.appeals.rounds {
-        for a in r
-            .segments
-            .iter()
-            .filter(|a| a.verdict != LocalVerdict::Undecided)
-        {
+        for a in r.segments.iter().filter(|a| {
+            a.verdict != LocalVerdict::Undecided
+                || (a.result == AppealResult::Starved && a.previous == LocalVerdict::Valid)
+        }) {
             if let Some(x) = local.get_mut(usize::from(a.segment)) {
                 *x = (a.verdict, r.round);
             }
@@ -115,13 +115,18 @@ pub(crate) fn current_verdicts(s: &Session, o: &Outcome) -> Vec<(LocalVerdict, u
     local
 }
 
-/// Appeal rounds segment `segment` has had.
+/// Appeal rounds that judged segment `segment` ([`AppealResult::counts`]): a round the
+/// provider starved of keys, or one left undecided, does not use up the segment's rounds.
 fn rounds_of(o: &Outcome, segment: u16) -> u8 {
     let n = o
         .appeals
         .rounds
         .iter()
-        .filter(|r| r.segments.iter().any(|a| a.segment == segment))
+        .filter(|r| {
+            r.segments
+                .iter()
+                .any(|a| a.segment == segment && a.result.counts())
+        })
         .count();
     u8::try_from(n).unwrap_or(u8::MAX)
 }
@@ -194,8 +199,10 @@ fn first_tier<T>(
             segment,
             round,
             tier,
-            domain: &s.manifest.domain,
-            domain_required: s.manifest.terms.domain_required,
+            // Appeal seats come from the whole tier: a domain the provider chose never
+            // narrows who judges its appeal.
+            domain: "",
+            domain_required: false,
             seats,
             exclude: &exclude,
             held: &held,
@@ -229,30 +236,25 @@ fn not_appealable(st: &State, session: Hash) -> TxError {
     }
 }
 
-/// Opens an appeal of `segments` of `session` by `appellant` at `height` (see the module
-/// docs for what is checked). Changes nothing when it refuses.
-pub(crate) fn appeal(
-    st: &mut State,
+/// The last height at which an appeal of a session decided at `decided_at` may be filed,
+/// however many rounds ran: [`crate::Params::appeal_horizon`] after its first decision.
+fn horizon(st: &State, o: &Outcome) -> u64 {
+    o.decided_at.saturating_add(st.params.appeal_horizon)
+}
+
+/// The targets of an appeal of `segments` of session `id` (`s`, decided as `o`) by
+/// `appellant` judged in `round`, or why it cannot be heard: every segment must exist, not
+/// be a revealed honeypot, have a verdict, have rounds left, and be staffable now.
+fn targets(
+    st: &State,
+    id: Hash,
+    s: &Session,
+    o: &Outcome,
     appellant: AccountId,
-    session: Hash,
     segments: &[u16],
-    height: u64,
-    events: &mut Vec<Event>,
-) -> Result<(), TxError> {
-    let (Some(s), Some(o)) = (st.appealable.get(&session), st.outcomes.get(&session)) else {
-        return Err(not_appealable(st, session));
-    };
+    round: u8,
+) -> Result<Vec<AppealTarget>, TxError> {
     let p = &st.params;
-    if height > o.appeals.until {
-        return Err(TxError::AppealWindowClosed {
-            session,
-            closed_at: o.appeals.until,
-        });
-    }
-    let round = u8::try_from(o.appeals.rounds.len())
-        .ok()
-        .and_then(|a| a.checked_add(APPEAL_ROUND0))
-        .ok_or(TxError::Overflow)?;
     let current = current_verdicts(s, o);
     let covered = assign::coverage(s);
     let mut targets = Vec::with_capacity(segments.len());
@@ -276,7 +278,7 @@ pub(crate) fn appeal(
         let mut first = None;
         let staffed = first_tier(
             s,
-            &session,
+            &id,
             &Hash::ZERO,
             segment,
             round,
@@ -309,12 +311,97 @@ pub(crate) fn appeal(
             k: g.k,
         });
     }
+    Ok(targets)
+}
+
+/// The round the next appeal of a session decided as `o` is judged in.
+fn next_round(o: &Outcome) -> Result<u8, TxError> {
+    u8::try_from(o.appeals.rounds.len())
+        .ok()
+        .and_then(|a| a.checked_add(APPEAL_ROUND0))
+        .ok_or(TxError::Overflow)
+}
+
+/// Opens an appeal of `segments` of `session` by `appellant` at `height` (see the module
+/// docs for what is checked), or queues it behind the round being judged. Changes nothing
+/// when it refuses.
+pub(crate) fn appeal(
+    st: &mut State,
+    appellant: AccountId,
+    session: Hash,
+    segments: &[u16],
+    height: u64,
+    events: &mut Vec<Event>,
+) -> Result<(), TxError> {
+    let Some(o) = st.outcomes.get(&session) else {
+        return Err(not_appealable(st, session));
+    };
+    let last = horizon(st, o);
+    if o.appeals.final_at.is_some() || height > last {
+        return Err(TxError::AppealWindowClosed {
+            session,
+            closed_at: o.appeals.until.min(last),
+        });
+    }
     let n = u64::try_from(segments.len()).map_err(|_| TxError::Overflow)?;
-    let bond = p.appeal_bond.checked_mul(n).ok_or(TxError::Overflow)?;
+    let bond = st
+        .params
+        .appeal_bond
+        .checked_mul(n)
+        .ok_or(TxError::Overflow)?;
     let have = st.accounts.get(&appellant).map_or(0, |a| a.balance);
     let left = have
         .checked_sub(bond)
         .ok_or(TxError::InsufficientBalance { have, need: bond })?;
+
+    // A round is being judged: the appeal waits its turn (checked in full when it opens),
+    // so nobody is refused because someone else appealed first.
+    if let Some(s) = st.sessions.get(&session)
+        && s.appeal.is_some()
+    {
+        if s.queued.len() >= MAX_QUEUED_APPEALS {
+            return Err(TxError::AppealQueueFull(s.queued.len()));
+        }
+        for &segment in segments {
+            let g = s
+                .segments
+                .get(usize::from(segment))
+                .ok_or(TxError::UnknownSegment(segment))?;
+            if g.honeypot.is_some() {
+                return Err(TxError::AppealHoneypot(segment));
+            }
+        }
+        let position = u16::try_from(s.queued.len()).unwrap_or(u16::MAX);
+        st.accounts.entry(appellant).or_default().balance = left;
+        if let Some(s) = st.sessions.get_mut(&session) {
+            s.queued.push(QueuedAppeal {
+                appellant,
+                filed_at: height,
+                bond,
+                segments: segments.to_vec(),
+            });
+        }
+        events.push(Event::AppealQueued {
+            session,
+            appellant,
+            segments: segments.to_vec(),
+            position,
+            bond,
+        });
+        return Ok(());
+    }
+
+    let Some(s) = st.appealable.get(&session) else {
+        return Err(not_appealable(st, session));
+    };
+    if height > o.appeals.until {
+        return Err(TxError::AppealWindowClosed {
+            session,
+            closed_at: o.appeals.until,
+        });
+    }
+    let round = next_round(o)?;
+    let targets = targets(st, session, s, o, appellant, segments, round)?;
 
     // Every check passed: nothing below refuses.
     let Some(mut s) = st.appealable.remove(&session) else {
@@ -341,6 +428,74 @@ pub(crate) fn appeal(
         bond,
     });
     Ok(())
+}
+
+/// After a round of session `id` ended (decided or cancelled), opens the first queued
+/// appeal that can still be heard, with its seats drawn at the end of the next block; an
+/// appeal that cannot (a segment now undecided, out of rounds or unstaffable) gets its
+/// bond back. Returns the session to put back: live when an appeal opened, otherwise
+/// appealable (the caller decides where it goes from `s.appeal`).
+fn open_queued(
+    st: &mut State,
+    id: &Hash,
+    mut s: Session,
+    height: u64,
+    ev: &mut Vec<Event>,
+) -> Session {
+    while !s.queued.is_empty() {
+        let q = s.queued.remove(0);
+        let Some(o) = st.outcomes.get(id) else {
+            registry::credit(st, &q.appellant, q.bond);
+            continue;
+        };
+        let heard = next_round(o).and_then(|round| {
+            targets(st, *id, &s, o, q.appellant, &q.segments, round).map(|t| (round, t))
+        });
+        match heard {
+            Ok((round, segments)) => {
+                s.phase = Phase::Assigning;
+                s.appeal = Some(OpenAppeal {
+                    appellant: q.appellant,
+                    round,
+                    opened_at: height,
+                    bond: q.bond,
+                    segments,
+                });
+                if let Some(o) = st.outcomes.get_mut(id) {
+                    o.appeals.open = Some(round);
+                }
+                ev.push(Event::AppealOpened {
+                    session: *id,
+                    appellant: q.appellant,
+                    segments: q.segments,
+                    round,
+                    bond: q.bond,
+                });
+                return s;
+            }
+            Err(e) => {
+                registry::credit(st, &q.appellant, q.bond);
+                ev.push(Event::AppealCancelled {
+                    session: *id,
+                    appellant: q.appellant,
+                    refunded: q.bond,
+                    reason: e.to_string(),
+                });
+            }
+        }
+    }
+    s
+}
+
+/// Puts `s` back after a round ended: live when a queued appeal opened, appealable
+/// otherwise.
+fn put_back(st: &mut State, id: &Hash, s: Session, height: u64, ev: &mut Vec<Event>) {
+    let s = open_queued(st, id, s, height, ev);
+    if s.appeal.is_some() {
+        st.sessions.insert(*id, s);
+    } else {
+        st.appealable.insert(*id, s);
+    }
 }
 
 /// Whether an open appeal's seats are due: at the end of a block after the appeal's.
@@ -405,6 +560,7 @@ pub(crate) fn cancel(
     id: &Hash,
     mut s: Session,
     reason: String,
+    height: u64,
     ev: &mut Vec<Event>,
 ) {
     if let Some(a) = s.appeal.take() {
@@ -419,16 +575,20 @@ pub(crate) fn cancel(
     if let Some(o) = st.outcomes.get_mut(id) {
         o.appeals.open = None;
     }
-    st.appealable.insert(*id, s);
+    put_back(st, id, s, height, ev);
 }
 
-/// The accounts an appeal round's decision may change: the appellant and every seat, of
-/// any round, of the appealed segments.
+/// The accounts an appeal round's end (decided or cancelled) may change: the appellant,
+/// the provider, the queued appellants and every seat, of any round, of the appealed
+/// segments.
 pub(crate) fn decision_accounts(s: &Session) -> Vec<AccountId> {
     let Some(a) = &s.appeal else {
         return Vec::new();
     };
-    let mut out = vec![a.appellant];
+    // The provider pays seats it starved; queued appellants may be refunded when their
+    // appeal can no longer be heard.
+    let mut out = vec![a.appellant, s.provider];
+    out.extend(s.queued.iter().map(|q| q.appellant));
     for t in &a.segments {
         if let Some(g) = s.segments.get(usize::from(t.segment)) {
             out.extend(g.seats.iter().map(|x| x.account));
@@ -450,7 +610,8 @@ struct Money {
 
 /// Decides the open appeal of `s` at the close of its round's reveal window: each
 /// appealed segment's verdict, the economics, the recomputed outcome and the round's
-/// record; then the session is appealable again with a new window.
+/// record; then the session is appealable again with a new window (or the next queued
+/// appeal opens).
 pub(crate) fn decide(
     st: &mut State,
     ctx: &BlockCtx,
@@ -469,8 +630,10 @@ pub(crate) fn decide(
     };
     let params = st.params.clone();
     let tau = s.manifest.quorum.tau;
+    let by_provider = a.appellant == s.provider;
     let mut local = current_verdicts(&s, &o);
     let mut bond = a.bond;
+    let mut losses = std::mem::take(&mut s.losses);
     let mut records = Vec::with_capacity(a.segments.len());
     for t in &a.segments {
         let i = usize::from(t.segment);
@@ -478,11 +641,21 @@ pub(crate) fn decide(
             continue;
         };
         let counts = tally::round_counts(g, a.round);
-        let q = tally::quorum(tau, g.k);
+        let q = tally::round_quorum(tau, g.k, &counts);
         let verdict = tally::local_verdict(&counts, q);
         let (tier, k) = (g.tier, g.k);
+        let deps = g.entry.depends_on.len();
+        let round_seats = || g.seats.iter().filter(|x| x.round == a.round);
+        let keyed_judgements = round_seats()
+            .filter(|x| x.keyed(deps) && x.vote.is_some_and(|v| !v.is_abstain()))
+            .count();
+        let starved: Vec<AccountId> = round_seats()
+            .filter(|x| !x.keyed(deps) && x.vote.is_none_or(|v| v.is_abstain()))
+            .map(|x| x.account)
+            .collect();
         let previous_valid = t.previous == LocalVerdict::Valid;
         let result = match verdict.as_vote() {
+            None if !starved.is_empty() => AppealResult::Starved,
             None => AppealResult::Undecided,
             Some(v) if v.is_valid() != previous_valid => AppealResult::Overturned,
             Some(_) => AppealResult::Upheld,
@@ -490,8 +663,7 @@ pub(crate) fn decide(
         let share = params.appeal_bond.min(bond);
         bond = bond.saturating_sub(share);
 
-        // The appeal seats, scored as in any round; who shares the pot.
-        let deps = g.entry.depends_on.len();
+        // The appeal seats, scored as in any round (every judgement); who shares the pot.
         let mut payees = Vec::new();
         for seat in g.seats.iter().filter(|x| x.round == a.round) {
             let judged = matches!(seat.vote, Some(v) if !v.is_abstain());
@@ -501,30 +673,34 @@ pub(crate) fn decide(
             let score = match (seat.commitment, seat.vote) {
                 (None, _) | (Some(_), None) => Some(Score::Wrong(SlashReason::NoShow)),
                 (Some(_), Some(Vote::Abstain)) => None,
-                (Some(_), Some(vote)) if seat.counted => match verdict.as_vote() {
+                (Some(_), Some(vote)) => match verdict.as_vote() {
                     None => {
                         payees.push(seat.account);
                         None
                     }
                     Some(v) if v.is_valid() == vote.is_valid() => {
                         payees.push(seat.account);
-                        Some(Score::Agree)
+                        // Paid below, from the pot, not from an escrow.
+                        Some(Score::Agree { paid: false })
                     }
                     Some(_) => Some(Score::Wrong(SlashReason::WrongVote)),
                 },
-                _ => None,
             };
             if let Some(score) = score {
-                // Agreeing seats are paid below, from the pot, not from an escrow.
                 let mut nothing = 0;
                 econ::score_seat(
                     st,
-                    &mut nothing,
-                    &ctx.block_hash,
-                    id,
-                    t.segment,
-                    a.round,
-                    &seat.account,
+                    &mut econ::Pot {
+                        escrow: &mut nothing,
+                        losses: &mut losses,
+                    },
+                    &econ::SeatRef {
+                        block_hash: &ctx.block_hash,
+                        session: id,
+                        segment: t.segment,
+                        round: a.round,
+                        seat: &seat.account,
+                    },
                     score,
                     ev,
                 );
@@ -533,16 +709,20 @@ pub(crate) fn decide(
 
         let mut m = Money::default();
         let pot = match result {
+            // The majority of the round that had decided it answers for it, but only on
+            // the word of a quorum of seats the provider keyed: an overturn carried by
+            // seats that judged without keys slashes nobody.
             AppealResult::Overturned => {
-                // The majority of the round that had decided it answers for it.
-                for seat in g.seats.iter().filter(|x| x.round == t.decided_in) {
-                    let with_majority = seat.counted
-                        && seat
+                if keyed_judgements >= usize::from(q) {
+                    for seat in g.seats.iter().filter(|x| x.round == t.decided_in) {
+                        let with_majority = seat
                             .vote
                             .is_some_and(|v| !v.is_abstain() && v.is_valid() == previous_valid);
-                    if with_majority {
-                        let taken = econ::slash_incoherent(st, id, &seat.account, ev);
-                        m.slashed = m.slashed.saturating_add(taken);
+                        if with_majority {
+                            let taken =
+                                econ::slash_incoherent(st, &mut losses, id, &seat.account, ev);
+                            m.slashed = m.slashed.saturating_add(taken);
+                        }
                     }
                 }
                 let reward = params.appeal_reward.min(m.slashed);
@@ -552,7 +732,29 @@ pub(crate) fn decide(
                 m.slashed.saturating_sub(reward)
             }
             AppealResult::Upheld => share,
-            AppealResult::Undecided if payees.is_empty() => {
+            // Who owed the keys pays: each starved seat one reward `R` from the provider's
+            // balance (as much as it holds); a third party's bond comes back whole.
+            AppealResult::Starved => {
+                for seat in &starved {
+                    let paid = registry::debit_up_to(st, &s.provider, params.reward);
+                    registry::credit(st, seat, paid);
+                    ev.push(Event::SeatStarved {
+                        session: *id,
+                        segment: t.segment,
+                        seat: *seat,
+                        paid,
+                    });
+                }
+                if by_provider {
+                    share
+                } else {
+                    m.refunded = share;
+                    0
+                }
+            }
+            // Nobody judged: a third party gets its bond back; a provider appealing its
+            // own session bears it.
+            AppealResult::Undecided if payees.is_empty() && !by_provider => {
                 m.refunded = share;
                 0
             }
@@ -575,12 +777,23 @@ pub(crate) fn decide(
             registry::credit(st, &a.appellant, m.refunded);
         }
 
-        if verdict == LocalVerdict::Undecided {
-            // The previous verdict stands, with the tier and seats that reached it.
-            g.tier = t.tier;
-            g.k = t.k;
-        } else if let Some(x) = local.get_mut(i) {
-            *x = (verdict, a.round);
+        match result {
+            // A Valid verdict the provider kept its appeal from judging no longer stands.
+            AppealResult::Starved if previous_valid => {
+                if let Some(x) = local.get_mut(i) {
+                    *x = (LocalVerdict::Undecided, a.round);
+                }
+            }
+            AppealResult::Starved | AppealResult::Undecided => {
+                // The previous verdict stands, with the tier and seats that reached it.
+                g.tier = t.tier;
+                g.k = t.k;
+            }
+            AppealResult::Overturned | AppealResult::Upheld => {
+                if let Some(x) = local.get_mut(i) {
+                    *x = (verdict, a.round);
+                }
+            }
         }
         records.push(AppealedSegment {
             segment: t.segment,
@@ -597,6 +810,7 @@ pub(crate) fn decide(
             burned: m.burned,
         });
     }
+    s.losses = losses;
     if bond > 0 {
         // Unreachable (the bond is `appeal_bond` per segment); never lost either way.
         registry::credit(st, &a.appellant, bond);
@@ -637,7 +851,12 @@ pub(crate) fn decide(
         trace_after: o.trace,
     });
     o.appeals.open = None;
-    o.appeals.until = ctx.height.saturating_add(params.appeal_window);
+    // A fresh window after each round, never past the session's horizon.
+    o.appeals.until = ctx
+        .height
+        .saturating_add(params.appeal_window)
+        .min(o.decided_at.saturating_add(params.appeal_horizon))
+        .max(ctx.height);
     st.outcomes.insert(*id, o);
-    st.appealable.insert(*id, s);
+    put_back(st, id, s, ctx.height, ev);
 }

@@ -196,8 +196,11 @@ pub fn all_keys(state: &State) -> impl Iterator<Item = StateKey> + '_ {
         appealable,
         burned: _,
         supply: _,
-        // Derived from accounts and auditors, which the tree commits to.
+        // Derived from accounts, auditors and sessions, which the tree commits to.
         eligible: _,
+        seated: _,
+        expertise_due: _,
+        power_due: _,
     } = state;
     std::iter::once(StateKey::Global)
         .chain(accounts.keys().map(|a| StateKey::Account(*a)))

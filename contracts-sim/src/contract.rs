@@ -62,7 +62,7 @@ use crate::{
     commitment::{EntryProof, StateKey, Tree},
     error::TxError,
     events::Event,
-    params::{Genesis, GenesisError},
+    params::{Genesis, GenesisError, Params},
     registry, sessions,
     state::{
         Account, Failure, Finality, LocalVerdict, Outcome, Phase, Seat, Session, State,
@@ -134,6 +134,8 @@ impl Contract {
                     balance: a.balance,
                     stake: a.stake,
                     unbonding: Vec::new(),
+                    power: a.stake,
+                    fees_paid: 0,
                 },
             );
             if prev.is_some() {
@@ -173,6 +175,9 @@ impl Contract {
             burned: 0,
             supply,
             eligible: Default::default(),
+            seated: Default::default(),
+            expertise_due: Default::default(),
+            power_due: Default::default(),
         }))
     }
 
@@ -348,44 +353,19 @@ impl Contract {
                 mapping,
                 salt,
             } => sessions::reveal_mapping(st, sender, *session, *mapping, salt, &mut ev),
-            Call::RevealHoneypot {
-                session,
-                segment,
-                verdict,
-                difficulty,
-                salt,
-            } => sessions::reveal_honeypot(
-                st,
-                sender,
-                *session,
-                *segment,
-                *verdict,
-                *difficulty,
-                salt,
-                &mut ev,
-            ),
+            // Honeypots are opened as the committed set, never one by one.
+            Call::RevealHoneypot { .. } => Err(TxError::HoneypotSetRequired),
             Call::Appeal { session, segments } => {
                 appeal::appeal(st, sender, *session, segments, h, &mut ev)
             }
-            Call::RevealHoneypots { session, openings } => sessions::each_honeypot(
-                *session,
-                sender,
+            Call::RevealHoneypots {
+                session,
                 openings,
-                |o| o.segment,
-                |o, ev| {
-                    sessions::reveal_honeypot(
-                        st,
-                        sender,
-                        *session,
-                        o.segment,
-                        o.verdict,
-                        o.difficulty,
-                        &o.salt,
-                        ev,
-                    )
-                },
-                &mut ev,
-            ),
+                set_salt,
+            } => sessions::reveal_honeypot_set(st, sender, *session, openings, set_salt, &mut ev),
+            Call::DeclareExpertise { expertise } => {
+                registry::declare_expertise(st, sender, expertise, h, &mut ev)
+            }
             // Each entry as its single call would apply, in the order `unbatched` gives:
             // group by group, the commitments before the openings.
             Call::Votes { groups } => {
@@ -443,6 +423,16 @@ impl Contract {
     /// a registration chosen by its proposer) can sway the draw either.
     pub fn begin_block(&mut self, ctx: &BlockCtx) -> Vec<Event> {
         let mut ev = Vec::new();
+        // Expertise declared `expertise_delay` blocks ago counts from this block's draws.
+        for who in registry::apply_expertise(&mut self.state, ctx.height) {
+            self.tree.touch(StateKey::Auditor(who));
+            if let Some(a) = self.state.auditors.get(&who) {
+                ev.push(Event::ExpertiseChanged {
+                    account: who,
+                    expertise: a.expertise.clone(),
+                });
+            }
+        }
         let due: Vec<Hash> = self
             .state
             .sessions
@@ -459,7 +449,7 @@ impl Contract {
                     let p = &self.state.params;
                     s.phase = Phase::Commit {
                         round: 0,
-                        until: ctx.height.saturating_add(sessions::commit_window(p, &s)),
+                        until: ctx.height.saturating_add(sessions::commit_window(p, &s, 0)),
                     };
                     Next::Keep
                 }
@@ -467,7 +457,46 @@ impl Contract {
             };
             self.settle(ctx, id, s, Phase::Assigning, next, &mut ev);
         }
+        self.record_seats(&ev);
         ev
+    }
+
+    /// Records every seat `events` assigned in the index of who sits in which session.
+    fn record_seats(&mut self, events: &[Event]) {
+        for (session, _, seat, _) in events.iter().filter_map(Event::seat_assigned) {
+            registry::seat_in(&mut self.state, seat, session);
+        }
+    }
+
+    /// Moves every account whose stake changed in this block (or whose voting power is
+    /// still above its stake) one step: power rises to the stake at once, and falls towards
+    /// it by at most [`crate::Params::max_power_cut`] of itself per block.
+    fn follow_power(&mut self) {
+        let cut = self.state.params.max_power_cut;
+        let due = std::mem::take(&mut self.state.power_due);
+        for id in due {
+            let Some(a) = self.state.accounts.get_mut(&id) else {
+                continue;
+            };
+            let next = if a.stake >= a.power {
+                a.stake
+            } else {
+                let drop = cut.ceil_mul(a.power).max(1);
+                a.power.saturating_sub(drop).max(a.stake)
+            };
+            if next != a.power {
+                a.power = next;
+                self.tree.touch(StateKey::Account(id));
+            }
+            if a.power > a.stake {
+                self.state.power_due.insert(id);
+            }
+        }
+    }
+
+    /// The voting power of an account as a validator ([`crate::Account::power`]).
+    pub fn voting_power(&self, who: &AccountId) -> u64 {
+        self.state.accounts.get(who).map_or(0, |a| a.power)
     }
 
     /// The round-0 seats [`Contract::begin_block`] of the block with `ctx` will draw for
@@ -508,6 +537,8 @@ impl Contract {
             self.settle(ctx, id, s, phase, next, &mut ev);
         }
         self.finalize(ctx, &mut ev);
+        self.record_seats(&ev);
+        self.follow_power();
         self.state.height = ctx.height;
         self.tree.touch(StateKey::Global);
         self.tree.commit(&self.state);
@@ -538,6 +569,7 @@ impl Contract {
                 self.tree.touch(StateKey::Session(id));
                 self.tree.touch(StateKey::Failed(id));
                 self.tree.touch(StateKey::Account(s.provider));
+                registry::release_seats(&mut self.state, &id, &s);
                 let refund = s.escrow.saturating_add(s.bond);
                 registry::credit(&mut self.state, &s.provider, refund);
                 ev.push(Event::Refunded {
@@ -568,8 +600,8 @@ impl Contract {
                 }
                 // The session stays, with its seats, until it is final: an appeal
                 // draws fresh seats against them and slashes those it overturns.
-                let mut kept = s.clone();
-                let outcome = self.tally(ctx, &id, s, ev);
+                let mut kept = s;
+                let outcome = self.tally(ctx, &id, &mut kept, ev);
                 self.state.outcomes.insert(id, outcome);
                 kept.escrow = 0;
                 kept.bond = 0;
@@ -586,7 +618,10 @@ impl Contract {
             }
             Next::AppealCancelled(reason) => {
                 self.touch_appeal(&id, &s);
-                appeal::cancel(&mut self.state, &id, s, reason, ev);
+                for a in appeal::decision_accounts(&s) {
+                    self.tree.touch(StateKey::Account(a));
+                }
+                appeal::cancel(&mut self.state, &id, s, reason, ctx.height, ev);
             }
         }
     }
@@ -616,7 +651,9 @@ impl Contract {
             .copied()
             .collect();
         for id in due {
-            self.state.appealable.remove(&id);
+            if let Some(s) = self.state.appealable.remove(&id) {
+                registry::release_seats(&mut self.state, &id, &s);
+            }
             self.tree.touch(StateKey::Appealable(id));
             self.tree.touch(StateKey::Outcome(id));
             if let Some(o) = self.state.outcomes.get_mut(&id) {
@@ -639,7 +676,7 @@ impl Contract {
                     Ok(round) => {
                         s.phase = Phase::Commit {
                             round,
-                            until: h.saturating_add(sessions::commit_window(p, s)),
+                            until: h.saturating_add(sessions::commit_window(p, s, round)),
                         };
                         Next::Keep
                     }
@@ -647,7 +684,7 @@ impl Contract {
                 }
             }
             Phase::Commit { round, until } if h >= until || all_committed(s, round) => {
-                let reveal_until = h.saturating_add(sessions::reveal_window(p, s));
+                let reveal_until = h.saturating_add(sessions::reveal_window(p, s, round));
                 s.phase = Phase::Reveal {
                     round,
                     until: reveal_until,
@@ -679,7 +716,7 @@ impl Contract {
                         continue;
                     }
                     let counts = tally::round_counts(seg, round);
-                    let q = tally::quorum(s.manifest.quorum.tau, seg.k);
+                    let q = tally::round_quorum(s.manifest.quorum.tau, seg.k, &counts);
                     let v = tally::local_verdict(&counts, q);
                     seg.rounds.push(v);
                     if v == LocalVerdict::Undecided {
@@ -689,7 +726,7 @@ impl Contract {
                 if round == 0 && self.escalate(ctx, id, s, &undecided, ev) {
                     s.phase = Phase::Commit {
                         round: 1,
-                        until: h.saturating_add(sessions::commit_window(p, s)),
+                        until: h.saturating_add(sessions::commit_window(p, s, 1)),
                     };
                 } else if all_disclosed(s) {
                     // The provider opened its mapping during the reveal window (it had no
@@ -753,6 +790,10 @@ impl Contract {
             }
             let mut chosen = None;
             for (tier, k) in options {
+                // An escalation keeps a required domain only in a tier where it counts;
+                // elsewhere it draws from the whole tier.
+                let counts =
+                    sessions::domain_counts(&self.state, tier, &s.manifest.domain, &s.provider);
                 let d = Draw {
                     seed: &ctx.block_hash,
                     session: id,
@@ -760,8 +801,8 @@ impl Contract {
                     segment,
                     round: 1,
                     tier,
-                    domain: &s.manifest.domain,
-                    domain_required: s.manifest.terms.domain_required,
+                    domain: if counts { &s.manifest.domain } else { "" },
+                    domain_required: s.manifest.terms.domain_required && counts,
                     seats: k.saturating_add(s.manifest.quorum.extra_seats),
                     exclude: &exclude,
                     held: &held,
@@ -817,6 +858,9 @@ impl Contract {
                 .saturating_add(u128::from(s.escrow))
                 .saturating_add(u128::from(s.bond))
                 .saturating_add(u128::from(s.appeal.as_ref().map_or(0, |a| a.bond)));
+            for q in &s.queued {
+                total = total.saturating_add(u128::from(q.bond));
+            }
         }
         total
     }
@@ -857,7 +901,8 @@ fn touched_by(tree: &mut Tree, sender: AccountId, tx: &Tx) {
         | Call::Bond { .. }
         | Call::Unbond { .. }
         | Call::Withdraw
-        | Call::Exit => {}
+        | Call::Exit
+        | Call::DeclareExpertise { .. } => {}
         Call::OpenSession(_) => tree.touch(StateKey::Session(Tx::session_id(&sender, tx.nonce))),
         Call::DeliverKeys { session, .. }
         | Call::Commit { session, .. }
@@ -905,6 +950,23 @@ fn assign_round0(
     let mut held: BTreeMap<AccountId, usize> = BTreeMap::new();
     let mut covered = assign::Coverage::new();
     let mut drawn: Vec<Vec<AccountId>> = Vec::with_capacity(n);
+    // A domain counts in a tier only while its declaring pool holds the floor of stake; a
+    // required domain that no longer does leaves nobody to draw, and the session fails.
+    let counts: Vec<bool> = Tier::ALL
+        .iter()
+        .map(|t| sessions::domain_counts(state, *t, &s.manifest.domain, &s.provider))
+        .collect();
+    let domain_in = |tier: Tier| {
+        if counts
+            .get(Params::tier_index(tier))
+            .copied()
+            .unwrap_or(false)
+        {
+            s.manifest.domain.as_str()
+        } else {
+            ""
+        }
+    };
     for (i, seg) in s.segments.iter().enumerate() {
         let idx = u16::try_from(i).map_err(|_| AssignError::TooManySegments)?;
         let seats = seg.k.saturating_add(s.manifest.quorum.extra_seats);
@@ -916,7 +978,7 @@ fn assign_round0(
             segment: idx,
             round: 0,
             tier: seg.tier,
-            domain: &s.manifest.domain,
+            domain: domain_in(seg.tier),
             domain_required: s.manifest.terms.domain_required,
             seats,
             exclude: &[],

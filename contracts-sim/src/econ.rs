@@ -3,10 +3,14 @@
 //! the stake minimum, and the rubber-stamp rule fed by honeypots.
 //!
 //! A honeypot's truth is the provider's word, so nothing here punishes a seat on it alone:
-//! a honeypot whose seats contradict it by a clear majority is not scored against it at
-//! all (the tally decides that, and burns the provider's bond), and the rubber-stamp flag
-//! needs approved known errors from several distinct providers
-//! ([`crate::RubberStampRule::min_providers`]).
+//! a honeypot whose judgements against it reach a quorum is not scored at all (the tally
+//! decides that, and burns the provider's bond), and the rubber-stamp flag needs approved
+//! known errors from several distinct providers that each paid fees
+//! ([`crate::RubberStampRule::min_providers`], `min_provider_fees`).
+//!
+//! No session can take more than [`Params::max_session_loss`] of an auditor's stake, over
+//! all its seats and rounds ([`slash_in_session`]); the rubber-stamp forfeit, which rests
+//! on a record across many providers' sessions, is outside that bound.
 
 use trust_protocol::{AccountId, Hash, Vote, tx::Difficulty, units::Ppm};
 
@@ -60,49 +64,92 @@ pub fn slash_draw(
 
 /// Where a scored seat stands.
 pub(crate) enum Score {
-    Agree,
+    /// Its judgement agrees with the verdict; `paid` when it was among the first `k`.
+    Agree {
+        /// Whether it earns the reward `R`.
+        paid: bool,
+    },
+    /// It judged against the verdict, or did not show.
     Wrong(SlashReason),
 }
 
-/// Applies one scored seat: reward from the escrow or reputation loss plus the slash draw.
-/// Returns the reward paid.
-#[allow(clippy::too_many_arguments)]
+/// What a session's scoring draws on and keeps account of: the fee left in escrow, and
+/// the stake each account has lost in the session so far.
+pub(crate) struct Pot<'a> {
+    /// Fee left to pay rewards from.
+    pub escrow: &'a mut u64,
+    /// Stake lost per account in this session ([`crate::Session::losses`]).
+    pub losses: &'a mut std::collections::BTreeMap<AccountId, u64>,
+}
+
+/// Which seat is scored, and the block whose seed draws its slash.
+pub(crate) struct SeatRef<'a> {
+    /// The seed of the block scoring it.
+    pub block_hash: &'a Hash,
+    /// Its session.
+    pub session: &'a Hash,
+    /// Its segment.
+    pub segment: u16,
+    /// Its round.
+    pub round: u8,
+    /// Its account.
+    pub seat: &'a AccountId,
+}
+
+/// Takes up to `amount` of `seat`'s stake for a slash in a session where it has lost
+/// `losses[seat]` so far, never past [`Params::max_session_loss`] in all: one session can
+/// cost an auditor at most that much, however many of its seats it holds. Returns what was
+/// taken (burned).
+pub(crate) fn slash_in_session(
+    st: &mut State,
+    losses: &mut std::collections::BTreeMap<AccountId, u64>,
+    seat: &AccountId,
+    amount: u64,
+) -> u64 {
+    let lost = losses.get(seat).copied().unwrap_or(0);
+    let room = st.params.max_session_loss.saturating_sub(lost);
+    let taken = registry::slash(st, seat, amount.min(room));
+    if taken > 0 {
+        losses.insert(*seat, lost.saturating_add(taken));
+    }
+    taken
+}
+
+/// Applies one scored seat: reward from the escrow or reputation loss plus the slash draw
+/// (within the session's loss cap). Returns the reward paid.
 pub(crate) fn score_seat(
     st: &mut State,
-    escrow: &mut u64,
-    block_hash: &Hash,
-    session: &Hash,
-    segment: u16,
-    round: u8,
-    seat: &AccountId,
+    pot: &mut Pot<'_>,
+    at: &SeatRef<'_>,
     score: Score,
     events: &mut Vec<Event>,
 ) -> u64 {
     let params = st.params.clone();
+    let seat = at.seat;
     let Some(au) = st.auditors.get_mut(seat) else {
         return 0;
     };
     let r = au.reputation;
     match score {
-        Score::Agree => {
+        Score::Agree { paid } => {
             // A flagged seat keeps zero reputation and earns nothing more, even for votes
             // cast in sessions that were already running when it was flagged.
             if !au.flagged {
                 au.reputation = update_reputation(params.gamma, r, true);
             }
             au.agreed = au.agreed.saturating_add(1);
-            let pay = if au.flagged {
+            let pay = if au.flagged || !paid {
                 0
             } else {
-                params.reward.min(*escrow)
+                params.reward.min(*pot.escrow)
             };
-            *escrow = escrow.saturating_sub(pay);
+            *pot.escrow = pot.escrow.saturating_sub(pay);
             au.earned = au.earned.saturating_add(pay);
             if pay > 0 {
                 registry::credit(st, seat, pay);
                 events.push(Event::Rewarded {
-                    session: *session,
-                    segment,
+                    session: *at.session,
+                    segment: at.segment,
                     seat: *seat,
                     amount: pay,
                 });
@@ -113,11 +160,12 @@ pub(crate) fn score_seat(
             au.reputation = update_reputation(params.gamma, r, false);
             au.disagreed = au.disagreed.saturating_add(1);
             let tier = au.tier;
-            if slash_draw(block_hash, seat, session, segment, round) < p_slash(&params, r).0 {
-                let amount = registry::slash(st, seat, params.penalty);
+            let draw = slash_draw(at.block_hash, seat, at.session, at.segment, at.round);
+            if draw < p_slash(&params, r).0 {
+                let amount = slash_in_session(st, pot.losses, seat, params.penalty);
                 if amount > 0 {
                     events.push(Event::Slashed {
-                        session: *session,
+                        session: *at.session,
                         seat: *seat,
                         amount,
                         reason,
@@ -131,10 +179,12 @@ pub(crate) fn score_seat(
 }
 
 /// Slashes a seat that voted with the majority of a round whose verdict an appeal
-/// overturned: one penalty `P` from its stake (then its unbonding), with no draw, and its
-/// reputation falls as for a wrong vote. Returns the amount taken (burned).
+/// overturned: one penalty `P` from its stake (then its unbonding), within the session's
+/// loss cap, with no draw, and its reputation falls as for a wrong vote. Returns the
+/// amount taken (burned).
 pub(crate) fn slash_incoherent(
     st: &mut State,
+    losses: &mut std::collections::BTreeMap<AccountId, u64>,
     session: &Hash,
     seat: &AccountId,
     events: &mut Vec<Event>,
@@ -146,7 +196,7 @@ pub(crate) fn slash_incoherent(
     au.reputation = update_reputation(gamma, au.reputation, false);
     au.disagreed = au.disagreed.saturating_add(1);
     let min = st.params.min_stake(au.tier);
-    let amount = registry::slash(st, seat, penalty);
+    let amount = slash_in_session(st, losses, seat, penalty);
     if amount > 0 {
         events.push(Event::Slashed {
             session: *session,
@@ -202,11 +252,14 @@ fn deactivate_if_under(st: &mut State, seat: &AccountId, min: u64, events: &mut 
 }
 
 /// Records a vote on a revealed honeypot of `provider` (see [`crate::HoneypotStats`] for
-/// what an abstention counts as).
+/// what an abstention counts as). A missed known error names its provider towards the
+/// rubber-stamp rule's `min_providers` only when `provider_counts`: the provider has paid
+/// at least [`crate::RubberStampRule::min_provider_fees`] to seats before.
 pub(crate) fn record_honeypot(
     st: &mut State,
     seat: &AccountId,
     provider: &AccountId,
+    provider_counts: bool,
     vote: Vote,
     truth: Vote,
     d: Difficulty,
@@ -241,7 +294,7 @@ pub(crate) fn record_honeypot(
             *x = x.saturating_add(1);
         }
         let cap = usize::try_from(crate::params::MAX_MIN_PROVIDERS).unwrap_or(usize::MAX);
-        if !h.miss_providers.contains(provider) && h.miss_providers.len() < cap {
+        if provider_counts && !h.miss_providers.contains(provider) && h.miss_providers.len() < cap {
             h.miss_providers.push(*provider);
         }
     }

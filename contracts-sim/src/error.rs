@@ -58,10 +58,11 @@ pub enum TxError {
         /// Height from which the earliest pending unbonding can be withdrawn.
         frees_at: u64,
     },
-    /// The account still holds a seat in a session that is not final (live, or decided
-    /// and still appealable: an appeal may slash its seats).
+    /// What is released must stay within a slash's reach: the account holds seats in
+    /// sessions that are not final (live, or decided and still appealable), each of which
+    /// may still take up to `max_session_loss` of its stake.
     #[error(
-        "the account holds a seat in session {session}, which is not final yet: it must end (and its appeal window pass) before stake is withdrawn"
+        "the account holds a seat in session {session}, which is not final yet: the stake its seats may still lose stays until they are final"
     )]
     SeatHeld {
         /// The session.
@@ -182,6 +183,71 @@ pub enum TxError {
         /// Fresh auditors eligible there.
         eligible: usize,
     },
+    /// A term of the session is below the network's floor for it ([`crate::Floors`]).
+    #[error(
+        "{term} {asked}{} is below the network's floor: at least {floor} (genesis floors)",
+        tier.map(|t| format!(" for the {t:?} tier")).unwrap_or_default()
+    )]
+    BelowFloor {
+        /// Which term (`k`, `commit window`, `reveal window`, `beta` in ppm).
+        term: &'static str,
+        /// The tier it is a floor of, if per tier.
+        tier: Option<Tier>,
+        /// What the session asked for.
+        asked: u64,
+        /// The floor.
+        floor: u64,
+    },
+    /// A required domain whose declaring auditors in a tier the session routes to hold
+    /// less bonded stake than the network's floor (the provider's own excluded): a domain
+    /// only a few accounts declare would let whoever holds them fill every draw.
+    #[error(
+        "domain {domain:?} is required, but the {tier:?} auditors declaring it (other than the provider) hold {stake} of stake: the pool must hold at least {floor}"
+    )]
+    DomainPoolTooSmall {
+        /// The domain.
+        domain: String,
+        /// The tier.
+        tier: Tier,
+        /// Bonded stake of the eligible auditors of that tier declaring it.
+        stake: Amount,
+        /// The floor ([`crate::Floors::min_domain_stake`]).
+        floor: Amount,
+    },
+    /// A segment's weight is not the weight the session's terms give its tier.
+    #[error(
+        "segment {index}: weight {weight}, but the terms give {tier:?} segments weight {expected}"
+    )]
+    WeightNotTierWeight {
+        /// Segment index (session segments first, then left-out ones).
+        index: usize,
+        /// Its weight.
+        weight: u32,
+        /// Its tier.
+        tier: Tier,
+        /// The terms' weight for that tier.
+        expected: u32,
+    },
+    /// The openings are not the honeypot set the session committed to.
+    #[error("the openings are not the honeypot set committed when the session opened")]
+    HoneypotSetMismatch,
+    /// Honeypots are opened all at once ([`trust_protocol::tx::Call::RevealHoneypots`]).
+    #[error("honeypots are opened as one set with RevealHoneypots, never one by one")]
+    HoneypotSetRequired,
+    /// A segment of the committed set cannot be a honeypot.
+    #[error("segment {segment} cannot be a honeypot: {why}")]
+    HoneypotNotAllowed {
+        /// The segment.
+        segment: u16,
+        /// Why not.
+        why: &'static str,
+    },
+    /// The mapping is opened after the honeypot set.
+    #[error("open the honeypot set (RevealHoneypots, empty if none) before the mapping")]
+    HoneypotsNotOpened,
+    /// Too many appeals are waiting behind the open one.
+    #[error("{0} appeals of this session are waiting already, the most a session queues")]
+    AppealQueueFull(usize),
     /// An arithmetic limit was hit (amounts near `u64::MAX`).
     #[error("amount overflow")]
     Overflow,

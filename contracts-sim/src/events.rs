@@ -313,17 +313,43 @@ pub enum Event {
         /// Why, as the contract refuses the single call.
         reason: String,
     },
-    /// One opening of a batch of honeypot openings (`Call::RevealHoneypots`) was refused;
-    /// the batch's other openings applied.
-    HoneypotRefused {
+    /// The provider did not open its committed honeypot set before the tally: what was
+    /// left of its honeypot bond burned.
+    HoneypotsForfeited {
         /// Session.
         session: Hash,
-        /// The opening's segment.
-        segment: u16,
-        /// The session's provider, who sent it.
-        provider: AccountId,
-        /// Why, as the contract refuses the single call.
-        reason: String,
+        /// Bond burned.
+        burned: Amount,
+    },
+    /// An auditor declared new expertise domains, counting from height `at`.
+    ExpertiseDeclared {
+        /// The auditor.
+        account: AccountId,
+        /// The domains.
+        expertise: Vec<String>,
+        /// The first height whose draws see them.
+        at: u64,
+    },
+    /// Declared expertise took effect at the start of this block.
+    ExpertiseChanged {
+        /// The auditor.
+        account: AccountId,
+        /// Its domains now.
+        expertise: Vec<String>,
+    },
+    /// An appeal was filed while another round of the session was being judged: its bond
+    /// is escrowed and it opens when the rounds before it end.
+    AppealQueued {
+        /// Session.
+        session: Hash,
+        /// Who appealed.
+        appellant: AccountId,
+        /// Segments appealed.
+        segments: Vec<u16>,
+        /// Appeals waiting before it.
+        position: u16,
+        /// Bond escrowed.
+        bond: Amount,
     },
 }
 

@@ -50,14 +50,15 @@ pub use contract::{BlockCtx, Contract, SnapshotError};
 pub use error::TxError;
 pub use events::{Event, SlashReason};
 pub use params::{
-    Genesis, GenesisAccount, GenesisAuditor, GenesisError, MAX_MIN_PROVIDERS, Params,
+    Floors, Genesis, GenesisAccount, GenesisAuditor, GenesisError, MAX_MIN_PROVIDERS, Params,
     RubberStampRule,
 };
-pub use registry::{exit_refused, seat_held, withdrawable};
-pub use sessions::{honeypot_bond, minimum_fee};
+pub use registry::{exit_refused, held_stake, seat_held, withdrawable};
+pub use sessions::{check_terms, honeypot_bond, minimum_fee};
 pub use state::{
     Account, AppealRecord, AppealResult, AppealRound, AppealTarget, AppealedSegment, Auditor,
     CastVote, Coverage, Failure, FailureBound, Finality, HoneypotStats, LeftOutOutcome,
-    LocalVerdict, MAX_UNBONDINGS, OpenAppeal, Outcome, Phase, Seat, SegmentOutcome, SegmentState,
-    SegmentVerdict, Session, State, TraceVerdict, Unbonding, VoteCounts,
+    LocalVerdict, MAX_QUEUED_APPEALS, MAX_UNBONDINGS, OpenAppeal, Outcome, PendingExpertise, Phase,
+    QueuedAppeal, Seat, SegmentOutcome, SegmentState, SegmentVerdict, Session, State, TraceVerdict,
+    Unbonding, VoteCounts,
 };

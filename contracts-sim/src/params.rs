@@ -28,8 +28,17 @@ pub struct RubberStampRule {
     /// Approval rate of known errors at or above which a seat is flagged.
     pub approval: Ppm,
     /// Distinct providers whose known errors a seat must have approved before it can be
-    /// flagged (2..=[`MAX_MIN_PROVIDERS`]).
+    /// flagged (2..=[`MAX_MIN_PROVIDERS`]). Only providers that have paid at least
+    /// `min_provider_fees` count: a second key costs nothing, fees paid to seats do.
     pub min_providers: u32,
+    /// Fees a provider must have paid out to seats, over all its sessions, before a miss
+    /// on one of its honeypots counts towards `min_providers`.
+    #[serde(default = "default_min_provider_fees")]
+    pub min_provider_fees: Amount,
+}
+
+fn default_min_provider_fees() -> Amount {
+    180
 }
 
 /// Largest [`RubberStampRule::min_providers`]: each auditor's record keeps at most this many
@@ -105,6 +114,129 @@ pub struct Params {
     /// rest of the slashes pays the appeal seats that voted with the new verdict).
     #[serde(default = "default_appeal_reward")]
     pub appeal_reward: Amount,
+    /// The floors on every term a provider chooses ([`Floors`]): `OpenSession` is refused,
+    /// charging nothing, below any of them.
+    #[serde(default)]
+    pub floors: Floors,
+    /// Blocks after a `DeclareExpertise` before the new domains count in draws: longer
+    /// than any draw seed is known in advance.
+    #[serde(default = "default_expertise_delay")]
+    pub expertise_delay: u64,
+    /// The most stake an auditor can lose in one session, over all its seats and rounds
+    /// (appeals included): a provider's session can cost an honest seat at most this.
+    #[serde(default = "default_max_session_loss")]
+    pub max_session_loss: Amount,
+    /// The most a block may cut an account's voting power, as a share of it: power
+    /// follows stake down at most this fast (up at once), so one session's slashes cannot
+    /// strip a validator of its power in one block.
+    #[serde(default = "default_max_power_cut")]
+    pub max_power_cut: Ppm,
+    /// Blocks after a session is first decided during which appeals may be filed, however
+    /// many rounds ran: bounds a session's time to finality.
+    #[serde(default = "default_appeal_horizon")]
+    pub appeal_horizon: u64,
+    /// Blocks a key must arrive before its round's commit deadline to count as delivered
+    /// in time: a seat keyed later could not judge before it must commit, so it is
+    /// starved (paid by the provider, never slashed).
+    #[serde(default = "default_key_lead")]
+    pub key_lead: u64,
+}
+
+/// The network's floors under the terms a provider chooses, per tier where it matters
+/// (Computer, LLM, Human). Each is what an honest auditor of that tier can meet: a window
+/// shorter than the floor would make honest seats miss it and be slashed; fewer seats or a
+/// lower trace quorum would let too few votes decide.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Floors {
+    /// Least `k` per tier, for every tier a session allows.
+    pub min_k: [u8; 3],
+    /// Least commit window per tier, in blocks. A round's window is stretched to the
+    /// floor of every tier seated in it (escalations and appeals included); a session
+    /// that asks for a shorter window than the floor of a tier it routes to is refused.
+    pub min_commit_window: [u64; 3],
+    /// Least reveal window per tier, in blocks (as `min_commit_window`).
+    pub min_reveal_window: [u64; 3],
+    /// Least trace quorum `beta`.
+    pub min_beta: Ppm,
+    /// Least bonded stake the auditors declaring a required domain must hold in each
+    /// tier the session routes to (the provider's own excluded), so that a domain only a
+    /// provider's own auditors declare cannot be required.
+    pub min_domain_stake: Amount,
+}
+
+impl Default for Floors {
+    /// Floors for a public network producing a block every second or so: `k >= 3` in every
+    /// tier; commit windows of at least 6 blocks for the Computer tier (the node's give-up
+    /// margin of 2 blocks, a block for the keys and a few to fetch and judge), 20 for the
+    /// LLM tier and 30 for the Human tier; reveal windows of at least 4; `beta >= 0.5`; and
+    /// 20,000 of declaring stake behind a required domain.
+    fn default() -> Self {
+        Self {
+            min_k: [3, 3, 3],
+            min_commit_window: [6, 20, 30],
+            min_reveal_window: [4, 4, 4],
+            min_beta: Ppm(500_000),
+            min_domain_stake: 20_000,
+        }
+    }
+}
+
+impl Floors {
+    /// Floors that let a test or a small demo network use `k = 1`, short windows and any
+    /// domain: what `testnet init --dev-floors` writes. Never for a public network.
+    pub fn dev() -> Self {
+        Self {
+            min_k: [1, 1, 1],
+            min_commit_window: [4, 4, 4],
+            min_reveal_window: [2, 2, 2],
+            min_beta: Ppm(1),
+            min_domain_stake: 0,
+        }
+    }
+
+    /// Least `k` of a tier.
+    pub fn min_k(&self, tier: Tier) -> u8 {
+        pick(&self.min_k, tier)
+    }
+
+    /// Least commit window of a tier.
+    pub fn min_commit_window(&self, tier: Tier) -> u64 {
+        pick(&self.min_commit_window, tier)
+    }
+
+    /// Least reveal window of a tier.
+    pub fn min_reveal_window(&self, tier: Tier) -> u64 {
+        pick(&self.min_reveal_window, tier)
+    }
+}
+
+fn pick<T: Copy>(per_tier: &[T; 3], tier: Tier) -> T {
+    let [c, l, h] = *per_tier;
+    match tier {
+        Tier::Computer => c,
+        Tier::Llm => l,
+        Tier::Human => h,
+    }
+}
+
+fn default_expertise_delay() -> u64 {
+    10
+}
+
+fn default_max_session_loss() -> Amount {
+    18
+}
+
+fn default_max_power_cut() -> Ppm {
+    Ppm(250_000)
+}
+
+fn default_appeal_horizon() -> u64 {
+    200
+}
+
+fn default_key_lead() -> u64 {
+    3
 }
 
 fn default_appeal_reward() -> Amount {
@@ -208,6 +340,7 @@ impl Default for Params {
                 min_samples: 20,
                 approval: Ppm(600_000),
                 min_providers: 2,
+                min_provider_fees: default_min_provider_fees(),
             },
             // The node plants at most 8 (`audit::provider::honeypot::MAX_PER_SESSION`). A bond of
             // `P + R` per honeypot makes each false honeypot cost its provider more than a
@@ -219,6 +352,12 @@ impl Default for Params {
             appeal_bond: default_appeal_bond(),
             max_appeal_rounds: default_max_appeal_rounds(),
             appeal_reward: default_appeal_reward(),
+            floors: Floors::default(),
+            expertise_delay: default_expertise_delay(),
+            max_session_loss: default_max_session_loss(),
+            max_power_cut: default_max_power_cut(),
+            appeal_horizon: default_appeal_horizon(),
+            key_lead: default_key_lead(),
         }
     }
 }
@@ -236,6 +375,7 @@ impl Params {
                 min_samples: 6,
                 approval: Ppm(800_000),
                 min_providers: 2,
+                min_provider_fees: default_min_provider_fees(),
             },
             ..Self::default()
         }
@@ -332,6 +472,33 @@ impl Params {
         }
         if !(2..=MAX_MIN_PROVIDERS).contains(&self.rubber_stamp.min_providers) {
             return Err(GenesisError::BadParam("rubber_stamp.min_providers"));
+        }
+        let f = &self.floors;
+        if f.min_k.contains(&0) || f.min_k.iter().zip(&self.max_k).any(|(lo, hi)| lo > hi) {
+            return Err(GenesisError::BadParam("floors.min_k"));
+        }
+        // A key sent in the block after the draw must be able to count as in time.
+        if f.min_commit_window.iter().any(|w| *w <= self.key_lead)
+            || f.min_commit_window
+                .iter()
+                .chain(&f.min_reveal_window)
+                .any(|w| *w == 0 || *w > self.max_window)
+        {
+            return Err(GenesisError::BadParam(
+                "floors.min_commit_window/min_reveal_window",
+            ));
+        }
+        if !frac(f.min_beta) || f.min_beta == Ppm::ZERO {
+            return Err(GenesisError::BadParam("floors.min_beta"));
+        }
+        if self.expertise_delay < 2 {
+            return Err(GenesisError::BadParam("expertise_delay"));
+        }
+        if !frac(self.max_power_cut) || self.max_power_cut == Ppm::ZERO {
+            return Err(GenesisError::BadParam("max_power_cut"));
+        }
+        if self.appeal_horizon < self.appeal_window {
+            return Err(GenesisError::BadParam("appeal_horizon"));
         }
         if self.max_k.contains(&0)
             || self

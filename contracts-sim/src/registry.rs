@@ -94,8 +94,11 @@ pub(crate) fn drawable(st: &State, who: &AccountId) -> Option<Tier> {
         .then_some(au.tier)
 }
 
-/// Puts `who` in, or takes it out of, the per-tier index of drawable auditors.
+/// Puts `who` in, or takes it out of, the per-tier index of drawable auditors, and marks
+/// its voting power to follow its stake at the end of the block. Every change to an
+/// account's stake or an auditor's standing calls it.
 pub(crate) fn reindex(st: &mut State, who: &AccountId) {
+    st.power_due.insert(*who);
     let now = drawable(st, who);
     for (tier, set) in Tier::ALL.iter().zip(st.eligible.iter_mut()) {
         if now == Some(*tier) {
@@ -106,13 +109,113 @@ pub(crate) fn reindex(st: &mut State, who: &AccountId) {
     }
 }
 
-/// Rebuilds the whole index (genesis, restore).
+/// Rebuilds every derived index from the state (genesis, restore): the drawable
+/// auditors, who sits in which session not yet final, pending expertise, and voting power
+/// still falling towards stake.
 pub(crate) fn reindex_all(st: &mut State) {
     st.eligible = Default::default();
     let ids: Vec<AccountId> = st.auditors.keys().copied().collect();
     for id in ids {
         reindex(st, &id);
     }
+    st.power_due = st
+        .accounts
+        .iter()
+        .filter(|(_, a)| a.power != a.stake)
+        .map(|(id, _)| *id)
+        .collect();
+    st.seated = Default::default();
+    let mut seated: Vec<(AccountId, Hash)> = Vec::new();
+    for (id, s) in st.sessions.iter().chain(&st.appealable) {
+        for x in s.segments.iter().flat_map(|g| g.seats.iter()) {
+            seated.push((x.account, *id));
+        }
+    }
+    for (account, session) in seated {
+        st.seated.entry(account).or_default().insert(session);
+    }
+    st.expertise_due = Default::default();
+    let pending: Vec<(u64, AccountId)> = st
+        .auditors
+        .iter()
+        .filter_map(|(id, a)| a.pending_expertise.as_ref().map(|p| (p.at, *id)))
+        .collect();
+    for (at, id) in pending {
+        st.expertise_due.entry(at).or_default().insert(id);
+    }
+}
+
+/// Records that `account` holds a seat in `session` (not final yet).
+pub(crate) fn seat_in(st: &mut State, account: AccountId, session: Hash) {
+    st.seated.entry(account).or_default().insert(session);
+}
+
+/// Forgets every seat of `s` (session `id`): it failed or became final, so its seats hold
+/// nobody's stake any more.
+pub(crate) fn release_seats(st: &mut State, id: &Hash, s: &crate::state::Session) {
+    for x in s.segments.iter().flat_map(|g| g.seats.iter()) {
+        if let Some(set) = st.seated.get_mut(&x.account) {
+            set.remove(id);
+            if set.is_empty() {
+                st.seated.remove(&x.account);
+            }
+        }
+    }
+}
+
+/// `Call::DeclareExpertise`: the sender's new domains, counting from `expertise_delay`
+/// blocks after `height` (a later declaration replaces a pending one).
+pub(crate) fn declare_expertise(
+    st: &mut State,
+    who: AccountId,
+    expertise: &[String],
+    height: u64,
+    events: &mut Vec<Event>,
+) -> Result<(), TxError> {
+    let at = height.saturating_add(st.params.expertise_delay);
+    let au = st.auditors.get_mut(&who).ok_or(TxError::NotAnAuditor)?;
+    if au.exiting {
+        return Err(TxError::AlreadyExiting);
+    }
+    let mut domains = expertise.to_vec();
+    domains.sort();
+    domains.dedup();
+    let before = au
+        .pending_expertise
+        .replace(crate::state::PendingExpertise {
+            at,
+            expertise: domains.clone(),
+        });
+    if let Some(old) = before
+        && let Some(set) = st.expertise_due.get_mut(&old.at)
+    {
+        set.remove(&who);
+    }
+    st.expertise_due.entry(at).or_default().insert(who);
+    events.push(Event::ExpertiseDeclared {
+        account: who,
+        expertise: domains,
+        at,
+    });
+    Ok(())
+}
+
+/// Makes the expertise declared for `height` count (start of that block): returns the
+/// auditors whose entry changed.
+pub(crate) fn apply_expertise(st: &mut State, height: u64) -> Vec<AccountId> {
+    let due: Vec<u64> = st.expertise_due.range(..=height).map(|(h, _)| *h).collect();
+    let mut changed = Vec::new();
+    for h in due {
+        for who in st.expertise_due.remove(&h).unwrap_or_default() {
+            if let Some(au) = st.auditors.get_mut(&who)
+                && let Some(p) = au.pending_expertise.take_if(|p| p.at <= height)
+            {
+                au.expertise = p.expertise;
+                changed.push(who);
+            }
+        }
+    }
+    changed
 }
 
 /// A freshly registered auditor: initial reputation, active, no history.
@@ -138,6 +241,7 @@ pub(crate) fn new_auditor(
         honeypots: HoneypotStats::default(),
         flagged: false,
         exiting: false,
+        pending_expertise: None,
     }
 }
 
@@ -197,13 +301,10 @@ pub(crate) fn unbond(
             have: acct.stake,
             need: amount,
         })?;
-    if acct.unbonding.len() >= MAX_UNBONDINGS {
-        return Err(TxError::TooManyUnbondings);
-    }
     let release_at = height.saturating_add(delay);
     let a = st.accounts.entry(who).or_default();
     a.stake = stake;
-    a.unbonding.push(Unbonding { release_at, amount });
+    add_unbonding(&mut a.unbonding, Unbonding { release_at, amount });
     reindex(st, &who);
     events.push(Event::UnbondStarted {
         account: who,
@@ -213,28 +314,54 @@ pub(crate) fn unbond(
     Ok(())
 }
 
-/// The first session not final in which `who` holds a seat, of any round: a live one, or
-/// a decided one still in its appeal window (an appeal that overturns a verdict slashes
-/// the seats that decided it, so their stake must stay where the slash can reach it).
-pub fn seat_held(st: &State, who: &AccountId) -> Option<Hash> {
-    st.sessions
-        .iter()
-        .chain(&st.appealable)
-        .find_map(|(id, s)| {
-            s.segments
-                .iter()
-                .any(|g| g.seats.iter().any(|x| x.account == *who))
-                .then_some(*id)
-        })
+/// Adds an unbonding, merging it into the latest one when the account already has
+/// [`MAX_UNBONDINGS`] pending (the merged entry frees at the later height): an auditor can
+/// always unbond and exit, and the list stays bounded.
+fn add_unbonding(list: &mut Vec<Unbonding>, new: Unbonding) {
+    if list.len() >= MAX_UNBONDINGS
+        && let Some(last) = list.last_mut()
+    {
+        last.amount = last.amount.saturating_add(new.amount);
+        last.release_at = last.release_at.max(new.release_at);
+        return;
+    }
+    list.push(new);
 }
 
-/// What `who` could withdraw in a block at `height`, or why it cannot: a seat in a session
-/// not decided yet keeps all its stake (bonded or unbonding) where a slash can reach it;
-/// then something must be released by `height`.
+/// A session not yet final in which `who` holds a seat, of any round: a live one, or a
+/// decided one still in its appeal window (an appeal that overturns a verdict slashes the
+/// seats that decided it).
+pub fn seat_held(st: &State, who: &AccountId) -> Option<Hash> {
+    st.seated.get(who)?.iter().next().copied()
+}
+
+/// The stake `who` must keep within a slash's reach: [`crate::Params::max_session_loss`]
+/// for each session not yet final in which it holds a seat, less what it has lost in
+/// each already (no session can take more than that bound).
+pub fn held_stake(st: &State, who: &AccountId) -> Amount {
+    let cap = st.params.max_session_loss;
+    st.seated.get(who).map_or(0, |sessions| {
+        sessions
+            .iter()
+            .map(|id| {
+                let lost = st
+                    .sessions
+                    .get(id)
+                    .or_else(|| st.appealable.get(id))
+                    .and_then(|s| s.losses.get(who))
+                    .copied()
+                    .unwrap_or(0);
+                cap.saturating_sub(lost)
+            })
+            .fold(0u64, u64::saturating_add)
+    })
+}
+
+/// What `who` could withdraw in a block at `height`, or why it cannot: the unbondings
+/// released by `height`, less what must stay within a slash's reach for the seats it
+/// holds in sessions not final yet ([`held_stake`], covered first by its bonded stake and
+/// then by what is still unbonding).
 pub fn withdrawable(st: &State, who: &AccountId, height: u64) -> Result<Amount, TxError> {
-    if let Some(session) = seat_held(st, who) {
-        return Err(TxError::SeatHeld { session });
-    }
     let acct = st.accounts.get(who).ok_or(TxError::NothingToWithdraw)?;
     let frees_at = acct
         .unbonding
@@ -245,11 +372,26 @@ pub fn withdrawable(st: &State, who: &AccountId, height: u64) -> Result<Amount, 
     if frees_at > height {
         return Err(TxError::NotYetWithdrawable { frees_at });
     }
-    acct.unbonding
+    let released = acct
+        .unbonding
         .iter()
         .filter(|u| u.release_at <= height)
         .try_fold(0u64, |s, u| s.checked_add(u.amount))
-        .ok_or(TxError::Overflow)
+        .ok_or(TxError::Overflow)?;
+    let still = acct
+        .unbonding
+        .iter()
+        .filter(|u| u.release_at > height)
+        .fold(acct.stake, |s, u| s.saturating_add(u.amount));
+    let short = held_stake(st, who).saturating_sub(still);
+    let amount = released.saturating_sub(short);
+    if amount == 0 {
+        return Err(match seat_held(st, who) {
+            Some(session) => TxError::SeatHeld { session },
+            None => TxError::NothingToWithdraw,
+        });
+    }
+    Ok(amount)
 }
 
 pub(crate) fn withdraw(
@@ -261,15 +403,27 @@ pub(crate) fn withdraw(
     let amount = withdrawable(st, &who, height)?;
     let acct = st.accounts.get(&who).ok_or(TxError::NothingToWithdraw)?;
     let balance = acct.balance.checked_add(amount).ok_or(TxError::Overflow)?;
-    let pending: Vec<Unbonding> = acct
-        .unbonding
-        .iter()
-        .filter(|u| u.release_at > height)
-        .cloned()
-        .collect();
+    // Take the released unbondings, oldest first; what must stay held stays in the last
+    // one taken from, still released.
+    let mut left = amount;
+    let mut unbonding = Vec::with_capacity(acct.unbonding.len());
+    for u in &acct.unbonding {
+        if u.release_at > height || left == 0 {
+            unbonding.push(u.clone());
+            continue;
+        }
+        let take = left.min(u.amount);
+        left = left.saturating_sub(take);
+        if u.amount > take {
+            unbonding.push(Unbonding {
+                release_at: u.release_at,
+                amount: u.amount.saturating_sub(take),
+            });
+        }
+    }
     let a = st.accounts.entry(who).or_default();
     a.balance = balance;
-    a.unbonding = pending;
+    a.unbonding = unbonding;
     events.push(Event::Withdrawn {
         account: who,
         amount,
@@ -278,17 +432,13 @@ pub(crate) fn withdraw(
 }
 
 /// Why `who` cannot exit, if so: it must be a registered auditor that is not exiting
-/// already, with room for one more unbonding when it has stake bonded.
+/// already. (A full list of unbondings never stops it: the new one merges into the last.)
 pub fn exit_refused(st: &State, who: &AccountId) -> Option<TxError> {
     let Some(au) = st.auditors.get(who) else {
         return Some(TxError::NotAnAuditor);
     };
     if au.exiting {
         return Some(TxError::AlreadyExiting);
-    }
-    let acct = st.accounts.get(who);
-    if acct.is_some_and(|a| a.stake > 0 && a.unbonding.len() >= MAX_UNBONDINGS) {
-        return Some(TxError::TooManyUnbondings);
     }
     None
 }
@@ -341,6 +491,17 @@ pub(crate) fn slash(st: &mut State, who: &AccountId, amount: Amount) -> Amount {
         au.slashed = au.slashed.saturating_add(taken);
     }
     reindex(st, who);
+    taken
+}
+
+/// Takes up to `amount` from an account's balance (what it holds, if less); returns what
+/// was taken.
+pub(crate) fn debit_up_to(st: &mut State, who: &AccountId, amount: Amount) -> Amount {
+    let Some(a) = st.accounts.get_mut(who) else {
+        return 0;
+    };
+    let taken = amount.min(a.balance);
+    a.balance = a.balance.saturating_sub(taken);
     taken
 }
 

@@ -1,23 +1,30 @@
 //! Session transactions: opening, key delivery, commit, reveal, and the provider's
-//! disclosures (mapping and honeypots) after voting.
+//! disclosures (honeypot set and mapping) after voting.
 //!
-//! Two rules keep a provider from punishing seats on its own say:
+//! Rules that keep a provider from deciding the outcome or punishing seats on its own say:
+//! - **Terms within floors.** `OpenSession` is refused, charging nothing, when a term is
+//!   below the network's floor ([`crate::Floors`]: `k` per allowed tier, commit and reveal
+//!   windows per routed tier, `beta`), when a required domain's declaring pool holds too
+//!   little stake, or when a segment's weight is not its tier's weight in the terms. Each
+//!   round's windows are stretched to the floors of the tiers seated in it.
 //! - **Key delivery is on record.** `DeliverKeys` marks, on each seat, which of the keys
-//!   it needs (its segment's and its premises') arrived in its round's commit window with
-//!   at least one block left to commit. A seat whose keys did not is *starved*: the tally
-//!   never slashes it as a no-show and pays it from the provider's escrow.
-//! - **Honeypots are capped and bonded.** `OpenSession` escrows
-//!   [`Params::honeypot_bond`] for each honeypot the session may open
-//!   (`min(max_honeypots, segments)`); `RevealHoneypot` beyond
-//!   [`Params::max_honeypots`] is refused (an opening of a `RevealHoneypots` beyond it
-//!   alone). The tally burns a bond for each honeypot its seats contradict by a clear
-//!   majority, and scores those seats as for any segment.
+//!   it needs (its segment's and its premises') arrived in its round's commit window at
+//!   least [`Params::key_lead`] blocks before it closes. A seat whose keys did not is
+//!   *starved*: the tally never slashes it as a no-show, counts it towards the quorum's
+//!   size, and pays it from the provider's escrow.
+//! - **Honeypots are fixed before voting.** The manifest commits to the set of honeypot
+//!   segments; `RevealHoneypots` opens exactly that set, all at once, after voting. A set
+//!   member may be neither the conclusion nor rested on by the trace. A set not opened in
+//!   time forfeits the whole honeypot bond ([`Params::honeypot_bond`] per honeypot the
+//!   session may open, escrowed at `OpenSession`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use trust_protocol::{
-    AccountId, Commitment, Hash, Salt, Vote, honeypot_commitment, mapping_commitment,
-    tx::{Difficulty, SeatKey, SessionManifest, Tier},
+    AccountId, Commitment, Hash, Salt, Vote, honeypot_commitment, honeypot_set_commitment,
+    mapping_commitment,
+    tx::{HoneypotOpening, SeatKey, SessionManifest, Tier},
+    units::Amount,
     verify_commitment,
 };
 
@@ -46,20 +53,165 @@ pub fn honeypot_bond(params: &Params, segments: usize) -> Option<u64> {
     params.honeypot_bond.checked_mul(slots)
 }
 
-/// The commit window a session runs under: its terms', or the network's.
-pub(crate) fn commit_window(p: &Params, s: &Session) -> u64 {
+/// The session's own commit window: its terms', or the network's.
+fn base_commit_window(p: &Params, s: &Session) -> u64 {
     match s.manifest.terms.commit_window {
         0 => p.commit_window,
         w => u64::from(w),
     }
 }
 
-/// The reveal window a session runs under: its terms', or the network's.
-pub(crate) fn reveal_window(p: &Params, s: &Session) -> u64 {
+/// The session's own reveal window: its terms', or the network's.
+fn base_reveal_window(p: &Params, s: &Session) -> u64 {
     match s.manifest.terms.reveal_window {
         0 => p.reveal_window,
         w => u64::from(w),
     }
+}
+
+/// The tiers of the segments that have seats in `round`.
+fn round_tiers(s: &Session, round: u8) -> impl Iterator<Item = Tier> + '_ {
+    s.segments
+        .iter()
+        .filter(move |g| g.seats.iter().any(|x| x.round == round))
+        .map(|g| g.tier)
+}
+
+/// The commit window of `round` of a session: its own, stretched to the floor of every
+/// tier seated in the round ([`crate::Floors::min_commit_window`]), so that an escalation
+/// or appeal into a slower tier still gets a window its honest seats can meet.
+pub(crate) fn commit_window(p: &Params, s: &Session, round: u8) -> u64 {
+    round_tiers(s, round)
+        .map(|t| p.floors.min_commit_window(t))
+        .fold(base_commit_window(p, s), u64::max)
+}
+
+/// The reveal window of `round` of a session, stretched as [`commit_window`].
+pub(crate) fn reveal_window(p: &Params, s: &Session, round: u8) -> u64 {
+    round_tiers(s, round)
+        .map(|t| p.floors.min_reveal_window(t))
+        .fold(base_reveal_window(p, s), u64::max)
+}
+
+/// Bonded stake of the eligible `tier` auditors declaring `domain`, other than `provider`.
+pub(crate) fn domain_pool_stake(
+    st: &State,
+    tier: Tier,
+    domain: &str,
+    provider: &AccountId,
+) -> Amount {
+    st.eligible(tier)
+        .iter()
+        .filter(|id| *id != provider)
+        .filter(|id| {
+            st.auditors
+                .get(id)
+                .is_some_and(|a| a.expertise.iter().any(|e| e == domain))
+        })
+        .map(|id| st.accounts.get(id).map_or(0, |a| a.stake))
+        .fold(0u64, u64::saturating_add)
+}
+
+/// Whether `domain` counts for draws of `tier` in a session of `provider`: its declaring
+/// pool holds at least the network's floor of stake. A domain below the floor neither
+/// restricts a draw nor weighs in it, so a domain only a provider's own auditors declare
+/// gives them nothing.
+pub(crate) fn domain_counts(st: &State, tier: Tier, domain: &str, provider: &AccountId) -> bool {
+    !domain.is_empty()
+        && domain_pool_stake(st, tier, domain, provider) >= st.params.floors.min_domain_stake
+}
+
+/// Checks a manifest's terms against the network's limits and floors on `st`, as
+/// `OpenSession` does before it charges anything: `k` per allowed tier, windows per
+/// routed tier, `beta`, a required domain's pool, segment weights. A provider's node calls
+/// it before it signs, so that a refused session is never sent.
+pub fn check_terms(
+    st: &State,
+    provider: &AccountId,
+    manifest: &SessionManifest,
+) -> Result<(), TxError> {
+    let p = &st.params;
+    let f = &p.floors;
+    let q = &manifest.quorum;
+    let t = &manifest.terms;
+    if q.tau < p.min_tau {
+        return Err(TxError::QuorumOutOfLimits(
+            "tau is below the network minimum",
+        ));
+    }
+    if q.beta < f.min_beta {
+        return Err(TxError::BelowFloor {
+            term: "beta (ppm)",
+            tier: None,
+            asked: u64::from(q.beta.0),
+            floor: u64::from(f.min_beta.0),
+        });
+    }
+    if q.extra_seats > p.max_extra_seats {
+        return Err(TxError::QuorumOutOfLimits("too many extra seats"));
+    }
+    for tier in Tier::ALL {
+        if q.k(tier) > p.max_k(tier) {
+            return Err(TxError::QuorumOutOfLimits("k above the network maximum"));
+        }
+        if t.allows(tier) && q.k(tier) < f.min_k(tier) {
+            return Err(TxError::BelowFloor {
+                term: "k",
+                tier: Some(tier),
+                asked: u64::from(q.k(tier)),
+                floor: u64::from(f.min_k(tier)),
+            });
+        }
+    }
+    if u64::from(t.commit_window.max(t.reveal_window)) > p.max_window {
+        return Err(TxError::QuorumOutOfLimits(
+            "a commit or reveal window above the network maximum",
+        ));
+    }
+    let routed: BTreeSet<Tier> = manifest.segments.iter().map(|g| g.tier).collect();
+    for tier in routed {
+        for (term, asked, floor) in [
+            ("commit window", t.commit_window, f.min_commit_window(tier)),
+            ("reveal window", t.reveal_window, f.min_reveal_window(tier)),
+        ] {
+            if asked != 0 && u64::from(asked) < floor {
+                return Err(TxError::BelowFloor {
+                    term,
+                    tier: Some(tier),
+                    asked: u64::from(asked),
+                    floor,
+                });
+            }
+        }
+        if t.domain_required {
+            let stake = domain_pool_stake(st, tier, &manifest.domain, provider);
+            if stake < f.min_domain_stake {
+                return Err(TxError::DomainPoolTooSmall {
+                    domain: manifest.domain.clone(),
+                    tier,
+                    stake,
+                    floor: f.min_domain_stake,
+                });
+            }
+        }
+    }
+    let weights = manifest
+        .segments
+        .iter()
+        .map(|g| (g.tier, g.weight))
+        .chain(manifest.left_out.iter().map(|l| (l.tier, l.weight)));
+    for (index, (tier, weight)) in weights.enumerate() {
+        let expected = t.tier_weight(tier);
+        if weight != expected {
+            return Err(TxError::WeightNotTierWeight {
+                index,
+                weight,
+                tier,
+                expected,
+            });
+        }
+    }
+    Ok(())
 }
 
 pub(crate) fn open(
@@ -76,27 +228,9 @@ pub(crate) fn open(
     {
         return Err(TxError::SessionExists(session));
     }
+    check_terms(st, &provider, manifest)?;
     let p = &st.params;
     let q = &manifest.quorum;
-    if q.tau < p.min_tau {
-        return Err(TxError::QuorumOutOfLimits(
-            "tau is below the network minimum",
-        ));
-    }
-    if q.extra_seats > p.max_extra_seats {
-        return Err(TxError::QuorumOutOfLimits("too many extra seats"));
-    }
-    for tier in Tier::ALL {
-        if q.k(tier) > p.max_k(tier) {
-            return Err(TxError::QuorumOutOfLimits("k above the network maximum"));
-        }
-    }
-    let t = &manifest.terms;
-    if u64::from(t.commit_window.max(t.reveal_window)) > p.max_window {
-        return Err(TxError::QuorumOutOfLimits(
-            "a commit or reveal window above the network maximum",
-        ));
-    }
     let min = minimum_fee(p, manifest).ok_or(TxError::Overflow)?;
     if manifest.fee < min {
         return Err(TxError::FeeTooLow {
@@ -139,6 +273,9 @@ pub(crate) fn open(
             segments,
             mapping: None,
             appeal: None,
+            queued: Vec::new(),
+            honeypots_opened: false,
+            losses: BTreeMap::new(),
         },
     );
     events.push(Event::SessionOpened {
@@ -163,6 +300,7 @@ pub(crate) fn deliver_keys(
     height: u64,
     events: &mut Vec<Event>,
 ) -> Result<(), TxError> {
+    let key_lead = st.params.key_lead;
     let s = live(st, &session)?;
     if s.provider != sender {
         return Err(TxError::NotProvider);
@@ -200,11 +338,12 @@ pub(crate) fn deliver_keys(
             return Err(TxError::NotASeat(k.seat));
         }
     }
-    // On record for the tally: a key counts for the seats of the round now committing, if
-    // at least one block of the window is left for them to commit in. A key sent later
-    // (or in the reveal window) starves its seat as surely as no key.
+    // On record for the tally: a key counts for the seats of the round now committing if
+    // it lands at least `key_lead` blocks before the commit deadline, so that an honest
+    // seat has blocks left to fetch and judge before it must commit. A key sent later (or
+    // in the reveal window) starves its seat as surely as no key.
     if let Phase::Commit { round, until } = s.phase
-        && height < until
+        && height.saturating_add(key_lead) <= until
     {
         for k in keys {
             let targets: Vec<(usize, u32)> = takers(k.segment).collect();
@@ -317,34 +456,9 @@ pub(crate) fn each_vote<E>(
     )
 }
 
-/// Applies the openings of a batch of honeypot openings as [`each_vote`] applies votes,
-/// each as its single `RevealHoneypot` would, in order: a refused opening fails alone with
-/// a [`Event::HoneypotRefused`] in its place; the batch fails, changing nothing, only when
-/// every opening is refused, with the first one's error.
-pub(crate) fn each_honeypot<E>(
-    session: Hash,
-    sender: AccountId,
-    openings: &[E],
-    segment_of: impl Fn(&E) -> u16,
-    apply: impl FnMut(&E, &mut Vec<Event>) -> Result<(), TxError>,
-    events: &mut Vec<Event>,
-) -> Result<(), TxError> {
-    each_entry(
-        openings,
-        |e, error| Event::HoneypotRefused {
-            session,
-            segment: segment_of(e),
-            provider: sender,
-            reason: error.to_string(),
-        },
-        apply,
-        events,
-    )
-}
-
-/// The rule both kinds of batch share: `apply` each entry (changing nothing when it
-/// fails), `refused` names a failed one among the events; all refused, the batch fails
-/// with the first error and its events are dropped.
+/// The rule of a batch: `apply` each entry (changing nothing when it fails), `refused`
+/// names a failed one among the events; all refused, the batch fails with the first
+/// error and its events are dropped.
 fn each_entry<E>(
     entries: &[E],
     refused: impl Fn(&E, &TxError) -> Event,
@@ -448,29 +562,6 @@ pub(crate) fn reveal(
     Ok(())
 }
 
-/// The live session, if `sender` is its provider and it is in the disclosure window.
-///
-/// Every segment of a manifest may carry a honeypot commitment: a provider blinds its
-/// honeypots by giving the real segments commitments nobody can open. So the contract
-/// cannot know how many honeypots a session holds; the provider opens them first and the
-/// mapping last, and the disclosure closes with the mapping (or at the window's end).
-/// An unopened commitment is a real segment.
-fn disclosing<'a>(
-    st: &'a mut State,
-    sender: AccountId,
-    session: &Hash,
-    when: &'static str,
-) -> Result<&'a mut Session, TxError> {
-    let s = live(st, session)?;
-    if s.provider != sender {
-        return Err(TxError::NotProvider);
-    }
-    if !matches!(s.phase, Phase::Disclose { .. }) {
-        return Err(TxError::WrongPhase(when));
-    }
-    Ok(s)
-}
-
 pub(crate) fn reveal_mapping(
     st: &mut State,
     sender: AccountId,
@@ -495,6 +586,9 @@ pub(crate) fn reveal_mapping(
     if s.mapping.is_some() {
         return Err(TxError::AlreadyDisclosed);
     }
+    if !s.honeypots_opened {
+        return Err(TxError::HoneypotsNotOpened);
+    }
     if mapping_commitment(&mapping, salt) != s.manifest.mapping_commitment {
         return Err(TxError::CommitmentMismatch);
     }
@@ -503,48 +597,96 @@ pub(crate) fn reveal_mapping(
     Ok(())
 }
 
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn reveal_honeypot(
+/// `RevealHoneypots`: opens the session's whole committed honeypot set at once, or
+/// refuses, changing nothing. The openings must be exactly the committed set
+/// ([`honeypot_set_commitment`] of their segments under `set_salt`), each matching its
+/// segment's verdict commitment. A set segment may not be the conclusion, nor a segment
+/// that a segment outside the set (or a left-out one) rests on: a planted error must never
+/// reach the trace. The empty set may be opened as soon as the votes are bound (a reveal
+/// window), so that a session without honeypots is tallied at its last reveal; any other
+/// set in the disclosure window only.
+pub(crate) fn reveal_honeypot_set(
     st: &mut State,
     sender: AccountId,
     session: Hash,
-    segment: u16,
-    verdict: Vote,
-    difficulty: Difficulty,
-    salt: &Salt,
+    openings: &[HoneypotOpening],
+    set_salt: &Salt,
     events: &mut Vec<Event>,
 ) -> Result<(), TxError> {
-    let cap = st.params.max_honeypots;
-    let s = disclosing(st, sender, &session, "honeypots are opened after voting")?;
-    let opened = s.segments.iter().filter(|g| g.honeypot.is_some()).count();
-    let opened = u16::try_from(opened).unwrap_or(u16::MAX);
-    if opened >= cap {
-        return Err(TxError::TooManyHoneypots(opened));
+    let cap = usize::from(st.params.max_honeypots);
+    let s = live(st, &session)?;
+    if s.provider != sender {
+        return Err(TxError::NotProvider);
     }
-    // Only opened honeypots may rest on a honeypot: a chain of them is opened from its
-    // end, and a planted error never reaches a segment of the trace.
-    if s.segments
-        .iter()
-        .any(|g| g.entry.depends_on.contains(&segment) && g.honeypot.is_none())
-    {
-        return Err(TxError::HoneypotHasDependents(segment));
+    let open_now = match s.phase {
+        Phase::Disclose { .. } => true,
+        Phase::Reveal { .. } => openings.is_empty(),
+        _ => false,
+    };
+    if !open_now {
+        return Err(TxError::WrongPhase(
+            "honeypots are opened after voting (an empty set once the votes are committed)",
+        ));
     }
-    let seg = s
-        .segments
-        .get_mut(usize::from(segment))
-        .ok_or(TxError::UnknownSegment(segment))?;
-    let c = seg.entry.honeypot.ok_or(TxError::NotAHoneypot(segment))?;
-    if seg.honeypot.is_some() {
+    if s.honeypots_opened {
         return Err(TxError::AlreadyDisclosed);
     }
-    if honeypot_commitment(&seg.entry.id, verdict, difficulty, salt) != c {
-        return Err(TxError::CommitmentMismatch);
+    let set: BTreeSet<u16> = openings.iter().map(|o| o.segment).collect();
+    if honeypot_set_commitment(
+        &openings.iter().map(|o| o.segment).collect::<Vec<_>>(),
+        set_salt,
+    ) != s.manifest.honeypot_set
+    {
+        return Err(TxError::HoneypotSetMismatch);
     }
-    seg.honeypot = Some((verdict, difficulty));
-    events.push(Event::HoneypotRevealed {
-        session,
-        segment,
-        verdict,
-    });
+    if openings.len() > cap {
+        return Err(TxError::TooManyHoneypots(
+            u16::try_from(openings.len()).unwrap_or(u16::MAX),
+        ));
+    }
+    for o in openings {
+        let g = s
+            .segments
+            .get(usize::from(o.segment))
+            .ok_or(TxError::UnknownSegment(o.segment))?;
+        let c = g.entry.honeypot.ok_or(TxError::NotAHoneypot(o.segment))?;
+        if honeypot_commitment(&g.entry.id, o.verdict, o.difficulty, &o.salt) != c {
+            return Err(TxError::CommitmentMismatch);
+        }
+        if g.entry.conclusion {
+            return Err(TxError::HoneypotNotAllowed {
+                segment: o.segment,
+                why: "it is flagged as the trace's conclusion",
+            });
+        }
+    }
+    let rests_on_set = |deps: &[u16]| deps.iter().any(|d| set.contains(d));
+    let outside_rests = s
+        .segments
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !u16::try_from(*i).is_ok_and(|i| set.contains(&i)))
+        .find_map(|(_, g)| g.entry.depends_on.iter().find(|d| set.contains(d)).copied())
+        .or_else(|| {
+            s.manifest
+                .left_out
+                .iter()
+                .find(|l| rests_on_set(&l.depends_on))
+                .and_then(|l| l.depends_on.iter().find(|d| set.contains(d)).copied())
+        });
+    if let Some(segment) = outside_rests {
+        return Err(TxError::HoneypotHasDependents(segment));
+    }
+    for o in openings {
+        if let Some(g) = s.segments.get_mut(usize::from(o.segment)) {
+            g.honeypot = Some((o.verdict, o.difficulty));
+        }
+        events.push(Event::HoneypotRevealed {
+            session,
+            segment: o.segment,
+            verdict: o.verdict,
+        });
+    }
+    s.honeypots_opened = true;
     Ok(())
 }

@@ -37,6 +37,16 @@ pub struct Account {
     pub stake: Amount,
     /// Stake on its way out.
     pub unbonding: Vec<Unbonding>,
+    /// Voting power as a validator: the bonded stake, except that it falls at most
+    /// [`crate::Params::max_power_cut`] of itself per block (it rises at once), so that a
+    /// burst of slashes cannot strip a validator of its power in one block.
+    #[serde(default)]
+    pub power: Amount,
+    /// Fees this account has paid out to seats as a provider, over all its sessions: what
+    /// makes its honeypots count towards another auditor's rubber-stamp record
+    /// ([`crate::RubberStampRule::min_provider_fees`]).
+    #[serde(default)]
+    pub fees_paid: Amount,
 }
 
 /// Honeypot statistics of one auditor, by difficulty tier (paper §0.0.5.2).
@@ -138,6 +148,19 @@ pub struct Auditor {
     /// unbonding stake stays slashable), and its entry stays in the registry, so the account
     /// cannot register again (a new account can).
     pub exiting: bool,
+    /// Expertise declared with `DeclareExpertise`, waiting to replace `expertise` at the
+    /// height it names (the network's `expertise_delay` after the declaration).
+    #[serde(default)]
+    pub pending_expertise: Option<PendingExpertise>,
+}
+
+/// Expertise an auditor declared that does not count yet.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingExpertise {
+    /// The first height at whose start it counts.
+    pub at: u64,
+    /// The domains, sorted and without repeats.
+    pub expertise: Vec<String>,
 }
 
 /// One seat on one segment.
@@ -154,7 +177,9 @@ pub struct Seat {
     pub vote: Option<Vote>,
     /// The reason revealed with the vote (bound into its commitment), once revealed.
     pub reason: Option<String>,
-    /// Whether the reveal was among the first `k` of its round (auditor racing).
+    /// Whether its judgement (a revealed vote that is not an abstention) was among the
+    /// first `k` of its round (auditor racing): only these are paid. Every judgement of
+    /// the round counts towards the segment's verdict, whatever its order.
     pub counted: bool,
     /// Which keys the provider delivered to it in time (in its round's commit window, at
     /// least one block before the window closes): bit 0 its own segment's key, bit
@@ -285,6 +310,34 @@ pub struct Session {
     /// `None` otherwise.
     #[serde(default)]
     pub appeal: Option<OpenAppeal>,
+    /// Appeals filed while another was open, each to be judged in its own round after it,
+    /// in filing order (at most [`MAX_QUEUED_APPEALS`]).
+    #[serde(default)]
+    pub queued: Vec<QueuedAppeal>,
+    /// Whether the provider opened its committed honeypot set.
+    #[serde(default)]
+    pub honeypots_opened: bool,
+    /// Stake each account has lost in this session so far, over all its seats and rounds:
+    /// at most [`crate::Params::max_session_loss`].
+    #[serde(default)]
+    pub losses: BTreeMap<AccountId, Amount>,
+}
+
+/// Most appeals waiting behind an open one in a session.
+pub const MAX_QUEUED_APPEALS: usize = 16;
+
+/// An appeal filed while another round of the session was being judged: its bond is in
+/// escrow and it opens as soon as the rounds before it end.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueuedAppeal {
+    /// Who appealed.
+    pub appellant: AccountId,
+    /// Height of the block holding the appeal.
+    pub filed_at: u64,
+    /// The bond held in escrow (`appeal_bond` per segment).
+    pub bond: Amount,
+    /// The segments appealed.
+    pub segments: Vec<u16>,
 }
 
 /// An appeal being judged: who appealed, which segments, and the bond it escrows.
@@ -350,18 +403,24 @@ impl SegmentVerdict {
 /// Vote counts of one segment (all rounds).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VoteCounts {
-    /// Counted Valid votes (deciding round).
+    /// Valid votes (deciding round): every judgement counts, in any order.
     pub valid: u16,
-    /// Counted Invalid votes (deciding round).
+    /// Invalid votes (deciding round).
     pub invalid: u16,
-    /// Counted Ungrounded votes (deciding round).
+    /// Ungrounded votes (deciding round).
     pub ungrounded: u16,
-    /// Revealed abstentions (deciding round): present, not counted towards a quorum.
+    /// Revealed abstentions (deciding round): present; they count in the quorum's size,
+    /// not on either side.
     pub abstained: u16,
-    /// Reveals after the first `k` (recorded, not counted).
+    /// Judgements revealed after the first `k` of their round (counted towards the
+    /// verdict, not paid: auditor racing decides rewards, never the verdict).
     pub late: u16,
-    /// Seats that never committed or never revealed (all rounds).
+    /// Seats that never committed or never revealed although keyed in time.
     pub missing: u16,
+    /// Seats of the deciding round that the provider did not key in time and that did not
+    /// reveal: they count in the quorum's size, and the provider pays them.
+    #[serde(default)]
+    pub starved: u16,
 }
 
 /// One revealed vote of a segment, with the reason its commitment bound.
@@ -375,7 +434,8 @@ pub struct CastVote {
     pub vote: Vote,
     /// Why, as the seat wrote it (at most `MAX_REASON_BYTES` bytes).
     pub reason: String,
-    /// Whether it was among the first `k` of its round (counted towards the quorum).
+    /// Whether it was among the first `k` judgements of its round (paid if it agrees;
+    /// every judgement counts towards the verdict).
     pub counted: bool,
 }
 
@@ -503,6 +563,10 @@ pub struct Outcome {
     pub disputed_honeypots: u16,
     /// Honeypot bond burned.
     pub bond_burned: Amount,
+    /// Whether the provider failed to open its committed honeypot set in time: its whole
+    /// honeypot bond burned, and every segment counted as part of the trace.
+    #[serde(default)]
+    pub honeypots_forfeited: bool,
     /// Seats the provider did not deliver their keys in time (not slashed; paid from the
     /// provider's escrow).
     pub starved_seats: u16,
@@ -567,6 +631,20 @@ pub enum AppealResult {
     /// The appeal seats reached no quorum: the verdict stands and the bond pays the seats
     /// that judged.
     Undecided,
+    /// The provider did not key enough appeal seats for a quorum to judge: a Valid
+    /// verdict falls to Undecided (a provider cannot keep its verdict by hiding the
+    /// segment from its appeal), an error verdict stands; the provider pays the starved
+    /// seats, the appellant gets its bond back (unless it is the provider), and the round
+    /// does not count against the segment's appeal rounds.
+    Starved,
+}
+
+impl AppealResult {
+    /// Whether the round judged the segment (a keyed quorum decided it): only such rounds
+    /// count against [`crate::Params::max_appeal_rounds`].
+    pub fn counts(self) -> bool {
+        matches!(self, AppealResult::Overturned | AppealResult::Upheld)
+    }
 }
 
 /// One appealed segment of a decided appeal round.
@@ -666,6 +744,20 @@ pub struct State {
     /// auditor.
     #[serde(skip)]
     pub eligible: [BTreeSet<AccountId>; 3],
+    /// The sessions not yet final (live or appealable) in which each account holds a
+    /// seat: what holds its stake back from a withdrawal. Derived from `sessions` and
+    /// `appealable` (rebuilt on restore), neither encoded nor committed.
+    #[serde(skip)]
+    pub seated: BTreeMap<AccountId, BTreeSet<Hash>>,
+    /// Auditors whose declared expertise takes effect at each height. Derived from the
+    /// auditors' `pending_expertise` (rebuilt on restore).
+    #[serde(skip)]
+    pub expertise_due: BTreeMap<u64, BTreeSet<AccountId>>,
+    /// Accounts whose voting power is above their stake (falling towards it block by
+    /// block), or whose stake changed in the block being applied. Derived (rebuilt on
+    /// restore).
+    #[serde(skip)]
+    pub power_due: BTreeSet<AccountId>,
 }
 
 impl State {

@@ -31,53 +31,70 @@ pub fn quorum(tau: Ppm, k: u8) -> u8 {
         .max(1)
 }
 
-/// Counted votes of one round.
+/// The votes of one round of a segment. Every judgement (a revealed Valid, Invalid or
+/// Ungrounded vote) counts towards the verdict, whatever the order it arrived in; `late`
+/// says how many of them came after the first `k` (auditor racing: those are not paid).
+/// A seat the provider starved of its keys that did not reveal is `starved`, not
+/// `missing`: it could not judge, and it still counts in the quorum's size
+/// ([`round_quorum`]).
 pub(crate) fn round_counts(seg: &SegmentState, round: u8) -> VoteCounts {
+    use trust_protocol::Vote;
+    let deps = seg.entry.depends_on.len();
     let mut c = VoteCounts::default();
     for s in seg.seats.iter().filter(|s| s.round == round) {
-        match (s.vote, s.counted) {
-            (Some(trust_protocol::Vote::Valid), true) => c.valid = c.valid.saturating_add(1),
-            (Some(trust_protocol::Vote::Invalid), true) => c.invalid = c.invalid.saturating_add(1),
-            (Some(trust_protocol::Vote::Ungrounded), true) => {
-                c.ungrounded = c.ungrounded.saturating_add(1)
-            }
-            (Some(trust_protocol::Vote::Abstain), _) => c.abstained = c.abstained.saturating_add(1),
-            (Some(_), false) => c.late = c.late.saturating_add(1),
-            (None, _) => c.missing = c.missing.saturating_add(1),
+        match s.vote {
+            Some(Vote::Valid) => c.valid = c.valid.saturating_add(1),
+            Some(Vote::Invalid) => c.invalid = c.invalid.saturating_add(1),
+            Some(Vote::Ungrounded) => c.ungrounded = c.ungrounded.saturating_add(1),
+            Some(Vote::Abstain) => c.abstained = c.abstained.saturating_add(1),
+            None if !s.keyed(deps) => c.starved = c.starved.saturating_add(1),
+            None => c.missing = c.missing.saturating_add(1),
+        }
+        if s.vote.is_some_and(|v| !v.is_abstain()) && !s.counted {
+            c.late = c.late.saturating_add(1);
         }
     }
     c
 }
 
-/// Whether at least a quorum of a segment's seats judged it (counted votes that are not
-/// abstentions): only then could they have disputed a honeypot's truth.
-pub(crate) fn judged_by_quorum(seg: &SegmentState, tau: Ppm) -> bool {
-    let judged = seg
-        .seats
-        .iter()
-        .filter(|s| s.counted && s.vote.is_some_and(|v| !v.is_abstain()))
-        .count();
-    judged >= usize::from(quorum(tau, seg.k))
+/// The judgements of a round (revealed votes that are not abstentions).
+pub(crate) fn judgements(c: &VoteCounts) -> u16 {
+    c.valid
+        .saturating_add(c.invalid)
+        .saturating_add(c.ungrounded)
 }
 
-/// Whether a revealed honeypot's seats contradict its `truth` by a clear majority: over
-/// the counted votes of all its rounds, those on the other side of Valid/not-Valid are at
-/// least two thirds and at least the deciding round's quorum (one seat never disputes a
-/// honeypot alone).
-pub(crate) fn disputed(seg: &SegmentState, truth: trust_protocol::Vote, tau: Ppm) -> bool {
-    let counted = seg
-        .seats
-        .iter()
-        .filter_map(|s| s.vote.filter(|v| s.counted && !v.is_abstain()));
-    let (mut total, mut against) = (0u32, 0u32);
-    for v in counted {
-        total = total.saturating_add(1);
-        if v.is_valid() != truth.is_valid() {
-            against = against.saturating_add(1);
-        }
-    }
-    against >= u32::from(quorum(tau, seg.k))
-        && u64::from(against).saturating_mul(3) >= u64::from(total).saturating_mul(2)
+/// The quorum of a round: `q = max(ceil(tau k), ceil(tau n))`, where `n` is how many of
+/// its seats were there to judge: those that revealed (a judgement or an abstention) and
+/// those the provider starved of their keys. A seat that could not judge never shrinks the
+/// quorum, so a provider that starves honest seats, or a minority that outpaces the
+/// others, cannot decide a segment; a no-show (keyed, never revealed) does not count, so
+/// an absent seat cannot block one.
+pub fn round_quorum(tau: Ppm, k: u8, c: &VoteCounts) -> u8 {
+    let n = judgements(c)
+        .saturating_add(c.abstained)
+        .saturating_add(c.starved);
+    let by_n = u8::try_from(tau.ceil_mul(u64::from(n))).unwrap_or(u8::MAX);
+    quorum(tau, k).max(by_n)
+}
+
+/// Whether at least a quorum of a honeypot's seats judged it in the deciding round (`c`
+/// its counts there): only then could they have disputed its truth.
+pub(crate) fn judged_by_quorum(c: &VoteCounts, q: u8) -> bool {
+    judgements(c) >= u16::from(q)
+}
+
+/// Whether a revealed honeypot is disputed: the judgements of its deciding round (`c`) on
+/// the other side of Valid/not-Valid from its `truth` reach `q`, that round's quorum at
+/// the network's least `tau` (so at any session `tau`). A disputed honeypot scores nobody:
+/// a provider's word never outweighs a quorum of seats.
+pub(crate) fn disputed(c: &VoteCounts, truth: trust_protocol::Vote, q: u8) -> bool {
+    let against = if truth.is_valid() {
+        c.invalid.saturating_add(c.ungrounded)
+    } else {
+        c.valid
+    };
+    against >= u16::from(q)
 }
 
 /// A segment's own verdict in one round: a side wins with `q` counted votes, unless both
@@ -171,10 +188,10 @@ pub fn conclusions(flags: &[bool], deps: &[&[u16]]) -> Vec<bool> {
 /// - `Fail` when an error (Invalid, Ungrounded, Propagated) reaches a conclusion segment,
 ///   or when `W + undecided < beta * sum w` (even if every undecided segment held, the
 ///   trace could not pass);
-/// - `Pass` when `W >= beta * sum w`, no segment is an error, and the conclusion is
-///   sound: it was judged Valid and so was everything it rests on (a PASS means the
-///   reasoning holds: a step judged wrong spoils it even where the conclusion does not
-///   rest on it);
+/// - `Pass` when `W >= beta * sum w` and at least `beta` of the claims (each counted once,
+///   whatever its weight) are Valid, no segment is an error, and the conclusion is sound:
+///   it was judged Valid and so was everything it rests on (a PASS means the reasoning
+///   holds: a step judged wrong spoils it even where the conclusion does not rest on it);
 /// - `Inconclusive` otherwise.
 pub fn trace_verdict(segments: &[Weighed], beta: Ppm) -> TraceTally {
     let (mut pass, mut undecided, mut total) = (0u64, 0u64, 0u64);
@@ -198,15 +215,24 @@ pub fn trace_verdict(segments: &[Weighed], beta: Ppm) -> TraceTally {
         }
     }
     let (judged, sound) = (judged && any_conclusion, sound && any_conclusion);
-    let reaches = |w: u64| {
-        u128::from(w).saturating_mul(1_000_000)
-            >= u128::from(beta.0).saturating_mul(u128::from(total))
+    let share = |part: u64, whole: u64| {
+        u128::from(part).saturating_mul(1_000_000)
+            >= u128::from(beta.0).saturating_mul(u128::from(whole))
     };
+    let reaches = |w: u64| share(w, total);
+    // The same share of the claims, counted one each: weights cannot make the judged
+    // claims outweigh many unjudged ones.
+    let claims = u64::try_from(segments.len()).unwrap_or(u64::MAX);
+    let valid_claims = segments
+        .iter()
+        .filter(|s| s.verdict == SegmentVerdict::Valid)
+        .count();
+    let enough_claims = share(u64::try_from(valid_claims).unwrap_or(0), claims);
     let verdict = if total == 0 {
         TraceVerdict::Inconclusive
     } else if error_at_conclusion || !reaches(pass.saturating_add(undecided)) {
         TraceVerdict::Fail
-    } else if reaches(pass) && sound && !any_error {
+    } else if reaches(pass) && enough_claims && sound && !any_error {
         TraceVerdict::Pass
     } else {
         TraceVerdict::Inconclusive
@@ -507,10 +533,12 @@ pub(crate) fn verdicts(params: &Params, s: &Session, local: &[(LocalVerdict, u8)
     for (i, (g, verdict)) in s.segments.iter().zip(finals).enumerate() {
         let deciding = local.get(i).map_or(0, |l| l.1);
         let mut votes = round_counts(g, deciding);
+        let q = round_quorum(tau, g.k, &votes);
+        let deps = g.entry.depends_on.len();
         votes.missing = g
             .seats
             .iter()
-            .filter(|x| x.vote.is_none())
+            .filter(|x| x.vote.is_none() && x.keyed(deps))
             .count()
             .try_into()
             .unwrap_or(u16::MAX);
@@ -519,7 +547,7 @@ pub(crate) fn verdicts(params: &Params, s: &Session, local: &[(LocalVerdict, u8)
             tier: g.tier,
             escalated: g.rounds.len() > 1,
             k: g.k,
-            q: quorum(tau, g.k),
+            q,
             votes,
             honeypot: g.honeypot.map(|(v, _)| v),
             supports: g.entry.supports,
@@ -594,24 +622,26 @@ impl Contract {
         &mut self,
         ctx: &BlockCtx,
         id: &Hash,
-        s: Session,
+        s: &mut Session,
         ev: &mut Vec<Event>,
     ) -> Outcome {
         let tau = s.manifest.quorum.tau;
         let beta = s.manifest.quorum.beta;
-        let local = deciding_verdicts(&s);
+        let local = deciding_verdicts(s);
         let Verdicts {
             outcomes,
             left_out: left_outcomes,
             tally: t,
             coverage,
             bound,
-        } = verdicts(&self.state.params, &s, &local);
+        } = verdicts(&self.state.params, s, &local);
         let trace = t.verdict;
         let (passing_weight, total_weight) = (t.passing, t.total);
 
         // Economics: every seat of every round is scored against the segment's deciding
         // verdict, or against the truth for a revealed honeypot its seats do not dispute.
+        // Every judgement is scored (every one counted towards the verdict); only the
+        // first `k` of a round are paid.
         let mut escrow = s.escrow;
         let mut bond = s.bond;
         let mut bond_burned = 0u64;
@@ -619,16 +649,28 @@ impl Contract {
         let mut rewards_paid = 0u64;
         let mut honeypot_voters = Vec::new();
         let mut starved = Vec::new();
+        let provider_counts = self
+            .state
+            .accounts
+            .get(&s.provider)
+            .is_some_and(|a| a.fees_paid >= self.state.params.rubber_stamp.min_provider_fees);
+        let mut losses = std::mem::take(&mut s.losses);
         for (i, g) in s.segments.iter().enumerate() {
             let segment = u16::try_from(i).unwrap_or(u16::MAX);
             let deps = g.entry.depends_on.len();
             let own = || local.get(i).and_then(|l| l.0.as_vote());
+            let deciding = local.get(i).map_or(0, |l| l.1);
+            let c = round_counts(g, deciding);
+            let q = round_quorum(tau, g.k, &c);
+            // Disputing takes the quorum at the network's least `tau`, whatever the
+            // session's: a provider's `tau = 1` must not let one colluding seat block the
+            // dispute of its false honeypot.
+            let q_dispute = round_quorum(self.state.params.min_tau, g.k, &c);
             let (target, truth) = match g.honeypot {
-                Some((truth, _)) if disputed(g, truth, tau) => {
-                    // The seats contradict the provider's truth by a clear majority: the
-                    // provider's word does not outweigh them. Its bond for this honeypot
-                    // burns (paying it to the seats would pay seats to dispute), and the
-                    // seats are scored as for any segment, with no honeypot record.
+                Some((truth, _)) if disputed(&c, truth, q_dispute) => {
+                    // A quorum of seats contradicts the provider's truth: its word does
+                    // not outweigh them. Its bond for this honeypot burns (paying it to the
+                    // seats would pay seats to dispute), and nobody is scored on it.
                     let burn = self.state.params.honeypot_bond.min(bond);
                     bond = bond.saturating_sub(burn);
                     bond_burned = bond_burned.saturating_add(burn);
@@ -639,13 +681,13 @@ impl Contract {
                         segment,
                         burned: burn,
                     });
-                    (own(), None)
+                    (None, None)
                 }
-                // Fewer judging votes than a quorum (seats starved of their keys, or that
+                // Fewer judgements than a quorum (seats starved of their keys, or that
                 // could not read the segment and abstained): the seats could not have
                 // disputed the truth, so it does not score them either; a provider cannot
                 // make its word count by leaving one honest seat alone on a false honeypot.
-                Some(_) if !judged_by_quorum(g, tau) => (own(), None),
+                Some(_) if !judged_by_quorum(&c, q) => (own(), None),
                 Some((truth, d)) => (Some(truth), Some((truth, d))),
                 None => (own(), None),
             };
@@ -662,24 +704,28 @@ impl Contract {
                     (None, _) | (Some(_), None) => Some(Score::Wrong(SlashReason::NoShow)),
                     // Present but unable to judge: neither rewarded nor punished.
                     (Some(_), Some(trust_protocol::Vote::Abstain)) => None,
-                    (Some(_), Some(vote)) if seat.counted => target.map(|t| {
+                    (Some(_), Some(vote)) => target.map(|t| {
                         if vote.is_valid() == t.is_valid() {
-                            Score::Agree
+                            Score::Agree { paid: seat.counted }
                         } else {
                             Score::Wrong(SlashReason::WrongVote)
                         }
                     }),
-                    _ => None,
                 };
                 if let Some(score) = score {
                     rewards_paid = rewards_paid.saturating_add(econ::score_seat(
                         &mut self.state,
-                        &mut escrow,
-                        &ctx.block_hash,
-                        id,
-                        segment,
-                        seat.round,
-                        &seat.account,
+                        &mut econ::Pot {
+                            escrow: &mut escrow,
+                            losses: &mut losses,
+                        },
+                        &econ::SeatRef {
+                            block_hash: &ctx.block_hash,
+                            session: id,
+                            segment,
+                            round: seat.round,
+                            seat: &seat.account,
+                        },
                         score,
                         ev,
                     ));
@@ -689,6 +735,7 @@ impl Contract {
                         &mut self.state,
                         &seat.account,
                         &s.provider,
+                        provider_counts,
                         vote,
                         truth,
                         d,
@@ -697,6 +744,7 @@ impl Contract {
                 }
             }
         }
+        s.losses = losses;
         honeypot_voters.sort();
         honeypot_voters.dedup();
         for seat in &honeypot_voters {
@@ -720,6 +768,25 @@ impl Contract {
                 seat: *seat,
                 paid: pay,
             });
+        }
+        // A provider that did not open its committed honeypot set forfeits what is left
+        // of its honeypot bond: it cannot keep the set closed to wait for a better moment.
+        let honeypots_forfeited = !s.honeypots_opened;
+        if honeypots_forfeited && bond > 0 {
+            self.state.burned = self.state.burned.saturating_add(bond);
+            bond_burned = bond_burned.saturating_add(bond);
+            ev.push(Event::HoneypotsForfeited {
+                session: *id,
+                burned: bond,
+            });
+            bond = 0;
+        }
+        // What the provider paid out to seats makes its later honeypots count.
+        if let Some(a) = self.state.accounts.get_mut(&s.provider) {
+            a.fees_paid = a
+                .fees_paid
+                .saturating_add(rewards_paid)
+                .saturating_add(starved_paid);
         }
 
         for (i, o) in outcomes.iter().enumerate() {
@@ -765,6 +832,7 @@ impl Contract {
             refunded: refund,
             disputed_honeypots,
             bond_burned,
+            honeypots_forfeited,
             starved_seats: u16::try_from(starved.len()).unwrap_or(u16::MAX),
             starved_paid,
             appeals: AppealRecord {

@@ -9,13 +9,14 @@ use trust_contracts::{
 };
 use trust_protocol::{
     Hash, Keypair, Salt, Vote, honeypot_commitment,
-    tx::{Call, Difficulty, SegmentEntry, SessionManifest, Tier, Tx},
+    tx::{Call, Difficulty, HoneypotOpening, SegmentEntry, SessionManifest, Tier, Tx},
 };
 
 mod common;
 
 use common::{
-    Chain, SupplyCheck, commit_votes, deliver_keys, key, reveal_votes, seats_of, segment,
+    Chain, SupplyCheck, commit_votes, deliver_keys, key, open_set, reveal_votes, seats_of, segment,
+    test_params, with_honeypot_set,
 };
 
 /// The appellant's genesis balance.
@@ -86,6 +87,10 @@ fn run_session(
 ) -> (Hash, Vec<Event>) {
     let provider = key("provider");
     let sid = Tx::session_id(&provider.public(), chain.c.nonce(&provider.public()));
+    let m = match honeypot {
+        Some((segment, ..)) => with_honeypot_set(m, &[segment]),
+        None => m,
+    };
     chain.submit(&provider, Call::OpenSession(m));
     let mut all = chain.block();
     all.extend(chain.block());
@@ -96,13 +101,15 @@ fn run_session(
             if let Some((segment, verdict, salt)) = honeypot {
                 chain.submit(
                     &provider,
-                    Call::RevealHoneypot {
-                        session: sid,
-                        segment,
-                        verdict,
-                        difficulty: Difficulty::Obvious,
-                        salt,
-                    },
+                    open_set(
+                        sid,
+                        vec![HoneypotOpening {
+                            segment,
+                            verdict,
+                            difficulty: Difficulty::Obvious,
+                            salt,
+                        }],
+                    ),
                 );
             }
             chain.reveal_mapping(&provider, sid);
@@ -158,7 +165,7 @@ fn wrongly_failed(chain: &mut Chain, keys: &[Keypair]) -> (Hash, Vec<Event>) {
 
 #[test]
 fn an_appeal_overturns_a_wrong_verdict_slashes_its_majority_and_repays_the_appellant() {
-    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 12)]);
+    let (mut chain, keys) = Chain::new(test_params(), &[(Tier::Computer, 12)]);
     let appellant = key("appellant");
     let (sid, ev) = wrongly_failed(&mut chain, &keys);
     let first = seats_of(&ev, 0, 0);
@@ -167,7 +174,7 @@ fn an_appeal_overturns_a_wrong_verdict_slashes_its_majority_and_repays_the_appel
     assert_eq!(o.trace, TraceVerdict::Fail);
     assert_eq!(o.segments[0].verdict, SegmentVerdict::Invalid);
     assert_eq!(o.segments[1].verdict, SegmentVerdict::Propagated);
-    let until = o.decided_at + Params::default().appeal_window;
+    let until = o.decided_at + test_params().appeal_window;
     assert_eq!(chain.c.finality(&sid), Some(Finality::Appealable { until }));
     let stake_before: Vec<u64> = first
         .iter()
@@ -199,7 +206,7 @@ fn an_appeal_overturns_a_wrong_verdict_slashes_its_majority_and_repays_the_appel
     )));
 
     // The first round's majority: slashed one penalty each, deterministically.
-    let p = Params::default();
+    let p = test_params();
     for (a, before) in first.iter().zip(&stake_before) {
         assert!(ev.iter().any(|e| matches!(e,
             Event::Slashed { seat, reason: SlashReason::Incoherent, amount, .. }
@@ -268,7 +275,7 @@ fn an_appeal_overturns_a_wrong_verdict_slashes_its_majority_and_repays_the_appel
 
 #[test]
 fn an_upheld_verdict_pays_the_bond_to_the_appeal_seats() {
-    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 12)]);
+    let (mut chain, keys) = Chain::new(test_params(), &[(Tier::Computer, 12)]);
     let appellant = key("appellant");
     let segs = vec![segment(0, Tier::Computer, vec![])];
     let (sid, ev) = run_session(&mut chain, &keys, manifest(segs, 3), None, &|_, _| {
@@ -330,9 +337,9 @@ fn an_upheld_verdict_pays_the_bond_to_the_appeal_seats() {
 fn appeals_are_refused_with_the_reason_and_charge_nothing() {
     let params = Params {
         max_appeal_rounds: 1,
-        ..Params::default()
+        ..test_params()
     };
-    let (mut chain, keys) = Chain::new(params, &[(Tier::Computer, 12)]);
+    let (mut chain, keys) = Chain::new(params, &[(Tier::Computer, 20)]);
     let appellant = key("appellant");
     let poor = key("poor");
     let provider = key("provider");
@@ -441,7 +448,8 @@ fn appeals_are_refused_with_the_reason_and_charge_nothing() {
     assert_eq!(chain.c.nonce(&appellant.public()), nonce);
     assert_eq!(chain.c.state_root(), root);
 
-    // One appeal at a time.
+    // While a round is judged, another appeal waits its turn (its bond escrowed at once):
+    // nobody is refused because someone else appealed first.
     chain.submit(
         &appellant,
         Call::Appeal {
@@ -450,27 +458,80 @@ fn appeals_are_refused_with_the_reason_and_charge_nothing() {
         },
     );
     chain.block();
-    assert_eq!(
-        refuse(&mut chain, &poor, vec![1]),
-        TxError::AppealOpen {
-            session: sid,
-            round: 2
-        }
+    let e = refuse(&mut chain, &poor, vec![1]);
+    assert_eq!(e, TxError::InsufficientBalance { have: 10, need: 60 });
+    let second = key("appellant-2");
+    chain.submit(
+        &appellant,
+        Call::Transfer {
+            to: second.public(),
+            amount: 100,
+        },
     );
     chain.block();
-    // Let the appeal seats stay silent: the appeal ends undecided and the verdict stands.
-    while chain.c.state().sessions.contains_key(&sid) {
-        chain.block();
+    let queued = chain
+        .try_apply(
+            &second,
+            Call::Appeal {
+                session: sid,
+                segments: vec![1],
+            },
+        )
+        .unwrap();
+    assert!(queued.iter().any(|e| matches!(e,
+        Event::AppealQueued { session, position: 0, bond: 60, .. } if *session == sid)));
+    assert_eq!(chain.c.state().sessions[&sid].queued.len(), 1);
+    // The provider keys none of the appeal seats: the round is starved. Segment 0's error
+    // verdict stands, the appellant's bond comes back, the provider pays the starved seats
+    // and the round does not use up the segment's appeal rounds.
+    let provider_before = chain.balance(&key("provider").public());
+    let mut starved_ev = Vec::new();
+    while chain.c.outcome(&sid).unwrap().appeals.rounds.is_empty() {
+        starved_ev.extend(chain.block());
     }
     let o = chain.c.outcome(&sid).unwrap().clone();
     assert_eq!(
         o.appeals.rounds[0].segments[0].result,
-        AppealResult::Undecided
+        AppealResult::Starved
     );
     assert_eq!(o.segments[0].verdict, SegmentVerdict::Invalid);
-    // Nobody judged: the bond came back.
-    assert_eq!(chain.balance(&appellant.public()), balance);
-    // Segment 0 had its one round.
+    assert_eq!(chain.balance(&appellant.public()), balance - 100);
+    let paid: u64 = starved_ev
+        .iter()
+        .filter_map(|e| match e {
+            Event::SeatStarved { paid, .. } => Some(*paid),
+            _ => None,
+        })
+        .sum();
+    assert_eq!(paid, 7 * test_params().reward, "seven starved appeal seats");
+    assert_eq!(
+        provider_before - chain.balance(&key("provider").public()),
+        paid
+    );
+    // The queued appeal opened next, on segment 1 (Valid of its own): starved too, so its
+    // Valid verdict no longer stands.
+    assert!(starved_ev.iter().any(|e| matches!(e,
+        Event::AppealOpened { session, round: 3, segments, .. } if *session == sid && segments == &vec![1])));
+    while chain.c.outcome(&sid).unwrap().appeals.rounds.len() < 2 {
+        chain.block();
+    }
+    let o = chain.c.outcome(&sid).unwrap().clone();
+    assert_eq!(
+        o.appeals.rounds[1].segments[0].result,
+        AppealResult::Starved
+    );
+    assert_eq!(
+        o.appeals.rounds[1].segments[0].previous,
+        LocalVerdict::Valid
+    );
+    // Its own verdict is Undecided now; it rests on segment 0's error: Propagated.
+    assert_eq!(o.segments[1].verdict, SegmentVerdict::Propagated);
+    // A keyed round that decides uses up segment 0's one round.
+    run_appeal(&mut chain, &keys, sid, &appellant, vec![0], &|_, _| {
+        Some(Vote::Invalid)
+    });
+    let o = chain.c.outcome(&sid).unwrap().clone();
+    assert_eq!(o.appeals.rounds[2].segments[0].result, AppealResult::Upheld);
     assert_eq!(
         refuse(&mut chain, &appellant, vec![0]),
         TxError::AppealRoundsExhausted {
@@ -509,7 +570,7 @@ fn appeals_are_refused_with_the_reason_and_charge_nothing() {
 #[test]
 fn an_appeal_needs_enough_fresh_auditors() {
     // Six Computer auditors, three sat on the segment: 2k + 1 = 7 fresh are needed.
-    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 6)]);
+    let (mut chain, keys) = Chain::new(test_params(), &[(Tier::Computer, 6)]);
     let appellant = key("appellant");
     let (sid, _) = run_session(
         &mut chain,
@@ -547,7 +608,7 @@ fn an_appeal_needs_enough_fresh_auditors() {
 #[test]
 fn an_appeal_goes_up_a_tier_when_its_own_is_exhausted() {
     // Not enough fresh Computer auditors, enough LLM ones (2k + 1 = 7 of them).
-    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 6), (Tier::Llm, 8)]);
+    let (mut chain, keys) = Chain::new(test_params(), &[(Tier::Computer, 6), (Tier::Llm, 8)]);
     let appellant = key("appellant");
     let (sid, _) = run_session(
         &mut chain,
@@ -583,7 +644,7 @@ fn an_appeal_goes_up_a_tier_when_its_own_is_exhausted() {
 #[test]
 fn appeals_are_deterministic() {
     let run = || {
-        let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 12)]);
+        let (mut chain, keys) = Chain::new(test_params(), &[(Tier::Computer, 12)]);
         let (sid, _) = wrongly_failed(&mut chain, &keys);
         let mid = chain.c.state_root();
         run_appeal(

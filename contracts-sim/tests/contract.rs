@@ -8,15 +8,15 @@ use trust_protocol::{
     AccountId, Hash, Keypair, Salt, SealingPublicKey, Signed, Vote, commitment,
     honeypot_commitment,
     seal::SealedKey,
-    tx::{Call, Difficulty, SeatKey, SegmentEntry, SessionManifest, Tier, Tx},
+    tx::{Call, Difficulty, HoneypotOpening, SeatKey, SegmentEntry, SessionManifest, Tier, Tx},
     units::Ppm,
 };
 
 mod common;
 
 use common::{
-    Chain, SupplyCheck, commit_votes, ctx, deliver_keys, find, key, manifest, reveal_votes,
-    seats_of, segment, why,
+    Chain, SupplyCheck, commit_votes, ctx, deliver_keys, find, key, manifest, open_set,
+    reveal_votes, seats_of, segment, test_params, why, with_honeypot_set,
 };
 
 /// Parameters under which every wrong vote draws a slash (`p_min = p_max = 1`), so that a
@@ -25,7 +25,7 @@ fn always_slash() -> Params {
     Params {
         p_min: Ppm(1_000_000),
         p_max: Ppm(1_000_000),
-        ..Params::default()
+        ..test_params()
     }
 }
 
@@ -109,7 +109,7 @@ fn run_session_with(
 
 #[test]
 fn correct_chain_passes_and_pays_the_seats() {
-    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 6)]);
+    let (mut chain, keys) = Chain::new(test_params(), &[(Tier::Computer, 6)]);
     let segs = (0..3)
         .map(|i| {
             segment(
@@ -151,7 +151,7 @@ fn correct_chain_passes_and_pays_the_seats() {
 
 #[test]
 fn a_wrong_step_is_invalid_and_later_steps_are_propagated() {
-    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 6)]);
+    let (mut chain, keys) = Chain::new(test_params(), &[(Tier::Computer, 6)]);
     let segs = vec![
         segment(0, Tier::Computer, vec![]),
         segment(1, Tier::Computer, vec![0]),
@@ -177,7 +177,7 @@ fn a_wrong_step_is_invalid_and_later_steps_are_propagated() {
 
 #[test]
 fn too_few_auditors_fails_the_session_and_refunds_the_fee() {
-    let (mut chain, _keys) = Chain::new(Params::default(), &[(Tier::Computer, 2)]);
+    let (mut chain, _keys) = Chain::new(test_params(), &[(Tier::Computer, 2)]);
     let provider = key("provider");
     let before = chain.c.state().accounts[&provider.public()].balance;
     let m = manifest(vec![segment(0, Tier::Computer, vec![])], 3, 0);
@@ -195,7 +195,7 @@ fn too_few_auditors_fails_the_session_and_refunds_the_fee() {
 
 #[test]
 fn the_provider_never_sits_on_its_own_session() {
-    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 3)]);
+    let (mut chain, keys) = Chain::new(test_params(), &[(Tier::Computer, 3)]);
     // Make the provider an auditor too: with 3 others and k = 3 it must not be drawn.
     let provider = key("provider");
     chain.submit(
@@ -222,7 +222,7 @@ fn the_provider_never_sits_on_its_own_session() {
 
 #[test]
 fn replays_reordering_and_bad_signatures_change_nothing() {
-    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 2)]);
+    let (mut chain, keys) = Chain::new(test_params(), &[(Tier::Computer, 2)]);
     let a = &keys[0];
     let b = keys[1].public();
     let tx0 = Signed::sign(
@@ -317,7 +317,7 @@ fn replays_reordering_and_bad_signatures_change_nothing() {
 
 #[test]
 fn commit_and_reveal_rules() {
-    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 5)]);
+    let (mut chain, keys) = Chain::new(test_params(), &[(Tier::Computer, 5)]);
     let provider = key("provider");
     let sid = Tx::session_id(&provider.public(), 0);
     let m = manifest(vec![segment(0, Tier::Computer, vec![])], 3, 1);
@@ -456,7 +456,7 @@ fn commit_and_reveal_rules() {
 /// entry would and changes nothing, nonce included.
 #[test]
 fn a_batch_of_votes_applies_each_entry_alone() {
-    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 3)]);
+    let (mut chain, keys) = Chain::new(test_params(), &[(Tier::Computer, 3)]);
     let provider = key("provider");
     let sid = Tx::session_id(&provider.public(), 0);
     let m = manifest(
@@ -623,7 +623,7 @@ fn a_batch_of_votes_applies_each_entry_alone() {
 /// two sessions close both windows and open them as separate calls would.
 #[test]
 fn votes_across_sessions_apply_each_entry_alone() {
-    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 3)]);
+    let (mut chain, keys) = Chain::new(test_params(), &[(Tier::Computer, 3)]);
     let provider = key("provider");
     let (s1, s2) = (
         Tx::session_id(&provider.public(), 0),
@@ -778,12 +778,13 @@ fn votes_across_sessions_apply_each_entry_alone() {
     chain.assert_supply_conserved();
 }
 
-/// A provider with no honeypot to open may open its mapping once the votes are bound (the
-/// reveal window): the session is then tallied at the end of the block of its last
-/// reveal, with no disclosure block after it. Not before the commit window closes.
+/// A provider with no honeypot to open may open its (empty) honeypot set and its mapping
+/// once the votes are bound (the reveal window): the session is then tallied at the end of
+/// the block of its last reveal, with no disclosure block after it. Not before the commit
+/// window closes, and the mapping not before the set.
 #[test]
 fn a_mapping_opened_in_the_reveal_window_lets_the_last_reveal_decide_the_session() {
-    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 3)]);
+    let (mut chain, keys) = Chain::new(test_params(), &[(Tier::Computer, 3)]);
     let provider = key("provider");
     let sid = Tx::session_id(&provider.public(), 0);
     let m = manifest(vec![segment(0, Tier::Computer, vec![])], 3, 0);
@@ -826,7 +827,13 @@ fn a_mapping_opened_in_the_reveal_window_lets_the_last_reveal_decide_the_session
         chain.c.state().sessions[&sid].phase,
         Phase::Reveal { .. }
     ));
-    // The votes are bound: the mapping opens now, and closes the disclosure.
+    // The votes are bound: the mapping opens now (after the empty honeypot set), and
+    // closes the disclosure.
+    assert_eq!(
+        chain.try_apply(&provider, mapping.clone()),
+        Err(TxError::HoneypotsNotOpened)
+    );
+    chain.submit(&provider, open_set(sid, Vec::new()));
     chain.submit(&provider, mapping.clone());
     for k in &keys {
         chain.submit(
@@ -856,7 +863,7 @@ fn a_mapping_opened_in_the_reveal_window_lets_the_last_reveal_decide_the_session
 /// is refused and changes nothing, an over-long one is malformed, and the bound one opens.
 #[test]
 fn a_reveal_opens_its_commitment_only_with_the_reason_it_bound() {
-    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 4)]);
+    let (mut chain, keys) = Chain::new(test_params(), &[(Tier::Computer, 4)]);
     let provider = key("provider");
     let sid = Tx::session_id(&provider.public(), 0);
     let m = manifest(vec![segment(0, Tier::Computer, vec![])], 3, 0);
@@ -935,7 +942,7 @@ fn a_reveal_opens_its_commitment_only_with_the_reason_it_bound() {
 /// late; a seat that never revealed is not listed.
 #[test]
 fn the_outcome_lists_each_revealed_vote_with_its_reason() {
-    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 6)]);
+    let (mut chain, keys) = Chain::new(test_params(), &[(Tier::Computer, 6)]);
     // k = 3 with one extra seat: segment 0's fourth seat never commits.
     let segs = vec![
         segment(0, Tier::Computer, vec![]),
@@ -976,7 +983,7 @@ fn the_outcome_lists_each_revealed_vote_with_its_reason() {
 
 #[test]
 fn an_undecided_segment_escalates_to_the_next_tier() {
-    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 4), (Tier::Llm, 4)]);
+    let (mut chain, keys) = Chain::new(test_params(), &[(Tier::Computer, 4), (Tier::Llm, 4)]);
     let mut m = manifest(vec![segment(0, Tier::Computer, vec![])], 2, 0);
     m.quorum.tau = Ppm(500_000);
     m.fee *= 4;
@@ -1045,6 +1052,7 @@ fn an_undecided_segment_escalates_to_the_next_tier() {
 fn no_shows_are_treated_as_wrong_and_slashing_deactivates() {
     let params = Params {
         penalty: 950,
+        max_session_loss: 950,
         ..always_slash()
     };
     let (mut chain, keys) = Chain::new(params, &[(Tier::Computer, 4)]);
@@ -1061,7 +1069,7 @@ fn no_shows_are_treated_as_wrong_and_slashing_deactivates() {
     );
     let au = &chain.c.state().auditors[&no_show];
     assert!(!au.active, "stake 50 is below the minimum 100");
-    assert!(au.reputation < Params::default().initial_reputation);
+    assert!(au.reputation < test_params().initial_reputation);
     assert_eq!(chain.c.outcome(&sid).unwrap().trace, TraceVerdict::Pass);
     chain.assert_supply_conserved();
 }
@@ -1107,7 +1115,10 @@ fn honeypot_session_starving(
     ));
     let sid = Tx::session_id(&provider.public(), chain.c.nonce(&provider.public()));
     let seg_id = seg.id;
-    chain.submit(provider, Call::OpenSession(manifest(vec![seg], 3, 0)));
+    chain.submit(
+        provider,
+        Call::OpenSession(with_honeypot_set(manifest(vec![seg], 3, 0), &[0])),
+    );
     chain.block();
     let seats = seats_of(&chain.block(), 0, 0);
     let starved = starve(&seats);
@@ -1150,37 +1161,36 @@ fn honeypot_session_starving(
     }
     chain.block();
     // A wrong opening is refused; the right one lands.
+    let wrong = if truth.is_valid() {
+        Vote::Invalid
+    } else {
+        Vote::Valid
+    };
     assert_eq!(
         chain.try_apply(
             provider,
-            Call::RevealHoneypot {
-                session: sid,
-                segment: 0,
-                verdict: if truth.is_valid() {
-                    Vote::Invalid
-                } else {
-                    Vote::Valid
-                },
-                difficulty: Difficulty::Obvious,
-                salt
-            }
+            open_set(sid, vec![opening(0, wrong, Difficulty::Obvious, salt)])
         ),
         Err(TxError::CommitmentMismatch)
     );
     chain.submit(
         provider,
-        Call::RevealHoneypot {
-            session: sid,
-            segment: 0,
-            verdict: truth,
-            difficulty: Difficulty::Obvious,
-            salt,
-        },
+        open_set(sid, vec![opening(0, truth, Difficulty::Obvious, salt)]),
     );
     chain.reveal_mapping(provider, sid);
     let ev = chain.block();
     assert!(chain.c.outcome(&sid).is_some(), "decided");
     (sid, seats, ev)
+}
+
+/// One opening of a honeypot set.
+fn opening(segment: u16, verdict: Vote, difficulty: Difficulty, salt: Salt) -> HoneypotOpening {
+    HoneypotOpening {
+        segment,
+        verdict,
+        difficulty,
+        salt,
+    }
 }
 
 fn rubber_stamp_slashes(ev: &[Event]) -> Vec<AccountId> {
@@ -1201,8 +1211,11 @@ fn rubber_stamp_slashes(ev: &[Event]) -> Vec<AccountId> {
 /// honeypot's truth is only its provider's word.
 #[test]
 fn a_rubber_stamper_is_flagged_only_on_known_errors_from_several_providers() {
-    let mut params = Params::default();
+    let mut params = test_params();
     params.rubber_stamp.min_samples = 3;
+    // Each provider here has paid fees by its second session (3 seats x R); the fee floor
+    // itself has a test of its own.
+    params.rubber_stamp.min_provider_fees = 0;
     assert_eq!(params.rubber_stamp.min_providers, 2);
     let (mut chain, keys) = Chain::new(params, &[(Tier::Human, 3)]);
     let stamper = keys[0].public();
@@ -1256,10 +1269,11 @@ fn a_rubber_stamper_is_flagged_only_on_known_errors_from_several_providers() {
 }
 
 /// The attack of finding 1: a provider commits true steps as known errors and the honest
-/// seats, all voting Valid, would be slashed and flagged against its word. The seats
-/// contradict the truth by a clear majority, so they are scored as for any segment (paid,
-/// never slashed, no honeypot record), and each false honeypot burns the provider's bond.
-/// Two colluding griefers change nothing: there is no record to flag on.
+/// seats, all voting Valid, would be slashed and flagged against its word. Their
+/// judgements against the truth reach a quorum, so the honeypot is disputed: nobody is
+/// scored on it (never slashed, no honeypot record, no reward), and each false honeypot
+/// burns the provider's bond. Two colluding griefers change nothing: there is no record to
+/// flag on.
 #[test]
 fn a_griefing_providers_false_honeypots_slash_and_flag_no_honest_seat_and_burn_its_bond() {
     let mut params = always_slash();
@@ -1294,21 +1308,17 @@ fn a_griefing_providers_false_honeypots_slash_and_flag_no_honest_seat_and_burn_i
             !ev.iter().any(|e| matches!(e, Event::Slashed { .. })),
             "{ev:?}"
         );
-        let rewarded = ev
-            .iter()
-            .filter(|e| matches!(e, Event::Rewarded { .. }))
-            .count();
-        assert_eq!(
-            rewarded,
-            seats.len(),
-            "scored as any segment: agreeing seats are paid"
+        assert_eq!(seats.len(), 3);
+        assert!(
+            !ev.iter().any(|e| matches!(e, Event::Rewarded { .. })),
+            "nobody is scored on a disputed honeypot"
         );
+        assert_eq!(o.rewards_paid, 0);
         assert_eq!(chain.c.state().burned - burned, bond);
-        let fee = o.rewards_paid;
         assert_eq!(
             before - chain.c.state().accounts[&provider.public()].balance,
-            fee + bond,
-            "the provider paid the seats and lost one bond"
+            bond,
+            "the provider lost one bond"
         );
     }
     for (k, stake) in keys.iter().zip(stakes) {
@@ -1320,7 +1330,7 @@ fn a_griefing_providers_false_honeypots_slash_and_flag_no_honest_seat_and_burn_i
             "no record on a disputed honeypot"
         );
         assert_eq!(chain.c.state().accounts[&k.public()].stake, stake);
-        assert!(au.reputation > Params::default().initial_reputation);
+        assert_eq!(au.reputation, test_params().initial_reputation);
     }
     chain.assert_supply_conserved();
 }
@@ -1363,8 +1373,10 @@ fn starving_all_but_one_seat_of_a_false_honeypot_slashes_nobody() {
 /// at an 80% threshold.
 #[test]
 fn an_abstention_on_a_honeypot_counts_in_the_sample_but_never_as_a_miss() {
-    let mut params = Params::default();
+    let mut params = test_params();
     params.rubber_stamp.min_samples = 3;
+    // Every provider counts from its first session here (the fee floor has its own test).
+    params.rubber_stamp.min_provider_fees = 0;
     params.rubber_stamp.approval = Ppm(800_000);
     let (mut chain, keys) = Chain::new(params, &[(Tier::Computer, 3)]);
     let seat = keys[0].public();
@@ -1404,23 +1416,23 @@ fn an_abstention_on_a_honeypot_counts_in_the_sample_but_never_as_a_miss() {
 }
 
 /// A provider blinds its honeypot: every segment carries a honeypot commitment, the real
-/// ones commitments nobody opens. The honeypot (a wrong step, nothing resting on it) is
-/// opened before the mapping; the session closes with the mapping, the honeypot stays out
-/// of the trace verdict, and the seat that approved it is scored against the truth.
+/// ones commitments nobody opens, and the manifest commits to the set {2}. Only that set
+/// opens (another set, or the empty one, does not match); the session closes with the
+/// mapping, the honeypot stays out of the trace verdict, and the seat that approved it is
+/// scored against the truth. A provider that never paid fees names nobody's record.
 #[test]
 fn a_blinded_honeypot_is_judged_like_any_segment_and_stays_out_of_the_trace() {
-    let mut params = Params::default();
+    let mut params = test_params();
     params.rubber_stamp.min_samples = 1;
     let (mut chain, keys) = Chain::new(params, &[(Tier::Computer, 3)]);
     let provider = key("provider");
-    // 0 <- 1 are the trace: a sound step of weight 9, then a wrong last step. 2 is the
-    // honeypot, citing the last step.
+    // 0 <- 1 are the trace: a sound step, then a wrong last step. 2 is the honeypot,
+    // citing the last step.
     let mut segs = vec![
         segment(0, Tier::Computer, vec![]),
         segment(1, Tier::Computer, vec![0]),
         segment(2, Tier::Computer, vec![1]),
     ];
-    segs[0].weight = 9;
     let (hp_salt, fake_salt) = (Salt([5; 32]), Salt([6; 32]));
     for (i, g) in segs.iter_mut().enumerate() {
         g.honeypot = Some(match i {
@@ -1432,7 +1444,10 @@ fn a_blinded_honeypot_is_judged_like_any_segment_and_stays_out_of_the_trace() {
     }
     let ids: Vec<Hash> = segs.iter().map(|g| g.id).collect();
     let sid = Tx::session_id(&provider.public(), chain.c.nonce(&provider.public()));
-    chain.submit(&provider, Call::OpenSession(manifest(segs, 3, 0)));
+    chain.submit(
+        &provider,
+        Call::OpenSession(with_honeypot_set(manifest(segs, 3, 0), &[2])),
+    );
     let mut ev = chain.block();
     ev.extend(chain.block());
     let stamper = seats_of(&ev, 2, 0)[0];
@@ -1482,30 +1497,30 @@ fn a_blinded_honeypot_is_judged_like_any_segment_and_stays_out_of_the_trace() {
         chain.c.state().sessions[&sid].phase,
         Phase::Disclose { .. }
     ));
-    // A step the trace rests on cannot be passed off as a honeypot.
+    // The set is what was committed: adding the step the trace rests on, or opening
+    // nothing, is not it; one by one is not how a set opens.
+    let hp = opening(2, Vote::Invalid, Difficulty::Obvious, hp_salt);
+    let fake = opening(0, Vote::Invalid, Difficulty::Obvious, fake_salt);
+    for wrong in [vec![fake, hp.clone()], vec![]] {
+        assert_eq!(
+            chain.try_apply(&provider, open_set(sid, wrong)),
+            Err(TxError::HoneypotSetMismatch)
+        );
+    }
     assert_eq!(
         chain.try_apply(
             &provider,
             Call::RevealHoneypot {
                 session: sid,
-                segment: 0,
+                segment: 2,
                 verdict: Vote::Invalid,
                 difficulty: Difficulty::Obvious,
-                salt: fake_salt,
+                salt: hp_salt,
             }
         ),
-        Err(TxError::HoneypotHasDependents(0))
+        Err(TxError::HoneypotSetRequired)
     );
-    chain.submit(
-        &provider,
-        Call::RevealHoneypot {
-            session: sid,
-            segment: 2,
-            verdict: Vote::Invalid,
-            difficulty: Difficulty::Obvious,
-            salt: hp_salt,
-        },
-    );
+    chain.submit(&provider, open_set(sid, vec![hp]));
     // Opened, the honeypot does not end the disclosure: the mapping does.
     chain.block();
     assert!(chain.c.state().sessions.contains_key(&sid));
@@ -1521,13 +1536,13 @@ fn a_blinded_honeypot_is_judged_like_any_segment_and_stays_out_of_the_trace() {
         o.segments[0].honeypot, None,
         "an unopened commitment is a real segment"
     );
-    // Weighed without the honeypot, 9 of 10 pass; but the wrong last step is the trace's
+    assert!(!o.honeypots_forfeited);
+    // Weighed without the honeypot, 1 of 2 pass; the wrong last step is the trace's
     // conclusion (the honeypot citing it does not make it less of a sink): Fail.
-    assert_eq!((o.passing_weight, o.total_weight), (9, 10));
+    assert_eq!((o.passing_weight, o.total_weight), (1, 2));
     assert!(o.error_at_conclusion);
     assert_eq!(o.trace, TraceVerdict::Fail);
-    // The approving seat was scored against the truth (one provider's known error on its
-    // record); one provider's word flags nobody.
+    // The approving seat was scored against the truth; one provider's word flags nobody.
     assert!(rubber_stamp_slashes(&ev).is_empty());
     for k in &keys {
         let au = &chain.c.state().auditors[&k.public()];
@@ -1535,20 +1550,24 @@ fn a_blinded_honeypot_is_judged_like_any_segment_and_stays_out_of_the_trace() {
         assert_eq!(au.honeypots.errors_approved, [approved, 0, 0]);
         assert!(!au.flagged);
     }
-    assert_eq!(
-        chain.c.state().auditors[&stamper].honeypots.miss_providers,
-        vec![provider.public()]
+    // A provider that has paid no fees yet does not count towards `min_providers`: a
+    // fresh key costs nothing.
+    assert!(
+        chain.c.state().auditors[&stamper]
+            .honeypots
+            .miss_providers
+            .is_empty()
     );
 }
 
 #[test]
 fn unbonding_waits_and_cannot_dodge_a_slash() {
-    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 1)]);
+    let (mut chain, keys) = Chain::new(test_params(), &[(Tier::Computer, 1)]);
     let k = &keys[0];
     chain.submit(k, Call::Unbond { amount: 400 });
     chain.block();
     assert_eq!(chain.c.state().accounts[&k.public()].stake, 600);
-    let frees_at = 1 + 1 + Params::default().unbond_delay;
+    let frees_at = 1 + 1 + test_params().unbond_delay;
     assert_eq!(
         chain.c.state().accounts[&k.public()].unbonding,
         vec![Unbonding {
@@ -1578,7 +1597,7 @@ fn unbonding_waits_and_cannot_dodge_a_slash() {
 /// accepted.
 #[test]
 fn an_exit_unbonds_all_stake_and_is_never_drawn_again() {
-    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 5)]);
+    let (mut chain, keys) = Chain::new(test_params(), &[(Tier::Computer, 5)]);
     let out = keys[0].public();
     let ev = chain.try_apply(&keys[0], Call::Exit).unwrap();
     assert!(ev.iter().any(|e| matches!(e,
@@ -1637,6 +1656,7 @@ fn an_exit_unbonds_all_stake_and_is_never_drawn_again() {
 fn an_exiting_auditor_keeps_its_seats_duty_and_is_slashed_from_its_unbonding() {
     let params = Params {
         penalty: 950,
+        max_session_loss: 950,
         unbond_delay: 100,
         ..always_slash()
     };
@@ -1648,17 +1668,18 @@ fn an_exiting_auditor_keeps_its_seats_duty_and_is_slashed_from_its_unbonding() {
         manifest(vec![segment(0, Tier::Computer, vec![])], 3, 1),
         |_, j| (j != 0).then_some(Vote::Valid),
         |_, _| false,
-        |chain, sid, ev| {
+        |chain, _, ev| {
             let seat = seats_of(ev, 0, 0)[0];
             let k = find(&keys, &seat);
             assert_eq!(
                 chain.try_apply(k, Call::Withdraw),
-                Err(TxError::SeatHeld { session: sid })
+                Err(TxError::NothingToWithdraw)
             );
             chain.try_apply(k, Call::Exit).unwrap();
-            let refused = chain.try_apply(k, Call::Withdraw).unwrap_err();
-            assert_eq!(refused, TxError::SeatHeld { session: sid });
-            assert!(refused.to_string().contains(&sid.to_string()));
+            assert!(matches!(
+                chain.try_apply(k, Call::Withdraw),
+                Err(TxError::NotYetWithdrawable { .. })
+            ));
             chain.assert_supply_conserved();
             leaver = Some(seat);
         },
@@ -1677,11 +1698,6 @@ fn an_exiting_auditor_keeps_its_seats_duty_and_is_slashed_from_its_unbonding() {
     assert_eq!(chain.c.outcome(&sid).unwrap().trace, TraceVerdict::Pass);
     chain.assert_supply_conserved();
     let k = find(&keys, &leaver).clone();
-    // Decided but still appealable: an appeal could slash the seat, so its stake stays.
-    assert_eq!(
-        chain.try_apply(&k, Call::Withdraw),
-        Err(TxError::SeatHeld { session: sid })
-    );
     while chain.c.state().appealable.contains_key(&sid) {
         chain.block();
     }
@@ -1705,7 +1721,7 @@ fn an_exiting_auditor_keeps_its_seats_duty_and_is_slashed_from_its_unbonding() {
 
 #[test]
 fn snapshots_restore_the_same_state_root() {
-    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 4)]);
+    let (mut chain, keys) = Chain::new(test_params(), &[(Tier::Computer, 4)]);
     let segs = vec![segment(0, Tier::Computer, vec![])];
     run_session(&mut chain, &keys, manifest(segs, 3, 0), |_, _| {
         Some(Vote::Valid)
@@ -1719,7 +1735,7 @@ fn snapshots_restore_the_same_state_root() {
 #[test]
 fn commit_order_inside_a_block_does_not_change_the_state() {
     let build = |reverse: bool| {
-        let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 5)]);
+        let (mut chain, keys) = Chain::new(test_params(), &[(Tier::Computer, 5)]);
         let provider = key("provider");
         let sid = Tx::session_id(&provider.public(), 0);
         let m = manifest(vec![segment(0, Tier::Computer, vec![])], 3, 0);
@@ -1781,7 +1797,7 @@ fn genesis_auditors_hold_seats_from_the_start() {
         })
         .collect();
     let mut c = Contract::new(&Genesis {
-        params: Params::default(),
+        params: test_params(),
         accounts: accounts.clone(),
         auditors: auditors.clone(),
     })
@@ -1809,7 +1825,7 @@ fn genesis_auditors_hold_seats_from_the_start() {
     bad[0].id = stranger;
     assert_eq!(
         Contract::new(&Genesis {
-            params: Params::default(),
+            params: test_params(),
             accounts,
             auditors: bad,
         }),
@@ -1819,7 +1835,7 @@ fn genesis_auditors_hold_seats_from_the_start() {
 
 #[test]
 fn keys_go_to_a_segments_seats_and_to_the_seats_that_cite_it() {
-    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 6)]);
+    let (mut chain, keys) = Chain::new(test_params(), &[(Tier::Computer, 6)]);
     let provider = key("provider");
     let sid = Tx::session_id(&provider.public(), 0);
     // Segment 1 depends on segment 0; segment 2 on nothing.
@@ -1900,7 +1916,7 @@ fn commits_before_close(ev: &[Event]) -> usize {
 
 #[test]
 fn abstaining_seats_are_present_unpaid_and_unpunished_and_close_the_window_early() {
-    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 6)]);
+    let (mut chain, keys) = Chain::new(test_params(), &[(Tier::Computer, 6)]);
     let segs = vec![
         segment(0, Tier::Computer, vec![]),
         segment(1, Tier::Computer, vec![0]),
@@ -1971,7 +1987,7 @@ fn abstaining_seats_are_present_unpaid_and_unpunished_and_close_the_window_early
 
 #[test]
 fn an_abstained_segment_escalates_to_the_next_tier_that_has_auditors() {
-    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 4), (Tier::Llm, 4)]);
+    let (mut chain, keys) = Chain::new(test_params(), &[(Tier::Computer, 4), (Tier::Llm, 4)]);
     let segs = vec![segment(0, Tier::Computer, vec![])];
     let (sid, ev) = run_session(&mut chain, &keys, manifest(segs, 3, 0), |_, _| {
         Some(Vote::Abstain)
@@ -2001,7 +2017,7 @@ fn an_abstained_segment_escalates_to_the_next_tier_that_has_auditors() {
 fn a_split_segment_may_get_more_seats_of_its_tier_but_an_abstained_one_may_not() {
     // Computer auditors only: a split (1 Valid, 1 Invalid, 1 abstaining) round escalates
     // to more Computer seats; a fully abstained one stays undecided.
-    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 12)]);
+    let (mut chain, keys) = Chain::new(test_params(), &[(Tier::Computer, 12)]);
     let segs = vec![
         segment(0, Tier::Computer, vec![]),
         segment(1, Tier::Computer, vec![]),
@@ -2026,7 +2042,7 @@ fn a_split_segment_may_get_more_seats_of_its_tier_but_an_abstained_one_may_not()
 #[test]
 fn left_out_segments_weigh_as_undecided_and_inherit_errors() {
     use trust_protocol::tx::LeftOut;
-    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 6)]);
+    let (mut chain, keys) = Chain::new(test_params(), &[(Tier::Computer, 6)]);
     let left = |deps: Vec<u16>, conclusion| LeftOut {
         tier: Tier::Llm,
         weight: 1,
@@ -2080,7 +2096,7 @@ fn left_out_segments_weigh_as_undecided_and_inherit_errors() {
 
 #[test]
 fn a_trace_whose_seats_all_abstained_gets_no_failure_bound() {
-    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 6)]);
+    let (mut chain, keys) = Chain::new(test_params(), &[(Tier::Computer, 6)]);
     let segs = (0..3).map(|i| segment(i, Tier::Computer, vec![])).collect();
     let (sid, _) = run_session(&mut chain, &keys, manifest(segs, 3, 0), |_, _| {
         Some(Vote::Abstain)
@@ -2096,7 +2112,7 @@ fn a_trace_whose_seats_all_abstained_gets_no_failure_bound() {
 
 #[test]
 fn a_restore_mid_session_keeps_the_root_block_after_block() {
-    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 5)]);
+    let (mut chain, keys) = Chain::new(test_params(), &[(Tier::Computer, 5)]);
     let provider = key("provider");
     let sid = Tx::session_id(&provider.public(), 0);
     let m = manifest(vec![segment(0, Tier::Computer, vec![])], 3, 0);
@@ -2136,7 +2152,7 @@ fn a_restore_mid_session_keeps_the_root_block_after_block() {
 
 #[test]
 fn the_root_commits_to_every_entry_and_only_to_the_current_state() {
-    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 4)]);
+    let (mut chain, keys) = Chain::new(test_params(), &[(Tier::Computer, 4)]);
     let segs = vec![segment(0, Tier::Computer, vec![])];
     let (sid, _) = run_session(&mut chain, &keys, manifest(segs, 3, 0), |_, _| {
         Some(Vote::Valid)
@@ -2204,7 +2220,7 @@ fn the_root_commits_to_every_entry_and_only_to_the_current_state() {
 
 #[test]
 fn a_transfer_and_its_return_leave_only_the_nonces_changed() {
-    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 2)]);
+    let (mut chain, keys) = Chain::new(test_params(), &[(Tier::Computer, 2)]);
     let (a, b) = (&keys[0], &keys[1]);
     let mut expected = chain.c.state().clone();
     chain.submit(
@@ -2233,114 +2249,103 @@ fn a_transfer_and_its_return_leave_only_the_nonces_changed() {
     );
 }
 
-/// A session opens at most `max_honeypots` honeypots: a reveal beyond the cap is refused
-/// and the segment stays part of the provider's own trace. The bond escrowed at opening
-/// covers `min(cap, segments)` honeypots and comes back when none is disputed.
+/// A session opens at most `max_honeypots` honeypots. The bond escrowed at opening covers
+/// `min(cap, segments)` honeypots: a committed set within the cap opens and the bond comes
+/// back when none is disputed; a set beyond it can never be opened, so the provider
+/// forfeits its bond and every segment stays part of its own trace.
 #[test]
 fn honeypots_beyond_the_cap_are_refused_and_the_bond_comes_back() {
     let params = Params {
         max_honeypots: 2,
-        ..Params::default()
+        ..test_params()
     };
     let bond = params.honeypot_bond;
     let (mut chain, keys) = Chain::new(params, &[(Tier::Computer, 5)]);
     let provider = key("provider");
     let salt = |i: usize| Salt([40 + i as u8; 32]);
-    let mut segs: Vec<SegmentEntry> = (0..3).map(|i| segment(i, Tier::Computer, vec![])).collect();
-    for (i, g) in segs.iter_mut().enumerate() {
-        g.honeypot = Some(honeypot_commitment(
-            &g.id,
-            Vote::Invalid,
-            Difficulty::Subtle,
-            &salt(i),
-        ));
-    }
-    let m = manifest(segs, 3, 0);
-    let fee = m.fee;
-    let before = chain.c.state().accounts[&provider.public()].balance;
-    let sid = Tx::session_id(&provider.public(), chain.c.nonce(&provider.public()));
-    chain.submit(&provider, Call::OpenSession(m));
-    chain.block();
-    assert_eq!(
-        chain.c.state().sessions[&sid].bond,
-        2 * bond,
-        "min(cap 2, 3 segments)"
-    );
-    assert_eq!(
-        before - chain.c.state().accounts[&provider.public()].balance,
-        fee + 2 * bond
-    );
-    let ev = chain.block();
-    deliver_keys(&mut chain, &provider, sid, 0, &[]);
-    let vsalt = Salt([7; 32]);
-    let ids: Vec<Hash> = chain.c.state().sessions[&sid]
-        .segments
-        .iter()
-        .map(|g| g.entry.id)
-        .collect();
-    for (s, id) in ids.iter().enumerate() {
-        for seat in seats_of(&ev, s as u16, 0) {
-            chain.submit(
-                find(&keys, &seat),
-                Call::Commit {
-                    session: sid,
-                    segment: s as u16,
-                    commitment: commitment(
-                        &sid,
-                        id,
-                        &seat,
-                        Vote::Invalid,
-                        &vsalt,
-                        &why(Vote::Invalid),
-                    ),
-                },
+    for set in [vec![0u16, 1], vec![0, 1, 2]] {
+        let mut segs: Vec<SegmentEntry> =
+            (0..3).map(|i| segment(i, Tier::Computer, vec![])).collect();
+        for (i, g) in segs.iter_mut().enumerate() {
+            g.honeypot = Some(honeypot_commitment(
+                &g.id,
+                Vote::Invalid,
+                Difficulty::Subtle,
+                &salt(i),
+            ));
+        }
+        let m = with_honeypot_set(manifest(segs, 3, 0), &set);
+        let fee = m.fee;
+        let before = chain.c.state().accounts[&provider.public()].balance;
+        let sid = Tx::session_id(&provider.public(), chain.c.nonce(&provider.public()));
+        chain.submit(&provider, Call::OpenSession(m));
+        chain.block();
+        assert_eq!(
+            chain.c.state().sessions[&sid].bond,
+            2 * bond,
+            "min(cap 2, 3 segments)"
+        );
+        assert_eq!(
+            before - chain.c.state().accounts[&provider.public()].balance,
+            fee + 2 * bond
+        );
+        let ev = chain.block();
+        deliver_keys(&mut chain, &provider, sid, 0, &[]);
+        let ids: Vec<Hash> = chain.c.state().sessions[&sid]
+            .segments
+            .iter()
+            .map(|g| g.entry.id)
+            .collect();
+        let plan = commit_votes(&mut chain, &keys, sid, &ids, &ev, 0, &|_, _| {
+            Some(Vote::Invalid)
+        });
+        chain.block();
+        reveal_votes(&mut chain, sid, &plan);
+        chain.block();
+        let openings: Vec<HoneypotOpening> = set
+            .iter()
+            .map(|i| opening(*i, Vote::Invalid, Difficulty::Subtle, salt(usize::from(*i))))
+            .collect();
+        if set.len() > 2 {
+            assert_eq!(
+                chain.try_apply(&provider, open_set(sid, openings)),
+                Err(TxError::TooManyHoneypots(3))
+            );
+            while chain.c.outcome(&sid).is_none() {
+                chain.block();
+            }
+        } else {
+            chain.submit(&provider, open_set(sid, openings));
+            chain.block();
+            chain.reveal_mapping(&provider, sid);
+            chain.block();
+        }
+        let o = chain.c.outcome(&sid).unwrap();
+        let opened: Vec<bool> = o.segments.iter().map(|g| g.honeypot.is_some()).collect();
+        if set.len() > 2 {
+            assert_eq!(opened, [false, false, false]);
+            assert!(o.honeypots_forfeited);
+            assert_eq!(o.bond_burned, 2 * bond);
+            // Its own (wrong) steps are its trace: it fails.
+            assert_eq!(o.trace, TraceVerdict::Fail);
+            assert_eq!(
+                before - chain.c.state().accounts[&provider.public()].balance,
+                o.rewards_paid + 2 * bond,
+                "fee left refunded, bond forfeited"
+            );
+        } else {
+            assert_eq!(opened, [true, true, false]);
+            // The unopened one is the provider's own (wrong) step: its trace fails.
+            assert_eq!(o.trace, TraceVerdict::Fail);
+            assert_eq!(o.bond_burned, 0);
+            assert_eq!(
+                before - chain.c.state().accounts[&provider.public()].balance,
+                o.rewards_paid,
+                "fee left and bond refunded"
             );
         }
+        chain.assert_supply_conserved();
     }
-    chain.block();
-    for s in 0..ids.len() {
-        for seat in seats_of(&ev, s as u16, 0) {
-            chain.submit(
-                find(&keys, &seat),
-                Call::Reveal {
-                    session: sid,
-                    segment: s as u16,
-                    vote: Vote::Invalid,
-                    salt: vsalt,
-                    reason: why(Vote::Invalid),
-                },
-            );
-        }
-    }
-    chain.block();
-    let open = |i: usize| Call::RevealHoneypot {
-        session: sid,
-        segment: i as u16,
-        verdict: Vote::Invalid,
-        difficulty: Difficulty::Subtle,
-        salt: salt(i),
-    };
-    chain.submit(&provider, open(0));
-    chain.submit(&provider, open(1));
-    chain.block();
-    assert_eq!(
-        chain.try_apply(&provider, open(2)),
-        Err(TxError::TooManyHoneypots(2))
-    );
-    chain.reveal_mapping(&provider, sid);
-    chain.block();
-    let o = chain.c.outcome(&sid).unwrap();
-    let opened: Vec<bool> = o.segments.iter().map(|g| g.honeypot.is_some()).collect();
-    assert_eq!(opened, [true, true, false]);
-    // The unopened one is the provider's own (wrong) step: its trace fails.
-    assert_eq!(o.trace, TraceVerdict::Fail);
-    assert_eq!(o.bond_burned, 0);
-    assert_eq!(
-        before - chain.c.state().accounts[&provider.public()].balance,
-        o.rewards_paid,
-        "fee left and bond refunded"
-    );
-    chain.assert_supply_conserved();
 }
 
 /// Finding 2: a provider that keeps a seat's key from it cannot get it slashed as a
@@ -2457,8 +2462,10 @@ fn a_seat_starved_of_its_keys_is_not_slashed_and_the_provider_pays_it() {
     assert_eq!(slashed, vec![absent], "only the keyed no-show is slashed");
     assert!(ev.iter().any(|e| matches!(e,
         Event::SeatStarved { seat, segment: 1, paid, .. } if *seat == starved && *paid == reward)));
+    // Starved on segment 1, it lost nothing there (its judgement of segment 0 is scored
+    // as any judgement).
     let au = &chain.c.state().auditors[&starved];
-    assert_eq!(au.reputation, Params::default().initial_reputation);
+    assert!(au.reputation >= test_params().initial_reputation);
     assert_eq!((au.disagreed, au.slashed), (0, 0));
     assert_eq!(
         chain.c.state().accounts[&starved].balance,
@@ -2478,7 +2485,7 @@ fn a_seat_starved_of_its_keys_is_not_slashed_and_the_provider_pays_it() {
 /// in: it is not on record, and the seat counts as starved.
 #[test]
 fn a_key_delivered_in_the_last_block_of_the_commit_window_does_not_count() {
-    let (mut chain, _keys) = Chain::new(Params::default(), &[(Tier::Computer, 3)]);
+    let (mut chain, _keys) = Chain::new(test_params(), &[(Tier::Computer, 3)]);
     let provider = key("provider");
     let sid = Tx::session_id(&provider.public(), chain.c.nonce(&provider.public()));
     chain.submit(
@@ -2509,7 +2516,7 @@ fn a_key_delivered_in_the_last_block_of_the_commit_window_does_not_count() {
 /// a refused registration changes nothing.
 #[test]
 fn registration_bonds_at_least_the_tier_minimum_or_is_refused() {
-    let (mut chain, _keys) = Chain::new(Params::default(), &[(Tier::Computer, 1)]);
+    let (mut chain, _keys) = Chain::new(test_params(), &[(Tier::Computer, 1)]);
     let newcomer = key("provider-b");
     let register = |stake| Call::RegisterAuditor {
         tier: Tier::Llm,
@@ -2556,7 +2563,7 @@ fn registration_bonds_at_least_the_tier_minimum_or_is_refused() {
     );
     // A genesis auditor bonds like any other.
     let bad = Genesis {
-        params: Params::default(),
+        params: test_params(),
         accounts: vec![GenesisAccount {
             id: newcomer.public(),
             balance: 1_000,
@@ -2580,7 +2587,7 @@ fn registration_bonds_at_least_the_tier_minimum_or_is_refused() {
 /// needs more seats than the index holds fails naming how many are eligible.
 #[test]
 fn only_eligible_auditors_are_indexed_and_drawn() {
-    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 5)]);
+    let (mut chain, keys) = Chain::new(test_params(), &[(Tier::Computer, 5)]);
     let out = keys[0].public();
     assert_eq!(chain.c.state().eligible(Tier::Computer).len(), 5);
     chain.submit(&keys[0], Call::Unbond { amount: 950 });
@@ -2632,7 +2639,7 @@ fn only_eligible_auditors_are_indexed_and_drawn() {
 #[test]
 fn seats_do_not_depend_on_the_transactions_of_the_drawing_block() {
     use trust_protocol::block::{BlockHeader, txs_root};
-    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 20)]);
+    let (mut chain, keys) = Chain::new(test_params(), &[(Tier::Computer, 20)]);
     let provider = key("provider");
     let segs = (0..6).map(|i| segment(i, Tier::Computer, vec![])).collect();
     chain.submit(&provider, Call::OpenSession(manifest(segs, 5, 0)));
@@ -2711,7 +2718,7 @@ fn seats_do_not_depend_on_the_transactions_of_the_drawing_block() {
 /// nothing for a session not due (opened in the same block) or for an unknown one.
 #[test]
 fn upcoming_seats_are_the_seats_the_next_block_draws() {
-    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 12)]);
+    let (mut chain, keys) = Chain::new(test_params(), &[(Tier::Computer, 12)]);
     let provider = key("provider");
     let segs = (0..4).map(|i| segment(i, Tier::Computer, vec![])).collect();
     let sid = Tx::session_id(&provider.public(), chain.c.nonce(&provider.public()));
@@ -2768,7 +2775,7 @@ fn upcoming_seats_are_the_seats_the_next_block_draws() {
 
 /// The salt of test honeypot `i`'s commitment.
 fn honeypot_salt(i: u16) -> Salt {
-    Salt([40 + i as u8; 32])
+    Salt([60 + i as u8; 32])
 }
 
 /// Test honeypot `i`'s known verdict: segment 3 is a known-correct step, the others
@@ -2778,31 +2785,18 @@ fn honeypot_truth(i: u16) -> Vote {
 }
 
 /// The opening of test honeypot `i` (with its true verdict).
-fn opening(i: u16) -> trust_protocol::tx::HoneypotOpening {
-    trust_protocol::tx::HoneypotOpening {
-        segment: i,
-        verdict: honeypot_truth(i),
-        difficulty: Difficulty::Obvious,
-        salt: honeypot_salt(i),
-    }
+fn true_opening(i: u16) -> HoneypotOpening {
+    opening(i, honeypot_truth(i), Difficulty::Obvious, honeypot_salt(i))
 }
 
-/// `openings` of session `sid` as one `RevealHoneypots`.
+/// The test honeypots `segments` of session `sid` opened as one set.
 fn openings(sid: Hash, segments: &[u16]) -> Call {
-    Call::RevealHoneypots {
-        session: sid,
-        openings: segments.iter().map(|&i| opening(i)).collect(),
-    }
+    open_set(sid, segments.iter().map(|&i| true_opening(i)).collect())
 }
 
-/// The single `RevealHoneypot` of test honeypot `i`.
-fn open_one(sid: Hash, i: u16) -> Call {
-    Call::batch(openings(sid, &[i]).unbatched()).unwrap()
-}
-
-/// A session of four Computer segments, the last three honeypots (segment 2 rests on
-/// honeypot 1), every seat voting each honeypot's truth and Valid on segment 0, run to
-/// its disclosure. Returns the session id.
+/// A session of four Computer segments, the last three honeypots committed as the set
+/// {1, 2, 3} (segment 2 rests on honeypot 1), every seat voting each honeypot's truth and
+/// Valid on segment 0, run to its disclosure. Returns the session id.
 fn disclosing_honeypots(chain: &mut Chain, keys: &[Keypair]) -> Hash {
     batch_honeypot_session(chain, keys, true)
 }
@@ -2826,7 +2820,7 @@ fn batch_honeypot_session(chain: &mut Chain, keys: &[Keypair], to_disclosure: bo
             &honeypot_salt(i),
         ));
     }
-    let m = manifest(segs, 3, 0);
+    let m = with_honeypot_set(manifest(segs, 3, 0), &[1, 2, 3]);
     let ids: Vec<Hash> = m.segments.iter().map(|g| g.id).collect();
     let sid = Tx::session_id(&provider.public(), chain.c.nonce(&provider.public()));
     chain.submit(&provider, Call::OpenSession(m));
@@ -2862,19 +2856,16 @@ fn fork(chain: &Chain) -> Chain {
     }
 }
 
-/// A provider opens all of a session's honeypots in one `RevealHoneypots`: the state is
-/// the one its single openings make, one by one in the same order (two no-op transfers
-/// stand for the two nonces the singles take more), the same honeypots are opened with
-/// the same events, the state root names every entry the batch touched, and the tally
-/// scores the seats on each.
+/// A provider opens its committed honeypot set in one `RevealHoneypots`, in whatever
+/// order it lists it (honeypot 2 rests on honeypot 1: both are in the set): the same
+/// state either way, every honeypot opened with its event, the state root naming every
+/// entry the opening touched, and the tally scoring the seats on each.
 #[test]
-fn a_batch_of_honeypot_openings_is_its_single_openings() {
-    let (mut batched, keys) = Chain::new(Params::default(), &[(Tier::Computer, 6)]);
+fn a_honeypot_set_opens_whole_in_any_order() {
+    let (mut forward, keys) = Chain::new(test_params(), &[(Tier::Computer, 6)]);
     let provider = key("provider");
-    let sid = disclosing_honeypots(&mut batched, &keys);
-    let mut singles = fork(&batched);
-    // The latest first: honeypot 2 rests on honeypot 1.
-    let order = [3u16, 2, 1];
+    let sid = disclosing_honeypots(&mut forward, &keys);
+    let mut backward = fork(&forward);
     let opened = |ev: &[Event]| -> Vec<(u16, Vote)> {
         ev.iter()
             .filter_map(|e| match e {
@@ -2887,42 +2878,25 @@ fn a_batch_of_honeypot_openings_is_its_single_openings() {
             })
             .collect()
     };
-    batched.submit(&provider, openings(sid, &order));
-    let self_transfer = Call::Transfer {
-        to: provider.public(),
-        amount: 1,
-    };
-    batched.submit(&provider, self_transfer.clone());
-    batched.submit(&provider, self_transfer);
-    let ev_batched = batched.block();
+    forward.submit(&provider, openings(sid, &[1, 2, 3]));
+    backward.submit(&provider, openings(sid, &[3, 2, 1]));
+    let ev = forward.block();
+    assert_eq!(opened(&ev), [1, 2, 3].map(|i| (i, honeypot_truth(i))));
+    backward.block();
+    assert_eq!(forward.c.state(), backward.c.state());
     assert_eq!(
-        opened(&ev_batched),
-        order.map(|i| (i, honeypot_truth(i))),
-        "in the batch's order"
+        forward.c.state_root(),
+        Contract::from_state(forward.c.state().clone()).state_root(),
+        "the opening touched the entries it changed"
     );
-    assert!(
-        !ev_batched
-            .iter()
-            .any(|e| matches!(e, Event::HoneypotRefused { .. }))
-    );
-    for i in order {
-        singles.submit(&provider, open_one(sid, i));
-    }
-    assert_eq!(opened(&ev_batched), opened(&singles.block()));
-    assert_eq!(batched.c.state(), singles.c.state());
-    assert_eq!(batched.c.state_root(), singles.c.state_root());
+    // Opened twice: refused.
     assert_eq!(
-        batched.c.state_root(),
-        Contract::from_state(batched.c.state().clone()).state_root(),
-        "the batch touched the entries it changed"
+        forward.try_apply(&provider, openings(sid, &[1, 2, 3])),
+        Err(TxError::AlreadyDisclosed)
     );
-    // Tallied alike: every honeypot opened and scored.
-    for chain in [&mut batched, &mut singles] {
-        chain.reveal_mapping(&provider, sid);
-        chain.block();
-    }
-    assert_eq!(batched.c.state_root(), singles.c.state_root());
-    let o = batched.c.outcome(&sid).expect("decided");
+    forward.reveal_mapping(&provider, sid);
+    forward.block();
+    let o = forward.c.outcome(&sid).expect("decided");
     let truths: Vec<Option<Vote>> = o.segments.iter().map(|g| g.honeypot).collect();
     assert_eq!(
         truths,
@@ -2933,126 +2907,60 @@ fn a_batch_of_honeypot_openings_is_its_single_openings() {
             Some(Vote::Valid)
         ]
     );
+    assert!(!o.honeypots_forfeited);
     let seen: u32 = keys
         .iter()
         .map(|k| {
-            let h = &batched.c.state().auditors[&k.public()].honeypots;
+            let h = &forward.c.state().auditors[&k.public()].honeypots;
             h.errors_seen.iter().sum::<u32>() + h.correct_seen
         })
         .sum();
     assert_eq!(seen, 3 * 3, "three seats on each of three honeypots");
-    batched.assert_supply_conserved();
+    forward.assert_supply_conserved();
 }
 
-/// An opening the contract refuses fails alone, with a `HoneypotRefused` naming its
-/// segment and the single call's error, and the others apply: a wrong salt, a honeypot
-/// opened before the one resting on it (as single calls in that order would be), and one
-/// past the session's cap. The refused one can still be opened on its own afterwards.
+/// Opening a honeypot set is all or nothing, and only the committed set opens: one bad
+/// salt refuses the whole call (nothing changes, nonce included); a subset, a superset or
+/// the empty set is not the committed set; only the provider opens it, never before the
+/// disclosure (the votes must be public first); malformed calls (a segment twice, an
+/// abstaining verdict) are refused as malformed.
 #[test]
-fn a_refused_honeypot_opening_fails_alone() {
-    let params = Params {
-        max_honeypots: 2,
-        ..Params::default()
-    };
-    let (mut chain, keys) = Chain::new(params, &[(Tier::Computer, 6)]);
+fn a_honeypot_set_opening_is_all_or_nothing() {
+    let (mut chain, keys) = Chain::new(test_params(), &[(Tier::Computer, 6)]);
     let provider = key("provider");
+    let p = provider.public();
+    let early = batch_honeypot_session(&mut chain, &keys, false);
+    assert!(matches!(
+        chain.try_apply(&provider, openings(early, &[3, 2, 1])),
+        Err(TxError::WrongPhase(_))
+    ));
     let sid = disclosing_honeypots(&mut chain, &keys);
-    let refused = |ev: &[Event]| -> Vec<(u16, String)> {
-        ev.iter()
-            .filter_map(|e| match e {
-                Event::HoneypotRefused {
-                    session,
-                    segment,
-                    provider: p,
-                    reason,
-                } if *session == sid && *p == provider.public() => Some((*segment, reason.clone())),
-                _ => None,
-            })
-            .collect()
-    };
-    // Honeypot 1 before honeypot 2 that rests on it; honeypot 3 with a wrong salt.
+    let (root, nonce) = (chain.c.state_root(), chain.c.nonce(&p));
     let mut bad = openings(sid, &[1, 2, 3]);
     if let Call::RevealHoneypots { openings, .. } = &mut bad {
         openings[2].salt = Salt([0; 32]);
     }
-    let nonce = chain.c.nonce(&provider.public());
-    let ev = chain
-        .try_apply(&provider, bad)
-        .expect("one opening applies");
-    assert_eq!(
-        refused(&ev),
-        [
-            (1, TxError::HoneypotHasDependents(1).to_string()),
-            (3, TxError::CommitmentMismatch.to_string()),
-        ]
-    );
-    assert!(
-        ev.iter()
-            .any(|e| matches!(e, Event::HoneypotRevealed { segment: 2, .. }))
-    );
-    assert_eq!(chain.c.nonce(&provider.public()), nonce + 1);
-    let s = &chain.c.state().sessions[&sid];
-    assert_eq!(
-        s.segments
-            .iter()
-            .map(|g| g.honeypot.is_some())
-            .collect::<Vec<_>>(),
-        [false, false, true, false]
-    );
-    // Honeypot 2 is open now, so 1 opens; 3 is past the cap of 2: refused alone.
-    let ev = chain
-        .try_apply(&provider, openings(sid, &[1, 3]))
-        .expect("honeypot 1 opens");
-    assert_eq!(
-        refused(&ev),
-        [(3, TxError::TooManyHoneypots(2).to_string())]
-    );
-    assert!(
-        ev.iter()
-            .any(|e| matches!(e, Event::HoneypotRevealed { segment: 1, .. }))
-    );
-    chain.assert_supply_conserved();
-}
-
-/// A batch whose every opening is refused fails as its first opening would and changes
-/// nothing, nonce included: before the disclosure (so it waits, as a single opening
-/// does), and in it with nothing to open. Malformed batches (one opening, a segment twice,
-/// an abstaining verdict) are refused as malformed.
-#[test]
-fn a_batch_of_honeypot_openings_all_refused_or_malformed_changes_nothing() {
-    let (mut chain, keys) = Chain::new(Params::default(), &[(Tier::Computer, 6)]);
-    let provider = key("provider");
-    let p = provider.public();
-    let sid = disclosing_honeypots(&mut chain, &keys);
-    let (root, nonce) = (chain.c.state_root(), chain.c.nonce(&p));
-    // Not a honeypot, then a wrong salt: the first error.
-    let mut bad = openings(sid, &[0, 3]);
-    if let Call::RevealHoneypots { openings, .. } = &mut bad {
-        openings[1].salt = Salt([0; 32]);
-    }
     assert_eq!(
         chain.try_apply(&provider, bad),
-        Err(TxError::NotAHoneypot(0))
+        Err(TxError::CommitmentMismatch)
     );
-    // Someone other than the provider.
+    for set in [&[1u16, 2][..], &[0, 1, 2, 3], &[]] {
+        assert_eq!(
+            chain.try_apply(&provider, openings(sid, set)),
+            Err(TxError::HoneypotSetMismatch),
+            "{set:?}"
+        );
+    }
     assert_eq!(
-        chain.try_apply(&keys[0], openings(sid, &[3, 2])),
+        chain.try_apply(&keys[0], openings(sid, &[1, 2, 3])),
         Err(TxError::NotProvider)
     );
     let malformed = |e| Err(TxError::Format(e));
-    let mut twice = openings(sid, &[3, 3]);
     assert_eq!(
-        chain.try_apply(&provider, twice.clone()),
+        chain.try_apply(&provider, openings(sid, &[3, 3])),
         malformed(trust_protocol::tx::TxFormatError::RepeatedSegment(3))
     );
-    if let Call::RevealHoneypots { openings, .. } = &mut twice {
-        openings.pop();
-    }
-    assert_eq!(
-        chain.try_apply(&provider, twice),
-        malformed(trust_protocol::tx::TxFormatError::ShortBatch)
-    );
-    let mut abstaining = openings(sid, &[3, 2]);
+    let mut abstaining = openings(sid, &[1, 2, 3]);
     if let Call::RevealHoneypots { openings, .. } = &mut abstaining {
         openings[1].verdict = Vote::Abstain;
     }
@@ -3062,11 +2970,7 @@ fn a_batch_of_honeypot_openings_all_refused_or_malformed_changes_nothing() {
     );
     assert_eq!(chain.c.state_root(), root);
     assert_eq!(chain.c.nonce(&p), nonce);
-
-    // Before the disclosure every opening waits, so the batch does.
-    let early = batch_honeypot_session(&mut chain, &keys, false);
-    assert!(matches!(
-        chain.try_apply(&provider, openings(early, &[3, 2, 1])),
-        Err(TxError::WrongPhase(_))
-    ));
+    let s = &chain.c.state().sessions[&sid];
+    assert!(!s.honeypots_opened);
+    assert!(s.segments.iter().all(|g| g.honeypot.is_none()));
 }

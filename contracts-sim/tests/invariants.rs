@@ -5,7 +5,15 @@
 use std::collections::BTreeMap;
 
 use proptest::prelude::*;
-use trust_contracts::{BlockCtx, Contract, Genesis, GenesisAccount, Outcome, Params};
+
+/// The defaults with dev floors: these properties draw `k` from 1 up.
+fn test_params() -> Params {
+    Params {
+        floors: Floors::dev(),
+        ..Params::default()
+    }
+}
+use trust_contracts::{BlockCtx, Contract, Floors, Genesis, GenesisAccount, Outcome, Params};
 use trust_protocol::{
     Hash, Keypair, Salt, SealingPublicKey, Signed, Vote, commitment,
     hdag::AbstractionLevel,
@@ -152,7 +160,7 @@ impl World {
             reveal_window: 3,
             disclose_window: 2,
             unbond_delay: 3,
-            ..Params::default()
+            ..test_params()
         };
         Self {
             c: Contract::new(&Genesis {
@@ -256,6 +264,7 @@ impl World {
                     domain: String::new(),
                     left_out: Vec::new(),
                     terms: trust_protocol::tx::SessionTerms::default(),
+                    honeypot_set: trust_protocol::honeypot_set_commitment(&[], &Salt([11; 32])),
                 };
                 m.fee = trust_contracts::minimum_fee(&self.c.state().params, &m).unwrap_or(0)
                     * u64::from(fee_factor);

@@ -107,9 +107,15 @@ fn the_best_unflagged_guesser_loses() {
         cfg.params.rubber_stamp.approval.to_f64(),
         dial.honeypot_approval
     );
+    // Every judgement of a round counts towards its verdict: the sim's panels are its
+    // k + extra seats.
+    let panel = EconParams {
+        panel_k: u32::from(cfg.quorum.k[2] + cfg.quorum.extra_seats),
+        ..dial
+    };
     let r = Sim::new(cfg).unwrap().run();
     let g = r.strategy(Strategy::Random).unwrap();
-    let worst = guesser_agreement(&dial, 0.59).unwrap();
+    let worst = guesser_agreement(&panel, 0.59).unwrap();
     eprintln!("{g:?}, dial agreement {worst}");
     assert!(g.agreement > 0.5 && g.agreement < worst, "{g:?} vs {worst}");
     assert!(g.final_profit_mean < 0.0, "{g:?}");

@@ -14,10 +14,11 @@
 //! | `commit_due` | the provider delivered a seat every key it needs and its commit window is open | session, segment, account, `commit_until` (last height accepting commits) |
 //! | `reveal_due` | a round's commit window closed: to each seat of it that committed | session, segment, account, round, `reveal_until` |
 //! | `vote_refused` | one vote of a seat's batch (`Commits`, `Reveals`, `Votes`) was refused; its other votes applied | session, segment, account = seat, reason |
-//! | `honeypot_refused` | one opening of a provider's `RevealHoneypots` was refused; its other openings applied | session, segment, account = provider, reason |
+//! | `honeypots_forfeited` | the provider did not open its committed honeypot set in time: its honeypot bond burned | session, account = provider, amount = burned |
 //! | `segment_decided` | a segment's final verdict | session, segment, verdict |
 //! | `session_decided` | the trace verdict | session, account = provider, verdict, passing and total weight |
 //! | `appeal_opened` | an account appealed decided segments; fresh seats are drawn next block | session, account = appellant, round, `segments_appealed`, amount = bond escrowed |
+//! | `appeal_queued` | an appeal was filed while another round of the session runs: it opens after the rounds before it | session, account = appellant, `segments_appealed`, amount = bond escrowed, `position` |
 //! | `appeal_decided` | an appeal round decided one appealed segment | session, segment, round, `previous` (its verdict before), verdict, `overturned`, `trace` (the trace verdict after) |
 //! | `appeal_cancelled` | an appeal could not be staffed; its bond went back | session, account = appellant, amount, reason |
 //! | `session_failed` | a session could not run; its fee was refunded | session, reason |
@@ -25,6 +26,7 @@
 //! | `reward` | a seat was paid | session, segment, account, amount |
 //! | `slash` | stake was slashed | session, account, amount, reason |
 //! | `bonded`, `unbond_started`, `withdrawn` | an auditor's own stake moved | account, amount, `release_at` (unbonding) |
+//! | `expertise_declared`, `expertise_changed` | an auditor declared expertise domains, counting from `release_at`; they took effect | account, `expertise`, `release_at` (declared) |
 //!
 //! Within one block the feed is in
 //! that lifecycle order (stable within a kind, which keeps the contract's order), so a
@@ -57,15 +59,16 @@ pub enum Kind {
     RevealDue,
     /// One vote of a seat's batch was refused (the batch's other votes applied).
     VoteRefused,
-    /// One honeypot opening of a provider's batch was refused (the batch's other openings
-    /// applied).
-    HoneypotRefused,
+    /// A provider did not open its committed honeypot set in time: its bond burned.
+    HoneypotsForfeited,
     /// A segment's final verdict.
     SegmentDecided,
     /// A trace verdict.
     SessionDecided,
     /// An appeal was opened: fresh seats will judge the segments again.
     AppealOpened,
+    /// An appeal waits for the round before it.
+    AppealQueued,
     /// An appeal round decided one appealed segment.
     AppealDecided,
     /// An appeal could not be staffed; its bond went back.
@@ -84,6 +87,10 @@ pub enum Kind {
     UnbondStarted,
     /// Unbonded stake returned.
     Withdrawn,
+    /// An auditor declared expertise domains (counting later).
+    ExpertiseDeclared,
+    /// Declared expertise took effect.
+    ExpertiseChanged,
     /// The stream ends: the client fell behind (never stored).
     #[value(skip)]
     Dropped,
@@ -91,16 +98,17 @@ pub enum Kind {
 
 impl Kind {
     /// Every kind a block's feed may hold (all but [`Kind::Dropped`]).
-    pub const STORED: [Kind; 18] = [
+    pub const STORED: [Kind; 21] = [
         Kind::SessionOpened,
         Kind::SeatDrawn,
         Kind::CommitDue,
         Kind::RevealDue,
         Kind::VoteRefused,
-        Kind::HoneypotRefused,
+        Kind::HoneypotsForfeited,
         Kind::SegmentDecided,
         Kind::SessionDecided,
         Kind::AppealOpened,
+        Kind::AppealQueued,
         Kind::AppealDecided,
         Kind::AppealCancelled,
         Kind::SessionFailed,
@@ -110,6 +118,8 @@ impl Kind {
         Kind::Bonded,
         Kind::UnbondStarted,
         Kind::Withdrawn,
+        Kind::ExpertiseDeclared,
+        Kind::ExpertiseChanged,
     ];
 
     /// The snake_case name (the SSE `event:` field).
@@ -120,10 +130,11 @@ impl Kind {
             Kind::CommitDue => "commit_due",
             Kind::RevealDue => "reveal_due",
             Kind::VoteRefused => "vote_refused",
-            Kind::HoneypotRefused => "honeypot_refused",
+            Kind::HoneypotsForfeited => "honeypots_forfeited",
             Kind::SegmentDecided => "segment_decided",
             Kind::SessionDecided => "session_decided",
             Kind::AppealOpened => "appeal_opened",
+            Kind::AppealQueued => "appeal_queued",
             Kind::AppealDecided => "appeal_decided",
             Kind::AppealCancelled => "appeal_cancelled",
             Kind::SessionFailed => "session_failed",
@@ -133,6 +144,8 @@ impl Kind {
             Kind::Bonded => "bonded",
             Kind::UnbondStarted => "unbond_started",
             Kind::Withdrawn => "withdrawn",
+            Kind::ExpertiseDeclared => "expertise_declared",
+            Kind::ExpertiseChanged => "expertise_changed",
             Kind::Dropped => "dropped",
         }
     }
@@ -269,6 +282,12 @@ pub struct FeedEvent {
     /// The trace verdict after an appeal round, snake_case (appeal decided).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<String>,
+    /// Appeals waiting before this one (appeal queued).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub position: Option<u16>,
+    /// Expertise domains (expertise declared or changed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expertise: Option<Vec<String>>,
     /// `dropped` only: the id of the last event sent; resume after it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resume_after: Option<String>,
@@ -298,6 +317,8 @@ impl FeedEvent {
             previous: None,
             overturned: None,
             trace: None,
+            position: None,
+            expertise: None,
             resume_after: None,
         }
     }
@@ -602,17 +623,46 @@ pub fn derive(height: u64, events: &[Event], after: &Contract) -> Vec<FeedEvent>
                 e.reason = Some(reason.clone());
                 out.push(e);
             }
-            Event::HoneypotRefused {
-                session,
-                segment,
-                provider,
-                reason,
-            } => {
-                let mut e = FeedEvent::new(Kind::HoneypotRefused);
+            Event::HoneypotsForfeited { session, burned } => {
+                let mut e = FeedEvent::new(Kind::HoneypotsForfeited);
                 e.session = Some(*session);
-                e.segment = Some(*segment);
-                e.account = Some(*provider);
-                e.reason = Some(reason.clone());
+                e.account = after
+                    .outcome(session)
+                    .map(|o| o.provider)
+                    .or_else(|| after.state().sessions.get(session).map(|s| s.provider));
+                e.amount = Some(*burned);
+                out.push(e);
+            }
+            Event::AppealQueued {
+                session,
+                appellant,
+                segments,
+                position,
+                bond,
+            } => {
+                let mut e = FeedEvent::new(Kind::AppealQueued);
+                e.session = Some(*session);
+                e.account = Some(*appellant);
+                e.segments_appealed = Some(segments.clone());
+                e.amount = Some(*bond);
+                e.position = Some(*position);
+                out.push(e);
+            }
+            Event::ExpertiseDeclared {
+                account,
+                expertise,
+                at,
+            } => {
+                let mut e = FeedEvent::new(Kind::ExpertiseDeclared);
+                e.account = Some(*account);
+                e.expertise = Some(expertise.clone());
+                e.release_at = Some(*at);
+                out.push(e);
+            }
+            Event::ExpertiseChanged { account, expertise } => {
+                let mut e = FeedEvent::new(Kind::ExpertiseChanged);
+                e.account = Some(*account);
+                e.expertise = Some(expertise.clone());
                 out.push(e);
             }
             _ => {}

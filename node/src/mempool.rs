@@ -148,13 +148,9 @@ pub enum MempoolError {
 /// reveal sent while its commit window is open, a balance) is left to [`unfit`], [`Cost`]
 /// and the contract.
 pub fn expired(state: &State, sender: &AccountId, call: &Call) -> Option<&'static str> {
-    if let Call::Commits { .. }
-    | Call::Reveals { .. }
-    | Call::Votes { .. }
-    | Call::RevealHoneypots { .. } = call
-    {
-        // A batch (of votes, of honeypot openings) expires when every entry has: the
-        // contract refuses the expired entries alone and applies the others.
+    if let Call::Commits { .. } | Call::Reveals { .. } | Call::Votes { .. } = call {
+        // A batch of votes expires when every entry has: the contract refuses the expired
+        // entries alone and applies the others.
         let mut why = None;
         for single in call.unbatched() {
             match expired(state, sender, &single) {
@@ -168,6 +164,14 @@ pub fn expired(state: &State, sender: &AccountId, call: &Call) -> Option<&'stati
     }
     if let Call::Appeal { session, .. } = call {
         return appeal_expired(state, session);
+    }
+    // A honeypot set opens once, whole, while its session is live.
+    if let Call::RevealHoneypots { session, .. } = call {
+        return match state.sessions.get(session) {
+            None => Some("the session is no longer live"),
+            Some(s) if s.honeypots_opened => Some("the honeypot set is open already"),
+            Some(_) => None,
+        };
     }
     let session = match call {
         Call::Commit { session, .. }
@@ -253,12 +257,9 @@ fn appeal_expired(state: &State, session: &Hash) -> Option<&'static str> {
 /// pool votes and key deliveries that the contract refuses only once a proposer tries them.
 pub fn unfit(state: &State, sender: &AccountId, call: &Call) -> Result<(), MempoolError> {
     match call {
-        // A batch (of votes, of honeypot openings) fits when one of its entries does (the
-        // contract refuses the others alone); otherwise the first entry says why not.
-        Call::Commits { .. }
-        | Call::Reveals { .. }
-        | Call::Votes { .. }
-        | Call::RevealHoneypots { .. } => {
+        // A batch of votes fits when one of its entries does (the contract refuses the
+        // others alone); otherwise the first entry says why not.
+        Call::Commits { .. } | Call::Reveals { .. } | Call::Votes { .. } => {
             let mut first = None;
             for single in call.unbatched() {
                 match unfit(state, sender, &single) {
@@ -300,7 +301,8 @@ pub fn unfit(state: &State, sender: &AccountId, call: &Call) -> Result<(), Mempo
         }
         Call::DeliverKeys { session, .. }
         | Call::RevealMapping { session, .. }
-        | Call::RevealHoneypot { session, .. } => match state.sessions.get(session) {
+        | Call::RevealHoneypot { session, .. }
+        | Call::RevealHoneypots { session, .. } => match state.sessions.get(session) {
             Some(s) if s.provider != *sender => Err(MempoolError::Unfit(
                 "the sender is not the session's provider",
             )),
@@ -315,6 +317,12 @@ pub fn unfit(state: &State, sender: &AccountId, call: &Call) -> Result<(), Mempo
         }
         Call::Exit => trust_contracts::exit_refused(state, sender)
             .map_or(Ok(()), |e| Err(MempoolError::Refused(e))),
+        // Free to send: only a registered auditor that is not leaving may declare.
+        Call::DeclareExpertise { .. } => match state.auditors.get(sender) {
+            Some(a) if !a.exiting => Ok(()),
+            Some(_) => Err(MempoolError::Refused(TxError::AlreadyExiting)),
+            None => Err(MempoolError::Refused(TxError::NotAnAuditor)),
+        },
         Call::RegisterAuditor { tier, stake, .. } => {
             // An auditor is drawn for its stake, which it bonds in the registration itself
             // (paid for as its cost); one below the tier's minimum would be refused for good.

@@ -182,6 +182,17 @@ pub fn honeypot_commitment(
     )
 }
 
+/// Commitment to the set of a session's honeypot segments, made when the session opens:
+/// `H("trust/v1/honeypot-set", i_1, ..., i_n, salt)` over the distinct indices in
+/// increasing order (each as two little-endian bytes). The provider opens the whole set
+/// at once after voting; it cannot choose, once the votes are public, which segments were
+/// honeypots.
+pub fn honeypot_set_commitment(indices: &[u16], salt: &Salt) -> Commitment {
+    let set: std::collections::BTreeSet<u16> = indices.iter().copied().collect();
+    let bytes: Vec<u8> = set.iter().flat_map(|i| i.to_le_bytes()).collect();
+    Hash::of_parts("trust/v1/honeypot-set", &[&bytes, salt.as_ref()])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

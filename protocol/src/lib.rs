@@ -37,7 +37,8 @@ pub mod units;
 
 pub use commit::{
     Commitment, MAX_REASON_BYTES, ReasonError, Salt, Vote, commitment, fit_reason,
-    honeypot_commitment, mapping_commitment, reason_error, verify_commitment,
+    honeypot_commitment, honeypot_set_commitment, mapping_commitment, reason_error,
+    verify_commitment,
 };
 pub use encoding::{DecodeError, MAX_MESSAGE_BYTES, decode, encode};
 pub use hash::Hash;

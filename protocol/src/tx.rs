@@ -152,8 +152,8 @@ pub struct SessionTerms {
     /// Which tiers may judge (Computer, LLM, Human): no seat of a tier left out here is
     /// ever drawn, escalations included.
     pub tiers: [bool; 3],
-    /// The weight each tier's segments were given (Computer, LLM, Human), as the
-    /// segments' weights already carry it; recorded so that the terms can be shown.
+    /// The weight each tier's segments carry (Computer, LLM, Human): every segment's weight
+    /// must be its tier's here, so the trace quorum weighs what the terms say.
     pub tier_weights: [u32; 3],
     /// Whether only auditors declaring the session's `domain` may be drawn (otherwise the
     /// domain only doubles a declaring auditor's chance).
@@ -177,6 +177,17 @@ impl SessionTerms {
     /// Whether `tier` may judge in this session.
     pub fn allows(&self, tier: Tier) -> bool {
         let [c, l, h] = self.tiers;
+        match tier {
+            Tier::Computer => c,
+            Tier::Llm => l,
+            Tier::Human => h,
+        }
+    }
+
+    /// The weight every segment routed to `tier` carries (the contract refuses a manifest
+    /// whose segment weights are not these).
+    pub fn tier_weight(&self, tier: Tier) -> u32 {
+        let [c, l, h] = self.tier_weights;
         match tier {
             Tier::Computer => c,
             Tier::Llm => l,
@@ -286,6 +297,10 @@ pub struct SessionManifest {
     pub left_out: Vec<LeftOut>,
     /// The provider's other choices: windows, exposure budget, tiers, tier weights.
     pub terms: SessionTerms,
+    /// Commitment to the set of segments that are honeypots
+    /// ([`crate::honeypot_set_commitment`]; the empty set when there is none): fixed before
+    /// any vote, opened all at once after voting ([`Call::RevealHoneypots`]).
+    pub honeypot_set: Commitment,
 }
 
 /// A segment key sealed to one seat.
@@ -421,17 +436,20 @@ pub enum Call {
         /// Indices of the segments appealed: distinct, 1..=[`MAX_APPEAL_SEGMENTS`].
         segments: Vec<u16>,
     },
-    /// Open several honeypots of one session at once (provider, after voting): one
-    /// signature for up to [`MAX_BATCH_HONEYPOTS`] openings. Each opening applies, in
-    /// order, as a [`Call::RevealHoneypot`] of its own would (so a honeypot that another
-    /// rests on comes after that one); an opening the contract refuses fails alone (an
-    /// event says why), and the call fails only when every opening does. Appended last so
-    /// that the other calls keep their encodings.
+    /// Open the session's whole honeypot set (provider, after voting): the openings must
+    /// be exactly the set committed in [`SessionManifest::honeypot_set`], each matching its
+    /// segment's verdict commitment, none the conclusion nor a segment the trace rests on.
+    /// All or nothing: one bad opening refuses the call. An empty set may be opened as
+    /// soon as the votes are bound (the reveal window); a non-empty one in the disclosure
+    /// window. A session whose set is not opened in time forfeits its honeypot bond.
     RevealHoneypots {
         /// Session id.
         session: Hash,
-        /// One per honeypot, distinct segments, none abstaining.
+        /// One per honeypot, distinct segments, none abstaining: the whole committed set
+        /// (empty when the session planted none).
         openings: Vec<HoneypotOpening>,
+        /// The salt of the session's [`SessionManifest::honeypot_set`] commitment.
+        set_salt: Salt,
     },
     /// Commit and reveal votes of the sender's seats in several sessions at once: one
     /// signature for up to [`MAX_BATCH_VOTES`] entries in all, so that a node seated in
@@ -443,6 +461,15 @@ pub enum Call {
     Votes {
         /// One per session, distinct sessions, none empty.
         groups: Vec<VoteGroup>,
+    },
+    /// Replace the sender's declared expertise domains (auditor only). The new domains
+    /// take effect the network's `expertise_delay` blocks after the block that holds the
+    /// call, longer than any draw seed is known in advance, so nobody declares a domain
+    /// into a draw it has already seen.
+    /// Appended last so that the other calls keep their encodings.
+    DeclareExpertise {
+        /// The domains, at most [`MAX_EXPERTISE`], each at most [`MAX_DOMAIN_BYTES`] bytes.
+        expertise: Vec<String>,
     },
 }
 
@@ -517,7 +544,9 @@ impl Call {
                     reason: e.reason.clone(),
                 })
                 .collect(),
-            Call::RevealHoneypots { session, openings } => openings
+            Call::RevealHoneypots {
+                session, openings, ..
+            } => openings
                 .iter()
                 .map(|o| Call::RevealHoneypot {
                     session: *session,
@@ -613,17 +642,17 @@ impl Call {
             | Call::Unbond { .. }
             | Call::Withdraw
             | Call::Exit
+            | Call::DeclareExpertise { .. }
             | Call::OpenSession(_) => None,
         }
     }
 
-    /// Commits, reveals or honeypot openings as one call: the single call for one entry;
-    /// for more, a [`Call::Commits`], [`Call::Reveals`] or [`Call::RevealHoneypots`] when
-    /// all are of one kind in one session, and a [`Call::Votes`] for commits and reveals of
-    /// several sessions or of both kinds. At most [`MAX_BATCH_VOTES`] entries (or
-    /// [`MAX_BATCH_HONEYPOTS`] openings): the caller splits longer lists. `None` when
-    /// `calls` is empty, mixes honeypot openings with anything else, or holds another
-    /// kind of call.
+    /// Commits and reveals as one call: the single call for one entry; for more, a
+    /// [`Call::Commits`] or [`Call::Reveals`] when all are of one kind in one session, and
+    /// a [`Call::Votes`] for commits and reveals of several sessions or of both kinds. At
+    /// most [`MAX_BATCH_VOTES`] entries: the caller splits longer lists. `None` when
+    /// `calls` is empty or holds another kind of call. (Honeypots are opened as one set,
+    /// [`Call::RevealHoneypots`], never batched from single openings.)
     pub fn batch(calls: Vec<Call>) -> Option<Call> {
         let mixed_votes = calls
             .iter()
@@ -641,11 +670,7 @@ impl Call {
         let first = it.next()?;
         let rest: Vec<Call> = it.collect();
         if rest.is_empty() {
-            return matches!(
-                first,
-                Call::Commit { .. } | Call::Reveal { .. } | Call::RevealHoneypot { .. }
-            )
-            .then_some(first);
+            return matches!(first, Call::Commit { .. } | Call::Reveal { .. }).then_some(first);
         }
         match first {
             Call::Commit {
@@ -703,38 +728,6 @@ impl Call {
                     }
                 }
                 Some(Call::Reveals { session, entries })
-            }
-            Call::RevealHoneypot {
-                session,
-                segment,
-                verdict,
-                difficulty,
-                salt,
-            } => {
-                let mut openings = vec![HoneypotOpening {
-                    segment,
-                    verdict,
-                    difficulty,
-                    salt,
-                }];
-                for c in rest {
-                    match c {
-                        Call::RevealHoneypot {
-                            session: s,
-                            segment,
-                            verdict,
-                            difficulty,
-                            salt,
-                        } if s == session => openings.push(HoneypotOpening {
-                            segment,
-                            verdict,
-                            difficulty,
-                            salt,
-                        }),
-                        _ => return None,
-                    }
-                }
-                Some(Call::RevealHoneypots { session, openings })
             }
             _ => None,
         }
@@ -1141,7 +1134,7 @@ impl Tx {
             Call::RegisterAuditor { stake, .. } if *stake == 0 => {
                 Err(TxFormatError::ZeroAmount("stake"))
             }
-            Call::RegisterAuditor { expertise, .. } => {
+            Call::RegisterAuditor { expertise, .. } | Call::DeclareExpertise { expertise } => {
                 check_len("expertise", expertise.len(), MAX_EXPERTISE)?;
                 for d in expertise {
                     check_len("expertise domain", d.len(), MAX_DOMAIN_BYTES)?;
@@ -1176,13 +1169,14 @@ impl Tx {
                 }
             }
             Call::Votes { groups } => check_votes(groups),
-            // As the single call: every known verdict is a judgement.
+            // The whole set (possibly empty), distinct segments, every known verdict a
+            // judgement.
             Call::RevealHoneypots { openings, .. } => {
-                check_batch(
-                    openings.iter().map(|o| o.segment),
-                    openings.len(),
-                    MAX_BATCH_HONEYPOTS,
-                )?;
+                check_len("honeypot openings", openings.len(), MAX_BATCH_HONEYPOTS)?;
+                let mut seen = std::collections::BTreeSet::new();
+                if let Some(o) = openings.iter().find(|o| !seen.insert(o.segment)) {
+                    return Err(TxFormatError::RepeatedSegment(o.segment));
+                }
                 if openings.iter().any(|o| o.verdict.is_abstain()) {
                     return Err(TxFormatError::AbstainingHoneypot);
                 }
@@ -1329,6 +1323,7 @@ mod tests {
                         domain,
                         left_out,
                         terms: SessionTerms::default(),
+                        honeypot_set: Hash::ZERO,
                     }
                 },
             )
@@ -1440,7 +1435,10 @@ mod tests {
                             salt: Salt(s),
                         })
                         .collect(),
+                    set_salt: Salt([3; 32]),
                 }),
+            prop::collection::vec("[a-z]{1,12}", 0..4)
+                .prop_map(|expertise| Call::DeclareExpertise { expertise }),
         ]
     }
 
@@ -1491,6 +1489,7 @@ mod tests {
             domain: "math".into(),
             left_out: Vec::new(),
             terms: SessionTerms::default(),
+            honeypot_set: Hash([6; 32]),
         }
     }
 
@@ -1997,12 +1996,12 @@ mod tests {
         assert!(len <= crate::block::MAX_TX_BYTES, "{len} bytes");
     }
 
-    /// Honeypot openings batch as votes do: `batch` then `unbatched` gives the single
-    /// openings back in order; one opening stays a single call; a batch mixing kinds or
-    /// sessions is none; a batch holds 2 to `MAX_BATCH_HONEYPOTS` openings of distinct
-    /// segments, none abstaining (as the single call), and a full one fits a transaction.
+    /// A honeypot set is opened as one call, never batched from single openings: it holds
+    /// 0 to `MAX_BATCH_HONEYPOTS` openings (the whole set, possibly empty) of distinct
+    /// segments, none abstaining, and a full one fits a transaction; `unbatched` shows its
+    /// openings one by one.
     #[test]
-    fn batches_of_honeypot_openings_stand_for_their_singles_and_keep_their_rules() {
+    fn a_honeypot_set_opening_keeps_its_rules() {
         let (s1, s2) = (Hash([1; 32]), Hash([2; 32]));
         let open = |session, segment: u16, verdict| Call::RevealHoneypot {
             session,
@@ -2011,49 +2010,48 @@ mod tests {
             difficulty: Difficulty::Subtle,
             salt: Salt([segment as u8; 32]),
         };
+        // Single openings do not batch: a set carries its own salt.
         let singles: Vec<Call> = (0..4).rev().map(|i| open(s1, i, Vote::Invalid)).collect();
-        let batch = Call::batch(singles.clone()).expect("one session, one kind");
-        assert!(matches!(
-            &batch,
-            Call::RevealHoneypots { session, openings }
-                if *session == s1 && openings.len() == 4 && openings[0].segment == 3
-        ));
-        assert_eq!(batch.unbatched(), singles);
-        let tx = |call| Tx { nonce: 0, call };
-        assert_eq!(tx(batch).validate(), Ok(()));
-        let one = open(s1, 0, Vote::Valid);
-        assert_eq!(Call::batch(vec![one.clone()]), Some(one.clone()));
-        assert_eq!(one.unbatched(), vec![one.clone()]);
+        assert_eq!(Call::batch(singles), None);
+        assert_eq!(Call::batch(vec![open(s1, 0, Vote::Valid)]), None);
         assert_eq!(
-            Call::batch(vec![one.clone(), open(s2, 1, Vote::Valid)]),
+            Call::batch(vec![open(s1, 0, Vote::Valid), open(s2, 1, Vote::Valid)]),
             None
         );
-        let commit = Call::Commit {
-            session: s1,
-            segment: 1,
-            commitment: Hash::ZERO,
-        };
-        assert_eq!(Call::batch(vec![one.clone(), commit.clone()]), None);
-        assert_eq!(Call::batch(vec![commit, one.clone()]), None);
-
+        let tx = |call| Tx { nonce: 0, call };
         let opening = |segment: u16, verdict| HoneypotOpening {
             segment,
             verdict,
             difficulty: Difficulty::Obvious,
             salt: Salt([9; 32]),
         };
-        let raw = |openings| {
-            tx(Call::RevealHoneypots {
-                session: s1,
-                openings,
-            })
-            .validate()
+        let set = |openings| Call::RevealHoneypots {
+            session: s1,
+            openings,
+            set_salt: Salt([8; 32]),
         };
+        let raw = |openings| tx(set(openings)).validate();
+        assert_eq!(raw(vec![]), Ok(()), "the empty set is opened too");
+        assert_eq!(raw(vec![opening(2, Vote::Invalid)]), Ok(()));
         assert_eq!(
-            raw(vec![opening(2, Vote::Invalid)]),
-            Err(TxFormatError::ShortBatch)
+            set(vec![opening(2, Vote::Invalid), opening(0, Vote::Valid)]).unbatched(),
+            vec![
+                Call::RevealHoneypot {
+                    session: s1,
+                    segment: 2,
+                    verdict: Vote::Invalid,
+                    difficulty: Difficulty::Obvious,
+                    salt: Salt([9; 32]),
+                },
+                Call::RevealHoneypot {
+                    session: s1,
+                    segment: 0,
+                    verdict: Vote::Valid,
+                    difficulty: Difficulty::Obvious,
+                    salt: Salt([9; 32]),
+                },
+            ]
         );
-        assert_eq!(raw(vec![]), Err(TxFormatError::ShortBatch));
         assert_eq!(
             raw(vec![opening(2, Vote::Invalid), opening(2, Vote::Valid)]),
             Err(TxFormatError::RepeatedSegment(2))
@@ -2070,7 +2068,7 @@ mod tests {
         assert!(matches!(
             raw(many(MAX_BATCH_HONEYPOTS + 1)),
             Err(TxFormatError::TooLong {
-                what: "batch entries",
+                what: "honeypot openings",
                 max: MAX_BATCH_HONEYPOTS,
                 ..
             })
@@ -2081,10 +2079,7 @@ mod tests {
             &Hash::ZERO,
             Tx {
                 nonce: u64::MAX,
-                call: Call::RevealHoneypots {
-                    session: s1,
-                    openings: many(MAX_BATCH_HONEYPOTS),
-                },
+                call: set(many(MAX_BATCH_HONEYPOTS)),
             },
         );
         let len = encoding::encode(&full).len();
@@ -2116,13 +2111,18 @@ mod tests {
                             salt: Salt([7; 32]),
                         },
                     ],
+                    set_salt: Salt([8; 32]),
                 },
             },
         );
         let bytes = encoding::encode(&tx);
         // signer(32) | nonce(8) | variant(4) | session(32) | openings length(8)
-        // | 2 x (segment(2) | verdict(4) | difficulty(4) | salt(32)) | signature(64)
-        assert_eq!(bytes.len(), 32 + 8 + 4 + 32 + 8 + 2 * (2 + 4 + 4 + 32) + 64);
+        // | 2 x (segment(2) | verdict(4) | difficulty(4) | salt(32)) | set salt(32)
+        // | signature(64)
+        assert_eq!(
+            bytes.len(),
+            32 + 8 + 4 + 32 + 8 + 2 * (2 + 4 + 4 + 32) + 32 + 64
+        );
         assert_eq!(
             hex::encode(&bytes[32..44]),
             "04000000000000000f000000",
@@ -2145,9 +2145,10 @@ mod tests {
         assert_eq!(hex::encode(&single[..4]), "0a000000");
     }
 
-    // New: honeypots opened in one transaction (appended after `Appeal`).
+    // Changed on purpose: the opening names the salt of the session's committed honeypot
+    // set (issue 39, finding 2: the set is fixed before voting and opened whole).
     const GOLDEN_HONEYPOTS_SHA256: &str =
-        "facd70b94f5792a698a339a7b8e306452613c22cbe15152fd68f4d5507c1ede0";
+        "5e64928f4050c1fea17c9278751f6e3d47544d20889c03afdb45604b5a196181";
 
     // Every signature below changed on purpose: the signed bytes name the chain (issue 26,
     // finding 7: a transaction signed for one network is refused by another).
@@ -2163,8 +2164,8 @@ mod tests {
     // Changed on purpose: a reveal carries its vote's reason (issue 28).
     const GOLDEN_REVEAL_SHA256: &str =
         "4d6d6ae9cd9769a38ed3f65b1bd63bc7ee077fb7d06e4937df2ee41638d5d6d0";
-    // Changed on purpose: the manifest carries the session's terms (windows, exposure
-    // budget, tiers, tier weights, required domain; issue 27).
+    // Changed on purpose: the manifest commits to its honeypot set (issue 39, finding 2),
+    // after carrying the session's terms (issue 27).
     const GOLDEN_OPEN_SHA256: &str =
-        "f7d601c0ae7f8618b58751acf7059dd5be54f36cffe0ed6711dcc7119cdef4e1";
+        "a121ba4e7754304c9ab87b304e6c94654ea786eb45658a2d5938cc1d47ec7a72";
 }

@@ -590,6 +590,7 @@ fn heavy_ledger(n: u64) -> (tempfile::TempDir, Ledger) {
                     domain: "math".into(),
                     left_out: vec![],
                     terms: trust_protocol::tx::SessionTerms::default(),
+                    honeypot_set: Hash::ZERO,
                 };
                 encoding::encode(&Signed::sign(
                     &key,

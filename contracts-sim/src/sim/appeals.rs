@@ -244,7 +244,7 @@ pub fn appeal_experiment(cfg: &AppealExperiment) -> Result<AppealReport, SimErro
                 match a.result {
                     AppealResult::Overturned => s.overturned += 1,
                     AppealResult::Upheld => s.upheld += 1,
-                    AppealResult::Undecided => s.undecided += 1,
+                    AppealResult::Undecided | AppealResult::Starved => s.undecided += 1,
                 }
                 if j == 0 && a.result == AppealResult::Overturned {
                     corrected += 1;

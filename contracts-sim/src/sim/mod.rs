@@ -25,9 +25,12 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use trust_protocol::{
     AccountId, Hash, Keypair, Salt, SealingPublicKey, Signed, Vote, commitment,
-    honeypot_commitment, mapping_commitment,
+    honeypot_commitment, honeypot_set_commitment, mapping_commitment,
     seal::SealedKey,
-    tx::{Call, Difficulty, QuorumParams, SeatKey, SegmentEntry, SessionManifest, Tier, Tx},
+    tx::{
+        Call, Difficulty, HoneypotOpening, QuorumParams, SeatKey, SegmentEntry, SessionManifest,
+        Tier, Tx,
+    },
     units::Ppm,
 };
 
@@ -198,6 +201,8 @@ pub(crate) struct SessionTruth {
     pub ids: Vec<Hash>,
     /// Honeypot: (segment index, verdict, difficulty, salt).
     pub honeypot: Option<(u16, Vote, Difficulty, Salt)>,
+    /// The salt of the honeypot set commitment.
+    pub set_salt: Salt,
     pub mapping: (Hash, Salt),
     pub disclosed: bool,
     /// Revealed votes per segment, in ledger order (for the baselines).
@@ -358,9 +363,19 @@ impl Sim {
     pub fn run(mut self) -> SimReport {
         // Enough blocks for every session to pass through all its windows, with margin.
         let p = &self.cfg.params;
+        let commit = p
+            .floors
+            .min_commit_window
+            .iter()
+            .fold(p.commit_window, |a, b| a.max(*b));
+        let reveal = p
+            .floors
+            .min_reveal_window
+            .iter()
+            .fold(p.reveal_window, |a, b| a.max(*b));
         let per_session = 2u64
-            .saturating_add(p.commit_window)
-            .saturating_add(p.reveal_window)
+            .saturating_add(commit)
+            .saturating_add(reveal)
             .saturating_mul(2)
             .saturating_add(p.disclose_window)
             .saturating_add(4);
@@ -393,8 +408,22 @@ impl Sim {
                 &[&self.cfg.seed.to_le_bytes(), &self.height.to_le_bytes()],
             ),
         };
-        let mut txs = std::mem::take(&mut self.queue);
-        txs.shuffle(&mut self.rng);
+        // A seeded random order across senders; each sender's own transactions keep the
+        // order it queued them in (a provider opens its honeypot set before its mapping).
+        let queued = std::mem::take(&mut self.queue);
+        let mut slots: Vec<usize> = queued.iter().map(|(sender, _)| *sender).collect();
+        slots.shuffle(&mut self.rng);
+        let mut by_sender: BTreeMap<usize, std::collections::VecDeque<Call>> = BTreeMap::new();
+        for (sender, call) in queued {
+            by_sender.entry(sender).or_default().push_back(call);
+        }
+        let txs: Vec<(usize, Call)> = slots
+            .into_iter()
+            .filter_map(|sender| {
+                let call = by_sender.get_mut(&sender)?.pop_front()?;
+                Some((sender, call))
+            })
+            .collect();
         let mut events = self.contract.begin_block(&ctx);
         for (sender, call) in txs {
             let key = match sender.checked_sub(self.agents.len()) {
@@ -490,7 +519,8 @@ impl Sim {
             } else {
                 Tier::Llm
             };
-            let w = rng.gen_range(1..=3);
+            // Every segment weighs its tier's weight in the terms (the contract's rule).
+            let w = 1;
             let id = Hash::of_parts(
                 "sim-seg",
                 &[&cfg.seed.to_le_bytes(), &tag, &i.to_le_bytes()],
@@ -530,6 +560,8 @@ impl Sim {
             honeypot = Some((idx, verdict, difficulty, salt));
         }
         let mapping = (Hash::of_parts("sim-mapping", &[&tag]), Salt(rng.r#gen()));
+        let set_salt = Salt(rng.r#gen());
+        let set: Vec<u16> = honeypot.iter().map(|h| h.0).collect();
         let mut manifest = SessionManifest {
             segments: entries,
             mapping_commitment: mapping_commitment(&mapping.0, &mapping.1),
@@ -538,6 +570,7 @@ impl Sim {
             domain: "math".into(),
             left_out: Vec::new(),
             terms: trust_protocol::tx::SessionTerms::default(),
+            honeypot_set: honeypot_set_commitment(&set, &set_salt),
         };
         manifest.fee = minimum_fee(&cfg.params, &manifest)
             .unwrap_or(0)
@@ -559,6 +592,7 @@ impl Sim {
                 weights,
                 ids,
                 honeypot,
+                set_salt,
                 mapping,
                 disclosed: false,
             },
@@ -698,7 +732,15 @@ impl Sim {
             .get(usize::from(segment))
             .copied()
             .unwrap_or(Hash::ZERO);
-        let eps = self.cfg.honest_error[crate::Params::tier_index(a.tier)];
+        let mut eps = self.cfg.honest_error[crate::Params::tier_index(a.tier)];
+        // An honest auditor rarely approves an obvious planted error (paper §0.0.5.2): a
+        // quarter of its error rate there, its full rate on subtle and domain ones.
+        if truth
+            .honeypot
+            .is_some_and(|(i, _, d, _)| i == segment && d == Difficulty::Obvious)
+        {
+            eps = Ppm(eps.0 / 4);
+        }
         let vote = agents::choose_vote(a.strategy, t, eps, self.cfg.random_valid, &mut self.rng);
         let salt = Salt(self.rng.r#gen());
         let held = HeldSeat {
@@ -803,19 +845,25 @@ impl Sim {
         }
         t.disclosed = true;
         let sender = self.agents.len().saturating_add(t.provider);
-        // The honeypot first: the mapping closes the disclosure.
-        if let Some((segment, verdict, difficulty, salt)) = t.honeypot {
-            self.queue.push((
-                sender,
-                Call::RevealHoneypot {
-                    session,
-                    segment,
-                    verdict,
-                    difficulty,
-                    salt,
-                },
-            ));
-        }
+        // The honeypot set first (empty when none was planted): the mapping closes the
+        // disclosure.
+        self.queue.push((
+            sender,
+            Call::RevealHoneypots {
+                session,
+                openings: t
+                    .honeypot
+                    .iter()
+                    .map(|&(segment, verdict, difficulty, salt)| HoneypotOpening {
+                        segment,
+                        verdict,
+                        difficulty,
+                        salt,
+                    })
+                    .collect(),
+                set_salt: t.set_salt,
+            },
+        ));
         self.queue.push((
             sender,
             Call::RevealMapping {

@@ -4,9 +4,12 @@
 // Each test file is its own crate and uses only some of these.
 #![allow(dead_code)]
 
-use trust_contracts::{BlockCtx, Contract, Event, Genesis, GenesisAccount, Params, Phase, TxError};
+use trust_contracts::{
+    BlockCtx, Contract, Event, Floors, Genesis, GenesisAccount, Params, Phase, TxError,
+};
 use trust_protocol::{
-    AccountId, Hash, Keypair, Salt, SealingPublicKey, Signed, Vote, commitment, mapping_commitment,
+    AccountId, Hash, Keypair, Salt, SealingPublicKey, Signed, Vote, commitment,
+    honeypot_set_commitment, mapping_commitment,
     seal::SealedKey,
     tx::{Call, QuorumParams, SeatKey, SegmentEntry, SessionManifest, Tier, Tx},
     units::Ppm,
@@ -36,6 +39,29 @@ pub(crate) fn key(label: &str) -> Keypair {
 /// The reason a test seat gives for `v` (bound into its commitment and revealed with it).
 pub(crate) fn why(v: Vote) -> String {
     format!("the test seat finds it {v:?}")
+}
+
+/// The network parameters these scenarios run under: the defaults with the floors a test
+/// network may lower on purpose ([`Floors::dev`]): most scenarios need `k = 1`, a single
+/// seat or two, and short windows to be read. The scenarios about floors set their own.
+pub(crate) fn test_params() -> Params {
+    Params {
+        floors: Floors::dev(),
+        ..Params::default()
+    }
+}
+
+/// The salt test providers commit their honeypot set with.
+pub(crate) const SET_SALT: Salt = Salt([11; 32]);
+
+/// The `RevealHoneypots` that opens a test session's honeypot set: `openings` (empty when
+/// it planted none) under [`SET_SALT`].
+pub(crate) fn open_set(session: Hash, openings: Vec<trust_protocol::tx::HoneypotOpening>) -> Call {
+    Call::RevealHoneypots {
+        session,
+        openings,
+        set_salt: SET_SALT,
+    }
 }
 
 pub(crate) fn ctx(height: u64) -> BlockCtx {
@@ -124,8 +150,18 @@ impl Chain {
             .push(Signed::sign(k, &Hash::ZERO, Tx { nonce, call }));
     }
 
-    /// The provider opens its (test) mapping, which ends a session's disclosure.
+    /// The provider opens its (test) mapping, which ends a session's disclosure; a
+    /// session whose committed honeypot set is empty and still closed opens it first.
     pub(crate) fn reveal_mapping(&mut self, provider: &Keypair, session: Hash) {
+        let empty = honeypot_set_commitment(&[], &SET_SALT);
+        let closed_and_empty = self.c.state().sessions.get(&session).is_some_and(|s| {
+            !s.honeypots_opened && s.manifest.honeypot_set == empty
+        }) && !self.pending.iter().any(|t| {
+            matches!(&t.body.call, Call::RevealHoneypots { session: s, .. } if *s == session)
+        });
+        if closed_and_empty {
+            self.submit(provider, open_set(session, Vec::new()));
+        }
         self.submit(
             provider,
             Call::RevealMapping {
@@ -218,8 +254,15 @@ pub(crate) fn manifest(segments: Vec<SegmentEntry>, k: u8, extra: u8) -> Session
         domain: "math".into(),
         left_out: Vec::new(),
         terms: trust_protocol::tx::SessionTerms::default(),
+        honeypot_set: honeypot_set_commitment(&[], &SET_SALT),
     };
     m.fee = trust_contracts::minimum_fee(&Params::default(), &m).unwrap();
+    m
+}
+
+/// Commits `m` to the honeypot set `indices` (under [`SET_SALT`]).
+pub(crate) fn with_honeypot_set(mut m: SessionManifest, indices: &[u16]) -> SessionManifest {
+    m.honeypot_set = honeypot_set_commitment(indices, &SET_SALT);
     m
 }
 

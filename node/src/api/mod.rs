@@ -425,7 +425,7 @@ async fn block(State(api): State<Api>, Path(height): Path<String>) -> ApiResult<
                 id: t.id(),
                 signer: t.signer,
                 nonce: t.body.nonce,
-                call: t.body.call,
+                call: Box::new(t.body.call),
             },
             Err(e) => BlockTx::Undecodable {
                 error: e.to_string(),

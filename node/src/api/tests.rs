@@ -242,6 +242,7 @@ fn one_segment_session() -> (SegmentEntry, SessionManifest) {
         domain: String::new(),
         left_out: Vec::new(),
         terms: trust_protocol::tx::SessionTerms::default(),
+        honeypot_set: trust_protocol::honeypot_set_commitment(&[], &trust_protocol::Salt([0; 32])),
     };
     m.fee = trust_contracts::minimum_fee(&Params::default(), &m).unwrap();
     (seg, m)
@@ -313,6 +314,16 @@ impl Net {
             })
             .collect();
         self.block(reveals).await;
+        // The (empty) honeypot set first, then the mapping.
+        let set = self.sign(
+            0,
+            Call::RevealHoneypots {
+                session: sid,
+                openings: Vec::new(),
+                set_salt: Salt([0; 32]),
+            },
+        );
+        self.block(vec![set]).await;
         let disclose = self.sign(
             0,
             Call::RevealMapping {
@@ -349,7 +360,8 @@ async fn a_session_is_queryable_with_the_block_that_decided_it() {
         assert_eq!(c["reason"], why(i));
         assert_eq!(c["counted"], true);
     }
-    assert_eq!(v["block_height"], 5);
+    // Opened at 1, drawn at 2, committed, revealed, the honeypot set, the mapping: 6.
+    assert_eq!(v["block_height"], 6);
     assert_eq!(v["block_hash"], net.tip.hash.to_hex());
 
     // The proof checks out against the genesis file alone, and names no other session.
@@ -996,6 +1008,17 @@ mod stream {
                 })
                 .collect();
             self.block(reveals).await;
+            self.publish(tx);
+            // The (empty) honeypot set first, then the mapping.
+            let set = self.sign(
+                0,
+                Call::RevealHoneypots {
+                    session: sid,
+                    openings: Vec::new(),
+                    set_salt: Salt([0; 32]),
+                },
+            );
+            self.block(vec![set]).await;
             self.publish(tx);
             let disclose = self.sign(
                 0,

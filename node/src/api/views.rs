@@ -157,8 +157,8 @@ pub enum BlockTx {
         signer: AccountId,
         /// Its nonce.
         nonce: u64,
-        /// What it does.
-        call: Call,
+        /// What it does (boxed: a session's manifest is far larger than an error).
+        call: Box<Call>,
     },
     /// It did not (a ledger block's transactions always decode; an error is shown rather
     /// than hidden if one ever does not).

@@ -117,6 +117,15 @@ fn call_digest(call: &Call) -> Hash {
     Hash::sha256(&encoding::encode(call))
 }
 
+/// The parts of a call a restored transaction may answer one by one: a batch's votes each
+/// on its own, a honeypot set whole (it opens all at once or not at all).
+fn restorable_parts(call: &Call) -> Vec<Call> {
+    match call {
+        Call::RevealHoneypots { .. } => vec![call.clone()],
+        _ => call.unbatched(),
+    }
+}
+
 /// Signs and queues this node's own transactions.
 #[derive(Debug, Clone)]
 pub struct Outbox {
@@ -189,7 +198,10 @@ impl Outbox {
             // A batch (of votes, of honeypot openings) is found by each of its entries:
             // after a restart the duties may ask for them in other groupings.
             let digests: Vec<Hash> = if once_only(&tx.body.call) {
-                tx.body.call.unbatched().iter().map(call_digest).collect()
+                restorable_parts(&tx.body.call)
+                    .iter()
+                    .map(call_digest)
+                    .collect()
             } else {
                 Vec::new()
             };
@@ -290,8 +302,7 @@ impl Outbox {
             // goes out with the entries it does not carry (`Call::batch` regroups them:
             // one left goes as its single call).
             let mut answered = None;
-            let rest: Vec<Call> = call
-                .unbatched()
+            let rest: Vec<Call> = restorable_parts(&call)
                 .into_iter()
                 .filter(|single| match inner.restored.remove(&call_digest(single)) {
                     Some((_, id)) => {
@@ -735,38 +746,46 @@ mod tests {
         assert!(out.inner.lock().await.restored.is_empty());
     }
 
-    /// A restored batch of honeypot openings answers each opening it carries, asked for
-    /// alone or in any batch, and only once: asked again later, it is no longer restored.
+    /// A restored honeypot set opening answers the same set asked for again, whole: the
+    /// set opens all at once, so it is never split into what was restored and what was
+    /// not (the empty set included).
     #[tokio::test]
-    async fn restored_honeypot_openings_answer_each_opening_they_carry() {
+    async fn a_restored_honeypot_set_answers_the_same_set() {
         let chain = Chain::new(2);
         let out = chain.outbox(provider_key());
         let session = Hash::of_parts("gone", &[]);
-        let open = |segment: u16| Call::RevealHoneypot {
+        let set = |segments: &[u16]| Call::RevealHoneypots {
             session,
-            segment,
-            verdict: trust_protocol::Vote::Invalid,
-            difficulty: trust_protocol::tx::Difficulty::Obvious,
-            salt: trust_protocol::Salt([segment as u8; 32]),
+            openings: segments
+                .iter()
+                .map(|&segment| trust_protocol::tx::HoneypotOpening {
+                    segment,
+                    verdict: trust_protocol::Vote::Invalid,
+                    difficulty: trust_protocol::tx::Difficulty::Obvious,
+                    salt: trust_protocol::Salt([segment as u8; 32]),
+                })
+                .collect(),
+            set_salt: trust_protocol::Salt([9; 32]),
         };
         let restored_id = Hash::of_parts("restored", &[]);
         {
             let mut inner = out.inner.lock().await;
-            let batch = Call::batch(vec![open(3), open(2), open(1)]).unwrap();
-            assert!(matches!(batch, Call::RevealHoneypots { .. }));
-            for c in batch.unbatched() {
-                inner.restored.insert(call_digest(&c), (0, restored_id));
+            for c in [set(&[3, 2, 1]), set(&[])] {
+                for part in restorable_parts(&c) {
+                    inner.restored.insert(call_digest(&part), (0, restored_id));
+                }
             }
         }
-        let two = Call::batch(vec![open(3), open(1)]).unwrap();
-        assert_eq!(out.send(two).await.unwrap(), Sent::Pooled(restored_id));
-        assert_eq!(out.send(open(2)).await.unwrap(), Sent::Pooled(restored_id));
+        assert_eq!(
+            out.send(set(&[3, 2, 1])).await.unwrap(),
+            Sent::Pooled(restored_id)
+        );
+        assert_eq!(out.send(set(&[])).await.unwrap(), Sent::Pooled(restored_id));
         assert_eq!(chain.pooled().await, 0, "nothing new was signed");
         assert!(out.inner.lock().await.restored.is_empty());
-        // Asked again, an opening is no longer answered (here: refused unsigned, its
-        // session being unknown).
+        // Another set is not answered (here: refused unsigned, its session being unknown).
         assert!(matches!(
-            out.send(open(2)).await,
+            out.send(set(&[3, 1])).await,
             Err(OutboxError::Expired("the session is no longer live"))
         ));
     }

@@ -55,8 +55,24 @@ impl Chain {
         Self::with_expertise(tiers, |_| vec!["math".into()])
     }
 
-    /// A chain whose auditor `i` is of tier `tiers[i]` and declares `expertise(i)`.
+    /// A chain whose auditor `i` is of tier `tiers[i]` and declares `expertise(i)`, under
+    /// the dev floors ([`trust_contracts::Floors::dev`]): these scenarios ask for `k = 1`
+    /// or `2`, short windows and small domains on purpose. The floor scenarios use
+    /// [`Chain::with_params`].
     pub(crate) fn with_expertise(tiers: &[Tier], expertise: impl Fn(usize) -> Vec<String>) -> Self {
+        let params = Params {
+            floors: trust_contracts::Floors::dev(),
+            ..Params::default()
+        };
+        Self::with_params(params, tiers, expertise)
+    }
+
+    /// [`Chain::with_expertise`] under `params`.
+    pub(crate) fn with_params(
+        params: Params,
+        tiers: &[Tier],
+        expertise: impl Fn(usize) -> Vec<String>,
+    ) -> Self {
         let auditors = tiers.len();
         let me = provider_key();
         let mut accounts = vec![GenesisAccount {
@@ -70,7 +86,7 @@ impl Chain {
             stake: 1_000,
         }));
         let contract = Contract::new(&Genesis {
-            params: Params::default(),
+            params,
             accounts,
             auditors: (0..auditors)
                 .map(|i| GenesisAuditor {

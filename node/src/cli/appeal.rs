@@ -253,6 +253,19 @@ pub(super) fn segment_text(
                 format!(", bond paid to the seats that judged ({})", s.paid)
             }
         ),
+        AppealResult::Starved => format!(
+            "{head} starved: the provider did not key the appeal seats{}{}",
+            if s.previous == trust_contracts::LocalVerdict::Valid {
+                ", so its Valid verdict no longer stands"
+            } else {
+                ", the verdict stands"
+            },
+            if s.refunded > 0 {
+                format!(", appellant refunded {}", s.refunded)
+            } else {
+                ", the provider's own bond burned".to_string()
+            }
+        ),
     }
 }
 

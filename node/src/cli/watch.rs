@@ -234,10 +234,32 @@ pub fn line(e: &FeedEvent, me: Option<AccountId>) -> String {
             who(e.account),
             e.reason.as_deref().unwrap_or("?")
         ),
-        Kind::HoneypotRefused => format!(
-            "{session}{segment} by {}: honeypot opening refused ({})",
+        Kind::HoneypotsForfeited => format!(
+            "{session} by {}: honeypot set not opened, bond {amount} burned",
             who(e.account),
-            e.reason.as_deref().unwrap_or("?")
+        ),
+        Kind::AppealQueued => format!(
+            "{session} by {}: segments {} queued behind {} appeal(s), bond {amount}",
+            who(e.account),
+            e.segments_appealed
+                .as_deref()
+                .unwrap_or_default()
+                .iter()
+                .map(|s| format!("#{s}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            e.position.unwrap_or(0)
+        ),
+        Kind::ExpertiseDeclared => format!(
+            "{}: expertise {} declared, counting from #{}",
+            who(e.account),
+            e.expertise.as_deref().unwrap_or_default().join(", "),
+            e.release_at.unwrap_or(0)
+        ),
+        Kind::ExpertiseChanged => format!(
+            "{}: expertise now {}",
+            who(e.account),
+            e.expertise.as_deref().unwrap_or_default().join(", ")
         ),
         Kind::SegmentDecided => format!(
             "{session}{segment}: {}",

@@ -265,12 +265,11 @@ fn appeals_and_finality_are_in_the_feed() {
     assert_eq!(back, feed[1]);
 }
 
-/// A refused entry of a batch reaches the feed as its own kind: a seat's refused vote as
-/// `vote_refused`, a provider's refused honeypot opening as `honeypot_refused` (for the
-/// provider, with the contract's reason), both right after the votes they concern are
-/// due and before any verdict.
+/// A refused entry of a batch is in the feed (the seat, with the contract's reason), right
+/// after the votes it concerns are due and before any verdict; a provider's forfeited
+/// honeypot set names the provider and the bond burned.
 #[test]
-fn refused_batch_entries_are_in_the_feed() {
+fn refused_batch_entries_and_forfeited_honeypots_are_in_the_feed() {
     let session = Hash::sha256(b"batched");
     let events = vec![
         Event::SegmentDecided {
@@ -278,11 +277,9 @@ fn refused_batch_entries_are_in_the_feed() {
             segment: 0,
             verdict: SegmentVerdict::Valid,
         },
-        Event::HoneypotRefused {
+        Event::HoneypotsForfeited {
             session,
-            segment: 3,
-            provider: account(9),
-            reason: "the commitment does not match the opened value".into(),
+            burned: 48,
         },
         Event::VoteRefused {
             session,
@@ -297,23 +294,23 @@ fn refused_batch_entries_are_in_the_feed() {
         kinds,
         [
             Kind::VoteRefused,
-            Kind::HoneypotRefused,
+            Kind::HoneypotsForfeited,
             Kind::SegmentDecided
         ]
     );
-    let refused = serde_json::to_value(&feed[1]).unwrap();
-    assert_eq!(refused["kind"], "honeypot_refused");
-    assert_eq!(refused["segment"], 3);
-    assert_eq!(refused["account"], account(9).to_hex());
+    let refused = serde_json::to_value(&feed[0]).unwrap();
+    assert_eq!(refused["kind"], "vote_refused");
+    assert_eq!(refused["segment"], 1);
+    assert_eq!(refused["account"], account(2).to_hex());
+    assert_eq!(refused["reason"], "already committed");
+    let forfeited = serde_json::to_value(&feed[1]).unwrap();
+    assert_eq!(forfeited["kind"], "honeypots_forfeited");
+    assert_eq!(forfeited["amount"], 48);
     assert_eq!(
-        refused["reason"],
-        "the commitment does not match the opened value"
+        "honeypots_forfeited".parse::<Kind>().unwrap(),
+        Kind::HoneypotsForfeited
     );
-    assert_eq!(
-        "honeypot_refused".parse::<Kind>().unwrap(),
-        Kind::HoneypotRefused
-    );
-    let back: FeedEvent = serde_json::from_value(refused).unwrap();
+    let back: FeedEvent = serde_json::from_value(forfeited).unwrap();
     assert_eq!(back, feed[1]);
 }
 

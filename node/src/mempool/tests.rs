@@ -173,6 +173,7 @@ fn session_calls_expire_as_phases_pass_and_leave_the_pool() {
         domain: "math".into(),
         left_out: vec![],
         terms: trust_protocol::tx::SessionTerms::default(),
+        honeypot_set: trust_protocol::honeypot_set_commitment(&[], &trust_protocol::Salt([0; 32])),
     };
     manifest.fee = trust_contracts::minimum_fee(&Params::default(), &manifest).unwrap() * 2;
     let session = Tx::session_id(&provider.public(), 0);
@@ -261,22 +262,21 @@ fn session_calls_expire_as_phases_pass_and_leave_the_pool() {
         crate::mempool::unfit(c.state(), &provider.public(), &batch),
         Err(MempoolError::Unfit(_))
     ));
-    // A batch of honeypot openings is judged as its single openings: live while the
-    // session is, fit from its provider only.
-    let honeypots = Call::batch(
-        [0u16, 1]
+    // A honeypot set opening is live while the session is and its set is closed, fit
+    // from its provider only.
+    let honeypots = Call::RevealHoneypots {
+        session,
+        openings: [0u16, 1]
             .into_iter()
-            .map(|segment| Call::RevealHoneypot {
-                session,
+            .map(|segment| trust_protocol::tx::HoneypotOpening {
                 segment,
                 verdict: Vote::Invalid,
                 difficulty: trust_protocol::tx::Difficulty::Obvious,
                 salt: Salt([1; 32]),
             })
             .collect(),
-    )
-    .unwrap();
-    assert!(matches!(honeypots, Call::RevealHoneypots { .. }));
+        set_salt: Salt([2; 32]),
+    };
     assert_eq!(expired(c.state(), &provider.public(), &honeypots), None);
     assert_eq!(
         crate::mempool::unfit(c.state(), &provider.public(), &honeypots),
@@ -578,6 +578,7 @@ fn session_with_fee(k: &Keypair, nonce: u64, segments: usize, fee: u64) -> Signe
         domain: "math".into(),
         left_out: vec![],
         terms: trust_protocol::tx::SessionTerms::default(),
+        honeypot_set: trust_protocol::honeypot_set_commitment(&[], &trust_protocol::Salt([0; 32])),
     };
     let mut manifest = manifest;
     if fee == 0 {

@@ -210,6 +210,13 @@ pub fn describe(tx: &SignedTx) -> (&'static str, String) {
         Call::Unbond { amount } => ("Unbond", amount.to_string()),
         Call::Withdraw => ("Withdraw", String::new()),
         Call::Exit => ("Exit", "leaves the network; all stake unbonds".to_string()),
+        Call::DeclareExpertise { expertise } => (
+            "DeclareExpertise",
+            format!(
+                "declares expertise {}, counting after the network's delay",
+                esc(&expertise.join(", "))
+            ),
+        ),
         Call::OpenSession(m) => (
             "OpenSession",
             format!(
@@ -339,10 +346,12 @@ pub fn describe(tx: &SignedTx) -> (&'static str, String) {
                 session_link(session)
             ),
         ),
-        Call::RevealHoneypots { session, openings } => (
+        Call::RevealHoneypots {
+            session, openings, ..
+        } => (
             "RevealHoneypots",
             format!(
-                "session {}, {} segments: {}",
+                "session {}, honeypot set of {} segments: {}",
                 session_link(session),
                 openings.len(),
                 openings

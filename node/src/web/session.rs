@@ -496,6 +496,9 @@ fn appeals_section(o: &Outcome) -> String {
                 trust_contracts::AppealResult::Overturned => "overturned",
                 trust_contracts::AppealResult::Upheld => "upheld",
                 trust_contracts::AppealResult::Undecided => "undecided (the verdict stands)",
+                trust_contracts::AppealResult::Starved => {
+                    "starved: the provider did not key the appeal seats"
+                }
             };
             let _ = writeln!(
                 s,

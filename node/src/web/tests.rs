@@ -187,6 +187,7 @@ fn manifest(segments: Vec<SegmentEntry>, left_out: Vec<LeftOut>) -> SessionManif
         domain: XSS.into(),
         left_out,
         terms: trust_protocol::tx::SessionTerms::default(),
+        honeypot_set: trust_protocol::honeypot_set_commitment(&[], &trust_protocol::Salt([0; 32])),
     };
     m.fee = trust_contracts::minimum_fee(&Params::default(), &m).unwrap();
     m
@@ -284,6 +285,16 @@ async fn run_session(net: &mut Net, votes: [Vote; 2]) -> (Hash, String) {
         .collect();
     let reveals = net.sign_all(reveals);
     net.block(reveals).await;
+    // The (empty) honeypot set first, then the mapping.
+    let set = net.sign(
+        0,
+        Call::RevealHoneypots {
+            session: sid,
+            openings: Vec::new(),
+            set_salt: Salt([0; 32]),
+        },
+    );
+    net.block(vec![set]).await;
     let disclose = net.sign(
         0,
         Call::RevealMapping {
@@ -775,32 +786,32 @@ fn batches_of_votes_read_with_their_segments_and_escaped_reasons() {
     assert!(!details.contains(XSS));
 }
 
-/// The explorer shows a provider's batch of honeypot openings as `RevealHoneypots`, with
-/// its session and each opened segment's known verdict and difficulty.
+/// The explorer shows a provider's honeypot set opening as `RevealHoneypots`, with its
+/// session and each opened segment's known verdict and difficulty.
 #[test]
-fn a_batch_of_honeypot_openings_reads_with_its_segments() {
+fn a_honeypot_set_opening_reads_with_its_segments() {
     use trust_protocol::{
         Salt, Signed, Vote,
-        tx::{Call, Difficulty, Tx},
+        tx::{Call, Difficulty, HoneypotOpening, Tx},
     };
     let k = trust_protocol::Keypair::from_label("provider");
     let session = trust_protocol::Hash::sha256(b"session");
-    let openings = Call::batch(
-        [
+    let openings = Call::RevealHoneypots {
+        session,
+        openings: [
             (5u16, Vote::Invalid, Difficulty::Subtle),
             (2, Vote::Valid, Difficulty::Obvious),
         ]
         .into_iter()
-        .map(|(segment, verdict, difficulty)| Call::RevealHoneypot {
-            session,
+        .map(|(segment, verdict, difficulty)| HoneypotOpening {
             segment,
             verdict,
             difficulty,
             salt: Salt([3; 32]),
         })
         .collect(),
-    )
-    .unwrap();
+        set_salt: Salt([4; 32]),
+    };
     let tx = Signed::sign(
         &k,
         &trust_protocol::Hash::ZERO,
@@ -816,7 +827,7 @@ fn a_batch_of_honeypot_openings_reads_with_its_segments() {
         "{details}"
     );
     assert!(
-        details.contains("2 segments: 5: Invalid (Subtle); 2: Valid (Obvious)"),
+        details.contains("honeypot set of 2 segments: 5: Invalid (Subtle); 2: Valid (Obvious)"),
         "{details}"
     );
 }

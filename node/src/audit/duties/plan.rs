@@ -351,6 +351,10 @@ mod tests {
             domain: "math".into(),
             left_out: Vec::new(),
             terms: trust_protocol::tx::SessionTerms::default(),
+            honeypot_set: trust_protocol::honeypot_set_commitment(
+                &[],
+                &trust_protocol::Salt([0; 32]),
+            ),
         };
         m.fee = minimum_fee(&Params::default(), &m).unwrap();
         let open = Signed::sign(

@@ -222,3 +222,71 @@ async fn an_exposure_budget_holds_at_the_contracts_draw() {
     );
     assert!(open.exposure.most_seen > budget);
 }
+
+/// Issue 39, findings 1 and 3, from the provider's side: under the network's default
+/// floors, a session asking for a 1-block window, too few seats, or a required domain only
+/// a small pool declares is refused before anything is signed, with an error that names the
+/// floor or the pool; nothing is pooled or charged, and a session on today's default terms
+/// (k = 3) still opens.
+#[tokio::test]
+async fn terms_below_the_networks_floors_are_refused_before_signing() {
+    // Three auditors declare `private`: enough seats, too little stake (3 x 1000).
+    let chain = Chain::with_params(
+        trust_contracts::Params::default(),
+        &[Tier::Computer; 4],
+        |i| {
+            if i < 3 {
+                vec!["math".into(), "private".into()]
+            } else {
+                vec!["math".into()]
+            }
+        },
+    );
+    let (p, mut chain, _dir) = provider_on(chain);
+    let me = provider_key().public();
+    let before = chain.contract.state().accounts[&me].clone();
+    let cases = [
+        (
+            SessionOptions {
+                commit_window: Some(1),
+                ..SessionOptions::default()
+            },
+            "commit window 1 for the Computer tier is below the network's floor: at least 6",
+        ),
+        (
+            SessionOptions {
+                seats: Some(1),
+                ..SessionOptions::default()
+            },
+            "k 1 for the Computer tier is below the network's floor: at least 3",
+        ),
+        (
+            SessionOptions {
+                domain: Some("private".into()),
+                ..SessionOptions::default()
+            },
+            "the pool must hold at least 20000",
+        ),
+    ];
+    for (opts, want) in cases {
+        let e = p
+            .submit_with(TRACE, None, &opts, &chain.contract)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(want), "{e}");
+        let plan = p.plan(TRACE, None, &opts, &chain.contract).unwrap_err();
+        assert!(plan.to_string().contains(want), "{plan}");
+    }
+    assert_eq!(chain.pooled().await, 0, "nothing was sent");
+    chain.block().await;
+    let after = &chain.contract.state().accounts[&me];
+    assert_eq!((after.balance, after.nonce), (before.balance, before.nonce));
+    // Today's default terms meet the floors.
+    let s = p
+        .submit_with(TRACE, None, &SessionOptions::default(), &chain.contract)
+        .await
+        .unwrap();
+    chain.block().await;
+    assert!(chain.contract.state().sessions.contains_key(&s.session));
+}

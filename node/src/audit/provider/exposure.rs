@@ -140,6 +140,10 @@ mod tests {
             domain: String::new(),
             left_out: Vec::new(),
             terms: SessionTerms::default(),
+            honeypot_set: trust_protocol::honeypot_set_commitment(
+                &[],
+                &trust_protocol::Salt([0; 32]),
+            ),
         }
     }
 

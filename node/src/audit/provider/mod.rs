@@ -41,7 +41,7 @@ use trust_protocol::{
     hdag::{AbstractionLevel, Hdag, Relationship},
     seal::{KEY_LEN, SealError, SegmentDoc, SegmentDocError, decrypt_segment},
     trace::Trace,
-    tx::{Call, MAX_BATCH_HONEYPOTS, QuorumParams, Tier, Tx},
+    tx::{Call, QuorumParams, Tier, Tx},
     units::Ppm,
 };
 
@@ -179,12 +179,20 @@ pub struct SessionRecord {
     pub delivered_appeal: BTreeSet<(u8, u16, AccountId)>,
     /// Whether the mapping was opened.
     pub mapping_revealed: bool,
-    /// The honeypots planted in the session, opened just before the mapping.
+    /// The honeypots planted in the session, opened (as the committed set) just before
+    /// the mapping.
     #[serde(default)]
     pub honeypots: Vec<Planted>,
-    /// Whether every honeypot's opening was pooled.
+    /// Salt of the manifest's honeypot set commitment.
+    #[serde(default = "zero_salt")]
+    pub honeypot_set_salt: Salt,
+    /// Whether the honeypot set's opening was pooled.
     #[serde(default)]
     pub honeypots_revealed: bool,
+}
+
+fn zero_salt() -> Salt {
+    Salt([0; 32])
 }
 
 /// What the provider's own node shows of a session it opened, kept after the session is
@@ -409,6 +417,11 @@ pub enum SubmitError {
     /// A tier has auditors, but fewer than the seats asked for.
     #[error("{0}")]
     Unstaffable(String),
+    /// The contract would refuse the session's terms (a term below the network's floor,
+    /// a required domain whose pool is too small, weights that are not the terms'):
+    /// nothing was signed or charged.
+    #[error("refused before signing: {0}")]
+    Network(#[from] trust_contracts::TxError),
 }
 
 impl From<RecordError> for SubmitError {
@@ -886,6 +899,9 @@ impl Provider {
                 None => least,
             };
             prepared.manifest.fee = fee;
+            // The network's floors, as the contract will check them: a session below one
+            // is refused here, before anything is signed, stored or charged.
+            trust_contracts::check_terms(st, &me, &prepared.manifest)?;
             let left_out = restricted
                 .dropped
                 .iter()
@@ -1127,6 +1143,7 @@ impl Provider {
             delivered_appeal: BTreeSet::new(),
             mapping_revealed: false,
             honeypots: prepared.honeypots.clone(),
+            honeypot_set_salt: prepared.honeypot_set_salt,
             honeypots_revealed: false,
         };
         self.store(session, &record)?;
@@ -1223,32 +1240,22 @@ impl Provider {
         if r.mapping_revealed || !due {
             return;
         }
-        // The honeypots first: the mapping closes the disclosure.
+        // The honeypot set first (empty when none was planted): the mapping follows it
+        // and closes the disclosure.
         if !r.honeypots_revealed {
-            let mut all_pooled = true;
-            for call in honeypot_openings(session, &r.honeypots) {
-                let segments: Vec<u16> = call
-                    .unbatched()
-                    .iter()
-                    .filter_map(|c| match c {
-                        Call::RevealHoneypot { segment, .. } => Some(*segment),
-                        _ => None,
-                    })
-                    .collect();
-                match self.outbox.send(call).await {
-                    Ok(tx) => {
-                        all_pooled &= matches!(tx, Sent::Pooled(_));
-                        tracing::info!(%session, ?segments, %tx, "honeypots opened");
+            let call = honeypot_set_opening(session, &r.honeypots, r.honeypot_set_salt);
+            let segments: Vec<u16> = r.honeypots.iter().map(|h| h.segment).collect();
+            match self.outbox.send(call).await {
+                Ok(tx) => {
+                    if matches!(tx, Sent::Pooled(_)) {
+                        r.honeypots_revealed = true;
+                        let _ = self.store(session, &r);
                     }
-                    Err(e) => {
-                        all_pooled = false;
-                        tracing::warn!(%session, ?segments, error = %e, "honeypot openings not sent");
-                    }
+                    tracing::info!(%session, ?segments, %tx, "honeypot set opened");
                 }
-            }
-            if all_pooled {
-                r.honeypots_revealed = true;
-                let _ = self.store(session, &r);
+                Err(e) => {
+                    tracing::warn!(%session, ?segments, error = %e, "honeypot set not opened");
+                }
             }
         }
         let call = Call::RevealMapping {
@@ -1269,28 +1276,22 @@ impl Provider {
     }
 }
 
-/// The calls that open a session's `planted` honeypots: one `RevealHoneypots` carrying
-/// them all (one per [`MAX_BATCH_HONEYPOTS`]), or a single `RevealHoneypot` for a lone
-/// one. The latest first: a honeypot that rests on another is opened before it (the
-/// contract opens a honeypot only when whatever rests on it is an opened one), and the
-/// contract applies a batch's openings in its order, as single calls in that order.
-fn honeypot_openings(session: &Hash, planted: &[Planted]) -> Vec<Call> {
-    let mut order = planted.to_vec();
-    order.sort_by_key(|h| std::cmp::Reverse(h.segment));
-    let singles: Vec<Call> = order
-        .iter()
-        .map(|h| Call::RevealHoneypot {
-            session: *session,
-            segment: h.segment,
-            verdict: h.verdict,
-            difficulty: h.difficulty,
-            salt: h.salt,
-        })
-        .collect();
-    singles
-        .chunks(MAX_BATCH_HONEYPOTS)
-        .filter_map(|chunk| Call::batch(chunk.to_vec()))
-        .collect()
+/// The call that opens a session's committed honeypot set: every `planted` honeypot (none,
+/// for a session that planted none) under the set's salt, all at once.
+fn honeypot_set_opening(session: &Hash, planted: &[Planted], set_salt: Salt) -> Call {
+    Call::RevealHoneypots {
+        session: *session,
+        openings: planted
+            .iter()
+            .map(|h| trust_protocol::tx::HoneypotOpening {
+                segment: h.segment,
+                verdict: h.verdict,
+                difficulty: h.difficulty,
+                salt: h.salt,
+            })
+            .collect(),
+        set_salt,
+    }
 }
 
 #[cfg(test)]
@@ -1636,12 +1637,13 @@ mod tests {
         assert_eq!(chain.pooled().await, 0, "no OpenSession");
     }
 
-    /// Honeypot openings go out as one call per session: a lone one as a single
-    /// `RevealHoneypot`, more in one `RevealHoneypots`, the latest segment first, split at
-    /// [`MAX_BATCH_HONEYPOTS`].
+    /// A session's honeypots are opened as its committed set, in one call (none for a
+    /// session that planted none): every planted honeypot, under the set's salt, whose
+    /// commitment is the manifest's.
     #[test]
-    fn honeypots_open_in_one_call_split_at_the_cap() {
+    fn the_honeypot_set_opens_in_one_call() {
         let session = Hash::sha256(b"s");
+        let salt = Salt([2; 32]);
         let planted = |n: u16| -> Vec<Planted> {
             (0..n)
                 .map(|segment| Planted {
@@ -1652,38 +1654,22 @@ mod tests {
                 })
                 .collect()
         };
-        assert!(honeypot_openings(&session, &[]).is_empty());
-        let one = honeypot_openings(&session, &planted(1));
-        assert!(matches!(
-            one.as_slice(),
-            [Call::RevealHoneypot { segment: 0, .. }]
-        ));
-        let two = honeypot_openings(&session, &planted(2));
-        let [Call::RevealHoneypots { openings, .. }] = two.as_slice() else {
-            panic!("one batch: {two:?}");
-        };
-        assert_eq!(
-            openings.iter().map(|o| o.segment).collect::<Vec<_>>(),
-            [1, 0]
-        );
-        let n = u16::try_from(MAX_BATCH_HONEYPOTS).unwrap() + 1;
-        let split = honeypot_openings(&session, &planted(n));
-        assert_eq!(split.len(), 2);
-        assert!(matches!(
-            &split[0],
-            Call::RevealHoneypots { openings, .. }
-                if openings.len() == MAX_BATCH_HONEYPOTS && openings[0].segment == n - 1
-        ));
-        assert!(matches!(split[1], Call::RevealHoneypot { segment: 0, .. }));
-        for call in &split {
+        for n in [0u16, 1, 3] {
+            let call = honeypot_set_opening(&session, &planted(n), salt);
+            let Call::RevealHoneypots {
+                openings, set_salt, ..
+            } = &call
+            else {
+                panic!("{call:?}");
+            };
+            assert_eq!(openings.len(), usize::from(n));
+            assert_eq!(*set_salt, salt);
+            let segments: Vec<u16> = openings.iter().map(|o| o.segment).collect();
             assert_eq!(
-                Tx {
-                    nonce: 0,
-                    call: call.clone()
-                }
-                .validate(),
-                Ok(())
+                trust_protocol::honeypot_set_commitment(&segments, set_salt),
+                trust_protocol::honeypot_set_commitment(&(0..n).collect::<Vec<_>>(), &salt)
             );
+            assert_eq!(Tx { nonce: 0, call }.validate(), Ok(()));
         }
     }
 
@@ -1795,7 +1781,15 @@ mod tests {
             .expect("decided")
             .clone();
         let txs: Vec<&(Call, Option<Phase>)> = openings.values().collect();
-        let [(Call::RevealHoneypots { session, openings }, phase)] = txs.as_slice() else {
+        let [
+            (
+                Call::RevealHoneypots {
+                    session, openings, ..
+                },
+                phase,
+            ),
+        ] = txs.as_slice()
+        else {
             panic!("not one RevealHoneypots: {txs:?}");
         };
         assert_eq!(*session, s.session);
@@ -1805,10 +1799,6 @@ mod tests {
         );
         let mut opened: Vec<u16> = openings.iter().map(|o| o.segment).collect();
         let mut wanted: Vec<u16> = planted.iter().map(|h| h.segment).collect();
-        assert!(
-            opened.windows(2).all(|w| w[0] > w[1]),
-            "the latest first: {opened:?}"
-        );
         opened.sort_unstable();
         wanted.sort_unstable();
         assert_eq!(opened, wanted, "both honeypots in the one transaction");
@@ -1841,21 +1831,21 @@ mod tests {
             if who == stamper {
                 assert!(!on.is_empty());
                 assert_eq!(approved, u32::try_from(on.len()).unwrap(), "the stamper");
-                assert_eq!(record.miss_providers, vec![me]);
+                // A provider that had paid no fees before names nobody's record.
+                assert!(record.miss_providers.is_empty());
+                let _ = me;
             } else {
                 assert_eq!(approved, 0, "honest auditor {i}");
             }
         }
     }
 
-    /// A provider killed after one of its two honeypot openings was signed (here as a
-    /// single `RevealHoneypot` of the later one) and before it recorded them opened: its
-    /// journal puts that transaction back, and resuming asks for both openings in one
-    /// call. The restored transaction answers the one it carries; only the other is signed,
-    /// alone (a lone opening goes as a single call), never the opened one twice. Both open
-    /// in the next block, and the session is decided.
+    /// A provider killed after its honeypot set opening was signed and before it recorded
+    /// it opened: its journal puts that transaction back, and resuming signs it no second
+    /// time (the restored transaction answers it). The set opens in the next block, and the
+    /// session is decided.
     #[tokio::test]
-    async fn a_restarted_provider_signs_only_the_honeypot_openings_no_restored_one_carries() {
+    async fn a_restarted_provider_does_not_sign_its_honeypot_set_twice() {
         let mut chain = Chain::new(4);
         let dir = tempfile::tempdir().unwrap();
         let db = sled::open(dir.path()).unwrap();
@@ -1893,19 +1883,12 @@ mod tests {
             chain.contract.state().sessions[&s.session].phase,
             Phase::Disclose { .. }
         ));
-        let openings = honeypot_openings(&s.session, &planted);
-        let [Call::RevealHoneypots { openings: both, .. }] = openings.as_slice() else {
-            panic!("{openings:?}");
-        };
-        let (later, earlier) = (both[0].segment, both[1].segment);
-        let single = |segment: u16| {
-            openings[0]
-                .unbatched()
-                .into_iter()
-                .find(|c| matches!(c, Call::RevealHoneypot { segment: g, .. } if *g == segment))
-                .unwrap()
-        };
-        let Sent::Pooled(first) = out.send(single(later)).await.unwrap() else {
+        let set = honeypot_set_opening(
+            &s.session,
+            &planted,
+            p.load(&s.session).unwrap().honeypot_set_salt,
+        );
+        let Sent::Pooled(first) = out.send(set.clone()).await.unwrap() else {
             panic!("the window has room");
         };
 
@@ -1917,13 +1900,11 @@ mod tests {
         let me = provider_key().public();
         p.resume(&chain.contract).await;
         let pooled = pooled_openings(&chain, &me).await;
-        assert_eq!(pooled.len(), 2, "{pooled:?}");
         assert_eq!(
-            pooled[0],
-            (first, single(later)),
-            "the restored transaction answers the opening it carries"
+            pooled,
+            vec![(first, set)],
+            "the restored transaction answers the set; nothing is signed again"
         );
-        assert_eq!(pooled[1].1, single(earlier), "the other goes alone");
 
         let ev = chain.block().await;
         let opened: BTreeSet<u16> = ev
@@ -1933,11 +1914,13 @@ mod tests {
                 _ => None,
             })
             .collect();
-        assert_eq!(opened, [later, earlier].into());
+        let wanted: BTreeSet<u16> = planted.iter().map(|h| h.segment).collect();
+        assert_eq!(opened, wanted);
+        // Resuming also sent the mapping, right behind the set: decided in that block.
         assert!(
-            !ev.iter()
-                .any(|e| matches!(e, Event::HoneypotRefused { .. })),
-            "nothing opened twice"
+            ev.iter()
+                .any(|e| matches!(e, Event::TraceDecided { session, .. } if *session == s.session)),
+            "decided with the mapping that follows the set"
         );
         let o = chain
             .contract
@@ -1948,6 +1931,7 @@ mod tests {
         for h in &planted {
             assert_eq!(o.segments[usize::from(h.segment)].honeypot, Some(h.verdict));
         }
+        assert!(!o.honeypots_forfeited);
     }
 
     #[test]

@@ -60,6 +60,11 @@ impl TierWeights {
             Tier::Human => self.human,
         }
     }
+
+    /// The weights as the terms record them (Computer, LLM, Human).
+    pub fn as_array(&self) -> [u32; 3] {
+        [self.computer, self.llm, self.human]
+    }
 }
 
 /// One entry of the segment → trace mapping (kept by the provider, opened at tally).
@@ -86,6 +91,8 @@ pub struct PreparedSession {
     pub mapping_salt: Salt,
     /// The honeypots planted, to open after voting.
     pub honeypots: Vec<Planted>,
+    /// Salt of the manifest's commitment to the set of honeypot segments.
+    pub honeypot_set_salt: Salt,
 }
 
 /// A honeypot in a manifest, and what opens its commitment.
@@ -765,6 +772,10 @@ pub fn prepare_with(
     let mut mapping_salt = [0u8; 32];
     rng.fill_bytes(&mut mapping_salt);
     let mapping_salt = Salt(mapping_salt);
+    let mut set_salt = [0u8; 32];
+    rng.fill_bytes(&mut set_salt);
+    let honeypot_set_salt = Salt(set_salt);
+    let set: Vec<u16> = honeypots.iter().map(|h| h.segment).collect();
     let manifest = SessionManifest {
         segments,
         mapping_commitment: mapping_commitment(&mapping, &mapping_salt),
@@ -772,7 +783,11 @@ pub fn prepare_with(
         fee,
         domain: domain.to_string(),
         left_out,
-        terms: trust_protocol::tx::SessionTerms::default(),
+        terms: trust_protocol::tx::SessionTerms {
+            tier_weights: weights.as_array(),
+            ..trust_protocol::tx::SessionTerms::default()
+        },
+        honeypot_set: trust_protocol::honeypot_set_commitment(&set, &honeypot_set_salt),
     };
     manifest.validate()?;
     let bytes = encoding::encode(&Tx {
@@ -795,6 +810,7 @@ pub fn prepare_with(
         mapping,
         mapping_salt,
         honeypots,
+        honeypot_set_salt,
     })
 }
 

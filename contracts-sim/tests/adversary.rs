@@ -1,0 +1,1021 @@
+//! The integrity attacks of issue 39, each mounted against the contract with real signed
+//! transactions: a provider (or a colluding minority, or a stranger) tries to pass a wrong
+//! trace, pick its judges or take an honest auditor's stake, and fails. Each test names the
+//! finding it answers. (Finding 7, the seed, is the block header's: see the node's chain
+//! tests; finding 10, reasons, is the seats': see the node's judging tests.)
+
+use trust_contracts::{
+    AppealResult, Event, Floors, Params, Phase, SegmentVerdict, SlashReason, TraceVerdict, TxError,
+};
+use trust_protocol::{
+    AccountId, Hash, Keypair, Salt, SealingPublicKey, Vote, commitment, honeypot_commitment,
+    tx::{
+        Call, Difficulty, HoneypotOpening, SegmentEntry, SessionManifest, SessionTerms, Tier, Tx,
+    },
+    units::Ppm,
+};
+
+mod common;
+
+use common::{
+    Chain, SupplyCheck, VOTE_SALT, commit_votes, deliver_keys, find, key, manifest, open_set,
+    reveal_votes, seats_of, segment, test_params, why, with_honeypot_set,
+};
+
+/// A chain with `auditors` per tier (1000 staked each, declaring `math`) and a rich
+/// provider, checking supply after every block.
+fn chain(params: Params, auditors: &[(Tier, usize)]) -> (Chain, Vec<Keypair>) {
+    Chain::with_accounts(
+        params,
+        auditors,
+        &[
+            ("provider", 1_000_000),
+            ("stranger", 100_000),
+            ("sybil-0", 10_000),
+            ("sybil-1", 10_000),
+            ("sybil-2", 10_000),
+        ],
+        SupplyCheck::EachBlock,
+    )
+}
+
+/// Opens `m` from the provider and runs blocks until its seats are drawn; returns the
+/// session id and the events so far.
+fn open(chain: &mut Chain, m: SessionManifest) -> (Hash, Vec<Event>) {
+    let provider = key("provider");
+    let sid = Tx::session_id(&provider.public(), chain.c.nonce(&provider.public()));
+    chain.submit(&provider, Call::OpenSession(m));
+    let mut ev = chain.block();
+    ev.extend(chain.block());
+    (sid, ev)
+}
+
+/// Runs a round to its end: keys for every seat but `starve`, `votes` committed and
+/// revealed, blocks until the round's reveal window closed. Returns the events.
+fn run_round(
+    chain: &mut Chain,
+    keys: &[Keypair],
+    sid: Hash,
+    round: u8,
+    drawn: &[Event],
+    starve: &[AccountId],
+    votes: &dyn Fn(u16, usize) -> Option<Vote>,
+) -> Vec<Event> {
+    deliver_keys(chain, &key("provider"), sid, round, starve);
+    let ids: Vec<Hash> = chain.c.state().sessions[&sid]
+        .segments
+        .iter()
+        .map(|g| g.entry.id)
+        .collect();
+    let plan = commit_votes(chain, keys, sid, &ids, drawn, round, votes);
+    let mut all = chain.block();
+    while matches!(chain.phase(&sid), Some(Phase::Commit { round: r, .. }) if r == round) {
+        all.extend(chain.block());
+    }
+    reveal_votes(chain, sid, &plan);
+    all.extend(chain.block());
+    while matches!(chain.phase(&sid), Some(Phase::Reveal { round: r, .. }) if r == round) {
+        all.extend(chain.block());
+    }
+    all
+}
+
+/// Runs the session to its outcome, the provider opening its mapping when due (and its
+/// honeypot set first when that is empty; a provider that must open a non-empty set does
+/// so itself before, or leaves it closed and forfeits).
+fn finish(chain: &mut Chain, sid: Hash) -> Vec<Event> {
+    let provider = key("provider");
+    let empty = trust_protocol::honeypot_set_commitment(&[], &common::SET_SALT);
+    let mut all = Vec::new();
+    while chain.c.state().sessions.contains_key(&sid) {
+        let s = &chain.c.state().sessions[&sid];
+        if s.honeypots_opened || s.manifest.honeypot_set == empty {
+            chain.reveal_mapping_when_due(&provider, sid);
+        }
+        all.extend(chain.block());
+        assert!(chain.height < 1_000, "session never finished");
+    }
+    all
+}
+
+fn slashed(ev: &[Event]) -> Vec<(AccountId, u64)> {
+    ev.iter()
+        .filter_map(|e| match e {
+            Event::Slashed { seat, amount, .. } => Some((*seat, *amount)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Finding 1: a provider asking for a 1-block window (or a k, or a beta, below the
+/// network's floors) is refused at `OpenSession`, charging nothing; a window of 0 (the
+/// network's own) is stretched to the floor of each tier seated in a round.
+#[test]
+fn finding_1_tiny_windows_and_weak_terms_are_refused_at_the_floor() {
+    let params = Params::default();
+    let floors = params.floors.clone();
+    let (mut chain, _) = chain(params, &[(Tier::Computer, 5), (Tier::Llm, 5)]);
+    let provider = key("provider");
+    let before = chain.balance(&provider.public());
+    let root = chain.c.state_root();
+    let base = || manifest(vec![segment(0, Tier::Computer, vec![])], 3, 0);
+    let with_terms = |f: &dyn Fn(&mut SessionManifest)| {
+        let mut m = base();
+        f(&mut m);
+        Call::OpenSession(m)
+    };
+    let cases: Vec<(Call, TxError)> = vec![
+        (
+            with_terms(&|m| m.terms.commit_window = 1),
+            TxError::BelowFloor {
+                term: "commit window",
+                tier: Some(Tier::Computer),
+                asked: 1,
+                floor: floors.min_commit_window[0],
+            },
+        ),
+        (
+            with_terms(&|m| m.terms.reveal_window = 1),
+            TxError::BelowFloor {
+                term: "reveal window",
+                tier: Some(Tier::Computer),
+                asked: 1,
+                floor: floors.min_reveal_window[0],
+            },
+        ),
+        (
+            with_terms(&|m| m.quorum.k = [1, 3, 3]),
+            TxError::BelowFloor {
+                term: "k",
+                tier: Some(Tier::Computer),
+                asked: 1,
+                floor: 3,
+            },
+        ),
+        // An allowed tier's k counts too: an escalation could go there.
+        (
+            with_terms(&|m| m.quorum.k = [3, 3, 1]),
+            TxError::BelowFloor {
+                term: "k",
+                tier: Some(Tier::Human),
+                asked: 1,
+                floor: 3,
+            },
+        ),
+        (
+            with_terms(&|m| m.quorum.beta = Ppm(1)),
+            TxError::BelowFloor {
+                term: "beta (ppm)",
+                tier: None,
+                asked: 1,
+                floor: u64::from(floors.min_beta.0),
+            },
+        ),
+    ];
+    for (call, want) in cases {
+        let got = chain.try_apply(&provider, call).unwrap_err();
+        assert_eq!(got, want);
+        let text = got.to_string();
+        assert!(text.contains("at least"), "{text}");
+    }
+    assert_eq!(chain.balance(&provider.public()), before, "nothing charged");
+    assert_eq!(chain.c.state_root(), root, "nothing changed");
+    // A tier the terms leave out may ask for anything: it is never seated.
+    let ok = with_terms(&|m| {
+        m.quorum.k = [3, 3, 1];
+        m.terms.tiers = [true, true, false];
+    });
+    assert!(chain.try_apply(&provider, ok).is_ok());
+
+    // The network's own window (0) is stretched to the floor of the tiers seated: an LLM
+    // segment's round runs at least the LLM floor.
+    let (sid, _) = open(
+        &mut chain,
+        manifest(vec![segment(1, Tier::Llm, vec![])], 3, 0),
+    );
+    let Some(Phase::Commit { until, .. }) = chain.phase(&sid) else {
+        panic!("not committing");
+    };
+    assert_eq!(until, chain.height + floors.min_commit_window[1]);
+    assert!(floors.min_commit_window[1] > Params::default().commit_window);
+}
+
+/// Finding 1, the slashes: honest seats whose keys come too late to judge are starved
+/// (paid, never slashed), and however many seats an auditor holds in one session, it loses
+/// at most `max_session_loss` there.
+#[test]
+fn finding_1_late_keys_starve_and_one_session_costs_at_most_the_cap() {
+    let params = Params {
+        p_min: Ppm(1_000_000),
+        p_max: Ppm(1_000_000),
+        ..test_params()
+    };
+    let cap = params.max_session_loss;
+    let lead = params.key_lead;
+    let (mut chain, keys) = chain(params, &[(Tier::Computer, 3)]);
+    let provider = key("provider");
+    // Five segments, k = 3 of the 3 auditors: each holds five seats.
+    let segs: Vec<SegmentEntry> = (0..5).map(|i| segment(i, Tier::Computer, vec![])).collect();
+    let (sid, drawn) = open(&mut chain, manifest(segs, 3, 0));
+    let Some(Phase::Commit { until, .. }) = chain.phase(&sid) else {
+        panic!("not committing");
+    };
+    // Keys sent `lead - 1` blocks before the deadline: too late to count.
+    while chain.height + lead < until {
+        chain.block();
+    }
+    deliver_keys(&mut chain, &provider, sid, 0, &[]);
+    chain.block();
+    let s = &chain.c.state().sessions[&sid];
+    assert!(
+        s.segments
+            .iter()
+            .flat_map(|g| &g.seats)
+            .all(|x| !x.keyed(0)),
+        "a key {} blocks before the deadline is late",
+        lead - 1
+    );
+    let ev = finish(&mut chain, sid);
+    assert!(slashed(&ev).is_empty(), "starved seats are never slashed");
+    let o = chain.c.outcome(&sid).unwrap();
+    assert_eq!(o.starved_seats, 15);
+
+    // A second session, keyed in time, where every seat stays away: each auditor is a
+    // no-show five times over, and loses one cap.
+    let segs: Vec<SegmentEntry> = (10..15)
+        .map(|i| segment(i, Tier::Computer, vec![]))
+        .collect();
+    let (sid, drawn2) = open(&mut chain, manifest(segs, 3, 0));
+    let _ = drawn;
+    deliver_keys(&mut chain, &provider, sid, 0, &[]);
+    let stakes: Vec<u64> = keys
+        .iter()
+        .map(|k| chain.c.state().accounts[&k.public()].stake)
+        .collect();
+    let ev = finish(&mut chain, sid);
+    assert_eq!(seats_of(&drawn2, 0, 0).len(), 3);
+    let no_shows = slashed(&ev);
+    assert_eq!(no_shows.len(), 3, "one slash per auditor, not one per seat");
+    for (k, before) in keys.iter().zip(stakes) {
+        let after = chain.c.state().accounts[&k.public()].stake;
+        assert_eq!(before - after, cap);
+        assert_eq!(chain.c.state().appealable[&sid].losses[&k.public()], cap);
+    }
+}
+
+/// Finding 1, validators: a block's slashes cut an account's voting power by at most
+/// `max_power_cut` of it; power follows stake down block by block, and up at once.
+#[test]
+fn finding_1_voting_power_falls_at_most_a_share_per_block() {
+    let params = Params {
+        p_min: Ppm(1_000_000),
+        p_max: Ppm(1_000_000),
+        penalty: 900,
+        max_session_loss: 900,
+        ..test_params()
+    };
+    let cut = params.max_power_cut;
+    let (mut chain, keys) = chain(params, &[(Tier::Computer, 3)]);
+    let victim = keys[0].public();
+    assert_eq!(chain.c.voting_power(&victim), 1_000);
+    let (sid, _) = open(
+        &mut chain,
+        manifest(vec![segment(0, Tier::Computer, vec![])], 3, 0),
+    );
+    deliver_keys(&mut chain, &key("provider"), sid, 0, &[]);
+    finish(&mut chain, sid);
+    let stake = chain.c.state().accounts[&victim].stake;
+    assert_eq!(stake, 100, "a no-show slashed 900");
+    let mut power = chain.c.voting_power(&victim);
+    assert!(power > stake);
+    let mut blocks = 0;
+    while power > stake {
+        let before = power;
+        chain.block();
+        power = chain.c.voting_power(&victim);
+        assert!(power < before, "power keeps falling towards stake");
+        let most = cut.ceil_mul(before).max(1);
+        assert!(before - power <= most, "{before} -> {power}");
+        blocks += 1;
+    }
+    assert!(blocks > 1, "not all at once");
+    chain.submit(&keys[0], Call::Bond { amount: 5 });
+    chain.block();
+    assert_eq!(chain.c.voting_power(&victim), 105, "up at once");
+}
+
+/// Finding 2: honeypots are fixed before voting. A provider whose tail step was judged
+/// wrong cannot open it as a honeypot afterwards (it is not in the committed set); had it
+/// committed the conclusion, or a step the trace rests on, the set could never open, and
+/// the bond is forfeited with the trace still failing.
+#[test]
+fn finding_2_selective_honeypot_opening_cannot_turn_fail_into_pass() {
+    let params = test_params();
+    let bond = params.honeypot_bond;
+    let (mut chain, keys) = chain(params, &[(Tier::Computer, 5)]);
+    let provider = key("provider");
+    let salt = Salt([1; 32]);
+    for committed in [vec![], vec![1u16], vec![0u16]] {
+        // 0 <- 1: 1 is the conclusion, and wrong.
+        let mut segs = vec![
+            segment(0, Tier::Computer, vec![]),
+            segment(1, Tier::Computer, vec![0]),
+        ];
+        segs[1].conclusion = true;
+        for g in &mut segs {
+            g.honeypot = Some(honeypot_commitment(
+                &g.id,
+                Vote::Invalid,
+                Difficulty::Subtle,
+                &salt,
+            ));
+        }
+        let (sid, drawn) = open(
+            &mut chain,
+            with_honeypot_set(manifest(segs, 3, 0), &committed),
+        );
+        run_round(&mut chain, &keys, sid, 0, &drawn, &[], &|s, _| {
+            Some(if s == 0 { Vote::Valid } else { Vote::Invalid })
+        });
+        assert!(matches!(chain.phase(&sid), Some(Phase::Disclose { .. })));
+        let tail = HoneypotOpening {
+            segment: 1,
+            verdict: Vote::Invalid,
+            difficulty: Difficulty::Subtle,
+            salt,
+        };
+        let first = HoneypotOpening {
+            segment: 0,
+            ..tail.clone()
+        };
+        let burned_before = chain.c.state().burned;
+        match committed.as_slice() {
+            [] => {
+                // The votes are public: the wrong tail would make a convenient honeypot.
+                assert_eq!(
+                    chain.try_apply(&provider, open_set(sid, vec![tail])),
+                    Err(TxError::HoneypotSetMismatch)
+                );
+            }
+            [1] => assert_eq!(
+                chain.try_apply(&provider, open_set(sid, vec![tail])),
+                Err(TxError::HoneypotNotAllowed {
+                    segment: 1,
+                    why: "it is flagged as the trace's conclusion"
+                })
+            ),
+            _ => assert_eq!(
+                chain.try_apply(&provider, open_set(sid, vec![first])),
+                Err(TxError::HoneypotHasDependents(0))
+            ),
+        }
+        finish(&mut chain, sid);
+        let o = chain.c.outcome(&sid).unwrap();
+        assert_eq!(o.trace, TraceVerdict::Fail, "committed {committed:?}");
+        assert!(o.segments.iter().all(|g| g.honeypot.is_none()));
+        if committed.is_empty() {
+            assert!(!o.honeypots_forfeited);
+        } else {
+            assert!(o.honeypots_forfeited);
+            assert_eq!(o.bond_burned, 2 * bond);
+            assert_eq!(chain.c.state().burned - burned_before, 2 * bond);
+        }
+    }
+}
+
+/// Finding 2, the record: a false "known error" whose honest judgements reach a quorum is
+/// disputed at any tau (here tau = 1, k = 5: three honest Valid votes against two
+/// colluders), burning the bond and scoring nobody; and misses on honeypots of providers
+/// that paid no fees never count towards the rubber-stamp rule's providers.
+#[test]
+fn finding_2_and_6_a_false_honeypot_never_slashes_or_flags_an_honest_seat() {
+    let mut params = Params {
+        p_min: Ppm(1_000_000),
+        p_max: Ppm(1_000_000),
+        ..test_params()
+    };
+    params.rubber_stamp.min_samples = 1;
+    let (mut chain, keys) = chain(params, &[(Tier::Computer, 5)]);
+    let provider = key("provider");
+    let salt = Salt([2; 32]);
+    let mut m = manifest(vec![segment(0, Tier::Computer, vec![])], 5, 0);
+    m.quorum.tau = Ppm(1_000_000);
+    m.segments[0].honeypot = Some(honeypot_commitment(
+        &m.segments[0].id,
+        Vote::Invalid,
+        Difficulty::Obvious,
+        &salt,
+    ));
+    let m = with_honeypot_set(m, &[0]);
+    let (sid, drawn) = open(&mut chain, m);
+    let seats = seats_of(&drawn, 0, 0);
+    assert_eq!(seats.len(), 5);
+    let colluders = [seats[0], seats[1]];
+    run_round(&mut chain, &keys, sid, 0, &drawn, &[], &|_, j| {
+        Some(if j < 2 { Vote::Invalid } else { Vote::Valid })
+    });
+    chain.submit(
+        &provider,
+        open_set(
+            sid,
+            vec![HoneypotOpening {
+                segment: 0,
+                verdict: Vote::Invalid,
+                difficulty: Difficulty::Obvious,
+                salt,
+            }],
+        ),
+    );
+    let ev = finish(&mut chain, sid);
+    let o = chain.c.outcome(&sid).unwrap();
+    assert_eq!(o.disputed_honeypots, 1);
+    assert!(slashed(&ev).is_empty(), "{:?}", slashed(&ev));
+    for s in &seats {
+        let au = &chain.c.state().auditors[s];
+        assert_eq!(au.honeypots, Default::default(), "no record either way");
+        assert!(!au.flagged);
+    }
+    for c in colluders {
+        assert_eq!(
+            chain.c.state().auditors[&c].disagreed,
+            0,
+            "not scored either"
+        );
+    }
+}
+
+/// Finding 6, the second key: misses on known errors planted by providers that never paid
+/// fees name no provider, so a griefer cannot reach `min_providers` with fresh keys.
+#[test]
+fn finding_6_a_second_provider_key_does_not_count_without_fees() {
+    let mut params = test_params();
+    params.rubber_stamp.min_samples = 2;
+    let floor = params.rubber_stamp.min_provider_fees;
+    let (mut chain, keys) = Chain::with_accounts(
+        params,
+        &[(Tier::Computer, 3)],
+        &[("provider", 1_000_000), ("griefer-2", 1_000_000)],
+        SupplyCheck::EachBlock,
+    );
+    let target = keys[0].public();
+    let salt = Salt([3; 32]);
+    for (n, who) in ["provider", "griefer-2"].iter().enumerate() {
+        let griefer = key(who);
+        let mut m = manifest(vec![segment(20 + n as u8, Tier::Computer, vec![])], 3, 0);
+        m.segments[0].honeypot = Some(honeypot_commitment(
+            &m.segments[0].id,
+            Vote::Invalid,
+            Difficulty::Obvious,
+            &salt,
+        ));
+        let m = with_honeypot_set(m, &[0]);
+        let sid = Tx::session_id(&griefer.public(), chain.c.nonce(&griefer.public()));
+        chain.submit(&griefer, Call::OpenSession(m));
+        chain.block();
+        let drawn = chain.block();
+        deliver_keys(&mut chain, &griefer, sid, 0, &[]);
+        let ids = vec![chain.c.state().sessions[&sid].segments[0].entry.id];
+        // The target approves; the two others reject (the honeypot holds up).
+        let plan = commit_votes(&mut chain, &keys, sid, &ids, &drawn, 0, &|_, j| {
+            let seat = seats_of(&drawn, 0, 0)[j];
+            Some(if seat == target {
+                Vote::Valid
+            } else {
+                Vote::Invalid
+            })
+        });
+        chain.block();
+        while matches!(chain.phase(&sid), Some(Phase::Commit { .. })) {
+            chain.block();
+        }
+        reveal_votes(&mut chain, sid, &plan);
+        chain.block();
+        chain.submit(
+            &griefer,
+            open_set(
+                sid,
+                vec![HoneypotOpening {
+                    segment: 0,
+                    verdict: Vote::Invalid,
+                    difficulty: Difficulty::Obvious,
+                    salt,
+                }],
+            ),
+        );
+        chain.reveal_mapping(&griefer, sid);
+        chain.block();
+        assert!(chain.c.outcome(&sid).is_some());
+        assert!(chain.c.state().accounts[&griefer.public()].fees_paid < floor);
+    }
+    let au = &chain.c.state().auditors[&target];
+    assert_eq!(au.honeypots.errors_approved[0], 2, "both misses on record");
+    assert!(
+        au.honeypots.miss_providers.is_empty(),
+        "no provider paid fees"
+    );
+    assert!(!au.flagged, "two fresh keys flag nobody");
+}
+
+/// Finding 3: a required domain that only the provider's own accounts declare is refused
+/// at `OpenSession` (its pool holds less than the floor of stake), charging nothing; a
+/// domain declared later counts only after the network's delay.
+#[test]
+fn finding_3_a_private_required_domain_is_refused_and_new_expertise_waits() {
+    let params = Params {
+        floors: Floors {
+            min_domain_stake: 2_500,
+            ..Floors::dev()
+        },
+        ..Params::default()
+    };
+    let delay = params.expertise_delay;
+    let (mut chain, keys) = chain(params, &[(Tier::Computer, 3)]);
+    let provider = key("provider");
+    // Two sybils declare a private domain, 1000 staked each.
+    for s in ["sybil-0", "sybil-1"] {
+        chain.submit(
+            &key(s),
+            Call::RegisterAuditor {
+                tier: Tier::Computer,
+                expertise: vec!["private".into()],
+                sealing_key: SealingPublicKey([1; 32]),
+                stake: 1_000,
+            },
+        );
+    }
+    chain.block();
+    let mut m = manifest(vec![segment(0, Tier::Computer, vec![])], 1, 0);
+    m.domain = "private".into();
+    m.terms = SessionTerms {
+        domain_required: true,
+        ..SessionTerms::default()
+    };
+    let before = chain.balance(&provider.public());
+    let e = chain
+        .try_apply(&provider, Call::OpenSession(m.clone()))
+        .unwrap_err();
+    assert_eq!(
+        e,
+        TxError::DomainPoolTooSmall {
+            domain: "private".into(),
+            tier: Tier::Computer,
+            stake: 2_000,
+            floor: 2_500,
+        }
+    );
+    assert!(e.to_string().contains("at least 2500"), "{e}");
+    assert_eq!(chain.balance(&provider.public()), before);
+    // An honest auditor declares it too: it counts only `expertise_delay` blocks later.
+    chain.submit(
+        &keys[0],
+        Call::DeclareExpertise {
+            expertise: vec!["math".into(), "private".into()],
+        },
+    );
+    let ev = chain.block();
+    let at = chain.height + delay;
+    assert!(
+        ev.iter()
+            .any(|e| matches!(e, Event::ExpertiseDeclared { at: a, .. } if *a == at))
+    );
+    assert!(matches!(
+        chain.try_apply(&provider, Call::OpenSession(m.clone())),
+        Err(TxError::DomainPoolTooSmall { stake: 2_000, .. })
+    ));
+    while chain.height + 1 < at {
+        chain.block();
+    }
+    let ev = chain.block();
+    assert!(ev.iter().any(
+        |e| matches!(e, Event::ExpertiseChanged { account, .. } if *account == keys[0].public())
+    ));
+    assert!(chain.try_apply(&provider, Call::OpenSession(m)).is_ok());
+    // A declaration by a non-auditor is refused.
+    assert_eq!(
+        chain.try_apply(
+            &key("stranger"),
+            Call::DeclareExpertise {
+                expertise: vec!["x".into()]
+            }
+        ),
+        Err(TxError::NotAnAuditor)
+    );
+}
+
+/// Finding 4: a segment's verdict is a function of the set of its round's judgements,
+/// never of their order. Eight honest Invalid reveals and one colluding Valid (k = 1,
+/// dev floors): wherever the proposer puts the colluder, the verdict is Invalid.
+#[test]
+fn finding_4_the_verdict_does_not_depend_on_reveal_order() {
+    for position in 0..9usize {
+        let (mut chain, keys) = chain(test_params(), &[(Tier::Computer, 9)]);
+        let m = manifest(vec![segment(0, Tier::Computer, vec![])], 1, 8);
+        let id = m.segments[0].id;
+        let (sid, drawn) = open(&mut chain, m);
+        let seats = seats_of(&drawn, 0, 0);
+        assert_eq!(seats.len(), 9);
+        let colluder = seats[0];
+        deliver_keys(&mut chain, &key("provider"), sid, 0, &[]);
+        let vote = |s: &AccountId| {
+            if *s == colluder {
+                Vote::Valid
+            } else {
+                Vote::Invalid
+            }
+        };
+        for s in &seats {
+            chain.submit(
+                find(&keys, s),
+                Call::Commit {
+                    session: sid,
+                    segment: 0,
+                    commitment: commitment(&sid, &id, s, vote(s), &VOTE_SALT, &why(vote(s))),
+                },
+            );
+        }
+        chain.block();
+        // The reveals land in the order the proposer chose: the colluder at `position`.
+        let mut order: Vec<AccountId> = seats.iter().copied().filter(|s| *s != colluder).collect();
+        order.insert(position, colluder);
+        for s in &order {
+            chain.submit(
+                find(&keys, s),
+                Call::Reveal {
+                    session: sid,
+                    segment: 0,
+                    vote: vote(s),
+                    salt: VOTE_SALT,
+                    reason: why(vote(s)),
+                },
+            );
+        }
+        chain.block();
+        finish(&mut chain, sid);
+        let o = chain.c.outcome(&sid).unwrap();
+        assert_eq!(
+            o.segments[0].verdict,
+            SegmentVerdict::Invalid,
+            "colluder at {position}"
+        );
+        assert_eq!(
+            (o.segments[0].votes.valid, o.segments[0].votes.invalid),
+            (1, 8)
+        );
+    }
+}
+
+/// Finding 4, starvation: a provider that keys only the seats it controls cannot let
+/// them decide: the seats it starved count in the quorum's size, so two votes of five
+/// seats decide nothing, and the provider pays the three it starved.
+#[test]
+fn finding_4_keying_only_a_minority_decides_nothing() {
+    let params = test_params();
+    let reward = params.reward;
+    let (mut chain, keys) = chain(params, &[(Tier::Computer, 5)]);
+    let m = manifest(vec![segment(0, Tier::Computer, vec![])], 3, 2);
+    let (sid, drawn) = open(&mut chain, m);
+    let seats = seats_of(&drawn, 0, 0);
+    let starved = [seats[2], seats[3], seats[4]];
+    run_round(&mut chain, &keys, sid, 0, &drawn, &starved, &|_, j| {
+        (j < 2).then_some(Vote::Valid)
+    });
+    let ev = finish(&mut chain, sid);
+    let o = chain.c.outcome(&sid).unwrap();
+    assert_eq!(o.segments[0].verdict, SegmentVerdict::Undecided);
+    assert_eq!(o.segments[0].votes.starved, 3);
+    assert_eq!(o.segments[0].q, 3, "ceil(0.6 x 5)");
+    assert_eq!(o.trace, TraceVerdict::Inconclusive);
+    assert_eq!((o.starved_seats, o.starved_paid), (3, 3 * reward));
+    assert!(slashed(&ev).is_empty());
+}
+
+/// Runs a one-segment session of three seats to its decision with `votes`, then returns
+/// the session id (appealable).
+fn decided(chain: &mut Chain, keys: &[Keypair], tag: u8, votes: Vote) -> Hash {
+    let m = manifest(vec![segment(tag, Tier::Computer, vec![])], 1, 0);
+    let (sid, drawn) = open(chain, m);
+    run_round(chain, keys, sid, 0, &drawn, &[], &|_, _| Some(votes));
+    finish(chain, sid);
+    sid
+}
+
+/// Finding 5: the provider cannot steer appeals. Its own appeal that nobody judges costs
+/// it the bond (a third party's would come back); a round whose seats it did not key does
+/// not use up the segment's rounds, its Valid verdict falls to Undecided, and it pays the
+/// starved seats; an overturn needs a quorum of keyed judgements before anyone is slashed.
+#[test]
+fn finding_5_a_provider_self_appeal_and_starved_appeals_buy_nothing() {
+    let params = Params {
+        max_appeal_rounds: 1,
+        ..test_params()
+    };
+    let bond = params.appeal_bond;
+    let (mut chain, keys) = chain(params, &[(Tier::Computer, 12)]);
+    let provider = key("provider");
+    let stranger = key("stranger");
+
+    // (a) A self-appeal nobody judges (the provider keys nobody): its bond is gone, the
+    // Valid verdict falls, and the round is not counted.
+    let sid = decided(&mut chain, &keys, 0, Vote::Valid);
+    assert_eq!(chain.c.outcome(&sid).unwrap().trace, TraceVerdict::Pass);
+    let before = chain.balance(&provider.public());
+    chain.submit(
+        &provider,
+        Call::Appeal {
+            session: sid,
+            segments: vec![0],
+        },
+    );
+    chain.block();
+    while chain.c.outcome(&sid).unwrap().appeals.rounds.is_empty() {
+        chain.block();
+    }
+    let o = chain.c.outcome(&sid).unwrap().clone();
+    let r = &o.appeals.rounds[0].segments[0];
+    assert_eq!(r.result, AppealResult::Starved);
+    assert_eq!(r.refunded, 0, "a provider's own appeal bears its bond");
+    assert_eq!(o.segments[0].verdict, SegmentVerdict::Undecided);
+    assert_eq!(o.trace, TraceVerdict::Inconclusive, "its PASS is gone");
+    let starved_paid = 3 * test_params().reward;
+    assert_eq!(
+        before - chain.balance(&provider.public()),
+        bond + starved_paid,
+        "the bond and the starved seats"
+    );
+
+    // (b) A third party's appeal the provider starves: the bond comes back whole, the
+    // round is not counted, and a later keyed round is still possible.
+    let sid = decided(&mut chain, &keys, 1, Vote::Valid);
+    let before = chain.balance(&stranger.public());
+    chain.submit(
+        &stranger,
+        Call::Appeal {
+            session: sid,
+            segments: vec![0],
+        },
+    );
+    chain.block();
+    while chain.c.outcome(&sid).unwrap().appeals.rounds.is_empty() {
+        chain.block();
+    }
+    let o = chain.c.outcome(&sid).unwrap().clone();
+    assert_eq!(
+        o.appeals.rounds[0].segments[0].result,
+        AppealResult::Starved
+    );
+    assert_eq!(chain.balance(&stranger.public()), before, "bond back");
+    assert_eq!(o.segments[0].verdict, SegmentVerdict::Undecided);
+    assert_eq!(
+        chain.try_apply(
+            &stranger,
+            Call::Appeal {
+                session: sid,
+                segments: vec![0]
+            }
+        ),
+        Err(TxError::AppealUndecided(0)),
+        "nothing is left to appeal: the verdict fell"
+    );
+}
+
+/// Finding 5, overturning with unkeyed seats: seats that judged without their keys (the
+/// provider keyed only some) may make a verdict, but an overturn slashes the first round's
+/// majority only on the word of a quorum of keyed seats.
+#[test]
+fn finding_5_an_incoherence_slash_needs_a_keyed_quorum() {
+    let params = Params {
+        max_appeal_rounds: 1,
+        ..test_params()
+    };
+    let (mut chain, keys) = chain(params, &[(Tier::Computer, 12)]);
+    let stranger = key("stranger");
+    // First round: 1 seat, Invalid (honestly: the step is wrong).
+    let sid = decided(&mut chain, &keys, 2, Vote::Invalid);
+    chain.submit(
+        &stranger,
+        Call::Appeal {
+            session: sid,
+            segments: vec![0],
+        },
+    );
+    chain.block();
+    let drawn = chain.block();
+    let appeal_seats = seats_of(&drawn, 0, 2);
+    assert_eq!(appeal_seats.len(), 3);
+    // The provider keys one seat; all three judge Valid anyway (colluders with the text).
+    let starve = [appeal_seats[1], appeal_seats[2]];
+    let ev = run_round(&mut chain, &keys, sid, 2, &drawn, &starve, &|_, _| {
+        Some(Vote::Valid)
+    });
+    let o = chain.c.outcome(&sid).unwrap();
+    let r = &o.appeals.rounds[0].segments[0];
+    assert_eq!(r.result, AppealResult::Overturned);
+    assert_eq!(r.slashed, 0, "one keyed judgement is not a quorum of two");
+    assert!(
+        !ev.iter().any(|e| matches!(
+            e,
+            Event::Slashed {
+                reason: SlashReason::Incoherent,
+                ..
+            }
+        )),
+        "nobody slashed for incoherence"
+    );
+}
+
+/// Finding 5, refusals: an appeal filed while another round runs waits its turn instead of
+/// being refused; appeal seats come from the whole tier, never the provider's domain; and
+/// no appeal is accepted past the session's horizon, however many rounds ran.
+#[test]
+fn finding_5_appeals_queue_draw_from_the_whole_tier_and_stop_at_the_horizon() {
+    let params = Params {
+        floors: Floors {
+            min_domain_stake: 0,
+            ..Floors::dev()
+        },
+        ..Params::default()
+    };
+    let horizon = params.appeal_horizon;
+    let (mut chain, keys) = chain(params, &[(Tier::Computer, 12)]);
+    // Three sybils declare the provider's private domain (the floor is off here).
+    for s in ["sybil-0", "sybil-1", "sybil-2"] {
+        chain.submit(
+            &key(s),
+            Call::RegisterAuditor {
+                tier: Tier::Computer,
+                expertise: vec!["private".into()],
+                sealing_key: SealingPublicKey([1; 32]),
+                stake: 1_000,
+            },
+        );
+    }
+    chain.block();
+    let mut all_keys = keys.clone();
+    all_keys.extend(["sybil-0", "sybil-1", "sybil-2"].map(key));
+    let mut m = manifest(vec![segment(3, Tier::Computer, vec![])], 1, 0);
+    m.domain = "private".into();
+    m.terms.domain_required = true;
+    let (sid, drawn) = open(&mut chain, m);
+    let sybils: Vec<AccountId> = ["sybil-0", "sybil-1", "sybil-2"]
+        .iter()
+        .map(|s| key(s).public())
+        .collect();
+    assert!(
+        sybils.contains(&seats_of(&drawn, 0, 0)[0]),
+        "round 0 is the domain's"
+    );
+    run_round(&mut chain, &all_keys, sid, 0, &drawn, &[], &|_, _| {
+        Some(Vote::Valid)
+    });
+    finish(&mut chain, sid);
+    let decided_at = chain.c.outcome(&sid).unwrap().decided_at;
+
+    let (a, b) = (key("stranger"), key("sybil-0"));
+    chain.submit(
+        &a,
+        Call::Appeal {
+            session: sid,
+            segments: vec![0],
+        },
+    );
+    chain.block();
+    // While the first is judged, a second appellant is queued, not refused.
+    let ev = chain
+        .try_apply(
+            &b,
+            Call::Appeal {
+                session: sid,
+                segments: vec![0],
+            },
+        )
+        .unwrap();
+    assert!(ev.iter().any(|e| matches!(e, Event::AppealQueued { .. })));
+    let drawn = chain.block();
+    let appeal_seats = seats_of(&drawn, 0, 2);
+    assert_eq!(appeal_seats.len(), 3);
+    // The whole tier: at least one appeal seat does not declare the domain.
+    assert!(appeal_seats.iter().any(|s| {
+        !chain.c.state().auditors[s]
+            .expertise
+            .contains(&"private".to_string())
+    }));
+    // Past the horizon no appeal is accepted.
+    while chain.height <= decided_at + horizon {
+        chain.block();
+    }
+    assert!(matches!(
+        chain.try_apply(
+            &a,
+            Call::Appeal {
+                session: sid,
+                segments: vec![0]
+            }
+        ),
+        Err(TxError::AppealWindowClosed { .. })
+    ));
+}
+
+/// Finding 8: a PASS certifies what the terms say. Segment weights must be their tier's
+/// weight in the terms; and at least `beta` of the claims (each counted once) must be
+/// judged Valid, so heavy judged claims cannot carry many unjudged ones.
+#[test]
+fn finding_8_weights_follow_the_terms_and_a_pass_needs_the_claims() {
+    let (mut chain, keys) = chain(test_params(), &[(Tier::Computer, 3)]);
+    let provider = key("provider");
+    let mut m = manifest(
+        vec![
+            segment(0, Tier::Computer, vec![]),
+            segment(1, Tier::Computer, vec![0]),
+        ],
+        3,
+        0,
+    );
+    m.segments[0].weight = 1000;
+    assert_eq!(
+        chain.try_apply(&provider, Call::OpenSession(m.clone())),
+        Err(TxError::WeightNotTierWeight {
+            index: 0,
+            weight: 1000,
+            tier: Tier::Computer,
+            expected: 1
+        })
+    );
+    // The Computer tier weighs 1000, the LLM tier 1: three worded claims left out, one
+    // calculation judged Valid as the conclusion. By weight 1000/1003 passes beta = 0.6;
+    // by count 1 of 4 does not: no PASS.
+    let mut m = manifest(vec![segment(2, Tier::Computer, vec![])], 3, 0);
+    m.terms.tier_weights = [1000, 1, 1];
+    m.segments[0].weight = 1000;
+    m.segments[0].conclusion = true;
+    m.terms.tiers = [true, false, true];
+    m.left_out = (0..3)
+        .map(|_| trust_protocol::tx::LeftOut {
+            tier: Tier::Llm,
+            weight: 1,
+            depends_on: vec![],
+            rests_on_left_out: vec![],
+            conclusion: false,
+            supports: None,
+        })
+        .collect();
+    let (sid, drawn) = open(&mut chain, m);
+    run_round(&mut chain, &keys, sid, 0, &drawn, &[], &|_, _| {
+        Some(Vote::Valid)
+    });
+    finish(&mut chain, sid);
+    let o = chain.c.outcome(&sid).unwrap();
+    assert_eq!(o.segments[0].verdict, SegmentVerdict::Valid);
+    assert_eq!((o.passing_weight, o.total_weight), (1000, 1003));
+    assert_eq!(o.trace, TraceVerdict::Inconclusive);
+}
+
+/// Finding 9: a busy auditor can always leave. With sixteen unbondings pending it can
+/// still unbond and exit (the new unbonding merges into the last); seated in a session
+/// that is not final, it withdraws everything but what that session may still take.
+#[test]
+fn finding_9_exit_always_works_and_a_seat_holds_only_its_cap() {
+    let params = Params {
+        unbond_delay: 2,
+        ..test_params()
+    };
+    let cap = params.max_session_loss;
+    let (mut chain, keys) = chain(params, &[(Tier::Computer, 3)]);
+    let k = &keys[0];
+    let me = k.public();
+    for _ in 0..trust_contracts::MAX_UNBONDINGS {
+        chain.submit(k, Call::Unbond { amount: 1 });
+    }
+    chain.block();
+    assert_eq!(
+        chain.c.state().accounts[&me].unbonding.len(),
+        trust_contracts::MAX_UNBONDINGS
+    );
+    chain.submit(k, Call::Unbond { amount: 1 });
+    chain.block();
+    assert_eq!(
+        chain.c.state().accounts[&me].unbonding.len(),
+        trust_contracts::MAX_UNBONDINGS,
+        "merged into the last"
+    );
+    // Seated in a live session, it exits and withdraws all but the session's cap.
+    let m = manifest(vec![segment(0, Tier::Computer, vec![])], 3, 0);
+    let (sid, drawn) = open(&mut chain, m);
+    assert!(seats_of(&drawn, 0, 0).contains(&me));
+    chain.submit(k, Call::Exit);
+    chain.block();
+    chain.block();
+    chain.block();
+    let acct = chain.c.state().accounts[&me].clone();
+    let unbonding: u64 = acct.unbonding.iter().map(|u| u.amount).sum();
+    assert_eq!(unbonding, 1_000);
+    assert_eq!(trust_contracts::held_stake(chain.c.state(), &me), cap);
+    let ev = chain.try_apply(k, Call::Withdraw).unwrap();
+    assert!(
+        ev.iter()
+            .any(|e| matches!(e, Event::Withdrawn { amount, .. } if *amount == 1_000 - cap))
+    );
+    assert!(matches!(
+        chain.try_apply(k, Call::Withdraw),
+        Err(TxError::SeatHeld { session }) if session == sid
+    ));
+}
