@@ -1,0 +1,277 @@
+//! The meaning of one NDL / NDL_f step, shared by the whole-proof checker and the per-step
+//! checker of an auditor seat, so the two cannot disagree on a rule.
+//!
+//! A step is judged against a [`Scope`]: what names mean, which formulas hold, which
+//! identifiers are atoms. The whole-proof checker's scope is the full assumption base; a
+//! seat's scope is built from only what its step document shows. Checks run in one fixed
+//! order, so both report the same first error: names in the stated conclusion, the rule,
+//! names in the arguments, the argument count, arguments that must hold, their form, and
+//! finally the stated conclusion.
+
+use super::{
+    super::{
+        formula::Formula,
+        report::{ErrorKind, Fault, Stop},
+        sat::{Entailment, entails},
+    },
+    rules::Rule,
+    syntax::{Arg, HypKind, StepBody, StepNode},
+};
+use crate::proof::limits::MAX_FROM_JUSTIFIERS;
+
+/// The two natural-deduction dialects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Dialect {
+    Ndl,
+    NdlF,
+}
+
+/// What a step is judged against.
+pub(crate) trait Scope {
+    /// The formula a name stands for here, if the name is bound.
+    fn lookup(&self, name: &str) -> Option<&Formula>;
+    /// Whether `f` holds here (premise, active hypothesis, or earlier result in scope).
+    fn holds(&self, f: &Formula) -> bool;
+    /// Whether an unbound identifier is an atom (a problem atom, or spelled like one).
+    fn declared_atom(&self, word: &str) -> bool;
+}
+
+/// Whether an identifier is spelled like a propositional atom: an upper-case letter, then
+/// letters, digits and underscores (`A`, `A1_2`, `E3_59`).
+pub(crate) fn atom_like(word: &str) -> bool {
+    let mut chars = word.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_uppercase())
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+fn limits(f: Formula) -> Result<Formula, Stop> {
+    if f.within_limits() {
+        Ok(f)
+    } else {
+        Err(Stop::Undecided(
+            "a formula grew past the size or depth limit".into(),
+        ))
+    }
+}
+
+/// Replaces every bound name in `f` by its formula; an identifier that is neither a name
+/// nor an atom is a syntax error.
+pub(crate) fn resolve(f: &Formula, scope: &dyn Scope, place: &str) -> Result<Formula, Stop> {
+    fn go(f: &Formula, scope: &dyn Scope, place: &str) -> Result<Formula, Stop> {
+        Ok(match f {
+            Formula::Atom(w) => {
+                if let Some(bound) = scope.lookup(w) {
+                    bound.clone()
+                } else if scope.declared_atom(w) {
+                    f.clone()
+                } else {
+                    return Err(Fault::syntax(
+                        format!("undefined identifier in {place}"),
+                        format!("{w} is neither a name in scope nor an atom"),
+                    )
+                    .into());
+                }
+            }
+            Formula::True | Formula::False => f.clone(),
+            Formula::Not(p) => Formula::negate(go(p, scope, place)?),
+            Formula::And(p, q) => Formula::and(go(p, scope, place)?, go(q, scope, place)?),
+            Formula::Or(p, q) => Formula::or(go(p, scope, place)?, go(q, scope, place)?),
+            Formula::Implies(p, q) => Formula::implies(go(p, scope, place)?, go(q, scope, place)?),
+            Formula::Iff(p, q) => Formula::iff(go(p, scope, place)?, go(q, scope, place)?),
+        })
+    }
+    if let Formula::Atom(w) = f
+        && let Some(bound) = scope.lookup(w)
+    {
+        return Ok(bound.clone());
+    }
+    limits(go(f, scope, place)?)
+}
+
+fn ordinal_place(i: usize) -> String {
+    format!("argument {}", i.saturating_add(1))
+}
+
+fn resolve_args(args: &[Arg], scope: &dyn Scope, who: &str) -> Result<Vec<Formula>, Stop> {
+    let mut out = Vec::with_capacity(args.len());
+    for (i, a) in args.iter().enumerate() {
+        match a {
+            Arg::Subproof => {
+                return Err(Fault::syntax(
+                    format!("{who}: {} is a subproof; only formulas may stand as arguments", ordinal_place(i)),
+                    format!("{who} is given a whole proof as its {}; NDL applies rules to formulas only", ordinal_place(i)),
+                )
+                .into());
+            }
+            Arg::Formula(f) => {
+                let place = format!("{who} {}", ordinal_place(i));
+                out.push(resolve(f, scope, &place)?);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Judges a primitive step and returns its conclusion.
+pub(crate) fn check_primitive(
+    step: &StepNode,
+    dialect: Dialect,
+    scope: &dyn Scope,
+) -> Result<Formula, Stop> {
+    let claimed = match &step.claimed {
+        Some((f, _)) => Some(resolve(f, scope, "the stated conclusion")?),
+        None => None,
+    };
+    match &step.body {
+        StepBody::Rule { rule, args, .. } => {
+            if dialect == Dialect::NdlF {
+                return Err(Fault::syntax(
+                    "NDL_f has no rule applications, only from steps",
+                    format!("the rule application of {rule} is not NDL_f"),
+                )
+                .into());
+            }
+            let Some(r) = Rule::from_name(rule) else {
+                return Err(Fault::syntax(
+                    "unknown inference rule",
+                    format!("{rule} is not one of the 24 NDL rules"),
+                )
+                .into());
+            };
+            let args = resolve_args(args, scope, r.name())?;
+            if args.len() != r.arity() {
+                return Err(Fault::typ(
+                    format!(
+                        "{}: wrong number of arguments (expects {}, given {})",
+                        r.name(),
+                        r.arity(),
+                        args.len()
+                    ),
+                    format!(
+                        "{} takes {} arguments but is applied to {}",
+                        r.name(),
+                        r.arity(),
+                        args.len()
+                    ),
+                )
+                .into());
+            }
+            for (i, a) in args.iter().enumerate() {
+                if r.must_hold(i) && !scope.holds(a) {
+                    return Err(Fault::logic(
+                        format!("{}: {} does not hold", r.name(), ordinal_place(i)),
+                        format!(
+                            "{} is applied to {a}, which is not a premise, an active assumption or an earlier result in scope",
+                            r.name()
+                        ),
+                    )
+                    .into());
+                }
+            }
+            let conclusion = limits(r.apply(&args, scope.holds(&Formula::False))?)?;
+            if let Some(p) = claimed
+                && p != conclusion
+            {
+                return Err(Fault::logic(
+                    format!(
+                        "{}: the conclusion stated after BY is not what the rule yields",
+                        r.name()
+                    ),
+                    format!("{} yields {conclusion}, not {p}", r.name()),
+                )
+                .into());
+            }
+            Ok(conclusion)
+        }
+        StepBody::From { justifiers } => {
+            if dialect == Dialect::Ndl {
+                return Err(Fault::syntax(
+                    "from steps belong to NDL_f, not NDL",
+                    "a from step appears in an NDL proof",
+                )
+                .into());
+            }
+            let Some(p) = claimed else {
+                return Err(Fault::syntax(
+                    "a from step needs a conclusion",
+                    "no conclusion before from",
+                )
+                .into());
+            };
+            let js = resolve_args(justifiers, scope, "from")?;
+            if js.len() > MAX_FROM_JUSTIFIERS {
+                return Err(Fault::typ(
+                    "from: more than 5 justifiers",
+                    format!(
+                        "the from step lists {} justifiers; at most 5 are allowed",
+                        js.len()
+                    ),
+                )
+                .into());
+            }
+            for (i, j) in js.iter().enumerate() {
+                if !scope.holds(j) {
+                    return Err(Fault::logic(
+                        format!("from: justifier {} does not hold", i.saturating_add(1)),
+                        format!("{j} is not a premise, an active assumption or an earlier result in scope"),
+                    )
+                    .into());
+                }
+            }
+            let refs: Vec<&Formula> = js.iter().collect();
+            match entails(&refs, &p) {
+                Entailment::Valid => Ok(p),
+                Entailment::Countermodel(model) => {
+                    let shown: Vec<String> =
+                        model.iter().map(|(a, v)| format!("{a}: {v}")).collect();
+                    let listed: Vec<String> = js.iter().map(ToString::to_string).collect();
+                    Err(Fault::logic(
+                        "from: the conclusion does not follow from the justifiers",
+                        format!(
+                            "{p} does not follow from {}. Counterexample: {{{}}}",
+                            if listed.is_empty() {
+                                "nothing".to_string()
+                            } else {
+                                listed.join(", ")
+                            },
+                            shown.join(", ")
+                        ),
+                    )
+                    .into())
+                }
+                Entailment::Unknown => Err(Stop::Undecided(
+                    "the SAT call for a from step exceeded its conflict budget".into(),
+                )),
+            }
+        }
+    }
+}
+
+/// Judges a definition `I := p` and returns the formula it names.
+pub(crate) fn check_define(formula: &Formula, scope: &dyn Scope) -> Result<Formula, Stop> {
+    resolve(formula, scope, "the defined formula")
+}
+
+/// Judges a hypothesis and returns it.
+pub(crate) fn check_hypothesis(hyp: &Formula, scope: &dyn Scope) -> Result<Formula, Stop> {
+    resolve(hyp, scope, "the hypothesis")
+}
+
+/// The conclusion of a closed `assume` / `suppose-absurd` whose body concluded `body`.
+pub(crate) fn close(kind: HypKind, hyp: &Formula, body: &Formula) -> Result<Formula, Stop> {
+    match kind {
+        HypKind::Assume => limits(Formula::implies(hyp.clone(), body.clone())),
+        HypKind::SupposeAbsurd => {
+            if *body == Formula::False {
+                limits(Formula::negate(hyp.clone()))
+            } else {
+                Err(Fault::new(
+                    ErrorKind::Logic,
+                    "suppose-absurd: the body does not derive false",
+                    format!("the body of suppose-absurd {hyp} concludes {body}, not false"),
+                )
+                .into())
+            }
+        }
+    }
+}
