@@ -66,7 +66,9 @@ if [ "${TRUST_DEMO_HUMAN:-1}" = 1 ]; then
   # person who audits in earnest.
   window=60
   [ "$llm_nodes" -gt 0 ] && window=120
-  human_args=(--human-nodes 1 --commit-window "${TRUST_DEMO_COMMIT_WINDOW:-$window}")
+  # One person staffs the Human tier with k = 1, below a public network's floor of 3:
+  # this demo network lowers its floors on purpose (testnet init says so).
+  human_args=(--human-nodes 1 --dev-floors --commit-window "${TRUST_DEMO_COMMIT_WINDOW:-$window}")
 fi
 nodes=$((4 + llm_nodes + human_nodes))
 "$bin" testnet init --nodes 4 "${llm_args[@]}" "${human_args[@]}" --home "$net" --base-port "$base" > /dev/null

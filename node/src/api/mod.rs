@@ -876,6 +876,15 @@ async fn auditor(State(api): State<Api>, Path(id): Path<String>) -> ApiResult<Js
         disagreed: a.disagreed,
         honeypots: a.honeypots.clone(),
         honeypot_record: views::HoneypotRecordView::of(a, &st.params),
+        pending_expertise: a
+            .pending_expertise
+            .as_ref()
+            .map(|p| views::PendingExpertiseView {
+                expertise: p.expertise.clone(),
+                from: p.at,
+            }),
+        expertise_delay: st.params.expertise_delay,
+        held_stake: trust_contracts::held_stake(st, &who),
     }))
 }
 

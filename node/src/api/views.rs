@@ -540,6 +540,26 @@ pub struct AuditorView {
     /// this auditor's tier.
     #[serde(default)]
     pub honeypot_record: HoneypotRecordView,
+    /// Expertise declared with `DeclareExpertise` that does not count yet.
+    #[serde(default)]
+    pub pending_expertise: Option<PendingExpertiseView>,
+    /// Blocks a declared expertise waits before it counts (the network's).
+    #[serde(default)]
+    pub expertise_delay: u64,
+    /// Stake that must stay within a slash's reach for the seats it holds in sessions not
+    /// final yet (the network's `max_session_loss` per session, less what each already
+    /// took): a withdrawal leaves this much behind.
+    #[serde(default)]
+    pub held_stake: u64,
+}
+
+/// Declared expertise waiting to count.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct PendingExpertiseView {
+    /// The domains.
+    pub expertise: Vec<String>,
+    /// The first height whose draws see them.
+    pub from: u64,
 }
 
 /// An auditor's known-error honeypots as the rubber-stamp rule reads them. An auditor

@@ -128,6 +128,136 @@ impl SegmentView {
 /// Most OPERATIONs of one STEP that a seat checks.
 pub const MAX_OPERATIONS: usize = 16;
 
+/// Words a public reason keeps even when the segment's text uses them: the language of
+/// the judges' own reasons, which says what was checked, never what the claim says.
+const REASON_WORDS: &[&str] = &[
+    "a",
+    "all",
+    "an",
+    "and",
+    "any",
+    "are",
+    "as",
+    "at",
+    "be",
+    "by",
+    "calculation",
+    "can",
+    "check",
+    "checked",
+    "checks",
+    "claim",
+    "conclusion",
+    "does",
+    "each",
+    "earlier",
+    "equal",
+    "equation",
+    "every",
+    "follow",
+    "follows",
+    "for",
+    "from",
+    "given",
+    "gives",
+    "has",
+    "have",
+    "hold",
+    "holds",
+    "in",
+    "is",
+    "it",
+    "its",
+    "no",
+    "nor",
+    "not",
+    "number",
+    "of",
+    "on",
+    "one",
+    "or",
+    "premise",
+    "premises",
+    "problem",
+    "result",
+    "rule",
+    "step",
+    "steps",
+    "than",
+    "that",
+    "the",
+    "this",
+    "to",
+    "true",
+    "false",
+    "under",
+    "value",
+    "was",
+    "what",
+    "when",
+    "with",
+    "wrong",
+];
+
+/// The reason a seat publishes with its vote: `reason` with every literal of the segment
+/// it judged taken out, so that a permanent, public outcome says what was checked (the
+/// rule, the kind of error, which premise by its position) and never quotes the claim,
+/// its premises or the problem. A span in backticks becomes `…`, and so does every word
+/// or number of the reason that also appears in the segment's text (its claim, premises,
+/// givens or calculations), unless it is one of the judges' own words. The provider, who
+/// holds the whole trace, gets the detailed reason by checking it locally
+/// (`trust-node check`), with the same judges.
+pub fn public_reason(view: &SegmentView, reason: &str) -> String {
+    fn words(text: &str) -> impl Iterator<Item = &str> {
+        text.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .filter(|w| !w.is_empty())
+    }
+    let mut literals: std::collections::BTreeSet<&str> = std::collections::BTreeSet::new();
+    let sources = std::iter::once(view.claim.as_str())
+        .chain(view.premises.iter().map(String::as_str))
+        .chain(view.givens.iter().map(String::as_str))
+        .chain(view.operations.iter().map(|o| o.text.as_str()));
+    for text in sources {
+        literals.extend(words(text));
+    }
+    let keep = |w: &str| !literals.contains(w) || REASON_WORDS.contains(&w.to_lowercase().as_str());
+    let mut out = String::with_capacity(reason.len());
+    let mut quoted = false;
+    let mut word = String::new();
+    let flush = |word: &mut String, out: &mut String| {
+        if word.is_empty() {
+            return;
+        }
+        if keep(word) {
+            out.push_str(word);
+        } else if !out.ends_with('…') {
+            out.push('…');
+        }
+        word.clear();
+    };
+    for c in reason.chars() {
+        if c == '`' {
+            flush(&mut word, &mut out);
+            if !quoted && !out.ends_with('…') {
+                out.push('…');
+            }
+            quoted = !quoted;
+            continue;
+        }
+        if quoted {
+            continue;
+        }
+        if c.is_alphanumeric() || c == '_' {
+            word.push(c);
+        } else {
+            flush(&mut word, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut word, &mut out);
+    out
+}
+
 /// A judge's answer: a vote (`Abstain` included) and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decision {
@@ -271,6 +401,36 @@ mod tests {
             givens: givens.iter().map(|s| s.to_string()).collect(),
             ..SegmentView::default()
         }
+    }
+
+    /// Issue 39, finding 10: a reason published with a vote quotes no literal of the
+    /// segment (claim, premises, problem), while it still says what was checked; words
+    /// and numbers of the judge's own (a score) stay.
+    #[tokio::test]
+    async fn a_published_reason_quotes_nothing_of_the_segment() {
+        let secret = view(
+            "Alice pays 48 × 3 = 145 dollars for Zanzibar widgets",
+            &["Each Zanzibar widget costs 48 dollars."],
+            &["Problem: how much does Alice pay for 3 widgets?"],
+        );
+        let judged = ComputerAuditor.judge_now(&secret, &Hash::ZERO);
+        assert_eq!(judged.vote, Vote::Invalid, "{}", judged.reason);
+        let public = public_reason(&secret, &judged.reason);
+        for literal in ["48", "145", "Alice", "Zanzibar", "widgets", "dollars"] {
+            assert!(
+                !public.contains(literal),
+                "{literal:?} leaks in {public:?} (from {:?})",
+                judged.reason
+            );
+        }
+        assert!(!public.is_empty());
+        // Quoted spans go whole; the judge's own words and numbers stay.
+        let said = "`48 × 3` is not 145: the premise gives 48 and the rule holds (score 0.25)";
+        let public = public_reason(&secret, said);
+        assert_eq!(
+            public,
+            "… is not …: the premise gives … and the rule holds (score 0.25)"
+        );
     }
 
     #[tokio::test]

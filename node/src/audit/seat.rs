@@ -780,7 +780,10 @@ impl Seat {
             Some(d) => d,
             None => judge.judge_seat(&seat, &view, &seed).await,
         };
-        let decision = self.twisted(decision, &seed);
+        let mut decision = self.twisted(decision, &seed);
+        // The reveal is public and permanent: it says what was checked, not what the
+        // segment says.
+        decision.reason = super::judge::public_reason(&view, &decision.reason);
         (*session, segment, round, id, Some(decision))
     }
 

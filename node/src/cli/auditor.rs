@@ -56,10 +56,24 @@ enum AuditorCommand {
     /// already held stay this auditor's duty: a no-show on one is slashed from the
     /// unbonding stake.
     Exit(SendArgs),
-    /// Move unbonded stake whose delay has passed back to the balance. Refused while the
-    /// account holds a seat in a session not decided yet, and before the earliest
-    /// unbonding frees (the error names the block).
+    /// Move unbonded stake whose delay has passed back to the balance. What the seats it
+    /// holds in sessions not final yet may still cost (the network's `max_session_loss`
+    /// per session) stays behind; nothing frees before the earliest unbonding (the error
+    /// names the block).
     Withdraw(SendArgs),
+    /// Replace this auditor's expertise domains (repeat --expertise). They count in draws
+    /// only after the network's `expertise_delay` blocks, so nobody declares a domain into
+    /// a draw whose seed is already known; a later declaration replaces a pending one.
+    DeclareExpertise(DeclareArgs),
+}
+
+#[derive(Debug, Args)]
+struct DeclareArgs {
+    /// An expertise domain (repeatable), e.g. --expertise math --expertise medicine.
+    #[arg(long, required = true)]
+    expertise: Vec<String>,
+    #[command(flatten)]
+    send: SendArgs,
 }
 
 #[derive(Debug, Args)]
@@ -170,6 +184,30 @@ pub fn run(args: AuditorArgs) -> CliResult {
                      a no-show is slashed from the unbonding stake"
                 );
             }
+            Ok(())
+        }
+        AuditorCommand::DeclareExpertise(a) => {
+            if a.expertise.len() > trust_protocol::tx::MAX_EXPERTISE
+                || a.expertise
+                    .iter()
+                    .any(|d| d.trim().is_empty() || d.len() > trust_protocol::tx::MAX_DOMAIN_BYTES)
+            {
+                return Err(CliError::usage(format!(
+                    "--expertise: 1 to {} domains, each 1 to {} bytes",
+                    trust_protocol::tx::MAX_EXPERTISE,
+                    trust_protocol::tx::MAX_DOMAIN_BYTES
+                )));
+            }
+            let mut s = Session::open(&a.send)?;
+            let (h, after) = s.send(Call::DeclareExpertise {
+                expertise: a.expertise.clone(),
+            })?;
+            outln!(
+                "declared expertise {} at block #{h}; it counts in draws from block #{} (now: {})",
+                a.expertise.join(", "),
+                h.saturating_add(after.expertise_delay),
+                after.expertise.join(", ")
+            );
             Ok(())
         }
         AuditorCommand::Withdraw(a) => {
@@ -441,6 +479,13 @@ fn print_status(who: &AccountId, v: &AuditorView) {
             v.expertise.join(", ")
         }
     );
+    if let Some(p) = &v.pending_expertise {
+        outln!(
+            "declared    {} (counts in draws from block #{})",
+            p.expertise.join(", "),
+            p.from
+        );
+    }
     outln!("standing    {standing}");
     outln!(
         "stake       {} TRUST bonded (tier minimum {}), balance {} TRUST",
@@ -448,6 +493,12 @@ fn print_status(who: &AccountId, v: &AuditorView) {
         v.min_stake,
         v.balance
     );
+    if v.held_stake > 0 {
+        outln!(
+            "held        {} TRUST stays within a slash's reach until the sessions its seats sit in are final",
+            v.held_stake
+        );
+    }
     if v.unbonding.is_empty() {
         outln!("unbonding   none");
     } else {

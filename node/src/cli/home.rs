@@ -168,9 +168,17 @@ pub struct TestnetInitArgs {
     pub appeal_window: Option<u64>,
     /// Expertise domains of node I's auditor instead of `math`, e.g. `--expertise
     /// 1=medicine --expertise 2=medicine+math` (repeatable): sessions that require a
-    /// domain draw only its auditors.
+    /// domain draw only its auditors (once the domain's declaring stake meets the floor).
     #[arg(long, value_name = "I=DOMAIN[+DOMAIN]")]
     pub expertise: Vec<String>,
+    /// Lower the network's floors under session terms to a test network's: k >= 1 in
+    /// every tier, commit windows >= 4 and reveal windows >= 2 blocks, any beta, any
+    /// required domain. Never for a network others rely on: the default floors (k >= 3,
+    /// windows an honest seat of each tier can meet, beta >= 0.5, 20,000 of declaring
+    /// stake behind a required domain) are what keeps a provider from choosing its verdict.
+    /// Needed for a single Human node, or seats per segment below 3.
+    #[arg(long)]
+    pub dev_floors: bool,
 }
 
 /// `--expertise I=DOMAIN[+DOMAIN]` flags as node index -> domains.
@@ -311,6 +319,83 @@ fn testnet_init(a: TestnetInitArgs) -> CliResult {
             a.base_port
         )));
     }
+    // Every setting is checked before anything is written: a refused init leaves nothing.
+    let mut params = Params::default();
+    if a.llm_nodes > 0 {
+        params.commit_window = params.commit_window.max(LLM_TESTNET_COMMIT_WINDOW);
+    }
+    if a.human_nodes > 0 {
+        params.commit_window = params.commit_window.max(HUMAN_TESTNET_COMMIT_WINDOW);
+    }
+    if let Some(w) = a.commit_window {
+        if w <= crate::audit::human::DEFAULT_MARGIN_BLOCKS {
+            return Err(CliError::usage(format!(
+                "--commit-window {w}: must be more than {} blocks",
+                crate::audit::human::DEFAULT_MARGIN_BLOCKS
+            )));
+        }
+        params.commit_window = w;
+    }
+    // A session may ask for windows as long as the network's own.
+    params.max_window = params
+        .max_window
+        .max(params.commit_window)
+        .max(params.reveal_window);
+    if let Some(n) = a.rubber_stamp_min_samples {
+        params.rubber_stamp.min_samples = n;
+    }
+    if let Some(d) = a.unbond_delay {
+        params.unbond_delay = d;
+    }
+    if let Some(w) = a.appeal_window {
+        params.appeal_window = w;
+    }
+    if a.slash_always {
+        params.p_min = trust_protocol::units::Ppm(1_000_000);
+        params.p_max = trust_protocol::units::Ppm(1_000_000);
+    }
+    if a.dev_floors {
+        params.floors = trust_contracts::Floors::dev();
+        outln!(
+            "genesis floors lowered for a test network (--dev-floors): k >= 1, commit windows >= {} and reveal windows >= {} blocks, any beta, any required domain",
+            params.floors.min_commit_window[0],
+            params.floors.min_reveal_window[0]
+        );
+    }
+    let seats = a
+        .seats_per_segment
+        .unwrap_or(NodeConfig::default().seats_per_segment);
+    let max_k = params.max_k.into_iter().min().unwrap_or(0);
+    if seats == 0 || seats > max_k {
+        return Err(CliError::usage(format!(
+            "--seats-per-segment {seats}: must be between 1 and {max_k}"
+        )));
+    }
+    // The sessions these nodes open must meet the genesis floors, or every one is refused.
+    let floor = params.floors.min_k(Tier::Computer);
+    if seats < floor {
+        return Err(CliError::usage(format!(
+            "--seats-per-segment {seats} is below the network's floor of k at least {floor}: sessions with fewer seats are refused; pass --dev-floors for a test network"
+        )));
+    }
+    let human_k = seats.min(u8::try_from(a.human_nodes).unwrap_or(u8::MAX));
+    let human_floor = params.floors.min_k(Tier::Human);
+    if a.human_nodes > 0 && human_k < human_floor {
+        return Err(CliError::usage(format!(
+            "--human-nodes {}: sessions would ask for k = {human_k} Human seats, below the network's floor of k at least {human_floor}; add Human nodes or pass --dev-floors for a test network",
+            a.human_nodes
+        )));
+    }
+    let honeypots = a
+        .honeypots_per_session
+        .unwrap_or(crate::audit::provider::honeypot::DEFAULT_PER_SESSION);
+    if honeypots > crate::audit::provider::honeypot::MAX_PER_SESSION {
+        return Err(CliError::usage(format!(
+            "--honeypots-per-session {honeypots}: at most {}",
+            crate::audit::provider::honeypot::MAX_PER_SESSION
+        )));
+    }
+    let expertise = expertise_of(&a.expertise)?;
     let homes: Vec<PathBuf> = (0..total)
         .map(|i| a.home.join(format!("node{i}")))
         .collect();
@@ -363,59 +448,6 @@ fn testnet_init(a: TestnetInitArgs) -> CliResult {
             && i < usize::from(a.nodes + a.llm_nodes + a.human_nodes)
     };
     let is_provider = |i: usize| i >= usize::from(a.nodes + a.llm_nodes + a.human_nodes);
-    let mut params = Params::default();
-    if a.llm_nodes > 0 {
-        params.commit_window = params.commit_window.max(LLM_TESTNET_COMMIT_WINDOW);
-    }
-    if a.human_nodes > 0 {
-        params.commit_window = params.commit_window.max(HUMAN_TESTNET_COMMIT_WINDOW);
-    }
-    if let Some(w) = a.commit_window {
-        if w <= crate::audit::human::DEFAULT_MARGIN_BLOCKS {
-            return Err(CliError::usage(format!(
-                "--commit-window {w}: must be more than {} blocks",
-                crate::audit::human::DEFAULT_MARGIN_BLOCKS
-            )));
-        }
-        params.commit_window = w;
-    }
-    // A session may ask for windows as long as the network's own.
-    params.max_window = params
-        .max_window
-        .max(params.commit_window)
-        .max(params.reveal_window);
-    if let Some(n) = a.rubber_stamp_min_samples {
-        params.rubber_stamp.min_samples = n;
-    }
-    if let Some(d) = a.unbond_delay {
-        params.unbond_delay = d;
-    }
-    if let Some(w) = a.appeal_window {
-        params.appeal_window = w;
-    }
-    if a.slash_always {
-        params.p_min = trust_protocol::units::Ppm(1_000_000);
-        params.p_max = trust_protocol::units::Ppm(1_000_000);
-    }
-    let seats = a
-        .seats_per_segment
-        .unwrap_or(NodeConfig::default().seats_per_segment);
-    let max_k = params.max_k.into_iter().min().unwrap_or(0);
-    if seats == 0 || seats > max_k {
-        return Err(CliError::usage(format!(
-            "--seats-per-segment {seats}: must be between 1 and {max_k}"
-        )));
-    }
-    let honeypots = a
-        .honeypots_per_session
-        .unwrap_or(crate::audit::provider::honeypot::DEFAULT_PER_SESSION);
-    if honeypots > crate::audit::provider::honeypot::MAX_PER_SESSION {
-        return Err(CliError::usage(format!(
-            "--honeypots-per-session {honeypots}: at most {}",
-            crate::audit::provider::honeypot::MAX_PER_SESSION
-        )));
-    }
-    let expertise = expertise_of(&a.expertise)?;
     let doc = GenesisDoc {
         chain_name: a.chain_name.clone(),
         validators: node_keys
@@ -604,7 +636,43 @@ mod tests {
             slash_always: false,
             appeal_window: None,
             expertise: vec![],
+            // One Human node staffs k = 1 Human seats: below the public floors.
+            dev_floors: human > 0 && human < 3,
         }
+    }
+
+    /// A testnet whose sessions would ask for fewer seats than the genesis floors allow
+    /// is refused at init, naming the floor and the way out; `--dev-floors` lowers them
+    /// and the genesis says so.
+    #[test]
+    fn init_refuses_seats_below_the_floors_unless_asked_to_lower_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut a = args(dir.path(), 1);
+        a.dev_floors = false;
+        let e = testnet_init(a).unwrap_err().message;
+        assert!(
+            e.contains("below the network's floor of k at least 3") && e.contains("--dev-floors"),
+            "{e}"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let mut a = args(dir.path(), 0);
+        a.seats_per_segment = Some(1);
+        let e = testnet_init(a).unwrap_err().message;
+        assert!(e.contains("--seats-per-segment 1"), "{e}");
+        let mut a = args(dir.path(), 0);
+        a.seats_per_segment = Some(1);
+        a.dev_floors = true;
+        testnet_init(a).unwrap();
+        let doc = config::load_genesis(&dir.path().join("node0")).unwrap();
+        assert_eq!(doc.genesis.params.floors, trust_contracts::Floors::dev());
+        let dir = tempfile::tempdir().unwrap();
+        testnet_init(args(dir.path(), 0)).unwrap();
+        let doc = config::load_genesis(&dir.path().join("node0")).unwrap();
+        assert_eq!(
+            doc.genesis.params.floors,
+            trust_contracts::Floors::default(),
+            "the default testnet keeps the public floors"
+        );
     }
 
     #[test]

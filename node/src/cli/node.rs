@@ -669,9 +669,10 @@ pub struct AssuranceArgs {
     /// Blocks each reveal window stays open (default: the network's).
     #[arg(long, value_name = "BLOCKS")]
     pub reveal_window: Option<u16>,
-    /// The exposure budget: the largest share of the trace's segments one auditor may
-    /// receive keys or text of, e.g. 0.5; segments the draw could not staff within it are
-    /// left out.
+    /// The exposure budget: the largest share of the trace's segments one auditor account
+    /// may receive keys or text of, e.g. 0.5; segments the draw could not staff within it
+    /// are left out. It counts per account: an operator running several auditor accounts
+    /// may pool what they see.
     #[arg(long, value_name = "SHARE")]
     pub max_exposure: Option<f64>,
 }
@@ -774,17 +775,20 @@ fn print_plan(p: &crate::api::views::Plan) {
     let pct = |n: usize| 100.0 * n as f64 / e.trace_segments.max(1) as f64;
     match e.budget {
         Some(b) => outln!(
-            "exposure    no auditor sees more than {b} of the trace's {} segments ({:.0}%, the budget)",
+            "exposure    no auditor account sees more than {b} of the trace's {} segments ({:.0}%, the budget)",
             e.trace_segments,
             pct(b)
         ),
         None => outln!(
-            "exposure    one auditor could see {} of the trace's {} segments ({:.0}%); --max-exposure bounds it",
+            "exposure    one auditor account could see {} of the trace's {} segments ({:.0}%); --max-exposure bounds it",
             e.most_seen,
             e.trace_segments,
             pct(e.most_seen)
         ),
     }
+    outln!(
+        "            (the budget is per account, not per operator: one operator running several accounts may pool what they see)"
+    );
     outln!("nothing was submitted");
 }
 
