@@ -352,9 +352,12 @@ pub fn unfit(state: &State, sender: &AccountId, call: &Call) -> Result<(), Mempo
                 Ok(())
             }
         }
-        Call::Transfer { .. } | Call::Bond { .. } | Call::Unbond { .. } | Call::OpenSession(_) => {
-            Ok(())
+        // A session below the network's floors (or requiring a domain too few declare)
+        // is refused for good: checked here, cheaply, before it takes a place in a block.
+        Call::OpenSession(m) => {
+            trust_contracts::check_terms(state, sender, m).map_err(MempoolError::Refused)
         }
+        Call::Transfer { .. } | Call::Bond { .. } | Call::Unbond { .. } => Ok(()),
     }
 }
 

@@ -695,15 +695,17 @@ fn proven_powers(
             .map_err(|_| bad("malformed proof"))?;
         verify_entry(at.state_root, &StateKey::Account(*v), value.as_deref(), &p)
             .map_err(|e| bad(&e.reason))?;
-        let stake = match value {
+        // A validator votes with its account's voting power (its stake, falling at most a
+        // share per block), as the consensus driver weighs it.
+        let power = match value {
             Some(bytes) => {
                 decode_entry::<Account>(&bytes)
                     .ok_or_else(|| bad("malformed account"))?
-                    .stake
+                    .power
             }
             None => 0,
         };
-        out.push(stake);
+        out.push(power);
     }
     Ok(powers_of(out))
 }
@@ -805,7 +807,7 @@ pub fn verify(
                 .with_chain(chain);
             let stakes = validators
                 .iter()
-                .map(|v| genesis.state().accounts.get(v).map_or(0, |a| a.stake))
+                .map(|v| genesis.state().accounts.get(v).map_or(0, |a| a.power))
                 .collect();
             (powers_of(stakes), 0, None)
         }

@@ -194,15 +194,16 @@ pub(super) async fn stream_out(
 }
 
 /// The validator set that votes at the height after `contract`'s: every genesis validator
-/// with positive bonded stake, weighted by it; if none has stake, all of them with power 1
-/// (a network must never stop because its validators unbonded).
+/// with positive voting power, weighted by it ([`Contract::voting_power`]: the bonded
+/// stake, falling at most the network's `max_power_cut` per block, so one session's
+/// slashes cannot strip a validator of its power at once); if none has power, all of them
+/// with power 1 (a network must never stop because its validators unbonded).
 pub fn validator_set(validators: &[AccountId], contract: &Contract) -> ValidatorSet {
-    let accounts = &contract.state().accounts;
     let staked: Vec<Validator> = validators
         .iter()
         .map(|v| Validator {
             address: Address::of(v),
-            voting_power: accounts.get(v).map(|a| a.stake).unwrap_or(0),
+            voting_power: contract.voting_power(v),
         })
         .collect();
     let set = ValidatorSet::new(staked);

@@ -129,7 +129,12 @@ fn three_validators(label: &str, name: &str, balance: u64) -> (Vec<Keypair>, Gen
         chain_name: name.into(),
         validators: keys.iter().map(|k| k.public()).collect(),
         genesis: Genesis {
-            params: Params::default(),
+            // Voting power follows stake at once here (no per-block cap on its fall): the
+            // walk tests are about where the powers change, not how fast.
+            params: Params {
+                max_power_cut: trust_protocol::units::Ppm::ONE,
+                ..Params::default()
+            },
             accounts: keys
                 .iter()
                 .map(|k| GenesisAccount {
@@ -316,7 +321,7 @@ fn a_tampered_root_or_stake_is_rejected() {
     let mut p = f.proof.clone();
     let mut acct: trust_contracts::Account =
         decode_entry(&hex::decode(p.stakes[0].account.as_ref().unwrap()).unwrap()).unwrap();
-    acct.stake = 1_000_000;
+    acct.power = 1_000_000;
     p.stakes[0].account = Some(hex::encode(
         trust_contracts::commitment::encode_entry_value(&acct),
     ));
@@ -1174,7 +1179,7 @@ pub(crate) fn walk_fixture() -> WalkFixture {
     let powers = |h: u64| -> Vec<u64> {
         w.keys
             .iter()
-            .map(|k| w.state(h).state().accounts.get(&k.public()).unwrap().stake)
+            .map(|k| w.state(h).state().accounts.get(&k.public()).unwrap().power)
             .collect()
     };
     assert_eq!(powers(0), [100, 100, 100]);

@@ -143,3 +143,91 @@ fn a_griefing_provider_a_spammer_and_a_proposal_forger_neither_stop_sessions_nor
         ratio * 100.0
     );
 }
+
+/// Issue 39, from outside, on a default 4-node testnet (the public floors: node 0 submits,
+/// three auditors besides it staff k = 3): a session asking for a 1-block commit window,
+/// or requiring a domain nobody declares, is refused with an error naming the floor or
+/// the pool, a non-zero exit status and the balance unchanged; the same weak
+/// `OpenSession` signed by hand and sent to the node is refused by its mempool with the
+/// contract's own reason; and a session on today's default terms still decides.
+#[test]
+fn weak_terms_are_refused_from_the_cli_and_signed_by_hand_and_sessions_still_decide() {
+    use trust_protocol::{
+        Hash, Signed,
+        tx::{Call, QuorumParams, SegmentEntry, SessionManifest, SessionTerms, Tier, Tx},
+        units::Ppm,
+    };
+
+    let mut net = Network::new(4);
+    net.start_all();
+    net.wait_running();
+    net.wait_height(0, 2);
+    let me = net.keys(0).account_id();
+    let purse = |net: &Network| {
+        let a = net.get(0, &format!("/v1/accounts/{me}")).unwrap();
+        (
+            a["balance"].as_u64().unwrap(),
+            a["next_nonce"].as_u64().unwrap(),
+        )
+    };
+    let trace_path = net.nodes[0].home.join("trace.txt");
+    std::fs::write(&trace_path, example("traces/equation-correct.txt")).unwrap();
+    let trace = trace_path.to_str().unwrap().to_string();
+    let api = net.nodes[0].api.clone();
+    let before = purse(&net);
+    for (flags, words) in [
+        (&["--commit-window", "1"][..], "at least 6"),
+        (&["--domain", "private"][..], "declaring private"),
+    ] {
+        let mut args = vec!["submit", trace.as_str()];
+        args.extend_from_slice(flags);
+        args.extend(["--api", api.as_str()]);
+        let out = net.cli(0, &args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{flags:?} was accepted");
+        assert!(stderr.contains(words), "{flags:?}: {stderr}");
+    }
+    // By hand: the node's own key signs an OpenSession with a 1-block commit window.
+    let keys = net.keys(0);
+    let mut m = SessionManifest {
+        segments: vec![SegmentEntry {
+            conclusion: true,
+            ..SegmentEntry::plain(Hash::sha256(b"by hand"), Tier::Computer)
+        }],
+        mapping_commitment: Hash::ZERO,
+        quorum: QuorumParams {
+            k: [3, 3, 3],
+            extra_seats: 0,
+            tau: Ppm(600_000),
+            beta: Ppm(600_000),
+        },
+        fee: 0,
+        domain: String::new(),
+        left_out: Vec::new(),
+        terms: SessionTerms {
+            commit_window: 1,
+            ..SessionTerms::default()
+        },
+        honeypot_set: Hash::ZERO,
+    };
+    m.fee = 6 * 3;
+    let tx = Signed::sign(
+        &keys.account,
+        &net.chain_id(),
+        Tx {
+            nonce: before.1,
+            call: Call::OpenSession(m),
+        },
+    );
+    let refused = net.send_tx(0, &tx).unwrap_err().to_string();
+    assert!(refused.contains("at least 6"), "{refused}");
+    assert_eq!(purse(&net), before, "nothing charged, no nonce used");
+
+    // The network still decides a session on today's default terms.
+    let out = net.cli_ok(
+        0,
+        &["submit", trace.as_str(), "--wait", "--api", api.as_str()],
+    );
+    assert!(out.contains("verdict"), "{out}");
+    assert!(purse(&net).0 < before.0, "this one paid its fee");
+}

@@ -88,10 +88,18 @@ fn an_appeal_overturns_a_segment_malicious_seats_decided_and_the_session_becomes
  {
     let started = Instant::now();
     let window = APPEAL_WINDOW.to_string();
+    // Sessions of k = 1 (one malicious seat decides a segment alone, for the appeal to
+    // overturn): below the public floors, so this network lowers them, as it says.
     let mut net = Network::with_providers_and_args(
         5,
         1,
-        &["--appeal-window", &window, "--honeypots-per-session", "0"],
+        &[
+            "--appeal-window",
+            &window,
+            "--honeypots-per-session",
+            "0",
+            "--dev-floors",
+        ],
     );
     net.set_behaviour(MALICIOUS, "malicious");
     net.start_all();

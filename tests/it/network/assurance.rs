@@ -185,7 +185,9 @@ fn a_provider_chooses_seats_quorum_domain_and_exposure() {
     let plan = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{plan}");
     assert!(
-        plan.contains("no auditor sees more than 6 of the trace's 12 segments (50%, the budget)"),
+        plan.contains(
+            "no auditor account sees more than 6 of the trace's 12 segments (50%, the budget)"
+        ),
         "{plan}"
     );
     assert!(

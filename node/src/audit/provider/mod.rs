@@ -151,6 +151,10 @@ pub fn plan(provided: &BTreeSet<Hash>, events: &[Event]) -> Vec<ProviderDuty> {
     out
 }
 
+/// How many times a submission is prepared again under the next nonce when this node's
+/// own duties took the one it read.
+const NONCE_RETRIES: u32 = 8;
+
 /// What the provider keeps about an open session.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionRecord {
@@ -824,7 +828,7 @@ impl Provider {
             });
             if restricted.hdag.nodes.is_empty() {
                 return Err(format!(
-                    "no segment can be audited here: auditors per tier (computer, llm, human) = {staffed:?}, {} needed per segment{}",
+                    "no segment can be audited here: auditors{declaring} per tier (computer, llm, human) = {staffed:?}, {} needed per segment{}",
                     resolved.seats(Tier::Computer),
                     if over_budget.is_empty() { "" } else { ", within the exposure budget" }
                 )
@@ -963,28 +967,44 @@ impl Provider {
                 }
             }
         }
-        // The session id is derived from the nonce the `OpenSession` will carry.
+        // The session id is derived from the nonce the `OpenSession` will carry. This
+        // node's own duties (key deliveries, disclosures) may take that nonce between the
+        // read and the signature: then the session is prepared again under the next one,
+        // a few times, rather than the user told to retry.
         let me = self.outbox.key().public();
-        let nonce = self
-            .outbox
-            .next_nonce()
-            .await
-            .map_err(RecordError::Outbox)?;
-        let session = Tx::session_id(&me, nonce);
         let cids: Vec<_> = prepared.blocks.iter().map(|(cid, _)| *cid).collect();
-        let opened = match self.keep_page_record(&session, st.height, &hdag, &restricted, &prepared)
-        {
-            Ok(()) => self.keep_and_open(&session, nonce, &prepared).await,
-            Err(e) => Err(e),
+        let mut tries = 0u32;
+        let (session, tx) = loop {
+            let nonce = self
+                .outbox
+                .next_nonce()
+                .await
+                .map_err(RecordError::Outbox)?;
+            let session = Tx::session_id(&me, nonce);
+            let opened =
+                match self.keep_page_record(&session, st.height, &hdag, &restricted, &prepared) {
+                    Ok(()) => self.keep_and_open(&session, nonce, &prepared).await,
+                    Err(e) => Err(e),
+                };
+            match opened {
+                Ok(tx) => break (session, tx),
+                Err(e) => {
+                    // Nothing of a refused session stays behind: blocks, pins, records.
+                    let _ = self.blobs.release(&session);
+                    let _ = self.book.remove(session.as_ref());
+                    self.drop_page_record(&session);
+                    if matches!(e, RecordError::Outbox(OutboxError::NonceTaken))
+                        && tries < NONCE_RETRIES
+                    {
+                        tries += 1;
+                        tracing::debug!(%session, tries, "the nonce was taken by this node's own duty; opening under the next one");
+                        continue;
+                    }
+                    tracing::warn!(%session, error = %e, "session not opened");
+                    return Err(e.into());
+                }
+            }
         };
-        if let Err(e) = &opened {
-            // Nothing of a refused session stays behind: blocks, pins, records.
-            let _ = self.blobs.release(&session);
-            let _ = self.book.remove(session.as_ref());
-            self.drop_page_record(&session);
-            tracing::warn!(%session, error = %e, "session not opened");
-        }
-        let tx = opened?;
         if let Err(e) = self.book_fee(&session, now, fee) {
             tracing::warn!(%session, error = %e, "the session's fee was not booked against the spending cap");
         }
