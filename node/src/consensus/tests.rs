@@ -126,7 +126,7 @@ fn a_malformed_synced_block_is_a_peer_fault_and_changes_nothing() {
 
     // A well-formed block that does not execute (a forged state root) is Invalid, not stored.
     let tip = Tip::genesis(f.chain);
-    let (mut block, _, _) = build_block(&f.contract, &tip, f.key.public(), 0, &[]);
+    let (mut block, _, _) = build_block(&f.contract, &tip, &f.key, 0, &[]).unwrap();
     block.header.state_root = Hash([7; 32]);
     let out = f.driver.synced_value(
         Height(1),
@@ -146,7 +146,7 @@ fn a_malformed_synced_block_is_a_peer_fault_and_changes_nothing() {
 fn proposal_streams_reassemble_out_of_order_and_refuse_forgeries() {
     let f = fixture();
     let tip = Tip::genesis(f.chain);
-    let (block, _, _) = build_block(&f.contract, &tip, f.key.public(), 0, &[]);
+    let (block, _, _) = build_block(&f.contract, &tip, &f.key, 0, &[]).unwrap();
     let init = PartInit {
         height: Height(1),
         round: Round::new(0),
@@ -337,7 +337,7 @@ fn proposal_by(
     round: Round,
 ) -> Vec<StreamMessage<ProposalPart>> {
     let tip = Tip::genesis(f.chain);
-    let (block, _, _) = build_block(&f.contract, &tip, proposer.public(), 0, &[]);
+    let (block, _, _) = build_block(&f.contract, &tip, proposer, 0, &[]).unwrap();
     let init = PartInit {
         height: Height(1),
         round,
@@ -414,7 +414,7 @@ fn an_invalid_block_from_the_proposer_is_answered_and_not_stored() {
     let a = Keypair::from_label("val-a");
     let mut f = fixture_of(std::slice::from_ref(&a));
     let tip = Tip::genesis(f.chain);
-    let (mut block, _, _) = build_block(&f.contract, &tip, a.public(), 0, &[]);
+    let (mut block, _, _) = build_block(&f.contract, &tip, &a, 0, &[]).unwrap();
     block.header.state_root = Hash([7; 32]);
     let init = PartInit {
         height: Height(1),
@@ -449,7 +449,7 @@ fn a_proposal_stamped_too_far_ahead_of_the_validators_clock_is_voted_nil_unexecu
         proposer: Address::of(&a.public()),
     };
     let ahead = crate::chain::now_ms() + MAX_CLOCK_AHEAD_MS + 60_000;
-    let (block, _, _) = build_block(&f.contract, &tip, a.public(), ahead, &[]);
+    let (block, _, _) = build_block(&f.contract, &tip, &a, ahead, &[]).unwrap();
     assert_eq!(block.header.time_ms, ahead);
     // It would execute: only its time is wrong.
     assert!(crate::chain::execute_block(&f.contract, &tip, &block).is_ok());
@@ -467,7 +467,7 @@ fn a_proposal_stamped_too_far_ahead_of_the_validators_clock_is_voted_nil_unexecu
         round: Round::new(1),
         ..init
     };
-    let (block, _, _) = build_block(&f.contract, &tip, a.public(), crate::chain::now_ms(), &[]);
+    let (block, _, _) = build_block(&f.contract, &tip, &a, crate::chain::now_ms(), &[]).unwrap();
     let msgs = stream_as(
         stream_id(Height(1), Round::new(1)),
         stream_parts(&f.chain, init, &block, |d| signer.sign(d)),
@@ -536,7 +536,7 @@ fn the_forger_streams_a_signed_proposal_for_a_slot_it_does_not_own() {
     let tip = Tip::genesis(f.chain);
     let forger = AccountSigner::new(b.clone(), f.chain);
     let (init, block, parts) =
-        super::forge::forged(&f.chain, &forger, &f.contract, &tip, Height(1), slot);
+        super::forge::forged(&f.chain, &forger, &f.contract, &tip, Height(1), slot).unwrap();
     assert_eq!((init.height, init.round), (Height(1), slot));
     assert_eq!(init.proposer, Address::of(&b.public()));
     assert_ne!(
