@@ -73,7 +73,8 @@ pub struct SessionOptions {
     /// The fee escrowed for rewards (default and least: one reward per counted seat).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fee: Option<u64>,
-    /// Blocks each commit window stays open (default: the network's).
+    /// Blocks each commit window stays open (default: the network's; at least
+    /// [`MIN_COMMIT_WINDOW`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub commit_window: Option<u16>,
     /// Blocks each reveal window stays open (default: the network's).
@@ -87,6 +88,13 @@ pub struct SessionOptions {
 
 // Settings compare by value; a NaN fraction is refused by `resolve` before any use.
 impl Eq for SessionOptions {}
+
+/// The shortest commit window a provider asks for. The window opens with the draw, and the
+/// keys land at the earliest in the block after it (the drawing block's seed is its
+/// proposer's VRF output, unknown before it exists); the contract counts a key only with
+/// a block of the window left to commit in. With one block, every seat would be starved
+/// and paid from the provider's escrow.
+pub const MIN_COMMIT_WINDOW: u16 = 2;
 
 /// Why a session's settings cannot be used: each names the limit it meets.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -154,13 +162,15 @@ pub enum TermsError {
     /// A domain name the protocol cannot carry.
     #[error("domain {0:?}: at most {MAX_DOMAIN_BYTES} bytes, and not empty when required")]
     BadDomain(String),
-    /// A window longer than the network allows, or zero.
-    #[error("{name} = {asked} blocks: must be 1..={max} (genesis max_window)")]
+    /// A window longer than the network allows, or shorter than the session can use.
+    #[error("{name} = {asked} blocks: must be {min}..={max} (genesis max_window)")]
     BadWindow {
         /// Which window.
         name: &'static str,
         /// Asked.
         asked: u16,
+        /// The shortest usable.
+        min: u16,
         /// The limit.
         max: u64,
     },
@@ -325,13 +335,14 @@ impl SessionOptions {
         if domain.len() > MAX_DOMAIN_BYTES || (domain_required && domain.trim().is_empty()) {
             return Err(TermsError::BadDomain(domain));
         }
-        let window = |name: &'static str, w: Option<u16>| -> Result<u16, TermsError> {
+        let window = |name: &'static str, w: Option<u16>, min: u16| -> Result<u16, TermsError> {
             match w {
                 None => Ok(0),
-                Some(w) if w == 0 || u64::from(w) > params.max_window => {
+                Some(w) if w < min || u64::from(w) > params.max_window => {
                     Err(TermsError::BadWindow {
                         name,
                         asked: w,
+                        min,
                         max: params.max_window,
                     })
                 }
@@ -346,8 +357,8 @@ impl SessionOptions {
                 beta,
             },
             terms: SessionTerms {
-                commit_window: window("commit_window", self.commit_window)?,
-                reveal_window: window("reveal_window", self.reveal_window)?,
+                commit_window: window("commit_window", self.commit_window, MIN_COMMIT_WINDOW)?,
+                reveal_window: window("reveal_window", self.reveal_window, 1)?,
                 max_exposure,
                 tiers,
                 tier_weights: [weights.computer, weights.llm, weights.human],
@@ -443,7 +454,25 @@ mod tests {
                 commit_window: Some(5000),
                 ..SessionOptions::default()
             })
-            .contains("commit_window = 5000 blocks: must be 1..=1000")
+            .contains("commit_window = 5000 blocks: must be 2..=1000")
+        );
+        // One block of commit window leaves no block to commit in after the keys, which
+        // land in the block after the draw; a reveal window of one block is fine.
+        assert!(
+            err(SessionOptions {
+                commit_window: Some(1),
+                ..SessionOptions::default()
+            })
+            .contains("commit_window = 1 blocks: must be 2..=1000")
+        );
+        assert!(
+            SessionOptions {
+                commit_window: Some(2),
+                reveal_window: Some(1),
+                ..SessionOptions::default()
+            }
+            .resolve(&Params::default())
+            .is_ok()
         );
         assert!(
             err(SessionOptions {
