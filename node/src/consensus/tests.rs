@@ -9,7 +9,11 @@ use malachitebft_core_types::{Round, Validity};
 use malachitebft_engine::util::streaming::StreamContent;
 use tokio::sync::broadcast;
 use trust_contracts::{Contract, Genesis, GenesisAccount, Params};
-use trust_protocol::{Hash, Keypair, block::MAX_CLOCK_AHEAD_MS, encoding};
+use trust_protocol::{
+    Hash, Keypair,
+    block::{MAX_CLOCK_AHEAD_MS, prove_seed},
+    encoding,
+};
 
 use super::{
     ConsensusMetrics,
@@ -431,6 +435,63 @@ fn an_invalid_block_from_the_proposer_is_answered_and_not_stored() {
     assert_eq!(v.validity, Validity::Invalid);
     assert_eq!(count(&f.driver.metrics.proposals_executed), 1);
     assert!(f.driver.undecided.at_height(Height(1)).is_empty());
+}
+
+/// Seed grinding (issue 39, finding 7) at the vote: the slot's proposer streaming a block
+/// whose seed proof is another validator's, or its own over another parent seed, is
+/// answered invalid (before its transactions run) and not stored; the same block with its
+/// own proof is valid. A synced block with a borrowed proof is refused the same way.
+#[test]
+fn a_proposal_whose_seed_proof_is_not_its_proposers_over_the_parent_seed_is_answered_invalid() {
+    let a = Keypair::from_label("val-a");
+    let b = Keypair::from_label("val-b");
+    let mut f = fixture_of(std::slice::from_ref(&a));
+    let tip = Tip::genesis(f.chain);
+    let signer = AccountSigner::new(a.clone(), f.chain);
+    let (block, _, _) = build_block(&f.contract, &tip, &a, 0, &[]).unwrap();
+    let mut borrowed = block.clone();
+    borrowed.header.vrf = prove_seed(&b, &f.chain, 1, &tip.seed).unwrap();
+    let mut elsewhere = block.clone();
+    elsewhere.header.vrf = prove_seed(&a, &f.chain, 1, &Hash([3; 32])).unwrap();
+    for (round, bad) in [(0, &borrowed), (1, &elsewhere)] {
+        let init = PartInit {
+            height: Height(1),
+            round: Round::new(round),
+            pol_round: Round::Nil,
+            proposer: Address::of(&a.public()),
+        };
+        let msgs = stream_as(
+            stream_id(Height(1), Round::new(round)),
+            stream_parts(&f.chain, init, bad, |d| signer.sign(d)),
+        );
+        let v = feed(&mut f, &peer_of(&a), msgs).expect("answered");
+        assert_eq!(v.validity, Validity::Invalid, "round {round}");
+        assert!(f.driver.undecided.at_height(Height(1)).is_empty());
+    }
+    let out = f.driver.synced_value(
+        Height(1),
+        Round::new(0),
+        Address::of(&a.public()),
+        &encoding::encode(&borrowed),
+    );
+    match out {
+        SyncedValueOutcome::Verdict(v) => assert_eq!(v.validity, Validity::Invalid),
+        _ => panic!("expected a verdict"),
+    }
+    assert!(f.driver.undecided.at_height(Height(1)).is_empty());
+    let init = PartInit {
+        height: Height(1),
+        round: Round::new(2),
+        pol_round: Round::Nil,
+        proposer: Address::of(&a.public()),
+    };
+    let msgs = stream_as(
+        stream_id(Height(1), Round::new(2)),
+        stream_parts(&f.chain, init, &block, |d| signer.sign(d)),
+    );
+    let v = feed(&mut f, &peer_of(&a), msgs).expect("answered");
+    assert_eq!(v.validity, Validity::Valid);
+    assert_eq!(f.driver.undecided.at_height(Height(1)).len(), 1);
 }
 
 /// The validator's half of the BFT time rule: the slot's proposer stamping its block more
