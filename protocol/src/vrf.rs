@@ -43,9 +43,10 @@
 //!   suite draws `k = SHA-512(nonce key ‖ H)`, which is exactly the Ed25519 nonce of a
 //!   signature over the 32 bytes of `H`: one such signature beside one proof gives
 //!   `x = (S − s) / (e − c)` (the tests carry out this very extraction under the RFC
-//!   suite). Here `k` hashes [`SUITE`] and the tag *before* the secret nonce key, so it
-//!   equals an Ed25519 nonce only if the secret nonce key began with the public suite
-//!   string: never, short of a SHA-512 collision.
+//!   suite). Here `k` hashes [`SUITE`] and the tag *before* the secret nonce key, so the
+//!   two hashes share an input only if the secret nonce key began with the public suite
+//!   string (a chance of 2^-256), and otherwise share an output only by a SHA-512
+//!   collision.
 //! - **Challenges come from separate hashes.** An Ed25519 challenge hashes `R ‖ A ‖ M` to
 //!   64 bytes; a VRF challenge hashes [`SUITE`], a tag and five points to 16 bytes. A
 //!   signature is 64 bytes and a proof 80, verified by different equations, so neither is
