@@ -7,9 +7,14 @@
 //! chose the session's contents one block earlier, cannot choose its seats.
 //!
 //! The seed is the block's [`trust_protocol::block::BlockHeader::seed`]: a hash of the
-//! chain, the height and the previous block's hash only, all fixed before the drawing
-//! block's proposer picks its transactions, so that proposer cannot try transaction sets
-//! until the draw suits it (see that function for what remains).
+//! chain, the height and the VRF output of the block's proposer over the previous block's
+//! seed, proven in the header and checked by every node that executes the block. It is
+//! unique per proposer and parent seed, so neither the drawing block's proposer (by its
+//! transactions or time) nor the previous block's (by its own block's contents) can try
+//! seed after seed until the draw suits it, and nobody knows it before the drawing block's
+//! proposer proves it. What remains (a proposer withholding its block so that the next
+//! round's proposer gives another seed; two consecutive colluding proposers learning a
+//! seed one block early) is in "Block seed" of `trust_protocol::block`.
 //!
 //! Eligible: the tier's index of drawable auditors ([`crate::State::eligible`]: active, not
 //! flagged, bonded at least the tier minimum), never the provider's account, never a seat

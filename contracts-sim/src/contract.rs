@@ -10,8 +10,10 @@
 //! Phases of a session, all counted in blocks:
 //!
 //! 1. `Assigning`: opened at height `h`; at the start of block `h + 1`, before its
-//!    transactions, seats are drawn with that block's seed ([`crate::assign`]), so the
-//!    provider's keys can land in that block ([`Contract::upcoming_seats`]).
+//!    transactions, seats are drawn with that block's seed ([`crate::assign`]). Nobody
+//!    knows that seed before the block's proposer proves it, so the provider learns the
+//!    seats from the block's events and its keys land in a later block (the next one when
+//!    its delivery reaches that block's proposer in time).
 //! 2. `Commit { round, until }`: seats commit; closes at `until` or as soon as every seat of
 //!    the round has committed.
 //! 3. `Reveal { round, until }`: committed seats reveal; the first `k` valid reveals per
@@ -76,9 +78,9 @@ use crate::{
 pub struct BlockCtx {
     /// Height of the block.
     pub height: u64,
-    /// The block's seed (`BlockHeader::seed`: a hash of the chain, the height and the
-    /// parent's hash, fixed before the block's proposer picks a transaction): the only
-    /// randomness the contract uses. [`Contract::begin_block`] and [`Contract::end_block`]
+    /// The block's seed (`BlockHeader::seed`: a hash of the chain, the height and the VRF
+    /// output of the block's proposer over the parent's seed, which neither that proposer
+    /// nor the parent's can choose): the only randomness the contract uses. [`Contract::begin_block`] and [`Contract::end_block`]
     /// read it; [`Contract::apply`] depends on the height alone.
     pub block_hash: Hash,
 }
@@ -416,11 +418,12 @@ impl Contract {
     /// opened in an earlier block.
     ///
     /// Why here and not at the end of the block: the draw then depends only on the state
-    /// the parent block left and on this block's seed, both fixed once the parent is
-    /// decided. Anyone holding the parent can compute it ([`Contract::upcoming_seats`]), so
-    /// the provider seals the keys to the seats in this very block instead of the next, and
-    /// a session is decided one block sooner. No transaction of the drawing block (a bond,
-    /// a registration chosen by its proposer) can sway the draw either.
+    /// the parent block left and on this block's seed. The block's proposer knows that
+    /// seed while it picks the block's transactions (the seed is its VRF output over the
+    /// parent's seed), but no transaction of the drawing block (a bond, a registration it
+    /// chose) can sway a draw made before them. Nobody else knows the seed before the block
+    /// exists, so the provider seals the keys to the seats after the draw, in a later
+    /// block.
     pub fn begin_block(&mut self, ctx: &BlockCtx) -> Vec<Event> {
         let mut ev = Vec::new();
         // Expertise declared `expertise_delay` blocks ago counts from this block's draws.
@@ -497,31 +500,6 @@ impl Contract {
     /// The voting power of an account as a validator ([`crate::Account::power`]).
     pub fn voting_power(&self, who: &AccountId) -> u64 {
         self.state.accounts.get(who).map_or(0, |a| a.power)
-    }
-
-    /// The round-0 seats [`Contract::begin_block`] of the block with `ctx` will draw for
-    /// `session`, as `(segment, seat, round)`, computed on this state (the parent's) without
-    /// changing it: `None` when the session is not due for its draw in that block or the
-    /// draw would fail. Exact, because the draw reads nothing a transaction of that block
-    /// could change.
-    pub fn upcoming_seats(
-        &self,
-        ctx: &BlockCtx,
-        session: &Hash,
-    ) -> Option<Vec<(u16, AccountId, u8)>> {
-        let s = self.state.sessions.get(session)?;
-        if !draw_due(s, ctx.height) {
-            return None;
-        }
-        let mut s = s.clone();
-        let mut ev = Vec::new();
-        assign_round0(&self.state, ctx, session, &mut s, &mut ev).ok()?;
-        Some(
-            ev.iter()
-                .filter_map(Event::seat_assigned)
-                .map(|(_, segment, seat, round)| (segment, seat, round))
-                .collect(),
-        )
     }
 
     /// Ends a block: moves every live session whose window closed to its next phase.

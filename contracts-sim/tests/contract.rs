@@ -2633,12 +2633,13 @@ fn only_eligible_auditors_are_indexed_and_drawn() {
     assert_eq!(restored.state().eligible, chain.c.state().eligible);
 }
 
-/// Finding 9: the drawing block's seed is fixed by the block before it, so whatever
-/// transactions its proposer includes (or whoever proposes), the same seats are drawn;
-/// only another previous block draws others.
+/// Finding 9, and finding 7 of issue 39: the drawing block's seed is its proposer's VRF
+/// output over the parent's seed, so whatever transactions or time that proposer puts in
+/// the block, and whatever the parent block holds, the same seats are drawn; only another
+/// proposer (a later round) or another parent seed draws others.
 #[test]
 fn seats_do_not_depend_on_the_transactions_of_the_drawing_block() {
-    use trust_protocol::block::{BlockHeader, txs_root};
+    use trust_protocol::block::{BlockHeader, prove_seed, txs_root};
     let (mut chain, keys) = Chain::new(test_params(), &[(Tier::Computer, 20)]);
     let provider = key("provider");
     let segs = (0..6).map(|i| segment(i, Tier::Computer, vec![])).collect();
@@ -2652,15 +2653,21 @@ fn seats_do_not_depend_on_the_transactions_of_the_drawing_block() {
     );
     chain.block();
     let h = chain.height + 1;
-    let header = |prev: &[u8], proposer: &str, txs: &[Vec<u8>]| BlockHeader {
-        chain: Hash::sha256(b"chain"),
-        height: h,
-        prev_hash: Hash::sha256(prev),
-        // The proposer picks the time too; blocks of other contents get other times here.
-        time_ms: 1_000 + txs.len() as u64,
-        txs_root: txs_root(txs),
-        state_root: Hash::ZERO,
-        proposer: key(proposer).public(),
+    let net = Hash::sha256(b"chain");
+    let header = |parent: (&[u8], &[u8]), proposer: &str, txs: &[Vec<u8>]| {
+        let (prev, parent_seed) = parent;
+        let k = key(proposer);
+        BlockHeader {
+            chain: net,
+            height: h,
+            prev_hash: Hash::sha256(prev),
+            // The proposer picks the time too; blocks of other contents get other times here.
+            time_ms: 1_000 + txs.len() as u64,
+            txs_root: txs_root(txs),
+            state_root: Hash::ZERO,
+            proposer: k.public(),
+            vrf: prove_seed(&k, &net, h, &Hash::sha256(parent_seed)).unwrap(),
+        }
     };
     let draw = |header: BlockHeader, extra: Option<(&Keypair, Call)>| {
         let mut c = chain.c.clone();
@@ -2683,7 +2690,8 @@ fn seats_do_not_depend_on_the_transactions_of_the_drawing_block() {
         ev.extend(c.end_block(&ctx));
         (0..6).map(|s| seats_of(&ev, s, 0)).collect::<Vec<_>>()
     };
-    let plain = draw(header(b"block h-1", "v0", &[]), None);
+    let parent = (&b"block h-1"[..], &b"seed of block h-1"[..]);
+    let plain = draw(header(parent, "v0", &[]), None);
     assert_eq!(plain.iter().map(Vec::len).sum::<usize>(), 30);
     let pay = Call::Transfer {
         to: keys[1].public(),
@@ -2691,8 +2699,8 @@ fn seats_do_not_depend_on_the_transactions_of_the_drawing_block() {
     };
     let ground = draw(
         header(
-            b"block h-1",
-            "v1",
+            parent,
+            "v0",
             &[b"any tx".to_vec(), b"in any order".to_vec()],
         ),
         Some((&keys[0], pay)),
@@ -2701,76 +2709,28 @@ fn seats_do_not_depend_on_the_transactions_of_the_drawing_block() {
     // Not even a bond that would change the stakes the draw weighs: the seats are drawn
     // before the block's transactions.
     let bond = draw(
-        header(b"block h-1", "v2", &[b"a bond".to_vec()]),
+        header(parent, "v0", &[b"a bond".to_vec()]),
         Some((&keys[3], Call::Bond { amount: 5_000 })),
     );
     assert_eq!(
         plain, bond,
         "a transaction of the drawing block moved the seats"
     );
-    let other = draw(header(b"another block h-1", "v0", &[]), None);
-    assert_ne!(plain, other, "the seed must depend on the previous block");
-}
-
-/// The seats a block will draw can be computed from its parent alone (what a provider does
-/// to seal keys in the drawing block itself): `upcoming_seats` on the parent's state gives
-/// exactly the seats `begin_block` then draws, whatever the block's transactions, and
-/// nothing for a session not due (opened in the same block) or for an unknown one.
-#[test]
-fn upcoming_seats_are_the_seats_the_next_block_draws() {
-    let (mut chain, keys) = Chain::new(test_params(), &[(Tier::Computer, 12)]);
-    let provider = key("provider");
-    let segs = (0..4).map(|i| segment(i, Tier::Computer, vec![])).collect();
-    let sid = Tx::session_id(&provider.public(), chain.c.nonce(&provider.public()));
-    chain.submit(&provider, Call::OpenSession(manifest(segs, 3, 0)));
-    chain.submit(
-        &provider,
-        Call::Transfer {
-            to: keys[5].public(),
-            amount: 5_000,
-        },
-    );
-    let next = ctx(chain.height + 1);
-    assert_eq!(chain.c.upcoming_seats(&next, &sid), None, "not opened yet");
-    chain.block();
-    let same_block = ctx(chain.height);
-    assert_eq!(
-        chain.c.upcoming_seats(&same_block, &sid),
+    // Another block h-1 with the same seed (other contents, time or hash): same seats.
+    let regrown = draw(
+        header((b"another block h-1", b"seed of block h-1"), "v0", &[]),
         None,
-        "opened in that block"
     );
-    let next = ctx(chain.height + 1);
-    let predicted = chain
-        .c
-        .upcoming_seats(&next, &sid)
-        .expect("due in the next block");
-    assert_eq!(predicted.len(), 12, "four segments, three seats each");
     assert_eq!(
-        chain
-            .c
-            .upcoming_seats(&next, &Hash::sha256(b"no such session")),
-        None
+        plain, regrown,
+        "the parent block's contents moved the seats"
     );
-    // The drawing block bonds more stake for one auditor before anything else: the draw
-    // does not see it.
-    chain.submit(&keys[5], Call::Bond { amount: 5_000 });
-    let ev = chain.block();
-    let drawn: Vec<(u16, AccountId, u8)> = ev
-        .iter()
-        .filter_map(Event::seat_assigned)
-        .filter(|(session, ..)| *session == sid)
-        .map(|(_, segment, seat, round)| (segment, seat, round))
-        .collect();
-    assert_eq!(predicted, drawn);
-    assert!(matches!(
-        chain.c.state().sessions[&sid].phase,
-        Phase::Commit { round: 0, .. }
-    ));
-    assert_eq!(
-        chain.c.upcoming_seats(&ctx(chain.height + 1), &sid),
-        None,
-        "drawn already"
-    );
+    let other = draw(header((b"block h-1", b"another seed"), "v0", &[]), None);
+    assert_ne!(plain, other, "the seed must depend on the parent's seed");
+    // What is left: a round change hands the block to another proposer, whose VRF gives
+    // another seed (at the price of a round timeout).
+    let next_round = draw(header(parent, "v1", &[]), None);
+    assert_ne!(plain, next_round);
 }
 
 /// The salt of test honeypot `i`'s commitment.

@@ -35,7 +35,7 @@ use trust_node::{
 };
 use trust_protocol::{
     Hash, Keypair, Salt, SealingPublicKey, Signed, Vote,
-    block::Block,
+    block::{Block, genesis_seed, prove_seed},
     encoding,
     hdag::AuditorType,
     seal::{self, SealingSecret, SegmentDoc},
@@ -331,6 +331,8 @@ fn main() {
     for (name, bytes) in &txs {
         wire.put(&format!("tx-{name}"), bytes);
     }
+    // The seed proofs are real proofs by the proposer (over made-up parent seeds: these
+    // blocks are decoded and checked, never executed).
     let block = Block::new(
         Hash([1; 32]),
         3,
@@ -338,6 +340,7 @@ fn main() {
         1_000,
         Hash([4; 32]),
         proposer.public(),
+        prove_seed(&proposer, &Hash([1; 32]), 3, &Hash([5; 32])).expect("proof"),
         txs.iter().take(4).map(|(_, b)| b.clone()).collect(),
     );
     wire.put("block", &encoding::encode(&block));
@@ -348,6 +351,7 @@ fn main() {
         1_000,
         Hash([4; 32]),
         proposer.public(),
+        prove_seed(&proposer, &Hash([1; 32]), 1, &genesis_seed(&Hash([1; 32]))).expect("proof"),
         vec![],
     );
     wire.put("block-empty", &encoding::encode(&empty));

@@ -167,10 +167,11 @@ impl TestChain {
         let (block, done, dropped) = build_block(
             &view.contract,
             &self.tip,
-            self.keys[0].public(),
+            &self.keys[0],
             crate::chain::now_ms(),
             &cands,
-        );
+        )
+        .expect("seed proven");
         assert!(dropped.is_empty(), "{dropped:?}");
         let stored = StoredBlock {
             block: block.clone(),

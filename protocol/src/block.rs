@@ -8,7 +8,47 @@
 //!
 //! The header commits to the transactions (`txs_root`), to the previous block
 //! (`prev_hash`, forming the hash chain) and to the contract state after this block
-//! (`state_root`), so a node replaying the ledger can check every step.
+//! (`state_root`), so a node replaying the ledger can check every step. It also carries
+//! the proof of the block's seed (`vrf`, see "Block seed").
+//!
+//! # Block seed
+//!
+//! The contract's only randomness (seat draws, slash draws) is the executing block's seed,
+//! a chain of VRF outputs ([`crate::vrf`]) of the blocks' proposers:
+//!
+//! - `seed(0) = H("trust/v1/genesis-seed", chain)` ([`genesis_seed`]);
+//! - `seed(h) = H("trust/v1/block-seed", chain, h, beta(h))` ([`BlockHeader::seed`]), where
+//!   `beta(h)` is the output of the VRF of block `h`'s proposer over the input
+//!   `(chain, h, seed(h - 1))` ([`seed_input`]), and the header's `vrf` is its proof.
+//!
+//! Every node that executes a block (validating a proposal, applying a decided or synced
+//! block, replaying the ledger) checks the proof against the header's proposer and the
+//! parent's seed ([`BlockHeader::verify_seed`]) and refuses the block when it fails.
+//!
+//! What this gives:
+//!
+//! - **Nobody grinds the seed.** A VRF output is unique per key and input, and the input
+//!   is fixed by the parent's seed, so the proposer of block `h` has no choice of
+//!   `seed(h)`: not by its transactions, nor its time, nor anything else in its block (none
+//!   of it is hashed into the seed). The proposer of block `h - 1` has no lever either:
+//!   whatever it puts in its block (time, transactions) leaves `seed(h - 1)`, and so
+//!   `seed(h)`, as they were.
+//! - **Nobody knows it early.** Before block `h` is proposed, only its proposer can compute
+//!   `seed(h)`; sessions opened in block `h - 1` are drawn in block `h`, so their seats are
+//!   known to the provider once block `h` is decided, and its keys land in block `h + 1`.
+//!
+//! What is left:
+//!
+//! - **Withholding.** A proposer that dislikes its own seed can decline to propose; after
+//!   the round's timeout the next round's proposer, with another key, gives another seed.
+//!   Each such try costs a round timeout and offers one other seed, not a free choice.
+//! - **Look-ahead of colluding proposers.** The proposer of block `h` knows `seed(h)` as
+//!   soon as block `h - 1` is decided, and while it builds block `h`. Colluding with the
+//!   proposer of block `h - 1` (or proposing both), it learns `seed(h)` one block early and
+//!   can choose which openings or bonds block `h - 1` includes (so which draws `seed(h)`
+//!   makes), at the price of censoring the others for a block. And a proposer knows the
+//!   slash draws its own block's end will make while it picks the block's transactions
+//!   (seats are drawn before any transaction, [`BlockHeader::seed`]).
 //!
 //! # Block time
 //!
@@ -31,7 +71,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Hash, PublicKey, encoding};
+use crate::{
+    Hash, Keypair, PublicKey, encoding,
+    vrf::{self, VrfError, VrfOutput, VrfProof},
+};
 
 /// Most transactions in one block.
 pub const MAX_BLOCK_TXS: usize = 10_000;
@@ -67,6 +110,9 @@ pub struct BlockHeader {
     pub state_root: Hash,
     /// The validator that proposed the block.
     pub proposer: PublicKey,
+    /// The proposer's VRF proof of the block's seed over `(chain, height, parent's seed)`
+    /// (see "Block seed").
+    pub vrf: VrfProof,
 }
 
 /// A block: header plus the canonical bytes of each signed transaction.
@@ -121,38 +167,65 @@ impl BlockHeader {
     }
 
     /// The randomness the contract draws seats and slashes with while executing this
-    /// block: `H(chain, height, prev_hash)`.
+    /// block: `H("trust/v1/block-seed", chain, height, beta)`, with `beta` the output of the
+    /// header's VRF proof (see "Block seed"). The proof is read, not checked: a header's
+    /// seed counts only once [`BlockHeader::verify_seed`] accepted it, as execution does.
     ///
-    /// Why only these: every one of them is fixed before this block's proposer picks a
-    /// single transaction. The transactions (`txs_root`), the proposer's key and the state
-    /// root are left out on purpose: a proposer choosing, dropping or reordering
-    /// transactions could otherwise try seed after seed (one hash each) and keep the block
-    /// that seats its own auditors. With this seed the proposer of the drawing block has no
-    /// choice at all, and a round change to another proposer gives the same seed.
-    ///
-    /// What is left: `prev_hash` is the hash of the block before, whose proposer chose its
-    /// contents. That proposer can bias the draws of sessions already waiting to be seated
-    /// one block later by trying contents for its own block, at the price of executing
-    /// each candidate within its propose timeout and only while it holds the proposer
-    /// slot. Closing that needs randomness no single validator can choose (a VRF output of
-    /// the proposer or a threshold signature in the header); see README, Security.
+    /// Nothing the proposer picks enters it: not the transactions (`txs_root`), the time,
+    /// the state root, the parent's hash nor the block hash. The contract draws a block's
+    /// seats at its start, before its transactions, so even the proposer, which knows the
+    /// seed while it builds the block, cannot sway the draw with a transaction of its own
+    /// block (a bond, a registration).
     pub fn seed(&self) -> Hash {
-        seed_for(&self.chain, self.height, &self.prev_hash)
+        seed_of(&self.chain, self.height, self.vrf.output())
+    }
+
+    /// Checks the header's VRF proof: made by `proposer` over `(chain, height,
+    /// parent_seed)`. Returns the block's seed.
+    pub fn verify_seed(&self, parent_seed: &Hash) -> Result<Hash, VrfError> {
+        let alpha = seed_input(&self.chain, self.height, parent_seed);
+        let output = self.vrf.verify(&self.proposer, &alpha)?;
+        Ok(seed_of(&self.chain, self.height, &output))
     }
 }
 
-/// The seed of the block at `height` on `chain` over the block `prev_hash`
-/// ([`BlockHeader::seed`]): known to everyone as soon as the parent is decided, which is
-/// what lets a provider compute the seats the block will draw before it is proposed.
-pub fn seed_for(chain: &Hash, height: u64, prev_hash: &Hash) -> Hash {
+/// The seed before the first block of `chain`: `H("trust/v1/genesis-seed", chain)`.
+pub fn genesis_seed(chain: &Hash) -> Hash {
+    Hash::of_parts("trust/v1/genesis-seed", &[chain.as_ref()])
+}
+
+/// The VRF input of the block at `height` on `chain` over a parent of seed `parent_seed`:
+/// the tag `trust/v1/block-vrf-input`, then the chain, the height (little-endian) and the
+/// parent's seed (fixed lengths, so the bytes name one triple).
+pub fn seed_input(chain: &Hash, height: u64, parent_seed: &Hash) -> Vec<u8> {
+    let mut alpha = b"trust/v1/block-vrf-input".to_vec();
+    alpha.extend_from_slice(chain.as_ref());
+    alpha.extend_from_slice(&height.to_le_bytes());
+    alpha.extend_from_slice(parent_seed.as_ref());
+    alpha
+}
+
+/// The proof a proposer holding `key` puts in the header of the block at `height` on
+/// `chain` over a parent of seed `parent_seed` (its seed is then fixed: see "Block seed").
+pub fn prove_seed(
+    key: &Keypair,
+    chain: &Hash,
+    height: u64,
+    parent_seed: &Hash,
+) -> Result<VrfProof, VrfError> {
+    vrf::prove(key, &seed_input(chain, height, parent_seed))
+}
+
+fn seed_of(chain: &Hash, height: u64, output: &VrfOutput) -> Hash {
     Hash::of_parts(
         "trust/v1/block-seed",
-        &[chain.as_ref(), &height.to_le_bytes(), prev_hash.as_ref()],
+        &[chain.as_ref(), &height.to_le_bytes(), output.as_ref()],
     )
 }
 
 impl Block {
     /// Builds a block over `txs`, filling in `txs_root`.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         chain: Hash,
         height: u64,
@@ -160,6 +233,7 @@ impl Block {
         time_ms: u64,
         state_root: Hash,
         proposer: PublicKey,
+        vrf: VrfProof,
         txs: Vec<Vec<u8>>,
     ) -> Block {
         Block {
@@ -171,6 +245,7 @@ impl Block {
                 txs_root: txs_root(&txs),
                 state_root,
                 proposer,
+                vrf,
             },
             txs,
         }
@@ -216,17 +291,40 @@ impl Block {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeSet;
+
     use super::*;
-    use crate::Keypair;
+
+    const CHAIN: Hash = Hash([9; 32]);
+
+    /// Block `height` over `parent` (of seed `parent_seed`), proposed by `key`.
+    fn block(
+        key: &Keypair,
+        height: u64,
+        parent: &Hash,
+        parent_seed: &Hash,
+        time_ms: u64,
+        txs: Vec<Vec<u8>>,
+    ) -> Block {
+        Block::new(
+            CHAIN,
+            height,
+            *parent,
+            time_ms,
+            Hash::sha256(b"state"),
+            key.public(),
+            prove_seed(key, &CHAIN, height, parent_seed).unwrap(),
+            txs,
+        )
+    }
 
     fn sample() -> Block {
-        Block::new(
-            Hash::sha256(b"genesis"),
+        block(
+            &Keypair::from_label("v0"),
             1,
-            Hash::ZERO,
+            &Hash::ZERO,
+            &genesis_seed(&CHAIN),
             1_000,
-            Hash::sha256(b"state"),
-            Keypair::from_label("v0").public(),
             vec![b"tx-a".to_vec(), b"tx-b".to_vec()],
         )
     }
@@ -249,26 +347,121 @@ mod tests {
         let mut d = b.clone();
         d.header.prev_hash = Hash::sha256(b"p");
         assert_ne!(b.hash(), d.hash());
+        let mut e = b.clone();
+        e.header.vrf = prove_seed(&Keypair::from_label("v0"), &CHAIN, 1, &Hash::ZERO).unwrap();
+        assert_ne!(b.hash(), e.hash());
     }
 
-    /// The seed is fixed by the chain and the block before: a proposer changing its
-    /// transactions, or another proposer taking the round, draws the same seats.
+    /// The seed is the proposer's VRF output over the parent's seed: the transactions,
+    /// time, state root and parent hash a proposer puts in its block leave it as it is;
+    /// another proposer (a later round) or another height gives another one.
     #[test]
-    fn seed_is_fixed_before_the_proposer_picks_transactions() {
+    fn the_seed_is_the_proposers_vrf_output_and_nothing_it_picks() {
         let b = sample();
+        let parent_seed = genesis_seed(&CHAIN);
+        assert_eq!(b.header.verify_seed(&parent_seed), Ok(b.header.seed()));
         let mut c = b.clone();
         c.header.state_root = Hash::sha256(b"other");
         c.header.txs_root = Hash::sha256(b"t");
-        c.header.proposer = Keypair::from_label("v1").public();
+        c.header.time_ms = 99_999;
+        c.header.prev_hash = Hash::sha256(b"p");
         c.txs.clear();
         assert_eq!(b.header.seed(), c.header.seed());
-        let mut d = b.clone();
-        d.header.prev_hash = Hash::sha256(b"p");
-        assert_ne!(b.header.seed(), d.header.seed());
-        let mut e = b.clone();
-        e.header.height = 2;
-        assert_ne!(b.header.seed(), e.header.seed());
+        assert_eq!(c.header.verify_seed(&parent_seed), Ok(b.header.seed()));
+        let other = block(
+            &Keypair::from_label("v1"),
+            1,
+            &Hash::ZERO,
+            &parent_seed,
+            1_000,
+            vec![],
+        );
+        assert_ne!(b.header.seed(), other.header.seed());
+        let higher = block(
+            &Keypair::from_label("v0"),
+            2,
+            &b.hash(),
+            &parent_seed,
+            2_000,
+            vec![],
+        );
+        assert_ne!(b.header.seed(), higher.header.seed());
         assert_ne!(b.header.seed(), b.hash());
+        assert_ne!(genesis_seed(&CHAIN), genesis_seed(&Hash::ZERO));
+    }
+
+    /// Seed grinding (issue 39, finding 7): the proposer of block h-1 tries thousands of
+    /// times and several transaction sets for its block, hoping one of them gives block h
+    /// a seed that seats its own auditors. Every one is a different block h-1 (another
+    /// hash), and block h's seed is the same for all of them.
+    #[test]
+    fn the_draw_seed_cannot_be_ground_by_the_parent_proposer() {
+        let (p_h2, p_h1, p_h) = (
+            Keypair::from_label("proposer of h-2"),
+            Keypair::from_label("proposer of h-1"),
+            Keypair::from_label("proposer of h"),
+        );
+        let g = genesis_seed(&CHAIN);
+        let fixed = block(&p_h2, 1, &Hash::ZERO, &g, 1_000, vec![b"t".to_vec()]);
+        let fixed_seed = fixed.header.verify_seed(&g).unwrap();
+        let tx_sets: [Vec<Vec<u8>>; 3] = [
+            vec![],
+            vec![b"open session".to_vec()],
+            vec![b"bond".to_vec(), b"open session".to_vec()],
+        ];
+        let mut parents = BTreeSet::new();
+        let mut seeds = BTreeSet::new();
+        for time_ms in 1_001..1_501 {
+            for txs in &tx_sets {
+                let parent = block(&p_h1, 2, &fixed.hash(), &fixed_seed, time_ms, txs.clone());
+                let parent_seed = parent.header.verify_seed(&fixed_seed).unwrap();
+                let next = block(&p_h, 3, &parent.hash(), &parent_seed, time_ms + 1, vec![]);
+                parents.insert(parent.hash());
+                seeds.insert(next.header.verify_seed(&parent_seed).unwrap());
+            }
+        }
+        assert_eq!(parents.len(), 500 * 3, "every try is another block h-1");
+        assert_eq!(
+            seeds.len(),
+            1,
+            "block h's seed moved with block h-1's contents"
+        );
+    }
+
+    /// A header whose proof is another validator's, or over another parent seed or height,
+    /// is refused.
+    #[test]
+    fn a_seed_proof_by_another_key_or_over_another_input_is_refused() {
+        let b = sample();
+        let g = genesis_seed(&CHAIN);
+        let v1 = Keypair::from_label("v1");
+        // Another validator's own valid proof, under v0's name.
+        let mut stolen = b.clone();
+        stolen.header.vrf = prove_seed(&v1, &CHAIN, 1, &g).unwrap();
+        assert_eq!(
+            stolen.header.verify_seed(&g),
+            Err(VrfError::Invalid(b.header.proposer))
+        );
+        // v0's proof of another parent seed, another height, another chain.
+        for (chain, height, seed) in [
+            (CHAIN, 1, Hash::sha256(b"another parent")),
+            (CHAIN, 2, g),
+            (Hash::ZERO, 1, g),
+        ] {
+            let mut moved = b.clone();
+            moved.header.vrf =
+                prove_seed(&Keypair::from_label("v0"), &chain, height, &seed).unwrap();
+            assert!(moved.header.verify_seed(&g).is_err());
+        }
+        // The right proof checked against the wrong parent seed.
+        assert!(b.header.verify_seed(&Hash::sha256(b"x")).is_err());
+        // A header naming v1 as proposer with v0's proof.
+        let mut renamed = b.clone();
+        renamed.header.proposer = v1.public();
+        assert_eq!(
+            renamed.header.verify_seed(&g),
+            Err(VrfError::Invalid(v1.public()))
+        );
     }
 
     #[test]
@@ -283,13 +476,15 @@ mod tests {
 
     #[test]
     fn oversized_tx_rejected() {
+        let key = Keypair::from_label("v");
         let b = Block::new(
             Hash::ZERO,
             1,
             Hash::ZERO,
             1_000,
             Hash::ZERO,
-            Keypair::from_label("v").public(),
+            key.public(),
+            prove_seed(&key, &Hash::ZERO, 1, &genesis_seed(&Hash::ZERO)).unwrap(),
             vec![vec![0u8; MAX_TX_BYTES + 1]],
         );
         assert!(matches!(

@@ -76,6 +76,23 @@ impl Keypair {
         PublicKey(self.signing.verifying_key().to_bytes())
     }
 
+    /// The Ed25519 key expansion (RFC 8032 §5.1.5) of the secret seed: the secret scalar
+    /// `x` (the clamped first half of `SHA-512(seed)`, reduced mod the group order; the
+    /// public key is `x·B`) and the nonce key (the second half). The VRF proves with them
+    /// under its own hash tags ([`crate::vrf`]).
+    pub(crate) fn expanded_secret(&self) -> (curve25519_dalek::Scalar, [u8; 32]) {
+        use sha2::{Digest, Sha512};
+        let h: [u8; 64] = Sha512::digest(self.signing.to_bytes()).into();
+        let (mut lo, mut hi) = ([0u8; 32], [0u8; 32]);
+        for (slot, b) in lo.iter_mut().chain(hi.iter_mut()).zip(h) {
+            *slot = b;
+        }
+        let x = curve25519_dalek::Scalar::from_bytes_mod_order(
+            curve25519_dalek::scalar::clamp_integer(lo),
+        );
+        (x, hi)
+    }
+
     /// Signs raw bytes. Protocol messages are signed through [`crate::Signed`], which adds
     /// the domain tag; use this only for bytes that already carry one.
     pub fn sign_raw(&self, msg: &[u8]) -> Signature {

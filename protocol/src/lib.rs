@@ -34,6 +34,7 @@ pub mod signed;
 pub mod trace;
 pub mod tx;
 pub mod units;
+pub mod vrf;
 
 pub use commit::{
     Commitment, MAX_REASON_BYTES, ReasonError, Salt, Vote, commitment, fit_reason,

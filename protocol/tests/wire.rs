@@ -4,8 +4,9 @@
 use proptest::prelude::*;
 use trust_protocol::{
     Hash, Keypair, Salt, Vote,
-    block::{Block, BlockHeader},
+    block::{Block, BlockHeader, genesis_seed, prove_seed},
     commitment, decode, encode,
+    vrf::VrfProof,
 };
 
 fn block_strategy() -> impl Strategy<Value = Block> {
@@ -17,13 +18,16 @@ fn block_strategy() -> impl Strategy<Value = Block> {
         prop::collection::vec(prop::collection::vec(any::<u8>(), 0..64), 0..8),
     )
         .prop_map(|(chain, height, prev, state, txs)| {
+            let key = Keypair::from_seed(chain);
+            let vrf = prove_seed(&key, &Hash(chain), height, &Hash(prev)).unwrap();
             Block::new(
                 Hash(chain),
                 height,
                 Hash(prev),
                 height.saturating_mul(1_000),
                 Hash(state),
-                Keypair::from_seed(chain).public(),
+                key.public(),
+                vrf,
                 txs,
             )
         })
@@ -36,6 +40,7 @@ proptest! {
     fn arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..512)) {
         let _ = decode::<Block>(&bytes);
         let _ = decode::<BlockHeader>(&bytes);
+        let _ = decode::<VrfProof>(&bytes);
         let _ = decode::<Vote>(&bytes);
         let _ = decode::<Hash>(&bytes);
         let _ = decode::<Vec<Vec<u8>>>(&bytes);
@@ -67,24 +72,28 @@ proptest! {
 
 #[test]
 fn golden_block_header() {
+    let key = Keypair::from_seed([4; 32]);
+    let vrf = prove_seed(&key, &Hash([1; 32]), 7, &genesis_seed(&Hash([5; 32]))).unwrap();
     let b = Block::new(
         Hash([1; 32]),
         7,
         Hash([2; 32]),
         1_700_000_000_000,
         Hash([3; 32]),
-        Keypair::from_seed([4; 32]).public(),
+        key.public(),
+        vrf,
         vec![b"a".to_vec(), b"bc".to_vec()],
     );
     let bytes = encode(&b);
-    // chain(32) height(8) prev(32) time_ms(8) txs_root(32) state_root(32) proposer(32) |
-    // vec len(8) | 2 x (len(8) + bytes)
+    // chain(32) height(8) prev(32) time_ms(8) txs_root(32) state_root(32) proposer(32)
+    // vrf(80) | vec len(8) | 2 x (len(8) + bytes)
     assert_eq!(
         bytes.len(),
-        32 + 8 + 32 + 8 + 32 + 32 + 32 + 8 + (8 + 1) + (8 + 2)
+        32 + 8 + 32 + 8 + 32 + 32 + 32 + 80 + 8 + (8 + 1) + (8 + 2)
     );
     assert_eq!(&bytes[32..40], &7u64.to_le_bytes());
     assert_eq!(&bytes[72..80], &1_700_000_000_000u64.to_le_bytes());
+    assert_eq!(&bytes[176..256], vrf.as_bytes());
     assert_eq!(
         hex(&bytes[bytes.len() - 27..]),
         "020000000000000001000000000000006102000000000000006263"
@@ -93,6 +102,11 @@ fn golden_block_header() {
         b.hash().to_hex(),
         GOLDEN_BLOCK_HASH,
         "block header encoding or hashing changed"
+    );
+    assert_eq!(
+        b.header.seed().to_hex(),
+        GOLDEN_BLOCK_SEED,
+        "block seed derivation changed"
     );
 }
 
@@ -133,8 +147,11 @@ fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
-// Changed on purpose when headers gained `time_ms` (block time).
-const GOLDEN_BLOCK_HASH: &str = "f8c9921f8907470e44b220f33ddbb2896733125586240f7ddece7a36ed51067e";
+// Changed on purpose when headers gained `time_ms` (block time), and again when they gained
+// the proposer's VRF proof of the block seed (issue 39, finding 7).
+const GOLDEN_BLOCK_HASH: &str = "25f3718301e5e10d4c503d6930731091d8be3e00d55d8d63cfbebdb018cc1a0d";
+// The seed: H("trust/v1/block-seed", chain, height, VRF output); pinned with the VRF proof.
+const GOLDEN_BLOCK_SEED: &str = "9db5dba15ebc34cbccf84652cdbfa2e916adc247f016a5c581ac3f30121d0b8e";
 // Changed on purpose: the commitment binds the hash of the vote's reason, under the tag
 // `trust/v2/vote-commitment` (issue 28).
 const GOLDEN_COMMITMENT: &str = "0b49bcef5ba06113989a226fde6b9556fd2f323225ea256f407a840f3a2b55fd";

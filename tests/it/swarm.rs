@@ -602,7 +602,18 @@ fn heavy_ledger(n: u64) -> (tempfile::TempDir, Ledger) {
                 ))
             })
             .collect();
-        let block = Block::new(chain(), height, prev, height, Hash::ZERO, key.public(), txs);
+        // Served as stored, never executed: the seed proof is over the parent's hash.
+        let vrf = trust_protocol::block::prove_seed(&key, &chain(), height, &prev).expect("proof");
+        let block = Block::new(
+            chain(),
+            height,
+            prev,
+            height,
+            Hash::ZERO,
+            key.public(),
+            vrf,
+            txs,
+        );
         prev = block.hash();
         ledger
             .append(

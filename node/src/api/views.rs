@@ -133,7 +133,8 @@ pub struct BlockView {
     pub hash: Hash,
     /// The header's `time_ms` as RFC 3339 in UTC (`2026-11-26T02:07:50.123Z`).
     pub time: String,
-    /// The header: height, parent, time (`time_ms`, Unix milliseconds), roots, proposer.
+    /// The header: height, parent, time (`time_ms`, Unix milliseconds), roots, proposer,
+    /// and the proposer's proof of the block's seed (`vrf`, hex).
     #[serde(serialize_with = "sorted")]
     #[schema(value_type = Object)]
     pub header: BlockHeader,

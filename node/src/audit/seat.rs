@@ -376,7 +376,6 @@ impl Seat {
             provided: &none,
             stuck: &stuck,
             copies: self.copies(),
-            upcoming: &[],
         };
         let mut judge = BTreeSet::new();
         let mut reveals = Vec::new();

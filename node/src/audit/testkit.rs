@@ -128,22 +128,17 @@ impl Chain {
         self.pool.count().await.expect("pool runs")
     }
 
-    /// The context the next [`Chain::block`] runs with (its seed is known before it,
-    /// as on the real chain).
-    pub(crate) fn next_ctx(&self) -> BlockCtx {
-        let h = self.height + 1;
-        BlockCtx {
-            height: h,
-            block_hash: Hash::of_parts("audit-testkit", &[&h.to_le_bytes()]),
-        }
-    }
-
     /// Orders every pooled transaction into the next block, ends it, publishes the view,
-    /// returns its events.
+    /// returns its events. The contract runs without block execution, so the block's seed
+    /// is a stand-in derived from its height (on the chain it is the proposer's VRF
+    /// output, unknown before the block).
     pub(crate) async fn block(&mut self) -> Vec<Event> {
-        let ctx = self.next_ctx();
         self.height += 1;
         let h = self.height;
+        let ctx = BlockCtx {
+            height: h,
+            block_hash: Hash::of_parts("audit-testkit", &[&h.to_le_bytes()]),
+        };
         let txs = self
             .pool
             .reap(std::sync::Arc::new(self.contract.clone()), 1000)
@@ -158,6 +153,7 @@ impl Chain {
             height: h,
             hash: ctx.block_hash,
             time_ms: h.saturating_mul(1_000),
+            seed: ctx.block_hash,
         };
         self.view
             .publish(ChainView::new(tip, self.contract.clone(), vec![]));

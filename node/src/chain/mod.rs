@@ -1,26 +1,30 @@
 //! Block execution: the bridge between ordered blocks and the contract.
 //!
-//! The consensus driver calls [`build_block`] when this node proposes (drain candidate
-//! transactions into a block, executing each on a copy of the state and dropping the ones
-//! the contract rejects) and [`execute_block`] when it validates a proposal or applies a
-//! decided block. Both run the contract with the header's [`BlockHeader::seed`] as the
-//! block randomness, so the state root a header carries is the root after its own
-//! transactions and end-of-block step.
+//! The consensus driver calls [`build_block`] when this node proposes (prove the block's
+//! seed with the node's key, then drain candidate transactions into the block, executing
+//! each on a copy of the state and dropping the ones the contract rejects) and
+//! [`execute_block`] when it validates a proposal or applies a decided or synced block,
+//! and a replay of the ledger calls it for every stored block. Both run the contract with
+//! the header's [`BlockHeader::seed`] as the block randomness, so the state root a header
+//! carries is the root after its own transactions and end-of-block step.
 //!
-//! A block is valid only if every transaction in it decodes canonically, verifies and
-//! applies: the ledger never holds a transaction that did nothing.
+//! A block is valid only if its seed proof verifies against its proposer and the parent's
+//! seed (the tip's, [`Tip::seed`]; see "Block seed" in `trust_protocol::block`) and every
+//! transaction in it decodes canonically, verifies and applies: the ledger never holds a
+//! transaction that did nothing, nor a seed its proposer could have chosen.
 //!
 //! [`BlockHeader::seed`]: trust_protocol::block::BlockHeader::seed
 
 use trust_contracts::{BlockCtx, Contract, Event, TxError};
 use trust_protocol::{
-    Hash, PublicKey,
+    Hash, Keypair, PublicKey,
     block::{
-        Block, BlockError, BlockHeader, MAX_BLOCK_BYTES, MAX_BLOCK_TXS, MAX_TX_BYTES,
-        next_block_time,
+        Block, BlockError, MAX_BLOCK_BYTES, MAX_BLOCK_TXS, MAX_TX_BYTES, genesis_seed,
+        next_block_time, prove_seed, txs_root,
     },
     encoding,
     tx::SignedTx,
+    vrf::VrfError,
 };
 
 /// Why a block cannot be executed.
@@ -55,6 +59,17 @@ pub enum ExecError {
         expected: Hash,
         /// The block's prev_hash.
         got: Hash,
+    },
+    /// The header's seed proof is not its proposer's VRF proof over the chain, the height
+    /// and the parent's seed (see "Block seed" in `trust_protocol::block`).
+    #[error("block {height}: the seed proof of proposer {proposer} does not verify: {error}")]
+    BadSeedProof {
+        /// The block's height.
+        height: u64,
+        /// The proposer the header names.
+        proposer: PublicKey,
+        /// Why.
+        error: VrfError,
     },
     /// Stamped at or before its parent's time (the monotonic half of the BFT time rule,
     /// see `trust_protocol::block`).
@@ -111,6 +126,9 @@ pub struct Tip {
     /// Time of the last block, Unix milliseconds (0 before the first); the next block's
     /// must be later.
     pub time_ms: u64,
+    /// Seed of the last block (the chain's genesis seed before the first): the next
+    /// block's seed proof is over it.
+    pub seed: Hash,
 }
 
 impl Tip {
@@ -121,16 +139,19 @@ impl Tip {
             height: 0,
             hash: Hash::ZERO,
             time_ms: 0,
+            seed: genesis_seed(&chain),
         }
     }
 
-    /// The tip after `block`.
+    /// The tip after `block`, a block that extends this tip and was checked
+    /// ([`execute_block`]) or stored after it was.
     pub fn after(&self, block: &Block) -> Tip {
         Tip {
             chain: self.chain,
             height: block.header.height,
             hash: block.hash(),
             time_ms: block.header.time_ms,
+            seed: block.header.seed(),
         }
     }
 }
@@ -145,14 +166,8 @@ pub struct Executed {
     pub events: Vec<Event>,
 }
 
-fn ctx(header: &BlockHeader) -> BlockCtx {
-    BlockCtx {
-        height: header.height,
-        block_hash: header.seed(),
-    }
-}
-
-fn check_link(tip: &Tip, block: &Block) -> Result<(), ExecError> {
+/// Checks that `block` extends `tip` and that its seed proof verifies; returns its seed.
+fn check_link(tip: &Tip, block: &Block) -> Result<Hash, ExecError> {
     block.check()?;
     let h = &block.header;
     if h.chain != tip.chain {
@@ -182,14 +197,22 @@ fn check_link(tip: &Tip, block: &Block) -> Result<(), ExecError> {
             parent_ms: tip.time_ms,
         });
     }
-    Ok(())
+    h.verify_seed(&tip.seed)
+        .map_err(|error| ExecError::BadSeedProof {
+            height: h.height,
+            proposer: h.proposer,
+            error,
+        })
 }
 
 /// Validates and executes `block` on a copy of `state`; `state` is untouched.
 pub fn execute_block(state: &Contract, tip: &Tip, block: &Block) -> Result<Executed, ExecError> {
-    check_link(tip, block)?;
+    let seed = check_link(tip, block)?;
     let height = block.header.height;
-    let ctx = ctx(&block.header);
+    let ctx = BlockCtx {
+        height,
+        block_hash: seed,
+    };
     let mut contract = state.clone();
     let mut events = contract.begin_block(&ctx);
     for (index, bytes) in block.txs.iter().enumerate() {
@@ -280,18 +303,21 @@ fn civil_from_days(days: u64) -> (u64, u64, u64) {
     (y, m, d)
 }
 
-/// Builds the next block from `candidates` in order: each is applied to a copy of the
-/// state and kept only if it applies; the block stops growing at the transaction and
-/// byte limits. It is stamped `clock_ms` (the proposer's clock, Unix milliseconds), or
-/// just after the tip when that clock is not past it (`block::next_block_time`). Returns
-/// the block, its execution, and the refused candidates.
+/// Builds the next block from `candidates` in order, proposed by `key`: first the
+/// block's seed proof (the VRF of `key` over the tip's seed), then each candidate applied
+/// to a copy of the state and kept only if it applies; the block stops growing at the
+/// transaction and byte limits. It is stamped `clock_ms` (the proposer's clock, Unix
+/// milliseconds), or just after the tip when that clock is not past it
+/// (`block::next_block_time`). Returns the block, its execution, and the refused
+/// candidates; fails only if the seed cannot be proven (no curve point for the VRF input,
+/// a chance of about 2^-256).
 pub fn build_block(
     state: &Contract,
     tip: &Tip,
-    proposer: PublicKey,
+    key: &Keypair,
     clock_ms: u64,
     candidates: &[SignedTx],
-) -> (Block, Executed, Vec<Dropped>) {
+) -> Result<(Block, Executed, Vec<Dropped>), VrfError> {
     let height = tip.height.saturating_add(1);
     let mut contract = state.clone();
     let mut txs: Vec<Vec<u8>> = Vec::new();
@@ -299,12 +325,23 @@ pub fn build_block(
     // Header overhead plus per-transaction length prefixes stay far below this margin.
     let budget = MAX_BLOCK_BYTES.saturating_sub(4096);
     let mut size = 0usize;
-    // The seed is fixed by the parent (`BlockHeader::seed`), so the block's context is
-    // known before a transaction is picked: the round-0 draws run first, then each
-    // candidate is applied once, in order, exactly as `execute_block` will replay them.
+    // The seed is the proposer's VRF output over the parent's seed: fixed before a
+    // transaction is picked, so the round-0 draws run first, then each candidate is
+    // applied once, in order, exactly as `execute_block` will replay them.
+    let vrf = prove_seed(key, &tip.chain, height, &tip.seed)?;
+    let mut block = Block::new(
+        tip.chain,
+        height,
+        tip.hash,
+        next_block_time(tip.time_ms, clock_ms),
+        Hash::ZERO,
+        key.public(),
+        vrf,
+        Vec::new(),
+    );
     let block_ctx = BlockCtx {
         height,
-        block_hash: trust_protocol::block::seed_for(&tip.chain, height, &tip.hash),
+        block_hash: block.header.seed(),
     };
     let mut events = contract.begin_block(&block_ctx);
     for tx in candidates {
@@ -327,20 +364,11 @@ pub fn build_block(
             Err(error) => dropped.push(Dropped { id: tx.id(), error }),
         }
     }
-    let time_ms = next_block_time(tip.time_ms, clock_ms);
-    let mut block = Block::new(
-        tip.chain,
-        height,
-        tip.hash,
-        time_ms,
-        Hash::ZERO,
-        proposer,
-        txs,
-    );
-    debug_assert_eq!(ctx(&block.header), block_ctx);
+    block.header.txs_root = txs_root(&txs);
+    block.txs = txs;
     events.extend(contract.end_block(&block_ctx));
     block.header.state_root = contract.state_root();
-    (block, Executed { contract, events }, dropped)
+    Ok((block, Executed { contract, events }, dropped))
 }
 
 #[cfg(test)]

@@ -151,6 +151,9 @@ pub enum DriverError {
     /// The decided block does not execute.
     #[error(transparent)]
     Exec(#[from] ExecError),
+    /// This node could not prove the seed of the block it proposes.
+    #[error("block seed not proven: {0}")]
+    Seed(#[from] trust_protocol::vrf::VrfError),
     /// A certificate does not encode.
     #[error(transparent)]
     Codec(#[from] CodecError),
@@ -473,15 +476,13 @@ impl Driver {
                 tip: tip.height,
             });
         }
+        let Some(signer) = &self.signer else {
+            return Err(DriverError::FullNode);
+        };
+        let key = signer.key().clone();
         let candidates = self.pool.reap(contract.clone(), MAX_CANDIDATES).await;
-        let proposer = self.me.account();
-        let (block, executed, dropped) = build_block(
-            &contract,
-            &tip,
-            proposer,
-            crate::chain::now_ms(),
-            &candidates,
-        );
+        let (block, executed, dropped) =
+            build_block(&contract, &tip, &key, crate::chain::now_ms(), &candidates)?;
         // Refused when tried: out of the pool, and held against its sender. Only one that
         // waits (a reveal before its window, a nonce behind one refused in this block)
         // stays for a later block.

@@ -16,7 +16,7 @@ use malachitebft_app_channel::Channels;
 use malachitebft_core_types::Round;
 use tracing::{debug, warn};
 use trust_contracts::Contract;
-use trust_protocol::{Hash, block::Block};
+use trust_protocol::{Hash, block::Block, vrf::VrfError};
 
 use super::{
     context::{Height, PartInit, ProposalPart, TrustContext, proposer_of},
@@ -30,7 +30,8 @@ use crate::chain::{Tip, build_block};
 pub const AHEAD: u64 = 2;
 
 /// The block and signed parts a forger streams for `(height, round)`: an empty block built
-/// on `tip` naming the forger as proposer, and an `Init` that claims the slot.
+/// on `tip` naming the forger as proposer (with its own valid seed proof), and an `Init`
+/// that claims the slot.
 pub fn forged(
     chain: &Hash,
     signer: &AccountSigner,
@@ -38,14 +39,8 @@ pub fn forged(
     tip: &Tip,
     height: Height,
     round: Round,
-) -> (PartInit, Block, Vec<ProposalPart>) {
-    let (block, _, _) = build_block(
-        contract,
-        tip,
-        signer.address().account(),
-        crate::chain::now_ms(),
-        &[],
-    );
+) -> Result<(PartInit, Block, Vec<ProposalPart>), VrfError> {
+    let (block, _, _) = build_block(contract, tip, signer.key(), crate::chain::now_ms(), &[])?;
     let init = PartInit {
         height,
         round,
@@ -53,7 +48,7 @@ pub fn forged(
         proposer: signer.address(),
     };
     let parts = stream_parts(chain, init.clone(), &block, |d| signer.sign(d));
-    (init, block, parts)
+    Ok((init, block, parts))
 }
 
 impl Driver {
@@ -77,7 +72,13 @@ impl Driver {
             if proposer_of(&set, h, r).map(|p| p.address) == Some(signer.address()) {
                 continue;
             }
-            let (init, block, _) = forged(&self.chain, signer, &v.contract, &v.tip, h, r);
+            let (init, block, _) = match forged(&self.chain, signer, &v.contract, &v.tip, h, r) {
+                Ok(f) => f,
+                Err(e) => {
+                    warn!(height = %h, round = %r, error = %e, "no forged proposal");
+                    continue;
+                }
+            };
             match stream_out(&self.chain, signer, init, &block, channels).await {
                 Ok(()) => {
                     debug!(height = %h, round = %r, "TEST BEHAVIOUR: forged proposal streamed")

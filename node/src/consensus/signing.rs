@@ -79,6 +79,11 @@ impl AccountSigner {
         ConsensusSignature(self.key.sign_raw(digest.as_ref()).0)
     }
 
+    /// The account key: it also proves the seeds of the blocks this validator proposes.
+    pub fn key(&self) -> &Keypair {
+        &self.key
+    }
+
     /// This signer's address.
     pub fn address(&self) -> Address {
         Address::of(&self.key.public())

@@ -9,7 +9,11 @@ use malachitebft_core_types::{Round, Validity};
 use malachitebft_engine::util::streaming::StreamContent;
 use tokio::sync::broadcast;
 use trust_contracts::{Contract, Genesis, GenesisAccount, Params};
-use trust_protocol::{Hash, Keypair, block::MAX_CLOCK_AHEAD_MS, encoding};
+use trust_protocol::{
+    Hash, Keypair,
+    block::{MAX_CLOCK_AHEAD_MS, prove_seed},
+    encoding,
+};
 
 use super::{
     ConsensusMetrics,
@@ -126,7 +130,7 @@ fn a_malformed_synced_block_is_a_peer_fault_and_changes_nothing() {
 
     // A well-formed block that does not execute (a forged state root) is Invalid, not stored.
     let tip = Tip::genesis(f.chain);
-    let (mut block, _, _) = build_block(&f.contract, &tip, f.key.public(), 0, &[]);
+    let (mut block, _, _) = build_block(&f.contract, &tip, &f.key, 0, &[]).unwrap();
     block.header.state_root = Hash([7; 32]);
     let out = f.driver.synced_value(
         Height(1),
@@ -146,7 +150,7 @@ fn a_malformed_synced_block_is_a_peer_fault_and_changes_nothing() {
 fn proposal_streams_reassemble_out_of_order_and_refuse_forgeries() {
     let f = fixture();
     let tip = Tip::genesis(f.chain);
-    let (block, _, _) = build_block(&f.contract, &tip, f.key.public(), 0, &[]);
+    let (block, _, _) = build_block(&f.contract, &tip, &f.key, 0, &[]).unwrap();
     let init = PartInit {
         height: Height(1),
         round: Round::new(0),
@@ -337,7 +341,7 @@ fn proposal_by(
     round: Round,
 ) -> Vec<StreamMessage<ProposalPart>> {
     let tip = Tip::genesis(f.chain);
-    let (block, _, _) = build_block(&f.contract, &tip, proposer.public(), 0, &[]);
+    let (block, _, _) = build_block(&f.contract, &tip, proposer, 0, &[]).unwrap();
     let init = PartInit {
         height: Height(1),
         round,
@@ -414,7 +418,7 @@ fn an_invalid_block_from_the_proposer_is_answered_and_not_stored() {
     let a = Keypair::from_label("val-a");
     let mut f = fixture_of(std::slice::from_ref(&a));
     let tip = Tip::genesis(f.chain);
-    let (mut block, _, _) = build_block(&f.contract, &tip, a.public(), 0, &[]);
+    let (mut block, _, _) = build_block(&f.contract, &tip, &a, 0, &[]).unwrap();
     block.header.state_root = Hash([7; 32]);
     let init = PartInit {
         height: Height(1),
@@ -433,6 +437,63 @@ fn an_invalid_block_from_the_proposer_is_answered_and_not_stored() {
     assert!(f.driver.undecided.at_height(Height(1)).is_empty());
 }
 
+/// Seed grinding (issue 39, finding 7) at the vote: the slot's proposer streaming a block
+/// whose seed proof is another validator's, or its own over another parent seed, is
+/// answered invalid (before its transactions run) and not stored; the same block with its
+/// own proof is valid. A synced block with a borrowed proof is refused the same way.
+#[test]
+fn a_proposal_whose_seed_proof_is_not_its_proposers_over_the_parent_seed_is_answered_invalid() {
+    let a = Keypair::from_label("val-a");
+    let b = Keypair::from_label("val-b");
+    let mut f = fixture_of(std::slice::from_ref(&a));
+    let tip = Tip::genesis(f.chain);
+    let signer = AccountSigner::new(a.clone(), f.chain);
+    let (block, _, _) = build_block(&f.contract, &tip, &a, 0, &[]).unwrap();
+    let mut borrowed = block.clone();
+    borrowed.header.vrf = prove_seed(&b, &f.chain, 1, &tip.seed).unwrap();
+    let mut elsewhere = block.clone();
+    elsewhere.header.vrf = prove_seed(&a, &f.chain, 1, &Hash([3; 32])).unwrap();
+    for (round, bad) in [(0, &borrowed), (1, &elsewhere)] {
+        let init = PartInit {
+            height: Height(1),
+            round: Round::new(round),
+            pol_round: Round::Nil,
+            proposer: Address::of(&a.public()),
+        };
+        let msgs = stream_as(
+            stream_id(Height(1), Round::new(round)),
+            stream_parts(&f.chain, init, bad, |d| signer.sign(d)),
+        );
+        let v = feed(&mut f, &peer_of(&a), msgs).expect("answered");
+        assert_eq!(v.validity, Validity::Invalid, "round {round}");
+        assert!(f.driver.undecided.at_height(Height(1)).is_empty());
+    }
+    let out = f.driver.synced_value(
+        Height(1),
+        Round::new(0),
+        Address::of(&a.public()),
+        &encoding::encode(&borrowed),
+    );
+    match out {
+        SyncedValueOutcome::Verdict(v) => assert_eq!(v.validity, Validity::Invalid),
+        _ => panic!("expected a verdict"),
+    }
+    assert!(f.driver.undecided.at_height(Height(1)).is_empty());
+    let init = PartInit {
+        height: Height(1),
+        round: Round::new(2),
+        pol_round: Round::Nil,
+        proposer: Address::of(&a.public()),
+    };
+    let msgs = stream_as(
+        stream_id(Height(1), Round::new(2)),
+        stream_parts(&f.chain, init, &block, |d| signer.sign(d)),
+    );
+    let v = feed(&mut f, &peer_of(&a), msgs).expect("answered");
+    assert_eq!(v.validity, Validity::Valid);
+    assert_eq!(f.driver.undecided.at_height(Height(1)).len(), 1);
+}
+
 /// The validator's half of the BFT time rule: the slot's proposer stamping its block more
 /// than `MAX_CLOCK_AHEAD_MS` ahead of this node's clock gets a nil vote, unexecuted and not
 /// stored; the same proposer stamping its clock gets a valid one.
@@ -449,7 +510,7 @@ fn a_proposal_stamped_too_far_ahead_of_the_validators_clock_is_voted_nil_unexecu
         proposer: Address::of(&a.public()),
     };
     let ahead = crate::chain::now_ms() + MAX_CLOCK_AHEAD_MS + 60_000;
-    let (block, _, _) = build_block(&f.contract, &tip, a.public(), ahead, &[]);
+    let (block, _, _) = build_block(&f.contract, &tip, &a, ahead, &[]).unwrap();
     assert_eq!(block.header.time_ms, ahead);
     // It would execute: only its time is wrong.
     assert!(crate::chain::execute_block(&f.contract, &tip, &block).is_ok());
@@ -467,7 +528,7 @@ fn a_proposal_stamped_too_far_ahead_of_the_validators_clock_is_voted_nil_unexecu
         round: Round::new(1),
         ..init
     };
-    let (block, _, _) = build_block(&f.contract, &tip, a.public(), crate::chain::now_ms(), &[]);
+    let (block, _, _) = build_block(&f.contract, &tip, &a, crate::chain::now_ms(), &[]).unwrap();
     let msgs = stream_as(
         stream_id(Height(1), Round::new(1)),
         stream_parts(&f.chain, init, &block, |d| signer.sign(d)),
@@ -536,7 +597,7 @@ fn the_forger_streams_a_signed_proposal_for_a_slot_it_does_not_own() {
     let tip = Tip::genesis(f.chain);
     let forger = AccountSigner::new(b.clone(), f.chain);
     let (init, block, parts) =
-        super::forge::forged(&f.chain, &forger, &f.contract, &tip, Height(1), slot);
+        super::forge::forged(&f.chain, &forger, &f.contract, &tip, Height(1), slot).unwrap();
     assert_eq!((init.height, init.round), (Height(1), slot));
     assert_eq!(init.proposer, Address::of(&b.public()));
     assert_ne!(

@@ -151,7 +151,7 @@ mod tests {
                 },
             );
             let last = states.last().unwrap();
-            let (block, done, dropped) = build_block(last, &tip, key.public(), n + 1, &[tx]);
+            let (block, done, dropped) = build_block(last, &tip, &key, n + 1, &[tx]).unwrap();
             assert!(dropped.is_empty());
             ledger
                 .append_with_feed(

@@ -130,7 +130,7 @@ mod tests {
                     },
                 },
             );
-            let (block, done, dropped) = build_block(&contract, &tip, key.public(), 0, &[tx]);
+            let (block, done, dropped) = build_block(&contract, &tip, key, 0, &[tx]).unwrap();
             assert!(dropped.is_empty());
             ledger
                 .append(

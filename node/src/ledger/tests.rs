@@ -39,7 +39,11 @@ fn tx_id(bytes: &[u8]) -> Hash {
         .id()
 }
 
+/// A stored block whose contents the ledger alone checks (links, encoding): its state root
+/// is made up, and its seed proof is a valid proof over the parent's hash, which is not
+/// the parent's seed (execution, which would check both, is not part of these tests).
 fn make_block(chain: Hash, height: u64, prev: Hash, txs: Vec<Vec<u8>>) -> StoredBlock {
+    let validator = Keypair::from_label("validator");
     StoredBlock {
         block: Block::new(
             chain,
@@ -47,7 +51,8 @@ fn make_block(chain: Hash, height: u64, prev: Hash, txs: Vec<Vec<u8>>) -> Stored
             prev,
             height.saturating_mul(1_000),
             root(height),
-            Keypair::from_label("validator").public(),
+            validator.public(),
+            trust_protocol::block::prove_seed(&validator, &chain, height, &prev).unwrap(),
             txs,
         ),
         certificate: format!("cert-{height}").into_bytes(),

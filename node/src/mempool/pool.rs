@@ -381,8 +381,8 @@ mod tests {
     /// A block of `txs` on the view `publisher` shows, published as the driver would.
     fn commit(publisher: &ChainPublisher, txs: &[SignedTx]) {
         let v = publisher.current();
-        let proposer = Keypair::from_label("proposer").public();
-        let (block, done, dropped) = build_block(&v.contract, &v.tip, proposer, 0, txs);
+        let proposer = Keypair::from_label("proposer");
+        let (block, done, dropped) = build_block(&v.contract, &v.tip, &proposer, 0, txs).unwrap();
         assert!(dropped.is_empty());
         publisher.publish(ChainView::new(v.tip.after(&block), done.contract, vec![]));
     }

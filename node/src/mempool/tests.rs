@@ -102,7 +102,7 @@ fn candidates_follow_nonces_and_pruning_drops_included() {
         ]
     );
     let tip = Tip::genesis(Hash::ZERO);
-    let (_, done, dropped) = build_block(&c, &tip, a.public(), 0, &cand);
+    let (_, done, dropped) = build_block(&c, &tip, &a, 0, &cand).unwrap();
     assert!(dropped.is_empty());
     assert_eq!(m.prune(&done.contract), 4);
     assert_eq!(m.len(), 1, "nonce 5 waits for 3 and 4");
@@ -426,7 +426,7 @@ fn unpayable_spam_from_fresh_keys_is_refused_and_honest_transactions_are_propose
     }
     let cands = m.candidates(&c, MAX_CANDIDATES);
     assert_eq!(cands, mine);
-    let (block, _, dropped) = build_block(&c, &tip(), honest.public(), 0, &cands);
+    let (block, _, dropped) = build_block(&c, &tip(), &honest, 0, &cands).unwrap();
     assert!(dropped.is_empty());
     assert_eq!(block.txs.len(), 3);
 }
@@ -476,7 +476,7 @@ fn senders_that_spend_elsewhere_lose_their_pooled_transactions() {
         .iter()
         .map(|k| transfer(k, sink, 513, 0))
         .collect();
-    let (_, done, dropped) = build_block(&c, &tip(), honest.public(), 0, &elsewhere);
+    let (_, done, dropped) = build_block(&c, &tip(), &honest, 0, &elsewhere).unwrap();
     assert!(dropped.is_empty());
     assert_eq!(m.prune(&done.contract), 4 * 513);
     assert_eq!((m.len(), m.bytes()), (0, 0), "{spam_bytes} bytes freed");
@@ -543,7 +543,7 @@ fn failing_senders_are_evicted_and_deprioritised() {
         "b first though a came first"
     );
     assert_eq!(cands.len(), 1 + DEPRIORITISED_POOL);
-    let (_, done, dropped) = build_block(&c, &tip(), a.public(), 0, &cands);
+    let (_, done, dropped) = build_block(&c, &tip(), &a, 0, &cands).unwrap();
     assert!(dropped.is_empty());
     m.prune(&done.contract);
     assert_eq!(m.failures_of(&a.public()), 1, "3 halved");

@@ -165,15 +165,10 @@ pub(crate) fn fixture() -> Fixture {
     let c0 = Contract::from_state(state);
     let tip0 = Tip::genesis(chain);
     // Stamped as if proposed on 2026-11-26, a second apart.
-    let (block1, done1, _) = build_block(&c0, &tip0, keys[0].public(), 1_795_658_870_000, &[]);
+    let (block1, done1, _) = build_block(&c0, &tip0, &keys[0], 1_795_658_870_000, &[]).unwrap();
     let tip1 = tip0.after(&block1);
-    let (block2, done2, _) = build_block(
-        &done1.contract,
-        &tip1,
-        keys[1].public(),
-        1_795_658_871_000,
-        &[],
-    );
+    let (block2, done2, _) =
+        build_block(&done1.contract, &tip1, &keys[1], 1_795_658_871_000, &[]).unwrap();
     let stored1 = StoredBlock {
         certificate: certificate(&chain, &block1.header, &[&keys[0], &keys[1], &keys[2]]),
         block: block1,
@@ -1152,13 +1147,8 @@ pub(crate) fn walk_fixture() -> WalkFixture {
             _ => (vec![], vec![k0, k1, k2]),
         };
         let last = states.last().unwrap();
-        let (block, done, dropped) = build_block(
-            last,
-            &tip,
-            keys[0].public(),
-            1_795_658_870_000 + h * 1_000,
-            &txs,
-        );
+        let (block, done, dropped) =
+            build_block(last, &tip, &keys[0], 1_795_658_870_000 + h * 1_000, &txs).unwrap();
         assert!(dropped.is_empty(), "block {h}: {dropped:?}");
         tip = tip.after(&block);
         blocks.push(StoredBlock {

@@ -203,21 +203,30 @@ fn init_creates_keys_and_config_once() {
     assert_eq!(keys::load(&home).unwrap().account_id(), k.account_id());
 }
 
-#[test]
-fn ledger_verify_replays_the_chain_and_names_a_bad_block() {
-    let t = tempfile::tempdir().unwrap();
-    assert!(testnet(t.path(), "2").status.success());
-    let home = t.path().join("node0");
-    let home_arg = home.to_str().unwrap();
-    let doc = config::load_genesis(&home).unwrap();
-    let me = keys::load(&home).unwrap();
+/// How a block appended by [`append_chain`] is wrong, if at all.
+#[derive(Clone, Copy, PartialEq)]
+enum Lie {
+    None,
+    /// Its header claims a state root the transactions do not lead to.
+    StateRoot,
+    /// Its seed proof is another validator's (for the same input), under our name.
+    SeedProof,
+}
+
+/// Builds from genesis one block per entry of `blocks`, each with one transfer by the
+/// node's account and wrong as the entry says, and appends to `home`'s ledger those above
+/// its tip (the ones below are built again exactly as they were stored).
+fn append_chain(home: &Path, doc: &GenesisDoc, blocks: &[Lie]) {
+    let me = keys::load(home).unwrap();
     let other = doc.validators[1];
+    let stranger = trust_protocol::Keypair::from_label("another validator");
     let mut contract = trust_contracts::Contract::new(&doc.genesis)
         .unwrap()
         .with_chain(doc.chain_id());
     let mut tip = Tip::genesis(doc.chain_id());
-    let mut append = |lie: bool| {
-        let ledger = Ledger::open(&config::ledger_dir(&home)).unwrap();
+    let ledger = Ledger::open(&config::ledger_dir(home)).unwrap();
+    let stored_up_to = ledger.tip().unwrap().map_or(0, |(h, _)| h);
+    for lie in blocks {
         let tx = Signed::sign(
             &me.account,
             &doc.chain_id(),
@@ -229,27 +238,45 @@ fn ledger_verify_replays_the_chain_and_names_a_bad_block() {
                 },
             },
         );
-        let (mut block, done, dropped) = build_block(
-            &contract,
-            &tip,
-            me.account_id(),
-            0,
-            std::slice::from_ref(&tx),
-        );
+        let (mut block, done, dropped) =
+            build_block(&contract, &tip, &me.account, 0, std::slice::from_ref(&tx)).unwrap();
         assert!(dropped.is_empty());
-        if lie {
-            block.header.state_root = Hash::sha256(b"not the state");
+        match lie {
+            Lie::None => {}
+            Lie::StateRoot => block.header.state_root = Hash::sha256(b"not the state"),
+            Lie::SeedProof => {
+                block.header.vrf = trust_protocol::block::prove_seed(
+                    &stranger,
+                    &tip.chain,
+                    tip.height + 1,
+                    &tip.seed,
+                )
+                .unwrap()
+            }
         }
-        let stored = StoredBlock {
-            block: block.clone(),
-            certificate: vec![],
-        };
-        ledger.append(&stored, &[]).unwrap();
+        if block.header.height > stored_up_to {
+            let stored = StoredBlock {
+                block: block.clone(),
+                certificate: vec![],
+            };
+            ledger.append(&stored, &[]).unwrap();
+        } else {
+            let stored = ledger.block(block.header.height).unwrap().unwrap();
+            assert_eq!(stored.block, block, "built again as stored");
+        }
         contract = done.contract;
         tip = tip.after(&block);
-    };
-    append(false);
-    append(false);
+    }
+}
+
+#[test]
+fn ledger_verify_replays_the_chain_and_names_a_bad_block() {
+    let t = tempfile::tempdir().unwrap();
+    assert!(testnet(t.path(), "2").status.success());
+    let home = t.path().join("node0");
+    let home_arg = home.to_str().unwrap();
+    let doc = config::load_genesis(&home).unwrap();
+    append_chain(&home, &doc, &[Lie::None, Lie::None]);
     let o = run(&["ledger", "verify", "--home", home_arg]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(
@@ -257,14 +284,22 @@ fn ledger_verify_replays_the_chain_and_names_a_bad_block() {
         "{}",
         text(&o)
     );
-    append(true);
-    let o = run(&["ledger", "verify", "--home", home_arg]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(text(&o).contains('3'), "{}", text(&o));
-    assert!(text(&o).contains("state root"), "{}", text(&o));
 
     let empty = t.path().join("node1");
     let o = run(&["ledger", "verify", "--home", empty.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).contains("no ledger"), "{}", text(&o));
+
+    // A third block whose state root lies, on one ledger; one whose seed proof is another
+    // validator's, on another: each is named.
+    append_chain(&home, &doc, &[Lie::None, Lie::None, Lie::StateRoot]);
+    let o = run(&["ledger", "verify", "--home", home_arg]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains('3'), "{}", text(&o));
+    assert!(text(&o).contains("state root"), "{}", text(&o));
+    append_chain(&empty, &doc, &[Lie::None, Lie::None, Lie::SeedProof]);
+    let o = run(&["ledger", "verify", "--home", empty.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains('3'), "{}", text(&o));
+    assert!(text(&o).contains("seed proof"), "{}", text(&o));
 }

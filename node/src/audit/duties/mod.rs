@@ -150,14 +150,12 @@ impl Duties {
                 let contract = latest(&self.cfg.chain).contract.clone();
                 let stuck = self.cfg.seat.stuck_unvoted();
                 let provided = self.cfg.provider.sessions();
-                let upcoming = upcoming_seats(&contract, &d.block.header, &provided);
                 let node = Node {
                     me: self.cfg.me,
                     desk: self.cfg.desk.is_some(),
                     provided: &provided,
                     stuck: &stuck,
                     copies: self.cfg.seat.copies(),
-                    upcoming: &upcoming,
                 };
                 let duties = plan::plan(&node, contract.state(), d.block.header.height, &d.events);
                 self.carry_out(duties, &contract, &d.events).await;
@@ -319,23 +317,4 @@ pub(crate) fn tip_reaches(chain: &ChainWatch) -> TipReaches {
         }
         .boxed()
     })
-}
-
-/// The round-0 seats the block after `header` will draw for the sessions in `provided`,
-/// computed on `contract` (the state after `header`'s block) with the next block's seed,
-/// which that block fixes (`trust_protocol::block::seed_for`).
-fn upcoming_seats(
-    contract: &Contract,
-    header: &trust_protocol::block::BlockHeader,
-    provided: &std::collections::BTreeSet<Hash>,
-) -> Vec<plan::Upcoming> {
-    let height = header.height.saturating_add(1);
-    let ctx = trust_contracts::BlockCtx {
-        height,
-        block_hash: trust_protocol::block::seed_for(&header.chain, height, &header.hash()),
-    };
-    provided
-        .iter()
-        .filter_map(|id| Some((*id, contract.upcoming_seats(&ctx, id)?)))
-        .collect()
 }

@@ -6,10 +6,12 @@
 //! Order within a block, as the node has always acted:
 //! 1. own transactions that waited for the nonce window go to the pool ([`Duty::Flush`]);
 //! 2. the human desk learns the height (deadlines) ([`Duty::Desk`]);
-//! 3. the provider's duties: first the keys of the seats the next block will draw (known
-//!    from this block: [`Node::upcoming`]), then ([`provider::plan`]) in event order: opening the mapping of a
+//! 3. the provider's duties ([`provider::plan`]), in event order: opening the mapping of a
 //!    session whose reveal window closed, releasing a finished session's ciphertexts; then
-//!    sealing keys to the seats the block drew, one delivery per session;
+//!    sealing keys to the seats the block drew, one delivery per session. The seats of a
+//!    draw are known only once its block is decided (the block's seed is its proposer's
+//!    VRF output, see "Block seed" in `trust_protocol::block`), so their keys land in a
+//!    later block, the next one when the provider's delivery reaches its proposer in time;
 //! 4. the seats' duties, in event order: opening keys sealed to this node, revealing when a
 //!    commit window closes, forgetting a session whose round is over (decided, an appeal
 //!    round decided or cancelled, final, failed; not on the node that provides it, whose
@@ -95,16 +97,7 @@ pub struct Node<'a> {
     /// Whether this node copies other seats' commitments instead of judging (test builds'
     /// copy-cat).
     pub copies: bool,
-    /// The round-0 seats the next block will draw for sessions this node provides, as
-    /// `(segment, seat, round)` per session: computed from this block
-    /// (`Contract::upcoming_seats`), so that their keys are sealed in the drawing block
-    /// itself.
-    pub upcoming: &'a [Upcoming],
 }
-
-/// A session's round-0 seats the next block will draw: the session and its
-/// `(segment, seat, round)`s.
-pub type Upcoming = (Hash, Vec<(u16, AccountId, u8)>);
 
 /// The duties a decided block with `events` gives this node; `state` is the contract state
 /// after the block, at `height`.
@@ -113,19 +106,6 @@ pub fn plan(node: &Node<'_>, state: &State, height: u64, events: &[Event]) -> Ve
     if node.desk {
         out.push(Duty::Desk { height });
     }
-    // First the keys of the seats the next block draws: the delivery must reach that
-    // block's proposer before it proposes.
-    out.extend(
-        node.upcoming
-            .iter()
-            .filter(|(session, seats)| node.provided.contains(session) && !seats.is_empty())
-            .map(|(session, seats)| {
-                Duty::Provider(ProviderDuty::DeliverKeys {
-                    session: *session,
-                    seats: seats.clone(),
-                })
-            }),
-    );
     out.extend(
         provider::plan(node.provided, events)
             .into_iter()
@@ -402,7 +382,6 @@ mod tests {
             provided,
             stuck,
             copies: false,
-            upcoming: &[],
         }
     }
 
@@ -462,40 +441,32 @@ mod tests {
         );
     }
 
-    /// The seats the next block will draw are sealed their keys right after the flush, by
-    /// the provider of their session only.
+    /// A block that opens a session gives its provider nothing to seal: the seats are
+    /// drawn by the next block, with that block's seed, which nobody can compute before it
+    /// exists. The keys follow the draw's own events.
     #[test]
-    fn the_provider_seals_keys_to_the_upcoming_seats_first() {
-        let (c, session, height, _) = drawn();
+    fn the_provider_seals_no_key_before_the_seats_are_drawn() {
+        let (c, session, height, events) = drawn();
         let no_stuck = BTreeSet::new();
         let provided = BTreeSet::from([session]);
-        let seats = vec![
-            (0u16, auditor(1).public(), 0u8),
-            (1, auditor(2).public(), 0),
-        ];
-        let upcoming = vec![(session, seats.clone())];
-        let with = Node {
-            upcoming: &upcoming,
-            ..node(provider().public(), &provided, &no_stuck)
-        };
-        let p = plan(&with, c.state(), height, &[]);
-        assert_eq!(
-            p[..2],
-            [
-                Duty::Flush,
-                Duty::Provider(ProviderDuty::DeliverKeys { session, seats })
-            ]
-        );
-        let none = BTreeSet::new();
-        let other = Node {
-            upcoming: &upcoming,
-            ..node(auditor(1).public(), &none, &no_stuck)
-        };
+        let me = node(provider().public(), &provided, &no_stuck);
+        let opened: Vec<Event> = events
+            .iter()
+            .take_while(|e| !matches!(e, Event::SeatAssigned { .. }))
+            .cloned()
+            .collect();
         assert!(
-            !plan(&other, c.state(), height, &[])
+            opened
                 .iter()
-                .any(|d| matches!(d, Duty::Provider(_))),
-            "only the session's provider seals its keys"
+                .any(|e| matches!(e, Event::SessionOpened { session: s, .. } if *s == session)),
+            "{opened:?}"
+        );
+        assert_eq!(plan(&me, c.state(), height, &opened), vec![Duty::Flush]);
+        assert!(
+            plan(&me, c.state(), height, &events)
+                .iter()
+                .any(|d| matches!(d, Duty::Provider(ProviderDuty::DeliverKeys { .. }))),
+            "the draw's events ask for the keys"
         );
     }
 

@@ -180,53 +180,60 @@ mod tests {
         (p, chain, dir, s, seat)
     }
 
-    /// The seats a block will draw are known from its parent: the provider seals their
-    /// keys before the drawing block is proposed, and that block takes both the draw and
-    /// the keys (the seats commit one block sooner). The block's own draw then asks for
-    /// nothing more.
+    /// The seats a block draws are known only once that block exists (its seed is its
+    /// proposer's VRF output): nothing is sealed before the draw, the provider reads the
+    /// seats from the drawing block's events, and their keys land in the block right after
+    /// it, in the commit window with blocks left, so every seat is keyed on record.
     #[tokio::test]
-    async fn keys_sealed_to_the_upcoming_seats_land_in_the_drawing_block() {
+    async fn keys_to_the_drawn_seats_land_in_the_block_after_the_draw() {
         let (p, mut chain, _dir) = provider(4);
         let s = p.submit(TRACE, None, &chain.contract).await.unwrap();
-        chain.block().await; // opened
-        let upcoming = chain
-            .contract
-            .upcoming_seats(&chain.next_ctx(), &s.session)
-            .expect("the session is drawn in the next block");
-        p.deliver(&s.session, &upcoming, &chain.contract).await;
+        let opened = chain.block().await;
         assert!(
-            chain.pooled().await >= 1,
-            "a delivery is pooled before the draw"
+            opened.iter().any(
+                |e| matches!(e, Event::SessionOpened { session, .. } if *session == s.session)
+            )
         );
-        let ev = chain.block().await;
-        let drawn: Vec<(u16, AccountId, u8)> = ev
+        p.on_block(&opened, &chain.contract).await;
+        assert_eq!(chain.pooled().await, 0, "nothing to seal before the draw");
+        let drawing = chain.block().await;
+        let drawn: Vec<(u16, AccountId, u8)> = drawing
             .iter()
             .filter_map(Event::seat_assigned)
             .map(|(_, segment, seat, round)| (segment, seat, round))
             .collect();
-        assert_eq!(drawn, upcoming, "the draw is the one foreseen");
-        let first_key = ev
-            .iter()
-            .position(|e| matches!(e, Event::KeyDelivered { .. }))
-            .expect("the keys are in the drawing block");
-        let last_seat = ev
-            .iter()
-            .rposition(|e| matches!(e, Event::SeatAssigned { .. }))
-            .unwrap();
         assert!(
-            last_seat < first_key,
-            "seats are drawn before the block's transactions"
+            !drawn.is_empty(),
+            "the block after the opening draws the seats"
         );
-        assert!(keys_delivered(&ev) >= drawn.len());
+        assert_eq!(keys_delivered(&drawing), 0, "no key in the drawing block");
+        p.on_block(&drawing, &chain.contract).await;
+        assert!(
+            chain.pooled().await >= 1,
+            "the delivery is pooled after the draw"
+        );
+        let next = chain.block().await;
+        assert!(keys_delivered(&next) >= drawn.len());
         // Every drawn seat holds its own segment's key.
         for (segment, seat, _) in &drawn {
             assert!(
-                ev.iter().any(|e| matches!(e,
+                next.iter().any(|e| matches!(e,
                     Event::KeyDelivered { segment: g, seat: x, .. } if g == segment && x == seat)),
                 "no key for seat {seat} of segment {segment}"
             );
         }
-        p.on_block(&ev, &chain.contract).await;
+        // On record as keyed in time: no seat is starved by the block's delay.
+        let sess = &chain.contract.state().sessions[&s.session];
+        for g in &sess.segments {
+            for seat in &g.seats {
+                assert!(
+                    seat.keyed(g.entry.depends_on.len()),
+                    "seat {} not keyed",
+                    seat.account
+                );
+            }
+        }
+        p.on_block(&next, &chain.contract).await;
         assert_eq!(chain.pooled().await, 0, "nothing is sealed twice");
     }
 

@@ -73,7 +73,9 @@ pub struct SessionOptions {
     /// The fee escrowed for rewards (default and least: one reward per counted seat).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fee: Option<u64>,
-    /// Blocks each commit window stays open (default: the network's).
+    /// Blocks each commit window stays open (default: the network's; at least the
+    /// network's floor for each tier the session routes to, which the contract checks and
+    /// the provider's node checks before it signs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub commit_window: Option<u16>,
     /// Blocks each reveal window stays open (default: the network's).
@@ -154,13 +156,15 @@ pub enum TermsError {
     /// A domain name the protocol cannot carry.
     #[error("domain {0:?}: at most {MAX_DOMAIN_BYTES} bytes, and not empty when required")]
     BadDomain(String),
-    /// A window longer than the network allows, or zero.
-    #[error("{name} = {asked} blocks: must be 1..={max} (genesis max_window)")]
+    /// A window longer than the network allows, or shorter than the session can use.
+    #[error("{name} = {asked} blocks: must be {min}..={max} (genesis max_window)")]
     BadWindow {
         /// Which window.
         name: &'static str,
         /// Asked.
         asked: u16,
+        /// The shortest usable.
+        min: u16,
         /// The limit.
         max: u64,
     },
@@ -325,13 +329,14 @@ impl SessionOptions {
         if domain.len() > MAX_DOMAIN_BYTES || (domain_required && domain.trim().is_empty()) {
             return Err(TermsError::BadDomain(domain));
         }
-        let window = |name: &'static str, w: Option<u16>| -> Result<u16, TermsError> {
+        let window = |name: &'static str, w: Option<u16>, min: u16| -> Result<u16, TermsError> {
             match w {
                 None => Ok(0),
-                Some(w) if w == 0 || u64::from(w) > params.max_window => {
+                Some(w) if w < min || u64::from(w) > params.max_window => {
                     Err(TermsError::BadWindow {
                         name,
                         asked: w,
+                        min,
                         max: params.max_window,
                     })
                 }
@@ -346,8 +351,8 @@ impl SessionOptions {
                 beta,
             },
             terms: SessionTerms {
-                commit_window: window("commit_window", self.commit_window)?,
-                reveal_window: window("reveal_window", self.reveal_window)?,
+                commit_window: window("commit_window", self.commit_window, 1)?,
+                reveal_window: window("reveal_window", self.reveal_window, 1)?,
                 max_exposure,
                 tiers,
                 tier_weights: [weights.computer, weights.llm, weights.human],
@@ -444,6 +449,17 @@ mod tests {
                 ..SessionOptions::default()
             })
             .contains("commit_window = 5000 blocks: must be 1..=1000")
+        );
+        // Short windows resolve: the network's floors per tier are the contract's to
+        // check, against the tiers the session routes to, before anything is signed.
+        assert!(
+            SessionOptions {
+                commit_window: Some(1),
+                reveal_window: Some(1),
+                ..SessionOptions::default()
+            }
+            .resolve(&Params::default())
+            .is_ok()
         );
         assert!(
             err(SessionOptions {

@@ -51,6 +51,7 @@ fn form() -> Form {
         height: 5,
         hash: Hash::ZERO,
         time_ms: 5_000,
+        seed: Hash::ZERO,
     };
     let (chain, watch) = ChainPublisher::new(ChainView::new(tip, contract, vec![]));
     let router = router(AuditWeb {
