@@ -144,6 +144,12 @@ pub struct TestnetInitArgs {
     /// seat: lower it to watch the rule act within a few sessions.
     #[arg(long)]
     pub rubber_stamp_min_samples: Option<u32>,
+    /// Fees a provider must have paid to seats before its honeypots count towards another
+    /// auditor's rubber-stamp record (genesis parameter; default 180, so a fresh key
+    /// names nobody). A small network's providers pay little: lower it to watch the rule
+    /// act within a few sessions.
+    #[arg(long)]
+    pub rubber_stamp_min_provider_fees: Option<u64>,
     /// Honeypots each node plants per session it opens as a provider (config
     /// `honeypots_per_session`; default 1, at most 8).
     #[arg(long)]
@@ -343,6 +349,9 @@ fn testnet_init(a: TestnetInitArgs) -> CliResult {
         .max(params.reveal_window);
     if let Some(n) = a.rubber_stamp_min_samples {
         params.rubber_stamp.min_samples = n;
+    }
+    if let Some(fees) = a.rubber_stamp_min_provider_fees {
+        params.rubber_stamp.min_provider_fees = fees;
     }
     if let Some(d) = a.unbond_delay {
         params.unbond_delay = d;
@@ -630,6 +639,7 @@ mod tests {
             hosts: vec![],
             keep_existing: false,
             rubber_stamp_min_samples: None,
+            rubber_stamp_min_provider_fees: None,
             honeypots_per_session: None,
             seats_per_segment: None,
             unbond_delay: None,

@@ -55,6 +55,10 @@ fn a_rubber_stamping_llm_seat_approves_llm_tier_honeypots_is_flagged_and_loses_m
         &[
             "--rubber-stamp-min-samples",
             "2",
+            // Two providers with one session each have paid little: their honeypots count
+            // from the first (the fee floor has its own tests).
+            "--rubber-stamp-min-provider-fees",
+            "0",
             "--honeypots-per-session",
             "2",
             // 50 s at the block time below (the most a session may ask for): the model
