@@ -214,6 +214,10 @@ pub struct Diagnostics {
     pub third_party_refusals_by_error: BTreeMap<String, u64>,
     /// Appeals the watcher filed that were accepted (opened or queued).
     pub watcher_appeals: u64,
+    /// Appealed segments whose verdict an appeal round turned to the other side, by who
+    /// filed the appeal (`Watcher`, `Spammer`, `Adversary`: its own appeal), counted when
+    /// the session became final.
+    pub overturned_by: BTreeMap<String, u64>,
     /// Honeypots whose seats disputed the provider's truth.
     pub honeypots_disputed: u64,
     /// Sessions that forfeited their honeypot bond (set never opened).

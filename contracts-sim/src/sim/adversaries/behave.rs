@@ -662,6 +662,19 @@ impl World {
                 ));
             }
         }
+        for r in &o.appeals.rounds {
+            let turned = r
+                .segments
+                .iter()
+                .filter(|a| a.result == crate::AppealResult::Overturned)
+                .count() as u64;
+            if turned > 0 {
+                let by = self
+                    .kind_of(&r.appellant)
+                    .map_or("someone".to_string(), |k| format!("{k:?}"));
+                *self.counts.diag.overturned_by.entry(by).or_insert(0) += turned;
+            }
+        }
         let blocks = self.height.saturating_sub(c.opened_at);
         self.counts.max_blocks_to_final = self.counts.max_blocks_to_final.max(blocks);
     }
