@@ -41,4 +41,10 @@ fi
 # with the test-only seat behaviours (feature `misbehave`, which the node's own tests turn
 # on anyway), so that the misbehaving-seat scenarios can select them.
 cargo build -p trust-node --bin trust-node --features misbehave --locked
+# The adversarial simulator runs here briefly, in the debug build, with the workspace's
+# `sim` feature: contracts-sim/tests/sim.rs mounts every attack on seeds 1, 2 and 3 (60
+# sessions each, about 10 s) and the node's CLI tests run `simulate adversaries` (60
+# sessions, twice: the same seed must write the same bytes). A release run of 300 sessions
+# (`trust-node simulate adversaries --sessions 300`) takes seconds but needs a release
+# build, which CI does not make.
 exec cargo nextest run --workspace --locked --no-fail-fast "$@"

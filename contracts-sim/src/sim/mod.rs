@@ -14,6 +14,7 @@
 // tables; none of it is consensus state, so the pure core's arithmetic lints do not apply.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
+mod adversaries;
 mod agents;
 mod appeals;
 mod report;
@@ -34,6 +35,9 @@ use trust_protocol::{
     units::Ppm,
 };
 
+pub use self::adversaries::{
+    AdversaryConfig, AdversaryReport, Diagnostics, MAX_INCIDENTS, adversaries,
+};
 pub use self::appeals::{AppealExperiment, AppealReport, AppellantSummary, appeal_experiment};
 pub use self::report::{Accuracy, SeriesPoint, SimReport, StrategySummary};
 use crate::{BlockCtx, Contract, Event, Genesis, GenesisAccount, Params, TxError, minimum_fee};

@@ -95,7 +95,9 @@ pub enum Command {
     /// state_root and the config used). Prints the final means, the accuracy and the state
     /// root.
     ///
-    /// `simulate sweep` reruns it with a rising share of corrupted auditors.
+    /// `simulate sweep` reruns it with a rising share of corrupted auditors; `simulate
+    /// appeals` asks whether appealing pays; `simulate adversaries` mounts the attacks of
+    /// a provider trying to buy a PASS and checks the invariants that defeat them.
     Simulate(simulate::SimulateArgs),
     /// Create a node home: fresh keys and a default config.toml (never overwrites).
     Init(home::InitArgs),

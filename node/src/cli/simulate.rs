@@ -1,7 +1,9 @@
 //! `trust-node simulate`: runs the seeded network simulator (`trust_contracts::sim`) and
 //! writes the paper's Figure 6 (reputation and cumulative profit per strategy over time)
 //! and, with `sweep`, accuracy under rising corruption next to single-auditor and
-//! plain-majority baselines (the shape of the paper's Table 1).
+//! plain-majority baselines (the shape of the paper's Table 1); `appeals` runs the
+//! appellant experiment and `adversaries` the adversarial simulator, which fails (exit 1)
+//! when an invariant does.
 
 use std::{
     collections::BTreeMap,
@@ -10,8 +12,11 @@ use std::{
 };
 
 use clap::{Args, Subcommand};
+use serde::{Serialize, de::DeserializeOwned};
 use serde_json::Value;
-use trust_contracts::sim::{Population, Sim, SimConfig, SimReport, Strategy};
+use trust_contracts::sim::{
+    AdversaryConfig, AdversaryReport, Population, Sim, SimConfig, SimReport, Strategy,
+};
 use trust_protocol::{tx::Tier, units::Ppm};
 
 use super::{CliError, CliResult, read_input_file};
@@ -82,6 +87,51 @@ pays it to the appeal seats. Prints each appellant's appeals, overturned, upheld
 profit, and writes appeals.json to --out."
     )]
     Appeals(AppealArgs),
+    /// Every attack of a provider trying to buy a PASS, mounted on the real contract; exits
+    /// 1 when an invariant fails.
+    #[command(
+        long_about = "Seeded and deterministic (the same seed writes the same report, byte \
+for byte), over the real audit contract with real signed transactions, under the network's \
+default parameters and floors (--config changes them). In each tier honest auditors hold at \
+least two thirds of the stake and vote the truth (or abstain when they cannot read); sybil \
+auditors hold the rest. Half the sessions are an adversary's: traces with a known wrong step \
+at the extreme terms the floors allow, after a try under the floors or with a private \
+domain; garbage, withheld and late keys; false, selective, misplaced and never-opened \
+honeypots; expertise declared into a draw; self-appeals, appeal spam and re-rolled appeals, \
+starved appeal rounds; sybils approving its wrong steps; a colluding proposer that puts the \
+sybils' reveals first or last and grinds the next block's seed. An honest watcher appeals \
+every verdict that contradicts the truth.\n\n\
+Writes a JSON report to --json FILE: sessions, honest_slashed (slash events on honest \
+auditors), honest_stake_lost, wrong_pass (traces with a known wrong step whose final verdict \
+is PASS), order_dependent (segments whose verdict changed when their round's reveals were \
+applied in another order, on a shadow copy of the contract), third_party_appeals_refused \
+(the watcher's appeals refused), max_blocks_to_final, attacks (each attack's name and how \
+often it was tried), defences_breached, and diagnostics (incidents tell the story of each \
+failure).\n\n\
+Exits 1, naming each invariant that failed, when honest_slashed, wrong_pass, order_dependent \
+or third_party_appeals_refused is above 0, a defence was breached, or an attack was never \
+tried; the report is written either way."
+    )]
+    Adversaries(AdversaryArgs),
+}
+
+/// `simulate adversaries`.
+#[derive(Debug, Args)]
+pub struct AdversaryArgs {
+    /// Seed of the run: the same seed gives the same report (default 1, or the config's).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Sessions to open, about half of them the adversary's (default 300, or the config's).
+    #[arg(long)]
+    pub sessions: Option<u32>,
+    /// TOML file with the run's settings (any field of the adversary config:
+    /// honest_per_tier, honest_stake, sybils_per_tier, sybil_stake, adversary_share,
+    /// sessions_per_block, params with its floors, ...). Unknown keys are errors.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Where the JSON report is written (its directory is created if missing).
+    #[arg(long, value_name = "FILE")]
+    pub json: PathBuf,
 }
 
 /// `simulate appeals`.
@@ -124,6 +174,7 @@ pub fn run(args: SimulateArgs) -> CliResult {
     match (args.command, args.flags) {
         (Some(SimulateCommand::Sweep(s)), _) => run_sweep(s),
         (Some(SimulateCommand::Appeals(a)), _) => run_appeals(a),
+        (Some(SimulateCommand::Adversaries(a)), _) => run_adversaries(a),
         (None, Some(flags)) => run_single(flags),
         (None, None) => Err(CliError::usage(
             "simulate needs --out DIR (see trust-node simulate --help)",
@@ -160,8 +211,14 @@ fn load_config(flags: &SimFlags) -> Result<SimConfig, CliError> {
 /// Parses a TOML config. Errors are one-line usage errors naming the file and the line
 /// or the unknown key.
 fn parse_config(path: &Path) -> Result<SimConfig, CliError> {
+    parse_toml(path)
+}
+
+/// Parses a TOML file as `T`, refusing keys `T` does not use, at any depth (see
+/// [`parse_config`]).
+fn parse_toml<T: DeserializeOwned + Serialize>(path: &Path) -> Result<T, CliError> {
     let text = read_input_file(path, MAX_CONFIG_BYTES)?;
-    let cfg: SimConfig = toml::from_str(&text).map_err(|e| {
+    let cfg: T = toml::from_str(&text).map_err(|e| {
         let msg = e.message().replace('\n', " ");
         match e.span() {
             Some(s) => {
@@ -671,6 +728,111 @@ fn run_appeals(a: AppealArgs) -> CliResult {
         path.display()
     );
     Ok(())
+}
+
+/// Runs `simulate adversaries`: the report is written whatever it says; the command
+/// fails (exit 1) naming every invariant that does not hold.
+fn run_adversaries(a: AdversaryArgs) -> CliResult {
+    let mut cfg: AdversaryConfig = match &a.config {
+        Some(path) => parse_toml(path)?,
+        None => AdversaryConfig::default(),
+    };
+    if let Some(seed) = a.seed {
+        cfg.seed = seed;
+    }
+    if let Some(n) = a.sessions {
+        cfg.sessions = n;
+    }
+    if cfg.sessions == 0 || cfg.sessions > MAX_SESSIONS {
+        return Err(CliError::usage(format!(
+            "sessions (--sessions or the config) must be in 1..={MAX_SESSIONS}, got {}",
+            cfg.sessions
+        )));
+    }
+    let auditors = 3 * (u64::from(cfg.honest_per_tier) + u64::from(cfg.sybils_per_tier));
+    if auditors > MAX_AUDITORS {
+        return Err(CliError::usage(format!(
+            "the population has {auditors} auditors, more than the limit of {MAX_AUDITORS}"
+        )));
+    }
+    cfg.validate().map_err(|e| CliError::usage(e.to_string()))?;
+    let started = std::time::Instant::now();
+    tracing::info!(
+        seed = cfg.seed,
+        sessions = cfg.sessions,
+        "simulating adversaries"
+    );
+    let r = trust_contracts::sim::adversaries(&cfg)
+        .map_err(|e| CliError::failed(format!("simulation: {e}")))?;
+    let seconds = started.elapsed().as_secs_f64();
+    if let Some(dir) = a.json.parent().filter(|d| !d.as_os_str().is_empty()) {
+        create_dir(dir)?;
+    }
+    let text = serde_json::to_string_pretty(&r)
+        .map_err(|e| CliError::failed(format!("cannot encode the report: {e}")))?;
+    write_file(&a.json, &text)?;
+    print_adversaries(&r, seconds);
+    outln!("wrote {}", a.json.display());
+    let failed = r.violations();
+    if failed.is_empty() {
+        outln!("every invariant holds");
+        return Ok(());
+    }
+    Err(CliError::failed(format!(
+        "invariants failed (seed {}): {}",
+        r.seed,
+        failed.join("; ")
+    )))
+}
+
+fn print_adversaries(r: &AdversaryReport, seconds: f64) {
+    let d = &r.diagnostics;
+    outln!(
+        "seed {}: {} sessions ({} the adversary's) in {} blocks, {} transactions applied, {} refused, {seconds:.1} s",
+        r.seed,
+        r.sessions,
+        d.adversary_sessions,
+        d.blocks,
+        d.txs_applied,
+        d.txs_refused.values().sum::<u64>()
+    );
+    let verdict = |n: u64| if n == 0 { "ok" } else { "FAILED" };
+    for (name, n, check) in [
+        ("honest_slashed", r.honest_slashed, true),
+        ("honest_stake_lost", r.honest_stake_lost, false),
+        ("wrong_pass", r.wrong_pass, true),
+        ("order_dependent", r.order_dependent, true),
+        (
+            "third_party_appeals_refused",
+            r.third_party_appeals_refused,
+            true,
+        ),
+        ("max_blocks_to_final", r.max_blocks_to_final, false),
+    ] {
+        if check {
+            outln!("{name:<28} {n:>8}  {}", verdict(n));
+        } else {
+            outln!("{name:<28} {n:>8}");
+        }
+    }
+    let tried: Vec<String> = r.attacks.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    outln!("attacks tried: {}", tried.join(", "));
+    let breached: Vec<&String> = r
+        .defences_breached
+        .iter()
+        .filter(|(_, n)| **n > 0)
+        .map(|(k, _)| k)
+        .collect();
+    if breached.is_empty() {
+        outln!(
+            "no defence breached (checked: {})",
+            r.defences_breached
+                .keys()
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
 }
 
 #[cfg(test)]

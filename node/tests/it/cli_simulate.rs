@@ -1,4 +1,5 @@
-//! `trust-node simulate` and `simulate sweep`, run as the real binary.
+//! `trust-node simulate`, `simulate sweep` and `simulate adversaries`, run as the real
+//! binary.
 
 use std::{
     path::Path,
@@ -269,4 +270,130 @@ fn the_example_config_is_the_default_written_out() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/sim/paper.toml");
     let cfg: trust_contracts::sim::SimConfig = toml::from_str(&read(&path)).unwrap();
     assert_eq!(cfg, trust_contracts::sim::SimConfig::default());
+}
+
+/// `simulate adversaries` writes its report with every field the issue asks for, the same
+/// bytes for the same seed, and exits 1 exactly when the report breaks an invariant,
+/// naming it.
+#[test]
+fn adversaries_write_their_report_and_fail_on_a_broken_invariant() {
+    let t = tempfile::tempdir().unwrap();
+    let (a, b) = (t.path().join("a/report.json"), t.path().join("b.json"));
+    let mut outs = Vec::new();
+    for path in [&a, &b] {
+        outs.push(run(&[
+            "simulate",
+            "adversaries",
+            "--seed",
+            "2",
+            "--sessions",
+            "60",
+            "--json",
+            path.to_str().unwrap(),
+        ]));
+    }
+    assert_eq!(read(&a), read(&b), "same seed, same report");
+    let r: Value = serde_json::from_str(&read(&a)).unwrap();
+    assert_eq!(r["seed"], 2);
+    assert_eq!(r["sessions"], 60);
+    let count = |field: &str| {
+        r[field]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{field} is not a count: {}", r[field]))
+    };
+    for field in [
+        "honest_stake_lost",
+        "max_blocks_to_final",
+        "honest_slashed",
+        "wrong_pass",
+        "order_dependent",
+        "third_party_appeals_refused",
+    ] {
+        count(field);
+    }
+    assert!(count("max_blocks_to_final") > 0);
+    let attacks = r["attacks"].as_object().unwrap();
+    assert!(attacks.len() >= 21, "{attacks:?}");
+    for name in [
+        "extreme-terms",
+        "below-floor-terms",
+        "selective-honeypot",
+        "false-honeypot",
+        "private-domain",
+        "late-expertise",
+        "garbage-keys",
+        "withheld-keys",
+        "self-appeal",
+        "appeal-spam",
+        "starved-appeal-round",
+        "reveal-order-sybils-first",
+        "reveal-order-sybils-last",
+        "seed-grind",
+        "sybil-collusion",
+    ] {
+        assert!(attacks[name].as_u64().unwrap() > 0, "{name} never tried");
+    }
+    let mut broken: Vec<&str> = [
+        "honest_slashed",
+        "wrong_pass",
+        "order_dependent",
+        "third_party_appeals_refused",
+    ]
+    .into_iter()
+    .filter(|f| count(f) > 0)
+    .collect();
+    if attacks.values().any(|n| n.as_u64() == Some(0)) {
+        broken.push("never tried");
+    }
+    let o = &outs[0];
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stdout.contains("order_dependent"), "{stdout}");
+    if broken.is_empty() {
+        ok(o);
+        assert!(stdout.contains("every invariant holds"), "{stdout}");
+    } else {
+        assert_eq!(o.status.code(), Some(1), "{stdout}\n{stderr}");
+        for name in broken {
+            assert!(stderr.contains(name), "{name} not named: {stderr}");
+        }
+    }
+}
+
+#[test]
+fn adversaries_refuse_bad_settings_clearly() {
+    let t = tempfile::tempdir().unwrap();
+    let json = t.path().join("r.json");
+    let o = run(&[
+        "simulate",
+        "adversaries",
+        "--sessions",
+        "0",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_usage_error(&o, "sessions");
+    // Sybils holding a third of a tier's stake are not a minority.
+    let cfg = t.path().join("adv.toml");
+    std::fs::write(&cfg, "sybils_per_tier = 12\nsybil_stake = 1000\n").unwrap();
+    let o = run(&[
+        "simulate",
+        "adversaries",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_usage_error(&o, "under a third");
+    std::fs::write(&cfg, "sybil_stak = 5\n").unwrap();
+    let o = run(&[
+        "simulate",
+        "adversaries",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_usage_error(&o, "sybil_stak");
+    assert!(!json.exists(), "nothing is written for a refused run");
 }
