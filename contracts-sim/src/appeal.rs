@@ -6,71 +6,92 @@
 //! `Call::Appeal { session, segments }` is accepted from any account while the session is
 //! decided (it has an [`Outcome`]) and not final, up to and including height
 //! [`crate::AppealRecord::until`]: the decision (or the decision of its last appeal round) plus
-//! [`crate::Params::appeal_window`]. It is refused, changing nothing and charging nothing, when
+//! [`crate::Params::appeal_window`], and never past [`crate::Params::appeal_horizon`] after
+//! the first decision. It is refused, changing nothing and charging nothing, when
 //! - the session is unknown or failed ([`TxError::UnknownSession`]), still live
 //!   ([`TxError::NotDecided`]), or its window closed ([`TxError::AppealWindowClosed`],
 //!   naming the last height that accepted one);
-//! - an appeal of it is being judged ([`TxError::AppealOpen`]): one appeal per session at
-//!   a time, which keeps every round's economics about one appellant and one bond;
 //! - a segment is out of range, a revealed honeypot (its truth is the provider's word, not
 //!   a verdict), or **Undecided**: an appeal overturns a verdict and slashes the majority
 //!   that reached it, and an Undecided segment has neither. (Getting an Undecided segment
 //!   judged is a new audit, not an appeal: the provider opens a session for it.) The
 //!   verdict appealed is the segment's *own* verdict (after earlier appeal rounds), so a
 //!   segment Propagated from an error upstream but Valid of its own may be appealed;
-//! - a segment has had [`crate::Params::max_appeal_rounds`] appeal rounds already;
-//! - a segment cannot be staffed now: `2k + 1` fresh seats are needed (`k` the session's
-//!   `k` for the tier, capped at `MAX_SEATS`), eligible as for any draw (the tier's index,
-//!   the session's exposure budget), excluding everyone who ever sat on that segment, the
-//!   provider and the appellant, in the segment's tier or, when it has too few, in a
-//!   higher tier the session's terms allow (next one up first);
-//! - the appellant's balance is below `appeal_bond x segments`.
+//! - a segment's verdict was upheld [`crate::Params::max_appeal_rounds`] times already
+//!   (overturned, starved or undecided rounds do not count: the side an overturn went
+//!   against may appeal it, before a larger panel);
+//! - a segment cannot be staffed now (checked when the round opens): fresh seats are
+//!   needed, `max(2k + 1, 2h + 1)` with `k` the session's `k` for the tier and `h` the
+//!   judgements that reached the verdict ([`AppealTarget::held_by`]), capped at
+//!   `MAX_SEATS`, eligible as for any draw (the tier's index, the session's exposure
+//!   budget), excluding everyone who ever sat on that segment and everyone backing its
+//!   appeal, in the segment's tier or, when it has too few, in a higher tier the session's
+//!   terms allow (next one up first);
+//! - the appellant's balance is below the bonds it owes, or it already backs the waiting
+//!   appeal of a segment ([`TxError::AppealAlreadyFiled`]).
+//!
+//! # Waiting filings
+//!
+//! While a round is being judged, filings wait for the next round in
+//! [`Session::queued`]: one entry per segment, with every account that filed against it
+//! (its [`Backer`]s). The first [`crate::MAX_BACKERS`] of a segment escrow
+//! `appeal_bond`; later ones are accepted, hold nothing and are not recorded (the segment
+//! is heard all the same), so the queue is bounded by the session's segments and nobody is
+//! crowded out. When the round ends, every waiting segment is heard together in the next
+//! round; a segment whose verdict that round turned to the other side, or that can no
+//! longer be heard, has its backers refunded ([`Event::AppealCancelled`]).
 //!
 //! # The round
 //!
-//! An accepted appeal escrows the bond ([`OpenAppeal::bond`], counted in the supply),
+//! An accepted appeal escrows the bonds ([`OpenAppeal::bond`], counted in the supply),
 //! moves the session from [`State::appealable`] back into [`State::sessions`] in
 //! `Phase::Assigning` with [`Session::appeal`] set, and marks [`crate::AppealRecord::open`]. At
-//! the end of the next block its seats are drawn, seeded by that block's hash as a
+//! the end of the next block its seats are drawn, seeded by that block's seed as a
 //! session's first seats are (so the appellant cannot pick its block to pick its seats),
 //! and the session runs the ordinary live machinery in round `2 + a` for its appeal `a`
 //! (rounds 0 and 1 are the first round and its escalation): `SeatAssigned` events, key
 //! delivery by the provider, the starved-seat rule, commit and reveal windows from the
 //! session's terms, early close. If a segment can no longer be staffed at the draw
-//! (auditors left in between), the appeal is cancelled: the bond goes back, the session
+//! (auditors left in between), the round is cancelled: the bonds go back, the session
 //! is appealable again until its old `until` ([`Event::AppealCancelled`]).
 //!
 //! When the round's reveal window closes, each appealed segment is decided with the
-//! ordinary quorum `q = ceil(tau (2k + 1))` over the round's counted votes. A decided
-//! appeal verdict replaces the segment's own verdict; an Undecided one leaves the previous
-//! verdict standing. The outcome is then recomputed through the tally's own functions
-//! (`tally::verdicts`: propagation, trace verdict, coverage, failure bound), the round is
-//! recorded ([`AppealRound`]) and the session goes back to `appealable` with a fresh
-//! window from this decision. The session is **final** at the end of the block at
-//! `until` when no appeal is open ([`Event::SessionFinal`], [`crate::AppealRecord::final_at`]);
-//! then its live copy is dropped and only the outcome remains.
+//! ordinary quorum over the round's judgements. A decided verdict on the same side
+//! replaces the segment's own verdict (Upheld); one on the other side replaces it only
+//! with more judgements than [`AppealTarget::held_by`] (Overturned; short of that the
+//! round counts as Undecided). An Undecided round leaves the previous verdict standing.
+//! The outcome is then recomputed through the tally's own functions (`tally::verdicts`:
+//! propagation, trace verdict, coverage, failure bound), the round is recorded
+//! ([`AppealRound`]) and the session goes back to `appealable` with a fresh window from
+//! this decision. The session is **final** at the end of the block at `until` when no
+//! appeal is open ([`Event::SessionFinal`], [`crate::AppealRecord::final_at`]); then its
+//! live copy is dropped and only the outcome remains.
 //!
 //! # Economics (integer, supply conserved)
 //!
-//! Per appealed segment, with `b = appeal_bond`:
-//! - **Overturned** (the appeal decided the other side of Valid / not Valid): every seat
-//!   of the round that had decided the segment and cast a counted vote on its side is
-//!   slashed one penalty `P` for incoherence (deterministic, [`SlashReason::Incoherent`]),
-//!   reputation down. Of the `S` slashed, the appellant gets `min(appeal_reward, S)` on
-//!   top of `b` back; the rest of `S` is split equally among the appeal seats whose
-//!   counted vote agrees with the new verdict; the integer remainder stays burned.
+//! Per appealed segment, with `B` the bonds of its backers:
+//! - **Overturned**: every seat of the round that had decided the segment and judged on
+//!   its side is slashed one penalty `P` for incoherence (deterministic,
+//!   [`SlashReason::Incoherent`], within the session's loss cap), reputation down. Seats
+//!   of earlier rounds that judged the segment the way it is now decided get back the
+//!   slash they took for it ([`Event::SlashRestored`]): a wrong-vote slash whole (it is
+//!   still burned), an incoherence slash out of this round's slashes `S` as far as they
+//!   reach. Of what is left of `S`, the bonded backers share `min(appeal_reward, S)` on
+//!   top of their bonds back; the rest is split equally among the appeal seats that agree
+//!   with the new verdict; the integer remainder stays burned.
 //! - **Upheld** (same side; the appeal's verdict still replaces the old one, which may
-//!   change Invalid to Ungrounded): `b` is split equally among the appeal seats that
+//!   change Invalid to Ungrounded): `B` is split equally among the appeal seats that
 //!   agree with the verdict; the remainder is burned.
-//! - **Undecided**: `b` is split equally among the appeal seats that cast a counted
-//!   vote (they judged, no side won); if none did, `b` goes back to the appellant.
+//! - **Undecided**: `B` is split equally among the appeal seats that judged (no side
+//!   won); if none did, the bonds go back to the backers (but the provider's own).
+//! - **Starved** (the provider did not key enough seats for a quorum): the provider pays
+//!   each starved seat `R`; a third party's bond comes back; a Valid verdict falls to
+//!   Undecided, and the wrong-vote slashes of the seats that had judged against it go back.
 //!
 //! Appeal seats are otherwise scored as in any round: agreeing seats gain reputation, a
-//! counted vote against the appeal's verdict loses reputation and draws the ordinary
+//! judgement against the appeal's verdict loses reputation and draws the ordinary
 //! probabilistic slash, a no-show too. A seat the provider did not give its keys in time is
-//! neither scored nor paid (the provider's escrow is gone; a provider that withholds keys
-//! from appeal seats can leave an appeal Undecided, which costs the appellant nothing
-//! more than its bond's split among the seats that judged). A flagged seat's share burns.
+//! neither scored nor paid. A flagged seat's share burns.
 //!
 //! Rounds are `u8`: a session accepts appeals while `2 + appeals` fits one.
 
@@ -80,6 +101,8 @@ use trust_protocol::{
     units::Amount,
 };
 
+use std::collections::BTreeMap;
+
 use crate::{
     assign::{self, Draw},
     contract::{BlockCtx, exposure_cap, seat_picked},
@@ -88,8 +111,9 @@ use crate::{
     events::{Event, SlashReason},
     registry,
     state::{
-        AppealResult, AppealRound, AppealTarget, AppealedSegment, LocalVerdict, MAX_QUEUED_APPEALS,
-        OpenAppeal, Outcome, Phase, QueuedAppeal, Session, State,
+        AppealResult, AppealRound, AppealTarget, AppealedSegment, Backer, LocalVerdict,
+        MAX_BACKERS, OpenAppeal, Outcome, Phase, QueuedSegment, SeatSlash, SegmentState, Session,
+        State,
     },
     tally,
 };
@@ -115,8 +139,8 @@ pub(crate) fn current_verdicts(s: &Session, o: &Outcome) -> Vec<(LocalVerdict, u
     local
 }
 
-/// Appeal rounds that judged segment `segment` ([`AppealResult::counts`]): a round the
-/// provider starved of keys, or one left undecided, does not use up the segment's rounds.
+/// Appeal rounds that used up one of segment `segment`'s rounds ([`AppealResult::counts`]):
+/// only rounds that upheld its verdict do.
 fn rounds_of(o: &Outcome, segment: u16) -> u8 {
     let n = o
         .appeals
@@ -131,19 +155,23 @@ fn rounds_of(o: &Outcome, segment: u16) -> u8 {
     u8::try_from(n).unwrap_or(u8::MAX)
 }
 
-/// Seats of an appeal in `tier`: `2k + 1` for the session's `k` there.
-fn appeal_seats(s: &Session, tier: Tier) -> u8 {
-    s.manifest
-        .quorum
-        .k(tier)
+/// Seats of an appeal in `tier` of a verdict `held_by` judgements reached: `2k + 1` for
+/// the session's `k` there, and at least `2 held_by + 1`, so that the appeal can only
+/// overturn it with more judgements than reached it (capped at `MAX_SEATS`).
+fn appeal_seats(s: &Session, tier: Tier, held_by: u16) -> u8 {
+    let by_k = u16::from(s.manifest.quorum.k(tier))
         .saturating_mul(2)
-        .saturating_add(1)
+        .saturating_add(1);
+    let by_verdict = held_by.saturating_mul(2).saturating_add(1);
+    u8::try_from(by_k.max(by_verdict))
+        .unwrap_or(u8::MAX)
         .min(MAX_SEATS)
 }
 
-/// Where an appeal of segment `i` may draw, in order: its tier, then each higher tier the
-/// session's terms allow, with the seats each needs.
-fn options(s: &Session, i: usize) -> Vec<(Tier, u8)> {
+/// Where an appeal of segment `i` of a verdict `held_by` judgements reached may draw, in
+/// order: its tier, then each higher tier the session's terms allow, with the seats each
+/// needs.
+fn options(s: &Session, i: usize, held_by: u16) -> Vec<(Tier, u8)> {
     let Some(g) = s.segments.get(i) else {
         return Vec::new();
     };
@@ -155,65 +183,66 @@ fn options(s: &Session, i: usize) -> Vec<(Tier, u8)> {
     std::iter::once(g.tier)
         .chain(up.iter().copied())
         .filter(|t| s.manifest.terms.allows(*t))
-        .map(|t| (t, appeal_seats(s, t)))
+        .map(|t| (t, appeal_seats(s, t, held_by)))
         .collect()
 }
 
-/// Everyone who ever sat on segment `i`, and the appellant: none of them sits on its appeal.
-fn excluded(s: &Session, i: usize, appellant: AccountId) -> Vec<AccountId> {
+/// Everyone who ever sat on segment `i`, and whoever backs its appeal: none of them sits
+/// on it.
+fn excluded(s: &Session, i: usize, backers: &[Backer]) -> Vec<AccountId> {
     s.segments
         .get(i)
         .into_iter()
         .flat_map(|g| g.seats.iter().map(|x| x.account))
-        .chain(std::iter::once(appellant))
+        .chain(backers.iter().map(|b| b.appellant))
         .collect()
 }
 
-/// Tries, in order, the tiers that may hear an appeal of `segment` of session `id` (`s`)
-/// in `round` ([`options`]): for each, the draw of its seats seeded by `seed`, from the
-/// auditors neither seated on the segment nor `appellant`, within the session's exposure
-/// budget as `covered` stands. Returns what `f` makes of the first draw it accepts.
-/// [`appeal`] counts the eligible with it before it admits an appeal and [`draw_seats`]
-/// draws with it, so the two agree on who may sit.
-#[allow(clippy::too_many_arguments)]
+/// Tries, in order, the tiers that may hear the appeal `t` of session `id` (`s`) in
+/// `round` ([`options`]): for each, the draw of its seats seeded by `seed`, from the
+/// auditors neither seated on the segment nor backing its appeal, within the session's
+/// exposure budget as `covered` stands. Returns what `f` makes of the first draw it
+/// accepts. [`target`] counts the eligible with it before it admits an appeal and
+/// [`draw_seats`] draws with it, so the two agree on who may sit.
 fn first_tier<T>(
     s: &Session,
     id: &Hash,
     seed: &Hash,
-    segment: u16,
+    t: &AppealTarget,
     round: u8,
-    appellant: AccountId,
     covered: &assign::Coverage,
     mut f: impl FnMut(&Draw<'_>) -> Option<T>,
 ) -> Option<T> {
-    let i = usize::from(segment);
+    let i = usize::from(t.segment);
     let budget_cap = exposure_cap(s);
     let held = Default::default();
-    let exclude = excluded(s, i, appellant);
+    let exclude = excluded(s, i, &t.backers);
     let keys = assign::keys_of(s, i);
-    options(s, i).into_iter().find_map(|(tier, seats)| {
-        f(&Draw {
-            seed,
-            session: id,
-            provider: &s.provider,
-            segment,
-            round,
-            tier,
-            // Appeal seats come from the whole tier: a domain the provider chose never
-            // narrows who judges its appeal.
-            domain: "",
-            domain_required: false,
-            seats,
-            exclude: &exclude,
-            held: &held,
-            cap: None,
-            budget: budget_cap.map(|cap| assign::Budget {
-                covered,
-                keys: &keys,
-                cap,
-            }),
+    options(s, i, t.held_by)
+        .into_iter()
+        .find_map(|(tier, seats)| {
+            f(&Draw {
+                seed,
+                session: id,
+                provider: &s.provider,
+                segment: t.segment,
+                round,
+                tier,
+                // Appeal seats come from the whole tier: a domain the provider chose never
+                // narrows who judges its appeal.
+                domain: "",
+                domain_required: false,
+                seats,
+                exclude: &exclude,
+                held: &held,
+                cap: None,
+                budget: budget_cap.map(|cap| assign::Budget {
+                    covered,
+                    keys: &keys,
+                    cap,
+                }),
+            })
         })
-    })
 }
 
 /// Why a session that is not appealable now refuses an appeal.
@@ -242,76 +271,87 @@ fn horizon(st: &State, o: &Outcome) -> u64 {
     o.decided_at.saturating_add(st.params.appeal_horizon)
 }
 
-/// The targets of an appeal of `segments` of session `id` (`s`, decided as `o`) by
-/// `appellant` judged in `round`, or why it cannot be heard: every segment must exist, not
-/// be a revealed honeypot, have a verdict, have rounds left, and be staffable now.
-fn targets(
+/// The verdict of segment `segment` of session `s` (decided as `o`) an appeal would be
+/// heard against, if it may be appealed now at all: it must exist, not be a revealed
+/// honeypot, have a verdict, and have rounds left. Returns the target without backers.
+fn appealable_segment(
+    st: &State,
+    s: &Session,
+    o: &Outcome,
+    current: &[(LocalVerdict, u8)],
+    segment: u16,
+) -> Result<AppealTarget, TxError> {
+    let i = usize::from(segment);
+    let g = s.segments.get(i).ok_or(TxError::UnknownSegment(segment))?;
+    if g.honeypot.is_some() {
+        return Err(TxError::AppealHoneypot(segment));
+    }
+    let (previous, decided_in) = current
+        .get(i)
+        .copied()
+        .unwrap_or((LocalVerdict::Undecided, 0));
+    let Some(side) = previous.as_vote() else {
+        return Err(TxError::AppealUndecided(segment));
+    };
+    let rounds = rounds_of(o, segment);
+    if rounds >= st.params.max_appeal_rounds {
+        return Err(TxError::AppealRoundsExhausted { segment, rounds });
+    }
+    let c = tally::round_counts(g, decided_in);
+    let held_by = if side.is_valid() {
+        c.valid
+    } else {
+        c.invalid.saturating_add(c.ungrounded)
+    };
+    Ok(AppealTarget {
+        segment,
+        previous,
+        decided_in,
+        held_by,
+        tier: g.tier,
+        k: g.k,
+        backers: Vec::new(),
+    })
+}
+
+/// The target of an appeal of `segment` of session `id` (`s`, decided as `o`) backed by
+/// `backers` and judged in `round`, or why it cannot be heard: [`appealable_segment`],
+/// and enough fresh auditors to staff it now.
+#[allow(clippy::too_many_arguments)]
+fn target(
     st: &State,
     id: Hash,
     s: &Session,
     o: &Outcome,
-    appellant: AccountId,
-    segments: &[u16],
+    current: &[(LocalVerdict, u8)],
+    covered: &assign::Coverage,
+    segment: u16,
+    backers: Vec<Backer>,
     round: u8,
-) -> Result<Vec<AppealTarget>, TxError> {
-    let p = &st.params;
-    let current = current_verdicts(s, o);
-    let covered = assign::coverage(s);
-    let mut targets = Vec::with_capacity(segments.len());
-    for &segment in segments {
-        let i = usize::from(segment);
-        let g = s.segments.get(i).ok_or(TxError::UnknownSegment(segment))?;
-        if g.honeypot.is_some() {
-            return Err(TxError::AppealHoneypot(segment));
+) -> Result<AppealTarget, TxError> {
+    let mut t = appealable_segment(st, s, o, current, segment)?;
+    t.backers = backers;
+    let mut first = None;
+    let staffed = first_tier(s, &id, &Hash::ZERO, &t, round, covered, |d| {
+        let eligible = assign::eligible_count(st, d);
+        if eligible >= usize::from(d.seats) {
+            return Some(());
         }
-        let (previous, decided_in) = current
-            .get(i)
-            .copied()
-            .unwrap_or((LocalVerdict::Undecided, 0));
-        if previous == LocalVerdict::Undecided {
-            return Err(TxError::AppealUndecided(segment));
-        }
-        let rounds = rounds_of(o, segment);
-        if rounds >= p.max_appeal_rounds {
-            return Err(TxError::AppealRoundsExhausted { segment, rounds });
-        }
-        let mut first = None;
-        let staffed = first_tier(
-            s,
-            &id,
-            &Hash::ZERO,
+        first.get_or_insert((d.tier, d.seats, eligible));
+        None
+    })
+    .is_some();
+    if !staffed {
+        let (tier, needed, eligible) =
+            first.unwrap_or((t.tier, appeal_seats(s, t.tier, t.held_by), 0));
+        return Err(TxError::AppealUnstaffed {
             segment,
-            round,
-            appellant,
-            &covered,
-            |d| {
-                let eligible = assign::eligible_count(st, d);
-                if eligible >= usize::from(d.seats) {
-                    return Some(());
-                }
-                first.get_or_insert((d.tier, d.seats, eligible));
-                None
-            },
-        )
-        .is_some();
-        if !staffed {
-            let (tier, needed, eligible) = first.unwrap_or((g.tier, appeal_seats(s, g.tier), 0));
-            return Err(TxError::AppealUnstaffed {
-                segment,
-                tier,
-                needed,
-                eligible,
-            });
-        }
-        targets.push(AppealTarget {
-            segment,
-            previous,
-            decided_in,
-            tier: g.tier,
-            k: g.k,
+            tier,
+            needed,
+            eligible,
         });
     }
-    Ok(targets)
+    Ok(t)
 }
 
 /// The round the next appeal of a session decided as `o` is judged in.
@@ -323,8 +363,8 @@ fn next_round(o: &Outcome) -> Result<u8, TxError> {
 }
 
 /// Opens an appeal of `segments` of `session` by `appellant` at `height` (see the module
-/// docs for what is checked), or queues it behind the round being judged. Changes nothing
-/// when it refuses.
+/// docs for what is checked), or queues its segments for the round after the one being
+/// judged. Changes nothing when it refuses.
 pub(crate) fn appeal(
     st: &mut State,
     appellant: AccountId,
@@ -343,43 +383,59 @@ pub(crate) fn appeal(
             closed_at: o.appeals.until.min(last),
         });
     }
-    let n = u64::try_from(segments.len()).map_err(|_| TxError::Overflow)?;
-    let bond = st
-        .params
-        .appeal_bond
-        .checked_mul(n)
-        .ok_or(TxError::Overflow)?;
+    let bond_each = st.params.appeal_bond;
     let have = st.accounts.get(&appellant).map_or(0, |a| a.balance);
-    let left = have
-        .checked_sub(bond)
-        .ok_or(TxError::InsufficientBalance { have, need: bond })?;
 
-    // A round is being judged: the appeal waits its turn (checked in full when it opens),
-    // so nobody is refused because someone else appealed first.
+    // A round is being judged: the segments wait for the next round, each once with all
+    // its backers, so nobody is refused because someone else appealed first.
     if let Some(s) = st.sessions.get(&session)
         && s.appeal.is_some()
     {
-        if s.queued.len() >= MAX_QUEUED_APPEALS {
-            return Err(TxError::AppealQueueFull(s.queued.len()));
-        }
+        let current = current_verdicts(s, o);
+        let mut joins = Vec::with_capacity(segments.len());
+        let mut bond: Amount = 0;
         for &segment in segments {
-            let g = s
-                .segments
-                .get(usize::from(segment))
-                .ok_or(TxError::UnknownSegment(segment))?;
-            if g.honeypot.is_some() {
-                return Err(TxError::AppealHoneypot(segment));
+            let t = appealable_segment(st, s, o, &current, segment)?;
+            let waiting = s.queued.iter().position(|q| q.segment == segment);
+            let backers = waiting.map_or(0, |w| s.queued.get(w).map_or(0, |q| q.backers.len()));
+            if waiting
+                .and_then(|w| s.queued.get(w))
+                .is_some_and(|q| q.backers.iter().any(|b| b.appellant == appellant))
+            {
+                return Err(TxError::AppealAlreadyFiled(segment));
             }
+            let pays = if backers < MAX_BACKERS { bond_each } else { 0 };
+            bond = bond.checked_add(pays).ok_or(TxError::Overflow)?;
+            joins.push((
+                segment,
+                t.previous.as_vote().is_some_and(|v| v.is_valid()),
+                pays,
+            ));
         }
+        let left = have
+            .checked_sub(bond)
+            .ok_or(TxError::InsufficientBalance { have, need: bond })?;
         let position = u16::try_from(s.queued.len()).unwrap_or(u16::MAX);
         st.accounts.entry(appellant).or_default().balance = left;
         if let Some(s) = st.sessions.get_mut(&session) {
-            s.queued.push(QueuedAppeal {
-                appellant,
-                filed_at: height,
-                bond,
-                segments: segments.to_vec(),
-            });
+            for (segment, against_valid, pays) in joins {
+                let backer = Backer {
+                    appellant,
+                    bond: pays,
+                };
+                match s.queued.iter_mut().find(|q| q.segment == segment) {
+                    // Past MAX_BACKERS the filing is heard with the others and holds
+                    // nothing: the queue never grows with the number of filers.
+                    Some(_) if pays == 0 => {}
+                    Some(q) => q.backers.push(backer),
+                    None => s.queued.push(QueuedSegment {
+                        segment,
+                        against_valid,
+                        filed_at: height,
+                        backers: vec![backer],
+                    }),
+                }
+            }
         }
         events.push(Event::AppealQueued {
             session,
@@ -400,8 +456,34 @@ pub(crate) fn appeal(
             closed_at: o.appeals.until,
         });
     }
+    let n = u64::try_from(segments.len()).map_err(|_| TxError::Overflow)?;
+    let bond = bond_each.checked_mul(n).ok_or(TxError::Overflow)?;
+    let left = have
+        .checked_sub(bond)
+        .ok_or(TxError::InsufficientBalance { have, need: bond })?;
     let round = next_round(o)?;
-    let targets = targets(st, session, s, o, appellant, segments, round)?;
+    let current = current_verdicts(s, o);
+    let covered = assign::coverage(s);
+    let backers = vec![Backer {
+        appellant,
+        bond: bond_each,
+    }];
+    let targets = segments
+        .iter()
+        .map(|&g| {
+            target(
+                st,
+                session,
+                s,
+                o,
+                &current,
+                &covered,
+                g,
+                backers.clone(),
+                round,
+            )
+        })
+        .collect::<Result<Vec<_>, _>>()?;
 
     // Every check passed: nothing below refuses.
     let Some(mut s) = st.appealable.remove(&session) else {
@@ -430,11 +512,49 @@ pub(crate) fn appeal(
     Ok(())
 }
 
-/// After a round of session `id` ended (decided or cancelled), opens the first queued
-/// appeal that can still be heard, with its seats drawn at the end of the next block; an
-/// appeal that cannot (a segment now undecided, out of rounds or unstaffable) gets its
-/// bond back. Returns the session to put back: live when an appeal opened, otherwise
-/// appealable (the caller decides where it goes from `s.appeal`).
+/// Gives every backer of a segment that will not be heard its bond back.
+fn refund_backers(
+    st: &mut State,
+    id: &Hash,
+    backers: &[Backer],
+    reason: &str,
+    ev: &mut Vec<Event>,
+) {
+    for b in backers {
+        registry::credit(st, &b.appellant, b.bond);
+        ev.push(Event::AppealCancelled {
+            session: *id,
+            appellant: b.appellant,
+            refunded: b.bond,
+            reason: reason.to_string(),
+        });
+    }
+}
+
+/// The distinct backers of `targets`, in filing order, each with the segments it backs
+/// and the bond it holds on them.
+fn appellants(targets: &[AppealTarget]) -> Vec<(AccountId, Vec<u16>, Amount)> {
+    let mut out: Vec<(AccountId, Vec<u16>, Amount)> = Vec::new();
+    for t in targets {
+        for b in &t.backers {
+            match out.iter_mut().find(|(a, _, _)| *a == b.appellant) {
+                Some((_, segments, bond)) => {
+                    segments.push(t.segment);
+                    *bond = bond.saturating_add(b.bond);
+                }
+                None => out.push((b.appellant, vec![t.segment], b.bond)),
+            }
+        }
+    }
+    out
+}
+
+/// After a round of session `id` ended (decided or cancelled), opens the next round with
+/// every queued segment that can still be heard, its seats drawn at the end of the next
+/// block; the backers of a segment that cannot (its verdict turned over by the round
+/// before, now undecided, out of rounds or unstaffable) get their bonds back. Returns the
+/// session to put back: live when a round opened, otherwise appealable (the caller
+/// decides where it goes from `s.appeal`).
 fn open_queued(
     st: &mut State,
     id: &Hash,
@@ -442,53 +562,87 @@ fn open_queued(
     height: u64,
     ev: &mut Vec<Event>,
 ) -> Session {
-    while !s.queued.is_empty() {
-        let q = s.queued.remove(0);
-        let Some(o) = st.outcomes.get(id) else {
-            registry::credit(st, &q.appellant, q.bond);
-            continue;
-        };
-        let heard = next_round(o).and_then(|round| {
-            targets(st, *id, &s, o, q.appellant, &q.segments, round).map(|t| (round, t))
-        });
-        match heard {
-            Ok((round, segments)) => {
-                s.phase = Phase::Assigning;
-                s.appeal = Some(OpenAppeal {
-                    appellant: q.appellant,
-                    round,
-                    opened_at: height,
-                    bond: q.bond,
-                    segments,
-                });
-                if let Some(o) = st.outcomes.get_mut(id) {
-                    o.appeals.open = Some(round);
-                }
-                ev.push(Event::AppealOpened {
-                    session: *id,
-                    appellant: q.appellant,
-                    segments: q.segments,
-                    round,
-                    bond: q.bond,
-                });
-                return s;
-            }
-            Err(e) => {
-                registry::credit(st, &q.appellant, q.bond);
-                ev.push(Event::AppealCancelled {
-                    session: *id,
-                    appellant: q.appellant,
-                    refunded: q.bond,
-                    reason: e.to_string(),
-                });
-            }
+    let queued = std::mem::take(&mut s.queued);
+    if queued.is_empty() {
+        return s;
+    }
+    let Some(o) = st.outcomes.get(id).cloned() else {
+        for q in &queued {
+            refund_backers(st, id, &q.backers, "the session has no outcome", ev);
         }
+        return s;
+    };
+    let round = match next_round(&o) {
+        Ok(r) => r,
+        Err(e) => {
+            for q in &queued {
+                refund_backers(st, id, &q.backers, &e.to_string(), ev);
+            }
+            return s;
+        }
+    };
+    let current = current_verdicts(&s, &o);
+    let covered = assign::coverage(&s);
+    let mut targets = Vec::with_capacity(queued.len());
+    for q in queued {
+        let side_now = current
+            .get(usize::from(q.segment))
+            .and_then(|(v, _)| v.as_vote())
+            .map(|v| v.is_valid());
+        if side_now.is_some_and(|valid| valid != q.against_valid) {
+            let reason = format!(
+                "segment {}: the round before turned over the verdict this appeal was against",
+                q.segment
+            );
+            refund_backers(st, id, &q.backers, &reason, ev);
+            continue;
+        }
+        let backers = q.backers.clone();
+        match target(
+            st, *id, &s, &o, &current, &covered, q.segment, q.backers, round,
+        ) {
+            Ok(t) => targets.push(t),
+            Err(e) => refund_backers(st, id, &backers, &e.to_string(), ev),
+        }
+    }
+    if targets.is_empty() {
+        return s;
+    }
+    let bond = targets
+        .iter()
+        .flat_map(|t| t.backers.iter())
+        .fold(0u64, |t, b| t.saturating_add(b.bond));
+    let first = targets
+        .first()
+        .and_then(|t| t.backers.first())
+        .map(|b| b.appellant)
+        .unwrap_or(s.provider);
+    let who = appellants(&targets);
+    s.phase = Phase::Assigning;
+    s.appeal = Some(OpenAppeal {
+        appellant: first,
+        round,
+        opened_at: height,
+        bond,
+        segments: targets,
+    });
+    if let Some(o) = st.outcomes.get_mut(id) {
+        o.appeals.open = Some(round);
+    }
+    for (appellant, segments, bond) in who {
+        ev.push(Event::AppealOpened {
+            session: *id,
+            appellant,
+            segments,
+            round,
+            bond,
+        });
     }
     s
 }
 
-/// Puts `s` back after a round ended: live when a queued appeal opened, appealable
-/// otherwise.
+/// Puts `s` back after a round ended: live when queued segments opened a round,
+/// appealable otherwise.
 fn put_back(st: &mut State, id: &Hash, s: Session, height: u64, ev: &mut Vec<Event>) {
     let s = open_queued(st, id, s, height, ev);
     if s.appeal.is_some() {
@@ -519,16 +673,9 @@ pub(crate) fn draw_seats(
     let mut drawn = Vec::with_capacity(a.segments.len());
     for t in &a.segments {
         let i = usize::from(t.segment);
-        let chosen = first_tier(
-            s,
-            id,
-            &ctx.block_hash,
-            t.segment,
-            a.round,
-            a.appellant,
-            &covered,
-            |d| assign::draw(st, d).map(|picked| (d.tier, d.seats, picked)),
-        );
+        let chosen = first_tier(s, id, &ctx.block_hash, t, a.round, &covered, |d| {
+            assign::draw(st, d).map(|picked| (d.tier, d.seats, picked))
+        });
         let Some((tier, seats, picked)) = chosen else {
             return Err(format!(
                 "segment {}: too few fresh auditors in its tier or any higher tier allowed",
@@ -553,8 +700,8 @@ pub(crate) fn draw_seats(
     Ok(a.round)
 }
 
-/// Cancels the open appeal of `s` (its seats could not be drawn): the bond goes back and
-/// the session is appealable again.
+/// Cancels the open appeal of `s` (its seats could not be drawn): every bond goes back
+/// and the session is appealable again.
 pub(crate) fn cancel(
     st: &mut State,
     id: &Hash,
@@ -564,13 +711,15 @@ pub(crate) fn cancel(
     ev: &mut Vec<Event>,
 ) {
     if let Some(a) = s.appeal.take() {
-        registry::credit(st, &a.appellant, a.bond);
-        ev.push(Event::AppealCancelled {
-            session: *id,
-            appellant: a.appellant,
-            refunded: a.bond,
-            reason,
-        });
+        for (appellant, _, bond) in appellants(&a.segments) {
+            registry::credit(st, &appellant, bond);
+            ev.push(Event::AppealCancelled {
+                session: *id,
+                appellant,
+                refunded: bond,
+                reason: reason.clone(),
+            });
+        }
     }
     if let Some(o) = st.outcomes.get_mut(id) {
         o.appeals.open = None;
@@ -578,18 +727,23 @@ pub(crate) fn cancel(
     put_back(st, id, s, height, ev);
 }
 
-/// The accounts an appeal round's end (decided or cancelled) may change: the appellant,
-/// the provider, the queued appellants and every seat, of any round, of the appealed
-/// segments.
+/// The accounts an appeal round's end (decided or cancelled) may change: the backers,
+/// the provider, the backers of queued segments and every seat, of any round, of the
+/// appealed segments.
 pub(crate) fn decision_accounts(s: &Session) -> Vec<AccountId> {
     let Some(a) = &s.appeal else {
         return Vec::new();
     };
-    // The provider pays seats it starved; queued appellants may be refunded when their
-    // appeal can no longer be heard.
+    // The provider pays seats it starved; backers of queued segments may be refunded
+    // when their segment can no longer be heard.
     let mut out = vec![a.appellant, s.provider];
-    out.extend(s.queued.iter().map(|q| q.appellant));
+    out.extend(
+        s.queued
+            .iter()
+            .flat_map(|q| q.backers.iter().map(|b| b.appellant)),
+    );
     for t in &a.segments {
+        out.extend(t.backers.iter().map(|b| b.appellant));
         if let Some(g) = s.segments.get(usize::from(t.segment)) {
             out.extend(g.seats.iter().map(|x| x.account));
         }
@@ -608,10 +762,91 @@ struct Money {
     burned: Amount,
 }
 
+/// The stake `seat` lost in this session since `before` (its entry in `losses` then).
+fn lost_since(losses: &BTreeMap<AccountId, Amount>, seat: &AccountId, before: Amount) -> Amount {
+    losses
+        .get(seat)
+        .copied()
+        .unwrap_or(0)
+        .saturating_sub(before)
+}
+
+/// Records on seat `j` of `g` a slash of `amount` for `reason` (added to one it had).
+fn record_slash(g: &mut SegmentState, j: usize, reason: SlashReason, amount: Amount) {
+    if amount == 0 {
+        return;
+    }
+    if let Some(seat) = g.seats.get_mut(j) {
+        let had = seat.slash.map_or(0, |x| x.amount);
+        seat.slash = Some(SeatSlash {
+            reason,
+            amount: had.saturating_add(amount),
+        });
+    }
+}
+
+/// Gives back, to every seat of segment `g` (index `segment`) that judged it in a round
+/// before `round` on the side `valid` (the side an appeal in `round` has now decided, or
+/// the side against a Valid verdict that fell), the slash it took for that judgement, and
+/// makes room for it again under the session's loss cap. A wrong-vote slash is still
+/// burned and comes back whole; an incoherence slash was paid out to the appeal that made
+/// it, so it comes back out of `fund` (this round's own slashes) as far as that reaches.
+/// Returns what `fund` paid.
+#[allow(clippy::too_many_arguments)]
+fn restore_slashes(
+    st: &mut State,
+    losses: &mut BTreeMap<AccountId, Amount>,
+    id: &Hash,
+    segment: u16,
+    g: &mut SegmentState,
+    round: u8,
+    valid: bool,
+    mut fund: Amount,
+    ev: &mut Vec<Event>,
+) -> Amount {
+    let mut used = 0u64;
+    for seat in g.seats.iter_mut().filter(|x| x.round < round) {
+        let on_side = seat
+            .vote
+            .is_some_and(|v| !v.is_abstain() && v.is_valid() == valid);
+        let Some(x) = seat.slash.filter(|_| on_side) else {
+            continue;
+        };
+        let owed = match x.reason {
+            SlashReason::Incoherent => x.amount.min(fund),
+            _ => x.amount,
+        };
+        let amount = registry::restore(st, &seat.account, owed);
+        if x.reason == SlashReason::Incoherent {
+            fund = fund.saturating_sub(amount);
+            used = used.saturating_add(amount);
+        }
+        let left = x.amount.saturating_sub(amount);
+        seat.slash = (left > 0).then_some(SeatSlash {
+            reason: x.reason,
+            amount: left,
+        });
+        if let Some(l) = losses.get_mut(&seat.account) {
+            *l = l.saturating_sub(amount);
+        }
+        if amount > 0 {
+            ev.push(Event::SlashRestored {
+                session: *id,
+                segment,
+                round: seat.round,
+                seat: seat.account,
+                amount,
+                reason: x.reason,
+            });
+        }
+    }
+    used
+}
+
 /// Decides the open appeal of `s` at the close of its round's reveal window: each
 /// appealed segment's verdict, the economics, the recomputed outcome and the round's
-/// record; then the session is appealable again with a new window (or the next queued
-/// appeal opens).
+/// record; then the session is appealable again with a new window (or the queued segments
+/// open the next round).
 pub(crate) fn decide(
     st: &mut State,
     ctx: &BlockCtx,
@@ -624,27 +859,47 @@ pub(crate) fn decide(
         return;
     };
     let Some(mut o) = st.outcomes.remove(id) else {
-        // Unreachable: an appeal is only opened on a decided session. Return the bond.
-        registry::credit(st, &a.appellant, a.bond);
+        // Unreachable: an appeal is only opened on a decided session. Return the bonds.
+        for (appellant, _, bond) in appellants(&a.segments) {
+            registry::credit(st, &appellant, bond);
+        }
         return;
     };
     let params = st.params.clone();
     let tau = s.manifest.quorum.tau;
-    let by_provider = a.appellant == s.provider;
+    let provider = s.provider;
     let mut local = current_verdicts(&s, &o);
-    let mut bond = a.bond;
     let mut losses = std::mem::take(&mut s.losses);
     let mut records = Vec::with_capacity(a.segments.len());
     for t in &a.segments {
         let i = usize::from(t.segment);
         let Some(g) = s.segments.get_mut(i) else {
+            refund_backers(st, id, &t.backers, "unknown segment", ev);
             continue;
         };
         let counts = tally::round_counts(g, a.round);
         let q = tally::round_quorum(tau, g.k, &counts);
-        let verdict = tally::local_verdict(&counts, q);
+        let decided = tally::local_verdict(&counts, q);
         let (tier, k) = (g.tier, g.k);
         let deps = g.entry.depends_on.len();
+        let previous_valid = t.previous == LocalVerdict::Valid;
+        // An appeal overturns a verdict only with more judgements on the other side than
+        // reached it: short of that it leaves it standing, as an undecided round would.
+        let verdict = match decided.as_vote() {
+            Some(v) if v.is_valid() != previous_valid => {
+                let other = if v.is_valid() {
+                    counts.valid
+                } else {
+                    counts.invalid.saturating_add(counts.ungrounded)
+                };
+                if other > t.held_by {
+                    decided
+                } else {
+                    LocalVerdict::Undecided
+                }
+            }
+            _ => decided,
+        };
         let round_seats = || g.seats.iter().filter(|x| x.round == a.round);
         let keyed_judgements = round_seats()
             .filter(|x| x.keyed(deps) && x.vote.is_some_and(|v| !v.is_abstain()))
@@ -653,19 +908,21 @@ pub(crate) fn decide(
             .filter(|x| !x.keyed(deps) && x.vote.is_none_or(|v| v.is_abstain()))
             .map(|x| x.account)
             .collect();
-        let previous_valid = t.previous == LocalVerdict::Valid;
         let result = match verdict.as_vote() {
             None if !starved.is_empty() => AppealResult::Starved,
             None => AppealResult::Undecided,
             Some(v) if v.is_valid() != previous_valid => AppealResult::Overturned,
             Some(_) => AppealResult::Upheld,
         };
-        let share = params.appeal_bond.min(bond);
-        bond = bond.saturating_sub(share);
+        let bonds = t.backers.iter().fold(0u64, |x, b| x.saturating_add(b.bond));
 
         // The appeal seats, scored as in any round (every judgement); who shares the pot.
         let mut payees = Vec::new();
-        for seat in g.seats.iter().filter(|x| x.round == a.round) {
+        let mut slashed_seats = Vec::new();
+        for (j, seat) in g.seats.iter().enumerate() {
+            if seat.round != a.round {
+                continue;
+            }
             let judged = matches!(seat.vote, Some(v) if !v.is_abstain());
             if !seat.keyed(deps) && !judged {
                 continue;
@@ -686,6 +943,8 @@ pub(crate) fn decide(
                     Some(_) => Some(Score::Wrong(SlashReason::WrongVote)),
                 },
             };
+            let wrong_vote = matches!(score, Some(Score::Wrong(SlashReason::WrongVote)));
+            let before = losses.get(&seat.account).copied().unwrap_or(0);
             if let Some(score) = score {
                 let mut nothing = 0;
                 econ::score_seat(
@@ -705,38 +964,75 @@ pub(crate) fn decide(
                     ev,
                 );
             }
+            if wrong_vote {
+                slashed_seats.push((j, lost_since(&losses, &seat.account, before)));
+            }
+        }
+        for (j, amount) in slashed_seats {
+            record_slash(g, j, SlashReason::WrongVote, amount);
         }
 
         let mut m = Money::default();
+        // What each backer gets back, by position in `t.backers`.
+        let mut refunds = vec![0u64; t.backers.len()];
         let pot = match result {
             // The majority of the round that had decided it answers for it, but only on
             // the word of a quorum of seats the provider keyed: an overturn carried by
-            // seats that judged without keys slashes nobody.
+            // seats that judged without keys slashes nobody. Whoever an earlier round
+            // slashed for judging it the way it is now decided gets that slash back.
             AppealResult::Overturned => {
                 if keyed_judgements >= usize::from(q) {
-                    for seat in g.seats.iter().filter(|x| x.round == t.decided_in) {
-                        let with_majority = seat
-                            .vote
-                            .is_some_and(|v| !v.is_abstain() && v.is_valid() == previous_valid);
+                    let mut incoherent = Vec::new();
+                    for (j, seat) in g.seats.iter().enumerate() {
+                        let with_majority = seat.round == t.decided_in
+                            && seat
+                                .vote
+                                .is_some_and(|v| !v.is_abstain() && v.is_valid() == previous_valid);
                         if with_majority {
                             let taken =
                                 econ::slash_incoherent(st, &mut losses, id, &seat.account, ev);
                             m.slashed = m.slashed.saturating_add(taken);
+                            incoherent.push((j, taken));
                         }
                     }
+                    for (j, taken) in incoherent {
+                        record_slash(g, j, SlashReason::Incoherent, taken);
+                    }
                 }
-                let reward = params.appeal_reward.min(m.slashed);
-                m.refunded = share.saturating_add(reward);
-                // The reward and the seats' pay come out of what was just burned.
-                st.burned = st.burned.saturating_sub(reward);
-                m.slashed.saturating_sub(reward)
+                let gave_back = restore_slashes(
+                    st,
+                    &mut losses,
+                    id,
+                    t.segment,
+                    g,
+                    a.round,
+                    !previous_valid,
+                    m.slashed,
+                    ev,
+                );
+                let left = m.slashed.saturating_sub(gave_back);
+                // Every backer gets its bond back; the bonded ones share the reward,
+                // which comes out of what was just burned, as does the seats' pay.
+                let bonded = t.backers.iter().filter(|b| b.bond > 0).count();
+                let reward = params.appeal_reward.min(left);
+                let each = reward
+                    .checked_div(u64::try_from(bonded).unwrap_or(u64::MAX))
+                    .unwrap_or(0);
+                let mut rewarded = 0u64;
+                for (r, b) in refunds.iter_mut().zip(&t.backers) {
+                    let extra = if b.bond > 0 { each } else { 0 };
+                    rewarded = rewarded.saturating_add(extra);
+                    *r = b.bond.saturating_add(extra);
+                }
+                st.burned = st.burned.saturating_sub(rewarded);
+                left.saturating_sub(rewarded)
             }
-            AppealResult::Upheld => share,
+            AppealResult::Upheld => bonds,
             // Who owed the keys pays: each starved seat one reward `R` from the provider's
             // balance (as much as it holds); a third party's bond comes back whole.
             AppealResult::Starved => {
                 for seat in &starved {
-                    let paid = registry::debit_up_to(st, &s.provider, params.reward);
+                    let paid = registry::debit_up_to(st, &provider, params.reward);
                     registry::credit(st, seat, paid);
                     ev.push(Event::SeatStarved {
                         session: *id,
@@ -745,20 +1041,30 @@ pub(crate) fn decide(
                         paid,
                     });
                 }
-                if by_provider {
-                    share
-                } else {
-                    m.refunded = share;
-                    0
+                let mut kept = 0u64;
+                for (r, b) in refunds.iter_mut().zip(&t.backers) {
+                    if b.appellant == provider {
+                        kept = kept.saturating_add(b.bond);
+                    } else {
+                        *r = b.bond;
+                    }
                 }
+                kept
             }
             // Nobody judged: a third party gets its bond back; a provider appealing its
             // own session bears it.
-            AppealResult::Undecided if payees.is_empty() && !by_provider => {
-                m.refunded = share;
-                0
+            AppealResult::Undecided if payees.is_empty() => {
+                let mut kept = 0u64;
+                for (r, b) in refunds.iter_mut().zip(&t.backers) {
+                    if b.appellant == provider {
+                        kept = kept.saturating_add(b.bond);
+                    } else {
+                        *r = b.bond;
+                    }
+                }
+                kept
             }
-            AppealResult::Undecided => share,
+            AppealResult::Undecided => bonds,
         };
         let n = u64::try_from(payees.len()).unwrap_or(u64::MAX);
         let each = pot.checked_div(n).unwrap_or(0);
@@ -769,20 +1075,25 @@ pub(crate) fn decide(
         m.burned = pot.saturating_sub(m.paid);
         if result == AppealResult::Overturned {
             st.burned = st.burned.saturating_sub(m.paid);
-            // What stays burned of the slashes is reported; the bond share went back.
+            // What stays burned of the slashes is reported; the bonds went back.
         } else {
             st.burned = st.burned.saturating_add(m.burned);
         }
-        if m.refunded > 0 {
-            registry::credit(st, &a.appellant, m.refunded);
+        for (r, b) in refunds.iter().zip(&t.backers) {
+            if *r > 0 {
+                registry::credit(st, &b.appellant, *r);
+                m.refunded = m.refunded.saturating_add(*r);
+            }
         }
 
         match result {
-            // A Valid verdict the provider kept its appeal from judging no longer stands.
+            // A Valid verdict the provider kept its appeal from judging no longer stands,
+            // and neither do the slashes of the seats that judged against it.
             AppealResult::Starved if previous_valid => {
                 if let Some(x) = local.get_mut(i) {
                     *x = (LocalVerdict::Undecided, a.round);
                 }
+                restore_slashes(st, &mut losses, id, t.segment, g, a.round, false, 0, ev);
             }
             AppealResult::Starved | AppealResult::Undecided => {
                 // The previous verdict stands, with the tier and seats that reached it.
@@ -811,10 +1122,6 @@ pub(crate) fn decide(
         });
     }
     s.losses = losses;
-    if bond > 0 {
-        // Unreachable (the bond is `appeal_bond` per segment); never lost either way.
-        registry::credit(st, &a.appellant, bond);
-    }
 
     let trace_before = o.trace;
     let v = tally::verdicts(&params, &s, &local);
@@ -843,6 +1150,10 @@ pub(crate) fn decide(
     o.appeals.rounds.push(AppealRound {
         round: a.round,
         appellant: a.appellant,
+        appellants: appellants(&a.segments)
+            .into_iter()
+            .map(|(x, _, _)| x)
+            .collect(),
         opened_at: a.opened_at,
         decided_at: ctx.height,
         bond: a.bond,

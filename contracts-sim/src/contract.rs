@@ -837,7 +837,7 @@ impl Contract {
                 .saturating_add(u128::from(s.bond))
                 .saturating_add(u128::from(s.appeal.as_ref().map_or(0, |a| a.bond)));
             for q in &s.queued {
-                total = total.saturating_add(u128::from(q.bond));
+                total = total.saturating_add(u128::from(q.bond()));
             }
         }
         total
@@ -1058,6 +1058,7 @@ fn new_seat(account: AccountId, round: u8) -> Seat {
         commitment: None,
         vote: None,
         reason: None,
+        slash: None,
         counted: false,
         keys: 0,
     }

@@ -71,6 +71,10 @@ pub(crate) enum Score {
     },
     /// It judged against the verdict, or did not show.
     Wrong(SlashReason),
+    /// It judged against a revealed honeypot's truth that too few of its round backed for
+    /// the provider's word to cost stake: its reputation falls as for a wrong vote, with
+    /// no slash.
+    Outvoted,
 }
 
 /// What a session's scoring draws on and keeps account of: the fee left in escrow, and
@@ -155,6 +159,11 @@ pub(crate) fn score_seat(
                 });
             }
             pay
+        }
+        Score::Outvoted => {
+            au.reputation = update_reputation(params.gamma, r, false);
+            au.disagreed = au.disagreed.saturating_add(1);
+            0
         }
         Score::Wrong(reason) => {
             au.reputation = update_reputation(params.gamma, r, false);

@@ -245,9 +245,9 @@ pub enum TxError {
     /// The mapping is opened after the honeypot set.
     #[error("open the honeypot set (RevealHoneypots, empty if none) before the mapping")]
     HoneypotsNotOpened,
-    /// Too many appeals are waiting behind the open one.
-    #[error("{0} appeals of this session are waiting already, the most a session queues")]
-    AppealQueueFull(usize),
+    /// The account already backs the appeal of this segment waiting for the next round.
+    #[error("segment {0}: this account already backs its appeal for the next round")]
+    AppealAlreadyFiled(u16),
     /// An arithmetic limit was hit (amounts near `u64::MAX`).
     #[error("amount overflow")]
     Overflow,

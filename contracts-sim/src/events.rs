@@ -346,10 +346,28 @@ pub enum Event {
         appellant: AccountId,
         /// Segments appealed.
         segments: Vec<u16>,
-        /// Appeals waiting before it.
+        /// Segments waiting for the next round before this filing (a filing of a segment
+        /// already waiting joins it).
         position: u16,
         /// Bond escrowed.
         bond: Amount,
+    },
+    /// An appeal decided a segment the way a seat had judged it, so the slash that seat
+    /// took for that judgement (a wrong vote, or incoherence after an earlier overturn)
+    /// is given back to its stake.
+    SlashRestored {
+        /// Session.
+        session: Hash,
+        /// Segment.
+        segment: u16,
+        /// The round the seat judged in.
+        round: u8,
+        /// The auditor.
+        seat: AccountId,
+        /// Amount given back.
+        amount: Amount,
+        /// Why it had been slashed.
+        reason: SlashReason,
     },
 }
 

@@ -57,8 +57,8 @@ pub use registry::{exit_refused, held_stake, seat_held, withdrawable};
 pub use sessions::{check_terms, honeypot_bond, minimum_fee};
 pub use state::{
     Account, AppealRecord, AppealResult, AppealRound, AppealTarget, AppealedSegment, Auditor,
-    CastVote, Coverage, Failure, FailureBound, Finality, HoneypotStats, LeftOutOutcome,
-    LocalVerdict, MAX_QUEUED_APPEALS, MAX_UNBONDINGS, OpenAppeal, Outcome, PendingExpertise, Phase,
-    QueuedAppeal, Seat, SegmentOutcome, SegmentState, SegmentVerdict, Session, State, TraceVerdict,
-    Unbonding, VoteCounts,
+    Backer, CastVote, Coverage, Failure, FailureBound, Finality, HoneypotStats, LeftOutOutcome,
+    LocalVerdict, MAX_BACKERS, MAX_UNBONDINGS, OpenAppeal, Outcome, PendingExpertise, Phase,
+    QueuedSegment, Seat, SeatSlash, SegmentOutcome, SegmentState, SegmentVerdict, Session, State,
+    TraceVerdict, Unbonding, VoteCounts,
 };

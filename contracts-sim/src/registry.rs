@@ -494,6 +494,24 @@ pub(crate) fn slash(st: &mut State, who: &AccountId, amount: Amount) -> Amount {
     taken
 }
 
+/// Gives back `amount` an earlier [`slash`] of `who` burned, to its stake (an appeal
+/// decided the segment the way it had judged). Returns what was given back: at most what
+/// is burned.
+pub(crate) fn restore(st: &mut State, who: &AccountId, amount: Amount) -> Amount {
+    let amount = amount.min(st.burned);
+    if amount == 0 {
+        return 0;
+    }
+    st.burned = st.burned.saturating_sub(amount);
+    let a = st.accounts.entry(*who).or_default();
+    a.stake = a.stake.saturating_add(amount);
+    if let Some(au) = st.auditors.get_mut(who) {
+        au.slashed = au.slashed.saturating_sub(amount);
+    }
+    reindex(st, who);
+    amount
+}
+
 /// Takes up to `amount` from an account's balance (what it holds, if less); returns what
 /// was taken.
 pub(crate) fn debit_up_to(st: &mut State, who: &AccountId, amount: Amount) -> Amount {

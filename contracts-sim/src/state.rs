@@ -177,6 +177,10 @@ pub struct Seat {
     pub vote: Option<Vote>,
     /// The reason revealed with the vote (bound into its commitment), once revealed.
     pub reason: Option<String>,
+    /// What this seat lost to a slash for its judgement here (a wrong vote, or incoherence
+    /// after an overturn): given back if a later appeal decides the segment its way.
+    #[serde(default)]
+    pub slash: Option<SeatSlash>,
     /// Whether its judgement (a revealed vote that is not an abstention) was among the
     /// first `k` of its round (auditor racing): only these are paid. Every judgement of
     /// the round counts towards the segment's verdict, whatever its order.
@@ -185,6 +189,15 @@ pub struct Seat {
     /// least one block before the window closes): bit 0 its own segment's key, bit
     /// `j + 1` the key of the segment's `depends_on[j]`. See [`Seat::keyed`].
     pub keys: u32,
+}
+
+/// A slash a seat took for its judgement of a segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeatSlash {
+    /// Why.
+    pub reason: crate::events::SlashReason,
+    /// How much stake it lost (burned).
+    pub amount: Amount,
 }
 
 impl Seat {
@@ -310,10 +323,11 @@ pub struct Session {
     /// `None` otherwise.
     #[serde(default)]
     pub appeal: Option<OpenAppeal>,
-    /// Appeals filed while another was open, each to be judged in its own round after it,
-    /// in filing order (at most [`MAX_QUEUED_APPEALS`]).
+    /// Segments appealed while a round of the session was being judged, each once with
+    /// everyone who backs its appeal, in the order they were first filed; all of them are
+    /// judged together in the next round.
     #[serde(default)]
-    pub queued: Vec<QueuedAppeal>,
+    pub queued: Vec<QueuedSegment>,
     /// Whether the provider opened its committed honeypot set.
     #[serde(default)]
     pub honeypots_opened: bool,
@@ -323,40 +337,60 @@ pub struct Session {
     pub losses: BTreeMap<AccountId, Amount>,
 }
 
-/// Most appeals waiting behind an open one in a session.
-pub const MAX_QUEUED_APPEALS: usize = 16;
+/// Most accounts whose bond backs the appeal of one segment in one round. Later filings
+/// of the segment are still accepted (the segment is heard all the same) and escrow no
+/// bond: a filing is never refused because others filed first.
+pub const MAX_BACKERS: usize = 8;
 
-/// An appeal filed while another round of the session was being judged: its bond is in
-/// escrow and it opens as soon as the rounds before it end.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct QueuedAppeal {
-    /// Who appealed.
+/// An account backing the appeal of a segment, and the bond it escrowed for it
+/// ([`crate::Params::appeal_bond`], or nothing past [`MAX_BACKERS`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Backer {
+    /// Who filed.
     pub appellant: AccountId,
-    /// Height of the block holding the appeal.
-    pub filed_at: u64,
-    /// The bond held in escrow (`appeal_bond` per segment).
+    /// Its bond for this segment.
     pub bond: Amount,
-    /// The segments appealed.
-    pub segments: Vec<u16>,
+}
+
+/// A segment appealed while a round of its session was being judged: it waits for the
+/// next round, with everyone who filed against it (each once).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueuedSegment {
+    /// Segment index.
+    pub segment: u16,
+    /// Whether the verdict appealed was Valid (the filings are against that side; if the
+    /// round being judged turns the verdict over, they are refunded, not heard).
+    pub against_valid: bool,
+    /// Height of the first filing.
+    pub filed_at: u64,
+    /// Who backs it, in filing order.
+    pub backers: Vec<Backer>,
+}
+
+impl QueuedSegment {
+    /// The bonds it holds in escrow.
+    pub fn bond(&self) -> Amount {
+        self.backers.iter().fold(0, |t, b| t.saturating_add(b.bond))
+    }
 }
 
 /// An appeal being judged: who appealed, which segments, and the bond it escrows.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OpenAppeal {
-    /// Who appealed (and escrowed the bond).
+    /// Who filed first (each segment names its own backers).
     pub appellant: AccountId,
     /// The round its seats vote in (`2 +` the session's earlier appeals).
     pub round: u8,
     /// Height of the block holding the appeal; seats are drawn at the end of a later one.
     pub opened_at: u64,
-    /// The bond held in escrow (`appeal_bond` per segment).
+    /// The bonds held in escrow, over every segment's backers.
     pub bond: Amount,
-    /// The segments appealed, in the order the appeal named them.
+    /// The segments appealed, in the order they were first filed.
     pub segments: Vec<AppealTarget>,
 }
 
 /// One segment of an open appeal, with the verdict it is appealed from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AppealTarget {
     /// Segment index.
     pub segment: u16,
@@ -364,10 +398,17 @@ pub struct AppealTarget {
     pub previous: LocalVerdict,
     /// The round that decided `previous` (its majority is slashed if it is overturned).
     pub decided_in: u8,
+    /// How many judgements of `decided_in` were on the side of `previous`: an appeal
+    /// overturns it only with more judgements on the other side.
+    #[serde(default)]
+    pub held_by: u16,
     /// The tier that decided `previous` (the segment's again if the appeal is undecided).
     pub tier: Tier,
     /// The `k` of the round that decided `previous`.
     pub k: u8,
+    /// Who backs this segment's appeal, with their bonds (the first is who filed first).
+    #[serde(default)]
+    pub backers: Vec<Backer>,
 }
 
 /// Final verdict of a segment.
@@ -603,8 +644,11 @@ pub struct AppealRecord {
 pub struct AppealRound {
     /// The round its seats voted in (2 for the session's first appeal).
     pub round: u8,
-    /// Who appealed.
+    /// Who filed first.
     pub appellant: AccountId,
+    /// Everyone whose filing was heard in this round, in filing order.
+    #[serde(default)]
+    pub appellants: Vec<AccountId>,
     /// Height of the appeal.
     pub opened_at: u64,
     /// Height of its decision.
@@ -640,10 +684,12 @@ pub enum AppealResult {
 }
 
 impl AppealResult {
-    /// Whether the round judged the segment (a keyed quorum decided it): only such rounds
-    /// count against [`crate::Params::max_appeal_rounds`].
+    /// Whether the round uses up one of the segment's appeal rounds
+    /// ([`crate::Params::max_appeal_rounds`]): only an Upheld verdict does. An overturned
+    /// verdict may be appealed again (by the side that lost, before a larger panel), and
+    /// a round starved of keys or left undecided judged nothing.
     pub fn counts(self) -> bool {
-        matches!(self, AppealResult::Overturned | AppealResult::Upheld)
+        matches!(self, AppealResult::Upheld)
     }
 }
 

@@ -19,7 +19,7 @@ use crate::{
     params::Params,
     registry,
     state::{
-        AppealRecord, Coverage, FailureBound, LeftOutOutcome, LocalVerdict, Outcome,
+        AppealRecord, Coverage, FailureBound, LeftOutOutcome, LocalVerdict, Outcome, SeatSlash,
         SegmentOutcome, SegmentState, SegmentVerdict, Session, TraceVerdict, VoteCounts,
     },
 };
@@ -82,6 +82,17 @@ pub fn round_quorum(tau: Ppm, k: u8, c: &VoteCounts) -> u8 {
 /// its counts there): only then could they have disputed its truth.
 pub(crate) fn judged_by_quorum(c: &VoteCounts, q: u8) -> bool {
     judgements(c) >= u16::from(q)
+}
+
+/// Whether the judgements of a round (`c`) on `side`'s side of Valid/not-Valid are more
+/// than two thirds of all its judgements.
+pub(crate) fn supermajority(c: &VoteCounts, side: trust_protocol::Vote) -> bool {
+    let on_side = if side.is_valid() {
+        c.valid
+    } else {
+        c.invalid.saturating_add(c.ungrounded)
+    };
+    u32::from(on_side) * 3 > u32::from(judgements(c)) * 2
 }
 
 /// Whether a revealed honeypot is disputed: the judgements of its deciding round (`c`) on
@@ -649,6 +660,7 @@ impl Contract {
         let mut rewards_paid = 0u64;
         let mut honeypot_voters = Vec::new();
         let mut starved = Vec::new();
+        let mut seat_slashes = Vec::new();
         let provider_counts = self
             .state
             .accounts
@@ -691,7 +703,14 @@ impl Contract {
                 Some((truth, d)) => (Some(truth), Some((truth, d))),
                 None => (own(), None),
             };
-            for seat in &g.seats {
+            // A revealed honeypot's truth is the provider's word: it scores a judgement
+            // against it only when more than two thirds of the round's judgements side with
+            // it. Below that (a provider whose colluding seats hold the rest of a small
+            // panel), the seats on the other side lose reputation but no stake; those on
+            // its side are scored as usual, and every vote is recorded for the
+            // rubber-stamp rule (which counts only providers that paid fees).
+            let contested_truth = truth.is_some_and(|(t, _)| !supermajority(&c, t));
+            for (j, seat) in g.seats.iter().enumerate() {
                 // A seat the provider did not give its keys in time could not judge: it is
                 // neither slashed nor scored unless it judged anyway, and the provider
                 // pays it below.
@@ -707,11 +726,15 @@ impl Contract {
                     (Some(_), Some(vote)) => target.map(|t| {
                         if vote.is_valid() == t.is_valid() {
                             Score::Agree { paid: seat.counted }
+                        } else if contested_truth {
+                            Score::Outvoted
                         } else {
                             Score::Wrong(SlashReason::WrongVote)
                         }
                     }),
                 };
+                let wrong_vote = matches!(score, Some(Score::Wrong(SlashReason::WrongVote)));
+                let lost_before = losses.get(&seat.account).copied().unwrap_or(0);
                 if let Some(score) = score {
                     rewards_paid = rewards_paid.saturating_add(econ::score_seat(
                         &mut self.state,
@@ -730,6 +753,14 @@ impl Contract {
                         ev,
                     ));
                 }
+                let lost = losses
+                    .get(&seat.account)
+                    .copied()
+                    .unwrap_or(0)
+                    .saturating_sub(lost_before);
+                if wrong_vote && lost > 0 {
+                    seat_slashes.push((i, j, lost));
+                }
                 if let (Some((truth, d)), Some(vote)) = (truth, seat.vote) {
                     econ::record_honeypot(
                         &mut self.state,
@@ -745,6 +776,14 @@ impl Contract {
             }
         }
         s.losses = losses;
+        for (i, j, amount) in seat_slashes {
+            if let Some(seat) = s.segments.get_mut(i).and_then(|g| g.seats.get_mut(j)) {
+                seat.slash = Some(SeatSlash {
+                    reason: SlashReason::WrongVote,
+                    amount,
+                });
+            }
+        }
         honeypot_voters.sort();
         honeypot_voters.dedup();
         for seat in &honeypot_voters {

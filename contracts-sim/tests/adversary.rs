@@ -915,6 +915,257 @@ fn finding_5_appeals_queue_draw_from_the_whole_tier_and_stop_at_the_horizon() {
     ));
 }
 
+fn stake(chain: &Chain, who: &AccountId) -> u64 {
+    chain.c.state().accounts[who].stake
+}
+
+/// Finding 5, re-rolls: a fresh panel of a fixed size can be re-rolled until colluders
+/// win one. An appeal panel is at least twice the judgements that reached the verdict,
+/// plus one, so every overturn needs a larger panel than the last; and an overturn gives
+/// back the slashes of the seats that had judged the segment the way it is now decided.
+#[test]
+fn finding_5_each_overturn_needs_a_larger_panel_and_gives_back_the_right_seats_stake() {
+    let params = Params {
+        // Every wrong vote is slashed, so a slash that is given back was certainly taken.
+        p_min: Ppm(1_000_000),
+        p_max: Ppm(1_000_000),
+        ..test_params()
+    };
+    let (mut chain, keys) = chain(params, &[(Tier::Computer, 30)]);
+    // Round 0: three seats (k = 1, two extra), all rightly Invalid.
+    let m = manifest(vec![segment(7, Tier::Computer, vec![])], 1, 2);
+    let (sid, drawn) = open(&mut chain, m);
+    let first = seats_of(&drawn, 0, 0);
+    assert_eq!(first.len(), 3);
+    run_round(&mut chain, &keys, sid, 0, &drawn, &[], &|_, _| {
+        Some(Vote::Invalid)
+    });
+    finish(&mut chain, sid);
+    assert_eq!(chain.c.outcome(&sid).unwrap().trace, TraceVerdict::Fail);
+    let before: Vec<u64> = first.iter().map(|s| stake(&chain, s)).collect();
+
+    // The adversary's third party appeals: 2 x 3 + 1 = 7 seats, not 2k + 1 = 3. Here all
+    // seven collude (the draw will rarely give them that): the verdict turns and the
+    // first round's majority is slashed for incoherence.
+    chain.submit(
+        &key("sybil-0"),
+        Call::Appeal {
+            session: sid,
+            segments: vec![0],
+        },
+    );
+    chain.block();
+    let drawn = chain.block();
+    let colluders = seats_of(&drawn, 0, 2);
+    assert_eq!(colluders.len(), 7, "twice the 3 judgements, plus one");
+    run_round(&mut chain, &keys, sid, 2, &drawn, &[], &|_, _| {
+        Some(Vote::Valid)
+    });
+    let o = chain.c.outcome(&sid).unwrap();
+    assert_eq!(
+        o.appeals.rounds[0].segments[0].result,
+        AppealResult::Overturned
+    );
+    assert_eq!(o.trace, TraceVerdict::Pass);
+    for (s, b) in first.iter().zip(&before) {
+        assert!(stake(&chain, s) < *b, "the right seats lost stake for now");
+    }
+    let colluders_before: Vec<u64> = colluders.iter().map(|s| stake(&chain, s)).collect();
+
+    // The watcher appeals back: 2 x 7 + 1 = 15 seats judge it Invalid. The verdict turns
+    // again, the seven are slashed, and the first three get back what they lost.
+    chain.submit(
+        &key("stranger"),
+        Call::Appeal {
+            session: sid,
+            segments: vec![0],
+        },
+    );
+    chain.block();
+    let drawn = chain.block();
+    let panel = seats_of(&drawn, 0, 3);
+    assert_eq!(panel.len(), 15, "twice the 7 judgements, plus one");
+    let ev = run_round(&mut chain, &keys, sid, 3, &drawn, &[], &|_, _| {
+        Some(Vote::Invalid)
+    });
+    let o = chain.c.outcome(&sid).unwrap();
+    assert_eq!(
+        o.appeals.rounds[1].segments[0].result,
+        AppealResult::Overturned
+    );
+    assert_eq!(o.trace, TraceVerdict::Fail);
+    for (s, b) in first.iter().zip(&before) {
+        assert_eq!(stake(&chain, s), *b, "given back in full");
+        assert!(ev.iter().any(|e| matches!(e,
+            Event::SlashRestored { seat, round: 0, reason: SlashReason::Incoherent, .. } if seat == s)));
+    }
+    for (s, b) in colluders.iter().zip(&colluders_before) {
+        assert!(stake(&chain, s) < *b, "the colluding panel answers for it");
+    }
+    // Neither overturn used up the segment's appeal rounds: the side that lost may still
+    // appeal, before a panel of 31 (which this network of 30 cannot staff).
+    assert!(matches!(
+        chain.try_apply(
+            &key("sybil-1"),
+            Call::Appeal {
+                session: sid,
+                segments: vec![0]
+            }
+        ),
+        Err(TxError::AppealUnstaffed { needed: 31, .. })
+    ));
+}
+
+/// Finding 5, crowding out: filings against a segment while a round runs merge into one
+/// waiting entry, however many there are: the first `MAX_BACKERS` escrow a bond each,
+/// later ones nothing, nobody is refused for being late, and every waiting segment is
+/// heard together in the next round.
+#[test]
+fn finding_5_appeals_of_a_segment_merge_and_nobody_is_crowded_out() {
+    let backers: Vec<String> = (0..10).map(|i| format!("backer-{i}")).collect();
+    let mut others: Vec<(&str, u64)> = vec![("provider", 1_000_000), ("stranger", 100_000)];
+    others.extend(backers.iter().map(|b| (b.as_str(), 1_000)));
+    let params = test_params();
+    let bond = params.appeal_bond;
+    let (mut chain, keys) = Chain::with_accounts(
+        params,
+        &[(Tier::Computer, 20)],
+        &others,
+        SupplyCheck::EachBlock,
+    );
+    let sid = decided(&mut chain, &keys, 9, Vote::Valid);
+    chain.submit(
+        &key("stranger"),
+        Call::Appeal {
+            session: sid,
+            segments: vec![0],
+        },
+    );
+    chain.block();
+    assert!(chain.c.state().sessions[&sid].appeal.is_some());
+    for b in &backers {
+        let ev = chain
+            .try_apply(
+                &key(b),
+                Call::Appeal {
+                    session: sid,
+                    segments: vec![0],
+                },
+            )
+            .unwrap_or_else(|e| panic!("{b} refused: {e}"));
+        assert!(ev.iter().any(|e| matches!(e, Event::AppealQueued { .. })));
+    }
+    let queued = &chain.c.state().sessions[&sid].queued;
+    assert_eq!(queued.len(), 1, "one entry per segment");
+    assert_eq!(queued[0].backers.len(), trust_contracts::MAX_BACKERS);
+    for (i, b) in backers.iter().enumerate() {
+        let charged = if i < trust_contracts::MAX_BACKERS {
+            bond
+        } else {
+            0
+        };
+        assert_eq!(chain.balance(&key(b).public()), 1_000 - charged, "{b}");
+    }
+    assert_eq!(
+        chain.try_apply(
+            &key("backer-0"),
+            Call::Appeal {
+                session: sid,
+                segments: vec![0]
+            }
+        ),
+        Err(TxError::AppealAlreadyFiled(0))
+    );
+    // The open round upholds the verdict; the waiting segment opens the next round at once,
+    // in every bonded backer's name.
+    let drawn = chain.block();
+    let ev = run_round(&mut chain, &keys, sid, 2, &drawn, &[], &|_, _| {
+        Some(Vote::Valid)
+    });
+    let opened: Vec<AccountId> = ev
+        .iter()
+        .filter_map(|e| match e {
+            Event::AppealOpened {
+                appellant,
+                round: 3,
+                ..
+            } => Some(*appellant),
+            _ => None,
+        })
+        .collect();
+    let bonded: Vec<AccountId> = backers[..trust_contracts::MAX_BACKERS]
+        .iter()
+        .map(|b| key(b).public())
+        .collect();
+    assert_eq!(opened, bonded);
+    let drawn = chain.block();
+    run_round(&mut chain, &keys, sid, 3, &drawn, &[], &|_, _| {
+        Some(Vote::Valid)
+    });
+    let o = chain.c.outcome(&sid).unwrap();
+    let r = &o.appeals.rounds[1];
+    assert_eq!(r.appellants, bonded);
+    assert_eq!(r.segments[0].result, AppealResult::Upheld);
+    assert_eq!(r.bond, bond * trust_contracts::MAX_BACKERS as u64);
+}
+
+/// Finding 2, the small panel: a provider whose colluders hold two of a honeypot's three
+/// seats backs its false "known error" with a quorum, so the honest seat cannot dispute
+/// it. The provider's word costs that seat stake only when more than two thirds of the
+/// round's judgements side with it: here its reputation falls, its stake does not.
+#[test]
+fn finding_2_a_false_honeypot_backed_by_a_bare_majority_takes_no_stake() {
+    let params = Params {
+        p_min: Ppm(1_000_000),
+        p_max: Ppm(1_000_000),
+        ..test_params()
+    };
+    let (mut chain, keys) = chain(params, &[(Tier::Computer, 5)]);
+    let provider = key("provider");
+    let salt = Salt([3; 32]);
+    let mut m = manifest(vec![segment(0, Tier::Computer, vec![])], 3, 0);
+    m.segments[0].honeypot = Some(honeypot_commitment(
+        &m.segments[0].id,
+        Vote::Invalid,
+        Difficulty::Obvious,
+        &salt,
+    ));
+    let m = with_honeypot_set(m, &[0]);
+    let (sid, drawn) = open(&mut chain, m);
+    let seats = seats_of(&drawn, 0, 0);
+    assert_eq!(seats.len(), 3);
+    let honest = seats[2];
+    let reputation = chain.c.state().auditors[&honest].reputation;
+    run_round(&mut chain, &keys, sid, 0, &drawn, &[], &|_, j| {
+        Some(if j < 2 { Vote::Invalid } else { Vote::Valid })
+    });
+    chain.submit(
+        &provider,
+        open_set(
+            sid,
+            vec![HoneypotOpening {
+                segment: 0,
+                verdict: Vote::Invalid,
+                difficulty: Difficulty::Obvious,
+                salt,
+            }],
+        ),
+    );
+    let ev = finish(&mut chain, sid);
+    let o = chain.c.outcome(&sid).unwrap();
+    assert_eq!(
+        o.disputed_honeypots, 0,
+        "one vote is not a quorum to dispute"
+    );
+    assert!(
+        !slashed(&ev).iter().any(|(s, _)| *s == honest),
+        "{:?}",
+        slashed(&ev)
+    );
+    assert_eq!(stake(&chain, &honest), 1_000);
+    assert!(chain.c.state().auditors[&honest].reputation < reputation);
+}
+
 /// Finding 8: a PASS certifies what the terms say. Segment weights must be their tier's
 /// weight in the terms; and at least `beta` of the claims (each counted once) must be
 /// judged Valid, so heavy judged claims cannot carry many unjudged ones.

@@ -153,12 +153,14 @@ fn adversary_run(seed: u64) -> AdversaryReport {
 /// same seed gives the same report byte for byte, no defence the contract owes is
 /// breached (terms under the floors, a private domain, honeypots opened after the votes or
 /// holding the conclusion, late expertise, the seed), and no segment's verdict depends on
-/// the order of its round's reveals. Honest seats never miss a window, so a slash of one is
-/// never its own doing; where the other invariants fail, they fail only in the ways
-/// `adversaries_buy_nothing` (ignored) describes, and the report says so.
+/// the order of its round's reveals; and the adversary buys nothing: no honest auditor loses
+/// stake for good (honest seats never miss a window, so a slash of one is never its own
+/// doing: the slashes sybil-majority panels deal them are given back when the verdict
+/// falls), no wrong trace passes, and no third party's appeal is refused.
 #[test]
-fn adversaries_try_everything_deterministically_and_no_defence_breaks() {
+fn adversaries_try_everything_deterministically_and_buy_nothing() {
     let mut reports = Vec::new();
+    let mut restored = 0;
     for seed in [1, 2, 3] {
         let r = adversary_run(seed);
         let d = &r.diagnostics;
@@ -197,20 +199,16 @@ fn adversaries_try_everything_deterministically_and_no_defence_breaks() {
             r.attacks["private-domain"],
             "seed {seed}"
         );
-        for reason in d.honest_slashes_by_reason.keys() {
-            assert!(
-                ["wrong-vote", "incoherent"].contains(&reason.as_str()),
-                "seed {seed}: an honest seat slashed as {reason}"
-            );
-        }
-        for error in d.third_party_refusals_by_error.keys() {
-            assert!(
-                ["AppealQueueFull", "AppealRoundsExhausted"].contains(&error.as_str()),
-                "seed {seed}: the watcher refused with {error}"
-            );
-        }
-        let failed = r.honest_slashed + r.wrong_pass + r.third_party_appeals_refused > 0;
-        assert_eq!(!r.violations().is_empty(), failed, "{:?}", r.violations());
+        // The invariants of issue 39: no honest auditor slashed (net of the slashes a
+        // later appeal gave back), no wrong trace passing, no third party's appeal refused.
+        assert!(
+            r.violations().is_empty(),
+            "seed {seed}: {:?}\n{:#?}",
+            r.violations(),
+            d.incidents
+        );
+        assert_eq!(r.honest_slashed, 0, "seed {seed}");
+        restored += d.slashes_restored;
         assert!(r.max_blocks_to_final > 0 && r.max_blocks_to_final < 1_000);
         reports.push(serde_json::to_string(&r).unwrap());
     }
@@ -220,32 +218,7 @@ fn adversaries_try_everything_deterministically_and_no_defence_breaks() {
         "same seed, same report"
     );
     assert_ne!(reports[0], reports[1]);
-}
-
-/// The invariants of issue 39 over the same runs: no honest auditor slashed, no wrong
-/// trace passing, no third party's appeal refused. The contract fails them today, and the
-/// adversarial simulator shows how (each failure is an incident in the report):
-/// - *appeal re-rolls*: a third party of the adversary appeals its wrong step, rightly
-///   judged wrong by a first round of `k + Delta` seats, again and again; each appeal
-///   round is a fresh panel of only `2k + 1` seats (`appeal::appeal_seats`), the sybils
-///   (under a third of the stake) win one now and then, and that round overturns the
-///   verdict, slashes the first round's honest majority for incoherence, and uses up the
-///   segment's last appeal round, so the honest watcher's appeal is refused
-///   (`AppealRoundsExhausted`) and the wrong PASS becomes final;
-/// - *a full queue*: spam appeals fill the session's sixteen queue slots and the watcher's
-///   appeal is refused (`AppealQueueFull`);
-/// - *sortition*: a first-round panel the draw fills with a sybil majority decides against
-///   the truth and its honest minority is slashed for a wrong vote.
-#[test]
-#[ignore = "the contract fails these invariants today (appeal re-rolls, a full appeal queue, sybil-majority panels): see the doc comment"]
-fn adversaries_buy_nothing() {
-    for seed in [1, 2, 3] {
-        let r = adversary_run(seed);
-        assert!(
-            r.violations().is_empty(),
-            "seed {seed}: {:?}\n{:#?}",
-            r.violations(),
-            r.diagnostics.incidents
-        );
-    }
+    // Sybil-majority panels did slash honest seats on the way, and appeals gave it back:
+    // without that, `honest_slashed` above would not be 0.
+    assert!(restored > 0, "no slash was ever given back");
 }

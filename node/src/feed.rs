@@ -18,13 +18,14 @@
 //! | `segment_decided` | a segment's final verdict | session, segment, verdict |
 //! | `session_decided` | the trace verdict | session, account = provider, verdict, passing and total weight |
 //! | `appeal_opened` | an account appealed decided segments; fresh seats are drawn next block | session, account = appellant, round, `segments_appealed`, amount = bond escrowed |
-//! | `appeal_queued` | an appeal was filed while another round of the session runs: it opens after the rounds before it | session, account = appellant, `segments_appealed`, amount = bond escrowed, `position` |
+//! | `appeal_queued` | an appeal was filed while another round of the session runs: its segments wait for the next round (a segment already waiting gains a backer) | session, account = appellant, `segments_appealed`, amount = bond escrowed, `position` (segments waiting before it) |
 //! | `appeal_decided` | an appeal round decided one appealed segment | session, segment, round, `previous` (its verdict before), verdict, `overturned`, `trace` (the trace verdict after) |
 //! | `appeal_cancelled` | an appeal could not be staffed; its bond went back | session, account = appellant, amount, reason |
 //! | `session_failed` | a session could not run; its fee was refunded | session, reason |
 //! | `session_final` | the appeal window passed with no appeal open: the outcome is final | session |
 //! | `reward` | a seat was paid | session, segment, account, amount |
 //! | `slash` | stake was slashed | session, account, amount, reason |
+//! | `slash_restored` | an appeal decided a segment the way the seat had judged it: the slash it took for that judgement went back to its stake | session, segment, round, account, amount, reason (why it had been slashed) |
 //! | `bonded`, `unbond_started`, `withdrawn` | an auditor's own stake moved | account, amount, `release_at` (unbonding) |
 //! | `expertise_declared`, `expertise_changed` | an auditor declared expertise domains, counting from `release_at`; they took effect | account, `expertise`, `release_at` (declared) |
 //!
@@ -81,6 +82,8 @@ pub enum Kind {
     Reward,
     /// Stake was slashed.
     Slash,
+    /// A slash went back: an appeal decided the segment the way the seat had judged it.
+    SlashRestored,
     /// Stake was bonded.
     Bonded,
     /// Unbonding started.
@@ -98,7 +101,7 @@ pub enum Kind {
 
 impl Kind {
     /// Every kind a block's feed may hold (all but [`Kind::Dropped`]).
-    pub const STORED: [Kind; 21] = [
+    pub const STORED: [Kind; 22] = [
         Kind::SessionOpened,
         Kind::SeatDrawn,
         Kind::CommitDue,
@@ -115,6 +118,7 @@ impl Kind {
         Kind::SessionFinal,
         Kind::Reward,
         Kind::Slash,
+        Kind::SlashRestored,
         Kind::Bonded,
         Kind::UnbondStarted,
         Kind::Withdrawn,
@@ -141,6 +145,7 @@ impl Kind {
             Kind::SessionFinal => "session_final",
             Kind::Reward => "reward",
             Kind::Slash => "slash",
+            Kind::SlashRestored => "slash_restored",
             Kind::Bonded => "bonded",
             Kind::UnbondStarted => "unbond_started",
             Kind::Withdrawn => "withdrawn",
@@ -582,6 +587,23 @@ pub fn derive(height: u64, events: &[Event], after: &Contract) -> Vec<FeedEvent>
             } => {
                 let mut e = FeedEvent::new(Kind::Slash);
                 e.session = Some(*session);
+                e.account = Some(*seat);
+                e.amount = Some(*amount);
+                e.reason = Some(snake(reason));
+                out.push(e);
+            }
+            Event::SlashRestored {
+                session,
+                segment,
+                round,
+                seat,
+                amount,
+                reason,
+            } => {
+                let mut e = FeedEvent::new(Kind::SlashRestored);
+                e.session = Some(*session);
+                e.segment = Some(*segment);
+                e.round = Some(*round);
                 e.account = Some(*seat);
                 e.amount = Some(*amount);
                 e.reason = Some(snake(reason));

@@ -160,9 +160,10 @@ pub struct AdversaryReport {
     pub seed: u64,
     /// Sessions opened (honest and adversarial; refused probes are not sessions).
     pub sessions: u64,
-    /// Slash events on honest auditors (every one counts: they vote the truth).
+    /// Slash events on honest auditors (every one counts: they vote the truth), less those
+    /// a later appeal gave back ([`crate::Event::SlashRestored`]).
     pub honest_slashed: u64,
-    /// Stake honest auditors lost to those slashes.
+    /// Stake honest auditors lost to those slashes, net of what was given back.
     pub honest_stake_lost: u64,
     /// Traces with a known wrong step (a segment of the trace, not an opened honeypot,
     /// whose truth is not Valid) whose final trace verdict is Pass.
@@ -208,8 +209,11 @@ pub struct Diagnostics {
     /// Seats the sybils held in adversary sessions' first rounds, over all such seats,
     /// in ppm (their stake share is below a third).
     pub sybil_seat_share_ppm: u64,
-    /// Honest slashes by reason.
+    /// Honest slashes by reason, net of those a later appeal gave back.
     pub honest_slashes_by_reason: BTreeMap<String, u64>,
+    /// Slashes (of anyone) a later appeal gave back: the seat had judged the segment the
+    /// way the appeal decided it.
+    pub slashes_restored: u64,
     /// The watcher's refused appeals, by error.
     pub third_party_refusals_by_error: BTreeMap<String, u64>,
     /// Appeals the watcher filed that were accepted (opened or queued).

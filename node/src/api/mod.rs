@@ -500,7 +500,7 @@ async fn session(State(api): State<Api>, Path(id): Path<String>) -> ApiResult<Js
 
 #[utoipa::path(
     post, path = "/v1/sessions/{id}/appeals",
-    description = "This node appeals decided segments of a session from its own account, escrowing the network's appeal bond per segment: fresh seats (2k + 1, none who sat on the segment before) judge each segment again and their verdict replaces the old one. Needs the operator token. The call is tried on the node's state first, so a refusal names the contract's reason.",
+    description = "This node appeals decided segments of a session from its own account, escrowing the network's appeal bond per segment: fresh seats (2k + 1 at least, and more than twice the judgements that reached the verdict; none who sat on the segment before) judge each segment again and their verdict replaces the old one. Needs the operator token. The call is tried on the node's state first, so a refusal names the contract's reason.",
     params(("id" = String, Path, description = "session id, 64 hex characters", pattern = "^[0-9a-fA-F]{64}$")),
     request_body = AppealBody,
     security(("operator_token" = [])),

@@ -153,9 +153,10 @@ pub enum Command {
     /// An auditor's life: register, bond, status, unbond, exit, withdraw.
     Auditor(auditor::AuditorArgs),
     /// Appeal decided segments of a session from this node's account, within its appeal
-    /// window: escrows the network's appeal bond per segment; fresh seats (2k + 1, none
-    /// who sat on the segment before) judge each again, and their verdict replaces the
-    /// old one. Prints the bond and the round; with `--wait`, each segment's previous and
+    /// window: escrows the network's appeal bond per segment; fresh seats (2k + 1 at
+    /// least, and more than twice the judgements that reached the verdict; none who sat
+    /// on the segment before) judge each again, and their verdict replaces the old one.
+    /// Filed while a round is judged, it waits for the next round. Prints the bond and the round; with `--wait`, each segment's previous and
     /// new verdict, the slashes and the refund. A refusal prints the contract's reason and
     /// exits 1.
     Appeal(appeal::AppealArgs),

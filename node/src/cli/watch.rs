@@ -238,8 +238,13 @@ pub fn line(e: &FeedEvent, me: Option<AccountId>) -> String {
             "{session} by {}: honeypot set not opened, bond {amount} burned",
             who(e.account),
         ),
+        Kind::SlashRestored => format!(
+            "{session}{segment} → {}: slash of {amount} given back ({}): an appeal decided it their way",
+            who(e.account),
+            e.reason.as_deref().unwrap_or("?")
+        ),
         Kind::AppealQueued => format!(
-            "{session} by {}: segments {} queued behind {} appeal(s), bond {amount}",
+            "{session} by {}: segments {} wait for the next appeal round ({} waiting before), bond {amount}",
             who(e.account),
             e.segments_appealed
                 .as_deref()

@@ -57,9 +57,9 @@ use crate::{Contract, Event, LocalVerdict, Phase, SlashReason, TraceVerdict, min
 const GOOD: u8 = 0x60;
 /// The sealed bytes of a key that does not open.
 const GARBAGE: u8 = 0xEE;
-/// Appeals the spammers file on one session: one open and the queue's sixteen, and one
-/// more.
-const SPAM_APPEALS: usize = crate::MAX_QUEUED_APPEALS + 2;
+/// Appeals the spammers file on one session: more than a segment's bonded backers
+/// ([`crate::MAX_BACKERS`]), to try to crowd out the watcher.
+const SPAM_APPEALS: usize = crate::MAX_BACKERS + 2;
 
 /// How the adversary keys the honest seats of a round.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -290,12 +290,20 @@ impl World {
                     self.behave.seats.remove(session);
                 }
                 Event::Slashed {
+                    session,
                     seat,
                     amount,
                     reason,
-                    ..
                 } => {
                     if matches!(self.kind_of(seat), Some(Kind::Honest(_))) {
+                        let context = self.slash_context(session, seat);
+                        self.counts.incident(format!(
+                            "block {}: honest seat slashed {amount} for {} in session {}: {context}; {}",
+                            self.height,
+                            slash_reason(*reason),
+                            session.to_hex(),
+                            self.story(session)
+                        ));
                         self.counts.honest_slashed += 1;
                         self.counts.honest_stake_lost += amount;
                         *self
@@ -304,6 +312,29 @@ impl World {
                             .honest_slashes_by_reason
                             .entry(slash_reason(*reason).to_string())
                             .or_insert(0) += 1;
+                    }
+                }
+                // A later appeal decided the segment the way the seat judged it: the slash
+                // is given back, so it is not a slash the adversary bought.
+                Event::SlashRestored {
+                    seat,
+                    amount,
+                    reason,
+                    ..
+                } => {
+                    self.counts.diag.slashes_restored += 1;
+                    if matches!(self.kind_of(seat), Some(Kind::Honest(_))) {
+                        self.counts.honest_slashed = self.counts.honest_slashed.saturating_sub(1);
+                        self.counts.honest_stake_lost =
+                            self.counts.honest_stake_lost.saturating_sub(*amount);
+                        let by = &mut self.counts.diag.honest_slashes_by_reason;
+                        let key = slash_reason(*reason).to_string();
+                        if let Some(n) = by.get_mut(&key) {
+                            *n = n.saturating_sub(1);
+                            if *n == 0 {
+                                by.remove(&key);
+                            }
+                        }
                     }
                 }
                 Event::HoneypotDisputed { .. } => self.counts.diag.honeypots_disputed += 1,
@@ -580,8 +611,14 @@ impl World {
                 continue;
             };
             let pending = live.is_some_and(|l| {
-                l.appeal.as_ref().is_some_and(|a| a.appellant == me)
-                    || l.queued.iter().any(|q| q.appellant == me)
+                l.appeal.as_ref().is_some_and(|a| {
+                    a.segments
+                        .iter()
+                        .any(|t| t.backers.iter().any(|b| b.appellant == me))
+                }) || l
+                    .queued
+                    .iter()
+                    .any(|q| q.backers.iter().any(|b| b.appellant == me))
             });
             let open = live.is_some_and(|l| l.appeal.is_some());
             let horizon = o.decided_at.saturating_add(params.appeal_horizon);
@@ -677,6 +714,38 @@ impl World {
         }
         let blocks = self.height.saturating_sub(c.opened_at);
         self.counts.max_blocks_to_final = self.counts.max_blocks_to_final.max(blocks);
+    }
+
+    /// Where `seat` sits in `session` as the contract holds it now: per segment, its round,
+    /// its vote, the truth, whether it is a revealed honeypot, and its round's votes.
+    fn slash_context(&self, session: &Hash, seat: &AccountId) -> String {
+        let st = self.contract.state();
+        let Some(s) = st
+            .sessions
+            .get(session)
+            .or_else(|| st.appealable.get(session))
+        else {
+            return "session no longer held".into();
+        };
+        let truth = self.cases.get(session).map(|c| c.truth.clone());
+        let mut out = Vec::new();
+        for (i, g) in s.segments.iter().enumerate() {
+            for x in g.seats.iter().filter(|x| x.account == *seat) {
+                let c = tally::round_counts(g, x.round);
+                out.push(format!(
+                    "segment {i} round {} vote {:?} truth {:?} honeypot {:?} ({} valid / {} not valid / {} abstained / {} starved)",
+                    x.round,
+                    x.vote,
+                    truth.as_ref().and_then(|t| t.get(i)),
+                    g.honeypot.map(|(t, _)| t),
+                    c.valid,
+                    c.invalid + c.ungrounded,
+                    c.abstained,
+                    c.starved
+                ));
+            }
+        }
+        out.join(", ")
     }
 
     /// What the simulation knows of a session, told for an incident.
@@ -1008,8 +1077,14 @@ impl World {
                 continue;
             };
             let pending = live.is_some_and(|l| {
-                l.appeal.as_ref().is_some_and(|a| a.appellant == me)
-                    || l.queued.iter().any(|q| q.appellant == me)
+                l.appeal.as_ref().is_some_and(|a| {
+                    a.segments
+                        .iter()
+                        .any(|t| t.backers.iter().any(|b| b.appellant == me))
+                }) || l
+                    .queued
+                    .iter()
+                    .any(|q| q.backers.iter().any(|b| b.appellant == me))
             });
             if pending {
                 continue;

@@ -331,7 +331,9 @@ impl World {
             + window(&p.floors.min_commit_window, p.commit_window)
             + window(&p.floors.min_reveal_window, p.reveal_window);
         let opening = u64::from(self.cfg.sessions.div_ceil(self.cfg.sessions_per_block));
-        let appeals = (crate::MAX_QUEUED_APPEALS as u64 + 2) * (round + 2);
+        // Every queued segment is heard in the next round: at most one round per block of
+        // the horizon, and a few more for rounds that open on its last blocks.
+        let appeals = 18 * (round + 2);
         opening + 2 * round + p.disclose_window + p.appeal_horizon + appeals + 100
     }
 
@@ -543,8 +545,13 @@ impl World {
         let next = BlockHeader {
             height: parent.height + 1,
             prev_hash: parent.hash(),
-            vrf: prove_seed(&self.actors[0].key, &chain, parent.height + 1, &parent.seed())
-                .ok()?,
+            vrf: prove_seed(
+                &self.actors[0].key,
+                &chain,
+                parent.height + 1,
+                &parent.seed(),
+            )
+            .ok()?,
             ..parent.clone()
         };
         Some(next.seed())
