@@ -162,6 +162,47 @@ pub fn record_of<'a>(keys: impl IntoIterator<Item = &'a DeliveredKey>) -> Hash {
         .fold(Hash::ZERO, |h, k| record_key(&h, k.segment, &k.sealed))
 }
 
+/// The keys on record for a seat, found among the keys it was `delivered` (in delivery
+/// order, every round's and every segment's, late ones and repeats included): the first
+/// key of each segment in `needs` (its own and its premises'), from the first delivery of
+/// its round, whose digest is `record`. The seat does not know which deliveries landed in
+/// time; the record says so. `None` when no such run exists (or nothing is on record).
+/// Quadratic in the deliveries at worst: the caller bounds how many it keeps.
+pub fn find_record(
+    delivered: &[DeliveredKey],
+    needs: &[u16],
+    record: &Hash,
+) -> Option<Vec<DeliveredKey>> {
+    if *record == Hash::ZERO {
+        return None;
+    }
+    let mine: Vec<&DeliveredKey> = delivered
+        .iter()
+        .filter(|k| needs.contains(&k.segment))
+        .collect();
+    // A round's deliveries follow the earlier rounds', and the keys that landed in time
+    // come before the late ones: the record is the first key of each segment along some
+    // run that starts at one delivery.
+    for start in 0..mine.len() {
+        let mut digest = Hash::ZERO;
+        let mut keys: Vec<DeliveredKey> = Vec::new();
+        for k in mine.iter().skip(start) {
+            if keys.iter().any(|e| e.segment == k.segment) {
+                continue;
+            }
+            digest = record_key(&digest, k.segment, &k.sealed);
+            keys.push((*k).clone());
+            if digest == *record {
+                return Some(keys);
+            }
+            if keys.len() >= needs.len() {
+                break;
+            }
+        }
+    }
+    None
+}
+
 /// `G = 8·B`, the generator of the prime-order subgroup the proof works in.
 fn generator() -> EdwardsPoint {
     ED25519_BASEPOINT_POINT.mul_by_cofactor()
@@ -721,6 +762,50 @@ mod tests {
         let mut e = b.clone();
         e.sealed.ephemeral.0[0] ^= 1;
         assert_ne!(ab, record_of([&a, &e]));
+    }
+
+    /// A seat finds its record among everything it was sent: earlier rounds' keys, keys
+    /// for segments it does not need, repeats and late keys around it.
+    #[test]
+    fn the_record_is_found_among_every_key_a_seat_was_sent() {
+        let to = secret("find").public();
+        let k = |segment: u16, label: &str| DeliveredKey {
+            segment,
+            sealed: sealed_to(&to, label, None),
+        };
+        let round0 = [k(3, "r0-own"), k(1, "r0-premise")];
+        let round1 = [
+            k(7, "r1-other segment"),
+            k(1, "r1-premise"),
+            k(3, "r1-own"),
+            k(1, "r1-premise again"),
+            k(3, "r1-own late"),
+        ];
+        let all: Vec<DeliveredKey> = round0.iter().chain(&round1).cloned().collect();
+        let needs = [3, 1];
+        // Round 1's record: its premise key, then its own key (repeats not on record).
+        let record = record_of([&round1[1], &round1[2]]);
+        assert_eq!(
+            find_record(&all, &needs, &record),
+            Some(vec![round1[1].clone(), round1[2].clone()])
+        );
+        // Round 0's record, and a record of only the first key.
+        assert_eq!(
+            find_record(&all, &needs, &record_of(&round0)),
+            Some(round0.to_vec())
+        );
+        assert_eq!(
+            find_record(&all, &needs, &record_of([&round1[1]])),
+            Some(vec![round1[1].clone()])
+        );
+        // Nothing on record, or a record of keys never sent: none.
+        assert_eq!(find_record(&all, &needs, &Hash::ZERO), None);
+        assert_eq!(
+            find_record(&all, &needs, &record_of([&k(3, "never")])),
+            None
+        );
+        // A key of a segment the seat does not need is never part of its record.
+        assert_eq!(find_record(&all, &needs, &record_of([&round1[0]])), None);
     }
 
     proptest! {
