@@ -38,8 +38,9 @@
 //!    live copy is dropped and its outcome never changes again.
 //!
 //! The tally never punishes a seat on the provider's word alone: a seat whose keys the
-//! provider did not deliver in time (on record, see [`crate::Seat::keyed`]) and that did
-//! not judge is *starved*, neither slashed nor scored, and paid one reward from the
+//! provider did not deliver in time (on record, see [`crate::Seat::keyed`]), or one of
+//! whose keys it proved does not open (`ReportBadKey`), and that did not judge is
+//! *starved*, neither slashed nor scored, and paid one reward from the
 //! provider's escrow; a revealed honeypot whose seats contradict its truth by a clear
 //! majority is *disputed*, its seats scored as for any segment, and one honeypot bond of
 //! the provider burned; and a honeypot fewer than a quorum of whose seats judged (the
@@ -368,6 +369,26 @@ impl Contract {
             Call::DeclareExpertise { expertise } => {
                 registry::declare_expertise(st, sender, expertise, h, &mut ev)
             }
+            Call::ReportBadKey {
+                session,
+                segment,
+                keys,
+                bad,
+                shared,
+                proof,
+            } => sessions::report_bad_key(
+                st,
+                sender,
+                &sessions::BadKeyReport {
+                    session: *session,
+                    segment: *segment,
+                    keys,
+                    bad: *bad,
+                    shared,
+                    proof,
+                },
+                &mut ev,
+            ),
             // Each entry as its single call would apply, in the order `unbatched` gives:
             // group by group, the commitments before the openings.
             Call::Votes { groups } => {
@@ -889,7 +910,8 @@ fn touched_by(tree: &mut Tree, sender: AccountId, tx: &Tx) {
         | Call::Reveals { session, .. }
         | Call::RevealMapping { session, .. }
         | Call::RevealHoneypot { session, .. }
-        | Call::RevealHoneypots { session, .. } => tree.touch(StateKey::Session(*session)),
+        | Call::RevealHoneypots { session, .. }
+        | Call::ReportBadKey { session, .. } => tree.touch(StateKey::Session(*session)),
         Call::Votes { groups } => {
             for g in groups {
                 tree.touch(StateKey::Session(g.session));
@@ -1061,6 +1083,8 @@ fn new_seat(account: AccountId, round: u8) -> Seat {
         slash: None,
         counted: false,
         keys: 0,
+        key_record: Hash::ZERO,
+        bad_key: false,
     }
 }
 

@@ -2,6 +2,7 @@
 
 use trust_protocol::{
     AccountId, Hash,
+    badkey::BadKeyError,
     tx::{Tier, TxFormatError},
     units::Amount,
 };
@@ -248,6 +249,18 @@ pub enum TxError {
     /// The account already backs the appeal of this segment waiting for the next round.
     #[error("segment {0}: this account already backs its appeal for the next round")]
     AppealAlreadyFiled(u16),
+    /// The seat already proved a key of this round does not open.
+    #[error("the seat already proved a key of this round does not open")]
+    BadKeyAlreadyProven,
+    /// The keys a bad-key report carries are not the ones on record for the seat (the
+    /// first of each it needs that landed in time, in delivery order).
+    #[error(
+        "the reported keys are not the keys on record for this seat (those delivered in time, in order)"
+    )]
+    KeysNotOnRecord,
+    /// The report of a key that does not open does not hold.
+    #[error("the report of a key that does not open does not hold: {0}")]
+    BadKeyNotProven(#[source] BadKeyError),
     /// An arithmetic limit was hit (amounts near `u64::MAX`).
     #[error("amount overflow")]
     Overflow,

@@ -369,6 +369,16 @@ pub enum Event {
         /// Why it had been slashed.
         reason: SlashReason,
     },
+    /// A seat proved that a key the provider sealed to it does not open: it counts as
+    /// starved by the provider (never slashed, paid from the provider's escrow).
+    BadKeyProven {
+        /// Session.
+        session: Hash,
+        /// The seat's segment index.
+        segment: u16,
+        /// The seat.
+        seat: AccountId,
+    },
 }
 
 impl Event {

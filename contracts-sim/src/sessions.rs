@@ -12,6 +12,15 @@
 //!   least [`Params::key_lead`] blocks before it closes. A seat whose keys did not is
 //!   *starved*: the tally never slashes it as a no-show, counts it towards the quorum's
 //!   size, and pays it from the provider's escrow.
+//! - **A key that does not open is no key.** Each seat keeps a digest of the sealed keys
+//!   that set its key bits (the first of each that landed in time, in delivery order). A
+//!   seat sealed a key that does not open proves it with `ReportBadKey`
+//!   ([`trust_protocol::badkey`]): the keys on record, the shared secret of the bad one
+//!   and a proof that it is the seat's. If the keys match the digest, the proof verifies
+//!   against the seat's registered sealing key and the key does not open under the
+//!   secret, the seat is starved like one never keyed. Nothing else about the seat
+//!   changes: it still commits and reveals (an abstention), and a report that does not
+//!   hold is refused, changing nothing.
 //! - **Honeypots are fixed before voting.** The manifest commits to the set of honeypot
 //!   segments; `RevealHoneypots` opens exactly that set, all at once, after voting. A set
 //!   member may be neither the conclusion nor rested on by the trace. A set not opened in
@@ -21,9 +30,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use trust_protocol::{
-    AccountId, Commitment, Hash, Salt, Vote, honeypot_commitment, honeypot_set_commitment,
-    mapping_commitment,
-    tx::{HoneypotOpening, SeatKey, SessionManifest, Tier},
+    AccountId, Commitment, Hash, Salt, Vote,
+    badkey::{BadKeyProof, SharedSecret, record_key, record_of, verify_bad_key},
+    honeypot_commitment, honeypot_set_commitment, mapping_commitment,
+    seal::key_context,
+    tx::{Call, DeliveredKey, HoneypotOpening, SeatKey, SessionManifest, Tier, TxFormatError},
     units::Amount,
     verify_commitment,
 };
@@ -354,9 +365,12 @@ pub(crate) fn deliver_keys(
                 for x in seg
                     .seats
                     .iter_mut()
-                    .filter(|x| x.account == k.seat && x.round == round)
+                    .filter(|x| x.account == k.seat && x.round == round && x.keys & mask == 0)
                 {
+                    // The key that sets a bit is the one on record for it: a report of a
+                    // key that does not open must name it (`report_bad_key`).
                     x.keys |= mask;
+                    x.key_record = record_key(&x.key_record, k.segment, &k.sealed);
                 }
             }
         }
@@ -369,6 +383,138 @@ pub(crate) fn deliver_keys(
             sealed: k.sealed.clone(),
         });
     }
+    Ok(())
+}
+
+/// A `ReportBadKey` as the contract checks it ([`check_bad_key_report`]).
+#[derive(Debug, Clone, Copy)]
+pub struct BadKeyReport<'a> {
+    /// Session id.
+    pub session: Hash,
+    /// The seat's segment index.
+    pub segment: u16,
+    /// The keys on record for the seat, as delivered.
+    pub keys: &'a [DeliveredKey],
+    /// Index into `keys` of the key that does not open.
+    pub bad: u8,
+    /// The revealed shared secret of that key.
+    pub shared: &'a SharedSecret,
+    /// Its proof.
+    pub proof: &'a BadKeyProof,
+}
+
+impl<'a> BadKeyReport<'a> {
+    /// The report a call carries, if it is a `ReportBadKey`.
+    pub fn of(call: &'a Call) -> Option<Self> {
+        match call {
+            Call::ReportBadKey {
+                session,
+                segment,
+                keys,
+                bad,
+                shared,
+                proof,
+            } => Some(BadKeyReport {
+                session: *session,
+                segment: *segment,
+                keys,
+                bad: *bad,
+                shared,
+                proof,
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// Whether `ReportBadKey` by `sender` holds on `st`; the round of its seat if so. The
+/// sender's seat on the report's segment, in the round now committing or revealing, must
+/// not have proven a bad key already; the keys the report carries must be the seat's
+/// record (their digest is the seat's `key_record`, so each was delivered to this seat,
+/// for its segment or a premise, in time); and the named one must not open under a shared
+/// secret proven to be the seat's ([`verify_bad_key`], against the sealing key the seat
+/// registered). Pure: a node's mempool asks the same before it pools a report.
+pub fn check_bad_key_report(
+    st: &State,
+    sender: &AccountId,
+    report: &BadKeyReport<'_>,
+) -> Result<u8, TxError> {
+    let recipient = st
+        .auditors
+        .get(sender)
+        .map(|a| a.sealing_key)
+        .ok_or(TxError::NotAnAuditor)?;
+    let s = st
+        .sessions
+        .get(&report.session)
+        .ok_or(TxError::UnknownSession(report.session))?;
+    let round = match s.phase {
+        Phase::Commit { round, .. } | Phase::Reveal { round, .. } => round,
+        _ => {
+            return Err(TxError::WrongPhase(
+                "a key that does not open is reported while its round votes",
+            ));
+        }
+    };
+    let seat = s
+        .segments
+        .get(usize::from(report.segment))
+        .ok_or(TxError::UnknownSegment(report.segment))?
+        .seats
+        .iter()
+        .find(|x| x.account == *sender && x.round == round)
+        .ok_or(TxError::NotASeat(*sender))?;
+    if seat.bad_key {
+        return Err(TxError::BadKeyAlreadyProven);
+    }
+    if record_of(report.keys) != seat.key_record {
+        return Err(TxError::KeysNotOnRecord);
+    }
+    let bad = report
+        .keys
+        .get(usize::from(report.bad))
+        .ok_or(TxError::Format(TxFormatError::BadReport))?;
+    let key_id = s
+        .segments
+        .get(usize::from(bad.segment))
+        .map(|g| g.entry.id)
+        .ok_or(TxError::UnknownSegment(bad.segment))?;
+    verify_bad_key(
+        &recipient,
+        &bad.sealed,
+        &key_context(&report.session, &key_id, sender),
+        report.shared,
+        report.proof,
+    )
+    .map_err(TxError::BadKeyNotProven)?;
+    Ok(round)
+}
+
+/// `ReportBadKey`: a report that holds ([`check_bad_key_report`]) marks the seat
+/// `bad_key`, not keyed, so the tally treats it as starved by the provider. Any other is
+/// refused, changing nothing.
+pub(crate) fn report_bad_key(
+    st: &mut State,
+    sender: AccountId,
+    report: &BadKeyReport<'_>,
+    events: &mut Vec<Event>,
+) -> Result<(), TxError> {
+    let round = check_bad_key_report(st, &sender, report)?;
+    let seat = live(st, &report.session)?
+        .segments
+        .get_mut(usize::from(report.segment))
+        .and_then(|g| {
+            g.seats
+                .iter_mut()
+                .find(|x| x.account == sender && x.round == round)
+        })
+        .ok_or(TxError::NotASeat(sender))?;
+    seat.bad_key = true;
+    events.push(Event::BadKeyProven {
+        session: report.session,
+        segment: report.segment,
+        seat: sender,
+    });
     Ok(())
 }
 

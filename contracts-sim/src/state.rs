@@ -189,6 +189,18 @@ pub struct Seat {
     /// least one block before the window closes): bit 0 its own segment's key, bit
     /// `j + 1` the key of the segment's `depends_on[j]`. See [`Seat::keyed`].
     pub keys: u32,
+    /// The sealed keys behind `keys`, as a running digest
+    /// ([`trust_protocol::badkey::record_key`] from [`Hash::ZERO`]): for each bit, the key
+    /// that set it, in delivery order. A seat's report of a key that does not open must
+    /// carry exactly these keys, so the contract checks what it delivered without keeping
+    /// every sealed key.
+    #[serde(default)]
+    pub key_record: Hash,
+    /// The seat proved that a key on record for it does not open
+    /// ([`trust_protocol::tx::Call::ReportBadKey`]): it counts as not keyed, starved by the
+    /// provider.
+    #[serde(default)]
+    pub bad_key: bool,
 }
 
 /// A slash a seat took for its judgement of a segment.
@@ -202,13 +214,14 @@ pub struct SeatSlash {
 
 impl Seat {
     /// Whether the provider delivered this seat every key it needs (its segment's and its
-    /// premises') in time. A seat that was not is *starved*: it is never slashed as a
-    /// no-show, and the provider pays it (see the tally).
+    /// premises') in time, each one that opens. A seat that was not is *starved*: it is
+    /// never slashed as a no-show, and the provider pays it (see the tally). A key that
+    /// does not open, proven so ([`Seat::bad_key`]), is no key.
     pub fn keyed(&self, deps: usize) -> bool {
         let want = 1u32
             .checked_shl(u32::try_from(deps.saturating_add(1)).unwrap_or(u32::MAX))
             .map_or(u32::MAX, |b| b.saturating_sub(1));
-        self.keys & want == want
+        !self.bad_key && self.keys & want == want
     }
 }
 

@@ -8,9 +8,13 @@ use trust_contracts::{
     AppealResult, Event, Floors, Params, Phase, SegmentVerdict, SlashReason, TraceVerdict, TxError,
 };
 use trust_protocol::{
-    AccountId, Hash, Keypair, Salt, SealingPublicKey, Vote, commitment, honeypot_commitment,
+    AccountId, Hash, Keypair, Salt, SealingPublicKey, Vote,
+    badkey::{BadKeyError, BadKeyProof, prove_bad_key},
+    commitment, honeypot_commitment,
+    seal::{SealedKey, key_context, open_key, seal_key},
     tx::{
-        Call, Difficulty, HoneypotOpening, SegmentEntry, SessionManifest, SessionTerms, Tier, Tx,
+        Call, DeliveredKey, Difficulty, HoneypotOpening, SeatKey, SegmentEntry, SessionManifest,
+        SessionTerms, Tier, Tx,
     },
     units::Ppm,
 };
@@ -687,6 +691,437 @@ fn finding_4_keying_only_a_minority_decides_nothing() {
     assert_eq!(o.trace, TraceVerdict::Inconclusive);
     assert_eq!((o.starved_seats, o.starved_paid), (3, 3 * reward));
     assert!(slashed(&ev).is_empty());
+}
+
+/// The provider's `DeliverKeys` for every seat of `round`, sealed for real to each seat's
+/// registered key under its context; the keys of the seats in `garbage` are sealed bytes
+/// that do not open (the right length, random content). Returns what each seat was sent,
+/// in order.
+fn deliver_sealed(
+    chain: &mut Chain,
+    sid: Hash,
+    round: u8,
+    garbage: &[AccountId],
+) -> Vec<(AccountId, DeliveredKey)> {
+    let s = chain.c.state().sessions[&sid].clone();
+    let mut keys = Vec::new();
+    for (i, g) in s.segments.iter().enumerate() {
+        for x in g.seats.iter().filter(|x| x.round == round) {
+            for seg in std::iter::once(i as u16).chain(g.entry.depends_on.iter().copied()) {
+                let id = s.segments[usize::from(seg)].entry.id;
+                let eph = Hash::of_parts("eph", &[x.account.as_ref(), &seg.to_le_bytes()]).0;
+                let mut sealed = seal_key(
+                    &common::sealing(&x.account).public(),
+                    &[seg as u8; 32],
+                    eph,
+                    &key_context(&sid, &id, &x.account),
+                )
+                .unwrap();
+                if garbage.contains(&x.account) {
+                    sealed.ciphertext =
+                        Hash::of_parts("garbage", &[&eph]).0.repeat(2)[..48].to_vec();
+                }
+                keys.push(SeatKey {
+                    segment: seg,
+                    seat: x.account,
+                    sealed,
+                });
+            }
+        }
+    }
+    let sent = keys
+        .iter()
+        .map(|k| {
+            (
+                k.seat,
+                DeliveredKey {
+                    segment: k.segment,
+                    sealed: k.sealed.clone(),
+                },
+            )
+        })
+        .collect();
+    chain.submit(&key("provider"), Call::DeliverKeys { session: sid, keys });
+    sent
+}
+
+/// The report a seat makes from what it was sent: its keys on record (the first of each
+/// segment it needs), and the proof for the one of `bad_segment`.
+fn report_of(
+    chain: &Chain,
+    sid: Hash,
+    seat: AccountId,
+    segment: u16,
+    sent: &[(AccountId, DeliveredKey)],
+    bad_segment: u16,
+) -> Call {
+    let s = &chain.c.state().sessions[&sid];
+    let mut needs: Vec<u16> = vec![segment];
+    needs.extend(
+        s.segments[usize::from(segment)]
+            .entry
+            .depends_on
+            .iter()
+            .copied(),
+    );
+    let mut keys: Vec<DeliveredKey> = Vec::new();
+    for (to, k) in sent {
+        if *to == seat && needs.contains(&k.segment) && !keys.iter().any(|e| e.segment == k.segment)
+        {
+            keys.push(k.clone());
+        }
+    }
+    let bad = keys.iter().position(|k| k.segment == bad_segment).unwrap();
+    let id = s.segments[usize::from(bad_segment)].entry.id;
+    let (shared, proof) = prove_bad_key(
+        &common::sealing(&seat),
+        &keys[bad].sealed,
+        &key_context(&sid, &id, &seat),
+    )
+    .unwrap();
+    Call::ReportBadKey {
+        session: sid,
+        segment,
+        keys,
+        bad: bad as u8,
+        shared,
+        proof,
+    }
+}
+
+/// Finding 4, keys that do not open: a provider seals three honest seats of five garbage
+/// (keyed on record, unable to read) and keys its two colluders. Before, the honest seats
+/// that could not judge were unpaid, those that stayed away were slashed as no-shows and
+/// dropped out of the quorum's size, so the colluders' two votes decided. Now each honest
+/// seat proves its key does not open: it is paid `R` by the provider as starved, never
+/// slashed, and counts in the quorum's size, so two votes of five decide nothing.
+#[test]
+fn finding_4_a_key_that_does_not_open_is_the_providers_cost() {
+    let params = Params {
+        p_min: Ppm(1_000_000),
+        p_max: Ppm(1_000_000),
+        ..test_params()
+    };
+    let reward = params.reward;
+    let (mut chain, keys) = chain(params, &[(Tier::Computer, 5)]);
+
+    // The attack as it stood: no report. Honest 0 abstains unpaid, honest 1 and 2 stay
+    // away, the two colluders decide Valid and the absent honest seats are slashed.
+    let m = manifest(vec![segment(40, Tier::Computer, vec![])], 1, 4);
+    let (sid, drawn) = open(&mut chain, m.clone());
+    let seats = seats_of(&drawn, 0, 0);
+    let honest = [seats[0], seats[1], seats[2]];
+    deliver_sealed(&mut chain, sid, 0, &honest);
+    chain.block();
+    let s = &chain.c.state().sessions[&sid];
+    assert!(
+        s.segments[0].seats.iter().all(|x| x.keyed(0)),
+        "garbage is keyed on record"
+    );
+    let ev = vote_and_finish(&mut chain, &keys, sid, &drawn);
+    let o = chain.c.outcome(&sid).unwrap().clone();
+    assert_eq!(
+        o.segments[0].verdict,
+        SegmentVerdict::Valid,
+        "the minority won"
+    );
+    assert_eq!(o.starved_seats, 0);
+    let lost: Vec<AccountId> = slashed(&ev).into_iter().map(|(a, _)| a).collect();
+    assert!(
+        lost.contains(&seats[1]) && lost.contains(&seats[2]),
+        "{lost:?}"
+    );
+
+    // The same attack, reported.
+    let m = manifest(vec![segment(41, Tier::Computer, vec![])], 1, 4);
+    let (sid, drawn) = open(&mut chain, m);
+    let seats = seats_of(&drawn, 0, 0);
+    let honest = [seats[0], seats[1], seats[2]];
+    let sent = deliver_sealed(&mut chain, sid, 0, &honest);
+    chain.block();
+    let before: Vec<u64> = honest.iter().map(|h| chain.balance(h)).collect();
+    for h in honest {
+        let r = report_of(&chain, sid, h, 0, &sent, 0);
+        chain.submit(find(&keys, &h), r);
+    }
+    let ev = chain.block();
+    let proven: Vec<AccountId> = ev
+        .iter()
+        .filter_map(|e| match e {
+            Event::BadKeyProven {
+                session,
+                segment: 0,
+                seat,
+            } if *session == sid => Some(*seat),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(proven, honest.to_vec());
+    let s = &chain.c.state().sessions[&sid];
+    for x in &s.segments[0].seats {
+        assert_eq!(x.bad_key, honest.contains(&x.account));
+        assert_eq!(x.keyed(0), !honest.contains(&x.account));
+    }
+    // A second report of the same seat changes nothing.
+    let again = report_of(&chain, sid, honest[0], 0, &sent, 0);
+    assert_eq!(
+        chain.try_apply(find(&keys, &honest[0]), again),
+        Err(TxError::BadKeyAlreadyProven)
+    );
+    let ev = vote_and_finish(&mut chain, &keys, sid, &drawn);
+    let o = chain.c.outcome(&sid).unwrap();
+    assert_eq!(
+        o.segments[0].verdict,
+        SegmentVerdict::Undecided,
+        "two votes of five"
+    );
+    assert_eq!(o.segments[0].votes.valid, 2);
+    assert_eq!(o.segments[0].votes.abstained, 1);
+    assert_eq!(o.segments[0].votes.starved, 2, "the absent reporters");
+    assert_eq!(o.segments[0].votes.missing, 0);
+    assert_eq!(o.segments[0].q, 3, "ceil(0.6 x 5): every seat counts");
+    assert_eq!((o.starved_seats, o.starved_paid), (3, 3 * reward));
+    assert!(slashed(&ev).is_empty(), "{:?}", slashed(&ev));
+    for (h, b) in honest.iter().zip(before) {
+        assert_eq!(chain.balance(h), b + reward, "paid R as starved");
+        assert!(ev.iter().any(|e| matches!(e,
+            Event::SeatStarved { seat, paid, .. } if seat == h && *paid == reward)));
+    }
+}
+
+/// Honest 0 abstains, honest 1 and 2 never commit, the colluders (3, 4) vote Valid; then
+/// the session runs to its outcome. Returns the events.
+fn vote_and_finish(chain: &mut Chain, keys: &[Keypair], sid: Hash, drawn: &[Event]) -> Vec<Event> {
+    let ids = vec![chain.c.state().sessions[&sid].segments[0].entry.id];
+    let plan = common::commit_votes(chain, keys, sid, &ids, drawn, 0, &|_, j| match j {
+        0 => Some(Vote::Abstain),
+        1 | 2 => None,
+        _ => Some(Vote::Valid),
+    });
+    let mut all = chain.block();
+    while matches!(chain.phase(&sid), Some(Phase::Commit { .. })) {
+        all.extend(chain.block());
+    }
+    reveal_votes(chain, sid, &plan);
+    all.extend(chain.block());
+    all.extend(finish(chain, sid));
+    all
+}
+
+/// Finding 4, false and foreign reports: a report whose key opens, one by a stranger or
+/// by an auditor without that seat, one naming keys the seat was never sent (or sent
+/// late, or in another order, or not all of them), a tampered proof, and a report after
+/// the round: each is refused with its own error and changes nothing. A seat whose
+/// premise's key is the bad one proves it with both keys on record.
+#[test]
+fn finding_4_a_false_or_foreign_bad_key_report_is_refused() {
+    let params = test_params();
+    let lead = params.key_lead;
+    let (mut chain, keys) = chain(params, &[(Tier::Computer, 4)]);
+    // Segment 1 rests on segment 0: its seat is sent both keys.
+    let m = manifest(
+        vec![
+            segment(50, Tier::Computer, vec![]),
+            segment(51, Tier::Computer, vec![0]),
+        ],
+        1,
+        0,
+    );
+    let (sid, drawn) = open(&mut chain, m);
+    let a = seats_of(&drawn, 0, 0)[0];
+    let b = seats_of(&drawn, 1, 0)[0];
+    assert_ne!(a, b);
+    // `a` is keyed well; `b` is sent garbage for both its keys.
+    let sent = deliver_sealed(&mut chain, sid, 0, &[b]);
+    chain.block();
+    let root = chain.c.state_root();
+    let refused = |chain: &mut Chain, who: &Keypair, call: Call| {
+        let r = chain.try_apply(who, call);
+        assert_eq!(
+            chain.c.state_root(),
+            root,
+            "a refused report changed the state"
+        );
+        r.unwrap_err()
+    };
+
+    // The key opens: the report is false.
+    let e = ephemeral_report_of_good_key(&chain, sid, a, &sent);
+    assert_eq!(
+        refused(&mut chain, find(&keys, &a), e),
+        TxError::BadKeyNotProven(BadKeyError::Opens)
+    );
+    // A stranger, and an auditor holding no seat on the segment, with `b`'s own report.
+    let good = report_of(&chain, sid, b, 1, &sent, 0);
+    assert_eq!(
+        refused(&mut chain, &key("stranger"), good.clone()),
+        TxError::NotAnAuditor
+    );
+    let other = keys
+        .iter()
+        .find(|k| k.public() != a && k.public() != b)
+        .unwrap();
+    assert_eq!(
+        refused(&mut chain, other, good.clone()),
+        TxError::NotASeat(other.public())
+    );
+    // `a` sending `b`'s report: not `a`'s seat on segment 1.
+    assert_eq!(
+        refused(&mut chain, find(&keys, &a), good.clone()),
+        TxError::NotASeat(a)
+    );
+    let with = |f: &dyn Fn(&mut Vec<DeliveredKey>, &mut u8, &mut BadKeyProof)| {
+        let mut c = good.clone();
+        if let Call::ReportBadKey {
+            keys, bad, proof, ..
+        } = &mut c
+        {
+            f(keys, bad, proof);
+        }
+        c
+    };
+    let kb = find(&keys, &b);
+    // Keys never delivered: a box of the seat's own making, with a proof that is true of it.
+    let made_up = {
+        let id = chain.c.state().sessions[&sid].segments[0].entry.id;
+        let ctx = key_context(&sid, &id, &b);
+        let sealed = SealedKey {
+            ephemeral: seal_key(&common::sealing(&b).public(), &[1; 32], [77; 32], &ctx)
+                .unwrap()
+                .ephemeral,
+            ciphertext: vec![0; 48],
+        };
+        let (shared, proof) = prove_bad_key(&common::sealing(&b), &sealed, &ctx).unwrap();
+        Call::ReportBadKey {
+            session: sid,
+            segment: 1,
+            keys: vec![DeliveredKey { segment: 0, sealed }],
+            bad: 0,
+            shared,
+            proof,
+        }
+    };
+    assert_eq!(refused(&mut chain, kb, made_up), TxError::KeysNotOnRecord);
+    // Only one of the two keys on record, or both in the other order.
+    assert_eq!(
+        refused(
+            &mut chain,
+            kb,
+            with(&|k, bad, _| {
+                k.retain(|e| e.segment == 0);
+                *bad = 0;
+            })
+        ),
+        TxError::KeysNotOnRecord
+    );
+    assert_eq!(
+        refused(
+            &mut chain,
+            kb,
+            with(&|k, bad, _| {
+                k.reverse();
+                *bad = 1 - *bad;
+            })
+        ),
+        TxError::KeysNotOnRecord
+    );
+    // A tampered proof.
+    assert_eq!(
+        refused(&mut chain, kb, with(&|_, _, p| p.0[40] ^= 1)),
+        TxError::BadKeyNotProven(BadKeyError::Invalid)
+    );
+    // The proof of one key offered for the other.
+    assert!(matches!(
+        refused(&mut chain, kb, with(&|_, bad, _| *bad = 1 - *bad)),
+        TxError::BadKeyNotProven(_)
+    ));
+
+    // The record is the first key of each bit: good keys sent after the garbage change
+    // nothing on record, and the garbage stays provable.
+    let record = chain.c.state().sessions[&sid].segments[1].seats[0].key_record;
+    deliver_sealed(&mut chain, sid, 0, &[]);
+    chain.block();
+    assert_eq!(
+        chain.c.state().sessions[&sid].segments[1].seats[0].key_record,
+        record
+    );
+
+    // The true report holds: the premise's key is the bad one.
+    chain.submit(kb, good);
+    let ev = chain.block();
+    assert!(ev.iter().any(|e| matches!(e,
+        Event::BadKeyProven { segment: 1, seat, .. } if *seat == b)));
+    assert!(chain.c.state().sessions[&sid].segments[1].seats[0].bad_key);
+    assert!(!chain.c.state().sessions[&sid].segments[0].seats[0].bad_key);
+
+    // A key sent late is not on record: a report of it is refused (its seat is starved
+    // already, as one never keyed).
+    let m = manifest(vec![segment(52, Tier::Computer, vec![])], 1, 0);
+    let (sid2, drawn2) = open(&mut chain, m);
+    let c = seats_of(&drawn2, 0, 0)[0];
+    let Some(Phase::Commit { until, .. }) = chain.phase(&sid2) else {
+        panic!("not committing");
+    };
+    while chain.height + lead < until {
+        chain.block();
+    }
+    let late = deliver_sealed(&mut chain, sid2, 0, &[c]);
+    chain.block();
+    assert!(!chain.c.state().sessions[&sid2].segments[0].seats[0].keyed(0));
+    let r = report_of(&chain, sid2, c, 0, &late, 0);
+    let root = chain.c.state_root();
+    assert_eq!(
+        chain.try_apply(find(&keys, &c), r.clone()),
+        Err(TxError::KeysNotOnRecord)
+    );
+    assert_eq!(chain.c.state_root(), root);
+
+    // After its round, no report is taken.
+    finish(&mut chain, sid2);
+    assert!(matches!(
+        chain.try_apply(find(&keys, &c), r),
+        Err(TxError::UnknownSession(_) | TxError::WrongPhase(_))
+    ));
+}
+
+/// `a`'s report of its own key, which opens: the proof is a true one (made as the seat's
+/// prover would, were the box bad), so only the opening check refuses it.
+fn ephemeral_report_of_good_key(
+    chain: &Chain,
+    sid: Hash,
+    a: AccountId,
+    sent: &[(AccountId, DeliveredKey)],
+) -> Call {
+    let k = sent
+        .iter()
+        .find(|(to, k)| *to == a && k.segment == 0)
+        .unwrap()
+        .1
+        .clone();
+    let id = chain.c.state().sessions[&sid].segments[0].entry.id;
+    let ctx = key_context(&sid, &id, &a);
+    let secret = common::sealing(&a);
+    assert!(open_key(&secret, &k.sealed, &ctx).is_ok());
+    // The prover refuses a box that opens; the same proof is made over a garbage twin of
+    // the box (same ephemeral key, so the same shared secret and statement) and offered
+    // with the real box.
+    assert_eq!(
+        prove_bad_key(&secret, &k.sealed, &ctx),
+        Err(BadKeyError::Opens)
+    );
+    let twin = SealedKey {
+        ciphertext: vec![0; 48],
+        ..k.sealed.clone()
+    };
+    let (shared, proof) = prove_bad_key(&secret, &twin, &ctx).unwrap();
+    Call::ReportBadKey {
+        session: sid,
+        segment: 0,
+        keys: vec![k],
+        bad: 0,
+        shared,
+        proof,
+    }
 }
 
 /// Runs a one-segment session of three seats to its decision with `votes`, then returns

@@ -13,6 +13,7 @@
 //! | `seat_drawn` | an auditor was drawn to a seat | session, segment, account = seat, round, tier, `commit_until` |
 //! | `commit_due` | the provider delivered a seat every key it needs and its commit window is open | session, segment, account, `commit_until` (last height accepting commits) |
 //! | `reveal_due` | a round's commit window closed: to each seat of it that committed | session, segment, account, round, `reveal_until` |
+//! | `bad_key_proven` | a seat proved that a key the provider sealed it does not open: it counts as starved (never slashed, paid by the provider) | session, segment, account = seat |
 //! | `vote_refused` | one vote of a seat's batch (`Commits`, `Reveals`, `Votes`) was refused; its other votes applied | session, segment, account = seat, reason |
 //! | `honeypots_forfeited` | the provider did not open its committed honeypot set in time: its honeypot bond burned | session, account = provider, amount = burned |
 //! | `segment_decided` | a segment's final verdict | session, segment, verdict |
@@ -58,6 +59,8 @@ pub enum Kind {
     CommitDue,
     /// A committed seat must reveal.
     RevealDue,
+    /// A seat proved a key sealed to it does not open: it counts as starved.
+    BadKeyProven,
     /// One vote of a seat's batch was refused (the batch's other votes applied).
     VoteRefused,
     /// A provider did not open its committed honeypot set in time: its bond burned.
@@ -101,11 +104,12 @@ pub enum Kind {
 
 impl Kind {
     /// Every kind a block's feed may hold (all but [`Kind::Dropped`]).
-    pub const STORED: [Kind; 22] = [
+    pub const STORED: [Kind; 23] = [
         Kind::SessionOpened,
         Kind::SeatDrawn,
         Kind::CommitDue,
         Kind::RevealDue,
+        Kind::BadKeyProven,
         Kind::VoteRefused,
         Kind::HoneypotsForfeited,
         Kind::SegmentDecided,
@@ -133,6 +137,7 @@ impl Kind {
             Kind::SeatDrawn => "seat_drawn",
             Kind::CommitDue => "commit_due",
             Kind::RevealDue => "reveal_due",
+            Kind::BadKeyProven => "bad_key_proven",
             Kind::VoteRefused => "vote_refused",
             Kind::HoneypotsForfeited => "honeypots_forfeited",
             Kind::SegmentDecided => "segment_decided",
@@ -643,6 +648,17 @@ pub fn derive(height: u64, events: &[Event], after: &Contract) -> Vec<FeedEvent>
                 e.segment = Some(*segment);
                 e.account = Some(*seat);
                 e.reason = Some(reason.clone());
+                out.push(e);
+            }
+            Event::BadKeyProven {
+                session,
+                segment,
+                seat,
+            } => {
+                let mut e = FeedEvent::new(Kind::BadKeyProven);
+                e.session = Some(*session);
+                e.segment = Some(*segment);
+                e.account = Some(*seat);
                 out.push(e);
             }
             Event::HoneypotsForfeited { session, burned } => {

@@ -178,7 +178,8 @@ pub fn expired(state: &State, sender: &AccountId, call: &Call) -> Option<&'stati
         | Call::Reveal { session, .. }
         | Call::DeliverKeys { session, .. }
         | Call::RevealMapping { session, .. }
-        | Call::RevealHoneypot { session, .. } => session,
+        | Call::RevealHoneypot { session, .. }
+        | Call::ReportBadKey { session, .. } => session,
         _ => return None,
     };
     let Some(s) = state.sessions.get(session) else {
@@ -225,9 +226,19 @@ pub fn expired(state: &State, sender: &AccountId, call: &Call) -> Option<&'stati
                 _ => None,
             }
         }
-        (Call::Reveal { .. } | Call::DeliverKeys { .. }, Phase::Disclose { .. }) => {
-            Some("voting ended")
-        }
+        (
+            Call::Reveal { .. } | Call::DeliverKeys { .. } | Call::ReportBadKey { .. },
+            Phase::Disclose { .. },
+        ) => Some("voting ended"),
+        // A seat proves a bad key once per round, while the round votes.
+        (
+            Call::ReportBadKey { segment, .. },
+            Phase::Commit { round, .. } | Phase::Reveal { round, .. },
+        ) => match seat_of(*segment, round) {
+            Some(seat) if seat.bad_key => Some("the seat proved a bad key already"),
+            None if seated_before(*segment, round) => Some("its round voted already"),
+            _ => None,
+        },
         _ => None,
     }
 }
@@ -357,6 +368,32 @@ pub fn unfit(state: &State, sender: &AccountId, call: &Call) -> Result<(), Mempo
         Call::OpenSession(m) => {
             trust_contracts::check_terms(state, sender, m).map_err(MempoolError::Refused)
         }
+        // Free to send, so checked in full, as the contract will: a report that does not
+        // hold now never will, unless keys it carries have yet to land in a block this
+        // node has not seen.
+        Call::ReportBadKey { .. } => {
+            let Some(report) = trust_contracts::BadKeyReport::of(call) else {
+                return Ok(());
+            };
+            match trust_contracts::check_bad_key_report(state, sender, &report) {
+                Ok(_) | Err(TxError::UnknownSession(_)) => Ok(()),
+                Err(TxError::KeysNotOnRecord) => Err(MempoolError::NotYet(
+                    "the reported keys are not on record (yet)",
+                )),
+                Err(TxError::WrongPhase(_))
+                    if matches!(
+                        state.sessions.get(&report.session).map(|s| s.phase),
+                        Some(Phase::Assigning)
+                    ) =>
+                {
+                    Err(MempoolError::NotYet("seats are not drawn yet"))
+                }
+                Err(TxError::NotASeat(_)) => Err(MempoolError::Unfit(
+                    "the sender holds no seat on this segment in this round",
+                )),
+                Err(e) => Err(MempoolError::Refused(e)),
+            }
+        }
         Call::Transfer { .. } | Call::Bond { .. } | Call::Unbond { .. } => Ok(()),
     }
 }
@@ -482,6 +519,11 @@ pub fn refused_for_good(error: &TxError) -> bool {
             | TxError::AppealHoneypot(_)
             | TxError::AppealUndecided(_)
             | TxError::AppealRoundsExhausted { .. }
+            // A proof that fails fails on every state (the seat's key and the box are
+            // fixed), and a seat proves a bad key once. (Not `KeysNotOnRecord`: keys still
+            // to land may complete the record.)
+            | TxError::BadKeyNotProven(_)
+            | TxError::BadKeyAlreadyProven
     )
 }
 

@@ -12,6 +12,13 @@ crate::bytes::byte_array_newtype!(
     32
 );
 
+/// The all-zero hash ([`Hash::ZERO`]): where a running digest starts.
+impl Default for Hash {
+    fn default() -> Self {
+        Hash::ZERO
+    }
+}
+
 impl Hash {
     /// The all-zero hash, used as the parent of the genesis block.
     pub const ZERO: Hash = Hash([0u8; 32]);

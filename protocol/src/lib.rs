@@ -20,6 +20,7 @@
     )
 )]
 
+pub mod badkey;
 pub mod block;
 mod bytes;
 pub mod cid;

@@ -79,6 +79,13 @@ impl SealingSecret {
     pub fn to_bytes(&self) -> [u8; 32] {
         self.0.to_bytes()
     }
+
+    /// The X25519 shared secret with `ephemeral` (all zeros for a low-order key).
+    pub(crate) fn shared_with(&self, ephemeral: &SealingPublicKey) -> [u8; 32] {
+        self.0
+            .diffie_hellman(&XPublic::from(ephemeral.0))
+            .to_bytes()
+    }
 }
 
 /// A segment key sealed to one seat.
@@ -235,16 +242,24 @@ pub fn open_key(
     sealed: &SealedKey,
     context: &[u8],
 ) -> Result<[u8; KEY_LEN], SealError> {
-    let shared = secret.0.diffie_hellman(&XPublic::from(sealed.ephemeral.0));
-    if !shared.was_contributory() {
+    let shared = secret.shared_with(&sealed.ephemeral);
+    open_with_shared(&secret.public(), &shared, sealed, context)
+}
+
+/// Opens `sealed`, addressed to `recipient`, with the X25519 shared secret of its
+/// ephemeral key and the recipient's key: the one opening rule, used by [`open_key`] and
+/// by anyone checking a revealed shared secret ([`crate::badkey`]). An all-zero secret
+/// (a low-order ephemeral key: no key agreement at all) opens nothing.
+pub(crate) fn open_with_shared(
+    recipient: &SealingPublicKey,
+    shared: &[u8; 32],
+    sealed: &SealedKey,
+    context: &[u8],
+) -> Result<[u8; KEY_LEN], SealError> {
+    if shared == &[0u8; 32] {
         return Err(SealError::WeakKey(sealed.ephemeral));
     }
-    let k = seal_cipher_key(
-        &sealed.ephemeral,
-        &secret.public(),
-        shared.as_bytes(),
-        context,
-    );
+    let k = seal_cipher_key(&sealed.ephemeral, recipient, shared, context);
     let pt = cipher(&k)
         .decrypt(
             XNonce::from_slice(&[0u8; NONCE_LEN]),

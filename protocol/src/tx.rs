@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::{
     AccountId, Hash, SealingPublicKey, Signed, SignedMessage,
+    badkey::{BadKeyProof, SharedSecret},
     cid::Cid,
     commit::{Commitment, Salt, Vote},
     hdag::AbstractionLevel,
@@ -48,6 +49,9 @@ pub const MAX_SEALED_KEY_BYTES: usize = 48;
 pub const MAX_SEATS: u8 = 64;
 /// Most segments one [`Call::Appeal`] names.
 pub const MAX_APPEAL_SEGMENTS: usize = 64;
+/// Most keys a [`Call::ReportBadKey`] carries: the most a seat has on record, its own
+/// segment's and one per premise (at most [`MAX_DEPENDENCIES`]). About 1.7 KiB in all.
+pub const MAX_REPORT_KEYS: usize = 1 + MAX_DEPENDENCIES;
 
 /// An auditor tier.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -314,6 +318,16 @@ pub struct SeatKey {
     pub sealed: SealedKey,
 }
 
+/// A sealed key as its seat received it, for a [`Call::ReportBadKey`]: the segment whose
+/// key it is (the seat's own, or a premise's) and the sealed bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeliveredKey {
+    /// Segment index of the key.
+    pub segment: u16,
+    /// The sealed segment key, as delivered.
+    pub sealed: SealedKey,
+}
+
 /// What a transaction does.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Call {
@@ -470,6 +484,29 @@ pub enum Call {
     DeclareExpertise {
         /// The domains, at most [`MAX_EXPERTISE`], each at most [`MAX_DOMAIN_BYTES`] bytes.
         expertise: Vec<String>,
+    },
+    /// A seat shows that a key the provider sealed to it does not open
+    /// ([`crate::badkey`]): the keys on record for its seat on `segment` in the current
+    /// round, as delivered, and for the one at `bad` the shared secret with its proof. If
+    /// the contract finds the keys are the ones it recorded, the proof verifies against
+    /// the seat's registered sealing key, and the key does not open, the seat counts as
+    /// starved by the provider: never slashed, counted in the quorum's size, and paid by
+    /// the provider. Accepted in the round's commit or reveal window.
+    /// Appended last so that the other calls keep their encodings.
+    ReportBadKey {
+        /// Session id.
+        session: Hash,
+        /// The seat's segment index.
+        segment: u16,
+        /// Every key on record for the seat, in delivery order: 1..=[`MAX_REPORT_KEYS`],
+        /// distinct segments.
+        keys: Vec<DeliveredKey>,
+        /// Index into `keys` of the key that does not open.
+        bad: u8,
+        /// The X25519 shared secret of that key and the seat's sealing key.
+        shared: SharedSecret,
+        /// The proof that `shared` is the seat's.
+        proof: BadKeyProof,
     },
 }
 
@@ -631,6 +668,7 @@ impl Call {
             | Call::RevealMapping { session, .. }
             | Call::RevealHoneypot { session, .. }
             | Call::RevealHoneypots { session, .. }
+            | Call::ReportBadKey { session, .. }
             | Call::Appeal { session, .. } => Some(*session),
             Call::Votes { groups } => match groups.as_slice() {
                 [one] => Some(one.session),
@@ -852,6 +890,10 @@ pub enum TxFormatError {
     /// An appeal names no segment, or one segment twice.
     #[error("an appeal names 1..={MAX_APPEAL_SEGMENTS} distinct segments")]
     BadAppeal,
+    /// A report of a key that does not open carries no key, or names one it does not
+    /// carry.
+    #[error("a bad-key report carries 1..={MAX_REPORT_KEYS} keys and names one of them")]
+    BadReport,
 }
 
 /// A batch holds 2 to `max` entries ([`MAX_BATCH_VOTES`] votes, [`MAX_BATCH_HONEYPOTS`]
@@ -1192,6 +1234,26 @@ impl Tx {
                 }
                 Ok(())
             }
+            // The keys on record for one seat (distinct segments, none too long), one of
+            // them named.
+            Call::ReportBadKey { keys, bad, .. } => {
+                check_len("reported keys", keys.len(), MAX_REPORT_KEYS)?;
+                if keys.is_empty() || usize::from(*bad) >= keys.len() {
+                    return Err(TxFormatError::BadReport);
+                }
+                let mut seen = std::collections::BTreeSet::new();
+                if let Some(k) = keys.iter().find(|k| !seen.insert(k.segment)) {
+                    return Err(TxFormatError::RepeatedSegment(k.segment));
+                }
+                for k in keys {
+                    check_len(
+                        "sealed key",
+                        k.sealed.ciphertext.len(),
+                        MAX_SEALED_KEY_BYTES,
+                    )?;
+                }
+                Ok(())
+            }
             Call::DeliverKeys { keys, .. } => {
                 check_len("keys", keys.len(), MAX_SEALED_KEYS)?;
                 for k in keys {
@@ -1439,6 +1501,40 @@ mod tests {
                 }),
             prop::collection::vec("[a-z]{1,12}", 0..4)
                 .prop_map(|expertise| Call::DeclareExpertise { expertise }),
+            (
+                hash(),
+                any::<u16>(),
+                prop::collection::vec(
+                    (
+                        any::<u16>(),
+                        any::<[u8; 32]>(),
+                        prop::collection::vec(any::<u8>(), 0..48)
+                    ),
+                    1..4
+                ),
+                any::<u8>(),
+                any::<[u8; 32]>(),
+                prop::collection::vec(any::<u8>(), 96),
+            )
+                .prop_map(|(session, segment, keys, bad, shared, proof)| {
+                    Call::ReportBadKey {
+                        session,
+                        segment,
+                        keys: keys
+                            .into_iter()
+                            .map(|(segment, eph, ciphertext)| DeliveredKey {
+                                segment,
+                                sealed: SealedKey {
+                                    ephemeral: SealingPublicKey(eph),
+                                    ciphertext,
+                                },
+                            })
+                            .collect(),
+                        bad,
+                        shared: SharedSecret(shared),
+                        proof: BadKeyProof(proof.try_into().unwrap()),
+                    }
+                }),
         ]
     }
 
@@ -2143,6 +2239,134 @@ mod tests {
             salt: Salt([6; 32]),
         });
         assert_eq!(hex::encode(&single[..4]), "0a000000");
+    }
+
+    /// A bad-key report for the golden vector: two keys on record, the second bad.
+    fn sample_report() -> Call {
+        let key = |segment: u16, b: u8| DeliveredKey {
+            segment,
+            sealed: SealedKey {
+                ephemeral: SealingPublicKey([b; 32]),
+                ciphertext: vec![b.wrapping_add(1); 48],
+            },
+        };
+        Call::ReportBadKey {
+            session: Hash([5; 32]),
+            segment: 2,
+            keys: vec![key(2, 0x10), key(0, 0x20)],
+            bad: 1,
+            shared: SharedSecret([0x30; 32]),
+            proof: BadKeyProof([0x40; 96]),
+        }
+    }
+
+    /// Pins the wire format of a signed `ReportBadKey`: appended as the last call
+    /// (variant 18, after `DeclareExpertise`), so every older call keeps its index and
+    /// encoding (the other golden vectors are unchanged).
+    #[test]
+    fn golden_signed_bad_key_report() {
+        let tx = Signed::sign(
+            &Keypair::from_seed([9; 32]),
+            &GOLDEN_CHAIN,
+            Tx {
+                nonce: 6,
+                call: sample_report(),
+            },
+        );
+        let bytes = encoding::encode(&tx);
+        // signer(32) | nonce(8) | variant(4) | session(32) | segment(2) | keys length(8)
+        // | 2 x (segment(2) | ephemeral(32) | ciphertext length(8) | ciphertext(48))
+        // | bad(1) | shared(32) | proof(96) | signature(64)
+        assert_eq!(
+            bytes.len(),
+            32 + 8 + 4 + 32 + 2 + 8 + 2 * (2 + 32 + 8 + 48) + 1 + 32 + 96 + 64
+        );
+        assert_eq!(
+            hex::encode(&bytes[32..44]),
+            "060000000000000012000000",
+            "nonce 6, variant 18"
+        );
+        assert_eq!(
+            Hash::sha256(&bytes).to_hex(),
+            GOLDEN_REPORT_SHA256,
+            "the encoding of a signed ReportBadKey changed"
+        );
+        let back: SignedTx = encoding::decode(&bytes).unwrap();
+        assert_eq!(back, tx);
+        // The call just before it keeps its index (17).
+        let declare = encoding::encode(&Call::DeclareExpertise {
+            expertise: Vec::new(),
+        });
+        assert_eq!(hex::encode(&declare[..4]), "11000000");
+    }
+
+    // New: the bad-key report (issue 39: key starvation is the provider's cost).
+    const GOLDEN_REPORT_SHA256: &str =
+        "8f743049b4d5c01ee404539526b0b954b124ecd757f5093c69f7c9e56a93e0ac";
+
+    /// A report carries 1..=MAX_REPORT_KEYS keys of distinct segments, none longer than a
+    /// sealed key, and names one of them.
+    #[test]
+    fn a_bad_key_report_is_bounded() {
+        let tx = |call| Tx { nonce: 0, call };
+        assert_eq!(tx(sample_report()).validate(), Ok(()));
+        let with = |f: &dyn Fn(&mut Vec<DeliveredKey>, &mut u8)| {
+            let mut c = sample_report();
+            if let Call::ReportBadKey { keys, bad, .. } = &mut c {
+                f(keys, bad);
+            }
+            tx(c).validate()
+        };
+        assert_eq!(with(&|_, b| *b = 2), Err(TxFormatError::BadReport));
+        assert_eq!(
+            with(&|k, b| {
+                k.clear();
+                *b = 0
+            }),
+            Err(TxFormatError::BadReport)
+        );
+        assert_eq!(
+            with(&|k, _| k[1].segment = 2),
+            Err(TxFormatError::RepeatedSegment(2))
+        );
+        assert!(matches!(
+            with(&|k, _| k[0].sealed.ciphertext.push(0)),
+            Err(TxFormatError::TooLong {
+                what: "sealed key",
+                ..
+            })
+        ));
+        let full = |n: usize| {
+            with(&move |k, _| {
+                let first = k[0].clone();
+                k.clear();
+                for s in 0..n {
+                    let mut e = first.clone();
+                    e.segment = s as u16;
+                    k.push(e);
+                }
+            })
+        };
+        assert_eq!(full(MAX_REPORT_KEYS), Ok(()));
+        assert!(matches!(
+            full(MAX_REPORT_KEYS + 1),
+            Err(TxFormatError::TooLong {
+                what: "reported keys",
+                ..
+            })
+        ));
+        // A full report is small beside the transaction limit.
+        let mut c = sample_report();
+        if let Call::ReportBadKey { keys, .. } = &mut c {
+            let first = keys[0].clone();
+            *keys = (0..MAX_REPORT_KEYS as u16)
+                .map(|segment| DeliveredKey {
+                    segment,
+                    ..first.clone()
+                })
+                .collect();
+        }
+        assert!(encoding::encode(&tx(c)).len() < 2 * 1024);
     }
 
     // Changed on purpose: the opening names the salt of the session's committed honeypot

@@ -10,7 +10,7 @@ use trust_contracts::{
 use trust_protocol::{
     AccountId, Hash, Keypair, Salt, SealingPublicKey, Signed, Vote, commitment,
     honeypot_set_commitment, mapping_commitment,
-    seal::SealedKey,
+    seal::{SealedKey, SealingSecret},
     tx::{Call, QuorumParams, SeatKey, SegmentEntry, SessionManifest, Tier, Tx},
     units::Ppm,
 };
@@ -34,6 +34,11 @@ pub(crate) struct Chain {
 
 pub(crate) fn key(label: &str) -> Keypair {
     Keypair::from_label(label)
+}
+
+/// The X25519 sealing secret a test auditor registers the public half of.
+pub(crate) fn sealing(id: &AccountId) -> SealingSecret {
+    SealingSecret::from_bytes(Hash::of_parts("test-sealing", &[id.as_ref()]).0)
 }
 
 /// The reason a test seat gives for `v` (bound into its commitment and revealed with it).
@@ -127,7 +132,7 @@ impl Chain {
                     Call::RegisterAuditor {
                         tier: *tier,
                         expertise: vec!["math".into()],
-                        sealing_key: SealingPublicKey([1; 32]),
+                        sealing_key: sealing(&k.public()).public(),
                         stake: 1_000,
                     },
                 );

@@ -22,6 +22,18 @@
 //! what it could not read. It is then present rather than a no-show: a provider that withholds a
 //! blob cannot get its seats slashed, and one that withholds keys pays them (the contract
 //! records which keys were delivered; see `trust_contracts` sessions).
+//!
+//! A key that does not open is the provider's fault too, and this seat proves it: every
+//! sealed key delivered to it is kept (per session, in order), and when its round's commit
+//! window closes, each of its seats whose keys on record include one that does not open
+//! (and that no other key of the same segment replaced) sends a `ReportBadKey` with the
+//! shared secret of that key and its proof ([`trust_protocol::badkey`]) before it reveals.
+//! The contract then counts the seat as starved: paid by the provider, never slashed.
+//! Reporting at the window's close rather than at once leaves the round's deliveries time
+//! to land, so that a key whose ephemeral key also came in another sealed key (a provider
+//! copying another's to learn its shared secret) is seen and never reported: revealing its
+//! shared secret would open that other key. The ephemeral keys of every key this node was
+//! sent are kept for that (66 bytes each, never pruned).
 
 use std::{
     collections::BTreeSet,
@@ -36,12 +48,13 @@ use rand::RngCore;
 use trust_contracts::{Contract, Event, Phase, SegmentState};
 use trust_protocol::{
     Hash, Salt,
+    badkey::{find_record, prove_bad_key},
     cid::Cid,
     seal::{
-        KEY_LEN, SealError, SealingSecret, SegmentDoc, SegmentDocError, decrypt_segment,
+        KEY_LEN, SealError, SealedKey, SealingSecret, SegmentDoc, SegmentDocError, decrypt_segment,
         key_context, open_key,
     },
-    tx::Tier,
+    tx::{Call, DeliveredKey, MAX_SEALED_KEYS, Tier},
 };
 
 #[cfg(feature = "misbehave")]
@@ -75,6 +88,10 @@ pub const MAX_COMMIT_BATCH: usize = 256;
 /// of its commit deadline commits an abstention instead of nothing. Two blocks: one for
 /// the commitment to land in, one for a slow round of gossip.
 pub const GIVE_UP_BLOCKS: u64 = 2;
+/// Most sealed keys kept per session for bad-key reports: a seat is sent one per segment
+/// it needs and round, so this is far beyond an honest provider's, and it bounds what a
+/// provider that floods a seat with keys costs the seat's search for its record.
+pub const MAX_KEPT_KEYS: usize = MAX_SEALED_KEYS;
 
 /// Whether a seat whose commit window closes at `until` gives up reading at `height`.
 pub fn gives_up(height: u64, until: u64) -> bool {
@@ -202,6 +219,8 @@ pub struct SeatMetrics {
     /// Seats still reading or judging their segment when their commit window was about to
     /// close, which committed an abstention instead.
     pub gave_up: AtomicU64,
+    /// Keys that did not open, reported with a proof (`ReportBadKey`).
+    pub bad_keys_reported: AtomicU64,
 }
 
 impl crate::metrics::MetricsSource for SeatMetrics {
@@ -212,6 +231,10 @@ impl crate::metrics::MetricsSource for SeatMetrics {
             ("trust_seat_abstained_total", &self.abstained),
             ("trust_seat_failures_total", &self.failures),
             ("trust_seat_gave_up_total", &self.gave_up),
+            (
+                "trust_seat_bad_keys_reported_total",
+                &self.bad_keys_reported,
+            ),
         ] {
             out.push_str(&format!(
                 "# TYPE {name} counter\n{name} {}\n",
@@ -228,6 +251,15 @@ pub struct Seat {
     blobs: BlobStore,
     votes: VoteBook,
     keys: sled::Tree,
+    /// Every sealed key delivered to this node, per session in delivery order: key
+    /// `session || sequence (big-endian u32)`, value the encoded [`DeliveredKey`].
+    delivered: sled::Tree,
+    /// The ephemeral key of every sealed key delivered to this node: key the ephemeral
+    /// key, value `session || segment (big-endian)` of the first key that carried it, or
+    /// empty once two different keys did (then none of them is ever reported).
+    ephemerals: sled::Tree,
+    /// Seats whose bad key this node reported: key `session || segment || round`.
+    reported: sled::Tree,
     fetch: Option<FetchBlob>,
     judges: Vec<Arc<dyn Auditor>>,
     /// Seats (session, segment, round) that could not read their segment yet: the ones
@@ -276,6 +308,9 @@ impl Seat {
             blobs,
             votes,
             keys: db.open_tree("seat/keys")?,
+            delivered: db.open_tree("seat/delivered")?,
+            ephemerals: db.open_tree("seat/ephemerals")?,
+            reported: db.open_tree("seat/reported")?,
             fetch,
             judges: vec![Arc::new(ComputerAuditor)],
             stuck: std::sync::Mutex::default(),
@@ -388,7 +423,7 @@ impl Seat {
                 d => self.perform(&d, contract).await,
             }
         }
-        self.reveal(&reveals).await;
+        self.close_rounds(&reveals, contract).await;
         judge
     }
 
@@ -404,6 +439,7 @@ impl Seat {
                 sealed,
             } => {
                 let me = self.outbox.key().public();
+                self.keep_delivered(session, *segment, sealed);
                 match open_key(
                     &self.sealing,
                     sealed,
@@ -412,7 +448,8 @@ impl Seat {
                     Ok(k) => {
                         let _ = self.keys.insert(key_of(session, *segment), k.to_vec());
                     }
-                    // Its seats are stuck: they give up when the window closes.
+                    // Its seats are stuck: they give up when the window closes, and
+                    // report the key when it closes (`close_rounds`).
                     Err(e) => self.fail(
                         "a key sealed to this seat does not open",
                         session,
@@ -421,7 +458,9 @@ impl Seat {
                     ),
                 }
             }
-            Duty::Reveal { session, round } => self.reveal(&[(*session, *round)]).await,
+            Duty::Reveal { session, round } => {
+                self.close_rounds(&[(*session, *round)], contract).await;
+            }
             #[cfg(feature = "misbehave")]
             Duty::CopyCommitment { session, segment } => {
                 self.copy_commitment(session, *segment, contract).await;
@@ -465,8 +504,162 @@ impl Seat {
         if let Err(e) = self.blobs.release(session) {
             tracing::warn!(%session, error = %e, "ciphertexts of a finished session not removed");
         }
-        for k in self.keys.scan_prefix(session.as_ref()).keys().flatten() {
-            let _ = self.keys.remove(k);
+        for tree in [&self.keys, &self.delivered, &self.reported] {
+            for k in tree.scan_prefix(session.as_ref()).keys().flatten() {
+                let _ = tree.remove(k);
+            }
+        }
+    }
+
+    /// Keeps a sealed key delivered to this node (at most [`MAX_KEPT_KEYS`] per session),
+    /// and its ephemeral key.
+    fn keep_delivered(&self, session: &Hash, segment: u16, sealed: &SealedKey) {
+        let last = self
+            .delivered
+            .scan_prefix(session.as_ref())
+            .keys()
+            .next_back()
+            .and_then(Result::ok)
+            .and_then(|k| <[u8; 4]>::try_from(k.get(32..)?).ok())
+            .map(u32::from_be_bytes);
+        let seq = last.map_or(0, |l| l.saturating_add(1));
+        if usize::try_from(seq).map_or(true, |n| n >= MAX_KEPT_KEYS) {
+            tracing::warn!(%session, segment, "too many keys delivered to this node in one session; not kept");
+            return;
+        }
+        let mut key = session.as_ref().to_vec();
+        key.extend_from_slice(&seq.to_be_bytes());
+        let value = trust_protocol::encode(&DeliveredKey {
+            segment,
+            sealed: sealed.clone(),
+        });
+        if let Err(e) = self.delivered.insert(key, value) {
+            tracing::warn!(%session, segment, error = %e, "delivered key not kept");
+        }
+        let first = key_of(session, segment);
+        let e = sealed.ephemeral.as_ref();
+        let shared = match self.ephemerals.get(e) {
+            Ok(None) => self.ephemerals.insert(e, first),
+            Ok(Some(v)) if v.as_ref() != first.as_slice() && !v.is_empty() => {
+                tracing::warn!(%session, segment, "an ephemeral key came in two sealed keys: neither will be reported");
+                self.ephemerals.insert(e, Vec::new())
+            }
+            other => other,
+        };
+        if let Err(e) = shared {
+            tracing::warn!(%session, segment, error = %e, "ephemeral key not kept");
+        }
+    }
+
+    /// The sealed keys delivered to this node in `session`, in order.
+    fn delivered(&self, session: &Hash) -> Vec<DeliveredKey> {
+        self.delivered
+            .scan_prefix(session.as_ref())
+            .values()
+            .flatten()
+            .filter_map(|v| trust_protocol::decode::<DeliveredKey>(&v).ok())
+            .collect()
+    }
+
+    /// Whether `sealed`'s ephemeral key came in this key of `session` and `segment` only.
+    fn ephemeral_is_its_own(&self, session: &Hash, segment: u16, sealed: &SealedKey) -> bool {
+        matches!(
+            self.ephemerals.get(sealed.ephemeral.as_ref()),
+            Ok(Some(v)) if v.as_ref() == key_of(session, segment).as_slice()
+        )
+    }
+
+    /// A round's commit window closed: reports the keys on record for this node's seats of
+    /// it that do not open ([`Seat::report_bad_keys`]), then reveals.
+    pub async fn close_rounds(&self, closed: &[(Hash, u8)], contract: &Contract) {
+        for (session, round) in closed {
+            self.report_bad_keys(session, *round, contract).await;
+        }
+        self.reveal(closed).await;
+    }
+
+    /// For each seat of this node in `round` of `session`: if a key on record for it (the
+    /// keys that set its key bits, found among those delivered) does not open, and no
+    /// other key of that segment did, sends the proof (`ReportBadKey`), once. A key whose
+    /// ephemeral key also came in another sealed key is never reported (see the module
+    /// documentation).
+    pub async fn report_bad_keys(&self, session: &Hash, round: u8, contract: &Contract) {
+        let me = self.outbox.key().public();
+        let Some(s) = contract.state().sessions.get(session) else {
+            return;
+        };
+        if !matches!(s.phase, Phase::Commit { round: r, .. } | Phase::Reveal { round: r, .. } if r == round)
+        {
+            return;
+        }
+        let delivered = self.delivered(session);
+        if delivered.is_empty() {
+            return;
+        }
+        for (i, g) in s.segments.iter().enumerate() {
+            let Ok(segment) = u16::try_from(i) else { break };
+            let Some(seat) = g.seats.iter().find(|x| x.account == me && x.round == round) else {
+                continue;
+            };
+            let mut marker = key_of(session, segment);
+            marker.push(round);
+            if seat.bad_key || matches!(self.reported.get(&marker), Ok(Some(_))) {
+                continue;
+            }
+            let needs: Vec<u16> = std::iter::once(segment)
+                .chain(g.entry.depends_on.iter().copied())
+                .collect();
+            let Some(keys) = find_record(&delivered, &needs, &seat.key_record) else {
+                continue;
+            };
+            let context = |k: &DeliveredKey| {
+                s.segments
+                    .get(usize::from(k.segment))
+                    .map(|g| key_context(session, &g.entry.id, &me))
+            };
+            let bad = keys.iter().enumerate().find_map(|(at, k)| {
+                let ctx = context(k)?;
+                let unread = self.key(session, k.segment).is_none()
+                    && open_key(&self.sealing, &k.sealed, &ctx).is_err();
+                unread.then_some((at, k, ctx))
+            });
+            let Some((at, k, ctx)) = bad else {
+                continue;
+            };
+            if !self.ephemeral_is_its_own(session, k.segment, &k.sealed) {
+                tracing::warn!(%session, segment, key = k.segment, "the key that does not open shares its ephemeral key with another sealed key: not reported, revealing its shared secret could open the other");
+                continue;
+            }
+            let (shared, proof) = match prove_bad_key(&self.sealing, &k.sealed, &ctx) {
+                Ok(p) => p,
+                Err(e) => {
+                    self.fail(
+                        "a key that does not open could not be proven",
+                        session,
+                        segment,
+                        e,
+                    );
+                    continue;
+                }
+            };
+            let call = Call::ReportBadKey {
+                session: *session,
+                segment,
+                bad: u8::try_from(at).unwrap_or(u8::MAX),
+                keys,
+                shared,
+                proof,
+            };
+            match self.outbox.send(call).await {
+                Ok(tx) => {
+                    let _ = self.reported.insert(marker, Vec::new());
+                    self.metrics
+                        .bad_keys_reported
+                        .fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(%session, segment, round, %tx, "reported a key the provider sealed to this seat that does not open");
+                }
+                Err(e) => self.fail("bad-key report not sent", session, segment, e),
+            }
         }
     }
 
@@ -965,6 +1158,8 @@ impl Seat {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeSet;
+
     use trust_contracts::SegmentVerdict;
     use trust_protocol::seal::seal_key;
 
@@ -1221,6 +1416,167 @@ mod tests {
         assert!(count(&n, |m| &m.failures) >= 1);
         assert_eq!(count(&n, |m| &m.committed), 0);
         assert!(n.seat.votes.get(&s.session, j, 0).unwrap().is_none());
+    }
+
+    /// Runs blocks until the session is no longer live (at most `max`); returns every
+    /// event.
+    async fn run_collecting(
+        chain: &mut Chain,
+        p: &Provider,
+        seats: &[Node],
+        session: &Hash,
+        max: usize,
+    ) -> Vec<Event> {
+        let mut all = Vec::new();
+        for _ in 0..max {
+            let ev = chain.block().await;
+            p.on_block(&ev, &chain.contract).await;
+            for n in seats {
+                n.seat.on_block(&ev, &chain.contract).await;
+            }
+            all.extend(ev);
+            if !chain.contract.state().sessions.contains_key(session) {
+                return all;
+            }
+        }
+        panic!("session still live after {max} blocks");
+    }
+
+    /// A provider node seals every key of seat 0 to a key that is not seat 0's: seat 0 is
+    /// keyed on record and cannot read a thing. Its node proves each such key does not
+    /// open, on its own, and is paid one reward per seat as starved by the provider,
+    /// never slashed; the other seats judge as before.
+    #[tokio::test]
+    async fn a_seat_sealed_keys_that_do_not_open_proves_it_and_is_paid_as_starved() {
+        let mut chain = Chain::new(4);
+        let (p, blobs, _pd) = provider(&chain);
+        let victim = auditor(0).public();
+        let p = p.with_missealing(victim);
+        let seats: Vec<Node> = (0..4)
+            .map(|i| seat(&chain, i, Some(from_store(blobs.clone()))))
+            .collect();
+        let s = p.submit(INCORRECT, None, &chain.contract).await.unwrap();
+        let before = chain.contract.state().accounts[&victim].balance;
+        let ev = run_collecting(&mut chain, &p, &seats, &s.session, 60).await;
+        let held: BTreeSet<(u16, u8)> = ev
+            .iter()
+            .filter_map(|e| e.seat_assigned())
+            .filter(|(_, _, seat, _)| *seat == victim)
+            .map(|(_, segment, _, round)| (segment, round))
+            .collect();
+        assert!(!held.is_empty(), "seat 0 sits in the session");
+        let proven: BTreeSet<u16> = ev
+            .iter()
+            .filter_map(|e| match e {
+                Event::BadKeyProven { seat, segment, .. } if *seat == victim => Some(*segment),
+                _ => None,
+            })
+            .collect();
+        let held_segments: BTreeSet<u16> = held.iter().map(|(s, _)| *s).collect();
+        assert_eq!(
+            proven, held_segments,
+            "every seat of seat 0 proved its bad key"
+        );
+        assert_eq!(
+            count(&seats[0], |m| &m.bad_keys_reported),
+            held.len() as u64
+        );
+        let reward = chain.contract.state().params.reward;
+        let starved: Vec<u64> = ev
+            .iter()
+            .filter_map(|e| match e {
+                Event::SeatStarved { seat, paid, .. } if *seat == victim => Some(*paid),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(starved, vec![reward; held.len()], "paid R per seat");
+        assert!(
+            !ev.iter()
+                .any(|e| matches!(e, Event::Slashed { seat, .. } if *seat == victim)),
+            "never slashed"
+        );
+        assert!(
+            !ev.iter()
+                .any(|e| matches!(e, Event::Rewarded { seat, .. } if *seat == victim)),
+            "it judged nothing"
+        );
+        assert_eq!(
+            chain.contract.state().accounts[&victim].balance,
+            before + reward * held.len() as u64
+        );
+        let o = &chain.contract.state().outcomes[&s.session];
+        assert!(o.starved_seats as usize >= held.len());
+        // Its abstentions were revealed (present, not no-shows); the others reported nothing.
+        assert!(count(&seats[0], |m| &m.revealed) >= held.len() as u64);
+        for n in &seats[1..] {
+            assert_eq!(count(n, |m| &m.bad_keys_reported), 0);
+            assert_eq!(count(n, |m| &m.failures), 0);
+        }
+        // Forgotten with the session.
+        assert_eq!(
+            seats[0]
+                .seat
+                .delivered
+                .scan_prefix(s.session.as_ref())
+                .count(),
+            0
+        );
+    }
+
+    /// A key that does not open whose ephemeral key also came in another sealed key is
+    /// never reported: its shared secret would open the other key. Seat 0 abstains unpaid,
+    /// as before this report existed.
+    #[tokio::test]
+    async fn a_bad_key_sharing_its_ephemeral_key_with_another_is_not_reported() {
+        let mut chain = Chain::new(4);
+        let (p, blobs, _pd) = provider(&chain);
+        let victim = auditor(0).public();
+        let p = p.with_missealing(victim);
+        let seats: Vec<Node> = (0..4)
+            .map(|i| seat(&chain, i, Some(from_store(blobs.clone()))))
+            .collect();
+        let s = p.submit(INCORRECT, None, &chain.contract).await.unwrap();
+        let mut all = Vec::new();
+        let mut copied = false;
+        for _ in 0..60 {
+            let ev = chain.block().await;
+            p.on_block(&ev, &chain.contract).await;
+            for n in &seats {
+                n.seat.on_block(&ev, &chain.contract).await;
+            }
+            // Every ephemeral key sent to seat 0 also arrives in another sealed key (as
+            // a copy another provider made would).
+            for e in &ev {
+                if let Event::KeyDelivered {
+                    seat,
+                    segment,
+                    sealed,
+                    ..
+                } = e
+                    && *seat == victim
+                {
+                    let other = Hash::of_parts("another session", &[&segment.to_le_bytes()]);
+                    seats[0].seat.keep_delivered(&other, *segment, sealed);
+                    copied = true;
+                }
+            }
+            all.extend(ev);
+            if !chain.contract.state().sessions.contains_key(&s.session) {
+                break;
+            }
+        }
+        assert!(copied);
+        assert!(!chain.contract.state().sessions.contains_key(&s.session));
+        assert_eq!(count(&seats[0], |m| &m.bad_keys_reported), 0);
+        assert!(
+            !all.iter().any(|e| matches!(e, Event::BadKeyProven { .. })),
+            "nothing reported"
+        );
+        assert!(
+            !all.iter()
+                .any(|e| matches!(e, Event::SeatStarved { seat, .. } if *seat == victim)),
+            "keyed on record, and not proven otherwise"
+        );
     }
 
     /// A stand-in judge (no real judge blocks on purpose): each judgement waits until

@@ -229,6 +229,10 @@ pub fn line(e: &FeedEvent, me: Option<AccountId>) -> String {
             who(e.account),
             e.reveal_until.unwrap_or(0)
         ),
+        Kind::BadKeyProven => format!(
+            "{session}{segment} → {}: proved its key does not open; starved, paid by the provider",
+            who(e.account)
+        ),
         Kind::VoteRefused => format!(
             "{session}{segment} → {}: vote refused ({})",
             who(e.account),

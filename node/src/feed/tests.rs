@@ -335,3 +335,46 @@ fn the_event_route_documents_every_kind() {
         .collect();
     assert_eq!(listed, Kind::STORED.map(Kind::name), "{kind}");
 }
+
+/// A seat's proven bad key is in the feed for that seat, after the deadlines of the block
+/// and before refused votes and verdicts.
+#[test]
+fn a_proven_bad_key_is_in_the_feed() {
+    let session = Hash::sha256(b"bad key");
+    let events = vec![
+        Event::SegmentDecided {
+            session,
+            segment: 0,
+            verdict: SegmentVerdict::Undecided,
+        },
+        Event::BadKeyProven {
+            session,
+            segment: 2,
+            seat: account(3),
+        },
+        Event::VoteRefused {
+            session,
+            segment: 1,
+            seat: account(2),
+            reason: "already committed".into(),
+        },
+    ];
+    let feed = derive(9, &events, &contract());
+    let kinds: Vec<Kind> = feed.iter().map(|e| e.kind).collect();
+    assert_eq!(
+        kinds,
+        [Kind::BadKeyProven, Kind::VoteRefused, Kind::SegmentDecided]
+    );
+    let proven = serde_json::to_value(&feed[0]).unwrap();
+    assert_eq!(proven["kind"], "bad_key_proven");
+    assert_eq!(proven["segment"], 2);
+    assert_eq!(proven["account"], account(3).to_hex());
+    assert_eq!(proven["session"], session.to_hex());
+    assert_eq!(
+        "bad_key_proven".parse::<Kind>().unwrap(),
+        Kind::BadKeyProven
+    );
+    assert!(Kind::STORED.contains(&Kind::BadKeyProven));
+    let back: FeedEvent = serde_json::from_value(proven).unwrap();
+    assert_eq!(back, feed[0]);
+}

@@ -718,3 +718,190 @@ fn calls_that_cost_nothing_need_the_standing_they_act_on() {
         "the provider may"
     );
 }
+
+/// A bad-key report costs nothing to send, so it is checked in full before it is pooled:
+/// a seat's true report fits; one by a seat of another segment does not fit, one whose
+/// proof fails is refused for good, one naming keys not on record may fit once more keys
+/// land; a proven seat's second report and any report after voting expire.
+#[test]
+fn bad_key_reports_are_checked_before_they_are_pooled() {
+    use trust_contracts::{BlockCtx, GenesisAuditor, Phase};
+    use trust_protocol::{
+        Salt,
+        badkey::prove_bad_key,
+        seal::{SealingSecret, key_context, seal_key},
+        tx::{DeliveredKey, QuorumParams, SeatKey, SegmentEntry, SessionManifest, Tier},
+        units::Ppm,
+    };
+
+    let provider = Keypair::from_label("provider");
+    let seats: Vec<Keypair> = (0..4)
+        .map(|i| Keypair::from_label(&format!("seat{i}")))
+        .collect();
+    let sealing = |i: usize| SealingSecret::from_bytes([u8::try_from(i).unwrap() + 1; 32]);
+    let mut accounts = vec![GenesisAccount {
+        id: provider.public(),
+        balance: 1_000_000,
+        stake: 0,
+    }];
+    accounts.extend(seats.iter().map(|k| GenesisAccount {
+        id: k.public(),
+        balance: 10,
+        stake: 1_000,
+    }));
+    let mut c = Contract::new(&Genesis {
+        params: Params::default(),
+        accounts,
+        auditors: seats
+            .iter()
+            .enumerate()
+            .map(|(i, k)| GenesisAuditor {
+                id: k.public(),
+                tier: Tier::Computer,
+                expertise: vec!["math".into()],
+                sealing_key: sealing(i).public(),
+            })
+            .collect(),
+    })
+    .unwrap();
+    let id = Hash::of_parts("segment", &[]);
+    let mut manifest = SessionManifest {
+        segments: vec![SegmentEntry {
+            conclusion: true,
+            ..SegmentEntry::plain(id, Tier::Computer)
+        }],
+        mapping_commitment: Hash::of_parts("mapping", &[]),
+        quorum: QuorumParams {
+            k: [3, 3, 3],
+            extra_seats: 0,
+            tau: Ppm(600_000),
+            beta: Ppm(800_000),
+        },
+        fee: 0,
+        domain: "math".into(),
+        left_out: vec![],
+        terms: trust_protocol::tx::SessionTerms::default(),
+        honeypot_set: trust_protocol::honeypot_set_commitment(&[], &Salt([0; 32])),
+    };
+    manifest.fee = trust_contracts::minimum_fee(&Params::default(), &manifest).unwrap() * 2;
+    let session = Tx::session_id(&provider.public(), 0);
+    let mut height = 0;
+    let mut block = |c: &mut Contract, txs: &[SignedTx]| {
+        height += 1;
+        let ctx = BlockCtx {
+            height,
+            block_hash: Hash::of_parts("block", &[&height.to_le_bytes()]),
+        };
+        c.begin_block(&ctx);
+        for tx in txs {
+            c.apply(&ctx, tx).unwrap();
+        }
+        c.end_block(&ctx);
+    };
+    let sign = |k: &Keypair, nonce, call| Signed::sign(k, &Hash::ZERO, Tx { nonce, call });
+    block(&mut c, &[sign(&provider, 0, Call::OpenSession(manifest))]);
+    block(&mut c, &[]);
+    let drawn: Vec<AccountId> = c.state().sessions[&session].segments[0]
+        .seats
+        .iter()
+        .map(|x| x.account)
+        .collect();
+    let index = |a: &AccountId| seats.iter().position(|k| k.public() == *a).unwrap();
+    let victim = drawn[0];
+    let outsider = seats
+        .iter()
+        .map(|k| k.public())
+        .find(|a| !drawn.contains(a))
+        .unwrap();
+    // Every seat is sent a sealed key; the victim's does not open.
+    let ctx = |a: &AccountId| key_context(&session, &id, a);
+    let keys: Vec<SeatKey> = drawn
+        .iter()
+        .map(|a| {
+            let mut sealed =
+                seal_key(&sealing(index(a)).public(), &[7; 32], [9; 32], &ctx(a)).unwrap();
+            if *a == victim {
+                sealed.ciphertext = vec![0xEE; 48];
+            }
+            SeatKey {
+                segment: 0,
+                seat: *a,
+                sealed,
+            }
+        })
+        .collect();
+    let bad_box = keys[0].sealed.clone();
+    block(
+        &mut c,
+        &[sign(&provider, 1, Call::DeliverKeys { session, keys })],
+    );
+    let (shared, proof) = prove_bad_key(&sealing(index(&victim)), &bad_box, &ctx(&victim)).unwrap();
+    let report = |keys: Vec<DeliveredKey>, proof| Call::ReportBadKey {
+        session,
+        segment: 0,
+        keys,
+        bad: 0,
+        shared,
+        proof,
+    };
+    let on_record = vec![DeliveredKey {
+        segment: 0,
+        sealed: bad_box.clone(),
+    }];
+    let good = report(on_record.clone(), proof);
+    assert_eq!(expired(c.state(), &victim, &good), None);
+    assert_eq!(crate::mempool::unfit(c.state(), &victim, &good), Ok(()));
+    assert_eq!(
+        crate::mempool::unfit(c.state(), &outsider, &good),
+        Err(MempoolError::Unfit(
+            "the sender holds no seat on this segment in this round"
+        ))
+    );
+    let mut forged = proof;
+    forged.0[70] ^= 1;
+    let e = crate::mempool::unfit(c.state(), &victim, &report(on_record.clone(), forged));
+    let Err(MempoolError::Refused(e)) = e else {
+        panic!("{e:?}");
+    };
+    assert!(matches!(e, TxError::BadKeyNotProven(_)), "{e}");
+    assert!(refused_for_good(&e));
+    let mut twice = on_record.clone();
+    twice.push(DeliveredKey {
+        segment: 1,
+        sealed: bad_box.clone(),
+    });
+    assert_eq!(
+        crate::mempool::unfit(c.state(), &victim, &report(twice, proof)),
+        Err(MempoolError::NotYet(
+            "the reported keys are not on record (yet)"
+        ))
+    );
+    assert!(!refused_for_good(&TxError::KeysNotOnRecord));
+    // Proven once: a second report expires.
+    let victim_key = &seats[index(&victim)];
+    block(&mut c, &[sign(victim_key, 0, good.clone())]);
+    assert!(c.state().sessions[&session].segments[0].seats[0].bad_key);
+    assert_eq!(
+        expired(c.state(), &victim, &good),
+        Some("the seat proved a bad key already")
+    );
+    let mut m = Mempool::new(10);
+    assert_eq!(
+        m.insert(sign(victim_key, 1, good.clone()), &c),
+        Err(MempoolError::Expired("the seat proved a bad key already"))
+    );
+    while !matches!(
+        c.state().sessions.get(&session).map(|s| s.phase),
+        Some(Phase::Disclose { .. }) | None
+    ) {
+        block(&mut c, &[]);
+    }
+    let after_voting = expired(c.state(), &outsider, &good);
+    assert!(
+        matches!(
+            after_voting,
+            Some("voting ended" | "the session is no longer live")
+        ),
+        "{after_voting:?}"
+    );
+}

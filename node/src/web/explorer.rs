@@ -232,6 +232,22 @@ pub fn describe(tx: &SignedTx) -> (&'static str, String) {
                 }
             ),
         ),
+        Call::ReportBadKey {
+            session,
+            segment,
+            keys,
+            bad,
+            ..
+        } => (
+            "ReportBadKey",
+            format!(
+                "session {}, segment {segment}: the key of segment {} does not open ({} keys on record, shared secret and proof revealed)",
+                session_link(session),
+                keys.get(usize::from(*bad))
+                    .map_or_else(|| "?".to_string(), |k| k.segment.to_string()),
+                keys.len()
+            ),
+        ),
         Call::DeliverKeys { session, keys } => (
             "DeliverKeys",
             format!(

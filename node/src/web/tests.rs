@@ -831,3 +831,48 @@ fn a_honeypot_set_opening_reads_with_its_segments() {
         "{details}"
     );
 }
+
+/// The explorer says which key a bad-key report names, of how many on record.
+#[test]
+fn a_bad_key_report_reads_with_the_key_it_names() {
+    use trust_protocol::{
+        Signed,
+        badkey::{BadKeyProof, SharedSecret},
+        seal::SealedKey,
+        tx::{Call, DeliveredKey, Tx},
+    };
+    let k = trust_protocol::Keypair::from_label("seat");
+    let session = trust_protocol::Hash::sha256(b"session");
+    let key = |segment| DeliveredKey {
+        segment,
+        sealed: SealedKey {
+            ephemeral: trust_protocol::SealingPublicKey([1; 32]),
+            ciphertext: vec![0; 48],
+        },
+    };
+    let tx = Signed::sign(
+        &k,
+        &trust_protocol::Hash::ZERO,
+        Tx {
+            nonce: 0,
+            call: Call::ReportBadKey {
+                session,
+                segment: 5,
+                keys: vec![key(5), key(2)],
+                bad: 1,
+                shared: SharedSecret([2; 32]),
+                proof: BadKeyProof([3; 96]),
+            },
+        },
+    );
+    let (kind, details) = super::explorer::describe(&tx);
+    assert_eq!(kind, "ReportBadKey");
+    assert!(
+        details.contains(&format!("/sessions/{session}")),
+        "{details}"
+    );
+    assert!(
+        details.contains("segment 5: the key of segment 2 does not open (2 keys on record"),
+        "{details}"
+    );
+}

@@ -190,7 +190,7 @@ impl Duties {
             match duty {
                 Duty::Reveal { .. } => {
                     let closed = std::mem::take(&mut reveals);
-                    self.cfg.seat.reveal(&closed).await;
+                    self.cfg.seat.close_rounds(&closed, contract).await;
                 }
                 Duty::Flush => {
                     let released = self.cfg.outbox.flush().await;

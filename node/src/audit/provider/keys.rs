@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use rand::RngCore;
 use trust_contracts::Contract;
 use trust_protocol::{
-    AccountId, Hash,
+    AccountId, Hash, SealingPublicKey,
     block::MAX_TX_BYTES,
     seal::{key_context, seal_key},
     tx::{Call, MAX_SEALED_KEYS, SeatKey},
@@ -37,6 +37,18 @@ impl Provider {
         }
         let _ = (session, seat);
         false
+    }
+
+    /// The key `seat`'s keys are sealed to: its registered one, unless this provider
+    /// seals them wrong on purpose (in test builds only).
+    fn sealing_key_for(&self, seat: &AccountId, registered: SealingPublicKey) -> SealingPublicKey {
+        #[cfg(feature = "misbehave")]
+        if self.missealed.contains(seat) {
+            let wrong = Hash::of_parts("trust/test/missealed", &[seat.as_ref()]);
+            return trust_protocol::seal::SealingSecret::from_bytes(wrong.0).public();
+        }
+        let _ = seat;
+        registered
     }
 
     pub(super) async fn deliver(
@@ -84,7 +96,8 @@ impl Provider {
             };
             let mut eph = [0u8; 32];
             rand::rngs::OsRng.fill_bytes(&mut eph);
-            match seal_key(&aud.sealing_key, key, eph, &key_context(session, id, &seat)) {
+            let to = self.sealing_key_for(&seat, aud.sealing_key);
+            match seal_key(&to, key, eph, &key_context(session, id, &seat)) {
                 Ok(sealed) => keys.push(SeatKey {
                     segment: seg,
                     seat,

@@ -501,6 +501,10 @@ pub struct Provider {
     /// A test behaviour: a griefing provider (test builds only, see `audit::misbehave`).
     #[cfg(feature = "misbehave")]
     griefing: bool,
+    /// A test behaviour: seats whose keys this provider seals to a key that is not theirs
+    /// (test builds only), so that they cannot open them.
+    #[cfg(feature = "misbehave")]
+    missealed: std::collections::BTreeSet<AccountId>,
 }
 
 /// Seconds since the Unix epoch (0 if the clock is before it).
@@ -544,7 +548,17 @@ impl Provider {
             defaults: terms::SessionOptions::default(),
             #[cfg(feature = "misbehave")]
             griefing: false,
+            #[cfg(feature = "misbehave")]
+            missealed: std::collections::BTreeSet::new(),
         })
+    }
+
+    /// Seals `seat`'s keys to a key that is not its own, on purpose (test builds only):
+    /// the seat is keyed on record and cannot open them.
+    #[cfg(feature = "misbehave")]
+    pub fn with_missealing(mut self, seat: AccountId) -> Self {
+        self.missealed.insert(seat);
+        self
     }
 
     /// Griefs on purpose as a provider when `griefing` ([`grief`], test builds only).
