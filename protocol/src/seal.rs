@@ -118,6 +118,12 @@ pub struct SegmentDoc {
     /// and shows the result to its judge; any that is not a span of the claim is ignored.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub operations: Vec<String>,
+    /// For a step of a formal proof: what its Computer seat checks besides the claim (the
+    /// step's role, what it cites and the active hypotheses; for the proof's structure
+    /// seat, the proof without its formulas). Read by the node's formal-proof judge; the
+    /// protocol only carries it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proof: Option<serde_json::Value>,
 }
 
 impl SegmentDoc {
@@ -363,6 +369,7 @@ mod tests {
             claim: "5x = 6x - 14".into(),
             given: vec!["x / (3x - 7) = 2/5".into()],
             operations: Vec::new(),
+            proof: None,
         };
         let bytes = doc.to_bytes();
         assert_eq!(

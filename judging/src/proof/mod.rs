@@ -30,6 +30,7 @@ mod plan;
 mod problem;
 mod report;
 mod sat;
+mod skeleton;
 mod source;
 mod step;
 
@@ -42,6 +43,7 @@ pub use plan::{
 };
 pub use problem::{Axiom, Identity, Premise, Problem};
 pub use report::{Claim, ErrorKind, Failure, Language, ProofReport, Verdict};
+pub use skeleton::check_skeleton;
 pub use step::{StepDoc, StepVerdict, check_step};
 
 use self::{

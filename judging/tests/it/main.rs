@@ -5,4 +5,5 @@
 mod cases;
 mod corpus;
 mod safety;
+mod samples;
 mod structure;

@@ -35,6 +35,9 @@ pub struct SegmentView {
     pub operations: Vec<CheckedOperation>,
     /// Whether the segment is (part of) the trace's final answer.
     pub conclusion: bool,
+    /// For a segment of a formal proof cut by its structure: what its Computer seat
+    /// checks it with ([`computer::formal`]).
+    pub formal: Option<computer::formal::FormalView>,
 }
 
 /// A calculation inside a claim, with what the Computer tier makes of it.
@@ -81,6 +84,7 @@ impl SegmentView {
                         givens: doc.given.clone(),
                         operations: Vec::new(),
                         conclusion: false,
+                        formal: None,
                     },
                     &Hash::of_parts("trust/v1/operation", &[op.as_bytes()]),
                 ),
@@ -93,7 +97,14 @@ impl SegmentView {
             givens: doc.given,
             operations,
             conclusion,
+            formal: None,
         }
+    }
+
+    /// The view with what a formal-proof segment's seat checks it with.
+    pub fn with_formal(mut self, formal: Option<computer::formal::FormalView>) -> Self {
+        self.formal = formal;
+        self
     }
 
     /// The decision a STEP takes from its OPERATIONs alone: a calculation inside it that
@@ -340,6 +351,13 @@ impl ComputerAuditor {
     /// The final answer of a formal problem is checked against the problem itself
     /// ([`computer::answer`]).
     pub fn judge_now(&self, segment: &SegmentView, seed: &Hash) -> Decision {
+        if let Some(formal) = &segment.formal {
+            let d = computer::formal::judge(formal, &segment.givens);
+            return Decision {
+                vote: d.vote,
+                reason: d.reason,
+            };
+        }
         let answer = segment
             .conclusion
             .then(|| segment.problem())

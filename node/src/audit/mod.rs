@@ -11,6 +11,8 @@
 
 pub mod computer;
 pub mod duties;
+#[cfg(test)]
+mod formal_tests;
 pub mod human;
 pub mod judge;
 pub mod llm;

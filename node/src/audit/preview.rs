@@ -28,7 +28,10 @@ use super::{
         prepare::{self, Restricted},
     },
 };
-use crate::decompose::{PROBLEM_KIND, dependency_order};
+use crate::{
+    audit::computer::formal::FormalView,
+    decompose::{PROBLEM_KIND, dependency_order},
+};
 
 /// One segment of the preview, in HDAG order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -273,7 +276,7 @@ pub fn manifest_views(r: &Restricted) -> Vec<ManifestSegment> {
         .enumerate()
         .filter_map(|(pos, &i)| r.hdag.nodes.get(i).map(|n| (n.id.as_str(), pos)))
         .collect();
-    let mut out = Vec::with_capacity(order.len());
+    let mut docs = Vec::with_capacity(order.len());
     for &i in &order {
         let Some(n) = r.hdag.nodes.get(i) else {
             continue;
@@ -289,19 +292,42 @@ pub fn manifest_views(r: &Restricted) -> Vec<ManifestSegment> {
             claim: n.content.clone(),
             given: r.givens.get(&n.id).cloned().unwrap_or_default(),
             operations: r.operations.get(&n.id).cloned().unwrap_or_default(),
+            proof: prepare::proof_payload(r, &n.id, |id| {
+                position.get(id).and_then(|p| u16::try_from(*p).ok())
+            }),
         };
+        let depends_on: Vec<u16> = cited
+            .iter()
+            .filter_map(|(p, _)| u16::try_from(*p).ok())
+            .collect();
+        docs.push((n, doc, depends_on));
+    }
+    let manifest = || {
+        docs.iter()
+            .map(|(n, _, d)| (Tier::from(n.primary_auditor), d.clone()))
+            .collect::<Vec<_>>()
+    };
+    let mut out = Vec::with_capacity(docs.len());
+    for (pos, (n, doc, depends_on)) in docs.iter().enumerate() {
+        let cited: Vec<(u16, Option<&SegmentDoc>)> = depends_on
+            .iter()
+            .map(|p| (*p, docs.get(usize::from(*p)).map(|(_, d, _)| d)))
+            .collect();
+        let formal = FormalView::of(
+            u16::try_from(pos).unwrap_or(u16::MAX),
+            doc,
+            &cited,
+            manifest,
+        );
         let premises = cited
             .iter()
-            .filter_map(|(_, d)| r.hdag.nodes.iter().find(|m| m.id == *d))
-            .map(|m| m.content.clone())
+            .filter_map(|(_, d)| d.map(|d| d.claim.clone()))
             .collect();
         out.push(ManifestSegment {
             id: n.id.clone(),
-            view: SegmentView::new(doc, premises, r.conclusions.contains(&n.id)),
-            depends_on: cited
-                .iter()
-                .filter_map(|(p, _)| u16::try_from(*p).ok())
-                .collect(),
+            view: SegmentView::new(doc.clone(), premises, r.conclusions.contains(&n.id))
+                .with_formal(formal),
+            depends_on: depends_on.clone(),
         });
     }
     out
@@ -309,8 +335,14 @@ pub fn manifest_views(r: &Restricted) -> Vec<ManifestSegment> {
 
 /// The preview of `hdag` (a decomposition of `trace`, or the provider's own).
 pub fn preview(trace: &Trace, hdag: &Hdag) -> Preview {
-    let r = prepare::restrict(hdag, |t| t == Tier::Computer);
-    let kept = manifest_views(&r);
+    let r = prepare::restrict(hdag, |t| t == Tier::Computer).with_proof_of(trace);
+    preview_restricted(trace, hdag, &r)
+}
+
+/// [`preview`] of an HDAG already cut down to its Computer segments (`r`): what a
+/// provider's node would seal, judged as its seats judge it.
+pub fn preview_restricted(trace: &Trace, hdag: &Hdag, r: &Restricted) -> Preview {
+    let kept = manifest_views(r);
     let trace_id = Hash::of_parts("trust/v1/local-check", &[trace.thinking.as_bytes()]);
 
     // Entries as the contract numbers them: the kept segments in manifest order, then

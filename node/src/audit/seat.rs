@@ -60,6 +60,7 @@ use trust_protocol::{
 #[cfg(feature = "misbehave")]
 use super::misbehave::Behaviour;
 use super::{
+    computer::formal::FormalView,
     duties::plan::{self, Duty},
     judge::{Auditor, ComputerAuditor, Decision, SeatRef, SegmentView},
     outbox::Outbox,
@@ -1037,10 +1038,10 @@ impl Seat {
                 return Err(ViewError::Segment { segment, source: e });
             }
         };
-        let mut premises = Vec::with_capacity(seg.entry.depends_on.len());
+        let mut cited = Vec::with_capacity(seg.entry.depends_on.len());
         for d in &seg.entry.depends_on {
             match self.plaintext(session, *d, contract, fetch).await {
-                Ok(p) => premises.push(p.claim),
+                Ok(p) => cited.push((*d, p)),
                 Err(e) => {
                     self.fail("premise unavailable; not voting", session, *d, &e);
                     return Err(ViewError::Premise {
@@ -1050,7 +1051,27 @@ impl Seat {
                 }
             }
         }
-        Ok(SegmentView::new(doc, premises, seg.entry.conclusion))
+        // A segment of a formal proof is checked against the proof's structure and the
+        // session's public manifest.
+        let formal = {
+            let refs: Vec<(u16, Option<&SegmentDoc>)> =
+                cited.iter().map(|(p, d)| (*p, Some(d))).collect();
+            FormalView::of(segment, &doc, &refs, || {
+                contract
+                    .state()
+                    .sessions
+                    .get(session)
+                    .map(|s| {
+                        s.segments
+                            .iter()
+                            .map(|x| (x.entry.tier, x.entry.depends_on.clone()))
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            })
+        };
+        let premises = cited.into_iter().map(|(_, p)| p.claim).collect();
+        Ok(SegmentView::new(doc, premises, seg.entry.conclusion).with_formal(formal))
     }
 
     /// The claims of the later segments of `session` that cite `segment` and whose keys

@@ -50,6 +50,7 @@
 //! routes; it never judges.
 
 pub mod llm;
+pub mod proof;
 pub mod sample;
 mod text;
 
@@ -140,6 +141,27 @@ pub enum DecomposeError {
         /// The start of its text.
         head: String,
     },
+    /// The thinking is a formal proof past a reader limit (size, nesting).
+    #[error("the thinking is a formal proof the checkers refuse to read whole: {0}")]
+    ProofOverLimit(String),
+    /// The thinking is a formal proof of more steps than a session holds.
+    #[error(
+        "the thinking is a formal proof of {steps} primitive steps; a session checks at most {max} (one segment each, plus the proof's structure)"
+    )]
+    ProofTooLong {
+        /// Primitive steps of the proof.
+        steps: usize,
+        /// The most a session holds.
+        max: usize,
+    },
+    /// A step of a formal proof has no text of its own in the trace.
+    #[error("step {step} of the formal proof (line {line}) has no text of its own in the trace")]
+    ProofStep {
+        /// The step, from 0.
+        step: usize,
+        /// Its line in the proof.
+        line: usize,
+    },
     /// The resulting or supplied HDAG is invalid.
     #[error(transparent)]
     Hdag(#[from] HdagError),
@@ -168,6 +190,10 @@ pub fn decompose_within(
     options: &Options,
     max_segments: usize,
 ) -> Result<Hdag, DecomposeError> {
+    // A formal proof is cut by its structure, one primitive step per segment.
+    if let Some(hdag) = proof::decompose(trace) {
+        return hdag;
+    }
     let problem = trace.problem.trim();
     if problem.len() > MAX_SEGMENT_BYTES {
         return Err(DecomposeError::ProblemTooLong { len: problem.len() });
@@ -602,14 +628,16 @@ pub fn enforce_coverage(hdag: &mut Hdag, trace: &Trace) -> Vec<String> {
     notes
 }
 
-/// The nodes that hold the trace's final output: those of type `conclusion`; in an HDAG
+/// The nodes that hold the trace's final output: those of type `conclusion`, and every
+/// step of a formal proof (a proof holds only when each of its steps does, used or not:
+/// a step left unjudged keeps it from passing, a wrong one fails it); in an HDAG
 /// without one (a provider's own), the sinks of `depends_on` below the GOAL level (the
 /// steps nothing else rests on), OPERATIONs that check a STEP's calculation aside.
 pub fn conclusion_ids(hdag: &Hdag) -> BTreeSet<String> {
     let flagged: BTreeSet<String> = hdag
         .nodes
         .iter()
-        .filter(|n| n.kind == "conclusion")
+        .filter(|n| n.kind == "conclusion" || n.kind == proof::PROOF_STEP_KIND)
         .map(|n| n.id.clone())
         .collect();
     if !flagged.is_empty() {

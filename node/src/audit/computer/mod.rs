@@ -46,6 +46,7 @@
 pub mod answer;
 mod claim;
 pub(crate) mod expr;
+pub mod formal;
 mod logic;
 mod poly;
 pub(crate) mod read;

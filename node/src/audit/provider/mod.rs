@@ -587,6 +587,11 @@ impl Provider {
             return baits;
         }
         let _ = cap;
+        if r.proof.is_some() {
+            // A formal proof's steps are checked exactly against its structure; an
+            // altered copy of a step would carry no structure and tell itself apart.
+            return Vec::new();
+        }
         honeypot::forge(r, wanted, rng)
     }
 
@@ -839,7 +844,8 @@ impl Provider {
             let restricted = prepare::restrict_nodes(&hdag, |n| {
                 !tier_out.contains_key(&Tier::from(n.primary_auditor))
                     && !over_budget.contains(&n.id)
-            });
+            })
+            .with_proof_of(&trace);
             if restricted.hdag.nodes.is_empty() {
                 return Err(format!(
                     "no segment can be audited here: auditors{declaring} per tier (computer, llm, human) = {staffed:?}, {} needed per segment{}",

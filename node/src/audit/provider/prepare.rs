@@ -194,6 +194,54 @@ pub struct Restricted {
     /// For each kept node, every dropped node whose text travels with it as a given
     /// (directly or through other dropped ones): what an exposure budget counts.
     pub passes_dropped: BTreeMap<String, Vec<String>>,
+    /// For a trace whose thinking is a formal proof cut by its structure
+    /// ([`decompose::proof`]): the plan its nodes were cut from. Each step's segment and
+    /// the structure segment carry their part of it ([`proof_payload`]).
+    pub proof: Option<std::sync::Arc<trust_judging::proof::ProofPlan>>,
+}
+
+impl Restricted {
+    /// Attaches the plan of `trace` when `trace` is a formal proof and the HDAG is the
+    /// one [`decompose::proof`] makes of it (its structure node and step nodes).
+    pub fn with_proof_of(mut self, trace: &trust_protocol::trace::Trace) -> Self {
+        let cut_by_steps = self
+            .hdag
+            .nodes
+            .iter()
+            .any(|n| n.kind == decompose::proof::PROOF_STEP_KIND);
+        if cut_by_steps && let Some(Ok(plan)) = decompose::proof::plan_of(trace) {
+            self.proof = Some(std::sync::Arc::new(plan));
+        }
+        self
+    }
+}
+
+/// The formal-proof payload of kept node `id` ([`ProofDoc`](crate::audit::computer::formal::ProofDoc)):
+/// its step's document for a step node, the proof's skeleton with each step's manifest
+/// position (`position`; `u16::MAX` for a step not audited) for the structure node.
+/// `None` outside a formal proof's session and for nodes that are neither.
+pub fn proof_payload(
+    r: &Restricted,
+    id: &str,
+    position: impl Fn(&str) -> Option<u16>,
+) -> Option<serde_json::Value> {
+    use crate::audit::computer::formal::ProofDoc;
+    let plan = r.proof.as_ref()?;
+    if id == decompose::proof::STRUCTURE_ID {
+        let segments = (0..plan.steps.len())
+            .map(|i| position(&decompose::proof::step_id(i)).unwrap_or(u16::MAX))
+            .collect();
+        return ProofDoc::Structure {
+            skeleton: plan.skeleton(),
+            segments,
+        }
+        .to_value();
+    }
+    let i = decompose::proof::step_of(id)?;
+    ProofDoc::Step {
+        step: plan.step_doc(i)?,
+    }
+    .to_value()
 }
 
 pub use crate::decompose::conclusion_ids;
@@ -403,6 +451,7 @@ pub fn restrict_nodes(
             .first()
             .map(|g| g.content.clone())
             .unwrap_or_default(),
+        proof: None,
     }
 }
 
@@ -688,6 +737,12 @@ pub fn prepare_with(
                     ..
                 }) => vec![c.text.clone()],
                 _ => r.operations.get(&node.id).cloned().unwrap_or_default(),
+            },
+            proof: match item {
+                Item::Node(_) => proof_payload(r, &node.id, |id| {
+                    index_of(id).and_then(|i| position.get(i).copied())
+                }),
+                Item::Bait(_) | Item::Calculation(_) => None,
             },
         };
         let id = blinded_id(&salt, &doc);

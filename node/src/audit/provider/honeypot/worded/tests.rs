@@ -52,6 +52,7 @@ fn seat_view(r: &Restricted, source: &str, f: &Forgery) -> SegmentView {
         claim: f.claim.clone(),
         given: r.givens.get(source).cloned().unwrap_or_default(),
         operations: vec![f.operation.clone()],
+        proof: None,
     };
     SegmentView::new(doc, premises, false)
 }
