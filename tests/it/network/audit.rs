@@ -614,12 +614,26 @@ fn check_and_the_network_agree_on_every_sample_trace() {
             }
             // Pure derivations whose every claim, the answer included, the Computer tier
             // covers: PASS.
-            "equation-correct.txt" | "rules-correct.txt" => {
+            // Formal proofs (issue 40), one Computer segment per primitive step plus
+            // the structure: the correct ones PASS, the wrong one FAILs at the step the
+            // proof checker names, and the steps resting on it with it.
+            "equation-correct.txt"
+            | "rules-correct.txt"
+            | "proof-ndl-correct.txt"
+            | "proof-equational-correct.txt" => {
                 assert_eq!(o["trace"], "Pass", "{t}: {s}");
                 assert_eq!(o["conclusion_sound"], true, "{t}: {s}");
                 assert!(s["explanation"].is_null(), "{s}");
             }
             // A wrong rule application is Invalid, and so is the answer it led to.
+            "proof-ndl-wrong.txt" => {
+                assert_eq!(verdict(&s, &names, "P4"), "Invalid", "{s}");
+                assert_eq!(verdict(&s, &names, "P5"), "Propagated", "{s}");
+                for ok in ["P1", "P2", "P3", "F1"] {
+                    assert_eq!(verdict(&s, &names, ok), "Valid", "{ok}: {s}");
+                }
+                assert_eq!(o["trace"], "Fail", "{s}");
+            }
             "rules-wrong.txt" => {
                 assert_eq!(verdict(&s, &names, "ST2"), "Invalid", "{s}");
                 assert_eq!(o["trace"], "Fail", "{s}");
