@@ -84,7 +84,7 @@ if [ "$human_nodes" -gt 0 ]; then
   echo "-- node$h is a Human auditor: judge its seats at http://127.0.0.1:$((base + 10 * h + 2))/audit"
   echo "   operator token: $(cat "$net/node$h/operator.token")"
 fi
-for t in fraction-incorrect.txt bakery-correct.txt equation-correct.txt; do
+for t in fraction-incorrect.txt bakery-correct.txt equation-correct.txt proof-ndl-correct.txt proof-ndl-wrong.txt; do
   echo
   echo "-- trust-node submit examples/traces/$t --wait"
   "$bin" submit "examples/traces/$t" --api "$api0" --home "$net/node0" --wait
@@ -129,7 +129,7 @@ for i in $(seq 0 $((nodes - 1))); do
   echo "-- node$i: $("$bin" ledger verify --home "$net/node$i" | tail -1)"
 done
 
-for t in bakery-correct.txt bakery-wrong.txt fraction-ungrounded.txt; do
+for t in bakery-correct.txt bakery-wrong.txt fraction-ungrounded.txt proof-ndl-wrong.txt proof-equational-correct.txt; do
   echo
   echo "== 1. local audit preview of examples/traces/$t"
   "$bin" check "examples/traces/$t"
