@@ -283,3 +283,20 @@ fn oversized_proofs_are_refused_or_abstained_on() {
         }
     }
 }
+
+/// `bench quality`'s proof families on another seed: through the seats' path, no correct
+/// proof fails, no wrong one passes, and each first error is found where it was made (a
+/// syntax error before the first step included: the structure seat fails it).
+#[test]
+fn generated_proofs_agree_with_their_labels_through_the_seats_path() {
+    let families = crate::audit::quality::proof_families(7, 12);
+    let all = &families["overall"];
+    assert!(all.proofs >= 40 && all.wrong > 0, "{all:?}");
+    assert_eq!(all.pass_precision(), 1.0, "{all:?}");
+    assert_eq!(all.fail_precision(), 1.0, "{all:?}");
+    assert_eq!(all.agree, all.proofs, "{families:?}");
+    assert_eq!(all.first_error, all.wrong, "{families:?}");
+    for lang in ["NDL", "NDL_f", "Hilbert", "equational"] {
+        assert!(families[lang].proofs > 0, "{lang}: {families:?}");
+    }
+}

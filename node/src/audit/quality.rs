@@ -470,3 +470,146 @@ mod tests {
         assert_eq!(r.overall.traces, 0);
     }
 }
+
+/// Counts for one family of generated formal proofs, judged through the seats' path
+/// (decompose by the proof's structure, one Computer view per segment, the contract's
+/// tally), against the generator's labels.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ProofCounts {
+    /// Proofs.
+    pub proofs: u64,
+    /// Of them, labelled wrong.
+    pub wrong: u64,
+    /// Trace verdicts that agree with the label (PASS on a correct proof, FAIL on a wrong
+    /// one; INCONCLUSIVE agrees with nothing).
+    pub agree: u64,
+    /// Wrong proofs whose first error was found where the label puts it: the first step
+    /// judged Invalid is at the labelled line (or, for an error no step holds, the
+    /// structure seat's), with the labelled kind.
+    pub first_error: u64,
+    /// FAIL verdicts.
+    pub fails: u64,
+    /// FAIL verdicts on wrong proofs.
+    pub fails_on_wrong: u64,
+    /// PASS verdicts.
+    pub passes: u64,
+    /// PASS verdicts on correct proofs.
+    pub passes_on_correct: u64,
+    /// INCONCLUSIVE verdicts.
+    pub inconclusive: u64,
+}
+
+impl ProofCounts {
+    fn ratio(a: u64, b: u64) -> f64 {
+        if b == 0 { 1.0 } else { a as f64 / b as f64 }
+    }
+    /// Share of proofs whose verdict agrees with the label.
+    pub fn agreement(&self) -> f64 {
+        Self::ratio(self.agree, self.proofs)
+    }
+    /// Share of wrong proofs whose first error was located exactly.
+    pub fn first_error_accuracy(&self) -> f64 {
+        Self::ratio(self.first_error, self.wrong)
+    }
+    /// Share of FAIL verdicts that fall on wrong proofs.
+    pub fn fail_precision(&self) -> f64 {
+        Self::ratio(self.fails_on_wrong, self.fails)
+    }
+    /// Share of PASS verdicts that fall on correct proofs.
+    pub fn pass_precision(&self) -> f64 {
+        Self::ratio(self.passes_on_correct, self.passes)
+    }
+
+    fn add(&mut self, o: &ProofCounts) {
+        self.proofs += o.proofs;
+        self.wrong += o.wrong;
+        self.agree += o.agree;
+        self.first_error += o.first_error;
+        self.fails += o.fails;
+        self.fails_on_wrong += o.fails_on_wrong;
+        self.passes += o.passes;
+        self.passes_on_correct += o.passes_on_correct;
+        self.inconclusive += o.inconclusive;
+    }
+}
+
+/// About `per_language` generated proofs per language (seeded: the same `seed` gives the
+/// same corpus), each judged as a Computer-only network judges it; per language and
+/// overall (`overall`).
+pub fn proof_families(seed: u64, per_language: usize) -> BTreeMap<String, ProofCounts> {
+    use trust_judging::proof::generate::{Expected, corpus};
+    let mut out: BTreeMap<String, ProofCounts> = BTreeMap::new();
+    for case in corpus(seed, per_language) {
+        let trace = Trace {
+            problem: case.problem.clone(),
+            thinking: case.proof.clone(),
+            output: "QED".into(),
+        };
+        let mut c = ProofCounts {
+            proofs: 1,
+            ..ProofCounts::default()
+        };
+        let wrong = matches!(case.expected, Expected::Fail { .. });
+        c.wrong = u64::from(wrong);
+        let judged = decompose(&trace, &Options::default())
+            .ok()
+            .filter(|h| {
+                h.nodes
+                    .iter()
+                    .any(|n| n.kind == crate::decompose::proof::PROOF_STRUCTURE_KIND)
+            })
+            .map(|h| preview(&trace, &h));
+        let verdict = judged.as_ref().map(|p| p.trace.verdict);
+        match verdict {
+            Some(TraceVerdict::Pass) => {
+                c.passes = 1;
+                c.passes_on_correct = u64::from(!wrong);
+                c.agree = u64::from(!wrong);
+            }
+            Some(TraceVerdict::Fail) => {
+                c.fails = 1;
+                c.fails_on_wrong = u64::from(wrong);
+                c.agree = u64::from(wrong);
+            }
+            _ => c.inconclusive = 1,
+        }
+        if let (Expected::Fail { kind, step, line }, Some(p)) = (&case.expected, &judged) {
+            let plan = crate::decompose::proof::plan_of(&trace).and_then(Result::ok);
+            let own_invalid = |id: &str| {
+                p.segments
+                    .iter()
+                    .find(|s| s.id == id)
+                    .and_then(|s| s.decision.as_ref())
+                    .filter(|d| d.vote == Vote::Invalid)
+                    .map(|d| d.reason.clone())
+            };
+            // The first step (in proof order) its own seats judged wrong, else the
+            // structure seat.
+            let first = p
+                .segments
+                .iter()
+                .filter_map(|s| Some((crate::decompose::proof::step_of(&s.id)?, s.id.as_str())))
+                .filter_map(|(i, id)| own_invalid(id).map(|r| (i, r)))
+                .min_by_key(|(i, _)| *i);
+            let kind_ok = |reason: &str| reason.starts_with(&format!("{kind} error:"));
+            let located = match (first, step) {
+                (Some((i, reason)), Some(_)) => {
+                    plan.as_ref().and_then(|p| p.steps.get(i)).map(|s| s.line) == Some(*line)
+                        && kind_ok(&reason)
+                }
+                (None, None) => {
+                    own_invalid(crate::decompose::proof::STRUCTURE_ID).is_some_and(|r| kind_ok(&r))
+                }
+                _ => false,
+            };
+            c.first_error = u64::from(located && verdict == Some(TraceVerdict::Fail));
+        }
+        out.entry(case.language.to_string()).or_default().add(&c);
+    }
+    let mut all = ProofCounts::default();
+    for c in out.values() {
+        all.add(c);
+    }
+    out.insert("overall".into(), all);
+    out
+}

@@ -46,6 +46,15 @@ pub struct QualityArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Also judge about this many generated formal proofs per language (NDL, NDL_f,
+    /// Hilbert, equational; correct ones and the seed's corruptions of them) through the
+    /// same path, and report agreement, first-error accuracy and FAIL / PASS precision
+    /// per language; 0 to skip.
+    #[arg(long, default_value_t = 50)]
+    pub proofs: usize,
+    /// The seed of the generated proofs.
+    #[arg(long, default_value_t = 1)]
+    pub proof_seed: u64,
     /// The tier to measure: `computer` (the checkers, the whole corpus) or `llm` (ARES
     /// through --llm-url, every segment judged; slow: see --limit).
     #[arg(long, default_value = "computer", value_parser = ["computer", "llm"])]
@@ -195,6 +204,11 @@ pub fn run(cmd: BenchCommand) -> CliResult {
     }
     let report = quality::run(&text)
         .map_err(|e| CliError::usage(format!("{}: {e}", args.corpus.display())))?;
+    let proofs = if args.proofs > 0 {
+        quality::proof_families(args.proof_seed, args.proofs)
+    } else {
+        Default::default()
+    };
     if args.json {
         let mut v = serde_json::to_value(&report)
             .map_err(|e| CliError::failed(format!("cannot encode JSON: {e}")))?;
@@ -209,6 +223,18 @@ pub fn run(cmd: BenchCommand) -> CliResult {
                 "pass_precision": c.pass_precision()})
         };
         v["overall_rates"] = rates(&report.overall);
+        v["proof_families"] = proofs
+            .iter()
+            .map(|(f, c)| {
+                let mut o = serde_json::to_value(c).unwrap_or_default();
+                o["agreement"] = c.agreement().into();
+                o["first_error_accuracy"] = c.first_error_accuracy().into();
+                o["fail_precision"] = c.fail_precision().into();
+                o["pass_precision"] = c.pass_precision().into();
+                (f.clone(), o)
+            })
+            .collect::<serde_json::Map<_, _>>()
+            .into();
         v["family_rates"] = report
             .families
             .iter()
@@ -283,6 +309,37 @@ pub fn run(cmd: BenchCommand) -> CliResult {
          pass-prec: PASS verdicts on correct traces over all PASS verdicts; wrong-pass: wrong \
          traces that passed; P/F/I: trace verdicts Pass/Fail/Inconclusive"
     );
+    if !proofs.is_empty() {
+        outln!("");
+        outln!(
+            "{:<19} {:>6} {:>6} {:>9} {:>11} {:>9} {:>9} {:>12}",
+            "proof family",
+            "proofs",
+            "wrong",
+            "agreement",
+            "first-error",
+            "fail-prec",
+            "pass-prec",
+            "inconclusive"
+        );
+        for (f, c) in &proofs {
+            outln!(
+                "{:<19} {:>6} {:>6} {:>9.3} {:>11.3} {:>9.3} {:>9.3} {:>12}",
+                f,
+                c.proofs,
+                c.wrong,
+                c.agreement(),
+                c.first_error_accuracy(),
+                c.fail_precision(),
+                c.pass_precision(),
+                c.inconclusive
+            );
+        }
+        outln!(
+            "proofs: generated (seed {}), each cut by its structure and judged by Computer seats as on the network; agreement: PASS on correct and FAIL on wrong proofs (INCONCLUSIVE counts against); first-error: the first step judged wrong is the labelled one (line and kind); fail-prec / pass-prec: FAIL verdicts on wrong / PASS verdicts on correct proofs",
+            args.proof_seed
+        );
+    }
     for id in &report.wrong_passes {
         outln!("wrong pass   {id}");
     }

@@ -628,8 +628,8 @@ pub fn enforce_coverage(hdag: &mut Hdag, trace: &Trace) -> Vec<String> {
     notes
 }
 
-/// The nodes that hold the trace's final output: those of type `conclusion`, and every
-/// step of a formal proof (a proof holds only when each of its steps does, used or not:
+/// The nodes that hold the trace's final output: those of type `conclusion`, a formal
+/// proof's structure node, and every step of the proof (a proof holds only when each of its steps does, used or not:
 /// a step left unjudged keeps it from passing, a wrong one fails it); in an HDAG
 /// without one (a provider's own), the sinks of `depends_on` below the GOAL level (the
 /// steps nothing else rests on), OPERATIONs that check a STEP's calculation aside.
@@ -637,7 +637,11 @@ pub fn conclusion_ids(hdag: &Hdag) -> BTreeSet<String> {
     let flagged: BTreeSet<String> = hdag
         .nodes
         .iter()
-        .filter(|n| n.kind == "conclusion" || n.kind == proof::PROOF_STEP_KIND)
+        .filter(|n| {
+            n.kind == "conclusion"
+                || n.kind == proof::PROOF_STEP_KIND
+                || n.kind == proof::PROOF_STRUCTURE_KIND
+        })
         .map(|n| n.id.clone())
         .collect();
     if !flagged.is_empty() {

@@ -8,7 +8,7 @@
 //! node of type [`PROOF_STEP_KIND`] routed to the Computer tier, its content the step's
 //! own text in the trace; it `depends_on` the steps it cites, the opening steps of its
 //! active hypotheses, and the structure node. The structure node is the trace's final
-//! answer (type `conclusion`, Computer tier): its seat checks the proof's structure
+//! answer (type [`PROOF_STRUCTURE_KIND`], part of the conclusion, Computer tier): its seat checks the proof's structure
 //! ([`crate::audit::computer::formal`]). Step nodes are `P1`, `P2`, ... in step order,
 //! so a provider's node can find each node's step again when it seals the session.
 
@@ -37,6 +37,10 @@ pub fn step_of(id: &str) -> Option<usize> {
 
 /// The id of the structure node.
 pub const STRUCTURE_ID: &str = "F1";
+
+/// The type of the structure node: the trace's final answer, carrying the proof's
+/// structure.
+pub const PROOF_STRUCTURE_KIND: &str = "proof_structure";
 
 /// The plan of `trace`'s thinking when it is a formal proof of its problem.
 pub fn plan_of(trace: &Trace) -> Option<Result<ProofPlan, PlanError>> {
@@ -124,7 +128,7 @@ fn build(trace: &Trace, plan: &ProofPlan) -> Result<Hdag, DecomposeError> {
         STRUCTURE_ID.into(),
         answer,
         AbstractionLevel::Step,
-        "conclusion",
+        PROOF_STRUCTURE_KIND,
         Complexity::Low,
     ));
     edges.push(HdagEdge {

@@ -204,11 +204,10 @@ impl Restricted {
     /// Attaches the plan of `trace` when `trace` is a formal proof and the HDAG is the
     /// one [`decompose::proof`] makes of it (its structure node and step nodes).
     pub fn with_proof_of(mut self, trace: &trust_protocol::trace::Trace) -> Self {
-        let cut_by_steps = self
-            .hdag
-            .nodes
-            .iter()
-            .any(|n| n.kind == decompose::proof::PROOF_STEP_KIND);
+        let cut_by_steps = self.hdag.nodes.iter().any(|n| {
+            n.kind == decompose::proof::PROOF_STEP_KIND
+                || n.kind == decompose::proof::PROOF_STRUCTURE_KIND
+        });
         if cut_by_steps && let Some(Ok(plan)) = decompose::proof::plan_of(trace) {
             self.proof = Some(std::sync::Arc::new(plan));
         }
