@@ -208,6 +208,17 @@ const REASON_WORDS: &[&str] = &[
     "when",
     "with",
     "wrong",
+    "argument",
+    "checker",
+    "error",
+    "formal",
+    "hypothesis",
+    "logic",
+    "proof",
+    "scope",
+    "structure",
+    "syntax",
+    "type",
 ];
 
 /// The reason a seat publishes with its vote: `reason` with every literal of the segment

@@ -27,7 +27,7 @@ use super::{
     parse_id, short, stat,
 };
 use crate::{
-    audit::provider::{PageRecord, TermsView},
+    audit::provider::{PageRecord, ProofText, TermsView},
     query::{self, Decided, SessionLookup},
     view::latest,
 };
@@ -563,6 +563,9 @@ fn segments_section(segments: &[Segment], record: Option<&PageRecord>) -> String
             esc(&r.problem)
         );
     }
+    if let Some(p) = record.and_then(|r| r.proof.as_ref()) {
+        s += &proof_section(segments, p);
+    }
     s += "<h2>HDAG</h2>\n";
     s += &hdag_svg::legend();
     s += "<div class=\"scroll\">";
@@ -610,6 +613,53 @@ fn segments_section(segments: &[Segment], record: Option<&PageRecord>) -> String
         }
     }
     s += "</tbody></table></div>\n<p class=\"hint\">★ part of the final output. Under a segment, each revealed vote with the reason its seat bound into its commitment.</p>\n";
+    s
+}
+
+/// A formal proof as the model wrote it, line by line, with the verdict of each step that
+/// begins on a line beside it (linked to its row of the segment table), and the structure
+/// seat's verdict (scopes, citations, the goal) above.
+fn proof_section(segments: &[Segment], p: &ProofText) -> String {
+    let badge = |i: usize, seg: &Segment| {
+        format!(
+            "<a href=\"#seg-{i}\"><span class=\"badge {}\">#{i} {}</span></a>",
+            seg.shade.class(),
+            seg.shade.word()
+        )
+    };
+    let mut s = String::from(
+        "<h2>Proof</h2>\n<p class=\"hint\">The proof as the model wrote it. Each primitive step is one Computer segment; its verdict stands at the line where the step begins.</p>\n",
+    );
+    let structure: Vec<String> = segments
+        .iter()
+        .enumerate()
+        .filter(|(i, seg)| seg.conclusion && p.lines.get(*i).is_some_and(Option::is_none))
+        .map(|(i, seg)| badge(i, seg))
+        .collect();
+    if !structure.is_empty() {
+        let _ = writeln!(
+            s,
+            "<p>The proof's structure (blocks, scopes, citations, the goal): {}</p>",
+            structure.join(" ")
+        );
+    }
+    s += "<div class=\"scroll\"><table class=\"proof\"><thead><tr><th>Line</th><th>Text</th><th>Verdict</th></tr></thead><tbody>";
+    for (n, line) in p.text.lines().enumerate() {
+        let no = u32::try_from(n.saturating_add(1)).unwrap_or(u32::MAX);
+        let marks: Vec<String> = segments
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| p.lines.get(*i).copied().flatten() == Some(no))
+            .map(|(i, seg)| badge(i, seg))
+            .collect();
+        let _ = write!(
+            s,
+            "<tr id=\"line-{no}\"><td class=\"mono\">{no}</td><td class=\"mono\" style=\"white-space:pre-wrap\">{}</td><td>{}</td></tr>",
+            esc(line),
+            marks.join(" ")
+        );
+    }
+    s += "</tbody></table></div>\n";
     s
 }
 

@@ -551,6 +551,61 @@ async fn the_provider_node_shows_segment_text_escaped() {
     );
 }
 
+/// Issue 40: the provider's page of a formal proof shows the proof line by line, each
+/// step's segment beside the line it begins on, and the structure's segment above.
+#[tokio::test]
+async fn the_provider_node_shows_a_proof_with_each_step_at_its_line() {
+    let mut net = Net::new(true);
+    let provider = net.pages.provider.clone().unwrap();
+    let path = format!(
+        "{}/../examples/traces/proof-ndl-wrong.txt",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let trace = std::fs::read_to_string(path).unwrap();
+    let thinking = trust_protocol::trace::Trace::parse(&trace)
+        .unwrap()
+        .thinking;
+    let contract = net.chain.current().contract.clone();
+    let s = provider.submit(&trace, None, &contract).await.unwrap();
+    net.block(vec![]).await; // the OpenSession, from the pool
+    let page = net.page(&format!("/sessions/{}", s.session)).await;
+    assert!(page.contains("<h2>Proof</h2>"), "{page}");
+    assert!(
+        page.contains("The proof&#39;s structure") || page.contains("The proof's structure"),
+        "{page}"
+    );
+    let wrong = thinking
+        .lines()
+        .position(|l| l.contains("c := C BY mp on premise-4, D"))
+        .unwrap()
+        + 1;
+    let row_start = page
+        .find(&format!("<tr id=\"line-{wrong}\">"))
+        .expect("the line's row");
+    let row = &page[row_start..row_start + page[row_start..].find("</tr>").unwrap()];
+    assert!(row.contains("premise-4, D"), "{row}");
+    assert!(
+        row.contains("href=\"#seg-"),
+        "the step's segment beside its line: {row}"
+    );
+    // a comment line carries no segment
+    let comment = thinking
+        .lines()
+        .position(|l| l.trim_start().starts_with('#'))
+        .unwrap()
+        + 1;
+    let row_start = page.find(&format!("<tr id=\"line-{comment}\">")).unwrap();
+    let row = &page[row_start..row_start + page[row_start..].find("</tr>").unwrap()];
+    assert!(!row.contains("href=\"#seg-"), "{row}");
+    let record = provider.page_record(&s.session).unwrap();
+    let proof = record.proof.expect("the proof is kept for the page");
+    assert_eq!(proof.text, thinking);
+    assert_eq!(
+        proof.lines.iter().filter(|l| l.is_some()).count(),
+        record.nodes.iter().filter(|n| n.starts_with('P')).count()
+    );
+}
+
 #[tokio::test]
 async fn search_sends_each_kind_of_id_to_its_page() {
     let mut net = Net::new(false);

@@ -218,6 +218,21 @@ pub struct PageRecord {
     /// The problem statement: the context every seat judged in, not a segment.
     #[serde(default)]
     pub problem: String,
+    /// For a formal proof cut by its structure: the thinking as the model wrote it, and
+    /// per segment (same order as `nodes`) the line of it where that segment's step
+    /// begins, so the page can show each step's verdict at its line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proof: Option<ProofText>,
+}
+
+/// A formal proof's text on the provider's page (see [`PageRecord::proof`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProofText {
+    /// The thinking, verbatim.
+    pub text: String,
+    /// Per segment: the 1-based line of `text` where its step begins (`None` for the
+    /// structure segment and anything that is no step).
+    pub lines: Vec<Option<u32>>,
 }
 
 /// What `submit` reports.
@@ -975,6 +990,12 @@ impl Provider {
         } = self.prepare_session(trace_text, hdag_json, options, contract, &mut rng)?;
         let st = contract.state();
         let fee = prepared.manifest.fee;
+        // A formal proof's page shows the proof with each step's verdict at its line.
+        let thinking = restricted
+            .proof
+            .is_some()
+            .then(|| Trace::parse(trace_text).ok().map(|t| t.thinking))
+            .flatten();
         // From the cap check until the fee is booked, no other submission runs.
         let _spending = self.spending.lock().await;
         let now = unix_now();
@@ -1001,11 +1022,17 @@ impl Provider {
                 .await
                 .map_err(RecordError::Outbox)?;
             let session = Tx::session_id(&me, nonce);
-            let opened =
-                match self.keep_page_record(&session, st.height, &hdag, &restricted, &prepared) {
-                    Ok(()) => self.keep_and_open(&session, nonce, &prepared).await,
-                    Err(e) => Err(e),
-                };
+            let opened = match self.keep_page_record(
+                &session,
+                st.height,
+                &hdag,
+                &restricted,
+                &prepared,
+                thinking.as_deref(),
+            ) {
+                Ok(()) => self.keep_and_open(&session, nonce, &prepared).await,
+                Err(e) => Err(e),
+            };
             match opened {
                 Ok(tx) => break (session, tx),
                 Err(e) => {
@@ -1093,6 +1120,7 @@ impl Provider {
         hdag: &Hdag,
         restricted: &Restricted,
         prepared: &prepare::PreparedSession,
+        thinking: Option<&str>,
     ) -> Result<(), RecordError> {
         let mut nodes: Vec<String> = prepared.mapping.iter().map(|m| m.node.clone()).collect();
         let mut texts = Vec::with_capacity(nodes.len());
@@ -1131,12 +1159,27 @@ impl Provider {
             .find(|n| n.kind == decompose::PROBLEM_KIND)
             .map(|n| n.content.clone())
             .unwrap_or_default();
+        let proof = match (restricted.proof.as_deref(), thinking) {
+            (Some(plan), Some(text)) => Some(ProofText {
+                text: text.to_string(),
+                lines: nodes
+                    .iter()
+                    .map(|id| {
+                        let step = plan.steps.get(decompose::proof::step_of(id)?)?;
+                        let before = text.get(..step.span.start)?;
+                        u32::try_from(before.matches('\n').count().saturating_add(1)).ok()
+                    })
+                    .collect(),
+            }),
+            _ => None,
+        };
         let record = PageRecord {
             nodes,
             texts,
             left_out_levels,
             decomposes,
             problem,
+            proof,
         };
         let bytes = serde_json::to_vec(&record)?;
         self.pages.insert(session.as_ref(), bytes)?;
