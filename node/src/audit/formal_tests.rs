@@ -223,6 +223,11 @@ fn a_step_sent_otherwise_than_the_structure_says_is_voted_wrong() {
     // another place in the proof
     let d = with(&|s| s.index = 0);
     assert_ne!(d.vote, Vote::Valid, "{}", d.reason);
+    // a segment text that is not the step checked (what the outcome would show)
+    let mut shown = last.view.clone();
+    shown.claim = "(E & ~ F) BY claim on premise-1".into();
+    let d = judge(&shown);
+    assert_eq!(d.vote, Vote::Invalid, "{}", d.reason);
 }
 
 /// A structure the manifest does not match (a step resting on other segments than
@@ -249,7 +254,7 @@ fn a_manifest_that_does_not_match_the_structure_is_voted_wrong() {
         cited: Vec::new(),
         manifest: Vec::new(),
     };
-    assert_eq!(judge(&view, &[]).vote, Vote::Abstain);
+    assert_eq!(judge(&view, "x", &[]).vote, Vote::Abstain);
 }
 
 /// Bad input: a proof nested 10,000 deep, a 1 MiB formula and a `from` over more

@@ -363,7 +363,7 @@ impl ComputerAuditor {
     /// ([`computer::answer`]).
     pub fn judge_now(&self, segment: &SegmentView, seed: &Hash) -> Decision {
         if let Some(formal) = &segment.formal {
-            let d = computer::formal::judge(formal, &segment.givens);
+            let d = computer::formal::judge(formal, &segment.claim, &segment.givens);
             return Decision {
                 vote: d.vote,
                 reason: d.reason,

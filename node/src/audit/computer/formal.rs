@@ -161,12 +161,16 @@ fn states(givens: &[String], problem_text: &str, problem: &trust_judging::proof:
         && trust_judging::proof::Problem::parse(problem_text) == *problem
 }
 
-/// The Computer tier's decision on a segment of a formal proof.
-pub fn judge(view: &FormalView, givens: &[String]) -> Decision {
+/// The Computer tier's decision on a segment of a formal proof whose text is `claim`.
+pub fn judge(view: &FormalView, claim: &str, givens: &[String]) -> Decision {
     match &view.doc {
         Err(why) => abstain(why.clone()),
         Ok(ProofDoc::Structure { skeleton, segments }) => {
             judge_structure(view, skeleton, segments, givens)
+        }
+        // What the outcome shows as the segment's text is the step that was checked.
+        Ok(ProofDoc::Step { step }) if claim.trim() != step.text.trim() => {
+            invalid("the segment's text is not the step its document holds")
         }
         Ok(ProofDoc::Step { step }) => judge_step(view, step, givens),
     }
