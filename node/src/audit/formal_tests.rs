@@ -305,3 +305,95 @@ fn generated_proofs_agree_with_their_labels_through_the_seats_path() {
         assert!(families[lang].proofs > 0, "{lang}: {families:?}");
     }
 }
+
+/// A payload larger than any honest cut makes (a step citing hundreds of things, a
+/// skeleton with more names than steps and premises) is refused unread: an abstention,
+/// whatever it would have checked to.
+#[test]
+fn an_inflated_payload_is_refused_unread() {
+    let t = sample("proof-ndl-correct.txt");
+    let (_, r) = cut(&t);
+    let views = manifest_views(&r);
+    let inflate = |id: &str| {
+        let mut v = views
+            .iter()
+            .find(|v| v.id == id)
+            .expect("segment")
+            .view
+            .clone();
+        match v.formal.as_mut().map(|f| &mut f.doc) {
+            Some(Ok(ProofDoc::Step { step })) => {
+                let c = step.cites[0].clone();
+                step.cites.extend(std::iter::repeat_n(c, 100));
+            }
+            Some(Ok(ProofDoc::Structure { skeleton, .. })) => {
+                let b = skeleton.bindings[0].clone();
+                skeleton.bindings.extend(std::iter::repeat_n(b, 1000));
+            }
+            _ => panic!("a formal view"),
+        }
+        ComputerAuditor.judge_now(&v, &Hash::ZERO)
+    };
+    for id in ["P2", decompose::proof::STRUCTURE_ID] {
+        let d = inflate(id);
+        assert_eq!(d.vote, Vote::Abstain, "{id}: {}", d.reason);
+        assert!(
+            d.reason.contains("more than") || d.reason.contains("larger than"),
+            "{}",
+            d.reason
+        );
+    }
+}
+
+/// The hand-written proofs of the judging crate (models' styles: fences, comments, names,
+/// inline subproofs, long Hilbert chains), through the seats' path: each ends as the
+/// whole-proof checker says (PASS, FAIL, or INCONCLUSIVE where it cannot decide).
+#[test]
+fn hand_written_proofs_end_through_the_seats_path_as_the_whole_proof_checker_says() {
+    let path = format!(
+        "{}/../judging/tests/proofs/handwritten.txt",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(path).expect("the hand-written proofs");
+    // `@@ problem` / `@@ proof` / `@@ end` sections (judging/tests/proofs/handwritten.txt)
+    let mut cases = Vec::new();
+    let (mut section, mut problem, mut proof) = ("", String::new(), String::new());
+    for line in text.split_inclusive('\n') {
+        match line.trim_end() {
+            "@@ problem" => (section, problem, proof) = ("problem", String::new(), String::new()),
+            "@@ proof" => section = "proof",
+            "@@ end" => {
+                cases.push((problem.clone(), proof.trim_end().to_string()));
+                section = "";
+            }
+            l if l.starts_with("@@ ") => {}
+            _ if section == "problem" => problem.push_str(line),
+            _ if section == "proof" => proof.push_str(line),
+            _ => {}
+        }
+    }
+    assert!(cases.len() >= 60, "{}", cases.len());
+    let mut checked = 0;
+    for (problem, proof) in &cases {
+        let Some(whole) = check_proof(problem, proof) else {
+            continue;
+        };
+        let t = Trace {
+            problem: problem.clone(),
+            thinking: proof.clone(),
+            output: "QED".into(),
+        };
+        let want = match whole.verdict {
+            Verdict::Pass => TraceVerdict::Pass,
+            Verdict::Fail(_) => TraceVerdict::Fail,
+            Verdict::Undecided { .. } => TraceVerdict::Inconclusive,
+        };
+        let got = match decompose::decompose(&t, &decompose::Options::default()) {
+            Ok(h) => preview(&t, &h).trace.verdict,
+            Err(_) => TraceVerdict::Inconclusive,
+        };
+        assert_eq!(got, want, "{problem}\n---\n{proof}");
+        checked += 1;
+    }
+    assert!(checked >= 50, "{checked}");
+}

@@ -31,6 +31,7 @@ use std::collections::BTreeSet;
 use serde::{Deserialize, Serialize};
 use trust_judging::proof::{
     Claim, ProofPlan, Source, StepDoc, StepRole, StepVerdict, check_skeleton, check_step,
+    limits::{MAX_BLOCK_DEPTH, MAX_NESTING},
 };
 use trust_protocol::{Vote, seal::SegmentDoc, tx::Tier};
 
@@ -161,6 +162,26 @@ fn states(givens: &[String], problem_text: &str, problem: &trust_judging::proof:
         && trust_judging::proof::Problem::parse(problem_text) == *problem
 }
 
+/// Most citations one step of an honest cut carries (a `from` step over its five
+/// justifications, each named, is about a dozen): a document with more is refused
+/// unread, so a provider cannot make a seat's check quadratic in its payload.
+const MAX_CITES: usize = 64;
+
+/// Whether a skeleton's tables are no larger than a proof of its steps makes them: every
+/// step cites at most [`MAX_CITES`], every block and hypothesis and name belongs to a
+/// step or a premise, and the session holds its steps.
+fn within_bounds(sk: &ProofPlan) -> bool {
+    let n = sk.steps.len();
+    n <= trust_protocol::tx::MAX_SEGMENTS
+        && sk.steps.iter().all(|s| {
+            s.cites.len() <= MAX_CITES
+                && s.scope_path.len() <= MAX_BLOCK_DEPTH.saturating_add(MAX_NESTING)
+        })
+        && sk.blocks.len() <= n.saturating_mul(2).saturating_add(1)
+        && sk.hypotheses.len() <= n
+        && sk.bindings.len() <= n.saturating_add(sk.problem.premises.len())
+}
+
 /// The Computer tier's decision on a segment of a formal proof whose text is `claim`.
 pub fn judge(view: &FormalView, claim: &str, givens: &[String]) -> Decision {
     match &view.doc {
@@ -215,6 +236,9 @@ fn judge_structure(
     segments: &[u16],
     givens: &[String],
 ) -> Decision {
+    if !within_bounds(sk) {
+        return abstain("the proof's structure is larger than a proof of its steps can be");
+    }
     if !states(givens, &sk.problem_text, &sk.problem) {
         return abstain("the proof's problem is not among what this seat received");
     }
@@ -260,6 +284,9 @@ fn judge_structure(
 }
 
 fn judge_step(view: &FormalView, step: &StepDoc, givens: &[String]) -> Decision {
+    if step.cites.len() > MAX_CITES || step.hypotheses.len() > MAX_BLOCK_DEPTH {
+        return abstain("the step cites more than a proof step can");
+    }
     // The structure every seat of the session reads, from the segment it rests on.
     let mut structures = view.cited.iter().filter_map(|(pos, d)| match d {
         Some(ProofDoc::Structure { skeleton, segments }) => Some((*pos, skeleton, segments)),
