@@ -855,12 +855,16 @@ impl Provider {
         // then travels with the segments resting on it, which the next pass counts).
         let mut over_budget: BTreeSet<String> = BTreeSet::new();
         let mut baits_allowed = wanted;
+        // A formal proof's plan, read once for every pass below.
+        let plan = decompose::proof::plan_of(&trace)
+            .and_then(Result::ok)
+            .map(std::sync::Arc::new);
         loop {
             let restricted = prepare::restrict_nodes(&hdag, |n| {
                 !tier_out.contains_key(&Tier::from(n.primary_auditor))
                     && !over_budget.contains(&n.id)
             })
-            .with_proof_of(&trace);
+            .with_proof(plan.clone());
             if restricted.hdag.nodes.is_empty() {
                 return Err(format!(
                     "no segment can be audited here: auditors{declaring} per tier (computer, llm, human) = {staffed:?}, {} needed per segment{}",

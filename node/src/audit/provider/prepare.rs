@@ -203,13 +203,25 @@ pub struct Restricted {
 impl Restricted {
     /// Attaches the plan of `trace` when `trace` is a formal proof and the HDAG is the
     /// one [`decompose::proof`] makes of it (its structure node and step nodes).
-    pub fn with_proof_of(mut self, trace: &trust_protocol::trace::Trace) -> Self {
+    pub fn with_proof_of(self, trace: &trust_protocol::trace::Trace) -> Self {
+        let plan = decompose::proof::plan_of(trace)
+            .and_then(Result::ok)
+            .map(std::sync::Arc::new);
+        self.with_proof(plan)
+    }
+
+    /// [`Restricted::with_proof_of`] with the trace's plan already read (`None` when its
+    /// thinking is no formal proof).
+    pub fn with_proof(
+        mut self,
+        plan: Option<std::sync::Arc<trust_judging::proof::ProofPlan>>,
+    ) -> Self {
         let cut_by_steps = self.hdag.nodes.iter().any(|n| {
             n.kind == decompose::proof::PROOF_STEP_KIND
                 || n.kind == decompose::proof::PROOF_STRUCTURE_KIND
         });
-        if cut_by_steps && let Some(Ok(plan)) = decompose::proof::plan_of(trace) {
-            self.proof = Some(std::sync::Arc::new(plan));
+        if cut_by_steps {
+            self.proof = plan;
         }
         self
     }
