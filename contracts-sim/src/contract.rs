@@ -873,14 +873,7 @@ impl Contract {
     /// window passed with no appeal open, `Appealing` while an appeal round runs,
     /// `Appealable` until then; `None` for a session not decided (live, failed, unknown).
     pub fn finality(&self, session: &Hash) -> Option<Finality> {
-        let o = self.outcome(session)?;
-        Some(match (o.appeals.final_at, o.appeals.open) {
-            (Some(at), _) => Finality::Final { at },
-            (None, Some(round)) => Finality::Appealing { round },
-            (None, None) => Finality::Appealable {
-                until: o.appeals.until,
-            },
-        })
+        self.outcome(session).map(Outcome::finality)
     }
 
     /// Whether a session is decided with a passing trace.

@@ -736,6 +736,21 @@ pub struct AppealedSegment {
     pub burned: Amount,
 }
 
+impl Outcome {
+    /// Where this outcome stands with respect to appeals, as the state that holds it says:
+    /// `Final` once its appeal window passed with no appeal open, `Appealing` while an
+    /// appeal round runs, `Appealable` until then.
+    pub fn finality(&self) -> Finality {
+        match (self.appeals.final_at, self.appeals.open) {
+            (Some(at), _) => Finality::Final { at },
+            (None, Some(round)) => Finality::Appealing { round },
+            (None, None) => Finality::Appealable {
+                until: self.appeals.until,
+            },
+        }
+    }
+}
+
 /// Where a decided session stands with respect to appeals ([`crate::Contract::finality`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Finality {

@@ -161,9 +161,22 @@ fn check_format(format: &str) -> Result<(), ProofError> {
 }
 
 /// Checks a bundle against what the user trusts: its format, that it is of this genesis's
-/// chain, and its proof ([`verify`]) for the session it names.
-pub fn verify_bundle(bundle: &Bundle, trust: &Trust<'_>) -> Result<Verified, ProofError> {
+/// chain and (given `session`) of that session, and its proof ([`verify`]) for the session
+/// it names.
+pub fn verify_bundle(
+    bundle: &Bundle,
+    session: Option<&Hash>,
+    trust: &Trust<'_>,
+) -> Result<Verified, ProofError> {
     check_format(&bundle.format)?;
+    if let Some(expected) = session
+        && *expected != bundle.proof.session
+    {
+        return Err(ProofError::OtherSession {
+            expected: *expected,
+            got: bundle.proof.session,
+        });
+    }
     if bundle.chain != trust.chain {
         return Err(ProofError::WrongChain {
             expected: trust.chain,
@@ -326,6 +339,11 @@ pub enum BuildError {
     /// The block's certificate is not stored.
     #[error("block {0} has no commit certificate")]
     NoCertificate(u64),
+    /// More genesis validators than a proof may name: a client would refuse the proof.
+    #[error(
+        "the network has {0} validators, more than the {MAX_PROOF_VALIDATORS} a proof may name"
+    )]
+    TooManyValidators(usize),
 }
 
 /// Why the validator powers a certificate is weighed by are not known.
@@ -487,6 +505,26 @@ pub enum ProofError {
     /// A bundle of a format version this one does not read.
     #[error("the bundle's format is {0:?}; this version reads only {BUNDLE_FORMAT:?}")]
     UnsupportedFormat(String),
+    /// The bundle proves another session's outcome than the one asked about.
+    #[error("the bundle proves session {got}, not session {expected}")]
+    OtherSession {
+        /// The session asked about (`--session`).
+        expected: Hash,
+        /// The session the bundle proves.
+        got: Hash,
+    },
+    /// The genesis file names more validators than a proof may be checked against: they
+    /// are refused, never cut to the first ones (whose power would then be all of it).
+    #[error(
+        "the genesis file names {count} validators, more than the {max} this verifier checks a \
+         certificate against"
+    )]
+    TooManyValidators {
+        /// Distinct genesis validators.
+        count: usize,
+        /// [`MAX_PROOF_VALIDATORS`].
+        max: usize,
+    },
 }
 
 /// Every genesis validator's account entry, with its proof, under `state`'s root, which
@@ -496,12 +534,15 @@ pub fn stake_proofs(
     block: &StoredBlock,
     validators: &[AccountId],
 ) -> Result<Vec<StakeProof>, BuildError> {
+    if validators.len() > MAX_PROOF_VALIDATORS {
+        return Err(BuildError::TooManyValidators(validators.len()));
+    }
     let height = block.block.header.height;
     if state.state_root() != block.block.header.state_root {
         return Err(BuildError::StateMismatch(height));
     }
-    let mut stakes = Vec::with_capacity(validators.len().min(MAX_PROOF_VALIDATORS));
-    for v in validators.iter().take(MAX_PROOF_VALIDATORS) {
+    let mut stakes = Vec::with_capacity(validators.len());
+    for v in validators {
         let (account, proof) = state
             .prove(&StateKey::Account(*v))
             .ok_or(BuildError::StateMismatch(height))?;
@@ -789,10 +830,15 @@ pub fn verify(
             .validators
             .iter()
             .filter(|v| seen.insert(**v))
-            .take(MAX_PROOF_VALIDATORS)
             .copied()
             .collect()
     };
+    if validators.len() > MAX_PROOF_VALIDATORS {
+        return Err(ProofError::TooManyValidators {
+            count: validators.len(),
+            max: MAX_PROOF_VALIDATORS,
+        });
+    }
 
     // The anchor: the powers the walk starts from, and the height they hold after.
     let (mut powers, mut after, anchor) = match (&proof.anchor, trust.block) {

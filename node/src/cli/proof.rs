@@ -18,6 +18,8 @@ use super::{
 };
 use crate::{
     api::client::{self, Client},
+    api::views::FinalityView,
+    audit::provider::TermsView,
     config,
     proof::{self, Bundle, ProofAnchor, ProofError, TrustedBlock},
 };
@@ -35,8 +37,10 @@ enum ProofCommand {
     /// id, to one self-contained file (never overwriting one unless --force). The validator
     /// powers are walked from genesis, or from the block --trust names.
     Export(ExportArgs),
-    /// Check a bundle file against a genesis file (and the block --trust names), offline:
-    /// exit 0 if it holds, else print `proof REJECTED: <reason>` and exit 1.
+    /// Check a bundle file against a genesis file (and the block --trust names), offline,
+    /// and say the session's terms and whether its outcome is final: exit 0 if it holds and
+    /// is final; 3 if it holds but an appeal may still change it (`NOT FINAL`; accepted with
+    /// --allow-non-final); else print `proof REJECTED: <reason>` and exit 1.
     Verify(VerifyArgs),
 }
 
@@ -72,6 +76,16 @@ struct VerifyArgs {
     /// block. Without it the bundle must walk from genesis.
     #[arg(long, value_name = "HEIGHT:HASH")]
     trust: Option<TrustedBlock>,
+    /// The session you mean (64 hex characters): a bundle that proves another session's
+    /// outcome is refused (exit 1).
+    #[arg(long, value_name = "ID")]
+    session: Option<String>,
+    /// Accept an outcome that an appeal may still overturn (exit 0 instead of 3). The
+    /// proof shows the outcome at the block it was exported from; while the session is
+    /// appealable, a later appeal round can change the verdict, and this bundle would
+    /// still verify.
+    #[arg(long)]
+    allow_non_final: bool,
     /// Print the result as one JSON object.
     #[arg(long)]
     json: bool,
@@ -307,10 +321,20 @@ pub struct Report {
     pub anchor: Option<TrustedBlock>,
     /// The heights of the walk's blocks: where the validator powers changed on the way.
     pub hops: Vec<u64>,
+    /// Whether the outcome is final, as the proven state says: a proof exported while an
+    /// appeal may still be filed shows a verdict that can change.
+    pub finality: FinalityView,
+    /// The terms the session ran under (seats, quorums, windows, domain, exposure).
+    pub terms: TermsView,
 }
 
 impl Report {
-    fn of(v: &proof::Verified, session: Hash, chain: Hash) -> Self {
+    fn of(
+        v: &proof::Verified,
+        session: Hash,
+        chain: Hash,
+        params: &trust_contracts::Params,
+    ) -> Self {
         let o = &v.outcome;
         let mut segments = VerdictCounts::default();
         let mut honeypots = 0usize;
@@ -340,7 +364,19 @@ impl Report {
             time_ms: v.header.time_ms,
             anchor: v.anchor,
             hops: v.hops.clone(),
+            finality: o.finality().into(),
+            terms: TermsView::of(&o.quorum, &o.terms, &o.domain, params),
         }
+    }
+
+    /// Whether nothing can change the outcome any more.
+    pub fn is_final(&self) -> bool {
+        matches!(self.finality, FinalityView::Final { .. })
+    }
+
+    /// `final at block H`, or why the outcome is not final yet.
+    pub fn finality_text(&self) -> String {
+        finality_text(self.finality)
     }
 
     /// The lines `proof verify` prints.
@@ -362,6 +398,8 @@ impl Report {
         vec![
             format!("session     {}", self.session),
             format!("verdict     {:?}", self.verdict),
+            format!("finality    {}", self.finality_text()),
+            super::node::terms_line(&self.terms),
             format!(
                 "segments    {} valid, {} invalid, {} ungrounded, {} propagated, {} undecided{notes}",
                 c.valid, c.invalid, c.ungrounded, c.propagated, c.undecided
@@ -398,6 +436,9 @@ impl Report {
             "verified": true,
             "session": self.session,
             "verdict": self.verdict,
+            "final": self.is_final(),
+            "finality": self.finality,
+            "terms": self.terms,
             "segments": self.segments,
             "left_out": self.left_out,
             "honeypots": self.honeypots,
@@ -419,6 +460,22 @@ impl Report {
     }
 }
 
+/// `final at block H`, or why an outcome in this state is not final yet (`proof verify`,
+/// `query --verify`).
+pub(super) fn finality_text(finality: FinalityView) -> String {
+    match finality {
+        FinalityView::Final { at } => format!("final at block {at}"),
+        FinalityView::Appealable { until } => format!(
+            "NOT FINAL: appealable until block {until} (an appeal may still change the verdict; \
+                 export the proof again after that block)"
+        ),
+        FinalityView::Appealing { round } => format!(
+            "NOT FINAL: appeal round {round} is being judged (export the proof again once it \
+                 is decided and its window has passed)"
+        ),
+    }
+}
+
 /// "no change of the validator powers", "1 change (block 5)", "3 changes (blocks 5, 9, 12)".
 fn hops_text(hops: &[u64]) -> String {
     let list = hops
@@ -432,6 +489,9 @@ fn hops_text(hops: &[u64]) -> String {
         n => format!("{n} changes of the validator powers on the way (blocks {list})"),
     }
 }
+
+/// Exit code of `proof verify` for a proof that holds of an outcome that is not final.
+pub const EXIT_NOT_FINAL: u8 = 3;
 
 /// Why `proof verify` did not verify.
 #[derive(Debug)]
@@ -452,12 +512,14 @@ impl From<VerifyFileError> for CliError {
 }
 
 /// `proof verify` without the printing: reads the bundle at `bundle` and the genesis
-/// document at `genesis` and checks the one against the other and the block `trust` names
-/// (the bundle must walk from it; from genesis if none). Nothing else is read.
+/// document at `genesis` and checks the one against the other, the block `trust` names
+/// (the bundle must walk from it; from genesis if none) and, given one, the `session` the
+/// user means. Nothing else is read.
 pub fn verify_file(
     bundle: &Path,
     genesis: &Path,
     trust: Option<TrustedBlock>,
+    session: Option<&Hash>,
 ) -> Result<Report, VerifyFileError> {
     let doc = config::load_genesis_file(genesis)
         .map_err(|e| VerifyFileError::Input(format!("the genesis file: {e}")))?;
@@ -481,18 +543,29 @@ pub fn verify_file(
         genesis: &doc.genesis,
         block: trust,
     };
-    let v = proof::verify_bundle(&b, &trusted).map_err(VerifyFileError::Rejected)?;
-    Ok(Report::of(&v, b.proof.session, chain))
+    let v = proof::verify_bundle(&b, session, &trusted).map_err(VerifyFileError::Rejected)?;
+    Ok(Report::of(&v, b.proof.session, chain, &doc.genesis.params))
 }
 
 fn run_verify(args: VerifyArgs) -> CliResult {
-    let report = verify_file(&args.bundle, &args.genesis, args.trust)?;
+    let session = args.session.as_deref().map(parse_session).transpose()?;
+    let report = verify_file(&args.bundle, &args.genesis, args.trust, session.as_ref())?;
     if args.json {
         outln!("{}", report.json());
     } else {
         for line in report.lines() {
             outln!("{line}");
         }
+    }
+    if !report.is_final() && !args.allow_non_final {
+        return Err(CliError {
+            code: EXIT_NOT_FINAL,
+            message: format!(
+                "{}; the proof itself holds (pass --allow-non-final to accept an outcome that may \
+                 still change)",
+                report.finality_text()
+            ),
+        });
     }
     Ok(())
 }
@@ -587,6 +660,102 @@ mod tests {
     }
 
     #[test]
+    fn proof_verify_says_whether_the_outcome_is_final_and_exits_3_when_an_appeal_may_change_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let cases: [(&str, trust_contracts::AppealRecord, &str); 3] = [
+            (
+                "final",
+                trust_contracts::AppealRecord {
+                    until: 2,
+                    final_at: Some(2),
+                    ..Default::default()
+                },
+                "finality    final at block 2",
+            ),
+            (
+                "appealable",
+                trust_contracts::AppealRecord {
+                    until: 22,
+                    ..Default::default()
+                },
+                "finality    NOT FINAL: appealable until block 22",
+            ),
+            (
+                "appealing",
+                trust_contracts::AppealRecord {
+                    until: 22,
+                    open: Some(2),
+                    ..Default::default()
+                },
+                "finality    NOT FINAL: appeal round 2 is being judged",
+            ),
+        ];
+        for (name, appeals, says) in cases {
+            let f = crate::proof::tests::fixture_with(|o| o.appeals = appeals.clone());
+            let file = dir.path().join(format!("{name}.proof"));
+            write_bundle(&file, &bundle(&f), false).unwrap();
+            let genesis = config::write_genesis(&dir.path().join(name), &f.file).unwrap();
+            let r = verify_file(&file, &genesis, None, None).unwrap();
+            let lines = r.lines();
+            assert!(
+                lines.iter().any(|l| l.starts_with(says)),
+                "{name}: {lines:?}"
+            );
+            // The terms the session ran under, as `query` says them.
+            assert!(
+                lines
+                    .iter()
+                    .any(|l| l.starts_with("assurance   k = ") && l.contains("domain math")),
+                "{name}: {lines:?}"
+            );
+            assert_eq!(r.json()["final"], name == "final", "{name}");
+            assert_eq!(r.json()["finality"]["state"], name, "{name}");
+            assert_eq!(r.json()["terms"]["domain"], "math", "{name}");
+            let args = ["proof", "verify", text(&file), "--genesis", text(&genesis)];
+            match trust_node(&args) {
+                Ok(()) => assert_eq!(name, "final"),
+                Err(e) => {
+                    assert_ne!(name, "final", "{}", e.message);
+                    assert_eq!(e.code, EXIT_NOT_FINAL, "{name}: {}", e.message);
+                    assert!(
+                        e.message.starts_with("NOT FINAL: ")
+                            && e.message.contains("--allow-non-final"),
+                        "{}",
+                        e.message
+                    );
+                }
+            }
+            let mut allowed = args.to_vec();
+            allowed.push("--allow-non-final");
+            trust_node(&allowed).unwrap();
+        }
+    }
+
+    #[test]
+    fn proof_verify_refuses_a_bundle_of_another_session_than_the_one_asked_about() {
+        let f = fixture();
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("outcome.proof");
+        write_bundle(&file, &bundle(&f), false).unwrap();
+        let genesis = config::write_genesis(&dir.path().join("net"), &f.file).unwrap();
+        let (file, g) = (text(&file), text(&genesis));
+        let mine = f.session.to_hex();
+        trust_node(&["proof", "verify", file, "--genesis", g, "--session", &mine]).unwrap();
+        let other = Hash::sha256(b"another session").to_hex();
+        let e = trust_node(&["proof", "verify", file, "--genesis", g, "--session", &other])
+            .unwrap_err();
+        assert_eq!(e.code, 1, "{}", e.message);
+        assert_eq!(
+            e.message,
+            format!("proof REJECTED: the bundle proves session {mine}, not session {other}")
+        );
+        // Not a session id: a usage error.
+        let e =
+            trust_node(&["proof", "verify", file, "--genesis", g, "--session", "abc"]).unwrap_err();
+        assert_eq!(e.code, 2, "{}", e.message);
+    }
+
+    #[test]
     fn proof_export_never_replaces_a_file_without_force_and_leaves_no_temporary_file() {
         let f = fixture();
         let dir = tempfile::tempdir().unwrap();
@@ -672,7 +841,7 @@ mod tests {
         let t3 = three.to_string();
 
         // Walked from block 3 through the change at 4, with block 3 trusted.
-        let r = verify_file(&anchored, &genesis, Some(three)).unwrap();
+        let r = verify_file(&anchored, &genesis, Some(three), None).unwrap();
         assert_eq!((r.anchor, r.hops.clone()), (Some(three), vec![4]));
         assert_eq!(r.power, (300, 400));
         let lines = r.lines();
@@ -701,7 +870,7 @@ mod tests {
         ])
         .unwrap();
         // From genesis through both changes, with no block trusted.
-        let r = verify_file(&from_genesis, &genesis, None).unwrap();
+        let r = verify_file(&from_genesis, &genesis, None, None).unwrap();
         assert_eq!((r.anchor, r.hops.clone()), (None, vec![2, 4]));
         assert!(
             r.lines().contains(

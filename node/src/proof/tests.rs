@@ -108,7 +108,13 @@ pub(crate) fn outcome(provider: AccountId) -> Outcome {
         honeypots_forfeited: false,
         starved_seats: 0,
         starved_paid: 0,
-        appeals: Default::default(),
+        // Final at block 2 (a window of no blocks): `proof verify` accepts it without
+        // `--allow-non-final`; [`fixture_with`] makes other ones.
+        appeals: trust_contracts::AppealRecord {
+            until: 2,
+            final_at: Some(2),
+            ..Default::default()
+        },
         quorum: crate::audit::provider::DEFAULT_QUORUM,
         terms: Default::default(),
         domain: "math".into(),
@@ -157,11 +163,18 @@ fn three_validators(label: &str, name: &str, balance: u64) -> (Vec<Keypair>, Gen
 /// Three validators with 100 staked each; an outcome in the state; blocks 1 and 2, block 2
 /// certified by all three.
 pub(crate) fn fixture() -> Fixture {
+    fixture_with(|_| {})
+}
+
+/// [`fixture`] with its outcome changed by `edit` first.
+pub(crate) fn fixture_with(edit: impl FnOnce(&mut Outcome)) -> Fixture {
     let (keys, file, doc) = three_validators("proof-v", "proof-test", 10);
     let chain = doc.chain;
     let session = Hash::sha256(b"a decided session");
     let mut state = Contract::new(&doc.genesis).unwrap().state().clone();
-    state.outcomes.insert(session, outcome(keys[0].public()));
+    let mut decided = outcome(keys[0].public());
+    edit(&mut decided);
+    state.outcomes.insert(session, decided);
     let c0 = Contract::from_state(state);
     let tip0 = Tip::genesis(chain);
     // Stamped as if proposed on 2026-11-26, a second apart.
@@ -350,7 +363,7 @@ pub(crate) fn bundle(f: &Fixture) -> Bundle {
 
 /// `bytes` read and checked as `proof verify` does.
 fn check_bytes(f: &Fixture, bytes: &[u8]) -> Result<Verified, ProofError> {
-    verify_bundle(&parse_bundle(bytes)?, &trust(&f.doc))
+    verify_bundle(&parse_bundle(bytes)?, None, &trust(&f.doc))
 }
 
 /// `b` through its file text, read and checked as `proof verify` does.
@@ -536,7 +549,7 @@ fn bundle_format_of_another_version_is_refused_as_such() {
         b.format = format.into();
         let want = Err(ProofError::UnsupportedFormat(format.into()));
         assert_eq!(check(&f, &b), want);
-        assert_eq!(verify_bundle(&b, &trust(&f.doc)), want);
+        assert_eq!(verify_bundle(&b, None, &trust(&f.doc)), want);
     }
     // A later version may add fields: it is named by its version, not refused for them.
     let bytes = tampered_json(&f, |v| {
@@ -591,7 +604,7 @@ fn bundle_chain_of_another_network_is_refused() {
         ..f.doc.clone()
     };
     assert_eq!(
-        verify_bundle(&bundle(&f), &trust(&other_doc)),
+        verify_bundle(&bundle(&f), None, &trust(&other_doc)),
         Err(ProofError::WrongChain {
             expected: other.chain_id(),
             got: f.doc.chain
@@ -1050,7 +1063,7 @@ fn a_bundle_in_a_fresh_directory_verifies_from_the_file_and_a_genesis_file_alone
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     let gdir = tempfile::tempdir().unwrap();
     let genesis = crate::config::write_genesis(gdir.path(), &f.file).unwrap();
-    let r = crate::cli::proof::verify_file(&path, &genesis, None).unwrap();
+    let r = crate::cli::proof::verify_file(&path, &genesis, None, None).unwrap();
     assert_eq!(r.session, f.session);
     assert_eq!(r.verdict, TraceVerdict::Pass);
     assert_eq!(
@@ -1240,7 +1253,11 @@ impl WalkFixture {
     /// `trusted` (`None`: no block).
     fn check(&self, b: &Bundle, trusted: Option<u64>) -> Result<Verified, ProofError> {
         let t = self.trust_with(trusted.map(|h| self.trusted(h)));
-        verify_bundle(&parse_bundle(b.to_file_text().unwrap().as_bytes())?, &t)
+        verify_bundle(
+            &parse_bundle(b.to_file_text().unwrap().as_bytes())?,
+            None,
+            &t,
+        )
     }
 
     fn trust_with(&self, block: Option<TrustedBlock>) -> Trust<'_> {
@@ -1346,7 +1363,7 @@ fn a_walk_from_a_trusted_block_verifies_with_that_block_trusted_and_only_then() 
         height: 3,
         hash: Hash::sha256(b"not block 3"),
     };
-    let e = verify_bundle(&b, &w.trust_with(Some(wrong))).unwrap_err();
+    let e = verify_bundle(&b, None, &w.trust_with(Some(wrong))).unwrap_err();
     assert_eq!(
         e,
         ProofError::UnknownValidatorSet(SetUnknown::OtherAnchor {
@@ -1794,7 +1811,7 @@ fn a_bundle_of_the_older_format_is_refused_as_older() {
     let mut b = bundle(&f);
     b.format = "trust-outcome-proof/1".into();
     assert_eq!(
-        verify_bundle(&b, &trust(&f.doc)),
+        verify_bundle(&b, None, &trust(&f.doc)),
         Err(ProofError::OlderFormat("trust-outcome-proof/1".into()))
     );
 }
@@ -1841,4 +1858,30 @@ fn a_trusted_block_is_a_height_a_colon_and_a_hash() {
     }
     // The pattern the API documents says the same.
     assert_eq!(TRUSTED_BLOCK_PATTERN, "^[1-9][0-9]{0,18}:[0-9a-fA-F]{64}$");
+}
+
+/// A genesis file with more validators than a proof may be checked against is refused,
+/// never cut to the first [`MAX_PROOF_VALIDATORS`] (whose power would then be all the
+/// power there is: a third of the real set could sign alone).
+#[test]
+fn a_validator_set_larger_than_a_proof_may_name_is_refused_not_truncated() {
+    let f = fixture();
+    let mut doc = f.doc.clone();
+    let extra =
+        (0..MAX_PROOF_VALIDATORS).map(|i| Keypair::from_label(&format!("extra{i}")).public());
+    doc.validators.extend(extra);
+    assert!(doc.validators.len() > MAX_PROOF_VALIDATORS);
+    assert_eq!(
+        verify(&f.proof, &f.session, &trust(&doc)),
+        Err(ProofError::TooManyValidators {
+            count: MAX_PROOF_VALIDATORS + 3,
+            max: MAX_PROOF_VALIDATORS,
+        })
+    );
+    // The node refuses to build one too.
+    let state = Contract::new(&f.doc.genesis).unwrap();
+    assert_eq!(
+        stake_proofs(&state, &f.block1, &doc.validators),
+        Err(BuildError::TooManyValidators(MAX_PROOF_VALIDATORS + 3))
+    );
 }

@@ -12,11 +12,14 @@
 //! fresh seats, excluding that seat, the provider and the appellant: nodes 2, 3 and 4, all
 //! honest.
 
-use std::{process::Output, time::Instant};
+use std::{
+    process::{Command, Output},
+    time::Instant,
+};
 
 use serde_json::Value;
 
-use crate::fixtures::network::Network;
+use crate::fixtures::{bin, network::Network};
 
 const PROVIDER: usize = 0;
 const MALICIOUS: usize = 1;
@@ -127,6 +130,45 @@ fn an_appeal_overturns_a_segment_malicious_seats_decided_and_the_session_becomes
         .expect("the malicious seat decided no segment of three sessions");
     let s = session(&net, &sid);
     assert_eq!(s["finality"]["state"], "appealable", "{s}");
+    // A proof exported now, before the appeal: it holds, and says the verdict may change.
+    let proofs = tempfile::tempdir().unwrap();
+    let genesis = net.nodes[APPELLANT].home.join("genesis.json");
+    let early = proofs.path().join("before-appeal.proof");
+    let api = net.nodes[APPELLANT].api.clone();
+    let text = |p: &std::path::Path| p.to_str().unwrap().to_string();
+    let verify = |file: &std::path::Path, extra: &[&str]| {
+        let mut args = vec![
+            "proof".to_string(),
+            "verify".into(),
+            text(file),
+            "--genesis".into(),
+            text(&genesis),
+            "--json".into(),
+        ];
+        args.extend(extra.iter().map(|a| a.to_string()));
+        let out = Command::new(bin()).args(&args).output().unwrap();
+        let json: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        (
+            out.status.code(),
+            json,
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let export = |file: &std::path::Path| {
+        let out = Command::new(bin())
+            .args(["proof", "export", &sid, "-o", &text(file), "--api", &api])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+    };
+    export(&early);
+    let (code, early_json, err) = verify(&early, &[]);
+    assert_eq!(code, Some(3), "{err}");
+    assert_eq!(early_json["final"], false, "{early_json}");
+    assert_eq!(
+        early_json["finality"]["state"], "appealable",
+        "{early_json}"
+    );
     let before = net
         .get(APPELLANT, &format!("/v1/accounts/{appellant}"))
         .unwrap();
@@ -213,6 +255,24 @@ fn an_appeal_overturns_a_segment_malicious_seats_decided_and_the_session_becomes
         n.get(APPELLANT, &format!("/v1/sessions/{sid}"))
             .is_ok_and(|s| s["finality"]["state"] == "final")
     });
+    // The bundle exported before the appeal still holds as a proof of what the state said
+    // then, and never verifies as final: exit 3 without --allow-non-final, and the segment
+    // it shows is the overturned verdict. One exported now is final, with the new verdict.
+    let (code, json, err) = verify(&early, &[]);
+    assert_eq!(
+        code,
+        Some(3),
+        "a bundle from before the appeal verified as final: {err}"
+    );
+    assert_eq!(json["final"], false, "{json}");
+    let (code, _, err) = verify(&early, &["--allow-non-final"]);
+    assert_eq!(code, Some(0), "{err}");
+    let late = proofs.path().join("final.proof");
+    export(&late);
+    let (code, json, err) = verify(&late, &["--session", &sid]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(json["final"], true, "{json}");
+    assert!(json["finality"]["at"].as_u64().is_some(), "{json}");
     let s = session(&net, &sid);
     let at = s["finality"]["at"].as_u64().unwrap();
     assert!(at >= until, "final at {at}, appealable until {until}");

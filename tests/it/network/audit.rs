@@ -218,6 +218,21 @@ fn offline(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
 /// node 1 walked from genesis and from the trusted block; a hash that is not the node's
 /// block at that height is refused.
 fn export_proofs(net: &Network, session: &str) -> Exported {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        net.nodes[2].home.join("genesis.json"),
+        dir.path().join("genesis.json"),
+    )
+    .unwrap();
+    // Exported once final (the appeal test exports one before: NOT FINAL, exit 3).
+    let api = net.nodes[1].api.as_str();
+    let finality = |n: &Network| {
+        n.get(1, &format!("/v1/sessions/{session}"))
+            .map(|s| s["finality"]["state"].clone())
+    };
+    net.wait_for("the session to be final", |n| {
+        finality(n).is_ok_and(|f| f == "final")
+    });
     let h = net.height(1).expect("node 1 answers");
     let (hash, _) = net.block(1, h);
     let trust = format!("{h}:{hash}");
@@ -225,14 +240,6 @@ fn export_proofs(net: &Network, session: &str) -> Exported {
     assert!(out.contains("bonded 500 TRUST"), "{out}");
     let after = net.height(1).expect("node 1 answers");
     net.wait_height(1, after + 1);
-
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::copy(
-        net.nodes[2].home.join("genesis.json"),
-        dir.path().join("genesis.json"),
-    )
-    .unwrap();
-    let api = net.nodes[1].api.as_str();
     for (file, extra) in [
         ("genesis.proof", vec![]),
         ("trusted.proof", vec!["--trust", trust.as_str()]),
@@ -300,9 +307,13 @@ impl Exported {
             assert!(out.status.success(), "{out:?}");
             serde_json::from_slice(&out.stdout).unwrap()
         };
-        // From genesis: the bond is among the changes walked.
+        // From genesis: the bond is among the changes walked. Exported after the appeal
+        // window: final, with the terms the session ran under.
         let v = json(verify("genesis.proof", &["--json"]));
         assert_eq!(v["verified"], true, "{v}");
+        assert_eq!(v["final"], true, "{v}");
+        assert_eq!(v["finality"]["state"], "final", "{v}");
+        assert!(v["terms"]["seats"].is_array(), "{v}");
         assert_eq!(v["verdict"], "Fail", "{v}");
         assert!(v["anchor"].is_null(), "{v}");
         let from_genesis = v["hops"].as_u64().unwrap();
@@ -316,6 +327,17 @@ impl Exported {
             "{text}"
         );
         assert!(text.contains("decided     at block"), "{text}");
+        assert!(text.contains("finality    final at block "), "{text}");
+        assert!(text.contains("assurance   k = "), "{text}");
+        // Asked about another session: refused, naming both.
+        let other = "ab".repeat(32);
+        let out = verify(
+            "trusted.proof",
+            &["--trust", &self.trust, "--session", &other],
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains(&format!("not session {other}")), "{err}");
         let v = json(verify("trusted.proof", &["--trust", &self.trust, "--json"]));
         assert_eq!(v["anchor"]["height"], *h, "{v}");
         let hops: Vec<u64> = serde_json::from_value(v["hop_heights"].clone()).unwrap();
