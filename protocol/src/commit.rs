@@ -62,21 +62,64 @@ impl Vote {
 
 /// The longest reason a vote may carry, in bytes of UTF-8 (a short paragraph; the length of
 /// a checker's or a person's explanation, not of a report). A reason is free text except
-/// for control characters: newline and tab are allowed, every other control character is
-/// refused (see [`reason_error`]), so a reason prints as the seat wrote it on a terminal
-/// and in a page.
+/// for control characters (newline and tab are allowed, every other control character is
+/// refused) and invisible format characters (bidi overrides and isolates, zero-width
+/// characters: [`is_format_char`]), see [`reason_error`], so a reason prints as the seat
+/// wrote it on a terminal and in a page, and reads there as it reads in its bytes.
 pub const MAX_REASON_BYTES: usize = 280;
 
-/// What is wrong with a vote's reason, if anything: longer than [`MAX_REASON_BYTES`], or
-/// holding a control character other than newline or tab.
+/// What is wrong with a vote's reason, if anything: longer than [`MAX_REASON_BYTES`],
+/// holding a control character other than newline or tab, or an invisible format
+/// character ([`is_format_char`]).
 pub fn reason_error(reason: &str) -> Option<ReasonError> {
     if reason.len() > MAX_REASON_BYTES {
         return Some(ReasonError::TooLong { len: reason.len() });
     }
-    reason
-        .char_indices()
-        .find(|(_, c)| c.is_control() && *c != '\n' && *c != '\t')
-        .map(|(at, _)| ReasonError::ControlCharacter { at })
+    reason.char_indices().find_map(|(at, c)| {
+        if c.is_control() && c != '\n' && c != '\t' {
+            Some(ReasonError::ControlCharacter { at })
+        } else if is_format_char(c) {
+            Some(ReasonError::FormatCharacter {
+                at,
+                code: u32::from(c),
+            })
+        } else {
+            None
+        }
+    })
+}
+
+/// Whether `c` is a Unicode format character (general category `Cf`, Unicode 15): the
+/// bidirectional embeddings, overrides, isolates and marks (U+202A..U+202E,
+/// U+2066..U+2069, U+200E, U+200F, U+061C), which reorder how the text around them is
+/// shown, and the invisible joiners, spaces and tags (U+200B..U+200D, U+2060..U+2064,
+/// U+FEFF, U+E0001, U+E0020..U+E007F, ...), which hide text or change what compares
+/// equal. A reason holding one can display as something other than what it says.
+pub fn is_format_char(c: char) -> bool {
+    matches!(
+        u32::from(c),
+        0x00AD
+            | 0x0600..=0x0605
+            | 0x061C
+            | 0x06DD
+            | 0x070F
+            | 0x0890..=0x0891
+            | 0x08E2
+            | 0x180E
+            | 0x200B..=0x200F
+            | 0x202A..=0x202E
+            | 0x2060..=0x2064
+            | 0x2066..=0x206F
+            | 0xFEFF
+            | 0xFFF9..=0xFFFB
+            | 0x110BD
+            | 0x110CD
+            | 0x13430..=0x1343F
+            | 0x1BCA0..=0x1BCA3
+            | 0x1D173..=0x1D17A
+            | 0xE0001
+            | 0xE0020..=0xE007F
+    )
 }
 
 /// Why a vote's reason is refused.
@@ -97,14 +140,27 @@ pub enum ReasonError {
         /// Byte offset of the character.
         at: usize,
     },
+    /// An invisible format character ([`is_format_char`]).
+    #[error(
+        "the vote's reason holds the invisible format character U+{code:04X} at byte {at} \
+         (bidi controls and zero-width characters can make a reason display as something it \
+         does not say)"
+    )]
+    FormatCharacter {
+        /// Byte offset of the character.
+        at: usize,
+        /// Its code point.
+        code: u32,
+    },
 }
 
 /// `reason` cut to at most [`MAX_REASON_BYTES`] on a character boundary, with every
-/// control character other than newline and tab replaced by a space: what a seat commits
-/// to, whatever its judge wrote.
+/// control character other than newline and tab replaced by a space and every format
+/// character ([`is_format_char`]) left out: what a seat commits to, whatever its judge
+/// wrote.
 pub fn fit_reason(reason: &str) -> String {
     let mut out = String::with_capacity(reason.len().min(MAX_REASON_BYTES));
-    for c in reason.chars() {
+    for c in reason.chars().filter(|c| !is_format_char(*c)) {
         let c = if c.is_control() && c != '\n' && c != '\t' {
             ' '
         } else {
@@ -296,5 +352,38 @@ mod tests {
         assert_eq!(reason_error(&fit), None);
         assert_eq!(fit_reason("a\u{7}b\nc"), "a b\nc");
         assert_eq!(fit_reason("short"), "short");
+    }
+
+    /// "valid" written so that it shows as "invalid... no: valid" or with hidden text:
+    /// a right-to-left override, an isolate, a zero-width space, a tag character. Each
+    /// is refused where it stands, and `fit_reason` leaves it out; ordinary non-ASCII
+    /// text (accents, Arabic, CJK, an emoji) stays.
+    #[test]
+    fn reasons_refuse_bidi_and_invisible_format_characters() {
+        for (reason, at, code) in [
+            ("the sum \u{202E}dilav si", 8, 0x202E),
+            ("x = \u{2066}2\u{2069}", 4, 0x2066),
+            ("ok\u{200B}", 2, 0x200B),
+            ("a\u{200F}b", 1, 0x200F),
+            ("\u{FEFF}bom", 0, 0xFEFF),
+            ("tag\u{E0041}", 3, 0xE0041),
+            ("soft\u{AD}hyphen", 4, 0xAD),
+        ] {
+            assert_eq!(
+                reason_error(reason),
+                Some(ReasonError::FormatCharacter { at, code }),
+                "{reason:?}"
+            );
+            let fit = fit_reason(reason);
+            assert_eq!(reason_error(&fit), None, "{fit:?}");
+            assert!(!fit.chars().any(is_format_char), "{fit:?}");
+        }
+        for fine in ["déjà vu", "القيمة صحيحة", "答案正确", "👍 ok", "x ≤ y → z"]
+        {
+            assert_eq!(reason_error(fine), None, "{fine:?}");
+            assert_eq!(fit_reason(fine), fine);
+        }
+        let e = reason_error("a\u{202E}b").unwrap().to_string();
+        assert!(e.contains("U+202E at byte 1"), "{e}");
     }
 }
