@@ -202,7 +202,18 @@ impl Expr {
     /// Parses a whole expression (nothing may follow it).
     pub(crate) fn parse(src: &str) -> Result<Expr, ParseError> {
         let tokens = lex(src)?;
-        let mut p = Parser { t: &tokens, i: 0 };
+        // Every node of the tree is at least one token, so the tree's depth (which the
+        // evaluators recurse over) is bounded by the token count.
+        if tokens.len() > MAX_TOKENS {
+            return Err(ParseError(format!(
+                "more than {MAX_TOKENS} tokens: too long to check"
+            )));
+        }
+        let mut p = Parser {
+            t: &tokens,
+            i: 0,
+            nesting: 0,
+        };
         let e = p.expr()?;
         if p.i != tokens.len() {
             return Err(ParseError(format!("unexpected {:?}", tokens.get(p.i))));
@@ -374,6 +385,11 @@ enum Tok {
 const MAX_NAME: usize = 3;
 /// Largest exponent accepted.
 const MAX_POW: u32 = 16;
+/// Most tokens in one expression: the parse tree is never deeper than its tokens, and the
+/// evaluators recurse over it, so this bounds their stack too.
+const MAX_TOKENS: usize = 512;
+/// Deepest nesting of parentheses and signs the parser descends into.
+const MAX_NESTING: usize = 48;
 
 fn lex(src: &str) -> Result<Vec<Tok>, ParseError> {
     let cs: Vec<char> = src.chars().collect();
@@ -497,11 +513,29 @@ fn lex(src: &str) -> Result<Vec<Tok>, ParseError> {
 struct Parser<'a> {
     t: &'a [Tok],
     i: usize,
+    /// Parentheses and signs entered and not yet left.
+    nesting: usize,
 }
 
 impl Parser<'_> {
     fn peek(&self) -> Option<&Tok> {
         self.t.get(self.i)
+    }
+
+    /// Runs `f` one level deeper, refusing past [`MAX_NESTING`].
+    fn nested<T>(
+        &mut self,
+        f: impl FnOnce(&mut Self) -> Result<T, ParseError>,
+    ) -> Result<T, ParseError> {
+        if self.nesting >= MAX_NESTING {
+            return Err(ParseError(format!(
+                "nested more than {MAX_NESTING} deep: too deep to check"
+            )));
+        }
+        self.nesting += 1;
+        let out = f(self);
+        self.nesting -= 1;
+        out
     }
 
     fn expr(&mut self) -> Result<Expr, ParseError> {
@@ -547,11 +581,11 @@ impl Parser<'_> {
         match self.peek() {
             Some(Tok::Op('-')) => {
                 self.i += 1;
-                Ok(Expr::Neg(Box::new(self.unary()?)))
+                Ok(Expr::Neg(Box::new(self.nested(Self::unary)?)))
             }
             Some(Tok::Op('+')) => {
                 self.i += 1;
-                self.unary()
+                self.nested(Self::unary)
             }
             _ => self.power(),
         }
@@ -588,7 +622,7 @@ impl Parser<'_> {
             Some(Tok::Num(r, w)) => Ok(Expr::Num(r, w)),
             Some(Tok::Ident(n)) => Ok(Expr::Var(n)),
             Some(Tok::LParen) => {
-                let e = self.expr()?;
+                let e = self.nested(Self::expr)?;
                 if self.peek() != Some(&Tok::RParen) {
                     return Err(ParseError("missing ')'".into()));
                 }
@@ -660,6 +694,28 @@ mod tests {
             None
         );
         assert!(Expr::parse("123456789012345678901234567890123456789012345").is_err());
+    }
+
+    #[test]
+    fn nesting_and_length_are_bounded_so_no_input_overflows_the_stack() {
+        // Each would recurse once per character, in the parser or in the evaluators.
+        for deep in [
+            "(".repeat(100_000) + "1" + &")".repeat(100_000),
+            "-".repeat(100_000) + "1",
+            "+".repeat(100_000) + "1",
+            "1".to_string() + &"+1".repeat(100_000),
+        ] {
+            let e = Expr::parse(&deep).unwrap_err();
+            assert!(e.0.contains("too"), "{}", e.0);
+        }
+        // Within the limits, nesting parses and evaluates.
+        let ok = "(".repeat(MAX_NESTING - 1) + "2" + &")".repeat(MAX_NESTING - 1);
+        assert_eq!(
+            Expr::parse(&ok).unwrap().eval_exact(&BTreeMap::new()),
+            Some(Rational::int(2))
+        );
+        let long = "1".to_string() + &"+1".repeat((MAX_TOKENS - 1) / 2);
+        assert!(Expr::parse(&long).is_ok());
     }
 
     #[test]

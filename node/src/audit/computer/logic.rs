@@ -26,6 +26,8 @@ use super::{Judgement, StepInput};
 const MAX_FROM: usize = 5;
 /// Most atoms in a truth table.
 const MAX_ATOMS: usize = 16;
+/// Most tokens in one formula (see [`parse`]).
+const MAX_TOKENS: usize = 512;
 
 fn arrow_split(s: &str) -> Option<(&str, &str)> {
     ["→", "->", "=>", "⇒"].iter().find_map(|a| s.split_once(a))
@@ -684,6 +686,12 @@ impl Parser<'_> {
 /// Parses a propositional formula (`((P ∨ Q) → ¬R)`); `None` unless all of it is one.
 pub(super) fn parse(s: &str) -> Option<F> {
     let t = lex(s)?;
+    // Every recursion of the parser (a sign, an implication's right side, a parenthesis)
+    // and every level of the tree the checkers walk consumes a token: bounding the tokens
+    // bounds the stack.
+    if t.len() > MAX_TOKENS {
+        return None;
+    }
     let mut p = Parser {
         t: &t,
         i: 0,
@@ -804,6 +812,20 @@ mod tests {
             context: RULES,
         })
         .and_then(|j| j.as_vote())
+    }
+
+    #[test]
+    fn formulas_too_long_to_walk_are_refused_not_recursed_into() {
+        // Each recursed once per symbol: signs, right-nested implications, a long chain.
+        for deep in [
+            "¬".repeat(100_000) + "P",
+            "P → ".repeat(100_000) + "P",
+            "P ∧ ".repeat(100_000) + "P",
+        ] {
+            assert_eq!(parse(&deep), None);
+        }
+        assert!(parse(&("¬".repeat(100) + "P")).is_some());
+        assert!(parse(&("P → ".repeat(100) + "P")).is_some());
     }
 
     #[test]
