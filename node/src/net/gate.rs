@@ -9,8 +9,10 @@
 //!   NAT) a stranger's ban must not cut the validators off.
 //! - **Strangers** share the slots that are left: at most `max_peers` minus the reserved
 //!   slots (as many as there are reserved peers, at most half of `max_peers`), and at most
-//!   `max_per_ip` strangers from one IP address, so one host cannot take every slot by
-//!   minting identities.
+//!   `max_per_ip` strangers from one host, so one host cannot take every slot by minting
+//!   identities. A host is an IPv4 address, or an IPv6 /64 prefix ([`host_of`]): one
+//!   machine or one customer of a provider is routinely handed a whole /64, and would
+//!   otherwise count as 2^64 hosts.
 //! - **Bans** are by peer id and by the IP addresses the peer was connected from, each for
 //!   a while ([`super::BAN_DURATION`]) and bounded in number. A banned address is refused
 //!   before the handshake when no reserved peer was ever seen there, and otherwise as soon
@@ -80,11 +82,20 @@ pub(crate) struct Gate {
     metrics: Arc<NetMetrics>,
 }
 
-/// The IP address of a multiaddr, if it starts with one.
-pub(crate) fn ip_of(addr: &Multiaddr) -> Option<IpAddr> {
+/// The host a multiaddr dials, if it starts with an IP address: the IPv4 address itself
+/// (an IPv4-mapped IPv6 address as that IPv4 address), or the /64 prefix of an IPv6
+/// address (the rest zeroed). Per-host caps, address bans and the addresses reserved peers
+/// were seen at all count hosts, not addresses.
+pub(crate) fn host_of(addr: &Multiaddr) -> Option<IpAddr> {
     addr.iter().find_map(|p| match p {
         Protocol::Ip4(ip) => Some(IpAddr::V4(ip)),
-        Protocol::Ip6(ip) => Some(IpAddr::V6(ip)),
+        Protocol::Ip6(ip) => Some(match ip.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => {
+                let prefix = u128::from(ip) & !((1u128 << 64) - 1);
+                IpAddr::V6(std::net::Ipv6Addr::from(prefix))
+            }
+        }),
         _ => None,
     })
 }
@@ -157,10 +168,11 @@ impl Gate {
     }
 
     fn check(&self, peer: &PeerId, addr: &Multiaddr) -> Result<(), ConnectionDenied> {
-        self.admit(peer, ip_of(addr), Instant::now()).map_err(|r| {
-            NetMetrics::bump(&self.metrics.connections_denied);
-            ConnectionDenied::new(r)
-        })
+        self.admit(peer, host_of(addr), Instant::now())
+            .map_err(|r| {
+                NetMetrics::bump(&self.metrics.connections_denied);
+                ConnectionDenied::new(r)
+            })
     }
 
     /// Bans `peer` and every address it is connected from until `until`, and closes its
@@ -205,7 +217,7 @@ impl NetworkBehaviour for Gate {
         remote: &Multiaddr,
     ) -> Result<(), ConnectionDenied> {
         // Refused before the handshake only where no reserved peer could be behind it.
-        match ip_of(remote) {
+        match host_of(remote) {
             Some(ip)
                 if self.bans.ip_banned(&ip, Instant::now()) && !self.reserved_ips.contains(&ip) =>
             {
@@ -257,7 +269,7 @@ impl NetworkBehaviour for Gate {
     fn on_swarm_event(&mut self, event: FromSwarm) {
         match event {
             FromSwarm::ConnectionEstablished(e) => {
-                let ip = ip_of(e.endpoint.get_remote_address());
+                let ip = host_of(e.endpoint.get_remote_address());
                 if self.reserved.contains(&e.peer_id)
                     && let Some(ip) = ip
                     && self.reserved_ips.len() < MAX_TRACKED
@@ -361,5 +373,52 @@ mod tests {
             g.admit(&fresh, Some(home.into()), now + Duration::from_secs(61)),
             Ok(())
         );
+    }
+
+    /// One host handed a /64 mints addresses as freely as identities: strangers from
+    /// anywhere in one /64 share its cap, and a ban of one of its addresses bans the
+    /// prefix; another /64, or an IPv4 host, is another host.
+    #[test]
+    fn strangers_of_one_ipv6_slash_64_count_as_one_host() {
+        let addr = |s: &str| -> Multiaddr { s.parse().unwrap() };
+        let h = |s: &str| host_of(&addr(s));
+        assert_eq!(
+            h("/ip6/2001:db8:1:2:aaaa::1/tcp/4001"),
+            h("/ip6/2001:db8:1:2:ffff:1:2:3/udp/4001/quic-v1")
+        );
+        assert_ne!(
+            h("/ip6/2001:db8:1:2::1/tcp/4001"),
+            h("/ip6/2001:db8:1:3::1/tcp/4001")
+        );
+        assert_eq!(
+            h("/ip6/::ffff:10.0.0.1/tcp/1"),
+            h("/ip4/10.0.0.1/tcp/1"),
+            "an IPv4-mapped address is its IPv4 host"
+        );
+        assert_ne!(h("/ip4/10.0.0.1/tcp/1"), h("/ip4/10.0.0.2/tcp/1"));
+        assert_eq!(h("/dns4/example.org/tcp/1"), None);
+
+        let mut g = gate(&[]);
+        let now = Instant::now();
+        for i in 1..=2 {
+            let at = h(&format!("/ip6/2001:db8:1:2::{i}/tcp/4001"));
+            g.conns
+                .insert(ConnectionId::new_unchecked(i), (PeerId::random(), at));
+        }
+        let third = h("/ip6/2001:db8:1:2:dead:beef:0:9/tcp/4001");
+        assert_eq!(g.admit(&PeerId::random(), third, now), Err(Refusal::PerIp));
+        let elsewhere = h("/ip6/2001:db8:1:3::1/tcp/4001");
+        assert_eq!(g.admit(&PeerId::random(), elsewhere, now), Ok(()));
+
+        // A ban of one address of the prefix bans all of it.
+        let banned = *g.conns.values().next().map(|(p, _)| p).unwrap();
+        g.ban(banned, now + Duration::from_secs(60));
+        g.conns.clear();
+        let other = h("/ip6/2001:db8:1:2:1234::5/tcp/4001");
+        assert_eq!(
+            g.admit(&PeerId::random(), other, now),
+            Err(Refusal::BannedIp)
+        );
+        assert_eq!(g.admit(&PeerId::random(), elsewhere, now), Ok(()));
     }
 }
