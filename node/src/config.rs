@@ -512,7 +512,7 @@ fn addrs(list: &[String], what: &str) -> Result<Vec<libp2p::Multiaddr>, ConfigEr
 
 /// The consensus WAL directory.
 pub fn wal_dir(home: &Path) -> PathBuf {
-    home.join("data").join("consensus")
+    data_dir(home).join("consensus")
 }
 
 /// Reads `<home>/config.toml`; a missing file means the defaults.
@@ -626,7 +626,61 @@ pub fn write_genesis(home: &Path, doc: &GenesisDoc) -> Result<PathBuf, HomeError
 
 /// `<home>/data/ledger`.
 pub fn ledger_dir(home: &Path) -> PathBuf {
-    home.join("data").join("ledger")
+    data_dir(home).join("ledger")
+}
+
+/// `<home>/data`: the node's database (segment keys, salts, trace text, its votes before
+/// they are revealed) and the consensus WAL.
+pub fn data_dir(home: &Path) -> PathBuf {
+    home.join("data")
+}
+
+/// Why the node's data directory is not fit to hold its secrets.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DataDirError {
+    /// It could not be created or read.
+    #[error("the node's data directory {path}: {source}")]
+    Io {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Users other than its owner may enter or read it.
+    #[error(
+        "the node's data directory {path} is open to other users (mode {mode:03o}): it holds \
+         segment keys, salts, trace text and unrevealed votes; run `chmod 700 {path}` and \
+         start again"
+    )]
+    OpenToOthers {
+        /// The directory.
+        path: PathBuf,
+        /// Its permission bits.
+        mode: u32,
+    },
+}
+
+/// Makes `<home>/data` owner-only (mode 0700) if it does not exist yet, and refuses one
+/// that others may enter or read: nothing is changed then, the operator decides.
+pub fn secure_data_dir(home: &Path) -> Result<PathBuf, DataDirError> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    let path = data_dir(home);
+    let io = |source| DataDirError::Io {
+        path: path.clone(),
+        source,
+    };
+    match std::fs::DirBuilder::new().mode(0o700).create(&path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(io(e)),
+    }
+    let mode = std::fs::metadata(&path).map_err(io)?.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        return Err(DataDirError::OpenToOthers { path, mode });
+    }
+    Ok(path)
 }
 
 /// The libp2p peer id of an account key (both are the same ed25519 key).
@@ -639,6 +693,29 @@ pub fn peer_id(account: &trust_protocol::Keypair) -> Option<libp2p::PeerId> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The data directory holds segment keys, salts and trace text: a new one is made
+    /// owner-only, and one others may read is refused as it is (not silently changed).
+    #[test]
+    fn the_data_directory_is_made_owner_only_and_an_open_one_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let home = tempfile::tempdir().unwrap();
+        let dir = secure_data_dir(home.path()).unwrap();
+        assert_eq!(dir, data_dir(home.path()));
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&dir), 0o700);
+        secure_data_dir(home.path()).expect("an owner-only directory is fine");
+        for open in [0o755, 0o750, 0o701] {
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(open)).unwrap();
+            let e = secure_data_dir(home.path()).unwrap_err();
+            assert!(
+                matches!(e, DataDirError::OpenToOthers { mode, .. } if mode == open),
+                "{e}"
+            );
+            assert!(e.to_string().contains("chmod 700"), "{e}");
+            assert_eq!(mode(&dir), open, "the mode was changed");
+        }
+    }
 
     /// Found by the `config_toml` fuzz target: a config that parses, whose moniker holds
     /// 293 single quotes in a row, made the TOML writer overflow a `u8` counter (a panic

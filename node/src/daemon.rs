@@ -89,6 +89,9 @@ pub enum DaemonError {
     /// The ledger could not be restored.
     #[error(transparent)]
     Restore(#[from] RestoreError),
+    /// The data directory cannot be made, or others may read it.
+    #[error(transparent)]
+    DataDir(#[from] config::DataDirError),
     /// A task ended while the node was running; the node stopped in order after it.
     #[error("task {task} died ({why}); the node stopped")]
     TaskDied {
@@ -305,6 +308,7 @@ impl Store {
     /// Opens the store under `home` for the network of `doc`, and the chain view restored
     /// from its ledger.
     fn open(home: &Path, doc: &GenesisDoc) -> Result<(Self, ChainView), DaemonError> {
+        config::secure_data_dir(home)?;
         let db = sled::open(config::ledger_dir(home)).map_err(ledger_err)?;
         let ledger = Ledger::from_db(&db).map_err(ledger_err)?;
         ledger.set_chain(doc.chain_id()).map_err(ledger_err)?;

@@ -269,6 +269,7 @@ fn verify_query(args: &QueryArgs, addr: &str) -> CliResult {
             json!({
                 "session": sid,
                 "verified": true,
+                "final": matches!(v.outcome.finality(), trust_contracts::Finality::Final { .. }),
                 "height": v.header.height,
                 "block_hash": v.header.hash(),
                 "certified_time_ms": v.header.time_ms,
@@ -284,6 +285,10 @@ fn verify_query(args: &QueryArgs, addr: &str) -> CliResult {
     }
     outln!("session     {sid}");
     outln!("verdict     {:?}", v.outcome.trace);
+    outln!(
+        "finality    {}",
+        super::proof::finality_text(v.outcome.finality().into())
+    );
     outln!(
         "decided     at block {}, by {} (the certified block's time)",
         v.outcome.decided_at,
@@ -558,17 +563,17 @@ fn vote_lines(cast: &[CastVote]) -> Vec<String> {
             let vote = word(v.vote);
             let mut marks = Vec::new();
             if v.round > 0 {
-                marks.push("round 2");
+                marks.push(format!("round {}", v.round));
             }
             if !v.counted && v.vote != Vote::Abstain {
-                marks.push("late");
+                marks.push("late".to_string());
             }
             let reason: String = v
                 .reason
                 .chars()
                 .map(|c| match c {
                     '\n' | '\t' => ' ',
-                    c if c.is_control() => '?',
+                    c if c.is_control() || trust_protocol::commit::is_format_char(c) => '?',
                     c => c,
                 })
                 .collect();
@@ -1005,5 +1010,38 @@ async fn session_now(api: &Client, session: &Hash) -> Result<Option<SessionView>
         Ok(s) => Ok(Some(s)),
         Err(client::ClientError::Api { status: 404, .. }) => Ok(None),
         Err(e) => Err(api_error(e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use trust_contracts::CastVote;
+    use trust_protocol::{AccountId, Vote};
+
+    use super::vote_lines;
+
+    /// Each vote is marked with its own round (1 after an escalation, 2 and up for appeal
+    /// rounds), not one label for every round above the first; a reason that reorders
+    /// its own display is shown with the character replaced.
+    #[test]
+    fn each_vote_shows_its_own_round_and_no_hidden_characters() {
+        let seat: AccountId = trust_protocol::Keypair::from_label("seat").public();
+        let cast = |round: u8, reason: &str| CastVote {
+            seat,
+            round,
+            vote: Vote::Valid,
+            reason: reason.to_string(),
+            counted: true,
+        };
+        let lines = vote_lines(&[
+            cast(0, "first"),
+            cast(1, "escalated"),
+            cast(3, "second appeal"),
+            cast(0, "a\u{202E}b"),
+        ]);
+        assert!(!lines[0].contains("round"), "{}", lines[0]);
+        assert!(lines[1].contains("(round 1) escalated"), "{}", lines[1]);
+        assert!(lines[2].contains("(round 3) second appeal"), "{}", lines[2]);
+        assert!(lines[3].ends_with("a?b"), "{}", lines[3]);
     }
 }

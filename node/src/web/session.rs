@@ -673,7 +673,11 @@ fn votes_list(votes: &[CastVote]) -> String {
             "<li>{} <b>{:?}</b>{}{}: <q class=\"wrapok\">{}</q></li>",
             account_link(&v.seat),
             v.vote,
-            if v.round > 0 { " (round 2)" } else { "" },
+            if v.round > 0 {
+                format!(" (round {})", v.round)
+            } else {
+                String::new()
+            },
             if v.counted || v.vote.is_abstain() {
                 ""
             } else {
