@@ -11,7 +11,14 @@
 //!   whose queue is full (or that fell so far behind that the decided-block broadcast
 //!   overtook it) gets what is queued, then a final `dropped` event whose `resume_after` is
 //!   the id of the last event it was sent, and the stream ends. At most
-//!   [`MAX_SUBSCRIBERS`] streams are open at once; one more is answered 503.
+//!   [`MAX_SUBSCRIBERS`] streams are open at once; one more is answered 503. A stream's
+//!   slot is held by its response *and* by the task that fills its queue, so tasks still
+//!   reading the ledger for a client that left count against the cap too.
+//! - **A replay stops with its client**: the stored tail is read one block at a time,
+//!   and before each block the task checks that its client is still there (and the node
+//!   is not stopping), and after each it yields to the runtime: a client that filters out
+//!   everything of a long history, and leaves, costs at most one block read more, and
+//!   never holds a worker thread for the whole history.
 //! - **Alive and stoppable**: a keep-alive comment every [`KEEP_ALIVE`]; every stream ends
 //!   when the node stops ([`EventHub::close`]), so the server's graceful shutdown does not
 //!   wait for them. Streams carry no request body, so the server's body timeout never
@@ -21,7 +28,7 @@ use std::{
     convert::Infallible,
     sync::{
         Arc,
-        atomic::{AtomicBool, AtomicU64, Ordering},
+        atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering},
     },
     time::Duration,
 };
@@ -61,6 +68,8 @@ pub struct EventHub {
     queue: usize,
     closing: Arc<watch::Sender<bool>>,
     dropped: Arc<AtomicU64>,
+    /// Queue-filling tasks alive.
+    pumps: Arc<AtomicUsize>,
 }
 
 impl EventHub {
@@ -81,12 +90,18 @@ impl EventHub {
             queue: queue.max(1),
             closing: Arc::new(watch::Sender::new(false)),
             dropped: Arc::new(AtomicU64::new(0)),
+            pumps: Arc::new(AtomicUsize::new(0)),
         }
     }
 
     /// Clients dropped so far for falling behind.
     pub fn dropped(&self) -> u64 {
         self.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Tasks filling a client's queue that are alive now (at most the subscriber cap).
+    pub fn pumps(&self) -> usize {
+        self.pumps.load(Ordering::Acquire)
     }
 
     /// Ends every open stream and refuses new ones (the node is stopping).
@@ -238,7 +253,9 @@ pub(super) async fn events(
     let last = after.unwrap_or(EventId::end_of(tip));
     let (tx, rx) = mpsc::channel(hub.queue);
     let dropped = Arc::new(AtomicBool::new(false));
+    let permit = Arc::new(permit);
     let pump = Pump {
+        _slot: Slot::hold(permit.clone(), hub.pumps.clone()),
         counter: hub.dropped.clone(),
         ledger: api.ledger.clone(),
         filter,
@@ -273,7 +290,30 @@ struct Client {
     last: EventId,
     dropped: Arc<AtomicBool>,
     done: bool,
-    _permit: OwnedSemaphorePermit,
+    /// The stream's slot, shared with its pump: free once both are gone.
+    _permit: Arc<OwnedSemaphorePermit>,
+}
+
+/// A pump's share of its stream's slot, counted in [`EventHub::pumps`] while it lives.
+struct Slot {
+    _permit: Arc<OwnedSemaphorePermit>,
+    pumps: Arc<AtomicUsize>,
+}
+
+impl Slot {
+    fn hold(permit: Arc<OwnedSemaphorePermit>, pumps: Arc<AtomicUsize>) -> Self {
+        pumps.fetch_add(1, Ordering::AcqRel);
+        Slot {
+            _permit: permit,
+            pumps,
+        }
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.pumps.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 impl Client {
@@ -301,6 +341,7 @@ impl Client {
 
 /// The task that fills one client's queue: stored events, then live ones.
 struct Pump {
+    _slot: Slot,
     ledger: Ledger,
     filter: Filter,
     /// The last id queued (or the resume point).
@@ -342,6 +383,13 @@ impl Pump {
         live: &mut broadcast::Receiver<Decided>,
     ) -> Result<(), Stop> {
         for height in replay {
+            // The client may have left, or the node be stopping, while nothing it wants
+            // was found: checked before every block read, not only on a send.
+            if self.tx.is_closed() || *self.closing.borrow() {
+                return Err(Stop::Gone);
+            }
+            // One block read at a time on the shared runtime.
+            tokio::task::yield_now().await;
             let feed = match self.ledger.events(height) {
                 Ok(Some(f)) => f,
                 Ok(None) => continue,

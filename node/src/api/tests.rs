@@ -1165,6 +1165,112 @@ mod stream {
     /// A client that stops reading is dropped once its queue is full, with a final
     /// `dropped` event naming the last event it was sent, while another client receives
     /// everything; over the subscriber cap a stream is refused with 503.
+    /// Streams open at once in [`dropped_filtered_streams_leave_no_more_tasks_than_the_cap_and_status_is_answered`].
+    const CAP: usize = 1;
+
+    /// Streams that ask for the whole history filtered to an account that has no event,
+    /// and leave at once: the tasks reading the ledger for them stop with them (at most
+    /// the cap are ever alive; a stream past the cap is answered 503), and the node keeps
+    /// answering `GET /v1/status` meanwhile. Before, a replay task kept scanning the whole
+    /// history after its client left, without yielding, while its slot was already free
+    /// for the next client: tasks piled up on the two worker threads.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn dropped_filtered_streams_leave_no_more_tasks_than_the_cap_and_status_is_answered() {
+        const BLOCKS: u64 = 40;
+        const PER_BLOCK: usize = 2_000;
+        let (mut net, _tx) = Net::with_events(crate::api::events::CLIENT_QUEUE, CAP);
+        for _ in 0..BLOCKS {
+            net.block(vec![]).await;
+        }
+        // The same blocks in a ledger whose feeds are long (the events are never sent:
+        // the filter matches none), so that reading the history takes a while.
+        let dir = tempfile::tempdir().unwrap();
+        let fat = crate::ledger::Ledger::open(dir.path()).unwrap();
+        for h in 1..=BLOCKS {
+            let stored = net.ledger.block(h).unwrap().unwrap();
+            let feed: Vec<FeedEvent> = (0..PER_BLOCK)
+                .map(|i| {
+                    serde_json::from_value(json!({
+                        "id": format!("{h}:{i}"), "height": h, "kind": "slash",
+                        "reason": "a long history nobody asked for",
+                    }))
+                    .unwrap()
+                })
+                .collect();
+            fat.append_with_feed(&stored, &[], &feed, false).unwrap();
+        }
+        net.api.ledger = fat;
+        let hub = net.api.events.clone().unwrap();
+        // The node's runtime (this test's, two workers) serves; the clients run on a
+        // thread of their own, as remote clients would, so that a starved node runtime
+        // cannot slow them down and hide a pile-up.
+        let (addr, _stop) = net.serve().await;
+        let clients = std::thread::spawn({
+            let hub = hub.clone();
+            move || {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap();
+                rt.block_on(drop_streams(addr, hub))
+            }
+        });
+        let (opened, refused, most) = tokio::task::spawn_blocking(move || clients.join())
+            .await
+            .unwrap()
+            .unwrap();
+        // Every task ends once its client has gone.
+        let deadline = tokio::time::Instant::now() + WAIT;
+        while hub.pumps() > 0 {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{} replay tasks outlived their clients",
+                hub.pumps()
+            );
+            tokio::task::yield_now().await;
+        }
+        println!(
+            "{opened} streams opened and dropped, {refused} refused at the cap of {CAP}; at most {most} replay tasks alive"
+        );
+        assert!(opened >= CAP, "{opened} opened");
+    }
+
+    /// 500 streams over the whole history for an account with no event, each dropped
+    /// as soon as it opens; `GET /v1/status` every 25. Opened, refused (503) and the most
+    /// replay tasks seen alive.
+    async fn drop_streams(addr: String, hub: EventHub) -> (usize, usize, usize) {
+        let nobody = trust_protocol::Keypair::from_label("nobody")
+            .public()
+            .to_hex();
+        let path = format!("/v1/events?account={nobody}&after=0");
+        let client = crate::api::client::Client::new(addr.clone());
+        let (mut opened, mut refused, mut most) = (0, 0, 0);
+        for i in 0..500 {
+            match EventStream::open(&addr, &path, None).await {
+                Ok(stream) => {
+                    opened += 1;
+                    drop(stream);
+                }
+                Err(crate::api::client::ClientError::Api { status: 503, .. }) => refused += 1,
+                Err(e) => panic!("stream {i}: {e}"),
+            }
+            let alive = hub.pumps();
+            most = most.max(alive);
+            assert!(
+                alive <= CAP,
+                "{alive} replay tasks alive, past the cap of {CAP}"
+            );
+            if i % 25 == 0 {
+                let status = tokio::time::timeout(WAIT, client.status()).await;
+                assert!(
+                    matches!(status, Ok(Ok(_))),
+                    "status not answered during the drops: {status:?}"
+                );
+            }
+        }
+        (opened, refused, most)
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_stalled_client_is_dropped_and_told_where_to_resume() {
         const PER_BLOCK: usize = 32;
