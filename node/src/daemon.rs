@@ -206,6 +206,7 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
         limits: s.cfg.api_limits(),
         events: Some(events.clone()),
         outbox: Some(api_outbox),
+        replays: Default::default(),
     };
     let form = AuditWeb {
         auth: s.auth.clone(),

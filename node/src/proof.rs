@@ -561,10 +561,15 @@ pub fn anchor_at(
     state: &Contract,
     validators: &[AccountId],
 ) -> Result<ProofAnchor, BuildError> {
-    Ok(ProofAnchor::Block(AnchorBlock {
+    Ok(anchor_with(block, stake_proofs(state, block, validators)?))
+}
+
+/// `block` as a proof's anchor, with `stakes` ([`stake_proofs`] of the state after it).
+pub fn anchor_with(block: &StoredBlock, stakes: Vec<StakeProof>) -> ProofAnchor {
+    ProofAnchor::Block(AnchorBlock {
         header: hex::encode(encoding::encode(&block.block.header)),
-        stakes: stake_proofs(state, block, validators)?,
-    }))
+        stakes,
+    })
 }
 
 /// `block`, whose execution changed the validator powers, as a step of a walk, with the
@@ -574,13 +579,18 @@ pub fn hop(
     state: &Contract,
     validators: &[AccountId],
 ) -> Result<Hop, BuildError> {
+    hop_with(block, stake_proofs(state, block, validators)?)
+}
+
+/// [`hop`] with `stakes` ([`stake_proofs`] of the state after `block`).
+pub fn hop_with(block: &StoredBlock, stakes: Vec<StakeProof>) -> Result<Hop, BuildError> {
     if block.certificate.is_empty() {
         return Err(BuildError::NoCertificate(block.block.header.height));
     }
     Ok(Hop {
         header: hex::encode(encoding::encode(&block.block.header)),
         certificate: hex::encode(&block.certificate),
-        stakes: stake_proofs(state, block, validators)?,
+        stakes,
     })
 }
 

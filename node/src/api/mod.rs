@@ -74,7 +74,7 @@ use crate::{
 };
 
 pub mod client;
-mod proofs;
+pub mod proofs;
 pub mod server;
 pub mod views;
 
@@ -144,6 +144,8 @@ pub struct Api {
     /// This node's own transactions (`POST /v1/sessions/{id}/appeals` sends an `Appeal`
     /// from its account); `None`: that route answers 501.
     pub outbox: Option<Outbox>,
+    /// The states outcome proofs replayed, kept for the next request.
+    pub replays: Arc<proofs::Replays>,
 }
 
 /// An API error: status, stable code, message.

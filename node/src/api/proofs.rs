@@ -3,17 +3,127 @@
 //! powers come from the ledger's record of them (`ledger/power_changes`); the states after
 //! the anchor and after each of those blocks are rebuilt by replaying the ledger
 //! ([`crate::ledger::history`]), except the one before the tip, which the chain view holds.
+//!
+//! What a replay yields for a height, the genesis validators' stake proofs under its state
+//! root, is kept ([`Replays`]) and shared by every later request: a past height is
+//! replayed once, by one request at a time, however many clients ask for proofs.
+
+use std::{
+    collections::BTreeMap,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicU64, Ordering},
+    },
+};
 
 use axum::http::StatusCode;
-use trust_contracts::Contract;
 use trust_protocol::Hash;
 
 use crate::{
     api::{Api, ApiError, ApiResult},
     ledger::{LedgerError, StoredBlock, history},
-    proof::{self, BuildError, OutcomeProof, ProofAnchor, TrustedBlock, Walk},
+    proof::{self, BuildError, OutcomeProof, ProofAnchor, StakeProof, TrustedBlock, Walk},
     view::ChainView,
 };
+
+/// Most stake proofs [`Replays`] keeps (each is a few hundred bytes): past it, the lowest
+/// heights are forgotten first (a recent trusted block is the common anchor).
+pub const MAX_KEPT_STAKE_PROOFS: usize = 65_536;
+
+/// The stake proofs replays of the ledger rebuilt, by height, shared by the proof
+/// requests; and the lock that lets one request at a time replay.
+#[derive(Debug, Default)]
+pub struct Replays {
+    /// Held while a request replays: another one waits, then finds what it needs kept.
+    replaying: Mutex<()>,
+    /// Stake proofs after each height replayed (their blocks are final: they never change).
+    kept: Mutex<BTreeMap<u64, Arc<Vec<StakeProof>>>>,
+    /// Replays run so far.
+    runs: AtomicU64,
+}
+
+impl Replays {
+    /// Replays of the ledger run so far (one replay may rebuild several heights).
+    pub fn runs(&self) -> u64 {
+        self.runs.load(Ordering::Relaxed)
+    }
+
+    fn get(&self, height: u64) -> Option<Arc<Vec<StakeProof>>> {
+        self.kept
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&height)
+            .cloned()
+    }
+
+    fn keep(&self, height: u64, stakes: Vec<StakeProof>) {
+        let mut kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
+        let mut total: usize = kept.values().map(|v| v.len()).sum::<usize>() + stakes.len();
+        while total > MAX_KEPT_STAKE_PROOFS {
+            let Some((_, gone)) = kept.pop_first() else {
+                break;
+            };
+            total = total.saturating_sub(gone.len());
+        }
+        kept.insert(height, Arc::new(stakes));
+    }
+
+    /// The stake proofs after each of `heights` (ascending), replaying the ledger for the
+    /// ones not kept yet, one request at a time.
+    fn stakes(
+        &self,
+        api: &Api,
+        chain: Hash,
+        heights: &[u64],
+    ) -> Result<BTreeMap<u64, Arc<Vec<StakeProof>>>, ApiError> {
+        let mut out = BTreeMap::new();
+        let mut missing = Vec::new();
+        for &h in heights {
+            match self.get(h) {
+                Some(s) => {
+                    out.insert(h, s);
+                }
+                None => missing.push(h),
+            }
+        }
+        if missing.is_empty() {
+            return Ok(out);
+        }
+        let _one = self.replaying.lock().unwrap_or_else(|p| p.into_inner());
+        // Another request may have replayed them while this one waited.
+        missing.retain(|&h| match self.get(h) {
+            Some(s) => {
+                out.insert(h, s);
+                false
+            }
+            None => true,
+        });
+        if missing.is_empty() {
+            return Ok(out);
+        }
+        let genesis = api.genesis.as_deref().ok_or_else(|| {
+            ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                "this node holds no genesis state to replay the ledger from",
+            )
+        })?;
+        self.runs.fetch_add(1, Ordering::Relaxed);
+        history::replay_to(
+            &api.ledger,
+            genesis,
+            chain,
+            &missing,
+            |b, state| -> Result<(), ServeError> {
+                let stakes = proof::stake_proofs(state, b, &api.validators)?;
+                self.keep(b.block.header.height, stakes.clone());
+                out.insert(b.block.header.height, Arc::new(stakes));
+                Ok(())
+            },
+        )?;
+        Ok(out)
+    }
+}
 
 /// Why a proof could not be served.
 #[derive(Debug, thiserror::Error)]
@@ -117,35 +227,34 @@ pub(crate) fn outcome_proof(
     needed.extend(&changes);
     needed.sort_unstable();
     needed.dedup();
-    let mut walk = Walk::default();
-    let mut visit = |b: &StoredBlock, state: &Contract| -> Result<(), ServeError> {
-        let height = b.block.header.height;
-        if trust.is_some_and(|t| t.height == height) {
-            walk.anchor = proof::anchor_at(b, state, &api.validators)?;
-        }
-        if changes.binary_search(&height).is_ok() {
-            walk.hops.push(proof::hop(b, state, &api.validators)?);
-        }
-        Ok(())
-    };
-    // The state after the block below the tip is the view's; the others are replayed.
+    // The state after the block below the tip is the view's; the others are replayed
+    // (or were, by an earlier request).
     let below_tip = h.saturating_sub(1);
-    let replayed: Vec<u64> = needed.iter().copied().filter(|&n| n < below_tip).collect();
-    if !replayed.is_empty() {
-        let genesis = api.genesis.as_deref().ok_or_else(|| {
-            ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "unavailable",
-                "this node holds no genesis state to replay the ledger from",
-            )
-        })?;
-        history::replay_to(&api.ledger, genesis, view.tip.chain, &replayed, &mut visit)?;
-    }
+    let past: Vec<u64> = needed.iter().copied().filter(|&n| n < below_tip).collect();
+    let mut stakes = api.replays.stakes(api, view.tip.chain, &past)?;
     if needed.contains(&below_tip) {
         let (Some(pstate), Some(pblock)) = (view.parent.as_deref(), parent.as_ref()) else {
             return Err(ServeError::Build(BuildError::NoParentState(h)).into());
         };
-        visit(pblock, pstate)?;
+        let s = proof::stake_proofs(pstate, pblock, &api.validators).map_err(ServeError::from)?;
+        stakes.insert(below_tip, Arc::new(s));
+    }
+    let mut walk = Walk::default();
+    for height in needed {
+        let b = block(height)?;
+        let s = stakes
+            .get(&height)
+            .map(|s| s.as_ref().clone())
+            .ok_or_else(|| {
+                ApiError::internal(format!("the state after block {height} was not rebuilt"))
+            })?;
+        if trust.is_some_and(|t| t.height == height) {
+            walk.anchor = proof::anchor_with(&b, s.clone());
+        }
+        if changes.binary_search(&height).is_ok() {
+            walk.hops
+                .push(proof::hop_with(&b, s).map_err(ServeError::from)?);
+        }
     }
     if trust.is_some() && walk.anchor == ProofAnchor::Genesis {
         return Err(ApiError::internal(

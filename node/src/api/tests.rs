@@ -76,6 +76,7 @@ impl Net {
                 limits: server::Limits::default(),
                 events: None,
                 outbox: None,
+                replays: Default::default(),
             },
             t,
             _llm: llm,
@@ -1422,6 +1423,37 @@ async fn a_proof_walks_the_power_changes_from_genesis_or_from_a_trusted_block() 
             "{h}"
         );
     }
+    // Asked again, by eight clients at once, from a block not asked about yet: the
+    // states are rebuilt by one replay, and every client gets the same proof; a repeat
+    // replays nothing.
+    let runs = net.api.replays.runs();
+    let t = block(2);
+    let asks: Vec<_> = (0..8)
+        .map(|_| {
+            let (api, view) = (net.api.clone(), net.api.chain.borrow().clone());
+            tokio::task::spawn_blocking(move || {
+                crate::api::proofs::outcome_proof(&api, &view, &sid, Some(t)).unwrap()
+            })
+        })
+        .collect();
+    let mut proofs = Vec::new();
+    for a in asks {
+        proofs.push(a.await.unwrap());
+    }
+    assert!(proofs.iter().all(|p| *p == proofs[0]));
+    verify(&proofs[0], &sid, &trusting(Some(t))).unwrap();
+    assert_eq!(
+        net.api.replays.runs(),
+        runs + 1,
+        "one replay for eight requests"
+    );
+    let again = net
+        .get(&format!("/v1/sessions/{sid}/proof?trust={t}"))
+        .await;
+    assert_eq!(again.0, StatusCode::OK, "{}", again.1);
+    assert_eq!(proof_of(&again.1), proofs[0]);
+    assert_eq!(net.api.replays.runs(), runs + 1, "a repeat replays nothing");
+
     // Through the client, as `proof export --trust` asks.
     let (addr, stop) = net.serve().await;
     let t = block(before);
@@ -1529,10 +1561,17 @@ async fn a_proof_walks_the_power_changes_from_genesis_or_from_a_trusted_block() 
             );
         }
     }
-    // A node with no genesis state to replay from says so rather than guessing.
+    // A node with no genesis state to replay from says so rather than guessing, for a
+    // height no request had it replay; one it kept is still served.
+    let fresh = block(3);
+    assert!(fresh.height < before);
     net.api.genesis = None;
+    let (st, body) = net
+        .get(&format!("/v1/sessions/{sid}/proof?trust={fresh}"))
+        .await;
+    assert_eq!(st, StatusCode::SERVICE_UNAVAILABLE, "{body}");
     let (st, body) = net
         .get(&format!("/v1/sessions/{sid}/proof?trust={good}"))
         .await;
-    assert_eq!(st, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert_eq!(st, StatusCode::OK, "{body}");
 }
