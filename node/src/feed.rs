@@ -38,7 +38,11 @@
 //! A stream that a client could not keep up with ends with one more event, `dropped`,
 //! which is never stored: it carries `resume_after`, the id of the last event sent.
 
-use std::{collections::BTreeSet, fmt, str::FromStr};
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    fmt,
+    str::FromStr,
+};
 
 use serde::{Deserialize, Serialize};
 use trust_contracts::{Contract, Event, Phase, SegmentVerdict, TraceVerdict};
@@ -397,7 +401,12 @@ fn trace_verdict(v: TraceVerdict) -> String {
 pub fn derive(height: u64, events: &[Event], after: &Contract) -> Vec<FeedEvent> {
     let state = after.state();
     let mut out = Vec::new();
-    let mut keyed = BTreeSet::new();
+    // Per session whose keys arrived in this block: each account's segments with an
+    // uncommitted seat in the committing round, built once per session (one pass over its
+    // seats); a key then costs its own account's seats, not the whole session's, and an
+    // account is looked at once per session however many keys it got.
+    let mut uncommitted: BTreeMap<Hash, BTreeMap<AccountId, Vec<u16>>> = BTreeMap::new();
+    let mut looked = BTreeSet::new();
     for ev in events {
         match ev {
             Event::SessionOpened {
@@ -440,9 +449,31 @@ pub fn derive(height: u64, events: &[Event], after: &Contract) -> Vec<FeedEvent>
                 let Phase::Commit { round, until } = s.phase else {
                     continue;
                 };
-                for (i, g) in s.segments.iter().enumerate() {
-                    let Ok(segment) = u16::try_from(i) else {
-                        break;
+                if !looked.insert((*session, *seat)) {
+                    continue;
+                }
+                let index = uncommitted.entry(*session).or_insert_with(|| {
+                    let mut by: BTreeMap<AccountId, Vec<u16>> = BTreeMap::new();
+                    for (i, g) in s.segments.iter().enumerate() {
+                        let Ok(segment) = u16::try_from(i) else {
+                            break;
+                        };
+                        for x in g
+                            .seats
+                            .iter()
+                            .filter(|x| x.round == round && x.commitment.is_none())
+                        {
+                            let mine = by.entry(x.account).or_default();
+                            if mine.last() != Some(&segment) {
+                                mine.push(segment);
+                            }
+                        }
+                    }
+                    by
+                });
+                for &segment in index.get(seat).into_iter().flatten() {
+                    let Some(g) = s.segments.get(usize::from(segment)) else {
+                        continue;
                     };
                     let due = g.seats.iter().any(|x| {
                         x.account == *seat
@@ -450,7 +481,7 @@ pub fn derive(height: u64, events: &[Event], after: &Contract) -> Vec<FeedEvent>
                             && x.commitment.is_none()
                             && x.keyed(g.entry.depends_on.len())
                     });
-                    if due && keyed.insert((*session, segment, *seat)) {
+                    if due {
                         let mut e = FeedEvent::new(Kind::CommitDue);
                         e.session = Some(*session);
                         e.segment = Some(segment);

@@ -378,3 +378,134 @@ fn a_proven_bad_key_is_in_the_feed() {
     let back: FeedEvent = serde_json::from_value(proven).unwrap();
     assert_eq!(back, feed[0]);
 }
+
+/// `commit_due` as the feed said it before it indexed seats by account: for every key
+/// event, every segment of the session scanned, a due seat said once per block. The
+/// derivation must say exactly this, in this order, at a cost linear in the keys.
+fn commit_due_by_scan(events: &[Event], after: &Contract) -> Vec<(Hash, u16, AccountId)> {
+    let mut said = BTreeSet::new();
+    let mut out = Vec::new();
+    for ev in events {
+        let Event::KeyDelivered { session, seat, .. } = ev else {
+            continue;
+        };
+        let Some(s) = after.state().sessions.get(session) else {
+            continue;
+        };
+        let trust_contracts::Phase::Commit { round, .. } = s.phase else {
+            continue;
+        };
+        for (i, g) in s.segments.iter().enumerate() {
+            let segment = u16::try_from(i).unwrap();
+            let due = g.seats.iter().any(|x| {
+                x.account == *seat
+                    && x.round == round
+                    && x.commitment.is_none()
+                    && x.keyed(g.entry.depends_on.len())
+            });
+            if due && said.insert((*session, segment, *seat)) {
+                out.push((*session, segment, *seat));
+            }
+        }
+    }
+    out
+}
+
+/// A session of a chain of premises (each segment cites the ones before it), its keys
+/// delivered in two blocks, the first leaving some seats short of a premise's key: each
+/// block's `commit_due` events are the scan's, one per seat fully keyed.
+#[tokio::test]
+async fn commit_due_is_said_once_for_each_fully_keyed_seat() {
+    use trust_protocol::{
+        Salt,
+        seal::{key_context, seal_key},
+        tx::{Call, QuorumParams, SeatKey, SegmentEntry, SessionManifest, Tx},
+        units::Ppm,
+    };
+
+    let mut t = crate::testchain::TestChain::new("feedkeys", &[], crate::view::PeerView::default());
+    let segments: Vec<SegmentEntry> = (0..4u16)
+        .map(|i| SegmentEntry {
+            cid: trust_protocol::cid::Cid::of(&[i as u8]),
+            depends_on: (0..i).collect(),
+            ..SegmentEntry::plain(Hash::sha256(&[b's', i as u8]), Tier::Computer)
+        })
+        .collect();
+    let mut m = SessionManifest {
+        segments: segments.clone(),
+        mapping_commitment: trust_protocol::mapping_commitment(&Hash::ZERO, &Salt([2; 32])),
+        quorum: QuorumParams {
+            k: [3, 3, 3],
+            extra_seats: 0,
+            tau: Ppm(600_000),
+            beta: Ppm(600_000),
+        },
+        fee: 0,
+        domain: String::new(),
+        left_out: Vec::new(),
+        terms: trust_protocol::tx::SessionTerms::default(),
+        honeypot_set: trust_protocol::honeypot_set_commitment(&[], &Salt([0; 32])),
+    };
+    m.fee = trust_contracts::minimum_fee(&trust_contracts::Params::default(), &m).unwrap();
+    let open = t.sign(0, Call::OpenSession(m));
+    let sid = Tx::session_id(&t.keys[0].public(), open.body.nonce);
+    t.block(vec![open]).await;
+    let drawn = t.block(vec![]).await;
+    let seats: Vec<(u16, AccountId)> = drawn
+        .iter()
+        .filter_map(|e| match e {
+            Event::SeatAssigned { segment, seat, .. } => Some((*segment, *seat)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(seats.len(), 12, "{drawn:?}");
+    // Segment j's key goes to its own seats and to the seats of every later segment.
+    let mut keys = Vec::new();
+    for j in 0..4u16 {
+        for (segment, seat) in &seats {
+            if *segment >= j
+                && !keys
+                    .iter()
+                    .any(|k: &SeatKey| k.segment == j && k.seat == *seat)
+            {
+                let sealing = trust_protocol::seal::SealingSecret::from_bytes([7; 32]).public();
+                keys.push(SeatKey {
+                    segment: j,
+                    seat: *seat,
+                    sealed: seal_key(
+                        &sealing,
+                        &[1; 32],
+                        [3; 32],
+                        &key_context(&sid, &segments[usize::from(j)].id, seat),
+                    )
+                    .unwrap(),
+                });
+            }
+        }
+    }
+    // The last premise's keys held back a block: the seats of segment 3 are short.
+    let (late, early): (Vec<SeatKey>, Vec<SeatKey>) =
+        keys.into_iter().partition(|k| k.segment == 2);
+    for batch in [early, late] {
+        let deliver = t.sign(
+            0,
+            Call::DeliverKeys {
+                session: sid,
+                keys: batch,
+            },
+        );
+        let before = t.chain.current().contract.clone();
+        let events = t.block(vec![deliver]).await;
+        let after = t.chain.current().contract.clone();
+        assert_ne!(before.state_root(), after.state_root());
+        let feed = derive(t.tip.height, &events, &after);
+        let due: Vec<(Hash, u16, AccountId)> = feed
+            .iter()
+            .filter(|e| e.kind == Kind::CommitDue)
+            .map(|e| (e.session.unwrap(), e.segment.unwrap(), e.account.unwrap()))
+            .collect();
+        let want = commit_due_by_scan(&events, &after);
+        assert!(!want.is_empty());
+        assert_eq!(due, want);
+    }
+}
