@@ -399,9 +399,11 @@ pub fn unfit(state: &State, sender: &AccountId, call: &Call) -> Result<(), Mempo
 }
 
 /// What a call needs and takes from its sender's account, as the contract charges it: a
-/// transfer needs its amount (and takes it unless it goes to the sender itself), a bond
-/// and a session's fee (escrowed) take their amount from the balance, an unbond takes its
-/// amount from the stake. Other calls cost nothing.
+/// transfer needs its amount (and takes it unless it goes to the sender itself), a bond,
+/// a session's fee and honeypot bond, and an appeal's bond (all escrowed) take their
+/// amount from the balance, an unbond takes its amount from the stake. Other calls cost
+/// nothing. Bonds count like fees: a sender cannot pool more sessions or appeals than its
+/// balance escrows, each admitted on the balance the others already spoke for.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Cost {
     /// Balance the call needs at its turn.
@@ -413,8 +415,13 @@ pub struct Cost {
 }
 
 impl Cost {
-    /// The cost of `sender`'s `call`.
-    pub fn of(sender: &AccountId, call: &Call) -> Cost {
+    /// The cost of `sender`'s `call` on a network with `params`.
+    pub fn of(sender: &AccountId, call: &Call, params: &trust_contracts::Params) -> Cost {
+        let escrow = |amount: u64| Cost {
+            need_balance: amount,
+            take_balance: amount,
+            take_stake: 0,
+        };
         match call {
             Call::Transfer { to, amount } => Cost {
                 need_balance: *amount,
@@ -426,11 +433,15 @@ impl Cost {
                 take_balance: *amount,
                 take_stake: 0,
             },
-            Call::OpenSession(m) => Cost {
-                need_balance: m.fee,
-                take_balance: m.fee,
-                take_stake: 0,
-            },
+            Call::OpenSession(m) => {
+                let bond =
+                    trust_contracts::honeypot_bond(params, m.segments.len()).unwrap_or(u64::MAX);
+                escrow(m.fee.saturating_add(bond))
+            }
+            Call::Appeal { segments, .. } => {
+                let n = u64::try_from(segments.len()).unwrap_or(u64::MAX);
+                escrow(params.appeal_bond.saturating_mul(n))
+            }
             Call::Unbond { amount } => Cost {
                 need_balance: 0,
                 take_balance: 0,
@@ -552,13 +563,8 @@ fn precheck(tx: &SignedTx, state: &Contract, sig: Signature) -> Result<usize, Me
     if len == 0 || len > MAX_TX_BYTES {
         return Err(MempoolError::TooLarge(len));
     }
-    if sig == Signature::Unchecked {
-        tx.verify(&state.chain_id())
-            .map_err(|_| MempoolError::BadSignature)?;
-    }
-    tx.body
-        .validate()
-        .map_err(|e| MempoolError::Format(e.to_string()))?;
+    // Cheapest first: a replayed or far-ahead nonce is refused before any signature is
+    // checked or any field walked (most spam is a replay).
     let next = state.nonce(&tx.signer);
     let nonce = tx.body.nonce;
     if nonce < next {
@@ -566,6 +572,13 @@ fn precheck(tx: &SignedTx, state: &Contract, sig: Signature) -> Result<usize, Me
     }
     if nonce - next > MAX_NONCE_AHEAD {
         return Err(MempoolError::TooFarAhead { got: nonce, next });
+    }
+    tx.body
+        .validate()
+        .map_err(|e| MempoolError::Format(e.to_string()))?;
+    if sig == Signature::Unchecked {
+        tx.verify(&state.chain_id())
+            .map_err(|_| MempoolError::BadSignature)?;
     }
     Ok(len)
 }
@@ -577,7 +590,7 @@ fn fits(tx: &SignedTx, state: &State) -> Result<(), MempoolError> {
         return Err(MempoolError::Expired(why));
     }
     unfit(state, &tx.signer, &tx.body.call)?;
-    Purse::of(state, &tx.signer).pay(&Cost::of(&tx.signer, &tx.body.call))
+    Purse::of(state, &tx.signer).pay(&Cost::of(&tx.signer, &tx.body.call, &state.params))
 }
 
 /// Whether a pool on `state` would take `tx`, judged without the pool: every admission

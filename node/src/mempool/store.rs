@@ -194,15 +194,17 @@ impl Mempool {
         state: &Contract,
         sig: Signature,
     ) -> Result<Option<Hash>, MempoolError> {
-        let bytes = precheck(&tx, state, sig)?;
+        // A transaction pooled already (the same bytes, signature included) is the most
+        // common arrival, by gossip: refused before anything is checked again.
         let id = tx.id();
         if self.ids.contains_key(&id) {
             return Err(MempoolError::Duplicate);
         }
+        let bytes = precheck(&tx, state, sig)?;
         fits(&tx, state.state())?;
         let sender = tx.signer;
         let nonce = tx.body.nonce;
-        let cost = Cost::of(&sender, &tx.body.call);
+        let cost = Cost::of(&sender, &tx.body.call, &state.state().params);
         let queue = self.queues.get(&sender);
         let held = queue.map_or(0, |q| q.by_nonce.len());
         let replaces = queue.is_some_and(|q| q.by_nonce.contains_key(&nonce));

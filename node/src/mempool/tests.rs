@@ -605,7 +605,9 @@ fn session(k: &Keypair, nonce: u64, segments: usize) -> SignedTx {
 /// its newest places until the two share the pool.
 #[test]
 fn the_byte_bound_holds_and_the_largest_holder_pays_for_it() {
-    let (c, a, b) = setup();
+    // Funded for every session's honeypot bond: the bound here is bytes, not balance.
+    let (_, a, b) = setup();
+    let c = funded(&[&a, &b], 100_000_000);
     let max_bytes = 1024 * 1024;
     let mut m = Mempool::with_limits(10_000, max_bytes);
     let big = session(&a, 0, 1000);
@@ -903,5 +905,62 @@ fn bad_key_reports_are_checked_before_they_are_pooled() {
             Some("voting ended" | "the session is no longer live")
         ),
         "{after_voting:?}"
+    );
+}
+
+/// A provider whose balance covers its sessions' fees but not their honeypot bonds (or
+/// an appellant whose balance covers one appeal's bond, not two) cannot fill the pool
+/// with transactions the contract will refuse: the bonds are part of each sender's cost,
+/// each transaction admitted on the balance its earlier ones left.
+#[test]
+fn bonds_count_in_a_senders_cost() {
+    let (c, a, _) = setup();
+    let params = &c.state().params;
+    let fee = 100;
+    let bond = trust_contracts::honeypot_bond(params, 4).unwrap();
+    assert!(bond > 0, "sessions carry a honeypot bond");
+    let balance = c.state().accounts.get(&a.public()).unwrap().balance;
+    // Sessions whose fees alone fit the balance, with room to spare.
+    let fit = balance / (fee + bond);
+    assert!(fit >= 1 && balance / fee > fit, "{balance} {fee} {bond}");
+    let mut m = Mempool::new(100);
+    for n in 0..fit {
+        m.insert(session_with_fee(&a, n, 4, fee), &c).unwrap();
+    }
+    match m.insert(session_with_fee(&a, fit, 4, fee), &c) {
+        Err(MempoolError::Unaffordable {
+            what: "balance", ..
+        }) => {}
+        other => panic!("a session whose bond the balance cannot escrow: {other:?}"),
+    }
+    assert_eq!(m.len(), usize::try_from(fit).unwrap());
+
+    // Appeals: each escrows its bond per segment.
+    let appeal = |nonce: u64, segments: Vec<u16>| {
+        Signed::sign(
+            &a,
+            &trust_protocol::Hash::ZERO,
+            Tx {
+                nonce,
+                call: Call::Appeal {
+                    session: Hash::sha256(b"a decided session"),
+                    segments,
+                },
+            },
+        )
+    };
+    let per = params.appeal_bond;
+    assert_eq!(
+        Cost::of(&a.public(), &appeal(0, vec![0, 1, 2]).body.call, params),
+        Cost {
+            need_balance: 3 * per,
+            take_balance: 3 * per,
+            take_stake: 0,
+        }
+    );
+    let open = session_with_fee(&a, 0, 4, fee);
+    assert_eq!(
+        Cost::of(&a.public(), &open.body.call, params).take_balance,
+        fee + bond
     );
 }
