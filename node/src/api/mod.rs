@@ -35,6 +35,7 @@
 //! (see [`crate::view`]) and sends transactions to the mempool task.
 
 use std::{
+    fmt::Write as _,
     str::FromStr,
     sync::{
         Arc,
@@ -82,8 +83,8 @@ pub use events::EventHub;
 use views::{
     AccountView, AppealAccepted, AppealBody, AuditorView, BlockTx, BlockView, CastVoteDoc,
     ErrorBody, OpenSessionBody, PeerHeight, Plan, SeatPhase, SeatView, SessionStatus, SessionView,
-    StatusView, SubmittedView, TermsView, TxAccepted, TxJson, TxLocation, TxStatus, UnbondingView,
-    WithdrawView,
+    StatusView, StorageView, SubmittedView, TermsView, TxAccepted, TxJson, TxLocation, TxStatus,
+    UnbondingView, WithdrawView,
 };
 
 /// Largest request body accepted.
@@ -324,6 +325,8 @@ async fn status(State(api): State<Api>) -> ApiResult<Json<StatusView>> {
         mempool,
         validators: chain.validators.iter().map(Into::into).collect(),
         llm: api.llm.borrow().clone().map(Into::into),
+        oldest_block: api.ledger.oldest_block().map_err(ApiError::internal)?,
+        storage: StorageView::of(&chain.contract, api.ledger.disk_bytes()),
     }))
 }
 
@@ -929,9 +932,16 @@ fn seats_of(st: &trust_contracts::State, who: &AccountId) -> Vec<SeatView> {
 )]
 async fn metrics(State(api): State<Api>) -> ApiResult<Response> {
     let mempool = api.pool.count().await.map_err(ApiError::pool)?;
-    let height = latest(&api.chain).tip.height;
+    let chain = latest(&api.chain);
+    let height = chain.tip.height;
     let peers = api.peers.borrow().peers;
     let m = &api.metrics;
+    let st = StorageView::of(&chain.contract, api.ledger.disk_bytes());
+    let oldest = api
+        .ledger
+        .oldest_block()
+        .map_err(ApiError::internal)?
+        .unwrap_or(0);
     let mut text = format!(
         "# HELP trust_height Height of the last decided block.\n# TYPE trust_height gauge\ntrust_height {height}\n\
 # HELP trust_peers Connected peers.\n# TYPE trust_peers gauge\ntrust_peers {peers}\n\
@@ -942,6 +952,23 @@ async fn metrics(State(api): State<Api>) -> ApiResult<Response> {
         m.txs_accepted.load(Ordering::Relaxed),
         m.txs_rejected.load(Ordering::Relaxed),
         m.bad_requests.load(Ordering::Relaxed),
+    );
+    let _ = write!(
+        text,
+        "# HELP trust_oldest_block Oldest block the ledger holds (0: none yet).\n# TYPE trust_oldest_block gauge\ntrust_oldest_block {oldest}\n\
+# HELP trust_disk_bytes Bytes the node's database takes on disk.\n# TYPE trust_disk_bytes gauge\ntrust_disk_bytes {}\n\
+# HELP trust_state_entries Entries of the contract state, by kind.\n# TYPE trust_state_entries gauge\n\
+trust_state_entries{{kind=\"accounts\"}} {}\ntrust_state_entries{{kind=\"auditors\"}} {}\n\
+trust_state_entries{{kind=\"live_sessions\"}} {}\ntrust_state_entries{{kind=\"outcomes\"}} {}\n\
+trust_state_entries{{kind=\"failed\"}} {}\n\
+# HELP trust_state_tree_nodes Nodes of the state's Merkle tree held in memory.\n# TYPE trust_state_tree_nodes gauge\ntrust_state_tree_nodes {}\n",
+        st.disk_bytes,
+        st.accounts,
+        st.auditors,
+        st.live_sessions,
+        st.outcomes,
+        st.failed,
+        st.tree_nodes,
     );
     for source in &api.sources {
         source.render(&mut text);

@@ -1575,3 +1575,41 @@ async fn a_proof_walks_the_power_changes_from_genesis_or_from_a_trusted_block() 
         .await;
     assert_eq!(st, StatusCode::OK, "{body}");
 }
+
+/// What an operator watches over months: the oldest block held, the state's entries and
+/// the database's size, in `GET /v1/status` and `/metrics`, agreeing with the state.
+#[tokio::test]
+async fn status_and_metrics_say_how_much_the_node_holds() {
+    let mut net = Net::new();
+    let (_, body) = net.get("/v1/status").await;
+    assert!(json(&body)["oldest_block"].is_null(), "{body}");
+    net.decide_one_session().await;
+    let (st, body) = net.get("/v1/status").await;
+    assert_eq!(st, StatusCode::OK, "{body}");
+    let s = json(&body);
+    assert_eq!(s["oldest_block"], 1, "{s}");
+    let state = net.chain.current().contract.clone();
+    let storage = &s["storage"];
+    assert_eq!(storage["accounts"], state.state().accounts.len(), "{s}");
+    assert_eq!(storage["auditors"], state.state().auditors.len(), "{s}");
+    assert_eq!(storage["outcomes"], 1, "{s}");
+    assert_eq!(storage["live_sessions"], 0, "{s}");
+    assert_eq!(storage["tree_nodes"], state.tree_nodes(), "{s}");
+    assert!(storage["disk_bytes"].as_u64().unwrap() > 0, "{s}");
+    let (_, text) = net.get("/metrics").await;
+    for line in [
+        "trust_oldest_block 1\n".to_string(),
+        format!(
+            "trust_state_entries{{kind=\"accounts\"}} {}\n",
+            state.state().accounts.len()
+        ),
+        "trust_state_entries{kind=\"outcomes\"} 1\n".to_string(),
+        format!("trust_state_tree_nodes {}\n", state.tree_nodes()),
+    ] {
+        assert!(text.contains(&line), "{line:?} not in\n{text}");
+    }
+    assert!(
+        text.contains("# TYPE trust_disk_bytes gauge\ntrust_disk_bytes "),
+        "{text}"
+    );
+}

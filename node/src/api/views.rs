@@ -58,6 +58,48 @@ pub struct StatusView {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     pub llm: Option<LlmView>,
+    /// The oldest block this node's ledger holds (1 when it holds them all; none before
+    /// the first block).
+    #[serde(default)]
+    pub oldest_block: Option<u64>,
+    /// What the node holds: the contract state's entries and the database on disk.
+    #[serde(default)]
+    pub storage: StorageView,
+}
+
+/// The size of what a node holds: what to watch as months of sessions pass.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct StorageView {
+    /// Bytes the node's database (ledger, blobs, the roles' records) takes on disk.
+    pub disk_bytes: u64,
+    /// Accounts in the contract state.
+    pub accounts: usize,
+    /// Registered auditors.
+    pub auditors: usize,
+    /// Sessions not decided yet.
+    pub live_sessions: usize,
+    /// Decided sessions' outcomes held in the state.
+    pub outcomes: usize,
+    /// Failed sessions held in the state.
+    pub failed: usize,
+    /// Nodes of the state's Merkle tree held in memory.
+    pub tree_nodes: usize,
+}
+
+impl StorageView {
+    /// The state's entry counts (each read in constant time) and `disk_bytes`.
+    pub fn of(contract: &trust_contracts::Contract, disk_bytes: u64) -> Self {
+        let st = contract.state();
+        StorageView {
+            disk_bytes,
+            accounts: st.accounts.len(),
+            auditors: st.auditors.len(),
+            live_sessions: st.sessions.len(),
+            outcomes: st.outcomes.len(),
+            failed: st.failed.len(),
+            tree_nodes: contract.tree_nodes(),
+        }
+    }
 }
 
 // No doc comment: the OpenAPI document has always described it without one.

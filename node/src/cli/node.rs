@@ -182,6 +182,25 @@ pub fn run_status(args: StatusArgs) -> CliResult {
         outln!("  {}  height {}", p.peer, p.height);
     }
     outln!("mempool     {}", s.mempool);
+    let st = &s.storage;
+    outln!(
+        "blocks      {} to {} held",
+        s.oldest_block.map_or("none".to_string(), |o| o.to_string()),
+        s.height
+    );
+    outln!(
+        "state       {} accounts, {} auditors, {} live sessions, {} outcomes, {} failed, {} tree nodes",
+        st.accounts,
+        st.auditors,
+        st.live_sessions,
+        st.outcomes,
+        st.failed,
+        st.tree_nodes
+    );
+    outln!(
+        "disk        {:.1} MiB",
+        st.disk_bytes as f64 / (1024.0 * 1024.0)
+    );
     if let Some(llm) = &s.llm {
         outln!(
             "llm         {} model {}: {}",

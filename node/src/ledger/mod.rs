@@ -294,6 +294,21 @@ impl Ledger {
         Ledger::from_db(&sled::open(path)?)
     }
 
+    /// The lowest height whose block this ledger holds (`None`: no block yet).
+    pub fn oldest_block(&self) -> Result<Option<u64>, LedgerError> {
+        Ok(self
+            .blocks
+            .first()?
+            .and_then(|(k, _)| <[u8; 8]>::try_from(k.as_ref()).ok())
+            .map(u64::from_be_bytes))
+    }
+
+    /// Bytes the database holding this ledger takes on disk (0 if the file system does
+    /// not say).
+    pub fn disk_bytes(&self) -> u64 {
+        self.db.size_on_disk().unwrap_or(0)
+    }
+
     /// Opens (or creates) a ledger at `path` for `chain`: a new ledger records the chain
     /// id at once; an existing one must hold the same chain.
     pub fn open_with_chain(path: &Path, chain: Hash) -> Result<Ledger, LedgerError> {
