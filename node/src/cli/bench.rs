@@ -2,6 +2,7 @@
 //! ([`crate::audit::quality`]), per family and overall; with `--tier llm`, the LLM
 //! tier's through an OpenAI-compatible endpoint ([`crate::audit::llm::bench`]).
 //! `trust-node bench network`: the session load generator ([`super::bench_network`]).
+//! `trust-node bench chain`: block execution cost against state size ([`super::bench_chain`]).
 
 use std::path::PathBuf;
 
@@ -35,6 +36,11 @@ pub enum BenchCommand {
     /// single-core ed25519 verify floor and a centralized pipeline measured in the same
     /// run. Markdown on stdout; --json and --markdown write files.
     Network(super::bench_network::NetworkArgs),
+    /// Execute an empty block and a block of seat votes, again and again, on a small and a
+    /// large state (accounts, auditors and finished sessions), and report the median
+    /// execution time of each: block cost must not grow with history. --json writes the
+    /// report (`empty_small_ms`, `empty_large_ms`, `votes_small_ms`, `votes_large_ms`).
+    Chain(super::bench_chain::ChainArgs),
 }
 
 /// Arguments of `bench quality`.
@@ -197,6 +203,7 @@ pub fn run(cmd: BenchCommand) -> CliResult {
     let args = match cmd {
         BenchCommand::Quality(args) => args,
         BenchCommand::Network(args) => return super::bench_network::run(args),
+        BenchCommand::Chain(args) => return super::bench_chain::run(args),
     };
     let text = read_input_file(&args.corpus, MAX_CORPUS_BYTES)?;
     if args.tier == "llm" {

@@ -18,6 +18,7 @@ macro_rules! outln {
 pub mod appeal;
 pub mod auditor;
 pub mod bench;
+pub mod bench_chain;
 pub mod bench_network;
 pub mod econ;
 pub mod home;
