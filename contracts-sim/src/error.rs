@@ -215,6 +215,37 @@ pub enum TxError {
         /// The floor ([`crate::Floors::min_domain_stake`]).
         floor: Amount,
     },
+    /// A tier the session routes segments to has fewer eligible auditors (registered,
+    /// active, not flagged, not exiting, bonded at least the tier minimum, other than the
+    /// provider, and declaring the domain when it is required) than the seats the draw
+    /// fills on each of its segments (`k` plus the racing seats): the draw would fail.
+    #[error(
+        "the {tier:?} tier has {eligible} eligible auditors{}, but each of the session's {tier:?} segments needs {needed} seats (k plus extra seats): ask for fewer seats or route the segments to a staffed tier",
+        domain.as_ref().map(|d| format!(" declaring the required domain {d:?}")).unwrap_or_default()
+    )]
+    TierUnstaffed {
+        /// The tier.
+        tier: Tier,
+        /// Seats each of its segments needs in round 0.
+        needed: u16,
+        /// Auditors eligible for them.
+        eligible: usize,
+        /// The required domain the count is restricted to, if any.
+        domain: Option<String>,
+    },
+    /// A segment whose seats would see more segments than the session's exposure budget
+    /// allows one account: no auditor could ever take a seat on it.
+    #[error(
+        "segment {segment}: a seat on it sees {sees} segments of the trace, above the session's exposure cap of {cap}: raise max_exposure or give the segment fewer premises"
+    )]
+    ExposureUnmeetable {
+        /// Segment index.
+        segment: usize,
+        /// Segments a seat on it reads (itself, its premises, givens and OPERATIONs).
+        sees: usize,
+        /// The most segments one account may read ([`trust_protocol::tx::SessionTerms::exposure_cap`]).
+        cap: usize,
+    },
     /// A segment's weight is not the weight the session's terms give its tier.
     #[error(
         "segment {index}: weight {weight}, but the terms give {tier:?} segments weight {expected}"

@@ -7,6 +7,13 @@
 //!   windows per routed tier, `beta`), when a required domain's declaring pool holds too
 //!   little stake, or when a segment's weight is not its tier's weight in the terms. Each
 //!   round's windows are stretched to the floors of the tiers seated in it.
+//! - **Staffed, or refused.** `OpenSession` is refused, charging nothing, when its first
+//!   draw could not fill: a routed tier with fewer eligible auditors (other than the
+//!   provider, declaring a required domain) than `k` plus the racing seats, or a segment
+//!   whose sight exceeds the exposure budget. The check reads the per-tier index's size, so
+//!   it costs O(tiers) (plus the manifest's size for a budget), and a session that could
+//!   never run leaves no failure behind. A draw can still fail when auditors leave between
+//!   the opening and the draw; that failure is refunded and kept for a bounded time.
 //! - **Key delivery is on record.** `DeliverKeys` marks, on each seat, which of the keys
 //!   it needs (its segment's and its premises') arrived in its round's commit window at
 //!   least [`Params::key_lead`] blocks before it closes. A seat whose keys did not is
@@ -35,7 +42,7 @@ use trust_protocol::{
     honeypot_commitment, honeypot_set_commitment, mapping_commitment,
     seal::key_context,
     tx::{Call, DeliveredKey, HoneypotOpening, SeatKey, SessionManifest, Tier, TxFormatError},
-    units::Amount,
+    units::{Amount, Ppm},
     verify_commitment,
 };
 
@@ -111,6 +118,12 @@ pub(crate) fn domain_pool_stake(
     domain: &str,
     provider: &AccountId,
 ) -> Amount {
+    domain_pool(st, tier, domain, provider).0
+}
+
+/// The eligible `tier` auditors declaring `domain`, other than `provider`: their bonded
+/// stake, and how many they are.
+fn domain_pool(st: &State, tier: Tier, domain: &str, provider: &AccountId) -> (Amount, usize) {
     st.eligible(tier)
         .iter()
         .filter(|id| *id != provider)
@@ -120,7 +133,17 @@ pub(crate) fn domain_pool_stake(
                 .is_some_and(|a| a.expertise.iter().any(|e| e == domain))
         })
         .map(|id| st.accounts.get(id).map_or(0, |a| a.stake))
-        .fold(0u64, u64::saturating_add)
+        .fold((0u64, 0usize), |(stake, n), s| {
+            (stake.saturating_add(s), n.saturating_add(1))
+        })
+}
+
+/// The auditors a round-0 draw of `tier` may pick for `provider`'s session: the tier's
+/// index of drawable auditors less the provider itself. O(log auditors).
+fn drawable_for(st: &State, tier: Tier, provider: &AccountId) -> usize {
+    let pool = st.eligible(tier);
+    pool.len()
+        .saturating_sub(usize::from(pool.contains(provider)))
 }
 
 /// Whether `domain` counts for draws of `tier` in a session of `provider`: its declaring
@@ -194,8 +217,13 @@ pub fn check_terms(
                 });
             }
         }
-        if t.domain_required {
-            let stake = domain_pool_stake(st, tier, &manifest.domain, provider);
+        // Staffed: a draw that is bound to fail is refused here, charging nothing, rather
+        // than refunded at the draw and kept as a failure. The draw takes `k` plus the
+        // racing seats from the tier's index (less the provider; only the declaring pool
+        // when the domain is required), so fewer than that can never fill a segment.
+        let needed = u16::from(q.k(tier)).saturating_add(u16::from(q.extra_seats));
+        let eligible = if t.domain_required {
+            let (stake, count) = domain_pool(st, tier, &manifest.domain, provider);
             if stake < f.min_domain_stake {
                 return Err(TxError::DomainPoolTooSmall {
                     domain: manifest.domain.clone(),
@@ -204,6 +232,30 @@ pub fn check_terms(
                     floor: f.min_domain_stake,
                 });
             }
+            count
+        } else {
+            drawable_for(st, tier, provider)
+        };
+        if eligible < usize::from(needed) {
+            return Err(TxError::TierUnstaffed {
+                tier,
+                needed,
+                eligible,
+                domain: t.domain_required.then(|| manifest.domain.clone()),
+            });
+        }
+    }
+    // An exposure budget below the sight of a segment leaves nobody who may sit on it.
+    if t.max_exposure < Ppm::ONE {
+        let cap = t.exposure_cap(
+            manifest
+                .segments
+                .len()
+                .saturating_add(manifest.left_out.len()),
+        );
+        let sizes = crate::assign::sight_sizes(&manifest.segments, &manifest.left_out);
+        if let Some((segment, sees)) = sizes.into_iter().enumerate().find(|(_, n)| *n > cap) {
+            return Err(TxError::ExposureUnmeetable { segment, sees, cap });
         }
     }
     let weights = manifest

@@ -1,0 +1,228 @@
+//! Issue 41, "a chain that stays healthy": attacks that cost an attacker little and the
+//! chain much (state that grows for free, work that grows faster than what was paid), each
+//! mounted against the contract with signed transactions and shown to fail.
+
+use std::collections::BTreeMap;
+
+use trust_contracts::{Account, Auditor, Contract, Event, Params, TxError};
+use trust_protocol::{
+    AccountId, Hash, Keypair, Signed,
+    tx::{Call, SessionTerms, Tier, Tx},
+    units::Ppm,
+};
+
+mod common;
+
+use common::{Chain, SupplyCheck, ctx, key, manifest, segment, test_params};
+
+/// A chain with `auditors` per tier (1000 staked each, declaring `math`) and a rich
+/// provider, checking supply after every block.
+fn chain(params: Params, auditors: &[(Tier, usize)]) -> (Chain, Vec<Keypair>) {
+    Chain::with_accounts(
+        params,
+        auditors,
+        &[("provider", 1_000_000), ("stranger", 100_000)],
+        SupplyCheck::EachBlock,
+    )
+}
+
+/// Applies `call` from `k` with its next nonce in the next block, as a proposer would,
+/// without ending the block.
+fn apply(chain: &mut Chain, k: &Keypair, call: Call) -> Result<Vec<Event>, TxError> {
+    let tx = Signed::sign(
+        k,
+        &Hash::ZERO,
+        Tx {
+            nonce: chain.c.nonce(&k.public()),
+            call,
+        },
+    );
+    chain.c.apply(&ctx(chain.height + 1), &tx)
+}
+
+/// Ends the block [`apply`] filled.
+fn end_block(chain: &mut Chain) -> Vec<Event> {
+    chain.height += 1;
+    let ctx = ctx(chain.height);
+    let mut ev = chain.c.end_block(&ctx);
+    let next = trust_contracts::BlockCtx {
+        height: chain.height + 1,
+        ..ctx
+    };
+    ev.extend(chain.c.begin_block(&next));
+    ev
+}
+
+/// What a block of refused transactions must leave as it was: everything but the height
+/// (the snapshot's size, the sessions, failures, outcomes, accounts and auditors).
+type Shape = (
+    usize,
+    usize,
+    usize,
+    usize,
+    BTreeMap<AccountId, Account>,
+    BTreeMap<AccountId, Auditor>,
+);
+
+fn shape(c: &Contract) -> Shape {
+    let st = c.state();
+    (
+        c.snapshot().len(),
+        st.sessions.len(),
+        st.failed.len(),
+        st.outcomes.len(),
+        st.accounts.clone(),
+        st.auditors.clone(),
+    )
+}
+
+/// Item 1: 10,000 `OpenSession`s whose first draw could never fill, over five blocks (a
+/// tier short of `k` plus racing seats, a tier with no auditor, a required domain nobody
+/// declares enough of, an exposure budget below a segment's sight) are each refused at
+/// once, charging nothing: no session, no failure, no nonce, no balance moves.
+#[test]
+fn item_1_sessions_that_cannot_be_staffed_are_refused_and_cost_the_chain_nothing() {
+    let (mut chain, _keys) = chain(test_params(), &[(Tier::Computer, 3), (Tier::Llm, 4)]);
+    let provider = key("provider");
+    let before = shape(&chain.c);
+    let nonce = chain.c.nonce(&provider.public());
+    let short = manifest(vec![segment(0, Tier::Computer, vec![])], 3, 1);
+    let unrouted = manifest(vec![segment(0, Tier::Human, vec![])], 1, 0);
+    let mixed = manifest(
+        vec![
+            segment(0, Tier::Llm, vec![]),
+            segment(1, Tier::Computer, vec![0]),
+        ],
+        3,
+        1,
+    );
+    let mut budget = manifest(
+        vec![
+            segment(0, Tier::Computer, vec![]),
+            segment(1, Tier::Computer, vec![]),
+            segment(2, Tier::Computer, vec![0, 1]),
+        ],
+        1,
+        0,
+    );
+    budget.terms = SessionTerms {
+        max_exposure: Ppm(500_000),
+        ..SessionTerms::default()
+    };
+    let attacks = [short, unrouted, mixed, budget];
+    for b in 0..5 {
+        for i in 0..2_000usize {
+            let m = attacks[i % attacks.len()].clone();
+            let got = apply(&mut chain, &provider, Call::OpenSession(m));
+            match (i % attacks.len(), got) {
+                (
+                    0,
+                    Err(TxError::TierUnstaffed {
+                        tier: Tier::Computer,
+                        needed: 4,
+                        eligible: 3,
+                        domain: None,
+                    }),
+                )
+                | (
+                    1,
+                    Err(TxError::TierUnstaffed {
+                        tier: Tier::Human,
+                        needed: 1,
+                        eligible: 0,
+                        domain: None,
+                    }),
+                )
+                | (
+                    2,
+                    Err(TxError::TierUnstaffed {
+                        tier: Tier::Computer,
+                        ..
+                    }),
+                )
+                | (
+                    3,
+                    Err(TxError::ExposureUnmeetable {
+                        segment: 2,
+                        sees: 3,
+                        cap: 1,
+                    }),
+                ) => {}
+                (n, other) => panic!("block {b}, attack {n}: {other:?}"),
+            }
+        }
+        end_block(&mut chain);
+    }
+    assert_eq!(chain.c.nonce(&provider.public()), nonce, "nothing charged");
+    assert_eq!(shape(&chain.c), before, "the state did not grow");
+    chain.assert_supply_conserved();
+    // The same manifests with the seats the tiers can fill open and are drawn.
+    let ok = manifest(
+        vec![
+            segment(0, Tier::Llm, vec![]),
+            segment(1, Tier::Computer, vec![0]),
+        ],
+        3,
+        0,
+    );
+    assert!(apply(&mut chain, &provider, Call::OpenSession(ok)).is_ok());
+}
+
+/// Item 1: the provider is never one of its own seats, so it does not count towards the
+/// auditors that could staff its session; and a required domain counts only the auditors
+/// declaring it.
+#[test]
+fn item_1_the_provider_and_non_declarers_do_not_count_as_staff() {
+    let params = Params {
+        floors: trust_contracts::Floors {
+            min_domain_stake: 1,
+            ..trust_contracts::Floors::dev()
+        },
+        ..test_params()
+    };
+    let (mut chain, keys) = chain(params, &[(Tier::Computer, 3)]);
+    let me = &keys[0];
+    chain.submit(
+        &key("provider"),
+        Call::Transfer {
+            to: me.public(),
+            amount: 10_000,
+        },
+    );
+    chain.block();
+    let m = manifest(vec![segment(0, Tier::Computer, vec![])], 3, 0);
+    assert!(matches!(
+        apply(&mut chain, me, Call::OpenSession(m.clone())),
+        Err(TxError::TierUnstaffed {
+            needed: 3,
+            eligible: 2,
+            ..
+        })
+    ));
+    // Two of the three declare `math` only: a required `logic` finds one.
+    chain.submit(
+        &keys[1],
+        Call::DeclareExpertise {
+            expertise: vec!["logic".into()],
+        },
+    );
+    chain.block();
+    for _ in 0..chain.c.state().params.expertise_delay {
+        chain.block();
+    }
+    let mut logic = manifest(vec![segment(0, Tier::Computer, vec![])], 1, 1);
+    logic.domain = "logic".into();
+    logic.terms.domain_required = true;
+    let provider = key("provider");
+    match apply(&mut chain, &provider, Call::OpenSession(logic.clone())) {
+        Err(TxError::TierUnstaffed {
+            needed: 2,
+            eligible: 1,
+            domain: Some(d),
+            ..
+        }) => assert_eq!(d, "logic"),
+        other => panic!("{other:?}"),
+    }
+    logic.quorum.extra_seats = 0;
+    assert!(apply(&mut chain, &provider, Call::OpenSession(logic)).is_ok());
+}
