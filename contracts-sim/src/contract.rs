@@ -50,6 +50,8 @@
 //! Outcomes are never pruned (an outcome changes only through its appeals, until final):
 //! they are what the ledger is for, a user proves one against a
 //! certified state root, and each was paid for by its provider's fee.
+//! Failures are: a session that could not be drawn was refunded, so nothing paid for its
+//! record, which leaves the state [`crate::Params::failure_retention`] blocks after it.
 
 use std::collections::BTreeMap;
 
@@ -181,6 +183,7 @@ impl Contract {
             seated: Default::default(),
             expertise_due: Default::default(),
             power_due: Default::default(),
+            failed_due: Default::default(),
         }))
     }
 
@@ -536,6 +539,7 @@ impl Contract {
             self.settle(ctx, id, s, phase, next, &mut ev);
         }
         self.finalize(ctx, &mut ev);
+        self.forget_failures(ctx);
         self.record_seats(&ev);
         self.follow_power();
         self.state.height = ctx.height;
@@ -587,6 +591,10 @@ impl Contract {
                         reason,
                     },
                 );
+                let due = ctx
+                    .height
+                    .saturating_add(self.state.params.failure_retention);
+                self.state.failed_due.entry(due).or_default().insert(id);
             }
             Next::Tally => {
                 // The tally pays, slashes and scores every seat and refunds the provider.
@@ -659,6 +667,24 @@ impl Contract {
                 o.appeals.final_at = Some(ctx.height);
             }
             ev.push(Event::SessionFinal { session: id });
+        }
+    }
+
+    /// Drops the failures whose retention ends with this block
+    /// ([`crate::Params::failure_retention`]): reads only those, through the index by
+    /// height.
+    fn forget_failures(&mut self, ctx: &BlockCtx) {
+        let due: Vec<u64> = self
+            .state
+            .failed_due
+            .range(..=ctx.height)
+            .map(|(h, _)| *h)
+            .collect();
+        for h in due {
+            for id in self.state.failed_due.remove(&h).unwrap_or_default() {
+                self.state.failed.remove(&id);
+                self.tree.touch(StateKey::Failed(id));
+            }
         }
     }
 

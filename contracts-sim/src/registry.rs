@@ -110,8 +110,8 @@ pub(crate) fn reindex(st: &mut State, who: &AccountId) {
 }
 
 /// Rebuilds every derived index from the state (genesis, restore): the drawable
-/// auditors, who sits in which session not yet final, pending expertise, and voting power
-/// still falling towards stake.
+/// auditors, who sits in which session not yet final, pending expertise, voting power
+/// still falling towards stake, and when each failure leaves the state.
 pub(crate) fn reindex_all(st: &mut State) {
     st.eligible = Default::default();
     let ids: Vec<AccountId> = st.auditors.keys().copied().collect();
@@ -142,6 +142,16 @@ pub(crate) fn reindex_all(st: &mut State) {
         .collect();
     for (at, id) in pending {
         st.expertise_due.entry(at).or_default().insert(id);
+    }
+    st.failed_due = Default::default();
+    let retention = st.params.failure_retention;
+    let failed: Vec<(u64, Hash)> = st
+        .failed
+        .iter()
+        .map(|(id, f)| (f.at.saturating_add(retention), *id))
+        .collect();
+    for (due, id) in failed {
+        st.failed_due.entry(due).or_default().insert(id);
     }
 }
 

@@ -226,3 +226,64 @@ fn item_1_the_provider_and_non_declarers_do_not_count_as_staff() {
     logic.quorum.extra_seats = 0;
     assert!(apply(&mut chain, &provider, Call::OpenSession(logic)).is_ok());
 }
+
+/// Item 2: a session that failed at its draw (staffed when opened, an auditor left before
+/// the draw) stays in `failed` for `failure_retention` blocks, then leaves the state; the
+/// tree forgets it with the state (incremental root = rebuilt root, also across a
+/// restore in between), and its id can never be opened again: the transaction that
+/// opened it is a replay (its nonce is spent for good) and the provider's next opening
+/// gets another id.
+#[test]
+fn item_2_a_failure_leaves_the_state_after_its_retention_and_its_id_is_never_reused() {
+    let params = Params {
+        failure_retention: 5,
+        ..test_params()
+    };
+    let (mut chain, keys) = chain(params, &[(Tier::Computer, 3)]);
+    let provider = key("provider");
+    let nonce = chain.c.nonce(&provider.public());
+    let sid = Tx::session_id(&provider.public(), nonce);
+    let m = manifest(vec![segment(0, Tier::Computer, vec![])], 3, 0);
+    let open = Signed::sign(
+        &provider,
+        &Hash::ZERO,
+        Tx {
+            nonce,
+            call: Call::OpenSession(m.clone()),
+        },
+    );
+    chain.c.apply(&ctx(chain.height + 1), &open).unwrap();
+    chain.submit(&keys[0], Call::Exit);
+    chain.block();
+    let ev = chain.block();
+    assert!(
+        ev.iter()
+            .any(|e| matches!(e, Event::SessionFailed { session, .. } if *session == sid))
+    );
+    let at = chain.c.state().failed[&sid].at;
+    assert_eq!(at, chain.height);
+    let mut restored = false;
+    while chain.height < at + 5 {
+        assert!(chain.c.state().failed.contains_key(&sid), "kept until then");
+        chain.block();
+        if !restored {
+            chain.c = Contract::from_snapshot(&chain.c.snapshot()).unwrap();
+            restored = true;
+        }
+    }
+    assert!(!chain.c.state().failed.contains_key(&sid), "forgotten");
+    assert!(chain.c.state().failed_due.is_empty());
+    assert_eq!(
+        chain.c.state_root(),
+        Contract::from_state(chain.c.state().clone()).state_root()
+    );
+    // The id cannot come back: the same transaction is a replay, and the next nonce
+    // names another session.
+    assert!(matches!(
+        chain.c.apply(&ctx(chain.height + 1), &open),
+        Err(TxError::BadNonce { .. })
+    ));
+    let next = chain.c.nonce(&provider.public());
+    assert!(next > nonce);
+    assert_ne!(Tx::session_id(&provider.public(), next), sid);
+}

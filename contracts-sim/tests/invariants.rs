@@ -160,6 +160,7 @@ impl World {
             reveal_window: 3,
             disclose_window: 2,
             unbond_delay: 3,
+            failure_retention: 4,
             ..test_params()
         };
         Self {
@@ -450,6 +451,14 @@ impl World {
             }
         }
         assert_eq!(st.seated, seated, "the seat index drifted");
+        // Every failure is indexed at the end of its retention, and none is kept past it.
+        let mut due: BTreeMap<u64, BTreeSet<Hash>> = BTreeMap::new();
+        for (id, f) in &st.failed {
+            let at = f.at + st.params.failure_retention;
+            assert!(at > st.height, "a failure outlived its retention");
+            due.entry(at).or_default().insert(*id);
+        }
+        assert_eq!(st.failed_due, due, "the failure index drifted");
         assert_eq!(
             self.c.state_root(),
             Contract::from_state(st.clone()).state_root(),
