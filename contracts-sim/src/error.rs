@@ -25,6 +25,17 @@ pub enum TxError {
         /// The transaction's nonce.
         got: u64,
     },
+    /// A transfer to a key with no account moves less than the network's minimum for a
+    /// new account ([`crate::Params::min_new_account`]).
+    #[error(
+        "the recipient has no account, and a transfer that creates one must move at least {min} (this one moves {amount})"
+    )]
+    NewAccountTooSmall {
+        /// What the transfer moves.
+        amount: Amount,
+        /// The minimum.
+        min: Amount,
+    },
     /// Not enough liquid balance.
     #[error("balance {have} is less than {need}")]
     InsufficientBalance {

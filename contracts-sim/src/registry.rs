@@ -17,6 +17,9 @@ use crate::{
     state::{Account, Auditor, HoneypotStats, MAX_UNBONDINGS, State, Unbonding},
 };
 
+/// `Call::Transfer`. One that would create the recipient's account must move at least
+/// [`crate::Params::min_new_account`]: accounts are never removed, so each is state the
+/// chain keeps for good.
 pub(crate) fn transfer(
     st: &mut State,
     from: AccountId,
@@ -29,6 +32,10 @@ pub(crate) fn transfer(
         .checked_sub(amount)
         .ok_or(TxError::InsufficientBalance { have, need: amount })?;
     if from != to {
+        let min = st.params.min_new_account;
+        if amount < min && !st.accounts.contains_key(&to) {
+            return Err(TxError::NewAccountTooSmall { amount, min });
+        }
         let to_balance = st.accounts.get(&to).map_or(0, |a| a.balance);
         let new_to = to_balance.checked_add(amount).ok_or(TxError::Overflow)?;
         st.accounts.entry(from).or_default().balance = left;

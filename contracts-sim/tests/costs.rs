@@ -287,3 +287,38 @@ fn item_2_a_failure_leaves_the_state_after_its_retention_and_its_id_is_never_reu
     assert!(next > nonce);
     assert_ne!(Tx::session_id(&provider.public(), next), sid);
 }
+
+/// Item 3: 1,000 transfers of 1 to fresh keys, over two blocks, create no account (each
+/// is refused, charging nothing); a transfer of at least `min_new_account` creates one.
+#[test]
+fn item_3_dust_transfers_and_unfunded_senders_create_no_accounts() {
+    let (mut chain, _keys) = chain(test_params(), &[(Tier::Computer, 1)]);
+    let min = chain.c.state().params.min_new_account;
+    let stranger = key("stranger");
+    let before = shape(&chain.c);
+    for b in 0..2 {
+        for i in 0..500 {
+            let to = key(&format!("dust-{b}-{i}")).public();
+            assert_eq!(
+                apply(&mut chain, &stranger, Call::Transfer { to, amount: 1 }),
+                Err(TxError::NewAccountTooSmall { amount: 1, min })
+            );
+        }
+        end_block(&mut chain);
+    }
+    // A key with no account cannot send one either (amounts are never zero, and it has
+    // nothing to move).
+    let fresh = key("fresh");
+    let to = key("fresh-sink").public();
+    assert!(matches!(
+        apply(&mut chain, &fresh, Call::Transfer { to, amount: min }),
+        Err(TxError::InsufficientBalance { have: 0, .. })
+    ));
+    end_block(&mut chain);
+    assert_eq!(shape(&chain.c), before, "no account was created");
+    let to = key("funded").public();
+    apply(&mut chain, &stranger, Call::Transfer { to, amount: min }).unwrap();
+    assert_eq!(chain.c.state().accounts[&to].balance, min);
+    // Once it exists, any amount may follow.
+    apply(&mut chain, &stranger, Call::Transfer { to, amount: 1 }).unwrap();
+}
