@@ -109,6 +109,16 @@ pub enum TxError {
     /// Only the provider may do this.
     #[error("only the session's provider may do this")]
     NotProvider,
+    /// A `DeliverKeys` names the same segment's key for the same seat twice.
+    #[error(
+        "the delivery names segment {segment}'s key for seat {seat} twice: send each (segment, seat) once"
+    )]
+    DuplicateSeatKey {
+        /// The segment.
+        segment: u16,
+        /// The seat.
+        seat: AccountId,
+    },
     /// The sender holds no seat of the current round on this segment.
     #[error("{0} holds no seat on this segment in this round")]
     NotASeat(AccountId),

@@ -388,44 +388,67 @@ pub(crate) fn deliver_keys(
     // A segment's key goes to its own seats and to the seats of the segments that depend on
     // it directly: a seat judges its step against the premises it cites, and sees nothing
     // further up the trace.
-    for k in keys {
-        if s.segments.get(usize::from(k.segment)).is_none() {
-            return Err(TxError::UnknownSegment(k.segment));
-        }
-        let seated = takers(k.segment).any(|(i, _)| {
-            s.segments
-                .get(i)
-                .is_some_and(|g| g.seats.iter().any(|x| x.account == k.seat))
-        });
-        if !seated {
-            return Err(TxError::NotASeat(k.seat));
-        }
-    }
+    //
     // On record for the tally: a key counts for the seats of the round now committing if
     // it lands at least `key_lead` blocks before the commit deadline, so that an honest
     // seat has blocks left to fetch and judge before it must commit. A key sent later (or
     // in the reveal window) starves its seat as surely as no key.
-    if let Phase::Commit { round, until } = s.phase
-        && height.saturating_add(key_lead) <= until
-    {
-        for k in keys {
-            let targets: Vec<(usize, u32)> = takers(k.segment).collect();
-            for (i, bit) in targets {
-                let (Some(seg), Some(mask)) = (s.segments.get_mut(i), 1u32.checked_shl(bit)) else {
+    let recording = match s.phase {
+        Phase::Commit { round, until } if height.saturating_add(key_lead) <= until => Some(round),
+        _ => None,
+    };
+    // One pass over each key's takers and their seats checks the key (its segment exists,
+    // its seat sits where it is taken, no (segment, seat) twice) and finds the seat
+    // entries it sets; nothing changes until every key passed. With no pair twice, no two
+    // keys of a call set the same bit of a seat, so which bits are still clear can be
+    // read before any is set.
+    let mut named: BTreeSet<(u16, AccountId)> = BTreeSet::new();
+    // (segment index, seat index, bit mask, key index), in delivery order.
+    let mut sets: Vec<(usize, usize, u32, usize)> = Vec::new();
+    for (n, k) in keys.iter().enumerate() {
+        if s.segments.get(usize::from(k.segment)).is_none() {
+            return Err(TxError::UnknownSegment(k.segment));
+        }
+        if !named.insert((k.segment, k.seat)) {
+            return Err(TxError::DuplicateSeatKey {
+                segment: k.segment,
+                seat: k.seat,
+            });
+        }
+        let mut seated = false;
+        for (i, bit) in takers(k.segment) {
+            let Some(seg) = s.segments.get(i) else {
+                continue;
+            };
+            let mask = 1u32.checked_shl(bit);
+            for (j, x) in seg.seats.iter().enumerate() {
+                if x.account != k.seat {
                     continue;
-                };
-                for x in seg
-                    .seats
-                    .iter_mut()
-                    .filter(|x| x.account == k.seat && x.round == round && x.keys & mask == 0)
+                }
+                seated = true;
+                if let (Some(round), Some(mask)) = (recording, mask)
+                    && x.round == round
+                    && x.keys & mask == 0
                 {
-                    // The key that sets a bit is the one on record for it: a report of a
-                    // key that does not open must name it (`report_bad_key`).
-                    x.keys |= mask;
-                    x.key_record = record_key(&x.key_record, k.segment, &k.sealed);
+                    sets.push((i, j, mask, n));
                 }
             }
         }
+        if !seated {
+            return Err(TxError::NotASeat(k.seat));
+        }
+    }
+    for (i, j, mask, n) in sets {
+        let (Some(x), Some(k)) = (
+            s.segments.get_mut(i).and_then(|g| g.seats.get_mut(j)),
+            keys.get(n),
+        ) else {
+            continue;
+        };
+        // The key that sets a bit is the one on record for it: a report of a key that
+        // does not open must name it (`report_bad_key`).
+        x.keys |= mask;
+        x.key_record = record_key(&x.key_record, k.segment, &k.sealed);
     }
     for k in keys {
         events.push(Event::KeyDelivered {

@@ -322,3 +322,72 @@ fn item_3_dust_transfers_and_unfunded_senders_create_no_accounts() {
     // Once it exists, any amount may follow.
     apply(&mut chain, &stranger, Call::Transfer { to, amount: 1 }).unwrap();
 }
+
+/// Item 4: a `DeliverKeys` that names a (segment, seat) twice is refused whole, changing
+/// nothing (not even the keys named before the repeat); without the repeat the same keys
+/// set the same bits as before.
+#[test]
+fn item_4_a_delivery_naming_a_seat_key_twice_is_refused_and_changes_nothing() {
+    let (mut chain, _keys) = chain(test_params(), &[(Tier::Computer, 4)]);
+    let provider = key("provider");
+    let sid = Tx::session_id(&provider.public(), chain.c.nonce(&provider.public()));
+    let m = manifest(
+        vec![
+            segment(0, Tier::Computer, vec![]),
+            segment(1, Tier::Computer, vec![0]),
+        ],
+        2,
+        0,
+    );
+    chain.submit(&provider, Call::OpenSession(m));
+    chain.block();
+    chain.block();
+    let s = chain.c.state().sessions[&sid].clone();
+    let seat = s.segments[1].seats[0].account;
+    let sealed = trust_protocol::seal::SealedKey {
+        ephemeral: trust_protocol::SealingPublicKey([4; 32]),
+        ciphertext: vec![0; 48],
+    };
+    let key_of = |segment: u16| trust_protocol::tx::SeatKey {
+        segment,
+        seat,
+        sealed: sealed.clone(),
+    };
+    let root = chain.c.state_root();
+    let twice = vec![key_of(1), key_of(0), key_of(1)];
+    assert_eq!(
+        apply(
+            &mut chain,
+            &provider,
+            Call::DeliverKeys {
+                session: sid,
+                keys: twice
+            }
+        ),
+        Err(TxError::DuplicateSeatKey { segment: 1, seat })
+    );
+    assert_eq!(chain.c.state().sessions[&sid], s, "nothing set");
+    assert_eq!(chain.c.state_root(), root);
+    apply(
+        &mut chain,
+        &provider,
+        Call::DeliverKeys {
+            session: sid,
+            keys: vec![key_of(1), key_of(0)],
+        },
+    )
+    .unwrap();
+    let x = chain.c.state().sessions[&sid].segments[1]
+        .seats
+        .iter()
+        .find(|x| x.account == seat)
+        .unwrap()
+        .clone();
+    assert!(x.keyed(1), "its own key and its premise's");
+    let record = trust_protocol::badkey::record_key(
+        &trust_protocol::badkey::record_key(&Hash::ZERO, 1, &sealed),
+        0,
+        &sealed,
+    );
+    assert_eq!(x.key_record, record, "in delivery order");
+}

@@ -505,6 +505,7 @@ pub fn refused_for_good(error: &TxError) -> bool {
             | TxError::UnknownSegment(_)
             | TxError::NotProvider
             | TxError::NotASeat(_)
+            | TxError::DuplicateSeatKey { .. }
             | TxError::AlreadyCommitted
             | TxError::DuplicateCommitment
             | TxError::NotCommitted
