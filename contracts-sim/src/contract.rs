@@ -327,33 +327,45 @@ impl Contract {
                 },
                 &mut ev,
             ),
-            Call::Commits { session, entries } => sessions::each_vote(
-                sender,
-                entries,
-                |e| (*session, e.segment),
-                |e, ev| sessions::commit(st, sender, *session, e.segment, e.commitment, ev),
-                &mut ev,
-            ),
-            Call::Reveals { session, entries } => sessions::each_vote(
-                sender,
-                entries,
-                |e| (*session, e.segment),
-                |e, ev| {
-                    sessions::reveal(
-                        st,
-                        sender,
-                        sessions::Opening {
-                            session: *session,
-                            segment: e.segment,
-                            vote: e.vote,
-                            salt: &e.salt,
-                            reason: &e.reason,
-                        },
-                        ev,
-                    )
-                },
-                &mut ev,
-            ),
+            Call::Commits { session, entries } => {
+                sessions::batch_seated(st, &sender, entries.iter().map(|e| (*session, e.segment)))
+                    .and_then(|()| {
+                        sessions::each_vote(
+                            sender,
+                            entries,
+                            |e| (*session, e.segment),
+                            |e, ev| {
+                                sessions::commit(st, sender, *session, e.segment, e.commitment, ev)
+                            },
+                            &mut ev,
+                        )
+                    })
+            }
+            Call::Reveals { session, entries } => {
+                sessions::batch_seated(st, &sender, entries.iter().map(|e| (*session, e.segment)))
+                    .and_then(|()| {
+                        sessions::each_vote(
+                            sender,
+                            entries,
+                            |e| (*session, e.segment),
+                            |e, ev| {
+                                sessions::reveal(
+                                    st,
+                                    sender,
+                                    sessions::Opening {
+                                        session: *session,
+                                        segment: e.segment,
+                                        vote: e.vote,
+                                        salt: &e.salt,
+                                        reason: &e.reason,
+                                    },
+                                    ev,
+                                )
+                            },
+                            &mut ev,
+                        )
+                    })
+            }
             Call::RevealMapping {
                 session,
                 mapping,
@@ -409,6 +421,11 @@ impl Contract {
                         commits.chain(reveals)
                     })
                     .collect();
+                sessions::batch_seated(
+                    st,
+                    &sender,
+                    entries.iter().map(|(s, e)| (*s, e.segment())),
+                )?;
                 sessions::each_vote(
                     sender,
                     &entries,

@@ -122,6 +122,17 @@ pub enum TxError {
     /// The sender holds no seat of the current round on this segment.
     #[error("{0} holds no seat on this segment in this round")]
     NotASeat(AccountId),
+    /// A batch of votes names a segment on which the sender holds no seat, in a session
+    /// not final: a batch carries only its sender's own seats' votes.
+    #[error(
+        "the batch names segment {segment} of session {session}, where the sender holds no seat: batch only your own seats' votes"
+    )]
+    BatchNotSeated {
+        /// The session.
+        session: Hash,
+        /// The segment.
+        segment: u16,
+    },
     /// The seat committed already.
     #[error("seat committed already")]
     AlreadyCommitted,

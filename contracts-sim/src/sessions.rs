@@ -652,11 +652,38 @@ impl VoteEntry<'_> {
     }
 }
 
+/// Whether `sender` holds a seat, of any round, on every (session, segment) a batch of
+/// votes names, in a session not final yet (live, or decided and appealable, so that a
+/// vote handed over just before its session was decided does not sink the batch): else
+/// the batch is refused whole, naming the first such entry. A batch carries its sender's
+/// own votes only, so the entries it may carry refused (late, repeated, copied, not
+/// opening) are bounded by the sender's seats, and nobody fills the feed with refusals
+/// that name other seats' sessions. O(entries x seats of a segment).
+pub(crate) fn batch_seated(
+    st: &State,
+    sender: &AccountId,
+    named: impl IntoIterator<Item = (Hash, u16)>,
+) -> Result<(), TxError> {
+    for (session, segment) in named {
+        let seated = st
+            .sessions
+            .get(&session)
+            .or_else(|| st.appealable.get(&session))
+            .and_then(|s| s.segments.get(usize::from(segment)))
+            .is_some_and(|g| g.seats.iter().any(|x| x.account == *sender));
+        if !seated {
+            return Err(TxError::BatchNotSeated { session, segment });
+        }
+    }
+    Ok(())
+}
+
 /// Applies the entries of a batch of votes one by one, each as its single call would
-/// apply (`apply`, which changes nothing when it fails). An entry refused fails alone,
-/// with a [`Event::VoteRefused`] in its place among the events; the batch fails, changing
-/// nothing, only when every entry is refused, and then with the first entry's error (so a
-/// batch sent before its window waits, as a single call would).
+/// apply (`apply`, which changes nothing when it fails), once [`batch_seated`] holds. An
+/// entry refused fails alone, with a [`Event::VoteRefused`] in its place among the
+/// events; the batch fails, changing nothing, only when every entry is refused, and then
+/// with the first entry's error (so a batch sent before its window waits, as a single
+/// call would).
 pub(crate) fn each_vote<E>(
     sender: AccountId,
     entries: &[E],

@@ -391,3 +391,93 @@ fn item_4_a_delivery_naming_a_seat_key_twice_is_refused_and_changes_nothing() {
     );
     assert_eq!(x.key_record, record, "in delivery order");
 }
+
+/// Item 5: a `Votes` batch with one valid entry and 255 naming sessions (or segments) where
+/// its sender holds no seat is refused whole: nothing applies, no `VoteRefused` reaches the
+/// feed, the nonce stays. A batch of the sender's own seats still applies entry by entry.
+#[test]
+fn item_5_a_vote_batch_naming_others_seats_is_refused_whole() {
+    let (mut chain, keys) = chain(test_params(), &[(Tier::Computer, 3)]);
+    let provider = key("provider");
+    let sid = Tx::session_id(&provider.public(), chain.c.nonce(&provider.public()));
+    let m = manifest(
+        vec![
+            segment(0, Tier::Computer, vec![]),
+            segment(1, Tier::Computer, vec![]),
+        ],
+        1,
+        0,
+    );
+    let ids: Vec<Hash> = m.segments.iter().map(|g| g.id).collect();
+    chain.submit(&provider, Call::OpenSession(m));
+    chain.block();
+    chain.block();
+    let s = chain.c.state().sessions[&sid].clone();
+    let seat_of = |g: usize| s.segments[g].seats[0].account;
+    // A seat on segment 0 only (k = 1: the two segments have different seats or the same).
+    let me = common::find(&keys, &seat_of(0)).clone();
+    let others: Vec<u16> = (0..2u16)
+        .filter(|g| seat_of(usize::from(*g)) != me.public())
+        .collect();
+    let salt = trust_protocol::Salt([5; 32]);
+    let commit = |session: Hash, segment: u16| {
+        let v = trust_protocol::Vote::Valid;
+        let id = ids.get(usize::from(segment)).copied().unwrap_or(Hash::ZERO);
+        Call::Commit {
+            session,
+            segment,
+            commitment: trust_protocol::commitment(
+                &session,
+                &id,
+                &me.public(),
+                v,
+                &salt,
+                &common::why(v),
+            ),
+        }
+    };
+    let mut calls = vec![commit(sid, 0)];
+    calls.extend(others.iter().map(|g| commit(sid, *g)));
+    calls.extend(
+        (0u32..255 - others.len() as u32)
+            .map(|i| commit(Hash::of_parts("not-a-session", &[&i.to_le_bytes()]), 0)),
+    );
+    let stuffed = Call::batch(calls).unwrap();
+    assert!(matches!(&stuffed, Call::Votes { .. }));
+    let (root, nonce) = (chain.c.state_root(), chain.c.nonce(&me.public()));
+    assert!(matches!(
+        apply(&mut chain, &me, stuffed),
+        Err(TxError::BatchNotSeated { .. })
+    ));
+    assert_eq!(chain.c.state_root(), root);
+    assert_eq!(chain.c.nonce(&me.public()), nonce);
+    assert!(
+        chain.c.state().sessions[&sid].segments[0].seats[0]
+            .commitment
+            .is_none()
+    );
+    // A single-session batch is held to the same rule.
+    if let Some(g) = others.first() {
+        let batch = Call::batch(vec![commit(sid, 0), commit(sid, *g)]).unwrap();
+        assert_eq!(
+            apply(&mut chain, &me, batch),
+            Err(TxError::BatchNotSeated {
+                session: sid,
+                segment: *g
+            })
+        );
+    }
+    // Its own seats only: applies (one entry, a repeat of the other, refused alone).
+    let own: Vec<Call> = (0..2u16)
+        .filter(|g| seat_of(usize::from(*g)) == me.public())
+        .map(|g| commit(sid, g))
+        .collect();
+    let ev = match Call::batch(own.clone()) {
+        Some(batch) => apply(&mut chain, &me, batch).unwrap(),
+        None => apply(&mut chain, &me, own[0].clone()).unwrap(),
+    };
+    assert!(
+        ev.iter()
+            .all(|e| matches!(e, Event::Committed { seat, .. } if *seat == me.public()))
+    );
+}
