@@ -157,8 +157,10 @@ pub(crate) fn domain_counts(st: &State, tier: Tier, domain: &str, provider: &Acc
 
 /// Checks a manifest's terms against the network's limits and floors on `st`, as
 /// `OpenSession` does before it charges anything: `k` per allowed tier, windows per
-/// routed tier, `beta`, a required domain's pool, segment weights. A provider's node calls
-/// it before it signs, so that a refused session is never sent.
+/// routed tier, `beta`, a required domain's pool, that each routed tier can staff its
+/// segments' first draw ([`TxError::TierUnstaffed`]) within the exposure budget
+/// ([`TxError::ExposureUnmeetable`]), segment weights. A provider's node calls it before
+/// it signs, so that a refused session is never sent.
 pub fn check_terms(
     st: &State,
     provider: &AccountId,
