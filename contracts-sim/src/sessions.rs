@@ -18,7 +18,8 @@
 //!   it needs (its segment's and its premises') arrived in its round's commit window at
 //!   least [`Params::key_lead`] blocks before it closes. A seat whose keys did not is
 //!   *starved*: the tally never slashes it as a no-show, counts it towards the quorum's
-//!   size, and pays it from the provider's escrow.
+//!   size, and pays it from the provider's escrow. A delivery names each (segment, seat)
+//!   once and is checked whole before any bit is set, in one pass over each key's takers.
 //! - **A key that does not open is no key.** Each seat keeps a digest of the sealed keys
 //!   that set its key bits (the first of each that landed in time, in delivery order). A
 //!   seat sealed a key that does not open proves it with `ReportBadKey`
