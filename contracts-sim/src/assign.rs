@@ -77,6 +77,38 @@ pub fn sight<'a>(
     out.into_iter().collect()
 }
 
+/// How many segments a seat on each segment of a trace reads: the size of [`sight`] of
+/// every session segment, in O(manifest) rather than [`sight`]'s O(segments) per segment,
+/// so that `OpenSession` can check an exposure budget against a manifest of any size.
+pub(crate) fn sight_sizes(segments: &[SegmentEntry], left_out: &[LeftOut]) -> Vec<usize> {
+    let n = u16::try_from(segments.len()).unwrap_or(u16::MAX);
+    let mut sights: Vec<BTreeSet<u16>> = segments
+        .iter()
+        .enumerate()
+        .map(|(i, g)| {
+            let mut out = BTreeSet::new();
+            out.insert(u16::try_from(i).unwrap_or(u16::MAX));
+            out.extend(g.depends_on.iter().copied());
+            out.extend(g.rests_on_left_out.iter().map(|l| n.saturating_add(*l)));
+            out
+        })
+        .collect();
+    let supporters = segments
+        .iter()
+        .enumerate()
+        .map(|(j, g)| (g.supports, u16::try_from(j).unwrap_or(u16::MAX)))
+        .chain(left_out.iter().enumerate().map(|(l, e)| {
+            let l = u16::try_from(l).unwrap_or(u16::MAX);
+            (e.supports, n.saturating_add(l))
+        }));
+    for (supports, who) in supporters {
+        if let Some(set) = supports.and_then(|s| sights.get_mut(usize::from(s))) {
+            set.insert(who);
+        }
+    }
+    sights.iter().map(BTreeSet::len).collect()
+}
+
 /// [`sight`] of segment `i` of a live session.
 pub(crate) fn keys_of(s: &Session, i: usize) -> Vec<u16> {
     sight(
@@ -217,4 +249,50 @@ pub(crate) fn draw(st: &State, d: &Draw<'_>) -> Option<Vec<AccountId>> {
         out.push(id);
     }
     Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use trust_protocol::{Hash, tx::Tier};
+
+    use super::*;
+
+    fn seg(i: u8, depends_on: Vec<u16>, supports: Option<u16>) -> SegmentEntry {
+        SegmentEntry {
+            depends_on,
+            supports,
+            ..SegmentEntry::plain(Hash::of_parts("s", &[&[i]]), Tier::Computer)
+        }
+    }
+
+    #[test]
+    fn sight_sizes_are_the_sizes_of_each_sight() {
+        let segments = vec![
+            seg(0, vec![], None),
+            seg(1, vec![0], None),
+            seg(2, vec![0, 1], Some(1)),
+            seg(3, vec![2], Some(1)),
+            seg(4, vec![1], Some(9)),
+        ];
+        let mut left = LeftOut {
+            tier: Tier::Computer,
+            weight: 1,
+            depends_on: vec![],
+            rests_on_left_out: vec![],
+            conclusion: false,
+            supports: Some(2),
+        };
+        let left_out = vec![left.clone(), {
+            left.supports = Some(0);
+            left
+        }];
+        let mut with_givens = segments.clone();
+        with_givens[3].rests_on_left_out = vec![0, 1];
+        for segs in [&segments, &with_givens] {
+            let each: Vec<usize> = (0..segs.len())
+                .map(|i| sight(segs.len(), |j| segs.get(j), &left_out, i).len())
+                .collect();
+            assert_eq!(sight_sizes(segs, &left_out), each);
+        }
+    }
 }

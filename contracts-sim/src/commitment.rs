@@ -201,6 +201,7 @@ pub fn all_keys(state: &State) -> impl Iterator<Item = StateKey> + '_ {
         seated: _,
         expertise_due: _,
         power_due: _,
+        failed_due: _,
     } = state;
     std::iter::once(StateKey::Global)
         .chain(accounts.keys().map(|a| StateKey::Account(*a)))

@@ -50,6 +50,8 @@
 //! Outcomes are never pruned (an outcome changes only through its appeals, until final):
 //! they are what the ledger is for, a user proves one against a
 //! certified state root, and each was paid for by its provider's fee.
+//! Failures are: a session that could not be drawn was refunded, so nothing paid for its
+//! record, which leaves the state [`crate::Params::failure_retention`] blocks after it.
 
 use std::collections::BTreeMap;
 
@@ -181,6 +183,7 @@ impl Contract {
             seated: Default::default(),
             expertise_due: Default::default(),
             power_due: Default::default(),
+            failed_due: Default::default(),
         }))
     }
 
@@ -324,33 +327,45 @@ impl Contract {
                 },
                 &mut ev,
             ),
-            Call::Commits { session, entries } => sessions::each_vote(
-                sender,
-                entries,
-                |e| (*session, e.segment),
-                |e, ev| sessions::commit(st, sender, *session, e.segment, e.commitment, ev),
-                &mut ev,
-            ),
-            Call::Reveals { session, entries } => sessions::each_vote(
-                sender,
-                entries,
-                |e| (*session, e.segment),
-                |e, ev| {
-                    sessions::reveal(
-                        st,
-                        sender,
-                        sessions::Opening {
-                            session: *session,
-                            segment: e.segment,
-                            vote: e.vote,
-                            salt: &e.salt,
-                            reason: &e.reason,
-                        },
-                        ev,
-                    )
-                },
-                &mut ev,
-            ),
+            Call::Commits { session, entries } => {
+                sessions::batch_seated(st, &sender, entries.iter().map(|e| (*session, e.segment)))
+                    .and_then(|()| {
+                        sessions::each_vote(
+                            sender,
+                            entries,
+                            |e| (*session, e.segment),
+                            |e, ev| {
+                                sessions::commit(st, sender, *session, e.segment, e.commitment, ev)
+                            },
+                            &mut ev,
+                        )
+                    })
+            }
+            Call::Reveals { session, entries } => {
+                sessions::batch_seated(st, &sender, entries.iter().map(|e| (*session, e.segment)))
+                    .and_then(|()| {
+                        sessions::each_vote(
+                            sender,
+                            entries,
+                            |e| (*session, e.segment),
+                            |e, ev| {
+                                sessions::reveal(
+                                    st,
+                                    sender,
+                                    sessions::Opening {
+                                        session: *session,
+                                        segment: e.segment,
+                                        vote: e.vote,
+                                        salt: &e.salt,
+                                        reason: &e.reason,
+                                    },
+                                    ev,
+                                )
+                            },
+                            &mut ev,
+                        )
+                    })
+            }
             Call::RevealMapping {
                 session,
                 mapping,
@@ -406,6 +421,11 @@ impl Contract {
                         commits.chain(reveals)
                     })
                     .collect();
+                sessions::batch_seated(
+                    st,
+                    &sender,
+                    entries.iter().map(|(s, e)| (*s, e.segment())),
+                )?;
                 sessions::each_vote(
                     sender,
                     &entries,
@@ -536,6 +556,7 @@ impl Contract {
             self.settle(ctx, id, s, phase, next, &mut ev);
         }
         self.finalize(ctx, &mut ev);
+        self.forget_failures(ctx);
         self.record_seats(&ev);
         self.follow_power();
         self.state.height = ctx.height;
@@ -587,6 +608,10 @@ impl Contract {
                         reason,
                     },
                 );
+                let due = ctx
+                    .height
+                    .saturating_add(self.state.params.failure_retention);
+                self.state.failed_due.entry(due).or_default().insert(id);
             }
             Next::Tally => {
                 // The tally pays, slashes and scores every seat and refunds the provider.
@@ -659,6 +684,24 @@ impl Contract {
                 o.appeals.final_at = Some(ctx.height);
             }
             ev.push(Event::SessionFinal { session: id });
+        }
+    }
+
+    /// Drops the failures whose retention ends with this block
+    /// ([`crate::Params::failure_retention`]): reads only those, through the index by
+    /// height.
+    fn forget_failures(&mut self, ctx: &BlockCtx) {
+        let due: Vec<u64> = self
+            .state
+            .failed_due
+            .range(..=ctx.height)
+            .map(|(h, _)| *h)
+            .collect();
+        for h in due {
+            for id in self.state.failed_due.remove(&h).unwrap_or_default() {
+                self.state.failed.remove(&id);
+                self.tree.touch(StateKey::Failed(id));
+            }
         }
     }
 

@@ -25,6 +25,17 @@ pub enum TxError {
         /// The transaction's nonce.
         got: u64,
     },
+    /// A transfer to a key with no account moves less than the network's minimum for a
+    /// new account ([`crate::Params::min_new_account`]).
+    #[error(
+        "the recipient has no account, and a transfer that creates one must move at least {min} (this one moves {amount})"
+    )]
+    NewAccountTooSmall {
+        /// What the transfer moves.
+        amount: Amount,
+        /// The minimum.
+        min: Amount,
+    },
     /// Not enough liquid balance.
     #[error("balance {have} is less than {need}")]
     InsufficientBalance {
@@ -98,9 +109,30 @@ pub enum TxError {
     /// Only the provider may do this.
     #[error("only the session's provider may do this")]
     NotProvider,
+    /// A `DeliverKeys` names the same segment's key for the same seat twice.
+    #[error(
+        "the delivery names segment {segment}'s key for seat {seat} twice: send each (segment, seat) once"
+    )]
+    DuplicateSeatKey {
+        /// The segment.
+        segment: u16,
+        /// The seat.
+        seat: AccountId,
+    },
     /// The sender holds no seat of the current round on this segment.
     #[error("{0} holds no seat on this segment in this round")]
     NotASeat(AccountId),
+    /// A batch of votes names a segment on which the sender holds no seat, in a session
+    /// not final: a batch carries only its sender's own seats' votes.
+    #[error(
+        "the batch names segment {segment} of session {session}, where the sender holds no seat: batch only your own seats' votes"
+    )]
+    BatchNotSeated {
+        /// The session.
+        session: Hash,
+        /// The segment.
+        segment: u16,
+    },
     /// The seat committed already.
     #[error("seat committed already")]
     AlreadyCommitted,
@@ -214,6 +246,37 @@ pub enum TxError {
         stake: Amount,
         /// The floor ([`crate::Floors::min_domain_stake`]).
         floor: Amount,
+    },
+    /// A tier the session routes segments to has fewer eligible auditors (registered,
+    /// active, not flagged, not exiting, bonded at least the tier minimum, other than the
+    /// provider, and declaring the domain when it is required) than the seats the draw
+    /// fills on each of its segments (`k` plus the racing seats): the draw would fail.
+    #[error(
+        "the {tier:?} tier has {eligible} eligible auditors{}, but each of the session's {tier:?} segments needs {needed} seats (k plus extra seats): ask for fewer seats or route the segments to a staffed tier",
+        domain.as_ref().map(|d| format!(" declaring the required domain {d:?}")).unwrap_or_default()
+    )]
+    TierUnstaffed {
+        /// The tier.
+        tier: Tier,
+        /// Seats each of its segments needs in round 0.
+        needed: u16,
+        /// Auditors eligible for them.
+        eligible: usize,
+        /// The required domain the count is restricted to, if any.
+        domain: Option<String>,
+    },
+    /// A segment whose seats would see more segments than the session's exposure budget
+    /// allows one account: no auditor could ever take a seat on it.
+    #[error(
+        "segment {segment}: a seat on it sees {sees} segments of the trace, above the session's exposure cap of {cap}: raise max_exposure or give the segment fewer premises"
+    )]
+    ExposureUnmeetable {
+        /// Segment index.
+        segment: usize,
+        /// Segments a seat on it reads (itself, its premises, givens and OPERATIONs).
+        sees: usize,
+        /// The most segments one account may read ([`trust_protocol::tx::SessionTerms::exposure_cap`]).
+        cap: usize,
     },
     /// A segment's weight is not the weight the session's terms give its tier.
     #[error(

@@ -140,6 +140,17 @@ pub struct Params {
     /// starved (paid by the provider, never slashed).
     #[serde(default = "default_key_lead")]
     pub key_lead: u64,
+    /// Blocks a session that failed to run (its draw could not fill, its fee and bond
+    /// refunded) stays in [`crate::State::failed`]: long enough for its provider and any
+    /// reader to see why, then it leaves the state, so failures never accumulate. Its id
+    /// is never reused ([`crate::State::failed`]).
+    #[serde(default = "default_failure_retention")]
+    pub failure_retention: u64,
+    /// The least a `Transfer` to a key with no account must move: an account is a
+    /// permanent entry of the state (never removed, so that nonces and session ids are
+    /// never reused), so creating one must move at least this much. At least 1.
+    #[serde(default = "default_min_new_account")]
+    pub min_new_account: Amount,
 }
 
 /// The network's floors under the terms a provider chooses, per tier where it matters
@@ -237,6 +248,14 @@ fn default_appeal_horizon() -> u64 {
 
 fn default_key_lead() -> u64 {
     3
+}
+
+fn default_failure_retention() -> u64 {
+    1_000
+}
+
+fn default_min_new_account() -> Amount {
+    10
 }
 
 fn default_appeal_reward() -> Amount {
@@ -358,6 +377,8 @@ impl Default for Params {
             max_power_cut: default_max_power_cut(),
             appeal_horizon: default_appeal_horizon(),
             key_lead: default_key_lead(),
+            failure_retention: default_failure_retention(),
+            min_new_account: default_min_new_account(),
         }
     }
 }
@@ -496,6 +517,13 @@ impl Params {
         }
         if !frac(self.max_power_cut) || self.max_power_cut == Ppm::ZERO {
             return Err(GenesisError::BadParam("max_power_cut"));
+        }
+        // A failure must stay at least one block past the block that records it.
+        if self.failure_retention == 0 {
+            return Err(GenesisError::BadParam("failure_retention"));
+        }
+        if self.min_new_account == 0 {
+            return Err(GenesisError::BadParam("min_new_account"));
         }
         if self.appeal_horizon < self.appeal_window {
             return Err(GenesisError::BadParam("appeal_horizon"));

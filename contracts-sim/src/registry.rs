@@ -17,6 +17,9 @@ use crate::{
     state::{Account, Auditor, HoneypotStats, MAX_UNBONDINGS, State, Unbonding},
 };
 
+/// `Call::Transfer`. One that would create the recipient's account must move at least
+/// [`crate::Params::min_new_account`]: accounts are never removed, so each is state the
+/// chain keeps for good.
 pub(crate) fn transfer(
     st: &mut State,
     from: AccountId,
@@ -29,6 +32,10 @@ pub(crate) fn transfer(
         .checked_sub(amount)
         .ok_or(TxError::InsufficientBalance { have, need: amount })?;
     if from != to {
+        let min = st.params.min_new_account;
+        if amount < min && !st.accounts.contains_key(&to) {
+            return Err(TxError::NewAccountTooSmall { amount, min });
+        }
         let to_balance = st.accounts.get(&to).map_or(0, |a| a.balance);
         let new_to = to_balance.checked_add(amount).ok_or(TxError::Overflow)?;
         st.accounts.entry(from).or_default().balance = left;
@@ -110,8 +117,8 @@ pub(crate) fn reindex(st: &mut State, who: &AccountId) {
 }
 
 /// Rebuilds every derived index from the state (genesis, restore): the drawable
-/// auditors, who sits in which session not yet final, pending expertise, and voting power
-/// still falling towards stake.
+/// auditors, who sits in which session not yet final, pending expertise, voting power
+/// still falling towards stake, and when each failure leaves the state.
 pub(crate) fn reindex_all(st: &mut State) {
     st.eligible = Default::default();
     let ids: Vec<AccountId> = st.auditors.keys().copied().collect();
@@ -142,6 +149,16 @@ pub(crate) fn reindex_all(st: &mut State) {
         .collect();
     for (at, id) in pending {
         st.expertise_due.entry(at).or_default().insert(id);
+    }
+    st.failed_due = Default::default();
+    let retention = st.params.failure_retention;
+    let failed: Vec<(u64, Hash)> = st
+        .failed
+        .iter()
+        .map(|(id, f)| (f.at.saturating_add(retention), *id))
+        .collect();
+    for (due, id) in failed {
+        st.failed_due.entry(due).or_default().insert(id);
     }
 }
 

@@ -7,11 +7,19 @@
 //!   windows per routed tier, `beta`), when a required domain's declaring pool holds too
 //!   little stake, or when a segment's weight is not its tier's weight in the terms. Each
 //!   round's windows are stretched to the floors of the tiers seated in it.
+//! - **Staffed, or refused.** `OpenSession` is refused, charging nothing, when its first
+//!   draw could not fill: a routed tier with fewer eligible auditors (other than the
+//!   provider, declaring a required domain) than `k` plus the racing seats, or a segment
+//!   whose sight exceeds the exposure budget. The check reads the per-tier index's size, so
+//!   it costs O(tiers) (plus the manifest's size for a budget), and a session that could
+//!   never run leaves no failure behind. A draw can still fail when auditors leave between
+//!   the opening and the draw; that failure is refunded and kept for a bounded time.
 //! - **Key delivery is on record.** `DeliverKeys` marks, on each seat, which of the keys
 //!   it needs (its segment's and its premises') arrived in its round's commit window at
 //!   least [`Params::key_lead`] blocks before it closes. A seat whose keys did not is
 //!   *starved*: the tally never slashes it as a no-show, counts it towards the quorum's
-//!   size, and pays it from the provider's escrow.
+//!   size, and pays it from the provider's escrow. A delivery names each (segment, seat)
+//!   once and is checked whole before any bit is set, in one pass over each key's takers.
 //! - **A key that does not open is no key.** Each seat keeps a digest of the sealed keys
 //!   that set its key bits (the first of each that landed in time, in delivery order). A
 //!   seat sealed a key that does not open proves it with `ReportBadKey`
@@ -35,7 +43,7 @@ use trust_protocol::{
     honeypot_commitment, honeypot_set_commitment, mapping_commitment,
     seal::key_context,
     tx::{Call, DeliveredKey, HoneypotOpening, SeatKey, SessionManifest, Tier, TxFormatError},
-    units::Amount,
+    units::{Amount, Ppm},
     verify_commitment,
 };
 
@@ -111,6 +119,12 @@ pub(crate) fn domain_pool_stake(
     domain: &str,
     provider: &AccountId,
 ) -> Amount {
+    domain_pool(st, tier, domain, provider).0
+}
+
+/// The eligible `tier` auditors declaring `domain`, other than `provider`: their bonded
+/// stake, and how many they are.
+fn domain_pool(st: &State, tier: Tier, domain: &str, provider: &AccountId) -> (Amount, usize) {
     st.eligible(tier)
         .iter()
         .filter(|id| *id != provider)
@@ -120,7 +134,17 @@ pub(crate) fn domain_pool_stake(
                 .is_some_and(|a| a.expertise.iter().any(|e| e == domain))
         })
         .map(|id| st.accounts.get(id).map_or(0, |a| a.stake))
-        .fold(0u64, u64::saturating_add)
+        .fold((0u64, 0usize), |(stake, n), s| {
+            (stake.saturating_add(s), n.saturating_add(1))
+        })
+}
+
+/// The auditors a round-0 draw of `tier` may pick for `provider`'s session: the tier's
+/// index of drawable auditors less the provider itself. O(log auditors).
+fn drawable_for(st: &State, tier: Tier, provider: &AccountId) -> usize {
+    let pool = st.eligible(tier);
+    pool.len()
+        .saturating_sub(usize::from(pool.contains(provider)))
 }
 
 /// Whether `domain` counts for draws of `tier` in a session of `provider`: its declaring
@@ -134,8 +158,10 @@ pub(crate) fn domain_counts(st: &State, tier: Tier, domain: &str, provider: &Acc
 
 /// Checks a manifest's terms against the network's limits and floors on `st`, as
 /// `OpenSession` does before it charges anything: `k` per allowed tier, windows per
-/// routed tier, `beta`, a required domain's pool, segment weights. A provider's node calls
-/// it before it signs, so that a refused session is never sent.
+/// routed tier, `beta`, a required domain's pool, that each routed tier can staff its
+/// segments' first draw ([`TxError::TierUnstaffed`]) within the exposure budget
+/// ([`TxError::ExposureUnmeetable`]), segment weights. A provider's node calls it before
+/// it signs, so that a refused session is never sent.
 pub fn check_terms(
     st: &State,
     provider: &AccountId,
@@ -194,8 +220,13 @@ pub fn check_terms(
                 });
             }
         }
-        if t.domain_required {
-            let stake = domain_pool_stake(st, tier, &manifest.domain, provider);
+        // Staffed: a draw that is bound to fail is refused here, charging nothing, rather
+        // than refunded at the draw and kept as a failure. The draw takes `k` plus the
+        // racing seats from the tier's index (less the provider; only the declaring pool
+        // when the domain is required), so fewer than that can never fill a segment.
+        let needed = u16::from(q.k(tier)).saturating_add(u16::from(q.extra_seats));
+        let eligible = if t.domain_required {
+            let (stake, count) = domain_pool(st, tier, &manifest.domain, provider);
             if stake < f.min_domain_stake {
                 return Err(TxError::DomainPoolTooSmall {
                     domain: manifest.domain.clone(),
@@ -204,6 +235,30 @@ pub fn check_terms(
                     floor: f.min_domain_stake,
                 });
             }
+            count
+        } else {
+            drawable_for(st, tier, provider)
+        };
+        if eligible < usize::from(needed) {
+            return Err(TxError::TierUnstaffed {
+                tier,
+                needed,
+                eligible,
+                domain: t.domain_required.then(|| manifest.domain.clone()),
+            });
+        }
+    }
+    // An exposure budget below the sight of a segment leaves nobody who may sit on it.
+    if t.max_exposure < Ppm::ONE {
+        let cap = t.exposure_cap(
+            manifest
+                .segments
+                .len()
+                .saturating_add(manifest.left_out.len()),
+        );
+        let sizes = crate::assign::sight_sizes(&manifest.segments, &manifest.left_out);
+        if let Some((segment, sees)) = sizes.into_iter().enumerate().find(|(_, n)| *n > cap) {
+            return Err(TxError::ExposureUnmeetable { segment, sees, cap });
         }
     }
     let weights = manifest
@@ -336,44 +391,67 @@ pub(crate) fn deliver_keys(
     // A segment's key goes to its own seats and to the seats of the segments that depend on
     // it directly: a seat judges its step against the premises it cites, and sees nothing
     // further up the trace.
-    for k in keys {
-        if s.segments.get(usize::from(k.segment)).is_none() {
-            return Err(TxError::UnknownSegment(k.segment));
-        }
-        let seated = takers(k.segment).any(|(i, _)| {
-            s.segments
-                .get(i)
-                .is_some_and(|g| g.seats.iter().any(|x| x.account == k.seat))
-        });
-        if !seated {
-            return Err(TxError::NotASeat(k.seat));
-        }
-    }
+    //
     // On record for the tally: a key counts for the seats of the round now committing if
     // it lands at least `key_lead` blocks before the commit deadline, so that an honest
     // seat has blocks left to fetch and judge before it must commit. A key sent later (or
     // in the reveal window) starves its seat as surely as no key.
-    if let Phase::Commit { round, until } = s.phase
-        && height.saturating_add(key_lead) <= until
-    {
-        for k in keys {
-            let targets: Vec<(usize, u32)> = takers(k.segment).collect();
-            for (i, bit) in targets {
-                let (Some(seg), Some(mask)) = (s.segments.get_mut(i), 1u32.checked_shl(bit)) else {
+    let recording = match s.phase {
+        Phase::Commit { round, until } if height.saturating_add(key_lead) <= until => Some(round),
+        _ => None,
+    };
+    // One pass over each key's takers and their seats checks the key (its segment exists,
+    // its seat sits where it is taken, no (segment, seat) twice) and finds the seat
+    // entries it sets; nothing changes until every key passed. With no pair twice, no two
+    // keys of a call set the same bit of a seat, so which bits are still clear can be
+    // read before any is set.
+    let mut named: BTreeSet<(u16, AccountId)> = BTreeSet::new();
+    // (segment index, seat index, bit mask, key index), in delivery order.
+    let mut sets: Vec<(usize, usize, u32, usize)> = Vec::new();
+    for (n, k) in keys.iter().enumerate() {
+        if s.segments.get(usize::from(k.segment)).is_none() {
+            return Err(TxError::UnknownSegment(k.segment));
+        }
+        if !named.insert((k.segment, k.seat)) {
+            return Err(TxError::DuplicateSeatKey {
+                segment: k.segment,
+                seat: k.seat,
+            });
+        }
+        let mut seated = false;
+        for (i, bit) in takers(k.segment) {
+            let Some(seg) = s.segments.get(i) else {
+                continue;
+            };
+            let mask = 1u32.checked_shl(bit);
+            for (j, x) in seg.seats.iter().enumerate() {
+                if x.account != k.seat {
                     continue;
-                };
-                for x in seg
-                    .seats
-                    .iter_mut()
-                    .filter(|x| x.account == k.seat && x.round == round && x.keys & mask == 0)
+                }
+                seated = true;
+                if let (Some(round), Some(mask)) = (recording, mask)
+                    && x.round == round
+                    && x.keys & mask == 0
                 {
-                    // The key that sets a bit is the one on record for it: a report of a
-                    // key that does not open must name it (`report_bad_key`).
-                    x.keys |= mask;
-                    x.key_record = record_key(&x.key_record, k.segment, &k.sealed);
+                    sets.push((i, j, mask, n));
                 }
             }
         }
+        if !seated {
+            return Err(TxError::NotASeat(k.seat));
+        }
+    }
+    for (i, j, mask, n) in sets {
+        let (Some(x), Some(k)) = (
+            s.segments.get_mut(i).and_then(|g| g.seats.get_mut(j)),
+            keys.get(n),
+        ) else {
+            continue;
+        };
+        // The key that sets a bit is the one on record for it: a report of a key that
+        // does not open must name it (`report_bad_key`).
+        x.keys |= mask;
+        x.key_record = record_key(&x.key_record, k.segment, &k.sealed);
     }
     for k in keys {
         events.push(Event::KeyDelivered {
@@ -577,11 +655,38 @@ impl VoteEntry<'_> {
     }
 }
 
+/// Whether `sender` holds a seat, of any round, on every (session, segment) a batch of
+/// votes names, in a session not final yet (live, or decided and appealable, so that a
+/// vote handed over just before its session was decided does not sink the batch): else
+/// the batch is refused whole, naming the first such entry. A batch carries its sender's
+/// own votes only, so the entries it may carry refused (late, repeated, copied, not
+/// opening) are bounded by the sender's seats, and nobody fills the feed with refusals
+/// that name other seats' sessions. O(entries x seats of a segment).
+pub(crate) fn batch_seated(
+    st: &State,
+    sender: &AccountId,
+    named: impl IntoIterator<Item = (Hash, u16)>,
+) -> Result<(), TxError> {
+    for (session, segment) in named {
+        let seated = st
+            .sessions
+            .get(&session)
+            .or_else(|| st.appealable.get(&session))
+            .and_then(|s| s.segments.get(usize::from(segment)))
+            .is_some_and(|g| g.seats.iter().any(|x| x.account == *sender));
+        if !seated {
+            return Err(TxError::BatchNotSeated { session, segment });
+        }
+    }
+    Ok(())
+}
+
 /// Applies the entries of a batch of votes one by one, each as its single call would
-/// apply (`apply`, which changes nothing when it fails). An entry refused fails alone,
-/// with a [`Event::VoteRefused`] in its place among the events; the batch fails, changing
-/// nothing, only when every entry is refused, and then with the first entry's error (so a
-/// batch sent before its window waits, as a single call would).
+/// apply (`apply`, which changes nothing when it fails), once [`batch_seated`] holds. An
+/// entry refused fails alone, with a [`Event::VoteRefused`] in its place among the
+/// events; the batch fails, changing nothing, only when every entry is refused, and then
+/// with the first entry's error (so a batch sent before its window waits, as a single
+/// call would).
 pub(crate) fn each_vote<E>(
     sender: AccountId,
     entries: &[E],

@@ -805,7 +805,14 @@ pub struct State {
     /// into `sessions`, the end of its round puts it back.
     #[serde(default)]
     pub appealable: BTreeMap<Hash, Session>,
-    /// Sessions that failed to run, with the fee refunded.
+    /// Sessions that failed to run, with the fee refunded, each for
+    /// [`crate::Params::failure_retention`] blocks after it failed.
+    ///
+    /// An id that left this map is never opened again, so forgetting it cannot let a
+    /// session be replayed: a session's id is `Tx::session_id(provider, nonce)` of the
+    /// transaction that opened it, an account's nonce only ever rises (by one per
+    /// transaction applied) and accounts are never removed, so no later transaction of
+    /// that provider carries that nonce again.
     pub failed: BTreeMap<Hash, Failure>,
     /// Tokens removed by slashing.
     pub burned: Amount,
@@ -832,6 +839,11 @@ pub struct State {
     /// restore).
     #[serde(skip)]
     pub power_due: BTreeSet<AccountId>,
+    /// The failures in `failed` by the height at whose end they leave the state (their
+    /// `at` plus [`crate::Params::failure_retention`]), so a block drops the due ones
+    /// without reading the others. Derived (rebuilt on restore).
+    #[serde(skip)]
+    pub failed_due: BTreeMap<u64, BTreeSet<Hash>>,
 }
 
 impl State {

@@ -2,7 +2,7 @@
 //! break the contract's invariants, and the incrementally updated state root always equals
 //! the root of a tree rebuilt from scratch over the same state.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use proptest::prelude::*;
 
@@ -15,7 +15,7 @@ fn test_params() -> Params {
 }
 use trust_contracts::{BlockCtx, Contract, Floors, Genesis, GenesisAccount, Outcome, Params};
 use trust_protocol::{
-    Hash, Keypair, Salt, SealingPublicKey, Signed, Vote, commitment,
+    AccountId, Hash, Keypair, Salt, SealingPublicKey, Signed, Vote, commitment,
     hdag::AbstractionLevel,
     mapping_commitment,
     tx::{Call, QuorumParams, SegmentEntry, SessionManifest, Tier, Tx},
@@ -160,6 +160,7 @@ impl World {
             reveal_window: 3,
             disclose_window: 2,
             unbond_delay: 3,
+            failure_retention: 4,
             ..test_params()
         };
         Self {
@@ -423,6 +424,41 @@ impl World {
         for (id, o) in &st.outcomes {
             self.decided.insert(*id, o.clone());
         }
+        // The derived indexes equal what a scan of the state gives: the per-tier index of
+        // drawable auditors (whose size `OpenSession` checks staffing against), and who
+        // holds a seat in which session not yet final (what a withdrawal reads).
+        for tier in Tier::ALL {
+            let scan: BTreeSet<AccountId> = st
+                .auditors
+                .iter()
+                .filter(|(id, a)| {
+                    let stake = st.accounts.get(id).map_or(0, |x| x.stake);
+                    a.tier == tier
+                        && a.active
+                        && !a.flagged
+                        && !a.exiting
+                        && stake > 0
+                        && stake >= st.params.min_stake(tier)
+                })
+                .map(|(id, _)| *id)
+                .collect();
+            assert_eq!(st.eligible(tier), &scan, "the {tier:?} index drifted");
+        }
+        let mut seated: BTreeMap<AccountId, BTreeSet<Hash>> = BTreeMap::new();
+        for (id, s) in st.sessions.iter().chain(&st.appealable) {
+            for x in s.segments.iter().flat_map(|g| g.seats.iter()) {
+                seated.entry(x.account).or_default().insert(*id);
+            }
+        }
+        assert_eq!(st.seated, seated, "the seat index drifted");
+        // Every failure is indexed at the end of its retention, and none is kept past it.
+        let mut due: BTreeMap<u64, BTreeSet<Hash>> = BTreeMap::new();
+        for (id, f) in &st.failed {
+            let at = f.at + st.params.failure_retention;
+            assert!(at > st.height, "a failure outlived its retention");
+            due.entry(at).or_default().insert(*id);
+        }
+        assert_eq!(st.failed_due, due, "the failure index drifted");
         assert_eq!(
             self.c.state_root(),
             Contract::from_state(st.clone()).state_root(),

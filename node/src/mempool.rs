@@ -510,10 +510,13 @@ pub fn refused_for_good(error: &TxError) -> bool {
             | TxError::SessionExists(_)
             | TxError::QuorumOutOfLimits(_)
             | TxError::FeeTooLow { .. }
+            // The manifest alone decides it. (Not `TierUnstaffed`: auditors join.)
+            | TxError::ExposureUnmeetable { .. }
             | TxError::UnknownSession(_)
             | TxError::UnknownSegment(_)
             | TxError::NotProvider
             | TxError::NotASeat(_)
+            | TxError::DuplicateSeatKey { .. }
             | TxError::AlreadyCommitted
             | TxError::DuplicateCommitment
             | TxError::NotCommitted

@@ -365,7 +365,8 @@ pub enum Call {
     Withdraw,
     /// Open an audit session.
     OpenSession(SessionManifest),
-    /// Deliver sealed segment keys to the drawn seats (provider only).
+    /// Deliver sealed segment keys to the drawn seats (provider only), each (segment,
+    /// seat) once: a call naming one twice is refused whole.
     DeliverKeys {
         /// Session id.
         session: Hash,
@@ -425,8 +426,10 @@ pub enum Call {
     /// Commit to the votes of several of the sender's seats in one session: one signature
     /// for up to [`MAX_BATCH_VOTES`] commitments. Each entry applies as a [`Call::Commit`]
     /// of its own would; an entry the contract refuses fails alone (an event says why),
-    /// and the batch fails only when every entry does. (Appended after `Exit`, like the
-    /// next one, so that the other calls keep their encodings.)
+    /// and the batch fails only when every entry does. Every entry must name a segment
+    /// the sender holds a seat on, in a session not final, or the whole batch is refused.
+    /// (Appended after `Exit`, like the next one, so that the other calls keep their
+    /// encodings.)
     Commits {
         /// Session id.
         session: Hash,
@@ -471,6 +474,8 @@ pub enum Call {
     /// Each entry applies as its single [`Call::Commit`] or [`Call::Reveal`] would, in
     /// order (each group's commitments, then its openings); an entry the contract refuses
     /// fails alone (an event says why), and the call fails only when every entry does.
+    /// Every entry must name a segment the sender holds a seat on, in a session not final,
+    /// or the whole call is refused.
     /// Appended last so that the other calls keep their encodings.
     Votes {
         /// One per session, distinct sessions, none empty.

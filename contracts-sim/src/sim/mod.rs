@@ -686,6 +686,9 @@ impl Sim {
             return;
         };
         let mut keys = Vec::new();
+        // Each (segment, seat) once: a seat on a segment and on one citing it takes the
+        // first's key once (the contract refuses a delivery naming a pair twice).
+        let mut named = std::collections::BTreeSet::new();
         for (segment, seat) in seats {
             let deps = t
                 .deps
@@ -693,6 +696,9 @@ impl Sim {
                 .cloned()
                 .unwrap_or_default();
             for k in std::iter::once(*segment).chain(deps) {
+                if !named.insert((k, *seat)) {
+                    continue;
+                }
                 keys.push(SeatKey {
                     segment: k,
                     seat: *seat,

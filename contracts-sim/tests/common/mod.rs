@@ -292,7 +292,7 @@ pub(crate) fn find<'a>(keys: &'a [Keypair], id: &AccountId) -> &'a Keypair {
 
 /// The provider's `DeliverKeys` for every seat of `round` of a live session: each seat its
 /// segment's key and its premises' (stand-in sealed bytes: the contract never opens them),
-/// skipping the seats `starve` names.
+/// each (segment, seat) once, skipping the seats `starve` names.
 pub(crate) fn deliver_keys(
     chain: &mut Chain,
     provider: &Keypair,
@@ -302,12 +302,16 @@ pub(crate) fn deliver_keys(
 ) {
     let s = chain.c.state().sessions[&sid].clone();
     let mut keys = Vec::new();
+    let mut named = std::collections::BTreeSet::new();
     for (i, g) in s.segments.iter().enumerate() {
         for x in g.seats.iter().filter(|x| x.round == round) {
             if starve.contains(&x.account) {
                 continue;
             }
             for seg in std::iter::once(i as u16).chain(g.entry.depends_on.iter().copied()) {
+                if !named.insert((seg, x.account)) {
+                    continue;
+                }
                 keys.push(SeatKey {
                     segment: seg,
                     seat: x.account,

@@ -146,7 +146,8 @@ mod tests {
                     nonce: n,
                     call: Call::Transfer {
                         to: Keypair::from_label("history-b").public(),
-                        amount: 1,
+                        // Enough to create the recipient's account.
+                        amount: Params::default().min_new_account,
                     },
                 },
             );

@@ -357,7 +357,8 @@ mod tests {
                 nonce,
                 call: Call::Transfer {
                     to: Keypair::from_label("bob").public(),
-                    amount: 1,
+                    // Enough to create the recipient's account.
+                    amount: Params::default().min_new_account,
                 },
             },
         )

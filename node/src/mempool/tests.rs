@@ -1,6 +1,6 @@
 //! The mempool's admission, eviction and proposal rules, on a real contract state.
 
-use trust_contracts::{Genesis, GenesisAccount, Params};
+use trust_contracts::{Genesis, GenesisAccount, GenesisAuditor, Params};
 use trust_protocol::{
     Hash, Keypair, Signed,
     tx::{Call, Tx},
@@ -9,9 +9,32 @@ use trust_protocol::{
 use super::*;
 use crate::chain::{Tip, build_block};
 
+/// Three Computer auditors at genesis: enough to staff the sessions these tests open
+/// (`OpenSession` is refused when a routed tier cannot fill its seats).
+fn staff() -> (Vec<GenesisAccount>, Vec<GenesisAuditor>) {
+    (0..3u8)
+        .map(|i| {
+            let id = Keypair::from_label(&format!("staff-{i}")).public();
+            let account = GenesisAccount {
+                id,
+                balance: 0,
+                stake: 1_000,
+            };
+            let auditor = GenesisAuditor {
+                id,
+                tier: trust_protocol::tx::Tier::Computer,
+                expertise: vec!["math".into()],
+                sealing_key: trust_protocol::seal::SealingSecret::from_bytes([i; 32]).public(),
+            };
+            (account, auditor)
+        })
+        .unzip()
+}
+
 fn setup() -> (Contract, Keypair, Keypair) {
     let a = Keypair::from_label("a");
     let b = Keypair::from_label("b");
+    let (staff, auditors) = staff();
     let accounts = [&a, &b]
         .iter()
         .map(|k| GenesisAccount {
@@ -19,11 +42,12 @@ fn setup() -> (Contract, Keypair, Keypair) {
             balance: 1_000,
             stake: 0,
         })
+        .chain(staff)
         .collect();
     let c = Contract::new(&Genesis {
         params: Params::default(),
         accounts,
-        auditors: vec![],
+        auditors,
     })
     .unwrap();
     (c, a, b)
@@ -357,6 +381,7 @@ fn a_full_pool_evicts_from_the_largest_holder_top_down() {
 
 /// A contract where `funded` hold `balance` each (and nothing else exists).
 fn funded(keys: &[&Keypair], balance: u64) -> Contract {
+    let (staff, auditors) = staff();
     Contract::new(&Genesis {
         params: Params::default(),
         accounts: keys
@@ -366,8 +391,9 @@ fn funded(keys: &[&Keypair], balance: u64) -> Contract {
                 balance,
                 stake: 0,
             })
+            .chain(staff)
             .collect(),
-        auditors: vec![],
+        auditors,
     })
     .unwrap()
 }

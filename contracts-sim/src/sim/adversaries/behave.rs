@@ -399,10 +399,15 @@ impl World {
             .max(self.height + 1);
         let mut now = Vec::new();
         let mut later = Vec::new();
+        // Each (segment, seat) once (the contract refuses a delivery naming a pair twice).
+        let mut named = std::collections::BTreeSet::new();
         for &(segment, seat) in seats {
             let honest = !self.is_sybil(&seat);
             let deps = c_deps(&self.cases, &session, segment);
             for k in std::iter::once(segment).chain(deps) {
+                if !named.insert((k, seat)) {
+                    continue;
+                }
                 let key = |byte| SeatKey {
                     segment: k,
                     seat,
