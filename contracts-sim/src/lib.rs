@@ -54,7 +54,9 @@ pub use params::{
     RubberStampRule,
 };
 pub use registry::{exit_refused, held_stake, seat_held, withdrawable};
-pub use sessions::{BadKeyReport, check_bad_key_report, check_terms, honeypot_bond, minimum_fee};
+pub use sessions::{
+    BadKeyReport, batch_seated, check_bad_key_report, check_terms, honeypot_bond, minimum_fee,
+};
 pub use state::{
     Account, AppealRecord, AppealResult, AppealRound, AppealTarget, AppealedSegment, Auditor,
     Backer, CastVote, Coverage, Failure, FailureBound, Finality, HoneypotStats, LeftOutOutcome,

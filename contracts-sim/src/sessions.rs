@@ -662,7 +662,7 @@ impl VoteEntry<'_> {
 /// own votes only, so the entries it may carry refused (late, repeated, copied, not
 /// opening) are bounded by the sender's seats, and nobody fills the feed with refusals
 /// that name other seats' sessions. O(entries x seats of a segment).
-pub(crate) fn batch_seated(
+pub fn batch_seated(
     st: &State,
     sender: &AccountId,
     named: impl IntoIterator<Item = (Hash, u16)>,

@@ -268,9 +268,23 @@ fn appeal_expired(state: &State, session: &Hash) -> Option<&'static str> {
 /// pool votes and key deliveries that the contract refuses only once a proposer tries them.
 pub fn unfit(state: &State, sender: &AccountId, call: &Call) -> Result<(), MempoolError> {
     match call {
-        // A batch of votes fits when one of its entries does (the contract refuses the
-        // others alone); otherwise the first entry says why not.
+        // A batch of votes names only segments where its sender holds a seat (else the
+        // contract refuses it whole), and fits when one of its entries does (the contract
+        // refuses the others alone); otherwise the first entry says why not.
         Call::Commits { .. } | Call::Reveals { .. } | Call::Votes { .. } => {
+            let named = call
+                .unbatched()
+                .into_iter()
+                .filter_map(|single| match single {
+                    Call::Commit {
+                        session, segment, ..
+                    }
+                    | Call::Reveal {
+                        session, segment, ..
+                    } => Some((session, segment)),
+                    _ => None,
+                });
+            trust_contracts::batch_seated(state, sender, named).map_err(MempoolError::Refused)?;
             let mut first = None;
             for single in call.unbatched() {
                 match unfit(state, sender, &single) {

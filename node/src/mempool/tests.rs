@@ -745,6 +745,22 @@ fn calls_that_cost_nothing_need_the_standing_they_act_on() {
         Ok(()),
         "the provider may"
     );
+    // A batch of commits naming a session where the sender holds no seat is refused whole,
+    // as the contract refuses it: it would only carry refusals into the feed.
+    let batch = Call::Commits {
+        session: sid,
+        entries: (0..2)
+            .map(|i| trust_protocol::tx::CommitEntry {
+                segment: u16::from(i),
+                commitment: Hash::sha256(&[i]),
+            })
+            .collect(),
+    };
+    let got = m.insert(sign(&nobody, batch), &c2);
+    assert!(
+        matches!(got, Err(MempoolError::Refused(TxError::BatchNotSeated { .. }))),
+        "{got:?}"
+    );
 }
 
 /// A bad-key report costs nothing to send, so it is checked in full before it is pooled:
