@@ -37,7 +37,7 @@
 //! report an error, the tree is rebuilt from the state, which yields the same canonical
 //! root: the root never depends on the path taken to it.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use jmt::{
     KeyHash, OwnedValue, RootHash, Sha256Jmt, Version,
@@ -215,7 +215,8 @@ pub fn all_keys(state: &State) -> impl Iterator<Item = StateKey> + '_ {
 /// The nodes of the newest tree version, by node key.
 #[derive(Clone, Default)]
 struct NodeStore {
-    nodes: BTreeMap<NodeKey, Node>,
+    /// Shared with the store's copies ([`crate::state::Map`]): copying a tree is O(1).
+    nodes: crate::state::Map<NodeKey, Node>,
 }
 
 /// A read view over the node store; answers a value lookup only for the one key (and

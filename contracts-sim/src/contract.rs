@@ -171,12 +171,12 @@ impl Contract {
             chain: Hash::ZERO,
             params: genesis.params.clone(),
             height: 0,
-            accounts,
-            auditors,
-            sessions: BTreeMap::new(),
-            outcomes: BTreeMap::new(),
-            appealable: BTreeMap::new(),
-            failed: BTreeMap::new(),
+            accounts: accounts.into_iter().collect(),
+            auditors: auditors.into_iter().collect(),
+            sessions: Default::default(),
+            outcomes: Default::default(),
+            appealable: Default::default(),
+            failed: Default::default(),
             burned: 0,
             supply,
             eligible: Default::default(),
@@ -669,7 +669,7 @@ impl Contract {
             .keys()
             .filter(|id| {
                 st.outcomes
-                    .get(id)
+                    .get(*id)
                     .is_none_or(|o| o.appeals.until <= ctx.height)
             })
             .copied()

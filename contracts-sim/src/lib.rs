@@ -60,7 +60,7 @@ pub use sessions::{
 pub use state::{
     Account, AppealRecord, AppealResult, AppealRound, AppealTarget, AppealedSegment, Auditor,
     Backer, CastVote, Coverage, Failure, FailureBound, Finality, HoneypotStats, LeftOutOutcome,
-    LocalVerdict, MAX_BACKERS, MAX_UNBONDINGS, OpenAppeal, Outcome, PendingExpertise, Phase,
-    QueuedSegment, Seat, SeatSlash, SegmentOutcome, SegmentState, SegmentVerdict, Session, State,
-    TraceVerdict, Unbonding, VoteCounts,
+    LocalVerdict, MAX_BACKERS, MAX_UNBONDINGS, Map, OpenAppeal, Outcome, PendingExpertise, Phase,
+    QueuedSegment, Seat, SeatSlash, SegmentOutcome, SegmentState, SegmentVerdict, Session, Set,
+    State, TraceVerdict, Unbonding, VoteCounts,
 };

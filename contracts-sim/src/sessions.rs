@@ -130,7 +130,7 @@ fn domain_pool(st: &State, tier: Tier, domain: &str, provider: &AccountId) -> (A
         .filter(|id| *id != provider)
         .filter(|id| {
             st.auditors
-                .get(id)
+                .get(*id)
                 .is_some_and(|a| a.expertise.iter().any(|e| e == domain))
         })
         .map(|id| st.accounts.get(id).map_or(0, |a| a.stake))

@@ -3,7 +3,7 @@
 //! Everything is in `BTreeMap`s and integers so that the canonical encoding, and so the
 //! state root, is the same on every node.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use trust_protocol::{
@@ -780,6 +780,15 @@ pub struct Failure {
     pub reason: String,
 }
 
+/// An ordered map that shares structure with its copies: a copy costs O(1), and a change
+/// to it copies only the path to the entry changed (and that entry), so a block's working
+/// copy of the state costs what the block touches, not what the state holds. Iteration is
+/// in key order and the encoding is a `BTreeMap`'s, so roots and snapshots are unchanged.
+pub type Map<K, V> = imbl::OrdMap<K, V>;
+
+/// The set of [`Map`]'s kind.
+pub type Set<T> = imbl::OrdSet<T>;
+
 /// The whole state.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct State {
@@ -793,18 +802,18 @@ pub struct State {
     /// Last height applied (0 before the first block).
     pub height: u64,
     /// Accounts.
-    pub accounts: BTreeMap<AccountId, Account>,
+    pub accounts: Map<AccountId, Account>,
     /// Auditors.
-    pub auditors: BTreeMap<AccountId, Auditor>,
+    pub auditors: Map<AccountId, Auditor>,
     /// Live sessions.
-    pub sessions: BTreeMap<Hash, Session>,
+    pub sessions: Map<Hash, Session>,
     /// Decided sessions.
-    pub outcomes: BTreeMap<Hash, Outcome>,
+    pub outcomes: Map<Hash, Outcome>,
     /// Decided sessions that are not final and have no appeal being judged, kept (with
     /// their seats) until their appeal window passes: an appeal takes one from here back
     /// into `sessions`, the end of its round puts it back.
     #[serde(default)]
-    pub appealable: BTreeMap<Hash, Session>,
+    pub appealable: Map<Hash, Session>,
     /// Sessions that failed to run, with the fee refunded, each for
     /// [`crate::Params::failure_retention`] blocks after it failed.
     ///
@@ -813,7 +822,7 @@ pub struct State {
     /// transaction that opened it, an account's nonce only ever rises (by one per
     /// transaction applied) and accounts are never removed, so no later transaction of
     /// that provider carries that nonce again.
-    pub failed: BTreeMap<Hash, Failure>,
+    pub failed: Map<Hash, Failure>,
     /// Tokens removed by slashing.
     pub burned: Amount,
     /// Total supply at genesis (constant).
@@ -824,31 +833,31 @@ pub struct State {
     /// committed; draws and a provider's staffing read it instead of scanning every
     /// auditor.
     #[serde(skip)]
-    pub eligible: [BTreeSet<AccountId>; 3],
+    pub eligible: [Set<AccountId>; 3],
     /// The sessions not yet final (live or appealable) in which each account holds a
     /// seat: what holds its stake back from a withdrawal. Derived from `sessions` and
     /// `appealable` (rebuilt on restore), neither encoded nor committed.
     #[serde(skip)]
-    pub seated: BTreeMap<AccountId, BTreeSet<Hash>>,
+    pub seated: Map<AccountId, Set<Hash>>,
     /// Auditors whose declared expertise takes effect at each height. Derived from the
     /// auditors' `pending_expertise` (rebuilt on restore).
     #[serde(skip)]
-    pub expertise_due: BTreeMap<u64, BTreeSet<AccountId>>,
+    pub expertise_due: Map<u64, Set<AccountId>>,
     /// Accounts whose voting power is above their stake (falling towards it block by
     /// block), or whose stake changed in the block being applied. Derived (rebuilt on
     /// restore).
     #[serde(skip)]
-    pub power_due: BTreeSet<AccountId>,
+    pub power_due: Set<AccountId>,
     /// The failures in `failed` by the height at whose end they leave the state (their
     /// `at` plus [`crate::Params::failure_retention`]), so a block drops the due ones
     /// without reading the others. Derived (rebuilt on restore).
     #[serde(skip)]
-    pub failed_due: BTreeMap<u64, BTreeSet<Hash>>,
+    pub failed_due: Map<u64, Set<Hash>>,
 }
 
 impl State {
     /// The auditors of `tier` that can be drawn now.
-    pub fn eligible(&self, tier: Tier) -> &BTreeSet<AccountId> {
+    pub fn eligible(&self, tier: Tier) -> &Set<AccountId> {
         let [c, l, h] = &self.eligible;
         match tier {
             Tier::Computer => c,

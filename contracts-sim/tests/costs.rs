@@ -2,8 +2,6 @@
 //! chain much (state that grows for free, work that grows faster than what was paid), each
 //! mounted against the contract with signed transactions and shown to fail.
 
-use std::collections::BTreeMap;
-
 use trust_contracts::{Account, Auditor, Contract, Event, Params, TxError};
 use trust_protocol::{
     AccountId, Hash, Keypair, Signed,
@@ -60,8 +58,8 @@ type Shape = (
     usize,
     usize,
     usize,
-    BTreeMap<AccountId, Account>,
-    BTreeMap<AccountId, Auditor>,
+    trust_contracts::Map<AccountId, Account>,
+    trust_contracts::Map<AccountId, Auditor>,
 );
 
 fn shape(c: &Contract) -> Shape {

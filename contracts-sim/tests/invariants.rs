@@ -432,7 +432,7 @@ impl World {
                 .auditors
                 .iter()
                 .filter(|(id, a)| {
-                    let stake = st.accounts.get(id).map_or(0, |x| x.stake);
+                    let stake = st.accounts.get(*id).map_or(0, |x| x.stake);
                     a.tier == tier
                         && a.active
                         && !a.flagged
@@ -442,7 +442,8 @@ impl World {
                 })
                 .map(|(id, _)| *id)
                 .collect();
-            assert_eq!(st.eligible(tier), &scan, "the {tier:?} index drifted");
+            let index: BTreeSet<AccountId> = st.eligible(tier).iter().copied().collect();
+            assert_eq!(index, scan, "the {tier:?} index drifted");
         }
         let mut seated: BTreeMap<AccountId, BTreeSet<Hash>> = BTreeMap::new();
         for (id, s) in st.sessions.iter().chain(&st.appealable) {
@@ -450,7 +451,12 @@ impl World {
                 seated.entry(x.account).or_default().insert(*id);
             }
         }
-        assert_eq!(st.seated, seated, "the seat index drifted");
+        let index: BTreeMap<AccountId, BTreeSet<Hash>> = st
+            .seated
+            .iter()
+            .map(|(a, s)| (*a, s.iter().copied().collect()))
+            .collect();
+        assert_eq!(index, seated, "the seat index drifted");
         // Every failure is indexed at the end of its retention, and none is kept past it.
         let mut due: BTreeMap<u64, BTreeSet<Hash>> = BTreeMap::new();
         for (id, f) in &st.failed {
@@ -458,7 +464,12 @@ impl World {
             assert!(at > st.height, "a failure outlived its retention");
             due.entry(at).or_default().insert(*id);
         }
-        assert_eq!(st.failed_due, due, "the failure index drifted");
+        let index: BTreeMap<u64, BTreeSet<Hash>> = st
+            .failed_due
+            .iter()
+            .map(|(h, s)| (*h, s.iter().copied().collect()))
+            .collect();
+        assert_eq!(index, due, "the failure index drifted");
         assert_eq!(
             self.c.state_root(),
             Contract::from_state(st.clone()).state_root(),

@@ -758,7 +758,10 @@ fn calls_that_cost_nothing_need_the_standing_they_act_on() {
     };
     let got = m.insert(sign(&nobody, batch), &c2);
     assert!(
-        matches!(got, Err(MempoolError::Refused(TxError::BatchNotSeated { .. }))),
+        matches!(
+            got,
+            Err(MempoolError::Refused(TxError::BatchNotSeated { .. }))
+        ),
         "{got:?}"
     );
 }

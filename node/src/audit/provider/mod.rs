@@ -796,7 +796,7 @@ impl Provider {
                     !resolved.terms.domain_required
                         || st
                             .auditors
-                            .get(id)
+                            .get(*id)
                             .is_some_and(|a| a.expertise.iter().any(|e| e == domain))
                 })
                 .count()
