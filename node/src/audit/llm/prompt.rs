@@ -135,31 +135,12 @@ fn is_line_break(c: char) -> bool {
 
 /// Characters that print nothing or change how others print: Unicode format characters
 /// (soft hyphen, bidi controls, zero-width characters, word joiners, the byte-order mark,
-/// tag characters) and variation selectors. Text can hide a second message in them.
+/// tag characters: the protocol's [`trust_protocol::commit::is_format_char`], which vote
+/// reasons refuse), variation selectors, and U+2065 (unassigned, among the invisible
+/// operators). Text can hide a second message in them.
 fn is_hidden(c: char) -> bool {
-    matches!(
-        u32::from(c),
-        0xAD | 0x600..=0x605
-            | 0x61C
-            | 0x6DD
-            | 0x70F
-            | 0x8E2
-            | 0x180E
-            | 0x200B..=0x200F
-            | 0x202A..=0x202E
-            | 0x2060..=0x206F
-            | 0xFE00..=0xFE0F
-            | 0xFEFF
-            | 0xFFF9..=0xFFFB
-            | 0x110BD
-            | 0x110CD
-            | 0x13430..=0x1343F
-            | 0x1BCA0..=0x1BCA3
-            | 0x1D173..=0x1D17A
-            | 0xE0001
-            | 0xE0020..=0xE007F
-            | 0xE0100..=0xE01EF
-    )
+    trust_protocol::commit::is_format_char(c)
+        || matches!(u32::from(c), 0xFE00..=0xFE0F | 0xE0100..=0xE01EF | 0x2065)
 }
 
 /// Words that open lines of this prompt (field names, `Audit form`, `Question`,
