@@ -281,10 +281,17 @@ fn session_calls_expire_as_phases_pass_and_leave_the_pool() {
         expired(c.state(), &seat, &none_left),
         Some("the session has no such segment")
     );
-    assert_eq!(crate::mempool::unfit(c.state(), &seat, &batch), Ok(()));
+    // It fits only if every entry names a segment where its sender sits (the contract
+    // refuses it whole otherwise): segment 7 does not exist, so this batch never fits,
+    // while its seat's own commit alone does.
+    assert!(matches!(
+        crate::mempool::unfit(c.state(), &seat, &batch),
+        Err(MempoolError::Refused(TxError::BatchNotSeated { segment: 7, .. }))
+    ));
+    assert_eq!(crate::mempool::unfit(c.state(), &seat, &commit.body.call), Ok(()));
     assert!(matches!(
         crate::mempool::unfit(c.state(), &provider.public(), &batch),
-        Err(MempoolError::Unfit(_))
+        Err(MempoolError::Refused(TxError::BatchNotSeated { .. }))
     ));
     // A honeypot set opening is live while the session is and its set is closed, fit
     // from its provider only.

@@ -389,7 +389,7 @@ const MAX_POW: u32 = 16;
 /// evaluators recurse over it, so this bounds their stack too.
 const MAX_TOKENS: usize = 512;
 /// Deepest nesting of parentheses and signs the parser descends into.
-const MAX_NESTING: usize = 48;
+const MAX_NESTING: usize = 256;
 
 fn lex(src: &str) -> Result<Vec<Tok>, ParseError> {
     let cs: Vec<char> = src.chars().collect();
