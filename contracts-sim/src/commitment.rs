@@ -216,7 +216,9 @@ pub fn all_keys(state: &State) -> impl Iterator<Item = StateKey> + '_ {
 #[derive(Clone, Default)]
 struct NodeStore {
     /// Shared with the store's copies ([`crate::state::Map`]): copying a tree is O(1).
-    nodes: crate::state::Map<NodeKey, Node>,
+    /// Each node sits behind its own pointer, so a change that copies a run of the map's
+    /// entries copies keys and pointers, not nodes with up to 16 child hashes each.
+    nodes: crate::state::Map<NodeKey, std::sync::Arc<Node>>,
 }
 
 /// A read view over the node store; answers a value lookup only for the one key (and
@@ -228,7 +230,7 @@ struct Reader<'a> {
 
 impl TreeReader for Reader<'_> {
     fn get_node_option(&self, node_key: &NodeKey) -> anyhow::Result<Option<Node>> {
-        Ok(self.store.nodes.get(node_key).cloned())
+        Ok(self.store.nodes.get(node_key).map(|n| Node::clone(n)))
     }
 
     fn get_value_option(
@@ -248,7 +250,7 @@ impl TreeReader for Reader<'_> {
             .store
             .nodes
             .iter()
-            .filter_map(|(k, n)| match n {
+            .filter_map(|(k, n)| match n.as_ref() {
                 Node::Leaf(l) => Some((k.clone(), l.clone())),
                 _ => None,
             })
@@ -376,7 +378,9 @@ impl Tree {
             if k.nibble_path().is_empty() && k.version() == self.version {
                 new_root = Some(k.clone());
             }
-            self.store.nodes.insert(k.clone(), n.clone());
+            self.store
+                .nodes
+                .insert(k.clone(), std::sync::Arc::new(n.clone()));
         }
         for stale in &batch.stale_node_index_batch {
             self.store.nodes.remove(&stale.node_key);
