@@ -286,9 +286,15 @@ fn session_calls_expire_as_phases_pass_and_leave_the_pool() {
     // while its seat's own commit alone does.
     assert!(matches!(
         crate::mempool::unfit(c.state(), &seat, &batch),
-        Err(MempoolError::Refused(TxError::BatchNotSeated { segment: 7, .. }))
+        Err(MempoolError::Refused(TxError::BatchNotSeated {
+            segment: 7,
+            ..
+        }))
     ));
-    assert_eq!(crate::mempool::unfit(c.state(), &seat, &commit.body.call), Ok(()));
+    assert_eq!(
+        crate::mempool::unfit(c.state(), &seat, &commit.body.call),
+        Ok(())
+    );
     assert!(matches!(
         crate::mempool::unfit(c.state(), &provider.public(), &batch),
         Err(MempoolError::Refused(TxError::BatchNotSeated { .. }))
