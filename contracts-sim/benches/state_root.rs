@@ -50,6 +50,7 @@ fn outcome(provider: Hash, i: u64) -> Outcome {
     Outcome {
         provider: trust_protocol::PublicKey(provider.0),
         opened_at: i,
+        drawn_at: i + 1,
         decided_at: i + 5,
         segments: vec![seg; 8],
         left_out: Vec::new(),

@@ -62,7 +62,7 @@ use trust_protocol::{
 };
 
 use crate::{
-    appeal,
+    admission, appeal,
     assign::{self, Draw},
     commitment::{EntryProof, StateKey, Tree},
     error::TxError,
@@ -184,6 +184,7 @@ impl Contract {
             expertise_due: Default::default(),
             power_due: Default::default(),
             failed_due: Default::default(),
+            judging: Default::default(),
         }))
     }
 
@@ -477,27 +478,54 @@ impl Contract {
                 });
             }
         }
-        let due: Vec<Hash> = self
+        // Due sessions in the order they were opened; none past the first that does not
+        // fit the network's capacity ([`crate::admission`]).
+        let mut due: Vec<(u64, Hash)> = self
             .state
             .sessions
             .iter()
             .filter(|(_, s)| draw_due(s, ctx.height))
-            .map(|(id, _)| *id)
+            .map(|(id, s)| (s.opened_at, *id))
             .collect();
-        for id in due {
+        due.sort_unstable();
+        let mut capacity = None;
+        for (opened_at, id) in due {
+            let Some(s) = self.state.sessions.get(&id) else {
+                continue;
+            };
+            let need = admission::round0_seats(s);
+            let cap = *capacity.get_or_insert_with(|| admission::capacity(&self.state));
+            let refusing = admission::refusing_tier(&self.state.judging, &need, &cap);
+            let waited = ctx.height.saturating_sub(opened_at.saturating_add(1));
+            let patient = waited < self.state.params.draw_patience;
+            if let (Some((tier, judging, capacity)), true) = (refusing, patient) {
+                ev.push(Event::SessionDeferred {
+                    session: id,
+                    tier,
+                    judging,
+                    capacity,
+                });
+                break;
+            }
             let Some(mut s) = self.state.sessions.remove(&id) else {
                 continue;
             };
-            let next = match assign_round0(&self.state, ctx, &id, &mut s, &mut ev) {
-                Ok(()) => {
-                    let p = &self.state.params;
-                    s.phase = Phase::Commit {
-                        round: 0,
-                        until: ctx.height.saturating_add(sessions::commit_window(p, &s, 0)),
-                    };
-                    Next::Keep
-                }
-                Err(reason) => Next::Fail(reason.to_string()),
+            let next = match refusing {
+                Some(_) => Next::Fail(format!(
+                    "not admitted: the network stayed at capacity for {waited} blocks"
+                )),
+                None => match assign_round0(&self.state, ctx, &id, &mut s, &mut ev) {
+                    Ok(()) => {
+                        let p = &self.state.params;
+                        s.phase = Phase::Commit {
+                            round: 0,
+                            until: ctx.height.saturating_add(sessions::commit_window(p, &s, 0)),
+                        };
+                        s.drawn_at = ctx.height;
+                        Next::Keep
+                    }
+                    Err(reason) => Next::Fail(reason.to_string()),
+                },
             };
             self.settle(ctx, id, s, Phase::Assigning, next, &mut ev);
         }
@@ -536,6 +564,13 @@ impl Contract {
                 self.state.power_due.insert(id);
             }
         }
+    }
+
+    /// Per tier (Computer, LLM, Human): the seats in a commit window now and the
+    /// capacity a round-0 draw is admitted against ([`crate::admission`]). Reads each
+    /// tier's eligible set once.
+    pub fn admission(&self) -> ([u64; 3], [u64; 3]) {
+        (self.state.judging, admission::capacity(&self.state))
     }
 
     /// The voting power of an account as a validator ([`crate::Account::power`]).
@@ -577,6 +612,17 @@ impl Contract {
         next: Next,
         ev: &mut Vec<Event>,
     ) {
+        // The seats being judged: those of the phase left out, those of the phase entered in.
+        let stays = matches!(next, Next::Keep);
+        if !stays || s.phase != phase {
+            let before = admission::judging_seats(&s, phase);
+            let after = if stays {
+                admission::judging_seats(&s, s.phase)
+            } else {
+                [0; 3]
+            };
+            admission::shift(&mut self.state.judging, &before, &after);
+        }
         match next {
             Next::Keep => {
                 // `advance` changes a session only when it moves it to another phase.

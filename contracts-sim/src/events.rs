@@ -78,6 +78,19 @@ pub enum Event {
         /// Why.
         reason: String,
     },
+    /// A session's round-0 draw waits: the seats of `tier` being judged now (`judging`)
+    /// and the session's would exceed the tier's `capacity` ([`crate::admission`]). At
+    /// most one per block: the first session that waits (the later ones wait behind it).
+    SessionDeferred {
+        /// Session.
+        session: Hash,
+        /// The tier at capacity.
+        tier: Tier,
+        /// Its seats in a commit window now.
+        judging: u64,
+        /// Its capacity.
+        capacity: u64,
+    },
     /// A seat was drawn.
     SeatAssigned {
         /// Session.

@@ -27,6 +27,7 @@
     )
 )]
 
+pub mod admission;
 mod appeal;
 pub(crate) mod assign;
 pub mod commitment;

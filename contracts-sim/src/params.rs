@@ -151,6 +151,22 @@ pub struct Params {
     /// never reused), so creating one must move at least this much. At least 1.
     #[serde(default = "default_min_new_account")]
     pub min_new_account: Amount,
+    /// Seats an auditor of each tier (Computer, LLM, Human) is expected to judge at once:
+    /// the admission limit of the round-0 draw. A session's seats are drawn only while the
+    /// seats of its tiers still in a commit window, its own included, stay within
+    /// `seat_capacity[t] * S_t / s_max_t` (the tier's eligible stake over its largest
+    /// eligible stake: the number of auditors of the largest one's size), so that under
+    /// stake-weighted draws the largest auditor expects at most `seat_capacity[t]` seats
+    /// to judge at once. Past that, sessions wait in the order they were opened (a
+    /// deferred draw) instead of turning honest seats into no-shows; a session alone is
+    /// always admitted when nothing of its tiers is being judged. At least 1 each.
+    #[serde(default = "default_seat_capacity")]
+    pub seat_capacity: [u32; 3],
+    /// Blocks a session may wait for its round-0 draw after the block that opened it:
+    /// past that it fails and is refunded in full ("not admitted"), so a provider's escrow
+    /// is never held for a network that stays at capacity. At least 1.
+    #[serde(default = "default_draw_patience")]
+    pub draw_patience: u64,
 }
 
 /// The network's floors under the terms a provider chooses, per tier where it matters
@@ -251,6 +267,14 @@ fn default_key_lead() -> u64 {
 }
 
 fn default_failure_retention() -> u64 {
+    1_000
+}
+
+fn default_seat_capacity() -> [u32; 3] {
+    [256, 8, 4]
+}
+
+fn default_draw_patience() -> u64 {
     1_000
 }
 
@@ -379,6 +403,8 @@ impl Default for Params {
             key_lead: default_key_lead(),
             failure_retention: default_failure_retention(),
             min_new_account: default_min_new_account(),
+            seat_capacity: default_seat_capacity(),
+            draw_patience: default_draw_patience(),
         }
     }
 }
@@ -524,6 +550,12 @@ impl Params {
         }
         if self.min_new_account == 0 {
             return Err(GenesisError::BadParam("min_new_account"));
+        }
+        if self.seat_capacity.contains(&0) {
+            return Err(GenesisError::BadParam("seat_capacity"));
+        }
+        if self.draw_patience == 0 {
+            return Err(GenesisError::BadParam("draw_patience"));
         }
         if self.appeal_horizon < self.appeal_window {
             return Err(GenesisError::BadParam("appeal_horizon"));

@@ -160,6 +160,7 @@ pub(crate) fn reindex_all(st: &mut State) {
     for (due, id) in failed {
         st.failed_due.entry(due).or_default().insert(id);
     }
+    st.judging = crate::admission::judging_by_scan(st);
 }
 
 /// Records that `account` holds a seat in `session` (not final yet).

@@ -332,6 +332,7 @@ pub(crate) fn open(
         Session {
             provider,
             opened_at: height,
+            drawn_at: 0,
             phase: Phase::Assigning,
             escrow: manifest.fee,
             bond,

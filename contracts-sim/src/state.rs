@@ -319,6 +319,11 @@ pub struct Session {
     pub provider: AccountId,
     /// Height of the block that opened it.
     pub opened_at: u64,
+    /// Height of the block that drew its round-0 seats (0 until then): later than the
+    /// block after `opened_at` when the network was at capacity and the draw waited
+    /// ([`crate::Params::seat_capacity`]).
+    #[serde(default)]
+    pub drawn_at: u64,
     /// Phase.
     pub phase: Phase,
     /// Fee left in escrow.
@@ -579,6 +584,11 @@ pub struct Outcome {
     pub provider: AccountId,
     /// Height at which it was opened.
     pub opened_at: u64,
+    /// Height at which its round-0 seats were drawn: more than one block after
+    /// `opened_at` when its draw waited for the network's capacity
+    /// ([`crate::Params::seat_capacity`]).
+    #[serde(default)]
+    pub drawn_at: u64,
     /// Height at which it was decided.
     pub decided_at: u64,
     /// Per-segment outcomes, in manifest order.
@@ -853,6 +863,12 @@ pub struct State {
     /// without reading the others. Derived (rebuilt on restore).
     #[serde(skip)]
     pub failed_due: Map<u64, Set<Hash>>,
+    /// Seats of each tier (Computer, LLM, Human) in a commit window now: the seats of the
+    /// current round of every live session in its commit phase. What the round-0 draw's
+    /// admission reads ([`crate::Params::seat_capacity`]). Derived from `sessions`
+    /// (kept in step by every phase change, rebuilt on restore).
+    #[serde(skip)]
+    pub judging: [u64; 3],
 }
 
 impl State {

@@ -853,6 +853,7 @@ impl Contract {
         Outcome {
             provider: s.provider,
             opened_at: s.opened_at,
+            drawn_at: s.drawn_at,
             decided_at: ctx.height,
             segments: outcomes,
             left_out: left_outcomes,

@@ -479,3 +479,274 @@ fn item_5_a_vote_batch_naming_others_seats_is_refused_whole() {
             .all(|e| matches!(e, Event::Committed { seat, .. } if *seat == me.public()))
     );
 }
+
+/// The honest seats of every live session of the chain do their work at once: the
+/// provider delivers the keys of a round just drawn, every seat commits Valid in the same
+/// block and reveals as soon as the reveal window opens; the provider opens its mapping
+/// when due. What a network that keeps up does; it leaves admission the only brake.
+fn serve(chain: &mut Chain, keys: &[Keypair], provider: &Keypair) {
+    let sessions: Vec<(Hash, trust_contracts::Session)> = chain
+        .c
+        .state()
+        .sessions
+        .iter()
+        .map(|(id, s)| (*id, s.clone()))
+        .collect();
+    let salt = trust_protocol::Salt([5; 32]);
+    let v = trust_protocol::Vote::Valid;
+    for (sid, s) in sessions {
+        match s.phase {
+            trust_contracts::Phase::Commit { round, .. } => {
+                let fresh = s
+                    .segments
+                    .iter()
+                    .flat_map(|g| &g.seats)
+                    .any(|x| x.round == round && x.commitment.is_none());
+                if !fresh {
+                    continue;
+                }
+                common::deliver_keys(chain, provider, sid, round, &[]);
+                for (i, g) in s.segments.iter().enumerate() {
+                    for x in g.seats.iter().filter(|x| x.round == round) {
+                        let k = common::find(keys, &x.account).clone();
+                        let c = trust_protocol::commitment(
+                            &sid,
+                            &g.entry.id,
+                            &x.account,
+                            v,
+                            &salt,
+                            &common::why(v),
+                        );
+                        chain.submit(
+                            &k,
+                            Call::Commit {
+                                session: sid,
+                                segment: i as u16,
+                                commitment: c,
+                            },
+                        );
+                    }
+                }
+            }
+            trust_contracts::Phase::Reveal { round, .. } => {
+                for (i, g) in s.segments.iter().enumerate() {
+                    for x in g
+                        .seats
+                        .iter()
+                        .filter(|x| x.round == round && x.commitment.is_some() && x.vote.is_none())
+                    {
+                        let k = common::find(keys, &x.account).clone();
+                        chain.submit(
+                            &k,
+                            Call::Reveal {
+                                session: sid,
+                                segment: i as u16,
+                                vote: v,
+                                salt,
+                                reason: common::why(v),
+                            },
+                        );
+                    }
+                }
+            }
+            _ => chain.reveal_mapping_when_due(provider, sid),
+        }
+    }
+}
+
+/// The seats being judged per tier, checked against a scan of the live sessions.
+fn judging(chain: &Chain) -> [u64; 3] {
+    let st = chain.c.state();
+    assert_eq!(
+        st.judging,
+        trust_contracts::admission::judging_by_scan(st),
+        "the count of seats being judged drifted"
+    );
+    st.judging
+}
+
+/// Item 6: a burst of 12 sessions (8 seats each) at once on a tier whose capacity is 16
+/// seats (4 auditors of equal stake, `seat_capacity` 4): at most 16 seats are ever in a
+/// commit window, the sessions are drawn strictly in the order they were opened (by id
+/// within a block; none overtakes one that waits), each block that holds some back says so once, and every
+/// session is decided, none failed. The seats were never asked more than capacity.
+#[test]
+fn item_6_a_burst_waits_for_capacity_in_order_and_every_session_is_decided() {
+    let params = Params {
+        seat_capacity: [4, 4, 4],
+        ..test_params()
+    };
+    let (mut chain, keys) = chain(params, &[(Tier::Computer, 4)]);
+    let provider = key("provider");
+    let m = manifest(
+        vec![
+            segment(0, Tier::Computer, vec![]),
+            segment(1, Tier::Computer, vec![]),
+        ],
+        2,
+        2,
+    );
+    let first = chain.c.nonce(&provider.public());
+    // Opened in one block: they wait in the order of their ids.
+    let mut ids: Vec<Hash> = (0..12)
+        .map(|i| Tx::session_id(&provider.public(), first + i))
+        .collect();
+    ids.sort();
+    for _ in 0..12 {
+        chain.submit(&provider, Call::OpenSession(m.clone()));
+    }
+    let opened = chain.height + 1;
+    chain.block();
+    let mut drawn_order: Vec<Hash> = Vec::new();
+    let mut deferred_blocks = 0;
+    for _ in 0..200 {
+        serve(&mut chain, &keys, &provider);
+        let ev = chain.block();
+        let load = judging(&chain);
+        assert!(
+            load[0] <= 16,
+            "{} seats in a commit window, capacity 16",
+            load[0]
+        );
+        let deferrals: Vec<_> = ev
+            .iter()
+            .filter_map(|e| match e {
+                Event::SessionDeferred {
+                    session,
+                    judging,
+                    capacity,
+                    ..
+                } => Some((*session, *judging, *capacity)),
+                _ => None,
+            })
+            .collect();
+        for e in &ev {
+            if let Event::SeatAssigned {
+                session, round: 0, ..
+            } = e
+                && !drawn_order.contains(session)
+            {
+                drawn_order.push(*session);
+            }
+        }
+        assert!(deferrals.len() <= 1, "one deferral per block at most");
+        if let Some((session, load, cap)) = deferrals.first() {
+            deferred_blocks += 1;
+            assert_eq!(*cap, 16);
+            assert!(*load + 8 > 16);
+            // The one that waits is the first opened of those not drawn yet.
+            let next = ids.iter().find(|id| !drawn_order.contains(id)).unwrap();
+            assert_eq!(session, next);
+        }
+        if chain.c.state().sessions.is_empty() {
+            break;
+        }
+    }
+    assert!(
+        chain.c.state().sessions.is_empty(),
+        "every session ran to its end"
+    );
+    assert_eq!(drawn_order, ids, "drawn in the order they were opened");
+    assert!(
+        deferred_blocks >= 2,
+        "the burst was held back ({deferred_blocks} blocks)"
+    );
+    let outcomes = &chain.c.state().outcomes;
+    assert!(chain.c.state().failed.is_empty());
+    let mut waited = 0;
+    for id in &ids {
+        let o = &outcomes[id];
+        assert_eq!(o.opened_at, opened);
+        assert!(o.drawn_at > o.opened_at && o.drawn_at <= o.decided_at);
+        if o.drawn_at > o.opened_at + 1 {
+            waited += 1;
+        }
+    }
+    assert_eq!(
+        waited, 10,
+        "two sessions fit at once: the first two never waited"
+    );
+}
+
+/// Item 6, the attacks on admission: a session whose seats never commit holds the tier's
+/// capacity only until its commit window closes (then the next is drawn), and a session
+/// that waits longer than `draw_patience` fails and is refunded in full rather than hold
+/// its provider's escrow for a network that stays at capacity.
+#[test]
+fn item_6_capacity_is_held_no_longer_than_a_window_and_no_session_waits_forever() {
+    let params = Params {
+        seat_capacity: [1, 1, 1],
+        draw_patience: 3,
+        ..test_params()
+    };
+    let (mut chain, _keys) = chain(params, &[(Tier::Computer, 4)]);
+    let provider = key("provider");
+    let m = manifest(vec![segment(0, Tier::Computer, vec![])], 2, 0);
+    let first = chain.c.nonce(&provider.public());
+    let mut ids: Vec<Hash> = (0..6)
+        .map(|i| Tx::session_id(&provider.public(), first + i))
+        .collect();
+    ids.sort();
+    for _ in 0..6 {
+        chain.submit(&provider, Call::OpenSession(m.clone()));
+    }
+    chain.block();
+    let before = chain.balance(&provider.public());
+    let escrowed = {
+        let s = &chain.c.state().sessions[&ids[5]];
+        s.escrow + s.bond
+    };
+    // Capacity 4, two seats a session: two are drawn, and nobody ever commits.
+    let ev = chain.block();
+    let drawn = |ev: &[Event]| -> Vec<Hash> {
+        let mut out: Vec<Hash> = ev
+            .iter()
+            .filter_map(|e| match e {
+                Event::SeatAssigned {
+                    session, round: 0, ..
+                } => Some(*session),
+                _ => None,
+            })
+            .collect();
+        out.dedup();
+        out
+    };
+    assert_eq!(drawn(&ev), ids[..2].to_vec());
+    assert_eq!(judging(&chain)[0], 4);
+    let until = match chain.phase(&ids[0]) {
+        Some(trust_contracts::Phase::Commit { until, .. }) => until,
+        p => panic!("{p:?}"),
+    };
+    assert!(until > chain.height + 3, "the window outlasts the patience");
+    let mut failed = Vec::new();
+    let mut refunded = 0;
+    while chain.height < until {
+        let ev = chain.block();
+        assert!(
+            drawn(&ev).is_empty(),
+            "nothing drawn while the window is held"
+        );
+        for e in &ev {
+            match e {
+                Event::SessionFailed { session, reason } => {
+                    assert!(reason.contains("not admitted"), "{reason}");
+                    failed.push(*session);
+                }
+                Event::Refunded { amount, .. } => refunded += amount,
+                _ => {}
+            }
+        }
+    }
+    assert_eq!(
+        failed,
+        ids[2..].to_vec(),
+        "the four that waited failed, in order"
+    );
+    let held: u64 = chain.c.state().failed.len() as u64 * escrowed;
+    assert_eq!(refunded, held, "fee and bond back, in full");
+    assert_eq!(chain.balance(&provider.public()), before + refunded);
+    // The window closed with no commit: the held seats left the count.
+    chain.block();
+    assert_eq!(judging(&chain)[0], 0);
+    assert!(chain.c.state().failed.len() == 4);
+}

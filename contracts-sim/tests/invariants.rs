@@ -161,6 +161,9 @@ impl World {
             disclose_window: 2,
             unbond_delay: 3,
             failure_retention: 4,
+            // Small enough that sessions wait for their draw, and some give up waiting.
+            seat_capacity: [2, 2, 2],
+            draw_patience: 3,
             ..test_params()
         };
         Self {
@@ -470,6 +473,11 @@ impl World {
             .map(|(h, s)| (*h, s.iter().copied().collect()))
             .collect();
         assert_eq!(index, due, "the failure index drifted");
+        assert_eq!(
+            st.judging,
+            trust_contracts::admission::judging_by_scan(st),
+            "the count of seats being judged drifted"
+        );
         assert_eq!(
             self.c.state_root(),
             Contract::from_state(st.clone()).state_root(),

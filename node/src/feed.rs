@@ -57,6 +57,9 @@ use trust_protocol::{AccountId, Hash, tx::Tier, units::Amount};
 pub enum Kind {
     /// A provider opened a session.
     SessionOpened,
+    /// A session's draw waits: the network is at capacity (at most one per block, the
+    /// first session that waits; the later ones wait behind it).
+    SessionDeferred,
     /// An auditor was drawn to a seat.
     SeatDrawn,
     /// A seat has its keys and may commit.
@@ -108,8 +111,9 @@ pub enum Kind {
 
 impl Kind {
     /// Every kind a block's feed may hold (all but [`Kind::Dropped`]).
-    pub const STORED: [Kind; 23] = [
+    pub const STORED: [Kind; 24] = [
         Kind::SessionOpened,
+        Kind::SessionDeferred,
         Kind::SeatDrawn,
         Kind::CommitDue,
         Kind::RevealDue,
@@ -138,6 +142,7 @@ impl Kind {
     pub fn name(self) -> &'static str {
         match self {
             Kind::SessionOpened => "session_opened",
+            Kind::SessionDeferred => "session_deferred",
             Kind::SeatDrawn => "seat_drawn",
             Kind::CommitDue => "commit_due",
             Kind::RevealDue => "reveal_due",
@@ -418,6 +423,20 @@ pub fn derive(height: u64, events: &[Event], after: &Contract) -> Vec<FeedEvent>
                 e.session = Some(*session);
                 e.account = Some(*provider);
                 e.segments = Some(*segments);
+                out.push(e);
+            }
+            Event::SessionDeferred {
+                session,
+                tier,
+                judging,
+                capacity,
+            } => {
+                let mut e = FeedEvent::new(Kind::SessionDeferred);
+                e.session = Some(*session);
+                e.tier = Some(*tier);
+                e.reason = Some(format!(
+                    "{judging} {tier:?} seats being judged, capacity {capacity}: the draw waits"
+                ));
                 out.push(e);
             }
             Event::SeatAssigned {

@@ -96,7 +96,7 @@ impl Default for AdversaryConfig {
             honest_stake: 1_000,
             sybils_per_tier: 8,
             sybil_stake: 1_400,
-            params: Params::default(),
+            params: super::sim_params(),
         }
     }
 }

@@ -167,10 +167,21 @@ impl Default for SimConfig {
                 tau: Ppm(600_000),
                 beta: Ppm(800_000),
             },
-            params: Params::default(),
+            params: sim_params(),
             stake: 1_000,
             sample_every: 10,
         }
+    }
+}
+
+/// The network's default parameters with unbounded seat capacity: the simulator models
+/// what seats decide and earn, not how fast they judge (every seat judges in the block it
+/// has its keys), so admission by capacity ([`crate::admission`]) would only stretch its
+/// runs.
+pub fn sim_params() -> Params {
+    Params {
+        seat_capacity: [u32::MAX; 3],
+        ..Params::default()
     }
 }
 

@@ -178,7 +178,7 @@ fn frame(e: &FeedEvent) -> SseEvent {
     params(
         ("account" = Option<String>, Query, description = "Only events for this account (64 hex)."),
         ("session" = Option<String>, Query, description = "Only events of this session (64 hex)."),
-        ("kind" = Option<String>, Query, description = "Only these kinds, comma-separated or repeated: session_opened, seat_drawn, commit_due, reveal_due, bad_key_proven, vote_refused, honeypots_forfeited, segment_decided, session_decided, appeal_opened, appeal_queued, appeal_decided, appeal_cancelled, session_failed, session_final, reward, slash, slash_restored, bonded, unbond_started, withdrawn, expertise_declared, expertise_changed."),
+        ("kind" = Option<String>, Query, description = "Only these kinds, comma-separated or repeated: session_opened, session_deferred, seat_drawn, commit_due, reveal_due, bad_key_proven, vote_refused, honeypots_forfeited, segment_decided, session_decided, appeal_opened, appeal_queued, appeal_decided, appeal_cancelled, session_failed, session_final, reward, slash, slash_restored, bonded, unbond_started, withdrawn, expertise_declared, expertise_changed."),
         ("after" = Option<String>, Query, description = "Resume strictly after this event id (H:I) or block (H)."),
         ("Last-Event-ID" = Option<String>, Header, description = "Resume strictly after this event id (as `after`)."),
     ),

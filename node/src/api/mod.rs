@@ -970,6 +970,21 @@ trust_state_entries{{kind=\"failed\"}} {}\n\
         st.failed,
         st.tree_nodes,
     );
+    let (judging, capacity) = chain.contract.admission();
+    let _ = write!(
+        text,
+        "# HELP trust_seats_judging Seats in a commit window now, by tier: what a new session's draw is admitted against.\n# TYPE trust_seats_judging gauge\n"
+    );
+    for (tier, n) in ["computer", "llm", "human"].iter().zip(judging) {
+        let _ = writeln!(text, "trust_seats_judging{{tier=\"{tier}\"}} {n}");
+    }
+    let _ = write!(
+        text,
+        "# HELP trust_seat_capacity Seats a tier may have in a commit window before new sessions wait for their draw.\n# TYPE trust_seat_capacity gauge\n"
+    );
+    for (tier, n) in ["computer", "llm", "human"].iter().zip(capacity) {
+        let _ = writeln!(text, "trust_seat_capacity{{tier=\"{tier}\"}} {n}");
+    }
     for source in &api.sources {
         source.render(&mut text);
     }

@@ -1605,6 +1605,11 @@ async fn status_and_metrics_say_how_much_the_node_holds() {
         ),
         "trust_state_entries{kind=\"outcomes\"} 1\n".to_string(),
         format!("trust_state_tree_nodes {}\n", state.tree_nodes()),
+        "trust_seats_judging{tier=\"computer\"} 0\n".to_string(),
+        format!(
+            "trust_seat_capacity{{tier=\"computer\"}} {}\n",
+            state.admission().1[0]
+        ),
     ] {
         assert!(text.contains(&line), "{line:?} not in\n{text}");
     }

@@ -95,6 +95,7 @@ fn finished(provider: AccountId, seats: [AccountId; 3]) -> Outcome {
     Outcome {
         provider,
         opened_at: 1,
+        drawn_at: 2,
         decided_at: 2,
         segments: vec![segment.clone(), segment.clone(), segment],
         left_out: Vec::new(),

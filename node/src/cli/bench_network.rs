@@ -76,6 +76,10 @@ pub struct NetworkArgs {
     /// Also write the Markdown table to this file.
     #[arg(long)]
     pub markdown: Option<PathBuf>,
+    /// Genesis seat capacity of the Computer tier (`testnet init --seat-capacity`); a
+    /// large value turns admission off, to measure what it prevents.
+    #[arg(long)]
+    pub seat_capacity: Option<u32>,
     /// Give up when the sessions are not all decided after this many seconds.
     #[arg(long, default_value_t = 600)]
     pub timeout_secs: u64,
@@ -113,6 +117,15 @@ pub struct Report {
     /// Of `votes`, the abstentions (a seat that could not judge its segment in time says
     /// so rather than miss its window).
     pub abstained_votes: u64,
+    /// `missing_votes` over the seat votes of the sessions admitted (`votes` +
+    /// `missing_votes`): the no-show rate a burst inflicted.
+    pub missing_fraction: f64,
+    /// Sessions whose draw waited for the network's capacity (drawn more than one block
+    /// after the block that opened them).
+    pub deferred: usize,
+    /// Sessions that failed instead of running (a draw that could not fill, or one that
+    /// waited past the network's patience): refunded, not judged.
+    pub refused: usize,
     /// Submit→verdict latency of every session, seconds, in the order they were opened.
     pub latencies: Vec<f64>,
     /// Submit→verdict latency percentiles, seconds.
@@ -385,6 +398,11 @@ fn start_network(args: &NetworkArgs, dir: &Path) -> Result<(Nodes, Vec<String>),
         .args(["--base-port", &args.base_port.to_string()])
         .args(["--seats-per-segment", &args.seats.to_string()])
         .args(["--honeypots-per-session", "0"])
+        .args(
+            args.seat_capacity
+                .map(|c| vec!["--seat-capacity".to_string(), c.to_string()])
+                .unwrap_or_default(),
+        )
         .output()
         .map_err(|e| CliError::failed(format!("testnet init: {e}")))?;
     if !init.status.success() {
@@ -527,6 +545,7 @@ async fn drive(
     let mut votes = 0u64;
     let mut missing = 0u64;
     let mut abstained = 0u64;
+    let (mut deferred, mut refused) = (0usize, 0usize);
     let mut next = 0usize;
     let mut last_height = start_height;
     let mut mempool = Vec::new();
@@ -599,6 +618,15 @@ async fn drive(
                     let took = at.elapsed().as_secs_f64();
                     latencies.push(took);
                     by_order.push((order.get(&id).copied().unwrap_or(0), took));
+                    if matches!(s.status, SessionStatus::Failed) {
+                        refused += 1;
+                    }
+                    if s.outcome
+                        .as_ref()
+                        .is_some_and(|o| o.drawn_at > o.opened_at.saturating_add(1))
+                    {
+                        deferred += 1;
+                    }
                     for seg in s.outcome.iter().flat_map(|o| &o.segments) {
                         let v = &seg.votes;
                         votes += [v.valid, v.invalid, v.ungrounded, v.abstained]
@@ -644,6 +672,9 @@ async fn drive(
         votes_per_sec: votes as f64 / seconds,
         missing_votes: missing,
         abstained_votes: abstained,
+        missing_fraction: missing as f64 / (votes + missing).max(1) as f64,
+        deferred,
+        refused,
         latencies: by_order.into_iter().map(|(_, l)| l).collect(),
         latency_p50: percentile(&latencies, 0.50),
         latency_p90: percentile(&latencies, 0.90),
@@ -700,7 +731,13 @@ pub fn markdown(r: &Report) -> String {
                 }
             ),
         ),
-        ("decided", format!("{} in {:.2} s", r.decided, r.seconds)),
+        (
+            "decided",
+            format!(
+                "{} in {:.2} s ({} waited for capacity, {} refused)",
+                r.decided, r.seconds, r.deferred, r.refused
+            ),
+        ),
         (
             "sessions finalized / s",
             format!("{:.2}", r.sessions_per_sec),
@@ -708,8 +745,12 @@ pub fn markdown(r: &Report) -> String {
         (
             "segment votes finalized / s",
             format!(
-                "{:.1} ({} votes, {} of them abstentions; {} seats missed their window)",
-                r.votes_per_sec, r.votes, r.abstained_votes, r.missing_votes
+                "{:.1} ({} votes, {} of them abstentions; {} seats missed their window: {:.2} %)",
+                r.votes_per_sec,
+                r.votes,
+                r.abstained_votes,
+                r.missing_votes,
+                100.0 * r.missing_fraction
             ),
         ),
         (

@@ -172,6 +172,12 @@ pub struct TestnetInitArgs {
     /// a test or a demo see a session become final.
     #[arg(long)]
     pub appeal_window: Option<u64>,
+    /// Seats the largest auditor of each tier is expected to judge at once: the admission
+    /// limit of draws (genesis `seat_capacity`; default 256 Computer, 8 LLM, 4 Human).
+    /// One number sets the Computer tier's; three (`C,L,H`) set each tier's. Past the
+    /// limit sessions wait for their draw instead of overloading the seats.
+    #[arg(long, value_name = "N|C,L,H", value_delimiter = ',', num_args = 1..=3)]
+    pub seat_capacity: Vec<u32>,
     /// Expertise domains of node I's auditor instead of `math`, e.g. `--expertise
     /// 1=medicine --expertise 2=medicine+math` (repeatable): sessions that require a
     /// domain draw only its auditors (once the domain's declaring stake meets the floor).
@@ -358,6 +364,17 @@ fn testnet_init(a: TestnetInitArgs) -> CliResult {
     }
     if let Some(w) = a.appeal_window {
         params.appeal_window = w;
+    }
+    match a.seat_capacity.as_slice() {
+        [] => {}
+        [c] => params.seat_capacity[0] = *c,
+        [c, l, h] => params.seat_capacity = [*c, *l, *h],
+        other => {
+            return Err(CliError::usage(format!(
+                "--seat-capacity takes one number (the Computer tier) or three (C,L,H), not {}",
+                other.len()
+            )));
+        }
     }
     if a.slash_always {
         params.p_min = trust_protocol::units::Ppm(1_000_000);
@@ -645,6 +662,7 @@ mod tests {
             unbond_delay: None,
             slash_always: false,
             appeal_window: None,
+            seat_capacity: vec![],
             expertise: vec![],
             // One Human node staffs k = 1 Human seats: below the public floors.
             dev_floors: human > 0 && human < 3,

@@ -309,7 +309,9 @@ pub fn line(e: &FeedEvent, me: Option<AccountId>) -> String {
             e.reason.as_deref().unwrap_or("?")
         ),
         Kind::SessionFinal => format!("{session}: final"),
-        Kind::SessionFailed => format!("{session}: {}", e.reason.as_deref().unwrap_or("?")),
+        Kind::SessionFailed | Kind::SessionDeferred => {
+            format!("{session}: {}", e.reason.as_deref().unwrap_or("?"))
+        }
         Kind::Reward => format!("{session}{segment} → {}: +{amount}", who(e.account)),
         Kind::Slash => format!(
             "{session} → {}: -{amount} ({})",

@@ -509,3 +509,42 @@ async fn commit_due_is_said_once_for_each_fully_keyed_seat() {
         assert_eq!(due, want);
     }
 }
+
+/// A draw that waits for the network's capacity reaches the feed, once per block, before
+/// the seats drawn in that block: the session, the tier at capacity and why, by name.
+#[test]
+fn a_deferred_draw_is_in_the_feed() {
+    let session = Hash::sha256(b"waiting");
+    let drawn = Hash::sha256(b"drawn");
+    let events = vec![
+        Event::SeatAssigned {
+            session: drawn,
+            segment: 0,
+            seat: account(1),
+            round: 0,
+            tier: Tier::Computer,
+        },
+        Event::SessionDeferred {
+            session,
+            tier: Tier::Computer,
+            judging: 1020,
+            capacity: 1024,
+        },
+    ];
+    let feed = derive(9, &events, &contract());
+    let kinds: Vec<Kind> = feed.iter().map(|e| e.kind).collect();
+    assert_eq!(kinds, [Kind::SessionDeferred, Kind::SeatDrawn]);
+    let e = serde_json::to_value(&feed[0]).unwrap();
+    assert_eq!(e["kind"], "session_deferred");
+    assert_eq!(e["session"], session.to_hex());
+    assert_eq!(e["tier"], serde_json::to_value(Tier::Computer).unwrap());
+    let why = e["reason"].as_str().unwrap();
+    assert!(
+        why.contains("1020") && why.contains("capacity 1024"),
+        "{why}"
+    );
+    assert_eq!(
+        "session_deferred".parse::<Kind>().unwrap(),
+        Kind::SessionDeferred
+    );
+}

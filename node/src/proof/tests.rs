@@ -70,6 +70,7 @@ pub(crate) fn outcome(provider: AccountId) -> Outcome {
     Outcome {
         provider,
         opened_at: 1,
+        drawn_at: 2,
         decided_at: 2,
         segments: vec![
             segment(SegmentVerdict::Valid, None),
