@@ -148,6 +148,45 @@ pub struct NodeConfig {
     /// reveal_window, max_exposure). A request's own settings win over these.
     #[serde(skip_serializing_if = "crate::audit::provider::terms::SessionOptions::is_empty")]
     pub session: crate::audit::provider::terms::SessionOptions,
+    /// What the ledger keeps (`[ledger]`: keep_blocks).
+    #[serde(skip_serializing_if = "LedgerConfig::is_default")]
+    pub ledger: LedgerConfig,
+}
+
+/// `[ledger]` in `config.toml`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LedgerConfig {
+    /// Keep only the last N blocks (at least [`MIN_KEEP_BLOCKS`]), pruning older ones at
+    /// each snapshot down to the newest snapshot that leaves N (`snapshot_every` must be
+    /// above 0). Unset: keep every block (an archive node). A pruned node still restores,
+    /// verifies and proves from its oldest block and says so for anything older.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub keep_blocks: Option<u64>,
+}
+
+/// The least `[ledger] keep_blocks`: an appeal window and a few snapshots' worth.
+pub const MIN_KEEP_BLOCKS: u64 = 100;
+
+impl LedgerConfig {
+    fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
+
+    /// The setting checked against `snapshot_every`: pruning needs snapshots to start from.
+    pub fn keep_blocks(&self, snapshot_every: u64) -> Result<Option<u64>, ConfigError> {
+        match self.keep_blocks {
+            None => Ok(None),
+            Some(n) if n < MIN_KEEP_BLOCKS => Err(ConfigError::Invalid(format!(
+                "[ledger] keep_blocks = {n}: keep at least {MIN_KEEP_BLOCKS} blocks, or remove it to keep every block"
+            ))),
+            Some(_) if snapshot_every == 0 => Err(ConfigError::Invalid(
+                "[ledger] keep_blocks needs snapshots to prune down to: set snapshot_every above 0"
+                    .into(),
+            )),
+            Some(n) => Ok(Some(n)),
+        }
+    }
 }
 
 impl Default for NodeConfig {
@@ -189,6 +228,7 @@ impl Default for NodeConfig {
             api_max_connections: 256,
             llm_ares: None,
             session: crate::audit::provider::terms::SessionOptions::default(),
+            ledger: LedgerConfig::default(),
         }
     }
 }
@@ -693,6 +733,38 @@ pub fn peer_id(account: &trust_protocol::Keypair) -> Option<libp2p::PeerId> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `[ledger] keep_blocks` reads from its table, and is refused below the floor or
+    /// without snapshots to prune down to, naming the fix.
+    #[test]
+    fn keep_blocks_is_a_ledger_setting_with_a_floor_and_needs_snapshots() {
+        let cfg: NodeConfig =
+            toml::from_str("snapshot_every = 20\n[ledger]\nkeep_blocks = 500\n").expect("parses");
+        assert_eq!(
+            cfg.ledger.keep_blocks(cfg.snapshot_every).unwrap(),
+            Some(500)
+        );
+        assert_eq!(NodeConfig::default().ledger.keep_blocks(100).unwrap(), None);
+        let low = LedgerConfig {
+            keep_blocks: Some(10),
+        };
+        let e = low.keep_blocks(100).unwrap_err().to_string();
+        assert!(e.contains("keep at least 100"), "{e}");
+        let e = cfg.ledger.keep_blocks(0).unwrap_err().to_string();
+        assert!(e.contains("snapshot_every"), "{e}");
+        assert!(toml::from_str::<NodeConfig>("[ledger]\nkeep = 5\n").is_err());
+        // Written back only when set.
+        assert!(
+            !toml::to_string(&NodeConfig::default())
+                .unwrap()
+                .contains("[ledger]")
+        );
+        assert!(
+            toml::to_string(&cfg)
+                .unwrap()
+                .contains("[ledger]\nkeep_blocks = 500")
+        );
+    }
 
     /// The data directory holds segment keys, salts and trace text: a new one is made
     /// owner-only, and one others may read is refused as it is (not silently changed).

@@ -107,7 +107,25 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
     let s = Settings::load(home, &overrides)?;
     let signal = shutdown_signal();
     // The ledger and the state it restores, before anything listens.
+    let keep = s
+        .cfg
+        .ledger
+        .keep_blocks(s.cfg.snapshot_every)
+        .map_err(|e| DaemonError::Home(e.to_string()))?;
     let (store, view) = Store::open(home, &s.doc)?;
+    store.ledger.set_keep_blocks(keep);
+    if let Some(n) = keep {
+        let oldest = store
+            .ledger
+            .oldest_block()
+            .map_err(ledger_err)?
+            .unwrap_or(0);
+        info!(
+            keep_blocks = n,
+            oldest_block = oldest,
+            "pruning: the ledger keeps the last {n} blocks (from its snapshots)"
+        );
+    }
     // The chain view's one writer is the consensus driver; it gets the publisher below.
     let (chain_view, chain) = ChainPublisher::new(view);
     let (pool, pool_task) =

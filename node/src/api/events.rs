@@ -246,6 +246,11 @@ pub(super) async fn events(
             .map_err(ApiError::internal)?
             .is_none()
     {
+        if let Some(oldest) = api.ledger.pruned_below(first).map_err(ApiError::internal)? {
+            return Err(ApiError::not_found(format!(
+                "the events of block {first} were pruned: this node keeps blocks from {oldest} on; resume from a later id, or ask an archive node"
+            )));
+        }
         return Err(ApiError::not_found(format!(
             "the events of block {first} are not stored on this node (its ledger predates the event store, or was restored from a snapshot); resume from a later id, or ask another node"
         )));

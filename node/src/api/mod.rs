@@ -418,6 +418,9 @@ async fn block(State(api): State<Api>, Path(height): Path<String>) -> ApiResult<
     let height: u64 = height
         .parse()
         .map_err(|_| ApiError::bad("bad_height", format!("not a height: {height:?}")))?;
+    if let Err(e @ crate::ledger::LedgerError::Pruned { .. }) = api.ledger.check_kept(height) {
+        return Err(ApiError::not_found(e.to_string()));
+    }
     let stored = api
         .ledger
         .block(height)

@@ -217,6 +217,18 @@ pub(crate) fn outcome_proof(
         }
     }
     let from = trust.map_or(0, |t| t.height);
+    if let Some(oldest) = api.ledger.pruned_below(from).map_err(ApiError::internal)? {
+        return Err(refused(format!(
+            "this node pruned its blocks below {oldest} (`[ledger] keep_blocks`), so it cannot \
+             walk the validator powers from {}: trust a block at or above {oldest}, or ask an \
+             archive node",
+            if from == 0 {
+                "genesis".to_string()
+            } else {
+                format!("block {from}")
+            }
+        )));
+    }
     let changes = api
         .ledger
         .power_changes(from, h)

@@ -408,7 +408,9 @@ impl Driver {
                     .await?;
             }
             AppMsg::GetHistoryMinHeight { reply } => {
-                let _ = reply.send(Height(1));
+                // A pruned ledger serves from its base (`[ledger] keep_blocks`).
+                let oldest = self.ledger.oldest_block().ok().flatten().unwrap_or(1);
+                let _ = reply.send(Height(oldest.max(1)));
             }
             AppMsg::ReceivedProposalPart {
                 from,

@@ -71,6 +71,7 @@ pub fn replay_to<E: From<LedgerError>>(
 }
 
 fn block_at(ledger: &Ledger, height: u64) -> Result<StoredBlock, LedgerError> {
+    ledger.check_kept(height)?;
     ledger.block(height)?.ok_or_else(|| LedgerError::Broken {
         height,
         reason: "block missing below the tip".into(),
@@ -115,30 +116,39 @@ mod tests {
 
     use super::*;
     use crate::chain::build_block;
+    use trust_protocol::block::Block;
 
     const CHAIN: Hash = Hash([9; 32]);
+
+    /// The genesis of these tests: one funded, staked account.
+    fn genesis_doc() -> Genesis {
+        Genesis {
+            params: Params::default(),
+            accounts: vec![GenesisAccount {
+                id: Keypair::from_label("history-a").public(),
+                balance: 10_000,
+                stake: 100,
+            }],
+            auditors: vec![],
+        }
+    }
 
     /// Ten real blocks, each with one transfer, in a fresh ledger: the directory, the
     /// ledger, the contract at genesis and the state root after each block (index 0:
     /// genesis).
     fn ten_blocks() -> (tempfile::TempDir, Ledger, Contract, Vec<Contract>) {
+        blocks(10)
+    }
+
+    /// [`ten_blocks`] with `n` blocks.
+    fn blocks(n: u64) -> (tempfile::TempDir, Ledger, Contract, Vec<Contract>) {
         let key = Keypair::from_label("history-a");
-        let genesis = Contract::new(&Genesis {
-            params: Params::default(),
-            accounts: vec![GenesisAccount {
-                id: key.public(),
-                balance: 10_000,
-                stake: 100,
-            }],
-            auditors: vec![],
-        })
-        .unwrap()
-        .with_chain(CHAIN);
+        let genesis = Contract::new(&genesis_doc()).unwrap().with_chain(CHAIN);
         let dir = tempfile::tempdir().unwrap();
         let ledger = Ledger::open(dir.path()).unwrap();
         let mut states = vec![genesis.clone()];
         let mut tip = Tip::genesis(CHAIN);
-        for n in 0..10u64 {
+        for n in 0..n {
             let tx = Signed::sign(
                 &key,
                 &CHAIN,
@@ -227,5 +237,122 @@ mod tests {
         let e =
             replay_to::<LedgerError>(&ledger, &genesis, CHAIN, &[11], |_, _| Ok(())).unwrap_err();
         assert!(matches!(e, LedgerError::Broken { height: 11, .. }), "{e}");
+    }
+
+    /// `[ledger] keep_blocks`: snapshots every 10 blocks and 10 blocks kept. At block 30
+    /// the ledger drops blocks 1..=19 with their transaction index entries and the
+    /// snapshot at 10, and keeps block 20 and its snapshot as its base; it still verifies
+    /// (from the base's snapshot, checked against its header), restores and rebuilds
+    /// every later state, and names the pruned heights as pruned. A snapshot that is not
+    /// the base block's state fails verification at the base.
+    #[test]
+    fn a_pruned_ledger_verifies_restores_and_replays_from_its_base() {
+        let (_dir, ledger, genesis, states) = blocks(30);
+        let early_tx = ledger.block(5).unwrap().unwrap().block.txs[0].clone();
+        let early_id = trust_protocol::encoding::decode::<trust_protocol::tx::SignedTx>(&early_tx)
+            .unwrap()
+            .id();
+        assert_eq!(ledger.tx_location(&early_id).unwrap(), Some((5, 0)));
+        ledger.set_keep_blocks(Some(10));
+        // Each snapshot prunes down to the newest one that leaves 10 blocks (the tip is
+        // 30 throughout): 10, then 20; the one at 30 leaves the base at 20 (21 is the
+        // lowest height that keeps 10 blocks).
+        for (h, base) in [(10u64, 10u64), (20, 20), (30, 20)] {
+            ledger
+                .put_snapshot(h, &states[h as usize].snapshot())
+                .unwrap();
+            assert_eq!(ledger.oldest_block().unwrap(), Some(base), "after {h}");
+        }
+        assert!(ledger.block(19).unwrap().is_none());
+        assert!(ledger.block(20).unwrap().is_some());
+        assert_eq!(ledger.tx_location(&early_id).unwrap(), None);
+        assert!(ledger.events(5).unwrap().is_none());
+        assert!(matches!(
+            ledger.check_kept(19),
+            Err(LedgerError::Pruned {
+                height: 19,
+                oldest: 20
+            })
+        ));
+        ledger.check_kept(20).unwrap();
+        assert_eq!(ledger.snapshot_at_or_below(19).unwrap(), None);
+        assert_eq!(ledger.snapshot_at_or_below(29).unwrap().unwrap().0, 20);
+        assert!(
+            ledger.power_changes(0, 30).is_err(),
+            "no walk from below the base"
+        );
+
+        // Verify: refused without the snapshot, passes from it.
+        let replay_from = |start: Contract, start_tip: Tip| {
+            let state = std::cell::RefCell::new((start, start_tip));
+            let mut adopt = |b: &Block, bytes: &[u8]| -> Result<Hash, String> {
+                let c = Contract::from_snapshot(bytes).map_err(|e| e.to_string())?;
+                let root = c.state_root();
+                *state.borrow_mut() = (c, Tip::genesis(CHAIN).after(b));
+                Ok(root)
+            };
+            let mut replay = |b: &Block| -> Result<Hash, String> {
+                let mut s = state.borrow_mut();
+                let done = execute_block(&s.0, &s.1, b).map_err(|e| e.to_string())?;
+                s.0 = done.contract;
+                s.1 = s.1.after(b);
+                Ok(s.0.state_root())
+            };
+            ledger.verify_with(Some(&mut adopt), &mut replay)
+        };
+        let e = ledger
+            .verify(&mut |_: &Block| Ok::<Hash, String>(Hash::ZERO))
+            .unwrap_err();
+        assert!(
+            matches!(&e, LedgerError::Broken { height: 20, reason } if reason.contains("pruned")),
+            "{e}"
+        );
+        let report = replay_from(genesis.clone(), Tip::genesis(CHAIN)).unwrap();
+        assert_eq!((report.oldest, report.blocks, report.txs), (20, 30, 11));
+
+        // Restore, and past states above the base; below it, pruned.
+        let restored = crate::ledger::restore::restore(&ledger, &genesis_doc(), CHAIN).unwrap();
+        assert_eq!(restored.tip.height, 30);
+        assert_eq!(restored.contract.state_root(), states[30].state_root());
+        assert_eq!(
+            replay(&ledger, &genesis, &[20, 25]),
+            vec![(20, states[20].state_root()), (25, states[25].state_root())]
+        );
+        let e =
+            replay_to::<LedgerError>(&ledger, &genesis, CHAIN, &[5], |_, _| Ok(())).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                LedgerError::Pruned {
+                    height: 1,
+                    oldest: 20
+                }
+            ),
+            "{e}"
+        );
+
+        // A base snapshot that is not block 20's state is caught there.
+        ledger
+            .snapshots
+            .insert(super::super::height_key(20), states[19].snapshot())
+            .unwrap();
+        let e = replay_from(genesis, Tip::genesis(CHAIN)).unwrap_err();
+        assert!(matches!(e, LedgerError::Broken { height: 20, .. }), "{e}");
+    }
+
+    /// Without `keep_blocks` nothing is pruned and the newest three snapshots stay.
+    #[test]
+    fn an_archive_ledger_keeps_every_block() {
+        let (_dir, ledger, _genesis, states) = blocks(30);
+        for h in [5u64, 10, 15, 20, 25, 30] {
+            ledger
+                .put_snapshot(h, &states[h as usize].snapshot())
+                .unwrap();
+        }
+        assert_eq!(ledger.oldest_block().unwrap(), Some(1));
+        assert_eq!(ledger.pruned_below(1).unwrap(), None);
+        assert_eq!(ledger.snapshot_at_or_below(19).unwrap(), None);
+        assert_eq!(ledger.snapshot_at_or_below(30).unwrap().unwrap().0, 30);
+        assert_eq!(ledger.keep_blocks(), None);
     }
 }

@@ -67,6 +67,7 @@
 
 mod append;
 pub mod history;
+mod prune;
 pub mod restore;
 mod verify;
 
@@ -89,6 +90,8 @@ use trust_protocol::{
 };
 
 use crate::feed::FeedEvent;
+
+pub use prune::{PRUNE_BATCH, Pruned};
 
 /// Largest commit certificate stored with a block. Together with [`MAX_BLOCK_BYTES`] it
 /// keeps every encoded [`StoredBlock`] below the decoder's limit, so whatever was appended
@@ -245,6 +248,17 @@ pub enum LedgerError {
         /// The height the walk was asked from.
         from: u64,
     },
+    /// The block asked for is below the oldest this node keeps (`[ledger] keep_blocks`).
+    #[error(
+        "block {height} was pruned: this node keeps blocks from {oldest} on (an archive \
+         node, one without `[ledger] keep_blocks`, keeps them all)"
+    )]
+    Pruned {
+        /// The height asked for.
+        height: u64,
+        /// The oldest block kept.
+        oldest: u64,
+    },
     /// The database failed.
     #[error("ledger store: {0}")]
     Db(#[from] sled::Error),
@@ -263,7 +277,9 @@ pub struct StoredBlock {
 /// What [`Ledger::verify`] checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VerifyReport {
-    /// Blocks walked (the tip height).
+    /// The first block walked: 1, or a pruned ledger's base (0: no block).
+    pub oldest: u64,
+    /// The last block walked (the tip height).
     pub blocks: u64,
     /// Transactions in them.
     pub txs: u64,
@@ -285,6 +301,8 @@ pub struct Ledger {
     meta: sled::Tree,
     /// Blocks decoded through this handle and its clones (what reads cost).
     decoded: Arc<AtomicU64>,
+    /// Blocks to keep when pruning (0: keep every block), shared by the clones.
+    keep_blocks: Arc<AtomicU64>,
 }
 
 impl Ledger {
@@ -292,6 +310,17 @@ impl Ledger {
     /// taken from the first block appended, unless it was set already.
     pub fn open(path: &Path) -> Result<Ledger, LedgerError> {
         Ledger::from_db(&sled::open(path)?)
+    }
+
+    /// Prunes to the last `keep` blocks at each snapshot from now on (`None`: keep every
+    /// block, the default); see [`Ledger::prune`].
+    pub fn set_keep_blocks(&self, keep: Option<u64>) {
+        self.keep_blocks.store(keep.unwrap_or(0), Ordering::Relaxed);
+    }
+
+    /// The pruning setting ([`Ledger::set_keep_blocks`]).
+    pub fn keep_blocks(&self) -> Option<u64> {
+        Some(self.keep_blocks.load(Ordering::Relaxed)).filter(|k| *k > 0)
     }
 
     /// The lowest height whose block this ledger holds (`None`: no block yet).
@@ -331,6 +360,7 @@ impl Ledger {
             power_changes: db.open_tree(POWER_CHANGES_TREE)?,
             meta: db.open_tree(META_TREE)?,
             decoded: Arc::new(AtomicU64::new(0)),
+            keep_blocks: Arc::new(AtomicU64::new(0)),
         };
         ledger.backfill_hashes()?;
         ledger.start_power_record()?;
@@ -533,12 +563,21 @@ impl Ledger {
     }
 
     /// Stores the contract state after the block at `height` (0: the genesis state) and
-    /// flushes. Only the newest [`SNAPSHOTS_KEPT`] snapshots are kept; a snapshot older
-    /// than all of those is dropped at once. A snapshot at a height already held replaces it.
+    /// flushes. Only the newest [`SNAPSHOTS_KEPT`] snapshots are kept (and a pruned
+    /// ledger's base); a snapshot older than all of those is dropped at once. With pruning
+    /// on ([`Ledger::set_keep_blocks`]) every snapshot from the base up is kept and the
+    /// ledger is pruned ([`Ledger::prune`]). A snapshot at a height already held replaces it.
     pub fn put_snapshot(&self, height: u64, state: &[u8]) -> Result<(), LedgerError> {
         let tip = self.tip()?.map_or(0, |(h, _)| h);
         if height > tip {
             return Err(LedgerError::SnapshotAhead { height, tip });
+        }
+        // Pruning keeps every snapshot from its base up and drops the rest itself.
+        if let Some(keep) = self.keep_blocks() {
+            self.snapshots.insert(height_key(height), state)?;
+            self.prune(keep)?;
+            self.db.flush()?;
+            return Ok(());
         }
         let mut heights = vec![height];
         for key in self.snapshots.iter().keys() {
@@ -551,7 +590,9 @@ impl Ledger {
         if !dropped.contains(&height) {
             batch.insert(&height_key(height), state);
         }
-        for old in dropped.iter().filter(|&&h| h != height) {
+        // A pruned ledger's base snapshot is what it verifies and restores from: kept.
+        let base = self.oldest_block()?.filter(|h| *h > 1);
+        for old in dropped.iter().filter(|&&h| h != height && Some(h) != base) {
             batch.remove(&height_key(*old));
         }
         self.snapshots.apply_batch(batch)?;

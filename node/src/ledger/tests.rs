@@ -417,6 +417,7 @@ fn verify_passes_on_a_good_chain() {
     assert_eq!(
         report,
         VerifyReport {
+            oldest: 1,
             blocks: 5,
             txs: 10,
             tip_hash: chain[4].block.hash()
@@ -429,6 +430,7 @@ fn verify_passes_on_a_good_chain() {
     assert_eq!(
         empty.verify(&mut replay_ok).expect("empty verifies"),
         VerifyReport {
+            oldest: 0,
             blocks: 0,
             txs: 0,
             tip_hash: Hash::ZERO

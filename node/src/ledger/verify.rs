@@ -23,13 +23,29 @@ impl Ledger {
     /// transaction index must hold no other entries, and every session outcome must point
     /// at a stored block.
     ///
-    /// The first problem found is returned as [`LedgerError::Broken`] with its height.
+    /// The first problem found is returned as [`LedgerError::Broken`] with its height. A
+    /// pruned ledger (its oldest block above 1) is refused here: see
+    /// [`Ledger::verify_with`].
     pub fn verify<E: std::fmt::Display>(
         &self,
         replay: &mut dyn FnMut(&Block) -> Result<Hash, E>,
     ) -> Result<VerifyReport, LedgerError> {
+        self.verify_with(None, replay)
+    }
+
+    /// [`Ledger::verify`] from the ledger's oldest block: for a pruned ledger (oldest block
+    /// `K > 1`, [`Ledger::prune`]) `from_snapshot` is called with block `K` and the
+    /// snapshot stored at `K`, must adopt it as the state to replay on and return its
+    /// state root, which has to equal block `K`'s header; block `K`'s own link to its
+    /// parent is not checked (the parent is gone) and the walk goes on from there.
+    pub fn verify_with<E: std::fmt::Display>(
+        &self,
+        mut from_snapshot: Option<&mut dyn FnMut(&Block, &[u8]) -> Result<Hash, E>>,
+        replay: &mut dyn FnMut(&Block) -> Result<Hash, E>,
+    ) -> Result<VerifyReport, LedgerError> {
         let chain = self.chain()?;
-        let mut height = 0u64;
+        let oldest = self.oldest_block()?.unwrap_or(1).max(1);
+        let mut height = oldest.saturating_sub(1);
         let mut prev = Hash::ZERO;
         let mut txs = 0u64;
         for kv in self.blocks.iter() {
@@ -51,12 +67,38 @@ impl Ledger {
             let stored: StoredBlock = encoding::decode(&bytes)
                 .map_err(|e| broken(expected, format!("stored block does not decode: {e}")))?;
             let block = &stored.block;
+            let base = expected == oldest && oldest > 1;
+            if base {
+                // The base's parent was pruned: it starts the chain walked.
+                prev = block.header.prev_hash;
+            }
             self.check_block(block, expected, chain, prev)?;
             for (index, tx) in block.txs.iter().enumerate() {
                 self.check_indexed(tx, expected, index)?;
             }
-            let root =
-                replay(block).map_err(|e| broken(expected, format!("replay failed: {e}")))?;
+            let root = if base {
+                let Some(adopt) = from_snapshot.as_mut() else {
+                    return Err(broken(
+                        expected,
+                        format!(
+                            "the ledger was pruned below block {oldest}: verify it from its snapshot there"
+                        ),
+                    ));
+                };
+                let snapshot = self
+                    .snapshots
+                    .get(super::height_key(expected))?
+                    .ok_or_else(|| {
+                        broken(
+                            expected,
+                            "the ledger was pruned below this block but holds no snapshot of it",
+                        )
+                    })?;
+                adopt(block, &snapshot)
+                    .map_err(|e| broken(expected, format!("snapshot unusable: {e}")))?
+            } else {
+                replay(block).map_err(|e| broken(expected, format!("replay failed: {e}")))?
+            };
             if root != block.header.state_root {
                 return Err(broken(
                     expected,
@@ -97,6 +139,7 @@ impl Ledger {
             }
         }
         Ok(VerifyReport {
+            oldest: if height == 0 { 0 } else { oldest },
             blocks: height,
             txs,
             tip_hash: prev,

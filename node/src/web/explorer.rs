@@ -17,7 +17,11 @@ use super::{
     PageError, PageResult, Pages, account_link, block_link, layout, layout::esc, parse_id,
     session_link, short,
 };
-use crate::{ledger::StoredBlock, query, view::latest};
+use crate::{
+    ledger::{LedgerError, StoredBlock},
+    query,
+    view::latest,
+};
 
 /// Blocks listed per page of `/blocks`.
 pub const BLOCKS_PER_PAGE: u64 = 25;
@@ -99,11 +103,17 @@ fn parse_block_id(s: &str) -> Result<BlockId, PageError> {
 /// The block named by `id`, or a 404 (a hash is one read of the ledger's hash index).
 fn find_block(pages: &Pages, id: BlockId) -> Result<StoredBlock, PageError> {
     match id {
-        BlockId::Height(h) => pages
-            .ledger
-            .block(h)
-            .map_err(PageError::internal)?
-            .ok_or_else(|| PageError::NotFound(format!("no block at height {h}"))),
+        BlockId::Height(h) => {
+            pages.ledger.check_kept(h).map_err(|e| match e {
+                e @ LedgerError::Pruned { .. } => PageError::NotFound(e.to_string()),
+                e => PageError::internal(e),
+            })?;
+            pages
+                .ledger
+                .block(h)
+                .map_err(PageError::internal)?
+                .ok_or_else(|| PageError::NotFound(format!("no block at height {h}")))
+        }
         BlockId::Hash(hash) => query::block_by_hash(&pages.ledger, &hash)
             .map_err(PageError::internal)?
             .ok_or_else(|| PageError::NotFound(format!("no block with hash {hash}"))),
