@@ -362,6 +362,9 @@ pub struct Overrides {
     pub llm_api_key_env: Option<String>,
     /// `human = true`: Human seats wait for a person at the audit form.
     pub human: bool,
+    /// `--state-sync`: API addresses of nodes to fetch a snapshot from when the ledger
+    /// holds no block ([`crate::statesync`]).
+    pub state_sync: Vec<String>,
 }
 
 /// A setting of `config.toml` (or a flag) that the node cannot run with.

@@ -25,6 +25,7 @@ pub mod net;
 pub mod proof;
 pub mod query;
 pub mod report;
+pub mod statesync;
 pub mod tasks;
 #[cfg(test)]
 pub(crate) mod testchain;

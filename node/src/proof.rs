@@ -825,6 +825,53 @@ fn check_certificate(
     Ok((signed, total))
 }
 
+/// Checks that `certificate` (a block's stored commit certificate) decides `header` with
+/// the signatures of distinct genesis validators holding more than 2/3 of the *genesis*
+/// powers: the check a walk from genesis makes of a block when no change of the
+/// validator powers lies before it (see the module doc), and what a node joining by state
+/// sync makes of the block after its snapshot (`crate::statesync`). The power signed and
+/// the total.
+pub fn check_certificate_from_genesis(
+    certificate: &[u8],
+    header: &BlockHeader,
+    genesis: &Genesis,
+    validators: &[AccountId],
+    chain: Hash,
+) -> Result<(u128, u128), ProofError> {
+    check_chain(chain, header)?;
+    let validators: Vec<AccountId> = {
+        let mut seen = BTreeSet::new();
+        validators
+            .iter()
+            .filter(|v| seen.insert(**v))
+            .copied()
+            .collect()
+    };
+    if validators.len() > MAX_PROOF_VALIDATORS {
+        return Err(ProofError::TooManyValidators {
+            count: validators.len(),
+            max: MAX_PROOF_VALIDATORS,
+        });
+    }
+    let start = Contract::new(genesis)
+        .map_err(|_| ProofError::Malformed("genesis"))?
+        .with_chain(chain);
+    let powers = powers_of(
+        validators
+            .iter()
+            .map(|v| start.state().accounts.get(v).map_or(0, |a| a.power))
+            .collect(),
+    );
+    check_certificate(
+        &hex::encode(certificate),
+        "certificate",
+        header,
+        &powers,
+        &validators,
+        chain,
+    )
+}
+
 /// Checks `proof` for `session` against what the user trusts (see the module doc).
 pub fn verify(
     proof: &OutcomeProof,

@@ -14,6 +14,7 @@
 //! | `GET /v1/sessions/{id}/proof` | a decided session's outcome with its Merkle proof, the certified tip header, the validators' proven stakes and the walk of validator-power changes from genesis, or from the block `?trust=HEIGHT:HASH` names ([`crate::proof`], `api::proofs`): checkable against a genesis file (and that block) alone |
 //! | `GET /v1/auditors/{id}` | bonded stake, unbondings and the height each frees at, whether a withdrawal would apply now, exiting or not, seats held in live sessions (phase, deadline), reputation, earnings, slashes, abstention rate, honeypot record |
 //! | `GET /v1/events` | the event feed of finalized blocks as Server-Sent Events, filtered by `account`, `session`, `kind`; resumes after `Last-Event-ID` or `?after=H:I` (see [`events`]) |
+//! | `GET /v1/snapshot` | a chunk of the newest contract snapshot below the tip (`?height=&offset=`), with its block and the next one as stored: what `run --state-sync` fetches and checks (see [`snapshot`], [`crate::statesync`]) |
 //! | `GET /metrics` | Prometheus text |
 //! | `GET /v1/openapi.json` | the OpenAPI 3 document of these routes, generated from the handlers' annotations and types (the router is built from the same list) |
 //! | `GET /`, `/blocks`, `/blocks/{height-or-hash}`, `/accounts/{id}`, `/sessions/{id}`, `/auditors/{id}`, `/search?q=` | HTML pages (see [`crate::web`]) |
@@ -242,6 +243,7 @@ fn documented() -> (Router<Api>, utoipa::openapi::OpenApi) {
         .routes(routes!(auditor))
         .routes(routes!(account))
         .routes(routes!(events::events))
+        .routes(routes!(snapshot::snapshot))
         .routes(routes!(metrics))
         .routes(routes!(openapi))
         .split_for_parts()
@@ -295,6 +297,7 @@ macro_rules! documented_errors {
 }
 
 pub mod events;
+pub mod snapshot;
 
 #[utoipa::path(
     get, path = "/v1/status",

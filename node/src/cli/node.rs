@@ -64,6 +64,14 @@ pub struct RunArgs {
     /// in config.toml does. Register the node with `auditor register --tier human`.
     #[arg(long)]
     pub human: bool,
+    /// Join from a recent state instead of replaying every block: when the ledger holds
+    /// no block (a new node, or a genesis validator that never ran), fetch the newest
+    /// contract snapshot from these nodes' APIs (`HOST:PORT`, comma-separated, tried in
+    /// turn), check it against its block's state root and the next block's commit
+    /// certificate (more than 2/3 of the genesis validators' power), start the ledger
+    /// there and sync the blocks after it. Ignored when the ledger holds blocks.
+    #[arg(long, value_name = "HOST:PORT[,...]", value_delimiter = ',')]
+    pub state_sync: Vec<String>,
 }
 
 /// Runs the daemon on a multi-threaded runtime until SIGINT/SIGTERM.
@@ -86,6 +94,7 @@ pub fn run_node(args: RunArgs) -> CliResult {
         llm_model: args.llm_model,
         llm_api_key_env: args.llm_api_key_env,
         human: args.human,
+        state_sync: args.state_sync,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

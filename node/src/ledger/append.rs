@@ -35,7 +35,27 @@ impl Ledger {
         stored: &StoredBlock,
         session_outcomes: &[Hash],
     ) -> Result<(), LedgerError> {
-        self.append_inner(stored, session_outcomes, None, None)
+        self.append_inner(stored, session_outcomes, None, None, false)
+    }
+
+    /// Starts an empty ledger at `stored` (a block above 1, whose parent it will never
+    /// hold) with `snapshot`, the contract state after it, as a pruned ledger's base
+    /// ([`Ledger::prune`]): what a node that joins by state sync keeps of the history
+    /// before it. The caller has checked the block (its certificate) and the snapshot (its
+    /// state root against the block's header); the block's own checks and its transaction
+    /// index are as in [`Ledger::append`]. Refused on a ledger that holds a block.
+    pub fn install_base(&self, stored: &StoredBlock, snapshot: &[u8]) -> Result<(), LedgerError> {
+        let height = stored.block.header.height;
+        if let Some((tip, _)) = self.tip()? {
+            return Err(LedgerError::NotNext {
+                height,
+                expected: tip.saturating_add(1),
+            });
+        }
+        self.append_inner(stored, &[], None, None, true)?;
+        self.snapshots.insert(height_key(height), snapshot)?;
+        self.db.flush()?;
+        Ok(())
     }
 
     /// Appends a decided block with the sessions it decides, its event feed
@@ -63,7 +83,13 @@ impl Ledger {
         feed: &[FeedEvent],
         powers_changed: bool,
     ) -> Result<(), LedgerError> {
-        self.append_inner(stored, session_outcomes, Some(feed), Some(powers_changed))
+        self.append_inner(
+            stored,
+            session_outcomes,
+            Some(feed),
+            Some(powers_changed),
+            false,
+        )
     }
 
     fn append_inner(
@@ -72,6 +98,7 @@ impl Ledger {
         session_outcomes: &[Hash],
         feed: Option<&[FeedEvent]>,
         powers_changed: Option<bool>,
+        base: bool,
     ) -> Result<(), LedgerError> {
         let block = &stored.block;
         let height = block.header.height;
@@ -141,7 +168,18 @@ impl Ledger {
                 }
                 let tip = decode_tip(meta.get(TIP_KEY)?.as_deref())
                     .map_err(ConflictableTransactionError::Abort)?;
-                let (tip_height, tip_hash) = tip.unwrap_or((0, Hash::ZERO));
+                // A base starts an empty ledger where its parent would have been.
+                let (tip_height, tip_hash) = match tip {
+                    None if base => (height.saturating_sub(1), block.header.prev_hash),
+                    None => (0, Hash::ZERO),
+                    Some(_) if base => {
+                        return abort(LedgerError::NotNext {
+                            height,
+                            expected: tip.map_or(1, |(h, _)| h.saturating_add(1)),
+                        });
+                    }
+                    Some(t) => t,
+                };
                 if height <= tip_height {
                     return already_held(blocks, height, hash);
                 }
@@ -205,7 +243,7 @@ impl Ledger {
                 let through = meta
                     .get(HASHES_THROUGH_KEY)?
                     .and_then(|b| encoding::decode::<u64>(&b).ok());
-                if through.is_none_or(|t| t == tip_height) {
+                if base || through.is_none_or(|t| t == tip_height) {
                     meta.insert(HASHES_THROUGH_KEY, height_bytes.as_slice())?;
                 }
                 Ok(())

@@ -334,7 +334,7 @@ mod tests {
         // A base snapshot that is not block 20's state is caught there.
         ledger
             .snapshots
-            .insert(super::super::height_key(20), states[19].snapshot())
+            .insert(crate::ledger::height_key(20), states[19].snapshot())
             .unwrap();
         let e = replay_from(genesis, Tip::genesis(CHAIN)).unwrap_err();
         assert!(matches!(e, LedgerError::Broken { height: 20, .. }), "{e}");

@@ -48,9 +48,20 @@ pub fn restore(ledger: &Ledger, genesis: &Genesis, chain: Hash) -> Result<Restor
         .map_err(|e| RestoreError::Genesis(e.to_string()))?
         .with_chain(chain);
     let mut tip = Tip::genesis(chain);
+    // A ledger that holds only its base (a node that joined by state sync, before its
+    // next block) starts from the base's own snapshot: there is nothing below to replay.
+    let oldest = ledger
+        .oldest_block()
+        .map_err(|e| RestoreError::Ledger(e.to_string()))?
+        .unwrap_or(1);
+    let newest_usable = if oldest > 1 && oldest == tip_now.0 {
+        tip_now.0
+    } else {
+        tip_now.0.saturating_sub(1)
+    };
     if tip_now.0 > 1
         && let Some((h, bytes)) = ledger
-            .snapshot_at_or_below(tip_now.0 - 1)
+            .snapshot_at_or_below(newest_usable)
             .map_err(|e| RestoreError::Ledger(e.to_string()))?
         && h > 0
     {

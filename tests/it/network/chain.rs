@@ -294,3 +294,76 @@ fn a_pruning_node_keeps_its_last_blocks_and_says_what_it_pruned() {
         assert_eq!(net.block(3, height), net.block(0, height), "block {height}");
     }
 }
+
+/// State sync: a fifth genesis validator that never ran joins a network past height 500
+/// with `run --state-sync` (node 0's API). It fetches node 0's newest snapshot, checks it
+/// against its block and the next block's certificate, starts its ledger there (nothing
+/// below is downloaded: the block under its base is not held), catches up with the chain
+/// block for block, votes as a seat in the next session, and after a stop `ledger verify`
+/// passes from its snapshot.
+#[test]
+fn a_validator_that_never_ran_joins_past_height_500_by_state_sync_and_votes() {
+    // Every fifth height's proposer is the absent node: those heights wait out a round.
+    let mut net = Network::new(5)
+        .block_time(60)
+        .deadline(std::time::Duration::from_secs(300));
+    for i in 0..4 {
+        net.start(i);
+    }
+    net.wait_height(0, 500);
+    let from = net.api(0);
+    net.start_with(4, &["--state-sync", &from]);
+    let h = net.height(0).unwrap();
+    net.wait_height(4, h);
+    let s = net.get(4, "/v1/status").unwrap();
+    let base = s["oldest_block"].as_u64().unwrap();
+    assert!(base >= 400 && base % 100 == 0, "{s}");
+    let e = net.get(4, &format!("/v1/blocks/{}", base - 1)).unwrap_err();
+    assert!(e.to_string().contains("pruned"), "{e}");
+    for height in [base, base + 1, h] {
+        assert_eq!(net.block(4, height), net.block(0, height), "block {height}");
+    }
+    let log = net.log(4);
+    assert!(
+        log.contains("state sync: snapshot checked"),
+        "{}",
+        net.logs_tail()
+    );
+
+    // It judges: a session of 20 Computer segments, 3 seats each, among the four auditors
+    // that are not the provider.
+    let (trace, hdag) = trust_node::cli::bench_network::session_trace(0, 20);
+    let r = net
+        .post_json(
+            0,
+            "/v1/sessions",
+            &serde_json::json!({ "trace": trace, "hdag": hdag }),
+        )
+        .expect("node 0 opens the session");
+    let session = r["session"].as_str().unwrap().to_string();
+    net.wait_for("the session to be decided", |n| {
+        n.get(4, &format!("/v1/sessions/{session}"))
+            .is_ok_and(|s| s["status"] == "decided" || s["status"] == "failed")
+    });
+    let s = net.get(4, &format!("/v1/sessions/{session}")).unwrap();
+    assert_eq!(s["status"], "decided", "{s}\n{}", net.logs_tail());
+    let me = net.keys(4).account_id().to_hex();
+    let mine = s["outcome"]["segments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|g| g["votes_cast"].as_array().cloned().unwrap_or_default())
+        .filter(|v| {
+            v["seat"] == me.as_str()
+                && v["vote"]
+                    .as_str()
+                    .is_some_and(|x| !x.eq_ignore_ascii_case("abstain"))
+        })
+        .count();
+    assert!(mine > 0, "node 4 cast no vote: {s}");
+
+    net.terminate(4);
+    let (ok, out) = net.verify_ledger(4);
+    assert!(ok, "{out}");
+    assert!(out.contains(&format!("pruned: from block {base}")), "{out}");
+}

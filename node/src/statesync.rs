@@ -1,0 +1,360 @@
+//! State sync: `trust-node run --state-sync ADDR[,ADDR...]` on a home whose ledger holds
+//! no block (a new node, or a genesis validator that never ran) fetches a recent contract
+//! snapshot from another node's API (`GET /v1/snapshot`), checks it, and starts the ledger
+//! at the snapshot's block (a pruned ledger's base, [`crate::ledger::Ledger::install_base`]);
+//! consensus then syncs the blocks after it from its peers. Nothing below the snapshot is
+//! downloaded or replayed.
+//!
+//! What the joining node trusts is its own `genesis.json`, as `proof verify` does for a
+//! proof walked from genesis. What it checks, in order:
+//! 1. the snapshot decodes as a contract state of this chain;
+//! 2. its state root is the `state_root` in the header of the snapshot's block `S`;
+//! 3. the block `S + 1` links to `S` (`prev_hash`) and is decided by a commit
+//!    certificate signed by genesis validators holding more than 2/3 of the genesis
+//!    powers (so `S`, hence the snapshot, is on the chain those validators decided);
+//! 4. `S + 1` executes on the snapshot to its own header's state root.
+//!
+//! Who could abuse it: a peer serving a forged snapshot needs a certificate from more than
+//! 2/3 of the genesis power's keys (the long-range attack every walk from genesis
+//! accepts; `proof` explains it); a peer serving an old but real snapshot only makes the
+//! node sync more blocks; a peer that never answers or answers garbage is skipped for the
+//! next address. When the validator powers have moved so far from genesis that the
+//! genesis validators no longer hold 2/3 of the certificate's weight, the check refuses
+//! (and says so) rather than trust the peer: such a node syncs from genesis.
+
+use std::time::Duration;
+
+use tracing::{info, warn};
+use trust_contracts::Contract;
+use trust_protocol::encoding;
+
+use crate::{
+    api::{client, snapshot::SnapshotChunk},
+    chain::{Tip, execute_block},
+    config::{self, GenesisDoc},
+    ledger::{Ledger, StoredBlock},
+};
+
+/// Largest snapshot a node accepts from a peer.
+pub const MAX_SNAPSHOT_BYTES: u64 = 1 << 30;
+
+/// How long the joining node keeps asking while its peers hold no snapshot yet.
+pub const WAIT_FOR_SNAPSHOT: Duration = Duration::from_secs(120);
+
+/// Why state sync failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StateSyncError {
+    /// The home's ledger could not be opened or written.
+    #[error("ledger: {0}")]
+    Ledger(#[from] crate::ledger::LedgerError),
+    /// The ledger's database.
+    #[error("ledger store: {0}")]
+    Db(#[from] sled::Error),
+    /// The data directory.
+    #[error(transparent)]
+    DataDir(#[from] config::DataDirError),
+    /// No address gave a snapshot that passed the checks.
+    #[error("state sync failed from every address given: {0}")]
+    NoSnapshot(String),
+}
+
+/// Why one address's snapshot was not taken.
+#[derive(Debug, thiserror::Error)]
+enum Refused {
+    #[error("{0}")]
+    Fetch(#[from] client::ClientError),
+    #[error("answer does not parse: {0}")]
+    Parse(String),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Runs state sync into `home`'s ledger when it holds no block: the height the ledger
+/// starts at, or `None` when it already held blocks (nothing to do).
+pub async fn sync_home(
+    home: &std::path::Path,
+    doc: &GenesisDoc,
+    addrs: &[String],
+) -> Result<Option<u64>, StateSyncError> {
+    config::secure_data_dir(home)?;
+    let db = sled::open(config::ledger_dir(home))?;
+    let ledger = Ledger::from_db(&db)?;
+    if let Some((tip, _)) = ledger.tip()? {
+        info!(
+            tip,
+            "state sync skipped: the ledger already holds blocks (it restores from them)"
+        );
+        return Ok(None);
+    }
+    ledger.set_chain(doc.chain_id())?;
+    let height = sync(&ledger, doc, addrs).await?;
+    db.flush()?;
+    Ok(Some(height))
+}
+
+/// Fetches, checks and installs a snapshot from the first of `addrs` that serves one that
+/// passes every check; waits up to [`WAIT_FOR_SNAPSHOT`] while none holds one yet.
+pub async fn sync(
+    ledger: &Ledger,
+    doc: &GenesisDoc,
+    addrs: &[String],
+) -> Result<u64, StateSyncError> {
+    let deadline = tokio::time::Instant::now() + WAIT_FOR_SNAPSHOT;
+    loop {
+        let mut why = Vec::new();
+        for addr in addrs {
+            let addr = addr
+                .trim()
+                .trim_start_matches("http://")
+                .trim_end_matches('/')
+                .to_string();
+            match fetch_checked(&addr, doc).await {
+                Ok((block, snapshot, power)) => {
+                    let height = block.block.header.height;
+                    ledger.install_base(&block, &snapshot)?;
+                    info!(
+                        height,
+                        from = %addr,
+                        bytes = snapshot.len(),
+                        signed = power.0,
+                        of = power.1,
+                        "state sync: snapshot checked against its block and the next block's certificate; the ledger starts at block {height}"
+                    );
+                    return Ok(height);
+                }
+                Err(e) => {
+                    warn!(from = %addr, error = %e, "state sync: snapshot not taken");
+                    why.push(format!("{addr}: {e}"));
+                }
+            }
+        }
+        let waiting = why.iter().all(|w| w.contains("no snapshot below the tip"));
+        if !waiting || tokio::time::Instant::now() >= deadline {
+            return Err(StateSyncError::NoSnapshot(why.join("; ")));
+        }
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
+}
+
+/// One address's snapshot with its block, checked: the block, the snapshot, and the power
+/// that signed the next block's certificate (and the total).
+async fn fetch_checked(
+    addr: &str,
+    doc: &GenesisDoc,
+) -> Result<(StoredBlock, Vec<u8>, (u128, u128)), Refused> {
+    let first = chunk(addr, None, 0).await?;
+    if first.total > MAX_SNAPSHOT_BYTES {
+        return Err(Refused::Invalid(format!(
+            "a snapshot of {} bytes is over the {MAX_SNAPSHOT_BYTES} accepted",
+            first.total
+        )));
+    }
+    let mut snapshot = unhex("chunk", &first.chunk)?;
+    while (snapshot.len() as u64) < first.total {
+        let next = chunk(addr, Some(first.height), snapshot.len() as u64).await?;
+        let part = unhex("chunk", &next.chunk)?;
+        if next.height != first.height
+            || next.total != first.total
+            || next.offset != snapshot.len() as u64
+            || part.is_empty()
+        {
+            return Err(Refused::Invalid(
+                "a later chunk does not continue the first".into(),
+            ));
+        }
+        snapshot.extend_from_slice(&part);
+    }
+    if snapshot.len() as u64 != first.total {
+        return Err(Refused::Invalid(
+            "the chunks overrun the snapshot's size".into(),
+        ));
+    }
+    let block: StoredBlock = decode("block", &first.block)?;
+    let next: StoredBlock = decode("next block", &first.next)?;
+    let power = check(doc, first.height, &snapshot, &block, &next)?;
+    Ok((block, snapshot, power))
+}
+
+async fn chunk(addr: &str, height: Option<u64>, offset: u64) -> Result<SnapshotChunk, Refused> {
+    let path = match height {
+        Some(h) => format!("/v1/snapshot?height={h}&offset={offset}"),
+        None => "/v1/snapshot".to_string(),
+    };
+    let json = client::get(addr, &path).await?;
+    serde_json::from_value(json).map_err(|e| Refused::Parse(e.to_string()))
+}
+
+fn unhex(what: &str, s: &str) -> Result<Vec<u8>, Refused> {
+    hex::decode(s).map_err(|e| Refused::Parse(format!("{what}: {e}")))
+}
+
+fn decode<T: serde::de::DeserializeOwned + serde::Serialize>(
+    what: &str,
+    s: &str,
+) -> Result<T, Refused> {
+    encoding::decode(&unhex(what, s)?).map_err(|e| Refused::Parse(format!("{what}: {e}")))
+}
+
+/// The checks of the module doc, 1 to 4.
+fn check(
+    doc: &GenesisDoc,
+    height: u64,
+    snapshot: &[u8],
+    block: &StoredBlock,
+    next: &StoredBlock,
+) -> Result<(u128, u128), Refused> {
+    let chain = doc.chain_id();
+    let bad = |m: String| Refused::Invalid(m);
+    let contract = Contract::from_snapshot(snapshot)
+        .map_err(|e| bad(format!("the snapshot does not decode: {e}")))?;
+    if contract.chain_id() != chain {
+        return Err(bad(format!(
+            "the snapshot is of chain {}, this node's is {chain}",
+            contract.chain_id()
+        )));
+    }
+    let header = &block.block.header;
+    block
+        .block
+        .check()
+        .map_err(|e| bad(format!("block {height}: {e}")))?;
+    if header.height != height || header.height < 2 || header.chain != chain {
+        return Err(bad(format!(
+            "the snapshot's block is at height {} of chain {}, not {height} of {chain}",
+            header.height, header.chain
+        )));
+    }
+    if contract.state_root() != header.state_root {
+        return Err(bad(format!(
+            "the snapshot's state root {} is not block {height}'s {}",
+            contract.state_root(),
+            header.state_root
+        )));
+    }
+    let after = &next.block.header;
+    next.block
+        .check()
+        .map_err(|e| bad(format!("block {}: {e}", height + 1)))?;
+    if after.height != height.saturating_add(1) || after.prev_hash != block.block.hash() {
+        return Err(bad(format!(
+            "the next block (height {}) does not link to block {height}",
+            after.height
+        )));
+    }
+    let power = crate::proof::check_certificate_from_genesis(
+        &next.certificate,
+        after,
+        &doc.genesis,
+        &doc.validators,
+        chain,
+    )
+    .map_err(|e| bad(format!("block {}: {e}", height + 1)))?;
+    let tip = Tip::genesis(chain).after(&block.block);
+    let done = execute_block(&contract, &tip, &next.block).map_err(|e| {
+        bad(format!(
+            "block {} does not execute on the snapshot: {e}",
+            height + 1
+        ))
+    })?;
+    if done.contract.state_root() != after.state_root {
+        return Err(bad(format!(
+            "block {} executes on the snapshot to {}, its header says {}",
+            height + 1,
+            done.contract.state_root(),
+            after.state_root
+        )));
+    }
+    Ok(power)
+}
+
+#[cfg(test)]
+mod tests {
+    use trust_contracts::{Genesis, GenesisAccount, Params};
+    use trust_protocol::Keypair;
+
+    use super::*;
+    use crate::{chain::build_block, testchain::sign_certificate};
+
+    /// A one-validator network's genesis, its first four blocks as stored (certified by
+    /// the validator) and the state after each (index 0: genesis).
+    fn network(name: &str) -> (GenesisDoc, Keypair, Vec<StoredBlock>, Vec<Contract>) {
+        let key = Keypair::from_label("statesync-validator");
+        let doc = GenesisDoc {
+            chain_name: name.into(),
+            validators: vec![key.public()],
+            genesis: Genesis {
+                params: Params::default(),
+                accounts: vec![GenesisAccount {
+                    id: key.public(),
+                    balance: 10_000,
+                    stake: 1_000,
+                }],
+                auditors: vec![],
+            },
+        };
+        let chain = doc.chain_id();
+        let mut states = vec![Contract::new(&doc.genesis).unwrap().with_chain(chain)];
+        let mut tip = Tip::genesis(chain);
+        let mut blocks = Vec::new();
+        for h in 1..=4u64 {
+            let (block, done, _) = build_block(states.last().unwrap(), &tip, &key, h, &[]).unwrap();
+            blocks.push(StoredBlock {
+                certificate: sign_certificate(&chain, &block.header, &[&key]),
+                block: block.clone(),
+            });
+            tip = tip.after(&block);
+            states.push(done.contract);
+        }
+        (doc, key, blocks, states)
+    }
+
+    /// The snapshot after block 2 with blocks 2 and 3 passes; each forgery a peer could
+    /// serve is refused, naming what is wrong: a snapshot of another state, a garbage
+    /// snapshot, a next block that does not link, a next block certified by a key that is
+    /// not a genesis validator, and a snapshot of another network.
+    #[test]
+    fn a_snapshot_is_taken_only_with_its_block_and_a_certified_next_block() {
+        let (doc, _key, blocks, states) = network("statesync");
+        let snap = states[2].snapshot();
+        let power = check(&doc, 2, &snap, &blocks[1], &blocks[2]).unwrap();
+        assert_eq!(power, (1_000, 1_000));
+
+        let refused = |r: Result<(u128, u128), Refused>| r.unwrap_err().to_string();
+        let e = refused(check(
+            &doc,
+            2,
+            &states[1].snapshot(),
+            &blocks[1],
+            &blocks[2],
+        ));
+        assert!(e.contains("state root"), "{e}");
+        let e = refused(check(&doc, 2, b"not a snapshot", &blocks[1], &blocks[2]));
+        assert!(e.contains("does not decode"), "{e}");
+        let e = refused(check(&doc, 2, &snap, &blocks[1], &blocks[3]));
+        assert!(e.contains("does not link"), "{e}");
+        let stranger = Keypair::from_label("statesync-stranger");
+        let mut forged = blocks[2].clone();
+        forged.certificate = sign_certificate(&doc.chain_id(), &forged.block.header, &[&stranger]);
+        let e = refused(check(&doc, 2, &snap, &blocks[1], &forged));
+        assert!(e.contains("block 3"), "{e}");
+        let (other, _, other_blocks, other_states) = network("another network");
+        let e = refused(check(
+            &doc,
+            2,
+            &other_states[2].snapshot(),
+            &other_blocks[1],
+            &other_blocks[2],
+        ));
+        assert!(e.contains("chain"), "{e}");
+        // The genuine one still passes for its own network.
+        check(
+            &other,
+            2,
+            &other_states[2].snapshot(),
+            &other_blocks[1],
+            &other_blocks[2],
+        )
+        .unwrap();
+    }
+}
