@@ -17,6 +17,13 @@ use trust_protocol::encoding;
 use super::{Api, ApiError, ApiResult, ErrorBody};
 use crate::view::latest;
 
+/// Snapshot answers built at once: each reads the whole snapshot (the state's size) to cut
+/// its chunk, so a stranger asking many at once is answered 503 rather than let it fill
+/// the node's memory.
+pub const MAX_CONCURRENT: usize = 2;
+
+static SERVING: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(MAX_CONCURRENT);
+
 /// Largest snapshot chunk served, in bytes (hex doubles it in the answer, within the
 /// client's response limit).
 pub const CHUNK_BYTES: usize = 2 * 1024 * 1024;
@@ -51,7 +58,7 @@ pub struct SnapshotChunk {
 
 #[utoipa::path(
     get, path = "/v1/snapshot",
-    description = "A chunk of this node's newest contract snapshot below its tip, with the snapshot's block and the next one as stored (block and commit certificate): what `trust-node run --state-sync` fetches and checks (the state root against the block's header, the next block's link and certificate against the powers it trusts). 404 when the node holds no snapshot below its tip, or not the one asked for.",
+    description = "A chunk of this node's newest contract snapshot below its tip, with the snapshot's block and the next one as stored (block and commit certificate): what `trust-node run --state-sync` fetches and checks (the state root against the block's header, the next block's link and certificate against the powers it trusts). 404 when the node holds no snapshot below its tip, or not the one asked for; 503 while two answers are being built.",
     params(SnapshotQuery),
     responses(
         (status = 200, body = SnapshotChunk),
@@ -64,11 +71,21 @@ pub(super) async fn snapshot(
     query: Result<Query<SnapshotQuery>, axum::extract::rejection::QueryRejection>,
 ) -> ApiResult<Json<SnapshotChunk>> {
     let Query(q) = query.map_err(|e| ApiError::bad("bad_query", e.body_text()))?;
+    let Ok(permit) = SERVING.try_acquire() else {
+        return Err(ApiError::new(
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            "busy",
+            format!("{MAX_CONCURRENT} snapshot answers are being built: ask again shortly"),
+        ));
+    };
     let tip = latest(&api.chain).tip.height;
-    tokio::task::spawn_blocking(move || chunk(&api, tip, &q))
-        .await
-        .map_err(ApiError::internal)?
-        .map(Json)
+    tokio::task::spawn_blocking(move || {
+        let _permit = permit;
+        chunk(&api, tip, &q)
+    })
+    .await
+    .map_err(ApiError::internal)?
+    .map(Json)
 }
 
 fn chunk(api: &Api, tip: u64, q: &SnapshotQuery) -> ApiResult<SnapshotChunk> {

@@ -1618,3 +1618,42 @@ async fn status_and_metrics_say_how_much_the_node_holds() {
         "{text}"
     );
 }
+
+/// `GET /v1/snapshot`: the newest snapshot below the tip in chunks, with its block and the
+/// next as stored; the bytes put together are the snapshot. No snapshot yet, one asked
+/// for that is not held, and an offset past the end are each answered with what is wrong.
+#[tokio::test]
+async fn the_snapshot_route_serves_the_newest_snapshot_below_the_tip_with_its_blocks() {
+    let mut net = Net::new();
+    let (st, body) = net.get("/v1/snapshot").await;
+    assert_eq!(st, StatusCode::NOT_FOUND, "{body}");
+    assert!(body.contains("no snapshot below the tip"), "{body}");
+    for _ in 0..3 {
+        net.block(vec![]).await;
+    }
+    let state = net.chain.current().contract.clone();
+    net.ledger.put_snapshot(2, b"state after two").unwrap();
+    net.ledger.put_snapshot(3, &state.snapshot()).unwrap();
+    // The one at the tip has no next block yet: the one below is served.
+    let (st, body) = net.get("/v1/snapshot").await;
+    assert_eq!(st, StatusCode::OK, "{body}");
+    let c: crate::api::snapshot::SnapshotChunk = serde_json::from_str(&body).unwrap();
+    assert_eq!((c.height, c.total, c.offset), (2, 15, 0));
+    assert_eq!(hex::decode(&c.chunk).unwrap(), b"state after two");
+    let block: crate::ledger::StoredBlock =
+        trust_protocol::encoding::decode(&hex::decode(&c.block).unwrap()).unwrap();
+    let next: crate::ledger::StoredBlock =
+        trust_protocol::encoding::decode(&hex::decode(&c.next).unwrap()).unwrap();
+    assert_eq!(block.block.header.height, 2);
+    assert_eq!(next.block.header.prev_hash, block.block.hash());
+    let (st, body) = net.get("/v1/snapshot?height=2&offset=10").await;
+    assert_eq!(st, StatusCode::OK, "{body}");
+    let c: crate::api::snapshot::SnapshotChunk = serde_json::from_str(&body).unwrap();
+    assert_eq!(hex::decode(&c.chunk).unwrap(), b"r two");
+    let (st, body) = net.get("/v1/snapshot?height=1").await;
+    assert_eq!(st, StatusCode::NOT_FOUND, "{body}");
+    let (st, body) = net.get("/v1/snapshot?height=2&offset=99").await;
+    assert_eq!(st, StatusCode::BAD_REQUEST, "{body}");
+    let (st, body) = net.get("/v1/snapshot?heigth=2").await;
+    assert_eq!(st, StatusCode::BAD_REQUEST, "{body}");
+}
