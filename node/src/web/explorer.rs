@@ -44,9 +44,18 @@ pub async fn blocks(State(pages): State<Pages>, Query(q): Query<BlocksQuery>) ->
             PageError::BadRequest(format!("before must be a block height, not {s:?}"))
         })?,
     };
+    // A pruning node lists from its oldest block (`[ledger] keep_blocks`) and says so.
+    let oldest = pages.ledger.pruned_below(0).map_err(PageError::internal)?;
     let top = before.saturating_sub(1).min(tip);
-    let bottom = top.saturating_sub(BLOCKS_PER_PAGE - 1).max(1);
-    let mut body = format!("<h1>Blocks</h1>\n<p class=\"lead\">Tip at height {tip}.</p>\n");
+    let bottom = top
+        .saturating_sub(BLOCKS_PER_PAGE - 1)
+        .max(oldest.unwrap_or(1));
+    let pruned = oldest
+        .map(|o| {
+            format!(" Blocks below {o} were pruned on this node (an archive node keeps them).")
+        })
+        .unwrap_or_default();
+    let mut body = format!("<h1>Blocks</h1>\n<p class=\"lead\">Tip at height {tip}.{pruned}</p>\n");
     if top == 0 {
         body += "<p class=\"muted\">No blocks yet.</p>";
         return Ok(layout::page("Blocks", &body).into_response());
@@ -74,7 +83,7 @@ pub async fn blocks(State(pages): State<Pages>, Query(q): Query<BlocksQuery>) ->
                 .min(tip.saturating_add(1))
         );
     }
-    if bottom > 1 {
+    if bottom > oldest.unwrap_or(1) {
         body += &format!("<a href=\"/blocks?before={bottom}\">Older →</a>");
     }
     body += "</nav>";
