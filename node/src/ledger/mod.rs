@@ -92,6 +92,7 @@ use trust_protocol::{
 use crate::feed::FeedEvent;
 
 pub use prune::{PRUNE_BATCH, Pruned};
+pub use verify::Adopt;
 
 /// Largest commit certificate stored with a block. Together with [`MAX_BLOCK_BYTES`] it
 /// keeps every encoded [`StoredBlock`] below the decoder's limit, so whatever was appended

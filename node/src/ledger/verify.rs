@@ -4,6 +4,10 @@ use trust_protocol::{Hash, block::Block, encoding, tx::SignedTx};
 
 use super::{Ledger, LedgerError, StoredBlock, VerifyReport, decode_outcome};
 
+/// What [`Ledger::verify_with`] calls with a pruned ledger's base block and the snapshot
+/// stored there: adopt it as the state to replay on, and return its state root.
+pub type Adopt<'a, E> = dyn FnMut(&Block, &[u8]) -> Result<Hash, E> + 'a;
+
 fn broken(height: u64, reason: impl Into<String>) -> LedgerError {
     LedgerError::Broken {
         height,
@@ -40,7 +44,7 @@ impl Ledger {
     /// parent is not checked (the parent is gone) and the walk goes on from there.
     pub fn verify_with<E: std::fmt::Display>(
         &self,
-        mut from_snapshot: Option<&mut dyn FnMut(&Block, &[u8]) -> Result<Hash, E>>,
+        mut from_snapshot: Option<&mut Adopt<'_, E>>,
         replay: &mut dyn FnMut(&Block) -> Result<Hash, E>,
     ) -> Result<VerifyReport, LedgerError> {
         let chain = self.chain()?;
