@@ -825,6 +825,41 @@ fn check_certificate(
     Ok((signed, total))
 }
 
+/// The genesis validators, each once, in the order given: refused past
+/// [`MAX_PROOF_VALIDATORS`] rather than truncated.
+fn distinct_validators(validators: &[AccountId]) -> Result<Vec<AccountId>, ProofError> {
+    let mut seen = BTreeSet::new();
+    let out: Vec<AccountId> = validators
+        .iter()
+        .filter(|v| seen.insert(**v))
+        .copied()
+        .collect();
+    if out.len() > MAX_PROOF_VALIDATORS {
+        return Err(ProofError::TooManyValidators {
+            count: out.len(),
+            max: MAX_PROOF_VALIDATORS,
+        });
+    }
+    Ok(out)
+}
+
+/// The voting powers at genesis, indexed as `validators`.
+fn genesis_powers(
+    genesis: &Genesis,
+    chain: Hash,
+    validators: &[AccountId],
+) -> Result<Vec<u64>, ProofError> {
+    let start = Contract::new(genesis)
+        .map_err(|_| ProofError::Malformed("genesis"))?
+        .with_chain(chain);
+    Ok(powers_of(
+        validators
+            .iter()
+            .map(|v| start.state().accounts.get(v).map_or(0, |a| a.power))
+            .collect(),
+    ))
+}
+
 /// Checks that `certificate` (a block's stored commit certificate) decides `header` with
 /// the signatures of distinct genesis validators holding more than 2/3 of the *genesis*
 /// powers: the check a walk from genesis makes of a block when no change of the
@@ -839,29 +874,8 @@ pub fn check_certificate_from_genesis(
     chain: Hash,
 ) -> Result<(u128, u128), ProofError> {
     check_chain(chain, header)?;
-    let validators: Vec<AccountId> = {
-        let mut seen = BTreeSet::new();
-        validators
-            .iter()
-            .filter(|v| seen.insert(**v))
-            .copied()
-            .collect()
-    };
-    if validators.len() > MAX_PROOF_VALIDATORS {
-        return Err(ProofError::TooManyValidators {
-            count: validators.len(),
-            max: MAX_PROOF_VALIDATORS,
-        });
-    }
-    let start = Contract::new(genesis)
-        .map_err(|_| ProofError::Malformed("genesis"))?
-        .with_chain(chain);
-    let powers = powers_of(
-        validators
-            .iter()
-            .map(|v| start.state().accounts.get(v).map_or(0, |a| a.power))
-            .collect(),
-    );
+    let validators = distinct_validators(validators)?;
+    let powers = genesis_powers(genesis, chain, &validators)?;
     check_certificate(
         &hex::encode(certificate),
         "certificate",
@@ -881,21 +895,7 @@ pub fn verify(
     let chain = trust.chain;
     let header = decode_header("header", &proof.header)?;
     check_chain(chain, &header)?;
-    let validators: Vec<AccountId> = {
-        let mut seen = BTreeSet::new();
-        trust
-            .validators
-            .iter()
-            .filter(|v| seen.insert(**v))
-            .copied()
-            .collect()
-    };
-    if validators.len() > MAX_PROOF_VALIDATORS {
-        return Err(ProofError::TooManyValidators {
-            count: validators.len(),
-            max: MAX_PROOF_VALIDATORS,
-        });
-    }
+    let validators = distinct_validators(trust.validators)?;
 
     // The anchor: the powers the walk starts from, and the height they hold after.
     let (mut powers, mut after, anchor) = match (&proof.anchor, trust.block) {
@@ -905,14 +905,7 @@ pub fn verify(
             )));
         }
         (ProofAnchor::Genesis, None) => {
-            let genesis = Contract::new(trust.genesis)
-                .map_err(|_| ProofError::Malformed("genesis"))?
-                .with_chain(chain);
-            let stakes = validators
-                .iter()
-                .map(|v| genesis.state().accounts.get(v).map_or(0, |a| a.power))
-                .collect();
-            (powers_of(stakes), 0, None)
+            (genesis_powers(trust.genesis, chain, &validators)?, 0, None)
         }
         (ProofAnchor::Block(a), trusted) => {
             let at = decode_header("anchor header", &a.header)?;
