@@ -10,10 +10,13 @@
 //! Phases of a session, all counted in blocks:
 //!
 //! 1. `Assigning`: opened at height `h`; at the start of block `h + 1`, before its
-//!    transactions, seats are drawn with that block's seed ([`crate::assign`]). Nobody
-//!    knows that seed before the block's proposer proves it, so the provider learns the
-//!    seats from the block's events and its keys land in a later block (the next one when
-//!    its delivery reaches that block's proposer in time).
+//!    transactions, seats are drawn with that block's seed ([`crate::assign`]), or at the
+//!    start of a later block when the network is at capacity ([`crate::admission`]: the
+//!    draw waits, in the order sessions were opened, and a session that waits past
+//!    [`crate::Params::draw_patience`] fails, refunded). Nobody knows a block's seed
+//!    before its proposer proves it, so the provider learns the seats from the block's
+//!    events and its keys land in a later block (the next one when its delivery reaches
+//!    that block's proposer in time).
 //! 2. `Commit { round, until }`: seats commit; closes at `until` or as soon as every seat of
 //!    the round has committed.
 //! 3. `Reveal { round, until }`: committed seats reveal; the first `k` valid reveals per
