@@ -129,6 +129,12 @@ pub struct AdversaryArgs {
     /// sessions_per_block, params with its floors, ...). Unknown keys are errors.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// Seats the largest auditor of each tier judges at once before draws wait
+    /// (`C,L,H`, the genesis `seat_capacity`; the network's default is 256,8,4). The
+    /// simulator's default is unbounded (its seats judge in the block they are keyed);
+    /// set it to run the adversary against admission by capacity.
+    #[arg(long, value_name = "C,L,H", value_delimiter = ',')]
+    pub seat_capacity: Vec<u32>,
     /// Where the JSON report is written (its directory is created if missing).
     #[arg(long, value_name = "FILE")]
     pub json: PathBuf,
@@ -742,6 +748,16 @@ fn run_adversaries(a: AdversaryArgs) -> CliResult {
     }
     if let Some(n) = a.sessions {
         cfg.sessions = n;
+    }
+    match a.seat_capacity.as_slice() {
+        [] => {}
+        [c, l, h] => cfg.params.seat_capacity = [*c, *l, *h],
+        other => {
+            return Err(CliError::usage(format!(
+                "--seat-capacity takes three numbers (C,L,H), not {}",
+                other.len()
+            )));
+        }
     }
     if cfg.sessions == 0 || cfg.sessions > MAX_SESSIONS {
         return Err(CliError::usage(format!(
