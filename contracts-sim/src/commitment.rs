@@ -202,6 +202,7 @@ pub fn all_keys(state: &State) -> impl Iterator<Item = StateKey> + '_ {
         expertise_due: _,
         power_due: _,
         failed_due: _,
+        outcomes_due: _,
         judging: _,
     } = state;
     std::iter::once(StateKey::Global)

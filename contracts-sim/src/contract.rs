@@ -38,7 +38,9 @@
 //!    are decided again, the outcome recomputed and the round recorded on it, and the
 //!    session is appealable again for a new window. When a window passes with no appeal
 //!    open the session is final ([`Contract::finality`], [`Event::SessionFinal`]): its
-//!    live copy is dropped and its outcome never changes again.
+//!    live copy is dropped and its outcome never changes again. The outcome leaves the
+//!    state [`crate::Params::outcome_retention`] blocks later ([`Event::OutcomeRetired`]):
+//!    the blocks up to its final one prove it from then on.
 //!
 //! The tally never punishes a seat on the provider's word alone: a seat whose keys the
 //! provider did not deliver in time (on record, see [`crate::Seat::keyed`]), or one of
@@ -187,6 +189,7 @@ impl Contract {
             expertise_due: Default::default(),
             power_due: Default::default(),
             failed_due: Default::default(),
+            outcomes_due: Default::default(),
             judging: Default::default(),
         }))
     }
@@ -595,6 +598,7 @@ impl Contract {
         }
         self.finalize(ctx, &mut ev);
         self.forget_failures(ctx);
+        self.retire_outcomes(ctx, &mut ev);
         self.record_seats(&ev);
         self.follow_power();
         self.state.height = ctx.height;
@@ -731,8 +735,37 @@ impl Contract {
             self.tree.touch(StateKey::Outcome(id));
             if let Some(o) = self.state.outcomes.get_mut(&id) {
                 o.appeals.final_at = Some(ctx.height);
+                let due = ctx
+                    .height
+                    .saturating_add(self.state.params.outcome_retention);
+                self.state.outcomes_due.entry(due).or_default().insert(id);
             }
             ev.push(Event::SessionFinal { session: id });
+        }
+    }
+
+    /// Drops the final outcomes whose retention ends with this block
+    /// ([`crate::Params::outcome_retention`]): reads only those, through the index by
+    /// height. A final outcome never changes again, so the blocks up to its final one
+    /// prove it for good.
+    fn retire_outcomes(&mut self, ctx: &BlockCtx, ev: &mut Vec<Event>) {
+        let due: Vec<u64> = self
+            .state
+            .outcomes_due
+            .range(..=ctx.height)
+            .map(|(h, _)| *h)
+            .collect();
+        for h in due {
+            for id in self.state.outcomes_due.remove(&h).unwrap_or_default() {
+                let Some(o) = self.state.outcomes.remove(&id) else {
+                    continue;
+                };
+                self.tree.touch(StateKey::Outcome(id));
+                ev.push(Event::OutcomeRetired {
+                    session: id,
+                    final_at: o.appeals.final_at.unwrap_or(ctx.height),
+                });
+            }
         }
     }
 
@@ -976,9 +1009,21 @@ impl Contract {
 
 /// The entries a transaction may change: the sender's account (nonce, balance, stake) and
 /// registry entry, a transfer's recipient, and the session it names or opens.
+///
+/// A commitment and a transfer change no registry entry (a commitment only its seat and
+/// the sender's nonce, `sessions::commit`; a transfer only balances), so they leave the
+/// sender's out: every touched entry rewrites its path in the tree, and commitments are
+/// half of all vote traffic. (Touching more than changes costs time, never correctness;
+/// touching less would leave the root behind, which the state-root checks against a
+/// rebuilt tree catch.)
 fn touched_by(tree: &mut Tree, sender: AccountId, tx: &Tx) {
     tree.touch(StateKey::Account(sender));
-    tree.touch(StateKey::Auditor(sender));
+    if !matches!(
+        tx.call,
+        Call::Commit { .. } | Call::Commits { .. } | Call::Transfer { .. }
+    ) {
+        tree.touch(StateKey::Auditor(sender));
+    }
     match &tx.call {
         Call::Transfer { to, .. } => tree.touch(StateKey::Account(*to)),
         Call::RegisterAuditor { .. }

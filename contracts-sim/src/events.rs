@@ -314,6 +314,15 @@ pub enum Event {
         /// Session.
         session: Hash,
     },
+    /// A final outcome left the contract state, [`crate::Params::outcome_retention`]
+    /// blocks after it became final: it lives on in the blocks, and its proof is anchored
+    /// at `final_at`, the block it became final in.
+    OutcomeRetired {
+        /// Session.
+        session: Hash,
+        /// The block it became final in.
+        final_at: u64,
+    },
     /// One entry of a batch of votes (`Call::Commits`, `Call::Reveals`) was refused; the
     /// batch's other entries applied.
     VoteRefused {

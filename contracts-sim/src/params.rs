@@ -146,6 +146,14 @@ pub struct Params {
     /// is never reused ([`crate::State::failed`]).
     #[serde(default = "default_failure_retention")]
     pub failure_retention: u64,
+    /// Blocks a session's outcome stays in [`crate::State::outcomes`] after it became
+    /// final ([`crate::AppealRecord::final_at`]): then it leaves the contract state
+    /// ([`crate::Event::OutcomeRetired`]) and lives on in the blocks that carry it, where
+    /// an outcome proof is anchored at its final block. So the state holds the sessions
+    /// not yet final and those of the last `outcome_retention` blocks, however many were
+    /// ever decided. Its id is never reused ([`crate::State::failed`]). At least 1.
+    #[serde(default = "default_outcome_retention")]
+    pub outcome_retention: u64,
     /// The least a `Transfer` to a key with no account must move: an account is a
     /// permanent entry of the state (never removed, so that nonces and session ids are
     /// never reused), so creating one must move at least this much. At least 1.
@@ -267,6 +275,10 @@ fn default_key_lead() -> u64 {
 }
 
 fn default_failure_retention() -> u64 {
+    1_000
+}
+
+fn default_outcome_retention() -> u64 {
     1_000
 }
 
@@ -402,6 +414,7 @@ impl Default for Params {
             appeal_horizon: default_appeal_horizon(),
             key_lead: default_key_lead(),
             failure_retention: default_failure_retention(),
+            outcome_retention: default_outcome_retention(),
             min_new_account: default_min_new_account(),
             seat_capacity: default_seat_capacity(),
             draw_patience: default_draw_patience(),
@@ -547,6 +560,11 @@ impl Params {
         // A failure must stay at least one block past the block that records it.
         if self.failure_retention == 0 {
             return Err(GenesisError::BadParam("failure_retention"));
+        }
+        // An outcome must stay at least the block it became final in: its proof is
+        // anchored there.
+        if self.outcome_retention == 0 {
+            return Err(GenesisError::BadParam("outcome_retention"));
         }
         if self.min_new_account == 0 {
             return Err(GenesisError::BadParam("min_new_account"));

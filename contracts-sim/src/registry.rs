@@ -160,6 +160,16 @@ pub(crate) fn reindex_all(st: &mut State) {
     for (due, id) in failed {
         st.failed_due.entry(due).or_default().insert(id);
     }
+    st.outcomes_due = Default::default();
+    let keep = st.params.outcome_retention;
+    let finals: Vec<(u64, Hash)> = st
+        .outcomes
+        .iter()
+        .filter_map(|(id, o)| o.appeals.final_at.map(|f| (f.saturating_add(keep), *id)))
+        .collect();
+    for (due, id) in finals {
+        st.outcomes_due.entry(due).or_default().insert(id);
+    }
     st.judging = crate::admission::judging_by_scan(st);
 }
 

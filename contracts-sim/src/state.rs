@@ -817,7 +817,9 @@ pub struct State {
     pub auditors: Map<AccountId, Auditor>,
     /// Live sessions.
     pub sessions: Map<Hash, Session>,
-    /// Decided sessions.
+    /// Decided sessions: while they may change (appealable, or an appeal open) and for
+    /// [`crate::Params::outcome_retention`] blocks after they became final; then they
+    /// leave the state and live on in the blocks that carry them.
     pub outcomes: Map<Hash, Outcome>,
     /// Decided sessions that are not final and have no appeal being judged, kept (with
     /// their seats) until their appeal window passes: an appeal takes one from here back
@@ -827,8 +829,8 @@ pub struct State {
     /// Sessions that failed to run, with the fee refunded, each for
     /// [`crate::Params::failure_retention`] blocks after it failed.
     ///
-    /// An id that left this map is never opened again, so forgetting it cannot let a
-    /// session be replayed: a session's id is `Tx::session_id(provider, nonce)` of the
+    /// An id that left this map (or [`State::outcomes`]) is never opened again, so
+    /// forgetting it cannot let a session be replayed: a session's id is `Tx::session_id(provider, nonce)` of the
     /// transaction that opened it, an account's nonce only ever rises (by one per
     /// transaction applied) and accounts are never removed, so no later transaction of
     /// that provider carries that nonce again.
@@ -863,6 +865,11 @@ pub struct State {
     /// without reading the others. Derived (rebuilt on restore).
     #[serde(skip)]
     pub failed_due: Map<u64, Set<Hash>>,
+    /// The final outcomes in `outcomes` by the height at whose end they leave the state
+    /// (their `final_at` plus [`crate::Params::outcome_retention`]). Derived (rebuilt on
+    /// restore).
+    #[serde(skip)]
+    pub outcomes_due: Map<u64, Set<Hash>>,
     /// Seats of each tier (Computer, LLM, Human) in a commit window now: the seats of the
     /// current round of every live session in its commit phase. What the round-0 draw's
     /// admission reads ([`crate::Params::seat_capacity`]). Derived from `sessions`

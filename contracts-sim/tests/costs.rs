@@ -286,6 +286,133 @@ fn item_2_a_failure_leaves_the_state_after_its_retention_and_its_id_is_never_reu
     assert_ne!(Tx::session_id(&provider.public(), next), sid);
 }
 
+/// Item 1, decided sessions: three waves of ten sessions, each run to its decision and
+/// past its appeal window. A final outcome stays `outcome_retention` blocks (kept across a
+/// restore from a snapshot in the middle), then leaves the state with an
+/// `OutcomeRetired` naming the block it became final in; the state after the third wave is
+/// no larger than after the first (bounded by what is live, not by the 30 sessions ever
+/// run); a retired session can be neither appealed nor opened again.
+#[test]
+fn item_1_final_outcomes_leave_the_state_and_it_stays_bounded_however_many_were_run() {
+    let params = Params {
+        outcome_retention: 5,
+        ..test_params()
+    };
+    let (mut chain, keys) = chain(params, &[(Tier::Computer, 4)]);
+    let provider = key("provider");
+    let m = manifest(
+        vec![
+            segment(0, Tier::Computer, vec![]),
+            segment(1, Tier::Computer, vec![]),
+        ],
+        3,
+        0,
+    );
+    let mut sizes = Vec::new();
+    let mut restored = false;
+    let mut first_open = None;
+    let mut retired_seen = 0usize;
+    for wave in 0..3 {
+        let first = chain.c.nonce(&provider.public());
+        let ids: Vec<Hash> = (0..10)
+            .map(|i| Tx::session_id(&provider.public(), first + i))
+            .collect();
+        if first_open.is_none() {
+            first_open = Some(Signed::sign(
+                &provider,
+                &Hash::ZERO,
+                Tx {
+                    nonce: first,
+                    call: Call::OpenSession(m.clone()),
+                },
+            ));
+        }
+        for _ in 0..10 {
+            chain.submit(&provider, Call::OpenSession(m.clone()));
+        }
+        chain.block();
+        let mut finals = std::collections::BTreeMap::new();
+        for _ in 0..300 {
+            serve(&mut chain, &keys, &provider);
+            let ev = chain.block();
+            for e in &ev {
+                match e {
+                    Event::SessionFinal { session } => {
+                        finals.insert(*session, chain.height);
+                    }
+                    Event::OutcomeRetired { session, final_at } => {
+                        retired_seen += 1;
+                        assert_eq!(finals.get(session), Some(final_at));
+                        assert_eq!(chain.height, final_at + 5, "kept exactly its retention");
+                    }
+                    _ => {}
+                }
+            }
+            // Final ones are kept until their retention ends.
+            for (id, f) in &finals {
+                assert_eq!(
+                    chain.c.state().outcomes.contains_key(id),
+                    chain.height < f + 5,
+                    "session {id} final at {f}, now {}",
+                    chain.height
+                );
+            }
+            if !restored && !finals.is_empty() {
+                chain.c = Contract::from_snapshot(&chain.c.snapshot()).unwrap();
+                restored = true;
+            }
+            if ids.iter().all(|id| {
+                finals.contains_key(id)
+                    && !chain.c.state().outcomes.contains_key(id)
+                    && !chain.c.state().sessions.contains_key(id)
+            }) {
+                break;
+            }
+        }
+        let st = chain.c.state();
+        assert!(
+            st.outcomes.is_empty() && st.outcomes_due.is_empty(),
+            "wave {wave}: {} outcomes left",
+            st.outcomes.len()
+        );
+        assert!(st.sessions.is_empty() && st.appealable.is_empty() && st.failed.is_empty());
+        assert_eq!(
+            chain.c.state_root(),
+            Contract::from_state(st.clone()).state_root(),
+            "the tree dropped what the state dropped"
+        );
+        sizes.push((chain.c.snapshot().len(), chain.c.tree_nodes()));
+        // A retired session is unknown to an appeal.
+        assert!(matches!(
+            apply(
+                &mut chain,
+                &keys[0],
+                Call::Appeal {
+                    session: ids[0],
+                    segments: vec![0],
+                },
+            ),
+            Err(TxError::UnknownSession(s)) if s == ids[0]
+        ));
+    }
+    eprintln!("state after each wave of 10 (bytes, tree nodes): {sizes:?}");
+    assert_eq!(retired_seen, 30);
+    // Balances and reputations move, but nothing accumulates: the third wave leaves the
+    // state the size the first did (within the width of the numbers that moved).
+    let (first, _) = sizes[0];
+    let (last, nodes) = sizes[2];
+    assert!(
+        last <= first + first / 100,
+        "state after 30 sessions {last} bytes, after 10 {first}"
+    );
+    assert!(nodes <= sizes[0].1 + sizes[0].1 / 100, "{sizes:?}");
+    // The first session's id cannot come back: its transaction is a replay.
+    assert!(matches!(
+        chain.c.apply(&ctx(chain.height + 1), &first_open.unwrap()),
+        Err(TxError::BadNonce { .. })
+    ));
+}
+
 /// Item 3: 1,000 transfers of 1 to fresh keys, over two blocks, create no account (each
 /// is refused, charging nothing); a transfer of at least `min_new_account` creates one.
 #[test]

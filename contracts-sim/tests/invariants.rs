@@ -139,6 +139,8 @@ struct World {
     sessions: Vec<Hash>,
     height: u64,
     decided: BTreeMap<Hash, Outcome>,
+    /// Sessions whose outcome left the state.
+    retired: BTreeSet<Hash>,
 }
 
 impl World {
@@ -161,6 +163,7 @@ impl World {
             disclose_window: 2,
             unbond_delay: 3,
             failure_retention: 4,
+            outcome_retention: 4,
             // Small enough that sessions wait for their draw, and some give up waiting.
             seat_capacity: [2, 2, 2],
             draw_patience: 3,
@@ -177,6 +180,7 @@ impl World {
             sessions: Vec::new(),
             height: 1,
             decided: BTreeMap::new(),
+            retired: BTreeSet::new(),
         }
     }
 
@@ -396,7 +400,34 @@ impl World {
             }
         }
         // A decided outcome changes only through its appeals: finality, an appeal opened,
-        // or an appeal round decided (which records itself); a final one never changes.
+        // or an appeal round decided (which records itself); a final one never changes,
+        // and leaves the state only when its retention ends (then it is never seen again).
+        let retired: Vec<Hash> = self
+            .decided
+            .iter()
+            .filter(|(id, _)| !st.outcomes.contains_key(*id))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in retired {
+            let o = self.decided.remove(&id).expect("listed");
+            let f = o
+                .appeals
+                .final_at
+                .expect("a session left the state before it was final");
+            assert!(
+                f + st.params.outcome_retention <= st.height,
+                "an outcome final at {f} left before its retention ended (height {})",
+                st.height
+            );
+            assert!(!st.sessions.contains_key(&id) && !st.appealable.contains_key(&id));
+            self.retired.insert(id);
+        }
+        for id in &self.retired {
+            assert!(
+                !st.outcomes.contains_key(id) && !st.sessions.contains_key(id),
+                "a retired session came back"
+            );
+        }
         for (id, o) in &self.decided {
             let now = st.outcomes.get(id).expect("a decided session vanished");
             if o.appeals.final_at.is_some() {
@@ -473,6 +504,21 @@ impl World {
             .map(|(h, s)| (*h, s.iter().copied().collect()))
             .collect();
         assert_eq!(index, due, "the failure index drifted");
+        // Likewise every final outcome, at the end of its retention.
+        let mut due: BTreeMap<u64, BTreeSet<Hash>> = BTreeMap::new();
+        for (id, o) in &st.outcomes {
+            if let Some(f) = o.appeals.final_at {
+                let at = f + st.params.outcome_retention;
+                assert!(at > st.height, "an outcome outlived its retention");
+                due.entry(at).or_default().insert(*id);
+            }
+        }
+        let index: BTreeMap<u64, BTreeSet<Hash>> = st
+            .outcomes_due
+            .iter()
+            .map(|(h, s)| (*h, s.iter().copied().collect()))
+            .collect();
+        assert_eq!(index, due, "the outcome index drifted");
         assert_eq!(
             st.judging,
             trust_contracts::admission::judging_by_scan(st),

@@ -177,10 +177,13 @@ impl Default for SimConfig {
 /// The network's default parameters with unbounded seat capacity: the simulator models
 /// what seats decide and earn, not how fast they judge (every seat judges in the block it
 /// has its keys), so admission by capacity ([`crate::admission`]) would only stretch its
-/// runs.
+/// runs; and outcomes that never leave the state, since a run's report reads them all at
+/// its end.
 pub fn sim_params() -> Params {
     Params {
         seat_capacity: [u32::MAX; 3],
+        // The simulators read every outcome at the end of a run.
+        outcome_retention: u64::MAX,
         ..Params::default()
     }
 }
