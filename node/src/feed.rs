@@ -615,6 +615,10 @@ pub fn derive(height: u64, events: &[Event], after: &Contract) -> Vec<FeedEvent>
                 e.session = Some(*session);
                 out.push(e);
             }
+            // Housekeeping, not news: the outcome reads the same from the node's record
+            // of final outcomes (`GET /v1/sessions/{id}`), and its proof is anchored at
+            // its final block either way.
+            Event::OutcomeRetired { .. } => {}
             Event::SessionFailed { session, reason } => {
                 let mut e = FeedEvent::new(Kind::SessionFailed);
                 e.session = Some(*session);

@@ -41,7 +41,8 @@ pub fn seat_counts(session: &Session) -> SeatCounts {
 /// A decided session: its outcome and the block that decided it.
 #[derive(Debug, Clone)]
 pub struct Decided {
-    /// The outcome as the contract stores it.
+    /// The outcome as the contract stores it (or stored it, until it became final and its
+    /// retention passed: then as the ledger keeps it).
     pub outcome: Outcome,
     /// Height of the deciding block (from the ledger's outcome index).
     pub height: Option<u64>,
@@ -69,14 +70,21 @@ pub fn session(
     sid: &Hash,
 ) -> Result<Option<SessionLookup>, LedgerError> {
     let st = chain.contract.state();
-    if let Some(outcome) = st.outcomes.get(sid) {
+    // The state holds an outcome until its retention after finality ends; the ledger's
+    // record of final outcomes holds it from its final block on.
+    let outcome = match st.outcomes.get(sid) {
+        Some(o) => Some(o.clone()),
+        None if st.sessions.contains_key(sid) => None,
+        None => ledger.final_outcome(sid)?,
+    };
+    if let Some(outcome) = outcome {
         let height = ledger.outcome_height(sid)?;
         let block = match height {
             Some(h) => ledger.block(h)?,
             None => None,
         };
         return Ok(Some(SessionLookup::Decided(Box::new(Decided {
-            outcome: outcome.clone(),
+            outcome,
             height,
             block_hash: block.as_ref().map(|b| b.block.hash()),
             time_ms: block.map(|b| b.block.header.time_ms),

@@ -15,7 +15,7 @@ use trust_protocol::{
 };
 
 use crate::{
-    chain::{Tip, build_block, decided_sessions},
+    chain::{Tip, build_block, decided_sessions, retired_outcomes},
     ledger::{Ledger, StoredBlock},
     mempool::Pool,
     tasks::Stop,
@@ -103,11 +103,21 @@ impl TestChain {
     /// The chain at genesis, the auditors declaring `expertise`, `peers` published. Call
     /// inside a tokio runtime (the mempool task is spawned on it).
     pub(crate) fn new(label: &str, expertise: &[&str], peers: PeerView) -> Self {
+        Self::with_params(label, expertise, peers, Params::default())
+    }
+
+    /// [`TestChain::new`] with the contract's `params`.
+    pub(crate) fn with_params(
+        label: &str,
+        expertise: &[&str],
+        peers: PeerView,
+        params: Params,
+    ) -> Self {
         let keys: Vec<Keypair> = (0..4)
             .map(|i| Keypair::from_label(&format!("{label}{i}")))
             .collect();
         let genesis = Genesis {
-            params: Params::default(),
+            params,
             accounts: keys
                 .iter()
                 .map(|k| GenesisAccount {
@@ -186,6 +196,7 @@ impl TestChain {
                 &decided_sessions(&done.events),
                 &feed,
                 powers_changed,
+                &retired_outcomes(&done.events, &view.contract),
             )
             .expect("append");
         self.tip = self.tip.after(&block);

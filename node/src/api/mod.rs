@@ -481,7 +481,7 @@ async fn session(State(api): State<Api>, Path(id): Path<String>) -> ApiResult<Js
                 params,
             )),
             explanation: query::explain(&d.outcome, &|i| format!("#{i}")),
-            finality: view.contract.finality(&sid).map(Into::into),
+            finality: Some(d.outcome.finality().into()),
             outcome: Some(d.outcome),
             block_height: d.height,
             block_hash: d.block_hash,
@@ -551,6 +551,17 @@ async fn appeal(
         || st.sessions.contains_key(&sid)
         || st.failed.contains_key(&sid);
     if !known {
+        // An outcome that left the state after its retention is final: say so.
+        if let Some(o) = api.ledger.final_outcome(&sid).map_err(ApiError::internal)? {
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "rejected",
+                format!(
+                    "session {sid} is final (since block {}): its appeal window closed",
+                    o.appeals.final_at.unwrap_or(o.decided_at)
+                ),
+            ));
+        }
         return Err(ApiError::not_found(format!("no session {sid}")));
     }
     let call = Call::Appeal {
@@ -634,7 +645,14 @@ async fn session_proof(
     let Query(pairs) = query.map_err(|e| ApiError::bad("bad_query", e.body_text()))?;
     let trust = proofs::trust_query(&pairs)?;
     let view = latest(&api.chain);
-    if view.contract.outcome(&sid).is_none() {
+    // Decided: in the state, or final and let go of (then the ledger keeps it).
+    if view.contract.outcome(&sid).is_none()
+        && api
+            .ledger
+            .final_outcome(&sid)
+            .map_err(ApiError::internal)?
+            .is_none()
+    {
         return Err(ApiError::not_found(format!("no decided session {sid}")));
     }
     // The walk may replay the ledger: off the runtime's threads.

@@ -17,6 +17,7 @@ use std::{
 };
 
 use axum::http::StatusCode;
+use trust_contracts::{Contract, Outcome};
 use trust_protocol::Hash;
 
 use crate::{
@@ -30,6 +31,15 @@ use crate::{
 /// heights are forgotten first (a recent trusted block is the common anchor).
 pub const MAX_KEPT_STAKE_PROOFS: usize = 65_536;
 
+/// Most proofs of outcomes that left the contract state [`Replays`] keeps, by session and
+/// trusted block: such a proof never changes (it is of the outcome's final block), and
+/// building it replays the ledger, so a repeated request is answered from here.
+pub const MAX_KEPT_RETIRED_PROOFS: usize = 1_024;
+
+/// A kept proof's key: the session and the trusted block (height and hash; 0 and zero for
+/// genesis).
+type RetiredKey = (Hash, u64, Hash);
+
 /// The stake proofs replays of the ledger rebuilt, by height, shared by the proof
 /// requests; and the lock that lets one request at a time replay.
 #[derive(Debug, Default)]
@@ -40,12 +50,28 @@ pub struct Replays {
     kept: Mutex<BTreeMap<u64, Arc<Vec<StakeProof>>>>,
     /// Replays run so far.
     runs: AtomicU64,
+    /// Proofs of outcomes that left the state, built already.
+    retired: Mutex<BTreeMap<RetiredKey, Arc<OutcomeProof>>>,
 }
 
 impl Replays {
     /// Replays of the ledger run so far (one replay may rebuild several heights).
     pub fn runs(&self) -> u64 {
         self.runs.load(Ordering::Relaxed)
+    }
+
+    fn retired_get(&self, key: &RetiredKey) -> Option<Arc<OutcomeProof>> {
+        self.retired
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(key)
+            .cloned()
+    }
+
+    fn retired_keep(&self, key: RetiredKey, proof: Arc<OutcomeProof>) {
+        let mut kept = self.retired.lock().unwrap_or_else(|p| p.into_inner());
+        while kept.len() >= MAX_KEPT_RETIRED_PROOFS && kept.pop_first().is_some() {}
+        kept.insert(key, proof);
     }
 
     fn get(&self, height: u64) -> Option<Arc<Vec<StakeProof>>> {
@@ -125,6 +151,79 @@ impl Replays {
     }
 }
 
+impl Replays {
+    /// The states after `parent` and `at` (`at - 1` and `at`; no parent at height 1) and
+    /// the stake proofs after each of `walk` (ascending, all below `at`), rebuilt by one
+    /// replay of the ledger under the replay lock: what the proof of an outcome that left
+    /// the contract state needs, anchored at its final block `at`. The stake proofs are
+    /// kept for later requests like [`Replays::stakes`]'.
+    #[allow(clippy::type_complexity)]
+    fn states_at(
+        &self,
+        api: &Api,
+        chain: Hash,
+        walk: &[u64],
+        at: u64,
+    ) -> Result<
+        (
+            BTreeMap<u64, Arc<Vec<StakeProof>>>,
+            Option<(StoredBlock, Contract)>,
+            (StoredBlock, Contract),
+        ),
+        ApiError,
+    > {
+        let genesis = api.genesis.as_deref().ok_or_else(|| {
+            ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                "this node holds no genesis state to replay the ledger from",
+            )
+        })?;
+        let parent = at.saturating_sub(1);
+        let mut heights: Vec<u64> = walk.to_vec();
+        heights.extend([parent, at]);
+        heights.retain(|h| *h > 0);
+        heights.sort_unstable();
+        heights.dedup();
+        let _one = self.replaying.lock().unwrap_or_else(|p| p.into_inner());
+        self.runs.fetch_add(1, Ordering::Relaxed);
+        let mut stakes = BTreeMap::new();
+        let mut before = None;
+        let mut after = None;
+        history::replay_to(
+            &api.ledger,
+            genesis,
+            chain,
+            &heights,
+            |b, state| -> Result<(), ServeError> {
+                let h = b.block.header.height;
+                if walk.contains(&h) {
+                    let s = match self.get(h) {
+                        Some(s) => s,
+                        None => {
+                            let s = proof::stake_proofs(state, b, &api.validators)?;
+                            self.keep(h, s.clone());
+                            Arc::new(s)
+                        }
+                    };
+                    stakes.insert(h, s);
+                }
+                if h == parent {
+                    before = Some((b.clone(), state.clone()));
+                }
+                if h == at {
+                    after = Some((b.clone(), state.clone()));
+                }
+                Ok(())
+            },
+        )?;
+        let after = after.ok_or_else(|| {
+            ApiError::internal(format!("the state after block {at} was not rebuilt"))
+        })?;
+        Ok((stakes, before, after))
+    }
+}
+
 /// Why a proof could not be served.
 #[derive(Debug, thiserror::Error)]
 enum ServeError {
@@ -187,6 +286,11 @@ pub(crate) fn outcome_proof(
     sid: &Hash,
     trust: Option<TrustedBlock>,
 ) -> ApiResult<OutcomeProof> {
+    if view.contract.outcome(sid).is_none()
+        && let Some(o) = api.ledger.final_outcome(sid).map_err(ApiError::internal)?
+    {
+        return retired_outcome_proof(api, view, sid, &o, trust);
+    }
     let h = view.tip.height;
     let block = |height: u64| -> ApiResult<StoredBlock> {
         api.ledger
@@ -251,9 +355,132 @@ pub(crate) fn outcome_proof(
         let s = proof::stake_proofs(pstate, pblock, &api.validators).map_err(ServeError::from)?;
         stakes.insert(below_tip, Arc::new(s));
     }
+    let walk = walk_of(api, trust, &changes, &needed, &stakes)?;
+    proof::build(
+        sid,
+        &view.contract,
+        &tip,
+        view.parent.as_deref(),
+        parent.as_ref(),
+        &api.validators,
+        walk,
+    )
+    .map_err(|e| ServeError::from(e).into())
+}
+
+/// The proof of the outcome of `sid`, which left the contract state after its retention
+/// (`o`, as the ledger keeps it): anchored at the block it became final in, whose state
+/// still held it, final, and which never changes again. The states after that block and
+/// the one before it are rebuilt by replaying the ledger. Reads the ledger and replays it:
+/// call off the async runtime.
+fn retired_outcome_proof(
+    api: &Api,
+    view: &ChainView,
+    sid: &Hash,
+    o: &Outcome,
+    trust: Option<TrustedBlock>,
+) -> ApiResult<OutcomeProof> {
+    let Some(at) = o.appeals.final_at else {
+        return Err(ApiError::internal(format!(
+            "the ledger keeps session {sid}'s outcome as final, but it has no final block"
+        )));
+    };
+    let key = (
+        *sid,
+        trust.map_or(0, |t| t.height),
+        trust.map_or(Hash::ZERO, |t| t.hash),
+    );
+    if let Some(p) = api.replays.retired_get(&key) {
+        return Ok(p.as_ref().clone());
+    }
+    if let Some(t) = trust {
+        if t.height >= at {
+            return Err(refused(format!(
+                "session {sid}'s outcome left the contract state after its retention, so its \
+                 proof is of block {at}, where it became final; the trusted block {} is not \
+                 below it: trust an earlier block",
+                t.height
+            )));
+        }
+        let held = api
+            .ledger
+            .block(t.height)
+            .map_err(ApiError::internal)?
+            .map(|b| b.block.hash());
+        if held != Some(t.hash) {
+            return Err(refused(format!(
+                "block {} of this chain is not {}: the trusted block is not one of this node's",
+                t.height, t.hash
+            )));
+        }
+    }
+    let from = trust.map_or(0, |t| t.height);
+    let lowest = from.min(at.saturating_sub(1));
+    if let Some(oldest) = api
+        .ledger
+        .pruned_below(lowest)
+        .map_err(ApiError::internal)?
+    {
+        return Err(ApiError::not_found(format!(
+            "session {sid} became final at block {at}, and this node pruned its blocks below \
+             {oldest} (`[ledger] keep_blocks`), so it cannot prove it{}: ask an archive node",
+            if from < oldest && at > oldest {
+                format!(
+                    " from {}",
+                    if from == 0 {
+                        "genesis".to_string()
+                    } else {
+                        format!("block {from}")
+                    }
+                )
+            } else {
+                String::new()
+            }
+        )));
+    }
+    let changes = api
+        .ledger
+        .power_changes(from, at)
+        .map_err(ServeError::from)?;
+    let mut walk_heights: Vec<u64> = trust.iter().map(|t| t.height).collect();
+    walk_heights.extend(&changes);
+    walk_heights.sort_unstable();
+    walk_heights.dedup();
+    let (stakes, parent, (block, state)) =
+        api.replays
+            .states_at(api, view.tip.chain, &walk_heights, at)?;
+    let walk = walk_of(api, trust, &changes, &walk_heights, &stakes)?;
+    let p = proof::build(
+        sid,
+        &state,
+        &block,
+        parent.as_ref().map(|(_, c)| c),
+        parent.as_ref().map(|(b, _)| b),
+        &api.validators,
+        walk,
+    )
+    .map_err(ServeError::from)?;
+    api.replays.retired_keep(key, Arc::new(p.clone()));
+    Ok(p)
+}
+
+/// The walk of a proof: the anchor at the trusted block (genesis if none) and a hop at
+/// each of `changes`, from the blocks at `heights` (the trusted one and the changes,
+/// ascending) and the stake proofs after each.
+fn walk_of(
+    api: &Api,
+    trust: Option<TrustedBlock>,
+    changes: &[u64],
+    heights: &[u64],
+    stakes: &BTreeMap<u64, Arc<Vec<StakeProof>>>,
+) -> ApiResult<Walk> {
     let mut walk = Walk::default();
-    for height in needed {
-        let b = block(height)?;
+    for &height in heights {
+        let b = api
+            .ledger
+            .block(height)
+            .map_err(ApiError::internal)?
+            .ok_or_else(|| ApiError::internal(format!("block {height} is not in the ledger")))?;
         let s = stakes
             .get(&height)
             .map(|s| s.as_ref().clone())
@@ -273,14 +500,5 @@ pub(crate) fn outcome_proof(
             "the trusted block's state was not rebuilt",
         ));
     }
-    proof::build(
-        sid,
-        &view.contract,
-        &tip,
-        view.parent.as_deref(),
-        parent.as_ref(),
-        &api.validators,
-        walk,
-    )
-    .map_err(|e| ServeError::from(e).into())
+    Ok(walk)
 }

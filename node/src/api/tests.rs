@@ -46,13 +46,18 @@ impl std::ops::DerefMut for Net {
 
 impl Net {
     fn new() -> Self {
-        let t = TestChain::new(
+        Self::with_params(Params::default())
+    }
+
+    fn with_params(params: Params) -> Self {
+        let t = TestChain::with_params(
             "n",
             &[],
             PeerView {
                 peers: 3,
                 heights: vec![("12D3KooWpeer".into(), 7)],
             },
+            params,
         );
         let (llm, llm_watch) = watch::channel(None);
         Net {
@@ -1198,7 +1203,8 @@ mod stream {
                     .unwrap()
                 })
                 .collect();
-            fat.append_with_feed(&stored, &[], &feed, false).unwrap();
+            fat.append_with_feed(&stored, &[], &feed, false, &[])
+                .unwrap();
         }
         net.api.ledger = fat;
         let hub = net.api.events.clone().unwrap();
@@ -1358,6 +1364,108 @@ mod stream {
             published
         );
     }
+}
+
+/// Issue 41, item 1: a final outcome leaves the contract state `outcome_retention` blocks
+/// after its final block, and the node still answers for it from its ledger: the session
+/// reads the same, and its proof, anchored at the block it became final in (replayed),
+/// verifies from genesis or from a trusted block below it, and says final; a trusted block
+/// at or above it is refused with the reason.
+#[tokio::test]
+async fn a_final_outcome_that_left_the_state_is_still_read_and_proven_from_its_final_block() {
+    use crate::proof::{Trust, TrustedBlock, verify};
+
+    let mut net = Net::with_params(Params {
+        outcome_retention: 3,
+        ..Params::default()
+    });
+    net.api.genesis = Some(Arc::new(net.t.genesis.clone()));
+    let (sid, _, _) = net.decide_one_session().await;
+    let (_, decided) = net.get(&format!("/v1/sessions/{sid}")).await;
+    let decided = json(&decided);
+    let mut final_at = None;
+    let mut retired_at = None;
+    for _ in 0..Params::default().appeal_window + 10 {
+        net.block(vec![]).await;
+        let c = net.chain_watch.borrow().contract.clone();
+        match (c.outcome(&sid), final_at) {
+            (Some(o), _) => final_at = o.appeals.final_at,
+            (None, Some(_)) => {
+                retired_at = Some(net.tip.height);
+                break;
+            }
+            (None, None) => panic!("the outcome left the state before it was final"),
+        }
+    }
+    let f = final_at.expect("final");
+    assert_eq!(retired_at, Some(f + 3), "kept exactly its retention");
+    assert_eq!(
+        net.ledger
+            .final_outcome(&sid)
+            .unwrap()
+            .unwrap()
+            .appeals
+            .final_at,
+        Some(f)
+    );
+
+    // Read as before: the outcome and the block that decided it; now final.
+    let (st, body) = net.get(&format!("/v1/sessions/{sid}")).await;
+    assert_eq!(st, StatusCode::OK, "{body}");
+    let v = json(&body);
+    assert_eq!(v["status"], "decided", "{v}");
+    assert_eq!(v["outcome"]["segments"], decided["outcome"]["segments"]);
+    assert_eq!(v["block_height"], decided["block_height"]);
+    assert_eq!(v["finality"]["state"], "final", "{v}");
+
+    // Proven at its final block, from genesis and from a block below it.
+    let tip = net.tip;
+    let trusting = |block: Option<TrustedBlock>| Trust {
+        chain: tip.chain,
+        validators: &net.t.validators,
+        genesis: &net.t.genesis_input,
+        block,
+    };
+    let runs = net.api.replays.runs();
+    let (st, body) = net.get(&format!("/v1/sessions/{sid}/proof")).await;
+    assert_eq!(st, StatusCode::OK, "{body}");
+    assert_eq!(
+        net.api.replays.runs(),
+        runs + 1,
+        "rebuilt by replaying the ledger"
+    );
+    // Asked again, it is answered from what was built: a stranger cannot make the node
+    // replay its ledger for the same proof over and over.
+    let (st, again) = net.get(&format!("/v1/sessions/{sid}/proof")).await;
+    assert_eq!((st, &again), (StatusCode::OK, &body));
+    assert_eq!(net.api.replays.runs(), runs + 1, "not replayed again");
+    let p: OutcomeProof = serde_json::from_str(&body).unwrap();
+    let checked = verify(&p, &sid, &trusting(None)).unwrap();
+    assert_eq!(checked.header.height, f);
+    assert_eq!(checked.outcome.appeals.final_at, Some(f));
+    assert_eq!(
+        checked.outcome,
+        net.ledger.final_outcome(&sid).unwrap().unwrap()
+    );
+    let block = |h: u64| TrustedBlock {
+        height: h,
+        hash: net.ledger.block(h).unwrap().unwrap().block.hash(),
+    };
+    let t = block(2);
+    let (st, body) = net
+        .get(&format!("/v1/sessions/{sid}/proof?trust={t}"))
+        .await;
+    assert_eq!(st, StatusCode::OK, "{body}");
+    let p: OutcomeProof = serde_json::from_str(&body).unwrap();
+    let checked = verify(&p, &sid, &trusting(Some(t))).unwrap();
+    assert_eq!((checked.header.height, checked.anchor), (f, Some(t)));
+    // A trusted block at its final block or above cannot anchor it: refused, with why.
+    let t = block(f);
+    let (st, body) = net
+        .get(&format!("/v1/sessions/{sid}/proof?trust={t}"))
+        .await;
+    assert_eq!(st, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert!(body.contains("left the contract state"), "{body}");
 }
 
 /// `GET /v1/sessions/{id}/proof` walks the changes of the validator powers the ledger

@@ -15,7 +15,7 @@
 //!
 //! [`BlockHeader::seed`]: trust_protocol::block::BlockHeader::seed
 
-use trust_contracts::{BlockCtx, Contract, Event, TxError};
+use trust_contracts::{BlockCtx, Contract, Event, Outcome, TxError};
 use trust_protocol::{
     Hash, Keypair, PublicKey,
     block::{
@@ -248,6 +248,23 @@ pub fn decided_sessions(events: &[Event]) -> Vec<Hash> {
         .iter()
         .filter_map(|e| match e {
             Event::TraceDecided { session, .. } => Some(*session),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The final outcomes a block let go of from the contract state ([`Event::OutcomeRetired`]),
+/// as the state before it (`before`) holds them: what the ledger keeps from then on
+/// ([`crate::ledger::Ledger::final_outcome`]). Taken when they leave rather than when they
+/// become final, so a ledger that starts from a snapshot holding final outcomes keeps them
+/// too.
+pub fn retired_outcomes(events: &[Event], before: &Contract) -> Vec<(Hash, Outcome)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::OutcomeRetired { session, .. } => {
+                before.outcome(session).map(|o| (*session, o.clone()))
+            }
             _ => None,
         })
         .collect()

@@ -50,7 +50,9 @@ use super::{
     signing::AccountSigner,
 };
 use crate::{
-    chain::{ExecError, Executed, Tip, build_block, decided_sessions, execute_block},
+    chain::{
+        ExecError, Executed, Tip, build_block, decided_sessions, execute_block, retired_outcomes,
+    },
     feed::FeedEvent,
     ledger::{Ledger, LedgerError, StoredBlock},
     mempool::{self, Pool},
@@ -744,6 +746,7 @@ impl Driver {
             None => execute_block(&contract, &tip, &block)?,
         };
         let sessions = decided_sessions(&done.events);
+        let retired = retired_outcomes(&done.events, &contract);
         let feed = crate::feed::derive(block.header.height, &done.events, &done.contract);
         let certificate = encode_borsh(&WireCertificate::from(cert))?.to_vec();
         let stored = StoredBlock {
@@ -755,7 +758,7 @@ impl Driver {
         let validators = validator_powers(&self.validators, &done.contract);
         let powers_changed = validator_powers(&self.validators, &contract) != validators;
         self.ledger
-            .append_with_feed(&stored, &sessions, &feed, powers_changed)?;
+            .append_with_feed(&stored, &sessions, &feed, powers_changed, &retired)?;
         let height = block.header.height;
         if self.snapshot_every > 0
             && height.is_multiple_of(self.snapshot_every)

@@ -1,7 +1,7 @@
 //! Appending a decided block: every check that needs no stored data runs first, then one
 //! sled transaction re-reads the tip, checks the links and writes the block, its indices,
-//! its session outcomes, its event feed, whether it changed the validator powers and the
-//! new tip together.
+//! its session outcomes, its event feed, whether it changed the validator powers, the final
+//! outcomes it let go of and the new tip together.
 
 use std::collections::BTreeSet;
 
@@ -9,6 +9,7 @@ use sled::{
     Transactional,
     transaction::{ConflictableTransactionError, TransactionError, TransactionalTree},
 };
+use trust_contracts::Outcome;
 use trust_protocol::{Hash, encoding, tx::SignedTx};
 
 use crate::feed::FeedEvent;
@@ -35,7 +36,7 @@ impl Ledger {
         stored: &StoredBlock,
         session_outcomes: &[Hash],
     ) -> Result<(), LedgerError> {
-        self.append_inner(stored, session_outcomes, None, None, false)
+        self.append_inner(stored, session_outcomes, None, None, &[], false)
     }
 
     /// Starts an empty ledger at `stored` (a block above 1, whose parent it will never
@@ -52,15 +53,17 @@ impl Ledger {
                 expected: tip.saturating_add(1),
             });
         }
-        self.append_inner(stored, &[], None, None, true)?;
+        self.append_inner(stored, &[], None, None, &[], true)?;
         self.snapshots.insert(height_key(height), snapshot)?;
         self.db.flush()?;
         Ok(())
     }
 
     /// Appends a decided block with the sessions it decides, its event feed
-    /// ([`crate::feed::derive`]) and whether its execution changed the validator powers
-    /// (`powers_changed`: recorded in `ledger/power_changes`), all in one transaction, then
+    /// ([`crate::feed::derive`]), whether its execution changed the validator powers
+    /// (`powers_changed`: recorded in `ledger/power_changes`) and the final outcomes it
+    /// let go of from the contract state (`retired`, [`crate::chain::retired_outcomes`]:
+    /// kept in `ledger/final`, [`Ledger::final_outcome`]), all in one transaction, then
     /// flushes: what the consensus driver does for every decided block, whether it was
     /// proposed here, received or synced.
     ///
@@ -82,12 +85,14 @@ impl Ledger {
         session_outcomes: &[Hash],
         feed: &[FeedEvent],
         powers_changed: bool,
+        retired: &[(Hash, Outcome)],
     ) -> Result<(), LedgerError> {
         self.append_inner(
             stored,
             session_outcomes,
             Some(feed),
             Some(powers_changed),
+            retired,
             false,
         )
     }
@@ -98,6 +103,7 @@ impl Ledger {
         session_outcomes: &[Hash],
         feed: Option<&[FeedEvent]>,
         powers_changed: Option<bool>,
+        retired: &[(Hash, Outcome)],
         base: bool,
     ) -> Result<(), LedgerError> {
         let block = &stored.block;
@@ -131,6 +137,10 @@ impl Ledger {
             tx_entries.push((index, id, encoding::encode(&(height, position))));
         }
         let sessions: BTreeSet<&Hash> = session_outcomes.iter().collect();
+        let retired: Vec<(Hash, Vec<u8>)> = retired
+            .iter()
+            .map(|(id, o)| (*id, encoding::encode(o)))
+            .collect();
         let feed_bytes = feed.and_then(|feed| {
             let b = serde_json::to_vec(feed)
                 .ok()
@@ -153,9 +163,11 @@ impl Ledger {
             &self.events,
             &self.power_changes,
             &self.meta,
+            &self.finals,
         )
             .transaction(|trees| {
-                let (blocks, hashes, tx_index, outcomes, events, power_changes, meta) = trees;
+                let (blocks, hashes, tx_index, outcomes, events, power_changes, meta, finals) =
+                    trees;
                 let chain = decode_chain(meta.get(CHAIN_KEY)?.as_deref())
                     .map_err(ConflictableTransactionError::Abort)?;
                 if let Some(expected) = chain
@@ -218,6 +230,9 @@ impl Ledger {
                         });
                     }
                     outcomes.insert(session.as_bytes(), height_bytes.as_slice())?;
+                }
+                for (session, outcome) in &retired {
+                    finals.insert(session.as_bytes(), outcome.as_slice())?;
                 }
                 blocks.insert(&height_key(height), bytes.as_slice())?;
                 if let Some(f) = &feed_bytes {

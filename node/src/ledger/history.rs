@@ -173,6 +173,7 @@ mod tests {
                     &[],
                     &[],
                     false,
+                    &[],
                 )
                 .unwrap();
             tip = tip.after(&block);

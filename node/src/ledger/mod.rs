@@ -12,7 +12,7 @@
 //! # Layout
 //!
 //! One sled database (its own, or shared with other subsystems; the trees are prefixed
-//! `ledger/`) with eight trees:
+//! `ledger/`) with nine trees:
 //!
 //! | tree | key | value |
 //! |---|---|---|
@@ -20,6 +20,7 @@
 //! | `ledger/hashes` | block hash | height, big-endian `u64` |
 //! | `ledger/tx_index` | signed transaction id ([`Signed::id`]) | encoded `(height: u64, index: u32)` |
 //! | `ledger/outcomes` | session id | encoded height of the block that decided it |
+//! | `ledger/final` | session id | encoded final [`Outcome`], written by the block that let it go from the contract state ([`trust_contracts::Params::outcome_retention`]): what the node answers from then on; its proof is anchored at its `final_at` block |
 //! | `ledger/events` | height, big-endian `u64` | the block's event feed ([`crate::feed`]): the JSON array of its [`FeedEvent`]s, at most [`MAX_FEED_BYTES`] |
 //! | `ledger/snapshots` | height, big-endian `u64` | opaque contract state bytes |
 //! | `ledger/power_changes` | height, big-endian `u64` | empty: the block's execution changed the validator powers |
@@ -53,7 +54,8 @@
 //!
 //! [`Ledger::append`] checks the block and its links, then writes the block, its hash, its
 //! transaction index entries, the session outcomes it decides, its event feed, whether it
-//! changed the validator powers and the new tip in one sled transaction across seven trees,
+//! changed the validator powers, the final outcomes it let go of and the new tip in one sled
+//! transaction across eight trees,
 //! and flushes before returning: when it returns `Ok` the block is on disk, and when it
 //! fails nothing was written. Appending a block the ledger already holds is `Ok` (replay
 //! after a crash); a different block at a height already taken is
@@ -89,6 +91,8 @@ use trust_protocol::{
     encoding,
 };
 
+use trust_contracts::Outcome;
+
 use crate::feed::FeedEvent;
 
 pub use prune::{PRUNE_BATCH, Pruned};
@@ -115,6 +119,7 @@ const OUTCOMES_TREE: &str = "ledger/outcomes";
 const SNAPSHOTS_TREE: &str = "ledger/snapshots";
 const EVENTS_TREE: &str = "ledger/events";
 const POWER_CHANGES_TREE: &str = "ledger/power_changes";
+const FINALS_TREE: &str = "ledger/final";
 
 /// Largest stored event feed of one block (JSON). A block's feed is bounded by its
 /// transactions and seats far below this; a feed over it is not stored (and reads as not
@@ -300,6 +305,7 @@ pub struct Ledger {
     events: sled::Tree,
     power_changes: sled::Tree,
     meta: sled::Tree,
+    finals: sled::Tree,
     /// Blocks decoded through this handle and its clones (what reads cost).
     decoded: Arc<AtomicU64>,
     /// Blocks to keep when pruning (0: keep every block), shared by the clones.
@@ -360,6 +366,7 @@ impl Ledger {
             events: db.open_tree(EVENTS_TREE)?,
             power_changes: db.open_tree(POWER_CHANGES_TREE)?,
             meta: db.open_tree(META_TREE)?,
+            finals: db.open_tree(FINALS_TREE)?,
             decoded: Arc::new(AtomicU64::new(0)),
             keep_blocks: Arc::new(AtomicU64::new(0)),
         };
@@ -560,6 +567,24 @@ impl Ledger {
         self.outcomes
             .get(session.as_bytes())?
             .map(|bytes| decode_outcome(session, &bytes))
+            .transpose()
+    }
+
+    /// A session's final outcome once the contract state let it go, as the block that made
+    /// it final left it (`None`: still in the state, unknown, or let go before this
+    /// ledger's first block). The contract state holds an outcome
+    /// [`trust_contracts::Params::outcome_retention`] blocks after it became final; this
+    /// record stays.
+    pub fn final_outcome(&self, session: &Hash) -> Result<Option<Outcome>, LedgerError> {
+        self.finals
+            .get(session.as_bytes())?
+            .map(|bytes| {
+                encoding::decode::<Outcome>(&bytes).map_err(|e| LedgerError::Corrupt {
+                    tree: FINALS_TREE,
+                    key: session.to_string(),
+                    reason: e.to_string(),
+                })
+            })
             .transpose()
     }
 

@@ -758,12 +758,12 @@ fn power_changes_are_recorded_with_their_blocks_and_survive_a_reopen() {
         for b in &chain {
             let h = b.block.header.height;
             ledger
-                .append_with_feed(b, &[], &[], changed.contains(&h))
+                .append_with_feed(b, &[], &[], changed.contains(&h), &[])
                 .expect("append");
         }
         // Appending a block held already records nothing new.
         ledger
-            .append_with_feed(&chain[2], &[], &[], true)
+            .append_with_feed(&chain[2], &[], &[], true, &[])
             .expect("re-append");
     }
     let ledger = crate::reopen::when_unlocked(|| Ledger::open(dir.path())).expect("reopen");
@@ -807,7 +807,7 @@ fn an_older_ledger_records_power_changes_only_above_its_tip() {
     assert_eq!(reopened.powers_unknown_through().expect("mark"), 4);
     let next = make_block(chain_id(), 5, chain[3].block.hash(), vec![tx("z", 0)]);
     reopened
-        .append_with_feed(&next, &[], &[], true)
+        .append_with_feed(&next, &[], &[], true, &[])
         .expect("append");
     assert!(matches!(
         reopened.power_changes(3, 6),

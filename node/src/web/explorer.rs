@@ -484,7 +484,14 @@ fn resolve(pages: &Pages, q: &str) -> Result<Option<String>, PageError> {
     };
     let chain = latest(&pages.chain);
     let st = chain.contract.state();
-    if st.outcomes.contains_key(&id) || st.sessions.contains_key(&id) || st.failed.contains_key(&id)
+    if st.outcomes.contains_key(&id)
+        || st.sessions.contains_key(&id)
+        || st.failed.contains_key(&id)
+        || pages
+            .ledger
+            .final_outcome(&id)
+            .map_err(PageError::internal)?
+            .is_some()
     {
         return Ok(Some(format!("/sessions/{id}")));
     }

@@ -126,7 +126,16 @@ fn recent_sessions(st: &ContractState) -> String {
     let mut out = String::from("<h2>Recently decided sessions</h2>\n");
     let recent = recent_outcomes(st, RECENT_SESSIONS);
     if recent.is_empty() {
-        out += "<p class=\"muted\">None yet.</p>\n";
+        let keep = st.params.outcome_retention;
+        if st.height > keep {
+            out += &format!(
+                "<p class=\"muted\">None in the contract state: a final outcome leaves it {keep} \
+                 blocks after it became final (search a session by its id: this node keeps \
+                 it).</p>\n"
+            );
+        } else {
+            out += "<p class=\"muted\">None yet.</p>\n";
+        }
         return out;
     }
     out += "<div class=\"scroll\"><table><thead><tr><th>Session</th><th>Verdict</th><th>Decided at</th><th>Coverage</th><th>Provider</th></tr></thead><tbody>";

@@ -446,7 +446,7 @@ fn decided_body(
         d.block_hash.map_or("-".to_string(), |h| h.to_string()),
         o.rewards_paid,
         o.refunded,
-        finality_text(latest(&pages.chain).contract.finality(sid), sid)
+        finality_text(Some(o.finality()), sid)
     );
     body += "</dl></div>\n";
     let view = latest(&pages.chain);
