@@ -2,8 +2,9 @@
 //!
 //! Two states are built in this process, one with `--small` and one with `--large`
 //! funded accounts that are all bonded Computer auditors, each with as many finished
-//! sessions behind them (decided outcomes with three 280-byte reasons each, the largest
-//! a vote carries). On each, a few sessions are opened and drawn (a real `OpenSession`
+//! sessions behind them, of which the state holds the last `outcome_retention` (1,000):
+//! decided outcomes with three 280-byte reasons each, the largest a vote carries; the rest
+//! left the state when their retention ended. On each, a few sessions are opened and drawn (a real `OpenSession`
 //! block and the block that draws their seats), and then two blocks are executed again and
 //! again from the same parent state: an empty one, and one of `--votes` commits by drawn
 //! seats. The report is the median wall time of `--blocks` executions of each, and of a
@@ -216,9 +217,12 @@ fn scene(n: usize, votes: usize) -> Result<Scene, CliError> {
     let start = Contract::new(&genesis)
         .map_err(|e| failed("genesis", e))?
         .with_chain(chain);
-    // As many finished sessions as accounts, in the state as decided ones stay there.
+    // As many finished sessions as accounts behind them; a final outcome leaves the state
+    // `outcome_retention` blocks after it became final, so the state holds at most a
+    // retention window of them: one a block for the whole window (1,000 at the defaults).
     let mut state = start.state().clone();
-    for i in 0..n {
+    let kept = n.min(usize::try_from(params.outcome_retention).unwrap_or(usize::MAX));
+    for i in 0..kept {
         let seat = |j: usize| keys[(i + j) % n].public();
         state.outcomes.insert(
             Hash::of_parts("bench-outcome", &[&i.to_le_bytes()]),
@@ -305,7 +309,7 @@ fn scene(n: usize, votes: usize) -> Result<Scene, CliError> {
         empty,
         votes,
         accounts: n,
-        outcomes: n,
+        outcomes: kept,
     })
 }
 

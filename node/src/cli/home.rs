@@ -172,6 +172,11 @@ pub struct TestnetInitArgs {
     /// a test or a demo see a session become final.
     #[arg(long)]
     pub appeal_window: Option<u64>,
+    /// Blocks a final outcome stays in the contract state before it leaves it for the
+    /// node's ledger (genesis `outcome_retention`; default 1,000; at least 1). A short one
+    /// lets a demo see an outcome read and proven after it left the state.
+    #[arg(long, value_name = "B")]
+    pub outcome_retention: Option<u64>,
     /// Seats the largest auditor of each tier is expected to judge at once: the admission
     /// limit of draws (genesis `seat_capacity`; default 256 Computer, 8 LLM, 4 Human).
     /// One number sets the Computer tier's; three (`C,L,H`) set each tier's. Past the
@@ -364,6 +369,9 @@ fn testnet_init(a: TestnetInitArgs) -> CliResult {
     }
     if let Some(w) = a.appeal_window {
         params.appeal_window = w;
+    }
+    if let Some(r) = a.outcome_retention {
+        params.outcome_retention = r;
     }
     match a.seat_capacity.as_slice() {
         [] => {}
@@ -687,6 +695,7 @@ mod tests {
             unbond_delay: None,
             slash_always: false,
             appeal_window: None,
+            outcome_retention: None,
             seat_capacity: vec![],
             expertise: vec![],
             // One Human node staffs k = 1 Human seats: below the public floors.
