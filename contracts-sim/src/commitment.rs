@@ -220,7 +220,40 @@ struct NodeStore {
     /// Shared with the store's copies ([`crate::state::Map`]): copying a tree is O(1).
     /// Each node sits behind its own pointer, so a change that copies a run of the map's
     /// entries copies keys and pointers, not nodes with up to 16 child hashes each.
-    nodes: crate::state::Map<NodeKey, std::sync::Arc<Node>>,
+    ///
+    /// Keyed by [`Slot`], a fixed-size copy of the node key: a change to a shared run of
+    /// the map copies its keys, and a `NodeKey` holds its path on the heap (one allocation
+    /// per key copied), which made a block's tree update grow with the map's size.
+    nodes: crate::state::Map<Slot, std::sync::Arc<(NodeKey, Node)>>,
+}
+
+/// A node key as plain bytes: its version (big-endian), its number of nibbles and its
+/// nibbles packed two a byte (a key hash has 64, so 32 bytes hold any path). Equal slots
+/// are equal keys; the order is (version, length, path), which nothing depends on.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Slot([u8; 41]);
+
+impl Slot {
+    fn of(key: &NodeKey) -> Slot {
+        let path = key.nibble_path();
+        let n = path.num_nibbles().min(64);
+        let mut packed = [0u8; 32];
+        for (i, byte) in packed.iter_mut().enumerate() {
+            let at = i.saturating_mul(2);
+            let nibble = |j: usize| (j < n).then(|| u8::from(path.get_nibble(j)));
+            *byte =
+                nibble(at).unwrap_or(0).wrapping_shl(4) | nibble(at.saturating_add(1)).unwrap_or(0);
+        }
+        let mut b = [0u8; 41];
+        let (version, rest) = b.split_at_mut(8);
+        version.copy_from_slice(&key.version().to_be_bytes());
+        if let Some((len, path_bytes)) = rest.split_first_mut() {
+            // At most 64 nibbles: the length fits a byte.
+            *len = u8::try_from(n).unwrap_or(u8::MAX);
+            path_bytes.copy_from_slice(&packed);
+        }
+        Slot(b)
+    }
 }
 
 /// A read view over the node store; answers a value lookup only for the one key (and
@@ -232,7 +265,11 @@ struct Reader<'a> {
 
 impl TreeReader for Reader<'_> {
     fn get_node_option(&self, node_key: &NodeKey) -> anyhow::Result<Option<Node>> {
-        Ok(self.store.nodes.get(node_key).map(|n| Node::clone(n)))
+        Ok(self
+            .store
+            .nodes
+            .get(&Slot::of(node_key))
+            .map(|n| n.1.clone()))
     }
 
     fn get_value_option(
@@ -251,9 +288,9 @@ impl TreeReader for Reader<'_> {
         Ok(self
             .store
             .nodes
-            .iter()
-            .filter_map(|(k, n)| match n.as_ref() {
-                Node::Leaf(l) => Some((k.clone(), l.clone())),
+            .values()
+            .filter_map(|n| match &n.1 {
+                Node::Leaf(l) => Some((n.0.clone(), l.clone())),
                 _ => None,
             })
             .max_by_key(|(_, l)| l.key_hash()))
@@ -382,10 +419,10 @@ impl Tree {
             }
             self.store
                 .nodes
-                .insert(k.clone(), std::sync::Arc::new(n.clone()));
+                .insert(Slot::of(k), std::sync::Arc::new((k.clone(), n.clone())));
         }
         for stale in &batch.stale_node_index_batch {
-            self.store.nodes.remove(&stale.node_key);
+            self.store.nodes.remove(&Slot::of(&stale.node_key));
         }
         // `jmt` marks the replaced root stale, except in a version that changed no leaf,
         // where it copies the root to the new version instead: drop it here either way.
@@ -393,7 +430,7 @@ impl Tree {
             && let Some(old) = self.root_key.replace(new_root.clone())
             && old != new_root
         {
-            self.store.nodes.remove(&old);
+            self.store.nodes.remove(&Slot::of(&old));
         }
     }
 
