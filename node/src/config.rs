@@ -365,6 +365,8 @@ pub struct Overrides {
     /// `--state-sync`: API addresses of nodes to fetch a snapshot from when the ledger
     /// holds no block ([`crate::statesync`]).
     pub state_sync: Vec<String>,
+    /// `--state-sync-trust`: the block the snapshot must be at ([`crate::statesync`]).
+    pub state_sync_trust: Option<crate::proof::TrustedBlock>,
 }
 
 /// A setting of `config.toml` (or a flag) that the node cannot run with.

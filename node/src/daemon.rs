@@ -113,9 +113,14 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
         .keep_blocks(s.cfg.snapshot_every)
         .map_err(|e| DaemonError::Home(e.to_string()))?;
     if !overrides.state_sync.is_empty() {
-        crate::statesync::sync_home(home, &s.doc, &overrides.state_sync)
-            .await
-            .map_err(|e| DaemonError::Ledger(e.to_string()))?;
+        crate::statesync::sync_home(
+            home,
+            &s.doc,
+            &overrides.state_sync,
+            overrides.state_sync_trust,
+        )
+        .await
+        .map_err(|e| DaemonError::Ledger(e.to_string()))?;
     }
     let (store, view) = Store::open(home, &s.doc)?;
     store.ledger.set_keep_blocks(keep);

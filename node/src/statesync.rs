@@ -20,7 +20,15 @@
 //! node sync more blocks; a peer that never answers or answers garbage is skipped for the
 //! next address. When the validator powers have moved so far from genesis that the
 //! genesis validators no longer hold 2/3 of the certificate's weight, the check refuses
-//! (and says so) rather than trust the peer: such a node syncs from genesis.
+//! (and says so) rather than trust the peer.
+//!
+//! Such a network is joined with a trusted block (`--state-sync-trust HEIGHT:HASH`, the
+//! hash read from a node the operator trusts, as a light client takes its trusted header):
+//! the snapshot is asked for at that height, and check 3's certificate is replaced by the
+//! block's hash, which must be the trusted one; checks 1, 2 and 4 stay. A peer cannot
+//! serve another state under a trusted hash (the header commits to the state root), and
+//! an operator given a wrong hash is told the peer's block is not it, so nothing is
+//! installed.
 
 use std::time::Duration;
 
@@ -33,6 +41,7 @@ use crate::{
     chain::{Tip, execute_block},
     config::{self, GenesisDoc},
     ledger::{Ledger, StoredBlock},
+    proof::TrustedBlock,
 };
 
 /// Largest snapshot a node accepts from a peer.
@@ -76,6 +85,7 @@ pub async fn sync_home(
     home: &std::path::Path,
     doc: &GenesisDoc,
     addrs: &[String],
+    trust: Option<TrustedBlock>,
 ) -> Result<Option<u64>, StateSyncError> {
     config::secure_data_dir(home)?;
     let db = sled::open(config::ledger_dir(home))?;
@@ -88,17 +98,19 @@ pub async fn sync_home(
         return Ok(None);
     }
     ledger.set_chain(doc.chain_id())?;
-    let height = sync(&ledger, doc, addrs).await?;
+    let height = sync(&ledger, doc, addrs, trust).await?;
     db.flush()?;
     Ok(Some(height))
 }
 
 /// Fetches, checks and installs a snapshot from the first of `addrs` that serves one that
-/// passes every check; waits up to [`WAIT_FOR_SNAPSHOT`] while none holds one yet.
+/// passes every check (at the `trust`ed block, if one is given); waits up to
+/// [`WAIT_FOR_SNAPSHOT`] while none holds one yet.
 pub async fn sync(
     ledger: &Ledger,
     doc: &GenesisDoc,
     addrs: &[String],
+    trust: Option<TrustedBlock>,
 ) -> Result<u64, StateSyncError> {
     let deadline = tokio::time::Instant::now() + WAIT_FOR_SNAPSHOT;
     loop {
@@ -109,18 +121,26 @@ pub async fn sync(
                 .trim_start_matches("http://")
                 .trim_end_matches('/')
                 .to_string();
-            match fetch_checked(&addr, doc).await {
+            match fetch_checked(&addr, doc, trust).await {
                 Ok((block, snapshot, power)) => {
                     let height = block.block.header.height;
                     ledger.install_base(&block, &snapshot)?;
-                    info!(
-                        height,
-                        from = %addr,
-                        bytes = snapshot.len(),
-                        signed = power.0,
-                        of = power.1,
-                        "state sync: snapshot checked against its block and the next block's certificate; the ledger starts at block {height}"
-                    );
+                    match power {
+                        Some((signed, of)) => info!(
+                            height,
+                            from = %addr,
+                            bytes = snapshot.len(),
+                            signed,
+                            of,
+                            "state sync: snapshot checked against its block and the next block's certificate; the ledger starts at block {height}"
+                        ),
+                        None => info!(
+                            height,
+                            from = %addr,
+                            bytes = snapshot.len(),
+                            "state sync: snapshot checked against the trusted block and the next block; the ledger starts at block {height}"
+                        ),
+                    }
                     return Ok(height);
                 }
                 Err(e) => {
@@ -142,8 +162,9 @@ pub async fn sync(
 async fn fetch_checked(
     addr: &str,
     doc: &GenesisDoc,
-) -> Result<(StoredBlock, Vec<u8>, (u128, u128)), Refused> {
-    let first = chunk(addr, None, 0).await?;
+    trust: Option<TrustedBlock>,
+) -> Result<(StoredBlock, Vec<u8>, Option<(u128, u128)>), Refused> {
+    let first = chunk(addr, trust.map(|t| t.height), 0).await?;
     if first.total > MAX_SNAPSHOT_BYTES {
         return Err(Refused::Invalid(format!(
             "a snapshot of {} bytes is over the {MAX_SNAPSHOT_BYTES} accepted",
@@ -172,7 +193,7 @@ async fn fetch_checked(
     }
     let block: StoredBlock = decode("block", &first.block)?;
     let next: StoredBlock = decode("next block", &first.next)?;
-    let power = check(doc, first.height, &snapshot, &block, &next)?;
+    let power = check(doc, first.height, &snapshot, &block, &next, trust)?;
     Ok((block, snapshot, power))
 }
 
@@ -196,14 +217,17 @@ fn decode<T: serde::de::DeserializeOwned + serde::Serialize>(
     encoding::decode(&unhex(what, s)?).map_err(|e| Refused::Parse(format!("{what}: {e}")))
 }
 
-/// The checks of the module doc, 1 to 4.
+/// The checks of the module doc, 1 to 4; with `trust`, check 3's certificate is replaced
+/// by the snapshot's block being the trusted one. The power that signed the next block's
+/// certificate, and the total, when it was checked.
 fn check(
     doc: &GenesisDoc,
     height: u64,
     snapshot: &[u8],
     block: &StoredBlock,
     next: &StoredBlock,
-) -> Result<(u128, u128), Refused> {
+    trust: Option<TrustedBlock>,
+) -> Result<Option<(u128, u128)>, Refused> {
     let chain = doc.chain_id();
     let bad = |m: String| Refused::Invalid(m);
     let contract = Contract::from_snapshot(snapshot)
@@ -242,14 +266,25 @@ fn check(
             after.height
         )));
     }
-    let power = crate::proof::check_certificate_from_genesis(
-        &next.certificate,
-        after,
-        &doc.genesis,
-        &doc.validators,
-        chain,
-    )
-    .map_err(|e| bad(format!("block {}: {e}", height + 1)))?;
+    let power = match trust {
+        Some(t) if t.height != height || t.hash != block.block.hash() => {
+            return Err(bad(format!(
+                "the snapshot's block {height} is {}, not the trusted block {t}",
+                block.block.hash()
+            )));
+        }
+        Some(_) => None,
+        None => Some(
+            crate::proof::check_certificate_from_genesis(
+                &next.certificate,
+                after,
+                &doc.genesis,
+                &doc.validators,
+                chain,
+            )
+            .map_err(|e| bad(format!("block {}: {e}", height + 1)))?,
+        ),
+    };
     let tip = Tip::genesis(chain).after(&block.block);
     let done = execute_block(&contract, &tip, &next.block).map_err(|e| {
         bad(format!(
@@ -317,26 +352,34 @@ mod tests {
     fn a_snapshot_is_taken_only_with_its_block_and_a_certified_next_block() {
         let (doc, _key, blocks, states) = network("statesync");
         let snap = states[2].snapshot();
-        let power = check(&doc, 2, &snap, &blocks[1], &blocks[2]).unwrap();
-        assert_eq!(power, (1_000, 1_000));
+        let power = check(&doc, 2, &snap, &blocks[1], &blocks[2], None).unwrap();
+        assert_eq!(power, Some((1_000, 1_000)));
 
-        let refused = |r: Result<(u128, u128), Refused>| r.unwrap_err().to_string();
+        let refused = |r: Result<Option<(u128, u128)>, Refused>| r.unwrap_err().to_string();
         let e = refused(check(
             &doc,
             2,
             &states[1].snapshot(),
             &blocks[1],
             &blocks[2],
+            None,
         ));
         assert!(e.contains("state root"), "{e}");
-        let e = refused(check(&doc, 2, b"not a snapshot", &blocks[1], &blocks[2]));
+        let e = refused(check(
+            &doc,
+            2,
+            b"not a snapshot",
+            &blocks[1],
+            &blocks[2],
+            None,
+        ));
         assert!(e.contains("does not decode"), "{e}");
-        let e = refused(check(&doc, 2, &snap, &blocks[1], &blocks[3]));
+        let e = refused(check(&doc, 2, &snap, &blocks[1], &blocks[3], None));
         assert!(e.contains("does not link"), "{e}");
         let stranger = Keypair::from_label("statesync-stranger");
         let mut forged = blocks[2].clone();
         forged.certificate = sign_certificate(&doc.chain_id(), &forged.block.header, &[&stranger]);
-        let e = refused(check(&doc, 2, &snap, &blocks[1], &forged));
+        let e = refused(check(&doc, 2, &snap, &blocks[1], &forged, None));
         assert!(e.contains("block 3"), "{e}");
         let (other, _, other_blocks, other_states) = network("another network");
         let e = refused(check(
@@ -345,6 +388,7 @@ mod tests {
             &other_states[2].snapshot(),
             &other_blocks[1],
             &other_blocks[2],
+            None,
         ));
         assert!(e.contains("chain"), "{e}");
         // The genuine one still passes for its own network.
@@ -354,7 +398,61 @@ mod tests {
             &other_states[2].snapshot(),
             &other_blocks[1],
             &other_blocks[2],
+            None,
         )
         .unwrap();
+    }
+
+    /// With a trusted block, a next block whose certificate the genesis powers do not
+    /// carry (as on a network whose powers moved since genesis) is accepted when the
+    /// snapshot's block is the trusted one; a snapshot's block with another hash, or at
+    /// another height, is refused, naming the trusted block; the state-root and next-block
+    /// checks still hold.
+    #[test]
+    fn a_trusted_block_stands_in_for_the_genesis_certificate_and_nothing_else() {
+        let (doc, _key, blocks, states) = network("statesync-trusted");
+        let snap = states[2].snapshot();
+        let stranger = Keypair::from_label("statesync-successor");
+        let mut moved = blocks[2].clone();
+        moved.certificate = sign_certificate(&doc.chain_id(), &moved.block.header, &[&stranger]);
+        let trusted = TrustedBlock {
+            height: 2,
+            hash: blocks[1].block.hash(),
+        };
+        let refused = |r: Result<Option<(u128, u128)>, Refused>| r.unwrap_err().to_string();
+        // Without trust: refused, as the genesis powers did not sign it.
+        let e = refused(check(&doc, 2, &snap, &blocks[1], &moved, None));
+        assert!(e.contains("block 3"), "{e}");
+        // Trusted: taken, with no certificate power to report.
+        assert_eq!(
+            check(&doc, 2, &snap, &blocks[1], &moved, Some(trusted)).unwrap(),
+            None
+        );
+        // Another hash, or another height: refused.
+        let wrong = TrustedBlock {
+            hash: blocks[2].block.hash(),
+            ..trusted
+        };
+        let e = refused(check(&doc, 2, &snap, &blocks[1], &moved, Some(wrong)));
+        assert!(e.contains("not the trusted block"), "{e}");
+        let later = TrustedBlock {
+            height: 3,
+            hash: blocks[2].block.hash(),
+        };
+        let e = refused(check(&doc, 2, &snap, &blocks[1], &moved, Some(later)));
+        assert!(e.contains("not the trusted block"), "{e}");
+        // The trusted block does not vouch for another state, nor for a next block that
+        // does not link to it.
+        let e = refused(check(
+            &doc,
+            2,
+            &states[1].snapshot(),
+            &blocks[1],
+            &moved,
+            Some(trusted),
+        ));
+        assert!(e.contains("state root"), "{e}");
+        let e = refused(check(&doc, 2, &snap, &blocks[1], &blocks[3], Some(trusted)));
+        assert!(e.contains("does not link"), "{e}");
     }
 }

@@ -72,6 +72,13 @@ pub struct RunArgs {
     /// there and sync the blocks after it. Ignored when the ledger holds blocks.
     #[arg(long, value_name = "HOST:PORT[,...]", value_delimiter = ',')]
     pub state_sync: Vec<String>,
+    /// With `--state-sync`: take the snapshot at this block, whose hash you read from a
+    /// node you trust (`GET /v1/blocks/HEIGHT` there; a snapshot height a peer holds is in
+    /// its `GET /v1/snapshot` answer), instead of checking the next block's certificate
+    /// against the genesis validators: for a network whose validator powers moved since
+    /// genesis, which that check refuses.
+    #[arg(long, value_name = "HEIGHT:HASH", requires = "state_sync")]
+    pub state_sync_trust: Option<crate::proof::TrustedBlock>,
 }
 
 /// Runs the daemon on a multi-threaded runtime until SIGINT/SIGTERM.
@@ -95,6 +102,7 @@ pub fn run_node(args: RunArgs) -> CliResult {
         llm_api_key_env: args.llm_api_key_env,
         human: args.human,
         state_sync: args.state_sync,
+        state_sync_trust: args.state_sync_trust,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

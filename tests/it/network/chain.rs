@@ -304,7 +304,8 @@ fn a_pruning_node_keeps_its_last_blocks_and_says_what_it_pruned() {
 }
 
 /// State sync: a fifth genesis validator that never ran joins a network past height 500
-/// with `run --state-sync` (node 0's API). It fetches node 0's newest snapshot, checks it
+/// with `run --state-sync` (node 0's API), after a first try with a trusted block that is
+/// not the snapshot's was refused and left its ledger empty. It fetches node 0's newest snapshot, checks it
 /// against its block and the next block's certificate, starts its ledger there (nothing
 /// below is downloaded: the block under its base is not held), catches up with the chain
 /// block for block, votes as a seat in the next session, and after a stop `ledger verify`
@@ -320,6 +321,27 @@ fn a_validator_that_never_ran_joins_past_height_500_by_state_sync_and_votes() {
     }
     net.wait_height(0, 500);
     let from = net.api(0);
+    // Told to trust a block that is not the one the snapshot is at, it refuses the
+    // snapshot, installs nothing and exits 1.
+    let snapshot = net.get(0, "/v1/snapshot").unwrap();
+    let at = snapshot["height"].as_u64().unwrap();
+    let other = net.get(0, &format!("/v1/blocks/{}", at + 1)).unwrap();
+    let wrong = format!("{at}:{}", other["hash"].as_str().unwrap());
+    let out = net.cli(
+        4,
+        &[
+            "run",
+            "--block-time-ms",
+            "60",
+            "--state-sync",
+            &from,
+            "--state-sync-trust",
+            &wrong,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("not the trusted block"), "{said}");
     net.start_with(4, &["--state-sync", &from]);
     let h = net.height(0).unwrap();
     net.wait_height(4, h);
