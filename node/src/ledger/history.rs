@@ -240,6 +240,66 @@ mod tests {
         assert!(matches!(e, LedgerError::Broken { height: 11, .. }), "{e}");
     }
 
+    /// A prune that removes only part of what lies below its new base (its cap, or a crash
+    /// in the middle) leaves a ledger whose oldest block is already the base: blocks below
+    /// it are pruned to every reader though some are still stored, and the ledger verifies
+    /// and replays from the base's snapshot; the next prunes remove the rest.
+    #[test]
+    fn a_prune_cut_short_leaves_a_ledger_that_starts_at_its_base() {
+        let (_dir, ledger, genesis, states) = blocks(30);
+        for h in [10u64, 20, 30] {
+            ledger
+                .put_snapshot(h, &states[h as usize].snapshot())
+                .unwrap();
+        }
+        let done = ledger.prune_at_most(10, 5).unwrap();
+        assert_eq!((done.blocks, done.oldest), (5, 20));
+        assert_eq!(ledger.oldest_block().unwrap(), Some(20));
+        assert!(ledger.block(5).unwrap().is_none());
+        assert!(
+            ledger.block(6).unwrap().is_some(),
+            "still stored, not yet removed"
+        );
+        assert!(matches!(
+            ledger.check_kept(6),
+            Err(LedgerError::Pruned {
+                height: 6,
+                oldest: 20
+            })
+        ));
+        assert!(
+            ledger.power_changes(0, 30).is_err(),
+            "no walk from below the base"
+        );
+        // Verifies from the base's snapshot, not from the leftovers below it.
+        let state = std::cell::RefCell::new((genesis.clone(), Tip::genesis(CHAIN)));
+        let mut adopt = |b: &Block, bytes: &[u8]| -> Result<Hash, String> {
+            let c = Contract::from_snapshot(bytes).map_err(|e| e.to_string())?;
+            let root = c.state_root();
+            *state.borrow_mut() = (c, Tip::genesis(CHAIN).after(b));
+            Ok(root)
+        };
+        let mut step = |b: &Block| -> Result<Hash, String> {
+            let mut s = state.borrow_mut();
+            let done = execute_block(&s.0, &s.1, b).map_err(|e| e.to_string())?;
+            s.0 = done.contract;
+            s.1 = s.1.after(b);
+            Ok(s.0.state_root())
+        };
+        let report = ledger.verify_with(Some(&mut adopt), &mut step).unwrap();
+        assert_eq!((report.oldest, report.blocks), (20, 30));
+        assert_eq!(
+            replay(&ledger, &genesis, &[25]),
+            vec![(25, states[25].state_root())]
+        );
+        // The next prunes take the rest, and the base stays.
+        assert_eq!(ledger.prune_at_most(10, 5).unwrap().blocks, 5);
+        assert_eq!(ledger.prune(10).unwrap().blocks, 9);
+        assert!(ledger.block(19).unwrap().is_none());
+        assert_eq!(ledger.oldest_block().unwrap(), Some(20));
+        assert_eq!(ledger.prune(10).unwrap().blocks, 0);
+    }
+
     /// `[ledger] keep_blocks`: snapshots every 10 blocks and 10 blocks kept. At block 30
     /// the ledger drops blocks 1..=19 with their transaction index entries and the
     /// snapshot at 10, and keeps block 20 and its snapshot as its base; it still verifies

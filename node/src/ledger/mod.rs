@@ -131,6 +131,9 @@ const CHAIN_KEY: &[u8] = b"chain";
 const TIP_KEY: &[u8] = b"tip";
 const HASHES_THROUGH_KEY: &[u8] = b"hashes_through";
 const POWERS_UNKNOWN_THROUGH_KEY: &[u8] = b"powers_unknown_through";
+/// The base a prune moved to (`ledger/meta`): blocks below it count as pruned, removed or
+/// not yet ([`Ledger::prune`]).
+const PRUNED_TO_KEY: &[u8] = b"pruned_to";
 
 /// Why a ledger operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -330,8 +333,23 @@ impl Ledger {
         Some(self.keep_blocks.load(Ordering::Relaxed)).filter(|k| *k > 0)
     }
 
-    /// The lowest height whose block this ledger holds (`None`: no block yet).
+    /// The lowest height whose block this ledger holds (`None`: no block yet): its base
+    /// once it was pruned ([`Ledger::prune`]), even while blocks below the base still wait
+    /// to be removed.
     pub fn oldest_block(&self) -> Result<Option<u64>, LedgerError> {
+        let Some(first) = self.first_stored()? else {
+            return Ok(None);
+        };
+        let marked = self
+            .meta
+            .get(PRUNED_TO_KEY)?
+            .and_then(|b| encoding::decode::<u64>(&b).ok())
+            .unwrap_or(0);
+        Ok(Some(first.max(marked)))
+    }
+
+    /// The lowest height with a block stored (below the base while a prune is unfinished).
+    fn first_stored(&self) -> Result<Option<u64>, LedgerError> {
         Ok(self
             .blocks
             .first()?

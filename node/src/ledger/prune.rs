@@ -11,7 +11,12 @@
 //! `tip + 1 - keep_blocks`, so at least `keep_blocks` blocks stay. With pruning on, the
 //! snapshots from the base up are all kept (without it, the newest
 //! [`super::SNAPSHOTS_KEPT`]); the blocks below the base go with their hash, transaction,
-//! feed and power-change entries, at most [`PRUNE_BATCH`] blocks per write. The outcome
+//! feed and power-change entries, at most [`PRUNE_BATCH`] blocks per write and at most
+//! [`PRUNE_PER_CALL`] per prune. The new base is recorded first (`pruned_to` in
+//! `ledger/meta`): from then on the ledger's oldest block is the base, whose snapshot it
+//! holds, however many blocks below it are still to go; a crash in the middle, or a first
+//! prune of a long archive ledger, leaves the rest to the next prune, and the ledger
+//! verifies, restores and replays from its base all along. The outcome
 //! index (session -> deciding height) stays: it is what lets the node say *where* a pruned
 //! outcome was decided.
 
@@ -22,12 +27,17 @@ use sled::{
 use trust_protocol::{encoding, tx::SignedTx};
 
 use super::{
-    BLOCKS_TREE, Ledger, LedgerError, POWERS_UNKNOWN_THROUGH_KEY, SNAPSHOTS_TREE, height_key,
-    parse_height_key,
+    BLOCKS_TREE, Ledger, LedgerError, POWERS_UNKNOWN_THROUGH_KEY, PRUNED_TO_KEY, SNAPSHOTS_TREE,
+    height_key, parse_height_key,
 };
 
 /// Blocks removed per sled batch.
 pub const PRUNE_BATCH: u64 = 512;
+
+/// Most blocks one [`Ledger::prune`] removes: pruning runs in the consensus driver's
+/// commit of a snapshot, so a long archive ledger switched to pruning is worked down over
+/// several snapshots rather than in one long stall.
+pub const PRUNE_PER_CALL: u64 = 16 * PRUNE_BATCH;
 
 /// What one [`Ledger::prune`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -55,30 +65,52 @@ impl Ledger {
         }
     }
 
-    /// Keeps at least the last `keep_blocks` blocks and drops the older ones down to the
-    /// newest snapshot at or below `tip + 1 - keep_blocks` (the new base), with their
-    /// index entries and the snapshots below the base. Nothing happens without such a
-    /// snapshot. Returns what it removed.
+    /// Keeps at least the last `keep_blocks` blocks and moves the base up to the newest
+    /// snapshot at or below `tip + 1 - keep_blocks` (nothing moves without such a
+    /// snapshot), then drops up to [`PRUNE_PER_CALL`] of the blocks below the base, with
+    /// their index entries, and the snapshots below it. Returns what it removed.
     pub fn prune(&self, keep_blocks: u64) -> Result<Pruned, LedgerError> {
+        self.prune_at_most(keep_blocks, PRUNE_PER_CALL)
+    }
+
+    /// [`Ledger::prune`] removing at most `most` blocks.
+    pub(crate) fn prune_at_most(&self, keep_blocks: u64, most: u64) -> Result<Pruned, LedgerError> {
         let tip = self.tip()?.map_or(0, |(h, _)| h);
-        let Some(oldest) = self.oldest_block()? else {
+        let (Some(first), Some(oldest)) = (self.first_stored()?, self.oldest_block()?) else {
             return Ok(Pruned::default());
         };
-        let Some(target) = tip.saturating_add(1).checked_sub(keep_blocks.max(1)) else {
-            return Ok(Pruned { blocks: 0, oldest });
+        let target = tip.saturating_add(1).checked_sub(keep_blocks.max(1));
+        let newest = match target {
+            Some(t) => match self.snapshots.range(..=height_key(t)).next_back() {
+                Some(kv) => Some(parse_height_key(SNAPSHOTS_TREE, &kv?.0)?),
+                None => None,
+            },
+            None => None,
         };
-        let base = match self.snapshots.range(..=height_key(target)).next_back() {
-            Some(kv) => parse_height_key(SNAPSHOTS_TREE, &kv?.0)?,
-            None => return Ok(Pruned { blocks: 0, oldest }),
-        };
-        // The base needs its own block (its header is what the snapshot is checked against).
-        if base <= oldest || self.blocks.get(height_key(base))?.is_none() {
+        // The base needs its own block (its header is what the snapshot is checked
+        // against); it only moves up.
+        let mut base = oldest;
+        if let Some(b) = newest
+            && b > oldest
+            && self.blocks.get(height_key(b))?.is_some()
+        {
+            base = b;
+            self.meta.insert(PRUNED_TO_KEY, encoding::encode(&base))?;
+            // Walks of validator-power changes can only start at the base from now on.
+            if self.powers_unknown_through()? < base {
+                self.meta
+                    .insert(POWERS_UNKNOWN_THROUGH_KEY, encoding::encode(&base))?;
+            }
+            self.meta.flush()?;
+        }
+        if first >= base {
             return Ok(Pruned { blocks: 0, oldest });
         }
         let mut removed = 0u64;
-        let mut from = oldest;
-        while from < base {
-            let to = from.saturating_add(PRUNE_BATCH).min(base);
+        let mut from = first;
+        let end = base.min(first.saturating_add(most));
+        while from < end {
+            let to = from.saturating_add(PRUNE_BATCH).min(end);
             // Read first, then remove the blocks and every entry naming them in one
             // transaction: a crash leaves either all of a batch or none of it.
             let mut heights = Vec::new();
@@ -123,12 +155,6 @@ impl Ledger {
                 })?;
             removed = removed.saturating_add(heights.len() as u64);
             from = to;
-        }
-        // Walks of validator-power changes can only start at the base from now on.
-        let through = self.powers_unknown_through()?;
-        if through < base {
-            self.meta
-                .insert(POWERS_UNKNOWN_THROUGH_KEY, encoding::encode(&base))?;
         }
         let mut old = sled::Batch::default();
         for key in self.snapshots.range(..height_key(base)).keys() {
