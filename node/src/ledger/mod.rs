@@ -95,7 +95,7 @@ use trust_contracts::Outcome;
 
 use crate::feed::FeedEvent;
 
-pub use prune::{PRUNE_BATCH, Pruned};
+pub use prune::{PRUNE_BATCH, PRUNE_PER_CALL, Pruned};
 pub use verify::Adopt;
 
 /// Largest commit certificate stored with a block. Together with [`MAX_BLOCK_BYTES`] it
