@@ -333,16 +333,7 @@ pub(crate) fn outcome_proof(
             }
         )));
     }
-    let changes = api
-        .ledger
-        .power_changes(from, h)
-        .map_err(ServeError::from)?;
-
-    // The states needed: after the anchor, and after each change.
-    let mut needed: Vec<u64> = trust.iter().map(|t| t.height).collect();
-    needed.extend(&changes);
-    needed.sort_unstable();
-    needed.dedup();
+    let (changes, needed) = walk_heights(api, trust, h)?;
     // The state after the block below the tip is the view's; the others are replayed
     // (or were, by an earlier request).
     let below_tip = h.saturating_sub(1);
@@ -438,18 +429,10 @@ fn retired_outcome_proof(
             }
         )));
     }
-    let changes = api
-        .ledger
-        .power_changes(from, at)
-        .map_err(ServeError::from)?;
-    let mut walk_heights: Vec<u64> = trust.iter().map(|t| t.height).collect();
-    walk_heights.extend(&changes);
-    walk_heights.sort_unstable();
-    walk_heights.dedup();
+    let (changes, needed) = walk_heights(api, trust, at)?;
     let (stakes, parent, (block, state)) =
-        api.replays
-            .states_at(api, view.tip.chain, &walk_heights, at)?;
-    let walk = walk_of(api, trust, &changes, &walk_heights, &stakes)?;
+        api.replays.states_at(api, view.tip.chain, &needed, at)?;
+    let walk = walk_of(api, trust, &changes, &needed, &stakes)?;
     let p = proof::build(
         sid,
         &state,
@@ -462,6 +445,26 @@ fn retired_outcome_proof(
     .map_err(ServeError::from)?;
     api.replays.retired_keep(key, Arc::new(p.clone()));
     Ok(p)
+}
+
+/// The blocks that changed the validator powers between the trusted block (genesis if
+/// none) and block `to`, and the heights whose states a proof's walk needs: the trusted
+/// block's and each change's, ascending.
+fn walk_heights(
+    api: &Api,
+    trust: Option<TrustedBlock>,
+    to: u64,
+) -> ApiResult<(Vec<u64>, Vec<u64>)> {
+    let from = trust.map_or(0, |t| t.height);
+    let changes = api
+        .ledger
+        .power_changes(from, to)
+        .map_err(ServeError::from)?;
+    let mut needed: Vec<u64> = trust.iter().map(|t| t.height).collect();
+    needed.extend(&changes);
+    needed.sort_unstable();
+    needed.dedup();
+    Ok((changes, needed))
 }
 
 /// The walk of a proof: the anchor at the trusted block (genesis if none) and a hop at

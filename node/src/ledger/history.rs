@@ -240,6 +240,31 @@ mod tests {
         assert!(matches!(e, LedgerError::Broken { height: 11, .. }), "{e}");
     }
 
+    /// [`Ledger::verify_with`] as `ledger verify` runs it: from `start` (genesis) for an
+    /// unpruned ledger, from the base's snapshot for a pruned one, every later block
+    /// replayed.
+    fn verify_from_snapshot(
+        ledger: &Ledger,
+        start: Contract,
+        start_tip: Tip,
+    ) -> Result<crate::ledger::VerifyReport, LedgerError> {
+        let state = std::cell::RefCell::new((start, start_tip));
+        let mut adopt = |b: &Block, bytes: &[u8]| -> Result<Hash, String> {
+            let c = Contract::from_snapshot(bytes).map_err(|e| e.to_string())?;
+            let root = c.state_root();
+            *state.borrow_mut() = (c, Tip::genesis(CHAIN).after(b));
+            Ok(root)
+        };
+        let mut step = |b: &Block| -> Result<Hash, String> {
+            let mut s = state.borrow_mut();
+            let done = execute_block(&s.0, &s.1, b).map_err(|e| e.to_string())?;
+            s.0 = done.contract;
+            s.1 = s.1.after(b);
+            Ok(s.0.state_root())
+        };
+        ledger.verify_with(Some(&mut adopt), &mut step)
+    }
+
     /// A prune that removes only part of what lies below its new base (its cap, or a crash
     /// in the middle) leaves a ledger whose oldest block is already the base: blocks below
     /// it are pruned to every reader though some are still stored, and the ledger verifies
@@ -272,21 +297,7 @@ mod tests {
             "no walk from below the base"
         );
         // Verifies from the base's snapshot, not from the leftovers below it.
-        let state = std::cell::RefCell::new((genesis.clone(), Tip::genesis(CHAIN)));
-        let mut adopt = |b: &Block, bytes: &[u8]| -> Result<Hash, String> {
-            let c = Contract::from_snapshot(bytes).map_err(|e| e.to_string())?;
-            let root = c.state_root();
-            *state.borrow_mut() = (c, Tip::genesis(CHAIN).after(b));
-            Ok(root)
-        };
-        let mut step = |b: &Block| -> Result<Hash, String> {
-            let mut s = state.borrow_mut();
-            let done = execute_block(&s.0, &s.1, b).map_err(|e| e.to_string())?;
-            s.0 = done.contract;
-            s.1 = s.1.after(b);
-            Ok(s.0.state_root())
-        };
-        let report = ledger.verify_with(Some(&mut adopt), &mut step).unwrap();
+        let report = verify_from_snapshot(&ledger, genesis.clone(), Tip::genesis(CHAIN)).unwrap();
         assert_eq!((report.oldest, report.blocks), (20, 30));
         assert_eq!(
             replay(&ledger, &genesis, &[25]),
@@ -344,23 +355,8 @@ mod tests {
         );
 
         // Verify: refused without the snapshot, passes from it.
-        let replay_from = |start: Contract, start_tip: Tip| {
-            let state = std::cell::RefCell::new((start, start_tip));
-            let mut adopt = |b: &Block, bytes: &[u8]| -> Result<Hash, String> {
-                let c = Contract::from_snapshot(bytes).map_err(|e| e.to_string())?;
-                let root = c.state_root();
-                *state.borrow_mut() = (c, Tip::genesis(CHAIN).after(b));
-                Ok(root)
-            };
-            let mut replay = |b: &Block| -> Result<Hash, String> {
-                let mut s = state.borrow_mut();
-                let done = execute_block(&s.0, &s.1, b).map_err(|e| e.to_string())?;
-                s.0 = done.contract;
-                s.1 = s.1.after(b);
-                Ok(s.0.state_root())
-            };
-            ledger.verify_with(Some(&mut adopt), &mut replay)
-        };
+        let replay_from =
+            |start: Contract, start_tip: Tip| verify_from_snapshot(&ledger, start, start_tip);
         let e = ledger
             .verify(&mut |_: &Block| Ok::<Hash, String>(Hash::ZERO))
             .unwrap_err();
