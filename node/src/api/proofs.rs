@@ -127,13 +127,7 @@ impl Replays {
         if missing.is_empty() {
             return Ok(out);
         }
-        let genesis = api.genesis.as_deref().ok_or_else(|| {
-            ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "unavailable",
-                "this node holds no genesis state to replay the ledger from",
-            )
-        })?;
+        let genesis = genesis_of(api)?;
         self.runs.fetch_add(1, Ordering::Relaxed);
         history::replay_to(
             &api.ledger,
@@ -172,13 +166,7 @@ impl Replays {
         ),
         ApiError,
     > {
-        let genesis = api.genesis.as_deref().ok_or_else(|| {
-            ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "unavailable",
-                "this node holds no genesis state to replay the ledger from",
-            )
-        })?;
+        let genesis = genesis_of(api)?;
         let parent = at.saturating_sub(1);
         let mut heights: Vec<u64> = walk.to_vec();
         heights.extend([parent, at]);
@@ -222,6 +210,17 @@ impl Replays {
         })?;
         Ok((stakes, before, after))
     }
+}
+
+/// The genesis state replays start from.
+fn genesis_of(api: &Api) -> Result<&Contract, ApiError> {
+    api.genesis.as_deref().ok_or_else(|| {
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            "this node holds no genesis state to replay the ledger from",
+        )
+    })
 }
 
 /// Why a proof could not be served.
