@@ -749,23 +749,15 @@ impl Contract {
     /// height. A final outcome never changes again, so the blocks up to its final one
     /// prove it for good.
     fn retire_outcomes(&mut self, ctx: &BlockCtx, ev: &mut Vec<Event>) {
-        let due: Vec<u64> = self
-            .state
-            .outcomes_due
-            .range(..=ctx.height)
-            .map(|(h, _)| *h)
-            .collect();
-        for h in due {
-            for id in self.state.outcomes_due.remove(&h).unwrap_or_default() {
-                let Some(o) = self.state.outcomes.remove(&id) else {
-                    continue;
-                };
-                self.tree.touch(StateKey::Outcome(id));
-                ev.push(Event::OutcomeRetired {
-                    session: id,
-                    final_at: o.appeals.final_at.unwrap_or(ctx.height),
-                });
-            }
+        for id in take_due(&mut self.state.outcomes_due, ctx.height) {
+            let Some(o) = self.state.outcomes.remove(&id) else {
+                continue;
+            };
+            self.tree.touch(StateKey::Outcome(id));
+            ev.push(Event::OutcomeRetired {
+                session: id,
+                final_at: o.appeals.final_at.unwrap_or(ctx.height),
+            });
         }
     }
 
@@ -773,17 +765,9 @@ impl Contract {
     /// ([`crate::Params::failure_retention`]): reads only those, through the index by
     /// height.
     fn forget_failures(&mut self, ctx: &BlockCtx) {
-        let due: Vec<u64> = self
-            .state
-            .failed_due
-            .range(..=ctx.height)
-            .map(|(h, _)| *h)
-            .collect();
-        for h in due {
-            for id in self.state.failed_due.remove(&h).unwrap_or_default() {
-                self.state.failed.remove(&id);
-                self.tree.touch(StateKey::Failed(id));
-            }
+        for id in take_due(&mut self.state.failed_due, ctx.height) {
+            self.state.failed.remove(&id);
+            self.tree.touch(StateKey::Failed(id));
         }
     }
 
@@ -1055,6 +1039,15 @@ fn touched_by(tree: &mut Tree, sender: AccountId, tx: &Tx) {
             tree.touch(StateKey::Outcome(*session));
         }
     }
+}
+
+/// Removes from an index by height the entries due at or below `height` and returns their
+/// ids, in height order: what a block reads of a retention index, and nothing else.
+fn take_due(index: &mut crate::state::Map<u64, crate::state::Set<Hash>>, height: u64) -> Vec<Hash> {
+    let due: Vec<u64> = index.range(..=height).map(|(h, _)| *h).collect();
+    due.into_iter()
+        .flat_map(|h| index.remove(&h).unwrap_or_default())
+        .collect()
 }
 
 /// Whether `s` is drawn (round 0) at the start of the block at `height`: it waits for its
