@@ -24,6 +24,7 @@ const TRANSFERS: usize = 8;
 
 fn outcome(provider: Hash, i: u64) -> Outcome {
     let seg = SegmentOutcome {
+        id: Hash::ZERO,
         verdict: SegmentVerdict::Valid,
         tier: Tier::Computer,
         escalated: false,

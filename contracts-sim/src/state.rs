@@ -501,6 +501,10 @@ pub struct CastVote {
 /// The outcome of one segment.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SegmentOutcome {
+    /// The segment's blinded id, as the manifest gave it: what ties the verdict to the
+    /// step of the trace it judged, for whoever holds the trace and the provider's
+    /// opening of the mapping (`proof verify --trace`).
+    pub id: Hash,
     /// Final verdict.
     pub verdict: SegmentVerdict,
     /// The tier that decided it.

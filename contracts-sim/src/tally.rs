@@ -554,6 +554,7 @@ pub(crate) fn verdicts(params: &Params, s: &Session, local: &[(LocalVerdict, u8)
             .try_into()
             .unwrap_or(u16::MAX);
         outcomes.push(SegmentOutcome {
+            id: g.entry.id,
             verdict: *verdict,
             tier: g.tier,
             escalated: g.rounds.len() > 1,

@@ -56,14 +56,15 @@
 //! A [`Bundle`] is a proof as `trust-node proof export` writes it, to be checked later,
 //! anywhere, by `trust-node proof verify` with nothing but a genesis file (and, for a bundle
 //! anchored at a block, that block's height and hash): one JSON object
-//! `{"format": "trust-outcome-proof/2", "chain": <chain id>, "proof": <OutcomeProof>}`, the
-//! anchor and the walk inside the proof. [`parse_bundle`] reads one (the format tag first,
+//! `{"format": "trust-outcome-proof/3", "chain": <chain id>, "proof": <OutcomeProof>,
+//! "opening"?: <TraceOpening>}`, the anchor and the walk inside the proof. [`parse_bundle`] reads one (the format tag first,
 //! so that another version is named as such rather than refused for its fields) and
 //! [`verify_bundle`] checks it. The `chain` field is a label for the reader: it must equal
 //! the genesis file's chain id, and the certified header's chain must too.
 //!
-//! Bundles of the older format `trust-outcome-proof/1` (no anchor, no walk: the powers were
-//! those the certified block's own parent state attests) are refused as such
+//! Bundles of the older formats `trust-outcome-proof/1` (no anchor, no walk: the powers were
+//! those the certified block's own parent state attests) and `/2` (outcomes without their
+//! segments' ids) are refused as such
 //! ([`ProofError::OlderFormat`]), not checked the old way: accepting them would let a
 //! forger pick the weaker check. The session's proof can be exported again.
 //!
@@ -92,11 +93,11 @@ use crate::{
 pub const MAX_PROOF_VALIDATORS: usize = 1024;
 
 /// The format tag of a [`Bundle`] this version writes and reads.
-pub const BUNDLE_FORMAT: &str = "trust-outcome-proof/2";
+pub const BUNDLE_FORMAT: &str = "trust-outcome-proof/3";
 
 /// Format tags of earlier bundles, which this version refuses as older
-/// ([`ProofError::OlderFormat`]).
-pub const OLDER_BUNDLE_FORMATS: [&str; 1] = ["trust-outcome-proof/1"];
+/// ([`ProofError::OlderFormat`]): `/2` proved outcomes without their segments' ids.
+pub const OLDER_BUNDLE_FORMATS: [&str; 2] = ["trust-outcome-proof/1", "trust-outcome-proof/2"];
 
 /// Largest bundle file read: [`MAX_PROOF_VALIDATORS`] stake proofs fit many times over.
 pub const MAX_BUNDLE_BYTES: u64 = 16 * 1024 * 1024;
@@ -112,6 +113,11 @@ pub struct Bundle {
     pub chain: Hash,
     /// The proof.
     pub proof: OutcomeProof,
+    /// The provider's opening of the session's segments, if it put one in (`proof export
+    /// --opening`): what ties the outcome to the trace (`proof verify --trace`). Not
+    /// covered by the proof; checked against the ids the proven outcome carries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub opening: Option<trust_protocol::TraceOpening>,
 }
 
 impl Bundle {
@@ -122,6 +128,7 @@ impl Bundle {
             format: BUNDLE_FORMAT.to_string(),
             chain: header.chain,
             proof,
+            opening: None,
         })
     }
 

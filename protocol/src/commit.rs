@@ -213,6 +213,41 @@ pub fn verify_commitment(
     commitment(session, segment, seat, vote, salt, reason) == *c
 }
 
+/// One entry of a session's segment → trace mapping document, in manifest order: the
+/// HDAG node the segment is (a honeypot's name for a planted one) and the salt of its
+/// blinded id. The provider keeps the document, commits to it at opening
+/// ([`mapping_commitment`]) and reveals its hash ([`mapping_document_hash`]) at tally.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MappingEntry {
+    /// The HDAG node id.
+    pub node: String,
+    /// The salt of the blinded id.
+    pub salt: Salt,
+}
+
+/// The hash a provider reveals on chain for its mapping: `sha256(encode(mapping))`.
+pub fn mapping_document_hash(mapping: &[MappingEntry]) -> Hash {
+    Hash::sha256(&crate::encoding::encode(mapping))
+}
+
+/// What a provider hands, with a session's outcome proof, to whoever holds the trace:
+/// the mapping document itself, so that the holder can cut the trace into its steps
+/// again, rebuild each step's document and check that it reproduces the segment id the
+/// outcome carries. It opens the segments to anyone holding the trace (the salts are
+/// what keeps a stranger from testing guesses of the trace's text against the ids), so
+/// it is handed out only on the provider's word (`proof export --opening`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TraceOpening {
+    /// The mapping document, in manifest order.
+    pub mapping: Vec<MappingEntry>,
+    /// The HDAG the provider cut the trace into, as JSON, when it gave its own at
+    /// submission; without it the trace was cut by the node's own decomposer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hdag: Option<String>,
+}
+
 /// Commitment to a session's segment → trace mapping document:
 /// `H("trust/v1/mapping", H(document), salt)`. The provider publishes it at opening and
 /// opens it with `RevealMapping { mapping: H(document), salt }` at tally time.

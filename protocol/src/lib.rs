@@ -38,9 +38,9 @@ pub mod units;
 pub mod vrf;
 
 pub use commit::{
-    Commitment, MAX_REASON_BYTES, ReasonError, Salt, Vote, commitment, fit_reason,
-    honeypot_commitment, honeypot_set_commitment, mapping_commitment, reason_error,
-    verify_commitment,
+    Commitment, MAX_REASON_BYTES, MappingEntry, ReasonError, Salt, TraceOpening, Vote, commitment,
+    fit_reason, honeypot_commitment, honeypot_set_commitment, mapping_commitment,
+    mapping_document_hash, reason_error, verify_commitment,
 };
 pub use encoding::{DecodeError, MAX_MESSAGE_BYTES, decode, encode};
 pub use hash::Hash;

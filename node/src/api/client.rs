@@ -200,6 +200,16 @@ pub async fn get(addr: &str, path: &str) -> Result<Json, ClientError> {
     request(addr, "GET", path, None, None).await
 }
 
+/// `GET path` with the node's operator token as the bearer token (routes that hand out
+/// what only the operator may see, such as a session's opening).
+pub async fn get_authorized(
+    addr: &str,
+    path: &str,
+    token: Option<&str>,
+) -> Result<Json, ClientError> {
+    request(addr, "GET", path, None, token).await
+}
+
 /// `POST path` with a JSON body.
 pub async fn post(addr: &str, path: &str, body: &Json) -> Result<Json, ClientError> {
     request(addr, "POST", path, Some(body.to_string()), None).await

@@ -12,6 +12,7 @@
 //! | `GET /v1/sessions/{id}` | a session's outcome with per-segment verdicts and the height and hash of the block that decided it, or its live phase with seats assigned, committed and revealed |
 //! | `POST /v1/sessions/{id}/appeals` | `{"segments": [3, 4]}`, with the operator token: this node appeals those decided segments from its account, escrowing the appeal bond per segment; answers the transaction id, the bond and the appeal's round. Unknown session: 404; not appealable (still live, window closed, an appeal open, a segment undecided or a honeypot, too few fresh auditors, balance short): 422 with the contract's reason |
 //! | `GET /v1/sessions/{id}/proof` | a decided session's outcome with its Merkle proof, the certified tip header, the validators' proven stakes and the walk of validator-power changes from genesis, or from the block `?trust=HEIGHT:HASH` names ([`crate::proof`], `api::proofs`): checkable against a genesis file (and that block) alone |
+//! | `GET /v1/sessions/{id}/opening` | with the operator token, on the session's provider node: the mapping of each segment to its HDAG node with the salt of its id (and the provider's own HDAG), which ties the outcome to the trace (`proof export --opening`, `proof verify --trace`) |
 //! | `GET /v1/auditors/{id}` | bonded stake, unbondings and the height each frees at, whether a withdrawal would apply now, exiting or not, seats held in live sessions (phase, deadline), reputation, earnings, slashes, abstention rate, honeypot record |
 //! | `GET /v1/events` | the event feed of finalized blocks as Server-Sent Events, filtered by `account`, `session`, `kind`; resumes after `Last-Event-ID` or `?after=H:I` (see [`events`]) |
 //! | `GET /v1/snapshot` | a chunk of the newest contract snapshot below the tip (`?height=&offset=`), with its block and the next one as stored: what `run --state-sync` fetches and checks (see [`snapshot`], [`crate::statesync`]) |
@@ -83,9 +84,9 @@ pub mod views;
 pub use events::EventHub;
 use views::{
     AccountView, AppealAccepted, AppealBody, AuditorView, BlockTx, BlockView, CastVoteDoc,
-    ErrorBody, OpenSessionBody, PeerHeight, Plan, SeatPhase, SeatView, SessionStatus, SessionView,
-    StatusView, StorageView, SubmittedView, TermsView, TxAccepted, TxJson, TxLocation, TxStatus,
-    UnbondingView, WithdrawView,
+    ErrorBody, OpenSessionBody, OpeningView, PeerHeight, Plan, SeatPhase, SeatView, SessionStatus,
+    SessionView, StatusView, StorageView, SubmittedView, TermsView, TxAccepted, TxJson, TxLocation,
+    TxStatus, UnbondingView, WithdrawView,
 };
 
 /// Largest request body accepted.
@@ -239,6 +240,7 @@ fn documented() -> (Router<Api>, utoipa::openapi::OpenApi) {
         .routes(routes!(plan_session))
         .routes(routes!(session))
         .routes(routes!(session_proof))
+        .routes(routes!(session_opening))
         .routes(routes!(appeal))
         .routes(routes!(auditor))
         .routes(routes!(account))
@@ -660,6 +662,47 @@ async fn session_proof(
         .await
         .map_err(ApiError::internal)?
         .map(Json)
+}
+
+#[utoipa::path(
+    get, path = "/v1/sessions/{id}/opening",
+    description = "The opening of a session this node opened as provider: per segment, in manifest order, its HDAG node and the salt of its blinded id, and the provider's own HDAG if it gave one. With it and the trace, a client cuts the trace again and checks that each step reproduces the segment id the proven outcome carries (`trust-node proof export --opening`, then `proof verify --trace FILE`). It lets its holder test guesses of the trace's text against the ids, so it needs the operator token.",
+    params(
+        ("id" = String, Path, description = "session id, 64 hex characters", pattern = "^[0-9a-fA-F]{64}$"),
+    ),
+    security(("operator_token" = [])),
+    responses(
+        (status = 200, body = OpeningView),
+        (status = 401, description = "no valid operator token", body = ErrorBody),
+        (status = 404, description = "this node holds no opening of the session: it did not open it, or its record was pruned", body = ErrorBody),
+        (status = "4XX", description = documented_errors!(), body = ErrorBody),
+        (status = "5XX", description = "internal error, no provider role, or stopping", body = ErrorBody),
+    )
+)]
+async fn session_opening(
+    State(api): State<Api>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<OpeningView>> {
+    let sid = parse_hash("session id", &id)?;
+    let provider = api.provider.clone().ok_or_else(|| {
+        ApiError::new(
+            StatusCode::NOT_IMPLEMENTED,
+            "not_implemented",
+            "this node does not open sessions",
+        )
+    })?;
+    let opening = provider
+        .page_record(&sid)
+        .and_then(|r| r.opening)
+        .ok_or_else(|| {
+            ApiError::not_found(format!(
+                "this node holds no opening of session {sid}: it did not open it, or its record was pruned"
+            ))
+        })?;
+    Ok(Json(OpeningView {
+        session: sid,
+        opening,
+    }))
 }
 
 #[utoipa::path(

@@ -86,8 +86,13 @@ pub fn body_limit(method: &Method, path: &str) -> usize {
 /// Whether `method path` acts for the node (spends its funds) and so needs the operator
 /// token.
 pub fn needs_token(method: &Method, path: &str) -> bool {
-    method == Method::POST
-        && (path == "/v1/sessions"
+    // A session's opening lets its holder test guesses of the trace against the ids.
+    let opening = path
+        .strip_prefix("/v1/sessions/")
+        .is_some_and(|rest| rest.ends_with("/opening"));
+    (method == Method::GET && opening)
+        || method == Method::POST
+            && (path == "/v1/sessions"
             || path == "/v1/sessions/plan"
             // An appeal escrows the node's bond.
             || path

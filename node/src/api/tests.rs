@@ -1765,3 +1765,48 @@ async fn the_snapshot_route_serves_the_newest_snapshot_below_the_tip_with_its_bl
     let (st, body) = net.get("/v1/snapshot?heigth=2").await;
     assert_eq!(st, StatusCode::BAD_REQUEST, "{body}");
 }
+
+/// `GET /v1/sessions/{id}/opening`: the salts let their holder test guesses of the trace
+/// against the ids, so only the operator gets them, and only for a session this node
+/// opened.
+#[tokio::test]
+async fn a_sessions_opening_is_for_its_providers_operator_only() {
+    let (net, _provider, _blobs) = Net::with_provider(Default::default());
+    let bearer = format!("Bearer {TOKEN}");
+    let (st, body) = net.open(&[("authorization", &bearer)]).await;
+    assert_eq!(st, StatusCode::ACCEPTED, "{body}");
+    let opened = json(&body);
+    let sid = opened["session"].as_str().unwrap().to_string();
+    let get = |uri: String, auth: Option<&str>| {
+        let mut r = Request::get(uri);
+        if let Some(a) = auth {
+            r = r.header("authorization", a);
+        }
+        net.send(r.body(Body::empty()).unwrap())
+    };
+    for auth in [None, Some("Bearer ffff")] {
+        let (st, body) = get(format!("/v1/sessions/{sid}/opening"), auth).await;
+        assert_eq!(st, StatusCode::UNAUTHORIZED, "{auth:?}: {body}");
+        assert!(error_of(st, &body).contains("operator token"), "{body}");
+    }
+    let (st, body) = get(format!("/v1/sessions/{sid}/opening"), Some(&bearer)).await;
+    assert_eq!(st, StatusCode::OK, "{body}");
+    let v = json(&body);
+    assert_eq!(v["session"], sid.as_str());
+    let mapping = v["opening"]["mapping"].as_array().unwrap();
+    let segments = opened["segments"].as_array().unwrap();
+    assert_eq!(mapping.len(), segments.len(), "{v}");
+    // In manifest order, named as `submit` names the segments.
+    for (m, s) in mapping.iter().zip(segments) {
+        assert_eq!(m["node"], s[0], "{v}");
+    }
+    assert!(
+        v["opening"]["hdag"].is_null(),
+        "the node decomposed it: {v}"
+    );
+    // A session this node did not open.
+    let other = "ab".repeat(32);
+    let (st, body) = get(format!("/v1/sessions/{other}/opening"), Some(&bearer)).await;
+    assert_eq!(st, StatusCode::NOT_FOUND, "{body}");
+    assert!(error_of(st, &body).contains("holds no opening"), "{body}");
+}

@@ -709,3 +709,16 @@ pub struct WithdrawView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub refused: Option<String>,
 }
+
+/// A session's opening, as its provider's node hands it to its operator
+/// (`GET /v1/sessions/{id}/opening`, `proof export --opening`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct OpeningView {
+    /// The session.
+    #[schema(value_type = String)]
+    pub session: Hash,
+    /// The mapping document (`mapping`: per segment, in manifest order, its HDAG node and
+    /// the salt of its id) and the provider's own HDAG (`hdag`, JSON) if it gave one.
+    #[schema(value_type = Object)]
+    pub opening: trust_protocol::TraceOpening,
+}

@@ -70,6 +70,7 @@ struct Scene {
 fn finished(provider: AccountId, seats: [AccountId; 3]) -> Outcome {
     let reason = "r".repeat(trust_protocol::MAX_REASON_BYTES);
     let segment = SegmentOutcome {
+        id: Hash::ZERO,
         verdict: SegmentVerdict::Valid,
         tier: Tier::Computer,
         escalated: false,

@@ -121,7 +121,7 @@ pub enum Command {
     ///
     /// `proof export SESSION -o FILE [--trust HEIGHT:HASH]` fetches the session's outcome
     /// proof from a node (`--home` or `--api`, as `query` finds it) and writes one JSON file
-    /// (format `trust-outcome-proof/2`) holding: the chain id; the session; the outcome,
+    /// (format `trust-outcome-proof/3`) holding: the chain id; the session; the outcome,
     /// encoded, with its Merkle proof under the state root of a certified block; that
     /// block's header and its commit certificate (the validators' precommit signatures);
     /// the header of the block before it, with every genesis validator's account (its
@@ -144,7 +144,8 @@ pub enum Command {
     /// root. It exits 0 printing the outcome's verdict, the block, the power that signed,
     /// the anchor and the number of changes walked; otherwise it prints `proof REJECTED:
     /// <reason>` and exits 1 (2 when a file cannot be read or the genesis file is not one).
-    /// Files of the older format `trust-outcome-proof/1` are refused: export them again.
+    /// Files of the older formats `trust-outcome-proof/1` and `/2` are refused: export them
+    /// again.
     ///
     /// A walk from genesis trusts the genesis validators' keys for as long as the walk is:
     /// keys that held more than 2/3 of the stake once could forge a history that starts

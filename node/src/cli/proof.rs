@@ -14,12 +14,12 @@ use trust_protocol::Hash;
 
 use super::{
     CliError, CliResult,
-    node::{NodeAddr, api_error, runtime},
+    node::{NodeAddr, api_error, api_token, runtime},
 };
 use crate::{
     api::client::{self, Client},
     api::views::FinalityView,
-    audit::provider::TermsView,
+    audit::provider::{TermsView, opening},
     config,
     proof::{self, Bundle, ProofAnchor, ProofError, TrustedBlock},
 };
@@ -59,6 +59,17 @@ struct ExportArgs {
     /// from genesis. Verify the file with the same --trust.
     #[arg(long, value_name = "HEIGHT:HASH")]
     trust: Option<TrustedBlock>,
+    /// Put this node's opening of the session's segments in the bundle (the node must be
+    /// the session's provider; needs its operator token): the mapping of each segment to
+    /// its step and the salt of its id, which lets `proof verify --trace FILE` check the
+    /// bundle against the trace. Whoever holds the bundle can then test guesses of the
+    /// trace's text against it: hand it only to those who may know the trace.
+    #[arg(long)]
+    opening: bool,
+    /// The node's operator token (for --opening). Default: read from the home's token
+    /// file.
+    #[arg(long, env = "TRUST_API_TOKEN", hide_env_values = true)]
+    api_token: Option<String>,
     #[command(flatten)]
     addr: NodeAddr,
 }
@@ -80,6 +91,13 @@ struct VerifyArgs {
     /// outcome is refused (exit 1).
     #[arg(long, value_name = "ID")]
     session: Option<String>,
+    /// The trace the session audited (the file given to `submit`): check that the
+    /// bundle is about it. Needs a bundle exported by the provider with --opening: each
+    /// step of the trace is cut and sealed again and must reproduce the segment id the
+    /// proven outcome carries; every other step must be one the outcome left out. Prints
+    /// each step's verdict by name; a bundle of another trace is refused (exit 1).
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
     /// Accept an outcome that an appeal may still overturn (exit 0 instead of 3). The
     /// proof shows the outcome at the block it was exported from; while the session is
     /// appealable, a later appeal round can change the verdict, and this bundle would
@@ -134,6 +152,13 @@ fn run_export(args: ExportArgs) -> CliResult {
         return Err(exists(&args.out));
     }
     let addr = args.addr.resolve()?;
+    let opening = match args.opening {
+        true => {
+            let token = api_token(args.api_token.as_deref(), &args.addr)?;
+            Some(fetch_opening(&addr, &sid, token.as_deref())?)
+        }
+        false => None,
+    };
     let proof = fetch_proof(addr, &sid, args.trust.as_ref())?;
     let malformed = |e: ProofError| CliError::failed(format!("the node's proof is malformed: {e}"));
     let outcome = read_outcome(&proof.outcome).map_err(malformed)?;
@@ -145,8 +170,19 @@ fn run_export(args: ExportArgs) -> CliResult {
             anchor_text(args.trust.as_ref())
         )));
     }
+    if let Some(o) = &opening
+        && o.mapping.len() != outcome.segments.len()
+    {
+        return Err(CliError::failed(format!(
+            "the node's opening is not of this outcome: it names {} segments, the outcome has {}",
+            o.mapping.len(),
+            outcome.segments.len()
+        )));
+    }
     let hops = proof.walk.len();
-    let bundle = Bundle::of(proof).map_err(malformed)?;
+    let mut bundle = Bundle::of(proof).map_err(malformed)?;
+    let opened = opening.is_some();
+    bundle.opening = opening;
     let bytes = write_bundle(&args.out, &bundle, args.force)?;
     outln!("wrote       {} ({bytes} bytes)", args.out.display());
     outln!("session     {sid}");
@@ -158,12 +194,41 @@ fn run_export(args: ExportArgs) -> CliResult {
         .trust
         .map(|t| format!(" --trust {t}"))
         .unwrap_or_default();
+    let with_trace = match opened {
+        true => {
+            outln!(
+                "opening     each segment's step and salt (check against the trace with --trace FILE)"
+            );
+            " --trace TRACE-FILE"
+        }
+        false => "",
+    };
     outln!(
-        "verdict     {:?}, as the node says (check it: trust-node proof verify {} --genesis genesis.json{trust})",
+        "verdict     {:?}, as the node says (check it: trust-node proof verify {} --genesis genesis.json{trust}{with_trace})",
         outcome.trace,
         args.out.display()
     );
     Ok(())
+}
+
+/// `GET /v1/sessions/{id}/opening` from the provider's node at `addr`, with its operator
+/// token.
+fn fetch_opening(
+    addr: &str,
+    sid: &Hash,
+    token: Option<&str>,
+) -> Result<trust_protocol::TraceOpening, CliError> {
+    let rt = runtime()?;
+    let reply = rt
+        .block_on(client::get_authorized(
+            addr,
+            &format!("/v1/sessions/{sid}/opening"),
+            token,
+        ))
+        .map_err(api_error)?;
+    serde_json::from_value::<crate::api::views::OpeningView>(reply)
+        .map(|v| v.opening)
+        .map_err(|e| CliError::failed(format!("the node's opening is malformed: {e}")))
 }
 
 /// The trusted block a proof's anchor names (`None`: genesis), not checked.
@@ -326,6 +391,80 @@ pub struct Report {
     pub finality: FinalityView,
     /// The terms the session ran under (seats, quorums, windows, domain, exposure).
     pub terms: TermsView,
+    /// With `--trace`: the trace's steps the outcome judged, each with its verdict.
+    pub trace: Option<TraceReport>,
+}
+
+/// What `proof verify --trace FILE` established: the outcome is about the trace in FILE.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TraceReport {
+    /// The trace file.
+    pub file: PathBuf,
+    /// Each step of the trace the outcome accounts for, with its verdict: the audited
+    /// ones in manifest order, then the left-out ones (`true`).
+    pub steps: Vec<(String, SegmentVerdict, bool)>,
+    /// Whether the provider cut the trace by its own HDAG (else this binary's decomposer
+    /// did, covering every step).
+    pub provider_cut: bool,
+    /// Whether the provider had revealed the mapping's hash on chain.
+    pub mapping_on_chain: bool,
+}
+
+impl TraceReport {
+    fn of(file: &Path, m: opening::TraceMatch, o: &Outcome) -> Self {
+        let audited = m
+            .steps
+            .iter()
+            .zip(&o.segments)
+            .filter_map(|(step, s)| Some((step.clone()?, s.verdict, false)));
+        let left = m
+            .left_out
+            .iter()
+            .zip(&o.left_out)
+            .map(|(step, l)| (step.clone(), l.verdict, true));
+        TraceReport {
+            file: file.to_path_buf(),
+            steps: audited.chain(left).collect(),
+            provider_cut: m.provider_cut,
+            mapping_on_chain: m.mapping_on_chain,
+        }
+    }
+
+    fn lines(&self) -> [String; 2] {
+        let left = self.steps.iter().filter(|s| s.2).count();
+        let cut = match self.provider_cut {
+            true => "cut by the provider's own HDAG, each step a span of the trace",
+            false => "cut by this binary's decomposer, every step accounted for",
+        };
+        let steps = self
+            .steps
+            .iter()
+            .map(|(step, v, left)| match left {
+                true => format!("{step} {v:?} (left out)"),
+                false => format!("{step} {v:?}"),
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        [
+            format!(
+                "trace       {}: the outcome is about it ({} steps audited, {left} left out; {cut})",
+                self.file.display(),
+                self.steps.len().saturating_sub(left)
+            ),
+            format!("steps       {steps}"),
+        ]
+    }
+
+    fn json(&self) -> serde_json::Value {
+        json!({
+            "file": self.file,
+            "cut": if self.provider_cut { "provider" } else { "decomposer" },
+            "mapping_on_chain": self.mapping_on_chain,
+            "steps": self.steps.iter().map(|(step, v, left)| json!({
+                "step": step, "verdict": v, "left_out": left,
+            })).collect::<Vec<_>>(),
+        })
+    }
 }
 
 impl Report {
@@ -366,6 +505,7 @@ impl Report {
             hops: v.hops.clone(),
             finality: o.finality().into(),
             terms: TermsView::of(&o.quorum, &o.terms, &o.domain, params),
+            trace: None,
         }
     }
 
@@ -395,7 +535,7 @@ impl Report {
             true => String::new(),
             false => format!(" ({})", notes.join("; ")),
         };
-        vec![
+        let mut lines = vec![
             format!("session     {}", self.session),
             format!("verdict     {:?}", self.verdict),
             format!("finality    {}", self.finality_text()),
@@ -427,7 +567,11 @@ impl Report {
                     self.chain
                 ),
             },
-        ]
+        ];
+        if let Some(t) = &self.trace {
+            lines.splice(5..5, t.lines());
+        }
+        lines
     }
 
     /// The same as one JSON object (`--json`).
@@ -456,6 +600,8 @@ impl Report {
             "anchor": self.anchor.map(|t| json!({"height": t.height, "hash": t.hash})),
             "hops": self.hops.len(),
             "hop_heights": self.hops,
+            // `null` without --trace.
+            "trace": self.trace.as_ref().map(TraceReport::json),
         })
     }
 }
@@ -500,6 +646,8 @@ pub enum VerifyFileError {
     Input(String),
     /// The bundle was read and does not hold (exit 1).
     Rejected(ProofError),
+    /// The bundle holds but is not shown to be about the trace given (exit 1).
+    NotAboutTrace(String),
 }
 
 impl From<VerifyFileError> for CliError {
@@ -507,6 +655,9 @@ impl From<VerifyFileError> for CliError {
         match e {
             VerifyFileError::Input(m) => CliError::usage(m),
             VerifyFileError::Rejected(e) => CliError::failed(format!("proof REJECTED: {e}")),
+            VerifyFileError::NotAboutTrace(m) => {
+                CliError::failed(format!("proof REJECTED: not about this trace: {m}"))
+            }
         }
     }
 }
@@ -514,12 +665,14 @@ impl From<VerifyFileError> for CliError {
 /// `proof verify` without the printing: reads the bundle at `bundle` and the genesis
 /// document at `genesis` and checks the one against the other, the block `trust` names
 /// (the bundle must walk from it; from genesis if none) and, given one, the `session` the
-/// user means. Nothing else is read.
+/// user means, and given a `trace` file, that the outcome is about that trace
+/// ([`opening::match_trace`]). Nothing else is read.
 pub fn verify_file(
     bundle: &Path,
     genesis: &Path,
     trust: Option<TrustedBlock>,
     session: Option<&Hash>,
+    trace: Option<&Path>,
 ) -> Result<Report, VerifyFileError> {
     let doc = config::load_genesis_file(genesis)
         .map_err(|e| VerifyFileError::Input(format!("the genesis file: {e}")))?;
@@ -544,12 +697,71 @@ pub fn verify_file(
         block: trust,
     };
     let v = proof::verify_bundle(&b, session, &trusted).map_err(VerifyFileError::Rejected)?;
-    Ok(Report::of(&v, b.proof.session, chain, &doc.genesis.params))
+    let mut report = Report::of(&v, b.proof.session, chain, &doc.genesis.params);
+    if let Some(path) = trace {
+        report.trace = Some(check_trace(path, b.opening.as_ref(), &v.outcome)?);
+    }
+    Ok(report)
+}
+
+/// Largest trace file `proof verify --trace` reads (far above what a session carries).
+const MAX_TRACE_FILE_BYTES: u64 = 16 * 1024 * 1024;
+
+/// The trace in `path` against the proven `outcome`, through the bundle's `opening`.
+fn check_trace(
+    path: &Path,
+    opening: Option<&trust_protocol::TraceOpening>,
+    outcome: &Outcome,
+) -> Result<TraceReport, VerifyFileError> {
+    let cannot =
+        |e: std::io::Error| VerifyFileError::Input(format!("cannot read {}: {e}", path.display()));
+    let size = std::fs::metadata(path).map_err(cannot)?.len();
+    if size > MAX_TRACE_FILE_BYTES {
+        return Err(VerifyFileError::Input(format!(
+            "{} is {size} bytes, more than the {MAX_TRACE_FILE_BYTES} bytes a trace file may have",
+            path.display()
+        )));
+    }
+    let text = std::fs::read_to_string(path).map_err(cannot)?;
+    let opening = opening.ok_or_else(|| {
+        VerifyFileError::NotAboutTrace(
+            "the bundle carries no opening of its segments, so nothing ties it to a trace \
+             (the provider exports one with `trust-node proof export ID --opening`)"
+                .to_string(),
+        )
+    })?;
+    match opening::match_trace(&text, opening, outcome) {
+        Ok(m) => Ok(TraceReport::of(path, m, outcome)),
+        Err(e @ opening::TraceMismatch::Trace(_)) => Err(VerifyFileError::Input(format!(
+            "{}: {}",
+            path.display(),
+            with_causes(&e)
+        ))),
+        Err(e) => Err(VerifyFileError::NotAboutTrace(with_causes(&e))),
+    }
+}
+
+/// An error with its causes, `outer: inner: innermost`.
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
 }
 
 fn run_verify(args: VerifyArgs) -> CliResult {
     let session = args.session.as_deref().map(parse_session).transpose()?;
-    let report = verify_file(&args.bundle, &args.genesis, args.trust, session.as_ref())?;
+    let report = verify_file(
+        &args.bundle,
+        &args.genesis,
+        args.trust,
+        session.as_ref(),
+        args.trace.as_deref(),
+    )?;
     if args.json {
         outln!("{}", report.json());
     } else {
@@ -695,7 +907,7 @@ mod tests {
             let file = dir.path().join(format!("{name}.proof"));
             write_bundle(&file, &bundle(&f), false).unwrap();
             let genesis = config::write_genesis(&dir.path().join(name), &f.file).unwrap();
-            let r = verify_file(&file, &genesis, None, None).unwrap();
+            let r = verify_file(&file, &genesis, None, None, None).unwrap();
             let lines = r.lines();
             assert!(
                 lines.iter().any(|l| l.starts_with(says)),
@@ -803,14 +1015,14 @@ mod tests {
             .render_long_help()
             .to_string();
         for words in [
-            "trust-outcome-proof/2",
+            "trust-outcome-proof/3",
             "commit certificate",
             "Merkle proof",
             "Nothing in the file is trusted: only the genesis file is",
             "proof REJECTED: <reason>",
             "[--trust HEIGHT:HASH]",
             "the validator set is unknown",
-            "`trust-outcome-proof/1` are refused",
+            "`trust-outcome-proof/1` and `/2` are refused",
             "A recent block you trust",
         ] {
             assert!(help.contains(words), "{words:?} not in:\n{help}");
@@ -841,7 +1053,7 @@ mod tests {
         let t3 = three.to_string();
 
         // Walked from block 3 through the change at 4, with block 3 trusted.
-        let r = verify_file(&anchored, &genesis, Some(three), None).unwrap();
+        let r = verify_file(&anchored, &genesis, Some(three), None, None).unwrap();
         assert_eq!((r.anchor, r.hops.clone()), (Some(three), vec![4]));
         assert_eq!(r.power, (300, 400));
         let lines = r.lines();
@@ -870,7 +1082,7 @@ mod tests {
         ])
         .unwrap();
         // From genesis through both changes, with no block trusted.
-        let r = verify_file(&from_genesis, &genesis, None, None).unwrap();
+        let r = verify_file(&from_genesis, &genesis, None, None, None).unwrap();
         assert_eq!((r.anchor, r.hops.clone()), (None, vec![2, 4]));
         assert!(
             r.lines().contains(

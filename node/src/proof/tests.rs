@@ -51,6 +51,7 @@ pub(crate) struct Fixture {
 
 fn segment(verdict: SegmentVerdict, honeypot: Option<Vote>) -> SegmentOutcome {
     SegmentOutcome {
+        id: Hash::ZERO,
         verdict,
         tier: Tier::Computer,
         escalated: false,
@@ -440,7 +441,7 @@ fn a_bundle_holds_the_format_the_chain_and_the_proof_and_verifies_from_its_text(
     let text = b.to_file_text().unwrap();
     assert!(text.ends_with("}\n"), "{text}");
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-    assert_eq!(v["format"], "trust-outcome-proof/2");
+    assert_eq!(v["format"], "trust-outcome-proof/3");
     // Walked from genesis through no change (the fixture's powers never change).
     assert_eq!(v["proof"]["anchor"], "genesis");
     assert_eq!(v["proof"]["walk"], serde_json::json!([]));
@@ -541,9 +542,9 @@ fn every_field_of_a_bundle_is_one_the_tamper_tests_change() {
 fn bundle_format_of_another_version_is_refused_as_such() {
     let f = fixture();
     for format in [
-        "trust-outcome-proof/3",
+        "trust-outcome-proof/4",
         "trust-outcome-proof/0",
-        "TRUST-OUTCOME-PROOF/2",
+        "TRUST-OUTCOME-PROOF/3",
         "",
     ] {
         let mut b = bundle(&f);
@@ -554,18 +555,18 @@ fn bundle_format_of_another_version_is_refused_as_such() {
     }
     // A later version may add fields: it is named by its version, not refused for them.
     let bytes = tampered_json(&f, |v| {
-        v["format"] = "trust-outcome-proof/3".into();
+        v["format"] = "trust-outcome-proof/4".into();
         v["decided_time"] = 1_700_000_000u64.into();
     });
     assert_eq!(
         check_bytes(&f, &bytes),
         Err(ProofError::UnsupportedFormat(
-            "trust-outcome-proof/3".into()
+            "trust-outcome-proof/4".into()
         ))
     );
     let err = check_bytes(&f, &bytes).unwrap_err().to_string();
     assert!(
-        err.contains("\"trust-outcome-proof/3\"") && err.contains("\"trust-outcome-proof/2\""),
+        err.contains("\"trust-outcome-proof/4\"") && err.contains("\"trust-outcome-proof/3\""),
         "{err}"
     );
     // No format, or one that is not a string: not a bundle.
@@ -1064,7 +1065,7 @@ fn a_bundle_in_a_fresh_directory_verifies_from_the_file_and_a_genesis_file_alone
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     let gdir = tempfile::tempdir().unwrap();
     let genesis = crate::config::write_genesis(gdir.path(), &f.file).unwrap();
-    let r = crate::cli::proof::verify_file(&path, &genesis, None, None).unwrap();
+    let r = crate::cli::proof::verify_file(&path, &genesis, None, None, None).unwrap();
     assert_eq!(r.session, f.session);
     assert_eq!(r.verdict, TraceVerdict::Pass);
     assert_eq!(
@@ -1804,7 +1805,7 @@ fn a_bundle_of_the_older_format_is_refused_as_older() {
     let msg = e.to_string();
     assert!(
         msg.contains("\"trust-outcome-proof/1\", an older one")
-            && msg.contains("only \"trust-outcome-proof/2\"")
+            && msg.contains("only \"trust-outcome-proof/3\"")
             && msg.ends_with("export the proof again"),
         "{msg}"
     );

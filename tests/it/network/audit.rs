@@ -249,6 +249,47 @@ fn export_proofs(net: &Network, session: &str) -> Exported {
         let out = offline(dir.path(), &args);
         assert!(out.status.success(), "{args:?}\n{}", net.logs_tail());
     }
+    // The provider's node (node 0 opened the session) puts its opening in, so that the
+    // trace a user holds can be checked against the bundle; node 1 opened nothing, and
+    // says so, writing nothing.
+    let traces = format!("{}/../examples/traces", env!("CARGO_MANIFEST_DIR"));
+    for (from, to) in [
+        ("fraction-incorrect.txt", "trace.txt"),
+        ("fraction-correct.txt", "other.txt"),
+    ] {
+        std::fs::copy(format!("{traces}/{from}"), dir.path().join(to)).unwrap();
+    }
+    let home = |i: usize| net.nodes[i].home.to_str().unwrap().to_string();
+    let (home0, home1) = (home(0), home(1));
+    let args = [
+        "proof",
+        "export",
+        session,
+        "-o",
+        "opened.proof",
+        "--opening",
+        "--home",
+        &home0,
+    ];
+    let out = offline(dir.path(), &args);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{args:?}: {out:?}");
+    assert!(text.contains("opening     each segment's step"), "{text}");
+    let args = [
+        "proof",
+        "export",
+        session,
+        "-o",
+        "none.proof",
+        "--opening",
+        "--home",
+        &home1,
+    ];
+    let out = offline(dir.path(), &args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{args:?}: {out:?}");
+    assert!(err.contains("holds no opening of session"), "{err}");
+    assert!(!dir.path().join("none.proof").exists());
     let text = String::from_utf8_lossy(
         &offline(
             dir.path(),
@@ -359,6 +400,83 @@ impl Exported {
         // The genesis walk with a block trusted: refused too.
         let out = verify("genesis.proof", &["--trust", &self.trust]);
         assert_eq!(out.status.code(), Some(1), "{out:?}");
+        self.verify_trace();
+    }
+
+    /// `proof verify --trace`: the bundle with the provider's opening is about the trace
+    /// the provider submitted, step by step by name; the corrected trace, a bundle
+    /// without an opening and an opening whose salts were swapped are each refused.
+    fn verify_trace(&self) {
+        let dir = self.dir.path();
+        let verify = |file: &str, trace: &str, extra: &[&str]| {
+            let mut args = vec![
+                "proof",
+                "verify",
+                file,
+                "--genesis",
+                "genesis.json",
+                "--trace",
+                trace,
+            ];
+            args.extend(extra);
+            offline(dir, &args)
+        };
+        let out = verify("opened.proof", "trace.txt", &["--json"]);
+        assert!(out.status.success(), "{out:?}");
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["trace"]["cut"], "decomposer", "{v}");
+        let steps = v["trace"]["steps"].as_array().unwrap();
+        let of = |step: &str| {
+            steps
+                .iter()
+                .find(|s| s["step"] == step)
+                .map(|s| s["verdict"].as_str().unwrap().to_string())
+        };
+        assert_eq!(of("O2").as_deref(), Some("Invalid"), "{v}");
+        assert_eq!(of("O3").as_deref(), Some("Propagated"), "{v}");
+        assert!(
+            steps
+                .iter()
+                .any(|s| s["step"] == "F1" && s["left_out"] == true),
+            "{v}"
+        );
+        let out = verify("opened.proof", "trace.txt", &[]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("trace       trace.txt: the outcome is about it")
+                && text.contains("O2 Invalid"),
+            "{text}"
+        );
+        // The same problem worked correctly is another trace: this FAIL is not its.
+        let out = verify("opened.proof", "other.txt", &[]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(
+            err.contains("proof REJECTED: not about this trace: "),
+            "{err}"
+        );
+        // Nothing ties a bundle without an opening to any trace.
+        let out = verify("genesis.proof", "trace.txt", &[]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains("carries no opening"), "{err}");
+        // An opening edited after export (two salts swapped): not the mapping the
+        // provider revealed on chain.
+        let mut b: Value =
+            serde_json::from_slice(&std::fs::read(dir.join("opened.proof")).unwrap()).unwrap();
+        let mapping = b["opening"]["mapping"].as_array_mut().unwrap();
+        assert!(mapping.len() >= 2, "{mapping:?}");
+        let salt0 = mapping[0]["salt"].clone();
+        mapping[0]["salt"] = mapping[1]["salt"].clone();
+        mapping[1]["salt"] = salt0;
+        std::fs::write(dir.join("swapped.proof"), b.to_string()).unwrap();
+        let out = verify("swapped.proof", "trace.txt", &[]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(
+            err.contains("not the mapping the provider revealed on chain"),
+            "{err}"
+        );
     }
 }
 

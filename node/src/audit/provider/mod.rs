@@ -37,7 +37,7 @@ use rand::RngCore;
 use serde::{Deserialize, Serialize};
 use trust_contracts::{Contract, Event, Phase};
 use trust_protocol::{
-    AccountId, Hash, Salt,
+    AccountId, Hash, Salt, TraceOpening,
     hdag::{AbstractionLevel, Hdag, Relationship},
     seal::{KEY_LEN, SealError, SegmentDoc, SegmentDocError, decrypt_segment},
     trace::Trace,
@@ -61,6 +61,7 @@ pub mod exposure;
 pub mod grief;
 pub mod honeypot;
 pub mod keys;
+pub mod opening;
 pub mod prepare;
 pub mod terms;
 
@@ -223,6 +224,18 @@ pub struct PageRecord {
     /// begins, so the page can show each step's verdict at its line.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proof: Option<ProofText>,
+    /// The mapping document (node and salt per segment) and the provider's own HDAG if
+    /// it gave one: what `proof export --opening` hands to whoever holds the trace
+    /// ([`opening`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub opening: Option<TraceOpening>,
+}
+
+/// What a page record is built from besides the session's preparation: the thinking of
+/// a formal proof (shown with each step's verdict) and the provider's own HDAG.
+struct Sources<'a> {
+    thinking: Option<&'a str>,
+    hdag_json: Option<&'a str>,
 }
 
 /// A formal proof's text on the provider's page (see [`PageRecord::proof`]).
@@ -1032,7 +1045,10 @@ impl Provider {
                 &hdag,
                 &restricted,
                 &prepared,
-                thinking.as_deref(),
+                Sources {
+                    thinking: thinking.as_deref(),
+                    hdag_json,
+                },
             ) {
                 Ok(()) => self.keep_and_open(&session, nonce, &prepared).await,
                 Err(e) => Err(e),
@@ -1124,8 +1140,12 @@ impl Provider {
         hdag: &Hdag,
         restricted: &Restricted,
         prepared: &prepare::PreparedSession,
-        thinking: Option<&str>,
+        sources: Sources<'_>,
     ) -> Result<(), RecordError> {
+        let Sources {
+            thinking,
+            hdag_json,
+        } = sources;
         let mut nodes: Vec<String> = prepared.mapping.iter().map(|m| m.node.clone()).collect();
         let mut texts = Vec::with_capacity(nodes.len());
         for ((key, (_, blob)), entry) in prepared
@@ -1184,6 +1204,10 @@ impl Provider {
             decomposes,
             problem,
             proof,
+            opening: Some(TraceOpening {
+                mapping: prepared.mapping.clone(),
+                hdag: hdag_json.map(str::to_string),
+            }),
         };
         let bytes = serde_json::to_vec(&record)?;
         self.pages.insert(session.as_ref(), bytes)?;

@@ -29,6 +29,7 @@ use trust_protocol::{
     },
     units::Amount,
 };
+pub use trust_protocol::{MappingEntry, mapping_document_hash};
 
 use super::honeypot::{self, Bait};
 use crate::decompose::{self, dependency_order};
@@ -65,15 +66,6 @@ impl TierWeights {
     pub fn as_array(&self) -> [u32; 3] {
         [self.computer, self.llm, self.human]
     }
-}
-
-/// One entry of the segment → trace mapping (kept by the provider, opened at tally).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MappingEntry {
-    /// The HDAG node id.
-    pub node: String,
-    /// The salt of the blinded id.
-    pub salt: Salt,
 }
 
 /// What the provider keeps and publishes for one session.
@@ -466,6 +458,19 @@ pub fn restrict_nodes(
     }
 }
 
+/// The document a seat reads for `claim` standing at kept node `node` of `r`: `claim`
+/// with that node's givens and OPERATIONs, and no formal-proof payload (which the blinded
+/// id does not bind). A real step's claim is its node's text; a honeypot's is its forged
+/// text at its source node.
+pub fn step_doc(r: &Restricted, node: &str, claim: String) -> SegmentDoc {
+    SegmentDoc {
+        claim,
+        given: r.givens.get(node).cloned().unwrap_or_default(),
+        operations: r.operations.get(node).cloned().unwrap_or_default(),
+        proof: None,
+    }
+}
+
 /// A segment's blinded id: `H("trust/v2/segment-id", salt, doc_digest(doc))`. It binds
 /// the segment to everything sealed with it, not to its claim alone: the context a seat
 /// was shown (the givens, the operations) is part of the id, and the id is the associated
@@ -496,11 +501,6 @@ pub fn doc_digest(doc: &SegmentDoc) -> Hash {
     parts.push(&operations);
     parts.extend(doc.operations.iter().map(|o| o.as_bytes()));
     Hash::of_parts("trust/v1/segment-doc", &parts)
-}
-
-/// The hash a provider reveals on chain for its mapping: `sha256(encode(mapping))`.
-pub fn mapping_document_hash(mapping: &[MappingEntry]) -> Hash {
-    Hash::sha256(&encoding::encode(mapping))
 }
 
 /// The on-chain commitment to the mapping,
@@ -549,7 +549,7 @@ pub fn prepare_with(
     domain: &str,
     rng: &mut impl RngCore,
 ) -> Result<PreparedSession, PrepareError> {
-    let (hdag, givens) = (&r.hdag, &r.givens);
+    let hdag = &r.hdag;
     let order = dependency_order(hdag);
     if order.len() != hdag.nodes.len() {
         return Err(PrepareError::Cycle);
@@ -739,23 +739,19 @@ pub fn prepare_with(
         rng.fill_bytes(&mut nonce);
         rng.fill_bytes(&mut hp_salt);
         let salt = Salt(salt);
-        let doc = SegmentDoc {
-            claim,
-            given: givens.get(&node.id).cloned().unwrap_or_default(),
-            operations: match item {
-                Item::Bait(Bait {
-                    calculation: Some(c),
-                    ..
-                }) => vec![c.text.clone()],
-                _ => r.operations.get(&node.id).cloned().unwrap_or_default(),
-            },
-            proof: match item {
-                Item::Node(_) => proof_payload(r, &node.id, |id| {
+        let mut doc = step_doc(r, &node.id, claim);
+        match item {
+            Item::Bait(Bait {
+                calculation: Some(c),
+                ..
+            }) => doc.operations = vec![c.text.clone()],
+            Item::Node(_) => {
+                doc.proof = proof_payload(r, &node.id, |id| {
                     index_of(id).and_then(|i| position.get(i).copied())
-                }),
-                Item::Bait(_) | Item::Calculation(_) => None,
-            },
-        };
+                })
+            }
+            Item::Bait(_) | Item::Calculation(_) => {}
+        }
         let id = blinded_id(&salt, &doc);
         let ciphertext = encrypt_segment(&key, &nonce, &id, &doc.to_bytes())?;
         let cid = Cid::of(&ciphertext);
