@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the docker testnet's two images here, without pulling anything from a registry
-# (README "Docker testnet"):
+# (docs/operators.md "Docker testnet"):
 #
 #   trust-node:local        the release binary on a base made from the shared libraries
 #                           it links (as `ldd` lists them, copied from this machine), run

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The docker testnet end to end (README "Docker testnet"), run by .ci/run after the tests
-# when a Docker engine answers; without one it says so and exits 0. In order:
+# The docker testnet end to end (docs/operators.md "Docker testnet"), run by .ci/run after
+# the tests when a Docker engine answers; without one it says so and exits 0. In order:
 #   1. build the images (scripts/build-image.sh: no registry, Debian root filesystem cached);
 #   2. testnet up (scripts/testnet.sh up: every node decides blocks);
 #   3. submit a sample trace through the provider node (its worded steps go to the LLM

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Runs a local 4-validator network of processes on 127.0.0.1 (README "Run a local 4-node
-# network"; the docker testnet is scripts/testnet.sh): creates the homes with `testnet
-# init`, starts four `trust-node run` processes, waits for blocks, bonds more stake for
+# Runs a local 4-validator network of processes on 127.0.0.1 (docs/operators.md "Run a
+# local 4-node network"; the docker testnet is scripts/testnet.sh): creates the homes with
+# `testnet init`, starts four `trust-node run` processes, waits for blocks, bonds more stake for
 # node1's auditor through node2's API (the transaction is gossiped and ordered by all
 # four), shows every node's status, then stops the nodes and verifies each ledger. Homes
 # and logs are kept in ./out/localnet (or the directory given).

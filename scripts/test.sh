@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The project's test command (README "Run the tests"): every unit, property and
-# integration test of the workspace, with the lock file as committed.
+# The project's test command (README "Quick start", details in docs/development.md): every
+# unit, property and integration test of the workspace, with the lock file as committed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v cargo-nextest >/dev/null 2>&1; then

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The docker testnet of docker-compose.yml (README "Docker testnet"); the local network of
-# processes without docker is scripts/localnet.sh.
+# The docker testnet of docker-compose.yml (docs/operators.md "Docker testnet"); the local
+# network of processes without docker is scripts/localnet.sh.
 #   scripts/testnet.sh up | down | status | submit FILE [--wait] | query ID [NODE] | human |
 #                      logs [NODE] [-f] | chaos [--hold S] [--max-gap S]
 # `scripts/testnet.sh --help` explains each; the work is done by scripts/docker/testnet.py.

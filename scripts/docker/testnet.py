@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Drives the docker testnet of docker-compose.yml (README "Docker testnet").
+"""Drives the docker testnet of docker-compose.yml (docs/operators.md "Docker testnet").
 
     scripts/testnet.sh up                 start it; wait until every node decides blocks
     scripts/testnet.sh down               stop it and remove its containers, network, volume

@@ -27,6 +27,8 @@ pub mod local;
 pub mod node;
 pub mod proof;
 pub mod quorum;
+#[cfg(test)]
+mod reference;
 pub mod simulate;
 pub mod watch;
 

@@ -70,7 +70,7 @@ fn a_provider_chooses_seats_quorum_domain_and_exposure() {
         args.extend(["--expertise", f.as_str()]);
     }
     // The twelve-segment session below is twelve segments of the trace: no honeypots
-    // among them (the budget counts honeypots as segments too; see README).
+    // among them (the budget counts honeypots as segments too; see docs/providers.md).
     args.extend(["--honeypots-per-session", "0"]);
     let mut net = Network::with_init_args(7, &args);
     net.start_all();
