@@ -42,7 +42,7 @@ fi
 # on anyway), so that the misbehaving-seat scenarios can select them.
 cargo build -p trust-node --bin trust-node --features misbehave --locked
 # The adversarial simulator runs here briefly, in the debug build, with the workspace's
-# `sim` feature: contracts-sim/tests/sim.rs mounts every attack on seeds 1, 2 and 3 (60
+# `sim` feature: contracts-sim/tests/it/sim.rs mounts every attack on seeds 1, 2 and 3 (60
 # sessions each, about 10 s) and the node's CLI tests run `simulate adversaries` (60
 # sessions, twice: the same seed must write the same bytes). A release run of 300 sessions
 # (`trust-node simulate adversaries --sessions 300`) takes seconds but needs a release

@@ -104,16 +104,16 @@ use trust_protocol::{
 use std::collections::BTreeMap;
 
 use crate::{
-    assign::{self, Draw},
-    contract::{BlockCtx, exposure_cap, seat_picked},
+    assign::{self, Draw, exposure_cap, seat_picked},
+    block::BlockCtx,
     econ::{self, Score},
     error::TxError,
-    events::{Event, SlashReason},
+    events::Event,
     registry,
     state::{
         AppealResult, AppealRound, AppealTarget, AppealedSegment, Backer, LocalVerdict,
         MAX_BACKERS, OpenAppeal, Outcome, Phase, QueuedSegment, SeatSlash, SegmentState, Session,
-        State,
+        SlashReason, State,
     },
     tally,
 };

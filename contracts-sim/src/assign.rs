@@ -37,7 +37,10 @@ use trust_protocol::{
     tx::{LeftOut, SegmentEntry, Tier},
 };
 
-use crate::state::{Session, State};
+use crate::{
+    events::Event,
+    state::{Seat, Session, State},
+};
 
 /// Segments of a session each account holds keys for: every segment it has a seat on and
 /// the premises (`depends_on`) sealed with each.
@@ -249,6 +252,51 @@ pub(crate) fn draw(st: &State, d: &Draw<'_>) -> Option<Vec<AccountId>> {
         out.push(id);
     }
     Some(out)
+}
+
+/// The session's exposure budget in segments, when it set one (below the whole trace).
+pub(crate) fn exposure_cap(s: &Session) -> Option<usize> {
+    let t = &s.manifest.terms;
+    let trace = s.segments.len().saturating_add(s.manifest.left_out.len());
+    (t.max_exposure < trust_protocol::units::Ppm::ONE).then(|| t.exposure_cap(trace))
+}
+
+/// Seats the `picked` accounts on segment `segment` (whose seats are `seats`) of session
+/// `id` in `round`, as `tier` auditors: a fresh seat each, announced by `SeatAssigned`.
+pub(crate) fn seat_picked(
+    id: &Hash,
+    segment: u16,
+    round: u8,
+    tier: Tier,
+    seats: &mut Vec<Seat>,
+    picked: Vec<AccountId>,
+    ev: &mut Vec<Event>,
+) {
+    for account in picked {
+        ev.push(Event::SeatAssigned {
+            session: *id,
+            segment,
+            seat: account,
+            round,
+            tier,
+        });
+        seats.push(new_seat(account, round));
+    }
+}
+
+fn new_seat(account: AccountId, round: u8) -> Seat {
+    Seat {
+        account,
+        round,
+        commitment: None,
+        vote: None,
+        reason: None,
+        slash: None,
+        counted: false,
+        keys: 0,
+        key_record: Hash::ZERO,
+        bad_key: false,
+    }
 }
 
 #[cfg(test)]

@@ -142,7 +142,7 @@ struct GlobalEntry<'a> {
 /// The canonical encoding of one entry of `state`, or `None` when the entry is absent.
 pub fn entry_value(state: &State, key: &StateKey) -> Option<Vec<u8>> {
     fn enc<T: Serialize + ?Sized>(v: &T) -> Option<Vec<u8>> {
-        bincode::serde::encode_to_vec(v, crate::contract::STATE_CONFIG).ok()
+        bincode::serde::encode_to_vec(v, crate::state::STATE_CONFIG).ok()
     }
     match key {
         StateKey::Global => enc(&GlobalEntry {
@@ -163,7 +163,7 @@ pub fn entry_value(state: &State, key: &StateKey) -> Option<Vec<u8>> {
 
 /// Encodes one value as an entry's leaf holds it (the state's canonical encoding).
 pub fn encode_entry_value<T: Serialize + ?Sized>(value: &T) -> Vec<u8> {
-    bincode::serde::encode_to_vec(value, crate::contract::STATE_CONFIG).unwrap_or_default()
+    bincode::serde::encode_to_vec(value, crate::state::STATE_CONFIG).unwrap_or_default()
 }
 
 /// Largest entry value [`decode_entry`] reads (values come from other nodes).
@@ -175,7 +175,7 @@ pub fn decode_entry<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Option<T> {
     if bytes.len() > MAX_ENTRY_BYTES {
         return None;
     }
-    let cfg = crate::contract::STATE_CONFIG.with_limit::<MAX_ENTRY_BYTES>();
+    let cfg = crate::state::STATE_CONFIG.with_limit::<MAX_ENTRY_BYTES>();
     let (v, used): (T, usize) = bincode::serde::decode_from_slice(bytes, cfg).ok()?;
     (used == bytes.len()).then_some(v)
 }

@@ -60,7 +60,6 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
 use trust_protocol::{
     AccountId, Hash,
     tx::{Call, SignedTx, Tier, Tx},
@@ -68,30 +67,19 @@ use trust_protocol::{
 
 use crate::{
     admission, appeal,
-    assign::{self, Draw},
+    assign::{self, Draw, exposure_cap, seat_picked},
+    block::BlockCtx,
     commitment::{EntryProof, StateKey, Tree},
     error::TxError,
     events::Event,
     params::{Genesis, GenesisError, Params},
     registry, sessions,
     state::{
-        Account, Failure, Finality, LocalVerdict, Outcome, Phase, Seat, Session, State,
+        Account, Failure, Finality, LocalVerdict, Outcome, Phase, STATE_CONFIG, Session, State,
         TraceVerdict,
     },
     tally,
 };
-
-/// What the contract knows about the block being applied.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BlockCtx {
-    /// Height of the block.
-    pub height: u64,
-    /// The block's seed (`BlockHeader::seed`: a hash of the chain, the height and the VRF
-    /// output of the block's proposer over the parent's seed, which neither that proposer
-    /// nor the parent's can choose): the only randomness the contract uses. [`Contract::begin_block`] and [`Contract::end_block`]
-    /// read it; [`Contract::apply`] depends on the height alone.
-    pub block_hash: Hash,
-}
 
 /// The audit contract.
 #[derive(Debug, Clone)]
@@ -108,15 +96,6 @@ impl PartialEq for Contract {
 }
 
 impl Eq for Contract {}
-
-/// One canonical encoding config for the state: the protocol's, without the message limit
-/// (a state grows with the network; it is hashed and snapshotted, never read from peers).
-pub(crate) const STATE_CONFIG: bincode::config::Configuration<
-    bincode::config::LittleEndian,
-    bincode::config::Fixint,
-> = bincode::config::standard()
-    .with_little_endian()
-    .with_fixed_int_encoding();
 
 /// Why a state snapshot could not be loaded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -678,7 +657,7 @@ impl Contract {
                 // The session stays, with its seats, until it is final: an appeal
                 // draws fresh seats against them and slashes those it overturns.
                 let mut kept = s;
-                let outcome = self.tally(ctx, &id, &mut kept, ev);
+                let outcome = tally::tally(&mut self.state, ctx, &id, &mut kept, ev);
                 self.state.outcomes.insert(id, outcome);
                 kept.escrow = 0;
                 kept.bond = 0;
@@ -1135,13 +1114,6 @@ fn assign_round0(
     Ok(())
 }
 
-/// The session's exposure budget in segments, when it set one (below the whole trace).
-pub(crate) fn exposure_cap(s: &Session) -> Option<usize> {
-    let t = &s.manifest.terms;
-    let trace = s.segments.len().saturating_add(s.manifest.left_out.len());
-    (t.max_exposure < trust_protocol::units::Ppm::ONE).then(|| t.exposure_cap(trace))
-}
-
 /// Why a session's first seats could not be drawn: the reason its `SessionFailed` event
 /// carries.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -1171,44 +1143,6 @@ enum Next {
     AppealDecided,
     /// An appeal's seats could not be drawn.
     AppealCancelled(String),
-}
-
-/// Seats the `picked` accounts on segment `segment` (whose seats are `seats`) of session
-/// `id` in `round`, as `tier` auditors: a fresh seat each, announced by `SeatAssigned`.
-pub(crate) fn seat_picked(
-    id: &Hash,
-    segment: u16,
-    round: u8,
-    tier: Tier,
-    seats: &mut Vec<Seat>,
-    picked: Vec<AccountId>,
-    ev: &mut Vec<Event>,
-) {
-    for account in picked {
-        ev.push(Event::SeatAssigned {
-            session: *id,
-            segment,
-            seat: account,
-            round,
-            tier,
-        });
-        seats.push(new_seat(account, round));
-    }
-}
-
-fn new_seat(account: AccountId, round: u8) -> Seat {
-    Seat {
-        account,
-        round,
-        commitment: None,
-        vote: None,
-        reason: None,
-        slash: None,
-        counted: false,
-        keys: 0,
-        key_record: Hash::ZERO,
-        bad_key: false,
-    }
 }
 
 fn all_committed(s: &Session, round: u8) -> bool {

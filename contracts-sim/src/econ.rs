@@ -15,10 +15,10 @@
 use trust_protocol::{AccountId, Hash, Vote, tx::Difficulty, units::Ppm};
 
 use crate::{
-    events::{Event, SlashReason},
+    events::Event,
     params::Params,
     registry,
-    state::State,
+    state::{SlashReason, State},
 };
 
 /// Eq. (3): `r' = (1 - gamma) r + gamma 1[agree]`, in ppm, rounded down.

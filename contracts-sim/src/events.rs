@@ -4,21 +4,7 @@
 use serde::{Deserialize, Serialize};
 use trust_protocol::{AccountId, Hash, Vote, seal::SealedKey, tx::Tier, units::Amount};
 
-use crate::state::{LocalVerdict, SegmentVerdict, TraceVerdict};
-
-/// Why stake was slashed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum SlashReason {
-    /// A counted vote disagreed with the verdict and the slash draw hit.
-    WrongVote,
-    /// The seat never committed, or committed and never revealed, and the draw hit.
-    NoShow,
-    /// Flagged as a rubber-stamper by its honeypot record.
-    RubberStamp,
-    /// Voted with the majority of a round whose verdict an appeal overturned: slashed one
-    /// penalty, deterministically (no draw).
-    Incoherent,
-}
+use crate::state::{LocalVerdict, SegmentVerdict, SlashReason, TraceVerdict};
 
 /// A contract event.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -30,6 +30,7 @@
 pub mod admission;
 mod appeal;
 pub(crate) mod assign;
+mod block;
 pub mod commitment;
 mod contract;
 pub mod econ;
@@ -46,10 +47,11 @@ pub mod sim;
 
 pub use appeal::APPEAL_ROUND0;
 pub use assign::sight;
+pub use block::BlockCtx;
 pub use commitment::{EntryProof, ProofError, StateKey, verify_entry};
-pub use contract::{BlockCtx, Contract, SnapshotError};
+pub use contract::{Contract, SnapshotError};
 pub use error::TxError;
-pub use events::{Event, SlashReason};
+pub use events::Event;
 pub use params::{
     Floors, Genesis, GenesisAccount, GenesisAuditor, GenesisError, MAX_MIN_PROVIDERS, Params,
     RubberStampRule,
@@ -63,5 +65,5 @@ pub use state::{
     Backer, CastVote, Coverage, Failure, FailureBound, Finality, HoneypotStats, LeftOutOutcome,
     LocalVerdict, MAX_BACKERS, MAX_UNBONDINGS, Map, OpenAppeal, Outcome, PendingExpertise, Phase,
     QueuedSegment, Seat, SeatSlash, SegmentOutcome, SegmentState, SegmentVerdict, Session, Set,
-    State, TraceVerdict, Unbonding, VoteCounts,
+    SlashReason, State, TraceVerdict, Unbonding, VoteCounts,
 };

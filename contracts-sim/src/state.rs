@@ -14,6 +14,15 @@ use trust_protocol::{
 
 use crate::params::Params;
 
+/// One canonical encoding config for the state: the protocol's, without the message limit
+/// (a state grows with the network; it is hashed and snapshotted, never read from peers).
+pub(crate) const STATE_CONFIG: bincode::config::Configuration<
+    bincode::config::LittleEndian,
+    bincode::config::Fixint,
+> = bincode::config::standard()
+    .with_little_endian()
+    .with_fixed_int_encoding();
+
 /// A pending unbonding.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Unbonding {
@@ -203,11 +212,25 @@ pub struct Seat {
     pub bad_key: bool,
 }
 
+/// Why stake was slashed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SlashReason {
+    /// A counted vote disagreed with the verdict and the slash draw hit.
+    WrongVote,
+    /// The seat never committed, or committed and never revealed, and the draw hit.
+    NoShow,
+    /// Flagged as a rubber-stamper by its honeypot record.
+    RubberStamp,
+    /// Voted with the majority of a round whose verdict an appeal overturned: slashed one
+    /// penalty, deterministically (no draw).
+    Incoherent,
+}
+
 /// A slash a seat took for its judgement of a segment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SeatSlash {
     /// Why.
-    pub reason: crate::events::SlashReason,
+    pub reason: SlashReason,
     /// How much stake it lost (burned).
     pub amount: Amount,
 }

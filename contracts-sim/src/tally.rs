@@ -13,14 +13,15 @@ use trust_protocol::{
 };
 
 use crate::{
-    contract::{BlockCtx, Contract},
+    block::BlockCtx,
     econ::{self, Score},
-    events::{Event, SlashReason},
+    events::Event,
     params::Params,
     registry,
     state::{
         AppealRecord, Coverage, FailureBound, LeftOutOutcome, LocalVerdict, Outcome, SeatSlash,
-        SegmentOutcome, SegmentState, SegmentVerdict, Session, TraceVerdict, VoteCounts,
+        SegmentOutcome, SegmentState, SegmentVerdict, Session, SlashReason, State, TraceVerdict,
+        VoteCounts,
     },
 };
 
@@ -629,261 +630,258 @@ pub(crate) fn verdicts(params: &Params, s: &Session, local: &[(LocalVerdict, u8)
 
 /// The tally of a session that reached its end: segment verdicts, the trace verdict and
 /// its failure bound, rewards, slashes and reputation (the contract's `end_block` calls it).
-impl Contract {
-    pub(crate) fn tally(
-        &mut self,
-        ctx: &BlockCtx,
-        id: &Hash,
-        s: &mut Session,
-        ev: &mut Vec<Event>,
-    ) -> Outcome {
-        let tau = s.manifest.quorum.tau;
-        let beta = s.manifest.quorum.beta;
-        let local = deciding_verdicts(s);
-        let Verdicts {
-            outcomes,
-            left_out: left_outcomes,
-            tally: t,
-            coverage,
-            bound,
-        } = verdicts(&self.state.params, s, &local);
-        let trace = t.verdict;
-        let (passing_weight, total_weight) = (t.passing, t.total);
+pub(crate) fn tally(
+    st: &mut State,
+    ctx: &BlockCtx,
+    id: &Hash,
+    s: &mut Session,
+    ev: &mut Vec<Event>,
+) -> Outcome {
+    let tau = s.manifest.quorum.tau;
+    let beta = s.manifest.quorum.beta;
+    let local = deciding_verdicts(s);
+    let Verdicts {
+        outcomes,
+        left_out: left_outcomes,
+        tally: t,
+        coverage,
+        bound,
+    } = verdicts(&st.params, s, &local);
+    let trace = t.verdict;
+    let (passing_weight, total_weight) = (t.passing, t.total);
 
-        // Economics: every seat of every round is scored against the segment's deciding
-        // verdict, or against the truth for a revealed honeypot its seats do not dispute.
-        // Every judgement is scored (every one counted towards the verdict); only the
-        // first `k` of a round are paid.
-        let mut escrow = s.escrow;
-        let mut bond = s.bond;
-        let mut bond_burned = 0u64;
-        let mut disputed_honeypots = 0u16;
-        let mut rewards_paid = 0u64;
-        let mut honeypot_voters = Vec::new();
-        let mut starved = Vec::new();
-        let mut seat_slashes = Vec::new();
-        let provider_counts = self
-            .state
-            .accounts
-            .get(&s.provider)
-            .is_some_and(|a| a.fees_paid >= self.state.params.rubber_stamp.min_provider_fees);
-        let mut losses = std::mem::take(&mut s.losses);
-        for (i, g) in s.segments.iter().enumerate() {
-            let segment = u16::try_from(i).unwrap_or(u16::MAX);
-            let deps = g.entry.depends_on.len();
-            let own = || local.get(i).and_then(|l| l.0.as_vote());
-            let deciding = local.get(i).map_or(0, |l| l.1);
-            let c = round_counts(g, deciding);
-            let q = round_quorum(tau, g.k, &c);
-            // Disputing takes the quorum at the network's least `tau`, whatever the
-            // session's: a provider's `tau = 1` must not let one colluding seat block the
-            // dispute of its false honeypot.
-            let q_dispute = round_quorum(self.state.params.min_tau, g.k, &c);
-            let (target, truth) = match g.honeypot {
-                Some((truth, _)) if disputed(&c, truth, q_dispute) => {
-                    // A quorum of seats contradicts the provider's truth: its word does
-                    // not outweigh them. Its bond for this honeypot burns (paying it to the
-                    // seats would pay seats to dispute), and nobody is scored on it.
-                    let burn = self.state.params.honeypot_bond.min(bond);
-                    bond = bond.saturating_sub(burn);
-                    bond_burned = bond_burned.saturating_add(burn);
-                    self.state.burned = self.state.burned.saturating_add(burn);
-                    disputed_honeypots = disputed_honeypots.saturating_add(1);
-                    ev.push(Event::HoneypotDisputed {
-                        session: *id,
-                        segment,
-                        burned: burn,
-                    });
-                    (None, None)
-                }
-                // Fewer judgements than a quorum (seats starved of their keys, or that
-                // could not read the segment and abstained): the seats could not have
-                // disputed the truth, so it does not score them either; a provider cannot
-                // make its word count by leaving one honest seat alone on a false honeypot.
-                Some(_) if !judged_by_quorum(&c, q) => (own(), None),
-                Some((truth, d)) => (Some(truth), Some((truth, d))),
-                None => (own(), None),
-            };
-            // A revealed honeypot's truth is the provider's word: it scores a judgement
-            // against it only when more than two thirds of the round's judgements side with
-            // it. Below that (a provider whose colluding seats hold the rest of a small
-            // panel), the seats on the other side lose reputation but no stake; those on
-            // its side are scored as usual, and every vote is recorded for the
-            // rubber-stamp rule (which counts only providers that paid fees).
-            let contested_truth = truth.is_some_and(|(t, _)| !supermajority(&c, t));
-            for (j, seat) in g.seats.iter().enumerate() {
-                // A seat the provider did not give its keys in time could not judge: it is
-                // neither slashed nor scored unless it judged anyway, and the provider
-                // pays it below.
-                let judged = matches!(seat.vote, Some(v) if !v.is_abstain());
-                if !seat.keyed(deps) && !judged {
-                    starved.push((segment, seat.account));
-                    continue;
-                }
-                let score = match (seat.commitment, seat.vote) {
-                    (None, _) | (Some(_), None) => Some(Score::Wrong(SlashReason::NoShow)),
-                    // Present but unable to judge: neither rewarded nor punished.
-                    (Some(_), Some(trust_protocol::Vote::Abstain)) => None,
-                    (Some(_), Some(vote)) => target.map(|t| {
-                        if vote.is_valid() == t.is_valid() {
-                            Score::Agree { paid: seat.counted }
-                        } else if contested_truth {
-                            Score::Outvoted
-                        } else {
-                            Score::Wrong(SlashReason::WrongVote)
-                        }
-                    }),
-                };
-                let wrong_vote = matches!(score, Some(Score::Wrong(SlashReason::WrongVote)));
-                let lost_before = losses.get(&seat.account).copied().unwrap_or(0);
-                if let Some(score) = score {
-                    rewards_paid = rewards_paid.saturating_add(econ::score_seat(
-                        &mut self.state,
-                        &mut econ::Pot {
-                            escrow: &mut escrow,
-                            losses: &mut losses,
-                        },
-                        &econ::SeatRef {
-                            block_hash: &ctx.block_hash,
-                            session: id,
-                            segment,
-                            round: seat.round,
-                            seat: &seat.account,
-                        },
-                        score,
-                        ev,
-                    ));
-                }
-                let lost = losses
-                    .get(&seat.account)
-                    .copied()
-                    .unwrap_or(0)
-                    .saturating_sub(lost_before);
-                if wrong_vote && lost > 0 {
-                    seat_slashes.push((i, j, lost));
-                }
-                if let (Some((truth, d)), Some(vote)) = (truth, seat.vote) {
-                    econ::record_honeypot(
-                        &mut self.state,
-                        &seat.account,
-                        &s.provider,
-                        provider_counts,
-                        vote,
-                        truth,
-                        d,
-                    );
-                    honeypot_voters.push(seat.account);
-                }
-            }
-        }
-        s.losses = losses;
-        for (i, j, amount) in seat_slashes {
-            if let Some(seat) = s.segments.get_mut(i).and_then(|g| g.seats.get_mut(j)) {
-                seat.slash = Some(SeatSlash {
-                    reason: SlashReason::WrongVote,
-                    amount,
+    // Economics: every seat of every round is scored against the segment's deciding
+    // verdict, or against the truth for a revealed honeypot its seats do not dispute.
+    // Every judgement is scored (every one counted towards the verdict); only the
+    // first `k` of a round are paid.
+    let mut escrow = s.escrow;
+    let mut bond = s.bond;
+    let mut bond_burned = 0u64;
+    let mut disputed_honeypots = 0u16;
+    let mut rewards_paid = 0u64;
+    let mut honeypot_voters = Vec::new();
+    let mut starved = Vec::new();
+    let mut seat_slashes = Vec::new();
+    let provider_counts = st
+        .accounts
+        .get(&s.provider)
+        .is_some_and(|a| a.fees_paid >= st.params.rubber_stamp.min_provider_fees);
+    let mut losses = std::mem::take(&mut s.losses);
+    for (i, g) in s.segments.iter().enumerate() {
+        let segment = u16::try_from(i).unwrap_or(u16::MAX);
+        let deps = g.entry.depends_on.len();
+        let own = || local.get(i).and_then(|l| l.0.as_vote());
+        let deciding = local.get(i).map_or(0, |l| l.1);
+        let c = round_counts(g, deciding);
+        let q = round_quorum(tau, g.k, &c);
+        // Disputing takes the quorum at the network's least `tau`, whatever the
+        // session's: a provider's `tau = 1` must not let one colluding seat block the
+        // dispute of its false honeypot.
+        let q_dispute = round_quorum(st.params.min_tau, g.k, &c);
+        let (target, truth) = match g.honeypot {
+            Some((truth, _)) if disputed(&c, truth, q_dispute) => {
+                // A quorum of seats contradicts the provider's truth: its word does
+                // not outweigh them. Its bond for this honeypot burns (paying it to the
+                // seats would pay seats to dispute), and nobody is scored on it.
+                let burn = st.params.honeypot_bond.min(bond);
+                bond = bond.saturating_sub(burn);
+                bond_burned = bond_burned.saturating_add(burn);
+                st.burned = st.burned.saturating_add(burn);
+                disputed_honeypots = disputed_honeypots.saturating_add(1);
+                ev.push(Event::HoneypotDisputed {
+                    session: *id,
+                    segment,
+                    burned: burn,
                 });
+                (None, None)
+            }
+            // Fewer judgements than a quorum (seats starved of their keys, or that
+            // could not read the segment and abstained): the seats could not have
+            // disputed the truth, so it does not score them either; a provider cannot
+            // make its word count by leaving one honest seat alone on a false honeypot.
+            Some(_) if !judged_by_quorum(&c, q) => (own(), None),
+            Some((truth, d)) => (Some(truth), Some((truth, d))),
+            None => (own(), None),
+        };
+        // A revealed honeypot's truth is the provider's word: it scores a judgement
+        // against it only when more than two thirds of the round's judgements side with
+        // it. Below that (a provider whose colluding seats hold the rest of a small
+        // panel), the seats on the other side lose reputation but no stake; those on
+        // its side are scored as usual, and every vote is recorded for the
+        // rubber-stamp rule (which counts only providers that paid fees).
+        let contested_truth = truth.is_some_and(|(t, _)| !supermajority(&c, t));
+        for (j, seat) in g.seats.iter().enumerate() {
+            // A seat the provider did not give its keys in time could not judge: it is
+            // neither slashed nor scored unless it judged anyway, and the provider
+            // pays it below.
+            let judged = matches!(seat.vote, Some(v) if !v.is_abstain());
+            if !seat.keyed(deps) && !judged {
+                starved.push((segment, seat.account));
+                continue;
+            }
+            let score = match (seat.commitment, seat.vote) {
+                (None, _) | (Some(_), None) => Some(Score::Wrong(SlashReason::NoShow)),
+                // Present but unable to judge: neither rewarded nor punished.
+                (Some(_), Some(trust_protocol::Vote::Abstain)) => None,
+                (Some(_), Some(vote)) => target.map(|t| {
+                    if vote.is_valid() == t.is_valid() {
+                        Score::Agree { paid: seat.counted }
+                    } else if contested_truth {
+                        Score::Outvoted
+                    } else {
+                        Score::Wrong(SlashReason::WrongVote)
+                    }
+                }),
+            };
+            let wrong_vote = matches!(score, Some(Score::Wrong(SlashReason::WrongVote)));
+            let lost_before = losses.get(&seat.account).copied().unwrap_or(0);
+            if let Some(score) = score {
+                rewards_paid = rewards_paid.saturating_add(econ::score_seat(
+                    st,
+                    &mut econ::Pot {
+                        escrow: &mut escrow,
+                        losses: &mut losses,
+                    },
+                    &econ::SeatRef {
+                        block_hash: &ctx.block_hash,
+                        session: id,
+                        segment,
+                        round: seat.round,
+                        seat: &seat.account,
+                    },
+                    score,
+                    ev,
+                ));
+            }
+            let lost = losses
+                .get(&seat.account)
+                .copied()
+                .unwrap_or(0)
+                .saturating_sub(lost_before);
+            if wrong_vote && lost > 0 {
+                seat_slashes.push((i, j, lost));
+            }
+            if let (Some((truth, d)), Some(vote)) = (truth, seat.vote) {
+                econ::record_honeypot(
+                    st,
+                    &seat.account,
+                    &s.provider,
+                    provider_counts,
+                    vote,
+                    truth,
+                    d,
+                );
+                honeypot_voters.push(seat.account);
             }
         }
-        honeypot_voters.sort();
-        honeypot_voters.dedup();
-        for seat in &honeypot_voters {
-            econ::check_rubber_stamp(&mut self.state, id, seat, ev);
-        }
-        // Who causes a cost pays it: each starved seat gets one reward `R`, from the fee
-        // left in escrow, then from the bond.
-        let mut starved_paid = 0u64;
-        for (segment, seat) in &starved {
-            let reward = self.state.params.reward;
-            let from_escrow = reward.min(escrow);
-            escrow = escrow.saturating_sub(from_escrow);
-            let from_bond = reward.saturating_sub(from_escrow).min(bond);
-            bond = bond.saturating_sub(from_bond);
-            let pay = from_escrow.saturating_add(from_bond);
-            starved_paid = starved_paid.saturating_add(pay);
-            registry::credit(&mut self.state, seat, pay);
-            ev.push(Event::SeatStarved {
-                session: *id,
-                segment: *segment,
-                seat: *seat,
-                paid: pay,
+    }
+    s.losses = losses;
+    for (i, j, amount) in seat_slashes {
+        if let Some(seat) = s.segments.get_mut(i).and_then(|g| g.seats.get_mut(j)) {
+            seat.slash = Some(SeatSlash {
+                reason: SlashReason::WrongVote,
+                amount,
             });
         }
-        // A provider that did not open its committed honeypot set forfeits what is left
-        // of its honeypot bond: it cannot keep the set closed to wait for a better moment.
-        let honeypots_forfeited = !s.honeypots_opened;
-        if honeypots_forfeited && bond > 0 {
-            self.state.burned = self.state.burned.saturating_add(bond);
-            bond_burned = bond_burned.saturating_add(bond);
-            ev.push(Event::HoneypotsForfeited {
-                session: *id,
-                burned: bond,
-            });
-            bond = 0;
-        }
-        // What the provider paid out to seats makes its later honeypots count.
-        if let Some(a) = self.state.accounts.get_mut(&s.provider) {
-            a.fees_paid = a
-                .fees_paid
-                .saturating_add(rewards_paid)
-                .saturating_add(starved_paid);
-        }
-
-        for (i, o) in outcomes.iter().enumerate() {
-            ev.push(Event::SegmentDecided {
-                session: *id,
-                segment: u16::try_from(i).unwrap_or(u16::MAX),
-                verdict: o.verdict,
-            });
-        }
-        ev.push(Event::TraceDecided {
+    }
+    honeypot_voters.sort();
+    honeypot_voters.dedup();
+    for seat in &honeypot_voters {
+        econ::check_rubber_stamp(st, id, seat, ev);
+    }
+    // Who causes a cost pays it: each starved seat gets one reward `R`, from the fee
+    // left in escrow, then from the bond.
+    let mut starved_paid = 0u64;
+    for (segment, seat) in &starved {
+        let reward = st.params.reward;
+        let from_escrow = reward.min(escrow);
+        escrow = escrow.saturating_sub(from_escrow);
+        let from_bond = reward.saturating_sub(from_escrow).min(bond);
+        bond = bond.saturating_sub(from_bond);
+        let pay = from_escrow.saturating_add(from_bond);
+        starved_paid = starved_paid.saturating_add(pay);
+        registry::credit(st, seat, pay);
+        ev.push(Event::SeatStarved {
             session: *id,
-            verdict: trace,
-            passing_weight,
-            total_weight,
+            segment: *segment,
+            seat: *seat,
+            paid: pay,
         });
-        let refund = escrow.saturating_add(bond);
-        if refund > 0 {
-            registry::credit(&mut self.state, &s.provider, refund);
-            ev.push(Event::Refunded {
-                session: *id,
-                provider: s.provider,
-                amount: refund,
-            });
-        }
-        Outcome {
+    }
+    // A provider that did not open its committed honeypot set forfeits what is left
+    // of its honeypot bond: it cannot keep the set closed to wait for a better moment.
+    let honeypots_forfeited = !s.honeypots_opened;
+    if honeypots_forfeited && bond > 0 {
+        st.burned = st.burned.saturating_add(bond);
+        bond_burned = bond_burned.saturating_add(bond);
+        ev.push(Event::HoneypotsForfeited {
+            session: *id,
+            burned: bond,
+        });
+        bond = 0;
+    }
+    // What the provider paid out to seats makes its later honeypots count.
+    if let Some(a) = st.accounts.get_mut(&s.provider) {
+        a.fees_paid = a
+            .fees_paid
+            .saturating_add(rewards_paid)
+            .saturating_add(starved_paid);
+    }
+
+    for (i, o) in outcomes.iter().enumerate() {
+        ev.push(Event::SegmentDecided {
+            session: *id,
+            segment: u16::try_from(i).unwrap_or(u16::MAX),
+            verdict: o.verdict,
+        });
+    }
+    ev.push(Event::TraceDecided {
+        session: *id,
+        verdict: trace,
+        passing_weight,
+        total_weight,
+    });
+    let refund = escrow.saturating_add(bond);
+    if refund > 0 {
+        registry::credit(st, &s.provider, refund);
+        ev.push(Event::Refunded {
+            session: *id,
             provider: s.provider,
-            opened_at: s.opened_at,
-            drawn_at: s.drawn_at,
-            decided_at: ctx.height,
-            segments: outcomes,
-            left_out: left_outcomes,
-            trace,
-            passing_weight,
-            undecided_weight: t.undecided,
-            total_weight,
-            error_at_conclusion: t.error_at_conclusion,
-            conclusion_judged: t.conclusion_judged,
-            conclusion_sound: t.conclusion_sound,
-            coverage,
-            beta,
-            bound,
-            mapping: s.mapping,
-            rewards_paid,
-            refunded: refund,
-            disputed_honeypots,
-            bond_burned,
-            honeypots_forfeited,
-            starved_seats: u16::try_from(starved.len()).unwrap_or(u16::MAX),
-            starved_paid,
-            appeals: AppealRecord {
-                until: ctx.height.saturating_add(self.state.params.appeal_window),
-                ..AppealRecord::default()
-            },
-            quorum: s.manifest.quorum.clone(),
-            terms: s.manifest.terms.clone(),
-            domain: s.manifest.domain.clone(),
-        }
+            amount: refund,
+        });
+    }
+    Outcome {
+        provider: s.provider,
+        opened_at: s.opened_at,
+        drawn_at: s.drawn_at,
+        decided_at: ctx.height,
+        segments: outcomes,
+        left_out: left_outcomes,
+        trace,
+        passing_weight,
+        undecided_weight: t.undecided,
+        total_weight,
+        error_at_conclusion: t.error_at_conclusion,
+        conclusion_judged: t.conclusion_judged,
+        conclusion_sound: t.conclusion_sound,
+        coverage,
+        beta,
+        bound,
+        mapping: s.mapping,
+        rewards_paid,
+        refunded: refund,
+        disputed_honeypots,
+        bond_burned,
+        honeypots_forfeited,
+        starved_seats: u16::try_from(starved.len()).unwrap_or(u16::MAX),
+        starved_paid,
+        appeals: AppealRecord {
+            until: ctx.height.saturating_add(st.params.appeal_window),
+            ..AppealRecord::default()
+        },
+        quorum: s.manifest.quorum.clone(),
+        terms: s.manifest.terms.clone(),
+        domain: s.manifest.domain.clone(),
     }
 }
 

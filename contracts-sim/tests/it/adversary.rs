@@ -19,10 +19,8 @@ use trust_protocol::{
     units::Ppm,
 };
 
-mod common;
-
-use common::{
-    Chain, SupplyCheck, VOTE_SALT, commit_votes, deliver_keys, find, key, manifest, open_set,
+use crate::common::{
+    self, Chain, SupplyCheck, VOTE_SALT, commit_votes, deliver_keys, find, key, manifest, open_set,
     reveal_votes, seats_of, segment, test_params, why, with_honeypot_set,
 };
 

@@ -12,11 +12,9 @@ use trust_protocol::{
     tx::{Call, Difficulty, HoneypotOpening, SegmentEntry, SessionManifest, Tier, Tx},
 };
 
-mod common;
-
-use common::{
-    Chain, SupplyCheck, commit_votes, deliver_keys, key, open_set, reveal_votes, seats_of, segment,
-    test_params, with_honeypot_set,
+use crate::common::{
+    self, Chain, SupplyCheck, commit_votes, deliver_keys, key, open_set, reveal_votes, seats_of,
+    segment, test_params, with_honeypot_set,
 };
 
 /// The appellant's genesis balance.
@@ -26,7 +24,7 @@ impl Chain {
     /// `auditors` per tier, each with 1000 staked; a provider, an appellant with
     /// [`APPELLANT_BALANCE`] and a poor account with 10. Every block checks that supply is
     /// conserved.
-    fn new(params: Params, auditors: &[(Tier, usize)]) -> (Self, Vec<Keypair>) {
+    fn for_appeals(params: Params, auditors: &[(Tier, usize)]) -> (Self, Vec<Keypair>) {
         Chain::with_accounts(
             params,
             auditors,
@@ -165,7 +163,7 @@ fn wrongly_failed(chain: &mut Chain, keys: &[Keypair]) -> (Hash, Vec<Event>) {
 
 #[test]
 fn an_appeal_overturns_a_wrong_verdict_slashes_its_majority_and_repays_the_appellant() {
-    let (mut chain, keys) = Chain::new(test_params(), &[(Tier::Computer, 12)]);
+    let (mut chain, keys) = Chain::for_appeals(test_params(), &[(Tier::Computer, 12)]);
     let appellant = key("appellant");
     let (sid, ev) = wrongly_failed(&mut chain, &keys);
     let first = seats_of(&ev, 0, 0);
@@ -275,7 +273,7 @@ fn an_appeal_overturns_a_wrong_verdict_slashes_its_majority_and_repays_the_appel
 
 #[test]
 fn an_upheld_verdict_pays_the_bond_to_the_appeal_seats() {
-    let (mut chain, keys) = Chain::new(test_params(), &[(Tier::Computer, 12)]);
+    let (mut chain, keys) = Chain::for_appeals(test_params(), &[(Tier::Computer, 12)]);
     let appellant = key("appellant");
     let segs = vec![segment(0, Tier::Computer, vec![])];
     let (sid, ev) = run_session(&mut chain, &keys, manifest(segs, 3), None, &|_, _| {
@@ -339,7 +337,7 @@ fn appeals_are_refused_with_the_reason_and_charge_nothing() {
         max_appeal_rounds: 1,
         ..test_params()
     };
-    let (mut chain, keys) = Chain::new(params, &[(Tier::Computer, 20)]);
+    let (mut chain, keys) = Chain::for_appeals(params, &[(Tier::Computer, 20)]);
     let appellant = key("appellant");
     let poor = key("poor");
     let provider = key("provider");
@@ -570,7 +568,7 @@ fn appeals_are_refused_with_the_reason_and_charge_nothing() {
 #[test]
 fn an_appeal_needs_enough_fresh_auditors() {
     // Six Computer auditors, three sat on the segment: 2k + 1 = 7 fresh are needed.
-    let (mut chain, keys) = Chain::new(test_params(), &[(Tier::Computer, 6)]);
+    let (mut chain, keys) = Chain::for_appeals(test_params(), &[(Tier::Computer, 6)]);
     let appellant = key("appellant");
     let (sid, _) = run_session(
         &mut chain,
@@ -608,7 +606,8 @@ fn an_appeal_needs_enough_fresh_auditors() {
 #[test]
 fn an_appeal_goes_up_a_tier_when_its_own_is_exhausted() {
     // Not enough fresh Computer auditors, enough LLM ones (2k + 1 = 7 of them).
-    let (mut chain, keys) = Chain::new(test_params(), &[(Tier::Computer, 6), (Tier::Llm, 8)]);
+    let (mut chain, keys) =
+        Chain::for_appeals(test_params(), &[(Tier::Computer, 6), (Tier::Llm, 8)]);
     let appellant = key("appellant");
     let (sid, _) = run_session(
         &mut chain,
@@ -644,7 +643,7 @@ fn an_appeal_goes_up_a_tier_when_its_own_is_exhausted() {
 #[test]
 fn appeals_are_deterministic() {
     let run = || {
-        let (mut chain, keys) = Chain::new(test_params(), &[(Tier::Computer, 12)]);
+        let (mut chain, keys) = Chain::for_appeals(test_params(), &[(Tier::Computer, 12)]);
         let (sid, _) = wrongly_failed(&mut chain, &keys);
         let mid = chain.c.state_root();
         run_appeal(

@@ -1,5 +1,4 @@
 //! The seeded simulator: determinism and the paper's orderings of strategies.
-#![cfg(feature = "sim")]
 
 use trust_contracts::{
     Params,

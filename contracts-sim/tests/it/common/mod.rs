@@ -1,8 +1,6 @@
-//! The little test chain the scenario tests share (`mod common;` in each): a contract
-//! driven with real signed transactions, block by block, and the helpers that build
-//! sessions and vote in them.
-// Each test file is its own crate and uses only some of these.
-#![allow(dead_code)]
+//! The little test chain the scenario tests share (`use crate::common::...` in each): a
+//! contract driven with real signed transactions, block by block, and the helpers that
+//! build sessions and vote in them.
 
 use trust_contracts::{
     BlockCtx, Contract, Event, Floors, Genesis, GenesisAccount, Params, Phase, TxError,

@@ -9,9 +9,7 @@ use trust_protocol::{
     units::Ppm,
 };
 
-mod common;
-
-use common::{Chain, SupplyCheck, ctx, key, manifest, segment, test_params};
+use crate::common::{self, Chain, SupplyCheck, ctx, key, manifest, segment, test_params};
 
 /// A chain with `auditors` per tier (1000 staked each, declaring `math`) and a rich
 /// provider, checking supply after every block.

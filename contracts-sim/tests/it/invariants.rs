@@ -549,7 +549,16 @@ fn run(actions: Vec<Action>) -> World {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+    // Failing cases are kept beside this file, in `invariants.proptest-regressions`, and
+    // replayed first. Said outright: proptest's default (`SourceParallel`) would look in
+    // `tests/proptest-regressions/invariants.txt`, since this directory has a `main.rs`.
+    #![proptest_config(ProptestConfig {
+        cases: 96,
+        failure_persistence: Some(Box::new(
+            proptest::test_runner::FileFailurePersistence::WithSource("proptest-regressions"),
+        )),
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn arbitrary_transactions_keep_the_invariants(actions in prop::collection::vec(action(), 1..160)) {

@@ -12,9 +12,7 @@ use trust_protocol::{
     units::Ppm,
 };
 
-mod common;
-
-use common::{
+use crate::common::{
     Chain, SupplyCheck, commit_votes, ctx, deliver_keys, find, key, manifest, open_set,
     reveal_votes, seats_of, segment, test_params, why, with_honeypot_set,
 };
