@@ -45,7 +45,6 @@ use crate::{
         provider::Provider,
         seat::{self, Seat, SeatMetrics},
     },
-    behaviour,
     blobs::{BlobStore, kubo::Kubo},
     config::{self, GenesisDoc, NodeConfig},
     consensus::{self, ConsensusMetrics, driver::Decided},
@@ -56,6 +55,7 @@ use crate::{
     },
     mempool::{Pool, intake::Intake},
     metrics::MetricsSource,
+    misbehave,
     net::{self, NetHandle, NetMetrics},
     tasks::{Ended, Stage, Stop, TaskResult, Tasks},
     view::{ChainPublisher, ChainView, ChainWatch, PeerPublisher, latest},
@@ -282,7 +282,7 @@ struct Settings {
     kubo: Option<Arc<Kubo>>,
     llm: Option<LlmAuditor>,
     #[cfg(feature = "misbehave")]
-    behaviour: Option<behaviour::TestBehaviour>,
+    behaviour: Option<misbehave::TestBehaviour>,
 }
 
 impl Settings {
@@ -290,9 +290,9 @@ impl Settings {
         let doc = config::load_genesis(home).map_err(home_err)?;
         let cfg = NodeConfig::load(home, overrides, &doc).map_err(home_err)?;
         #[cfg(feature = "misbehave")]
-        let behaviour = behaviour::from_env().map_err(home_err)?;
+        let behaviour = misbehave::from_env().map_err(home_err)?;
         #[cfg(not(feature = "misbehave"))]
-        behaviour::refuse().map_err(home_err)?;
+        misbehave::refuse().map_err(home_err)?;
         let keys = keys::load(home).map_err(home_err)?;
         let auth = Arc::new(Auth::for_operator(&cfg.operator_token_path(home)).map_err(home_err)?);
         let kubo = match &cfg.ipfs_api {

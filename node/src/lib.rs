@@ -7,7 +7,6 @@
 
 pub mod api;
 pub mod audit;
-pub mod behaviour;
 pub mod blobs;
 pub mod chain;
 pub mod chat;
@@ -21,6 +20,7 @@ pub mod keys;
 pub mod ledger;
 pub mod mempool;
 pub mod metrics;
+pub mod misbehave;
 pub mod net;
 pub mod proof;
 pub mod query;

@@ -10,7 +10,7 @@
 //! | state | its one writer | how readers see it | readers |
 //! |---|---|---|---|
 //! | tip, state root, contract state (and the one before the tip block, for outcome proofs), next validator set ([`ChainView`]) | the consensus driver (`consensus::driver`), once per committed block (its own and synced ones alike); `ledger::restore` builds the first view from the ledger before the driver starts | [`ChainWatch`] from a [`ChainPublisher`] | API, seats, provider, outbox, mempool task, gossip intake, sync server |
-//! | the mempool | the mempool task (`mempool::pool`): admits, reaps, evicts, and prunes itself against each new [`ChainView`] | commands with replies through `mempool::Pool` | API (`POST /v1/tx`, reads), outbox (own transactions), gossip intake, driver (proposals) |
+//! | the mempool | the mempool task (`mempool::actor`): admits, reaps, evicts, and prunes itself against each new [`ChainView`] | commands with replies through `mempool::Pool` | API (`POST /v1/tx`, reads), outbox (own transactions), gossip intake, driver (proposals) |
 //! | connected peers and their heights ([`PeerView`]) | the `peers` task (`daemon`) | [`PeerWatch`] from a [`PeerPublisher`] | API |
 //! | LLM endpoint health (`audit::llm::LlmStatus`) | the `llm-probe` task (`daemon`) | `watch::Receiver<Option<LlmStatus>>` | API |
 //! | blocks, certificates, tx index, outcomes, snapshots, the heights where the validator powers changed (the ledger) | the consensus driver (`Ledger::append_with_feed`, flushed before the view moves) | reads of the sled trees | API (outcome proofs walk the power changes), sync server, `ledger verify` |

@@ -1,6 +1,6 @@
 //! Test builds only (cargo feature `misbehave`): a node that forges proposals.
 //!
-//! Selected by `TRUST_TEST_BEHAVIOUR=proposal-forger` (see `behaviour.rs`). At the start of
+//! Selected by `TRUST_TEST_BEHAVIOUR=proposal-forger` (see `misbehave.rs`). At the start of
 //! every round this node does not propose, it builds a block on its tip as if it were the
 //! proposer and streams it, signed with its own key, under the slot's stream id: exactly
 //! what an honest node must drop before executing anything (see [`super::proposals`]).

@@ -30,15 +30,14 @@ use tracing::{Instrument, debug, info, trace, warn};
 use trust_protocol::cid::Cid;
 
 use super::{
-    BAN_AFTER_REJECTIONS, BLOB_RATE, FLOOD_BAN_POINTS, FLOOD_LEAK_PER_SEC, ID_PROTOCOL,
-    KAD_PROTOCOL, MAX_PENDING_FETCHES, MAX_PENDING_VALIDATIONS, NetConfig, NetError, NetHandler,
-    NetMetrics, TxCheck, TxVerdict,
-    behaviour::{Behaviour, BehaviourEvent},
-    blob_req,
+    BAN_AFTER_REJECTIONS, BLOB_RATE, COMMAND_CAPACITY, FLOOD_BAN_POINTS, FLOOD_LEAK_PER_SEC,
+    ID_PROTOCOL, KAD_PROTOCOL, MAX_PENDING_FETCHES, MAX_PENDING_VALIDATIONS, NetConfig, NetError,
+    NetHandler, NetMetrics, TxCheck, TxVerdict, blob_req,
     gate::Slots,
     gossip::{self, TxRejection},
-    handle::Command,
+    ingress::{Command, NetHandle},
     peers::PeerBook,
+    protocols::{Behaviour, BehaviourEvent},
     sync::{BLOCKS_BUDGET, BLOCKS_COST, MAX_BLOCKS_PER_REQUEST, Request, Response},
 };
 
@@ -105,6 +104,21 @@ pub(crate) struct Actor {
     ban_duration: Duration,
     /// The chain id gossiped transactions must be signed for.
     chain_id: trust_protocol::Hash,
+}
+
+/// Builds the swarm, starts listening, dials the bootstrap peers and spawns the task that
+/// owns it. The task ends on [`NetHandle::shutdown`] or when every handle is dropped.
+///
+/// Must be called inside a Tokio runtime.
+pub fn spawn(
+    cfg: NetConfig,
+    handler: Arc<dyn NetHandler>,
+    metrics: Arc<NetMetrics>,
+) -> Result<(NetHandle, JoinHandle<()>), NetError> {
+    let actor = Actor::new(cfg, handler, metrics)?;
+    let (tx, rx) = mpsc::channel(COMMAND_CAPACITY);
+    let task = actor.spawn(rx);
+    Ok((NetHandle::new(tx), task))
 }
 
 impl Actor {

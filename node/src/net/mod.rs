@@ -2,7 +2,7 @@
 //!
 //! One task (the actor in `actor.rs`) owns the [`libp2p::Swarm`]; the rest of the node holds
 //! a cloneable [`NetHandle`] that sends commands over a bounded channel, each carrying a
-//! `oneshot` for its reply. The swarm's behaviour (`behaviour.rs`) composes gossipsub
+//! `oneshot` for its reply. The swarm's behaviour (`protocols.rs`) composes gossipsub
 //! for transactions, a request-response protocol for block sync ([`sync`]), identify,
 //! Kademlia, ping and Bitswap (blobs), plus per-peer connection limits and the connection
 //! gate (`gate.rs`).
@@ -29,33 +29,37 @@
 //! - **Bans** last [`BAN_DURATION`] and cover the peer's id and every IP address it was
 //!   connected from, so a new identity from the same host stays out; the gate (`gate.rs`)
 //!   keeps slots for validators and bootstrap peers and caps strangers per address.
+//!
+//! Laid out as every actor of this crate (`net`, `mempool`, `audit::duties`): `actor.rs` is
+//! the task's loop, `ingress.rs` its mailbox and messages, `state.rs` what the loop owns.
+//! Here the actor's state holds the swarm itself, so there is no `state.rs`; beside them are
+//! the protocols (`protocols.rs`, `sync`, `blob_req`, `gossip`), the gate and the peer book.
 
 mod actor;
-mod behaviour;
 pub mod blob_req;
 mod gate;
 mod gossip;
-mod handle;
+mod ingress;
 mod metrics;
 mod peers;
+mod protocols;
 #[cfg(feature = "misbehave")]
 pub mod spam;
 pub mod sync;
 pub mod tasks;
 
-pub use self::tasks::run_swarm;
+pub use self::{actor::spawn, tasks::run_swarm};
 
-use std::{sync::Arc, time::Duration};
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 use libp2p::{Multiaddr, PeerId, gossipsub::PublishError, swarm::DialError};
 use serde::{Deserialize, Serialize};
-use tokio::{sync::mpsc, task::JoinHandle};
 use trust_protocol::{AccountId, Hash, tx::SignedTx};
 
 pub use self::{
     gossip::{GOSSIP_ENVELOPE_MARGIN, TxRejection, tx_topic},
-    handle::NetHandle,
+    ingress::NetHandle,
     metrics::NetMetrics,
     peers::RateLimit,
 };
@@ -300,19 +304,4 @@ pub enum NetError {
     /// The swarm task has stopped.
     #[error("the network task has stopped")]
     Stopped,
-}
-
-/// Builds the swarm, starts listening, dials the bootstrap peers and spawns the task that
-/// owns it. The task ends on [`NetHandle::shutdown`] or when every handle is dropped.
-///
-/// Must be called inside a Tokio runtime.
-pub fn spawn(
-    cfg: NetConfig,
-    handler: Arc<dyn NetHandler>,
-    metrics: Arc<NetMetrics>,
-) -> Result<(NetHandle, JoinHandle<()>), NetError> {
-    let actor = actor::Actor::new(cfg, handler, metrics)?;
-    let (tx, rx) = mpsc::channel(COMMAND_CAPACITY);
-    let task = actor.spawn(rx);
-    Ok((NetHandle::new(tx), task))
 }

@@ -19,7 +19,7 @@
 //! latest signature replaces the earlier one, so a sender can fill the nonce of a
 //! transaction that can no longer apply and free the ones after it on every node.
 //!
-//! The pool ([`Mempool`], in `store.rs`) is bounded by count and by bytes. When full, it
+//! The pool ([`Mempool`], in `state.rs`) is bounded by count and by bytes. When full, it
 //! evicts from the sender ranked lowest: one whose transactions keep failing first, then
 //! the one holding the most bytes, from its highest nonce down (never a hole at the front
 //! of a sender's queue). A transaction refused when a proposal is built, or that makes a
@@ -31,10 +31,15 @@
 //! every block, included, expired and no longer affordable entries are pruned.
 //!
 //! One task owns the pool ([`PoolTask`]); the rest of the node holds a [`Pool`] handle.
+//!
+//! Laid out as every actor of this crate (`net`, `mempool`, `audit::duties`): `actor.rs` is
+//! the task's loop, `ingress.rs` its mailbox and messages, `state.rs` what the loop owns.
+//! Beside them: the admission rules here, the gossip intake (`intake.rs`).
 
+mod actor;
+mod ingress;
 pub mod intake;
-mod pool;
-mod store;
+mod state;
 
 #[cfg(test)]
 mod tests;
@@ -48,8 +53,9 @@ use trust_protocol::{
 };
 
 pub use self::{
-    pool::{AccountPool, COMMAND_CAPACITY, Pool, PoolTask},
-    store::Mempool,
+    actor::PoolTask,
+    ingress::{AccountPool, COMMAND_CAPACITY, Pool},
+    state::Mempool,
 };
 
 /// How far beyond an account's next nonce a transaction may be queued. A seat node votes

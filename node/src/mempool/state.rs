@@ -1,7 +1,7 @@
 //! The pool itself: pending transactions by sender and nonce, bounded by count and bytes,
 //! with each sender's failure record deciding who is evicted first and who proposes last.
 //!
-//! Pure state, no I/O: the task in `pool.rs` owns one and applies commands to it.
+//! Pure state, no I/O: the task in `actor.rs` owns one and applies commands to it.
 
 use std::collections::{BTreeMap, HashMap};
 

@@ -1,4 +1,5 @@
-//! The cloneable handle the rest of the node uses to drive the swarm task.
+//! The swarm task's mailbox: the cloneable handle the rest of the node uses to drive it,
+//! and the commands it sends.
 
 use std::sync::Arc;
 

@@ -1,4 +1,4 @@
-//! The composed network behaviour and its construction.
+//! The composed network behaviour, every protocol the swarm speaks, and its construction.
 
 use std::{sync::Arc, time::Duration};
 

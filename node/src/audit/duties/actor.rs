@@ -1,0 +1,284 @@
+//! The duties task: it follows decided blocks (and, first, what a restart interrupted) and
+//! carries out the planner's duties through its handles.
+
+use std::sync::Arc;
+
+use tokio::sync::{Semaphore, broadcast};
+use tracing::{Instrument, debug, warn};
+use trust_contracts::Contract;
+use trust_protocol::{AccountId, Hash};
+
+use super::{
+    plan::{self, Duty, Node, may_commit},
+    tip_reaches,
+};
+use crate::{
+    audit::{
+        human::HumanDesk,
+        outbox::Outbox,
+        provider::Provider,
+        seat::{self, Seat},
+    },
+    consensus::driver::Decided,
+    tasks::{Stop, TaskResult},
+    view::{ChainWatch, latest},
+};
+
+/// Sessions judged at once by the seats of a node whose judges are all the Computer
+/// tier's (each session may wait on blob fetches). Measured with `bench network`, 100
+/// sessions of 20 segments on four nodes: at 8, about 2,100 of 6,000 seats missed their
+/// commit window waiting for a slot; at 32, 0 and 48 (BENCHMARKS.md, "Batched votes").
+pub const MAX_CONCURRENT_JUDGING: usize = 32;
+/// The same for a node with an LLM or Human judge, which takes seconds a segment and
+/// whose endpoint or person must not be flooded.
+pub const MAX_CONCURRENT_SLOW_JUDGING: usize = 8;
+
+/// What the duties task works with.
+#[derive(Debug)]
+pub struct Config {
+    /// This node's account.
+    pub me: AccountId,
+    /// The chain view (read only).
+    pub chain: ChainWatch,
+    /// Decided blocks, as the consensus driver announces them (votes under way watch
+    /// them for their window closing).
+    pub decided: broadcast::Sender<Decided>,
+    /// The duties' own subscription, taken before the driver starts so that no block is
+    /// missed while the node assembles.
+    pub blocks: broadcast::Receiver<Decided>,
+    /// This node's own transactions.
+    pub outbox: Outbox,
+    /// The provider's sessions.
+    pub provider: Arc<Provider>,
+    /// The seats this node holds.
+    pub seat: Arc<Seat>,
+    /// The person's desk, on a node with Human seats.
+    pub desk: Option<HumanDesk>,
+}
+
+/// The duties task's state: its handles and the votes under way.
+pub struct Duties {
+    cfg: Config,
+    slots: Arc<Semaphore>,
+    votes: tokio::task::JoinSet<()>,
+}
+
+impl std::fmt::Debug for Duties {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Duties")
+            .field("me", &self.cfg.me)
+            .field("votes", &self.votes.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Duties {
+    /// The task.
+    pub fn new(cfg: Config) -> Self {
+        let slots = if cfg.seat.judges_only_computer() {
+            MAX_CONCURRENT_JUDGING
+        } else {
+            MAX_CONCURRENT_SLOW_JUDGING
+        };
+        Duties {
+            cfg,
+            slots: Arc::new(Semaphore::new(slots)),
+            votes: tokio::task::JoinSet::new(),
+        }
+    }
+
+    /// Resumes what a restart interrupted, then follows decided blocks until `stop`. A
+    /// block's duties are cut short by a stop: what they had done is on record (the vote
+    /// book and the provider's book are written before anything is sent), and a restart
+    /// resumes the rest.
+    pub async fn run(mut self, mut stop: Stop) -> TaskResult {
+        if let Some(desk) = &self.cfg.desk {
+            // Deadlines count from the restored tip, before any seat waits.
+            desk.on_block(latest(&self.cfg.chain).tip.height, &[]);
+        }
+        let resume = async {
+            let contract = latest(&self.cfg.chain).contract.clone();
+            let duties = plan::resume(&self.cfg.me, contract.state());
+            self.carry_out(duties, &contract, &[]).await;
+        };
+        tokio::select! {
+            biased;
+            () = stop.wait() => return Ok(()),
+            () = resume => {}
+        }
+        loop {
+            let d = tokio::select! {
+                biased;
+                () = stop.wait() => return Ok(()),
+                d = self.cfg.blocks.recv() => d,
+            };
+            let d = match d {
+                Ok(d) => d,
+                Err(broadcast::error::RecvError::Lagged(n)) => {
+                    warn!(
+                        skipped = n,
+                        "audit duties fell behind the chain; some blocks' events were skipped"
+                    );
+                    continue;
+                }
+                Err(broadcast::error::RecvError::Closed) => {
+                    return Err("the consensus driver no longer announces blocks".into());
+                }
+            };
+            let step = async {
+                let contract = latest(&self.cfg.chain).contract.clone();
+                let stuck = self.cfg.seat.stuck_unvoted();
+                let provided = self.cfg.provider.sessions();
+                let node = Node {
+                    me: self.cfg.me,
+                    desk: self.cfg.desk.is_some(),
+                    provided: &provided,
+                    stuck: &stuck,
+                    copies: self.cfg.seat.copies(),
+                };
+                let duties = plan::plan(&node, contract.state(), d.block.header.height, &d.events);
+                self.carry_out(duties, &contract, &d.events).await;
+            };
+            tokio::select! {
+                biased;
+                () = stop.wait() => return Ok(()),
+                () = step => {}
+            }
+        }
+    }
+
+    /// Carries out `duties` in order; `events` are the block's (the human desk reads them).
+    async fn carry_out(
+        &mut self,
+        duties: Vec<Duty>,
+        contract: &Arc<Contract>,
+        events: &[trust_contracts::Event],
+    ) {
+        // Votes that ended are reaped here, so the set holds only those running.
+        while self.votes.try_join_next().is_some() {}
+        // The block's reveals, of every session whose window closed, go out together at
+        // the first one's place.
+        let mut reveals: Vec<(Hash, u8)> = duties
+            .iter()
+            .filter_map(|d| match d {
+                Duty::Reveal { session, round } => Some((*session, *round)),
+                _ => None,
+            })
+            .collect();
+        for duty in duties {
+            match duty {
+                Duty::Reveal { .. } => {
+                    let closed = std::mem::take(&mut reveals);
+                    self.cfg.seat.close_rounds(&closed, contract).await;
+                }
+                Duty::Flush => {
+                    let released = self.cfg.outbox.flush().await;
+                    if released > 0 {
+                        let left = self.cfg.outbox.backlog_len().await;
+                        debug!(released, left, "queued own transactions pooled");
+                    }
+                }
+                Duty::Desk { height } => {
+                    if let Some(desk) = &self.cfg.desk {
+                        desk.on_block(height, events);
+                    }
+                }
+                Duty::ResumeProvider => self.cfg.provider.resume(contract).await,
+                Duty::Provider(d) => self.cfg.provider.perform(&d, contract).await,
+                Duty::Judge { session } => self.judge(contract, session).await,
+                seat_duty => self.cfg.seat.perform(&seat_duty, contract).await,
+            }
+        }
+    }
+
+    /// Whether our seats in `session` may still commit at the node's current tip.
+    fn open(&self, session: &Hash) -> bool {
+        may_commit(
+            latest(&self.cfg.chain).contract.state(),
+            &self.cfg.me,
+            session,
+        )
+    }
+
+    /// Judges `session` beside the block loop, at most [`MAX_CONCURRENT_JUDGING`] sessions
+    /// at once ([`MAX_CONCURRENT_SLOW_JUDGING`] with an LLM or Human judge). A session whose
+    /// commit window for our seats has passed is not judged, and a vote under way is
+    /// abandoned as soon as a block closes it: after a restart the node replays blocks
+    /// whose sessions are long decided (their ciphertexts gone), and a fetch that can only
+    /// time out must not hold a judging slot while live sessions wait.
+    ///
+    /// The judging slot is waited for inside the vote's own task, never here: the block
+    /// loop goes on to the next block's reveals and key deliveries. A vote that is still
+    /// waiting for a slot when its seats give up ([`seat::gives_up`]) runs without one,
+    /// as a *delayed* vote: its seats judge what this node holds and abstain at once on
+    /// what would need a fetch ([`Seat::vote_by`]), so that the abstentions go out in the
+    /// give-up block and land in the window rather than after it.
+    async fn judge(&mut self, contract: &Arc<Contract>, session: Hash) {
+        if !self.open(&session) {
+            debug!(%session, "not judged: this node's seats can no longer commit in it");
+            return;
+        }
+        let (seat, chain, me, slots) = (
+            self.cfg.seat.clone(),
+            self.cfg.chain.clone(),
+            self.cfg.me,
+            self.slots.clone(),
+        );
+        let tip = tip_reaches(&chain);
+        let view = chain.clone();
+        let give_up_at = match contract.state().sessions.get(&session).map(|s| s.phase) {
+            Some(trust_contracts::Phase::Commit { until, .. }) => {
+                until.saturating_sub(seat::GIVE_UP_BLOCKS)
+            }
+            _ => contract.state().height,
+        };
+        let mut blocks = self.cfg.decided.subscribe();
+        let closed = async move {
+            loop {
+                match blocks.recv().await {
+                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {
+                        if !may_commit(latest(&chain).contract.state(), &me, &session) {
+                            return;
+                        }
+                    }
+                    Err(broadcast::error::RecvError::Closed) => {
+                        std::future::pending::<()>().await;
+                    }
+                }
+            }
+        };
+        self.votes.spawn(
+            async move {
+                let vote = async {
+                    let (permit, waited) = match slots.clone().try_acquire_owned() {
+                        Ok(p) => (Some(p), false),
+                        Err(_) => {
+                            let p = tokio::select! {
+                                biased;
+                                p = slots.acquire_owned() => p.ok(),
+                                () = tip(give_up_at) => {
+                                    debug!("judged without a slot: the seats give up at this block");
+                                    None
+                                }
+                            };
+                            (p, true)
+                        }
+                    };
+                    // The chain may have moved on while the vote waited for its slot.
+                    let contract = latest(&view).contract.clone();
+                    if may_commit(contract.state(), &me, &session) {
+                        // Waited until its give-up block: no block more to read in.
+                        let delayed = waited && contract.state().height >= give_up_at;
+                        seat.vote_by(&session, &contract, Some(&tip), delayed).await;
+                    }
+                    drop(permit);
+                };
+                tokio::select! {
+                    () = vote => {}
+                    () = closed => debug!("abandoned: the commit window closed first"),
+                }
+            }
+            .instrument(tracing::debug_span!("vote", %session)),
+        );
+    }
+}
