@@ -9,6 +9,8 @@
 //! again from the same parent state: an empty one, and one of `--votes` commits by drawn
 //! seats. The report is the median wall time of `--blocks` executions of each, and of a
 //! bare copy of the state, which is what a block paid before the state became persistent.
+//! The two states are measured in turn, round by round, so that the machine's slow
+//! spells fall on both alike.
 
 use std::{collections::BTreeMap, path::PathBuf, time::Instant};
 
@@ -39,8 +41,8 @@ pub struct ChainArgs {
     /// Accounts, auditors and finished sessions in the large state.
     #[arg(long, default_value_t = 100_000)]
     pub large: usize,
-    /// Executions of each block whose median is reported (at least 20 for the report the
-    /// README asks for).
+    /// Executions of each block whose median is reported (at least 20 for a report in
+    /// BENCHMARKS.md).
     #[arg(long, default_value_t = 20)]
     pub blocks: usize,
     /// Seat commits in the vote block.
@@ -314,50 +316,89 @@ fn scene(n: usize, votes: usize) -> Result<Scene, CliError> {
     })
 }
 
-/// The median of `runs` timings of `f`, in milliseconds.
-fn median_ms(runs: usize, mut f: impl FnMut() -> Result<(), CliError>) -> Result<f64, CliError> {
-    let mut times = Vec::with_capacity(runs);
-    for _ in 0..runs.max(1) {
-        let t = Instant::now();
-        f()?;
-        times.push(t.elapsed().as_secs_f64() * 1000.0);
-    }
+/// The median of a list of timings.
+fn median(mut times: Vec<f64>) -> f64 {
     times.sort_by(f64::total_cmp);
-    Ok(times[times.len() / 2])
+    times.get(times.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
-/// The three medians on one scene: empty block, vote block, bare state copy.
-fn measure(s: &Scene, runs: usize) -> Result<(f64, f64, f64), CliError> {
-    let execute = |b: &Block| {
+/// Medians, in milliseconds, of one scene's empty block, vote block and bare state copy.
+#[derive(Debug, Clone, Copy)]
+struct Medians {
+    empty: f64,
+    votes: f64,
+    copy: f64,
+}
+
+/// Times the scenes' blocks in turn, `runs` rounds of each: within a round every
+/// scene's empty block, then every scene's vote block, then a copy of every scene's
+/// state, so that a slow spell of this machine falls on the small state and the large
+/// alike and the ratios of one run compare like with like. Each timed run follows an
+/// untimed run of the same work, so that it never pays for what the one before it left
+/// behind (the allocator tidying up after a large block is freed).
+fn measure(scenes: &[Scene], runs: usize) -> Result<Vec<Medians>, CliError> {
+    let mut times = vec![[Vec::new(), Vec::new(), Vec::new()]; scenes.len()];
+    let timed = |f: &mut dyn FnMut() -> Result<(), CliError>| {
+        f()?;
+        let t = Instant::now();
+        f()?;
+        Ok::<f64, CliError>(t.elapsed().as_secs_f64() * 1000.0)
+    };
+    let execute = |s: &Scene, b: &Block| {
         execute_block(&s.contract, &s.tip, b)
             .map(drop)
             .map_err(|e| failed("execute", e))
     };
-    let empty = median_ms(runs, || execute(&s.empty))?;
-    let votes = median_ms(runs, || execute(&s.votes))?;
-    let copy = median_ms(runs, || {
-        std::hint::black_box(s.contract.clone());
-        Ok(())
-    })?;
-    Ok((empty, votes, copy))
+    for _ in 0..runs.max(1) {
+        for (s, t) in scenes.iter().zip(times.iter_mut()) {
+            t[0].push(timed(&mut || execute(s, &s.empty))?);
+        }
+        for (s, t) in scenes.iter().zip(times.iter_mut()) {
+            t[1].push(timed(&mut || execute(s, &s.votes))?);
+        }
+        for (s, t) in scenes.iter().zip(times.iter_mut()) {
+            t[2].push(timed(&mut || {
+                std::hint::black_box(s.contract.clone());
+                Ok(())
+            })?);
+        }
+    }
+    Ok(times
+        .into_iter()
+        .map(|[empty, votes, copy]| Medians {
+            empty: median(empty),
+            votes: median(votes),
+            copy: median(copy),
+        })
+        .collect())
 }
 
 /// Runs `bench chain`.
 pub fn run(args: ChainArgs) -> CliResult {
-    let mut rows = Vec::new();
+    let mut scenes = Vec::new();
     for (name, n) in [("small", args.small), ("large", args.large)] {
         let built = Instant::now();
         let s = scene(n, args.votes)?;
-        let (empty, votes, copy) = measure(&s, args.blocks)?;
         outln!(
-            "{name:<6} {:>7} accounts and auditors, {:>7} finished sessions (built in {:.1} s): empty block {empty:.3} ms, {} votes {votes:.3} ms, state copy {copy:.3} ms (medians of {})",
+            "{name:<6} {:>7} accounts and auditors, {:>7} finished sessions in the state (built in {:.1} s)",
             s.accounts,
             s.outcomes,
             built.elapsed().as_secs_f64(),
+        );
+        scenes.push(s);
+    }
+    let medians = measure(&scenes, args.blocks)?;
+    let mut rows = Vec::new();
+    for ((name, s), m) in ["small", "large"].iter().zip(&scenes).zip(&medians) {
+        outln!(
+            "{name:<6} empty block {:.3} ms, {} votes {:.3} ms, state copy {:.3} ms (medians of {}, the two states in turn)",
+            m.empty,
             args.votes,
+            m.votes,
+            m.copy,
             args.blocks
         );
-        rows.push((s.accounts, empty, votes, copy));
+        rows.push((s.accounts, m.empty, m.votes, m.copy));
     }
     let (small, large) = (rows[0], rows[1]);
     let ratio = |a: f64, b: f64| if a > 0.0 { b / a } else { f64::NAN };
