@@ -21,7 +21,7 @@ use trust_protocol::{
 
 use crate::common::{
     self, Chain, SupplyCheck, VOTE_SALT, commit_votes, deliver_keys, find, key, manifest, open_set,
-    reveal_votes, seats_of, segment, test_params, why, with_honeypot_set,
+    reveal_votes, run_round, seats_of, segment, test_params, why, with_honeypot_set,
 };
 
 /// A chain with `auditors` per tier (1000 staked each, declaring `math`) and a rich
@@ -50,36 +50,6 @@ fn open(chain: &mut Chain, m: SessionManifest) -> (Hash, Vec<Event>) {
     let mut ev = chain.block();
     ev.extend(chain.block());
     (sid, ev)
-}
-
-/// Runs a round to its end: keys for every seat but `starve`, `votes` committed and
-/// revealed, blocks until the round's reveal window closed. Returns the events.
-fn run_round(
-    chain: &mut Chain,
-    keys: &[Keypair],
-    sid: Hash,
-    round: u8,
-    drawn: &[Event],
-    starve: &[AccountId],
-    votes: &dyn Fn(u16, usize) -> Option<Vote>,
-) -> Vec<Event> {
-    deliver_keys(chain, &key("provider"), sid, round, starve);
-    let ids: Vec<Hash> = chain.c.state().sessions[&sid]
-        .segments
-        .iter()
-        .map(|g| g.entry.id)
-        .collect();
-    let plan = commit_votes(chain, keys, sid, &ids, drawn, round, votes);
-    let mut all = chain.block();
-    while matches!(chain.phase(&sid), Some(Phase::Commit { round: r, .. }) if r == round) {
-        all.extend(chain.block());
-    }
-    reveal_votes(chain, sid, &plan);
-    all.extend(chain.block());
-    while matches!(chain.phase(&sid), Some(Phase::Reveal { round: r, .. }) if r == round) {
-        all.extend(chain.block());
-    }
-    all
 }
 
 /// Runs the session to its outcome, the provider opening its mapping when due (and its

@@ -13,8 +13,8 @@ use trust_protocol::{
 };
 
 use crate::common::{
-    self, Chain, SupplyCheck, commit_votes, deliver_keys, key, open_set, reveal_votes, seats_of,
-    segment, test_params, with_honeypot_set,
+    self, Chain, SupplyCheck, key, open_set, run_round, seats_of, segment, test_params,
+    with_honeypot_set,
 };
 
 /// The appellant's genesis balance.
@@ -54,23 +54,7 @@ fn vote_round(
     drawn: &[Event],
     votes: &dyn Fn(u16, usize) -> Option<Vote>,
 ) -> Vec<Event> {
-    deliver_keys(chain, &key("provider"), sid, round, &[]);
-    let ids: Vec<Hash> = chain.c.state().sessions[&sid]
-        .segments
-        .iter()
-        .map(|g| g.entry.id)
-        .collect();
-    let plan = commit_votes(chain, keys, sid, &ids, drawn, round, votes);
-    let mut all = chain.block();
-    while matches!(chain.phase(&sid), Some(Phase::Commit { round: r, .. }) if r == round) {
-        all.extend(chain.block());
-    }
-    reveal_votes(chain, sid, &plan);
-    all.extend(chain.block());
-    while matches!(chain.phase(&sid), Some(Phase::Reveal { round: r, .. }) if r == round) {
-        all.extend(chain.block());
-    }
-    all
+    run_round(chain, keys, sid, round, drawn, &[], votes)
 }
 
 /// Opens a session and runs it to its decision with `votes` for round 0; the provider

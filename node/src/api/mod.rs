@@ -684,14 +684,7 @@ async fn session_opening(
     Path(id): Path<String>,
 ) -> ApiResult<Json<OpeningView>> {
     let sid = parse_hash("session id", &id)?;
-    let provider = api.provider.clone().ok_or_else(|| {
-        ApiError::new(
-            StatusCode::NOT_IMPLEMENTED,
-            "not_implemented",
-            "this node does not open sessions",
-        )
-    })?;
-    let opening = provider
+    let opening = provider_role(&api)?
         .page_record(&sid)
         .and_then(|r| r.opening)
         .ok_or_else(|| {
@@ -750,14 +743,22 @@ fn provider_request(
             "{\"trace\": \"...\", \"hdag\"?: \"...\", \"session\"?: {...}}",
         )
     })?;
-    let provider = api.provider.clone().ok_or_else(|| {
+    Ok((
+        provider_role(api)?,
+        body,
+        latest(&api.chain).contract.clone(),
+    ))
+}
+
+/// This node's provider role: 501 on a node without one.
+fn provider_role(api: &Api) -> ApiResult<Arc<Provider>> {
+    api.provider.clone().ok_or_else(|| {
         ApiError::new(
             StatusCode::NOT_IMPLEMENTED,
             "not_implemented",
             "this node does not open sessions",
         )
-    })?;
-    Ok((provider, body, latest(&api.chain).contract.clone()))
+    })
 }
 
 fn submit_error(api: &Api, e: SubmitError) -> ApiError {

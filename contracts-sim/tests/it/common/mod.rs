@@ -378,3 +378,33 @@ pub(crate) fn reveal_votes(chain: &mut Chain, sid: Hash, plan: &[Planned]) {
         );
     }
 }
+
+/// Runs a round to its end: keys for every seat but `starve`, `votes` committed and
+/// revealed, blocks until the round's reveal window closed. Returns the events.
+pub(crate) fn run_round(
+    chain: &mut Chain,
+    keys: &[Keypair],
+    sid: Hash,
+    round: u8,
+    drawn: &[Event],
+    starve: &[AccountId],
+    votes: &dyn Fn(u16, usize) -> Option<Vote>,
+) -> Vec<Event> {
+    deliver_keys(chain, &key("provider"), sid, round, starve);
+    let ids: Vec<Hash> = chain.c.state().sessions[&sid]
+        .segments
+        .iter()
+        .map(|g| g.entry.id)
+        .collect();
+    let plan = commit_votes(chain, keys, sid, &ids, drawn, round, votes);
+    let mut all = chain.block();
+    while matches!(chain.phase(&sid), Some(Phase::Commit { round: r, .. }) if r == round) {
+        all.extend(chain.block());
+    }
+    reveal_votes(chain, sid, &plan);
+    all.extend(chain.block());
+    while matches!(chain.phase(&sid), Some(Phase::Reveal { round: r, .. }) if r == round) {
+        all.extend(chain.block());
+    }
+    all
+}
