@@ -6,8 +6,8 @@ set -u
 B=${B:-${CARGO_TARGET_DIR:-target}/release/trust-node}
 D=${D:-/tmp/trust-bench-sync}; rm -rf $D; mkdir -p $D
 $B testnet init --nodes 5 --home $D/net --base-port 32100 > $D/init.txt 2>&1 || { cat $D/init.txt; exit 1; }
-sed -i 's/^snapshot_every = .*/snapshot_every = 100/' $D/net/node3/config.toml
-printf '\n[ledger]\nkeep_blocks = 200\n' >> $D/net/node3/config.toml
+# node3 prunes: `[ledger]` (written last by testnet init) gets keep_blocks beside snapshot_every.
+sed -i 's/^snapshot_every = .*/snapshot_every = 100\nkeep_blocks = 200/' $D/net/node3/config.toml
 api() { echo "127.0.0.1:$((32100 + 10*$1 + 2))"; }
 h() { curl -s "http://$(api $1)/v1/status" | python3 -c "import json,sys; print(json.load(sys.stdin)['height'])" 2>/dev/null || echo 0; }
 for i in 0 1 2 3; do RUST_LOG=warn $B run --home $D/net/node$i --block-time-ms ${BT:-50} > $D/node$i.log 2>&1 & done

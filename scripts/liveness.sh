@@ -2,7 +2,8 @@
 # Liveness with a validator down or slow (BENCHMARKS.md "Faults: restart, liveness"): a
 # 4-validator network on 127.0.0.1 with short blocks; for each phase (all up, one killed
 # with SIGKILL, one paused with SIGSTOP) it counts the blocks node0 commits and the longest
-# gap between two of them, read from node0's own log ("block committed" lines), and prints
+# gap between two of them, read from node0's own log ("block committed" lines, at DEBUG
+# under the target trust::blocks, which the default filter here turns on), and prints
 # a table. Only node3 is ever killed or paused.
 #   scripts/liveness.sh [seconds per phase, default 30] [block time ms, default 300]
 # Extra `trust-node run` flags may be given in TRUST_RUN_ARGS, a log filter in LIVENESS_LOG;
@@ -27,7 +28,7 @@ trap cleanup EXIT
 "$bin" testnet init --nodes 4 --home "$dir" --base-port "$base" > /dev/null
 start() {
   # shellcheck disable=SC2086
-  RUST_LOG="${LIVENESS_LOG:-info,libp2p=warn,malachitebft=warn}" NO_COLOR=1 "$bin" run --home "$dir/node$1" \
+  RUST_LOG="${LIVENESS_LOG:-info,libp2p=warn,arc_malachitebft=warn,trust::blocks=debug}" NO_COLOR=1 "$bin" run --home "$dir/node$1" \
     --block-time-ms "$bt" ${TRUST_RUN_ARGS:-} 2>> "$dir/node$1.log" &
   pids[$1]=$!
 }

@@ -4,6 +4,8 @@
 //! copy of a state sitting in the commit (resp. reveal) window, signature checks included;
 //! criterion reports elements per second = segment votes per second. `sim/sessions` runs
 //! the default simulator for 200 sessions.
+// criterion's macros generate the benchmark's entry points without docs.
+#![allow(missing_docs)]
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use trust_contracts::{

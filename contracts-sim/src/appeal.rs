@@ -159,9 +159,15 @@ fn rounds_of(o: &Outcome, segment: u16) -> u8 {
 /// the session's `k` there, and at least `2 held_by + 1`, so that the appeal can only
 /// overturn it with more judgements than reached it (capped at `MAX_SEATS`).
 fn appeal_seats(s: &Session, tier: Tier, held_by: u16) -> u8 {
-    let by_k = u16::from(s.manifest.quorum.k(tier))
-        .saturating_mul(2)
-        .saturating_add(1);
+    seats_of_an_appeal(s.manifest.quorum.k(tier), held_by)
+}
+
+/// Fresh seats an appeal draws in a tier whose `k` is `k`, of a verdict `held_by`
+/// judgements reached: `max(2k + 1, 2 held_by + 1)`, capped at `MAX_SEATS`. None of them
+/// sat on the segment before, nor backs the appeal; what `submit --plan` and `appeal`
+/// tell a provider before it pays.
+pub fn seats_of_an_appeal(k: u8, held_by: u16) -> u8 {
+    let by_k = u16::from(k).saturating_mul(2).saturating_add(1);
     let by_verdict = held_by.saturating_mul(2).saturating_add(1);
     u8::try_from(by_k.max(by_verdict))
         .unwrap_or(u8::MAX)

@@ -199,7 +199,7 @@ pub fn all_keys(state: &State) -> impl Iterator<Item = StateKey> + '_ {
         // Derived from accounts, auditors and sessions, which the tree commits to.
         eligible: _,
         seated: _,
-        expertise_due: _,
+        standing_due: _,
         power_due: _,
         failed_due: _,
         outcomes_due: _,

@@ -165,7 +165,7 @@ impl Contract {
             supply,
             eligible: Default::default(),
             seated: Default::default(),
-            expertise_due: Default::default(),
+            standing_due: Default::default(),
             power_due: Default::default(),
             failed_due: Default::default(),
             outcomes_due: Default::default(),
@@ -370,6 +370,8 @@ impl Contract {
             Call::DeclareExpertise { expertise } => {
                 registry::declare_expertise(st, sender, expertise, h, &mut ev)
             }
+            Call::Pause => registry::ask_pause(st, sender, true, h, &mut ev),
+            Call::Resume => registry::ask_pause(st, sender, false, h, &mut ev),
             Call::ReportBadKey {
                 session,
                 segment,
@@ -453,14 +455,25 @@ impl Contract {
     /// block.
     pub fn begin_block(&mut self, ctx: &BlockCtx) -> Vec<Event> {
         let mut ev = Vec::new();
-        // Expertise declared `expertise_delay` blocks ago counts from this block's draws.
-        for who in registry::apply_expertise(&mut self.state, ctx.height) {
+        // Expertise declared, and pauses and resumes asked, `expertise_delay` blocks ago
+        // count from this block's draws.
+        for (who, change) in registry::apply_standing(&mut self.state, ctx.height) {
             self.tree.touch(StateKey::Auditor(who));
-            if let Some(a) = self.state.auditors.get(&who) {
-                ev.push(Event::ExpertiseChanged {
-                    account: who,
-                    expertise: a.expertise.clone(),
-                });
+            match change {
+                registry::StandingChange::Expertise => {
+                    if let Some(a) = self.state.auditors.get(&who) {
+                        ev.push(Event::ExpertiseChanged {
+                            account: who,
+                            expertise: a.expertise.clone(),
+                        });
+                    }
+                }
+                registry::StandingChange::Pause(paused) => {
+                    ev.push(Event::PauseChanged {
+                        account: who,
+                        paused,
+                    });
+                }
             }
         }
         // Due sessions in the order they were opened; none past the first that does not
@@ -994,7 +1007,9 @@ fn touched_by(tree: &mut Tree, sender: AccountId, tx: &Tx) {
         | Call::Unbond { .. }
         | Call::Withdraw
         | Call::Exit
-        | Call::DeclareExpertise { .. } => {}
+        | Call::DeclareExpertise { .. }
+        | Call::Pause
+        | Call::Resume => {}
         Call::OpenSession(_) => tree.touch(StateKey::Session(Tx::session_id(&sender, tx.nonce))),
         Call::DeliverKeys { session, .. }
         | Call::Commit { session, .. }

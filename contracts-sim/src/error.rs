@@ -248,7 +248,7 @@ pub enum TxError {
         floor: Amount,
     },
     /// A tier the session routes segments to has fewer eligible auditors (registered,
-    /// active, not flagged, not exiting, bonded at least the tier minimum, other than the
+    /// active, not flagged, not exiting, not paused, bonded at least the tier minimum, other than the
     /// provider, and declaring the domain when it is required) than the seats the draw
     /// fills on each of its segments (`k` plus the racing seats): the draw would fail.
     #[error(
@@ -327,4 +327,29 @@ pub enum TxError {
     /// An arithmetic limit was hit (amounts near `u64::MAX`).
     #[error("amount overflow")]
     Overflow,
+    /// A pause or resume the auditor asked for earlier has not taken effect yet.
+    #[error(
+        "this auditor's earlier {} takes effect at block {at}; ask again after it",
+        if *paused { "pause" } else { "resume" }
+    )]
+    PausePending {
+        /// Whether the pending change pauses (true) or resumes.
+        paused: bool,
+        /// The height it takes effect at.
+        at: u64,
+    },
+    /// `Pause` from an auditor that is paused already, or `Resume` from one that is not.
+    #[error(
+        "the auditor is {} already",
+        if *paused { "paused" } else { "drawn (not paused)" }
+    )]
+    PauseUnchanged {
+        /// What it asked for, and already is.
+        paused: bool,
+    },
+    /// Expertise the auditor declared earlier has not taken effect yet.
+    #[error(
+        "this auditor's earlier expertise declaration takes effect at block {0}; declare again after it"
+    )]
+    ExpertisePending(u64),
 }

@@ -387,6 +387,22 @@ pub enum Event {
         /// The seat.
         seat: AccountId,
     },
+    /// An auditor asked to pause (`paused`) or resume, counting from height `at`.
+    PauseAsked {
+        /// The auditor.
+        account: AccountId,
+        /// Paused from `at` (true) or drawn again from `at` (false).
+        paused: bool,
+        /// The first height whose draws see the change.
+        at: u64,
+    },
+    /// A pause or resume took effect at the start of this block.
+    PauseChanged {
+        /// The auditor.
+        account: AccountId,
+        /// Whether it is paused now.
+        paused: bool,
+    },
 }
 
 impl Event {

@@ -36,6 +36,7 @@ mod contract;
 pub mod econ;
 mod error;
 mod events;
+mod expiry;
 mod params;
 mod registry;
 mod sessions;
@@ -45,25 +46,28 @@ pub mod tally;
 #[cfg(feature = "sim")]
 pub mod sim;
 
-pub use appeal::APPEAL_ROUND0;
+pub use appeal::{APPEAL_ROUND0, seats_of_an_appeal};
 pub use assign::sight;
 pub use block::BlockCtx;
 pub use commitment::{EntryProof, ProofError, StateKey, verify_entry};
 pub use contract::{Contract, SnapshotError};
 pub use error::TxError;
 pub use events::Event;
+pub use expiry::expired;
 pub use params::{
     Floors, Genesis, GenesisAccount, GenesisAuditor, GenesisError, MAX_MIN_PROVIDERS, Params,
     RubberStampRule,
 };
-pub use registry::{exit_refused, held_stake, seat_held, withdrawable};
+pub use registry::{
+    bond_refused, exit_refused, held_stake, pause_refused, seat_held, withdrawable,
+};
 pub use sessions::{
     BadKeyReport, batch_seated, check_bad_key_report, check_terms, honeypot_bond, minimum_fee,
 };
 pub use state::{
     Account, AppealRecord, AppealResult, AppealRound, AppealTarget, AppealedSegment, Auditor,
     Backer, CastVote, Coverage, Failure, FailureBound, Finality, HoneypotStats, LeftOutOutcome,
-    LocalVerdict, MAX_BACKERS, MAX_UNBONDINGS, Map, OpenAppeal, Outcome, PendingExpertise, Phase,
-    QueuedSegment, Seat, SeatSlash, SegmentOutcome, SegmentState, SegmentVerdict, Session, Set,
-    SlashReason, State, TraceVerdict, Unbonding, VoteCounts,
+    LocalVerdict, MAX_BACKERS, MAX_UNBONDINGS, Map, OpenAppeal, Outcome, PendingExpertise,
+    PendingPause, Phase, QueuedSegment, Seat, SeatSlash, SegmentOutcome, SegmentState,
+    SegmentVerdict, Session, Set, SlashReason, State, TraceVerdict, Unbonding, VoteCounts,
 };

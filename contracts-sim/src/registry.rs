@@ -92,13 +92,18 @@ pub(crate) fn register(
 }
 
 /// Whether `who` can be drawn for a seat: a registered auditor, active, not flagged, not
-/// exiting, with bonded stake of at least its tier's minimum (and above zero). Unbonding
+/// exiting, not paused, with bonded stake of at least its tier's minimum (and above zero). Unbonding
 /// stake has left `stake`, so it never counts.
 pub(crate) fn drawable(st: &State, who: &AccountId) -> Option<Tier> {
     let au = st.auditors.get(who)?;
     let stake = st.accounts.get(who).map_or(0, |a| a.stake);
-    (au.active && !au.flagged && !au.exiting && stake > 0 && stake >= st.params.min_stake(au.tier))
-        .then_some(au.tier)
+    (au.active
+        && !au.flagged
+        && !au.exiting
+        && !au.paused
+        && stake > 0
+        && stake >= st.params.min_stake(au.tier))
+    .then_some(au.tier)
 }
 
 /// Puts `who` in, or takes it out of, the per-tier index of drawable auditors, and marks
@@ -141,14 +146,18 @@ pub(crate) fn reindex_all(st: &mut State) {
     for (account, session) in seated {
         st.seated.entry(account).or_default().insert(session);
     }
-    st.expertise_due = Default::default();
+    st.standing_due = Default::default();
     let pending: Vec<(u64, AccountId)> = st
         .auditors
         .iter()
-        .filter_map(|(id, a)| a.pending_expertise.as_ref().map(|p| (p.at, *id)))
+        .flat_map(|(id, a)| {
+            let expertise = a.pending_expertise.as_ref().map(|p| (p.at, *id));
+            let pause = a.pending_pause.map(|p| (p.at, *id));
+            expertise.into_iter().chain(pause)
+        })
         .collect();
     for (at, id) in pending {
-        st.expertise_due.entry(at).or_default().insert(id);
+        st.standing_due.entry(at).or_default().insert(id);
     }
     st.failed_due = Default::default();
     let retention = st.params.failure_retention;
@@ -192,7 +201,9 @@ pub(crate) fn release_seats(st: &mut State, id: &Hash, s: &crate::state::Session
 }
 
 /// `Call::DeclareExpertise`: the sender's new domains, counting from `expertise_delay`
-/// blocks after `height` (a later declaration replaces a pending one).
+/// blocks after `height`. Refused while an earlier declaration is pending: replacing it
+/// would cancel it at once, and a proposer that knows the next seed could then choose,
+/// within the delay, whether its domains change for a draw it has seen.
 pub(crate) fn declare_expertise(
     st: &mut State,
     who: AccountId,
@@ -205,21 +216,17 @@ pub(crate) fn declare_expertise(
     if au.exiting {
         return Err(TxError::AlreadyExiting);
     }
+    if let Some(p) = &au.pending_expertise {
+        return Err(TxError::ExpertisePending(p.at));
+    }
     let mut domains = expertise.to_vec();
     domains.sort();
     domains.dedup();
-    let before = au
-        .pending_expertise
-        .replace(crate::state::PendingExpertise {
-            at,
-            expertise: domains.clone(),
-        });
-    if let Some(old) = before
-        && let Some(set) = st.expertise_due.get_mut(&old.at)
-    {
-        set.remove(&who);
-    }
-    st.expertise_due.entry(at).or_default().insert(who);
+    au.pending_expertise = Some(crate::state::PendingExpertise {
+        at,
+        expertise: domains.clone(),
+    });
+    st.standing_due.entry(at).or_default().insert(who);
     events.push(Event::ExpertiseDeclared {
         account: who,
         expertise: domains,
@@ -228,18 +235,77 @@ pub(crate) fn declare_expertise(
     Ok(())
 }
 
-/// Makes the expertise declared for `height` count (start of that block): returns the
-/// auditors whose entry changed.
-pub(crate) fn apply_expertise(st: &mut State, height: u64) -> Vec<AccountId> {
-    let due: Vec<u64> = st.expertise_due.range(..=height).map(|(h, _)| *h).collect();
+/// Why `who` may not ask to be paused (`paused`) or drawn again now, if it may not: not
+/// an auditor, exiting, a change still pending, or nothing to change.
+pub fn pause_refused(st: &State, who: &AccountId, paused: bool) -> Option<TxError> {
+    let Some(au) = st.auditors.get(who) else {
+        return Some(TxError::NotAnAuditor);
+    };
+    if au.exiting {
+        return Some(TxError::AlreadyExiting);
+    }
+    if let Some(p) = au.pending_pause {
+        return Some(TxError::PausePending {
+            paused: p.paused,
+            at: p.at,
+        });
+    }
+    (au.paused == paused).then_some(TxError::PauseUnchanged { paused })
+}
+
+/// `Call::Pause` (`paused`) or `Call::Resume`: the change counts from `expertise_delay`
+/// blocks after `height`, the delay that keeps a declaration out of any draw whose seed
+/// is known, and cannot be taken back before then ([`pause_refused`]).
+pub(crate) fn ask_pause(
+    st: &mut State,
+    who: AccountId,
+    paused: bool,
+    height: u64,
+    events: &mut Vec<Event>,
+) -> Result<(), TxError> {
+    if let Some(e) = pause_refused(st, &who, paused) {
+        return Err(e);
+    }
+    let at = height.saturating_add(st.params.expertise_delay);
+    let au = st.auditors.get_mut(&who).ok_or(TxError::NotAnAuditor)?;
+    au.pending_pause = Some(crate::state::PendingPause { at, paused });
+    st.standing_due.entry(at).or_default().insert(who);
+    events.push(Event::PauseAsked {
+        account: who,
+        paused,
+        at,
+    });
+    Ok(())
+}
+
+/// What an auditor's due change did at the start of a block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StandingChange {
+    /// Its declared expertise counts now.
+    Expertise,
+    /// It is paused (true) or drawn again (false) now.
+    Pause(bool),
+}
+
+/// Makes the expertise declared, and the pauses and resumes asked, for `height` count
+/// (start of that block): returns each auditor whose entry changed with what changed, and
+/// takes a paused auditor out of the draws' index (a resumed one back in).
+pub(crate) fn apply_standing(st: &mut State, height: u64) -> Vec<(AccountId, StandingChange)> {
+    let due: Vec<u64> = st.standing_due.range(..=height).map(|(h, _)| *h).collect();
     let mut changed = Vec::new();
     for h in due {
-        for who in st.expertise_due.remove(&h).unwrap_or_default() {
-            if let Some(au) = st.auditors.get_mut(&who)
-                && let Some(p) = au.pending_expertise.take_if(|p| p.at <= height)
-            {
+        for who in st.standing_due.remove(&h).unwrap_or_default() {
+            let Some(au) = st.auditors.get_mut(&who) else {
+                continue;
+            };
+            if let Some(p) = au.pending_expertise.take_if(|p| p.at <= height) {
                 au.expertise = p.expertise;
-                changed.push(who);
+                changed.push((who, StandingChange::Expertise));
+            }
+            if let Some(p) = au.pending_pause.take_if(|p| p.at <= height) {
+                au.paused = p.paused;
+                changed.push((who, StandingChange::Pause(p.paused)));
+                reindex(st, &who);
             }
         }
     }
@@ -270,7 +336,18 @@ pub(crate) fn new_auditor(
         flagged: false,
         exiting: false,
         pending_expertise: None,
+        paused: false,
+        pending_pause: None,
     }
+}
+
+/// Why `who` may not bond, if so: an exiting auditor is never drawn again, so its bond
+/// would lock money in an account no draw can use while still adding to its voting power.
+pub fn bond_refused(st: &State, who: &AccountId) -> Option<TxError> {
+    st.auditors
+        .get(who)
+        .is_some_and(|au| au.exiting)
+        .then_some(TxError::AlreadyExiting)
 }
 
 pub(crate) fn bond(
@@ -279,6 +356,9 @@ pub(crate) fn bond(
     amount: Amount,
     events: &mut Vec<Event>,
 ) -> Result<(), TxError> {
+    if let Some(e) = bond_refused(st, &who) {
+        return Err(e);
+    }
     let acct = st.accounts.get(&who).cloned().unwrap_or_default();
     let balance = acct
         .balance

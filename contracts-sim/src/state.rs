@@ -161,6 +161,22 @@ pub struct Auditor {
     /// height it names (the network's `expertise_delay` after the declaration).
     #[serde(default)]
     pub pending_expertise: Option<PendingExpertise>,
+    /// Paused (`Call::Pause`): not drawn for new seats, its stake in no pool. The seats it
+    /// holds stay its duty and its stake stays slashable for them.
+    #[serde(default)]
+    pub paused: bool,
+    /// A pause or resume asked for that does not count yet.
+    #[serde(default)]
+    pub pending_pause: Option<PendingPause>,
+}
+
+/// A pause or resume an auditor asked for that does not count yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingPause {
+    /// The first height at whose start it counts.
+    pub at: u64,
+    /// Paused from then (true) or drawn again (false).
+    pub paused: bool,
 }
 
 /// Expertise an auditor declared that does not count yet.
@@ -214,15 +230,22 @@ pub struct Seat {
 
 /// Why stake was slashed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+// One spelling in every JSON the node writes (API, files): snake_case; the Rust
+// names earlier versions wrote are still read.
+#[serde(rename_all = "snake_case")]
 pub enum SlashReason {
     /// A counted vote disagreed with the verdict and the slash draw hit.
+    #[serde(alias = "WrongVote")]
     WrongVote,
     /// The seat never committed, or committed and never revealed, and the draw hit.
+    #[serde(alias = "NoShow")]
     NoShow,
     /// Flagged as a rubber-stamper by its honeypot record.
+    #[serde(alias = "RubberStamp")]
     RubberStamp,
     /// Voted with the majority of a round whose verdict an appeal overturned: slashed one
     /// penalty, deterministically (no draw).
+    #[serde(alias = "Incoherent")]
     Incoherent,
 }
 
@@ -250,14 +273,21 @@ impl Seat {
 
 /// A segment's own verdict from its seats' votes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+// One spelling in every JSON the node writes (API, files): snake_case; the Rust
+// names earlier versions wrote are still read.
+#[serde(rename_all = "snake_case")]
 pub enum LocalVerdict {
     /// At least `q` counted votes Valid.
+    #[serde(alias = "Valid")]
     Valid,
     /// At least `q` counted votes not Valid, more Invalid than Ungrounded.
+    #[serde(alias = "Invalid")]
     Invalid,
     /// At least `q` counted votes not Valid, Ungrounded at least as many as Invalid.
+    #[serde(alias = "Ungrounded")]
     Ungrounded,
     /// Neither side reached `q`.
+    #[serde(alias = "Undecided")]
     Undecided,
 }
 
@@ -454,16 +484,24 @@ pub struct AppealTarget {
 
 /// Final verdict of a segment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+// One spelling in every JSON the node writes (API, files): snake_case; the Rust
+// names earlier versions wrote are still read.
+#[serde(rename_all = "snake_case")]
 pub enum SegmentVerdict {
     /// Holds.
+    #[serde(alias = "Valid")]
     Valid,
     /// Wrong.
+    #[serde(alias = "Invalid")]
     Invalid,
     /// Not supported by its premises.
+    #[serde(alias = "Ungrounded")]
     Ungrounded,
     /// Locally fine, but depends on a segment that failed (ARES propagation).
+    #[serde(alias = "Propagated")]
     Propagated,
     /// The seats did not reach a quorum, even after escalation (or it was not audited).
+    #[serde(alias = "Undecided")]
     Undecided,
 }
 
@@ -555,14 +593,20 @@ pub struct SegmentOutcome {
 /// Trace verdict: three-valued, so that segments nobody could judge never count as
 /// failures, and a trace never passes on the strength of the few that were judged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+// One spelling in every JSON the node writes (API, files): snake_case; the Rust
+// names earlier versions wrote are still read.
+#[serde(rename_all = "snake_case")]
 pub enum TraceVerdict {
     /// Passing weight `W >= beta * sum w`, no error reaches the conclusion, and the
     /// conclusion was judged Valid with everything it rests on.
+    #[serde(alias = "Pass")]
     Pass,
     /// An error reaches the conclusion, or `W` plus the undecided weight is still below
     /// `beta * sum w`.
+    #[serde(alias = "Fail")]
     Fail,
     /// Neither: too much was left undecided to say.
+    #[serde(alias = "Inconclusive")]
     Inconclusive,
 }
 
@@ -715,21 +759,28 @@ pub struct AppealRound {
 
 /// How an appeal round ended for one segment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+// One spelling in every JSON the node writes (API, files): snake_case; the Rust
+// names earlier versions wrote are still read.
+#[serde(rename_all = "snake_case")]
 pub enum AppealResult {
     /// The appeal seats decided the other side of Valid / not Valid: the verdict is
     /// replaced, the deciding round's majority slashed and the appellant repaid.
+    #[serde(alias = "Overturned")]
     Overturned,
     /// The appeal seats decided the same side (the verdict is replaced by theirs, which
     /// may name the other error kind): the bond pays the appeal seats.
+    #[serde(alias = "Upheld")]
     Upheld,
     /// The appeal seats reached no quorum: the verdict stands and the bond pays the seats
     /// that judged.
+    #[serde(alias = "Undecided")]
     Undecided,
     /// The provider did not key enough appeal seats for a quorum to judge: a Valid
     /// verdict falls to Undecided (a provider cannot keep its verdict by hiding the
     /// segment from its appeal), an error verdict stands; the provider pays the starved
     /// seats, the appellant gets its bond back (unless it is the provider), and the round
     /// does not count against the segment's appeal rounds.
+    #[serde(alias = "Starved")]
     Starved,
 }
 
@@ -878,10 +929,11 @@ pub struct State {
     /// `appealable` (rebuilt on restore), neither encoded nor committed.
     #[serde(skip)]
     pub seated: Map<AccountId, Set<Hash>>,
-    /// Auditors whose declared expertise takes effect at each height. Derived from the
-    /// auditors' `pending_expertise` (rebuilt on restore).
+    /// Auditors whose declared expertise, pause or resume takes effect at each height.
+    /// Derived from the auditors' `pending_expertise` and `pending_pause` (rebuilt on
+    /// restore).
     #[serde(skip)]
-    pub expertise_due: Map<u64, Set<AccountId>>,
+    pub standing_due: Map<u64, Set<AccountId>>,
     /// Accounts whose voting power is above their stake (falling towards it block by
     /// block), or whose stake changed in the block being applied. Derived (rebuilt on
     /// restore).

@@ -6,7 +6,7 @@
 //! Input: the claim on the first line; each further line a premise, or a given when it
 //! starts with `>`. Properties: no panic; a judgement is a function of its inputs and the
 //! seed (every seat must reach the same vote), so judging twice gives the same answer.
-use trust_node::audit::computer;
+use trust_judging::computer;
 use trust_protocol::Hash;
 
 /// One input, as the fuzzer (and the seed replay test) gives it.

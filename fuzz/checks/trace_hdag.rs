@@ -7,7 +7,7 @@
 //! no panic; a parsed trace respects the size limit and has three non-empty parts, and as
 //! JSON parses back to itself; an HDAG (built or supplied) stays within the node, edge and
 //! segment limits, validates, spans the trace, and its JSON parses back to an equal HDAG.
-use trust_node::decompose::{self, Options};
+use trust_judging::decompose::{self, Options};
 use trust_protocol::{
     hdag::{Hdag, MAX_EDGES, MAX_HDAG_JSON_BYTES, MAX_NODES, MAX_SEGMENT_BYTES},
     trace::{MAX_TRACE_BYTES, Trace},

@@ -487,10 +487,12 @@ fn main() {
         }
     }
 
-    // config_toml
+    // config_toml: the nested layout `init` writes (`nested-*`). The flat files of earlier
+    // releases (`default`, `validator`, `llm`) stay committed beside them as they were
+    // written: the node still reads that layout, converted (config::legacy).
     let cfg = Out::target(&root, "config_toml");
     let default = toml::to_string_pretty(&NodeConfig::default()).expect("toml");
-    cfg.put("default", default.as_bytes());
+    cfg.put("nested-default", default.as_bytes());
     let llm = fs::read_to_string(root.join("scripts/llm/README.md")).expect("README");
     if let Some(block) = llm
         .split("```toml\n")
@@ -498,17 +500,17 @@ fn main() {
         .and_then(|s| s.split("```").next())
     {
         parse_config(block).expect("the README's config parses");
-        cfg.put("llm", block.as_bytes());
+        cfg.put("nested-llm", block.as_bytes());
     }
     let mut node = NodeConfig::default();
     node.moniker = "validator-1".into();
-    node.bootstrap = vec![
+    node.network.bootstrap = vec![
         "/ip4/10.0.0.2/tcp/4001/p2p/12D3KooWDpJ7As7BWAwRMfu1VU2WCqNjvq387JEYKDBj4kx6nXTN".into(),
     ];
-    node.propose_timeout_ms = Some(900);
-    node.human = true;
+    node.consensus.propose_timeout = Some(std::time::Duration::from_millis(900));
+    node.auditor.human = true;
     cfg.put(
-        "validator",
+        "nested-validator",
         toml::to_string_pretty(&node).expect("toml").as_bytes(),
     );
     println!("seeds written under {}", root.join("fuzz/corpus").display());

@@ -3,6 +3,8 @@
 //! Tseitin parity) whose SAT calls range over a hundred atoms or more.
 //!
 //! `cargo bench -p trust-judging --bench proof_check`
+// criterion's macros generate the benchmark's entry points without docs.
+#![allow(missing_docs)]
 
 use std::hint::black_box;
 

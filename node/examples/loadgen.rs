@@ -32,7 +32,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let homes: Vec<PathBuf> = (0..n).map(|i| dir.join(format!("node{i}"))).collect();
     let apis: Vec<String> = homes
         .iter()
-        .map(|h| config::load_config(h).map(|c| c.api_listen))
+        .map(|h| config::load_config(h).map(|c| c.api.listen))
         .collect::<Result<_, _>>()?;
     let ks: Vec<keys::NodeKeys> = homes
         .iter()

@@ -55,12 +55,12 @@ impl Default for Limits {
 }
 
 /// Why a request gave no usable reply.
-#[derive(Debug, Clone, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum LlmError {
     /// The endpoint could not be reached or the connection broke.
     #[error("transport: {0}")]
-    Transport(String),
+    Transport(#[source] crate::Cause),
     /// No complete reply within the attempt's timeout.
     #[error("no reply within {0:?}")]
     Timeout(Duration),
@@ -73,6 +73,9 @@ pub enum LlmError {
     /// The reply is not what was asked for.
     #[error("malformed reply: {0}")]
     Malformed(String),
+    /// The reply is not a chat completion at all.
+    #[error("malformed reply: not a chat completion: {0}")]
+    NotACompletion(#[source] serde_json::Error),
 }
 
 impl LlmError {
@@ -80,7 +83,7 @@ impl LlmError {
         match self {
             LlmError::Transport(_) | LlmError::Timeout(_) => true,
             LlmError::Status(s, _) => *s == 429 || *s >= 500,
-            LlmError::TooLarge(_) | LlmError::Malformed(_) => false,
+            LlmError::TooLarge(_) | LlmError::Malformed(_) | LlmError::NotACompletion(_) => false,
         }
     }
 
@@ -90,7 +93,7 @@ impl LlmError {
             LlmError::Timeout(_) => "timeout",
             LlmError::Status(..) => "status",
             LlmError::TooLarge(_) => "too_large",
-            LlmError::Malformed(_) => "malformed",
+            LlmError::Malformed(_) | LlmError::NotACompletion(_) => "malformed",
         }
     }
 }
@@ -231,19 +234,23 @@ type UrlError = <reqwest::Url as std::str::FromStr>::Err;
 #[non_exhaustive]
 pub enum EndpointError {
     /// `llm_url` does not parse (the URL itself is not echoed).
-    #[error("llm_url is not a URL: {0}")]
+    #[error("the LLM endpoint (--llm-url, [llm] url) is not a URL: {0}")]
     NotAUrl(#[source] UrlError),
     /// `llm_url` holds a user name or password.
-    #[error("llm_url holds credentials; name the variable holding the key in llm_api_key_env")]
+    #[error(
+        "the LLM endpoint URL holds credentials; name the variable holding the key instead (--llm-api-key-env, [llm] api_key_env)"
+    )]
     Credentials,
     /// `llm_url` is neither http nor https.
-    #[error("llm_url {0:?}: only http and https are supported")]
+    #[error("the LLM endpoint {0:?}: only http and https are supported")]
     Scheme(String),
     /// `llm_model` is blank.
-    #[error("llm_model is empty")]
+    #[error("the LLM model name (--llm-model, [llm] model) is empty")]
     EmptyModel,
     /// The variable `llm_api_key_env` names is not set.
-    #[error("llm_api_key_env names {var}, which is not set in the environment")]
+    #[error(
+        "the LLM key variable (--llm-api-key-env, [llm] api_key_env) names {var}, which is not set in the environment"
+    )]
     KeyUnset {
         /// The variable's name.
         var: String,
@@ -439,8 +446,8 @@ impl ChatClient {
         let mut attempt = 0u32;
         loop {
             let r = self.attempt(&url, Some(&body)).await.and_then(|bytes| {
-                let reply: ChatReply = serde_json::from_slice(&bytes)
-                    .map_err(|e| LlmError::Malformed(format!("not a chat completion: {e}")))?;
+                let reply: ChatReply =
+                    serde_json::from_slice(&bytes).map_err(LlmError::NotACompletion)?;
                 let choice = reply
                     .choices
                     .into_iter()
@@ -530,7 +537,7 @@ impl ChatClient {
             if e.is_timeout() {
                 LlmError::Timeout(self.limits.request_timeout)
             } else {
-                LlmError::Transport(e.without_url().to_string())
+                LlmError::Transport(e.without_url().into())
             }
         })?;
         let cap = self.limits.max_reply_bytes;
@@ -545,7 +552,7 @@ impl ChatClient {
         while let Some(chunk) = resp
             .chunk()
             .await
-            .map_err(|e| LlmError::Transport(e.without_url().to_string()))?
+            .map_err(|e| LlmError::Transport(e.without_url().into()))?
         {
             if buf.len().saturating_add(chunk.len()) > cap {
                 return Err(LlmError::TooLarge(cap));

@@ -15,13 +15,16 @@
 //! | stage | tasks | what they do |
 //! |---|---|---|
 //! | `intake` | `api`, `net`, `gossip`, `peers` (test builds: `spam`) | the HTTP API and the audit form; our libp2p swarm (gossip in, sync, Bitswap); gossiping this node's admitted transactions; polling peers' heights |
-//! | `duties` | `seats`, `llm-probe` | provider and seat duties on each decided block (votes run as child tasks); the LLM endpoint's health |
-//! | `consensus` | `consensus` | the Malachite engine and the driver that commits its decisions |
+//! | `duties` | `seats`, `alerts`, `llm-probe` | provider and seat duties on each decided block (votes run as child tasks); what happened to this node's auditor account (slashes, missed seats); the LLM endpoint's health |
+//! | `consensus` | `consensus`, `summary` | the Malachite engine and the driver that commits its decisions; the chain summary logged once a minute |
 //! | `mempool` | `mempool` | the mempool's owner |
 //!
-//! On SIGINT/SIGTERM, or as soon as any task ends on its own (logged with its reason),
-//! intake stops first so that nothing new comes in, then duties, then consensus, then
-//! the mempool; the ledger is flushed last. The process exits 0 after a signal and
+//! On SIGINT/SIGTERM the node first *drains* (up to `[auditor] drain_timeout`, default 2
+//! minutes; a second signal ends it): everything keeps running, but the seats take no new
+//! sessions, until every seat that owed a commitment or an opening at the signal has its
+//! vote on chain or its window closed. Then, as when a task ends on its own (logged with
+//! its reason), intake stops first so that nothing new comes in, then duties, then
+//! consensus, then the mempool; the ledger is flushed last. The process exits 0 after a signal and
 //! non-zero when a task died. Who writes which shared state is tabled in [`crate::view`].
 
 use std::{path::Path, sync::Arc, time::Duration};
@@ -36,6 +39,8 @@ use trust_protocol::{
 
 pub use crate::config::{Overrides, wal_dir};
 use crate::{
+    Cause,
+    alerts::Alerts,
     api::{self, Api, ApiMetrics},
     audit::{
         duties::{self, Duties},
@@ -76,13 +81,22 @@ const GOSSIP_QUEUE: usize = 1024;
 pub enum DaemonError {
     /// Home directory, config, genesis or keys.
     #[error("{0}")]
-    Home(String),
+    Home(#[source] Cause),
     /// The ledger.
     #[error("ledger: {0}")]
-    Ledger(String),
+    Ledger(#[source] Cause),
     /// A listener or the network.
     #[error("network: {0}")]
-    Net(String),
+    Net(#[source] Cause),
+    /// The API's address could not be bound.
+    #[error("network: cannot listen on {addr}: {source}")]
+    Listen {
+        /// The address (`[api] listen`).
+        addr: std::net::SocketAddr,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
     /// The consensus engine.
     #[error(transparent)]
     Consensus(#[from] consensus::ConsensusError),
@@ -92,6 +106,9 @@ pub enum DaemonError {
     /// The data directory cannot be made, or others may read it.
     #[error(transparent)]
     DataDir(#[from] config::DataDirError),
+    /// The home's database cannot be opened: another process holds it, or it fails.
+    #[error(transparent)]
+    Store(#[from] config::StoreError),
     /// A task ended while the node was running; the node stopped in order after it.
     #[error("task {task} died ({why}); the node stopped")]
     TaskDied {
@@ -110,8 +127,8 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
     let keep = s
         .cfg
         .ledger
-        .keep_blocks(s.cfg.snapshot_every)
-        .map_err(|e| DaemonError::Home(e.to_string()))?;
+        .keep_blocks()
+        .map_err(|e| DaemonError::Home(e.into()))?;
     if !overrides.state_sync.is_empty() {
         crate::statesync::sync_home(
             home,
@@ -120,7 +137,10 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
             overrides.state_sync_trust,
         )
         .await
-        .map_err(|e| DaemonError::Ledger(e.to_string()))?;
+        .map_err(|e| match e {
+            crate::statesync::StateSyncError::Store(e) => DaemonError::Store(e),
+            e => DaemonError::Ledger(e.into()),
+        })?;
     }
     let (store, view) = Store::open(home, &s.doc)?;
     store.ledger.set_keep_blocks(keep);
@@ -138,8 +158,11 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
     }
     // The chain view's one writer is the consensus driver; it gets the publisher below.
     let (chain_view, chain) = ChainPublisher::new(view);
-    let (pool, pool_task) =
-        Pool::with_limits(s.cfg.mempool_max, s.cfg.mempool_max_bytes, chain.clone());
+    let (pool, pool_task) = Pool::with_limits(
+        s.cfg.mempool.max_txs,
+        s.cfg.mempool.max_bytes,
+        chain.clone(),
+    );
     let (peer_view, peers) = PeerPublisher::new();
 
     let mut tasks = Tasks::new();
@@ -154,14 +177,22 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
     let api_addr = s.cfg.api_addr().map_err(home_err)?;
     let listener = tokio::net::TcpListener::bind(api_addr)
         .await
-        .map_err(|e| DaemonError::Net(format!("cannot listen on {api_addr}: {e}")))?;
+        .map_err(|source| DaemonError::Listen {
+            addr: api_addr,
+            source,
+        })?;
 
     // Our swarm (transactions, block queries, ciphertexts), then ordering.
     let (net, net_metrics) = start_net(&mut tasks, intake, &s, &store, &chain, &pool)?;
     let (decided, consensus_metrics) =
         start_consensus(&mut tasks, ordering, home, &s, &store, chain_view, &pool).await?;
-    // Subscribed before any block is decided, so that the duties miss none.
+    let (summary_metrics, summary_peers) = (consensus_metrics.clone(), peers.clone());
+    tasks.spawn(ordering, "summary", move |stop| {
+        consensus::summary::run(summary_metrics, summary_peers, stop)
+    });
+    // Subscribed before any block is decided, so that the duties and alerts miss none.
     let blocks = decided.subscribe();
+    let alert_blocks = decided.subscribe();
     #[cfg(feature = "misbehave")]
     if s.behaviour.is_some_and(|b| b.spammer) {
         let spammer = net::spam::Spammer::new(s.me().as_bytes(), s.doc.chain_id());
@@ -195,12 +226,16 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
     // anew: those then take the nonces after them, or find them.
     outbox.restore().await;
     let api_outbox = outbox.clone();
+    let (drain, draining) = watch::channel(None);
     let audit = start_duties(
-        &mut tasks, duty, &s, &store, &chain, &net, outbox, blocks, &decided,
+        &mut tasks, duty, &s, &store, &chain, &net, outbox, blocks, &decided, draining,
     )?;
     let (llm_status, llm_watch) = watch::channel(None);
+    let alerts = Arc::new(Alerts::new(s.me(), chain.clone()));
+    let alerting = alerts.clone();
+    tasks.spawn(duty, "alerts", move |stop| alerting.run(alert_blocks, stop));
     let mut sources: Vec<Arc<dyn MetricsSource>> =
-        vec![consensus_metrics, net_metrics, audit.seat_metrics];
+        vec![consensus_metrics, net_metrics, audit.seat_metrics, alerts];
     if let Some(desk) = &audit.desk {
         sources.push(Arc::new(desk.clone()));
     }
@@ -247,10 +282,14 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
         serve_api(listener, app, limits, events, stop)
     });
     let p2p = net.listen_addrs().await.unwrap_or_default();
-    info!(node = %s.me(), validator = s.doc.validators.contains(&s.me()), api = %api_addr, p2p = ?p2p, consensus = %s.cfg.consensus_listen, "node running");
+    info!(node = %s.me(), validator = s.doc.validators.contains(&s.me()), api = %api_addr, p2p = ?p2p, consensus = %s.cfg.consensus.listen, "node running");
 
-    // Until a signal or a task's end; then the stages stop in order and the ledger flushes.
+    // Until a signal or a task's end; then, after a signal, the votes this node's seats owe
+    // (up to the drain timeout); then the stages stop in order and the ledger flushes.
     let ended = tasks.wait(signal).await;
+    if ended == Ended::Signal {
+        drain_seats(&chain, s.me(), &drain, s.cfg.auditor.drain_timeout).await;
+    }
     tasks.shutdown(STOP_GRACE).await;
     store.ledger.flush().map_err(ledger_err)?;
     info!(
@@ -263,12 +302,12 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
     }
 }
 
-fn home_err(e: impl std::fmt::Display) -> DaemonError {
-    DaemonError::Home(e.to_string())
+fn home_err(e: impl Into<Cause>) -> DaemonError {
+    DaemonError::Home(e.into())
 }
 
-fn ledger_err(e: impl std::fmt::Display) -> DaemonError {
-    DaemonError::Ledger(e.to_string())
+fn ledger_err(e: impl Into<Cause>) -> DaemonError {
+    DaemonError::Ledger(e.into())
 }
 
 /// What the node starts from: the network's genesis, its settings with the flags applied,
@@ -295,7 +334,7 @@ impl Settings {
         misbehave::refuse().map_err(home_err)?;
         let keys = keys::load(home).map_err(home_err)?;
         let auth = Arc::new(Auth::for_operator(&cfg.operator_token_path(home)).map_err(home_err)?);
-        let kubo = match &cfg.ipfs_api {
+        let kubo = match &cfg.ipfs.api {
             Some(url) => Some(Arc::new(Kubo::new(url).map_err(home_err)?)),
             None => None,
         };
@@ -338,7 +377,7 @@ impl Store {
     /// from its ledger.
     fn open(home: &Path, doc: &GenesisDoc) -> Result<(Self, ChainView), DaemonError> {
         config::secure_data_dir(home)?;
-        let db = sled::open(config::ledger_dir(home)).map_err(ledger_err)?;
+        let db = config::open_store(home)?;
         let ledger = Ledger::from_db(&db).map_err(ledger_err)?;
         ledger.set_chain(doc.chain_id()).map_err(ledger_err)?;
         let blobs = BlobStore::open(&db).map_err(ledger_err)?;
@@ -371,7 +410,7 @@ fn start_net(
         .net_config(&s.keys, &s.doc, store.blobs.clone())
         .map_err(home_err)?;
     let (net, task) = net::spawn(cfg, Arc::new(handler), metrics.clone())
-        .map_err(|e| DaemonError::Net(e.to_string()))?;
+        .map_err(|e| DaemonError::Net(e.into()))?;
     let swarm = net.clone();
     tasks.spawn(stage, "net", move |stop| net::run_swarm(swarm, task, stop));
     Ok((net, metrics))
@@ -432,15 +471,16 @@ fn start_duties(
     outbox: Outbox,
     blocks: broadcast::Receiver<Decided>,
     decided: &broadcast::Sender<Decided>,
+    draining: duties::Draining,
 ) -> Result<Audit, DaemonError> {
     let cfg = &s.cfg;
     let mut provider = Provider::open(outbox.clone(), store.blobs.clone(), &store.db)
         .map_err(ledger_err)?
-        .with_honeypots(cfg.honeypots_per_session)
-        .with_seats_per_segment(cfg.seats_per_segment)
+        .with_honeypots(cfg.provider.honeypots_per_session)
+        .with_seats_per_segment(cfg.provider.seats_per_segment)
         .with_session_defaults(cfg.session.clone())
         .with_spending_cap(cfg.spending_cap());
-    if let Some(k) = cfg.human_seats_per_segment {
+    if let Some(k) = cfg.provider.human_seats_per_segment {
         provider = provider.with_tier_seats(Tier::Human, k);
     }
     if let Some(k) = &s.kubo {
@@ -454,7 +494,7 @@ fn start_duties(
     };
     let provider = Arc::new(provider);
     let commit_window = s.doc.genesis.params.commit_window;
-    let desk = match cfg.human {
+    let desk = match cfg.auditor.human {
         true => Some(
             HumanDesk::for_node(&store.db, s.me(), cfg.block_time(), commit_window)
                 .map_err(ledger_err)?,
@@ -487,6 +527,7 @@ fn start_duties(
         provider: provider.clone(),
         seat: Arc::new(seat),
         desk: desk.clone(),
+        draining,
     });
     tasks.spawn(stage, "seats", move |stop| duties.run(stop));
     Ok(Audit {
@@ -513,6 +554,56 @@ async fn serve_api(
     api::server::serve(listener, app, limits, stopping)
         .await
         .map_err(|e| format!("api server: {e}").into())
+}
+
+/// After a stop signal, before anything stops: keeps the node running until every seat
+/// that owed a vote at the signal ([`duties::plan::owed`]) has its vote on chain or its
+/// window closed, taking no new seats meanwhile ([`duties::Draining`]), for at most
+/// `timeout`; a second signal ends it at once. A seat still owed at the end can vote after
+/// a restart within its window (the duties resume it).
+async fn drain_seats(
+    chain: &ChainWatch,
+    me: AccountId,
+    drain: &watch::Sender<Option<Arc<std::collections::BTreeSet<duties::plan::SeatId>>>>,
+    timeout: Duration,
+) {
+    let owed = duties::plan::owed(latest(chain).contract.state(), &me);
+    if owed.is_empty() || timeout.is_zero() {
+        if !owed.is_empty() {
+            tracing::warn!(
+                seats = owed.len(),
+                "shutdown: not draining (drain timeout 0): these seats vote only if the node restarts within their windows"
+            );
+        }
+        return;
+    }
+    let owed = Arc::new(owed);
+    drain.send_replace(Some(owed.clone()));
+    info!(
+        seats = owed.len(),
+        timeout = %humantime_serde::re::humantime::format_duration(timeout),
+        "shutdown: draining: finishing the commits and reveals this node's seats owe, taking no new seats (a second signal stops at once)"
+    );
+    let left = |v: &ChainView| {
+        duties::plan::owed(v.contract.state(), &me)
+            .intersection(&owed)
+            .count()
+    };
+    let mut view = chain.clone();
+    let done = view.wait_for(|v| left(v) == 0);
+    tokio::select! {
+        r = tokio::time::timeout(timeout, done) => match r {
+            Ok(_) => info!(seats = owed.len(), "shutdown: drained: every vote owed is on chain or past its window"),
+            Err(_) => tracing::warn!(
+                left = left(&latest(chain)),
+                "shutdown: drain timed out; the seats still owed vote only if the node restarts within their windows"
+            ),
+        },
+        () = shutdown_signal() => tracing::warn!(
+            left = left(&latest(chain)),
+            "shutdown: a second signal: stopping without draining"
+        ),
+    }
 }
 
 /// SIGINT or SIGTERM. The SIGTERM handler is installed at once, so a stop requested while

@@ -104,6 +104,10 @@ pub enum Kind {
     ExpertiseDeclared,
     /// Declared expertise took effect.
     ExpertiseChanged,
+    /// An auditor asked to pause or resume (counting from `release_at`).
+    PauseAsked,
+    /// An auditor's pause or resume took effect.
+    PauseChanged,
     /// The stream ends: the client fell behind (never stored).
     #[value(skip)]
     Dropped,
@@ -111,7 +115,7 @@ pub enum Kind {
 
 impl Kind {
     /// Every kind a block's feed may hold (all but [`Kind::Dropped`]).
-    pub const STORED: [Kind; 24] = [
+    pub const STORED: [Kind; 26] = [
         Kind::SessionOpened,
         Kind::SessionDeferred,
         Kind::SeatDrawn,
@@ -136,6 +140,8 @@ impl Kind {
         Kind::Withdrawn,
         Kind::ExpertiseDeclared,
         Kind::ExpertiseChanged,
+        Kind::PauseAsked,
+        Kind::PauseChanged,
     ];
 
     /// The snake_case name (the SSE `event:` field).
@@ -165,6 +171,8 @@ impl Kind {
             Kind::Withdrawn => "withdrawn",
             Kind::ExpertiseDeclared => "expertise_declared",
             Kind::ExpertiseChanged => "expertise_changed",
+            Kind::PauseAsked => "pause_asked",
+            Kind::PauseChanged => "pause_changed",
             Kind::Dropped => "dropped",
         }
     }
@@ -307,6 +315,9 @@ pub struct FeedEvent {
     /// Expertise domains (expertise declared or changed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expertise: Option<Vec<String>>,
+    /// Paused (true) or drawn again (pause asked or changed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paused: Option<bool>,
     /// `dropped` only: the id of the last event sent; resume after it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resume_after: Option<String>,
@@ -338,6 +349,7 @@ impl FeedEvent {
             trace: None,
             position: None,
             expertise: None,
+            paused: None,
             resume_after: None,
         }
     }
@@ -393,11 +405,11 @@ fn snake(debug: impl fmt::Debug) -> String {
     out
 }
 
-fn segment_verdict(v: SegmentVerdict) -> String {
+pub(crate) fn segment_verdict(v: SegmentVerdict) -> String {
     snake(v)
 }
 
-fn trace_verdict(v: TraceVerdict) -> String {
+pub(crate) fn trace_verdict(v: TraceVerdict) -> String {
     snake(v)
 }
 
@@ -755,6 +767,23 @@ pub fn derive(height: u64, events: &[Event], after: &Contract) -> Vec<FeedEvent>
                 let mut e = FeedEvent::new(Kind::ExpertiseChanged);
                 e.account = Some(*account);
                 e.expertise = Some(expertise.clone());
+                out.push(e);
+            }
+            Event::PauseAsked {
+                account,
+                paused,
+                at,
+            } => {
+                let mut e = FeedEvent::new(Kind::PauseAsked);
+                e.account = Some(*account);
+                e.paused = Some(*paused);
+                e.release_at = Some(*at);
+                out.push(e);
+            }
+            Event::PauseChanged { account, paused } => {
+                let mut e = FeedEvent::new(Kind::PauseChanged);
+                e.account = Some(*account);
+                e.paused = Some(*paused);
                 out.push(e);
             }
             _ => {}

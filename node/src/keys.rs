@@ -5,7 +5,7 @@
 //! generated from OS randomness once and never overwritten: losing the sealing key means
 //! losing access to segments already assigned to this node's seats.
 //!
-//! The operator token (`<home>/operator.token`, config `operator_token_file`) is the
+//! The operator token (`<home>/operator.token`, `[api] operator_token_file` in config) is the
 //! node's third secret: 32 random bytes in hex, also 0600, which logs a person in to the
 //! node's audit form. `init` and `testnet init` create it; `run` creates it for an older
 //! home that has none, and refuses to start when group or others can read it.

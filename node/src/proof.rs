@@ -471,9 +471,10 @@ pub enum ProofError {
         /// Total power at that height.
         total: u128,
     },
-    /// The outcome's Merkle proof does not hold under the certified root.
-    #[error("the outcome is not under the certified state root: {0}")]
-    BadOutcomeProof(String),
+    /// The outcome's Merkle proof does not hold under the certified root (the verifier's
+    /// refusal, with the key and root it checked).
+    #[error("the outcome is not under the certified state root: {}", .0.reason)]
+    BadOutcomeProof(#[source] trust_contracts::ProofError),
     /// The powers certifying a block cannot be established from what the client trusts.
     #[error("the validator set is unknown: {0}")]
     UnknownValidatorSet(SetUnknown),
@@ -1014,7 +1015,7 @@ pub fn verify(
         Some(&value),
         &p,
     )
-    .map_err(|e| ProofError::BadOutcomeProof(e.reason))?;
+    .map_err(ProofError::BadOutcomeProof)?;
     let outcome = decode_entry::<Outcome>(&value).ok_or(ProofError::Malformed("outcome"))?;
     Ok(Verified {
         outcome,

@@ -2,7 +2,9 @@
 //! web pages (`web`) share, so both answer the same question the same way.
 //!
 //! Every function here does bounded work: a fixed number of ledger reads (blocks by hash
-//! go through the ledger's hash index) and no more than one pass over an in-memory map.
+//! go through the ledger's hash index) and no more than one pass over an in-memory map;
+//! an auditor's history ([`auditor_history`]) reads at most [`MAX_HISTORY_BLOCKS`] blocks'
+//! events a call.
 
 use serde::Serialize;
 use trust_contracts::{Auditor, Failure, Outcome, Phase, Session};
@@ -14,6 +16,13 @@ use trust_protocol::{
 use crate::{
     ledger::{Ledger, LedgerError, StoredBlock},
     view::ChainView,
+};
+
+mod history;
+
+pub use history::{
+    AuditorHistory, MAX_HISTORY_BLOCKS, MAX_HISTORY_SESSIONS, SessionHistory, VoteTally,
+    auditor_history,
 };
 
 /// Seats of a live session and how far they got.
@@ -152,9 +161,6 @@ pub fn abstention_rate(a: &Auditor) -> f64 {
     }
 }
 
-/// Why a decided trace did not pass, and how its calculations fared (see
-/// [`crate::audit::preview::explain`]); `None` for a pass. `name` names entry `i` of the
-/// trace (session segments first, then the left-out ones), e.g. by the provider's HDAG ids.
 /// Whether segment `i` of `o` was planted by its provider: a revealed honeypot, or the
 /// calculation planted beside a worded honeypot (an OPERATION supporting one). Neither is
 /// part of the trace, whatever its verdict.
@@ -167,10 +173,13 @@ pub fn planted(o: &Outcome, i: usize) -> bool {
             .is_some_and(|t| honeypot(usize::from(t)))
 }
 
+/// Why a decided trace did not pass, and how its calculations fared (see
+/// [`trust_judging::preview::explain`]); `None` for a pass. `name` names entry `i` of the
+/// trace (session segments first, then the left-out ones), e.g. by the provider's HDAG ids.
 pub fn explain(o: &Outcome, name: &dyn Fn(usize) -> String) -> Option<String> {
     use trust_contracts::{SegmentVerdict, tally::TraceTally};
 
-    use crate::audit::preview::{self, Fact, Where};
+    use trust_judging::preview::{self, Fact, Where};
     let n = o.segments.len();
     let own_error =
         |v: SegmentVerdict| matches!(v, SegmentVerdict::Invalid | SegmentVerdict::Ungrounded);

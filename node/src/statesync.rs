@@ -37,7 +37,7 @@ use trust_contracts::Contract;
 use trust_protocol::encoding;
 
 use crate::{
-    api::{client, snapshot::SnapshotChunk},
+    api::{addr::ApiAddr, client, snapshot::SnapshotChunk},
     chain::{Tip, execute_block},
     config::{self, GenesisDoc},
     ledger::{Ledger, StoredBlock},
@@ -63,20 +63,71 @@ pub enum StateSyncError {
     /// The data directory.
     #[error(transparent)]
     DataDir(#[from] config::DataDirError),
+    /// The home's database could not be opened (another process holds it, or it fails).
+    #[error(transparent)]
+    Store(#[from] config::StoreError),
     /// No address gave a snapshot that passed the checks.
     #[error("state sync failed from every address given: {0}")]
-    NoSnapshot(String),
+    NoSnapshot(#[source] Refusals),
 }
 
 /// Why one address's snapshot was not taken.
 #[derive(Debug, thiserror::Error)]
-enum Refused {
+#[non_exhaustive]
+pub enum Refused {
+    /// The address could not be asked, or answered with an error.
     #[error("{0}")]
     Fetch(#[from] client::ClientError),
+    /// The answer is not a snapshot chunk.
     #[error("answer does not parse: {0}")]
-    Parse(String),
+    Parse(#[source] serde_json::Error),
+    /// A field of the answer (`what`) is not hex, or does not decode.
+    #[error("answer does not parse: {what}: {source}")]
+    Field {
+        /// The field: `chunk`, `block`, `next block`.
+        what: &'static str,
+        /// Why.
+        #[source]
+        source: crate::Cause,
+    },
+    /// The snapshot or its blocks break a check (the rule, in words).
     #[error("{0}")]
     Invalid(String),
+    /// The snapshot or one of its blocks fails a check of its own (`what`: which, and
+    /// how).
+    #[error("{what}: {source}")]
+    Fails {
+        /// What failed: `block 7`, `the snapshot does not decode`, ...
+        what: String,
+        /// Why.
+        #[source]
+        source: crate::Cause,
+    },
+}
+
+/// Every address tried, each with why its snapshot was not taken, in the order tried
+/// (shown `ADDR: why; ADDR: why`; its source is the first address's refusal).
+#[derive(Debug)]
+pub struct Refusals(pub Vec<(String, Refused)>);
+
+impl std::fmt::Display for Refusals {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, (addr, why)) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            write!(f, "{addr}: {why}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Refusals {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0
+            .first()
+            .map(|(_, why)| why as &(dyn std::error::Error + 'static))
+    }
 }
 
 /// Runs state sync into `home`'s ledger when it holds no block: the height the ledger
@@ -84,11 +135,11 @@ enum Refused {
 pub async fn sync_home(
     home: &std::path::Path,
     doc: &GenesisDoc,
-    addrs: &[String],
+    addrs: &[ApiAddr],
     trust: Option<TrustedBlock>,
 ) -> Result<Option<u64>, StateSyncError> {
     config::secure_data_dir(home)?;
-    let db = sled::open(config::ledger_dir(home))?;
+    let db = config::open_store(home)?;
     let ledger = Ledger::from_db(&db)?;
     if let Some((tip, _)) = ledger.tip()? {
         info!(
@@ -109,19 +160,16 @@ pub async fn sync_home(
 pub async fn sync(
     ledger: &Ledger,
     doc: &GenesisDoc,
-    addrs: &[String],
+    addrs: &[ApiAddr],
     trust: Option<TrustedBlock>,
 ) -> Result<u64, StateSyncError> {
     let deadline = tokio::time::Instant::now() + WAIT_FOR_SNAPSHOT;
     loop {
         let mut why = Vec::new();
+        let mut refused = Vec::new();
         for addr in addrs {
-            let addr = addr
-                .trim()
-                .trim_start_matches("http://")
-                .trim_end_matches('/')
-                .to_string();
-            match fetch_checked(&addr, doc, trust).await {
+            let addr = addr.as_str();
+            match fetch_checked(addr, doc, trust).await {
                 Ok((block, snapshot, power)) => {
                     let height = block.block.header.height;
                     ledger.install_base(&block, &snapshot)?;
@@ -146,12 +194,13 @@ pub async fn sync(
                 Err(e) => {
                     warn!(from = %addr, error = %e, "state sync: snapshot not taken");
                     why.push(format!("{addr}: {e}"));
+                    refused.push((addr.to_string(), e));
                 }
             }
         }
         let waiting = why.iter().all(|w| w.contains("no snapshot below the tip"));
         if !waiting || tokio::time::Instant::now() >= deadline {
-            return Err(StateSyncError::NoSnapshot(why.join("; ")));
+            return Err(StateSyncError::NoSnapshot(Refusals(refused)));
         }
         tokio::time::sleep(Duration::from_secs(2)).await;
     }
@@ -203,18 +252,32 @@ async fn chunk(addr: &str, height: Option<u64>, offset: u64) -> Result<SnapshotC
         None => "/v1/snapshot".to_string(),
     };
     let json = client::get(addr, &path).await?;
-    serde_json::from_value(json).map_err(|e| Refused::Parse(e.to_string()))
+    serde_json::from_value(json).map_err(Refused::Parse)
 }
 
-fn unhex(what: &str, s: &str) -> Result<Vec<u8>, Refused> {
-    hex::decode(s).map_err(|e| Refused::Parse(format!("{what}: {e}")))
+fn unhex(what: &'static str, s: &str) -> Result<Vec<u8>, Refused> {
+    hex::decode(s).map_err(|e| Refused::Field {
+        what,
+        source: e.into(),
+    })
 }
 
 fn decode<T: serde::de::DeserializeOwned + serde::Serialize>(
-    what: &str,
+    what: &'static str,
     s: &str,
 ) -> Result<T, Refused> {
-    encoding::decode(&unhex(what, s)?).map_err(|e| Refused::Parse(format!("{what}: {e}")))
+    encoding::decode(&unhex(what, s)?).map_err(|e| Refused::Field {
+        what,
+        source: e.into(),
+    })
+}
+
+/// A check of `what` that failed with `e`.
+fn fails(what: impl Into<String>, e: impl Into<crate::Cause>) -> Refused {
+    Refused::Fails {
+        what: what.into(),
+        source: e.into(),
+    }
 }
 
 /// The checks of the module doc, 1 to 4; with `trust`, check 3's certificate is replaced
@@ -230,8 +293,8 @@ fn check(
 ) -> Result<Option<(u128, u128)>, Refused> {
     let chain = doc.chain_id();
     let bad = |m: String| Refused::Invalid(m);
-    let contract = Contract::from_snapshot(snapshot)
-        .map_err(|e| bad(format!("the snapshot does not decode: {e}")))?;
+    let contract =
+        Contract::from_snapshot(snapshot).map_err(|e| fails("the snapshot does not decode", e))?;
     if contract.chain_id() != chain {
         return Err(bad(format!(
             "the snapshot is of chain {}, this node's is {chain}",
@@ -242,7 +305,7 @@ fn check(
     block
         .block
         .check()
-        .map_err(|e| bad(format!("block {height}: {e}")))?;
+        .map_err(|e| fails(format!("block {height}"), e))?;
     if header.height != height || header.height < 2 || header.chain != chain {
         return Err(bad(format!(
             "the snapshot's block is at height {} of chain {}, not {height} of {chain}",
@@ -259,7 +322,7 @@ fn check(
     let after = &next.block.header;
     next.block
         .check()
-        .map_err(|e| bad(format!("block {}: {e}", height + 1)))?;
+        .map_err(|e| fails(format!("block {}", height + 1), e))?;
     if after.height != height.saturating_add(1) || after.prev_hash != block.block.hash() {
         return Err(bad(format!(
             "the next block (height {}) does not link to block {height}",
@@ -282,15 +345,15 @@ fn check(
                 &doc.validators,
                 chain,
             )
-            .map_err(|e| bad(format!("block {}: {e}", height + 1)))?,
+            .map_err(|e| fails(format!("block {}", height + 1), e))?,
         ),
     };
     let tip = Tip::genesis(chain).after(&block.block);
     let done = execute_block(&contract, &tip, &next.block).map_err(|e| {
-        bad(format!(
-            "block {} does not execute on the snapshot: {e}",
-            height + 1
-        ))
+        fails(
+            format!("block {} does not execute on the snapshot", height + 1),
+            e,
+        )
     })?;
     if done.contract.state_root() != after.state_root {
         return Err(bad(format!(

@@ -67,13 +67,23 @@ use curve25519_dalek::{
     scalar::{Scalar, clamp_integer},
     traits::IsIdentity,
 };
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha512};
 
 use crate::{
     Hash, SealingPublicKey,
     seal::{SealedKey, SealingSecret, open_with_shared},
-    tx::DeliveredKey,
 };
+
+/// A sealed key as its seat received it, for a [`Call::ReportBadKey`](crate::tx::Call::ReportBadKey): the segment whose
+/// key it is (the seat's own, or a premise's) and the sealed bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeliveredKey {
+    /// Segment index of the key.
+    pub segment: u16,
+    /// The sealed segment key, as delivered.
+    pub sealed: SealedKey,
+}
 
 /// The tag every hash of the proof starts with.
 pub const DLEQ_TAG: &[u8] = b"trust/v1/bad-key-dleq";

@@ -15,21 +15,69 @@ crate::bytes::byte_array_newtype!(
     32
 );
 
+/// Difficulty tier of a honeypot (paper §0.0.5.2): honest auditors approve known errors
+/// less often as they get subtler to spot; rubber-stampers approve at every tier.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+// One spelling in every JSON the node writes (API, files): snake_case; the Rust
+// names earlier versions wrote are still read.
+#[serde(rename_all = "snake_case")]
+pub enum Difficulty {
+    /// Obvious errors (arithmetic contradictions).
+    #[serde(alias = "Obvious")]
+    Obvious,
+    /// Subtle errors (sign flips, off-by-one, unit confusions).
+    #[serde(alias = "Subtle")]
+    Subtle,
+    /// Domain-specific errors (e.g. a misapplied statute or contraindication).
+    #[serde(alias = "Domain")]
+    Domain,
+}
+
+impl Difficulty {
+    /// All difficulty tiers in order.
+    pub const ALL: [Difficulty; 3] = [Difficulty::Obvious, Difficulty::Subtle, Difficulty::Domain];
+
+    /// Position in [`Difficulty::ALL`].
+    pub fn index(self) -> usize {
+        match self {
+            Difficulty::Obvious => 0,
+            Difficulty::Subtle => 1,
+            Difficulty::Domain => 2,
+        }
+    }
+
+    /// A stable one-byte code used in commitments.
+    pub fn code(self) -> u8 {
+        match self {
+            Difficulty::Obvious => 1,
+            Difficulty::Subtle => 2,
+            Difficulty::Domain => 3,
+        }
+    }
+}
+
 /// A vote commitment.
 pub type Commitment = Hash;
 
 /// A seat's judgement of one segment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+// One spelling in every JSON the node writes (API, files): snake_case; the Rust
+// names earlier versions wrote are still read.
+#[serde(rename_all = "snake_case")]
 pub enum Vote {
     /// The step follows from its premises.
+    #[serde(alias = "Valid")]
     Valid,
     /// The step does not follow from its premises (a wrong calculation or derivation).
+    #[serde(alias = "Invalid")]
     Invalid,
     /// The step relies on a premise that was never established (ARES "ungrounded").
+    #[serde(alias = "Ungrounded")]
     Ungrounded,
     /// The seat cannot judge the step (its checker cannot read it, its model is unsure or
     /// down, its person answered "Unsure"). Committed and revealed like any vote: the seat
     /// is present (never a no-show), unrewarded, and the segment escalates.
+    #[serde(alias = "Abstain")]
     Abstain,
 }
 
@@ -260,7 +308,7 @@ pub fn mapping_commitment(document_hash: &Hash, salt: &Salt) -> Commitment {
 pub fn honeypot_commitment(
     segment: &Hash,
     verdict: Vote,
-    difficulty: crate::tx::Difficulty,
+    difficulty: Difficulty,
     salt: &Salt,
 ) -> Commitment {
     Hash::of_parts(

@@ -22,6 +22,7 @@ use crate::{
     signed::Domain,
     units::{Amount, Ppm},
 };
+pub use crate::{badkey::DeliveredKey, commit::Difficulty};
 
 /// Most segments in one session.
 pub const MAX_SEGMENTS: usize = 1024;
@@ -55,12 +56,18 @@ pub const MAX_REPORT_KEYS: usize = 1 + MAX_DEPENDENCIES;
 
 /// An auditor tier.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+// One spelling in every JSON the node writes (API, files): snake_case; the Rust
+// names earlier versions wrote are still read.
+#[serde(rename_all = "snake_case")]
 pub enum Tier {
     /// Deterministic checkers.
+    #[serde(alias = "Computer")]
     Computer,
     /// Language models.
+    #[serde(alias = "Llm")]
     Llm,
     /// People.
+    #[serde(alias = "Human")]
     Human,
 }
 
@@ -75,41 +82,6 @@ impl From<crate::hdag::AuditorType> for Tier {
             crate::hdag::AuditorType::Auto => Tier::Computer,
             crate::hdag::AuditorType::Llm => Tier::Llm,
             crate::hdag::AuditorType::Human => Tier::Human,
-        }
-    }
-}
-
-/// Difficulty tier of a honeypot (paper §0.0.5.2): honest auditors approve known errors
-/// less often as they get subtler to spot; rubber-stampers approve at every tier.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub enum Difficulty {
-    /// Obvious errors (arithmetic contradictions).
-    Obvious,
-    /// Subtle errors (sign flips, off-by-one, unit confusions).
-    Subtle,
-    /// Domain-specific errors (e.g. a misapplied statute or contraindication).
-    Domain,
-}
-
-impl Difficulty {
-    /// All difficulty tiers in order.
-    pub const ALL: [Difficulty; 3] = [Difficulty::Obvious, Difficulty::Subtle, Difficulty::Domain];
-
-    /// Position in [`Difficulty::ALL`].
-    pub fn index(self) -> usize {
-        match self {
-            Difficulty::Obvious => 0,
-            Difficulty::Subtle => 1,
-            Difficulty::Domain => 2,
-        }
-    }
-
-    /// A stable one-byte code used in commitments.
-    pub fn code(self) -> u8 {
-        match self {
-            Difficulty::Obvious => 1,
-            Difficulty::Subtle => 2,
-            Difficulty::Domain => 3,
         }
     }
 }
@@ -318,16 +290,6 @@ pub struct SeatKey {
     pub sealed: SealedKey,
 }
 
-/// A sealed key as its seat received it, for a [`Call::ReportBadKey`]: the segment whose
-/// key it is (the seat's own, or a premise's) and the sealed bytes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DeliveredKey {
-    /// Segment index of the key.
-    pub segment: u16,
-    /// The sealed segment key, as delivered.
-    pub sealed: SealedKey,
-}
-
 /// What a transaction does.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Call {
@@ -513,6 +475,18 @@ pub enum Call {
         /// The proof that `shared` is the seat's.
         proof: BadKeyProof,
     },
+    /// Stop being drawn for new seats, from the network's `expertise_delay` blocks after
+    /// the block that holds the call (longer than any draw seed is known in advance, so
+    /// nobody leaves a draw it has already seen). Seats already held stay the auditor's
+    /// duty and its stake stays slashable for them; while paused its stake counts in no
+    /// pool (draws, staffing checks, appeals, capacity). Refused while an earlier pause or
+    /// resume is still pending: a change, once asked for, happens, so that nobody can
+    /// cancel it after seeing a seed. Appended last so that the other calls keep their
+    /// encodings.
+    Pause,
+    /// Be drawn again, after the same delay as [`Call::Pause`] and under the same rule.
+    /// Appended last so that the other calls keep their encodings.
+    Resume,
 }
 
 /// One session's part of a [`Call::Votes`].
@@ -686,6 +660,8 @@ impl Call {
             | Call::Withdraw
             | Call::Exit
             | Call::DeclareExpertise { .. }
+            | Call::Pause
+            | Call::Resume
             | Call::OpenSession(_) => None,
         }
     }
@@ -1416,6 +1392,8 @@ mod tests {
             any::<u64>().prop_map(|amount| Call::Unbond { amount }),
             Just(Call::Withdraw),
             Just(Call::Exit),
+            Just(Call::Pause),
+            Just(Call::Resume),
             manifest().prop_map(Call::OpenSession),
             (
                 hash(),
@@ -2303,6 +2281,9 @@ mod tests {
             expertise: Vec::new(),
         });
         assert_eq!(hex::encode(&declare[..4]), "11000000");
+        // The calls appended after it take the next indices and carry nothing.
+        assert_eq!(hex::encode(encoding::encode(&Call::Pause)), "13000000");
+        assert_eq!(hex::encode(encoding::encode(&Call::Resume)), "14000000");
     }
 
     // New: the bad-key report (issue 39: key starvation is the provider's cost).

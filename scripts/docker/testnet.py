@@ -6,6 +6,9 @@
     scripts/testnet.sh status             one table: each node's height, tip, state root, peers
     scripts/testnet.sh submit FILE [ARG]  submit a trace through the provider node
                                           (ARG: `trust-node submit` flags, e.g. --wait)
+    scripts/testnet.sh appeal ID SEGMENTS [ARG]
+                                          appeal segments (e.g. 3,4) of a session from the
+                                          provider node (ARG: `trust-node appeal` flags)
     scripts/testnet.sh query ID [NODE]    a session's outcome as NODE sees it (default validator1)
     scripts/testnet.sh human              the Human node's audit form address and operator token
     scripts/testnet.sh logs [NODE] [-f]   the last lines of one node's log, or of all
@@ -296,6 +299,13 @@ def cmd_submit(a: argparse.Namespace) -> None:
         r = subprocess.run(["docker", "exec", "-i", provider_container(), "trust-node", "submit", "/dev/stdin",
                             "--api", "127.0.0.1:26602", f"--home={node('provider').home}", *a.args],
                            cwd=ROOT, stdin=f)
+    sys.exit(r.returncode)
+
+
+def cmd_appeal(a: argparse.Namespace) -> None:
+    r = subprocess.run(["docker", "exec", provider_container(), "trust-node", "appeal", a.id,
+                        "--segments", a.segments, "--api", "127.0.0.1:26602",
+                        f"--home={node('provider').home}", *a.args], cwd=ROOT)
     sys.exit(r.returncode)
 
 
@@ -642,6 +652,11 @@ def main() -> None:
     p.add_argument("file")
     p.add_argument("args", nargs=argparse.REMAINDER, help="more `trust-node submit` flags, e.g. --wait")
     p.set_defaults(f=cmd_submit)
+    p = sub.add_parser("appeal", help="appeal decided segments of a session from the provider node")
+    p.add_argument("id")
+    p.add_argument("segments", help="segment indices as `query` numbers them, comma-separated")
+    p.add_argument("args", nargs=argparse.REMAINDER, help="more `trust-node appeal` flags, e.g. --wait")
+    p.set_defaults(f=cmd_appeal)
     p = sub.add_parser("query", help="a session's outcome as one node sees it")
     p.add_argument("id")
     p.add_argument("node", nargs="?", default="validator1")

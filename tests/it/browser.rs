@@ -187,8 +187,8 @@ fn a_person_logs_in_votes_invalid_on_the_audit_form_and_sees_the_vote_counted() 
         .expect("session");
     assert_eq!(outcome["status"], "decided", "{outcome}");
     let g = &outcome["outcome"]["segments"][segment];
-    assert_eq!(g["verdict"], "Invalid", "{outcome}");
-    assert_eq!(g["tier"], "Human", "{outcome}");
+    assert_eq!(g["verdict"], "invalid", "{outcome}");
+    assert_eq!(g["tier"], "human", "{outcome}");
     assert_eq!(g["votes"]["invalid"], 1, "{outcome}");
 
     // The seats nobody answered abstained at their deadline, and the session decided.
@@ -200,7 +200,7 @@ fn a_person_logs_in_votes_invalid_on_the_audit_form_and_sees_the_vote_counted() 
         .as_array()
         .expect("segments")
         .iter()
-        .filter(|s| s["tier"] == "Human")
+        .filter(|s| s["tier"] == "human")
         .count()
         - 1;
     assert_eq!(

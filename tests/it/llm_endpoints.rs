@@ -9,13 +9,13 @@ use std::{
     time::{Duration, Instant},
 };
 
-use trust_node::audit::{
+use trust_judging::{
     judge::{Auditor, SegmentView},
-    llm::{
-        LlmAuditor,
-        ares::AresParams,
-        client::{ChatClient, Endpoint, Limits, LlmMetrics},
-    },
+    llm::ares::AresParams,
+};
+use trust_node::audit::llm::{
+    LlmAuditor,
+    client::{ChatClient, Endpoint, Limits, LlmMetrics},
 };
 use trust_protocol::{Hash, Vote, tx::Tier};
 
@@ -65,13 +65,7 @@ fn segment() -> SegmentView {
 }
 
 /// Judges through `url`; the decision and how long it took.
-async fn run(
-    url: &str,
-) -> (
-    trust_node::audit::judge::Decision,
-    Duration,
-    Arc<LlmMetrics>,
-) {
+async fn run(url: &str) -> (trust_judging::judge::Decision, Duration, Arc<LlmMetrics>) {
     let (j, m) = judge(url);
     assert_eq!(j.tier(), Tier::Llm);
     let t = Instant::now();
@@ -97,7 +91,7 @@ const SLACK: Duration = Duration::from_secs(2);
 /// premises of the prompt context; one that could not be checked does not.
 #[tokio::test]
 async fn the_model_is_shown_the_calculations_the_computer_tier_checked() {
-    use trust_node::audit::judge::{CheckedOperation, Decision};
+    use trust_judging::judge::{CheckedOperation, Decision};
     let (url, asked) = recording(Behaviour::Entailed).await;
     let (j, _) = judge(&url);
     let mut view = SegmentView {

@@ -12,14 +12,16 @@
 
 use std::{collections::BTreeSet, sync::Arc, time::Duration};
 
-use trust_node::audit::{
+use trust_judging::{
     judge::{Auditor, SegmentView},
     llm::{
-        LlmAuditor,
         ares::{self, AresParams, Chain, Query},
-        client::{ChatClient, Endpoint, Limits, LlmMetrics},
         prompt,
     },
+};
+use trust_node::audit::llm::{
+    LlmAuditor,
+    client::{ChatClient, Endpoint, Limits, LlmMetrics},
 };
 use trust_protocol::{Hash, Vote};
 

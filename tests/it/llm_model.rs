@@ -9,13 +9,13 @@ use std::{
     time::{Duration, Instant},
 };
 
-use trust_node::audit::{
+use trust_judging::{
     judge::{Auditor, SegmentView},
-    llm::{
-        LlmAuditor,
-        ares::AresParams,
-        client::{ChatClient, Endpoint, Limits, LlmMetrics},
-    },
+    llm::ares::AresParams,
+};
+use trust_node::audit::llm::{
+    LlmAuditor,
+    client::{ChatClient, Endpoint, Limits, LlmMetrics},
 };
 use trust_protocol::Hash;
 

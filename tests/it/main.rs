@@ -9,6 +9,7 @@
 //! | `fuzz_seeds` | the fuzz targets' checks (`fuzz/checks/`) on every committed seed corpus, in the ordinary build |
 //! | `swarm` | our libp2p swarm actor in-process: gossip, Kademlia, bans, sync, Bitswap, and a real Kubo fetching a block from us |
 //! | `kubo_rpc` | the Kubo RPC client against a stand-in server (no Kubo HTTP API can run here) |
+//! | `layering` | every crate's module graph and file graph, read from its sources, is a hierarchy |
 //! | `llm_endpoints` | an LLM seat against misbehaving stand-in endpoints |
 //! | `llm_injection` | a step that instructs the LLM judge, against a gullible stand-in model: the old question and fixed probes vote it Valid, a seat does not |
 //! | `llm_model` | an LLM seat through a real llama.cpp server |
@@ -22,6 +23,7 @@ mod browser;
 mod fixtures;
 mod fuzz_seeds;
 mod kubo_rpc;
+mod layering;
 mod llm_endpoints;
 mod llm_injection;
 mod llm_model;

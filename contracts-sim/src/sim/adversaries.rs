@@ -45,6 +45,7 @@
 //! The same seed gives the same report, byte for byte.
 
 mod behave;
+mod memory;
 mod world;
 
 use std::collections::BTreeMap;

@@ -1615,8 +1615,14 @@ fn an_exit_unbonds_all_stake_and_is_never_drawn_again() {
         chain.try_apply(&keys[0], Call::Exit),
         Err(TxError::AlreadyExiting)
     );
-    // Bonding its last 10 again does not bring it back.
-    chain.submit(&keys[0], Call::Bond { amount: 10 });
+    // Bonding its last 10 again is refused: it would lock them in an account no draw uses
+    // while adding to its voting power.
+    let e = chain
+        .try_apply(&keys[0], Call::Bond { amount: 10 })
+        .unwrap_err();
+    assert_eq!(e, TxError::AlreadyExiting);
+    assert_eq!(chain.balance(&out), 10);
+    assert_eq!(chain.c.state().accounts[&out].stake, 0);
     chain.block();
     assert!(!chain.c.state().eligible(Tier::Computer).contains(&out));
     assert_eq!(
@@ -2943,4 +2949,171 @@ fn a_honeypot_set_opening_is_all_or_nothing() {
     let s = &chain.c.state().sessions[&sid];
     assert!(!s.honeypots_opened);
     assert!(s.segments.iter().all(|g| g.honeypot.is_none()));
+}
+
+/// Seats drawn by `open`ing one single-segment session of `k` Computer seats.
+fn draw_one(chain: &mut Chain, n: u8, k: u8) -> Vec<AccountId> {
+    let provider = key("provider");
+    chain.submit(
+        &provider,
+        Call::OpenSession(manifest(vec![segment(n, Tier::Computer, vec![])], k, 0)),
+    );
+    chain.block();
+    seats_of(&chain.block(), 0, 0)
+}
+
+/// `Pause` takes an auditor out of the draws and out of every pool count, but only
+/// `expertise_delay` blocks after it is asked (longer than any draw seed is known), and a
+/// change once asked cannot be taken back before it happens: neither a second pause nor a
+/// resume is accepted while it is pending. `Resume` brings it back under the same rule.
+#[test]
+fn a_pause_counts_only_after_the_delay_cannot_be_taken_back_and_keeps_the_auditor_out_of_every_pool()
+ {
+    let (mut chain, keys) = Chain::new(test_params(), &[(Tier::Computer, 5)]);
+    let delay = chain.c.state().params.expertise_delay;
+    let me = keys[0].public();
+    let asked_at = chain.height + 1;
+    let ev = chain.try_apply(&keys[0], Call::Pause).unwrap();
+    assert!(ev.iter().any(|e| matches!(e,
+        Event::PauseAsked { account, paused: true, at } if *account == me && *at == asked_at + delay)));
+    // Pending: still drawn, and nothing can change it now.
+    assert_eq!(
+        chain.try_apply(&keys[0], Call::Resume),
+        Err(TxError::PausePending {
+            paused: true,
+            at: asked_at + delay
+        })
+    );
+    assert!(matches!(
+        chain.try_apply(&keys[0], Call::Pause),
+        Err(TxError::PausePending { .. })
+    ));
+    chain.block();
+    assert!(chain.c.state().eligible(Tier::Computer).contains(&me));
+    while chain.height + 1 < asked_at + delay {
+        chain.block();
+        assert!(chain.c.state().eligible(Tier::Computer).contains(&me));
+    }
+    let ev = chain.block();
+    assert!(ev.iter().any(|e| matches!(e,
+        Event::PauseChanged { account, paused: true } if *account == me)));
+    let st = chain.c.state();
+    assert!(st.auditors[&me].paused);
+    assert!(!st.eligible(Tier::Computer).contains(&me));
+    assert_eq!(st.accounts[&me].stake, 1_000, "a pause unbonds nothing");
+    // Not drawn, and not counted: a session needing all five is refused as unstaffable.
+    for n in 0..4u8 {
+        let seats = draw_one(&mut chain, n, 4);
+        assert_eq!(seats.len(), 4);
+        assert!(!seats.contains(&me), "a paused auditor was drawn");
+    }
+    let five = manifest(vec![segment(9, Tier::Computer, vec![])], 5, 0);
+    assert!(matches!(
+        chain.try_apply(&key("provider"), Call::OpenSession(five)),
+        Err(TxError::TierUnstaffed { eligible: 4, .. })
+    ));
+    assert_eq!(
+        chain.try_apply(&keys[0], Call::Pause),
+        Err(TxError::PauseUnchanged { paused: true })
+    );
+    // Resume: the same delay.
+    let resumed_at = chain.height + 1 + delay;
+    chain.submit(&keys[0], Call::Resume);
+    chain.block();
+    assert!(!chain.c.state().eligible(Tier::Computer).contains(&me));
+    while chain.height + 1 < resumed_at {
+        chain.block();
+    }
+    let ev = chain.block();
+    assert!(ev.iter().any(|e| matches!(e,
+        Event::PauseChanged { account, paused: false } if *account == me)));
+    assert!(chain.c.state().eligible(Tier::Computer).contains(&me));
+    assert_eq!(draw_one(&mut chain, 20, 5).len(), 5);
+    assert_eq!(
+        chain.try_apply(&keys[0], Call::Resume),
+        Err(TxError::PauseUnchanged { paused: false })
+    );
+    // Only an auditor that is staying may pause.
+    assert_eq!(
+        chain.try_apply(&key("provider"), Call::Pause),
+        Err(TxError::NotAnAuditor)
+    );
+    chain.submit(&keys[1], Call::Exit);
+    chain.block();
+    assert_eq!(
+        chain.try_apply(&keys[1], Call::Pause),
+        Err(TxError::AlreadyExiting)
+    );
+    chain.assert_supply_conserved();
+}
+
+/// A seat held when its auditor's pause takes effect stays its duty: a no-show on it is
+/// slashed from the paused stake.
+#[test]
+fn a_paused_auditor_still_owes_the_seats_it_holds() {
+    let params = Params {
+        penalty: 950,
+        max_session_loss: 950,
+        expertise_delay: 2,
+        ..always_slash()
+    };
+    let (mut chain, keys) = Chain::new(params, &[(Tier::Computer, 4)]);
+    let mut pauser = None;
+    let (_, ev) = run_session_with(
+        &mut chain,
+        &keys,
+        manifest(vec![segment(0, Tier::Computer, vec![])], 3, 1),
+        |_, j| (j != 0).then_some(Vote::Valid),
+        |_, _| false,
+        |chain, _, ev| {
+            let seat = seats_of(ev, 0, 0)[0];
+            chain.submit(find(&keys, &seat), Call::Pause);
+            pauser = Some(seat);
+        },
+    );
+    let pauser = pauser.unwrap();
+    let changed = ev.iter().position(|e| {
+        matches!(e,
+        Event::PauseChanged { account, paused: true } if *account == pauser)
+    });
+    let slashed = ev.iter().position(|e| {
+        matches!(e,
+        Event::Slashed { seat, reason: SlashReason::NoShow, amount: 950, .. } if *seat == pauser)
+    });
+    assert!(
+        changed.is_some() && slashed.is_some() && changed < slashed,
+        "paused while seated, then slashed for the no-show: {changed:?} {slashed:?}"
+    );
+    assert!(chain.c.state().auditors[&pauser].paused);
+    assert_eq!(chain.c.state().accounts[&pauser].stake, 50);
+    chain.assert_supply_conserved();
+}
+
+/// A pending expertise declaration cannot be replaced before it counts: replacing it
+/// would cancel it at once, so a proposer that knows the next seed could choose, inside
+/// the delay, whether its domains change for a draw it has seen.
+#[test]
+fn a_pending_expertise_declaration_cannot_be_replaced_before_it_counts() {
+    let (mut chain, keys) = Chain::new(test_params(), &[(Tier::Computer, 3)]);
+    let delay = chain.c.state().params.expertise_delay;
+    let me = keys[0].public();
+    let declare = |d: &str| Call::DeclareExpertise {
+        expertise: vec![d.into()],
+    };
+    let at = chain.height + 1 + delay;
+    chain.submit(&keys[0], declare("medicine"));
+    chain.block();
+    assert_eq!(
+        chain.try_apply(&keys[0], declare("law")),
+        Err(TxError::ExpertisePending(at))
+    );
+    while chain.height < at {
+        chain.block();
+    }
+    assert_eq!(
+        chain.c.state().auditors[&me].expertise,
+        vec!["medicine".to_string()]
+    );
+    // Once it counts, the next one is accepted.
+    assert!(chain.try_apply(&keys[0], declare("law")).is_ok());
 }

@@ -1,6 +1,5 @@
 //! contracts-sim's integration tests, one binary (one link instead of one per file): the
-//! scenario tests through the contract's public API, the property tests, the layering of
-//! the crate's modules and, behind the `sim` feature, the seeded simulator.
+//! scenario tests through the contract's public API, the property tests, and, behind the `sim` feature, the seeded simulator.
 
 mod common;
 
@@ -9,6 +8,5 @@ mod appeal;
 mod contract;
 mod costs;
 mod invariants;
-mod layering;
 #[cfg(feature = "sim")]
 mod sim;

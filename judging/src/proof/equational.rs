@@ -7,12 +7,13 @@
 use std::ops::Range;
 
 use super::{
-    eq::{Signature, Term, TermParser, check_rewrite},
+    eq::{Signature, check_rewrite},
     lex::{Tok, Token},
     limits::MAX_STEPS,
     ndl::syntax::SyntaxFault,
     problem::{Identity, Problem},
     report::{Fault, Stop},
+    term::{Term, TermParser},
 };
 
 /// One step line.
@@ -42,7 +43,7 @@ pub(crate) fn starts_chain(toks: &[Token], pos: usize) -> bool {
     )
 }
 
-fn term_fault(e: super::eq::TermError) -> SyntaxFault {
+fn term_fault(e: super::term::TermError) -> SyntaxFault {
     SyntaxFault {
         at: e.at,
         public: e.public,

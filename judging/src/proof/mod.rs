@@ -33,8 +33,8 @@ mod sat;
 mod skeleton;
 mod source;
 mod step;
+mod term;
 
-pub use eq::{Term, TermError, parse_term};
 pub use formula::{Formula, FormulaError, parse_formula};
 pub use ndl::syntax::HypKind;
 pub use plan::{
@@ -42,9 +42,10 @@ pub use plan::{
     StepRole, StructureError, check_structure, verdict_from_steps,
 };
 pub use problem::{Axiom, Identity, Premise, Problem};
-pub use report::{Claim, ErrorKind, Failure, Language, ProofReport, Verdict};
+pub use report::{Claim, ErrorKind, Failure, Language, ProofReport, StepVerdict, Verdict};
 pub use skeleton::check_skeleton;
-pub use step::{StepDoc, StepVerdict, check_step};
+pub use step::{StepDoc, check_step};
+pub use term::{Term, TermError, parse_term};
 
 use self::{
     lex::{Token, lex},

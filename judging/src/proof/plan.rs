@@ -29,9 +29,8 @@ use super::{
         syntax::{Arg, BlockNode, Element, HypKind, Parsed, StepBody, SyntaxFault},
     },
     problem::Problem,
-    report::{Claim, ErrorKind, Failure, Language, Verdict},
+    report::{Claim, ErrorKind, Failure, Language, StepVerdict, Verdict},
     source::Region,
-    step::StepVerdict,
 };
 
 /// What kind of primitive step.

@@ -10,10 +10,10 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    eq::{Term, parse_term},
     formula::{Formula, parse_formula},
     limits::MAX_PROBLEM_BYTES,
     report::{Claim, Language},
+    term::{Term, parse_term},
 };
 
 /// A named premise.

@@ -1,12 +1,12 @@
 //! What a check says: the [`Language`] a proof is written in, the [`ProofReport`] of a whole
-//! proof, and the [`Failure`] at its earliest wrong step with ProofGrid's error kinds.
+//! proof, the [`Failure`] at its earliest wrong step with ProofGrid's error kinds, and a
+//! seat's [`StepVerdict`] on one step.
 
 use std::{fmt, ops::Range};
 
 use serde::{Deserialize, Serialize};
 
-use super::eq::Term;
-use super::formula::Formula;
+use super::{formula::Formula, term::Term};
 
 /// The proof languages of ProofGrid.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -109,6 +109,27 @@ pub enum Verdict {
         reason: String,
         /// The step that hit the limit, if one did.
         step: Option<usize>,
+    },
+}
+
+/// A seat's verdict on one step.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum StepVerdict {
+    /// The step is correct in its context.
+    Valid,
+    /// The step is wrong.
+    Invalid {
+        /// ProofGrid's kind of the error.
+        kind: ErrorKind,
+        /// A reason that quotes nothing from the proof.
+        public_reason: String,
+        /// A reason that may quote formulas.
+        detailed_reason: String,
+    },
+    /// No verdict (a limit was reached, or the document does not fit the language).
+    Abstain {
+        /// Why.
+        reason: String,
     },
 }
 

@@ -14,8 +14,7 @@
 use super::{
     formula::Formula,
     plan::{ProofPlan, Source, check_structure, verdict_from_steps},
-    report::{Claim, ErrorKind, Verdict},
-    step::StepVerdict,
+    report::{Claim, ErrorKind, StepVerdict, Verdict},
 };
 
 /// The start of every opaque atom: a word the formula reader reads as an atom. A plan

@@ -11,7 +11,6 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    eq::parse_term,
     equational,
     formula::Formula,
     hilbert,
@@ -25,7 +24,8 @@ use super::{
     },
     plan::{CiteRole, ProofPlan, StepRole},
     problem::Problem,
-    report::{Claim, ErrorKind, Fault, Language, Stop},
+    report::{Claim, ErrorKind, Fault, Language, StepVerdict, Stop},
+    term::parse_term,
 };
 
 /// Everything one seat sees of one step.
@@ -49,27 +49,6 @@ pub struct StepDoc {
     pub hypotheses: Vec<Formula>,
     /// What the plan says the step concludes.
     pub claim: Option<Claim>,
-}
-
-/// A seat's verdict on one step.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub enum StepVerdict {
-    /// The step is correct in its context.
-    Valid,
-    /// The step is wrong.
-    Invalid {
-        /// ProofGrid's kind of the error.
-        kind: ErrorKind,
-        /// A reason that quotes nothing from the proof.
-        public_reason: String,
-        /// A reason that may quote formulas.
-        detailed_reason: String,
-    },
-    /// No verdict (a limit was reached, or the document does not fit the language).
-    Abstain {
-        /// Why.
-        reason: String,
-    },
 }
 
 impl ProofPlan {

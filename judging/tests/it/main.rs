@@ -1,8 +1,11 @@
-//! Integration tests of `trust_judging::proof`: labelled corpora (the prompts' own
-//! examples, hand-written proofs, generated proofs), step-by-step agreement, structure
+//! Integration tests of the judging core: the Computer checkers on labelled and shaped
+//! corpora (`computer_*`), and of `trust_judging::proof`: labelled corpora (the prompts'
+//! own examples, hand-written proofs, generated proofs), step-by-step agreement, structure
 //! checks and bad-input safety.
 
 mod cases;
+mod computer_labelled;
+mod computer_shapes;
 mod corpus;
 mod safety;
 mod samples;

@@ -38,7 +38,7 @@ pub enum ClientError {
     },
     /// The exchange failed or timed out.
     #[error("API request failed: {0}")]
-    Io(String),
+    Io(#[source] std::io::Error),
     /// The node answered with an error.
     #[error("{code}: {message} (HTTP {status})")]
     Api {
@@ -52,6 +52,15 @@ pub enum ClientError {
     /// The answer is not what the API sends.
     #[error("unexpected API response: {0}")]
     Protocol(String),
+    /// A body (the answer's, an event's, or the request's own) is not the JSON it must be.
+    #[error("unexpected API response: {what}: {source}")]
+    Json {
+        /// Which body, and what it must be.
+        what: &'static str,
+        /// Why it does not read or write.
+        #[source]
+        source: serde_json::Error,
+    },
     /// The answer is JSON, but not the route's reply type.
     #[error("unexpected API response from {path}: {source}")]
     Reply {
@@ -99,6 +108,17 @@ impl Client {
         self.get_as(&format!("/v1/sessions/{id}")).await
     }
 
+    /// `GET /v1/sessions/{id}` with the operator token: on the node that opened the
+    /// session, with its steps (names, texts, spans).
+    pub async fn session_as_operator(
+        &self,
+        id: &Hash,
+        token: &str,
+    ) -> Result<SessionView, ClientError> {
+        let path = format!("/v1/sessions/{id}");
+        typed(&path, get_authorized(&self.addr, &path, Some(token)).await?)
+    }
+
     /// `GET /v1/sessions/{id}/proof`, walked from `trust` (`?trust=HEIGHT:HASH`) or from
     /// genesis.
     pub async fn session_proof(
@@ -118,6 +138,19 @@ impl Client {
     /// `GET /v1/auditors/{id}`.
     pub async fn auditor(&self, id: &AccountId) -> Result<AuditorView, ClientError> {
         self.get_as(&format!("/v1/auditors/{id}")).await
+    }
+
+    /// `GET /v1/auditors/{id}/history`, the page below `before` (from the tip when `None`).
+    pub async fn auditor_history(
+        &self,
+        id: &AccountId,
+        before: Option<u64>,
+    ) -> Result<crate::query::AuditorHistory, ClientError> {
+        let path = match before {
+            Some(b) => format!("/v1/auditors/{id}/history?before={b}"),
+            None => format!("/v1/auditors/{id}/history"),
+        };
+        self.get_as(&path).await
     }
 
     /// `GET /v1/accounts/{id}`.
@@ -146,11 +179,54 @@ impl Client {
         body: &OpenSessionBody,
         token: Option<&str>,
     ) -> Result<SubmittedView, ClientError> {
+        self.open_session_keyed(body, token, None).await
+    }
+
+    /// `POST /v1/sessions` under an `Idempotency-Key` (when given): a retry with the same
+    /// key and body answers the session the first one opened, charging nothing.
+    pub async fn open_session_keyed(
+        &self,
+        body: &OpenSessionBody,
+        token: Option<&str>,
+        key: Option<&str>,
+    ) -> Result<SubmittedView, ClientError> {
         let path = "/v1/sessions";
+        let headers: Vec<(&str, &str)> = key.map(|k| ("Idempotency-Key", k)).into_iter().collect();
         typed(
             path,
-            post_authorized(&self.addr, path, &json_of(body)?, token).await?,
+            request_with(
+                &self.addr,
+                "POST",
+                path,
+                Some(json_of(body)?.to_string()),
+                token,
+                &headers,
+            )
+            .await?,
         )
+    }
+
+    /// `GET /v1/sessions?provider=me`, with labels to match (`NAME` or `NAME=VALUE`),
+    /// newest first, before a time (Unix ms), at most `limit`.
+    pub async fn listed_sessions(
+        &self,
+        token: Option<&str>,
+        labels: &[String],
+        before_ms: Option<u64>,
+        limit: Option<usize>,
+    ) -> Result<Vec<super::views::ListedView>, ClientError> {
+        let mut path = "/v1/sessions?provider=me".to_string();
+        for l in labels {
+            path.push_str("&label=");
+            path.push_str(&percent(l));
+        }
+        if let Some(b) = before_ms {
+            path.push_str(&format!("&before={b}"));
+        }
+        if let Some(n) = limit {
+            path.push_str(&format!("&limit={n}"));
+        }
+        typed(&path, get_authorized(&self.addr, &path, token).await?)
     }
 
     /// `POST /v1/sessions/plan`: what that session would be, nothing stored or sent.
@@ -192,7 +268,10 @@ fn typed<T: DeserializeOwned>(path: &str, json: Json) -> Result<T, ClientError> 
 
 /// A request body as JSON.
 fn json_of(body: &impl serde::Serialize) -> Result<Json, ClientError> {
-    serde_json::to_value(body).map_err(|e| ClientError::Protocol(format!("request body: {e}")))
+    serde_json::to_value(body).map_err(|source| ClientError::Json {
+        what: "request body",
+        source,
+    })
 }
 
 /// `GET path` against `addr` (host:port).
@@ -233,6 +312,30 @@ async fn request(
     body: Option<String>,
     token: Option<&str>,
 ) -> Result<Json, ClientError> {
+    request_with(addr, method, path, body, token, &[]).await
+}
+
+/// A query value with the characters a query cannot hold as they are escaped.
+fn percent(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~' | b'=' | b'/') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+async fn request_with(
+    addr: &str,
+    method: &str,
+    path: &str,
+    body: Option<String>,
+    token: Option<&str>,
+    headers: &[(&str, &str)],
+) -> Result<Json, ClientError> {
     let fut = async {
         let mut stream = TcpStream::connect(addr)
             .await
@@ -241,9 +344,16 @@ async fn request(
                 source,
             })?;
         let body = body.unwrap_or_default();
-        let auth = token
+        let mut auth = token
             .map(|t| format!("Authorization: Bearer {}\r\n", t.trim()))
             .unwrap_or_default();
+        for (name, value) in headers {
+            // A value that could end the line would forge another header: never sent.
+            if value.bytes().any(|b| b == b'\r' || b == b'\n') {
+                continue;
+            }
+            auth.push_str(&format!("{name}: {value}\r\n"));
+        }
         let head = format!(
             "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nAccept: application/json\r\nContent-Type: application/json\r\n{auth}Content-Length: {}\r\n\r\n",
             body.len()
@@ -251,23 +361,28 @@ async fn request(
         stream
             .write_all(head.as_bytes())
             .await
-            .map_err(|e| ClientError::Io(e.to_string()))?;
+            .map_err(ClientError::Io)?;
         stream
             .write_all(body.as_bytes())
             .await
-            .map_err(|e| ClientError::Io(e.to_string()))?;
+            .map_err(ClientError::Io)?;
         let mut buf = Vec::new();
         let limit = u64::try_from(MAX_RESPONSE_BYTES).unwrap_or(u64::MAX);
         (&mut stream)
             .take(limit)
             .read_to_end(&mut buf)
             .await
-            .map_err(|e| ClientError::Io(e.to_string()))?;
+            .map_err(ClientError::Io)?;
         parse_response(&buf)
     };
     tokio::time::timeout(Duration::from_secs(30), fut)
         .await
-        .map_err(|_| ClientError::Io(format!("no answer from {addr} within 30 s")))?
+        .map_err(|_| {
+            ClientError::Io(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("no answer from {addr} within 30 s"),
+            ))
+        })?
 }
 
 fn parse_response(buf: &[u8]) -> Result<Json, ClientError> {
@@ -291,8 +406,10 @@ fn parse_response(buf: &[u8]) -> Result<Json, ClientError> {
     } else {
         body.to_vec()
     };
-    let json: Json = serde_json::from_slice(&body)
-        .map_err(|e| ClientError::Protocol(format!("body is not JSON: {e}")))?;
+    let json: Json = serde_json::from_slice(&body).map_err(|source| ClientError::Json {
+        what: "body is not JSON",
+        source,
+    })?;
     if (200..300).contains(&status) {
         Ok(json)
     } else {
@@ -392,7 +509,7 @@ impl EventStream {
         stream
             .write_all(head.as_bytes())
             .await
-            .map_err(|e| ClientError::Io(e.to_string()))?;
+            .map_err(ClientError::Io)?;
         let mut es = EventStream {
             stream,
             buf: Vec::new(),
@@ -446,7 +563,7 @@ impl EventStream {
             .stream
             .read(&mut chunk)
             .await
-            .map_err(|e| ClientError::Io(e.to_string()))?;
+            .map_err(ClientError::Io)?;
         self.buf
             .extend_from_slice(chunk.get(..n).unwrap_or_default());
         Ok(n > 0)

@@ -6,6 +6,8 @@
 //!   *before* it reads the stored tail from the ledger, then sends live blocks, skipping
 //!   every id it already sent: no gap, no duplicate. Without either it starts live, from
 //!   the next block.
+//! - **History**: `follow=false` ends the stream once the stored events up to the tip
+//!   the request found are sent (`watch --no-follow`, `auditor history`).
 //! - **Bounded**: each client has its own queue of [`CLIENT_QUEUE`] events, filled by its
 //!   own task with `try_send`; the node's consensus never waits for a client. A client
 //!   whose queue is full (or that fell so far behind that the decided-block broadcast
@@ -110,10 +112,20 @@ impl EventHub {
     }
 }
 
-/// `?account=&session=&kind=&after=`, kinds repeated or comma-separated.
-fn parse_query(pairs: &[(String, String)]) -> ApiResult<(Filter, Option<EventId>)> {
+/// What a request asks of its stream.
+struct Asked {
+    filter: Filter,
+    after: Option<EventId>,
+    /// Whether the stream goes on with live blocks after the stored ones (`follow=false`:
+    /// it ends at the tip it started at).
+    follow: bool,
+}
+
+/// `?account=&session=&kind=&after=&follow=`, kinds repeated or comma-separated.
+fn parse_query(pairs: &[(String, String)]) -> ApiResult<Asked> {
     let mut filter = Filter::default();
     let mut after = None;
+    let mut follow = true;
     for (key, value) in pairs {
         match key.as_str() {
             "account" => {
@@ -141,18 +153,37 @@ fn parse_query(pairs: &[(String, String)]) -> ApiResult<(Filter, Option<EventId>
                 }
             }
             "after" => after = Some(parse_id(value)?),
+            "follow" => {
+                follow = match value.trim() {
+                    "true" => true,
+                    "false" => false,
+                    other => {
+                        return Err(ApiError::bad(
+                            "bad_query",
+                            format!(
+                                "follow `{}`: true or false",
+                                other.chars().take(64).collect::<String>()
+                            ),
+                        ));
+                    }
+                };
+            }
             other => {
                 return Err(ApiError::bad(
                     "bad_query",
                     format!(
-                        "unknown parameter `{}`; this route takes account, session, kind and after",
+                        "unknown parameter `{}`; this route takes account, session, kind, after and follow",
                         other.chars().take(64).collect::<String>()
                     ),
                 ));
             }
         }
     }
-    Ok((filter, after))
+    Ok(Asked {
+        filter,
+        after,
+        follow,
+    })
 }
 
 fn parse_id(value: &str) -> ApiResult<EventId> {
@@ -178,8 +209,9 @@ fn frame(e: &FeedEvent) -> SseEvent {
     params(
         ("account" = Option<String>, Query, description = "Only events for this account (64 hex)."),
         ("session" = Option<String>, Query, description = "Only events of this session (64 hex)."),
-        ("kind" = Option<String>, Query, description = "Only these kinds, comma-separated or repeated: session_opened, session_deferred, seat_drawn, commit_due, reveal_due, bad_key_proven, vote_refused, honeypots_forfeited, segment_decided, session_decided, appeal_opened, appeal_queued, appeal_decided, appeal_cancelled, session_failed, session_final, reward, slash, slash_restored, bonded, unbond_started, withdrawn, expertise_declared, expertise_changed."),
+        ("kind" = Option<String>, Query, description = "Only these kinds, comma-separated or repeated: session_opened, session_deferred, seat_drawn, commit_due, reveal_due, bad_key_proven, vote_refused, honeypots_forfeited, segment_decided, session_decided, appeal_opened, appeal_queued, appeal_decided, appeal_cancelled, session_failed, session_final, reward, slash, slash_restored, bonded, unbond_started, withdrawn, expertise_declared, expertise_changed, pause_asked, pause_changed."),
         ("after" = Option<String>, Query, description = "Resume strictly after this event id (H:I) or block (H)."),
+        ("follow" = Option<bool>, Query, description = "`false`: end the stream once the stored events up to the tip the request found are sent (with `after`, a bounded read of history); default `true`: go on with live blocks."),
         ("Last-Event-ID" = Option<String>, Header, description = "Resume strictly after this event id (as `after`)."),
     ),
     responses(
@@ -194,7 +226,11 @@ pub(super) async fn events(
     headers: HeaderMap,
     Query(pairs): Query<Vec<(String, String)>>,
 ) -> ApiResult<Response> {
-    let (filter, after_query) = parse_query(&pairs)?;
+    let Asked {
+        filter,
+        after: after_query,
+        follow,
+    } = parse_query(&pairs)?;
     let after_header = match headers.get("last-event-id") {
         Some(v) => Some(parse_id(v.to_str().map_err(|_| {
             ApiError::bad("bad_event_id", "Last-Event-ID is not text")
@@ -265,6 +301,7 @@ pub(super) async fn events(
         ledger: api.ledger.clone(),
         filter,
         last,
+        follow,
         tx,
         dropped: dropped.clone(),
         closing: hub.closing.subscribe(),
@@ -351,6 +388,8 @@ struct Pump {
     filter: Filter,
     /// The last id queued (or the resume point).
     last: EventId,
+    /// Whether live blocks follow the stored ones.
+    follow: bool,
     tx: mpsc::Sender<FeedEvent>,
     dropped: Arc<AtomicBool>,
     counter: Arc<AtomicU64>,
@@ -413,6 +452,9 @@ impl Pump {
                     }
                 }
             }
+        }
+        if !self.follow {
+            return Ok(());
         }
         loop {
             let decided = tokio::select! {

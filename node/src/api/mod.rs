@@ -13,6 +13,7 @@
 //! | `POST /v1/sessions/{id}/appeals` | `{"segments": [3, 4]}`, with the operator token: this node appeals those decided segments from its account, escrowing the appeal bond per segment; answers the transaction id, the bond and the appeal's round. Unknown session: 404; not appealable (still live, window closed, an appeal open, a segment undecided or a honeypot, too few fresh auditors, balance short): 422 with the contract's reason |
 //! | `GET /v1/sessions/{id}/proof` | a decided session's outcome with its Merkle proof, the certified tip header, the validators' proven stakes and the walk of validator-power changes from genesis, or from the block `?trust=HEIGHT:HASH` names ([`crate::proof`], `api::proofs`): checkable against a genesis file (and that block) alone |
 //! | `GET /v1/sessions/{id}/opening` | with the operator token, on the session's provider node: the mapping of each segment to its HDAG node with the salt of its id (and the provider's own HDAG), which ties the outcome to the trace (`proof export --opening`, `proof verify --trace`) |
+//! | `GET /v1/auditors/{id}/history` | the auditor's sessions, newest first: seats, votes, counted judgements, rewards, slashes and their reasons, appeals, status and verdict (at most 10,000 blocks and 100 sessions a call; `?before=H` pages down) |
 //! | `GET /v1/auditors/{id}` | bonded stake, unbondings and the height each frees at, whether a withdrawal would apply now, exiting or not, seats held in live sessions (phase, deadline), reputation, earnings, slashes, abstention rate, honeypot record |
 //! | `GET /v1/events` | the event feed of finalized blocks as Server-Sent Events, filtered by `account`, `session`, `kind`; resumes after `Last-Event-ID` or `?after=H:I` (see [`events`]) |
 //! | `GET /v1/snapshot` | a chunk of the newest contract snapshot below the tip (`?height=&offset=`), with its block and the next one as stored: what `run --state-sync` fetches and checks (see [`snapshot`], [`crate::statesync`]) |
@@ -30,7 +31,7 @@
 //! spending cap, 404 unknown, 405, 408 too slow, 413 too large, 414, 415, 422 refused,
 //! 431, 503 busy or stopping. Request bodies are capped per route ([`server::body_limit`]);
 //! timeouts and the connection cap are in [`server`]. The API binds to loopback by default
-//! (`api_listen` in `config.toml`); reads are open, and whatever spends the node's funds
+//! (`[api] listen` in `config.toml`); reads are open, and whatever spends the node's funds
 //! needs the operator token.
 //!
 //! The API writes none of the node's shared state: it reads the chain, peer and LLM views
@@ -71,11 +72,12 @@ use crate::{
     ledger::Ledger,
     mempool::{MempoolError, Pool},
     proof::OutcomeProof,
-    query::{self, SessionLookup},
+    query::{self, AuditorHistory, SessionLookup},
     view::{ChainWatch, PeerWatch, latest},
     web::auth::Auth,
 };
 
+pub mod addr;
 pub mod client;
 pub mod proofs;
 pub mod server;
@@ -236,13 +238,14 @@ fn documented() -> (Router<Api>, utoipa::openapi::OpenApi) {
         .routes(routes!(submit_tx))
         .routes(routes!(tx_location))
         .routes(routes!(block))
-        .routes(routes!(open_session))
+        .routes(routes!(open_session, list_sessions))
         .routes(routes!(plan_session))
         .routes(routes!(session))
         .routes(routes!(session_proof))
         .routes(routes!(session_opening))
         .routes(routes!(appeal))
         .routes(routes!(auditor))
+        .routes(routes!(auditor_history))
         .routes(routes!(account))
         .routes(routes!(events::events))
         .routes(routes!(snapshot::snapshot))
@@ -461,7 +464,7 @@ fn parse_hash(what: &str, s: &str) -> ApiResult<Hash> {
 
 #[utoipa::path(
     get, path = "/v1/sessions/{id}",
-    description = "A session's outcome, or its live phase with seats assigned, committed and revealed.",
+    description = "A session's outcome, or its live phase with seats assigned, committed and revealed; on the node that opened it, `pending` from its 202 until a block holds it. With the operator token, on that node: `steps`, each step of the trace under its name with its text, span and verdict (401 for a token that is not this node's).",
     params(("id" = String, Path, description = "session id, 64 hex characters", pattern = "^[0-9a-fA-F]{64}$")),
     responses(
         (status = 200, body = SessionView),
@@ -469,13 +472,40 @@ fn parse_hash(what: &str, s: &str) -> ApiResult<Hash> {
         (status = "5XX", description = "internal error or stopping", body = ErrorBody),
     )
 )]
-async fn session(State(api): State<Api>, Path(id): Path<String>) -> ApiResult<Json<SessionView>> {
+async fn session(
+    State(api): State<Api>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> ApiResult<Json<SessionView>> {
     let sid = parse_hash("session id", &id)?;
+    // The operator of the node that opened the session sees its own steps; a token that
+    // does not hold is refused rather than ignored, so a client knows it was not read.
+    let operator = match headers.get(header::AUTHORIZATION) {
+        Some(_) if !api.auth.authorized(&headers) => {
+            return Err(ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                "the operator token given is not this node's",
+            ));
+        }
+        Some(_) => true,
+        None => api.auth.authorized(&headers),
+    };
+    let record = operator
+        .then(|| api.provider.as_ref()?.page_record(&sid))
+        .flatten();
     let view = latest(&api.chain);
     let found = query::session(&view, &api.ledger, &sid).map_err(ApiError::internal)?;
     let params = &view.contract.state().params;
+    let steps = |tiers: Vec<trust_protocol::tx::Tier>, o: Option<&trust_contracts::Outcome>| {
+        record.as_ref().map(|r| r.steps(&tiers, o))
+    };
     match found {
         Some(SessionLookup::Decided(d)) => Ok(Json(SessionView {
+            steps: steps(
+                d.outcome.segments.iter().map(|g| g.tier).collect(),
+                Some(&d.outcome),
+            ),
             terms: Some(TermsView::of(
                 &d.outcome.quorum,
                 &d.outcome.terms,
@@ -483,6 +513,9 @@ async fn session(State(api): State<Api>, Path(id): Path<String>) -> ApiResult<Js
                 params,
             )),
             explanation: query::explain(&d.outcome, &|i| format!("#{i}")),
+            failure_bound: crate::report::words::bound_probability(
+                d.outcome.bound.hoeffding_neg_ln_milli,
+            ),
             finality: Some(d.outcome.finality().into()),
             outcome: Some(d.outcome),
             block_height: d.height,
@@ -492,13 +525,14 @@ async fn session(State(api): State<Api>, Path(id): Path<String>) -> ApiResult<Js
             ..SessionView::new(sid, SessionStatus::Decided)
         })),
         Some(SessionLookup::Live(x)) => Ok(Json(SessionView {
+            steps: steps(x.segments.iter().map(|g| g.tier).collect(), None),
             terms: Some(TermsView::of(
                 &x.manifest.quorum,
                 &x.manifest.terms,
                 &x.manifest.domain,
                 params,
             )),
-            phase: Some(x.phase),
+            phase: Some(x.phase.into()),
             segments: Some(x.segments.len()),
             seats: Some(query::seat_counts(&x).into()),
             ..SessionView::new(sid, SessionStatus::Live)
@@ -507,6 +541,17 @@ async fn session(State(api): State<Api>, Path(id): Path<String>) -> ApiResult<Js
             failure: Some(f),
             ..SessionView::new(sid, SessionStatus::Failed)
         })),
+        // Opened here and not in a block yet: pending, for whoever asks this node.
+        None if api
+            .provider
+            .as_ref()
+            .is_some_and(|p| p.page_record(&sid).is_some()) =>
+        {
+            Ok(Json(SessionView {
+                steps: steps(Vec::new(), None),
+                ..SessionView::new(sid, SessionStatus::Pending)
+            }))
+        }
         None => Err(ApiError::not_found(format!("no session {sid}"))),
     }
 }
@@ -700,10 +745,14 @@ async fn session_opening(
 
 #[utoipa::path(
     post, path = "/v1/sessions",
-    description = "This node, as provider, decomposes the trace (or takes the HDAG), encrypts and stores the segments, and opens a session paid from its account. Needs the operator token; refused with 403 over the node's spending cap (max_fee_per_session, max_fee_per_day).",
+    description = "This node, as provider, decomposes the trace (or takes the HDAG), encrypts and stores the segments, and opens a session paid from its account. Needs the operator token; refused with 403 over the node's spending cap ([provider] max_fee_per_session, max_fee_per_day). With an `Idempotency-Key` header, a repeat of the same request answers the session the first one opened (200, `Idempotent-Replayed: true`), opening and charging nothing; the same key with another request is refused (422).",
     request_body = OpenSessionBody,
+    params(
+        ("Idempotency-Key" = Option<String>, Header, description = "1 to 128 printable ASCII characters: a retry with the same key and request opens nothing new."),
+    ),
     security(("operator_token" = [])),
     responses(
+        (status = 200, description = "the session this key opened before (nothing charged)", body = SubmittedView),
         (status = 202, description = "session opened", body = SubmittedView),
         (status = 401, description = "no valid operator token", body = ErrorBody),
         (status = 403, description = "over the spending cap", body = ErrorBody),
@@ -715,15 +764,139 @@ async fn session_opening(
 )]
 async fn open_session(
     State(api): State<Api>,
+    headers: HeaderMap,
     body: Result<Json<OpenSessionBody>, axum::extract::rejection::JsonRejection>,
-) -> ApiResult<(StatusCode, Json<SubmittedView>)> {
+) -> ApiResult<(StatusCode, HeaderMap, Json<SubmittedView>)> {
     let (provider, body, contract) = provider_request(&api, body)?;
+    let key = match headers.get("idempotency-key") {
+        Some(v) => Some(v.to_str().map_err(|_| {
+            ApiError::bad(
+                "bad_idempotency_key",
+                "Idempotency-Key is 1 to 128 printable ASCII characters",
+            )
+        })?),
+        None => None,
+    };
     let options = body.session.unwrap_or_default();
-    let submitted = provider
-        .submit_with(&body.trace, body.hdag.as_deref(), &options, &contract)
+    let hdag = body.hdag.as_ref().map(views::TextOrJson::text);
+    let (submitted, again) = provider
+        .open_listed(
+            &body.trace.text(),
+            hdag.as_deref(),
+            &options,
+            &body.labels,
+            key,
+            &contract,
+        )
         .await
         .map_err(|e| submit_error(&api, e))?;
-    Ok((StatusCode::ACCEPTED, Json(submitted)))
+    let mut out = HeaderMap::new();
+    if again {
+        out.insert(
+            "idempotent-replayed",
+            axum::http::HeaderValue::from_static("true"),
+        );
+    }
+    let status = if again {
+        StatusCode::OK
+    } else {
+        StatusCode::ACCEPTED
+    };
+    Ok((status, out, Json(submitted)))
+}
+
+#[utoipa::path(
+    get, path = "/v1/sessions",
+    description = "The sessions this node opened, newest first, with their labels, fee, status and verdict. Needs the operator token (labels are the provider's own, kept on this node and never on chain). `provider=me` is required (a node lists only its own sessions); `label=NAME` or `label=NAME=VALUE` (repeated: all must hold) filters; `before=MS` (Unix milliseconds, the `opened_ms` of the last one seen) pages; `limit` is 1 to 1000, default 100.",
+    params(
+        ("provider" = String, Query, pattern = "^me$", description = "`me`: this node's own sessions (a node lists no other provider's)."),
+        ("label" = Option<String>, Query, description = "NAME or NAME=VALUE; repeat for several."),
+        ("before" = Option<u64>, Query, description = "Only sessions opened before this time (Unix milliseconds)."),
+        ("limit" = Option<usize>, Query, minimum = 1, maximum = 1000, description = "At most this many, 1 to 1000 (default 100)."),
+    ),
+    security(("operator_token" = [])),
+    responses(
+        (status = 200, description = "the sessions", body = Vec<views::ListedView>),
+        (status = 401, description = "no valid operator token", body = ErrorBody),
+        (status = "4XX", description = documented_errors!(), body = ErrorBody),
+        (status = "5XX", description = "internal error, no provider role, or stopping", body = ErrorBody),
+    )
+)]
+async fn list_sessions(
+    State(api): State<Api>,
+    query: Result<Query<Vec<(String, String)>>, axum::extract::rejection::QueryRejection>,
+) -> ApiResult<Json<Vec<views::ListedView>>> {
+    let Query(pairs) = query.map_err(|e| ApiError::bad("bad_query", e.body_text()))?;
+    let mut filter = crate::audit::provider::listing::LabelFilter::default();
+    let (mut mine, mut before, mut limit) = (false, None, 100usize);
+    for (key, value) in &pairs {
+        let number = || {
+            value
+                .trim()
+                .parse::<u64>()
+                .map_err(|_| ApiError::bad("bad_query", format!("{key} must be a whole number")))
+        };
+        match key.as_str() {
+            "provider" if value == "me" => mine = true,
+            "provider" => {
+                return Err(ApiError::bad(
+                    "bad_query",
+                    "a node lists only the sessions it opened: provider=me",
+                ));
+            }
+            "label" => filter.add(value),
+            "before" => before = Some(number()?),
+            "limit" => match number()? {
+                n @ 1..=1000 => limit = usize::try_from(n).unwrap_or(1000),
+                _ => return Err(ApiError::bad("bad_query", "limit must be 1 to 1000")),
+            },
+            other => {
+                return Err(ApiError::bad(
+                    "bad_query",
+                    format!(
+                        "unknown parameter `{}`; this route takes provider, label, before and limit",
+                        other.chars().take(64).collect::<String>()
+                    ),
+                ));
+            }
+        }
+    }
+    if !mine {
+        return Err(ApiError::bad(
+            "bad_query",
+            "provider=me is required: a node lists only the sessions it opened",
+        ));
+    }
+    let provider = provider_role(&api)?;
+    let listed = tokio::task::spawn_blocking(move || provider.listed(&filter, before, limit))
+        .await
+        .map_err(ApiError::internal)?
+        .map_err(ApiError::internal)?;
+    let view = latest(&api.chain);
+    let mut out = Vec::with_capacity(listed.len());
+    for l in listed {
+        let sid = l.submitted.session;
+        let (status, verdict) =
+            match query::session(&view, &api.ledger, &sid).map_err(ApiError::internal)? {
+                Some(SessionLookup::Decided(d)) => (
+                    SessionStatus::Decided,
+                    Some(crate::feed::trace_verdict(d.outcome.trace)),
+                ),
+                Some(SessionLookup::Live(_)) => (SessionStatus::Live, None),
+                Some(SessionLookup::Failed(_)) => (SessionStatus::Failed, None),
+                None => (SessionStatus::Pending, None),
+            };
+        out.push(views::ListedView {
+            session: sid,
+            opened_ms: l.opened_ms,
+            opened: crate::chain::format_time(l.opened_ms),
+            labels: l.labels,
+            fee: l.submitted.fee,
+            status: status.as_str().to_string(),
+            verdict,
+        });
+    }
+    Ok(Json(out))
 }
 
 /// A provider request's body, the provider role that serves it and the contract as of
@@ -765,6 +938,7 @@ fn submit_error(api: &Api, e: SubmitError) -> ApiError {
     api.metrics.bad_requests.fetch_add(1, Ordering::Relaxed);
     match e {
         SubmitError::OverCap(m) => ApiError::new(StatusCode::FORBIDDEN, "forbidden", m),
+        e @ SubmitError::ListingStore(_) => ApiError::internal(e),
         e => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "rejected", e.to_string()),
     }
 }
@@ -791,7 +965,8 @@ async fn plan_session(
     let options = body.session.unwrap_or_default();
     // Decomposition and sealing are CPU work: off the async workers.
     let plan = tokio::task::spawn_blocking(move || {
-        provider.plan(&body.trace, body.hdag.as_deref(), &options, &contract)
+        let hdag = body.hdag.as_ref().map(views::TextOrJson::text);
+        provider.plan(&body.trace.text(), hdag.as_deref(), &options, &contract)
     })
     .await
     .map_err(ApiError::internal)?
@@ -920,6 +1095,11 @@ async fn auditor(State(api): State<Api>, Path(id): Path<String>) -> ApiResult<Js
         active: a.active,
         flagged: a.flagged,
         exiting: a.exiting,
+        paused: a.paused,
+        pending_pause: a.pending_pause.map(|p| views::PendingPauseView {
+            paused: p.paused,
+            from: p.at,
+        }),
         drawable: st.eligible(a.tier).contains(&who),
         stake: acct.stake,
         min_stake,
@@ -960,6 +1140,79 @@ async fn auditor(State(api): State<Api>, Path(id): Path<String>) -> ApiResult<Js
         held_stake: trust_contracts::held_stake(st, &who),
     }))
 }
+
+#[utoipa::path(
+    get, path = "/v1/auditors/{id}/history",
+    description = "An auditor's history, session by session, newest first: seats drawn, votes revealed (when decided), judgements counted, rewards, slashes with their reasons, slashes given back, appeals filed, and the session's status and verdict. Read from the events the node stores with each block: at most 10,000 blocks and 100 sessions a call, from the block below `before` down; `earlier` is the `before` of the page below (absent when no earlier block is held). A pruning node holds no events below its oldest block.",
+    params(
+        ("id" = String, Path, description = "account id, 64 hex characters", pattern = "^[0-9a-fA-F]{64}$"),
+        ("before" = Option<u64>, Query, description = "Read the blocks below this height (default: up to the tip)."),
+        ("blocks" = Option<u64>, Query, minimum = 1, maximum = 10000, description = "Read at most this many blocks (1 to 10000, default 10000)."),
+    ),
+    responses(
+        (status = 200, body = AuditorHistory),
+        (status = "4XX", description = documented_errors!(), body = ErrorBody),
+        (status = "5XX", description = "internal error or stopping", body = ErrorBody),
+    )
+)]
+async fn auditor_history(
+    State(api): State<Api>,
+    Path(id): Path<String>,
+    query: Result<Query<Vec<(String, String)>>, axum::extract::rejection::QueryRejection>,
+) -> ApiResult<Json<AuditorHistory>> {
+    let who = AccountId::from_str(&id)
+        .map_err(|_| ApiError::bad("bad_id", "auditor id must be 64 hex characters"))?;
+    let Query(pairs) = query.map_err(|e| ApiError::bad("bad_query", e.body_text()))?;
+    let (mut before, mut blocks) = (None, query::MAX_HISTORY_BLOCKS);
+    for (key, value) in &pairs {
+        let n = value
+            .trim()
+            .parse::<u64>()
+            .map_err(|_| ApiError::bad("bad_query", format!("{key} must be a whole number")));
+        match key.as_str() {
+            "before" => before = Some(n?),
+            "blocks" => match n? {
+                b @ 1..=query::MAX_HISTORY_BLOCKS => blocks = b,
+                _ => {
+                    return Err(ApiError::bad(
+                        "bad_query",
+                        format!("blocks must be 1 to {}", query::MAX_HISTORY_BLOCKS),
+                    ));
+                }
+            },
+            other => {
+                return Err(ApiError::bad(
+                    "bad_query",
+                    format!(
+                        "unknown parameter `{}`; this route takes before and blocks",
+                        other.chars().take(64).collect::<String>()
+                    ),
+                ));
+            }
+        }
+    }
+    let view = latest(&api.chain);
+    if !view.contract.state().auditors.contains_key(&who) {
+        return Err(ApiError::not_found(format!("no auditor {who}")));
+    }
+    // Up to 10,000 block reads: off the runtime's threads, two requests at a time.
+    let Ok(_scan) = HISTORY_SCANS.try_acquire() else {
+        return Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            "two auditor histories are being read, the most this node reads at once; retry shortly",
+        ));
+    };
+    tokio::task::spawn_blocking(move || {
+        query::auditor_history(&view, &api.ledger, &who, before, blocks).map_err(ApiError::internal)
+    })
+    .await
+    .map_err(ApiError::internal)?
+    .map(Json)
+}
+
+/// Auditor histories read at once (each up to [`query::MAX_HISTORY_BLOCKS`] block reads).
+static HISTORY_SCANS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(2);
 
 /// The seats `who` holds in live sessions, in session then segment order.
 fn seats_of(st: &trust_contracts::State, who: &AccountId) -> Vec<SeatView> {

@@ -51,7 +51,7 @@ pub const MAX_FORM_BODY_BYTES: usize = 16 * 1024;
 /// How long open connections get to finish when the node stops.
 const DRAIN: Duration = Duration::from_secs(5);
 
-/// The server's limits (`api_*` in `config.toml`).
+/// The server's limits (`[api]` in `config.toml`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     /// Time to send a request head; also how long an idle connection stays open.
@@ -90,7 +90,8 @@ pub fn needs_token(method: &Method, path: &str) -> bool {
     let opening = path
         .strip_prefix("/v1/sessions/")
         .is_some_and(|rest| rest.ends_with("/opening"));
-    (method == Method::GET && opening)
+    // The list of this node's sessions holds its labels, which are the provider's own.
+    (method == Method::GET && (opening || path == "/v1/sessions"))
         || method == Method::POST
             && (path == "/v1/sessions"
             || path == "/v1/sessions/plan"

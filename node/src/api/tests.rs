@@ -353,8 +353,8 @@ async fn a_session_is_queryable_with_the_block_that_decided_it() {
     assert_eq!(st, StatusCode::OK, "{body}");
     let v = json(&body);
     assert_eq!(v["status"], "decided", "{v}");
-    assert_eq!(v["outcome"]["trace"], "Fail");
-    assert_eq!(v["outcome"]["segments"][0]["verdict"], "Invalid");
+    assert_eq!(v["outcome"]["trace"], "fail");
+    assert_eq!(v["outcome"]["segments"][0]["verdict"], "invalid");
     // Every revealed vote is listed with its seat and reason, in seat order.
     let cast = v["outcome"]["segments"][0]["votes_cast"]
         .as_array()
@@ -362,7 +362,7 @@ async fn a_session_is_queryable_with_the_block_that_decided_it() {
     assert_eq!(cast.len(), 3, "{v}");
     for (c, &i) in cast.iter().zip(&seats) {
         assert_eq!(c["seat"], net.keys[i].public().to_hex());
-        assert_eq!(c["vote"], "Invalid");
+        assert_eq!(c["vote"], "invalid");
         assert_eq!(c["reason"], why(i));
         assert_eq!(c["counted"], true);
     }
@@ -471,8 +471,20 @@ async fn the_client_reads_every_reply_the_cli_uses_as_its_view() {
     let live: views::SessionView = serde_json::from_str(&live_body).unwrap();
     assert_eq!(live.status, views::SessionStatus::Live);
     assert!(
-        matches!(live.phase, Some(trust_contracts::Phase::Assigning)),
+        matches!(
+            live.phase,
+            Some(views::PhaseView {
+                name: views::SeatPhase::Assigning,
+                round: None,
+                until: None
+            })
+        ),
         "{live:?}"
+    );
+    // The phase is an object, whatever the phase.
+    assert!(
+        json(&live_body)["phase"]["name"] == "assigning",
+        "{live_body}"
     );
     reads_back(&live, &json(&live_body));
     let decided = api.session(&sid).await.unwrap();
@@ -534,9 +546,10 @@ async fn the_client_reads_every_reply_the_cli_uses_as_its_view() {
 
     // POST /v1/sessions, as the provider.
     let body = views::OpenSessionBody {
-        trace: FRACTION.into(),
+        trace: FRACTION.to_string().into(),
         hdag: None,
         session: None,
+        labels: Default::default(),
     };
     let raw_opened = client::post_authorized(
         &addr,
@@ -784,7 +797,7 @@ async fn every_error_status_has_the_json_error_body() {
             StatusCode::METHOD_NOT_ALLOWED,
         ),
         (
-            Request::get("/v1/sessions").body(Body::empty()).unwrap(),
+            Request::delete("/v1/sessions").body(Body::empty()).unwrap(),
             StatusCode::METHOD_NOT_ALLOWED,
         ),
         (

@@ -10,7 +10,10 @@
 //! header) and have always been sent with their object keys in sorted order, as they went
 //! through a `serde_json::Value`; [`sorted`] keeps those bytes as they were.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize, Serializer};
+use serde_json::Value;
 use trust_contracts::{Failure, HoneypotStats, Outcome, Phase};
 use trust_protocol::{
     AccountId, Hash,
@@ -40,23 +43,33 @@ pub struct ErrorBody {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct StatusView {
     #[schema(value_type = String)]
+    /// The node's account id (its public key).
     pub node_id: AccountId,
     /// The chain id (the hash of the genesis document) transactions are signed for.
     #[schema(value_type = String)]
     pub chain_id: Hash,
+    /// Height of the newest decided block.
     pub height: u64,
     #[schema(value_type = String)]
+    /// Hash of the newest decided block.
     pub tip_hash: Hash,
     #[schema(value_type = String)]
+    /// Root of the contract state after the newest block.
     pub state_root: Hash,
+    /// Peers connected now.
     pub peers: usize,
+    /// Each connected peer's reported height.
     pub peer_heights: Vec<PeerHeight>,
+    /// Whether this node is a validator of the next height.
     pub validator: bool,
+    /// Transactions waiting in this node's mempool.
     pub mempool: usize,
     #[schema(value_type = Vec<Object>)]
+    /// The validators of the next height and their voting power.
     pub validators: Vec<ValidatorView>,
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
+    /// The LLM tier's endpoint and calibration, when this node runs one.
     pub llm: Option<LlmView>,
     /// The oldest block this node's ledger holds (1 when it holds them all; none before
     /// the first block).
@@ -102,10 +115,12 @@ impl StorageView {
     }
 }
 
-// No doc comment: the OpenAPI document has always described it without one.
+/// A connected peer and the height it reported.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct PeerHeight {
+    /// The peer's libp2p id.
     pub peer: String,
+    /// The height the peer last reported.
     pub height: u64,
 }
 
@@ -172,6 +187,7 @@ pub struct TxAccepted {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct BlockView {
     #[schema(value_type = String)]
+    /// The block's hash.
     pub hash: Hash,
     /// The header's `time_ms` as RFC 3339 in UTC (`2026-11-26T02:07:50.123Z`).
     pub time: String,
@@ -225,13 +241,16 @@ pub enum TxStatus {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct TxLocation {
     #[schema(value_type = String)]
+    /// The transaction's id (the hash of its encoding).
     pub id: Hash,
     /// `included` or `pending`.
     #[schema(value_type = String)]
     pub status: TxStatus,
     #[serde(skip_serializing_if = "Option::is_none")]
+    /// The height of the block that includes it, once included.
     pub height: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    /// Its position in that block, once included.
     pub index: Option<u32>,
 }
 
@@ -239,18 +258,26 @@ pub struct TxLocation {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct AccountView {
     #[schema(value_type = String)]
+    /// The account id (its public key).
     pub id: AccountId,
+    /// Liquid balance.
     pub balance: u64,
+    /// Bonded stake (drawn on, slashable).
     pub stake: u64,
+    /// The nonce its next transaction must carry, as the chain holds it (pooled ones
+    /// not counted).
     pub nonce: u64,
     /// The nonce its next transaction should carry (pooled ones counted).
     pub next_nonce: u64,
 }
 
-/// `decided`, `live` or `failed`: where a session is.
+/// `pending`, `live`, `decided` or `failed`: where a session is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SessionStatus {
+    /// Opened by this node and not yet in a block (only the node that opened it knows
+    /// it then).
+    Pending,
     /// Decided: it has an outcome.
     Decided,
     /// Still running.
@@ -263,6 +290,7 @@ impl SessionStatus {
     /// The word the API sends.
     pub fn as_str(self) -> &'static str {
         match self {
+            SessionStatus::Pending => "pending",
             SessionStatus::Decided => "decided",
             SessionStatus::Live => "live",
             SessionStatus::Failed => "failed",
@@ -296,8 +324,10 @@ impl From<crate::query::SeatCounts> for SeatCounts {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct SessionView {
     #[schema(value_type = String)]
+    /// The session id.
     pub session: Hash,
-    /// `decided`, `live` or `failed`.
+    /// `pending` (opened by this node, not yet in a block), `live`, `decided` or
+    /// `failed`.
     #[schema(value_type = String)]
     pub status: SessionStatus,
     /// The outcome: verdict, per-segment verdicts and vote counts, coverage, bound. Each
@@ -312,9 +342,11 @@ pub struct SessionView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub explanation: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    /// Height of the block that decided it.
     pub block_height: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<String>)]
+    /// Hash of the block that decided it.
     pub block_hash: Option<Hash>,
     /// When it was decided: the deciding block's time, Unix milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -322,14 +354,15 @@ pub struct SessionView {
     /// The same as RFC 3339 in UTC (`2026-11-26T02:07:50.123Z`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decided_time: Option<String>,
-    /// The live phase.
-    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "sorted")]
-    #[schema(value_type = Option<Value>)]
-    pub phase: Option<Phase>,
+    /// The live phase, always an object: `{"name": "commit", "round": 0, "until": 12}`.
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub phase: Option<PhaseView>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Segments of a live session.
     pub segments: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
+    /// Seats of a live session: drawn, committed, revealed.
     pub seats: Option<SeatCounts>,
     /// Why a failed session failed.
     #[serde(skip_serializing_if = "Option::is_none", serialize_with = "sorted")]
@@ -344,6 +377,19 @@ pub struct SessionView {
     /// Every appeal round is in `outcome.appeals.rounds`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finality: Option<FinalityView>,
+    /// On the node that opened the session, asked with its operator token: each step of
+    /// the submitted trace under its stable name (the HDAG node id `submit` printed), its
+    /// text verbatim, its span in the trace and its verdict; session segments in outcome
+    /// order, then the left-out ones. Absent on every other node and without the token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps: Option<Vec<StepView>>,
+    /// A decided session's failure bound as a probability, written as a decimal (`"0.446"`,
+    /// `"1.0e-4"`: the same figure `query` and the page show; `outcome.bound` holds it in
+    /// fixed point as `exp(-hoeffding_neg_ln_milli / 1000)`): the chance, at most, that a
+    /// trace whose segments are all correct would be failed, if each seat errs no more
+    /// often than the network assumes (Hoeffding's bound). Absent when there is none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_bound: Option<String>,
 }
 
 /// Where a decided session stands with respect to appeals (the contract's `Finality`).
@@ -432,6 +478,8 @@ impl SessionView {
             failure: None,
             terms: None,
             finality: None,
+            steps: None,
+            failure_bound: None,
         }
     }
 }
@@ -460,20 +508,60 @@ pub(super) struct CastVoteDoc {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OpenSessionBody {
-    /// The trace: JSON `{problem, thinking, output}` or the paper's headings.
-    pub trace: String,
-    /// The provider's HDAG JSON (optional).
+    /// The trace: an object `{"problem", "thinking", "output"}`, or text (that object as a
+    /// JSON string, or the paper's `##` headings).
+    #[schema(value_type = Value)]
+    pub trace: TextOrJson,
+    /// The provider's HDAG (optional): an object `{"nodes", "edges"}`, or that JSON as a
+    /// string.
     #[serde(default)]
-    pub hdag: Option<String>,
+    #[schema(value_type = Option<Value>)]
+    pub hdag: Option<TextOrJson>,
     /// The session's assurance (seats, quorums, tiers, weights, domain, fee, windows,
     /// exposure budget), over the node's `[session]` defaults; absent: those defaults.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<SessionOptions>,
+    /// Labels kept with the session on this node, never on chain (`model`, `run`,
+    /// `dataset_row`...): at most 16, names of letters, digits and `_-./` up to 64 bytes,
+    /// values up to 256 bytes. `GET /v1/sessions?provider=me&label=NAME=VALUE` lists by
+    /// them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
 }
 
+/// A document given as JSON text or as the JSON itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum TextOrJson {
+    /// Text, as it was given.
+    Text(String),
+    /// A JSON value (an object), read as its compact JSON text.
+    Json(Value),
+}
+
+impl TextOrJson {
+    /// The document as text.
+    pub fn text(&self) -> String {
+        match self {
+            TextOrJson::Text(s) => s.clone(),
+            TextOrJson::Json(v) => v.to_string(),
+        }
+    }
+}
+
+impl From<String> for TextOrJson {
+    fn from(s: String) -> Self {
+        TextOrJson::Text(s)
+    }
+}
+
+pub use trust_judging::session::terms::SessionOptions;
+
 pub use crate::audit::provider::{
-    ExposureView, Plan, PlannedSegment, TermsView, terms::SessionOptions,
+    ExposureView, Plan, PlannedSegment, StepView, TermsView, TraceSpan, listing::ListedView,
 };
+/// An auditor's history (`GET /v1/auditors/{id}/history`).
+pub use crate::query::{AuditorHistory, SessionHistory, VoteTally};
 
 /// What `submit` reports: the provider's own record of what it opened (one type, on both
 /// sides of the wire).
@@ -482,9 +570,37 @@ pub use crate::audit::provider::Submitted as SubmittedView;
 /// Stake on its way out of an account.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct UnbondingView {
+    /// Stake unbonding.
     pub amount: u64,
     /// The first height at which a `Withdraw` can take it.
     pub frees_at: u64,
+}
+
+/// A live session's phase: its name, its voting round (commit and reveal) and the last
+/// block of its window (commit, reveal and disclose).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct PhaseView {
+    /// `assigning`, `commit`, `reveal` or `disclose`.
+    #[schema(value_type = String)]
+    pub name: SeatPhase,
+    /// The voting round (0, 1 after an escalation, 2 and up for appeals).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round: Option<u8>,
+    /// The last block of the phase's window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<u64>,
+}
+
+impl From<Phase> for PhaseView {
+    fn from(p: Phase) -> Self {
+        let (name, round, until) = match p {
+            Phase::Assigning => (SeatPhase::Assigning, None, None),
+            Phase::Commit { round, until } => (SeatPhase::Commit, Some(round), Some(until)),
+            Phase::Reveal { round, until } => (SeatPhase::Reveal, Some(round), Some(until)),
+            Phase::Disclose { until } => (SeatPhase::Disclose, None, Some(until)),
+        };
+        Self { name, round, until }
+    }
 }
 
 /// `assigning`, `commit`, `reveal` or `disclose`: the phase of a seat's session.
@@ -517,7 +633,9 @@ impl SeatPhase {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct SeatView {
     #[schema(value_type = String)]
+    /// The session.
     pub session: Hash,
+    /// The segment's index in the session's manifest.
     pub segment: u16,
     /// 0, or 1 after an escalation.
     pub round: u8,
@@ -527,7 +645,9 @@ pub struct SeatView {
     /// The last height of the phase (none while seats are being drawn).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deadline: Option<u64>,
+    /// Whether its commitment is on chain.
     pub committed: bool,
+    /// Whether its vote is revealed.
     pub revealed: bool,
 }
 
@@ -535,19 +655,29 @@ pub struct SeatView {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct AuditorView {
     #[schema(value_type = String)]
+    /// The auditor's account id.
     pub id: AccountId,
     /// Height of the state this answer reads.
     pub height: u64,
     /// `Computer`, `Llm` or `Human`.
     #[schema(value_type = String)]
     pub tier: Tier,
+    /// Domains it declared (drawn first for sessions that prefer them).
     pub expertise: Vec<String>,
+    /// Eligible for seats (false after its stake fell below the minimum or it was flagged).
     pub active: bool,
+    /// Flagged by the honeypot rule (it approved known errors): not drawn.
     pub flagged: bool,
     /// Leaving the network (`Exit`): never drawn again.
     pub exiting: bool,
-    /// Whether it can be drawn for new seats now (active, not flagged, not exiting, bonded at
-    /// least the tier minimum).
+    /// Paused (`auditor pause`): not drawn for new seats; the seats it holds stay its duty.
+    #[serde(default)]
+    pub paused: bool,
+    /// A pause or resume asked for that does not count yet.
+    #[serde(default)]
+    pub pending_pause: Option<PendingPauseView>,
+    /// Whether it can be drawn for new seats now (active, not flagged, not exiting, not
+    /// paused, bonded at least the tier minimum).
     pub drawable: bool,
     /// Bonded stake (drawn on, slashable).
     pub stake: u64,
@@ -565,15 +695,22 @@ pub struct AuditorView {
     pub seats: Vec<SeatView>,
     /// Between 0 and 1.
     pub reputation: f64,
+    /// Rewards earned, in total.
     pub earned: u64,
+    /// Stake slashed, in total.
     pub slashed: u64,
+    /// Votes revealed.
     pub votes: u64,
+    /// Revealed Valid votes.
     pub approvals: u64,
+    /// Revealed abstentions (counted in `votes`).
     pub abstentions: u64,
     /// Share of revealed votes that were abstentions (public: a provider can see how
     /// often an auditor declines to judge).
     pub abstention_rate: f64,
+    /// Counted votes that agreed with their segment's verdict.
     pub agreed: u64,
+    /// Counted votes that disagreed, or seats that never committed or revealed.
     pub disagreed: u64,
     /// Honeypot record.
     #[serde(serialize_with = "sorted")]
@@ -594,6 +731,15 @@ pub struct AuditorView {
     /// took): a withdrawal leaves this much behind.
     #[serde(default)]
     pub held_stake: u64,
+}
+
+/// A pause or resume waiting to count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct PendingPauseView {
+    /// Paused from `from` (true) or drawn again from `from` (false).
+    pub paused: bool,
+    /// The first height whose draws see the change.
+    pub from: u64,
 }
 
 /// Declared expertise waiting to count.

@@ -31,7 +31,7 @@ use tokio::sync::watch;
 use trust_contracts::Event;
 use trust_protocol::{AccountId, Hash, Vote, tx::Tier};
 
-use super::judge::{Auditor, Decision, SeatRef, SegmentView};
+use trust_judging::judge::{Auditor, Decision, SeatRef, SegmentView};
 
 /// The reason a Human seat abstains with when nobody judged it in time.
 pub const NO_JUDGEMENT: &str = "no human judgement before the deadline";
@@ -196,7 +196,7 @@ pub struct SeatRecord {
 }
 
 /// Why a judgement was not taken.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum SubmitError {
     /// This node holds no seat on the segment (or forgot it).
@@ -211,10 +211,23 @@ pub enum SubmitError {
     /// The note is too long.
     #[error("the note is longer than {MAX_NOTE_CHARS} characters")]
     NoteTooLong,
-    /// The judgement could not be stored.
+    /// The judgement could not be stored (sled's error, or the record's encoding).
     #[error("the judgement could not be stored: {0}")]
-    Store(String),
+    Store(#[source] Arc<dyn std::error::Error + Send + Sync>),
 }
+
+/// Two answers are equal when they are the same refusal; two store failures, when they
+/// are the same failure (its cause is shared, not compared).
+impl PartialEq for SubmitError {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Self::Store(a), Self::Store(b)) => Arc::ptr_eq(a, b),
+            (a, b) => std::mem::discriminant(a) == std::mem::discriminant(b),
+        }
+    }
+}
+
+impl Eq for SubmitError {}
 
 /// Settings of a [`HumanDesk`].
 #[derive(Debug, Clone, Copy)]
@@ -260,8 +273,8 @@ type Waiting = watch::Sender<Option<Judgement>>;
 #[derive(Debug, Clone)]
 pub struct HumanDesk(Arc<Inner>);
 
-fn store_err(e: impl std::fmt::Display) -> SubmitError {
-    SubmitError::Store(e.to_string())
+fn store_err(e: impl Into<crate::Cause>) -> SubmitError {
+    SubmitError::Store(Arc::from(e.into()))
 }
 
 impl HumanDesk {

@@ -35,7 +35,7 @@ use std::str::FromStr;
 
 use trust_protocol::{AccountId, Hash, Vote};
 
-use super::judge::Decision;
+use trust_judging::judge::Decision;
 
 /// A misbehaving seat's strategy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -210,10 +210,10 @@ mod tests {
     fn a_griefing_provider_commits_true_steps_as_known_errors() {
         use trust_protocol::trace::Trace;
 
-        use crate::decompose::{Options, decompose};
+        use trust_judging::decompose::{Options, decompose};
         let text = include_str!("../../../examples/traces/fraction-correct.txt");
         let h = decompose(&Trace::parse(text).unwrap(), &Options::default()).unwrap();
-        let r = crate::audit::provider::prepare::restrict(&h, |t| t == Tier::Computer);
+        let r = trust_judging::session::prepare::restrict(&h, |t| t == Tier::Computer);
         let baits = false_baits(&r, 8);
         assert!(baits.len() >= 2, "{baits:?}");
         assert!(baits.len() <= 8);
@@ -235,9 +235,9 @@ mod tests {
                 .collect();
             let givens = r.givens.get(&b.source).cloned().unwrap_or_default();
             let honest =
-                crate::audit::computer::check_claim(&b.claim, &premises, &givens, &Hash::ZERO);
+                trust_judging::computer::check_claim(&b.claim, &premises, &givens, &Hash::ZERO);
             assert!(
-                !matches!(honest, crate::audit::computer::Judgement::Vote { vote, .. } if vote.is_error()),
+                !matches!(honest, trust_judging::computer::Judgement::Vote { vote, .. } if vote.is_error()),
                 "an honest seat would reject {b:?}: {honest:?}"
             );
         }

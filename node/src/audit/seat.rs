@@ -37,10 +37,7 @@
 
 use std::{
     collections::BTreeSet,
-    sync::{
-        Arc,
-        atomic::{AtomicU64, Ordering},
-    },
+    sync::{Arc, atomic::Ordering},
 };
 
 use futures::{FutureExt, StreamExt, future::BoxFuture, stream::FuturesUnordered};
@@ -59,10 +56,14 @@ use trust_protocol::{
 
 #[cfg(feature = "misbehave")]
 use super::misbehave::Behaviour;
-use super::{
+use trust_judging::{
     computer::formal::FormalView,
-    duties::plan::{self, Duty},
-    judge::{Auditor, ComputerAuditor, Decision, SeatRef, SegmentView},
+    duties::{self as plan, Duty, GIVE_UP_BLOCKS, gives_up},
+    judge::{self, Auditor, ComputerAuditor, Decision, SeatRef, SegmentView},
+};
+
+pub use super::seat_metrics::SeatMetrics;
+use super::{
     outbox::Outbox,
     sending::{Outgoing, VoteSender},
     votes::{VoteBook, VoteBookError, VoteRecord},
@@ -82,22 +83,13 @@ type CopiedSeat = (Hash, u16, u8);
 
 /// Segments of one session a seat judges at once, unless its judges take more (a
 /// person's queue holds every seat at once).
-pub const MAX_CONCURRENT_JUDGEMENTS: usize = super::judge::DEFAULT_CONCURRENCY;
+pub const MAX_CONCURRENT_JUDGEMENTS: usize = judge::DEFAULT_CONCURRENCY;
 /// Most decisions persisted with one flush before their commitments go out.
 pub const MAX_COMMIT_BATCH: usize = 256;
-/// A seat that still cannot read its segment when the chain is within this many blocks
-/// of its commit deadline commits an abstention instead of nothing. Two blocks: one for
-/// the commitment to land in, one for a slow round of gossip.
-pub const GIVE_UP_BLOCKS: u64 = 2;
 /// Most sealed keys kept per session for bad-key reports: a seat is sent one per segment
 /// it needs and round, so this is far beyond an honest provider's, and it bounds what a
 /// provider that floods a seat with keys costs the seat's search for its record.
 pub const MAX_KEPT_KEYS: usize = MAX_SEALED_KEYS;
-
-/// Whether a seat whose commit window closes at `until` gives up reading at `height`.
-pub fn gives_up(height: u64, until: u64) -> bool {
-    height.saturating_add(GIVE_UP_BLOCKS) >= until
-}
 
 /// The seats a copy-cat already replayed a commitment for (test builds only).
 #[cfg(feature = "misbehave")]
@@ -204,45 +196,6 @@ pub fn fetch_from(
             n.fetch_blob(cid).await.map_err(FetchError::from)
         })
     })
-}
-
-/// Seat counters exported at `/metrics`.
-#[derive(Debug, Default)]
-pub struct SeatMetrics {
-    /// Votes committed.
-    pub committed: AtomicU64,
-    /// Votes revealed.
-    pub revealed: AtomicU64,
-    /// Segments the auditor abstained on.
-    pub abstained: AtomicU64,
-    /// Keys, blobs or ciphertexts that failed.
-    pub failures: AtomicU64,
-    /// Seats still reading or judging their segment when their commit window was about to
-    /// close, which committed an abstention instead.
-    pub gave_up: AtomicU64,
-    /// Keys that did not open, reported with a proof (`ReportBadKey`).
-    pub bad_keys_reported: AtomicU64,
-}
-
-impl crate::metrics::MetricsSource for SeatMetrics {
-    fn render(&self, out: &mut String) {
-        for (name, v) in [
-            ("trust_seat_votes_committed_total", &self.committed),
-            ("trust_seat_votes_revealed_total", &self.revealed),
-            ("trust_seat_abstained_total", &self.abstained),
-            ("trust_seat_failures_total", &self.failures),
-            ("trust_seat_gave_up_total", &self.gave_up),
-            (
-                "trust_seat_bad_keys_reported_total",
-                &self.bad_keys_reported,
-            ),
-        ] {
-            out.push_str(&format!(
-                "# TYPE {name} counter\n{name} {}\n",
-                v.load(Ordering::Relaxed)
-            ));
-        }
-    }
 }
 
 /// The seat role of this node.
@@ -976,7 +929,7 @@ impl Seat {
         let mut decision = self.twisted(decision, &seed);
         // The reveal is public and permanent: it says what was checked, not what the
         // segment says.
-        decision.reason = super::judge::public_reason(&view, &decision.reason);
+        decision.reason = judge::public_reason(&view, &decision.reason);
         (*session, segment, round, id, Some(decision))
     }
 
@@ -1179,7 +1132,7 @@ impl Seat {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeSet;
+    use std::{collections::BTreeSet, sync::atomic::AtomicU64};
 
     use trust_contracts::SegmentVerdict;
     use trust_protocol::seal::seal_key;

@@ -29,7 +29,7 @@ use trust_protocol::{
 
 use super::{
     outbox::{Outbox, Sent},
-    seat::SeatMetrics,
+    seat_metrics::SeatMetrics,
     votes::{VoteBook, VoteRecord},
 };
 

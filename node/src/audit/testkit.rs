@@ -188,7 +188,7 @@ pub(crate) fn from_store(store: BlobStore) -> FetchBlob {
         let s = store.clone();
         Box::pin(async move {
             s.get(&cid)
-                .map_err(|e| NetError::Bitswap(e.to_string()))?
+                .map_err(|e| NetError::Bitswap(e.into()))?
                 .ok_or(NetError::FetchTimeout(cid).into())
         })
     })

@@ -8,6 +8,8 @@
 //! [`VoteBook::forget_session`]. Records written before votes carried reasons (without the
 //! field) still read, with an empty reason.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use trust_protocol::{AccountId, Commitment, Hash, Salt, Vote, commitment, encoding};
 
@@ -22,10 +24,11 @@ pub enum VoteBookError {
     Db(#[from] sled::Error),
     /// Stored bytes do not decode.
     #[error("vote book entry is corrupt: {0}")]
-    Corrupt(String),
+    Corrupt(#[source] encoding::DecodeError),
     /// The vote was written but could not be flushed to disk: it must not be committed.
+    /// One failed flush fails every vote it was to write, so they share its error.
     #[error("vote not flushed to disk: {0}")]
-    NotFlushed(String),
+    NotFlushed(#[source] Arc<dyn std::error::Error + Send + Sync>),
     /// A different vote is already recorded for this seat: committing again would
     /// equivocate.
     #[error("a different vote is already recorded for session {session} segment {segment}")]
@@ -134,7 +137,7 @@ impl VoteBook {
         encoding::decode::<VoteRecord>(bytes).or_else(|e| {
             encoding::decode::<RecordWithoutReason>(bytes)
                 .map(VoteRecord::from)
-                .map_err(|_| VoteBookError::Corrupt(e.to_string()))
+                .map_err(|_| VoteBookError::Corrupt(e))
         })
     }
 
@@ -144,7 +147,11 @@ impl VoteBook {
     pub fn record(&self, r: &VoteRecord) -> Result<Commitment, VoteBookError> {
         self.record_all(std::slice::from_ref(r))
             .pop()
-            .unwrap_or_else(|| Err(VoteBookError::NotFlushed("no result".into())))
+            .unwrap_or_else(|| {
+                Err(VoteBookError::NotFlushed(Arc::from(crate::Cause::from(
+                    "no result",
+                ))))
+            })
     }
 
     /// Records several votes with one flush to disk (one `fsync` for a block's worth of
@@ -180,7 +187,7 @@ impl VoteBook {
             })
             .collect();
         if let Err(e) = self.db.flush() {
-            let why = e.to_string();
+            let why: Arc<dyn std::error::Error + Send + Sync> = Arc::new(e);
             for r in &mut out {
                 if r.is_ok() {
                     *r = Err(VoteBookError::NotFlushed(why.clone()));

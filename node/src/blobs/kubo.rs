@@ -42,7 +42,10 @@ impl Kubo {
         if !url.starts_with("http://") {
             return Err(bad("the IPFS RPC URL must start with http://"));
         }
-        let client = IpfsClient::from_str(url).map_err(|e| bad(&e.to_string()))?;
+        let client = IpfsClient::from_str(url).map_err(|e| BlobError::KuboUrl {
+            url: url.to_string(),
+            source: e.into(),
+        })?;
         Ok(Self {
             client,
             url: url.to_string(),
@@ -68,6 +71,14 @@ impl Kubo {
         }
     }
 
+    fn failed(&self, call: &'static str, source: ipfs_api_backend_hyper::Error) -> BlobError {
+        BlobError::KuboCall {
+            url: self.url.clone(),
+            call,
+            source,
+        }
+    }
+
     /// Stores and pins a raw block; returns its CID after checking that Kubo computed the
     /// same one.
     pub async fn put(&self, bytes: &[u8]) -> Result<Cid, BlobError> {
@@ -87,7 +98,7 @@ impl Kubo {
         let answer = tokio::time::timeout(self.timeout, call)
             .await
             .map_err(|_| self.error(format!("block/put took over {:?}", self.timeout)))?
-            .map_err(|e| self.error(format!("block/put: {e}")))?;
+            .map_err(|e| self.failed("block/put", e))?;
         match Cid::from_str(&answer.key) {
             Ok(theirs) if theirs == ours => Ok(ours),
             _ => Err(self.error(format!(
@@ -106,7 +117,7 @@ impl Kubo {
             while let Some(chunk) = stream
                 .try_next()
                 .await
-                .map_err(|e| self.error(format!("block/get: {e}")))?
+                .map_err(|e| self.failed("block/get", e))?
             {
                 if out.len().saturating_add(chunk.len()) > MAX_BLOCK_BYTES {
                     return Err(BlobError::TooLarge {

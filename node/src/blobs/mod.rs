@@ -8,7 +8,7 @@
 //!
 //! Peers exchange blocks over Bitswap ([`bitswap`]: this store is what the node's Bitswap
 //! serves from and stores into); an operator's own IPFS node can be used as well
-//! ([`kubo`], `ipfs_api` in `config.toml`).
+//! ([`kubo`], `[ipfs] api` in `config.toml`).
 
 pub mod bitswap;
 pub mod kubo;
@@ -43,6 +43,26 @@ pub enum BlobError {
         url: String,
         /// What went wrong.
         message: String,
+    },
+    /// A call to an external IPFS node (Kubo RPC) failed.
+    #[error("IPFS RPC at {url}: {call}: {source}")]
+    KuboCall {
+        /// The endpoint.
+        url: String,
+        /// The RPC call (`block/put`, `block/get`).
+        call: &'static str,
+        /// Why.
+        #[source]
+        source: ipfs_api_backend_hyper::Error,
+    },
+    /// The IPFS RPC URL does not parse.
+    #[error("IPFS RPC at {url}: {source}")]
+    KuboUrl {
+        /// The URL given.
+        url: String,
+        /// Why it is no URL.
+        #[source]
+        source: crate::Cause,
     },
     /// The database failed.
     #[error("blob store: {0}")]

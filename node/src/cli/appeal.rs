@@ -19,7 +19,7 @@ use trust_protocol::{AccountId, Hash};
 
 use super::{
     CliError, CliResult,
-    node::{NodeAddr, api_error, api_token, runtime},
+    remote::{NodeAddr, api_error, api_token, runtime},
 };
 use crate::api::{
     client::{self, Client},
@@ -45,6 +45,7 @@ pub struct AppealArgs {
     /// the home's token file.
     #[arg(long, env = "TRUST_API_TOKEN", hide_env_values = true)]
     pub api_token: Option<String>,
+    /// The node to send it to.
     #[command(flatten)]
     pub addr: NodeAddr,
 }

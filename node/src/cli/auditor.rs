@@ -16,8 +16,8 @@ use trust_protocol::{
 
 use super::{
     CliError, CliResult,
-    keys::expand_home,
-    node::{NodeAddr, api_error, reply_json, runtime},
+    keys::node_home,
+    remote::{NodeAddr, api_error, reply_json, runtime},
 };
 use crate::{
     api::{
@@ -44,6 +44,12 @@ enum AuditorCommand {
     /// at, whether a withdrawal would apply now, tier, domains, reputation, abstention
     /// rate, rewards and slashes to date, and the seats it holds in sessions still open.
     Status(StatusArgs),
+    /// Show an auditor's history, session by session, newest first: seats drawn, votes
+    /// revealed (valid/invalid/ungrounded/abstain), judgements counted, rewards, slashes
+    /// and why, appeals filed, and each session's status and verdict; then the totals.
+    /// Read from the events the node stores with its blocks (a pruning node has none below
+    /// its oldest block).
+    History(HistoryArgs),
     /// Bond more of the balance as stake: more voting weight, more at stake. An exiting
     /// auditor stays out of the draws whatever it bonds.
     Bond(AmountArgs),
@@ -51,20 +57,42 @@ enum AuditorCommand {
     /// after the network's unbonding delay; until withdrawn it can still be slashed for
     /// the seats already held. Below the tier's minimum the auditor is drawn no more.
     Unbond(AmountArgs),
-    /// Leave the network: unbond all bonded stake and never be drawn again (bonding does
-    /// not re-admit the account, and it cannot register again; a new account can). Seats
-    /// already held stay this auditor's duty: a no-show on one is slashed from the
-    /// unbonding stake.
-    Exit(SendArgs),
-    /// Move unbonded stake whose delay has passed back to the balance. What the seats it
-    /// holds in sessions not final yet may still cost (the network's `max_session_loss`
-    /// per session) stays behind; nothing frees before the earliest unbonding (the error
-    /// names the block).
+    /// Leave the network for good: unbond all bonded stake and never be drawn again (the
+    /// account cannot bond or register again; a new account can). Its voting power as a
+    /// validator goes with its stake. Seats already held stay this auditor's duty: a
+    /// no-show on one is slashed from the unbonding stake. Asks for confirmation unless
+    /// --yes. To stop for a while (a restart, an upgrade), `pause` instead.
+    Exit(ExitArgs),
+    /// Stop being drawn for new seats, from the network's `expertise_delay` blocks on
+    /// (longer than any draw seed is known in advance). Seats already held stay this
+    /// auditor's duty, and its stake stays bonded and slashable for them; while paused it
+    /// counts in no pool. Use it before a planned stop, then wait until `status` says
+    /// "paused" and its seats are done. Cannot be taken back before it counts.
+    Pause(SendArgs),
+    /// Be drawn for new seats again, after the same delay as `pause` (and under its rule:
+    /// cannot be taken back before it counts).
+    Resume(SendArgs),
+    /// Move unbonded stake whose delay has passed back to the balance, less what the seats
+    /// it holds in sessions not final yet (live, or decided and still appealable) may
+    /// still cost: the network's `max_session_loss` for each such session, less what that
+    /// session has already taken, as far as the bonded stake and the unbondings not yet
+    /// due do not cover it. Nothing frees before the earliest unbonding is due (the error
+    /// names the block); when the seats hold back all of it, the error names a session.
     Withdraw(SendArgs),
     /// Replace this auditor's expertise domains (repeat --expertise). They count in draws
     /// only after the network's `expertise_delay` blocks, so nobody declares a domain into
-    /// a draw whose seed is already known; a later declaration replaces a pending one.
+    /// a draw whose seed is already known; a declaration is refused while an earlier one is
+    /// pending (replacing it would cancel it at once).
     DeclareExpertise(DeclareArgs),
+}
+
+#[derive(Debug, Args)]
+struct ExitArgs {
+    /// Exit without asking for confirmation.
+    #[arg(long)]
+    yes: bool,
+    #[command(flatten)]
+    send: SendArgs,
 }
 
 #[derive(Debug, Args)]
@@ -105,6 +133,24 @@ struct StatusArgs {
 }
 
 #[derive(Debug, Args)]
+struct HistoryArgs {
+    /// The auditor's account id (64 hex characters); default: this node's own account.
+    #[arg(long)]
+    account: Option<String>,
+    /// Print JSON (`{"account", "sessions": [...]}`) instead of a table.
+    #[arg(long, conflicts_with = "csv")]
+    json: bool,
+    /// Print CSV, one line per session after a header line.
+    #[arg(long)]
+    csv: bool,
+    /// Read at most this many sessions (newest first); default: every one the node holds.
+    #[arg(long)]
+    limit: Option<usize>,
+    #[command(flatten)]
+    addr: NodeAddr,
+}
+
+#[derive(Debug, Args)]
 struct AmountArgs {
     /// Amount of TRUST.
     amount: u64,
@@ -137,6 +183,7 @@ pub fn run(args: AuditorArgs) -> CliResult {
     match args.command {
         AuditorCommand::Register(a) => register(a),
         AuditorCommand::Status(a) => status(a),
+        AuditorCommand::History(a) => history(a),
         AuditorCommand::Bond(a) => {
             positive(a.amount)?;
             let mut s = Session::open(&a.send)?;
@@ -169,7 +216,11 @@ pub fn run(args: AuditorArgs) -> CliResult {
             Ok(())
         }
         AuditorCommand::Exit(a) => {
-            let mut s = Session::open(&a)?;
+            let mut s = Session::open(&a.send)?;
+            let before = s.auditor()?;
+            if !a.yes {
+                confirm_exit(&s.me(), &before)?;
+            }
             let (_, after) = s.send(Call::Exit)?;
             outln!(
                 "exiting: {} TRUST unbonding, withdrawable at block #{} (now #{}); no new seats",
@@ -186,6 +237,8 @@ pub fn run(args: AuditorArgs) -> CliResult {
             }
             Ok(())
         }
+        AuditorCommand::Pause(a) => pause(a, true),
+        AuditorCommand::Resume(a) => pause(a, false),
         AuditorCommand::DeclareExpertise(a) => {
             if a.expertise.len() > trust_protocol::tx::MAX_EXPERTISE
                 || a.expertise
@@ -231,6 +284,60 @@ pub fn run(args: AuditorArgs) -> CliResult {
     }
 }
 
+/// `pause` (`paused`) or `resume`.
+fn pause(a: SendArgs, paused: bool) -> CliResult {
+    let mut s = Session::open(&a)?;
+    let call = if paused { Call::Pause } else { Call::Resume };
+    let (h, after) = s.send(call)?;
+    let from = after.pending_pause.map_or(h, |p| p.from);
+    if paused {
+        outln!(
+            "pausing at block #{h}: not drawn for new seats from block #{from} (now #{})",
+            after.height
+        );
+        if !after.seats.is_empty() {
+            outln!(
+                "{} seat(s) held stay this auditor's duty: keep the node running until they are                  revealed (`trust-node auditor status` lists them)",
+                after.seats.len()
+            );
+        }
+    } else {
+        outln!(
+            "resuming at block #{h}: drawn for new seats again from block #{from} (now #{})",
+            after.height
+        );
+    }
+    Ok(())
+}
+
+/// Asks the operator, on the terminal, to confirm an exit; refuses when nobody can answer.
+fn confirm_exit(me: &AccountId, a: &AuditorView) -> CliResult {
+    use std::io::{BufRead, IsTerminal, Write};
+    let warning = format!(
+        "auditor exit is permanent: {me} unbonds all {} TRUST of its stake, is never drawn \
+         again and cannot bond or register again; its voting power as a validator goes with \
+         its stake. To stop for a while, `trust-node auditor pause` instead.",
+        a.stake
+    );
+    if !std::io::stdin().is_terminal() {
+        return Err(CliError::usage(format!(
+            "{warning} Pass --yes to exit without this question."
+        )));
+    }
+    eprint!("{warning}\nType \"exit\" to confirm: ");
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut answer)
+        .map_err(|e| CliError::failed(format!("reading the answer: {e}")))?;
+    if answer.trim() == "exit" {
+        Ok(())
+    } else {
+        Err(CliError::usage("not confirmed: nothing was sent"))
+    }
+}
+
 fn positive(amount: u64) -> CliResult {
     if amount == 0 {
         Err(CliError::usage("the amount must be positive"))
@@ -253,6 +360,8 @@ fn drawn_note(a: &AuditorView) -> &'static str {
         ""
     } else if a.exiting {
         "; exiting: not drawn"
+    } else if a.paused {
+        "; paused: not drawn for new seats"
     } else {
         "; not drawn for new seats"
     }
@@ -269,7 +378,7 @@ struct Session {
 
 impl Session {
     fn open(a: &SendArgs) -> Result<Self, CliError> {
-        let home = expand_home(&a.addr.home);
+        let home = node_home(&a.addr.home)?;
         let keys = keys::load(&home).map_err(|e| CliError::usage(e.to_string()))?;
         Ok(Self {
             keys,
@@ -396,6 +505,24 @@ fn register(a: RegisterArgs) -> CliResult {
             outln!("{me} is already registered; bonding {} more", a.stake);
             Call::Bond { amount: a.stake }
         }
+        None if tier == Tier::Llm => {
+            // An LLM auditor without an endpoint would only abstain, seat after seat.
+            let status = s.rt.block_on(s.api.status()).map_err(api_error)?;
+            if status.llm.is_none() {
+                return Err(CliError::usage(format!(
+                    "the node {} runs no LLM endpoint, so its LLM seats could only abstain: \
+                     set [llm] url (and model) in its config.toml, or start it with \
+                     `trust-node run --llm-url URL --llm-model NAME`, then register",
+                    s.api.addr()
+                )));
+            }
+            Call::RegisterAuditor {
+                tier,
+                expertise: a.expertise,
+                sealing_key: s.keys.sealing_public(),
+                stake: a.stake,
+            }
+        }
         None => Call::RegisterAuditor {
             tier,
             expertise: a.expertise,
@@ -419,19 +546,157 @@ fn register(a: RegisterArgs) -> CliResult {
     Ok(())
 }
 
-fn status(a: StatusArgs) -> CliResult {
-    let who = match &a.account {
+/// `--account`, or the home's own account.
+fn account_of(account: Option<&str>, addr: &NodeAddr) -> Result<AccountId, CliError> {
+    Ok(match account {
         Some(id) => id
             .parse::<AccountId>()
             .map_err(|_| CliError::usage("--account must be 64 hex characters"))?,
-        None => keys::load(&expand_home(&a.addr.home))
+        None => keys::load(&node_home(&addr.home)?)
             .map_err(|e| {
                 CliError::usage(format!(
                     "{e} (pass --account ID to ask about another account)"
                 ))
             })?
             .account_id(),
-    };
+    })
+}
+
+fn history(a: HistoryArgs) -> CliResult {
+    use crate::api::views::SessionHistory;
+    let who = account_of(a.account.as_deref(), &a.addr)?;
+    let api = Client::new(a.addr.resolve()?);
+    let rt = runtime()?;
+    let limit = a.limit.unwrap_or(usize::MAX);
+    // Pages newest first; a session cut by a page boundary is merged.
+    let mut sessions: Vec<SessionHistory> = Vec::new();
+    let mut before = None;
+    loop {
+        let page = match rt.block_on(api.auditor_history(&who, before)) {
+            Ok(p) => p,
+            Err(client::ClientError::Api { status: 404, .. }) => {
+                return Err(CliError::failed(format!(
+                    "{who} is not a registered auditor: `trust-node auditor register` registers it"
+                )));
+            }
+            Err(e) => return Err(api_error(e)),
+        };
+        for s in page.sessions {
+            match sessions.iter_mut().find(|x| x.session == s.session) {
+                Some(x) => merge(x, s),
+                None => sessions.push(s),
+            }
+        }
+        match page.earlier {
+            Some(e) if sessions.len() < limit => before = Some(e),
+            _ => break,
+        }
+    }
+    sessions.truncate(limit);
+    if a.json {
+        let out = serde_json::json!({ "account": who, "sessions": sessions });
+        outln!(
+            "{}",
+            serde_json::to_string_pretty(&out).map_err(|e| CliError::failed(e.to_string()))?
+        );
+        return Ok(());
+    }
+    if a.csv {
+        outln!(
+            "session,first_block,last_block,status,verdict,seats,valid,invalid,ungrounded,abstain,counted,rewards,slashed,slash_reasons,restored,appeals"
+        );
+        for s in &sessions {
+            outln!(
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\",{},{}",
+                s.session,
+                s.first_block,
+                s.last_block,
+                s.status,
+                s.verdict.as_deref().unwrap_or(""),
+                s.seats,
+                s.votes.valid,
+                s.votes.invalid,
+                s.votes.ungrounded,
+                s.votes.abstain,
+                s.counted,
+                s.rewards,
+                s.slashed,
+                s.slash_reasons.join("; ").replace('"', "'"),
+                s.restored,
+                s.appeals
+            );
+        }
+        return Ok(());
+    }
+    outln!("auditor     {who}");
+    if sessions.is_empty() {
+        outln!("history     no session on record");
+        return Ok(());
+    }
+    outln!(
+        "{:<64}  {:>11}  {:<8}  {:<12}  {:>5}  {:>13}  {:>7}  {:>7}  {:>7}  {:>7}",
+        "session",
+        "blocks",
+        "status",
+        "verdict",
+        "seats",
+        "votes v/i/u/a",
+        "counted",
+        "rewards",
+        "slashed",
+        "appeals"
+    );
+    let sum = |f: &dyn Fn(&SessionHistory) -> u64| sessions.iter().map(f).sum::<u64>();
+    for s in &sessions {
+        outln!(
+            "{:<64}  {:>11}  {:<8}  {:<12}  {:>5}  {:>13}  {:>7}  {:>7}  {:>7}  {:>7}",
+            s.session.to_hex(),
+            format!("{}-{}", s.first_block, s.last_block),
+            s.status,
+            s.verdict.as_deref().unwrap_or("-"),
+            s.seats,
+            format!(
+                "{}/{}/{}/{}",
+                s.votes.valid, s.votes.invalid, s.votes.ungrounded, s.votes.abstain
+            ),
+            s.counted,
+            s.rewards,
+            s.slashed,
+            s.appeals
+        );
+        if !s.slash_reasons.is_empty() {
+            outln!("    slashed for: {}", s.slash_reasons.join("; "));
+        }
+        if s.restored > 0 {
+            outln!("    given back after an appeal: {}", s.restored);
+        }
+    }
+    outln!(
+        "total       {} sessions, {} seats, {} TRUST earned, {} TRUST slashed ({} given back), {} appeals",
+        sessions.len(),
+        sum(&|s| u64::from(s.seats)),
+        sum(&|s| s.rewards),
+        sum(&|s| s.slashed),
+        sum(&|s| s.restored),
+        sum(&|s| u64::from(s.appeals))
+    );
+    Ok(())
+}
+
+/// Adds `more` (the same session, read on a lower page) into `s`.
+fn merge(s: &mut crate::api::views::SessionHistory, more: crate::api::views::SessionHistory) {
+    s.first_block = s.first_block.min(more.first_block);
+    s.last_block = s.last_block.max(more.last_block);
+    s.seats = s.seats.saturating_add(more.seats);
+    s.rewards = s.rewards.saturating_add(more.rewards);
+    s.slashed = s.slashed.saturating_add(more.slashed);
+    s.slash_reasons.extend(more.slash_reasons);
+    s.restored = s.restored.saturating_add(more.restored);
+    s.appeals = s.appeals.saturating_add(more.appeals);
+}
+
+fn status(a: StatusArgs) -> CliResult {
+    let who = account_of(a.account.as_deref(), &a.addr)?;
     let addr = a.addr.resolve()?;
     let rt = runtime()?;
     let v = match rt.block_on(Client::new(addr).auditor(&who)) {
@@ -460,6 +725,8 @@ fn print_status(who: &AccountId, v: &AuditorView) {
         "flagged as a rubber-stamper: not drawn".to_string()
     } else if v.exiting {
         "exiting: not drawn for new seats".to_string()
+    } else if v.paused {
+        "paused: not drawn for new seats (`trust-node auditor resume` ends it)".to_string()
     } else if v.drawable {
         "drawn for seats".to_string()
     } else {
@@ -487,6 +754,13 @@ fn print_status(who: &AccountId, v: &AuditorView) {
         );
     }
     outln!("standing    {standing}");
+    if let Some(p) = &v.pending_pause {
+        outln!(
+            "{}     from block #{}",
+            if p.paused { "pausing " } else { "resuming" },
+            p.from
+        );
+    }
     outln!(
         "stake       {} TRUST bonded (tier minimum {}), balance {} TRUST",
         v.stake,

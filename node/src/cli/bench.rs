@@ -1,5 +1,5 @@
 //! `trust-node bench quality`: the Computer tier's verdicts against a labelled corpus
-//! ([`crate::audit::quality`]), per family and overall; with `--tier llm`, the LLM
+//! ([`trust_judging::quality`]), per family and overall; with `--tier llm`, the LLM
 //! tier's through an OpenAI-compatible endpoint ([`crate::audit::llm::bench`]).
 //! `trust-node bench network`: the session load generator ([`super::bench_network`]).
 //! `trust-node bench chain`: block execution cost against state size ([`super::bench_chain`]).
@@ -8,10 +8,9 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
-use crate::{
-    audit::quality::{self, Counts},
-    cli::{CliError, CliResult, read_input_file},
-};
+use trust_judging::quality::{self, Counts};
+
+use crate::cli::{CliError, CliResult, read_input_file};
 
 /// Largest corpus file read.
 const MAX_CORPUS_BYTES: u64 = 64 * 1024 * 1024;
@@ -93,10 +92,10 @@ pub struct QualityArgs {
 fn run_llm(args: &QualityArgs, text: &str) -> CliResult {
     use std::{sync::Arc, time::Duration};
 
+    use trust_judging::llm::ares::AresParams;
+
     use crate::audit::llm::{
-        LlmAuditor,
-        ares::AresParams,
-        bench,
+        LlmAuditor, bench,
         client::{ChatClient, Endpoint, Limits, LlmMetrics},
     };
     let url = args

@@ -30,13 +30,15 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use trust_protocol::{Keypair, Signed, trace::Trace, tx::Tx};
 
+use trust_judging::decompose;
+
 use crate::{
     api::{
         client::{self, Client},
         views::{OpenSessionBody, SessionStatus},
     },
     cli::{CliError, CliResult},
-    config, decompose,
+    config,
 };
 
 /// Arguments of `bench network`.
@@ -269,7 +271,7 @@ fn measure_floor(traces: &[(String, String)], segments: usize) -> Result<Floor, 
         let t = Trace::parse(trace).map_err(|e| CliError::failed(format!("trace: {e}")))?;
         let h = decompose::from_provider(&t, hdag)
             .map_err(|e| CliError::failed(format!("hdag: {e}")))?;
-        let p = crate::audit::preview::preview(&t, &h);
+        let p = trust_judging::preview::preview(&t, &h);
         std::hint::black_box(&p);
     }
     let took = start.elapsed().as_secs_f64().max(1e-9);
@@ -436,7 +438,7 @@ fn start_network(args: &NetworkArgs, dir: &Path) -> Result<(Nodes, Vec<String>),
             .map_err(|e| CliError::failed(format!("start node{i}: {e}")))?;
         nodes.children.push(child);
         let cfg = config::load_config(&home).map_err(|e| CliError::failed(e.to_string()))?;
-        apis.push(cfg.api_listen);
+        apis.push(cfg.api.listen);
     }
     Ok((nodes, apis))
 }
@@ -576,8 +578,9 @@ async fn drive(
             let (trace, hdag) = &traces[next];
             let t = Instant::now();
             let body = OpenSessionBody {
-                trace: trace.clone(),
-                hdag: Some(hdag.clone()),
+                trace: trace.clone().into(),
+                hdag: Some(hdag.clone().into()),
+                labels: Default::default(),
                 session: None,
             };
             match provider.open_session(&body, Some(token)).await {
@@ -833,7 +836,7 @@ mod tests {
         let t = Trace::parse(&trace).unwrap();
         let h = decompose::from_provider(&t, &hdag).unwrap();
         assert_eq!(h.nodes.len(), 20);
-        let p = crate::audit::preview::preview(&t, &h);
+        let p = trust_judging::preview::preview(&t, &h);
         let text = format!("{p:?}");
         assert!(
             !text.contains("Invalid") && !text.contains("Ungrounded"),

@@ -7,7 +7,10 @@ use clap::{Args, Subcommand};
 use trust_contracts::{Contract, Genesis, GenesisAccount, GenesisAuditor, Params};
 use trust_protocol::{Hash, block::Block, tx::Tier};
 
-use super::{CliError, CliResult, keys::expand_home};
+use super::{
+    CliError, CliResult,
+    keys::{expand_home, node_home},
+};
 use crate::{
     chain::{ExecError, Tip, execute_block},
     config::{self, GenesisDoc, NodeConfig},
@@ -59,6 +62,77 @@ pub fn run_init(args: InitArgs) -> CliResult {
         token.display()
     );
     outln!("next: put the network's genesis.json in {}", home.display());
+    Ok(())
+}
+
+/// `config`: the node's `config.toml`.
+#[derive(Debug, Args)]
+pub struct ConfigArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: ConfigCommand,
+}
+
+/// Subcommands of `config`.
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Rewrite a flat (deprecated) config.toml in the nested layout.
+    ///
+    /// The flat layout of earlier releases has every setting as a top-level key
+    /// (`block_time_ms = 1000`, `api_listen = ...`); the nested one has a table per
+    /// subsystem, with durations such as "300ms". The rewritten file holds the same
+    /// settings; the flat one is kept as config.toml.bak (refused if that exists), and its
+    /// comments are not carried over. A nested file is left as it is.
+    Migrate(MigrateArgs),
+}
+
+/// `config migrate`.
+#[derive(Debug, Args)]
+pub struct MigrateArgs {
+    /// The node's home directory.
+    #[arg(long, env = "TRUST_HOME", default_value = "~/.trust-node")]
+    pub home: String,
+    /// Print the file in the nested layout and change nothing.
+    #[arg(long)]
+    pub print: bool,
+}
+
+/// Runs `config`.
+pub fn run_config(args: ConfigArgs) -> CliResult {
+    match args.command {
+        ConfigCommand::Migrate(m) => migrate(&m),
+    }
+}
+
+fn migrate(m: &MigrateArgs) -> CliResult {
+    let home = expand_home(&m.home);
+    let usage = |e: config::HomeError| CliError::usage(e.to_string());
+    if m.print {
+        let (text, _) = config::migrated_text(&home).map_err(usage)?;
+        outln!("{}", text.trim_end());
+        return Ok(());
+    }
+    match config::migrate_config(&home) {
+        Ok(config::Migrated::AlreadyNested(path)) => {
+            outln!(
+                "{} is already in the nested layout: nothing changed",
+                path.display()
+            );
+        }
+        Ok(config::Migrated::Rewritten { path, backup }) => {
+            outln!(
+                "{} rewritten in the nested layout; the flat file is kept as {}",
+                path.display(),
+                backup.display()
+            );
+        }
+        Err(e @ config::HomeError::Exists(_)) => {
+            return Err(CliError::failed(format!(
+                "{e}: move the backup of an earlier migration away first"
+            )));
+        }
+        Err(e) => return Err(usage(e)),
+    }
     Ok(())
 }
 
@@ -150,12 +224,14 @@ pub struct TestnetInitArgs {
     /// act within a few sessions.
     #[arg(long)]
     pub rubber_stamp_min_provider_fees: Option<u64>,
-    /// Honeypots each node plants per session it opens as a provider (config
-    /// `honeypots_per_session`; default 1, at most 8).
+    /// Honeypots each node plants per session it opens as a provider (`[provider]
+    /// honeypots_per_session` in config.toml; default 2, at most 8, and at most the
+    /// genesis `max_honeypots`; 0 plants none). A trace with too few steps the Computer
+    /// checker can refute once altered gets fewer.
     #[arg(long)]
     pub honeypots_per_session: Option<usize>,
-    /// Seats per segment in sessions the nodes open (config `seats_per_segment`;
-    /// default 3). Each tier needs this many auditors besides the provider.
+    /// Seats per segment in sessions the nodes open (`[provider] seats_per_segment` in
+    /// config.toml; default 3). Each tier needs this many auditors besides the provider.
     #[arg(long)]
     pub seats_per_segment: Option<u8>,
     /// Blocks between an `Unbond` (or `Exit`) and the stake becoming withdrawable
@@ -398,7 +474,7 @@ fn testnet_init(a: TestnetInitArgs) -> CliResult {
     }
     let seats = a
         .seats_per_segment
-        .unwrap_or(NodeConfig::default().seats_per_segment);
+        .unwrap_or(NodeConfig::default().provider.seats_per_segment);
     let max_k = params.max_k.into_iter().min().unwrap_or(0);
     if seats == 0 || seats > max_k {
         return Err(CliError::usage(format!(
@@ -422,11 +498,11 @@ fn testnet_init(a: TestnetInitArgs) -> CliResult {
     }
     let honeypots = a
         .honeypots_per_session
-        .unwrap_or(crate::audit::provider::honeypot::DEFAULT_PER_SESSION);
-    if honeypots > crate::audit::provider::honeypot::MAX_PER_SESSION {
+        .unwrap_or(trust_judging::session::honeypot::DEFAULT_PER_SESSION);
+    if honeypots > trust_judging::session::honeypot::MAX_PER_SESSION {
         return Err(CliError::usage(format!(
             "--honeypots-per-session {honeypots}: at most {}",
-            crate::audit::provider::honeypot::MAX_PER_SESSION
+            trust_judging::session::honeypot::MAX_PER_SESSION
         )));
     }
     let expertise = expertise_of(&a.expertise)?;
@@ -530,33 +606,52 @@ fn testnet_init(a: TestnetInitArgs) -> CliResult {
                 .map(|(j, kj)| addr(j, off, kj))
                 .collect()
         };
+        let d = NodeConfig::default();
         let cfg = NodeConfig {
             moniker: if own_hosts {
                 host(i).to_string()
             } else {
                 format!("node{i}")
             },
-            p2p_listen: format!("/ip4/{listen_ip}/tcp/{}", port(i, 0)),
-            consensus_listen: format!("/ip4/{listen_ip}/tcp/{}", port(i, 1)),
-            api_listen: format!("{listen_ip}:{}", port(i, 2)),
-            bootstrap: others(0),
-            consensus_bootstrap: others(1),
-            llm_url: a.llm_url.clone().filter(|_| is_llm(usize::from(i))),
-            llm_model: Some(a.llm_model.clone()).filter(|_| is_llm(usize::from(i))),
-            honeypots_per_session: honeypots,
-            seats_per_segment: seats,
-            human: is_human(usize::from(i)),
-            // Sessions staff their Human segments with the people there are.
-            human_seats_per_segment: (a.human_nodes > 0)
-                .then(|| seats.min(u8::try_from(a.human_nodes).unwrap_or(u8::MAX))),
-            ..NodeConfig::default()
+            network: config::NetworkConfig {
+                listen: format!("/ip4/{listen_ip}/tcp/{}", port(i, 0)),
+                bootstrap: others(0),
+                ..d.network
+            },
+            consensus: config::ConsensusConfig {
+                listen: format!("/ip4/{listen_ip}/tcp/{}", port(i, 1)),
+                bootstrap: others(1),
+                ..d.consensus
+            },
+            api: config::ApiConfig {
+                listen: format!("{listen_ip}:{}", port(i, 2)),
+                ..d.api
+            },
+            llm: config::LlmConfig {
+                url: a.llm_url.clone().filter(|_| is_llm(usize::from(i))),
+                model: Some(a.llm_model.clone()).filter(|_| is_llm(usize::from(i))),
+                ..d.llm
+            },
+            auditor: config::AuditorConfig {
+                human: is_human(usize::from(i)),
+                ..d.auditor
+            },
+            provider: config::ProviderConfig {
+                honeypots_per_session: honeypots,
+                seats_per_segment: seats,
+                // Sessions staff their Human segments with the people there are.
+                human_seats_per_segment: (a.human_nodes > 0)
+                    .then(|| seats.min(u8::try_from(a.human_nodes).unwrap_or(u8::MAX))),
+                ..d.provider
+            },
+            ..d
         };
         config::write_config(h, &cfg).map_err(failed)?;
         config::write_genesis(h, &doc).map_err(failed)?;
         let api = if own_hosts {
             format!("{}:{}", host(i), port(i, 2))
         } else {
-            cfg.api_listen.clone()
+            cfg.api.listen.clone()
         };
         let role = if is_llm(usize::from(i)) {
             "  LLM auditor".to_string()
@@ -608,7 +703,7 @@ pub struct VerifyArgs {
 /// Runs `ledger`.
 pub fn run_ledger(args: LedgerArgs) -> CliResult {
     match args.command {
-        LedgerCommand::Verify(v) => verify(&expand_home(&v.home)),
+        LedgerCommand::Verify(v) => verify(&node_home(&v.home)?),
     }
 }
 
@@ -621,7 +716,8 @@ fn verify(home: &Path) -> CliResult {
             dir.display()
         )));
     }
-    let ledger = Ledger::open(&dir).map_err(failed)?;
+    let db = config::open_store(home).map_err(failed)?;
+    let ledger = Ledger::from_db(&db).map_err(failed)?;
     let contract = Contract::new(&doc.genesis)
         .map_err(failed)?
         .with_chain(doc.chain_id());
@@ -766,9 +862,9 @@ mod tests {
         for i in 0..6 {
             let home = dir.path().join(format!("node{i}"));
             let cfg = config::load_config(&home).unwrap();
-            assert_eq!(cfg.human, i == 4, "node{i}");
+            assert_eq!(cfg.auditor.human, i == 4, "node{i}");
             // One person staffs a Human segment: k = 1 in the sessions any node opens.
-            assert_eq!(cfg.human_seats_per_segment, Some(1), "node{i}");
+            assert_eq!(cfg.provider.human_seats_per_segment, Some(1), "node{i}");
             let token = cfg.operator_token_path(&home);
             let mode = std::fs::metadata(&token).unwrap().permissions().mode();
             assert_eq!(mode & 0o777, 0o600, "{}", token.display());
@@ -782,7 +878,10 @@ mod tests {
         })
         .unwrap();
         let cfg = config::load_config(&plain.path().join("node0")).unwrap();
-        assert_eq!((cfg.human, cfg.human_seats_per_segment), (false, None));
+        assert_eq!(
+            (cfg.auditor.human, cfg.provider.human_seats_per_segment),
+            (false, None)
+        );
         let doc = config::load_genesis(&plain.path().join("node0")).unwrap();
         assert_eq!(doc.genesis.params.commit_window, 30);
         // A window no person could answer in is refused.

@@ -66,6 +66,15 @@ pub(crate) fn expand_home(path: &str) -> PathBuf {
     }
 }
 
+/// The node home `path` names (`~/` expanded), which must be one: a directory without a
+/// `config.toml` is refused as [`crate::config::HomeError::NoHome`] says, before anything
+/// is read from it.
+pub(crate) fn node_home(path: &str) -> Result<PathBuf, CliError> {
+    let home = expand_home(path);
+    crate::config::require_home(&home).map_err(|e| CliError::usage(e.to_string()))?;
+    Ok(home)
+}
+
 fn print(keys: &NodeKeys, json_out: bool) {
     if json_out {
         outln!(
@@ -126,6 +135,14 @@ pub fn run(args: KeysArgs) -> CliResult {
                 keys::KeyError::Io { ref source, .. }
                     if source.kind() == std::io::ErrorKind::NotFound =>
                 {
+                    // Neither keys nor a config: a mistyped --home as likely as a
+                    // directory whose keys were never made; both are said.
+                    if let Err(no_home) = crate::config::require_home(&home) {
+                        return CliError::usage(format!(
+                            "{no_home}; to make keys there for a node, trust-node keys generate --home {}",
+                            home.display()
+                        ));
+                    }
                     CliError::usage(format!(
                         "{e}; create keys first with: trust-node keys generate --home {}",
                         home.display()

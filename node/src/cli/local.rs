@@ -1,7 +1,7 @@
 //! `trust-node decompose` and `trust-node check`: a provider's local preview of how a
 //! trace will be split and what the Computer tier will say, without a network.
 //!
-//! `check` prints [`crate::audit::preview`]: what a network of Computer-tier seats would
+//! `check` prints [`trust_judging::preview`]: what a network of Computer-tier seats would
 //! decide, judged by the same auditor on the same inputs a seat receives, with ARES
 //! propagation and the contract's three-valued trace verdict. Segments routed to the LLM
 //! or Human tier are left out, as on such a network.
@@ -19,16 +19,17 @@ use trust_protocol::{
     tx::Tier,
 };
 
-use crate::{
-    audit::{
-        llm::client::{ChatClient, Endpoint, Limits, LlmMetrics},
-        preview::{PreviewSegment, preview},
-    },
-    cli::{CliError, CliResult, read_input_file},
+use trust_judging::{
     decompose::{
         self, Options,
         llm::{Decomposer, Decomposition, LlmDecomposeError, MAX_REPLY_BYTES},
     },
+    preview::{PreviewSegment, preview},
+};
+
+use crate::{
+    audit::llm::client::{ChatClient, Endpoint, Limits, LlmMetrics},
+    cli::{CliError, CliResult, read_input_file},
 };
 
 /// Arguments shared by `decompose` and `check`.
@@ -47,6 +48,7 @@ pub struct TraceArgs {
     /// cannot be used, the heuristic decomposition is used with a warning naming the step.
     #[arg(long, conflicts_with = "hdag")]
     pub llm: bool,
+    /// The model endpoint `--llm` asks.
     #[command(flatten)]
     pub endpoint: LlmEndpointArgs,
     /// Route the final answer to a person (high-stakes trace).
@@ -278,15 +280,21 @@ pub fn run_check(args: TraceArgs) -> CliResult {
             .iter()
             .map(|seg| {
                 let (verdict, reason) = row(seg);
-                json!({"id": seg.id, "tier": tier_of(seg), "content": seg.content,
-                       "verdict": verdict, "final": format!("{:?}", seg.verdict),
+                // The API's spelling: snake_case words, tiers as `computer`, `llm`, `human`.
+                let tier = match seg.given {
+                    true => "given",
+                    false => crate::audit::provider::steps::tier_word(seg.tier),
+                };
+                json!({"id": seg.id, "tier": tier, "content": seg.content,
+                       "verdict": verdict.to_lowercase(),
+                       "final": crate::feed::segment_verdict(seg.verdict),
                        "conclusion": seg.conclusion, "supports": seg.supports,
                        "reason": reason})
             })
             .collect();
         let s = serde_json::to_string_pretty(&json!({
             "segments": segments,
-            "trace": format!("{:?}", p.trace.verdict),
+            "trace": crate::feed::trace_verdict(p.trace.verdict),
             "summary": p.summary(),
             "judged": p.judged,
             "total": p.segments.iter().filter(|s| s.is_claim()).count(),

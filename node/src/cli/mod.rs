@@ -29,7 +29,10 @@ pub mod proof;
 pub mod quorum;
 #[cfg(test)]
 mod reference;
+mod remote;
+pub mod sessions;
 pub mod simulate;
+mod table;
 pub mod watch;
 
 /// The TRUST node: audit LLM reasoning traces on a decentralized network.
@@ -42,10 +45,12 @@ pub mod watch;
 #[derive(Debug, Parser)]
 #[command(name = "trust-node", version, propagate_version = true)]
 pub struct Cli {
-    /// Log output format on stderr (`RUST_LOG` sets the level, default `info`).
+    /// Log output format on stderr (`RUST_LOG` sets the levels; default `info`, the
+    /// consensus engine's `warn`).
     #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
 
+    /// What to do.
     #[command(subcommand)]
     pub command: Command,
 }
@@ -104,6 +109,9 @@ pub enum Command {
     Simulate(simulate::SimulateArgs),
     /// Create a node home: fresh keys and a default config.toml (never overwrites).
     Init(home::InitArgs),
+    /// The node's config.toml: `config migrate` rewrites a flat (deprecated) one in the
+    /// nested layout.
+    Config(home::ConfigArgs),
     /// Local multi-node networks: `testnet init --nodes N --home DIR`.
     Testnet(home::TestnetArgs),
     /// Inspect this node's ledger: `ledger verify --home DIR`.
@@ -116,6 +124,9 @@ pub enum Command {
     /// Submit a trace for audit through this node (as provider); --wait shows progress
     /// and the outcome.
     Submit(node::SubmitArgs),
+    /// List the sessions this node opened as provider, newest first, with their labels,
+    /// status and verdict (needs the operator token; --label filters).
+    Sessions(sessions::SessionsArgs),
     /// Show a session's outcome: verdict per segment, trace verdict, deciding block.
     Query(node::QueryArgs),
     /// Outcome proofs in a file: `proof export` saves one from a node, `proof verify`
@@ -205,7 +216,9 @@ pub type CliResult = Result<(), CliError>;
 /// Logs when `RUST_LOG` is unset: our own at info, the consensus engine's at warn. The
 /// engine's network layer reports every publish with no subscribed peer as an error, which
 /// on a one-validator network is every message, so it is silenced by default; set
-/// `RUST_LOG=info,arc_malachitebft=debug` to see the engine's own view.
+/// `RUST_LOG=info,arc_malachitebft=debug` to see the engine's own view. At `info` an idle
+/// chain is one summary line a minute (`crate::consensus::summary`);
+/// `RUST_LOG=info,trust::blocks=debug` adds every block's line.
 pub const DEFAULT_LOG_FILTER: &str =
     "info,arc_malachitebft=warn,arc_malachitebft_network=off,libp2p_gossipsub=warn";
 
@@ -236,6 +249,7 @@ pub fn run() -> ExitCode {
         Command::Quorum(args) => quorum::run(args),
         Command::Simulate(args) => simulate::run(args),
         Command::Init(args) => home::run_init(args),
+        Command::Config(args) => home::run_config(args),
         Command::Testnet(args) => home::run_testnet(args),
         Command::Ledger(args) => home::run_ledger(args),
         Command::Run(args) => node::run_node(args),
@@ -243,6 +257,7 @@ pub fn run() -> ExitCode {
         Command::Query(args) => node::run_query(args),
         Command::Proof(args) => proof::run(args),
         Command::Submit(args) => node::run_submit(args),
+        Command::Sessions(args) => sessions::run(args),
         Command::Auditor(args) => auditor::run(args),
         Command::Appeal(args) => appeal::run(args),
         Command::Watch(args) => watch::run_watch(args),
@@ -251,7 +266,10 @@ pub fn run() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {}", e.message);
+            // A status that is the answer (`submit --exit-code`) comes with no message.
+            if !e.message.is_empty() {
+                eprintln!("error: {}", e.message);
+            }
             ExitCode::from(e.code)
         }
     }

@@ -5,20 +5,27 @@ use std::time::Duration;
 
 use clap::Args;
 use serde_json::json;
-use trust_contracts::{CastVote, Outcome, Phase, SegmentVerdict};
+use trust_contracts::{CastVote, Outcome, SegmentVerdict};
 use trust_protocol::{
     Hash, Vote,
     hdag::MAX_HDAG_JSON_BYTES,
     trace::{MAX_TRACE_BYTES, Trace},
 };
 
-use super::{CliError, CliResult, keys::expand_home};
+pub use super::remote::{NodeAddr, terms_line};
+use super::{
+    CliError, CliResult,
+    keys::{expand_home, node_home},
+    remote::{api_error, api_token, reply_json, runtime},
+};
+use trust_judging::preview::summary_line;
+
 use crate::{
     api::{
+        addr::ApiAddr,
         client::{self, Client},
-        views::{OpenSessionBody, SessionStatus, SessionView},
+        views::{OpenSessionBody, PhaseView, SessionStatus, SessionView},
     },
-    audit::preview::summary_line,
     config, daemon,
 };
 
@@ -32,46 +39,49 @@ pub struct RunArgs {
     /// The node's home directory (config.toml, genesis.json, keys, data).
     #[arg(long, env = "TRUST_HOME", default_value = "~/.trust-node")]
     pub home: String,
-    /// HTTP API address, overriding `api_listen` (e.g. 127.0.0.1:8480).
+    /// HTTP API address, overriding `[api] listen` (e.g. 127.0.0.1:8480).
     #[arg(long)]
     pub api_listen: Option<String>,
-    /// libp2p address of the node's swarm, overriding `p2p_listen`.
+    /// libp2p address of the node's swarm, overriding `[network] listen`.
     #[arg(long)]
     pub p2p_listen: Option<String>,
-    /// libp2p address of the consensus engine, overriding `consensus_listen`.
+    /// libp2p address of the consensus engine, overriding `[consensus] listen`.
     #[arg(long)]
     pub consensus_listen: Option<String>,
-    /// Least time between blocks in milliseconds, overriding `block_time_ms`.
+    /// Least time between blocks in milliseconds, overriding `[consensus] block_time`.
     #[arg(long)]
     pub block_time_ms: Option<u64>,
     /// An external IPFS node's RPC API (e.g. http://127.0.0.1:5001), overriding
-    /// `ipfs_api`: provided ciphertexts are stored there too and seats read from it first.
+    /// `[ipfs] api`: provided ciphertexts are stored there too and seats read from it
+    /// first.
     #[arg(long)]
     pub ipfs_api: Option<String>,
     /// Base URL of an OpenAI-compatible chat endpoint for this node's LLM seats (e.g.
-    /// http://127.0.0.1:8080/v1), overriding `llm_url`.
+    /// http://127.0.0.1:8080/v1), overriding `[llm] url`.
     #[arg(long)]
     pub llm_url: Option<String>,
-    /// The model name sent to the LLM endpoint, overriding `llm_model`.
+    /// The model name sent to the LLM endpoint, overriding `[llm] model`.
     #[arg(long)]
     pub llm_model: Option<String>,
     /// The name of the environment variable that holds the LLM endpoint's API key,
-    /// overriding `llm_api_key_env` (the key itself is never passed as a flag).
+    /// overriding `[llm] api_key_env` (the key itself is never passed as a flag).
     #[arg(long)]
     pub llm_api_key_env: Option<String>,
     /// Human seats: this node's Human-tier seats wait for a person at the audit form
     /// (`/audit` on the API address; log in with the operator token), as `human = true`
-    /// in config.toml does. Register the node with `auditor register --tier human`.
+    /// in `[auditor]` of config.toml does. Register the node with `auditor register --tier
+    /// human`.
     #[arg(long)]
     pub human: bool,
     /// Join from a recent state instead of replaying every block: when the ledger holds
     /// no block (a new node, or a genesis validator that never ran), fetch the newest
-    /// contract snapshot from these nodes' APIs (`HOST:PORT`, comma-separated, tried in
-    /// turn), check it against its block's state root and the next block's commit
-    /// certificate (more than 2/3 of the genesis validators' power), start the ledger
-    /// there and sync the blocks after it. Ignored when the ledger holds blocks.
+    /// contract snapshot from these nodes' APIs (`HOST:PORT` or `http://HOST:PORT`,
+    /// comma-separated, tried in turn), check it against its block's state root and the
+    /// next block's commit certificate (more than 2/3 of the genesis validators' power),
+    /// start the ledger there and sync the blocks after it. Ignored when the ledger holds
+    /// blocks.
     #[arg(long, value_name = "HOST:PORT[,...]", value_delimiter = ',')]
-    pub state_sync: Vec<String>,
+    pub state_sync: Vec<ApiAddr>,
     /// With `--state-sync`: take the snapshot at this block, whose hash you read from a
     /// node you trust (`GET /v1/blocks/HEIGHT` there; a snapshot height a peer holds is in
     /// its `GET /v1/snapshot` answer), instead of checking the next block's certificate
@@ -79,18 +89,17 @@ pub struct RunArgs {
     /// genesis, which that check refuses.
     #[arg(long, value_name = "HEIGHT:HASH", requires = "state_sync")]
     pub state_sync_trust: Option<crate::proof::TrustedBlock>,
+    /// On SIGTERM or SIGINT, keep running at most this long (`90s`, `2m`) to finish the
+    /// commits and reveals this node's seats owe, taking no new seats, then stop; a second
+    /// signal stops at once. Overrides `[auditor] drain_timeout` (default 2m); `0s` stops
+    /// at once. A supervisor's stop timeout (systemd `TimeoutStopSec`) must be longer.
+    #[arg(long, value_name = "DURATION", value_parser = humantime_serde::re::humantime::parse_duration)]
+    pub drain_timeout: Option<Duration>,
 }
 
 /// Runs the daemon on a multi-threaded runtime until SIGINT/SIGTERM.
 pub fn run_node(args: RunArgs) -> CliResult {
-    let home = expand_home(&args.home);
-    if !home.join(config::CONFIG_FILE).exists() {
-        return Err(CliError::usage(format!(
-            "{} has no config.toml: run `trust-node init --home {}` or `trust-node testnet init` first",
-            home.display(),
-            home.display()
-        )));
-    }
+    let home = node_home(&args.home)?;
     let overrides = daemon::Overrides {
         api_listen: args.api_listen,
         p2p_listen: args.p2p_listen,
@@ -103,6 +112,7 @@ pub fn run_node(args: RunArgs) -> CliResult {
         human: args.human,
         state_sync: args.state_sync,
         state_sync_trust: args.state_sync_trust,
+        drain_timeout: args.drain_timeout,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -110,63 +120,14 @@ pub fn run_node(args: RunArgs) -> CliResult {
         .map_err(failed)?;
     rt.block_on(daemon::run(&home, overrides))
         .map_err(|e| match e {
-            daemon::DaemonError::Home(m) => CliError::usage(m),
+            daemon::DaemonError::Home(m) => CliError::usage(m.to_string()),
             other => failed(other),
         })
-}
-
-/// Where to find a node's API.
-#[derive(Debug, Args)]
-pub struct NodeAddr {
-    /// Read the API address from this node home's config.toml.
-    #[arg(long, env = "TRUST_HOME", default_value = "~/.trust-node")]
-    pub home: String,
-    /// The API address (host:port), overriding the home's config.
-    #[arg(long, env = "TRUST_API")]
-    pub api: Option<String>,
-}
-
-impl NodeAddr {
-    pub(super) fn resolve(&self) -> Result<String, CliError> {
-        if let Some(a) = &self.api {
-            return Ok(a.clone());
-        }
-        let home = expand_home(&self.home);
-        let cfg = config::load_config(&home).map_err(|e| {
-            CliError::usage(format!(
-                "{e} (pass --api HOST:PORT to reach a node directly)"
-            ))
-        })?;
-        Ok(cfg.api_listen)
-    }
-}
-
-pub(super) fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(failed)
-}
-
-/// A reply as `--json` prints it: as JSON with every object's keys sorted (the order a
-/// `serde_json::Value` keeps), which is how these commands have always shown the node's
-/// answer.
-pub(super) fn reply_json(reply: &impl serde::Serialize) -> Result<serde_json::Value, CliError> {
-    serde_json::to_value(reply).map_err(failed)
 }
 
 /// `value`, or `null` where the node sent none (as these lines have always shown it).
 fn or_null(value: Option<impl std::fmt::Display>) -> String {
     value.map_or_else(|| "null".to_string(), |v| v.to_string())
-}
-
-pub(super) fn api_error(e: client::ClientError) -> CliError {
-    match e {
-        client::ClientError::Api { status, .. } if (400..500).contains(&status) => {
-            CliError::usage(e.to_string())
-        }
-        other => failed(other),
-    }
 }
 
 /// `status`: the node's height, state root and peers.
@@ -243,11 +204,17 @@ pub struct QueryArgs {
     /// Print the API's JSON instead of text.
     #[arg(long)]
     json: bool,
-    /// Fetch the outcome's proof and check it against this home's genesis.json (chain id,
-    /// validator keys and stakes, with every change of the validator powers walked from
-    /// genesis), trusting nothing the node says; exits 1 if any part fails.
+    /// Fetch the outcome's proof and check it against this home's genesis.json, or the
+    /// file --genesis names (chain id, validator keys and stakes, with every change of the
+    /// validator powers walked from genesis), trusting nothing the node says; exits 1 if
+    /// any part fails.
     #[arg(long)]
     verify: bool,
+    /// With --verify: the network's genesis file to check against, instead of the home's
+    /// genesis.json (no node home needed: name the node with --api), as `proof verify
+    /// --genesis` reads it.
+    #[arg(long, value_name = "FILE", requires = "verify")]
+    genesis: Option<std::path::PathBuf>,
     /// Under each segment, list its revealed votes: the seat (short id), the vote, and the
     /// reason the seat bound into its commitment.
     #[arg(long)]
@@ -268,27 +235,51 @@ pub fn run_query(args: QueryArgs) -> CliResult {
     }
     let sid = Hash::from_hex(&args.session)
         .map_err(|_| CliError::usage("session id must be 64 hex characters"))?;
+    let token = api_token(None, &args.addr)?;
     let s = runtime()?
-        .block_on(Client::new(addr).session(&sid))
+        .block_on(session_seen(&Client::new(addr), &sid, token.as_deref()))
         .map_err(api_error)?;
     if args.json {
         outln!("{}", reply_json(&s)?);
         return Ok(());
     }
-    print_session(&args.session, &s, &[], args.segments);
+    let names: Vec<String> = s.steps.iter().flatten().map(|x| x.name.clone()).collect();
+    print_session(&args.session, &s, &names, args.segments);
     Ok(())
+}
+
+/// A session as the node shows it: with the home's operator token when there is one, so
+/// that the node that opened it shows its steps; a node the token is not for answers 401,
+/// and is then asked without it.
+async fn session_seen(
+    api: &Client,
+    sid: &Hash,
+    token: Option<&str>,
+) -> Result<SessionView, client::ClientError> {
+    match token {
+        Some(t) => match api.session_as_operator(sid, t).await {
+            Err(client::ClientError::Api { status: 401, .. }) => api.session(sid).await,
+            other => other,
+        },
+        None => api.session(sid).await,
+    }
 }
 
 /// `query --verify`: fetches `/v1/sessions/{id}/proof` and checks it locally.
 fn verify_query(args: &QueryArgs, addr: &str) -> CliResult {
     let sid = trust_protocol::Hash::from_hex(&args.session)
         .map_err(|_| CliError::usage("session id must be 64 hex characters"))?;
-    let home = expand_home(&args.addr.home);
-    let doc = config::load_genesis(&home).map_err(|e| {
-        CliError::usage(format!(
-            "{e} (--verify checks against the home's genesis.json)"
-        ))
-    })?;
+    let doc = match &args.genesis {
+        Some(file) => config::load_genesis_file(file)
+            .map_err(|e| CliError::usage(format!("the genesis file: {e}")))?,
+        None => {
+            let hint = "--verify checks against the home's genesis.json; --genesis FILE checks against a genesis file instead";
+            let home = expand_home(&args.addr.home);
+            config::require_home(&home)
+                .and_then(|()| config::load_genesis(&home))
+                .map_err(|e| CliError::usage(format!("{e} ({hint})")))?
+        }
+    };
     let proof = super::proof::fetch_proof(addr, &sid, None)?;
     let trust = crate::proof::Trust {
         chain: doc.chain_id(),
@@ -351,16 +342,12 @@ fn verify_query(args: &QueryArgs, addr: &str) -> CliResult {
 
 /// A session phase as one line: `Commit { round: 0, until: 12 }` reads
 /// `commit (round 0, open until block 12)`.
-fn phase_text(p: &Phase) -> String {
-    match *p {
-        Phase::Assigning => "assigning".into(),
-        Phase::Commit { round, until } => {
-            format!("commit (round {round}, open until block {until})")
-        }
-        Phase::Reveal { round, until } => {
-            format!("reveal (round {round}, open until block {until})")
-        }
-        Phase::Disclose { until } => format!("disclose (open until block {until})"),
+fn phase_text(p: &PhaseView) -> String {
+    let name = p.name.as_str();
+    match (p.round, p.until) {
+        (Some(round), Some(until)) => format!("{name} (round {round}, open until block {until})"),
+        (None, Some(until)) => format!("{name} (open until block {until})"),
+        _ => name.to_string(),
     }
 }
 
@@ -452,7 +439,63 @@ fn print_session(id: &str, s: &SessionView, names: &[String], votes: bool) {
                 s.failure.as_ref().map_or("?", |f| f.reason.as_str())
             );
         }
-        (other, None) => outln!("status      {}", other.as_str()),
+        (other, _) => outln!("status      {}", other.as_str()),
+    }
+    print_steps(s);
+}
+
+/// On the provider's node: each step of the trace under its name, with its verdict, where
+/// it sits in the trace and its text, verbatim (a text of several lines goes on under
+/// itself, indented).
+fn print_steps(s: &SessionView) {
+    let Some(steps) = &s.steps else {
+        return;
+    };
+    let rows: Vec<(String, String, String)> = steps
+        .iter()
+        .map(|x| {
+            let verdict = match (&x.verdict, x.left_out) {
+                (Some(v), false) => v.clone(),
+                (Some(v), true) => format!("{v} (left out)"),
+                (None, true) => "left out".into(),
+                (None, false) => "-".into(),
+            };
+            let place = match (&x.span, x.honeypot) {
+                (_, true) => "honeypot".to_string(),
+                (Some(sp), false) => format!("{}:{}", sp.part, sp.line),
+                (None, false) => "-".to_string(),
+            };
+            (x.name.clone(), verdict, place)
+        })
+        .collect();
+    // Columns as wide as their widest cell, so that none runs into the next.
+    let width = |f: fn(&(String, String, String)) -> &String, head: &str| {
+        rows.iter()
+            .map(|r| f(r).chars().count())
+            .chain([head.len()])
+            .max()
+            .unwrap_or(0)
+    };
+    let (wn, wv, wp) = (
+        width(|r| &r.0, "name"),
+        width(|r| &r.1, "verdict"),
+        width(|r| &r.2, "where"),
+    );
+    outln!(
+        "steps       {:<wn$}  {:<wv$}  {:<wp$}  text (verbatim; where: part:line of the trace)",
+        "name",
+        "verdict",
+        "where"
+    );
+    for (x, (name, verdict, place)) in steps.iter().zip(&rows) {
+        let mut lines = x.text.lines();
+        outln!(
+            "            {name:<wn$}  {verdict:<wv$}  {place:<wp$}  {}",
+            lines.next().unwrap_or("")
+        );
+        for more in lines {
+            outln!("            {:<wn$}  {:<wv$}  {:<wp$}  {more}", "", "", "");
+        }
     }
 }
 
@@ -462,12 +505,18 @@ fn print_outcome(o: &Outcome, explanation: Option<&str>, names: &[String], votes
     let segs = &o.segments;
     let name = |i: usize| names.get(i).cloned().unwrap_or_else(|| format!("#{i}"));
     // Honeypots, and the calculations planted beside them, are not part of the trace.
-    let failed: Vec<(String, SegmentVerdict)> = segs
+    let failed: Vec<trust_judging::preview::Failed> = segs
         .iter()
         .enumerate()
         .filter(|(i, _)| !crate::query::planted(o, *i))
         .filter_map(|(i, seg)| match seg.verdict {
-            v @ (SegmentVerdict::Invalid | SegmentVerdict::Ungrounded) => Some((name(i), v)),
+            v @ (SegmentVerdict::Invalid | SegmentVerdict::Ungrounded) => {
+                Some(trust_judging::preview::Failed {
+                    name: name(i),
+                    verdict: v,
+                    of: seg.supports.map(|s| name(usize::from(s))),
+                })
+            }
             _ => None,
         })
         .collect();
@@ -507,61 +556,12 @@ fn print_outcome(o: &Outcome, explanation: Option<&str>, names: &[String], votes
             parts.join(", ")
         );
     }
-    match o.bound.hoeffding_neg_ln_milli {
-        m if m > 0 => outln!(
-            "bound       Pr[wrong trace verdict] <= e^-{:.3} (Hoeffding, over the {} judged segments, from the seats' error rates)",
-            m as f64 / 1000.0,
-            cov.judged
-        ),
-        _ => outln!("bound       none (too few counted votes to bound the verdict)"),
-    }
-    if !segs.is_empty() {
-        outln!(
-            "segments    #   {:<10} {:<9} {:<11} votes v/i/u/abstain (missing)",
-            "node",
-            "tier",
-            "verdict"
-        );
-        for (i, seg) in segs.iter().enumerate() {
-            let verdict = word(seg.verdict);
-            let v = &seg.votes;
-            let kind = match (seg.honeypot, seg.supports) {
-                (Some(truth), _) => {
-                    format!("honeypot (known {truth:?}): not part of the trace")
-                }
-                (None, Some(step)) if crate::query::planted(o, i) => {
-                    format!(
-                        "calculation of honeypot {}: not part of the trace",
-                        name(usize::from(step))
-                    )
-                }
-                (None, Some(step)) => {
-                    let of = name(usize::from(step));
-                    match error_kind(&verdict) {
-                        "" => format!("calculation of {of}"),
-                        k => format!("calculation of {of}; {k}"),
-                    }
-                }
-                (None, None) => error_kind(&verdict).to_string(),
-            };
-            outln!(
-                "            {i:<3} {:<10} {:<9} {verdict:<11} {}/{}/{}/{} ({}){}{}",
-                name(i),
-                word(seg.tier),
-                v.valid,
-                v.invalid,
-                v.ungrounded,
-                v.abstained,
-                v.missing,
-                if kind.is_empty() { "" } else { "  " },
-                kind
-            );
-            if votes {
-                for line in vote_lines(&seg.votes_cast) {
-                    outln!("{line}");
-                }
-            }
-        }
+    outln!(
+        "bound       {}",
+        crate::report::words::bound_line(o.bound.hoeffding_neg_ln_milli)
+    );
+    for line in segment_lines(o, names, votes) {
+        outln!("{line}");
     }
     // Left-out segments are wrong only through a calculation of their own or a
     // step they rest on.
@@ -589,9 +589,97 @@ fn print_outcome(o: &Outcome, explanation: Option<&str>, names: &[String], votes
     }
 }
 
-/// One line per revealed vote of a segment's `votes_cast`: the seat's short id, the vote,
-/// a mark for a late or second-round vote, and the reason on one line (newlines and tabs
-/// as spaces; any other control character, which the contract refuses anyway, as `?`).
+/// The table of a decided session's segments, a row each (index, the provider's name or
+/// `#i`, tier, verdict, vote counts, and what kind of error or segment it is), under a
+/// header; with `votes`, each row followed by its segment's [`vote_lines`]. Columns are as
+/// wide as their widest cell ([`super::table`]): a long name or verdict never runs into
+/// the next column.
+fn segment_lines(o: &Outcome, names: &[String], votes: bool) -> Vec<String> {
+    let segs = &o.segments;
+    if segs.is_empty() {
+        return Vec::new();
+    }
+    let name = |i: usize| names.get(i).cloned().unwrap_or_else(|| format!("#{i}"));
+    let mut rows: Vec<Vec<String>> = vec![
+        [
+            "#",
+            "node",
+            "tier",
+            "verdict",
+            "votes v/i/u/abstain (missing)",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ];
+    for (i, seg) in segs.iter().enumerate() {
+        let verdict = word(seg.verdict);
+        let v = &seg.votes;
+        let kind = match (seg.honeypot, seg.supports) {
+            (Some(truth), _) => {
+                format!("honeypot (known {truth:?}): not part of the trace")
+            }
+            (None, Some(step)) if crate::query::planted(o, i) => {
+                format!(
+                    "calculation of honeypot {}: not part of the trace",
+                    name(usize::from(step))
+                )
+            }
+            (None, Some(step)) => {
+                let of = name(usize::from(step));
+                match error_kind(&verdict) {
+                    "" => format!("calculation of {of}"),
+                    k => format!("calculation of {of}; {k}"),
+                }
+            }
+            (None, None) => error_kind(&verdict).to_string(),
+        };
+        let mut row = vec![
+            i.to_string(),
+            name(i),
+            word(seg.tier),
+            verdict,
+            format!(
+                "{}/{}/{}/{} ({})",
+                v.valid, v.invalid, v.ungrounded, v.abstained, v.missing
+            ),
+        ];
+        if !kind.is_empty() {
+            row.push(kind);
+        }
+        rows.push(row);
+    }
+    let mut out = Vec::new();
+    for (n, line) in super::table::lines(Some("segments    "), ROW_INDENT, &rows)
+        .into_iter()
+        .enumerate()
+    {
+        out.push(line);
+        let seg = n.checked_sub(1).and_then(|i| segs.get(i));
+        if let (true, Some(seg)) = (votes, seg) {
+            out.extend(vote_lines(&seg.votes_cast));
+        }
+    }
+    out
+}
+
+/// Where the rows of the segment table start (under the `segments` label).
+const ROW_INDENT: &str = "            ";
+
+/// The widest vote name (`Ungrounded`): the vote column of [`vote_lines`] is this wide,
+/// and a separator follows it.
+fn vote_width() -> usize {
+    [Vote::Valid, Vote::Invalid, Vote::Ungrounded, Vote::Abstain]
+        .iter()
+        .map(|v| word(v).len())
+        .max()
+        .unwrap_or(0)
+}
+
+/// One line per revealed vote of a segment's `votes_cast`: the seat's short id, the vote
+/// (in a column as wide as the widest vote name, then a gap, so that `Ungrounded` never
+/// runs into what follows), a mark for a late or second-round vote, and the reason on one
+/// line (newlines and tabs as spaces; any other control character, which the contract
+/// refuses anyway, as `?`).
 fn vote_lines(cast: &[CastVote]) -> Vec<String> {
     cast.iter()
         .map(|v| {
@@ -614,8 +702,9 @@ fn vote_lines(cast: &[CastVote]) -> Vec<String> {
                 })
                 .collect();
             format!(
-                "                vote {}… {vote:<10}{}{}",
+                "                vote {}… {vote:<width$}{}{}{}",
                 seat.get(..12).unwrap_or(&seat),
+                super::table::GAP,
                 if marks.is_empty() {
                     String::new()
                 } else {
@@ -625,7 +714,8 @@ fn vote_lines(cast: &[CastVote]) -> Vec<String> {
                     "(no reason given)"
                 } else {
                     &reason
-                }
+                },
+                width = vote_width(),
             )
         })
         .collect()
@@ -641,12 +731,14 @@ pub struct SubmitArgs {
     pub hdag: Option<std::path::PathBuf>,
     /// Who decomposes the trace: `heuristic`, the node's built-in builder, or `llm`, the
     /// paper's five steps asked here of the endpoint at --llm-url (default: the home's
-    /// `llm_url`), the result sent as the provider's HDAG. When the model's output cannot
+    /// `[llm] url`), the result sent as the provider's HDAG. When the model's output cannot
     /// be used, the node's heuristic builder is used, with a warning naming the step.
     #[arg(long, value_enum, default_value_t = DecomposeMode::Heuristic, conflicts_with = "hdag")]
     pub decompose: DecomposeMode,
+    /// The model endpoint `--decompose llm` asks.
     #[command(flatten)]
     pub endpoint: super::local::LlmEndpointArgs,
+    /// The provider's assurance choices for this session.
     #[command(flatten)]
     pub assurance: AssuranceArgs,
     /// Print what the session would be (each segment's tier and seats or why it is left
@@ -664,14 +756,72 @@ pub struct SubmitArgs {
     /// `trust-node keys show --api-token`).
     #[arg(long, env = "TRUST_API_TOKEN", hide_env_values = true)]
     pub api_token: Option<String>,
+    /// A label kept with the session on this node, never on chain (repeatable):
+    /// `--label model=gpt-x --label run=17`. `trust-node sessions --label run=17` lists by it.
+    #[arg(long = "label", value_name = "NAME=VALUE")]
+    pub labels: Vec<String>,
+    /// Submit under this idempotency key: a repeat with the same key and the same trace,
+    /// HDAG, terms and labels answers the session the first one opened and charges nothing
+    /// (a retry after a timeout is safe); the same key with another request is refused.
+    #[arg(long, value_name = "KEY")]
+    pub idempotency_key: Option<String>,
+    /// Print JSON instead of lines: the node's submit reply, or with --wait the session
+    /// as `query --json` prints it once decided (or as it stands when the wait ends).
+    #[arg(long)]
+    pub json: bool,
+    /// With --wait, exit with a status that says the verdict: 0 PASS, 10 FAIL, 11
+    /// INCONCLUSIVE, 12 no verdict (the session failed, or the wait ended first). Without
+    /// it, a decided session exits 0 whatever its verdict.
+    #[arg(long, requires = "wait")]
+    pub exit_code: bool,
     #[command(flatten)]
     addr: NodeAddr,
+}
+
+/// `submit --exit-code`: the status for each outcome.
+pub mod exit_codes {
+    /// The trace passed.
+    pub const PASS: u8 = 0;
+    /// The trace failed.
+    pub const FAIL: u8 = 10;
+    /// No verdict either way.
+    pub const INCONCLUSIVE: u8 = 11;
+    /// No verdict: the session failed, or the wait ended before it was decided.
+    pub const NO_VERDICT: u8 = 12;
+}
+
+/// The exit status `--exit-code` gives `s` (decided or not).
+fn verdict_code(s: Option<&SessionView>) -> u8 {
+    match s.and_then(|s| s.outcome.as_ref()).map(|o| o.trace) {
+        Some(trust_contracts::TraceVerdict::Pass) => exit_codes::PASS,
+        Some(trust_contracts::TraceVerdict::Fail) => exit_codes::FAIL,
+        Some(trust_contracts::TraceVerdict::Inconclusive) => exit_codes::INCONCLUSIVE,
+        None => exit_codes::NO_VERDICT,
+    }
+}
+
+/// Labels given as `NAME=VALUE`.
+fn parse_labels(given: &[String]) -> Result<std::collections::BTreeMap<String, String>, CliError> {
+    let mut out = std::collections::BTreeMap::new();
+    for l in given {
+        let Some((k, v)) = l.split_once('=') else {
+            return Err(CliError::usage(format!(
+                "--label {l:?}: give NAME=VALUE, e.g. --label model=gpt-x"
+            )));
+        };
+        if out.insert(k.to_string(), v.to_string()).is_some() {
+            return Err(CliError::usage(format!("--label {k} given twice")));
+        }
+    }
+    crate::audit::provider::listing::check_labels(&out)
+        .map_err(|e| CliError::usage(format!("--label: {e}")))?;
+    Ok(out)
 }
 
 /// The session's assurance, over the node's `[session]` defaults (`config.toml`).
 #[derive(Debug, Clone, Default, Args)]
 #[command(
-    next_help_heading = "Assurance (defaults: the node's [session] table, else k = 3, no racing, tau = beta = 0.6)"
+    next_help_heading = "Assurance (defaults: the node's [session] table, else k = its [provider] seats_per_segment, 3 unless set, and human_seats_per_segment for Human segments; no racing; tau = beta = 0.6)"
 )]
 pub struct AssuranceArgs {
     /// Seats whose votes count per segment: one number for every tier, or per tier as
@@ -734,7 +884,7 @@ fn per_tier<T: std::str::FromStr>(
             .split_once('=')
             .ok_or_else(|| bad(format!("{part:?} is not TIER=VALUE")))?;
         let tier =
-            crate::audit::provider::terms::parse_tier(tier).map_err(|e| bad(e.to_string()))?;
+            trust_judging::session::terms::parse_tier(tier).map_err(|e| bad(e.to_string()))?;
         let v = v
             .trim()
             .parse()
@@ -755,8 +905,8 @@ impl AssuranceArgs {
     /// The settings given on the command line (`None` when none is).
     pub fn options(
         &self,
-    ) -> Result<Option<crate::audit::provider::terms::SessionOptions>, CliError> {
-        let mut o = crate::audit::provider::terms::SessionOptions::default();
+    ) -> Result<Option<trust_judging::session::terms::SessionOptions>, CliError> {
+        let mut o = trust_judging::session::terms::SessionOptions::default();
         if let Some(s) = &self.seats {
             let (all, [c, l, h]) = per_tier::<u8>("seats", s)?;
             o.seats = all;
@@ -800,12 +950,23 @@ fn print_plan(p: &crate::api::views::Plan) {
         p.auditors[1],
         p.auditors[2]
     );
-    outln!("{:<28} {:<9} seats", "segment", "tier");
+    let mut rows = vec![vec!["segment".to_string(), "tier".into(), "seats".into()]];
     for s in &p.segments {
-        outln!("{:<28} {:<9} {}", s.node, tier_label(s.tier), s.seats);
+        rows.push(vec![
+            s.node.clone(),
+            tier_label(s.tier).into(),
+            s.seats.to_string(),
+        ]);
     }
     for (node, tier, why) in &p.left_out {
-        outln!("{:<28} {:<9} left out: {why}", node, tier_label(*tier));
+        rows.push(vec![
+            node.clone(),
+            tier_label(*tier).into(),
+            format!("left out: {why}"),
+        ]);
+    }
+    for line in super::table::lines(None, "", &rows) {
+        outln!("{line}");
     }
     outln!(
         "fee         {} (and a honeypot bond of {}, returned unless its honeypots are disputed)",
@@ -830,6 +991,21 @@ fn print_plan(p: &crate::api::views::Plan) {
     outln!(
         "            (the budget is per account, not per operator: one operator running several accounts may pool what they see)"
     );
+    for a in &p.appeals {
+        let tier = tier_label(a.tier);
+        let enough = if a.auditors >= a.in_all {
+            "enough".to_string()
+        } else {
+            "too few: such an appeal draws from a higher tier the terms allow, or is refused"
+                .to_string()
+        };
+        outln!(
+            "appeal      a {tier} segment's appeal needs {} fresh {tier} auditors (2k + 1, none who sat on it), {} in all with its seats; the network has {}: {enough}",
+            a.fresh,
+            a.in_all,
+            a.auditors
+        );
+    }
     outln!("nothing was submitted");
 }
 
@@ -839,50 +1015,6 @@ fn tier_label(t: trust_protocol::tx::Tier) -> &'static str {
         trust_protocol::tx::Tier::Llm => "LLM",
         trust_protocol::tx::Tier::Human => "Human",
     }
-}
-
-/// The one-line summary of a session's terms (`submit --plan`, `query`).
-pub fn terms_line(t: &crate::api::views::TermsView) -> String {
-    let [c, l, h] = t.seats;
-    let [wc, wl, wh] = t.tier_weights;
-    format!(
-        "assurance   k = {c}/{l}/{h} (Computer/LLM/Human), racing {}, tau {}, beta {}, weights {wc}/{wl}/{wh}, tiers {}, domain {}{}, windows {}+{} blocks, max exposure {}",
-        t.racing_seats,
-        t.tau,
-        t.beta,
-        t.tiers.join(","),
-        if t.domain.is_empty() {
-            "any"
-        } else {
-            t.domain.as_str()
-        },
-        if t.domain_required {
-            " (required)"
-        } else {
-            " (preferred)"
-        },
-        t.commit_window,
-        t.reveal_window,
-        t.max_exposure
-    )
-}
-
-/// The operator token to send: the flag (or `TRUST_API_TOKEN`), else the home's token
-/// file if there is one. `None`: send none, and let the node say what it needs.
-pub(super) fn api_token(flag: Option<&str>, addr: &NodeAddr) -> Result<Option<String>, CliError> {
-    if let Some(t) = flag {
-        return Ok(Some(t.trim().to_string()));
-    }
-    let home = expand_home(&addr.home);
-    let path = config::load_config(&home)
-        .unwrap_or_default()
-        .operator_token_path(&home);
-    if !path.exists() {
-        return Ok(None);
-    }
-    crate::keys::load_operator_token(&path)
-        .map(|t| Some(t.expose().to_string()))
-        .map_err(|e| CliError::usage(format!("the operator token: {e}")))
 }
 
 /// Who decomposes a submitted trace.
@@ -895,15 +1027,15 @@ pub enum DecomposeMode {
 }
 
 /// The `submit --decompose llm` endpoint: the flags (or their variables), else the
-/// home's `llm_url`, `llm_model` and `llm_api_key_env`.
+/// home's `[llm]` url, model and api_key_env.
 fn submit_endpoint(args: &SubmitArgs) -> super::local::LlmEndpointArgs {
     let mut ep = args.endpoint.clone();
     if ep.llm_url.is_none()
         && let Ok(cfg) = config::load_config(&expand_home(&args.addr.home))
     {
-        ep.llm_url = cfg.llm_url;
-        ep.llm_model = ep.llm_model.or(cfg.llm_model);
-        ep.llm_api_key_env = ep.llm_api_key_env.or(cfg.llm_api_key_env);
+        ep.llm_url = cfg.llm.url;
+        ep.llm_model = ep.llm_model.or(cfg.llm.model);
+        ep.llm_api_key_env = ep.llm_api_key_env.or(cfg.llm.api_key_env);
     }
     ep
 }
@@ -920,7 +1052,7 @@ pub fn run_submit(args: SubmitArgs) -> CliResult {
                 .map_err(|e| CliError::usage(format!("{}: {e}", args.trace.display())))?;
             let d = super::local::llm_decompose(
                 &parsed,
-                &crate::decompose::Options::default(),
+                &trust_judging::decompose::Options::default(),
                 &submit_endpoint(&args),
             )?;
             // After a fallback the node builds the heuristic HDAG itself, as without
@@ -940,10 +1072,15 @@ pub fn run_submit(args: SubmitArgs) -> CliResult {
         true => rt.block_on(api.status()).map_err(api_error)?.height,
         false => 0,
     };
+    if let Some(k) = &args.idempotency_key {
+        crate::audit::provider::listing::check_key(k)
+            .map_err(|e| CliError::usage(format!("--idempotency-key: {e}")))?;
+    }
     let body = OpenSessionBody {
-        trace,
-        hdag,
+        trace: trace.into(),
+        hdag: hdag.map(Into::into),
         session: args.assurance.options()?,
+        labels: parse_labels(&args.labels)?,
     };
     if args.plan {
         let p = rt
@@ -953,16 +1090,33 @@ pub fn run_submit(args: SubmitArgs) -> CliResult {
         return Ok(());
     }
     let r = rt
-        .block_on(api.open_session(&body, token.as_deref()))
+        .block_on(api.open_session_keyed(&body, token.as_deref(), args.idempotency_key.as_deref()))
         .map_err(api_error)?;
     let session = r.session.to_hex();
-    outln!("session     {session}");
-    outln!("fee         {}", r.fee);
     // Segment i of the outcome is the i-th of these: (HDAG node id, tier).
     let names: Vec<String> = r.segments.iter().map(|(node, _)| node.clone()).collect();
-    outln!("segments    {} audited: {}", names.len(), names.join(" "));
-    for (node, _, why) in &r.left_out {
-        outln!("left out    {node} ({why})");
+    // With --json and --wait, the one JSON printed is the session's at the end.
+    let lines = !args.json;
+    if args.json && !args.wait {
+        outln!("{}", reply_json(&r)?);
+        return Ok(());
+    }
+    if lines {
+        outln!("session     {session}");
+        outln!("fee         {}", r.fee);
+        let honeypots = names.iter().filter(|n| n.starts_with("honeypot:")).count();
+        let trace = names
+            .len()
+            .saturating_sub(honeypots)
+            .saturating_add(r.left_out.len());
+        outln!(
+            "segments    {}: {}",
+            crate::report::words::segment_count(trace, r.left_out.len(), honeypots),
+            names.join(" ")
+        );
+        for (node, _, why) in &r.left_out {
+            outln!("left out    {node} ({why})");
+        }
     }
     if !args.wait {
         outln!("next: trust-node query {session}");
@@ -988,7 +1142,7 @@ pub fn run_submit(args: SubmitArgs) -> CliResult {
     let mut last = String::new();
     let mut show = |s: Option<&SessionView>| {
         let now = progress(s);
-        if now != last {
+        if now != last && lines {
             outln!("...         {now}");
             last = now;
         }
@@ -996,6 +1150,10 @@ pub fn run_submit(args: SubmitArgs) -> CliResult {
     let over = |s: &Option<SessionView>| {
         s.as_ref()
             .is_some_and(|s| matches!(s.status, SessionStatus::Decided | SessionStatus::Failed))
+    };
+    let session_now = |api: &Client, sid: &Hash| {
+        let (api, sid, token) = (api.clone(), *sid, token.clone());
+        async move { session_now(&api, &sid, token.as_deref()).await }
     };
     let waited = rt.block_on(async {
         let run = async {
@@ -1022,17 +1180,36 @@ pub fn run_submit(args: SubmitArgs) -> CliResult {
         let left = deadline.saturating_duration_since(std::time::Instant::now());
         tokio::time::timeout(left, run).await
     });
+    let code = |s: Option<&SessionView>| match args.exit_code {
+        true => verdict_code(s),
+        false => 0,
+    };
     match waited {
         Ok(Ok(Some(s))) => {
-            print_session(&session, &s, &names, false);
-            Ok(())
+            match args.json {
+                true => outln!("{}", reply_json(&s)?),
+                false => print_session(&session, &s, &names, false),
+            }
+            exit_with(code(Some(&s)))
         }
         Ok(Ok(None)) => {
-            outln!("session     {session}");
-            outln!("status      pending");
-            Ok(())
+            match args.json {
+                true => outln!("{}", json!({"session": session, "status": "pending"})),
+                false => {
+                    outln!("session     {session}");
+                    outln!("status      pending");
+                }
+            }
+            exit_with(code(None))
         }
         Ok(Err(e)) => Err(e),
+        Err(_) if args.exit_code => {
+            eprintln!(
+                "no outcome within {} s; `trust-node query {session}` shows it later",
+                args.timeout_secs
+            );
+            exit_with(exit_codes::NO_VERDICT)
+        }
         Err(_) => Err(CliError::failed(format!(
             "no outcome within {} s; `trust-node query {session}` shows it later",
             args.timeout_secs
@@ -1040,9 +1217,25 @@ pub fn run_submit(args: SubmitArgs) -> CliResult {
     }
 }
 
-/// A session as the node shows it now (`None`: pending, before its block).
-async fn session_now(api: &Client, session: &Hash) -> Result<Option<SessionView>, CliError> {
-    match api.session(session).await {
+/// Ends a command with `code` and nothing more to say (0 is success).
+fn exit_with(code: u8) -> CliResult {
+    match code {
+        0 => Ok(()),
+        code => Err(CliError {
+            code,
+            message: String::new(),
+        }),
+    }
+}
+
+/// A session as the node shows it now (`None`: not known there yet), with its steps when
+/// `token` is the node's.
+async fn session_now(
+    api: &Client,
+    session: &Hash,
+    token: Option<&str>,
+) -> Result<Option<SessionView>, CliError> {
+    match session_seen(api, session, token).await {
         Ok(s) => Ok(Some(s)),
         Err(client::ClientError::Api { status: 404, .. }) => Ok(None),
         Err(e) => Err(api_error(e)),
@@ -1051,10 +1244,89 @@ async fn session_now(api: &Client, session: &Hash) -> Result<Option<SessionView>
 
 #[cfg(test)]
 mod tests {
-    use trust_contracts::CastVote;
+    use trust_contracts::{CastVote, SegmentVerdict};
     use trust_protocol::{AccountId, Vote};
 
-    use super::vote_lines;
+    use super::{segment_lines, vote_lines};
+
+    /// `query --segments` as it printed a segment judged Ungrounded: every column of the
+    /// table starts where its header does, at least two spaces after the widest cell
+    /// before it, and a vote named `Ungrounded` is apart from its reason.
+    #[test]
+    fn segment_columns_never_touch() {
+        let seat: AccountId = trust_protocol::Keypair::from_label("seat").public();
+        let mut o = crate::proof::tests::outcome(seat);
+        o.segments[1].verdict = SegmentVerdict::Ungrounded;
+        o.segments[1].votes_cast = vec![
+            CastVote {
+                seat,
+                round: 0,
+                vote: Vote::Ungrounded,
+                reason: "uses 7, which nothing gives".into(),
+                counted: true,
+            },
+            CastVote {
+                seat,
+                round: 1,
+                vote: Vote::Valid,
+                reason: String::new(),
+                counted: false,
+            },
+        ];
+        // A provider's name wider than the old 10-character column.
+        let names = ["P1-calculation-of-x".to_string(), "P2".to_string()];
+        let lines = segment_lines(&o, &names, true);
+        println!("{}", lines.join("\n"));
+        let header = &lines[0];
+        let starts: Vec<usize> = ["node", "tier", "verdict", "votes"]
+            .iter()
+            .map(|h| header.find(h).unwrap())
+            .collect();
+        let rows: Vec<&String> = lines[1..]
+            .iter()
+            .filter(|l| !l.trim_start().starts_with("vote "))
+            .collect();
+        assert_eq!(rows.len(), o.segments.len());
+        for row in &rows {
+            for &at in &starts {
+                let before: String = row.chars().take(at).collect();
+                assert!(
+                    before.ends_with("  "),
+                    "a column runs into the one at {at}:\n{header}\n{row}"
+                );
+                assert_ne!(row.chars().nth(at), Some(' '), "{header}\n{row}");
+            }
+        }
+        assert!(
+            rows[0].contains("P1-calculation-of-x  Computer  Valid"),
+            "{}",
+            rows[0]
+        );
+        assert!(rows[1].contains("Ungrounded  0/0/0/0 (0)"), "{}", rows[1]);
+        assert!(
+            rows[1].ends_with("ungrounded: rests on a claim nothing established"),
+            "{}",
+            rows[1]
+        );
+        let votes: Vec<&String> = lines.iter().filter(|l| l.contains("vote ")).collect();
+        assert_eq!(votes.len(), 2);
+        assert!(
+            votes[0].ends_with("Ungrounded  uses 7, which nothing gives"),
+            "{}",
+            votes[0]
+        );
+        // The vote lines sit under the row of their segment.
+        let at = lines.iter().position(|l| l == rows[1]).unwrap();
+        assert_eq!(&lines[at + 1], votes[0]);
+        // The two vote lines align their marks and reasons.
+        let col = |l: &str| l.find("Valid").or_else(|| l.find("Ungrounded")).unwrap();
+        assert_eq!(col(votes[0]), col(votes[1]));
+        assert!(
+            votes[1].contains("Valid       (round 1, late) (no reason given)"),
+            "{}",
+            votes[1]
+        );
+    }
 
     /// Each vote is marked with its own round (1 after an escalation, 2 and up for appeal
     /// rounds), not one label for every round above the first; a reason that reorders

@@ -14,12 +14,14 @@ use trust_protocol::Hash;
 
 use super::{
     CliError, CliResult,
-    node::{NodeAddr, api_error, api_token, runtime},
+    remote::{NodeAddr, api_error, api_token, runtime},
 };
+use trust_judging::session::opening;
+
 use crate::{
     api::client::{self, Client},
     api::views::FinalityView,
-    audit::provider::{TermsView, opening},
+    audit::provider::TermsView,
     config,
     proof::{self, Bundle, ProofAnchor, ProofError, TrustedBlock},
 };
@@ -367,6 +369,10 @@ pub struct Report {
     pub left_out: usize,
     /// Honeypots, which are not part of the trace.
     pub honeypots: usize,
+    /// Segments whose seats reached a verdict of their own (the outcome's coverage).
+    pub judged: u16,
+    /// The failure bound, as the outcome stores it (`exp(-x / 1000)`).
+    pub bound_neg_ln_milli: u64,
     /// The height at which the session was decided (from the proven outcome).
     pub decided_at: u64,
     /// The certified block whose state root carries the outcome: height and hash.
@@ -494,6 +500,8 @@ impl Report {
             segments,
             left_out: o.left_out.len(),
             honeypots,
+            judged: o.coverage.judged,
+            bound_neg_ln_milli: o.bound.hoeffding_neg_ln_milli,
             decided_at: o.decided_at,
             height: v.header.height,
             block_hash: v.header.hash(),
@@ -522,27 +530,33 @@ impl Report {
     /// The lines `proof verify` prints.
     pub fn lines(&self) -> Vec<String> {
         let c = &self.segments;
-        let mut notes = Vec::new();
-        if self.left_out > 0 {
-            notes.push(format!("{} of them left out, not audited", self.left_out));
-        }
-        match self.honeypots {
-            0 => {}
-            1 => notes.push("1 honeypot not counted".to_string()),
-            n => notes.push(format!("{n} honeypots not counted")),
-        }
-        let notes = match notes.is_empty() {
-            true => String::new(),
-            false => format!(" ({})", notes.join("; ")),
-        };
+        let total = c
+            .valid
+            .saturating_add(c.invalid)
+            .saturating_add(c.ungrounded)
+            .saturating_add(c.propagated)
+            .saturating_add(c.undecided);
         let mut lines = vec![
             format!("session     {}", self.session),
-            format!("verdict     {:?}", self.verdict),
-            format!("finality    {}", self.finality_text()),
-            super::node::terms_line(&self.terms),
             format!(
-                "segments    {} valid, {} invalid, {} ungrounded, {} propagated, {} undecided{notes}",
-                c.valid, c.invalid, c.ungrounded, c.propagated, c.undecided
+                "verdict     {}",
+                format!("{:?}", self.verdict).to_uppercase()
+            ),
+            format!("finality    {}", self.finality_text()),
+            super::remote::terms_line(&self.terms),
+            format!(
+                "segments    {}; {} judged: {} valid, {} invalid, {} ungrounded, {} propagated, {} undecided",
+                crate::report::words::segment_count(total, self.left_out, self.honeypots),
+                self.judged,
+                c.valid,
+                c.invalid,
+                c.ungrounded,
+                c.propagated,
+                c.undecided
+            ),
+            format!(
+                "bound       {}",
+                crate::report::words::bound_line(self.bound_neg_ln_milli)
             ),
             format!(
                 "decided     at block {}, by {} (the certified block's time)",
@@ -569,7 +583,7 @@ impl Report {
             },
         ];
         if let Some(t) = &self.trace {
-            lines.splice(5..5, t.lines());
+            lines.splice(6..6, t.lines());
         }
         lines
     }
@@ -586,6 +600,8 @@ impl Report {
             "segments": self.segments,
             "left_out": self.left_out,
             "honeypots": self.honeypots,
+            "judged": self.judged,
+            "bound": crate::report::words::bound_probability(self.bound_neg_ln_milli),
             "decided_at_height": self.decided_at,
             "certified_time_ms": self.time_ms,
             "certified_time": crate::chain::format_time(self.time_ms),

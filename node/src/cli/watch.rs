@@ -6,7 +6,7 @@ use trust_protocol::AccountId;
 
 use super::{
     CliError, CliResult,
-    node::{NodeAddr, api_error, runtime},
+    remote::{NodeAddr, api_error, runtime},
 };
 use crate::{
     api::client::{Client, ClientError, EventStream, SseFrame},
@@ -32,6 +32,11 @@ pub struct WatchArgs {
     /// Print each event's JSON, one per line.
     #[arg(long)]
     pub json: bool,
+    /// Print the stored events (from the first block, or after --after) up to the tip the
+    /// node is at now, then exit, instead of following the chain.
+    #[arg(long)]
+    pub no_follow: bool,
+    /// The node to watch.
     #[command(flatten)]
     pub addr: NodeAddr,
 }
@@ -66,11 +71,17 @@ pub fn run_watch(args: WatchArgs) -> CliResult {
             let kinds: Vec<&str> = args.kind.iter().map(|k| k.name()).collect();
             query.push(format!("kind={}", kinds.join(",")));
         }
+        if args.no_follow {
+            query.push("follow=false".to_string());
+        }
         let path = match query.is_empty() {
             true => "/v1/events".to_string(),
             false => format!("/v1/events?{}", query.join("&")),
         };
-        let mut resume = args.after.clone();
+        let mut resume = match (&args.after, args.no_follow) {
+            (None, true) => Some("0".to_string()),
+            (after, _) => after.clone(),
+        };
         loop {
             let mut stream = EventStream::open(&addr, &path, resume.as_deref())
                 .await
@@ -91,6 +102,7 @@ pub fn run_watch(args: WatchArgs) -> CliResult {
                     );
                     resume = Some(after);
                 }
+                Followed::Ended if args.no_follow => return Ok(()),
                 Followed::Ended => {
                     eprintln!("the node ended the stream (stopping?)");
                     return Ok(());
@@ -119,9 +131,11 @@ pub async fn follow(
     mut on: impl FnMut(&FeedEvent, &SseFrame) -> bool,
 ) -> Result<Followed, ClientError> {
     while let Some(frame) = stream.next().await? {
-        let e: FeedEvent = serde_json::from_str(&frame.data).map_err(|err| {
-            ClientError::Protocol(format!("event data is not a feed event: {err}"))
-        })?;
+        let e: FeedEvent =
+            serde_json::from_str(&frame.data).map_err(|source| ClientError::Json {
+                what: "event data is not a feed event",
+                source,
+            })?;
         if e.kind == Kind::Dropped {
             return Ok(Followed::Dropped(e.resume_after.unwrap_or_default()));
         }
@@ -164,11 +178,16 @@ impl SessionFollower {
                     .insert(EventStream::open(&self.addr, &self.path, Some(&self.resume)).await?),
             };
             let Some(frame) = stream.next().await? else {
-                return Err(ClientError::Io("the node ended the event stream".into()));
+                return Err(ClientError::Io(std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    "the node ended the event stream",
+                )));
             };
-            let e: FeedEvent = serde_json::from_str(&frame.data).map_err(|err| {
-                ClientError::Protocol(format!("event data is not a feed event: {err}"))
-            })?;
+            let e: FeedEvent =
+                serde_json::from_str(&frame.data).map_err(|source| ClientError::Json {
+                    what: "event data is not a feed event",
+                    source,
+                })?;
             if e.kind == Kind::Dropped {
                 self.resume = e.resume_after.unwrap_or_else(|| self.resume.clone());
                 self.stream = None;
@@ -269,6 +288,25 @@ pub fn line(e: &FeedEvent, me: Option<AccountId>) -> String {
             "{}: expertise now {}",
             who(e.account),
             e.expertise.as_deref().unwrap_or_default().join(", ")
+        ),
+        Kind::PauseAsked => format!(
+            "{}: {} from #{}",
+            who(e.account),
+            if e.paused == Some(true) {
+                "pausing"
+            } else {
+                "resuming"
+            },
+            e.release_at.unwrap_or(0)
+        ),
+        Kind::PauseChanged => format!(
+            "{}: {}",
+            who(e.account),
+            if e.paused == Some(true) {
+                "paused, not drawn for new seats"
+            } else {
+                "drawn again"
+            }
         ),
         Kind::SegmentDecided => format!(
             "{session}{segment}: {}",

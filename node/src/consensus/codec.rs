@@ -27,7 +27,7 @@ use super::context::{Address, BlockId, ConsensusSignature, Height, ProposalPart,
 pub const MAX_CONSENSUS_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 
 /// Why bytes are not a consensus message.
-#[derive(Debug, Clone, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum CodecError {
     /// Larger than [`MAX_CONSENSUS_MESSAGE_BYTES`].
@@ -35,10 +35,10 @@ pub enum CodecError {
     TooLarge(usize),
     /// Does not decode (or has trailing bytes).
     #[error("malformed consensus message: {0}")]
-    Malformed(String),
+    Malformed(#[source] std::io::Error),
     /// Could not be written.
     #[error("consensus message does not encode: {0}")]
-    Encode(String),
+    Encode(#[source] std::io::Error),
 }
 
 /// Decodes borsh bytes with the size limit.
@@ -46,14 +46,14 @@ pub fn decode_borsh<T: BorshDeserialize>(bytes: &[u8]) -> Result<T, CodecError> 
     if bytes.len() > MAX_CONSENSUS_MESSAGE_BYTES {
         return Err(CodecError::TooLarge(bytes.len()));
     }
-    borsh::from_slice(bytes).map_err(|e| CodecError::Malformed(e.to_string()))
+    borsh::from_slice(bytes).map_err(CodecError::Malformed)
 }
 
 /// Encodes borsh bytes.
 pub fn encode_borsh<T: BorshSerialize>(value: &T) -> Result<Bytes, CodecError> {
     borsh::to_vec(value)
         .map(Bytes::from)
-        .map_err(|e| CodecError::Encode(e.to_string()))
+        .map_err(CodecError::Encode)
 }
 
 /// One commit signature as stored and synced.
@@ -266,6 +266,6 @@ impl Codec<Response<TrustContext>> for TrustCodec {
 
 impl HasEncodedLen<Response<TrustContext>> for TrustCodec {
     fn encoded_len(&self, msg: &Response<TrustContext>) -> Result<usize, CodecError> {
-        borsh::object_length(&to_wire(msg)).map_err(|e| CodecError::Encode(e.to_string()))
+        borsh::object_length(&to_wire(msg)).map_err(CodecError::Encode)
     }
 }

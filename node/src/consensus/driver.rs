@@ -48,6 +48,7 @@ use super::{
         stream_slot,
     },
     signing::AccountSigner,
+    summary::BLOCKS_TARGET,
 };
 use crate::{
     chain::{
@@ -505,7 +506,7 @@ impl Driver {
         }
         let id = BlockId::of(block.hash());
         self.remember(tip, id, executed);
-        info!(%height, %round, txs = block.txs.len(), block = %id, "proposing");
+        debug!(%height, %round, txs = block.txs.len(), block = %id, "proposing");
         self.undecided.put(
             height,
             &id,
@@ -788,7 +789,15 @@ impl Driver {
         self.metrics
             .txs
             .fetch_add(u64::try_from(txs).unwrap_or(0), Ordering::Relaxed);
-        info!(height, txs, block = %hash, state_root = %state_root, round = %cert.round, signatures = cert.commit_signatures.len(), "block committed");
+        // An idle chain's blocks at DEBUG: at INFO, a summary a minute says how it goes
+        // (`super::summary`); a block that carries transactions or decides sessions is
+        // worth its own line.
+        let (round, signatures) = (cert.round, cert.commit_signatures.len());
+        if txs > 0 || !sessions.is_empty() {
+            info!(target: BLOCKS_TARGET, height, txs, decided = sessions.len(), block = %hash, %state_root, %round, signatures, "block committed");
+        } else {
+            debug!(target: BLOCKS_TARGET, height, txs, block = %hash, %state_root, %round, signatures, "block committed");
+        }
         let _ = self.decided_tx.send(Decided {
             block: Arc::new(block),
             events: Arc::new(done.events),

@@ -1,6 +1,6 @@
 //! Ordering with Malachite BFT (the `arc-malachitebft-app-channel` 0.8 engine).
 //!
-//! The engine runs its own libp2p swarm on `consensus_listen`, its write-ahead log under
+//! The engine runs its own libp2p swarm on `[consensus] listen`, its write-ahead log under
 //! `<home>/data/consensus/`, and value sync for nodes that fell behind. This module gives
 //! it a [`TrustContext`](context::TrustContext) (block ids as values, account keys as
 //! validator keys, stake-weighted validator sets), a [`TrustCodec`](codec::TrustCodec),
@@ -15,6 +15,7 @@ pub mod driver;
 pub mod forge;
 pub mod proposals;
 pub mod signing;
+pub mod summary;
 
 use std::{
     path::PathBuf,
@@ -260,13 +261,13 @@ impl std::fmt::Debug for Running {
 pub enum ConsensusError {
     /// Key conversion.
     #[error("consensus key: {0}")]
-    Key(String),
-    /// The engine failed to start.
-    #[error("consensus engine: {0}")]
-    Engine(String),
+    Key(#[source] crate::Cause),
+    /// The engine failed to start (`{0:#}`: the engine's error with its whole chain).
+    #[error("consensus engine: {0:#}")]
+    Engine(#[source] crate::Cause),
     /// Local storage.
     #[error("consensus store: {0}")]
-    Store(String),
+    Store(#[source] crate::Cause),
 }
 
 /// Round timeouts explicitly configured; the rest follow the block time.
@@ -327,7 +328,7 @@ pub async fn start(
     let me = Address::of(&setup.key.public());
     let is_validator = setup.validators.contains(&setup.key.public());
     let keypair = libp2p::identity::Keypair::ed25519_from_bytes(setup.key.seed())
-        .map_err(|e| ConsensusError::Key(e.to_string()))?;
+        .map_err(|e| ConsensusError::Key(e.into()))?;
     let identity = NetworkIdentity::new(
         setup.moniker.clone(),
         keypair,
@@ -353,7 +354,7 @@ pub async fn start(
             ..ValueSyncConfig::default()
         },
     };
-    std::fs::create_dir_all(&setup.wal_dir).map_err(|e| ConsensusError::Store(e.to_string()))?;
+    std::fs::create_dir_all(&setup.wal_dir).map_err(|e| ConsensusError::Store(e.into()))?;
     let verifier = Box::new(AccountVerifier::new(setup.chain));
     let signer = AccountSigner::new(setup.key.clone(), setup.chain);
     let consensus_ctx = if is_validator {
@@ -374,8 +375,8 @@ pub async fn start(
         .build()
         .instrument(span.clone())
         .await
-        .map_err(|e| ConsensusError::Engine(format!("{e:#}")))?;
-    let undecided = Undecided::open(db).map_err(|e| ConsensusError::Store(e.to_string()))?;
+        .map_err(|e| ConsensusError::Engine(e.into()))?;
+    let undecided = Undecided::open(db).map_err(|e| ConsensusError::Store(e.into()))?;
     let (decided, _) = broadcast::channel(256);
     let timeouts = setup.timeouts;
     let driver = Driver::new(

@@ -28,7 +28,7 @@ use malachitebft_app::{
 use malachitebft_core_types::Round;
 use malachitebft_engine::util::streaming::StreamContent;
 use trust_protocol::{
-    Hash,
+    DecodeError, Hash,
     block::{Block, MAX_BLOCK_BYTES},
     encoding,
 };
@@ -97,7 +97,7 @@ pub enum StreamError {
     BadSignature(String),
     /// The block bytes do not decode.
     #[error("proposed block does not decode: {0}")]
-    BadBlock(String),
+    BadBlock(#[source] DecodeError),
     /// The block's header disagrees with the stream's `Init`, or the `Init` with the
     /// slot the stream was accepted for.
     #[error("proposed block header does not match its stream: {0}")]
@@ -214,8 +214,7 @@ fn assemble(chain: &Hash, parts: Vec<ProposalPart>) -> Result<Assembled, StreamE
     ) {
         return Err(StreamError::BadSignature(init.proposer.to_string()));
     }
-    let block: Block =
-        encoding::decode(&bytes).map_err(|e| StreamError::BadBlock(e.to_string()))?;
+    let block: Block = encoding::decode(&bytes).map_err(StreamError::BadBlock)?;
     if block.header.height != init.height.0 {
         return Err(StreamError::Mismatch("height"));
     }

@@ -296,6 +296,17 @@ pub struct VerifyReport {
     pub tip_hash: Hash,
 }
 
+/// An index of the ledger keyed by an id ([`Ledger::ids_between`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IdIndex {
+    /// Block hashes ([`Ledger::height_of`]).
+    BlockHash,
+    /// Transaction ids ([`Ledger::tx_location`]).
+    Tx,
+    /// Sessions whose final outcome the ledger keeps ([`Ledger::final_outcome`]).
+    FinalOutcome,
+}
+
 /// The append-only ledger. Cloning gives another handle to the same trees.
 #[derive(Debug, Clone)]
 pub struct Ledger {
@@ -578,6 +589,38 @@ impl Ledger {
             .get(id.as_bytes())?
             .map(|bytes| decode_tx_location(id, &bytes))
             .transpose()
+    }
+
+    /// The ids `index` holds from `lo` to `hi` (both included), in order, at most
+    /// `limit` of them: what a search for the start of an id reads (`lo` and `hi` are the
+    /// prefix padded with zeros and with ones). One seek, then at most `limit` keys,
+    /// however many the index holds.
+    pub fn ids_between(
+        &self,
+        index: IdIndex,
+        lo: &Hash,
+        hi: &Hash,
+        limit: usize,
+    ) -> Result<Vec<Hash>, LedgerError> {
+        let (tree, name) = match index {
+            IdIndex::BlockHash => (&self.hashes, HASHES_TREE),
+            IdIndex::Tx => (&self.tx_index, TX_INDEX_TREE),
+            IdIndex::FinalOutcome => (&self.finals, FINALS_TREE),
+        };
+        let mut out = Vec::new();
+        for kv in tree
+            .range::<&[u8], _>(lo.as_bytes().as_slice()..=hi.as_bytes().as_slice())
+            .take(limit)
+        {
+            let (key, _) = kv?;
+            let id = <[u8; 32]>::try_from(key.as_ref()).map_err(|_| LedgerError::Corrupt {
+                tree: name,
+                key: hex::encode(&key),
+                reason: format!("key of {} bytes is not an id", key.len()),
+            })?;
+            out.push(Hash(id));
+        }
+        Ok(out)
     }
 
     /// Height of the block that decided a session, once decided.

@@ -15,13 +15,13 @@ use crate::chain::{Tip, execute_block};
 pub enum RestoreError {
     /// The genesis does not make a contract.
     #[error("{0}")]
-    Genesis(String),
+    Genesis(#[source] crate::Cause),
     /// The ledger.
     #[error("ledger: {0}")]
-    Ledger(String),
+    Ledger(#[source] crate::Cause),
     /// The stored chain does not replay to its own state roots.
     #[error("ledger does not replay: {0}")]
-    Replay(String),
+    Replay(#[source] crate::Cause),
 }
 
 /// What [`restore`] rebuilt from the ledger.
@@ -42,17 +42,17 @@ pub struct Restored {
 pub fn restore(ledger: &Ledger, genesis: &Genesis, chain: Hash) -> Result<Restored, RestoreError> {
     let tip_now = ledger
         .tip()
-        .map_err(|e| RestoreError::Ledger(e.to_string()))?
+        .map_err(|e| RestoreError::Ledger(e.into()))?
         .unwrap_or((0, Hash::ZERO));
     let mut contract = Contract::new(genesis)
-        .map_err(|e| RestoreError::Genesis(e.to_string()))?
+        .map_err(|e| RestoreError::Genesis(e.into()))?
         .with_chain(chain);
     let mut tip = Tip::genesis(chain);
     // A ledger that holds only its base (a node that joined by state sync, before its
     // next block) starts from the base's own snapshot: there is nothing below to replay.
     let oldest = ledger
         .oldest_block()
-        .map_err(|e| RestoreError::Ledger(e.to_string()))?
+        .map_err(|e| RestoreError::Ledger(e.into()))?
         .unwrap_or(1);
     let newest_usable = if oldest > 1 && oldest == tip_now.0 {
         tip_now.0
@@ -62,13 +62,13 @@ pub fn restore(ledger: &Ledger, genesis: &Genesis, chain: Hash) -> Result<Restor
     if tip_now.0 > 1
         && let Some((h, bytes)) = ledger
             .snapshot_at_or_below(newest_usable)
-            .map_err(|e| RestoreError::Ledger(e.to_string()))?
+            .map_err(|e| RestoreError::Ledger(e.into()))?
         && h > 0
     {
         let block = ledger
             .block(h)
-            .map_err(|e| RestoreError::Ledger(e.to_string()))?
-            .ok_or_else(|| RestoreError::Ledger(format!("snapshot at {h} has no block")))?;
+            .map_err(|e| RestoreError::Ledger(e.into()))?
+            .ok_or_else(|| RestoreError::Ledger(format!("snapshot at {h} has no block").into()))?;
         match Contract::from_snapshot(&bytes) {
             Ok(c) if c.state_root() == block.block.header.state_root => {
                 contract = c;
@@ -82,10 +82,12 @@ pub fn restore(ledger: &Ledger, genesis: &Genesis, chain: Hash) -> Result<Restor
     for h in from..=tip_now.0 {
         let stored = ledger
             .block(h)
-            .map_err(|e| RestoreError::Ledger(e.to_string()))?
-            .ok_or_else(|| RestoreError::Replay(format!("block {h} missing below the tip")))?;
+            .map_err(|e| RestoreError::Ledger(e.into()))?
+            .ok_or_else(|| {
+                RestoreError::Replay(format!("block {h} missing below the tip").into())
+            })?;
         let done = execute_block(&contract, &tip, &stored.block)
-            .map_err(|e| RestoreError::Replay(e.to_string()))?;
+            .map_err(|e| RestoreError::Replay(e.into()))?;
         parent = Some(std::mem::replace(&mut contract, done.contract));
         tip = tip.after(&stored.block);
     }

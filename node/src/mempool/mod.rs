@@ -44,12 +44,13 @@ mod state;
 #[cfg(test)]
 mod tests;
 
+pub use trust_contracts::expired;
 use trust_contracts::{Contract, Phase, State, TxError};
 use trust_protocol::{
-    AccountId, Hash,
+    AccountId,
     block::MAX_TX_BYTES,
     encoding,
-    tx::{Call, SignedTx},
+    tx::{Call, SignedTx, TxFormatError},
 };
 
 pub use self::{
@@ -92,7 +93,7 @@ pub enum MempoolError {
     BadSignature,
     /// Malformed on its own.
     #[error("malformed transaction: {0}")]
-    Format(String),
+    Format(#[source] TxFormatError),
     /// Already included (nonce below the account's next).
     #[error("stale nonce {got}: the account's next nonce is {next}")]
     Stale {
@@ -145,125 +146,6 @@ pub enum MempoolError {
     /// The mempool task has stopped (the node is shutting down).
     #[error("the mempool has stopped (the node is shutting down)")]
     Stopped,
-}
-
-/// Why `sender`'s `call` can never apply on `state` or any later state, if so.
-///
-/// Only what moves one way is judged here: a session leaves the live set once and for all,
-/// phases only move forward, a seat commits and reveals once. What may still change (a
-/// reveal sent while its commit window is open, a balance) is left to [`unfit`], [`Cost`]
-/// and the contract.
-pub fn expired(state: &State, sender: &AccountId, call: &Call) -> Option<&'static str> {
-    if let Call::Commits { .. } | Call::Reveals { .. } | Call::Votes { .. } = call {
-        // A batch of votes expires when every entry has: the contract refuses the expired
-        // entries alone and applies the others.
-        let mut why = None;
-        for single in call.unbatched() {
-            match expired(state, sender, &single) {
-                None => return None,
-                Some(w) => {
-                    why.get_or_insert(w);
-                }
-            }
-        }
-        return why;
-    }
-    if let Call::Appeal { session, .. } = call {
-        return appeal_expired(state, session);
-    }
-    // A honeypot set opens once, whole, while its session is live.
-    if let Call::RevealHoneypots { session, .. } = call {
-        return match state.sessions.get(session) {
-            None => Some("the session is no longer live"),
-            Some(s) if s.honeypots_opened => Some("the honeypot set is open already"),
-            Some(_) => None,
-        };
-    }
-    let session = match call {
-        Call::Commit { session, .. }
-        | Call::Reveal { session, .. }
-        | Call::DeliverKeys { session, .. }
-        | Call::RevealMapping { session, .. }
-        | Call::RevealHoneypot { session, .. }
-        | Call::ReportBadKey { session, .. } => session,
-        _ => return None,
-    };
-    let Some(s) = state.sessions.get(session) else {
-        return Some("the session is no longer live");
-    };
-    let seat_of = |segment: u16, round: u8| {
-        let seg = s.segments.get(usize::from(segment))?;
-        seg.seats
-            .iter()
-            .find(|x| x.account == *sender && x.round == round)
-    };
-    let seated_before = |segment: u16, round: u8| {
-        s.segments.get(usize::from(segment)).is_some_and(|seg| {
-            seg.seats
-                .iter()
-                .any(|x| x.account == *sender && x.round < round)
-        })
-    };
-    if let Call::Commit { segment, .. } | Call::Reveal { segment, .. } = call
-        && usize::from(*segment) >= s.segments.len()
-    {
-        return Some("the session has no such segment");
-    }
-    match (call, s.phase) {
-        (Call::Commit { segment, .. }, Phase::Commit { round, .. }) => {
-            match seat_of(*segment, round) {
-                Some(seat) if seat.commitment.is_some() => Some("the seat committed already"),
-                None if seated_before(*segment, round) => Some("its round's commit window closed"),
-                _ => None,
-            }
-        }
-        (Call::Commit { .. }, Phase::Reveal { .. } | Phase::Disclose { .. }) => {
-            Some("the commit window closed")
-        }
-        (Call::Reveal { segment, .. }, Phase::Commit { round, .. }) => {
-            (seat_of(*segment, round).is_none() && seated_before(*segment, round))
-                .then_some("its round's reveal window closed")
-        }
-        (Call::Reveal { segment, .. }, Phase::Reveal { round, .. }) => {
-            match seat_of(*segment, round) {
-                Some(seat) if seat.vote.is_some() => Some("the seat revealed already"),
-                Some(seat) if seat.commitment.is_none() => Some("the seat never committed"),
-                None if seated_before(*segment, round) => Some("its round's reveal window closed"),
-                _ => None,
-            }
-        }
-        (
-            Call::Reveal { .. } | Call::DeliverKeys { .. } | Call::ReportBadKey { .. },
-            Phase::Disclose { .. },
-        ) => Some("voting ended"),
-        // A seat proves a bad key once per round, while the round votes.
-        (
-            Call::ReportBadKey { segment, .. },
-            Phase::Commit { round, .. } | Phase::Reveal { round, .. },
-        ) => match seat_of(*segment, round) {
-            Some(seat) if seat.bad_key => Some("the seat proved a bad key already"),
-            None if seated_before(*segment, round) => Some("its round voted already"),
-            _ => None,
-        },
-        _ => None,
-    }
-}
-
-/// Why an appeal of `session` can never apply on `state` or later, if so: the session
-/// failed, or it is decided and its appeal window closed (it is final, or no appeal is
-/// open and the next block is past its last appealable height). An appeal of a session
-/// not decided yet, or with an appeal being judged, may still apply later.
-fn appeal_expired(state: &State, session: &Hash) -> Option<&'static str> {
-    if state.failed.contains_key(session) {
-        return Some("the session failed: there is no verdict to appeal");
-    }
-    let o = state.outcomes.get(session)?;
-    if o.appeals.final_at.is_some() {
-        return Some("the session is final: its appeal window closed");
-    }
-    let next = state.height.saturating_add(1);
-    (o.appeals.open.is_none() && next > o.appeals.until)
-        .then_some("the session's appeal window closed")
 }
 
 /// Why `sender`'s `call` does not fit its standing on `state`, if so: `Err(NotYet)` when a
@@ -348,12 +230,23 @@ pub fn unfit(state: &State, sender: &AccountId, call: &Call) -> Result<(), Mempo
         }
         Call::Exit => trust_contracts::exit_refused(state, sender)
             .map_or(Ok(()), |e| Err(MempoolError::Refused(e))),
-        // Free to send: only a registered auditor that is not leaving may declare.
+        // Free to send: only a registered auditor that is not leaving and has no
+        // declaration pending may declare.
         Call::DeclareExpertise { .. } => match state.auditors.get(sender) {
-            Some(a) if !a.exiting => Ok(()),
-            Some(_) => Err(MempoolError::Refused(TxError::AlreadyExiting)),
+            Some(a) if a.exiting => Err(MempoolError::Refused(TxError::AlreadyExiting)),
+            Some(a) => match &a.pending_expertise {
+                Some(p) => Err(MempoolError::Refused(TxError::ExpertisePending(p.at))),
+                None => Ok(()),
+            },
             None => Err(MempoolError::Refused(TxError::NotAnAuditor)),
         },
+        // Free to send too, and checked as the contract will.
+        Call::Pause => trust_contracts::pause_refused(state, sender, true)
+            .map_or(Ok(()), |e| Err(MempoolError::Refused(e))),
+        Call::Resume => trust_contracts::pause_refused(state, sender, false)
+            .map_or(Ok(()), |e| Err(MempoolError::Refused(e))),
+        Call::Bond { .. } => trust_contracts::bond_refused(state, sender)
+            .map_or(Ok(()), |e| Err(MempoolError::Refused(e))),
         Call::RegisterAuditor { tier, stake, .. } => {
             // An auditor is drawn for its stake, which it bonds in the registration itself
             // (paid for as its cost); one below the tier's minimum would be refused for good.
@@ -414,7 +307,7 @@ pub fn unfit(state: &State, sender: &AccountId, call: &Call) -> Result<(), Mempo
                 Err(e) => Err(MempoolError::Refused(e)),
             }
         }
-        Call::Transfer { .. } | Call::Bond { .. } | Call::Unbond { .. } => Ok(()),
+        Call::Transfer { .. } | Call::Unbond { .. } => Ok(()),
     }
 }
 
@@ -596,9 +489,7 @@ fn precheck(tx: &SignedTx, state: &Contract, sig: Signature) -> Result<usize, Me
     if nonce - next > MAX_NONCE_AHEAD {
         return Err(MempoolError::TooFarAhead { got: nonce, next });
     }
-    tx.body
-        .validate()
-        .map_err(|e| MempoolError::Format(e.to_string()))?;
+    tx.body.validate().map_err(MempoolError::Format)?;
     if sig == Signature::Unchecked {
         tx.verify(&state.chain_id())
             .map_err(|_| MempoolError::BadSignature)?;

@@ -154,13 +154,13 @@ impl Actor {
                 noise::Config::new,
                 yamux::Config::default,
             )
-            .map_err(|e| NetError::Setup(format!("transport: {e}")))?
+            .map_err(NetError::setup("transport"))?
             // Peers named by host (`/dns4/...`, as on a docker compose network) are
             // resolved at each dial, so a peer that comes back on a new address is found.
             .with_dns()
-            .map_err(|e| NetError::Setup(format!("dns resolver: {e}")))?
+            .map_err(NetError::setup("dns resolver"))?
             .with_behaviour(|_| behaviour)
-            .map_err(|e| NetError::Setup(format!("behaviour: {e}")))?
+            .map_err(NetError::setup("behaviour"))?
             .with_swarm_config(|c| c.with_idle_connection_timeout(IDLE_CONNECTION_TIMEOUT))
             .build();
 
@@ -174,7 +174,7 @@ impl Actor {
             .behaviour_mut()
             .gossipsub
             .subscribe(&topic)
-            .map_err(|e| NetError::Setup(format!("subscribe: {e}")))?;
+            .map_err(NetError::setup("subscribe"))?;
 
         let mut actor = Self {
             swarm,
@@ -521,17 +521,16 @@ impl Actor {
                 } else {
                     NetMetrics::bump(&self.metrics.blob_fetches_failed);
                     warn!(cid = %f.cid, "bitswap block does not match its CID");
-                    let _ = f.reply.send(Err(NetError::Bitswap(format!(
-                        "block does not match {}",
-                        f.cid
-                    ))));
+                    let _ = f.reply.send(Err(NetError::Bitswap(
+                        format!("block does not match {}", f.cid).into(),
+                    )));
                 }
             }
             beetswap::Event::GetQueryError { query_id, error } => {
                 if let Some(f) = self.fetches.remove(&query_id) {
                     NetMetrics::bump(&self.metrics.blob_fetches_failed);
                     warn!(cid = %f.cid, err = %error, "bitswap fetch failed");
-                    let _ = f.reply.send(Err(NetError::Bitswap(error.to_string())));
+                    let _ = f.reply.send(Err(NetError::Bitswap(error.into())));
                 }
             }
         }
@@ -838,7 +837,7 @@ impl Actor {
                     debug!(%peer, err = %error, "sync request failed");
                 }
                 if let Some(reply) = self.pending.remove(&request_id) {
-                    let _ = reply.send(Err(NetError::Request(error.to_string())));
+                    let _ = reply.send(Err(NetError::Request(error.into())));
                 }
             }
             request_response::Event::InboundFailure { peer, error, .. } => {

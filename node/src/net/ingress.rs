@@ -149,10 +149,9 @@ impl NetHandle {
             Response::Blocks(blocks) if u32::try_from(blocks.len()).is_ok_and(|n| n <= max) => {
                 Ok(blocks)
             }
-            Response::Blocks(blocks) => Err(NetError::Request(format!(
-                "{} blocks received, {max} asked for",
-                blocks.len()
-            ))),
+            Response::Blocks(blocks) => Err(NetError::Request(
+                format!("{} blocks received, {max} asked for", blocks.len()).into(),
+            )),
             Response::Busy => Err(NetError::Throttled),
             Response::Status(_) => Err(NetError::Request(
                 "a status received in answer to a blocks request".into(),

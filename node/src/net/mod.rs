@@ -57,6 +57,8 @@ use libp2p::{Multiaddr, PeerId, gossipsub::PublishError, swarm::DialError};
 use serde::{Deserialize, Serialize};
 use trust_protocol::{AccountId, Hash, tx::SignedTx};
 
+use crate::Cause;
+
 pub use self::{
     gossip::{GOSSIP_ENVELOPE_MARGIN, TxRejection, tx_topic},
     ingress::NetHandle,
@@ -258,8 +260,14 @@ pub trait NetHandler: Send + Sync + 'static {
 #[non_exhaustive]
 pub enum NetError {
     /// The transport or a behaviour could not be set up.
-    #[error("network setup failed: {0}")]
-    Setup(String),
+    #[error("network setup failed: {stage}: {source}")]
+    Setup {
+        /// What was being set up (`transport`, `gossipsub`, ...).
+        stage: &'static str,
+        /// Why.
+        #[source]
+        source: Cause,
+    },
     /// The listen address could not be bound.
     #[error("cannot listen on {addr}")]
     Listen {
@@ -288,13 +296,13 @@ pub enum NetError {
     Dial(#[source] DialError),
     /// A sync request failed or got an answer that does not fit the question.
     #[error("request failed: {0}")]
-    Request(String),
+    Request(#[source] Cause),
     /// No peer sent the block in time.
     #[error("no peer sent {0} within the fetch timeout")]
     FetchTimeout(trust_protocol::cid::Cid),
     /// Bitswap is off on this node, or failed.
     #[error("bitswap: {0}")]
-    Bitswap(String),
+    Bitswap(#[source] Cause),
     /// Too many requests or waiters are pending; try again later.
     #[error("too many pending requests")]
     Busy,
@@ -304,4 +312,14 @@ pub enum NetError {
     /// The swarm task has stopped.
     #[error("the network task has stopped")]
     Stopped,
+}
+
+impl NetError {
+    /// What a failed setup step `stage` maps its error to (for `map_err`).
+    pub(crate) fn setup<E: Into<Cause>>(stage: &'static str) -> impl FnOnce(E) -> Self {
+        move |e| Self::Setup {
+            stage,
+            source: e.into(),
+        }
+    }
 }

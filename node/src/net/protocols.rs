@@ -73,13 +73,13 @@ impl Behaviour {
 
         let mut gossipsub = gossipsub::Behaviour::new(
             gossipsub::MessageAuthenticity::Signed(keypair.clone()),
-            gossip::config(topic).map_err(|e| NetError::Setup(format!("gossipsub config: {e}")))?,
+            gossip::config(topic).map_err(NetError::setup("gossipsub config"))?,
         )
-        .map_err(|e| NetError::Setup(format!("gossipsub: {e}")))?;
+        .map_err(NetError::setup("gossipsub"))?;
         let (params, thresholds) = gossip::score_params(topic);
         gossipsub
             .with_peer_score(params, thresholds)
-            .map_err(|e| NetError::Setup(format!("gossipsub scoring: {e}")))?;
+            .map_err(NetError::setup("gossipsub scoring"))?;
 
         let sync = request_response::Behaviour::with_codec(
             SyncCodec::new(),

@@ -117,7 +117,7 @@ pub(crate) fn outcome(provider: AccountId) -> Outcome {
             final_at: Some(2),
             ..Default::default()
         },
-        quorum: crate::audit::provider::DEFAULT_QUORUM,
+        quorum: trust_judging::session::DEFAULT_QUORUM,
         terms: Default::default(),
         domain: "math".into(),
     }
@@ -1104,7 +1104,7 @@ fn a_bundle_in_a_fresh_directory_verifies_from_the_file_and_a_genesis_file_alone
     let json = r.json();
     println!("{json}");
     assert_eq!(json["verified"], true);
-    assert_eq!(json["verdict"], "Pass");
+    assert_eq!(json["verdict"], "pass");
     assert_eq!(json["segments"]["valid"], 3);
     assert_eq!(json["signed_power"], "300");
     assert_eq!(json["anchor"], serde_json::Value::Null);

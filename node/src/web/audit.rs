@@ -184,7 +184,7 @@ fn logout_form(login: &Login) -> String {
 }
 
 const NO_DESK: &str = "<div class=\"card\"><p>This node has no Human seats. Start it with \
-<code>trust-node run --human</code> (or <code>human = true</code> in its config.toml) and \
+<code>trust-node run --human</code> (or <code>human = true</code> under <code>[auditor]</code> in its config.toml) and \
 register it with <code>trust-node auditor register --tier human</code>.</p></div>";
 
 /// The queue page's head: its style, and the reload that carries the height shown.

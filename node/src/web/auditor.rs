@@ -23,6 +23,10 @@ use crate::{
     view::latest,
 };
 
+/// Blocks the page reads the auditor's sessions from (the newest ones): a page anyone may
+/// load costs a bounded read; `auditor history` pages through the rest.
+const PAGE_HISTORY_BLOCKS: u64 = 2_000;
+
 /// The auditor page.
 pub async fn page(State(pages): State<Pages>, Path(id): Path<String>) -> PageResult {
     let who: AccountId = parse_id("an auditor id", &id)?;
@@ -42,6 +46,13 @@ pub async fn page(State(pages): State<Pages>, Path(id): Path<String>) -> PageRes
     let hist = tokio::task::spawn_blocking(move || history.auditor(&ledger, &who))
         .await
         .map_err(PageError::internal)?;
+    let (view, ledger) = (latest(&pages.chain), pages.ledger.clone());
+    let sessions = tokio::task::spawn_blocking(move || {
+        query::auditor_history(&view, &ledger, &who, None, PAGE_HISTORY_BLOCKS)
+    })
+    .await
+    .map_err(PageError::internal)?
+    .map_err(PageError::internal)?;
 
     let mut body = format!(
         "<h1>Auditor</h1>\n<p class=\"mono\"><a href=\"/accounts/{who}\">{who}</a></p>\n<div class=\"grid\">"
@@ -65,6 +76,7 @@ pub async fn page(State(pages): State<Pages>, Path(id): Path<String>) -> PageRes
         match (a.active, a.flagged, a.exiting) {
             (_, true, _) => "<span class=\"badge fail\">flagged</span>",
             (_, false, true) => "<span class=\"badge\">exiting</span>",
+            (true, false, false) if a.paused => "<span class=\"badge\">paused</span>",
             (true, false, false) => "<span class=\"badge pass\">active</span>",
             (false, false, false) => "<span class=\"badge\">inactive</span>",
         },
@@ -72,8 +84,65 @@ pub async fn page(State(pages): State<Pages>, Path(id): Path<String>) -> PageRes
     body += "</div>\n";
     body += &record(&a);
     body += &honeypots(&a, &params);
+    body += &sessions_table(&sessions);
     body += &plots(hist.as_ref(), tip);
     Ok(layout::page("Auditor", &body).into_response())
+}
+
+/// The auditor's sessions, newest first (`trust-node auditor history` shows all of them).
+fn sessions_table(h: &query::AuditorHistory) -> String {
+    let mut s = String::from("<h2>Sessions</h2>\n");
+    if h.sessions.is_empty() {
+        let _ = writeln!(
+            s,
+            "<p class=\"hint\">No session in blocks {} to {}.</p>",
+            h.from, h.to
+        );
+        return s;
+    }
+    let _ = writeln!(
+        s,
+        "<p class=\"hint\">Blocks {} to {}, newest first{}. Votes: valid/invalid/ungrounded/abstain, revealed; counted: among the first k judgements of their round.</p>",
+        h.from,
+        h.to,
+        if h.earlier.is_some() {
+            "; `trust-node auditor history` reads the earlier ones"
+        } else {
+            ""
+        }
+    );
+    s += "<div class=\"scroll\"><table><thead><tr><th>Session</th><th>Blocks</th><th>Status</th><th>Verdict</th><th>Seats</th><th>Votes</th><th>Counted</th><th>Rewards</th><th>Slashed</th><th>Appeals</th></tr></thead><tbody>";
+    for x in &h.sessions {
+        let slashed = if x.slash_reasons.is_empty() {
+            x.slashed.to_string()
+        } else {
+            format!(
+                "{} <span class=\"hint\">({})</span>",
+                x.slashed,
+                esc(&x.slash_reasons.join("; "))
+            )
+        };
+        let _ = write!(
+            s,
+            "<tr><td class=\"mono\"><a href=\"/sessions/{id}\">{short}</a></td><td>{}-{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}/{}/{}/{}</td><td>{}</td><td>{}</td><td>{slashed}</td><td>{}</td></tr>",
+            x.first_block,
+            x.last_block,
+            esc(&x.status),
+            esc(x.verdict.as_deref().unwrap_or("-")),
+            x.seats,
+            x.votes.valid,
+            x.votes.invalid,
+            x.votes.ungrounded,
+            x.votes.abstain,
+            x.counted,
+            x.rewards,
+            x.appeals,
+            id = x.session,
+            short = esc(x.session.to_hex().get(..12).unwrap_or("")),
+        );
+    }
+    s += "</tbody></table></div>\n";
+    s
 }
 
 fn record(a: &Auditor) -> String {

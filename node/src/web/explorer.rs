@@ -18,7 +18,7 @@ use super::{
     session_link, short,
 };
 use crate::{
-    ledger::{LedgerError, StoredBlock},
+    ledger::{IdIndex, LedgerError, StoredBlock},
     query,
     view::latest,
 };
@@ -229,6 +229,14 @@ pub fn describe(tx: &SignedTx) -> (&'static str, String) {
         Call::Unbond { amount } => ("Unbond", amount.to_string()),
         Call::Withdraw => ("Withdraw", String::new()),
         Call::Exit => ("Exit", "leaves the network; all stake unbonds".to_string()),
+        Call::Pause => (
+            "Pause",
+            "stops being drawn for new seats, after the network's delay".to_string(),
+        ),
+        Call::Resume => (
+            "Resume",
+            "is drawn again, after the network's delay".to_string(),
+        ),
         Call::DeclareExpertise { expertise } => (
             "DeclareExpertise",
             format!(
@@ -439,18 +447,80 @@ pub async fn account(State(pages): State<Pages>, Path(id): Path<String>) -> Page
 /// The query of `/search`.
 #[derive(Debug, Deserialize)]
 pub struct SearchQuery {
-    /// A session id, block height, block hash, account id or transaction id.
+    /// A session id, block height, block hash, account id or transaction id, or the start
+    /// of an id (at least [`MIN_PREFIX_HEX`] hex characters).
     #[serde(default)]
     pub q: String,
 }
 
-/// `GET /search?q=`: a 303 to the page of what `q` names, or a 404 page saying nothing
-/// matched.
+/// Fewest hex characters `/search` reads as the start of an id (the pages show 12).
+pub const MIN_PREFIX_HEX: usize = 8;
+
+/// Most ids of one kind a search lists. Each of the places an id may be (sessions, decided
+/// and failed sessions of the state, final outcomes in the ledger, accounts, block hashes,
+/// transaction ids: seven ordered indexes) is read from the first key of the prefix's
+/// range for at most one more than this, so that one request reads at most
+/// `7 * (MAX_MATCHES + 1)` entries (and a block height for each block or transaction
+/// found) however large the ledger and the state are.
+pub const MAX_MATCHES: usize = 10;
+
+/// What a search found.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Found {
+    /// The block at a height.
+    Height(u64),
+    /// A session (live, decided, failed, or final and kept by the ledger).
+    Session(Hash),
+    /// An account.
+    Account(AccountId),
+    /// A block by its hash, with its height.
+    Block(Hash, u64),
+    /// A transaction, with the height of its block.
+    Tx(Hash, u64),
+}
+
+impl Found {
+    /// The page that shows it.
+    fn path(&self) -> String {
+        match self {
+            Found::Height(h) | Found::Block(_, h) | Found::Tx(_, h) => format!("/blocks/{h}"),
+            Found::Session(id) => format!("/sessions/{id}"),
+            Found::Account(id) => format!("/accounts/{id}"),
+        }
+    }
+
+    /// One item of the list of matches (HTML).
+    fn item(&self) -> String {
+        let link = |id: &dyn std::fmt::Display| {
+            format!("<a class=\"mono\" href=\"{}\">{id}</a>", esc(&self.path()))
+        };
+        match self {
+            Found::Height(h) => format!("Block at height {}", link(h)),
+            Found::Session(id) => format!("Session {}", link(id)),
+            Found::Account(id) => format!("Account {}", link(id)),
+            Found::Block(id, h) => format!("Block {h}, hash {}", link(id)),
+            Found::Tx(id, h) => format!("Transaction {} in block {h}", link(id)),
+        }
+    }
+}
+
+/// Everything a query names, as far as [`MAX_MATCHES`] of each kind.
+#[derive(Debug, Default)]
+struct Matches {
+    found: Vec<Found>,
+    /// Some kind had more than [`MAX_MATCHES`] ids with the prefix.
+    more: bool,
+}
+
+/// `GET /search?q=`: a 303 to the page of what `q` names (a block height, a whole id, or
+/// the start of exactly one id); a page listing the ids that start with `q` when several
+/// do; a 404 page when nothing matched, a 400 one when `q` is too short to be read as the
+/// start of an id.
 pub async fn search(State(pages): State<Pages>, Query(q): Query<SearchQuery>) -> PageResult {
     let q = q.q.trim();
     if q.is_empty() {
         return Err(PageError::BadRequest(
-            "type a session id, block height, block hash, account id or transaction id".into(),
+            "type a session id, block height, block hash, account id or transaction id (or its first 8 or more hex characters)".into(),
         ));
     }
     if q.chars().count() > MAX_QUERY_CHARS {
@@ -458,53 +528,153 @@ pub async fn search(State(pages): State<Pages>, Query(q): Query<SearchQuery>) ->
             "a search is at most {MAX_QUERY_CHARS} characters"
         )));
     }
-    match resolve(&pages, q)? {
-        Some(path) => Ok(Redirect::to(&path).into_response()),
-        None => Err(PageError::NotFound(format!(
-            "nothing found for {q:?}: no block at that height, and no session, account, block or transaction with that id"
+    let hex = q.len() <= 64 && q.bytes().all(|b| b.is_ascii_hexdigit());
+    let m = resolve(&pages, q)?;
+    match m.found.as_slice() {
+        [one] => Ok(Redirect::to(&one.path()).into_response()),
+        [] if hex && q.len() < MIN_PREFIX_HEX && !q.bytes().all(|b| b.is_ascii_digit()) => {
+            Err(PageError::BadRequest(format!(
+                "{q:?} is too short to search for: give at least {MIN_PREFIX_HEX} hex characters of an id (the pages show 12), or a whole id or block height"
+            )))
+        }
+        [] => Err(PageError::NotFound(format!(
+            "nothing found for {q:?}: no block at that height, and no session, account, block or transaction whose id is or starts with it{}",
+            if hex && q.len() < MIN_PREFIX_HEX {
+                format!(" (the start of an id is read from {MIN_PREFIX_HEX} hex characters on)")
+            } else {
+                String::new()
+            }
         ))),
+        many => {
+            let lead = match m.more {
+                false => format!("{} matches for", many.len()),
+                true => format!(
+                    "More than {} matches (at most {MAX_MATCHES} of each kind listed) for",
+                    many.len()
+                ),
+            };
+            let mut body = format!(
+                "<h1>Search</h1>\n<p class=\"lead\">{lead} <span class=\"mono\">{}</span>: type more of the id to go to one.</p>\n<ul>",
+                esc(q)
+            );
+            for f in many {
+                body += &format!("<li>{}</li>", f.item());
+            }
+            body += "</ul>\n";
+            Ok(layout::page("Search", &body).into_response())
+        }
     }
 }
 
-/// The page path `q` names, if any.
-fn resolve(pages: &Pages, q: &str) -> Result<Option<String>, PageError> {
-    if q.bytes().all(|b| b.is_ascii_digit()) {
-        let Ok(h) = q.parse::<u64>() else {
-            return Ok(None);
-        };
-        let exists = pages
+/// The range of ids that start with the hex `prefix` (at most 64 characters): the prefix
+/// padded with `0`s, and with `f`s.
+fn prefix_range(prefix: &str) -> Option<(Hash, Hash)> {
+    let pad = |c: char| {
+        let mut s = prefix.to_ascii_lowercase();
+        s.extend(std::iter::repeat_n(c, 64usize.saturating_sub(s.len())));
+        Hash::from_hex(&s).ok()
+    };
+    Some((pad('0')?, pad('f')?))
+}
+
+/// What `q` names: the block at height `q`, and every id (sessions, accounts, blocks,
+/// transactions) that is `q` or, from [`MIN_PREFIX_HEX`] hex characters on, starts with
+/// it; at most [`MAX_MATCHES`] of each kind.
+fn resolve(pages: &Pages, q: &str) -> Result<Matches, PageError> {
+    let mut m = Matches::default();
+    if q.bytes().all(|b| b.is_ascii_digit())
+        && let Ok(h) = q.parse::<u64>()
+        && pages
             .ledger
             .block(h)
             .map_err(PageError::internal)?
-            .is_some();
-        return Ok(exists.then(|| format!("/blocks/{h}")));
-    }
-    let Ok(id) = Hash::from_str(q) else {
-        return Ok(None);
-    };
-    let chain = latest(&pages.chain);
-    let st = chain.contract.state();
-    if st.outcomes.contains_key(&id)
-        || st.sessions.contains_key(&id)
-        || st.failed.contains_key(&id)
-        || pages
-            .ledger
-            .final_outcome(&id)
-            .map_err(PageError::internal)?
             .is_some()
     {
-        return Ok(Some(format!("/sessions/{id}")));
+        m.found.push(Found::Height(h));
     }
-    let account = AccountId::from(id.0);
-    if st.accounts.contains_key(&account) {
-        return Ok(Some(format!("/accounts/{account}")));
+    if q.len() < MIN_PREFIX_HEX || q.len() > 64 || !q.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Ok(m);
     }
-    if let Some((h, _)) = pages.ledger.tx_location(&id).map_err(PageError::internal)? {
-        return Ok(Some(format!("/blocks/{h}")));
+    let Some((lo, hi)) = prefix_range(q) else {
+        return Ok(m);
+    };
+    let take = MAX_MATCHES.saturating_add(1);
+    let mut note = |found: &mut Vec<Found>, more: bool| {
+        m.more |= more;
+        m.found.append(found);
+    };
+    // Sessions: live, decided and failed ones in the state, and final outcomes the ledger
+    // keeps after they left it (the same session may be in several).
+    let chain = latest(&pages.chain);
+    let st = chain.contract.state();
+    let mut sessions = std::collections::BTreeSet::new();
+    let mut more = false;
+    for ids in [
+        st.sessions
+            .range(lo..=hi)
+            .map(|(k, _)| *k)
+            .take(take)
+            .collect::<Vec<_>>(),
+        st.outcomes
+            .range(lo..=hi)
+            .map(|(k, _)| *k)
+            .take(take)
+            .collect(),
+        st.failed
+            .range(lo..=hi)
+            .map(|(k, _)| *k)
+            .take(take)
+            .collect(),
+        pages
+            .ledger
+            .ids_between(IdIndex::FinalOutcome, &lo, &hi, take)
+            .map_err(PageError::internal)?,
+    ] {
+        more |= ids.len() > MAX_MATCHES;
+        sessions.extend(ids);
     }
-    Ok(pages
+    more |= sessions.len() > MAX_MATCHES;
+    let mut found: Vec<Found> = sessions
+        .into_iter()
+        .take(MAX_MATCHES)
+        .map(Found::Session)
+        .collect();
+    note(&mut found, more);
+    let (alo, ahi) = (AccountId::from(lo.0), AccountId::from(hi.0));
+    let accounts: Vec<AccountId> = st
+        .accounts
+        .range(alo..=ahi)
+        .map(|(k, _)| *k)
+        .take(take)
+        .collect();
+    let more = accounts.len() > MAX_MATCHES;
+    let mut found: Vec<Found> = accounts
+        .into_iter()
+        .take(MAX_MATCHES)
+        .map(Found::Account)
+        .collect();
+    note(&mut found, more);
+    let blocks = pages
         .ledger
-        .height_of(&id)
-        .map_err(PageError::internal)?
-        .map(|h| format!("/blocks/{h}")))
+        .ids_between(IdIndex::BlockHash, &lo, &hi, take)
+        .map_err(PageError::internal)?;
+    let mut found = Vec::new();
+    for id in blocks.iter().take(MAX_MATCHES) {
+        if let Some(h) = pages.ledger.height_of(id).map_err(PageError::internal)? {
+            found.push(Found::Block(*id, h));
+        }
+    }
+    note(&mut found, blocks.len() > MAX_MATCHES);
+    let txs = pages
+        .ledger
+        .ids_between(IdIndex::Tx, &lo, &hi, take)
+        .map_err(PageError::internal)?;
+    let mut found = Vec::new();
+    for id in txs.iter().take(MAX_MATCHES) {
+        if let Some((h, _)) = pages.ledger.tx_location(id).map_err(PageError::internal)? {
+            found.push(Found::Tx(*id, h));
+        }
+    }
+    note(&mut found, txs.len() > MAX_MATCHES);
+    Ok(m)
 }

@@ -12,7 +12,7 @@
 //! | `GET /accounts/{id}` | balance, stake, nonce, unbondings; a link to the auditor page when registered |
 //! | `GET /sessions/{id}` | a session's HDAG as a layered SVG coloured by verdict, trace verdict, coverage, failure bound, deciding block; phase and seats while live (refreshing every 2 s) |
 //! | `GET /auditors/{id}` | stake, tier, expertise, reputation and cumulative profit over time (SVG plots), abstention rate, honeypot record |
-//! | `GET /search?q=` | 303 to the page of a session id, block height or hash, account id or transaction id; 404 when nothing matches |
+//! | `GET /search?q=` | 303 to the page of a session id, block height or hash, account id or transaction id, or of the one id that starts with `q` (8 hex characters or more); a list when several do (at most 10 of each kind); 404 when nothing matches, 400 when `q` is too short |
 //!
 //! Unknown ids answer a 404 page, malformed ones a 400 page, both in the shared
 //! [`layout`]. Every piece of data on a page goes through [`layout::esc`].
@@ -132,14 +132,14 @@ pub enum PageError {
     BadRequest(String),
     /// Nothing with that id (404).
     NotFound(String),
-    /// The node failed to read its own data (500).
-    Internal(String),
+    /// The node failed to read its own data (500): the error it failed with.
+    Internal(crate::Cause),
 }
 
 impl PageError {
     /// A failure reading the node's own data.
-    pub fn internal(e: impl std::fmt::Display) -> Self {
-        Self::Internal(e.to_string())
+    pub fn internal(e: impl Into<crate::Cause>) -> Self {
+        Self::Internal(e.into())
     }
 }
 
@@ -148,7 +148,8 @@ impl IntoResponse for PageError {
         match self {
             PageError::BadRequest(m) => layout::error_page(StatusCode::BAD_REQUEST, &m),
             PageError::NotFound(m) => layout::error_page(StatusCode::NOT_FOUND, &m),
-            PageError::Internal(m) => {
+            PageError::Internal(e) => {
+                let m = e.to_string();
                 tracing::warn!(error = %m, "web page failed");
                 layout::error_page(StatusCode::INTERNAL_SERVER_ERROR, &m)
             }

@@ -286,11 +286,7 @@ pub fn graph(segments: &[Segment], record: Option<&PageRecord>) -> (Vec<Node>, V
 
 /// The failure bound in words: `exp(-x)` as a number, or that there is none.
 fn bound_text(neg_ln_milli: u64) -> String {
-    if neg_ln_milli == 0 {
-        return "no bound (the expected passing weight is below the threshold)".into();
-    }
-    let p = (-(neg_ln_milli as f64) / 1000.0).exp();
-    format!("≤ {p:.3e} (Hoeffding, under the network's assumptions)")
+    crate::report::words::bound_line(neg_ln_milli)
 }
 
 /// The session page.
@@ -392,8 +388,8 @@ fn decided_body(
     body += "<div class=\"grid\">";
     body += &stat("Trace verdict", &verdict_badge(o.trace));
     body += &stat(
-        "Coverage",
-        &format!("{} / {} judged", o.coverage.judged, o.coverage.segments),
+        "Claims judged",
+        &format!("{} of {}", o.coverage.judged, o.coverage.segments),
     );
     body += &stat(
         "Passing weight",
@@ -587,17 +583,26 @@ fn segments_section(segments: &[Segment], record: Option<&PageRecord>) -> String
                 seg.blinded.map_or("-".to_string(), |h| short(&h))
             ),
         };
+        // On the provider's node, each segment also under the name `submit` and `query`
+        // give it (its HDAG id); elsewhere its index alone.
+        let named = |j: usize| record.and_then(|r| r.nodes.get(j));
+        let shown = named(i).map_or(String::new(), |n| {
+            format!(" <span class=\"mono\">{}</span>", esc(n))
+        });
         // An OPERATION weighs nothing of its own: its STEP's verdict carries it.
         let (weight, detail) = match seg.supports {
             Some(step) => (
                 "–".to_string(),
-                format!("calculation of #{step}; {}", seg.detail),
+                match named(usize::from(step)) {
+                    Some(n) => format!("calculation of {n}; {}", seg.detail),
+                    None => format!("calculation of #{step}; {}", seg.detail),
+                },
             ),
             None => (seg.weight.to_string(), seg.detail.clone()),
         };
         let _ = write!(
             s,
-            "<tr id=\"seg-{i}\"><td>{i}{}</td><td>{level}</td><td>{:?}</td><td>{weight}</td><td><span class=\"badge {}\">{}</span></td><td class=\"wrapok\">{}</td>{last}</tr>",
+            "<tr id=\"seg-{i}\"><td>{i}{shown}{}</td><td>{level}</td><td>{:?}</td><td>{weight}</td><td><span class=\"badge {}\">{}</span></td><td class=\"wrapok\">{}</td>{last}</tr>",
             if seg.conclusion { " ★" } else { "" },
             seg.tier,
             seg.shade.class(),

@@ -460,7 +460,10 @@ async fn a_session_page_draws_its_hdag_coloured_by_verdict() {
         "decided: no reload"
     );
     assert!(page.contains("<span class=\"badge fail\">Fail</span>"));
-    assert!(page.contains("2 / 3 judged"), "{page}");
+    assert!(
+        page.contains("Claims judged") && page.contains("2 of 3"),
+        "{page}"
+    );
     let decided_at = net
         .pages
         .ledger
@@ -544,6 +547,15 @@ async fn the_provider_node_shows_segment_text_escaped() {
     assert!(page.contains("Let the numerator be x"), "{page}");
     assert!(page.contains(XSS_ESCAPED), "the problem statement, escaped");
     let record = provider.page_record(&s.session).unwrap();
+    // Each segment under the name submit printed, as query shows it.
+    for (i, (name, _)) in s.segments.iter().enumerate() {
+        assert!(
+            page.contains(&format!(
+                "<tr id=\"seg-{i}\"><td>{i} <span class=\"mono\">{name}</span>"
+            )),
+            "segment {i} not named {name}"
+        );
+    }
     assert!(!record.decomposes.is_empty());
     assert_eq!(
         hdag_of(&page).matches("<path class=\"e-dec\"").count(),
@@ -644,6 +656,117 @@ async fn search_sends_each_kind_of_id_to_its_page() {
     assert!(body.contains("&lt;script&gt;x"));
     assert_eq!(net.error("/search?q=").await, StatusCode::BAD_REQUEST);
     assert_eq!(net.error("/search").await, StatusCode::BAD_REQUEST);
+}
+
+/// The start of an id, as the pages show it (12 hex characters) or down to 8, finds the
+/// one session, account, block or transaction it begins; a start several ids share lists
+/// them (at most [`super::explorer::MAX_MATCHES`] of a kind); one too short, or that
+/// nothing begins with, says so.
+#[tokio::test]
+async fn search_finds_an_id_by_its_start_and_lists_a_start_several_share() {
+    use super::explorer::{MAX_MATCHES, MIN_PREFIX_HEX};
+    let mut net = Net::new(false);
+    // Accounts whose ids share their first four bytes, `abcdef01`; the first two share
+    // five (`abcdef0100`).
+    let shared = |i: u8| {
+        let mut id = [0u8; 32];
+        let (fifth, sixth) = match i {
+            0 | 1 => (0, i),
+            _ => (i - 1, 0),
+        };
+        id[..6].copy_from_slice(&[0xab, 0xcd, 0xef, 0x01, fifth, sixth]);
+        trust_protocol::AccountId::from(id)
+    };
+    let n = u8::try_from(MAX_MATCHES).unwrap() + 2;
+    let calls = (0..n)
+        .map(|i| {
+            (
+                0,
+                Call::Transfer {
+                    to: shared(i),
+                    amount: 10,
+                },
+            )
+        })
+        .collect();
+    let txs = net.sign_all(calls);
+    let tx_id = txs[0].id();
+    net.block(txs).await;
+    let hash1 = net.tip.hash;
+    let (sid, _) = run_session(&mut net, [Vote::Valid, Vote::Valid]).await;
+    fn shown(id: &impl std::fmt::Display) -> String {
+        super::short(id).trim_end_matches('…').to_string()
+    }
+    assert_eq!(shown(&sid).len(), 12);
+    assert_eq!(
+        net.redirect(&format!("/search?q={}", shown(&sid))).await,
+        format!("/sessions/{sid}")
+    );
+    // Eight characters do, in either case.
+    let eight = sid.to_hex()[..MIN_PREFIX_HEX].to_ascii_uppercase();
+    assert_eq!(
+        net.redirect(&format!("/search?q={eight}")).await,
+        format!("/sessions/{sid}")
+    );
+    assert_eq!(
+        net.redirect(&format!("/search?q={}", shown(&hash1))).await,
+        "/blocks/1"
+    );
+    assert_eq!(
+        net.redirect(&format!("/search?q={}", shown(&tx_id))).await,
+        "/blocks/1"
+    );
+    let one = net.keys[2].public();
+    assert_eq!(
+        net.redirect(&format!("/search?q={}", shown(&one))).await,
+        format!("/accounts/{one}")
+    );
+    // A start two accounts share lists both, and no other.
+    let (st, _, _, body) = net.get("/search?q=abcdef0100").await;
+    assert_eq!(st, StatusCode::OK, "{body}");
+    assert!(body.contains("2 matches for"), "{body}");
+    for i in 0..2 {
+        assert!(
+            body.contains(&format!("href=\"/accounts/{}\"", shared(i))),
+            "{body}"
+        );
+    }
+    assert!(
+        !body.contains(&format!("/accounts/{}", shared(2))),
+        "{body}"
+    );
+    // More than the bound share it: the first MAX_MATCHES are listed, and the page says
+    // there are more.
+    let (st, _, _, body) = net.get("/search?q=abcdef01").await;
+    assert_eq!(st, StatusCode::OK, "{body}");
+    assert_eq!(
+        body.matches("href=\"/accounts/").count(),
+        MAX_MATCHES,
+        "{body}"
+    );
+    assert!(body.contains("More than"), "{body}");
+    // One more character makes it unique.
+    assert_eq!(
+        net.redirect("/search?q=abcdef010001").await,
+        format!("/accounts/{}", shared(1))
+    );
+    // Too short, or nothing begins with it.
+    let (st, _, _, body) = net
+        .get(&format!(
+            "/search?q={}",
+            &sid.to_hex()[..MIN_PREFIX_HEX - 1]
+        ))
+        .await;
+    assert_eq!(st, StatusCode::BAD_REQUEST, "{body}");
+    assert!(body.contains("at least 8 hex characters"), "{body}");
+    let nothing = if sid.to_hex().starts_with("ffff") {
+        "00000000f0"
+    } else {
+        "fffffffff0"
+    };
+    let (st, _, _, body) = net.get(&format!("/search?q={nothing}")).await;
+    assert_eq!(st, StatusCode::NOT_FOUND, "{body}");
+    assert!(body.contains("starts with it"), "{body}");
 }
 
 #[tokio::test]

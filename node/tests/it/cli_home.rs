@@ -59,9 +59,9 @@ fn testnet_init_makes_consistent_homes() {
     for i in 0..4 {
         let home = t.path().join(format!("node{i}"));
         let cfg = config::load_config(&home).unwrap();
-        assert_eq!(cfg.bootstrap.len(), 3);
-        assert!(cfg.bootstrap.iter().all(|a| a.contains("/p2p/")));
-        for a in [&cfg.p2p_listen, &cfg.consensus_listen, &cfg.api_listen] {
+        assert_eq!(cfg.network.bootstrap.len(), 3);
+        assert!(cfg.network.bootstrap.iter().all(|a| a.contains("/p2p/")));
+        for a in [&cfg.network.listen, &cfg.consensus.listen, &cfg.api.listen] {
             assert!(ports.insert(a.clone()), "{a} used twice");
             assert!(a.contains("127.0.0.1"));
         }
@@ -123,19 +123,19 @@ fn testnet_init_on_hosts_of_their_own() {
     for (i, h) in homes.iter().enumerate() {
         let cfg = config::load_config(h).unwrap();
         assert_eq!(cfg.moniker, names[i]);
-        assert_eq!(cfg.p2p_listen, "/ip4/0.0.0.0/tcp/26600");
-        assert_eq!(cfg.consensus_listen, "/ip4/0.0.0.0/tcp/26601");
-        assert_eq!(cfg.api_listen, "0.0.0.0:26602");
+        assert_eq!(cfg.network.listen, "/ip4/0.0.0.0/tcp/26600");
+        assert_eq!(cfg.consensus.listen, "/ip4/0.0.0.0/tcp/26601");
+        assert_eq!(cfg.api.listen, "0.0.0.0:26602");
         let others: Vec<_> = names.iter().filter(|n| **n != names[i]).collect();
-        assert_eq!(cfg.bootstrap.len(), 3);
-        for (a, n) in cfg.bootstrap.iter().zip(&others) {
+        assert_eq!(cfg.network.bootstrap.len(), 3);
+        for (a, n) in cfg.network.bootstrap.iter().zip(&others) {
             assert!(a.starts_with(&format!("/dns4/{n}/tcp/26600/p2p/")), "{a}");
         }
-        for (a, n) in cfg.consensus_bootstrap.iter().zip(&others) {
+        for (a, n) in cfg.consensus.bootstrap.iter().zip(&others) {
             assert!(a.starts_with(&format!("/dns4/{n}/tcp/26601/p2p/")), "{a}");
         }
         assert_eq!(
-            cfg.llm_url.is_some(),
+            cfg.llm.url.is_some(),
             i == 2,
             "only the LLM node judges by LLM"
         );
@@ -201,6 +201,216 @@ fn init_creates_keys_and_config_once() {
     let again = run(&["init", "--home", home.to_str().unwrap()]);
     assert_eq!(again.status.code(), Some(1));
     assert_eq!(keys::load(&home).unwrap().account_id(), k.account_id());
+}
+
+/// A `--home` with no config.toml (mistyped, or the default `~/.trust-node` never made)
+/// is said to be no node home, by every command that reads a home, instead of falling
+/// back to the defaults and blaming a node at the default port; nothing is created there.
+#[test]
+fn a_home_without_a_config_is_no_node_home() {
+    let t = tempfile::tempdir().unwrap();
+    let o = testnet(t.path(), "1");
+    assert!(o.status.success(), "{}", text(&o));
+    let typo = t.path().join("nod0");
+    let typo_s = typo.to_str().unwrap();
+    let real = t.path().join("node0");
+    let sid = "ab".repeat(32);
+    let no_home = |at: &Path| {
+        format!(
+            "no node home at {} (no config.toml): pass --home DIR of a node made by `trust-node init`/`testnet init`",
+            at.display()
+        )
+    };
+    let as_user = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_trust-node"))
+            .args(args)
+            .env_remove("TRUST_HOME")
+            .env_remove("TRUST_API")
+            .env("HOME", t.path())
+            .output()
+            .expect("run trust-node")
+    };
+    for args in [
+        vec!["status", "--home", typo_s],
+        vec!["query", &sid, "--home", typo_s],
+        vec!["watch", "--home", typo_s],
+        vec!["proof", "export", &sid, "-o", "x.proof", "--home", typo_s],
+        vec!["auditor", "status", "--home", typo_s],
+        vec!["auditor", "withdraw", "--home", typo_s],
+        vec!["run", "--home", typo_s],
+        vec!["ledger", "verify", "--home", typo_s],
+        vec!["keys", "show", "--home", typo_s],
+        vec!["keys", "show", "--api-token", "--home", typo_s],
+        vec!["keys", "rotate-api-token", "--home", typo_s],
+        vec!["config", "migrate", "--home", typo_s],
+    ] {
+        let o = as_user(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        assert!(text(&o).contains(&no_home(&typo)), "{args:?}: {}", text(&o));
+        assert!(!text(&o).contains("refused"), "{args:?}: {}", text(&o));
+    }
+    // Commands that can reach a node without a home say how.
+    let o = as_user(&["status", "--home", typo_s]);
+    assert!(text(&o).contains(", or --api HOST:PORT"), "{}", text(&o));
+    // The default home, `~/.trust-node`, is said the same way.
+    let o = as_user(&["status"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains(&no_home(&t.path().join(".trust-node"))),
+        "{}",
+        text(&o)
+    );
+    assert!(!typo.exists(), "a command made the mistyped home");
+    // `query --verify` needs a home for its genesis, or a genesis file.
+    let o = as_user(&["query", &sid, "--verify", "--api", "127.0.0.1:1"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("--genesis FILE"), "{}", text(&o));
+    // The real home is one.
+    let o = as_user(&["ledger", "verify", "--home", real.to_str().unwrap()]);
+    assert!(!text(&o).contains("no node home"), "{}", text(&o));
+}
+
+/// `query --verify --genesis FILE` needs no home: the genesis file is read (a file that is
+/// none is refused before any node is asked), then the node named by `--api` is asked.
+#[test]
+fn query_verify_takes_a_genesis_file_instead_of_a_home() {
+    let t = tempfile::tempdir().unwrap();
+    let o = testnet(t.path(), "1");
+    assert!(o.status.success(), "{}", text(&o));
+    let genesis = t.path().join("node0").join("genesis.json");
+    let sid = "ab".repeat(32);
+    let o = run(&[
+        "query",
+        &sid,
+        "--verify",
+        "--genesis",
+        genesis.to_str().unwrap(),
+        "--api",
+        "127.0.0.1:1",
+        "--home",
+        t.path().join("none").to_str().unwrap(),
+    ]);
+    // Past the genesis and the home: the node is asked (and is not there).
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        text(&o).contains("cannot reach the node API at 127.0.0.1:1"),
+        "{}",
+        text(&o)
+    );
+    let not_genesis = t.path().join("node0").join("config.toml");
+    let o = run(&[
+        "query",
+        &sid,
+        "--verify",
+        "--genesis",
+        not_genesis.to_str().unwrap(),
+        "--api",
+        "127.0.0.1:1",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("the genesis file"), "{}", text(&o));
+    // --genesis is for --verify only.
+    let o = run(&[
+        "query",
+        &sid,
+        "--genesis",
+        genesis.to_str().unwrap(),
+        "--api",
+        "127.0.0.1:1",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+}
+
+/// A flat `config.toml` of an earlier release still works, with a warning that names the
+/// file and `config migrate`; `config migrate --print` shows the nested file,
+/// `config migrate` rewrites it (keeping the flat one as config.toml.bak), and a second run
+/// changes nothing. A file mixing the layouts is refused, naming where each flat key goes.
+#[test]
+fn a_flat_config_is_read_with_a_warning_and_config_migrate_converts_it() {
+    let t = tempfile::tempdir().unwrap();
+    let home = t.path().join("h");
+    let h = home.to_str().unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    let flat =
+        "moniker = \"old\"\napi_listen = \"127.0.0.1:1\"\nblock_time_ms = 300\nhuman = true\n";
+    std::fs::write(home.join(config::CONFIG_FILE), flat).unwrap();
+    // At the default log level, whatever the environment says.
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_trust-node"))
+            .args(args)
+            .env_remove("TRUST_HOME")
+            .env_remove("RUST_LOG")
+            .output()
+            .expect("run trust-node")
+    };
+    // `status` reads the API address from the flat file (and finds nobody there).
+    let o = run(&["status", "--home", h]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("127.0.0.1:1"), "{err}");
+    assert_eq!(err.matches("WARN").count(), 1, "{err}");
+    for part in [
+        &format!("{h}/config.toml is in the flat config.toml layout, which is deprecated"),
+        &format!("`trust-node config migrate --home {h}`"),
+    ] {
+        assert!(err.contains(part.as_str()), "{part} not in {err}");
+    }
+    let o = run(&["config", "migrate", "--home", h, "--print"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let shown = String::from_utf8_lossy(&o.stdout).to_string();
+    for part in [
+        "moniker = \"old\"\n",
+        "[consensus]\n",
+        "block_time = \"300ms\"\n",
+        "[api]\nlisten = \"127.0.0.1:1\"\n",
+        "[auditor]\nhuman = true\n",
+    ] {
+        assert!(shown.contains(part), "{part:?} not in {shown}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(home.join(config::CONFIG_FILE)).unwrap(),
+        flat,
+        "--print changes nothing"
+    );
+    let o = run(&["config", "migrate", "--home", h]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("config.toml.bak"), "{}", text(&o));
+    assert_eq!(
+        std::fs::read_to_string(home.join("config.toml.bak")).unwrap(),
+        flat
+    );
+    let loaded = config::load_config_with_layout(&home).unwrap();
+    assert_eq!(loaded.layout, config::Layout::Nested);
+    assert_eq!(
+        loaded.config.consensus.block_time,
+        std::time::Duration::from_millis(300)
+    );
+    assert_eq!(
+        format!("{}\n", shown.trim_end()),
+        std::fs::read_to_string(home.join(config::CONFIG_FILE)).unwrap()
+    );
+    let o = run(&["config", "migrate", "--home", h]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("already in the nested layout"),
+        "{}",
+        text(&o)
+    );
+    let o = run(&["status", "--home", h]);
+    assert!(!text(&o).contains("WARN"), "{}", text(&o));
+
+    std::fs::write(
+        home.join(config::CONFIG_FILE),
+        "api_listen = \"127.0.0.1:1\"\n[consensus]\nblock_time = \"1s\"\n",
+    )
+    .unwrap();
+    let o = run(&["status", "--home", h]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("`api_listen` is `listen` in [api]"),
+        "{}",
+        text(&o)
+    );
 }
 
 /// How a block appended by [`append_chain`] is wrong, if at all.

@@ -44,11 +44,11 @@ fn verdict_of<'a>(v: &'a [(String, String)], content: &str) -> &'a str {
 #[test]
 fn correct_fraction_chain_has_no_failure() {
     let v = verdicts("examples/traces/fraction-correct.txt");
-    assert_eq!(verdict_of(&v, "Therefore, 5x = 6x − 14"), "Valid");
-    assert_eq!(verdict_of(&v, "Finally, we get x = 14"), "Valid");
+    assert_eq!(verdict_of(&v, "Therefore, 5x = 6x − 14"), "valid");
+    assert_eq!(verdict_of(&v, "Finally, we get x = 14"), "valid");
     assert!(
         !v.iter()
-            .any(|(_, x)| matches!(x.as_str(), "Invalid" | "Ungrounded" | "Propagated")),
+            .any(|(_, x)| matches!(x.as_str(), "invalid" | "ungrounded" | "propagated")),
         "{v:?}"
     );
 }
@@ -56,11 +56,11 @@ fn correct_fraction_chain_has_no_failure() {
 #[test]
 fn incorrect_fraction_chain_fails_at_the_wrong_step_and_propagates() {
     let v = verdicts("examples/traces/fraction-incorrect.txt");
-    assert_eq!(verdict_of(&v, "Therefore, 5x = 9x − 20"), "Invalid");
-    assert_eq!(verdict_of(&v, "Finally, we get x = 5"), "Propagated");
-    assert_eq!(verdict_of(&v, "x = 5"), "Propagated");
+    assert_eq!(verdict_of(&v, "Therefore, 5x = 9x − 20"), "invalid");
+    assert_eq!(verdict_of(&v, "Finally, we get x = 5"), "propagated");
+    assert_eq!(verdict_of(&v, "x = 5"), "propagated");
     let u = verdicts("examples/traces/fraction-ungrounded.txt");
-    assert_eq!(verdict_of(&u, "So x / (3x − 7) = 3/5"), "Ungrounded");
+    assert_eq!(verdict_of(&u, "So x / (3x − 7) = 3/5"), "ungrounded");
 }
 
 #[test]
@@ -68,12 +68,12 @@ fn paper_tunnel_trace_has_no_false_alarm() {
     let v = verdicts("examples/traces/tunnel.json");
     assert!(
         !v.iter()
-            .any(|(_, x)| matches!(x.as_str(), "Invalid" | "Ungrounded" | "Propagated")),
+            .any(|(_, x)| matches!(x.as_str(), "invalid" | "ungrounded" | "propagated")),
         "{v:?}"
     );
     assert_eq!(
         verdict_of(&v, "So D = 1.027777/185 = 0.0055555 and 1/D = 180."),
-        "Valid"
+        "valid"
     );
 }
 
@@ -159,6 +159,6 @@ fn provider_hdag_listed_out_of_order_still_propagates() {
             .map(|s| s["verdict"].as_str().unwrap_or("").to_string())
             .unwrap_or_default()
     };
-    assert_eq!(verdict("A"), "Invalid");
-    assert_eq!(verdict("B"), "Propagated");
+    assert_eq!(verdict("A"), "invalid");
+    assert_eq!(verdict("B"), "propagated");
 }

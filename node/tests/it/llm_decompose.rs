@@ -20,13 +20,13 @@ use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
     net::TcpListener,
 };
+use trust_judging::decompose::{
+    self, Options,
+    llm::{self, Step},
+};
 use trust_node::{
     audit::llm::client::{ChatClient, Endpoint, LlmMetrics},
     cli::local::{ask_endpoint, decompose_limits},
-    decompose::{
-        self, Options,
-        llm::{self, Step},
-    },
 };
 use trust_protocol::{
     hdag::{AbstractionLevel, AuditorType, Hdag, Relationship},
@@ -382,7 +382,7 @@ async fn the_appendix_example_replayed_gives_the_papers_hdag() {
         .filter(|n| n.primary_auditor == AuditorType::Auto)
     {
         assert!(
-            trust_node::decompose::computer_covers(&n.content, &t.problem, false),
+            trust_judging::decompose::computer_covers(&n.content, &t.problem, false),
             "{}: {}",
             n.id,
             n.content
@@ -393,12 +393,12 @@ async fn the_appendix_example_replayed_gives_the_papers_hdag() {
     h.validate().unwrap();
     h.validate_spans(&t).unwrap();
     decompose::from_provider(&t, &serde_json::to_string(h).unwrap()).unwrap();
-    let restricted = trust_node::audit::provider::prepare::restrict(h, |_| true);
+    let restricted = trust_judging::session::prepare::restrict(h, |_| true);
     assert_eq!(restricted.hdag.nodes.len(), 14);
-    trust_node::audit::provider::prepare::prepare(
+    trust_judging::session::prepare::prepare(
         &restricted,
-        trust_node::audit::provider::DEFAULT_QUORUM,
-        trust_node::audit::provider::prepare::TierWeights::EQUAL,
+        trust_judging::session::DEFAULT_QUORUM,
+        trust_judging::session::prepare::TierWeights::EQUAL,
         0,
         "math",
         &mut rand::rngs::OsRng,

@@ -61,22 +61,22 @@ fn llm_nodes_are_llm_auditors_with_the_endpoint_and_not_validators() {
         .map(|a| a["tier"].as_str().unwrap())
         .collect();
     assert_eq!(
-        tiers.iter().filter(|t| **t == "Llm").count(),
+        tiers.iter().filter(|t| **t == "llm").count(),
         3,
         "{tiers:?}"
     );
-    assert_eq!(tiers.iter().filter(|t| **t == "Computer").count(), 4);
+    assert_eq!(tiers.iter().filter(|t| **t == "computer").count(), 4);
     // Windows wide enough for a small model on a laptop.
     assert_eq!(genesis["genesis"]["params"]["commit_window"], 120);
     for i in 0..7 {
         let cfg = std::fs::read_to_string(dir.path().join(format!("node{i}/config.toml"))).unwrap();
         let llm = i >= 4;
         assert_eq!(
-            cfg.contains("llm_url = \"http://127.0.0.1:8089/v1\""),
+            cfg.contains("[llm]\nurl = \"http://127.0.0.1:8089/v1\"\n"),
             llm,
             "node{i}: {cfg}"
         );
-        assert_eq!(cfg.contains("llm_model = \"smollm2-135m-instruct\""), llm);
+        assert_eq!(cfg.contains("model = \"smollm2-135m-instruct\""), llm);
     }
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(text.matches("LLM auditor").count(), 3, "{text}");

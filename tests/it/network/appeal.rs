@@ -74,7 +74,7 @@ fn decided_by(s: &Value, seat: &str) -> Vec<u16> {
         .unwrap()
         .iter()
         .enumerate()
-        .filter(|(_, g)| g["verdict"] == "Invalid")
+        .filter(|(_, g)| g["verdict"] == "invalid")
         .filter(|(_, g)| {
             g["votes_cast"]
                 .as_array()
@@ -198,17 +198,17 @@ fn an_appeal_overturns_a_segment_malicious_seats_decided_and_the_session_becomes
     let o = &s["outcome"];
     assert_eq!(
         o["segments"][usize::from(segment)]["verdict"],
-        "Valid",
+        "valid",
         "{s}"
     );
     let round = &o["appeals"]["rounds"][0];
     assert_eq!(round["round"], 2, "{s}");
     assert_eq!(round["appellant"], appellant.to_hex(), "{s}");
     let a = &round["segments"][0];
-    assert_eq!(a["result"], "Overturned", "{s}");
+    assert_eq!(a["result"], "overturned", "{s}");
     assert_eq!(
         (&a["previous"], &a["verdict"]),
-        (&"Invalid".into(), &"Valid".into())
+        (&"invalid".into(), &"valid".into())
     );
     let slashed = num(a, "slashed");
     let refunded = num(a, "refunded");

@@ -101,6 +101,14 @@ fn a_provider_chooses_seats_quorum_domain_and_exposure() {
         plan.contains("5 Computer, 0 LLM, 0 Human could be drawn"),
         "{plan}"
     );
+    // What an appeal would take, before anything is paid: 2k + 1 = 11 fresh seats, 16
+    // Computer auditors with the 5 that judged; the network has 6 besides the provider.
+    assert!(
+        plan.contains(
+            "a Computer segment's appeal needs 11 fresh Computer auditors (2k + 1, none who sat on it), 16 in all with its seats; the network has 6: too few"
+        ),
+        "{plan}"
+    );
     assert!(plan.contains("nothing was submitted"), "{plan}");
 
     // More seats than the domain's auditors: refused, the limit named, nothing charged.

@@ -142,14 +142,22 @@ fn the_incorrect_fraction_chain_fails_at_the_wrong_step_and_propagates() {
 
     let (r, names) = submit(&net, "fraction-incorrect.txt");
     let session = r["session"].as_str().unwrap().to_string();
+    // Readable on the provider's node from its 202 on (pending until a block holds it).
+    let now = net.get(0, &format!("/v1/sessions/{session}")).unwrap();
+    assert!(
+        ["pending", "live", "decided"].contains(&now["status"].as_str().unwrap()),
+        "{now}"
+    );
     let s = outcome(&net, &session);
-    assert_eq!(verdict(&s, &names, "O2"), "Invalid", "{s}");
-    assert_eq!(verdict(&s, &names, "O3"), "Propagated", "{s}");
+    assert_eq!(verdict(&s, &names, "O2"), "invalid", "{s}");
+    the_provider_sees_its_own_steps(&net, &session, &r, &trace);
+    a_retried_submit_opens_one_session_and_says_its_verdict_in_its_status(&net, &trace);
+    assert_eq!(verdict(&s, &names, "O3"), "propagated", "{s}");
     // The final answer, a claim for the LLM tier this network lacks, is left out; the
     // error reaches it all the same, and its calculation's too.
-    assert_eq!(left_out_verdict(&s, &r, "F1"), "Propagated", "{s}");
-    assert_eq!(verdict(&s, &names, "O4"), "Propagated", "{s}");
-    assert_eq!(s["outcome"]["trace"], "Fail");
+    assert_eq!(left_out_verdict(&s, &r, "F1"), "propagated", "{s}");
+    assert_eq!(verdict(&s, &names, "O4"), "propagated", "{s}");
+    assert_eq!(s["outcome"]["trace"], "fail");
     assert!(
         s["explanation"]
             .as_str()
@@ -190,6 +198,162 @@ fn the_incorrect_fraction_chain_fails_at_the_wrong_step_and_propagates() {
     net.start(1);
     net.wait_height(1, 1);
     verified(&net, &session);
+}
+
+/// On the provider's node, with its operator token, every step of the submitted trace
+/// under the names `submit` gave, its text verbatim where the trace holds it, and its
+/// verdict; `query` on that home shows them. Any other node sees blinded ids only, and a
+/// token that is not its own is refused.
+fn the_provider_sees_its_own_steps(net: &Network, session: &str, r: &Value, trace_path: &str) {
+    let path = format!("/v1/sessions/{session}");
+    let token = net.operator_token(0);
+    let mine = net.get_with_token(0, &path, &token).unwrap();
+    let steps = mine["steps"].as_array().unwrap_or_else(|| panic!("{mine}"));
+    let named: Vec<&str> = r["segments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(r["left_out"].as_array().unwrap())
+        .map(|x| x[0].as_str().unwrap())
+        .collect();
+    let shown: Vec<&str> = steps.iter().map(|x| x["name"].as_str().unwrap()).collect();
+    assert_eq!(shown, named, "the names submit printed, in outcome order");
+    let trace =
+        trust_protocol::trace::Trace::parse(&std::fs::read_to_string(trace_path).unwrap()).unwrap();
+    let mut spanned = 0;
+    for x in steps {
+        let text = x["text"].as_str().unwrap();
+        if x["honeypot"] == true {
+            assert!(x.get("span").is_none(), "{x}");
+            continue;
+        }
+        if let Some(span) = x.get("span") {
+            let part = match span["part"].as_str().unwrap() {
+                "problem" => &trace.problem,
+                "thinking" => &trace.thinking,
+                _ => &trace.output,
+            };
+            let (a, b) = (
+                span["start"].as_u64().unwrap() as usize,
+                span["end"].as_u64().unwrap() as usize,
+            );
+            assert!(
+                part.get(a..b)
+                    .is_some_and(|t| text.contains(t) || t.contains(text)),
+                "{x}"
+            );
+            let line = part[..a].matches('\n').count() + 1;
+            assert_eq!(span["line"].as_u64(), Some(line as u64), "{x}");
+            spanned += 1;
+        }
+    }
+    assert!(
+        spanned > steps.len() / 2,
+        "most steps are spans of the trace: {mine}"
+    );
+    let o2 = steps.iter().find(|x| x["name"] == "O2").unwrap();
+    assert_eq!(o2["verdict"], "invalid", "{o2}");
+    assert_eq!(
+        steps.iter().find(|x| x["name"] == "F1").unwrap()["left_out"],
+        true
+    );
+    // Elsewhere, blinded ids only; a token not the node's own is refused.
+    assert!(net.get(1, &path).unwrap().get("steps").is_none());
+    assert!(net.get(0, &path).unwrap().get("steps").is_none());
+    let e = net.get_with_token(1, &path, &token).unwrap_err();
+    assert!(e.to_string().contains("401"), "{e}");
+    // `query` on the provider's home names its steps and shows their text.
+    let text = net.cli_ok(0, &["query", session]);
+    assert!(text.contains("steps       name"), "{text}");
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("O2 ") && l.contains("invalid"))
+        .unwrap_or_else(|| panic!("no O2 step line:\n{text}"));
+    assert!(
+        line.contains(o2["text"].as_str().unwrap().lines().next().unwrap()),
+        "{line}"
+    );
+}
+
+/// `submit --wait --exit-code` under an idempotency key and labels: its status is the
+/// verdict (10 for this FAIL); a retry with the same key answers the same session and
+/// charges nothing; the key with another trace is refused; `sessions --label` lists it; a
+/// trace given as a JSON object opens a session as its text does.
+fn a_retried_submit_opens_one_session_and_says_its_verdict_in_its_status(
+    net: &Network,
+    trace: &str,
+) {
+    let provider = net.keys(0).account_id();
+    let balance =
+        |net: &Network| net.get(0, &format!("/v1/accounts/{provider}")).unwrap()["balance"].clone();
+    let args = [
+        trace,
+        "--wait",
+        "--exit-code",
+        "--idempotency-key",
+        "run-7/row-3",
+        "--label",
+        "model=demo-1",
+        "--label",
+        "row=3",
+    ];
+    let first = cli_submit(net, &args);
+    let text = String::from_utf8_lossy(&first.stdout).into_owned();
+    assert_eq!(
+        first.status.code(),
+        Some(10),
+        "{text}\n{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    assert!(
+        text.lines().any(|l| l.starts_with("verdict     FAIL")),
+        "{text}"
+    );
+    let session = text
+        .lines()
+        .find_map(|l| l.strip_prefix("session     "))
+        .unwrap()
+        .to_string();
+    let paid = balance(net);
+    let again = cli_submit(net, &args);
+    let text = String::from_utf8_lossy(&again.stdout);
+    assert_eq!(again.status.code(), Some(10), "{text}");
+    assert!(text.contains(&format!("session     {session}")), "{text}");
+    assert_eq!(balance(net), paid, "a retry charged again");
+    let other = format!(
+        "{}/../examples/traces/fraction-correct.txt",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let refused = cli_submit(net, &[&other, "--idempotency-key", "run-7/row-3"]);
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{err}");
+    assert!(err.contains("was used for a different request"), "{err}");
+    assert_eq!(balance(net), paid);
+    // Listed by its labels, on the provider's node only, with the token.
+    let listed = net.cli_ok(0, &["sessions", "--label", "model=demo-1", "--json"]);
+    let listed: Value = serde_json::from_str(&listed).unwrap();
+    let listed = listed.as_array().unwrap();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0]["session"], session.as_str());
+    assert_eq!(listed[0]["verdict"], "fail");
+    assert_eq!(listed[0]["labels"]["row"], "3");
+    let none = net.cli_ok(0, &["sessions", "--label", "model=other"]);
+    assert!(none.contains("no session"), "{none}");
+    let path = "/v1/sessions?provider=me";
+    assert!(net.get(0, path).unwrap_err().to_string().contains("401"));
+    // A trace as a JSON object, not a string.
+    let t = trust_protocol::trace::Trace::parse(&std::fs::read_to_string(&other).unwrap()).unwrap();
+    let r = net
+        .post_json(
+            0,
+            "/v1/sessions/plan",
+            &serde_json::json!({"trace": {"problem": t.problem, "thinking": t.thinking, "output": t.output}}),
+        )
+        .expect("a trace object is read as its JSON");
+    assert!(
+        r["segments"].as_array().is_some_and(|s| !s.is_empty()),
+        "{r}"
+    );
 }
 
 /// Bundles written by `proof export` into a fresh directory, with a copy of the genesis
@@ -355,7 +519,7 @@ impl Exported {
         assert_eq!(v["final"], true, "{v}");
         assert_eq!(v["finality"]["state"], "final", "{v}");
         assert!(v["terms"]["seats"].is_array(), "{v}");
-        assert_eq!(v["verdict"], "Fail", "{v}");
+        assert_eq!(v["verdict"], "fail", "{v}");
         assert!(v["anchor"].is_null(), "{v}");
         let from_genesis = v["hops"].as_u64().unwrap();
         assert!(from_genesis >= 1, "{v}");
@@ -432,8 +596,8 @@ impl Exported {
                 .find(|s| s["step"] == step)
                 .map(|s| s["verdict"].as_str().unwrap().to_string())
         };
-        assert_eq!(of("O2").as_deref(), Some("Invalid"), "{v}");
-        assert_eq!(of("O3").as_deref(), Some("Propagated"), "{v}");
+        assert_eq!(of("O2").as_deref(), Some("invalid"), "{v}");
+        assert_eq!(of("O3").as_deref(), Some("propagated"), "{v}");
         assert!(
             steps
                 .iter()
@@ -507,7 +671,12 @@ fn each_vote_shows_its_reason(net: &Network, session: &str, s: &Value) {
                 !reason.is_empty(),
                 "segment {i}: a vote without a reason: {v}"
             );
-            let line = format!("vote {}… {vote:<10}", &seat[..12]);
+            // The JSON spells votes in snake_case; the CLI shows them capitalised.
+            let shown = vote
+                .get(..1)
+                .map(|c| c.to_uppercase() + &vote[1..])
+                .unwrap_or_default();
+            let line = format!("vote {}… {shown:<10}", &seat[..12]);
             assert!(
                 text.lines()
                     .any(|l| l.contains(&line) && l.trim_end().ends_with(reason.trim_end())),
@@ -587,7 +756,7 @@ fn a_correct_chain_with_unreadable_setup_steps_is_inconclusive_and_its_abstainer
         .to_string();
     let s = outcome(&net, &session);
     let o = &s["outcome"];
-    assert_eq!(o["trace"], "Inconclusive", "{s}");
+    assert_eq!(o["trace"], "inconclusive", "{s}");
     // The provider's honeypots (known errors, left out of the trace) aside.
     let all = o["segments"].as_array().unwrap();
     let segs: Vec<Value> = all
@@ -601,11 +770,11 @@ fn a_correct_chain_with_unreadable_setup_steps_is_inconclusive_and_its_abstainer
     );
     assert!(
         segs.iter()
-            .all(|v| v["verdict"] == "Valid" || v["verdict"] == "Undecided"),
+            .all(|v| v["verdict"] == "valid" || v["verdict"] == "undecided"),
         "a correct step was failed: {s}"
     );
     assert!(
-        segs.iter().filter(|v| v["verdict"] == "Valid").count() >= 3,
+        segs.iter().filter(|v| v["verdict"] == "valid").count() >= 3,
         "{s}"
     );
     // The unreadable steps' seats committed and revealed abstentions: present, so never
@@ -620,7 +789,7 @@ fn a_correct_chain_with_unreadable_setup_steps_is_inconclusive_and_its_abstainer
     assert_eq!(
         o["coverage"]["judged"],
         segs.iter()
-            .filter(|v| v["verdict"] == "Valid" && v["supports"].is_null())
+            .filter(|v| v["verdict"] == "valid" && v["supports"].is_null())
             .count()
     );
     // Nobody was slashed, and every seat that abstained has it on record.
@@ -691,7 +860,7 @@ fn check_and_the_network_agree_on_every_sample_trace() {
                     !o["segments"][i]["honeypot"].is_null(),
                     "{t}: {id} not opened"
                 );
-                assert_ne!(o["segments"][i]["verdict"], "Valid", "{t}: {id}");
+                assert_ne!(o["segments"][i]["verdict"], "valid", "{t}: {id}");
                 continue;
             }
             assert_eq!(
@@ -725,9 +894,9 @@ fn check_and_the_network_agree_on_every_sample_trace() {
             // are Valid, the claims around them and the answer are for the LLM tier, left
             // out here. Nobody judged what the numbers mean: INCONCLUSIVE, not PASS.
             "bakery-correct.txt" => {
-                assert_eq!(o["trace"], "Inconclusive", "{s}");
+                assert_eq!(o["trace"], "inconclusive", "{s}");
                 for op in ["O1", "O2", "O3", "O4", "O5"] {
-                    assert_eq!(verdict(&s, &names, op), "Valid", "{op}: {s}");
+                    assert_eq!(verdict(&s, &names, op), "valid", "{op}: {s}");
                     let i = names.iter().position(|n| n == op).unwrap();
                     assert!(
                         o["segments"][i]["supports"].is_u64(),
@@ -735,7 +904,7 @@ fn check_and_the_network_agree_on_every_sample_trace() {
                     );
                 }
                 for step in ["ST1", "ST2", "ST3", "ST4", "ST5", "F1"] {
-                    assert_eq!(left_out_verdict(&s, r, step), "Undecided", "{step}: {s}");
+                    assert_eq!(left_out_verdict(&s, r, step), "undecided", "{step}: {s}");
                 }
                 let why = s["explanation"].as_str().unwrap();
                 assert!(
@@ -747,10 +916,10 @@ fn check_and_the_network_agree_on_every_sample_trace() {
             // The same trace with one wrong calculation: its STEP is wrong, the error
             // reaches the answer.
             "bakery-wrong.txt" => {
-                assert_eq!(verdict(&s, &names, "O1"), "Invalid", "{s}");
-                assert_eq!(left_out_verdict(&s, r, "ST1"), "Invalid", "{s}");
-                assert_eq!(left_out_verdict(&s, r, "F1"), "Propagated", "{s}");
-                assert_eq!(o["trace"], "Fail", "{s}");
+                assert_eq!(verdict(&s, &names, "O1"), "invalid", "{s}");
+                assert_eq!(left_out_verdict(&s, r, "ST1"), "invalid", "{s}");
+                assert_eq!(left_out_verdict(&s, r, "F1"), "propagated", "{s}");
+                assert_eq!(o["trace"], "fail", "{s}");
             }
             // Pure derivations whose every claim, the answer included, the Computer tier
             // covers: PASS.
@@ -761,24 +930,65 @@ fn check_and_the_network_agree_on_every_sample_trace() {
             | "rules-correct.txt"
             | "proof-ndl-correct.txt"
             | "proof-equational-correct.txt" => {
-                assert_eq!(o["trace"], "Pass", "{t}: {s}");
+                assert_eq!(o["trace"], "pass", "{t}: {s}");
                 assert_eq!(o["conclusion_sound"], true, "{t}: {s}");
                 assert!(s["explanation"].is_null(), "{s}");
             }
             // A wrong rule application is Invalid, and so is the answer it led to.
             "proof-ndl-wrong.txt" => {
-                assert_eq!(verdict(&s, &names, "P4"), "Invalid", "{s}");
-                assert_eq!(verdict(&s, &names, "P5"), "Propagated", "{s}");
+                assert_eq!(verdict(&s, &names, "P4"), "invalid", "{s}");
+                assert_eq!(verdict(&s, &names, "P5"), "propagated", "{s}");
                 for ok in ["P1", "P2", "P3", "F1"] {
-                    assert_eq!(verdict(&s, &names, ok), "Valid", "{ok}: {s}");
+                    assert_eq!(verdict(&s, &names, ok), "valid", "{ok}: {s}");
                 }
-                assert_eq!(o["trace"], "Fail", "{s}");
+                assert_eq!(o["trace"], "fail", "{s}");
             }
             "rules-wrong.txt" => {
-                assert_eq!(verdict(&s, &names, "ST2"), "Invalid", "{s}");
-                assert_eq!(o["trace"], "Fail", "{s}");
+                assert_eq!(verdict(&s, &names, "ST2"), "invalid", "{s}");
+                assert_eq!(o["trace"], "fail", "{s}");
             }
             _ => {}
         }
     }
+}
+
+/// A network with Computer auditors and one person, no LLM auditor: the bakery problem's
+/// claims in words go to the Human tier (its seats drawn from the person's node), its
+/// calculations to the Computer tier, and nothing is left out for want of LLM auditors.
+#[test]
+fn without_llm_auditors_the_claims_in_words_go_to_the_human_tier() {
+    let mut net = Network::with_tiers(4, None, 1, &[]);
+    net.start_all();
+    net.wait_running();
+    let (r, _) = submit(&net, "bakery-correct.txt");
+    let session = r["session"].as_str().unwrap().to_string();
+    let tiers: Vec<&str> = r["segments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s[1].as_str().unwrap())
+        .collect();
+    assert!(tiers.contains(&"human"), "no claim for people: {r}");
+    assert!(tiers.contains(&"computer"), "no calculation: {r}");
+    assert!(!tiers.contains(&"llm"), "{r}");
+    let left_out_llm = r["left_out"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l[1] == "llm")
+        .count();
+    assert_eq!(
+        left_out_llm, 0,
+        "claims left out for want of LLM auditors: {r}"
+    );
+    // The person's node holds the Human seats.
+    let person = net.keys(4).account_id().to_string();
+    let path = format!("/v1/events?session={session}&kind=seat_drawn&after=0&follow=false");
+    let mut last = String::new();
+    net.wait_for("a Human seat drawn to the person's node", |n| {
+        last = n.raw(0, "GET", &path, b"");
+        last.lines()
+            .any(|l| l.contains(&person) && l.contains("\"tier\":\"human\""))
+    });
+    assert!(!last.contains("\"tier\":\"llm\""), "{last}");
 }

@@ -263,8 +263,8 @@ fn metric(text: &str, name: &str) -> f64 {
 #[test]
 fn a_pruning_node_keeps_its_last_blocks_and_says_what_it_pruned() {
     let mut net = Network::new(4).block_time(100);
-    net.set_config(3, "snapshot_every", "20");
-    net.configure(3, "\n[ledger]\nkeep_blocks = 100\n");
+    net.set_config(3, "ledger.snapshot_every", "20");
+    net.configure(3, "[ledger]\nkeep_blocks = 100\n");
     net.start_all();
     net.wait_height(3, 150);
     let s = net.get(3, "/v1/status").unwrap();
@@ -361,13 +361,20 @@ fn a_validator_that_never_ran_joins_past_height_500_by_state_sync_and_votes() {
     );
 
     // It judges: a session of 20 Computer segments, 3 seats each, among the four auditors
-    // that are not the provider.
+    // that are not the provider. At 60 ms a block the network's own windows last well
+    // under a second, which a node that has just caught up may not meet on a loaded
+    // machine (its seats would then abstain, "still reading"); the session asks for
+    // windows of some seconds, so that the vote the test looks for is the node's own.
     let (trace, hdag) = trust_node::cli::bench_network::session_trace(0, 20);
     let r = net
         .post_json(
             0,
             "/v1/sessions",
-            &serde_json::json!({ "trace": trace, "hdag": hdag }),
+            &serde_json::json!({
+                "trace": trace,
+                "hdag": hdag,
+                "session": { "commit_window": 150, "reveal_window": 100 },
+            }),
         )
         .expect("node 0 opens the session");
     let session = r["session"].as_str().unwrap().to_string();

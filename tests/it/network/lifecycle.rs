@@ -135,7 +135,7 @@ fn an_auditor_registers_votes_exits_while_seated_is_slashed_and_withdraws() {
     assert_eq!(num(&a, "stake"), 11_500, "{a}");
     assert_eq!(a["drawable"], true, "{a}");
     assert_eq!(a["exiting"], false, "{a}");
-    assert_eq!(a["tier"], "Computer", "{a}");
+    assert_eq!(a["tier"], "computer", "{a}");
     let text = ok(&net, &["auditor", "status"]);
     assert!(text.contains("11500 TRUST bonded"), "{text}");
 
@@ -185,7 +185,21 @@ fn an_auditor_registers_votes_exits_while_seated_is_slashed_and_withdraws() {
         out.contains("unbonding 500 TRUST; withdrawable at block #"),
         "{out}"
     );
-    let out = ok(&net, &["auditor", "exit"]);
+    // An exit is permanent: without --yes, and nobody at a terminal to confirm it, it is
+    // refused and nothing is sent.
+    let out = net.cli(ME, &["auditor", "exit"]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "an unconfirmed exit was not refused"
+    );
+    let why = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        why.contains("permanent") && why.contains("voting power") && why.contains("--yes"),
+        "{why}"
+    );
+    assert_eq!(record(&net)["exiting"], false);
+    let out = ok(&net, &["auditor", "exit", "--yes"]);
     assert!(out.contains("exiting: 11500 TRUST unbonding"), "{out}");
     let a = status_agrees(&net);
     assert_eq!((num(&a, "stake"), num(&a, "unbonding_total")), (0, 11_500));
@@ -256,6 +270,11 @@ fn an_auditor_registers_votes_exits_while_seated_is_slashed_and_withdraws() {
         why.contains(&format!("frees at height {frees_at}")),
         "{why}"
     );
+
+    // Bonding again is refused: the stake would be locked where no draw uses it.
+    let why = refused(&net, &["auditor", "bond", "10"]);
+    assert!(why.contains("exiting already"), "{why}");
+    assert_eq!(num(&record(&net), "stake"), 0);
 
     // No new seats: a later session is staffed without it.
     let later = submit(&net, traces.next().unwrap());

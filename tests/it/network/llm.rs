@@ -54,7 +54,7 @@ fn escalated_to_llm(s: &Value) -> Vec<Value> {
         .as_array()
         .unwrap()
         .iter()
-        .filter(|g| g["escalated"] == true && g["tier"] == "Llm")
+        .filter(|g| g["escalated"] == true && g["tier"] == "llm")
         .cloned()
         .collect()
 }
@@ -82,7 +82,7 @@ fn computer_and_llm_seats_decide_a_session_and_the_llm_seats_vote_on_what_the_co
     for i in net.llm_nodes() {
         net.configure(
             i,
-            "\n[llm_ares]\nconsistency_probes = false\ncalibration_min = 0\n",
+            "[llm.ares]\nconsistency_probes = false\ncalibration_min = 0\n",
         );
     }
     net.start_all();
@@ -203,7 +203,7 @@ fn llm_seats_on_dead_silent_garbage_and_huge_endpoints_abstain_in_time_and_the_s
         // Short bounds so that the slow endpoint is given up on well inside the window.
         net.configure(
             i,
-            "llm_timeout_ms = 1000\nllm_retries = 1\nllm_deadline_ms = 4000\n",
+            "[llm]\ntimeout = \"1s\"\nretries = 1\ndeadline = \"4s\"\n",
         );
     }
     for i in 0..8 {
@@ -229,7 +229,7 @@ fn llm_seats_on_dead_silent_garbage_and_huge_endpoints_abstain_in_time_and_the_s
             0,
             "{g}"
         );
-        assert_eq!(g["verdict"], "Undecided", "{g}");
+        assert_eq!(g["verdict"], "undecided", "{g}");
     }
     // Each node that judged failed in its own endpoint's way, and abstained.
     let mut judged = 0;

@@ -111,13 +111,13 @@ fn a_rubber_stamping_llm_seat_approves_llm_tier_honeypots_is_flagged_and_loses_m
         }
         let mut here = 0;
         for (i, g) in segments.iter().enumerate() {
-            if g["honeypot"].is_null() || g["tier"] != "Llm" {
+            if g["honeypot"].is_null() || g["tier"] != "llm" {
                 continue;
             }
             here += 1;
             assert!(names[i].starts_with("honeypot:ST"), "{}", names[i]);
             // The two honest LLM seats rejected it, the rubber-stamper approved it.
-            assert_eq!(g["verdict"], "Invalid", "{g}");
+            assert_eq!(g["verdict"], "invalid", "{g}");
             assert_eq!(g["votes"]["invalid"], 2, "{g}");
             assert_eq!(g["votes"]["valid"], 1, "{g}");
             // Its OPERATION stands beside it, as a real worded step's does.
@@ -126,7 +126,7 @@ fn a_rubber_stamping_llm_seat_approves_llm_tier_honeypots_is_flagged_and_loses_m
                 .iter()
                 .position(|n| *n == calc)
                 .expect("its calculation");
-            assert_eq!(segments[j]["tier"], "Computer");
+            assert_eq!(segments[j]["tier"], "computer");
             assert_eq!(segments[j]["supports"], i, "{}", segments[j]);
             assert!(segments[j]["honeypot"].is_null());
         }
@@ -138,7 +138,7 @@ fn a_rubber_stamping_llm_seat_approves_llm_tier_honeypots_is_flagged_and_loses_m
     let stamper = auditor(&net, STAMPER);
     let rec = &stamper["honeypot_record"];
     println!("rubber-stamper: {stamper}");
-    assert_eq!(rec["tier"], "Llm", "{rec}");
+    assert_eq!(rec["tier"], "llm", "{rec}");
     assert_eq!(stamper["flagged"], true, "{stamper}\n{}", net.logs_tail());
     assert_eq!(stamper["active"], false, "{stamper}");
     assert_eq!(stamper["reputation"].as_f64(), Some(0.0), "{stamper}");

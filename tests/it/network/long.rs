@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use serde_json::Value;
-use trust_node::decompose::{MAX_DECOMPOSED_SEGMENTS, sample::counter_trace};
+use trust_judging::decompose::{MAX_DECOMPOSED_SEGMENTS, sample::counter_trace};
 use trust_protocol::trace::MAX_TRACE_BYTES;
 
 use crate::fixtures::network::Network;
@@ -63,15 +63,15 @@ fn a_one_mebibyte_trace_of_5000_steps_is_accepted_and_audited() {
     let wrong: Vec<&&Value> = verdicts
         .iter()
         .filter(|v| {
-            v["verdict"] == "Invalid"
-                || v["verdict"] == "Ungrounded"
-                || v["verdict"] == "Propagated"
+            v["verdict"] == "invalid"
+                || v["verdict"] == "ungrounded"
+                || v["verdict"] == "propagated"
         })
         .collect();
     assert!(wrong.is_empty(), "correct steps judged wrong: {wrong:?}");
-    assert_ne!(o["trace"], "Fail", "{o}");
+    assert_ne!(o["trace"], "fail", "{o}");
     // The checkers judged the groups, and coverage is on record.
-    let valid = verdicts.iter().filter(|v| v["verdict"] == "Valid").count();
+    let valid = verdicts.iter().filter(|v| v["verdict"] == "valid").count();
     let count = |what: &str| {
         verdicts
             .iter()
@@ -131,21 +131,24 @@ fn a_1000_step_trace_loses_no_vote_and_slashes_no_honest_seat() {
         missing.len(),
         all.len()
     );
-    assert_ne!(o["trace"], "Fail", "{o}");
+    assert_ne!(o["trace"], "fail", "{o}");
     for i in 1..4 {
         let id = net.keys(i).account_id();
         let a = net.get(1, &format!("/v1/auditors/{id}")).unwrap();
         assert_eq!(a["slashed"], 0, "honest seat {i} was slashed: {a}");
     }
     // The votes went out batched: a seat's account signed far fewer transactions than it
-    // cast votes (a commit and a reveal each), where single calls take one per vote.
+    // cast votes, where single calls take two per vote (a commit and a reveal). How full
+    // each batch is depends on how the judgements and blocks fall in time (12 to 31
+    // transactions for 421 votes in runs on an idle machine, over 42 once in CI on a busy
+    // one), so the bound is a quarter of the votes: eight times fewer than single calls.
     let votes = net.counter(1, "trust_seat_votes_committed_total");
     let id = net.keys(1).account_id();
     let txs = net.get(1, &format!("/v1/accounts/{id}")).unwrap()["nonce"]
         .as_u64()
         .unwrap();
     assert!(
-        votes >= segments as u64 && txs * 10 < votes,
+        votes >= segments as u64 && txs * 4 < votes,
         "node 1 committed {votes} votes with {txs} transactions"
     );
     println!(

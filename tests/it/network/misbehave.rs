@@ -181,7 +181,7 @@ fn assert_verdicts_right(net: &Network, sessions: &[(String, Value)]) -> usize {
             if id.starts_with("honeypot:") {
                 assert!(!got["honeypot"].is_null(), "{t}: {id} not opened: {s}");
                 assert!(
-                    got["verdict"] == "Invalid" || got["verdict"] == "Ungrounded",
+                    got["verdict"] == "invalid" || got["verdict"] == "ungrounded",
                     "{t}: honeypot {id} passed: {s}"
                 );
                 honeypots += 1;

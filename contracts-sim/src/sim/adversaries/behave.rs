@@ -50,8 +50,11 @@ use trust_protocol::{
     units::Ppm,
 };
 
-use super::world::{Kind, Tag, World};
-use crate::{Contract, Event, LocalVerdict, Phase, SlashReason, TraceVerdict, minimum_fee, tally};
+use super::{
+    memory::{Case, HeldSeat, Honeypots, Keys, Plan, appeal_state},
+    world::{Kind, Tag, World},
+};
+use crate::{Event, LocalVerdict, Phase, SlashReason, TraceVerdict, minimum_fee, tally};
 
 /// The sealed bytes of a key that opens (the contract never opens a key; seats do).
 const GOOD: u8 = 0x60;
@@ -61,31 +64,6 @@ const GARBAGE: u8 = 0xEE;
 /// ([`crate::MAX_BACKERS`]), to try to crowd out the watcher.
 const SPAM_APPEALS: usize = crate::MAX_BACKERS + 2;
 
-/// How the adversary keys the honest seats of a round.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Keys {
-    /// Every seat, good keys, at once.
-    Good,
-    /// Keys that do not open.
-    Garbage,
-    /// No keys at all.
-    Withhold,
-    /// Good keys, but later than the key lead before the commit deadline.
-    Late,
-}
-
-/// What the adversary does with honeypots in a session.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Honeypots {
-    None,
-    Genuine,
-    False,
-    Selective,
-    WithConclusion,
-    WithRestedOn,
-    NeverOpened,
-}
-
 /// Which term a probe puts under its floor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Probe {
@@ -94,110 +72,6 @@ enum Probe {
     RevealWindow,
     Beta,
     PrivateDomain,
-}
-
-/// The attacks an adversary session mounts.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Plan {
-    pub(super) keys: Keys,
-    pub(super) honeypots: Honeypots,
-    pub(super) self_appeal: bool,
-    pub(super) spam: bool,
-    pub(super) late_expertise: bool,
-}
-
-impl Plan {
-    fn honest() -> Self {
-        Self {
-            keys: Keys::Good,
-            honeypots: Honeypots::None,
-            self_appeal: false,
-            spam: false,
-            late_expertise: false,
-        }
-    }
-}
-
-/// What the simulation knows of one session: its ground truth and its provider's plan.
-pub(super) struct Case {
-    pub(super) provider: usize,
-    pub(super) adversary: bool,
-    pub(super) plan: Plan,
-    /// Per segment: the vote the truth calls for.
-    pub(super) truth: Vec<Vote>,
-    pub(super) deps: Vec<Vec<u16>>,
-    pub(super) ids: Vec<Hash>,
-    /// Per segment: the honeypot commitment its entry carries, as its opening.
-    claims: Vec<Option<HoneypotOpening>>,
-    /// The committed honeypot set.
-    set: Vec<u16>,
-    set_salt: Salt,
-    mapping: (Hash, Salt),
-    pub(super) opened_at: u64,
-    /// Keys delivered: (seat, segment) -> whether it opens.
-    keys: BTreeMap<(AccountId, u16), bool>,
-    disclosed: bool,
-    decided: bool,
-    /// Who filed the appeal judged in each appeal round.
-    appellants: BTreeMap<u8, usize>,
-}
-
-impl Case {
-    /// Whether the trace (opened honeypots aside) has a wrong step, on `o`.
-    fn wrong_on(&self, o: &crate::Outcome) -> bool {
-        self.truth
-            .iter()
-            .enumerate()
-            .any(|(i, t)| !t.is_valid() && o.segments.get(i).is_some_and(|g| g.honeypot.is_none()))
-    }
-}
-
-/// A seat one of the simulated auditors holds.
-struct HeldSeat {
-    actor: usize,
-    segment: u16,
-    round: u8,
-    commit: Option<(Vote, Salt)>,
-    revealed: bool,
-}
-
-/// The actors' memory between blocks.
-#[derive(Default)]
-pub(super) struct State {
-    /// Seats held, by session.
-    seats: BTreeMap<Hash, Vec<HeldSeat>>,
-    /// Transactions to send at a later height: (height, sender, call).
-    delayed: Vec<(u64, usize, Call)>,
-    /// Where the appeal state of a session stood when the watcher's appeal was refused.
-    watcher_blocked: BTreeMap<Hash, AppealState>,
-    /// Late-expertise declarations to take back: (height, tier).
-    cancels: Vec<(u64, Tier)>,
-    /// Where the appeal state of a session stood when the re-roller last appealed it.
-    roller_blocked: BTreeMap<Hash, AppealState>,
-}
-
-/// What can change between two appeals of one session: queued appeals, the open round,
-/// the rounds decided, the window.
-type AppealState = (usize, Option<u8>, usize, u64);
-
-fn appeal_state(c: &Contract, session: &Hash) -> AppealState {
-    let st = c.state();
-    let live = st.sessions.get(session);
-    let o = st.outcomes.get(session);
-    (
-        live.map_or(0, |s| s.queued.len()),
-        live.and_then(|s| s.appeal.as_ref().map(|a| a.round)),
-        o.map_or(0, |o| o.appeals.rounds.len()),
-        o.map_or(0, |o| o.appeals.until),
-    )
-}
-
-impl State {
-    /// The watcher's appeal of `session` was refused: it waits for a change.
-    pub(super) fn watcher_refused(&mut self, session: Hash, c: &Contract) {
-        self.watcher_blocked
-            .insert(session, appeal_state(c, &session));
-    }
 }
 
 fn sealed(byte: u8) -> SealedKey {
@@ -266,6 +140,15 @@ impl World {
                     }
                 }
                 Event::CommitWindowClosed { session, round, .. } => self.reveal(*session, *round),
+                Event::ExpertiseDeclared { account, at, .. } => {
+                    let declared = at.saturating_sub(self.cfg.params.expertise_delay);
+                    self.behave.declared.insert(*account, declared);
+                }
+                Event::ExpertiseChanged { account, .. } => {
+                    if let Some(h) = self.behave.declared.remove(account) {
+                        self.behave.counting.insert(*account, h);
+                    }
+                }
                 Event::TraceDecided { session, .. } => self.on_decided(*session),
                 Event::AppealOpened {
                     session,
@@ -353,14 +236,20 @@ impl World {
         let Some(c) = self.cases.get(&session) else {
             return;
         };
-        let (provider, adversary, plan) = (c.provider, c.adversary, c.plan);
+        let (provider, adversary, plan, opened_at) = (c.provider, c.adversary, c.plan, c.opened_at);
         let appellant = c.appellants.get(&round).map(|&a| self.actors[a].kind);
         if round == 0 {
             if adversary {
                 self.counts.first_round_seats += seats.len() as u64;
                 let sybils = seats.iter().filter(|(_, s)| self.is_sybil(s)).count();
                 self.counts.sybil_seats += sybils as u64;
-                if plan.late_expertise && sybils > 0 {
+                // A sybil seated on the domain it declared for this very session (its
+                // domains counting from a declaration made once the session opened): the
+                // delay did not hold. One declared long enough before is in the pool by right.
+                let late = seats.iter().any(|(_, s)| {
+                    self.is_sybil(s) && self.behave.counting.get(s).is_some_and(|h| *h >= opened_at)
+                });
+                if plan.late_expertise && late {
                     self.counts.breach("late-expertise-seated");
                 }
             }
@@ -850,8 +739,9 @@ impl World {
         }
     }
 
-    /// Sybils that declared a domain to slip into a draw take it back once the seats are
-    /// drawn (the declaration is still pending, so it never counts).
+    /// Sybils that declared a domain to slip into a draw try to take it back once the seats
+    /// are drawn, by declaring again: refused while the first is pending (replacing it would
+    /// cancel it at once, after the seed is known), so the declaration, once made, counts.
     fn take_back_expertise(&mut self, next: u64) {
         let (now, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.behave.cancels)
             .into_iter()
@@ -859,12 +749,27 @@ impl World {
         self.behave.cancels = later;
         for (_, tier) in now {
             for s in self.actors_of(|k| k == Kind::Sybil(tier)) {
+                // Only a declaration still pending when the next block runs can be taken
+                // back: a sybil whose declaration was not applied (a block left it out),
+                // or counts from that block on, would be declaring anew, no take-back.
+                let id = self.actors[s].id;
+                let pending = self
+                    .contract
+                    .state()
+                    .auditors
+                    .get(&id)
+                    .and_then(|a| a.pending_expertise.as_ref())
+                    .is_some_and(|p| p.at > next);
+                if !pending {
+                    continue;
+                }
+                self.counts.attack("expertise-take-back");
                 self.send(
                     s,
                     Call::DeclareExpertise {
-                        expertise: vec!["math".into(), "private".into()],
+                        expertise: vec!["math".into()],
                     },
-                    Tag::Plain,
+                    Tag::MustRefuse("expertise-take-back-accepted"),
                 );
             }
         }

@@ -13,7 +13,10 @@ use trust_protocol::{
     tx::{Call, Tier, Tx},
 };
 
-use super::{AdversaryConfig, AdversaryReport, Diagnostics, behave::Case};
+use super::{
+    AdversaryConfig, AdversaryReport, Diagnostics,
+    memory::{self, Case},
+};
 use crate::{
     BlockCtx, Contract, Event, Genesis, GenesisAccount, GenesisAuditor, LocalVerdict, TxError,
     sim::{SimError, error_kind, seed_key},
@@ -185,7 +188,7 @@ pub(super) struct World {
     pub(super) adversary_opened: u32,
     /// Turns of the colluding proposer so far (it alternates sybils first and last).
     proposer_turns: u64,
-    pub(super) behave: super::behave::State,
+    pub(super) behave: memory::State,
     /// A check of the check: the shadow drops the honest auditors' reveals instead of
     /// reordering them, so the comparison must find differences (set only by a test).
     pub(super) tamper_shadow: bool,

@@ -5,9 +5,10 @@
 
 use super::{Expected, GenCase, Rng};
 use crate::proof::{
-    eq::{Term, check_rewrite},
+    eq::check_rewrite,
     problem::Identity,
     report::{ErrorKind, Language},
+    term::Term,
 };
 
 const CONSTANTS: [&str; 5] = ["a", "b", "c", "d", "e"];

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use tokio::sync::{Semaphore, broadcast};
-use tracing::{Instrument, debug, warn};
+use tracing::{Instrument, debug, info, warn};
 use trust_contracts::Contract;
 use trust_protocol::{AccountId, Hash};
 
@@ -13,12 +13,7 @@ use super::{
     tip_reaches,
 };
 use crate::{
-    audit::{
-        human::HumanDesk,
-        outbox::Outbox,
-        provider::Provider,
-        seat::{self, Seat},
-    },
+    audit::{human::HumanDesk, outbox::Outbox, provider::Provider, seat::Seat},
     consensus::driver::Decided,
     tasks::{Stop, TaskResult},
     view::{ChainWatch, latest},
@@ -54,7 +49,16 @@ pub struct Config {
     pub seat: Arc<Seat>,
     /// The person's desk, on a node with Human seats.
     pub desk: Option<HumanDesk>,
+    /// Set when the node was told to stop and drains ([`Draining`]).
+    pub draining: Draining,
 }
+
+/// What a stopping node still serves: `None` while it runs; once it was told to stop, the
+/// seats that owed a vote then ([`plan::owed`]). A draining node judges only sessions
+/// where it holds one of those, and takes no new seats: a seat drawn after the signal is
+/// left for after a restart (its commit window may still be open then).
+pub type Draining =
+    tokio::sync::watch::Receiver<Option<Arc<std::collections::BTreeSet<plan::SeatId>>>>;
 
 /// The duties task's state: its handles and the votes under way.
 pub struct Duties {
@@ -209,13 +213,20 @@ impl Duties {
     ///
     /// The judging slot is waited for inside the vote's own task, never here: the block
     /// loop goes on to the next block's reveals and key deliveries. A vote that is still
-    /// waiting for a slot when its seats give up ([`seat::gives_up`]) runs without one,
+    /// waiting for a slot when its seats give up ([`plan::gives_up`]) runs without one,
     /// as a *delayed* vote: its seats judge what this node holds and abstain at once on
     /// what would need a fetch ([`Seat::vote_by`]), so that the abstentions go out in the
     /// give-up block and land in the window rather than after it.
     async fn judge(&mut self, contract: &Arc<Contract>, session: Hash) {
         if !self.open(&session) {
             debug!(%session, "not judged: this node's seats can no longer commit in it");
+            return;
+        }
+        let held = self.cfg.draining.borrow().clone();
+        if let Some(held) = held
+            && !held.iter().any(|(s, _, _)| *s == session)
+        {
+            info!(%session, "not judged: drawn while the node drains to stop; a restart within its commit window judges it");
             return;
         }
         let (seat, chain, me, slots) = (
@@ -228,7 +239,7 @@ impl Duties {
         let view = chain.clone();
         let give_up_at = match contract.state().sessions.get(&session).map(|s| s.phase) {
             Some(trust_contracts::Phase::Commit { until, .. }) => {
-                until.saturating_sub(seat::GIVE_UP_BLOCKS)
+                until.saturating_sub(plan::GIVE_UP_BLOCKS)
             }
             _ => contract.state().height,
         };

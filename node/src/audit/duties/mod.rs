@@ -1,6 +1,6 @@
 //! The `seats` task: this node's provider and seat duties on each decided block.
 //!
-//! What to do is decided by the pure planner ([`plan`]); this task only carries the plan
+//! What to do is decided by the pure planner ([`plan`], `trust_judging::duties`); this task only carries the plan
 //! out through its handles, in the order planned: the outbox, the human desk, the
 //! provider, the seat, and the judging of sessions, which runs beside the block loop as
 //! child tasks (a vote may wait on a blob fetch, and must never hold up the next block's
@@ -13,19 +13,19 @@
 //! and no state of its own beyond its handles and the votes under way; [`plan`] is pure logic.
 
 mod actor;
-pub mod plan;
+
+pub use trust_judging::duties as plan;
 
 use std::sync::Arc;
 
 use futures::FutureExt;
 
-pub use self::actor::{Config, Duties, MAX_CONCURRENT_JUDGING, MAX_CONCURRENT_SLOW_JUDGING};
-use super::{
-    human::HumanDesk,
-    judge::{Auditor, ComputerAuditor},
-    llm::LlmAuditor,
-    seat::TipReaches,
+pub use self::actor::{
+    Config, Draining, Duties, MAX_CONCURRENT_JUDGING, MAX_CONCURRENT_SLOW_JUDGING,
 };
+use trust_judging::judge::{Auditor, ComputerAuditor};
+
+use super::{human::HumanDesk, llm::LlmAuditor, seat::TipReaches};
 use crate::view::ChainWatch;
 
 /// The judges of a running node, one per tier it serves: the Computer tier's always, the

@@ -6,7 +6,7 @@
 //! by the LLM judge on the same view a seat receives (claim, cited claims in manifest
 //! order, givens): what the LLM tier would say if every segment escalated to it. A step
 //! is flagged when a segment inside it was voted Invalid or Ungrounded, judged when such a
-//! segment got any vote, as in [`crate::audit::quality`]. Besides precision, recall and
+//! segment got any vote, as in [`trust_judging::quality`]. Besides precision, recall and
 //! coverage it counts entailment calls and wall time per segment.
 
 use std::{
@@ -23,14 +23,12 @@ use trust_protocol::{
 };
 
 use super::LlmAuditor;
-use crate::{
-    audit::{
-        judge::Auditor,
-        preview::manifest_views,
-        provider::prepare,
-        quality::{Record, ratio, step_spans},
-    },
+use trust_judging::{
     decompose::{DecomposeError, Options, decompose},
+    judge::Auditor,
+    preview::manifest_views,
+    quality::{Record, StepNotFound, ratio, step_spans},
+    session::prepare,
 };
 
 /// The corpus cannot be read.
@@ -60,7 +58,7 @@ enum Skip {
     /// Its labelled steps are not in its thinking (the reason as the labels' reader
     /// gives it).
     #[error("{0}")]
-    Steps(String),
+    Steps(#[from] StepNotFound),
 }
 
 /// Counts over the traces judged.
@@ -178,7 +176,7 @@ async fn score(r: &Record, judge: &LlmAuditor) -> Result<LlmCounts, Skip> {
     c.seconds = started.elapsed().as_secs_f64();
     c.calls = asked().saturating_sub(calls_before);
     c.errors_llm = m.errors_total().saturating_sub(errors_before);
-    step_spans(&trace.thinking, &r.steps).map_err(|e| Skip::Steps(e.to_string()))?;
+    step_spans(&trace.thinking, &r.steps)?;
     for s in &r.steps {
         let votes: Vec<Vote> = decided
             .iter()

@@ -16,11 +16,7 @@
 //! the commit window, and a dead, slow, garbage-speaking or oversized endpoint ends in an
 //! abstention (committed and revealed like any vote) with the reason, never in a panic.
 
-pub mod ares;
 pub mod bench;
-pub mod calibrate;
-pub mod probe;
-pub mod prompt;
 pub mod setup;
 
 /// The OpenAI-compatible chat client lives in [`crate::chat`] (decomposition uses it too);
@@ -42,11 +38,15 @@ use serde::Serialize;
 use tracing::Instrument;
 use trust_protocol::{Hash, fit_reason, tx::Tier};
 
-use self::{
-    ares::{AresParams, Chain, Entailment, Query},
-    client::{ChatClient, LlmMetrics},
+use trust_judging::{
+    judge::{Auditor, Decision, SegmentView},
+    llm::{
+        ares::{self, AresParams, Chain, Entailment, Query},
+        calibrate, probe, prompt,
+    },
 };
-use super::judge::{Auditor, Decision, SegmentView};
+
+use self::client::{ChatClient, LlmMetrics};
 
 /// What `status` says about this node's LLM endpoint.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -7,9 +7,10 @@ use std::{sync::Arc, time::Duration};
 use tokio::sync::watch;
 use tracing::{info, warn};
 
+use trust_judging::llm::ares::{AresParams, AresParamsError};
+
 use super::{
     LlmAuditor, LlmStatus,
-    ares::{AresParams, AresParamsError},
     client::{ChatClient, ClientError, Endpoint, EndpointError, Limits, LlmMetrics},
 };
 use crate::tasks::{Stop, TaskResult};

@@ -387,7 +387,7 @@ mod tests {
     async fn a_one_mebibyte_trace_of_5000_steps_opens_one_session_and_every_seat_gets_its_keys() {
         let (p, mut chain, _dir) = provider(10);
         let p = p.with_seats_per_segment(10);
-        let trace = crate::decompose::sample::counter_trace(5000, 208, 0, None);
+        let trace = trust_judging::decompose::sample::counter_trace(5000, 208, 0, None);
         assert!(trace.len() > 1_000_000);
         let s = p
             .submit(&trace, None, &chain.contract)
@@ -395,7 +395,7 @@ mod tests {
             .expect("accepted");
         assert!(
             s.segments.len()
-                <= crate::decompose::MAX_DECOMPOSED_SEGMENTS + honeypot::MAX_PER_SESSION
+                <= trust_judging::decompose::MAX_DECOMPOSED_SEGMENTS + honeypot::MAX_PER_SESSION
         );
         assert!(s.segments.len() > 100, "{} segments", s.segments.len());
         assert!(s.segments.iter().all(|(_, t)| *t == Tier::Computer));

@@ -45,112 +45,32 @@ use trust_protocol::{
     units::Ppm,
 };
 
-use self::{
-    exposure::{over_budget_segments, seal_sight},
-    honeypot::Bait,
-    prepare::{MappingEntry, Planted, Restricted},
-};
-use super::outbox::{Outbox, OutboxError, Sent};
-use crate::{
-    blobs::{BlobError, BlobStore, kubo::Kubo},
+use trust_judging::{
     decompose,
+    duties::provider::{ProviderDuty, plan},
+    session::{
+        DEFAULT_QUORUM, exposure,
+        exposure::{over_budget_segments, seal_sight},
+        honeypot::{self, Bait},
+        prepare::{self, MappingEntry, Planted, Restricted},
+        terms, tier_index, tier_name,
+    },
 };
 
-pub mod exposure;
+use super::outbox::{Outbox, OutboxError, Sent};
+use crate::blobs::{BlobError, BlobStore, kubo::Kubo};
+
 #[cfg(feature = "misbehave")]
 pub mod grief;
-pub mod honeypot;
 pub mod keys;
-pub mod opening;
-pub mod prepare;
-pub mod terms;
+pub mod listing;
+pub mod steps;
+
+pub use steps::{StepView, TraceSpan};
 
 /// Most page records kept: opening a session beyond it prunes the oldest (by the height
 /// at which it was opened).
 pub const MAX_PAGE_RECORDS: usize = 10_000;
-
-/// Seats per segment and quorums used for sessions this node opens.
-pub const DEFAULT_QUORUM: QuorumParams = QuorumParams {
-    k: [3, 3, 3],
-    extra_seats: 0,
-    tau: Ppm(600_000),
-    beta: Ppm(600_000),
-};
-
-/// One of the provider's duties on a decided block ([`plan`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ProviderDuty {
-    /// Seal keys to these seats of `session`, drawn in the block: (segment, seat, round), in
-    /// event order.
-    DeliverKeys {
-        /// The session.
-        session: Hash,
-        /// (segment, seat, round).
-        seats: Vec<(u16, AccountId, u8)>,
-    },
-    /// Open the segment-to-trace mapping of `session` (its reveal window closed).
-    RevealMapping {
-        /// The session.
-        session: Hash,
-    },
-    /// `session` is final (its appeal window passed with no appeal open) or failed:
-    /// release its ciphertexts and forget its record.
-    Done {
-        /// The session.
-        session: Hash,
-    },
-}
-
-/// The provider's duties on a decided block with `events` (pure): for the sessions it keeps
-/// records of (`provided`), in event order, mapping openings and releases, then one key
-/// delivery per session for the seats the block drew. The node's duties planner
-/// (`crate::audit::duties::plan`) takes them into its plan.
-pub fn plan(provided: &BTreeSet<Hash>, events: &[Event]) -> Vec<ProviderDuty> {
-    let mut out = Vec::new();
-    let mut drawn: BTreeMap<Hash, Vec<(u16, AccountId, u8)>> = BTreeMap::new();
-    // One mapping duty per session and block, whichever window closed.
-    let mut mapped = BTreeSet::new();
-    for e in events {
-        match e {
-            Event::SeatAssigned {
-                session,
-                segment,
-                seat,
-                round,
-                ..
-            } if provided.contains(session) => {
-                drawn
-                    .entry(*session)
-                    .or_default()
-                    .push((*segment, *seat, *round));
-            }
-            // When the votes are bound (a commit window closed), a provider with no
-            // honeypot to open opens its mapping, so the last reveal can decide the
-            // session; one with honeypots opens them and then the mapping once the reveal
-            // window closed (`Provider::reveal_mapping` tells the two apart).
-            Event::CommitWindowClosed { session, .. }
-            | Event::RevealWindowClosed { session, .. }
-                if provided.contains(session) && mapped.insert(*session) =>
-            {
-                out.push(ProviderDuty::RevealMapping { session: *session });
-            }
-            // Not at the decision: until its appeal window passes, an appeal may draw
-            // fresh seats that need the keys and the ciphertexts again.
-            Event::SessionFinal { session } | Event::SessionFailed { session, .. }
-                if provided.contains(session) =>
-            {
-                out.push(ProviderDuty::Done { session: *session });
-            }
-            _ => {}
-        }
-    }
-    out.extend(
-        drawn
-            .into_iter()
-            .map(|(session, seats)| ProviderDuty::DeliverKeys { session, seats }),
-    );
-    out
-}
 
 /// How many times a submission is prepared again under the next nonce when this node's
 /// own duties took the one it read.
@@ -229,12 +149,24 @@ pub struct PageRecord {
     /// ([`opening`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub opening: Option<TraceOpening>,
+    /// Per segment (same order as `nodes`), where its text sits in the submitted trace
+    /// (`None` for a honeypot and for a text the trace does not hold verbatim). Empty in
+    /// records kept before spans were.
+    #[serde(default)]
+    pub spans: Vec<Option<TraceSpan>>,
+    /// The tier each left-out segment would have gone to.
+    #[serde(default)]
+    pub left_out_tiers: Vec<Tier>,
 }
 
-/// What a page record is built from besides the session's preparation: the thinking of
-/// a formal proof (shown with each step's verdict) and the provider's own HDAG.
+/// The prefix of a planted honeypot's name (`honeypot:<node>`).
+pub const HONEYPOT_PREFIX: &str = "honeypot:";
+
+/// What a page record is built from besides the session's preparation: the submitted
+/// trace (where each step sits in it; the thinking of a formal proof, shown with each
+/// step's verdict) and the provider's own HDAG.
 struct Sources<'a> {
-    thinking: Option<&'a str>,
+    trace: Option<&'a Trace>,
     hdag_json: Option<&'a str>,
 }
 
@@ -280,6 +212,9 @@ struct Preparation {
     left_out: Vec<(String, Tier, String)>,
     budget: Option<usize>,
     staffed: [usize; 3],
+    /// Auditors of each tier but this node's account, whatever their domain: who an
+    /// appeal may draw from.
+    in_tier: [usize; 3],
 }
 
 impl Preparation {
@@ -304,6 +239,21 @@ impl Preparation {
             honeypot_bond: trust_contracts::honeypot_bond(params, m.segments.len()).unwrap_or(0),
             honeypots: self.prepared.honeypots.len(),
             auditors: self.staffed,
+            appeals: Tier::ALL
+                .into_iter()
+                .filter(|t| m.segments.iter().any(|e| e.tier == *t))
+                .map(|tier| {
+                    let k = self.resolved.quorum.k(tier);
+                    let fresh = trust_contracts::seats_of_an_appeal(k, u16::from(k));
+                    let seated = self.resolved.seats(tier);
+                    AppealNeed {
+                        tier,
+                        fresh,
+                        in_all: usize::from(fresh).saturating_add(seated),
+                        auditors: self.in_tier.get(tier_index(tier)).copied().unwrap_or(0),
+                    }
+                })
+                .collect(),
             exposure: ExposureView {
                 trace_segments,
                 budget: self.budget,
@@ -350,7 +300,7 @@ pub struct TermsView {
     pub beta: f64,
     /// Segment weight per tier: Computer, LLM, Human.
     pub tier_weights: [u32; 3],
-    /// The tiers that may judge.
+    /// The tiers that may judge: `computer`, `llm`, `human`.
     pub tiers: Vec<String>,
     /// Expertise domain.
     pub domain: String,
@@ -385,7 +335,7 @@ impl TermsView {
             tiers: Tier::ALL
                 .into_iter()
                 .filter(|t| terms.allows(*t))
-                .map(|t| tier_name(t).to_string())
+                .map(|t| steps::tier_word(t).to_string())
                 .collect(),
             domain: domain.to_string(),
             domain_required: terms.domain_required,
@@ -418,6 +368,25 @@ pub struct Plan {
     pub auditors: [usize; 3],
     /// How much of the trace one auditor could see.
     pub exposure: ExposureView,
+    /// What an appeal of one of its segments would need, per tier it uses.
+    pub appeals: Vec<AppealNeed>,
+}
+
+/// What an appeal of a segment of one tier needs: `fresh` seats (2k + 1, none of whom
+/// sat on the segment), so `in_all` auditors of the tier (the fresh ones and the seats
+/// that judged it), of whom the network has `auditors`. With fewer, the appeal draws
+/// from a higher tier the terms allow, or is refused.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct AppealNeed {
+    /// The tier of the appealed segment.
+    #[schema(value_type = String)]
+    pub tier: Tier,
+    /// Fresh seats the appeal draws.
+    pub fresh: u8,
+    /// Auditors of the tier it takes: the fresh seats and those the segment had.
+    pub in_all: usize,
+    /// Auditors of the tier on the network now (this node's account excluded).
+    pub auditors: usize,
 }
 
 /// How much this node may spend on session fees as a provider (`max_fee_per_session`,
@@ -434,7 +403,7 @@ pub struct SpendingCap {
 pub const SPENDING_WINDOW_SECS: u64 = 24 * 60 * 60;
 
 /// Why [`Provider::submit`] opened no session. Either way nothing was stored or sent.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SubmitError {
     /// The trace, the HDAG or the network's auditors do not allow a session.
@@ -445,7 +414,7 @@ pub enum SubmitError {
     OverCap(String),
     /// The session's settings are out of the network's limits.
     #[error("{0}")]
-    Terms(String),
+    Terms(#[source] crate::Cause),
     /// A tier has auditors, but fewer than the seats asked for.
     #[error("{0}")]
     Unstaffable(String),
@@ -454,12 +423,36 @@ pub enum SubmitError {
     /// nothing was signed or charged.
     #[error("refused before signing: {0}")]
     Network(#[from] trust_contracts::TxError),
-}
-
-impl From<RecordError> for SubmitError {
-    fn from(e: RecordError) -> Self {
-        Self::Refused(e.to_string())
-    }
+    /// The trace cannot be read.
+    #[error("trace: {0}")]
+    Trace(#[from] trust_protocol::trace::TraceError),
+    /// The provider's HDAG cannot be used, or the trace cannot be decomposed.
+    #[error("{}: {source}", if *.provided { "hdag" } else { "decomposition" })]
+    Decompose {
+        /// Whether the HDAG was the provider's own.
+        provided: bool,
+        /// Why.
+        source: decompose::DecomposeError,
+    },
+    /// The session cannot be prepared from the HDAG.
+    #[error("{0}")]
+    Prepare(#[from] prepare::PrepareError),
+    /// The prepared manifest breaks a wire-format rule.
+    #[error("{0}")]
+    Manifest(#[from] trust_protocol::tx::TxFormatError),
+    /// The blob store refused a ciphertext.
+    #[error("{0}")]
+    Blob(#[from] BlobError),
+    /// The provider's own records (or handing the session to the outbox).
+    #[error(transparent)]
+    Record(#[from] RecordError),
+    /// A label or idempotency key that cannot be taken, or a key reused for another
+    /// request.
+    #[error(transparent)]
+    Listing(#[from] listing::ListingError),
+    /// The list of this node's sessions cannot be read or written.
+    #[error("the list of this node's sessions: {0}")]
+    ListingStore(#[from] listing::StoreError),
 }
 
 /// Why the provider could not read or write its own records (sled, JSON, the blob store,
@@ -518,6 +511,11 @@ pub struct Provider {
     pages_by_age: sled::Tree,
     /// Fees of the sessions this node opened: session id -> (unix seconds, fee).
     spent: sled::Tree,
+    /// The sessions this node opened, with their labels and idempotency keys.
+    listing: listing::Listing,
+    /// Held through a request that carries an idempotency key, so that two retries
+    /// racing each other open one session.
+    keyed: Arc<tokio::sync::Mutex<()>>,
     /// Held from the cap check until the fee is booked, so two submissions cannot both
     /// pass a cap that only one fits under.
     spending: Arc<tokio::sync::Mutex<()>>,
@@ -542,22 +540,6 @@ fn unix_now() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-fn tier_name(t: Tier) -> &'static str {
-    match t {
-        Tier::Computer => "Computer",
-        Tier::Llm => "LLM",
-        Tier::Human => "Human",
-    }
-}
-
-fn tier_index(t: Tier) -> usize {
-    match t {
-        Tier::Computer => 0,
-        Tier::Llm => 1,
-        Tier::Human => 2,
-    }
-}
-
 impl Provider {
     /// The provider role over `db`.
     pub fn open(outbox: Outbox, blobs: BlobStore, db: &sled::Db) -> Result<Self, sled::Error> {
@@ -569,6 +551,8 @@ impl Provider {
             pages: db.open_tree("provider/pages")?,
             pages_by_age: db.open_tree("provider/pages-by-age")?,
             spent: db.open_tree("provider/spent")?,
+            listing: listing::Listing::open(db)?,
+            keyed: Arc::new(tokio::sync::Mutex::new(())),
             spending: Arc::new(tokio::sync::Mutex::new(())),
             cap: SpendingCap::default(),
             honeypots: honeypot::DEFAULT_PER_SESSION,
@@ -681,7 +665,7 @@ impl Provider {
             && fee > max
         {
             return Err(SubmitError::OverCap(format!(
-                "the session's fee of {fee} is over this node's cap of {max} per session (max_fee_per_session in config.toml)"
+                "the session's fee of {fee} is over this node's cap of {max} per session (`max_fee_per_session` in config.toml's [provider])"
             )));
         }
         // Also prunes the fees older than a day, so the record stays a day's worth of
@@ -691,7 +675,7 @@ impl Provider {
             && spent.saturating_add(fee) > max
         {
             return Err(SubmitError::OverCap(format!(
-                "the session's fee of {fee} on top of the {spent} spent in the last 24 hours is over this node's cap of {max} per day (max_fee_per_day in config.toml)"
+                "the session's fee of {fee} on top of the {spent} spent in the last 24 hours is over this node's cap of {max} per day (`max_fee_per_day` in config.toml's [provider])"
             )));
         }
         Ok(())
@@ -720,6 +704,70 @@ impl Provider {
         let v = serde_json::to_vec(&(now, fee))?;
         self.spent.insert(session.as_ref(), v)?;
         Ok(())
+    }
+
+    /// Opens a session as [`Provider::submit_with`] does, under `labels` and, if given, an
+    /// idempotency `key` ([`listing`]): a key seen before with the same request answers
+    /// the session that request opened (`true`: nothing new was opened or charged); with
+    /// another request it is refused. The session goes on this node's list either way.
+    pub async fn open_listed(
+        &self,
+        trace_text: &str,
+        hdag_json: Option<&str>,
+        options: &terms::SessionOptions,
+        labels: &BTreeMap<String, String>,
+        key: Option<&str>,
+        contract: &Contract,
+    ) -> Result<(Submitted, bool), SubmitError> {
+        listing::check_labels(labels)?;
+        if let Some(k) = key {
+            listing::check_key(k)?;
+        }
+        let terms = serde_json::to_string(options).map_err(RecordError::Json)?;
+        let request = listing::request_hash(trace_text, hdag_json, &terms, labels);
+        let _one_at_a_time = match key {
+            Some(_) => Some(self.keyed.lock().await),
+            None => None,
+        };
+        if let Some(k) = key
+            && let Some(first) = self.listing.by_key(k)?
+        {
+            if first.request == request {
+                return Ok((first.submitted, true));
+            }
+            return Err(listing::ListingError::KeyReused {
+                key: k.to_string(),
+                session: first.submitted.session,
+            }
+            .into());
+        }
+        let submitted = self
+            .submit_with(trace_text, hdag_json, options, contract)
+            .await?;
+        let entry = listing::Listed {
+            submitted: submitted.clone(),
+            labels: labels.clone(),
+            key: key.map(str::to_string),
+            request,
+            opened_ms: unix_now().saturating_mul(1000),
+        };
+        // The session is open and paid: a list that cannot be written is logged, not
+        // turned into an error the client would retry (and pay again) on.
+        if let Err(e) = self.listing.insert(&entry, listing::MAX_LISTED) {
+            tracing::error!(session = %submitted.session, error = %e, "session opened but not listed");
+        }
+        Ok((submitted, false))
+    }
+
+    /// The sessions this node opened, newest first: those matching `filter`, opened
+    /// before `before_ms`, at most `limit`.
+    pub fn listed(
+        &self,
+        filter: &listing::LabelFilter,
+        before_ms: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<listing::Listed>, listing::StoreError> {
+        self.listing.list(filter, before_ms, limit)
     }
 
     /// Opens a session for `trace_text` (JSON or the paper's headings), with the
@@ -764,7 +812,7 @@ impl Provider {
         let mut r = options
             .over(&self.defaults)
             .resolve(&contract.state().params)
-            .map_err(|e| SubmitError::Terms(e.to_string()))?;
+            .map_err(|e| SubmitError::Terms(e.into()))?;
         for t in Tier::ALL {
             let i = tier_index(t);
             if !r.explicit_seats.get(i).copied().unwrap_or(false)
@@ -788,12 +836,22 @@ impl Provider {
         contract: &Contract,
         rng: &mut impl RngCore,
     ) -> Result<Preparation, SubmitError> {
-        let trace = Trace::parse(trace_text).map_err(|e| format!("trace: {e}"))?;
-        let hdag = match hdag_json {
-            Some(j) => decompose::from_provider(&trace, j).map_err(|e| format!("hdag: {e}"))?,
-            None => decompose::decompose(&trace, &decompose::Options::default())
-                .map_err(|e| format!("decomposition: {e}"))?,
-        };
+        let trace = Trace::parse(trace_text)?;
+        let hdag =
+            match hdag_json {
+                Some(j) => decompose::from_provider(&trace, j).map_err(|source| {
+                    SubmitError::Decompose {
+                        provided: true,
+                        source,
+                    }
+                })?,
+                None => decompose::decompose(&trace, &decompose::Options::default()).map_err(
+                    |source| SubmitError::Decompose {
+                        provided: false,
+                        source,
+                    },
+                )?,
+            };
         let resolved = self.resolve(options, contract)?;
         let me = self.outbox.key().public();
         let st = contract.state();
@@ -801,6 +859,7 @@ impl Provider {
         // deactivated ones would fail the session at the draw; with a required domain,
         // only those declaring it.
         let domain = resolved.domain.as_str();
+        let in_tier = Tier::ALL.map(|t| st.eligible(t).iter().filter(|id| **id != me).count());
         let staffed = Tier::ALL.map(|t| {
             st.eligible(t)
                 .iter()
@@ -851,14 +910,26 @@ impl Provider {
                         tier_name(t),
                     )));
                 }
-                tier_out.insert(
-                    t,
+                let why = if have == 0 {
+                    format!("no {} auditors{declaring} on this network", tier_name(t))
+                } else {
                     format!(
                         "fewer than {need} {} auditors{declaring} on this network",
                         tier_name(t)
-                    ),
-                );
+                    )
+                };
+                tier_out.insert(t, why);
             }
+        }
+        // The claims in words of a tier nobody staffs (no LLM auditors, or the LLM tier
+        // not allowed) go to people where the Human tier is staffed and allowed.
+        let mut hdag = hdag;
+        let to_people = prepare::route_to_people(&mut hdag, |t| !tier_out.contains_key(&t));
+        if to_people > 0 {
+            tracing::info!(
+                claims = to_people,
+                "no LLM auditor takes this trace's claims in words: the Human tier judges them"
+            );
         }
         let budgeted = resolved.terms.max_exposure < Ppm::ONE;
         let wanted = self.honeypots.min(usize::from(st.params.max_honeypots));
@@ -902,8 +973,7 @@ impl Provider {
                 0,
                 &resolved.domain,
                 rng,
-            )
-            .map_err(|e| e.to_string())?;
+            )?;
             prepared.manifest.terms = resolved.terms.clone();
             // The contract's rule: a share of the session's segments (honeypots among
             // them: a seat that reads one reads a copy of a real step) and left-out ones.
@@ -916,7 +986,7 @@ impl Provider {
             if budget.is_some() {
                 seal_sight(&mut prepared, &restricted);
             }
-            prepared.manifest.validate().map_err(|e| e.to_string())?;
+            prepared.manifest.validate()?;
             let over = match budget {
                 Some(b) => over_budget_segments(&prepared.manifest, &staffed, &resolved, b),
                 None => Vec::new(),
@@ -927,7 +997,7 @@ impl Provider {
                     match prepared.mapping.get(i).map(|m| m.node.as_str()) {
                         // A honeypot, or a worded honeypot's OPERATION: one honeypot fewer.
                         Some(n)
-                            if n.starts_with("honeypot:")
+                            if n.starts_with(HONEYPOT_PREFIX)
                                 || n.starts_with("calculation-of-honeypot:") =>
                         {
                             baits_allowed = baits_allowed.saturating_sub(1);
@@ -949,7 +1019,7 @@ impl Provider {
                     return Err(SubmitError::Terms(format!(
                         "fee {f} is below this session's least fee of {least} (one reward of {} per counted seat)",
                         st.params.reward
-                    )));
+                    ).into()));
                 }
                 Some(f) => f,
                 None => least,
@@ -981,6 +1051,7 @@ impl Provider {
                 left_out,
                 budget,
                 staffed,
+                in_tier,
             });
         }
     }
@@ -1007,19 +1078,16 @@ impl Provider {
         } = self.prepare_session(trace_text, hdag_json, options, contract, &mut rng)?;
         let st = contract.state();
         let fee = prepared.manifest.fee;
-        // A formal proof's page shows the proof with each step's verdict at its line.
-        let thinking = restricted
-            .proof
-            .is_some()
-            .then(|| Trace::parse(trace_text).ok().map(|t| t.thinking))
-            .flatten();
+        // The page shows where each step sits in the trace (a formal proof with each
+        // step's verdict at its line).
+        let trace = Trace::parse(trace_text).ok();
         // From the cap check until the fee is booked, no other submission runs.
         let _spending = self.spending.lock().await;
         let now = unix_now();
         self.check_cap(fee, now)?;
         if let Some(kubo) = &self.kubo {
             for (cid, bytes) in &prepared.blocks {
-                let got = kubo.put(bytes).await.map_err(|e| e.to_string())?;
+                let got = kubo.put(bytes).await?;
                 if got != *cid {
                     return Err(format!("{} stored {cid} as {got}", kubo.url()).into());
                 }
@@ -1046,7 +1114,7 @@ impl Provider {
                 &restricted,
                 &prepared,
                 Sources {
-                    thinking: thinking.as_deref(),
+                    trace: trace.as_ref(),
                     hdag_json,
                 },
             ) {
@@ -1142,10 +1210,8 @@ impl Provider {
         prepared: &prepare::PreparedSession,
         sources: Sources<'_>,
     ) -> Result<(), RecordError> {
-        let Sources {
-            thinking,
-            hdag_json,
-        } = sources;
+        let Sources { trace, hdag_json } = sources;
+        let thinking = trace.map(|t| t.thinking.as_str());
         let mut nodes: Vec<String> = prepared.mapping.iter().map(|m| m.node.clone()).collect();
         let mut texts = Vec::with_capacity(nodes.len());
         for ((key, (_, blob)), entry) in prepared
@@ -1159,12 +1225,22 @@ impl Provider {
         }
         let content = |id: &str| hdag.nodes.iter().find(|n| n.id == id);
         let mut left_out_levels = Vec::with_capacity(restricted.dropped.len());
+        let mut left_out_tiers = Vec::with_capacity(restricted.dropped.len());
         for d in &restricted.dropped {
             let node = content(&d.id).ok_or(RecordError::LeftOutMissing)?;
             nodes.push(d.id.clone());
             texts.push(node.content.clone());
             left_out_levels.push(node.abstraction_level);
+            left_out_tiers.push(d.tier);
         }
+        let spans = nodes
+            .iter()
+            .map(|id| {
+                let trace = trace?;
+                let node = content(id).filter(|_| !id.starts_with(HONEYPOT_PREFIX))?;
+                steps::span_of(trace, &node.content)
+            })
+            .collect();
         let index = |id: &str| {
             nodes
                 .iter()
@@ -1208,6 +1284,8 @@ impl Provider {
                 mapping: prepared.mapping.clone(),
                 hdag: hdag_json.map(str::to_string),
             }),
+            spans,
+            left_out_tiers,
         };
         let bytes = serde_json::to_vec(&record)?;
         self.pages.insert(session.as_ref(), bytes)?;

@@ -10,11 +10,10 @@ use tower::ServiceExt;
 use trust_contracts::{Contract, Genesis, Params};
 
 use super::*;
+use trust_judging::judge::{Auditor, Decision, SeatRef, SegmentView};
+
 use crate::{
-    audit::{
-        human::DeskSettings,
-        judge::{Auditor, Decision, SeatRef, SegmentView},
-    },
+    audit::human::DeskSettings,
     chain::Tip,
     keys::OperatorToken,
     view::{ChainPublisher, ChainView},

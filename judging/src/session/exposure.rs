@@ -1,0 +1,192 @@
+//! The exposure budget on the provider's side: what each segment's seats get to read, and
+//! which segments the draw could not staff without some auditor seeing more of the trace
+//! than the session's `max_exposure` allows.
+//!
+//! The contract enforces the budget at the draw ([`trust_contracts::sight`] counts, for a
+//! seat, its segment, the premises whose keys are sealed to it, the left-out segments
+//! whose text travels with it and the OPERATIONs checking it); a draw that cannot fill a
+//! segment's seats within the budget fails the session. So the provider leaves out, before
+//! it submits, every segment for which such a draw is possible at all, whatever the seed:
+//!
+//! Draws run in manifest order. Before segment `i` (tier `t`, `s_i` seats, sight `c_i`),
+//! the auditors of `t` hold together at most `U = sum s_j c_j` over the earlier segments
+//! `j` of tier `t`. An auditor is turned away from `i` only if it already sees at least
+//! `B - c_i + 1` segments, so at most `floor(U / (B - c_i + 1))` are; `i` is safe when
+//! the `E_t` eligible auditors less those still leave `s_i`. The bound is conservative
+//! (it assumes the worst sharing of earlier seats), so a budget leaves out somewhat more
+//! than an optimal assignment would; it never lets a draw fail.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use trust_protocol::tx::{SessionManifest, Tier};
+
+use crate::session::{
+    prepare::{PreparedSession, Restricted},
+    terms::Resolved,
+};
+
+/// Under a budget, a kept segment's `rests_on_left_out` names every left-out segment
+/// whose text travels with it (not only the ones it rests on directly), so that the
+/// contract counts all of them. (The extra names change no verdict: a segment resting on
+/// a left-out one through another is unsound either way.)
+pub fn seal_sight(prepared: &mut PreparedSession, r: &Restricted) {
+    let dropped_at: BTreeMap<&str, u16> = r
+        .dropped
+        .iter()
+        .enumerate()
+        .filter_map(|(j, d)| Some((d.id.as_str(), u16::try_from(j).ok()?)))
+        .collect();
+    for (entry, m) in prepared.manifest.segments.iter_mut().zip(&prepared.mapping) {
+        let Some(through) = r.passes_dropped.get(&m.node) else {
+            continue;
+        };
+        let mut all: BTreeSet<u16> = entry.rests_on_left_out.iter().copied().collect();
+        all.extend(through.iter().filter_map(|id| dropped_at.get(id.as_str())));
+        entry.rests_on_left_out = all.into_iter().collect();
+    }
+}
+
+/// The trace segments one seat on segment `i` reads (see [`trust_contracts::sight`]).
+pub fn sight(m: &SessionManifest, i: usize) -> Vec<u16> {
+    trust_contracts::sight(m.segments.len(), |j| m.segments.get(j), &m.left_out, i)
+}
+
+/// Segments of `m` whose seats a draw could fail to fill within a budget of `budget`
+/// segments per auditor, given `staffed[t]` eligible auditors per tier.
+pub fn over_budget_segments(
+    m: &SessionManifest,
+    staffed: &[usize; 3],
+    resolved: &Resolved,
+    budget: usize,
+) -> Vec<usize> {
+    let mut held = [0usize; 3];
+    let mut over = Vec::new();
+    for (i, e) in m.segments.iter().enumerate() {
+        let t = tier_slot(e.tier);
+        let seats = resolved.seats(e.tier);
+        let c = sight(m, i).len();
+        let have = staffed.get(t).copied().unwrap_or(0);
+        let turned_away = match budget.checked_sub(c) {
+            None => usize::MAX,
+            Some(room) => held
+                .get(t)
+                .copied()
+                .unwrap_or(0)
+                .checked_div(room.saturating_add(1))
+                .unwrap_or(usize::MAX),
+        };
+        if have.saturating_sub(turned_away) < seats {
+            over.push(i);
+            continue;
+        }
+        if let Some(h) = held.get_mut(t) {
+            *h = h.saturating_add(seats.saturating_mul(c));
+        }
+    }
+    over
+}
+
+/// The most trace segments one auditor of the session could read: the budget when one is
+/// set, else, for the tier whose seats read the most, everything its segments' seats read
+/// (one auditor may be drawn on all of them).
+pub fn most_seen(m: &SessionManifest, budget: Option<usize>) -> usize {
+    let trace = m.segments.len().saturating_add(m.left_out.len());
+    if let Some(b) = budget {
+        return b.min(trace);
+    }
+    let mut per_tier: BTreeMap<Tier, BTreeSet<u16>> = BTreeMap::new();
+    for (i, e) in m.segments.iter().enumerate() {
+        per_tier.entry(e.tier).or_default().extend(sight(m, i));
+    }
+    let most = per_tier.values().map(BTreeSet::len).max().unwrap_or(0);
+    // The contract keeps one auditor off a whole session while others remain.
+    most.min(trace.saturating_sub(1).max(1))
+}
+
+fn tier_slot(t: Tier) -> usize {
+    match t {
+        Tier::Computer => 0,
+        Tier::Llm => 1,
+        Tier::Human => 2,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use trust_protocol::{
+        Hash,
+        tx::{QuorumParams, SegmentEntry, SessionTerms},
+        units::Ppm,
+    };
+
+    use super::*;
+    use crate::session::terms::SessionOptions;
+
+    fn chain(n: usize, deps: bool) -> SessionManifest {
+        SessionManifest {
+            segments: (0..n)
+                .map(|i| SegmentEntry {
+                    depends_on: if deps && i > 0 {
+                        vec![u16::try_from(i - 1).unwrap()]
+                    } else {
+                        Vec::new()
+                    },
+                    ..SegmentEntry::plain(Hash::of_parts("s", &[&[i as u8]]), Tier::Computer)
+                })
+                .collect(),
+            mapping_commitment: Hash::of_parts("m", &[]),
+            quorum: QuorumParams {
+                k: [3; 3],
+                extra_seats: 0,
+                tau: Ppm(600_000),
+                beta: Ppm(600_000),
+            },
+            fee: 0,
+            domain: String::new(),
+            left_out: Vec::new(),
+            terms: SessionTerms::default(),
+            honeypot_set: trust_protocol::honeypot_set_commitment(
+                &[],
+                &trust_protocol::Salt([0; 32]),
+            ),
+        }
+    }
+
+    fn resolved() -> Resolved {
+        SessionOptions::default()
+            .resolve(&trust_contracts::Params::default())
+            .unwrap()
+    }
+
+    #[test]
+    fn a_seat_reads_its_segment_and_its_premises() {
+        let m = chain(4, true);
+        assert_eq!(sight(&m, 0), vec![0]);
+        assert_eq!(sight(&m, 3), vec![2, 3]);
+    }
+
+    #[test]
+    fn segments_past_what_the_auditors_can_hold_are_over_budget() {
+        // 6 auditors, 3 seats each, a budget of 6 segments, independent segments: before
+        // segment 8, the 24 seats held could have filled 4 auditors' budgets, leaving 2
+        // for its 3 seats; segments 0..=7 are safe, the rest are turned away.
+        let m = chain(12, false);
+        let over = over_budget_segments(&m, &[6, 0, 0], &resolved(), 6);
+        assert_eq!(over, (8..12).collect::<Vec<_>>());
+        // With room for everything nothing is over.
+        assert!(over_budget_segments(&m, &[40, 0, 0], &resolved(), 6).is_empty());
+        // A segment reading more than the budget can never be staffed.
+        let m = chain(3, true);
+        assert_eq!(
+            over_budget_segments(&m, &[40, 0, 0], &resolved(), 1),
+            vec![1, 2]
+        );
+    }
+
+    #[test]
+    fn without_a_budget_one_auditor_may_see_a_whole_tier() {
+        let m = chain(5, true);
+        assert_eq!(most_seen(&m, None), 4, "never the whole trace");
+        assert_eq!(most_seen(&m, Some(2)), 2);
+    }
+}
