@@ -207,6 +207,10 @@ fn the_incorrect_fraction_chain_fails_at_the_wrong_step_and_propagates() {
 fn the_provider_sees_its_own_steps(net: &Network, session: &str, r: &Value, trace_path: &str) {
     let path = format!("/v1/sessions/{session}");
     let token = net.operator_token(0);
+    // `outcome` waited on node 1; the provider's node may be a block behind it.
+    net.wait_for("the provider's node to hold the outcome", |n| {
+        n.get(0, &path).is_ok_and(|s| s["status"] == "decided")
+    });
     let mine = net.get_with_token(0, &path, &token).unwrap();
     let steps = mine["steps"].as_array().unwrap_or_else(|| panic!("{mine}"));
     let named: Vec<&str> = r["segments"]
