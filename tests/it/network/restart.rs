@@ -110,17 +110,18 @@ fn an_auditor_stopped_mid_session_and_restarted_loses_no_stake_and_a_paused_one_
     let log = net.log(STOPPED);
     assert!(log.contains("shutdown: draining"), "{log}");
     assert!(log.contains("shutdown: drained"), "{log}");
-    // Everything it owed is on chain before it went: its seats in s1 all revealed.
-    let a = auditor(&net, STOPPED);
-    assert!(
-        a["seats"]
+    // Everything it owed is on chain before it went: its seats in s1 all revealed. It
+    // waited for that on its own view; node 1, which the test reads, may be a block behind,
+    // and only node 3 could reveal those votes.
+    let revealed = |n: &Network| {
+        auditor(n, STOPPED)["seats"]
             .as_array()
             .unwrap()
             .iter()
             .filter(|x| x["session"] == s1.as_str())
-            .all(|x| x["revealed"] == true),
-        "{a}"
-    );
+            .all(|x| x["revealed"] == true)
+    };
+    net.wait_for("node 1 to hold node 3's reveals in s1", revealed);
     // The session decides while it is away, with every one of its votes: a stop without
     // the drain would have left them unrevealed.
     let s = decided(&net, &s1);
@@ -173,7 +174,12 @@ fn an_auditor_stopped_mid_session_and_restarted_loses_no_stake_and_a_paused_one_
         net.metrics(STOPPED)
     );
 
-    // Its history says the same, session by session, in every form.
+    // Its history says the same, session by session, in every form (read on node 3,
+    // which restarted and may be a block behind node 1).
+    net.wait_for("node 3 to hold the decision of s2", |n| {
+        n.get(STOPPED, &format!("/v1/sessions/{s2}"))
+            .is_ok_and(|s| s["status"] == "decided")
+    });
     let text = net.cli_ok(STOPPED, &["auditor", "history"]);
     for sid in [&s1, &s2] {
         let line = text
@@ -241,9 +247,12 @@ fn an_auditor_stopped_mid_session_and_restarted_loses_no_stake_and_a_paused_one_
     // the stop it prepares for costs nothing.
     let out = net.cli_ok(PAUSER, &["auditor", "pause"]);
     assert!(out.contains("pausing at block #"), "{out}");
-    let from = auditor(&net, PAUSER)["pending_pause"]["from"]
+    // Read on node 4: the CLI waited for it to hold the block (node 1 may be one behind).
+    let own = format!("/v1/auditors/{}", net.keys(PAUSER).account_id());
+    let record = net.get(PAUSER, &own).unwrap();
+    let from = record["pending_pause"]["from"]
         .as_u64()
-        .unwrap_or_else(|| panic!("no pending pause: {}", auditor(&net, PAUSER)));
+        .unwrap_or_else(|| panic!("no pending pause: {record}"));
     let again = net.cli_refused(PAUSER, &["auditor", "resume"]);
     assert!(again.contains("takes effect at block"), "{again}");
     net.wait_height(1, from);
@@ -253,6 +262,7 @@ fn an_auditor_stopped_mid_session_and_restarted_loses_no_stake_and_a_paused_one_
         (true.into(), false.into()),
         "{a}"
     );
+    net.wait_height(PAUSER, from);
     let text = net.cli_ok(PAUSER, &["auditor", "status"]);
     assert!(text.contains("paused: not drawn for new seats"), "{text}");
     assert!(net.terminate(PAUSER).success());
