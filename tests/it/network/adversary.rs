@@ -116,7 +116,10 @@ fn a_griefing_provider_a_spammer_and_a_proposal_forger_neither_stop_sessions_nor
     assert!(opened > 0, "no false honeypot was opened: {outcomes:?}");
     assert!(starved > 0, "no seat was starved of its keys: {outcomes:?}");
 
-    // No honest seat lost stake or standing.
+    // No honest seat lost stake or standing (read on node 0 once it holds every block
+    // node 1 decided the sessions in, so that no late slash can hide behind a lag).
+    let h = net.height(1).unwrap_or(0);
+    net.wait_height(0, h);
     for i in 0..3 {
         let id = net.keys(i).account_id();
         let a = net.get(0, &format!("/v1/auditors/{id}")).unwrap();
