@@ -167,6 +167,15 @@ fn an_auditor_stopped_mid_session_and_restarted_loses_no_stake_and_a_paused_one_
         before["reputation"],
         after["reputation"]
     );
+    // `counter` reads a missing metric as 0: the line must be there for the 0 to mean
+    // anything.
+    assert!(
+        net.metrics(STOPPED)
+            .lines()
+            .any(|l| l.starts_with("trust_auditor_missed_seats_total ")),
+        "{}",
+        net.metrics(STOPPED)
+    );
     assert_eq!(net.counter(STOPPED, "trust_auditor_missed_seats_total"), 0);
     assert!(
         net.metrics(STOPPED).contains("trust_auditor_reputation"),
