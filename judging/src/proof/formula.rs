@@ -7,6 +7,14 @@
 //! redundant pair is refused (`((A & B))`, `(A)`), as the prompts require. Every reader is
 //! bounded: parenthesis nesting, tree depth and node count have hard limits, so no input can
 //! overflow the stack or exhaust memory.
+//!
+//! NDL proofs are read as ProofGrid's checker (Athena) reads them ([`FormulaParser::top_ndl`]):
+//! inside a formula its infix reader drops redundant parentheses, so `(((R & S)) ==> T)` is
+//! `((R & S) ==> T)`; but a whole formula wrapped twice, `((R & S))`, is an application of
+//! the sentence `(R & S)` to no arguments, which Athena refuses ("the leftmost expression of
+//! an application failed to produce a procedure"). An identifier in parentheses, `(A)`, is
+//! the nullary application of a symbol and reads as `A`, unless it names a compound formula;
+//! the reader marks it ([`PAREN_MARK`]) so resolution can tell the two apart.
 
 use std::fmt;
 
@@ -246,6 +254,11 @@ pub fn parse_formula(text: &str) -> Result<Formula, FormulaError> {
     Ok(f)
 }
 
+/// Prefix the NDL reader puts on an identifier written in parentheses, `(x)`: resolution
+/// accepts it as an atom, or as a name bound to an atomic formula, and refuses it as a name
+/// bound to a compound formula (Athena applies that formula to no arguments).
+pub(crate) const PAREN_MARK: char = '(';
+
 /// Words that cannot be atoms.
 pub(crate) fn is_reserved(word: &str) -> bool {
     matches!(
@@ -270,6 +283,10 @@ pub(crate) struct FormulaParser<'a> {
     end: usize,
     nesting: usize,
     nodes: usize,
+    /// Read as Athena does (redundant parentheses inside a formula are dropped).
+    athena: bool,
+    /// How many pairs of parentheses enclose the primary just read.
+    wraps: usize,
 }
 
 type Parsed = (Formula, Shape, usize);
@@ -283,6 +300,8 @@ impl<'a> FormulaParser<'a> {
             end,
             nesting: 0,
             nodes: 0,
+            athena: false,
+            wraps: 0,
         }
     }
 
@@ -293,6 +312,8 @@ impl<'a> FormulaParser<'a> {
             end,
             nesting: 0,
             nodes: 0,
+            athena: false,
+            wraps: 0,
         }
     }
 
@@ -336,6 +357,27 @@ impl<'a> FormulaParser<'a> {
             return Err(self.limit("formula exceeds the size limit"));
         }
         Ok(())
+    }
+
+    /// Reads one formula in a formula position of an NDL proof, as Athena reads it: the
+    /// outer-parentheses rule of [`Self::top`], redundant parentheses inside the formula
+    /// dropped, an identifier in parentheses marked with [`PAREN_MARK`], and a compound
+    /// formula wrapped in two or more pairs refused.
+    pub(crate) fn top_ndl(&mut self) -> Result<Formula, FormulaError> {
+        self.athena = true;
+        let start = self.here();
+        let f = self.top(true)?;
+        if self.wraps >= 2 && !matches!(f, Formula::Atom(_) | Formula::True | Formula::False) {
+            return Err(self.error_at(
+                start,
+                "a formula in two pairs of parentheses is read as a procedure application",
+                format!(
+                    "{f} is wrapped in {} pairs of parentheses; the checker applies it to no arguments and refuses it (the leftmost expression of an application failed to produce a procedure)",
+                    self.wraps
+                ),
+            ));
+        }
+        Ok(f)
     }
 
     /// Reads one formula in a formula position. `strict` applies the proof rules: a complex
@@ -455,6 +497,7 @@ impl<'a> FormulaParser<'a> {
                 };
                 self.bump();
                 self.count_node()?;
+                self.wraps = 0;
                 Ok((f, Shape::Primary, 1))
             }
             Some(Tok::LParen) => {
@@ -473,6 +516,17 @@ impl<'a> FormulaParser<'a> {
                 }
                 self.bump();
                 self.nesting = self.nesting.saturating_sub(1);
+                if shape == Shape::Primary && self.athena {
+                    self.wraps = self.wraps.saturating_add(1);
+                    let f = match f {
+                        Formula::Atom(w) if !w.starts_with(PAREN_MARK) => {
+                            Formula::Atom(format!("{PAREN_MARK}{w}"))
+                        }
+                        other => other,
+                    };
+                    return Ok((f, Shape::Primary, depth));
+                }
+                self.wraps = 1;
                 if shape == Shape::Primary {
                     return Err(self.error_at(
                         start,

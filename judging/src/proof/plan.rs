@@ -19,12 +19,12 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     equational::ParsedChain,
-    formula::Formula,
+    formula::{Formula, PAREN_MARK},
     hilbert::{Justification, ParsedLines},
     ndl::{
         check::{
             Dialect, Scope, atom_like, check_define, check_hypothesis, check_primitive, close,
-            resolve,
+            resolve, subproofs,
         },
         syntax::{Arg, BlockNode, Element, HypKind, Parsed, StepBody, SyntaxFault},
     },
@@ -86,6 +86,9 @@ pub enum CiteRole {
     PreviousTerm,
     /// An identity an equational step cites.
     Identity,
+    /// The conclusion of a deduction the step is given as an argument (one citation per
+    /// such argument, in the order the arguments are written).
+    Argument,
 }
 
 /// One `depends_on` edge, with the cited claim a seat needs.
@@ -142,6 +145,11 @@ pub struct PlanBlock {
     pub hypothesis: Option<usize>,
     /// Whether the reader saw the block close.
     pub complete: bool,
+    /// Whether the block holds a deduction given as a rule's argument (`cases on d,
+    /// assume p { ... }, ...`): its conclusion reaches only the rule application that
+    /// follows its sibling argument blocks, never a later step.
+    #[serde(default)]
+    pub argument: bool,
 }
 
 /// A hypothesis of an `assume` / `suppose-absurd` block.
@@ -315,8 +323,9 @@ fn identifiers(f: &Formula, out: &mut Vec<String>) {
     while let Some(f) = stack.pop() {
         match f {
             Formula::Atom(a) => {
-                if !out.contains(a) {
-                    out.push(a.clone());
+                let a = a.trim_start_matches(PAREN_MARK);
+                if !out.iter().any(|o| o == a) {
+                    out.push(a.to_string());
                 }
             }
             Formula::True | Formula::False => {}
@@ -473,14 +482,44 @@ impl NdlBuilder<'_> {
             parent: self.path.last().copied(),
             hypothesis,
             complete,
+            argument: false,
         });
         id
+    }
+
+    /// Builds the deductions a step is given as arguments, each in an argument block of
+    /// its own and in the step's scope; returns their conclusions and concluding steps.
+    /// `None` when the reader stopped inside one.
+    fn argument_blocks(&mut self, subs: &[&Element]) -> Option<Vec<(Option<Formula>, usize)>> {
+        let mut out = Vec::new();
+        for e in subs {
+            let complete = match e {
+                Element::Block(b) => b.complete,
+                Element::Assume(a) => a.body.complete,
+                Element::Step(_) | Element::Define(_) => true,
+            };
+            let id = self.new_block(None, complete);
+            if let Some(b) = self.plan.blocks.get_mut(id) {
+                b.argument = true;
+            }
+            self.path.push(id);
+            let mark = self.mark();
+            let built = self.element(e);
+            self.restore(mark);
+            self.path.pop();
+            match built? {
+                Built::Concluded { formula, step } => out.push((formula, step)),
+                Built::Defined { .. } => return None,
+            }
+        }
+        Some(out)
     }
 
     /// Returns `None` when the reader stopped inside the element.
     fn element(&mut self, e: &Element) -> Option<Built> {
         match e {
             Element::Step(s) => {
+                let built = self.argument_blocks(&subproofs(s))?;
                 let mut written: Vec<&Formula> = Vec::new();
                 if let Some((f, _)) = &s.claimed {
                     written.push(f);
@@ -507,7 +546,20 @@ impl NdlBuilder<'_> {
                 if is_from_false && let Some(c) = self.holding_cite(&Formula::False) {
                     cites.push(c);
                 }
-                let claim = match check_primitive(s, self.dialect, self) {
+                let mut subs = Vec::new();
+                for (formula, step) in built {
+                    if let Some(f) = formula {
+                        cites.push(Citation {
+                            source: Source::Step(step),
+                            name: None,
+                            claim: Claim::Formula(f.clone()),
+                            asserted: true,
+                            role: CiteRole::Argument,
+                        });
+                        subs.push(f);
+                    }
+                }
+                let claim = match check_primitive(s, self.dialect, self, &subs) {
                     Ok(c) => Some(c),
                     Err(_) => s
                         .claimed
@@ -973,10 +1025,60 @@ impl ProofPlan {
                         Language::Hilbert | Language::Equational => true,
                         Language::Ndl | Language::NdlF => {
                             self.export_of(k).is_some_and(|e| self.in_path(e, t))
+                                && self
+                                    .through_arguments(k)
+                                    .iter()
+                                    .all(|b| self.arguments_of(t).contains(b))
                         }
                     }
             }
         }
+    }
+
+    /// The argument blocks a result of step `k` leaves on its way to its export scope.
+    fn through_arguments(&self, k: usize) -> Vec<usize> {
+        let chain = self.export_chain(k);
+        let n = chain.len().saturating_sub(1);
+        chain
+            .into_iter()
+            .take(n)
+            .flatten()
+            .filter(|b| self.blocks.get(*b).is_some_and(|info| info.argument))
+            .collect()
+    }
+
+    /// The argument blocks of step `t`: the argument blocks directly inside `t`'s block
+    /// whose steps run, without a step between, up to `t`; in order.
+    fn arguments_of(&self, t: usize) -> Vec<usize> {
+        let Some(step) = self.steps.get(t) else {
+            return Vec::new();
+        };
+        let depth = step.scope_path.len();
+        let parent = step.scope_path.last().copied();
+        let mut out: Vec<usize> = Vec::new();
+        for j in (0..t).rev() {
+            let Some(s) = self.steps.get(j) else { break };
+            let arg = s
+                .scope_path
+                .get(depth)
+                .copied()
+                .filter(|_| s.scope_path.starts_with(&step.scope_path))
+                .filter(|b| {
+                    self.blocks
+                        .get(*b)
+                        .is_some_and(|info| info.argument && info.parent == parent)
+                });
+            match arg {
+                Some(b) => {
+                    if out.last() != Some(&b) {
+                        out.push(b);
+                    }
+                }
+                None => break,
+            }
+        }
+        out.reverse();
+        out
     }
 }
 
@@ -1107,10 +1209,31 @@ pub fn check_structure(plan: &ProofPlan) -> Result<(), StructureError> {
                     matches!(c.source, Source::Premise(_) | Source::Axiom(_))
                 }
                 CiteRole::Holding => c.asserted,
+                CiteRole::Argument => c.asserted && matches!(c.source, Source::Step(_)),
                 CiteRole::Name => true,
             };
             if !role_ok {
                 return Err(StructureError::NotVisible { step: t });
+            }
+        }
+        // a step's argument citations are exactly the conclusions of its argument blocks
+        // (a block whose conclusion is unknown is not cited; its own steps fail first)
+        let cited: Vec<Source> = s
+            .cites
+            .iter()
+            .filter(|c| c.role == CiteRole::Argument)
+            .map(|c| c.source)
+            .collect();
+        if !cited.is_empty() {
+            let blocks: Vec<Source> = plan
+                .arguments_of(t)
+                .into_iter()
+                .filter_map(|b| plan.final_step_of(b))
+                .filter(|k| plan.steps.get(*k).is_some_and(|f| f.claim.is_some()))
+                .map(Source::Step)
+                .collect();
+            if cited != blocks || !matches!(s.role, StepRole::Primitive) {
+                return Err(StructureError::Block(t));
             }
         }
         if let StepRole::Close(_) = s.role {

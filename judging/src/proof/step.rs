@@ -5,7 +5,9 @@
 //! own text, what the step cites (each with its kind and claim), the active hypotheses and
 //! the plan's claim for the step. It re-reads the text, resolves names only through the
 //! citations, treats as holding only premises, active hypotheses and cited results, and
-//! applies the same step semantics as the whole-proof checker. A step whose text does not
+//! applies the same step semantics as the whole-proof checker. A deduction the step is
+//! given as an argument is judged by the seats of its own steps; this seat takes its
+//! conclusion from the step's argument citations. A step whose text does not
 //! yield the claim the plan states is invalid.
 
 use serde::{Deserialize, Serialize};
@@ -18,7 +20,7 @@ use super::{
     ndl::{
         check::{
             Dialect, Scope, atom_like, check_define, check_hypothesis, check_primitive, close,
-            resolve,
+            resolve, subproofs,
         },
         syntax::{Element, HypKind, parse_header, parse_single},
     },
@@ -147,7 +149,22 @@ fn judge(doc: &StepDoc) -> Result<Claim, Stop> {
             let element = parse_single(&toks, doc.text.len()).map_err(syntax_stop)?;
             match (doc.role, element) {
                 (StepRole::Primitive, Element::Step(s)) => {
-                    check_primitive(&s, dialect, &scope).map(Claim::Formula)
+                    let subs: Vec<Formula> = doc
+                        .cites
+                        .iter()
+                        .filter(|c| c.role == CiteRole::Argument)
+                        .filter_map(|c| match &c.claim {
+                            Claim::Formula(f) => Some(f.clone()),
+                            _ => None,
+                        })
+                        .collect();
+                    if subs.len() != subproofs(&s).len() {
+                        return Err(Stop::Undecided(
+                            "the step does not cite one conclusion for each deduction it is given"
+                                .into(),
+                        ));
+                    }
+                    check_primitive(&s, dialect, &scope, &subs).map(Claim::Formula)
                 }
                 (StepRole::Definition, Element::Define(d)) => {
                     check_define(&d.formula, &scope).map(Claim::Formula)

@@ -10,12 +10,12 @@
 
 use super::{
     super::{
-        formula::Formula,
+        formula::{Formula, PAREN_MARK},
         report::{ErrorKind, Fault, Stop},
         sat::{Entailment, entails},
     },
     rules::Rule,
-    syntax::{Arg, HypKind, StepBody, StepNode},
+    syntax::{Arg, Element, HypKind, StepBody, StepNode},
 };
 use crate::proof::limits::MAX_FROM_JUSTIFIERS;
 
@@ -59,6 +59,31 @@ fn limits(f: Formula) -> Result<Formula, Stop> {
 pub(crate) fn resolve(f: &Formula, scope: &dyn Scope, place: &str) -> Result<Formula, Stop> {
     fn go(f: &Formula, scope: &dyn Scope, place: &str) -> Result<Formula, Stop> {
         Ok(match f {
+            Formula::Atom(marked) if marked.starts_with(PAREN_MARK) => {
+                let w = marked.trim_start_matches(PAREN_MARK);
+                match scope.lookup(w) {
+                    Some(bound @ (Formula::Atom(_) | Formula::True | Formula::False)) => {
+                        bound.clone()
+                    }
+                    Some(bound) => {
+                        return Err(Fault::syntax(
+                            format!("a name in parentheses in {place} is read as a procedure application"),
+                            format!(
+                                "({w}) applies {bound}, the formula {w} names, to no arguments; the checker refuses it (the leftmost expression of an application failed to produce a procedure)"
+                            ),
+                        )
+                        .into());
+                    }
+                    None if scope.declared_atom(w) => Formula::atom(w),
+                    None => {
+                        return Err(Fault::syntax(
+                            format!("undefined identifier in {place}"),
+                            format!("{w} is neither a name in scope nor an atom"),
+                        )
+                        .into());
+                    }
+                }
+            }
             Formula::Atom(w) => {
                 if let Some(bound) = scope.lookup(w) {
                     bound.clone()
@@ -92,17 +117,32 @@ fn ordinal_place(i: usize) -> String {
     format!("argument {}", i.saturating_add(1))
 }
 
-fn resolve_args(args: &[Arg], scope: &dyn Scope, who: &str) -> Result<Vec<Formula>, Stop> {
+fn resolve_args(
+    args: &[Arg],
+    subs: &[Formula],
+    scope: &dyn Scope,
+    who: &str,
+) -> Result<Vec<Formula>, Stop> {
     let mut out = Vec::with_capacity(args.len());
+    let mut subs = subs.iter();
     for (i, a) in args.iter().enumerate() {
         match a {
-            Arg::Subproof => {
+            Arg::Application => {
                 return Err(Fault::syntax(
-                    format!("{who}: {} is a subproof; only formulas may stand as arguments", ordinal_place(i)),
-                    format!("{who} is given a whole proof as its {}; NDL applies rules to formulas only", ordinal_place(i)),
+                    format!("{who}: {} is a rule application; only formulas and deductions may stand as arguments", ordinal_place(i)),
+                    format!("{who} is given a rule application as its {}; the checker's grammar has no rule application there", ordinal_place(i)),
                 )
                 .into());
             }
+            Arg::Subproof(_) => match subs.next() {
+                Some(c) => out.push(c.clone()),
+                None => {
+                    return Err(Stop::Undecided(format!(
+                        "{who}: the conclusion of the deduction given as {} is not known here",
+                        ordinal_place(i)
+                    )));
+                }
+            },
             Arg::Formula(f) => {
                 let place = format!("{who} {}", ordinal_place(i));
                 out.push(resolve(f, scope, &place)?);
@@ -112,12 +152,31 @@ fn resolve_args(args: &[Arg], scope: &dyn Scope, who: &str) -> Result<Vec<Formul
     Ok(out)
 }
 
-/// Judges a primitive step and returns its conclusion.
+/// The deductions given as arguments of a step, in order.
+pub(crate) fn subproofs(step: &StepNode) -> Vec<&Element> {
+    let args = match &step.body {
+        StepBody::Rule { args, .. } => args,
+        StepBody::From { justifiers } => justifiers,
+    };
+    args.iter()
+        .filter_map(|a| match a {
+            Arg::Subproof(e) => Some(&**e),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Judges a primitive step and returns its conclusion. `subs` are the conclusions of the
+/// deductions the step is given as arguments, in order (see [`subproofs`]): each stands for
+/// its argument and holds for this step only, as when Athena adds a deduction argument's
+/// conclusion to the assumption base of the rule it is passed to.
 pub(crate) fn check_primitive(
     step: &StepNode,
     dialect: Dialect,
     scope: &dyn Scope,
+    subs: &[Formula],
 ) -> Result<Formula, Stop> {
+    let holds = |f: &Formula| scope.holds(f) || subs.contains(f);
     let claimed = match &step.claimed {
         Some((f, _)) => Some(resolve(f, scope, "the stated conclusion")?),
         None => None,
@@ -138,7 +197,7 @@ pub(crate) fn check_primitive(
                 )
                 .into());
             };
-            let args = resolve_args(args, scope, r.name())?;
+            let args = resolve_args(args, subs, scope, r.name())?;
             if args.len() != r.arity() {
                 return Err(Fault::typ(
                     format!(
@@ -157,7 +216,7 @@ pub(crate) fn check_primitive(
                 .into());
             }
             for (i, a) in args.iter().enumerate() {
-                if r.must_hold(i) && !scope.holds(a) {
+                if r.must_hold(i) && !holds(a) {
                     return Err(Fault::logic(
                         format!("{}: {} does not hold", r.name(), ordinal_place(i)),
                         format!(
@@ -168,7 +227,7 @@ pub(crate) fn check_primitive(
                     .into());
                 }
             }
-            let conclusion = limits(r.apply(&args, scope.holds(&Formula::False))?)?;
+            let conclusion = limits(r.apply(&args, holds(&Formula::False))?)?;
             if let Some(p) = claimed
                 && p != conclusion
             {
@@ -198,7 +257,7 @@ pub(crate) fn check_primitive(
                 )
                 .into());
             };
-            let js = resolve_args(justifiers, scope, "from")?;
+            let js = resolve_args(justifiers, subs, scope, "from")?;
             if js.len() > MAX_FROM_JUSTIFIERS {
                 return Err(Fault::typ(
                     "from: more than 5 justifiers",
@@ -210,7 +269,7 @@ pub(crate) fn check_primitive(
                 .into());
             }
             for (i, j) in js.iter().enumerate() {
-                if !scope.holds(j) {
+                if !holds(j) {
                     return Err(Fault::logic(
                         format!("from: justifier {} does not hold", i.saturating_add(1)),
                         format!("{j} is not a premise, an active assumption or an earlier result in scope"),

@@ -4,13 +4,18 @@
 //! A block's steps see the premises, the active hypotheses and the results of earlier
 //! elements of the same and enclosing blocks; a block's conclusion is its last element's,
 //! and becomes available to the enclosing block; `assume p { D }` discharges `p` and
-//! concludes `(p ==> q)`; names are visible only inside the block that binds them.
+//! concludes `(p ==> q)`; names are visible only inside the block that binds them. A
+//! deduction given as a rule's argument is evaluated in the rule's scope before the rule,
+//! and only its conclusion reaches the rule.
 
 use std::{collections::HashMap, ops::Range};
 
 use super::{
     super::{formula::Formula, limits::MAX_STEPS, problem::Problem, report::Stop},
-    check::{Dialect, Scope, atom_like, check_define, check_hypothesis, check_primitive, close},
+    check::{
+        Dialect, Scope, atom_like, check_define, check_hypothesis, check_primitive, close,
+        subproofs,
+    },
     syntax::{BlockNode, Element},
 };
 
@@ -105,8 +110,20 @@ impl Env {
     fn element(&mut self, e: &Element) -> Result<Value, End> {
         match e {
             Element::Step(s) => {
+                // deductions given as arguments run first, each in the step's scope, and
+                // leave nothing behind but the conclusion passed to the step
+                let mut subs = Vec::new();
+                for e in subproofs(s) {
+                    let mark = self.mark();
+                    let out = self.element(e);
+                    self.restore(mark);
+                    match out? {
+                        Value::Concluded(c) => subs.push(c),
+                        Value::Defined(_) => return Err(End::Incomplete),
+                    }
+                }
                 let i = self.take_index(&s.span)?;
-                check_primitive(s, self.dialect, self)
+                check_primitive(s, self.dialect, self, &subs)
                     .map(Value::Concluded)
                     .map_err(|stop| End::Stopped {
                         stop,

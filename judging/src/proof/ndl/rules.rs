@@ -2,13 +2,15 @@
 //! arities, which arguments must hold, and the conclusion each yields.
 //!
 //! Readings where the prompts leave room, decided once here: "complementary" is symmetric
-//! (one formula is the syntactic negation of the other), as the checking prompt says. `mt`
-//! yields the complement of the antecedent and `dm` the complements of the components
-//! (`mt` on `(~C ==> B)`, `(~ B)` yields `C`; `dm` on `(~ (B & ~A))` yields `(~B | A)`): the
-//! checking prompt's labelled examples accept exactly these steps before their first error.
-//! Every other rule builds negations literally, as the prompt writes them (`neg-cond` on
-//! `(~ (C ==> ~A))` yields `(C & (~ ~A))`, as a worked example shows). A rule whose arguments
-//! do not have the form it needs, including a mismatch between arguments, is a type error.
+//! (one formula is the syntactic negation of the other), as the checking prompt says. Every
+//! rule builds negations literally, the way ProofGrid's checker (Athena) does: `~` is put in
+//! front of each part as written, and a double negation stays until `dn` removes it. So `dm`
+//! on `(~ ((~ P) & Q))` yields `((~ ~ P) | (~ Q))`, not `(P | (~ Q))`; `mt` on
+//! `((~ C) ==> B)`, `(~ B)` yields `(~ ~ C)`, not `C`; `neg-cond` on `(~ (C ==> ~A))` yields
+//! `(C & (~ ~A))`, as a worked example shows. (The prompts' own hand-written examples take
+//! the other reading for `dm` and `mt`; Athena's labels on model-written proofs do not.) A
+//! rule whose arguments do not have the form it needs, including a mismatch between
+//! arguments, is a type error.
 
 use super::super::{
     formula::Formula,
@@ -300,8 +302,14 @@ impl Rule {
             }
             Rule::Dm => match arg(0)? {
                 F::Not(inner) => match &**inner {
-                    F::And(p, q) => Ok(F::or(p.complement(), q.complement())),
-                    F::Or(p, q) => Ok(F::and(p.complement(), q.complement())),
+                    F::And(p, q) => Ok(F::or(
+                        F::negate((**p).clone()),
+                        F::negate((**q).clone()),
+                    )),
+                    F::Or(p, q) => Ok(F::and(
+                        F::negate((**p).clone()),
+                        F::negate((**q).clone()),
+                    )),
                     _ => Err(self.form(
                         "the argument is not a negated conjunction or disjunction",
                         format!("{} is not of the form (~ (p & q)) or (~ (p | q))", arg(0)?),
@@ -395,7 +403,7 @@ impl Rule {
                         format!("{r} does not complement the consequent of {c}"),
                     ));
                 }
-                Ok(p.complement())
+                Ok(F::negate((**p).clone()))
             }
             Rule::CondDef => match arg(0)? {
                 F::Implies(p, q) => Ok(F::or(F::negate((**p).clone()), (**q).clone())),
@@ -502,7 +510,8 @@ mod tests {
         assert_eq!(ok("equiv", &["(A ==> B)", "(B ==> A)"]), "(A <==> B)");
         assert_eq!(ok("ex-middle", &["A"]), "(A | (~ A))");
         assert_eq!(ok("dm", &["(~ (A & B))"]), "((~ A) | (~ B))");
-        assert_eq!(ok("dm", &["(~ (B & ~A))"]), "((~ B) | A)");
+        assert_eq!(ok("dm", &["(~ (B & ~A))"]), "((~ B) | (~ (~ A)))");
+        assert_eq!(ok("dm", &["(~ (~A | B))"]), "((~ (~ A)) & (~ B))");
         assert_eq!(ok("dm", &["(~ (A | B))"]), "((~ A) & (~ B))");
         assert_eq!(ok("dsyl", &["(A | B)", "(~ B)"]), "A");
         assert_eq!(ok("dsyl", &["(~A | C)", "A"]), "C");
@@ -518,7 +527,8 @@ mod tests {
         );
         assert_eq!(ok("from-false", &["(A & B)"]), "(A & B)");
         assert_eq!(ok("mt", &["(A ==> B)", "(~ B)"]), "(~ A)");
-        assert_eq!(ok("mt", &["(~C ==> B)", "(~ B)"]), "C");
+        assert_eq!(ok("mt", &["(~C ==> B)", "(~ B)"]), "(~ (~ C))");
+        assert_eq!(ok("mt", &["(A ==> ~B)", "B"]), "(~ A)");
         assert_eq!(ok("cond-def", &["(A ==> B)"]), "((~ A) | B)");
         assert_eq!(ok("cond-def", &["(~A | B)"]), "(A ==> B)");
         assert_eq!(

@@ -2,10 +2,14 @@
 //! annotations, rule applications, `from` steps and definitions (`I := p`).
 //!
 //! The reader accepts both dialects' step forms; the checker refuses the foreign one at
-//! its step, so earlier steps are still judged first. It also reads what models write but
-//! NDL forbids — a subproof given as a rule argument — so the checker can name that step a
-//! syntax error instead of failing the whole text. On a syntax error the reader returns the
-//! tree built so far (blocks left open are marked incomplete) together with the fault.
+//! its step, so earlier steps are still judged first. A rule's argument may be a whole
+//! deduction, as in Athena, where NDL proofs are evaluated: `assume p { ... }`,
+//! `suppose-absurd p { ... }` (bare or in parentheses) or a block `{ ... }`; the checker
+//! evaluates it where the rule stands and passes its conclusion. A rule application written
+//! as an argument (`mp on h, (left-and on g)`) is not a deduction in Athena's grammar; the
+//! reader reads it so the checker can name that step a syntax error instead of failing the
+//! whole text. On a syntax error the reader returns the tree built so far (blocks left open
+//! are marked incomplete) together with the fault.
 
 use std::ops::Range;
 
@@ -54,8 +58,11 @@ pub(crate) enum StepBody {
 #[derive(Debug, Clone)]
 pub(crate) enum Arg {
     Formula(Formula),
-    /// A proof written where a formula must stand (not NDL).
-    Subproof,
+    /// A deduction given as the argument (`assume p { ... }`, `suppose-absurd p { ... }` or
+    /// a block): evaluated where the step stands, it passes its conclusion.
+    Subproof(Box<Element>),
+    /// A rule application written where a formula or a deduction must stand (not NDL).
+    Application,
 }
 
 /// `I := p`: names a formula without asserting it.
@@ -192,7 +199,7 @@ pub(crate) fn starts_element(toks: &[Token], pos: usize) -> bool {
         Some(Tok::Ident(w)) if !is_reserved(w) && is_kw(next, "on") => true,
         Some(Tok::Ident(_) | Tok::LParen) => {
             let mut fp = FormulaParser::at(toks, pos, usize::MAX);
-            match fp.top(true) {
+            match fp.top_ndl() {
                 Ok(_) => {
                     let after = toks.get(fp.pos).map(|t| &t.tok);
                     is_kw(after, "by") || is_kw(after, "from") || garbled_step(toks, pos)
@@ -333,7 +340,7 @@ impl Parser<'_> {
     fn formula(&mut self) -> Result<(Formula, Range<usize>), SyntaxFault> {
         let start = self.here();
         let mut fp = FormulaParser::at(self.toks, self.pos, self.end);
-        match fp.top(true) {
+        match fp.top_ndl() {
             Ok(f) => {
                 self.pos = fp.pos;
                 Ok((f, start..self.last_end()))
@@ -475,21 +482,33 @@ impl Parser<'_> {
         let inline_rule = |tok: Option<&Tok>, next: Option<&Tok>| {
             matches!(tok, Some(Tok::Ident(w)) if !is_reserved(w)) && is_kw(next, "on")
         };
-        let subproof = matches!(self.peek(), Some(Tok::LBrace))
-            || is_exact(self.peek(), "assume")
-            || is_exact(self.peek(), "suppose-absurd")
-            || inline_rule(self.peek(), self.peek_at(1));
-        if subproof {
+        let hypothetical =
+            |tok: Option<&Tok>| is_exact(tok, "assume") || is_exact(tok, "suppose-absurd");
+        if matches!(self.peek(), Some(Tok::LBrace)) || hypothetical(self.peek()) {
+            let start = self.here();
+            let e = self.nested(|p| p.element())?;
+            return Ok(Arg::Subproof(Box::new(match e {
+                Element::Block(b) => Element::Block(BlockNode {
+                    span: start..b.span.end,
+                    ..b
+                }),
+                other => other,
+            })));
+        }
+        if inline_rule(self.peek(), self.peek_at(1)) {
             self.nested(|p| p.element().map(|_| ()))?;
-            return Ok(Arg::Subproof);
+            return Ok(Arg::Application);
         }
         if matches!(self.peek(), Some(Tok::LParen))
             && (inline_rule(self.peek_at(1), self.peek_at(2))
-                || is_exact(self.peek_at(1), "assume")
+                || hypothetical(self.peek_at(1))
                 || matches!(self.peek_at(1), Some(Tok::LBrace)))
         {
+            let open = self.here();
             self.bump();
-            self.nested(|p| p.element().map(|_| ()))?;
+            let braced = matches!(self.peek(), Some(Tok::LBrace));
+            let application = inline_rule(self.peek(), self.peek_at(1));
+            let e = self.nested(|p| p.element())?;
             if !matches!(self.peek(), Some(Tok::RParen)) {
                 return Err(self
                     .fault(
@@ -500,7 +519,20 @@ impl Parser<'_> {
                     .into());
             }
             self.bump();
-            return Ok(Arg::Subproof);
+            if application {
+                return Ok(Arg::Application);
+            }
+            if braced {
+                // `({ ... })` applies the block's conclusion to no arguments
+                return Err(self
+                    .fault(
+                        open,
+                        "a block in parentheses is read as a procedure application",
+                        "a proof block is wrapped in parentheses; the checker applies its conclusion to no arguments and refuses it".into(),
+                    )
+                    .into());
+            }
+            return Ok(Arg::Subproof(Box::new(e)));
         }
         let (f, _) = self.formula()?;
         Ok(Arg::Formula(f))
@@ -750,17 +782,35 @@ mod tests {
 
     #[test]
     fn subproof_arguments_are_read_and_marked() {
-        let p = parse_text("C BY mp on assume A { claim on A }, A");
-        assert!(p.fault.is_none(), "{:?}", p.fault);
-        let Some(Element::Step(s)) = p.root else {
-            panic!()
+        let args_of = |text: &str| {
+            let p = parse_text(text);
+            assert!(p.fault.is_none(), "{text}: {:?}", p.fault);
+            let Some(Element::Step(s)) = p.root else {
+                panic!("{text}: not a step")
+            };
+            let StepBody::Rule { args, .. } = s.body else {
+                panic!("{text}: not a rule application")
+            };
+            args
         };
-        let StepBody::Rule { args, .. } = s.body else {
-            panic!()
-        };
-        assert!(matches!(args[0], Arg::Subproof));
-        let p = parse_text("B BY mp on premise-1, (left-and on premise-2)");
-        assert!(p.fault.is_none(), "{:?}", p.fault);
+        let args = args_of("C BY mp on assume A { claim on A }, A");
+        assert!(matches!(&args[0], Arg::Subproof(e) if matches!(**e, Element::Assume(_))));
+        assert!(matches!(args[1], Arg::Formula(_)));
+        let args = args_of(
+            "cases on (P | Q), assume P { right-either on P, Q }, (assume h := Q { left-either on Q, P })",
+        );
+        assert!(matches!(&args[1], Arg::Subproof(e) if matches!(**e, Element::Assume(_))));
+        assert!(matches!(&args[2], Arg::Subproof(e) if matches!(**e, Element::Assume(_))));
+        let args = args_of("both on { claim on A }, B");
+        assert!(matches!(&args[0], Arg::Subproof(e) if matches!(**e, Element::Block(_))));
+        let args = args_of("B BY mp on premise-1, (left-and on premise-2)");
+        assert!(matches!(args[1], Arg::Application));
+        // a block in parentheses is an application of its conclusion to nothing
+        let p = parse_text("both on ({ claim on A }), B");
+        assert_eq!(
+            p.fault.unwrap().public,
+            "a block in parentheses is read as a procedure application"
+        );
     }
 
     #[test]
