@@ -4,7 +4,7 @@ use trust_protocol::{
     AccountId, Hash,
     badkey::BadKeyError,
     tx::{Tier, TxFormatError},
-    units::Amount,
+    units::{Amount, Ppm},
 };
 
 /// Why the contract rejected a transaction.
@@ -89,6 +89,21 @@ pub enum TxError {
     /// Quorum parameters outside the genesis limits.
     #[error("quorum parameters outside the network limits: {0}")]
     QuorumOutOfLimits(&'static str),
+    /// The seat quorum `tau` is above the ceiling of a tier the session allows: at such a
+    /// tau a minority of a panel (one abstaining seat at the least `k`) could block every
+    /// verdict.
+    #[error(
+        "tau {} is above the {tier:?} tier's ceiling {}: a seat quorum that high would let one seat block a verdict (ask for tau <= {})",
+        decimal(*.asked), decimal(*.ceiling), decimal(*.ceiling)
+    )]
+    TauAboveCeiling {
+        /// The tier whose ceiling it exceeds.
+        tier: Tier,
+        /// The tau the session asked for.
+        asked: Ppm,
+        /// The ceiling.
+        ceiling: Ppm,
+    },
     /// The fee cannot pay one reward per counted seat.
     #[error("fee {fee} is below the minimum {min} (reward x counted seats)")]
     FeeTooLow {
@@ -352,4 +367,10 @@ pub enum TxError {
         "this auditor's earlier expertise declaration takes effect at block {0}; declare again after it"
     )]
     ExpertisePending(u64),
+}
+
+/// A fraction in ppm as a decimal of up to six places (`666666` reads `0.666666`).
+fn decimal(p: Ppm) -> String {
+    let s = format!("{}.{:06}", p.0 / 1_000_000, p.0 % 1_000_000);
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }

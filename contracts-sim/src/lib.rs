@@ -55,7 +55,8 @@ pub use error::TxError;
 pub use events::Event;
 pub use expiry::expired;
 pub use params::{
-    Floors, Genesis, GenesisAccount, GenesisAuditor, GenesisError, MAX_MIN_PROVIDERS, Params,
+    DEFAULT_MAX_TAU, Floors, Genesis, GenesisAccount, GenesisAuditor, GenesisError,
+    MAX_MIN_PROVIDERS, Params,
     RubberStampRule,
 };
 pub use registry::{
@@ -63,6 +64,7 @@ pub use registry::{
 };
 pub use sessions::{
     BadKeyReport, batch_seated, check_bad_key_report, check_terms, honeypot_bond, minimum_fee,
+    tau_ceiling,
 };
 pub use state::{
     Account, AppealRecord, AppealResult, AppealRound, AppealTarget, AppealedSegment, Auditor,

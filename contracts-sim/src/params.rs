@@ -197,14 +197,27 @@ pub struct Floors {
     /// tier the session routes to (the provider's own excluded), so that a domain only a
     /// provider's own auditors declare cannot be required.
     pub min_domain_stake: Amount,
+    /// Greatest seat quorum `tau` per tier: a session may not ask for more than the least
+    /// ceiling of the tiers it allows. At most `(k - 1) / k` at the tier's least `k` (and
+    /// never above 2/3), so that at the smallest panel one seat that abstains, or is
+    /// absent, cannot keep the others from deciding: no minority blocks a verdict.
+    #[serde(default = "default_max_tau")]
+    pub max_tau: [Ppm; 3],
+}
+
+/// The default tau ceiling of every tier: 2/3, rounded down so that `ceil(tau 3) = 2`.
+pub const DEFAULT_MAX_TAU: Ppm = Ppm(666_666);
+
+fn default_max_tau() -> [Ppm; 3] {
+    [DEFAULT_MAX_TAU; 3]
 }
 
 impl Default for Floors {
     /// Floors for a public network producing a block every second or so: `k >= 3` in every
     /// tier; commit windows of at least 6 blocks for the Computer tier (the node's give-up
     /// margin of 2 blocks, a block for the keys and a few to fetch and judge), 20 for the
-    /// LLM tier and 30 for the Human tier; reveal windows of at least 4; `beta >= 0.5`; and
-    /// 20,000 of declaring stake behind a required domain.
+    /// LLM tier and 30 for the Human tier; reveal windows of at least 4; `beta >= 0.5`;
+    /// 20,000 of declaring stake behind a required domain; and `tau` at most 2/3.
     fn default() -> Self {
         Self {
             min_k: [3, 3, 3],
@@ -212,6 +225,7 @@ impl Default for Floors {
             min_reveal_window: [4, 4, 4],
             min_beta: Ppm(500_000),
             min_domain_stake: 20_000,
+            max_tau: default_max_tau(),
         }
     }
 }
@@ -226,6 +240,7 @@ impl Floors {
             min_reveal_window: [2, 2, 2],
             min_beta: Ppm(1),
             min_domain_stake: 0,
+            max_tau: default_max_tau(),
         }
     }
 
@@ -242,6 +257,11 @@ impl Floors {
     /// Least reveal window of a tier.
     pub fn min_reveal_window(&self, tier: Tier) -> u64 {
         pick(&self.min_reveal_window, tier)
+    }
+
+    /// Greatest `tau` of a tier.
+    pub fn max_tau(&self, tier: Tier) -> Ppm {
+        pick(&self.max_tau, tier)
     }
 }
 
@@ -547,6 +567,19 @@ impl Params {
             return Err(GenesisError::BadParam(
                 "floors.min_commit_window/min_reveal_window",
             ));
+        }
+        // The ceiling on tau: between the network's least tau and 2/3, and at most
+        // (k - 1) / k at the tier's least k, so one seat of the smallest panel never blocks.
+        let tau_ok = |(ceiling, k): (&Ppm, &u8)| {
+            let k = u64::from(*k);
+            *ceiling >= self.min_tau
+                && *ceiling <= DEFAULT_MAX_TAU
+                && (k < 2
+                    || u64::from(ceiling.0).saturating_mul(k)
+                        <= k.saturating_sub(1).saturating_mul(1_000_000))
+        };
+        if !f.max_tau.iter().zip(&f.min_k).all(tau_ok) {
+            return Err(GenesisError::BadParam("floors.max_tau"));
         }
         if !frac(f.min_beta) || f.min_beta == Ppm::ZERO {
             return Err(GenesisError::BadParam("floors.min_beta"));

@@ -42,7 +42,7 @@ use trust_protocol::{
     badkey::{BadKeyProof, SharedSecret, record_key, record_of, verify_bad_key},
     honeypot_commitment, honeypot_set_commitment, mapping_commitment,
     seal::key_context,
-    tx::{Call, DeliveredKey, HoneypotOpening, SeatKey, SessionManifest, Tier, TxFormatError},
+    tx::{Call, DeliveredKey, HoneypotOpening, SeatKey, SessionManifest, SessionTerms, Tier, TxFormatError},
     units::{Amount, Ppm},
     verify_commitment,
 };
@@ -156,6 +156,16 @@ pub(crate) fn domain_counts(st: &State, tier: Tier, domain: &str, provider: &Acc
         && domain_pool_stake(st, tier, domain, provider) >= st.params.floors.min_domain_stake
 }
 
+/// The least tau ceiling of the tiers `terms` allow, and its tier: a session may not ask
+/// for a higher tau ([`TxError::TauAboveCeiling`]).
+pub fn tau_ceiling(p: &crate::Params, terms: &SessionTerms) -> Option<(Tier, Ppm)> {
+    Tier::ALL
+        .into_iter()
+        .filter(|t| terms.allows(*t))
+        .map(|t| (t, p.floors.max_tau(t)))
+        .min_by_key(|(_, c)| *c)
+}
+
 /// Checks a manifest's terms against the network's limits and floors on `st`, as
 /// `OpenSession` does before it charges anything: `k` per allowed tier, windows per
 /// routed tier, `beta`, a required domain's pool, that each routed tier can staff its
@@ -175,6 +185,15 @@ pub fn check_terms(
         return Err(TxError::QuorumOutOfLimits(
             "tau is below the network minimum",
         ));
+    }
+    if let Some((tier, ceiling)) = tau_ceiling(p, t) {
+        if q.tau > ceiling {
+            return Err(TxError::TauAboveCeiling {
+                tier,
+                asked: q.tau,
+                ceiling,
+            });
+        }
     }
     if q.beta < f.min_beta {
         return Err(TxError::BelowFloor {

@@ -66,15 +66,14 @@ pub(crate) fn judgements(c: &VoteCounts) -> u16 {
 }
 
 /// The quorum of a round: `q = max(ceil(tau k), ceil(tau n))`, where `n` is how many of
-/// its seats were there to judge: those that revealed (a judgement or an abstention) and
-/// those the provider starved of their keys. A seat that could not judge never shrinks the
-/// quorum, so a provider that starves honest seats, or a minority that outpaces the
-/// others, cannot decide a segment; a no-show (keyed, never revealed) does not count, so
-/// an absent seat cannot block one.
+/// its seats judged (revealed Valid, Invalid or Ungrounded) or were starved of their keys
+/// by the provider. An abstention never raises it: a seat that abstains decides nothing
+/// and blocks nothing (with `tau` at most `(k - 1) / k`, one abstaining seat cannot keep
+/// the others of the smallest panel from deciding). A seat the provider starved does
+/// raise it, so a provider that starves honest seats cannot let its own decide; a no-show
+/// (keyed, never revealed) does not count, so an absent seat cannot block one.
 pub fn round_quorum(tau: Ppm, k: u8, c: &VoteCounts) -> u8 {
-    let n = judgements(c)
-        .saturating_add(c.abstained)
-        .saturating_add(c.starved);
+    let n = judgements(c).saturating_add(c.starved);
     let by_n = u8::try_from(tau.ceil_mul(u64::from(n))).unwrap_or(u8::MAX);
     quorum(tau, k).max(by_n)
 }

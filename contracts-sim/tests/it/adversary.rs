@@ -26,7 +26,7 @@ use crate::common::{
 
 /// A chain with `auditors` per tier (1000 staked each, declaring `math`) and a rich
 /// provider, checking supply after every block.
-fn chain(params: Params, auditors: &[(Tier, usize)]) -> (Chain, Vec<Keypair>) {
+pub(crate) fn chain(params: Params, auditors: &[(Tier, usize)]) -> (Chain, Vec<Keypair>) {
     Chain::with_accounts(
         params,
         auditors,
@@ -43,7 +43,7 @@ fn chain(params: Params, auditors: &[(Tier, usize)]) -> (Chain, Vec<Keypair>) {
 
 /// Opens `m` from the provider and runs blocks until its seats are drawn; returns the
 /// session id and the events so far.
-fn open(chain: &mut Chain, m: SessionManifest) -> (Hash, Vec<Event>) {
+pub(crate) fn open(chain: &mut Chain, m: SessionManifest) -> (Hash, Vec<Event>) {
     let provider = key("provider");
     let sid = Tx::session_id(&provider.public(), chain.c.nonce(&provider.public()));
     chain.submit(&provider, Call::OpenSession(m));
@@ -55,7 +55,7 @@ fn open(chain: &mut Chain, m: SessionManifest) -> (Hash, Vec<Event>) {
 /// Runs the session to its outcome, the provider opening its mapping when due (and its
 /// honeypot set first when that is empty; a provider that must open a non-empty set does
 /// so itself before, or leaves it closed and forfeits).
-fn finish(chain: &mut Chain, sid: Hash) -> Vec<Event> {
+pub(crate) fn finish(chain: &mut Chain, sid: Hash) -> Vec<Event> {
     let provider = key("provider");
     let empty = trust_protocol::honeypot_set_commitment(&[], &common::SET_SALT);
     let mut all = Vec::new();
@@ -70,7 +70,7 @@ fn finish(chain: &mut Chain, sid: Hash) -> Vec<Event> {
     all
 }
 
-fn slashed(ev: &[Event]) -> Vec<(AccountId, u64)> {
+pub(crate) fn slashed(ev: &[Event]) -> Vec<(AccountId, u64)> {
     ev.iter()
         .filter_map(|e| match e {
             Event::Slashed { seat, amount, .. } => Some((*seat, *amount)),
@@ -356,8 +356,8 @@ fn finding_2_selective_honeypot_opening_cannot_turn_fail_into_pass() {
 }
 
 /// Finding 2, the record: a false "known error" whose honest judgements reach a quorum is
-/// disputed at any tau (here tau = 1, k = 5: three honest Valid votes against two
-/// colluders), burning the bond and scoring nobody; and misses on honeypots of providers
+/// disputed at any tau (here tau at its ceiling, k = 5: three honest Valid votes against
+/// two colluders), burning the bond and scoring nobody; and misses on honeypots of providers
 /// that paid no fees never count towards the rubber-stamp rule's providers.
 #[test]
 fn finding_2_and_6_a_false_honeypot_never_slashes_or_flags_an_honest_seat() {
@@ -371,7 +371,7 @@ fn finding_2_and_6_a_false_honeypot_never_slashes_or_flags_an_honest_seat() {
     let provider = key("provider");
     let salt = Salt([2; 32]);
     let mut m = manifest(vec![segment(0, Tier::Computer, vec![])], 5, 0);
-    m.quorum.tau = Ppm(1_000_000);
+    m.quorum.tau = trust_contracts::DEFAULT_MAX_TAU;
     m.segments[0].honeypot = Some(honeypot_commitment(
         &m.segments[0].id,
         Vote::Invalid,

@@ -6,6 +6,7 @@ mod common;
 mod adversary;
 mod appeal;
 mod contract;
+mod integrity;
 mod costs;
 mod invariants;
 #[cfg(feature = "sim")]

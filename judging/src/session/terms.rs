@@ -204,6 +204,39 @@ fn fraction(name: &'static str, v: f64, min: f64, min_open: bool) -> Result<Ppm,
     Ok(Ppm((v * 1_000_000.0).round() as u32))
 }
 
+/// `tau` checked against the least tau ceiling of the allowed `tiers` (the contract's
+/// [`trust_contracts::tau_ceiling`]): above it one seat could block a verdict, so the
+/// contract refuses it. A value that is over only by the rounding of a fraction such as
+/// 2/3 to parts per million is taken at the ceiling.
+fn under_ceiling(
+    tau: Ppm,
+    asked: f64,
+    min: f64,
+    params: &Params,
+    tiers: [bool; 3],
+) -> Result<Ppm, TermsError> {
+    let ceiling = Tier::ALL
+        .into_iter()
+        .filter(|t| tiers.get(tier_index(*t)).copied().unwrap_or(false))
+        .map(|t| params.floors.max_tau(t))
+        .min()
+        .unwrap_or(Ppm::ONE);
+    if tau <= ceiling {
+        return Ok(tau);
+    }
+    if tau.0.saturating_sub(ceiling.0) <= 1 {
+        return Ok(ceiling);
+    }
+    Err(TermsError::OutOfRange {
+        name: "tau",
+        value: asked.to_string(),
+        range: format!(
+            "[{min}, {}] (the network's ceiling: a higher seat quorum would let one seat block a verdict)",
+            f64::from(ceiling.0) / 1_000_000.0
+        ),
+    })
+}
+
 /// Parses a tier name: `computer`, `llm` or `human`, any case.
 pub fn parse_tier(s: &str) -> Result<Tier, TermsError> {
     match s.trim().to_ascii_lowercase().as_str() {
@@ -323,6 +356,7 @@ impl SessionOptions {
                 t
             }
         };
+        let tau = under_ceiling(tau, self.tau.unwrap_or(0.6), min_tau, params, tiers)?;
         let named = self.domain.clone();
         let domain = named.clone().unwrap_or_else(|| DEFAULT_DOMAIN.to_string());
         let domain_required = self.require_domain.unwrap_or(named.is_some());
@@ -494,8 +528,24 @@ mod tests {
         }
         .resolve(&Params::default())
         .expect("ok");
-        assert_eq!(r.quorum.tau, Ppm(666_667));
+        assert_eq!(r.quorum.tau, Ppm(666_666), "2/3 is taken at the ceiling");
         assert_eq!(r.terms.max_exposure, Ppm(500_000));
         assert_eq!(r.terms.tiers, [true, true, false]);
+    }
+
+    /// The adversary's term: a provider asking for tau = 1 (one abstaining seat would block
+    /// every verdict) is refused before anything is signed, with the ceiling named.
+    #[test]
+    fn a_tau_above_the_ceiling_is_refused_naming_it() {
+        for tau in [1.0, 0.9, 0.75] {
+            let e = SessionOptions {
+                tau: Some(tau),
+                ..SessionOptions::default()
+            }
+            .resolve(&Params::default())
+            .expect_err("above the ceiling");
+            let text = e.to_string();
+            assert!(text.starts_with(&format!("tau = {tau}: must be in [0.5, 0.666666]")), "{text}");
+        }
     }
 }

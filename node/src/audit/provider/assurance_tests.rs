@@ -82,7 +82,7 @@ async fn the_chosen_terms_go_on_the_ledger_and_into_the_outcome() {
         seats: Some(2),
         racing_seats: Some(1),
         beta: Some(0.8),
-        tau: Some(1.0),
+        tau: Some(0.65),
         commit_window: Some(7),
         computer_weight: Some(3),
         fee: Some(10_000),

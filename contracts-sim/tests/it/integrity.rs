@@ -1,0 +1,118 @@
+//! The holes a second review found (issue 53), each mounted against the contract with real
+//! signed transactions; every test here failed before its defence existed. Tests named
+//! `finding_N_...` answer the issue's finding N.
+
+use trust_contracts::{DEFAULT_MAX_TAU, Params, SegmentVerdict, TraceVerdict, TxError};
+use trust_protocol::{Vote, tx::Tier, units::Ppm};
+
+use crate::{
+    adversary::{chain, finish, open},
+    common::{key, manifest, run_round, seats_of, segment, test_params},
+};
+
+/// Finding 1, the term: a provider asking for a seat quorum above the ceiling (at `tau = 1`
+/// one abstaining sybil keeps any segment Undecided) is refused at `OpenSession` with an
+/// error naming tau and the ceiling, charging nothing and changing nothing.
+#[test]
+fn finding_1_a_tau_above_the_ceiling_is_refused_naming_tau_and_the_ceiling() {
+    let params = Params::default();
+    let (mut chain, _) = chain(params, &[(Tier::Computer, 5)]);
+    let provider = key("provider");
+    let before = chain.balance(&provider.public());
+    let root = chain.c.state_root();
+    for tau in [Ppm(1_000_000), Ppm(900_000), Ppm(750_000), Ppm(666_667)] {
+        let mut m = manifest(vec![segment(0, Tier::Computer, vec![])], 3, 0);
+        m.quorum.tau = tau;
+        let got = chain
+            .try_apply(&provider, trust_protocol::tx::Call::OpenSession(m))
+            .unwrap_err();
+        assert_eq!(
+            got,
+            TxError::TauAboveCeiling {
+                tier: Tier::Computer,
+                asked: tau,
+                ceiling: DEFAULT_MAX_TAU,
+            }
+        );
+        let text = got.to_string();
+        assert!(text.contains("tau") && text.contains("0.666666"), "{text}");
+    }
+    assert_eq!(chain.balance(&provider.public()), before, "nothing charged");
+    assert_eq!(chain.c.state_root(), root, "nothing changed");
+    // At the ceiling the session opens.
+    let mut m = manifest(vec![segment(0, Tier::Computer, vec![])], 3, 0);
+    m.quorum.tau = DEFAULT_MAX_TAU;
+    assert!(
+        chain
+            .try_apply(&provider, trust_protocol::tx::Call::OpenSession(m))
+            .is_ok()
+    );
+}
+
+/// A genesis whose ceiling would let one seat of the smallest panel block is unusable.
+#[test]
+fn finding_1_a_genesis_ceiling_above_k_minus_one_over_k_is_refused() {
+    let mut p = Params::default();
+    p.floors.max_tau = [Ppm(750_000), DEFAULT_MAX_TAU, DEFAULT_MAX_TAU];
+    assert!(p.validate().is_err(), "3/4 at k = 3 lets one seat block");
+    p.floors.max_tau = [Ppm(400_000), DEFAULT_MAX_TAU, DEFAULT_MAX_TAU];
+    assert!(p.validate().is_err(), "below the least tau");
+    p.floors.max_tau = [DEFAULT_MAX_TAU; 3];
+    assert!(p.validate().is_ok());
+}
+
+/// Finding 1, the tally: sybils that abstain decide nothing and block nothing. A session
+/// at the ceiling with racing seats (k = 3, two more drawn): two seats abstain and three
+/// judge a wrong dead-end step Invalid. Before, the abstentions raised the quorum to
+/// ceil(tau 5) = 4 and the step stayed Undecided, so the trace passed on its conclusion;
+/// now the three judgements decide it, and the wrong step spoils the PASS.
+#[test]
+fn finding_1_abstaining_seats_cannot_keep_a_wrong_dead_end_step_from_spoiling_a_pass() {
+    let (mut chain, keys) = chain(test_params(), &[(Tier::Computer, 6)]);
+    let mut m = manifest(
+        vec![
+            // The conclusion, right.
+            segment(0, Tier::Computer, vec![]),
+            // A wrong step nothing rests on (a dead end).
+            segment(1, Tier::Computer, vec![]),
+        ],
+        3,
+        2,
+    );
+    m.segments[0].conclusion = true;
+    m.quorum.tau = DEFAULT_MAX_TAU;
+    m.quorum.beta = Ppm(500_000);
+    m.fee = trust_contracts::minimum_fee(&test_params(), &m).unwrap();
+    let (sid, drawn) = open(&mut chain, m);
+    assert_eq!(seats_of(&drawn, 1, 0).len(), 5);
+    run_round(&mut chain, &keys, sid, 0, &drawn, &[], &|seg, j| {
+        Some(match (seg, j) {
+            (0, _) => Vote::Valid,
+            // The sybils of the dead-end step abstain.
+            (1, 0 | 1) => Vote::Abstain,
+            (_, _) => Vote::Invalid,
+        })
+    });
+    finish(&mut chain, sid);
+    let o = chain.c.outcome(&sid).unwrap();
+    assert_eq!(o.segments[1].verdict, SegmentVerdict::Invalid);
+    assert_ne!(o.trace, TraceVerdict::Pass, "a wrong step spoils the PASS");
+}
+
+/// Finding 1, the other side: an abstaining seat cannot stop a right verdict either. At the
+/// ceiling with k = 3, one abstention and two Valid judgements decide Valid, and a wrong
+/// conclusion judged Invalid by two seats fails the trace whatever the third does.
+#[test]
+fn finding_1_one_abstaining_seat_of_three_blocks_nothing() {
+    let (mut chain, keys) = chain(test_params(), &[(Tier::Computer, 4)]);
+    let mut m = manifest(vec![segment(0, Tier::Computer, vec![])], 3, 0);
+    m.quorum.tau = DEFAULT_MAX_TAU;
+    let (sid, drawn) = open(&mut chain, m);
+    run_round(&mut chain, &keys, sid, 0, &drawn, &[], &|_, j| {
+        Some(if j == 0 { Vote::Abstain } else { Vote::Invalid })
+    });
+    finish(&mut chain, sid);
+    let o = chain.c.outcome(&sid).unwrap();
+    assert_eq!(o.segments[0].verdict, SegmentVerdict::Invalid);
+    assert_eq!(o.trace, TraceVerdict::Fail);
+}
