@@ -22,7 +22,7 @@ else
   bin="${CARGO_TARGET_DIR:-target}/release/trust-node"
 fi
 rm -rf "$dir"
-"$bin" testnet init --nodes 4 --provider-nodes 1 --dev-floors --appeal-window 30 \
+"$bin" testnet init --nodes 4 --auditor-nodes 0 --provider-nodes 1 --dev-floors --appeal-window 30 \
   --home "$dir" --base-port "$base"
 pids=()
 stop() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }

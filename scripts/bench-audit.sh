@@ -15,7 +15,7 @@ dir="${BENCH_DIR:-$(mktemp -d)}"   # BENCH_DIR keeps the homes and node logs for
 rm -rf "$dir"; mkdir -p "$dir"
 trap 'kill $(jobs -p) 2>/dev/null || true; [ -n "${BENCH_DIR:-}" ] || rm -rf "$dir"' EXIT
 base=27700
-"$bin" testnet init --nodes 4 --home "$dir" --base-port "$base" > /dev/null
+"$bin" testnet init --nodes 4 --auditor-nodes 0 --home "$dir" --base-port "$base" > /dev/null
 pids=()
 for i in 0 1 2 3; do
   RUST_LOG=warn "$bin" run --home "$dir/node$i" --block-time-ms "$bt" 2> "$dir/node$i.log" &

@@ -11,7 +11,7 @@ cargo build --release --locked -p trust-node --bin trust-node --example loadgen
 bin="${CARGO_TARGET_DIR:-target}/release/trust-node"
 dir=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$dir"' EXIT
-"$bin" testnet init --nodes 4 --home "$dir" --base-port 27600 > /dev/null
+"$bin" testnet init --nodes 4 --auditor-nodes 0 --home "$dir" --base-port 27600 > /dev/null
 pids=()
 for i in 0 1 2 3; do
   RUST_LOG=warn "$bin" run --home "$dir/node$i" --block-time-ms "$bt" 2> "$dir/node$i.log" &

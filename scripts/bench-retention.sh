@@ -4,7 +4,7 @@ set -u
 OUT=${OUT:-/tmp/trust-retention-out}; mkdir -p "$OUT"
 B=${TRUST_NODE:-target/release/trust-node}
 H=${HOME_DIR:-/tmp/trust-retention}
-rm -rf $H; $B testnet init --nodes 4 --home $H --base-port 34000 --outcome-retention 20 > ${OUT:-/tmp/trust-retention-out}/init.log 2>&1
+rm -rf $H; $B testnet init --nodes 4 --auditor-nodes 0 --home $H --base-port 34000 --outcome-retention 20 > ${OUT:-/tmp/trust-retention-out}/init.log 2>&1
 for i in 0 1 2 3; do (nohup $B run --home $H/node$i > $H/log$i 2>&1 &); done
 sleep 5
 T=(examples/traces/bakery-correct.txt examples/traces/bakery-wrong.txt examples/traces/fraction-correct.txt examples/traces/fraction-incorrect.txt)

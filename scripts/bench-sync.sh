@@ -5,7 +5,7 @@
 set -u
 B=${B:-${CARGO_TARGET_DIR:-target}/release/trust-node}
 D=${D:-/tmp/trust-bench-sync}; rm -rf $D; mkdir -p $D
-$B testnet init --nodes 5 --home $D/net --base-port 32100 > $D/init.txt 2>&1 || { cat $D/init.txt; exit 1; }
+$B testnet init --nodes 5 --auditor-nodes 0 --home $D/net --base-port 32100 > $D/init.txt 2>&1 || { cat $D/init.txt; exit 1; }
 # node3 prunes: `[ledger]` (written last by testnet init) gets keep_blocks beside snapshot_every.
 sed -i 's/^snapshot_every = .*/snapshot_every = 100\nkeep_blocks = 200/' $D/net/node3/config.toml
 api() { echo "127.0.0.1:$((32100 + 10*$1 + 2))"; }

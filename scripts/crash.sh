@@ -90,7 +90,7 @@ def wait(what, cond, deadline_s, step=0.2):
 home = args.dir
 subprocess.run(["rm", "-rf", home], check=True)
 os.makedirs(home)
-out = subprocess.run([BIN, "testnet", "init", "--nodes", str(N), "--home", home,
+out = subprocess.run([BIN, "testnet", "init", "--nodes", str(N), "--auditor-nodes", "0", "--home", home,
                       "--base-port", str(args.base_port)], capture_output=True, text=True)
 if out.returncode != 0:
     print(out.stderr, file=sys.stderr)

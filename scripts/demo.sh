@@ -70,8 +70,11 @@ if [ "${TRUST_DEMO_HUMAN:-1}" = 1 ]; then
   # this demo network lowers its floors on purpose (testnet init says so).
   human_args=(--human-nodes 1 --dev-floors --commit-window "${TRUST_DEMO_COMMIT_WINDOW:-$window}")
 fi
-nodes=$((4 + llm_nodes + human_nodes))
-"$bin" testnet init --nodes 4 "${llm_args[@]}" "${human_args[@]}" --home "$net" --base-port "$base" > /dev/null
+# Two Computer auditors that are not validators, after the others (as `testnet init` adds
+# by default): a session is still staffed with one auditor paused.
+auditor_nodes=2
+nodes=$((4 + llm_nodes + human_nodes + auditor_nodes))
+"$bin" testnet init --nodes 4 --auditor-nodes "$auditor_nodes" "${llm_args[@]}" "${human_args[@]}" --home "$net" --base-port "$base" > /dev/null
 for i in $(seq 0 $((nodes - 1))); do
   "$bin" run --home "$net/node$i" --block-time-ms 300 2> "$net/node$i.log" &
   pids+=($!)

@@ -25,7 +25,7 @@ cleanup() {
   if [ -n "${KEEP:-}" ]; then echo "logs kept in $dir"; else rm -rf "$dir"; fi
 }
 trap cleanup EXIT
-"$bin" testnet init --nodes 4 --home "$dir" --base-port "$base" > /dev/null
+"$bin" testnet init --nodes 4 --auditor-nodes 0 --home "$dir" --base-port "$base" > /dev/null
 start() {
   # shellcheck disable=SC2086
   RUST_LOG="${LIVENESS_LOG:-info,libp2p=warn,arc_malachitebft=warn,trust::blocks=debug}" NO_COLOR=1 "$bin" run --home "$dir/node$1" \

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs a local 4-validator network of processes on 127.0.0.1 (docs/operators.md "Run a
 # local 4-node network"; the docker testnet is scripts/testnet.sh): creates the homes with
-# `testnet init`, starts four `trust-node run` processes, waits for blocks, bonds more stake for
+# `testnet init` (four validators and the two auditor-only homes it adds), starts a
+# `trust-node run` process for every home, waits for blocks, bonds more stake for
 # node1's auditor through node2's API (the transaction is gossiped and ordered by all
 # four), shows every node's status, then stops the nodes and verifies each ledger. Homes
 # and logs are kept in ./out/localnet (or the directory given).
@@ -16,14 +17,16 @@ rm -rf "$dir"
 pids=()
 stop() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap stop EXIT
-for i in 0 1 2 3; do
+homes=$(ls -d "$dir"/node* | wc -l)
+last=$((homes - 1))
+for i in $(seq 0 "$last"); do
   "$bin" run --home "$dir/node$i" 2> "$dir/node$i.log" &
   pids+=($!)
 done
 api() { echo "127.0.0.1:$((base + 10 * $1 + 2))"; }
 height() { "$bin" status --api "$(api "$1")" --json 2>/dev/null | sed -n 's/.*"height":\([0-9]*\).*/\1/p'; }
-echo "== waiting for the four validators to decide blocks"
-for i in 0 1 2 3; do
+echo "== waiting for the $homes nodes to hold blocks"
+for i in $(seq 0 "$last"); do
   for _ in $(seq 1 120); do [ "$(height "$i")" -ge 3 ] 2>/dev/null && break; sleep 0.5; done
 done
 echo "== node1 bonds 500 more stake, sent to node2's API"
@@ -34,6 +37,6 @@ for _ in $(seq 1 60); do
   [ "$stake" = "10500" ] && break; sleep 0.5
 done
 echo "node1's stake as node3 sees it: $stake"
-for i in 0 1 2 3; do echo "== node$i"; "$bin" status --api "$(api "$i")"; done
+for i in $(seq 0 "$last"); do echo "== node$i"; "$bin" status --api "$(api "$i")"; done
 stop; trap - EXIT
-for i in 0 1 2 3; do "$bin" ledger verify --home "$dir/node$i"; done
+for i in $(seq 0 "$last"); do "$bin" ledger verify --home "$dir/node$i"; done

@@ -158,13 +158,14 @@ struct AmountArgs {
     send: SendArgs,
 }
 
+/// How a command that sends a transaction reaches its node and how long it waits.
 #[derive(Debug, Args)]
-struct SendArgs {
+pub(super) struct SendArgs {
     /// Seconds to wait for a block to include the transaction.
     #[arg(long, default_value_t = 60)]
-    timeout_secs: u64,
+    pub(super) timeout_secs: u64,
     #[command(flatten)]
-    addr: NodeAddr,
+    pub(super) addr: NodeAddr,
 }
 
 fn parse_tier(s: &str) -> Result<Tier, CliError> {
@@ -297,7 +298,8 @@ fn pause(a: SendArgs, paused: bool) -> CliResult {
         );
         if !after.seats.is_empty() {
             outln!(
-                "{} seat(s) held stay this auditor's duty: keep the node running until they are                  revealed (`trust-node auditor status` lists them)",
+                "{} seat(s) held stay this auditor's duty: keep the node running until they are \
+                 revealed (`trust-node auditor status` lists them)",
                 after.seats.len()
             );
         }
@@ -367,17 +369,37 @@ fn drawn_note(a: &AuditorView) -> &'static str {
     }
 }
 
+/// What to do when `who` has no account yet: nothing can be signed from it before a
+/// funded account sends it tokens, and the least a first transfer must move.
+pub(super) fn unfunded(who: &AccountId, params: Option<&trust_contracts::Params>) -> String {
+    let needs = params.map_or_else(String::new, |p| {
+        format!(
+            " (at least {} creates the account; registering needs at least {} for the Computer \
+             tier's minimum stake, {} LLM, {} Human)",
+            p.min_new_account,
+            p.min_stake(Tier::Computer),
+            p.min_stake(Tier::Llm),
+            p.min_stake(Tier::Human)
+        )
+    });
+    format!(
+        "{who} has no account on this network yet: it holds no funds and can sign nothing. \
+         From a funded account, `trust-node transfer {who} AMOUNT`{needs}; `trust-node account` \
+         then shows the balance"
+    )
+}
+
 /// This home's key, talking to its node.
-struct Session {
+pub(super) struct Session {
     keys: keys::NodeKeys,
     home: std::path::PathBuf,
-    api: Client,
-    rt: tokio::runtime::Runtime,
+    pub(super) api: Client,
+    pub(super) rt: tokio::runtime::Runtime,
     timeout: Duration,
 }
 
 impl Session {
-    fn open(a: &SendArgs) -> Result<Self, CliError> {
+    pub(super) fn open(a: &SendArgs) -> Result<Self, CliError> {
         let home = node_home(&a.addr.home)?;
         let keys = keys::load(&home).map_err(|e| CliError::usage(e.to_string()))?;
         Ok(Self {
@@ -389,8 +411,16 @@ impl Session {
         })
     }
 
-    fn me(&self) -> AccountId {
+    pub(super) fn me(&self) -> AccountId {
         self.keys.account_id()
+    }
+
+    /// The genesis parameters of the network, from the home's genesis document (`None`
+    /// when the home holds none: the contract's refusal then names the figure).
+    pub(super) fn params(&self) -> Option<trust_contracts::Params> {
+        config::load_genesis(&self.home)
+            .ok()
+            .map(|d| d.genesis.params)
     }
 
     /// This account's auditor record (`None` when it is not an auditor).
@@ -427,12 +457,36 @@ impl Session {
     /// Signs `call` with the next nonce, submits it, waits until a block includes it and
     /// the node's state has applied that block; the height and the auditor record then.
     fn send(&mut self, call: Call) -> Result<(u64, AuditorView), CliError> {
+        let height = self.send_and_wait(call)?;
+        let deadline = Instant::now() + self.timeout;
+        loop {
+            if let Some(a) = self.auditor_or_none()?
+                && a.height >= height
+            {
+                return Ok((height, a));
+            }
+            if Instant::now() > deadline {
+                return Err(CliError::failed(format!(
+                    "the node did not show the state after block #{height} within {} s; \
+                     `trust-node auditor status` shows the account's standing",
+                    self.timeout.as_secs()
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// Signs `call` with the next nonce, submits it and waits until a block includes it;
+    /// the block's height.
+    pub(super) fn send_and_wait(&mut self, call: Call) -> Result<u64, CliError> {
         let me = self.me();
-        let nonce = self
-            .rt
-            .block_on(self.api.account(&me))
-            .map_err(api_error)?
-            .next_nonce;
+        let nonce = match self.rt.block_on(self.api.account(&me)) {
+            Ok(a) => a.next_nonce,
+            Err(client::ClientError::Api { status: 404, .. }) => {
+                return Err(CliError::failed(unfunded(&me, self.params().as_ref())));
+            }
+            Err(e) => return Err(api_error(e)),
+        };
         let signed = Signed::sign(&self.keys.account, &self.chain()?, Tx { nonce, call });
         let id = match self.rt.block_on(self.api.submit_tx(&signed)) {
             Ok(r) => r.id,
@@ -462,23 +516,16 @@ impl Session {
                 }
                 Err(e) => return Err(api_error(e)),
             }
-            self.wait_a_little(&deadline, &id)?;
+            self.wait_a_little(&deadline, &id.to_hex())?;
         };
-        loop {
-            if let Some(a) = self.auditor_or_none()?
-                && a.height >= height
-            {
-                return Ok((height, a));
-            }
-            self.wait_a_little(&deadline, &id)?;
-        }
+        Ok(height)
     }
 
-    fn wait_a_little(&self, deadline: &Instant, id: &trust_protocol::Hash) -> CliResult {
+    fn wait_a_little(&self, deadline: &Instant, id: &str) -> CliResult {
         if Instant::now() > *deadline {
             return Err(CliError::failed(format!(
-                "transaction {id} not included within {} s; `trust-node auditor status` shows \
-                 whether it landed later",
+                "transaction {id} not included within {} s; `trust-node account` and \
+                 `trust-node auditor status` show whether it landed later",
                 self.timeout.as_secs()
             )));
         }
@@ -543,6 +590,15 @@ fn register(a: RegisterArgs) -> CliResult {
         after.min_stake,
         drawn_note(&after)
     );
+    if after.drawable {
+        // A draw reads the state its block's parent left: block #h's draws were made
+        // before this registration, the next block's see it.
+        outln!(
+            "drawn for seats in sessions drawn from block #{} on (now #{})",
+            h.saturating_add(1),
+            after.height
+        );
+    }
     Ok(())
 }
 
@@ -575,9 +631,7 @@ fn history(a: HistoryArgs) -> CliResult {
         let page = match rt.block_on(api.auditor_history(&who, before)) {
             Ok(p) => p,
             Err(client::ClientError::Api { status: 404, .. }) => {
-                return Err(CliError::failed(format!(
-                    "{who} is not a registered auditor: `trust-node auditor register` registers it"
-                )));
+                return Err(not_registered(&who, &api, &rt, &a.addr));
             }
             Err(e) => return Err(api_error(e)),
         };
@@ -699,12 +753,11 @@ fn status(a: StatusArgs) -> CliResult {
     let who = account_of(a.account.as_deref(), &a.addr)?;
     let addr = a.addr.resolve()?;
     let rt = runtime()?;
-    let v = match rt.block_on(Client::new(addr).auditor(&who)) {
+    let api = Client::new(addr);
+    let v = match rt.block_on(api.auditor(&who)) {
         Ok(v) => v,
         Err(client::ClientError::Api { status: 404, .. }) => {
-            return Err(CliError::failed(format!(
-                "{who} is not a registered auditor: `trust-node auditor register` registers it"
-            )));
+            return Err(not_registered(&who, &api, &rt, &a.addr));
         }
         Err(e) => return Err(api_error(e)),
     };
@@ -718,6 +771,41 @@ fn status(a: StatusArgs) -> CliResult {
     }
     print_status(&who, &v);
     Ok(())
+}
+
+/// Why `who` has no auditor record, and the next step: fund the account first when it has
+/// none, else register it with at least the tier's minimum stake.
+fn not_registered(
+    who: &AccountId,
+    api: &Client,
+    rt: &tokio::runtime::Runtime,
+    addr: &NodeAddr,
+) -> CliError {
+    let params = config::load_genesis(&super::keys::expand_home(&addr.home))
+        .ok()
+        .map(|d| d.genesis.params);
+    match rt.block_on(api.account(who)) {
+        Err(client::ClientError::Api { status: 404, .. }) => {
+            CliError::failed(unfunded(who, params.as_ref()))
+        }
+        Err(e) => api_error(e),
+        Ok(acct) => {
+            let min = params.map_or_else(String::new, |p| {
+                format!(
+                    " (at least the tier's minimum stake: {} Computer, {} LLM, {} Human)",
+                    p.min_stake(Tier::Computer),
+                    p.min_stake(Tier::Llm),
+                    p.min_stake(Tier::Human)
+                )
+            });
+            CliError::failed(format!(
+                "{who} is not a registered auditor; its balance is {} TRUST. \
+                 `trust-node auditor register --tier computer --stake AMOUNT` registers it, \
+                 bonding AMOUNT from the balance{min}",
+                acct.balance
+            ))
+        }
+    }
 }
 
 fn print_status(who: &AccountId, v: &AuditorView) {

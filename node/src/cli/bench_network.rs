@@ -395,6 +395,8 @@ fn start_network(args: &NetworkArgs, dir: &Path) -> Result<(Nodes, Vec<String>),
     let exe = std::env::current_exe().map_err(|e| CliError::failed(e.to_string()))?;
     let init = Command::new(&exe)
         .args(["testnet", "init", "--nodes", &args.nodes.to_string()])
+        // Only the validators run: no auditor-only homes.
+        .args(["--auditor-nodes", "0"])
         .arg("--home")
         .arg(dir)
         .args(["--base-port", &args.base_port.to_string()])

@@ -34,19 +34,66 @@ pub struct InitArgs {
     /// A name for logs and status.
     #[arg(long, default_value = "trust-node")]
     pub moniker: String,
+    /// The network's genesis.json to copy into the home (checked first: it must be a
+    /// genesis document the contract accepts). Without it, put the file there by hand.
+    #[arg(long, value_name = "FILE")]
+    pub genesis: Option<PathBuf>,
+    /// First port, as `testnet init` numbers them: p2p P, consensus P + 1, HTTP API P + 2,
+    /// all on 127.0.0.1 (for a second node on the same machine). Without it: the
+    /// defaults in config.toml.
+    #[arg(long, value_name = "P")]
+    pub base_port: Option<u16>,
+    /// A peer of the network's swarm to dial at start (repeatable):
+    /// `/ip4/HOST/tcp/PORT/p2p/<peer id>`, as `testnet init` prints it.
+    #[arg(long, value_name = "MULTIADDR")]
+    pub bootstrap: Vec<String>,
+    /// A peer of the consensus engine's swarm to dial at start (repeatable), as `testnet
+    /// init` prints it.
+    #[arg(long, value_name = "MULTIADDR")]
+    pub consensus_bootstrap: Vec<String>,
 }
 
 /// Runs `init`: fresh keys and a default `config.toml`; never overwrites either.
 pub fn run_init(args: InitArgs) -> CliResult {
     let home = expand_home(&args.home);
-    let cfg = NodeConfig {
+    let d = NodeConfig::default();
+    let mut cfg = NodeConfig {
         moniker: args.moniker,
-        ..NodeConfig::default()
+        ..d.clone()
+    };
+    if let Some(p) = args.base_port {
+        if p > u16::MAX - 2 {
+            return Err(CliError::usage(format!(
+                "--base-port {p} leaves no room for three ports"
+            )));
+        }
+        cfg.network.listen = format!("/ip4/127.0.0.1/tcp/{p}");
+        cfg.consensus.listen = format!("/ip4/127.0.0.1/tcp/{}", p + 1);
+        cfg.api.listen = format!("127.0.0.1:{}", p + 2);
+    }
+    cfg.network.bootstrap = args.bootstrap;
+    cfg.consensus.bootstrap = args.consensus_bootstrap;
+    // The genesis is checked before anything is written: a refused init leaves nothing.
+    let genesis = match &args.genesis {
+        Some(path) => {
+            let doc = config::load_genesis_file(path)
+                .map_err(|e| CliError::usage(format!("--genesis: {e}")))?;
+            Contract::new(&doc.genesis)
+                .map_err(|e| CliError::usage(format!("--genesis {}: {e}", path.display())))?;
+            Some(doc)
+        }
+        None => None,
     };
     if home.join(config::CONFIG_FILE).exists() {
         return Err(CliError::failed(format!(
             "{} already exists: refusing to overwrite it",
             home.join(config::CONFIG_FILE).display()
+        )));
+    }
+    if genesis.is_some() && home.join(config::GENESIS_FILE).exists() {
+        return Err(CliError::failed(format!(
+            "{} already exists: refusing to overwrite it",
+            home.join(config::GENESIS_FILE).display()
         )));
     }
     let k = keys::generate(&home).map_err(failed)?;
@@ -61,7 +108,20 @@ pub fn run_init(args: InitArgs) -> CliResult {
         "token     {} (the operator token, owner-only)",
         token.display()
     );
-    outln!("next: put the network's genesis.json in {}", home.display());
+    match &genesis {
+        Some(doc) => {
+            let path = config::write_genesis(&home, doc).map_err(failed)?;
+            outln!("genesis   {} (chain id {})", path.display(), doc.chain_id());
+            outln!(
+                "next: trust-node run --home {} --state-sync HOST:PORT   (a running node's API)",
+                home.display()
+            );
+        }
+        None => outln!(
+            "next: put the network's genesis.json in {} (or init again with --genesis FILE)",
+            home.display()
+        ),
+    }
     Ok(())
 }
 
@@ -154,9 +214,11 @@ pub enum TestnetCommand {
     /// consensus, judging through `--llm-url`; with `--human-nodes H`, H more after those
     /// are Human-tier auditors whose seats wait for a person at their audit form; with
     /// `--provider-nodes P`, P more after those are funded accounts only, to submit
-    /// traces from. Every home gets its own operator token. With `--hosts`, each node
-    /// runs on a host of its own (a container): it listens on 0.0.0.0 and is dialled by
-    /// name.
+    /// traces from. Last, `--auditor-nodes A` more homes (2 by default) are Computer-tier
+    /// auditors that are not validators, so that the network still staffs a session's
+    /// seats with one auditor paused (the provider sits on none of its own). Every home
+    /// gets its own operator token. With `--hosts`, each node runs on a host of its own
+    /// (a container): it listens on 0.0.0.0 and is dialled by name.
     Init(TestnetInitArgs),
 }
 
@@ -195,12 +257,19 @@ pub struct TestnetInitArgs {
     /// 120 with LLM nodes and 180 with Human nodes).
     #[arg(long)]
     pub commit_window: Option<u64>,
-    /// Provider nodes added last: funded accounts that follow the chain, neither
-    /// validators nor auditors, from which traces are submitted (a provider is never
-    /// seated on its own sessions, so it takes no auditor away from them).
+    /// Provider nodes added after the Human nodes: funded accounts that follow the
+    /// chain, neither validators nor auditors, from which traces are submitted (a
+    /// provider is never seated on its own sessions, so it takes no auditor away from
+    /// them).
     #[arg(long, default_value_t = 0)]
     pub provider_nodes: u16,
-    /// One host name per node, in order (validators, LLM, Human, provider nodes), comma
+    /// Computer-tier auditor nodes added last, that follow the chain without voting in
+    /// consensus. Default 2 (0 with --hosts, where every node is named): with them the
+    /// default network staffs k = 3 Computer seats with the provider's node left out and
+    /// one auditor paused (an upgrade). Start them like the others.
+    #[arg(long, value_name = "A")]
+    pub auditor_nodes: Option<u16>,
+    /// One host name per node, in order (validators, LLM, Human, provider, auditor nodes), comma
     /// separated: for nodes that each run on a host of their own, such as docker compose
     /// services. Node i is then dialled at /dns4/<its name>/tcp/..., and every node
     /// listens on 0.0.0.0 (API included) on the same three ports: base, base + 1,
@@ -378,15 +447,26 @@ fn check_hosts(hosts: &[String], total: u16) -> Result<(), CliError> {
     Ok(())
 }
 
+/// Auditor-only nodes `testnet init` adds when not told: with the provider's node out of
+/// its own sessions and one auditor paused, four validators and these two still staff
+/// the default k = 3 Computer seats.
+pub const DEFAULT_AUDITOR_NODES: u16 = 2;
+
 fn testnet_init(a: TestnetInitArgs) -> CliResult {
+    let auditor_nodes = a.auditor_nodes.unwrap_or(if a.hosts.is_empty() {
+        DEFAULT_AUDITOR_NODES
+    } else {
+        0
+    });
     let total = a
         .nodes
         .saturating_add(a.llm_nodes)
         .saturating_add(a.human_nodes)
-        .saturating_add(a.provider_nodes);
+        .saturating_add(a.provider_nodes)
+        .saturating_add(auditor_nodes);
     if a.nodes == 0 || total > MAX_TESTNET_NODES {
         return Err(CliError::usage(format!(
-            "--nodes must be at least 1 and --nodes + --llm-nodes + --human-nodes + --provider-nodes at most {MAX_TESTNET_NODES}, got {} + {} + {} + {}",
+            "--nodes must be at least 1 and --nodes + --llm-nodes + --human-nodes + --provider-nodes + --auditor-nodes at most {MAX_TESTNET_NODES}, got {} + {} + {} + {} + {auditor_nodes}",
             a.nodes, a.llm_nodes, a.human_nodes, a.provider_nodes
         )));
     }
@@ -557,7 +637,10 @@ fn testnet_init(a: TestnetInitArgs) -> CliResult {
         i >= usize::from(a.nodes + a.llm_nodes)
             && i < usize::from(a.nodes + a.llm_nodes + a.human_nodes)
     };
-    let is_provider = |i: usize| i >= usize::from(a.nodes + a.llm_nodes + a.human_nodes);
+    let providers_end = usize::from(a.nodes + a.llm_nodes + a.human_nodes + a.provider_nodes);
+    let is_provider =
+        |i: usize| i >= usize::from(a.nodes + a.llm_nodes + a.human_nodes) && i < providers_end;
+    let is_auditor_only = |i: usize| i >= providers_end;
     let doc = GenesisDoc {
         chain_name: a.chain_name.clone(),
         validators: node_keys
@@ -662,6 +745,8 @@ fn testnet_init(a: TestnetInitArgs) -> CliResult {
             )
         } else if is_provider(usize::from(i)) {
             "  provider".to_string()
+        } else if is_auditor_only(usize::from(i)) {
+            "  Computer auditor (not a validator)".to_string()
         } else {
             String::new()
         };
@@ -672,6 +757,25 @@ fn testnet_init(a: TestnetInitArgs) -> CliResult {
         );
     }
     outln!("chain id {}", doc.chain_id());
+    // The next commands, for a first network on one machine.
+    if !own_hosts {
+        let root = a.home.display();
+        let last = total.saturating_sub(1);
+        outln!(
+            "next: start every home: for i in $(seq 0 {last}); do trust-node run --home {root}/node$i 2> {root}/node$i.log & done"
+        );
+        outln!("      then: trust-node status --home {root}/node0");
+        if let Some(k0) = node_keys.first() {
+            let join_port = u32::from(a.base_port) + u32::from(spread) * u32::from(total);
+            if join_port + 2 <= u32::from(u16::MAX) {
+                outln!(
+                    "join another node: trust-node init --home DIR --genesis {root}/node0/genesis.json --base-port {join_port} --bootstrap {} --consensus-bootstrap {}",
+                    addr(0, 0, k0),
+                    addr(0, 1, k0)
+                );
+            }
+        }
+    }
     Ok(())
 }
 
@@ -794,6 +898,7 @@ mod tests {
             outcome_retention: None,
             seat_capacity: vec![],
             expertise: vec![],
+            auditor_nodes: Some(0),
             // One Human node staffs k = 1 Human seats: below the public floors.
             dev_floors: human > 0 && human < 3,
         }
@@ -895,12 +1000,98 @@ mod tests {
         );
     }
 
+    /// Left to its default, `testnet init` adds two Computer auditors beside the
+    /// validators, neither of them validators, so that the provider's node out of its own
+    /// sessions and one auditor paused still leave k = 3 Computer seats to draw; named
+    /// hosts (one container per node) get none unless asked.
+    #[test]
+    fn the_default_testnet_has_auditor_only_homes_beside_the_validators() {
+        let dir = tempfile::tempdir().unwrap();
+        testnet_init(TestnetInitArgs {
+            auditor_nodes: None,
+            provider_nodes: 0,
+            ..args(dir.path(), 0)
+        })
+        .unwrap();
+        let doc = config::load_genesis(&dir.path().join("node0")).unwrap();
+        assert_eq!(doc.validators.len(), 4);
+        let computer = doc
+            .genesis
+            .auditors
+            .iter()
+            .filter(|a| a.tier == Tier::Computer)
+            .count();
+        assert_eq!(computer, 4 + usize::from(DEFAULT_AUDITOR_NODES));
+        let k = doc.genesis.params.floors.min_k(Tier::Computer);
+        // Less the provider and one paused auditor.
+        assert!(
+            computer - 2 >= usize::from(k),
+            "{computer} auditors, k >= {k}"
+        );
+        for i in 4..6 {
+            let me = keys::load(&dir.path().join(format!("node{i}")))
+                .unwrap()
+                .account_id();
+            assert!(!doc.validators.contains(&me), "node{i} is no validator");
+            assert!(doc.genesis.auditors.iter().any(|a| a.id == me));
+        }
+        assert!(!dir.path().join("node6").exists());
+    }
+
+    /// `init --genesis` copies a genesis the contract accepts into the new home, with the
+    /// ports and bootstrap peers given; a file that is no genesis is refused and nothing
+    /// is written.
+    #[test]
+    fn init_with_a_genesis_makes_a_home_ready_to_join() {
+        let net = tempfile::tempdir().unwrap();
+        testnet_init(args(net.path(), 0)).unwrap();
+        let genesis = net.path().join("node0").join(config::GENESIS_FILE);
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("joiner");
+        run_init(InitArgs {
+            home: home.display().to_string(),
+            moniker: "joiner".into(),
+            genesis: Some(genesis.clone()),
+            base_port: Some(27_000),
+            bootstrap: vec!["/ip4/127.0.0.1/tcp/26600/p2p/x".into()],
+            consensus_bootstrap: vec!["/ip4/127.0.0.1/tcp/26601/p2p/x".into()],
+        })
+        .unwrap();
+        assert_eq!(
+            config::load_genesis(&home).unwrap(),
+            config::load_genesis(&net.path().join("node0")).unwrap()
+        );
+        let cfg = config::load_config(&home).unwrap();
+        assert_eq!(cfg.api.listen, "127.0.0.1:27002");
+        assert_eq!(cfg.consensus.listen, "/ip4/127.0.0.1/tcp/27001");
+        assert_eq!(cfg.network.bootstrap.len(), 1);
+        assert_eq!(cfg.consensus.bootstrap.len(), 1);
+        let bad = dir.path().join("bad.json");
+        std::fs::write(&bad, "{}").unwrap();
+        let other = dir.path().join("other");
+        let e = run_init(InitArgs {
+            home: other.display().to_string(),
+            moniker: "x".into(),
+            genesis: Some(bad),
+            base_port: None,
+            bootstrap: vec![],
+            consensus_bootstrap: vec![],
+        })
+        .unwrap_err();
+        assert_eq!(e.code, 2, "{}", e.message);
+        assert!(!other.exists(), "a refused init writes nothing");
+    }
+
     #[test]
     fn init_writes_an_owner_only_operator_token() {
         let dir = tempfile::tempdir().unwrap();
         run_init(InitArgs {
             home: dir.path().display().to_string(),
             moniker: "n".into(),
+            genesis: None,
+            base_port: None,
+            bootstrap: vec![],
+            consensus_bootstrap: vec![],
         })
         .unwrap();
         let token = dir.path().join(keys::OPERATOR_TOKEN_FILE);

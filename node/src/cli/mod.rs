@@ -15,6 +15,7 @@ macro_rules! outln {
     };
 }
 
+pub mod account;
 pub mod appeal;
 pub mod auditor;
 pub mod bench;
@@ -165,6 +166,13 @@ pub enum Command {
     /// there. A recent block you trust (--trust, from your own node or a source you trust)
     /// cuts that off: only the keys that hold stake after it count.
     Proof(proof::ProofArgs),
+    /// Send tokens from this home's account to another, signed with the home's key and
+    /// sent through its node: how a new node's account gets the funds it registers with.
+    /// A transfer to a key with no account yet creates it and must move at least the
+    /// network's `min_new_account` (genesis parameter; `transfer` names it when it refuses).
+    Transfer(account::TransferArgs),
+    /// Show an account's balance, bonded stake and nonce (this home's by default).
+    Account(account::AccountArgs),
     /// An auditor's life: register, bond, status, unbond, exit, withdraw.
     Auditor(auditor::AuditorArgs),
     /// Appeal decided segments of a session from this node's account, within its appeal
@@ -258,6 +266,8 @@ pub fn run() -> ExitCode {
         Command::Proof(args) => proof::run(args),
         Command::Submit(args) => node::run_submit(args),
         Command::Sessions(args) => sessions::run(args),
+        Command::Transfer(args) => account::run_transfer(args),
+        Command::Account(args) => account::run_account(args),
         Command::Auditor(args) => auditor::run(args),
         Command::Appeal(args) => appeal::run(args),
         Command::Watch(args) => watch::run_watch(args),

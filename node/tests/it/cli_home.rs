@@ -53,20 +53,26 @@ fn testnet_init_makes_consistent_homes() {
         .collect();
     assert!(docs.windows(2).all(|w| w[0] == w[1]));
     assert_eq!(docs[0].validators.len(), 4);
-    assert_eq!(docs[0].genesis.auditors.len(), 4);
+    // The four validators and the two auditor-only homes `testnet init` adds by default.
+    assert_eq!(docs[0].genesis.auditors.len(), 6);
     assert!(text(&o).contains(&docs[0].chain_id().to_hex()));
     let mut ports = std::collections::BTreeSet::new();
-    for i in 0..4 {
+    for i in 0..6 {
         let home = t.path().join(format!("node{i}"));
         let cfg = config::load_config(&home).unwrap();
-        assert_eq!(cfg.network.bootstrap.len(), 3);
+        assert_eq!(cfg.network.bootstrap.len(), 5);
         assert!(cfg.network.bootstrap.iter().all(|a| a.contains("/p2p/")));
         for a in [&cfg.network.listen, &cfg.consensus.listen, &cfg.api.listen] {
             assert!(ports.insert(a.clone()), "{a} used twice");
             assert!(a.contains("127.0.0.1"));
         }
         let k = keys::load(&home).unwrap();
-        assert_eq!(docs[0].validators[i], k.account_id());
+        // Nodes 4 and 5 are auditors only: not validators.
+        assert_eq!(
+            docs[0].validators.contains(&k.account_id()),
+            i < 4,
+            "node{i}"
+        );
     }
     // Never overwrites, and refuses nonsense.
     let again = testnet(t.path(), "4");

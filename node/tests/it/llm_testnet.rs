@@ -37,6 +37,8 @@ fn llm_nodes_are_llm_auditors_with_the_endpoint_and_not_validators() {
     let (out, dir, _) = init(&[
         "--nodes",
         "4",
+        "--auditor-nodes",
+        "0",
         "--llm-nodes",
         "3",
         "--llm-url",

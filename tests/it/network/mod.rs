@@ -11,6 +11,7 @@ mod cli;
 mod crash;
 mod events;
 mod faults;
+mod joining;
 mod lifecycle;
 mod llm;
 mod llm_honeypots;
