@@ -19,6 +19,7 @@ use crate::{
 };
 
 mod history;
+pub mod steps;
 
 pub use history::{
     AuditorHistory, MAX_HISTORY_BLOCKS, MAX_HISTORY_SESSIONS, SessionHistory, VoteTally,

@@ -292,6 +292,7 @@ fn pages(api: &Api) -> crate::web::Pages {
         api.provider.clone(),
         api.genesis.clone(),
     )
+    .with_auth(api.auth.clone())
 }
 
 /// The answers every route may give besides its own (documented once, used by all).
@@ -464,7 +465,7 @@ fn parse_hash(what: &str, s: &str) -> ApiResult<Hash> {
 
 #[utoipa::path(
     get, path = "/v1/sessions/{id}",
-    description = "A session's outcome, or its live phase with seats assigned, committed and revealed; on the node that opened it, `pending` from its 202 until a block holds it. With the operator token, on that node: `steps`, each step of the trace under its name with its text, span and verdict (401 for a token that is not this node's).",
+    description = "A session's outcome, or its live phase with seats assigned, committed and revealed; on the node that opened it, `pending` from its 202 until a block holds it. A decided session's trace verdict is at the top (`verdict`). With the operator token, on that node: `steps`, the model's own steps in trace order, each under its name with its text, span and verdict, and apart from them `honeypots`, what the node planted (401 for a token that is not this node's).",
     params(("id" = String, Path, description = "session id, 64 hex characters", pattern = "^[0-9a-fA-F]{64}$")),
     responses(
         (status = 200, body = SessionView),
@@ -497,46 +498,74 @@ async fn session(
     let view = latest(&api.chain);
     let found = query::session(&view, &api.ledger, &sid).map_err(ApiError::internal)?;
     let params = &view.contract.state().params;
-    let steps = |tiers: Vec<trust_protocol::tx::Tier>, o: Option<&trust_contracts::Outcome>| {
-        record.as_ref().map(|r| r.steps(&tiers, o))
+    // The model's own steps in trace order, what the node planted apart.
+    let steps = |tiers: Vec<trust_protocol::tx::Tier>,
+                 supports: &[Option<u16>],
+                 planted: &dyn Fn(usize) -> bool,
+                 o: Option<&trust_contracts::Outcome>| {
+        record
+            .as_ref()
+            .map(|r| query::steps::split(r.steps(&tiers, o), supports, planted))
     };
     match found {
-        Some(SessionLookup::Decided(d)) => Ok(Json(SessionView {
-            steps: steps(
-                d.outcome.segments.iter().map(|g| g.tier).collect(),
-                Some(&d.outcome),
-            ),
-            terms: Some(TermsView::of(
-                &d.outcome.quorum,
-                &d.outcome.terms,
-                &d.outcome.domain,
-                params,
+        Some(SessionLookup::Decided(d)) => {
+            let shown = {
+                let o = &d.outcome;
+                let (supports, planted) = query::steps::of_outcome(o);
+                steps(
+                    o.segments.iter().map(|g| g.tier).collect(),
+                    &supports,
+                    &planted,
+                    Some(o),
+                )
+            };
+            Ok(Json(
+                SessionView {
+                    verdict: Some(crate::feed::trace_verdict(d.outcome.trace)),
+                    terms: Some(TermsView::of(
+                        &d.outcome.quorum,
+                        &d.outcome.terms,
+                        &d.outcome.domain,
+                        params,
+                    )),
+                    explanation: query::explain(&d.outcome, &|i| format!("#{i}")),
+                    failure_bound: crate::report::words::bound_probability(
+                        d.outcome.bound.hoeffding_neg_ln_milli,
+                    ),
+                    finality: Some(d.outcome.finality().into()),
+                    outcome: Some(d.outcome),
+                    block_height: d.height,
+                    block_hash: d.block_hash,
+                    decided_time_ms: d.time_ms,
+                    decided_time: d.time_ms.map(crate::chain::format_time),
+                    ..SessionView::new(sid, SessionStatus::Decided)
+                }
+                .with_steps(shown),
+            ))
+        }
+        Some(SessionLookup::Live(x)) => Ok(Json(
+            SessionView {
+                terms: Some(TermsView::of(
+                    &x.manifest.quorum,
+                    &x.manifest.terms,
+                    &x.manifest.domain,
+                    params,
+                )),
+                phase: Some(x.phase.into()),
+                segments: Some(x.segments.len()),
+                seats: Some(query::seat_counts(&x).into()),
+                ..SessionView::new(sid, SessionStatus::Live)
+            }
+            .with_steps(steps(
+                x.segments.iter().map(|g| g.tier).collect(),
+                &x.segments
+                    .iter()
+                    .map(|g| g.entry.supports)
+                    .collect::<Vec<_>>(),
+                &|_| false,
+                None,
             )),
-            explanation: query::explain(&d.outcome, &|i| format!("#{i}")),
-            failure_bound: crate::report::words::bound_probability(
-                d.outcome.bound.hoeffding_neg_ln_milli,
-            ),
-            finality: Some(d.outcome.finality().into()),
-            outcome: Some(d.outcome),
-            block_height: d.height,
-            block_hash: d.block_hash,
-            decided_time_ms: d.time_ms,
-            decided_time: d.time_ms.map(crate::chain::format_time),
-            ..SessionView::new(sid, SessionStatus::Decided)
-        })),
-        Some(SessionLookup::Live(x)) => Ok(Json(SessionView {
-            steps: steps(x.segments.iter().map(|g| g.tier).collect(), None),
-            terms: Some(TermsView::of(
-                &x.manifest.quorum,
-                &x.manifest.terms,
-                &x.manifest.domain,
-                params,
-            )),
-            phase: Some(x.phase.into()),
-            segments: Some(x.segments.len()),
-            seats: Some(query::seat_counts(&x).into()),
-            ..SessionView::new(sid, SessionStatus::Live)
-        })),
+        )),
         Some(SessionLookup::Failed(f)) => Ok(Json(SessionView {
             failure: Some(f),
             ..SessionView::new(sid, SessionStatus::Failed)
@@ -547,10 +576,14 @@ async fn session(
             .as_ref()
             .is_some_and(|p| p.page_record(&sid).is_some()) =>
         {
-            Ok(Json(SessionView {
-                steps: steps(Vec::new(), None),
-                ..SessionView::new(sid, SessionStatus::Pending)
-            }))
+            Ok(Json(
+                SessionView::new(sid, SessionStatus::Pending).with_steps(steps(
+                    Vec::new(),
+                    &[],
+                    &|_| false,
+                    None,
+                )),
+            ))
         }
         None => Err(ApiError::not_found(format!("no session {sid}"))),
     }

@@ -330,6 +330,10 @@ pub struct SessionView {
     /// `failed`.
     #[schema(value_type = String)]
     pub status: SessionStatus,
+    /// A decided session's trace verdict: `pass`, `fail` or `inconclusive` (the same as
+    /// `outcome.trace`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<String>,
     /// The outcome: verdict, per-segment verdicts and vote counts, coverage, bound. Each
     /// segment's `votes_cast` lists its revealed votes in seat order, each a `CastVote`
     /// with the reason its seat bound into its commitment.
@@ -377,12 +381,21 @@ pub struct SessionView {
     /// Every appeal round is in `outcome.appeals.rounds`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finality: Option<FinalityView>,
-    /// On the node that opened the session, asked with its operator token: each step of
-    /// the submitted trace under its stable name (the HDAG node id `submit` printed), its
-    /// text verbatim, its span in the trace and its verdict; session segments in outcome
-    /// order, then the left-out ones. Absent on every other node and without the token.
+    /// On the node that opened the session, asked with its operator token: the model's own
+    /// steps, each under its stable name (the HDAG node id `submit` printed) with its text
+    /// verbatim, its span in the trace and its verdict, in trace order (where their text
+    /// first sits: problem, thinking, output; a calculation the trace does not hold
+    /// verbatim right after the step it checks). Left-out steps are among them
+    /// (`left_out`); the honeypots the node planted are not (see `honeypots`). `index`
+    /// is each step's place in the outcome. Absent on every other node and without the
+    /// token.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steps: Option<Vec<StepView>>,
+    /// Beside `steps`, on the same terms: what the node planted among the model's steps
+    /// (honeypots, and the calculation planted beside a worded one), in outcome order.
+    /// None of them is part of the trace or counts in its verdict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub honeypots: Option<Vec<StepView>>,
     /// A decided session's failure bound as a probability, written as a decimal (`"0.446"`,
     /// `"1.0e-4"`: the same figure `query` and the page show; `outcome.bound` holds it in
     /// fixed point as `exp(-hoeffding_neg_ln_milli / 1000)`): the chance, at most, that a
@@ -479,8 +492,40 @@ impl SessionView {
             terms: None,
             finality: None,
             steps: None,
+            honeypots: None,
+            verdict: None,
             failure_bound: None,
         }
+    }
+
+    /// The session with the provider's steps (`None`: not shown here), the model's own
+    /// apart from what the node planted.
+    pub fn with_steps(self, split: Option<crate::query::steps::Split>) -> Self {
+        let (steps, honeypots) = split.map_or((None, None), |s| (Some(s.steps), Some(s.honeypots)));
+        Self {
+            steps,
+            honeypots,
+            ..self
+        }
+    }
+
+    /// The provider's name of every segment, by its place in the outcome (session
+    /// segments, then the left-out ones), from `steps` and `honeypots`; `#i` where
+    /// neither names it. Empty when the node showed no steps.
+    pub fn step_names(&self) -> Vec<String> {
+        let all: Vec<&StepView> = self.steps.iter().chain(&self.honeypots).flatten().collect();
+        let n = all
+            .iter()
+            .map(|s| s.index.saturating_add(1))
+            .max()
+            .unwrap_or(0);
+        let mut names: Vec<String> = (0..n).map(|i| format!("#{i}")).collect();
+        for s in all {
+            if let Some(slot) = names.get_mut(s.index) {
+                slot.clone_from(&s.name);
+            }
+        }
+        names
     }
 }
 

@@ -243,7 +243,7 @@ pub fn run_query(args: QueryArgs) -> CliResult {
         outln!("{}", reply_json(&s)?);
         return Ok(());
     }
-    let names: Vec<String> = s.steps.iter().flatten().map(|x| x.name.clone()).collect();
+    let names = s.step_names();
     print_session(&args.session, &s, &names, args.segments);
     Ok(())
 }
@@ -444,30 +444,29 @@ fn print_session(id: &str, s: &SessionView, names: &[String], votes: bool) {
     print_steps(s);
 }
 
-/// On the provider's node: each step of the trace under its name, with its verdict, where
-/// it sits in the trace and its text, verbatim (a text of several lines goes on under
-/// itself, indented).
+/// On the provider's node: each of the model's own steps under its name, in trace order,
+/// with its verdict, where it sits in the trace and its text, verbatim (a text of several
+/// lines goes on under itself, indented); then, apart, the honeypots the node planted.
 fn print_steps(s: &SessionView) {
     let Some(steps) = &s.steps else {
         return;
     };
-    let rows: Vec<(String, String, String)> = steps
-        .iter()
-        .map(|x| {
-            let verdict = match (&x.verdict, x.left_out) {
-                (Some(v), false) => v.clone(),
-                (Some(v), true) => format!("{v} (left out)"),
-                (None, true) => "left out".into(),
-                (None, false) => "-".into(),
-            };
-            let place = match (&x.span, x.honeypot) {
-                (_, true) => "honeypot".to_string(),
-                (Some(sp), false) => format!("{}:{}", sp.part, sp.line),
-                (None, false) => "-".to_string(),
-            };
-            (x.name.clone(), verdict, place)
-        })
-        .collect();
+    let planted = s.honeypots.as_deref().unwrap_or_default();
+    let row = |x: &crate::api::views::StepView| {
+        let verdict = match (&x.verdict, x.left_out) {
+            (Some(v), false) => v.clone(),
+            (Some(v), true) => format!("{v} (left out)"),
+            (None, true) => "left out".into(),
+            (None, false) => "-".into(),
+        };
+        let place = match (&x.span, x.honeypot) {
+            (_, true) => "planted".to_string(),
+            (Some(sp), false) => format!("{}:{}", sp.part, sp.line),
+            (None, false) => "-".to_string(),
+        };
+        (x.name.clone(), verdict, place)
+    };
+    let rows: Vec<(String, String, String)> = steps.iter().chain(planted).map(row).collect();
     // Columns as wide as their widest cell, so that none runs into the next.
     let width = |f: fn(&(String, String, String)) -> &String, head: &str| {
         rows.iter()
@@ -481,21 +480,41 @@ fn print_steps(s: &SessionView) {
         width(|r| &r.1, "verdict"),
         width(|r| &r.2, "where"),
     );
-    outln!(
-        "steps       {:<wn$}  {:<wv$}  {:<wp$}  text (verbatim; where: part:line of the trace)",
-        "name",
-        "verdict",
-        "where"
-    );
-    for (x, (name, verdict, place)) in steps.iter().zip(&rows) {
-        let mut lines = x.text.lines();
+    let table = |label: &str,
+                 list: &[crate::api::views::StepView],
+                 rows: &[(String, String, String)],
+                 text: &str| {
         outln!(
-            "            {name:<wn$}  {verdict:<wv$}  {place:<wp$}  {}",
-            lines.next().unwrap_or("")
+            "{label:<11} {:<wn$}  {:<wv$}  {:<wp$}  {text}",
+            "name",
+            "verdict",
+            "where"
         );
-        for more in lines {
-            outln!("            {:<wn$}  {:<wv$}  {:<wp$}  {more}", "", "", "");
+        for (x, (name, verdict, place)) in list.iter().zip(rows) {
+            let mut lines = x.text.lines();
+            outln!(
+                "            {name:<wn$}  {verdict:<wv$}  {place:<wp$}  {}",
+                lines.next().unwrap_or("")
+            );
+            for more in lines {
+                outln!("            {:<wn$}  {:<wv$}  {:<wp$}  {more}", "", "", "");
+            }
         }
+    };
+    let (own, theirs) = rows.split_at(steps.len().min(rows.len()));
+    table(
+        "steps",
+        steps,
+        own,
+        "text (the model's own, in trace order; verbatim; where: part:line of the trace)",
+    );
+    if !planted.is_empty() {
+        table(
+            "honeypots",
+            planted,
+            theirs,
+            "text (planted by this node, not the model's: never counted in the verdict)",
+        );
     }
 }
 

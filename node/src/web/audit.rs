@@ -3,7 +3,8 @@
 //! | route | page |
 //! |---|---|
 //! | `GET /audit?since=H` | the login form, or once logged in the queue: each waiting seat with its deadline in blocks and seconds, and the seats judged lately. The queue reloads itself every [`REFRESH_SECS`] seconds (a `<meta http-equiv="refresh">`, no script) with `since` = the height it showed, and marks the seats that arrived after `since` as new |
-//! | `POST /audit/login` | `token=<operator token>`: opens a login session (cookie) |
+//! | `GET /audit/login?next=/sessions/{id}` | the login form, which goes on to the session page `next` names once logged in (any other `next`: to `/audit`) |
+//! | `POST /audit/login` | `csrf=...&token=<operator token>[&next=/sessions/{id}]`: opens a login session (cookie), then goes to `next` or `/audit`. The same login lets the session pages show the text of the sessions this node opened |
 //! | `POST /audit/logout` | `csrf=...`: closes it |
 //! | `GET /audit/{session}/{segment}` | a waiting seat's form (the paper's four parts: prompt context, verified dependencies, current reasoning, implications; its four criteria; Valid, Invalid, Ungrounded or Unsure and a note), or, once judged or expired, the seat's progress read from the chain |
 //! | `POST /audit/{session}/{segment}` | `csrf=...&vote=valid|invalid|ungrounded|unsure&note=...`: the person's judgement |
@@ -67,7 +68,7 @@ pub struct AuditWeb {
 pub fn router(state: AuditWeb) -> Router {
     Router::new()
         .route("/audit", get(index))
-        .route("/audit/login", post(login))
+        .route("/audit/login", get(login_form).post(login))
         .route("/audit/logout", post(logout))
         .route("/audit/{session}/{segment}", get(segment).post(judge))
         .layer(DefaultBodyLimit::max(MAX_FORM_BYTES))
@@ -116,6 +117,20 @@ fn html(status: StatusCode, title: &str, body: &str) -> Response {
 
 /// The login form, with `why` (already escaped HTML) above it.
 fn login_page(status: StatusCode, why: &str) -> Response {
+    login_page_to(status, why, "/audit")
+}
+
+/// Where a login may go on to: a session page, or else the queue. Nothing else, so that a
+/// link to the login form cannot send a person off to another site.
+fn next_page(next: &str) -> String {
+    next.strip_prefix("/sessions/")
+        .filter(|id| id.len() == 64 && id.bytes().all(|b| b.is_ascii_hexdigit()))
+        .map_or_else(|| "/audit".to_string(), |id| format!("/sessions/{id}"))
+}
+
+/// The login form, going on to `next` (see [`next_page`]) once logged in.
+fn login_page_to(status: StatusCode, why: &str, next: &str) -> Response {
+    let next = next_page(next);
     let csrf = LoginCsrf::new();
     let body = format!(
         "<h1>Audit as a person</h1>\n{why}\
@@ -123,10 +138,12 @@ fn login_page(status: StatusCode, why: &str) -> Response {
 (the file <code>operator.token</code> in its home).</p>\n\
 <form class=\"card\" method=\"post\" action=\"/audit/login\">\n\
 <input type=\"hidden\" name=\"csrf\" value=\"{}\">\n\
+<input type=\"hidden\" name=\"next\" value=\"{}\">\n\
 <p><label for=\"token\">Operator token</label></p>\n\
 <p><input id=\"token\" name=\"token\" type=\"password\" autocomplete=\"current-password\" required maxlength=\"200\"></p>\n\
 <p><button type=\"submit\">Log in</button></p>\n</form>",
-        esc(csrf.value())
+        esc(csrf.value()),
+        esc(&next)
     );
     let mut r = html(status, "Audit: log in", &body);
     if let Ok(v) = HeaderValue::from_str(&csrf.set_cookie()) {
@@ -305,6 +322,28 @@ struct LoginForm {
     csrf: String,
     #[serde(default)]
     token: String,
+    /// Where to go once logged in (see [`next_page`]).
+    #[serde(default)]
+    next: String,
+}
+
+/// `GET /audit/login?next=`: where the session page sends its operator to log in.
+#[derive(Debug, Default, Deserialize)]
+struct LoginQuery {
+    #[serde(default)]
+    next: String,
+}
+
+/// `GET /audit/login`: the login form (the queue once logged in).
+async fn login_form(
+    State(web): State<AuditWeb>,
+    headers: HeaderMap,
+    axum::extract::Query(q): axum::extract::Query<LoginQuery>,
+) -> Response {
+    if web.auth.session(&headers).is_some() {
+        return Redirect::to(&next_page(&q.next)).into_response();
+    }
+    login_page_to(StatusCode::OK, "", &q.next)
 }
 
 async fn login(
@@ -329,7 +368,7 @@ async fn login(
     match web.auth.login(&form.token) {
         Some(l) => {
             tracing::info!(target: "trust::web", "operator logged in to the audit form");
-            let mut r = Redirect::to("/audit").into_response();
+            let mut r = Redirect::to(&next_page(&form.next)).into_response();
             if let Ok(v) = HeaderValue::from_str(&l.set_cookie()) {
                 r.headers_mut().insert(header::SET_COOKIE, v);
             }
@@ -337,9 +376,10 @@ async fn login(
         }
         None => {
             tracing::warn!(target: "trust::web", "audit form login refused: wrong operator token");
-            login_page(
+            login_page_to(
                 StatusCode::UNAUTHORIZED,
                 "<p class=\"err\">That is not this node's operator token.</p>\n",
+                &form.next,
             )
         }
     }

@@ -10,7 +10,7 @@
 //! | `GET /blocks?before=H` | recent blocks, newest first, [`explorer::BLOCKS_PER_PAGE`] per page: height, hash, proposer, transactions |
 //! | `GET /blocks/{height-or-hash}` | a block's header and its transactions decoded: kind, sender, nonce, main fields |
 //! | `GET /accounts/{id}` | balance, stake, nonce, unbondings; a link to the auditor page when registered |
-//! | `GET /sessions/{id}` | a session's HDAG as a layered SVG coloured by verdict, trace verdict, coverage, failure bound, deciding block; phase and seats while live (refreshing every 2 s) |
+//! | `GET /sessions/{id}` | a session's HDAG as a layered SVG coloured by verdict, trace verdict, coverage, failure bound, deciding block; phase and seats while live (refreshing every 2 s). On the node that opened it, and only to its operator (the operator token as a bearer token, or the login cookie of `POST /audit/login`): the problem, each step's text in trace order, the honeypots it planted apart, the proof |
 //! | `GET /auditors/{id}` | stake, tier, expertise, reputation and cumulative profit over time (SVG plots), abstention rate, honeypot record |
 //! | `GET /search?q=` | 303 to the page of a session id, block height or hash, account id or transaction id, or of the one id that starts with `q` (8 hex characters or more); a list when several do (at most 10 of each kind); 404 when nothing matches, 400 when `q` is too short |
 //!
@@ -70,6 +70,9 @@ pub struct Pages {
     pub provider: Option<Arc<Provider>>,
     /// Auditor histories replayed from the ledger (see [`history`]).
     pub history: Arc<history::History>,
+    /// The operator token and its logins: a page shows the provider's plaintext only to a
+    /// request that carries it (`None`: to nobody).
+    pub auth: Option<Arc<auth::Auth>>,
 }
 
 impl Pages {
@@ -92,7 +95,22 @@ impl Pages {
             ledger,
             provider,
             history: Arc::new(history::History::new(genesis)),
+            auth: None,
         }
+    }
+
+    /// The pages with the operator's login: with it, the session page shows the text of
+    /// this node's own sessions to the operator (and only to the operator).
+    pub fn with_auth(mut self, auth: Arc<auth::Auth>) -> Self {
+        self.auth = Some(auth);
+        self
+    }
+
+    /// Whether a request is the operator's: it carries the operator token as a bearer
+    /// token or the cookie of an open login. Never a token in the query string, which
+    /// would leak into logs, history and `Referer`.
+    pub fn operator(&self, headers: &axum::http::HeaderMap) -> bool {
+        self.auth.as_ref().is_some_and(|a| a.authorized(headers))
     }
 }
 

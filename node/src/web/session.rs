@@ -5,11 +5,22 @@
 //! decided the contract keeps only the outcome, and the shape is read back from the
 //! `OpenSession` transaction in the block that opened it. Segment text and the
 //! `decomposes_to` edges are never on the ledger: only the node that opened the session
-//! (its provider role) shows them; elsewhere the page shows blinded ids and verdicts.
+//! (its provider role) shows them, and only to its operator (a request with the operator
+//! token as a bearer token, or the cookie of a login opened with it at `/audit/login`;
+//! never a token in the URL, which would leak into logs, history and `Referer`). Anyone
+//! else, there as on every other node, sees blinded ids and verdicts.
+//!
+//! The operator sees the model's own steps in trace order and, apart, the honeypots the
+//! node planted; once the honeypots are opened on the ledger every visitor sees those
+//! segments apart too.
 
 use std::fmt::Write as _;
 
-use axum::{extract::Path, extract::State, response::IntoResponse};
+use axum::{
+    extract::{Path, State},
+    http::{HeaderMap, HeaderValue, header},
+    response::{IntoResponse, Response},
+};
 use trust_contracts::{
     CastVote, LeftOutOutcome, Outcome, SegmentOutcome, SegmentState, SegmentVerdict, Session,
 };
@@ -78,6 +89,9 @@ pub struct Segment {
     /// The revealed votes with their reasons, in seat order (none for a left-out
     /// segment).
     pub votes: Vec<CastVote>,
+    /// Planted by the provider (a honeypot, or the calculation beside one): not part of
+    /// the trace. Known to all once the honeypots are opened; before, to the provider.
+    pub planted: bool,
 }
 
 fn shade_of(v: SegmentVerdict) -> Shade {
@@ -114,6 +128,7 @@ fn from_entry(
 ) -> Segment {
     Segment {
         votes,
+        planted: false,
         level: Some(e.level),
         tier,
         weight: e.weight,
@@ -141,6 +156,7 @@ fn left_out_segments(m: &SessionManifest, verdicts: Option<&[LeftOutOutcome]>) -
                 supports: l.supports,
                 blinded: None,
                 votes: Vec::new(),
+                planted: false,
                 // Left out, it is never audited; only an error it rests on, or one in a
                 // calculation of its own, reaches it.
                 shade: match verdict {
@@ -167,20 +183,23 @@ pub fn decided_segments(m: &SessionManifest, o: &Outcome) -> Vec<Segment> {
         .iter()
         .enumerate()
         .map(|(i, e)| match o.segments.get(i) {
-            Some(so) => from_entry(
-                e,
-                so.tier,
-                shade_of(so.verdict),
-                if query::planted(o, i) && so.honeypot.is_none() {
-                    format!(
-                        "{}; planted beside a honeypot: not part of the trace",
+            Some(so) => Segment {
+                planted: query::planted(o, i),
+                ..from_entry(
+                    e,
+                    so.tier,
+                    shade_of(so.verdict),
+                    if query::planted(o, i) && so.honeypot.is_none() {
+                        format!(
+                            "{}; planted beside a honeypot: not part of the trace",
+                            votes_detail(so)
+                        )
+                    } else {
                         votes_detail(so)
-                    )
-                } else {
-                    votes_detail(so)
-                },
-                so.votes_cast.clone(),
-            ),
+                    },
+                    so.votes_cast.clone(),
+                )
+            },
             None => from_entry(
                 e,
                 e.tier,
@@ -289,28 +308,37 @@ fn bound_text(neg_ln_milli: u64) -> String {
     crate::report::words::bound_line(neg_ln_milli)
 }
 
-/// The session page.
-pub async fn page(State(pages): State<Pages>, Path(id): Path<String>) -> PageResult {
+/// The session page: the provider's plaintext only to this node's operator.
+pub async fn page(
+    State(pages): State<Pages>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> PageResult {
     let sid: Hash = parse_id("a session id", &id)?;
     let found = query::session(&latest(&pages.chain), &pages.ledger, &sid)
         .map_err(PageError::internal)?
         .ok_or_else(|| PageError::NotFound(format!("no session {sid} on this network")))?;
-    let record = pages.provider.as_ref().and_then(|p| p.page_record(&sid));
+    let held = pages.provider.as_ref().and_then(|p| p.page_record(&sid));
+    // Opened here, but asked by someone who is not the operator: what every other node
+    // shows, and the way to log in.
+    let locked = held.is_some() && !pages.operator(&headers);
+    let record = held.filter(|_| !locked);
     let title = format!("Session {}", short(&sid));
-    match found {
+    let r = match found {
         SessionLookup::Decided(d) => {
-            let body = decided_body(&pages, &sid, &d, record.as_ref())?;
-            Ok(layout::page(&title, &body).into_response())
+            let body = decided_body(&pages, &sid, &d, record.as_ref(), locked)?;
+            layout::page(&title, &body).into_response()
         }
         SessionLookup::Live(x) => {
             let params = latest(&pages.chain).contract.state().params.clone();
-            let body = live_body(&sid, &x, record.as_ref(), &params);
-            Ok(layout::page_with_head(
-                &title,
-                "<meta http-equiv=\"refresh\" content=\"2\">\n",
-                &body,
-            )
-            .into_response())
+            let body = live_body(&sid, &x, record.as_ref(), locked, &params);
+            // Reloading would clear a token being typed: no refresh while locked.
+            let head = if locked {
+                ""
+            } else {
+                "<meta http-equiv=\"refresh\" content=\"2\">\n"
+            };
+            layout::page_with_head(&title, head, &body).into_response()
         }
         SessionLookup::Failed(f) => {
             let body = format!(
@@ -318,9 +346,31 @@ pub async fn page(State(pages): State<Pages>, Path(id): Path<String>) -> PageRes
                 block_link(f.at),
                 esc(&f.reason)
             );
-            Ok(layout::page(&title, &body).into_response())
+            layout::page(&title, &body).into_response()
         }
-    }
+    };
+    Ok(private(r))
+}
+
+/// Headers for a page that may hold the provider's plaintext: kept by no cache, and its
+/// address sent to no other site.
+fn private(mut r: Response) -> Response {
+    let h = r.headers_mut();
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("same-origin"),
+    );
+    r
+}
+
+/// What a visitor who is not the operator reads on the page of a session this node
+/// opened: the text is the operator's, and where to log in for it.
+fn login_hint(sid: &Hash) -> String {
+    format!(
+        "<p class=\"hint\">This node opened this session: its steps' text is shown to the node's operator only. \
+<a href=\"/audit/login?next=/sessions/{sid}\">Log in with the operator token</a> to see it.</p>\n"
+    )
 }
 
 /// What the provider chose for the session, as a card.
@@ -363,14 +413,21 @@ fn assurance(t: &TermsView) -> String {
     )
 }
 
-fn header(sid: &Hash, provider: &trust_protocol::AccountId, record: bool) -> String {
+/// The page's head; `locked`: this node opened the session, but the visitor is not its
+/// operator.
+fn header(sid: &Hash, provider: &trust_protocol::AccountId, record: bool, locked: bool) -> String {
     format!(
-        "<h1>Session</h1>\n<p class=\"mono\">{sid}</p>\n<p>Provider {}{}</p>\n",
+        "<h1>Session</h1>\n<p class=\"mono\">{sid}</p>\n<p>Provider {}{}</p>\n{}",
         account_link(provider),
         if record {
-            " · <strong>this node opened it</strong>: segment text is shown below"
+            " · <strong>this node opened it</strong>: segment text is shown below, to you as its operator"
         } else {
             ""
+        },
+        if locked {
+            login_hint(sid)
+        } else {
+            String::new()
         }
     )
 }
@@ -380,11 +437,12 @@ fn decided_body(
     sid: &Hash,
     d: &Decided,
     record: Option<&PageRecord>,
+    locked: bool,
 ) -> Result<String, PageError> {
     let o = &d.outcome;
     let manifest =
         query::opening_manifest(&pages.ledger, sid, o.opened_at).map_err(PageError::internal)?;
-    let mut body = header(sid, &o.provider, record.is_some());
+    let mut body = header(sid, &o.provider, record.is_some(), locked);
     body += "<div class=\"grid\">";
     body += &stat("Trace verdict", &verdict_badge(o.trace));
     body += &stat(
@@ -530,10 +588,11 @@ fn live_body(
     sid: &Hash,
     x: &Session,
     record: Option<&PageRecord>,
+    locked: bool,
     params: &trust_contracts::Params,
 ) -> String {
     let seats = query::seat_counts(x);
-    let mut body = header(sid, &x.provider, record.is_some());
+    let mut body = header(sid, &x.provider, record.is_some(), locked);
     body += "<div class=\"grid\">";
     body += &stat("Status", "<span class=\"badge\">Live</span>");
     body += &stat("Phase", &esc(&query::phase_name(&x.phase)));
@@ -549,8 +608,105 @@ fn live_body(
     body
 }
 
+/// Which segments the provider planted: opened as such on the ledger, named so in the
+/// provider's record, or a calculation beside one of those.
+fn planted(segments: &[Segment], record: Option<&PageRecord>) -> Vec<bool> {
+    let direct = |j: usize| {
+        segments.get(j).is_some_and(|s| s.planted)
+            || record
+                .and_then(|r| r.nodes.get(j))
+                .is_some_and(|n| query::steps::planted_name(n))
+    };
+    segments
+        .iter()
+        .enumerate()
+        .map(|(i, seg)| direct(i) || seg.supports.is_some_and(|t| direct(usize::from(t))))
+        .collect()
+}
+
+/// The model's own steps in the order the trace holds them, each with its verdict, where
+/// it sits and its text, linked to its row of the segment table (the operator's view).
+fn steps_section(segments: &[Segment], r: &PageRecord, planted: &[bool]) -> String {
+    let session_len = segments.iter().filter(|s| s.blinded.is_some()).count();
+    let tiers: Vec<Tier> = segments.iter().take(session_len).map(|s| s.tier).collect();
+    let supports: Vec<Option<u16>> = segments.iter().map(|s| s.supports).collect();
+    let is_planted = |i: usize| planted.get(i).copied().unwrap_or(false);
+    let split = query::steps::split(r.steps(&tiers, None), &supports, &is_planted);
+    let mut s = String::from(
+        "<h2>Steps</h2>\n<p class=\"hint\">The model's own steps, in the order the trace holds them (honeypots this node planted are not among them).</p>\n<div class=\"scroll\"><table><thead><tr><th>Step</th><th>Verdict</th><th>Where</th><th>Text</th></tr></thead><tbody>",
+    );
+    for x in &split.steps {
+        let Some(seg) = segments.get(x.index) else {
+            continue;
+        };
+        let place = x
+            .span
+            .as_ref()
+            .map_or("-".to_string(), |sp| format!("{}:{}", sp.part, sp.line));
+        let _ = write!(
+            s,
+            "<tr><td><a class=\"mono\" href=\"#seg-{}\">{}</a></td><td><span class=\"badge {}\">{}</span>{}</td><td class=\"mono\">{}</td><td class=\"wrapok\">{}</td></tr>",
+            x.index,
+            esc(&x.name),
+            seg.shade.class(),
+            seg.shade.word(),
+            if x.left_out { " (left out)" } else { "" },
+            esc(&place),
+            esc(&x.text)
+        );
+    }
+    s += "</tbody></table></div>\n";
+    s
+}
+
+/// One row of the segment table (and its votes under it).
+fn segment_row(i: usize, seg: &Segment, node: &Node, record: Option<&PageRecord>) -> String {
+    let level = ROWS.get(node.row).copied().unwrap_or("");
+    let last = match record.and_then(|r| r.texts.get(i)) {
+        Some(t) => format!("<td class=\"wrapok\">{}</td>", esc(t)),
+        None => format!(
+            "<td class=\"mono\">{}</td>",
+            seg.blinded.map_or("-".to_string(), |h| short(&h))
+        ),
+    };
+    // On the provider's node, each segment also under the name `submit` and `query`
+    // give it (its HDAG id); elsewhere its index alone.
+    let named = |j: usize| record.and_then(|r| r.nodes.get(j));
+    let shown = named(i).map_or(String::new(), |n| {
+        format!(" <span class=\"mono\">{}</span>", esc(n))
+    });
+    // An OPERATION weighs nothing of its own: its STEP's verdict carries it.
+    let (weight, detail) = match seg.supports {
+        Some(step) => (
+            "–".to_string(),
+            match named(usize::from(step)) {
+                Some(n) => format!("calculation of {n}; {}", seg.detail),
+                None => format!("calculation of #{step}; {}", seg.detail),
+            },
+        ),
+        None => (seg.weight.to_string(), seg.detail.clone()),
+    };
+    let mut s = format!(
+        "<tr id=\"seg-{i}\"><td>{i}{shown}{}</td><td>{level}</td><td>{:?}</td><td>{weight}</td><td><span class=\"badge {}\">{}</span></td><td class=\"wrapok\">{}</td>{last}</tr>",
+        if seg.conclusion { " ★" } else { "" },
+        seg.tier,
+        seg.shade.class(),
+        seg.shade.word(),
+        esc(&detail)
+    );
+    if !seg.votes.is_empty() {
+        let _ = write!(
+            s,
+            "<tr class=\"votes\"><td></td><td colspan=\"6\"><ul class=\"votes\">{}</ul></td></tr>",
+            votes_list(&seg.votes)
+        );
+    }
+    s
+}
+
 fn segments_section(segments: &[Segment], record: Option<&PageRecord>) -> String {
     let (nodes, edges) = graph(segments, record);
+    let planted = planted(segments, record);
     let mut s = String::new();
     if let Some(r) = record.filter(|r| !r.problem.is_empty()) {
         let _ = write!(
@@ -562,62 +718,41 @@ fn segments_section(segments: &[Segment], record: Option<&PageRecord>) -> String
     if let Some(p) = record.and_then(|r| r.proof.as_ref()) {
         s += &proof_section(segments, p);
     }
+    if let Some(r) = record {
+        s += &steps_section(segments, r, &planted);
+    }
     s += "<h2>HDAG</h2>\n";
     s += &hdag_svg::legend();
     s += "<div class=\"scroll\">";
     s += &hdag_svg::render(&nodes, &edges, &ROWS);
     s += "</div>\n<p class=\"hint\">Hover or tab to a segment for its tier, votes and verdict.</p>\n";
-    s += "<h2>Segments</h2>\n<div class=\"scroll\"><table><thead><tr><th>#</th><th>Level</th><th>Tier</th><th>Weight</th><th>Verdict</th><th>Detail</th><th>";
-    s += if record.is_some() {
-        "Text"
-    } else {
-        "Blinded id"
-    };
-    s += "</th></tr></thead><tbody>";
+    let head = format!(
+        "<div class=\"scroll\"><table><thead><tr><th>#</th><th>Level</th><th>Tier</th><th>Weight</th><th>Verdict</th><th>Detail</th><th>{}</th></tr></thead><tbody>",
+        if record.is_some() {
+            "Text"
+        } else {
+            "Blinded id"
+        }
+    );
+    let (mut own, mut theirs) = (String::new(), String::new());
     for (i, (seg, node)) in segments.iter().zip(&nodes).enumerate() {
-        let level = ROWS.get(node.row).copied().unwrap_or("");
-        let last = match record.and_then(|r| r.texts.get(i)) {
-            Some(t) => format!("<td class=\"wrapok\">{}</td>", esc(t)),
-            None => format!(
-                "<td class=\"mono\">{}</td>",
-                seg.blinded.map_or("-".to_string(), |h| short(&h))
-            ),
-        };
-        // On the provider's node, each segment also under the name `submit` and `query`
-        // give it (its HDAG id); elsewhere its index alone.
-        let named = |j: usize| record.and_then(|r| r.nodes.get(j));
-        let shown = named(i).map_or(String::new(), |n| {
-            format!(" <span class=\"mono\">{}</span>", esc(n))
-        });
-        // An OPERATION weighs nothing of its own: its STEP's verdict carries it.
-        let (weight, detail) = match seg.supports {
-            Some(step) => (
-                "–".to_string(),
-                match named(usize::from(step)) {
-                    Some(n) => format!("calculation of {n}; {}", seg.detail),
-                    None => format!("calculation of #{step}; {}", seg.detail),
-                },
-            ),
-            None => (seg.weight.to_string(), seg.detail.clone()),
-        };
-        let _ = write!(
-            s,
-            "<tr id=\"seg-{i}\"><td>{i}{shown}{}</td><td>{level}</td><td>{:?}</td><td>{weight}</td><td><span class=\"badge {}\">{}</span></td><td class=\"wrapok\">{}</td>{last}</tr>",
-            if seg.conclusion { " ★" } else { "" },
-            seg.tier,
-            seg.shade.class(),
-            seg.shade.word(),
-            esc(&detail)
-        );
-        if !seg.votes.is_empty() {
-            let _ = write!(
-                s,
-                "<tr class=\"votes\"><td></td><td colspan=\"6\"><ul class=\"votes\">{}</ul></td></tr>",
-                votes_list(&seg.votes)
-            );
+        let row = segment_row(i, seg, node, record);
+        if planted.get(i).copied().unwrap_or(false) {
+            theirs += &row;
+        } else {
+            own += &row;
         }
     }
+    s += "<h2>Segments</h2>\n";
+    s += &head;
+    s += &own;
     s += "</tbody></table></div>\n<p class=\"hint\">★ part of the final output. Under a segment, each revealed vote with the reason its seat bound into its commitment.</p>\n";
+    if !theirs.is_empty() {
+        s += "<h2>Honeypots</h2>\n<p class=\"hint\">Planted by the provider among the steps, each with a verdict known in advance, to test the seats: not the model's, not part of the trace, never counted in its verdict.</p>\n";
+        s += &head;
+        s += &theirs;
+        s += "</tbody></table></div>\n";
+    }
     s
 }
 

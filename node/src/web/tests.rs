@@ -37,6 +37,8 @@ const XSS_ESCAPED: &str = "&lt;script&gt;alert(1)&lt;/script&gt;";
 /// role on node 0 when asked for.
 struct Net {
     pages: Pages,
+    /// The operator token the pages' login checks.
+    token: crate::keys::OperatorToken,
     genesis: Arc<Contract>,
     /// The chain the pages read, and the stand-in for its consensus driver.
     t: TestChain,
@@ -57,6 +59,11 @@ impl std::ops::DerefMut for Net {
 
 impl Net {
     fn new(with_provider: bool) -> Self {
+        Self::planting(with_provider, 0)
+    }
+
+    /// The pages, with a provider role planting up to `honeypots` honeypots a session.
+    fn planting(with_provider: bool, honeypots: usize) -> Self {
         // Data a page shows that an outsider chose: the auditors' expertise, a peer id.
         let t = TestChain::new(
             "web",
@@ -71,7 +78,7 @@ impl Net {
             let outbox = Outbox::new(key, t.chain_watch.clone(), t.pool.clone(), None);
             let p = Provider::open(outbox, BlobStore::open(&t.db).unwrap(), &t.db)
                 .unwrap()
-                .with_honeypots(0);
+                .with_honeypots(honeypots);
             Arc::new(p)
         });
         let genesis = Arc::new(t.genesis.clone());
@@ -84,7 +91,14 @@ impl Net {
             provider,
             Some(genesis.clone()),
         );
-        Net { pages, genesis, t }
+        let token = crate::keys::OperatorToken::for_tests(&"c0ffee42".repeat(8));
+        let pages = pages.with_auth(Arc::new(super::auth::Auth::new(&token)));
+        Net {
+            pages,
+            token,
+            genesis,
+            t,
+        }
     }
 
     /// Signs `calls` in order, each account's nonces counting up from its next one.
@@ -107,8 +121,32 @@ impl Net {
 
     /// Status, content type, `Location`, body.
     async fn get(&self, uri: &str) -> (StatusCode, String, String, String) {
+        self.get_with(uri, &[]).await
+    }
+
+    /// The page at `uri` as the operator asks it: with the token as a bearer token.
+    async fn operator_page(&self, uri: &str) -> String {
+        let bearer = format!("Bearer {}", self.token.expose());
+        let (st, _, _, body) = self
+            .get_with(uri, &[(header::AUTHORIZATION, bearer.as_str())])
+            .await;
+        assert_eq!(st, StatusCode::OK, "{uri}: {body}");
+        assert_no_raw_script(uri, &body);
+        body
+    }
+
+    /// Status, content type, `Location`, body, asked with `headers`.
+    async fn get_with(
+        &self,
+        uri: &str,
+        headers: &[(header::HeaderName, &str)],
+    ) -> (StatusCode, String, String, String) {
+        let mut req = Request::get(uri);
+        for (k, v) in headers {
+            req = req.header(k, *v);
+        }
         let r = router(self.pages.clone())
-            .oneshot(Request::get(uri).body(Body::empty()).unwrap())
+            .oneshot(req.body(Body::empty()).unwrap())
             .await
             .unwrap();
         let status = r.status();
@@ -542,7 +580,7 @@ async fn the_provider_node_shows_segment_text_escaped() {
     let contract = net.chain.current().contract.clone();
     let s = provider.submit(&trace, None, &contract).await.unwrap();
     net.block(vec![]).await; // the OpenSession, from the pool
-    let page = net.page(&format!("/sessions/{}", s.session)).await;
+    let page = net.operator_page(&format!("/sessions/{}", s.session)).await;
     assert!(page.contains("this node opened it"));
     assert!(page.contains("Let the numerator be x"), "{page}");
     assert!(page.contains(XSS_ESCAPED), "the problem statement, escaped");
@@ -563,6 +601,144 @@ async fn the_provider_node_shows_segment_text_escaped() {
     );
 }
 
+/// Issue 53 (item 5): the page of a session this node opened shows its problem, its
+/// steps' text and their names to the node's operator only (the token as a bearer token,
+/// or an open login's cookie). Without them, with a token in the URL, a forged cookie or
+/// the wrong token, the page is what every other node shows: blinded ids, no names (not
+/// even which segments are honeypots), and a way to log in; never kept by a cache.
+/// Issue 56: the operator reads the model's own steps in trace order, the honeypots the
+/// node planted apart.
+#[tokio::test]
+async fn a_provider_nodes_session_text_is_for_its_operator_only() {
+    let mut net = Net::planting(true, 2);
+    let provider = net.pages.provider.clone().unwrap();
+    let trace = std::fs::read_to_string(format!(
+        "{}/../examples/traces/fraction-incorrect.txt",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    let contract = net.chain.current().contract.clone();
+    let s = provider.submit(&trace, None, &contract).await.unwrap();
+    assert!(s.honeypots > 0, "honeypots planted: {s:?}");
+    net.block(vec![]).await; // the OpenSession, from the pool
+    let uri = format!("/sessions/{}", s.session);
+    let text = [
+        "The denominator of a fraction",
+        "Let the numerator be x",
+        "Therefore, 5x = 9x − 20",
+        "honeypot:",
+        "this node opened it</strong>",
+    ];
+    let token = net.token.expose().to_string();
+    let forged = format!("{}={}", super::auth::COOKIE, "ab".repeat(32));
+    let token_cookie = format!("{}={token}", super::auth::COOKIE);
+    let wrong = "Bearer not-the-token".to_string();
+    let basic = format!("Basic {token}");
+    let cases: [(String, Vec<(header::HeaderName, &str)>); 6] = [
+        (uri.clone(), vec![]),
+        (format!("{uri}?token={token}"), vec![]),
+        (uri.clone(), vec![(header::COOKIE, forged.as_str())]),
+        (uri.clone(), vec![(header::COOKIE, token_cookie.as_str())]),
+        (uri.clone(), vec![(header::AUTHORIZATION, wrong.as_str())]),
+        (uri.clone(), vec![(header::AUTHORIZATION, basic.as_str())]),
+    ];
+    for (u, headers) in &cases {
+        let (st, _, _, page) = net.get_with(u, headers).await;
+        assert_eq!(st, StatusCode::OK, "{u} {headers:?}: {page}");
+        for t in text {
+            assert!(!page.contains(t), "{u} {headers:?} shows {t:?}: {page}");
+        }
+        assert!(
+            page.contains(&format!(
+                "href=\"/audit/login?next=/sessions/{}\"",
+                s.session
+            )),
+            "{u} {headers:?}: no way to log in: {page}"
+        );
+        assert!(page.contains("Blinded id"), "{page}");
+        assert!(
+            !page.contains("http-equiv=\"refresh\""),
+            "a reload would clear the token"
+        );
+    }
+    // Never cached, its address sent to no other site.
+    let r = router(net.pages.clone())
+        .oneshot(Request::get(&uri).body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(r.headers()[header::CACHE_CONTROL], "no-store");
+    assert_eq!(r.headers()[header::REFERRER_POLICY], "same-origin");
+
+    // The operator: by bearer token, or by the cookie of a login opened with it.
+    let page = net.operator_page(&uri).await;
+    let login = net
+        .pages
+        .auth
+        .as_ref()
+        .unwrap()
+        .login(&token)
+        .expect("the token logs in");
+    let cookie = format!("{}={}", super::auth::COOKIE, login.id);
+    let (st, _, _, by_cookie) = net
+        .get_with(&uri, &[(header::COOKIE, cookie.as_str())])
+        .await;
+    assert_eq!(st, StatusCode::OK);
+    for p in [&page, &by_cookie] {
+        for t in text {
+            assert!(p.contains(t), "the operator does not see {t:?}: {p}");
+        }
+        assert!(!p.contains("/audit/login?next="), "{p}");
+    }
+    // The model's steps in trace order, none of them planted; the honeypots apart.
+    let start = page.find("<h2>Steps</h2>").expect("a steps section");
+    let steps = &page[start..start + page[start..].find("</table>").unwrap()];
+    assert!(!steps.contains("honeypot:"), "{steps}");
+    let names: Vec<&str> = steps
+        .split("<a class=\"mono\" href=\"#seg-")
+        .skip(1)
+        .filter_map(|x| x.split_once("\">")?.1.split_once("</a>"))
+        .map(|(n, _)| n)
+        .collect();
+    let at = |n: &str| {
+        names
+            .iter()
+            .position(|x| *x == n)
+            .unwrap_or_else(|| panic!("{n} not among the steps: {names:?}"))
+    };
+    // The tactic that holds the thinking's lines first, then its steps line by line
+    // (in outcome order the tactic, left out, comes after them).
+    assert!(at("T1") < at("ST1"), "{names:?}");
+    assert!(at("ST1") < at("O1") && at("O1") < at("O2") && at("O2") < at("O3"));
+    assert_eq!(
+        names.len() + s.honeypots,
+        s.segments.len() + s.left_out.len() - planted_calculations(&s),
+        "{names:?}"
+    );
+    let planted = page
+        .find("<h2>Honeypots</h2>")
+        .expect("a honeypots section");
+    let segments = page.find("<h2>Segments</h2>").unwrap();
+    assert!(
+        !page[segments..planted].contains("honeypot:"),
+        "no planted segment among the trace's"
+    );
+    assert_eq!(
+        page[planted..].matches("<tr id=\"seg-").count(),
+        s.segments
+            .iter()
+            .filter(|(n, _)| crate::query::steps::planted_name(n))
+            .count()
+    );
+}
+
+/// Calculations a provider planted beside its worded honeypots.
+fn planted_calculations(s: &crate::audit::provider::Submitted) -> usize {
+    s.segments
+        .iter()
+        .filter(|(n, _)| n.starts_with("calculation-of-honeypot:"))
+        .count()
+}
+
 /// Issue 40: the provider's page of a formal proof shows the proof line by line, each
 /// step's segment beside the line it begins on, and the structure's segment above.
 #[tokio::test]
@@ -580,7 +756,7 @@ async fn the_provider_node_shows_a_proof_with_each_step_at_its_line() {
     let contract = net.chain.current().contract.clone();
     let s = provider.submit(&trace, None, &contract).await.unwrap();
     net.block(vec![]).await; // the OpenSession, from the pool
-    let page = net.page(&format!("/sessions/{}", s.session)).await;
+    let page = net.operator_page(&format!("/sessions/{}", s.session)).await;
     assert!(page.contains("<h2>Proof</h2>"), "{page}");
     assert!(
         page.contains("The proof&#39;s structure") || page.contains("The proof's structure"),

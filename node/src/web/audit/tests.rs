@@ -255,6 +255,99 @@ async fn without_the_token_nothing_but_the_login_form() {
     assert!(page.contains("in 92 blocks (about 92 s)"), "{page}");
 }
 
+/// Issue 53 (item 5): a session page sends its visitor to `GET /audit/login?next=`; the
+/// login (a POST with the token, its form's CSRF token, from this site) goes on to that
+/// session page, and to nothing but a session page of this node: a `next` naming another
+/// site, a protocol-relative path or any other page goes to the queue. Once logged in,
+/// the form itself goes straight on.
+#[tokio::test]
+async fn a_login_goes_on_to_the_session_page_and_nowhere_else() {
+    let form = form();
+    let f = &form;
+    let sid = "cd".repeat(32);
+    let to_session = format!("/sessions/{sid}");
+    let (s, h, page) = f
+        .send(
+            Request::get(format!("/audit/login?next={to_session}"))
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK);
+    assert!(
+        page.contains(&format!("name=\"next\" value=\"{to_session}\"")),
+        "{page}"
+    );
+    assert!(
+        page.contains("method=\"post\" action=\"/audit/login\""),
+        "{page}"
+    );
+    let pre = h[header::SET_COOKIE].to_str().unwrap();
+    let pre = pre.split(';').next().unwrap().to_string();
+    let csrf = csrf_of(&page);
+    let token = f.token.expose();
+    let post = |next: String| {
+        let (pre, csrf) = (pre.clone(), csrf.clone());
+        async move {
+            let body = format!("csrf={csrf}&token={token}&next={next}");
+            let (s, h, _) = f
+                .post(
+                    "/audit/login",
+                    Some(&pre),
+                    Some("http://127.0.0.1:8480"),
+                    &body,
+                )
+                .await;
+            assert_eq!(s, StatusCode::SEE_OTHER, "{next}");
+            let set = h[header::SET_COOKIE].to_str().unwrap().to_string();
+            for part in ["HttpOnly", "SameSite=Strict"] {
+                assert!(set.contains(part), "{set}");
+            }
+            (
+                h[header::LOCATION].to_str().unwrap().to_string(),
+                set.split(';').next().unwrap().to_string(),
+            )
+        }
+    };
+    let (to, cookie) = post(to_session.clone()).await;
+    assert_eq!(to, to_session);
+    for elsewhere in [
+        "https%3A%2F%2Fevil.example%2F".to_string(),
+        "%2F%2Fevil.example%2Fsessions%2F".to_string(),
+        format!("%2Fsessions%2F{sid}%2F..%2F..%2Fevil"),
+        "%2Fblocks".to_string(),
+        String::new(),
+    ] {
+        assert_eq!(post(elsewhere.clone()).await.0, "/audit", "{elsewhere}");
+    }
+    // Logged in, the login form goes straight on.
+    let (s, h, _) = f
+        .send(
+            Request::get(format!("/audit/login?next={to_session}"))
+                .header(header::COOKIE, &cookie)
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(s, StatusCode::SEE_OTHER);
+    assert_eq!(h[header::LOCATION], to_session.as_str());
+    // The token never travels in a URL: a GET with it logs nobody in.
+    let (s, h, page) = f
+        .send(
+            Request::get(format!("/audit/login?token={token}&next={to_session}"))
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK);
+    assert!(page.contains("Operator token"));
+    let set = h[header::SET_COOKIE].to_str().unwrap();
+    assert!(
+        !set.starts_with(&format!("{}=", crate::web::auth::COOKIE)),
+        "{set}"
+    );
+}
+
 #[tokio::test]
 async fn a_judgement_needs_the_logins_csrf_token_and_a_same_site_post() {
     let f = form();
