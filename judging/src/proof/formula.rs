@@ -612,6 +612,49 @@ mod tests {
         assert!(strict("((~A) & B)").is_ok());
     }
 
+    fn ndl(text: &str) -> Result<Formula, FormulaError> {
+        let toks = lex(text);
+        let mut p = FormulaParser::new(&toks, text.len());
+        let f = p.top_ndl()?;
+        assert!(p.peek_token().is_none(), "trailing tokens in {text}");
+        Ok(f)
+    }
+
+    #[test]
+    fn ndl_formulas_drop_redundant_parentheses_inside_as_athena_does() {
+        let f = |t: &str| strict(t).unwrap();
+        assert_eq!(ndl("(((R & S)) ==> T)").unwrap(), f("((R & S) ==> T)"));
+        assert_eq!(ndl("(~ ((A & B)))").unwrap(), f("(~ (A & B))"));
+        assert_eq!(ndl("(A & ((~ B)))").unwrap(), f("(A & (~ B))"));
+        // an identifier in parentheses is marked for resolution, once however deep
+        let marked = Formula::atom(&format!("{PAREN_MARK}A"));
+        assert_eq!(ndl("(A)").unwrap(), marked);
+        assert_eq!(ndl("((A))").unwrap(), marked);
+        assert_eq!(ndl("(true)").unwrap(), Formula::True);
+        assert_eq!(
+            ndl("((A) & B)").unwrap(),
+            Formula::and(marked, Formula::atom("B"))
+        );
+    }
+
+    #[test]
+    fn ndl_formulas_wrapped_twice_at_the_top_are_refused() {
+        for bad in ["((A & B))", "((~ A))", "(((A & B)))", "((((~ A) | B)))"] {
+            let e = ndl(bad).unwrap_err();
+            assert_eq!(
+                e.public,
+                "a formula in two pairs of parentheses is read as a procedure application",
+                "{bad}"
+            );
+            assert!(!e.over_limit);
+        }
+        // the outer-parentheses rule still holds
+        assert!(ndl("~B").is_err());
+        assert!(ndl("A & B").is_err());
+        // Hilbert lines keep the prompts' stricter reading
+        assert!(strict("(((R & S)) ==> T)").is_err());
+    }
+
     #[test]
     fn deep_nesting_is_refused_cleanly() {
         let deep = format!("{}A{}", "(~ ".repeat(10_000), ")".repeat(10_000));

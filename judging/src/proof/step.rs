@@ -19,8 +19,8 @@ use super::{
     lex::lex,
     ndl::{
         check::{
-            Dialect, Scope, atom_like, check_define, check_hypothesis, check_primitive, close,
-            resolve, subproofs,
+            Dialect, SUPPOSE_ABSURD_IN_NDL_F, Scope, atom_like, check_define, check_hypothesis,
+            check_primitive, close, resolve, subproofs,
         },
         syntax::{Element, HypKind, parse_header, parse_single},
     },
@@ -190,11 +190,7 @@ fn judge(doc: &StepDoc) -> Result<Claim, Stop> {
             }
             if matches!(doc.role, StepRole::OpenHypothesis(_)) {
                 if kind == HypKind::SupposeAbsurd && dialect == Dialect::NdlF {
-                    return Err(Fault::syntax(
-                        "NDL_f has no suppose-absurd",
-                        "suppose-absurd is not part of NDL_f",
-                    )
-                    .into());
+                    return Err(Stop::Undecided(SUPPOSE_ABSURD_IN_NDL_F.into()));
                 }
                 return check_hypothesis(&header.hyp, &scope).map(Claim::Formula);
             }

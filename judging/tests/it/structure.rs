@@ -155,3 +155,87 @@ fn plans_name_spans_citations_and_scopes() {
     let back: trust_judging::proof::ProofPlan = serde_json::from_str(&json).unwrap();
     assert_eq!(back, plan);
 }
+
+/// A proof whose `cases` is given its two conditionals as inline deductions, followed by a
+/// step that (wrongly) uses the first one's conclusion after the `cases`.
+const INLINE: &str = "{\n  cases on premise-1, assume A { right-either on B, A }, assume B { left-either on B, A };\n  (A ==> (B | A)) BY claim on (A ==> (B | A))\n}";
+const INLINE_PROBLEM: &str = "assert premise-1 := (A | B)\nDerive: (B | A)\n";
+
+fn argument_cites(plan: &trust_judging::proof::ProofPlan, t: usize) -> Vec<Source> {
+    plan.steps[t]
+        .cites
+        .iter()
+        .filter(|c| c.role == CiteRole::Argument)
+        .map(|c| c.source)
+        .collect()
+}
+
+#[test]
+fn deductions_given_as_arguments_are_cut_into_argument_blocks() {
+    let plan = steps(INLINE_PROBLEM, INLINE).unwrap().unwrap();
+    check_structure(&plan).unwrap();
+    // open A, right-either, close; open B, left-either, close; cases; claim
+    assert_eq!(plan.steps.len(), 8);
+    let cases = 6;
+    assert_eq!(
+        plan.steps[cases].text.split_whitespace().next(),
+        Some("cases")
+    );
+    assert_eq!(
+        argument_cites(&plan, cases),
+        vec![Source::Step(2), Source::Step(5)]
+    );
+    assert_eq!(plan.blocks.iter().filter(|b| b.argument).count(), 2);
+    // the wrong use after the cases is found on the seats' path as by the whole checker
+    let Verdict::Fail(f) = check_plan(&plan) else {
+        panic!("passed")
+    };
+    assert_eq!((f.kind, f.line, f.step), (ErrorKind::Logic, 3, Some(7)));
+}
+
+#[test]
+fn an_argument_deduction_reaches_only_its_own_rule_application() {
+    let mut plan = steps(INLINE_PROBLEM, INLINE).unwrap().unwrap();
+    // the last step cites the first inline deduction's conclusion as if it still held
+    let (inner, last) = (2, 7);
+    let claim = plan.steps[inner].claim.clone().unwrap();
+    plan.steps[last].cites.push(Citation {
+        source: Source::Step(inner),
+        name: None,
+        claim,
+        asserted: true,
+        role: CiteRole::Holding,
+    });
+    // the seat alone would now accept the step ...
+    assert_eq!(
+        check_step(&plan.step_doc(last).unwrap()),
+        StepVerdict::Valid
+    );
+    // ... but the structure check refuses the plan
+    assert_eq!(
+        check_structure(&plan),
+        Err(StructureError::NotVisible { step: last })
+    );
+}
+
+#[test]
+fn argument_citations_must_be_the_arguments_in_order() {
+    let cases = 6;
+    // swapped
+    let mut plan = steps(INLINE_PROBLEM, INLINE).unwrap().unwrap();
+    plan.steps[cases].cites.reverse();
+    assert_eq!(check_structure(&plan), Err(StructureError::Block(cases)));
+    // one left out: the structure check refuses it, and the seat abstains
+    let mut plan = steps(INLINE_PROBLEM, INLINE).unwrap().unwrap();
+    let dropped = plan.steps[cases]
+        .cites
+        .iter()
+        .position(|c| c.role == CiteRole::Argument)
+        .unwrap();
+    plan.steps[cases].cites.remove(dropped);
+    assert_eq!(check_structure(&plan), Err(StructureError::Block(cases)));
+    assert!(matches!(
+        check_step(&plan.step_doc(cases).unwrap()),
+        StepVerdict::Abstain { .. }
+    ));
+}

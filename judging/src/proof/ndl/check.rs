@@ -36,6 +36,11 @@ pub(crate) trait Scope {
     fn declared_atom(&self, word: &str) -> bool;
 }
 
+/// Why a `suppose-absurd` in an NDL_f proof gets no verdict: Athena, which evaluates NDL_f
+/// proofs, has the construct, and whether ProofGrid's checker refuses it there is not known.
+pub(crate) const SUPPOSE_ABSURD_IN_NDL_F: &str =
+    "suppose-absurd in an NDL_f proof (whether the checker accepts it there is not known)";
+
 /// Whether an identifier is spelled like a propositional atom: an upper-case letter, then
 /// letters, digits and underscores (`A`, `A1_2`, `E3_59`).
 pub(crate) fn atom_like(word: &str) -> bool {
@@ -184,11 +189,11 @@ pub(crate) fn check_primitive(
     match &step.body {
         StepBody::Rule { rule, args, .. } => {
             if dialect == Dialect::NdlF {
-                return Err(Fault::syntax(
-                    "NDL_f has no rule applications, only from steps",
-                    format!("the rule application of {rule} is not NDL_f"),
-                )
-                .into());
+                // Athena evaluates NDL_f proofs and knows the rules: whether ProofGrid's
+                // checker refuses a rule application in NDL_f is not known, so no verdict
+                return Err(Stop::Undecided(format!(
+                    "the rule application of {rule} in an NDL_f proof (whether the checker accepts it there is not known)"
+                )));
             }
             let Some(r) = Rule::from_name(rule) else {
                 return Err(Fault::syntax(
@@ -244,11 +249,12 @@ pub(crate) fn check_primitive(
         }
         StepBody::From { justifiers } => {
             if dialect == Dialect::Ndl {
-                return Err(Fault::syntax(
-                    "from steps belong to NDL_f, not NDL",
-                    "a from step appears in an NDL proof",
-                )
-                .into());
+                // `p from ...` is Athena syntax in either dialect; whether ProofGrid's
+                // checker refuses it in NDL is not known, so no verdict
+                return Err(Stop::Undecided(
+                    "a from step in an NDL proof (whether the checker accepts it there is not known)"
+                        .into(),
+                ));
             }
             let Some(p) = claimed else {
                 return Err(Fault::syntax(

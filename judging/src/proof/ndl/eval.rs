@@ -13,8 +13,8 @@ use std::{collections::HashMap, ops::Range};
 use super::{
     super::{formula::Formula, limits::MAX_STEPS, problem::Problem, report::Stop},
     check::{
-        Dialect, Scope, atom_like, check_define, check_hypothesis, check_primitive, close,
-        subproofs,
+        Dialect, SUPPOSE_ABSURD_IN_NDL_F, Scope, atom_like, check_define, check_hypothesis,
+        check_primitive, close, subproofs,
     },
     syntax::{BlockNode, Element},
 };
@@ -152,10 +152,7 @@ impl Env {
                 {
                     let i = self.take_index(&a.header)?;
                     return Err(End::Stopped {
-                        stop: Stop::Fault(super::super::report::Fault::syntax(
-                            "NDL_f has no suppose-absurd",
-                            "suppose-absurd is not part of NDL_f",
-                        )),
+                        stop: Stop::Undecided(SUPPOSE_ABSURD_IN_NDL_F.into()),
                         step: i,
                         span: a.header.clone(),
                     });
