@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Submit a trace to a TRUST node, wait for its outcome, print each step with its text and
-verdict, then export the outcome's proof and verify it offline against the genesis file.
+"""Submit a trace to a TRUST node, wait for its outcome, print each of the model's steps
+with its text and verdict (in trace order; the honeypots the node planted apart), then
+export the outcome's proof and verify it offline against the genesis file.
 
     python cookbook.py --api 127.0.0.1:26602 --token "$(cat node0/operator.token)" \
         --trace examples/traces/fraction-incorrect.txt --binary target/debug/trust-node \
@@ -57,15 +58,20 @@ class EventPrinter:
         print(f"event     #{e.height:<5} {what}", flush=True)
 
 
-def show_steps(steps: List[Step]) -> None:
-    width = max([len(s.name) for s in steps] + [4])
-    print(f"steps     {'name':<{width}}  {'verdict':<10}  {'tier':<8}  text")
-    for s in steps:
-        note = " (honeypot)" if s.honeypot else " (left out)" if s.left_out else ""
-        first, *rest = s.text.splitlines() or [""]
-        print(f"          {s.name:<{width}}  {s.verdict or '-':<10}  {s.tier:<8}  {first}{note}")
-        for line in rest:
-            print(f"          {'':<{width}}  {'':<10}  {'':<8}  {line}")
+def show_steps(steps: List[Step], honeypots: List[Step]) -> None:
+    """The model's own steps in trace order; then, apart, what the node planted."""
+    width = max([len(s.name) for s in steps + honeypots] + [4])
+    for label, rows in (("steps", steps), ("honeypots", honeypots)):
+        if not rows:
+            continue
+        head = "text" if label == "steps" else "text (planted by the node: not the model's, never counted)"
+        print(f"{label:<9} {'name':<{width}}  {'verdict':<10}  {'tier':<8}  {head}")
+        for s in rows:
+            note = " (left out)" if s.left_out else ""
+            first, *rest = s.text.splitlines() or [""]
+            print(f"          {s.name:<{width}}  {s.verdict or '-':<10}  {s.tier:<8}  {first}{note}")
+            for line in rest:
+                print(f"          {'':<{width}}  {'':<10}  {'':<8}  {line}")
 
 
 def finality_text(f: Optional[Mapping[str, Any]]) -> str:
@@ -88,12 +94,14 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--genesis", default="genesis.json", help="the network's genesis file (default: ./genesis.json)")
     p.add_argument("--out", default=None, help="directory for the proof bundle (default: a new temporary one)")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for each of decided and final")
+    p.add_argument("--allow-plain-http", action="store_true",
+                   help="send the token over plain http to a host that is not this machine (a network you trust)")
     a = p.parse_args(argv)
     if not a.token:
         print("error: --token (or TRUST_API_TOKEN) is required: submitting spends the node's funds", file=sys.stderr)
         return 2
 
-    node = Client(a.api, token=a.token)
+    node = Client(a.api, token=a.token, allow_plain_http=a.allow_plain_http)
     try:
         sub = node.submit(read_trace(a.trace), labels={"example": "cookbook"})
         print(f"session   {sub.session}")
@@ -116,7 +124,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             print("error: the node showed no steps: is the token this node's, and did it open the session?",
                   file=sys.stderr)
             return 1
-        show_steps(s.steps)
+        show_steps(s.steps, s.honeypots)
 
         # A proof of an outcome an appeal may still change proves little: wait for final.
         s = node.wait(sub, final=True, timeout=a.timeout, on_event=show_event)

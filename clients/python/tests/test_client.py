@@ -17,13 +17,18 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Dict, List, Optional, Tuple
 from urllib.parse import parse_qs, urlsplit
 
-from trust_client import BUNDLE_FORMAT, Client, NotFinal, ProofRejected, TrustError, verify_proof
+import urllib.error
+import urllib.request
+
+from trust_client import BUNDLE_FORMAT, Client, NotFinal, ProofRejected, Session, TrustError, verify_proof
 
 SID = "ab" * 32
 TOKEN = "t0ken"
 STEP = {"index": 0, "name": "O2", "tier": "computer", "text": "Therefore, 5x = 9x − 20",
         "span": {"part": "thinking", "start": 87, "end": 112, "line": 4},
         "verdict": "invalid", "honeypot": False, "left_out": False}
+HONEYPOT = {"index": 1, "name": "honeypot:ST1", "tier": "computer", "text": "Subtract 6 from both sides: 20x = 8.",
+            "verdict": "invalid", "honeypot": True, "left_out": False}
 
 
 class Node:
@@ -33,6 +38,8 @@ class Node:
         self.state = "live"
         self.requests: List[Tuple[str, str, Dict[str, str], Optional[Any]]] = []
         self.streams = 0
+        #: Where ``/away`` redirects to (another origin), and ``/home`` (this one).
+        self.away = ""
 
     def session(self, authorized: bool) -> Dict[str, Any]:
         s: Dict[str, Any] = {"session": SID, "status": self.state}
@@ -44,6 +51,9 @@ class Node:
             s["status"] = "decided"
         if authorized:
             s["steps"] = [STEP]
+            s["honeypots"] = [HONEYPOT]
+        if self.state != "live":
+            s["verdict"] = "fail"
         return s
 
 
@@ -96,6 +106,13 @@ def handler(node: Node) -> type:
                 return self.reply(200, {"session": SID, "opening": {"mapping": []}})
             if url.path == "/v1/events":
                 return self.stream(q)
+            if url.path in ("/away", "/home"):
+                to = node.away if url.path == "/away" else f"/v1/sessions/{SID}"
+                self.send_response(302)
+                self.send_header("Location", to)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return None
             self.send_response(500)  # not JSON: the client says what it got
             self.send_header("Content-Length", "4")
             self.end_headers()
@@ -186,6 +203,75 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(s.steps[0].span.start if s.steps[0].span else None, 87)
         self.assertEqual(Client(self.api).session(SID).steps, [])
         self.assertEqual(self.client.session(SID, steps=False).steps, [])
+
+    def test_steps_are_the_models_own_and_the_honeypots_apart(self) -> None:
+        s = self.client.session(SID)
+        self.assertEqual([x.name for x in s.steps], ["O2"])
+        self.assertEqual([x.name for x in s.honeypots], ["honeypot:ST1"])
+        # A node from before `honeypots` listed them among the steps, in session order.
+        old = {"session": SID, "status": "decided", "outcome": {"trace": "fail"},
+               "steps": [dict(STEP, index=0), dict(HONEYPOT, index=1),
+                         dict(STEP, index=2, name="calculation-of-honeypot:ST1", honeypot=False),
+                         dict(STEP, index=3, name="O3")]}
+        s = Session.of(old)
+        self.assertEqual([x.name for x in s.steps], ["O2", "O3"])
+        self.assertEqual([x.name for x in s.honeypots], ["honeypot:ST1", "calculation-of-honeypot:ST1"])
+        self.assertEqual(s.verdict, "fail")  # from outcome.trace when the node gives no `verdict`
+        self.assertEqual(Session.of(dict(old, verdict="pass")).verdict, "pass")
+
+    def test_the_token_never_follows_a_redirect_to_another_origin(self) -> None:
+        elsewhere = Node()
+        other = ThreadingHTTPServer(("127.0.0.1", 0), handler(elsewhere))
+        threading.Thread(target=other.serve_forever, daemon=True).start()
+        try:
+            # Same host, another port: another origin.
+            self.node.away = f"http://127.0.0.1:{other.server_address[1]}/v1/sessions/{SID}"
+            with self.assertRaises(TrustError) as e:
+                self.client.get("/away", auth=True)
+            self.assertEqual((e.exception.code, e.exception.status), ("redirect", 302))
+            self.assertEqual(elsewhere.requests, [], "not followed at all")
+            # Without the token the redirect is followed, and carries none.
+            self.assertEqual(self.client.get("/away")["session"], SID)
+            self.assertEqual(len(elsewhere.requests), 1)
+            self.assertNotIn("Authorization", elsewhere.requests[0][2])
+            # Within the node's own origin the token goes along.
+            self.assertEqual(self.client.get("/home", auth=True)["steps"][0]["name"], "O2")
+            self.assertEqual(self.node.requests[-1][2].get("Authorization"), f"Bearer {TOKEN}")
+        finally:
+            other.shutdown()
+            other.server_close()
+
+    def test_no_token_over_plain_http_to_another_host_unless_asked(self) -> None:
+        sent: List[urllib.request.Request] = []
+
+        class Opener:
+            def open(self, req: urllib.request.Request, timeout: float) -> Any:
+                sent.append(req)
+                raise urllib.error.URLError("not connected (test)")
+
+        def ask(api: str, **kw: Any) -> TrustError:
+            c = Client(api, token=TOKEN, **kw)
+            c._opener = Opener()  # type: ignore[assignment]
+            with self.assertRaises(TrustError) as e:
+                c.session(SID)
+            return e.exception
+
+        for api in ("http://192.0.2.7:26602", "node.example:26602", "http://[2001:db8::1]:26602"):
+            self.assertEqual(ask(api).code, "insecure", api)
+            self.assertEqual(sent, [], f"{api}: nothing sent")
+        # Loopback, https, or plain http by explicit choice: sent, with the token.
+        for api, kw in (("http://127.0.0.1:26602", {}), ("http://localhost:1", {}), ("http://[::1]:1", {}),
+                        ("http://127.0.0.2:1", {}), ("https://node.example", {}),
+                        ("http://192.0.2.7:26602", {"allow_plain_http": True})):
+            self.assertEqual(ask(api, **kw).code, "unreachable", api)
+            self.assertEqual(sent.pop().get_header("Authorization"), f"Bearer {TOKEN}", api)
+        # No token asked for: a read goes anywhere.
+        c = Client("http://192.0.2.7:26602", token=TOKEN)
+        c._opener = Opener()  # type: ignore[assignment]
+        with self.assertRaises(TrustError) as e:
+            c.status()
+        self.assertEqual(e.exception.code, "unreachable")
+        self.assertIsNone(sent.pop().get_header("Authorization"))
 
     def test_wait_follows_the_stream_through_keep_alives_and_a_drop(self) -> None:
         seen: List[str] = []

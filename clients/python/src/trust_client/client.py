@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import socket
@@ -25,6 +26,52 @@ _LOOPBACK = {"localhost", "127.0.0.1", "::1"}
 Trace = Union[str, Mapping[str, Any]]
 
 
+def _origin(url: str) -> Tuple[str, str, int]:
+    """Scheme, host (lower case) and port of ``url``: what a browser calls its origin."""
+    u = urllib.parse.urlsplit(url)
+    scheme = u.scheme.lower()
+    try:
+        port = u.port
+    except ValueError:
+        port = None
+    return scheme, (u.hostname or "").lower(), port or (443 if scheme == "https" else 80)
+
+
+def _loopback(host: str) -> bool:
+    """Whether ``host`` is this machine: ``localhost`` or a loopback address."""
+    if host.lower() in _LOOPBACK:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class _Redirects(urllib.request.HTTPRedirectHandler):
+    """Follows a redirect with the operator token only within the node's own origin: the
+    token rides as an unredirected header (urllib copies none of those to the next
+    request), is put back on a redirect to the same origin, and a redirect elsewhere of a
+    request that carried it is refused rather than followed."""
+
+    def __init__(self, origin: Tuple[str, str, int]) -> None:
+        super().__init__()
+        self.origin = origin
+
+    def redirect_request(self, req: urllib.request.Request, fp: Any, code: int, msg: str,
+                         headers: Any, newurl: str) -> Optional[urllib.request.Request]:
+        token = req.unredirected_hdrs.get("Authorization")
+        if token is not None and _origin(newurl) != self.origin:
+            fp.close()
+            scheme, host, port = _origin(newurl)
+            raise TrustError(f"the node redirected a request that carries the operator token to another "
+                             f"origin ({scheme}://{host}:{port}): not followed, the token stays here",
+                             status=code, code="redirect")
+        new = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if new is not None and token is not None:
+            new.add_unredirected_header("Authorization", token)
+        return new
+
+
 class Client:
     """A TRUST node's HTTP API at ``api`` (``http://127.0.0.1:26602``, or ``HOST:PORT``).
 
@@ -32,15 +79,28 @@ class Client:
     sessions, to list them, to read a session's steps with their text, and to export a
     proof with the session's opening. ``timeout`` (seconds) bounds every request, and each
     read of the event stream.
+
+    The token goes to ``api``'s origin (scheme, host, port) and nowhere else: a redirect
+    of a request that carries it to another origin is refused (``TrustError``, code
+    ``redirect``). Over plain ``http`` it goes only to a loopback address (anyone on the
+    path could read it otherwise); ``allow_plain_http=True`` sends it to another host over
+    ``http`` all the same, for a network you trust (a private link, an SSH tunnel's far
+    end). Without it such a call raises ``TrustError`` (code ``insecure``) before
+    anything is sent.
     """
 
-    def __init__(self, api: str, token: Optional[str] = None, *, timeout: float = 30.0) -> None:
+    def __init__(self, api: str, token: Optional[str] = None, *, timeout: float = 30.0,
+                 allow_plain_http: bool = False) -> None:
         self.api = (api if "://" in api else "http://" + api).rstrip("/")
         self.token = token.strip() if token else None
         self.timeout = timeout
-        host = urllib.parse.urlsplit(self.api).hostname or ""
+        self.allow_plain_http = allow_plain_http
+        self._origin = _origin(self.api)
+        host = self._origin[1]
         # Loopback is never sent through a proxy the environment names.
-        handlers = [urllib.request.ProxyHandler({})] if host in _LOOPBACK else []
+        handlers: List[urllib.request.BaseHandler] = [_Redirects(self._origin)]
+        if _loopback(host):
+            handlers.append(urllib.request.ProxyHandler({}))
         self._opener = urllib.request.build_opener(*handlers)
 
     # --- HTTP -------------------------------------------------------------------------
@@ -64,8 +124,15 @@ class Client:
         if auth:
             if not self.token:
                 raise TrustError(f"{method} {path} needs the node's operator token", code="unauthorized")
-            h["Authorization"] = f"Bearer {self.token}"
+            scheme, host, _ = self._origin
+            if scheme != "https" and not _loopback(host) and not self.allow_plain_http:
+                raise TrustError(f"{method} {path}: not sending the operator token over plain {scheme} to "
+                                 f"{host}, which is not this machine (use https, or pass "
+                                 f"allow_plain_http=True for a network you trust)", code="insecure")
         req = urllib.request.Request(self.api + path, data=data, headers=h, method=method)
+        if auth:
+            # Unredirected: urllib never copies it to a redirect's request (see _Redirects).
+            req.add_unredirected_header("Authorization", f"Bearer {self.token}")
         try:
             return self._opener.open(req, timeout=self.timeout if timeout is None else timeout)
         except urllib.error.HTTPError as e:

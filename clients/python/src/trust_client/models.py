@@ -88,6 +88,11 @@ class Step:
         )
 
 
+def _planted(step: "Step") -> bool:
+    """Whether the node planted ``step``: a honeypot, or the calculation beside one."""
+    return step.honeypot or step.name.startswith(("honeypot:", "calculation-of-honeypot:"))
+
+
 @dataclass(frozen=True)
 class Session:
     """The answer to ``GET /v1/sessions/{id}``."""
@@ -106,22 +111,31 @@ class Session:
     """A decided session's ``{"state": "final", "at": H}``, ``{"state": "appealable",
     "until": H}`` or ``{"state": "appealing", "round": r}``."""
     steps: List[Step]
-    """Each step under its name with its text: only on the node that opened the session,
-    asked with its operator token (empty otherwise)."""
-    raw: Json = field(repr=False)
+    """The model's own steps, in trace order, each under its name with its text and
+    verdict: only on the node that opened the session, asked with its operator token
+    (empty otherwise). No honeypot is among them (see ``honeypots``)."""
+    honeypots: List[Step] = field(default_factory=list)
+    """What the node planted among the steps to test the seats (honeypots, and the
+    calculations beside them): not the model's, never counted in the verdict."""
+    raw: Json = field(default_factory=dict, repr=False)
 
     @classmethod
     def of(cls, raw: Json) -> "Session":
         outcome = raw.get("outcome") or {}
+        listed = [Step.of(s) for s in raw.get("steps") or []]
+        # A node from before `honeypots` listed them among the steps: apart here too.
+        steps = [s for s in listed if not _planted(s)]
+        honeypots = [Step.of(s) for s in raw.get("honeypots") or []] + [s for s in listed if _planted(s)]
         return cls(
             id=raw["session"],
             status=raw["status"],
-            verdict=outcome.get("trace"),
+            verdict=raw.get("verdict") or outcome.get("trace"),
             explanation=raw.get("explanation"),
             failure_bound=raw.get("failure_bound"),
             phase=raw.get("phase"),
             finality=raw.get("finality"),
-            steps=[Step.of(s) for s in raw.get("steps") or []],
+            steps=steps,
+            honeypots=sorted(honeypots, key=lambda s: s.index),
             raw=raw,
         )
 
