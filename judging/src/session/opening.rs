@@ -224,7 +224,15 @@ pub fn match_trace(
         }
         steps.push(Some(entry.node.clone()));
     }
-    let r = restrict_nodes(&hdag, |n| kept.contains(n.id.as_str()));
+    let r = restrict_nodes(&hdag, |n| kept.contains(n.id.as_str())).with_proof_of(&trace);
+    // A formal proof's payloads are rebuilt from this trace's text, with each step's
+    // manifest position as the mapping gives it: order, blocks and citations included.
+    let position = |id: &str| {
+        steps
+            .iter()
+            .position(|s| s.as_deref() == Some(id))
+            .and_then(|p| u16::try_from(p).ok())
+    };
     for (i, ((entry, segment), step)) in
         opening.mapping.iter().zip(segments).zip(&steps).enumerate()
     {
@@ -236,7 +244,9 @@ pub fn match_trace(
             .find(|n| n.id == *node)
             .map(|n| n.content.clone())
             .unwrap_or_default();
-        if blinded_id(&entry.salt, &step_doc(&r, node, text)) != segment.id {
+        let mut doc = step_doc(&r, node, text);
+        doc.proof = prepare::proof_payload(&r, node, position);
+        if blinded_id(&entry.salt, &doc) != segment.id {
             return Err(TraceMismatch::NotTheStep {
                 index: i,
                 node: node.clone(),
@@ -339,7 +349,8 @@ mod tests {
     fn session(trace: &str, baits: usize) -> (PreparedSession, Outcome) {
         let t = Trace::parse(trace).unwrap();
         let h = decompose::decompose(&t, &decompose::Options::default()).unwrap();
-        let r = restrict_nodes(&h, |n| Tier::from(n.primary_auditor) == Tier::Computer);
+        let r = restrict_nodes(&h, |n| Tier::from(n.primary_auditor) == Tier::Computer)
+            .with_proof_of(&t);
         let mut rng = StdRng::seed_from_u64(7);
         let baits = honeypot::forge(&r, baits, &mut rng);
         let quorum = QuorumParams {
@@ -445,6 +456,61 @@ mod tests {
         }
     }
 
+    /// Issue 53, finding 2: a provider whose NDL proof fails as written (here `e` is
+    /// derived from `c` before `c` is) seals the step documents and skeleton of a
+    /// reordered text with the same step lines and the same citations, and commits to a
+    /// mapping that names, for each segment, the step of the text it shows that has the
+    /// same line. Every claim and given matches; only the formal payload (order, blocks,
+    /// what is derived before what) differs, and it is bound in the id, so the outcome of
+    /// what it sealed is not about the text it shows.
+    #[test]
+    fn finding_2_a_reordered_proof_is_not_the_proof_the_outcome_is_about() {
+        let right = example("proof-ndl-correct.txt");
+        let (c_line, e_line) = (
+            "  c := C BY cases on premise-1, premise-2, bc;\n",
+            "  e := E BY mp on premise-5, c;\n",
+        );
+        let wrong = right.replace(&format!("{c_line}{e_line}"), &format!("{e_line}{c_line}"));
+        assert_ne!(wrong, right);
+        let (p, mut o) = session(&right, 0);
+        assert!(match_trace(&right, &opening(&p), &o).is_ok());
+        // The mapping the provider commits to names the shown text's steps by their lines.
+        let nodes = |text: &str| {
+            let t = Trace::parse(text).unwrap();
+            decompose::decompose(&t, &decompose::Options::default())
+                .unwrap()
+                .nodes
+        };
+        let (sealed, shown) = (nodes(&right), nodes(&wrong));
+        // Equal lines pair up in the order they occur.
+        let nth = |ns: &[trust_protocol::hdag::HdagNode], id: &str| {
+            let at = ns.iter().position(|n| n.id == id).unwrap();
+            let c = &ns[at].content;
+            (
+                c.clone(),
+                ns[..at].iter().filter(|n| &n.content == c).count(),
+            )
+        };
+        let mut forged = opening(&p);
+        for e in &mut forged.mapping {
+            let (content, k) = nth(&sealed, &e.node);
+            e.node = shown
+                .iter()
+                .filter(|n| n.content == content)
+                .nth(k)
+                .unwrap()
+                .id
+                .clone();
+        }
+        assert_ne!(
+            forged.mapping, p.mapping,
+            "the shown text reorders two steps"
+        );
+        o.mapping = Some(mapping_document_hash(&forged.mapping));
+        let e = match_trace(&wrong, &forged, &o).expect_err("the shown text is not the one sealed");
+        assert!(matches!(e, TraceMismatch::NotTheStep { .. }), "{e}");
+    }
+
     #[test]
     fn the_trace_submitted_matches_step_by_step_and_honeypots_are_no_steps() {
         let trace = example("fraction-incorrect.txt");
@@ -474,11 +540,13 @@ mod tests {
         // The same problem worked correctly: its steps O4, O5 are other text.
         let e = match_trace(&example("fraction-correct.txt"), &opening(&p), &o).unwrap_err();
         assert!(matches!(e, TraceMismatch::NotTheStep { .. }), "{e}");
+        eprintln!("MISMATCH {e}");
         // One character of one step changed.
         let changed = trace.replace("3x − 7", "3x − 8");
         assert_ne!(changed, trace);
         let e = match_trace(&changed, &opening(&p), &o).unwrap_err();
         assert!(matches!(e, TraceMismatch::NotTheStep { .. }), "{e}");
+        eprintln!("MISMATCH {e}");
         // A trace of another problem altogether.
         let e = match_trace(&example("bakery-wrong.txt"), &opening(&p), &o).unwrap_err();
         assert!(

@@ -177,9 +177,9 @@ pub fn proof_payload(
 pub use crate::decompose::conclusion_ids;
 
 /// The document a seat reads for `claim` standing at kept node `node` of `r`: `claim`
-/// with that node's givens and OPERATIONs, and no formal-proof payload (which the blinded
-/// id does not bind). A real step's claim is its node's text; a honeypot's is its forged
-/// text at its source node.
+/// with that node's givens and OPERATIONs; a formal proof's step or structure node gets
+/// its payload from [`proof_payload`] after (the blinded id binds it too). A real step's
+/// claim is its node's text; a honeypot's is its forged text at its source node.
 pub fn step_doc(r: &Restricted, node: &str, claim: String) -> SegmentDoc {
     SegmentDoc {
         claim,
@@ -210,7 +210,11 @@ pub fn blinded_id(salt: &Salt, doc: &SegmentDoc) -> Hash {
 
 /// The digest of a segment document: its claim, then its givens and its operations, each
 /// list with its length first, so no two documents share a digest by moving text
-/// between fields.
+/// between fields; then, for a formal proof's step or structure, its payload (the step's
+/// scope facts, or the skeleton with its braces), so that what a seat of a formal proof
+/// judges is bound to the id as much as its claim is: a provider cannot seal the payload
+/// of a re-braced proof under the step lines of the one it shows. A document with no
+/// payload digests as it always did.
 pub fn doc_digest(doc: &SegmentDoc) -> Hash {
     let givens = (doc.given.len() as u64).to_le_bytes();
     let operations = (doc.operations.len() as u64).to_le_bytes();
@@ -218,6 +222,16 @@ pub fn doc_digest(doc: &SegmentDoc) -> Hash {
     parts.extend(doc.given.iter().map(|g| g.as_bytes()));
     parts.push(&operations);
     parts.extend(doc.operations.iter().map(|o| o.as_bytes()));
+    // serde_json's maps are ordered by key here (no `preserve_order`): one value, one
+    // encoding.
+    let payload = doc
+        .proof
+        .as_ref()
+        .map(|v| serde_json::to_vec(v).unwrap_or_default());
+    if let Some(bytes) = &payload {
+        parts.push(b"formal-proof-payload");
+        parts.push(bytes);
+    }
     Hash::of_parts("trust/v1/segment-doc", &parts)
 }
 
