@@ -248,24 +248,44 @@ pub fn explain(t: &TraceTally, beta: Ppm, facts: &[Fact], at: Where) -> Option<S
             t.passing, t.total
         )
     };
-    let ops: Vec<&Fact> = facts.iter().filter(|f| f.operation).collect();
-    if !ops.is_empty() {
-        let count = |v: &[SegmentVerdict]| ops.iter().filter(|f| v.contains(&f.verdict)).count();
-        why.push_str(&format!(
-            "; {} of {} calculations hold",
-            count(&[SegmentVerdict::Valid]),
-            ops.len()
-        ));
-        let wrong = count(&[SegmentVerdict::Invalid, SegmentVerdict::Ungrounded]);
-        if wrong > 0 {
-            why.push_str(&format!(", {wrong} wrong"));
-        }
-        let carried = count(&[SegmentVerdict::Propagated]);
-        if carried > 0 {
-            why.push_str(&format!(", {carried} rest on a step that failed"));
-        }
-    }
+    why.push_str(&calculations(facts));
     Some(why)
+}
+
+/// How the calculations checked on their own fared: `; 5 of 6 calculations hold, 1 not
+/// judged`. A calculation nobody judged (its seats abstained, or it was left out) is
+/// counted as not judged, never as one that fails to hold: `; 1 calculation not judged`
+/// when none was. Empty when the trace has none.
+fn calculations(facts: &[Fact]) -> String {
+    let ops: Vec<&Fact> = facts.iter().filter(|f| f.operation).collect();
+    if ops.is_empty() {
+        return String::new();
+    }
+    let count = |v: &[SegmentVerdict]| ops.iter().filter(|f| v.contains(&f.verdict)).count();
+    let unjudged = count(&[SegmentVerdict::Undecided]);
+    if unjudged == ops.len() {
+        return match unjudged {
+            1 => "; 1 calculation not judged".to_string(),
+            n => format!("; {n} calculations, none judged"),
+        };
+    }
+    let mut out = format!(
+        "; {} of {} calculations hold",
+        count(&[SegmentVerdict::Valid]),
+        ops.len()
+    );
+    let wrong = count(&[SegmentVerdict::Invalid, SegmentVerdict::Ungrounded]);
+    if wrong > 0 {
+        out.push_str(&format!(", {wrong} wrong"));
+    }
+    let carried = count(&[SegmentVerdict::Propagated]);
+    if carried > 0 {
+        out.push_str(&format!(", {carried} rest on a step that failed"));
+    }
+    if unjudged > 0 {
+        out.push_str(&format!(", {unjudged} not judged"));
+    }
+    out
 }
 
 fn tier_name(t: Tier) -> &'static str {

@@ -36,7 +36,10 @@
 //!   truth-table evaluations, and propositional `p FROM p1, ..., pn` steps.
 //! - **Grounding**: a claim with no premise equation to derive it from, that uses a number
 //!   found neither in the context nor in its premises (in digits or words, unit constants
-//!   aside), is `Ungrounded` (ARES) — only when the judge was shown the problem.
+//!   aside), is `Ungrounded` (ARES) — only when the judge was shown the problem. A
+//!   calculation that holds but works on such a number is not called Valid (it abstains).
+//!   A number in a run of whole numbers the problem defines (`the sum of the integers from
+//!   1 to 60`, module `ranges`) is given by it.
 //! - **Groups** of a long trace's steps (one segment): judged step by step, each with
 //!   the premises it would have alone ([`check_claim`], [`step_links`]).
 //!
@@ -49,6 +52,7 @@ pub(crate) mod expr;
 pub mod formal;
 mod logic;
 mod poly;
+mod ranges;
 pub(crate) mod read;
 pub mod readable;
 
@@ -63,6 +67,7 @@ pub use self::{
 use self::{
     expr::{Expr, P, Rational},
     poly::RatFn,
+    ranges::IntRun,
     read::Chain,
 };
 
@@ -198,19 +203,29 @@ pub fn check_segment(
 ) -> Judgement {
     let all: Vec<&str> = givens.iter().chain(premises).map(String::as_str).collect();
     let context = givens.join("\n");
-    check(
+    // The problem statement travels first among the givens; the runs of numbers it
+    // defines are read from it alone, never from a step's words.
+    let problem = givens.first().map_or("", String::as_str);
+    check_with(
         &StepInput {
             claim,
             premises: &all,
             context: &context,
         },
         seed,
+        &ranges::runs_in(problem),
     )
 }
 
 /// Judges one step. `seed` makes the random points of identity tests reproducible (use
 /// data every seat agrees on, e.g. the session and segment ids).
 pub fn check(input: &StepInput<'_>, seed: &Hash) -> Judgement {
+    check_with(input, seed, &ranges::runs_in(input.context))
+}
+
+/// [`check`], with the runs of whole numbers the problem defines (`the integers from 1 to
+/// 60`): a number in one of them is given.
+fn check_with(input: &StepInput<'_>, seed: &Hash, runs: &[IntRun]) -> Judgement {
     let claim = input.claim.trim();
     if claim.chars().count() > MAX_CLAIM_CHARS {
         return Judgement::Abstain("too long to be a single calculation".into());
@@ -274,6 +289,7 @@ pub fn check(input: &StepInput<'_>, seed: &Hash) -> Judgement {
             premise_names: &names,
             premise_chains: &chains,
             input: &step,
+            runs,
             seed,
         };
         match judge_clause(clause, &readings, &ctx) {
@@ -307,6 +323,8 @@ struct Ctx<'a> {
     premise_names: &'a BTreeSet<String>,
     premise_chains: &'a [Chain],
     input: &'a StepInput<'a>,
+    /// The runs of whole numbers the problem defines: their numbers are given.
+    runs: &'a [IntRun],
     seed: &'a Hash,
 }
 
@@ -725,7 +743,7 @@ fn derived_equation(
                 "the premise equations that use {var} use other unknowns too"
             ));
         }
-        return grounding(ctx.input, chain);
+        return grounding(ctx.input, chain, ctx.runs);
     }
     let mut against: Option<Judgement> = None;
     let mut undecided: Option<Judgement> = None;
@@ -851,7 +869,8 @@ fn known_values(texts: &[&str]) -> BTreeSet<Rational> {
 }
 
 /// An operand of a calculation that nothing the judge was shown gives: not a number of
-/// the problem or the premises (in digits or words), not a unit constant, not 0, 1 or 2,
+/// the problem or the premises (in digits or words), not one of a run of whole numbers
+/// the problem defines (`the integers from 1 to 60`), not a unit constant, not 0, 1 or 2,
 /// not the whole quotient of two numbers it works on (`20474 − 25 × 812`), not a share of
 /// a hundred (`0.99` for 1 − 1%). Such a calculation may hold and still rest on a number
 /// from nowhere (ARES "ungrounded": `20 × 30 = 600` where the family eats 5 + 3 + 7 a
@@ -891,14 +910,15 @@ fn unexplained_operand(parts: &[Expr], ctx: &Ctx<'_>) -> Option<Rational> {
         let percent = v
             .mul(hundred)
             .is_some_and(|p| (0..=100).any(|k| p == Rational::int(k)));
-        !small && !percent && !known.contains(v) && !quotient(*v)
+        let in_run = ctx.runs.iter().any(|r| r.contains(*v));
+        !small && !percent && !known.contains(v) && !in_run && !quotient(*v)
     })
 }
 
 /// Nothing to derive the equation from: every number it states must come from somewhere
 /// (the problem, a premise, or a part of the same chain that was verified before it). A
 /// judge that was not shown the problem cannot tell: it abstains.
-fn grounding(input: &StepInput<'_>, chain: &[Expr]) -> Judgement {
+fn grounding(input: &StepInput<'_>, chain: &[Expr], runs: &[IntRun]) -> Judgement {
     if input.context.trim().is_empty() {
         return Judgement::Abstain(
             "no premise equation to derive it from, and the problem was not given to this judge"
@@ -936,7 +956,8 @@ fn grounding(input: &StepInput<'_>, chain: &[Expr]) -> Judgement {
             side.values(&mut stated);
         }
     }
-    if let Some(n) = stated.into_iter().find(|v| !known.contains(v)) {
+    let given = |v: &Rational| known.contains(v) || runs.iter().any(|r| r.contains(*v));
+    if let Some(n) = stated.into_iter().find(|v| !given(v)) {
         return Judgement::vote(
             Vote::Ungrounded,
             format!(

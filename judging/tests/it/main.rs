@@ -7,6 +7,7 @@ mod cases;
 mod computer_labelled;
 mod computer_shapes;
 mod corpus;
+mod grounding;
 mod safety;
 mod samples;
 mod structure;

@@ -1,7 +1,8 @@
 //! Which earlier steps a step rests on, read from what it mentions: for each of its
 //! symbols the latest earlier step that mentions it (failing any, for each non-trivial
-//! number, the latest one that mentions it), the problem when it uses a number the problem
-//! states (in digits or in words: `twice`, `a dozen`); a rule application rests on the step
+//! number, the latest one that mentions it, by value: `$15.00` and `$15` are one number),
+//! the problem when it uses a number the problem states (in digits or in words: `twice`,
+//! `a dozen`); a rule application rests on the step
 //! that derived its antecedent and on the problem that states the rules; a truth-table
 //! step on the problem (the assignment) and on the steps that evaluated its parts.
 //!
@@ -16,6 +17,23 @@ use crate::computer::read::{numbers_in, symbols_in};
 
 /// Most steps one unit is linked to through the numbers it shares with them.
 const MAX_NUMBER_LINKS: usize = 4;
+
+/// A number as its value reads, so that one value written two ways links the steps that
+/// write it: `$15.00` and `$15` are both `15`, `0.50` is `0.5` (each side of a fraction
+/// alike). A step is linked by both forms: `0.0` still links the steps that write `0.0`,
+/// though the value 0 alone links nothing.
+fn as_value(n: &str) -> String {
+    n.split('/')
+        .map(|part| {
+            if part.contains('.') {
+                part.trim_end_matches('0').trim_end_matches('.')
+            } else {
+                part
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
 
 /// What a step mentions, for its links.
 struct Mentions {
@@ -48,6 +66,7 @@ impl Links {
         Self {
             problem_numbers: numbers_in(problem)
                 .into_iter()
+                .flat_map(|n| [as_value(&n), n])
                 .chain(number_words(problem))
                 .collect(),
             problem: problem.to_string(),
@@ -82,6 +101,7 @@ impl Links {
                 .collect(),
             numbers: numbers_in(text)
                 .into_iter()
+                .flat_map(|n| [as_value(&n), n])
                 .filter(|n| n != "0" && n != "1")
                 .collect(),
             rule: rule_use(text),
