@@ -148,8 +148,14 @@ pub struct PlanBlock {
     /// Whether the block holds a deduction given as a rule's argument (`cases on d,
     /// assume p { ... }, ...`): its conclusion reaches only the rule application that
     /// follows its sibling argument blocks, never a later step.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub argument: bool,
+}
+
+/// Leaves the field out of a plan that has no argument blocks, so such plans serialize as
+/// they did before argument blocks existed.
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// A hypothesis of an `assume` / `suppose-absurd` block.

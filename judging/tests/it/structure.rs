@@ -239,3 +239,15 @@ fn argument_citations_must_be_the_arguments_in_order() {
         StepVerdict::Abstain { .. }
     ));
 }
+
+#[test]
+fn plans_without_argument_blocks_serialize_without_the_field() {
+    let plan = steps(PROBLEM, OUT_OF_SCOPE).unwrap().unwrap();
+    let json = serde_json::to_string(&plan).unwrap();
+    assert!(!json.contains("argument"), "{json}");
+    let plan = steps(INLINE_PROBLEM, INLINE).unwrap().unwrap();
+    let json = serde_json::to_string(&plan).unwrap();
+    assert!(json.contains("\"argument\":true"), "{json}");
+    let back: trust_judging::proof::ProofPlan = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, plan);
+}
