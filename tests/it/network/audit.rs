@@ -200,6 +200,50 @@ fn the_incorrect_fraction_chain_fails_at_the_wrong_step_and_propagates() {
     verified(&net, &session);
 }
 
+/// Whether a provider's segment name is one its node planted (a honeypot, or the
+/// calculation beside one).
+fn planted(name: &str) -> bool {
+    name.starts_with("honeypot:") || name.starts_with("calculation-of-honeypot:")
+}
+
+/// Issue 56: a session as its provider's operator reads it (`GET /v1/sessions/{id}` with
+/// the token, or `query --json` on its home): the trace verdict at the top, the model's
+/// own steps (none planted) in trace order, the planted ones apart under `honeypots`.
+fn own_steps_in_trace_order(v: &Value, planted_count: usize) {
+    assert_eq!(v["verdict"], v["outcome"]["trace"], "{v}");
+    assert!(v["verdict"].is_string(), "a top-level verdict: {v}");
+    let steps = v["steps"].as_array().unwrap_or_else(|| panic!("{v}"));
+    assert!(!steps.is_empty(), "{v}");
+    for x in steps {
+        assert!(
+            x["honeypot"] == false && !planted(x["name"].as_str().unwrap()),
+            "a planted segment among the steps: {x}"
+        );
+    }
+    let rank = |part: &str| {
+        ["problem", "thinking", "output"]
+            .iter()
+            .position(|p| *p == part)
+    };
+    let places: Vec<(usize, u64)> = steps
+        .iter()
+        .filter_map(|x| {
+            let span = x.get("span")?;
+            Some((rank(span["part"].as_str()?)?, span["start"].as_u64()?))
+        })
+        .collect();
+    assert!(
+        places.windows(2).all(|w| w[0] <= w[1]),
+        "steps not in trace order: {places:?}\n{v}"
+    );
+    let honeypots = v["honeypots"].as_array().unwrap_or_else(|| panic!("{v}"));
+    assert!(honeypots.len() >= planted_count, "{v}");
+    for x in honeypots {
+        assert!(planted(x["name"].as_str().unwrap()), "{x}");
+        assert_eq!(x["honeypot"], true, "{x}");
+    }
+}
+
 /// On the provider's node, with its operator token, every step of the submitted trace
 /// under the names `submit` gave, its text verbatim where the trace holds it, and its
 /// verdict; `query` on that home shows them. Any other node sees blinded ids only, and a
@@ -212,16 +256,29 @@ fn the_provider_sees_its_own_steps(net: &Network, session: &str, r: &Value, trac
         n.get(0, &path).is_ok_and(|s| s["status"] == "decided")
     });
     let mine = net.get_with_token(0, &path, &token).unwrap();
+    let planted_count = usize::try_from(r["honeypots"].as_u64().unwrap_or(0)).unwrap();
+    own_steps_in_trace_order(&mine, planted_count);
     let steps = mine["steps"].as_array().unwrap_or_else(|| panic!("{mine}"));
-    let named: Vec<&str> = r["segments"]
+    let mut named: Vec<&str> = r["segments"]
         .as_array()
         .unwrap()
         .iter()
         .chain(r["left_out"].as_array().unwrap())
         .map(|x| x[0].as_str().unwrap())
         .collect();
-    let shown: Vec<&str> = steps.iter().map(|x| x["name"].as_str().unwrap()).collect();
-    assert_eq!(shown, named, "the names submit printed, in outcome order");
+    let mut shown: Vec<&str> = steps
+        .iter()
+        .chain(mine["honeypots"].as_array().unwrap())
+        .map(|x| x["name"].as_str().unwrap())
+        .collect();
+    // Each under its place in the outcome.
+    for x in steps.iter().chain(mine["honeypots"].as_array().unwrap()) {
+        let i = usize::try_from(x["index"].as_u64().unwrap()).unwrap();
+        assert_eq!(named.get(i).copied(), x["name"].as_str(), "{x}");
+    }
+    named.sort_unstable();
+    shown.sort_unstable();
+    assert_eq!(shown, named, "the names submit printed, each once");
     let trace =
         trust_protocol::trace::Trace::parse(&std::fs::read_to_string(trace_path).unwrap()).unwrap();
     let mut spanned = 0;
@@ -266,9 +323,19 @@ fn the_provider_sees_its_own_steps(net: &Network, session: &str, r: &Value, trac
     assert!(net.get(0, &path).unwrap().get("steps").is_none());
     let e = net.get_with_token(1, &path, &token).unwrap_err();
     assert!(e.to_string().contains("401"), "{e}");
-    // `query` on the provider's home names its steps and shows their text.
+    // `query --json` on the provider's home: the same, for a program.
+    let json: Value = serde_json::from_str(&net.cli_ok(0, &["query", session, "--json"])).unwrap();
+    own_steps_in_trace_order(&json, planted_count);
+    // `query` on the provider's home names its steps and shows their text, the planted
+    // ones apart after them.
     let text = net.cli_ok(0, &["query", session]);
     assert!(text.contains("steps       name"), "{text}");
+    let table = &text[text.find("steps       name").unwrap()..];
+    let own = table.split("honeypots   name").next().unwrap();
+    assert!(!own.contains("honeypot:"), "{text}");
+    if planted_count > 0 {
+        assert!(table.contains("honeypots   name"), "{text}");
+    }
     let line = text
         .lines()
         .find(|l| l.trim_start().starts_with("O2 ") && l.contains("invalid"))

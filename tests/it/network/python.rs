@@ -152,6 +152,42 @@ fn the_python_client_submits_waits_reads_each_step_and_verifies_the_proof() {
             .any(|l| l.trim_start().starts_with("ST1 ") && l.contains("Let the numerator be x")),
         "{text}"
     );
+    // Issue 56: the README's loop over `s.steps` reads the model's own steps only, in trace
+    // order; what the node planted is listed apart, after them.
+    let block: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("steps     name"))
+        .skip(1)
+        .take_while(|l| l.starts_with("          "))
+        .collect();
+    let names: Vec<&str> = block
+        .iter()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert!(
+        !names.iter().any(|n| n.contains("honeypot")),
+        "a planted step among the model's: {names:?}\n{text}"
+    );
+    let at = |n: &str| {
+        names
+            .iter()
+            .position(|x| *x == n)
+            .unwrap_or_else(|| panic!("{n} not among the steps {names:?}:\n{text}"))
+    };
+    assert!(
+        at("ST1") < at("O1") && at("O1") < at("O2") && at("O2") < at("O3"),
+        "not in trace order: {names:?}"
+    );
+    if text.contains("segments  ")
+        && text
+            .lines()
+            .any(|l| l.starts_with("segments  ") && l.contains("honeypot:"))
+    {
+        assert!(
+            text.lines().any(|l| l.starts_with("honeypots name")),
+            "{text}"
+        );
+    }
     // The event stream was followed to the verdict and to finality.
     assert!(text.contains("session decided: fail"), "{text}");
     assert!(text.contains("session final"), "{text}");
