@@ -393,3 +393,28 @@ fn hand_written_proofs_end_through_the_seats_path_as_the_whole_proof_checker_say
     }
     assert!(checked >= 50, "{checked}");
 }
+
+/// Issue 53, finding 7: a model that derives `(E & ~ F)` and states `(E & F)` as its final
+/// answer does not PASS: the structure's seat compares the stated answer with the formula
+/// the proof derives, read literally. The same formula written with more or fewer
+/// parentheses at the top, or an answer in words, is no wrong answer.
+#[test]
+fn finding_7_a_final_answer_that_is_not_what_the_proof_derives_fails() {
+    let right = sample("proof-ndl-correct.txt");
+    let verdict = |output: &str| {
+        let mut t = right.clone();
+        t.output = output.to_string();
+        let hdag = decompose::decompose(&t, &decompose::Options::default()).expect("cut");
+        preview(&t, &hdag).trace.verdict
+    };
+    assert_eq!(verdict("(E & ~ F)"), TraceVerdict::Pass);
+    assert_eq!(verdict("E & (~ F)"), TraceVerdict::Pass, "the same formula");
+    assert_eq!(verdict("`(E & ~ F)`."), TraceVerdict::Pass);
+    assert_eq!(
+        verdict("So E holds and F does not."),
+        TraceVerdict::Pass,
+        "words are not compared"
+    );
+    assert_eq!(verdict("(E & F)"), TraceVerdict::Fail);
+    assert_eq!(verdict("Final Output: (F & ~ E)"), TraceVerdict::Fail);
+}

@@ -187,7 +187,11 @@ pub fn judge(view: &FormalView, claim: &str, givens: &[String]) -> Decision {
     match &view.doc {
         Err(why) => abstain(why.clone()),
         Ok(ProofDoc::Structure { skeleton, segments }) => {
-            judge_structure(view, skeleton, segments, givens)
+            let d = judge_structure(view, skeleton, segments, givens);
+            if d.vote != Vote::Valid || answer_agrees(skeleton, claim) {
+                return d;
+            }
+            invalid("the stated final answer is not the formula the proof derives")
         }
         // What the outcome shows as the segment's text is the step that was checked.
         Ok(ProofDoc::Step { step }) if claim.trim() != step.text.trim() => {
@@ -195,6 +199,41 @@ pub fn judge(view: &FormalView, claim: &str, givens: &[String]) -> Decision {
         }
         Ok(ProofDoc::Step { step }) => judge_step(view, step, givens),
     }
+}
+
+/// Whether the trace's stated final answer (`claim`, the structure segment's text) agrees
+/// with what the proof derives, compared as formulas read literally (`(~ ~ P)` is not `P`,
+/// as Athena reads it). An answer that reads as no formula over the problem's atoms (prose,
+/// `QED`, the decomposer's stand-in step line for an empty answer, an equational answer)
+/// is not compared: only such a formula that differs from the conclusion's is a wrong
+/// answer.
+fn answer_agrees(sk: &ProofPlan, claim: &str) -> bool {
+    let Some(Claim::Formula(derived)) = sk
+        .conclusion
+        .and_then(|c| sk.steps.get(c))
+        .and_then(|s| s.claim.as_ref())
+    else {
+        return true;
+    };
+    let text = claim.trim();
+    let text = text.strip_prefix("Final Output:").unwrap_or(text).trim();
+    let text = text.trim_matches('`').trim().trim_end_matches('.').trim();
+    let Ok(stated) = crate::proof::parse_formula(text) else {
+        return true;
+    };
+    // Only a formula over the problem's own atoms is an answer: `QED` or `Done` read as
+    // atoms, and say nothing about the goal.
+    let mut known = Vec::new();
+    for p in &sk.problem.premises {
+        p.formula.atoms_into(&mut known);
+    }
+    if let Some(Claim::Formula(goal)) = &sk.problem.goal {
+        goal.atoms_into(&mut known);
+    }
+    derived.atoms_into(&mut known);
+    let mut used = Vec::new();
+    stated.atoms_into(&mut used);
+    !used.iter().all(|a| known.contains(a)) || stated == *derived
 }
 
 /// The segments step `t` of `sk` must rest on: those of what it cites and of its active
