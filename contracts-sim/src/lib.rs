@@ -56,8 +56,7 @@ pub use events::Event;
 pub use expiry::expired;
 pub use params::{
     DEFAULT_MAX_TAU, Floors, Genesis, GenesisAccount, GenesisAuditor, GenesisError,
-    MAX_MIN_PROVIDERS, Params,
-    RubberStampRule,
+    MAX_MIN_PROVIDERS, Params, RubberStampRule,
 };
 pub use registry::{
     bond_refused, exit_refused, held_stake, pause_refused, seat_held, withdrawable,

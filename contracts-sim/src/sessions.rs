@@ -42,7 +42,10 @@ use trust_protocol::{
     badkey::{BadKeyProof, SharedSecret, record_key, record_of, verify_bad_key},
     honeypot_commitment, honeypot_set_commitment, mapping_commitment,
     seal::key_context,
-    tx::{Call, DeliveredKey, HoneypotOpening, SeatKey, SessionManifest, SessionTerms, Tier, TxFormatError},
+    tx::{
+        Call, DeliveredKey, HoneypotOpening, SeatKey, SessionManifest, SessionTerms, Tier,
+        TxFormatError,
+    },
     units::{Amount, Ppm},
     verify_commitment,
 };

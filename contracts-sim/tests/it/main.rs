@@ -6,8 +6,8 @@ mod common;
 mod adversary;
 mod appeal;
 mod contract;
-mod integrity;
 mod costs;
+mod integrity;
 mod invariants;
 #[cfg(feature = "sim")]
 mod sim;

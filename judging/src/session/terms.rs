@@ -545,7 +545,10 @@ mod tests {
             .resolve(&Params::default())
             .expect_err("above the ceiling");
             let text = e.to_string();
-            assert!(text.starts_with(&format!("tau = {tau}: must be in [0.5, 0.666666]")), "{text}");
+            assert!(
+                text.starts_with(&format!("tau = {tau}: must be in [0.5, 0.666666]")),
+                "{text}"
+            );
         }
     }
 }
