@@ -10,7 +10,9 @@
 //! `(C & (~ ~A))`, as a worked example shows. (The prompts' own hand-written examples take
 //! the other reading for `dm` and `mt`; Athena's labels on model-written proofs do not.) A
 //! rule whose arguments do not have the form it needs, including a mismatch between
-//! arguments, is a type error.
+//! arguments, is a type error, except `dm` on a conjunction or disjunction that is not
+//! negated: Athena's own De Morgan method rewrites those too, and whether ProofGrid's does is
+//! not known, so that step gets no verdict.
 
 use super::super::{
     formula::Formula,
@@ -315,6 +317,11 @@ impl Rule {
                         format!("{} is not of the form (~ (p & q)) or (~ (p | q))", arg(0)?),
                     )),
                 },
+                // Athena's own De Morgan method also rewrites a plain conjunction or
+                // disjunction; whether ProofGrid's dm does is not known
+                F::And(..) | F::Or(..) => Err(Stop::Undecided(
+                    "dm applied to a conjunction or disjunction that is not negated (whether the checker accepts it is not known)".into(),
+                )),
                 other => Err(self.form(
                     "the argument is not a negated conjunction or disjunction",
                     format!("{other} is not of the form (~ (p & q)) or (~ (p | q))"),
@@ -553,6 +560,16 @@ mod tests {
         assert!(type_err("mt", &["(A ==> B)", "B"]));
         assert!(type_err("by-contradiction", &["A", "(A ==> false)"]));
         assert!(type_err("neg-cond", &["(A & B)"]));
+        assert!(type_err("dm", &["(~ (A ==> B))"]));
+        assert!(type_err("dm", &["A"]));
+    }
+
+    #[test]
+    fn dm_on_a_plain_conjunction_or_disjunction_is_undecided() {
+        for a in ["(A & B)", "(A | ~B)"] {
+            let r = Rule::Dm.apply(&[f(a)], false);
+            assert!(matches!(r, Err(Stop::Undecided(_))), "{a}: {r:?}");
+        }
     }
 
     #[test]
