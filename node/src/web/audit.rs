@@ -132,9 +132,20 @@ fn next_page(next: &str) -> String {
 fn login_page_to(status: StatusCode, why: &str, next: &str) -> Response {
     let next = next_page(next);
     let csrf = LoginCsrf::new();
+    let (title, lead) = if next == "/audit" {
+        (
+            "Audit as a person",
+            "This node's Human seats wait here for your judgement.",
+        )
+    } else {
+        (
+            "Log in as this node's operator",
+            "The text of the sessions this node opened is shown to its operator only.",
+        )
+    };
     let body = format!(
-        "<h1>Audit as a person</h1>\n{why}\
-<p class=\"lead\">This node's Human seats wait here for your judgement. Log in with the node's operator token \
+        "<h1>{title}</h1>\n{why}\
+<p class=\"lead\">{lead} Log in with the node's operator token \
 (the file <code>operator.token</code> in its home).</p>\n\
 <form class=\"card\" method=\"post\" action=\"/audit/login\">\n\
 <input type=\"hidden\" name=\"csrf\" value=\"{}\">\n\

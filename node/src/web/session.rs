@@ -645,7 +645,7 @@ fn steps_section(segments: &[Segment], r: &PageRecord, planted: &[bool]) -> Stri
             .map_or("-".to_string(), |sp| format!("{}:{}", sp.part, sp.line));
         let _ = write!(
             s,
-            "<tr><td><a class=\"mono\" href=\"#seg-{}\">{}</a></td><td><span class=\"badge {}\">{}</span>{}</td><td class=\"mono\">{}</td><td class=\"wrapok\">{}</td></tr>",
+            "<tr><td><a class=\"mono\" href=\"#seg-{}\">{}</a></td><td><span class=\"badge {}\">{}</span>{}</td><td class=\"mono\">{}</td><td class=\"wrapok\" style=\"white-space:pre-wrap\">{}</td></tr>",
             x.index,
             esc(&x.name),
             seg.shade.class(),

@@ -5,7 +5,7 @@
     node = Client("http://127.0.0.1:26602", token=open("node0/operator.token").read())
     sub = node.submit(open("trace.txt").read(), labels={"run": "7"})
     s = node.wait(sub)                      # follows GET /v1/events until decided
-    for step in s.steps:                    # each step of the trace, with its text
+    for step in s.steps:                    # the model's own steps, in trace order
         print(step.name, step.verdict, step.text)
     node.wait(sub, final=True)              # until the appeal window has passed
     node.export_proof(sub, "outcome.proof")
