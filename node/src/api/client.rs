@@ -206,6 +206,29 @@ impl Client {
         )
     }
 
+    /// [`Client::open_session_keyed`], and whether the node answered a replay: a repeat of
+    /// an earlier request under the same idempotency key (200 with `Idempotent-Replayed`,
+    /// where a new session is 202), which opened nothing and charged nothing.
+    pub async fn open_session_replayed(
+        &self,
+        body: &OpenSessionBody,
+        token: Option<&str>,
+        key: Option<&str>,
+    ) -> Result<(SubmittedView, bool), ClientError> {
+        let path = "/v1/sessions";
+        let headers: Vec<(&str, &str)> = key.map(|k| ("Idempotency-Key", k)).into_iter().collect();
+        let (status, json) = request_status(
+            &self.addr,
+            "POST",
+            path,
+            Some(json_of(body)?.to_string()),
+            token,
+            &headers,
+        )
+        .await?;
+        Ok((typed(path, json)?, status == 200))
+    }
+
     /// `GET /v1/sessions?provider=me`, with labels to match (`NAME` or `NAME=VALUE`),
     /// newest first, before a time (Unix ms), at most `limit`.
     pub async fn listed_sessions(
@@ -336,6 +359,20 @@ async fn request_with(
     token: Option<&str>,
     headers: &[(&str, &str)],
 ) -> Result<Json, ClientError> {
+    request_status(addr, method, path, body, token, headers)
+        .await
+        .map(|(_, json)| json)
+}
+
+/// [`request_with`], with the success status the node answered (200 or 202, ...).
+async fn request_status(
+    addr: &str,
+    method: &str,
+    path: &str,
+    body: Option<String>,
+    token: Option<&str>,
+    headers: &[(&str, &str)],
+) -> Result<(u16, Json), ClientError> {
     let fut = async {
         let mut stream = TcpStream::connect(addr)
             .await
@@ -373,7 +410,7 @@ async fn request_with(
             .read_to_end(&mut buf)
             .await
             .map_err(ClientError::Io)?;
-        parse_response(&buf)
+        parse_response_status(&buf)
     };
     tokio::time::timeout(Duration::from_secs(30), fut)
         .await
@@ -386,6 +423,10 @@ async fn request_with(
 }
 
 fn parse_response(buf: &[u8]) -> Result<Json, ClientError> {
+    parse_response_status(buf).map(|(_, json)| json)
+}
+
+fn parse_response_status(buf: &[u8]) -> Result<(u16, Json), ClientError> {
     let split = buf
         .windows(4)
         .position(|w| w == b"\r\n\r\n")
@@ -411,7 +452,7 @@ fn parse_response(buf: &[u8]) -> Result<Json, ClientError> {
         source,
     })?;
     if (200..300).contains(&status) {
-        Ok(json)
+        Ok((status, json))
     } else {
         // Anything but the API's error body (another server answering) reads as a bare
         // `error`.

@@ -1108,8 +1108,12 @@ pub fn run_submit(args: SubmitArgs) -> CliResult {
         print_plan(&p);
         return Ok(());
     }
-    let r = rt
-        .block_on(api.open_session_keyed(&body, token.as_deref(), args.idempotency_key.as_deref()))
+    let (r, replayed) = rt
+        .block_on(api.open_session_replayed(
+            &body,
+            token.as_deref(),
+            args.idempotency_key.as_deref(),
+        ))
         .map_err(api_error)?;
     let session = r.session.to_hex();
     // Segment i of the outcome is the i-th of these: (HDAG node id, tier).
@@ -1117,12 +1121,25 @@ pub fn run_submit(args: SubmitArgs) -> CliResult {
     // With --json and --wait, the one JSON printed is the session's at the end.
     let lines = !args.json;
     if args.json && !args.wait {
-        outln!("{}", reply_json(&r)?);
+        let mut out = reply_json(&r)?;
+        if let Some(o) = out.as_object_mut() {
+            o.insert("replayed".into(), serde_json::Value::Bool(replayed));
+        }
+        outln!("{out}");
         return Ok(());
     }
     if lines {
         outln!("session     {session}");
-        outln!("fee         {}", r.fee);
+        if replayed {
+            // A repeat under the same idempotency key: the first request's session, whose
+            // fee was charged once, then.
+            outln!(
+                "replayed    the session this idempotency key opened before: nothing new was opened or charged (its fee was {})",
+                r.fee
+            );
+        } else {
+            outln!("fee         {}", r.fee);
+        }
         let honeypots = names.iter().filter(|n| n.starts_with("honeypot:")).count();
         let trace = names
             .len()
@@ -1206,14 +1223,23 @@ pub fn run_submit(args: SubmitArgs) -> CliResult {
     match waited {
         Ok(Ok(Some(s))) => {
             match args.json {
-                true => outln!("{}", reply_json(&s)?),
+                true => {
+                    let mut out = reply_json(&s)?;
+                    if let Some(o) = out.as_object_mut() {
+                        o.insert("replayed".into(), serde_json::Value::Bool(replayed));
+                    }
+                    outln!("{out}");
+                }
                 false => print_session(&session, &s, &names, false),
             }
             exit_with(code(Some(&s)))
         }
         Ok(Ok(None)) => {
             match args.json {
-                true => outln!("{}", json!({"session": session, "status": "pending"})),
+                true => outln!(
+                    "{}",
+                    json!({"session": session, "status": "pending", "replayed": replayed})
+                ),
                 false => {
                     outln!("session     {session}");
                     outln!("status      pending");

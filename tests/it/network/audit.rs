@@ -391,6 +391,28 @@ fn a_retried_submit_opens_one_session_and_says_its_verdict_in_its_status(
     assert_eq!(again.status.code(), Some(10), "{text}");
     assert!(text.contains(&format!("session     {session}")), "{text}");
     assert_eq!(balance(net), paid, "a retry charged again");
+    // The retry says it is one, and shows no fee as if charged again; `--json` says so too.
+    assert!(
+        text.contains("replayed    the session this idempotency key opened before")
+            && !text.contains("\nfee "),
+        "{text}"
+    );
+    let replay = cli_submit(
+        net,
+        &[
+            trace,
+            "--json",
+            "--idempotency-key",
+            "run-7/row-3",
+            "--label",
+            "model=demo-1",
+            "--label",
+            "row=3",
+        ],
+    );
+    let replay: Value = serde_json::from_slice(&replay.stdout).unwrap();
+    assert_eq!(replay["replayed"], true, "{replay}");
+    assert_eq!(replay["session"], session.as_str(), "{replay}");
     let other = format!(
         "{}/../examples/traces/fraction-correct.txt",
         env!("CARGO_MANIFEST_DIR")
