@@ -46,8 +46,9 @@
 //! An accepted appeal escrows the bonds ([`OpenAppeal::bond`], counted in the supply),
 //! moves the session from [`State::appealable`] back into [`State::sessions`] in
 //! `Phase::Assigning` with [`Session::appeal`] set, and marks [`crate::AppealRecord::open`]. At
-//! the end of the next block its seats are drawn, seeded by that block's seed as a
-//! session's first seats are (so the appellant cannot pick its block to pick its seats),
+//! the start of the next block its seats are drawn, from the state its parent left and
+//! seeded by that block's seed as a session's first seats are (so neither the appellant
+//! nor that block's proposer, by choosing its transactions, can pick its seats),
 //! and the session runs the ordinary live machinery in round `2 + a` for its appeal `a`
 //! (rounds 0 and 1 are the first round and its escalation): `SeatAssigned` events, key
 //! delivery by the provider, the starved-seat rule, commit and reveal windows from the
@@ -658,7 +659,8 @@ fn put_back(st: &mut State, id: &Hash, s: Session, height: u64, ev: &mut Vec<Eve
     }
 }
 
-/// Whether an open appeal's seats are due: at the end of a block after the appeal's.
+/// Whether an open appeal's seats are due: at the start of a block after the appeal's,
+/// from the state its parent left.
 pub(crate) fn draw_due(s: &Session, height: u64) -> bool {
     s.appeal.as_ref().is_some_and(|a| a.opened_at < height)
 }

@@ -476,6 +476,36 @@ impl Contract {
                 }
             }
         }
+        // Appeal panels, like round-0 seats, are drawn at the start of a block after the
+        // one that made them due, from the parent's state: the proposer that knows this
+        // block's seed cannot change whom the draw reads by choosing this block's
+        // transactions (bonds, registrations).
+        let appeals: Vec<Hash> = self
+            .state
+            .sessions
+            .iter()
+            .filter(|(_, s)| matches!(s.phase, Phase::Assigning) && appeal::draw_due(s, ctx.height))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in appeals {
+            let Some(mut s) = self.state.sessions.remove(&id) else {
+                continue;
+            };
+            let next = match appeal::draw_seats(&self.state, ctx, &id, &mut s, &mut ev) {
+                Ok(round) => {
+                    let p = &self.state.params;
+                    s.phase = Phase::Commit {
+                        round,
+                        until: ctx
+                            .height
+                            .saturating_add(sessions::commit_window(p, &s, round)),
+                    };
+                    Next::Keep
+                }
+                Err(reason) => Next::AppealCancelled(reason),
+            };
+            self.settle(ctx, id, s, Phase::Assigning, next, &mut ev);
+        }
         // Due sessions in the order they were opened; none past the first that does not
         // fit the network's capacity ([`crate::admission`]).
         let mut due: Vec<(u64, Hash)> = self
@@ -767,22 +797,6 @@ impl Contract {
         let h = ctx.height;
         let p = &self.state.params;
         match s.phase {
-            // An appeal's seats: drawn at the end of a block after the appeal's.
-            Phase::Assigning if s.appeal.is_some() => {
-                if !appeal::draw_due(s, h) {
-                    return Next::Keep;
-                }
-                match appeal::draw_seats(&self.state, ctx, id, s, ev) {
-                    Ok(round) => {
-                        s.phase = Phase::Commit {
-                            round,
-                            until: h.saturating_add(sessions::commit_window(p, s, round)),
-                        };
-                        Next::Keep
-                    }
-                    Err(reason) => Next::AppealCancelled(reason),
-                }
-            }
             Phase::Commit { round, until } if h >= until || all_committed(s, round) => {
                 let reveal_until = h.saturating_add(sessions::reveal_window(p, s, round));
                 s.phase = Phase::Reveal {
@@ -1045,8 +1059,8 @@ fn take_due(index: &mut crate::state::Map<u64, crate::state::Set<Hash>>, height:
 }
 
 /// Whether `s` is drawn (round 0) at the start of the block at `height`: it waits for its
-/// seats and was opened in an earlier block. (An appeal's seats are drawn at a block's end,
-/// see [`appeal::draw_due`].)
+/// seats and was opened in an earlier block. (An appeal's seats are drawn at the start of
+/// a block too, see [`appeal::draw_due`].)
 fn draw_due(s: &Session, height: u64) -> bool {
     matches!(s.phase, Phase::Assigning) && s.appeal.is_none() && s.opened_at < height
 }

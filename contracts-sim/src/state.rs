@@ -452,7 +452,7 @@ pub struct OpenAppeal {
     pub appellant: AccountId,
     /// The round its seats vote in (`2 +` the session's earlier appeals).
     pub round: u8,
-    /// Height of the block holding the appeal; seats are drawn at the end of a later one.
+    /// Height of the block holding the appeal; seats are drawn at the start of a later one.
     pub opened_at: u64,
     /// The bonds held in escrow, over every segment's backers.
     pub bond: Amount,

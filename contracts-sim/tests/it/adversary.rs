@@ -1094,7 +1094,7 @@ fn ephemeral_report_of_good_key(
 
 /// Runs a one-segment session of three seats to its decision with `votes`, then returns
 /// the session id (appealable).
-fn decided(chain: &mut Chain, keys: &[Keypair], tag: u8, votes: Vote) -> Hash {
+pub(crate) fn decided(chain: &mut Chain, keys: &[Keypair], tag: u8, votes: Vote) -> Hash {
     let m = manifest(vec![segment(tag, Tier::Computer, vec![])], 1, 0);
     let (sid, drawn) = open(chain, m);
     run_round(chain, keys, sid, 0, &drawn, &[], &|_, _| Some(votes));

@@ -2,8 +2,12 @@
 //! signed transactions; every test here failed before its defence existed. Tests named
 //! `finding_N_...` answer the finding N.
 
-use trust_contracts::{DEFAULT_MAX_TAU, Params, SegmentVerdict, TraceVerdict, TxError};
-use trust_protocol::{Vote, tx::Tier, units::Ppm};
+use trust_contracts::{DEFAULT_MAX_TAU, Event, Params, SegmentVerdict, TraceVerdict, TxError};
+use trust_protocol::{
+    AccountId, SealingPublicKey, Vote,
+    tx::{Call, Tier},
+    units::Ppm,
+};
 
 use crate::{
     adversary::{chain, finish, open},
@@ -115,4 +119,56 @@ fn finding_1_one_abstaining_seat_of_three_blocks_nothing() {
     let o = chain.c.outcome(&sid).unwrap();
     assert_eq!(o.segments[0].verdict, SegmentVerdict::Invalid);
     assert_eq!(o.trace, TraceVerdict::Fail);
+}
+
+/// Finding 3: an appeal panel is drawn at the start of the block after the appeal, from
+/// the state its parent left, so the proposer of that block (who knows its seed) cannot
+/// win the panel by choosing its own transactions. Here a whale registers with a stake
+/// that dwarfs the tier's in the very block that draws the panel: before, the draw ran
+/// after the block's transactions and the whale sat on it almost surely; now it cannot.
+#[test]
+fn finding_3_an_appeal_panel_is_drawn_before_the_blocks_own_registrations() {
+    let (mut chain, keys) = crate::common::Chain::with_accounts(
+        test_params(),
+        &[(Tier::Computer, 8)],
+        &[
+            ("provider", 1_000_000),
+            ("stranger", 100_000),
+            ("whale", 100_000_000),
+        ],
+        crate::common::SupplyCheck::EachBlock,
+    );
+    let sid = crate::adversary::decided(&mut chain, &keys, 0, Vote::Valid);
+    chain.submit(
+        &key("stranger"),
+        Call::Appeal {
+            session: sid,
+            segments: vec![0],
+        },
+    );
+    chain.block();
+    let whale = key("whale");
+    chain.submit(
+        &whale,
+        Call::RegisterAuditor {
+            tier: Tier::Computer,
+            expertise: vec!["math".into()],
+            sealing_key: SealingPublicKey([1; 32]),
+            stake: 90_000_000,
+        },
+    );
+    let ev = chain.block();
+    let panel: Vec<AccountId> = ev
+        .iter()
+        .filter_map(|e| match e {
+            Event::SeatAssigned { seat, round, .. } if *round >= 2 => Some(*seat),
+            _ => None,
+        })
+        .collect();
+    assert!(!panel.is_empty(), "the panel is drawn in this block");
+    assert!(
+        chain.c.state().auditors.contains_key(&whale.public()),
+        "the whale registered in the same block"
+    );
+    assert!(!panel.contains(&whale.public()), "{panel:?}");
 }
