@@ -17,7 +17,8 @@
 //! type `step_group`, which a Computer seat judges step by step.
 //!
 //! Every segment's content is an exact span of the trace, so auditors judge the model's
-//! own words. `depends_on` edges come from the symbols and values each unit uses: for each
+//! own words; [`place`] finds where each one sits (its own occurrence when the text
+//! repeats). `depends_on` edges come from the symbols and values each unit uses: for each
 //! of its symbols, a unit depends on the latest earlier unit that mentions it (failing
 //! any, for each non-trivial number, on the latest one that mentions it), and on the GOAL
 //! when it uses a number stated in the problem, in digits or in words (`twice`, `a
@@ -50,6 +51,7 @@
 //! routes; it never judges.
 
 pub mod llm;
+pub mod place;
 pub mod proof;
 pub mod sample;
 mod text;

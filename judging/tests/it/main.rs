@@ -10,4 +10,5 @@ mod corpus;
 mod grounding;
 mod safety;
 mod samples;
+mod spans;
 mod structure;

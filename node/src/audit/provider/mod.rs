@@ -1233,12 +1233,23 @@ impl Provider {
             left_out_levels.push(node.abstraction_level);
             left_out_tiers.push(d.tier);
         }
+        // Each segment at its own occurrence (repeated text included), not the first.
+        let placed = trace.map(|t| decompose::place::places(t, hdag));
+        let at = hdag.positions();
         let spans = nodes
             .iter()
             .map(|id| {
-                let trace = trace?;
-                let node = content(id).filter(|_| !id.starts_with(HONEYPOT_PREFIX))?;
-                steps::span_of(trace, &node.content)
+                let placed = placed.as_ref()?;
+                if id.starts_with(HONEYPOT_PREFIX) {
+                    return None;
+                }
+                let p = placed.get(*at.get(id.as_str())?).copied().flatten()?;
+                Some(TraceSpan {
+                    part: p.part.as_str().to_string(),
+                    start: p.start,
+                    end: p.end,
+                    line: p.line,
+                })
             })
             .collect();
         let index = |id: &str| {
