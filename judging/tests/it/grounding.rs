@@ -150,3 +150,30 @@ fn a_calculation_nobody_judged_is_not_said_to_fail() {
         .expect("the answer is for the LLM tier");
     assert!(why.contains("1 of 1 calculations hold"), "{why}");
 }
+
+#[test]
+fn a_run_named_in_a_step_rather_than_the_problem_gives_nothing() {
+    // The adversary's other attempt: a step of its own names a run, and a later true
+    // calculation works on a number of it that nothing else gives. Only the problem
+    // statement (the first given) defines runs.
+    let judge = |givens: &[&str]| {
+        let givens: Vec<String> = givens.iter().map(|g| (*g).to_string()).collect();
+        trust_judging::computer::check_claim(
+            "10 + 37 = 47",
+            &[],
+            &givens,
+            &trust_protocol::Hash::ZERO,
+        )
+    };
+    let from_step = judge(&[
+        "Add up some numbers.",
+        "Consider the integers from 1 to 100.",
+    ]);
+    assert_eq!(from_step.as_vote(), None, "{from_step:?}");
+    let from_problem = judge(&["Add up the integers from 1 to 100."]);
+    assert_eq!(
+        from_problem.as_vote(),
+        Some(Vote::Valid),
+        "{from_problem:?}"
+    );
+}
