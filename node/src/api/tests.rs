@@ -600,6 +600,15 @@ async fn session_bodies_may_carry_the_largest_trace_and_no_more() {
 impl Net {
     /// A node that runs a provider within `cap`; the provider and its blob store.
     fn with_provider(cap: crate::audit::provider::SpendingCap) -> (Self, Arc<Provider>, BlobStore) {
+        Self::with_provider_planting(cap, 0)
+    }
+
+    /// A node that runs a provider within `cap`, planting up to `honeypots` honeypots a
+    /// session.
+    fn with_provider_planting(
+        cap: crate::audit::provider::SpendingCap,
+        honeypots: usize,
+    ) -> (Self, Arc<Provider>, BlobStore) {
         let mut net = Net::new();
         let blobs = BlobStore::open(&net.t.db).unwrap();
         let outbox = crate::audit::outbox::Outbox::new(
@@ -611,7 +620,7 @@ impl Net {
         let p = Arc::new(
             Provider::open(outbox, blobs.clone(), &net.t.db)
                 .unwrap()
-                .with_honeypots(0)
+                .with_honeypots(honeypots)
                 .with_spending_cap(cap),
         );
         net.api.provider = Some(p.clone());
@@ -1822,4 +1831,92 @@ async fn a_sessions_opening_is_for_its_providers_operator_only() {
     let (st, body) = get(format!("/v1/sessions/{other}/opening"), Some(&bearer)).await;
     assert_eq!(st, StatusCode::NOT_FOUND, "{body}");
     assert!(error_of(st, &body).contains("holds no opening"), "{body}");
+}
+
+/// Issue 56: `GET /v1/sessions/{id}` on the provider's node, with its token, lists the
+/// model's own steps in trace order under `steps` and what the node planted apart under
+/// `honeypots`; without the token neither is there.
+#[tokio::test]
+async fn the_session_route_lists_the_models_steps_apart_from_planted_honeypots() {
+    let (mut net, _, _) = Net::with_provider_planting(Default::default(), 2);
+    let bearer = format!("Bearer {TOKEN}");
+    let (st, body) = net.open(&[("authorization", &bearer)]).await;
+    assert_eq!(st, StatusCode::ACCEPTED, "{body}");
+    let opened = json(&body);
+    assert!(opened["honeypots"].as_u64().unwrap() > 0, "{opened}");
+    let sid = opened["session"].as_str().unwrap().to_string();
+    net.block(vec![]).await; // the OpenSession, from the pool
+    let path = format!("/v1/sessions/{sid}");
+    let (st, body) = net
+        .send(
+            Request::get(&path)
+                .header(header::AUTHORIZATION, &bearer)
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(st, StatusCode::OK, "{body}");
+    let v = json(&body);
+    assert_eq!(v["status"], "live", "{v}");
+    assert!(
+        v.get("verdict").is_none(),
+        "no verdict before one is decided: {v}"
+    );
+    let planted = |x: &serde_json::Value| {
+        let n = x["name"].as_str().unwrap();
+        n.starts_with("honeypot:") || n.starts_with("calculation-of-honeypot:")
+    };
+    let steps = v["steps"].as_array().unwrap();
+    let honeypots = v["honeypots"].as_array().unwrap();
+    assert!(!steps.is_empty() && steps.iter().all(|x| !planted(x) && x["honeypot"] == false));
+    assert_eq!(
+        honeypots
+            .iter()
+            .filter(|x| x["name"].as_str().unwrap().starts_with("honeypot:"))
+            .count(),
+        usize::try_from(opened["honeypots"].as_u64().unwrap()).unwrap(),
+        "{v}"
+    );
+    assert!(
+        honeypots
+            .iter()
+            .all(|x| planted(x) && x["honeypot"] == true)
+    );
+    // Every segment once, under its place in the outcome.
+    let mut at: Vec<u64> = steps
+        .iter()
+        .chain(honeypots)
+        .map(|x| x["index"].as_u64().unwrap())
+        .collect();
+    at.sort_unstable();
+    let all =
+        opened["segments"].as_array().unwrap().len() + opened["left_out"].as_array().unwrap().len();
+    assert_eq!(at, (0..all as u64).collect::<Vec<_>>());
+    // In trace order: by where each text sits (problem, thinking, output).
+    let rank = |p: &str| {
+        ["problem", "thinking", "output"]
+            .iter()
+            .position(|x| *x == p)
+            .unwrap()
+    };
+    let places: Vec<(usize, u64)> = steps
+        .iter()
+        .filter_map(|x| {
+            Some((
+                rank(x.get("span")?["part"].as_str()?),
+                x["span"]["start"].as_u64()?,
+            ))
+        })
+        .collect();
+    assert!(
+        places.len() > 1 && places.windows(2).all(|w| w[0] <= w[1]),
+        "{places:?}"
+    );
+    // Without the token: neither list.
+    let (_, body) = net.get(&path).await;
+    let v = json(&body);
+    assert!(
+        v.get("steps").is_none() && v.get("honeypots").is_none(),
+        "{v}"
+    );
 }
