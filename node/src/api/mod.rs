@@ -533,8 +533,10 @@ async fn session(
                         d.outcome.bound.hoeffding_neg_ln_milli,
                     ),
                     finality: Some(d.outcome.finality().into()),
+                    // A node that joined by state sync holds no block below its snapshot:
+                    // the outcome still names the height that decided it.
+                    block_height: d.height.or(Some(d.outcome.decided_at)),
                     outcome: Some(d.outcome),
-                    block_height: d.height,
                     block_hash: d.block_hash,
                     decided_time_ms: d.time_ms,
                     decided_time: d.time_ms.map(crate::chain::format_time),

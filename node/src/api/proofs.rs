@@ -322,9 +322,10 @@ pub(crate) fn outcome_proof(
     let from = trust.map_or(0, |t| t.height);
     if let Some(oldest) = api.ledger.pruned_below(from).map_err(ApiError::internal)? {
         return Err(refused(format!(
-            "this node pruned its blocks below {oldest} (`[ledger] keep_blocks`), so it cannot \
+            "this node holds no block below {oldest} ({}), so it cannot \
              walk the validator powers from {}: trust a block at or above {oldest}, or ask an \
              archive node",
+            why_no_blocks_below(api),
             if from == 0 {
                 "genesis".to_string()
             } else {
@@ -412,8 +413,9 @@ fn retired_outcome_proof(
         .map_err(ApiError::internal)?
     {
         return Err(ApiError::not_found(format!(
-            "session {sid} became final at block {at}, and this node pruned its blocks below \
-             {oldest} (`[ledger] keep_blocks`), so it cannot prove it{}: ask an archive node",
+            "session {sid} became final at block {at}, and this node holds no block below \
+             {oldest} ({}), so it cannot prove it{}: ask an archive node",
+            why_no_blocks_below(api),
             if from < oldest && at > oldest {
                 format!(
                     " from {}",
@@ -503,4 +505,14 @@ fn walk_of(
         ));
     }
     Ok(walk)
+}
+
+/// Why a node holds no block below its oldest one: it prunes (`[ledger] keep_blocks` is
+/// set), or else it joined by state sync, its ledger starting at a snapshot's block.
+fn why_no_blocks_below(api: &Api) -> &'static str {
+    if api.ledger.keep_blocks().is_some() {
+        "it prunes them: `[ledger] keep_blocks`"
+    } else {
+        "it joined by state sync: its ledger starts at a snapshot's block"
+    }
 }

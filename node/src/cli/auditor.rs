@@ -357,16 +357,25 @@ fn earliest_frees_at(a: &AuditorView) -> u64 {
     a.unbonding.iter().map(|u| u.frees_at).min().unwrap_or(0)
 }
 
-fn drawn_note(a: &AuditorView) -> &'static str {
+fn drawn_note(a: &AuditorView) -> String {
     if a.drawable {
-        ""
+        String::new()
     } else if a.exiting {
-        "; exiting: not drawn"
+        "; exiting: not drawn".into()
+    } else if let Some(from) = drawn_from(a) {
+        format!("; drawn for new seats from block #{from}")
     } else if a.paused {
-        "; paused: not drawn for new seats"
+        "; paused: not drawn for new seats".into()
     } else {
-        "; not drawn for new seats"
+        "; not drawn for new seats".into()
     }
+}
+
+/// The block from which a paused auditor is drawn again without asking: a resume that
+/// is pending (the network keeps a new registration or bond out of draws for a while, so
+/// that nobody steers a draw whose seed is known).
+fn drawn_from(a: &AuditorView) -> Option<u64> {
+    a.pending_pause.filter(|p| !p.paused).map(|p| p.from)
 }
 
 /// What to do when `who` has no account yet: nothing can be signed from it before a
@@ -588,17 +597,14 @@ fn register(a: RegisterArgs) -> CliResult {
         a.stake,
         after.stake,
         after.min_stake,
-        drawn_note(&after)
+        if after.drawable {
+            // A draw reads the state its block's parent left: block #h's draws were made
+            // before this transaction, the next block's see it.
+            format!("; drawn for new seats from block #{}", h.saturating_add(1))
+        } else {
+            drawn_note(&after)
+        }
     );
-    if after.drawable {
-        // A draw reads the state its block's parent left: block #h's draws were made
-        // before this registration, the next block's see it.
-        outln!(
-            "drawn for seats in sessions drawn from block #{} on (now #{})",
-            h.saturating_add(1),
-            after.height
-        );
-    }
     Ok(())
 }
 

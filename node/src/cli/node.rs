@@ -404,11 +404,15 @@ fn print_session(id: &str, s: &SessionView, names: &[String], votes: bool) {
     }
     match (s.status, &s.outcome) {
         (SessionStatus::Decided, Some(o)) => {
-            outln!(
-                "status      decided at block {} ({})",
-                or_null(s.block_height),
-                s.block_hash.map_or_else(|| "?".to_string(), |h| h.to_hex())
-            );
+            let height = s.block_height.unwrap_or(o.decided_at);
+            match s.block_hash {
+                Some(h) => outln!("status      decided at block {height} ({h})"),
+                // Below the oldest block this node holds (it joined by state sync, or
+                // prunes): the outcome itself names the height.
+                None => outln!(
+                    "status      decided at block {height} (a block this node does not hold; an archive node has it)"
+                ),
+            }
             if let Some(t) = &s.decided_time {
                 outln!("decided     {t}");
             }

@@ -37,6 +37,25 @@ fn a_node_from_another_home_joins_by_state_sync_is_funded_registers_and_is_drawn
         .block_time(60)
         .deadline(Duration::from_secs(300));
     net.start_all();
+    net.wait_running();
+    // A session decided before the snapshot the newcomer will start from.
+    let (trace, hdag) = trust_node::cli::bench_network::session_trace(0, 3);
+    let early = net
+        .post_json(
+            0,
+            "/v1/sessions",
+            &serde_json::json!({
+                "trace": trace,
+                "hdag": hdag,
+                "session": { "commit_window": 30, "reveal_window": 20 },
+            }),
+        )
+        .expect("node 0 opens a session");
+    let early = early["session"].as_str().expect("session id").to_string();
+    net.wait_for("the early session to be decided", |n| {
+        n.get(0, &format!("/v1/sessions/{early}"))
+            .is_ok_and(|s| s["status"] == "decided")
+    });
     // A snapshot below the tip (one every 100 blocks) for the newcomer to start from.
     net.wait_height(0, 105);
     net.wait_for("node 0 to serve a snapshot", |n| {
@@ -77,9 +96,32 @@ fn a_node_from_another_home_joins_by_state_sync_is_funded_registers_and_is_drawn
     let h = net.height(0).expect("node 0 answers");
     net.wait_height(j, h);
     let s = net.get(j, "/v1/status").expect("status");
+    let base = s["oldest_block"].as_u64().unwrap_or(0);
+    assert!(base >= 100, "it started from a snapshot: {s}");
+
+    // The session decided below its base: `query` names the deciding block from the
+    // outcome (not `null`), and `--verify` says why it cannot prove it here (the ledger
+    // starts at a snapshot), never blaming a `keep_blocks` nobody set.
+    let v = net
+        .get(j, &format!("/v1/sessions/{early}"))
+        .expect("session");
+    let decided_at = v["outcome"]["decided_at"].as_u64().expect("decided_at");
+    assert!(decided_at < base, "{v}");
+    assert_eq!(v["block_height"].as_u64(), Some(decided_at), "{v}");
+    let text = net.cli_ok(j, &["query", &early]);
     assert!(
-        s["oldest_block"].as_u64().is_some_and(|b| b >= 100),
-        "it started from a snapshot: {s}"
+        text.contains(&format!(
+            "decided at block {decided_at} (a block this node does not hold"
+        )),
+        "{text}"
+    );
+    assert!(!text.contains("null"), "{text}");
+    let out = net.cli(j, &["query", &early, "--verify"]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{said}");
+    assert!(
+        said.contains("state sync") && !said.contains("keep_blocks"),
+        "{said}"
     );
 
     let me = net.keys(j).account_id().to_hex();
@@ -141,19 +183,16 @@ fn a_node_from_another_home_joins_by_state_sync_is_funded_registers_and_is_drawn
             "auditor", "register", "--tier", "computer", "--stake", "40000",
         ],
     );
-    let at: u64 = reg
-        .split("at block #")
-        .nth(1)
-        .and_then(|r| r.split(';').next())
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no block in {reg}"));
-    assert!(
-        reg.contains(&format!(
-            "drawn for seats in sessions drawn from block #{}",
-            at + 1
-        )),
-        "{reg}"
-    );
+    let number_after = |text: &str, words: &str| -> u64 {
+        text.split(words)
+            .nth(1)
+            .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no {words:?} in {text}"))
+    };
+    let at = number_after(&reg, "at block #");
+    let from = number_after(&reg, "drawn for new seats from block #");
+    assert!(from > at, "{reg}");
     let bonded = net.cli_ok(j, &["auditor", "bond", "10000"]);
     assert!(bonded.contains("stake now 50000 TRUST"), "{bonded}");
     let shown = net.cli_ok(j, &["account"]);
@@ -161,6 +200,22 @@ fn a_node_from_another_home_joins_by_state_sync_is_funded_registers_and_is_drawn
         shown.contains("balance     50000 TRUST") && shown.contains("stake       50000 TRUST"),
         "{shown}"
     );
+
+    // From the block it named on, it is drawable (the network may keep a new registration
+    // or bond out of draws for a while); the bond names its own block.
+    let from = if bonded.contains("drawn for new seats from block #") {
+        number_after(&bonded, "drawn for new seats from block #")
+    } else {
+        from
+    };
+    net.wait_for("the newcomer to be drawable", |n| {
+        n.get(j, &format!("/v1/auditors/{me}"))
+            .is_ok_and(|a| a["drawable"] == true)
+    });
+    let now = net.get(j, &format!("/v1/auditors/{me}")).expect("auditor")["height"]
+        .as_u64()
+        .unwrap_or(0);
+    assert!(now + 1 >= from, "drawable at block {now}, before #{from}");
 
     // Drawn: node 0 opens a session of ten Computer segments, three seats each, among the
     // four auditors that are not the provider; the newcomer bonds more than any of them,
