@@ -206,10 +206,12 @@ fn run_export(args: ExportArgs) -> CliResult {
         false => "",
     };
     outln!(
-        "verdict     {:?}, as the node says (check it: trust-node proof verify {} --genesis genesis.json{trust}{with_trace})",
-        outcome.trace,
+        "verdict     {}, as the node says (check it: trust-node proof verify {} --genesis genesis.json{trust}{with_trace})",
+        format!("{:?}", outcome.trace).to_uppercase(),
         args.out.display()
     );
+    // As `proof verify` reads it: a verdict an appeal may still change is not final.
+    outln!("finality    {}", finality_text(outcome.finality().into()));
     Ok(())
 }
 

@@ -505,6 +505,15 @@ fn export_proofs(net: &Network, session: &str) -> Exported {
         args.extend(extra);
         let out = offline(dir.path(), &args);
         assert!(out.status.success(), "{args:?}\n{}", net.logs_tail());
+        // The verdict spelled as `proof verify` spells it, and whether it is final yet.
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            said.lines().any(|l| l.starts_with("finality    "))
+                && ["PASS,", "FAIL,", "INCONCLUSIVE,"]
+                    .iter()
+                    .any(|v| said.contains(&format!("verdict     {v}"))),
+            "{said}"
+        );
     }
     // The provider's node (node 0 opened the session) puts its opening in, so that the
     // trace a user holds can be checked against the bundle; node 1 opened nothing, and
