@@ -53,6 +53,7 @@ pub(crate) fn register(
     expertise: &[String],
     sealing_key: SealingPublicKey,
     stake: Amount,
+    height: u64,
     events: &mut Vec<Event>,
 ) -> Result<(), TxError> {
     if st.auditors.contains_key(&who) {
@@ -82,13 +83,33 @@ pub(crate) fn register(
     expertise.dedup();
     let auditor = new_auditor(&st.params, tier, expertise, sealing_key);
     st.auditors.insert(who, auditor);
-    reindex(st, &who);
     events.push(Event::AuditorRegistered { account: who, tier });
     events.push(Event::Bonded {
         account: who,
         amount: stake,
     });
+    warm_up(st, who, height, events);
     Ok(())
+}
+
+/// Keeps a newly registered `who` out of draws for `expertise_delay` blocks after
+/// `height`: a registration changes who may be drawn, and a draw whose seed is known (a
+/// proposer knows its own block's, and may propose the next) must not be steerable by
+/// choosing such a transaction. The auditor is paused now and resumes at
+/// `height + expertise_delay`, as if it had asked to pause ([`ask_pause`]).
+fn warm_up(st: &mut State, who: AccountId, height: u64, events: &mut Vec<Event>) {
+    let at = height.saturating_add(st.params.expertise_delay);
+    if let Some(au) = st.auditors.get_mut(&who) {
+        au.paused = true;
+        au.pending_pause = Some(crate::state::PendingPause { at, paused: false });
+        st.standing_due.entry(at).or_default().insert(who);
+        events.push(Event::PauseAsked {
+            account: who,
+            paused: false,
+            at,
+        });
+    }
+    reindex(st, &who);
 }
 
 /// Whether `who` can be drawn for a seat: a registered auditor, active, not flagged, not
@@ -382,11 +403,11 @@ pub(crate) fn bond(
     {
         au.active = true;
     }
-    reindex(st, &who);
     events.push(Event::Bonded {
         account: who,
         amount,
     });
+    reindex(st, &who);
     Ok(())
 }
 

@@ -189,14 +189,14 @@ pub fn check_terms(
             "tau is below the network minimum",
         ));
     }
-    if let Some((tier, ceiling)) = tau_ceiling(p, t) {
-        if q.tau > ceiling {
-            return Err(TxError::TauAboveCeiling {
-                tier,
-                asked: q.tau,
-                ceiling,
-            });
-        }
+    if let Some((tier, ceiling)) = tau_ceiling(p, t)
+        && q.tau > ceiling
+    {
+        return Err(TxError::TauAboveCeiling {
+            tier,
+            asked: q.tau,
+            ceiling,
+        });
     }
     if q.beta < f.min_beta {
         return Err(TxError::BelowFloor {

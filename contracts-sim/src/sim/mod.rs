@@ -398,7 +398,10 @@ impl Sim {
             .saturating_add(p.disclose_window)
             .saturating_add(4);
         let opening = u64::from(self.cfg.sessions.div_ceil(self.cfg.sessions_per_block));
-        let limit = opening.saturating_add(per_session).saturating_add(10);
+        let limit = opening
+            .saturating_add(per_session)
+            .saturating_add(10)
+            .saturating_add(p.expertise_delay);
         while self.height < limit {
             self.step();
             if self.opened >= self.cfg.sessions && self.contract.state().sessions.is_empty() {
@@ -412,7 +415,8 @@ impl Sim {
     pub fn step(&mut self) {
         self.height = self.height.saturating_add(1);
         self.top_up_stakes();
-        if self.height > 1 {
+        // Registrations are drawn only after their warm-up.
+        if self.height > 1u64.saturating_add(self.cfg.params.expertise_delay) {
             for _ in 0..self.cfg.sessions_per_block {
                 if self.opened < self.cfg.sessions {
                     self.open_session();

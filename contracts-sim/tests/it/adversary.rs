@@ -516,6 +516,10 @@ fn finding_3_a_private_required_domain_is_refused_and_new_expertise_waits() {
         );
     }
     chain.block();
+    // Registrations are drawn (and count in a domain's pool) after their warm-up.
+    for _ in 0..delay {
+        chain.block();
+    }
     let mut m = manifest(vec![segment(0, Tier::Computer, vec![])], 1, 0);
     m.domain = "private".into();
     m.terms = SessionTerms {
@@ -1253,6 +1257,9 @@ fn finding_5_appeals_queue_draw_from_the_whole_tier_and_stop_at_the_horizon() {
         );
     }
     chain.block();
+    for _ in 0..chain.c.state().params.expertise_delay {
+        chain.block();
+    }
     let mut all_keys = keys.clone();
     all_keys.extend(["sybil-0", "sybil-1", "sybil-2"].map(key));
     let mut m = manifest(vec![segment(3, Tier::Computer, vec![])], 1, 0);

@@ -123,11 +123,12 @@ fn finding_1_one_abstaining_seat_of_three_blocks_nothing() {
 
 /// Finding 3: an appeal panel is drawn at the start of the block after the appeal, from
 /// the state its parent left, so the proposer of that block (who knows its seed) cannot
-/// win the panel by choosing its own transactions. Here a whale registers with a stake
-/// that dwarfs the tier's in the very block that draws the panel: before, the draw ran
-/// after the block's transactions and the whale sat on it almost surely; now it cannot.
+/// win the panel by choosing its own transactions. Here an auditor that had fallen below
+/// the tier's minimum bonds a stake that dwarfs the tier's in the very block that draws
+/// the panel: before, the draw ran after the block's transactions and it sat on the panel
+/// almost surely; now the draw reads the parent's state, where it cannot be drawn.
 #[test]
-fn finding_3_an_appeal_panel_is_drawn_before_the_blocks_own_registrations() {
+fn finding_3_an_appeal_panel_is_drawn_before_the_blocks_own_bonds() {
     let (mut chain, keys) = crate::common::Chain::with_accounts(
         test_params(),
         &[(Tier::Computer, 8)],
@@ -138,6 +139,28 @@ fn finding_3_an_appeal_panel_is_drawn_before_the_blocks_own_registrations() {
         ],
         crate::common::SupplyCheck::EachBlock,
     );
+    let whale = key("whale");
+    chain.submit(
+        &whale,
+        Call::RegisterAuditor {
+            tier: Tier::Computer,
+            expertise: vec!["math".into()],
+            sealing_key: SealingPublicKey([1; 32]),
+            stake: 1_000,
+        },
+    );
+    chain.block();
+    chain.submit(&whale, Call::Unbond { amount: 950 });
+    for _ in 0..=chain.c.state().params.expertise_delay {
+        chain.block();
+    }
+    assert!(
+        !chain
+            .c
+            .state()
+            .eligible(Tier::Computer)
+            .contains(&whale.public())
+    );
     let sid = crate::adversary::decided(&mut chain, &keys, 0, Vote::Valid);
     chain.submit(
         &key("stranger"),
@@ -147,16 +170,7 @@ fn finding_3_an_appeal_panel_is_drawn_before_the_blocks_own_registrations() {
         },
     );
     chain.block();
-    let whale = key("whale");
-    chain.submit(
-        &whale,
-        Call::RegisterAuditor {
-            tier: Tier::Computer,
-            expertise: vec!["math".into()],
-            sealing_key: SealingPublicKey([1; 32]),
-            stake: 90_000_000,
-        },
-    );
+    chain.submit(&whale, Call::Bond { amount: 90_000_000 });
     let ev = chain.block();
     let panel: Vec<AccountId> = ev
         .iter()
@@ -167,8 +181,43 @@ fn finding_3_an_appeal_panel_is_drawn_before_the_blocks_own_registrations() {
         .collect();
     assert!(!panel.is_empty(), "the panel is drawn in this block");
     assert!(
-        chain.c.state().auditors.contains_key(&whale.public()),
-        "the whale registered in the same block"
+        chain
+            .c
+            .state()
+            .eligible(Tier::Computer)
+            .contains(&whale.public()),
+        "the whale is drawable after this block"
     );
     assert!(!panel.contains(&whale.public()), "{panel:?}");
+}
+
+/// Finding 8: a registration is drawn only after a warm-up longer than any seed is known
+/// in advance, so a proposer cannot register a sybil in its block and have the next draw
+/// seat it (the done-when of issue 53: a register then immediate draw cannot seat it).
+#[test]
+fn finding_8_a_new_registration_cannot_be_drawn_at_once() {
+    let (mut chain, _keys) = crate::common::Chain::with_accounts(
+        test_params(),
+        &[(Tier::Computer, 3)],
+        &[("provider", 1_000_000), ("whale", 100_000_000)],
+        crate::common::SupplyCheck::EachBlock,
+    );
+    let whale = key("whale");
+    chain.submit(
+        &whale,
+        Call::RegisterAuditor {
+            tier: Tier::Computer,
+            expertise: vec!["math".into()],
+            sealing_key: SealingPublicKey([1; 32]),
+            stake: 90_000_000,
+        },
+    );
+    let m = manifest(vec![segment(0, Tier::Computer, vec![])], 3, 0);
+    let (sid, drawn) = open(&mut chain, m);
+    let seats = seats_of(&drawn, 0, 0);
+    assert_eq!(seats.len(), 3);
+    assert!(!seats.contains(&whale.public()), "drawn in its warm-up");
+    let a = &chain.c.state().auditors[&whale.public()];
+    assert!(a.paused && a.pending_pause.is_some_and(|p| !p.paused));
+    let _ = sid;
 }

@@ -471,6 +471,7 @@ impl World {
                         && a.active
                         && !a.flagged
                         && !a.exiting
+                        && !a.paused
                         && stake > 0
                         && stake >= st.params.min_stake(tier)
                 })

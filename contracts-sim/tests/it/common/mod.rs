@@ -138,6 +138,12 @@ impl Chain {
             }
         }
         chain.block();
+        // A registration is drawn only after its warm-up (`expertise_delay` blocks).
+        if i > 0 {
+            for _ in 0..chain.c.state().params.expertise_delay {
+                chain.block();
+            }
+        }
         (chain, keys)
     }
 
