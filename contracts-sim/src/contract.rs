@@ -515,6 +515,7 @@ impl Contract {
             };
             self.settle(ctx, id, s, Phase::Assigning, next, &mut ev);
         }
+        self.draw_escalations(ctx, &mut ev);
         // Due sessions in the order they were opened; none past the first that does not
         // fit the network's capacity ([`crate::admission`]).
         let mut due: Vec<(u64, Hash)> = self
@@ -846,10 +847,15 @@ impl Contract {
                         undecided.push((i, tally::abstained(&counts, q)));
                     }
                 }
-                if round == 0 && self.escalate(ctx, id, s, &undecided, ev) {
+                if round == 0 && self.may_escalate(s, &undecided) {
+                    // The escalation's seats are drawn at the start of the next block, from
+                    // the state this block leaves ([`Contract::draw_escalations`]): until
+                    // then the session waits in round 1's commit phase with no seats.
                     s.phase = Phase::Commit {
                         round: 1,
-                        until: h.saturating_add(sessions::commit_window(p, s, 1)),
+                        until: h
+                            .saturating_add(1)
+                            .saturating_add(sessions::commit_window(p, s, 1)),
                     };
                 } else if all_disclosed(s) {
                     // The provider opened its mapping during the reveal window (it had no
@@ -864,6 +870,79 @@ impl Contract {
             }
             Phase::Disclose { until } if h >= until || all_disclosed(s) => Next::Tally,
             _ => Next::Keep,
+        }
+    }
+
+    /// Whether an escalation of the `undecided` segments of `s` may find seats: some
+    /// segment has a tier to go to with eligible auditors (a higher one the terms allow,
+    /// or its own when its seats split rather than abstained). Only whether the draw is
+    /// tried depends on it; whom it draws is read at the start of the next block.
+    fn may_escalate(&self, s: &Session, undecided: &[(usize, bool)]) -> bool {
+        undecided.iter().any(|&(i, abstained)| {
+            let Some(seg) = s.segments.get(i) else {
+                return false;
+            };
+            let up: &[Tier] = match seg.tier {
+                Tier::Computer => &[Tier::Llm, Tier::Human],
+                Tier::Llm => &[Tier::Human],
+                Tier::Human => &[],
+            };
+            let extra = s.manifest.quorum.extra_seats;
+            let same_k = seg
+                .k
+                .saturating_add(self.state.params.escalation_extra_seats);
+            let options = up
+                .iter()
+                .filter(|t| s.manifest.terms.allows(**t))
+                .map(|t| (*t, s.manifest.quorum.k(*t)))
+                .chain((!abstained).then_some((seg.tier, same_k)));
+            options.into_iter().any(|(t, k)| {
+                let fresh = self
+                    .state
+                    .eligible(t)
+                    .iter()
+                    .filter(|a| **a != s.provider && !seg.seats.iter().any(|x| x.account == **a))
+                    .count();
+                fresh >= usize::from(k.saturating_add(extra))
+            })
+        })
+    }
+
+    /// Draws the seats of every escalation that the end of the parent block made due (a
+    /// session in round 1's commit phase whose segments have no round-1 seat yet), from
+    /// the state that block left and with this block's seed: the proposer of this block
+    /// cannot steer whom it draws by choosing the block's transactions. A session whose
+    /// segments find no seats goes on to its disclosure (or its tally) as it would have.
+    fn draw_escalations(&mut self, ctx: &BlockCtx, ev: &mut Vec<Event>) {
+        let due: Vec<Hash> = self
+            .state
+            .sessions
+            .iter()
+            .filter(|(_, s)| escalation_due(s))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in due {
+            let Some(mut s) = self.state.sessions.remove(&id) else {
+                continue;
+            };
+            let undecided = round0_undecided(&s);
+            let p = &self.state.params;
+            let next = if self.escalate(ctx, &id, &mut s, &undecided, ev) {
+                s.phase = Phase::Commit {
+                    round: 1,
+                    until: ctx.height.saturating_add(sessions::commit_window(p, &s, 1)),
+                };
+                Next::Keep
+            } else if all_disclosed(&s) {
+                Next::Tally
+            } else {
+                s.phase = Phase::Disclose {
+                    until: ctx.height.saturating_add(p.disclose_window),
+                };
+                Next::Keep
+            };
+            // Nothing of round 1 was being judged before this draw.
+            self.settle(ctx, id, s, Phase::Assigning, next, ev);
         }
     }
 
@@ -1064,6 +1143,32 @@ fn take_due(index: &mut crate::state::Map<u64, crate::state::Set<Hash>>, height:
     let due: Vec<u64> = index.range(..=height).map(|(h, _)| *h).collect();
     due.into_iter()
         .flat_map(|h| index.remove(&h).unwrap_or_default())
+        .collect()
+}
+
+/// Whether `s` waits for its escalation's seats: in round 1's commit phase with no
+/// round-1 seat yet (see [`Contract::draw_escalations`]).
+fn escalation_due(s: &Session) -> bool {
+    matches!(s.phase, Phase::Commit { round: 1, .. })
+        && s.appeal.is_none()
+        && !s
+            .segments
+            .iter()
+            .any(|g| g.seats.iter().any(|x| x.round == 1))
+}
+
+/// The segments left undecided by round 0, each with whether its seats abstained (then
+/// only a higher tier may take it), as the end of that round recorded them.
+fn round0_undecided(s: &Session) -> Vec<(usize, bool)> {
+    s.segments
+        .iter()
+        .enumerate()
+        .filter(|(_, g)| g.rounds.first() == Some(&LocalVerdict::Undecided))
+        .map(|(i, g)| {
+            let counts = tally::round_counts(g, 0);
+            let q = tally::round_quorum(s.manifest.quorum.tau, g.k, &counts);
+            (i, tally::abstained(&counts, q))
+        })
         .collect()
 }
 

@@ -1023,11 +1023,13 @@ fn an_undecided_segment_escalates_to_the_next_tier() {
         }
         chain.block()
     };
-    let ev = vote_round(
+    let mut ev = vote_round(
         &mut chain,
         seats_of(&ev, 0, 0),
         &[Vote::Valid, Vote::Invalid],
     );
+    // The escalation's seats are drawn at the start of the next block.
+    ev.extend(chain.block());
     assert!(ev.iter().any(|e| matches!(
         e,
         Event::SegmentEscalated {

@@ -221,3 +221,87 @@ fn finding_8_a_new_registration_cannot_be_drawn_at_once() {
     assert!(a.paused && a.pending_pause.is_some_and(|p| !p.paused));
     let _ = sid;
 }
+
+/// Finding 3, escalations: the seats of an escalation are drawn from the state the parent
+/// block left, so a bond in the block whose seed draws them is not seen. The block that
+/// draws is found on a copy of the chain (under the old rule it was the block closing the
+/// reveals, whose proposer knew its seed and chose its transactions); then an LLM
+/// auditor that had fallen below the tier's minimum bonds a whale's stake in that block.
+#[test]
+fn finding_3_escalation_seats_are_drawn_before_the_drawing_blocks_own_bonds() {
+    let (mut chain, keys) = crate::common::Chain::with_accounts(
+        test_params(),
+        &[(Tier::Computer, 4), (Tier::Llm, 4)],
+        &[("provider", 1_000_000), ("whale", 100_000_000)],
+        crate::common::SupplyCheck::EachBlock,
+    );
+    let whale = key("whale");
+    chain.submit(
+        &whale,
+        Call::RegisterAuditor {
+            tier: Tier::Llm,
+            expertise: vec!["math".into()],
+            sealing_key: SealingPublicKey([1; 32]),
+            stake: 1_000,
+        },
+    );
+    chain.block();
+    chain.submit(&whale, Call::Unbond { amount: 950 });
+    for _ in 0..=chain.c.state().params.expertise_delay {
+        chain.block();
+    }
+    assert!(
+        !chain
+            .c
+            .state()
+            .eligible(Tier::Llm)
+            .contains(&whale.public())
+    );
+    // k = 2, tau = 1/2: one Valid and one Invalid reach q = 1 on both sides: undecided,
+    // and the seats split, so it escalates to the LLM tier.
+    let mut m = manifest(vec![segment(0, Tier::Computer, vec![])], 2, 0);
+    m.quorum.tau = Ppm(500_000);
+    m.fee *= 4;
+    let (sid, drawn) = open(&mut chain, m);
+    let ids = vec![chain.c.state().sessions[&sid].segments[0].entry.id];
+    crate::common::deliver_keys(&mut chain, &key("provider"), sid, 0, &[]);
+    let plan = crate::common::commit_votes(&mut chain, &keys, sid, &ids, &drawn, 0, &|_, j| {
+        Some(if j == 0 { Vote::Valid } else { Vote::Invalid })
+    });
+    chain.block();
+    while matches!(
+        chain.phase(&sid),
+        Some(trust_contracts::Phase::Commit { round: 0, .. })
+    ) {
+        chain.block();
+    }
+    crate::common::reveal_votes(&mut chain, sid, &plan);
+    let escalated = |ev: &[Event]| {
+        ev.iter()
+            .any(|e| matches!(e, Event::SegmentEscalated { .. }))
+    };
+    let mut probe = chain.clone();
+    let mut drawing = 1;
+    while !escalated(&probe.block()) {
+        drawing += 1;
+        assert!(drawing < 5, "never escalated");
+    }
+    let mut ev = Vec::new();
+    for b in 1..=drawing {
+        if b == drawing {
+            chain.submit(&whale, Call::Bond { amount: 90_000_000 });
+        }
+        ev = chain.block();
+    }
+    assert!(escalated(&ev));
+    let round1 = seats_of(&ev, 0, 1);
+    assert_eq!(round1.len(), 2);
+    assert!(
+        chain
+            .c
+            .state()
+            .eligible(Tier::Llm)
+            .contains(&whale.public())
+    );
+    assert!(!round1.contains(&whale.public()), "{round1:?}");
+}

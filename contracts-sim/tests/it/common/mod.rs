@@ -23,6 +23,7 @@ pub(crate) enum SupplyCheck {
 }
 
 /// A little chain: a contract, keys, and a block counter.
+#[derive(Clone)]
 pub(crate) struct Chain {
     pub(crate) c: Contract,
     pub(crate) height: u64,
