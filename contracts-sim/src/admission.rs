@@ -24,9 +24,11 @@
 //! - *A provider jumping the queue*: sessions wait in the order they were opened (height,
 //!   then id), and a block draws none past the first that does not fit, so a small session
 //!   never overtakes a large one that waits.
-//! - *A provider holding capacity*: seats leave the count as soon as their round's commit
-//!   phase ends, which is as soon as every seat committed; holding it for the whole window
-//!   needs seats that do not commit, and key starvation is paid by the provider.
+//! - *A provider holding capacity*: a seat leaves the count as soon as it commits, and
+//!   every seat when its round's commit phase ends; holding capacity for the whole window
+//!   needs seats that do not commit (key starvation is paid by the provider), and the
+//!   window itself is capped per tier at genesis (`floors.max_commit_window`), so nothing
+//!   holds a seat's capacity longer than its tier's cap.
 //! - *Escrow held forever*: a session that waits past [`crate::Params::draw_patience`]
 //!   blocks fails and is refunded in full.
 //! - *Cost*: one pass over each tier's eligible set per block that has a draw due, like the
@@ -42,18 +44,31 @@ use crate::{
 /// Seats per tier (Computer, LLM, Human).
 pub(crate) type PerTier = [u64; 3];
 
-/// The seats of `s`'s current round in commit phase `phase`, per tier: what `s` adds to
-/// [`State::judging`] while it is in that phase (nothing in any other phase).
+/// The seats of `s`'s current round in commit phase `phase` that have not committed yet,
+/// per tier: what `s` adds to [`State::judging`] while it is in that phase (nothing in
+/// any other phase). A seat that committed has judged: it holds no capacity, so a
+/// provider cannot keep honest sessions waiting with seats that are done.
 pub(crate) fn judging_seats(s: &Session, phase: Phase) -> PerTier {
     let mut out = [0u64; 3];
     let Phase::Commit { round, .. } = phase else {
         return out;
     };
     for seg in &s.segments {
-        let n = seg.seats.iter().filter(|x| x.round == round).count();
+        let n = seg
+            .seats
+            .iter()
+            .filter(|x| x.round == round && x.commitment.is_none())
+            .count();
         add(&mut out, seg.tier, n as u64);
     }
     out
+}
+
+/// A seat of `tier` committed: it has judged, and no longer holds capacity.
+pub(crate) fn committed(judging: &mut PerTier, tier: Tier) {
+    let mut one = [0u64; 3];
+    add(&mut one, tier, 1);
+    shift(judging, &one, &[0; 3]);
 }
 
 /// Seats the round-0 draw of `s` would fill, per tier.

@@ -203,6 +203,17 @@ pub struct Floors {
     /// absent, cannot keep the others from deciding: no minority blocks a verdict.
     #[serde(default = "default_max_tau")]
     pub max_tau: [Ppm; 3],
+    /// Longest commit window per tier a session's own terms may give a round, in blocks:
+    /// a longer one asked for is cut to the least cap of the tiers seated in the round.
+    /// Seats hold the network's capacity until they commit, so a provider whose seats
+    /// cannot commit (ciphertexts never served) holds it at most this long. A few times
+    /// the floor for Computer; for Human, what a person needs.
+    #[serde(default = "default_max_commit_window")]
+    pub max_commit_window: [u64; 3],
+}
+
+fn default_max_commit_window() -> [u64; 3] {
+    [200, 400, 1_000]
 }
 
 /// The default tau ceiling of every tier: 2/3, rounded down so that `ceil(tau 3) = 2`.
@@ -226,6 +237,7 @@ impl Default for Floors {
             min_beta: Ppm(500_000),
             min_domain_stake: 20_000,
             max_tau: default_max_tau(),
+            max_commit_window: default_max_commit_window(),
         }
     }
 }
@@ -241,6 +253,7 @@ impl Floors {
             min_beta: Ppm(1),
             min_domain_stake: 0,
             max_tau: default_max_tau(),
+            max_commit_window: default_max_commit_window(),
         }
     }
 
@@ -257,6 +270,11 @@ impl Floors {
     /// Least reveal window of a tier.
     pub fn min_reveal_window(&self, tier: Tier) -> u64 {
         pick(&self.min_reveal_window, tier)
+    }
+
+    /// Longest commit window a session's terms may give a round of a tier.
+    pub fn max_commit_window(&self, tier: Tier) -> u64 {
+        pick(&self.max_commit_window, tier)
     }
 
     /// Greatest `tau` of a tier.
@@ -580,6 +598,14 @@ impl Params {
         };
         if !f.max_tau.iter().zip(&f.min_k).all(tau_ok) {
             return Err(GenesisError::BadParam("floors.max_tau"));
+        }
+        if f.max_commit_window
+            .iter()
+            .zip(&f.min_commit_window)
+            .any(|(cap, floor)| cap < floor || *cap > self.max_window)
+            || f.max_commit_window.iter().min() < f.min_commit_window.iter().max()
+        {
+            return Err(GenesisError::BadParam("floors.max_commit_window"));
         }
         if !frac(f.min_beta) || f.min_beta == Ppm::ZERO {
             return Err(GenesisError::BadParam("floors.min_beta"));

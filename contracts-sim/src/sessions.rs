@@ -76,13 +76,6 @@ pub fn honeypot_bond(params: &Params, segments: usize) -> Option<u64> {
 }
 
 /// The session's own commit window: its terms', or the network's.
-fn base_commit_window(p: &Params, s: &Session) -> u64 {
-    match s.manifest.terms.commit_window {
-        0 => p.commit_window,
-        w => u64::from(w),
-    }
-}
-
 /// The session's own reveal window: its terms', or the network's.
 fn base_reveal_window(p: &Params, s: &Session) -> u64 {
     match s.manifest.terms.reveal_window {
@@ -102,10 +95,22 @@ fn round_tiers(s: &Session, round: u8) -> impl Iterator<Item = Tier> + '_ {
 /// The commit window of `round` of a session: its own, stretched to the floor of every
 /// tier seated in the round ([`crate::Floors::min_commit_window`]), so that an escalation
 /// or appeal into a slower tier still gets a window its honest seats can meet.
+///
+/// A window the provider asked for is capped first at the least cap of those tiers
+/// ([`crate::Floors::max_commit_window`]): seats hold the network's capacity while they
+/// have not committed, and a provider whose seats cannot commit (its ciphertexts never
+/// served) must not hold it for longer than the cap. The network's own window is
+/// genesis', and not capped.
 pub(crate) fn commit_window(p: &Params, s: &Session, round: u8) -> u64 {
+    let asked = match s.manifest.terms.commit_window {
+        0 => p.commit_window,
+        w => round_tiers(s, round)
+            .map(|t| p.floors.max_commit_window(t))
+            .fold(u64::from(w), u64::min),
+    };
     round_tiers(s, round)
         .map(|t| p.floors.min_commit_window(t))
-        .fold(base_commit_window(p, s), u64::max)
+        .fold(asked, u64::max)
 }
 
 /// The reveal window of `round` of a session, stretched as [`commit_window`].
@@ -651,6 +656,8 @@ pub(crate) fn commit(
         return Err(TxError::AlreadyCommitted);
     }
     seat.commitment = Some(commitment);
+    let tier = seg.tier;
+    crate::admission::committed(&mut st.judging, tier);
     events.push(Event::Committed {
         session,
         segment,

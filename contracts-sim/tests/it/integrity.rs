@@ -305,3 +305,64 @@ fn finding_3_escalation_seats_are_drawn_before_the_drawing_blocks_own_bonds() {
     );
     assert!(!round1.contains(&whale.public()), "{round1:?}");
 }
+
+/// Finding 4, the window: a provider cannot hold the network's capacity for a thousand
+/// blocks with a long commit window; a window asked for is cut to its tier's cap.
+#[test]
+fn finding_4_a_long_commit_window_is_cut_to_the_tiers_cap() {
+    let params = test_params();
+    let cap = params.floors.max_commit_window[0];
+    let (mut chain, _keys) = chain(params, &[(Tier::Computer, 3)]);
+    let mut m = manifest(vec![segment(0, Tier::Computer, vec![])], 3, 0);
+    m.terms.commit_window = 1_000;
+    let (sid, _) = open(&mut chain, m);
+    let Some(trust_contracts::Phase::Commit { until, .. }) = chain.phase(&sid) else {
+        panic!("not committing");
+    };
+    assert_eq!(until, chain.height + cap);
+    assert!(cap < 1_000);
+}
+
+/// Finding 4, the count: a seat that committed has judged and holds no capacity. A
+/// provider's session keeps one seat that can never commit (it is never keyed) for its
+/// whole window; once the other seats committed, an honest session that fits beside that
+/// one seat is drawn at once instead of waiting out the window.
+#[test]
+fn finding_4_committed_seats_hold_no_capacity() {
+    let mut params = test_params();
+    // Four equal auditors: capacity 4 Computer seats.
+    params.seat_capacity = [1, 8, 4];
+    let (mut chain, keys) = chain(params, &[(Tier::Computer, 4)]);
+    let mut m = manifest(vec![segment(0, Tier::Computer, vec![])], 3, 0);
+    m.terms.commit_window = 100;
+    let (sid, drawn) = open(&mut chain, m);
+    let seats = seats_of(&drawn, 0, 0);
+    let held = seats[2];
+    crate::common::deliver_keys(&mut chain, &key("provider"), sid, 0, &[held]);
+    let ids = vec![chain.c.state().sessions[&sid].segments[0].entry.id];
+    crate::common::commit_votes(&mut chain, &keys, sid, &ids, &drawn, 0, &|_, j| {
+        (j < 2).then_some(Vote::Valid)
+    });
+    chain.block();
+    assert!(matches!(
+        chain.phase(&sid),
+        Some(trust_contracts::Phase::Commit { round: 0, .. })
+    ));
+    assert_eq!(
+        chain.c.admission().0[0],
+        1,
+        "only the seat that did not commit"
+    );
+    // An honest session of three seats fits beside it.
+    let honest = manifest(vec![segment(1, Tier::Computer, vec![])], 3, 0);
+    let (other, drawn) = open(&mut chain, honest);
+    assert_eq!(
+        seats_of(&drawn, 0, 0).len(),
+        3,
+        "drawn at once, not deferred"
+    );
+    assert!(matches!(
+        chain.phase(&other),
+        Some(trust_contracts::Phase::Commit { round: 0, .. })
+    ));
+}
