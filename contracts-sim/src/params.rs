@@ -159,6 +159,12 @@ pub struct Params {
     /// never reused), so creating one must move at least this much. At least 1.
     #[serde(default = "default_min_new_account")]
     pub min_new_account: Amount,
+    /// What creating an account costs its sender, burned on top of what the transfer
+    /// moves: an account is kept for good, and the minimum it must receive can be sent
+    /// straight back, so without a fee nothing would bound how fast the state grows. Each
+    /// permanent account costs this much, whoever made it.
+    #[serde(default = "default_new_account_fee")]
+    pub new_account_fee: Amount,
     /// Seats an auditor of each tier (Computer, LLM, Human) is expected to judge at once:
     /// the admission limit of the round-0 draw. A session's seats are drawn only while the
     /// seats of its tiers still in a commit window, its own included, stay within
@@ -332,6 +338,10 @@ fn default_min_new_account() -> Amount {
     10
 }
 
+fn default_new_account_fee() -> Amount {
+    10
+}
+
 fn default_appeal_reward() -> Amount {
     30
 }
@@ -454,6 +464,7 @@ impl Default for Params {
             failure_retention: default_failure_retention(),
             outcome_retention: default_outcome_retention(),
             min_new_account: default_min_new_account(),
+            new_account_fee: default_new_account_fee(),
             seat_capacity: default_seat_capacity(),
             draw_patience: default_draw_patience(),
         }

@@ -18,8 +18,9 @@ use crate::{
 };
 
 /// `Call::Transfer`. One that would create the recipient's account must move at least
-/// [`crate::Params::min_new_account`]: accounts are never removed, so each is state the
-/// chain keeps for good.
+/// [`crate::Params::min_new_account`], and its sender pays
+/// [`crate::Params::new_account_fee`] on top, burned: accounts are never removed, so each
+/// is state the chain keeps for good, and the fee bounds how fast it grows.
 pub(crate) fn transfer(
     st: &mut State,
     from: AccountId,
@@ -28,18 +29,27 @@ pub(crate) fn transfer(
     events: &mut Vec<Event>,
 ) -> Result<(), TxError> {
     let have = st.accounts.get(&from).map_or(0, |a| a.balance);
+    let creates = from != to && !st.accounts.contains_key(&to);
+    // Creating an account costs its sender the fee, burned: the state keeps it for good.
+    let fee = if creates {
+        st.params.new_account_fee
+    } else {
+        0
+    };
+    let need = amount.checked_add(fee).ok_or(TxError::Overflow)?;
     let left = have
-        .checked_sub(amount)
-        .ok_or(TxError::InsufficientBalance { have, need: amount })?;
+        .checked_sub(need)
+        .ok_or(TxError::InsufficientBalance { have, need })?;
     if from != to {
         let min = st.params.min_new_account;
-        if amount < min && !st.accounts.contains_key(&to) {
+        if amount < min && creates {
             return Err(TxError::NewAccountTooSmall { amount, min });
         }
         let to_balance = st.accounts.get(&to).map_or(0, |a| a.balance);
         let new_to = to_balance.checked_add(amount).ok_or(TxError::Overflow)?;
         st.accounts.entry(from).or_default().balance = left;
         st.accounts.entry(to).or_default().balance = new_to;
+        st.burned = st.burned.saturating_add(fee);
     }
     events.push(Event::Transferred { from, to, amount });
     Ok(())

@@ -477,7 +477,11 @@ fn appeals_are_refused_with_the_reason_and_charge_nothing() {
         AppealResult::Starved
     );
     assert_eq!(o.segments[0].verdict, SegmentVerdict::Invalid);
-    assert_eq!(chain.balance(&appellant.public()), balance - 100);
+    // 100 sent to a new account, and the fee for creating it.
+    assert_eq!(
+        chain.balance(&appellant.public()),
+        balance - 100 - test_params().new_account_fee
+    );
     let paid: u64 = starved_ev
         .iter()
         .filter_map(|e| match e {

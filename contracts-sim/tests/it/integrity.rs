@@ -366,3 +366,62 @@ fn finding_4_committed_seats_hold_no_capacity() {
         Some(trust_contracts::Phase::Commit { round: 0, .. })
     ));
 }
+
+/// Finding 9: state someone pays for. A transfer that creates an account moved its
+/// minimum, which could come straight back, so accounts (kept for good) cost nothing. Now
+/// its sender pays `new_account_fee` on top, burned: a thousand accounts cost a thousand
+/// fees, and the round trip is no longer free. Prints the state's bytes per account (from
+/// the snapshot), for BENCHMARKS.md.
+#[test]
+fn finding_9_every_new_account_is_paid_for() {
+    let params = test_params();
+    let (fee, min) = (params.new_account_fee, params.min_new_account);
+    assert!(fee > 0);
+    let (mut chain, _keys) = crate::common::Chain::with_accounts(
+        params,
+        &[],
+        &[("rich", 1_000_000)],
+        crate::common::SupplyCheck::EachBlock,
+    );
+    let rich = key("rich");
+    let (balance0, burned0) = (chain.balance(&rich.public()), chain.c.state().burned);
+    let bytes0 = chain.c.snapshot().len();
+    let n = 1_000u64;
+    let fresh: Vec<_> = (0..n).map(|i| key(&format!("fresh-{i}"))).collect();
+    for k in &fresh {
+        chain.submit(
+            &rich,
+            Call::Transfer {
+                to: k.public(),
+                amount: min,
+            },
+        );
+    }
+    chain.block();
+    assert_eq!(chain.c.state().accounts.len() as u64, 1 + n);
+    assert_eq!(chain.balance(&rich.public()), balance0 - n * (min + fee));
+    assert_eq!(
+        chain.c.state().burned - burned0,
+        n * fee,
+        "the fees are burned"
+    );
+    // The round trip: each new account sends its minimum straight back; the fee stays paid.
+    for k in &fresh {
+        chain.submit(
+            k,
+            Call::Transfer {
+                to: rich.public(),
+                amount: min,
+            },
+        );
+    }
+    chain.block();
+    assert_eq!(chain.balance(&rich.public()), balance0 - n * fee);
+    let per_account = (chain.c.snapshot().len() - bytes0) as u64 / n;
+    eprintln!(
+        "state bytes per account: {per_account}; a million accounts: {} MB of state, {} burned in fees",
+        per_account,
+        1_000_000 * fee
+    );
+    assert!(per_account > 0);
+}
