@@ -67,7 +67,7 @@ pub fn run_transfer(a: TransferArgs) -> CliResult {
         && let Some(p) = &params
         && a.amount < p.min_new_account
     {
-        return Err(CliError::usage(format!(
+        return Err(CliError::refused(format!(
             "{to} has no account yet, and a transfer that creates one must move at least {} \
              (the network's min_new_account); this one moves {}",
             p.min_new_account, a.amount

@@ -77,7 +77,7 @@ pub fn run(a: AppealArgs) -> CliResult {
             status: 404 | 422 | 400,
             message,
             ..
-        }) => return Err(CliError::failed(format!("refused: {message}"))),
+        }) => return Err(CliError::refused(format!("refused: {message}"))),
         Err(e) => return Err(api_error(e)),
     };
     outln!(

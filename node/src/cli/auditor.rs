@@ -3,7 +3,7 @@
 //! `register`, `bond`, `unbond`, `exit` and `withdraw` sign a transaction with the home's
 //! account key, submit it to the node, wait until a block includes it and print what
 //! changed; a transaction the node or the contract refuses prints the contract's reason
-//! and exits with code 1. `status` prints the account's standing, or with `--json` the
+//! and exits with code 4 ([`CliError::REFUSED`]). `status` prints the account's standing, or with `--json` the
 //! node's `GET /v1/auditors/{id}` answer as it is.
 
 use std::time::{Duration, Instant};
@@ -503,7 +503,7 @@ impl Session {
                 status: 422,
                 message,
                 ..
-            }) => return Err(CliError::failed(format!("refused: {message}"))),
+            }) => return Err(CliError::refused(format!("refused: {message}"))),
             Err(e) => return Err(api_error(e)),
         };
         outln!("submitted {id}");
@@ -517,7 +517,7 @@ impl Session {
                 }
                 Ok(_) => {}
                 Err(client::ClientError::Api { status: 404, .. }) => {
-                    return Err(CliError::failed(format!(
+                    return Err(CliError::refused(format!(
                         "refused: transaction {id} left the mempool without a block including it \
                          (the contract refused it when a block was built); \
                          `trust-node auditor status` shows the account's standing"

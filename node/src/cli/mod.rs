@@ -1,7 +1,9 @@
 //! Command-line interface: parses arguments with clap and hands typed values to the
 //! subsystems. Errors are one line on stderr; exit code 2 means the input was wrong
 //! (bad arguments, malformed files), 1 means the command ran and reports a failure
-//! (for example an economics dial that does not hold).
+//! (for example an economics dial that does not hold), and 4 that the network refused
+//! what was asked: the node answered 403 or 422, or the contract refused the
+//! transaction (see [`CliError::REFUSED`]).
 
 use std::process::ExitCode;
 
@@ -181,7 +183,7 @@ pub enum Command {
     /// on the segment before) judge each again, and their verdict replaces the old one.
     /// Filed while a round is judged, it waits for the next round. Prints the bond and the round; with `--wait`, each segment's previous and
     /// new verdict, the slashes and the refund. A refusal prints the contract's reason and
-    /// exits 1.
+    /// exits 4.
     Appeal(appeal::AppealArgs),
     /// Follow the network's events as they are finalized (seats drawn, deadlines,
     /// verdicts, rewards, slashes), filtered by account, session and kind.
@@ -213,6 +215,19 @@ impl CliError {
     pub fn failed(message: impl Into<String>) -> Self {
         Self {
             code: 1,
+            message: message.into(),
+        }
+    }
+
+    /// Exit code of a refusal by the network: the command was well formed and reached the
+    /// node, which (or whose contract) would not take it.
+    pub const REFUSED: u8 = 4;
+
+    /// The network refused the request (exit code [`CliError::REFUSED`]): the node
+    /// answered 403 or 422, or the contract refused the transaction.
+    pub fn refused(message: impl Into<String>) -> Self {
+        Self {
+            code: Self::REFUSED,
             message: message.into(),
         }
     }

@@ -56,6 +56,22 @@ pub(super) fn reply_json(reply: &impl serde::Serialize) -> Result<serde_json::Va
 
 pub(super) fn api_error(e: client::ClientError) -> CliError {
     match e {
+        // A trace or HDAG the node cannot read is the sender's input, though the node
+        // answers it 422 as it does a refusal (its reason says which part).
+        client::ClientError::Api {
+            status: 422,
+            ref message,
+            ..
+        } if ["trace: ", "hdag: ", "decomposition: "]
+            .iter()
+            .any(|p| message.starts_with(p)) =>
+        {
+            CliError::usage(e.to_string())
+        }
+        // Well formed, and refused by the node or what it checked it against.
+        client::ClientError::Api {
+            status: 403 | 422, ..
+        } => CliError::refused(e.to_string()),
         client::ClientError::Api { status, .. } if (400..500).contains(&status) => {
             CliError::usage(e.to_string())
         }

@@ -284,9 +284,9 @@ fn an_appeal_overturns_a_segment_malicious_seats_decided_and_the_session_becomes
         page.contains("<dt>Finality</dt><dd>final at block"),
         "{page}"
     );
-    // Too late now: the contract's reason, exit 1.
+    // Too late now: the contract's reason, exit 4 (refused by the network).
     let late = cli(&net, APPELLANT, &["appeal", &sid, "--segments", &seg]);
-    assert_eq!(late.status.code(), Some(1), "a late appeal was not refused");
+    assert_eq!(late.status.code(), Some(4), "a late appeal was not refused");
     let err = String::from_utf8_lossy(&late.stderr);
     assert!(err.contains("appeal window"), "{err}");
     println!("wall time {:.0} s", started.elapsed().as_secs_f64());

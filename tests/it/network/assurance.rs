@@ -114,7 +114,7 @@ fn a_provider_chooses_seats_quorum_domain_and_exposure() {
     // More seats than the domain's auditors: refused, the limit named, nothing charged.
     let out = submit(&net, &[&trace, "--seats", "6", "--domain", "medicine"]);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(out.status.code(), Some(4), "{err}");
     assert!(
         err.contains(
             "k = 6 Computer seats asked, 5 Computer auditors declaring medicine registered"

@@ -419,7 +419,7 @@ fn a_retried_submit_opens_one_session_and_says_its_verdict_in_its_status(
     );
     let refused = cli_submit(net, &[&other, "--idempotency-key", "run-7/row-3"]);
     let err = String::from_utf8_lossy(&refused.stderr);
-    assert_eq!(refused.status.code(), Some(2), "{err}");
+    assert_eq!(refused.status.code(), Some(4), "{err}");
     assert!(err.contains("was used for a different request"), "{err}");
     assert_eq!(balance(net), paid);
     // Listed by its labels, on the provider's node only, with the token.
@@ -588,7 +588,7 @@ fn export_proofs(net: &Network, session: &str) -> Exported {
         ],
     );
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(out.status.code(), Some(4), "{err}");
     assert!(err.contains("is not one of this node's"), "{err}");
     assert!(!dir.path().join("wrong.proof").exists());
     Exported {

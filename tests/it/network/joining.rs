@@ -126,7 +126,7 @@ fn a_node_from_another_home_joins_by_state_sync_is_funded_registers_and_is_drawn
 
     let me = net.keys(j).account_id().to_hex();
     // Unfunded: every path says what to do next, and it is `transfer`.
-    let refused = net.cli_refused(
+    let refused = net.cli_failed(
         j,
         &[
             "auditor", "register", "--tier", "computer", "--stake", "100",
@@ -137,13 +137,13 @@ fn a_node_from_another_home_joins_by_state_sync_is_funded_registers_and_is_drawn
         "{refused}"
     );
     assert!(!refused.contains("HTTP 404"), "{refused}");
-    let status = net.cli_refused(j, &["auditor", "status"]);
+    let status = net.cli_failed(j, &["auditor", "status"]);
     assert!(
         status.contains("trust-node transfer")
             && !status.contains("`trust-node auditor register` registers it"),
         "{status}"
     );
-    let account = net.cli_refused(j, &["account"]);
+    let account = net.cli_failed(j, &["account"]);
     assert!(account.contains("trust-node transfer"), "{account}");
 
     // A first transfer below the network's minimum for a new account is refused before
@@ -155,7 +155,11 @@ fn a_node_from_another_home_joins_by_state_sync_is_funded_registers_and_is_drawn
     let min = params.min_new_account;
     let short = (min - 1).to_string();
     let out = net.cli(1, &["transfer", &me, &short]);
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "a refusal by the network's rule"
+    );
     let why = String::from_utf8_lossy(&out.stderr);
     assert!(
         why.contains(&format!("at least {min}")) && why.contains("min_new_account"),
@@ -170,7 +174,7 @@ fn a_node_from_another_home_joins_by_state_sync_is_funded_registers_and_is_drawn
     net.wait_height(j, h);
     let shown = net.cli_ok(j, &["account"]);
     assert!(shown.contains("balance     100000 TRUST"), "{shown}");
-    let status = net.cli_refused(j, &["auditor", "status"]);
+    let status = net.cli_failed(j, &["auditor", "status"]);
     assert!(
         status.contains("balance is 100000") && status.contains("auditor register"),
         "{status}"

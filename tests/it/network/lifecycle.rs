@@ -28,7 +28,7 @@ fn ok(net: &Network, args: &[&str]) -> String {
     net.cli_ok(ME, args)
 }
 
-/// A refused command: exit code 1 and the reason on stderr.
+/// A refused command: exit code 4 (refused by the network) and the reason on stderr.
 fn refused(net: &Network, args: &[&str]) -> String {
     net.cli_refused(ME, args)
 }
