@@ -50,6 +50,12 @@ pub const MAX_SNAPSHOT_BYTES: u64 = 1 << 30;
 /// How long the joining node keeps asking while its peers hold no snapshot yet.
 pub const WAIT_FOR_SNAPSHOT: Duration = Duration::from_secs(120);
 
+/// The longest one address may take to serve a whole snapshot with its blocks: past it the
+/// joining node gives up on that address and asks the next, so a peer that answers
+/// slowly (a byte a minute, or never) cannot stall a new node forever. A gibibyte at a few
+/// megabytes a second fits.
+pub const PER_PEER_DEADLINE: Duration = Duration::from_secs(600);
+
 /// Why state sync failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -163,13 +169,32 @@ pub async fn sync(
     addrs: &[ApiAddr],
     trust: Option<TrustedBlock>,
 ) -> Result<u64, StateSyncError> {
+    sync_within(ledger, doc, addrs, trust, PER_PEER_DEADLINE).await
+}
+
+/// [`sync`], giving each address at most `per_peer` to serve its snapshot.
+async fn sync_within(
+    ledger: &Ledger,
+    doc: &GenesisDoc,
+    addrs: &[ApiAddr],
+    trust: Option<TrustedBlock>,
+    per_peer: Duration,
+) -> Result<u64, StateSyncError> {
     let deadline = tokio::time::Instant::now() + WAIT_FOR_SNAPSHOT;
     loop {
         let mut why = Vec::new();
         let mut refused = Vec::new();
         for addr in addrs {
             let addr = addr.as_str();
-            match fetch_checked(addr, doc, trust).await {
+            let fetched = tokio::time::timeout(per_peer, fetch_checked(addr, doc, trust))
+                .await
+                .unwrap_or_else(|_| {
+                    Err(Refused::Invalid(format!(
+                        "gave up after {} s: the address did not serve its snapshot in time",
+                        per_peer.as_secs()
+                    )))
+                });
+            match fetched {
                 Ok((block, snapshot, power)) => {
                     let height = block.block.header.height;
                     ledger.install_base(&block, &snapshot)?;
@@ -240,8 +265,11 @@ async fn fetch_checked(
             "the chunks overrun the snapshot's size".into(),
         ));
     }
-    let block: StoredBlock = decode("block", &first.block)?;
-    let next: StoredBlock = decode("next block", &first.next)?;
+    // Each block comes in an answer of its own (two full blocks would not fit one).
+    let block = chunk_part(addr, first.height, "block").await?;
+    let next = chunk_part(addr, first.height, "next").await?;
+    let block: StoredBlock = decode("block", &block.block)?;
+    let next: StoredBlock = decode("next block", &next.next)?;
     let power = check(doc, first.height, &snapshot, &block, &next, trust)?;
     Ok((block, snapshot, power))
 }
@@ -253,6 +281,19 @@ async fn chunk(addr: &str, height: Option<u64>, offset: u64) -> Result<SnapshotC
     };
     let json = client::get(addr, &path).await?;
     serde_json::from_value(json).map_err(Refused::Parse)
+}
+
+/// The snapshot's block (`part` `block`) or the one after it (`next`), at `height`.
+async fn chunk_part(addr: &str, height: u64, part: &str) -> Result<SnapshotChunk, Refused> {
+    let json = client::get(addr, &format!("/v1/snapshot?height={height}&part={part}")).await?;
+    let c: SnapshotChunk = serde_json::from_value(json).map_err(Refused::Parse)?;
+    if c.height != height {
+        return Err(Refused::Invalid(format!(
+            "asked for the {part} of the snapshot at {height}, got one at {}",
+            c.height
+        )));
+    }
+    Ok(c)
 }
 
 fn unhex(what: &'static str, s: &str) -> Result<Vec<u8>, Refused> {
@@ -517,5 +558,29 @@ mod tests {
         assert!(e.contains("state root"), "{e}");
         let e = refused(check(&doc, 2, &snap, &blocks[1], &blocks[3], Some(trusted)));
         assert!(e.contains("does not link"), "{e}");
+    }
+
+    /// Finding 10 of issue 53: a peer that accepts the connection and never answers (or
+    /// answers a byte a minute) cannot stall a joining node: past its deadline the node
+    /// gives up on it, says why, and its ledger is left as it was.
+    #[tokio::test]
+    async fn a_peer_that_never_answers_is_given_up_on() {
+        let (doc, _key, _blocks, _states) = network("statesync-stall");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr: ApiAddr = listener.local_addr().unwrap().to_string().parse().unwrap();
+        let held = tokio::spawn(async move {
+            let mut open = Vec::new();
+            while let Ok((socket, _)) = listener.accept().await {
+                open.push(socket);
+            }
+        });
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = Ledger::open_with_chain(dir.path(), doc.chain_id()).unwrap();
+        let e = sync_within(&ledger, &doc, &[addr], None, Duration::from_millis(300))
+            .await
+            .unwrap_err();
+        assert!(e.to_string().contains("gave up after"), "{e}");
+        assert_eq!(ledger.tip().unwrap(), None, "nothing installed");
+        held.abort();
     }
 }

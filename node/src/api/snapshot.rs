@@ -28,7 +28,7 @@ static SERVING: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(MAX_C
 /// client's response limit).
 pub const CHUNK_BYTES: usize = 2 * 1024 * 1024;
 
-/// Which chunk of which snapshot.
+/// Which chunk of which snapshot, or which of its blocks.
 #[derive(Debug, Clone, Default, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
 pub struct SnapshotQuery {
@@ -36,6 +36,24 @@ pub struct SnapshotQuery {
     pub height: Option<u64>,
     /// Byte offset of the chunk (default 0).
     pub offset: Option<u64>,
+    /// What the answer carries: a chunk of the snapshot (default), or the snapshot's block
+    /// (`block`), or the block after it (`next`). Each comes in an answer of its own, so
+    /// every answer fits the client's response limit by construction (a block is at most
+    /// `MAX_BLOCK_BYTES`, hex doubles it; a chunk is at most [`CHUNK_BYTES`]).
+    pub part: Option<SnapshotPart>,
+}
+
+/// The part of a snapshot an answer carries.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SnapshotPart {
+    /// A chunk of the snapshot's bytes.
+    #[default]
+    Chunk,
+    /// The block the snapshot is the state after.
+    Block,
+    /// The block after it, whose certificate vouches for it.
+    Next,
 }
 
 /// One chunk of a contract snapshot.
@@ -47,12 +65,13 @@ pub struct SnapshotChunk {
     pub total: u64,
     /// This chunk's offset.
     pub offset: u64,
-    /// The chunk, hex (at most [`CHUNK_BYTES`] bytes).
+    /// The chunk, hex (at most [`CHUNK_BYTES`] bytes; empty when another part was asked).
     pub chunk: String,
-    /// The block at `height` as stored (canonical encoding of block and certificate), hex.
+    /// The block at `height` as stored (canonical encoding of block and certificate), hex;
+    /// only when `part=block` was asked.
     pub block: String,
     /// The block at `height + 1` as stored, hex: its certificate is what vouches for the
-    /// snapshot's block.
+    /// snapshot's block; only when `part=next` was asked.
     pub next: String,
 }
 
@@ -120,14 +139,50 @@ fn chunk(api: &Api, tip: u64, q: &SnapshotQuery) -> ApiResult<SnapshotChunk> {
             format!("offset {offset} is past the snapshot's {total} bytes"),
         ));
     }
+    let part = q.part.unwrap_or_default();
     let start = usize::try_from(offset).unwrap_or(usize::MAX);
     let end = start.saturating_add(CHUNK_BYTES).min(bytes.len());
+    // The blocks are fetched to be sure they are held even when not sent: a snapshot is
+    // served only with the blocks that make it checkable.
+    let (block, next) = (raw(height)?, raw(height.saturating_add(1))?);
     Ok(SnapshotChunk {
         height,
         total,
         offset,
-        chunk: hex::encode(bytes.get(start..end).unwrap_or_default()),
-        block: raw(height)?,
-        next: raw(height.saturating_add(1))?,
+        chunk: match part {
+            SnapshotPart::Chunk => hex::encode(bytes.get(start..end).unwrap_or_default()),
+            _ => String::new(),
+        },
+        block: if part == SnapshotPart::Block {
+            block
+        } else {
+            String::new()
+        },
+        next: if part == SnapshotPart::Next {
+            next
+        } else {
+            String::new()
+        },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Finding 10 of issue 53: each answer carries one part, so the largest answer (a
+    /// block of `MAX_BLOCK_BYTES` with a certificate, in hex) fits the client's limit; two
+    /// full blocks in one answer did not.
+    #[test]
+    fn the_largest_answer_fits_the_clients_limit() {
+        let limit = super::super::client::MAX_RESPONSE_BYTES;
+        let certificate_room = 256 * 1024;
+        let largest_block = 2 * (trust_protocol::block::MAX_BLOCK_BYTES + certificate_room);
+        assert!(largest_block + 4096 <= limit);
+        assert!(2 * CHUNK_BYTES + 4096 <= limit);
+        assert!(
+            2 * largest_block > limit,
+            "two blocks in one answer would not fit"
+        );
+    }
 }

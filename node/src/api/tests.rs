@@ -1770,10 +1770,24 @@ async fn the_snapshot_route_serves_the_newest_snapshot_below_the_tip_with_its_bl
     let c: crate::api::snapshot::SnapshotChunk = serde_json::from_str(&body).unwrap();
     assert_eq!((c.height, c.total, c.offset), (2, 15, 0));
     assert_eq!(hex::decode(&c.chunk).unwrap(), b"state after two");
+    assert!(
+        c.block.is_empty() && c.next.is_empty(),
+        "each part on its own"
+    );
+    // The blocks, each in an answer of its own (two full blocks would not fit one).
+    let part =
+        |body: &str| -> crate::api::snapshot::SnapshotChunk { serde_json::from_str(body).unwrap() };
+    let (st, body) = net.get("/v1/snapshot?height=2&part=block").await;
+    assert_eq!(st, StatusCode::OK, "{body}");
+    let b = part(&body);
+    assert!(b.chunk.is_empty() && b.next.is_empty());
+    let (st, body) = net.get("/v1/snapshot?height=2&part=next").await;
+    assert_eq!(st, StatusCode::OK, "{body}");
+    let n = part(&body);
     let block: crate::ledger::StoredBlock =
-        trust_protocol::encoding::decode(&hex::decode(&c.block).unwrap()).unwrap();
+        trust_protocol::encoding::decode(&hex::decode(&b.block).unwrap()).unwrap();
     let next: crate::ledger::StoredBlock =
-        trust_protocol::encoding::decode(&hex::decode(&c.next).unwrap()).unwrap();
+        trust_protocol::encoding::decode(&hex::decode(&n.next).unwrap()).unwrap();
     assert_eq!(block.block.header.height, 2);
     assert_eq!(next.block.header.prev_hash, block.block.hash());
     let (st, body) = net.get("/v1/snapshot?height=2&offset=10").await;
