@@ -196,6 +196,8 @@ fn weak_terms_are_refused_from_the_cli_and_signed_by_hand_and_sessions_still_dec
     for (flags, words) in [
         (&["--commit-window", "1"][..], "at least 6"),
         (&["--domain", "private"][..], "declaring private"),
+        // Issue 53, finding 1: one abstaining seat could veto at tau = 1.
+        (&["--tau", "1"][..], "tau = 1: must be in [0.5, 0.666666]"),
     ] {
         let mut args = vec!["submit", trace.as_str()];
         args.extend_from_slice(flags);
