@@ -242,28 +242,41 @@ pub fn public_reason(view: &SegmentView, reason: &str) -> String {
     for text in sources {
         literals.extend(words(text));
     }
-    let keep = |w: &str| !literals.contains(w) || REASON_WORDS.contains(&w.to_lowercase().as_str());
+    // A number is kept only as the judge's own score (`score 0.25`): any other number may
+    // be a value the judge computed from the segment (the right result of a calculation,
+    // the problem's answer), which the segment's text does not hold but reveals as much.
+    let keep = |w: &str, score: bool| {
+        if w.chars().any(|c| c.is_ascii_digit()) {
+            return score;
+        }
+        !literals.contains(w) || REASON_WORDS.contains(&w.to_lowercase().as_str())
+    };
     let mut out = String::with_capacity(reason.len());
     let mut quoted = false;
     let mut word = String::new();
-    let flush = |word: &mut String, out: &mut String| {
+    // Whether the words now read are the digits of a score (after `score`).
+    let mut score = false;
+    let flush = |word: &mut String, out: &mut String, score: &mut bool| {
         if word.is_empty() {
             return;
         }
-        if keep(word) {
+        if keep(word, *score) {
             out.push_str(word);
         } else if !out.ends_with('…') {
             out.push('…');
         }
+        let digits = word.chars().all(|c| c.is_ascii_digit());
+        *score = word.eq_ignore_ascii_case("score") || (*score && digits);
         word.clear();
     };
     for c in reason.chars() {
         if c == '`' {
-            flush(&mut word, &mut out);
+            flush(&mut word, &mut out, &mut score);
             if !quoted && !out.ends_with('…') {
                 out.push('…');
             }
             quoted = !quoted;
+            score = false;
             continue;
         }
         if quoted {
@@ -272,11 +285,14 @@ pub fn public_reason(view: &SegmentView, reason: &str) -> String {
         if c.is_alphanumeric() || c == '_' {
             word.push(c);
         } else {
-            flush(&mut word, &mut out);
+            flush(&mut word, &mut out, &mut score);
+            if c != ' ' && c != '.' {
+                score = false;
+            }
             out.push(c);
         }
     }
-    flush(&mut word, &mut out);
+    flush(&mut word, &mut out, &mut score);
     out
 }
 
@@ -446,7 +462,11 @@ mod tests {
             let judged = ComputerAuditor.judge_now(&secret, &Hash::ZERO);
             assert_eq!(judged.vote, Vote::Invalid, "{}", judged.reason);
             let public = public_reason(&secret, &judged.reason);
-            for literal in ["48", "145", "Alice", "Zanzibar", "widgets", "dollars"] {
+            // 144 is no literal of the segment: the judge computed it (issue 53, finding
+            // 11), and it would tell the public the right result.
+            for literal in [
+                "48", "144", "145", "Alice", "Zanzibar", "widgets", "dollars",
+            ] {
                 assert!(
                     !public.contains(literal),
                     "{literal:?} leaks in {public:?} (from {:?})",
@@ -460,6 +480,11 @@ mod tests {
             assert_eq!(
                 public,
                 "… is not …: the premise gives … and the rule holds (score 0.25)"
+            );
+            let said = "the problem's expression is 144, not 145 (score 0.9)";
+            assert_eq!(
+                public_reason(&secret, said),
+                "the problem's expression is …, not … (score 0.9)"
             );
         })
     }
