@@ -197,7 +197,8 @@ pub fn run_status(args: StatusArgs) -> CliResult {
 /// `query`: a session's outcome.
 #[derive(Debug, Args)]
 pub struct QueryArgs {
-    /// The session id (64 hex characters).
+    /// The session id: 64 hex characters, or its first 8 or more when they start exactly
+    /// one id the node knows (as the pages and `/search` show them).
     pub session: String,
     #[command(flatten)]
     addr: NodeAddr,
@@ -222,14 +223,10 @@ pub struct QueryArgs {
 }
 
 /// Runs `query`.
-pub fn run_query(args: QueryArgs) -> CliResult {
-    if args.session.len() != 64 || !args.session.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(CliError::usage(format!(
-            "session id must be 64 hex characters, got {:?}",
-            args.session
-        )));
-    }
+pub fn run_query(mut args: QueryArgs) -> CliResult {
     let addr = args.addr.resolve()?;
+    // A unique start of the id (as the pages show it) stands for the whole.
+    args.session = super::remote::resolve_session(&addr, &args.session)?.to_hex();
     if args.verify {
         return verify_query(&args, &addr);
     }

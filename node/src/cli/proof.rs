@@ -48,7 +48,8 @@ enum ProofCommand {
 
 #[derive(Debug, clap::Args)]
 struct ExportArgs {
-    /// The session id (64 hex characters).
+    /// The session id: 64 hex characters, or its first 8 or more when they start exactly
+    /// one id the node knows (as the pages and `/search` show them).
     session: String,
     /// The file to write.
     #[arg(short, long, value_name = "FILE")]
@@ -148,12 +149,13 @@ pub(super) fn fetch_proof(
 }
 
 fn run_export(args: ExportArgs) -> CliResult {
-    let sid = parse_session(&args.session)?;
     // Said before asking the node anything.
     if !args.force && args.out.exists() {
         return Err(exists(&args.out));
     }
     let addr = args.addr.resolve()?;
+    // A unique start of the id (as the pages show it) stands for the whole.
+    let sid = super::remote::resolve_session(&addr, &args.session)?;
     let opening = match args.opening {
         true => {
             let token = api_token(args.api_token.as_deref(), &args.addr)?;

@@ -131,3 +131,84 @@ pub fn terms_line(t: &TermsView) -> String {
         t.max_exposure
     )
 }
+
+/// The least of an id a command takes for the whole (as the explorer's search does).
+const MIN_ID_PREFIX: usize = 8;
+
+/// A session id as a command takes it: 64 hex characters, or from [`MIN_ID_PREFIX`] on the
+/// start of exactly one id the node at `addr` knows, which the node's `/search` resolves
+/// (the short ids the pages and the docs show).
+pub(super) fn resolve_session(addr: &str, given: &str) -> Result<trust_protocol::Hash, CliError> {
+    let given = given.trim();
+    let hex = given.bytes().all(|b| b.is_ascii_hexdigit());
+    if given.len() == 64 && hex {
+        return trust_protocol::Hash::from_hex(given)
+            .map_err(|_| CliError::usage("session id must be 64 hex characters"));
+    }
+    if !hex || given.len() < MIN_ID_PREFIX || given.len() > 64 {
+        return Err(CliError::usage(format!(
+            "session id: 64 hex characters, or its first {MIN_ID_PREFIX} or more, got {given:?}"
+        )));
+    }
+    let (status, location) = search(addr, given)?;
+    match (status, location.as_deref()) {
+        (303, Some(to)) => match to.strip_prefix("/sessions/") {
+            Some(id) => trust_protocol::Hash::from_hex(id)
+                .map_err(|_| CliError::failed(format!("the node's search answered {to:?}"))),
+            None => Err(CliError::usage(format!(
+                "{given} is the start of {to}, not of a session id"
+            ))),
+        },
+        (200, _) => Err(CliError::usage(format!(
+            "several ids start with {given}: give more of it (or the whole 64 characters)"
+        ))),
+        (404, _) => Err(CliError::usage(format!(
+            "no session whose id starts with {given} on the node at {addr}"
+        ))),
+        (s, _) => Err(CliError::failed(format!(
+            "the node's search for {given} answered HTTP {s}"
+        ))),
+    }
+}
+
+/// `GET /search?q=PREFIX` at `addr`: the status and the `Location` it redirects to. The
+/// page itself is not read past its head.
+fn search(addr: &str, prefix: &str) -> Result<(u16, Option<String>), CliError> {
+    use std::io::{Read, Write};
+    let unreachable = |e: std::io::Error| CliError::failed(format!("cannot reach {addr}: {e}"));
+    let sock = addr
+        .parse::<std::net::SocketAddr>()
+        .ok()
+        .or_else(|| std::net::ToSocketAddrs::to_socket_addrs(addr).ok()?.next())
+        .ok_or_else(|| CliError::usage(format!("{addr} is no address")))?;
+    let timeout = std::time::Duration::from_secs(10);
+    let mut s = std::net::TcpStream::connect_timeout(&sock, timeout).map_err(unreachable)?;
+    s.set_read_timeout(Some(timeout)).map_err(unreachable)?;
+    write!(
+        s,
+        "GET /search?q={prefix} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .map_err(unreachable)?;
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    // The head only, at most 16 KiB.
+    while head.len() < 16 * 1024 && !head.ends_with(b"\r\n\r\n") {
+        match s.read(&mut byte).map_err(unreachable)? {
+            0 => break,
+            _ => head.extend_from_slice(&byte),
+        }
+    }
+    let head = String::from_utf8_lossy(&head);
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| CliError::failed(format!("{addr} answered no HTTP status")))?;
+    let location = head.lines().find_map(|l| {
+        let (name, value) = l.split_once(':')?;
+        name.trim()
+            .eq_ignore_ascii_case("location")
+            .then(|| value.trim().to_string())
+    });
+    Ok((status, location))
+}

@@ -116,6 +116,11 @@ fn a_node_from_another_home_joins_by_state_sync_is_funded_registers_and_is_drawn
         "{text}"
     );
     assert!(!text.contains("null"), "{text}");
+    // The short id the pages show stands for the whole when it starts one id only.
+    let short = net.cli_ok(j, &["query", &early[..12]]);
+    assert!(short.contains(&format!("session     {early}")), "{short}");
+    let out = net.cli(j, &["query", &early[..5]]);
+    assert_eq!(out.status.code(), Some(2), "too short to stand for an id");
     let out = net.cli(j, &["query", &early, "--verify"]);
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{said}");
