@@ -18,6 +18,141 @@ use crate::{
     ledger::Ledger,
 };
 
+/// The comment above each table and setting of the `config.toml` that `init` and `testnet
+/// init` write, so that the file says what it holds (the key as written, without its
+/// table for the top level).
+const CONFIG_COMMENTS: &[(&str, &str)] = &[
+    ("moniker", "A name for logs and status."),
+    (
+        "[network]",
+        "The node's own libp2p swarm: transaction gossip, block queries, peer discovery.",
+    ),
+    (
+        "network.listen",
+        "Its listen address (a multiaddress); `run --p2p-listen` overrides it.",
+    ),
+    (
+        "network.bootstrap",
+        "Peers dialled at start: \"/ip4/HOST/tcp/PORT/p2p/<peer id>\".",
+    ),
+    (
+        "network.max_peers_per_ip",
+        "Peers from one IP address kept connected (validators and bootstrap peers not counted).",
+    ),
+    (
+        "[consensus]",
+        "The consensus engine (Malachite BFT), on a swarm of its own.",
+    ),
+    (
+        "consensus.listen",
+        "Its listen address (a multiaddress); `run --consensus-listen` overrides it.",
+    ),
+    ("consensus.bootstrap", "Consensus peers dialled at start."),
+    (
+        "consensus.block_time",
+        "Least time between blocks; `run --block-time-ms` overrides it.",
+    ),
+    (
+        "consensus.sync_interval",
+        "How often a node behind its peers asks them for blocks.",
+    ),
+    ("[mempool]", "Transactions waiting for a block."),
+    ("mempool.max_txs", "Most transactions held."),
+    ("mempool.max_bytes", "Most bytes held."),
+    (
+        "[api]",
+        "The HTTP API and the pages (loopback by default: the operator token guards spending).",
+    ),
+    ("api.listen", "HOST:PORT; `run --api-listen` overrides it."),
+    (
+        "api.header_timeout",
+        "A request's head must arrive within this.",
+    ),
+    (
+        "api.body_timeout",
+        "A request's body must arrive within this.",
+    ),
+    ("api.max_connections", "Connections served at once."),
+    (
+        "api.operator_token_file",
+        "The operator token (owner-only), relative to the home: opening sessions, the audit form.",
+    ),
+    (
+        "[llm]",
+        "The OpenAI-compatible endpoint this node's LLM seats judge through.",
+    ),
+    (
+        "llm.url",
+        "Base URL, e.g. \"http://127.0.0.1:8080/v1\"; `run --llm-url` overrides it.",
+    ),
+    ("llm.model", "The model name sent to it."),
+    ("[auditor]", "This node's seats."),
+    (
+        "auditor.human",
+        "Human-tier seats wait for a person at the audit form (/audit).",
+    ),
+    (
+        "[provider]",
+        "Sessions this node opens (`trust-node submit`).",
+    ),
+    (
+        "provider.seats_per_segment",
+        "Seats per segment (k), at least the network's floor.",
+    ),
+    (
+        "provider.honeypots_per_session",
+        "Known-error segments planted per session (0 to 8).",
+    ),
+    (
+        "provider.human_seats_per_segment",
+        "Human seats per segment, when the network has Human auditors.",
+    ),
+    ("[ledger]", "Blocks and state snapshots on disk."),
+    ("ledger.snapshot_every", "Blocks between state snapshots."),
+    (
+        "ledger.keep_blocks",
+        "Set it to prune: keep at least this many recent blocks (unset: keep every block).",
+    ),
+];
+
+/// `text` (a `config.toml` as written) with a heading and a comment above each table and
+/// setting [`CONFIG_COMMENTS`] knows.
+fn commented_config(text: &str) -> String {
+    let mut out = String::from(
+        "# trust-node config.toml: every setting is optional (a missing one takes its default)\n\
+         # and an unknown one is refused. Durations are strings such as \"300ms\" or \"2s\".\n\
+         # docs/operators.md (\"config.toml\") describes each table; `trust-node run --help` the\n\
+         # flags that override them.\n\n",
+    );
+    let mut table = String::new();
+    for line in text.lines() {
+        let t = line.trim();
+        let key = if t.starts_with('[') {
+            table = t.trim_matches(|c| c == '[' || c == ']').to_string();
+            t.to_string()
+        } else {
+            let name = t.split('=').next().unwrap_or("").trim();
+            if table.is_empty() {
+                name.to_string()
+            } else {
+                format!("{table}.{name}")
+            }
+        };
+        if let Some((_, c)) = CONFIG_COMMENTS.iter().find(|(k, _)| *k == key) {
+            out.push_str(&format!("# {c}\n"));
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+/// Rewrites the `config.toml` at `path` with [`commented_config`].
+fn comment_config(path: &Path) -> CliResult {
+    let text = std::fs::read_to_string(path).map_err(failed)?;
+    std::fs::write(path, commented_config(&text)).map_err(failed)
+}
+
 /// Most nodes `testnet init` creates.
 const MAX_TESTNET_NODES: u16 = 64;
 
@@ -100,6 +235,7 @@ pub fn run_init(args: InitArgs) -> CliResult {
     let token = cfg.operator_token_path(&home);
     keys::generate_operator_token(&token).map_err(failed)?;
     let path = config::write_config(&home, &cfg).map_err(failed)?;
+    comment_config(&path)?;
     tracing::info!(home = %home.display(), "initialised node home");
     outln!("account   {}", k.account_id());
     outln!("sealing   {}", k.sealing_public());
@@ -729,7 +865,7 @@ fn testnet_init(a: TestnetInitArgs) -> CliResult {
             },
             ..d
         };
-        config::write_config(h, &cfg).map_err(failed)?;
+        comment_config(&config::write_config(h, &cfg).map_err(failed)?)?;
         config::write_genesis(h, &doc).map_err(failed)?;
         let api = if own_hosts {
             format!("{}:{}", host(i), port(i, 2))
@@ -1080,6 +1216,35 @@ mod tests {
         .unwrap_err();
         assert_eq!(e.code, 2, "{}", e.message);
         assert!(!other.exists(), "a refused init writes nothing");
+    }
+
+    /// The config.toml `init` writes says what each table and setting is, and reads back
+    /// as the same settings.
+    #[test]
+    fn init_writes_a_commented_config_that_parses_as_written() {
+        let dir = tempfile::tempdir().unwrap();
+        testnet_init(args(dir.path(), 0)).unwrap();
+        let home = dir.path().join("node0");
+        let text = std::fs::read_to_string(home.join(config::CONFIG_FILE)).unwrap();
+        for needle in [
+            "# trust-node config.toml: every setting is optional",
+            "# The node's own libp2p swarm",
+            "# Least time between blocks",
+            "# Seats per segment (k)",
+        ] {
+            assert!(text.contains(needle), "{needle:?} not in\n{text}");
+        }
+        let stripped: String = text
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let cfg = config::load_config(&home).unwrap();
+        assert_eq!(
+            toml::from_str::<NodeConfig>(&stripped).unwrap(),
+            cfg,
+            "the comments change no setting"
+        );
     }
 
     #[test]
