@@ -40,6 +40,7 @@ pub struct SnapshotQuery {
     /// (`block`), or the block after it (`next`). Each comes in an answer of its own, so
     /// every answer fits the client's response limit by construction (a block is at most
     /// `MAX_BLOCK_BYTES`, hex doubles it; a chunk is at most [`CHUNK_BYTES`]).
+    #[param(inline)]
     pub part: Option<SnapshotPart>,
 }
 

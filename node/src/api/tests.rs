@@ -1800,6 +1800,16 @@ async fn the_snapshot_route_serves_the_newest_snapshot_below_the_tip_with_its_bl
     assert_eq!(st, StatusCode::BAD_REQUEST, "{body}");
     let (st, body) = net.get("/v1/snapshot?heigth=2").await;
     assert_eq!(st, StatusCode::BAD_REQUEST, "{body}");
+    // The `part` parameter is documented with a schema a client can resolve.
+    let (_, doc) = net.get("/v1/openapi.json").await;
+    let doc = json(&doc);
+    let text = doc.to_string();
+    let schemas = doc["components"]["schemas"].as_object().unwrap();
+    for r in text.split("\"#/components/schemas/").skip(1) {
+        let name = r.split('"').next().unwrap();
+        assert!(schemas.contains_key(name), "unresolvable $ref {name}");
+    }
+    assert!(text.contains("\"part\""), "the part parameter is documented");
 }
 
 /// `GET /v1/sessions/{id}/opening`: the salts let their holder test guesses of the trace
