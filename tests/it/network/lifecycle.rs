@@ -133,6 +133,13 @@ fn an_auditor_registers_votes_exits_while_seated_is_slashed_and_withdraws() {
     assert!(out.contains("bonded 500 TRUST"), "{out}");
     let a = status_agrees(&net);
     assert_eq!(num(&a, "stake"), 11_500, "{a}");
+    // A new registration is drawn only after its warm-up (issue 53, finding 8): it starts
+    // paused, with the resume pending at the block it can be drawn from.
+    assert_eq!(a["drawable"], false, "{a}");
+    assert_eq!(a["pending_pause"]["paused"], false, "{a}");
+    let from = a["pending_pause"]["from"].as_u64().unwrap();
+    net.wait_height(ME, from);
+    let a = status_agrees(&net);
     assert_eq!(a["drawable"], true, "{a}");
     assert_eq!(a["exiting"], false, "{a}");
     assert_eq!(a["tier"], "computer", "{a}");
