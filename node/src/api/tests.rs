@@ -1809,7 +1809,10 @@ async fn the_snapshot_route_serves_the_newest_snapshot_below_the_tip_with_its_bl
         let name = r.split('"').next().unwrap();
         assert!(schemas.contains_key(name), "unresolvable $ref {name}");
     }
-    assert!(text.contains("\"part\""), "the part parameter is documented");
+    assert!(
+        text.contains("\"part\""),
+        "the part parameter is documented"
+    );
 }
 
 /// `GET /v1/sessions/{id}/opening`: the salts let their holder test guesses of the trace
