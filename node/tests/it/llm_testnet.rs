@@ -73,12 +73,22 @@ fn llm_nodes_are_llm_auditors_with_the_endpoint_and_not_validators() {
     for i in 0..7 {
         let cfg = std::fs::read_to_string(dir.path().join(format!("node{i}/config.toml"))).unwrap();
         let llm = i >= 4;
+        // The config is commented (`init` documents each setting): read it as TOML.
+        let doc: toml::Table = cfg.parse().unwrap_or_else(|e| panic!("node{i}: {e}"));
+        let url = doc
+            .get("llm")
+            .and_then(|l| l.get("url"))
+            .and_then(|u| u.as_str());
         assert_eq!(
-            cfg.contains("[llm]\nurl = \"http://127.0.0.1:8089/v1\"\n"),
+            url == Some("http://127.0.0.1:8089/v1"),
             llm,
             "node{i}: {cfg}"
         );
-        assert_eq!(cfg.contains("model = \"smollm2-135m-instruct\""), llm);
+        let model = doc
+            .get("llm")
+            .and_then(|l| l.get("model"))
+            .and_then(|m| m.as_str());
+        assert_eq!(model == Some("smollm2-135m-instruct"), llm, "node{i}");
     }
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(text.matches("LLM auditor").count(), 3, "{text}");
