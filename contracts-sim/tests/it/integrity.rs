@@ -121,6 +121,28 @@ fn finding_1_one_abstaining_seat_of_three_blocks_nothing() {
     assert_eq!(o.trace, TraceVerdict::Fail);
 }
 
+/// Registers the rich `whale` as a `tier` auditor, waits out its warm-up, and unbonds it
+/// below the tier's minimum: an auditor no draw can seat until it bonds again.
+fn fallen_out_whale(chain: &mut crate::common::Chain, tier: Tier) -> trust_protocol::Keypair {
+    let whale = key("whale");
+    chain.submit(
+        &whale,
+        Call::RegisterAuditor {
+            tier,
+            expertise: vec!["math".into()],
+            sealing_key: SealingPublicKey([1; 32]),
+            stake: 1_000,
+        },
+    );
+    chain.block();
+    chain.submit(&whale, Call::Unbond { amount: 950 });
+    for _ in 0..=chain.c.state().params.expertise_delay {
+        chain.block();
+    }
+    assert!(!chain.c.state().eligible(tier).contains(&whale.public()));
+    whale
+}
+
 /// Finding 3: an appeal panel is drawn at the start of the block after the appeal, from
 /// the state its parent left, so the proposer of that block (who knows its seed) cannot
 /// win the panel by choosing its own transactions. Here an auditor that had fallen below
@@ -139,28 +161,7 @@ fn finding_3_an_appeal_panel_is_drawn_before_the_blocks_own_bonds() {
         ],
         crate::common::SupplyCheck::EachBlock,
     );
-    let whale = key("whale");
-    chain.submit(
-        &whale,
-        Call::RegisterAuditor {
-            tier: Tier::Computer,
-            expertise: vec!["math".into()],
-            sealing_key: SealingPublicKey([1; 32]),
-            stake: 1_000,
-        },
-    );
-    chain.block();
-    chain.submit(&whale, Call::Unbond { amount: 950 });
-    for _ in 0..=chain.c.state().params.expertise_delay {
-        chain.block();
-    }
-    assert!(
-        !chain
-            .c
-            .state()
-            .eligible(Tier::Computer)
-            .contains(&whale.public())
-    );
+    let whale = fallen_out_whale(&mut chain, Tier::Computer);
     let sid = crate::adversary::decided(&mut chain, &keys, 0, Vote::Valid);
     chain.submit(
         &key("stranger"),
@@ -235,28 +236,7 @@ fn finding_3_escalation_seats_are_drawn_before_the_drawing_blocks_own_bonds() {
         &[("provider", 1_000_000), ("whale", 100_000_000)],
         crate::common::SupplyCheck::EachBlock,
     );
-    let whale = key("whale");
-    chain.submit(
-        &whale,
-        Call::RegisterAuditor {
-            tier: Tier::Llm,
-            expertise: vec!["math".into()],
-            sealing_key: SealingPublicKey([1; 32]),
-            stake: 1_000,
-        },
-    );
-    chain.block();
-    chain.submit(&whale, Call::Unbond { amount: 950 });
-    for _ in 0..=chain.c.state().params.expertise_delay {
-        chain.block();
-    }
-    assert!(
-        !chain
-            .c
-            .state()
-            .eligible(Tier::Llm)
-            .contains(&whale.public())
-    );
+    let whale = fallen_out_whale(&mut chain, Tier::Llm);
     // k = 2, tau = 1/2: one Valid and one Invalid reach q = 1 on both sides: undecided,
     // and the seats split, so it escalates to the LLM tier.
     let mut m = manifest(vec![segment(0, Tier::Computer, vec![])], 2, 0);
