@@ -14,7 +14,7 @@ use super::{
     CliError, CliResult,
     auditor::{SendArgs, Session, unfunded},
     keys::{expand_home, node_home},
-    remote::{NodeAddr, api_error, reply_json, runtime},
+    remote::{NodeAddr, api_error, print_reply, runtime},
 };
 use crate::{
     api::client::{self, Client},
@@ -118,12 +118,7 @@ pub fn run_account(a: AccountArgs) -> CliResult {
         Err(e) => return Err(api_error(e)),
     };
     if a.json {
-        outln!(
-            "{}",
-            serde_json::to_string_pretty(&reply_json(&v)?)
-                .map_err(|e| CliError::failed(e.to_string()))?
-        );
-        return Ok(());
+        return print_reply(&v);
     }
     outln!("account     {who}");
     outln!("balance     {} TRUST", v.balance);

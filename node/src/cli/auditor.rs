@@ -17,7 +17,7 @@ use trust_protocol::{
 use super::{
     CliError, CliResult,
     keys::node_home,
-    remote::{NodeAddr, api_error, reply_json, runtime},
+    remote::{NodeAddr, api_error, print_reply, runtime},
 };
 use crate::{
     api::{
@@ -768,12 +768,7 @@ fn status(a: StatusArgs) -> CliResult {
         Err(e) => return Err(api_error(e)),
     };
     if a.json {
-        outln!(
-            "{}",
-            serde_json::to_string_pretty(&reply_json(&v)?)
-                .map_err(|e| CliError::failed(e.to_string()))?
-        );
-        return Ok(());
+        return print_reply(&v);
     }
     print_status(&who, &v);
     Ok(())

@@ -54,6 +54,14 @@ pub(super) fn reply_json(reply: &impl serde::Serialize) -> Result<serde_json::Va
     serde_json::to_value(reply).map_err(|e| CliError::failed(e.to_string()))
 }
 
+/// Prints a typed reply as the pretty JSON of `--json`.
+pub(super) fn print_reply(reply: &impl serde::Serialize) -> Result<(), CliError> {
+    let text = serde_json::to_string_pretty(&reply_json(reply)?)
+        .map_err(|e| CliError::failed(e.to_string()))?;
+    outln!("{text}");
+    Ok(())
+}
+
 pub(super) fn api_error(e: client::ClientError) -> CliError {
     match e {
         // A trace or HDAG the node cannot read is the sender's input, though the node
