@@ -3,8 +3,18 @@
 //! Two input forms are accepted: JSON `{"problem", "thinking", "output"}`, or plain text
 //! with the paper's headings `## Problem Statement`, `## Thinking Process` and
 //! `## Final Output` (in that order, each once).
+//!
+//! Tool calls, messages from other parties and redacted reasoning live inside `thinking` as
+//! marker-line blocks; [`blocks`](mod@blocks) reads and renders them.
 
 use serde::{Deserialize, Serialize};
+
+pub mod blocks;
+
+pub use blocks::{
+    Block, BlockError, Semantics, ToolCall, UnknownSemantics, blocks, has_markers, render_message,
+    render_redacted, render_tool,
+};
 
 /// Largest trace accepted, in bytes (all three parts together).
 pub const MAX_TRACE_BYTES: usize = 1024 * 1024;
