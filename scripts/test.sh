@@ -35,6 +35,22 @@ if ! command -v chromium >/dev/null 2>&1; then
   echo "Chromium missing: installing the Debian package chromium with apt-get"
   apt-get update -qq && apt-get install -y -qq chromium
 fi
+# The Computer tier re-runs a provider's Python tool calls inside bubblewrap (sandbox/,
+# docs/security.md "Running a provider's code"): the Debian package.
+if ! command -v bwrap >/dev/null 2>&1; then
+  echo "bubblewrap missing: installing the Debian package bubblewrap with apt-get"
+  apt-get update -qq && apt-get install -y -qq bubblewrap
+fi
+# A re-run displays a notebook cell's value as IPython does (IPython.lib.pretty), and two
+# transcripts of the agent-trace corpus import sympy.
+if ! python3 -c "import importlib.util as u, sys; sys.exit(u.find_spec('IPython') is None)" 2>/dev/null; then
+  echo "IPython (Python package ipython) missing: installing it with pip"
+  python3 -m pip install --quiet --disable-pip-version-check ipython==8.12.3
+fi
+if ! python3 -c "import importlib.util as u, sys; sys.exit(u.find_spec('sympy') is None)" 2>/dev/null; then
+  echo "sympy (Python package) missing: installing it with pip"
+  python3 -m pip install --quiet --disable-pip-version-check sympy==1.14.0
+fi
 # The multi-node scenarios (tests/it, package trust-tests) run the `trust-node` binary as
 # real processes. A test of another package cannot make cargo build a binary, so it is
 # built here first (a no-op when it is up to date); they refuse a stale one. It is built
