@@ -74,6 +74,13 @@ pub fn compare(mode: Mode, recorded: &str, rerun: &Ran) -> Comparison {
             Mode::Cell => "the two displays have different shapes and cannot be aligned",
         });
     }
+    // A set (or a dict built from one) prints in hash order, which depends on the hash
+    // seed of the recorder's run: the same elements in another order are not a value.
+    if rec.contains('{') && out.contains('{') && same_elements(&rt, &ot) && rt != ot {
+        return unsure(
+            "the same elements in another order (a set's order depends on the hash seed)",
+        );
+    }
     let mut formatting = false;
     for (i, (a, b)) in rt.iter().zip(&ot).enumerate() {
         match (a, b) {
@@ -170,7 +177,15 @@ fn truncated(rec: &str, out: &str) -> bool {
     true
 }
 
-#[derive(Debug, PartialEq, Eq)]
+fn same_elements(a: &[Tok<'_>], b: &[Tok<'_>]) -> bool {
+    let mut a: Vec<&Tok<'_>> = a.iter().collect();
+    let mut b: Vec<&Tok<'_>> = b.iter().collect();
+    a.sort();
+    b.sort();
+    a == b
+}
+
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Tok<'a> {
     Num(&'a str),
     Word(&'a str),
@@ -489,6 +504,22 @@ mod tests {
             ),
             Comparison::Same
         );
+    }
+
+    #[test]
+    fn a_set_in_another_order_is_unsure_but_a_changed_element_differs() {
+        assert!(is_unsure(&compare(
+            Mode::Script,
+            "{'b', 'a', 'c'}",
+            &ran("{'a', 'c', 'b'}")
+        )));
+        let c = compare(Mode::Script, "{'b', 'a', 'd'}", &ran("{'a', 'c', 'b'}"));
+        assert!(!is_unsure(&c) && c != Comparison::Same, "{c:?}");
+        // Outside braces order is a value: a tuple's two numbers swapped differ.
+        assert!(matches!(
+            compare(Mode::Script, "(4, 6)", &ran("(6, 4)")),
+            Comparison::Differs { .. }
+        ));
     }
 
     #[test]

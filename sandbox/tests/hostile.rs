@@ -131,6 +131,7 @@ fn an_infinite_loop_ends_at_the_cpu_cap() {
             ),
             "{out:?}"
         );
+        eprintln!("infinite loop (hooks {hooks}): {out:?}");
     }
 }
 
