@@ -44,7 +44,9 @@ const CUT_MIN: usize = 100;
 /// `Differs` when a value differs: the same token shape but a numeric token beyond
 /// tolerance, or a word or string that differs.
 pub fn compare(mode: Mode, recorded: &str, rerun: &Ran) -> Comparison {
-    let rec = recorded.trim();
+    // Notebooks colour tracebacks with terminal escapes; a recorder may keep them.
+    let plain = strip_ansi(recorded);
+    let rec = plain.trim();
     let out = rerun.output.trim();
     if rec == out {
         return Comparison::Same;
@@ -106,6 +108,28 @@ pub fn compare(mode: Mode, recorded: &str, rerun: &Ran) -> Comparison {
     } else {
         unsure("the values are equal; only whitespace or line breaks differ")
     }
+}
+
+/// `s` without ANSI colour sequences (ESC `[` parameters, a final letter).
+fn strip_ansi(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.contains('\u{1b}') {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' && chars.peek() == Some(&'[') {
+            chars.next();
+            for d in chars.by_ref() {
+                if d.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 fn unsure(why: &str) -> Comparison {
@@ -520,6 +544,21 @@ mod tests {
             compare(Mode::Script, "(4, 6)", &ran("(6, 4)")),
             Comparison::Differs { .. }
         ));
+    }
+
+    #[test]
+    fn a_coloured_traceback_reads_as_its_text() {
+        let rec = "\u{1b}[0;31m---------\u{1b}[0m\n\u{1b}[0;31mZeroDivisionError\u{1b}[0m: division by zero";
+        let c = compare(
+            Mode::Cell,
+            rec,
+            &raised("ZeroDivisionError: division by zero"),
+        );
+        assert!(is_unsure(&c), "{c:?}");
+        assert_eq!(
+            compare(Mode::Cell, "\u{1b}[1m42\u{1b}[0m", &ran("42")),
+            Comparison::Same
+        );
     }
 
     #[test]

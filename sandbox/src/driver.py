@@ -310,7 +310,15 @@ def _run_cell(src, ns, shown):
         return None, "none", None
     ns["___"], ns["__"], ns["_"] = ns.get("__"), ns.get("_"), value
     if shown:
-        text, kind = _display(value)
+        try:
+            text, kind = _display(value)
+        except _Stop:
+            raise
+        except MemoryError:
+            _abstain("limit", "memory")
+        except BaseException as e:
+            # A value whose repr raises: IPython shows the error.
+            return None, "none", e
         return text, kind, None
     return None, "none", None
 

@@ -341,6 +341,10 @@ impl Inner {
         push(&[
             "--dev", "/dev", "--size", &size, "--tmpfs", "/tmp", "--chdir", "/tmp",
         ]);
+        // bwrap's root and /dev are tmpfs mounts without a size: read-only, or the code
+        // could fill the host's memory through them (/dev/shm, a directory at the root).
+        // Device nodes stay usable on a read-only mount; /tmp is a mount of its own.
+        push(&["--remount-ro", "/dev", "--remount-ro", "/"]);
         for (k, v) in [
             ("PYTHONHASHSEED", "0"),
             ("PYTHONDONTWRITEBYTECODE", "1"),

@@ -101,6 +101,12 @@ fn a_cell_replays_earlier_cells_and_shows_its_last_value() {
     );
     // `_` is the last shown value, as in IPython.
     assert_eq!(ran(cell(&["7 * 6"], "_ + 0")).output, "42");
+    // A value whose repr raises shows the error, as IPython does.
+    let r = ran(cell(
+        &["class A:\n    def __repr__(self):\n        raise ValueError('no repr')"],
+        "A()",
+    ));
+    assert_eq!((r.output.as_str(), r.raised), ("ValueError: no repr", true));
 }
 
 #[test]
