@@ -574,4 +574,58 @@ mod tests {
             &ran("<empty_execution>")
         )));
     }
+
+    mod prop {
+        use proptest::prelude::*;
+
+        use super::*;
+
+        /// Outputs like a tool's: numbers, words, brackets, commas, line breaks.
+        fn output() -> impl Strategy<Value = String> {
+            proptest::collection::vec(
+                prop_oneof![
+                    (-100000i64..100000).prop_map(|n| n.to_string()),
+                    (-1.0e6f64..1.0e6).prop_map(|f| f.to_string()),
+                    "[a-z]{1,8}",
+                    Just("[".to_string()),
+                    Just("]".to_string()),
+                    Just(", ".to_string()),
+                    Just("\n ".to_string()),
+                    Just(": ".to_string()),
+                ],
+                1..30,
+            )
+            .prop_map(|v| v.concat())
+        }
+
+        proptest! {
+            #[test]
+            fn equal_outputs_are_same(s in output(), pad in "[ \n\t]{0,3}") {
+                prop_assert_eq!(compare(Mode::Script, &format!("{pad}{s}{pad}"), &ran(&s)), Comparison::Same);
+            }
+
+            #[test]
+            fn reflowed_whitespace_never_differs(s in output()) {
+                let reflowed = s.replace(", ", ",\n ").replace("\n ", " ");
+                let c = compare(Mode::Cell, &reflowed, &ran(&s));
+                prop_assert!(!matches!(c, Comparison::Differs { .. }), "{:?}", c);
+            }
+
+            #[test]
+            fn a_changed_integer_always_differs(
+                head in output(), n in 0i64..1000000, bump in 1i64..1000, tail in output()
+            ) {
+                let run = format!("{head} {n} {tail}");
+                let rec = format!("{head} {} {tail}", n + bump);
+                let c = compare(Mode::Script, &rec, &ran(&run));
+                prop_assert!(matches!(c, Comparison::Differs { .. }), "{:?}", c);
+            }
+
+            #[test]
+            fn arbitrary_text_never_panics(a in "\\PC{0,60}", b in "\\PC{0,60}") {
+                let _ = compare(Mode::Script, &a, &ran(&b));
+                let _ = compare(Mode::Cell, &a, &raised(&b));
+            }
+        }
+    }
 }
