@@ -40,9 +40,10 @@ const CUT_MIN: usize = 100;
 /// where the two differ only by what a recorder does: truncation (ToRA cuts outputs longer
 /// than 400 characters to the first and last 200 joined by `...`), whitespace and line
 /// breaks (pretty-printing), a traceback cut to its last line, float formatting (numbers
-/// equal to about 1e-9 relative, or a printed value rounded to the recorder's digits);
-/// `Differs` when a value differs: the same token shape but a numeric token beyond
-/// tolerance, or a word or string that differs.
+/// equal to about 1e-9 relative, or a printed value rounded to the recorder's digits), a
+/// set printed in another hash order, the same exception worded by another interpreter
+/// version; `Differs` when a value differs: the same token shape but a numeric token
+/// beyond tolerance, or a word or string that differs.
 pub fn compare(mode: Mode, recorded: &str, rerun: &Ran) -> Comparison {
     // Notebooks colour tracebacks with terminal escapes; a recorder may keep them.
     let plain = strip_ansi(recorded);
@@ -83,6 +84,11 @@ pub fn compare(mode: Mode, recorded: &str, rerun: &Ran) -> Comparison {
             "the same elements in another order (a set's order depends on the hash seed)",
         );
     }
+    // Both the same exception: its message's words change between interpreter versions,
+    // so only a number in it can be a different value.
+    let same_error =
+        rerun.raised && error_name(rec).is_some() && error_name(rec) == error_name(out);
+    let mut reworded = false;
     let mut formatting = false;
     for (i, (a, b)) in rt.iter().zip(&ot).enumerate() {
         match (a, b) {
@@ -95,6 +101,11 @@ pub fn compare(mode: Mode, recorded: &str, rerun: &Ran) -> Comparison {
                     };
                 }
             },
+            (Tok::Word(x), Tok::Word(y)) | (Tok::Punct(x), Tok::Punct(y))
+                if x != y && same_error =>
+            {
+                reworded = true;
+            }
             (Tok::Word(x), Tok::Word(y)) | (Tok::Punct(x), Tok::Punct(y)) if x != y => {
                 return Comparison::Differs {
                     detail: format!("token {i}: recorded {x}, re-run {y}"),
@@ -103,7 +114,11 @@ pub fn compare(mode: Mode, recorded: &str, rerun: &Ran) -> Comparison {
             _ => {}
         }
     }
-    if formatting {
+    if reworded {
+        unsure(
+            "the same exception, worded differently (messages change between interpreter versions)",
+        )
+    } else if formatting {
         unsure("the numbers are equal, printed with different formatting")
     } else {
         unsure("the values are equal; only whitespace or line breaks differ")
@@ -151,6 +166,12 @@ fn traceback_cut(rec: &str, out: &str) -> bool {
         (Some(a), Some(b)) => a == b && looks_like_error(&a),
         _ => false,
     }
+}
+
+/// The exception named by the last line of `s`, when it is one.
+fn error_name(s: &str) -> Option<&str> {
+    let line = s.lines().rev().find(|l| !l.trim().is_empty())?.trim();
+    looks_like_error(line).then(|| line.split(':').next().unwrap_or_default().trim())
 }
 
 /// A Python exception line: `Name: message` or a bare `Name` ending in Error/Exception.
@@ -559,6 +580,26 @@ mod tests {
             compare(Mode::Cell, "\u{1b}[1m42\u{1b}[0m", &ran("42")),
             Comparison::Same
         );
+    }
+
+    #[test]
+    fn one_exception_worded_by_another_version_is_unsure() {
+        let c = compare(
+            Mode::Script,
+            "TypeError: unsupported operand for +: 'int' and 'str'",
+            &raised("TypeError: unsupported operand for +: 'int' and 'list'"),
+        );
+        assert!(is_unsure(&c), "{c:?}");
+        // A number in the message is still a value.
+        let c = compare(
+            Mode::Script,
+            "IndexError: index 6 is out of range",
+            &raised("IndexError: index 5 is out of range"),
+        );
+        assert!(matches!(c, Comparison::Differs { .. }), "{c:?}");
+        // Another exception is another result.
+        let c = compare(Mode::Script, "KeyError: 'a'", &raised("NameError: 'a'"));
+        assert!(matches!(c, Comparison::Differs { .. }), "{c:?}");
     }
 
     #[test]
