@@ -545,11 +545,57 @@ fn wait(
     }
 }
 
-/// Kills bwrap (and its process group); the sandbox's pid namespace dies with its first
-/// process, which dies with bwrap (`--die-with-parent`).
+/// Ends the sandbox and returns only when all of it is gone. bwrap's child is the first
+/// process of the sandbox's pid namespace: killing it makes the kernel kill every process
+/// in the namespace, and it is reaped (by bwrap, which then exits) only once they all are.
+/// So that child is killed, not bwrap: when bwrap's exit is seen, nothing of the run is
+/// left. Killing bwrap itself (the fallback) would also end everything (`--die-with-parent`)
+/// but without that ordering.
 fn kill(child: &mut Child) -> io::Result<ExitStatus> {
+    let bwrap = child.id();
+    let mut signalled = false;
+    for pid in children_of(bwrap) {
+        signalled |= child_setup::kill_child(bwrap, pid);
+    }
+    if signalled {
+        let until = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < until {
+            if let Some(st) = child.try_wait()? {
+                return Ok(st);
+            }
+            thread::sleep(Duration::from_millis(2));
+        }
+    }
     let _ = child.kill();
     child.wait()
+}
+
+/// The children of `pid` (the kernel's list, or a scan of /proc where it lacks one).
+fn children_of(pid: u32) -> Vec<u32> {
+    if let Ok(list) = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")) {
+        return list
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect();
+    }
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&p| parent_of(p) == Some(pid))
+        .collect()
+}
+
+/// The parent of `pid`, from /proc (`pid (comm) state ppid ...`).
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
 }
 
 #[derive(Default)]
@@ -836,6 +882,7 @@ mod seccomp {
 /// What runs in the child between fork and exec: the only unsafe code of the crate.
 #[allow(unsafe_code)]
 mod child_setup {
+    use super::parent_of;
     use std::io;
     use std::os::fd::RawFd;
     use std::os::unix::process::CommandExt;
@@ -880,5 +927,30 @@ mod child_setup {
                 Ok(())
             });
         }
+    }
+
+    /// Sends SIGKILL to `pid` if it is still a child of `parent`, through a pidfd so that
+    /// a recycled pid can never be hit: the pidfd pins one process, and its parent is
+    /// checked after it is opened.
+    pub(super) fn kill_child(parent: u32, pid: u32) -> bool {
+        let Ok(raw) = libc::pid_t::try_from(pid) else {
+            return false;
+        };
+        // SAFETY: plain system calls on integers; the descriptor is closed below.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, raw, 0) };
+        let Ok(fd) = libc::c_int::try_from(fd) else {
+            return false;
+        };
+        if fd < 0 {
+            return false;
+        }
+        let ok = parent_of(pid) == Some(parent)
+            // SAFETY: as above; a null siginfo is allowed.
+            && unsafe {
+                libc::syscall(libc::SYS_pidfd_send_signal, fd, libc::SIGKILL, std::ptr::null::<libc::siginfo_t>(), 0)
+            } == 0;
+        // SAFETY: fd is ours and open.
+        unsafe { libc::close(fd) };
+        ok
     }
 }

@@ -7,8 +7,9 @@
 //! seccomp filter, the resource limits) stands in the way, and it must hold on its own.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use trust_sandbox::{Abstain, Config, Execute, LimitKind, Limits, Mode, Outcome, Request, Sandbox};
 
@@ -90,20 +91,56 @@ fn descendants() -> Vec<(u32, String)> {
         .collect()
 }
 
-/// Runs `req` both ways and checks what is common to every hostile run: the outcome, and
-/// that nothing of the run is still alive when it returns.
+/// A name no other run uses, for the marker file below.
+fn unique_mark() -> String {
+    static N: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!(
+        "mark-{}-{}-{nanos}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::SeqCst)
+    )
+}
+
+/// Processes anywhere on the machine whose file system shows the marker: the run's own
+/// (each sandbox has a private /tmp, seen from outside through /proc/PID/root).
+fn processes_seeing(mark: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .expect("/proc")
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| std::path::Path::new(&format!("/proc/{pid}/root/tmp/{mark}")).exists())
+        .collect()
+}
+
+/// Runs `req` and checks what is common to every hostile run: when `execute` returns,
+/// nothing of the run is alive, neither a descendant of this test process nor any process
+/// that sees the marker file the code writes first (a process re-parented away from us
+/// would still see it).
 fn run(req: &Request, hooks: bool) -> Outcome {
     let _g = one_at_a_time();
     let s = sandbox();
+    let mark = unique_mark();
+    let mut req = req.clone();
+    req.code = format!("open('/tmp/{mark}', 'w').close()\n{}", req.code);
     let out = if hooks {
-        s.execute(req)
+        s.execute(&req)
     } else {
-        s.execute_without_hooks(req)
+        s.execute_without_hooks(&req)
     };
     let left = descendants();
     assert!(
         left.is_empty(),
         "processes left behind after {:?}: {left:?}",
+        req.code
+    );
+    let seeing = processes_seeing(&mark);
+    assert!(
+        seeing.is_empty(),
+        "processes of the run still alive after {:?}: {seeing:?}",
         req.code
     );
     out
@@ -369,4 +406,33 @@ fn ordinary_code_still_runs_and_threads_work() {
         matches!(&out, Outcome::Ran(r) if r.output == "[7]"),
         "{out:?}"
     );
+}
+
+#[test]
+fn the_liveness_checks_see_a_running_sandbox() {
+    // The checks in `run` would pass vacuously if they could not see a sandbox at all: here
+    // one sleeps (until the wall cap) while both checks look for it.
+    let _g = one_at_a_time();
+    let mark = unique_mark();
+    let code = format!("open('/tmp/{mark}', 'w').close()\nimport time\ntime.sleep(3600)\n");
+    let runner = std::thread::spawn(move || sandbox().execute_without_hooks(&script(&code)));
+    let (mut seen, mut descended) = (false, false);
+    while !(runner.is_finished() || (seen && descended)) {
+        seen |= !processes_seeing(&mark).is_empty();
+        descended |= !descendants().is_empty();
+        std::thread::yield_now();
+    }
+    let out = runner.join().expect("the run");
+    assert!(
+        seen && descended,
+        "a live sandbox went unseen (marker: {seen}, descendant: {descended})"
+    );
+    assert_eq!(
+        out,
+        Outcome::Abstain(Abstain::Limit {
+            which: LimitKind::Wall
+        })
+    );
+    assert!(processes_seeing(&mark).is_empty());
+    assert!(descendants().is_empty(), "{:?}", descendants());
 }
