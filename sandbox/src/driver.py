@@ -325,6 +325,13 @@ def _run_cell(src, ns, shown):
 
 def _main():
     ns = {"__name__": "__main__", "__builtins__": builtins}
+    if _MODE == "cell":
+        # An IPython kernel gives every cell `display`: each object's plain text on a line.
+        def display(*objs, **_kw):
+            for o in objs:
+                print(_display(o)[0])
+
+        ns["display"] = display
     if _HOOKS:
         builtins.__import__ = _guarded_import
         builtins.input = _guarded_input

@@ -101,6 +101,11 @@ fn a_cell_replays_earlier_cells_and_shows_its_last_value() {
     );
     // `_` is the last shown value, as in IPython.
     assert_eq!(ran(cell(&["7 * 6"], "_ + 0")).output, "42");
+    // `display` is there, as in a kernel.
+    assert_eq!(
+        ran(cell(&[], "display(6 * 7, 'x')\n5")).output,
+        "42\n'x'\n5"
+    );
     // A value whose repr raises shows the error, as IPython does.
     let r = ran(cell(
         &["class A:\n    def __repr__(self):\n        raise ValueError('no repr')"],
