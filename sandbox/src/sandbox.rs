@@ -117,9 +117,14 @@ impl Sandbox {
                 interpreter: "none (execution off)".into(),
             });
         }
-        let bwrap = find_on_path("bwrap").ok_or_else(|| {
-            StartError::Bwrap("bwrap is not on PATH (Debian: apt-get install bubblewrap)".into())
-        })?;
+        // The node's PATH may be minimal (a service manager's): Debian's place is known.
+        let bwrap = find_on_path("bwrap")
+            .or_else(|| Some(PathBuf::from("/usr/bin/bwrap")).filter(|p| p.is_file()))
+            .ok_or_else(|| {
+                StartError::Bwrap(
+                    "bwrap is not on PATH (Debian: apt-get install bubblewrap)".into(),
+                )
+            })?;
         let asked = match &cfg.python {
             Some(p) => p.clone(),
             None => find_on_path("python3")
