@@ -88,7 +88,7 @@ pub(crate) fn capacity(st: &State) -> PerTier {
     for tier in Tier::ALL {
         let (mut sum, mut max) = (0u128, 0u128);
         for id in st.eligible(tier) {
-            let stake = u128::from(st.accounts.get(id).map_or(0, |a| a.stake));
+            let stake = u128::from(st.auditors.get(id).map_or(0, |a| a.draw_stake));
             sum = sum.saturating_add(stake);
             max = max.max(stake);
         }

@@ -17,8 +17,11 @@
 //! seed one block early) is in "Block seed" of `trust_protocol::block`.
 //!
 //! Eligible: the tier's index of drawable auditors ([`crate::State::eligible`]: active, not
-//! flagged, bonded at least the tier minimum), never the provider's account, never a seat
-//! already on the segment. A draw reads the tier's index, not every registered auditor. Weight: bonded stake,
+//! flagged, a draw stake of at least the tier minimum), never the provider's account, never
+//! a seat already on the segment. A draw reads the tier's index, not every registered
+//! auditor. Weight: draw stake ([`crate::Auditor::draw_stake`]: the bonded stake, except
+//! that a bond joins it, and an unbond leaves it, only `expertise_delay` blocks later, so
+//! no stake change chosen by a proposer that knows the seed counts in that seed's draws),
 //! doubled when the auditor declares the session's expertise domain. Seats are drawn
 //! without replacement. To keep any single seat from seeing the whole trace, auditors that
 //! already hold `segments - 1` segments of the session are set aside while enough others
@@ -197,7 +200,8 @@ fn eligible(st: &State, d: &Draw<'_>, respect_cap: bool) -> Vec<(AccountId, u128
         })
         .filter_map(|id| {
             let a = st.auditors.get(id)?;
-            let stake = st.accounts.get(id).map_or(0, |x| x.stake);
+            // The stake that counts in draws: a bond joins it only after the delay.
+            let stake = a.draw_stake;
             let declares = !d.domain.is_empty() && a.expertise.iter().any(|e| e == d.domain);
             if d.domain_required && !declares {
                 return None;

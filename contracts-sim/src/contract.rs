@@ -125,6 +125,7 @@ impl Contract {
                     unbonding: Vec::new(),
                     power: a.stake,
                     fees_paid: 0,
+                    past: None,
                 },
             );
             if prev.is_some() {
@@ -146,10 +147,11 @@ impl Contract {
             let mut expertise = a.expertise.clone();
             expertise.sort();
             expertise.dedup();
-            auditors.insert(
-                a.id,
-                registry::new_auditor(&genesis.params, a.tier, expertise, a.sealing_key),
-            );
+            let mut auditor =
+                registry::new_auditor(&genesis.params, a.tier, expertise, a.sealing_key);
+            // Genesis stake counts in draws from the start.
+            auditor.draw_stake = account.stake;
+            auditors.insert(a.id, auditor);
         }
         Ok(Self::from_state(State {
             chain: Hash::ZERO,
@@ -288,7 +290,7 @@ impl Contract {
                 h,
                 &mut ev,
             ),
-            Call::Bond { amount } => registry::bond(st, sender, *amount, &mut ev),
+            Call::Bond { amount } => registry::bond(st, sender, *amount, h, &mut ev),
             Call::Unbond { amount } => registry::unbond(st, sender, *amount, h, &mut ev),
             Call::Withdraw => registry::withdraw(st, sender, h, &mut ev),
             Call::Exit => registry::exit(st, sender, h, &mut ev),
@@ -464,8 +466,9 @@ impl Contract {
     /// block.
     pub fn begin_block(&mut self, ctx: &BlockCtx) -> Vec<Event> {
         let mut ev = Vec::new();
-        // Expertise declared, and pauses and resumes asked, `expertise_delay` blocks ago
-        // count from this block's draws.
+        // Expertise declared, pauses and resumes asked, and stake bonded or unbonded,
+        // `expertise_delay` blocks ago count from this block's draws; auditor entries due
+        // for removal leave the state.
         for (who, change) in registry::apply_standing(&mut self.state, ctx.height) {
             self.tree.touch(StateKey::Auditor(who));
             match change {
@@ -482,6 +485,22 @@ impl Contract {
                         account: who,
                         paused,
                     });
+                }
+                registry::StandingChange::Stake(draw_stake) => {
+                    ev.push(Event::DrawStakeChanged {
+                        account: who,
+                        draw_stake,
+                    });
+                }
+                registry::StandingChange::Retired(paid) => {
+                    self.tree.touch(StateKey::Account(who));
+                    if paid > 0 {
+                        ev.push(Event::Withdrawn {
+                            account: who,
+                            amount: paid,
+                        });
+                    }
+                    ev.push(Event::AuditorRetired { account: who });
                 }
             }
         }

@@ -83,6 +83,17 @@ pub enum TxError {
     /// The auditor is leaving the network already.
     #[error("the auditor is exiting already: withdraw its stake once the unbonding frees")]
     AlreadyExiting,
+    /// The account's auditor entry exited and has left the state: an exit is for good.
+    #[error(
+        "the account exited the network for good: it cannot register or bond again (a new account can)"
+    )]
+    ExitedForGood,
+    /// The account's auditor entry was flagged as a rubber-stamper and has left the state:
+    /// a flag is for good.
+    #[error(
+        "the account was flagged as a rubber-stamper: it cannot register again (its record stays)"
+    )]
+    FlaggedForGood,
     /// A session with this id exists already.
     #[error("session {0} exists already")]
     SessionExists(Hash),
@@ -247,10 +258,12 @@ pub enum TxError {
         floor: u64,
     },
     /// A required domain whose declaring auditors in a tier the session routes to hold
-    /// less bonded stake than the network's floor (the provider's own excluded): a domain
-    /// only a few accounts declare would let whoever holds them fill every draw.
+    /// less draw stake than the network's floor (the provider's own excluded): a domain
+    /// only a few accounts declare would let whoever holds them fill every draw. The floor
+    /// is the larger of `floors.min_domain_stake` and `floors.min_domain_share` of the
+    /// tier's draw stake ([`crate::domain_floor`]).
     #[error(
-        "domain {domain:?} is required, but the {tier:?} auditors declaring it (other than the provider) hold {stake} of stake: the pool must hold at least {floor}"
+        "domain {domain:?} is required, but the {tier:?} auditors declaring it (other than the provider) hold {stake} of stake: the pool must hold at least {floor} (the larger of the genesis floors.min_domain_stake and floors.min_domain_share of the tier's stake)"
     )]
     DomainPoolTooSmall {
         /// The domain.
@@ -259,7 +272,7 @@ pub enum TxError {
         tier: Tier,
         /// Bonded stake of the eligible auditors of that tier declaring it.
         stake: Amount,
-        /// The floor ([`crate::Floors::min_domain_stake`]).
+        /// The floor ([`crate::domain_floor`]).
         floor: Amount,
     },
     /// A tier the session routes segments to has fewer eligible auditors (registered,

@@ -18,6 +18,19 @@ pub enum Event {
         /// Amount.
         amount: Amount,
     },
+    /// An auditor's pending bonds and unbonds count in draws from this block on.
+    DrawStakeChanged {
+        /// Account.
+        account: AccountId,
+        /// Its stake that counts in draws now.
+        draw_stake: Amount,
+    },
+    /// An auditor entry with no stake, duties or pending change left the state; its
+    /// record stays in its account ([`crate::Account::past`]).
+    AuditorRetired {
+        /// Account.
+        account: AccountId,
+    },
     /// An auditor registered.
     AuditorRegistered {
         /// Account.

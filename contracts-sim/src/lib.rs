@@ -55,20 +55,21 @@ pub use error::TxError;
 pub use events::Event;
 pub use expiry::expired;
 pub use params::{
-    DEFAULT_MAX_TAU, Floors, Genesis, GenesisAccount, GenesisAuditor, GenesisError,
-    MAX_MIN_PROVIDERS, Params, RubberStampRule,
+    DEFAULT_MAX_TAU, DEFAULT_MIN_DOMAIN_SHARE, Floors, Genesis, GenesisAccount, GenesisAuditor,
+    GenesisError, MAX_MIN_PROVIDERS, Params, RubberStampRule,
 };
 pub use registry::{
     bond_refused, exit_refused, held_stake, pause_refused, seat_held, withdrawable,
 };
 pub use sessions::{
-    BadKeyReport, batch_seated, check_bad_key_report, check_terms, honeypot_bond, minimum_fee,
-    tau_ceiling,
+    BadKeyReport, batch_seated, check_bad_key_report, check_terms, domain_floor, honeypot_bond,
+    minimum_fee, tau_ceiling,
 };
 pub use state::{
     Account, AppealRecord, AppealResult, AppealRound, AppealTarget, AppealedSegment, Auditor,
     Backer, CastVote, Coverage, Failure, FailureBound, Finality, HoneypotStats, LeftOutOutcome,
-    LocalVerdict, MAX_BACKERS, MAX_UNBONDINGS, Map, OpenAppeal, Outcome, PendingExpertise,
-    PendingPause, Phase, QueuedSegment, Seat, SeatSlash, SegmentOutcome, SegmentState,
-    SegmentVerdict, Session, Set, SlashReason, State, TraceVerdict, Unbonding, VoteCounts,
+    LocalVerdict, MAX_BACKERS, MAX_PENDING_STAKE, MAX_UNBONDINGS, Map, OpenAppeal, Outcome,
+    PastAuditor, PendingExpertise, PendingPause, PendingStake, Phase, QueuedSegment, Seat,
+    SeatSlash, SegmentOutcome, SegmentState, SegmentVerdict, Session, Set, SlashReason, State,
+    TraceVerdict, Unbonding, VoteCounts,
 };

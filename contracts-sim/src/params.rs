@@ -118,8 +118,13 @@ pub struct Params {
     /// charging nothing, below any of them.
     #[serde(default)]
     pub floors: Floors,
-    /// Blocks after a `DeclareExpertise` before the new domains count in draws: longer
-    /// than any draw seed is known in advance.
+    /// Blocks before a change of who may be drawn, or of how much, counts in draws: new
+    /// domains (`DeclareExpertise`), a pause or resume, a registration (its warm-up), and
+    /// stake bonded or unbonded (what an auditor had bonded before keeps counting). Longer
+    /// than any draw seed is known in advance: a seed is known only to the proposer of its
+    /// block and to proposers it colludes with in the blocks just before, so a change
+    /// chosen in block `h` can steer a draw only for a coalition that proposes every block
+    /// from `h` to `h + expertise_delay`.
     #[serde(default = "default_expertise_delay")]
     pub expertise_delay: u64,
     /// The most stake an auditor can lose in one session, over all its seats and rounds
@@ -181,6 +186,13 @@ pub struct Params {
     /// is never held for a network that stays at capacity. At least 1.
     #[serde(default = "default_draw_patience")]
     pub draw_patience: u64,
+    /// Blocks an auditor entry whose bonded stake reached zero (an exit, or everything
+    /// unbonded) stays after its last unbonding frees: then, holding no seat in a session
+    /// not final and nothing pending, it leaves the state, what had freed is paid to its
+    /// balance, and its record stays in the account ([`crate::Account::past`]). So every
+    /// auditor entry either holds stake or expires. At least 1.
+    #[serde(default = "default_auditor_retention")]
+    pub auditor_retention: u64,
 }
 
 /// The network's floors under the terms a provider chooses, per tier where it matters
@@ -201,8 +213,17 @@ pub struct Floors {
     pub min_beta: Ppm,
     /// Least bonded stake the auditors declaring a required domain must hold in each
     /// tier the session routes to (the provider's own excluded), so that a domain only a
-    /// provider's own auditors declare cannot be required.
+    /// provider's own auditors declare cannot be required. A lower bound beside
+    /// `min_domain_share`, which binds once the tier is large.
     pub min_domain_stake: Amount,
+    /// Least share of its tier's draw stake (every drawable auditor's) that a domain's
+    /// declaring pool (the provider's own excluded) must hold to be required, or to weigh
+    /// in a draw, in ppm. Above the assumed malicious share (`assumed_malicious`), so a
+    /// coalition of that share cannot fill a required domain's pool alone; at the default
+    /// of a third, no coalition below a third can, and at the assumed share of 10% a pool
+    /// at the floor holds at most 30% of it.
+    #[serde(default = "default_min_domain_share")]
+    pub min_domain_share: Ppm,
     /// Greatest seat quorum `tau` per tier: a session may not ask for more than the least
     /// ceiling of the tiers it allows. At most `(k - 1) / k` at the tier's least `k` (and
     /// never above 2/3), so that at the smallest panel one seat that abstains, or is
@@ -216,6 +237,17 @@ pub struct Floors {
     /// the floor for Computer; for Human, what a person needs.
     #[serde(default = "default_max_commit_window")]
     pub max_commit_window: [u64; 3],
+}
+
+/// The default domain floor: a third of the tier's draw stake.
+pub const DEFAULT_MIN_DOMAIN_SHARE: Ppm = Ppm(333_334);
+
+fn default_min_domain_share() -> Ppm {
+    DEFAULT_MIN_DOMAIN_SHARE
+}
+
+fn default_auditor_retention() -> u64 {
+    1_000
 }
 
 fn default_max_commit_window() -> [u64; 3] {
@@ -234,7 +266,8 @@ impl Default for Floors {
     /// tier; commit windows of at least 6 blocks for the Computer tier (the node's give-up
     /// margin of 2 blocks, a block for the keys and a few to fetch and judge), 20 for the
     /// LLM tier and 30 for the Human tier; reveal windows of at least 4; `beta >= 0.5`;
-    /// 20,000 of declaring stake behind a required domain; and `tau` at most 2/3.
+    /// behind a required domain, declaring stake of at least a third of the tier's and
+    /// 20,000; and `tau` at most 2/3.
     fn default() -> Self {
         Self {
             min_k: [3, 3, 3],
@@ -242,6 +275,7 @@ impl Default for Floors {
             min_reveal_window: [4, 4, 4],
             min_beta: Ppm(500_000),
             min_domain_stake: 20_000,
+            min_domain_share: default_min_domain_share(),
             max_tau: default_max_tau(),
             max_commit_window: default_max_commit_window(),
         }
@@ -258,6 +292,7 @@ impl Floors {
             min_reveal_window: [2, 2, 2],
             min_beta: Ppm(1),
             min_domain_stake: 0,
+            min_domain_share: Ppm::ZERO,
             max_tau: default_max_tau(),
             max_commit_window: default_max_commit_window(),
         }
@@ -467,6 +502,7 @@ impl Default for Params {
             new_account_fee: default_new_account_fee(),
             seat_capacity: default_seat_capacity(),
             draw_patience: default_draw_patience(),
+            auditor_retention: default_auditor_retention(),
         }
     }
 }
@@ -621,6 +657,15 @@ impl Params {
         if !frac(f.min_beta) || f.min_beta == Ppm::ZERO {
             return Err(GenesisError::BadParam("floors.min_beta"));
         }
+        // A share the assumed malicious stake could fill on its own would let it own a
+        // required domain's every seat (0 turns the share off: test networks only).
+        if !frac(f.min_domain_share)
+            || (f.min_domain_share != Ppm::ZERO && f.min_domain_share <= self.assumed_malicious)
+        {
+            return Err(GenesisError::BadParam(
+                "floors.min_domain_share (a fraction above assumed_malicious, or 0 for none)",
+            ));
+        }
         if self.expertise_delay < 2 {
             return Err(GenesisError::BadParam("expertise_delay"));
         }
@@ -644,6 +689,9 @@ impl Params {
         }
         if self.draw_patience == 0 {
             return Err(GenesisError::BadParam("draw_patience"));
+        }
+        if self.auditor_retention == 0 {
+            return Err(GenesisError::BadParam("auditor_retention (at least 1)"));
         }
         if self.appeal_horizon < self.appeal_window {
             return Err(GenesisError::BadParam("appeal_horizon"));

@@ -14,7 +14,10 @@ use trust_protocol::{AccountId, Hash, SealingPublicKey, tx::Tier, units::Amount}
 use crate::{
     error::TxError,
     events::Event,
-    state::{Account, Auditor, HoneypotStats, MAX_UNBONDINGS, State, Unbonding},
+    state::{
+        Account, Auditor, HoneypotStats, MAX_PENDING_STAKE, MAX_UNBONDINGS, PastAuditor,
+        PendingStake, State, Unbonding,
+    },
 };
 
 /// `Call::Transfer`. One that would create the recipient's account must move at least
@@ -69,6 +72,17 @@ pub(crate) fn register(
     if st.auditors.contains_key(&who) {
         return Err(TxError::AlreadyRegistered);
     }
+    // An entry that left the state left its record in the account: an exit and a flag are
+    // for good, and a new registration never starts from a better reputation.
+    let past = st.accounts.get(&who).and_then(|a| a.past);
+    if let Some(p) = past {
+        if p.exited {
+            return Err(TxError::ExitedForGood);
+        }
+        if p.flagged {
+            return Err(TxError::FlaggedForGood);
+        }
+    }
     let min = st.params.min_stake(tier);
     if stake < min {
         return Err(TxError::InsufficientStake {
@@ -88,11 +102,19 @@ pub(crate) fn register(
     let a = st.accounts.entry(who).or_default();
     a.balance = balance;
     a.stake = bonded;
+    a.past = None;
     let mut expertise = expertise.to_vec();
     expertise.sort();
     expertise.dedup();
-    let auditor = new_auditor(&st.params, tier, expertise, sealing_key);
+    let mut auditor = new_auditor(&st.params, tier, expertise, sealing_key);
+    if let Some(p) = past {
+        auditor.reputation = auditor.reputation.min(p.reputation);
+    }
+    // None of its stake counts in draws before the warm-up ends: the account's whole
+    // stake joins then, as a bond would.
+    auditor.draw_stake = 0;
     st.auditors.insert(who, auditor);
+    defer_stake(st, who, height, bonded, 0);
     events.push(Event::AuditorRegistered { account: who, tier });
     events.push(Event::Bonded {
         account: who,
@@ -123,11 +145,12 @@ fn warm_up(st: &mut State, who: AccountId, height: u64, events: &mut Vec<Event>)
 }
 
 /// Whether `who` can be drawn for a seat: a registered auditor, active, not flagged, not
-/// exiting, not paused, with bonded stake of at least its tier's minimum (and above zero). Unbonding
-/// stake has left `stake`, so it never counts.
+/// exiting, not paused, with a draw stake ([`Auditor::draw_stake`]) of at least its tier's
+/// minimum (and above zero). A bond counts there only from its height plus the delay, and
+/// an unbond leaves it only then.
 pub(crate) fn drawable(st: &State, who: &AccountId) -> Option<Tier> {
     let au = st.auditors.get(who)?;
-    let stake = st.accounts.get(who).map_or(0, |a| a.stake);
+    let stake = au.draw_stake;
     (au.active
         && !au.flagged
         && !au.exiting
@@ -184,7 +207,13 @@ pub(crate) fn reindex_all(st: &mut State) {
         .flat_map(|(id, a)| {
             let expertise = a.pending_expertise.as_ref().map(|p| (p.at, *id));
             let pause = a.pending_pause.map(|p| (p.at, *id));
-            expertise.into_iter().chain(pause)
+            let stake = a.pending_stake.iter().map(|p| (p.at, *id));
+            let retire = a.retire_at.map(|at| (at, *id));
+            expertise
+                .into_iter()
+                .chain(pause)
+                .chain(stake)
+                .chain(retire)
         })
         .collect();
     for (at, id) in pending {
@@ -316,6 +345,11 @@ pub(crate) enum StandingChange {
     Expertise,
     /// It is paused (true) or drawn again (false) now.
     Pause(bool),
+    /// Its pending bonds and unbonds count in draws now: its draw stake.
+    Stake(u64),
+    /// Its entry left the state ([`retire`]), paying out what had freed of its
+    /// unbondings.
+    Retired(u64),
 }
 
 /// Makes the expertise declared, and the pauses and resumes asked, for `height` count
@@ -338,9 +372,153 @@ pub(crate) fn apply_standing(st: &mut State, height: u64) -> Vec<(AccountId, Sta
                 changed.push((who, StandingChange::Pause(p.paused)));
                 reindex(st, &who);
             }
+            if let Some(stake) = apply_stake(st, &who, height) {
+                changed.push((who, StandingChange::Stake(stake)));
+            }
+            if let Some(paid) = retire_if_due(st, &who, height) {
+                changed.push((who, StandingChange::Retired(paid)));
+            }
         }
     }
     changed
+}
+
+/// Records that `bonded` joins, and `unbonded` leaves, `who`'s draw stake at the start
+/// of block `height + expertise_delay`: a stake change counts in draws only once no seed
+/// known when it was chosen can still draw. Changes due at one height share an entry; the
+/// list never exceeds [`MAX_PENDING_STAKE`] (a change past it joins the latest entry,
+/// which then counts at the later height).
+fn defer_stake(st: &mut State, who: AccountId, height: u64, bonded: Amount, unbonded: Amount) {
+    let at = height.saturating_add(st.params.expertise_delay);
+    let Some(au) = st.auditors.get_mut(&who) else {
+        return;
+    };
+    let full = au.pending_stake.len() >= MAX_PENDING_STAKE;
+    match au.pending_stake.last_mut() {
+        Some(last) if last.at == at || full => {
+            last.at = last.at.max(at);
+            last.bonded = last.bonded.saturating_add(bonded);
+            last.unbonded = last.unbonded.saturating_add(unbonded);
+        }
+        _ => au.pending_stake.push(PendingStake {
+            at,
+            bonded,
+            unbonded,
+        }),
+    }
+    st.standing_due.entry(at).or_default().insert(who);
+}
+
+/// Makes `who`'s stake changes due by `height` count in its draw stake; returns the new
+/// draw stake when any did.
+fn apply_stake(st: &mut State, who: &AccountId, height: u64) -> Option<u64> {
+    let au = st.auditors.get_mut(who)?;
+    let due = au
+        .pending_stake
+        .iter()
+        .take_while(|p| p.at <= height)
+        .count();
+    if due == 0 {
+        return None;
+    }
+    for p in au.pending_stake.drain(..due) {
+        au.draw_stake = au
+            .draw_stake
+            .saturating_add(p.bonded)
+            .saturating_sub(p.unbonded);
+    }
+    sync_draw(st, who);
+    reindex(st, who);
+    st.auditors.get(who).map(|a| a.draw_stake)
+}
+
+/// Keeps `who`'s draw stake within what it has at risk (bonded and unbonding), and equal
+/// to its bonded stake once nothing is pending.
+fn sync_draw(st: &mut State, who: &AccountId) {
+    let Some(a) = st.accounts.get(who) else {
+        return;
+    };
+    let stake = a.stake;
+    let at_risk = a
+        .unbonding
+        .iter()
+        .fold(stake, |s, u| s.saturating_add(u.amount));
+    if let Some(au) = st.auditors.get_mut(who) {
+        au.draw_stake = if au.pending_stake.is_empty() {
+            stake
+        } else {
+            au.draw_stake.min(at_risk)
+        };
+    }
+}
+
+/// Marks `who`'s entry for the removal check once its bonded stake is zero: after its
+/// unbondings free, and [`crate::Params::auditor_retention`] blocks more.
+fn schedule_retire(st: &mut State, who: &AccountId, height: u64) {
+    let Some(a) = st.accounts.get(who) else {
+        return;
+    };
+    if a.stake > 0 {
+        return;
+    }
+    let frees = a.unbonding.iter().map(|u| u.release_at).max().unwrap_or(0);
+    let at = height
+        .max(frees)
+        .saturating_add(st.params.auditor_retention);
+    let Some(au) = st.auditors.get_mut(who) else {
+        return;
+    };
+    if au.retire_at.is_none() {
+        au.retire_at = Some(at);
+        st.standing_due.entry(at).or_default().insert(*who);
+    }
+}
+
+/// At its removal check: removes `who`'s entry if it has no bonded stake, nothing pending,
+/// no seat in a session not final, and only freed unbondings (paid to its balance, the
+/// amount returned), leaving its record in [`Account::past`]. Bonded again, it is no
+/// longer marked; held back by anything else, it is checked again a retention later.
+fn retire_if_due(st: &mut State, who: &AccountId, height: u64) -> Option<u64> {
+    let au = st.auditors.get(who)?;
+    if au.retire_at.is_none_or(|at| at > height) {
+        return None;
+    }
+    let acct = st.accounts.get(who).cloned().unwrap_or_default();
+    let seated = st.seated.get(who).is_some_and(|s| !s.is_empty());
+    let waiting = !au.pending_stake.is_empty()
+        || au.pending_pause.is_some()
+        || au.pending_expertise.is_some()
+        || seated
+        || acct.unbonding.iter().any(|u| u.release_at > height);
+    if acct.stake > 0 {
+        if let Some(au) = st.auditors.get_mut(who) {
+            au.retire_at = None;
+        }
+        return None;
+    }
+    if waiting {
+        let at = height.saturating_add(st.params.auditor_retention.max(1));
+        if let Some(au) = st.auditors.get_mut(who) {
+            au.retire_at = Some(at);
+        }
+        st.standing_due.entry(at).or_default().insert(*who);
+        return None;
+    }
+    let au = st.auditors.remove(who)?;
+    let paid = acct
+        .unbonding
+        .iter()
+        .fold(0u64, |s, u| s.saturating_add(u.amount));
+    let a = st.accounts.entry(*who).or_default();
+    a.balance = a.balance.saturating_add(paid);
+    a.unbonding.clear();
+    a.past = Some(PastAuditor {
+        reputation: au.reputation,
+        flagged: au.flagged,
+        exited: au.exiting,
+    });
+    reindex(st, who);
+    Some(paid)
 }
 
 /// A freshly registered auditor: initial reputation, active, no history.
@@ -369,22 +547,37 @@ pub(crate) fn new_auditor(
         pending_expertise: None,
         paused: false,
         pending_pause: None,
+        draw_stake: 0,
+        pending_stake: Vec::new(),
+        retire_at: None,
     }
 }
 
 /// Why `who` may not bond, if so: an exiting auditor is never drawn again, so its bond
 /// would lock money in an account no draw can use while still adding to its voting power.
 pub fn bond_refused(st: &State, who: &AccountId) -> Option<TxError> {
+    if st
+        .accounts
+        .get(who)
+        .and_then(|a| a.past)
+        .is_some_and(|p| p.exited)
+    {
+        return Some(TxError::ExitedForGood);
+    }
     st.auditors
         .get(who)
         .is_some_and(|au| au.exiting)
         .then_some(TxError::AlreadyExiting)
 }
 
+/// `Call::Bond`: the amount is bonded (slashable, voting power) at once, and joins the
+/// auditor's draw stake `expertise_delay` blocks later ([`Auditor::draw_stake`]); what it
+/// had bonded before keeps counting, so topping up never takes an auditor out of draws.
 pub(crate) fn bond(
     st: &mut State,
     who: AccountId,
     amount: Amount,
+    height: u64,
     events: &mut Vec<Event>,
 ) -> Result<(), TxError> {
     if let Some(e) = bond_refused(st, &who) {
@@ -413,6 +606,10 @@ pub(crate) fn bond(
     {
         au.active = true;
     }
+    if let Some(au) = st.auditors.get_mut(&who) {
+        au.retire_at = None;
+    }
+    defer_stake(st, who, height, amount, 0);
     events.push(Event::Bonded {
         account: who,
         amount,
@@ -444,6 +641,9 @@ pub(crate) fn unbond(
     let a = st.accounts.entry(who).or_default();
     a.stake = stake;
     add_unbonding(&mut a.unbonding, Unbonding { release_at, amount });
+    // It leaves the draw stake only after the delay; until then it is at risk, unbonding.
+    defer_stake(st, who, height, 0, amount);
+    schedule_retire(st, &who, height);
     reindex(st, &who);
     events.push(Event::UnbondStarted {
         account: who,
@@ -563,6 +763,10 @@ pub(crate) fn withdraw(
     let a = st.accounts.entry(who).or_default();
     a.balance = balance;
     a.unbonding = unbonding;
+    // Only a network whose `unbond_delay` is shorter than `expertise_delay` frees stake
+    // that still counts in draws: it leaves them now.
+    sync_draw(st, &who);
+    reindex(st, &who);
     events.push(Event::Withdrawn {
         account: who,
         amount,
@@ -628,7 +832,11 @@ pub(crate) fn slash(st: &mut State, who: &AccountId, amount: Amount) -> Amount {
     st.burned = st.burned.saturating_add(taken);
     if let Some(au) = st.auditors.get_mut(who) {
         au.slashed = au.slashed.saturating_add(taken);
+        au.draw_stake = au.draw_stake.saturating_sub(taken);
     }
+    sync_draw(st, who);
+    let height = st.height;
+    schedule_retire(st, who, height);
     reindex(st, who);
     taken
 }
@@ -646,7 +854,10 @@ pub(crate) fn restore(st: &mut State, who: &AccountId, amount: Amount) -> Amount
     a.stake = a.stake.saturating_add(amount);
     if let Some(au) = st.auditors.get_mut(who) {
         au.slashed = au.slashed.saturating_sub(amount);
+        au.draw_stake = au.draw_stake.saturating_add(amount);
+        au.retire_at = None;
     }
+    sync_draw(st, who);
     reindex(st, who);
     amount
 }

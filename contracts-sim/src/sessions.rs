@@ -120,31 +120,50 @@ pub(crate) fn reveal_window(p: &Params, s: &Session, round: u8) -> u64 {
         .fold(base_reveal_window(p, s), u64::max)
 }
 
-/// Bonded stake of the eligible `tier` auditors declaring `domain`, other than `provider`.
-pub(crate) fn domain_pool_stake(
-    st: &State,
-    tier: Tier,
-    domain: &str,
-    provider: &AccountId,
-) -> Amount {
-    domain_pool(st, tier, domain, provider).0
+/// The least draw stake the pool of a domain must hold in a tier whose drawable auditors
+/// hold `tier_stake` of draw stake, to be required or to weigh in a draw: the larger of
+/// the genesis `floors.min_domain_stake` and `floors.min_domain_share` of `tier_stake`.
+///
+/// The share keeps a coalition below it from owning a required domain's pool however
+/// large the tier grows; the absolute amount keeps a pool from being cheap while a tier is
+/// small (on a young network a share of little is little).
+pub fn domain_floor(p: &Params, tier_stake: Amount) -> Amount {
+    p.floors
+        .min_domain_share
+        .ceil_mul(tier_stake)
+        .max(p.floors.min_domain_stake)
 }
 
-/// The eligible `tier` auditors declaring `domain`, other than `provider`: their bonded
-/// stake, and how many they are.
-fn domain_pool(st: &State, tier: Tier, domain: &str, provider: &AccountId) -> (Amount, usize) {
-    st.eligible(tier)
-        .iter()
-        .filter(|id| *id != provider)
-        .filter(|id| {
-            st.auditors
-                .get(*id)
-                .is_some_and(|a| a.expertise.iter().any(|e| e == domain))
-        })
-        .map(|id| st.accounts.get(id).map_or(0, |a| a.stake))
-        .fold((0u64, 0usize), |(stake, n), s| {
-            (stake.saturating_add(s), n.saturating_add(1))
-        })
+/// A domain's pool in a tier: the drawable `tier` auditors declaring `domain`, other than
+/// the provider.
+struct DomainPool {
+    /// Their draw stake.
+    stake: Amount,
+    /// How many they are.
+    count: usize,
+    /// The draw stake of every drawable auditor of the tier (the floor's base).
+    tier_stake: Amount,
+}
+
+/// The drawable `tier` auditors declaring `domain`, other than `provider`, and the tier's
+/// draw stake, in one pass over the tier's index.
+fn domain_pool(st: &State, tier: Tier, domain: &str, provider: &AccountId) -> DomainPool {
+    let mut pool = DomainPool {
+        stake: 0,
+        count: 0,
+        tier_stake: 0,
+    };
+    for id in st.eligible(tier) {
+        let Some(a) = st.auditors.get(id) else {
+            continue;
+        };
+        pool.tier_stake = pool.tier_stake.saturating_add(a.draw_stake);
+        if id != provider && a.expertise.iter().any(|e| e == domain) {
+            pool.stake = pool.stake.saturating_add(a.draw_stake);
+            pool.count = pool.count.saturating_add(1);
+        }
+    }
+    pool
 }
 
 /// The auditors a round-0 draw of `tier` may pick for `provider`'s session: the tier's
@@ -160,8 +179,11 @@ fn drawable_for(st: &State, tier: Tier, provider: &AccountId) -> usize {
 /// restricts a draw nor weighs in it, so a domain only a provider's own auditors declare
 /// gives them nothing.
 pub(crate) fn domain_counts(st: &State, tier: Tier, domain: &str, provider: &AccountId) -> bool {
-    !domain.is_empty()
-        && domain_pool_stake(st, tier, domain, provider) >= st.params.floors.min_domain_stake
+    if domain.is_empty() {
+        return false;
+    }
+    let pool = domain_pool(st, tier, domain, provider);
+    pool.stake >= domain_floor(&st.params, pool.tier_stake)
 }
 
 /// The least tau ceiling of the tiers `terms` allow, and its tier: a session may not ask
@@ -253,16 +275,17 @@ pub fn check_terms(
         // when the domain is required), so fewer than that can never fill a segment.
         let needed = u16::from(q.k(tier)).saturating_add(u16::from(q.extra_seats));
         let eligible = if t.domain_required {
-            let (stake, count) = domain_pool(st, tier, &manifest.domain, provider);
-            if stake < f.min_domain_stake {
+            let pool = domain_pool(st, tier, &manifest.domain, provider);
+            let floor = domain_floor(p, pool.tier_stake);
+            if pool.stake < floor {
                 return Err(TxError::DomainPoolTooSmall {
                     domain: manifest.domain.clone(),
                     tier,
-                    stake,
-                    floor: f.min_domain_stake,
+                    stake: pool.stake,
+                    floor,
                 });
             }
-            count
+            pool.count
         } else {
             drawable_for(st, tier, provider)
         };

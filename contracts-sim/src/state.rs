@@ -56,6 +56,10 @@ pub struct Account {
     /// ([`crate::RubberStampRule::min_provider_fees`]).
     #[serde(default)]
     pub fees_paid: Amount,
+    /// The record of the auditor entry this account once had and that left the state
+    /// ([`Auditor::retire_at`]); `None` for an account that never had one, or has one now.
+    #[serde(default)]
+    pub past: Option<PastAuditor>,
 }
 
 /// Honeypot statistics of one auditor, by difficulty tier (paper §0.0.5.2).
@@ -154,8 +158,10 @@ pub struct Auditor {
     pub flagged: bool,
     /// Leaving the network (`Call::Exit`): all its stake was unbonded, it is never drawn
     /// again and bonding does not re-admit it. The seats it already holds stay its duty (its
-    /// unbonding stake stays slashable), and its entry stays in the registry, so the account
-    /// cannot register again (a new account can).
+    /// unbonding stake stays slashable). Its entry stays until it retires
+    /// ([`Auditor::retire_at`]); then [`Account::past`] keeps the exit, so the account can
+    /// never register or bond again (a new account can). An exit leaves the draws at once,
+    /// unlike a pause or an unbond.
     pub exiting: bool,
     /// Expertise declared with `DeclareExpertise`, waiting to replace `expertise` at the
     /// height it names (the network's `expertise_delay` after the declaration).
@@ -168,6 +174,55 @@ pub struct Auditor {
     /// A pause or resume asked for that does not count yet.
     #[serde(default)]
     pub pending_pause: Option<PendingPause>,
+    /// The bonded stake that counts in draws (eligibility, weight, a domain's pool, the
+    /// network's capacity): the account's stake, except that what a `Bond` adds joins it
+    /// only at the height its [`PendingStake`] names, and what an `Unbond` takes leaves it
+    /// only then (that stake stays at risk meanwhile, in the unbonding). A slash takes
+    /// from it at once. Equal to the stake whenever nothing is pending.
+    #[serde(default)]
+    pub draw_stake: Amount,
+    /// Stake changes that do not count in draws yet, one entry per height at which they
+    /// do (at most [`MAX_PENDING_STAKE`]), in height order.
+    #[serde(default)]
+    pub pending_stake: Vec<PendingStake>,
+    /// Height at whose start the entry is checked for removal: set when its stake reaches
+    /// zero (an exit, or everything unbonded). Removed then if it still has no stake,
+    /// nothing pending, no seat in a session not final and nothing left unbonding but
+    /// what has freed (paid to its balance); its record stays behind in
+    /// [`Account::past`].
+    #[serde(default)]
+    pub retire_at: Option<u64>,
+}
+
+/// Most [`PendingStake`] entries per auditor: changes pending for one height share an
+/// entry, and no change waits longer than the network's `expertise_delay`, so there are
+/// at most that many; past this bound a change joins the latest entry (it then counts at
+/// that entry's height or later, never sooner).
+pub const MAX_PENDING_STAKE: usize = 16;
+
+/// Bonds and unbonds of an auditor that count in draws from one height on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingStake {
+    /// The first height at whose start they count.
+    pub at: u64,
+    /// Bonded: joins the draw stake then.
+    pub bonded: Amount,
+    /// Unbonded: leaves the draw stake then.
+    pub unbonded: Amount,
+}
+
+/// What an auditor entry leaves behind in its account when it is removed (see
+/// [`Auditor::retire_at`]): enough that registering again never starts from a better
+/// record than the one it left, nor undoes a flag or an exit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PastAuditor {
+    /// Its reputation when it left: a new registration of the account starts from the
+    /// lower of this and the network's initial reputation.
+    pub reputation: Ppm,
+    /// It was flagged as a rubber-stamper: the account can never register again.
+    pub flagged: bool,
+    /// It exited (`Call::Exit`): the account can never register or bond again.
+    pub exited: bool,
 }
 
 /// A pause or resume an auditor asked for that does not count yet.
@@ -929,8 +984,9 @@ pub struct State {
     /// `appealable` (rebuilt on restore), neither encoded nor committed.
     #[serde(skip)]
     pub seated: Map<AccountId, Set<Hash>>,
-    /// Auditors whose declared expertise, pause or resume takes effect at each height.
-    /// Derived from the auditors' `pending_expertise` and `pending_pause` (rebuilt on
+    /// Auditors whose declared expertise, pause or resume, or pending stake takes effect at
+    /// each height, or whose entry is checked for removal then. Derived from the auditors'
+    /// `pending_expertise`, `pending_pause`, `pending_stake` and `retire_at` (rebuilt on
     /// restore).
     #[serde(skip)]
     pub standing_due: Map<u64, Set<AccountId>>,

@@ -2617,15 +2617,24 @@ fn registration_bonds_at_least_the_tier_minimum_or_is_refused() {
 }
 
 /// Draws read the per-tier index of eligible auditors: one that unbonded below the
-/// minimum leaves it (and is never drawn), bonding back returns it, and a session that
-/// needs more seats than the index holds is refused naming how many are eligible.
+/// minimum leaves it once the unbond counts in draws (after `expertise_delay`) and is never
+/// drawn, bonding back returns it (after the delay too), and a session that needs more
+/// seats than the index holds is refused naming how many are eligible.
 #[test]
 fn only_eligible_auditors_are_indexed_and_drawn() {
     let (mut chain, keys) = Chain::new(test_params(), &[(Tier::Computer, 5)]);
     let out = keys[0].public();
+    let delay = chain.c.state().params.expertise_delay;
     assert_eq!(chain.c.state().eligible(Tier::Computer).len(), 5);
     chain.submit(&keys[0], Call::Unbond { amount: 950 });
     chain.block();
+    assert!(
+        chain.c.state().eligible(Tier::Computer).contains(&out),
+        "an unbond leaves the draws only after the delay"
+    );
+    for _ in 0..delay {
+        chain.block();
+    }
     let index = chain.c.state().eligible(Tier::Computer).clone();
     assert_eq!(index.len(), 4);
     assert!(!index.contains(&out));
@@ -2666,6 +2675,10 @@ fn only_eligible_auditors_are_indexed_and_drawn() {
     );
     chain.submit(&keys[0], Call::Bond { amount: 950 });
     chain.block();
+    assert!(!chain.c.state().eligible(Tier::Computer).contains(&out));
+    for _ in 0..delay {
+        chain.block();
+    }
     assert!(chain.c.state().eligible(Tier::Computer).contains(&out));
     // The index is derived state: a restore rebuilds the same one.
     let restored = Contract::from_snapshot(&chain.c.snapshot()).unwrap();

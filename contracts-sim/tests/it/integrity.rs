@@ -181,15 +181,21 @@ fn finding_3_an_appeal_panel_is_drawn_before_the_blocks_own_bonds() {
         })
         .collect();
     assert!(!panel.is_empty(), "the panel is drawn in this block");
+    assert!(!panel.contains(&whale.public()), "{panel:?}");
+    // (Under the old order the whale was drawable at once after its bond; now a bond also
+    // waits `expertise_delay` blocks before it counts, see
+    // `finding_3_a_bond_in_the_block_before_a_draw_does_not_count_in_it`.)
+    for _ in 0..chain.c.state().params.expertise_delay {
+        chain.block();
+    }
     assert!(
         chain
             .c
             .state()
             .eligible(Tier::Computer)
             .contains(&whale.public()),
-        "the whale is drawable after this block"
+        "the whale is drawable once its bond counts"
     );
-    assert!(!panel.contains(&whale.public()), "{panel:?}");
 }
 
 /// Finding 8: a registration is drawn only after a warm-up longer than any seed is known
@@ -276,6 +282,11 @@ fn finding_3_escalation_seats_are_drawn_before_the_drawing_blocks_own_bonds() {
     assert!(escalated(&ev));
     let round1 = seats_of(&ev, 0, 1);
     assert_eq!(round1.len(), 2);
+    assert!(!round1.contains(&whale.public()), "{round1:?}");
+    // The bond counts in draws once its delay has passed.
+    for _ in 0..chain.c.state().params.expertise_delay {
+        chain.block();
+    }
     assert!(
         chain
             .c
@@ -283,7 +294,6 @@ fn finding_3_escalation_seats_are_drawn_before_the_drawing_blocks_own_bonds() {
             .eligible(Tier::Llm)
             .contains(&whale.public())
     );
-    assert!(!round1.contains(&whale.public()), "{round1:?}");
 }
 
 /// Finding 4, the window: a provider cannot hold the network's capacity for a thousand
@@ -404,4 +414,543 @@ fn finding_9_every_new_account_is_paid_for() {
         1_000_000 * fee
     );
     assert!(per_account > 0);
+}
+
+/// The draw weight of `who` now ([`trust_contracts::Auditor::draw_stake`]).
+fn draw_stake(chain: &crate::common::Chain, who: &trust_protocol::Keypair) -> u64 {
+    chain.c.state().auditors[&who.public()].draw_stake
+}
+
+/// A chain of four Computer auditors (1,000 each) and a `whale` auditor registered with the
+/// tier's minimum long enough ago to be drawn with that weight; the whale's balance can
+/// bond far more. Returns the chain and the four auditors' keys.
+fn chain_with_a_small_whale() -> (crate::common::Chain, Vec<trust_protocol::Keypair>) {
+    let (mut chain, keys) = crate::common::Chain::with_accounts(
+        test_params(),
+        &[(Tier::Computer, 4)],
+        &[("provider", 1_000_000), ("whale", 100_000_000)],
+        crate::common::SupplyCheck::EachBlock,
+    );
+    let whale = key("whale");
+    chain.submit(
+        &whale,
+        Call::RegisterAuditor {
+            tier: Tier::Computer,
+            expertise: vec!["math".into()],
+            sealing_key: SealingPublicKey([1; 32]),
+            stake: 100,
+        },
+    );
+    for _ in 0..=chain.c.state().params.expertise_delay {
+        chain.block();
+    }
+    assert_eq!(draw_stake(&chain, &whale), 100);
+    assert!(
+        chain
+            .c
+            .state()
+            .eligible(Tier::Computer)
+            .contains(&whale.public())
+    );
+    (chain, keys)
+}
+
+/// Finding 3 and 8, bonds: the proposer of the block before a draw knows the draw's seed
+/// when it colludes with the drawing block's proposer (the seed is that proposer's VRF
+/// over the parent's), and chooses what goes in its own block. It puts its sybil's bond
+/// there, beside a session's opening. The bond counts in draws only `expertise_delay`
+/// blocks later, so the draw is the one the chain would have made without it.
+///
+/// Without the delay the bond would have won: on a copy where the same bond was made long
+/// enough before to count, the same opening in the same block seats the sybil. (With the
+/// defence removed, bonds counting at once, this test fails on the attack's seats.)
+#[test]
+fn finding_3_a_bond_in_the_block_before_a_draw_does_not_count_in_it() {
+    let (chain, _keys) = chain_with_a_small_whale();
+    let whale = key("whale");
+    let delay = chain.c.state().params.expertise_delay;
+    let bond = Call::Bond { amount: 90_000_000 };
+    // The draw at height `h`: the opening is in block `h - 1`, `delay + 2` blocks from now.
+    let wait = delay + 1;
+    let drawn_at = |mut c: crate::common::Chain, bond_at: Option<u64>| {
+        for b in 0..wait {
+            if bond_at == Some(b) {
+                c.submit(&whale, bond.clone());
+            }
+            c.block();
+        }
+        if bond_at == Some(wait) {
+            c.submit(&whale, bond.clone());
+        }
+        let m = manifest(vec![segment(0, Tier::Computer, vec![])], 3, 0);
+        let (_, ev) = open(&mut c, m);
+        (c.height, seats_of(&ev, 0, 0))
+    };
+    let (h_plain, plain) = drawn_at(chain.clone(), None);
+    // A bond made early enough to count would have won the seat.
+    let (h_early, early) = drawn_at(chain.clone(), Some(0));
+    assert_eq!(h_early, h_plain, "the same draw, with the same seed");
+    assert!(early.contains(&whale.public()), "{early:?}");
+    // The attack: the bond in the block before the draw changes nothing of it.
+    let (h_attack, attack) = drawn_at(chain.clone(), Some(wait));
+    assert_eq!(h_attack, h_plain);
+    assert_eq!(attack, plain, "the block's own bond swayed the draw");
+    assert!(!attack.contains(&whale.public()), "{attack:?}");
+}
+
+/// Finding 3 and 8, unbonds: taking stake out also moves every ticket of a draw (and
+/// below the minimum takes the auditor out of it), so an unbond in the block before a
+/// draw is a lever too. It leaves the draw weight only after the delay, and the stake
+/// stays at risk meanwhile, in the unbonding; the draw is the one the chain would have
+/// made without it. (With the defence removed this test fails: the seated auditor
+/// unbonds out of the seat.)
+#[test]
+fn finding_3_an_unbond_in_the_block_before_a_draw_does_not_change_it() {
+    let (mut chain, keys) = chain_with_a_small_whale();
+    let m = manifest(vec![segment(0, Tier::Computer, vec![])], 3, 0);
+    let mut plain = chain.clone();
+    let (_, ev) = open(&mut plain, m.clone());
+    let seated = seats_of(&ev, 0, 0);
+    // One of the auditors the draw seats unbonds nearly all of its stake in the block
+    // that opens the session.
+    let leaver = keys
+        .iter()
+        .find(|k| seated.contains(&k.public()))
+        .expect("a seated auditor of the four");
+    chain.submit(leaver, Call::Unbond { amount: 950 });
+    let (_, ev) = open(&mut chain, m);
+    assert_eq!(seats_of(&ev, 0, 0), seated);
+    let delay = chain.c.state().params.expertise_delay;
+    let st = chain.c.state();
+    let acct = &st.accounts[&leaver.public()];
+    assert_eq!(acct.stake, 50);
+    assert_eq!(
+        acct.unbonding.iter().map(|u| u.amount).sum::<u64>(),
+        950,
+        "at risk while it counts"
+    );
+    assert_eq!(draw_stake(&chain, leaver), 1_000);
+    // After the delay it has left the draws.
+    for _ in 0..delay {
+        chain.block();
+    }
+    assert_eq!(draw_stake(&chain, leaver), 50);
+    assert!(
+        !chain
+            .c
+            .state()
+            .eligible(Tier::Computer)
+            .contains(&leaver.public())
+    );
+}
+
+/// Finding 8, the honest side: topping up never takes an auditor out of draws. What it had
+/// bonded keeps counting every block of the delay; the new stake joins at its end. Many
+/// bonds wait in a structure bounded by the delay (one entry per height).
+#[test]
+fn finding_8_topping_up_never_takes_an_auditor_out_of_draws() {
+    let (mut chain, keys) = chain_with_a_small_whale();
+    let me = &keys[0];
+    let delay = chain.c.state().params.expertise_delay;
+    chain.submit(
+        &key("provider"),
+        Call::Transfer {
+            to: me.public(),
+            amount: 1_000,
+        },
+    );
+    chain.block();
+    // A bond every block for three delays, and a burst of ten in one block.
+    for _ in 0..10 {
+        chain.submit(me, Call::Bond { amount: 10 });
+    }
+    chain.block();
+    assert_eq!(draw_stake(&chain, me), 1_000, "the old stake counts");
+    assert_eq!(
+        chain.c.state().auditors[&me.public()].pending_stake.len(),
+        1,
+        "one entry per height"
+    );
+    let mut longest = 0;
+    for i in 0..3 * delay {
+        chain.submit(me, Call::Bond { amount: 1 });
+        chain.block();
+        let st = chain.c.state();
+        assert!(
+            st.eligible(Tier::Computer).contains(&me.public()),
+            "out of draws in block {i}"
+        );
+        longest = longest.max(st.auditors[&me.public()].pending_stake.len());
+        // Exactly what was bonded `delay` blocks ago or earlier counts.
+        let counted = if i + 1 >= delay {
+            1_100 + (i + 1 - delay)
+        } else {
+            1_000
+        };
+        assert_eq!(draw_stake(&chain, me), counted, "block {i}");
+    }
+    assert!(longest as u64 <= delay, "{longest} entries pending");
+    assert!(longest <= trust_contracts::MAX_PENDING_STAKE);
+}
+
+/// Finding 8, registrations and their expertise: a registration made in the block that
+/// opens a session neither sits in its draw nor fills the pool of a domain it requires; its
+/// declared domain counts only when its warm-up ends.
+#[test]
+fn finding_8_a_registrations_expertise_waits_for_its_warm_up() {
+    let (mut chain, _keys) = crate::common::Chain::with_accounts(
+        test_params(),
+        &[(Tier::Computer, 3)],
+        &[("provider", 1_000_000), ("whale", 100_000_000)],
+        crate::common::SupplyCheck::EachBlock,
+    );
+    let whale = key("whale");
+    let provider = key("provider");
+    chain.submit(
+        &whale,
+        Call::RegisterAuditor {
+            tier: Tier::Computer,
+            expertise: vec!["rare".into()],
+            sealing_key: SealingPublicKey([1; 32]),
+            stake: 90_000_000,
+        },
+    );
+    let mut m = manifest(vec![segment(0, Tier::Computer, vec![])], 1, 0);
+    m.domain = "rare".into();
+    m.terms.domain_required = true;
+    chain.block();
+    let from = chain.height + chain.c.state().params.expertise_delay;
+    let st = chain.c.state();
+    assert_eq!(draw_stake(&chain, &whale), 0);
+    assert!(!st.eligible(Tier::Computer).contains(&whale.public()));
+    assert!(matches!(
+        chain.try_apply(&provider, Call::OpenSession(m.clone())),
+        Err(TxError::TierUnstaffed { .. } | TxError::DomainPoolTooSmall { .. })
+    ));
+    while chain.height + 1 < from {
+        chain.block();
+        assert!(
+            chain
+                .try_apply(&provider, Call::OpenSession(m.clone()))
+                .is_err()
+        );
+    }
+    chain.block();
+    assert_eq!(draw_stake(&chain, &whale), 90_000_000);
+    assert!(chain.try_apply(&provider, Call::OpenSession(m)).is_ok());
+}
+
+/// Registers `who` (funded) as a Computer auditor with `stake` declaring `expertise`.
+fn register(chain: &mut crate::common::Chain, who: &str, stake: u64, expertise: &[&str]) {
+    chain.submit(
+        &key(who),
+        Call::RegisterAuditor {
+            tier: Tier::Computer,
+            expertise: expertise.iter().map(|e| e.to_string()).collect(),
+            sealing_key: SealingPublicKey([1; 32]),
+            stake,
+        },
+    );
+}
+
+/// A Computer tier of four auditors of 1,000 (`math`), three `medic`s of 10,000 declaring
+/// `medicine` and two `big` auditors of 50,000 (`math`), past their warm-up, under
+/// `floors` (k of 1 allowed).
+fn tier_with_a_small_domain(floors: trust_contracts::Floors) -> crate::common::Chain {
+    let params = Params {
+        floors,
+        ..test_params()
+    };
+    let (mut chain, _keys) = crate::common::Chain::with_accounts(
+        params,
+        &[(Tier::Computer, 4)],
+        &[
+            ("provider", 1_000_000),
+            ("medic-0", 10_010),
+            ("medic-1", 10_010),
+            ("medic-2", 10_010),
+            ("big-0", 50_010),
+            ("big-1", 50_010),
+        ],
+        crate::common::SupplyCheck::EachBlock,
+    );
+    for m in ["medic-0", "medic-1", "medic-2"] {
+        register(&mut chain, m, 10_000, &["medicine"]);
+    }
+    for b in ["big-0", "big-1"] {
+        register(&mut chain, b, 50_000, &["math"]);
+    }
+    for _ in 0..=chain.c.state().params.expertise_delay {
+        chain.block();
+    }
+    assert_eq!(chain.c.state().eligible(Tier::Computer).len(), 9);
+    chain
+}
+
+/// Finding 8, the floor: a domain's pool must hold a share of its tier's stake, not only
+/// an absolute amount. Three auditors hold 30,000 in `medicine`, above the old absolute
+/// floor of 20,000, but the tier holds 134,000: below a third of it the domain cannot be
+/// required (a coalition that small could own every seat of it). Under the old floor
+/// alone (the share off) the same session opens; once a large auditor declares the domain
+/// too, it opens under the share.
+#[test]
+fn finding_8_a_required_domain_needs_a_share_of_the_tier_not_an_absolute_amount() {
+    use trust_contracts::{DEFAULT_MIN_DOMAIN_SHARE, Floors};
+    let floors = Floors {
+        min_k: [1, 1, 1],
+        min_domain_stake: 20_000,
+        min_domain_share: DEFAULT_MIN_DOMAIN_SHARE,
+        ..Floors::dev()
+    };
+    let mut m = manifest(vec![segment(0, Tier::Computer, vec![])], 1, 0);
+    m.domain = "medicine".into();
+    m.terms.domain_required = true;
+    let provider = key("provider");
+
+    let mut chain = tier_with_a_small_domain(floors.clone());
+    let params = chain.c.state().params.clone();
+    let floor = trust_contracts::domain_floor(&params, 134_000);
+    assert!(30_000 > params.floors.min_domain_stake && 30_000 < floor);
+    let before = chain.balance(&provider.public());
+    let e = chain
+        .try_apply(&provider, Call::OpenSession(m.clone()))
+        .unwrap_err();
+    assert_eq!(
+        e,
+        TxError::DomainPoolTooSmall {
+            domain: "medicine".into(),
+            tier: Tier::Computer,
+            stake: 30_000,
+            floor,
+        }
+    );
+    assert!(e.to_string().contains("min_domain_share"), "{e}");
+    assert_eq!(chain.balance(&provider.public()), before, "nothing charged");
+
+    // The old, absolute floor alone let it through.
+    let mut old = tier_with_a_small_domain(Floors {
+        min_domain_share: trust_protocol::units::Ppm::ZERO,
+        ..floors
+    });
+    assert!(
+        old.try_apply(&provider, Call::OpenSession(m.clone()))
+            .is_ok()
+    );
+
+    // A large auditor declares it too: 80,000 of 134,000, above a third.
+    chain.submit(
+        &key("big-0"),
+        Call::DeclareExpertise {
+            expertise: vec!["math".into(), "medicine".into()],
+        },
+    );
+    for _ in 0..=params.expertise_delay {
+        chain.block();
+    }
+    assert!(chain.try_apply(&provider, Call::OpenSession(m)).is_ok());
+}
+
+/// A genesis whose domain share a coalition of the assumed malicious share could fill
+/// alone is unusable; 0 (no share, test networks) and the default load.
+#[test]
+fn finding_8_a_genesis_domain_share_at_or_below_the_assumed_malicious_share_is_refused() {
+    let mut p = Params::default();
+    assert_eq!(
+        p.floors.min_domain_share,
+        trust_contracts::DEFAULT_MIN_DOMAIN_SHARE
+    );
+    assert!(p.validate().is_ok());
+    p.floors.min_domain_share = p.assumed_malicious;
+    let e = p.validate().unwrap_err().to_string();
+    assert!(e.contains("floors.min_domain_share"), "{e}");
+    p.floors.min_domain_share = Ppm(1_000_001);
+    assert!(p.validate().is_err());
+    p.floors.min_domain_share = Ppm::ZERO;
+    assert!(p.validate().is_ok());
+}
+
+/// Parameters with a short retention of emptied auditor entries, for the tests below.
+fn retiring_params() -> Params {
+    Params {
+        auditor_retention: 5,
+        ..test_params()
+    }
+}
+
+/// Runs blocks until `who`'s auditor entry has left the state (at most `limit` blocks).
+fn until_retired(chain: &mut crate::common::Chain, who: &trust_protocol::Keypair, limit: u64) {
+    let start = chain.height;
+    while chain.c.state().auditors.contains_key(&who.public()) {
+        chain.block();
+        assert!(chain.height - start <= limit, "never retired");
+    }
+}
+
+/// Finding 9, auditor entries: an entry that holds no stake, no duty and nothing pending
+/// expires; what had freed of its unbondings is paid to its balance. Register, unbond and
+/// (or not) withdraw, again and again with the same accounts: the registry and the
+/// snapshot come back to the same size after every cycle instead of growing with it.
+/// (Before, every entry stayed for good.)
+#[test]
+fn finding_9_auditor_entries_expire_and_cycles_do_not_grow_the_state() {
+    let params = retiring_params();
+    let limit = params.unbond_delay + params.auditor_retention + 2;
+    let cyclers: Vec<String> = (0..5).map(|i| format!("cycler-{i}")).collect();
+    let others: Vec<(&str, u64)> = cyclers
+        .iter()
+        .map(|c| (c.as_str(), 1_000))
+        .chain([("provider", 1_000_000)])
+        .collect();
+    let (mut chain, _keys) = crate::common::Chain::with_accounts(
+        params,
+        &[(Tier::Computer, 3)],
+        &others,
+        crate::common::SupplyCheck::EachBlock,
+    );
+    let base = chain.c.state().auditors.len();
+    let mut sizes = Vec::new();
+    for cycle in 0..4 {
+        for c in &cyclers {
+            register(&mut chain, c, 100, &["math"]);
+        }
+        chain.block();
+        assert_eq!(chain.c.state().auditors.len(), base + cyclers.len());
+        for c in &cyclers {
+            chain.submit(&key(c), Call::Unbond { amount: 100 });
+        }
+        chain.block();
+        let frees = chain.height + chain.c.state().params.unbond_delay;
+        while chain.height < frees {
+            chain.block();
+        }
+        // Half the cycles withdraw; the others leave it to the expiry.
+        if cycle % 2 == 0 {
+            for c in &cyclers {
+                chain.submit(&key(c), Call::Withdraw);
+            }
+        }
+        let mut retired = 0;
+        let start = chain.height;
+        while chain.c.state().auditors.len() > base {
+            retired += chain
+                .block()
+                .iter()
+                .filter(|e| matches!(e, Event::AuditorRetired { .. }))
+                .count();
+            assert!(
+                chain.height - start <= limit,
+                "cycle {cycle}: never retired"
+            );
+        }
+        assert_eq!(retired, cyclers.len());
+        for c in &cyclers {
+            let a = &chain.c.state().accounts[&key(c).public()];
+            assert_eq!(a.balance, 1_000, "cycle {cycle}: every token back");
+            assert!(a.unbonding.is_empty() && a.past.is_some());
+        }
+        sizes.push(chain.c.snapshot().len());
+    }
+    assert!(
+        sizes.windows(2).all(|w| w[0] == w[1]),
+        "the state grew with the cycles: {sizes:?}"
+    );
+}
+
+/// Finding 9, the record: an entry that left the state leaves its record in the account,
+/// so registering again never launders it. A low reputation comes back as it was (not
+/// the initial one); a rubber-stamp flag and an exit are for good (registering, and after
+/// an exit bonding, are refused). And an entry that still holds a seat in a session not
+/// final stays until that session is final.
+#[test]
+fn finding_9_re_registering_does_not_reset_a_bad_record() {
+    let params = retiring_params();
+    let limit = params.unbond_delay + params.auditor_retention + 200;
+    let (mut chain, keys) = crate::common::Chain::with_accounts(
+        params,
+        &[(Tier::Computer, 3)],
+        &[
+            ("provider", 1_000_000),
+            ("bad", 1_000),
+            ("flagged", 1_000),
+            ("leaver", 1_000),
+        ],
+        crate::common::SupplyCheck::EachBlock,
+    );
+    for who in ["bad", "flagged", "leaver"] {
+        register(&mut chain, who, 100, &["math"]);
+    }
+    for _ in 0..=chain.c.state().params.expertise_delay {
+        chain.block();
+    }
+    // The record wrong votes and a rubber-stamp flag would have left.
+    let mut st = chain.c.state().clone();
+    st.auditors
+        .get_mut(&key("bad").public())
+        .unwrap()
+        .reputation = Ppm(100_000);
+    let f = st.auditors.get_mut(&key("flagged").public()).unwrap();
+    f.flagged = true;
+    f.active = false;
+    chain.c = trust_contracts::Contract::from_state(st);
+    let initial = chain.c.state().params.initial_reputation;
+    assert!(Ppm(100_000) < initial);
+    chain.submit(&key("bad"), Call::Unbond { amount: 100 });
+    chain.submit(&key("flagged"), Call::Unbond { amount: 100 });
+    chain.submit(&key("leaver"), Call::Exit);
+    for _ in 0..=chain.c.state().params.expertise_delay {
+        chain.block();
+    }
+    // One of the tier's auditors holds a seat and exits with it.
+    let m = manifest(vec![segment(0, Tier::Computer, vec![])], 3, 0);
+    let (sid, drawn) = open(&mut chain, m);
+    let seated = seats_of(&drawn, 0, 0);
+    let holder = keys
+        .iter()
+        .find(|k| seated.contains(&k.public()))
+        .expect("a seat of the three");
+    chain.submit(holder, Call::Exit);
+    for who in ["bad", "flagged", "leaver"] {
+        until_retired(&mut chain, &key(who), limit);
+    }
+    assert!(
+        chain.c.state().auditors.contains_key(&holder.public()),
+        "removed while it holds a seat in a session not final"
+    );
+    let try_register = |chain: &mut crate::common::Chain, who: &str| {
+        chain.try_apply(
+            &key(who),
+            Call::RegisterAuditor {
+                tier: Tier::Computer,
+                expertise: vec!["math".into()],
+                sealing_key: SealingPublicKey([1; 32]),
+                stake: 100,
+            },
+        )
+    };
+    assert!(try_register(&mut chain, "bad").is_ok());
+    assert_eq!(
+        chain.c.state().auditors[&key("bad").public()].reputation,
+        Ppm(100_000),
+        "the bad record came back"
+    );
+    assert_eq!(
+        try_register(&mut chain, "flagged"),
+        Err(TxError::FlaggedForGood)
+    );
+    assert_eq!(
+        try_register(&mut chain, "leaver"),
+        Err(TxError::ExitedForGood)
+    );
+    assert_eq!(
+        chain.try_apply(&key("leaver"), Call::Bond { amount: 10 }),
+        Err(TxError::ExitedForGood)
+    );
+    // The seat holder goes once its session is final.
+    finish(&mut chain, sid);
+    until_retired(&mut chain, holder, limit);
+    assert!(
+        chain.c.state().accounts[&holder.public()]
+            .past
+            .is_some_and(|p| p.exited)
+    );
 }

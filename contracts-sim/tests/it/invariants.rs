@@ -465,8 +465,9 @@ impl World {
             let scan: BTreeSet<AccountId> = st
                 .auditors
                 .iter()
-                .filter(|(id, a)| {
-                    let stake = st.accounts.get(*id).map_or(0, |x| x.stake);
+                .filter(|(_, a)| {
+                    // The stake that counts in draws (a bond or unbond only after the delay).
+                    let stake = a.draw_stake;
                     a.tier == tier
                         && a.active
                         && !a.flagged
@@ -479,6 +480,18 @@ impl World {
                 .collect();
             let index: BTreeSet<AccountId> = st.eligible(tier).iter().copied().collect();
             assert_eq!(index, scan, "the {tier:?} index drifted");
+        }
+        // The draw stake never exceeds what is at risk, equals the stake once nothing is
+        // pending, and waits in a bounded list.
+        for (id, a) in &st.auditors {
+            let acct = st.accounts.get(id).cloned().unwrap_or_default();
+            let at_risk = acct.unbonding.iter().map(|u| u.amount).sum::<u64>() + acct.stake;
+            assert!(a.draw_stake <= at_risk, "draw stake above what is at risk");
+            if a.pending_stake.is_empty() {
+                assert_eq!(a.draw_stake, acct.stake, "draw stake drifted");
+            }
+            assert!(a.pending_stake.len() <= trust_contracts::MAX_PENDING_STAKE);
+            assert!(a.pending_stake.iter().all(|p| p.at > st.height));
         }
         let mut seated: BTreeMap<AccountId, BTreeSet<Hash>> = BTreeMap::new();
         for (id, s) in st.sessions.iter().chain(&st.appealable) {
