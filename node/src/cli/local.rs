@@ -9,13 +9,16 @@
 //! `--llm` asks an endpoint the paper's five decomposition steps: the async driver
 //! ([`ask_endpoint`]) over the pure state machine of [`decompose::llm`].
 
-use std::{path::PathBuf, sync::Arc};
+use std::{
+    path::{Path, PathBuf},
+    sync::Arc,
+};
 
 use serde_json::json;
 use trust_contracts::SegmentVerdict;
 use trust_protocol::{
     hdag::{AuditorType, Hdag},
-    trace::{MAX_TRACE_BYTES, Trace},
+    trace::{Format, MAX_TRANSCRIPT_BYTES, ReadOptions, Semantics, Trace},
     tx::Tier,
 };
 
@@ -32,12 +35,117 @@ use crate::{
     cli::{CliError, CliResult, read_input_file},
 };
 
+/// A trace file's format, as `--format` names it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum TraceFormat {
+    /// Detect the format from the file.
+    #[default]
+    Auto,
+    /// OpenAI Chat Completions messages: `{"messages": [...]}` or a bare list.
+    Chat,
+    /// OpenAI Responses items: a list, or `{"input", "output"}`.
+    Responses,
+    /// Anthropic Messages with content blocks.
+    Anthropic,
+    /// `<think>...</think>` text (the problem from --problem or a ## Problem Statement).
+    Think,
+    /// An OpenTelemetry OTLP JSON export of spans (GenAI or OpenInference attributes).
+    Otel,
+    /// The network's JSON `{"problem", "thinking", "output"}`.
+    Json,
+    /// The network's text with the three headings.
+    Text,
+}
+
+impl TraceFormat {
+    fn format(self) -> Option<Format> {
+        match self {
+            TraceFormat::Auto => None,
+            TraceFormat::Chat => Some(Format::Chat),
+            TraceFormat::Responses => Some(Format::Responses),
+            TraceFormat::Anthropic => Some(Format::Anthropic),
+            TraceFormat::Think => Some(Format::Think),
+            TraceFormat::Otel => Some(Format::Otel),
+            TraceFormat::Json => Some(Format::Json),
+            TraceFormat::Text => Some(Format::Text),
+        }
+    }
+}
+
+/// How a code tool runs its code, as `--tool-semantics` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ToolSemantics {
+    /// A fresh program per call; its standard output is the result.
+    Script,
+    /// A persistent (Jupyter-like) kernel: earlier calls run first, a bare last expression
+    /// shows its value.
+    Cell,
+}
+
+/// How a trace file is read: the flags `check`, `decompose`, `submit` and
+/// `proof verify --trace` share. See the book's "Agent transcripts" page.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct TranscriptArgs {
+    /// The trace file's format: an agent transcript (chat, responses, anthropic, think,
+    /// otel) or the network's own json or text; auto detects it.
+    #[arg(long, value_enum, default_value_t = TraceFormat::Auto)]
+    pub format: TraceFormat,
+    /// The problem statement, for <think> text that does not hold one: the text itself,
+    /// or @FILE to read it from a file.
+    #[arg(long, value_name = "TEXT|@FILE")]
+    pub problem: Option<String>,
+    /// How every code tool in the transcript runs its code, over what its tool definition
+    /// says (a `semantics` field, else `cell` when its description names a Jupyter,
+    /// IPython or persistent kernel, else `script`).
+    #[arg(long, value_enum, value_name = "SEMANTICS")]
+    pub tool_semantics: Option<ToolSemantics>,
+}
+
+impl TranscriptArgs {
+    /// The reading options these flags ask for (reading `--problem @FILE`).
+    pub(crate) fn options(&self) -> Result<ReadOptions, CliError> {
+        let problem = match self.problem.as_deref() {
+            Some(p) => match p.strip_prefix('@') {
+                Some(file) => Some(read_input_file(
+                    Path::new(file),
+                    MAX_TRANSCRIPT_BYTES as u64,
+                )?),
+                None => Some(p.to_string()),
+            },
+            None => None,
+        };
+        Ok(ReadOptions {
+            format: self.format.format(),
+            problem,
+            semantics: self.tool_semantics.map(|s| match s {
+                ToolSemantics::Script => Semantics::Script,
+                ToolSemantics::Cell => Semantics::Cell,
+            }),
+        })
+    }
+}
+
+/// Reads the trace file at `path` as `how` says: any transcript format, turned into the
+/// network's one form (what is sent is that form's JSON, `serde_json::to_string(&trace)`, so
+/// every seat sees the same trace).
+pub(crate) fn read_trace(path: &Path, how: &TranscriptArgs) -> Result<Trace, CliError> {
+    let text = read_input_file(path, MAX_TRANSCRIPT_BYTES as u64)?;
+    Trace::read(&text, &how.options()?)
+        .map(|(trace, _)| trace)
+        .map_err(|e| CliError::usage(format!("{}: {e}", path.display())))
+}
+
 /// Arguments shared by `decompose` and `check`.
 #[derive(Debug, clap::Args)]
 pub struct TraceArgs {
-    /// The trace: JSON `{"problem", "thinking", "output"}` or plain text with the headings
-    /// `## Problem Statement`, `## Thinking Process` and `## Final Output`.
+    /// The trace: an agent transcript (OpenAI chat or Responses, Anthropic Messages,
+    /// <think> text, OpenTelemetry spans), JSON `{"problem", "thinking", "output"}` or
+    /// plain text with the headings `## Problem Statement`, `## Thinking Process` and
+    /// `## Final Output`.
     pub trace: PathBuf,
+    /// How the trace file is read.
+    #[command(flatten)]
+    pub read: TranscriptArgs,
     /// Use this HDAG (the paper's "Complete HDAG JSON") instead of the heuristic
     /// decomposition; every segment must be an exact span of the trace.
     #[arg(long)]
@@ -143,9 +251,7 @@ pub(crate) fn llm_decompose(
 }
 
 fn load(args: &TraceArgs) -> Result<(Trace, Hdag), CliError> {
-    let text = read_input_file(&args.trace, MAX_TRACE_BYTES as u64)?;
-    let trace = Trace::parse(&text)
-        .map_err(|e| CliError::usage(format!("{}: {e}", args.trace.display())))?;
+    let trace = read_trace(&args.trace, &args.read)?;
     let options = Options {
         high_stakes: args.high_stakes,
     };
@@ -334,4 +440,60 @@ pub fn run_check(args: TraceArgs) -> CliResult {
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CHAT: &str = r#"{"messages": [
+        {"role": "user", "content": "What is 6 * 7?"},
+        {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+            "function": {"name": "python", "arguments": "{\"code\": \"print(6 * 7)\"}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "42"},
+        {"role": "assistant", "content": "42"}]}"#;
+
+    fn args(format: TraceFormat, problem: Option<&str>) -> TranscriptArgs {
+        TranscriptArgs {
+            format,
+            problem: problem.map(str::to_string),
+            tool_semantics: Some(ToolSemantics::Cell),
+        }
+    }
+
+    #[test]
+    fn trace_files_are_read_in_any_format_as_the_flags_say() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let chat = dir.path().join("chat.json");
+        std::fs::write(&chat, CHAT).expect("write");
+        let t = read_trace(&chat, &args(TraceFormat::Auto, None)).expect("reads");
+        assert_eq!(
+            (t.problem.as_str(), t.output.as_str()),
+            ("What is 6 * 7?", "42")
+        );
+        assert!(
+            t.thinking
+                .contains("<<<tool id=c1 name=python semantics=cell>>>\nprint(6 * 7)\n")
+        );
+        // What is sent reads back as the same trace, in the network's JSON form.
+        let sent = serde_json::to_string(&t).expect("json");
+        assert_eq!(Trace::parse(&sent), Ok(t));
+
+        let e = read_trace(&chat, &args(TraceFormat::Otel, None)).expect_err("not spans");
+        assert!(
+            e.message.contains("chat.json: otel transcript"),
+            "{}",
+            e.message
+        );
+
+        let think = dir.path().join("r1.txt");
+        std::fs::write(&think, "<think>6 * 7 = 42</think>\n42").expect("write");
+        let problem = dir.path().join("problem.txt");
+        std::fs::write(&problem, "What is 6 * 7?").expect("write");
+        let at = format!("@{}", problem.display());
+        let t = read_trace(&think, &args(TraceFormat::Think, Some(&at))).expect("reads");
+        assert_eq!(t.problem, "What is 6 * 7?");
+        let e = read_trace(&think, &args(TraceFormat::Auto, None)).expect_err("no problem");
+        assert!(e.message.contains("--problem"), "{}", e.message);
+    }
 }

@@ -10,10 +10,14 @@ use std::{
 use clap::Subcommand;
 use serde_json::json;
 use trust_contracts::{Outcome, SegmentVerdict, TraceVerdict, commitment::decode_entry};
-use trust_protocol::Hash;
+use trust_protocol::{
+    Hash,
+    trace::{ReadOptions, Trace},
+};
 
 use super::{
     CliError, CliResult,
+    local::TranscriptArgs,
     remote::{NodeAddr, api_error, api_token, runtime},
 };
 use trust_judging::session::opening;
@@ -101,6 +105,9 @@ struct VerifyArgs {
     /// each step's verdict by name; a bundle of another trace is refused (exit 1).
     #[arg(long, value_name = "FILE")]
     trace: Option<PathBuf>,
+    /// How the --trace file is read (the same flags as `submit`'s).
+    #[command(flatten)]
+    read: TranscriptArgs,
     /// Accept an outcome that an appeal may still overturn (exit 0 instead of 3). The
     /// proof shows the outcome at the block it was exported from; while the session is
     /// appealable, a later appeal round can change the verdict, and this bundle would
@@ -694,6 +701,25 @@ pub fn verify_file(
     session: Option<&Hash>,
     trace: Option<&Path>,
 ) -> Result<Report, VerifyFileError> {
+    verify_file_as(
+        bundle,
+        genesis,
+        trust,
+        session,
+        trace,
+        &ReadOptions::default(),
+    )
+}
+
+/// [`verify_file`], reading the `trace` file as `read` says (any transcript format).
+pub fn verify_file_as(
+    bundle: &Path,
+    genesis: &Path,
+    trust: Option<TrustedBlock>,
+    session: Option<&Hash>,
+    trace: Option<&Path>,
+    read: &ReadOptions,
+) -> Result<Report, VerifyFileError> {
     let doc = config::load_genesis_file(genesis)
         .map_err(|e| VerifyFileError::Input(format!("the genesis file: {e}")))?;
     let cannot = |e: std::io::Error| {
@@ -719,7 +745,7 @@ pub fn verify_file(
     let v = proof::verify_bundle(&b, session, &trusted).map_err(VerifyFileError::Rejected)?;
     let mut report = Report::of(&v, b.proof.session, chain, &doc.genesis.params);
     if let Some(path) = trace {
-        report.trace = Some(check_trace(path, b.opening.as_ref(), &v.outcome)?);
+        report.trace = Some(check_trace(path, read, b.opening.as_ref(), &v.outcome)?);
     }
     Ok(report)
 }
@@ -727,9 +753,11 @@ pub fn verify_file(
 /// Largest trace file `proof verify --trace` reads (far above what a session carries).
 const MAX_TRACE_FILE_BYTES: u64 = 16 * 1024 * 1024;
 
-/// The trace in `path` against the proven `outcome`, through the bundle's `opening`.
+/// The trace in `path` (read as `read` says) against the proven `outcome`, through the
+/// bundle's `opening`.
 fn check_trace(
     path: &Path,
+    read: &ReadOptions,
     opening: Option<&trust_protocol::TraceOpening>,
     outcome: &Outcome,
 ) -> Result<TraceReport, VerifyFileError> {
@@ -750,7 +778,13 @@ fn check_trace(
                 .to_string(),
         )
     })?;
-    match opening::match_trace(&text, opening, outcome) {
+    // The session audited the network's one form of the trace (what `submit` sends), so
+    // the transcript is read into it first.
+    let (trace, _) = Trace::read(&text, read)
+        .map_err(|e| VerifyFileError::Input(format!("{}: {e}", path.display())))?;
+    let canonical = serde_json::to_string(&trace)
+        .map_err(|e| VerifyFileError::Input(format!("{}: {e}", path.display())))?;
+    match opening::match_trace(&canonical, opening, outcome) {
         Ok(m) => Ok(TraceReport::of(path, m, outcome)),
         Err(e @ opening::TraceMismatch::Trace(_)) => Err(VerifyFileError::Input(format!(
             "{}: {}",
@@ -775,12 +809,13 @@ fn with_causes(e: &dyn std::error::Error) -> String {
 
 fn run_verify(args: VerifyArgs) -> CliResult {
     let session = args.session.as_deref().map(parse_session).transpose()?;
-    let report = verify_file(
+    let report = verify_file_as(
         &args.bundle,
         &args.genesis,
         args.trust,
         session.as_ref(),
         args.trace.as_deref(),
+        &args.read.options()?,
     )?;
     if args.json {
         outln!("{}", report.json());
