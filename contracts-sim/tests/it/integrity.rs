@@ -954,3 +954,63 @@ fn finding_9_re_registering_does_not_reset_a_bad_record() {
             .is_some_and(|p| p.exited)
     );
 }
+
+/// Finding 3 and 8, appeal panels: as for a session's first seats, a sybil's bond in the
+/// block that files an appeal (the block before the panel's draw, whose seed a colluding
+/// proposer knows) does not count in the panel: it is the panel the chain would have
+/// drawn without the bond, while the same bond made early enough to count sits on it.
+/// (With the defence removed, bonds counting at once, this test fails.)
+#[test]
+fn finding_3_a_bond_in_the_block_before_an_appeal_panel_does_not_count_in_it() {
+    let (mut chain, keys) = crate::common::Chain::with_accounts(
+        test_params(),
+        &[(Tier::Computer, 8)],
+        &[
+            ("provider", 1_000_000),
+            ("stranger", 100_000),
+            ("whale", 100_000_000),
+        ],
+        crate::common::SupplyCheck::EachBlock,
+    );
+    let whale = key("whale");
+    register(&mut chain, "whale", 100, &["math"]);
+    let delay = chain.c.state().params.expertise_delay;
+    for _ in 0..=delay {
+        chain.block();
+    }
+    let sid = crate::adversary::decided(&mut chain, &keys, 0, Vote::Valid);
+    let panel_of = |mut c: crate::common::Chain, bond_at: Option<u64>| {
+        for b in 0..=delay {
+            if bond_at == Some(b) {
+                c.submit(&whale, Call::Bond { amount: 90_000_000 });
+            }
+            if b == delay {
+                c.submit(
+                    &key("stranger"),
+                    Call::Appeal {
+                        session: sid,
+                        segments: vec![0],
+                    },
+                );
+            }
+            c.block();
+        }
+        let panel: Vec<AccountId> = c
+            .block()
+            .iter()
+            .filter_map(|e| match e {
+                Event::SeatAssigned { seat, round, .. } if *round >= 2 => Some(*seat),
+                _ => None,
+            })
+            .collect();
+        (c.height, panel)
+    };
+    let (h, plain) = panel_of(chain.clone(), None);
+    assert!(!plain.is_empty(), "the panel is drawn");
+    let (h_early, early) = panel_of(chain.clone(), Some(0));
+    assert_eq!(h_early, h);
+    assert!(early.contains(&whale.public()), "{early:?}");
+    let (h_attack, attack) = panel_of(chain, Some(delay));
+    assert_eq!(h_attack, h);
+    assert_eq!(attack, plain, "the appeal block's bond swayed the panel");
+}
