@@ -1014,3 +1014,26 @@ fn finding_3_a_bond_in_the_block_before_an_appeal_panel_does_not_count_in_it() {
     assert_eq!(h_attack, h);
     assert_eq!(attack, plain, "the appeal block's bond swayed the panel");
 }
+
+/// An emptied auditor entry must stay at least the block after it empties: a genesis
+/// whose retention is 0 is unusable, and one written before the parameter existed loads
+/// with the default.
+#[test]
+fn finding_9_auditor_retention_is_checked_and_defaults_for_old_genesis_files() {
+    let mut p = Params::default();
+    assert_eq!(p.auditor_retention, 1_000);
+    p.auditor_retention = 0;
+    let e = p.validate().unwrap_err().to_string();
+    assert!(e.contains("auditor_retention"), "{e}");
+    // A genesis file from before these parameters: no `auditor_retention`, no
+    // `floors.min_domain_share`.
+    let mut json = serde_json::to_value(Params::default()).unwrap();
+    json.as_object_mut().unwrap().remove("auditor_retention");
+    json["floors"]
+        .as_object_mut()
+        .unwrap()
+        .remove("min_domain_share");
+    let old: Params = serde_json::from_value(json).unwrap();
+    assert_eq!(old, Params::default());
+    assert!(old.validate().is_ok());
+}
