@@ -618,6 +618,11 @@ pub(crate) fn bond(
     Ok(())
 }
 
+/// `Call::Unbond`: the amount leaves the bonded stake (and voting power) at once, into an
+/// unbonding that frees after `unbond_delay`; it leaves the auditor's draw stake only
+/// `expertise_delay` blocks later, slashable meanwhile as any unbonding is. (Were it to
+/// leave at once, an auditor could move every ticket of a draw whose seed its proposer
+/// knows.) Once nothing is bonded, the entry is marked for its removal check.
 pub(crate) fn unbond(
     st: &mut State,
     who: AccountId,
