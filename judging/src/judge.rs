@@ -14,6 +14,7 @@
 
 use async_trait::async_trait;
 use trust_protocol::{Hash, Vote, seal::SegmentDoc, tx::Tier};
+use trust_sandbox::Execute;
 
 use super::computer::{self, Judgement};
 
@@ -38,6 +39,9 @@ pub struct SegmentView {
     /// For a segment of a formal proof cut by its structure: what its Computer seat
     /// checks it with ([`computer::formal`]).
     pub formal: Option<computer::formal::FormalView>,
+    /// For a tool segment of a persistent kernel: the code of the kernel's earlier calls,
+    /// in order, replayed before its own ([`SegmentDoc::cells`]).
+    pub cells: Vec<String>,
 }
 
 /// A calculation inside a claim, with what the Computer tier makes of it.
@@ -85,6 +89,7 @@ impl SegmentView {
                         operations: Vec::new(),
                         conclusion: false,
                         formal: None,
+                        cells: Vec::new(),
                     },
                     &Hash::of_parts("trust/v1/operation", &[op.as_bytes()]),
                 ),
@@ -98,6 +103,7 @@ impl SegmentView {
             operations,
             conclusion,
             formal: None,
+            cells: doc.cells,
         }
     }
 
@@ -372,12 +378,27 @@ pub trait Auditor: Send + Sync + std::fmt::Debug {
 pub struct ComputerAuditor;
 
 impl ComputerAuditor {
-    /// The same judgement, without a runtime (for the local preview and benchmarks).
-    /// A segment holding several steps of a long trace is judged step by step
-    /// ([`computer::check_claim`]).
-    /// The final answer of a formal problem is checked against the problem itself
-    /// ([`computer::answer`]).
+    /// The same judgement, without a runtime (for the local preview and benchmarks), on a
+    /// node without a sandbox: [`ComputerAuditor::judge_with`] with none.
     pub fn judge_now(&self, segment: &SegmentView, seed: &Hash) -> Decision {
+        self.judge_with(segment, seed, None)
+    }
+
+    /// The Computer tier's judgement of `segment`, re-running tool calls through `exec`
+    /// when the node has a sandbox (without one, a tool segment is an abstention).
+    /// A tool segment is judged by re-running it ([`computer::tool`]), never as text: its
+    /// code holds no equalities to check. A claim resting on tool results is checked
+    /// against them where it restates one ([`computer::tool::check_restatement`]); its
+    /// calculations are checked as any claim's, with each tool call it rests on read as
+    /// the result it reports. A segment holding several steps of a long trace is judged
+    /// step by step ([`computer::check_claim`]). The final answer of a formal problem is
+    /// checked against the problem itself ([`computer::answer`]).
+    pub fn judge_with(
+        &self,
+        segment: &SegmentView,
+        seed: &Hash,
+        exec: Option<&dyn Execute>,
+    ) -> Decision {
         if let Some(formal) = &segment.formal {
             let d = computer::formal::judge(formal, &segment.claim, &segment.givens);
             return Decision {
@@ -385,20 +406,108 @@ impl ComputerAuditor {
                 reason: d.reason,
             };
         }
+        if let Some(tool) = computer::tool::read_tool(&segment.claim) {
+            return decision(computer::tool::judge_tool(&tool, &segment.cells, exec));
+        }
+        if computer::tool::looks_like_code(&segment.claim) {
+            return Decision::abstain(
+                "the segment is code, not a claim: it holds statements, no equalities to check",
+            );
+        }
+        let results: Vec<&str> = segment
+            .givens
+            .iter()
+            .chain(&segment.premises)
+            .filter_map(|p| computer::tool::read_tool(p))
+            .map(|t| t.result)
+            .collect();
+        let restated = (!results.is_empty())
+            .then(|| computer::tool::check_restatement(&segment.claim, &results))
+            .flatten();
+        if let Some(j) = restated
+            .as_ref()
+            .filter(|j| j.as_vote() == Some(Vote::Invalid))
+        {
+            return decision(j.clone());
+        }
+        // A tool call among the premises is read as the result it reports: its code is no
+        // premise equation.
+        let as_result = |p: &String| {
+            computer::tool::read_tool(p).map_or_else(|| p.clone(), |t| t.result.to_string())
+        };
+        let premises: Vec<String> = segment.premises.iter().map(as_result).collect();
+        let givens: Vec<String> = segment.givens.iter().map(as_result).collect();
         let answer = segment
             .conclusion
             .then(|| segment.problem())
             .flatten()
             .and_then(|p| computer::answer::check_answer(p, &segment.claim));
-        let judgement = answer.unwrap_or_else(|| {
-            computer::check_claim(&segment.claim, &segment.premises, &segment.givens, seed)
-        });
-        match judgement {
-            Judgement::Vote { vote, reason } => Decision { vote, reason },
-            Judgement::Abstain(why) => Decision::abstain(why),
+        let judgement = answer
+            .unwrap_or_else(|| computer::check_claim(&segment.claim, &premises, &givens, seed));
+        match (judgement, restated) {
+            (j @ Judgement::Vote { .. }, _) | (j @ Judgement::Abstain(_), None) => decision(j),
+            (Judgement::Abstain(_), Some(r)) => decision(r),
         }
     }
 }
+
+fn decision(j: Judgement) -> Decision {
+    match j {
+        Judgement::Vote { vote, reason } => Decision { vote, reason },
+        Judgement::Abstain(why) => Decision::abstain(why),
+    }
+}
+
+/// The Computer tier on a node with a sandbox: [`ComputerAuditor`]'s checkers, and tool
+/// calls re-run through `exec` ([`ComputerAuditor::judge_with`]). A seat's Computer judge
+/// when the node's sandbox started; without one, [`ComputerAuditor`] abstains on tool
+/// segments.
+#[derive(Clone)]
+pub struct SandboxedComputer {
+    exec: std::sync::Arc<dyn Execute>,
+}
+
+impl std::fmt::Debug for SandboxedComputer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SandboxedComputer")
+            .field("interpreter", &self.exec.interpreter())
+            .finish()
+    }
+}
+
+impl SandboxedComputer {
+    /// The Computer tier re-running tool calls through `exec`.
+    pub fn new(exec: std::sync::Arc<dyn Execute>) -> Self {
+        Self { exec }
+    }
+
+    /// [`ComputerAuditor::judge_with`] through this sandbox, without a runtime.
+    pub fn judge_now(&self, segment: &SegmentView, seed: &Hash) -> Decision {
+        ComputerAuditor.judge_with(segment, seed, Some(self.exec.as_ref()))
+    }
+}
+
+#[async_trait]
+impl Auditor for SandboxedComputer {
+    fn tier(&self) -> Tier {
+        Tier::Computer
+    }
+
+    /// Re-running a call blocks its thread for up to the sandbox's wall cap: the caller
+    /// drives this future where blocking is allowed (a blocking task of the node).
+    async fn judge(&self, segment: &SegmentView, seed: &Hash) -> Decision {
+        self.judge_now(segment, seed)
+    }
+
+    /// A re-run takes a process for up to the sandbox's caps: a few at once.
+    fn concurrency(&self) -> usize {
+        SANDBOX_CONCURRENCY
+    }
+}
+
+/// Segments of one session a Computer seat with a sandbox judges at once: each tool call
+/// is a sandboxed process, and the machine's cores are shared with the node.
+pub const SANDBOX_CONCURRENCY: usize = 2;
 
 #[async_trait]
 impl Auditor for ComputerAuditor {

@@ -20,6 +20,7 @@ use trust_contracts::{
 use trust_protocol::{
     Hash, Vote, hdag::Hdag, seal::SegmentDoc, trace::Trace, tx::Tier, units::Ppm,
 };
+use trust_sandbox::Execute;
 
 use crate::{
     computer::formal::FormalView,
@@ -336,6 +337,7 @@ pub fn manifest_views(r: &Restricted) -> Vec<ManifestSegment> {
             proof: prepare::proof_payload(r, &n.id, |id| {
                 position.get(id).and_then(|p| u16::try_from(*p).ok())
             }),
+            cells: r.cells.get(&n.id).cloned().unwrap_or_default(),
         };
         let depends_on: Vec<u16> = cited
             .iter()
@@ -374,15 +376,32 @@ pub fn manifest_views(r: &Restricted) -> Vec<ManifestSegment> {
     out
 }
 
-/// The preview of `hdag` (a decomposition of `trace`, or the provider's own).
+/// The preview of `hdag` (a decomposition of `trace`, or the provider's own), on a node
+/// without a sandbox (its tool segments' seats abstain): [`preview_with`].
 pub fn preview(trace: &Trace, hdag: &Hdag) -> Preview {
+    preview_with(trace, hdag, None)
+}
+
+/// The preview of `hdag`, tool calls re-run through `exec` as the node's Computer seats
+/// re-run them ([`ComputerAuditor::judge_with`]).
+pub fn preview_with(trace: &Trace, hdag: &Hdag, exec: Option<&dyn Execute>) -> Preview {
     let r = prepare::restrict(hdag, |t| t == Tier::Computer).with_proof_of(trace);
-    preview_restricted(trace, hdag, &r)
+    preview_restricted_with(trace, hdag, &r, exec)
 }
 
 /// [`preview`] of an HDAG already cut down to its Computer segments (`r`): what a
 /// provider's node would seal, judged as its seats judge it.
 pub fn preview_restricted(trace: &Trace, hdag: &Hdag, r: &Restricted) -> Preview {
+    preview_restricted_with(trace, hdag, r, None)
+}
+
+/// [`preview_restricted`], tool calls re-run through `exec`.
+pub fn preview_restricted_with(
+    trace: &Trace,
+    hdag: &Hdag,
+    r: &Restricted,
+    exec: Option<&dyn Execute>,
+) -> Preview {
     let kept = manifest_views(r);
     let trace_id = Hash::of_parts("trust/v1/local-check", &[trace.thinking.as_bytes()]);
 
@@ -402,7 +421,7 @@ pub fn preview_restricted(trace: &Trace, hdag: &Hdag, r: &Restricted) -> Preview
             "trust/v1/local-check",
             &[trace_id.as_ref(), k.id.as_bytes()],
         );
-        let d = ComputerAuditor.judge_now(&k.view, &seed);
+        let d = ComputerAuditor.judge_with(&k.view, &seed, exec);
         let mut rests_on: Vec<usize> = k.depends_on.iter().map(|d| usize::from(*d)).collect();
         rests_on.extend(
             r.rests_on_dropped

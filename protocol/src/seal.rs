@@ -124,6 +124,12 @@ pub struct SegmentDoc {
     /// protocol only carries it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proof: Option<serde_json::Value>,
+    /// For a tool call of a persistent kernel (a tool segment of cell semantics): the code
+    /// of the same kernel's earlier calls in the trace, in order, which its seats replay
+    /// before re-running it. Bound to the segment's id like the claim, so a provider cannot
+    /// show a seat other earlier cells than the trace's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cells: Vec<String>,
 }
 
 impl SegmentDoc {
@@ -370,6 +376,7 @@ mod tests {
             given: vec!["x / (3x - 7) = 2/5".into()],
             operations: Vec::new(),
             proof: None,
+            cells: Vec::new(),
         };
         let bytes = doc.to_bytes();
         assert_eq!(
@@ -377,6 +384,18 @@ mod tests {
             br#"{"claim":"5x = 6x - 14","given":["x / (3x - 7) = 2/5"]}"#
         );
         assert_eq!(SegmentDoc::from_bytes(&bytes).expect("parses"), doc);
+        // A tool call's earlier cells travel with it, and read back the same.
+        let cell = SegmentDoc {
+            cells: vec!["x = 2".into(), "y = x + 1".into()],
+            ..doc.clone()
+        };
+        let bytes = cell.to_bytes();
+        assert!(
+            bytes.ends_with(br#","cells":["x = 2","y = x + 1"]}"#),
+            "{}",
+            String::from_utf8_lossy(&bytes)
+        );
+        assert_eq!(SegmentDoc::from_bytes(&bytes).expect("parses"), cell);
         let e = SegmentDoc::from_bytes(br#"{"claim":"x","extra":1}"#).unwrap_err();
         assert!(
             e.to_string()

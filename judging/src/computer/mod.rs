@@ -55,6 +55,7 @@ mod poly;
 mod ranges;
 pub(crate) mod read;
 pub mod readable;
+pub mod tool;
 
 use std::collections::{BTreeMap, BTreeSet};
 

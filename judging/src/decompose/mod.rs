@@ -50,6 +50,7 @@
 //! readable) is asked of [`readable`], their one public reading: the decomposer cuts and
 //! routes; it never judges.
 
+mod agent;
 pub mod llm;
 pub mod place;
 pub mod proof;
@@ -164,6 +165,13 @@ pub enum DecomposeError {
         /// Its line in the proof.
         line: usize,
     },
+    /// The thinking's tool-call markers do not read ([`trust_protocol::trace::blocks`]).
+    #[error("the thinking's tool-call markers do not read: {0}")]
+    Blocks(String),
+    /// A provider's HDAG does not give a tool call of the thinking one tool segment of its
+    /// own, in trace order.
+    #[error("{0}")]
+    ToolSegments(String),
     /// The resulting or supplied HDAG is invalid.
     #[error(transparent)]
     Hdag(#[from] HdagError),
@@ -201,6 +209,10 @@ pub fn decompose_within(
         return Err(DecomposeError::ProblemTooLong { len: problem.len() });
     }
     let thinking = trace.thinking.as_str();
+    // A transcript's tool calls and code are cut by their blocks, each one unit.
+    if agent::applies(thinking) {
+        return agent::decompose(trace, options, max_segments);
+    }
     let paras: Vec<Para<'_>> = paragraphs(thinking)
         .into_iter()
         .map(|text| Para {
@@ -278,51 +290,7 @@ pub fn decompose_within(
         b.steps_grouped(thinking, &units, &groups, goal)?;
     }
 
-    let parts: Vec<&str> = if outputs.is_empty() {
-        vec![trace.output.trim()]
-    } else {
-        outputs
-    };
-    for output in parts {
-        // The final answer of a formal problem is checked against the problem itself;
-        // any other answer means something only in the problem's words.
-        let answered = readable::reads_answer(problem, output);
-        let auditor = if options.high_stakes {
-            AuditorType::Human
-        } else if answered {
-            AuditorType::Auto
-        } else {
-            AuditorType::Llm
-        };
-        let conclusion = b.push(Seg {
-            prefix: "F",
-            content: output,
-            level: AbstractionLevel::Step,
-            kind: "conclusion",
-            secondary: if auditor == AuditorType::Auto {
-                vec![AuditorType::Llm]
-            } else {
-                vec![AuditorType::Human]
-            },
-            auditor,
-            complexity: Complexity::Low,
-        })?;
-        b.edge(goal, conclusion, Relationship::DecomposesTo, 1.0);
-        if answered {
-            // Checked against the problem itself, the answer rests on the problem alone:
-            // a wrong step that leads to a wrong answer is caught here, and one that does
-            // not still keeps the trace from passing.
-            b.edge(conclusion, goal, Relationship::DependsOn, 1.0);
-        } else if !b.link_dependencies(conclusion, output, goal) {
-            // An answer that shares no symbol with the steps still rests on the last one.
-            if let Some(last) = b.last_step {
-                b.edge(conclusion, last, Relationship::DependsOn, 0.6);
-            }
-        }
-        if auditor != AuditorType::Auto {
-            b.split_calculation(conclusion, output)?;
-        }
-    }
+    b.conclude(trace, options, &outputs, goal)?;
 
     let hdag = b.finish();
     hdag.validate()?;
@@ -777,6 +745,9 @@ struct Builder<'t> {
     links: Links,
     last_step: Option<usize>,
     trace: &'t Trace,
+    /// The tool segments made so far, in trace order (an agent transcript's; empty
+    /// otherwise): the steps after one that use its result rest on it.
+    tools: Vec<agent::Tool>,
 }
 
 impl<'t> Builder<'t> {
@@ -791,6 +762,7 @@ impl<'t> Builder<'t> {
             links: Links::new(&trace.problem),
             last_step: None,
             trace,
+            tools: Vec::new(),
         }
     }
 
@@ -842,6 +814,7 @@ impl<'t> Builder<'t> {
                     if self.is_worded_step(id) {
                         self.split_calculation(id, u.text)?;
                     }
+                    self.after_tools(id, u.text)?;
                 }
             }
         }
@@ -952,6 +925,68 @@ impl<'t> Builder<'t> {
             complexity: seg.complexity,
         });
         Ok(self.nodes.len().saturating_sub(1))
+    }
+
+    /// The final output's STEP nodes (type `conclusion`, one per piece of an output longer
+    /// than a segment), each resting on the problem when the checkers read it as the
+    /// answer to a formal problem, else on the steps it shares symbols or numbers with (or
+    /// the last step); a worded one gets its calculation's OPERATION. Returns their indices.
+    fn conclude(
+        &mut self,
+        trace: &Trace,
+        options: &Options,
+        outputs: &[&'t str],
+        goal: usize,
+    ) -> Result<Vec<usize>, DecomposeError> {
+        let problem = trace.problem.trim();
+        let mut made = Vec::new();
+        let parts: Vec<&str> = if outputs.is_empty() {
+            vec![trace.output.trim()]
+        } else {
+            outputs.to_vec()
+        };
+        for output in parts {
+            // The final answer of a formal problem is checked against the problem itself;
+            // any other answer means something only in the problem's words.
+            let answered = readable::reads_answer(problem, output);
+            let auditor = if options.high_stakes {
+                AuditorType::Human
+            } else if answered {
+                AuditorType::Auto
+            } else {
+                AuditorType::Llm
+            };
+            let conclusion = self.push(Seg {
+                prefix: "F",
+                content: output,
+                level: AbstractionLevel::Step,
+                kind: "conclusion",
+                secondary: if auditor == AuditorType::Auto {
+                    vec![AuditorType::Llm]
+                } else {
+                    vec![AuditorType::Human]
+                },
+                auditor,
+                complexity: Complexity::Low,
+            })?;
+            self.edge(goal, conclusion, Relationship::DecomposesTo, 1.0);
+            made.push(conclusion);
+            if answered {
+                // Checked against the problem itself, the answer rests on the problem alone:
+                // a wrong step that leads to a wrong answer is caught here, and one that does
+                // not still keeps the trace from passing.
+                self.edge(conclusion, goal, Relationship::DependsOn, 1.0);
+            } else if !self.link_dependencies(conclusion, output, goal) {
+                // An answer that shares no symbol with the steps still rests on the last one.
+                if let Some(last) = self.last_step {
+                    self.edge(conclusion, last, Relationship::DependsOn, 0.6);
+                }
+            }
+            if auditor != AuditorType::Auto {
+                self.split_calculation(conclusion, output)?;
+            }
+        }
+        Ok(made)
     }
 
     /// Whether the Computer tier's check covers the whole claim of a unit: a rule

@@ -165,6 +165,10 @@ pub fn forge_computer(r: &Restricted, count: usize, rng: &mut impl RngCore) -> V
             Tier::from(n.primary_auditor) == Tier::Computer
                 && n.abstraction_level != AbstractionLevel::Goal
                 && !r.conclusions.contains(&n.id)
+                // A tool call is judged by re-running it, and a restatement against its
+                // result: a number changed in either has no verdict the checker knows.
+                && n.kind != computer::tool::TOOL_KIND
+                && n.kind != computer::tool::RESTATEMENT_KIND
         })
     };
     let premises_of = |i: usize| -> Vec<usize> {

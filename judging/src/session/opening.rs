@@ -456,6 +456,81 @@ mod tests {
         }
     }
 
+    /// A transcript of two calls to one persistent kernel: the second replays the first.
+    fn kernel_transcript() -> String {
+        use trust_protocol::trace::blocks::{Semantics, render_tool};
+        let first = render_tool("c1", "python", Some(Semantics::Cell), "x = 4\nx", "4").unwrap();
+        let second =
+            render_tool("c2", "python", Some(Semantics::Cell), "y = x * 3\ny", "12").unwrap();
+        serde_json::json!({
+            "problem": "A box holds 4 apples. How many apples are in 3 such boxes?",
+            "thinking": format!("One box first.\n{first}\nOne box holds 4 apples.\n{second}\nThree boxes hold 12 apples."),
+            "output": "There are \\(\\boxed{12}\\) apples.",
+        })
+        .to_string()
+    }
+
+    /// Issue 54: everything a tool segment's seat judges is bound to its id: its code, the
+    /// result the transcript reports, and the earlier cells it replays. A provider that
+    /// seals the second call with another earlier cell (one under which its reported result
+    /// would come out, say) has an outcome that is not about the trace: `match_trace`
+    /// rebuilds the cells from the trace and the id does not match. The replayed cell is
+    /// also in what the contract counts against the exposure budget: the call rests on it.
+    #[test]
+    fn a_tool_call_sealed_with_other_replayed_cells_is_not_the_traces() {
+        use trust_protocol::seal::{SegmentDoc, decrypt_segment};
+        let trace = kernel_transcript();
+        let (p, o) = session(&trace, 0);
+        let m = match_trace(&trace, &opening(&p), &o).expect("the honest outcome matches");
+        let at = |node: &str| {
+            m.steps
+                .iter()
+                .position(|s| s.as_deref() == Some(node))
+                .unwrap()
+        };
+        let (tc1, tc2) = (at("TC1"), at("TC2"));
+        let doc = SegmentDoc::from_bytes(
+            &decrypt_segment(&p.keys[tc2], &p.manifest.segments[tc2].id, &p.blocks[tc2].1).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            doc.cells,
+            vec!["x = 4\nx".to_string()],
+            "the trace's earlier cell"
+        );
+        assert!(doc.claim.contains("y = x * 3") && doc.claim.contains("12"));
+        assert!(crate::session::exposure::sight(&p.manifest, tc2).contains(&(tc1 as u16)));
+        // The forged document: same claim, another earlier cell.
+        let forged = SegmentDoc {
+            cells: vec!["x = 5\nx".into()],
+            ..doc.clone()
+        };
+        assert_ne!(
+            blinded_id(&p.mapping[tc2].salt, &forged),
+            p.manifest.segments[tc2].id
+        );
+        let mut sealed = o.clone();
+        sealed.segments[tc2].id = blinded_id(&p.mapping[tc2].salt, &forged);
+        let e = match_trace(&trace, &opening(&p), &sealed).unwrap_err();
+        assert!(
+            matches!(e, TraceMismatch::NotTheStep { ref node, .. } if node == "TC2"),
+            "{e}"
+        );
+        // Nor may the cells be dropped: a document without them is another document.
+        let mut dropped = o.clone();
+        dropped.segments[tc2].id = blinded_id(
+            &p.mapping[tc2].salt,
+            &SegmentDoc {
+                cells: Vec::new(),
+                ..doc
+            },
+        );
+        assert!(matches!(
+            match_trace(&trace, &opening(&p), &dropped),
+            Err(TraceMismatch::NotTheStep { .. })
+        ));
+    }
+
     /// Issue 53, finding 2: a provider whose NDL proof fails as written (here `e` is
     /// derived from `c` before `c` is) seals the step documents and skeleton of a
     /// reordered text with the same step lines and the same citations, and commits to a

@@ -33,7 +33,7 @@ pub use trust_protocol::{MappingEntry, mapping_document_hash};
 
 use super::honeypot::{self, Bait};
 pub use super::restrict::{
-    Dropped, MAX_CONTEXT_BYTES, Restricted, restrict, restrict_nodes, route_to_people,
+    Dropped, MAX_CONTEXT_BYTES, Restricted, restrict, restrict_nodes, route_to_people, tool_cells,
 };
 use crate::decompose::{self, dependency_order};
 
@@ -186,6 +186,7 @@ pub fn step_doc(r: &Restricted, node: &str, claim: String) -> SegmentDoc {
         given: r.givens.get(node).cloned().unwrap_or_default(),
         operations: r.operations.get(node).cloned().unwrap_or_default(),
         proof: None,
+        cells: r.cells.get(node).cloned().unwrap_or_default(),
     }
 }
 
@@ -231,6 +232,14 @@ pub fn doc_digest(doc: &SegmentDoc) -> Hash {
     if let Some(bytes) = &payload {
         parts.push(b"formal-proof-payload");
         parts.push(bytes);
+    }
+    // A tool call's replayed cells, with their count: what its seats run is bound as much
+    // as what they read.
+    let cells = (doc.cells.len() as u64).to_le_bytes();
+    if !doc.cells.is_empty() {
+        parts.push(b"replayed-cells");
+        parts.push(&cells);
+        parts.extend(doc.cells.iter().map(|c| c.as_bytes()));
     }
     Hash::of_parts("trust/v1/segment-doc", &parts)
 }

@@ -58,6 +58,10 @@ pub struct Restricted {
     /// ([`decompose::proof`]): the plan its nodes were cut from. Each step's segment and
     /// the structure segment carry their part of it ([`proof_payload`]).
     pub proof: Option<std::sync::Arc<crate::proof::ProofPlan>>,
+    /// For each tool segment of a persistent kernel (kept or dropped), the code of that
+    /// kernel's earlier calls, in trace order: its seats replay them, so they travel in
+    /// its document and are bound to its id ([`tool_cells`]).
+    pub cells: BTreeMap<String, Vec<String>>,
 }
 
 impl Restricted {
@@ -320,5 +324,33 @@ pub fn restrict_nodes(
             .map(|g| g.content.clone())
             .unwrap_or_default(),
         proof: None,
+        cells: tool_cells(hdag),
     }
+}
+
+/// The earlier cells of each tool segment of `hdag` that runs in a persistent kernel
+/// ([`ToolKind::Code`](crate::computer::tool::ToolKind) with cell semantics): the code of
+/// every earlier call, in node order (the decomposer's is the trace's; a provider's HDAG
+/// must list its tool segments in trace order, see
+/// [`decompose::from_provider`]), to the same tool (one kernel per tool name). A
+/// script-semantics call replays nothing.
+pub fn tool_cells(hdag: &Hdag) -> BTreeMap<String, Vec<String>> {
+    use crate::computer::tool::{self, TOOL_KIND, ToolKind};
+    use trust_sandbox::Mode;
+    let mut kernels: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut out = BTreeMap::new();
+    for n in hdag.nodes.iter().filter(|n| n.kind == TOOL_KIND) {
+        let Some(t) = tool::read_tool(&n.content) else {
+            continue;
+        };
+        if t.kind() != ToolKind::Code(Mode::Cell) {
+            continue;
+        }
+        let earlier = kernels.entry(t.name.clone()).or_default();
+        if !earlier.is_empty() {
+            out.insert(n.id.clone(), earlier.clone());
+        }
+        earlier.push(t.input.to_string());
+    }
+    out
 }

@@ -225,7 +225,9 @@ pub(crate) fn sources(r: &Restricted) -> Vec<(usize, usize)> {
             .givens
             .get(step_id)
             .is_some_and(|g| g.contains(&r.problem));
+        // A restatement of a tool result is no calculation to forge from.
         if Tier::from(n.primary_auditor) != Tier::Computer
+            && op_node.kind != crate::computer::tool::RESTATEMENT_KIND
             && n.abstraction_level == AbstractionLevel::Step
             && !r.conclusions.contains(step_id)
             && one_operation

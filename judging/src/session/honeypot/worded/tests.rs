@@ -54,6 +54,7 @@ fn seat_view(r: &Restricted, source: &str, f: &Forgery) -> SegmentView {
         given: r.givens.get(source).cloned().unwrap_or_default(),
         operations: vec![f.operation.clone()],
         proof: None,
+        cells: Vec::new(),
     };
     SegmentView::new(doc, premises, false)
 }

@@ -1,0 +1,236 @@
+use trust_protocol::{
+    Hash, Vote,
+    hdag::{AuditorType, Relationship},
+    trace::blocks::{Semantics, render_message, render_redacted, render_tool},
+};
+
+use super::*;
+use crate::{
+    decompose::{Options, decompose, supported_steps},
+    judge::ComputerAuditor,
+    preview::preview,
+};
+
+const FIB: &str = "```python\ndef fib(n):\n    a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n    return a\n```";
+
+fn trace(thinking: &str) -> Trace {
+    Trace {
+        problem: "What is the 10th Fibonacci number?".into(),
+        thinking: thinking.into(),
+        output: "The answer is 55.".into(),
+    }
+}
+
+/// Issue 54: a fenced Python function in the thinking is one unit for a tier that reads
+/// it; no line of it is a step, and the Computer tier votes on none of it (`a, b = b, a +
+/// b` is no equality).
+#[test]
+fn a_fenced_fibonacci_function_gets_no_computer_vote_on_its_code_lines() {
+    let t = trace(&format!(
+        "I write the usual loop.\n\n{FIB}\n\nThe loop keeps the last two numbers, so fib(10) is 55."
+    ));
+    let h = decompose(&t, &Options::default()).expect("decomposes");
+    let code: Vec<_> = h
+        .nodes
+        .iter()
+        .filter(|n| n.content.contains("a, b = b, a + b"))
+        .collect();
+    assert_eq!(code.len(), 1, "{:#?}", h.nodes);
+    assert_eq!(code[0].content, FIB, "the whole fence, as one span");
+    assert_eq!(code[0].kind, CODE_KIND);
+    assert_eq!(code[0].primary_auditor, AuditorType::Llm);
+    for n in &h.nodes {
+        let line_of_code = ["def fib", "a, b = ", "return a", "```"]
+            .iter()
+            .any(|l| n.content.contains(l));
+        assert!(
+            n.id == code[0].id || !line_of_code,
+            "{} holds code outside its block: {:?}",
+            n.id,
+            n.content
+        );
+    }
+    let p = preview(&t, &h);
+    for s in &p.segments {
+        if s.content.contains("a, b = b, a + b") {
+            assert!(s.decision.is_none(), "{}: {:?}", s.id, s.decision);
+        }
+    }
+    // The judge itself never reads code as equalities, whatever routes it there.
+    let d = ComputerAuditor.judge_now(
+        &crate::judge::SegmentView {
+            claim: "a, b = b, a + b".into(),
+            ..Default::default()
+        },
+        &Hash::ZERO,
+    );
+    assert_ne!(d.vote, Vote::Valid, "{}", d.reason);
+}
+
+/// The same function followed by the output it printed is a tool call: one `TC` segment
+/// (code and output its text) for the Computer tier, with its `TU` claim beside it.
+#[test]
+fn a_fenced_block_with_its_output_is_a_tool_call() {
+    for tail in ["```output\n55\n```", "Running it gives 55."] {
+        let t = trace(&format!(
+            "I compute it.\n\n{FIB}\nprint(fib(10))\n{tail}\n\nSo the 10th is 55."
+        ));
+        // The fence closes before `print`: put the call inside the fence.
+        let t = Trace {
+            thinking: t.thinking.replace(
+                "return a\n```\nprint(fib(10))",
+                "return a\nprint(fib(10))\n```",
+            ),
+            ..t
+        };
+        let h = decompose(&t, &Options::default()).expect("decomposes");
+        let tc: Vec<_> = h.nodes.iter().filter(|n| n.kind == TOOL_KIND).collect();
+        assert_eq!(tc.len(), 1, "{tail}: {:#?}", h.nodes);
+        assert_eq!(tc[0].id, "TC1");
+        assert_eq!(tc[0].primary_auditor, AuditorType::Auto);
+        assert!(tc[0].content.starts_with("```python") && tc[0].content.ends_with(tail.trim_end()));
+        assert!(
+            h.nodes
+                .iter()
+                .any(|n| n.kind == TOOL_USE_KIND && n.content == tc[0].content)
+        );
+    }
+}
+
+fn transcript() -> Trace {
+    let call = render_tool(
+        "call_1",
+        "python",
+        Some(Semantics::Cell),
+        "total = 18 / 3 + 5\ntotal",
+        "11.0",
+    )
+    .unwrap();
+    let call2 = render_tool(
+        "call_2",
+        "python",
+        Some(Semantics::Cell),
+        "total * 3",
+        "33.0",
+    )
+    .unwrap();
+    let system = render_message("system", "Solve step by step.").unwrap();
+    let hidden = render_redacted("opaque").unwrap();
+    Trace {
+        problem: "$18 is shared among 3 boys; the eldest adds $5 and then triples it. How much?"
+            .into(),
+        thinking: format!(
+            "{system}\nFirst the share plus the gift.\n{call}\nHe has $11 after the gift.\n{hidden}\nNow triple it.\n{call2}\nHe ends with $33."
+        ),
+        output: "He has \\(\\boxed{33}\\) dollars.".into(),
+    }
+}
+
+/// A marked transcript: each call is `TC`/`TU`, statements using a result rest on it, a
+/// worded one has its restatement checked against it, the answer rests on the last call
+/// and its use, and messages and redacted reasoning are no segments.
+#[test]
+fn a_marked_transcript_is_cut_by_its_blocks() {
+    let t = transcript();
+    let h = decompose(&t, &Options::default()).expect("decomposes");
+    let ids: Vec<&str> = h.nodes.iter().map(|n| n.id.as_str()).collect();
+    for id in ["TC1", "TU1", "TC2", "TU2", "F1"] {
+        assert!(ids.contains(&id), "{id} in {ids:?}");
+    }
+    assert!(
+        h.nodes
+            .iter()
+            .all(|n| !n.content.contains("Solve step by step") && !n.content.contains("opaque")),
+        "{:#?}",
+        h.nodes
+    );
+    let depends = |from: &str, to: &str| {
+        h.edges
+            .iter()
+            .any(|e| e.relationship == Relationship::DependsOn && e.from == from && e.to == to)
+    };
+    let said = h
+        .nodes
+        .iter()
+        .find(|n| n.content == "He has $11 after the gift.")
+        .expect("the statement");
+    assert!(
+        depends(&said.id, "TC1") && depends(&said.id, "TU1"),
+        "{:?}",
+        h.edges
+    );
+    // The second cell replays the first: it rests on it.
+    assert!(depends("TC2", "TC1"));
+    assert!(depends("TU2", "TU1") && depends("TU2", &said.id));
+    assert!(depends("F1", "TC2") && depends("F1", "TU2"));
+    // The statement's restatement, checked by the Computer tier against TC1.
+    let checks = supported_steps(&h);
+    let rs: Vec<_> = h
+        .nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| n.kind == RESTATEMENT_KIND)
+        .collect();
+    assert!(
+        rs.iter().any(
+            |(i, n)| checks.get(i).map(|s| &h.nodes[*s].id) == Some(&said.id)
+                && depends(&n.id, "TC1")
+        ),
+        "{rs:?}"
+    );
+    assert!(
+        rs.iter()
+            .all(|(_, n)| n.primary_auditor == AuditorType::Auto)
+    );
+    // The preview: the calls abstain without a sandbox, the restatements hold, and the
+    // trace does not pass on the Computer tier alone.
+    let p = preview(&t, &h);
+    for s in &p.segments {
+        match s.id.get(..2) {
+            Some("TC") => assert_eq!(s.decision.as_ref().map(|d| d.vote), Some(Vote::Abstain)),
+            Some("RS") => assert_eq!(
+                s.decision.as_ref().map(|d| d.vote),
+                Some(Vote::Valid),
+                "{}: {:?}",
+                s.id,
+                s.decision
+            ),
+            _ => {}
+        }
+    }
+    assert_ne!(
+        p.trace.verdict,
+        trust_contracts::TraceVerdict::Pass,
+        "{}",
+        p.summary()
+    );
+}
+
+/// A restatement that states another value than the result fails the trace, through the
+/// statement it belongs to and what rests on it.
+#[test]
+fn a_misstated_result_fails_the_trace() {
+    let t = transcript();
+    let t = Trace {
+        thinking: t
+            .thinking
+            .replace("He has $11 after the gift.", "He has $12 after the gift."),
+        ..t
+    };
+    let h = decompose(&t, &Options::default()).unwrap();
+    let p = preview(&t, &h);
+    assert_eq!(
+        p.trace.verdict,
+        trust_contracts::TraceVerdict::Fail,
+        "{}",
+        p.summary()
+    );
+}
+
+/// Broken markers are a clear error, not a guess.
+#[test]
+fn broken_markers_are_refused() {
+    let t = trace("<<<result id=call_9>>>\n3\n<<<end id=call_9>>>");
+    let e = decompose(&t, &Options::default()).unwrap_err();
+    assert!(matches!(e, DecomposeError::Blocks(_)), "{e}");
+}
