@@ -16,7 +16,8 @@
 //! must never pass. **PASS precision** is the share of PASS verdicts that fall on correct
 //! traces.
 //!
-//! The corpus format is documented in `scripts/corpus/README.md`.
+//! The corpus format is documented in `scripts/corpus/README.md`. Agent transcripts (tool
+//! calls re-run by the Computer tier) are measured by [`agent`].
 
 use std::collections::BTreeMap;
 
@@ -29,6 +30,8 @@ use trust_protocol::{
 
 use super::preview::preview;
 use crate::decompose::{DecomposeError, Options, decompose};
+
+pub mod agent;
 
 /// One step of a corpus trace.
 #[derive(Debug, Clone, Deserialize)]
