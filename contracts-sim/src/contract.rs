@@ -502,6 +502,7 @@ impl Contract {
                     }
                     ev.push(Event::AuditorRetired { account: who });
                 }
+                registry::StandingChange::RetireChecked => {}
             }
         }
         // Appeal panels, like round-0 seats, are drawn at the start of a block after the

@@ -347,9 +347,12 @@ pub(crate) enum StandingChange {
     Pause(bool),
     /// Its pending bonds and unbonds count in draws now: its draw stake.
     Stake(u64),
-    /// Its entry left the state ([`retire`]), paying out what had freed of its
+    /// Its entry left the state ([`retire_if_due`]), paying out what had freed of its
     /// unbondings.
     Retired(u64),
+    /// Its removal check found it still held back (or bonded again): only the check's
+    /// height on its entry changed.
+    RetireChecked,
 }
 
 /// Makes the expertise declared, and the pauses and resumes asked, for `height` count
@@ -375,8 +378,10 @@ pub(crate) fn apply_standing(st: &mut State, height: u64) -> Vec<(AccountId, Sta
             if let Some(stake) = apply_stake(st, &who, height) {
                 changed.push((who, StandingChange::Stake(stake)));
             }
-            if let Some(paid) = retire_if_due(st, &who, height) {
-                changed.push((who, StandingChange::Retired(paid)));
+            match retire_if_due(st, &who, height) {
+                Some(Some(paid)) => changed.push((who, StandingChange::Retired(paid))),
+                Some(None) => changed.push((who, StandingChange::RetireChecked)),
+                None => {}
             }
         }
     }
@@ -476,9 +481,10 @@ fn schedule_retire(st: &mut State, who: &AccountId, height: u64) {
 
 /// At its removal check: removes `who`'s entry if it has no bonded stake, nothing pending,
 /// no seat in a session not final, and only freed unbondings (paid to its balance, the
-/// amount returned), leaving its record in [`Account::past`]. Bonded again, it is no
-/// longer marked; held back by anything else, it is checked again a retention later.
-fn retire_if_due(st: &mut State, who: &AccountId, height: u64) -> Option<u64> {
+/// amount returned as `Some(Some(paid))`), leaving its record in [`Account::past`]. Bonded
+/// again, it is no longer marked; held back by anything else, it is checked again a
+/// retention later (both `Some(None)`: the entry changed). `None` when no check was due.
+fn retire_if_due(st: &mut State, who: &AccountId, height: u64) -> Option<Option<u64>> {
     let au = st.auditors.get(who)?;
     if au.retire_at.is_none_or(|at| at > height) {
         return None;
@@ -494,7 +500,7 @@ fn retire_if_due(st: &mut State, who: &AccountId, height: u64) -> Option<u64> {
         if let Some(au) = st.auditors.get_mut(who) {
             au.retire_at = None;
         }
-        return None;
+        return Some(None);
     }
     if waiting {
         let at = height.saturating_add(st.params.auditor_retention.max(1));
@@ -502,7 +508,7 @@ fn retire_if_due(st: &mut State, who: &AccountId, height: u64) -> Option<u64> {
             au.retire_at = Some(at);
         }
         st.standing_due.entry(at).or_default().insert(*who);
-        return None;
+        return Some(None);
     }
     let au = st.auditors.remove(who)?;
     let paid = acct
@@ -518,7 +524,7 @@ fn retire_if_due(st: &mut State, who: &AccountId, height: u64) -> Option<u64> {
         exited: au.exiting,
     });
     reindex(st, who);
-    Some(paid)
+    Some(Some(paid))
 }
 
 /// A freshly registered auditor: initial reputation, active, no history.

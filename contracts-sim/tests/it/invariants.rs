@@ -167,6 +167,8 @@ impl World {
             // Small enough that sessions wait for their draw, and some give up waiting.
             seat_capacity: [2, 2, 2],
             draw_patience: 3,
+            // Short enough that emptied auditor entries leave the state within a run.
+            auditor_retention: 2,
             ..test_params()
         };
         Self {
