@@ -718,3 +718,93 @@ fn no_input_panics() {
         }
     }
 }
+
+mod arbitrary {
+    use proptest::prelude::*;
+    use serde_json::{Map, Value};
+    use trust_protocol::trace::{Format, ReadOptions, Trace, blocks};
+
+    /// JSON built from the words transcripts use, so the readers get past their first checks.
+    fn value() -> impl Strategy<Value = Value> {
+        let word = prop::sample::select(vec![
+            "role",
+            "content",
+            "type",
+            "text",
+            "messages",
+            "tool_calls",
+            "tool_call_id",
+            "id",
+            "call_id",
+            "name",
+            "arguments",
+            "function",
+            "code",
+            "user",
+            "assistant",
+            "tool",
+            "system",
+            "developer",
+            "thinking",
+            "tool_use",
+            "tool_result",
+            "tool_use_id",
+            "input",
+            "output",
+            "reasoning",
+            "function_call",
+            "function_call_output",
+            "message",
+            "resourceSpans",
+            "scopeSpans",
+            "spans",
+            "attributes",
+            "key",
+            "value",
+            "stringValue",
+            "startTimeUnixNano",
+            "gen_ai.operation.name",
+            "chat",
+            "execute_tool",
+            "parts",
+            "<<<end id=a>>>",
+            "c1",
+            "1",
+            "",
+        ]);
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            (0u64..5).prop_map(Value::from),
+            word.clone().prop_map(|w| Value::String(w.to_string())),
+        ];
+        leaf.prop_recursive(5, 64, 6, move |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                prop::collection::vec((word.clone(), inner), 0..6).prop_map(|kv| {
+                    Value::Object(
+                        kv.into_iter()
+                            .map(|(k, v)| (k.to_string(), v))
+                            .collect::<Map<_, _>>(),
+                    )
+                }),
+            ]
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn any_json_is_read_or_refused_without_panicking(v in value()) {
+            let text = v.to_string();
+            for format in std::iter::once(None).chain(Format::ALL.into_iter().map(Some)) {
+                let options = ReadOptions { format, ..Default::default() };
+                if let Ok((trace, _)) = Trace::read(&text, &options) {
+                    prop_assert!(blocks(&trace.thinking).is_ok());
+                    prop_assert!(!trace.problem.trim().is_empty() && !trace.output.trim().is_empty());
+                }
+            }
+        }
+    }
+}
