@@ -225,6 +225,22 @@ const REASON_WORDS: &[&str] = &[
     "structure",
     "syntax",
     "type",
+    // The tool checks' own words (issue 54): the markers of a tool segment hold some.
+    "answer",
+    "another",
+    "cell",
+    "code",
+    "differs",
+    "final",
+    "interpreter",
+    "re",
+    "reported",
+    "run",
+    "sandbox",
+    "script",
+    "semantics",
+    "states",
+    "tool",
 ];
 
 /// The reason a seat publishes with its vote: `reason` with every literal of the segment
@@ -272,7 +288,12 @@ pub fn public_reason(view: &SegmentView, reason: &str) -> String {
             out.push('…');
         }
         let digits = word.chars().all(|c| c.is_ascii_digit());
-        *score = word.eq_ignore_ascii_case("score") || (*score && digits);
+        // A score's digits, and the version of the interpreter a tool call was re-run
+        // with (`CPython 3.11.7`), are the judge's own numbers.
+        *score = word.eq_ignore_ascii_case("score")
+            || word == "CPython"
+            || word == "PyPy"
+            || (*score && digits);
         word.clear();
     };
     for c in reason.chars() {
@@ -596,6 +617,51 @@ mod tests {
                 "the problem's expression is …, not … (score 0.9)"
             );
         })
+    }
+
+    /// Issue 54: a tool segment's public reason says that a value differs and which
+    /// interpreter re-ran it, and quotes neither the code nor either value.
+    #[test]
+    fn a_tool_call_s_public_reason_names_the_interpreter_and_no_value() {
+        use trust_protocol::trace::blocks::render_tool;
+        use trust_sandbox::{Display, Outcome, Ran, Request};
+        /// A stand-in executor (this test is about the reason, not about running code).
+        struct Says(&'static str);
+        impl Execute for Says {
+            fn execute(&self, _: &Request) -> Outcome {
+                Outcome::Ran(Ran {
+                    output: self.0.into(),
+                    raised: false,
+                    display: Display::None,
+                })
+            }
+            fn interpreter(&self) -> &str {
+                "CPython 3.11.7"
+            }
+        }
+        let claim = render_tool(
+            "call_1",
+            "python",
+            None,
+            "print(secret_total * 7)",
+            "43000.0",
+        )
+        .unwrap();
+        let v = view(&claim, &[], &["How much is the secret total?"]);
+        let d = ComputerAuditor.judge_with(&v, &Hash::ZERO, Some(&Says("43500.0")));
+        assert_eq!(d.vote, Vote::Invalid, "{}", d.reason);
+        let public = public_reason(&v, &d.reason);
+        for secret in ["43000", "43500", "secret_total", "print"] {
+            assert!(!public.contains(secret), "{secret} in {public:?}");
+        }
+        assert!(
+            public.contains("differs") && public.contains("CPython 3.11.7"),
+            "{public}"
+        );
+        // Without a sandbox: an abstention that says so.
+        let none = ComputerAuditor.judge_now(&v, &Hash::ZERO);
+        assert_eq!(none.vote, Vote::Abstain);
+        assert!(none.reason.contains("no sandbox"), "{}", none.reason);
     }
 
     #[test]

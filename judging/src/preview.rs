@@ -155,6 +155,11 @@ pub fn summary_line(
         let names: Vec<String> = failed
             .iter()
             .map(|f| match &f.of {
+                // A tool result's restatement (issue 54) checks a claim as a calculation
+                // does, but it is no calculation.
+                Some(step) if f.name.starts_with("RS") => {
+                    format!("{} {:?} (a restatement in {step})", f.name, f.verdict)
+                }
                 Some(step) => format!("{} {:?} (a calculation of {step})", f.name, f.verdict),
                 None => format!("{} {:?}", f.name, f.verdict),
             })

@@ -466,5 +466,247 @@ impl<'t> Builder<'t> {
     }
 }
 
+/// Where each tool call, code block and other party's message or redacted reasoning lies
+/// in the thinking: (bytes, whether it is a tool call, its text for a tool call or code).
+fn held(thinking: &str) -> Option<Vec<(std::ops::Range<usize>, Option<Piece<'_>>)>> {
+    let mut out = Vec::new();
+    for p in pieces(thinking).ok()? {
+        let text = match p {
+            Piece::Tool(t) | Piece::Code(t) => t,
+            Piece::Prose(_) => continue,
+        };
+        let at = super::text::offset_in(thinking, text)?;
+        out.push((at..at.saturating_add(text.len()), Some(p)));
+    }
+    for b in blocks::blocks(thinking).ok()? {
+        if let Block::Message { span, .. } | Block::Redacted { span, .. } = b {
+            out.push((span, None));
+        }
+    }
+    out.sort_by_key(|(r, _)| r.start);
+    Some(out)
+}
+
+/// Where `content` first lies in `thinking`, as bytes.
+fn first_in(thinking: &str, content: &str) -> Option<std::ops::Range<usize>> {
+    let at = thinking.find(content)?;
+    Some(at..at.saturating_add(content.len()))
+}
+
+/// A tool call placed by [`enforce_tools`]: where it ends in the thinking, its `TC` and
+/// `TU` ids, its result's values and its kernel (for a call of a persistent kernel).
+type Call = (usize, String, String, Vec<f64>, Option<String>);
+
+/// Post-processing of an HDAG another decomposer made (the paper's LLM pipeline) of an
+/// agent transcript: a node that cuts into a tool call, a code block, a message or
+/// redacted reasoning is dropped (its edges bridged); each tool call becomes its `TC`
+/// segment and `TU` claim, each code block a `CB` unit, with the edges the heuristic
+/// builder gives them (a kernel's calls rest on its earlier ones, a use on its call and the
+/// previous use, a later node that states a value of a result on that call and its use,
+/// the conclusion on the last call and its use). Returns what was changed, for the
+/// provider to read; nothing for a thinking without blocks.
+pub fn enforce_tools(hdag: &mut Hdag, trace: &Trace) -> Vec<String> {
+    use trust_protocol::hdag::{HdagEdge, HdagNode, Strength};
+    let thinking = trace.thinking.as_str();
+    if !applies(thinking) {
+        return Vec::new();
+    }
+    let Some(spans) = held(thinking) else {
+        return vec![
+            "the thinking's block markers do not read: its tool calls were not made segments"
+                .into(),
+        ];
+    };
+    super::mark_problem(hdag, trace);
+    let mut notes = Vec::new();
+    let cuts = |r: &std::ops::Range<usize>| {
+        spans
+            .iter()
+            .any(|(s, _)| r.start < s.end && s.start < r.end)
+    };
+    let dropped: Vec<String> = hdag
+        .nodes
+        .iter()
+        .filter(|n| n.kind != PROBLEM_KIND)
+        .filter(|n| first_in(thinking, &n.content).is_some_and(|r| cuts(&r)))
+        .map(|n| n.id.clone())
+        .collect();
+    if !dropped.is_empty() {
+        notes.push(format!(
+            "{} segment(s) cut into a tool call, code or another party's message and were dropped: {}",
+            dropped.len(),
+            dropped.join(", ")
+        ));
+        hdag.nodes.retain(|n| !dropped.contains(&n.id));
+        let edges = std::mem::take(&mut hdag.edges);
+        hdag.edges = super::llm::bridge(edges, &dropped);
+    }
+    let goal = hdag
+        .nodes
+        .iter()
+        .find(|n| n.kind == PROBLEM_KIND)
+        .map(|n| n.id.clone());
+    let mut taken: std::collections::BTreeSet<String> =
+        hdag.nodes.iter().map(|n| n.id.clone()).collect();
+    let mut fresh = |prefix: &str| {
+        let mut k = 1usize;
+        loop {
+            let id = format!("{prefix}{k}");
+            if taken.insert(id.clone()) {
+                return id;
+            }
+            k = k.saturating_add(1);
+        }
+    };
+    let edge = |from: &str, to: &str, relationship: Relationship| HdagEdge {
+        from: from.to_string(),
+        to: to.to_string(),
+        relationship,
+        strength: Some(Strength::Strong),
+        confidence: Some(0.9),
+    };
+    let node = |id: String, content: &str, kind: &str, auditor: AuditorType| HdagNode {
+        summary: text::summary(content),
+        id,
+        content: content.to_string(),
+        abstraction_level: AbstractionLevel::Step,
+        kind: kind.to_string(),
+        secondary_auditors: vec![if auditor == AuditorType::Auto {
+            AuditorType::Llm
+        } else {
+            AuditorType::Human
+        }],
+        primary_auditor: auditor,
+        complexity: if auditor == AuditorType::Auto {
+            Complexity::Low
+        } else {
+            Complexity::Medium
+        },
+    };
+    // (end of the call in the thinking, TC id, TU id, result values)
+    let mut calls: Vec<Call> = Vec::new();
+    let (mut made, mut codes) = (0usize, 0usize);
+    for (range, piece) in &spans {
+        match piece {
+            Some(Piece::Tool(text)) => {
+                let Some(t) = tool::read_tool(text) else {
+                    continue;
+                };
+                let kernel = matches!(t.kind(), ToolKind::Code(trust_sandbox::Mode::Cell))
+                    .then(|| t.name.clone());
+                let (tc, tu) = (fresh("TC"), fresh("TU"));
+                hdag.nodes
+                    .push(node(tc.clone(), text, TOOL_KIND, AuditorType::Auto));
+                hdag.nodes
+                    .push(node(tu.clone(), text, TOOL_USE_KIND, AuditorType::Llm));
+                if let Some(g) = &goal {
+                    hdag.edges.push(edge(g, &tc, Relationship::DecomposesTo));
+                    hdag.edges.push(edge(g, &tu, Relationship::DecomposesTo));
+                    hdag.edges.push(edge(&tu, g, Relationship::DependsOn));
+                }
+                for (_, earlier, _, _, k) in &calls {
+                    if kernel.is_some() && *k == kernel {
+                        hdag.edges.push(edge(&tc, earlier, Relationship::DependsOn));
+                    }
+                }
+                hdag.edges.push(edge(&tu, &tc, Relationship::DependsOn));
+                if let Some((_, _, prev, _, _)) = calls.last() {
+                    hdag.edges.push(edge(&tu, prev, Relationship::DependsOn));
+                }
+                let values = tool::values(t.result, false)
+                    .into_iter()
+                    .map(|v| v.value)
+                    .collect();
+                calls.push((range.end, tc, tu, values, kernel));
+                made = made.saturating_add(1);
+            }
+            Some(Piece::Code(text)) => {
+                let id = fresh("CB");
+                hdag.nodes
+                    .push(node(id.clone(), text, CODE_KIND, AuditorType::Llm));
+                if let Some(g) = &goal {
+                    hdag.edges.push(edge(g, &id, Relationship::DecomposesTo));
+                }
+                codes = codes.saturating_add(1);
+            }
+            _ => {}
+        }
+    }
+    // What rests on a result: a later node stating one of its values; the conclusion.
+    let output = trace.output.as_str();
+    let mut links = Vec::new();
+    for n in hdag.nodes.iter().filter(|n| {
+        n.kind != PROBLEM_KIND && ![TOOL_KIND, TOOL_USE_KIND, CODE_KIND].contains(&n.kind.as_str())
+    }) {
+        let in_output = n.kind == "conclusion"
+            || (!thinking.contains(&n.content) && output.contains(&n.content));
+        let after = first_in(thinking, &n.content).map(|r| r.start);
+        let stated = tool::values(&n.content, true);
+        let used = calls.iter().rev().find(|(end, _, _, values, _)| {
+            (in_output || after.is_some_and(|a| a >= *end))
+                && stated
+                    .iter()
+                    .any(|s| s.value.abs() > 1.0 && values.iter().any(|r| tool::same(s.value, *r)))
+        });
+        let last = in_output.then(|| calls.last()).flatten();
+        for (_, tc, tu, _, _) in used.into_iter().chain(last) {
+            links.push(edge(&n.id, tc, Relationship::DependsOn));
+            links.push(edge(&n.id, tu, Relationship::DependsOn));
+        }
+    }
+    hdag.edges.extend(links);
+    hdag.edges
+        .dedup_by(|a, b| a.from == b.from && a.to == b.to && a.relationship == b.relationship);
+    if made > 0 || codes > 0 {
+        notes.push(format!(
+            "the thinking's {made} tool call(s) are one segment each (TC, re-run by the Computer tier) with their use (TU, for a tier that reads words), and its {codes} code block(s) one unit each"
+        ));
+    }
+    notes
+}
+
+/// A provider's HDAG of an agent transcript: each tool call of the thinking is one
+/// segment of type `tool_call` (its whole block), every such segment is one, and they are
+/// listed in trace order (a kernel's earlier cells are read in node order).
+pub(super) fn check_tool_segments(hdag: &Hdag, trace: &Trace) -> Result<(), DecomposeError> {
+    let thinking = trace.thinking.as_str();
+    let mut last: Option<(usize, &str)> = None;
+    for n in hdag.nodes.iter().filter(|n| n.kind == TOOL_KIND) {
+        if tool::read_tool(&n.content).is_none() {
+            return Err(DecomposeError::ToolSegments(format!(
+                "segment {} is of type {TOOL_KIND} but is not one whole tool call of the thinking",
+                n.id
+            )));
+        }
+        let at = thinking.find(&n.content).unwrap_or(0);
+        if let Some((before, id)) = last
+            && at <= before
+        {
+            return Err(DecomposeError::ToolSegments(format!(
+                "tool segments {id} and {} are not in trace order: a kernel's earlier calls are replayed in the order the HDAG lists them",
+                n.id
+            )));
+        }
+        last = Some((at, n.id.as_str()));
+    }
+    if !applies(thinking) {
+        return Ok(());
+    }
+    for (_, piece) in held(thinking).unwrap_or_default() {
+        if let Some(Piece::Tool(text)) = piece
+            && !hdag
+                .nodes
+                .iter()
+                .any(|n| n.kind == TOOL_KIND && n.content == text)
+        {
+            return Err(DecomposeError::ToolSegments(format!(
+                "the thinking's tool call {:?} has no segment of its own: give it a node of type {TOOL_KIND} whose content is its whole block, routed to T_Auto",
+                text::summary(text)
+            )));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests;

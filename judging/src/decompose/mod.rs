@@ -52,6 +52,7 @@
 
 mod agent;
 pub mod llm;
+pub use agent::enforce_tools;
 pub mod place;
 pub mod proof;
 pub mod sample;
@@ -450,6 +451,7 @@ pub fn from_provider(trace: &Trace, json: &str) -> Result<Hdag, DecomposeError> 
     let mut hdag = Hdag::from_json(json)?;
     hdag.validate_spans(trace)?;
     mark_problem(&mut hdag, trace);
+    agent::check_tool_segments(&hdag, trace)?;
     let conclusions = conclusion_nodes(&hdag);
     for (i, n) in hdag.nodes.iter().enumerate() {
         if n.primary_auditor == AuditorType::Auto
@@ -493,6 +495,10 @@ fn conclusion_nodes(hdag: &Hdag) -> BTreeSet<usize> {
 /// step of it as the heuristic builder would route it ([`Builder::covers`]).
 pub fn computer_covers(content: &str, problem: &str, conclusion: bool) -> bool {
     if conclusion && readable::reads_answer(problem, content) {
+        return true;
+    }
+    // A whole tool call: judged by re-running it.
+    if crate::computer::tool::is_tool(content) {
         return true;
     }
     let formal = readable::is_formal(problem);

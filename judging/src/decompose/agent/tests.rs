@@ -1,6 +1,6 @@
 use trust_protocol::{
     Hash, Vote,
-    hdag::{AuditorType, Relationship},
+    hdag::{AuditorType, Hdag, Relationship},
     trace::blocks::{Semantics, render_message, render_redacted, render_tool},
 };
 
@@ -233,4 +233,59 @@ fn broken_markers_are_refused() {
     let t = trace("<<<result id=call_9>>>\n3\n<<<end id=call_9>>>");
     let e = decompose(&t, &Options::default()).unwrap_err();
     assert!(matches!(e, DecomposeError::Blocks(_)), "{e}");
+}
+
+/// The paper's LLM decomposition of a transcript, post-processed: a segment the model cut
+/// out of a call's code is dropped, each call becomes its `TC` and `TU`, and a later
+/// statement of a result rests on its call.
+#[test]
+fn an_llm_decomposition_gets_its_tool_segments() {
+    let t = transcript();
+    let mut h: Hdag = serde_json::from_value(serde_json::json!({
+        "nodes": [
+            {"id": "G1", "content": t.problem, "abstraction_level": "GOAL", "primary_auditor": "T_Human"},
+            {"id": "O1", "content": "total = 18 / 3 + 5", "abstraction_level": "OPERATION", "primary_auditor": "T_Auto"},
+            {"id": "S1", "content": "He has $11 after the gift.", "abstraction_level": "STEP", "primary_auditor": "T_LLM"},
+            {"id": "F1", "content": t.output, "abstraction_level": "STEP", "type": "conclusion", "primary_auditor": "T_LLM"},
+        ],
+        "edges": [
+            {"from": "S1", "to": "O1", "relationship": "depends_on"},
+            {"from": "F1", "to": "S1", "relationship": "depends_on"},
+        ]
+    }))
+    .unwrap();
+    let notes = crate::decompose::enforce_tools(&mut h, &t);
+    assert!(notes.iter().any(|n| n.contains("O1")), "{notes:?}");
+    h.validate().expect("valid");
+    h.validate_spans(&t).expect("spans");
+    let ids: Vec<&str> = h.nodes.iter().map(|n| n.id.as_str()).collect();
+    assert!(!ids.contains(&"O1"), "{ids:?}");
+    for id in ["TC1", "TU1", "TC2", "TU2"] {
+        assert!(ids.contains(&id), "{id}: {ids:?}");
+    }
+    let depends = |from: &str, to: &str| {
+        h.edges
+            .iter()
+            .any(|e| e.relationship == Relationship::DependsOn && e.from == from && e.to == to)
+    };
+    assert!(depends("S1", "TC1") && depends("TC2", "TC1") && depends("F1", "TU2"));
+    // The same HDAG from a provider is accepted; one whose calls are out of order, or
+    // that gives a call no segment, is refused.
+    let json = serde_json::to_string(&h).unwrap();
+    assert!(crate::decompose::from_provider(&t, &json).is_ok());
+    let mut swapped = h.clone();
+    let (a, b) = (
+        swapped.nodes.iter().position(|n| n.id == "TC1").unwrap(),
+        swapped.nodes.iter().position(|n| n.id == "TC2").unwrap(),
+    );
+    swapped.nodes.swap(a, b);
+    let e =
+        crate::decompose::from_provider(&t, &serde_json::to_string(&swapped).unwrap()).unwrap_err();
+    assert!(e.to_string().contains("not in trace order"), "{e}");
+    let mut missing = h.clone();
+    missing.nodes.retain(|n| n.id != "TC2");
+    missing.edges.retain(|e| e.from != "TC2" && e.to != "TC2");
+    let e =
+        crate::decompose::from_provider(&t, &serde_json::to_string(&missing).unwrap()).unwrap_err();
+    assert!(e.to_string().contains("has no segment of its own"), "{e}");
 }

@@ -246,6 +246,9 @@ impl<'t> Decomposer<'t> {
         // A tier judges a segment only when its check covers the whole claim: what the
         // model gave the Computer tier beyond that goes to the LLM tier, its calculation
         // checked on its own.
+        // A transcript's tool calls are one segment each (and code one unit), never cut
+        // by the model; messages and redacted reasoning are no segments.
+        warnings.extend(crate::decompose::enforce_tools(&mut hdag, self.trace));
         warnings.extend(crate::decompose::enforce_coverage(&mut hdag, self.trace));
         hdag.validate()
             .and_then(|()| hdag.validate_spans(self.trace))
@@ -260,7 +263,7 @@ impl<'t> Decomposer<'t> {
 
 /// The edges without those touching a dropped node; a `depends_on` or `decomposes_to`
 /// chain through one is kept by joining its ends (`A -> X -> B` becomes `A -> B`).
-pub(super) fn bridge(edges: Vec<HdagEdge>, dropped: &[String]) -> Vec<HdagEdge> {
+pub(crate) fn bridge(edges: Vec<HdagEdge>, dropped: &[String]) -> Vec<HdagEdge> {
     let gone: BTreeSet<&str> = dropped.iter().map(String::as_str).collect();
     let mut out: Vec<HdagEdge> = Vec::new();
     for x in &gone {

@@ -39,6 +39,7 @@ use trust_protocol::{
     trace::Trace,
 };
 
+pub(crate) use self::hdag::bridge;
 pub use self::{
     error::ReplyError,
     hdag::Decomposer,
