@@ -129,6 +129,9 @@ pub enum TranscriptError {
         /// Why.
         error: BlockError,
     },
+    /// `<think>` text that does not have the shape it needs.
+    #[error("{0}")]
+    Think(String),
     /// Two spellings of one thing that disagree (e.g. a tool result recorded twice).
     #[error("{at}: {what}")]
     Conflict {

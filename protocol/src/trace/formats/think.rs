@@ -7,10 +7,9 @@
 //! `<think>` (an optional `## Thinking Process` heading may follow it). When both are given
 //! they must agree. Any other text before `<think>` is refused rather than guessed at.
 
-use super::{TranscriptError, shape};
+use super::TranscriptError;
 use crate::trace::Trace;
 
-const AT: &str = "think text";
 const OPEN: &str = "<think>";
 const CLOSE: &str = "</think>";
 
@@ -22,25 +21,19 @@ pub(in crate::trace) fn detect(input: &str) -> bool {
 /// Reads think text; `problem` is the caller's problem statement, if any.
 pub(in crate::trace) fn read(input: &str, problem: Option<&str>) -> Result<Trace, TranscriptError> {
     if input.matches(CLOSE).count() != 1 {
-        return Err(shape(
-            AT,
-            format!(
-                "expected exactly one {CLOSE}, found {}",
-                input.matches(CLOSE).count()
-            ),
-        ));
+        return Err(shape(format!(
+            "expected exactly one {CLOSE}, found {}",
+            input.matches(CLOSE).count()
+        )));
     }
     let opens = input.matches(OPEN).count();
     if opens > 1 {
-        return Err(shape(
-            AT,
-            format!("expected at most one {OPEN}, found {opens}"),
-        ));
+        return Err(shape(format!("expected at most one {OPEN}, found {opens}")));
     }
     let close = input.find(CLOSE).unwrap_or_default();
     let (prefix, think_start) = match input.find(OPEN) {
         Some(open) if open > close => {
-            return Err(shape(AT, format!("{OPEN} comes after {CLOSE}")));
+            return Err(shape(format!("{OPEN} comes after {CLOSE}")));
         }
         Some(open) => (
             input.get(..open).unwrap_or(""),
@@ -56,29 +49,25 @@ pub(in crate::trace) fn read(input: &str, problem: Option<&str>) -> Result<Trace
     } else {
         let rest = prefix.trim_start();
         let body = heading_body(rest, "## Problem Statement").ok_or_else(|| {
-            shape(AT, format!("text before {OPEN} must be a ## Problem Statement section (or give the problem as an option)"))
+            shape(format!("text before {OPEN} must be a ## Problem Statement section (or give the problem as an option)"))
         })?;
         Some(strip_trailing_heading(body, "## Thinking Process").trim())
     };
     let problem = match (problem.map(str::trim), stated) {
         (Some(given), Some(stated)) if given != stated => {
             return Err(shape(
-                AT,
                 "the problem given as an option differs from the ## Problem Statement in the text",
             ));
         }
         (Some(p), _) | (None, Some(p)) => p,
         (None, None) => {
-            return Err(shape(
-                AT,
-                format!(
-                    "no problem: give it as an option (--problem) or put it under ## Problem Statement before {OPEN}"
-                ),
-            ));
+            return Err(shape(format!(
+                "no problem: give it as an option (--problem) or put it under ## Problem Statement before {OPEN}"
+            )));
         }
     };
     if problem.is_empty() {
-        return Err(shape(AT, "the problem is empty"));
+        return Err(shape("the problem is empty"));
     }
     if thinking.is_empty() {
         return Err(TranscriptError::NoReasoning);
@@ -103,6 +92,10 @@ fn is_heading(line: &str, heading: &str) -> bool {
 }
 
 /// The text after `heading` when `text` starts with that heading line.
+fn shape(what: impl Into<String>) -> TranscriptError {
+    TranscriptError::Think(what.into())
+}
+
 fn heading_body<'a>(text: &'a str, heading: &str) -> Option<&'a str> {
     let (first, rest) = text.split_once('\n').unwrap_or((text, ""));
     is_heading(first, heading).then_some(rest)
