@@ -7,8 +7,8 @@
 //! a `tool_result` block (by `tool_use_id`) in a later user message; server tools
 //! (`server_tool_use`) answered by a `*_tool_result` block in the same message. A code
 //! execution result is its `stdout`, followed by its `stderr` when there is any; an error
-//! result is `error: CODE`. Anthropic's code execution runs each call as a fresh program, so
-//! its semantics is `script` unless said otherwise.
+//! result is `error: CODE`. A server code execution call is read as `script` (each call its
+//! own program) unless a tool definition or the option says otherwise.
 
 use serde_json::{Map, Value};
 
