@@ -22,13 +22,25 @@
 //! genesis validators no longer hold 2/3 of the certificate's weight, the check refuses
 //! (and says so) rather than trust the peer.
 //!
-//! Such a network is joined with a trusted block (`--state-sync-trust HEIGHT:HASH`, the
-//! hash read from a node the operator trusts, as a light client takes its trusted header):
-//! the snapshot is asked for at that height, and check 3's certificate is replaced by the
-//! block's hash, which must be the trusted one; checks 1, 2 and 4 stay. A peer cannot
-//! serve another state under a trusted hash (the header commits to the state root), and
-//! an operator given a wrong hash is told the peer's block is not it, so nothing is
-//! installed.
+//! Genesis power vouches for a snapshot only up to the genesis unbonding horizon
+//! ([`genesis_horizon`]: the genesis `unbond_delay`, in blocks). A genesis validator that
+//! unbonds in block 1 can withdraw its stake from block `1 + unbond_delay` on; up to that
+//! height every key counted in the genesis powers still has its stake held by the contract,
+//! and past it the keys may hold nothing, so their signatures cost them nothing (the
+//! long-range attack). A snapshot whose next block lies past the horizon is therefore
+//! refused without a trusted block, before it is downloaded, with an error that names
+//! `--state-sync-trust` and the command that prints a block to trust.
+//!
+//! Such a snapshot is taken with a trusted block (`--state-sync-trust HEIGHT:HASH`, read
+//! from a node the operator trusts, as a light client takes its trusted header: `trust-node
+//! status` there prints its `height` and `tip`). The trusted block is the snapshot's own
+//! block or one above it: the node takes the peer's newest snapshot at or below HEIGHT, and
+//! check 3's certificate is replaced by the hash chain from the snapshot's block up to the
+//! trusted one (each header names its parent's hash, [`MAX_TRUST_LINK`] headers at most),
+//! which must end at HASH; checks 1, 2 and 4 stay. A peer cannot serve another state under
+//! a trusted hash (the chain of headers commits to the snapshot's block and that to the
+//! state root), and an operator given a wrong hash is told the peer's block is not it, so
+//! nothing is installed.
 
 use std::time::Duration;
 
@@ -56,6 +68,21 @@ pub const WAIT_FOR_SNAPSHOT: Duration = Duration::from_secs(120);
 /// megabytes a second fits.
 pub const PER_PEER_DEADLINE: Duration = Duration::from_secs(600);
 
+/// Most headers a trusted block may lie above the snapshot's block: the joining node reads
+/// each of them to link the snapshot to the trusted hash.
+pub const MAX_TRUST_LINK: u64 = 10_000;
+
+/// The highest block whose commit certificate genesis power alone may vouch for: the
+/// genesis `unbond_delay`. Stake unbonded in block 1, the earliest a genesis validator can
+/// unbond, is withdrawable from block `1 + unbond_delay`; up to this height every genesis
+/// key still has its stake held.
+pub fn genesis_horizon(doc: &GenesisDoc) -> u64 {
+    doc.genesis.params.unbond_delay
+}
+
+/// How to get a block to trust, as the errors say it.
+const HOW_TO_TRUST: &str = "read one from a node you trust: `trust-node status --api HOST:PORT` there prints its `height` and `tip` hash, which you pass as --state-sync-trust HEIGHT:TIP";
+
 /// Why state sync failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -75,6 +102,20 @@ pub enum StateSyncError {
     /// No address gave a snapshot that passed the checks.
     #[error("state sync failed from every address given: {0}")]
     NoSnapshot(#[source] Refusals),
+    /// Every address offered a snapshot past the genesis unbonding horizon, and no block
+    /// was trusted.
+    #[error(
+        "state sync needs a trusted block: the newest snapshot offered is at block {height}, past \
+         the genesis unbonding horizon (block {horizon}, the genesis unbond_delay), after which the \
+         genesis validators may have withdrawn their stake, so their signatures no longer vouch \
+         for a snapshot; start again with --state-sync-trust HEIGHT:HASH ({HOW_TO_TRUST})"
+    )]
+    TrustNeeded {
+        /// The height of the newest snapshot offered.
+        height: u64,
+        /// [`genesis_horizon`].
+        horizon: u64,
+    },
 }
 
 /// Why one address's snapshot was not taken.
@@ -99,6 +140,18 @@ pub enum Refused {
     /// The snapshot or its blocks break a check (the rule, in words).
     #[error("{0}")]
     Invalid(String),
+    /// No block is trusted and the snapshot is past [`genesis_horizon`].
+    #[error(
+        "the snapshot is at block {height}, past the genesis unbonding horizon (block \
+         {horizon}): genesis power no longer vouches for it, so it needs --state-sync-trust \
+         ({HOW_TO_TRUST})"
+    )]
+    PastHorizon {
+        /// The snapshot's height.
+        height: u64,
+        /// [`genesis_horizon`].
+        horizon: u64,
+    },
     /// The snapshot or one of its blocks fails a check of its own (`what`: which, and
     /// how).
     #[error("{what}: {source}")]
@@ -223,6 +276,17 @@ async fn sync_within(
                 }
             }
         }
+        let past: Vec<(u64, u64)> = refused
+            .iter()
+            .filter_map(|(_, r)| match r {
+                Refused::PastHorizon { height, horizon } => Some((*height, *horizon)),
+                _ => None,
+            })
+            .collect();
+        if !refused.is_empty() && past.len() == refused.len() {
+            let (height, horizon) = past.into_iter().max().unwrap_or_default();
+            return Err(StateSyncError::TrustNeeded { height, horizon });
+        }
         let waiting = why.iter().all(|w| w.contains("no snapshot below the tip"));
         if !waiting || tokio::time::Instant::now() >= deadline {
             return Err(StateSyncError::NoSnapshot(Refusals(refused)));
@@ -238,7 +302,29 @@ async fn fetch_checked(
     doc: &GenesisDoc,
     trust: Option<TrustedBlock>,
 ) -> Result<(StoredBlock, Vec<u8>, Option<(u128, u128)>), Refused> {
-    let first = chunk(addr, trust.map(|t| t.height), 0).await?;
+    let mut first = chunk(addr, None, 0).await?;
+    match trust {
+        // The newest snapshot is above the trusted block: an older one may be kept at it.
+        Some(t) if first.height > t.height => {
+            first = chunk(addr, Some(t.height), 0).await.map_err(|e| {
+                Refused::Invalid(format!(
+                    "the newest snapshot here is at block {}, above the trusted block {}, \
+                     and none is at block {} ({e}): trust a block at or above block {} \
+                     ({HOW_TO_TRUST})",
+                    first.height, t.height, t.height, first.height
+                ))
+            })?;
+        }
+        Some(t) if t.height - first.height > MAX_TRUST_LINK => {
+            return Err(Refused::Invalid(format!(
+                "the trusted block {} is more than {MAX_TRUST_LINK} blocks above the newest \
+                 snapshot here (block {}): trust a block nearer it",
+                t.height, first.height
+            )));
+        }
+        Some(_) => {}
+        None => past_horizon(doc, first.height)?,
+    }
     if first.total > MAX_SNAPSHOT_BYTES {
         return Err(Refused::Invalid(format!(
             "a snapshot of {} bytes is over the {MAX_SNAPSHOT_BYTES} accepted",
@@ -270,8 +356,47 @@ async fn fetch_checked(
     let next = chunk_part(addr, first.height, "next").await?;
     let block: StoredBlock = decode("block", &block.block)?;
     let next: StoredBlock = decode("next block", &next.next)?;
-    let power = check(doc, first.height, &snapshot, &block, &next, trust)?;
+    let link = match trust {
+        Some(t) => headers(addr, first.height.saturating_add(2), t.height).await?,
+        None => Vec::new(),
+    };
+    let power = check(doc, first.height, &snapshot, &block, &next, trust, &link)?;
     Ok((block, snapshot, power))
+}
+
+/// Without a trusted block: refused when the certificate of the block after a snapshot at
+/// `height` lies past [`genesis_horizon`].
+fn past_horizon(doc: &GenesisDoc, height: u64) -> Result<(), Refused> {
+    let horizon = genesis_horizon(doc);
+    if height.saturating_add(1) > horizon {
+        return Err(Refused::PastHorizon { height, horizon });
+    }
+    Ok(())
+}
+
+/// The headers of blocks `from..=to` as `addr` serves them (`GET /v1/blocks/H`), each
+/// checked to be at its height; nothing when `from > to`. Whether they link is
+/// [`check`]'s.
+async fn headers(
+    addr: &str,
+    from: u64,
+    to: u64,
+) -> Result<Vec<trust_protocol::block::BlockHeader>, Refused> {
+    let mut out = Vec::new();
+    for h in from..=to {
+        let json = client::get(addr, &format!("/v1/blocks/{h}")).await?;
+        let header: trust_protocol::block::BlockHeader =
+            serde_json::from_value(json.get("header").cloned().unwrap_or_default())
+                .map_err(Refused::Parse)?;
+        if header.height != h {
+            return Err(Refused::Invalid(format!(
+                "asked for block {h}, got a header at height {}",
+                header.height
+            )));
+        }
+        out.push(header);
+    }
+    Ok(out)
 }
 
 async fn chunk(addr: &str, height: Option<u64>, offset: u64) -> Result<SnapshotChunk, Refused> {
@@ -322,8 +447,10 @@ fn fails(what: impl Into<String>, e: impl Into<crate::Cause>) -> Refused {
 }
 
 /// The checks of the module doc, 1 to 4; with `trust`, check 3's certificate is replaced
-/// by the snapshot's block being the trusted one. The power that signed the next block's
-/// certificate, and the total, when it was checked.
+/// by the hash chain from the snapshot's block, through the next block and `link` (the
+/// headers after it, in order), up to the trusted block; without it, the snapshot must lie
+/// below [`genesis_horizon`]. The power that signed the next block's certificate, and the
+/// total, when it was checked.
 fn check(
     doc: &GenesisDoc,
     height: u64,
@@ -331,7 +458,11 @@ fn check(
     block: &StoredBlock,
     next: &StoredBlock,
     trust: Option<TrustedBlock>,
+    link: &[trust_protocol::block::BlockHeader],
 ) -> Result<Option<(u128, u128)>, Refused> {
+    if trust.is_none() {
+        past_horizon(doc, height)?;
+    }
     let chain = doc.chain_id();
     let bad = |m: String| Refused::Invalid(m);
     let contract =
@@ -371,13 +502,43 @@ fn check(
         )));
     }
     let power = match trust {
-        Some(t) if t.height != height || t.hash != block.block.hash() => {
-            return Err(bad(format!(
-                "the snapshot's block {height} is {}, not the trusted block {t}",
-                block.block.hash()
-            )));
+        Some(t) => {
+            // The hash of each block from the snapshot's up, each linked to the one below.
+            let mut chain = vec![
+                (height, block.block.hash()),
+                (after.height, next.block.hash()),
+            ];
+            for h in link {
+                let (below, below_hash) = chain.last().copied().unwrap_or_default();
+                if h.height != below.saturating_add(1) || h.prev_hash != below_hash {
+                    return Err(bad(format!(
+                        "block {} does not link to block {below}: no chain of headers leads \
+                         from the snapshot to the trusted block",
+                        h.height
+                    )));
+                }
+                chain.push((h.height, h.hash()));
+            }
+            match chain.iter().find(|(h, _)| *h == t.height) {
+                Some((_, hash)) if *hash == t.hash => None,
+                Some((h, hash)) => {
+                    return Err(bad(format!(
+                        "the peer's block {h} is {hash}, not the trusted block {t}{}",
+                        if *h == height {
+                            format!(" (the snapshot's block {height})")
+                        } else {
+                            format!(" (the chain of headers from the snapshot's block {height})")
+                        }
+                    )));
+                }
+                None => {
+                    return Err(bad(format!(
+                        "the snapshot's block {height} and the headers after it do not reach \
+                         the trusted block {t}"
+                    )));
+                }
+            }
         }
-        Some(_) => None,
         None => Some(
             crate::proof::check_certificate_from_genesis(
                 &next.certificate,
@@ -415,15 +576,23 @@ mod tests {
     use super::*;
     use crate::{chain::build_block, testchain::sign_certificate};
 
-    /// A one-validator network's genesis, its first four blocks as stored (certified by
+    /// A one-validator network's genesis, its first six blocks as stored (certified by
     /// the validator) and the state after each (index 0: genesis).
     fn network(name: &str) -> (GenesisDoc, Keypair, Vec<StoredBlock>, Vec<Contract>) {
+        network_with(name, Params::default())
+    }
+
+    /// [`network`] under `params`.
+    fn network_with(
+        name: &str,
+        params: Params,
+    ) -> (GenesisDoc, Keypair, Vec<StoredBlock>, Vec<Contract>) {
         let key = Keypair::from_label("statesync-validator");
         let doc = GenesisDoc {
             chain_name: name.into(),
             validators: vec![key.public()],
             genesis: Genesis {
-                params: Params::default(),
+                params,
                 accounts: vec![GenesisAccount {
                     id: key.public(),
                     balance: 10_000,
@@ -436,7 +605,7 @@ mod tests {
         let mut states = vec![Contract::new(&doc.genesis).unwrap().with_chain(chain)];
         let mut tip = Tip::genesis(chain);
         let mut blocks = Vec::new();
-        for h in 1..=4u64 {
+        for h in 1..=6u64 {
             let (block, done, _) = build_block(states.last().unwrap(), &tip, &key, h, &[]).unwrap();
             blocks.push(StoredBlock {
                 certificate: sign_certificate(&chain, &block.header, &[&key]),
@@ -456,7 +625,7 @@ mod tests {
     fn a_snapshot_is_taken_only_with_its_block_and_a_certified_next_block() {
         let (doc, _key, blocks, states) = network("statesync");
         let snap = states[2].snapshot();
-        let power = check(&doc, 2, &snap, &blocks[1], &blocks[2], None).unwrap();
+        let power = check(&doc, 2, &snap, &blocks[1], &blocks[2], None, &[]).unwrap();
         assert_eq!(power, Some((1_000, 1_000)));
 
         let refused = |r: Result<Option<(u128, u128)>, Refused>| r.unwrap_err().to_string();
@@ -467,6 +636,7 @@ mod tests {
             &blocks[1],
             &blocks[2],
             None,
+            &[],
         ));
         assert!(e.contains("state root"), "{e}");
         let e = refused(check(
@@ -476,14 +646,15 @@ mod tests {
             &blocks[1],
             &blocks[2],
             None,
+            &[],
         ));
         assert!(e.contains("does not decode"), "{e}");
-        let e = refused(check(&doc, 2, &snap, &blocks[1], &blocks[3], None));
+        let e = refused(check(&doc, 2, &snap, &blocks[1], &blocks[3], None, &[]));
         assert!(e.contains("does not link"), "{e}");
         let stranger = Keypair::from_label("statesync-stranger");
         let mut forged = blocks[2].clone();
         forged.certificate = sign_certificate(&doc.chain_id(), &forged.block.header, &[&stranger]);
-        let e = refused(check(&doc, 2, &snap, &blocks[1], &forged, None));
+        let e = refused(check(&doc, 2, &snap, &blocks[1], &forged, None, &[]));
         assert!(e.contains("block 3"), "{e}");
         let (other, _, other_blocks, other_states) = network("another network");
         let e = refused(check(
@@ -493,6 +664,7 @@ mod tests {
             &other_blocks[1],
             &other_blocks[2],
             None,
+            &[],
         ));
         assert!(e.contains("chain"), "{e}");
         // The genuine one still passes for its own network.
@@ -503,15 +675,17 @@ mod tests {
             &other_blocks[1],
             &other_blocks[2],
             None,
+            &[],
         )
         .unwrap();
     }
 
     /// With a trusted block, a next block whose certificate the genesis powers do not
     /// carry (as on a network whose powers moved since genesis) is accepted when the
-    /// snapshot's block is the trusted one; a snapshot's block with another hash, or at
-    /// another height, is refused, naming the trusted block; the state-root and next-block
-    /// checks still hold.
+    /// trusted block is the snapshot's block, the next one, or one the headers after them
+    /// lead to, each linked to its parent by hash; another hash at any of those heights, a
+    /// header that does not link, or headers that stop short of the trusted block are
+    /// refused, naming what is wrong; the state-root and next-block checks still hold.
     #[test]
     fn a_trusted_block_stands_in_for_the_genesis_certificate_and_nothing_else() {
         let (doc, _key, blocks, states) = network("statesync-trusted");
@@ -519,32 +693,86 @@ mod tests {
         let stranger = Keypair::from_label("statesync-successor");
         let mut moved = blocks[2].clone();
         moved.certificate = sign_certificate(&doc.chain_id(), &moved.block.header, &[&stranger]);
-        let trusted = TrustedBlock {
-            height: 2,
-            hash: blocks[1].block.hash(),
+        let at = |i: usize| TrustedBlock {
+            height: blocks[i].block.header.height,
+            hash: blocks[i].block.hash(),
         };
+        let trusted = at(1);
         let refused = |r: Result<Option<(u128, u128)>, Refused>| r.unwrap_err().to_string();
         // Without trust: refused, as the genesis powers did not sign it.
-        let e = refused(check(&doc, 2, &snap, &blocks[1], &moved, None));
+        let e = refused(check(&doc, 2, &snap, &blocks[1], &moved, None, &[]));
         assert!(e.contains("block 3"), "{e}");
         // Trusted: taken, with no certificate power to report.
         assert_eq!(
-            check(&doc, 2, &snap, &blocks[1], &moved, Some(trusted)).unwrap(),
+            check(&doc, 2, &snap, &blocks[1], &moved, Some(trusted), &[]).unwrap(),
             None
         );
-        // Another hash, or another height: refused.
-        let wrong = TrustedBlock {
-            hash: blocks[2].block.hash(),
-            ..trusted
-        };
-        let e = refused(check(&doc, 2, &snap, &blocks[1], &moved, Some(wrong)));
-        assert!(e.contains("not the trusted block"), "{e}");
-        let later = TrustedBlock {
-            height: 3,
-            hash: blocks[2].block.hash(),
-        };
-        let e = refused(check(&doc, 2, &snap, &blocks[1], &moved, Some(later)));
-        assert!(e.contains("not the trusted block"), "{e}");
+        // The next block trusted, or one the headers after it lead to: taken too.
+        assert_eq!(
+            check(&doc, 2, &snap, &blocks[1], &moved, Some(at(2)), &[]).unwrap(),
+            None
+        );
+        let link = [
+            blocks[3].block.header.clone(),
+            blocks[4].block.header.clone(),
+        ];
+        assert_eq!(
+            check(&doc, 2, &snap, &blocks[1], &moved, Some(at(4)), &link).unwrap(),
+            None
+        );
+        // Another hash at the snapshot's height, the next one's, or further up: refused.
+        for wrong in [
+            TrustedBlock {
+                hash: blocks[2].block.hash(),
+                ..trusted
+            },
+            TrustedBlock {
+                hash: blocks[3].block.hash(),
+                ..at(2)
+            },
+            TrustedBlock {
+                hash: blocks[3].block.hash(),
+                ..at(4)
+            },
+        ] {
+            let e = refused(check(
+                &doc,
+                2,
+                &snap,
+                &blocks[1],
+                &moved,
+                Some(wrong),
+                &link,
+            ));
+            assert!(e.contains("not the trusted block"), "{wrong}: {e}");
+        }
+        // A header that does not link to the one below (block 4 missing), or headers that
+        // stop short of the trusted block: refused.
+        let gap = [blocks[4].block.header.clone()];
+        let e = refused(check(&doc, 2, &snap, &blocks[1], &moved, Some(at(4)), &gap));
+        assert!(e.contains("does not link"), "{e}");
+        let mut forged = blocks[3].block.header.clone();
+        forged.state_root = blocks[2].block.header.state_root;
+        let e = refused(check(
+            &doc,
+            2,
+            &snap,
+            &blocks[1],
+            &moved,
+            Some(at(4)),
+            &[forged, blocks[4].block.header.clone()],
+        ));
+        assert!(e.contains("does not link"), "{e}");
+        let e = refused(check(
+            &doc,
+            2,
+            &snap,
+            &blocks[1],
+            &moved,
+            Some(at(4)),
+            &link[..1],
+        ));
+        assert!(e.contains("do not reach the trusted block"), "{e}");
         // The trusted block does not vouch for another state, nor for a next block that
         // does not link to it.
         let e = refused(check(
@@ -554,10 +782,75 @@ mod tests {
             &blocks[1],
             &moved,
             Some(trusted),
+            &[],
         ));
         assert!(e.contains("state root"), "{e}");
-        let e = refused(check(&doc, 2, &snap, &blocks[1], &blocks[3], Some(trusted)));
+        let e = refused(check(
+            &doc,
+            2,
+            &snap,
+            &blocks[1],
+            &blocks[3],
+            Some(trusted),
+            &[],
+        ));
         assert!(e.contains("does not link"), "{e}");
+    }
+
+    /// Finding 10 of issue 53: genesis power vouches for a snapshot only while the block
+    /// its certificate decides lies within the genesis unbonding horizon (`unbond_delay`).
+    /// With `unbond_delay` 3, the snapshot at block 2 (next block 3) is taken on the
+    /// genesis certificate; with 2, the same snapshot and blocks are refused without a
+    /// trusted block, the error naming the horizon, `--state-sync-trust` and the command
+    /// that prints a block to trust, and taken with one.
+    #[test]
+    fn past_the_genesis_unbonding_horizon_a_snapshot_needs_a_trusted_block() {
+        let inside = Params {
+            unbond_delay: 3,
+            ..Params::default()
+        };
+        let (doc, _key, blocks, states) = network_with("statesync-horizon", inside);
+        assert_eq!(genesis_horizon(&doc), 3);
+        let snap = states[2].snapshot();
+        assert_eq!(
+            check(&doc, 2, &snap, &blocks[1], &blocks[2], None, &[]).unwrap(),
+            Some((1_000, 1_000))
+        );
+
+        let past = Params {
+            unbond_delay: 2,
+            ..Params::default()
+        };
+        let (doc, _key, blocks, states) = network_with("statesync-horizon", past);
+        let snap = states[2].snapshot();
+        let e = check(&doc, 2, &snap, &blocks[1], &blocks[2], None, &[])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("past the genesis unbonding horizon (block 2)")
+                && e.contains("--state-sync-trust")
+                && e.contains("trust-node status --api"),
+            "{e}"
+        );
+        let trusted = TrustedBlock {
+            height: 3,
+            hash: blocks[2].block.hash(),
+        };
+        assert_eq!(
+            check(&doc, 2, &snap, &blocks[1], &blocks[2], Some(trusted), &[]).unwrap(),
+            None
+        );
+        // The node's own error, when every address offered such a snapshot.
+        let all = StateSyncError::TrustNeeded {
+            height: 2,
+            horizon: 2,
+        }
+        .to_string();
+        assert!(
+            all.contains("--state-sync-trust HEIGHT:HASH")
+                && all.contains("`trust-node status --api HOST:PORT`"),
+            "{all}"
+        );
     }
 
     /// Finding 10 of issue 53: a peer that accepts the connection and never answers (or

@@ -78,15 +78,19 @@ pub struct RunArgs {
     /// contract snapshot from these nodes' APIs (`HOST:PORT` or `http://HOST:PORT`,
     /// comma-separated, tried in turn), check it against its block's state root and the
     /// next block's commit certificate (more than 2/3 of the genesis validators' power),
-    /// start the ledger there and sync the blocks after it. Ignored when the ledger holds
+    /// start the ledger there and sync the blocks after it. Past the genesis unbonding
+    /// horizon (block `unbond_delay` of the genesis, 20 by default) genesis power no longer
+    /// vouches for a snapshot: pass `--state-sync-trust` too. Ignored when the ledger holds
     /// blocks.
     #[arg(long, value_name = "HOST:PORT[,...]", value_delimiter = ',')]
     pub state_sync: Vec<ApiAddr>,
-    /// With `--state-sync`: take the snapshot at this block, whose hash you read from a
-    /// node you trust (`GET /v1/blocks/HEIGHT` there; a snapshot height a peer holds is in
-    /// its `GET /v1/snapshot` answer), instead of checking the next block's certificate
-    /// against the genesis validators: for a network whose validator powers moved since
-    /// genesis, which that check refuses.
+    /// With `--state-sync`: a block you trust, read from a node you trust (`trust-node
+    /// status --api HOST:PORT` there prints its `height` and `tip` hash; pass them as
+    /// HEIGHT:TIP). The node takes the peer's newest snapshot at or below HEIGHT and
+    /// requires the chain of block headers from the snapshot's block up to this one to end
+    /// at HASH, instead of checking the next block's certificate against the genesis
+    /// validators. Needed past the genesis unbonding horizon (see `--state-sync`), or on a
+    /// network whose validator powers moved since genesis.
     #[arg(long, value_name = "HEIGHT:HASH", requires = "state_sync")]
     pub state_sync_trust: Option<crate::proof::TrustedBlock>,
     /// On SIGTERM or SIGINT, keep running at most this long (`90s`, `2m`) to finish the

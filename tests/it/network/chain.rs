@@ -304,12 +304,15 @@ fn a_pruning_node_keeps_its_last_blocks_and_says_what_it_pruned() {
 }
 
 /// State sync: a fifth genesis validator that never ran joins a network past height 500
-/// with `run --state-sync` (node 0's API), after a first try with a trusted block that is
-/// not the snapshot's was refused and left its ledger empty. It fetches node 0's newest snapshot, checks it
-/// against its block and the next block's certificate, starts its ledger there (nothing
-/// below is downloaded: the block under its base is not held), catches up with the chain
-/// block for block, votes as a seat in the next session, and after a stop `ledger verify`
-/// passes from its snapshot.
+/// with `run --state-sync` (node 0's API). Past the genesis unbonding horizon it is refused
+/// without a trusted block, and refused with a trusted block whose hash is not node 0's
+/// block at that height; both times its ledger is left empty. With the block node 0's
+/// `status` prints (state sync runs only on a ledger that holds no block: the refusals left
+/// it empty), it fetches node 0's newest snapshot, checks it against its block and
+/// the chain of headers up to the trusted block, starts its ledger there (nothing below is
+/// downloaded: the block under its base is not held), catches up with the chain block for
+/// block, votes as a seat in the next session, and after a stop `ledger verify` passes
+/// from its snapshot.
 #[test]
 fn a_validator_that_never_ran_joins_past_height_500_by_state_sync_and_votes() {
     // Every fifth height's proposer is the absent node: those heights wait out a round.
@@ -321,28 +324,32 @@ fn a_validator_that_never_ran_joins_past_height_500_by_state_sync_and_votes() {
     }
     net.wait_height(0, 500);
     let from = net.api(0);
-    // Told to trust a block that is not the one the snapshot is at, it refuses the
-    // snapshot, installs nothing and exits 1.
-    let snapshot = net.get(0, "/v1/snapshot").unwrap();
-    let at = snapshot["height"].as_u64().unwrap();
-    let other = net.get(0, &format!("/v1/blocks/{}", at + 1)).unwrap();
-    let wrong = format!("{at}:{}", other["hash"].as_str().unwrap());
-    let out = net.cli(
-        4,
-        &[
+    let run = |net: &Network, extra: &[&str]| {
+        let mut args = vec![
             "run",
             "--block-time-ms",
             "60",
             "--state-sync",
-            &from,
-            "--state-sync-trust",
-            &wrong,
-        ],
-    );
-    assert_eq!(out.status.code(), Some(1));
-    let said = String::from_utf8_lossy(&out.stderr);
+            from.as_str(),
+        ];
+        args.extend_from_slice(extra);
+        let out = net.cli(4, &args);
+        assert_eq!(out.status.code(), Some(1));
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let said = run(&net, &[]);
+    assert!(said.contains("state sync needs a trusted block"), "{said}");
+    // Told to trust a hash that is not node 0's block at that height, it refuses the
+    // snapshot, installs nothing and exits 1.
+    let trusted = net.trusted_block(0);
+    let (at, _) = trusted.split_once(':').unwrap();
+    let other = net
+        .get(0, &format!("/v1/blocks/{}", at.parse::<u64>().unwrap() - 1))
+        .unwrap();
+    let wrong = format!("{at}:{}", other["hash"].as_str().unwrap());
+    let said = run(&net, &["--state-sync-trust", &wrong]);
     assert!(said.contains("not the trusted block"), "{said}");
-    net.start_with(4, &["--state-sync", &from]);
+    net.start_with(4, &["--state-sync", &from, "--state-sync-trust", &trusted]);
     let h = net.height(0).unwrap();
     net.wait_height(4, h);
     let s = net.get(4, "/v1/status").unwrap();

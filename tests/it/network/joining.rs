@@ -25,7 +25,9 @@ fn trust_node(args: &[&str]) -> std::process::Output {
 }
 
 /// From a second home on the same machine: `init --genesis` with the bootstrap peers
-/// `testnet init` prints, `run --state-sync`, then the account's life as an auditor. Before
+/// `testnet init` prints, `run --state-sync` (refused past the genesis unbonding horizon,
+/// naming `--state-sync-trust`; then with the block node 0's `status` prints as the
+/// trusted one), then the account's life as an auditor. Before
 /// it is funded, `auditor register` and `auditor status` say to `transfer` to it (not
 /// "register it", a loop); a first transfer below the genesis `min_new_account` is refused
 /// naming that figure; after `transfer`, `account` shows the balance; `auditor register`
@@ -92,7 +94,22 @@ fn a_node_from_another_home_joins_by_state_sync_is_funded_registers_and_is_drawn
     );
     let j = net.adopt(home, format!("127.0.0.1:{}", base + 2));
     let from = net.api(0);
-    net.start_with(j, &["--state-sync", &from]);
+    // The snapshot lies past the genesis unbonding horizon (block 20, the default
+    // `unbond_delay`): without a trusted block the node refuses it, installs nothing, and
+    // names the flag and the command that prints a block to trust.
+    let out = net.cli(j, &["run", "--block-time-ms", "60", "--state-sync", &from]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("state sync needs a trusted block")
+            && said.contains("past the genesis unbonding horizon (block 20")
+            && said.contains("--state-sync-trust HEIGHT:HASH")
+            && said.contains("`trust-node status --api HOST:PORT`"),
+        "{said}"
+    );
+    // As the guide says: node 0's `status` gives the block to trust.
+    let trusted = net.trusted_block(0);
+    net.start_with(j, &["--state-sync", &from, "--state-sync-trust", &trusted]);
     let h = net.height(0).expect("node 0 answers");
     net.wait_height(j, h);
     let s = net.get(j, "/v1/status").expect("status");
