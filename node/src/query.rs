@@ -26,6 +26,49 @@ pub use history::{
     auditor_history,
 };
 
+/// What one auditor account of the session `m` describes could read, by the contract's
+/// rule: its exposure budget in segments when its terms set one (below the whole trace,
+/// as the contract's draw enforces it), else the most one account could be drawn to read.
+/// The one computation behind `submit --plan` and the session page.
+pub fn exposure(m: &SessionManifest) -> crate::audit::provider::ExposureView {
+    let trace = m.segments.len().saturating_add(m.left_out.len());
+    let budget = (m.terms.max_exposure < trust_protocol::units::Ppm::ONE)
+        .then(|| m.terms.exposure_cap(trace));
+    crate::audit::provider::ExposureView {
+        trace_segments: trace,
+        budget,
+        most_seen: trust_judging::session::exposure::most_seen(m, budget),
+    }
+}
+
+/// The whole manifest of a live session: the contract keeps its segments' entries apart
+/// from the rest of it ([`Session::manifest`] holds none).
+pub fn live_manifest(x: &Session) -> SessionManifest {
+    let mut m = x.manifest.clone();
+    m.segments = x.segments.iter().map(|g| g.entry.clone()).collect();
+    m
+}
+
+/// [`exposure`] in words, as `submit --plan` prints it and the session page shows it:
+/// `no auditor account sees more than 4 of the trace's 9 segments (44%, the budget)`, or
+/// `one auditor account could see 8 of the trace's 10 segments (80%): no budget was set`.
+pub fn exposure_words(e: &crate::audit::provider::ExposureView) -> String {
+    let pct = |n: usize| 100.0 * n as f64 / e.trace_segments.max(1) as f64;
+    match e.budget {
+        Some(b) => format!(
+            "no auditor account sees more than {b} of the trace's {} segments ({:.0}%, the budget)",
+            e.trace_segments,
+            pct(b)
+        ),
+        None => format!(
+            "one auditor account could see {} of the trace's {} segments ({:.0}%): no budget was set",
+            e.most_seen,
+            e.trace_segments,
+            pct(e.most_seen)
+        ),
+    }
+}
+
 /// Seats of a live session and how far they got.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct SeatCounts {

@@ -998,20 +998,15 @@ fn print_plan(p: &crate::api::views::Plan) {
         p.honeypot_bond
     );
     let e = &p.exposure;
-    let pct = |n: usize| 100.0 * n as f64 / e.trace_segments.max(1) as f64;
-    match e.budget {
-        Some(b) => outln!(
-            "exposure    no auditor account sees more than {b} of the trace's {} segments ({:.0}%, the budget)",
-            e.trace_segments,
-            pct(b)
-        ),
-        None => outln!(
-            "exposure    one auditor account could see {} of the trace's {} segments ({:.0}%); --max-exposure bounds it",
-            e.most_seen,
-            e.trace_segments,
-            pct(e.most_seen)
-        ),
-    }
+    outln!(
+        "exposure    {}{}",
+        crate::query::exposure_words(e),
+        if e.budget.is_none() {
+            "; --max-exposure bounds it"
+        } else {
+            ""
+        }
+    );
     outln!(
         "            (the budget is per account, not per operator: one operator running several accounts may pool what they see)"
     );

@@ -373,8 +373,10 @@ fn login_hint(sid: &Hash) -> String {
     )
 }
 
-/// What the provider chose for the session, as a card.
-fn assurance(t: &TermsView) -> String {
+/// What the provider chose for the session, as a card; `m`: the session's manifest, when
+/// this node holds it, for the exposure line `submit --plan` prints
+/// ([`query::exposure_words`]).
+fn assurance(t: &TermsView, m: Option<&trust_protocol::tx::SessionManifest>) -> String {
     let [c, l, h] = t.seats;
     let [wc, wl, wh] = t.tier_weights;
     let share = |x: f64| format!("{:.0}%", x * 100.0);
@@ -385,7 +387,7 @@ fn assurance(t: &TermsView) -> String {
 <dt>Trace quorum (β)</dt><dd>{}</dd><dt>Tier weights</dt><dd>{wc} Computer, {wl} LLM, {wh} Human</dd>\
 <dt>Tiers that may judge</dt><dd>{}</dd><dt>Domain</dt><dd>{}</dd>\
 <dt>Windows</dt><dd>commit {} blocks, reveal {} blocks</dd>\
-<dt>Exposure budget</dt><dd>{}</dd></dl></div>\n",
+<dt>Exposure</dt><dd>{}</dd></dl></div>\n",
         t.racing_seats,
         t.tau,
         t.beta,
@@ -405,11 +407,15 @@ fn assurance(t: &TermsView) -> String {
         },
         t.commit_window,
         t.reveal_window,
-        if t.max_exposure >= 1.0 {
-            "none (no auditor sees the whole trace)".to_string()
-        } else {
-            format!("{} of the trace per auditor", share(t.max_exposure))
-        }
+        esc(&match (m, t.max_exposure >= 1.0) {
+            (Some(m), _) => query::exposure_words(&query::exposure(m)),
+            // Without the manifest the segments are not known: the terms alone.
+            (None, true) => "no budget was set".to_string(),
+            (None, false) => format!(
+                "a budget of {} of the trace's segments (rounded down) per auditor account",
+                share(t.max_exposure)
+            ),
+        })
     )
 }
 
@@ -505,7 +511,10 @@ fn decided_body(
     body += "</dl></div>\n";
     let view = latest(&pages.chain);
     let params = &view.contract.state().params;
-    body += &assurance(&TermsView::of(&o.quorum, &o.terms, &o.domain, params));
+    body += &assurance(
+        &TermsView::of(&o.quorum, &o.terms, &o.domain, params),
+        manifest.as_ref(),
+    );
     body += &appeals_section(o);
     match manifest {
         Some(m) => {
@@ -603,7 +612,10 @@ fn live_body(
     body +=
         "</div>\n<p class=\"hint\">This page reloads every 2 seconds while the session runs.</p>\n";
     let m = &x.manifest;
-    body += &assurance(&TermsView::of(&m.quorum, &m.terms, &m.domain, params));
+    body += &assurance(
+        &TermsView::of(&m.quorum, &m.terms, &m.domain, params),
+        Some(&query::live_manifest(x)),
+    );
     body += &segments_section(&live_segments(x), record);
     body
 }

@@ -601,6 +601,53 @@ async fn the_provider_node_shows_segment_text_escaped() {
     );
 }
 
+/// Issue 56, item 8: for the same trace and terms, the session page's exposure line is
+/// the one `submit --plan` printed (one computation, [`crate::query::exposure`], from the
+/// manifest), with an exposure budget and without one; and the plan's figures are those of
+/// the manifest the contract stores.
+#[tokio::test]
+async fn the_session_page_and_submit_plan_say_the_same_exposure() {
+    let mut net = Net::new(true);
+    let provider = net.pages.provider.clone().unwrap();
+    let trace = std::fs::read_to_string(format!(
+        "{}/../examples/traces/fraction-incorrect.txt",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    let mut seen = Vec::new();
+    for max_exposure in [None, Some(0.5)] {
+        let opts = trust_judging::session::terms::SessionOptions {
+            max_exposure,
+            ..Default::default()
+        };
+        let contract = net.chain.current().contract.clone();
+        let plan = provider.plan(&trace, None, &opts, &contract).unwrap();
+        let s = provider
+            .submit_with(&trace, None, &opts, &contract)
+            .await
+            .unwrap();
+        net.block(vec![]).await; // the OpenSession, from the pool
+        // The contract keeps the segments' entries apart from the rest of the manifest.
+        let live = net.chain.current().contract.state().sessions[&s.session].clone();
+        let mut stored = live.manifest.clone();
+        stored.segments = live.segments.iter().map(|g| g.entry.clone()).collect();
+        assert_eq!(crate::query::exposure(&stored), plan.exposure);
+        let said = crate::query::exposure_words(&plan.exposure);
+        let page = net.operator_page(&format!("/sessions/{}", s.session)).await;
+        assert!(
+            page.contains(&format!(
+                "<dt>Exposure</dt><dd>{}</dd>",
+                super::layout::esc(&said)
+            )),
+            "--plan says {said:?}; the page: {page}"
+        );
+        assert_eq!(plan.exposure.budget.is_some(), max_exposure.is_some());
+        seen.push(said);
+    }
+    assert!(seen[0].contains("no budget was set"), "{seen:?}");
+    assert!(seen[1].ends_with("the budget)"), "{seen:?}");
+}
+
 /// Issue 53 (item 5): the page of a session this node opened shows its problem, its
 /// steps' text and their names to the node's operator only (the token as a bearer token,
 /// or an open login's cookie). Without them, with a token in the URL, a forged cookie or

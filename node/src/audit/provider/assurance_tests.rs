@@ -7,9 +7,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use trust_contracts::Phase;
 use trust_protocol::{AccountId, tx::Tier, units::Ppm};
 
+use trust_judging::session::exposure;
+
 use crate::audit::{
     provider::{
-        exposure,
         terms::SessionOptions,
         tests::{TRACE, provider, provider_on},
     },

@@ -49,7 +49,7 @@ use trust_judging::{
     decompose,
     duties::provider::{ProviderDuty, plan},
     session::{
-        DEFAULT_QUORUM, exposure,
+        DEFAULT_QUORUM,
         exposure::{over_budget_segments, seal_sight},
         honeypot::{self, Bait},
         prepare::{self, MappingEntry, Planted, Restricted},
@@ -210,7 +210,6 @@ struct Preparation {
     prepared: prepare::PreparedSession,
     resolved: terms::Resolved,
     left_out: Vec<(String, Tier, String)>,
-    budget: Option<usize>,
     staffed: [usize; 3],
     /// Auditors of each tier but this node's account, whatever their domain: who an
     /// appeal may draw from.
@@ -220,7 +219,6 @@ struct Preparation {
 impl Preparation {
     fn plan(&self, params: &trust_contracts::Params) -> Plan {
         let m = &self.prepared.manifest;
-        let trace_segments = m.segments.len().saturating_add(m.left_out.len());
         Plan {
             terms: TermsView::of(&m.quorum, &m.terms, &m.domain, params),
             segments: self
@@ -254,11 +252,8 @@ impl Preparation {
                     }
                 })
                 .collect(),
-            exposure: ExposureView {
-                trace_segments,
-                budget: self.budget,
-                most_seen: exposure::most_seen(m, self.budget),
-            },
+            // The session page reads the same function from the stored manifest.
+            exposure: crate::query::exposure(m),
         }
     }
 }
@@ -1049,7 +1044,6 @@ impl Provider {
                 prepared,
                 resolved,
                 left_out,
-                budget,
                 staffed,
                 in_tier,
             });
