@@ -82,7 +82,7 @@ pub async fn page(State(pages): State<Pages>, Path(id): Path<String>) -> PageRes
         },
     );
     body += "</div>\n";
-    body += &record(&a);
+    body += &record(&a, &sessions);
     body += &honeypots(&a, &params);
     body += &sessions_table(&sessions);
     body += &plots(hist.as_ref(), tip);
@@ -145,11 +145,58 @@ fn sessions_table(h: &query::AuditorHistory) -> String {
     s
 }
 
-fn record(a: &Auditor) -> String {
+/// `n` and its noun, singular for one.
+fn count(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// The revealed votes by kind: `7 (3 Valid, 2 Invalid, 1 Ungrounded, 1 abstention)`.
+/// `against` is the Invalid and Ungrounded votes apart, when known; otherwise (the record
+/// counts only Valid votes and abstentions) they are given together.
+fn votes_words(total: u64, valid: u64, against: Option<(u64, u64)>, abstentions: u64) -> String {
+    let against = match against {
+        Some((invalid, ungrounded)) => format!("{invalid} Invalid, {ungrounded} Ungrounded"),
+        None => format!(
+            "{} Invalid or Ungrounded",
+            total.saturating_sub(valid).saturating_sub(abstentions)
+        ),
+    };
+    format!(
+        "{total} ({valid} Valid, {against}, {})",
+        count(abstentions, "abstention", "abstentions")
+    )
+}
+
+/// The "Votes revealed" line of `a`: its record's counts, with Invalid and Ungrounded apart
+/// when the sessions read for the page (`h`) hold every vote the record counts.
+fn votes_revealed(a: &Auditor, h: &query::AuditorHistory) -> String {
+    let sum = h.sessions.iter().fold([0u64; 4], |mut t, x| {
+        let v = &x.votes;
+        for (slot, n) in t
+            .iter_mut()
+            .zip([v.valid, v.invalid, v.ungrounded, v.abstain])
+        {
+            *slot = slot.saturating_add(u64::from(n));
+        }
+        t
+    });
+    let [valid, invalid, ungrounded, abstain] = sum;
+    let complete = valid == a.approvals
+        && abstain == a.abstentions
+        && sum.iter().fold(0u64, |t, n| t.saturating_add(*n)) == a.votes;
+    votes_words(
+        a.votes,
+        a.approvals,
+        complete.then_some((invalid, ungrounded)),
+        a.abstentions,
+    )
+}
+
+fn record(a: &Auditor, h: &query::AuditorHistory) -> String {
     let mut s = String::from("<div class=\"card\"><dl class=\"kv\">");
     let _ = write!(
         s,
-        "<dt>Expertise</dt><dd>{}</dd><dt>Votes revealed</dt><dd>{} ({} Valid, {} abstentions)</dd>\
+        "<dt>Expertise</dt><dd>{}</dd><dt>Votes revealed</dt><dd>{}</dd>\
 <dt>Agreed with the verdict</dt><dd>{}</dd><dt>Disagreed or missing</dt><dd>{}</dd>\
 <dt>Earned</dt><dd>{}</dd><dt>Slashed</dt><dd>{}</dd>",
         if a.expertise.is_empty() {
@@ -157,9 +204,7 @@ fn record(a: &Auditor) -> String {
         } else {
             esc(&a.expertise.join(", "))
         },
-        a.votes,
-        a.approvals,
-        a.abstentions,
+        votes_revealed(a, h),
         a.agreed,
         a.disagreed,
         a.earned,
@@ -318,7 +363,7 @@ fn plots(hist: Option<&AuditorHistory>, tip: u64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::steps;
+    use super::{steps, votes_words};
 
     #[test]
     fn history_is_drawn_as_steps_that_hold_until_the_next_change() {
@@ -336,5 +381,22 @@ mod tests {
         );
         assert_eq!(steps([(5.0, 1.0)].into_iter(), 5.0), [(5.0, 1.0)]);
         assert!(steps(std::iter::empty(), 3.0).is_empty());
+    }
+
+    /// Issue 56, item 8: every kind of vote is listed, and one abstention is one.
+    #[test]
+    fn votes_revealed_lists_every_kind_with_its_plural() {
+        assert_eq!(
+            votes_words(7, 3, Some((2, 1)), 1),
+            "7 (3 Valid, 2 Invalid, 1 Ungrounded, 1 abstention)"
+        );
+        assert_eq!(
+            votes_words(7, 3, None, 2),
+            "7 (3 Valid, 2 Invalid or Ungrounded, 2 abstentions)"
+        );
+        assert_eq!(
+            votes_words(0, 0, Some((0, 0)), 0),
+            "0 (0 Valid, 0 Invalid, 0 Ungrounded, 0 abstentions)"
+        );
     }
 }

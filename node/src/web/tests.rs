@@ -484,6 +484,44 @@ async fn accounts_and_auditors_have_pages_and_unknown_ones_do_not() {
     );
 }
 
+/// Issue 56, item 8: the auditor page's "Votes revealed" lists every kind of vote, each
+/// as the outcomes on chain count this auditor's votes, with the right plural.
+#[tokio::test]
+async fn the_auditor_page_lists_every_kind_of_vote_revealed() {
+    let mut net = Net::new(false);
+    let (a, _) = run_session(&mut net, [Vote::Invalid, Vote::Abstain]).await;
+    let (b, _) = run_session(&mut net, [Vote::Ungrounded, Vote::Valid]).await;
+    let plural = |n: usize| if n == 1 { "abstention" } else { "abstentions" };
+    let mut split = 0;
+    for key in &net.keys[1..] {
+        let me = key.public();
+        let state = net.chain.current().contract.state().clone();
+        if !state.auditors.contains_key(&me) {
+            continue;
+        }
+        let mine: Vec<Vote> = [a, b]
+            .iter()
+            .flat_map(|sid| state.outcomes[sid].segments.iter())
+            .flat_map(|g| g.votes_cast.iter())
+            .filter(|v| v.seat == me)
+            .map(|v| v.vote)
+            .collect();
+        let n = |kind: Vote| mine.iter().filter(|v| **v == kind).count();
+        let (invalid, ungrounded) = (n(Vote::Invalid), n(Vote::Ungrounded));
+        let said = format!(
+            "<dt>Votes revealed</dt><dd>{} ({} Valid, {invalid} Invalid, {ungrounded} Ungrounded, {} {})</dd>",
+            mine.len(),
+            n(Vote::Valid),
+            n(Vote::Abstain),
+            plural(n(Vote::Abstain)),
+        );
+        let page = net.page(&format!("/auditors/{me}")).await;
+        assert!(page.contains(&said), "{said}\n{page}");
+        split += usize::from(invalid > 0 && ungrounded > 0);
+    }
+    assert!(split > 0, "some auditor voted both Invalid and Ungrounded");
+}
+
 #[tokio::test]
 async fn a_session_page_draws_its_hdag_coloured_by_verdict() {
     let mut net = Net::new(false);
