@@ -18,7 +18,7 @@ use super::{
     keys::{expand_home, node_home},
     remote::{api_error, api_token, reply_json, runtime},
 };
-use trust_judging::preview::summary_line;
+use trust_judging::preview::Failed;
 
 use crate::{
     api::{
@@ -525,29 +525,26 @@ fn print_steps(s: &SessionView) {
 
 /// The lines of a decided session's outcome under its status line.
 fn print_outcome(o: &Outcome, explanation: Option<&str>, names: &[String], votes: bool) {
-    let beta = f64::from(o.beta.0) / 10_000.0;
     let segs = &o.segments;
     let name = |i: usize| names.get(i).cloned().unwrap_or_else(|| format!("#{i}"));
     // Honeypots, and the calculations planted beside them, are not part of the trace.
-    let failed: Vec<trust_judging::preview::Failed> = segs
+    let failed: Vec<Failed> = segs
         .iter()
         .enumerate()
         .filter(|(i, _)| !crate::query::planted(o, *i))
         .filter_map(|(i, seg)| match seg.verdict {
-            v @ (SegmentVerdict::Invalid | SegmentVerdict::Ungrounded) => {
-                Some(trust_judging::preview::Failed {
-                    name: name(i),
-                    verdict: v,
-                    of: seg.supports.map(|s| name(usize::from(s))),
-                })
-            }
+            v @ (SegmentVerdict::Invalid | SegmentVerdict::Ungrounded) => Some(Failed {
+                name: name(i),
+                verdict: v,
+                of: seg.supports.map(|s| name(usize::from(s))),
+            }),
             _ => None,
         })
         .collect();
     let cov = &o.coverage;
     outln!(
         "verdict     {}",
-        summary_line(
+        verdict_words(
             o.trace,
             usize::from(cov.judged),
             usize::from(cov.segments),
@@ -557,17 +554,7 @@ fn print_outcome(o: &Outcome, explanation: Option<&str>, names: &[String], votes
     if let Some(why) = explanation {
         outln!("why         {}", with_names(why, names));
     }
-    outln!(
-        "weights     {} passing, {} undecided, of {} (the trace passes at {beta:.0}%){}",
-        o.passing_weight,
-        o.undecided_weight,
-        o.total_weight,
-        if o.error_at_conclusion {
-            "; an error reaches the conclusion"
-        } else {
-            ""
-        }
-    );
+    outln!("weights     {}", weights_words(o));
     let parts: Vec<String> = ["Computer", "LLM", "Human"]
         .iter()
         .zip(cov.left_out)
@@ -613,6 +600,149 @@ fn print_outcome(o: &Outcome, explanation: Option<&str>, names: &[String], votes
     }
 }
 
+/// The verdict line a newcomer reads first: the verdict, the segments that failed on their
+/// own, each said in a sentence, and how many of the trace's claims their own seats
+/// decided. `FAIL: O1 is Invalid (a calculation in ST3); 3 of the trace's 7 claims were
+/// decided by their own seats`.
+fn verdict_words(
+    verdict: trust_contracts::TraceVerdict,
+    judged: usize,
+    total: usize,
+    failed: &[Failed],
+) -> String {
+    let mut s = format!("{}: ", format!("{verdict:?}").to_uppercase());
+    let said: Vec<String> = failed
+        .iter()
+        .map(|f| match &f.of {
+            Some(step) => format!("{} is {:?} (a calculation in {step})", f.name, f.verdict),
+            None => format!("{} is {:?}", f.name, f.verdict),
+        })
+        .collect();
+    if let Some((last, rest)) = said.split_last() {
+        if !rest.is_empty() {
+            s.push_str(&rest.join(", "));
+            s.push_str(" and ");
+        }
+        s.push_str(last);
+        s.push_str("; ");
+    }
+    s.push_str(&format!(
+        "{judged} of the trace's {total} {} {} decided by their own seats",
+        if total == 1 { "claim" } else { "claims" },
+        if judged == 1 { "was" } else { "were" }
+    ));
+    s
+}
+
+/// The weights line: how much of the trace's weight passed, is undecided and failed, and
+/// how much a PASS needs at the session's `beta` (a share of the weight, rounded up to a
+/// whole weight since weights are integers). `0 of 7 passing, 3 undecided, 4 failed (a
+/// PASS needs at least 5 passing: 60%); an error reaches the conclusion`.
+fn weights_words(o: &Outcome) -> String {
+    let failed = o
+        .total_weight
+        .saturating_sub(o.passing_weight)
+        .saturating_sub(o.undecided_weight);
+    let needs = u128::from(o.total_weight)
+        .saturating_mul(u128::from(o.beta.0))
+        .div_ceil(1_000_000);
+    format!(
+        "{} of {} passing, {} undecided, {failed} failed (a PASS needs at least {needs} passing: {:.0}%){}",
+        o.passing_weight,
+        o.total_weight,
+        o.undecided_weight,
+        f64::from(o.beta.0) / 10_000.0,
+        if o.error_at_conclusion {
+            "; an error reaches the conclusion"
+        } else {
+            ""
+        }
+    )
+}
+
+/// Why a segment's seats abstained, or why it was left undecided, from the public reasons
+/// its seats revealed (those of its last round): `undecided: no verdict reached the
+/// quorum of 2 of 3 seats; 3 abstained: no judge could check it`. The most frequent reason is quoted (the
+/// first revealed, on a tie) and the number of others given. `None` for a segment that
+/// is decided with no abstention.
+fn abstention_words(seg: &trust_contracts::SegmentOutcome) -> Option<String> {
+    let last = seg.votes_cast.iter().map(|v| v.round).max();
+    let reasons: Vec<String> = seg
+        .votes_cast
+        .iter()
+        .filter(|v| Some(v.round) == last && v.vote == Vote::Abstain)
+        .map(|v| one_line(&v.reason))
+        .collect();
+    let mut seen: Vec<(&str, usize)> = Vec::new();
+    for r in &reasons {
+        match seen.iter_mut().find(|(x, _)| *x == r.as_str()) {
+            Some((_, n)) => *n += 1,
+            None => seen.push((r, 1)),
+        }
+    }
+    let most = seen
+        .iter()
+        .fold(None::<(&str, usize)>, |best, &(r, n)| match best {
+            Some((_, m)) if m >= n => best,
+            _ => Some((r, n)),
+        });
+    let abstained = most.map(|(reason, _)| {
+        let others = seen.len().saturating_sub(1);
+        format!(
+            "{} abstained: {}{}",
+            reasons.len(),
+            if reason.is_empty() {
+                "(no reason given)"
+            } else {
+                reason
+            },
+            match others {
+                0 => String::new(),
+                n => format!(
+                    " (and {n} other reason{}: --segments lists them)",
+                    if n == 1 { "" } else { "s" }
+                ),
+            }
+        )
+    });
+    let v = &seg.votes;
+    let missing = (v.missing > 0).then(|| format!("{} never revealed", v.missing));
+    let detail: Vec<String> = abstained.into_iter().chain(missing).collect();
+    match seg.verdict {
+        SegmentVerdict::Undecided => {
+            let mut s = format!(
+                "undecided: no verdict reached the quorum of {} of {} seats",
+                seg.q, seg.k
+            );
+            if detail.is_empty() {
+                s.push_str(&format!(
+                    " (the seats split: {} Valid, {} Invalid, {} Ungrounded)",
+                    v.valid, v.invalid, v.ungrounded
+                ));
+            } else {
+                s.push_str("; ");
+                s.push_str(&detail.join(", "));
+            }
+            Some(s)
+        }
+        _ if reasons.is_empty() => None,
+        _ => Some(detail.join(", ")),
+    }
+}
+
+/// A vote's reason on one line: newlines and tabs as spaces, any other control or
+/// invisible format character (which the contract refuses anyway) as `?`.
+fn one_line(reason: &str) -> String {
+    reason
+        .chars()
+        .map(|c| match c {
+            '\n' | '\t' => ' ',
+            c if c.is_control() || trust_protocol::commit::is_format_char(c) => '?',
+            c => c,
+        })
+        .collect()
+}
+
 /// The table of a decided session's segments, a row each (index, the provider's name or
 /// `#i`, tier, verdict, vote counts, and what kind of error or segment it is), under a
 /// header; with `votes`, each row followed by its segment's [`vote_lines`]. Columns are as
@@ -650,12 +780,12 @@ fn segment_lines(o: &Outcome, names: &[String], votes: bool) -> Vec<String> {
             }
             (None, Some(step)) => {
                 let of = name(usize::from(step));
-                match error_kind(&verdict) {
-                    "" => format!("calculation of {of}"),
+                match kind_of(seg, &verdict) {
+                    k if k.is_empty() => format!("calculation of {of}"),
                     k => format!("calculation of {of}; {k}"),
                 }
             }
-            (None, None) => error_kind(&verdict).to_string(),
+            (None, None) => kind_of(seg, &verdict),
         };
         let mut row = vec![
             i.to_string(),
@@ -684,6 +814,19 @@ fn segment_lines(o: &Outcome, names: &[String], votes: bool) -> Vec<String> {
         }
     }
     out
+}
+
+/// What a segment's row says of it: the kind of error, or why it is undecided or its seats
+/// abstained ([`abstention_words`]), or both.
+fn kind_of(seg: &trust_contracts::SegmentOutcome, verdict: &str) -> String {
+    match (seg.verdict, abstention_words(seg)) {
+        (SegmentVerdict::Undecided, Some(why)) => why,
+        (_, why) => [error_kind(verdict).to_string(), why.unwrap_or_default()]
+            .into_iter()
+            .filter(|p| !p.is_empty())
+            .collect::<Vec<_>>()
+            .join("; "),
+    }
 }
 
 /// Where the rows of the segment table start (under the `segments` label).
@@ -716,15 +859,7 @@ fn vote_lines(cast: &[CastVote]) -> Vec<String> {
             if !v.counted && v.vote != Vote::Abstain {
                 marks.push("late".to_string());
             }
-            let reason: String = v
-                .reason
-                .chars()
-                .map(|c| match c {
-                    '\n' | '\t' => ' ',
-                    c if c.is_control() || trust_protocol::commit::is_format_char(c) => '?',
-                    c => c,
-                })
-                .collect();
+            let reason = one_line(&v.reason);
             format!(
                 "                vote {}… {vote:<width$}{}{}{}",
                 seat.get(..12).unwrap_or(&seat),
@@ -1292,7 +1427,7 @@ mod tests {
     use trust_contracts::{CastVote, SegmentVerdict};
     use trust_protocol::{AccountId, Vote};
 
-    use super::{segment_lines, vote_lines};
+    use super::{segment_lines, verdict_words, vote_lines, weights_words};
 
     /// `query --segments` as it printed a segment judged Ungrounded: every column of the
     /// table starts where its header does, at least two spaces after the widest cell
@@ -1396,5 +1531,142 @@ mod tests {
         assert!(lines[1].contains("(round 1) escalated"), "{}", lines[1]);
         assert!(lines[2].contains("(round 3) second appeal"), "{}", lines[2]);
         assert!(lines[3].ends_with("a?b"), "{}", lines[3]);
+    }
+
+    /// Issue 56, item 8: the default `query` (no `--segments`) says why each undecided
+    /// segment and each segment whose seats abstained is so, from the public reasons its
+    /// seats revealed in its last round: the most frequent reason quoted, the others
+    /// counted; a split says how it split; a seat that never revealed is counted apart.
+    #[test]
+    fn each_abstaining_or_undecided_segment_says_why_without_segments() {
+        let seat: AccountId = trust_protocol::Keypair::from_label("seat").public();
+        let mut o = crate::proof::tests::outcome(seat);
+        let vote = |round: u8, vote: Vote, reason: &str| CastVote {
+            seat,
+            round,
+            vote,
+            reason: reason.into(),
+            counted: true,
+        };
+        let abstain = "no judge could check it";
+        // 0: undecided, every seat abstained, two reasons (round 0's vote is not counted).
+        o.segments[0].verdict = SegmentVerdict::Undecided;
+        o.segments[0].votes.valid = 0;
+        o.segments[0].votes.abstained = 3;
+        o.segments[0].votes_cast = vec![
+            vote(0, Vote::Abstain, "round zero's reason"),
+            vote(1, Vote::Abstain, "its numbers come from\nthe context"),
+            vote(1, Vote::Abstain, abstain),
+            vote(1, Vote::Abstain, abstain),
+        ];
+        // 1: undecided on a split, one seat missing.
+        o.segments[1].verdict = SegmentVerdict::Undecided;
+        o.segments[1].votes.valid = 1;
+        o.segments[1].votes.invalid = 1;
+        o.segments[1].votes.missing = 1;
+        o.segments[1].votes_cast = vec![
+            vote(0, Vote::Valid, "holds"),
+            vote(0, Vote::Invalid, "does not follow"),
+        ];
+        // 3: Valid with one abstention.
+        o.segments[3].votes_cast = vec![
+            vote(0, Vote::Valid, "holds"),
+            vote(0, Vote::Valid, "holds"),
+            vote(0, Vote::Abstain, abstain),
+        ];
+        let lines = segment_lines(&o, &[], false);
+        println!("{}", lines.join("\n"));
+        assert!(
+            lines[1].ends_with(
+                "undecided: no verdict reached the quorum of 2 of 3 seats; 3 abstained: \
+                 no judge could check it (and 1 other reason: --segments lists them)"
+            ),
+            "{}",
+            lines[1]
+        );
+        assert!(!lines[1].contains("round zero"), "{}", lines[1]);
+        assert!(
+            lines[2].ends_with(
+                "undecided: no verdict reached the quorum of 2 of 3 seats; 1 never revealed"
+            ),
+            "{}",
+            lines[2]
+        );
+        assert!(
+            lines[3].ends_with("honeypot (known Invalid): not part of the trace"),
+            "{}",
+            lines[3]
+        );
+        assert!(
+            lines[4].contains("Valid")
+                && lines[4].ends_with("0/0/0/0 (0)  1 abstained: no judge could check it"),
+            "{}",
+            lines[4]
+        );
+        // A split with nothing missing says how the seats split.
+        o.segments[1].votes.missing = 0;
+        let lines = segment_lines(&o, &[], false);
+        assert!(
+            lines[2].ends_with("(the seats split: 1 Valid, 1 Invalid, 0 Ungrounded)"),
+            "{}",
+            lines[2]
+        );
+    }
+
+    /// Issue 56, item 8: the verdict and weights lines read as sentences: each failed
+    /// segment "is" its verdict (a calculation names the step it is in), the claims their
+    /// own seats decided are counted as such, and the weights say what passed, what is
+    /// undecided, what failed and what a PASS needs, rounded up to a whole weight.
+    #[test]
+    fn the_verdict_and_weights_lines_read_as_sentences() {
+        use trust_contracts::TraceVerdict;
+        use trust_judging::preview::Failed;
+        let failed = |name: &str, v: SegmentVerdict, of: Option<&str>| Failed {
+            name: name.into(),
+            verdict: v,
+            of: of.map(String::from),
+        };
+        assert_eq!(
+            verdict_words(
+                TraceVerdict::Fail,
+                0,
+                7,
+                &[failed("O1", SegmentVerdict::Invalid, Some("ST3"))]
+            ),
+            "FAIL: O1 is Invalid (a calculation in ST3); 0 of the trace's 7 claims were decided by their own seats"
+        );
+        assert_eq!(
+            verdict_words(
+                TraceVerdict::Fail,
+                1,
+                7,
+                &[
+                    failed("#3", SegmentVerdict::Invalid, Some("#9")),
+                    failed("B", SegmentVerdict::Ungrounded, None),
+                    failed("#4", SegmentVerdict::Invalid, None),
+                ]
+            ),
+            "FAIL: #3 is Invalid (a calculation in #9), B is Ungrounded and #4 is Invalid; 1 of the trace's 7 claims was decided by their own seats"
+        );
+        assert_eq!(
+            verdict_words(TraceVerdict::Pass, 1, 1, &[]),
+            "PASS: 1 of the trace's 1 claim was decided by their own seats"
+        );
+        let seat: AccountId = trust_protocol::Keypair::from_label("seat").public();
+        let mut o = crate::proof::tests::outcome(seat);
+        // 3 of 4 passing at beta 70%: 2.8 rounds up to 3.
+        assert_eq!(
+            weights_words(&o),
+            "3 of 4 passing, 1 undecided, 0 failed (a PASS needs at least 3 passing: 70%)"
+        );
+        o.passing_weight = 0;
+        o.undecided_weight = 3;
+        o.total_weight = 7;
+        o.beta = trust_protocol::units::Ppm(600_000);
+        o.error_at_conclusion = true;
+        assert_eq!(
+            weights_words(&o),
+            "0 of 7 passing, 3 undecided, 4 failed (a PASS needs at least 5 passing: 60%); an error reaches the conclusion"
+        );
     }
 }
