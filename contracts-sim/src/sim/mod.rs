@@ -36,7 +36,8 @@ use trust_protocol::{
 };
 
 pub use self::adversaries::{
-    AdversaryConfig, AdversaryReport, Diagnostics, MAX_INCIDENTS, adversaries,
+    AdversaryConfig, AdversaryReport, Diagnostics, Lemma1, MAX_INCIDENTS, adversaries,
+    adversary_params,
 };
 pub use self::appeals::{AppealExperiment, AppealReport, AppellantSummary, appeal_experiment};
 pub use self::report::{Accuracy, SeriesPoint, SimReport, StrategySummary};

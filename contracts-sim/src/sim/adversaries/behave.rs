@@ -32,9 +32,19 @@
 //! - **Honest auditors** vote the truth once they hold good keys for their segment and its
 //!   premises, or abstain at their give-up block (two blocks before the commit deadline);
 //!   they reveal as soon as the commit window closes.
-//! - **The watcher** appeals, as soon as it may and with the bond, every segment whose own
-//!   verdict contradicts the truth; after a refusal it tries again once the session's
-//!   appeal state has changed.
+//! - **Appellants who could know**: an honest seat of the round that decided a segment
+//!   appeals it when its own judgement was on the other side (outvoted), or when the
+//!   verdict is Valid and it could not judge (kept out by the provider); an honest
+//!   provider appeals a Computer-tier verdict its own checks contradict. After a refusal a
+//!   seat tries again once the session's appeal state has changed.
+//! - **Issue 53's attacks**: `tau-ceiling` (tau at the tier's ceiling, and a probe at
+//!   `tau = 1` that must be refused), extra seats and commit windows at both ends
+//!   (0 and the maximum; the floor and the tier's cap), `withheld-ciphertext` (keys
+//!   delivered, ciphertexts never served: honest seats abstain after their fetch patience,
+//!   its sybils hold their seats uncommitted to their give-up block), `re-braced-proof`
+//!   (see [`World::judge`]), `censorship` and `draw-grinding` (the proposer coalition, in
+//!   `world.rs`), `domain-pool-at-floor` (its sybils bring a domain that a few honest
+//!   auditors declare up to the floor, learnt from a refusal, and it requires the domain).
 
 use std::collections::BTreeMap;
 
@@ -72,6 +82,7 @@ enum Probe {
     RevealWindow,
     Beta,
     PrivateDomain,
+    TauAboveCeiling,
 }
 
 fn sealed(byte: u8) -> SealedKey {
@@ -125,7 +136,19 @@ impl World {
                                 round: *round,
                                 commit: None,
                                 revealed: false,
+                                drawn_at: self.height,
                             });
+                    }
+                    if *round == 0
+                        && let Some(c) = self.cases.get_mut(session)
+                        && c.drawn_at.is_none()
+                    {
+                        c.drawn_at = Some(self.height);
+                        if !c.adversary {
+                            let waited = self.height.saturating_sub(c.opened_at);
+                            self.counts.max_blocks_to_draw =
+                                self.counts.max_blocks_to_draw.max(waited);
+                        }
                     }
                 }
                 Event::KeyDelivered {
@@ -167,11 +190,20 @@ impl World {
                     self.counts.attack("queued-appeal");
                 }
                 Event::SessionFinal { session } => self.on_final(*session),
-                Event::SessionFailed { session, .. } => {
+                Event::SessionFailed { session, reason } => {
                     self.counts.diag.sessions_failed += 1;
+                    if self.cases.get(session).is_some_and(|c| !c.adversary) {
+                        self.counts.honest_sessions_refused += 1;
+                        self.counts.incident(format!(
+                            "block {}: honest session {} failed: {reason}",
+                            self.height,
+                            session.to_hex()
+                        ));
+                    }
                     self.cases.remove(session);
                     self.behave.seats.remove(session);
                 }
+                Event::SessionDeferred { .. } => self.counts.diag.deferred_draws += 1,
                 Event::Slashed {
                     session,
                     seat,
@@ -244,10 +276,18 @@ impl World {
                 let sybils = seats.iter().filter(|(_, s)| self.is_sybil(s)).count();
                 self.counts.sybil_seats += sybils as u64;
                 // A sybil seated on the domain it declared for this very session (its
-                // domains counting from a declaration made once the session opened): the
-                // delay did not hold. One declared long enough before is in the pool by right.
+                // domains counting from a declaration made once the session opened, in a
+                // block whose successor's seed, the draw's, its proposer knew): the delay
+                // did not hold. One declared long enough before the draw is in the pool by
+                // right (a draw that waited for capacity may come long after the opening).
+                let drawn = self.height;
                 let late = seats.iter().any(|(_, s)| {
-                    self.is_sybil(s) && self.behave.counting.get(s).is_some_and(|h| *h >= opened_at)
+                    self.is_sybil(s)
+                        && self
+                            .behave
+                            .counting
+                            .get(s)
+                            .is_some_and(|h| *h >= opened_at && h + 1 >= drawn)
                 });
                 if plan.late_expertise && late {
                     self.counts.breach("late-expertise-seated");
@@ -258,6 +298,7 @@ impl World {
                 Keys::Garbage => self.counts.attack("garbage-keys"),
                 Keys::Withhold => self.counts.attack("withheld-keys"),
                 Keys::Late => self.counts.attack("late-keys"),
+                Keys::Unserved => self.counts.attack("withheld-ciphertext"),
             }
         }
         let policy = if !adversary {
@@ -266,7 +307,7 @@ impl World {
             plan.keys
         } else {
             match appellant {
-                Some(Kind::Watcher | Kind::Adversary) => {
+                Some(Kind::Honest(_) | Kind::Adversary) => {
                     self.counts.attack("starved-appeal-round");
                     Keys::Withhold
                 }
@@ -303,7 +344,7 @@ impl World {
                     sealed: sealed(byte),
                 };
                 match (honest, policy) {
-                    (false, _) | (true, Keys::Good) => now.push(key(GOOD)),
+                    (false, _) | (true, Keys::Good | Keys::Unserved) => now.push(key(GOOD)),
                     (true, Keys::Garbage) => now.push(key(GARBAGE)),
                     (true, Keys::Withhold) => {}
                     (true, Keys::Late) => later.push(key(GOOD)),
@@ -409,7 +450,7 @@ impl World {
         };
         c.decided = true;
         if c.wrong_on(&o) && o.trace == TraceVerdict::Pass {
-            self.counts.diag.wrong_pass_at_decision += 1;
+            self.counts.wrong_pass_at_decision += 1;
         }
         if !c.adversary {
             return;
@@ -419,6 +460,26 @@ impl World {
         let Some(s) = st.appealable.get(&session) else {
             return;
         };
+        // Lemma 1 at the run's sybil share, for the wrong steps of this trace's round 0.
+        let rho = self.cfg.sybil_share_f64();
+        let tau = s.manifest.quorum.tau;
+        for (i, g) in s.segments.iter().enumerate() {
+            let wrong = c.truth.get(i).is_some_and(|t| !t.is_valid());
+            if !wrong || o.segments.get(i).is_none_or(|x| x.honeypot.is_some()) {
+                continue;
+            }
+            let n = g.seats.iter().filter(|x| x.round == 0).count() as u32;
+            if n == 0 {
+                continue;
+            }
+            // q = ceil(tau n): the quorum the sybils must reach alone when every seat judges.
+            let q = u32::try_from(tau.ceil_mul(u64::from(n))).unwrap_or(u32::MAX);
+            let l = &mut self.counts.lemma1;
+            l.wrong_traces += 1;
+            l.mean_panel += f64::from(n);
+            l.expected_unwatched += super::Lemma1::unwatched_rate(rho, n);
+            l.expected_sybil_decided += super::Lemma1::sybil_quorum_rate(rho, n, q);
+        }
         // Each segment's own verdict (what an appeal re-judges) and whether it is right.
         let own: Vec<(u16, LocalVerdict, bool)> = crate::appeal::current_verdicts(s, &o)
             .into_iter()
@@ -572,7 +633,7 @@ impl World {
     /// A session became final: its trace verdict is now for good.
     fn on_final(&mut self, session: Hash) {
         self.behave.seats.remove(&session);
-        self.behave.watcher_blocked.remove(&session);
+        self.behave.seat_blocked.retain(|(id, _), _| *id != session);
         self.behave.roller_blocked.remove(&session);
         let Some(c) = self.cases.remove(&session) else {
             return;
@@ -583,10 +644,19 @@ impl World {
         if c.wrong_on(o) {
             self.counts.diag.traces_with_wrong_step += 1;
             if o.trace == TraceVerdict::Pass {
-                self.counts.wrong_pass += 1;
                 let story = self.story_of(&c, &session);
+                let kind = if c.watched {
+                    self.counts.wrong_pass_final += 1;
+                    if c.plan.re_braced {
+                        self.counts.breach("re-braced-proof-passed");
+                    }
+                    "although an honest seat of a deciding round could have appealed"
+                } else {
+                    self.counts.wrong_pass_unwatched += 1;
+                    "unwatched: no honest seat judged in a round that decided a wrong step"
+                };
                 self.counts.incident(format!(
-                    "block {}: session {} became final with a PASS although its truth is {:?}; {story}",
+                    "block {}: session {} became final with a PASS although its truth is {:?} ({kind}); {story}",
                     self.height,
                     session.to_hex(),
                     c.truth
@@ -723,8 +793,10 @@ impl World {
         self.take_back_expertise(next);
         self.commit_seats(next);
         self.disclose();
-        self.watch(next);
+        self.appeal_outvoted(next);
+        self.provider_checks(next);
         self.reroll(next);
+        self.declare_floor_domain();
         for _ in 0..self.cfg.sessions_per_block {
             if self.opened >= self.cfg.sessions {
                 break;
@@ -799,7 +871,26 @@ impl World {
                     continue;
                 }
                 let seat = self.actors[s.actor].id;
+                let sybil = self.is_sybil(&seat);
+                let unserved = self
+                    .cases
+                    .get(&session)
+                    .is_some_and(|c| c.adversary && c.plan.keys == Keys::Unserved);
+                let give_up = next + 1 >= until;
+                // The adversary's sybils in a session whose ciphertexts it never serves
+                // hold their seats uncommitted (and so the tier's capacity) until their
+                // own give-up block.
+                if unserved
+                    && sybil
+                    && self.cfg.hold_capacity
+                    && round < crate::APPEAL_ROUND0
+                    && !give_up
+                {
+                    continue;
+                }
                 let vote = match self.cases.get(&session) {
+                    // An honest seat cannot fetch a ciphertext nobody serves.
+                    Some(_) if unserved && !sybil => None,
                     Some(c) => {
                         let need = std::iter::once(s.segment).chain(
                             c.deps
@@ -817,8 +908,17 @@ impl World {
                 };
                 let vote = match vote {
                     Some(v) => v,
+                    // A keyed seat whose ciphertext no peer serves gives up after its
+                    // fetch patience, as the node's seat does.
+                    None if unserved
+                        && !sybil
+                        && next >= s.drawn_at.saturating_add(self.cfg.fetch_patience) =>
+                    {
+                        self.counts.diag.unserved_abstentions += 1;
+                        Vote::Abstain
+                    }
                     // The give-up block: two blocks before the deadline, as a node's seat.
-                    None if next + 1 >= until => Vote::Abstain,
+                    None if give_up => Vote::Abstain,
                     None => continue,
                 };
                 out.push((session, n, vote));
@@ -838,6 +938,19 @@ impl World {
             });
             if colludes {
                 self.counts.attack("sybil-collusion");
+            }
+            let re_braced = self.cases.get(&session).is_some_and(|c| {
+                let seat = self.behave.seats.get(&session).and_then(|v| v.get(n));
+                c.plan.re_braced
+                    && seat.is_some_and(|s| {
+                        matches!(self.actors[s.actor].kind, Kind::Honest(_))
+                            && c.truth
+                                .get(usize::from(s.segment))
+                                .is_some_and(|t| !t.is_valid())
+                    })
+            });
+            if re_braced && !vote.is_abstain() && !vote.is_valid() {
+                self.counts.diag.re_braced_refusals += 1;
             }
             let salt = Salt(self.rng.r#gen());
             let Some(seat) = self
@@ -870,6 +983,14 @@ impl World {
     }
 
     /// The vote of seat holder `actor` on `segment` of case `c`, once it can read it.
+    ///
+    /// A re-braced step (`re-braced-proof`) is the adversary's formal step whose text as
+    /// shown is a valid NDL step but whose sealed structure (the braces before it, which
+    /// its seat sees since issue 53) puts a result outside the block it was derived in:
+    /// an honest seat judges what it is sealed, so it votes Invalid. What this models is
+    /// only the seat's view: the judging crate's check of the braces and the offline
+    /// verifier's rebuild of each document from the trace are tested in `judging`; here
+    /// the step is a wrong step whose sybils approve it, like any other.
     fn judge(&self, c: &Case, actor: usize, segment: u16) -> Vote {
         let i = usize::from(segment);
         let truth = c.truth.get(i).copied().unwrap_or(Vote::Valid);
@@ -966,15 +1087,19 @@ impl World {
         }
     }
 
-    /// The watcher appeals every decided segment whose own verdict contradicts the truth.
-    fn watch(&mut self, next: u64) {
-        let Some(watcher) = self.actors_of(|k| k == Kind::Watcher).first().copied() else {
-            return;
-        };
-        let me = self.actors[watcher].id;
+    /// The parties who could know appeal (there is no omniscient watcher): in every
+    /// decided session, for each segment whose own verdict is decided, an honest seat of
+    /// the round that decided it whose revealed judgement is on the other side (it was
+    /// outvoted) appeals it, as soon as it may and with the bond; after a refusal it tries
+    /// again once the session's appeal state has changed. It does not appeal a segment
+    /// whose appeal rounds honest appeals have used up. Also notes, per session, whether a
+    /// round that decided a wrong step held an honest seat that judged
+    /// ([`Case::watched`]).
+    fn appeal_outvoted(&mut self, next: u64) {
         let params = &self.cfg.params;
         let st = self.contract.state();
-        let mut out = Vec::new();
+        let mut out: BTreeMap<(Hash, usize), Vec<u16>> = BTreeMap::new();
+        let mut watched: Vec<(Hash, bool)> = Vec::new();
         for (id, c) in self.cases.iter().filter(|(_, c)| c.decided) {
             let Some(o) = st.outcomes.get(id) else {
                 continue;
@@ -986,63 +1111,193 @@ impl World {
             let Some(s) = live.or_else(|| st.appealable.get(id)) else {
                 continue;
             };
-            let pending = live.is_some_and(|l| {
-                l.appeal.as_ref().is_some_and(|a| {
-                    a.segments
-                        .iter()
-                        .any(|t| t.backers.iter().any(|b| b.appellant == me))
-                }) || l
-                    .queued
-                    .iter()
-                    .any(|q| q.backers.iter().any(|b| b.appellant == me))
+            let current = crate::appeal::current_verdicts(s, o);
+            // An honest seat in the round, whether it judged or was kept from judging: either
+            // way it could appeal (see below).
+            let judged_by_honest = |i: usize, round: u8| {
+                s.segments.get(i).is_some_and(|g| {
+                    g.seats.iter().any(|x| {
+                        x.round == round
+                            && matches!(self.kind_of(&x.account), Some(Kind::Honest(_)))
+                    })
+                })
+            };
+            let w = current.iter().enumerate().any(|(i, (v, round))| {
+                let wrong = c.truth.get(i).is_some_and(|t| !t.is_valid());
+                let honeypot = o.segments.get(i).is_none_or(|g| g.honeypot.is_some());
+                wrong
+                    && !honeypot
+                    && !matches!(v, LocalVerdict::Invalid | LocalVerdict::Ungrounded)
+                    && judged_by_honest(i, *round)
             });
-            if pending {
-                continue;
-            }
+            watched.push((*id, w));
             let open = live.is_some_and(|l| l.appeal.is_some());
             let horizon = o.decided_at.saturating_add(params.appeal_horizon);
             if next > horizon || (!open && next > o.appeals.until) {
                 continue;
             }
-            let current = crate::appeal::current_verdicts(s, o);
-            let wrong: Vec<u16> = current
+            let pending_by = |seg: u16| -> bool {
+                let honest = |a: &AccountId| matches!(self.kind_of(a), Some(Kind::Honest(_)));
+                live.is_some_and(|l| {
+                    l.appeal.as_ref().is_some_and(|a| {
+                        a.segments.iter().any(|t| {
+                            t.segment == seg && t.backers.iter().any(|b| honest(&b.appellant))
+                        })
+                    }) || l
+                        .queued
+                        .iter()
+                        .any(|q| q.segment == seg && q.backers.iter().any(|b| honest(&b.appellant)))
+                })
+            };
+            for (i, (v, round)) in current.iter().enumerate() {
+                if *v == LocalVerdict::Undecided
+                    || o.segments.get(i).is_none_or(|g| g.honeypot.is_some())
+                {
+                    continue;
+                }
+                let Ok(seg) = u16::try_from(i) else {
+                    continue;
+                };
+                if pending_by(seg) {
+                    continue;
+                }
+                // Rounds honest appeals used up: nobody honest has one left to ask for.
+                let used_by_honest = o
+                    .appeals
+                    .rounds
+                    .iter()
+                    .filter(|r| {
+                        matches!(self.kind_of(&r.appellant), Some(Kind::Honest(_)))
+                            && r.segments
+                                .iter()
+                                .any(|a| a.segment == seg && a.result.counts())
+                    })
+                    .count();
+                if used_by_honest >= usize::from(params.max_appeal_rounds) {
+                    continue;
+                }
+                let valid = *v == LocalVerdict::Valid;
+                // Outvoted: it judged the other side. Or kept out: the verdict is Valid and
+                // it could not judge (no key in time, a key that did not open, a ciphertext
+                // nobody served: honest seats here abstain for no other reason), so it knows
+                // the Valid verdict was reached without it, by the provider's doing.
+                let outvoted = s.segments.get(i).and_then(|g| {
+                    g.seats
+                        .iter()
+                        .filter(|x| x.round == *round)
+                        .filter(|x| matches!(self.kind_of(&x.account), Some(Kind::Honest(_))))
+                        .find(|x| match x.vote {
+                            Some(vote) if !vote.is_abstain() => vote.is_valid() != valid,
+                            _ => valid,
+                        })
+                        .and_then(|x| self.by_id.get(&x.account).copied())
+                });
+                let Some(who) = outvoted else {
+                    continue;
+                };
+                if self.behave.seat_blocked.get(&(*id, who))
+                    == Some(&appeal_state(&self.contract, id))
+                {
+                    continue;
+                }
+                out.entry((*id, who)).or_default().push(seg);
+            }
+        }
+        for (id, w) in watched {
+            if let Some(c) = self.cases.get_mut(&id) {
+                c.watched = w;
+            }
+        }
+        for ((session, who), segments) in out {
+            // Measured, not known to the seat: whether a verdict it appeals is wrong.
+            let wrong = self.verdict_wrong(&session, &segments);
+            self.send(
+                who,
+                Call::Appeal { session, segments },
+                Tag::SeatAppeal(wrong),
+            );
+        }
+    }
+
+    /// Whether the current verdict of any of `segments` of `session` contradicts the
+    /// truth (a measurement: no actor reads it).
+    fn verdict_wrong(&self, session: &Hash, segments: &[u16]) -> bool {
+        let st = self.contract.state();
+        let (Some(c), Some(o)) = (self.cases.get(session), st.outcomes.get(session)) else {
+            return false;
+        };
+        let Some(s) = st
+            .sessions
+            .get(session)
+            .or_else(|| st.appealable.get(session))
+        else {
+            return false;
+        };
+        let current = crate::appeal::current_verdicts(s, o);
+        segments.iter().any(|&i| {
+            let i = usize::from(i);
+            let truth = c.truth.get(i).is_some_and(|t| t.is_valid());
+            current.get(i).is_some_and(|(v, _)| {
+                *v != LocalVerdict::Undecided && (*v == LocalVerdict::Valid) != truth
+            })
+        })
+    }
+
+    /// An honest provider runs the Computer tier's checks itself (the node's `check`
+    /// preview calls the same judges): it appeals a decided Computer-tier segment of its
+    /// own whose verdict contradicts them, once per segment.
+    fn provider_checks(&mut self, next: u64) {
+        let params = &self.cfg.params;
+        let st = self.contract.state();
+        let mut out = Vec::new();
+        for (id, c) in self.cases.iter().filter(|(_, c)| c.decided && !c.adversary) {
+            let Some(o) = st.outcomes.get(id) else {
+                continue;
+            };
+            let live = st.sessions.get(id);
+            let Some(s) = live.or_else(|| st.appealable.get(id)) else {
+                continue;
+            };
+            let open = live.is_some_and(|l| l.appeal.is_some());
+            let horizon = o.decided_at.saturating_add(params.appeal_horizon);
+            if o.appeals.final_at.is_some() || next > horizon || (!open && next > o.appeals.until) {
+                continue;
+            }
+            if !o.appeals.rounds.is_empty()
+                || live.is_some_and(|l| l.appeal.is_some() || !l.queued.is_empty())
+            {
+                continue;
+            }
+            let wrong: Vec<u16> = crate::appeal::current_verdicts(s, o)
                 .iter()
                 .enumerate()
-                .filter(|(i, _)| o.segments.get(*i).is_some_and(|g| g.honeypot.is_none()))
+                .filter(|(i, _)| {
+                    s.segments
+                        .get(*i)
+                        .is_some_and(|g| g.entry.tier == Tier::Computer)
+                        && o.segments.get(*i).is_some_and(|g| g.honeypot.is_none())
+                })
                 .filter(|(i, (v, _))| {
                     let truth = c.truth.get(*i).is_some_and(|t| t.is_valid());
                     *v != LocalVerdict::Undecided && (*v == LocalVerdict::Valid) != truth
                 })
                 .filter_map(|(i, _)| u16::try_from(i).ok())
-                // Rounds it used up itself are its own doing: it does not try those again.
-                .filter(|seg| {
-                    let by: Vec<AccountId> = o
-                        .appeals
-                        .rounds
-                        .iter()
-                        .filter(|r| {
-                            r.segments
-                                .iter()
-                                .any(|a| a.segment == *seg && a.result.counts())
-                        })
-                        .map(|r| r.appellant)
-                        .collect();
-                    by.len() < usize::from(params.max_appeal_rounds) || by.iter().any(|a| *a != me)
-                })
                 .collect();
-            if wrong.is_empty() {
-                continue;
+            if !wrong.is_empty()
+                && self.behave.seat_blocked.get(&(*id, c.provider))
+                    != Some(&appeal_state(&self.contract, id))
+            {
+                out.push((*id, c.provider, wrong));
             }
-            if self.behave.watcher_blocked.get(id) == Some(&appeal_state(&self.contract, id)) {
-                continue;
-            }
-            out.push((*id, wrong));
         }
-        for (session, segments) in out {
+        for (session, provider, segments) in out {
+            self.behave
+                .seat_blocked
+                .insert((session, provider), appeal_state(&self.contract, &session));
             self.send(
-                watcher,
+                provider,
                 Call::Appeal { session, segments },
-                Tag::WatcherAppeal,
+                Tag::ProviderAppeal,
             );
         }
     }
@@ -1185,6 +1440,8 @@ impl World {
             keys: BTreeMap::new(),
             disclosed: false,
             decided: false,
+            watched: false,
+            drawn_at: None,
             appellants: BTreeMap::new(),
         };
         self.opening.insert(m.mapping_commitment, case);
@@ -1199,8 +1456,20 @@ impl World {
         let providers = self.actors_of(|k| k == Kind::Adversary);
         let provider = providers[(a as usize / 7) % providers.len()];
         let tier = Tier::ALL[a as usize % 3];
+        // A false honeypot is planted to be approved: its honest seats get good keys.
+        let keys = if a % 7 == 2 {
+            Keys::Good
+        } else {
+            [
+                Keys::Good,
+                Keys::Garbage,
+                Keys::Withhold,
+                Keys::Late,
+                Keys::Unserved,
+            ][a as usize % 5]
+        };
         let plan = Plan {
-            keys: [Keys::Good, Keys::Garbage, Keys::Withhold, Keys::Late][a as usize % 4],
+            keys,
             honeypots: [
                 Honeypots::None,
                 Honeypots::Genuine,
@@ -1212,15 +1481,27 @@ impl World {
             ][a as usize % 7],
             self_appeal: a % 3 == 1,
             spam: a % 3 == 2,
-            late_expertise: a % 5 == 3,
+            late_expertise: a % 6 == 3,
+            tau_at_ceiling: (a / 2) % 2 == 1,
+            // The smallest panel when it plants a false honeypot: its sybils hold it most
+            // often, and an undisputed honeypot is scored.
+            max_extra_seats: (a / 4).is_multiple_of(2) && a % 7 != 2,
+            // Sessions whose honest seats cannot commit hold capacity longest at the cap.
+            commit_at_cap: (keys == Keys::Unserved || (a / 3) % 4 == 1) && self.cfg.hold_capacity,
+            // Keyed, so that its honest seats see what it sealed.
+            re_braced: keys == Keys::Good && (a / 5) % 2 == 1,
+            domain_at_floor: a % 9 == 4,
         };
+        // A re-braced proof is a formal proof: the Computer tier's.
+        let tier = if plan.re_braced { Tier::Computer } else { tier };
         let probe = [
             Probe::K,
             Probe::CommitWindow,
             Probe::RevealWindow,
             Probe::Beta,
             Probe::PrivateDomain,
-        ][a as usize % 5];
+            Probe::TauAboveCeiling,
+        ][a as usize % 6];
 
         let n = self.rng.gen_range(3..=5usize);
         let wrong = self.rng.gen_range(0..n - 1);
@@ -1260,7 +1541,12 @@ impl World {
                 truth.push(if real { Vote::Invalid } else { Vote::Valid });
                 deps.push(Vec::new());
                 ids.push(id);
-                let h = self.claim(n, Vote::Invalid);
+                let mut h = self.claim(n, Vote::Invalid);
+                if !real {
+                    // The rubber-stamp rule needs a missed obvious error: a false honeypot
+                    // claims to be one.
+                    h.difficulty = Difficulty::Obvious;
+                }
                 claims.push(Some(h));
                 set.push(n as u16);
                 match plan.honeypots {
@@ -1298,24 +1584,51 @@ impl World {
         let p = &self.cfg.params;
         let f = &p.floors;
         let floor_k = f.min_k;
+        let ceiling =
+            crate::sessions::tau_ceiling(p, &SessionTerms::default()).map_or(p.min_tau, |(_, c)| c);
         let quorum = QuorumParams {
             k: floor_k,
-            extra_seats: p.max_extra_seats,
-            tau: p.min_tau,
+            extra_seats: if plan.max_extra_seats {
+                p.max_extra_seats
+            } else {
+                0
+            },
+            tau: if plan.tau_at_ceiling {
+                ceiling
+            } else {
+                p.min_tau
+            },
             beta: f.min_beta,
         };
+        if plan.tau_at_ceiling {
+            self.counts.attack("tau-ceiling");
+        }
+        if plan.re_braced {
+            self.counts.attack("re-braced-proof");
+        }
         let window = |w: u64| u16::try_from(w).unwrap_or(u16::MAX);
+        let floor_commit = window(f.min_commit_window(tier));
+        let floor_reveal = window(f.min_reveal_window(tier));
         let terms = SessionTerms {
-            commit_window: window(f.min_commit_window(tier)),
+            commit_window: if plan.commit_at_cap {
+                window(f.max_commit_window(tier))
+            } else {
+                window(f.min_commit_window(tier))
+            },
             reveal_window: window(f.min_reveal_window(tier)),
-            domain_required: plan.late_expertise,
+            domain_required: plan.late_expertise || plan.domain_at_floor,
             ..SessionTerms::default()
         };
-        let domain = if plan.late_expertise {
+        let domain = if plan.domain_at_floor {
+            super::world::FLOOR_DOMAIN
+        } else if plan.late_expertise {
             "geometry"
         } else {
             "math"
         };
+        if plan.domain_at_floor {
+            self.counts.attack("domain-pool-at-floor");
+        }
         let (m, set_salt, mapping) =
             self.manifest(entries, &claims, &set, quorum, terms, domain, 1);
 
@@ -1329,11 +1642,11 @@ impl World {
                 ("below-floor-terms", "below-floor-terms-accepted")
             }
             Probe::CommitWindow => {
-                bad.terms.commit_window = bad.terms.commit_window.saturating_sub(1);
+                bad.terms.commit_window = floor_commit.saturating_sub(1);
                 ("below-floor-terms", "below-floor-terms-accepted")
             }
             Probe::RevealWindow => {
-                bad.terms.reveal_window = bad.terms.reveal_window.saturating_sub(1);
+                bad.terms.reveal_window = floor_reveal.saturating_sub(1);
                 ("below-floor-terms", "below-floor-terms-accepted")
             }
             Probe::Beta => {
@@ -1344,6 +1657,11 @@ impl World {
                 bad.domain = "private".into();
                 bad.terms.domain_required = true;
                 ("private-domain", "private-domain-accepted")
+            }
+            // Finding 1's veto: tau = 1, above any ceiling the network may set.
+            Probe::TauAboveCeiling => {
+                bad.quorum.tau = Ppm::ONE;
+                ("tau-ceiling", "tau-above-ceiling-accepted")
             }
         };
         bad.fee = minimum_fee(&self.cfg.params, &bad).unwrap_or(0);
@@ -1366,6 +1684,13 @@ impl World {
             self.behave.cancels.push((next + 1, tier));
         }
         self.counts.attack("extreme-terms");
+        // A session on a domain pool held at the floor is refused while the pool is under
+        // it (the refusal names the floor, and the sybils bring their stake up to it).
+        let tag = if plan.domain_at_floor {
+            Tag::MayFail
+        } else {
+            Tag::Plain
+        };
         let case = Case {
             provider,
             adversary: true,
@@ -1381,10 +1706,58 @@ impl World {
             keys: BTreeMap::new(),
             disclosed: false,
             decided: false,
+            watched: false,
+            drawn_at: None,
             appellants: BTreeMap::new(),
         };
         self.opening.insert(m.mapping_commitment, case);
-        self.send(provider, Call::OpenSession(m), Tag::Plain);
+        self.send(provider, Call::OpenSession(m), tag);
+    }
+
+    /// The sybils of each tier bring the pool of [`super::world::FLOOR_DOMAIN`] up to
+    /// the domain floor (once a refusal has named it) and no further: each block, while
+    /// the pool's stake, declarations pending included, is under the floor, one more sybil
+    /// declares it (it counts `expertise_delay` blocks later).
+    fn declare_floor_domain(&mut self) {
+        let Some(floor) = self.behave.domain_floor else {
+            return;
+        };
+        let domain = super::world::FLOOR_DOMAIN;
+        let st = self.contract.state();
+        let mut out = Vec::new();
+        for tier in Tier::ALL {
+            let mut pool = 0u64;
+            let mut next = None;
+            for (id, a) in st
+                .auditors
+                .iter()
+                .filter(|(_, a)| a.tier == tier && a.active)
+            {
+                let stake = st.accounts.get(id).map_or(0, |x| x.stake);
+                let pending = a
+                    .pending_expertise
+                    .as_ref()
+                    .is_some_and(|p| p.expertise.iter().any(|e| e == domain));
+                if a.expertise.iter().any(|e| e == domain) || pending {
+                    pool = pool.saturating_add(stake);
+                } else if next.is_none() && a.pending_expertise.is_none() && self.is_sybil(id) {
+                    let mut list = a.expertise.clone();
+                    list.push(domain.to_string());
+                    next = Some((*id, list));
+                }
+            }
+            if pool >= floor {
+                continue;
+            }
+            if let Some((id, list)) = next
+                && let Some(&actor) = self.by_id.get(&id)
+            {
+                out.push((actor, list));
+            }
+        }
+        for (actor, expertise) in out {
+            self.send(actor, Call::DeclareExpertise { expertise }, Tag::MayFail);
+        }
     }
 }
 

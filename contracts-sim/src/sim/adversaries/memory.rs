@@ -23,6 +23,10 @@ pub(super) enum Keys {
     Withhold,
     /// Good keys, but later than the key lead before the commit deadline.
     Late,
+    /// Good keys at once, but the ciphertexts are never served: the honest seats cannot
+    /// fetch what the keys open (`withheld-ciphertext`), and its sybils hold their seats
+    /// uncommitted as long as they can, to keep the tier's capacity taken.
+    Unserved,
 }
 
 /// What the adversary does with honeypots in a session.
@@ -45,6 +49,17 @@ pub(super) struct Plan {
     pub(super) self_appeal: bool,
     pub(super) spam: bool,
     pub(super) late_expertise: bool,
+    /// `tau` at the tier's ceiling (else at the network's least `tau`).
+    pub(super) tau_at_ceiling: bool,
+    /// Every extra seat the network allows (else none).
+    pub(super) max_extra_seats: bool,
+    /// The commit window at the tier's cap (else at its floor).
+    pub(super) commit_at_cap: bool,
+    /// Its wrong step is a re-braced formal step (`re-braced-proof`).
+    pub(super) re_braced: bool,
+    /// The session requires [`super::world::FLOOR_DOMAIN`], whose pool its sybils hold
+    /// at the floor (`domain-pool-at-floor`).
+    pub(super) domain_at_floor: bool,
 }
 
 impl Plan {
@@ -55,6 +70,11 @@ impl Plan {
             self_appeal: false,
             spam: false,
             late_expertise: false,
+            tau_at_ceiling: false,
+            max_extra_seats: false,
+            commit_at_cap: false,
+            re_braced: false,
+            domain_at_floor: false,
         }
     }
 }
@@ -75,10 +95,16 @@ pub(super) struct Case {
     pub(super) set_salt: Salt,
     pub(super) mapping: (Hash, Salt),
     pub(super) opened_at: u64,
+    /// The block that drew its first seats.
+    pub(super) drawn_at: Option<u64>,
     /// Keys delivered: (seat, segment) -> whether it opens.
     pub(super) keys: BTreeMap<(AccountId, u16), bool>,
     pub(super) disclosed: bool,
     pub(super) decided: bool,
+    /// Whether a round that decides one of its wrong steps as no error held an honest
+    /// seat that judged (and so could appeal), as of the last block: a wrong PASS at
+    /// finality is `wrong_pass_final` when it did, `wrong_pass_unwatched` when not.
+    pub(super) watched: bool,
     /// Who filed the appeal judged in each appeal round.
     pub(super) appellants: BTreeMap<u8, usize>,
 }
@@ -100,6 +126,8 @@ pub(super) struct HeldSeat {
     pub(super) round: u8,
     pub(super) commit: Option<(Vote, Salt)>,
     pub(super) revealed: bool,
+    /// The block it was drawn in.
+    pub(super) drawn_at: u64,
 }
 
 /// The actors' memory between blocks.
@@ -109,8 +137,11 @@ pub(super) struct State {
     pub(super) seats: BTreeMap<Hash, Vec<HeldSeat>>,
     /// Transactions to send at a later height: (height, sender, call).
     pub(super) delayed: Vec<(u64, usize, Call)>,
-    /// Where the appeal state of a session stood when the watcher's appeal was refused.
-    pub(super) watcher_blocked: BTreeMap<Hash, AppealState>,
+    /// Where the appeal state of a session stood when an outvoted seat's appeal of it was
+    /// refused, by session and seat.
+    pub(super) seat_blocked: BTreeMap<(Hash, usize), AppealState>,
+    /// The domain floor, once a refusal named it (the sybils bring their pool up to it).
+    pub(super) domain_floor: Option<u64>,
     /// Late-expertise declarations to try to take back: (height, tier).
     pub(super) cancels: Vec<(u64, Tier)>,
     /// The height of each auditor's pending expertise declaration.
@@ -138,9 +169,9 @@ pub(super) fn appeal_state(c: &Contract, session: &Hash) -> AppealState {
 }
 
 impl State {
-    /// The watcher's appeal of `session` was refused: it waits for a change.
-    pub(super) fn watcher_refused(&mut self, session: Hash, c: &Contract) {
-        self.watcher_blocked
-            .insert(session, appeal_state(c, &session));
+    /// Seat `actor`'s appeal of `session` was refused: it waits for a change.
+    pub(super) fn seat_refused(&mut self, session: Hash, actor: usize, c: &Contract) {
+        self.seat_blocked
+            .insert((session, actor), appeal_state(c, &session));
     }
 }

@@ -29,12 +29,14 @@ pub(super) enum Kind {
     Honest(Tier),
     /// A sybil auditor of a tier: the adversary's.
     Sybil(Tier),
+    /// A key of the adversary's not yet registered as an auditor of the tier: it
+    /// registers mid-run when the grinding proposer finds it worth it (then it is a
+    /// [`Kind::Sybil`]).
+    Reserve(Tier),
     /// An honest provider.
     Provider,
     /// One of the adversary's provider keys.
     Adversary,
-    /// The honest third party that appeals wrong verdicts.
-    Watcher,
     /// One of the adversary's appeal spammers.
     Spammer,
 }
@@ -57,8 +59,15 @@ pub(super) enum Tag {
     /// May be refused without meaning anything (a step after a refused attack, a spam
     /// appeal, a provider's own appeal).
     MayFail,
-    /// The honest watcher's appeal: a refusal is a third-party appeal refused.
-    WatcherAppeal,
+    /// An honest seat's appeal (outvoted, or kept from judging a segment decided Valid):
+    /// a refusal is a third-party appeal refused when one of its segments' verdicts
+    /// contradicts the truth (`true`); refusing an appeal of verdicts that are right
+    /// (`false`: a seat kept from judging cannot tell) costs nobody anything.
+    SeatAppeal(bool),
+    /// An honest provider's appeal on its own checks.
+    ProviderAppeal,
+    /// A registration or bond the grinding proposer put in its own block.
+    Grind,
 }
 
 /// A transaction waiting for the next block.
@@ -91,6 +100,24 @@ fn next_seed(sim_seed: u64, parent: &Header) -> Hash {
     )
 }
 
+/// Blocks in a period of the proposer rotation.
+pub(super) const COALITION_PERIOD: u64 = 10;
+/// The first block of the period the colluding coalition proposes: it proposes
+/// `COALITION_FIRST..COALITION_PERIOD`, 3 blocks of 10 in a row (30% of the proposer
+/// power, under a third).
+pub(super) const COALITION_FIRST: u64 = 7;
+
+/// Whether the colluding coalition proposes block `h`.
+pub(super) fn coalition_block(h: u64) -> bool {
+    h % COALITION_PERIOD >= COALITION_FIRST
+}
+
+/// Whether the coalition censors in block `h`: every other run of its blocks (in the
+/// others it orders reveals).
+pub(super) fn censoring(h: u64) -> bool {
+    coalition_block(h) && (h / COALITION_PERIOD) % 2 == 1
+}
+
 /// The running counts of the report.
 #[derive(Default)]
 pub(super) struct Counts {
@@ -98,9 +125,15 @@ pub(super) struct Counts {
     pub(super) breaches: BTreeMap<&'static str, u64>,
     pub(super) honest_slashed: u64,
     pub(super) honest_stake_lost: u64,
-    pub(super) wrong_pass: u64,
+    pub(super) wrong_pass_at_decision: u64,
+    pub(super) wrong_pass_final: u64,
+    pub(super) wrong_pass_unwatched: u64,
+    pub(super) lemma1: super::Lemma1,
     pub(super) order_dependent: u64,
     pub(super) third_party_refused: u64,
+    pub(super) honest_sessions_refused: u64,
+    pub(super) max_blocks_to_draw: u64,
+    pub(super) censored_reveals: u64,
     pub(super) max_blocks_to_final: u64,
     pub(super) sessions: u64,
     pub(super) sybil_seats: u64,
@@ -123,6 +156,29 @@ impl Counts {
             self.diag.incidents.push(text);
         }
     }
+}
+
+/// Unregistered sybil keys per tier the adversary may register mid-run.
+pub(super) const RESERVE_PER_TIER: usize = 2;
+
+/// What each auditor holds besides its stake at genesis.
+const AUDITOR_BALANCE: u64 = 100_000;
+
+/// The domain the adversary's sybils hold at the floor (`domain-pool-at-floor`): honest
+/// auditors declare it too, but hold less than the floor on their own.
+pub(super) const FLOOR_DOMAIN: &str = "topology";
+
+/// An honest auditor's domains: every one declares `geometry` and `math`; the first
+/// few of each tier (`index` among them) also declare [`FLOOR_DOMAIN`], together holding
+/// about a third of the domain floor (the sybils make up the rest by declaring it mid-run).
+fn honest_expertise(index: usize, cfg: &AdversaryConfig) -> Vec<String> {
+    let mut out = vec!["geometry".to_string(), "math".to_string()];
+    let floor = cfg.params.floors.min_domain_stake;
+    let want = (floor / 3).div_ceil(cfg.honest_stake.max(1)).max(3);
+    if (index as u64) < want {
+        out.push(FLOOR_DOMAIN.to_string());
+    }
+    out
 }
 
 /// Every attack the run must try, by the name the report gives it.
@@ -148,6 +204,12 @@ pub(super) const ATTACKS: &[&str] = &[
     "reveal-order-sybils-last",
     "seed-grind",
     "sybil-collusion",
+    "tau-ceiling",
+    "re-braced-proof",
+    "withheld-ciphertext",
+    "censorship",
+    "draw-grinding",
+    "domain-pool-at-floor",
 ];
 
 /// Every defence the run checks, by the name of its breach.
@@ -158,6 +220,9 @@ pub(super) const DEFENCES: &[&str] = &[
     "bad-honeypot-set-opened",
     "late-expertise-seated",
     "seed-changed-by-block-contents",
+    "tau-above-ceiling-accepted",
+    "draw-steered-by-proposer",
+    "re-braced-proof-passed",
 ];
 
 /// The simulated network.
@@ -214,6 +279,9 @@ impl World {
             for i in 0..cfg.sybils_per_tier as usize {
                 push(&format!("adv-sybil-{tier:?}"), i, Kind::Sybil(tier));
             }
+            for i in 0..RESERVE_PER_TIER {
+                push(&format!("adv-reserve-{tier:?}"), i, Kind::Reserve(tier));
+            }
         }
         for i in 0..2 {
             push("adv-provider", i, Kind::Provider);
@@ -221,18 +289,21 @@ impl World {
         for i in 0..2 {
             push("adv-adversary", i, Kind::Adversary);
         }
-        push("adv-watcher", 0, Kind::Watcher);
         for i in 0..3 {
             push("adv-spammer", i, Kind::Spammer);
         }
         let mut accounts = Vec::new();
         let mut auditors = Vec::new();
         for a in &actors {
+            // Honest auditors hold enough to bond an appeal or two (they are the only
+            // third parties who appeal); sybils enough to bond a little more; reserve keys
+            // the least stake of their tier.
             let (balance, stake) = match a.kind {
-                Kind::Honest(_) => (0, cfg.honest_stake),
-                Kind::Sybil(_) => (0, cfg.sybil_stake),
+                Kind::Honest(_) => (AUDITOR_BALANCE, cfg.honest_stake),
+                Kind::Sybil(_) => (AUDITOR_BALANCE, cfg.sybil_stake()),
+                Kind::Reserve(t) => (cfg.params.min_stake(t) + 1_000, 0),
                 Kind::Provider | Kind::Adversary => (1_000_000_000, 0),
-                Kind::Watcher | Kind::Spammer => (10_000_000, 0),
+                Kind::Spammer => (10_000_000, 0),
             };
             accounts.push(GenesisAccount {
                 id: a.id,
@@ -240,7 +311,14 @@ impl World {
                 stake,
             });
             let (tier, expertise) = match a.kind {
-                Kind::Honest(t) => (t, vec!["geometry".to_string(), "math".to_string()]),
+                Kind::Honest(t) => {
+                    let index = actors
+                        .iter()
+                        .filter(|b| b.kind == a.kind)
+                        .position(|b| b.id == a.id)
+                        .unwrap_or(0);
+                    (t, honest_expertise(index, cfg))
+                }
                 Kind::Sybil(t) => (t, vec!["math".to_string(), "private".to_string()]),
                 _ => continue,
             };
@@ -251,11 +329,25 @@ impl World {
                 sealing_key: SealingPublicKey(Hash::of_parts("adv-x25519", &[a.id.as_ref()]).0),
             });
         }
-        let contract = Contract::new(&Genesis {
+        let genesis = Genesis {
             params: cfg.params.clone(),
             accounts,
             auditors,
-        })?;
+        };
+        let contract = if cfg.unchecked_params {
+            // A mutation test's chain: built under the network's defaults, then given the
+            // old (unchecked) parameters it tests.
+            let mut state = Contract::new(&Genesis {
+                params: super::adversary_params(),
+                ..genesis
+            })?
+            .state()
+            .clone();
+            state.params = cfg.params.clone();
+            Contract::from_state(state)
+        } else {
+            Contract::new(&genesis)?
+        };
         let chain_id = contract.chain_id();
         let by_id = actors.iter().enumerate().map(|(i, a)| (a.id, i)).collect();
         let mut counts = Counts::default();
@@ -298,9 +390,9 @@ impl World {
         self.by_id.get(id).map(|&i| self.actors[i].kind)
     }
 
-    /// Whether account `id` is a sybil auditor.
+    /// Whether account `id` is a sybil auditor (or one of the adversary's reserve keys).
     pub(super) fn is_sybil(&self, id: &AccountId) -> bool {
-        matches!(self.kind_of(id), Some(Kind::Sybil(_)))
+        matches!(self.kind_of(id), Some(Kind::Sybil(_) | Kind::Reserve(_)))
     }
 
     /// Queues a transaction for the next block.
@@ -332,12 +424,15 @@ impl World {
         let window = |w: &[u64; 3], own: u64| w.iter().copied().fold(own, u64::max);
         let round = 2
             + window(&p.floors.min_commit_window, p.commit_window)
+                .max(window(&p.floors.max_commit_window, 0).min(p.max_window))
             + window(&p.floors.min_reveal_window, p.reveal_window);
         let opening = u64::from(self.cfg.sessions.div_ceil(self.cfg.sessions_per_block));
         // Every queued segment is heard in the next round: at most one round per block of
         // the horizon, and a few more for rounds that open on its last blocks.
         let appeals = 18 * (round + 2);
-        opening + 2 * round + p.disclose_window + p.appeal_horizon + appeals + 100
+        // A session may wait for admission up to `draw_patience` blocks.
+        let waiting = p.draw_patience.min(10_000);
+        opening + waiting + 2 * round + p.disclose_window + p.appeal_horizon + appeals + 100
     }
 
     /// Produces one block: orders the queue, lets the colluding proposer grind, applies the
@@ -351,12 +446,16 @@ impl World {
             height: h,
             block_hash: seed,
         };
-        let colluding = h.is_multiple_of(3);
+        let colluding = coalition_block(h);
         let queued = std::mem::take(&mut self.queue);
-        let order = self.order(queued, colluding);
+        let mut order = self.order(queued, colluding, censoring(h));
         let time_ms = h * 1_000;
         if colluding {
             self.grind(&order, seed, time_ms);
+        }
+        if colluding && h % COALITION_PERIOD == COALITION_FIRST {
+            let own = self.grind_draws(&order, &ctx);
+            order.extend(own);
         }
 
         let mut events = self.contract.begin_block(&ctx);
@@ -392,8 +491,14 @@ impl World {
                     }
                     match p.tag {
                         Tag::MustRefuse(breach) => self.counts.breach(breach),
-                        Tag::WatcherAppeal => self.counts.diag.watcher_appeals += 1,
+                        Tag::SeatAppeal(_) => self.counts.diag.seat_appeals += 1,
+                        Tag::ProviderAppeal => self.counts.diag.provider_appeals += 1,
                         _ => {}
+                    }
+                    if let (Call::RegisterAuditor { tier, .. }, Kind::Reserve(_)) =
+                        (&p.call, self.actors[p.sender].kind)
+                    {
+                        self.actors[p.sender].kind = Kind::Sybil(*tier);
                     }
                     events.extend(ev);
                 }
@@ -405,9 +510,16 @@ impl World {
                         .entry(error_kind(&e))
                         .or_insert(0) += 1;
                     if let Some((key, _)) = opens {
-                        // A probe's case never existed; a real opening refused (never
-                        // expected) leaves nothing to follow.
-                        self.opening.remove(&key);
+                        // A probe's case never existed; a real opening refused leaves
+                        // nothing to follow (an honest one refused is an invariant).
+                        if let Some(case) = self.opening.remove(&key)
+                            && !case.adversary
+                        {
+                            self.counts.honest_sessions_refused += 1;
+                            self.counts.incident(format!(
+                                "block {h}: an honest provider's OpenSession was refused ({e})"
+                            ));
+                        }
                     }
                     self.refused(p, &e);
                 }
@@ -440,7 +552,14 @@ impl World {
 
     /// What a refused transaction means.
     fn refused(&mut self, p: &Pending, e: &TxError) {
-        if p.tag == Tag::WatcherAppeal {
+        if let TxError::DomainPoolTooSmall { floor, .. } = e {
+            // The refusal names the floor: the sybils now know how much to bring.
+            self.behave.domain_floor = Some(*floor);
+        }
+        if let Tag::SeatAppeal(false) = p.tag {
+            self.counts.diag.right_verdict_appeals_refused += 1;
+        }
+        if p.tag == Tag::SeatAppeal(true) {
             self.counts.third_party_refused += 1;
             *self
                 .counts
@@ -449,10 +568,10 @@ impl World {
                 .entry(error_kind(e))
                 .or_insert(0) += 1;
             if let Call::Appeal { session, segments } = &p.call {
-                self.behave.watcher_refused(*session, &self.contract);
+                self.behave.seat_refused(*session, p.sender, &self.contract);
                 let story = self.story(session);
                 self.counts.incident(format!(
-                    "block {}: the watcher's appeal of segments {segments:?} of session {} was refused ({e}); {story}",
+                    "block {}: an outvoted honest seat's appeal of segments {segments:?} of session {} was refused ({e}); {story}",
                     self.height,
                     session.to_hex()
                 ));
@@ -464,7 +583,7 @@ impl World {
     /// order it queued them. The colluding proposer then moves the sybils' reveals to the
     /// front (or, every other turn, the back) and the spammers' appeals ahead of the
     /// watcher's.
-    fn order(&mut self, queued: Vec<Pending>, colluding: bool) -> Vec<Pending> {
+    fn order(&mut self, queued: Vec<Pending>, colluding: bool, censor: bool) -> Vec<Pending> {
         let mut slots: Vec<usize> = queued.iter().map(|p| p.sender).collect();
         slots.shuffle(&mut self.rng);
         let mut by_sender: BTreeMap<usize, VecDeque<Pending>> = BTreeMap::new();
@@ -478,6 +597,18 @@ impl World {
         if !colluding {
             return out;
         }
+        if censor {
+            // The coalition leaves out the honest seats' reveals in the adversary's
+            // sessions; they wait in the pool for the next proposer.
+            let (dropped, kept): (Vec<Pending>, Vec<Pending>) =
+                out.into_iter().partition(|p| self.censored(p));
+            if !dropped.is_empty() {
+                self.counts.attack("censorship");
+            }
+            self.counts.censored_reveals += dropped.len() as u64;
+            self.queue.extend(dropped);
+            out = kept;
+        }
         let first = self.proposer_turns.is_multiple_of(2);
         self.proposer_turns += 1;
         let rank = |w: &World, p: &Pending| -> u8 {
@@ -487,7 +618,7 @@ impl World {
                 (true, _, _) if first => 0,
                 (true, _, _) => 3,
                 (_, Kind::Spammer, _) => 1,
-                (_, _, Tag::WatcherAppeal) => 3,
+                (_, _, Tag::SeatAppeal(_)) => 3,
                 _ => 2,
             }
         };
@@ -517,6 +648,128 @@ impl World {
             self.counts.attack(name);
         }
         sorted
+    }
+
+    /// Whether the censoring coalition leaves `p` out: an honest seat's reveal in one of
+    /// the adversary's sessions.
+    fn censored(&self, p: &Pending) -> bool {
+        let Call::Reveal { session, .. } = &p.call else {
+            return false;
+        };
+        matches!(self.actors[p.sender].kind, Kind::Honest(_))
+            && self.cases.get(session).is_some_and(|c| c.adversary)
+    }
+
+    /// The grinding proposer's own transactions (`draw-grinding`): it may put in its
+    /// block a bond by one of its sybils of each tier and the registration of a reserve
+    /// key. It knows the seed of the next block, whose `begin_block` draws every session
+    /// due; so it runs its block and that draw on copies of the contract, once with none
+    /// of them, once with each, and once with all, and keeps the set that seats the most
+    /// sybils (ties: the most transactions, so that its sybils do grow mid-run). If any set
+    /// seats anyone else than none does, the draw was steerable
+    /// (`draw-steered-by-proposer`).
+    fn grind_draws(&mut self, order: &[Pending], ctx: &BlockCtx) -> Vec<Pending> {
+        let h = ctx.height;
+        let mut own = Vec::new();
+        for tier in Tier::ALL {
+            let sybils = self.actors_of_kind(Kind::Sybil(tier));
+            if !sybils.is_empty() {
+                let s = sybils[(h / COALITION_PERIOD) as usize % sybils.len()];
+                own.push(Pending {
+                    sender: s,
+                    call: Call::Bond { amount: 1 },
+                    tag: Tag::Grind,
+                });
+            }
+        }
+        let tier = Tier::ALL[(h / COALITION_PERIOD) as usize % 3];
+        if let Some(&r) = self.actors_of_kind(Kind::Reserve(tier)).first() {
+            let id = self.actors[r].id;
+            own.push(Pending {
+                sender: r,
+                call: Call::RegisterAuditor {
+                    tier,
+                    expertise: vec!["math".into(), "private".into()],
+                    sealing_key: SealingPublicKey(Hash::of_parts("adv-x25519", &[id.as_ref()]).0),
+                    stake: self.cfg.params.min_stake(tier),
+                },
+                tag: Tag::Grind,
+            });
+        }
+        let mut variants: Vec<Vec<usize>> = vec![Vec::new()];
+        variants.extend((0..own.len()).map(|i| vec![i]));
+        if own.len() > 1 {
+            variants.push((0..own.len()).collect());
+        }
+        let next = BlockCtx {
+            height: h + 1,
+            block_hash: next_seed(
+                self.cfg.seed,
+                &Header {
+                    height: h,
+                    seed: ctx.block_hash,
+                    txs_root: Hash::ZERO,
+                    time_ms: 0,
+                },
+            ),
+        };
+        let mut base: Option<Vec<(Hash, u16, AccountId, u8)>> = None;
+        let mut best: (usize, usize, Vec<usize>) = (0, 0, Vec::new());
+        let mut steered = false;
+        for v in variants {
+            let mut c = self.contract.clone();
+            c.begin_block(ctx);
+            for p in order.iter().chain(v.iter().map(|&i| &own[i])) {
+                let actor = &self.actors[p.sender];
+                let tx = Signed::sign(
+                    &actor.key,
+                    &c.chain_id(),
+                    Tx {
+                        nonce: c.nonce(&actor.id),
+                        call: p.call.clone(),
+                    },
+                );
+                let _ = c.apply(ctx, &tx);
+            }
+            c.end_block(ctx);
+            let seats: Vec<(Hash, u16, AccountId, u8)> = c
+                .begin_block(&next)
+                .iter()
+                .filter_map(Event::seat_assigned)
+                .collect();
+            let sybils = seats.iter().filter(|x| self.is_sybil(&x.2)).count();
+            match &base {
+                None => base = Some(seats),
+                Some(b) => steered |= *b != seats,
+            }
+            if (sybils, v.len()) > (best.0, best.1) {
+                best = (sybils, v.len(), v);
+            }
+        }
+        if base.as_ref().is_some_and(|b| !b.is_empty()) {
+            self.counts.attack("draw-grinding");
+            self.counts.diag.draw_grind_blocks += 1;
+            if steered {
+                self.counts.breach("draw-steered-by-proposer");
+                self.counts.incident(format!(
+                    "block {h}: the proposer's choice of its own bonds and registrations changed the next block's draw"
+                ));
+            }
+        }
+        let mut out = Vec::new();
+        for (i, p) in own.into_iter().enumerate() {
+            if best.2.contains(&i) {
+                out.push(p);
+            }
+        }
+        out
+    }
+
+    /// The actors of kind `kind`.
+    pub(super) fn actors_of_kind(&self, kind: Kind) -> Vec<usize> {
+        (0..self.actors.len())
+            .filter(|&i| self.actors[i].kind == kind)
+            .collect()
     }
 
     /// The bytes a block carries for a queued transaction (its sender and call: the
@@ -681,14 +934,46 @@ impl World {
         diag.sybil_seat_share_ppm = (self.counts.sybil_seats * 1_000_000)
             .checked_div(self.counts.first_round_seats)
             .unwrap_or(0);
+        let st = self.contract.state();
+        let honest_flagged = self
+            .actors
+            .iter()
+            .filter(|a| matches!(a.kind, Kind::Honest(_)))
+            .filter(|a| st.auditors.get(&a.id).is_some_and(|x| x.flagged))
+            .count() as u64;
+        for a in self
+            .actors
+            .iter()
+            .filter(|a| matches!(a.kind, Kind::Honest(_)))
+        {
+            if let Some(x) = st.auditors.get(&a.id) {
+                let h = &x.honeypots;
+                diag.honest_known_error_approvals +=
+                    h.errors_approved.iter().map(|n| u64::from(*n)).sum::<u64>();
+                diag.honest_miss_providers += h.miss_providers.len() as u64;
+            }
+        }
+        let mut lemma1 = self.counts.lemma1.clone();
+        lemma1.sybil_share = self.cfg.sybil_share_f64();
+        if lemma1.wrong_traces > 0 {
+            lemma1.mean_panel /= lemma1.wrong_traces as f64;
+        }
         AdversaryReport {
             seed: self.cfg.seed,
             sessions: self.counts.sessions,
             honest_slashed: self.counts.honest_slashed,
             honest_stake_lost: self.counts.honest_stake_lost,
-            wrong_pass: self.counts.wrong_pass,
+            honest_flagged,
+            wrong_pass: self.counts.wrong_pass_final + self.counts.wrong_pass_unwatched,
+            wrong_pass_at_decision: self.counts.wrong_pass_at_decision,
+            wrong_pass_final: self.counts.wrong_pass_final,
+            wrong_pass_unwatched: self.counts.wrong_pass_unwatched,
+            lemma1,
             order_dependent: self.counts.order_dependent,
             third_party_appeals_refused: self.counts.third_party_refused,
+            honest_sessions_refused: self.counts.honest_sessions_refused,
+            max_blocks_to_draw: self.counts.max_blocks_to_draw,
+            censored_reveals: self.counts.censored_reveals,
             max_blocks_to_final: self.counts.max_blocks_to_final,
             attacks: self
                 .counts
