@@ -415,6 +415,10 @@ pub struct Diagnostics {
     /// Re-braced proofs: honest seats that found the document sealed to them was not the
     /// one the segment id commits to.
     pub re_braced_refusals: u64,
+    /// Re-braced proofs caught: traces carrying one that did not pass at finality (those
+    /// that did count in `wrong_pass_final`, or `wrong_pass_unwatched` when no honest seat
+    /// sat on the step).
+    pub re_braced_caught: u64,
     /// Segment rounds compared with the shadow contract.
     pub order_checks: u64,
     /// Blocks where a transaction fared differently in the shadow (the shadow was

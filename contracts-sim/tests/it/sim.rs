@@ -209,6 +209,7 @@ fn adversaries_try_everything_deterministically_and_buy_nothing() {
             d.draw_grind_blocks > 0 && d.re_braced_refusals > 0,
             "seed {seed}"
         );
+        assert!(d.re_braced_caught > 0, "seed {seed}");
         // The sybils did carry wrong steps at the first decision, and the appeals of the
         // parties who could know took every one back.
         assert!(r.wrong_pass_at_decision > 0, "seed {seed}");

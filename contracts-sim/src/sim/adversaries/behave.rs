@@ -641,6 +641,9 @@ impl World {
         let Some(o) = self.contract.outcome(&session) else {
             return;
         };
+        if c.plan.re_braced && o.trace != TraceVerdict::Pass {
+            self.counts.diag.re_braced_caught += 1;
+        }
         if c.wrong_on(o) {
             self.counts.diag.traces_with_wrong_step += 1;
             if o.trace == TraceVerdict::Pass {
@@ -653,7 +656,7 @@ impl World {
                     "although an honest seat of a deciding round could have appealed"
                 } else {
                     self.counts.wrong_pass_unwatched += 1;
-                    "unwatched: no honest seat judged in a round that decided a wrong step"
+                    "unwatched: no honest seat sat in a round that decided a wrong step"
                 };
                 self.counts.incident(format!(
                     "block {}: session {} became final with a PASS although its truth is {:?} ({kind}); {story}",
@@ -1114,7 +1117,7 @@ impl World {
             let current = crate::appeal::current_verdicts(s, o);
             // An honest seat in the round, whether it judged or was kept from judging: either
             // way it could appeal (see below).
-            let judged_by_honest = |i: usize, round: u8| {
+            let honest_sat = |i: usize, round: u8| {
                 s.segments.get(i).is_some_and(|g| {
                     g.seats.iter().any(|x| {
                         x.round == round
@@ -1128,7 +1131,7 @@ impl World {
                 wrong
                     && !honeypot
                     && !matches!(v, LocalVerdict::Invalid | LocalVerdict::Ungrounded)
-                    && judged_by_honest(i, *round)
+                    && honest_sat(i, *round)
             });
             watched.push((*id, w));
             let open = live.is_some_and(|l| l.appeal.is_some());

@@ -102,8 +102,9 @@ pub(super) struct Case {
     pub(super) disclosed: bool,
     pub(super) decided: bool,
     /// Whether a round that decides one of its wrong steps as no error held an honest
-    /// seat that judged (and so could appeal), as of the last block: a wrong PASS at
-    /// finality is `wrong_pass_final` when it did, `wrong_pass_unwatched` when not.
+    /// seat (which could appeal: it judged the other side, or was kept from judging a
+    /// Valid verdict), as of the last block: a wrong PASS at finality is
+    /// `wrong_pass_final` when it did, `wrong_pass_unwatched` when not.
     pub(super) watched: bool,
     /// Who filed the appeal judged in each appeal round.
     pub(super) appellants: BTreeMap<u8, usize>,
