@@ -121,3 +121,53 @@ fn the_agent_corpus_without_a_sandbox() {
         );
     }
 }
+
+/// A transcript whose call never ends, or reaches outside the sandbox: its tool segment
+/// ends in an abstention within the sandbox's caps, never a vote, and the whole check
+/// returns within a minute.
+#[test]
+fn a_hostile_call_ends_in_an_abstention_of_its_tool_segment() {
+    use trust_judging::{
+        decompose::{Options, decompose},
+        preview::preview_with,
+    };
+    use trust_protocol::trace::Trace;
+    let Ok(sandbox) = Sandbox::start(&Config::default()) else {
+        eprintln!("the sandbox does not start here: skipped");
+        return;
+    };
+    for code in [
+        "while True:\n    pass",
+        "import os\nprint(os.system('echo hi'))",
+        "print(open('/etc/hostname').read())",
+    ] {
+        let transcript = serde_json::json!({"messages": [
+            {"role": "user", "content": "What is 2 + 2?"},
+            {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
+                "function": {"name": "python", "arguments": serde_json::json!({"code": code}).to_string()}}]},
+            {"role": "tool", "tool_call_id": "call_1", "content": "4"},
+            {"role": "assistant", "content": "The answer is 4."}
+        ]})
+        .to_string();
+        let t = Trace::parse(&transcript).expect("reads");
+        let h = decompose(&t, &Options::default()).expect("decomposes");
+        let started = std::time::Instant::now();
+        let p = preview_with(&t, &h, Some(&sandbox));
+        assert!(started.elapsed() < std::time::Duration::from_secs(60));
+        let tc = p.segments.iter().find(|s| s.id == "TC1").expect("TC1");
+        let d = tc.decision.as_ref().expect("judged");
+        assert_eq!(
+            d.vote,
+            trust_protocol::Vote::Abstain,
+            "{code}: {}",
+            d.reason
+        );
+        assert!(d.reason.contains("CPython"), "{}", d.reason);
+        assert_ne!(
+            p.trace.verdict,
+            trust_contracts::TraceVerdict::Fail,
+            "{}",
+            p.summary()
+        );
+    }
+}
