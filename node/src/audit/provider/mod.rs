@@ -1602,7 +1602,8 @@ mod tests {
 
     /// Finding 4: staffing counts the auditors the contract can draw. One of three
     /// Computer auditors unbonds below the tier minimum: still registered and active, but
-    /// the session would fail at the draw, so the provider refuses it up front.
+    /// once the unbond counts in draws (`expertise_delay` blocks later, issue 53) the
+    /// session would fail at the draw, so the provider refuses it up front.
     #[tokio::test]
     async fn staffing_counts_only_auditors_the_contract_can_draw() {
         let (p, mut chain, _dir) = provider(3);
@@ -1610,7 +1611,9 @@ mod tests {
         let leaving = auditor(0);
         let out = chain.outbox(leaving.clone());
         out.send(Call::Unbond { amount: 950 }).await.unwrap();
-        chain.block().await;
+        for _ in 0..=chain.contract.state().params.expertise_delay {
+            chain.block().await;
+        }
         let st = chain.contract.state();
         assert!(
             st.auditors[&leaving.public()].active,
