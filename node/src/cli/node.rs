@@ -6,11 +6,7 @@ use std::time::Duration;
 use clap::Args;
 use serde_json::json;
 use trust_contracts::{CastVote, Outcome, SegmentVerdict};
-use trust_protocol::{
-    Hash, Vote,
-    hdag::MAX_HDAG_JSON_BYTES,
-    trace::{MAX_TRACE_BYTES, Trace},
-};
+use trust_protocol::{Hash, Vote, hdag::MAX_HDAG_JSON_BYTES};
 
 pub use super::remote::{NodeAddr, terms_line};
 use super::{
@@ -883,8 +879,13 @@ fn vote_lines(cast: &[CastVote]) -> Vec<String> {
 /// `submit`: open an audit session for a trace on this node (as provider).
 #[derive(Debug, Args)]
 pub struct SubmitArgs {
-    /// The trace: JSON `{problem, thinking, output}` or text with the paper's headings.
+    /// The trace: an agent transcript (OpenAI chat or Responses, Anthropic Messages,
+    /// <think> text, OpenTelemetry spans), JSON `{problem, thinking, output}` or text with
+    /// the paper's headings. What is sent is the trace read from it, as that JSON.
     pub trace: std::path::PathBuf,
+    /// How the trace file is read.
+    #[command(flatten)]
+    pub read: super::local::TranscriptArgs,
     /// The provider's own HDAG (the paper's JSON) instead of the built-in decomposition.
     #[arg(long)]
     pub hdag: Option<std::path::PathBuf>,
@@ -1196,14 +1197,15 @@ fn submit_endpoint(args: &SubmitArgs) -> super::local::LlmEndpointArgs {
 
 /// Runs `submit`.
 pub fn run_submit(args: SubmitArgs) -> CliResult {
-    // The protocol's own limits, which the node's `POST /v1/sessions` accepts.
-    let trace = super::read_input_file(&args.trace, MAX_TRACE_BYTES as u64)?;
+    // Any transcript format, read here into the network's one form and sent as its JSON,
+    // so the node and every seat see the same trace (within the protocol's own limits,
+    // which the node's `POST /v1/sessions` accepts).
+    let parsed = super::local::read_trace(&args.trace, &args.read)?;
+    let trace = serde_json::to_string(&parsed).map_err(failed)?;
     let hdag = match (&args.hdag, args.decompose) {
         (Some(p), _) => Some(super::read_input_file(p, MAX_HDAG_JSON_BYTES as u64)?),
         (None, DecomposeMode::Heuristic) => None,
         (None, DecomposeMode::Llm) => {
-            let parsed = Trace::parse(&trace)
-                .map_err(|e| CliError::usage(format!("{}: {e}", args.trace.display())))?;
             let d = super::local::llm_decompose(
                 &parsed,
                 &trust_judging::decompose::Options::default(),
