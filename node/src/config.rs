@@ -11,7 +11,7 @@
 //! ```
 //!
 //! `config.toml` is grouped by subsystem: `moniker` on top, then `[network]`,
-//! `[consensus]`, `[mempool]`, `[api]`, `[ipfs]`, `[llm]` (with `[llm.ares]`), `[auditor]`,
+//! `[consensus]`, `[mempool]`, `[api]`, `[ipfs]`, `[llm]` (with `[llm.ares]`), `[auditor]`, `[computer]`,
 //! `[provider]`, `[session]` and `[ledger]`. Durations are humantime strings (`"300ms"`,
 //! `"2s"`). The flat layout of earlier releases (`block_time_ms = 1000`, `api_listen = ...`
 //! on top) is still read, with a warning ([`legacy`]); `trust-node config migrate` rewrites
@@ -58,6 +58,9 @@ pub struct NodeConfig {
     pub llm: LlmConfig,
     /// This node as an auditor: how its seats judge (`[auditor]`).
     pub auditor: AuditorConfig,
+    /// The Computer tier's re-runs of tool calls, in a sandbox (`[computer]`).
+    #[serde(skip_serializing_if = "ComputerConfig::is_default")]
+    pub computer: ComputerConfig,
     /// This node as a provider: the sessions it opens and what it may spend (`[provider]`).
     pub provider: ProviderConfig,
     /// Defaults for the sessions this node opens as a provider (`[session]`: seats,
@@ -262,6 +265,64 @@ impl Default for AuditorConfig {
     }
 }
 
+/// `[computer]`: the Computer tier's re-runs of a provider's tool calls (agent transcripts).
+/// A seat re-runs a transcript's Python code in a sandbox (bubblewrap namespaces, a seccomp
+/// filter and resource limits; docs/security.md) and votes on whether the result the
+/// transcript reports is what the code prints. A node whose sandbox cannot start says so
+/// at start-up, and its seats abstain on tool segments: code never runs outside it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ComputerConfig {
+    /// Re-run tool calls at all (default true). `false`: this node's seats abstain on tool
+    /// segments and no code of anyone's is ever run here.
+    pub execute: bool,
+    /// The Python interpreter the sandbox runs (default: `python3` on `PATH`, resolved to
+    /// its real file; its installation prefix is mounted read-only, nothing else of its
+    /// directory tree).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub python: Option<String>,
+    /// CPU seconds one re-run may use (default 10).
+    pub cpu_seconds: u64,
+    /// Memory one re-run may map, in MiB (default 512).
+    pub memory_mib: u64,
+    /// Wall-clock time after which a re-run is killed (default 20 s).
+    #[serde(with = "humantime_serde")]
+    pub wall: Duration,
+}
+
+impl Default for ComputerConfig {
+    fn default() -> Self {
+        let l = trust_sandbox::Limits::default();
+        Self {
+            execute: true,
+            python: None,
+            cpu_seconds: l.cpu_seconds,
+            memory_mib: l.memory_bytes / (1024 * 1024),
+            wall: l.wall,
+        }
+    }
+}
+
+impl ComputerConfig {
+    fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
+
+    /// The sandbox's configuration.
+    pub fn sandbox(&self) -> trust_sandbox::Config {
+        trust_sandbox::Config {
+            python: self.python.as_ref().map(std::path::PathBuf::from),
+            limits: trust_sandbox::Limits {
+                cpu_seconds: self.cpu_seconds,
+                wall: self.wall,
+                memory_bytes: self.memory_mib.saturating_mul(1024 * 1024),
+                ..trust_sandbox::Limits::default()
+            },
+            enabled: self.execute,
+        }
+    }
+}
+
 /// `[provider]`: this node as a provider, the sessions it opens and what they may cost.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -336,6 +397,7 @@ impl Default for NodeConfig {
             ipfs: IpfsConfig::default(),
             llm: LlmConfig::default(),
             auditor: AuditorConfig::default(),
+            computer: ComputerConfig::default(),
             provider: ProviderConfig::default(),
             session: trust_judging::session::terms::SessionOptions::default(),
             ledger: LedgerConfig::default(),
@@ -1330,6 +1392,13 @@ mod tests {
                 human: true,
                 ..AuditorConfig::default()
             },
+            computer: ComputerConfig {
+                execute: false,
+                python: Some("/usr/bin/python3".into()),
+                cpu_seconds: 5,
+                memory_mib: 256,
+                wall: Duration::from_secs(8),
+            },
             provider: ProviderConfig {
                 seats_per_segment: 5,
                 human_seats_per_segment: Some(1),
@@ -1569,7 +1638,12 @@ keep_blocks = 500
 "#;
         let parsed = parse_config_with_layout(flat).unwrap();
         assert_eq!(parsed.layout, Layout::Flat);
-        assert_eq!(parsed.config, everything_set());
+        // The flat layout predates `[computer]`: it leaves that table at its defaults.
+        let expected = NodeConfig {
+            computer: ComputerConfig::default(),
+            ..everything_set()
+        };
+        assert_eq!(parsed.config, expected);
         let (top, _) = flat.split_once("\n[").unwrap();
         let mut seen = 0;
         for line in top.lines().skip(1) {

@@ -43,6 +43,7 @@ use crate::{
     alerts::Alerts,
     api::{self, Api, ApiMetrics},
     audit::{
+        computer::ComputerJudge,
         duties::{self, Duties},
         human::HumanDesk,
         llm::{self, LlmAuditor},
@@ -320,6 +321,9 @@ struct Settings {
     auth: Arc<Auth>,
     kubo: Option<Arc<Kubo>>,
     llm: Option<LlmAuditor>,
+    /// The Computer tier's judge, with the sandbox when it started (its probe ran here,
+    /// before anything was opened; the log says whether tool calls are re-run).
+    computer: ComputerJudge,
     #[cfg(feature = "misbehave")]
     behaviour: Option<misbehave::TestBehaviour>,
 }
@@ -341,6 +345,7 @@ impl Settings {
         let commit_window = doc.genesis.params.commit_window;
         let llm = llm::setup::judge(&cfg.llm_settings(), commit_window, cfg.block_time())
             .map_err(home_err)?;
+        let computer = ComputerJudge::start(&cfg.computer);
         Ok(Self {
             doc,
             cfg,
@@ -348,6 +353,7 @@ impl Settings {
             auth,
             kubo,
             llm,
+            computer,
             #[cfg(feature = "misbehave")]
             behaviour,
         })
@@ -512,7 +518,11 @@ fn start_duties(
         seat_metrics.clone(),
     )
     .map_err(ledger_err)?
-    .with_judges(duties::judges(s.llm.clone(), desk.clone()));
+    .with_judges(duties::judges(
+        s.computer.clone(),
+        s.llm.clone(),
+        desk.clone(),
+    ));
     #[cfg(feature = "misbehave")]
     let seat = match s.seat_behaviour() {
         Some(b) => seat.with_behaviour(b),

@@ -11,6 +11,7 @@
 //! own auditor account afterwards (slashes, missed seats) is watched by
 //! [`crate::alerts`], which reads only the chain.
 
+pub mod computer;
 pub mod duties;
 pub mod human;
 pub mod llm;

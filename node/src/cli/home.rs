@@ -92,6 +92,24 @@ const CONFIG_COMMENTS: &[(&str, &str)] = &[
         "Human-tier seats wait for a person at the audit form (/audit).",
     ),
     (
+        "[computer]",
+        "Re-runs of a provider's tool calls in a sandbox (agent transcripts).",
+    ),
+    (
+        "computer.execute",
+        "false: this node's seats abstain on tool calls and run no one's code.",
+    ),
+    (
+        "computer.python",
+        "The interpreter the sandbox runs (default: python3 on PATH).",
+    ),
+    ("computer.cpu_seconds", "CPU seconds one re-run may use."),
+    ("computer.memory_mib", "Memory one re-run may map, in MiB."),
+    (
+        "computer.wall",
+        "Wall-clock time after which a re-run is killed.",
+    ),
+    (
         "[provider]",
         "Sessions this node opens (`trust-node submit`).",
     ),

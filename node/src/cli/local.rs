@@ -27,7 +27,7 @@ use trust_judging::{
         self, Options,
         llm::{Decomposer, Decomposition, LlmDecomposeError, MAX_REPLY_BYTES},
     },
-    preview::{PreviewSegment, preview},
+    preview::{PreviewSegment, preview_with},
 };
 
 use crate::{
@@ -165,6 +165,10 @@ pub struct TraceArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// `check` only: do not re-run the transcript's tool calls in the sandbox (they are
+    /// left undecided, as on a node with `[computer] execute = false`).
+    #[arg(long)]
+    pub no_exec: bool,
 }
 
 /// The endpoint of `--llm` / `--decompose llm`.
@@ -330,10 +334,24 @@ pub fn run_decompose(args: TraceArgs) -> CliResult {
     Ok(())
 }
 
+/// Whether `hdag` holds a tool call to re-run (only then is a sandbox started).
+fn has_tool_calls(hdag: &trust_protocol::hdag::Hdag) -> bool {
+    hdag.nodes.iter().any(|n| n.id.starts_with("TC"))
+}
+
 /// `trust-node check`.
 pub fn run_check(args: TraceArgs) -> CliResult {
     let (trace, hdag) = load(&args)?;
-    let p = preview(&trace, &hdag);
+    let exec = has_tool_calls(&hdag)
+        .then(|| {
+            let cfg = crate::config::ComputerConfig {
+                execute: !args.no_exec,
+                ..Default::default()
+            };
+            crate::audit::computer::start_sandbox(&cfg)
+        })
+        .flatten();
+    let p = preview_with(&trace, &hdag, exec.as_deref());
     let row = |seg: &PreviewSegment| -> (String, String) {
         let verdict = format!("{:?}", seg.verdict);
         if seg.given {

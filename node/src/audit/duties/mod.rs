@@ -23,15 +23,20 @@ use futures::FutureExt;
 pub use self::actor::{
     Config, Draining, Duties, MAX_CONCURRENT_JUDGING, MAX_CONCURRENT_SLOW_JUDGING,
 };
-use trust_judging::judge::{Auditor, ComputerAuditor};
+use trust_judging::judge::Auditor;
 
-use super::{human::HumanDesk, llm::LlmAuditor, seat::TipReaches};
+use super::{computer::ComputerJudge, human::HumanDesk, llm::LlmAuditor, seat::TipReaches};
 use crate::view::ChainWatch;
 
-/// The judges of a running node, one per tier it serves: the Computer tier's always, the
-/// LLM tier's when an endpoint is configured, the Human tier's when a person's desk runs.
-pub fn judges(llm: Option<LlmAuditor>, desk: Option<HumanDesk>) -> Vec<Arc<dyn Auditor>> {
-    let mut judges: Vec<Arc<dyn Auditor>> = vec![Arc::new(ComputerAuditor)];
+/// The judges of a running node, one per tier it serves: the Computer tier's always (with
+/// the node's sandbox for tool calls, when it has one), the LLM tier's when an endpoint is
+/// configured, the Human tier's when a person's desk runs.
+pub fn judges(
+    computer: ComputerJudge,
+    llm: Option<LlmAuditor>,
+    desk: Option<HumanDesk>,
+) -> Vec<Arc<dyn Auditor>> {
+    let mut judges: Vec<Arc<dyn Auditor>> = vec![Arc::new(computer)];
     if let Some(judge) = llm {
         judges.push(Arc::new(judge));
     }
