@@ -3,6 +3,7 @@
 //! [`Network`](crate::fixtures::network::Network) harness.
 
 mod adversary;
+mod agent;
 mod appeal;
 mod assurance;
 mod audit;
