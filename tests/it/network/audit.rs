@@ -113,7 +113,7 @@ fn the_incorrect_fraction_chain_fails_at_the_wrong_step_and_propagates() {
     };
     let before = nonce(&net);
     for (args, says) in [
-        (vec![broken.to_str().unwrap()], "trace:"),
+        (vec![broken.to_str().unwrap()], "malformed trace JSON"),
         (vec![&trace, "--hdag", cyclic.to_str().unwrap()], "cycle"),
         (vec!["/no/such/trace.txt"], "/no/such/trace.txt"),
     ] {
