@@ -175,6 +175,24 @@ class ClientTest(unittest.TestCase):
                                 "labels": {"run": "7"}, "session": {"seats": 5}})
         self.assertTrue(self.client.submit("## Problem", idempotency_key="again").replayed)
 
+    def test_an_agent_transcript_goes_as_its_message_list(self) -> None:
+        messages = [{"role": "user", "content": "What is 2 + 3?"},
+                    {"role": "assistant", "content": None, "tool_calls": [
+                        {"id": "c1", "type": "function",
+                         "function": {"name": "python", "arguments": "{\"code\": \"print(2 + 3)\"}"}}]},
+                    {"role": "tool", "tool_call_id": "c1", "content": "5"},
+                    {"role": "assistant", "content": "It prints 5, so the answer is 5."}]
+        self.client.submit(messages)
+        _, path, _, body = self.node.requests[-1]
+        self.assertEqual(path, "/v1/sessions")
+        self.assertEqual(body, {"trace": messages})
+        self.client.submit(tuple(messages))
+        self.assertEqual(self.node.requests[-1][3], {"trace": messages})
+        sent = len(self.node.requests)
+        with self.assertRaises(TypeError):
+            self.client.submit(["not a message"])  # type: ignore[list-item]
+        self.assertEqual(len(self.node.requests), sent, "nothing is sent for a refused trace")
+
     def test_errors_carry_the_status_code_and_message(self) -> None:
         with self.assertRaises(TrustError) as e:
             self.client.submit("")

@@ -10,7 +10,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .errors import TrustError
 from .models import Event, Json, Listed, Session, Submitted
@@ -23,7 +23,10 @@ _DECIDING = {"session_decided", "session_failed", "appeal_decided"}
 _FINALIZING = {"session_final", "session_failed"}
 _LOOPBACK = {"localhost", "127.0.0.1", "::1"}
 
-Trace = Union[str, Mapping[str, Any]]
+# A trace: the paper's ``##`` text, a ``{"problem", "thinking", "output"}`` dict, or an agent
+# transcript as the provider's API gave it (an OpenAI or Anthropic message list, or a dict
+# such as ``{"messages": [...], "tools": [...]}``); the node reads every form (docs/transcripts.md).
+Trace = Union[str, Mapping[str, Any], Sequence[Mapping[str, Any]]]
 
 
 def _origin(url: str) -> Tuple[str, str, int]:
@@ -175,13 +178,14 @@ class Client:
         hdag: Optional[Union[str, Mapping[str, Any]]] = None,
         idempotency_key: Optional[str] = None,
     ) -> Submitted:
-        """``POST /v1/sessions``: open a session on ``trace``, the paper's ``##`` text or a
-        ``{"problem", "thinking", "output"}`` dict. ``options`` is the session's assurance
+        """``POST /v1/sessions``: open a session on ``trace``, the paper's ``##`` text, a
+        ``{"problem", "thinking", "output"}`` dict, or an agent transcript as its API gave it
+        (an OpenAI or Anthropic message list, or ``{"messages": [...], "tools": [...]}``). ``options`` is the session's assurance
         (``seats``, ``tau``, ``beta``, ``fee``, ... as docs/providers.md names them);
         ``labels`` stay on the node; a repeat with the same ``idempotency_key`` opens
         nothing new."""
-        height = int(self.status()["height"])
         body = self._body(trace, labels, options, hdag)
+        height = int(self.status()["height"])
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
         raw, h = self._json("POST", "/v1/sessions", body=body, auth=True, headers=headers)
         return Submitted.of(raw, replayed=h.get("Idempotent-Replayed") == "true", height=height)
@@ -195,7 +199,7 @@ class Client:
     @staticmethod
     def _body(trace: Trace, labels: Optional[Mapping[str, str]], options: Optional[Mapping[str, Any]],
               hdag: Optional[Union[str, Mapping[str, Any]]]) -> Json:
-        body: Json = {"trace": trace if isinstance(trace, str) else dict(trace)}
+        body: Json = {"trace": _trace_json(trace)}
         if labels:
             body["labels"] = dict(labels)
         if options:
@@ -346,6 +350,21 @@ class Client:
                     time.sleep(0.5)  # the node ended the stream: open it again
         return s
 
+
+
+def _trace_json(trace: Trace) -> Any:
+    """The trace as the node's ``trace`` field takes it: text as it is, a dict or a message
+    list as JSON (a list of anything but messages is refused here, before anything is sent)."""
+    if isinstance(trace, str):
+        return trace
+    if isinstance(trace, Mapping):
+        return dict(trace)
+    if isinstance(trace, (list, tuple)):
+        messages = list(trace)
+        if not all(isinstance(m, Mapping) for m in messages):
+            raise TypeError("a transcript given as a list must be a list of message dicts")
+        return [dict(m) for m in messages]
+    raise TypeError(f"a trace is text, a dict or a list of messages, not {type(trace).__name__}")
 
 def _sid(session: Union[str, Submitted]) -> str:
     return session.session if isinstance(session, Submitted) else session
