@@ -442,8 +442,14 @@ impl ComputerAuditor {
             .filter_map(|p| computer::tool::read_tool(p))
             .map(|t| t.result)
             .collect();
+        let context: Vec<&str> = segment
+            .givens
+            .iter()
+            .filter(|g| computer::tool::read_tool(g).is_none())
+            .map(String::as_str)
+            .collect();
         let restated = (!results.is_empty())
-            .then(|| computer::tool::check_restatement(&segment.claim, &results))
+            .then(|| computer::tool::check_restatement(&segment.claim, &results, &context))
             .flatten();
         if let Some(j) = restated
             .as_ref()

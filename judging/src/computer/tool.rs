@@ -521,6 +521,47 @@ fn restates(s: &Value, r: f64) -> bool {
         || (s.value - r).abs() < unit && (s.value.abs() <= r.abs())
 }
 
+/// Numbers every reader knows without being told (units of time, counting, percent):
+/// a sentence stating one restates no result.
+const UNIT_CONSTANTS: [f64; 14] = [
+    2.0, 3.0, 4.0, 7.0, 10.0, 12.0, 24.0, 30.0, 52.0, 60.0, 100.0, 365.0, 1000.0, 3600.0,
+];
+
+/// Whether a `\boxed{...}` content is one bare number: digits with a sign, separators,
+/// a currency or percent sign, or one `\frac{a}{b}`; anything else (a root, a name, a
+/// unit in words) is an answer this check does not read.
+fn bare_number(content: &str) -> bool {
+    let t: String = content
+        .replace("\\$", "")
+        .replace("\\%", "")
+        .replace("\\,", "")
+        .chars()
+        .filter(|c| !c.is_whitespace() && !matches!(c, '$' | '%' | ','))
+        .collect();
+    let t = t.strip_prefix('-').unwrap_or(&t);
+    let frac = ["\\frac", "\\dfrac", "\\tfrac"]
+        .iter()
+        .find_map(|p| t.strip_prefix(p))
+        .map(|rest| {
+            rest.chars()
+                .all(|c| c.is_ascii_digit() || c == '{' || c == '}')
+        });
+    frac.unwrap_or_else(|| !t.is_empty() && t.chars().all(|c| c.is_ascii_digit() || c == '.'))
+}
+
+/// Whether `v` is a sum, difference, product or quotient of two of `xs`.
+fn combines(v: f64, xs: &[f64]) -> bool {
+    xs.iter().enumerate().any(|(i, &a)| {
+        xs.iter().skip(i.saturating_add(1)).any(|&b| {
+            [a + b, a - b, b - a, a * b]
+                .into_iter()
+                .chain((b != 0.0).then_some(a / b))
+                .chain((a != 0.0).then_some(b / a))
+                .any(|x| same(x, v))
+        })
+    })
+}
+
 /// Whether `v` is what a reader may make of the result values `rs` in words the checker
 /// does not read: a unit conversion or percentage, a whole number it rounds to, its
 /// absolute value, one of its digits, and for several values, a count, sum, difference,
@@ -647,7 +688,10 @@ fn ordinal_claim(claim: &str) -> Option<(usize, bool, Value)> {
 /// The judgement of `claim` as a restatement of the results `results` (the tool calls it
 /// rests on, in trace order; the last is the latest); `None` when the claim states no
 /// value read here as a restatement. See the module doc.
-pub fn check_restatement(claim: &str, results: &[&str]) -> Option<Judgement> {
+///
+/// `context` is what the claim is read in besides the results (the problem statement): a
+/// sentence that states one of its numbers restates the problem, not a result.
+pub fn check_restatement(claim: &str, results: &[&str], context: &[&str]) -> Option<Judgement> {
     if claim.chars().count() > MAX_RESTATEMENT_CHARS || results.is_empty() || !is_prose(claim) {
         return None;
     }
@@ -693,14 +737,25 @@ pub fn check_restatement(claim: &str, results: &[&str]) -> Option<Judgement> {
         return None;
     }
     let matched = |s: &Value| every.iter().any(|r| restates(s, *r));
-    // A boxed final answer that no result gives, that the claim states nowhere else (no
-    // step of its own derives it) and that no reading of a result makes.
+    // What the claim's own words may combine: the results' values and the numbers it
+    // states besides its answer.
+    let mut operands: Vec<f64> = every.clone();
+    operands.extend(stated.iter().filter(|s| !s.boxed).map(|s| s.value));
+    // A boxed final answer, written as a bare number, that no result gives, that the claim
+    // states nowhere else (no step of its own derives it) and that no reading of a result
+    // or sum, difference, product or quotient of two numbers at hand makes.
+    let boxes = boxed(claim);
     for b in stated.iter().filter(|s| s.boxed) {
+        let bare = boxes
+            .iter()
+            .find(|r| r.contains(&b.at))
+            .and_then(|r| claim.get(r.clone()))
+            .is_some_and(bare_number);
         let elsewhere = stated
             .iter()
             .any(|s| !s.boxed && (same(s.value.abs(), b.value.abs())));
-        let from_any = all.iter().any(|rs| paraphrase(b.value, rs));
-        if !matched(b) && !elsewhere && !from_any {
+        let from_any = all.iter().any(|rs| paraphrase(b.value, rs)) || combines(b.value, &operands);
+        if bare && !matched(b) && !elsewhere && !from_any {
             return Some(Judgement::vote(
                 Vote::Invalid,
                 format!(
@@ -721,8 +776,19 @@ pub fn check_restatement(claim: &str, results: &[&str]) -> Option<Judgement> {
                 "the claim restates the tool's result",
             ));
         }
-        if paraphrase(one.value, &last) {
-            return None;
+        // Another result's value, the problem's own numbers, a constant every reader
+        // knows (`7 days in a week`): not this result's restatement.
+        let given = context
+            .iter()
+            .flat_map(|c| values(c, true))
+            .any(|g| same(g.value, one.value));
+        if matched(one)
+            || given
+            || UNIT_CONSTANTS.iter().any(|u| same(*u, one.value))
+            || paraphrase(one.value, &last)
+        {
+            return matched(one)
+                .then(|| Judgement::vote(Vote::Valid, "the claim restates a tool's result"));
         }
         return Some(Judgement::vote(
             Vote::Invalid,

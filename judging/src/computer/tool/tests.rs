@@ -195,8 +195,10 @@ fn a_stated_output_is_checked_against_the_re_run() {
 
 #[test]
 fn restatements_are_valid_when_equal_and_wrong_only_when_read_for_sure() {
-    let vote =
-        |claim: &str, results: &[&str]| check_restatement(claim, results).and_then(|j| j.as_vote());
+    let problem = ["Ducks eat 3.5 pounds of insects a week each. How much do ten eat a day?"];
+    let vote = |claim: &str, results: &[&str]| {
+        check_restatement(claim, results, &problem).and_then(|j| j.as_vote())
+    };
     // Equal, rounded, written as a fraction.
     assert_eq!(
         vote("The value of \\( y \\) is 494.", &["494.0"]),
@@ -269,6 +271,21 @@ fn restatements_are_valid_when_equal_and_wrong_only_when_read_for_sure() {
     );
     // A bare calculation is the arithmetic checkers', not a restatement.
     assert_eq!(vote("\\( g = 1 \\)", &["-5"]), None);
+    // The claim's own arithmetic on what it states, an answer that is no bare number, a
+    // sentence stating the problem's numbers or a constant: none of them is called wrong.
+    assert_ne!(
+        vote("Each box holds 6, so 2 boxes hold \\boxed{12}.", &["6"]),
+        Some(Vote::Invalid)
+    );
+    assert_ne!(
+        vote(
+            "So the side is \\boxed{2\\sqrt{3}}.",
+            &["3.4641016151377544"]
+        ),
+        Some(Vote::Invalid)
+    );
+    assert_eq!(vote("Each duck eats 3.5 pounds a week.", &["35.0"]), None);
+    assert_eq!(vote("There are 7 days in a week.", &["35.0"]), None);
     // A result that is an error restates nothing.
     assert_eq!(
         vote("So x is 3.", &["NameError: name 'x' is not defined"]),

@@ -214,7 +214,7 @@ fn a_misstated_result_fails_the_trace() {
     let t = Trace {
         thinking: t
             .thinking
-            .replace("He has $11 after the gift.", "He has $12 after the gift."),
+            .replace("He has $11 after the gift.", "He has $13 after the gift."),
         ..t
     };
     let h = decompose(&t, &Options::default()).unwrap();
