@@ -106,6 +106,15 @@ fn chat_completions() {
         (b.problem.as_str(), b.output.as_str()),
         (t.problem.as_str(), "385")
     );
+    // Reasoning written as <think> in the content, as open models served through a chat
+    // API do.
+    let think = edit(CHAT, |v| {
+        v["messages"][7] =
+            json!({"role": "assistant", "content": "<think>\nBoth agree.\n</think>\n\n385"});
+    });
+    let (t2, _) = read(&think);
+    assert_eq!(t2.output, "385");
+    assert!(t2.thinking.ends_with("\nBoth agree."), "{}", t2.thinking);
     // Other spellings of reasoning.
     for key in ["reasoning_content", "reasoning"] {
         let other = edit(CHAT, |v| {
@@ -586,6 +595,23 @@ fn broken_opentelemetry_exports_are_refused_with_what_is_wrong() {
                 set(&mut spans(v)[3], "gen_ai.output.messages", "not json")
             }),
             "gen_ai.output.messages: expected JSON",
+        ),
+        (
+            edit(OTEL_GENAI, |v| {
+                for span in spans(v) {
+                    span["attributes"]
+                        .as_array_mut()
+                        .expect("attributes")
+                        .retain(|a| {
+                            !a["key"].as_str().is_some_and(|k| {
+                                k.ends_with("messages") || k.ends_with("instructions")
+                            })
+                        });
+                }
+                // The tool run alone cannot be the whole conversation either.
+                spans(v).retain(|s| s["name"] != "execute_tool python");
+            }),
+            "record no messages",
         ),
         (
             edit(OTEL_OPENINFERENCE, |v| {

@@ -5,6 +5,8 @@
 //! An assistant message's reasoning is read from `reasoning_details` (`reasoning.text`,
 //! `reasoning.summary`; `reasoning.encrypted` becomes a redacted block), else
 //! `reasoning_content`, else `reasoning`; then its text, then its `tool_calls` in order.
+//! Assistant text that opens with `<think>` and closes it once (open reasoning models served
+//! through a chat API) is split: the reasoning inside, the text after.
 //! A `tool` message is the reply to the call named by its `tool_call_id`.
 
 use serde_json::{Map, Value};
@@ -90,8 +92,13 @@ pub(in crate::trace) fn message(
         "assistant" => {
             let mut pieces = reasoning(m, &at)?;
             let text = content_text(m.get("content"), &format!("{at}.content"), true)?;
-            if !text.is_empty() {
-                pieces.push(Piece::Text(text));
+            match split_think(&text) {
+                Some((thought, answer)) => {
+                    pieces.push(Piece::Reasoning(thought.to_string()));
+                    pieces.push(Piece::Text(answer.to_string()));
+                }
+                None if !text.is_empty() => pieces.push(Piece::Text(text)),
+                None => {}
             }
             if let Some(refusal) = opt_str(m, "refusal", &at)? {
                 pieces.push(Piece::Text(refusal.to_string()));
@@ -120,6 +127,17 @@ pub(in crate::trace) fn message(
             expected: ROLES,
         }),
     }
+}
+
+/// Content that opens with `<think>` and closes it once, as open reasoning models served
+/// through a chat API write it: the reasoning inside, the text after.
+fn split_think(text: &str) -> Option<(&str, &str)> {
+    let rest = text.trim_start().strip_prefix("<think>")?;
+    if rest.matches("</think>").count() != 1 || rest.contains("<think>") {
+        return None;
+    }
+    let (thought, answer) = rest.split_once("</think>")?;
+    Some((thought.trim(), answer.trim()))
 }
 
 fn tool_call(c: &Value, at: &str) -> Result<Call, TranscriptError> {

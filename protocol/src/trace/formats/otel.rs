@@ -109,6 +109,12 @@ pub(in crate::trace) fn events(v: &Value) -> Result<(Vec<Event>, Tools), Transcr
             tool_run(span, op.is_some(), &mut calls, &mut out, &mut tools)?;
         }
     }
+    if seen_model && out.is_empty() {
+        return Err(shape(
+            "the export",
+            "its model-call spans record no messages (gen_ai.input.messages, llm.input_messages.*): the instrumentation's message content capture was off",
+        ));
+    }
     if !seen_model {
         return Err(shape(
             "the export",
