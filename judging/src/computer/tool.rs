@@ -987,6 +987,31 @@ fn judge_calculator(tool: &ToolText<'_>) -> Judgement {
     }
 }
 
+/// A tool call in words, for a tier that reads words: as the claim of its `TU` segment
+/// (`hypothesis`: that the code does what the problem asks and its result answers it), or
+/// as a premise of a later step (what was run and what it reported). `None` when `text`
+/// is no tool call. The LLM tier's seats put a tool segment's text through this before
+/// asking their entailment question, so the model reads code and result as such.
+pub fn in_words(text: &str, hypothesis: bool) -> Option<String> {
+    let t = read_tool(text)?;
+    let what = match t.kind() {
+        ToolKind::Code(_) => "this Python code",
+        ToolKind::Calculator => "this expression",
+        ToolKind::Other => "these arguments",
+    };
+    Some(if hypothesis {
+        format!(
+            "Running {what} with the tool {} computes what the problem asks at this point of the reasoning, and its result (below) is what the reasoning should use.\n{}\nResult:\n{}",
+            t.name, t.input, t.result
+        )
+    } else {
+        format!(
+            "The tool {} was run with {what}:\n{}\nand reported:\n{}",
+            t.name, t.input, t.result
+        )
+    })
+}
+
 /// Whether `text` is a tool segment's (a whole tool call, see [`read_tool`]).
 pub fn is_tool(text: &str) -> bool {
     read_tool(text).is_some()

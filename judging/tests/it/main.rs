@@ -1,7 +1,8 @@
 //! Integration tests of the judging core: the Computer checkers on labelled and shaped
-//! corpora (`computer_*`), agent transcripts re-run in the sandbox (`agent_corpus`), and of `trust_judging::proof`: labelled corpora (the prompts'
-//! own examples, hand-written proofs, generated proofs), step-by-step agreement, structure
-//! checks and bad-input safety.
+//! corpora (`computer_*`), agent transcripts re-run in the sandbox (`agent_corpus`), and
+//! of `trust_judging::proof`: labelled corpora (the prompts' own examples, hand-written
+//! proofs, generated proofs), step-by-step agreement, structure checks and bad-input
+//! safety.
 
 mod agent_corpus;
 mod cases;

@@ -292,3 +292,22 @@ fn restatements_are_valid_when_equal_and_wrong_only_when_read_for_sure() {
         None
     );
 }
+
+#[test]
+fn a_tool_call_reads_in_words_for_a_tier_that_reads_words() {
+    let b = block("python", None, "print(26 / 2 - 10)", "3.0");
+    let h = in_words(&b, true).unwrap();
+    assert!(
+        h.contains("computes what the problem asks")
+            && h.contains("print(26 / 2 - 10)")
+            && h.ends_with("3.0"),
+        "{h}"
+    );
+    assert!(!h.contains("<<<"), "{h}");
+    let p = in_words(&b, false).unwrap();
+    assert!(
+        p.starts_with("The tool python was run with this Python code"),
+        "{p}"
+    );
+    assert!(in_words("So 2 + 2 = 4.", true).is_none());
+}
