@@ -1029,7 +1029,12 @@ pub fn looks_like_code(text: &str) -> bool {
             ]
             .iter()
             .any(|k| l.starts_with(k))
-            || (l.starts_with("for ") || l.starts_with("if ")) && l.trim_end().ends_with(':')
+            || l.starts_with("for ") && l.contains(" in ") && l.trim_end().ends_with(':')
+            || l.starts_with("if ")
+                && l.trim_end().ends_with(':')
+                && ["==", "!=", "<", ">", "%", " not ", "(", " in "]
+                    .iter()
+                    .any(|o| l.contains(o))
             || l.starts_with("from ") && l.contains(" import ")
         {
             return true;
