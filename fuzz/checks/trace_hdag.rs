@@ -1,16 +1,16 @@
-//! Traces and HDAG JSON as providers submit them: `Trace::parse` (JSON, or plain text with
-//! the paper's headings), the heuristic decomposer on the parsed trace (the node's
+//! Traces and HDAG JSON as providers submit them: `Trace::parse` (JSON, plain text with the
+//! paper's headings, or an agent transcript in any format it detects), the heuristic decomposer on the parsed trace (the node's
 //! default path), and `decompose::from_provider` on a provider-supplied HDAG (`Hdag::from_json`,
 //! then every segment checked to be a span of the trace).
 //!
 //! Input: the trace text, optionally followed by a NUL byte and HDAG JSON. Properties:
-//! no panic; a parsed trace respects the size limit and has three non-empty parts, and as
-//! JSON parses back to itself; an HDAG (built or supplied) stays within the node, edge and
+//! no panic; a parsed trace respects the size limits (the input's, the trace's) and has three
+//! non-empty parts whose marker blocks read, and as JSON parses back to itself; an HDAG (built or supplied) stays within the node, edge and
 //! segment limits, validates, spans the trace, and its JSON parses back to an equal HDAG.
 use trust_judging::decompose::{self, Options};
 use trust_protocol::{
     hdag::{Hdag, MAX_EDGES, MAX_HDAG_JSON_BYTES, MAX_NODES, MAX_SEGMENT_BYTES},
-    trace::{MAX_TRACE_BYTES, Trace},
+    trace::{MAX_TRACE_BYTES, MAX_TRANSCRIPT_BYTES, Trace, blocks},
 };
 
 fn check_hdag(hdag: &Hdag, trace: &Trace) {
@@ -43,10 +43,12 @@ pub(crate) fn check(data: &[u8]) {
     let Ok(trace) = Trace::parse(text) else {
         return;
     };
-    assert!(text.len() <= MAX_TRACE_BYTES);
+    assert!(text.len() <= MAX_TRANSCRIPT_BYTES);
+    assert!(trace.problem.len() + trace.thinking.len() + trace.output.len() <= MAX_TRACE_BYTES);
     for part in [&trace.problem, &trace.thinking, &trace.output] {
         assert!(!part.trim().is_empty());
     }
+    assert!(blocks(&trace.thinking).is_ok());
     let json = serde_json::to_string(&trace).expect("a trace serialises");
     if json.len() <= MAX_TRACE_BYTES {
         assert_eq!(Trace::parse(&json).as_ref(), Ok(&trace));
