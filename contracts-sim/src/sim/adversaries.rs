@@ -410,7 +410,7 @@ pub struct Diagnostics {
     /// draw's seats (a breach: `draw-steered-by-proposer`).
     pub draw_grind_blocks: u64,
     /// Domain-required sessions the adversary opened on a pool its sybils hold at the
-    /// floor, and the probes refused while the pool was under it.
+    /// floor (those refused while the pool was under it count in `txs_refused`).
     pub domain_pool_sessions: u64,
     /// Re-braced proofs: honest seats that found the document sealed to them was not the
     /// one the segment id commits to.

@@ -351,11 +351,11 @@ fn mutation_wrong_pass_final_fires_without_appeals() {
 /// it; without them, that seat is flagged.
 #[test]
 fn mutation_honest_flagged_fires_without_the_false_honeypot_guards() {
-    let defended = mutant(2, 100, |_| {});
+    let defended = adversary_run(1);
     assert!(defended.attacks["false-honeypot"] > 0);
     assert!(defended.diagnostics.honest_known_error_approvals > 0);
     assert_eq!(defended.honest_flagged, 0);
-    let r = mutant(2, 100, |c| {
+    let r = mutant(1, 60, |c| {
         let rule = &mut c.params.rubber_stamp;
         rule.min_samples = 1;
         rule.approval = Ppm(1);
@@ -372,7 +372,7 @@ fn mutation_honest_flagged_fires_without_the_false_honeypot_guards() {
 }
 
 /// `honest_sessions_refused` fires when the adversary holds the network's capacity, and
-/// not from the load alone: 100 sessions under a draw patience of 120 blocks, the
+/// not from the load alone: 100 sessions under a draw patience of 80 blocks, the
 /// adversary's windows at the cap (its withheld-key sessions' honest seats wait to their
 /// give-up block) and its sybils in unserved sessions committing only at theirs, and
 /// honest sessions fail unadmitted; the same run with its windows at the floors and its
@@ -382,8 +382,8 @@ fn mutation_honest_flagged_fires_without_the_false_honeypot_guards() {
 #[test]
 fn mutation_honest_sessions_refused_fires_when_capacity_is_held() {
     let run = |hold| {
-        mutant(4, 100, |c| {
-            c.params.draw_patience = 120;
+        mutant(1, 100, |c| {
+            c.params.draw_patience = 80;
             c.hold_capacity = hold;
         })
     };

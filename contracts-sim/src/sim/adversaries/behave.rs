@@ -1460,7 +1460,21 @@ impl World {
         let provider = providers[(a as usize / 7) % providers.len()];
         let tier = Tier::ALL[a as usize % 3];
         // A false honeypot is planted to be approved: its honest seats get good keys.
-        let keys = if a % 7 == 2 {
+        // False honeypots twice in the rotation: getting honest seats' records to say they
+        // approved a known error is worth a second try.
+        let honeypots = [
+            Honeypots::None,
+            Honeypots::Genuine,
+            Honeypots::False,
+            Honeypots::Selective,
+            Honeypots::WithConclusion,
+            Honeypots::WithRestedOn,
+            Honeypots::NeverOpened,
+            Honeypots::False,
+        ][a as usize % 8];
+        let false_honeypot = honeypots == Honeypots::False;
+        // A false honeypot is planted to be approved: its honest seats get good keys.
+        let keys = if false_honeypot {
             Keys::Good
         } else {
             [
@@ -1473,22 +1487,14 @@ impl World {
         };
         let plan = Plan {
             keys,
-            honeypots: [
-                Honeypots::None,
-                Honeypots::Genuine,
-                Honeypots::False,
-                Honeypots::Selective,
-                Honeypots::WithConclusion,
-                Honeypots::WithRestedOn,
-                Honeypots::NeverOpened,
-            ][a as usize % 7],
+            honeypots,
             self_appeal: a % 3 == 1,
             spam: a % 3 == 2,
             late_expertise: a % 6 == 3,
             tau_at_ceiling: (a / 2) % 2 == 1,
             // The smallest panel when it plants a false honeypot: its sybils hold it most
             // often, and an undisputed honeypot is scored.
-            max_extra_seats: (a / 4).is_multiple_of(2) && a % 7 != 2,
+            max_extra_seats: (a / 4).is_multiple_of(2) && !false_honeypot,
             // Sessions whose honest seats cannot commit hold capacity longest at the cap.
             commit_at_cap: (keys == Keys::Unserved || (a / 3) % 4 == 1) && self.cfg.hold_capacity,
             // Keyed, so that its honest seats see what it sealed.

@@ -170,11 +170,15 @@ pub(super) const FLOOR_DOMAIN: &str = "topology";
 
 /// An honest auditor's domains: every one declares `geometry` and `math`; the first
 /// few of each tier (`index` among them) also declare [`FLOOR_DOMAIN`], together holding
-/// about a third of the domain floor (the sybils make up the rest by declaring it mid-run).
+/// half the domain floor ([`crate::domain_floor`] of the tier's stake at genesis): the
+/// sybils make up the rest by declaring it mid-run, when their stake is enough.
 fn honest_expertise(index: usize, cfg: &AdversaryConfig) -> Vec<String> {
     let mut out = vec!["geometry".to_string(), "math".to_string()];
-    let floor = cfg.params.floors.min_domain_stake;
-    let want = (floor / 3).div_ceil(cfg.honest_stake.max(1)).max(3);
+    let tier_stake = u64::from(cfg.honest_per_tier)
+        .saturating_mul(cfg.honest_stake)
+        .saturating_add(u64::from(cfg.sybils_per_tier).saturating_mul(cfg.sybil_stake()));
+    let floor = crate::domain_floor(&cfg.params, tier_stake);
+    let want = (floor / 2).div_ceil(cfg.honest_stake.max(1)).max(3);
     if (index as u64) < want {
         out.push(FLOOR_DOMAIN.to_string());
     }
@@ -487,6 +491,9 @@ impl World {
                     {
                         case.opened_at = h;
                         self.counts.sessions += 1;
+                        if case.plan.domain_at_floor {
+                            self.counts.diag.domain_pool_sessions += 1;
+                        }
                         self.cases.insert(id, case);
                     }
                     match p.tag {
