@@ -17,7 +17,10 @@
 //!   the call) checked against the result. The final answer likewise, against every result.
 //! - **Code** in the prose (a fenced block with no output) is one unit, `CB1`, ..., for a
 //!   tier that reads it: never cut line by line, never judged as equalities.
-//! - **Messages** of other parties and **redacted** reasoning are context: no segment.
+//! - **Messages** of other parties (a system instruction, a later user turn) are givens
+//!   like the problem (`M1`, ...: context every seat reads, never a segment to judge), so
+//!   a number a later turn gives grounds the steps that use it; **redacted** reasoning is
+//!   opaque context: nothing of it is a segment or a given.
 //!
 //! Prose between blocks is cut exactly as any trace's ([`super::decompose`]).
 
@@ -68,6 +71,8 @@ enum Piece<'a> {
     Prose(&'a str),
     Tool(&'a str),
     Code(&'a str),
+    /// The body of another party's message: context, a given like the problem.
+    Message(&'a str),
 }
 
 /// The thinking's pieces: prose, tool calls (marked, or a fenced code block with its
@@ -84,7 +89,13 @@ fn pieces(thinking: &str) -> Result<Vec<Piece<'_>>, DecomposeError> {
                     out.push(Piece::Tool(span));
                 }
             }
-            Block::Message { .. } | Block::Redacted { .. } => {}
+            Block::Message { body, .. } => {
+                let text = thinking.get(body).unwrap_or("").trim();
+                if !text.is_empty() {
+                    out.push(Piece::Message(text));
+                }
+            }
+            Block::Redacted { .. } => {}
         }
     }
     Ok(out)
@@ -232,6 +243,23 @@ pub(super) fn decompose(
             Piece::Code(text) => {
                 b.push_code(text, goal)?;
                 steps = steps.saturating_add(1);
+            }
+            Piece::Message(text) => {
+                // Another party's message (a system instruction, a later user turn): a
+                // given like the problem, never a segment to judge; a long one reaches
+                // only what rests on it.
+                if text.len() <= MAX_SEGMENT_BYTES {
+                    b.push(Seg {
+                        prefix: "M",
+                        content: text,
+                        level: AbstractionLevel::Goal,
+                        kind: PROBLEM_KIND,
+                        auditor: AuditorType::Human,
+                        secondary: vec![AuditorType::Llm],
+                        complexity: Complexity::High,
+                    })?;
+                }
+                continue;
             }
         }
         first = false;
@@ -473,7 +501,7 @@ fn held(thinking: &str) -> Option<Vec<(std::ops::Range<usize>, Option<Piece<'_>>
     for p in pieces(thinking).ok()? {
         let text = match p {
             Piece::Tool(t) | Piece::Code(t) => t,
-            Piece::Prose(_) => continue,
+            Piece::Prose(_) | Piece::Message(_) => continue,
         };
         let at = super::text::offset_in(thinking, text)?;
         out.push((at..at.saturating_add(text.len()), Some(p)));
@@ -630,6 +658,18 @@ pub fn enforce_tools(hdag: &mut Hdag, trace: &Trace) -> Vec<String> {
                 codes = codes.saturating_add(1);
             }
             _ => {}
+        }
+    }
+    // Other parties' messages: givens like the problem.
+    for p in pieces(thinking).unwrap_or_default() {
+        if let Piece::Message(text) = p
+            && text.len() <= MAX_SEGMENT_BYTES
+            && !hdag.nodes.iter().any(|n| n.content == text)
+        {
+            let mut m = node(fresh("M"), text, PROBLEM_KIND, AuditorType::Human);
+            m.abstraction_level = AbstractionLevel::Goal;
+            m.complexity = Complexity::High;
+            hdag.nodes.push(m);
         }
     }
     // What rests on a result: a later node stating one of its values; the conclusion.

@@ -137,13 +137,25 @@ fn a_marked_transcript_is_cut_by_its_blocks() {
     for id in ["TC1", "TU1", "TC2", "TU2", "F1"] {
         assert!(ids.contains(&id), "{id} in {ids:?}");
     }
+    // The system message is a given like the problem; the redacted reasoning is nothing.
+    let given: Vec<&str> = h
+        .nodes
+        .iter()
+        .filter(|n| n.kind == PROBLEM_KIND)
+        .map(|n| n.content.as_str())
+        .collect();
+    assert_eq!(given, vec![t.problem.as_str(), "Solve step by step."]);
     assert!(
         h.nodes
             .iter()
-            .all(|n| !n.content.contains("Solve step by step") && !n.content.contains("opaque")),
+            .all(|n| n.kind == PROBLEM_KIND || !n.content.contains("Solve step by step")),
         "{:#?}",
         h.nodes
     );
+    assert!(h.nodes.iter().all(|n| !n.content.contains("opaque")));
+    let r = crate::session::prepare::restrict(&h, |_| true);
+    assert!(r.hdag.nodes.iter().all(|n| n.kind != PROBLEM_KIND));
+    assert!(r.givens["TC1"].contains(&"Solve step by step.".to_string()));
     let depends = |from: &str, to: &str| {
         h.edges
             .iter()
@@ -288,4 +300,35 @@ fn an_llm_decomposition_gets_its_tool_segments() {
     let e =
         crate::decompose::from_provider(&t, &serde_json::to_string(&missing).unwrap()).unwrap_err();
     assert!(e.to_string().contains("has no segment of its own"), "{e}");
+}
+
+/// A number a later user turn gives grounds the steps that use it: the turn is a given
+/// like the problem, so a right calculation on it is never called ungrounded.
+#[test]
+fn a_later_user_turn_grounds_the_steps_that_use_it() {
+    let turn = render_message("user", "Each box holds 17 apples, and there are 23 boxes.").unwrap();
+    let t = Trace {
+        problem: "How many apples are there in all?".into(),
+        thinking: format!("I need the sizes first.\n{turn}\nSo there are 17 × 23 = 391 apples."),
+        output: "391 apples.".into(),
+    };
+    let h = decompose(&t, &Options::default()).expect("decomposes");
+    let p = preview(&t, &h);
+    let calc = p
+        .segments
+        .iter()
+        .find(|s| s.content.contains("17 × 23 = 391") && s.decision.is_some())
+        .expect("the calculation is judged");
+    assert_eq!(
+        calc.decision.as_ref().map(|d| d.vote),
+        Some(Vote::Valid),
+        "{}",
+        p.summary()
+    );
+    assert_ne!(
+        p.trace.verdict,
+        trust_contracts::TraceVerdict::Fail,
+        "{}",
+        p.summary()
+    );
 }
