@@ -304,6 +304,12 @@ fn broken_responses_transcripts_are_refused_with_what_is_wrong() {
             "item 6: tool call id call_last is used by an earlier call",
         ),
         (
+            edit(RESPONSES, |v| {
+                v[3].as_object_mut().expect("item").remove("outputs");
+            }),
+            "item 3.outputs: missing: the call's result is unknown",
+        ),
+        (
             edit(RESPONSES, |v| v[3]["code"] = Value::Null),
             "item 3.code: missing",
         ),

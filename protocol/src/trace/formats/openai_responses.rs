@@ -142,21 +142,27 @@ fn item(v: &Value, at: String) -> Result<Event, TranscriptError> {
         Some("code_interpreter_call") => {
             let code = req_str(m, "code", &at)?.to_string();
             let mut result = Vec::new();
-            if let Some(outputs) = m.get("outputs").filter(|o| !o.is_null()) {
-                for (i, o) in array(outputs, &format!("{at}.outputs"))?.iter().enumerate() {
-                    let o_at = format!("{at}.outputs[{i}]");
-                    let o = object(o, &o_at)?;
-                    match req_str(o, "type", &o_at)? {
-                        "logs" => result.push(req_str(o, "logs", &o_at)?.to_string()),
-                        "image" => result.push("[image]".to_string()),
-                        other => {
-                            return Err(TranscriptError::Unsupported {
-                                at: o_at,
-                                what: "code interpreter output",
-                                kind: clip(other),
-                                supported: "logs, image",
-                            });
-                        }
+            // Without its outputs the result is unknown, not empty: an empty result would
+            // read as a claim that the code printed nothing.
+            let outputs = m.get("outputs").filter(|o| !o.is_null()).ok_or_else(|| {
+                shape(
+                    format!("{at}.outputs"),
+                    "missing: the call's result is unknown (a response includes it when asked for code_interpreter_call.outputs)",
+                )
+            })?;
+            for (i, o) in array(outputs, &format!("{at}.outputs"))?.iter().enumerate() {
+                let o_at = format!("{at}.outputs[{i}]");
+                let o = object(o, &o_at)?;
+                match req_str(o, "type", &o_at)? {
+                    "logs" => result.push(req_str(o, "logs", &o_at)?.to_string()),
+                    "image" => result.push("[image]".to_string()),
+                    other => {
+                        return Err(TranscriptError::Unsupported {
+                            at: o_at,
+                            what: "code interpreter output",
+                            kind: clip(other),
+                            supported: "logs, image",
+                        });
                     }
                 }
             }
