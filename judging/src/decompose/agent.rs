@@ -705,6 +705,19 @@ pub fn enforce_tools(hdag: &mut Hdag, trace: &Trace) -> Vec<String> {
     notes
 }
 
+/// Whether node `n` of `hdag` is a restatement the Computer tier checks against a tool
+/// call: of type `restatement`, in words, resting on a tool segment. Its check covers it
+/// whole (a value it states against the result), as the heuristic builder routes it.
+pub(super) fn restates_a_call(hdag: &Hdag, n: &trust_protocol::hdag::HdagNode) -> bool {
+    n.kind == RESTATEMENT_KIND
+        && tool::is_prose(&n.content)
+        && hdag.dependencies_of(&n.id).any(|d| {
+            hdag.index_of(d)
+                .and_then(|i| hdag.nodes.get(i))
+                .is_some_and(|t| t.kind == TOOL_KIND)
+        })
+}
+
 /// A provider's HDAG of an agent transcript: each tool call of the thinking is one
 /// segment of type `tool_call` (its whole block), every such segment is one, and they are
 /// listed in trace order (a kernel's earlier cells are read in node order).

@@ -457,6 +457,7 @@ pub fn from_provider(trace: &Trace, json: &str) -> Result<Hdag, DecomposeError> 
         if n.primary_auditor == AuditorType::Auto
             && n.kind != PROBLEM_KIND
             && !computer_covers(&n.content, &trace.problem, conclusions.contains(&i))
+            && !agent::restates_a_call(&hdag, n)
         {
             return Err(DecomposeError::NotCovered {
                 id: n.id.clone(),

@@ -218,6 +218,17 @@ fn a_marked_transcript_is_cut_by_its_blocks() {
     );
 }
 
+/// The builder's own HDAG of a transcript, submitted as a provider's, is accepted as it
+/// is (its tool segments in order, its restatements routed to the Computer tier).
+#[test]
+fn the_builder_s_hdag_passes_as_a_provider_s() {
+    let t = transcript();
+    let h = decompose(&t, &Options::default()).unwrap();
+    let json = serde_json::to_string(&h).unwrap();
+    let back = crate::decompose::from_provider(&t, &json).expect("accepted");
+    assert_eq!(back.nodes.len(), h.nodes.len());
+}
+
 /// A restatement that states another value than the result fails the trace, through the
 /// statement it belongs to and what rests on it.
 #[test]
