@@ -16,7 +16,10 @@ while [ "$(h 0)" -lt "$target" ]; do sleep 2; done
 start=$(h 0)
 echo "network at height $start"
 t0=$(date +%s.%N)
-RUST_LOG=info $B run --home $D/net/node4 --block-time-ms ${BT:-50} --state-sync "$(api 0)" > $D/node4-ss.log 2>&1 &
+# Past the genesis unbonding horizon a joining node needs a block it trusts: node0's tip,
+# as `status` prints it (docs/operators.md, "State sync").
+trust=$(curl -s "http://$(api 0)/v1/status" | python3 -c "import json,sys; s=json.load(sys.stdin); print(f\"{s['height']}:{s['tip_hash']}\")")
+RUST_LOG=info $B run --home $D/net/node4 --block-time-ms ${BT:-50} --state-sync "$(api 0)" --state-sync-trust "$trust" > $D/node4-ss.log 2>&1 &
 p4=$!
 while [ "$(h 4)" -lt "$start" ]; do sleep 0.2; done
 t1=$(date +%s.%N)
