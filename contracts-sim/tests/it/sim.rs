@@ -237,11 +237,12 @@ fn adversaries_try_everything_deterministically_and_buy_nothing() {
 ///
 /// Ignored while the contract counts an abstention by a seat its provider never keyed as
 /// an abstention (`tally::round_counts`), which does not raise the round's quorum: the
-/// adversary re-rolls an appeal of its rightly failed step, starves the honest seats of
-/// that round (they abstain at their give-up block, as the node's seats do), and its
-/// sybils alone turn the step Valid; the honest seats of the session are then slashed
-/// for incoherence, and the round that takes the Valid back (starved again) leaves the
-/// step Undecided, which restores nothing. Counting such an abstention as starved closes
+/// adversary appeals its rightly failed step (its own appeal, or its re-roller's),
+/// starves the honest seats of that round (they abstain at their give-up block, as the
+/// node's seats do), and its sybils alone turn the step Valid (seen: 5 Valid against 2
+/// abstentions, quorum 4); the honest seats of the first round are then slashed for
+/// incoherence, and the round that takes the Valid back (starved again) leaves the step
+/// Undecided, which restores nothing. Counting such an abstention as starved closes
 /// it; then remove the `ignore`.
 #[test]
 #[ignore = "finding: an unkeyed seat's abstention does not raise the quorum (see the doc comment)"]
