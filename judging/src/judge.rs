@@ -448,8 +448,17 @@ impl ComputerAuditor {
             .filter(|g| computer::tool::read_tool(g).is_none())
             .map(String::as_str)
             .collect();
+        let last_code = segment
+            .givens
+            .iter()
+            .chain(&segment.premises)
+            .filter_map(|p| computer::tool::read_tool(p))
+            .map(|t| t.input)
+            .next_back();
         let restated = (!results.is_empty())
-            .then(|| computer::tool::check_restatement(&segment.claim, &results, &context))
+            .then(|| {
+                computer::tool::check_restatement(&segment.claim, &results, &context, last_code)
+            })
             .flatten();
         if let Some(j) = restated
             .as_ref()

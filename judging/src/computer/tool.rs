@@ -691,7 +691,12 @@ fn ordinal_claim(claim: &str) -> Option<(usize, bool, Value)> {
 ///
 /// `context` is what the claim is read in besides the results (the problem statement): a
 /// sentence that states one of its numbers restates the problem, not a result.
-pub fn check_restatement(claim: &str, results: &[&str], context: &[&str]) -> Option<Judgement> {
+pub fn check_restatement(
+    claim: &str,
+    results: &[&str],
+    context: &[&str],
+    last_code: Option<&str>,
+) -> Option<Judgement> {
     if claim.chars().count() > MAX_RESTATEMENT_CHARS || results.is_empty() || !is_prose(claim) {
         return None;
     }
@@ -782,8 +787,24 @@ pub fn check_restatement(claim: &str, results: &[&str], context: &[&str]) -> Opt
             .iter()
             .flat_map(|c| values(c, true))
             .any(|g| same(g.value, one.value));
+        // Precision first: a value the sentence may have worked out from two numbers at
+        // hand (the results', the problem's, the context's: `24 apples, so 48 halves`)
+        // is mental arithmetic this reading does not follow, not a misread result.
+        let mut at_hand = operands.clone();
+        at_hand.extend(
+            context
+                .iter()
+                .flat_map(|c| values(c, true))
+                .map(|g| g.value),
+        );
+        // Unless the sentence names what the last call computed (`the total insects per
+        // week for ten ducks is ...` after `total_insects_per_week_for_ten_ducks`): then
+        // it restates that result, whatever else its value could be made of.
+        let worked_out =
+            combines(one.value, &at_hand) && !names_the_result(claim, one.at, last_code);
         if matched(one)
             || given
+            || worked_out
             || UNIT_CONSTANTS.iter().any(|u| same(*u, one.value))
             || paraphrase(one.value, &last)
         {
@@ -805,6 +826,45 @@ pub fn check_restatement(claim: &str, results: &[&str], context: &[&str]) -> Opt
             "a value the claim states is the tool's result, as reported",
         )
     })
+}
+
+/// Whether the words of `claim` before byte `at` name what `code`'s last line shows: at
+/// least two of the words of its identifiers (`total_insects_per_week` gives total,
+/// insects, week), each of three letters or more and not a filler word.
+fn names_the_result(claim: &str, at: usize, code: Option<&str>) -> bool {
+    const FILLER: [&str; 8] = [
+        "the", "for", "per", "and", "print", "result", "value", "int",
+    ];
+    let Some(last) = code.and_then(|c| {
+        c.lines()
+            .map(str::trim)
+            .rfind(|l| !l.is_empty() && !l.starts_with('#'))
+    }) else {
+        return false;
+    };
+    let mut named: Vec<String> = last
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .flat_map(|id| id.split('_'))
+        .map(str::to_ascii_lowercase)
+        .filter(|w| w.len() >= 3 && w.chars().all(|c| c.is_ascii_alphabetic()))
+        .filter(|w| !FILLER.contains(&w.as_str()))
+        .collect();
+    named.sort();
+    named.dedup();
+    let before = claim.get(..at).unwrap_or("").to_ascii_lowercase();
+    let words: Vec<&str> = before
+        .split(|c: char| !c.is_ascii_alphabetic())
+        .filter(|w| !w.is_empty())
+        .collect();
+    named
+        .iter()
+        .filter(|n| {
+            words
+                .iter()
+                .any(|w| w == n || w.strip_suffix('s') == Some(n.as_str()))
+        })
+        .count()
+        >= 2
 }
 
 /// Whether the claim states `v` as the value of something: `... is 38.5 pounds.`,

@@ -197,7 +197,7 @@ fn a_stated_output_is_checked_against_the_re_run() {
 fn restatements_are_valid_when_equal_and_wrong_only_when_read_for_sure() {
     let problem = ["Ducks eat 3.5 pounds of insects a week each. How much do ten eat a day?"];
     let vote = |claim: &str, results: &[&str]| {
-        check_restatement(claim, results, &problem).and_then(|j| j.as_vote())
+        check_restatement(claim, results, &problem, None).and_then(|j| j.as_vote())
     };
     // Equal, rounded, written as a fraction.
     assert_eq!(
@@ -310,4 +310,37 @@ fn a_tool_call_reads_in_words_for_a_tier_that_reads_words() {
         "{p}"
     );
     assert!(in_words("So 2 + 2 = 4.", true).is_none());
+}
+
+/// Precision first: a sentence after a one-value result whose one value two numbers at hand
+/// make (`24` apples a box, `2` boxes: `48`) is mental arithmetic, not a misread result, and
+/// gets no verdict; the same value in a sentence that names what the code computed
+/// (`apples_per_box` → "apples per box") restates the result and is wrong.
+#[test]
+fn worked_out_values_are_not_misreads_unless_the_sentence_names_the_result() {
+    let problem = ["Each of the 2 boxes holds the same number of apples, 24 in all."];
+    let code = "apples = 48 // 2\napples_per_box = apples\napples_per_box";
+    let vote = |claim: &str| {
+        check_restatement(claim, &["24"], &problem, Some(code)).and_then(|j| j.as_vote())
+    };
+    assert_eq!(vote("So the two boxes together is 48."), None);
+    assert_eq!(
+        vote("The number of apples per box is 48."),
+        Some(Vote::Invalid)
+    );
+    assert_eq!(
+        vote("The number of apples per box is 24."),
+        Some(Vote::Valid)
+    );
+    // With no code to read a name from, the worked-out value gets no verdict either.
+    assert_eq!(
+        check_restatement(
+            "The number of apples per box is 48.",
+            &["24"],
+            &problem,
+            None
+        )
+        .and_then(|j| j.as_vote()),
+        None
+    );
 }
