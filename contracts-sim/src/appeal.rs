@@ -985,11 +985,13 @@ pub(crate) fn decide(
         let mut refunds = vec![0u64; t.backers.len()];
         let pot = match result {
             // The majority of the round that had decided it answers for it, but only on
-            // the word of a quorum of seats the provider keyed: an overturn carried by
-            // seats that judged without keys slashes nobody. Whoever an earlier round
-            // slashed for judging it the way it is now decided gets that slash back.
+            // the word of a quorum of seats the provider keyed, in a round where it kept
+            // no seat from judging: an overturn carried by seats that judged without keys,
+            // or beside seats the provider starved (whose votes could have held the old
+            // verdict), slashes nobody. Whoever an earlier round slashed for judging it
+            // the way it is now decided gets that slash back.
             AppealResult::Overturned => {
-                if keyed_judgements >= usize::from(q) {
+                if keyed_judgements >= usize::from(q) && starved.is_empty() {
                     let mut incoherent = Vec::new();
                     for (j, seat) in g.seats.iter().enumerate() {
                         let with_majority = seat.round == t.decided_in

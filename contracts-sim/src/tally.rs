@@ -47,6 +47,11 @@ pub(crate) fn round_counts(seg: &SegmentState, round: u8) -> VoteCounts {
             Some(Vote::Valid) => c.valid = c.valid.saturating_add(1),
             Some(Vote::Invalid) => c.invalid = c.invalid.saturating_add(1),
             Some(Vote::Ungrounded) => c.ungrounded = c.ungrounded.saturating_add(1),
+            // A seat the provider did not key could not judge: its abstention (a node's
+            // seat commits one at its give-up block) is the provider's doing, counted as
+            // starved, so that withholding keys from honest seats never lets the
+            // provider's own seats decide the round alone.
+            Some(Vote::Abstain) if !s.keyed(deps) => c.starved = c.starved.saturating_add(1),
             Some(Vote::Abstain) => c.abstained = c.abstained.saturating_add(1),
             None if !s.keyed(deps) => c.starved = c.starved.saturating_add(1),
             None => c.missing = c.missing.saturating_add(1),
