@@ -92,25 +92,31 @@ profit, and writes appeals.json to --out."
     #[command(
         long_about = "Seeded and deterministic (the same seed writes the same report, byte \
 for byte), over the real audit contract with real signed transactions, under the network's \
-default parameters and floors (--config changes them). In each tier honest auditors hold at \
-least two thirds of the stake and vote the truth (or abstain when they cannot read); sybil \
-auditors hold the rest. Half the sessions are an adversary's: traces with a known wrong step \
-at the extreme terms the floors allow, after a try under the floors or with a private \
-domain; garbage, withheld and late keys; false, selective, misplaced and never-opened \
-honeypots; expertise declared into a draw; self-appeals, appeal spam and re-rolled appeals, \
-starved appeal rounds; sybils approving its wrong steps; a colluding proposer that puts the \
-sybils' reveals first or last and grinds the next block's seed. An honest watcher appeals \
-every verdict that contradicts the truth.\n\n\
+default parameters, floors and seat capacity (--config changes them). In each tier honest \
+auditors vote the truth (or abstain when they cannot read); sybil auditors hold \
+--sybil-share of the stake (default 31.8%). Half the sessions are an adversary's: traces \
+with a known wrong step at both ends of the terms the floors allow (tau at its ceiling, \
+windows at their cap), after a try under the floors or with a private domain; garbage, \
+withheld and late keys, ciphertexts never served; false, selective, misplaced and \
+never-opened honeypots; expertise declared into a draw, domain pools held at the floor; \
+self-appeals, appeal spam and re-rolled appeals, starved appeal rounds; sybils approving its \
+wrong steps; a proposer coalition under a third of the power that censors honest reveals, \
+orders reveals and picks its own bond and registration transactions to steer the next draw. \
+No one knows the truth: the only appellants are honest seats that were outvoted or kept \
+from judging, and honest providers on their own checks.\n\n\
 Writes a JSON report to --json FILE: sessions, honest_slashed (slash events on honest \
-auditors), honest_stake_lost, wrong_pass (traces with a known wrong step whose final verdict \
-is PASS), order_dependent (segments whose verdict changed when their round's reveals were \
-applied in another order, on a shadow copy of the contract), third_party_appeals_refused \
-(the watcher's appeals refused), max_blocks_to_final, attacks (each attack's name and how \
-often it was tried), defences_breached, and diagnostics (incidents tell the story of each \
-failure).\n\n\
-Exits 1, naming each invariant that failed, when honest_slashed, wrong_pass, order_dependent \
-or third_party_appeals_refused is above 0, a defence was breached, or an attack was never \
-tried; the report is written either way."
+auditors), honest_stake_lost, honest_flagged, wrong_pass_at_decision, wrong_pass_final \
+(wrong traces that PASS at finality although a deciding round held an honest seat), \
+wrong_pass_unwatched (decided by rounds with no honest seat; lemma1 gives the rate Lemma 1 \
+predicts), order_dependent (segments whose verdict changed when their round's reveals were \
+applied in another order, on a shadow copy of the contract), third_party_appeals_refused, \
+honest_sessions_refused, max_blocks_to_draw, max_blocks_to_final, censored_reveals, attacks \
+(each attack's name and how often it was tried), defences_breached, and diagnostics \
+(incidents tell the story of each failure).\n\n\
+Exits 1, naming each invariant that failed, when honest_slashed, honest_flagged, \
+wrong_pass_final, order_dependent, third_party_appeals_refused or honest_sessions_refused \
+is above 0, a defence was breached, or an attack was never tried; the report is written \
+either way."
     )]
     Adversaries(AdversaryArgs),
 }
@@ -130,11 +136,12 @@ pub struct AdversaryArgs {
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Seats the largest auditor of each tier judges at once before draws wait
-    /// (`C,L,H`, the genesis `seat_capacity`; the network's default is 256,8,4). The
-    /// simulator's default is unbounded (its seats judge in the block they are keyed);
-    /// set it to run the adversary against admission by capacity.
+    /// (`C,L,H`, the genesis `seat_capacity`; default the network's, 256,8,4).
     #[arg(long, value_name = "C,L,H", value_delimiter = ',')]
     pub seat_capacity: Vec<u32>,
+    /// The sybils' share of each tier's stake, in (0, 1) (default 0.318, or the config's).
+    #[arg(long, value_name = "SHARE")]
+    pub sybil_share: Option<f64>,
     /// Where the JSON report is written (its directory is created if missing).
     #[arg(long, value_name = "FILE")]
     pub json: PathBuf,
@@ -748,6 +755,16 @@ fn run_adversaries(a: AdversaryArgs) -> CliResult {
     }
     if let Some(n) = a.sessions {
         cfg.sessions = n;
+    }
+    if let Some(share) = a.sybil_share {
+        if !(share > 0.0 && share < 1.0) {
+            return Err(CliError::usage(format!(
+                "--sybil-share {share}: give a share between 0 and 1, e.g. 0.2"
+            )));
+        }
+        cfg.sybil_share = Some(trust_protocol::units::Ppm(
+            u32::try_from((share * 1e6).round() as u64).unwrap_or(999_999),
+        ));
     }
     match a.seat_capacity.as_slice() {
         [] => {}
