@@ -345,7 +345,7 @@ impl Settings {
         let commit_window = doc.genesis.params.commit_window;
         let llm = llm::setup::judge(&cfg.llm_settings(), commit_window, cfg.block_time())
             .map_err(home_err)?;
-        let computer = ComputerJudge::start(&cfg.computer);
+        let computer = ComputerJudge::start(&cfg.computer.sandbox());
         Ok(Self {
             doc,
             cfg,

@@ -26,20 +26,9 @@ pub use history::{
     auditor_history,
 };
 
-/// What one auditor account of the session `m` describes could read, by the contract's
-/// rule: its exposure budget in segments when its terms set one (below the whole trace,
-/// as the contract's draw enforces it), else the most one account could be drawn to read.
-/// The one computation behind `submit --plan` and the session page.
-pub fn exposure(m: &SessionManifest) -> crate::audit::provider::ExposureView {
-    let trace = m.segments.len().saturating_add(m.left_out.len());
-    let budget = (m.terms.max_exposure < trust_protocol::units::Ppm::ONE)
-        .then(|| m.terms.exposure_cap(trace));
-    crate::audit::provider::ExposureView {
-        trace_segments: trace,
-        budget,
-        most_seen: trust_judging::session::exposure::most_seen(m, budget),
-    }
-}
+/// [`crate::audit::provider::exposure`], where the plan computes it: one computation
+/// behind `submit --plan` and the session page.
+pub use crate::audit::provider::exposure;
 
 /// The whole manifest of a live session: the contract keeps its segments' entries apart
 /// from the rest of it ([`Session::manifest`] holds none).

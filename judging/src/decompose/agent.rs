@@ -567,7 +567,7 @@ pub fn enforce_tools(hdag: &mut Hdag, trace: &Trace) -> Vec<String> {
         ));
         hdag.nodes.retain(|n| !dropped.contains(&n.id));
         let edges = std::mem::take(&mut hdag.edges);
-        hdag.edges = super::llm::bridge(edges, &dropped);
+        hdag.edges = super::bridge::bridge(edges, &dropped);
     }
     let goal = hdag
         .nodes

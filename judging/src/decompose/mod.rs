@@ -51,6 +51,7 @@
 //! routes; it never judges.
 
 mod agent;
+mod bridge;
 pub mod llm;
 pub use agent::enforce_tools;
 pub mod place;

@@ -14,9 +14,7 @@ use async_trait::async_trait;
 use tokio::sync::Semaphore;
 use trust_judging::judge::{Auditor, ComputerAuditor, Decision, SegmentView};
 use trust_protocol::{Hash, tx::Tier};
-use trust_sandbox::{Execute, Sandbox};
-
-use crate::config::ComputerConfig;
+use trust_sandbox::{Config, Execute, Sandbox};
 
 /// Judgements (and so sandboxes) of one node under way at once.
 pub const MAX_RERUNS: usize = 2;
@@ -45,10 +43,11 @@ impl ComputerJudge {
         }
     }
 
-    /// The judge `cfg` asks for: the sandbox started and probed (a few hundred
-    /// milliseconds), or, when execution is off or the sandbox cannot start, a judge whose
-    /// seats abstain on tool segments. Says which in the log, once, at start-up.
-    pub fn start(cfg: &ComputerConfig) -> Self {
+    /// The judge `cfg` (the node's `[computer]` section, `ComputerConfig::sandbox`) asks
+    /// for: the sandbox started and probed (a few hundred milliseconds), or, when execution
+    /// is off or the sandbox cannot start, a judge whose seats abstain on tool segments.
+    /// Says which in the log, once, at start-up.
+    pub fn start(cfg: &Config) -> Self {
         Self::new(start_sandbox(cfg))
     }
 
@@ -60,14 +59,14 @@ impl ComputerJudge {
 
 /// The sandbox `cfg` asks for, started; `None` (logged) when execution is off or it cannot
 /// start. Shared by the node and `trust-node check`.
-pub fn start_sandbox(cfg: &ComputerConfig) -> Option<Arc<dyn Execute>> {
-    if !cfg.execute {
+pub fn start_sandbox(cfg: &Config) -> Option<Arc<dyn Execute>> {
+    if !cfg.enabled {
         tracing::info!(
             "tool calls are not re-run: [computer] execute = false; this node's seats abstain on tool segments"
         );
         return None;
     }
-    match Sandbox::start(&cfg.sandbox()) {
+    match Sandbox::start(cfg) {
         Ok(sandbox) => {
             tracing::info!(
                 interpreter = sandbox.interpreter(),
@@ -137,7 +136,7 @@ mod tests {
     /// Valid, another value Invalid, and the vote's reason names the interpreter.
     #[tokio::test]
     async fn a_seat_re_runs_a_tool_call_in_the_sandbox() {
-        let judge = ComputerJudge::start(&ComputerConfig::default());
+        let judge = ComputerJudge::start(&Config::default());
         let Some(interpreter) = judge.interpreter().map(str::to_owned) else {
             panic!(
                 "the sandbox must start here (bubblewrap and python3 are installed by scripts/test.sh)"
@@ -153,9 +152,9 @@ mod tests {
     /// With execution off, the same segment is an abstention and no code runs.
     #[tokio::test]
     async fn execution_off_abstains_on_tool_calls() {
-        let judge = ComputerJudge::start(&ComputerConfig {
-            execute: false,
-            ..ComputerConfig::default()
+        let judge = ComputerJudge::start(&Config {
+            enabled: false,
+            ..Config::default()
         });
         assert!(judge.interpreter().is_none());
         let d = judge.judge(&tool_segment("108.0"), &Hash::ZERO).await;

@@ -344,8 +344,8 @@ pub fn run_check(args: TraceArgs) -> CliResult {
     let (trace, hdag) = load(&args)?;
     let exec = has_tool_calls(&hdag)
         .then(|| {
-            let cfg = crate::config::ComputerConfig {
-                execute: !args.no_exec,
+            let cfg = trust_sandbox::Config {
+                enabled: !args.no_exec,
                 ..Default::default()
             };
             crate::audit::computer::start_sandbox(&cfg)

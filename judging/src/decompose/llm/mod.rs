@@ -39,7 +39,6 @@ use trust_protocol::{
     trace::Trace,
 };
 
-pub(crate) use self::hdag::bridge;
 pub use self::{
     error::ReplyError,
     hdag::Decomposer,

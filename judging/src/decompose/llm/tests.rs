@@ -6,7 +6,6 @@ use trust_protocol::hdag::{
 
 use super::{
     align::{MIN_COVERAGE, Mapper, Placement},
-    hdag::bridge,
     parse::*,
     *,
 };
@@ -320,7 +319,7 @@ fn a_chain_through_a_dropped_segment_is_kept() {
         strength: None,
         confidence: None,
     };
-    let out = bridge(
+    let out = crate::decompose::bridge::bridge(
         vec![
             e("C", "B", Relationship::DependsOn),
             e("B", "A", Relationship::DependsOn),

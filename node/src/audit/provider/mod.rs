@@ -41,7 +41,7 @@ use trust_protocol::{
     hdag::{AbstractionLevel, Hdag, Relationship},
     seal::{KEY_LEN, SealError, SegmentDoc, SegmentDocError, decrypt_segment},
     trace::Trace,
-    tx::{Call, QuorumParams, Tier, Tx},
+    tx::{Call, QuorumParams, SessionManifest, Tier, Tx},
     units::Ppm,
 };
 
@@ -253,8 +253,23 @@ impl Preparation {
                 })
                 .collect(),
             // The session page reads the same function from the stored manifest.
-            exposure: crate::query::exposure(m),
+            exposure: exposure(m),
         }
+    }
+}
+
+/// What one auditor account of the session `m` describes could read, by the contract's
+/// rule: its exposure budget in segments when its terms set one (below the whole trace,
+/// as the contract's draw enforces it), else the most one account could be drawn to read.
+/// The one computation behind `submit --plan` and the session page.
+pub fn exposure(m: &SessionManifest) -> ExposureView {
+    let trace = m.segments.len().saturating_add(m.left_out.len());
+    let budget = (m.terms.max_exposure < trust_protocol::units::Ppm::ONE)
+        .then(|| m.terms.exposure_cap(trace));
+    ExposureView {
+        trace_segments: trace,
+        budget,
+        most_seen: trust_judging::session::exposure::most_seen(m, budget),
     }
 }
 
