@@ -295,7 +295,10 @@ fn adversaries_write_their_report_and_fail_on_a_broken_invariant() {
     assert_eq!(read(&a), read(&b), "same seed, same report");
     let r: Value = serde_json::from_str(&read(&a)).unwrap();
     assert_eq!(r["seed"], 2);
-    assert_eq!(r["sessions"], 60);
+    // Sessions opened: the 60 asked for, less the openings the contract refused (an
+    // adversary's probes, a required domain's pool below its floor), which are no sessions.
+    let opened = r["sessions"].as_u64().unwrap();
+    assert!((50..=60).contains(&opened), "{opened} of 60 opened");
     let count = |field: &str| {
         r[field]
             .as_u64()
@@ -335,9 +338,11 @@ fn adversaries_write_their_report_and_fail_on_a_broken_invariant() {
     }
     let mut broken: Vec<&str> = [
         "honest_slashed",
-        "wrong_pass",
+        "honest_flagged",
+        "wrong_pass_final",
         "order_dependent",
         "third_party_appeals_refused",
+        "honest_sessions_refused",
     ]
     .into_iter()
     .filter(|f| count(f) > 0)
