@@ -75,8 +75,8 @@ pub struct Preview {
 }
 
 impl Preview {
-    /// One line a person reads first: `INCONCLUSIVE: 4 of 9 claims judged; O2 Invalid`,
-    /// then why a trace did not pass.
+    /// One line a person reads first: `FAIL: O2 is Invalid; 4 of the trace's 9 claims
+    /// were decided here, by the Computer tier`, then why a trace did not pass.
     pub fn summary(&self) -> String {
         let failed: Vec<Failed> = self
             .segments
@@ -93,7 +93,13 @@ impl Preview {
             })
             .collect();
         let claims = self.segments.iter().filter(|s| s.is_claim()).count();
-        let mut line = summary_line(self.trace.verdict, self.judged, claims, &failed);
+        let mut line = summary_line(
+            self.trace.verdict,
+            self.judged,
+            claims,
+            &failed,
+            "here, by the Computer tier",
+        );
         if let Some(why) = self.why_not_pass() {
             line.push_str("; ");
             line.push_str(&why);
@@ -137,36 +143,45 @@ pub struct Failed {
     pub of: Option<String>,
 }
 
-/// `VERDICT: J of N claims judged; O2 Invalid (a calculation of ST3), B Ungrounded`: the
+/// `FAIL: O2 is Invalid (a calculation in ST3) and B is Ungrounded; 4 of the trace's 9
+/// claims were decided {by}` (`by their own seats` on the network, `here, by the Computer
+/// tier` in a local preview): one wording for `check`, `query` and `submit --wait`. The
 /// claims are the trace's segments (those left out included, honeypots and the
-/// calculations inside a claim not counted apart), judged are those whose seats reached a
+/// calculations inside a claim not counted apart), decided are those whose seats reached a
 /// verdict of their own, and the segments named failed on their own.
 pub fn summary_line(
     verdict: TraceVerdict,
     judged: usize,
     total: usize,
     failed: &[Failed],
+    by: &str,
 ) -> String {
-    let mut s = format!(
-        "{}: {judged} of {total} claims judged",
-        format!("{verdict:?}").to_uppercase()
-    );
-    if !failed.is_empty() {
-        let names: Vec<String> = failed
-            .iter()
-            .map(|f| match &f.of {
-                // A tool result's restatement (issue 54) checks a claim as a calculation
-                // does, but it is no calculation.
-                Some(step) if f.name.starts_with("RS") => {
-                    format!("{} {:?} (a restatement in {step})", f.name, f.verdict)
-                }
-                Some(step) => format!("{} {:?} (a calculation of {step})", f.name, f.verdict),
-                None => format!("{} {:?}", f.name, f.verdict),
-            })
-            .collect();
+    let mut s = format!("{}: ", format!("{verdict:?}").to_uppercase());
+    let said: Vec<String> = failed
+        .iter()
+        .map(|f| match &f.of {
+            // A tool result's restatement (issue 54) checks a claim as a calculation
+            // does, but it is no calculation.
+            Some(step) if f.name.starts_with("RS") => {
+                format!("{} is {:?} (a restatement in {step})", f.name, f.verdict)
+            }
+            Some(step) => format!("{} is {:?} (a calculation in {step})", f.name, f.verdict),
+            None => format!("{} is {:?}", f.name, f.verdict),
+        })
+        .collect();
+    if let Some((last, rest)) = said.split_last() {
+        if !rest.is_empty() {
+            s.push_str(&rest.join(", "));
+            s.push_str(" and ");
+        }
+        s.push_str(last);
         s.push_str("; ");
-        s.push_str(&names.join(", "));
     }
+    s.push_str(&format!(
+        "{judged} of the trace's {total} {} {} decided {by}",
+        if total == 1 { "claim" } else { "claims" },
+        if judged == 1 { "was" } else { "were" }
+    ));
     s
 }
 
@@ -566,10 +581,11 @@ mod tests {
                     of: None,
                 },
             ],
+            "by their own seats",
         );
         assert_eq!(
             line,
-            "INCONCLUSIVE: 4 of 9 claims judged; O2 Invalid (a calculation of ST3), ST4 Ungrounded"
+            "INCONCLUSIVE: O2 is Invalid (a calculation in ST3) and ST4 is Ungrounded; 4 of the trace's 9 claims were decided by their own seats"
         );
     }
 }

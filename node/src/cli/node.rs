@@ -606,28 +606,7 @@ fn verdict_words(
     total: usize,
     failed: &[Failed],
 ) -> String {
-    let mut s = format!("{}: ", format!("{verdict:?}").to_uppercase());
-    let said: Vec<String> = failed
-        .iter()
-        .map(|f| match &f.of {
-            Some(step) => format!("{} is {:?} (a calculation in {step})", f.name, f.verdict),
-            None => format!("{} is {:?}", f.name, f.verdict),
-        })
-        .collect();
-    if let Some((last, rest)) = said.split_last() {
-        if !rest.is_empty() {
-            s.push_str(&rest.join(", "));
-            s.push_str(" and ");
-        }
-        s.push_str(last);
-        s.push_str("; ");
-    }
-    s.push_str(&format!(
-        "{judged} of the trace's {total} {} {} decided by their own seats",
-        if total == 1 { "claim" } else { "claims" },
-        if judged == 1 { "was" } else { "were" }
-    ));
-    s
+    trust_judging::preview::summary_line(verdict, judged, total, failed, "by their own seats")
 }
 
 /// The weights line: how much of the trace's weight passed, is undecided and failed, and
