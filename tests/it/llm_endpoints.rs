@@ -132,6 +132,47 @@ async fn the_model_is_shown_the_calculations_the_computer_tier_checked() {
     }
 }
 
+/// Issue 54: a tool call reaches the model in words, never as the trace's marker lines:
+/// the `TU` claim asks whether the code does what the problem asks, and a call among the
+/// premises says what was run and what it reported.
+#[tokio::test]
+async fn the_model_reads_tool_calls_in_words_not_markers() {
+    use trust_protocol::trace::blocks::{Semantics, render_tool};
+    let (url, asked) = recording(Behaviour::Entailed).await;
+    let (j, _) = judge(&url);
+    let call = render_tool(
+        "call_1",
+        "python",
+        Some(Semantics::Script),
+        "print(240 - 7.5 * 18 + 3)",
+        "108.0",
+    )
+    .unwrap();
+    let view = SegmentView {
+        claim: call.clone(),
+        givens: vec!["A tank holds 240 litres and drains 7.5 litres a minute for 18 minutes; 3 litres of rain are added.".into()],
+        premises: vec![call],
+        ..SegmentView::default()
+    };
+    let _ = j.judge(&view, &Hash::ZERO).await;
+    let asked = asked.lock().unwrap().clone();
+    assert!(!asked.is_empty(), "the model was asked nothing");
+    for a in &asked {
+        assert!(
+            !a.contains("<<<tool"),
+            "a marker line reached the model: {a}"
+        );
+    }
+    assert!(
+        asked
+            .iter()
+            .any(|a| a.contains("computes what the problem asks")
+                && a.contains("print(240 - 7.5 * 18 + 3)")
+                && a.contains("108.0")),
+        "{asked:?}"
+    );
+}
+
 #[tokio::test]
 async fn a_dead_endpoint_makes_the_seat_abstain_after_its_retries() {
     let (d, took, m) = run(&dead().await).await;

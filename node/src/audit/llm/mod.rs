@@ -225,10 +225,16 @@ impl LlmAuditor {
         // The givens, then the calculations of the claim the Computer tier found to
         // hold: checked premises (soundness 1), so the question is only whether the claim
         // follows, not whether its arithmetic does.
+        // A tool call (issue 54) reads as what it is, in words: a premise says what was
+        // run and what it reported; the judged claim of a `TU` segment asks whether the
+        // code does what the problem asks and its result answers it.
+        let worded = |text: &String, claim: bool| {
+            trust_judging::computer::tool::in_words(text, claim).unwrap_or_else(|| text.clone())
+        };
         let base: Vec<(String, f64)> = segment
             .givens
             .iter()
-            .map(|g| (g.clone(), self.ares.given_soundness))
+            .map(|g| (worded(g, false), self.ares.given_soundness))
             .chain(
                 segment
                     .operations
@@ -240,8 +246,8 @@ impl LlmAuditor {
         let derived: Vec<String> = segment
             .premises
             .iter()
-            .chain(std::iter::once(&segment.claim))
-            .cloned()
+            .map(|p| worded(p, false))
+            .chain(std::iter::once(worded(&segment.claim, true)))
             .collect();
         let chain = Chain {
             base: &base,
