@@ -4,7 +4,7 @@
 //! `trust-node bench network`: the session load generator ([`super::bench_network`]).
 //! `trust-node bench chain`: block execution cost against state size ([`super::bench_chain`]).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 
@@ -60,6 +60,11 @@ pub struct QualityArgs {
     /// The seed of the generated proofs.
     #[arg(long, default_value_t = 1)]
     pub proof_seed: u64,
+    /// Also judge the agent transcripts in DIR (its `manifest.json` labels them, its
+    /// `sources.json` says which were edited and how; e.g. ../shared/corpus/agent-traces)
+    /// as `check` does: tool calls re-run in this machine's sandbox, no LLM tier.
+    #[arg(long, value_name = "DIR")]
+    pub agents: Option<PathBuf>,
     /// The tier to measure: `computer` (the checkers, the whole corpus) or `llm` (ARES
     /// through --llm-url, every segment judged; slow: see --limit).
     #[arg(long, default_value = "computer", value_parser = ["computer", "llm"])]
@@ -215,6 +220,7 @@ pub fn run(cmd: BenchCommand) -> CliResult {
     } else {
         Default::default()
     };
+    let agents = args.agents.as_deref().map(agent_corpus).transpose()?;
     if args.json {
         let mut v = serde_json::to_value(&report)
             .map_err(|e| CliError::failed(format!("cannot encode JSON: {e}")))?;
@@ -247,6 +253,9 @@ pub fn run(cmd: BenchCommand) -> CliResult {
             .map(|(f, c)| (f.clone(), rates(c)))
             .collect::<serde_json::Map<_, _>>()
             .into();
+        if let Some(a) = &agents {
+            v["agents"] = serde_json::to_value(a).unwrap_or_default();
+        }
         outln!(
             "{}",
             serde_json::to_string_pretty(&v)
@@ -346,6 +355,9 @@ pub fn run(cmd: BenchCommand) -> CliResult {
             args.proof_seed
         );
     }
+    if let Some(a) = &agents {
+        print_agents(a);
+    }
     for id in &report.wrong_passes {
         outln!("wrong pass   {id}");
     }
@@ -356,4 +368,66 @@ pub fn run(cmd: BenchCommand) -> CliResult {
         outln!("skipped      {id}: {why}");
     }
     Ok(())
+}
+
+/// The agent-transcript corpus in `dir`, judged as `check` judges (the sandbox started
+/// with its defaults; without one, tool calls abstain and the report says `none`).
+fn agent_corpus(dir: &Path) -> Result<quality::agent::AgentReport, CliError> {
+    let read = |name: &str| {
+        std::fs::read_to_string(dir.join(name))
+            .map_err(|e| CliError::usage(format!("--agents {}: {name}: {e}", dir.display())))
+    };
+    let (manifest, sources) = (read("manifest.json")?, read("sources.json")?);
+    let items = quality::agent::read_corpus(&manifest, &sources, |n| {
+        std::fs::read_to_string(dir.join(n)).ok()
+    })
+    .map_err(|e| CliError::usage(format!("--agents {}: {e}", dir.display())))?;
+    let exec = crate::audit::computer::start_sandbox(&trust_sandbox::Config::default());
+    Ok(quality::agent::run_agents(&items, exec.as_deref()))
+}
+
+/// The agent corpus's table: each class, then the transcripts that broke a rule.
+fn print_agents(a: &quality::agent::AgentReport) {
+    let t = &a.table;
+    outln!("");
+    outln!(
+        "agent transcripts (tool calls re-run with {}, no LLM tier):",
+        a.interpreter
+    );
+    outln!(
+        "right               {:>3}: {} FAIL, {} PASS; tool calls {} of {} Valid, restatements {} of {} Valid",
+        t.right,
+        t.right_failed,
+        t.right_passed,
+        t.right_tool_segments.1,
+        t.right_tool_segments.0,
+        t.right_restatement_segments.1,
+        t.right_restatement_segments.0
+    );
+    outln!(
+        "wrong               {:>3}: {} PASS, {} FAIL",
+        t.wrong,
+        t.wrong_passed,
+        t.wrong_failed
+    );
+    outln!(
+        "edited tool output  {:>3}: {} FAIL with the tool call Invalid",
+        t.edited_tool.0,
+        t.edited_tool.1
+    );
+    outln!(
+        "edited restatement  {:>3}: {} FAIL",
+        t.edited_restatement.0,
+        t.edited_restatement.1
+    );
+    outln!(
+        "misread output      {:>3}: {} FAIL",
+        t.misread.0,
+        t.misread.1
+    );
+    outln!(
+        "buggy code          {:>3}: {} PASS",
+        t.buggy_code.0,
+        t.buggy_code.1
+    );
 }

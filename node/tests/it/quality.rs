@@ -79,3 +79,52 @@ fn wrong_calculations_are_caught() {
         assert!(c["coverage"].as_f64().is_some(), "{f}");
     }
 }
+
+/// Issue 54: `bench quality --agents DIR` judges the agent-transcript corpus (real model
+/// transcripts with Python tool calls, `../shared/corpus/agent-traces`, read in place) as
+/// `check` does, re-running the calls in the sandbox: no right transcript FAILs and its
+/// tool calls hold, no wrong one PASSes, and every edited tool output and restatement
+/// FAILs. Skipped, saying so, where the shared corpus is absent.
+#[test]
+fn the_agent_corpus_through_bench_quality() {
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/agent-traces");
+    if !dir.join("manifest.json").exists() {
+        println!("skipped: no agent corpus at {}", dir.display());
+        return;
+    }
+    let corpus = format!(
+        "{}/../examples/corpus/written.jsonl",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_trust-node"))
+        .args([
+            "bench", "quality", "--json", "--proofs", "0", "--corpus", &corpus,
+        ])
+        .arg("--agents")
+        .arg(&dir)
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    let a = &v["agents"];
+    assert_ne!(a["interpreter"], "none", "the sandbox did not start: {a}");
+    let t = &a["table"];
+    assert_eq!(t["right"], 24, "{t}");
+    assert_eq!(t["right_failed"], 0, "{t}");
+    assert_eq!(
+        t["right_tool_segments"][0], t["right_tool_segments"][1],
+        "{t}"
+    );
+    assert_eq!(t["wrong_passed"], 0, "{t}");
+    assert_eq!(t["edited_tool"][0], t["edited_tool"][1], "{t}");
+    assert_eq!(
+        t["edited_restatement"][0], t["edited_restatement"][1],
+        "{t}"
+    );
+    assert!(t["misread"][1].as_u64().unwrap() >= 5, "{t}");
+}
