@@ -109,7 +109,7 @@ pub fn run(a: AppealArgs) -> CliResult {
         pause(&deadline, "the appeal's inclusion")?;
     };
     outln!(
-        "opened at block #{included}: fresh seats (2k + 1 per segment at least, more for a verdict many reached) are drawn at the end of the next block"
+        "opened at block #{included}: fresh seats (2k + 1 per segment at least, more for a verdict many reached) are drawn at the start of the next block, from the state before it"
     );
     if !a.wait {
         outln!("`trust-node query {sid}` shows the round; `--wait` follows it to its decision");
