@@ -288,6 +288,18 @@ pub(crate) fn tier_name(t: Tier) -> &'static str {
     }
 }
 
+/// A segment's text as a table shows it: a tool call (issue 54) as `python: CODE → RESULT`
+/// rather than its marker lines, and the `TU` claim beside it as the question it asks.
+fn readable(id: &str, content: &str) -> String {
+    match trust_judging::computer::tool::read_tool(content) {
+        Some(t) if id.starts_with("TU") => {
+            format!("does {} compute what is asked? {}", t.name, t.input)
+        }
+        Some(t) => format!("{}: {} → {}", t.name, t.input, t.result),
+        None => content.to_string(),
+    }
+}
+
 fn clip(s: &str, n: usize) -> String {
     let one_line = s.split_whitespace().collect::<Vec<_>>().join(" ");
     if one_line.chars().count() <= n {
@@ -327,7 +339,7 @@ pub fn run_decompose(args: TraceArgs) -> CliResult {
             format!("{:?}", n.abstraction_level).to_uppercase(),
             tier(n.primary_auditor),
             deps.join(","),
-            clip(&n.content, 70)
+            clip(&readable(&n.id, &n.content), 70)
         );
     }
     outln!("{} segments, {} edges", hdag.nodes.len(), hdag.edges.len());
@@ -445,7 +457,7 @@ pub fn run_check(args: TraceArgs) -> CliResult {
                 seg.id,
                 tier_of(seg),
                 verdict,
-                clip(&seg.content, 40),
+                clip(&readable(&seg.id, &seg.content), 40),
                 reason
             );
         }

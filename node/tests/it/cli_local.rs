@@ -162,3 +162,31 @@ fn provider_hdag_listed_out_of_order_still_propagates() {
     assert_eq!(verdict("A"), "invalid");
     assert_eq!(verdict("B"), "propagated");
 }
+
+/// Issue 54: `check` on an agent transcript whose tool output was edited re-runs the call
+/// in the sandbox and FAILs it at `TC1`; the table shows each call as `python: CODE →
+/// RESULT` (and its `TU` claim as the question it asks), never the trace's marker lines.
+#[test]
+fn check_shows_an_agent_transcripts_tool_calls_as_calls() {
+    let trace = format!(
+        "{}/../examples/traces/agent-tank-tampered.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let (code, out, err) = trust_node(&["check", &trace]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!out.contains("<<<"), "marker lines in the table:\n{out}");
+    let tc = out
+        .lines()
+        .find(|l| l.starts_with("TC1 "))
+        .unwrap_or_else(|| panic!("no TC1 row:\n{out}"));
+    assert!(
+        tc.contains("Invalid") && tc.contains("python: start = 240"),
+        "{tc}"
+    );
+    let tu = out
+        .lines()
+        .find(|l| l.starts_with("TU1 "))
+        .unwrap_or_else(|| panic!("no TU1 row:\n{out}"));
+    assert!(tu.contains("does python compute what is asked?"), "{tu}");
+    assert!(out.contains("FAIL: TC1 is Invalid"), "{out}");
+}
