@@ -11,13 +11,12 @@ use std::process::Command;
 
 use serde_json::Value;
 
-fn report() -> Value {
-    let corpus = format!(
-        "{}/../examples/corpus/quality.jsonl",
-        env!("CARGO_MANIFEST_DIR")
-    );
+/// `trust-node bench quality --json --corpus examples/corpus/CORPUS` with `more`: the report.
+fn bench(corpus: &str, more: &[&std::ffi::OsStr]) -> Value {
+    let corpus = format!("{}/../examples/corpus/{corpus}", env!("CARGO_MANIFEST_DIR"));
     let out = Command::new(env!("CARGO_BIN_EXE_trust-node"))
         .args(["bench", "quality", "--json", "--corpus", &corpus])
+        .args(more)
         .output()
         .expect("runs");
     assert!(
@@ -26,6 +25,10 @@ fn report() -> Value {
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_slice(&out.stdout).expect("JSON report")
+}
+
+fn report() -> Value {
+    bench("quality.jsonl", &[])
 }
 
 #[test]
@@ -93,24 +96,15 @@ fn the_agent_corpus_through_bench_quality() {
         println!("skipped: no agent corpus at {}", dir.display());
         return;
     }
-    let corpus = format!(
-        "{}/../examples/corpus/written.jsonl",
-        env!("CARGO_MANIFEST_DIR")
+    let v = bench(
+        "written.jsonl",
+        &[
+            "--proofs".as_ref(),
+            "0".as_ref(),
+            "--agents".as_ref(),
+            dir.as_os_str(),
+        ],
     );
-    let out = Command::new(env!("CARGO_BIN_EXE_trust-node"))
-        .args([
-            "bench", "quality", "--json", "--proofs", "0", "--corpus", &corpus,
-        ])
-        .arg("--agents")
-        .arg(&dir)
-        .output()
-        .expect("runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
     let a = &v["agents"];
     assert_ne!(a["interpreter"], "none", "the sandbox did not start: {a}");
     let t = &a["table"];
