@@ -11,6 +11,8 @@
 //! ([`trust_contracts::tally`]). `trust-node check` and `trust-node bench quality` print
 //! this; a network test checks that the network agrees with it.
 
+pub mod turns;
+
 use std::collections::BTreeMap;
 
 use trust_contracts::{

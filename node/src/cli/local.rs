@@ -450,7 +450,61 @@ pub fn run_check(args: TraceArgs) -> CliResult {
             "verdict",
             "content"
         );
-        for seg in &p.segments {
+        // An agent transcript reads as its turns: the segments in the order the trace
+        // holds them, under the turn each sits in (a segment the trace does not hold
+        // verbatim stays after the one before it).
+        let turns = trust_judging::preview::turns::turns(&trace.thinking);
+        let mut order: Vec<(&PreviewSegment, Option<String>)> =
+            p.segments.iter().map(|seg| (seg, None)).collect();
+        if !turns.is_empty() {
+            let places = trust_judging::decompose::place::places(&trace, &hdag);
+            let at = hdag.positions();
+            let mut last = (0u8, 0usize);
+            let mut keyed: Vec<((u8, usize), usize, &PreviewSegment, Option<String>)> = p
+                .segments
+                .iter()
+                .enumerate()
+                .map(|(i, seg)| {
+                    let place = at
+                        .get(seg.id.as_str())
+                        .and_then(|j| places.get(*j).copied().flatten());
+                    let (key, turn) = match place {
+                        Some(pl) => {
+                            let part = pl.part.as_str();
+                            let rank = match part {
+                                "problem" => 0,
+                                "thinking" => 1,
+                                _ => 2,
+                            };
+                            (
+                                (rank, pl.start),
+                                trust_judging::preview::turns::turn_of(&turns, part, pl.start),
+                            )
+                        }
+                        None => (last, None),
+                    };
+                    last = key;
+                    (key, i, seg, turn)
+                })
+                .collect();
+            keyed.sort_by_key(|(k, i, _, _)| (*k, *i));
+            let mut turn = None;
+            order = keyed
+                .into_iter()
+                .map(|(_, _, seg, t)| {
+                    if t.is_some() {
+                        turn.clone_from(&t);
+                    }
+                    (seg, turn.clone())
+                })
+                .collect();
+        }
+        let mut heading: Option<String> = None;
+        for (seg, turn) in order {
+            if turn.is_some() && turn != heading {
+                outln!("── {}", turn.as_deref().unwrap_or(""));
+                heading = turn;
+            }
             let (verdict, reason) = row(seg);
             outln!(
                 "{:<5} {:<9} {:<11} {:<40} {}",

@@ -491,11 +491,21 @@ fn print_steps(s: &SessionView) {
             "verdict",
             "where"
         );
+        // An agent transcript's steps go under the turn they sit in, a tool call as its
+        // code and the result the transcript reports.
+        let mut turn: Option<&str> = None;
         for (x, (name, verdict, place)) in list.iter().zip(rows) {
-            let mut lines = x.text.lines();
+            if let Some(t) = x.turn.as_deref()
+                && turn != Some(t)
+            {
+                outln!("            ── {t}");
+                turn = Some(t);
+            }
+            let text = crate::query::steps::readable_lines(&x.name, &x.text);
+            let mut lines = text.iter();
             outln!(
                 "            {name:<wn$}  {verdict:<wv$}  {place:<wp$}  {}",
-                lines.next().unwrap_or("")
+                lines.next().map_or("", String::as_str)
             );
             for more in lines {
                 outln!("            {:<wn$}  {:<wv$}  {:<wp$}  {more}", "", "", "");
@@ -507,7 +517,7 @@ fn print_steps(s: &SessionView) {
         "steps",
         steps,
         own,
-        "text (the model's own, in trace order; verbatim; where: part:line of the trace)",
+        "text (the model's own, in trace order; verbatim, a tool call as its code → its reported result; where: part:line of the trace)",
     );
     if !planted.is_empty() {
         table(

@@ -109,8 +109,22 @@ pub fn split(
         })
         .collect();
     keyed.sort_by_key(|(k, _)| *k);
+    // In a transcript, a step placed by another's place (an OPERATION after its STEP)
+    // sits in that step's turn.
+    let mut turn: Option<String> = None;
+    let steps = keyed
+        .into_iter()
+        .map(|(_, mut s)| {
+            match &s.turn {
+                Some(t) => turn = Some(t.clone()),
+                None if s.span.is_none() => s.turn.clone_from(&turn),
+                None => {}
+            }
+            s
+        })
+        .collect();
     Split {
-        steps: keyed.into_iter().map(|(_, s)| s).collect(),
+        steps,
         honeypots: honeypots
             .into_iter()
             .map(|s| StepView {
@@ -119,6 +133,27 @@ pub fn split(
             })
             .collect(),
     }
+}
+
+/// A step's text as lines a person reads: a tool call (its `TC` segment, whose text is the
+/// transcript's marker block) as its code and then `→` and the result the transcript
+/// reports; the `TU` claim beside it as the question it asks, then the code; any other
+/// text as it is.
+pub fn readable_lines(name: &str, text: &str) -> Vec<String> {
+    let Some(t) = trust_judging::computer::tool::read_tool(text) else {
+        return text.lines().map(str::to_string).collect();
+    };
+    let mut out = Vec::new();
+    if name.starts_with("TU") {
+        out.push(format!("does {} compute what is asked?", t.name));
+        out.extend(t.input.lines().map(|l| format!("  {l}")));
+    } else {
+        out.extend(t.input.lines().map(str::to_string));
+        let mut result = t.result.lines();
+        out.push(format!("→ {}", result.next().unwrap_or("")));
+        out.extend(result.map(|l| format!("  {l}")));
+    }
+    out
 }
 
 /// What [`split`] needs of a decided outcome: each segment's `supports`, and which ones
@@ -148,6 +183,7 @@ mod tests {
             verdict: None,
             honeypot: name.starts_with(HONEYPOT_PREFIX),
             left_out: false,
+            turn: None,
         }
     }
 
@@ -203,6 +239,61 @@ mod tests {
         let s = split(all, &supports, &|i| i == 3);
         assert_eq!(names(&s.steps), ["C", "A", "B"]);
         assert_eq!(names(&s.honeypots), ["X", "Y"]);
+    }
+
+    /// Issue 54: in a transcript, a step with no span of its own (a calculation after the
+    /// step it checks) sits in that step's turn; a plain trace's steps have none.
+    #[test]
+    fn a_step_without_a_span_sits_in_the_turn_of_the_step_before_it() {
+        let mut all = vec![
+            step(0, "ST1", Some(("thinking", 0, 10))),
+            step(1, "O1", None),
+            step(2, "TC1", Some(("thinking", 20, 60))),
+        ];
+        all[0].turn = Some("assistant".into());
+        all[2].turn = Some("tool call c1: python".into());
+        let s = split(all.clone(), &[None, Some(0), None], &|_| false);
+        let turns: Vec<Option<&str>> = s.steps.iter().map(|x| x.turn.as_deref()).collect();
+        assert_eq!(
+            turns,
+            [
+                Some("assistant"),
+                Some("assistant"),
+                Some("tool call c1: python")
+            ]
+        );
+        for x in &mut all {
+            x.turn = None;
+        }
+        let s = split(all, &[None, Some(0), None], &|_| false);
+        assert!(s.steps.iter().all(|x| x.turn.is_none()));
+    }
+
+    /// A tool call's text reads as its code, then `→` and the result the transcript
+    /// reports; its `TU` claim as the question it asks; other text as it is.
+    #[test]
+    fn a_tool_call_reads_as_code_and_reported_result() {
+        let block = trust_protocol::trace::blocks::render_tool(
+            "c1",
+            "python",
+            Some(trust_protocol::trace::blocks::Semantics::Script),
+            "x = 6 * 7\nprint(x)",
+            "42",
+        )
+        .expect("renders");
+        assert_eq!(
+            readable_lines("TC1", &block),
+            ["x = 6 * 7", "print(x)", "→ 42"]
+        );
+        assert_eq!(
+            readable_lines("TU1", &block),
+            [
+                "does python compute what is asked?",
+                "  x = 6 * 7",
+                "  print(x)"
+            ]
+        );
+        assert_eq!(readable_lines("ST1", "a\nb"), ["a", "b"]);
     }
 
     #[test]

@@ -647,10 +647,23 @@ fn steps_section(segments: &[Segment], r: &PageRecord, planted: &[bool]) -> Stri
     let mut s = String::from(
         "<h2>Steps</h2>\n<p class=\"hint\">The model's own steps, in the order the trace holds them (honeypots this node planted are not among them).</p>\n<div class=\"scroll\"><table><thead><tr><th>Step</th><th>Verdict</th><th>Where</th><th>Text</th></tr></thead><tbody>",
     );
+    // An agent transcript's steps go under the turn they sit in (a heading row), a tool
+    // call as its code and the result the transcript reports.
+    let mut turn: Option<&str> = None;
     for x in &split.steps {
         let Some(seg) = segments.get(x.index) else {
             continue;
         };
+        if let Some(t) = x.turn.as_deref()
+            && turn != Some(t)
+        {
+            let _ = write!(
+                s,
+                "<tr class=\"turn\"><th colspan=\"4\">{}</th></tr>",
+                esc(t)
+            );
+            turn = Some(t);
+        }
         let place = x
             .span
             .as_ref()
@@ -664,7 +677,7 @@ fn steps_section(segments: &[Segment], r: &PageRecord, planted: &[bool]) -> Stri
             seg.shade.word(),
             if x.left_out { " (left out)" } else { "" },
             esc(&place),
-            esc(&x.text)
+            esc(&query::steps::readable_lines(&x.name, &x.text).join("\n"))
         );
     }
     s += "</tbody></table></div>\n";

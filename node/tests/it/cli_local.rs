@@ -189,4 +189,45 @@ fn check_shows_an_agent_transcripts_tool_calls_as_calls() {
         .unwrap_or_else(|| panic!("no TU1 row:\n{out}"));
     assert!(tu.contains("does python compute what is asked?"), "{tu}");
     assert!(out.contains("FAIL: TC1 is Invalid"), "{out}");
+    // The transcript reads as its turns, in the order it holds them: the problem, the
+    // assistant's reasoning, the call with its two claims under it, then what follows.
+    let at = |line: &str| {
+        out.lines()
+            .position(|l| l == line || l.starts_with(line))
+            .unwrap_or_else(|| panic!("no line {line:?}:\n{out}"))
+    };
+    let (problem, call, tc1, tu1) = (
+        at("── problem"),
+        at("── tool call call_1: python"),
+        at("TC1 "),
+        at("TU1 "),
+    );
+    let first_assistant = at("── assistant");
+    assert!(
+        problem < first_assistant && first_assistant < call && call < tc1 && call < tu1,
+        "{out}"
+    );
+    let after_call = out
+        .lines()
+        .skip(call + 1)
+        .position(|l| l == "── assistant")
+        .map(|i| i + call + 1)
+        .unwrap_or_else(|| panic!("no assistant turn after the call:\n{out}"));
+    assert!(tc1 < after_call && tu1 < after_call, "{out}");
+}
+
+/// A plain trace (no tool calls, no marker lines) has no turn headings: the table is as
+/// before.
+#[test]
+fn check_shows_no_turns_for_a_plain_trace() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let trace = dir.path().join("plain.json");
+    std::fs::write(
+        &trace,
+        r#"{"problem": "What is 2 + 3?", "thinking": "2 + 3 = 5.", "output": "5"}"#,
+    )
+    .expect("write");
+    let (code, out, err) = trust_node(&["check", trace.to_str().expect("path")]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!out.contains("──"), "{out}");
 }

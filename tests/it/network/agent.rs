@@ -101,6 +101,18 @@ fn agent_transcripts_are_audited_by_re_running_their_tool_calls() {
                 .contains("print(start - drained + 3)"),
             "{tc}"
         );
+        // The provider sees its transcript as its turns: the call's claims under the
+        // call, the restatement after it under the assistant's next turn.
+        let turn_of = |name: &str| {
+            steps
+                .iter()
+                .find(|x| x["name"] == name)
+                .and_then(|x| x["turn"].as_str())
+                .unwrap_or_else(|| panic!("{sample}: no turn for {name} in {s}"))
+                .to_string()
+        };
+        assert_eq!(turn_of("TC1"), "tool call call_1: python", "{s}");
+        assert_eq!(turn_of("TU1"), "tool call call_1: python", "{s}");
         // Every segment a Computer seat judged has the verdict `check` gave it.
         for (id, want) in &computer {
             assert_eq!(

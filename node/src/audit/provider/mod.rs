@@ -157,6 +157,11 @@ pub struct PageRecord {
     /// The tier each left-out segment would have gone to.
     #[serde(default)]
     pub left_out_tiers: Vec<Tier>,
+    /// For an agent transcript, its turns (tool calls, messages, the reasoning between
+    /// them) as byte ranges of the thinking, so the page and `query` show the steps under
+    /// the turn they sit in. Empty for a plain trace, and in records kept before turns were.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub turns: Vec<trust_judging::preview::turns::Turn>,
 }
 
 /// The prefix of a planted honeypot's name (`honeypot:<node>`).
@@ -1306,6 +1311,9 @@ impl Provider {
             }),
             spans,
             left_out_tiers,
+            turns: trace.map_or_else(Vec::new, |t| {
+                trust_judging::preview::turns::turns(&t.thinking)
+            }),
         };
         let bytes = serde_json::to_vec(&record)?;
         self.pages.insert(session.as_ref(), bytes)?;

@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 use trust_contracts::Outcome;
+use trust_judging::preview::turns::turn_of;
 use trust_protocol::{trace::Trace, tx::Tier};
 use utoipa::ToSchema;
 
@@ -75,6 +76,11 @@ pub struct StepView {
     pub honeypot: bool,
     /// Left out of the session (no auditors of its tier): counted as undecided.
     pub left_out: bool,
+    /// For an agent transcript, the heading of the turn the step sits in (`assistant`,
+    /// `tool call c1: python`, `user`, `problem`, `answer`; see
+    /// [`trust_judging::preview::turns`]); absent for a plain trace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<String>,
 }
 
 /// A tier as the API spells it.
@@ -116,12 +122,16 @@ impl PageRecord {
                     None => tiers.get(i).copied(),
                     Some(j) => self.left_out_tiers.get(j).copied(),
                 };
+                let span = self.spans.get(i).cloned().flatten();
                 StepView {
                     index: i,
                     name: name.clone(),
                     tier: tier.map_or("", tier_word).to_string(),
                     text: text.clone(),
-                    span: self.spans.get(i).cloned().flatten(),
+                    turn: span
+                        .as_ref()
+                        .and_then(|sp| turn_of(&self.turns, &sp.part, sp.start)),
+                    span,
                     verdict,
                     honeypot: name.starts_with(super::HONEYPOT_PREFIX),
                     left_out,
@@ -177,6 +187,7 @@ mod tests {
             opening: None,
             spans: Vec::new(),
             left_out_tiers: vec![Tier::Llm],
+            turns: Vec::new(),
         };
         let left: Vec<bool> = record.steps(&[], None).iter().map(|x| x.left_out).collect();
         assert_eq!(left, [false, false, true]);
