@@ -46,6 +46,38 @@ pub fn seal_sight(prepared: &mut PreparedSession, r: &Restricted) {
     }
 }
 
+/// The kept nodes whose seats would read text of other session segments that the
+/// contract's count of a seat's sight ([`trust_contracts::sight`]) does not name: a node
+/// resting on more premises than a manifest entry can name (the older ones travel as
+/// givens, [`Restricted::passes_kept`]), and a tool call of a persistent kernel that
+/// replays more earlier cells than it names among its premises. Under an exposure budget
+/// the provider leaves these out, so that no seat reads more of the trace than the budget
+/// the contract enforces (issue 54: replayed cells count against the budget).
+pub fn hidden_sight(r: &Restricted) -> BTreeSet<String> {
+    use trust_protocol::hdag::Relationship;
+    let tool_kind = |id: &str| {
+        r.hdag
+            .nodes
+            .iter()
+            .any(|n| n.id == id && n.kind == crate::computer::tool::TOOL_KIND)
+    };
+    let mut out: BTreeSet<String> = r.passes_kept.keys().cloned().collect();
+    for (node, cells) in &r.cells {
+        let named = r
+            .hdag
+            .edges
+            .iter()
+            .filter(|e| {
+                e.relationship == Relationship::DependsOn && e.from == *node && tool_kind(&e.to)
+            })
+            .count();
+        if cells.len() > named && r.hdag.nodes.iter().any(|n| n.id == *node) {
+            out.insert(node.clone());
+        }
+    }
+    out
+}
+
 /// The trace segments one seat on segment `i` reads (see [`trust_contracts::sight`]).
 pub fn sight(m: &SessionManifest, i: usize) -> Vec<u16> {
     trust_contracts::sight(m.segments.len(), |j| m.segments.get(j), &m.left_out, i)
@@ -181,6 +213,77 @@ mod tests {
             over_budget_segments(&m, &[40, 0, 0], &resolved(), 1),
             vec![1, 2]
         );
+    }
+
+    /// A kernel transcript of `calls` calls, each `xN = N` and shown.
+    fn kernel(calls: usize) -> trust_protocol::trace::Trace {
+        use trust_protocol::trace::blocks::{Semantics, render_tool};
+        let mut thinking = String::from("I set the values one by one.\n");
+        for i in 1..=calls {
+            let code = format!("x{i} = {i}\nx{i}");
+            thinking += &render_tool(
+                &format!("c{i}"),
+                "python",
+                Some(Semantics::Cell),
+                &code,
+                &i.to_string(),
+            )
+            .expect("renders");
+            thinking += &format!("So x{i} is {i}.\n");
+        }
+        trust_protocol::trace::Trace {
+            problem: "Set x1 to x20 to 1 to 20.".into(),
+            thinking,
+            output: "Done.".into(),
+        }
+    }
+
+    /// Issue 54: a call that replays more earlier cells than its entry can name as
+    /// premises (or any segment resting on more premises than that) lets its seats read
+    /// segments the contract's count of sight does not name; a short kernel names all.
+    #[test]
+    fn replayed_cells_past_the_named_premises_are_hidden_sight() {
+        use crate::{
+            decompose::{Options, decompose},
+            session::prepare::restrict,
+        };
+        let limit = trust_protocol::tx::MAX_DEPENDENCIES;
+        let short = kernel(4);
+        let r = restrict(
+            &decompose(&short, &Options::default()).expect("decompose"),
+            |_| true,
+        );
+        assert!(
+            r.cells.values().any(|c| c.len() == 3),
+            "the last call replays 3"
+        );
+        assert!(hidden_sight(&r).is_empty(), "{:?}", hidden_sight(&r));
+
+        let long = kernel(limit + 3);
+        let r = restrict(
+            &decompose(&long, &Options::default()).expect("decompose"),
+            |_| true,
+        );
+        let hidden = hidden_sight(&r);
+        let replaying_more: BTreeSet<String> = r
+            .cells
+            .iter()
+            .filter(|(_, c)| c.len() > limit)
+            .map(|(n, _)| n.clone())
+            .collect();
+        assert!(!replaying_more.is_empty());
+        assert!(
+            replaying_more.is_subset(&hidden),
+            "every call replaying more than {limit} cells is hidden sight: {hidden:?}"
+        );
+        // The early calls name every cell they replay.
+        let early: Vec<&String> = r
+            .cells
+            .iter()
+            .filter(|(_, c)| c.len() < 3)
+            .map(|(n, _)| n)
+            .collect();
+        assert!(!early.is_empty() && early.iter().all(|n| !hidden.contains(*n)));
     }
 
     #[test]

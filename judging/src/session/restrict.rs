@@ -54,6 +54,12 @@ pub struct Restricted {
     /// For each kept node, every dropped node whose text travels with it as a given
     /// (directly or through other dropped ones): what an exposure budget counts.
     pub passes_dropped: BTreeMap<String, Vec<String>>,
+    /// For each kept node, the kept nodes whose text travels with it as givens rather
+    /// than as sealed premises (the older ones of a node resting on more than
+    /// [`MAX_DEPENDENCIES`]): its seats read them, but the contract's count of what a seat
+    /// sees ([`trust_contracts::sight`]) does not name them, so a session under an
+    /// exposure budget leaves such a node out ([`super::exposure::hidden_sight`]).
+    pub passes_kept: BTreeMap<String, Vec<String>>,
     /// For a trace whose thinking is a formal proof cut by its structure
     /// ([`decompose::proof`]): the plan its nodes were cut from. Each step's segment and
     /// the structure segment carry their part of it ([`proof_payload`]).
@@ -223,6 +229,7 @@ pub fn restrict_nodes(
     let mut givens: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut rests_on_dropped: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut passes_dropped: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut passes_kept: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut dropped = Vec::new();
     for (i, n) in hdag.nodes.iter().enumerate() {
         if is_given(i) {
@@ -264,6 +271,9 @@ pub fn restrict_nodes(
         let extra = targets.len().saturating_sub(MAX_DEPENDENCIES);
         let mut targets: Vec<usize> = targets.into_iter().collect();
         let older: Vec<usize> = targets.drain(..extra).collect();
+        if !older.is_empty() {
+            passes_kept.insert(n.id.clone(), older.iter().copied().map(name).collect());
+        }
         passed.splice(0..0, older.into_iter().map(text));
         // The problem statement is every step's context (the paper's audit form shows the
         // prompt context for every segment): without it a judge cannot tell a number the
@@ -319,6 +329,7 @@ pub fn restrict_nodes(
         operations,
         conclusions: conclusion_ids(hdag),
         passes_dropped,
+        passes_kept,
         problem: problems
             .first()
             .map(|g| g.content.clone())

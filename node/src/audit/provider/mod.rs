@@ -964,6 +964,16 @@ impl Provider {
                     && !over_budget.contains(&n.id)
             })
             .with_proof(plan.clone());
+            // Under a budget, a segment whose seats would read segments the contract does
+            // not count (older premises as givens, replayed cells past its premises) is
+            // left out: the budget holds for what is sealed, not only what is named.
+            if budgeted {
+                let before = over_budget.len();
+                over_budget.extend(trust_judging::session::exposure::hidden_sight(&restricted));
+                if over_budget.len() > before {
+                    continue;
+                }
+            }
             if restricted.hdag.nodes.is_empty() {
                 return Err(format!(
                     "no segment can be audited here: auditors{declaring} per tier (computer, llm, human) = {staffed:?}, {} needed per segment{}",
