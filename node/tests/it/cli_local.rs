@@ -190,7 +190,7 @@ fn check_shows_an_agent_transcripts_tool_calls_as_calls() {
     assert!(tu.contains("does python compute what is asked?"), "{tu}");
     assert!(out.contains("FAIL: TC1 is Invalid"), "{out}");
     // The transcript reads as its turns, in the order it holds them: the problem, the
-    // assistant's reasoning, the call with its two claims under it, then what follows.
+    // assistant's reasoning, the call with its two claims under it, then the answer.
     let at = |line: &str| {
         out.lines()
             .position(|l| l == line || l.starts_with(line))
@@ -207,13 +207,10 @@ fn check_shows_an_agent_transcripts_tool_calls_as_calls() {
         problem < first_assistant && first_assistant < call && call < tc1 && call < tu1,
         "{out}"
     );
-    let after_call = out
-        .lines()
-        .skip(call + 1)
-        .position(|l| l == "── assistant")
-        .map(|i| i + call + 1)
-        .unwrap_or_else(|| panic!("no assistant turn after the call:\n{out}"));
-    assert!(tc1 < after_call && tu1 < after_call, "{out}");
+    // The last assistant message is the answer: its own turn, after the call's claims.
+    let answer = at("── answer");
+    let f1 = at("F1 ");
+    assert!(tc1 < answer && tu1 < answer && answer < f1, "{out}");
 }
 
 /// A plain trace (no tool calls, no marker lines) has no turn headings: the table is as
