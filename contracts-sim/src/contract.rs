@@ -305,7 +305,7 @@ impl Contract {
                 session,
                 segment,
                 commitment,
-            } => sessions::commit(st, sender, *session, *segment, *commitment, &mut ev),
+            } => sessions::commit(st, sender, *session, *segment, *commitment, h, &mut ev),
             Call::Reveal {
                 session,
                 segment,
@@ -332,7 +332,15 @@ impl Contract {
                             entries,
                             |e| (*session, e.segment),
                             |e, ev| {
-                                sessions::commit(st, sender, *session, e.segment, e.commitment, ev)
+                                sessions::commit(
+                                    st,
+                                    sender,
+                                    *session,
+                                    e.segment,
+                                    e.commitment,
+                                    h,
+                                    ev,
+                                )
                             },
                             &mut ev,
                         )
@@ -401,6 +409,7 @@ impl Contract {
                     shared,
                     proof,
                 },
+                h,
                 &mut ev,
             ),
             // Each entry as its single call would apply, in the order `unbatched` gives:
@@ -431,7 +440,7 @@ impl Contract {
                     |(session, e)| (*session, e.segment()),
                     |(session, e), ev| match e {
                         sessions::VoteEntry::Commit(c) => {
-                            sessions::commit(st, sender, *session, c.segment, c.commitment, ev)
+                            sessions::commit(st, sender, *session, c.segment, c.commitment, h, ev)
                         }
                         sessions::VoteEntry::Reveal(r) => sessions::reveal(
                             st,
@@ -648,6 +657,7 @@ impl Contract {
             let next = self.advance(ctx, &id, &mut s, &mut ev);
             self.settle(ctx, id, s, phase, next, &mut ev);
         }
+        self.lapse_holds(ctx.height);
         self.finalize(ctx, &mut ev);
         self.forget_failures(ctx);
         self.retire_outcomes(ctx, &mut ev);
@@ -657,6 +667,25 @@ impl Contract {
         self.tree.touch(StateKey::Global);
         self.tree.commit(&self.state);
         ev
+    }
+
+    /// The seats whose hold on capacity ends with the block at `height` (the key deadline
+    /// of their round, for seats not keyed; the time an honest seat needs after it, for
+    /// keyed seats that have not committed: [`admission::hold_ends`]) leave the count, so
+    /// that it says what holds during the next block. One cheap test per live session; a
+    /// count of its seats only for a session whose hold ends now.
+    fn lapse_holds(&mut self, height: u64) {
+        let next = height.saturating_add(1);
+        let p = &self.state.params;
+        let mut judging = self.state.judging;
+        for s in self.state.sessions.values() {
+            if admission::hold_ends_at(p, s, s.phase, height) {
+                let before = admission::judging_seats(p, s, s.phase, height);
+                let after = admission::judging_seats(p, s, s.phase, next);
+                admission::shift(&mut judging, &before, &after);
+            }
+        }
+        self.state.judging = judging;
     }
 
     /// Puts session `id`, taken out of the live set in `phase` and stepped to `next`, where
@@ -674,9 +703,10 @@ impl Contract {
         // The seats being judged: those of the phase left out, those of the phase entered in.
         let stays = matches!(next, Next::Keep);
         if !stays || s.phase != phase {
-            let before = admission::judging_seats(&s, phase);
+            let p = &self.state.params;
+            let before = admission::judging_seats(p, &s, phase, ctx.height);
             let after = if stays {
-                admission::judging_seats(&s, s.phase)
+                admission::judging_seats(p, &s, s.phase, ctx.height)
             } else {
                 [0; 3]
             };

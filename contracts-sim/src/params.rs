@@ -145,6 +145,15 @@ pub struct Params {
     /// starved (paid by the provider, never slashed).
     #[serde(default = "default_key_lead")]
     pub key_lead: u64,
+    /// Blocks after its round's draw within which a seat's keys must land to count
+    /// (besides [`Params::key_lead`] before the commit deadline): a seat not keyed by the
+    /// `key_window`-th block after the draw is starved for good, paid by the provider and
+    /// never slashed, and from the next block on it holds none of the network's capacity
+    /// ([`crate::admission`]). An honest provider keys its seats in the block after the
+    /// draw; the window leaves room for a slow mempool and for a run of blocks proposed
+    /// by a coalition under a third of the power that leaves the keys out. At least 1.
+    #[serde(default = "default_key_window")]
+    pub key_window: u64,
     /// Blocks a session that failed to run (its draw could not fill, its fee and bond
     /// refunded) stays in [`crate::State::failed`]: long enough for its provider and any
     /// reader to see why, then it leaves the state, so failures never accumulate. Its id
@@ -176,7 +185,8 @@ pub struct Params {
     /// `seat_capacity[t] * S_t / s_max_t` (the tier's eligible stake over its largest
     /// eligible stake: the number of auditors of the largest one's size), so that under
     /// stake-weighted draws the largest auditor expects at most `seat_capacity[t]` seats
-    /// to judge at once. Past that, sessions wait in the order they were opened (a
+    /// to judge at once (a seat counts until it commits, with bounds on how long a seat
+    /// that does not commit counts: [`crate::admission`]). Past that, sessions wait in the order they were opened (a
     /// deferred draw) instead of turning honest seats into no-shows; a session alone is
     /// always admitted when nothing of its tiers is being judged. At least 1 each.
     #[serde(default = "default_seat_capacity")]
@@ -231,10 +241,12 @@ pub struct Floors {
     #[serde(default = "default_max_tau")]
     pub max_tau: [Ppm; 3],
     /// Longest commit window per tier a session's own terms may give a round, in blocks:
-    /// a longer one asked for is cut to the least cap of the tiers seated in the round.
-    /// Seats hold the network's capacity until they commit, so a provider whose seats
-    /// cannot commit (ciphertexts never served) holds it at most this long. A few times
-    /// the floor for Computer; for Human, what a person needs.
+    /// a longer one asked for is cut to the least cap of the tiers seated in the round,
+    /// so that no session keeps its seats waiting longer. (A round's hold on the
+    /// network's capacity ends sooner: at its key deadline for seats not keyed, and the
+    /// network's own window after it for keyed seats that have not committed;
+    /// [`crate::admission`].) A few times the floor for Computer; for Human, what a
+    /// person needs.
     #[serde(default = "default_max_commit_window")]
     pub max_commit_window: [u64; 3],
 }
@@ -351,6 +363,10 @@ fn default_appeal_horizon() -> u64 {
 
 fn default_key_lead() -> u64 {
     3
+}
+
+fn default_key_window() -> u64 {
+    10
 }
 
 fn default_failure_retention() -> u64 {
@@ -496,6 +512,7 @@ impl Default for Params {
             max_power_cut: default_max_power_cut(),
             appeal_horizon: default_appeal_horizon(),
             key_lead: default_key_lead(),
+            key_window: default_key_window(),
             failure_retention: default_failure_retention(),
             outcome_retention: default_outcome_retention(),
             min_new_account: default_min_new_account(),
@@ -686,6 +703,11 @@ impl Params {
         }
         if self.seat_capacity.contains(&0) {
             return Err(GenesisError::BadParam("seat_capacity"));
+        }
+        if self.key_window == 0 {
+            return Err(GenesisError::BadParam(
+                "key_window (at least 1: the block after the draw)",
+            ));
         }
         if self.draw_patience == 0 {
             return Err(GenesisError::BadParam("draw_patience"));

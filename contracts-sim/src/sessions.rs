@@ -15,10 +15,13 @@
 //!   never run leaves no failure behind. A draw can still fail when auditors leave between
 //!   the opening and the draw; that failure is refunded and kept for a bounded time.
 //! - **Key delivery is on record.** `DeliverKeys` marks, on each seat, which of the keys
-//!   it needs (its segment's and its premises') arrived in its round's commit window at
-//!   least [`Params::key_lead`] blocks before it closes. A seat whose keys did not is
-//!   *starved*: the tally never slashes it as a no-show, counts it towards the quorum's
-//!   size, and pays it from the provider's escrow. A delivery names each (segment, seat)
+//!   it needs (its segment's and its premises') arrived in its round's commit window by
+//!   the round's key deadline ([`key_deadline`]: [`Params::key_window`] blocks after the
+//!   draw, or [`Params::key_lead`] blocks before the window closes if that comes first).
+//!   A seat whose keys did not is *starved* for good (a later key does not count, and the
+//!   seat holds none of the network's capacity from the block after the deadline:
+//!   [`crate::admission`]): the tally never slashes it as a no-show, counts it towards the
+//!   quorum's size, and pays it from the provider's escrow. A delivery names each (segment, seat)
 //!   once and is checked whole before any bit is set, in one pass over each key's takers.
 //! - **A key that does not open is no key.** Each seat keeps a digest of the sealed keys
 //!   that set its key bits (the first of each that landed in time, in delivery order). A
@@ -97,10 +100,10 @@ fn round_tiers(s: &Session, round: u8) -> impl Iterator<Item = Tier> + '_ {
 /// or appeal into a slower tier still gets a window its honest seats can meet.
 ///
 /// A window the provider asked for is capped first at the least cap of those tiers
-/// ([`crate::Floors::max_commit_window`]): seats hold the network's capacity while they
-/// have not committed, and a provider whose seats cannot commit (its ciphertexts never
-/// served) must not hold it for longer than the cap. The network's own window is
-/// genesis', and not capped.
+/// ([`crate::Floors::max_commit_window`]), so that no session keeps its seats (and their
+/// stake) waiting for longer. (What a round holds of the network's capacity is bounded
+/// tighter, by the key deadline and the network's own window: [`crate::admission`].) The
+/// network's own window is genesis', and not capped.
 pub(crate) fn commit_window(p: &Params, s: &Session, round: u8) -> u64 {
     let asked = match s.manifest.terms.commit_window {
         0 => p.commit_window,
@@ -111,6 +114,44 @@ pub(crate) fn commit_window(p: &Params, s: &Session, round: u8) -> u64 {
     round_tiers(s, round)
         .map(|t| p.floors.min_commit_window(t))
         .fold(asked, u64::max)
+}
+
+/// The commit window `round` of a session would have under the network's own terms: the
+/// network's window stretched to the floor of every tier seated in the round, as
+/// [`commit_window`] gives a session that asks for none. This is what genesis says an
+/// honest seat needs to judge, whatever window the provider asked for: a keyed seat holds
+/// capacity no longer than this after the key deadline ([`crate::admission`]).
+pub(crate) fn network_commit_window(p: &Params, s: &Session, round: u8) -> u64 {
+    round_tiers(s, round)
+        .map(|t| p.floors.min_commit_window(t))
+        .fold(p.commit_window, u64::max)
+}
+
+/// The block `round` of a session was drawn in, from its commit deadline `until`: every
+/// commit phase is entered in the block its seats are drawn in, closing
+/// [`commit_window`] blocks later, and neither the terms, the parameters nor the round's
+/// seats change while it lasts.
+pub(crate) fn round_start(p: &Params, s: &Session, round: u8, until: u64) -> u64 {
+    until.saturating_sub(commit_window(p, s, round))
+}
+
+/// The last block in which a key counts for the seats of the round `s` is committing
+/// (`None` in any other phase): [`Params::key_window`] blocks after the round's draw, or
+/// [`Params::key_lead`] blocks before its commit deadline if that comes first. A seat not
+/// keyed by then is starved for good ([`recording_round`]). A node's provider keys its
+/// seats by then, and a node's seat stops waiting for keys after it.
+pub fn key_deadline(p: &Params, s: &Session) -> Option<u64> {
+    let Phase::Commit { round, until } = s.phase else {
+        return None;
+    };
+    Some(round_key_deadline(p, s, round, until))
+}
+
+/// [`key_deadline`] of `round` of `s`, in a commit phase closing at `until`.
+pub(crate) fn round_key_deadline(p: &Params, s: &Session, round: u8, until: u64) -> u64 {
+    round_start(p, s, round, until)
+        .saturating_add(p.key_window)
+        .min(until.saturating_sub(p.key_lead))
 }
 
 /// The reveal window of `round` of a session, stretched as [`commit_window`].
@@ -409,6 +450,24 @@ fn live<'a>(st: &'a mut State, session: &Hash) -> Result<&'a mut Session, TxErro
         .ok_or(TxError::UnknownSession(*session))
 }
 
+/// The round whose seats a key delivered at `height` counts for, if any: on record for
+/// the tally, a key counts for the seats of the round now committing if it lands at least
+/// [`Params::key_lead`] blocks before the commit deadline, so that an honest seat has
+/// blocks left to fetch and judge before it must commit. A key sent later (or in the
+/// reveal window) starves its seat as surely as no key.
+///
+/// And it must land by the round's key deadline ([`key_deadline`], a few blocks after
+/// the draw): a seat not keyed by then is starved for good, and holds no capacity from
+/// then on ([`crate::admission`]). Were later keys to count, a provider could let a
+/// round's hold on capacity lapse, have more sessions drawn on the same auditors, and
+/// key them all at once: more seats than they can judge in a window.
+pub fn recording_round(p: &Params, s: &Session, height: u64) -> Option<u8> {
+    match (s.phase, key_deadline(p, s)) {
+        (Phase::Commit { round, .. }, Some(by)) if height <= by => Some(round),
+        _ => None,
+    }
+}
+
 pub(crate) fn deliver_keys(
     st: &mut State,
     sender: AccountId,
@@ -417,7 +476,10 @@ pub(crate) fn deliver_keys(
     height: u64,
     events: &mut Vec<Event>,
 ) -> Result<(), TxError> {
-    let key_lead = st.params.key_lead;
+    let recording = st
+        .sessions
+        .get(&session)
+        .and_then(|s| recording_round(&st.params, s, height));
     let s = live(st, &session)?;
     if s.provider != sender {
         return Err(TxError::NotProvider);
@@ -443,14 +505,8 @@ pub(crate) fn deliver_keys(
     // it directly: a seat judges its step against the premises it cites, and sees nothing
     // further up the trace.
     //
-    // On record for the tally: a key counts for the seats of the round now committing if
-    // it lands at least `key_lead` blocks before the commit deadline, so that an honest
-    // seat has blocks left to fetch and judge before it must commit. A key sent later (or
-    // in the reveal window) starves its seat as surely as no key.
-    let recording = match s.phase {
-        Phase::Commit { round, until } if height.saturating_add(key_lead) <= until => Some(round),
-        _ => None,
-    };
+    // On record for the tally only in time ([`recording_round`]).
+    //
     // One pass over each key's takers and their seats checks the key (its segment exists,
     // its seat sits where it is taken, no (segment, seat) twice) and finds the seat
     // entries it sets; nothing changes until every key passed. With no pair twice, no two
@@ -626,9 +682,22 @@ pub(crate) fn report_bad_key(
     st: &mut State,
     sender: AccountId,
     report: &BadKeyReport<'_>,
+    height: u64,
     events: &mut Vec<Event>,
 ) -> Result<(), TxError> {
     let round = check_bad_key_report(st, &sender, report)?;
+    let segment = usize::from(report.segment);
+    // A keyed seat past the key deadline holds capacity only while keyed: one that proves
+    // a bad key is starved, and holds none from now on.
+    let held = st
+        .sessions
+        .get(&report.session)
+        .is_some_and(|s| crate::admission::seat_holds(&st.params, s, segment, &sender, height));
+    let tier = st
+        .sessions
+        .get(&report.session)
+        .and_then(|s| s.segments.get(segment))
+        .map(|g| g.tier);
     let seat = live(st, &report.session)?
         .segments
         .get_mut(usize::from(report.segment))
@@ -639,6 +708,13 @@ pub(crate) fn report_bad_key(
         })
         .ok_or(TxError::NotASeat(sender))?;
     seat.bad_key = true;
+    let still = st
+        .sessions
+        .get(&report.session)
+        .is_some_and(|s| crate::admission::seat_holds(&st.params, s, segment, &sender, height));
+    if let (true, false, Some(tier)) = (held, still, tier) {
+        crate::admission::released(&mut st.judging, tier);
+    }
     events.push(Event::BadKeyProven {
         session: report.session,
         segment: report.segment,
@@ -653,15 +729,19 @@ pub(crate) fn commit(
     session: Hash,
     segment: u16,
     commitment: Commitment,
+    height: u64,
     events: &mut Vec<Event>,
 ) -> Result<(), TxError> {
-    let s = live(st, &session)?;
+    let s = st
+        .sessions
+        .get(&session)
+        .ok_or(TxError::UnknownSession(session))?;
     let Phase::Commit { round, .. } = s.phase else {
         return Err(TxError::WrongPhase("the commit window is not open"));
     };
     let seg = s
         .segments
-        .get_mut(usize::from(segment))
+        .get(usize::from(segment))
         .ok_or(TxError::UnknownSegment(segment))?;
     if seg
         .seats
@@ -672,15 +752,28 @@ pub(crate) fn commit(
     }
     let seat = seg
         .seats
-        .iter_mut()
+        .iter()
         .find(|x| x.account == sender && x.round == round)
         .ok_or(TxError::NotASeat(sender))?;
     if seat.commitment.is_some() {
         return Err(TxError::AlreadyCommitted);
     }
-    seat.commitment = Some(commitment);
     let tier = seg.tier;
-    crate::admission::committed(&mut st.judging, tier);
+    // Whether the seat held capacity until now (read before its commitment is set).
+    let held = crate::admission::seat_holds(&st.params, s, usize::from(segment), &sender, height);
+    let seat = live(st, &session)?
+        .segments
+        .get_mut(usize::from(segment))
+        .and_then(|g| {
+            g.seats
+                .iter_mut()
+                .find(|x| x.account == sender && x.round == round)
+        })
+        .ok_or(TxError::NotASeat(sender))?;
+    seat.commitment = Some(commitment);
+    if held {
+        crate::admission::released(&mut st.judging, tier);
+    }
     events.push(Event::Committed {
         session,
         segment,

@@ -794,7 +794,9 @@ fn item_6_a_burst_waits_for_capacity_in_order_and_every_session_is_decided() {
 }
 
 /// Item 6, the attacks on admission: a session whose seats never commit holds the tier's
-/// capacity only until its commit window closes (then the next is drawn), and a session
+/// capacity no longer than its commit window (here its seats are never keyed, so they hold
+/// it only to the key deadline, `key_lead` blocks before the window closes: finding 4 of
+/// issue 53 in `integrity.rs`), and a session
 /// that waits longer than `draw_patience` fails and is refunded in full rather than hold
 /// its provider's escrow for a network that stays at capacity.
 #[test]

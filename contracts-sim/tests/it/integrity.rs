@@ -1037,3 +1037,182 @@ fn finding_9_auditor_retention_is_checked_and_defaults_for_old_genesis_files() {
     assert_eq!(old, Params::default());
     assert!(old.validate().is_ok());
 }
+
+/// A chain for the capacity attacks of finding 4: four equal Computer auditors and
+/// `seat_capacity` 1, so the tier's capacity is 4 seats, and a session of three seats
+/// leaves no room for another.
+fn capacity_chain(key_window: u64) -> (crate::common::Chain, Vec<trust_protocol::Keypair>) {
+    let mut params = test_params();
+    params.seat_capacity = [1, 8, 4];
+    params.key_window = key_window;
+    chain(params, &[(Tier::Computer, 4)])
+}
+
+/// Opens the provider's session of three seats with a long commit window (100 blocks,
+/// under the Computer cap), then, in the next block, another session of three seats that
+/// cannot be drawn beside it; runs blocks, keying the first session's seats as `keys`
+/// says (the block after its draw, or never), until the second is drawn. Returns the
+/// first session, its draw height, and the height the second was drawn at.
+fn held_then_queued(
+    chain: &mut crate::common::Chain,
+    keyed: bool,
+) -> (trust_protocol::Hash, u64, u64) {
+    let provider = key("provider");
+    let mut m = manifest(vec![segment(0, Tier::Computer, vec![])], 3, 0);
+    m.terms.commit_window = 100;
+    let (held, _) = open(chain, m);
+    let start = chain.height;
+    let queued =
+        trust_protocol::tx::Tx::session_id(&provider.public(), chain.c.nonce(&provider.public()));
+    chain.submit(
+        &provider,
+        Call::OpenSession(manifest(vec![segment(1, Tier::Computer, vec![])], 3, 0)),
+    );
+    if keyed {
+        crate::common::deliver_keys(chain, &provider, held, 0, &[]);
+    }
+    loop {
+        let ev = chain.block();
+        if ev.iter().any(
+            |e| matches!(e, Event::SeatAssigned { session, round: 0, .. } if *session == queued),
+        ) {
+            return (held, start, chain.height);
+        }
+        assert!(
+            chain.height < start + 200,
+            "the queued session was never drawn"
+        );
+    }
+}
+
+/// Finding 4, seats never keyed: a provider that opens a session with a long window and
+/// never keys its seats (or lets a coalition's seats sit unkeyed) held the tier's capacity
+/// for the whole window, and every session behind it waited (past `draw_patience`, and
+/// failed). Now a seat not keyed by its round's key deadline (`key_window` blocks after
+/// the draw) is starved for good and holds no capacity from the next block: the queued
+/// session is drawn the block after the deadline, while the held session's window still
+/// runs. With the old rule (no key deadline: `key_window` as large as it gets, so a key
+/// counts until `key_lead` blocks before the commit deadline) the queued session waits out
+/// nearly the whole window.
+#[test]
+fn finding_4_seats_never_keyed_hold_capacity_only_to_the_key_deadline() {
+    let (mut chain, _) = capacity_chain(test_params().key_window);
+    let window = chain.c.state().params.key_window;
+    let (held, start, drawn) = held_then_queued(&mut chain, false);
+    assert_eq!(
+        drawn,
+        start + window + 1,
+        "drawn the block after the deadline"
+    );
+    assert!(matches!(
+        chain.phase(&held),
+        Some(trust_contracts::Phase::Commit { round: 0, until }) if until == start + 100
+    ));
+    // The attack without the defence: the queued session waits for the window to close.
+    let (mut chain, _) = capacity_chain(u64::MAX);
+    let (_, start, drawn) = held_then_queued(&mut chain, false);
+    let lead = chain.c.state().params.key_lead;
+    assert!(
+        drawn > start + 100 - lead,
+        "held to the last block a key could count: {drawn}"
+    );
+}
+
+/// Finding 4, keyed seats that never commit (the adversary's sybils in a session whose
+/// ciphertexts nobody serves, holding their seats to their give-up block): they hold the
+/// tier's capacity until the key deadline plus the commit window the network itself gives
+/// a round (what genesis says an honest seat needs), not for the window the provider asked
+/// for. And no sooner: an honest seat keyed in time holds its place until then, so a
+/// burst never gives an honest auditor more seats than it can judge. With the old rule
+/// the queued session waits out the whole window.
+#[test]
+fn finding_4_keyed_seats_that_never_commit_hold_capacity_only_as_long_as_an_honest_seat_needs() {
+    let (mut chain, _) = capacity_chain(test_params().key_window);
+    let p = chain.c.state().params.clone();
+    let (held, start, drawn) = held_then_queued(&mut chain, true);
+    let s = &chain.c.state().sessions[&held];
+    assert!(
+        s.segments[0].seats.iter().all(|x| x.keyed(0)),
+        "keyed in time"
+    );
+    let honest_need = p.commit_window.max(p.floors.min_commit_window[0]);
+    assert_eq!(drawn, start + p.key_window + honest_need + 1);
+    assert!(matches!(
+        chain.phase(&held),
+        Some(trust_contracts::Phase::Commit { round: 0, .. })
+    ));
+    let (mut chain, _) = capacity_chain(u64::MAX);
+    let (_, start, drawn) = held_then_queued(&mut chain, true);
+    assert!(
+        drawn > start + 100,
+        "held to the end of the window: {drawn}"
+    );
+}
+
+/// Finding 4, the deadline's own abuse: a provider that withholds keys until its session's
+/// hold on capacity has lapsed, so that more sessions are drawn on the same auditors, and
+/// then keys them all at once, would hand an honest auditor more seats than it can judge
+/// in a window (and make it a no-show). Keys that land after the key deadline therefore
+/// count for nothing: the seats stay starved (paid by the provider, never slashed). Keys
+/// that land by the deadline count, so a censoring run of a few blocks (the simulator's
+/// coalition proposes 3 of every 10) does not starve the seats of an honest provider.
+#[test]
+fn finding_4_keys_after_the_key_deadline_do_not_count() {
+    let provider = key("provider");
+    let (mut chain, _) = capacity_chain(test_params().key_window);
+    let window = chain.c.state().params.key_window;
+    let (late, start, drawn) = held_then_queued(&mut chain, false);
+    assert_eq!(drawn, start + window + 1);
+    // The queued session's seats are drawn on the very auditors of the first; now the
+    // provider keys the first.
+    crate::common::deliver_keys(&mut chain, &provider, late, 0, &[]);
+    chain.block();
+    let s = &chain.c.state().sessions[&late];
+    assert!(
+        s.segments[0].seats.iter().all(|x| !x.keyed(0)),
+        "a key after the deadline does not count"
+    );
+    assert_eq!(
+        chain.c.admission().0[0],
+        3,
+        "only the queued session's seats"
+    );
+    // Keyed after a three-block censorship run: in time.
+    let (mut chain, _) = capacity_chain(test_params().key_window);
+    let mut m = manifest(vec![segment(0, Tier::Computer, vec![])], 3, 0);
+    m.terms.commit_window = 100;
+    let (sid, _) = open(&mut chain, m);
+    for _ in 0..3 {
+        chain.block();
+    }
+    crate::common::deliver_keys(&mut chain, &provider, sid, 0, &[]);
+    chain.block();
+    let s = &chain.c.state().sessions[&sid];
+    assert!(s.segments[0].seats.iter().all(|x| x.keyed(0)));
+    // Without the deadline, the same late keys would have counted.
+    let (mut chain, _) = capacity_chain(u64::MAX);
+    let mut m = manifest(vec![segment(0, Tier::Computer, vec![])], 3, 0);
+    m.terms.commit_window = 100;
+    let (late, _) = open(&mut chain, m);
+    for _ in 0..=window {
+        chain.block();
+    }
+    crate::common::deliver_keys(&mut chain, &provider, late, 0, &[]);
+    chain.block();
+    let s = &chain.c.state().sessions[&late];
+    assert!(s.segments[0].seats.iter().all(|x| x.keyed(0)));
+}
+
+/// A genesis with no key window (keys could never count) is unusable; an old genesis file
+/// without the field gets the default.
+#[test]
+fn finding_4_the_key_window_is_checked_and_defaults_for_old_genesis_files() {
+    let mut p = Params::default();
+    assert_eq!(p.key_window, 10);
+    p.key_window = 0;
+    assert!(p.validate().is_err());
+    let mut json = serde_json::to_value(Params::default()).unwrap();
+    json.as_object_mut().unwrap().remove("key_window");
+    let back: Params = serde_json::from_value(json).unwrap();
+    assert_eq!(back.key_window, 10);
+}

@@ -382,29 +382,45 @@ fn mutation_honest_flagged_fires_without_the_false_honeypot_guards() {
 /// `honest_sessions_refused` fires when the adversary holds the network's capacity, and
 /// not from the load alone: 100 sessions under a draw patience of 80 blocks, the
 /// adversary's windows at the cap (its withheld-key sessions' honest seats wait to their
-/// give-up block) and its sybils in unserved sessions committing only at theirs, and
-/// honest sessions fail unadmitted; the same run with its windows at the floors and its
-/// sybils committing at once admits every honest session. The contract's own defences
-/// (committed seats leave the count, the per-tier window cap, early abstention on an
-/// unserved ciphertext) do not stop it: see the report.
+/// give-up block) and its sybils in unserved sessions committing only at theirs. Without
+/// the defence of issue 53 (no key deadline, so that a seat never keyed, or keyed and
+/// never committing, holds capacity to the end of its window: `key_window` as large as it
+/// gets), honest sessions fail unadmitted; with it (seats unkeyed at the key deadline, and
+/// keyed ones that have not committed once an honest seat would have, hold nothing) the
+/// same run admits every honest session, as does the run whose adversary does not hold
+/// capacity at all (its windows at the floors, its sybils committing at once).
 #[test]
 fn mutation_honest_sessions_refused_fires_when_capacity_is_held() {
-    let run = |hold| {
+    let run = |hold, key_window| {
         mutant(1, 100, |c| {
             c.params.draw_patience = 80;
+            c.params.key_window = key_window;
             c.hold_capacity = hold;
         })
     };
-    let load = run(false);
+    let window = Params::default().key_window;
+    let load = run(false, window);
     assert_eq!(
         load.honest_sessions_refused, 0,
         "{:?}",
         load.diagnostics.incidents
     );
-    let held = run(true);
+    let defended = run(true, window);
+    assert!(defended.attacks["withheld-ciphertext"] > 0);
+    assert_eq!(
+        defended.honest_sessions_refused, 0,
+        "{:?}",
+        defended.diagnostics.incidents
+    );
+    let held = run(true, u64::MAX);
     assert!(held.attacks["withheld-ciphertext"] > 0);
     assert!(held.honest_sessions_refused > 0, "{:?}", held.diagnostics);
-    assert!(held.max_blocks_to_draw > load.max_blocks_to_draw);
+    assert!(held.max_blocks_to_draw > defended.max_blocks_to_draw);
+    assert!(
+        held.violations()
+            .iter()
+            .any(|v| v.starts_with("honest_sessions_refused"))
+    );
 }
 
 /// `third_party_appeals_refused` fires when a tier cannot staff an appeal after the
@@ -449,4 +465,43 @@ fn mutation_tau_above_the_ceiling_is_accepted_without_the_ceiling() {
         r.defences_breached["tau-above-ceiling-accepted"] > 0,
         "{r:?}"
     );
+}
+
+/// The runs the notes of issue 53 report (`trust-node simulate adversaries --seed S
+/// --sessions 300 --sybil-share X`), seeds 1-3 at sybil shares 10%, 20% and 30%: run
+/// with `--ignored --nocapture` to print them (slow: minutes in a debug build).
+#[test]
+#[ignore = "slow: the 300-session runs of the notes"]
+fn adversary_matrix_of_the_notes() {
+    let mut failed = Vec::new();
+    for share in [100_000, 200_000, 300_000] {
+        for seed in [1, 2, 3] {
+            let r = adversaries(&AdversaryConfig {
+                seed,
+                sessions: 300,
+                sybil_share: Some(Ppm(share)),
+                ..AdversaryConfig::default()
+            })
+            .unwrap();
+            eprintln!(
+                "share {:>2}% seed {seed}: honest_sessions_refused {} honest_slashed {} \
+                 wrong_pass_at_decision {} max_blocks_to_draw {} violations {:?}",
+                share / 10_000,
+                r.honest_sessions_refused,
+                r.honest_slashed,
+                r.wrong_pass_at_decision,
+                r.max_blocks_to_draw,
+                r.violations()
+            );
+            for i in &r.diagnostics.incidents {
+                if i.contains("failed") || i.contains("refused") {
+                    eprintln!("  {i}");
+                }
+            }
+            if r.honest_sessions_refused > 0 {
+                failed.push((share, seed));
+            }
+        }
+    }
+    assert!(failed.is_empty(), "honest sessions refused in {failed:?}");
 }
