@@ -79,8 +79,9 @@ pub struct HoneypotStats {
     pub errors_approved: [u32; 3],
     /// Of those, how many it abstained on, per difficulty.
     pub errors_abstained: [u32; 3],
-    /// Distinct providers whose known errors it approved, at most
-    /// [`crate::params::MAX_MIN_PROVIDERS`] (enough for the rule; bounded).
+    /// Distinct providers whose known errors it approved where other seats' judgements
+    /// backed the provider's truth (`tally::recorded_on_evidence`), and that had paid
+    /// fees; at most [`crate::params::MAX_MIN_PROVIDERS`] (enough for the rule; bounded).
     pub miss_providers: Vec<AccountId>,
     /// Known-correct honeypots judged.
     pub correct_seen: u32,

@@ -1333,3 +1333,93 @@ fn finding_11_an_outvoted_seat_s_starved_appeal_costs_it_nothing() {
     assert_eq!(chain.balance(&outvoted), before, "bond back");
     chain.assert_supply_conserved();
 }
+
+/// Params for the honeypot tests: any provider's miss counts (no fee floor), so what keeps
+/// a provider off a seat's record is the evidence rule alone.
+fn any_provider_counts() -> Params {
+    let mut p = test_params();
+    p.rubber_stamp.min_provider_fees = 0;
+    p
+}
+
+/// Finding 6: a griefing provider's false honeypot (a correct step committed as a known
+/// error) on a panel of three: the honest seat approves it, the provider's colluder calls
+/// it wrong, the third seat abstains. Not disputed (one judgement against the provider's
+/// word is under the dispute quorum) and not a supermajority (one of two): the honest seat
+/// loses no stake, but its "approved a known error" named the provider in its record, one
+/// of the `min_providers` (2) providers whose misses flag a seat as a rubber-stamper (all
+/// its earnings forfeit): two such keys could flag a small or new auditor. Now a miss names
+/// its provider only where at least two of the other judgements, and more than two thirds
+/// of them, back the provider's truth: here one does, so the miss is counted (the approval
+/// rate stays what it was) but can never help flag the seat.
+#[test]
+fn finding_6_a_false_honeypot_without_evidence_names_no_provider() {
+    let (mut chain, keys) =
+        crate::common::Chain::new(any_provider_counts(), &[(Tier::Computer, 3)]);
+    let provider = key("provider");
+    let who: Vec<AccountId> = keys.iter().map(|k| k.public()).collect();
+    let vote_of = |id: &AccountId| {
+        if *id == who[0] {
+            Vote::Valid
+        } else if *id == who[1] {
+            Vote::Invalid
+        } else {
+            Vote::Abstain
+        }
+    };
+    let (sid, seats, _) = crate::contract::honeypot_session(
+        &mut chain,
+        &keys,
+        &provider,
+        Tier::Computer,
+        Vote::Invalid,
+        0,
+        vote_of,
+    );
+    assert_eq!(seats.len(), 3);
+    assert_eq!(chain.c.outcome(&sid).unwrap().disputed_honeypots, 0);
+    let h = &chain.c.state().auditors[&who[0]].honeypots;
+    assert_eq!(h.errors_approved.iter().sum::<u32>(), 1, "{h:?}");
+    assert!(
+        h.miss_providers.is_empty(),
+        "no provider named without evidence"
+    );
+    for id in &who {
+        assert_eq!(chain.c.state().accounts[id].stake, 1_000);
+        assert!(!chain.c.state().auditors[id].flagged);
+    }
+}
+
+/// Finding 6, the other side: the defence must not let a rubber-stamper go unrecorded
+/// (gating the record on the stake's supermajority of *all* judgements did: a lone
+/// rubber-stamper of three is one of three against, so the truth holds only two thirds,
+/// not more, and the simulator's rubber-stampers went unflagged and profitable). On a
+/// genuine honeypot where the two other seats caught the error, the seat that approved it
+/// has the miss on record, its provider named, though it loses no stake.
+#[test]
+fn finding_6_a_rubber_stamper_beside_two_seats_that_caught_the_error_is_named() {
+    let (mut chain, keys) =
+        crate::common::Chain::new(any_provider_counts(), &[(Tier::Computer, 3)]);
+    let provider = key("provider");
+    let stamper = keys[0].public();
+    let vote_of = |id: &AccountId| {
+        if *id == stamper {
+            Vote::Valid
+        } else {
+            Vote::Invalid
+        }
+    };
+    let (_, seats, _) = crate::contract::honeypot_session(
+        &mut chain,
+        &keys,
+        &provider,
+        Tier::Computer,
+        Vote::Invalid,
+        0,
+        vote_of,
+    );
+    assert_eq!(seats.len(), 3);
+    let h = &chain.c.state().auditors[&stamper].honeypots;
+    assert_eq!(h.errors_approved.iter().sum::<u32>(), 1, "{h:?}");
+    assert_eq!(h.miss_providers, vec![provider.public()]);
+}

@@ -505,3 +505,31 @@ fn adversaries_at_300_sessions() {
     }
     assert!(failed.is_empty(), "{failed:?}");
 }
+
+/// Diagnostics for the notes: the rubber-stampers and guessers of several seeds.
+#[test]
+#[ignore = "diagnostics, by hand"]
+fn honeypot_records_by_seed() {
+    for seed in 1..=6 {
+        for params in [Params::default(), Params::paper_example()] {
+            let r = Sim::new(SimConfig {
+                seed,
+                sessions: 400,
+                params: params.clone(),
+                ..SimConfig::default()
+            })
+            .unwrap()
+            .run();
+            for x in [Strategy::RubberStamp, Strategy::Random, Strategy::Honest] {
+                let g = r.strategy(x).unwrap();
+                println!(
+                    "seed {seed} paper {}: {} flagged {} profit {:.1}",
+                    params == Params::paper_example(),
+                    g.strategy,
+                    g.flagged,
+                    g.final_profit_mean
+                );
+            }
+        }
+    }
+}
