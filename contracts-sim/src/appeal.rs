@@ -71,23 +71,32 @@
 //! # Economics (integer, supply conserved)
 //!
 //! Per appealed segment, with `B` the bonds of its backers:
-//! - **Overturned**: every seat of the round that had decided the segment and judged on
-//!   its side is slashed one penalty `P` for incoherence (deterministic,
-//!   [`SlashReason::Incoherent`], within the session's loss cap), reputation down. Seats
-//!   of earlier rounds that judged the segment the way it is now decided get back the
-//!   slash they took for it ([`Event::SlashRestored`]): a wrong-vote slash whole (it is
-//!   still burned), an incoherence slash out of this round's slashes `S` as far as they
-//!   reach. Of what is left of `S`, the bonded backers share `min(appeal_reward, S)` on
-//!   top of their bonds back; the rest is split equally among the appeal seats that agree
-//!   with the new verdict; the integer remainder stays burned.
+//! - **Overturned**: the backers get their bonds back at once. Seats of earlier rounds
+//!   that judged the segment the way it is now decided get back the wrong-vote slash they
+//!   took for it ([`Event::SlashRestored`], whole: it is still burned). The incoherence
+//!   slashes are owed, not taken ([`crate::AppealedSegment::pending`]): when the session
+//!   is final ([`settle_final`]), if the segment's own verdict is still this round's,
+//!   every seat of the round that had decided it and judged on the other side is slashed
+//!   one penalty `P` (deterministic, [`SlashReason::Incoherent`], within the session's
+//!   loss cap), reputation down; of those slashes `S` the bonded backers share
+//!   `min(appeal_reward, S)` and the overturning round's agreeing seats the rest; the
+//!   integer remainder stays burned. An overturn a later round took back slashes nobody,
+//!   so a panel an appellant drew by luck takes no stake while an appeal can still answer
+//!   it; nor does an overturn decided less than a whole `appeal_window` before the
+//!   session's horizon (nobody could have answered it), nor one short of a keyed quorum
+//!   or beside seats the provider starved.
 //! - **Upheld** (same side; the appeal's verdict still replaces the old one, which may
 //!   change Invalid to Ungrounded): `B` is split equally among the appeal seats that
 //!   agree with the verdict; the remainder is burned.
 //! - **Undecided**: `B` is split equally among the appeal seats that judged (no side
 //!   won); if none did, the bonds go back to the backers (but the provider's own).
 //! - **Starved** (the provider did not key enough seats for a quorum): the provider pays
-//!   each starved seat `R`; a third party's bond comes back; a Valid verdict falls to
-//!   Undecided, and the wrong-vote slashes of the seats that had judged against it go back.
+//!   each starved seat `R`; a Valid verdict falls to Undecided, and the wrong-vote slashes
+//!   of the seats that had judged against it go back. A third party's bond comes back if
+//!   it had standing (it sat in the round that reached the appealed verdict and did not
+//!   judge on its side: outvoted, abstaining or starved); anyone else's is forfeit: it pays the provider
+//!   back what the starved seats cost it and the rest burns (so a stranger cannot turn an
+//!   offline provider's PASS Inconclusive, or make it pay for seats, for free).
 //!
 //! Appeal seats are otherwise scored as in any round: agreeing seats gain reputation, a
 //! judgement against the appeal's verdict loses reputation and draws the ordinary
@@ -113,8 +122,8 @@ use crate::{
     registry,
     state::{
         AppealResult, AppealRound, AppealTarget, AppealedSegment, Backer, LocalVerdict,
-        MAX_BACKERS, OpenAppeal, Outcome, Phase, QueuedSegment, SeatSlash, SegmentState, Session,
-        SlashReason, State,
+        MAX_BACKERS, OpenAppeal, Outcome, PendingIncoherence, Phase, QueuedSegment, SeatSlash,
+        SegmentState, Session, SlashReason, State,
     },
     tally,
 };
@@ -878,6 +887,10 @@ pub(crate) fn decide(
     let provider = s.provider;
     let mut local = current_verdicts(&s, &o);
     let mut losses = std::mem::take(&mut s.losses);
+    // Whether the side an overturn decided now goes against keeps a whole appeal window
+    // before the session's horizon to answer it.
+    let answerable = ctx.height.saturating_add(params.appeal_window)
+        <= o.decided_at.saturating_add(params.appeal_horizon);
     let mut records = Vec::with_capacity(a.segments.len());
     for t in &a.segments {
         let i = usize::from(t.segment);
@@ -981,6 +994,7 @@ pub(crate) fn decide(
         }
 
         let mut m = Money::default();
+        let mut pending = None;
         // What each backer gets back, by position in `t.backers`.
         let mut refunds = vec![0u64; t.backers.len()];
         let pot = match result {
@@ -990,26 +1004,31 @@ pub(crate) fn decide(
             // or beside seats the provider starved (whose votes could have held the old
             // verdict), slashes nobody. Whoever an earlier round slashed for judging it
             // the way it is now decided gets that slash back.
+            //
+            // Nobody is slashed for incoherence now: the slashes (and the reward and the
+            // seats' pay that come out of them) fall due when the session is final, and
+            // only if the segment's verdict then is still this round's ([`settle_final`]).
+            // A panel an appellant drew by luck cannot take honest stake for as long as
+            // an appeal can still take its verdict back.
+            //
+            // And only an overturn that leaves the side it went against a whole appeal
+            // window to answer it ever slashes: one decided so close to the session's
+            // horizon that no counter-appeal could be heard in full replaces the verdict
+            // but slashes nobody (an adversary's panel timed to decide last takes no
+            // stake).
             AppealResult::Overturned => {
-                if keyed_judgements >= usize::from(q) && starved.is_empty() {
-                    let mut incoherent = Vec::new();
-                    for (j, seat) in g.seats.iter().enumerate() {
-                        let with_majority = seat.round == t.decided_in
-                            && seat
-                                .vote
-                                .is_some_and(|v| !v.is_abstain() && v.is_valid() == previous_valid);
-                        if with_majority {
-                            let taken =
-                                econ::slash_incoherent(st, &mut losses, id, &seat.account, ev);
-                            m.slashed = m.slashed.saturating_add(taken);
-                            incoherent.push((j, taken));
-                        }
-                    }
-                    for (j, taken) in incoherent {
-                        record_slash(g, j, SlashReason::Incoherent, taken);
-                    }
+                if keyed_judgements >= usize::from(q) && starved.is_empty() && answerable {
+                    pending = Some(PendingIncoherence {
+                        overturned: t.decided_in,
+                        backers: t
+                            .backers
+                            .iter()
+                            .filter(|b| b.bond > 0)
+                            .map(|b| b.appellant)
+                            .collect(),
+                    });
                 }
-                let gave_back = restore_slashes(
+                restore_slashes(
                     st,
                     &mut losses,
                     id,
@@ -1017,33 +1036,32 @@ pub(crate) fn decide(
                     g,
                     a.round,
                     !previous_valid,
-                    m.slashed,
+                    0,
                     ev,
                 );
-                let left = m.slashed.saturating_sub(gave_back);
-                // Every backer gets its bond back; the bonded ones share the reward,
-                // which comes out of what was just burned, as does the seats' pay.
-                let bonded = t.backers.iter().filter(|b| b.bond > 0).count();
-                let reward = params.appeal_reward.min(left);
-                let each = reward
-                    .checked_div(u64::try_from(bonded).unwrap_or(u64::MAX))
-                    .unwrap_or(0);
-                let mut rewarded = 0u64;
+                // Every backer gets its bond back.
                 for (r, b) in refunds.iter_mut().zip(&t.backers) {
-                    let extra = if b.bond > 0 { each } else { 0 };
-                    rewarded = rewarded.saturating_add(extra);
-                    *r = b.bond.saturating_add(extra);
+                    *r = b.bond;
                 }
-                st.burned = st.burned.saturating_sub(rewarded);
-                left.saturating_sub(rewarded)
+                0
             }
             AppealResult::Upheld => bonds,
             // Who owed the keys pays: each starved seat one reward `R` from the provider's
             // balance (as much as it holds); a third party's bond comes back whole.
+            //
+            // A third party gets its bond back only if it had standing: it sat in the
+            // round that reached the appealed verdict and did not judge on its side there
+            // (it judged against it, abstained or was starved). Anyone else's bond is forfeit: it first pays the provider
+            // back what the starved seats cost it, and the rest burns. So a stranger who
+            // appeals a PASS while its provider is offline, to turn its Valid segments
+            // Undecided, pays for it (and the provider is made whole for the seats), while
+            // an outvoted or starved seat can still take a wrong Valid down for free.
             AppealResult::Starved => {
+                let mut owed_back = 0u64;
                 for seat in &starved {
                     let paid = registry::debit_up_to(st, &provider, params.reward);
                     registry::credit(st, seat, paid);
+                    owed_back = owed_back.saturating_add(paid);
                     ev.push(Event::SeatStarved {
                         session: *id,
                         segment: t.segment,
@@ -1051,14 +1069,30 @@ pub(crate) fn decide(
                         paid,
                     });
                 }
+                let standing = |who: &AccountId| {
+                    g.seats.iter().any(|x| {
+                        x.round == t.decided_in
+                            && x.account == *who
+                            && !x
+                                .vote
+                                .is_some_and(|v| !v.is_abstain() && v.is_valid() == previous_valid)
+                    })
+                };
                 let mut kept = 0u64;
+                let mut forfeit = 0u64;
                 for (r, b) in refunds.iter_mut().zip(&t.backers) {
                     if b.appellant == provider {
                         kept = kept.saturating_add(b.bond);
-                    } else {
+                    } else if standing(&b.appellant) {
                         *r = b.bond;
+                    } else {
+                        forfeit = forfeit.saturating_add(b.bond);
                     }
                 }
+                let back = forfeit.min(owed_back);
+                registry::credit(st, &provider, back);
+                // Burned below with the rest of the round's money.
+                m.burned = forfeit.saturating_sub(back);
                 kept
             }
             // Nobody judged: a third party gets its bond back; a provider appealing its
@@ -1082,7 +1116,7 @@ pub(crate) fn decide(
             let paid = econ::pay_seat(st, id, t.segment, seat, each, ev);
             m.paid = m.paid.saturating_add(paid);
         }
-        m.burned = pot.saturating_sub(m.paid);
+        m.burned = m.burned.saturating_add(pot.saturating_sub(m.paid));
         if result == AppealResult::Overturned {
             st.burned = st.burned.saturating_sub(m.paid);
             // What stays burned of the slashes is reported; the bonds went back.
@@ -1129,6 +1163,7 @@ pub(crate) fn decide(
             paid: m.paid,
             refunded: m.refunded,
             burned: m.burned,
+            pending,
         });
     }
     s.losses = losses;
@@ -1180,4 +1215,105 @@ pub(crate) fn decide(
         .max(ctx.height);
     st.outcomes.insert(*id, o);
     put_back(st, id, s, ctx.height, ev);
+}
+
+/// Settles, when session `id` (`s`, decided as `o`) becomes final, the incoherence slashes
+/// its overturns left pending ([`AppealedSegment::pending`]), in the order of its rounds.
+/// An overturn whose verdict is still the segment's own at finality slashes the majority of
+/// the round it overturned one penalty each (within the session's loss cap, reputation
+/// down); its bonded backers share `min(appeal_reward, S)` of those slashes `S` and the
+/// overturning round's agreeing seats the rest (the integer remainder stays burned). An
+/// overturn a later round took back, or whose segment ended Undecided, slashes nobody.
+/// Returns the accounts it changed.
+pub(crate) fn settle_final(
+    st: &mut State,
+    id: &Hash,
+    s: &mut Session,
+    o: &mut Outcome,
+    ev: &mut Vec<Event>,
+) -> Vec<AccountId> {
+    let final_sides: Vec<Option<bool>> = current_verdicts(s, o)
+        .iter()
+        .map(|(v, _)| v.as_vote().map(|v| v.is_valid()))
+        .collect();
+    let reward_cap = st.params.appeal_reward;
+    let mut losses = std::mem::take(&mut s.losses);
+    let mut touched = Vec::new();
+    for r in &mut o.appeals.rounds {
+        let round = r.round;
+        for a in &mut r.segments {
+            let Some(p) = a.pending.take() else {
+                continue;
+            };
+            let Some(side) = a.verdict.as_vote().map(|v| v.is_valid()) else {
+                continue;
+            };
+            let i = usize::from(a.segment);
+            if final_sides.get(i).copied().flatten() != Some(side) {
+                continue;
+            }
+            let Some(g) = s.segments.get_mut(i) else {
+                continue;
+            };
+            let mut incoherent = Vec::new();
+            let mut slashed = 0u64;
+            for (j, seat) in g.seats.iter().enumerate() {
+                let with_majority = seat.round == p.overturned
+                    && seat
+                        .vote
+                        .is_some_and(|v| !v.is_abstain() && v.is_valid() != side);
+                if with_majority {
+                    let taken = econ::slash_incoherent(st, &mut losses, id, &seat.account, ev);
+                    slashed = slashed.saturating_add(taken);
+                    incoherent.push((j, taken));
+                    touched.push(seat.account);
+                }
+            }
+            for (j, taken) in incoherent {
+                record_slash(g, j, SlashReason::Incoherent, taken);
+            }
+            // The reward comes out of what was just burned, as does the seats' pay.
+            let reward = reward_cap.min(slashed);
+            let each = reward
+                .checked_div(u64::try_from(p.backers.len()).unwrap_or(u64::MAX))
+                .unwrap_or(0);
+            let mut rewarded = 0u64;
+            for b in &p.backers {
+                if each > 0 {
+                    registry::credit(st, b, each);
+                    rewarded = rewarded.saturating_add(each);
+                    touched.push(*b);
+                }
+            }
+            st.burned = st.burned.saturating_sub(rewarded);
+            let left = slashed.saturating_sub(rewarded);
+            let payees: Vec<AccountId> = g
+                .seats
+                .iter()
+                .filter(|x| {
+                    x.round == round
+                        && x.vote
+                            .is_some_and(|v| !v.is_abstain() && v.is_valid() == side)
+                })
+                .map(|x| x.account)
+                .collect();
+            let share = left
+                .checked_div(u64::try_from(payees.len()).unwrap_or(u64::MAX))
+                .unwrap_or(0);
+            let mut paid = 0u64;
+            for seat in &payees {
+                paid = paid.saturating_add(econ::pay_seat(st, id, a.segment, seat, share, ev));
+                touched.push(*seat);
+            }
+            st.burned = st.burned.saturating_sub(paid);
+            a.slashed = a.slashed.saturating_add(slashed);
+            a.refunded = a.refunded.saturating_add(rewarded);
+            a.paid = a.paid.saturating_add(paid);
+            a.burned = a.burned.saturating_add(left.saturating_sub(paid));
+        }
+    }
+    s.losses = losses;
+    touched.sort();
+    touched.dedup();
+    touched
 }

@@ -810,7 +810,16 @@ impl Contract {
             .copied()
             .collect();
         for id in due {
-            if let Some(s) = self.state.appealable.remove(&id) {
+            if let Some(mut s) = self.state.appealable.remove(&id) {
+                // The overturns that stood answer for the verdicts they replaced now, and
+                // only now: before this block an appeal could still take them back.
+                if let Some(mut o) = self.state.outcomes.remove(&id) {
+                    for a in appeal::settle_final(&mut self.state, &id, &mut s, &mut o, ev) {
+                        self.tree.touch(StateKey::Account(a));
+                        self.tree.touch(StateKey::Auditor(a));
+                    }
+                    self.state.outcomes.insert(id, o);
+                }
                 registry::release_seats(&mut self.state, &id, &s);
             }
             self.tree.touch(StateKey::Appealable(id));

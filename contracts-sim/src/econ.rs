@@ -6,7 +6,8 @@
 //! a honeypot whose judgements against it reach a quorum is not scored at all (the tally
 //! decides that, and burns the provider's bond), and the rubber-stamp flag needs approved
 //! known errors from several distinct providers that each paid fees
-//! ([`crate::RubberStampRule::min_providers`], `min_provider_fees`).
+//! ([`crate::RubberStampRule::min_providers`], `min_provider_fees`), each miss backed by
+//! the judgements of other seats of its round (`tally::recorded_on_evidence`).
 //!
 //! No session can take more than [`Params::max_session_loss`] of an auditor's stake, over
 //! all its seats and rounds ([`slash_in_session`]); the rubber-stamp forfeit, which rests
@@ -263,7 +264,8 @@ fn deactivate_if_under(st: &mut State, seat: &AccountId, min: u64, events: &mut 
 /// Records a vote on a revealed honeypot of `provider` (see [`crate::HoneypotStats`] for
 /// what an abstention counts as). A missed known error names its provider towards the
 /// rubber-stamp rule's `min_providers` only when `provider_counts`: the provider has paid
-/// at least [`crate::RubberStampRule::min_provider_fees`] to seats before.
+/// at least [`crate::RubberStampRule::min_provider_fees`] to seats before, and other
+/// seats' judgements back its truth (the tally's evidence rule).
 pub(crate) fn record_honeypot(
     st: &mut State,
     seat: &AccountId,

@@ -69,7 +69,7 @@ pub use state::{
     Account, AppealRecord, AppealResult, AppealRound, AppealTarget, AppealedSegment, Auditor,
     Backer, CastVote, Coverage, Failure, FailureBound, Finality, HoneypotStats, LeftOutOutcome,
     LocalVerdict, MAX_BACKERS, MAX_PENDING_STAKE, MAX_UNBONDINGS, Map, OpenAppeal, Outcome,
-    PastAuditor, PendingExpertise, PendingPause, PendingStake, Phase, QueuedSegment, Seat,
-    SeatSlash, SegmentOutcome, SegmentState, SegmentVerdict, Session, Set, SlashReason, State,
-    TraceVerdict, Unbonding, VoteCounts,
+    PastAuditor, PendingExpertise, PendingIncoherence, PendingPause, PendingStake, Phase,
+    QueuedSegment, Seat, SeatSlash, SegmentOutcome, SegmentState, SegmentVerdict, Session, Set,
+    SlashReason, State, TraceVerdict, Unbonding, VoteCounts,
 };

@@ -79,8 +79,9 @@ pub struct HoneypotStats {
     pub errors_approved: [u32; 3],
     /// Of those, how many it abstained on, per difficulty.
     pub errors_abstained: [u32; 3],
-    /// Distinct providers whose known errors it approved, at most
-    /// [`crate::params::MAX_MIN_PROVIDERS`] (enough for the rule; bounded).
+    /// Distinct providers whose known errors it approved where other seats' judgements
+    /// backed the provider's truth (`tally::recorded_on_evidence`), and that had paid
+    /// fees; at most [`crate::params::MAX_MIN_PROVIDERS`] (enough for the rule; bounded).
     pub miss_providers: Vec<AccountId>,
     /// Known-correct honeypots judged.
     pub correct_seen: u32,
@@ -833,8 +834,10 @@ pub enum AppealResult {
     /// The provider did not key enough appeal seats for a quorum to judge: a Valid
     /// verdict falls to Undecided (a provider cannot keep its verdict by hiding the
     /// segment from its appeal), an error verdict stands; the provider pays the starved
-    /// seats, the appellant gets its bond back (unless it is the provider), and the round
-    /// does not count against the segment's appeal rounds.
+    /// seats, a third party with standing (a seat of the deciding round that did not judge
+    /// on the verdict's side) gets its bond back, anyone else's bond pays the provider back
+    /// for the seats and burns, and the round does not count against the segment's appeal
+    /// rounds.
     #[serde(alias = "Starved")]
     Starved,
 }
@@ -868,7 +871,8 @@ pub struct AppealedSegment {
     pub q: u8,
     /// The round's votes.
     pub votes: VoteCounts,
-    /// Slashed from the deciding round's majority (overturned only).
+    /// Slashed from the deciding round's majority (overturned only, once the session is
+    /// final and only if the overturn stood: see [`AppealedSegment::pending`]).
     pub slashed: Amount,
     /// Paid to the appeal seats.
     pub paid: Amount,
@@ -877,6 +881,24 @@ pub struct AppealedSegment {
     pub refunded: Amount,
     /// Burned: bond or slashes nobody was paid.
     pub burned: Amount,
+    /// An overturn's incoherence slashes, not yet taken: they fall due when the session
+    /// is final, and only if the segment's final verdict is still this round's (a later
+    /// round that took the verdict back drops them). `None` once settled, or when the
+    /// round slashes nobody (not an overturn, or one short of a keyed quorum).
+    #[serde(default)]
+    pub pending: Option<PendingIncoherence>,
+}
+
+/// The incoherence slashes an overturn owes, settled at finality
+/// ([`AppealedSegment::pending`]): the majority of `overturned` (the round whose verdict
+/// the overturn replaced) is slashed one penalty each, the bonded `backers` share the
+/// appeal reward out of it and the overturning round's agreeing seats the rest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingIncoherence {
+    /// The round whose majority answers for the overturned verdict.
+    pub overturned: u8,
+    /// The backers of the overturn that held a bond (they share the reward).
+    pub backers: Vec<AccountId>,
 }
 
 impl Outcome {

@@ -100,6 +100,42 @@ pub(crate) fn supermajority(c: &VoteCounts, side: trust_protocol::Vote) -> bool 
     u32::from(on_side) * 3 > u32::from(judgements(c)) * 2
 }
 
+/// Whether a vote `vote` on a revealed honeypot whose truth (the provider's word) is
+/// `truth`, in a round whose judgements are `c`, rests on evidence beside the provider's
+/// word: at least two of the round's *other* judgements for the truth and more than two
+/// thirds of them (the supermajority [`supermajority`] asks for before a judgement against
+/// a honeypot takes stake, taken without the seat's own vote, which is no evidence about
+/// itself). Only such a miss names its provider in the seat's record
+/// ([`crate::HoneypotStats::miss_providers`]), and the rubber-stamp rule needs misses of
+/// `min_providers` providers: a rubber-stamper that approves known errors beside seats
+/// that caught them is named by each provider; an honest seat that approves a correct step
+/// a griefing provider called an error is not, unless the provider's own seats are at
+/// least two and more than two thirds of the others.
+///
+/// `in_round`: the seat sat in the round `c` counts (its vote is among them, and is taken
+/// out); a seat of an earlier round (before an escalation) is weighed against the deciding
+/// round's judgements whole.
+pub(crate) fn recorded_on_evidence(
+    c: &VoteCounts,
+    truth: trust_protocol::Vote,
+    vote: trust_protocol::Vote,
+    in_round: bool,
+) -> bool {
+    let mut for_truth = if truth.is_valid() {
+        c.valid
+    } else {
+        c.invalid.saturating_add(c.ungrounded)
+    };
+    let mut others = judgements(c);
+    if in_round && !vote.is_abstain() {
+        others = others.saturating_sub(1);
+        if vote.is_valid() == truth.is_valid() {
+            for_truth = for_truth.saturating_sub(1);
+        }
+    }
+    for_truth >= 2 && u32::from(for_truth) * 3 > u32::from(others) * 2
+}
+
 /// Whether a revealed honeypot is disputed: the judgements of its deciding round (`c`) on
 /// the other side of Valid/not-Valid from its `truth` reach `q`, that round's quorum at
 /// the network's least `tau` (so at any session `tau`). A disputed honeypot scores nobody:
@@ -711,8 +747,11 @@ pub(crate) fn tally(
         // against it only when more than two thirds of the round's judgements side with
         // it. Below that (a provider whose colluding seats hold the rest of a small
         // panel), the seats on the other side lose reputation but no stake; those on
-        // its side are scored as usual, and every vote is recorded for the
-        // rubber-stamp rule (which counts only providers that paid fees).
+        // its side are scored as usual. Every vote is recorded for the rubber-stamp
+        // rule, but a miss names its provider (and the rule needs misses from
+        // `min_providers` providers) only on evidence ([`recorded_on_evidence`]: at least
+        // two of the other judgements, and more than two thirds of them, back the truth)
+        // and only for a provider that paid fees.
         let contested_truth = truth.is_some_and(|(t, _)| !supermajority(&c, t));
         for (j, seat) in g.seats.iter().enumerate() {
             // A seat the provider did not give its keys in time could not judge: it is
@@ -766,11 +805,14 @@ pub(crate) fn tally(
                 seat_slashes.push((i, j, lost));
             }
             if let (Some((truth, d)), Some(vote)) = (truth, seat.vote) {
+                // A miss names its provider towards the rule's `min_providers` only on
+                // evidence beside the provider's word.
+                let evidenced = recorded_on_evidence(&c, truth, vote, seat.round == deciding);
                 econ::record_honeypot(
                     st,
                     &seat.account,
                     &s.provider,
-                    provider_counts,
+                    provider_counts && evidenced,
                     vote,
                     truth,
                     d,

@@ -187,28 +187,20 @@ fn an_appeal_overturns_a_wrong_verdict_slashes_its_majority_and_repays_the_appel
         }
     )));
 
-    // The first round's majority: slashed one penalty each, deterministically.
+    // Nobody is slashed while an appeal can still take the overturn back: the appellant
+    // has its bond back, and the slashes, the reward and the seats' pay wait for finality.
     let p = test_params();
+    assert!(!ev.iter().any(|e| matches!(
+        e,
+        Event::Slashed {
+            reason: SlashReason::Incoherent,
+            ..
+        }
+    )));
     for (a, before) in first.iter().zip(&stake_before) {
-        assert!(ev.iter().any(|e| matches!(e,
-            Event::Slashed { seat, reason: SlashReason::Incoherent, amount, .. }
-                if seat == a && *amount == p.penalty)));
-        assert_eq!(chain.c.state().accounts[a].stake, before - p.penalty);
+        assert_eq!(chain.c.state().accounts[a].stake, *before);
     }
-    // Repaid: the bond back plus the reward, from the slashes.
-    assert_eq!(
-        chain.balance(&appellant.public()),
-        APPELLANT_BALANCE + p.appeal_reward
-    );
-    // The rest of the slashes (54 - 30 = 24) split among the 7 agreeing appeal seats.
-    let paid: u64 = ev
-        .iter()
-        .filter_map(|e| match e {
-            Event::Rewarded { seat, amount, .. } if appeal_seats.contains(seat) => Some(*amount),
-            _ => None,
-        })
-        .sum();
-    assert_eq!(paid, 7 * 3);
+    assert_eq!(chain.balance(&appellant.public()), APPELLANT_BALANCE);
 
     // The trace is recomputed and both rounds are on record.
     let o = chain.c.outcome(&sid).unwrap();
@@ -233,7 +225,8 @@ fn an_appeal_overturns_a_wrong_verdict_slashes_its_majority_and_repays_the_appel
         (s.previous, s.verdict),
         (LocalVerdict::Invalid, LocalVerdict::Valid)
     );
-    assert_eq!((s.slashed, s.refunded, s.paid, s.burned), (54, 90, 21, 3));
+    assert_eq!((s.slashed, s.refunded, s.paid, s.burned), (0, 60, 0, 0));
+    assert!(s.pending.is_some());
     assert_eq!(o.appeals.open, None);
 
     // Appealable again, for a new window; final only once it has passed.
@@ -252,6 +245,32 @@ fn an_appeal_overturns_a_wrong_verdict_slashes_its_majority_and_repays_the_appel
             .any(|e| matches!(e, Event::SessionFinal { session } if *session == sid))
     );
     assert!(!chain.c.state().appealable.contains_key(&sid));
+
+    // Final, the overturn standing: the first round's majority is slashed one penalty
+    // each, deterministically.
+    for (a, before) in first.iter().zip(&stake_before) {
+        assert!(finals.iter().any(|e| matches!(e,
+            Event::Slashed { seat, reason: SlashReason::Incoherent, amount, .. }
+                if seat == a && *amount == p.penalty)));
+        assert_eq!(chain.c.state().accounts[a].stake, before - p.penalty);
+    }
+    // Repaid: the bond back (at the overturn) plus the reward, from the slashes.
+    assert_eq!(
+        chain.balance(&appellant.public()),
+        APPELLANT_BALANCE + p.appeal_reward
+    );
+    // The rest of the slashes (54 - 30 = 24) split among the 7 agreeing appeal seats.
+    let paid: u64 = finals
+        .iter()
+        .filter_map(|e| match e {
+            Event::Rewarded { seat, amount, .. } if appeal_seats.contains(seat) => Some(*amount),
+            _ => None,
+        })
+        .sum();
+    assert_eq!(paid, 7 * 3);
+    let s = &chain.c.outcome(&sid).unwrap().appeals.rounds[0].segments[0];
+    assert_eq!((s.slashed, s.refunded, s.paid, s.burned), (54, 90, 21, 3));
+    assert!(s.pending.is_none());
     chain.assert_supply_conserved();
 }
 
@@ -464,8 +483,9 @@ fn appeals_are_refused_with_the_reason_and_charge_nothing() {
         Event::AppealQueued { session, position: 0, bond: 60, .. } if *session == sid)));
     assert_eq!(chain.c.state().sessions[&sid].queued.len(), 1);
     // The provider keys none of the appeal seats: the round is starved. Segment 0's error
-    // verdict stands, the appellant's bond comes back, the provider pays the starved seats
-    // and the round does not use up the segment's appeal rounds.
+    // verdict stands, the provider pays the starved seats, the appellant (no seat of the
+    // deciding round, so no standing) forfeits its bond, which pays the provider back for
+    // them (the rest burns), and the round does not use up the segment's appeal rounds.
     let provider_before = chain.balance(&key("provider").public());
     let mut starved_ev = Vec::new();
     while chain.c.outcome(&sid).unwrap().appeals.rounds.is_empty() {
@@ -477,10 +497,10 @@ fn appeals_are_refused_with_the_reason_and_charge_nothing() {
         AppealResult::Starved
     );
     assert_eq!(o.segments[0].verdict, SegmentVerdict::Invalid);
-    // 100 sent to a new account, and the fee for creating it.
+    // 100 sent to a new account, the fee for creating it, and the bond.
     assert_eq!(
         chain.balance(&appellant.public()),
-        balance - 100 - test_params().new_account_fee
+        balance - 100 - test_params().new_account_fee - test_params().appeal_bond
     );
     let paid: u64 = starved_ev
         .iter()
@@ -490,10 +510,8 @@ fn appeals_are_refused_with_the_reason_and_charge_nothing() {
         })
         .sum();
     assert_eq!(paid, 7 * test_params().reward, "seven starved appeal seats");
-    assert_eq!(
-        provider_before - chain.balance(&key("provider").public()),
-        paid
-    );
+    // Paid back out of the forfeit bond (60 covers 7 x 6 = 42).
+    assert_eq!(chain.balance(&key("provider").public()), provider_before);
     // The queued appeal opened next, on segment 1 (Valid of its own): starved too, so its
     // Valid verdict no longer stands.
     assert!(starved_ev.iter().any(|e| matches!(e,

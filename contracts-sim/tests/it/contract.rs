@@ -29,7 +29,7 @@ fn always_slash() -> Params {
 
 impl Chain {
     /// `auditors` per tier, each with 1000 staked; two providers with a large balance.
-    fn new(params: Params, auditors: &[(Tier, usize)]) -> (Self, Vec<Keypair>) {
+    pub(crate) fn new(params: Params, auditors: &[(Tier, usize)]) -> (Self, Vec<Keypair>) {
         Chain::with_accounts(
             params,
             auditors,
@@ -1081,7 +1081,7 @@ fn no_shows_are_treated_as_wrong_and_slashing_deactivates() {
 /// (an obvious one), every seat gets its keys and votes `vote_of(seat)`, and the provider
 /// opens the honeypot and the mapping. Returns the session, its seats and the events of
 /// the block that decided it.
-fn honeypot_session(
+pub(crate) fn honeypot_session(
     chain: &mut Chain,
     keys: &[Keypair],
     provider: &Keypair,

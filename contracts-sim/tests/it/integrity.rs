@@ -1216,3 +1216,389 @@ fn finding_4_the_key_window_is_checked_and_defaults_for_old_genesis_files() {
     let back: Params = serde_json::from_value(json).unwrap();
     assert_eq!(back.key_window, 10);
 }
+
+/// A session whose one Computer segment three seats (k = 1, two extra) rightly judged
+/// Invalid, decided; returns it and those seats. Every wrong vote is slashed
+/// (`p_min = p_max = 1`), so any slash that could be taken is.
+fn rightly_failed(
+    chain: &mut crate::common::Chain,
+    keys: &[trust_protocol::Keypair],
+) -> (trust_protocol::Hash, Vec<AccountId>) {
+    let m = manifest(vec![segment(7, Tier::Computer, vec![])], 1, 2);
+    let (sid, drawn) = open(chain, m);
+    let first = seats_of(&drawn, 0, 0);
+    assert_eq!(first.len(), 3);
+    run_round(chain, keys, sid, 0, &drawn, &[], &|_, _| {
+        Some(Vote::Invalid)
+    });
+    finish(chain, sid);
+    assert_eq!(chain.c.outcome(&sid).unwrap().trace, TraceVerdict::Fail);
+    (sid, first)
+}
+
+fn always_slash() -> Params {
+    Params {
+        p_min: Ppm(1_000_000),
+        p_max: Ppm(1_000_000),
+        ..test_params()
+    }
+}
+
+/// Appeals segment 0 of `sid` from `who` and runs the round with every seat voting `vote`;
+/// returns the round's seats and its events.
+fn appeal_round(
+    chain: &mut crate::common::Chain,
+    keys: &[trust_protocol::Keypair],
+    sid: trust_protocol::Hash,
+    who: &str,
+    round: u8,
+    vote: Vote,
+) -> (Vec<AccountId>, Vec<Event>) {
+    chain.submit(
+        &key(who),
+        Call::Appeal {
+            session: sid,
+            segments: vec![0],
+        },
+    );
+    let mut ev = chain.block();
+    let drawn = chain.block();
+    let seats = seats_of(&drawn, 0, round);
+    ev.extend(drawn.clone());
+    ev.extend(run_round(chain, keys, sid, round, &drawn, &[], &|_, _| {
+        Some(vote)
+    }));
+    (seats, ev)
+}
+
+fn stake_of(chain: &crate::common::Chain, who: &AccountId) -> u64 {
+    chain.c.state().accounts[who].stake
+}
+
+/// Runs blocks until `sid` is final; returns their events.
+fn until_final(chain: &mut crate::common::Chain, sid: trust_protocol::Hash) -> Vec<Event> {
+    let mut ev = Vec::new();
+    while !matches!(
+        chain.c.finality(&sid),
+        Some(trust_contracts::Finality::Final { .. })
+    ) {
+        ev.extend(chain.block());
+        assert!(chain.height < 2_000, "never final");
+    }
+    ev
+}
+
+fn incoherence_slashes(ev: &[Event]) -> Vec<AccountId> {
+    ev.iter()
+        .filter_map(|e| match e {
+            Event::Slashed {
+                seat,
+                reason: trust_contracts::SlashReason::Incoherent,
+                ..
+            } => Some(*seat),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Finding 3, by luck rather than grinding (issue 53's simulator: `honest_slashed` 3-5 in
+/// 300 sessions at a sybil share of 30%): an adversary that appeals an honest verdict again
+/// and again now and then draws an appeal panel its sybils hold. That panel overturned the
+/// verdict and slashed the honest majority for incoherence at once; an honest counter-appeal
+/// took the verdict back, but gave the stake back only out of the sybil panel's own slashes,
+/// as far as they reached (nothing of what a sybil could no longer lose in the session). Now an
+/// overturn slashes nobody until the session is final, and then only if its verdict still
+/// stands: while an appeal can still take the verdict back, the honest seats lose nothing,
+/// and when it is taken back they never lose anything, while the sybil panel answers for
+/// its overturn at finality.
+#[test]
+fn finding_3_a_lucky_sybil_appeal_panel_takes_no_honest_stake() {
+    let (mut chain, keys) = chain(always_slash(), &[(Tier::Computer, 30)]);
+    let (sid, first) = rightly_failed(&mut chain, &keys);
+    let before: Vec<u64> = first.iter().map(|s| stake_of(&chain, s)).collect();
+
+    // The sybil panel: seven seats, all colluding, overturn the right Invalid.
+    let (colluders, ev) = appeal_round(&mut chain, &keys, sid, "sybil-0", 2, Vote::Valid);
+    assert_eq!(colluders.len(), 7);
+    let o = chain.c.outcome(&sid).unwrap();
+    assert_eq!(
+        o.appeals.rounds[0].segments[0].result,
+        trust_contracts::AppealResult::Overturned
+    );
+    assert_eq!(o.trace, TraceVerdict::Pass);
+    assert!(incoherence_slashes(&ev).is_empty(), "nobody slashed yet");
+    for (s, b) in first.iter().zip(&before) {
+        assert_eq!(stake_of(&chain, s), *b, "the right seats keep their stake");
+    }
+    let colluders_before: Vec<u64> = colluders.iter().map(|s| stake_of(&chain, s)).collect();
+
+    // The honest counter-appeal: fifteen seats take the verdict back.
+    let (_, ev) = appeal_round(&mut chain, &keys, sid, "stranger", 3, Vote::Invalid);
+    assert!(incoherence_slashes(&ev).is_empty(), "still nobody slashed");
+    let o = chain.c.outcome(&sid).unwrap();
+    assert_eq!(o.trace, TraceVerdict::Fail);
+
+    // Final: the overturn that stood (round 3) answers for the one it replaced.
+    let ev = until_final(&mut chain, sid);
+    let slashed = incoherence_slashes(&ev);
+    for (s, b) in first.iter().zip(&before) {
+        assert_eq!(stake_of(&chain, s), *b, "the right seats never lost stake");
+        assert!(!slashed.contains(s));
+    }
+    for (s, b) in colluders.iter().zip(&colluders_before) {
+        assert!(slashed.contains(s), "the colluding panel answers for it");
+        assert!(stake_of(&chain, s) < *b);
+    }
+    let o = chain.c.outcome(&sid).unwrap();
+    assert!(o.appeals.rounds[0].segments[0].pending.is_none());
+    assert_eq!(o.appeals.rounds[0].segments[0].slashed, 0);
+    assert!(o.appeals.rounds[1].segments[0].slashed > 0);
+    assert!(o.appeals.rounds[1].segments[0].pending.is_none());
+    chain.assert_supply_conserved();
+}
+
+/// Finding 3, timed: the adversary files its appeal so that its sybil panel decides when
+/// less than a whole appeal window is left before the session's horizon, so no
+/// counter-appeal could be heard in full. The overturn replaces the verdict (the last
+/// round's verdict stands, as it always did) but slashes nobody, at once or at finality.
+/// Here the horizon is 20 blocks after the decision, as is the window, so any round decided
+/// after the first decision is in the last window.
+#[test]
+fn finding_3_an_overturn_nobody_could_answer_slashes_nobody() {
+    let p = Params {
+        appeal_horizon: 20,
+        ..always_slash()
+    };
+    let (mut chain, keys) = chain(p.clone(), &[(Tier::Computer, 30)]);
+    let (sid, first) = rightly_failed(&mut chain, &keys);
+    let before: Vec<u64> = first.iter().map(|s| stake_of(&chain, s)).collect();
+    let horizon = chain.c.outcome(&sid).unwrap().decided_at + p.appeal_horizon;
+    let (_, mut ev) = appeal_round(&mut chain, &keys, sid, "sybil-0", 2, Vote::Valid);
+    let o = chain.c.outcome(&sid).unwrap();
+    let last = o.appeals.rounds.last().unwrap();
+    assert_eq!(
+        last.segments[0].result,
+        trust_contracts::AppealResult::Overturned
+    );
+    assert!(
+        last.decided_at + p.appeal_window > horizon,
+        "decided in the last window"
+    );
+    assert!(last.segments[0].pending.is_none(), "nothing owed");
+    ev.extend(until_final(&mut chain, sid));
+    assert!(incoherence_slashes(&ev).is_empty());
+    for (s, b) in first.iter().zip(&before) {
+        assert_eq!(stake_of(&chain, s), *b);
+    }
+    chain.assert_supply_conserved();
+}
+
+/// Runs blocks until `sid`'s appeal round `n` (counting from 1) is on record.
+fn until_rounds(chain: &mut crate::common::Chain, sid: trust_protocol::Hash, n: usize) {
+    while chain.c.outcome(&sid).unwrap().appeals.rounds.len() < n {
+        chain.block();
+        assert!(chain.height < 2_000, "the round never ended");
+    }
+}
+
+/// Finding 11, griefing a PASS: a stranger appeals an honest PASS's Valid segment while its
+/// provider is offline (it keys none of the appeal seats). The round is starved, so the
+/// Valid verdict falls to Undecided (a provider must not keep a verdict by hiding it from
+/// its appeal) and the provider pays the starved seats. That used to cost the stranger
+/// nothing: its bond came back. Now a bond comes back only to a backer with standing (a
+/// seat of the deciding round that did not judge on the verdict's side); the stranger's
+/// bond pays the provider back for the starved seats and the rest burns.
+#[test]
+fn finding_11_griefing_a_pass_with_a_starved_appeal_costs_the_griefer_its_bond() {
+    let p = test_params();
+    let (mut chain, keys) = chain(p.clone(), &[(Tier::Computer, 12)]);
+    let provider = key("provider");
+    let stranger = key("stranger");
+    let sid = crate::adversary::decided(&mut chain, &keys, 0, Vote::Valid);
+    assert_eq!(chain.c.outcome(&sid).unwrap().trace, TraceVerdict::Pass);
+    let (stranger_before, provider_before) = (
+        chain.balance(&stranger.public()),
+        chain.balance(&provider.public()),
+    );
+    let burned = chain.c.state().burned;
+    chain.submit(
+        &stranger,
+        Call::Appeal {
+            session: sid,
+            segments: vec![0],
+        },
+    );
+    // The provider is offline: no keys.
+    until_rounds(&mut chain, sid, 1);
+    let o = chain.c.outcome(&sid).unwrap().clone();
+    let r = &o.appeals.rounds[0].segments[0];
+    assert_eq!(r.result, trust_contracts::AppealResult::Starved);
+    assert_eq!(
+        o.trace,
+        TraceVerdict::Inconclusive,
+        "the PASS fell, as before"
+    );
+    assert_eq!(
+        stranger_before - chain.balance(&stranger.public()),
+        p.appeal_bond,
+        "the griefer pays its bond"
+    );
+    assert_eq!(
+        chain.balance(&provider.public()),
+        provider_before,
+        "the provider is paid back for the 3 starved seats"
+    );
+    assert_eq!(
+        chain.c.state().burned - burned,
+        p.appeal_bond - 3 * p.reward,
+        "the rest burns"
+    );
+    chain.assert_supply_conserved();
+}
+
+/// Finding 11, the other side: a seat of the deciding round that was outvoted (it judged
+/// the segment Invalid; two seats made it Valid) appeals, and the provider starves the
+/// round to keep its Valid. The Valid falls and the seat gets its bond back: whoever could
+/// know a Valid is wrong still takes it down for free.
+#[test]
+fn finding_11_an_outvoted_seat_s_starved_appeal_costs_it_nothing() {
+    let p = test_params();
+    let (mut chain, keys) = chain(p.clone(), &[(Tier::Computer, 12)]);
+    let m = manifest(vec![segment(3, Tier::Computer, vec![])], 1, 2);
+    let (sid, drawn) = open(&mut chain, m);
+    let first = seats_of(&drawn, 0, 0);
+    assert_eq!(first.len(), 3);
+    run_round(&mut chain, &keys, sid, 0, &drawn, &[], &|_, j| {
+        Some(if j == 2 { Vote::Invalid } else { Vote::Valid })
+    });
+    finish(&mut chain, sid);
+    let o = chain.c.outcome(&sid).unwrap();
+    assert_eq!(o.trace, TraceVerdict::Pass);
+    let outvoted = o.segments[0]
+        .votes_cast
+        .iter()
+        .find(|v| v.vote == Vote::Invalid)
+        .map(|v| v.seat)
+        .unwrap();
+    let seat_key = keys
+        .iter()
+        .find(|k| k.public() == outvoted)
+        .unwrap()
+        .clone();
+    // Funds for the bond (an auditor here holds 10 beside its stake).
+    chain.submit(
+        &key("provider"),
+        Call::Transfer {
+            to: outvoted,
+            amount: 1_000,
+        },
+    );
+    chain.block();
+    let before = chain.balance(&outvoted);
+    chain.submit(
+        &seat_key,
+        Call::Appeal {
+            session: sid,
+            segments: vec![0],
+        },
+    );
+    until_rounds(&mut chain, sid, 1);
+    let o = chain.c.outcome(&sid).unwrap();
+    assert_eq!(
+        o.appeals.rounds[0].segments[0].result,
+        trust_contracts::AppealResult::Starved
+    );
+    assert_eq!(o.trace, TraceVerdict::Inconclusive);
+    assert_eq!(chain.balance(&outvoted), before, "bond back");
+    chain.assert_supply_conserved();
+}
+
+/// Params for the honeypot tests: any provider's miss counts (no fee floor), so what keeps
+/// a provider off a seat's record is the evidence rule alone.
+fn any_provider_counts() -> Params {
+    let mut p = test_params();
+    p.rubber_stamp.min_provider_fees = 0;
+    p
+}
+
+/// Finding 6: a griefing provider's false honeypot (a correct step committed as a known
+/// error) on a panel of three: the honest seat approves it, the provider's colluder calls
+/// it wrong, the third seat abstains. Not disputed (one judgement against the provider's
+/// word is under the dispute quorum) and not a supermajority (one of two): the honest seat
+/// loses no stake, but its "approved a known error" named the provider in its record, one
+/// of the `min_providers` (2) providers whose misses flag a seat as a rubber-stamper (all
+/// its earnings forfeit): two such keys could flag a small or new auditor. Now a miss names
+/// its provider only where at least two of the other judgements, and more than two thirds
+/// of them, back the provider's truth: here one does, so the miss is counted (the approval
+/// rate stays what it was) but can never help flag the seat.
+#[test]
+fn finding_6_a_false_honeypot_without_evidence_names_no_provider() {
+    let (mut chain, keys) =
+        crate::common::Chain::new(any_provider_counts(), &[(Tier::Computer, 3)]);
+    let provider = key("provider");
+    let who: Vec<AccountId> = keys.iter().map(|k| k.public()).collect();
+    let vote_of = |id: &AccountId| {
+        if *id == who[0] {
+            Vote::Valid
+        } else if *id == who[1] {
+            Vote::Invalid
+        } else {
+            Vote::Abstain
+        }
+    };
+    let (sid, seats, _) = crate::contract::honeypot_session(
+        &mut chain,
+        &keys,
+        &provider,
+        Tier::Computer,
+        Vote::Invalid,
+        0,
+        vote_of,
+    );
+    assert_eq!(seats.len(), 3);
+    assert_eq!(chain.c.outcome(&sid).unwrap().disputed_honeypots, 0);
+    let h = &chain.c.state().auditors[&who[0]].honeypots;
+    assert_eq!(h.errors_approved.iter().sum::<u32>(), 1, "{h:?}");
+    assert!(
+        h.miss_providers.is_empty(),
+        "no provider named without evidence"
+    );
+    for id in &who {
+        assert_eq!(chain.c.state().accounts[id].stake, 1_000);
+        assert!(!chain.c.state().auditors[id].flagged);
+    }
+}
+
+/// Finding 6, the other side: the defence must not let a rubber-stamper go unrecorded
+/// (gating the record on the stake's supermajority of *all* judgements did: a lone
+/// rubber-stamper of three is one of three against, so the truth holds only two thirds,
+/// not more, and the simulator's rubber-stampers went unflagged and profitable). On a
+/// genuine honeypot where the two other seats caught the error, the seat that approved it
+/// has the miss on record, its provider named, though it loses no stake.
+#[test]
+fn finding_6_a_rubber_stamper_beside_two_seats_that_caught_the_error_is_named() {
+    let (mut chain, keys) =
+        crate::common::Chain::new(any_provider_counts(), &[(Tier::Computer, 3)]);
+    let provider = key("provider");
+    let stamper = keys[0].public();
+    let vote_of = |id: &AccountId| {
+        if *id == stamper {
+            Vote::Valid
+        } else {
+            Vote::Invalid
+        }
+    };
+    let (_, seats, _) = crate::contract::honeypot_session(
+        &mut chain,
+        &keys,
+        &provider,
+        Tier::Computer,
+        Vote::Invalid,
+        0,
+        vote_of,
+    );
+    assert_eq!(seats.len(), 3);
+    let h = &chain.c.state().auditors[&stamper].honeypots;
+    assert_eq!(h.errors_approved.iter().sum::<u32>(), 1, "{h:?}");
+    assert_eq!(h.miss_providers, vec![provider.public()]);
+}

@@ -1,9 +1,10 @@
 //! Appeals on a live network (issue 27, item 2): a segment a malicious seat decided wrongly
 //! is appealed by another account with `trust-node appeal --wait`; fresh honest seats judge
-//! it again and overturn it. The first round's majority is slashed for incoherence, the
-//! appellant gets its bond back with the reward, `query` shows the first round and the
-//! appeal round with "appealable until block H", and only once the appeal window has
-//! passed "final at block H".
+//! it again and overturn it. The appellant gets its bond back at once; the first round's
+//! majority is slashed for incoherence, and the appellant paid its reward, when the session
+//! is final (issue 53: an overturn slashes nobody while an appeal could take it back).
+//! `query` shows the first round and the appeal round with "appealable until block H", and
+//! only once the appeal window has passed "final at block H".
 //!
 //! The network: five validators, all Computer auditors (node 0 opens the sessions, node 1
 //! votes against its own judgement and bonds more stake so that it sits on most segments),
@@ -210,19 +211,15 @@ fn an_appeal_overturns_a_segment_malicious_seats_decided_and_the_session_becomes
         (&a["previous"], &a["verdict"]),
         (&"invalid".into(), &"valid".into())
     );
-    let slashed = num(a, "slashed");
-    let refunded = num(a, "refunded");
-    assert!(slashed > 0, "{a}");
-    assert!(refunded > 60, "the appellant got no reward: {a}");
-
-    // The first round's majority slashed; the appellant repaid with its reward.
+    // Nothing is slashed while an appeal could still take the overturn back: the
+    // appellant has its bond back, the incoherence slash and the reward wait for
+    // finality (issue 53).
+    assert_eq!(num(a, "slashed"), 0, "{a}");
+    assert_eq!(num(a, "refunded"), 60, "{a}");
     let bad_after = net.get(APPELLANT, &format!("/v1/auditors/{bad}")).unwrap();
-    assert!(
-        num(&bad_after, "stake") < num(&bad_before, "stake"),
-        "{bad_before}\n{bad_after}"
-    );
-    assert!(
-        num(&bad_after, "slashed") >= num(&bad_before, "slashed") + slashed,
+    assert_eq!(
+        num(&bad_after, "stake"),
+        num(&bad_before, "stake"),
         "{bad_before}\n{bad_after}"
     );
     let after = net
@@ -230,7 +227,7 @@ fn an_appeal_overturns_a_segment_malicious_seats_decided_and_the_session_becomes
         .unwrap();
     assert_eq!(
         num(&after, "balance"),
-        num(&before, "balance") - 60 + refunded,
+        num(&before, "balance"),
         "{before}\n{after}"
     );
 
@@ -255,6 +252,31 @@ fn an_appeal_overturns_a_segment_malicious_seats_decided_and_the_session_becomes
         n.get(APPELLANT, &format!("/v1/sessions/{sid}"))
             .is_ok_and(|s| s["finality"]["state"] == "final")
     });
+    // Final, the overturn standing: the first round's majority slashed, the appellant
+    // repaid with its reward.
+    let s = session(&net, &sid);
+    let a = &s["outcome"]["appeals"]["rounds"][0]["segments"][0];
+    let slashed = num(a, "slashed");
+    let refunded = num(a, "refunded");
+    assert!(slashed > 0, "{a}");
+    assert!(refunded > 60, "the appellant got no reward: {a}");
+    let bad_after = net.get(APPELLANT, &format!("/v1/auditors/{bad}")).unwrap();
+    assert!(
+        num(&bad_after, "stake") < num(&bad_before, "stake"),
+        "{bad_before}\n{bad_after}"
+    );
+    assert!(
+        num(&bad_after, "slashed") >= num(&bad_before, "slashed") + slashed,
+        "{bad_before}\n{bad_after}"
+    );
+    let after = net
+        .get(APPELLANT, &format!("/v1/accounts/{appellant}"))
+        .unwrap();
+    assert_eq!(
+        num(&after, "balance"),
+        num(&before, "balance") - 60 + refunded,
+        "{before}\n{after}"
+    );
     // The bundle exported before the appeal still holds as a proof of what the state said
     // then, and never verifies as final: exit 3 without --allow-non-final, and the segment
     // it shows is the overturned verdict. One exported now is final, with the new verdict.
