@@ -82,6 +82,8 @@ fn outcome(provider: Hash, i: u64) -> Outcome {
         honeypots_forfeited: false,
         starved_seats: 0,
         starved_paid: 0,
+        payload_seats: 0,
+        payload_paid: 0,
         appeals: Default::default(),
         quorum: trust_protocol::tx::QuorumParams {
             k: [3; 3],

@@ -950,7 +950,7 @@ pub(crate) fn decide(
             }
             let score = match (seat.commitment, seat.vote) {
                 (None, _) | (Some(_), None) => Some(Score::Wrong(SlashReason::NoShow)),
-                (Some(_), Some(Vote::Abstain)) => None,
+                (Some(_), Some(Vote::Abstain | Vote::PayloadAbstain)) => None,
                 (Some(_), Some(vote)) => match verdict.as_vote() {
                     None => {
                         payees.push(seat.account);

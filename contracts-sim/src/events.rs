@@ -201,6 +201,19 @@ pub enum Event {
         /// Paid to it.
         paid: Amount,
     },
+    /// At least the round's quorum of a segment's seats abstained because the segment's
+    /// own payload cannot be judged within the network's published limits: this seat is
+    /// paid one reward from the provider's escrow, as a starved seat.
+    PayloadAbstentionPaid {
+        /// Session.
+        session: Hash,
+        /// Segment index.
+        segment: u16,
+        /// The seat.
+        seat: AccountId,
+        /// Paid to it.
+        paid: Amount,
+    },
     /// A segment's final verdict.
     SegmentDecided {
         /// Session.

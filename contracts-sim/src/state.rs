@@ -763,6 +763,14 @@ pub struct Outcome {
     pub starved_seats: u16,
     /// Paid to starved seats.
     pub starved_paid: Amount,
+    /// Seats paid for a payload abstention (`Vote::PayloadAbstain` cast by at least the
+    /// quorum of their round): the provider's payload could not be judged within the
+    /// network's published limits.
+    #[serde(default)]
+    pub payload_seats: u16,
+    /// Paid to them, from the provider's escrow (then its bond), one reward each.
+    #[serde(default)]
+    pub payload_paid: Amount,
     /// Appeals: the window, the open appeal, every appeal round, and finality.
     #[serde(default)]
     pub appeals: AppealRecord,

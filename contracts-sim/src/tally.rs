@@ -51,8 +51,15 @@ pub(crate) fn round_counts(seg: &SegmentState, round: u8) -> VoteCounts {
             // seat commits one at its give-up block) is the provider's doing, counted as
             // starved, so that withholding keys from honest seats never lets the
             // provider's own seats decide the round alone.
-            Some(Vote::Abstain) if !s.keyed(deps) => c.starved = c.starved.saturating_add(1),
-            Some(Vote::Abstain) => c.abstained = c.abstained.saturating_add(1),
+            // Either abstention: a seat that could not judge, whoever caused it. A seat
+            // the provider did not key cannot have read the payload either, so its
+            // abstention of either kind is counted (and paid) once, as starved.
+            Some(Vote::Abstain | Vote::PayloadAbstain) if !s.keyed(deps) => {
+                c.starved = c.starved.saturating_add(1)
+            }
+            Some(Vote::Abstain | Vote::PayloadAbstain) => {
+                c.abstained = c.abstained.saturating_add(1)
+            }
             None if !s.keyed(deps) => c.starved = c.starved.saturating_add(1),
             None => c.missing = c.missing.saturating_add(1),
         }
@@ -61,6 +68,40 @@ pub(crate) fn round_counts(seg: &SegmentState, round: u8) -> VoteCounts {
         }
     }
     c
+}
+
+/// The seats of `round` the provider pays for a payload abstention
+/// ([`trust_protocol::Vote::PayloadAbstain`]): none unless at least the round's quorum of
+/// its keyed seats cast it (a lone seat claiming the provider's payload is at fault is an
+/// unpaid abstention, like any other), and then those seats in seat order, at most `k`
+/// less the round's paid judgements, so a round never costs the provider more rewards
+/// than `k` judgements would have. `tau` is the session's.
+pub(crate) fn payload_paid_seats(seg: &SegmentState, round: u8, tau: Ppm) -> Vec<usize> {
+    let deps = seg.entry.depends_on.len();
+    let claimed: Vec<usize> = seg
+        .seats
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| {
+            s.round == round
+                && s.keyed(deps)
+                && s.commitment.is_some()
+                && s.vote.is_some_and(|v| v.is_payload_abstain())
+        })
+        .map(|(j, _)| j)
+        .collect();
+    let c = round_counts(seg, round);
+    let q = round_quorum(tau, seg.k, &c);
+    if claimed.len() < usize::from(q) {
+        return Vec::new();
+    }
+    let paid_judgements = seg
+        .seats
+        .iter()
+        .filter(|s| s.round == round && s.counted)
+        .count();
+    let room = usize::from(seg.k).saturating_sub(paid_judgements);
+    claimed.into_iter().take(room).collect()
 }
 
 /// The judgements of a round (revealed votes that are not abstentions).
@@ -701,6 +742,7 @@ pub(crate) fn tally(
     let mut rewards_paid = 0u64;
     let mut honeypot_voters = Vec::new();
     let mut starved = Vec::new();
+    let mut payload = Vec::new();
     let mut seat_slashes = Vec::new();
     let provider_counts = st
         .accounts
@@ -753,6 +795,16 @@ pub(crate) fn tally(
         // two of the other judgements, and more than two thirds of them, back the truth)
         // and only for a provider that paid fees.
         let contested_truth = truth.is_some_and(|(t, _)| !supermajority(&c, t));
+        let mut rounds: Vec<u8> = g.seats.iter().map(|x| x.round).collect();
+        rounds.sort_unstable();
+        rounds.dedup();
+        for r in rounds {
+            for j in payload_paid_seats(g, r, tau) {
+                if let Some(seat) = g.seats.get(j) {
+                    payload.push((segment, seat.account));
+                }
+            }
+        }
         for (j, seat) in g.seats.iter().enumerate() {
             // A seat the provider did not give its keys in time could not judge: it is
             // neither slashed nor scored unless it judged anyway, and the provider
@@ -764,8 +816,10 @@ pub(crate) fn tally(
             }
             let score = match (seat.commitment, seat.vote) {
                 (None, _) | (Some(_), None) => Some(Score::Wrong(SlashReason::NoShow)),
-                // Present but unable to judge: neither rewarded nor punished.
-                (Some(_), Some(trust_protocol::Vote::Abstain)) => None,
+                // Present but unable to judge: neither rewarded nor punished here (a
+                // payload abstention a quorum of the round shares is paid below, by the
+                // provider).
+                (Some(_), Some(v)) if v.is_abstain() => None,
                 (Some(_), Some(vote)) => target.map(|t| {
                     if vote.is_valid() == t.is_valid() {
                         Score::Agree { paid: seat.counted }
@@ -854,6 +908,28 @@ pub(crate) fn tally(
             paid: pay,
         });
     }
+    // The same for the seats whose round agreed, by at least its quorum, that the
+    // segment's own payload cannot be judged within the network's published limits
+    // (the provider's code exceeded the sandbox's caps or ran non-deterministically, its
+    // proof's structure exceeds the check budget): one reward `R` each, from the fee left
+    // in escrow, then from the bond ([`payload_paid_seats`]).
+    let mut payload_paid = 0u64;
+    for (segment, seat) in &payload {
+        let reward = st.params.reward;
+        let from_escrow = reward.min(escrow);
+        escrow = escrow.saturating_sub(from_escrow);
+        let from_bond = reward.saturating_sub(from_escrow).min(bond);
+        bond = bond.saturating_sub(from_bond);
+        let pay = from_escrow.saturating_add(from_bond);
+        payload_paid = payload_paid.saturating_add(pay);
+        registry::credit(st, seat, pay);
+        ev.push(Event::PayloadAbstentionPaid {
+            session: *id,
+            segment: *segment,
+            seat: *seat,
+            paid: pay,
+        });
+    }
     // A provider that did not open its committed honeypot set forfeits what is left
     // of its honeypot bond: it cannot keep the set closed to wait for a better moment.
     let honeypots_forfeited = !s.honeypots_opened;
@@ -871,7 +947,8 @@ pub(crate) fn tally(
         a.fees_paid = a
             .fees_paid
             .saturating_add(rewards_paid)
-            .saturating_add(starved_paid);
+            .saturating_add(starved_paid)
+            .saturating_add(payload_paid);
     }
 
     for (i, o) in outcomes.iter().enumerate() {
@@ -921,6 +998,8 @@ pub(crate) fn tally(
         honeypots_forfeited,
         starved_seats: u16::try_from(starved.len()).unwrap_or(u16::MAX),
         starved_paid,
+        payload_seats: u16::try_from(payload.len()).unwrap_or(u16::MAX),
+        payload_paid,
         appeals: AppealRecord {
             until: ctx.height.saturating_add(st.params.appeal_window),
             ..AppealRecord::default()

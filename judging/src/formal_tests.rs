@@ -304,7 +304,8 @@ fn generated_proofs_agree_with_their_labels_through_the_seats_path() {
 
 /// A payload larger than any honest cut makes (a step citing hundreds of things, a
 /// skeleton with more names than steps and premises) is refused unread: an abstention,
-/// whatever it would have checked to.
+/// whatever it would have checked to, and one the provider pays for (its payload exceeds
+/// the network's stated limits).
 #[test]
 fn an_inflated_payload_is_refused_unread() {
     let t = sample("proof-ndl-correct.txt");
@@ -332,12 +333,83 @@ fn an_inflated_payload_is_refused_unread() {
     };
     for id in ["P2", decompose::proof::STRUCTURE_ID] {
         let d = inflate(id);
-        assert_eq!(d.vote, Vote::Abstain, "{id}: {}", d.reason);
+        assert_eq!(d.vote, Vote::PayloadAbstain, "{id}: {}", d.reason);
         assert!(
             d.reason.contains("more than") || d.reason.contains("larger than"),
             "{}",
             d.reason
         );
+    }
+}
+
+/// Issue 53, finding 11: a skeleton built to make the structure check cost steps x cites
+/// x depth x steps is over the stated work budget: its structure seat abstains at once,
+/// before running the check, with the abstention the provider pays for, and never votes
+/// Invalid. The skeleton is a right NDL proof's at the decomposer's limits (12 nested
+/// `assume` blocks around 480 steps), which is well under the budget, with every step's
+/// citations repeated up to the 64 a document may carry and 30 more blocks around each
+/// step.
+#[test]
+fn finding_11_a_skeleton_built_to_blow_up_the_structure_check_is_a_payload_abstention() {
+    use crate::proof::{PlanBlock, limits::STRUCTURE_WORK_BUDGET, steps, structure_work};
+    let depth = 12;
+    let mut proof = "assume A {\n".repeat(depth);
+    proof.push_str(&"B BY mp on premise-1, A;\n".repeat(479));
+    proof.push_str("B BY mp on premise-1, A\n");
+    proof.push_str(&"}\n".repeat(depth));
+    let goal = format!("{}B{}", "(A ==> ".repeat(depth), ")".repeat(depth));
+    let problem = format!("assert premise-1 := (A ==> B)\nDerive: {goal}\n");
+    let honest = steps(&problem, &proof).expect("reads").expect("a plan");
+    crate::proof::check_structure(&honest).expect("a right proof's structure");
+    let work = structure_work(&honest);
+    assert!(work < STRUCTURE_WORK_BUDGET / 10, "{work}");
+
+    let mut blown = honest.clone();
+    let first = blown.blocks.len();
+    for i in 0..30 {
+        blown.blocks.push(PlanBlock {
+            id: first + i,
+            parent: i.checked_sub(1).map(|j| first + j),
+            ..blown.blocks[0].clone()
+        });
+    }
+    for s in &mut blown.steps {
+        if let Some(c) = s.cites.first().cloned() {
+            s.cites.resize(64, c);
+        }
+        s.scope_path.extend(first..first + 30);
+    }
+    let work = structure_work(&blown);
+    assert!(work > STRUCTURE_WORK_BUDGET, "{work}");
+    // The seat's path: the structure segment of a real session, carrying this skeleton.
+    let t = sample("proof-ndl-correct.txt");
+    let (_, r) = cut(&t);
+    let mut view = manifest_views(&r)
+        .into_iter()
+        .find(|v| v.id == decompose::proof::STRUCTURE_ID)
+        .expect("a structure segment")
+        .view;
+    match view.formal.as_mut().map(|f| &mut f.doc) {
+        Some(Ok(ProofDoc::Structure { skeleton, .. })) => *skeleton = blown,
+        _ => panic!("a structure view"),
+    }
+    let started = std::time::Instant::now();
+    let d = ComputerAuditor.judge_now(&view, &Hash::ZERO);
+    assert_eq!(d.vote, Vote::PayloadAbstain, "{}", d.reason);
+    assert!(d.reason.contains("budget"), "{}", d.reason);
+    assert!(d.reason.len() <= trust_protocol::MAX_REASON_BYTES);
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+
+    // The samples are at least a hundred times below the budget.
+    for name in [
+        "proof-ndl-correct.txt",
+        "proof-ndl-wrong.txt",
+        "proof-equational-correct.txt",
+    ] {
+        let t = sample(name);
+        let (_, r) = cut(&t);
+        let work = structure_work(r.proof.as_deref().expect("a plan"));
+        assert!(work < STRUCTURE_WORK_BUDGET / 100, "{name}: {work}");
     }
 }
 
@@ -389,6 +461,13 @@ fn hand_written_proofs_end_through_the_seats_path_as_the_whole_proof_checker_say
             Err(_) => TraceVerdict::Inconclusive,
         };
         assert_eq!(got, want, "{problem}\n---\n{proof}");
+        if let Some(Ok(plan)) = crate::proof::steps(problem, proof) {
+            let work = crate::proof::structure_work(&plan);
+            assert!(
+                work < crate::proof::limits::STRUCTURE_WORK_BUDGET / 100,
+                "{work}: {problem}"
+            );
+        }
         checked += 1;
     }
     assert!(checked >= 50, "{checked}");

@@ -61,6 +61,7 @@ impl CheckedOperation {
             Vote::Invalid => "does not hold",
             Vote::Ungrounded => "uses a number nothing gives",
             Vote::Abstain => "could not be checked",
+            Vote::PayloadAbstain => "could not be checked within the network's limits",
         };
         format!(
             "`{}` {what} (checked by the Computer tier: {})",

@@ -457,7 +457,7 @@ pub fn preview_restricted_with(
                 Vote::Valid => LocalVerdict::Valid,
                 Vote::Invalid => LocalVerdict::Invalid,
                 Vote::Ungrounded => LocalVerdict::Ungrounded,
-                Vote::Abstain => LocalVerdict::Undecided,
+                Vote::Abstain | Vote::PayloadAbstain => LocalVerdict::Undecided,
             },
             weight: 1,
             rests_on,

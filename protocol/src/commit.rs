@@ -79,6 +79,18 @@ pub enum Vote {
     /// is present (never a no-show), unrewarded, and the segment escalates.
     #[serde(alias = "Abstain")]
     Abstain,
+    /// The seat cannot judge the step because the segment's own payload cannot be judged
+    /// within the network's published limits: the provider's code exceeded the sandbox's
+    /// CPU, memory, wall-clock or output cap, reached something non-deterministic or
+    /// forbidden, or a formal proof's structure needs more checking than the stated
+    /// budget. An abstention in every count ([`Vote::is_abstain`]): it decides nothing and
+    /// blocks nothing. Unlike [`Vote::Abstain`] the provider pays for it: when at least the
+    /// round's quorum of the segment's seats cast it, each of them is paid one reward from
+    /// the provider's escrow, as a seat the provider starved of its keys. Causes on the
+    /// seat's side (no sandbox, execution turned off, a module its interpreter lacks, a
+    /// dead model endpoint) stay [`Vote::Abstain`]. Appended last, so the encodings and
+    /// commitment codes of the earlier votes never change.
+    PayloadAbstain,
 }
 
 impl Vote {
@@ -92,10 +104,27 @@ impl Vote {
         matches!(self, Vote::Invalid | Vote::Ungrounded)
     }
 
-    /// Whether the seat abstained.
+    /// Whether the seat abstained, for either reason ([`Vote::Abstain`] or
+    /// [`Vote::PayloadAbstain`]).
     pub fn is_abstain(self) -> bool {
-        matches!(self, Vote::Abstain)
+        matches!(self, Vote::Abstain | Vote::PayloadAbstain)
     }
+
+    /// Whether the seat abstained because the segment's payload exceeds the network's
+    /// published limits ([`Vote::PayloadAbstain`], which the provider pays for when a
+    /// quorum of the round casts it).
+    pub fn is_payload_abstain(self) -> bool {
+        matches!(self, Vote::PayloadAbstain)
+    }
+
+    /// Every vote, in encoding order.
+    pub const ALL: [Vote; 5] = [
+        Vote::Valid,
+        Vote::Invalid,
+        Vote::Ungrounded,
+        Vote::Abstain,
+        Vote::PayloadAbstain,
+    ];
 
     /// The byte that stands for this vote inside a commitment.
     pub fn code(self) -> u8 {
@@ -104,6 +133,7 @@ impl Vote {
             Vote::Invalid => 2,
             Vote::Ungrounded => 3,
             Vote::Abstain => 4,
+            Vote::PayloadAbstain => 5,
         }
     }
 }

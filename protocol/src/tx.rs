@@ -847,7 +847,7 @@ pub enum TxFormatError {
     #[error("{0} must be positive")]
     ZeroAmount(&'static str),
     /// A honeypot's known verdict must be a judgement, not an abstention.
-    #[error("a honeypot's known verdict must be Valid, Invalid or Ungrounded, not Abstain")]
+    #[error("a honeypot's known verdict must be Valid, Invalid or Ungrounded, not an abstention")]
     AbstainingHoneypot,
     /// A batch (of votes or of honeypot openings) with fewer than two entries (one goes
     /// as a single call).
@@ -1276,7 +1276,8 @@ mod tests {
             Just(Vote::Valid),
             Just(Vote::Invalid),
             Just(Vote::Ungrounded),
-            Just(Vote::Abstain)
+            Just(Vote::Abstain),
+            Just(Vote::PayloadAbstain)
         ]
     }
 
@@ -1711,6 +1712,18 @@ mod tests {
                 session: Hash([1; 32]),
                 segment: 0,
                 verdict: Vote::Abstain,
+                difficulty: Difficulty::Obvious,
+                salt: Salt([2; 32]),
+            },
+        };
+        assert_eq!(tx.validate(), Err(TxFormatError::AbstainingHoneypot));
+        // Nor is the provider-paid abstention a known verdict.
+        let tx = Tx {
+            nonce: 0,
+            call: Call::RevealHoneypot {
+                session: Hash([1; 32]),
+                segment: 0,
+                verdict: Vote::PayloadAbstain,
                 difficulty: Difficulty::Obvious,
                 salt: Salt([2; 32]),
             },

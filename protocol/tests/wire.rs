@@ -65,7 +65,7 @@ proptest! {
     }
 
     #[test]
-    fn votes_round_trip(v in prop_oneof![Just(Vote::Valid), Just(Vote::Invalid), Just(Vote::Ungrounded), Just(Vote::Abstain)]) {
+    fn votes_round_trip(v in prop::sample::select(Vote::ALL.to_vec())) {
         prop_assert_eq!(decode::<Vote>(&encode(&v)), Ok(v));
     }
 }
@@ -143,6 +143,45 @@ fn golden_abstain_vote() {
     assert_ne!(c.to_hex(), GOLDEN_COMMITMENT);
 }
 
+/// The provider-paid abstention joined the vote enum last (issue 54, issue 53 finding 11):
+/// it is encoded as 4 with commitment code 5, and the four earlier votes keep their bytes
+/// and codes, so commitments and ledgers written before it still open and replay.
+#[test]
+fn golden_payload_abstain_vote() {
+    assert_eq!(hex(&encode(&Vote::Valid)), GOLDEN_VALID_VOTE);
+    assert_eq!(hex(&encode(&Vote::Abstain)), GOLDEN_ABSTAIN_VOTE);
+    assert_eq!(
+        hex(&encode(&Vote::PayloadAbstain)),
+        GOLDEN_PAYLOAD_ABSTAIN_VOTE
+    );
+    let codes: Vec<u8> = Vote::ALL.iter().map(|v| v.code()).collect();
+    assert_eq!(codes, [1, 2, 3, 4, 5]);
+    assert!(Vote::PayloadAbstain.is_abstain() && Vote::PayloadAbstain.is_payload_abstain());
+    assert!(!Vote::Abstain.is_payload_abstain());
+    assert!(!Vote::PayloadAbstain.is_valid() && !Vote::PayloadAbstain.is_error());
+    assert_eq!(decode::<Vote>(&[4, 0, 0, 0]), Ok(Vote::PayloadAbstain));
+    assert!(decode::<Vote>(&[5, 0, 0, 0]).is_err());
+    let c = commitment(
+        &Hash([1; 32]),
+        &Hash([2; 32]),
+        &Keypair::from_seed([3; 32]).public(),
+        Vote::PayloadAbstain,
+        &Salt([4; 32]),
+        "the rule (B → C) yields C, not F",
+    );
+    assert_ne!(c.to_hex(), GOLDEN_ABSTAIN_COMMITMENT);
+    assert_ne!(c.to_hex(), GOLDEN_COMMITMENT);
+    // JSON: one snake_case spelling (no version ever wrote another).
+    assert_eq!(
+        serde_json::to_string(&Vote::PayloadAbstain).unwrap(),
+        "\"payload_abstain\""
+    );
+    assert_eq!(
+        serde_json::from_str::<Vote>("\"payload_abstain\"").unwrap(),
+        Vote::PayloadAbstain
+    );
+}
+
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
@@ -157,5 +196,6 @@ const GOLDEN_BLOCK_SEED: &str = "9db5dba15ebc34cbccf84652cdbfa2e916adc247f016a5c
 const GOLDEN_COMMITMENT: &str = "0b49bcef5ba06113989a226fde6b9556fd2f323225ea256f407a840f3a2b55fd";
 const GOLDEN_VALID_VOTE: &str = "00000000";
 const GOLDEN_ABSTAIN_VOTE: &str = "03000000";
+const GOLDEN_PAYLOAD_ABSTAIN_VOTE: &str = "04000000";
 const GOLDEN_ABSTAIN_COMMITMENT: &str =
     "f0565053828e601db27f39f8adf1ee6833b4ca282e97a9033c8caa2ddb180a1d";

@@ -86,7 +86,7 @@ fn action() -> impl Strategy<Value = Action> {
                 }
             }
         ),
-        (who.clone(), 0usize..4, 0u16..4, 0u8..3, any::<bool>()).prop_map(
+        (who.clone(), 0usize..4, 0u16..4, 0u8..5, any::<bool>()).prop_map(
             |(who, session, segment, vote, copy)| Action::Commit {
                 who,
                 session,
@@ -95,7 +95,7 @@ fn action() -> impl Strategy<Value = Action> {
                 copy
             }
         ),
-        (who.clone(), 0usize..4, 0u16..4, 0u8..3).prop_map(|(who, session, segment, vote)| {
+        (who.clone(), 0usize..4, 0u16..4, 0u8..5).prop_map(|(who, session, segment, vote)| {
             Action::Reveal {
                 who,
                 session,
@@ -125,7 +125,9 @@ fn vote(v: u8) -> Vote {
     match v {
         0 => Vote::Valid,
         1 => Vote::Invalid,
-        _ => Vote::Ungrounded,
+        2 => Vote::Ungrounded,
+        3 => Vote::Abstain,
+        _ => Vote::PayloadAbstain,
     }
 }
 
@@ -458,6 +460,12 @@ impl World {
             );
         }
         for (id, o) in &st.outcomes {
+            // The provider pays a payload abstention one reward at most, and only to a
+            // seat whose round cast it by at least its quorum.
+            assert!(
+                o.payload_paid <= u64::from(o.payload_seats) * st.params.reward,
+                "a payload abstention paid more than one reward"
+            );
             self.decided.insert(*id, o.clone());
         }
         // The derived indexes equal what a scan of the state gives: the per-tier index of

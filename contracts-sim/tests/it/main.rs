@@ -9,5 +9,6 @@ mod contract;
 mod costs;
 mod integrity;
 mod invariants;
+mod payload;
 #[cfg(feature = "sim")]
 mod sim;

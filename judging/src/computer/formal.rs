@@ -30,7 +30,8 @@ use std::collections::BTreeSet;
 
 use crate::proof::{
     Claim, ProofPlan, Source, StepDoc, StepRole, StepVerdict, check_skeleton, check_step,
-    limits::{MAX_BLOCK_DEPTH, MAX_NESTING},
+    limits::{MAX_BLOCK_DEPTH, MAX_NESTING, STRUCTURE_WORK_BUDGET},
+    structure_work,
 };
 use serde::{Deserialize, Serialize};
 use trust_protocol::{Vote, seal::SegmentDoc, tx::Tier};
@@ -130,6 +131,20 @@ fn abstain(why: impl Into<String>) -> Decision {
     Decision {
         vote: Vote::Abstain,
         reason: why.into(),
+    }
+}
+
+/// An abstention because the proof's own payload exceeds a stated limit of the network
+/// (a structure larger than a proof of its steps can be, or one whose check exceeds
+/// [`STRUCTURE_WORK_BUDGET`]): the provider pays for it when a quorum of the segment's
+/// seats agrees, so a provider cannot hold seats with a skeleton built to be slow for free.
+fn payload_abstain(why: impl Into<String>) -> Decision {
+    Decision {
+        vote: Vote::PayloadAbstain,
+        reason: format!(
+            "{}; the provider's proof is at fault (the provider pays when a quorum of seats agrees)",
+            why.into()
+        ),
     }
 }
 
@@ -281,7 +296,14 @@ fn judge_structure(
     givens: &[String],
 ) -> Decision {
     if !within_bounds(sk) {
-        return abstain("the proof's structure is larger than a proof of its steps can be");
+        return payload_abstain("the proof's structure is larger than a proof of its steps can be");
+    }
+    // Past the stated budget the seat abstains rather than run a check whose cost the
+    // provider chose; it never votes Invalid on a structure it did not check.
+    if structure_work(sk) > STRUCTURE_WORK_BUDGET {
+        return payload_abstain(
+            "checking the proof's structure needs more work than the network's stated budget",
+        );
     }
     if !states(givens, &sk.problem_text, &sk.problem) {
         return abstain("the proof's problem is not among what this seat received");
@@ -315,7 +337,9 @@ fn judge_structure(
             return invalid("a step of the proof cites what the structure does not hold");
         };
         if expected.len() > trust_protocol::tx::MAX_DEPENDENCIES {
-            return abstain("a step of the proof rests on more segments than a segment may cite");
+            return payload_abstain(
+                "a step of the proof rests on more segments than a segment may cite",
+            );
         }
         let actual: BTreeSet<u16> = deps.iter().copied().collect();
         if actual != expected {
@@ -329,7 +353,7 @@ fn judge_structure(
 
 fn judge_step(view: &FormalView, step: &StepDoc, givens: &[String]) -> Decision {
     if step.cites.len() > MAX_CITES || step.hypotheses.len() > MAX_BLOCK_DEPTH {
-        return abstain("the step cites more than a proof step can");
+        return payload_abstain("the step cites more than a proof step can");
     }
     // The structure every seat of the session reads, from the segment it rests on.
     let mut structures = view.cited.iter().filter_map(|(pos, d)| match d {

@@ -124,11 +124,23 @@ impl Judgement {
         }
     }
 
-    /// The vote, if one was cast.
+    /// The vote, if one was cast (an abstention of either kind is none: a
+    /// [`Vote::PayloadAbstain`] a checker casts is carried as a `Vote` only so that its
+    /// kind reaches the seat's commitment).
     pub fn as_vote(&self) -> Option<Vote> {
         match self {
-            Judgement::Vote { vote, .. } => Some(*vote),
-            Judgement::Abstain(_) => None,
+            Judgement::Vote { vote, .. } if !vote.is_abstain() => Some(*vote),
+            Judgement::Vote { .. } | Judgement::Abstain(_) => None,
+        }
+    }
+
+    /// An abstention because the segment's own payload exceeds the network's published
+    /// limits ([`Vote::PayloadAbstain`]): the provider pays for it when a quorum of the
+    /// segment's seats agrees.
+    pub fn payload_abstain(reason: impl Into<String>) -> Self {
+        Judgement::Vote {
+            vote: Vote::PayloadAbstain,
+            reason: reason.into(),
         }
     }
 

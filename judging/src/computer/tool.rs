@@ -905,6 +905,30 @@ fn ran_on(exec: &dyn Execute, mode: Mode) -> String {
     format!("({}, {sem} semantics)", exec.interpreter())
 }
 
+/// What a payload abstention's reason adds, so that whoever reads it knows who pays.
+const PAID_BY_PROVIDER: &str =
+    "; the provider's code is at fault (the provider pays when a quorum of seats agrees)";
+
+/// Whether a re-run's abstention is the provider's code's doing, the same on every honest
+/// seat (a [`trust_protocol::Vote::PayloadAbstain`], which the provider pays for when a
+/// quorum of the segment's seats casts it): the code exceeded one of the sandbox's
+/// published caps (CPU, wall clock, memory, output), reached something that differs
+/// between runs or machines, or did what the sandbox forbids (a socket, a new process, a
+/// file outside its directory). What is the seat's side stays a plain abstention: a
+/// module its interpreter lacks (another seat's may have it), a sandbox that failed to
+/// start or crashed, execution turned off by the operator.
+///
+/// An adversary's view: a seat cannot make its own machine's fault look like the
+/// provider's and be paid for it alone, since only a quorum of the round is paid; a wall
+/// clock cap that one slow seat hits is a lone claim, unpaid.
+pub fn caused_by_payload(a: &trust_sandbox::Abstain) -> bool {
+    use trust_sandbox::Abstain as A;
+    match a {
+        A::Limit { .. } | A::NonDeterministic { .. } | A::Refused { .. } => true,
+        A::Unavailable { .. } | A::Failed { .. } | A::Off => false,
+    }
+}
+
 /// The judgement of a tool segment (see the module doc): `cells`, the code of the same
 /// kernel's earlier calls, in order (replayed first under cell semantics); `exec`, the
 /// seat's sandbox, if it has one.
@@ -932,6 +956,9 @@ pub fn judge_tool(tool: &ToolText<'_>, cells: &[String], exec: Option<&dyn Execu
             let on = ran_on(exec, mode);
             let ran = match exec.execute(&req) {
                 Outcome::Ran(r) => r,
+                Outcome::Abstain(a) if caused_by_payload(&a) => {
+                    return Judgement::payload_abstain(format!("{a} {on}{PAID_BY_PROVIDER}"));
+                }
                 Outcome::Abstain(a) => return Judgement::Abstain(format!("{a} {on}")),
             };
             if tool.form == Form::Stated {

@@ -177,7 +177,7 @@ pub fn changed_number(step: &str, seed: &Hash) -> Option<String> {
 /// `seed`.
 pub fn probes_for(vote: Vote, step: &str, seed: &Hash) -> Vec<Probe> {
     match vote {
-        Vote::Abstain => Vec::new(),
+        Vote::Abstain | Vote::PayloadAbstain => Vec::new(),
         Vote::Valid => {
             let mut p = vec![Probe {
                 what: "its negation",

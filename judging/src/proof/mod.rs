@@ -39,7 +39,7 @@ pub use formula::{Formula, FormulaError, parse_formula};
 pub use ndl::syntax::HypKind;
 pub use plan::{
     Binding, Citation, CiteRole, PlanBlock, PlanFault, PlanHypothesis, PlanStep, ProofPlan, Source,
-    StepRole, StructureError, check_structure, verdict_from_steps,
+    StepRole, StructureError, check_structure, structure_work, verdict_from_steps,
 };
 pub use problem::{Axiom, Identity, Premise, Problem};
 pub use report::{Claim, ErrorKind, Failure, Language, ProofReport, StepVerdict, Verdict};

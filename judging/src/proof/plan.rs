@@ -1088,6 +1088,62 @@ impl ProofPlan {
     }
 }
 
+/// An upper bound on the work [`check_structure`] does on `plan`, in units of one scope
+/// lookup or one formula node: every citation, binding and step looks its source's scope
+/// up against every step at every depth (`export_of`, `export_chain`, `arguments_of`:
+/// steps x depth^2 each, a few times), a named citation scans the bindings, and a citation
+/// copies and compares its source's claim. Computed from the plan's sizes alone, in
+/// linear time, so a seat can refuse a plan before running the check
+/// ([`super::limits::STRUCTURE_WORK_BUDGET`]).
+pub fn structure_work(plan: &ProofPlan) -> u64 {
+    let n = |x: usize| u64::try_from(x).unwrap_or(u64::MAX);
+    let steps = n(plan.steps.len()).saturating_add(1);
+    let depth = plan
+        .steps
+        .iter()
+        .map(|s| n(s.scope_path.len()))
+        .max()
+        .unwrap_or(0)
+        .saturating_add(1);
+    let cites = plan
+        .steps
+        .iter()
+        .fold(0u64, |a, s| a.saturating_add(n(s.cites.len())));
+    let bindings = n(plan.bindings.len());
+    let formula_nodes = |f: &Formula| n(f.measure().0);
+    let claim_nodes = |c: &Claim| match c {
+        Claim::Formula(f) => formula_nodes(f),
+        Claim::Term(_) | Claim::Equation(..) => 1,
+    };
+    let largest_claim = plan
+        .steps
+        .iter()
+        .filter_map(|s| s.claim.as_ref().map(claim_nodes))
+        .chain(
+            plan.problem
+                .premises
+                .iter()
+                .map(|p| formula_nodes(&p.formula)),
+        )
+        .chain(plan.problem.axioms.iter().map(|a| formula_nodes(&a.schema)))
+        .chain(
+            plan.hypotheses
+                .iter()
+                .filter_map(|h| h.formula.as_ref().map(formula_nodes)),
+        )
+        .max()
+        .unwrap_or(1)
+        .max(1);
+    let lookup = steps.saturating_mul(depth).saturating_mul(depth);
+    cites
+        .saturating_add(bindings)
+        .saturating_add(steps)
+        .saturating_mul(lookup)
+        .saturating_mul(4)
+        .saturating_add(cites.saturating_mul(bindings))
+        .saturating_add(cites.saturating_mul(largest_claim).saturating_mul(2))
+}
+
 /// Checks the facts of a plan that no single seat sees. A plan made by [`super::steps`]
 /// passes; a plan whose citations reach into closed blocks, present a hypothesis as a
 /// premise, or misstate scopes or names does not.

@@ -53,19 +53,13 @@ use trust_protocol::{
 };
 
 use super::restrict::Restricted;
-use crate::{
-    computer::{self, Judgement},
-    decompose::dependency_order,
-};
+use crate::{computer, decompose::dependency_order};
 
 /// The Computer tier's vote on a candidate claim, if it decides one: the judgement a
 /// Computer seat makes, so that a group of a long trace's steps with one step altered is
 /// refuted as its seats would refute it.
 fn computer_vote(claim: &str, premises: &[String], givens: &[String], seed: &Hash) -> Option<Vote> {
-    match computer::check_claim(claim, premises, givens, seed) {
-        Judgement::Vote { vote, .. } => Some(vote),
-        Judgement::Abstain(_) => None,
-    }
+    computer::check_claim(claim, premises, givens, seed).as_vote()
 }
 
 pub mod worded;

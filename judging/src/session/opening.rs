@@ -442,6 +442,8 @@ mod tests {
             honeypots_forfeited: false,
             starved_seats: 0,
             starved_paid: 0,
+            payload_seats: 0,
+            payload_paid: 0,
             appeals: Default::default(),
             quorum: crate::session::DEFAULT_QUORUM,
             terms: Default::default(),

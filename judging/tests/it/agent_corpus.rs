@@ -123,8 +123,8 @@ fn the_agent_corpus_without_a_sandbox() {
 }
 
 /// A transcript whose call never ends, or reaches outside the sandbox: its tool segment
-/// ends in an abstention within the sandbox's caps, never a vote, and the whole check
-/// returns within a minute.
+/// ends in an abstention within the sandbox's caps, never a vote (the provider-paid kind:
+/// its code is at fault), and the whole check returns within a minute.
 #[test]
 fn a_hostile_call_ends_in_an_abstention_of_its_tool_segment() {
     use trust_judging::{
@@ -156,9 +156,10 @@ fn a_hostile_call_ends_in_an_abstention_of_its_tool_segment() {
         assert!(started.elapsed() < std::time::Duration::from_secs(60));
         let tc = p.segments.iter().find(|s| s.id == "TC1").expect("TC1");
         let d = tc.decision.as_ref().expect("judged");
+        // The provider's code is at fault: the abstention the provider pays for.
         assert_eq!(
             d.vote,
-            trust_protocol::Vote::Abstain,
+            trust_protocol::Vote::PayloadAbstain,
             "{code}: {}",
             d.reason
         );

@@ -539,7 +539,11 @@ pub(super) struct CastVoteDoc {
     seat: String,
     /// 0, or 1 after an escalation.
     round: u8,
-    /// `Valid`, `Invalid`, `Ungrounded` or `Abstain`.
+    /// `valid`, `invalid`, `ungrounded`, `abstain`, or `payload_abstain` (an abstention
+    /// because the provider's payload cannot be judged within the network's published
+    /// limits: its code exceeded the sandbox's caps or ran non-deterministically, or its
+    /// proof's structure exceeds the check budget; counted with the abstentions, and paid
+    /// from the provider's escrow when at least the round's quorum cast it).
     vote: String,
     /// Why, as the seat wrote it: UTF-8 of at most 280 bytes (`MAX_REASON_BYTES`), no
     /// control characters but newline and tab. Its hash is bound into the commitment.

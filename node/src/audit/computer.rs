@@ -149,6 +149,42 @@ mod tests {
         assert_eq!(wrong.vote, Vote::Invalid, "{}", wrong.reason);
     }
 
+    /// The provider's code running past the sandbox's CPU cap is the abstention the
+    /// provider pays for (`PayloadAbstain`, issue 54), its reason saying so; the same
+    /// segment on a node with execution off is a plain abstention (the seat's side).
+    #[tokio::test]
+    async fn a_runaway_tool_call_is_an_abstention_the_provider_pays_for() {
+        let cfg = Config {
+            limits: trust_sandbox::Limits {
+                cpu_seconds: 1,
+                wall: std::time::Duration::from_secs(5),
+                ..Config::default().limits
+            },
+            ..Config::default()
+        };
+        let judge = ComputerJudge::start(&cfg);
+        assert!(judge.interpreter().is_some(), "the sandbox must start here");
+        let runaway = SegmentView {
+            claim: render_tool(
+                "call_1",
+                "python",
+                Some(Semantics::Script),
+                "while True:\n    pass",
+                "1",
+            )
+            .expect("renders"),
+            ..SegmentView::default()
+        };
+        let d = judge.judge(&runaway, &Hash::ZERO).await;
+        assert_eq!(d.vote, Vote::PayloadAbstain, "{}", d.reason);
+        assert!(d.reason.contains("provider pays"), "{}", d.reason);
+        let off = ComputerJudge::start(&Config {
+            enabled: false,
+            ..Config::default()
+        });
+        assert_eq!(off.judge(&runaway, &Hash::ZERO).await.vote, Vote::Abstain);
+    }
+
     /// With execution off, the same segment is an abstention and no code runs.
     #[tokio::test]
     async fn execution_off_abstains_on_tool_calls() {

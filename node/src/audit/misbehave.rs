@@ -98,7 +98,7 @@ impl Behaviour {
             Behaviour::Malicious => match honest.vote {
                 Vote::Valid => because(Vote::Invalid, "inverted"),
                 Vote::Invalid | Vote::Ungrounded => because(Vote::Valid, "inverted"),
-                Vote::Abstain => honest,
+                Vote::Abstain | Vote::PayloadAbstain => honest,
             },
             Behaviour::RubberStamp => because(Vote::Valid, "approves everything"),
             Behaviour::Lazy => because(Vote::Abstain, "never judges"),

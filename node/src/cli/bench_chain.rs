@@ -128,6 +128,8 @@ fn finished(provider: AccountId, seats: [AccountId; 3]) -> Outcome {
         honeypots_forfeited: false,
         starved_seats: 0,
         starved_paid: 0,
+        payload_seats: 0,
+        payload_paid: 0,
         appeals: trust_contracts::AppealRecord {
             until: 2,
             final_at: Some(2),

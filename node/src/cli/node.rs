@@ -655,7 +655,7 @@ fn abstention_words(seg: &trust_contracts::SegmentOutcome) -> Option<String> {
     let reasons: Vec<String> = seg
         .votes_cast
         .iter()
-        .filter(|v| Some(v.round) == last && v.vote == Vote::Abstain)
+        .filter(|v| Some(v.round) == last && v.vote.is_abstain())
         .map(|v| one_line(&v.reason))
         .collect();
     let mut seen: Vec<(&str, usize)> = Vec::new();
@@ -836,12 +836,20 @@ fn vote_lines(cast: &[CastVote]) -> Vec<String> {
     cast.iter()
         .map(|v| {
             let seat = v.seat.to_hex();
-            let vote = word(v.vote);
+            // A payload abstention shows as an abstention, marked with who caused it.
+            let vote = if v.vote.is_payload_abstain() {
+                word(Vote::Abstain)
+            } else {
+                word(v.vote)
+            };
             let mut marks = Vec::new();
+            if v.vote.is_payload_abstain() {
+                marks.push("the provider's payload exceeds the limits".to_string());
+            }
             if v.round > 0 {
                 marks.push(format!("round {}", v.round));
             }
-            if !v.counted && v.vote != Vote::Abstain {
+            if !v.counted && !v.vote.is_abstain() {
                 marks.push("late".to_string());
             }
             let reason = one_line(&v.reason);
@@ -1522,6 +1530,29 @@ mod tests {
         assert!(lines[1].contains("(round 1) escalated"), "{}", lines[1]);
         assert!(lines[2].contains("(round 3) second appeal"), "{}", lines[2]);
         assert!(lines[3].ends_with("a?b"), "{}", lines[3]);
+    }
+
+    /// A payload abstention (issue 54) shows as an abstention in the vote column, marked
+    /// with who caused it, and the column keeps its width.
+    #[test]
+    fn a_payload_abstention_shows_as_an_abstention_marked_as_the_providers() {
+        let seat: AccountId = trust_protocol::Keypair::from_label("seat").public();
+        let cast = |vote: Vote| CastVote {
+            seat,
+            round: 0,
+            vote,
+            reason: "the run exceeded the sandbox's CPU time limit".to_string(),
+            counted: false,
+        };
+        let lines = vote_lines(&[cast(Vote::PayloadAbstain), cast(Vote::Abstain)]);
+        assert!(
+            lines[0].contains("Abstain   ")
+                && lines[0].contains("(the provider's payload exceeds the limits)"),
+            "{}",
+            lines[0]
+        );
+        assert!(!lines[1].contains("provider") && !lines[1].contains("late"));
+        assert!(!lines[0].contains("late"), "{}", lines[0]);
     }
 
     /// Issue 56, item 8: the default `query` (no `--segments`) says why each undecided

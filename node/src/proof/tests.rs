@@ -110,6 +110,8 @@ pub(crate) fn outcome(provider: AccountId) -> Outcome {
         honeypots_forfeited: false,
         starved_seats: 0,
         starved_paid: 0,
+        payload_seats: 0,
+        payload_paid: 0,
         // Final at block 2 (a window of no blocks): `proof verify` accepts it without
         // `--allow-non-final`; [`fixture_with`] makes other ones.
         appeals: trust_contracts::AppealRecord {

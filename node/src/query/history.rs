@@ -190,7 +190,9 @@ fn fill_outcome(
                     Vote::Valid => &mut s.votes.valid,
                     Vote::Invalid => &mut s.votes.invalid,
                     Vote::Ungrounded => &mut s.votes.ungrounded,
-                    Vote::Abstain => &mut s.votes.abstain,
+                    // Counted with the abstentions (the provider paid for it when a
+                    // quorum of the round cast it).
+                    Vote::Abstain | Vote::PayloadAbstain => &mut s.votes.abstain,
                 };
                 *slot = slot.saturating_add(1);
                 if v.counted {

@@ -324,6 +324,7 @@ fn vote_name(v: Vote) -> &'static str {
         Vote::Invalid => "Invalid",
         Vote::Ungrounded => "Ungrounded",
         Vote::Abstain => "Unsure (abstain)",
+        Vote::PayloadAbstain => "Abstain: the provider's payload exceeds the limits",
     }
 }
 

@@ -493,7 +493,8 @@ fn decided_body(
 <dt>Undecided weight</dt><dd>{}</dd><dt>Left out</dt><dd>{} computer, {} LLM, {} human</dd>\
 <dt>Opened at</dt><dd>{}</dd><dt>Decided at (UTC)</dt><dd class=\"mono\">{}</dd>\
 <dt>Deciding block hash</dt><dd class=\"mono\">{}</dd>\
-<dt>Rewards paid</dt><dd>{}</dd><dt>Refunded</dt><dd>{}</dd>\
+<dt>Rewards paid</dt><dd>{}</dd>\
+<dt>Paid for abstentions the provider caused</dt><dd>{}</dd><dt>Refunded</dt><dd>{}</dd>\
 <dt>Finality</dt><dd>{}</dd>",
         esc(&bound_text(o.bound.hoeffding_neg_ln_milli)),
         if o.error_at_conclusion { "yes" } else { "no" },
@@ -505,6 +506,7 @@ fn decided_body(
         d.time_ms.map_or("-".to_string(), crate::chain::format_time),
         d.block_hash.map_or("-".to_string(), |h| h.to_string()),
         o.rewards_paid,
+        payload_paid_text(o),
         o.refunded,
         finality_text(Some(o.finality()), sid)
     );
@@ -525,6 +527,21 @@ fn decided_body(
         }
     }
     Ok(body)
+}
+
+/// What the provider paid seats it starved of keys and seats whose round agreed its
+/// payload cannot be judged within the network's limits (`Vote::PayloadAbstain`), each one
+/// reward from its escrow: `0`, or `30 (3 seats starved of keys, 0 abstained because the
+/// provider's code or proof exceeded the network's limits)`.
+fn payload_paid_text(o: &trust_contracts::Outcome) -> String {
+    let total = o.starved_paid.saturating_add(o.payload_paid);
+    if total == 0 {
+        return "0".into();
+    }
+    format!(
+        "{total} ({} seats starved of keys, {} abstained because the provider's code or proof exceeded the network's limits)",
+        o.starved_seats, o.payload_seats
+    )
 }
 
 /// Where a decided session stands with respect to appeals, as HTML: final at a block,

@@ -105,6 +105,70 @@ fn a_re_run_votes_by_the_comparison_and_names_the_interpreter() {
     assert_eq!(unsure.as_vote(), None, "{unsure:?}");
 }
 
+/// The causes of a sandbox's abstention that are the provider's code's doing (a cap
+/// exceeded, something non-deterministic or forbidden reached) are payload abstentions,
+/// which the provider pays for when a quorum agrees; the seat's own (a module its
+/// interpreter lacks, a sandbox that failed, execution off) stay plain abstentions.
+#[test]
+fn the_providers_code_exceeding_the_limits_is_a_payload_abstention() {
+    let b = block("python", None, "while True: pass", "1");
+    let t = read_tool(&b).unwrap();
+    let judged = |a: Abstain| {
+        let exec = StandIn {
+            outcome: Outcome::Abstain(a),
+            asked: Mutex::new(Vec::new()),
+        };
+        judge_tool(&t, &[], Some(&exec))
+    };
+    let payload = [
+        Abstain::Limit {
+            which: trust_sandbox::LimitKind::Cpu,
+        },
+        Abstain::Limit {
+            which: trust_sandbox::LimitKind::Memory,
+        },
+        Abstain::Limit {
+            which: trust_sandbox::LimitKind::Output,
+        },
+        Abstain::Limit {
+            which: trust_sandbox::LimitKind::Wall,
+        },
+        Abstain::NonDeterministic {
+            what: "the clock".into(),
+        },
+        Abstain::Refused {
+            what: "a socket".into(),
+        },
+    ];
+    for a in payload {
+        let j = judged(a.clone());
+        let Judgement::Vote { vote, reason } = &j else {
+            panic!("{a:?}: {j:?}")
+        };
+        assert_eq!(*vote, Vote::PayloadAbstain, "{a:?}");
+        assert_eq!(j.as_vote(), None, "an abstention, never a judgement");
+        assert!(reason.contains("provider pays"), "{reason}");
+        assert!(reason.len() <= trust_protocol::MAX_REASON_BYTES, "{reason}");
+    }
+    let seat_side = [
+        Abstain::Unavailable {
+            module: "sympy".into(),
+        },
+        Abstain::Failed {
+            reason: "bwrap is missing".into(),
+        },
+        Abstain::Off,
+    ];
+    for a in seat_side {
+        assert!(
+            matches!(judged(a.clone()), Judgement::Abstain(_)),
+            "{a:?} is the seat's side"
+        );
+    }
+    // No sandbox at all is the seat's side too.
+    assert!(matches!(judge_tool(&t, &[], None), Judgement::Abstain(_)));
+}
+
 #[test]
 fn without_a_sandbox_or_with_an_abstaining_one_the_seat_abstains() {
     let b = block("python", None, "print(1)", "1");

@@ -73,11 +73,7 @@ use trust_protocol::{
 };
 
 use super::{Bait, Calculation};
-use crate::{
-    computer::{self, Judgement},
-    decompose,
-    session::restrict::Restricted,
-};
+use crate::{computer, decompose, session::restrict::Restricted};
 
 /// How a worded honeypot is wrong.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -329,10 +325,7 @@ pub(crate) fn forgeries(r: &Restricted, step: usize, op: usize) -> Vec<Forgery> 
 /// OPERATION (`SegmentView::new`: the same premises and givens, the same seed).
 pub(crate) fn operation_vote(op: &str, premises: &[String], givens: &[String]) -> Option<Vote> {
     let seed = Hash::of_parts("trust/v1/operation", &[op.as_bytes()]);
-    match computer::check_claim(op, premises, givens, &seed) {
-        Judgement::Vote { vote, .. } => Some(vote),
-        Judgement::Abstain(_) => None,
-    }
+    computer::check_claim(op, premises, givens, &seed).as_vote()
 }
 
 /// What a forgery is checked against.
