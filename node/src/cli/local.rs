@@ -351,6 +351,58 @@ fn has_tool_calls(hdag: &trust_protocol::hdag::Hdag) -> bool {
     hdag.nodes.iter().any(|n| n.id.starts_with("TC"))
 }
 
+/// A segment of the preview with the heading of the transcript turn it sits in.
+type InTurn<'a> = (&'a PreviewSegment, Option<String>);
+
+/// The preview's segments as `check` lists them: for an agent transcript, in the order
+/// the trace holds them, each with the heading of its turn (a segment the trace does not
+/// hold verbatim stays after the one before it, in its turn); otherwise in HDAG order,
+/// with none.
+fn in_turns<'a>(trace: &Trace, hdag: &Hdag, segments: &'a [PreviewSegment]) -> Vec<InTurn<'a>> {
+    use trust_judging::preview::turns::{turn_of, turns};
+    let turns = turns(&trace.thinking);
+    if turns.is_empty() {
+        return segments.iter().map(|seg| (seg, None)).collect();
+    }
+    let places = trust_judging::decompose::place::places(trace, hdag);
+    let at = hdag.positions();
+    let mut last = (0u8, 0usize);
+    let mut keyed: Vec<((u8, usize), usize, InTurn<'a>)> = segments
+        .iter()
+        .enumerate()
+        .map(|(i, seg)| {
+            let place = at
+                .get(seg.id.as_str())
+                .and_then(|j| places.get(*j).copied().flatten());
+            let (key, turn) = match place {
+                Some(pl) => {
+                    let part = pl.part.as_str();
+                    let rank = match part {
+                        "problem" => 0,
+                        "thinking" => 1,
+                        _ => 2,
+                    };
+                    ((rank, pl.start), turn_of(&turns, part, pl.start))
+                }
+                None => (last, None),
+            };
+            last = key;
+            (key, i, (seg, turn))
+        })
+        .collect();
+    keyed.sort_by_key(|(k, i, _)| (*k, *i));
+    let mut turn = None;
+    keyed
+        .into_iter()
+        .map(|(_, _, (seg, t))| {
+            if t.is_some() {
+                turn.clone_from(&t);
+            }
+            (seg, turn.clone())
+        })
+        .collect()
+}
+
 /// `trust-node check`.
 pub fn run_check(args: TraceArgs) -> CliResult {
     let (trace, hdag) = load(&args)?;
@@ -453,52 +505,7 @@ pub fn run_check(args: TraceArgs) -> CliResult {
         // An agent transcript reads as its turns: the segments in the order the trace
         // holds them, under the turn each sits in (a segment the trace does not hold
         // verbatim stays after the one before it).
-        let turns = trust_judging::preview::turns::turns(&trace.thinking);
-        let mut order: Vec<(&PreviewSegment, Option<String>)> =
-            p.segments.iter().map(|seg| (seg, None)).collect();
-        if !turns.is_empty() {
-            let places = trust_judging::decompose::place::places(&trace, &hdag);
-            let at = hdag.positions();
-            let mut last = (0u8, 0usize);
-            let mut keyed: Vec<((u8, usize), usize, &PreviewSegment, Option<String>)> = p
-                .segments
-                .iter()
-                .enumerate()
-                .map(|(i, seg)| {
-                    let place = at
-                        .get(seg.id.as_str())
-                        .and_then(|j| places.get(*j).copied().flatten());
-                    let (key, turn) = match place {
-                        Some(pl) => {
-                            let part = pl.part.as_str();
-                            let rank = match part {
-                                "problem" => 0,
-                                "thinking" => 1,
-                                _ => 2,
-                            };
-                            (
-                                (rank, pl.start),
-                                trust_judging::preview::turns::turn_of(&turns, part, pl.start),
-                            )
-                        }
-                        None => (last, None),
-                    };
-                    last = key;
-                    (key, i, seg, turn)
-                })
-                .collect();
-            keyed.sort_by_key(|(k, i, _, _)| (*k, *i));
-            let mut turn = None;
-            order = keyed
-                .into_iter()
-                .map(|(_, _, seg, t)| {
-                    if t.is_some() {
-                        turn.clone_from(&t);
-                    }
-                    (seg, turn.clone())
-                })
-                .collect();
-        }
+        let order = in_turns(&trace, &hdag, &p.segments);
         let mut heading: Option<String> = None;
         for (seg, turn) in order {
             if turn.is_some() && turn != heading {
