@@ -9,7 +9,7 @@
 use trust_protocol::{
     Hash,
     tx::{Tier, dependency_order},
-    units::Ppm,
+    units::{Amount, Ppm},
 };
 
 use crate::{
@@ -102,6 +102,17 @@ pub(crate) fn payload_paid_seats(seg: &SegmentState, round: u8, tau: Ppm) -> Vec
         .count();
     let room = usize::from(seg.k).saturating_sub(paid_judgements);
     claimed.into_iter().take(room).collect()
+}
+
+/// One reward the provider owes a seat it made abstain (starved of its keys, or unable to
+/// judge its payload): from the fee left in `escrow`, then from the `bond`, as far as
+/// they reach.
+fn owed_reward(reward: Amount, escrow: &mut Amount, bond: &mut Amount) -> Amount {
+    let from_escrow = reward.min(*escrow);
+    *escrow = escrow.saturating_sub(from_escrow);
+    let from_bond = reward.saturating_sub(from_escrow).min(*bond);
+    *bond = bond.saturating_sub(from_bond);
+    from_escrow.saturating_add(from_bond)
 }
 
 /// The judgements of a round (revealed votes that are not abstentions).
@@ -893,12 +904,7 @@ pub(crate) fn tally(
     // left in escrow, then from the bond.
     let mut starved_paid = 0u64;
     for (segment, seat) in &starved {
-        let reward = st.params.reward;
-        let from_escrow = reward.min(escrow);
-        escrow = escrow.saturating_sub(from_escrow);
-        let from_bond = reward.saturating_sub(from_escrow).min(bond);
-        bond = bond.saturating_sub(from_bond);
-        let pay = from_escrow.saturating_add(from_bond);
+        let pay = owed_reward(st.params.reward, &mut escrow, &mut bond);
         starved_paid = starved_paid.saturating_add(pay);
         registry::credit(st, seat, pay);
         ev.push(Event::SeatStarved {
@@ -915,12 +921,7 @@ pub(crate) fn tally(
     // in escrow, then from the bond ([`payload_paid_seats`]).
     let mut payload_paid = 0u64;
     for (segment, seat) in &payload {
-        let reward = st.params.reward;
-        let from_escrow = reward.min(escrow);
-        escrow = escrow.saturating_sub(from_escrow);
-        let from_bond = reward.saturating_sub(from_escrow).min(bond);
-        bond = bond.saturating_sub(from_bond);
-        let pay = from_escrow.saturating_add(from_bond);
+        let pay = owed_reward(st.params.reward, &mut escrow, &mut bond);
         payload_paid = payload_paid.saturating_add(pay);
         registry::credit(st, seat, pay);
         ev.push(Event::PayloadAbstentionPaid {
