@@ -27,7 +27,7 @@
 //! - *A provider holding capacity*: a seat holds capacity only while it may still be
 //!   judging. It leaves the count as soon as it commits, and every seat when its round's
 //!   commit phase ends; before that, a seat its provider has not keyed by the round's key
-//!   deadline ([`crate::sessions::key_deadline`], [`crate::Params::key_window`] blocks
+//!   deadline ([`crate::key_deadline`], [`crate::Params::key_window`] blocks
 //!   after the draw; a later key never counts) leaves it the block after, and a keyed seat
 //!   that has not committed leaves it once an honest seat would have judged: the key
 //!   deadline plus the commit window the network itself gives the round
@@ -66,16 +66,16 @@ pub(crate) type PerTier = [u64; 3];
 
 /// The last blocks of a round's hold on capacity, for a round in its commit phase
 /// (closing at `until`): `(keys_by, judged_by)`. Up to `keys_by` (the round's key
-/// deadline, [`crate::sessions::key_deadline`]) every seat that has not committed holds
+/// deadline, [`crate::key_deadline`]) every seat that has not committed holds
 /// capacity; from then on only a keyed one ([`crate::Seat::keyed`]), up to `judged_by`,
 /// the key deadline plus the commit window the round would have under the network's own
-/// terms ([`crate::sessions::network_commit_window`]): what an honest seat keyed at the
+/// terms ([`crate::windows::network_commit_window`]): what an honest seat keyed at the
 /// deadline needs to judge. Past `judged_by` a seat that has not committed holds nothing:
 /// it is slow or absent (a keyed no-show is slashed at the tally as ever), and whatever
 /// window its provider asked for, its session no longer keeps others from being drawn.
 pub(crate) fn hold_ends(p: &Params, s: &Session, round: u8, until: u64) -> (u64, u64) {
-    let keys_by = crate::sessions::round_key_deadline(p, s, round, until);
-    let judged_by = keys_by.saturating_add(crate::sessions::network_commit_window(p, s, round));
+    let keys_by = crate::windows::round_key_deadline(p, s, round, until);
+    let judged_by = keys_by.saturating_add(crate::windows::network_commit_window(p, s, round));
     (keys_by, judged_by)
 }
 

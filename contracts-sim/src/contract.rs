@@ -78,7 +78,7 @@ use crate::{
         Account, Failure, Finality, LocalVerdict, Outcome, Phase, STATE_CONFIG, Session, State,
         TraceVerdict,
     },
-    tally,
+    tally, windows,
 };
 
 /// The audit contract.
@@ -536,7 +536,7 @@ impl Contract {
                         round,
                         until: ctx
                             .height
-                            .saturating_add(sessions::commit_window(p, &s, round)),
+                            .saturating_add(windows::commit_window(p, &s, round)),
                     };
                     Next::Keep
                 }
@@ -586,7 +586,7 @@ impl Contract {
                         let p = &self.state.params;
                         s.phase = Phase::Commit {
                             round: 0,
-                            until: ctx.height.saturating_add(sessions::commit_window(p, &s, 0)),
+                            until: ctx.height.saturating_add(windows::commit_window(p, &s, 0)),
                         };
                         s.drawn_at = ctx.height;
                         Next::Keep
@@ -867,7 +867,7 @@ impl Contract {
         let p = &self.state.params;
         match s.phase {
             Phase::Commit { round, until } if h >= until || all_committed(s, round) => {
-                let reveal_until = h.saturating_add(sessions::reveal_window(p, s, round));
+                let reveal_until = h.saturating_add(windows::reveal_window(p, s, round));
                 s.phase = Phase::Reveal {
                     round,
                     until: reveal_until,
@@ -914,7 +914,7 @@ impl Contract {
                         round: 1,
                         until: h
                             .saturating_add(1)
-                            .saturating_add(sessions::commit_window(p, s, 1)),
+                            .saturating_add(windows::commit_window(p, s, 1)),
                     };
                 } else if all_disclosed(s) {
                     // The provider opened its mapping during the reveal window (it had no
@@ -989,7 +989,7 @@ impl Contract {
             let next = if self.escalate(ctx, &id, &mut s, &undecided, ev) {
                 s.phase = Phase::Commit {
                     round: 1,
-                    until: ctx.height.saturating_add(sessions::commit_window(p, &s, 1)),
+                    until: ctx.height.saturating_add(windows::commit_window(p, &s, 1)),
                 };
                 Next::Keep
             } else if all_disclosed(&s) {

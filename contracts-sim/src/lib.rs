@@ -42,6 +42,7 @@ mod registry;
 mod sessions;
 mod state;
 pub mod tally;
+mod windows;
 
 #[cfg(feature = "sim")]
 pub mod sim;
@@ -63,7 +64,7 @@ pub use registry::{
 };
 pub use sessions::{
     BadKeyReport, batch_seated, check_bad_key_report, check_terms, domain_floor, honeypot_bond,
-    key_deadline, minimum_fee, recording_round, tau_ceiling,
+    minimum_fee, recording_round, tau_ceiling,
 };
 pub use state::{
     Account, AppealRecord, AppealResult, AppealRound, AppealTarget, AppealedSegment, Auditor,
@@ -73,3 +74,4 @@ pub use state::{
     QueuedSegment, Seat, SeatSlash, SegmentOutcome, SegmentState, SegmentVerdict, Session, Set,
     SlashReason, State, TraceVerdict, Unbonding, VoteCounts,
 };
+pub use windows::key_deadline;
