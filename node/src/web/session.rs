@@ -705,7 +705,16 @@ fn steps_section(segments: &[Segment], r: &PageRecord, planted: &[bool]) -> Stri
 fn segment_row(i: usize, seg: &Segment, node: &Node, record: Option<&PageRecord>) -> String {
     let level = ROWS.get(node.row).copied().unwrap_or("");
     let last = match record.and_then(|r| r.texts.get(i)) {
-        Some(t) => format!("<td class=\"wrapok\">{}</td>", esc(t)),
+        // A tool call as its code and reported result, as in the steps above.
+        Some(t) => {
+            let name = record
+                .and_then(|r| r.nodes.get(i))
+                .map_or("", String::as_str);
+            format!(
+                "<td class=\"wrapok\" style=\"white-space:pre-wrap\">{}</td>",
+                esc(&query::steps::readable_lines(name, t).join("\n"))
+            )
+        }
         None => format!(
             "<td class=\"mono\">{}</td>",
             seg.blinded.map_or("-".to_string(), |h| short(&h))
@@ -873,4 +882,91 @@ fn votes_list(votes: &[CastVote]) -> String {
         );
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use trust_protocol::trace::blocks::{Semantics, render_tool};
+
+    use super::*;
+
+    fn segment(level: AbstractionLevel) -> Segment {
+        Segment {
+            level: Some(level),
+            tier: Tier::Computer,
+            weight: 1,
+            depends_on: Vec::new(),
+            conclusion: false,
+            supports: None,
+            blinded: Some(Hash::of_parts("test", &[b"seg"])),
+            shade: Shade::Invalid,
+            detail: String::new(),
+            votes: Vec::new(),
+            planted: false,
+        }
+    }
+
+    /// Issue 54: on the provider's page an agent transcript's steps sit under their turns,
+    /// and a tool call reads as its code and reported result, in the steps and in the
+    /// segment table alike: never the trace's marker lines.
+    #[test]
+    fn a_transcripts_steps_sit_under_their_turns_and_a_call_reads_as_code() {
+        let call = render_tool(
+            "c1",
+            "python",
+            Some(Semantics::Script),
+            "print(6 * 7)",
+            "41",
+        )
+        .expect("renders");
+        let thinking = format!("I compute it.\n{call}");
+        let start = thinking.find("<<<tool").expect("the call");
+        let record = PageRecord {
+            nodes: vec!["ST1".into(), "TC1".into()],
+            texts: vec!["I compute it.".into(), call.clone()],
+            left_out_levels: Vec::new(),
+            decomposes: Vec::new(),
+            problem: String::new(),
+            proof: None,
+            opening: None,
+            spans: vec![
+                Some(crate::audit::provider::steps::TraceSpan {
+                    part: "thinking".into(),
+                    start: 0,
+                    end: 13,
+                    line: 1,
+                }),
+                Some(crate::audit::provider::steps::TraceSpan {
+                    part: "thinking".into(),
+                    start,
+                    end: thinking.len(),
+                    line: 2,
+                }),
+            ],
+            left_out_tiers: Vec::new(),
+            turns: trust_judging::preview::turns::turns(&thinking),
+        };
+        let segments = vec![
+            segment(AbstractionLevel::Step),
+            segment(AbstractionLevel::Step),
+        ];
+        let steps = steps_section(&segments, &record, &[false, false]);
+        let assistant = steps.find(">assistant</th>").expect("the assistant turn");
+        let tool = steps
+            .find(">tool call c1: python</th>")
+            .expect("the call's turn");
+        let tc1 = steps.find(">TC1</a>").expect("TC1");
+        assert!(assistant < tool && tool < tc1, "{steps}");
+        assert!(steps.contains("print(6 * 7)\n→ 41"), "{steps}");
+        assert!(!steps.contains("&lt;&lt;&lt;"), "marker lines: {steps}");
+        let node = Node {
+            label: "1".into(),
+            row: 0,
+            shade: Shade::Invalid,
+            title: String::new(),
+        };
+        let row = segment_row(1, &segments[1], &node, Some(&record));
+        assert!(row.contains("print(6 * 7)\n→ 41"), "{row}");
+        assert!(!row.contains("&lt;&lt;&lt;"), "marker lines: {row}");
+    }
 }
