@@ -83,14 +83,16 @@ fn agent_transcripts_are_audited_by_re_running_their_tool_calls() {
         let s = audited(&net, path);
         assert_eq!(s["verdict"], trace, "{sample}: {s}\n{}", net.logs_tail());
         let steps = s["steps"].as_array().unwrap_or_else(|| panic!("{s}"));
-        let verdict_of = |name: &str| {
+        // A step's field (`verdict`, `turn`), as the provider's node gives it.
+        let field = |name: &str, key: &str| {
             steps
                 .iter()
                 .find(|x| x["name"] == name)
-                .and_then(|x| x["verdict"].as_str())
-                .unwrap_or_else(|| panic!("{sample}: no verdict for {name} in {s}"))
+                .and_then(|x| x[key].as_str())
+                .unwrap_or_else(|| panic!("{sample}: no {key} for {name} in {s}"))
                 .to_string()
         };
+        let verdict_of = |name: &str| field(name, "verdict");
         assert_eq!(verdict_of("TC1"), tool, "{sample}: {s}");
         // The tool segment's text is the call and its reported result, verbatim.
         let tc = steps.iter().find(|x| x["name"] == "TC1").unwrap();
@@ -103,14 +105,7 @@ fn agent_transcripts_are_audited_by_re_running_their_tool_calls() {
         );
         // The provider sees its transcript as its turns: the call's claims under the
         // call, the restatement after it under the assistant's next turn.
-        let turn_of = |name: &str| {
-            steps
-                .iter()
-                .find(|x| x["name"] == name)
-                .and_then(|x| x["turn"].as_str())
-                .unwrap_or_else(|| panic!("{sample}: no turn for {name} in {s}"))
-                .to_string()
-        };
+        let turn_of = |name: &str| field(name, "turn");
         assert_eq!(turn_of("TC1"), "tool call call_1: python", "{s}");
         assert_eq!(turn_of("TU1"), "tool call call_1: python", "{s}");
         // Every segment a Computer seat judged has the verdict `check` gave it.
