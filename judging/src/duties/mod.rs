@@ -38,6 +38,26 @@ pub fn gives_up(height: u64, until: u64) -> bool {
     height.saturating_add(GIVE_UP_BLOCKS) >= until
 }
 
+/// Whether `seat` of segment `segment` in `s` (in the round taking commitments) is
+/// starved for good at `state`'s height: the round's key deadline
+/// ([`trust_contracts::key_deadline`]) has passed and the contract's record says its keys
+/// (its segment's and its premises') did not all land by then. A key that lands later
+/// never counts, so such a seat need not wait for the window to close: it abstains at
+/// once, is never slashed as a no-show, and the provider pays it.
+pub fn starved_for_good(
+    state: &State,
+    s: &trust_contracts::Session,
+    segment: &trust_contracts::SegmentState,
+    seat: &trust_contracts::Seat,
+) -> bool {
+    let Phase::Commit { round, .. } = s.phase else {
+        return false;
+    };
+    seat.round == round
+        && trust_contracts::key_deadline(&state.params, s).is_some_and(|d| state.height > d)
+        && !seat.keyed(segment.entry.depends_on.len())
+}
+
 /// One thing to do, in the order [`plan`] returns them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Duty {
@@ -213,9 +233,10 @@ pub fn resume(me: &AccountId, state: &State) -> Vec<Duty> {
     out
 }
 
-/// The sessions whose commit window is about to close ([`gives_up`]) while this node holds
-/// a stuck seat in them that has not voted: each gets one more try, and an abstention where
-/// the segment still cannot be read.
+/// The sessions whose commit window is about to close ([`gives_up`]), or past whose key
+/// deadline a seat was not keyed ([`starved_for_good`]), while this node holds such a stuck
+/// seat in them that has not voted: each gets one more try, and an abstention where the
+/// segment still cannot be read.
 fn about_to_close(node: &Node<'_>, state: &State) -> BTreeSet<Hash> {
     state
         .sessions
@@ -224,14 +245,15 @@ fn about_to_close(node: &Node<'_>, state: &State) -> BTreeSet<Hash> {
             let Phase::Commit { round, until } = s.phase else {
                 return None;
             };
-            if !gives_up(state.height, until) {
-                return None;
-            }
+            let closing = gives_up(state.height, until);
             let waiting = s.segments.iter().enumerate().any(|(i, g)| {
                 u16::try_from(i).is_ok_and(|i| {
                     node.stuck.contains(&(*id, i, round))
                         && g.seats.iter().any(|x| {
-                            x.account == node.me && x.round == round && x.commitment.is_none()
+                            x.account == node.me
+                                && x.round == round
+                                && x.commitment.is_none()
+                                && (closing || starved_for_good(state, s, g, x))
                         })
                 })
             });
@@ -330,6 +352,11 @@ mod tests {
     /// segments (k = 3) opened in block 1, and blocks ended until its seats are drawn.
     /// Returns the contract, the session, the next height and the draw's events.
     fn drawn() -> (Contract, Hash, u64, Vec<Event>) {
+        drawn_with(trust_protocol::tx::SessionTerms::default())
+    }
+
+    /// [`drawn`], the session opened on `terms`.
+    fn drawn_with(terms: trust_protocol::tx::SessionTerms) -> (Contract, Hash, u64, Vec<Event>) {
         let mut accounts = vec![GenesisAccount {
             id: provider().public(),
             balance: 1_000_000,
@@ -372,7 +399,7 @@ mod tests {
             fee: 0,
             domain: "math".into(),
             left_out: Vec::new(),
-            terms: trust_protocol::tx::SessionTerms::default(),
+            terms,
             honeypot_set: trust_protocol::honeypot_set_commitment(
                 &[],
                 &trust_protocol::Salt([0; 32]),
@@ -720,16 +747,31 @@ mod tests {
         );
     }
 
+    /// A stuck seat is woken again only when waiting longer cannot help: its keys missed
+    /// the key deadline (a later key never counts), or its commit window is about to close.
+    /// Never keyed here, it is woken from the block after the key deadline, well before
+    /// the window's close, and not before.
     #[test]
-    fn a_stuck_seat_gets_one_more_try_only_as_its_commit_window_closes() {
-        let (mut c, session, mut height, _) = drawn();
+    fn a_stuck_seat_gets_one_more_try_once_its_keys_cannot_count_or_its_window_closes() {
+        // A window the provider asked to be long: the key deadline comes long before it
+        // closes.
+        let (mut c, session, mut height, _) = drawn_with(trust_protocol::tx::SessionTerms {
+            commit_window: 40,
+            ..Default::default()
+        });
         let none: BTreeSet<Hash> = BTreeSet::new();
         let no_stuck = BTreeSet::new();
         let me = seated(&c, &session, 1)[0];
         let stuck = BTreeSet::from([(session, 1u16, 0u8)]);
-        let Phase::Commit { until, .. } = c.state().sessions[&session].phase else {
+        let s = &c.state().sessions[&session];
+        let Phase::Commit { until, .. } = s.phase else {
             panic!("the session takes commitments");
         };
+        let deadline = trust_contracts::key_deadline(&c.state().params, s).unwrap();
+        assert!(
+            deadline + 1 + GIVE_UP_BLOCKS < until,
+            "the key deadline {deadline} comes well before the window closes at {until}"
+        );
         let mut tried = Vec::new();
         while height <= until {
             let _ = c.end_block(&ctx(height));
@@ -748,9 +790,14 @@ mod tests {
             !tried.is_empty(),
             "the stuck seat got no last try before {until}"
         );
+        assert_eq!(
+            tried.first(),
+            Some(&(deadline + 1)),
+            "tried at {tried:?}, key deadline {deadline}, window closes at {until}"
+        );
         assert!(
-            tried.iter().all(|h| gives_up(*h, until)),
-            "tried at {tried:?}, window closes at {until}"
+            tried.iter().all(|h| *h > deadline || gives_up(*h, until)),
+            "tried at {tried:?}, key deadline {deadline}, window closes at {until}"
         );
     }
 

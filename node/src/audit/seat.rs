@@ -701,6 +701,7 @@ impl Seat {
         };
         let give_up = gives_up(contract.state().height, commit_until);
         let mut todo = Vec::new();
+        let mut starved = Vec::new();
         for (i, seg) in s.segments.iter().enumerate() {
             let Ok(segment) = u16::try_from(i) else { break };
             // Only the round taking commitments: a seat this node held in an earlier round
@@ -716,6 +717,12 @@ impl Seat {
             };
             let round = seat.round;
             if matches!(self.votes.get(session, segment, round), Ok(Some(_))) {
+                continue;
+            }
+            if plan::starved_for_good(contract.state(), s, seg, seat) {
+                // Its keys did not land by the key deadline and a later one never counts:
+                // abstain now rather than wait for the window to close.
+                starved.push(self.starved(session, segment, round, seg, contract));
                 continue;
             }
             let needed: Vec<u16> = std::iter::once(segment)
@@ -760,7 +767,7 @@ impl Seat {
         // Decisions made and not yet committed: persisted together, with one flush,
         // whenever no further judgement is ready without waiting (a Computer judge
         // decides a whole session's seats at once; a slow LLM judge one by one).
-        let mut made = Vec::new();
+        let mut made = starved;
         loop {
             while running.len() < limit {
                 let Some((segment, round, seg)) = todo.next() else {
@@ -931,6 +938,43 @@ impl Seat {
         // segment says.
         decision.reason = judge::public_reason(&view, &decision.reason);
         (*session, segment, round, id, Some(decision))
+    }
+
+    /// The abstention of a seat starved for good ([`plan::starved_for_good`]): the
+    /// provider's keys did not land by the round's key deadline, so nothing it could read
+    /// later would count. It is present, never slashed, and paid by the provider.
+    fn starved(
+        &self,
+        session: &Hash,
+        segment: u16,
+        round: u8,
+        seg: &SegmentState,
+        contract: &Contract,
+    ) -> (Hash, u16, u8, Hash, Option<Decision>) {
+        let id = seg.entry.id;
+        self.stuck
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&(*session, segment, round));
+        self.metrics.gave_up.fetch_add(1, Ordering::Relaxed);
+        let deadline = contract
+            .state()
+            .sessions
+            .get(session)
+            .and_then(|s| trust_contracts::key_deadline(&contract.state().params, s))
+            .unwrap_or_default();
+        tracing::info!(%session, segment, round, deadline, "seat starved: its keys did not land by the key deadline; abstaining");
+        let seed = Hash::of_parts("trust/v1/seat-seed", &[session.as_ref(), id.as_ref()]);
+        let decision = Decision::abstain(format!(
+            "the provider's keys did not land by the key deadline (block {deadline})"
+        ));
+        (
+            *session,
+            segment,
+            round,
+            id,
+            Some(self.twisted(decision, &seed)),
+        )
     }
 
     /// The abstention of a seat still reading or judging its segment when the chain
@@ -2086,6 +2130,85 @@ mod tests {
                 "an unreadable segment slashed {a}"
             );
         }
+    }
+
+    /// A provider that keys its seats late (offline from the draw until past the round's
+    /// key deadline): its keys land, but a key after the deadline never counts, so each
+    /// seat abstains at once, saying why, instead of judging a vote that cannot count
+    /// (issue 53); all of it long before the window closes. None is a no-show and none is
+    /// slashed.
+    #[tokio::test]
+    async fn a_seat_keyed_after_its_key_deadline_abstains_at_once() {
+        let mut chain = Chain::new(4);
+        let (p, _blobs, _pd) = provider(&chain);
+        let p = p.with_session_defaults(trust_judging::session::terms::SessionOptions {
+            commit_window: Some(40),
+            ..Default::default()
+        });
+        let seats: Vec<Node> = (0..4).map(|i| seat(&chain, i, None)).collect();
+        let s = p.submit(INCORRECT, None, &chain.contract).await.unwrap();
+        let mut deadline = None;
+        let mut first_commit = None;
+        let mut held = Vec::new();
+        for _ in 0..80 {
+            let ev = chain.block().await;
+            // The provider acts on no block until the key deadline has passed, then on
+            // every block it missed.
+            held.push(ev.clone());
+            if deadline.is_some_and(|(d, _)| chain.contract.state().height > d) {
+                for ev in held.drain(..) {
+                    p.on_block(&ev, &chain.contract).await;
+                }
+            }
+            let st = chain.contract.state();
+            if let Some(sess) = st.sessions.get(&s.session)
+                && deadline.is_none()
+            {
+                deadline = trust_contracts::key_deadline(&st.params, sess).zip(match sess.phase {
+                    Phase::Commit { until, .. } => Some(until),
+                    _ => None,
+                });
+            }
+            for n in &seats {
+                n.seat.on_block(&ev, &chain.contract).await;
+            }
+            if first_commit.is_none() && seats.iter().any(|n| count(n, |m| &m.committed) > 0) {
+                first_commit = Some(chain.contract.state().height);
+            }
+            if !chain.contract.state().sessions.contains_key(&s.session) {
+                break;
+            }
+        }
+        let (deadline, until) = deadline.expect("seats were drawn");
+        let first = first_commit.expect("the seats committed");
+        assert!(
+            first > deadline,
+            "committed at {first}: key deadline {deadline}, window closes at {until}"
+        );
+        assert!(
+            !gives_up(first, until),
+            "{first} is in the window's last blocks ({until})"
+        );
+        let st = chain.contract.state();
+        let o = st.outcomes.get(&s.session).expect("decided");
+        for g in &o.segments {
+            assert_eq!(g.votes.missing, 0, "no seat was a no-show: {g:?}");
+        }
+        for i in 0..4 {
+            assert_eq!(st.auditors[&auditor(i).public()].slashed, 0);
+        }
+        let reasons: Vec<&str> = o
+            .segments
+            .iter()
+            .flat_map(|g| g.votes_cast.iter().map(|v| v.reason.as_str()))
+            .collect();
+        assert!(!reasons.is_empty());
+        assert!(
+            reasons
+                .iter()
+                .all(|r| r.contains("did not land by the key deadline")),
+            "{reasons:?}"
+        );
     }
 
     /// A fetch that never answers (a burst of sessions queued ahead of it) holds no seat
