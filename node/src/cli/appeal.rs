@@ -233,10 +233,18 @@ pub(super) fn segment_text(
     match s.result {
         AppealResult::Overturned => {
             let n = majority_seats(o, round, s);
+            let seats = if n == 1 { "seat" } else { "seats" };
+            // An overturn's slashes wait for finality and fall only if it stands; one
+            // decided too close to the horizon for an answer slashes nobody.
+            let slashes = if s.pending.is_some() {
+                format!("{n} {seats} to be slashed at finality if the overturn stands")
+            } else if s.slashed == 0 {
+                "nobody slashed".to_string()
+            } else {
+                format!("{n} {seats} slashed {}", s.slashed)
+            };
             format!(
-                "{head} overturned, {n} seat{} slashed {}, appellant refunded {} + {}{}",
-                if n == 1 { "" } else { "s" },
-                s.slashed,
+                "{head} overturned, {slashes}, appellant refunded {} + {}{}",
                 share.min(s.refunded),
                 s.refunded.saturating_sub(share),
                 paid(s.paid)
@@ -263,8 +271,14 @@ pub(super) fn segment_text(
             },
             if s.refunded > 0 {
                 format!(", appellant refunded {}", s.refunded)
-            } else {
+            } else if round.appellant == o.provider {
                 ", the provider's own bond burned".to_string()
+            } else {
+                // A stranger's bond: it repays the provider for the starved seats first.
+                format!(
+                    ", the appellant's bond forfeit (it repays the provider for the starved seats; {} burned)",
+                    s.burned
+                )
             }
         ),
     }
@@ -324,4 +338,83 @@ pub(super) fn appeal_lines(v: &SessionView) -> Vec<String> {
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use trust_contracts::{AppealedSegment, PendingIncoherence, TraceVerdict, VoteCounts};
+    use trust_protocol::{Keypair, tx::Tier};
+
+    use super::*;
+
+    fn appealed(result: AppealResult) -> AppealedSegment {
+        AppealedSegment {
+            segment: 0,
+            previous: LocalVerdict::Valid,
+            verdict: LocalVerdict::Invalid,
+            result,
+            tier: Tier::Computer,
+            k: 7,
+            q: 5,
+            votes: VoteCounts::default(),
+            slashed: 0,
+            paid: 0,
+            refunded: 0,
+            burned: 40,
+            pending: None,
+        }
+    }
+
+    fn round(appellant: AccountId, s: AppealedSegment) -> AppealRound {
+        AppealRound {
+            round: 2,
+            appellant,
+            appellants: vec![appellant],
+            opened_at: 10,
+            decided_at: 20,
+            bond: 60,
+            segments: vec![s],
+            trace_before: TraceVerdict::Pass,
+            trace_after: TraceVerdict::Fail,
+        }
+    }
+
+    /// What a line says about money follows who paid it: an overturn's slashes are owed
+    /// until finality (not "slashed 0"), and a starved appeal burns the provider's own
+    /// bond only when the provider filed it; a stranger's bond is forfeit and repays the
+    /// provider first.
+    #[test]
+    fn an_appeal_line_says_whose_money_moved_and_when() {
+        let provider = Keypair::from_label("appeal-line-provider").public();
+        let stranger = Keypair::from_label("appeal-line-stranger").public();
+        let seats = [0, 1, 2].map(|i| Keypair::from_label(&format!("appeal-line-{i}")).public());
+        let o = super::super::bench_chain::finished(provider, seats);
+
+        let mut owed = appealed(AppealResult::Overturned);
+        owed.pending = Some(PendingIncoherence {
+            overturned: 0,
+            backers: vec![stranger],
+        });
+        let line = segment_text(&o, &round(stranger, owed.clone()), &owed);
+        assert!(
+            line.contains("to be slashed at finality if the overturn stands"),
+            "{line}"
+        );
+        assert!(!line.contains("slashed 0"), "{line}");
+
+        let mut taken = appealed(AppealResult::Overturned);
+        taken.slashed = 54;
+        let line = segment_text(&o, &round(stranger, taken.clone()), &taken);
+        assert!(line.contains("slashed 54"), "{line}");
+
+        let starved = appealed(AppealResult::Starved);
+        let line = segment_text(&o, &round(provider, starved.clone()), &starved);
+        assert!(line.contains("the provider's own bond burned"), "{line}");
+        let line = segment_text(&o, &round(stranger, starved.clone()), &starved);
+        assert!(!line.contains("provider's own bond"), "{line}");
+        assert!(
+            line.contains("the appellant's bond forfeit") && line.contains("40 burned"),
+            "{line}"
+        );
+    }
 }

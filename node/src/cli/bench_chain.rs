@@ -69,7 +69,7 @@ struct Scene {
 
 /// A finished session's outcome as the state keeps it: three segments, three votes each
 /// with a reason of the largest size.
-fn finished(provider: AccountId, seats: [AccountId; 3]) -> Outcome {
+pub(super) fn finished(provider: AccountId, seats: [AccountId; 3]) -> Outcome {
     let reason = "r".repeat(trust_protocol::MAX_REASON_BYTES);
     let segment = SegmentOutcome {
         id: Hash::ZERO,

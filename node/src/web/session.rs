@@ -576,9 +576,20 @@ fn appeals_section(o: &Outcome) -> String {
                 trust_contracts::AppealResult::Overturned => "overturned",
                 trust_contracts::AppealResult::Upheld => "upheld",
                 trust_contracts::AppealResult::Undecided => "undecided (the verdict stands)",
+                trust_contracts::AppealResult::Starved
+                    if a.refunded == 0 && r.appellant != o.provider =>
+                {
+                    "starved: the provider did not key the appeal seats; the appellant's bond forfeit (it repays the provider for the starved seats, the rest burns)"
+                }
                 trust_contracts::AppealResult::Starved => {
                     "starved: the provider did not key the appeal seats"
                 }
+            };
+            // An overturn's slashes wait for finality and fall only if it stands.
+            let slashed = if a.pending.is_some() {
+                "due at finality if the overturn stands".to_string()
+            } else {
+                a.slashed.to_string()
             };
             let _ = writeln!(
                 s,
@@ -592,7 +603,7 @@ fn appeals_section(o: &Outcome) -> String {
                 a.segment,
                 a.previous,
                 a.verdict,
-                a.slashed,
+                slashed,
                 a.refunded,
                 a.paid,
                 a.burned
@@ -694,7 +705,7 @@ fn steps_section(segments: &[Segment], r: &PageRecord, planted: &[bool]) -> Stri
             seg.shade.word(),
             if x.left_out { " (left out)" } else { "" },
             esc(&place),
-            esc(&query::steps::readable_lines(&x.name, &x.text).join("\n"))
+            esc(&query::steps::step_lines(x).join("\n"))
         );
     }
     s += "</tbody></table></div>\n";
@@ -710,9 +721,12 @@ fn segment_row(i: usize, seg: &Segment, node: &Node, record: Option<&PageRecord>
             let name = record
                 .and_then(|r| r.nodes.get(i))
                 .map_or("", String::as_str);
+            let rerun = record
+                .and_then(|r| r.reruns.get(i))
+                .and_then(Option::as_deref);
             format!(
                 "<td class=\"wrapok\" style=\"white-space:pre-wrap\">{}</td>",
-                esc(&query::steps::readable_lines(name, t).join("\n"))
+                esc(&query::steps::shown_lines(name, t, rerun).join("\n"))
             )
         }
         None => format!(
@@ -945,6 +959,7 @@ mod tests {
             ],
             left_out_tiers: Vec::new(),
             turns: trust_judging::preview::turns::turns(&thinking),
+            reruns: vec![None, Some("42 (CPython 3.11.7, script semantics)".into())],
         };
         let segments = vec![
             segment(AbstractionLevel::Step),
@@ -957,7 +972,11 @@ mod tests {
             .expect("the call's turn");
         let tc1 = steps.find(">TC1</a>").expect("TC1");
         assert!(assistant < tool && tool < tc1, "{steps}");
-        assert!(steps.contains("print(6 * 7)\n→ 41"), "{steps}");
+        // The result the transcript reports, then what the provider's node got.
+        assert!(
+            steps.contains("print(6 * 7)\n→ 41\nre-run here: 42 (CPython 3.11.7"),
+            "{steps}"
+        );
         assert!(!steps.contains("&lt;&lt;&lt;"), "marker lines: {steps}");
         let node = Node {
             label: "1".into(),
@@ -966,7 +985,7 @@ mod tests {
             title: String::new(),
         };
         let row = segment_row(1, &segments[1], &node, Some(&record));
-        assert!(row.contains("print(6 * 7)\n→ 41"), "{row}");
+        assert!(row.contains("print(6 * 7)\n→ 41\nre-run here: 42"), "{row}");
         assert!(!row.contains("&lt;&lt;&lt;"), "marker lines: {row}");
     }
 }

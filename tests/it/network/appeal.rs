@@ -188,7 +188,7 @@ fn an_appeal_overturns_a_segment_malicious_seats_decided_and_the_session_becomes
     );
     assert!(
         out.contains(&format!(
-            "#{segment} Invalid -> Valid overturned, 1 seat slashed"
+            "#{segment} Invalid -> Valid overturned, 1 seat to be slashed at finality if the overturn stands"
         )),
         "{out}"
     );
@@ -236,12 +236,19 @@ fn an_appeal_overturns_a_segment_malicious_seats_decided_and_the_session_becomes
     assert!(q.contains("status      decided at block"), "{q}");
     assert!(q.contains("appealable  until block"), "{q}");
     assert!(q.contains("appeal 1 (round 2, by "), "{q}");
-    assert!(q.contains("overturned, 1 seat slashed"), "{q}");
+    assert!(
+        q.contains("overturned, 1 seat to be slashed at finality if the overturn stands"),
+        "{q}"
+    );
     let until = s["finality"]["until"].as_u64().expect("appealable until");
     // The session page: the finality entry and the appeals table.
     let page = net.raw(APPELLANT, "GET", &format!("/sessions/{sid}"), b"");
     assert!(page.contains("<h2>Appeals</h2>"), "{page}");
     assert!(page.contains("overturned"), "{page}");
+    assert!(
+        page.contains("due at finality if the overturn stands"),
+        "{page}"
+    );
     assert!(
         page.contains("<dt>Finality</dt><dd>appealable until block"),
         "{page}"
@@ -260,6 +267,11 @@ fn an_appeal_overturns_a_segment_malicious_seats_decided_and_the_session_becomes
     let refunded = num(a, "refunded");
     assert!(slashed > 0, "{a}");
     assert!(refunded > 60, "the appellant got no reward: {a}");
+    let q = ok(&net, APPELLANT, &["query", &sid]);
+    assert!(
+        q.contains(&format!("overturned, 1 seat slashed {slashed}")),
+        "{q}"
+    );
     let bad_after = net.get(APPELLANT, &format!("/v1/auditors/{bad}")).unwrap();
     assert!(
         num(&bad_after, "stake") < num(&bad_before, "stake"),
