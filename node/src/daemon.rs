@@ -485,7 +485,8 @@ fn start_duties(
         .with_honeypots(cfg.provider.honeypots_per_session)
         .with_seats_per_segment(cfg.provider.seats_per_segment)
         .with_session_defaults(cfg.session.clone())
-        .with_spending_cap(cfg.spending_cap());
+        .with_spending_cap(cfg.spending_cap())
+        .with_reruns(s.computer.clone());
     if let Some(k) = cfg.provider.human_seats_per_segment {
         provider = provider.with_tier_seats(Tier::Human, k);
     }

@@ -944,17 +944,8 @@ pub fn judge_tool(tool: &ToolText<'_>, cells: &[String], exec: Option<&dyn Execu
                     "no sandbox on this node: the tool call's code is not re-run".into(),
                 );
             };
-            let req = Request {
-                mode,
-                earlier: if mode == Mode::Cell {
-                    cells.to_vec()
-                } else {
-                    Vec::new()
-                },
-                code: tool.input.to_string(),
-            };
             let on = ran_on(exec, mode);
-            let ran = match exec.execute(&req) {
+            let ran = match exec.execute(&request(tool, mode, cells)) {
                 Outcome::Ran(r) => r,
                 Outcome::Abstain(a) if caused_by_payload(&a) => {
                     return Judgement::payload_abstain(format!("{a} {on}{PAID_BY_PROVIDER}"));
@@ -981,6 +972,56 @@ pub fn judge_tool(tool: &ToolText<'_>, cells: &[String], exec: Option<&dyn Execu
             }
         }
     }
+}
+
+/// The run of `tool`'s code under `mode`: a kernel's earlier `cells` replayed first.
+fn request(tool: &ToolText<'_>, mode: Mode, cells: &[String]) -> Request {
+    Request {
+        mode,
+        earlier: if mode == Mode::Cell {
+            cells.to_vec()
+        } else {
+            Vec::new()
+        },
+        code: tool.input.to_string(),
+    }
+}
+
+/// Longest re-run output [`rerun_shown`] keeps.
+pub const MAX_SHOWN_RERUN_BYTES: usize = 4_096;
+
+/// What a node gets re-running `tool`'s code in its own sandbox, as its provider reads it
+/// (the session page and `query` on the provider's node; never public): the output, with
+/// the interpreter and semantics, clipped to [`MAX_SHOWN_RERUN_BYTES`], or why it was not
+/// re-run. `None` for a tool that is not code (a calculator's verdict says what its
+/// expression gives).
+pub fn rerun_shown(
+    tool: &ToolText<'_>,
+    cells: &[String],
+    exec: Option<&dyn Execute>,
+) -> Option<String> {
+    let ToolKind::Code(mode) = tool.kind() else {
+        return None;
+    };
+    let Some(exec) = exec else {
+        return Some("not re-run: this node has no sandbox".into());
+    };
+    let on = ran_on(exec, mode);
+    Some(match exec.execute(&request(tool, mode, cells)) {
+        Outcome::Ran(r) => {
+            let mut out = r.output.trim_end().to_string();
+            if out.len() > MAX_SHOWN_RERUN_BYTES {
+                let end = (0..=MAX_SHOWN_RERUN_BYTES)
+                    .rev()
+                    .find(|i| out.is_char_boundary(*i))
+                    .unwrap_or(0);
+                out.truncate(end);
+                out.push_str(" …");
+            }
+            format!("{out} {on}")
+        }
+        Outcome::Abstain(a) => format!("not re-run: {a} {on}"),
+    })
 }
 
 /// A sentence stating a fenced block's output against the re-run: one number against one.

@@ -51,6 +51,21 @@ impl ComputerJudge {
         Self::new(start_sandbox(cfg))
     }
 
+    /// What re-running the tool call `text` (a kernel's earlier `cells` first) gives on
+    /// this node, for its provider's eyes ([`trust_judging::computer::tool::rerun_shown`]):
+    /// on a blocking thread, outside the seats' slots (a provider's own re-runs never hold
+    /// up its seats' votes). `None` when `text` is no code call.
+    pub async fn rerun_shown(&self, text: String, cells: Vec<String>) -> Option<String> {
+        let exec = self.exec.clone();
+        tokio::task::spawn_blocking(move || {
+            let tool = trust_judging::computer::tool::read_tool(&text)?;
+            trust_judging::computer::tool::rerun_shown(&tool, &cells, exec.as_deref())
+        })
+        .await
+        .ok()
+        .flatten()
+    }
+
     /// The interpreter tool calls are re-run with, when there is a sandbox.
     pub fn interpreter(&self) -> Option<&str> {
         self.exec.as_ref().map(|e| e.interpreter())

@@ -501,7 +501,7 @@ fn print_steps(s: &SessionView) {
                 outln!("            ── {t}");
                 turn = Some(t);
             }
-            let text = crate::query::steps::readable_lines(&x.name, &x.text);
+            let text = crate::query::steps::step_lines(x);
             let mut lines = text.iter();
             outln!(
                 "            {name:<wn$}  {verdict:<wv$}  {place:<wp$}  {}",

@@ -156,6 +156,24 @@ pub fn readable_lines(name: &str, text: &str) -> Vec<String> {
     out
 }
 
+/// [`readable_lines`] of a step, with what its provider's node got re-running it when it
+/// is a tool call (`re-run here: …`, see [`StepView::rerun`]).
+pub fn step_lines(x: &StepView) -> Vec<String> {
+    shown_lines(&x.name, &x.text, x.rerun.as_deref())
+}
+
+/// [`readable_lines`] of `name`'s `text`, then `rerun` (what the provider's node got
+/// re-running it) as `re-run here: …`.
+pub fn shown_lines(name: &str, text: &str, rerun: Option<&str>) -> Vec<String> {
+    let mut out = readable_lines(name, text);
+    if let Some(r) = rerun {
+        let mut lines = r.lines();
+        out.push(format!("re-run here: {}", lines.next().unwrap_or("")));
+        out.extend(lines.map(|l| format!("  {l}")));
+    }
+    out
+}
+
 /// What [`split`] needs of a decided outcome: each segment's `supports`, and which ones
 /// it opened as planted (a revealed honeypot, or the calculation beside one).
 pub fn of_outcome(o: &Outcome) -> (Vec<Option<u16>>, impl Fn(usize) -> bool + '_) {
@@ -184,6 +202,7 @@ mod tests {
             honeypot: name.starts_with(HONEYPOT_PREFIX),
             left_out: false,
             turn: None,
+            rerun: None,
         }
     }
 

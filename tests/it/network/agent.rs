@@ -108,6 +108,31 @@ fn agent_transcripts_are_audited_by_re_running_their_tool_calls() {
         let turn_of = |name: &str| field(name, "turn");
         assert_eq!(turn_of("TC1"), "tool call call_1: python", "{s}");
         assert_eq!(turn_of("TU1"), "tool call call_1: python", "{s}");
+        // The provider's own node re-runs its calls for its eyes: beside the result the
+        // transcript reports, what the code gives (240 - 7.5 * 18 + 3), kept in the page
+        // record once its re-run is done.
+        let sid = s["session"].as_str().unwrap_or_else(|| panic!("{s}"));
+        let path = format!("/v1/sessions/{sid}");
+        let token = net.operator_token(0);
+        let mut rerun = String::new();
+        net.wait_for("the provider's node to re-run TC1 for its page", |n| {
+            let Ok(v) = n.get_with_token(0, &path, &token) else {
+                return false;
+            };
+            let found = v["steps"].as_array().and_then(|xs| {
+                xs.iter()
+                    .find(|x| x["name"] == "TC1")
+                    .and_then(|x| x["rerun"].as_str())
+                    .map(str::to_string)
+            });
+            found.map(|r| rerun = r).is_some()
+        });
+        assert!(rerun.starts_with("108.0 (CPython"), "{sample}: {rerun}");
+        let page = net.raw_with_token(0, "GET", &format!("/sessions/{sid}"), b"", &token);
+        assert!(
+            page.contains("re-run here: 108.0 (CPython"),
+            "{sample}: {page}"
+        );
         // Every segment a Computer seat judged has the verdict `check` gave it.
         for (id, want) in &computer {
             assert_eq!(

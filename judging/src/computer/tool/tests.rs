@@ -408,3 +408,38 @@ fn worked_out_values_are_not_misreads_unless_the_sentence_names_the_result() {
         None
     );
 }
+
+/// The provider's own view of a re-run (stand-in executor: what is shown, not execution):
+/// the output with the interpreter and semantics, clipped; why not when the run
+/// abstained or there is no sandbox; nothing for a tool that is not code. A kernel's
+/// earlier cells go with the request.
+#[test]
+fn the_provider_sees_what_its_re_run_gave_or_why_there_was_none() {
+    let cell = block("python", Some(Semantics::Cell), "x + 1", "3");
+    let t = read_tool(&cell).unwrap();
+    let exec = StandIn::ran("3\n");
+    let shown = rerun_shown(&t, &["x = 2".into()], Some(&exec)).unwrap();
+    assert_eq!(shown, "3 (CPython 3.11.7, cell semantics)");
+    assert_eq!(exec.asked.lock().unwrap()[0].earlier, ["x = 2"]);
+
+    let long = "7".repeat(MAX_SHOWN_RERUN_BYTES * 2);
+    let shown = rerun_shown(&t, &[], Some(&StandIn::ran(&long))).unwrap();
+    assert!(shown.len() < MAX_SHOWN_RERUN_BYTES + 64, "{}", shown.len());
+    assert!(shown.contains(" … (CPython"), "{shown}");
+
+    let refused = StandIn {
+        outcome: Outcome::Abstain(Abstain::Off),
+        asked: Mutex::new(Vec::new()),
+    };
+    let shown = rerun_shown(&t, &[], Some(&refused)).unwrap();
+    assert!(shown.starts_with("not re-run: "), "{shown}");
+    assert_eq!(
+        rerun_shown(&t, &[], None).as_deref(),
+        Some("not re-run: this node has no sandbox")
+    );
+    let search = block("web_search", None, r#"{"q":"x"}"#, "...");
+    assert_eq!(
+        rerun_shown(&read_tool(&search).unwrap(), &[], Some(&exec)),
+        None
+    );
+}

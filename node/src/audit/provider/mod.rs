@@ -64,6 +64,7 @@ use crate::blobs::{BlobError, BlobStore, kubo::Kubo};
 pub mod grief;
 pub mod keys;
 pub mod listing;
+pub mod reruns;
 pub mod steps;
 
 pub use steps::{StepView, TraceSpan};
@@ -162,6 +163,12 @@ pub struct PageRecord {
     /// the turn they sit in. Empty for a plain trace, and in records kept before turns were.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub turns: Vec<trust_judging::preview::turns::Turn>,
+    /// Per segment (same order as `nodes`), what this node got re-running a tool call's
+    /// code in its own sandbox after the session opened ([`reruns`]): the output, or why
+    /// it was not re-run. Empty until the re-runs are done, and on a node without a
+    /// Computer judge.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reruns: Vec<Option<String>>,
 }
 
 /// The prefix of a planted honeypot's name (`honeypot:<node>`).
@@ -539,6 +546,9 @@ pub struct Provider {
     quorum: QuorumParams,
     /// This node's `[session]` defaults (a request's settings win over them).
     defaults: terms::SessionOptions,
+    /// Re-runs this node's own tool calls for its session pages ([`reruns`]), when it
+    /// has a Computer judge.
+    reruns: Option<reruns::Reruns>,
     /// A test behaviour: a griefing provider (test builds only, see `audit::misbehave`).
     #[cfg(feature = "misbehave")]
     griefing: bool,
@@ -573,6 +583,7 @@ impl Provider {
             honeypots: honeypot::DEFAULT_PER_SESSION,
             quorum: DEFAULT_QUORUM,
             defaults: terms::SessionOptions::default(),
+            reruns: None,
             #[cfg(feature = "misbehave")]
             griefing: false,
             #[cfg(feature = "misbehave")]
@@ -694,6 +705,13 @@ impl Provider {
             )));
         }
         Ok(())
+    }
+
+    /// Re-runs the tool calls of each session this node opens through `judge`, for its
+    /// session pages ([`reruns`]). Needs a tokio runtime.
+    pub fn with_reruns(mut self, judge: crate::audit::computer::ComputerJudge) -> Self {
+        self.reruns = Some(reruns::Reruns::start(self.pages.clone(), judge));
+        self
     }
 
     /// Also stores ciphertexts in this external IPFS node.
@@ -1164,6 +1182,9 @@ impl Provider {
                 }
             }
         };
+        if let (Some(reruns), Some(record)) = (&self.reruns, self.page_record(&session)) {
+            reruns.ask(session, &record, &restricted.cells);
+        }
         if let Err(e) = self.book_fee(&session, now, fee) {
             tracing::warn!(%session, error = %e, "the session's fee was not booked against the spending cap");
         }
@@ -1324,6 +1345,7 @@ impl Provider {
             turns: trace.map_or_else(Vec::new, |t| {
                 trust_judging::preview::turns::turns(&t.thinking)
             }),
+            reruns: Vec::new(),
         };
         let bytes = serde_json::to_vec(&record)?;
         self.pages.insert(session.as_ref(), bytes)?;

@@ -81,6 +81,11 @@ pub struct StepView {
     /// [`trust_judging::preview::turns`]); absent for a plain trace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn: Option<String>,
+    /// For a tool call, what the provider's own node got re-running its code in its
+    /// sandbox (the output, or why it was not re-run; see [`super::reruns`]): shown to the
+    /// provider beside the result the transcript reports, never public.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rerun: Option<String>,
 }
 
 /// A tier as the API spells it.
@@ -135,6 +140,7 @@ impl PageRecord {
                     verdict,
                     honeypot: name.starts_with(super::HONEYPOT_PREFIX),
                     left_out,
+                    rerun: self.reruns.get(i).cloned().flatten(),
                 }
             })
             .collect()
@@ -188,6 +194,7 @@ mod tests {
             spans: Vec::new(),
             left_out_tiers: vec![Tier::Llm],
             turns: Vec::new(),
+            reruns: Vec::new(),
         };
         let left: Vec<bool> = record.steps(&[], None).iter().map(|x| x.left_out).collect();
         assert_eq!(left, [false, false, true]);
