@@ -115,17 +115,36 @@ fn candidate(m: &SessionManifest, i: usize) -> bool {
     !g.conclusion && g.supports.is_none()
 }
 
+/// What each rule of the review's classifier (see the module doc) flags: tails, twins,
+/// OPERATIONs supporting nothing.
+struct Flags {
+    tails: BTreeSet<usize>,
+    twins: BTreeSet<usize>,
+    orphans: BTreeSet<usize>,
+}
+
+impl Flags {
+    fn all(&self) -> BTreeSet<usize> {
+        self.tails
+            .iter()
+            .chain(&self.twins)
+            .chain(&self.orphans)
+            .copied()
+            .collect()
+    }
+}
+
 /// The review's classifier (see the module doc).
-fn twins_and_tails(m: &SessionManifest) -> BTreeSet<usize> {
+fn twins_and_tails(m: &SessionManifest) -> Flags {
     let n = m.segments.len();
     let (of, left) = dependents(m);
     let dead_end = |i: usize| of[i].is_empty() && !left[i];
     let mut flagged: BTreeSet<usize> = BTreeSet::new();
+    let mut orphans: BTreeSet<usize> = BTreeSet::new();
     for i in (0..n).filter(|&i| candidate(m, i)) {
         let g = &m.segments[i];
         if g.level == AbstractionLevel::Operation {
-            flagged.insert(i);
-            continue;
+            orphans.insert(i);
         }
         let tail = dead_end(i)
             && g.depends_on.iter().any(|&d| {
@@ -136,6 +155,8 @@ fn twins_and_tails(m: &SessionManifest) -> BTreeSet<usize> {
             flagged.insert(i);
         }
     }
+    let tails = flagged.clone();
+    flagged.extend(&orphans);
     let mut groups: BTreeMap<(AbstractionLevel, Tier, Vec<u16>), Vec<usize>> = BTreeMap::new();
     for (i, g) in m.segments.iter().enumerate() {
         groups
@@ -163,7 +184,15 @@ fn twins_and_tails(m: &SessionManifest) -> BTreeSet<usize> {
             break;
         }
     }
-    flagged
+    let twins = flagged
+        .into_iter()
+        .filter(|i| !tails.contains(i) && !orphans.contains(i))
+        .collect();
+    Flags {
+        tails,
+        twins,
+        orphans,
+    }
 }
 
 /// The older classifier (finding 10): every dead end that is not the conclusion (nor an
@@ -242,7 +271,7 @@ impl Shapes {
 
 /// Both classifiers over every session of every trace (Computer tier only, then every
 /// tier; `seeds` sessions of each).
-fn measure(seeds: u64) -> (Score, Score, Shapes) {
+fn measure(seeds: u64) -> (Score, Score, Shapes, [Score; 3]) {
     let quorum = QuorumParams {
         k: [3, 3, 3],
         extra_seats: 0,
@@ -251,6 +280,7 @@ fn measure(seeds: u64) -> (Score, Score, Shapes) {
     };
     let (mut review, mut ends) = (Score::default(), Score::default());
     let mut shapes = Shapes::default();
+    let mut rules = [Score::default(); 3];
     for (_, t) in traces() {
         let Ok(h) = decompose(&t, &Options::default()) else {
             continue;
@@ -277,22 +307,72 @@ fn measure(seeds: u64) -> (Score, Score, Shapes) {
                 let m = &p.manifest;
                 let planted: BTreeSet<usize> =
                     p.honeypots.iter().map(|h| usize::from(h.segment)).collect();
-                review.add(m, &planted, &twins_and_tails(m));
+                let f = twins_and_tails(m);
+                review.add(m, &planted, &f.all());
+                rules[0].add(m, &planted, &f.tails);
+                rules[1].add(m, &planted, &f.twins);
+                rules[2].add(m, &planted, &f.orphans);
                 ends.add(m, &planted, &dead_ends(m));
                 shapes.add(m, &planted);
             }
         }
     }
-    (review, ends, shapes)
+    (review, ends, shapes, rules)
 }
 
-/// The review's classifier does no better than chance at picking honeypots out of a
+/// The review's classifier does barely better than chance at picking honeypots out of a
 /// manifest, and the dead-end classifier of finding 10 no better than it once did.
+///
+/// Before honeypots cited premises of their own (a honeypot copied its source's
+/// `depends_on`, and the Computer tier copied OPERATIONs, which then supported nothing),
+/// over the same traces and seeds: 4698 honeypots among 18896 segments (base rate 0.249);
+/// twins, tails and orphan OPERATIONs together flagged 5958 segments at precision 0.704
+/// (chance 0.274) and recall 0.893; twins alone at precision 0.567 (chance 0.195); orphan
+/// OPERATIONs alone 0.835 (chance 0.291); dead ends 0.581 (chance 0.265), recall 0.825.
+/// Now no honeypot has a twin a dependent tells from it, and no OPERATION is copied
+/// (fewer honeypots: where a trace's Computer tier holds only OPERATIONs, there is
+/// nothing left to copy that would not give itself away).
+///
+/// What remains, and the margins below allow for it, is the dead end every session's
+/// honeypots end in: only honeypots may rest on a honeypot, so with two honeypots a
+/// session has one dead end (the follower of a chain, a tail resting on its base alone)
+/// or two (lone honeypots), while the trace's own steps are dead ends less often (about
+/// 39% of them here, 4% tails). Chains are drawn at the odds that balance tails against
+/// plain dead ends trace by trace (`Graph::chain_odds`); over these traces the tails rule
+/// keeps precision about 0.67 at recall 0.21 and the combined classifier about 0.12 above
+/// chance at recall 0.33, the dead-end rule about 0.21 above chance. The bounds (0.15
+/// above chance and recall at most 0.4 for the review's classifier, twins at chance,
+/// orphan OPERATIONs 0.15 above chance, dead ends 0.25 above chance) each fail on the
+/// figures before.
 #[test]
 fn the_manifest_shape_does_not_single_out_honeypots() {
-    let (review, ends, shapes) = measure(2);
+    let (review, ends, shapes, rules) = measure(2);
+    let [tails, twins, orphans] = rules;
     eprintln!("shapes (with dependents, tail, other dead end): {shapes:?}");
-    eprintln!("{}", review.line("twins and tails"));
+    eprintln!("{}", tails.line("tails"));
+    eprintln!("{}", twins.line("twins"));
+    eprintln!("{}", orphans.line("orphan OPERATIONs"));
+    eprintln!("{}", review.line("twins, tails and orphan OPERATIONs"));
     eprintln!("{}", ends.line("dead ends"));
     assert!(review.honeypots >= 1000, "{}", review.line("planted"));
+    assert!(
+        twins.precision() <= twins.chance_precision(),
+        "{}",
+        twins.line("twins")
+    );
+    assert!(
+        orphans.precision() <= orphans.chance_precision() + 0.15,
+        "{}",
+        orphans.line("orphan OPERATIONs")
+    );
+    assert!(
+        review.precision() <= review.chance_precision() + 0.15 && review.recall() <= 0.4,
+        "{}",
+        review.line("twins, tails and orphan OPERATIONs")
+    );
+    assert!(
+        ends.precision() <= ends.chance_precision() + 0.25,
+        "{}",
+        ends.line("dead ends")
+    );
 }
