@@ -28,7 +28,8 @@ use crate::session::{
 /// Under a budget, a kept segment's `rests_on_left_out` names every left-out segment
 /// whose text travels with it (not only the ones it rests on directly), so that the
 /// contract counts all of them. (The extra names change no verdict: a segment resting on
-/// a left-out one through another is unsound either way.)
+/// a left-out one through another is unsound either way.) A honeypot, and a worded
+/// honeypot's OPERATION, carry the givens of the node they copy, and name what it names.
 pub fn seal_sight(prepared: &mut PreparedSession, r: &Restricted) {
     let dropped_at: BTreeMap<&str, u16> = r
         .dropped
@@ -37,7 +38,15 @@ pub fn seal_sight(prepared: &mut PreparedSession, r: &Restricted) {
         .filter_map(|(j, d)| Some((d.id.as_str(), u16::try_from(j).ok()?)))
         .collect();
     for (entry, m) in prepared.manifest.segments.iter_mut().zip(&prepared.mapping) {
-        let Some(through) = r.passes_dropped.get(&m.node) else {
+        let copied = if let Some(step) = m.node.strip_prefix("calculation-of-honeypot:") {
+            r.supports
+                .iter()
+                .find(|(_, s)| s.as_str() == step)
+                .map(|(op, _)| op.as_str())
+        } else {
+            Some(m.node.strip_prefix("honeypot:").unwrap_or(&m.node))
+        };
+        let Some(through) = copied.and_then(|node| r.passes_dropped.get(node)) else {
             continue;
         };
         let mut all: BTreeSet<u16> = entry.rests_on_left_out.iter().copied().collect();
@@ -291,5 +300,69 @@ mod tests {
         let m = chain(5, true);
         assert_eq!(most_seen(&m, None), 4, "never the whole trace");
         assert_eq!(most_seen(&m, Some(2)), 2);
+    }
+
+    /// Under a budget a honeypot names the left-out segments its source names (their
+    /// text travels with both), and a worded honeypot's OPERATION those of the OPERATION
+    /// it copies: on the ledger neither differs from what it copies there.
+    #[test]
+    fn honeypots_name_the_left_out_segments_of_what_they_copy() {
+        use rand::{SeedableRng, rngs::StdRng};
+
+        use crate::{
+            decompose::{Options, decompose},
+            session::{
+                honeypot,
+                prepare::{TierWeights, prepare_with, restrict},
+            },
+        };
+        let mut named = 0;
+        let dir = format!("{}/../examples/traces", env!("CARGO_MANIFEST_DIR"));
+        let mut files: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        files.sort();
+        for file in files {
+            let text = std::fs::read_to_string(&file).unwrap();
+            let Ok(t) = trust_protocol::trace::Trace::parse(&text) else {
+                continue;
+            };
+            let h = decompose(&t, &Options::default()).unwrap();
+            for keep in [Tier::Computer, Tier::Llm] {
+                let mut r = restrict(&h, |x| x == keep);
+                // Every kept node rests on the first left-out one, and the last passes
+                // through to it: what each names differs from none.
+                let (Some(first), Some(last)) = (r.dropped.first(), r.dropped.last()) else {
+                    continue;
+                };
+                let (first, last) = (first.id.clone(), last.id.clone());
+                for n in &r.hdag.nodes {
+                    r.rests_on_dropped.insert(n.id.clone(), vec![first.clone()]);
+                    r.passes_dropped.insert(n.id.clone(), vec![last.clone()]);
+                }
+                for seed in 0..8 {
+                    let mut rng = StdRng::seed_from_u64(seed);
+                    let baits = honeypot::forge(&r, 2, &mut rng);
+                    let quorum = chain(0, false).quorum;
+                    let Ok(mut p) =
+                        prepare_with(&r, &baits, quorum, TierWeights::EQUAL, 0, "", &mut rng)
+                    else {
+                        continue;
+                    };
+                    seal_sight(&mut p, &r);
+                    let at = |node: &str| p.mapping.iter().position(|e| e.node == node).unwrap();
+                    let left = |i: usize| p.manifest.segments[i].rests_on_left_out.clone();
+                    for b in &baits {
+                        assert_eq!(left(at(&b.name())), left(at(&b.source)), "{file:?}: {b:?}");
+                        named += usize::from(!left(at(&b.source)).is_empty());
+                        if let (Some(c), Some(name)) = (&b.calculation, b.calculation_name()) {
+                            assert_eq!(left(at(&name)), left(at(&c.source)), "{file:?}: {b:?}");
+                        }
+                    }
+                }
+            }
+        }
+        assert!(named > 0, "no honeypot's source names a left-out segment");
     }
 }

@@ -31,7 +31,7 @@ use trust_protocol::{
 };
 pub use trust_protocol::{MappingEntry, mapping_document_hash};
 
-use super::honeypot::{self, Bait};
+use super::honeypot::{self, Bait, Calculation};
 pub use super::restrict::{
     Dropped, MAX_CONTEXT_BYTES, Restricted, restrict, restrict_nodes, route_to_people, tool_cells,
 };
@@ -341,45 +341,79 @@ pub fn prepare_with(
             .filter(|s| baits.iter().any(|x| x.source == *s && x.rests_on.is_none()))
             .and_then(index_of)
     };
-    for b in baits {
-        let Some(source) = index_of(&b.source) else {
-            continue;
-        };
+    // The trace's nodes a honeypot cites: its own premises where it was forged with them,
+    // else those of the step it copies (but the one its stand-in replaces).
+    let cited = |b: &Bait| -> Vec<usize> {
         let replaced = stand_in(b);
-        let base = b.rests_on.as_deref();
-        let last_premise = premises
-            .get(source)
-            .into_iter()
-            .flatten()
-            .copied()
-            .filter_map(|d| {
-                items.iter().position(|x| match x {
-                    Item::Node(n) => *n == d && Some(d) != replaced,
-                    Item::Bait(y) => Some(d) == replaced && Some(y.source.as_str()) == base,
-                    Item::Calculation(_) => false,
-                })
+        match &b.premises {
+            Some(ids) => ids
+                .iter()
+                .filter_map(|id| index_of(id))
+                .chain(
+                    b.rests_on
+                        .as_deref()
+                        .and_then(index_of)
+                        .filter(|_| replaced.is_none()),
+                )
+                .collect(),
+            None => index_of(&b.source)
+                .and_then(|i| premises.get(i))
+                .into_iter()
+                .flatten()
+                .copied()
+                .filter(|&d| Some(d) != replaced)
+                .collect(),
+        }
+    };
+    // The trace's nodes the OPERATION of a worded honeypot cites.
+    let cited_by_calculation = |b: &Bait| -> Vec<usize> {
+        match b.calculation.as_ref() {
+            Some(Calculation {
+                premises: Some(ids),
+                ..
+            }) => ids.iter().filter_map(|id| index_of(id)).collect(),
+            Some(c) => index_of(&c.source)
+                .and_then(|i| premises.get(i))
+                .cloned()
+                .unwrap_or_default(),
+            None => Vec::new(),
+        }
+    };
+    for b in baits {
+        if index_of(&b.source).is_none() {
+            continue;
+        }
+        let real = cited(b);
+        let base = stand_in(b).and(b.rests_on.as_deref());
+        let last_premise = items
+            .iter()
+            .enumerate()
+            .filter(|(_, x)| match x {
+                Item::Node(n) => real.contains(n),
+                Item::Bait(y) => y.rests_on.is_none() && Some(y.source.as_str()) == base,
+                Item::Calculation(_) => false,
             })
+            .map(|(at, _)| at)
             .max();
         let at = honeypot::place(last_premise, items.len(), rng);
         items.insert(at, Item::Bait(b));
     }
-    // A worded honeypot's OPERATION, after the premises of the OPERATION it copies.
+    // A worded honeypot's OPERATION, after its premises.
     for b in baits {
-        let Some(op) = b.calculation.as_ref().and_then(|c| index_of(&c.source)) else {
-            continue;
-        };
-        if index_of(&b.source).is_none() {
+        if b.calculation
+            .as_ref()
+            .and_then(|c| index_of(&c.source))
+            .is_none()
+            || index_of(&b.source).is_none()
+        {
             continue;
         }
-        let last_premise = premises
-            .get(op)
-            .into_iter()
-            .flatten()
-            .filter_map(|&d| {
-                items
-                    .iter()
-                    .position(|x| matches!(x, Item::Node(n) if *n == d))
-            })
+        let real = cited_by_calculation(b);
+        let last_premise = items
+            .iter()
+            .enumerate()
+            .filter(|(_, x)| matches!(x, Item::Node(n) if real.contains(n)))
+            .map(|(at, _)| at)
             .max();
         let at = honeypot::place(last_premise, items.len(), rng);
         items.insert(at, Item::Calculation(b));
@@ -406,24 +440,18 @@ pub fn prepare_with(
             );
         }
     }
-    // `depends_on` of an entry copying node `id`; `instead` names a premise whose
-    // honeypot the entry rests on in its place.
-    let deps_of = |id: &str, instead: Option<&str>| {
-        let swap = instead.and_then(|s| Some((index_of(s)?, *bait_position.get(s)?)));
-        let mut d: Vec<u16> = index_of(id)
-            .and_then(|i| premises.get(i))
-            .into_iter()
-            .flatten()
-            .filter_map(|&j| match swap {
-                Some((s, at)) if s == j => Some(at),
-                _ => position.get(j).copied(),
-            })
+    // `depends_on` of an entry citing the nodes `cited`, and the honeypot planted from
+    // `base` (a follower's).
+    let deps_of = |cited: &[usize], base: Option<&str>| {
+        let mut d: Vec<u16> = cited
+            .iter()
+            .filter_map(|&j| position.get(j).copied())
+            .chain(base.and_then(|s| bait_position.get(s).copied()))
             .collect();
         d.sort_unstable();
         d.dedup();
         d
     };
-
     // Entries are numbered session segments first, then left-out ones.
     let dropped_at: BTreeMap<&str, usize> = r
         .dropped
@@ -523,24 +551,19 @@ pub fn prepare_with(
             Item::Node(_) => (Hash(hp_salt), r.conclusions.contains(&node.id)),
             Item::Calculation(_) => (Hash(hp_salt), false),
         };
-        let real = matches!(item, Item::Node(_));
         segments.push(SegmentEntry {
             id,
             level: node.abstraction_level,
             tier,
             weight: weights.of(tier),
-            depends_on: deps_of(
-                &node.id,
-                match item {
-                    Item::Bait(b) => b.rests_on.as_deref(),
-                    Item::Node(_) | Item::Calculation(_) => None,
-                },
-            ),
-            rests_on_left_out: if real {
-                left_deps_of(r.rests_on_dropped.get(&node.id))
-            } else {
-                Vec::new()
+            depends_on: match item {
+                Item::Node(i) => deps_of(premises.get(*i).map_or(&[], Vec::as_slice), None),
+                Item::Bait(b) => deps_of(&cited(b), stand_in(b).and(b.rests_on.as_deref())),
+                Item::Calculation(b) => deps_of(&cited_by_calculation(b), None),
             },
+            // A honeypot's document carries the givens of the step it copies, and with
+            // them the left-out segments that step rests on, as the step's own does.
+            rests_on_left_out: left_deps_of(r.rests_on_dropped.get(&node.id)),
             supports: match item {
                 Item::Node(_) => r.supports.get(&node.id).and_then(|s| entry_of(s)),
                 Item::Calculation(b) => bait_position.get(b.source.as_str()).copied(),
@@ -768,8 +791,9 @@ mod tests {
         }
     }
 
-    /// Planted honeypots open with what the provider keeps, cite the premises of the step
-    /// they copy, rest under nothing, and look like the other segments on the ledger.
+    /// Planted honeypots open with what the provider keeps, cite premises of their own
+    /// (not a copy of their source's), rest under nothing, and look like the other
+    /// segments on the ledger.
     #[test]
     fn honeypots_are_planted_blinded_among_the_segments() {
         let (_, h) = hdag();
@@ -808,36 +832,44 @@ mod tests {
                         .filter(|(_, x)| x.depends_on.contains(&h.segment))
                         .all(|(j, _)| planted.contains(&(j as u16)))
                 );
-                // The step it copies: same level, tier, weight and premises (a follower
-                // rests on its base honeypot in place of the premise the base copies).
+                // The step it copies: same level, tier and weight; its premises are its
+                // own (a follower's include its base honeypot), and a honeypot that no
+                // honeypot rests on cites no premise set a real segment with a dependent
+                // cites (it has no twin a dependent tells from it).
                 let src = p.mapping.iter().position(|e| e.node == b.source).unwrap();
                 let s = &m.segments[src];
                 assert_eq!((g.level, g.tier, g.weight), (s.level, s.tier, s.weight));
-                let expected: Vec<u16> = match &b.rests_on {
-                    None => s.depends_on.clone(),
-                    Some(premise) => {
-                        let real = p.mapping.iter().position(|e| e.node == *premise).unwrap();
-                        let base = p
-                            .mapping
+                let at = |node: &str| p.mapping.iter().position(|e| e.node == node).unwrap();
+                let mut expected: Vec<u16> = b
+                    .premises
+                    .as_ref()
+                    .expect("forged with premises of its own")
+                    .iter()
+                    .map(|id| at(id) as u16)
+                    .chain(
+                        b.rests_on
                             .iter()
-                            .position(|e| e.node == format!("honeypot:{premise}"))
-                            .unwrap();
-                        let mut d: Vec<u16> = s
-                            .depends_on
-                            .iter()
-                            .map(|&x| {
-                                if usize::from(x) == real {
-                                    base as u16
-                                } else {
-                                    x
-                                }
-                            })
-                            .collect();
-                        d.sort_unstable();
-                        d
-                    }
-                };
+                            .map(|premise| at(&format!("honeypot:{premise}")) as u16),
+                    )
+                    .collect();
+                expected.sort_unstable();
                 assert_eq!(g.depends_on, expected);
+                if b.rests_on.is_none() {
+                    let real = |j: usize| !planted.contains(&(j as u16));
+                    for (j, x) in m.segments.iter().enumerate().filter(|(j, _)| real(*j)) {
+                        let has_dependent = m
+                            .segments
+                            .iter()
+                            .any(|y| y.depends_on.contains(&(j as u16)))
+                            || m.left_out
+                                .iter()
+                                .any(|l| l.depends_on.contains(&(j as u16)));
+                        assert!(
+                            x.depends_on != g.depends_on || !has_dependent,
+                            "seed {seed}: {b:?} twins segment {j}"
+                        );
+                    }
+                }
                 assert!(g.depends_on.iter().all(|&d| usize::from(d) < i));
                 let doc = SegmentDoc::from_bytes(
                     &decrypt_segment(&p.keys[i], &g.id, &p.blocks[i].1).expect("decrypts"),

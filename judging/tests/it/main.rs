@@ -10,6 +10,7 @@ mod computer_labelled;
 mod computer_shapes;
 mod corpus;
 mod grounding;
+mod honeypot_shape;
 mod safety;
 mod samples;
 mod spans;

@@ -62,6 +62,15 @@
 //!   the price of `n` items as the price of one, and the result is `n` times too large.
 //!
 //! The known verdict of a worded honeypot is Invalid.
+//!
+//! # Premises
+//!
+//! Like a Computer honeypot (see the parent module's doc, on twins), a worded honeypot
+//! does not cite exactly its source's premises: it and its OPERATION cite one variant of
+//! them together (one dropped, added or swapped), kept only when the checks above still
+//! hold with it: the calculation judged with those premises as the honeypot's seats and
+//! its OPERATION's seats judge it, and no number the forgery brought in read in an
+//! added premise (`premises_for`). A step whose every variant fails is not copied.
 
 use std::ops::Range;
 
@@ -69,10 +78,10 @@ use rand::{RngCore, seq::SliceRandom};
 use trust_protocol::{
     Hash, Vote,
     hdag::AbstractionLevel,
-    tx::{Difficulty, Tier},
+    tx::{Difficulty, MAX_DEPENDENCIES, Tier},
 };
 
-use super::{Bait, Calculation};
+use super::{Bait, Calculation, Graph, canonical};
 use crate::{computer, decompose, session::restrict::Restricted};
 
 /// How a worded honeypot is wrong.
@@ -134,6 +143,7 @@ pub(super) fn forge(r: &Restricted, count: usize, rng: &mut impl RngCore) -> Vec
         return Vec::new();
     }
     sources.shuffle(rng);
+    let graph = Graph::of(r);
     let mut used = vec![false; sources.len()];
     let mut out = Vec::new();
     let mut stalled = 0;
@@ -182,19 +192,83 @@ pub(super) fn forge(r: &Restricted, count: usize, rng: &mut impl RngCore) -> Vec
         else {
             continue;
         };
+        let Some(set) = premises_for(r, &graph, *step, *op, f, rng) else {
+            continue;
+        };
+        let ids: Vec<String> = set
+            .iter()
+            .filter_map(|&d| r.hdag.nodes.get(d).map(|n| n.id.clone()))
+            .collect();
         out.push(Bait {
             source: step_node.id.clone(),
             claim: f.claim.clone(),
             verdict: Vote::Invalid,
             difficulty: f.kind.difficulty(),
             rests_on: None,
+            premises: Some(ids.clone()),
             calculation: Some(Calculation {
                 source: op_node.id.clone(),
                 text: f.operation.clone(),
+                premises: Some(ids),
             }),
         });
     }
     out
+}
+
+/// The premises (node indices, in dependency order) of a worded honeypot forged as `f`
+/// from STEP `step` with OPERATION `op`, and of its own OPERATION: the first of the
+/// STEP's premise variants ([`Graph::variants`]) under which the forgery stays what it was made to be: its calculation judged, with
+/// those premises, as its seats and its OPERATION's seats judge it (refuted for a slip,
+/// holding for the others), and no number the forgery brought in (the other entity's
+/// count, the items, the new result) read in a premise it adds, so that nothing but the
+/// problem speaks of them. `None` when no variant qualifies, or when the source's
+/// OPERATION does not rest on exactly what its STEP rests on (a pair the honeypot would
+/// not match).
+fn premises_for(
+    r: &Restricted,
+    graph: &Graph,
+    step: usize,
+    op: usize,
+    f: &Forgery,
+    rng: &mut impl RngCore,
+) -> Option<Vec<usize>> {
+    let base = graph.premises(step).to_vec();
+    if canonical(graph.premises(op)) != canonical(&base) {
+        return None;
+    }
+    let step_givens = r
+        .givens
+        .get(&r.hdag.nodes.get(step)?.id)
+        .cloned()
+        .unwrap_or_default();
+    let op_node = r.hdag.nodes.get(op)?;
+    let op_givens = r.givens.get(&op_node.id).cloned().unwrap_or_default();
+    let original: Vec<i128> = numbers(&op_node.content).iter().map(|n| n.value).collect();
+    let brought: Vec<i128> = numbers(&f.operation)
+        .iter()
+        .map(|n| n.value)
+        .filter(|v| !original.contains(v))
+        .collect();
+    let want = if f.kind == Kind::Slip {
+        Vote::Invalid
+    } else {
+        Vote::Valid
+    };
+    let content = |d: usize| r.hdag.nodes.get(d).map(|n| n.content.clone());
+    graph
+        .variants(step, &base, Some(op), rng)
+        .into_iter()
+        .filter(|set| set.len() <= MAX_DEPENDENCIES)
+        .find(|set| {
+            let added_clean = set.iter().filter(|d| !base.contains(d)).all(|&d| {
+                content(d).is_some_and(|t| numbers(&t).iter().all(|n| !brought.contains(&n.value)))
+            });
+            let texts: Vec<String> = set.iter().filter_map(|&d| content(d)).collect();
+            added_clean
+                && operation_vote(&f.operation, &texts, &step_givens) == Some(want)
+                && operation_vote(&f.operation, &texts, &op_givens) == Some(want)
+        })
 }
 
 /// The worded STEPs of `r` a honeypot may copy, each with its OPERATION (node indices):

@@ -28,6 +28,7 @@ pub fn false_baits(r: &Restricted, count: usize) -> Vec<Bait> {
             verdict: Vote::Invalid,
             difficulty: Difficulty::Obvious,
             rests_on: None,
+            premises: None,
             calculation: None,
         })
         .collect()

@@ -261,10 +261,13 @@ fn worded_honeypots_are_planted_at_each_difficulty() {
         assert_eq!(sources.len(), baits.len(), "one honeypot per step");
     }
     assert_eq!(difficulties.len(), 3);
-    // The whole forge: half of them worded, the slip among them.
+    // The whole forge: half of them worded where the Computer tier has steps to copy;
+    // the bakery's Computer tier holds only the OPERATIONs of its STEPs, and a copy of
+    // one would support nothing (no OPERATION of the trace does), so all four are worded
+    // here, the slip first.
     let all = super::super::forge(&r, 4, &mut StdRng::seed_from_u64(1));
     assert_eq!(all.len(), 4);
-    assert_eq!(all.iter().filter(|b| b.calculation.is_some()).count(), 2);
+    assert_eq!(all.iter().filter(|b| b.calculation.is_some()).count(), 4);
     assert_eq!(all[0].difficulty, Difficulty::Obvious);
 }
 
@@ -444,11 +447,35 @@ fn a_worded_honeypot_is_planted_with_its_operation_like_a_real_step() {
             assert!(!p.honeypots.iter().any(|x| usize::from(x.segment) == op));
             assert_eq!((g.level, g.tier, g.weight), (s.level, s.tier, s.weight));
             assert_eq!(g.tier, Tier::Llm);
-            assert_eq!(g.depends_on, s.depends_on);
+            // Premises of its own, the same for the STEP and its OPERATION (as a real
+            // STEP's OPERATION rests on what the STEP rests on), not a copy of the
+            // source's where that would make a twin the source's dependents tell apart.
+            let own: Vec<u16> = {
+                let mut d: Vec<u16> = b
+                    .premises
+                    .as_ref()
+                    .unwrap()
+                    .iter()
+                    .map(|id| at(id) as u16)
+                    .collect();
+                d.sort_unstable();
+                d
+            };
+            assert_eq!(g.depends_on, own);
+            assert_eq!(c.premises.as_ref(), b.premises.as_ref());
+            let cited = |j: usize| {
+                m.segments
+                    .iter()
+                    .any(|x| x.depends_on.contains(&(j as u16)))
+            };
+            assert!(
+                g.depends_on != s.depends_on || !cited(src),
+                "seed {seed}: {b:?}"
+            );
             assert_eq!((o.level, o.tier, o.weight), (so.level, so.tier, so.weight));
             assert_eq!(o.tier, Tier::Computer);
             assert_eq!(o.level, AbstractionLevel::Operation);
-            assert_eq!(o.depends_on, so.depends_on);
+            assert_eq!(o.depends_on, g.depends_on);
             assert_eq!(o.supports, Some(h as u16));
             assert_eq!(so.supports, Some(src as u16));
             assert!(!g.conclusion && !o.conclusion);
