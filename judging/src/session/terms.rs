@@ -43,7 +43,8 @@ pub struct SessionOptions {
     /// Racing seats drawn beyond `k` per segment (`Δ`): the first `k` reveals count.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub racing_seats: Option<u8>,
-    /// Seat quorum `τ` (0.5..=1): a segment is decided by `ceil(τ k)` agreeing votes.
+    /// Seat quorum `τ` (0.5 up to the network's ceiling per tier, `max_tau`, 2/3 by
+    /// default): a segment is decided by `ceil(τ k)` agreeing votes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tau: Option<f64>,
     /// Trace quorum `β` (0..=1): the share of the trace's weight that must pass.

@@ -988,7 +988,8 @@ pub struct AssuranceArgs {
     /// Racing seats drawn beyond k per segment (the first k reveals count).
     #[arg(long, value_name = "N")]
     pub racing: Option<u8>,
-    /// Seat quorum tau: a segment is decided by ceil(tau k) agreeing votes (0.5..=1).
+    /// Seat quorum tau: a segment is decided by ceil(tau k) agreeing votes (0.5 up to the
+    /// network's ceiling, 2/3 by default; above it the node refuses before it signs).
     #[arg(long)]
     pub tau: Option<f64>,
     /// Trace quorum beta: the share of the trace's weight that must pass (0..=1).
