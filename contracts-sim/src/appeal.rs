@@ -107,7 +107,7 @@
 
 use trust_protocol::{
     AccountId, Hash, Vote,
-    tx::{MAX_SEATS, Tier},
+    tx::{MAX_SEATS, QuorumParams, SessionTerms, Tier},
     units::Amount,
 };
 
@@ -186,20 +186,29 @@ pub fn seats_of_an_appeal(k: u8, held_by: u16) -> u8 {
 
 /// Where an appeal of segment `i` of a verdict `held_by` judgements reached may draw, in
 /// order: its tier, then each higher tier the session's terms allow, with the seats each
-/// needs.
+/// needs ([`appeal_options`]).
 fn options(s: &Session, i: usize, held_by: u16) -> Vec<(Tier, u8)> {
     let Some(g) = s.segments.get(i) else {
         return Vec::new();
     };
-    let up: &[Tier] = match g.tier {
-        Tier::Computer => &[Tier::Llm, Tier::Human],
-        Tier::Llm => &[Tier::Human],
-        Tier::Human => &[],
-    };
-    std::iter::once(g.tier)
-        .chain(up.iter().copied())
-        .filter(|t| s.manifest.terms.allows(*t))
-        .map(|t| (t, appeal_seats(s, t, held_by)))
+    appeal_options(&s.manifest.terms, &s.manifest.quorum, g.tier, held_by)
+}
+
+/// Where an appeal of a verdict `held_by` judgements reached on a segment judged in `tier`
+/// of a session under `terms` and `quorum` may draw, in order: `tier`, then each higher
+/// tier the terms allow, with the fresh seats each needs ([`seats_of_an_appeal`] at the
+/// session's `k` there). The one rule an appeal is staffed by, and the one
+/// [`crate::check_terms`] weighs before it admits racing seats.
+pub(crate) fn appeal_options(
+    terms: &SessionTerms,
+    quorum: &QuorumParams,
+    tier: Tier,
+    held_by: u16,
+) -> Vec<(Tier, u8)> {
+    std::iter::once(tier)
+        .chain(assign::tiers_above(tier).iter().copied())
+        .filter(|t| terms.allows(*t))
+        .map(|t| (t, seats_of_an_appeal(quorum.k(t), held_by)))
         .collect()
 }
 

@@ -45,6 +45,16 @@ use crate::{
     state::{Seat, Session, State},
 };
 
+/// The tiers above `tier`, next one up first: where an escalation or an appeal of one of
+/// its segments may go when the session's terms allow them.
+pub(crate) fn tiers_above(tier: Tier) -> &'static [Tier] {
+    match tier {
+        Tier::Computer => &[Tier::Llm, Tier::Human],
+        Tier::Llm => &[Tier::Human],
+        Tier::Human => &[],
+    }
+}
+
 /// Segments of a session each account holds keys for: every segment it has a seat on and
 /// the premises (`depends_on`) sealed with each.
 pub(crate) type Coverage = BTreeMap<AccountId, BTreeSet<u16>>;

@@ -75,8 +75,8 @@ use crate::{
     params::{Genesis, GenesisError, Params},
     registry, sessions,
     state::{
-        Account, Failure, Finality, LocalVerdict, Outcome, Phase, STATE_CONFIG, Session, State,
-        TraceVerdict,
+        Account, Failure, Finality, LocalVerdict, Outcome, Phase, STATE_CONFIG, SegmentState,
+        Session, State, TraceVerdict,
     },
     tally, windows,
 };
@@ -941,20 +941,8 @@ impl Contract {
             let Some(seg) = s.segments.get(i) else {
                 return false;
             };
-            let up: &[Tier] = match seg.tier {
-                Tier::Computer => &[Tier::Llm, Tier::Human],
-                Tier::Llm => &[Tier::Human],
-                Tier::Human => &[],
-            };
+            let options = escalation_options(&self.state, s, seg, abstained);
             let extra = s.manifest.quorum.extra_seats;
-            let same_k = seg
-                .k
-                .saturating_add(self.state.params.escalation_extra_seats);
-            let options = up
-                .iter()
-                .filter(|t| s.manifest.terms.allows(**t))
-                .map(|t| (*t, s.manifest.quorum.k(*t)))
-                .chain((!abstained).then_some((seg.tier, same_k)));
             options.into_iter().any(|(t, k)| {
                 let fresh = self
                     .state
@@ -1019,7 +1007,6 @@ impl Contract {
         undecided: &[(usize, bool)],
         ev: &mut Vec<Event>,
     ) -> bool {
-        let p = &self.state.params;
         let held = BTreeMap::new();
         let budget_cap = exposure_cap(s);
         let mut covered = assign::coverage(s);
@@ -1030,25 +1017,8 @@ impl Contract {
             };
             let segment = u16::try_from(i).unwrap_or(u16::MAX);
             let exclude: Vec<AccountId> = seg.seats.iter().map(|x| x.account).collect();
-            let up: &[Tier] = match seg.tier {
-                Tier::Computer => &[Tier::Llm, Tier::Human],
-                Tier::Llm => &[Tier::Human],
-                Tier::Human => &[],
-            };
-            let same_k = seg
-                .k
-                .saturating_add(p.escalation_extra_seats)
-                .min(trust_protocol::tx::MAX_SEATS.saturating_sub(s.manifest.quorum.extra_seats));
-            let terms = &s.manifest.terms;
-            let mut options: Vec<(Tier, u8)> = up
-                .iter()
-                .filter(|t| terms.allows(**t))
-                .map(|t| (*t, s.manifest.quorum.k(*t)))
-                .collect();
+            let options = escalation_options(&self.state, s, seg, abstained);
             let keys = assign::keys_of(s, i);
-            if !abstained {
-                options.push((seg.tier, same_k));
-            }
             let mut chosen = None;
             for (tier, k) in options {
                 // An escalation keeps a required domain only in a tier where it counts;
@@ -1203,6 +1173,73 @@ fn take_due(index: &mut crate::state::Map<u64, crate::state::Set<Hash>>, height:
     due.into_iter()
         .flat_map(|h| index.remove(&h).unwrap_or_default())
         .collect()
+}
+
+/// Where an escalation of the undecided segment `seg` of session `s` may go, in the order
+/// it tries them, with the `k` of each (its seats are that plus the session's racing
+/// seats): each higher tier the terms allow at the session's `k` there, then, unless its
+/// seats `abstained` (the same kind of judge would abstain again), its own tier with
+/// [`Params::escalation_extra_seats`] more. What [`Contract::may_escalate`] and
+/// [`Contract::escalate`] both read.
+///
+/// A provider that kept keys from a seat of the first round (it starved it) may have left
+/// the segment Undecided on purpose, to have it escalate: the escalation's racing seats
+/// would join the first round's among those an appeal may not draw, and buy a verdict
+/// nobody can appeal. A session with racing seats whose first round was starved
+/// escalates only where a verdict all the escalation's seats reach could still be
+/// appealed ([`escalated_verdict_appealable`]); elsewhere the Undecided it caused stands.
+/// A segment whose keyed seats split, or a session without racing seats, escalates as it
+/// always did.
+pub(crate) fn escalation_options(
+    st: &State,
+    s: &Session,
+    seg: &SegmentState,
+    abstained: bool,
+) -> Vec<(Tier, u8)> {
+    let (terms, quorum) = (&s.manifest.terms, &s.manifest.quorum);
+    let extra = quorum.extra_seats;
+    // The provider kept keys from a seat of the round that left the segment undecided.
+    let starved = tally::round_counts(seg, 0).starved > 0;
+    let same_k = seg
+        .k
+        .saturating_add(st.params.escalation_extra_seats)
+        .min(trust_protocol::tx::MAX_SEATS.saturating_sub(extra));
+    assign::tiers_above(seg.tier)
+        .iter()
+        .filter(|t| terms.allows(**t))
+        .map(|t| (*t, quorum.k(*t)))
+        .chain((!abstained).then_some((seg.tier, same_k)))
+        .filter(|&(to, k)| {
+            extra == 0 || !starved || escalated_verdict_appealable(st, s, seg, to, k, extra)
+        })
+        .collect()
+}
+
+/// Whether a verdict all the `k + extra` seats of an escalation of `seg` (of session `s`)
+/// to `to` reach could be appealed on `st`: some tier an appeal of it may draw from
+/// ([`appeal::appeal_options`]) holds the fresh seats it needs among its auditors, less
+/// the provider, everyone seated on the segment so far and the escalation's own seats.
+fn escalated_verdict_appealable(
+    st: &State,
+    s: &Session,
+    seg: &SegmentState,
+    to: Tier,
+    k: u8,
+    extra: u8,
+) -> bool {
+    let quorum = &s.manifest.quorum;
+    let held_by = u16::from(k).saturating_add(u16::from(extra));
+    appeal::appeal_options(&s.manifest.terms, quorum, to, held_by)
+        .iter()
+        .any(|(t, seats)| {
+            let fresh = st
+                .eligible(*t)
+                .iter()
+                .filter(|a| **a != s.provider && !seg.seats.iter().any(|x| x.account == **a))
+                .count();
+            let drawn = if *t == to { usize::from(held_by) } else { 0 };
+            fresh.saturating_sub(drawn) >= usize::from(*seats)
+        })
 }
 
 /// Whether `s` waits for its escalation's seats: in round 1's commit phase with no

@@ -293,6 +293,28 @@ pub enum TxError {
         /// The required domain the count is restricted to, if any.
         domain: Option<String>,
     },
+    /// The session asks for racing seats (`extra_seats`) in a tier where a verdict all its
+    /// first round's `k + extra_seats` seats reach could not be appealed: an appeal draws
+    /// `max(2k + 1, 2 held_by + 1)` fresh seats ([`crate::seats_of_an_appeal`]) from the
+    /// auditors who never sat on the segment (other than the provider), in its tier or a
+    /// higher one the terms allow, and too few are left in any of them. A provider would
+    /// otherwise buy a verdict nobody can appeal by asking for seats. Fewer racing seats
+    /// (`most` at most; 0: none) are accepted.
+    #[error(
+        "{extra_seats} racing seats would make a verdict on the session's {tier:?} segments unappealable: an appeal of a verdict all k + {extra_seats} seats reached needs {needed} fresh {tier:?} auditors and {eligible} would be left (nor does a higher tier the session allows have enough): ask for fewer racing seats (at most {most} on this network now)"
+    )]
+    RacingSeatsUnappealable {
+        /// The tier the session routes the segments to.
+        tier: Tier,
+        /// Racing seats asked for.
+        extra_seats: u8,
+        /// Auditors of the tier eligible for the appeal (not the provider, not seated).
+        eligible: usize,
+        /// Fresh seats the appeal needs there.
+        needed: u8,
+        /// The most racing seats a session may ask for in this tier now (0: none).
+        most: u8,
+    },
     /// A segment whose seats would see more segments than the session's exposure budget
     /// allows one account: no auditor could ever take a seat on it.
     #[error(

@@ -14,6 +14,15 @@
 //!   it costs O(tiers) (plus the manifest's size for a budget), and a session that could
 //!   never run leaves no failure behind. A draw can still fail when auditors leave between
 //!   the opening and the draw; that failure is refunded and kept for a bounded time.
+//! - **Racing seats keep a verdict appealable.** Every seat a verdict holds raises the
+//!   panel an appeal of it needs ([`crate::seats_of_an_appeal`]: `2 held_by + 1` fresh
+//!   seats), and racing seats are the provider's choice: a session asking for them is
+//!   refused, charging nothing ([`TxError::RacingSeatsUnappealable`], naming the most it
+//!   may ask for), unless a verdict all `k + extra` seats of a routed tier's first round
+//!   reach could be appealed by auditors who did not sit on the segment, in that tier or
+//!   a higher one the terms allow. Its escalations are held to the same when they are
+//!   drawn (`contract::escalation_options`). A session without racing seats is not held to
+//!   it (a small network seats `k` and may be too small to appeal at all).
 //! - **Key delivery is on record.** `DeliverKeys` marks, on each seat, which of the keys
 //!   it needs (its segment's and its premises') arrived in its round's commit window by
 //!   the round's key deadline ([`key_deadline`]: [`Params::key_window`] blocks after the
@@ -46,8 +55,8 @@ use trust_protocol::{
     honeypot_commitment, honeypot_set_commitment, mapping_commitment,
     seal::key_context,
     tx::{
-        Call, DeliveredKey, HoneypotOpening, SeatKey, SessionManifest, SessionTerms, Tier,
-        TxFormatError,
+        Call, DeliveredKey, HoneypotOpening, QuorumParams, SeatKey, SessionManifest, SessionTerms,
+        Tier, TxFormatError,
     },
     units::{Amount, Ppm},
     verify_commitment,
@@ -155,12 +164,48 @@ pub fn tau_ceiling(p: &crate::Params, terms: &SessionTerms) -> Option<(Tier, Ppm
         .min_by_key(|(_, c)| *c)
 }
 
+/// Whether a verdict all the first-round seats of a `tier` segment of a session under
+/// `terms` and `quorum` reach (`k + extra`) could be appealed on `st` now, as an appeal
+/// draws ([`crate::appeal`]): some tier the appeal may draw from holds the fresh seats it
+/// needs ([`crate::seats_of_an_appeal`]) among its auditors other than the provider and
+/// the `k + extra` who sat. (An escalation's verdict is held to the same when it is drawn:
+/// [`crate::contract::escalation_options`].) The refusal, with `most` left at 0, if not.
+fn racing_seats_appealable(
+    st: &State,
+    provider: &AccountId,
+    terms: &SessionTerms,
+    quorum: &QuorumParams,
+    tier: Tier,
+) -> Result<(), TxError> {
+    let held_by = u16::from(quorum.k(tier)).saturating_add(u16::from(quorum.extra_seats));
+    let fresh = |t: Tier| {
+        let sat = if t == tier { usize::from(held_by) } else { 0 };
+        drawable_for(st, t, provider).saturating_sub(sat)
+    };
+    let options = crate::appeal::appeal_options(terms, quorum, tier, held_by);
+    if options
+        .iter()
+        .any(|(t, seats)| fresh(*t) >= usize::from(*seats))
+    {
+        return Ok(());
+    }
+    Err(TxError::RacingSeatsUnappealable {
+        tier,
+        extra_seats: quorum.extra_seats,
+        eligible: fresh(tier),
+        needed: crate::appeal::seats_of_an_appeal(quorum.k(tier), held_by),
+        most: 0,
+    })
+}
+
 /// Checks a manifest's terms against the network's limits and floors on `st`, as
 /// `OpenSession` does before it charges anything: `k` per allowed tier, windows per
 /// routed tier, `beta`, a required domain's pool, that each routed tier can staff its
 /// segments' first draw ([`TxError::TierUnstaffed`]) within the exposure budget
-/// ([`TxError::ExposureUnmeetable`]), segment weights. A provider's node calls it before
-/// it signs, so that a refused session is never sent.
+/// ([`TxError::ExposureUnmeetable`]), that a session asking for racing seats leaves a
+/// verdict its first round may reach appealable ([`TxError::RacingSeatsUnappealable`]),
+/// segment weights. A provider's node calls it before it signs, so that a refused session
+/// is never sent.
 pub fn check_terms(
     st: &State,
     provider: &AccountId,
@@ -255,6 +300,26 @@ pub fn check_terms(
                 eligible,
                 domain: t.domain_required.then(|| manifest.domain.clone()),
             });
+        }
+        // Appealable: racing seats are the provider's choice, and every seat a verdict
+        // holds raises the panel an appeal of it needs. A session asking for them is
+        // refused unless every verdict its seats may reach can be appealed.
+        if q.extra_seats > 0
+            && let Err(mut e) = racing_seats_appealable(st, provider, t, q, tier)
+        {
+            if let TxError::RacingSeatsUnappealable { most, .. } = &mut e {
+                *most = (1..q.extra_seats)
+                    .rev()
+                    .find(|&extra| {
+                        let fewer = QuorumParams {
+                            extra_seats: extra,
+                            ..q.clone()
+                        };
+                        racing_seats_appealable(st, provider, t, &fewer, tier).is_ok()
+                    })
+                    .unwrap_or(0);
+            }
+            return Err(e);
         }
     }
     // An exposure budget below the sight of a segment leaves nobody who may sit on it.

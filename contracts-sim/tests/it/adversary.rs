@@ -585,7 +585,7 @@ fn finding_3_a_private_required_domain_is_refused_and_new_expertise_waits() {
 #[test]
 fn finding_4_the_verdict_does_not_depend_on_reveal_order() {
     for position in 0..9usize {
-        let (mut chain, keys) = chain(test_params(), &[(Tier::Computer, 9)]);
+        let (mut chain, keys) = chain(test_params(), &[(Tier::Computer, 9), (Tier::Human, 19)]);
         let m = manifest(vec![segment(0, Tier::Computer, vec![])], 1, 8);
         let id = m.segments[0].id;
         let (sid, drawn) = open(&mut chain, m);
@@ -648,7 +648,7 @@ fn finding_4_the_verdict_does_not_depend_on_reveal_order() {
 fn finding_4_keying_only_a_minority_decides_nothing() {
     let params = test_params();
     let reward = params.reward;
-    let (mut chain, keys) = chain(params, &[(Tier::Computer, 5)]);
+    let (mut chain, keys) = chain(params, &[(Tier::Computer, 5), (Tier::Human, 11)]);
     let m = manifest(vec![segment(0, Tier::Computer, vec![])], 3, 2);
     let (sid, drawn) = open(&mut chain, m);
     let seats = seats_of(&drawn, 0, 0);
@@ -776,7 +776,7 @@ fn finding_4_a_key_that_does_not_open_is_the_providers_cost() {
         ..test_params()
     };
     let reward = params.reward;
-    let (mut chain, keys) = chain(params, &[(Tier::Computer, 5)]);
+    let (mut chain, keys) = chain(params, &[(Tier::Computer, 5), (Tier::Human, 11)]);
 
     // The attack as it stood: no report. Honest 0 abstains unpaid, honest 1 and 2 stay
     // away, the two colluders decide Valid and the absent honest seats are slashed.

@@ -318,7 +318,7 @@ fn replays_reordering_and_bad_signatures_change_nothing() {
 
 #[test]
 fn commit_and_reveal_rules() {
-    let (mut chain, keys) = Chain::new(test_params(), &[(Tier::Computer, 5)]);
+    let (mut chain, keys) = Chain::new(test_params(), &[(Tier::Computer, 5), (Tier::Human, 9)]);
     let provider = key("provider");
     let sid = Tx::session_id(&provider.public(), 0);
     let m = manifest(vec![segment(0, Tier::Computer, vec![])], 3, 1);
@@ -943,7 +943,7 @@ fn a_reveal_opens_its_commitment_only_with_the_reason_it_bound() {
 /// late; a seat that never revealed is not listed.
 #[test]
 fn the_outcome_lists_each_revealed_vote_with_its_reason() {
-    let (mut chain, keys) = Chain::new(test_params(), &[(Tier::Computer, 6)]);
+    let (mut chain, keys) = Chain::new(test_params(), &[(Tier::Computer, 6), (Tier::Human, 9)]);
     // k = 3 with one extra seat: segment 0's fourth seat never commits.
     let segs = vec![
         segment(0, Tier::Computer, vec![]),
@@ -1058,7 +1058,7 @@ fn no_shows_are_treated_as_wrong_and_slashing_deactivates() {
         max_session_loss: 950,
         ..always_slash()
     };
-    let (mut chain, keys) = Chain::new(params, &[(Tier::Computer, 4)]);
+    let (mut chain, keys) = Chain::new(params, &[(Tier::Computer, 4), (Tier::Human, 9)]);
     let (sid, ev) = run_session(
         &mut chain,
         &keys,
@@ -1669,7 +1669,7 @@ fn an_exiting_auditor_keeps_its_seats_duty_and_is_slashed_from_its_unbonding() {
         unbond_delay: 100,
         ..always_slash()
     };
-    let (mut chain, keys) = Chain::new(params, &[(Tier::Computer, 4)]);
+    let (mut chain, keys) = Chain::new(params, &[(Tier::Computer, 4), (Tier::Human, 9)]);
     let mut leaver = None;
     let (sid, ev) = run_session_with(
         &mut chain,
@@ -2368,7 +2368,7 @@ fn a_seat_starved_of_its_keys_is_not_slashed_and_the_provider_pays_it() {
         ..always_slash()
     };
     let reward = params.reward;
-    let (mut chain, keys) = Chain::new(params, &[(Tier::Computer, 5)]);
+    let (mut chain, keys) = Chain::new(params, &[(Tier::Computer, 5), (Tier::Human, 11)]);
     let provider = key("provider");
     let before = chain.c.state().accounts[&provider.public()].balance;
     // Two segments, the second citing the first; seat 0 of segment 1 never gets that
@@ -3093,7 +3093,7 @@ fn a_paused_auditor_still_owes_the_seats_it_holds() {
         expertise_delay: 2,
         ..always_slash()
     };
-    let (mut chain, keys) = Chain::new(params, &[(Tier::Computer, 4)]);
+    let (mut chain, keys) = Chain::new(params, &[(Tier::Computer, 4), (Tier::Human, 9)]);
     let mut pauser = None;
     let (_, ev) = run_session_with(
         &mut chain,

@@ -701,7 +701,7 @@ fn item_6_a_burst_waits_for_capacity_in_order_and_every_session_is_decided() {
         seat_capacity: [4, 4, 4],
         ..test_params()
     };
-    let (mut chain, keys) = chain(params, &[(Tier::Computer, 4)]);
+    let (mut chain, keys) = chain(params, &[(Tier::Computer, 4), (Tier::Human, 9)]);
     let provider = key("provider");
     let m = manifest(
         vec![

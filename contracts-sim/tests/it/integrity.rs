@@ -72,7 +72,7 @@ fn finding_1_a_genesis_ceiling_above_k_minus_one_over_k_is_refused() {
 /// now the three judgements decide it, and the wrong step spoils the PASS.
 #[test]
 fn finding_1_abstaining_seats_cannot_keep_a_wrong_dead_end_step_from_spoiling_a_pass() {
-    let (mut chain, keys) = chain(test_params(), &[(Tier::Computer, 6)]);
+    let (mut chain, keys) = chain(test_params(), &[(Tier::Computer, 6), (Tier::Human, 11)]);
     let mut m = manifest(
         vec![
             // The conclusion, right.
@@ -1511,6 +1511,154 @@ fn finding_11_an_outvoted_seat_s_starved_appeal_costs_it_nothing() {
     assert_eq!(o.trace, TraceVerdict::Inconclusive);
     assert_eq!(chain.balance(&outvoted), before, "bond back");
     chain.assert_supply_conserved();
+}
+
+/// The refusal `OpenSession` gives a session of one Human segment at `k = 3` asking for
+/// `extra` racing seats, with the provider's balance and nonce unchanged by it.
+fn refused_racing(chain: &mut crate::common::Chain, extra: u8) -> TxError {
+    let provider = key("provider");
+    let (balance, nonce) = (
+        chain.balance(&provider.public()),
+        chain.c.nonce(&provider.public()),
+    );
+    let m = manifest(vec![segment(0, Tier::Human, vec![])], 3, extra);
+    let e = chain
+        .try_apply(&provider, Call::OpenSession(m))
+        .expect_err("refused");
+    assert_eq!(
+        chain.balance(&provider.public()),
+        balance,
+        "nothing charged"
+    );
+    assert_eq!(chain.c.nonce(&provider.public()), nonce, "nothing changed");
+    e
+}
+
+/// Found by the simulator (`third_party_appeals_refused` at 300 sessions): racing seats
+/// are the provider's choice, and every seat a verdict holds raises the panel an appeal
+/// of it needs (`2 held_by + 1` fresh seats, none who sat on the segment). A provider
+/// asking for 2 racing seats at `k = 3` on a Human tier of 12 gets 5 seats; a verdict all
+/// five reach needs 11 fresh auditors to appeal and only 7 are left: the provider would
+/// have bought a verdict nobody can appeal. Refused, charging nothing, naming the numbers
+/// and the most racing seats it may ask for (none); the same session without racing seats
+/// opens as before (a small network seats `k`). On a tier of 27 the same session opens,
+/// its seats all reach the verdict, and a stranger's appeal of it is staffed with 11.
+/// Where the segment's tier is too small, a higher tier the terms allow staffs the appeal.
+#[test]
+fn racing_seats_cannot_buy_an_unappealable_verdict() {
+    let (mut chain, _) = chain_of(&[(Tier::Human, 12)]);
+    assert_eq!(
+        refused_racing(&mut chain, 2),
+        TxError::RacingSeatsUnappealable {
+            tier: Tier::Human,
+            extra_seats: 2,
+            eligible: 7,
+            needed: 11,
+            most: 0,
+        }
+    );
+    let e = refused_racing(&mut chain, 2).to_string();
+    assert!(e.contains("ask for fewer racing seats (at most 0"), "{e}");
+    let no_racing = manifest(vec![segment(0, Tier::Human, vec![])], 3, 0);
+    assert!(
+        chain
+            .try_apply(&key("provider"), Call::OpenSession(no_racing))
+            .is_ok()
+    );
+
+    // Large enough: opened, decided by all five seats, and its appeal is staffed.
+    let (mut chain, keys) = chain_of(&[(Tier::Human, 27)]);
+    let m = manifest(vec![segment(0, Tier::Human, vec![])], 3, 2);
+    let (sid, drawn) = open(&mut chain, m);
+    assert_eq!(seats_of(&drawn, 0, 0).len(), 5);
+    run_round(&mut chain, &keys, sid, 0, &drawn, &[], &|_, _| {
+        Some(Vote::Valid)
+    });
+    finish(&mut chain, sid);
+    assert_eq!(chain.c.outcome(&sid).unwrap().trace, TraceVerdict::Pass);
+    chain.submit(
+        &key("stranger"),
+        Call::Appeal {
+            session: sid,
+            segments: vec![0],
+        },
+    );
+    chain.block();
+    let panel = chain.block();
+    assert_eq!(seats_of(&panel, 0, 2).len(), 11, "2 x 5 + 1 fresh seats");
+
+    // A Computer tier of 12 cannot staff the appeal, a Human tier of 30 the terms allow
+    // can: opened. Without the Human tier it is refused.
+    let (mut chain, _) = chain_of(&[(Tier::Computer, 12), (Tier::Human, 30)]);
+    let m = manifest(vec![segment(0, Tier::Computer, vec![])], 3, 2);
+    let mut computer_only = m.clone();
+    computer_only.terms.tiers = [true, true, false];
+    assert!(matches!(
+        chain.try_apply(&key("provider"), Call::OpenSession(computer_only)),
+        Err(TxError::RacingSeatsUnappealable {
+            tier: Tier::Computer,
+            needed: 11,
+            eligible: 7,
+            ..
+        })
+    ));
+    assert!(
+        chain
+            .try_apply(&key("provider"), Call::OpenSession(m))
+            .is_ok()
+    );
+}
+
+/// A chain of the adversary tests' accounts with `auditors`.
+fn chain_of(auditors: &[(Tier, usize)]) -> (crate::common::Chain, Vec<trust_protocol::Keypair>) {
+    chain(test_params(), auditors)
+}
+
+/// The simulator's case (seed 3 at a sybil share of 20%): the provider withholds every
+/// key of the first round, so it is Undecided and escalates to more seats of the same tier
+/// (`k + 2` plus the racing seats), whose verdict then excludes both rounds' seats from
+/// its appeal. With 2 racing seats at `k = 3` on a Human tier of 26 the session opens (a
+/// first-round verdict of 5 leaves 21 for an appeal of 11), but an escalation of 7 would
+/// leave 14 where its appeal needs 15: it is not drawn, and the Undecided the provider
+/// caused stands (the trace cannot pass). With 1 racing seat the escalation of 6 leaves
+/// 16 for 13: it is drawn, decides, and a stranger's appeal of its verdict is staffed.
+#[test]
+fn racing_seats_cannot_buy_an_unappealable_verdict_through_an_escalation() {
+    for (extra, escalates) in [(2, false), (1, true)] {
+        let (mut chain, keys) = chain_of(&[(Tier::Human, 26)]);
+        let m = manifest(vec![segment(0, Tier::Human, vec![])], 3, extra);
+        let (sid, drawn) = open(&mut chain, m);
+        let first = seats_of(&drawn, 0, 0);
+        assert_eq!(first.len(), usize::from(3 + extra));
+        run_round(&mut chain, &keys, sid, 0, &drawn, &first, &|_, _| None);
+        let escalation = chain.block();
+        let seats = seats_of(&escalation, 0, 1);
+        if !escalates {
+            assert!(seats.is_empty(), "no escalation beyond appeal");
+            finish(&mut chain, sid);
+            let o = chain.c.outcome(&sid).unwrap();
+            assert_eq!(o.segments[0].verdict, SegmentVerdict::Undecided);
+            assert_ne!(o.trace, TraceVerdict::Pass);
+            continue;
+        }
+        assert_eq!(seats.len(), 6, "k + 2 + 1");
+        run_round(&mut chain, &keys, sid, 1, &escalation, &[], &|_, _| {
+            Some(Vote::Valid)
+        });
+        finish(&mut chain, sid);
+        assert_eq!(chain.c.outcome(&sid).unwrap().trace, TraceVerdict::Pass);
+        chain.submit(
+            &key("stranger"),
+            Call::Appeal {
+                session: sid,
+                segments: vec![0],
+            },
+        );
+        chain.block();
+        let panel = chain.block();
+        assert_eq!(seats_of(&panel, 0, 2).len(), 13, "2 x 6 + 1 fresh seats");
+        chain.assert_supply_conserved();
+    }
 }
 
 /// Params for the honeypot tests: any provider's miss counts (no fee floor), so what keeps

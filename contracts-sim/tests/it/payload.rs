@@ -153,7 +153,7 @@ fn a_payload_abstention_never_counts_as_a_judgement() {
 /// nothing, and the judgements decide.
 #[test]
 fn payload_abstentions_never_take_the_provider_past_k_paid_places() {
-    let (mut chain, keys) = chain(test_params(), &[(Tier::Computer, 6)]);
+    let (mut chain, keys) = chain(test_params(), &[(Tier::Computer, 6), (Tier::Human, 11)]);
     let mut m = manifest(vec![segment(0, Tier::Computer, vec![])], 3, 2);
     m.quorum.tau = DEFAULT_MAX_TAU;
     m.fee = trust_contracts::minimum_fee(&test_params(), &m).unwrap();

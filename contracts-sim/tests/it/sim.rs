@@ -360,11 +360,11 @@ fn mutation_wrong_pass_final_fires_without_appeals() {
 /// it; without them, that seat is flagged.
 #[test]
 fn mutation_honest_flagged_fires_without_the_false_honeypot_guards() {
-    let defended = adversary_run(1);
+    let defended = adversary_run(3);
     assert!(defended.attacks["false-honeypot"] > 0);
     assert!(defended.diagnostics.honest_known_error_approvals > 0);
     assert_eq!(defended.honest_flagged, 0);
-    let r = mutant(1, 60, |c| {
+    let r = mutant(3, 60, |c| {
         let rule = &mut c.params.rubber_stamp;
         rule.min_samples = 1;
         rule.approval = Ppm(1);
@@ -393,7 +393,7 @@ fn mutation_honest_flagged_fires_without_the_false_honeypot_guards() {
 #[test]
 fn mutation_honest_sessions_refused_fires_when_capacity_is_held() {
     let run = |hold, key_window| {
-        mutant(1, 100, |c| {
+        mutant(2, 100, |c| {
             c.params.draw_patience = 80;
             c.params.key_window = key_window;
             c.hold_capacity = hold;
@@ -424,14 +424,18 @@ fn mutation_honest_sessions_refused_fires_when_capacity_is_held() {
     );
 }
 
-/// `third_party_appeals_refused` fires when a tier cannot staff an appeal after the
-/// largest first-round panel the network allows (the run's check that each tier staffs
-/// the widest panel and two appeals): with `max_extra_seats` raised past it, an honest
-/// seat's appeal of a wrong verdict finds no fresh auditors and is refused.
+/// `third_party_appeals_refused` fires when a tier cannot staff an appeal: with 8 auditors
+/// per tier (6 honest, 2 sybils), an appeal of 7 fresh seats beside the 3 that sat cannot
+/// be drawn, and an honest seat's appeal of a wrong verdict is refused. (Raising
+/// `max_extra_seats` past the run's check no longer makes it fire: the contract refuses
+/// racing seats whose verdict could not be appealed, and the adversary asks for the most
+/// it admits.)
 #[test]
 fn mutation_third_party_appeals_refused_fires_when_appeals_cannot_be_staffed() {
-    let r = mutant(1, 60, |c| {
-        c.params.max_extra_seats = 20;
+    let r = mutant(2, 60, |c| {
+        c.honest_per_tier = 6;
+        c.sybils_per_tier = 2;
+        c.sybil_stake = 1_000;
         c.unchecked_params = true;
     });
     assert!(r.third_party_appeals_refused > 0, "{:?}", r.diagnostics);

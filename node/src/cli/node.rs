@@ -1153,7 +1153,7 @@ fn print_plan(p: &crate::api::views::Plan) {
                 .to_string()
         };
         outln!(
-            "appeal      a {tier} segment's appeal needs {} fresh {tier} auditors (2k + 1, none who sat on it), {} in all with its seats; the network has {}: {enough}",
+            "appeal      a {tier} segment's appeal needs {} fresh {tier} auditors (2k + 1, or twice its seats + 1 with racing seats; none who sat on it), {} in all with its seats; the network has {}: {enough}",
             a.fresh,
             a.in_all,
             a.auditors

@@ -423,7 +423,8 @@ pub fn refused_for_good(error: &TxError) -> bool {
             | TxError::SessionExists(_)
             | TxError::QuorumOutOfLimits(_)
             | TxError::FeeTooLow { .. }
-            // The manifest alone decides it. (Not `TierUnstaffed`: auditors join.)
+            // The manifest alone decides it. (Not `TierUnstaffed` or
+            // `RacingSeatsUnappealable`: auditors join.)
             | TxError::ExposureUnmeetable { .. }
             | TxError::UnknownSession(_)
             | TxError::UnknownSegment(_)

@@ -105,7 +105,7 @@ fn a_provider_chooses_seats_quorum_domain_and_exposure() {
     // Computer auditors with the 5 that judged; the network has 6 besides the provider.
     assert!(
         plan.contains(
-            "a Computer segment's appeal needs 11 fresh Computer auditors (2k + 1, none who sat on it), 16 in all with its seats; the network has 6: too few"
+            "a Computer segment's appeal needs 11 fresh Computer auditors (2k + 1, or twice its seats + 1 with racing seats; none who sat on it), 16 in all with its seats; the network has 6: too few"
         ),
         "{plan}"
     );

@@ -1638,8 +1638,17 @@ impl World {
         if plan.domain_at_floor {
             self.counts.attack("domain-pool-at-floor");
         }
-        let (m, set_salt, mapping) =
+        let (mut m, set_salt, mapping) =
             self.manifest(entries, &claims, &set, quorum, terms, domain, 1);
+        if plan.max_extra_seats
+            && let Err(crate::TxError::RacingSeatsUnappealable { most, .. }) =
+                crate::check_terms(self.contract.state(), &self.actors[provider].id, &m)
+        {
+            // The most racing seats the network admits: more would let its seats reach a
+            // verdict nobody could appeal, and the contract (as the node before it signs)
+            // refuses that, naming how many it would take.
+            m.quorum.extra_seats = most;
+        }
 
         // The probe: the same session with one term under its floor.
         let mut bad = m.clone();

@@ -254,8 +254,11 @@ impl Preparation {
                 .filter(|t| m.segments.iter().any(|e| e.tier == *t))
                 .map(|tier| {
                     let k = self.resolved.quorum.k(tier);
-                    let fresh = trust_contracts::seats_of_an_appeal(k, u16::from(k));
                     let seated = self.resolved.seats(tier);
+                    // A verdict all its seats reached, racing seats included: the appeal
+                    // the contract makes sure can be staffed before it admits them.
+                    let held_by = u16::try_from(seated).unwrap_or(u16::MAX);
+                    let fresh = trust_contracts::seats_of_an_appeal(k, held_by);
                     AppealNeed {
                         tier,
                         fresh,
@@ -394,10 +397,12 @@ pub struct Plan {
     pub appeals: Vec<AppealNeed>,
 }
 
-/// What an appeal of a segment of one tier needs: `fresh` seats (2k + 1, none of whom
-/// sat on the segment), so `in_all` auditors of the tier (the fresh ones and the seats
-/// that judged it), of whom the network has `auditors`. With fewer, the appeal draws
-/// from a higher tier the terms allow, or is refused.
+/// What an appeal of a segment of one tier needs: `fresh` seats (2k + 1, or twice the
+/// segment's seats plus one when racing seats are asked and they all reach the verdict;
+/// none of whom sat on the segment), so `in_all` auditors of the tier (the fresh ones and
+/// the seats that judged it), of whom the network has `auditors`. With fewer, the appeal
+/// draws from a higher tier the terms allow, or is refused (and a session asking for
+/// racing seats is refused before it is paid: `RacingSeatsUnappealable`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct AppealNeed {
     /// The tier of the appealed segment.
