@@ -128,6 +128,13 @@ fn agent_transcripts_are_audited_by_re_running_their_tool_calls() {
             found.map(|r| rerun = r).is_some()
         });
         assert!(rerun.starts_with("108.0 (CPython"), "{sample}: {rerun}");
+        // Once, under the call: the `TU` claim beside it reads the same block.
+        let v = net.get_with_token(0, &path, &token).unwrap();
+        let tu = v["steps"]
+            .as_array()
+            .and_then(|xs| xs.iter().find(|x| x["name"] == "TU1"))
+            .unwrap_or_else(|| panic!("{sample}: no TU1 in {v}"));
+        assert!(tu["rerun"].is_null(), "{sample}: {tu}");
         let page = net.raw_with_token(0, "GET", &format!("/sessions/{sid}"), b"", &token);
         assert!(
             page.contains("re-run here: 108.0 (CPython"),

@@ -70,7 +70,11 @@ impl Reruns {
             .iter()
             .zip(&record.texts)
             .enumerate()
-            .filter(|(_, (node, _))| !node.starts_with(super::HONEYPOT_PREFIX))
+            // The call's own segment (`TC`), not the `TU` claim beside it, which reads
+            // the same block.
+            .filter(|(_, (node, _))| {
+                !node.starts_with(super::HONEYPOT_PREFIX) && !node.starts_with("TU")
+            })
             .filter(|(_, (_, text))| {
                 trust_judging::computer::tool::read_tool(text).is_some_and(|t| {
                     matches!(t.kind(), trust_judging::computer::tool::ToolKind::Code(_))
