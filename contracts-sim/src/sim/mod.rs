@@ -595,6 +595,15 @@ impl Sim {
             terms: trust_protocol::tx::SessionTerms::default(),
             honeypot_set: honeypot_set_commitment(&set, &set_salt),
         };
+        // The racing seats the network admits: more would let a verdict all of them hold
+        // go unappealed, and the contract (as a node before it signs) refuses that, naming
+        // how many it would take. A small population gets fewer than the config asks.
+        if let Some(id) = self.providers.get(provider).map(Keypair::public)
+            && let Err(crate::TxError::RacingSeatsUnappealable { most, .. }) =
+                crate::check_terms(self.contract.state(), &id, &manifest)
+        {
+            manifest.quorum.extra_seats = most;
+        }
         manifest.fee = minimum_fee(&cfg.params, &manifest)
             .unwrap_or(0)
             .saturating_mul(2);
