@@ -78,7 +78,9 @@ async fn asked_seats_a_tier_cannot_staff_are_refused_naming_the_limit_and_nothin
 
 #[tokio::test]
 async fn the_chosen_terms_go_on_the_ledger_and_into_the_outcome() {
-    let (p, mut chain, _dir) = provider(5);
+    // Ten auditors: a racing seat is admitted only where an appeal of a verdict all three
+    // seats hold can still be staffed (seven fresh seats).
+    let (p, mut chain, _dir) = provider(10);
     let opts = SessionOptions {
         seats: Some(2),
         racing_seats: Some(1),

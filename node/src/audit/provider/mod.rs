@@ -1589,6 +1589,12 @@ mod tests {
         session.segments.iter().map(|g| g.seats.len()).sum()
     }
 
+    /// A trace long enough for two honeypots: a honeypot cites premises of its own, never
+    /// a set a real step with dependents cites, which a three-step chain leaves room for
+    /// only once.
+    const TWO_HONEYPOTS_TRACE: &str =
+        include_str!("../../../../examples/traces/fraction-correct.txt");
+
     pub(super) const TRACE: &str = "## Problem Statement\nThe denominator of a fraction is 7 less than 3 times the numerator. If the fraction is equivalent to 2/5, what is the numerator?\n## Thinking Process\n1. Let the numerator be x\n2. So x / (3x - 7) = 2/5\n3. Therefore, 5x = 6x - 14\n## Final Output\nx = 14\n";
 
     #[tokio::test]
@@ -1982,7 +1988,10 @@ mod tests {
 
         let (p, mut chain, _dir) = provider(4);
         let p = p.with_honeypots(2);
-        let s = p.submit(TRACE, None, &chain.contract).await.unwrap();
+        let s = p
+            .submit(TWO_HONEYPOTS_TRACE, None, &chain.contract)
+            .await
+            .unwrap();
         assert_eq!(s.honeypots, 2, "two honeypots planted");
         let planted = p.load(&s.session).unwrap().honeypots;
         let ev = chain.block().await; // OpenSession included
@@ -2114,7 +2123,10 @@ mod tests {
             (p, outbox)
         };
         let (p, out) = open(&chain);
-        let s = p.submit(TRACE, None, &chain.contract).await.unwrap();
+        let s = p
+            .submit(TWO_HONEYPOTS_TRACE, None, &chain.contract)
+            .await
+            .unwrap();
         let planted = p.load(&s.session).unwrap().honeypots;
         assert_eq!(planted.len(), 2);
         let ev = chain.block().await;
