@@ -24,8 +24,8 @@
 //!   needed, `max(2k + 1, 2h + 1)` with `k` the session's `k` for the tier and `h` the
 //!   judgements that reached the verdict ([`AppealTarget::held_by`]), capped at
 //!   `MAX_SEATS`, eligible as for any draw (the tier's index, the session's exposure
-//!   budget), excluding everyone who ever sat on that segment and everyone backing its
-//!   appeal, in the segment's tier or, when it has too few, in a higher tier the session's
+//!   budget), excluding everyone who judged that segment in any round (committed and did
+//!   not abstain) and everyone backing its appeal, in the segment's tier or, when it has too few, in a higher tier the session's
 //!   terms allow (next one up first);
 //! - the appellant's balance is below the bonds it owes, or it already backs the waiting
 //!   appeal of a segment ([`TxError::AppealAlreadyFiled`]).
@@ -123,7 +123,7 @@ use crate::{
     state::{
         AppealResult, AppealRound, AppealTarget, AppealedSegment, Backer, LocalVerdict,
         MAX_BACKERS, OpenAppeal, Outcome, PendingIncoherence, Phase, QueuedSegment, SeatSlash,
-        SegmentState, Session, SlashReason, State,
+        SegmentState, Session, SlashReason, State, TraceVerdict,
     },
     tally,
 };
@@ -147,6 +147,15 @@ pub(crate) fn current_verdicts(s: &Session, o: &Outcome) -> Vec<(LocalVerdict, u
         }
     }
     local
+}
+
+/// Whether a segment's verdict now is Undecided because an appeal round of its Valid
+/// verdict was starved of keys ([`current_verdicts`] sets it so, from an appeal round;
+/// an appeal round that decides nothing otherwise leaves the earlier verdict in place).
+fn withheld_from_appeal(local: &[(LocalVerdict, u8)]) -> bool {
+    local
+        .iter()
+        .any(|(v, round)| *v == LocalVerdict::Undecided && *round >= APPEAL_ROUND0)
 }
 
 /// Appeal rounds that used up one of segment `segment`'s rounds ([`AppealResult::counts`]):
@@ -174,7 +183,7 @@ fn appeal_seats(s: &Session, tier: Tier, held_by: u16) -> u8 {
 
 /// Fresh seats an appeal draws in a tier whose `k` is `k`, of a verdict `held_by`
 /// judgements reached: `max(2k + 1, 2 held_by + 1)`, capped at `MAX_SEATS`. None of them
-/// sat on the segment before, nor backs the appeal; what `submit --plan` and `appeal`
+/// judged the segment before, nor backs the appeal; what `submit --plan` and `appeal`
 /// tell a provider before it pays.
 pub fn seats_of_an_appeal(k: u8, held_by: u16) -> u8 {
     let by_k = u16::from(k).saturating_mul(2).saturating_add(1);
@@ -212,13 +221,22 @@ pub(crate) fn appeal_options(
         .collect()
 }
 
-/// Everyone who ever sat on segment `i`, and whoever backs its appeal: none of them sits
-/// on it.
+/// Everyone who committed on segment `i` in any round and did not reveal an abstention
+/// (it judged, or hid its judgement as a no-show), and whoever backs its appeal: none of them
+/// sits on it. A seat that abstained, was starved or never answered judged nothing, and
+/// may be drawn again: otherwise an adversary's appeals that nobody could judge (its
+/// keys withheld, its seats abstaining) would use up a tier's fresh auditors and leave an
+/// honest seat's appeal with nobody to hear it.
 fn excluded(s: &Session, i: usize, backers: &[Backer]) -> Vec<AccountId> {
     s.segments
         .get(i)
         .into_iter()
-        .flat_map(|g| g.seats.iter().map(|x| x.account))
+        .flat_map(|g| {
+            g.seats
+                .iter()
+                .filter(|x| x.commitment.is_some() && !x.vote.is_some_and(|v| v.is_abstain()))
+                .map(|x| x.account)
+        })
         .chain(backers.iter().map(|b| b.appellant))
         .collect()
 }
@@ -938,6 +956,17 @@ pub(crate) fn decide(
             .filter(|x| !x.keyed(deps) && x.vote.is_none_or(|v| v.is_abstain()))
             .map(|x| x.account)
             .collect();
+        // A Valid verdict reached only by the seats its provider chose to key, beside
+        // seats it starved, was not examined: a provider keying its own sybils among the
+        // appeal seats and starving the rest would otherwise keep a wrong Valid for good
+        // (upheld) or buy one (overturned), and have the honest seats it did key slashed
+        // for judging against it. It is starved like a round nobody judged: nobody is
+        // scored, a Valid it was asked to examine no longer stands, and any other verdict
+        // stands as it was.
+        let verdict = match verdict.as_vote() {
+            Some(v) if v.is_valid() && !starved.is_empty() => LocalVerdict::Undecided,
+            _ => verdict,
+        };
         let result = match verdict.as_vote() {
             None if !starved.is_empty() => AppealResult::Starved,
             None => AppealResult::Undecided,
@@ -1181,7 +1210,14 @@ pub(crate) fn decide(
     let v = tally::verdicts(&params, &s, &local);
     o.segments = v.outcomes;
     o.left_out = v.left_out;
-    o.trace = v.tally.verdict;
+    // A trace whose provider kept an appeal of one of its Valid verdicts from being
+    // judged (it starved the appeal seats) does not PASS while that verdict stands
+    // unexamined: at best it is Inconclusive. Otherwise a provider could answer an honest
+    // seat's appeal of a wrong dead-end step by withholding keys, and keep its PASS.
+    o.trace = match v.tally.verdict {
+        TraceVerdict::Pass if withheld_from_appeal(&local) => TraceVerdict::Inconclusive,
+        t => t,
+    };
     o.passing_weight = v.tally.passing;
     o.undecided_weight = v.tally.undecided;
     o.total_weight = v.tally.total;

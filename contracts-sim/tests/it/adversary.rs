@@ -1711,3 +1711,92 @@ fn finding_9_exit_always_works_and_a_seat_holds_only_its_cap() {
         Err(TxError::SeatHeld { session }) if session == sid
     ));
 }
+
+/// Found by the simulator (`wrong_pass_final`, seed 7 at its default sybil share): a
+/// provider answers an appeal of its wrong Valid by keying only the appeal seats it holds
+/// (its sybils uphold the verdict) and starving the rest. A verdict for Valid reached
+/// beside seats the provider starved was not examined: the round is starved, the Valid no
+/// longer stands, nobody is scored in it, and the trace does not PASS.
+#[test]
+fn a_provider_keying_only_its_own_appeal_seats_keeps_no_valid() {
+    let (mut chain, keys) = chain(test_params(), &[(Tier::Computer, 12)]);
+    let stranger = key("stranger");
+    // Three seats, two of them the provider's: Valid, one honest seat outvoted.
+    let (sid, drawn) = open(
+        &mut chain,
+        manifest(vec![segment(30, Tier::Computer, vec![])], 3, 0),
+    );
+    run_round(&mut chain, &keys, sid, 0, &drawn, &[], &|_, j| {
+        Some(if j == 2 { Vote::Invalid } else { Vote::Valid })
+    });
+    finish(&mut chain, sid);
+    assert_eq!(chain.c.outcome(&sid).unwrap().trace, TraceVerdict::Pass);
+    chain.submit(
+        &stranger,
+        Call::Appeal {
+            session: sid,
+            segments: vec![0],
+        },
+    );
+    chain.block();
+    let drawn = chain.block();
+    let appeal_seats = seats_of(&drawn, 0, 2);
+    let n = appeal_seats.len();
+    assert_eq!(n, 7, "{appeal_seats:?}");
+    // The provider keys all but two; the keyed seats uphold its Valid.
+    let starve = appeal_seats[n - 2..].to_vec();
+    let ev = run_round(&mut chain, &keys, sid, 2, &drawn, &starve, &|_, j| {
+        (j < n - 2).then_some(Vote::Valid)
+    });
+    let o = chain.c.outcome(&sid).unwrap();
+    let r = &o.appeals.rounds[0].segments[0];
+    assert_eq!(r.result, AppealResult::Starved, "{r:?}");
+    assert_ne!(o.trace, TraceVerdict::Pass);
+    assert!(
+        !ev.iter().any(|e| matches!(e, Event::Slashed { .. })),
+        "nobody is scored against a verdict its provider chose the judges of"
+    );
+}
+
+/// Found by the simulator (`wrong_pass_final`, seed 5): an outvoted honest seat appeals a
+/// wrong Valid on a step the conclusion does not rest on, and the provider starves the
+/// appeal. The Valid falls to Undecided, which alone would leave the trace's weight enough
+/// to PASS; a trace whose provider kept an appeal of its Valid from being judged does not
+/// PASS while that verdict stands unexamined.
+#[test]
+fn a_starved_appeal_of_a_dead_end_step_leaves_no_pass() {
+    let (mut chain, keys) = chain(test_params(), &[(Tier::Computer, 12)]);
+    let stranger = key("stranger");
+    let mut segments: Vec<SegmentEntry> = (0..4)
+        .map(|i| segment(20 + i, Tier::Computer, vec![]))
+        .collect();
+    // Segment 0 is a dead end; 3 rests on 1 and 2 and is the conclusion.
+    segments[3].depends_on = vec![1, 2];
+    segments[3].conclusion = true;
+    let (sid, drawn) = open(&mut chain, manifest(segments, 1, 0));
+    run_round(&mut chain, &keys, sid, 0, &drawn, &[], &|_, _| {
+        Some(Vote::Valid)
+    });
+    finish(&mut chain, sid);
+    assert_eq!(chain.c.outcome(&sid).unwrap().trace, TraceVerdict::Pass);
+    chain.submit(
+        &stranger,
+        Call::Appeal {
+            session: sid,
+            segments: vec![0],
+        },
+    );
+    chain.block();
+    let drawn = chain.block();
+    let starve = seats_of(&drawn, 0, 2);
+    assert!(!starve.is_empty());
+    run_round(&mut chain, &keys, sid, 2, &drawn, &starve, &|_, _| None);
+    let o = chain.c.outcome(&sid).unwrap();
+    assert_eq!(
+        o.appeals.rounds[0].segments[0].result,
+        AppealResult::Starved
+    );
+    // Three of four segments Valid reach beta (0.6): the rule, not the weight, holds it.
+    assert_eq!(o.passing_weight, 3);
+    assert_eq!(o.trace, TraceVerdict::Inconclusive);
+}
