@@ -1101,6 +1101,20 @@ fn ephemeral_report_of_good_key(
 
 /// Runs a one-segment session of three seats to its decision with `votes`, then returns
 /// the session id (appealable).
+/// `who` appeals segment 0 of `sid`; the events of the block that draws its seats (the
+/// one after the appeal's).
+fn appeal_drawn(chain: &mut Chain, who: &Keypair, sid: Hash) -> Vec<Event> {
+    chain.submit(
+        who,
+        Call::Appeal {
+            session: sid,
+            segments: vec![0],
+        },
+    );
+    chain.block();
+    chain.block()
+}
+
 pub(crate) fn decided(chain: &mut Chain, keys: &[Keypair], tag: u8, votes: Vote) -> Hash {
     let m = manifest(vec![segment(tag, Tier::Computer, vec![])], 1, 0);
     let (sid, drawn) = open(chain, m);
@@ -1208,15 +1222,7 @@ fn finding_5_an_incoherence_slash_needs_a_keyed_quorum() {
     let stranger = key("stranger");
     // First round: 1 seat, Invalid (honestly: the step is wrong).
     let sid = decided(&mut chain, &keys, 2, Vote::Invalid);
-    chain.submit(
-        &stranger,
-        Call::Appeal {
-            session: sid,
-            segments: vec![0],
-        },
-    );
-    chain.block();
-    let drawn = chain.block();
+    let drawn = appeal_drawn(&mut chain, &stranger, sid);
     let appeal_seats = seats_of(&drawn, 0, 2);
     assert_eq!(appeal_seats.len(), 3);
     // The provider keys one seat; all three judge Valid anyway (colluders with the text).
@@ -1368,15 +1374,7 @@ fn finding_5_each_overturn_needs_a_larger_panel_and_gives_back_the_right_seats_s
     // seven collude (the draw will rarely give them that): the verdict turns, and the
     // first round's majority owes an incoherence slash, due only if the overturn still
     // stands when the session is final.
-    chain.submit(
-        &key("sybil-0"),
-        Call::Appeal {
-            session: sid,
-            segments: vec![0],
-        },
-    );
-    chain.block();
-    let drawn = chain.block();
+    let drawn = appeal_drawn(&mut chain, &key("sybil-0"), sid);
     let colluders = seats_of(&drawn, 0, 2);
     assert_eq!(colluders.len(), 7, "twice the 3 judgements, plus one");
     run_round(&mut chain, &keys, sid, 2, &drawn, &[], &|_, _| {
@@ -1400,15 +1398,7 @@ fn finding_5_each_overturn_needs_a_larger_panel_and_gives_back_the_right_seats_s
     // The watcher appeals back: 2 x 7 + 1 = 15 seats judge it Invalid. The verdict turns
     // again: the first three never lose anything, and the seven's wrong votes in round 2
     // are what they answer for now (their incoherence slash waits for finality).
-    chain.submit(
-        &key("stranger"),
-        Call::Appeal {
-            session: sid,
-            segments: vec![0],
-        },
-    );
-    chain.block();
-    let drawn = chain.block();
+    let drawn = appeal_drawn(&mut chain, &key("stranger"), sid);
     let panel = seats_of(&drawn, 0, 3);
     assert_eq!(panel.len(), 15, "twice the 7 judgements, plus one");
     let ev = run_round(&mut chain, &keys, sid, 3, &drawn, &[], &|_, _| {
@@ -1731,15 +1721,7 @@ fn a_provider_keying_only_its_own_appeal_seats_keeps_no_valid() {
     });
     finish(&mut chain, sid);
     assert_eq!(chain.c.outcome(&sid).unwrap().trace, TraceVerdict::Pass);
-    chain.submit(
-        &stranger,
-        Call::Appeal {
-            session: sid,
-            segments: vec![0],
-        },
-    );
-    chain.block();
-    let drawn = chain.block();
+    let drawn = appeal_drawn(&mut chain, &stranger, sid);
     let appeal_seats = seats_of(&drawn, 0, 2);
     let n = appeal_seats.len();
     assert_eq!(n, 7, "{appeal_seats:?}");
@@ -1779,15 +1761,7 @@ fn a_starved_appeal_of_a_dead_end_step_leaves_no_pass() {
     });
     finish(&mut chain, sid);
     assert_eq!(chain.c.outcome(&sid).unwrap().trace, TraceVerdict::Pass);
-    chain.submit(
-        &stranger,
-        Call::Appeal {
-            session: sid,
-            segments: vec![0],
-        },
-    );
-    chain.block();
-    let drawn = chain.block();
+    let drawn = appeal_drawn(&mut chain, &stranger, sid);
     let starve = seats_of(&drawn, 0, 2);
     assert!(!starve.is_empty());
     run_round(&mut chain, &keys, sid, 2, &drawn, &starve, &|_, _| None);

@@ -951,12 +951,6 @@ impl Seat {
         seg: &SegmentState,
         contract: &Contract,
     ) -> (Hash, u16, u8, Hash, Option<Decision>) {
-        let id = seg.entry.id;
-        self.stuck
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&(*session, segment, round));
-        self.metrics.gave_up.fetch_add(1, Ordering::Relaxed);
         let deadline = contract
             .state()
             .sessions
@@ -964,16 +958,12 @@ impl Seat {
             .and_then(|s| trust_contracts::key_deadline(&contract.state().params, s))
             .unwrap_or_default();
         tracing::info!(%session, segment, round, deadline, "seat starved: its keys did not land by the key deadline; abstaining");
-        let seed = Hash::of_parts("trust/v1/seat-seed", &[session.as_ref(), id.as_ref()]);
-        let decision = Decision::abstain(format!(
-            "the provider's keys did not land by the key deadline (block {deadline})"
-        ));
-        (
-            *session,
+        self.gives_up_abstaining(
+            session,
             segment,
             round,
-            id,
-            Some(self.twisted(decision, &seed)),
+            seg,
+            format!("the provider's keys did not land by the key deadline (block {deadline})"),
         )
     }
 
@@ -987,6 +977,27 @@ impl Seat {
         seg: &SegmentState,
         late_at: u64,
     ) -> (Hash, u16, u8, Hash, Option<Decision>) {
+        self.gives_up_abstaining(
+            session,
+            segment,
+            round,
+            seg,
+            format!(
+                "still reading or judging the segment at block {late_at}, the last to commit in"
+            ),
+        )
+    }
+
+    /// A seat that stops reading or judging: no longer stuck, counted as given up, and
+    /// its abstention saying `why`.
+    fn gives_up_abstaining(
+        &self,
+        session: &Hash,
+        segment: u16,
+        round: u8,
+        seg: &SegmentState,
+        why: String,
+    ) -> (Hash, u16, u8, Hash, Option<Decision>) {
         let id = seg.entry.id;
         self.stuck
             .lock()
@@ -994,15 +1005,12 @@ impl Seat {
             .remove(&(*session, segment, round));
         self.metrics.gave_up.fetch_add(1, Ordering::Relaxed);
         let seed = Hash::of_parts("trust/v1/seat-seed", &[session.as_ref(), id.as_ref()]);
-        let decision = Decision::abstain(format!(
-            "still reading or judging the segment at block {late_at}, the last to commit in"
-        ));
         (
             *session,
             segment,
             round,
             id,
-            Some(self.twisted(decision, &seed)),
+            Some(self.twisted(Decision::abstain(why), &seed)),
         )
     }
 
