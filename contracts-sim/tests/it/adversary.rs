@@ -1103,7 +1103,7 @@ fn ephemeral_report_of_good_key(
 /// the session id (appealable).
 /// `who` appeals segment 0 of `sid`; the events of the block that draws its seats (the
 /// one after the appeal's).
-fn appeal_drawn(chain: &mut Chain, who: &Keypair, sid: Hash) -> Vec<Event> {
+pub(crate) fn appeal_drawn(chain: &mut Chain, who: &Keypair, sid: Hash) -> Vec<Event> {
     chain.submit(
         who,
         Call::Appeal {

@@ -10,7 +10,7 @@ use trust_protocol::{
 };
 
 use crate::{
-    adversary::{chain, finish, open},
+    adversary::{appeal_drawn, chain, finish, open},
     common::{key, manifest, run_round, seats_of, segment, test_params},
 };
 
@@ -1576,15 +1576,7 @@ fn racing_seats_cannot_buy_an_unappealable_verdict() {
     });
     finish(&mut chain, sid);
     assert_eq!(chain.c.outcome(&sid).unwrap().trace, TraceVerdict::Pass);
-    chain.submit(
-        &key("stranger"),
-        Call::Appeal {
-            session: sid,
-            segments: vec![0],
-        },
-    );
-    chain.block();
-    let panel = chain.block();
+    let panel = appeal_drawn(&mut chain, &key("stranger"), sid);
     assert_eq!(seats_of(&panel, 0, 2).len(), 11, "2 x 5 + 1 fresh seats");
 
     // A Computer tier of 12 cannot staff the appeal, a Human tier of 30 the terms allow
@@ -1647,15 +1639,7 @@ fn racing_seats_cannot_buy_an_unappealable_verdict_through_an_escalation() {
         });
         finish(&mut chain, sid);
         assert_eq!(chain.c.outcome(&sid).unwrap().trace, TraceVerdict::Pass);
-        chain.submit(
-            &key("stranger"),
-            Call::Appeal {
-                session: sid,
-                segments: vec![0],
-            },
-        );
-        chain.block();
-        let panel = chain.block();
+        let panel = appeal_drawn(&mut chain, &key("stranger"), sid);
         assert_eq!(seats_of(&panel, 0, 2).len(), 13, "2 x 6 + 1 fresh seats");
         chain.assert_supply_conserved();
     }
