@@ -1232,6 +1232,20 @@ mod tests {
         panic!("session still live after {max} blocks");
     }
 
+    /// The outcome of `session`, decided, with no seat a no-show and none of the four
+    /// auditors slashed.
+    fn no_show_nor_slash(chain: &Chain, session: &Hash) -> trust_contracts::Outcome {
+        let st = chain.contract.state();
+        let o = st.outcomes.get(session).expect("decided").clone();
+        for g in &o.segments {
+            assert_eq!(g.votes.missing, 0, "no seat was a no-show: {g:?}");
+        }
+        for i in 0..4 {
+            assert_eq!(st.auditors[&auditor(i).public()].slashed, 0);
+        }
+        o
+    }
+
     fn count(n: &Node, f: impl Fn(&SeatMetrics) -> &AtomicU64) -> u64 {
         f(&n.seat.metrics).load(Ordering::Relaxed)
     }
@@ -2015,14 +2029,7 @@ mod tests {
             .map(|(seat, dir)| Node { seat, _dir: dir })
             .collect();
         run(&mut chain, &p, &nodes, &s.session, 40).await;
-        let st = chain.contract.state();
-        let o = st.outcomes.get(&s.session).expect("decided");
-        for g in &o.segments {
-            assert_eq!(g.votes.missing, 0, "no seat was a no-show: {g:?}");
-        }
-        for i in 0..4 {
-            assert_eq!(st.auditors[&auditor(i).public()].slashed, 0);
-        }
+        no_show_nor_slash(&chain, &s.session);
     }
 
     /// Votes handed to the sender are sent even when the one who handed them over stops
@@ -2197,14 +2204,7 @@ mod tests {
             !gives_up(first, until),
             "{first} is in the window's last blocks ({until})"
         );
-        let st = chain.contract.state();
-        let o = st.outcomes.get(&s.session).expect("decided");
-        for g in &o.segments {
-            assert_eq!(g.votes.missing, 0, "no seat was a no-show: {g:?}");
-        }
-        for i in 0..4 {
-            assert_eq!(st.auditors[&auditor(i).public()].slashed, 0);
-        }
+        let o = no_show_nor_slash(&chain, &s.session);
         let reasons: Vec<&str> = o
             .segments
             .iter()
