@@ -645,8 +645,19 @@ impl Contract {
         self.state.accounts.get(who).map_or(0, |a| a.power)
     }
 
-    /// Ends a block: moves every live session whose window closed to its next phase.
+    /// Ends a block: moves every live session whose window closed to its next phase, then
+    /// brings the state's Merkle tree up to date ([`Contract::end_block_rules`], then
+    /// [`Contract::commit_tree`]).
     pub fn end_block(&mut self, ctx: &BlockCtx) -> Vec<Event> {
+        let ev = self.end_block_rules(ctx);
+        self.commit_tree();
+        ev
+    }
+
+    /// [`Contract::end_block`] but for the tree: the block's rules alone. The caller then
+    /// calls [`Contract::commit_tree`] before it reads the state root (a node that profiles
+    /// the two apart, `trust_node::cpu`).
+    pub fn end_block_rules(&mut self, ctx: &BlockCtx) -> Vec<Event> {
         let mut ev = Vec::new();
         let ids: Vec<Hash> = self.state.sessions.keys().copied().collect();
         for id in ids {
@@ -665,8 +676,13 @@ impl Contract {
         self.follow_power();
         self.state.height = ctx.height;
         self.tree.touch(StateKey::Global);
-        self.tree.commit(&self.state);
         ev
+    }
+
+    /// Writes every state entry touched since the last commit into the Merkle tree: what
+    /// [`Contract::state_root`] and [`Contract::prove`] read.
+    pub fn commit_tree(&mut self) {
+        self.tree.commit(&self.state);
     }
 
     /// The seats whose hold on capacity ends with the block at `height` (the key deadline

@@ -235,8 +235,13 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
     let alerts = Arc::new(Alerts::new(s.me(), chain.clone()));
     let alerting = alerts.clone();
     tasks.spawn(duty, "alerts", move |stop| alerting.run(alert_blocks, stop));
-    let mut sources: Vec<Arc<dyn MetricsSource>> =
-        vec![consensus_metrics, net_metrics, audit.seat_metrics, alerts];
+    let mut sources: Vec<Arc<dyn MetricsSource>> = vec![
+        consensus_metrics,
+        net_metrics,
+        audit.seat_metrics,
+        alerts,
+        Arc::new(crate::cpu::CpuProfile),
+    ];
     if let Some(desk) = &audit.desk {
         sources.push(Arc::new(desk.clone()));
     }

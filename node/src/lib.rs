@@ -22,6 +22,7 @@ pub mod chat;
 pub mod cli;
 pub mod config;
 pub mod consensus;
+pub mod cpu;
 pub mod daemon;
 pub mod feed;
 pub mod keys;

@@ -161,7 +161,9 @@ impl Tasks {
         let fut = task(stop);
         let reports = self.reports_tx.clone();
         let span = tracing::info_span!("task", name);
-        let handle = tokio::spawn(
+        let part = crate::cpu::Part::of_task(name);
+        let handle = tokio::spawn(crate::cpu::Measured::new(
+            part,
             async move {
                 let result = match AssertUnwindSafe(fut).catch_unwind().await {
                     Ok(r) => r,
@@ -171,7 +173,7 @@ impl Tasks {
                 let _ = reports.try_send(Report { task: name, result });
             }
             .instrument(span),
-        );
+        ));
         s.tasks.push((name, handle));
     }
 

@@ -106,14 +106,18 @@ impl Auditor for ComputerJudge {
 
     async fn judge(&self, segment: &SegmentView, seed: &Hash) -> Decision {
         let Some(exec) = self.exec.clone() else {
-            return ComputerAuditor.judge_now(segment, seed);
+            return crate::cpu::measure(crate::cpu::Part::Judge, || {
+                ComputerAuditor.judge_now(segment, seed)
+            });
         };
         let Ok(_slot) = self.slots.clone().acquire_owned().await else {
             return Decision::abstain("the node is stopping");
         };
         let (segment, seed) = (segment.clone(), *seed);
         tokio::task::spawn_blocking(move || {
-            ComputerAuditor.judge_with(&segment, &seed, Some(exec.as_ref()))
+            crate::cpu::measure(crate::cpu::Part::Judge, || {
+                ComputerAuditor.judge_with(&segment, &seed, Some(exec.as_ref()))
+            })
         })
         .await
         .unwrap_or_else(|e| Decision::abstain(format!("the Computer judge failed: {e}")))

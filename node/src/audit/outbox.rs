@@ -476,14 +476,16 @@ impl Outbox {
                     "our transaction can no longer apply; its nonce gets a no-op"
                 );
             }
-            let tx = Signed::sign(
-                &self.key,
-                &chain,
-                Tx {
-                    nonce,
-                    call: Call::Transfer { to: me, amount: 1 },
-                },
-            );
+            let tx = crate::cpu::measure(crate::cpu::Part::Sign, || {
+                Signed::sign(
+                    &self.key,
+                    &chain,
+                    Tx {
+                        nonce,
+                        call: Call::Transfer { to: me, amount: 1 },
+                    },
+                )
+            });
             match self.pool.admit(tx.clone()).await {
                 Ok(_) => {
                     filled += 1;
@@ -528,11 +530,13 @@ impl Outbox {
         if want.is_some_and(|w| w != nonce) {
             return Err(Refused::Other(OutboxError::NonceTaken));
         }
-        let tx = Signed::sign(
-            &self.key,
-            &acct.view.contract.chain_id(),
-            Tx { nonce, call },
-        );
+        let tx = crate::cpu::measure(crate::cpu::Part::Sign, || {
+            Signed::sign(
+                &self.key,
+                &acct.view.contract.chain_id(),
+                Tx { nonce, call },
+            )
+        });
         match self.pool.admit(tx.clone()).await {
             Ok(_) => {}
             Err(MempoolError::TooFarAhead { .. }) => return Err(Refused::Window),

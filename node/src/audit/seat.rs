@@ -647,7 +647,7 @@ impl Seat {
                     .as_ref()
                     .filter(|_| fetch)
                     .ok_or(ReadError::NotHere(entry.cid))?;
-                let b = f(entry.cid).await?;
+                let b = crate::cpu::Measured::new(crate::cpu::Part::Fetch, f(entry.cid)).await?;
                 // Kept (checked against its CID) while the session runs, so judging the
                 // segments that cite it needs no second fetch; released in `forget`.
                 self.blobs
@@ -656,7 +656,9 @@ impl Seat {
                 b
             }
         };
-        let plain = decrypt_segment(&key, &entry.id, &blob)?;
+        let plain = crate::cpu::measure(crate::cpu::Part::Decrypt, || {
+            decrypt_segment(&key, &entry.id, &blob)
+        })?;
         Ok(SegmentDoc::from_bytes(&plain)?)
     }
 

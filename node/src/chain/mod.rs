@@ -207,6 +207,10 @@ fn check_link(tip: &Tip, block: &Block) -> Result<Hash, ExecError> {
 
 /// Validates and executes `block` on a copy of `state`; `state` is untouched.
 pub fn execute_block(state: &Contract, tip: &Tip, block: &Block) -> Result<Executed, ExecError> {
+    crate::cpu::measure(crate::cpu::Part::Execute, || execute(state, tip, block))
+}
+
+fn execute(state: &Contract, tip: &Tip, block: &Block) -> Result<Executed, ExecError> {
     let seed = check_link(tip, block)?;
     let height = block.header.height;
     let ctx = BlockCtx {
@@ -230,8 +234,11 @@ pub fn execute_block(state: &Contract, tip: &Tip, block: &Block) -> Result<Execu
             })?;
         events.extend(ev);
     }
-    events.extend(contract.end_block(&ctx));
-    let got = contract.state_root();
+    events.extend(contract.end_block_rules(&ctx));
+    let got = crate::cpu::measure(crate::cpu::Part::StateRoot, || {
+        contract.commit_tree();
+        contract.state_root()
+    });
     if got != block.header.state_root {
         return Err(ExecError::StateRootMismatch {
             height,
@@ -335,6 +342,18 @@ pub fn build_block(
     clock_ms: u64,
     candidates: &[SignedTx],
 ) -> Result<(Block, Executed, Vec<Dropped>), VrfError> {
+    crate::cpu::measure(crate::cpu::Part::Execute, || {
+        build(state, tip, key, clock_ms, candidates)
+    })
+}
+
+fn build(
+    state: &Contract,
+    tip: &Tip,
+    key: &Keypair,
+    clock_ms: u64,
+    candidates: &[SignedTx],
+) -> Result<(Block, Executed, Vec<Dropped>), VrfError> {
     let height = tip.height.saturating_add(1);
     let mut contract = state.clone();
     let mut txs: Vec<Vec<u8>> = Vec::new();
@@ -383,8 +402,11 @@ pub fn build_block(
     }
     block.header.txs_root = txs_root(&txs);
     block.txs = txs;
-    events.extend(contract.end_block(&block_ctx));
-    block.header.state_root = contract.state_root();
+    events.extend(contract.end_block_rules(&block_ctx));
+    block.header.state_root = crate::cpu::measure(crate::cpu::Part::StateRoot, || {
+        contract.commit_tree();
+        contract.state_root()
+    });
     Ok((block, Executed { contract, events }, dropped))
 }
 

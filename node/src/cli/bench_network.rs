@@ -8,7 +8,9 @@
 //! - sessions and segment votes (a commit and a reveal each) finalized per second;
 //! - submit→verdict latency at p50, p90 and p99;
 //! - block time, mempool depth, gossip payload bytes per vote;
-//! - CPU seconds and peak RSS of every node;
+//! - CPU seconds and peak RSS of every node, and where the CPU went: each part of the
+//!   nodes' profile (`trust_cpu_seconds_total`, see [`crate::cpu`]) in milliseconds per
+//!   judged vote per node and as a share of the nodes' CPU;
 //! - in the same run, before the network starts: the single-core ed25519 verify rate
 //!   (through the protocol's strict check, plain, and batched) and a single-process
 //!   centralized pipeline (parse + HDAG + Computer check + tally, no network, no
@@ -56,6 +58,11 @@ pub struct NetworkArgs {
     /// Seats per segment (at most the auditors other than the provider: nodes - 1).
     #[arg(long, default_value_t = 3)]
     pub seats: u8,
+    /// Honeypots node 0 plants in each session (`testnet init --honeypots-per-session`;
+    /// the network's default terms plant 2). 0 by default, so that every run measures
+    /// the same segments.
+    #[arg(long, default_value_t = 0)]
+    pub honeypots: u8,
     /// Sessions per second to open; 0 opens them as fast as node 0 accepts.
     #[arg(long, default_value_t = 0.0, conflicts_with = "sequential")]
     pub rate: f64,
@@ -98,6 +105,8 @@ pub struct Report {
     pub segments: usize,
     /// Seats per segment.
     pub seats: u8,
+    /// Honeypots planted per session.
+    pub honeypots: u8,
     /// Target sessions per second (0: as fast as accepted).
     pub rate: f64,
     /// Whether each session was opened only once the one before was decided.
@@ -152,8 +161,69 @@ pub struct Report {
     pub node_cpu_secs: Vec<f64>,
     /// Peak resident memory per node, MiB.
     pub node_peak_rss_mib: Vec<f64>,
+    /// Where the nodes' CPU went during the run, by part ([`crate::cpu::Part`], then
+    /// `other`: the process's CPU no part claims).
+    pub profile: Vec<ProfileRow>,
     /// The floor and the centralized pipeline, measured in this run.
     pub floor: Floor,
+}
+
+/// One part of the nodes' CPU profile over a run.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProfileRow {
+    /// The part (`trust_cpu_seconds_total`'s label), or `other`.
+    pub part: String,
+    /// CPU seconds, summed over the nodes.
+    pub cpu_secs: f64,
+    /// Milliseconds per judged vote (not abstaining) per node: `cpu_secs` over the judged
+    /// votes, over the nodes.
+    pub ms_per_judged_vote_per_node: f64,
+    /// Share of the nodes' CPU seconds.
+    pub share: f64,
+}
+
+/// CPU seconds per part in one node's `/metrics` text.
+fn parts(text: &str) -> BTreeMap<String, f64> {
+    text.lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix("trust_cpu_seconds_total{part=\"")?;
+            let (part, value) = rest.split_once("\"} ")?;
+            Some((part.to_string(), value.trim().parse().ok()?))
+        })
+        .collect()
+}
+
+/// The profile of a run: per part, what the nodes spent between `before` and `after`
+/// (each node's parts), with `other` what their processes spent (`node_cpu`) beyond.
+fn profile(
+    before: &[BTreeMap<String, f64>],
+    after: &[BTreeMap<String, f64>],
+    node_cpu: &[f64],
+    judged: u64,
+) -> Vec<ProfileRow> {
+    let mut sums: Vec<(String, f64)> = Vec::new();
+    for name in crate::cpu::Part::ALL.map(crate::cpu::Part::name) {
+        let secs: f64 = before
+            .iter()
+            .zip(after)
+            .map(|(b, a)| {
+                (a.get(name).copied().unwrap_or(0.0) - b.get(name).copied().unwrap_or(0.0)).max(0.0)
+            })
+            .sum();
+        sums.push((name.to_string(), secs));
+    }
+    let total: f64 = node_cpu.iter().sum();
+    let claimed: f64 = sums.iter().map(|(_, s)| s).sum();
+    sums.push(("other".into(), (total - claimed).max(0.0)));
+    let nodes = node_cpu.len().max(1) as f64;
+    sums.into_iter()
+        .map(|(part, cpu_secs)| ProfileRow {
+            ms_per_judged_vote_per_node: 1000.0 * cpu_secs / judged.max(1) as f64 / nodes,
+            share: cpu_secs / total.max(1e-9),
+            part,
+            cpu_secs,
+        })
+        .collect()
 }
 
 /// The single-core floors measured before the network starts.
@@ -401,7 +471,7 @@ fn start_network(args: &NetworkArgs, dir: &Path) -> Result<(Nodes, Vec<String>),
         .arg(dir)
         .args(["--base-port", &args.base_port.to_string()])
         .args(["--seats-per-segment", &args.seats.to_string()])
-        .args(["--honeypots-per-session", "0"])
+        .args(["--honeypots-per-session", &args.honeypots.to_string()])
         .args(
             args.seat_capacity
                 .map(|c| vec!["--seat-capacity".to_string(), c.to_string()])
@@ -538,6 +608,10 @@ async fn drive(
     }
     let pids: Vec<u32> = nodes.children.iter().map(Child::id).collect();
     let cpu0: Vec<f64> = pids.iter().map(|p| cpu_secs(*p)).collect();
+    let mut parts0 = Vec::new();
+    for api in apis {
+        parts0.push(parts(&metrics_text(api).await));
+    }
 
     let t0 = Instant::now();
     let mut submitted_at: BTreeMap<trust_protocol::Hash, Instant> = BTreeMap::new();
@@ -655,8 +729,16 @@ async fn drive(
     let seconds = last_decided.duration_since(t0).as_secs_f64().max(1e-9);
     let end_height = follow.status().await.map_err(fail)?.height;
     let mut bytes1 = 0u64;
+    let mut parts1 = Vec::new();
+    let node_cpu: Vec<f64> = pids
+        .iter()
+        .zip(&cpu0)
+        .map(|(p, c)| cpu_secs(*p) - c)
+        .collect();
     for api in apis {
-        bytes1 += counter(&metrics_text(api).await, "trust_net_gossip_bytes_received");
+        let text = metrics_text(api).await;
+        bytes1 += counter(&text, "trust_net_gossip_bytes_received");
+        parts1.push(parts(&text));
     }
     by_order.sort_by_key(|(i, _)| *i);
     latencies.sort_by(f64::total_cmp);
@@ -667,6 +749,7 @@ async fn drive(
         sessions: traces.len(),
         segments: args.segments,
         seats: args.seats,
+        honeypots: args.honeypots,
         rate: args.rate,
         sequential: args.sequential,
         block_time_ms: args.block_time_ms,
@@ -690,11 +773,8 @@ async fn drive(
         mempool_max: mempool.iter().copied().max().unwrap_or(0),
         mempool_mean: mempool.iter().sum::<u64>() as f64 / mempool.len().max(1) as f64,
         gossip_bytes_per_vote: bytes1.saturating_sub(bytes0) as f64 / votes.max(1) as f64,
-        node_cpu_secs: pids
-            .iter()
-            .zip(&cpu0)
-            .map(|(p, c)| cpu_secs(*p) - c)
-            .collect(),
+        profile: profile(&parts0, &parts1, &node_cpu, votes.saturating_sub(abstained)),
+        node_cpu_secs: node_cpu,
         node_peak_rss_mib: pids.iter().map(|p| peak_rss_mib(*p)).collect(),
         floor: Floor {
             verify_strict_per_sec: 0.0,
@@ -723,10 +803,11 @@ pub fn markdown(r: &Report) -> String {
         (
             "load",
             format!(
-                "{} sessions x {} segments x {} seats, {}",
+                "{} sessions x {} segments x {} seats, {} honeypots each, {}",
                 r.sessions,
                 r.segments,
                 r.seats,
+                r.honeypots,
                 if r.sequential {
                     "one after another".into()
                 } else if r.rate > 0.0 {
@@ -823,6 +904,20 @@ pub fn markdown(r: &Report) -> String {
     for (k, v) in rows {
         out.push_str(&format!("| {k} | {v} |\n"));
     }
+    if !r.profile.is_empty() {
+        out.push_str(
+            "\n| CPU by part | seconds, all nodes | ms per judged vote per node | share |\n|---|---|---|---|\n",
+        );
+        for row in &r.profile {
+            out.push_str(&format!(
+                "| {} | {:.2} | {:.3} | {:.1}% |\n",
+                row.part,
+                row.cpu_secs,
+                row.ms_per_judged_vote_per_node,
+                100.0 * row.share
+            ));
+        }
+    }
     out
 }
 
@@ -844,6 +939,32 @@ mod tests {
             !text.contains("Invalid") && !text.contains("Ungrounded"),
             "{text}"
         );
+    }
+
+    /// The profile reads each node's parts, charges the nodes' CPU no part claims to
+    /// `other`, and divides by the judged votes and the nodes.
+    #[test]
+    fn the_profile_splits_the_nodes_cpu_by_part() {
+        let before = parts(
+            "trust_cpu_seconds_total{part=\"judge\"} 1.000000\ntrust_cpu_seconds_total{part=\"verify\"} 0.5\n",
+        );
+        let after = parts(
+            "# TYPE x counter\ntrust_cpu_seconds_total{part=\"judge\"} 3.000000\ntrust_cpu_seconds_total{part=\"verify\"} 1.5\n",
+        );
+        let rows = profile(
+            &[before.clone(), before],
+            &[after.clone(), after],
+            &[5.0, 5.0],
+            1000,
+        );
+        let get = |n: &str| rows.iter().find(|r| r.part == n).unwrap();
+        assert!((get("judge").cpu_secs - 4.0).abs() < 1e-9);
+        assert!((get("verify").cpu_secs - 2.0).abs() < 1e-9);
+        assert!((get("other").cpu_secs - 4.0).abs() < 1e-9);
+        assert!((get("judge").share - 0.4).abs() < 1e-9);
+        // 4 s over 1,000 judged votes and 2 nodes: 2 ms each.
+        assert!((get("judge").ms_per_judged_vote_per_node - 2.0).abs() < 1e-9);
+        assert_eq!(get("execute").cpu_secs, 0.0);
     }
 
     #[test]

@@ -492,7 +492,7 @@ fn precheck(tx: &SignedTx, state: &Contract, sig: Signature) -> Result<usize, Me
     }
     tx.body.validate().map_err(MempoolError::Format)?;
     if sig == Signature::Unchecked {
-        tx.verify(&state.chain_id())
+        crate::cpu::measure(crate::cpu::Part::Verify, || tx.verify(&state.chain_id()))
             .map_err(|_| MempoolError::BadSignature)?;
     }
     Ok(len)

@@ -161,7 +161,10 @@ impl Actor {
             .map_err(NetError::setup("dns resolver"))?
             .with_behaviour(|_| behaviour)
             .map_err(NetError::setup("behaviour"))?
-            .with_swarm_config(|c| c.with_idle_connection_timeout(IDLE_CONNECTION_TIMEOUT))
+            .with_swarm_config(|_| {
+                libp2p::swarm::Config::with_executor(MeasuredExecutor)
+                    .with_idle_connection_timeout(IDLE_CONNECTION_TIMEOUT)
+            })
             .build();
 
         swarm
@@ -209,7 +212,10 @@ impl Actor {
     /// Runs the task until shutdown or until every handle is gone.
     pub(crate) fn spawn(self, rx: mpsc::Receiver<Command>) -> JoinHandle<()> {
         let span = tracing::info_span!("net", local = %self.swarm.local_peer_id());
-        tokio::spawn(self.run(rx).instrument(span))
+        tokio::spawn(crate::cpu::Measured::new(
+            crate::cpu::Part::Network,
+            self.run(rx).instrument(span),
+        ))
     }
 
     async fn run(mut self, mut rx: mpsc::Receiver<Command>) {
@@ -913,5 +919,15 @@ fn on_kad(event: kad::Event) {
 fn on_ping(event: ping::Event) {
     if let Err(e) = event.result {
         debug!(peer = %event.peer, err = %e, "ping failed");
+    }
+}
+
+/// Runs the swarm's connection tasks (encryption, multiplexing, each protocol's handler)
+/// on tokio, their CPU counted as the network's ([`crate::cpu`]).
+struct MeasuredExecutor;
+
+impl libp2p::swarm::Executor for MeasuredExecutor {
+    fn exec(&self, future: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>) {
+        tokio::spawn(crate::cpu::Measured::new(crate::cpu::Part::Network, future));
     }
 }

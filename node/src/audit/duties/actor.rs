@@ -188,7 +188,13 @@ impl Duties {
                     }
                 }
                 Duty::ResumeProvider => self.cfg.provider.resume(contract).await,
-                Duty::Provider(d) => self.cfg.provider.perform(&d, contract).await,
+                Duty::Provider(d) => {
+                    crate::cpu::Measured::new(
+                        crate::cpu::Part::Provider,
+                        self.cfg.provider.perform(&d, contract),
+                    )
+                    .await;
+                }
                 Duty::Judge { session } => self.judge(contract, session).await,
                 seat_duty => self.cfg.seat.perform(&seat_duty, contract).await,
             }
@@ -258,7 +264,8 @@ impl Duties {
                 }
             }
         };
-        self.votes.spawn(
+        self.votes.spawn(crate::cpu::Measured::new(
+            crate::cpu::Part::Seats,
             async move {
                 let vote = async {
                     let (permit, waited) = match slots.clone().try_acquire_owned() {
@@ -290,6 +297,6 @@ impl Duties {
                 }
             }
             .instrument(tracing::debug_span!("vote", %session)),
-        );
+        ));
     }
 }
