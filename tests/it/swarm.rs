@@ -519,6 +519,85 @@ async fn oversized_gossip_from_a_raw_peer_is_rejected_and_banned() {
     driver.abort();
 }
 
+/// Nodes do not check gossipsub's own envelope signature (`ValidationMode::None`,
+/// `node/src/net/gossip.rs`): a message is judged by the transaction it carries. A bare
+/// gossipsub peer that signs no envelope at all gets a valid transaction through, and is
+/// banned for forged ones all the same: the envelope was never the defence.
+#[tokio::test]
+async fn a_message_without_an_envelope_signature_is_judged_by_its_transaction() {
+    let a = Node::start(&[], TestHandler::default()).await;
+
+    let mut raw = SwarmBuilder::with_new_identity()
+        .with_tokio()
+        .with_tcp(
+            tcp::Config::default(),
+            noise::Config::new,
+            yamux::Config::default,
+        )
+        .expect("transport")
+        .with_behaviour(|_| {
+            // Anonymous messages carry no sequence number: ids by content, as the node's.
+            let config = gossipsub::ConfigBuilder::default()
+                .validation_mode(gossipsub::ValidationMode::Anonymous)
+                .message_id_fn(|m: &gossipsub::Message| {
+                    gossipsub::MessageId::from(Hash::sha256(&m.data).as_bytes().to_vec())
+                })
+                .build()
+                .expect("gossipsub config");
+            let behaviour: gossipsub::Behaviour =
+                gossipsub::Behaviour::new(gossipsub::MessageAuthenticity::Anonymous, config)
+                    .expect("gossipsub");
+            behaviour
+        })
+        .expect("behaviour")
+        .build();
+    let raw_peer = *raw.local_peer_id();
+    let topic = gossipsub::IdentTopic::new(net::tx_topic(&chain()));
+    raw.behaviour_mut().subscribe(&topic).expect("subscribe");
+    raw.dial(a.addr.clone()).expect("dial");
+
+    let valid = transfer(7);
+    let a_peer = a.peer;
+    let rounds = net::BAN_AFTER_REJECTIONS;
+    let driver = tokio::spawn(async move {
+        loop {
+            let event = raw.select_next_some().await;
+            let SwarmEvent::Behaviour(gossipsub::Event::Subscribed { peer_id, .. }) = event else {
+                continue;
+            };
+            if peer_id != a_peer {
+                continue;
+            }
+            raw.behaviour_mut()
+                .publish(topic.clone(), encoding::encode(&valid))
+                .expect("raw publish");
+            for nonce in 2000..2000 + u64::from(rounds) {
+                let mut forged = transfer(nonce);
+                forged.signature.0[0] ^= 0xff;
+                raw.behaviour_mut()
+                    .publish(topic.clone(), encoding::encode(&forged))
+                    .expect("raw publish");
+            }
+        }
+    });
+
+    eventually(
+        "A to take the valid transaction and ban the raw peer",
+        || async {
+            a.handler.nonces().contains(&7)
+                && a.count(|m| &m.gossip_txs_rejected_signature) == u64::from(rounds)
+                && a.count(|m| &m.peers_banned) == 1
+                && !a.peers().await.contains(&raw_peer)
+        },
+    )
+    .await;
+    assert!(
+        a.handler.nonces().iter().all(|n| *n < 2000),
+        "a forged transaction reached the handler"
+    );
+    driver.abort();
+}
+
 #[tokio::test]
 async fn sync_serves_blocks_and_status() {
     let a = Node::start(&[], TestHandler::with_blocks(5)).await;
