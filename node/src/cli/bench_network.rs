@@ -161,8 +161,8 @@ pub struct Report {
     pub node_cpu_secs: Vec<f64>,
     /// Peak resident memory per node, MiB.
     pub node_peak_rss_mib: Vec<f64>,
-    /// Where the nodes' CPU went during the run, by part ([`crate::cpu::Part`], then
-    /// `other`: the process's CPU no part claims).
+    /// Where the nodes' CPU went during the run, by part ([`crate::cpu::Part`]), then
+    /// what no part claims: `sled threads` and `other`.
     pub profile: Vec<ProfileRow>,
     /// The floor and the centralized pipeline, measured in this run.
     pub floor: Floor,
@@ -171,7 +171,7 @@ pub struct Report {
 /// One part of the nodes' CPU profile over a run.
 #[derive(Debug, Clone, Serialize)]
 pub struct ProfileRow {
-    /// The part (`trust_cpu_seconds_total`'s label), or `other`.
+    /// The part (`trust_cpu_seconds_total`'s label), `sled threads` or `other`.
     pub part: String,
     /// CPU seconds, summed over the nodes.
     pub cpu_secs: f64,
@@ -194,11 +194,14 @@ fn parts(text: &str) -> BTreeMap<String, f64> {
 }
 
 /// The profile of a run: per part, what the nodes spent between `before` and `after`
-/// (each node's parts), with `other` what their processes spent (`node_cpu`) beyond.
+/// (each node's parts), then what their processes spent (`node_cpu`) beyond: in sled's
+/// own threads (`sled_cpu`), and the rest (`other`: Malachite's actors and swarm, the
+/// runtime, threads that ended during the run).
 fn profile(
     before: &[BTreeMap<String, f64>],
     after: &[BTreeMap<String, f64>],
     node_cpu: &[f64],
+    sled_cpu: f64,
     judged: u64,
 ) -> Vec<ProfileRow> {
     let mut sums: Vec<(String, f64)> = Vec::new();
@@ -214,7 +217,9 @@ fn profile(
     }
     let total: f64 = node_cpu.iter().sum();
     let claimed: f64 = sums.iter().map(|(_, s)| s).sum();
-    sums.push(("other".into(), (total - claimed).max(0.0)));
+    let sled = sled_cpu.clamp(0.0, (total - claimed).max(0.0));
+    sums.push(("sled threads".into(), sled));
+    sums.push(("other".into(), (total - claimed - sled).max(0.0)));
     let nodes = node_cpu.len().max(1) as f64;
     sums.into_iter()
         .map(|(part, cpu_secs)| ProfileRow {
@@ -370,20 +375,45 @@ impl Drop for Nodes {
     }
 }
 
-/// CPU seconds a process has used so far, all its threads (`utime + stime` of
-/// `/proc/<pid>/stat`, in the kernel's fixed user-visible tick of 1/100 s).
+/// A `stat` file's command (or thread) name and CPU seconds (`utime + stime`, in the
+/// kernel's fixed user-visible tick of 1/100 s).
+fn stat_cpu(s: &str) -> Option<(&str, f64)> {
+    let name = s.get(s.find('(')? + 1..s.rfind(')')?)?;
+    // Fields after the name (which may hold spaces) start at the state, field 3; utime
+    // and stime are fields 14 and 15.
+    let rest = s.get(s.rfind(')')? + 1..)?;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+    Some((name, ticks as f64 / 100.0))
+}
+
+/// CPU seconds a process has used so far, all its threads (`/proc/<pid>/stat`).
 fn cpu_secs(pid: u32) -> f64 {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()
-        .and_then(|s| {
-            // Fields after the command name (which may hold spaces) start at the state,
-            // field 3; utime and stime are fields 14 and 15.
-            let rest = s.get(s.rfind(')')? + 1..)?;
-            let f: Vec<&str> = rest.split_whitespace().collect();
-            let ticks = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
-            Some(ticks as f64 / 100.0)
-        })
+        .and_then(|s| stat_cpu(&s).map(|(_, secs)| secs))
         .unwrap_or(0.0)
+}
+
+/// CPU seconds the live threads of a process named `sled...` (sled's I/O and flusher
+/// threads) have used so far.
+fn sled_thread_secs(pid: u32) -> f64 {
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0.0;
+    };
+    sled_secs(
+        dir.flatten()
+            .filter_map(|t| std::fs::read_to_string(t.path().join("stat")).ok()),
+    )
+}
+
+/// The CPU seconds of the threads named `sled...` among these `stat` texts.
+fn sled_secs(stats: impl Iterator<Item = String>) -> f64 {
+    stats
+        .filter_map(|s| {
+            stat_cpu(&s).and_then(|(name, secs)| name.starts_with("sled").then_some(secs))
+        })
+        .sum()
 }
 
 /// Peak resident memory of a process, MiB (`VmHWM`).
@@ -608,6 +638,7 @@ async fn drive(
     }
     let pids: Vec<u32> = nodes.children.iter().map(Child::id).collect();
     let cpu0: Vec<f64> = pids.iter().map(|p| cpu_secs(*p)).collect();
+    let sled0: f64 = pids.iter().map(|p| sled_thread_secs(*p)).sum();
     let mut parts0 = Vec::new();
     for api in apis {
         parts0.push(parts(&metrics_text(api).await));
@@ -735,6 +766,7 @@ async fn drive(
         .zip(&cpu0)
         .map(|(p, c)| cpu_secs(*p) - c)
         .collect();
+    let sled1: f64 = pids.iter().map(|p| sled_thread_secs(*p)).sum();
     for api in apis {
         let text = metrics_text(api).await;
         bytes1 += counter(&text, "trust_net_gossip_bytes_received");
@@ -773,7 +805,13 @@ async fn drive(
         mempool_max: mempool.iter().copied().max().unwrap_or(0),
         mempool_mean: mempool.iter().sum::<u64>() as f64 / mempool.len().max(1) as f64,
         gossip_bytes_per_vote: bytes1.saturating_sub(bytes0) as f64 / votes.max(1) as f64,
-        profile: profile(&parts0, &parts1, &node_cpu, votes.saturating_sub(abstained)),
+        profile: profile(
+            &parts0,
+            &parts1,
+            &node_cpu,
+            sled1 - sled0,
+            votes.saturating_sub(abstained),
+        ),
         node_cpu_secs: node_cpu,
         node_peak_rss_mib: pids.iter().map(|p| peak_rss_mib(*p)).collect(),
         floor: Floor {
@@ -942,7 +980,7 @@ mod tests {
     }
 
     /// The profile reads each node's parts, charges the nodes' CPU no part claims to
-    /// `other`, and divides by the judged votes and the nodes.
+    /// sled's threads and `other`, and divides by the judged votes and the nodes.
     #[test]
     fn the_profile_splits_the_nodes_cpu_by_part() {
         let before = parts(
@@ -955,16 +993,32 @@ mod tests {
             &[before.clone(), before],
             &[after.clone(), after],
             &[5.0, 5.0],
+            1.5,
             1000,
         );
         let get = |n: &str| rows.iter().find(|r| r.part == n).unwrap();
         assert!((get("judge").cpu_secs - 4.0).abs() < 1e-9);
         assert!((get("verify").cpu_secs - 2.0).abs() < 1e-9);
-        assert!((get("other").cpu_secs - 4.0).abs() < 1e-9);
+        assert!((get("sled threads").cpu_secs - 1.5).abs() < 1e-9);
+        assert!((get("other").cpu_secs - 2.5).abs() < 1e-9);
         assert!((get("judge").share - 0.4).abs() < 1e-9);
         // 4 s over 1,000 judged votes and 2 nodes: 2 ms each.
         assert!((get("judge").ms_per_judged_vote_per_node - 2.0).abs() < 1e-9);
         assert_eq!(get("execute").cpu_secs, 0.0);
+    }
+
+    /// A thread's name may hold spaces and parentheses; the CPU fields follow the last `)`.
+    #[test]
+    fn stat_lines_give_the_name_and_cpu() {
+        let line = "1234 (log flusher (2)) S 1 2 3 4 5 6 7 8 9 10 250 150 0 0 20 0 1";
+        assert_eq!(stat_cpu(line), Some(("log flusher (2)", 4.0)));
+        assert_eq!(stat_cpu("garbage"), None);
+        let threads = [
+            "9 (sled-io-0) S 1 2 3 4 5 6 7 8 9 10 100 50 0 0",
+            "10 (tokio-rt-worker) S 1 2 3 4 5 6 7 8 9 10 900 100 0 0",
+            "11 (sled-flusher) S 1 2 3 4 5 6 7 8 9 10 30 20 0 0",
+        ];
+        assert_eq!(sled_secs(threads.iter().map(|t| t.to_string())), 2.0);
     }
 
     #[test]
