@@ -198,6 +198,16 @@ pub fn fetch_from(
     })
 }
 
+/// Most bytes of fetched ciphertexts a seat keeps in memory.
+const MAX_FETCHED_BYTES: usize = 64 << 20;
+
+/// Fetched ciphertexts by session and CID, and their total size.
+#[derive(Debug, Default)]
+struct Fetched {
+    by_session: std::collections::BTreeMap<Hash, std::collections::BTreeMap<Cid, Arc<[u8]>>>,
+    bytes: usize,
+}
+
 /// The seat role of this node.
 pub struct Seat {
     outbox: Outbox,
@@ -215,6 +225,10 @@ pub struct Seat {
     /// Seats whose bad key this node reported: key `session || segment || round`.
     reported: sled::Tree,
     fetch: Option<FetchBlob>,
+    /// Ciphertexts fetched from peers, per session, kept in memory while the session runs
+    /// (the segments that cite one need no second fetch) and dropped in `forget`; at most
+    /// [`MAX_FETCHED_BYTES`] in all (past it a ciphertext is used and not kept).
+    fetched: std::sync::Mutex<Fetched>,
     judges: Vec<Arc<dyn Auditor>>,
     /// Seats (session, segment, round) that could not read their segment yet: the ones
     /// that give up with an abstention when their commit window is about to close.
@@ -267,6 +281,7 @@ impl Seat {
             reported: db.open_tree("seat/reported")?,
             fetch,
             judges: vec![Arc::new(ComputerAuditor)],
+            fetched: std::sync::Mutex::default(),
             stuck: std::sync::Mutex::default(),
             metrics,
             #[cfg(feature = "misbehave")]
@@ -455,8 +470,16 @@ impl Seat {
         if let Err(e) = self.votes.forget_session(session) {
             tracing::warn!(%session, error = %e, "votes of a finished session not dropped");
         }
+        // Ciphertexts an earlier version kept pinned in the blob store for this seat.
         if let Err(e) = self.blobs.release(session) {
             tracing::warn!(%session, error = %e, "ciphertexts of a finished session not removed");
+        }
+        {
+            let mut f = self.fetched.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(gone) = f.by_session.remove(session) {
+                let freed: usize = gone.values().map(|b| b.len()).sum();
+                f.bytes = f.bytes.saturating_sub(freed);
+            }
         }
         for tree in [&self.keys, &self.delivered, &self.reported] {
             for k in tree.scan_prefix(session.as_ref()).keys().flatten() {
@@ -639,22 +662,42 @@ impl Seat {
             .map(|s| s.entry.clone())
             .ok_or(ReadError::UnknownSegment)?;
         let key = self.key(session, segment).ok_or(ReadError::NoKey)?;
-        let blob = match self.blobs.get(&entry.cid)? {
-            Some(b) => b,
-            None => {
-                let f = self
-                    .fetch
-                    .as_ref()
-                    .filter(|_| fetch)
-                    .ok_or(ReadError::NotHere(entry.cid))?;
-                let b = crate::cpu::Measured::new(crate::cpu::Part::Fetch, f(entry.cid)).await?;
-                // Kept (checked against its CID) while the session runs, so judging the
-                // segments that cite it needs no second fetch; released in `forget`.
-                self.blobs
-                    .put_verified(&entry.cid, &b)
-                    .and_then(|()| self.blobs.pin(session, &[entry.cid]))?;
-                b
-            }
+        let kept = self
+            .fetched
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .by_session
+            .get(session)
+            .and_then(|m| m.get(&entry.cid))
+            .cloned();
+        let blob: Vec<u8> = match kept {
+            Some(b) => b.to_vec(),
+            None => match self.blobs.get(&entry.cid)? {
+                Some(b) => b,
+                None => {
+                    let f = self
+                        .fetch
+                        .as_ref()
+                        .filter(|_| fetch)
+                        .ok_or(ReadError::NotHere(entry.cid))?;
+                    let b =
+                        crate::cpu::Measured::new(crate::cpu::Part::Fetch, f(entry.cid)).await?;
+                    if !entry.cid.matches(&b) {
+                        return Err(ReadError::Blobs(BlobError::Mismatch(entry.cid)));
+                    }
+                    // Kept in memory while the session runs, so judging the segments
+                    // that cite it needs no second fetch; dropped in `forget`.
+                    let mut kept = self.fetched.lock().unwrap_or_else(|e| e.into_inner());
+                    if kept.bytes.saturating_add(b.len()) <= MAX_FETCHED_BYTES {
+                        kept.bytes = kept.bytes.saturating_add(b.len());
+                        kept.by_session
+                            .entry(*session)
+                            .or_default()
+                            .insert(entry.cid, Arc::from(b.as_slice()));
+                    }
+                    b
+                }
+            },
         };
         let plain = crate::cpu::measure(crate::cpu::Part::Decrypt, || {
             decrypt_segment(&key, &entry.id, &blob)
@@ -1306,7 +1349,14 @@ mod tests {
         for n in &seats {
             assert!(n.seat.votes.unrevealed(&s.session).unwrap().is_empty());
             assert_eq!(n.seat.keys.scan_prefix(s.session.as_ref()).count(), 0);
-            assert!(n.seat.blobs.is_empty(), "fetched ciphertexts removed");
+            assert!(
+                n.seat.blobs.is_empty(),
+                "fetched ciphertexts never written to disk"
+            );
+            assert!(
+                n.seat.fetched.lock().unwrap().by_session.is_empty(),
+                "fetched ciphertexts dropped"
+            );
         }
         // The provider keeps its ciphertexts while the session may be appealed, and
         // removes them once it is final.
