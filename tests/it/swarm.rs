@@ -456,12 +456,16 @@ async fn oversized_publish_is_refused_locally() {
     assert!(a.handler.nonces().iter().all(|n| *n < 1000));
 }
 
-/// A bare gossipsub peer without the node's local size check publishes oversized data
-/// on the transaction topic; the node rejects it before its handler and bans the peer.
-#[tokio::test]
-async fn oversized_gossip_from_a_raw_peer_is_rejected_and_banned() {
-    let a = Node::start(&[], TestHandler::default()).await;
-
+/// A bare gossipsub peer (no trust node behind it) with `config`, signing its envelopes
+/// or not (`signed`), subscribed to the transaction topic and dialling `node`; once `node`
+/// subscribes too, it publishes each of `payloads` in order. Returns its id and the task
+/// that drives it (abort it at the end).
+fn raw_gossip_peer(
+    node: &Node,
+    config: gossipsub::Config,
+    signed: bool,
+    payloads: Vec<Vec<u8>>,
+) -> (PeerId, tokio::task::JoinHandle<()>) {
     let mut raw = SwarmBuilder::with_new_identity()
         .with_tokio()
         .with_tcp(
@@ -471,15 +475,13 @@ async fn oversized_gossip_from_a_raw_peer_is_rejected_and_banned() {
         )
         .expect("transport")
         .with_behaviour(|key| {
-            let config = gossipsub::ConfigBuilder::default()
-                .max_transmit_size(1 << 20)
-                .build()
-                .expect("gossipsub config");
-            let behaviour: gossipsub::Behaviour = gossipsub::Behaviour::new(
-                gossipsub::MessageAuthenticity::Signed(key.clone()),
-                config,
-            )
-            .expect("gossipsub");
+            let authenticity = if signed {
+                gossipsub::MessageAuthenticity::Signed(key.clone())
+            } else {
+                gossipsub::MessageAuthenticity::Anonymous
+            };
+            let behaviour: gossipsub::Behaviour =
+                gossipsub::Behaviour::new(authenticity, config).expect("gossipsub");
             behaviour
         })
         .expect("behaviour")
@@ -487,27 +489,41 @@ async fn oversized_gossip_from_a_raw_peer_is_rejected_and_banned() {
     let raw_peer = *raw.local_peer_id();
     let topic = gossipsub::IdentTopic::new(net::tx_topic(&chain()));
     raw.behaviour_mut().subscribe(&topic).expect("subscribe");
-    raw.dial(a.addr.clone()).expect("dial");
-
-    let a_peer = a.peer;
-    let rounds = net::BAN_AFTER_REJECTIONS;
+    raw.dial(node.addr.clone()).expect("dial");
+    let node_peer = node.peer;
     let driver = tokio::spawn(async move {
         loop {
             let event = raw.select_next_some().await;
             let SwarmEvent::Behaviour(gossipsub::Event::Subscribed { peer_id, .. }) = event else {
                 continue;
             };
-            if peer_id != a_peer {
+            if peer_id != node_peer {
                 continue;
             }
-            for i in 0..rounds {
-                let data = vec![u8::try_from(i).unwrap_or(0); MAX_TX_BYTES + 100];
+            for data in &payloads {
                 raw.behaviour_mut()
-                    .publish(topic.clone(), data)
+                    .publish(topic.clone(), data.clone())
                     .expect("raw publish");
             }
         }
     });
+    (raw_peer, driver)
+}
+
+/// A bare gossipsub peer without the node's local size check publishes oversized data
+/// on the transaction topic; the node rejects it before its handler and bans the peer.
+#[tokio::test]
+async fn oversized_gossip_from_a_raw_peer_is_rejected_and_banned() {
+    let a = Node::start(&[], TestHandler::default()).await;
+    let rounds = net::BAN_AFTER_REJECTIONS;
+    let config = gossipsub::ConfigBuilder::default()
+        .max_transmit_size(1 << 20)
+        .build()
+        .expect("gossipsub config");
+    let oversized = (0..rounds)
+        .map(|i| vec![u8::try_from(i).unwrap_or(0); MAX_TX_BYTES + 100])
+        .collect();
+    let (raw_peer, driver) = raw_gossip_peer(&a, config, true, oversized);
 
     eventually("A to reject and ban the raw peer", || async {
         a.count(|m| &m.gossip_txs_rejected_oversized) == u64::from(rounds)
@@ -526,60 +542,22 @@ async fn oversized_gossip_from_a_raw_peer_is_rejected_and_banned() {
 #[tokio::test]
 async fn a_message_without_an_envelope_signature_is_judged_by_its_transaction() {
     let a = Node::start(&[], TestHandler::default()).await;
-
-    let mut raw = SwarmBuilder::with_new_identity()
-        .with_tokio()
-        .with_tcp(
-            tcp::Config::default(),
-            noise::Config::new,
-            yamux::Config::default,
-        )
-        .expect("transport")
-        .with_behaviour(|_| {
-            // Anonymous messages carry no sequence number: ids by content, as the node's.
-            let config = gossipsub::ConfigBuilder::default()
-                .validation_mode(gossipsub::ValidationMode::Anonymous)
-                .message_id_fn(|m: &gossipsub::Message| {
-                    gossipsub::MessageId::from(Hash::sha256(&m.data).as_bytes().to_vec())
-                })
-                .build()
-                .expect("gossipsub config");
-            let behaviour: gossipsub::Behaviour =
-                gossipsub::Behaviour::new(gossipsub::MessageAuthenticity::Anonymous, config)
-                    .expect("gossipsub");
-            behaviour
-        })
-        .expect("behaviour")
-        .build();
-    let raw_peer = *raw.local_peer_id();
-    let topic = gossipsub::IdentTopic::new(net::tx_topic(&chain()));
-    raw.behaviour_mut().subscribe(&topic).expect("subscribe");
-    raw.dial(a.addr.clone()).expect("dial");
-
-    let valid = transfer(7);
-    let a_peer = a.peer;
     let rounds = net::BAN_AFTER_REJECTIONS;
-    let driver = tokio::spawn(async move {
-        loop {
-            let event = raw.select_next_some().await;
-            let SwarmEvent::Behaviour(gossipsub::Event::Subscribed { peer_id, .. }) = event else {
-                continue;
-            };
-            if peer_id != a_peer {
-                continue;
-            }
-            raw.behaviour_mut()
-                .publish(topic.clone(), encoding::encode(&valid))
-                .expect("raw publish");
-            for nonce in 2000..2000 + u64::from(rounds) {
-                let mut forged = transfer(nonce);
-                forged.signature.0[0] ^= 0xff;
-                raw.behaviour_mut()
-                    .publish(topic.clone(), encoding::encode(&forged))
-                    .expect("raw publish");
-            }
-        }
-    });
+    // Anonymous messages carry no sequence number: ids by content, as the node's.
+    let config = gossipsub::ConfigBuilder::default()
+        .validation_mode(gossipsub::ValidationMode::Anonymous)
+        .message_id_fn(|m: &gossipsub::Message| {
+            gossipsub::MessageId::from(Hash::sha256(&m.data).as_bytes().to_vec())
+        })
+        .build()
+        .expect("gossipsub config");
+    let mut payloads = vec![encoding::encode(&transfer(7))];
+    for nonce in 2000..2000 + u64::from(rounds) {
+        let mut forged = transfer(nonce);
+        forged.signature.0[0] ^= 0xff;
+        payloads.push(encoding::encode(&forged));
+    }
+    let (raw_peer, driver) = raw_gossip_peer(&a, config, false, payloads);
 
     eventually(
         "A to take the valid transaction and ban the raw peer",
