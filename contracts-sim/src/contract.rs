@@ -896,7 +896,8 @@ impl Contract {
                 Next::Keep
             }
             Phase::Reveal { round, until }
-                if round >= appeal::APPEAL_ROUND0 && (h >= until || all_revealed(s, round)) =>
+                if round >= appeal::APPEAL_ROUND0
+                    && (h >= until || tally::all_revealed(s, round)) =>
             {
                 ev.push(Event::RevealWindowClosed {
                     session: *id,
@@ -904,7 +905,7 @@ impl Contract {
                 });
                 Next::AppealDecided
             }
-            Phase::Reveal { round, until } if h >= until || all_revealed(s, round) => {
+            Phase::Reveal { round, until } if h >= until || tally::all_revealed(s, round) => {
                 ev.push(Event::RevealWindowClosed {
                     session: *id,
                     round,
@@ -1406,14 +1407,6 @@ fn all_committed(s: &Session, round: u8) -> bool {
         .flat_map(|g| g.seats.iter())
         .filter(|x| x.round == round)
         .all(|x| x.commitment.is_some())
-}
-
-fn all_revealed(s: &Session, round: u8) -> bool {
-    s.segments
-        .iter()
-        .flat_map(|g| g.seats.iter())
-        .filter(|x| x.round == round && x.commitment.is_some())
-        .all(|x| x.vote.is_some())
 }
 
 /// The mapping closes the disclosure: a provider opens its honeypots before it (see

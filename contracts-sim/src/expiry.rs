@@ -33,19 +33,38 @@ pub fn expired(state: &State, sender: &AccountId, call: &Call) -> Option<&'stati
     if let Call::Appeal { session, .. } = call {
         return appeal_expired(state, session);
     }
-    // A honeypot set opens once, whole, while its session is live.
-    if let Call::RevealHoneypots { session, .. } = call {
-        return match state.sessions.get(session) {
-            None => Some("the session is no longer live"),
-            Some(s) if s.honeypots_opened => Some("the honeypot set is open already"),
-            Some(_) => None,
+    // A honeypot set opens once, whole, while its session is live. One sent in the first
+    // round's reveal window, early, to land with the last reveal, is dropped once an
+    // escalation began instead (a reveal it counted on did not land): waiting through the
+    // escalation would hold back every later transaction of its provider. The provider
+    // sends the set again in the disclosure, under a new nonce; the mapping it sent with
+    // the set goes the same way.
+    if let Call::RevealHoneypots { session, .. } | Call::RevealMapping { session, .. } = call {
+        let escalated = |s: &crate::Session| {
+            !s.honeypots_opened
+                && matches!(
+                    s.phase,
+                    Phase::Commit { round: 1.., .. } | Phase::Reveal { round: 1.., .. }
+                )
+        };
+        return match (state.sessions.get(session), call) {
+            (None, _) => Some("the session is no longer live"),
+            (Some(s), Call::RevealHoneypots { .. }) if s.honeypots_opened => {
+                Some("the honeypot set is open already")
+            }
+            (Some(s), Call::RevealMapping { .. }) if s.mapping.is_some() => {
+                Some("the mapping is open already")
+            }
+            (Some(s), _) if escalated(s) => {
+                Some("an escalation began: the honeypot set and the mapping open after it")
+            }
+            (Some(_), _) => None,
         };
     }
     let session = match call {
         Call::Commit { session, .. }
         | Call::Reveal { session, .. }
         | Call::DeliverKeys { session, .. }
-        | Call::RevealMapping { session, .. }
         | Call::RevealHoneypot { session, .. }
         | Call::ReportBadKey { session, .. } => session,
         _ => return None,

@@ -64,7 +64,7 @@ pub use registry::{
 };
 pub use sessions::{
     BadKeyReport, batch_seated, check_bad_key_report, check_terms, domain_floor, honeypot_bond,
-    minimum_fee, recording_round, tau_ceiling,
+    minimum_fee, recording_round, settles_with, tau_ceiling,
 };
 pub use state::{
     Account, AppealRecord, AppealResult, AppealRound, AppealTarget, AppealedSegment, Auditor,

@@ -867,6 +867,7 @@ fn each_entry<E>(
 }
 
 /// What a reveal opens: the vote, the salt and the reason its commitment binds.
+#[derive(Clone, Copy)]
 pub(crate) struct Opening<'a> {
     pub(crate) session: Hash,
     pub(crate) segment: u16,
@@ -881,47 +882,14 @@ pub(crate) fn reveal(
     opening: Opening<'_>,
     events: &mut Vec<Event>,
 ) -> Result<(), TxError> {
-    let Opening {
-        session,
-        segment,
-        vote,
-        salt,
-        reason,
-    } = opening;
+    let (session, segment, vote, reason) = (
+        opening.session,
+        opening.segment,
+        opening.vote,
+        opening.reason,
+    );
     // The reason's bound was checked with the transaction's format (`Tx::validate`).
-    let s = live(st, &session)?;
-    let Phase::Reveal { round, .. } = s.phase else {
-        return Err(TxError::WrongPhase("the reveal window is not open"));
-    };
-    let seg = s
-        .segments
-        .get_mut(usize::from(segment))
-        .ok_or(TxError::UnknownSegment(segment))?;
-    let counted_so_far = seg
-        .seats
-        .iter()
-        .filter(|x| x.round == round && x.counted)
-        .count();
-    let k = usize::from(seg.k);
-    let seg_id = seg.entry.id;
-    let seat = seg
-        .seats
-        .iter_mut()
-        .find(|x| x.account == sender && x.round == round)
-        .ok_or(TxError::NotASeat(sender))?;
-    let c = seat.commitment.ok_or(TxError::NotCommitted)?;
-    if seat.vote.is_some() {
-        return Err(TxError::AlreadyRevealed);
-    }
-    if !verify_commitment(&c, &session, &seg_id, &sender, vote, salt, reason) {
-        return Err(TxError::CommitmentMismatch);
-    }
-    // An abstention is present but takes no counted place: the first `k` judgements
-    // count, so a seat that cannot judge never crowds out one that can.
-    let counted = !vote.is_abstain() && counted_so_far < k;
-    seat.vote = Some(vote);
-    seat.reason = Some(reason.to_string());
-    seat.counted = counted;
+    let counted = open_vote(live(st, &session)?, sender, &opening)?;
     if let Some(au) = st.auditors.get_mut(&sender) {
         au.votes = au.votes.saturating_add(1);
         if vote.is_valid() {
@@ -940,6 +908,90 @@ pub(crate) fn reveal(
         counted,
     });
     Ok(())
+}
+
+/// A reveal's part in its session: `sender`'s seat of the round revealing in `s` takes
+/// the vote its commitment binds; returns whether it counts (the first `k` judgements
+/// of the segment do).
+fn open_vote(s: &mut Session, sender: AccountId, opening: &Opening<'_>) -> Result<bool, TxError> {
+    let Phase::Reveal { round, .. } = s.phase else {
+        return Err(TxError::WrongPhase("the reveal window is not open"));
+    };
+    let seg = s
+        .segments
+        .get_mut(usize::from(opening.segment))
+        .ok_or(TxError::UnknownSegment(opening.segment))?;
+    let counted_so_far = seg
+        .seats
+        .iter()
+        .filter(|x| x.round == round && x.counted)
+        .count();
+    let k = usize::from(seg.k);
+    let seg_id = seg.entry.id;
+    let seat = seg
+        .seats
+        .iter_mut()
+        .find(|x| x.account == sender && x.round == round)
+        .ok_or(TxError::NotASeat(sender))?;
+    let c = seat.commitment.ok_or(TxError::NotCommitted)?;
+    if seat.vote.is_some() {
+        return Err(TxError::AlreadyRevealed);
+    }
+    let Opening {
+        session,
+        vote,
+        salt,
+        reason,
+        ..
+    } = *opening;
+    if !verify_commitment(&c, &session, &seg_id, &sender, vote, salt, reason) {
+        return Err(TxError::CommitmentMismatch);
+    }
+    // An abstention is present but takes no counted place: the first `k` judgements
+    // count, so a seat that cannot judge never crowds out one that can.
+    let counted = !vote.is_abstain() && counted_so_far < k;
+    seat.vote = Some(vote);
+    seat.reason = Some(reason.to_string());
+    seat.counted = counted;
+    Ok(counted)
+}
+
+/// Whether the first round of `s` would be settled ([`crate::tally`]: every committed
+/// seat revealed, no segment undecided) once `reveals` ((sender, call) pairs; calls other
+/// than a single `Reveal` of `s`, and reveals that do not open their commitment, are
+/// passed over) are applied: then its honeypot set may be opened in the same block, right
+/// after them. A provider's node asks it of the reveals its mempool holds, before it
+/// sends its set early; the contract asks the same of the session itself.
+pub fn settles_with<'a>(
+    s: &Session,
+    session: &Hash,
+    reveals: impl IntoIterator<Item = (AccountId, &'a Call)>,
+) -> bool {
+    if !matches!(s.phase, Phase::Reveal { round: 0, .. }) {
+        return false;
+    }
+    let mut s = s.clone();
+    for (sender, call) in reveals {
+        if let Call::Reveal {
+            session: id,
+            segment,
+            vote,
+            salt,
+            reason,
+        } = call
+            && id == session
+        {
+            let opening = Opening {
+                session: *id,
+                segment: *segment,
+                vote: *vote,
+                salt,
+                reason,
+            };
+            let _ = open_vote(&mut s, sender, &opening);
+        }
+    }
+    crate::tally::round_settled(&s, 0)
 }
 
 pub(crate) fn reveal_mapping(
@@ -998,14 +1050,20 @@ pub(crate) fn reveal_honeypot_set(
     if s.provider != sender {
         return Err(TxError::NotProvider);
     }
+    // A set is opened once no seat is left to vote on it: in the disclosure, or in the
+    // first round's reveal window as soon as that round is settled (every seat that
+    // committed has revealed, earlier in this block or before it, and no segment is
+    // undecided, so no escalation draws seats that would know the set). A session
+    // decided in the block of its last reveal thus loses no block to its honeypots.
     let open_now = match s.phase {
         Phase::Disclose { .. } => true,
-        Phase::Reveal { .. } => openings.is_empty(),
+        Phase::Reveal { .. } if openings.is_empty() => true,
+        Phase::Reveal { round: 0, .. } => crate::tally::round_settled(s, 0),
         _ => false,
     };
     if !open_now {
         return Err(TxError::WrongPhase(
-            "honeypots are opened after voting (an empty set once the votes are committed)",
+            "honeypots are opened once no seat is left to vote (an empty set once the votes are committed)",
         ));
     }
     if s.honeypots_opened {

@@ -25,6 +25,30 @@ use crate::{
     },
 };
 
+/// Whether every seat of `round` that committed has revealed.
+pub(crate) fn all_revealed(s: &Session, round: u8) -> bool {
+    s.segments
+        .iter()
+        .flat_map(|g| g.seats.iter())
+        .filter(|x| x.round == round && x.commitment.is_some())
+        .all(|x| x.vote.is_some())
+}
+
+/// Whether `round` of `s` is settled before its reveal window closes: every seat that
+/// committed has revealed, and every segment seated in the round has a verdict of its
+/// own (none undecided), so no escalation follows and no seat is left to vote.
+pub(crate) fn round_settled(s: &Session, round: u8) -> bool {
+    all_revealed(s, round)
+        && s.segments
+            .iter()
+            .filter(|g| g.seats.iter().any(|x| x.round == round))
+            .all(|g| {
+                let counts = round_counts(g, round);
+                let q = round_quorum(s.manifest.quorum.tau, g.k, &counts);
+                local_verdict(&counts, q) != LocalVerdict::Undecided
+            })
+}
+
 /// The seat quorum `q = ceil(tau k)`, at least 1.
 pub fn quorum(tau: Ppm, k: u8) -> u8 {
     u8::try_from(tau.ceil_mul(u64::from(k)))

@@ -2816,6 +2816,30 @@ fn disclosing_honeypots(chain: &mut Chain, keys: &[Keypair]) -> Hash {
 /// [`disclosing_honeypots`], stopped in the reveal window (nothing revealed) unless
 /// `to_disclosure`.
 fn batch_honeypot_session(chain: &mut Chain, keys: &[Keypair], to_disclosure: bool) -> Hash {
+    let truth = |s: u16, _| {
+        Some(if s == 0 {
+            Vote::Valid
+        } else {
+            honeypot_truth(s)
+        })
+    };
+    let (sid, plan) = honeypot_session_voting(chain, keys, &truth);
+    if !to_disclosure {
+        return sid;
+    }
+    reveal_votes(chain, sid, &plan);
+    chain.block();
+    assert!(matches!(chain.phase(&sid), Some(Phase::Disclose { .. })));
+    sid
+}
+
+/// The session of [`disclosing_honeypots`], its seats committing `votes(segment, seat)`,
+/// stopped in the reveal window with nothing revealed. Returns it and what was committed.
+fn honeypot_session_voting(
+    chain: &mut Chain,
+    keys: &[Keypair],
+    votes: &dyn Fn(u16, usize) -> Option<Vote>,
+) -> (Hash, Vec<crate::common::Planned>) {
     let provider = key("provider");
     let mut segs: Vec<SegmentEntry> = vec![
         segment(0, Tier::Computer, vec![]),
@@ -2839,6 +2863,24 @@ fn batch_honeypot_session(chain: &mut Chain, keys: &[Keypair], to_disclosure: bo
     chain.block();
     let drawn = chain.block();
     deliver_keys(chain, &provider, sid, 0, &[]);
+    let plan = commit_votes(chain, keys, sid, &ids, &drawn, 0, votes);
+    chain.block();
+    assert!(matches!(chain.phase(&sid), Some(Phase::Reveal { .. })));
+    (sid, plan)
+}
+
+/// The honeypot set opens in the block of the first round's last reveal, right after it,
+/// and the session is decided in that block: but only once no seat is left to vote on it.
+/// Before every committed seat has revealed, the set waits (a seat still to reveal would
+/// learn which segments were planted and could withhold a wrong vote on one); with a
+/// segment undecided (an escalation will draw seats that must not know the set), it waits
+/// too, and once the escalation begins the set sent early is dropped from the pool
+/// (`expired`), its mapping with it, so that it holds back none of its provider's later
+/// transactions. `settles_with` tells the provider's node the same from pooled reveals.
+#[test]
+fn a_honeypot_set_opens_with_the_last_reveal_once_no_seat_is_left_to_vote() {
+    let (mut chain, keys) = Chain::new(test_params(), &[(Tier::Computer, 12)]);
+    let provider = key("provider");
     let truth = |s: u16, _| {
         Some(if s == 0 {
             Vote::Valid
@@ -2846,16 +2888,141 @@ fn batch_honeypot_session(chain: &mut Chain, keys: &[Keypair], to_disclosure: bo
             honeypot_truth(s)
         })
     };
-    let plan = commit_votes(chain, keys, sid, &ids, &drawn, 0, &truth);
+    let (sid, plan) = honeypot_session_voting(&mut chain, &keys, &truth);
+    let reveal = |p: &crate::common::Planned| Call::Reveal {
+        session: sid,
+        segment: p.1,
+        vote: p.2,
+        salt: crate::common::VOTE_SALT,
+        reason: why(p.2),
+    };
+    let (first, last) = plan.split_at(plan.len() - 1);
+    reveal_votes(&mut chain, sid, first);
     chain.block();
-    assert!(matches!(chain.phase(&sid), Some(Phase::Reveal { .. })));
-    if !to_disclosure {
-        return sid;
+    assert!(matches!(
+        chain.phase(&sid),
+        Some(Phase::Reveal { round: 0, .. })
+    ));
+    assert!(
+        matches!(
+            chain.try_apply(&provider, openings(sid, &[1, 2, 3])),
+            Err(TxError::WrongPhase(_))
+        ),
+        "one seat is still to reveal"
+    );
+    let s = chain.c.state().sessions[&sid].clone();
+    assert!(!trust_contracts::settles_with(&s, &sid, []));
+    let pooled: Vec<(AccountId, Call)> = last.iter().map(|p| (p.0.public(), reveal(p))).collect();
+    assert!(trust_contracts::settles_with(
+        &s,
+        &sid,
+        pooled.iter().map(|(a, c)| (*a, c))
+    ));
+    // A reveal that does not open its commitment settles nothing.
+    let mut forged = pooled.clone();
+    if let Call::Reveal { vote, reason, .. } = &mut forged[0].1 {
+        *vote = if *vote == Vote::Valid {
+            Vote::Invalid
+        } else {
+            Vote::Valid
+        };
+        *reason = why(*vote);
     }
-    reveal_votes(chain, sid, &plan);
+    assert!(!trust_contracts::settles_with(
+        &s,
+        &sid,
+        forged.iter().map(|(a, c)| (*a, c))
+    ));
+    // The last reveal, then the set and the mapping, in one block: decided there.
+    reveal_votes(&mut chain, sid, last);
+    chain.submit(&provider, openings(sid, &[1, 2, 3]));
+    chain.reveal_mapping(&provider, sid);
+    let ev = chain.block();
+    assert!(
+        ev.iter()
+            .any(|e| matches!(e, Event::HoneypotRevealed { .. }))
+    );
+    assert!(
+        ev.iter()
+            .any(|e| matches!(e, Event::TraceDecided { session, .. } if *session == sid))
+    );
+    let o = chain
+        .c
+        .outcome(&sid)
+        .expect("decided in the block of the last reveal");
+    assert!(!o.honeypots_forfeited);
+    assert!(o.segments.iter().skip(1).all(|g| g.honeypot.is_some()));
+
+    // Segment 0 split 1-1 with an abstention: every seat revealed, but it is undecided.
+    let split = |s: u16, j: usize| {
+        Some(match (s, j) {
+            (0, 0) => Vote::Valid,
+            (0, 1) => Vote::Invalid,
+            (0, _) => Vote::Abstain,
+            _ => honeypot_truth(s),
+        })
+    };
+    let (sid, plan) = honeypot_session_voting(&mut chain, &keys, &split);
+    reveal_votes(&mut chain, sid, &plan);
+    let s = chain.c.state().sessions[&sid].clone();
+    let pooled: Vec<(AccountId, Call)> = plan
+        .iter()
+        .map(|p| {
+            (
+                p.0.public(),
+                Call::Reveal {
+                    session: sid,
+                    segment: p.1,
+                    vote: p.2,
+                    salt: crate::common::VOTE_SALT,
+                    reason: why(p.2),
+                },
+            )
+        })
+        .collect();
+    assert!(
+        !trust_contracts::settles_with(&s, &sid, pooled.iter().map(|(a, c)| (*a, c))),
+        "an undecided segment escalates"
+    );
+    // The contract says the same with every reveal applied, in their block.
+    let cx = ctx(chain.height + 1);
+    let mut trial = chain.c.clone();
+    trial.begin_block(&cx);
+    for tx in &chain.pending {
+        trial.apply(&cx, tx).unwrap();
+    }
+    let p = provider.public();
+    let early = Signed::sign(
+        &provider,
+        &Hash::ZERO,
+        Tx {
+            nonce: trial.nonce(&p),
+            call: openings(sid, &[1, 2, 3]),
+        },
+    );
+    assert!(matches!(
+        trial.apply(&cx, &early),
+        Err(TxError::WrongPhase(_))
+    ));
     chain.block();
-    assert!(matches!(chain.phase(&sid), Some(Phase::Disclose { .. })));
-    sid
+    assert!(
+        matches!(chain.phase(&sid), Some(Phase::Commit { round: 1, .. })),
+        "escalated: {:?}",
+        chain.phase(&sid)
+    );
+    for call in [
+        openings(sid, &[1, 2, 3]),
+        Call::RevealMapping {
+            session: sid,
+            mapping: Hash::sha256(b"map"),
+            salt: Salt([9; 32]),
+        },
+    ] {
+        assert!(
+            trust_contracts::expired(chain.c.state(), &p, &call).is_some(),
+            "dropped once the escalation began: {call:?}"
+        );
+    }
 }
 
 /// A second chain from `chain`'s state, as if another node had followed it.

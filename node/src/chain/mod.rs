@@ -380,26 +380,58 @@ fn build(
         block_hash: block.header.seed(),
     };
     let mut events = contract.begin_block(&block_ctx);
-    for tx in candidates {
-        if txs.len() >= MAX_BLOCK_TXS {
-            break;
-        }
-        let bytes = encoding::encode(tx);
-        if bytes.is_empty() || bytes.len() > MAX_TX_BYTES {
-            continue;
-        }
-        if size.saturating_add(bytes.len()).saturating_add(8) > budget {
-            break;
-        }
-        match contract.apply(&block_ctx, tx) {
-            Ok(ev) => {
-                size = size.saturating_add(bytes.len()).saturating_add(8);
-                txs.push(bytes);
-                events.extend(ev);
+    // A candidate that only waits (on a phase, or on its sender's earlier nonce) may be
+    // able to apply once the rest of the block has: a provider's honeypot set, sent as the
+    // last reveals were pooled, applies after them. One more pass tries those, in order.
+    let mut waiting: Vec<(usize, &SignedTx, TxError)> = Vec::new();
+    // Refused, with each one's place among the candidates (reported in that order).
+    let mut refused: Vec<(usize, Dropped)> = Vec::new();
+    for pass in 0..2 {
+        let list: Vec<(usize, &SignedTx)> = if pass == 0 {
+            candidates.iter().enumerate().collect()
+        } else {
+            std::mem::take(&mut waiting)
+                .into_iter()
+                .map(|(i, tx, _)| (i, tx))
+                .collect()
+        };
+        let mut applied_any = false;
+        for (i, tx) in list {
+            if txs.len() >= MAX_BLOCK_TXS {
+                break;
             }
-            Err(error) => dropped.push(Dropped { id: tx.id(), error }),
+            let bytes = encoding::encode(tx);
+            if bytes.is_empty() || bytes.len() > MAX_TX_BYTES {
+                continue;
+            }
+            if size.saturating_add(bytes.len()).saturating_add(8) > budget {
+                break;
+            }
+            match contract.apply(&block_ctx, tx) {
+                Ok(ev) => {
+                    size = size.saturating_add(bytes.len()).saturating_add(8);
+                    txs.push(bytes);
+                    events.extend(ev);
+                    applied_any = true;
+                }
+                Err(error) if pass == 0 && crate::mempool::waits(&error) => {
+                    waiting.push((i, tx, error));
+                }
+                Err(error) => refused.push((i, Dropped { id: tx.id(), error })),
+            }
+        }
+        if pass == 0 && !applied_any {
+            break;
         }
     }
+    // Left untried when the first pass changed nothing they wait on.
+    refused.extend(
+        waiting
+            .into_iter()
+            .map(|(i, tx, error)| (i, Dropped { id: tx.id(), error })),
+    );
+    refused.sort_by_key(|(i, _)| *i);
+    dropped.extend(refused.into_iter().map(|(_, d)| d));
     block.header.txs_root = txs_root(&txs);
     block.txs = txs;
     events.extend(contract.end_block_rules(&block_ctx));
