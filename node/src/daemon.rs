@@ -164,6 +164,10 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
         s.cfg.mempool.max_bytes,
         chain.clone(),
     );
+    // Seats judge from key deliveries as soon as they are pooled, and a provider opens
+    // its honeypots as soon as the last reveals are, not a block later.
+    let (awaiting, awaited) = watch::channel(crate::mempool::Awaited::default());
+    let (pool_task, pooled) = pool_task.watch(s.me(), awaited);
     let (peer_view, peers) = PeerPublisher::new();
 
     let mut tasks = Tasks::new();
@@ -229,7 +233,16 @@ pub async fn run(home: &Path, overrides: Overrides) -> Result<(), DaemonError> {
     let api_outbox = outbox.clone();
     let (drain, draining) = watch::channel(None);
     let audit = start_duties(
-        &mut tasks, duty, &s, &store, &chain, &net, outbox, blocks, &decided, draining,
+        &mut tasks,
+        duty,
+        &s,
+        &store,
+        &chain,
+        &net,
+        outbox,
+        (blocks, pooled, awaiting),
+        &decided,
+        draining,
     )?;
     let (llm_status, llm_watch) = watch::channel(None);
     let alerts = Arc::new(Alerts::new(s.me(), chain.clone()));
@@ -480,7 +493,11 @@ fn start_duties(
     chain: &ChainWatch,
     net: &NetHandle,
     outbox: Outbox,
-    blocks: broadcast::Receiver<Decided>,
+    (blocks, pooled, awaiting): (
+        broadcast::Receiver<Decided>,
+        tokio::sync::mpsc::Receiver<crate::mempool::Pooled>,
+        watch::Sender<crate::mempool::Awaited>,
+    ),
     decided: &broadcast::Sender<Decided>,
     draining: duties::Draining,
 ) -> Result<Audit, DaemonError> {
@@ -539,6 +556,8 @@ fn start_duties(
         chain: chain.clone(),
         decided: decided.clone(),
         blocks,
+        pooled,
+        awaiting,
         outbox,
         provider: provider.clone(),
         seat: Arc::new(seat),

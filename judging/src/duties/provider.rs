@@ -55,7 +55,8 @@ pub fn plan(provided: &BTreeSet<Hash>, events: &[Event]) -> Vec<ProviderDuty> {
             // When the votes are bound (a commit window closed), a provider with no
             // honeypot to open opens its mapping, so the last reveal can decide the
             // session; one with honeypots opens them and then the mapping once the reveal
-            // window closed (`Provider::reveal_mapping` tells the two apart).
+            // window closed (`Provider::reveal_mapping` tells the two apart), unless its
+            // node opened them already, with the last reveals it saw pooled.
             Event::CommitWindowClosed { session, .. }
             | Event::RevealWindowClosed { session, .. }
                 if provided.contains(session) && mapped.insert(*session) =>

@@ -439,6 +439,64 @@ impl Seat {
         }
     }
 
+    /// Opens the keys a pooled `DeliverKeys`, not decided yet, seals to this node's seats
+    /// in `session` (as the chain has it at `state`), and keeps each that opens where this
+    /// node keeps no key for the segment yet: the seats then judge while the delivery
+    /// waits for its block, and their commitments can land in that same block. Returns
+    /// whether any key was kept.
+    ///
+    /// Nothing of it is on record, so nothing of it counts against anyone: the delivery is
+    /// not kept for a bad-key report, and a key that does not open is passed over (the
+    /// decided delivery is opened again, and reported if it fails then). A decided key
+    /// replaces a pooled one, and a pooled one never replaces any: a stranger's delivery
+    /// cannot displace the provider's (its sender must be the session's provider, too).
+    /// A segment that does not decrypt under a pooled key leaves its seat waiting
+    /// ([`Seat::vote_by`] commits no abstention before the give-up block), so a provider
+    /// that pools one key and has another decided cannot make honest seats abstain.
+    pub fn take_pooled_keys(
+        &self,
+        state: &trust_contracts::State,
+        pooled: &crate::mempool::PooledKeys,
+    ) -> bool {
+        let me = self.outbox.key().public();
+        let Some(s) = state.sessions.get(&pooled.session) else {
+            return false;
+        };
+        let Phase::Commit { round, .. } = s.phase else {
+            return false;
+        };
+        let seated = s.segments.iter().any(|g| {
+            g.seats
+                .iter()
+                .any(|x| x.account == me && x.round == round && x.commitment.is_none())
+        });
+        if s.provider != pooled.provider || !seated {
+            return false;
+        }
+        let mut kept = false;
+        for k in pooled.keys.iter().filter(|k| k.seat == me) {
+            let Some(segment_id) = s.segments.get(usize::from(k.segment)).map(|g| g.entry.id)
+            else {
+                continue;
+            };
+            let Ok(key) = open_key(
+                &self.sealing,
+                &k.sealed,
+                &key_context(&pooled.session, &segment_id, &me),
+            ) else {
+                tracing::debug!(session = %pooled.session, segment = k.segment, "a pooled key does not open; waiting for the decided delivery");
+                continue;
+            };
+            let swapped = self.keys.compare_and_swap(
+                key_of(&pooled.session, k.segment),
+                None::<&[u8]>,
+                Some(key.to_vec()),
+            );
+            kept |= matches!(swapped, Ok(Ok(())));
+        }
+        kept
+    }
+
     /// Whether this node copies other seats' commitments instead of judging (a test
     /// build's copy-cat).
     pub fn copies(&self) -> bool {
@@ -1508,6 +1566,316 @@ mod tests {
         assert!(count(&n, |m| &m.failures) >= 1);
         assert_eq!(count(&n, |m| &m.committed), 0);
         assert!(n.seat.votes.get(&s.session, j, 0).unwrap().is_none());
+    }
+
+    /// The provider's pooled key deliveries, as the mempool holds them before a block.
+    async fn pooled_deliveries(chain: &Chain) -> Vec<trust_protocol::tx::SignedTx> {
+        chain
+            .pool
+            .reap(Arc::new(chain.contract.clone()), 1000)
+            .await
+            .into_iter()
+            .filter(|tx| matches!(tx.body.call, Call::DeliverKeys { .. }))
+            .collect()
+    }
+
+    /// Opens and draws `session`; returns the draw's events once the provider has pooled
+    /// its key delivery (not decided yet).
+    async fn drawn_with_keys_pooled(chain: &mut Chain, p: &Provider, session: &Hash) {
+        for _ in 0..5 {
+            let ev = chain.block().await;
+            p.on_block(&ev, &chain.contract).await;
+            if !pooled_deliveries(chain).await.is_empty() {
+                return;
+            }
+        }
+        panic!("the provider never pooled its keys for {session}");
+    }
+
+    /// A watched pool hands on the keys an admitted `DeliverKeys` seals to the watched
+    /// account, and only those (not the other seats' entries, not a delivery it refused
+    /// as a duplicate); and the reveals of a session once, and only while, it is awaited.
+    #[tokio::test]
+    async fn a_watched_pool_hands_on_keys_sealed_to_its_account_and_awaited_reveals() {
+        use crate::mempool::{Awaited, Pool, Pooled, PooledKeys};
+        let mut chain = Chain::new(4);
+        let (p, _blobs, _pd) = provider(&chain);
+        let s = p.submit(INCORRECT, None, &chain.contract).await.unwrap();
+        drawn_with_keys_pooled(&mut chain, &p, &s.session).await;
+        let delivery = pooled_deliveries(&chain).await.remove(0);
+        let me = auditor(0).public();
+        let (awaiting, awaited) = tokio::sync::watch::channel(Awaited::default());
+        let (pool, task) = Pool::new(100, chain.view.subscribe());
+        let (task, mut handed) = task.watch(me, awaited);
+        tokio::spawn(task.run(crate::tasks::Stop::never()));
+        pool.admit(delivery.clone()).await.unwrap();
+        assert!(pool.admit(delivery.clone()).await.is_err(), "pooled once");
+        let Call::DeliverKeys { keys, .. } = &delivery.body.call else {
+            unreachable!()
+        };
+        let mine: Vec<_> = keys.iter().filter(|k| k.seat == me).cloned().collect();
+        assert!(!mine.is_empty() && mine.len() < keys.len());
+        assert_eq!(
+            handed.try_recv().unwrap(),
+            Pooled::Keys(PooledKeys {
+                provider: delivery.signer,
+                session: s.session,
+                keys: mine,
+            })
+        );
+        assert!(handed.try_recv().is_err(), "nothing else handed on");
+        // A reveal, pooled before and after its session is awaited.
+        let seat = auditor(1);
+        let segment = chain.contract.state().sessions[&s.session]
+            .segments
+            .iter()
+            .position(|g| g.seats.iter().any(|x| x.account == seat.public()))
+            .map(|i| u16::try_from(i).unwrap())
+            .expect("seat 1 sits somewhere");
+        let reveal = |nonce| {
+            trust_protocol::Signed::sign(
+                &seat,
+                &chain.contract.chain_id(),
+                trust_protocol::tx::Tx {
+                    nonce,
+                    call: Call::Reveal {
+                        session: s.session,
+                        segment,
+                        vote: Vote::Valid,
+                        salt: Salt([1; 32]),
+                        reason: "checked".into(),
+                    },
+                },
+            )
+        };
+        let next = chain.contract.nonce(&seat.public());
+        pool.admit(reveal(next)).await.unwrap();
+        assert!(handed.try_recv().is_err(), "not awaited: not handed on");
+        awaiting.send_replace(Arc::new([s.session].into()));
+        pool.admit(reveal(next + 1)).await.unwrap();
+        assert!(
+            matches!(handed.try_recv(), Ok(Pooled::Reveals(r)) if r.seat == seat.public() && r.reveals.len() == 1)
+        );
+    }
+
+    /// A node a block behind its peers receives commitments for seats it has not seen
+    /// drawn yet: they wait for its next block (`NotYet`, never held against the peer that
+    /// gossiped them, which is a block ahead, not lying) and are pooled once that block
+    /// shows the seats; those whose sender is not seated are refused then.
+    #[tokio::test]
+    async fn commitments_for_seats_not_drawn_here_yet_wait_for_the_draw() {
+        use crate::mempool::{MempoolError, intake::gossip_verdict};
+        let mut chain = Chain::new(4);
+        let (p, _blobs, _pd) = provider(&chain);
+        let s = p.submit(INCORRECT, None, &chain.contract).await.unwrap();
+        chain.block().await; // opened; seats are drawn at the start of the next block
+        assert!(matches!(
+            chain.contract.state().sessions[&s.session].phase,
+            Phase::Assigning
+        ));
+        let sign = |i: usize, call: Call| {
+            let k = auditor(i);
+            trust_protocol::Signed::sign(
+                &k,
+                &chain.contract.chain_id(),
+                trust_protocol::tx::Tx {
+                    nonce: chain.contract.nonce(&k.public()),
+                    call,
+                },
+            )
+        };
+        let commitment = |i: usize, segment: u16| {
+            Hash::of_parts(
+                "early",
+                &[&[u8::try_from(i).unwrap()], &segment.to_be_bytes()],
+            )
+        };
+        // A batch waits as a single commitment does.
+        let batch = Call::Commits {
+            session: s.session,
+            entries: (0..2)
+                .map(|segment| trust_protocol::tx::CommitEntry {
+                    segment,
+                    commitment: commitment(0, segment),
+                })
+                .collect(),
+        };
+        let batch = sign(0, batch);
+        let single = |i: usize| {
+            sign(
+                i,
+                Call::Commit {
+                    session: s.session,
+                    segment: 0,
+                    commitment: commitment(i, 0),
+                },
+            )
+        };
+        let early = crate::mempool::admissible(&batch, &chain.contract);
+        assert_eq!(early, Err(MempoolError::NotYet("seats are not drawn yet")));
+        assert_eq!(
+            gossip_verdict(&early.unwrap_err()),
+            crate::net::TxVerdict::Ignore
+        );
+        assert_eq!(
+            crate::mempool::admissible(&single(0), &chain.contract),
+            Err(MempoolError::NotYet("seats are not drawn yet"))
+        );
+        for i in 0..4 {
+            assert!(chain.pool.park_checked(single(i)));
+        }
+        assert_eq!(chain.pooled().await, 0, "kept apart, not pooled");
+        chain.block().await; // the draw
+        let seated = (0..4)
+            .filter(|i| {
+                chain.contract.state().sessions[&s.session].segments[0]
+                    .seats
+                    .iter()
+                    .any(|x| x.account == auditor(*i).public())
+            })
+            .count();
+        assert!(seated > 0 && seated < 4);
+        assert_eq!(
+            chain.pooled().await,
+            seated,
+            "the seated ones pooled on the block that drew them"
+        );
+        chain.block().await;
+        assert_eq!(chain.pooled().await, 0, "tried once: nothing waits longer");
+    }
+
+    /// Seats that take their keys from the provider's pooled delivery judge and commit
+    /// before the delivery is decided, so that their commitments land in the very block
+    /// that decides the keys: the commit window closes there, a block earlier than when
+    /// the seats wait for the keys' block, and the verdict is the same.
+    #[tokio::test]
+    async fn seats_judging_on_pooled_keys_commit_in_the_block_of_the_keys() {
+        let mut chain = Chain::new(4);
+        let (p, blobs, _pd) = provider(&chain);
+        let seats: Vec<Node> = (0..4)
+            .map(|i| seat(&chain, i, Some(from_store(blobs.clone()))))
+            .collect();
+        let s = p.submit(INCORRECT, None, &chain.contract).await.unwrap();
+        drawn_with_keys_pooled(&mut chain, &p, &s.session).await;
+        let deliveries = pooled_deliveries(&chain).await;
+        for n in &seats {
+            let me = n.seat.outbox.key().public();
+            for tx in &deliveries {
+                if let Some(keys) = crate::mempool::PooledKeys::of(tx, &me) {
+                    assert!(n.seat.take_pooled_keys(chain.contract.state(), &keys));
+                    n.seat.vote(&s.session, &chain.contract).await;
+                }
+            }
+        }
+        let committed: u64 = seats.iter().map(|n| count(n, |m| &m.committed)).sum();
+        assert!(committed > 0, "seats committed on pooled keys");
+        let ev = chain.block().await;
+        let keyed = ev
+            .iter()
+            .filter(|e| matches!(e, Event::KeyDelivered { .. }))
+            .count();
+        let commits = ev
+            .iter()
+            .filter(|e| matches!(e, Event::Committed { .. }))
+            .count();
+        assert!(keyed > 0, "the keys landed in this block");
+        assert_eq!(
+            u64::try_from(commits).unwrap(),
+            committed,
+            "and every commitment with them"
+        );
+        assert!(
+            ev.iter().any(
+                |e| matches!(e, Event::CommitWindowClosed { session, .. } if *session == s.session)
+            ),
+            "the commit window closed in the keys' block"
+        );
+        p.on_block(&ev, &chain.contract).await;
+        for n in &seats {
+            n.seat.on_block(&ev, &chain.contract).await;
+        }
+        run(&mut chain, &p, &seats, &s.session, 40).await;
+        let o = no_show_nor_slash(&chain, &s.session);
+        assert_eq!(o.trace, trust_contracts::TraceVerdict::Fail);
+        assert!(seats.iter().all(|n| count(n, |m| &m.failures) == 0));
+        // Judged once: the keys' block asked for the same votes again.
+        let again: u64 = seats.iter().map(|n| count(n, |m| &m.committed)).sum();
+        assert_eq!(again, committed, "nothing judged twice");
+    }
+
+    /// Adversary: a provider pools keys that open but do not decrypt the segments (and
+    /// would have other keys decided), hoping honest seats abstain on what the record
+    /// says they could read. Pooled keys are on nobody's record: the seats commit nothing
+    /// on them, and judge once the decided keys come. A stranger's delivery, or one in a
+    /// session the sender does not provide, is not taken at all, and a pooled key never
+    /// displaces a kept one.
+    #[tokio::test]
+    async fn pooled_keys_that_do_not_decrypt_or_come_from_a_stranger_make_no_vote() {
+        let mut chain = Chain::new(4);
+        let (p, blobs, _pd) = provider(&chain);
+        let s = p.submit(INCORRECT, None, &chain.contract).await.unwrap();
+        drawn_with_keys_pooled(&mut chain, &p, &s.session).await;
+        let deliveries = pooled_deliveries(&chain).await;
+        let me = auditor(0).public();
+        let n = seat(&chain, 0, Some(from_store(blobs.clone())));
+        let real = deliveries
+            .iter()
+            .find_map(|tx| crate::mempool::PooledKeys::of(tx, &me))
+            .expect("seat 0 is keyed");
+        let sess = chain.contract.state().sessions[&s.session].clone();
+        // The same entries, sealed to seat 0 under the right context, but of a key that
+        // is not the segments'.
+        let mut garbage = real.clone();
+        for k in &mut garbage.keys {
+            let id = sess.segments[usize::from(k.segment)].entry.id;
+            k.sealed = seal_key(
+                &sealing(0).public(),
+                &[9; KEY_LEN],
+                [5; 32],
+                &key_context(&s.session, &id, &me),
+            )
+            .unwrap();
+        }
+        let mut stranger = garbage.clone();
+        stranger.provider = auditor(1).public();
+        assert!(
+            !n.seat.take_pooled_keys(chain.contract.state(), &stranger),
+            "not the session's provider"
+        );
+        assert!(
+            garbage
+                .keys
+                .iter()
+                .all(|k| n.seat.key(&s.session, k.segment).is_none())
+        );
+        assert!(n.seat.take_pooled_keys(chain.contract.state(), &garbage));
+        n.seat.vote(&s.session, &chain.contract).await;
+        assert_eq!(
+            count(&n, |m| &m.committed),
+            0,
+            "no vote on keys that do not decrypt"
+        );
+        assert_eq!(count(&n, |m| &m.abstained), 0, "and no abstention");
+        // The real delivery, decided: its keys replace the pooled ones, and the seat votes.
+        let ev = chain.block().await;
+        n.seat.on_block(&ev, &chain.contract).await;
+        assert!(
+            count(&n, |m| &m.committed) > 0,
+            "judged on the decided keys"
+        );
+        // A pooled key now displaces nothing.
+        let kept: Vec<_> = real
+            .keys
+            .iter()
+            .map(|k| n.seat.key(&s.session, k.segment))
+            .collect();
+        assert!(!n.seat.take_pooled_keys(chain.contract.state(), &garbage));
+        let after: Vec<_> = real
+            .keys
+            .iter()
+            .map(|k| n.seat.key(&s.session, k.segment))
+            .collect();
+        assert_eq!(kept, after);
     }
 
     /// Runs blocks until the session is no longer live (at most `max`); returns every

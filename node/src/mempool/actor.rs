@@ -11,11 +11,14 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc;
 use tracing::debug;
-use trust_protocol::Hash;
+use trust_protocol::{Hash, tx::SignedTx};
 
 use super::{
     Mempool,
-    ingress::{AccountPool, COMMAND_CAPACITY, Command, Pool},
+    ingress::{
+        AccountPool, COMMAND_CAPACITY, Command, POOLED_CAPACITY, Pool, Pooled, PooledKeys,
+        PooledReveals,
+    },
 };
 use crate::{
     chain::Tip,
@@ -30,7 +33,28 @@ pub struct PoolTask {
     view: ChainWatch,
     synced: Option<Tip>,
     rx: mpsc::Receiver<Command>,
+    watch: Option<Watch>,
+    /// Transactions that may apply once the next block is seen ([`PoolTask::park`]).
+    parked: Vec<(SignedTx, super::Signature)>,
+    parked_bytes: usize,
 }
+
+/// Most transactions kept for the next block ([`PoolTask::park`]).
+pub(super) const MAX_PARKED: usize = 512;
+/// Most bytes of them.
+pub(super) const MAX_PARKED_BYTES: usize = 4 << 20;
+
+/// What the task hands on of what it pools, and to whom ([`PoolTask::watch`]).
+#[derive(Debug)]
+struct Watch {
+    me: trust_protocol::AccountId,
+    awaited: tokio::sync::watch::Receiver<Awaited>,
+    out: mpsc::Sender<Pooled>,
+}
+
+/// The sessions whose provider (this node) awaits their reveals in the pool; its one
+/// writer is the node's duties task.
+pub type Awaited = Arc<std::collections::BTreeSet<Hash>>;
 
 impl Pool {
     /// A pool of at most `max` transactions and the default byte bound, admitting
@@ -49,12 +73,31 @@ impl Pool {
                 view,
                 synced: None,
                 rx,
+                watch: None,
+                parked: Vec::new(),
+                parked_bytes: 0,
             },
         )
     }
 }
 
 impl PoolTask {
+    /// Hands on, from now, what the duties of account `me` may act on before a block
+    /// decides it ([`Pooled`]): the keys every admitted `DeliverKeys` seals to `me`'s
+    /// seats, so that they judge while the delivery waits for its block, and the reveals
+    /// in the sessions `awaited` names, so that their provider can open its honeypots in
+    /// the block of the last reveal. The queue is bounded ([`POOLED_CAPACITY`]); when it
+    /// is full, nothing is handed on (the block brings it anyway) and the pool never waits.
+    pub fn watch(
+        mut self,
+        me: trust_protocol::AccountId,
+        awaited: tokio::sync::watch::Receiver<Awaited>,
+    ) -> (Self, mpsc::Receiver<Pooled>) {
+        let (out, rx) = mpsc::channel(POOLED_CAPACITY);
+        self.watch = Some(Watch { me, awaited, out });
+        (self, rx)
+    }
+
     /// Serves commands until `stop` fires or every [`Pool`] handle is gone.
     pub async fn run(mut self, mut stop: Stop) -> TaskResult {
         loop {
@@ -104,19 +147,78 @@ impl PoolTask {
                 );
             }
             self.synced = Some(view.tip);
+            // What waited for this block is tried once more on it; what still cannot
+            // apply is dropped (its sender's node gossips it again if it must).
+            let parked = std::mem::take(&mut self.parked);
+            self.parked_bytes = 0;
+            let tried = parked.len();
+            let mut pooled = 0usize;
+            for (tx, sig) in parked {
+                if self.insert(tx, sig, &view).is_ok() {
+                    pooled = pooled.saturating_add(1);
+                }
+            }
+            if tried > 0 {
+                debug!(
+                    height = view.tip.height,
+                    tried, pooled, "transactions that waited for this block tried again"
+                );
+            }
         }
         view
+    }
+
+    /// Inserts `tx`, and hands on what the watch asks for ([`PoolTask::watch`]).
+    fn insert(
+        &mut self,
+        tx: SignedTx,
+        sig: super::Signature,
+        view: &ChainView,
+    ) -> Result<Option<Hash>, super::MempoolError> {
+        let handed = self.watch.as_ref().and_then(|w| {
+            let pooled = PooledKeys::of(&tx, &w.me)
+                .map(Pooled::Keys)
+                .or_else(|| PooledReveals::of(&tx, &w.awaited.borrow()).map(Pooled::Reveals))?;
+            Some((pooled, &w.out))
+        });
+        let r = self.pool.insert_as(tx, &view.contract, sig);
+        if let (Ok(_), Some((pooled, out))) = (&r, handed)
+            && out.try_send(pooled).is_err()
+        {
+            debug!(
+                "a pooled transaction not handed to the duties (their queue is full); its block brings it"
+            );
+        }
+        r
+    }
+
+    /// Keeps `tx`, which cannot apply on this node's view yet and may on the next (a peer
+    /// a block ahead gossiped it: a seat committing on keys its provider just delivered;
+    /// this node's own transactions are never parked, their outbox owns their nonces),
+    /// to be tried once more when the next block arrives, within [`MAX_PARKED`]
+    /// transactions and [`MAX_PARKED_BYTES`]; beyond them it is dropped.
+    fn park(&mut self, tx: SignedTx, sig: super::Signature) {
+        let len = trust_protocol::encoding::encode(&tx).len();
+        if self.parked.len() >= MAX_PARKED
+            || self.parked_bytes.saturating_add(len) > MAX_PARKED_BYTES
+        {
+            debug!("a transaction for the next block not kept: the waiting room is full");
+            return;
+        }
+        self.parked_bytes = self.parked_bytes.saturating_add(len);
+        self.parked.push((tx, sig));
     }
 
     fn handle(&mut self, cmd: Command) {
         let view = self.sync();
         match cmd {
             Command::Admit { tx, sig, reply } => {
-                let r = self.pool.insert_as(*tx, &view.contract, sig);
+                let r = self.insert(*tx, sig, &view);
                 if let Some(reply) = reply {
                     let _ = reply.send(r);
                 }
             }
+            Command::Park { tx, sig } => self.park(*tx, sig),
             Command::Reap {
                 contract,
                 max,

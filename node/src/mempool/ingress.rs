@@ -5,7 +5,10 @@ use std::sync::Arc;
 
 use tokio::sync::{mpsc, oneshot};
 use trust_contracts::Contract;
-use trust_protocol::{AccountId, Hash, tx::SignedTx};
+use trust_protocol::{
+    AccountId, Hash,
+    tx::{Call, SeatKey, SignedTx},
+};
 
 use super::MempoolError;
 use crate::view::ChainView;
@@ -30,6 +33,82 @@ pub struct AccountPool {
     pub head: Option<SignedTx>,
 }
 
+/// Pooled transactions the mempool hands a node's duties at once, before any block
+/// decides them. A full queue drops the newest: the decided block brings the same one
+/// block later.
+pub const POOLED_CAPACITY: usize = 256;
+
+/// What a node's duties may act on before a block decides it, as the mempool task hands it
+/// on once the transaction is admitted ([`crate::mempool::PoolTask::watch`]). Nothing here
+/// is on record yet: its reader checks it against the chain before it acts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Pooled {
+    /// Keys sealed to the watched account's seats.
+    Keys(PooledKeys),
+    /// Reveals in sessions whose provider awaits them.
+    Reveals(PooledReveals),
+}
+
+/// The keys one pooled `DeliverKeys` seals to one account's seats.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PooledKeys {
+    /// Who signed the delivery.
+    pub provider: AccountId,
+    /// Its session.
+    pub session: Hash,
+    /// The entries sealed to the watched account, in delivery order.
+    pub keys: Vec<SeatKey>,
+}
+
+impl PooledKeys {
+    /// The entries of `tx` sealed to `me`, if it is a key delivery naming any.
+    pub fn of(tx: &SignedTx, me: &AccountId) -> Option<PooledKeys> {
+        let Call::DeliverKeys { session, keys } = &tx.body.call else {
+            return None;
+        };
+        let mine: Vec<SeatKey> = keys.iter().filter(|k| k.seat == *me).cloned().collect();
+        (!mine.is_empty()).then_some(PooledKeys {
+            provider: tx.signer,
+            session: *session,
+            keys: mine,
+        })
+    }
+}
+
+/// The reveals one pooled transaction carries in the sessions a provider awaits them in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PooledReveals {
+    /// The seat that signed them.
+    pub seat: AccountId,
+    /// Each a single [`Call::Reveal`].
+    pub reveals: Vec<Call>,
+}
+
+impl PooledReveals {
+    /// The reveals `tx` carries (alone or batched) in the sessions `awaited` names.
+    pub fn of(tx: &SignedTx, awaited: &std::collections::BTreeSet<Hash>) -> Option<PooledReveals> {
+        if awaited.is_empty()
+            || !matches!(
+                tx.body.call,
+                Call::Reveal { .. } | Call::Reveals { .. } | Call::Votes { .. }
+            )
+        {
+            return None;
+        }
+        let reveals: Vec<Call> = tx
+            .body
+            .call
+            .unbatched()
+            .into_iter()
+            .filter(|c| matches!(c, Call::Reveal { session, .. } if awaited.contains(session)))
+            .collect();
+        (!reveals.is_empty()).then_some(PooledReveals {
+            seat: tx.signer,
+            reveals,
+        })
+    }
+}
+
 type Reply<T> = oneshot::Sender<T>;
 
 #[derive(Debug)]
@@ -38,6 +117,11 @@ pub(super) enum Command {
         tx: Box<SignedTx>,
         sig: super::Signature,
         reply: Option<Reply<Result<Option<Hash>, MempoolError>>>,
+    },
+    /// Keep for the next block (see `PoolTask::park`).
+    Park {
+        tx: Box<SignedTx>,
+        sig: super::Signature,
     },
     Reap {
         contract: Arc<Contract>,
@@ -130,6 +214,19 @@ impl Pool {
             })
             .ok()
             .map(|()| rx)
+    }
+
+    /// Hands the pool `tx`, whose signature the caller checked and which cannot apply on
+    /// the caller's view yet but may once the next block arrives (a peer a block ahead
+    /// sent it), to be tried again then. Never waits; `false` when the pool's queue is
+    /// full or the pool has stopped.
+    pub(crate) fn park_checked(&self, tx: SignedTx) -> bool {
+        self.tx
+            .try_send(Command::Park {
+                tx: Box::new(tx),
+                sig: super::Signature::Checked,
+            })
+            .is_ok()
     }
 
     /// Up to `max` transactions that can execute in order on `contract` (see

@@ -55,6 +55,11 @@ impl NetHandler for Intake {
         // (net::gossip::check_tx); it is not verified twice more here and in the pool.
         let checked = super::Signature::Checked;
         if let Err(e) = super::admissible_as(&tx, &view.contract, checked) {
+            if matches!(e, MempoolError::NotYet(_)) {
+                // A peer a block ahead of this node: kept for the block this node has
+                // yet to see, and neither forwarded nor held against the peer.
+                self.pool.park_checked(tx);
+            }
             return TxCheck::Now(Err(gossip_verdict(&e)));
         }
         match self.pool.offer_checked(tx) {

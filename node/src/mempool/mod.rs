@@ -54,8 +54,10 @@ use trust_protocol::{
 };
 
 pub use self::{
-    actor::PoolTask,
-    ingress::{AccountPool, COMMAND_CAPACITY, Pool},
+    actor::{Awaited, PoolTask},
+    ingress::{
+        AccountPool, COMMAND_CAPACITY, POOLED_CAPACITY, Pool, Pooled, PooledKeys, PooledReveals,
+    },
     state::Mempool,
 };
 
@@ -160,6 +162,17 @@ pub fn unfit(state: &State, sender: &AccountId, call: &Call) -> Result<(), Mempo
         // contract refuses it whole), and fits when one of its entries does (the contract
         // refuses the others alone); otherwise the first entry says why not.
         Call::Commits { .. } | Call::Reveals { .. } | Call::Votes { .. } => {
+            // Seats this node has not seen drawn yet: a seat a block ahead of it may hold
+            // them (it commits as soon as its keys are pooled), so it waits for the block.
+            let undrawn = call.unbatched().iter().any(|single| {
+                single
+                    .session()
+                    .and_then(|id| state.sessions.get(&id))
+                    .is_some_and(|s| matches!(s.phase, Phase::Assigning))
+            });
+            if undrawn {
+                return Err(MempoolError::NotYet("seats are not drawn yet"));
+            }
             let named = call
                 .unbatched()
                 .into_iter()

@@ -1,9 +1,12 @@
 //! The duties task: it follows decided blocks (and, first, what a restart interrupted) and
 //! carries out the planner's duties through its handles.
 
-use std::sync::Arc;
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    sync::{Arc, Mutex},
+};
 
-use tokio::sync::{Semaphore, broadcast};
+use tokio::sync::{Semaphore, broadcast, mpsc};
 use tracing::{Instrument, debug, info, warn};
 use trust_contracts::Contract;
 use trust_protocol::{AccountId, Hash};
@@ -15,6 +18,7 @@ use super::{
 use crate::{
     audit::{human::HumanDesk, outbox::Outbox, provider::Provider, seat::Seat},
     consensus::driver::Decided,
+    mempool::{Awaited, Pooled, PooledKeys, PooledReveals},
     tasks::{Stop, TaskResult},
     view::{ChainWatch, latest},
 };
@@ -41,6 +45,13 @@ pub struct Config {
     /// The duties' own subscription, taken before the driver starts so that no block is
     /// missed while the node assembles.
     pub blocks: broadcast::Receiver<Decided>,
+    /// What the mempool admits that these duties may act on before a block decides it:
+    /// key deliveries to this node's seats, reveals its provider awaits
+    /// ([`crate::mempool::PoolTask::watch`]).
+    pub pooled: mpsc::Receiver<Pooled>,
+    /// The sessions whose first round's reveals this node's provider awaits in the pool
+    /// (these duties are its one writer; the mempool reads it).
+    pub awaiting: tokio::sync::watch::Sender<Awaited>,
     /// This node's own transactions.
     pub outbox: Outbox,
     /// The provider's sessions.
@@ -65,6 +76,46 @@ pub struct Duties {
     cfg: Config,
     slots: Arc<Semaphore>,
     votes: tokio::task::JoinSet<()>,
+    voting: Voting,
+    /// The pooled reveals of each awaited session, by (seat, segment), the latest kept.
+    reveals: BTreeMap<Hash, BTreeMap<(AccountId, u16), trust_protocol::tx::Call>>,
+    /// Keys pooled for a session this node's chain view has not seen drawn yet (the
+    /// provider read the draw a block ahead of it): tried again after the next block.
+    early_keys: Vec<PooledKeys>,
+}
+
+/// Most pooled key deliveries kept for a draw this node has not seen yet.
+const MAX_EARLY_KEYS: usize = 64;
+
+/// The sessions with a vote under way, each with whether it was asked for again while it
+/// ran (then it runs once more as it ends, for keys that came meanwhile): one vote per
+/// session at a time, so a session asked for by its pooled keys and again by their block
+/// is judged once.
+type Voting = Arc<Mutex<BTreeMap<Hash, bool>>>;
+
+/// A session's place in [`Voting`], given up when its vote ends (or is abandoned).
+struct Running {
+    voting: Voting,
+    session: Hash,
+}
+
+impl Running {
+    /// Whether the vote must run once more: it was asked for again while it ran.
+    fn again(&self) -> bool {
+        let mut v = self.voting.lock().unwrap_or_else(|e| e.into_inner());
+        v.get_mut(&self.session)
+            .map(std::mem::take)
+            .unwrap_or(false)
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.voting
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.session);
+    }
 }
 
 impl std::fmt::Debug for Duties {
@@ -88,6 +139,9 @@ impl Duties {
             cfg,
             slots: Arc::new(Semaphore::new(slots)),
             votes: tokio::task::JoinSet::new(),
+            voting: Arc::default(),
+            reveals: BTreeMap::new(),
+            early_keys: Vec::new(),
         }
     }
 
@@ -115,6 +169,13 @@ impl Duties {
                 biased;
                 () = stop.wait() => return Ok(()),
                 d = self.cfg.blocks.recv() => d,
+                Some(pooled) = self.cfg.pooled.recv() => {
+                    match pooled {
+                        Pooled::Keys(keys) => self.pooled(&keys, true).await,
+                        Pooled::Reveals(reveals) => self.pooled_reveals(reveals).await,
+                    }
+                    continue;
+                }
             };
             let d = match d {
                 Ok(d) => d,
@@ -142,6 +203,10 @@ impl Duties {
                 };
                 let duties = plan::plan(&node, contract.state(), d.block.header.height, &d.events);
                 self.carry_out(duties, &contract, &d.events).await;
+                for keys in std::mem::take(&mut self.early_keys) {
+                    self.pooled(&keys, false).await;
+                }
+                self.await_reveals(&contract, &provided).await;
             };
             tokio::select! {
                 biased;
@@ -201,6 +266,112 @@ impl Duties {
         }
     }
 
+    /// Keys pooled for this node's seats: those that open are kept and their session is
+    /// judged now, so that its commitments can land in the block that decides the keys
+    /// ([`Seat::take_pooled_keys`] says why nothing pooled counts against anyone).
+    ///
+    /// Keys for a session this node has not seen drawn yet are kept (when `keep`) and
+    /// tried once more after the next block.
+    async fn pooled(&mut self, keys: &PooledKeys, keep: bool) {
+        let contract = latest(&self.cfg.chain).contract.clone();
+        let undrawn = contract
+            .state()
+            .sessions
+            .get(&keys.session)
+            .is_none_or(|s| matches!(s.phase, trust_contracts::Phase::Assigning));
+        if undrawn {
+            if keep && self.early_keys.len() < MAX_EARLY_KEYS && !self.early_keys.contains(keys) {
+                self.early_keys.push(keys.clone());
+            }
+            return;
+        }
+        if self.cfg.seat.take_pooled_keys(contract.state(), keys) {
+            debug!(session = %keys.session, "judging on pooled keys");
+            while self.votes.try_join_next().is_some() {}
+            self.judge(&contract, keys.session).await;
+        }
+    }
+
+    /// After a block: which of this node's sessions now await their first round's last
+    /// reveals in the pool (in that round, from its draw, so that no reveal pooled as its
+    /// commit window closes is missed, with honeypots not yet sent),
+    /// published for the mempool; the pooled reveals of the others are dropped. A
+    /// session those already pooled (and this block) settle opens at once.
+    async fn await_reveals(&mut self, contract: &Arc<Contract>, provided: &BTreeSet<Hash>) {
+        let state = contract.state();
+        let awaited: BTreeSet<Hash> = provided
+            .iter()
+            .filter(|id| {
+                state.sessions.get(*id).is_some_and(|s| {
+                    matches!(
+                        s.phase,
+                        trust_contracts::Phase::Commit { round: 0, .. }
+                            | trust_contracts::Phase::Reveal { round: 0, .. }
+                    ) && !s.honeypots_opened
+                })
+            })
+            .filter(|id| self.cfg.provider.awaits_reveals(id))
+            .copied()
+            .collect();
+        self.reveals.retain(|id, _| awaited.contains(id));
+        let changed = **self.cfg.awaiting.borrow() != awaited;
+        if changed {
+            self.cfg.awaiting.send_replace(Arc::new(awaited.clone()));
+        }
+        for session in awaited {
+            self.open_if_settled(contract, &session).await;
+        }
+    }
+
+    /// Reveals pooled in sessions this node's provider awaits them in.
+    async fn pooled_reveals(&mut self, pooled: PooledReveals) {
+        let awaited = self.cfg.awaiting.borrow().clone();
+        let mut touched = BTreeSet::new();
+        for call in pooled.reveals {
+            if let trust_protocol::tx::Call::Reveal {
+                session, segment, ..
+            } = &call
+                && awaited.contains(session)
+            {
+                touched.insert(*session);
+                self.reveals
+                    .entry(*session)
+                    .or_default()
+                    .insert((pooled.seat, *segment), call);
+            }
+        }
+        let contract = latest(&self.cfg.chain).contract.clone();
+        for session in touched {
+            self.open_if_settled(&contract, &session).await;
+        }
+    }
+
+    /// Opens `session`'s honeypots (and mapping) now if the reveals on record and those
+    /// pooled settle its first round ([`trust_contracts::settles_with`]); then it awaits
+    /// nothing more.
+    async fn open_if_settled(&mut self, contract: &Arc<Contract>, session: &Hash) {
+        let Some(s) = contract.state().sessions.get(session) else {
+            return;
+        };
+        let pooled = self.reveals.get(session);
+        let reveals = pooled
+            .into_iter()
+            .flat_map(|m| m.iter().map(|((seat, _), call)| (*seat, call)));
+        if !trust_contracts::settles_with(s, session, reveals) {
+            return;
+        }
+        crate::cpu::Measured::new(
+            crate::cpu::Part::Provider,
+            self.cfg.provider.open_early(session),
+        )
+        .await;
+        self.reveals.remove(session);
+        let mut awaited = (**self.cfg.awaiting.borrow()).clone();
+        if awaited.remove(session) {
+            self.cfg.awaiting.send_replace(Arc::new(awaited));
+        }
+    }
+
     /// Whether our seats in `session` may still commit at the node's current tip.
     fn open(&self, session: &Hash) -> bool {
         may_commit(
@@ -235,6 +406,19 @@ impl Duties {
             info!(%session, "not judged: drawn while the node drains to stop; a restart within its commit window judges it");
             return;
         }
+        {
+            let mut voting = self.voting.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(again) = voting.get_mut(&session) {
+                debug!(%session, "a vote is under way: it runs once more as it ends");
+                *again = true;
+                return;
+            }
+            voting.insert(session, false);
+        }
+        let running = Running {
+            voting: self.voting.clone(),
+            session,
+        };
         let (seat, chain, me, slots) = (
             self.cfg.seat.clone(),
             self.cfg.chain.clone(),
@@ -282,12 +466,17 @@ impl Duties {
                             (p, true)
                         }
                     };
-                    // The chain may have moved on while the vote waited for its slot.
-                    let contract = latest(&view).contract.clone();
-                    if may_commit(contract.state(), &me, &session) {
-                        // Waited until its give-up block: no block more to read in.
-                        let delayed = waited && contract.state().height >= give_up_at;
-                        seat.vote_by(&session, &contract, Some(&tip), delayed).await;
+                    loop {
+                        // The chain may have moved on while the vote waited for its slot.
+                        let contract = latest(&view).contract.clone();
+                        if may_commit(contract.state(), &me, &session) {
+                            // Waited until its give-up block: no block more to read in.
+                            let delayed = waited && contract.state().height >= give_up_at;
+                            seat.vote_by(&session, &contract, Some(&tip), delayed).await;
+                        }
+                        if !running.again() {
+                            break;
+                        }
                     }
                     drop(permit);
                 };
@@ -295,6 +484,7 @@ impl Duties {
                     () = vote => {}
                     () = closed => debug!("abandoned: the commit window closed first"),
                 }
+                drop(running);
             }
             .instrument(tracing::debug_span!("vote", %session)),
         ));

@@ -1480,20 +1480,66 @@ impl Provider {
         let Some(mut r) = self.load(session) else {
             return;
         };
+        let Some(s) = contract.state().sessions.get(session) else {
+            return;
+        };
         // Honeypots are opened after voting (the disclosure), and the mapping after them;
-        // with none, the mapping opens as soon as the votes are bound.
-        let due = contract
-            .state()
-            .sessions
-            .get(session)
-            .is_some_and(|s| match s.phase {
-                Phase::Disclose { .. } => true,
-                Phase::Reveal { .. } => r.honeypots.is_empty(),
-                _ => false,
-            });
+        // with none, the mapping opens as soon as the votes are bound. (A set may open
+        // earlier still, with the last reveal: `open_early`.)
+        let due = match s.phase {
+            Phase::Disclose { .. } => true,
+            Phase::Reveal { .. } => r.honeypots.is_empty(),
+            _ => false,
+        };
+        if matches!(s.phase, Phase::Disclose { .. })
+            && !s.honeypots_opened
+            && r.honeypots_revealed
+            && s.segments
+                .iter()
+                .any(|g| g.seats.iter().any(|x| x.round >= 1))
+        {
+            // A set sent early, for a first round that then escalated, was dropped when
+            // the escalation began (`trust_contracts::expired`), with its mapping: both
+            // go again, under new nonces.
+            tracing::info!(%session, "the honeypot set sent early was dropped by the escalation; opening it again");
+            r.honeypots_revealed = false;
+            r.mapping_revealed = false;
+        }
         if r.mapping_revealed || !due {
             return;
         }
+        self.disclose(session, &mut r).await;
+    }
+
+    /// Whether this node provides `session`, planted honeypots in it and has not sent
+    /// their opening yet: its duties then watch the pool for the first round's last
+    /// reveals ([`Provider::open_early`]).
+    pub fn awaits_reveals(&self, session: &Hash) -> bool {
+        self.load(session)
+            .is_some_and(|r| !r.honeypots.is_empty() && !r.honeypots_revealed)
+    }
+
+    /// Opens `session`'s honeypot set, then its mapping, before the first round's reveal
+    /// window closes: the caller found that the reveals its mempool holds settle the round
+    /// ([`trust_contracts::settles_with`]), so both can land in the block of the last
+    /// reveal, right after it, and the session is decided there instead of a block later.
+    /// A set that lands too early waits in the pool for the disclosure (it applies only
+    /// once the round is settled); one whose round escalates instead is dropped and sent
+    /// again in the disclosure ([`Provider::reveal_mapping`]).
+    pub async fn open_early(&self, session: &Hash) {
+        let Some(mut r) = self.load(session) else {
+            return;
+        };
+        if r.honeypots.is_empty() || r.honeypots_revealed || r.mapping_revealed {
+            return;
+        }
+        tracing::debug!(%session, "the first round's reveals are pooled; opening the honeypots with them");
+        self.disclose(session, &mut r).await;
+    }
+
+    /// Sends the honeypot set (unless sent) and then the mapping, and records each as it
+    /// is pooled.
+    async fn disclose(&self, session: &Hash, r: &mut SessionRecord) {
         // The honeypot set first (empty when none was planted): the mapping follows it
         // and closes the disclosure.
         if !r.honeypots_revealed {
@@ -1503,7 +1549,7 @@ impl Provider {
                 Ok(tx) => {
                     if matches!(tx, Sent::Pooled(_)) {
                         r.honeypots_revealed = true;
-                        let _ = self.store(session, &r);
+                        let _ = self.store(session, r);
                     }
                     tracing::info!(%session, ?segments, %tx, "honeypot set opened");
                 }
@@ -1521,7 +1567,7 @@ impl Provider {
             Ok(tx) => {
                 if matches!(tx, Sent::Pooled(_)) {
                     r.mapping_revealed = true;
-                    let _ = self.store(session, &r);
+                    let _ = self.store(session, r);
                 }
                 tracing::info!(%session, %tx, "mapping opened");
             }
