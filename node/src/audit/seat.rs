@@ -229,6 +229,9 @@ pub struct Seat {
     /// (the segments that cite one need no second fetch) and dropped in `forget`; at most
     /// [`MAX_FETCHED_BYTES`] in all (past it a ciphertext is used and not kept).
     fetched: std::sync::Mutex<Fetched>,
+    /// The sealed keys taken from pooled deliveries and kept, by (session, segment): when
+    /// the decided delivery brings the same box, it is not opened a second time.
+    pooled: std::sync::Mutex<std::collections::HashMap<(Hash, u16), SealedKey>>,
     judges: Vec<Arc<dyn Auditor>>,
     /// Seats (session, segment, round) that could not read their segment yet: the ones
     /// that give up with an abstention when their commit window is about to close.
@@ -282,6 +285,7 @@ impl Seat {
             fetch,
             judges: vec![Arc::new(ComputerAuditor)],
             fetched: std::sync::Mutex::default(),
+            pooled: std::sync::Mutex::default(),
             stuck: std::sync::Mutex::default(),
             metrics,
             #[cfg(feature = "misbehave")]
@@ -409,6 +413,15 @@ impl Seat {
             } => {
                 let me = self.outbox.key().public();
                 self.keep_delivered(session, *segment, sealed);
+                let taken = self
+                    .pooled
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(&(*session, *segment));
+                if taken.as_ref() == Some(sealed) && self.key(session, *segment).is_some() {
+                    // The box opened when it was pooled: the key kept is this one's.
+                    return;
+                }
                 match open_key(
                     &self.sealing,
                     sealed,
@@ -492,7 +505,13 @@ impl Seat {
                 None::<&[u8]>,
                 Some(key.to_vec()),
             );
-            kept |= matches!(swapped, Ok(Ok(())));
+            if matches!(swapped, Ok(Ok(()))) {
+                kept = true;
+                self.pooled
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert((pooled.session, k.segment), k.sealed.clone());
+            }
         }
         kept
     }
@@ -532,6 +551,10 @@ impl Seat {
         if let Err(e) = self.blobs.release(session) {
             tracing::warn!(%session, error = %e, "ciphertexts of a finished session not removed");
         }
+        self.pooled
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|(s, _), _| s != session);
         {
             let mut f = self.fetched.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(gone) = f.by_session.remove(session) {
