@@ -327,6 +327,15 @@ fn civil_from_days(days: u64) -> (u64, u64, u64) {
     (y, m, d)
 }
 
+/// Whether a transaction the contract refused with `error` when a block was built only
+/// waits (and stays pooled, not held against its sender): one behind an earlier refused
+/// transaction of its sender (a nonce gap inside the block), or a reveal pooled while its
+/// commit window is still open. Every other refusal evicts it and counts as its sender's
+/// failure. A block's builder tries what waits once more after the rest ([`build_block`]).
+pub fn waits(error: &TxError) -> bool {
+    matches!(error, TxError::BadNonce { .. } | TxError::WrongPhase(_))
+}
+
 /// Builds the next block from `candidates` in order, proposed by `key`: first the
 /// block's seed proof (the VRF of `key` over the tip's seed), then each candidate applied
 /// to a copy of the state and kept only if it applies; the block stops growing at the
@@ -414,7 +423,7 @@ fn build(
                     events.extend(ev);
                     applied_any = true;
                 }
-                Err(error) if pass == 0 && crate::mempool::waits(&error) => {
+                Err(error) if pass == 0 && waits(&error) => {
                     waiting.push((i, tx, error));
                 }
                 Err(error) => refused.push((i, Dropped { id: tx.id(), error })),

@@ -468,14 +468,7 @@ pub fn refused_for_good(error: &TxError) -> bool {
     )
 }
 
-/// Whether a transaction the contract refused with `error` when a block was built only
-/// waits (and stays pooled, not held against its sender): one behind an earlier refused
-/// transaction of its sender (a nonce gap inside the block), or a reveal pooled while its
-/// commit window is still open. Every other refusal evicts it and counts as its sender's
-/// failure.
-pub fn waits(error: &TxError) -> bool {
-    matches!(error, TxError::BadNonce { .. } | TxError::WrongPhase(_))
-}
+pub use crate::chain::waits;
 
 /// Whether a transaction's signature still has to be checked on admission.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
