@@ -1335,6 +1335,13 @@ mod tests {
         Node { seat, _dir: dir }
     }
 
+    /// Seats 0 to 3, each fetching from the provider's blob store `blobs`.
+    fn four_seats(chain: &Chain, blobs: &BlobStore) -> Vec<Node> {
+        (0..4)
+            .map(|i| seat(chain, i, Some(from_store(blobs.clone()))))
+            .collect()
+    }
+
     fn provider(chain: &Chain) -> (Provider, BlobStore, tempfile::TempDir) {
         let dir = tempfile::tempdir().unwrap();
         let db = sled::open(dir.path()).unwrap();
@@ -1380,9 +1387,7 @@ mod tests {
     async fn seats_judge_commit_and_reveal_and_the_wrong_step_fails_with_those_after_it() {
         let mut chain = Chain::new(4);
         let (p, blobs, _pd) = provider(&chain);
-        let seats: Vec<Node> = (0..4)
-            .map(|i| seat(&chain, i, Some(from_store(blobs.clone()))))
-            .collect();
+        let seats = four_seats(&chain, &blobs);
         let s = p.submit(INCORRECT, None, &chain.contract).await.unwrap();
         run(&mut chain, &p, &seats, &s.session, 40).await;
         let o = chain
@@ -1475,9 +1480,7 @@ mod tests {
     async fn a_seat_restarted_between_commit_and_reveal_still_reveals() {
         let mut chain = Chain::new(4);
         let (p, blobs, _pd) = provider(&chain);
-        let mut seats: Vec<Node> = (0..4)
-            .map(|i| seat(&chain, i, Some(from_store(blobs.clone()))))
-            .collect();
+        let mut seats = four_seats(&chain, &blobs);
         let s = p.submit(INCORRECT, None, &chain.contract).await.unwrap();
         let mut committed_before_crash = 0;
         for _ in 0..20 {
@@ -1775,9 +1778,7 @@ mod tests {
     async fn seats_judging_on_pooled_keys_commit_in_the_block_of_the_keys() {
         let mut chain = Chain::new(4);
         let (p, blobs, _pd) = provider(&chain);
-        let seats: Vec<Node> = (0..4)
-            .map(|i| seat(&chain, i, Some(from_store(blobs.clone()))))
-            .collect();
+        let seats = four_seats(&chain, &blobs);
         let s = p.submit(INCORRECT, None, &chain.contract).await.unwrap();
         drawn_with_keys_pooled(&mut chain, &p, &s.session).await;
         let deliveries = pooled_deliveries(&chain).await;
@@ -1935,9 +1936,7 @@ mod tests {
         let (p, blobs, _pd) = provider(&chain);
         let victim = auditor(0).public();
         let p = p.with_missealing(victim);
-        let seats: Vec<Node> = (0..4)
-            .map(|i| seat(&chain, i, Some(from_store(blobs.clone()))))
-            .collect();
+        let seats = four_seats(&chain, &blobs);
         let s = p.submit(INCORRECT, None, &chain.contract).await.unwrap();
         let before = chain.contract.state().accounts[&victim].balance;
         let ev = run_collecting(&mut chain, &p, &seats, &s.session, 60).await;
@@ -2015,9 +2014,7 @@ mod tests {
         let (p, blobs, _pd) = provider(&chain);
         let victim = auditor(0).public();
         let p = p.with_missealing(victim);
-        let seats: Vec<Node> = (0..4)
-            .map(|i| seat(&chain, i, Some(from_store(blobs.clone()))))
-            .collect();
+        let seats = four_seats(&chain, &blobs);
         let s = p.submit(INCORRECT, None, &chain.contract).await.unwrap();
         let mut all = Vec::new();
         let mut copied = false;
@@ -2284,9 +2281,7 @@ mod tests {
     async fn a_node_seated_in_several_sessions_sends_their_votes_together() {
         let mut chain = Chain::new(4);
         let (p, blobs, _pd) = provider(&chain);
-        let nodes: Vec<Node> = (0..4)
-            .map(|i| seat(&chain, i, Some(from_store(blobs.clone()))))
-            .collect();
+        let nodes = four_seats(&chain, &blobs);
         let mut sessions = Vec::new();
         for _ in 0..3 {
             let s = p.submit(INCORRECT, None, &chain.contract).await.unwrap();
@@ -2482,9 +2477,7 @@ mod tests {
     async fn votes_handed_over_are_sent_when_the_one_who_handed_them_stops_waiting() {
         let mut chain = Chain::new(4);
         let (p, blobs, _pd) = provider(&chain);
-        let nodes: Vec<Node> = (0..4)
-            .map(|i| seat(&chain, i, Some(from_store(blobs.clone()))))
-            .collect();
+        let nodes = four_seats(&chain, &blobs);
         let s = p.submit(INCORRECT, None, &chain.contract).await.unwrap();
         // Every seat commits; the block that takes the commitments closes the window.
         let mut closed = None;
